@@ -1,0 +1,1 @@
+"""Generated protobuf bindings (do not edit; see schema/generate.py)."""

@@ -1,0 +1,113 @@
+"""Base classes that plugin implementations subclass, and the Result a backend returns."""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Mapping, Sequence
+
+from .options import Option, check_options
+from .traceset import TraceSet
+
+__all__ = ["Component", "InputFormat", "Transform", "Backend", "Synthesizer", "Result", "BACKEND_KINDS"]
+
+BACKEND_KINDS = ("simulator", "exporter", "emulator")
+
+
+class Component(ABC):
+    """Common part of every implementation: a registered name, a description and options.
+
+    Declare options as a class attribute ``options = {"name": Option(...)}``; the default
+    :meth:`check_options` validates against it.  Override it for cross-option checks (call
+    ``super().check_options`` first).
+    """
+
+    name: str = ""
+    description: ClassVar[str] = ""
+    options: ClassVar[Mapping[str, Option]] = {}
+
+    def check_options(self, options: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Validate user options and return them with defaults filled in (raises ConfigError)."""
+        return check_options(f"{self.kind_label} {self.name!r}", self.options, options)
+
+    kind_label: ClassVar[str] = "plugin"
+
+
+class InputFormat(Component):
+    """Turns files of some format into a :class:`TraceSet`."""
+
+    kind_label = "input format"
+
+    @abstractmethod
+    def open(self, paths: Sequence[str], options: Mapping[str, Any]) -> TraceSet:
+        """Open ``paths`` as a trace set; ``options`` went through :meth:`check_options`.
+
+        Bad input raises :class:`chakra_core.errors.TraceFormatError` naming file and place.
+        """
+
+
+class Transform(Component):
+    """Rewrites a trace set (what-if scaling, obfuscation, filtering)."""
+
+    kind_label = "transform"
+
+    @abstractmethod
+    def apply(self, traces: TraceSet, options: Mapping[str, Any]) -> TraceSet:
+        """Return the transformed set (preferably lazily, with :meth:`TraceSet.map_nodes`)."""
+
+
+class Backend(Component):
+    """Consumes a trace set: a simulator, an exporter or an emulator (see ``kind``)."""
+
+    kind: ClassVar[str] = "simulator"
+    kind_label = "backend"
+
+    @abstractmethod
+    def run(self, traces: TraceSet, options: Mapping[str, Any], output: Path | None) -> "Result":
+        """Run on ``traces``; write files under ``output`` (a directory, may be None)."""
+
+
+class Synthesizer(Component):
+    """Learns the statistics of a corpus of ETs and generates new ones."""
+
+    kind_label = "synthesizer"
+
+    @abstractmethod
+    def fit(self, corpus: Sequence[TraceSet], options: Mapping[str, Any]) -> dict[str, Any]:
+        """Learn a JSON-serializable model from ``corpus``."""
+
+    @abstractmethod
+    def generate(self, model: Mapping[str, Any], options: Mapping[str, Any]) -> TraceSet:
+        """Generate a new trace set from ``model`` (reproducible for a given ``seed`` option)."""
+
+
+@dataclass
+class Result:
+    """What a backend returns: summary numbers, files written, and an optional timeline.
+
+    ``summary`` states its units in key names (``finish_ns``, ``bytes``); ``ranks`` holds one
+    dict per rank for simulators (``{"rank", "finish_ns", "exposed_comm_ns", ...}``).
+    """
+
+    backend: str
+    kind: str
+    summary: dict[str, Any] = field(default_factory=dict)
+    ranks: list[dict[str, Any]] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    timeline: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result as plain JSON-able data."""
+        return asdict(self)
+
+    def write_json(self, path: str | Path) -> Path:
+        """Write :meth:`to_dict` as JSON to ``path`` atomically."""
+        from .etio import atomic_output
+
+        path = Path(path)
+        with atomic_output(path) as tmp:
+            tmp.write_text(json.dumps(self.to_dict(), indent=2, default=str) + "\n")
+        return path

@@ -1,0 +1,1 @@
+"""The core's own formats, backends and transforms: default plugins using the public hooks."""

@@ -1,0 +1,64 @@
+"""Built-in exporters: write a set as ``.et`` files or as JSON."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..api import Backend, Result
+from ..errors import ConfigError
+from ..hookspecs import hookimpl
+from ..jsonform import write_json
+from ..options import Option
+from ..traceset import TraceSet, with_process_groups
+
+__all__ = ["EtExporter", "JsonExporter"]
+
+
+class EtExporter(Backend):
+    """Write the set as ``<output>/<prefix>.{rank}.et``."""
+
+    kind = "exporter"
+    description = "write the trace set as Chakra .et files"
+    options = {
+        "prefix": Option("str", "trace", "file-name prefix"),
+        "compress": Option("bool", False, "gzip each file (.et.gz)"),
+    }
+
+    def run(self, traces: TraceSet, options: Mapping[str, Any], output: Path | None) -> Result:
+        """Write every rank; the result lists the files and node counts."""
+        if output is None:
+            raise ConfigError("backend 'et' needs an output directory")
+        paths = traces.write(Path(output) / options["prefix"], compress=options["compress"])
+        return Result("et", self.kind, {"ranks": len(paths)}, files=[str(p) for p in paths])
+
+
+class JsonExporter(Backend):
+    """Write the set as ``<output>/<prefix>.{rank}.json`` (or ``.jsonl``)."""
+
+    kind = "exporter"
+    description = "write the trace set in the JSON form"
+    options = {
+        "prefix": Option("str", "trace", "file-name prefix"),
+        "lines": Option("bool", False, "JSON Lines (.jsonl) instead of JSON"),
+    }
+
+    def run(self, traces: TraceSet, options: Mapping[str, Any], output: Path | None) -> Result:
+        """Write every rank as JSON."""
+        if output is None:
+            raise ConfigError("backend 'json' needs an output directory")
+        ext = ".jsonl" if options["lines"] else ".json"
+        files, nodes = [], 0
+        for rt in traces:
+            p = Path(output) / f"{options['prefix']}.{rt.rank}{ext}"
+            meta = with_process_groups(rt.metadata(), traces.process_groups)
+            nodes += write_json(p, meta, rt.nodes(), rank=rt.rank)
+            files.append(str(p))
+        return Result("json", self.kind, {"ranks": len(files), "nodes": nodes}, files=files)
+
+
+@hookimpl
+def chakra_register_backends(register):
+    """Register the ``et`` and ``json`` exporters."""
+    register("et", EtExporter, description=EtExporter.description)
+    register("json", JsonExporter, description=JsonExporter.description)

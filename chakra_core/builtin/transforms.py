@@ -1,0 +1,60 @@
+"""Built-in what-if transform ``scale``: faster compute, bigger messages, bigger memory traffic."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ..api import Transform
+from ..attrs import get_int, set_attr
+from ..hookspecs import hookimpl
+from ..options import Option
+from ..schema import Node, NodeType
+from ..traceset import TraceSet
+
+__all__ = ["ScaleTransform"]
+
+_COMM = (NodeType.COMM_COLL_NODE, NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE)
+_MEM = (NodeType.MEM_LOAD_NODE, NodeType.MEM_STORE_NODE)
+
+
+class ScaleTransform(Transform):
+    """Scale compute durations, message sizes and memory sizes by constant factors.
+
+    ``compute_speedup`` divides COMP_NODE ``duration_micros`` (rounded, at least 1 us when it was
+    non-zero) and multiplies nothing else (FLOP counts stay, so a roofline model is unchanged);
+    ``comm_scale`` multiplies ``comm_size`` (and ``tensor_size`` of send/recv); ``memory_scale``
+    multiplies ``tensor_size`` of memory nodes.
+    """
+
+    description = "what-if: compute speedup, message-size and memory-size factors"
+    options = {
+        "compute_speedup": Option("float", 1.0, "divide compute durations by this", minimum=1e-9),
+        "comm_scale": Option("float", 1.0, "multiply communication sizes (bytes) by this", minimum=0),
+        "memory_scale": Option("float", 1.0, "multiply memory-node sizes (bytes) by this", minimum=0),
+    }
+
+    def apply(self, traces: TraceSet, options: Mapping[str, Any]) -> TraceSet:
+        """Return the lazily scaled set."""
+        speed, comm, mem = options["compute_speedup"], options["comm_scale"], options["memory_scale"]
+
+        def fn(_rank: int, n: Node) -> Node:
+            if n.type == NodeType.COMP_NODE and speed != 1.0 and n.duration_micros:
+                n.duration_micros = max(1, round(n.duration_micros / speed))
+            elif n.type in _COMM and comm != 1.0:
+                for key in ("comm_size", "tensor_size"):
+                    v = get_int(n, key)
+                    if v is not None:
+                        set_attr(n, key, int(round(v * comm)))
+            elif n.type in _MEM and mem != 1.0:
+                v = get_int(n, "tensor_size")
+                if v is not None:
+                    set_attr(n, "tensor_size", int(round(v * mem)))
+            return n
+
+        return traces.map_nodes(fn)
+
+
+@hookimpl
+def chakra_register_transforms(register):
+    """Register ``scale``."""
+    register("scale", ScaleTransform, description=ScaleTransform.description)

@@ -1,0 +1,1 @@
+"""The ``chakra`` command line: thin layers over the Python API."""

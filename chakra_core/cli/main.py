@@ -1,0 +1,88 @@
+"""``chakra`` entry point: argument parsing, lazy subcommands, one-line errors (exit 2).
+
+Subcommand modules are imported only when their command runs, and no plugin is loaded for
+``--help``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import warnings
+
+__all__ = ["main", "COMMANDS"]
+
+#: command -> (module under chakra_core.cli, one-line help)
+COMMANDS = {
+    "convert": ("convert", "convert any registered input format to a Chakra .et set"),
+    "validate": ("validate", "check traces for errors a simulator would crash or hang on"),
+    "stats": ("stats", "node, collective and critical-path statistics"),
+    "jsonize": ("jsonize", "write the JSON form of a trace (exact inverse of 'convert --format json')"),
+    "plugins": ("plugins", "list installed plugins, what they registered, and failures"),
+    "run": ("run", "run a YAML pipeline"),
+    "simulate": ("simulate", "simulate a trace set with a simulator backend"),
+    "export": ("export", "export a trace set with an exporter backend (e.g. ASTRA-sim)"),
+}
+
+
+def _format_warning(message, category, filename, lineno, file=None, line=None):
+    return f"chakra: warning: {message}\n"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser with one sub-parser per command (arguments added lazily)."""
+    p = argparse.ArgumentParser(prog="chakra", description="Chakra execution-trace tools.")
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+    p.add_argument("--strict", action="store_true", help="fail when any plugin fails to load")
+    p.add_argument("--version", action="store_true", help="print the version and exit")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (_mod, helptext) in COMMANDS.items():
+        sub.add_parser(name, help=helptext, add_help=False)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; return the exit status (0 ok, 1 findings, 2 bad input or usage)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    warnings.formatwarning = _format_warning  # type: ignore[assignment]
+    top = build_parser()
+    # split global flags from the command's own arguments
+    i = 0
+    while i < len(argv) and argv[i].startswith("-"):
+        i += 1
+    globals_, rest = argv[:i], argv[i:]
+    args = top.parse_args(globals_ + rest[:1])
+    if args.version:
+        from chakra_core import __version__
+
+        print(f"chakra {__version__}")
+        return 0
+    if not args.command:
+        top.print_help()
+        return 0
+    modname, helptext = COMMANDS[args.command]
+    mod = importlib.import_module(f"chakra_core.cli.{modname}")
+    parser = argparse.ArgumentParser(prog=f"chakra {args.command}", description=helptext)
+    mod.add_arguments(parser)
+    cargs = parser.parse_args(rest[1:])
+    cargs.debug = args.debug
+    cargs.strict = args.strict
+    from chakra_core.errors import ChakraError
+
+    try:
+        return int(mod.run(cargs) or 0)
+    except ChakraError as e:
+        if args.debug:
+            raise
+        print(f"chakra {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("chakra: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

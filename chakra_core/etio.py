@@ -1,0 +1,325 @@
+"""Streaming reader and writer for Chakra ``.et`` files.
+
+An ``.et`` file is a GlobalMetadata message followed by Node messages, each preceded by its
+length as a protobuf varint; gzip is detected by its magic bytes on read and chosen by a ``.gz``
+name on write.
+
+Speed: the reader parses framed nodes in batches.  The framing ``varint(len) + message`` is,
+with one tag byte (``0x0a``) in front, the encoding of one element of ``repeated Node nodes = 1``,
+so a run of frames becomes one ``NodeBatch`` message that protobuf's C parser decodes in one call.
+Memory stays flat: the file is read in fixed-size chunks and only one batch is alive at a time.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import tempfile
+import zlib
+from pathlib import Path
+from typing import BinaryIO, Iterable, Iterator
+
+from google.protobuf.message import DecodeError
+
+from ._proto.et_batch_pb2 import NodeBatch
+from .errors import TraceFormatError
+from .schema import GlobalMetadata, Node
+
+__all__ = ["EtReader", "EtWriter", "read_et", "write_et", "open_binary", "atomic_output"]
+
+_CHUNK = 1 << 20
+_BATCH = 4096
+#: ASTRA-sim's reader takes at most 4 varint bytes, so one message is below 256 MiB.
+MAX_MESSAGE = (1 << 28) - 1
+_GZIP_MAGIC = b"\x1f\x8b"
+#: explicit encodings of an all-default message, so that no zero-length message is ever written.
+_EMPTY_NODE = b"\x08\x00"  # id = 0
+_EMPTY_META = b"\x0a\x00"  # version = ""
+
+
+def open_binary(path: str | os.PathLike) -> BinaryIO:
+    """Open ``path`` for reading, decompressing when it starts with the gzip magic bytes."""
+    f = open(path, "rb")
+    head = f.peek(2)[:2] if hasattr(f, "peek") else b""
+    if head == _GZIP_MAGIC:
+        return gzip.GzipFile(fileobj=f, mode="rb")  # type: ignore[return-value]
+    return f
+
+
+def _varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+    """Decode a varint at ``pos``; return (value, position after it) or (-1, pos) if cut short."""
+    result = 0
+    shift = 0
+    p = pos
+    while p < end:
+        b = buf[p]
+        result |= (b & 0x7F) << shift
+        p += 1
+        if not b & 0x80:
+            return result, p
+        shift += 7
+        if shift > 63:
+            raise ValueError("varint too long")
+    return -1, pos
+
+
+def _encode_varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+class EtReader:
+    """Stream the nodes of one ``.et`` file (plain or gzip) with flat memory.
+
+    >>> r = EtReader("trace.0.et")            # doctest: +SKIP
+    >>> r.metadata.version, sum(1 for _ in r)  # doctest: +SKIP
+    """
+
+    def __init__(self, path: str | os.PathLike, batch_size: int = _BATCH):
+        self.path = str(path)
+        self.batch_size = batch_size
+        self._meta: GlobalMetadata | None = None
+
+    @property
+    def metadata(self) -> GlobalMetadata:
+        """The file's GlobalMetadata (reads only the start of the file)."""
+        if self._meta is None:
+            for _ in self._frames(meta_only=True):
+                break
+        assert self._meta is not None
+        return self._meta
+
+    def __iter__(self) -> Iterator[Node]:
+        for batch in self.batches():
+            yield from batch
+
+    def batches(self) -> Iterator[Iterable[Node]]:
+        """Yield the nodes in batches (protobuf repeated containers) of up to ``batch_size``."""
+        for offset, frames in self._frames():
+            try:
+                yield NodeBatch.FromString(b"\n" + b"\n".join(frames)).nodes
+            except DecodeError:
+                self._locate_bad(offset, frames)
+
+    def raw(self) -> Iterator[bytes]:
+        """Yield each node's serialized bytes, undecoded (for fast copies and counting)."""
+        for _, frames in self._frames():
+            for fr in frames:
+                _, p = _varint(fr, 0, len(fr))
+                yield fr[p:]
+
+    def _locate_bad(self, offset: int, frames: list[bytes]) -> None:
+        for fr in frames:
+            _, p = _varint(fr, 0, len(fr))
+            try:
+                Node.FromString(fr[p:])
+            except DecodeError as e:
+                raise TraceFormatError(
+                    f"not a Chakra node message ({e})", self.path, f"byte {offset}"
+                ) from None
+            offset += len(fr)
+        raise TraceFormatError("not a Chakra node message", self.path, f"byte {offset}")
+
+    def _frames(self, meta_only: bool = False) -> Iterator[tuple[int, list[bytes]]]:
+        """Yield (file offset of the first frame, [frame bytes incl. length prefix]) batches."""
+        try:
+            yield from self._frames_unchecked(meta_only)
+        except (OSError, EOFError, zlib.error) as e:
+            if isinstance(e, FileNotFoundError):
+                raise TraceFormatError("no such file", self.path) from None
+            if isinstance(e, (gzip.BadGzipFile, EOFError, zlib.error)):
+                raise TraceFormatError(f"bad gzip data ({e})", self.path) from None
+            raise TraceFormatError(f"cannot read ({e.strerror or e})", self.path) from None
+
+    def _frames_unchecked(self, meta_only: bool) -> Iterator[tuple[int, list[bytes]]]:
+        with open_binary(self.path) as f:
+            buf = f.read(_CHUNK)
+            if not buf:
+                raise TraceFormatError("empty file: no GlobalMetadata message", self.path)
+            base = 0  # file offset of buf[0]
+            pos = 0
+            end = len(buf)
+            eof = False
+            first = True
+            batch: list[bytes] = []
+            batch_off = 0
+            size = self.batch_size
+            while True:
+                # make sure a whole frame is in the buffer, refilling when needed
+                try:
+                    if pos < end and buf[pos] < 0x80:
+                        ln = buf[pos]
+                        hp = pos + 1
+                    else:
+                        ln, hp = _varint(buf, pos, end)
+                except ValueError:
+                    raise TraceFormatError("bad length prefix", self.path, f"byte {base + pos}")
+                if ln < 0 or hp + ln > end:
+                    if eof:
+                        if pos == end:
+                            break
+                        raise TraceFormatError(
+                            "truncated message at end of file", self.path, f"byte {base + pos}"
+                        )
+                    if ln > MAX_MESSAGE:
+                        raise TraceFormatError(
+                            f"message length {ln} exceeds 256 MiB (corrupt length prefix?)",
+                            self.path,
+                            f"byte {base + pos}",
+                        )
+                    more = f.read(max(_CHUNK, ln + 16))
+                    if not more:
+                        eof = True
+                    buf = buf[pos:] + more
+                    base += pos
+                    pos = 0
+                    end = len(buf)
+                    continue
+                if ln > MAX_MESSAGE:
+                    raise TraceFormatError(
+                        f"message length {ln} exceeds 256 MiB", self.path, f"byte {base + pos}"
+                    )
+                if first:
+                    first = False
+                    try:
+                        self._meta = GlobalMetadata.FromString(buf[hp : hp + ln])
+                    except DecodeError as e:
+                        raise TraceFormatError(
+                            f"first message is not a GlobalMetadata ({e})", self.path, "byte 0"
+                        ) from None
+                    pos = hp + ln
+                    if meta_only:
+                        return
+                    continue
+                if not batch:
+                    batch_off = base + pos
+                batch.append(buf[pos : hp + ln])
+                pos = hp + ln
+                if len(batch) >= size:
+                    yield batch_off, batch
+                    batch = []
+            if first:
+                raise TraceFormatError("empty file: no GlobalMetadata message", self.path)
+            if batch:
+                yield batch_off, batch
+
+
+def read_et(path: str | os.PathLike) -> tuple[GlobalMetadata, list[Node]]:
+    """Read a whole ``.et`` file into memory: ``(metadata, [nodes])``."""
+    r = EtReader(path)
+    nodes: list[Node] = []
+    for b in r.batches():
+        nodes.extend(b)
+    return r.metadata, nodes
+
+
+class atomic_output:
+    """Context manager giving a temporary path beside ``path``, renamed into place on success.
+
+    On an exception the temporary file is removed and any existing ``path`` is left untouched.
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+
+    def __enter__(self) -> Path:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
+        os.close(fd)
+        self.tmp = Path(tmp)
+        return self.tmp
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            os.replace(self.tmp, self.path)
+        else:
+            self.tmp.unlink(missing_ok=True)
+
+
+class EtWriter:
+    """Write one ``.et`` file: metadata first, then nodes; atomic (temp file + rename).
+
+    Use as a context manager; gzip is used when the name ends in ``.gz``.  Never writes a
+    zero-length message: an all-default node is written as an explicit ``id = 0``.
+    """
+
+    def __init__(self, path: str | os.PathLike, metadata: GlobalMetadata | None = None,
+                 compress: bool | None = None, compresslevel: int = 6):
+        self.path = Path(path)
+        self.metadata = metadata if metadata is not None else GlobalMetadata(version="0.0.4")
+        self.compress = self.path.name.endswith(".gz") if compress is None else compress
+        self.compresslevel = compresslevel
+        self.count = 0
+        self._atomic: atomic_output | None = None
+        self._f: BinaryIO | None = None
+        self._pending: list[bytes] = []
+
+    def __enter__(self) -> "EtWriter":
+        self._atomic = atomic_output(self.path)
+        tmp = self._atomic.__enter__()
+        raw = open(tmp, "wb")
+        if self.compress:
+            self._f = gzip.GzipFile(filename="", fileobj=raw, mode="wb",
+                                    compresslevel=self.compresslevel, mtime=0)  # type: ignore
+            self._raw = raw
+        else:
+            self._f = io.BufferedWriter(raw, 1 << 20)  # type: ignore[arg-type]
+            self._raw = None
+        meta = self.metadata.SerializeToString() or _EMPTY_META
+        self._f.write(_encode_varint(len(meta)) + meta)
+        return self
+
+    def write(self, node: Node) -> None:
+        """Append one node."""
+        self.write_raw(node.SerializeToString())
+
+    def write_many(self, nodes: Iterable[Node]) -> None:
+        """Append many nodes."""
+        for n in nodes:
+            self.write_raw(n.SerializeToString())
+
+    def write_raw(self, data: bytes) -> None:
+        """Append one already serialized node message."""
+        data = data or _EMPTY_NODE
+        ln = len(data)
+        if ln < 0x80:
+            self._pending.append(bytes((ln,)) + data)
+        elif ln > MAX_MESSAGE:
+            raise TraceFormatError(f"node message of {ln} bytes exceeds 256 MiB", str(self.path))
+        else:
+            self._pending.append(_encode_varint(ln) + data)
+        if len(self._pending) >= _BATCH:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._pending:
+            assert self._f is not None
+            self.count += len(self._pending)
+            self._f.write(b"".join(self._pending))
+            self._pending = []
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        assert self._f is not None and self._atomic is not None
+        try:
+            if exc_type is None:
+                self._flush()
+            self._f.close()
+            if self._raw is not None:
+                self._raw.close()
+        finally:
+            self._atomic.__exit__(exc_type, exc, tb)
+
+
+def write_et(path: str | os.PathLike, metadata: GlobalMetadata | None, nodes: Iterable[Node]) -> int:
+    """Write ``nodes`` to ``path`` atomically; return the number of nodes written."""
+    with EtWriter(path, metadata) as w:
+        w.write_many(nodes)
+    return w.count

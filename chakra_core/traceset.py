@@ -1,0 +1,305 @@
+"""TraceSet: the per-rank Chakra ETs of one job, streamed rank by rank.
+
+A set is opened from a prefix (``prefix.{rank}.et``), a directory, a glob, or a list of files;
+ranks are discovered from the names and must be 0..N-1 without gaps.  Process-group membership
+travels in each rank's GlobalMetadata as the string attribute ``process_groups`` (a JSON list of
+``{"pg_name", "ranks", "pg_desc"}``, the shape of PyTorch's ``## process_group:init ##`` node);
+traces from other tools that only have that METADATA node are understood too.
+"""
+
+from __future__ import annotations
+
+import glob as _glob
+import json
+import os
+import re
+from pathlib import Path
+from typing import Callable, Iterable, Iterator, Mapping, Sequence
+
+from .attrs import make_attr
+from .errors import TraceFormatError
+from .etio import EtReader, EtWriter
+from .schema import PG_INIT_NAME, GlobalMetadata, Node, NodeType
+
+__all__ = [
+    "RankTrace",
+    "FileRank",
+    "MemoryRank",
+    "GeneratedRank",
+    "TraceSet",
+    "open_traceset",
+    "PG_ATTR",
+]
+
+#: GlobalMetadata attribute that carries the set's process groups.
+PG_ATTR = "process_groups"
+_RANK_RE = re.compile(r"^(?P<prefix>.*)\.(?P<rank>\d+)\.et(?:\.gz)?$")
+
+
+class RankTrace:
+    """One rank's ET: its metadata and a re-iterable stream of nodes."""
+
+    rank: int
+    path: str | None = None
+
+    def metadata(self) -> GlobalMetadata:
+        """The rank's GlobalMetadata."""
+        raise NotImplementedError
+
+    def batches(self) -> Iterator[Iterable[Node]]:
+        """Yield the nodes in batches (fastest way to stream)."""
+        raise NotImplementedError
+
+    def nodes(self) -> Iterator[Node]:
+        """Yield every node, in file order."""
+        for b in self.batches():
+            yield from b
+
+    def __iter__(self) -> Iterator[Node]:
+        return self.nodes()
+
+    @property
+    def label(self) -> str:
+        """A name for messages: the file path, or ``rank N``."""
+        return self.path or f"rank {self.rank}"
+
+
+class FileRank(RankTrace):
+    """A rank backed by an ``.et`` (or ``.et.gz``) file, streamed on each iteration."""
+
+    def __init__(self, rank: int, path: str | os.PathLike):
+        self.rank = rank
+        self.path = str(path)
+        self._reader = EtReader(self.path)
+
+    def metadata(self) -> GlobalMetadata:
+        """The file's GlobalMetadata."""
+        return self._reader.metadata
+
+    def batches(self) -> Iterator[Iterable[Node]]:
+        """Stream the file's nodes in batches."""
+        return self._reader.batches()
+
+    def raw(self) -> Iterator[bytes]:
+        """Serialized node messages, undecoded."""
+        return self._reader.raw()
+
+
+class MemoryRank(RankTrace):
+    """A rank held in memory as a list of nodes."""
+
+    def __init__(self, rank: int, metadata: GlobalMetadata, nodes: Sequence[Node]):
+        self.rank = rank
+        self._meta = metadata
+        self._nodes = nodes
+
+    def metadata(self) -> GlobalMetadata:
+        """The rank's GlobalMetadata."""
+        return self._meta
+
+    def batches(self) -> Iterator[Iterable[Node]]:
+        """All nodes as one batch."""
+        yield self._nodes
+
+
+class GeneratedRank(RankTrace):
+    """A rank whose nodes are produced on demand by ``factory()`` (a fresh iterator per call)."""
+
+    def __init__(self, rank: int, metadata: GlobalMetadata, factory: Callable[[], Iterable[Node]],
+                 path: str | None = None):
+        self.rank = rank
+        self._meta = metadata
+        self._factory = factory
+        self.path = path
+
+    def metadata(self) -> GlobalMetadata:
+        """The rank's GlobalMetadata."""
+        return self._meta
+
+    def batches(self) -> Iterator[Iterable[Node]]:
+        """Produce the nodes in batches of 4096."""
+        batch: list[Node] = []
+        for n in self._factory():
+            batch.append(n)
+            if len(batch) >= 4096:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
+
+
+class TraceSet:
+    """The Chakra ETs of one job, one :class:`RankTrace` per rank (0..N-1)."""
+
+    def __init__(self, ranks: Mapping[int, RankTrace] | Sequence[RankTrace],
+                 process_groups: Mapping[str, Sequence[int]] | None = None, source: str = ""):
+        items = list(ranks.values()) if isinstance(ranks, Mapping) else list(ranks)
+        self._ranks = {r.rank: r for r in sorted(items, key=lambda r: r.rank)}
+        if len(self._ranks) != len(items):
+            raise TraceFormatError("two traces claim the same rank", source or None)
+        self._pgs = {k: list(v) for k, v in process_groups.items()} if process_groups else None
+        self.source = source
+
+    @property
+    def ranks(self) -> list[int]:
+        """Rank numbers, ascending."""
+        return list(self._ranks)
+
+    def __len__(self) -> int:
+        return len(self._ranks)
+
+    def __getitem__(self, rank: int) -> RankTrace:
+        return self._ranks[rank]
+
+    def __iter__(self) -> Iterator[RankTrace]:
+        return iter(self._ranks.values())
+
+    @property
+    def process_groups(self) -> dict[str, list[int]]:
+        """``{pg_name: [ranks]}`` of the set ("" and "0" stand for all ranks and are not listed)."""
+        if self._pgs is None:
+            self._pgs = _discover_groups(next(iter(self._ranks.values()))) if self._ranks else {}
+        return self._pgs
+
+    def group_members(self, pg_name: str | None) -> list[int]:
+        """Ranks of process group ``pg_name``; all ranks for None, "" or "0" or an unknown name."""
+        if pg_name in (None, "", "0"):
+            return self.ranks
+        return self.process_groups.get(pg_name, self.ranks)
+
+    def map_nodes(self, fn: Callable[[int, Node], Node | None],
+                  metadata: Callable[[int, GlobalMetadata], GlobalMetadata] | None = None
+                  ) -> "TraceSet":
+        """A lazily transformed set: ``fn(rank, node)`` returns the new node or None to drop it."""
+        def make(rt: RankTrace) -> RankTrace:
+            def factory() -> Iterator[Node]:
+                for n in rt.nodes():
+                    out = fn(rt.rank, n)
+                    if out is not None:
+                        yield out
+            meta = metadata(rt.rank, rt.metadata()) if metadata else rt.metadata()
+            return GeneratedRank(rt.rank, meta, factory, rt.path)
+        return TraceSet([make(r) for r in self], self._pgs, self.source)
+
+    def write(self, out: str | os.PathLike, compress: bool = False) -> list[Path]:
+        """Write ``prefix.{rank}.et`` files; ``out`` is a directory (prefix ``trace``) or a prefix.
+
+        Each rank's GlobalMetadata gets the set's process groups.  Returns the paths written.
+        """
+        prefix = _out_prefix(out)
+        pgs = self.process_groups
+        paths = []
+        for rt in self:
+            meta = with_process_groups(rt.metadata(), pgs)
+            p = Path(f"{prefix}.{rt.rank}.et" + (".gz" if compress else ""))
+            with EtWriter(p, meta) as w:
+                raw = getattr(rt, "raw", None)
+                if raw is not None:
+                    for data in raw():
+                        w.write_raw(data)
+                else:
+                    for b in rt.batches():
+                        w.write_many(b)
+            paths.append(p)
+        return paths
+
+
+def _out_prefix(out: str | os.PathLike) -> Path:
+    p = Path(out)
+    if p.is_dir() or str(out).endswith(("/", os.sep)):
+        p.mkdir(parents=True, exist_ok=True)
+        return p / "trace"
+    p.parent.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def with_process_groups(meta: GlobalMetadata, pgs: Mapping[str, Sequence[int]]) -> GlobalMetadata:
+    """A copy of ``meta`` whose ``process_groups`` attribute lists ``pgs`` (when not empty)."""
+    out = GlobalMetadata()
+    out.CopyFrom(meta)
+    keep = [a for a in out.attr if a.name != PG_ATTR]
+    if len(keep) != len(out.attr) or pgs:
+        del out.attr[:]
+        out.attr.extend(keep)
+        if pgs:
+            text = json.dumps([{"pg_name": k, "ranks": list(v)} for k, v in pgs.items()])
+            out.attr.append(make_attr(PG_ATTR, text))
+    return out
+
+
+def parse_groups_json(text: str, where: str) -> dict[str, list[int]]:
+    """Parse a JSON list of ``{pg_name, ranks}`` (our attribute or PyTorch's pg-init node)."""
+    try:
+        items = json.loads(text)
+        return {str(d["pg_name"]): [int(r) for r in d["ranks"]] for d in items}
+    except (ValueError, TypeError, KeyError) as e:
+        raise TraceFormatError(f"bad process-group description ({e})", where) from None
+
+
+def _discover_groups(rt: RankTrace) -> dict[str, list[int]]:
+    for a in rt.metadata().attr:
+        if a.name == PG_ATTR and a.WhichOneof("value") == "string_val":
+            return parse_groups_json(a.string_val, rt.label)
+    # traces of other tools: the METADATA node named "## process_group:init ##"
+    for n in rt.nodes():
+        if n.type == NodeType.METADATA_NODE and n.name == PG_INIT_NAME:
+            text = n.inputs.values
+            # PyTorch writes a Python-literal list around the JSON string: "['[...]']"-like
+            return parse_groups_json(text[2:-2] if not text.startswith("[{") else text, rt.label)
+    return {}
+
+
+def _rank_of(path: str) -> tuple[str, int] | None:
+    m = _RANK_RE.match(path)
+    return (m.group("prefix"), int(m.group("rank"))) if m else None
+
+
+def _from_files(files: list[str], where: str) -> TraceSet:
+    ranked = [_rank_of(f) for f in files]
+    if len(files) == 1 and ranked[0] is None:
+        return TraceSet([FileRank(0, files[0])], source=files[0])
+    if any(r is None for r in ranked):
+        bad = files[ranked.index(None)]
+        raise TraceFormatError("cannot tell the rank from the name (want PREFIX.RANK.et)", bad)
+    prefixes = sorted({r[0] for r in ranked if r})
+    if len(prefixes) > 1:
+        raise TraceFormatError(f"several trace sets here ({', '.join(prefixes)}); name one prefix", where)
+    by_rank: dict[int, str] = {}
+    for f, r in zip(files, ranked):
+        assert r is not None
+        if r[1] in by_rank:
+            raise TraceFormatError(f"rank {r[1]} appears twice ({by_rank[r[1]]} and {f})", where)
+        by_rank[r[1]] = f
+    if len(files) > 1 or len(by_rank) > 1:
+        missing = sorted(set(range(max(by_rank) + 1)) - set(by_rank))
+        if missing:
+            shown = ", ".join(map(str, missing[:10])) + (" ..." if len(missing) > 10 else "")
+            raise TraceFormatError(f"missing ranks {shown} (found {len(by_rank)} of {max(by_rank) + 1})", where)
+    return TraceSet([FileRank(r, f) for r, f in by_rank.items()], source=where)
+
+
+def open_traceset(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> TraceSet:
+    """Open a set from a file, a directory, a glob, a ``prefix`` or a list of files."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    paths = [str(p) for p in paths]
+    if len(paths) > 1:
+        return _from_files(paths, paths[0])
+    spec = paths[0]
+    if os.path.isdir(spec):
+        files = sorted(str(p) for p in Path(spec).iterdir() if _rank_of(p.name) or p.suffix == ".et")
+        if not files:
+            raise TraceFormatError("no .et files in this directory", spec)
+        return _from_files(files, spec)
+    if os.path.isfile(spec):
+        return _from_files([spec], spec)
+    if any(c in spec for c in "*?["):
+        files = sorted(_glob.glob(spec))
+        if not files:
+            raise TraceFormatError("no file matches this pattern", spec)
+        return _from_files(files, spec)
+    files = sorted(_glob.glob(_glob.escape(spec) + ".*.et")) + sorted(_glob.glob(_glob.escape(spec) + ".*.et.gz"))
+    files = [f for f in files if (r := _rank_of(f)) and r[0] == spec]
+    if not files:
+        raise TraceFormatError("no such file, directory or trace-set prefix", spec)
+    return _from_files(files, spec)
