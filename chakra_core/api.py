@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar
 
 from .options import Option, check_options
 from .traceset import TraceSet
@@ -65,7 +66,7 @@ class Backend(Component):
     kind_label = "backend"
 
     @abstractmethod
-    def run(self, traces: TraceSet, options: Mapping[str, Any], output: Path | None) -> "Result":
+    def run(self, traces: TraceSet, options: Mapping[str, Any], output: Path | None) -> Result:
         """Run on ``traces``; write files under ``output`` (a directory, may be None)."""
 
 

@@ -7,7 +7,8 @@ an integer from any integer slot, so traces from every known producer work.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from .schema import AttributeProto
 

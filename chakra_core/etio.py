@@ -17,8 +17,9 @@ import io
 import os
 import tempfile
 import zlib
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import BinaryIO, Iterable, Iterator
+from typing import BinaryIO
 
 from google.protobuf.message import DecodeError
 
@@ -161,7 +162,7 @@ class EtReader:
                     else:
                         ln, hp = _varint(buf, pos, end)
                 except ValueError:
-                    raise TraceFormatError("bad length prefix", self.path, f"byte {base + pos}")
+                    raise TraceFormatError("bad length prefix", self.path, f"byte {base + pos}") from None
                 if ln < 0 or hp + ln > end:
                     if eof:
                         if pos == end:
@@ -262,7 +263,7 @@ class EtWriter:
         self._f: BinaryIO | None = None
         self._pending: list[bytes] = []
 
-    def __enter__(self) -> "EtWriter":
+    def __enter__(self) -> EtWriter:
         self._atomic = atomic_output(self.path)
         tmp = self._atomic.__enter__()
         raw = open(tmp, "wb")

@@ -3,21 +3,26 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from .errors import ConfigError
 
 __all__ = ["Option", "check_options", "suggest", "parse_kv"]
 
-_TYPES = {"int": int, "float": float, "str": str, "bool": bool, "list": list, "dict": dict, "any": object}
+_TYPES = {
+    "int": int, "float": float, "str": str, "path": str, "bool": bool, "list": list, "dict": dict,
+    "any": object,
+}
 
 
 @dataclass(frozen=True)
 class Option:
     """One option a plugin accepts.
 
-    ``type`` is one of int, float, str, bool, list, dict, any; ``choices`` restricts the values;
+    ``type`` is one of int, float, str, path, bool, list, dict, any (a ``path`` is a string that
+    a YAML pipeline resolves relative to the pipeline file); ``choices`` restricts the values;
     ``unit`` is said in help texts (e.g. "us", "bytes", "GB/s").
     """
 

@@ -26,7 +26,9 @@ from . import hookspecs
 from .errors import PluginError
 from .registry import KINDS, Registry
 
-__all__ = ["PluginHost", "PluginInfo", "get_host", "reset_host", "PluginWarning", "DEFAULT_PLUGINS", "ENTRY_POINT_GROUP"]
+__all__ = [
+    "PluginHost", "PluginInfo", "get_host", "reset_host", "PluginWarning", "DEFAULT_PLUGINS", "ENTRY_POINT_GROUP",
+]
 
 ENTRY_POINT_GROUP = "chakra"
 #: the core's own features, registered through the same hooks as any third party.
@@ -98,7 +100,8 @@ class PluginHost:
             self.pm.enable_tracing()
         version = _core_version()
         for modname in DEFAULT_PLUGINS:
-            self._add(importlib.import_module(modname), PluginInfo(modname.rsplit(".", 1)[-1], CORE_DIST, version, modname))
+            info = PluginInfo(modname.rsplit(".", 1)[-1], CORE_DIST, version, modname)
+            self._add(importlib.import_module(modname), info)
         if entry_points:
             self._load_entry_points()
 

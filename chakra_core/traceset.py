@@ -13,8 +13,8 @@ import glob as _glob
 import json
 import os
 import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
 from .attrs import make_attr
 from .errors import TraceFormatError
@@ -169,7 +169,7 @@ class TraceSet:
 
     def map_nodes(self, fn: Callable[[int, Node], Node | None],
                   metadata: Callable[[int, GlobalMetadata], GlobalMetadata] | None = None
-                  ) -> "TraceSet":
+                  ) -> TraceSet:
         """A lazily transformed set: ``fn(rank, node)`` returns the new node or None to drop it."""
         def make(rt: RankTrace) -> RankTrace:
             def factory() -> Iterator[Node]:

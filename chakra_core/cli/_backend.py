@@ -1,0 +1,49 @@
+"""What ``simulate`` and ``export`` share: system-file flags and running one backend."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from chakra_core.errors import ConfigError
+from chakra_core.options import parse_kv
+
+from ._common import add_plugin_options, open_input
+
+__all__ = ["add_system_arguments", "run_backend"]
+
+SYSTEM_FLAGS = ("system", "network", "memory", "comm_groups")
+
+
+def add_system_arguments(p, memory: bool = True) -> None:
+    """``--system``, ``--network`` (and ``--memory``, ``--comm-groups``), ``--format``, ``-O``."""
+    p.add_argument("path", metavar="PATH", help="trace set: file, directory or prefix")
+    p.add_argument("--format", help="input format (auto-detected when omitted)")
+    p.add_argument("--system", metavar="FILE", help="our system YAML, or ASTRA-sim's system.json")
+    p.add_argument("--network", metavar="FILE", help="our YAML, or ASTRA-sim's network.yml")
+    if memory:
+        p.add_argument("--memory", metavar="FILE", help="ASTRA-sim memory.json (remote memory)")
+        p.add_argument("--comm-groups", dest="comm_groups", metavar="FILE",
+                       help="ASTRA-sim communicator-group JSON")
+    add_plugin_options(p)
+
+
+def run_backend(args, name: str, kind: str, output: str | None, extra: dict | None = None):
+    """Open the input, check the backend's kind and options, run it, return its Result."""
+    from chakra_core.plugins import get_host
+
+    host = get_host(strict=args.strict or None)
+    impl = host.registry.get("backend", name)
+    if impl.kind != kind:
+        others = [e.name for e in host.registry.entries("backend") if getattr(e.load(), "kind", "") == kind]
+        raise ConfigError(f"backend {name!r} is a {impl.kind}, not a {kind}; {kind}s: {', '.join(others) or 'none'}")
+    opts = parse_kv(args.opts)
+    for flag in SYSTEM_FLAGS:
+        if getattr(args, flag, None):
+            opts[flag] = getattr(args, flag)
+    opts.update(extra or {})
+    checked = impl.check_options(opts)
+    traces = open_input([args.path], args.format, None, args.strict)
+    out = Path(output) if output else None
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+    return impl.run(traces, checked, out)

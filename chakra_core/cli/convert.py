@@ -1,0 +1,30 @@
+"""``chakra convert INPUT... [--format NAME] -o OUT [-O key=value ...]``."""
+
+from __future__ import annotations
+
+from chakra_core.options import parse_kv
+
+from ._common import add_plugin_options, open_input, print_json
+
+
+def add_arguments(p) -> None:
+    """Arguments of ``convert``."""
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help="input files, directory or prefix")
+    p.add_argument("--format", help="input format (auto-detected when omitted)")
+    p.add_argument("-o", "--output", required=True, metavar="OUT",
+                   help="output directory (files trace.{rank}.et) or prefix (OUT.{rank}.et)")
+    p.add_argument("--gzip", action="store_true", help="write .et.gz files")
+    p.add_argument("--json", action="store_true", help="print the written files as JSON")
+    add_plugin_options(p)
+
+
+def run(args) -> int:
+    """Convert and write the set; print the files written."""
+    traces = open_input(args.inputs, args.format, parse_kv(args.opts), args.strict)
+    paths = traces.write(args.output, compress=args.gzip)
+    if args.json:
+        print_json({"ranks": len(paths), "files": [str(p) for p in paths]})
+    else:
+        for p in paths:
+            print(p)
+    return 0

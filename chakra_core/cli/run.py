@@ -1,0 +1,32 @@
+"""``chakra run PIPELINE.yaml [--json]``."""
+
+from __future__ import annotations
+
+from ._common import print_json
+
+
+def add_arguments(p) -> None:
+    """Arguments of ``run``."""
+    p.add_argument("pipeline", metavar="PIPELINE.yaml", help="pipeline file")
+    p.add_argument("--json", action="store_true", help="print the full results as JSON")
+    p.add_argument("--check", action="store_true", help="only validate the pipeline")
+
+
+def run(args) -> int:
+    """Validate, then run the pipeline; print where each backend's result was written."""
+    from chakra_core.pipeline import load_pipeline
+    from chakra_core.plugins import get_host
+
+    pipe = load_pipeline(args.pipeline, host=get_host(strict=args.strict or None))
+    if args.check:
+        print(f"{args.pipeline}: OK ({len(pipe.transforms)} transform(s), {len(pipe.backends)} backend(s))")
+        return 0
+    out = pipe.run()
+    if args.json:
+        print_json(out)
+    else:
+        for b in out["backends"]:
+            summary = ", ".join(f"{k}={v}" for k, v in b["result"]["summary"].items()
+                                if isinstance(v, (int, float, str)))
+            print(f"{b['name']}: {summary} -> {b['result_file']}")
+    return 0

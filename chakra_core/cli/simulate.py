@@ -1,0 +1,36 @@
+"""``chakra simulate PATH [--backend NAME] [--system F] [--network F] [--memory F]
+[--comm-groups F] [-O key=value ...] [--json] [--timeline FILE] [-o DIR]``."""
+
+from __future__ import annotations
+
+from ._backend import add_system_arguments, run_backend
+from ._common import print_json
+
+
+def add_arguments(p) -> None:
+    """Arguments of ``simulate``."""
+    add_system_arguments(p)
+    p.add_argument("--backend", default="simpy", help="simulator backend (default: simpy)")
+    p.add_argument("--timeline", metavar="FILE", help="write a Chrome-trace timeline (Perfetto)")
+    p.add_argument("-o", "--output", metavar="DIR", help="directory for result.json and other files")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def run(args) -> int:
+    """Simulate and print the per-rank results (times in ns)."""
+    extra = {"timeline": args.timeline} if args.timeline else {}
+    result = run_backend(args, args.backend, "simulator", args.output, extra)
+    if args.output:
+        result.write_json(f"{args.output}/result.json")
+    if args.json:
+        print_json(result.to_dict())
+        return 0
+    for k, v in result.summary.items():
+        if isinstance(v, (int, float, str)):
+            print(f"{k}: {v}")
+    for r in result.ranks:
+        print(f"rank {r.get('rank')}: finished at {r.get('finish_ns')} ns, "
+              f"exposed communication {r.get('exposed_comm_ns')} ns")
+    for n in result.notes:
+        print(f"note: {n}")
+    return 0

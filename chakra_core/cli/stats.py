@@ -1,0 +1,26 @@
+"""``chakra stats PATH... [--json]``."""
+
+from __future__ import annotations
+
+from ._common import open_input, print_json
+
+
+def add_arguments(p) -> None:
+    """Arguments of ``stats``."""
+    p.add_argument("paths", nargs="+", metavar="PATH", help="trace file, directory or prefix")
+    p.add_argument("--format", help="input format (auto-detected when omitted)")
+    p.add_argument("--json", action="store_true", help="print JSON (total node count under 'nodes')")
+    p.add_argument("--no-critical-path", action="store_true", help="skip the critical-path computation")
+
+
+def run(args) -> int:
+    """Compute and print the statistics."""
+    from chakra_core.stats import compute_stats, format_stats
+
+    s = compute_stats(open_input(args.paths, args.format, None, args.strict),
+                      critical_path=not args.no_critical_path)
+    if args.json:
+        print_json(s)
+    else:
+        print(format_stats(s))
+    return 0

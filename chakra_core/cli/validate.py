@@ -1,0 +1,34 @@
+"""``chakra validate PATH... [--json]``: exit 0 when clean, 2 when any error is found."""
+
+from __future__ import annotations
+
+import sys
+
+from ._common import open_input, print_json
+
+
+def add_arguments(p) -> None:
+    """Arguments of ``validate``."""
+    p.add_argument("paths", nargs="+", metavar="PATH", help="trace file, directory or prefix")
+    p.add_argument("--format", help="input format (auto-detected when omitted)")
+    p.add_argument("--json", action="store_true", help="print findings as JSON")
+    p.add_argument("--no-cross-rank", action="store_true", help="skip the cross-rank checks")
+
+
+def run(args) -> int:
+    """Validate and report; exit 2 on errors."""
+    from chakra_core.validate import validate
+
+    traces = open_input(args.paths, args.format, None, args.strict)
+    findings = validate(traces, cross_rank=not args.no_cross_rank)
+    errors = [f for f in findings if f.severity == "error"]
+    if args.json:
+        print_json({"ok": not errors, "ranks": len(traces), "errors": len(errors),
+                    "warnings": len(findings) - len(errors), "findings": [f.to_dict() for f in findings]})
+    else:
+        for f in findings:
+            print(f)
+        status = "FAILED" if errors else "OK"
+        print(f"{status}: {len(traces)} rank(s), {len(errors)} error(s), {len(findings) - len(errors)} warning(s)",
+              file=sys.stderr if errors else sys.stdout)
+    return 2 if errors else 0
