@@ -1,0 +1,208 @@
+"""Read system-description files of either format, tell them apart, merge and check them."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import ConfigError
+from ..options import suggest
+from .model import COLLECTIVE_KINDS, SystemDescription
+from .parse import SYSTEM_KEYS, parse_comm_groups, parse_memory, parse_network, parse_system
+
+__all__ = ["load_system", "read_config", "sniff", "check_system", "OUR_KEYS"]
+
+#: keys of our YAML beyond ASTRA-sim's system.json keys.
+OUR_KEYS = ("network", "compute", "remote-memory", "memory", "comm-groups")
+_KINDS = ("ours", "astra-system", "astra-network", "astra-memory", "comm-groups")
+
+Source = str | os.PathLike | Mapping[str, Any] | None
+
+
+def read_config(source: str | os.PathLike | Mapping[str, Any]) -> tuple[Any, str, bool]:
+    """Parse one file (JSON or YAML) or take a mapping as is.
+
+    Returns ``(data, where, is_json)``; ``where`` names the file (``<mapping>`` for data).
+    Raises ConfigError naming the file and line on a syntax error or a missing file.
+    """
+    if isinstance(source, Mapping):
+        return dict(source), "<mapping>", False
+    where = str(source)
+    try:
+        text = Path(where).read_text()
+    except OSError as e:
+        raise ConfigError(f"cannot read ({e.strerror or e})", where) from None
+    is_json = where.endswith(".json") or text.lstrip().startswith("{")
+    if is_json:
+        try:
+            return json.loads(text), where, True
+        except ValueError as e:
+            if where.endswith(".json"):
+                line = getattr(e, "lineno", None)
+                raise ConfigError(f"bad JSON ({getattr(e, 'msg', e)})", where,
+                                  f"line {line}" if line else None) from None
+    try:
+        return yaml.safe_load(text), where, False
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        raise ConfigError(f"bad YAML ({getattr(e, 'problem', None) or e})", where,
+                          f"line {mark.line + 1}" if mark else None) from None
+
+
+def sniff(data: Any, where: str, is_json: bool) -> str:
+    """Which kind of file this is: ``ours``, ``astra-system``, ``astra-network``,
+    ``astra-memory`` or ``comm-groups`` (by its keys, then by its extension)."""
+    if isinstance(data, list):
+        return "ours"
+    if not isinstance(data, dict) or not data:
+        raise ConfigError("empty or not a mapping of keys", where)
+    keys = {str(k).replace("_", "-") for k in data}
+    if keys & {"npus-count"} and not keys & {"network"}:
+        return "astra-network"
+    if "memory-type" in keys and not keys & set(SYSTEM_KEYS):
+        return "astra-memory"
+    if all(str(k).isdigit() for k in data):
+        return "comm-groups"
+    if keys & set(OUR_KEYS):
+        return "ours"
+    if is_json and any("-" in str(k) for k in data) and keys & set(SYSTEM_KEYS):
+        return "astra-system"
+    if keys & set(SYSTEM_KEYS) or not is_json:
+        return "ours"
+    raise ConfigError(f"not a system description: unknown keys {sorted(map(str, data))[:5]}", where)
+
+
+def _ours(data: Any, where: str) -> tuple[dict[str, Any], list[str]]:
+    if isinstance(data, list):
+        data = {"network": data}
+    data = dict(data)
+    extra = {}
+    for k in list(data):
+        if str(k).replace("_", "-") in OUR_KEYS:
+            extra[str(k).replace("_", "-")] = data.pop(k)
+    known = set(SYSTEM_KEYS) | set(OUR_KEYS)
+    for k in data:
+        if str(k).replace("_", "-") not in known:
+            raise ConfigError(f"unknown key{suggest(str(k).replace('_', '-'), sorted(known))}; "
+                              f"accepted: {', '.join(sorted(known))}", where, f"key {k!r}")
+    compute = extra.pop("compute", None)
+    if compute is not None:
+        if isinstance(compute, str):
+            compute = {"model": compute}
+        if not isinstance(compute, dict) or compute.get("model", "replay") not in ("replay", "roofline"):
+            raise ConfigError("wants 'replay', 'roofline' or {model, peak-perf, local-mem-bw}",
+                              where, "key 'compute'")
+        for k, v in compute.items():
+            kk = str(k).replace("_", "-")
+            if kk == "model":
+                data["roofline-enabled"] = v == "roofline"
+            elif kk in ("peak-perf", "local-mem-bw"):
+                data[kk] = v
+            else:
+                raise ConfigError("unknown compute key; accepted: model, peak-perf (TFLOPS), "
+                                  "local-mem-bw (GB/s)", where, f"key 'compute.{k}'")
+    fields, warnings = parse_system(data, where, astra=False)
+    if "network" in extra:
+        fields["dimensions"] = parse_network(extra["network"], where, astra=False)
+    mem = extra.get("remote-memory", extra.get("memory"))
+    if mem is not None:
+        fields["remote_memory"] = parse_memory(mem, where)
+    if "comm-groups" in extra:
+        fields["comm_groups"] = parse_comm_groups(extra["comm-groups"], where)
+    return fields, warnings
+
+
+def load_system(system: Source = None, network: Source = None, memory: Source = None,
+                comm_groups: Source = None) -> SystemDescription:
+    """Build a :class:`SystemDescription` from files of either format.
+
+    Each argument is a path, a parsed mapping, or None.  Every file is recognised by its
+    content, so the argument it is passed as only has to be one of them: our YAML (any subset
+    of the description), ASTRA-sim's ``system.json``, ``network.yml``, ``memory.json`` or a
+    comm-group JSON.  Two files of the same kind are an error.  With no network the result has
+    no dimensions (see :meth:`SystemDescription.with_default_network`).  Raises ConfigError
+    naming the file and the key for bad values and for ASTRA-sim's pitfalls.
+    """
+    fields: dict[str, Any] = {}
+    warnings: list[str] = []
+    sources: dict[str, str] = {}
+    seen: dict[str, str] = {}
+    for source in (system, network, memory, comm_groups):
+        if source is None:
+            continue
+        data, where, is_json = read_config(source)
+        kind = sniff(data, where, is_json)
+        group = "system" if kind in ("ours", "astra-system") else kind
+        if group in seen:
+            raise ConfigError(f"two {group} descriptions given ({seen[group]} and {where})", where)
+        seen[group] = where
+        if kind == "ours":
+            f, w = _ours(data, where)
+            fields.update(f)
+            warnings += w
+            for part, present in (("system", True), ("network", "dimensions" in f),
+                                  ("memory", "remote_memory" in f), ("comm_groups", "comm_groups" in f)):
+                if present:
+                    sources[part] = where
+        elif kind == "astra-system":
+            f, w = parse_system(data, where, astra=True)
+            fields.update(f)
+            warnings += w
+            sources["system"] = where
+        elif kind == "astra-network":
+            if "dimensions" in fields:
+                raise ConfigError(f"network given twice ({sources.get('network')} and {where})", where)
+            fields["dimensions"] = parse_network(data, where, astra=True)
+            sources["network"] = where
+        elif kind == "astra-memory":
+            fields["remote_memory"] = parse_memory(data, where)
+            sources["memory"] = where
+        else:
+            fields["comm_groups"] = parse_comm_groups(data, where)
+            sources["comm_groups"] = where
+    sd = SystemDescription(**fields, sources=sources)
+    sd.warnings.extend(warnings)
+    return check_system(sd)
+
+
+def check_system(sd: SystemDescription) -> SystemDescription:
+    """Cross-checks between parts (implementation lists vs dimensions, groups vs NPUs).
+
+    Returns ``sd`` with warnings added; raises ConfigError for what ASTRA-sim cannot run.
+    """
+    n = len(sd.dimensions)
+    warnings = list(sd.warnings)
+    if n:
+        where = sd.sources.get("system", "<defaults>")
+        for kind in COLLECTIVE_KINDS:
+            impl = sd.implementation(kind)
+            if "system" not in sd.sources and not impl:
+                continue
+            if len(impl) < n:
+                warnings.append(
+                    f"{where}: '{kind}-implementation' lists {len(impl)} of {n} dimensions; ASTRA-sim "
+                    f"silently runs {kind} on the first {len(impl)} dimension(s) only")
+            elif len(impl) > n:
+                warnings.append(f"{where}: '{kind}-implementation' lists {len(impl)} entries for "
+                                f"{n} dimensions; the extra ones are ignored")
+        npus = sd.npus
+        gwhere = sd.sources.get("comm_groups", "<comm groups>")
+        for name, ranks in sd.comm_groups.items():
+            bad = [r for r in ranks if r >= npus]
+            if bad:
+                raise ConfigError(f"group {name!r} names rank {bad[0]} but the network has {npus} NPUs",
+                                  gwhere, f"key {name!r}")
+        mem = sd.remote_memory
+        if mem.memory_type == "PER_NODE_MEMORY_EXPANSION" and mem.num_nodes * mem.num_npus_per_node < npus:
+            warnings.append(f"{sd.sources.get('memory', '<memory>')}: PER_NODE_MEMORY_EXPANSION covers "
+                            f"{mem.num_nodes} x {mem.num_npus_per_node} NPUs of {npus}")
+    if sd.roofline_enabled and (sd.peak_perf <= 0 or sd.local_mem_bw <= 0):
+        raise ConfigError("roofline compute needs 'peak-perf' (TFLOPS) and 'local-mem-bw' (GB/s) > 0",
+                          sd.sources.get("system"), "key 'roofline-enabled'")
+    return replace(sd, warnings=warnings)

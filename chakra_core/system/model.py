@@ -1,0 +1,192 @@
+"""Dataclasses of the system description: network dimensions, collectives, memory, compute.
+
+Field names follow ASTRA-sim's configuration keys with ``-`` written as ``_`` (``npus_count``,
+``endpoint_delay``, ``all_reduce_implementation`` ...), so that mapping to and from its files is
+one-to-one.  Units: bandwidth of network links in GB/s with GB = 2^30 bytes (as ASTRA-sim's
+analytical network reads it); ``local_mem_bw``, ``remote_mem_bw`` and ``peak_perf`` in decimal
+GB/s and TFLOPS (1e9, 1e12, as ASTRA-sim's system layer reads them); times in ns.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field, replace
+from math import prod
+from typing import Any
+
+__all__ = [
+    "TOPOLOGIES",
+    "COLLECTIVE_KINDS",
+    "ALGORITHMS",
+    "SCHEDULING_POLICIES",
+    "COLLECTIVE_OPTIMIZATIONS",
+    "MEMORY_TYPES",
+    "Dimension",
+    "RemoteMemory",
+    "SystemDescription",
+    "algorithm_base",
+]
+
+#: network topologies of one dimension (ASTRA-sim analytical names).
+TOPOLOGIES = ("Ring", "FullyConnected", "Switch")
+#: collective kinds with an implementation list, in ASTRA-sim's key spelling.
+COLLECTIVE_KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all")
+#: implementation names accepted per dimension (``directN`` / ``oneDirectN``: N = window).
+ALGORITHMS = ("ring", "direct", "halvingDoubling", "doubleBinaryTree",
+              "oneRing", "oneDirect", "oneHalvingDoubling")
+SCHEDULING_POLICIES = ("LIFO", "FIFO", "EXPLICIT")
+COLLECTIVE_OPTIMIZATIONS = ("baseline", "localBWAware")
+MEMORY_TYPES = ("NO_MEMORY_EXPANSION", "PER_NODE_MEMORY_EXPANSION", "PER_NPU_MEMORY_EXPANSION",
+                "MEMORY_POOL")
+
+_DIRECT_RE = re.compile(r"^(one)?[dD]irect(\d+)?$")
+
+
+def algorithm_base(name: str) -> tuple[str, int | None]:
+    """Split an implementation name into its algorithm and window.
+
+    ``"direct8"`` gives ``("direct", 8)``; ``"oneRing"`` gives ``("ring", None)`` (the ``one``
+    variants time the same as the plain ones in the analytical model); ``"ring"`` gives
+    ``("ring", None)``.
+    """
+    m = _DIRECT_RE.match(name)
+    if m:
+        return "direct", int(m.group(2)) if m.group(2) else None
+    base = name[3].lower() + name[4:] if name.startswith("one") and len(name) > 3 else name
+    return base, None
+
+
+@dataclass(frozen=True)
+class Dimension:
+    """One network dimension (dimension 0 is innermost).
+
+    ``bandwidth`` is GB/s per link and direction with GB = 2^30 bytes; ``latency`` is ns per link.
+    """
+
+    topology: str
+    npus_count: int
+    bandwidth: float
+    latency: float
+
+    @property
+    def bytes_per_ns(self) -> float:
+        """Link bandwidth in bytes per ns (``bandwidth * 2**30 / 1e9``)."""
+        return self.bandwidth * (1 << 30) / 1e9
+
+    @property
+    def hops(self) -> int:
+        """Links between two ring neighbours: 2 through a Switch, else 1."""
+        return 2 if self.topology == "Switch" else 1
+
+
+@dataclass(frozen=True)
+class RemoteMemory:
+    """The remote-memory model (ASTRA-sim's ``memory.json``).
+
+    ``remote_mem_latency`` in ns, ``remote_mem_bw`` in decimal GB/s; a load or store of ``s``
+    bytes takes ``remote_mem_latency + s / (remote_mem_bw * 1e9) s``.  ``num_nodes`` and
+    ``num_npus_per_node`` describe PER_NODE_MEMORY_EXPANSION (one memory per node, requests
+    serialized per node); MEMORY_POOL serializes all requests; PER_NPU_MEMORY_EXPANSION gives
+    each NPU its own.
+    """
+
+    memory_type: str = "NO_MEMORY_EXPANSION"
+    remote_mem_latency: float = 0.0
+    remote_mem_bw: float = 0.0
+    num_nodes: int = 0
+    num_npus_per_node: int = 0
+
+
+@dataclass
+class SystemDescription:
+    """Everything a simulator or an exporter needs to know about the machine.
+
+    ``dimensions`` may be empty when no network was given: call :meth:`with_default_network`.
+    ``*_implementation`` hold one algorithm name per dimension (see :data:`ALGORITHMS`); a list
+    shorter than ``dimensions`` restricts that collective to the first dimensions, as in
+    ASTRA-sim (a warning is recorded).  ``endpoint_delay`` and ``local_reduction_delay`` are ns,
+    ``local_mem_bw`` decimal GB/s, ``peak_perf`` TFLOPS.  ``comm_groups`` maps a decimal group
+    name ("1", "2", ...) to its ranks.  ``warnings`` lists questionable but accepted settings;
+    ``sources`` names the file each part came from (``system``, ``network``, ``memory``,
+    ``comm_groups``).
+    """
+
+    dimensions: tuple[Dimension, ...] = ()
+    all_reduce_implementation: tuple[str, ...] = ()
+    all_gather_implementation: tuple[str, ...] = ()
+    reduce_scatter_implementation: tuple[str, ...] = ()
+    all_to_all_implementation: tuple[str, ...] = ()
+    preferred_dataset_splits: int = 4
+    active_chunks_per_dimension: int = 1
+    collective_optimization: str = "localBWAware"
+    scheduling_policy: str = "LIFO"
+    endpoint_delay: int = 10
+    local_reduction_delay: int = 1
+    local_mem_bw: float = 50.0
+    roofline_enabled: bool = False
+    peak_perf: float = 0.0
+    replay_only: bool = False
+    trace_enabled: bool = False
+    remote_memory: RemoteMemory = field(default_factory=RemoteMemory)
+    comm_groups: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    sources: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def npus(self) -> int:
+        """Total NPU count: the product of ``npus_count`` over dimensions (0 without a network)."""
+        return prod(d.npus_count for d in self.dimensions) if self.dimensions else 0
+
+    @property
+    def compute_model(self) -> str:
+        """``"roofline"`` when roofline timing is on, else ``"replay"`` (trace durations)."""
+        return "roofline" if self.roofline_enabled else "replay"
+
+    def implementation(self, kind: str) -> tuple[str, ...]:
+        """Implementation list of collective ``kind`` (``all-reduce``, ``all_reduce`` ...)."""
+        key = kind.replace("-", "_").lower() + "_implementation"
+        if not hasattr(self, key):
+            raise KeyError(kind)
+        return getattr(self, key)
+
+    def coords(self, rank: int) -> tuple[int, ...]:
+        """Coordinates of ``rank`` per dimension (dimension 0 innermost)."""
+        out = []
+        for d in self.dimensions:
+            out.append(rank % d.npus_count)
+            rank //= d.npus_count
+        return tuple(out)
+
+    def rank_of(self, coords: tuple[int, ...]) -> int:
+        """The rank at ``coords`` (inverse of :meth:`coords`)."""
+        rank, stride = 0, 1
+        for c, d in zip(coords, self.dimensions):
+            rank += c * stride
+            stride *= d.npus_count
+        return rank
+
+    def with_default_network(self, npus: int, topology: str = "Ring", bandwidth: float = 50.0,
+                             latency: float = 500.0) -> SystemDescription:
+        """A copy with one dimension of ``npus`` NPUs when no network is set (else ``self``).
+
+        Implementation lists left empty become ``ring`` (``direct`` for all-to-all is not
+        assumed: ASTRA-sim's sample configurations use ring everywhere).
+        """
+        if self.dimensions:
+            return self
+        impl = {}
+        for kind in COLLECTIVE_KINDS:
+            key = kind.replace("-", "_") + "_implementation"
+            impl[key] = getattr(self, key) or ("ring",)
+        return replace(self, dimensions=(Dimension(topology, npus, bandwidth, latency),), **impl)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data in our YAML layout (readable back by :func:`load_system`)."""
+        d = asdict(self)
+        d["network"] = [asdict(x) for x in self.dimensions]
+        del d["dimensions"], d["warnings"], d["sources"]
+        d["comm_groups"] = {k: list(v) for k, v in self.comm_groups.items()}
+        for kind in COLLECTIVE_KINDS:
+            key = kind.replace("-", "_") + "_implementation"
+            d[key] = list(d[key])
+        return d

@@ -1,0 +1,204 @@
+"""Parse each part of a system description from plain data (already read from a file).
+
+The same keys serve ASTRA-sim's files and our YAML (``-`` or ``_`` both accepted in ours);
+what differs is the defaults: ASTRA-sim's ``system.json`` has no default for
+``preferred-dataset-splits`` (it divides by zero), none for ``scheduling-policy`` and
+``collective-optimization`` (uninitialized), and 0 for ``local-mem-bw``; our YAML defaults to
+the values of ASTRA-sim's sample configuration.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ConfigError
+from ._values import Reader
+from .model import (
+    ALGORITHMS,
+    COLLECTIVE_KINDS,
+    COLLECTIVE_OPTIMIZATIONS,
+    MEMORY_TYPES,
+    SCHEDULING_POLICIES,
+    TOPOLOGIES,
+    Dimension,
+    RemoteMemory,
+    algorithm_base,
+)
+
+__all__ = [
+    "SYSTEM_KEYS",
+    "ASTRA_IGNORED_KEYS",
+    "parse_system",
+    "parse_network",
+    "parse_memory",
+    "parse_comm_groups",
+]
+
+#: system.json keys that we read.
+SYSTEM_KEYS = (
+    "scheduling-policy", "collective-optimization", "endpoint-delay", "local-reduction-delay",
+    "active-chunks-per-dimension", "preferred-dataset-splits", "local-mem-bw", "roofline-enabled",
+    "peak-perf", "replay-only", "trace-enabled",
+) + tuple(f"{k}-implementation" for k in COLLECTIVE_KINDS)
+
+#: system.json keys ASTRA-sim knows but that do not change the analytical model's timing.
+ASTRA_IGNORED_KEYS = (
+    "L", "o", "g", "G", "model-shared-bus", "boost-mode", "intra-dimension-scheduling",
+    "inter-dimension-scheduling", "track-local-mem", "local-mem-latency", "remote-mem-bw",
+    "remote-mem-latency",
+)
+
+
+def _implementation(r: Reader, kind: str, astra: bool) -> tuple[str, ...]:
+    key = f"{kind}-implementation"
+    k = r.key(key)
+    if k is None:
+        return ()
+    v = r.data[k]
+    if isinstance(v, str) and not astra:
+        v = [v]
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise r.fail(k, f"wants a list of algorithm names (one per dimension), got {v!r}")
+    for name in v:
+        base, _ = algorithm_base(name)
+        if base not in ALGORITHMS or (name.startswith("one") and base == "doubleBinaryTree"):
+            raise r.fail(k, f"unknown implementation {name!r}; accepted: {', '.join(ALGORITHMS)}, directN")
+        if base == "doubleBinaryTree" and kind != "all-reduce":
+            raise r.fail(k, "doubleBinaryTree exists for all-reduce only in ASTRA-sim")
+    return tuple(v)
+
+
+def parse_system(data: Any, where: str, astra: bool) -> tuple[dict[str, Any], list[str]]:
+    """Fields of :class:`SystemDescription` from system keys, and warnings.
+
+    ``astra``: the data is ASTRA-sim's ``system.json`` (its defaults and pitfalls apply);
+    otherwise our YAML (whose own extra keys the caller removes first).
+    """
+    r = Reader(data, where)
+    warnings: list[str] = []
+    f: dict[str, Any] = {}
+    if astra:
+        if not r.has("preferred-dataset-splits"):
+            raise ConfigError("'preferred-dataset-splits' is missing: ASTRA-sim has no default and "
+                              "divides by zero (crash); set it, e.g. 4", where, "key 'preferred-dataset-splits'")
+        for key, default in (("scheduling-policy", "LIFO"), ("collective-optimization", "baseline")):
+            if not r.has(key):
+                warnings.append(f"{where}: {key!r} not set; ASTRA-sim leaves it uninitialized "
+                                f"(always set it); assuming {default}")
+    f["scheduling_policy"] = r.choice("scheduling-policy", "LIFO", SCHEDULING_POLICIES)
+    f["collective_optimization"] = r.choice(
+        "collective-optimization", "baseline" if astra else "localBWAware", COLLECTIVE_OPTIMIZATIONS)
+    f["endpoint_delay"] = r.number("endpoint-delay", 10, 1, integer=True,
+                                   why="ASTRA-sim aborts on an endpoint delay of 0")
+    f["local_reduction_delay"] = r.number("local-reduction-delay", 1, 0, integer=True)
+    f["active_chunks_per_dimension"] = r.number("active-chunks-per-dimension", 1, 1, integer=True)
+    f["preferred_dataset_splits"] = r.number("preferred-dataset-splits", 4, 1, integer=True,
+                                             why="chunk size is size / splits")
+    f["local_mem_bw"] = float(r.number("local-mem-bw", 0.0 if astra else 50.0, 0))
+    if astra and not r.has("local-mem-bw"):
+        warnings.append(f"{where}: 'local-mem-bw' not set; ASTRA-sim takes 0 GB/s, so any "
+                        "reduction or roofline timing divides by zero")
+    f["roofline_enabled"] = r.flag("roofline-enabled", False)
+    f["peak_perf"] = float(r.number("peak-perf", 0.0, 0))
+    f["replay_only"] = r.flag("replay-only", False)
+    f["trace_enabled"] = r.flag("trace-enabled", False)
+    for kind in COLLECTIVE_KINDS:
+        f[kind.replace("-", "_") + "_implementation"] = _implementation(r, kind, astra)
+    if f["roofline_enabled"]:
+        if f["peak_perf"] <= 0:
+            raise r.fail("peak-perf", "roofline-enabled needs 'peak-perf' > 0 (TFLOPS)")
+        if f["local_mem_bw"] <= 0:
+            raise r.fail("local-mem-bw", "roofline-enabled needs 'local-mem-bw' > 0 (GB/s)")
+    if astra:
+        for k in r.unknown(SYSTEM_KEYS + ASTRA_IGNORED_KEYS):
+            warnings.append(f"{where}: key {k!r} is not an ASTRA-sim system key and is ignored")
+    return f, warnings
+
+
+def _dims_from_lists(r: Reader) -> list[dict[str, Any]]:
+    keys = ("topology", "npus_count", "bandwidth", "latency")
+    lists = {}
+    for k in keys:
+        kk = r.key(k)
+        if kk is None:
+            raise ConfigError(f"network key {k!r} is missing (one entry per dimension)", r.where,
+                              r.loc(k))
+        v = r.data[kk]
+        if not isinstance(v, list) or not v:
+            raise r.fail(kk, f"wants a list with one entry per dimension, got {v!r}")
+        lists[k] = v
+    n = len(lists["topology"])
+    for k in keys:
+        if len(lists[k]) != n:
+            raise r.fail(k, f"has {len(lists[k])} entries but 'topology' has {n}: "
+                            "every network list needs one entry per dimension")
+    return [{k: lists[k][i] for k in keys} for i in range(n)]
+
+
+def parse_network(data: Any, where: str, astra: bool) -> tuple[Dimension, ...]:
+    """Network dimensions from ASTRA-sim's ``network.yml`` lists, or (ours) a list of
+    ``{topology, npus_count (or npus), bandwidth, latency}`` mappings."""
+    if isinstance(data, list) and not astra:
+        items, prefix = data, "network"
+    else:
+        r = Reader(data, where)
+        items, prefix = _dims_from_lists(r), ""
+    dims = []
+    for i, item in enumerate(items):
+        ir = Reader(item, where, f"{prefix or 'network'}[{i}].")
+        if "npus" in item and "npus_count" not in item:
+            item = dict(item, npus_count=item["npus"])
+            ir = Reader(item, where, ir.prefix)
+        for k in ("topology", "npus_count", "bandwidth", "latency"):
+            if not ir.has(k):
+                raise ConfigError(f"dimension {i}: {k!r} is missing", where, ir.loc(k))
+        topo = ir.choice("topology", "Ring", TOPOLOGIES)
+        npus = ir.number("npus_count", 0, 2 if astra else 1, integer=True,
+                         why="ASTRA-sim needs more than one NPU per dimension")
+        bw = float(ir.number("bandwidth", 0, 0))
+        if bw <= 0:
+            raise ir.fail("bandwidth", f"must be > 0 GB/s, got {bw!r}")
+        lat = float(ir.number("latency", 0, 0))
+        if not astra:
+            extra = ir.unknown(("topology", "npus_count", "npus", "bandwidth", "latency"))
+            if extra:
+                raise ir.fail(extra[0], "unknown dimension key; accepted: topology, npus_count, "
+                                        "bandwidth (GB/s), latency (ns)")
+        dims.append(Dimension(topo, npus, bw, lat))
+    return tuple(dims)
+
+
+def parse_memory(data: Any, where: str) -> RemoteMemory:
+    """The remote-memory model from ``memory.json`` keys."""
+    r = Reader(data, where)
+    mtype = r.choice("memory-type", "NO_MEMORY_EXPANSION", MEMORY_TYPES)
+    lat = float(r.number("remote-mem-latency", 0.0, 0))
+    bw = float(r.number("remote-mem-bw", 0.0, 0))
+    nodes = r.number("num-nodes", 0, 0, integer=True)
+    per_node = r.number("num-npus-per-node", 0, 0, integer=True)
+    if mtype != "NO_MEMORY_EXPANSION" and bw <= 0:
+        raise r.fail("remote-mem-bw", f"{mtype} needs 'remote-mem-bw' > 0 (GB/s)")
+    if mtype == "PER_NODE_MEMORY_EXPANSION" and (nodes < 1 or per_node < 1):
+        raise r.fail("num-nodes", "PER_NODE_MEMORY_EXPANSION needs 'num-nodes' and "
+                                  "'num-npus-per-node' >= 1")
+    return RemoteMemory(mtype, lat, bw, nodes, per_node)
+
+
+def parse_comm_groups(data: Any, where: str) -> dict[str, tuple[int, ...]]:
+    """Communicator groups ``{"1": [ranks], ...}`` (also ``{"1": {"ranks": [...]}}``)."""
+    r = Reader(data, where)
+    out: dict[str, tuple[int, ...]] = {}
+    for key, value in r.data.items():
+        name = str(key)
+        if name == "0":
+            raise r.fail(name, "group key '0' crashes ASTRA-sim ('0' means all ranks); "
+                               "number groups from 1")
+        if isinstance(value, dict) and "ranks" in value:
+            value = value["ranks"]
+        if not isinstance(value, list) or not value or not all(
+                isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in value):
+            raise r.fail(name, f"wants a non-empty list of rank numbers, got {value!r}")
+        if len(set(value)) != len(value):
+            raise r.fail(name, "lists a rank twice")
+        out[name] = tuple(value)
+    return out

@@ -1,0 +1,176 @@
+"""The system description: both file formats, ASTRA-sim's defaults and pitfalls, sniffing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from chakra_core.errors import ConfigError
+from chakra_core.system import (
+    Dimension,
+    RemoteMemory,
+    SystemDescription,
+    algorithm_base,
+    load_system,
+)
+
+EX = Path(__file__).resolve().parents[1] / "examples" / "system"
+
+
+def _json(tmp_path: Path, name: str, data) -> str:
+    p = tmp_path / name
+    p.write_text(json.dumps(data))
+    return str(p)
+
+
+def _yaml(tmp_path: Path, name: str, text: str) -> str:
+    p = tmp_path / name
+    p.write_text(text)
+    return str(p)
+
+
+def test_astra_files_and_our_yaml_describe_the_same_machine():
+    astra = load_system(EX / "astra/system.json", EX / "astra/network.yml", EX / "astra/memory.json",
+                        EX / "astra/groups.json")
+    ours = load_system(EX / "system.yaml")
+    assert astra.dimensions == ours.dimensions == (Dimension("Ring", 8, 50.0, 500.0),)
+    for sd in (astra, ours):
+        assert sd.all_reduce_implementation == ("ring",)
+        assert sd.preferred_dataset_splits == 4
+        assert sd.active_chunks_per_dimension == 1
+        assert sd.endpoint_delay == 10
+        assert sd.local_mem_bw == 50.0
+        assert sd.collective_optimization == "localBWAware"
+        assert sd.compute_model == "replay"
+        assert sd.remote_memory == RemoteMemory()
+        assert sd.npus == 8
+    assert astra.comm_groups == {"1": (0, 1, 2, 3), "2": (4, 5, 6, 7)}
+    assert astra.sources["network"].endswith("network.yml")
+    assert astra.warnings == []
+
+
+def test_files_are_recognised_by_content_not_by_argument(tmp_path):
+    sd = load_system(network=EX / "astra/system.json", system=EX / "astra/network.yml",
+                     memory=EX / "astra/groups.json")
+    assert sd.npus == 8 and sd.comm_groups["2"] == (4, 5, 6, 7)
+    assert sd.sources["system"].endswith("system.json")
+
+
+def test_bandwidth_units_and_hops():
+    d = Dimension("Switch", 4, 50, 500)
+    assert d.bytes_per_ns == 50 * 2**30 / 1e9
+    assert d.hops == 2 and Dimension("Ring", 4, 1, 1).hops == 1
+
+
+def test_coordinates_dimension_zero_innermost():
+    sd = SystemDescription(dimensions=(Dimension("Ring", 4, 1, 1), Dimension("Switch", 3, 1, 1)))
+    assert sd.npus == 12
+    assert sd.coords(7) == (3, 1)
+    assert all(sd.rank_of(sd.coords(r)) == r for r in range(12))
+
+
+def test_astra_defaults(tmp_path):
+    sys_json = _json(tmp_path, "s.json", {"preferred-dataset-splits": 2, "all-reduce-implementation": ["ring"]})
+    sd = load_system(sys_json)
+    assert sd.endpoint_delay == 10 and sd.active_chunks_per_dimension == 1
+    assert sd.local_mem_bw == 0.0 and sd.collective_optimization == "baseline"
+    text = " ".join(sd.warnings)
+    assert "scheduling-policy" in text and "collective-optimization" in text and "local-mem-bw" in text
+
+
+@pytest.mark.parametrize("data, key, words", [
+    ({"endpoint-delay": 10}, "preferred-dataset-splits", "divides by zero"),
+    ({"preferred-dataset-splits": 4, "endpoint-delay": 0}, "endpoint-delay", "aborts"),
+    ({"preferred-dataset-splits": 4, "all-gather-implementation": ["doubleBinaryTree"]},
+     "all-gather-implementation", "all-reduce only"),
+    ({"preferred-dataset-splits": 4, "all-reduce-implementation": ["Ring"]}, "all-reduce-implementation",
+     "unknown implementation"),
+    ({"preferred-dataset-splits": 4, "scheduling-policy": "lifo"}, "scheduling-policy", "did you mean 'LIFO'"),
+    ({"preferred-dataset-splits": 4, "roofline-enabled": 1, "local-mem-bw": 50}, "peak-perf", "TFLOPS"),
+])
+def test_astra_system_pitfalls_name_file_and_key(tmp_path, data, key, words):
+    path = _json(tmp_path, "system.json", data)
+    with pytest.raises(ConfigError) as e:
+        load_system(path)
+    assert e.value.where == path and key in e.value.location and words in str(e.value)
+
+
+def test_network_pitfalls(tmp_path):
+    bad = _yaml(tmp_path, "n.yml", "topology: [Ring, Ring]\nnpus_count: [4]\nbandwidth: [1, 1]\nlatency: [1, 1]\n")
+    with pytest.raises(ConfigError, match="one entry per dimension") as e:
+        load_system(network=bad)
+    assert "npus_count" in e.value.location
+    one = _yaml(tmp_path, "n1.yml", "topology: [Ring]\nnpus_count: [1]\nbandwidth: [1]\nlatency: [1]\n")
+    with pytest.raises(ConfigError, match="more than one NPU"):
+        load_system(network=one)
+    topo = _yaml(tmp_path, "n2.yml", "topology: [Torus]\nnpus_count: [4]\nbandwidth: [1]\nlatency: [1]\n")
+    with pytest.raises(ConfigError, match="Ring, FullyConnected, Switch"):
+        load_system(network=topo)
+
+
+def test_comm_group_pitfalls(tmp_path):
+    with pytest.raises(ConfigError, match="number groups from 1"):
+        load_system(comm_groups=_json(tmp_path, "g.json", {"0": [0, 1]}))
+    with pytest.raises(ConfigError, match="rank 9 but the network has 8"):
+        load_system(EX / "astra/network.yml", comm_groups=_json(tmp_path, "g2.json", {"1": [0, 9]}))
+    sd = load_system(comm_groups=_json(tmp_path, "g3.json", {"1": {"ranks": [2, 3], "dimensions": [2]}}))
+    assert sd.comm_groups == {"1": (2, 3)}
+
+
+def test_short_implementation_list_warns(tmp_path):
+    sys_json = _json(tmp_path, "s.json", {
+        "preferred-dataset-splits": 4, "scheduling-policy": "LIFO", "collective-optimization": "baseline",
+        "local-mem-bw": 50, "all-reduce-implementation": ["ring"], "all-gather-implementation": ["ring", "ring"],
+        "reduce-scatter-implementation": ["ring", "ring"], "all-to-all-implementation": ["ring", "ring"]})
+    net = _yaml(tmp_path, "n.yml", "topology: [Ring, Switch]\nnpus_count: [4, 2]\nbandwidth: [1, 1]\nlatency: [1, 1]\n")
+    sd = load_system(sys_json, net)
+    assert len(sd.warnings) == 1 and "first 1 dimension" in sd.warnings[0]
+
+
+def test_memory_models(tmp_path):
+    sd = load_system(memory=_json(tmp_path, "m.json", {"memory-type": "MEMORY_POOL", "remote-mem-latency": 100,
+                                                        "remote-mem-bw": 10}))
+    assert sd.remote_memory == RemoteMemory("MEMORY_POOL", 100.0, 10.0)
+    with pytest.raises(ConfigError, match="remote-mem-bw"):
+        load_system(memory=_json(tmp_path, "m2.json", {"memory-type": "PER_NPU_MEMORY_EXPANSION"}))
+    with pytest.raises(ConfigError, match="num-npus-per-node"):
+        load_system(memory=_json(tmp_path, "m3.json", {"memory-type": "PER_NODE_MEMORY_EXPANSION",
+                                                       "remote-mem-bw": 1}))
+
+
+def test_our_yaml_roofline_and_unknown_keys(tmp_path):
+    sd = load_system(EX / "system_2d.yaml")
+    assert sd.compute_model == "roofline" and sd.peak_perf == 400 and sd.local_mem_bw == 1600
+    assert sd.npus == 1024 and sd.all_reduce_implementation == ("direct", "ring")
+    bad = _yaml(tmp_path, "s.yaml", "endpoint-dela: 5\n")
+    with pytest.raises(ConfigError, match="did you mean 'endpoint-delay'") as e:
+        load_system(bad)
+    assert e.value.where == bad
+    with pytest.raises(ConfigError, match="b.yaml:line 3: bad YAML"):
+        load_system(_yaml(tmp_path, "b.yaml", "network:\n  - [\n"))
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_system(tmp_path / "missing.yaml")
+
+
+def test_our_yaml_round_trips_through_to_dict():
+    sd = load_system(EX / "system_2d.yaml")
+    again = load_system(sd.to_dict())
+    assert again.dimensions == sd.dimensions and again.to_dict() == sd.to_dict()
+
+
+def test_default_network_and_two_system_files_rejected(tmp_path):
+    sd = load_system()
+    assert sd.dimensions == () and sd.npus == 0
+    d = sd.with_default_network(16)
+    assert d.npus == 16 and d.all_to_all_implementation == ("ring",)
+    with pytest.raises(ConfigError, match="two system descriptions"):
+        load_system(EX / "system.yaml", EX / "astra/system.json")
+
+
+def test_algorithm_names():
+    assert algorithm_base("direct8") == ("direct", 8)
+    assert algorithm_base("oneDirect") == ("direct", None)
+    assert algorithm_base("oneHalvingDoubling") == ("halvingDoubling", None)
+    assert algorithm_base("doubleBinaryTree") == ("doubleBinaryTree", None)
