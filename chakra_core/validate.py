@@ -11,7 +11,8 @@ per rank
   ``p2p-attrs``         a send without ``comm_dst``/``comm_tag``/``comm_size``, a receive without
                         ``comm_src``/``comm_tag``/``comm_size``
   ``bad-size``          a negative size, or one above 1 PiB (``comm_size``, ``tensor_size``)
-  ``bad-peer``          a peer rank outside the set, or the node's own rank
+  ``bad-peer``          a peer rank outside the set (when more than one rank is given), a
+                        negative one, or the node's own rank
   ``empty-rank``        a rank with no nodes (ASTRA-sim aborts on it)          [warning]
 across ranks
   ``coll-order``        the collectives of a process group differ between member ranks in count,
@@ -118,7 +119,7 @@ class _RankCheck:
                 return
             peer_key = "comm_dst" if t == NodeType.COMM_SEND_NODE else "comm_src"
             peer = a[peer_key]
-            if not 0 <= peer < self.nranks or peer == self.rank:
+            if peer < 0 or peer == self.rank or (self.nranks > 1 and peer >= self.nranks):
                 self.add("bad-peer", self.label, n.id,
                          f"{peer_key} = {peer} (rank {self.rank} of {self.nranks})", rank=self.rank)
                 return
@@ -139,7 +140,8 @@ def validate(traces: TraceSet, cross_rank: bool = True) -> list[Finding]:
             findings.append(Finding(rule, file, None, f"more '{rule}' findings in this file not shown",
                                     severity, rank))
 
-    nranks = max(traces.ranks) + 1 if len(traces) else 0
+    # a single file is one rank of a job of unknown size: peers are then only checked for sign/self
+    nranks = max(traces.ranks) + 1 if len(traces) > 1 else 0
     checks: dict[int, _RankCheck] = {}
     for rt in traces:
         chk = _RankCheck(rt.rank, rt.label, nranks, add)

@@ -1,0 +1,91 @@
+"""A pytest plugin for plugin authors (loaded automatically: entry point ``pytest11``).
+
+Fixtures:
+
+``chakra_host``        a fresh :class:`~chakra_core.plugins.PluginHost` installed as the
+                       process-wide host for one test (entry points loaded as usual).
+``chakra_register``    ``chakra_register(plugin, name="myplugin")`` registers a plugin object
+                       (module or instance with hookimpls) for one test; returns its PluginInfo.
+``chakra_pipeline``    ``chakra_pipeline(spec, base_dir=None)`` validates and runs a pipeline
+                       (a mapping or a YAML path) in-process; returns the summaries.
+``chakra_cli``         ``chakra_cli("stats", path, "--json")`` runs the CLI in-process and
+                       returns ``(exit_status, stdout, stderr)``.
+``chakra_roundtrip``   ``chakra_roundtrip(traceset, tmp_dir)`` writes a set as .et files and
+                       opens it again (what a backend sees after ``chakra convert``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from . import plugins as _plugins
+
+__all__ = ["chakra_host", "chakra_register", "chakra_pipeline", "chakra_cli", "chakra_roundtrip"]
+
+
+@pytest.fixture
+def chakra_host():
+    """A fresh plugin host for this test, restored afterwards."""
+    saved = _plugins._HOST
+    host = _plugins.PluginHost()
+    _plugins._HOST = host
+    try:
+        yield host
+    finally:
+        _plugins._HOST = saved
+
+
+@pytest.fixture
+def chakra_register(chakra_host) -> Callable[..., Any]:
+    """Register plugin objects into this test's host: ``chakra_register(obj, name="x")``."""
+
+    def register(obj: Any, name: str | None = None, distribution: str = "<test>", version: str = "0"):
+        return chakra_host.add_plugin(obj, name or getattr(obj, "__name__", type(obj).__name__),
+                                      distribution, version)
+
+    return register
+
+
+@pytest.fixture
+def chakra_pipeline(chakra_host) -> Callable[..., dict]:
+    """Run a pipeline in-process with this test's host."""
+    from .pipeline import run_pipeline
+
+    def run(spec, base_dir=None) -> dict:
+        return run_pipeline(spec, host=chakra_host, base_dir=base_dir)
+
+    return run
+
+
+@pytest.fixture
+def chakra_cli(chakra_host) -> Callable[..., tuple[int, str, str]]:
+    """Run ``chakra ARGS...`` in-process: ``(status, stdout, stderr)``."""
+    from .cli.main import main
+
+    def run(*args: str) -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                status = main([str(a) for a in args])
+            except SystemExit as e:  # argparse usage errors
+                status = int(e.code or 0)
+        return status, out.getvalue(), err.getvalue()
+
+    return run
+
+
+@pytest.fixture
+def chakra_roundtrip() -> Callable[..., Any]:
+    """Write a TraceSet to ``.et`` files under a directory and open it again."""
+    from .traceset import open_traceset
+
+    def roundtrip(traces, directory) -> Any:
+        paths = traces.write(Path(directory) / "trace")
+        return open_traceset([str(p) for p in paths])
+
+    return roundtrip

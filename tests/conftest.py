@@ -1,0 +1,54 @@
+"""Shared fixtures of the core tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from chakra_core.attrs import set_attr
+from chakra_core.schema import CommType, GlobalMetadata, Node, NodeType
+from chakra_core.traceset import MemoryRank, TraceSet
+
+DATA = Path(__file__).parent / "data"
+
+
+def dp_rank(rank: int, layers: int = 3, size: int = 4096) -> list[Node]:
+    """One rank of a data-parallel step: forward chain, backward chain, an all-reduce per layer,
+    a send to the next rank and a receive from the previous one (a ring exchange)."""
+    nodes, nid = [], 0
+
+    def node(name, typ, deps=(), dur=0, **attrs):
+        nonlocal nid
+        nid += 1
+        n = Node(id=nid, name=name, type=typ, duration_micros=dur)
+        n.data_deps.extend(deps)
+        for k, v in attrs.items():
+            set_attr(n, k, v)
+        nodes.append(n)
+        return nid
+
+    prev = ()
+    for i in range(layers):
+        prev = (node(f"fwd_{i}", NodeType.COMP_NODE, prev, 10 + i, is_cpu_op=False, num_ops=1000),)
+    for i in reversed(range(layers)):
+        prev = (node(f"bwd_{i}", NodeType.COMP_NODE, prev, 20 + i, is_cpu_op=False),)
+        node(f"allreduce_{i}", NodeType.COMM_COLL_NODE, prev, is_cpu_op=False,
+             comm_type=int(CommType.ALL_REDUCE), comm_size=size * (i + 1), pg_name="0")
+    node("send", NodeType.COMM_SEND_NODE, prev, comm_src=rank, comm_dst=(rank + 1) % 2, comm_tag=7,
+         comm_size=256, is_cpu_op=False)
+    node("recv", NodeType.COMM_RECV_NODE, prev, comm_src=(rank + 1) % 2, comm_dst=rank, comm_tag=7,
+         comm_size=256, is_cpu_op=False)
+    return nodes
+
+
+@pytest.fixture
+def dp_set() -> TraceSet:
+    """A correct 2-rank data-parallel set, in memory (synthetic: built from its definition above)."""
+    return TraceSet([MemoryRank(r, GlobalMetadata(version="0.0.4"), dp_rank(r)) for r in range(2)])
+
+
+@pytest.fixture
+def golden_path() -> Path:
+    """The committed golden trace (see tests/data/make_golden.py)."""
+    return DATA / "golden.0.et"

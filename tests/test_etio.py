@@ -1,0 +1,134 @@
+"""Streaming .et reader/writer: framing, gzip, atomic writes, and bad input."""
+
+from __future__ import annotations
+
+import gzip
+import os
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from chakra_core.errors import TraceFormatError
+from chakra_core.etio import EtReader, EtWriter, read_et, write_et
+from chakra_core.schema import GlobalMetadata, Node
+
+
+def _nodes(n):
+    out = []
+    for i in range(1, n + 1):
+        node = Node(id=i, name=f"n{i}" * (1 + i % 70), type=4, duration_micros=i)
+        if i > 1:
+            node.data_deps.append(i - 1)
+        out.append(node)
+    return out
+
+
+def test_stream_many_nodes_in_batches(tmp_path):
+    nodes = _nodes(10_000)
+    p = tmp_path / "t.0.et"
+    write_et(p, GlobalMetadata(version="1.0.0"), nodes)
+    r = EtReader(p, batch_size=333)
+    assert r.metadata.version == "1.0.0"
+    got = list(r)
+    assert got == nodes
+    assert sum(1 for _ in r.raw()) == 10_000
+
+
+def test_large_message_spanning_chunks(tmp_path):
+    big = Node(id=1, name="x" * 3_000_000, type=4)
+    p = tmp_path / "big.et"
+    write_et(p, None, [big, Node(id=2, type=4)])
+    assert [n.id for n in EtReader(p)] == [1, 2]
+    assert next(iter(EtReader(p))).name == big.name
+
+
+def test_gzip_chosen_by_name_and_detected_by_magic(tmp_path):
+    nodes = _nodes(50)
+    gz = tmp_path / "t.0.et.gz"
+    write_et(gz, None, nodes)
+    assert gz.read_bytes()[:2] == b"\x1f\x8b"
+    plain = gzip.decompress(gz.read_bytes())
+    renamed = tmp_path / "nogz.et"
+    renamed.write_bytes(gz.read_bytes())  # gzip content without a .gz name is still detected
+    assert list(EtReader(renamed)) == nodes
+    write_et(tmp_path / "p.et", None, nodes)
+    assert plain == (tmp_path / "p.et").read_bytes()
+
+
+def test_never_writes_zero_length_message(tmp_path):
+    p = tmp_path / "z.et"
+    write_et(p, GlobalMetadata(), [Node()])
+    data = p.read_bytes()
+    assert data == b"\x02\x0a\x00" + b"\x02\x08\x00"
+    meta, nodes = read_et(p)
+    assert meta.version == "" and nodes == [Node()]
+
+
+def test_atomic_write_keeps_old_file_on_failure(tmp_path):
+    p = tmp_path / "keep.et"
+    write_et(p, None, _nodes(3))
+    before = p.read_bytes()
+
+    def boom():
+        yield Node(id=1, type=4)
+        raise RuntimeError("producer failed")
+
+    with pytest.raises(RuntimeError):
+        with EtWriter(p) as w:
+            w.write_many(boom())
+    assert p.read_bytes() == before
+    assert [f for f in os.listdir(tmp_path) if f != "keep.et"] == []
+
+
+@pytest.mark.parametrize(
+    "content, expect",
+    [
+        (b"", "empty file"),
+        (b"\x05\x0a\x03a", "truncated message"),
+        (b"\x02\x0a\x00\x10\x08\x01", "truncated message"),
+        (b"\x02\x0a\x00\x03\xff\xff\xff", "not a Chakra node"),
+        (b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff", "length"),
+        (b"\x1f\x8b\x08\x00garbage-not-deflate", "bad gzip"),
+    ],
+)
+def test_malformed_input_is_one_line_error(tmp_path, content, expect):
+    p = tmp_path / "bad.et"
+    p.write_bytes(content)
+    with pytest.raises(TraceFormatError) as e:
+        list(EtReader(p))
+    msg = str(e.value)
+    assert expect in msg and str(p) in msg and "\n" not in msg
+
+
+def test_truncated_gzip(tmp_path):
+    p = tmp_path / "t.et.gz"
+    write_et(p, None, _nodes(2000))
+    data = p.read_bytes()
+    p.write_bytes(data[: len(data) // 2])
+    with pytest.raises(TraceFormatError, match="gzip"):
+        list(EtReader(p))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.binary(max_size=400))
+def test_random_bytes_never_traceback(tmp_path, data):
+    p = tmp_path / "fuzz.et"
+    p.write_bytes(data)
+    try:
+        r = EtReader(p)
+        for n in r:
+            n.SerializeToString()
+    except TraceFormatError as e:
+        assert "\n" not in str(e)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.binary(max_size=300))
+def test_random_gzip_bytes_never_traceback(tmp_path, data):
+    p = tmp_path / "fuzz.et"
+    p.write_bytes(b"\x1f\x8b" + data)
+    try:
+        list(EtReader(p))
+    except TraceFormatError as e:
+        assert "\n" not in str(e)

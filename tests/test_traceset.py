@@ -1,0 +1,58 @@
+"""TraceSet discovery (prefix, directory, glob, list), gaps, and process groups."""
+
+from __future__ import annotations
+
+import pytest
+
+from chakra_core.errors import TraceFormatError
+from chakra_core.etio import write_et
+from chakra_core.schema import GlobalMetadata, Node
+from chakra_core.traceset import open_traceset
+
+
+def _write(tmp_path, prefix, ranks):
+    for r in ranks:
+        write_et(tmp_path / f"{prefix}.{r}.et", GlobalMetadata(version="0.0.4"), [Node(id=1, name=f"r{r}", type=4)])
+
+
+def test_open_by_prefix_dir_glob_list(tmp_path):
+    _write(tmp_path, "job", range(3))
+    by_prefix = open_traceset(str(tmp_path / "job"))
+    by_dir = open_traceset(tmp_path)
+    by_glob = open_traceset(str(tmp_path / "job.*.et"))
+    by_list = open_traceset([str(tmp_path / f"job.{r}.et") for r in (2, 0, 1)])
+    for ts in (by_prefix, by_dir, by_glob, by_list):
+        assert ts.ranks == [0, 1, 2]
+        assert [next(ts[r].nodes()).name for r in ts.ranks] == ["r0", "r1", "r2"]
+
+
+def test_gap_is_an_error(tmp_path):
+    _write(tmp_path, "job", [0, 1, 3])
+    with pytest.raises(TraceFormatError, match="missing ranks 2"):
+        open_traceset(str(tmp_path / "job"))
+
+
+def test_two_prefixes_in_a_directory(tmp_path):
+    _write(tmp_path, "a", [0])
+    _write(tmp_path, "b", [0])
+    with pytest.raises(TraceFormatError, match="several trace sets"):
+        open_traceset(tmp_path)
+
+
+def test_nothing_there(tmp_path):
+    with pytest.raises(TraceFormatError, match="no such file"):
+        open_traceset(str(tmp_path / "nothing"))
+
+
+def test_process_groups_travel_in_metadata(tmp_path, dp_set):
+    from chakra_core.traceset import TraceSet
+
+    ts = TraceSet(list(dp_set), process_groups={"1": [0], "2": [1]})
+    ts.write(tmp_path / "pg")
+    back = open_traceset(str(tmp_path / "pg"))
+    assert back.process_groups == {"1": [0], "2": [1]}
+    assert back.group_members("2") == [1] and back.group_members("0") == [0, 1]
+
+
+def test_process_groups_from_pytorch_metadata_node(golden_path):
+    assert open_traceset(golden_path).process_groups == {"0": [0, 1]}

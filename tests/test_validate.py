@@ -1,0 +1,170 @@
+"""Each validation rule caught on a small trace that breaks it; correct traces pass.
+
+The traces are the 2-rank data-parallel set of conftest.py written through the wire format and
+read back, each broken in one place.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from chakra_core.attrs import set_attr
+from chakra_core.schema import CommType, GlobalMetadata, Node
+from chakra_core.traceset import MemoryRank, TraceSet
+from chakra_core.validate import validate
+
+
+def _broken(tmp_path, chakra_roundtrip, dp_set, rank, edit):
+    ranks = []
+    for rt in dp_set:
+        nodes = [Node.FromString(n.SerializeToString()) for n in rt.nodes()]
+        if rt.rank == rank:
+            out = edit(nodes)
+            nodes = nodes if out is None else out
+        ranks.append(MemoryRank(rt.rank, GlobalMetadata(version="0.0.4"), nodes))
+    return chakra_roundtrip(TraceSet(ranks, process_groups=dp_set.process_groups), tmp_path)
+
+
+def _rules(findings):
+    return sorted({(f.rule, f.rank) for f in findings if f.severity == "error"})
+
+
+def _by_name(nodes, name):
+    return next(n for n in nodes if n.name == name)
+
+
+def test_correct_set_passes(tmp_path, chakra_roundtrip, dp_set):
+    assert validate(chakra_roundtrip(dp_set, tmp_path)) == []
+
+
+def test_golden_trace_reports_its_invalid_node(golden_path):
+    from chakra_core.traceset import open_traceset
+
+    f = validate(open_traceset(golden_path))
+    assert [(x.rule, x.node_id) for x in f] == [("invalid-type", 9)]
+
+
+def test_duplicate_id(tmp_path, chakra_roundtrip, dp_set):
+    def edit(nodes):
+        nodes[2].id = nodes[1].id
+    f = validate(_broken(tmp_path, chakra_roundtrip, dp_set, 0, edit))
+    assert ("duplicate-id", 0) in _rules(f)
+    assert next(x for x in f if x.rule == "duplicate-id").node_id == 2
+
+
+def test_missing_dep(tmp_path, chakra_roundtrip, dp_set):
+    def edit(nodes):
+        nodes[4].data_deps.append(999)
+    f = validate(_broken(tmp_path, chakra_roundtrip, dp_set, 1, edit))
+    assert _rules(f) == [("missing-dep", 1)]
+    assert "999" in f[0].message and f[0].node_id == 5 and f[0].file.endswith("trace.1.et")
+
+
+def test_cycle_prints_its_ids(tmp_path, chakra_roundtrip, dp_set):
+    def edit(nodes):
+        nodes[0].ctrl_deps.append(3)  # fwd_0 <- fwd_2 <- fwd_1 <- fwd_0
+    f = validate(_broken(tmp_path, chakra_roundtrip, dp_set, 0, edit))
+    cyc = next(x for x in f if x.rule == "cycle")
+    assert set(map(int, cyc.message.split(": ")[1].split(" -> "))) == {1, 2, 3}
+
+
+def test_collective_without_comm_type(tmp_path, chakra_roundtrip, dp_set):
+    def edit(nodes):
+        n = _by_name(nodes, "allreduce_1")
+        keep = [a for a in n.attr if a.name != "comm_type"]
+        del n.attr[:]
+        n.attr.extend(keep)
+    f = validate(_broken(tmp_path, chakra_roundtrip, dp_set, 0, edit))
+    assert ("coll-attrs", 0) in _rules(f)
+
+
+def test_send_without_tag(tmp_path, chakra_roundtrip, dp_set):
+    def edit(nodes):
+        n = _by_name(nodes, "send")
+        keep = [a for a in n.attr if a.name != "comm_tag"]
+        del n.attr[:]
+        n.attr.extend(keep)
+    f = validate(_broken(tmp_path, chakra_roundtrip, dp_set, 0, edit))
+    assert ("p2p-attrs", 0) in _rules(f)
+    assert "comm_tag" in next(x for x in f if x.rule == "p2p-attrs").message
+
+
+def test_negative_and_absurd_sizes(tmp_path, chakra_roundtrip, dp_set):
+    def edit(nodes):
+        set_attr(_by_name(nodes, "allreduce_0"), "comm_size", -4)
+        set_attr(_by_name(nodes, "fwd_0"), "tensor_size", 1 << 60)
+    f = validate(_broken(tmp_path, chakra_roundtrip, dp_set, 1, edit))
+    bad = [x for x in f if x.rule == "bad-size"]
+    assert len(bad) == 1  # fwd_0 is a compute node: only comm/memory sizes are checked
+    assert "-4" in bad[0].message
+
+
+def test_bad_peer(tmp_path, chakra_roundtrip, dp_set):
+    def edit(nodes):
+        set_attr(_by_name(nodes, "send"), "comm_dst", 5)
+    f = validate(_broken(tmp_path, chakra_roundtrip, dp_set, 0, edit))
+    assert ("bad-peer", 0) in _rules(f)
+
+
+def test_collective_order_differs(tmp_path, chakra_roundtrip, dp_set):
+    def edit(nodes):
+        set_attr(_by_name(nodes, "allreduce_1"), "comm_type", int(CommType.ALL_GATHER))
+    f = validate(_broken(tmp_path, chakra_roundtrip, dp_set, 1, edit))
+    assert _rules(f) == [("coll-order", 1)]
+    assert "collective #2" in f[0].message and "ALL_GATHER" in f[0].message
+
+
+def test_collective_size_differs(tmp_path, chakra_roundtrip, dp_set):
+    def edit(nodes):
+        set_attr(_by_name(nodes, "allreduce_0"), "comm_size", 1)
+    f = validate(_broken(tmp_path, chakra_roundtrip, dp_set, 1, edit))
+    assert _rules(f) == [("coll-order", 1)]
+
+
+def test_collective_count_differs(tmp_path, chakra_roundtrip, dp_set):
+    def edit(nodes):
+        return [n for n in nodes if n.name != "allreduce_0"]
+    f = validate(_broken(tmp_path, chakra_roundtrip, dp_set, 0, edit))
+    assert [x.rule for x in f] == ["coll-order"]
+    assert "2 collectives" in f[0].message or "3 collectives" in f[0].message
+
+
+def test_collective_on_group_without_membership(tmp_path, chakra_roundtrip, dp_set):
+    ts = TraceSet(list(dp_set), process_groups={"1": [0]})
+
+    def edit(nodes):
+        set_attr(_by_name(nodes, "allreduce_0"), "pg_name", "1")
+    f = validate(_broken(tmp_path, chakra_roundtrip, ts, 1, edit))
+    assert ("coll-not-member", 1) in _rules(f)
+
+
+def test_unmatched_send(tmp_path, chakra_roundtrip, dp_set):
+    def edit(nodes):
+        return [n for n in nodes if n.name != "recv"]
+    f = validate(_broken(tmp_path, chakra_roundtrip, dp_set, 1, edit))
+    assert _rules(f) == [("unmatched-p2p", 0)]
+    assert "without a matching receive on rank 1" in f[0].message
+
+
+def test_empty_rank_is_a_warning(tmp_path, chakra_roundtrip, dp_set):
+    f = validate(_broken(tmp_path, chakra_roundtrip, dp_set, 1, lambda nodes: []), cross_rank=False)
+    assert [(x.rule, x.severity) for x in f] == [("empty-rank", "warning")]
+
+
+@pytest.mark.parametrize("typ", [0, 12])
+def test_invalid_or_unknown_type(tmp_path, chakra_roundtrip, dp_set, typ):
+    def edit(nodes):
+        nodes[0].type = typ
+    f = validate(_broken(tmp_path, chakra_roundtrip, dp_set, 0, edit))
+    assert ("invalid-type", 0) in _rules(f)
+
+
+def test_cli_validate_exit_status_and_json(tmp_path, chakra_roundtrip, dp_set, chakra_cli):
+    import json
+
+    def edit(nodes):
+        nodes[4].data_deps.append(999)
+    _broken(tmp_path, chakra_roundtrip, dp_set, 1, edit)
+    status, out, _ = chakra_cli("validate", tmp_path / "trace", "--json")
+    doc = json.loads(out)
+    assert status == 2 and doc["ok"] is False and doc["findings"][0]["rule"] == "missing-dep"
