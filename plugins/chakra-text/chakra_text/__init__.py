@@ -1,0 +1,12 @@
+"""ASTRA-sim 1.0 text workloads to Chakra ETs: the ``text`` input format.
+
+Public API: :class:`TextFormat` (the registered format), :func:`parse_workload` and
+:func:`convert_workload` for use from Python, :class:`Layout` for the process-group layout.
+"""
+
+from .format import TextFormat, convert_workload
+from .groups import Layout
+from .modes import COMM_TYPES, MODES
+from .parse import Workload, parse_workload
+
+__all__ = ["TextFormat", "convert_workload", "parse_workload", "Workload", "Layout", "MODES", "COMM_TYPES"]

@@ -1,0 +1,182 @@
+"""The mapping rules: a parsed workload becomes one rank's dependency graph (a template).
+
+Every rank of a text workload runs the same graph; only the names of the process groups its
+collectives use differ.  :func:`build_graph` returns that graph as a list of :class:`Spec`
+(ids from 1, dependencies always on earlier ids) with each collective's role (all ranks,
+model-parallel or data-parallel group); the format turns it into per-rank nodes.
+
+Notation (docs/text-workloads.md has the full rules): for layer i, ``F`` forward compute,
+``FC`` its collective, ``IG``/``IGC`` input gradient, ``WG``/``WGC`` weight gradient.  A
+collective of type ``NONE``, or whose group is a single rank, does not exist; whoever would
+wait for it waits for the compute node that would have issued it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from chakra_core.schema import NodeType
+
+from .groups import ALL, DP, MP, Layout
+from .modes import COMM_TYPES, DLRM_MODES, TRANSFORMER_MODES
+from .parse import Layer, Phase, Workload
+
+__all__ = ["Spec", "build_graph"]
+
+
+@dataclass(frozen=True, slots=True)
+class Spec:
+    """One node of the template graph (durations in microseconds, sizes in bytes)."""
+
+    id: int
+    name: str
+    type: int
+    deps: tuple[int, ...]
+    duration: int = 0
+    comm_type: int = -1
+    comm_size: int = 0
+    role: int = ALL
+
+
+class _Builder:
+    def __init__(self, layout: Layout, to_us: Callable[[float], int]):
+        self.layout = layout
+        self.to_us = to_us
+        self.nodes: list[Spec] = []
+
+    def comp(self, layer: Layer, label: str, time: float, deps) -> int:
+        nid = len(self.nodes) + 1
+        self.nodes.append(Spec(nid, f"COMP_NODE_{layer.name}_{label}", int(NodeType.COMP_NODE),
+                               tuple(sorted({d for d in deps if d is not None})), duration=self.to_us(time)))
+        return nid
+
+    def coll(self, layer: Layer, phase: Phase, role: int, deps) -> int | None:
+        if phase.comm is None or not self.layout.active(role):
+            return None
+        nid = len(self.nodes) + 1
+        self.nodes.append(Spec(nid, f"COMM_COLL_NODE_{layer.name}_{phase.comm}", int(NodeType.COMM_COLL_NODE),
+                               tuple(sorted({d for d in deps if d is not None})),
+                               comm_type=int(COMM_TYPES[phase.comm]), comm_size=phase.size, role=role))
+        return nid
+
+
+def _or(a: int | None, b: int) -> int:
+    return b if a is None else a
+
+
+def _micro(b: _Builder, layers: list[Layer], prev: dict[int, int]) -> dict[int, int]:
+    for layer in layers:
+        b.coll(layer, layer.wg, ALL, ())
+    return prev
+
+
+def _data(b: _Builder, layers: list[Layer], prev: dict[int, int]) -> dict[int, int]:
+    size = len(layers)
+    f: list[int] = []
+    for i, layer in enumerate(layers):
+        f.append(b.comp(layer, "FWD", layer.fwd.time, [f[i - 1] if i else None, prev.get(i)]))
+    nxt: dict[int, int] = {}
+    ig: int | None = None
+    for i in reversed(range(size)):
+        layer = layers[i]
+        wg = b.comp(layer, "BWD_WG", layer.wg.time, [f[-1] if i == size - 1 else ig])
+        nxt[i] = _or(b.coll(layer, layer.wg, ALL, [wg]), wg)
+        if i:
+            ig = b.comp(layer, "BWD_IG", layer.ig.time, [wg])
+    return nxt
+
+
+def _model_like(b: _Builder, layers: list[Layer], prev: dict[int, int], fwd_role: int,
+                wg_role: int | None) -> dict[int, int]:
+    """MODEL (``wg_role`` None: no weight-gradient collective) and HYBRID_DATA_MODEL/MODEL_DATA."""
+    size = len(layers)
+    out: int | None = None
+    for i, layer in enumerate(layers):
+        fi = b.comp(layer, "FWD", layer.fwd.time, [out, prev.get(i)])
+        out = _or(b.coll(layer, layer.fwd, fwd_role, [fi]), fi)
+    nxt: dict[int, int] = {}
+    wait: list[int | None] = [out]
+    for i in reversed(range(size)):
+        layer = layers[i]
+        ig = b.comp(layer, "BWD_IG", layer.ig.time, wait)
+        igc = b.coll(layer, layer.ig, fwd_role, [ig]) if i else None
+        wg = b.comp(layer, "BWD_WG", layer.wg.time, [ig])
+        wgc = b.coll(layer, layer.wg, wg_role, [wg]) if wg_role is not None else None
+        nxt[i] = _or(wgc, wg)
+        wait = [wg, igc]
+    return nxt
+
+
+def _transformer(b: _Builder, w: Workload, prev: dict[int, int]) -> dict[int, int]:
+    layers = w.layers
+    out: int | None = None
+    for i, layer in enumerate(layers):
+        fi = b.comp(layer, "FWD", layer.fwd.time, [out, prev.get(i)])
+        out = _or(b.coll(layer, layer.fwd, MP, [fi]), fi)
+    nxt: dict[int, int] = {}
+    tail = out
+    for i in reversed(range(len(layers))):
+        layer = layers[i]
+        if i in w.initiates:
+            start = max(c for c in w.checkpoints if c < i)
+            for j in range(start, i):
+                r = b.comp(layers[j], "FWD_RECOMPUTE", layers[j].fwd.time, [tail])
+                tail = _or(b.coll(layers[j], layers[j].fwd, MP, [r]), r)
+        ig = b.comp(layer, "BWD_IG", layer.ig.time, [tail])
+        igc = b.coll(layer, layer.ig, MP, [ig])
+        wg = b.comp(layer, "BWD_WG", layer.wg.time, [_or(igc, ig)])
+        nxt[i] = _or(b.coll(layer, layer.wg, DP, [wg]), wg)
+        tail = wg
+    return nxt
+
+
+def _dlrm(b: _Builder, w: Workload, prev: dict[int, int]) -> dict[int, int]:
+    layers, k = w.layers, w.last_bottom
+    assert k is not None
+    size = len(layers)
+    f: list[int] = []
+    fc0: int | None = None
+    for i, layer in enumerate(layers):
+        fi = b.comp(layer, "FWD", layer.fwd.time,
+                    [f[i - 1] if i else None, prev.get(i), fc0 if i == k + 1 else None])
+        f.append(fi)
+        if layer.fwd.comm == "ALLTOALL":
+            fc = b.coll(layer, layer.fwd, ALL, [fi])
+            if i == 0:
+                fc0 = fc
+    nxt: dict[int, int] = {}
+    ig: int | None = None
+    igc0: int | None = None
+    for i in reversed(range(size)):
+        layer = layers[i]
+        wg = b.comp(layer, "BWD_WG", layer.wg.time,
+                    [f[-1] if i == size - 1 else ig, igc0 if i == k else None])
+        nxt[i] = _or(b.coll(layer, layer.wg, ALL, [wg]), wg)
+        if i:
+            ig = b.comp(layer, "BWD_IG", layer.ig.time, [wg])
+            if i == k + 1:
+                igc0 = b.coll(layers[0], layers[0].ig, ALL, [ig])
+    return nxt
+
+
+def build_graph(w: Workload, layout: Layout, passes: int, to_us: Callable[[float], int]) -> list[Spec]:
+    """The per-rank graph of ``passes`` training passes of ``w`` (``to_us`` converts file times)."""
+    b = _Builder(layout, to_us)
+    prev: dict[int, int] = {}
+    for _ in range(passes):
+        if w.mode == "MICRO":
+            prev = _micro(b, w.layers, prev)
+        elif w.mode == "DATA":
+            prev = _data(b, w.layers, prev)
+        elif w.mode == "MODEL":
+            prev = _model_like(b, w.layers, prev, ALL, None)
+        elif w.mode in ("HYBRID_DATA_MODEL", "HYBRID_MODEL_DATA"):
+            prev = _model_like(b, w.layers, prev, MP, DP)
+        elif w.mode in TRANSFORMER_MODES:
+            prev = _transformer(b, w, prev)
+        elif w.mode in DLRM_MODES:
+            prev = _dlrm(b, w, prev)
+        else:  # parse_workload admits only known modes
+            raise AssertionError(w.mode)
+    return b.nodes

@@ -1,0 +1,22 @@
+"""The parallelism modes of ASTRA-sim 1.0 text workloads and the comm-type names they use."""
+
+from __future__ import annotations
+
+from chakra_core.schema import CommType
+
+__all__ = ["MODES", "COMM_TYPES", "HYBRID_MODES", "TRANSFORMER_MODES", "DLRM_MODES"]
+
+TRANSFORMER_MODES = ("HYBRID_TRANSFORMER", "HYBRID_TRANSFORMER_FWD_IN_BCKWD")
+DLRM_MODES = ("HYBRID_DLRM", "HYBRID_DLRM_ENHANCED")
+#: modes whose forward/input-gradient collectives run in model-parallel groups and whose
+#: weight-gradient collectives run in data-parallel groups.
+HYBRID_MODES = ("HYBRID_DATA_MODEL", "HYBRID_MODEL_DATA") + TRANSFORMER_MODES
+MODES = ("MICRO", "DATA", "MODEL") + HYBRID_MODES + DLRM_MODES
+
+#: comm-type token of the file -> Chakra CollectiveCommType; ``NONE`` means no collective.
+COMM_TYPES = {
+    "ALLREDUCE": CommType.ALL_REDUCE,
+    "ALLTOALL": CommType.ALL_TO_ALL,
+    "ALLGATHER": CommType.ALL_GATHER,
+    "REDUCESCATTER": CommType.REDUCE_SCATTER,
+}

@@ -1,0 +1,243 @@
+"""Parse an ASTRA-sim 1.0 text workload into a :class:`Workload` (no graph yet).
+
+Layout: the first content line holds the mode and its header fields, the second the number of
+layers, then one line per layer with at least 12 columns (see docs/text-workloads.md).  Blank
+lines are skipped and ``#`` starts a comment that runs to the end of the line.  Every error is
+a :class:`~chakra_core.errors.TraceFormatError` naming the file and the physical line.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+
+from chakra_core.errors import TraceFormatError
+
+from .modes import COMM_TYPES, DLRM_MODES, MODES
+
+__all__ = ["Phase", "Layer", "Workload", "parse_workload", "parse_text"]
+
+_COLUMNS = (
+    "layer name", "reserved", "forward compute time", "forward comm type", "forward comm size",
+    "input-gradient compute time", "input-gradient comm type", "input-gradient comm size",
+    "weight-gradient compute time", "weight-gradient comm type", "weight-gradient comm size",
+    "weight-update time",
+)
+#: header keys followed by a count and that many layer indices.
+_LIST_KEYS = ("checkpoints", "checkpoint_initiates")
+#: header keys that AICB-style generators write without the trailing colon.
+_BARE_KEYS = ("pp_comm",)
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One pass of one layer: compute time (in the file's unit) and its collective, if any.
+
+    ``comm`` is the comm-type token of the file (``ALLREDUCE``...) or None for ``NONE``;
+    ``size`` is in bytes.
+    """
+
+    time: float
+    comm: str | None
+    size: int
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One layer line: forward, input-gradient and weight-gradient phases, update time."""
+
+    name: str
+    line: int
+    fwd: Phase
+    ig: Phase
+    wg: Phase
+    update: float
+
+
+@dataclass
+class Workload:
+    """A parsed text workload.
+
+    ``header`` keeps every ``key: value`` field of line 1 as strings (e.g. ``ep``, ``pp``,
+    ``all_gpus``); the ones with a meaning here are also decoded: ``mp_group``
+    (``model_parallel_NPU_group``), ``all_gpus``, ``checkpoints``, ``initiates`` and, for the
+    DLRM modes, ``last_bottom`` (the index of the last bottom-MLP layer).
+    """
+
+    path: str
+    mode: str
+    layers: list[Layer]
+    header: dict[str, str] = field(default_factory=dict)
+    mp_group: int | None = None
+    all_gpus: int | None = None
+    last_bottom: int | None = None
+    checkpoints: frozenset[int] = frozenset()
+    initiates: frozenset[int] = frozenset()
+
+
+def _content_lines(text: str):
+    for n, raw in enumerate(text.splitlines(), 1):
+        tokens = raw.split("#", 1)[0].split()
+        if tokens:
+            yield n, tokens
+
+
+def _int(tok: str, what: str, where: str, n: int, minimum: int | None = 0) -> int:
+    try:
+        v = int(tok)
+    except ValueError:
+        raise TraceFormatError(f"{what}: {tok!r} is not an integer", where, f"line {n}") from None
+    if minimum is not None and v < minimum:
+        raise TraceFormatError(f"{what}: {v} is below {minimum}", where, f"line {n}")
+    return v
+
+
+def _time(tok: str, what: str, where: str, n: int) -> float:
+    try:
+        v = float(int(tok))
+    except ValueError:
+        try:
+            v = float(tok)
+        except ValueError:
+            raise TraceFormatError(f"{what}: {tok!r} is not a number", where, f"line {n}") from None
+    if not math.isfinite(v) or v < 0:
+        raise TraceFormatError(f"{what}: {tok!r} is not a non-negative finite number", where, f"line {n}")
+    return v
+
+
+def _size(tok: str, what: str, where: str, n: int) -> int:
+    try:
+        return _int(tok, what, where, n)
+    except TraceFormatError:
+        try:
+            v = float(tok)
+        except ValueError:
+            raise TraceFormatError(f"{what}: {tok!r} is not an integer", where, f"line {n}") from None
+        if not math.isfinite(v) or v != int(v) or v < 0:
+            raise TraceFormatError(f"{what}: {tok!r} is not a whole number of bytes", where, f"line {n}") from None
+        return int(v)
+
+
+def _comm(tok: str, what: str, where: str, n: int) -> str | None:
+    if tok == "NONE":
+        return None
+    if tok not in COMM_TYPES:
+        known = ", ".join(list(COMM_TYPES) + ["NONE"])
+        raise TraceFormatError(f"{what}: unknown comm type {tok!r} (known: {known})", where, f"line {n}")
+    return tok
+
+
+def _header(w: Workload, tokens: list[str], where: str, n: int) -> None:
+    rest = tokens[1:]
+    i = 0
+    if w.mode in DLRM_MODES:
+        if not rest:
+            raise TraceFormatError(f"{w.mode} needs the index of the last bottom-MLP layer after the mode",
+                                   where, f"line {n}")
+        w.last_bottom = _int(rest[0], "last bottom-MLP layer", where, n)
+        i = 1
+    while i < len(rest):
+        tok = rest[i]
+        if not tok.endswith(":") and tok not in _BARE_KEYS:
+            raise TraceFormatError(f"unexpected token {tok!r} (header fields are 'key: value')", where, f"line {n}")
+        key = tok.rstrip(":")
+        if key in _LIST_KEYS:
+            if i + 1 >= len(rest):
+                raise TraceFormatError(f"{key}: missing the count of layers", where, f"line {n}")
+            count = _int(rest[i + 1], f"{key} count", where, n)
+            items = rest[i + 2:i + 2 + count]
+            if len(items) < count:
+                raise TraceFormatError(f"{key}: {count} layers announced, {len(items)} given", where, f"line {n}")
+            values = frozenset(_int(t, f"{key} layer", where, n) for t in items)
+            if key == "checkpoints":
+                w.checkpoints = values
+            else:
+                w.initiates = values
+            w.header[key] = " ".join(items)
+            i += 2 + count
+            continue
+        if i + 1 >= len(rest):
+            raise TraceFormatError(f"{key}: missing value", where, f"line {n}")
+        w.header[key] = rest[i + 1]
+        if key == "model_parallel_NPU_group":
+            w.mp_group = _int(rest[i + 1], key, where, n, minimum=1)
+        elif key == "all_gpus":
+            w.all_gpus = _int(rest[i + 1], key, where, n, minimum=1)
+        i += 2
+
+
+def _layer(tokens: list[str], where: str, n: int) -> Layer:
+    if len(tokens) < 12:
+        raise TraceFormatError(
+            f"layer line has {len(tokens)} columns, needs 12 (missing: {', '.join(_COLUMNS[len(tokens):])})",
+            where, f"line {n}")
+    _int(tokens[1], f"column 2 ({_COLUMNS[1]})", where, n, minimum=None)
+    phases = []
+    for base in (2, 5, 8):
+        phases.append(Phase(
+            _time(tokens[base], f"column {base + 1} ({_COLUMNS[base]})", where, n),
+            _comm(tokens[base + 1], f"column {base + 2} ({_COLUMNS[base + 1]})", where, n),
+            _size(tokens[base + 2], f"column {base + 3} ({_COLUMNS[base + 2]})", where, n),
+        ))
+    update = _time(tokens[11], f"column 12 ({_COLUMNS[11]})", where, n)
+    return Layer(tokens[0], n, phases[0], phases[1], phases[2], update)
+
+
+def parse_text(text: str, where: str) -> Workload:
+    """Parse the text of a workload file; ``where`` names it in errors."""
+    lines = _content_lines(text)
+    first = next(lines, None)
+    if first is None:
+        raise TraceFormatError("empty workload file (want the mode on the first line)", where)
+    n, tokens = first
+    if tokens[0] not in MODES:
+        raise TraceFormatError(f"unknown parallelism mode {tokens[0]!r} (known: {', '.join(MODES)})",
+                               where, f"line {n}")
+    w = Workload(where, tokens[0], [])
+    _header(w, tokens, where, n)
+    header_line = n
+    second = next(lines, None)
+    if second is None:
+        raise TraceFormatError("missing the number of layers after the mode line", where, f"line {n + 1}")
+    count_line, tokens = second
+    if len(tokens) != 1:
+        raise TraceFormatError(f"expected the number of layers alone, got {' '.join(tokens)!r}",
+                               where, f"line {count_line}")
+    count = _int(tokens[0], "number of layers", where, count_line, minimum=1)
+    for n, tokens in lines:
+        if len(w.layers) == count:
+            raise TraceFormatError(f"more layer lines than the {count} declared on line {count_line}",
+                                   where, f"line {n}")
+        w.layers.append(_layer(tokens, where, n))
+    if len(w.layers) != count:
+        raise TraceFormatError(f"declares {count} layers but the file has {len(w.layers)} layer lines",
+                               where, f"line {count_line}")
+    _check_header(w, where, header_line)
+    return w
+
+
+def _check_header(w: Workload, where: str, n: int) -> None:
+    size = len(w.layers)
+    if w.last_bottom is not None and w.last_bottom >= size - 1:
+        raise TraceFormatError(f"last bottom-MLP layer {w.last_bottom} must be below the last layer "
+                               f"({size - 1}): the top MLP needs at least one layer", where, f"line {n}")
+    for key, values in (("checkpoints", w.checkpoints), ("checkpoint_initiates", w.initiates)):
+        bad = sorted(v for v in values if v >= size)
+        if bad:
+            raise TraceFormatError(f"{key}: layer {bad[0]} is out of range (0..{size - 1})", where, f"line {n}")
+    for t in sorted(w.initiates):
+        if not any(c < t for c in w.checkpoints):
+            raise TraceFormatError(f"checkpoint_initiates: layer {t} has no checkpoint layer below it",
+                                   where, f"line {n}")
+
+
+def parse_workload(path: str | os.PathLike) -> Workload:
+    """Read and parse the workload file at ``path`` (raises TraceFormatError on bad input)."""
+    path = str(path)
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError as e:
+        raise TraceFormatError(f"cannot read ({e.strerror})", path) from None
+    return parse_text(text, path)
