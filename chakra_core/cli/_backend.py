@@ -35,7 +35,9 @@ def run_backend(args, name: str, kind: str, output: str | None, extra: dict | No
     impl = host.registry.get("backend", name)
     if impl.kind != kind:
         others = [e.name for e in host.registry.entries("backend") if getattr(e.load(), "kind", "") == kind]
-        raise ConfigError(f"backend {name!r} is a {impl.kind}, not a {kind}; {kind}s: {', '.join(others) or 'none'}")
+        raise ConfigError(
+            f"backend {name!r} is of kind {impl.kind!r}, not {kind!r}; {kind}s: {', '.join(others) or 'none'}"
+        )
     opts = parse_kv(args.opts)
     for flag in SYSTEM_FLAGS:
         if getattr(args, flag, None):

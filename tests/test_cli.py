@@ -1,0 +1,94 @@
+"""The ``chakra`` command line: convert, jsonize, stats, and one-line errors with exit 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+@pytest.fixture
+def et_prefix(tmp_path, dp_set):
+    dp_set.write(tmp_path / "job")
+    return tmp_path / "job"
+
+
+def test_stats_json(et_prefix, chakra_cli):
+    status, out, _ = chakra_cli("stats", et_prefix, "--json")
+    s = json.loads(out)
+    assert status == 0 and s["nodes"] == 2 * 11 and s["ranks"] == 2
+    assert s["by_type"] == {"COMM_COLL_NODE": 6, "COMM_RECV_NODE": 2, "COMM_SEND_NODE": 2, "COMP_NODE": 12}
+    assert s["collectives"]["ALL_REDUCE"] == {"count": 6, "bytes": 2 * 4096 * (1 + 2 + 3)}
+    # forward 10+11+12, backward 22+21+20: one chain
+    assert s["critical_path_us"] == 96 and s["per_rank"][0]["compute_us"] == 96
+
+
+def test_jsonize_then_convert_back_is_byte_identical(et_prefix, tmp_path, chakra_cli):
+    status, out, _ = chakra_cli("jsonize", et_prefix, "-o", f"{tmp_path}/js/")
+    assert status == 0 and len(out.split()) == 2
+    status, out, _ = chakra_cli("convert", tmp_path / "js", "-o", tmp_path / "back")
+    assert status == 0
+    for r in (0, 1):
+        assert (tmp_path / f"back.{r}.et").read_bytes() == (tmp_path / f"job.{r}.et").read_bytes()
+
+
+def test_convert_to_directory_with_format_and_gzip(et_prefix, tmp_path, chakra_cli):
+    status, out, _ = chakra_cli("convert", et_prefix, "--format", "et", "-o", f"{tmp_path}/outdir/", "--gzip")
+    assert status == 0
+    assert sorted(p.name for p in (tmp_path / "outdir").iterdir()) == ["trace.0.et.gz", "trace.1.et.gz"]
+
+
+@pytest.mark.parametrize("content, what", [
+    (b"\x05\x0a\x03a", "truncated message"),
+    (b"", "empty file"),
+    (b"\x1f\x8b\x08\x00\x00\x00junk", "bad gzip"),
+    (b"\x02\x0a\x00\x03\xff\xff\xff", "not a Chakra node"),
+])
+@pytest.mark.parametrize("command", ["stats", "validate", "jsonize"])
+def test_malformed_input_one_line_exit_2(tmp_path, chakra_cli, content, what, command):
+    bad = tmp_path / "bad.0.et"
+    bad.write_bytes(content)
+    args = [command, bad] + (["-o", tmp_path / "x.json"] if command == "jsonize" else [])
+    status, out, err = chakra_cli(*args)
+    assert status == 2
+    assert err.count("\n") == 1 and "bad.0.et" in err and what in err and "Traceback" not in err
+
+
+def test_failed_convert_keeps_existing_output(et_prefix, tmp_path, chakra_cli):
+    out = tmp_path / "keep"
+    chakra_cli("convert", et_prefix, "-o", out)
+    before = (tmp_path / "keep.0.et").read_bytes()
+    data = (tmp_path / "job.1.et").read_bytes()
+    (tmp_path / "job.1.et").write_bytes(data[:-3])  # truncate rank 1
+    status, _, err = chakra_cli("convert", et_prefix, "-o", out)
+    assert status == 2 and "truncated" in err
+    assert (tmp_path / "keep.0.et").read_bytes() == before
+    assert (tmp_path / "keep.1.et").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_unknown_format_and_paths(tmp_path, chakra_cli):
+    status, _, err = chakra_cli("convert", tmp_path / "nothing", "-o", tmp_path / "o")
+    assert status == 2 and "no such file" in err
+    (tmp_path / "w.xyz").write_text("hello")
+    status, _, err = chakra_cli("convert", tmp_path / "w.xyz", "-o", tmp_path / "o")
+    assert status == 2 and "cannot tell the input format" in err
+    status, _, err = chakra_cli("convert", tmp_path / "w.xyz", "--format", "nope", "-o", tmp_path / "o")
+    assert status == 2 and "unknown format 'nope'" in err
+
+
+def test_debug_shows_traceback(tmp_path):
+    bad = tmp_path / "bad.et"
+    bad.write_bytes(b"")
+    r = subprocess.run([sys.executable, "-m", "chakra_core.cli.main", "--debug", "stats", str(bad)],
+                       capture_output=True, text=True)
+    assert r.returncode != 0 and "Traceback" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "chakra_core.cli.main", "stats", str(bad)], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1
+
+
+def test_simulate_rejects_an_exporter(et_prefix, chakra_cli):
+    status, _, err = chakra_cli("simulate", et_prefix, "--backend", "et")
+    assert status == 2 and "backend 'et' is of kind 'exporter', not 'simulator'" in err

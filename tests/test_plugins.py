@@ -1,0 +1,190 @@
+"""Plugin loading: isolation of broken plugins, strict mode, env switches, duplicates, lazy
+factories with install hints, and ``chakra plugins``.
+
+Entry points are faked with a ``*.dist-info`` folder on sys.path, the way an installed
+distribution declares them.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+import warnings
+
+import pytest
+
+from chakra_core import plugins as P
+from chakra_core.errors import PluginError
+from chakra_core.hookspecs import hookimpl
+
+
+def _fake_dist(root, dist, version, eps: dict[str, str], modules: dict[str, str]):
+    info = root / f"{dist.replace('-', '_')}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
+    lines = "\n".join(f"{k} = {v}" for k, v in eps.items())
+    (info / "entry_points.txt").write_text(f"[chakra]\n{lines}\n")
+    for name, src in modules.items():
+        (root / f"{name}.py").write_text(textwrap.dedent(src))
+
+
+GOOD = """
+    from chakra_core.hookspecs import hookimpl
+
+    @hookimpl
+    def chakra_register_transforms(register):
+        register("good_noop", "good_impl:Noop", description="does nothing")
+
+    @hookimpl
+    def chakra_register_backends(register):
+        register("needs_missing", "good_impl:NeedsMissing", install_hint="pip install chakra-missing-extra")
+"""
+GOOD_IMPL = """
+    from chakra_core.api import Transform, Backend
+
+    class Noop(Transform):
+        def apply(self, traces, options):
+            return traces
+
+    import_failed = None
+    class _Lazy:
+        pass
+
+    def NeedsMissing():
+        import module_that_is_not_installed_xyz  # noqa: F401
+"""
+BROKEN = """
+    raise ImportError("No module named 'torch_that_is_missing'")
+"""
+CLASH = """
+    from chakra_core.hookspecs import hookimpl
+
+    @hookimpl
+    def chakra_register_transforms(register):
+        register("scale", lambda: None)
+"""
+
+
+@pytest.fixture
+def fake_plugins(tmp_path, monkeypatch):
+    _fake_dist(tmp_path, "chakra-good", "1.2.3", {"good": "good_plugin"},
+               {"good_plugin": GOOD, "good_impl": GOOD_IMPL})
+    _fake_dist(tmp_path, "chakra-broken", "0.1", {"broken": "broken_plugin"}, {"broken_plugin": BROKEN})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for k in ("CHAKRA_LOAD_PLUGINS", "CHAKRA_DISABLE_PLUGINS", "CHAKRA_STRICT_PLUGINS", "CHAKRA_TRACE_PLUGINS"):
+        monkeypatch.delenv(k, raising=False)
+    P.reset_host()
+    yield tmp_path
+    P.reset_host()
+    for m in ("good_plugin", "good_impl", "broken_plugin", "clash_plugin"):
+        sys.modules.pop(m, None)
+
+
+def test_broken_plugin_warns_once_and_the_rest_works(fake_plugins):
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        host = P.PluginHost()
+    msgs = [str(x.message) for x in w if issubclass(x.category, P.PluginWarning)]
+    assert len(msgs) == 1 and "'broken'" in msgs[0] and "chakra-broken" in msgs[0]
+    assert "good_noop" in host.registry.names("transform")
+    good = next(p for p in host.plugins if p.name == "good")
+    assert (good.distribution, good.version, good.registered["transform"]) == ("chakra-good", "1.2.3", ["good_noop"])
+    assert [p.name for p in host.failed] == ["broken"]
+
+
+def test_strict_mode_raises(fake_plugins, monkeypatch):
+    with pytest.raises(PluginError, match="broken"):
+        P.PluginHost(strict=True)
+    monkeypatch.setenv("CHAKRA_STRICT_PLUGINS", "1")
+    with pytest.raises(PluginError, match="broken"):
+        P.PluginHost()
+
+
+def test_load_only_and_disable(fake_plugins, monkeypatch):
+    monkeypatch.setenv("CHAKRA_LOAD_PLUGINS", "good")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        host = P.PluginHost()
+    assert [p.name for p in host.plugins if p.distribution != "chakra-core"] == ["good"]
+    monkeypatch.delenv("CHAKRA_LOAD_PLUGINS")
+    monkeypatch.setenv("CHAKRA_DISABLE_PLUGINS", "chakra-broken,good")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        host = P.PluginHost()
+    assert [p.name for p in host.plugins if p.distribution != "chakra-core"] == []
+
+
+def test_trace_switch(fake_plugins, monkeypatch, capsys):
+    monkeypatch.setenv("CHAKRA_TRACE_PLUGINS", "1")
+    monkeypatch.setenv("CHAKRA_LOAD_PLUGINS", "good")
+    host = P.PluginHost()
+    host.detect_format(["x.unknown"])
+    err = capsys.readouterr().err
+    assert "good registers transform 'good_noop'" in err and "chakra_detect_format" in err
+
+
+def test_duplicate_name_is_refused_naming_both(fake_plugins):
+    _fake_dist(fake_plugins, "chakra-clash", "9", {"clash": "clash_plugin"}, {"clash_plugin": CLASH})
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        host = P.PluginHost()
+    msg = next(str(x.message) for x in w if "clash" in str(x.message))
+    assert "chakra-core" in msg and "chakra-clash" in msg and "'scale'" in msg
+    assert host.registry.entry("transform", "scale").plugin == "chakra-core"
+
+
+def test_lazy_factory_and_install_hint(fake_plugins):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        host = P.PluginHost()
+    assert "good_impl" not in sys.modules  # registration imported nothing heavy
+    host.registry.get("transform", "good_noop")
+    assert "good_impl" in sys.modules
+    with pytest.raises(PluginError, match="pip install chakra-missing-extra"):
+        host.registry.get("backend", "needs_missing")
+
+
+def test_unknown_name_suggests(fake_plugins):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        host = P.PluginHost()
+    with pytest.raises(PluginError, match=r"did you mean 'scale'\?.*installed: good_noop, scale"):
+        host.registry.get("transform", "scal")
+
+
+def test_chakra_plugins_lists_failures(fake_plugins, chakra_cli):
+    status, out, _ = chakra_cli("plugins", "--json")
+    doc = json.loads(out)
+    assert status == 0
+    assert [p["name"] for p in doc["failed"]] == ["broken"]
+    assert "torch_that_is_missing" in doc["failed"][0]["error"]
+    names = {p["name"]: p for p in doc["plugins"]}
+    assert names["formats"]["registered"] == {"format": ["et", "json"]}
+    status, out, _ = chakra_cli("plugins")
+    assert "FAILED" in out and "good_noop" in out
+
+
+def test_register_fixture_adds_plugin_for_one_test(chakra_register, chakra_host):
+    class Plug:
+        @hookimpl
+        def chakra_register_transforms(self, register):
+            register("only_in_this_test", lambda: None)
+
+    info = chakra_register(Plug(), name="plug")
+    assert info.registered == {"transform": ["only_in_this_test"]}
+    assert "only_in_this_test" in chakra_host.registry.names("transform")
+
+
+def test_help_imports_no_plugin():
+    import subprocess
+
+    code = ("import sys; from chakra_core.cli.main import main; "
+            "import contextlib, io\n"
+            "with contextlib.redirect_stdout(io.StringIO()): main(['--help']) if False else None\n"
+            "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "bad = [m for m in sys.modules if m.startswith(('chakra_core.plugins', 'pluggy', 'chakra_text', "
+            "'chakra_pytorch', 'chakra_simpy', 'chakra_astrasim', 'torch', 'simpy', 'google'))]\n"
+            "print(bad)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"
