@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import contextlib
 import io
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
