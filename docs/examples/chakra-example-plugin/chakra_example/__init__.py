@@ -1,0 +1,1 @@
+"""Example third-party chakra plugin (see docs/plugin-tutorial.md)."""
