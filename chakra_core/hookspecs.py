@@ -17,7 +17,8 @@ arguments or their meaning; new arguments are only added to new hooks.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pluggy
 
