@@ -1,0 +1,99 @@
+"""Bad workloads: one-line errors naming the file and the physical line; tolerated oddities.
+
+Inputs are hand-written (no framework here writes the text format).
+"""
+
+from __future__ import annotations
+
+import pytest
+from chakra_text import parse_workload
+from chakra_text.format import convert_workload
+
+from chakra_core.errors import ConfigError, TraceFormatError
+
+GOOD = "a -1 10 NONE 0 10 NONE 0 10 ALLREDUCE 64 1"
+
+
+def _parse(tmp_path, text):
+    p = tmp_path / "w.txt"
+    p.write_text(text)
+    return parse_workload(p)
+
+
+def _error(tmp_path, text) -> TraceFormatError:
+    with pytest.raises(TraceFormatError) as e:
+        _parse(tmp_path, text)
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith(str(tmp_path / "w.txt") + ":")
+    return e.value
+
+
+@pytest.mark.parametrize("text, line, words", [
+    ("FOO\n1\n" + GOOD, 1, "unknown parallelism mode 'FOO'"),
+    ("DATA\n1\na -1 10 NONE 0 10 NONE 0 10 ALLREDUCEX 64 1\n", 3, "unknown comm type 'ALLREDUCEX'"),
+    ("DATA\n1\na -1 10 NONE 0 10 NONE 0 10 ALLREDUCE 64\n", 3, "11 columns, needs 12"),
+    ("DATA\n1\na -1 10 NONE 0 10 NONE 0 10 ALLREDUCE 6x4 1\n", 3, "column 11 (weight-gradient comm size)"),
+    ("DATA\n1\na -1 10 NONE 0 10 NONE 0 10 ALLREDUCE 10.5 1\n", 3, "not a whole number of bytes"),
+    ("DATA\n1\na -1 ten NONE 0 10 NONE 0 10 ALLREDUCE 64 1\n", 3, "column 3 (forward compute time)"),
+    ("DATA\n1\na -1 -5 NONE 0 10 NONE 0 10 ALLREDUCE 64 1\n", 3, "not a non-negative finite number"),
+    ("DATA\n1\na x 10 NONE 0 10 NONE 0 10 ALLREDUCE 64 1\n", 3, "column 2 (reserved)"),
+    ("DATA\n3\n" + GOOD + "\n" + GOOD + "\n", 2, "declares 3 layers but the file has 2"),
+    ("DATA\n1\n" + GOOD + "\n\n" + GOOD + "\n", 5, "more layer lines than the 1 declared on line 2"),
+    ("DATA\ntwo\n" + GOOD, 2, "number of layers: 'two' is not an integer"),
+    ("DATA\n1 2\n" + GOOD, 2, "expected the number of layers alone"),
+    ("DATA\n", 2, "missing the number of layers"),
+    ("HYBRID_DLRM\n2\n" + GOOD + "\n" + GOOD, 1, "needs the index of the last bottom-MLP layer"),
+    ("HYBRID_DLRM 1\n2\n" + GOOD + "\n" + GOOD, 1, "must be below the last layer"),
+    ("HYBRID_TRANSFORMER model_parallel_NPU_group: x\n1\n" + GOOD, 1, "model_parallel_NPU_group: 'x'"),
+    ("HYBRID_TRANSFORMER stray\n1\n" + GOOD, 1, "unexpected token 'stray'"),
+    ("HYBRID_TRANSFORMER_FWD_IN_BCKWD checkpoints: 1 1 checkpoint_initiates: 1 1\n2\n" + GOOD + "\n" + GOOD,
+     1, "layer 1 has no checkpoint layer below it"),
+    ("HYBRID_TRANSFORMER_FWD_IN_BCKWD checkpoints: 2 0\n2\n" + GOOD + "\n" + GOOD, 1, "2 layers announced, 1 given"),
+    ("HYBRID_TRANSFORMER_FWD_IN_BCKWD checkpoints: 1 5\n2\n" + GOOD + "\n" + GOOD, 1, "layer 5 is out of range"),
+])
+def test_bad_input_names_the_line(tmp_path, text, line, words):
+    err = _error(tmp_path, text)
+    assert err.location == f"line {line}"
+    assert words in err.message
+
+
+def test_empty_file(tmp_path):
+    err = _error(tmp_path, "\n# only a comment\n")
+    assert "empty workload file" in err.message
+
+
+def test_blank_lines_comments_floats_and_trailing_tabs_are_tolerated(tmp_path):
+    w = _parse(tmp_path, "# written by hand\n\nDATA\t\t\t\n\n2\t\t\n"
+                         "a -1 1.5 NONE 0 10 NONE 0 10 ALLREDUCE 1024.0 1   # a comment\n\n"
+                         "b\t-1\t10\tNONE\t0\t10\tNONE\t0\t10\tNONE\t0\t1\textra columns ignored\n")
+    assert [layer.name for layer in w.layers] == ["a", "b"]
+    assert [layer.line for layer in w.layers] == [6, 8]
+    assert w.layers[0].fwd.time == 1.5 and w.layers[0].wg.size == 1024
+    assert w.layers[1].wg.comm is None
+
+
+def test_header_fields(tmp_path):
+    w = _parse(tmp_path, "HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 8 ep: 1 pp: 1 vpp: 8 "
+                         "ga: 1 all_gpus: 32 checkpoints: 2 0 1 checkpoint_initiates: 1 3 pp_comm 0\n4\n"
+                         + "\n".join([GOOD] * 4))
+    assert w.mp_group == 8 and w.all_gpus == 32
+    assert w.checkpoints == {0, 1} and w.initiates == {3}
+    assert w.header["ep"] == "1" and w.header["pp_comm"] == "0"
+
+
+def test_option_errors(tmp_path):
+    hybrid = _parse(tmp_path, "HYBRID_DATA_MODEL\n1\n" + GOOD)
+    with pytest.raises(ConfigError, match="needs the model-parallel group size"):
+        convert_workload(hybrid, npus=4)
+    with pytest.raises(ConfigError, match="does not divide npus=4"):
+        convert_workload(hybrid, npus=4, mp_group=3)
+    data = _parse(tmp_path, "DATA\n1\n" + GOOD)
+    with pytest.raises(ConfigError, match="option npus is required"):
+        convert_workload(data)
+
+
+def test_all_gpus_gives_the_default_rank_count(tmp_path):
+    w = _parse(tmp_path, "HYBRID_TRANSFORMER model_parallel_NPU_group: 2 all_gpus: 6\n1\n" + GOOD)
+    ts = convert_workload(w)
+    assert ts.ranks == [0, 1, 2, 3, 4, 5]
+    assert ts.process_groups == {"1": [0, 1], "2": [2, 3], "3": [4, 5], "4": [0, 2, 4], "5": [1, 3, 5]}
