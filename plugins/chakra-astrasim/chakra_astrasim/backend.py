@@ -1,0 +1,261 @@
+"""The ``astrasim`` exporter backend: a ready-to-run ASTRA-sim 2.x directory from a trace set.
+
+Layout of the output directory::
+
+    workload/<prefix>.<rank>.et   one per rank of the network, each with at least one node
+    system.json network.yml memory.json [groups.json]
+    run.sh                        ./run.sh [unaware|aware]
+    report.json                   everything changed or dropped, with counts
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from chakra_core.api import Backend, Result
+from chakra_core.errors import ConfigError, TraceFormatError
+from chakra_core.etio import EtWriter
+from chakra_core.options import Option
+from chakra_core.schema import GlobalMetadata
+from chakra_core.traceset import TraceSet
+
+from .collectives import RULES
+from .configs import groups_json, memory_json, network_yml, system_json, write_text
+from .groups import plan_groups
+from .plan import Plan
+from .report import ExportReport
+from .runscript import BINARIES, command, run_sh
+from .workload import RankOutput, convert_rank, placeholder_node
+
+__all__ = ["AstraSimExporter", "export_astrasim"]
+
+_PREFIX_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+#: GlobalMetadata.version written in every workload file (as the Chakra tools write it).
+ET_VERSION = "0.0.4"
+
+
+class AstraSimExporter(Backend):
+    """Export a trace set as an ASTRA-sim directory (see the module docstring)."""
+
+    kind = "exporter"
+    description = "export a ready-to-run ASTRA-sim 2.x directory (workload, configs, run.sh, report)"
+    options = {
+        "system": Option("str", None, "system description: our YAML or ASTRA-sim's system.json"),
+        "network": Option("str", None, "network: our YAML or ASTRA-sim's network.yml "
+                                       "(default: a 1-D Ring of the set's ranks, 50 GB/s, 500 ns)"),
+        "memory": Option("str", None, "remote memory: ASTRA-sim's memory.json (default NO_MEMORY_EXPANSION)"),
+        "comm_groups": Option("str", None, "communicator groups JSON; adds to the trace's process groups"),
+        "prefix": Option("str", "trace", "workload file prefix: workload/<prefix>.<rank>.et"),
+        "durations": Option("str", "round", "compute durations: round to whole us (ASTRA-sim reads "
+                                            "duration_micros), or roofline (exact ns through num_ops)",
+                            choices=("round", "roofline")),
+        "duration_attr": Option("str", "duration_ns", "integer node attribute holding an exact "
+                                                      "duration in ns, when a trace has one ('' = none)"),
+        "cpu_ops": Option("str", "drop_zero", "CPU compute nodes: keep, drop_zero (drop 0-duration "
+                                              "bookkeeping ops), drop (all)",
+                          choices=("keep", "drop_zero", "drop")),
+        "memory_nodes": Option("str", "auto", "MEM_LOAD/MEM_STORE: keep (needs a remote memory), drop, "
+                                              "auto (keep when the memory model has one)",
+                               choices=("auto", "keep", "drop")),
+        "unsupported": Option("str", "rewrite", "collective kinds ASTRA-sim does not run: rewrite "
+                                                "(documented rule per kind), drop, error",
+                              choices=("rewrite", "drop", "error")),
+        "replay_broadcast": Option("bool", False, "keep BROADCAST as is (ASTRA-sim replays its duration)"),
+        "barrier_bytes": Option("int", 4, "size of the all-reduce a BARRIER becomes", unit="bytes",
+                                minimum=1),
+        "incomplete_p2p": Option("str", "drop", "send/recv without a peer or size: drop or error",
+                                 choices=("drop", "error")),
+        "join_limit": Option("int", 16, "a removed node handing more kept ancestors than this to "
+                                        "several dependents is kept as a 0-duration join", minimum=1),
+    }
+
+    def run(self, traces: TraceSet, options: Mapping[str, Any], output: Path | None) -> Result:
+        """Write the directory under ``output``; the Result carries the report and the commands."""
+        if output is None:
+            raise ConfigError("backend 'astrasim' needs an output directory (-o DIR)")
+        return export_astrasim(traces, Path(output), options)
+
+
+def _load_system(options: Mapping[str, Any]):
+    from chakra_core.system import load_system
+
+    return load_system(options.get("system"), options.get("network"), options.get("memory"),
+                       options.get("comm_groups"))
+
+
+def export_astrasim(traces: TraceSet, output: str | Path, options: Mapping[str, Any] | None = None) -> Result:
+    """Export ``traces`` to the directory ``output``; ``options`` as the backend declares them
+    (missing ones take their defaults).  Returns the Result (summary, files, notes)."""
+    opts = AstraSimExporter().check_options({k: v for k, v in (options or {}).items() if v is not None})
+    output = Path(output)
+    prefix = opts["prefix"]
+    if not _PREFIX_RE.match(prefix):
+        raise ConfigError(f"prefix {prefix!r}: use letters, digits, '_', '-', '.'")
+    if not len(traces):
+        raise TraceFormatError("the trace set has no ranks", traces.source or None)
+    report = ExportReport()
+    sd = _load_system(opts)
+    for w in sd.warnings:
+        report.configs.append(f"system description: {w}")
+    trace_ranks = traces.ranks
+    needed = max(trace_ranks) + 1
+    if not sd.dimensions:
+        npus = max(2, needed)
+        sd = sd.with_default_network(npus)
+        d = sd.dimensions[0]
+        report.configs.append(f"no network given: one {d.topology} of {npus} NPUs, {d.bandwidth:g} GB/s, "
+                              f"{d.latency:g} ns per link")
+    elif sd.npus < needed:
+        raise ConfigError(f"the network has {sd.npus} NPUs but the trace set has rank {needed - 1}",
+                          sd.sources.get("network"))
+    npus = sd.npus
+
+    roofline, keep_ops, peak = False, False, 1.0
+    if sd.roofline_enabled:
+        roofline, keep_ops, peak = True, True, sd.peak_perf
+    elif opts["durations"] == "roofline":
+        roofline = True
+        if sd.local_mem_bw < 2:
+            raise ConfigError("durations=roofline needs local-mem-bw >= 2 GB/s to keep encoded "
+                              "durations compute-bound", sd.sources.get("system"))
+        report.configs.append("roofline-enabled 1 with peak-perf 1 TFLOPS: each accelerator compute "
+                              "node's duration is encoded as num_ops = (ns + 0.5) * 1000, tensor_size 1, "
+                              "exact to the ns (durations=roofline)")
+    mem_type = sd.remote_memory.memory_type
+    keep_mem = opts["memory_nodes"] == "keep" or (opts["memory_nodes"] == "auto"
+                                                  and mem_type != "NO_MEMORY_EXPANSION")
+    if keep_mem and mem_type == "NO_MEMORY_EXPANSION":
+        raise ConfigError("memory_nodes=keep: ASTRA-sim aborts on memory nodes with NO_MEMORY_EXPANSION; "
+                          "give a remote memory with --memory")
+
+    gp = plan_groups(traces.process_groups, sd.comm_groups, npus, trace_ranks, report)
+    plan = Plan(npus=npus, ndims=len(sd.dimensions), trace_ranks=frozenset(trace_ranks),
+                group_map=gp.group_map, members=gp.members, world_pg=gp.world_pg,
+                cpu_ops=opts["cpu_ops"], keep_memory=keep_mem, unsupported=opts["unsupported"],
+                replay_broadcast=opts["replay_broadcast"], barrier_bytes=opts["barrier_bytes"],
+                incomplete_p2p=opts["incomplete_p2p"], roofline=roofline, keep_num_ops=keep_ops,
+                peak_perf=peak, duration_attr=opts["duration_attr"], join_limit=opts["join_limit"])
+
+    wdir = output / "workload"
+    wdir.mkdir(parents=True, exist_ok=True)
+    _remove_stale(wdir, prefix, npus)
+    files: list[str] = []
+    seqs: dict[str, dict[int, list[tuple[int, int]]]] = {}
+    p2p: Counter = Counter()
+    meta = GlobalMetadata(version=ET_VERSION)
+    present = set(trace_ranks)
+    padded = filled = 0
+    for rank in range(npus):
+        if rank in present:
+            rt = traces[rank]
+            res = convert_rank(rank, rt.nodes(), plan, report, rt.label)
+            if not res.nodes:
+                res.nodes.append(placeholder_node(rank))
+                filled += 1
+        else:
+            res = RankOutput([placeholder_node(rank)])
+            padded += 1
+        for pg, seq in res.collectives.items():
+            # ASTRA-sim issues ready nodes in ascending id order
+            seqs.setdefault(pg, {})[rank] = [(k, s) for _, k, s in sorted(seq)]
+        for key in res.sends:
+            p2p[key] += 1
+        for key in res.recvs:
+            p2p[key] -= 1
+        path = wdir / f"{prefix}.{rank}.et"
+        with EtWriter(path, meta) as w:
+            w.write_many(res.nodes)
+        files.append(str(path))
+    report.ranks = {"trace": len(trace_ranks), "network": npus, "padded_with_idle_node": padded,
+                    "emptied_given_idle_node": filled}
+    _check_orders(seqs, gp.members, report)
+    _check_p2p(p2p, report)
+
+    has_groups = bool(gp.written)
+    one_dim = len(sd.dimensions) == 1
+    cfg = {
+        "system.json": system_json(sd, report, roofline, peak),
+        "network.yml": network_yml(sd),
+        "memory.json": memory_json(sd),
+    }
+    if has_groups:
+        cfg["groups.json"] = groups_json(gp.written, npus)
+    for name, content in cfg.items():
+        files.append(str(write_text(output / name, content)))
+    files.append(str(write_text(output / "run.sh", run_sh(prefix, has_groups, one_dim), mode=0o755)))
+    commands = {
+        "congestion_unaware": command(BINARIES["unaware"], prefix, has_groups),
+        "congestion_aware": command(BINARIES["aware"], prefix, has_groups) if one_dim else None,
+    }
+    rules = {k.name: RULES[k] for k in RULES}
+    report_data = {"report": report.to_dict(), "commands": commands, "rules": rules,
+                   "units": {"durations": "us in duration_micros; ASTRA-sim cycles are ns",
+                             "sizes": "bytes"}}
+    files.append(str(write_text(output / "report.json", report_data)))
+    summary = {
+        "directory": str(output),
+        "ranks": npus,
+        "trace_ranks": len(trace_ranks),
+        "nodes_in": report.nodes_in,
+        "nodes_out": report.nodes_out,
+        "removed": sum(report.removed.values()),
+        "rewritten_collectives": sum(report.rewritten.values()),
+        "groups": len(gp.written),
+        "warnings": len(report.warnings),
+        "command": "cd " + str(output) + " && ./run.sh",
+        "report": report.to_dict(),
+        "commands": commands,
+    }
+    notes = report.notes() + [
+        f"run it: cd {output} && ./run.sh (binary from $CHAKRA_ASTRASIM_BIN or the PATH"
+        + ("; './run.sh aware' for the congestion-aware one)" if one_dim else ")")]
+    return Result("astrasim", "exporter", summary, files=files, notes=notes)
+
+
+def _remove_stale(wdir: Path, prefix: str, npus: int) -> None:
+    """Remove ``<prefix>.<rank>.et`` files of an earlier export with more ranks."""
+    pat = re.compile(re.escape(prefix) + r"\.(\d+)\.et$")
+    for p in wdir.iterdir():
+        m = pat.match(p.name)
+        if m and int(m.group(1)) >= npus:
+            p.unlink()
+
+
+def _check_orders(seqs: dict[str, dict[int, list[tuple[int, int]]]],
+                  members: dict[str, frozenset[int]], report: ExportReport) -> None:
+    """Warn when the members of a group do not issue the same collectives in the same order
+    (ASTRA-sim matches collectives by issue order and would hang or mis-pair them)."""
+    for pg, by_rank in seqs.items():
+        ranks = sorted(members.get(pg, by_rank))
+        ref_rank = ranks[0]
+        ref = by_rank.get(ref_rank, [])
+        for r in ranks[1:]:
+            seq = by_rank.get(r, [])
+            if seq == ref:
+                continue
+            k = next((i for i, (a, b) in enumerate(zip(ref, seq)) if a != b), min(len(ref), len(seq)))
+            name = pg or "all ranks"
+            report.changed["groups_with_differing_collectives"] += 1
+            report.warn(f"group {name}: rank {r} issues {len(seq)} collectives, rank {ref_rank} "
+                        f"{len(ref)}; first difference at collective #{k} "
+                        f"({_describe(seq, k)} vs {_describe(ref, k)}) - ASTRA-sim matches them by order")
+            break
+
+
+def _describe(seq: list[tuple[int, int]], k: int) -> str:
+    from chakra_core.schema import COMM_TYPE_NAMES
+
+    return "none" if k >= len(seq) else f"{COMM_TYPE_NAMES[seq[k][0]]} {seq[k][1]} B"
+
+
+def _check_p2p(p2p: Counter, report: ExportReport) -> None:
+    """Warn about sends without a matching recv and the reverse (matched on src, dst, tag, size)."""
+    for (src, dst, tag, size), n in sorted(p2p.items()):
+        if n:
+            report.changed["p2p_unmatched"] += abs(n)
+            what = "send(s) without a recv" if n > 0 else "recv(s) without a send"
+            report.warn(f"{abs(n)} {what}: {src} -> {dst}, tag {tag}, {size} B")

@@ -1,0 +1,368 @@
+"""Convert one rank's nodes into what ASTRA-sim runs.
+
+Per node, only the slots ASTRA-sim reads are written (id, name, type, deps, duration and the
+attributes of the spec, each in its conventional slot).  Nodes ASTRA-sim cannot run
+(METADATA, INVALID, bookkeeping CPU ops, memory nodes without remote memory, ...) are removed;
+a node that depended on a removed node depends instead on the removed node's nearest kept
+ancestors.  When a removed node would hand more than ``join_limit`` such ancestors to more than
+one dependent, it is kept as a 0-duration CPU "join" node instead, so that the number of edges
+stays linear in the input.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from chakra_core.attrs import get_attr, get_bool, get_int, get_str, make_attr
+from chakra_core.errors import TraceFormatError
+from chakra_core.schema import CommType, Node, NodeType
+
+from .collectives import MODELLED, rewrite
+from .plan import Plan
+from .report import ExportReport
+
+__all__ = ["RankOutput", "convert_rank", "placeholder_node"]
+
+_INT32 = (-(1 << 31), (1 << 31) - 1)
+_COMM = (NodeType.COMM_COLL_NODE, NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE)
+
+
+@dataclass
+class RankOutput:
+    """One converted rank: its nodes in a topological order, the collectives it issues per
+    ASTRA-sim group (``[(node_id, comm_type, comm_size), ...]``), and its point-to-point
+    messages ``(src, dst, tag, size)``."""
+
+    nodes: list[Node]
+    collectives: dict[str, list[tuple[int, int, int]]] = field(default_factory=dict)
+    sends: list[tuple[int, int, int, int]] = field(default_factory=list)
+    recvs: list[tuple[int, int, int, int]] = field(default_factory=list)
+
+
+def placeholder_node(rank: int) -> Node:
+    """The one node given to a rank that would otherwise be empty (ASTRA-sim aborts on those):
+    a 0-duration accelerator compute node (ASTRA-sim times it as 1 ns)."""
+    n = Node(id=1, name=f"astrasim_idle_rank{rank}", type=NodeType.COMP_NODE, duration_micros=0)
+    n.attr.append(make_attr("is_cpu_op", False))
+    return n
+
+
+class _Converter:
+    """Per-node conversion for one rank (see :func:`convert_rank`)."""
+
+    def __init__(self, rank: int, plan: Plan, report: ExportReport, where: str, next_id: int):
+        self.rank = rank
+        self.plan = plan
+        self.report = report
+        self.where = where
+        self.next_id = next_id
+        self.out = RankOutput([])
+
+    def fail(self, node: Node, message: str) -> TraceFormatError:
+        return TraceFormatError(message, self.where, f"node {node.id}")
+
+    @staticmethod
+    def drop(reason: str) -> str:
+        """A removal: the reason is returned instead of nodes (counted by the caller)."""
+        return reason
+
+    # -- durations ---------------------------------------------------------------------------
+    def exact_ns(self, n: Node) -> tuple[int, bool]:
+        """Duration in ns: the ``duration_attr`` attribute when present, else duration_micros."""
+        if self.plan.duration_attr:
+            v = get_int(n, self.plan.duration_attr)
+            if v is not None and v >= 0:
+                return v, True
+        return n.duration_micros * 1000, False
+
+    def set_duration(self, out: Node, ns: int, exact: bool, original_us: int) -> None:
+        if exact:
+            us = (ns + 500) // 1000
+            if ns % 1000:
+                self.report.changed["duration_rounded_to_us"] += 1
+                self.report.changed["rounding_error_ns_total"] += abs(us * 1000 - ns)
+            out.duration_micros = us
+        else:
+            out.duration_micros = original_us
+
+    # -- node kinds --------------------------------------------------------------------------
+    def convert(self, n: Node) -> list[Node] | str:
+        t = n.type
+        if t == NodeType.COMP_NODE:
+            return self.comp(n)
+        if t == NodeType.COMM_COLL_NODE:
+            return self.coll(n)
+        if t in (NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE):
+            return self.p2p(n)
+        if t in (NodeType.MEM_LOAD_NODE, NodeType.MEM_STORE_NODE):
+            if not self.plan.keep_memory:
+                return self.drop("memory_node_without_remote_memory")
+            out = Node(id=n.id, name=n.name, type=t)
+            out.attr.append(make_attr("is_cpu_op", False))
+            out.attr.append(make_attr("tensor_size", max(0, get_int(n, "tensor_size", 0) or 0)))
+            return [out]
+        if t == NodeType.METADATA_NODE:
+            return self.drop("METADATA_NODE")
+        if t == NodeType.INVALID_NODE:
+            return self.drop("INVALID_NODE")
+        raise self.fail(n, f"unknown node type {t}")
+
+    def comp(self, n: Node) -> list[Node] | str:
+        plan = self.plan
+        cpu = bool(get_bool(n, "is_cpu_op", False))
+        ns, exact = self.exact_ns(n)
+        if cpu and plan.cpu_ops == "drop":
+            return self.drop("cpu_op")
+        if cpu and plan.cpu_ops == "drop_zero" and ns == 0:
+            return self.drop("cpu_op_zero_duration")
+        out = Node(id=n.id, name=n.name, type=NodeType.COMP_NODE)
+        out.attr.append(make_attr("is_cpu_op", cpu))
+        self.set_duration(out, ns, exact, n.duration_micros)
+        if plan.roofline and not cpu:
+            ops, size = self.roofline_pair(n, ns)
+            out.attr.append(make_attr("num_ops", ops))
+            out.attr.append(make_attr("tensor_size", size))
+        return [out]
+
+    def roofline_pair(self, n: Node, ns: int) -> tuple[int, int]:
+        """(num_ops, tensor_size) for a GPU compute node under roofline timing."""
+        if self.plan.keep_num_ops:
+            ops = get_attr(n, "num_ops")
+            size = get_int(n, "tensor_size", 0) or 0
+            if isinstance(ops, float):
+                self.report.changed["num_ops_float_to_int"] += 1
+                ops = int(round(ops))
+            if isinstance(ops, int) and not isinstance(ops, bool) and ops > 0 and size > 0:
+                return ops, size
+            self.report.changed["roofline_filled_from_duration"] += 1
+        else:
+            self.report.changed["duration_encoded_as_roofline"] += 1
+        # compute-bound by construction (tensor_size 1): time = num_ops / peak, truncated to ns;
+        # the extra half ns keeps the truncation from losing one ns to rounding.
+        return int((ns + 0.5) * self.plan.peak_perf * 1000), 1
+
+    def group_of(self, n: Node) -> tuple[str, frozenset[int]]:
+        pg = get_str(n, "pg_name", "") or ""
+        if pg in ("", "0"):
+            out = self.plan.world_pg
+        elif pg in self.plan.group_map:
+            out = self.plan.group_map[pg]
+        else:
+            raise self.fail(n, f"collective names process group {pg!r}, which the trace set does not "
+                               "define (give its ranks with --comm-groups)")
+        members = self.plan.members[out]
+        if self.rank not in members:
+            raise self.fail(n, f"rank {self.rank} issues a collective on group {pg!r}, "
+                               f"which does not contain it")
+        return out, members
+
+    def coll(self, n: Node) -> list[Node] | str:
+        plan, rep = self.plan, self.report
+        raw = get_int(n, "comm_type")
+        try:
+            kind = CommType(raw)
+        except (ValueError, TypeError):
+            raise self.fail(n, f"collective without a known comm_type (got {raw!r})") from None
+        pg, members = self.group_of(n)
+        if len(members) < 2:
+            return self.drop("collective_on_one_rank")
+        size = get_int(n, "comm_size")
+        if size is None:
+            rep.changed["comm_size_missing"] += 1
+            size = 0
+        if kind in MODELLED or (kind == CommType.BROADCAST and plan.replay_broadcast):
+            pairs = [(kind, size)]
+        elif plan.unsupported == "error":
+            raise self.fail(n, f"ASTRA-sim does not run {kind.name} collectives "
+                               "(use -O unsupported=rewrite or drop)")
+        elif plan.unsupported == "drop":
+            return self.drop(f"collective_{kind.name}")
+        else:
+            pairs = rewrite(kind, size, len(members), plan.barrier_bytes)
+            rep.rewritten[f"{kind.name}->" + "+".join(k.name for k, _ in pairs)] += 1
+        if get_bool(n, "is_cpu_op", False):
+            rep.changed["comm_is_cpu_op_cleared"] += 1
+        dims = get_attr(n, "involved_dim")
+        if dims is not None and (not isinstance(dims, list) or len(dims) != plan.ndims
+                                 or not all(isinstance(d, bool) for d in dims) or not any(dims)):
+            rep.changed["involved_dim_dropped"] += 1
+            dims = None
+        prio = get_int(n, "comm_priority")
+        outs = []
+        seq = self.out.collectives.setdefault(pg, [])
+        for i, (k, s) in enumerate(pairs):
+            if s <= 0:
+                rep.changed["comm_size_raised_to_1"] += 1
+                s = 1
+            last = i == len(pairs) - 1
+            nid = n.id if last else self.new_id()
+            out = Node(id=nid, name=n.name if last else f"{n.name}#{i}", type=NodeType.COMM_COLL_NODE)
+            if k == CommType.BROADCAST:
+                out.duration_micros = n.duration_micros
+            out.attr.append(make_attr("is_cpu_op", False))
+            out.attr.append(make_attr("comm_type", int(k)))
+            out.attr.append(make_attr("comm_size", int(s)))
+            if pg:
+                out.attr.append(make_attr("pg_name", pg))
+            if prio is not None and _INT32[0] <= prio <= _INT32[1]:
+                out.attr.append(make_attr("comm_priority", prio))
+            if dims is not None:
+                out.attr.append(make_attr("involved_dim", dims))
+            outs.append(out)
+            seq.append((nid, int(k), int(s)))
+        return outs
+
+    def p2p(self, n: Node) -> list[Node] | str:
+        plan, rep = self.plan, self.report
+        send = n.type == NodeType.COMM_SEND_NODE
+        peer = get_int(n, "comm_dst" if send else "comm_src")
+        size = get_int(n, "comm_size")
+        if size is None:
+            size = get_int(n, "tensor_size")
+        if peer is None or size is None:
+            what = "peer" if peer is None else "size"
+            if plan.incomplete_p2p == "error":
+                raise self.fail(n, f"{'send' if send else 'recv'} without a {what} "
+                                   f"({'comm_dst' if send else 'comm_src'}, comm_size)")
+            return self.drop(f"{'send' if send else 'recv'}_without_{what}")
+        if not 0 <= peer < plan.npus:
+            raise self.fail(n, f"peer rank {peer} is outside the network's {plan.npus} NPUs")
+        if peer == self.rank:
+            return self.drop("p2p_to_self")
+        own = get_int(n, "comm_src" if send else "comm_dst")
+        if own is not None and own != self.rank:
+            rep.changed["p2p_own_rank_corrected"] += 1
+        tag = get_int(n, "comm_tag")
+        if tag is None:
+            rep.changed["p2p_tag_filled_0"] += 1
+            tag = 0
+        if not _INT32[0] <= tag <= _INT32[1]:
+            raise self.fail(n, f"comm_tag {tag} does not fit the int32 slot ASTRA-sim reads")
+        if get_bool(n, "is_cpu_op", False):
+            rep.changed["comm_is_cpu_op_cleared"] += 1
+        src, dst = (self.rank, peer) if send else (peer, self.rank)
+        out = Node(id=n.id, name=n.name, type=n.type)
+        out.attr.append(make_attr("is_cpu_op", False))
+        out.attr.append(make_attr("comm_src", src))
+        out.attr.append(make_attr("comm_dst", dst))
+        out.attr.append(make_attr("comm_tag", tag))
+        out.attr.append(make_attr("comm_size", max(0, size)))
+        (self.out.sends if send else self.out.recvs).append((src, dst, tag, max(0, size)))
+        return [out]
+
+    def new_id(self) -> int:
+        self.next_id += 1
+        return self.next_id
+
+    def join(self, n: Node) -> Node:
+        self.report.dependencies["join_nodes_added"] += 1
+        out = Node(id=n.id, name=f"join:{n.name}", type=NodeType.COMP_NODE, duration_micros=0)
+        out.attr.append(make_attr("is_cpu_op", True))
+        return out
+
+
+def _order(nodes: list[Node], deps: list[list[int]]) -> list[int]:
+    """Indices in a topological order (file order when it already is one)."""
+    if all(all(j < i for j in d) for i, d in enumerate(deps)):
+        return list(range(len(nodes)))
+    indeg = [len(d) for d in deps]
+    children: list[list[int]] = [[] for _ in nodes]
+    for i, d in enumerate(deps):
+        for j in d:
+            children[j].append(i)
+    ready = [i for i, k in enumerate(indeg) if k == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for c in children[i]:
+            indeg[c] -= 1
+            if indeg[c] == 0:
+                heapq.heappush(ready, c)
+    if len(order) != len(nodes):
+        stuck = min((i for i, k in enumerate(indeg) if k > 0))
+        raise TraceFormatError("dependency cycle", None, f"node {nodes[stuck].id}")
+    return order
+
+
+def convert_rank(rank: int, nodes: Iterable[Node], plan: Plan, report: ExportReport,
+                 where: str) -> RankOutput:
+    """Convert the nodes of ``rank`` (read from ``where``) under ``plan``; counts go to ``report``.
+
+    Raises TraceFormatError naming the file and node for duplicate ids, dependency cycles and
+    nodes ASTRA-sim cannot run that no option can fix (unknown comm_type, undefined group).
+    """
+    nodes = list(nodes)
+    report.nodes_in += len(nodes)
+    index: dict[int, int] = {}
+    for i, n in enumerate(nodes):
+        if n.id in index:
+            raise TraceFormatError(f"node id {n.id} appears twice", where, f"node {n.id}")
+        index[n.id] = i
+    conv = _Converter(rank, plan, report, where, max(index, default=0))
+    dep = report.dependencies
+    # dependencies as indices, (data, ctrl) kept apart; dangling and self edges dropped
+    data_ix: list[list[int]] = []
+    ctrl_ix: list[list[int]] = []
+    n_children = [0] * len(nodes)
+    for i, n in enumerate(nodes):
+        lists = ([], [])
+        for which, ids in ((0, n.data_deps), (1, n.ctrl_deps)):
+            for d in ids:
+                j = index.get(d)
+                if j is None:
+                    dep["dangling_dropped"] += 1
+                elif j == i:
+                    dep["self_dropped"] += 1
+                else:
+                    lists[which].append(j)
+                    n_children[j] += 1
+        data_ix.append(lists[0])
+        ctrl_ix.append(lists[1])
+    try:
+        order = _order(nodes, [a + b for a, b in zip(data_ix, ctrl_ix)])
+    except TraceFormatError as e:
+        raise TraceFormatError(e.message, where, e.location) from None
+    outs: list[list[Node] | None] = [None] * len(nodes)
+    frontier: dict[int, list[int]] = {}
+    result = conv.out
+    for i in order:
+        n = nodes[i]
+        converted = conv.convert(n)
+        resolved = []
+        for ixs in (data_ix[i], ctrl_ix[i]):
+            ids: list[int] = []
+            for j in ixs:
+                if outs[j] is not None:
+                    ids.append(nodes[j].id)
+                else:
+                    via = frontier[j]
+                    if via:
+                        dep["rewired_through_removed"] += len(via)
+                    ids.extend(via)
+            resolved.append(ids)
+        data, ctrl = resolved
+        if isinstance(converted, str):
+            through = list(dict.fromkeys(data + ctrl))
+            if len(through) > plan.join_limit and n_children[i] > 1:
+                converted = [conv.join(n)]
+            else:
+                report.removed[converted] += 1
+                frontier[i] = through
+                continue
+        outs[i] = converted
+        first = converted[0]
+        data = list(dict.fromkeys(data))
+        seen = set(data)
+        ctrl = [c for c in dict.fromkeys(ctrl) if c not in seen]
+        first.data_deps.extend(data)
+        first.ctrl_deps.extend(ctrl)
+        for prev, nxt in zip(converted, converted[1:]):
+            nxt.data_deps.append(prev.id)
+        result.nodes.extend(converted)
+    report.nodes_out += len(result.nodes)
+    return result
+
