@@ -24,7 +24,7 @@ __all__ = [
     "get_attr", "get_int", "get_str", "get_bool", "set_attr", "make_attr",
     "hookimpl", "InputFormat", "Backend", "Transform", "Synthesizer", "Result", "Option",
     "get_host", "ChakraError", "TraceFormatError", "ConfigError", "PluginError",
-    "validate", "Finding", "compute_stats", "load_traces", "run_pipeline", "Pipeline",
+    "validate", "Finding", "compute_stats", "load_traces", "run_pipeline", "load_pipeline", "Pipeline",
 ]
 
 _WHERE = {
@@ -42,7 +42,7 @@ _WHERE = {
     "ChakraError": "errors", "TraceFormatError": "errors", "ConfigError": "errors",
     "PluginError": "errors",
     "validate": "validate", "Finding": "validate", "compute_stats": "stats",
-    "load_traces": "pipeline", "run_pipeline": "pipeline", "Pipeline": "pipeline",
+    "load_traces": "pipeline", "run_pipeline": "pipeline", "load_pipeline": "pipeline", "Pipeline": "pipeline",
 }
 
 __version__ = "0.1.0"
