@@ -13,6 +13,7 @@ import glob as _glob
 import json
 import os
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -36,19 +37,19 @@ PG_ATTR = "process_groups"
 _RANK_RE = re.compile(r"^(?P<prefix>.*)\.(?P<rank>\d+)\.et(?:\.gz)?$")
 
 
-class RankTrace:
+class RankTrace(ABC):
     """One rank's ET: its metadata and a re-iterable stream of nodes."""
 
     rank: int
     path: str | None = None
 
+    @abstractmethod
     def metadata(self) -> GlobalMetadata:
         """The rank's GlobalMetadata."""
-        raise NotImplementedError
 
+    @abstractmethod
     def batches(self) -> Iterator[Iterable[Node]]:
         """Yield the nodes in batches (fastest way to stream)."""
-        raise NotImplementedError
 
     def nodes(self) -> Iterator[Node]:
         """Yield every node, in file order."""
