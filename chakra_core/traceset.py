@@ -182,10 +182,12 @@ class TraceSet:
             return GeneratedRank(rt.rank, meta, factory, rt.path)
         return TraceSet([make(r) for r in self], self._pgs, self.source)
 
-    def write(self, out: str | os.PathLike, compress: bool = False) -> list[Path]:
+    def write(self, out: str | os.PathLike, compress: bool = False,
+              progress: Callable[[int, int], None] | None = None) -> list[Path]:
         """Write ``prefix.{rank}.et`` files; ``out`` is a directory (prefix ``trace``) or a prefix.
 
-        Each rank's GlobalMetadata gets the set's process groups.  Returns the paths written.
+        Each rank's GlobalMetadata gets the set's process groups; ``progress(done, total)`` is
+        called after each rank.  Returns the paths written.
         """
         prefix = _out_prefix(out)
         pgs = self.process_groups
@@ -202,6 +204,8 @@ class TraceSet:
                     for b in rt.batches():
                         w.write_many(b)
             paths.append(p)
+            if progress:
+                progress(len(paths), len(self))
         return paths
 
 

@@ -127,8 +127,12 @@ class _RankCheck:
             (self.sends if t == NodeType.COMM_SEND_NODE else self.recvs).append(rec)
 
 
-def validate(traces: TraceSet, cross_rank: bool = True) -> list[Finding]:
-    """Check every rank of ``traces`` (streaming) and, with ``cross_rank``, their consistency."""
+def validate(traces: TraceSet, cross_rank: bool = True,
+             progress: Callable[[int, int], None] | None = None) -> list[Finding]:
+    """Check every rank of ``traces`` (streaming) and, with ``cross_rank``, their consistency.
+
+    ``progress(done, total)`` is called after each rank.
+    """
     findings: list[Finding] = []
     counts: Counter = Counter()
 
@@ -158,6 +162,8 @@ def validate(traces: TraceSet, cross_rank: bool = True) -> list[Finding]:
             cyc = g.find_cycle(left)
             add("cycle", rt.label, cyc[0], "dependency cycle: " + " -> ".join(map(str, cyc + cyc[:1])),
                 rank=rt.rank)
+        if progress:
+            progress(len(checks), len(traces))
     if cross_rank and len(traces) > 1:
         _check_collectives(traces, checks, add)
         _check_p2p(traces, checks, add)

@@ -29,8 +29,13 @@ def print_json(obj: Any) -> None:
     sys.stdout.write("\n")
 
 
-def progress(message: str) -> None:
-    """Print a progress line on stderr, only when stderr is a terminal."""
-    if sys.stderr.isatty():
-        sys.stderr.write(f"\r\033[K{message}")
+def progress(what: str):
+    """A ``(done, total)`` callback printing ``what done/total`` on stderr, only on a terminal."""
+    if not sys.stderr.isatty():
+        return None
+
+    def report(done: int, total: int) -> None:
+        sys.stderr.write(f"\r\033[K{what} {done}/{total} ranks" + ("\n" if done == total else ""))
         sys.stderr.flush()
+
+    return report

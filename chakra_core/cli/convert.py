@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from chakra_core.options import parse_kv
 
-from ._common import add_plugin_options, open_input, print_json
+from ._common import add_plugin_options, open_input, print_json, progress
 
 
 def add_arguments(p) -> None:
@@ -21,7 +21,7 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     """Convert and write the set; print the files written."""
     traces = open_input(args.inputs, args.format, parse_kv(args.opts), args.strict)
-    paths = traces.write(args.output, compress=args.gzip)
+    paths = traces.write(args.output, compress=args.gzip, progress=progress("writing"))
     if args.json:
         print_json({"ranks": len(paths), "files": [str(p) for p in paths]})
     else:

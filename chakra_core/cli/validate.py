@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from ._common import open_input, print_json
+from ._common import open_input, print_json, progress
 
 
 def add_arguments(p) -> None:
@@ -20,7 +20,7 @@ def run(args) -> int:
     from chakra_core.validate import validate
 
     traces = open_input(args.paths, args.format, None, args.strict)
-    findings = validate(traces, cross_rank=not args.no_cross_rank)
+    findings = validate(traces, cross_rank=not args.no_cross_rank, progress=progress("validating"))
     errors = [f for f in findings if f.severity == "error"]
     if args.json:
         print_json({"ok": not errors, "ranks": len(traces), "errors": len(errors),
