@@ -90,6 +90,10 @@ def test_option_errors(tmp_path):
     data = _parse(tmp_path, "DATA\n1\n" + GOOD)
     with pytest.raises(ConfigError, match="option npus is required"):
         convert_workload(data)
+    from chakra_text.format import TextFormat
+
+    with pytest.raises(ConfigError, match="mp_group applies to the hybrid modes, not DATA"):
+        TextFormat().open([str(tmp_path / "w.txt")], {"npus": 4, "mp_group": 2})
 
 
 def test_all_gpus_gives_the_default_rank_count(tmp_path):
