@@ -115,7 +115,9 @@ def convert_workload(w: Workload, npus: int | None = None, passes: int = 1, time
             for role, name in names.items():
                 sfx[role] = _pg_suffix(name)
             suffix_cache[key] = sfx
-        ranks.append(TextRank(r, meta, template, roles, sfx))
+        own = GlobalMetadata()
+        own.CopyFrom(meta)
+        ranks.append(TextRank(r, own, template, roles, sfx))
     return TraceSet(ranks, process_groups=layout.groups(), source=w.path)
 
 
