@@ -1,0 +1,392 @@
+"""Exports of trace sets built in memory, covering every node type and collective kind.
+
+Fixtures here are hand-made on purpose: they exercise each rule of the exporter (kinds no
+framework on this machine records, such as REDUCE_SCATTER_BLOCK, or broken inputs).  Expected
+values are computed in the tests from the rules of docs/astrasim.md and the spec.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from chakra_astrasim import export_astrasim
+
+from chakra_core.attrs import get_attr, get_int, get_str, set_attr
+from chakra_core.errors import ConfigError, TraceFormatError
+from chakra_core.etio import read_et
+from chakra_core.schema import CommType, GlobalMetadata, Node, NodeType
+from chakra_core.traceset import MemoryRank, TraceSet
+
+T = NodeType
+C = CommType
+
+
+def node(nid, ntype, name=None, deps=(), ctrl=(), dur=0, **attrs) -> Node:
+    n = Node(id=nid, name=name or f"n{nid}", type=ntype, duration_micros=dur)
+    n.data_deps.extend(deps)
+    n.ctrl_deps.extend(ctrl)
+    for k, v in attrs.items():
+        set_attr(n, k, v)
+    return n
+
+
+def comp(nid, deps=(), dur=1, cpu=False, **kw) -> Node:
+    return node(nid, T.COMP_NODE, deps=deps, dur=dur, is_cpu_op=cpu, **kw)
+
+
+def coll(nid, kind, size, deps=(), pg=None, **kw) -> Node:
+    extra = {"pg_name": pg} if pg is not None else {}
+    return node(nid, T.COMM_COLL_NODE, deps=deps, comm_type=int(kind), comm_size=size, **extra, **kw)
+
+
+def tset(per_rank, groups=None) -> TraceSet:
+    return TraceSet([MemoryRank(r, GlobalMetadata(), ns) for r, ns in per_rank.items()], groups)
+
+
+def export(ts, out: Path, **opts):
+    res = export_astrasim(ts, out, opts)
+    n = res.summary["ranks"]
+    files = {r: read_et(out / "workload" / f"trace.{r}.et")[1] for r in range(n)}
+    return res, {r: list(nodes) for r, nodes in files.items()}
+
+
+def by_id(nodes):
+    return {n.id: n for n in nodes}
+
+
+def write(path: Path, text: str) -> str:
+    path.write_text(text)
+    return str(path)
+
+
+EVERY_KIND = [C.ALL_REDUCE, C.REDUCE, C.ALL_GATHER, C.GATHER, C.SCATTER, C.BROADCAST, C.ALL_TO_ALL,
+              C.REDUCE_SCATTER, C.REDUCE_SCATTER_BLOCK, C.BARRIER]
+
+
+def every_type_rank(r: int, p: int) -> list[Node]:
+    """One rank using every node type, every collective kind and a send/recv ring."""
+    ns = [node(1, T.METADATA_NODE, "meta"),
+          node(2, T.INVALID_NODE, "invalid", deps=[1]),
+          comp(3, deps=[2], dur=0, cpu=True),          # bookkeeping: dropped
+          comp(4, deps=[3], dur=7, cpu=True),          # real CPU op: kept
+          comp(5, deps=[4], dur=11),
+          node(6, T.MEM_LOAD_NODE, deps=[5], tensor_size=4096),
+          node(7, T.MEM_STORE_NODE, deps=[6], tensor_size=4096)]
+    prev = 7
+    for i, kind in enumerate(EVERY_KIND):
+        ns.append(coll(10 + i, kind, 1000 * (i + 1), deps=[prev]))
+        prev = 10 + i
+    ns.append(node(30, T.COMM_SEND_NODE, deps=[prev], comm_dst=(r + 1) % p, comm_size=64, comm_tag=3))
+    ns.append(node(31, T.COMM_RECV_NODE, deps=[prev], comm_src=(r - 1) % p, comm_size=64, comm_tag=3))
+    ns.append(comp(32, deps=[30, 31], dur=2))
+    return ns
+
+
+def expected_collectives(p: int, barrier: int = 4) -> list[tuple[int, int]]:
+    """The rules of docs/astrasim.md applied by hand to every_type_rank's collectives."""
+    out = []
+    for i, kind in enumerate(EVERY_KIND):
+        s = 1000 * (i + 1)
+        out += {C.ALL_REDUCE: [(0, s)], C.REDUCE: [(0, s)], C.ALL_GATHER: [(2, s)], C.GATHER: [(2, s)],
+                C.SCATTER: [(2, s)], C.BROADCAST: [(2, -(-s // p))] * 2, C.ALL_TO_ALL: [(6, s)],
+                C.REDUCE_SCATTER: [(7, s)], C.REDUCE_SCATTER_BLOCK: [(7, s)],
+                C.BARRIER: [(0, barrier)]}[kind]
+    return out
+
+
+def test_every_node_type_and_collective_kind(tmp_path, astrasim_check):
+    p = 4
+    ts = tset({r: every_type_rank(r, p) for r in range(p)})
+    res, files = export(ts, tmp_path)
+    astrasim_check(tmp_path)
+    rep = res.summary["report"]
+    assert rep["removed"] == {"METADATA_NODE": p, "INVALID_NODE": p, "cpu_op_zero_duration": p,
+                              "memory_node_without_remote_memory": 2 * p}
+    assert rep["rewritten"] == {"BARRIER->ALL_REDUCE": p, "BROADCAST->ALL_GATHER+ALL_GATHER": p,
+                                "GATHER->ALL_GATHER": p, "REDUCE->ALL_REDUCE": p,
+                                "REDUCE_SCATTER_BLOCK->REDUCE_SCATTER": p, "SCATTER->ALL_GATHER": p}
+    for r, nodes in files.items():
+        colls = [(get_int(n, "comm_type"), get_int(n, "comm_size")) for n in nodes
+                 if n.type == T.COMM_COLL_NODE]
+        assert colls == expected_collectives(p)
+        ids = by_id(nodes)
+        # the CPU op 4 depended on 1 <- 2 <- 3, all removed: it is now a root
+        assert list(ids[4].data_deps) == [] and get_attr(ids[4], "is_cpu_op") is True
+        # the first collective depended on the dropped memory store 7 <- 6 <- 5: now on 5
+        assert list(ids[10].data_deps) == [5]
+        send, recv = ids[30], ids[31]
+        assert (get_int(send, "comm_src"), get_int(send, "comm_dst"), get_int(send, "comm_tag")) == (r, (r + 1) % p, 3)
+        assert (get_int(recv, "comm_src"), get_int(recv, "comm_dst")) == ((r - 1) % p, r)
+        # a broadcast became two all-gathers in sequence, the second keeping the original id
+        first = [n for n in nodes if n.name == "n15#0"][0]
+        assert list(ids[15].data_deps) == [first.id] and list(first.data_deps) == [14]
+    report_file = json.loads((tmp_path / "report.json").read_text())
+    assert report_file["report"] == rep and "BROADCAST" in report_file["rules"]
+
+
+def test_dependencies_through_removed_nodes(tmp_path, astrasim_check):
+    nodes = [comp(1), node(2, T.METADATA_NODE, deps=[1]), node(3, T.INVALID_NODE, ctrl=[2]),
+             comp(4, deps=[3, 999, 4]), comp(5, ctrl=[2], deps=[1])]
+    res, files = export(tset({0: nodes, 1: [comp(1)]}), tmp_path)
+    astrasim_check(tmp_path)
+    ids = by_id(files[0])
+    assert sorted(ids) == [1, 4, 5]
+    assert list(ids[4].data_deps) == [1] and list(ids[4].ctrl_deps) == []
+    # 5 had data dep 1 and ctrl dep 2 -> 1: one edge remains
+    assert list(ids[5].data_deps) == [1] and list(ids[5].ctrl_deps) == []
+    dep = res.summary["report"]["dependencies"]
+    assert dep["dangling_dropped"] == 1 and dep["self_dropped"] == 1
+
+
+def test_join_node_bounds_edges(tmp_path, astrasim_check):
+    parents = [comp(i) for i in range(1, 21)]
+    meta = node(50, T.METADATA_NODE, deps=range(1, 21))
+    kids = [comp(60, deps=[50]), comp(61, deps=[50])]
+    ts = tset({0: parents + [meta] + kids, 1: [comp(1)]})
+    res, files = export(ts, tmp_path / "a")
+    astrasim_check(tmp_path / "a")
+    ids = by_id(files[0])
+    assert ids[50].name.startswith("join:") and get_attr(ids[50], "is_cpu_op") is True
+    assert ids[50].type == T.COMP_NODE and ids[50].duration_micros == 0
+    assert sorted(ids[50].data_deps) == list(range(1, 21))
+    assert list(ids[60].data_deps) == [50] and list(ids[61].data_deps) == [50]
+    assert res.summary["report"]["dependencies"]["join_nodes_added"] == 1
+    res, files = export(ts, tmp_path / "b", join_limit=32)
+    ids = by_id(files[0])
+    assert 50 not in ids and sorted(ids[60].data_deps) == list(range(1, 21))
+
+
+def test_nodes_written_in_topological_order(tmp_path, astrasim_check):
+    nodes = [comp(3, deps=[2]), comp(2, deps=[1]), comp(1)]
+    _, files = export(tset({0: nodes, 1: [comp(1)]}), tmp_path)
+    astrasim_check(tmp_path)
+    assert [n.id for n in files[0]] == [1, 2, 3]
+
+
+@pytest.mark.parametrize("nodes, message", [
+    ([comp(1, deps=[2]), comp(2, deps=[1])], "cycle"),
+    ([node(1, T.COMM_COLL_NODE, comm_size=8)], "comm_type"),
+    ([coll(1, C.ALL_REDUCE, 8, pg="42")], "process group '42'"),
+    ([comp(1), comp(1)], "appears twice"),
+])
+def test_bad_input_names_node(tmp_path, nodes, message):
+    with pytest.raises(TraceFormatError) as e:
+        export_astrasim(tset({0: nodes, 1: [comp(1)]}), tmp_path, {})
+    assert message in str(e.value) and "node" in str(e.value)
+
+
+def test_groups_numbered_from_one(tmp_path, astrasim_check):
+    groups = {"3": [1], "5": [0, 1], "7": [2, 3], "9": [0, 1, 2, 3]}
+    per = {}
+    for r in range(4):
+        mine = "5" if r < 2 else "7"
+        per[r] = [coll(1, C.ALL_REDUCE, 64, pg=mine), coll(2, C.ALL_GATHER, 8, deps=[1], pg="9"),
+                  coll(3, C.ALL_REDUCE, 16, deps=[2], pg="0")]
+        if r == 1:
+            per[r].append(coll(4, C.ALL_REDUCE, 16, deps=[3], pg="3"))
+    res, files = export(tset(per, groups), tmp_path)
+    astrasim_check(tmp_path)
+    assert json.loads((tmp_path / "groups.json").read_text()) == {"1": [0, 1], "2": [2, 3]}
+    for r, nodes in files.items():
+        ids = by_id(nodes)
+        assert get_str(ids[1], "pg_name") == ("1" if r < 2 else "2")
+        assert get_str(ids[2], "pg_name") is None and get_str(ids[3], "pg_name") is None
+        assert 4 not in ids
+    assert res.summary["report"]["removed"] == {"collective_on_one_rank": 1}
+    assert res.summary["report"]["groups"] == {"3": "(one rank: not written)", "5": "1", "7": "2", "9": ""}
+    assert "--comm-group-configuration=groups.json" in (tmp_path / "run.sh").read_text()
+
+
+def test_user_comm_groups_and_larger_network(tmp_path, astrasim_check):
+    net = write(tmp_path / "net.yml", "topology: [ Ring, Switch ]\nnpus_count: [ 2, 4 ]\n"
+                                      "bandwidth: [ 100, 25 ]\nlatency: [ 100, 1000 ]\n")
+    cg = write(tmp_path / "cg.json", '{"1": [0, 2]}')
+    per = {r: [coll(1, C.ALL_REDUCE, 1 << 20), coll(2, C.ALL_TO_ALL, 4096, deps=[1], pg="1")]
+           for r in (0, 2)}
+    per.update({r: [coll(1, C.ALL_REDUCE, 1 << 20)] for r in (1, 3)})
+    out = tmp_path / "out"
+    res, files = export(tset(per), out, network=net, comm_groups=cg)
+    astrasim_check(out)
+    assert res.summary["ranks"] == 8 and res.summary["report"]["ranks"]["padded_with_idle_node"] == 4
+    # all-rank collectives go to a group of the trace's 4 ranks, not to the idle ones
+    assert json.loads((out / "groups.json").read_text()) == {"1": [0, 2], "2": [0, 1, 2, 3]}
+    assert get_str(by_id(files[0])[1], "pg_name") == "2" and get_str(by_id(files[0])[2], "pg_name") == "1"
+    assert [n.name for n in files[7]] == ["astrasim_idle_rank7"]
+    run = (out / "run.sh").read_text()
+    assert "Congestion_Aware}" not in run and "1-D networks only" in run
+    assert res.summary["commands"]["congestion_aware"] is None
+    sysj = json.loads((out / "system.json").read_text())
+    assert sysj["all-reduce-implementation"] == ["ring", "ring"]
+
+
+def test_single_rank_gets_default_network_of_two(tmp_path, astrasim_check):
+    res, files = export(tset({0: [comp(1, dur=3)]}), tmp_path)
+    astrasim_check(tmp_path)
+    assert "npus_count: [ 2 ]" in (tmp_path / "network.yml").read_text()
+    assert len(files[1]) == 1 and res.summary["report"]["ranks"]["padded_with_idle_node"] == 1
+
+
+def test_network_too_small_is_refused(tmp_path):
+    net = write(tmp_path / "n.yml", "topology: [ Ring ]\nnpus_count: [ 2 ]\nbandwidth: [ 50 ]\nlatency: [ 500 ]\n")
+    with pytest.raises(ConfigError, match="2 NPUs"):
+        export_astrasim(tset({r: [comp(1)] for r in range(3)}), tmp_path / "o", {"network": net})
+
+
+def test_point_to_point_rules(tmp_path, astrasim_check):
+    per = {0: [node(1, T.COMM_SEND_NODE, comm_dst=1, comm_size=10),          # no tag: 0
+               node(2, T.COMM_SEND_NODE, comm_size=10),                      # no peer: dropped
+               node(3, T.COMM_SEND_NODE, comm_dst=1, tensor_size=5, comm_tag=1)],
+           1: [node(1, T.COMM_RECV_NODE, comm_src=0, comm_size=10, comm_tag=0),
+               node(3, T.COMM_RECV_NODE, comm_src=0, comm_size=5, comm_tag=1)]}
+    res, files = export(tset(per), tmp_path)
+    astrasim_check(tmp_path)
+    rep = res.summary["report"]
+    assert rep["removed"] == {"send_without_peer": 1} and rep["changed"]["p2p_tag_filled_0"] == 1
+    assert get_int(by_id(files[0])[3], "comm_size") == 5 and rep["warnings"] == []
+    with pytest.raises(TraceFormatError, match="without a peer"):
+        export_astrasim(tset(per), tmp_path / "e", {"incomplete_p2p": "error"})
+    per[1].pop()
+    res = export_astrasim(tset(per), tmp_path / "w", {})
+    assert res.summary["report"]["warnings"] == ["1 send(s) without a recv: 0 -> 1, tag 1, 5 B"]
+
+
+def test_unsupported_policies(tmp_path, astrasim_check):
+    per = {r: [coll(1, C.GATHER, 100), coll(2, C.BROADCAST, 100, deps=[1], dur=9)] for r in range(2)}
+    with pytest.raises(TraceFormatError, match="GATHER"):
+        export_astrasim(tset(per), tmp_path / "e", {"unsupported": "error"})
+    res, files = export(tset(per), tmp_path / "d", unsupported="drop")
+    astrasim_check(tmp_path / "d")
+    assert res.summary["report"]["removed"] == {"collective_GATHER": 2, "collective_BROADCAST": 2}
+    assert [n.name for n in files[0]] == ["astrasim_idle_rank0"]
+    res, files = export(tset(per), tmp_path / "r", replay_broadcast=True)
+    astrasim_check(tmp_path / "r")
+    b = by_id(files[0])[2]
+    assert get_int(b, "comm_type") == C.BROADCAST and b.duration_micros == 9 and list(b.data_deps) == [1]
+
+
+def test_durations_round_to_nearest_microsecond(tmp_path, astrasim_check):
+    ns = [1499, 1500, 400, 0, 7000]
+    per = {r: [comp(i + 1, dur=99, duration_ns=v) for i, v in enumerate(ns)] for r in range(2)}
+    res, files = export(tset(per), tmp_path)
+    astrasim_check(tmp_path)
+    assert [n.duration_micros for n in files[0]] == [1, 2, 0, 0, 7]
+    ch = res.summary["report"]["changed"]
+    assert ch["duration_rounded_to_us"] == 6 and ch["rounding_error_ns_total"] == 2 * (499 + 500 + 400)
+    _, files = export(tset(per), tmp_path / "x", duration_attr="")
+    assert [n.duration_micros for n in files[0]] == [99] * 5
+
+
+def astra_roofline_ns(num_ops: int, tensor_size: int, mem_bw_gbs: float, peak_tflops: float) -> int:
+    """ASTRA-sim's roofline compute time (spec): num_ops / min(bw * ops/size, peak), truncated."""
+    perf = min(mem_bw_gbs * 1e9 * (num_ops / tensor_size), peak_tflops * 1e12)
+    return int(num_ops / perf * 1e9)
+
+
+def test_durations_encoded_as_roofline_are_exact(tmp_path, astrasim_check):
+    ns = [0, 1, 7, 999, 1001, 123457, 10**9 + 3]
+    per = {r: [comp(i + 1, duration_ns=v) for i, v in enumerate(ns)] + [comp(50, cpu=True, dur=3)]
+           for r in range(2)}
+    res, files = export(tset(per), tmp_path, durations="roofline")
+    astrasim_check(tmp_path)
+    sysj = json.loads((tmp_path / "system.json").read_text())
+    assert sysj["roofline-enabled"] == 1 and sysj["peak-perf"] == 1.0
+    got = [astra_roofline_ns(get_int(n, "num_ops"), get_int(n, "tensor_size"), sysj["local-mem-bw"],
+                             sysj["peak-perf"]) for n in files[0] if not get_attr(n, "is_cpu_op")]
+    assert got == ns
+    assert get_attr(by_id(files[0])[50], "num_ops") is None  # CPU ops are replayed
+    assert res.summary["report"]["changed"]["duration_encoded_as_roofline"] == 2 * len(ns)
+
+
+def test_system_roofline_keeps_real_num_ops(tmp_path, astrasim_check):
+    sysf = write(tmp_path / "s.yaml", "compute: {model: roofline, peak-perf: 100}\nlocal-mem-bw: 1000\n")
+    per = {r: [comp(1, num_ops=10**9, tensor_size=10**6), comp(2, deps=[1], dur=5),
+               comp(3, deps=[2], tensor_size=100)] for r in range(2)}
+    set_attr(per[0][2], "num_ops", 2.6e6, slot="double_val")
+    set_attr(per[1][2], "num_ops", 2.6e6, slot="double_val")
+    res, files = export(tset(per), tmp_path / "o", system=sysf)
+    astrasim_check(tmp_path / "o")
+    ids = by_id(files[0])
+    assert (get_int(ids[1], "num_ops"), get_int(ids[1], "tensor_size")) == (10**9, 10**6)
+    assert astra_roofline_ns(get_int(ids[2], "num_ops"), 1, 1000, 100) == 5000
+    assert (get_int(ids[3], "num_ops"), get_int(ids[3], "tensor_size")) == (2600000, 100)
+    ch = res.summary["report"]["changed"]
+    assert ch["num_ops_float_to_int"] == 2 and ch["roofline_filled_from_duration"] == 2
+
+
+def test_memory_nodes_kept_with_remote_memory(tmp_path, astrasim_check):
+    mem = write(tmp_path / "m.json", '{"memory-type": "MEMORY_POOL", "remote-mem-latency": 100, '
+                                     '"remote-mem-bw": 50}')
+    per = {r: [node(1, T.MEM_LOAD_NODE, tensor_size=1 << 20), comp(2, deps=[1])] for r in range(2)}
+    res, files = export(tset(per), tmp_path / "o", memory=mem)
+    astrasim_check(tmp_path / "o")
+    assert get_int(files[0][0], "tensor_size") == 1 << 20
+    assert json.loads((tmp_path / "o" / "memory.json").read_text()) == {
+        "memory-type": "MEMORY_POOL", "remote-mem-latency": 100.0, "remote-mem-bw": 50.0}
+    with pytest.raises(ConfigError, match="NO_MEMORY_EXPANSION"):
+        export_astrasim(tset(per), tmp_path / "x", {"memory_nodes": "keep"})
+
+
+def test_cpu_op_policies(tmp_path):
+    per = {r: [comp(1, cpu=True, dur=0), comp(2, cpu=True, dur=4, deps=[1]), comp(3, deps=[2])]
+           for r in range(2)}
+    got = {}
+    for policy in ("keep", "drop_zero", "drop"):
+        _, files = export(tset(per), tmp_path / policy, cpu_ops=policy)
+        got[policy] = [n.id for n in files[0]]
+    assert got == {"keep": [1, 2, 3], "drop_zero": [2, 3], "drop": [3]}
+
+
+def test_astrasim_config_files_and_short_lists(tmp_path, astrasim_check):
+    ex = Path(__file__).resolve().parents[3] / "examples" / "system" / "astra"
+    sysf = write(tmp_path / "system.json", json.dumps({
+        "scheduling-policy": "FIFO", "endpoint-delay": 5, "preferred-dataset-splits": 2,
+        "all-reduce-implementation": ["ring"], "all-gather-implementation": ["ring"],
+        "reduce-scatter-implementation": ["ring"], "all-to-all-implementation": ["direct"],
+        "collective-optimization": "baseline", "local-mem-bw": 50}))
+    net = write(tmp_path / "network.yml", "topology: [ FullyConnected, Ring ]\nnpus_count: [ 4, 2 ]\n"
+                                          "bandwidth: [ 100, 50 ]\nlatency: [ 10, 500 ]\n")
+    per = {r: [coll(1, C.ALL_REDUCE, 1 << 20, pg="1" if r < 4 else "2")] for r in range(8)}
+    res, _ = export(tset(per), tmp_path / "o", system=sysf, network=net,
+                    comm_groups=str(ex / "groups.json"), memory=str(ex / "memory.json"))
+    astrasim_check(tmp_path / "o")
+    sysj = json.loads((tmp_path / "o" / "system.json").read_text())
+    assert sysj["all-to-all-implementation"] == ["direct", "direct"]
+    assert (sysj["scheduling-policy"], sysj["endpoint-delay"], sysj["preferred-dataset-splits"],
+            sysj["collective-optimization"]) == ("FIFO", 5, 2, "baseline")
+    assert any("extended with 'direct'" in c for c in res.summary["report"]["configs"])
+    assert json.loads((tmp_path / "o" / "groups.json").read_text()) == {"1": [0, 1, 2, 3], "2": [4, 5, 6, 7]}
+
+
+def test_differing_collective_order_is_reported(tmp_path):
+    per = {0: [coll(1, C.ALL_REDUCE, 64), coll(2, C.ALL_GATHER, 8, deps=[1])],
+           1: [coll(1, C.ALL_GATHER, 8), coll(2, C.ALL_REDUCE, 64, deps=[1])]}
+    res = export_astrasim(tset(per), tmp_path, {})
+    (w,) = res.summary["report"]["warnings"]
+    assert "first difference at collective #0" in w and "ALL_GATHER 8 B vs ALL_REDUCE 64 B" in w
+
+
+def test_reexport_removes_stale_rank_files(tmp_path):
+    export_astrasim(tset({r: [comp(1)] for r in range(4)}), tmp_path, {})
+    export_astrasim(tset({r: [comp(1)] for r in range(2)}), tmp_path, {})
+    assert sorted(p.name for p in (tmp_path / "workload").iterdir()) == ["trace.0.et", "trace.1.et"]
+
+
+def test_checker_catches_broken_directories(tmp_path, astrasim_errors):
+    export_astrasim(tset({r: [comp(1), coll(2, C.ALL_REDUCE, 8, deps=[1])] for r in range(2)}), tmp_path,
+                    {"prefix": "w"})
+    assert astrasim_errors(tmp_path, "w") == []
+    (tmp_path / "groups.json").write_text('{"0": [0, 1]}')
+    sysj = json.loads((tmp_path / "system.json").read_text())
+    sysj["endpoint-delay"] = 0
+    del sysj["preferred-dataset-splits"]
+    (tmp_path / "system.json").write_text(json.dumps(sysj))
+    from chakra_core.etio import write_et
+
+    bad = [node(1, T.METADATA_NODE), comp(2, deps=[7]), coll(3, C.REDUCE, 8, pg="4")]
+    write_et(tmp_path / "workload" / "w.1.et", GlobalMetadata(), bad)
+    errs = "\n".join(astrasim_errors(tmp_path, "w"))
+    for expected in ("key '0'", "endpoint-delay", "preferred-dataset-splits", "type 1",
+                     "dependency 7", "comm_type 1", "pg_name '4'", "--comm-group-configuration"):
+        assert expected in errs
