@@ -154,10 +154,10 @@ def export_astrasim(traces: TraceSet, output: str | Path, options: Mapping[str, 
             rt = traces[rank]
             res = convert_rank(rank, rt.nodes(), plan, report, rt.label)
             if not res.nodes:
-                res.nodes.append(placeholder_node(rank))
+                res.nodes.append(placeholder_node(rank, plan))
                 filled += 1
         else:
-            res = RankOutput([placeholder_node(rank)])
+            res = RankOutput([placeholder_node(rank, plan)])
             padded += 1
         for pg, seq in res.collectives.items():
             # ASTRA-sim issues ready nodes in ascending id order

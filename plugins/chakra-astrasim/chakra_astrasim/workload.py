@@ -41,12 +41,22 @@ class RankOutput:
     recvs: list[tuple[int, int, int, int]] = field(default_factory=list)
 
 
-def placeholder_node(rank: int) -> Node:
+def placeholder_node(rank: int, plan: Plan) -> Node:
     """The one node given to a rank that would otherwise be empty (ASTRA-sim aborts on those):
-    a 0-duration accelerator compute node (ASTRA-sim times it as 1 ns)."""
+    a 0-duration accelerator compute node (1 ns when replayed; 0 ns under roofline)."""
     n = Node(id=1, name=f"astrasim_idle_rank{rank}", type=NodeType.COMP_NODE, duration_micros=0)
     n.attr.append(make_attr("is_cpu_op", False))
+    if plan.roofline:
+        n.attr.append(make_attr("num_ops", roofline_ops(0, plan.peak_perf)))
+        n.attr.append(make_attr("tensor_size", 1))
     return n
+
+
+def roofline_ops(ns: int, peak_tflops: float) -> int:
+    """num_ops that ASTRA-sim's roofline times as exactly ``ns`` ns at ``peak_tflops`` when the
+    node is compute-bound (tensor_size 1): the extra half ns keeps the truncation to whole ns
+    from losing one to floating-point rounding."""
+    return int((ns + 0.5) * peak_tflops * 1000)
 
 
 class _Converter:
@@ -139,9 +149,7 @@ class _Converter:
             self.report.changed["roofline_filled_from_duration"] += 1
         else:
             self.report.changed["duration_encoded_as_roofline"] += 1
-        # compute-bound by construction (tensor_size 1): time = num_ops / peak, truncated to ns;
-        # the extra half ns keeps the truncation from losing one ns to rounding.
-        return int((ns + 0.5) * self.plan.peak_perf * 1000), 1
+        return roofline_ops(ns, self.plan.peak_perf), 1
 
     def group_of(self, n: Node) -> tuple[str, frozenset[int]]:
         pg = get_str(n, "pg_name", "") or ""

@@ -1,0 +1,119 @@
+"""Exports of traces produced by the project's input plugins, checked against every rule.
+
+Text workloads: small hand-written ones in every mode (no framework here writes the text
+format) and the examples under examples/text/ (written by examples/text/make_examples.py).
+PyTorch: the traces recorded by plugins/chakra-pytorch/recording/ (DDP on 2 ranks, every
+collective and point-to-point kind on 2 ranks).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from chakra_astrasim import export_astrasim
+
+from chakra_core.attrs import get_int, get_str
+from chakra_core.etio import read_et
+from chakra_core.pipeline import load_traces
+from chakra_core.schema import NodeType
+
+ROOT = Path(__file__).resolve().parents[3]
+TEXT = ROOT / "examples" / "text"
+PYTORCH = ROOT / "plugins" / "chakra-pytorch" / "tests" / "data"
+LAYERS = """l0 -1 10 ALLTOALL 100 11 ALLTOALL 101 12 ALLREDUCE 102 0
+l1 -1 20 ALLREDUCE 200 21 ALLGATHER 201 22 REDUCESCATTER 202 0
+l2 -1 30 NONE 0 31 ALLREDUCE 301 32 ALLREDUCE 302 0
+l3 -1 40 ALLGATHER 400 41 NONE 0 42 ALLREDUCE 402 0
+"""
+HEADERS = {
+    "MICRO": "MICRO", "DATA": "DATA", "MODEL": "MODEL",
+    "HYBRID_DATA_MODEL": "HYBRID_DATA_MODEL model_parallel_NPU_group: 2",
+    "HYBRID_MODEL_DATA": "HYBRID_MODEL_DATA model_parallel_NPU_group: 4",
+    "HYBRID_TRANSFORMER": "HYBRID_TRANSFORMER model_parallel_NPU_group: 2",
+    "HYBRID_DLRM": "HYBRID_DLRM 1",
+}
+
+pytest.importorskip("chakra_text")
+
+
+def _ranks_nodes(out: Path, n: int):
+    return {r: list(read_et(out / "workload" / f"trace.{r}.et")[1]) for r in range(n)}
+
+
+@pytest.mark.parametrize("mode", sorted(HEADERS))
+def test_text_modes_export(tmp_path, mode, astrasim_check):
+    src = tmp_path / "w.txt"
+    src.write_text(f"{HEADERS[mode]}\n4\n{LAYERS}")
+    ts = load_traces([str(src)], "text", {"npus": 8, "passes": 2})
+    res = export_astrasim(ts, tmp_path / "out", {})
+    astrasim_check(tmp_path / "out")
+    assert res.summary["nodes_out"] == res.summary["nodes_in"]  # nothing to remove in text traces
+    groups = json.loads((tmp_path / "out" / "groups.json").read_text()) if ts.process_groups else {}
+    # every trace group smaller than the network is written, numbered from 1, same members
+    written = sorted(sorted(v) for v in groups.values())
+    expect = sorted(sorted(v) for v in ts.process_groups.values() if len(v) < 8)
+    assert written == expect
+
+
+def test_hybrid_groups_follow_model_parallel_layout(tmp_path, astrasim_check):
+    src = tmp_path / "w.txt"
+    src.write_text(f"{HEADERS['HYBRID_DATA_MODEL']}\n4\n{LAYERS}")
+    ts = load_traces([str(src)], "text", {"npus": 8})
+    export_astrasim(ts, tmp_path / "out", {})
+    astrasim_check(tmp_path / "out")
+    groups = json.loads((tmp_path / "out" / "groups.json").read_text())
+    mp = sorted(g for g in groups.values() if len(g) == 2)
+    dp = sorted(g for g in groups.values() if len(g) == 4)
+    assert mp == [[0, 1], [2, 3], [4, 5], [6, 7]] and dp == [[0, 2, 4, 6], [1, 3, 5, 7]]
+    nodes = _ranks_nodes(tmp_path / "out", 8)
+    for r in range(8):
+        for n in nodes[r]:
+            if n.type == NodeType.COMM_COLL_NODE and get_str(n, "pg_name"):
+                assert r in groups[get_str(n, "pg_name")]
+
+
+@pytest.mark.parametrize("name, npus", [("resnet50_like.txt", 16), ("dlrm_like.txt", 8),
+                                        ("gpt3_like.txt", 16)])
+def test_example_workloads_export(tmp_path, name, npus, astrasim_check):
+    opts = {"npus": npus}
+    if name.startswith("gpt3"):
+        opts["mp_group"] = 8
+    ts = load_traces([str(TEXT / name)], "text", opts)
+    net = tmp_path / "net.yml"
+    net.write_text(f"topology: [ FullyConnected, Ring ]\nnpus_count: [ 4, {npus // 4} ]\n"
+                   "bandwidth: [ 200, 25 ]\nlatency: [ 100, 1000 ]\n")
+    res = export_astrasim(ts, tmp_path / "out", {"network": str(net)})
+    astrasim_check(tmp_path / "out")
+    assert res.summary["ranks"] == npus and res.summary["report"]["warnings"] == []
+
+
+def _pytorch_set(name: str):
+    pytest.importorskip("chakra_pytorch.format")
+    return load_traces([str(PYTORCH / name)], "pytorch", {})
+
+
+def test_pytorch_ddp_two_ranks(tmp_path, astrasim_check):
+    ts = _pytorch_set("ddp")
+    res = export_astrasim(ts, tmp_path, {})
+    astrasim_check(tmp_path)
+    assert res.summary["ranks"] == 2
+    nodes = _ranks_nodes(tmp_path, 2)
+    colls = [[(get_int(n, "comm_type"), get_int(n, "comm_size")) for n in nodes[r]
+              if n.type == NodeType.COMM_COLL_NODE] for r in (0, 1)]
+    assert colls[0] == colls[1]
+    assert any(kind == 0 for kind, _ in colls[0])  # DDP: gradient all-reduces
+
+
+def test_pytorch_every_collective(tmp_path, astrasim_check):
+    ts = _pytorch_set("collectives")
+    res = export_astrasim(ts, tmp_path, {})
+    astrasim_check(tmp_path)
+    rewritten = res.summary["report"]["rewritten"]
+    for kind in ("BROADCAST", "REDUCE", "GATHER", "SCATTER", "BARRIER"):
+        assert any(k.startswith(kind + "->") for k in rewritten), kind
+    nodes = _ranks_nodes(tmp_path, 2)
+    sends = [n for n in nodes[0] + nodes[1] if n.type == NodeType.COMM_SEND_NODE]
+    recvs = [n for n in nodes[0] + nodes[1] if n.type == NodeType.COMM_RECV_NODE]
+    assert sends and len(sends) == len(recvs)
