@@ -1,0 +1,225 @@
+"""Communication ops of PyTorch traces: which collective, how many bytes, which peers and group.
+
+Two forms are understood:
+
+* gloo (CPU) and any backend: the ``c10d::<op>`` dispatcher node.  Its tensor operands are in its
+  ``inputs``; output buffers appear there too, so the operand that gives the size is chosen per
+  op (see ``_C10D``).  ``send``/``recv_`` carry the peer (a rank of the group) and the tag.
+* NCCL: a ``record_param_comms`` node (usually the child of the ``c10d::`` op) whose attributes
+  give ``collective_name``, ``in_msg_nelems``/``out_msg_nelems``, ``dtype``, ``pg_name``,
+  ``pg_size``, ``global_rank_start``/``global_rank_stride``; they override what the c10d node says.
+
+Sizes are bytes with the Chakra meaning: the whole buffer for all-reduce, broadcast, reduce,
+reduce-scatter (the full input) and all-to-all (the whole send buffer); the per-rank shard for
+all-gather and gather (what each rank contributes) and scatter (what each rank receives); the
+message for send/recv; 0 for barrier.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from chakra_core.schema import CommType, NodeType
+
+__all__ = ["CommInfo", "comm_from_c10d", "comm_from_param_comms", "merge_param_comms",
+           "kind_of_kernel", "DTYPE_BYTES", "is_comm_name", "tensors_in"]
+
+#: element size in bytes of PyTorch dtype names as they appear in traces.
+DTYPE_BYTES = {
+    "float": 4, "float32": 4, "double": 8, "float64": 8, "half": 2, "float16": 2,
+    "bfloat16": 2, "int": 4, "int32": 4, "long": 8, "int64": 8, "short": 2, "int16": 2,
+    "byte": 1, "uint8": 1, "char": 1, "int8": 1, "bool": 1, "complexfloat": 8,
+    "complexdouble": 16, "float8_e4m3fn": 1, "float8_e5m2": 1, "float8_e4m3fnuz": 1,
+    "float8_e5m2fnuz": 1, "uint16": 2, "uint32": 4, "uint64": 8,
+}
+
+# c10d op -> (kind, index of the operand that gives comm_size); kind "send"/"recv" are p2p.
+_C10D: dict[str, tuple[str, int | None]] = {
+    "allreduce_": ("all_reduce", 0),
+    "allreduce_coalesced_": ("all_reduce", 0),
+    "broadcast_": ("broadcast", 0),
+    "allgather_": ("all_gather", 1),
+    "_allgather_base_": ("all_gather", 1),
+    "allgather_into_tensor_coalesced_": ("all_gather", 1),
+    "allgather_coalesced_": ("all_gather", 1),
+    "reduce_scatter_": ("reduce_scatter", 1),
+    "_reduce_scatter_base_": ("reduce_scatter", 1),
+    "reduce_scatter_tensor_coalesced_": ("reduce_scatter", 1),
+    "alltoall_": ("all_to_all", 1),
+    "alltoall_base_": ("all_to_all", 1),
+    "reduce_": ("reduce", 0),
+    "gather_": ("gather", 1),
+    "scatter_": ("scatter", 0),
+    "barrier": ("barrier", None),
+    "monitored_barrier_": ("barrier", None),
+    "send": ("send", 0),
+    "recv_": ("recv", 0),
+    "recv_any_source_": ("recv", 0),
+}
+
+# record_param_comms collective_name -> kind (NCCL and others)
+_PARAM_NAMES = {
+    "allreduce": "all_reduce", "all_reduce": "all_reduce", "allreduce_coalesced": "all_reduce",
+    "broadcast": "broadcast", "allgather": "all_gather", "all_gather": "all_gather",
+    "_allgather_base": "all_gather", "allgather_into_tensor_coalesced": "all_gather",
+    "allgather_coalesced": "all_gather", "all_gather_into_tensor": "all_gather",
+    "reduce_scatter": "reduce_scatter", "_reduce_scatter_base": "reduce_scatter",
+    "reduce_scatter_tensor_coalesced": "reduce_scatter", "reduce_scatter_tensor": "reduce_scatter",
+    "all_to_all": "all_to_all", "all_to_allv": "all_to_all", "alltoall": "all_to_all",
+    "alltoall_base": "all_to_all", "all_to_all_single": "all_to_all", "reduce": "reduce",
+    "gather": "gather", "scatter": "scatter", "barrier": "barrier", "send": "send",
+    "recv": "recv",
+}
+
+#: kind -> CommType for collectives
+COLL_TYPES = {
+    "all_reduce": CommType.ALL_REDUCE, "reduce": CommType.REDUCE, "all_gather": CommType.ALL_GATHER,
+    "gather": CommType.GATHER, "scatter": CommType.SCATTER, "broadcast": CommType.BROADCAST,
+    "all_to_all": CommType.ALL_TO_ALL, "reduce_scatter": CommType.REDUCE_SCATTER,
+    "barrier": CommType.BARRIER,
+}
+
+# ncclDevKernel_/ncclKernel_ name fragment -> kind
+_KERNEL_KINDS = (
+    ("AllReduce", "all_reduce"), ("ReduceScatter", "reduce_scatter"), ("AllGather", "all_gather"),
+    ("Broadcast", "broadcast"), ("Reduce", "reduce"), ("SendRecv", "sendrecv"),
+    ("Send", "send"), ("Recv", "recv"), ("AllToAll", "all_to_all"),
+)
+
+
+@dataclass
+class CommInfo:
+    """What one communication op does: ``kind``, bytes, peers, group and whether it blocks."""
+
+    kind: str
+    size_bytes: int = 0
+    peer: int | None = None  # group rank of the peer (send: dst, recv: src)
+    tag: int = 0
+    root: int | None = None
+    pg_name: str | None = None
+    pg_size: int | None = None
+    rank_start: int | None = None
+    rank_stride: int | None = None
+    async_op: bool | None = None
+    worker_rfs: list[int] = field(default_factory=list)
+    tensor_ids: frozenset = frozenset()
+
+    @property
+    def node_type(self) -> int:
+        """The Chakra node type: COMM_SEND_NODE, COMM_RECV_NODE or COMM_COLL_NODE."""
+        if self.kind == "send":
+            return NodeType.COMM_SEND_NODE
+        if self.kind == "recv":
+            return NodeType.COMM_RECV_NODE
+        return NodeType.COMM_COLL_NODE
+
+    @property
+    def comm_type(self) -> int | None:
+        """The CollectiveCommType value, None for point-to-point."""
+        ct = COLL_TYPES.get(self.kind)
+        return None if ct is None else int(ct)
+
+
+def is_comm_name(name: str) -> bool:
+    """True for the names of communication nodes (c10d ops, record_param_comms, gloo/nccl)."""
+    return name.startswith(("c10d::", "gloo:", "nccl:")) or name == "record_param_comms"
+
+
+def tensors_in(value: Any):
+    """Yield the tensor tuples ``[id, storage, offset, numel, elem_bytes, device]`` in a value."""
+    if isinstance(value, list):
+        if (len(value) == 6 and isinstance(value[0], int) and isinstance(value[3], int)
+                and isinstance(value[4], int) and isinstance(value[5], str)):
+            yield value
+        else:
+            for v in value:
+                yield from tensors_in(v)
+
+
+def _bytes(value: Any) -> int:
+    return sum(int(t[3]) * int(t[4]) for t in tensors_in(value))
+
+
+def _int(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def comm_from_c10d(name: str, values: list) -> CommInfo | None:
+    """The communication of a ``c10d::<op>`` node from its input ``values``; None if unknown."""
+    op = name[len("c10d::"):]
+    spec = _C10D.get(op)
+    if spec is None:
+        return None
+    kind, operand = spec
+    size = _bytes(values[operand]) if operand is not None and operand < len(values) else 0
+    info = CommInfo(kind, size)
+    info.tensor_ids = frozenset(t[0] for t in tensors_in(values))
+    if kind in ("send", "recv"):
+        # (tensors, pg, peer, tag)
+        if len(values) > 2:
+            info.peer = _int(values[2])
+        if len(values) > 3 and _int(values[3]) is not None:
+            info.tag = values[3]
+    else:
+        bools = [v for v in values if isinstance(v, bool)]
+        if bools:
+            info.async_op = bools[-1]
+        if kind in ("broadcast", "reduce"):
+            # (tensors, pg, [op,] root_rank, root_tensor, asyncOp, timeout)
+            ints = [v for v in values[1:] if _int(v) is not None]
+            if ints:
+                info.root = ints[0]
+        elif kind in ("gather", "scatter"):
+            ints = [v for v in values[2:] if _int(v) is not None]
+            if ints:
+                info.root = ints[0]
+    return info
+
+
+def _dtype_bytes(dtype: Any) -> int | None:
+    if not isinstance(dtype, str):
+        return None
+    return DTYPE_BYTES.get(dtype.lower().replace("torch.", "").replace(" ", ""))
+
+
+def comm_from_param_comms(attrs: dict, values: list) -> CommInfo | None:
+    """The communication described by a ``record_param_comms`` node (attributes and inputs)."""
+    kind = _PARAM_NAMES.get(str(attrs.get("collective_name", "")).lower())
+    if kind is None:
+        return None
+    esize = _dtype_bytes(attrs.get("dtype"))
+    if esize is None:
+        ts = list(tensors_in(values))
+        esize = int(ts[0][4]) if ts else 1
+    nin = _int(attrs.get("in_msg_nelems")) or 0
+    nout = _int(attrs.get("out_msg_nelems")) or 0
+    n = nout if kind in ("scatter", "recv") else nin
+    info = CommInfo(kind, 0 if kind == "barrier" else n * esize)
+    pg = attrs.get("pg_name")
+    if pg is not None and pg != "":
+        info.pg_name = str(pg)
+    info.pg_size = _int(attrs.get("pg_size"))
+    info.rank_start = _int(attrs.get("global_rank_start"))
+    info.rank_stride = _int(attrs.get("global_rank_stride"))
+    return info
+
+
+def merge_param_comms(base: CommInfo, extra: CommInfo) -> None:
+    """Refine a c10d op's info with its ``record_param_comms`` child (sizes, group)."""
+    if extra.kind == base.kind or base.kind in ("send", "recv"):
+        if extra.size_bytes or base.kind == "barrier":
+            base.size_bytes = extra.size_bytes
+    for f in ("pg_name", "pg_size", "rank_start", "rank_stride"):
+        if getattr(extra, f) is not None:
+            setattr(base, f, getattr(extra, f))
+
+
+def kind_of_kernel(name: str) -> str | None:
+    """Collective kind of an NCCL kernel name (``ncclDevKernel_AllReduce_Sum_f32_RING_LL``)."""
+    if not name.startswith(("ncclDevKernel_", "ncclKernel_")):
+        return None
+    for frag, kind in _KERNEL_KINDS:
+        if frag in name:
+            return kind
+    return "unknown"

@@ -1,0 +1,172 @@
+"""Convert PyTorch traces (host ET + optional Kineto per rank) to a lazily built TraceSet."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from chakra_core.attrs import make_attr
+from chakra_core.errors import TraceFormatError
+from chakra_core.schema import GlobalMetadata, Node
+from chakra_core.traceset import GeneratedRank, TraceSet
+
+from .graph import RankGraph, build_graph
+from .hostet import read_header, read_host_et
+from .kineto import read_distributed_info, read_kineto
+from .schema_version import PyTorchTraceWarning, check_schema
+from .sniff import is_json_name, rank_from_name, sniff_kind
+
+__all__ = ["RankFiles", "find_rank_files", "convert_rank", "open_pytorch"]
+
+
+@dataclass
+class RankFiles:
+    """The files of one rank: its host ET and, optionally, its Kineto trace."""
+
+    rank: int
+    host: str
+    kineto: str | None = None
+
+
+def _expand(paths: Sequence[str]) -> list[str]:
+    out: list[str] = []
+    for p in paths:
+        p = str(p)
+        if os.path.isdir(p):
+            out += sorted(os.path.join(p, f) for f in os.listdir(p) if is_json_name(f))
+        elif os.path.exists(p):
+            out.append(p)
+        else:
+            raise TraceFormatError("no such file or directory", p)
+    if not out:
+        raise TraceFormatError("no .json or .json.gz files", paths[0] if paths else None)
+    return out
+
+
+def find_rank_files(paths: Sequence[str]) -> tuple[list[RankFiles], dict[str, Any]]:
+    """Sort ``paths`` (files or directories) into per-rank (host ET, Kineto) pairs.
+
+    The rank of a Kineto trace is its ``distributedInfo.rank``, else the last integer of its
+    name; a host ET's is the last integer of its name (0 for a lone file).  Returns the pairs
+    and the first ``distributedInfo`` seen.
+    """
+    files = _expand(paths)
+    hosts, kinetos = [], []
+    for f in files:
+        kind = sniff_kind(f)
+        if kind == "host":
+            hosts.append(f)
+        elif kind == "kineto":
+            kinetos.append(f)
+        else:
+            raise TraceFormatError("neither a PyTorch execution trace nor a Kineto trace", f)
+    if not hosts:
+        raise TraceFormatError("no host execution trace among the inputs (a Kineto trace alone is "
+                               "not enough)", files[0])
+    by_rank: dict[int, RankFiles] = {}
+    for h in hosts:
+        r = rank_from_name(h)
+        if r is None:
+            if len(hosts) > 1:
+                raise TraceFormatError("cannot tell the rank from the name (put the rank number in it)", h)
+            r = 0
+        if r in by_rank:
+            raise TraceFormatError(f"two host traces for rank {r} ({by_rank[r].host} and {h})", h)
+        by_rank[r] = RankFiles(r, h)
+    dist: dict[str, Any] = {}
+    for k in kinetos:
+        info = read_distributed_info(k)
+        dist = dist or info
+        r = info.get("rank") if isinstance(info.get("rank"), int) else rank_from_name(k)
+        if r is None:
+            r = 0 if len(kinetos) == 1 else None
+        if r is None or r not in by_rank:
+            if len(hosts) == 1 and len(kinetos) == 1:
+                r = next(iter(by_rank))
+            else:
+                raise TraceFormatError(f"Kineto trace of rank {r} has no host execution trace", k)
+        if by_rank[r].kineto is not None:
+            raise TraceFormatError(f"two Kineto traces for rank {r} ({by_rank[r].kineto} and {k})", k)
+        by_rank[r].kineto = k
+    return [by_rank[r] for r in sorted(by_rank)], dist
+
+
+def _groups(dist: dict[str, Any], host_groups: dict[str, dict[str, Any]], world: int
+            ) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for name, g in host_groups.items():
+        ranks = g["ranks"] or (list(range(world)) if g["size"] in (world, 0) else [])
+        if ranks:
+            out[name] = ranks
+    for g in dist.get("pg_config") or []:
+        if isinstance(g, dict) and "pg_name" in g and isinstance(g.get("ranks"), list) and g["ranks"]:
+            out[str(g["pg_name"])] = [int(r) for r in g["ranks"]]
+    return out
+
+
+def convert_rank(files: RankFiles, world: int | None = None, data_deps: bool = False,
+                 idle_gaps: bool = True, min_idle_us: int = 10) -> RankGraph:
+    """Convert one rank's files to a :class:`RankGraph` (all in memory for this rank)."""
+    host = read_host_et(files.host)
+    kt = None
+    if files.kineto:
+        wanted = {op.rf_id for op in host.ops}
+        for op in host.ops:
+            if op.comm is not None:
+                wanted.update(op.comm.worker_rfs)
+        kt = read_kineto(files.kineto, wanted)
+    dist = kt.distributed if kt is not None else {}
+    world = world or int(dist.get("world_size") or 0) or _world_from(host.groups) or 1
+    groups = _groups(dist, host.groups, world)
+    return build_graph(host, kt, files.rank, world, groups, data_deps=data_deps, idle_gaps=idle_gaps,
+                       min_idle_us=min_idle_us)
+
+
+def _world_from(groups: dict[str, dict[str, Any]]) -> int | None:
+    g = groups.get("0")
+    return g["size"] if g else None
+
+
+def _metadata(files: RankFiles) -> GlobalMetadata:
+    header = read_header(files.host)
+    check_schema(str(header.get("schema", "")), files.host)
+    meta = GlobalMetadata(version="0.0.4")
+    meta.attr.extend([make_attr("source", "pytorch"), make_attr("schema", str(header.get("schema", ""))),
+                      make_attr("rank", files.rank)])
+    pid = header.get("pid")
+    if isinstance(pid, int):
+        meta.attr.append(make_attr("pid", pid))
+    return meta
+
+
+def open_pytorch(paths: Sequence[str], data_deps: bool = False, idle_gaps: bool = True,
+                 min_idle_us: int = 10) -> TraceSet:
+    """Open PyTorch traces as a TraceSet; each rank is converted when its nodes are read."""
+    rank_files, dist = find_rank_files(paths)
+    world = int(dist.get("world_size") or 0) or None
+    if world is None and len(rank_files) > 1:
+        world = max(rf.rank for rf in rank_files) + 1
+    missing = [rf.host for rf in rank_files if rf.kineto is None]
+    if missing:
+        warnings.warn(f"{missing[0]}: no Kineto trace for {len(missing)} rank(s): durations are "
+                      "missing (0)", PyTorchTraceWarning, stacklevel=2)
+    # groups: Kineto's distributedInfo when there is one, else the first rank's pg-init node
+    groups = _groups(dist, {}, world or 1) if dist else None
+    ranks = []
+    for rf in rank_files:
+        ranks.append(GeneratedRank(rf.rank, _metadata(rf), _factory(rf, world, data_deps, idle_gaps, min_idle_us),
+                                   path=rf.host))
+    if groups is None:
+        first = convert_rank(rank_files[0], world, data_deps, idle_gaps, min_idle_us)
+        groups = first.groups
+    groups = {k: v for k, v in groups.items() if k != "0"}
+    return TraceSet(ranks, process_groups=groups, source=rank_files[0].host)
+
+
+def _factory(rf: RankFiles, world: int | None, data_deps: bool, idle_gaps: bool, min_idle_us: int):
+    def nodes() -> Iterator[Node]:
+        return convert_rank(rf, world, data_deps, idle_gaps, min_idle_us).protobuf_nodes()
+    return nodes

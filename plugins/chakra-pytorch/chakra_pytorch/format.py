@@ -1,0 +1,32 @@
+"""The ``pytorch`` input format: host execution traces plus optional Kineto traces."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from chakra_core.api import InputFormat
+from chakra_core.options import Option
+from chakra_core.traceset import TraceSet
+
+from .convert import open_pytorch
+
+__all__ = ["PyTorchFormat"]
+
+
+class PyTorchFormat(InputFormat):
+    """PyTorch host execution traces (+ Kineto traces) to Chakra ETs, one rank per host ET."""
+
+    description = "PyTorch execution trace (+ Kineto profiler trace) per rank, .json or .json.gz"
+    options = {
+        "data_deps": Option("bool", False, "add data dependencies from tensor producers to consumers"),
+        "idle_gaps": Option("bool", True, "keep observed idle time on host threads as [idle] nodes"),
+        "min_idle_us": Option("int", 10, "shorter gaps (microseconds) are added to the next node's "
+                              "duration instead of becoming [idle] nodes", minimum=1),
+    }
+
+    def open(self, paths: Sequence[str], options: Mapping[str, Any]) -> TraceSet:
+        """Open the host ETs (and Kineto traces) in ``paths`` (files or directories)."""
+        return open_pytorch(list(paths), data_deps=bool(options.get("data_deps", False)),
+                            idle_gaps=bool(options.get("idle_gaps", True)),
+                            min_idle_us=int(options.get("min_idle_us", 10)))

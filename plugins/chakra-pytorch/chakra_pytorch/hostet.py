@@ -1,0 +1,359 @@
+"""Stream a PyTorch host execution trace (``.json`` / ``.json.gz``) into compact records.
+
+The file is parsed node by node with ijson's C backend; no node outlives the pass as a Python
+dict.  What is kept per node is a few integers in arrays indexed by node id (parent, rf_id,
+flags); per *operator* node the input/output lists are kept as compact JSON bytes only until its
+parent arrives: PyTorch writes a node when it finishes, so children come before parents and a
+parent operator folds its children away at once (the memory stays proportional to the selected
+nodes, not to all nodes).  Files in any other order convert the same, with more memory.
+
+Which host nodes become Chakra nodes (``select``): an *operator* (a node with an ``op_schema``,
+or for old schemas an ``ns::op`` name) with no operator above it; nested operators are folded
+into it so durations are not counted twice.  Communication ops (``c10d::*`` and a
+``record_param_comms`` outside any c10d op) always become nodes, even when nested; the operator
+around them then gets its exclusive time.
+"""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from array import array
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import ijson
+import orjson
+
+from chakra_core.errors import TraceFormatError
+from chakra_core.etio import open_binary
+
+from .comms import CommInfo, comm_from_c10d, comm_from_param_comms, merge_param_comms, tensors_in
+
+__all__ = ["HostOp", "HostTrace", "read_host_et", "read_header", "iter_raw_nodes"]
+
+_ROOT_NAMES = ("[pytorch|profiler|execution_trace|process]", "[pytorch|profiler|execution_trace|thread]")
+PG_INIT = "## process_group:init ##"
+_NOT_OPS = ("autograd::", "torch::autograd::", "##", "[pytorch|", "ProfilerStep#", "Optimizer.")
+
+F_SEEN, F_OP, F_ROOT, F_ANCHOR = 1, 2, 4, 8
+
+
+@dataclass(slots=True)
+class HostOp:
+    """A host node that becomes a Chakra node (an operator or a communication op)."""
+
+    id: int
+    name: str
+    tid: int
+    rf_id: int
+    attrs: dict[str, Any]
+    io: bytes  # orjson of [in_values, in_shapes, in_types, out_values, out_shapes, out_types]
+    comm: CommInfo | None = None
+    parent_sel: int = -1  # nearest selected ancestor (for exclusive time of nested nodes)
+
+
+@dataclass
+class HostTrace:
+    """Everything the conversion needs from one host ET."""
+
+    path: str
+    schema: str
+    pid: int | None
+    ops: list[HostOp]
+    #: selected op id for each rf_id of the file (folded nodes map to their selected ancestor)
+    rf_owner: dict[int, int]
+    #: process groups of the pg-init node: {pg_name: {"ranks": [...], "size": n, "desc": s}}
+    groups: dict[str, dict[str, Any]]
+    #: rf_ids of gloo/nccl annotation nodes that could not be tied to a c10d op
+    nodes_total: int = 0
+    header: dict[str, Any] = field(default_factory=dict)
+
+
+def _fail(path: str, msg: str, where: str | None = None) -> TraceFormatError:
+    return TraceFormatError(msg, path, where)
+
+
+def read_header(path: str) -> dict[str, Any]:
+    """The top-level scalar fields before ``nodes`` (``schema``, ``pid``, ``time``, ``start_ts``)."""
+    out: dict[str, Any] = {}
+    try:
+        with open_binary(path) as f:
+            for prefix, event, value in ijson.parse(f, use_float=True):
+                if prefix == "" and event == "map_key" and value == "nodes":
+                    break
+                if event in ("string", "number", "boolean") and "." not in prefix and prefix:
+                    out[prefix] = value
+                if prefix.startswith("nodes"):
+                    break
+    except (ijson.JSONError, ijson.IncompleteJSONError, OSError, EOFError, zlib.error) as e:
+        raise _fail(path, f"not a PyTorch execution trace ({_short(e)})") from None
+    return out
+
+
+def _short(e: Exception) -> str:
+    text = str(e).strip().splitlines()
+    return text[0][:120] if text else type(e).__name__
+
+
+def iter_raw_nodes(path: str) -> Iterator[dict]:
+    """Yield the host ET's nodes as dicts, one at a time; TraceFormatError on broken JSON."""
+    count = 0
+    try:
+        with open_binary(path) as f:
+            for node in ijson.items(f, "nodes.item", use_float=True):
+                count += 1
+                yield node
+    except FileNotFoundError:
+        raise _fail(path, "no such file") from None
+    except (ijson.IncompleteJSONError, EOFError, gzip.BadGzipFile, zlib.error) as e:
+        raise _fail(path, f"truncated or malformed JSON ({_short(e)})", f"after node {count}") from None
+    except ijson.JSONError as e:
+        raise _fail(path, f"malformed JSON ({_short(e)})", f"after node {count}") from None
+    if count == 0:
+        raise _fail(path, "no 'nodes' list: not a PyTorch execution trace")
+
+
+def _attrs(node: dict, path: str, index: int) -> dict[str, Any]:
+    a = node.get("attrs")
+    if isinstance(a, list):
+        try:
+            return {x["name"]: x.get("value") for x in a}
+        except (TypeError, KeyError):
+            raise _fail(path, "'attrs' must be a list of {name, type, value}", f"node {index}") from None
+    # schema 1.0.1: attributes are keys of the node itself
+    return {k: node[k] for k in ("rf_id", "fw_parent", "seq_id", "scope", "tid", "fw_tid", "op_schema")
+            if k in node}
+
+
+def _io(node: dict) -> tuple[list, list, list, list, list, list]:
+    ins, outs = node.get("inputs"), node.get("outputs")
+    if isinstance(ins, dict) or ins is None:
+        ins = ins or {}
+        outs = outs if isinstance(outs, dict) else {}
+        return (ins.get("values", []), ins.get("shapes", []), ins.get("types", []),
+                outs.get("values", []), outs.get("shapes", []), outs.get("types", []))
+    # schema 1.0.1: lists plus input_shapes/input_types keys
+    return (ins, node.get("input_shapes", []), node.get("input_types", []),
+            outs if isinstance(outs, list) else [], node.get("output_shapes", []),
+            node.get("output_types", []))
+
+
+def _parent(node: dict, path: str, index: int) -> int:
+    p = node.get("ctrl_deps", node.get("parent"))
+    if isinstance(p, list):
+        p = p[0] if p else -1
+    if p is None:
+        return -1
+    if not isinstance(p, int):
+        raise _fail(path, f"'ctrl_deps' must be a node id, not {type(p).__name__}", f"node {index}")
+    return p
+
+
+def _is_operator(name: str, attrs: dict) -> bool:
+    if "op_schema" in attrs:
+        return bool(attrs["op_schema"]) or name.startswith("c10d::")
+    return "::" in name and not name.startswith(_NOT_OPS)
+
+
+class _Arrays:
+    """Per-id integer columns that grow on demand."""
+
+    def __init__(self) -> None:
+        self.parent = array("q")
+        self.rf = array("q")
+        self.flags = bytearray()
+
+    def ensure(self, i: int) -> None:
+        n = len(self.flags)
+        if i >= n:
+            grow = max(i + 1 - n, n, 1024)
+            self.parent.frombytes(b"\xff" * 8 * grow)
+            self.rf.frombytes(b"\xff" * 8 * grow)
+            self.flags.extend(bytes(grow))
+
+
+def read_host_et(path: str) -> HostTrace:
+    """Read one host ET into a :class:`HostTrace` (see the module docstring for the rules)."""
+    header = read_header(path)
+    schema = header.get("schema")
+    if not isinstance(schema, str):
+        raise _fail(path, "no 'schema' string at the top: not a PyTorch execution trace")
+    cols = _Arrays()
+    kept: dict[int, tuple] = {}  # id -> (name, tid, rf, attrs, io) for operator candidates
+    waiting: dict[int, list[int]] = {}  # parent id -> kept children that arrived before it
+    comms: dict[int, CommInfo] = {}  # c10d op id -> info
+    param_comms: list[tuple[int, CommInfo]] = []  # (record_param_comms id, info)
+    workers: list[tuple[int, int, int, frozenset]] = []  # (id, parent, rf, tensor ids) gloo/nccl
+    groups: dict[str, dict[str, Any]] = {}
+    index = 0
+    for index, node in enumerate(iter_raw_nodes(path)):
+        try:
+            nid = node["id"]
+            name = node["name"]
+        except (KeyError, TypeError):
+            raise _fail(path, "node without 'id' and 'name'", f"node {index}") from None
+        if not isinstance(nid, int) or nid < 0 or not isinstance(name, str):
+            raise _fail(path, "node 'id' must be a non-negative integer", f"node {index}")
+        parent = _parent(node, path, index)
+        attrs = _attrs(node, path, index)
+        cols.ensure(max(nid, parent))
+        if cols.flags[nid] & F_SEEN:
+            raise _fail(path, f"node id {nid} appears twice", f"node {index}")
+        cols.parent[nid] = parent if parent != nid else -1
+        rf = attrs.get("rf_id")
+        cols.rf[nid] = rf if isinstance(rf, int) else -1
+        flags = F_SEEN
+        if name in _ROOT_NAMES:
+            flags |= F_ROOT
+        elif name == PG_INIT:
+            groups = _groups(node, path, index)
+        elif _is_operator(name, attrs):
+            flags |= F_OP
+            io = _io(node)
+            tid = attrs.get("tid", 0)
+            if name.startswith("c10d::"):
+                info = comm_from_c10d(name, io[0])
+                if info is not None:
+                    comms[nid] = info
+                    flags |= F_ANCHOR
+            kept[nid] = (name, tid if isinstance(tid, int) else 0, cols.rf[nid], attrs,
+                         orjson.dumps(io))
+            # children that arrived first are folded into this operator (comm anchors stay)
+            for c in waiting.pop(nid, ()):
+                if not cols.flags[c] & F_ANCHOR:
+                    kept.pop(c, None)
+            if parent >= 0 and not cols.flags[parent] & F_SEEN:
+                waiting.setdefault(parent, []).append(nid)
+        else:
+            if name == "record_param_comms":
+                info = comm_from_param_comms(attrs, _io(node)[0])
+                if info is not None:
+                    param_comms.append((nid, info))
+                    kept[nid] = (name, attrs.get("tid", 0), cols.rf[nid], attrs, orjson.dumps(_io(node)))
+                    if parent >= 0 and not cols.flags[parent] & F_SEEN:
+                        waiting.setdefault(parent, []).append(nid)
+            elif name.startswith(("gloo:", "nccl:")):
+                tids = frozenset(t[0] for t in tensors_in(_io(node)[0]))
+                workers.append((nid, parent, cols.rf[nid], tids))
+            # an annotation passes its waiting children up to its own parent
+            moved = waiting.pop(nid, None)
+            if moved and parent >= 0 and not cols.flags[parent] & F_SEEN:
+                waiting.setdefault(parent, []).extend(moved)
+        cols.flags[nid] = flags
+    return _resolve(path, header, schema, cols, kept, comms, param_comms, workers, groups, index + 1)
+
+
+def _groups(node: dict, path: str, index: int) -> dict[str, dict[str, Any]]:
+    values = _io(node)[0]
+    text = values[0] if values and isinstance(values[0], str) else None
+    if text is None:
+        return {}
+    try:
+        items = orjson.loads(text)
+        out = {}
+        for d in items:
+            ranks = [int(r) for r in d.get("ranks") or []]
+            out[str(d["pg_name"])] = {"ranks": ranks, "size": int(d.get("group_size") or d.get("pg_size")
+                                                                    or len(ranks)),
+                                      "desc": str(d.get("pg_desc", ""))}
+        return out
+    except (orjson.JSONDecodeError, TypeError, KeyError, ValueError) as e:
+        raise _fail(path, f"bad '## process_group:init ##' description ({_short(e)})",
+                    f"node {index}") from None
+
+
+def _resolve(path, header, schema, cols: _Arrays, kept, comms, param_comms, workers, groups,
+             total) -> HostTrace:
+    n = len(cols.flags)
+    parent, flags = cols.parent, cols.flags
+    # sel[i]: the selected node that owns node i (itself, an ancestor), or -1
+    sel = array("q", b"\xff" * 8 * n)
+    state = bytearray(n)  # 0 todo, 1 in progress, 2 done
+    for anchor_id, _info in param_comms:
+        # a record_param_comms under a c10d op refines it; alone it is a comm node of its own
+        a = parent[anchor_id]
+        while a >= 0 and flags[a] & F_SEEN and not flags[a] & F_ANCHOR and not flags[a] & F_ROOT:
+            a = parent[a] if parent[a] != a else -1
+        if a >= 0 and flags[a] & F_ANCHOR:
+            merge_param_comms(comms[a], _info)
+            kept.pop(anchor_id, None)
+        else:
+            comms[anchor_id] = _info
+            flags[anchor_id] |= F_ANCHOR | F_OP
+    for i in range(n):
+        if not flags[i] & F_SEEN or state[i] == 2:
+            continue
+        stack = [i]
+        while stack:
+            j = stack[-1]
+            p = parent[j]
+            if p >= 0 and p < n and flags[p] & F_SEEN and state[p] != 2:
+                if state[p] == 1:
+                    raise _fail(path, f"the ctrl_deps of node {j} form a cycle", f"node id {j}")
+                state[j] = 1
+                stack.append(p)
+                continue
+            up = sel[p] if p >= 0 and p < n and flags[p] & F_SEEN else -1
+            f = flags[j]
+            if f & F_ROOT:
+                s = -1
+            elif f & F_ANCHOR or (f & F_OP and up < 0):
+                s = j
+            else:
+                s = up
+            sel[j] = s
+            state[j] = 2
+            stack.pop()
+    ops: list[HostOp] = []
+    for nid in sorted(kept):
+        if sel[nid] != nid:
+            continue
+        name, tid, rf, attrs, io = kept[nid]
+        p = parent[nid]
+        op = HostOp(nid, name, tid if isinstance(tid, int) else 0, rf, attrs, io, comms.get(nid),
+                    sel[p] if 0 <= p < n else -1)
+        ops.append(op)
+    rf_owner = {}
+    rfs = cols.rf
+    for i in range(n):
+        if flags[i] & F_SEEN and rfs[i] >= 0 and sel[i] >= 0:
+            rf_owner[rfs[i]] = sel[i]
+    _attach_workers(workers, comms, parent, flags, sel, rfs, ops)
+    pid = header.get("pid")
+    return HostTrace(path, schema, int(pid) if isinstance(pid, (int, float)) else None, ops, rf_owner,
+                     groups, total, header)
+
+
+def _attach_workers(workers, comms, parent, flags, sel, rfs, ops) -> None:
+    """Tie each gloo:/nccl: annotation to its c10d op: by parent, by tensor, else by rf order."""
+    if not workers:
+        return
+    anchors = sorted((rfs[i], i) for i in comms)
+    by_tensor: dict[int, int] = {}
+    for _rf, i in anchors:
+        for t in comms[i].tensor_ids:
+            by_tensor.setdefault(t, i)
+    owner: dict[int, int] = {}
+    import bisect
+
+    keys = [a[0] for a in anchors]
+    for wid, p, rf, tids in sorted(workers, key=lambda w: w[2]):
+        a = -1
+        if p >= 0 and p in comms:
+            a = p
+        elif p in owner:
+            a = owner[p]
+        else:
+            for t in tids:
+                if t in by_tensor and rfs[by_tensor[t]] < rf:
+                    a = by_tensor[t]
+                    break
+            if a < 0 and keys:
+                k = bisect.bisect_left(keys, rf) - 1
+                if k >= 0:
+                    a = anchors[k][1]
+        if a >= 0:
+            owner[wid] = a
+            comms[a].worker_rfs.append(rf)

@@ -1,0 +1,181 @@
+"""Stream a Kineto (PyTorch profiler) chrome trace and keep what the conversion needs.
+
+Kept: the timing of the host ops the conversion asks for (by ``args["Record function id"]``), the
+owner of every CPU op's ``External id`` (to tie GPU kernels to the host node that launched them),
+GPU kernels/memcpys/memsets, synchronisation calls, ``ProfilerStep#N`` spans and
+``distributedInfo``.  Times stay in microseconds as Kineto writes them.
+"""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import ijson
+
+from chakra_core.errors import TraceFormatError
+from chakra_core.etio import open_binary
+
+__all__ = ["KinetoTrace", "GpuEvent", "SyncEvent", "read_kineto", "read_distributed_info"]
+
+_GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
+_SYNC_CALLS = {
+    "cudaDeviceSynchronize": "device", "cudaStreamSynchronize": "stream",
+    "cudaEventSynchronize": "event", "cudaMemcpy": "device", "hipDeviceSynchronize": "device",
+    "hipStreamSynchronize": "stream", "hipEventSynchronize": "event", "hipMemcpy": "device",
+}
+
+
+@dataclass(slots=True)
+class GpuEvent:
+    """One GPU activity: a kernel, memcpy or memset, with its launching host op (if known)."""
+
+    name: str
+    cat: str
+    ts: float
+    dur: float
+    device: int
+    stream: int
+    correlation: int
+    external: int
+
+
+@dataclass(slots=True)
+class SyncEvent:
+    """A host call that waits for the GPU: device, stream or event synchronisation."""
+
+    kind: str
+    ts: float
+    dur: float
+    tid: int
+    external: int
+    stream: int  # -1 when unknown (wait for every stream)
+
+
+@dataclass
+class KinetoTrace:
+    """The parts of one Kineto trace used by the conversion."""
+
+    path: str
+    pid: int | None
+    distributed: dict[str, Any]
+    #: rf_id -> (ts, dur, tid, name) for the rf_ids asked for
+    ops: dict[int, tuple[float, float, int, str]]
+    #: External id -> rf_id of every CPU op
+    ext_rf: dict[int, int]
+    gpu: list[GpuEvent] = field(default_factory=list)
+    syncs: list[SyncEvent] = field(default_factory=list)
+    #: correlation -> External id of the runtime call that launched it
+    corr_ext: dict[int, int] = field(default_factory=dict)
+    #: ProfilerStep#N spans: (ts, dur, tid, name)
+    steps: list[tuple[float, float, int, str]] = field(default_factory=list)
+    cpu_events: int = 0
+
+
+def _short(e: Exception) -> str:
+    text = str(e).strip().splitlines()
+    return text[0][:120] if text else type(e).__name__
+
+
+def read_distributed_info(path: str) -> dict[str, Any]:
+    """The ``distributedInfo`` object of a Kineto trace ({} if absent); reads only up to it."""
+    try:
+        with open_binary(path) as f:
+            for prefix, event, _value in ijson.parse(f):
+                if prefix == "distributedInfo" and event == "start_map":
+                    break
+                if prefix == "traceEvents" and event == "start_array":
+                    return {}
+            else:
+                return {}
+        with open_binary(path) as f:
+            for value in ijson.items(f, "distributedInfo"):
+                return value if isinstance(value, dict) else {}
+    except (ijson.JSONError, ijson.IncompleteJSONError, OSError, EOFError, zlib.error) as e:
+        raise TraceFormatError(f"not a Kineto trace ({_short(e)})", path) from None
+    return {}
+
+
+def _int(v: Any, default: int = -1) -> int:
+    if isinstance(v, bool):
+        return default
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    return default
+
+
+def read_kineto(path: str, wanted_rfs: set[int] | frozenset[int] | None = None) -> KinetoTrace:
+    """Read one Kineto trace; keep timings of ``wanted_rfs`` (all host ops when None)."""
+    dist = read_distributed_info(path)
+    ops: dict[int, tuple[float, float, int, str]] = {}
+    ext_rf: dict[int, int] = {}
+    kt = KinetoTrace(path, None, dist, ops, ext_rf)
+    pids: dict[int, int] = {}
+    count = 0
+    try:
+        with open_binary(path) as f:
+            for ev in ijson.items(f, "traceEvents.item", use_float=True):
+                count += 1
+                if not isinstance(ev, dict) or ev.get("ph") != "X":
+                    continue
+                cat = ev.get("cat")
+                args = ev.get("args") or {}
+                if cat in ("cpu_op", "user_annotation", "cuda_runtime", "cuda_driver", "cuda_sync"):
+                    pid = _int(ev.get("pid"))
+                    pids[pid] = pids.get(pid, 0) + 1
+                if cat in ("cpu_op", "user_annotation"):
+                    kt.cpu_events += 1
+                    rf = _int(args.get("Record function id"))
+                    name = ev.get("name", "")
+                    ts, dur = float(ev.get("ts", 0.0)), float(ev.get("dur", 0.0))
+                    tid = _int(ev.get("tid"), 0)
+                    if rf >= 0:
+                        if wanted_rfs is None or rf in wanted_rfs:
+                            ops[rf] = (ts, dur, tid, name)
+                        ext = _int(args.get("External id"))
+                        if ext >= 0 and cat == "cpu_op":
+                            ext_rf[ext] = rf
+                    if name.startswith("ProfilerStep#"):
+                        kt.steps.append((ts, dur, tid, name))
+                elif cat in _GPU_CATS:
+                    kt.gpu.append(GpuEvent(ev.get("name", ""), cat, float(ev.get("ts", 0.0)),
+                                           float(ev.get("dur", 0.0)), _int(args.get("device"), 0),
+                                           _int(args.get("stream"), 0), _int(args.get("correlation")),
+                                           _int(args.get("External id"))))
+                elif cat in ("cuda_runtime", "cuda_driver"):
+                    corr, ext = _int(args.get("correlation")), _int(args.get("External id"))
+                    if corr >= 0 and ext >= 0:
+                        kt.corr_ext[corr] = ext
+                    kind = _SYNC_CALLS.get(ev.get("name", ""))
+                    if kind:
+                        kt.syncs.append(SyncEvent(kind, float(ev.get("ts", 0.0)), float(ev.get("dur", 0.0)),
+                                                  _int(ev.get("tid"), 0), ext, _int(args.get("stream"))))
+                elif cat == "cuda_sync":
+                    name = ev.get("name", "")
+                    kind = "device" if "Context" in name or "Device" in name else (
+                        "event" if "Event" in name else "stream")
+                    stream = _int(args.get("wait_on_stream", args.get("stream")))
+                    kt.syncs.append(SyncEvent(kind, float(ev.get("ts", 0.0)), float(ev.get("dur", 0.0)),
+                                              _int(ev.get("tid"), 0), _int(args.get("External id")),
+                                              stream))
+    except FileNotFoundError:
+        raise TraceFormatError("no such file", path) from None
+    except (ijson.IncompleteJSONError, EOFError, gzip.BadGzipFile, zlib.error) as e:
+        raise TraceFormatError(f"truncated or malformed JSON ({_short(e)})", path,
+                               f"after event {count}") from None
+    except ijson.JSONError as e:
+        raise TraceFormatError(f"malformed JSON ({_short(e)})", path, f"after event {count}") from None
+    except (TypeError, ValueError) as e:
+        raise TraceFormatError(f"bad trace event ({_short(e)})", path, f"event {count}") from None
+    if count == 0:
+        raise TraceFormatError("no 'traceEvents' list: not a Kineto trace", path)
+    if pids:
+        kt.pid = max(pids, key=pids.get)
+    kt.gpu.sort(key=lambda g: g.ts)
+    return kt
+
+

@@ -1,0 +1,60 @@
+"""Cheap recognition of PyTorch trace files: host ET or Kineto, and the rank in a file name."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+import zlib
+
+__all__ = ["sniff_kind", "rank_from_name", "is_json_name"]
+
+_HEAD = 4096
+_SCHEMA_KEY = re.compile(rb'"schema"\s*:')
+_NODES_KEY = re.compile(rb'"nodes"\s*:')
+_KINETO_KEY = re.compile(rb'"(?:traceEvents|schemaVersion|deviceProperties|distributedInfo)"\s*:')
+_RANK = re.compile(r"(\d+)(?!.*\d)")
+
+
+def is_json_name(path: str) -> bool:
+    """True for ``*.json`` and ``*.json.gz`` names."""
+    return path.endswith((".json", ".json.gz"))
+
+
+def _head(path: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(_HEAD)
+            if raw[:2] == b"\x1f\x8b":
+                f.seek(0)
+                with gzip.GzipFile(fileobj=f) as g:
+                    return g.read(_HEAD)
+            return raw
+    except (OSError, EOFError, zlib.error):
+        return b""
+
+
+def sniff_kind(path: str) -> str | None:
+    """``"host"`` for a host execution trace, ``"kineto"`` for a profiler trace, else None.
+
+    Looks only at the first 4 KiB (decompressed): a host ET starts with ``"schema"`` and
+    ``"nodes"`` keys; a Kineto trace with ``schemaVersion``/``traceEvents``/``deviceProperties``.
+    """
+    head = _head(path).lstrip()
+    if not head.startswith(b"{"):
+        return None
+    if _KINETO_KEY.search(head):
+        return "kineto"
+    if _SCHEMA_KEY.search(head) and (_NODES_KEY.search(head) or b'"pid"' in head):
+        return "host"
+    return None
+
+
+def rank_from_name(path: str) -> int | None:
+    """The last integer in the file name without ``.json``/``.json.gz`` (``et.3.json.gz`` -> 3)."""
+    name = os.path.basename(path)
+    for ext in (".json.gz", ".json"):
+        if name.endswith(ext):
+            name = name[: -len(ext)]
+    m = _RANK.search(name)
+    return int(m.group(1)) if m else None

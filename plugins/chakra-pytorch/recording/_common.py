@@ -1,0 +1,45 @@
+"""Shared helpers of the recording scripts: output folders and 2-rank gloo jobs on 127.0.0.1."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE.parent / "tests" / "data"
+sys.path.insert(0, str(HERE.parents[2] / "adapters" / "chakra-collect"))
+
+
+def out_dir(name: str) -> Path:
+    """The fixture folder ``tests/data/<name>`` (or the folder given as the first argument)."""
+    return Path(sys.argv[1]) if len(sys.argv) > 1 else DATA / name
+
+
+def free_port() -> int:
+    """A free TCP port on the loopback interface."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_two_ranks(fn, *args) -> None:
+    """Run ``fn(rank, world_size, *args)`` in 2 processes joined by gloo over 127.0.0.1."""
+    import torch.multiprocessing as mp
+
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(free_port())
+    mp.spawn(_entry, args=(fn, args), nprocs=2, join=True)
+
+
+def _entry(rank: int, fn, args) -> None:
+    import torch
+    import torch.distributed as dist
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", rank=rank, world_size=2)
+    try:
+        fn(rank, 2, *args)
+    finally:
+        dist.destroy_process_group()
