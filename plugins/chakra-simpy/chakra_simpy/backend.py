@@ -1,0 +1,180 @@
+"""The ``simpy`` simulator backend: options, loading, symmetry, running, and the Result."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from chakra_core.api import Backend, Result
+from chakra_core.errors import ConfigError
+from chakra_core.options import Option
+from chakra_core.system import SystemDescription, load_system
+from chakra_core.traceset import TraceSet
+
+from .actor import Actor
+from .program import Program, load_program
+
+__all__ = ["SimpyBackend", "prepare_system"]
+
+
+def prepare_system(options: Mapping[str, Any], nranks: int) -> SystemDescription:
+    """The system description from the ``system``/``network``/``memory``/``comm_groups``
+    options (file paths), with a one-dimension Ring of ``nranks`` NPUs when no network is given."""
+    sd = load_system(options.get("system"), options.get("network"), options.get("memory"),
+                     options.get("comm_groups"))
+    if not sd.dimensions:
+        sd = sd.with_default_network(nranks)
+    if sd.npus != nranks:
+        raise ConfigError(f"the network has {sd.npus} NPUs but the trace set has {nranks} ranks",
+                          sd.sources.get("network"))
+    return sd
+
+
+class SimpyBackend(Backend):
+    """Simulate a trace set with SimPy on a system description (ASTRA-sim's analytical model)."""
+
+    kind = "simulator"
+    description = "built-in SimPy simulator reproducing ASTRA-sim's analytical network model"
+    options = {
+        "system": Option("str", None, "system description: our YAML or ASTRA-sim system.json"),
+        "network": Option("str", None, "network: our YAML or ASTRA-sim network.yml"),
+        "memory": Option("str", None, "remote memory: our YAML or ASTRA-sim memory.json"),
+        "comm_groups": Option("str", None, "communicator groups JSON {\"1\": [ranks]}"),
+        "timeline": Option("str", None, "write a Chrome-trace JSON timeline to this path"),
+        "timeline_max_spans": Option("int", 500_000, "most spans kept for the timeline", minimum=1),
+        "congestion": Option("str", "unaware", "network model", choices=("unaware", "aware")),
+        "symmetry": Option("bool", True, "simulate each class of identical ranks once"),
+        "streams": Option("int", 1, "compute and communication ops in flight per rank", minimum=1),
+        "critical_path_nodes": Option("int", 200, "most critical-path nodes listed", minimum=0),
+    }
+
+    def run(self, traces: TraceSet, options: Mapping[str, Any], output: Path | None) -> Result:
+        """Simulate; the Result has per-rank times (ns), collective stats and a critical path."""
+        from .engine import Sim
+        from .report import critical_path, rank_rows, write_timeline
+
+        t0 = time.perf_counter()
+        nranks = len(traces)
+        if nranks == 0:
+            raise ConfigError("the trace set has no ranks")
+        sd = prepare_system(options, nranks)
+        groups = {k: tuple(sorted(v)) for k, v in traces.process_groups.items()}
+        groups.update({k: tuple(sorted(v)) for k, v in sd.comm_groups.items()})
+        for name, ranks in groups.items():
+            if ranks and ranks[-1] >= nranks:
+                raise ConfigError(f"group {name!r} names rank {ranks[-1]} but there are {nranks} ranks")
+        progs, classes = _load(traces, sd, groups, options["symmetry"])
+        load_s = time.perf_counter() - t0
+        actors = []
+        rank_actor = [0] * nranks
+        for k, (prog, ranks) in enumerate(zip(progs, classes)):
+            actors.append(Actor(k, prog, ranks, options["streams"], len(sd.dimensions)))
+            for r in ranks:
+                rank_actor[r] = k
+        timeline = [] if options["timeline"] else None
+        sim = Sim(actors, rank_actor, sd, groups, options["congestion"] == "aware", timeline,
+                  options["timeline_max_spans"])
+        t1 = time.perf_counter()
+        sim.run()
+        sim_s = time.perf_counter() - t1
+        rows = rank_rows(actors)
+        finish = max(r["finish_ns"] for r in rows)
+        notes = list(sd.warnings)
+        notes += _notes(progs, sd, options)
+        summary = {
+            "time_unit": "ns",
+            "finish_ns": finish,
+            "ranks": nranks,
+            "congestion": options["congestion"],
+            "symmetry": {"enabled": bool(options["symmetry"]), "classes": len(actors),
+                         "simulated_ranks": len(actors), "largest_class": max(len(c) for c in classes)},
+            "events": sim.events,
+            "wall_s": {"load": round(load_s, 3), "simulate": round(sim_s, 3)},
+            "events_per_s": int(sim.events / sim_s) if sim_s > 0 else None,
+            "mean_finish_ns": sum(r["finish_ns"] for r in rows) / nranks,
+            "max_exposed_comm_ns": max(r["exposed_comm_ns"] for r in rows),
+            "overlap_ns_total": sum(r["overlap_ns"] for r in rows),
+            "collectives": sorted(sim.coll.stats.values(), key=lambda s: (s["group"], s["collective"])),
+            "critical_path": critical_path(sim, traces, options["critical_path_nodes"]),
+            "system": {"npus": sd.npus, "dimensions": [d.__dict__ for d in sd.dimensions],
+                       "sources": sd.sources},
+        }
+        result = Result("simpy", self.kind, summary, rows, notes=notes)
+        if options["timeline"]:
+            n = write_timeline(sim, options["timeline"], traces)
+            result.timeline = str(options["timeline"])
+            result.files.append(str(options["timeline"]))
+            if n >= options["timeline_max_spans"]:
+                result.notes.append(f"timeline truncated to its first {n} spans (timeline_max_spans)")
+        if output is not None:
+            out = Path(output) / "simpy_result.json"
+            result.files.append(str(out))
+            result.write_json(out)
+        return result
+
+
+def _load(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[int, ...]],
+          symmetry: bool) -> tuple[list[Program], list[list[int]]]:
+    """Programs of the ranks to simulate and the ranks each stands for.
+
+    Ranks with the same digest form a class, unless they send/receive point to point, use a
+    shared remote memory, or issue on a group some of them are not members of.
+    """
+    shared_mem = sd.remote_memory.memory_type in ("PER_NODE_MEMORY_EXPANSION", "MEMORY_POOL")
+    progs: list[Program] = []
+    classes: list[list[int]] = []
+    by_digest: dict[str, int] = {}
+    allr = set(range(len(traces)))
+    for rt in traces:
+        prog = load_program(rt, sd)
+        key = None
+        if symmetry and not prog.has_p2p and not (shared_mem and prog.has_mem):
+            key = prog.digest
+        k = by_digest.get(key) if key is not None else None
+        if k is not None:
+            classes[k].append(rt.rank)
+            continue
+        if key is not None:
+            by_digest[key] = len(progs)
+        progs.append(prog)
+        classes.append([rt.rank])
+    # split classes whose ranks are not all members of the groups they issue on
+    out_p, out_c = [], []
+    for prog, ranks in zip(progs, classes):
+        ok = all(set(ranks) <= set(groups.get(pg, allr)) for pg in prog.groups if pg)
+        if ok or len(ranks) == 1:
+            out_p.append(prog)
+            out_c.append(ranks)
+            continue
+        for r in ranks:
+            out_p.append(prog if r == prog.rank else _relabel(prog, r, traces))
+            out_c.append([r])
+    return out_p, out_c
+
+
+def _relabel(prog: Program, rank: int, traces: TraceSet) -> Program:
+    """A copy of ``prog`` for another rank with identical content."""
+    other = Program(rank, traces[rank].label)
+    other.__dict__.update({k: v for k, v in prog.__dict__.items() if k not in ("rank", "label")})
+    return other
+
+
+def _notes(progs: list[Program], sd: SystemDescription, options: Mapping[str, Any]) -> list[str]:
+    notes = []
+    fallbacks = sum(p.roofline_fallbacks for p in progs)
+    if fallbacks:
+        notes.append(f"{fallbacks} accelerator compute node(s) without an integer num_ops replayed "
+                     "their duration instead of the roofline")
+    unmodelled = sorted(set().union(*(p.unmodelled for p in progs)))
+    if unmodelled:
+        notes.append(f"collectives ASTRA-sim does not model ({', '.join(unmodelled)}) were timed by "
+                     "the documented mappings (docs/simulator.md)")
+    if any(p.has_mem for p in progs) and sd.remote_memory.memory_type == "NO_MEMORY_EXPANSION":
+        notes.append("memory nodes replayed their duration (memory-type NO_MEMORY_EXPANSION; "
+                     "ASTRA-sim aborts on them)")
+    if options["congestion"] == "aware":
+        notes.append("congestion-aware: concurrent chunk phases and p2p messages on a dimension "
+                     "share its bandwidth; every hop charges latency plus serialization")
+    return notes

@@ -1,0 +1,198 @@
+"""Collectives: matching across ranks by issue order per group, and the chunk flow shop.
+
+A collective starts when every member has issued it (the k-th collective a rank issues on a
+group matches the k-th of every other member).  Its chunks then go through the plan's phases;
+each dimension queue runs at most ``active-chunks-per-dimension`` chunks at once, first come
+first served, and each chunk phase is one SimPy event.  All members finish together.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING
+
+from chakra_core.errors import ChakraError
+from chakra_core.schema import CommType
+
+from .plans import KIND_NAME
+from .program import ASTRA_KIND
+
+if TYPE_CHECKING:
+    from .actor import Actor
+    from .engine import Sim
+
+__all__ = ["Collectives", "Instance"]
+
+_SHARD_KINDS = (CommType.GATHER, CommType.SCATTER, CommType.BROADCAST)
+
+
+class Instance:
+    """One collective across its members: who has issued it, and its chunk progress."""
+
+    __slots__ = ("key", "ct", "size", "inv", "members", "actor_ids", "arrived", "last", "start",
+                 "n", "phases", "done", "qact", "qwait", "actors")
+
+    def __init__(self, key, ct, size, inv, members, actor_ids):
+        self.key = key
+        self.ct = ct
+        self.size = size
+        self.inv = inv
+        self.members = members
+        self.actor_ids = actor_ids
+        self.arrived: dict[int, tuple] = {}
+        self.last = None
+        self.start = 0
+        self.n = 0
+        self.phases: list = []
+        self.done = 0
+        self.qact: dict[int, int] = {}
+        self.qwait: dict[int, deque] = {}
+        self.actors: list = []
+
+
+class Collectives:
+    """Matches collectives of ``sim`` and runs their chunk phases."""
+
+    def __init__(self, sim: Sim, groups: dict[str, tuple[int, ...]]):
+        self.sim = sim
+        self.groups = groups
+        self.all = tuple(range(len(sim.rank_actor)))
+        self.open: dict[tuple, Instance] = {}
+        self.stats: dict[tuple[str, str], dict] = {}
+        self.active = sim.sd.active_chunks_per_dimension
+
+    def members(self, pg: str) -> tuple[int, ...]:
+        """Ranks of group ``pg`` ("" = all ranks)."""
+        return self.groups.get(pg, self.all) if pg else self.all
+
+    def arrive(self, a: Actor, i: int) -> None:
+        """Rank ``a`` issues collective node ``i``."""
+        ct, size, pg, inv = a.prog.extra[i]
+        seq = a.seq.get(pg, 0)
+        a.seq[pg] = seq + 1
+        key = (pg, seq)
+        inst = self.open.get(key)
+        if inst is None:
+            members = self.members(pg)
+            actor_ids = {self.sim.rank_actor[r] for r in members}
+            inst = self.open[key] = Instance(key, ct, size, inv, members, actor_ids)
+        elif (inst.ct, inst.size) != (ct, size):
+            first = next(iter(inst.arrived.values()))
+            raise ChakraError(
+                f"collective #{seq + 1} of group {pg or 'all'!r} differs across ranks: rank "
+                f"{first[0].rank} issues {CommType(inst.ct).name} of {inst.size} bytes (node "
+                f"{first[0].prog.ids[first[1]]}), rank {a.rank} issues {CommType(ct).name} of {size} "
+                f"bytes (node {a.prog.ids[i]}); collectives are matched by issue order per group")
+        if a.index not in inst.actor_ids:
+            raise ChakraError(f"rank {a.rank} node {a.prog.ids[i]} issues a collective on group {pg!r} "
+                              f"but is not one of its members {list(inst.members)[:16]}", a.prog.label)
+        now = self.sim.env._now
+        inst.arrived[a.index] = (a, i, now)
+        inst.last = (a.index, i)
+        if len(inst.arrived) == len(inst.actor_ids):
+            del self.open[key]
+            self._start(inst, now)
+
+    def _start(self, inst: Instance, now: int) -> None:
+        sim = self.sim
+        kind = ASTRA_KIND[CommType(inst.ct)]
+        p = len(inst.members)
+        size = inst.size
+        if inst.ct in _SHARD_KINDS:
+            size //= p
+        elif inst.ct == CommType.BARRIER:
+            size = 0
+        members = None if p == len(self.all) else inst.members
+        inst.n, inst.phases = sim.planner.plan(kind, size, inst.inv, members)
+        inst.start = now
+        inst.actors = [v[0] for v in inst.arrived.values()]
+        for ai, ii in ((v[0].index, v[1]) for v in inst.arrived.values()):
+            if (ai, ii) != inst.last:
+                sim.cross[(ai, ii)] = inst.last
+        if inst.n == 0:
+            ev = sim.env.timeout(0, inst)
+            ev.callbacks.append(lambda ev: self._finish(ev._value))
+            sim.events += 1
+            return
+        for c in range(inst.n):
+            self._enter(inst, c, 0)
+
+    def _enter(self, inst: Instance, c: int, p: int) -> None:
+        q = inst.phases[p][0]
+        if inst.qact.get(q, 0) < self.active:
+            self._go(inst, c, p)
+        else:
+            inst.qwait.setdefault(q, deque()).append((c, p))
+
+    def _go(self, inst: Instance, c: int, p: int) -> None:
+        sim = self.sim
+        q, cost, label = inst.phases[p]
+        inst.qact[q] = inst.qact.get(q, 0) + 1
+        if sim.aware:
+            share = 1 + max(act.queue_active[q] for act in inst.actors)
+            for act in inst.actors:
+                act.queue_active[q] += 1
+            dur = cost.duration(share)
+        else:
+            dur = cost.fixed
+        ev = sim.env.timeout(dur, (inst, c, p))
+        ev.callbacks.append(self._phase_end)
+        sim.events += 1
+        tl = sim.timeline
+        if tl is not None and len(tl) < sim.max_spans:
+            tl.append((inst.actors[0].index, 10 + q, (label, c, inst.key), sim.env._now, dur))
+
+    def _phase_end(self, ev) -> None:
+        inst, c, p = ev._value
+        q = inst.phases[p][0]
+        inst.qact[q] -= 1
+        if self.sim.aware:
+            for act in inst.actors:
+                act.queue_active[q] -= 1
+        wait = inst.qwait.get(q)
+        if wait:
+            c2, p2 = wait.popleft()
+            self._go(inst, c2, p2)
+        if p + 1 < len(inst.phases):
+            self._enter(inst, c, p + 1)
+        else:
+            inst.done += 1
+            if inst.done == inst.n:
+                self._finish(inst)
+
+    def _finish(self, inst: Instance) -> None:
+        sim = self.sim
+        now = sim.env._now
+        pg = inst.key[0]
+        name = CommType(inst.ct).name
+        st = self.stats.get((name, pg))
+        if st is None:
+            st = self.stats[(name, pg)] = {"collective": name, "group": pg or "all", "count": 0,
+                                           "bytes": 0, "total_ns": 0, "max_ns": 0, "sync_wait_ns": 0,
+                                           "chunks": inst.n, "phases": [ph[2] for ph in inst.phases]}
+        dur = now - inst.start
+        st["count"] += 1
+        st["bytes"] += inst.size
+        st["total_ns"] += dur
+        st["max_ns"] = max(st["max_ns"], dur)
+        st["sync_wait_ns"] += max(inst.start - v[2] for v in inst.arrived.values())
+        for a, i, _t in inst.arrived.values():
+            sim.end_node(a, i)
+
+    def waiting_report(self) -> list[str]:
+        """Lines naming the collectives some members issued and others never did."""
+        out = []
+        for (pg, seq), inst in self.open.items():
+            got = sorted(r for v in inst.arrived.values() for r in v[0].ranks)
+            missing = [r for r in inst.members if r not in set(got)]
+            a, i, _ = next(iter(inst.arrived.values()))
+            kind = KIND_NAME.get(ASTRA_KIND[CommType(inst.ct)], "")
+            out.append(f"collective #{seq + 1} ({CommType(inst.ct).name}, {kind}) of group "
+                       f"{pg or 'all'!r}: rank(s) {_short(got)} wait (rank {a.rank} in node "
+                       f"{a.prog.ids[i]}) for rank(s) {_short(missing)} that never issue it")
+        return out
+
+
+def _short(ranks: list[int]) -> str:
+    text = ", ".join(map(str, ranks[:8]))
+    return text + (f" ... ({len(ranks)} ranks)" if len(ranks) > 8 else "")

@@ -1,0 +1,221 @@
+"""The discrete-event core on SimPy: node issue and completion, resources, memory, p2p.
+
+Every timed thing is one SimPy timeout whose callback finishes it: a node, a point-to-point
+message, a collective chunk phase on one dimension (see :mod:`collectives`).  Nodes that
+become ready are issued in ascending id order as soon as their resource (one CPU op, ``streams``
+accelerator compute ops, ``streams`` communication ops) has a free slot.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from heapq import heappop, heappush
+
+import simpy
+
+from chakra_core.errors import ChakraError
+from chakra_core.system import SystemDescription
+
+from .actor import Actor
+from .collectives import Collectives
+from .plans import Planner
+from .program import K_COLL, K_MEM, K_RECV, K_SEND, R_NONE
+
+__all__ = ["Sim"]
+
+
+class Sim:
+    """A simulation of ``actors`` (one per class of identical ranks) on system ``sd``.
+
+    ``rank_actor[r]`` is the actor index standing for rank r; ``groups`` maps pg_name to its
+    ranks; ``aware`` selects the congestion-aware timing; ``timeline`` a list to append
+    ``(actor, tid, name, start_ns, dur_ns)`` spans to (or None), at most ``max_spans``.
+    """
+
+    def __init__(self, actors: list[Actor], rank_actor: list[int], sd: SystemDescription,
+                 groups: dict[str, tuple[int, ...]], aware: bool, timeline: list | None,
+                 max_spans: int):
+        self.env = simpy.Environment()
+        self.actors = actors
+        self.rank_actor = rank_actor
+        self.sd = sd
+        self.aware = aware
+        self.planner = Planner(sd)
+        self.timeline = timeline
+        self.max_spans = max_spans
+        self.events = 0
+        self.cross: dict[tuple[int, int], tuple[int, int]] = {}
+        self.sends: dict[tuple, deque] = {}
+        self.recvs: dict[tuple, deque] = {}
+        self.mem_free: dict[int, int] = {}
+        self.coll = Collectives(self, groups)
+
+    # -- scheduling -------------------------------------------------------------------
+    def after(self, a: Actor, i: int, delay: int) -> None:
+        """End node ``i`` of actor ``a`` ``delay`` ns from now."""
+        ev = self.env.timeout(delay, (a, i))
+        ev.callbacks.append(self._on_end)
+        self.events += 1
+
+    def _on_end(self, ev) -> None:
+        a, i = ev._value
+        self.end_node(a, i)
+
+    def run(self) -> None:
+        """Run to the end; raise ChakraError with a deadlock report if ranks are left waiting."""
+        for a in self.actors:
+            prog, ready, indeg = a.prog, a.ready, a.indeg
+            res = prog.res
+            for i in range(len(prog)):
+                if indeg[i] == 0:
+                    ready[res[i]].append(i)
+            self.issue(a)
+        self.env.run()
+        if any(a.done < len(a.prog) for a in self.actors):
+            raise ChakraError(self.deadlock_report())
+
+    # -- nodes --------------------------------------------------------------------------
+    def issue(self, a: Actor) -> None:
+        """Start ready nodes in id order while their resource has a free slot."""
+        ready, free = a.ready, a.free
+        for r in range(4):
+            h = ready[r]
+            while h and free[r] > 0:
+                i = heappop(h)
+                free[r] -= 1
+                self.start_node(a, i)
+
+    def start_node(self, a: Actor, i: int) -> None:
+        """Start node ``i``: time it, or hand it to the collective / p2p / memory models."""
+        now = self.env._now
+        prog = a.prog
+        a.start[i] = now
+        rb = a.readyby[i]
+        res = prog.res[i]
+        ready_t = a.end[rb] if rb >= 0 else 0
+        a.why[i] = a.last_rel[res] if (now > ready_t and res != R_NONE) else rb
+        cat = a.category(i)
+        if cat != R_NONE:
+            a.account(now)
+            a.active[cat] += 1
+        k = prog.kind[i]
+        if k == K_COLL:
+            self.coll.arrive(a, i)
+        elif k == K_SEND:
+            self._send(a, i)
+        elif k == K_RECV:
+            self._recv(a, i)
+        elif k == K_MEM:
+            self.after(a, i, self._mem_time(a, i, now))
+        else:
+            self.after(a, i, prog.dur[i])
+
+    def end_node(self, a: Actor, i: int) -> None:
+        """Finish node ``i`` now: free its resource, release its children, issue more."""
+        now = self.env._now
+        prog = a.prog
+        a.end[i] = now
+        res = prog.res[i]
+        cat = a.category(i)
+        if cat != R_NONE:
+            a.account(now)
+            a.active[cat] -= 1
+        if res != R_NONE:
+            a.free[res] += 1
+            a.last_rel[res] = i
+        a.done += 1
+        tl = self.timeline
+        if tl is not None and len(tl) < self.max_spans:
+            tl.append((a.index, cat, i, a.start[i], now - a.start[i]))
+        ptr = prog.child_ptr
+        kids = prog.child_idx
+        indeg = a.indeg
+        ready = a.ready
+        pres = prog.res
+        for j in range(ptr[i], ptr[i + 1]):
+            c = kids[j]
+            indeg[c] -= 1
+            if indeg[c] == 0:
+                a.readyby[c] = i
+                heappush(ready[pres[c]], c)
+        self.issue(a)
+        if a.done == len(prog):
+            a.finish = now
+            a.account(now)
+
+    # -- memory -------------------------------------------------------------------------
+    def _mem_time(self, a: Actor, i: int, now: int) -> int:
+        mem = self.sd.remote_memory
+        if mem.memory_type == "NO_MEMORY_EXPANSION":
+            return a.prog.dur[i]
+        size = a.prog.extra[i][0]
+        t = int(mem.remote_mem_latency + size / mem.remote_mem_bw)
+        if mem.memory_type == "PER_NPU_MEMORY_EXPANSION":
+            return t
+        server = a.rank // mem.num_npus_per_node if mem.memory_type == "PER_NODE_MEMORY_EXPANSION" else 0
+        start = max(now, self.mem_free.get(server, 0))
+        self.mem_free[server] = start + t
+        return start + t - now
+
+    # -- point to point -----------------------------------------------------------------
+    def _p2p_delay(self, src: int, dst: int, size: int, a: Actor) -> int:
+        d, cost = self.planner.p2p_cost(src, dst, size)
+        return cost.duration(a.queue_active[d] + 1 if self.aware else None)
+
+    def _check_peer(self, a: Actor, i: int, peer: int) -> None:
+        if not 0 <= peer < len(self.rank_actor) or peer == a.rank:
+            raise ChakraError(f"rank {a.rank} node {a.prog.ids[i]}: bad peer rank {peer}", a.prog.label)
+
+    def _send(self, a: Actor, i: int) -> None:
+        peer, tag, size = a.prog.extra[i]
+        self._check_peer(a, i, peer)
+        delay = self._p2p_delay(a.rank, peer, size, a)
+        self.after(a, i, delay)
+        key = (a.rank, peer, tag, size)
+        waiting = self.recvs.get(key)
+        if waiting:
+            ra, ri = waiting.popleft()
+            self.cross[(ra.index, ri)] = (a.index, i)
+            self.after(ra, ri, delay)
+        else:
+            self.sends.setdefault(key, deque()).append((self.env._now + delay, a.index, i))
+
+    def _recv(self, a: Actor, i: int) -> None:
+        peer, tag, size = a.prog.extra[i]
+        self._check_peer(a, i, peer)
+        key = (peer, a.rank, tag, size)
+        sent = self.sends.get(key)
+        if sent:
+            arrival, sa, si = sent.popleft()
+            delay = max(0, arrival - self.env._now)
+            if delay:
+                self.cross[(a.index, i)] = (sa, si)
+            self.after(a, i, delay)
+        else:
+            self.recvs.setdefault(key, deque()).append((a, i))
+
+    # -- deadlock -----------------------------------------------------------------------
+    def deadlock_report(self) -> str:
+        """One paragraph naming the ranks left waiting, their nodes and groups."""
+        now = self.env._now
+        parts = []
+        parts += self.coll.waiting_report()
+        for key, q in self.recvs.items():
+            for a, i in q:
+                parts.append(f"rank {a.rank} node {a.prog.ids[i]} waits for a send from rank {key[0]} "
+                             f"(tag {key[2]}, {key[3]} bytes) that never comes")
+        for key, q in self.sends.items():
+            if q:
+                parts.append(f"{len(q)} send(s) from rank {key[0]} to rank {key[1]} (tag {key[2]}, "
+                             f"{key[3]} bytes) never received")
+        stuck = [a for a in self.actors if a.done < len(a.prog)]
+        blocked = []
+        for a in stuck[:5]:
+            left = [a.prog.ids[i] for i in range(len(a.prog)) if a.indeg[i] > 0][:5]
+            if left:
+                blocked.append(f"rank {a.rank}: nodes {', '.join(map(str, left))} never became ready")
+        if not parts and blocked:
+            parts.append("a dependency cycle")
+        shown = parts[:6] + blocked
+        more = f" (+{len(parts) - 6} more)" if len(parts) > 6 else ""
+        return (f"deadlock at {now} ns: {len(stuck)} rank(s) cannot finish: " + "; ".join(shown) + more)

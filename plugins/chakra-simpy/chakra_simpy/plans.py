@@ -1,0 +1,89 @@
+"""Collective plans: chunks and the phases each chunk goes through, per dimension queue.
+
+A plan is ``(chunks, phases)`` where ``phases`` is a list of ``(queue, Cost, label)``; every
+chunk goes through the same phases in order (ASTRA-sim gives the remainder chunk the full
+chunk size too).  ``queue`` is the network dimension whose queue the phase waits in (group
+rings use dimension 0's queue, as ASTRA-sim does).
+"""
+
+from __future__ import annotations
+
+from chakra_core.errors import ConfigError
+from chakra_core.system import SystemDescription
+
+from .timing import Cost, chunking, final_size, net, peer_hops, phase_cost, ring_group_cost
+
+__all__ = ["Planner", "KIND_NAME"]
+
+KIND_NAME = {"AR": "all-reduce", "RS": "reduce-scatter", "AG": "all-gather", "A2A": "all-to-all"}
+_LONG = {"AR": "all_reduce", "RS": "reduce_scatter", "AG": "all_gather", "A2A": "all_to_all"}
+
+
+class Planner:
+    """Builds (and caches) collective plans for one system description."""
+
+    def __init__(self, sd: SystemDescription):
+        self.sd = sd
+        self.dims = sd.dimensions
+        self.total = sd.npus
+        self._cache: dict = {}
+        self._coords = [sd.coords(r) for r in range(self.total)]
+
+    def hop(self, a: int, b: int):
+        """``(Dimension, hops)`` of the physical path from rank ``a`` to rank ``b``."""
+        d, h = peer_hops(self.dims, self._coords[a], self._coords[b])
+        return self.dims[d], h
+
+    def p2p_cost(self, a: int, b: int, size: int) -> tuple[int, Cost]:
+        """``(dimension, Cost)`` of a message of ``size`` bytes from rank ``a`` to rank ``b``:
+        ``net(size)`` on the lowest differing dimension, no endpoint delay, no chunking."""
+        d, h = peer_hops(self.dims, self._coords[a], self._coords[b])
+        dim = self.dims[d]
+        return d, Cost(net(dim, size, h), h * dim.latency, h * size / dim.bytes_per_ns)
+
+    def plan(self, kind: str, size: int, involved: tuple[bool, ...] | None,
+             members: tuple[int, ...] | None) -> tuple[int, list[tuple[int, Cost, str]]]:
+        """Plan of a collective of ``kind`` (AR, RS, AG, A2A) and ``size`` bytes.
+
+        ``members`` None: all ranks, over the network dimensions; else a ring over the members.
+        """
+        key = (kind, size, involved, members)
+        got = self._cache.get(key)
+        if got is None:
+            got = self._cache[key] = self._plan(kind, size, involved, members)
+        return got
+
+    def _plan(self, kind, size, involved, members):
+        sd = self.sd
+        n, c = chunking(kind, size, sd.preferred_dataset_splits, self.total)
+        if n == 0:
+            return 0, []
+        if members is not None:
+            if len(members) < 2:
+                return 0, []
+            cost = ring_group_cost(kind, list(members), self.hop, c, sd.local_mem_bw)
+            return n, [(0, cost, f"{KIND_NAME[kind]} ring over group")]
+        impl = sd.implementation(_LONG[kind])
+        ndims = min(len(impl), len(self.dims))
+        active = [d for d in range(ndims) if self.dims[d].npus_count > 1
+                  and (involved is None or d >= len(involved) or involved[d])]
+        if not impl:
+            raise ConfigError(f"no '{KIND_NAME[kind]}-implementation' in the system description",
+                              sd.sources.get("system"))
+        steps: list[tuple[str, int]] = []
+        if kind == "AR" and sd.collective_optimization == "localBWAware" and active:
+            last = active[-1]
+            steps = [("RS", d) for d in active if d < last] + [("AR", last)]
+            steps += [("AG", d) for d in reversed(active) if d < last]
+        elif kind == "AG":
+            steps = [("AG", d) for d in reversed(active)]
+        else:
+            steps = [(kind, d) for d in active]
+        phases = []
+        data = c
+        for k, d in steps:
+            dim = self.dims[d]
+            cost = phase_cost(k, impl[d], dim, data, sd.endpoint_delay, sd.local_mem_bw)
+            phases.append((d, cost, f"{KIND_NAME[k]} on dim {d} ({impl[d]})"))
+            data = final_size(k, data, dim.npus_count)
+        return (n if phases else 0), phases

@@ -1,0 +1,159 @@
+"""One rank's trace in compact arrays: what the simulator needs of every node, and a digest.
+
+Nodes are sorted by id (ready nodes are issued in ascending id order) and indexed 0..n-1;
+children are kept in CSR form.  Per node: kind, resource, duration (ns), and for
+communication and memory nodes a small tuple in ``extra``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from array import array
+
+from chakra_core.attrs import get_attr, get_bool, get_int, get_str
+from chakra_core.errors import TraceFormatError
+from chakra_core.schema import CommType, NodeType
+from chakra_core.system import SystemDescription
+from chakra_core.traceset import RankTrace
+
+from .timing import roofline_ns
+
+__all__ = ["Program", "load_program", "K_COMP", "K_MEM", "K_COLL", "K_SEND", "K_RECV", "K_NOP",
+           "R_CPU", "R_COMP", "R_COMM", "R_NONE", "ASTRA_KIND"]
+
+K_COMP, K_MEM, K_COLL, K_SEND, K_RECV, K_NOP = range(6)
+R_CPU, R_COMP, R_COMM, R_NONE = range(4)
+
+#: CommType -> (modelled kind, how comm_size maps to the modelled collective).
+ASTRA_KIND = {
+    CommType.ALL_REDUCE: "AR", CommType.ALL_GATHER: "AG", CommType.REDUCE_SCATTER: "RS",
+    CommType.ALL_TO_ALL: "A2A", CommType.REDUCE: "AR", CommType.REDUCE_SCATTER_BLOCK: "RS",
+    CommType.BARRIER: "AR", CommType.GATHER: "AG", CommType.SCATTER: "AG", CommType.BROADCAST: "AG",
+}
+
+
+class Program:
+    """Compact form of one rank's trace (see module docstring)."""
+
+    def __init__(self, rank: int, label: str):
+        self.rank = rank
+        self.label = label
+        self.ids = array("Q")
+        self.kind = bytearray()
+        self.res = bytearray()
+        self.dur = array("q")
+        self.indeg = array("l")
+        self.child_ptr = array("l")
+        self.child_idx = array("l")
+        self.extra: dict[int, tuple] = {}
+        self.has_p2p = False
+        self.has_mem = False
+        self.groups: set[str] = set()
+        self.roofline_fallbacks = 0
+        self.unmodelled: set[str] = set()
+        self.digest = ""
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+def _node_info(n, sd: SystemDescription, prog: Program, where: str):
+    t = n.type
+    dur = n.duration_micros * 1000
+    cpu = get_bool(n, "is_cpu_op", False)
+    if t == NodeType.COMP_NODE:
+        if not cpu and sd.roofline_enabled:
+            ops = get_int(n, "num_ops")
+            if ops is None:
+                prog.roofline_fallbacks += 1
+            else:
+                dur = roofline_ns(ops, get_int(n, "tensor_size", 0) or 0, sd.peak_perf, sd.local_mem_bw)
+        return K_COMP, (R_CPU if cpu else R_COMP), max(dur, 1), None
+    if t in (NodeType.MEM_LOAD_NODE, NodeType.MEM_STORE_NODE):
+        prog.has_mem = True
+        return K_MEM, (R_CPU if cpu else R_COMM), dur, (get_int(n, "tensor_size", 0) or 0,)
+    if t == NodeType.COMM_COLL_NODE:
+        ct = get_int(n, "comm_type")
+        if ct is None or ct not in CommType._value2member_map_:
+            raise TraceFormatError(f"collective without a valid comm_type ({ct})", where, f"node {n.id}")
+        ct = CommType(ct)
+        size = get_int(n, "comm_size", 0) or 0
+        pg = get_str(n, "pg_name", "") or ""
+        pg = "" if pg == "0" else pg
+        inv = get_attr(n, "involved_dim")
+        inv = tuple(bool(x) for x in inv) if isinstance(inv, list) else None
+        if ct == CommType.BROADCAST and dur > 0:
+            return K_COMP, R_COMM, dur, None  # ASTRA-sim replays a broadcast's duration
+        if ct not in (CommType.ALL_REDUCE, CommType.ALL_GATHER, CommType.REDUCE_SCATTER,
+                      CommType.ALL_TO_ALL):
+            prog.unmodelled.add(ct.name)
+        prog.groups.add(pg)
+        return K_COLL, R_COMM, 0, (int(ct), size, pg, inv)
+    if t in (NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE):
+        prog.has_p2p = True
+        send = t == NodeType.COMM_SEND_NODE
+        peer = get_int(n, "comm_dst" if send else "comm_src")
+        if peer is None:
+            raise TraceFormatError(f"{'send' if send else 'recv'} without "
+                                   f"{'comm_dst' if send else 'comm_src'}", where, f"node {n.id}")
+        tag = get_int(n, "comm_tag", 0) or 0
+        size = get_int(n, "comm_size", None)
+        if size is None:
+            size = get_int(n, "tensor_size", 0) or 0
+        return (K_SEND, R_COMM, 0, (peer, tag, size)) if send else (K_RECV, R_NONE, 0, (peer, tag, size))
+    return K_NOP, R_NONE, 0, None
+
+
+def load_program(rt: RankTrace, sd: SystemDescription) -> Program:
+    """Read one rank's nodes into a :class:`Program` (raises TraceFormatError on a dependency
+    on a missing id or on a duplicate id, naming the file and node)."""
+    where = rt.label
+    prog = Program(rt.rank, where)
+    rows = []
+    for batch in rt.batches():
+        for n in batch:
+            k, r, d, x = _node_info(n, sd, prog, where)
+            deps = list(n.data_deps)
+            if n.ctrl_deps:
+                deps.extend(n.ctrl_deps)
+            rows.append((n.id, k, r, d, x, deps))
+    rows.sort(key=lambda row: row[0])
+    index = {}
+    for i, row in enumerate(rows):
+        if row[0] in index:
+            raise TraceFormatError("duplicate node id", where, f"node {row[0]}")
+        index[row[0]] = i
+    nchild = [0] * len(rows)
+    for row in rows:
+        for dep in row[5]:
+            j = index.get(dep)
+            if j is None:
+                raise TraceFormatError(f"depends on node {dep}, which is not in the file", where,
+                                       f"node {row[0]}")
+            nchild[j] += 1
+    ptr = [0] * (len(rows) + 1)
+    for i, c in enumerate(nchild):
+        ptr[i + 1] = ptr[i] + c
+    fill = ptr[:-1]
+    kids = [0] * ptr[-1]
+    for i, row in enumerate(rows):
+        for dep in row[5]:
+            j = index[dep]
+            kids[fill[j]] = i
+            fill[j] += 1
+    prog.ids = array("Q", (row[0] for row in rows))
+    prog.kind = bytearray(row[1] for row in rows)
+    prog.res = bytearray(row[2] for row in rows)
+    prog.dur = array("q", (row[3] for row in rows))
+    prog.indeg = array("l", (len(row[5]) for row in rows))
+    prog.child_ptr = array("l", ptr)
+    prog.child_idx = array("l", kids)
+    prog.extra = {i: row[4] for i, row in enumerate(rows) if row[4] is not None}
+    h = hashlib.blake2b(digest_size=16)
+    for a in (prog.ids, prog.dur, prog.indeg, prog.child_ptr, prog.child_idx):
+        h.update(a.tobytes())
+    h.update(bytes(prog.kind))
+    h.update(bytes(prog.res))
+    h.update(repr(sorted(prog.extra.items())).encode())
+    prog.digest = h.hexdigest()
+    return prog

@@ -1,0 +1,243 @@
+"""Closed-form timing of collective phases, point-to-point messages, compute and memory.
+
+Every formula follows ASTRA-sim's analytical (congestion-unaware) model, in integer ns:
+
+- a message of ``m`` bytes over ``h`` hops: ``net(m) = floor(h*L + m/b)`` with ``b`` in bytes/ns
+  (``bandwidth * 2**30 / 1e9``);
+- a reduction of ``m`` bytes: ``red(m) = 3 * floor(m / M)`` with ``M`` = local-mem-bw (bytes/ns);
+- a phase = (#endpoint delays) * e + the network steps + the reductions, per algorithm (see
+  :func:`phase_cost`).
+
+A phase cost is returned as ``Cost(fixed, serial)``: in the congestion-unaware mode the phase
+takes ``fixed`` ns (exact integer arithmetic); in the congestion-aware mode it takes
+``aware_fixed + aware_serial * k`` ns, where ``k`` is the number of chunk phases sharing the
+dimension's links and every hop charges latency plus serialization (store and forward).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from chakra_core.errors import ConfigError
+from chakra_core.system import Dimension, algorithm_base
+
+__all__ = ["Cost", "ring_hops", "peer_hops", "net", "red", "phase_cost", "ring_group_cost",
+           "final_size", "chunking", "roofline_ns", "GROUP_ENDPOINT_DELAY"]
+
+#: endpoint delay (ns) that ASTRA-sim uses for rings over a communicator group, whatever
+#: ``endpoint-delay`` says.
+GROUP_ENDPOINT_DELAY = 10
+
+
+@dataclass(frozen=True)
+class Cost:
+    """Duration of one chunk phase: ``fixed`` ns when uncongested; ``aware_fixed +
+    aware_serial * k`` ns when ``k`` phases share the links (congestion-aware mode)."""
+
+    fixed: int
+    aware_fixed: float
+    aware_serial: float
+
+    def duration(self, share: int | None) -> int:
+        """Duration in ns: the exact uncongested time for ``share`` None, else the shared one."""
+        if share is None:
+            return self.fixed
+        return max(1, int(self.aware_fixed + self.aware_serial * share))
+
+
+def ring_hops(dim: Dimension, distance: int) -> int:
+    """Hops between two NPUs ``distance`` apart in one dimension (bidirectional ring,
+    shortest way; FullyConnected 1; Switch 2)."""
+    if dim.topology == "Switch":
+        return 2
+    if dim.topology == "FullyConnected":
+        return 1
+    d = distance % dim.npus_count
+    return min(d, dim.npus_count - d)
+
+
+def peer_hops(dims: tuple[Dimension, ...], coords_a: tuple[int, ...], coords_b: tuple[int, ...]
+              ) -> tuple[int, int]:
+    """``(dimension, hops)`` of a message between two NPUs: charged on the lowest dimension
+    where their coordinates differ (as ASTRA-sim's analytical network does)."""
+    for d, (a, b) in enumerate(zip(coords_a, coords_b)):
+        if a != b:
+            return d, ring_hops(dims[d], b - a)
+    raise ValueError("a message to oneself")
+
+
+def net(dim: Dimension, m: int, hops: int) -> int:
+    """``floor(hops * L + m / b)`` ns for ``m`` bytes over ``hops`` links of ``dim``."""
+    return int(hops * dim.latency + m / dim.bytes_per_ns)
+
+
+def red(m: int, local_mem_bw: float) -> int:
+    """``3 * floor(m / M)`` ns to reduce ``m`` bytes (M = local-mem-bw, GB/s = bytes/ns)."""
+    if local_mem_bw <= 0:
+        raise ConfigError("a reduction needs 'local-mem-bw' > 0 GB/s (ASTRA-sim divides by zero)")
+    return 3 * int(m // local_mem_bw)
+
+
+def final_size(kind: str, d: int, p: int) -> int:
+    """Bytes leaving a phase of ``kind`` that got ``d`` bytes on ``p`` NPUs."""
+    if kind == "RS":
+        return d // p
+    if kind == "AG":
+        return d * p
+    return d
+
+
+def chunking(kind: str, size: int, splits: int, total_npus: int) -> tuple[int, int]:
+    """``(chunks, chunk_bytes)`` as ASTRA-sim splits a collective of ``size`` bytes.
+
+    chunk = size // splits; unless all-gather, a chunk below the total NPU count is raised to
+    it (and the size to ``splits * chunk``); a remainder is one more full-size chunk.  A
+    zero-byte all-gather has no chunk; one smaller than ``splits`` bytes is one chunk (ASTRA-sim
+    divides by zero there).
+    """
+    c = size // splits
+    if kind != "AG" and total_npus > c:
+        c = total_npus
+        size = splits * c
+    if size <= 0:
+        return 0, 0
+    if c == 0:
+        return 1, size
+    return -(-size // c), c
+
+
+def _steps(kind: str, p: int) -> tuple[int, int, int]:
+    """(network steps, reductions, message divisor) of the ring algorithm."""
+    if kind == "AR":
+        return 2 * (p - 1), p - 1, p
+    if kind == "RS":
+        return p - 1, p - 1, p
+    if kind == "AG":
+        return p - 1, 0, 1
+    return p * (p - 1) // 2, 0, p  # A2A
+
+
+def _cost(e: int, n_e: int, msgs: list[tuple[int, int]], dim: Dimension, reds: int,
+          parallel: int = 1) -> Cost:
+    """Cost of a chain: ``n_e`` endpoint delays, messages ``(bytes, hops)`` one after the other,
+    ``reds`` ns of reductions; ``parallel`` messages leave the NPU at once (direct)."""
+    fixed = n_e * e + sum(net(dim, m, h) for m, h in msgs) + reds
+    lat = sum(h * dim.latency for m, h in msgs)
+    ser = sum(h * m / dim.bytes_per_ns for m, h in msgs) * parallel
+    return Cost(fixed, n_e * e + reds + lat, ser)
+
+
+def _direct_load(dim: Dimension) -> int:
+    """Messages sharing the busiest link when every NPU sends to every other one at once."""
+    p = dim.npus_count
+    if dim.topology == "FullyConnected":
+        return 1
+    if dim.topology == "Switch":
+        return p - 1
+    load = sum(range(1, (p - 1) // 2 + 1))  # clockwise distances 1..floor((p-1)/2) cross a link
+    return max(1, load + (p // 2 if p % 2 == 0 else 0) // 2)
+
+
+def phase_cost(kind: str, impl: str, dim: Dimension, d: int, e: int, local_mem_bw: float) -> Cost:
+    """Cost of one chunk phase of ``kind`` (AR, RS, AG, A2A) with ``d`` bytes entering it, on
+    ``dim`` with algorithm ``impl`` (ring, direct, halvingDoubling).
+
+    ring:   m = d // P (all-gather: d); AR 2(P-1) steps, P-1 reductions, 2P-1 endpoint delays;
+            RS P-1 steps and reductions, P delays; AG P-1 steps, P delays; A2A P(P-1)/2 steps,
+            P(P-1)/2+1 delays.
+    direct: all P-1 messages at once (m = d // P; all-gather d), charged by the farthest
+            peer: AR 3 delays, 2 steps, 1 reduction; RS 2 delays, 1 step, 1 reduction; AG and
+            A2A 2 delays, 1 step.
+    halvingDoubling (P a power of 2, k = log2 P): message i (i = 1..k) of RS and the first half
+            of AR is (d // 2) halved i-1 times, to the peer 2^(i-1) away, reduced from the
+            second on; AG and the second half of AR double back from P/2 away; k+1 (RS, AG) or
+            2k+1 (AR) endpoint delays.
+    """
+    p = dim.npus_count
+    base, window = algorithm_base(impl)
+    if base == "ring":
+        steps, nred, div = _steps(kind, p)
+        m = d // div
+        h = ring_hops(dim, 1)
+        return _cost(e, steps + 1, [(m, h)] * steps, dim, nred * red(m, local_mem_bw) if nred else 0)
+    if base == "direct":
+        if window is not None and window < p - 1:
+            raise ConfigError(f"'{impl}' with a window below P-1 = {p - 1} is not modelled by the "
+                              "simpy backend; use 'direct'")
+        m = d if kind == "AG" else d // p
+        h = max(ring_hops(dim, k) for k in range(1, p))
+        load = _direct_load(dim)
+        if kind == "AR":
+            return _cost(e, 3, [(m, h), (m, h)], dim, red(m, local_mem_bw), load)
+        reds = red(m, local_mem_bw) if kind == "RS" else 0
+        return _cost(e, 2, [(m, h)], dim, reds, load)
+    if base == "halvingDoubling":
+        k = p.bit_length() - 1
+        if p != 1 << k:
+            raise ConfigError(f"halvingDoubling needs a power-of-two NPU count, got {p}")
+        if kind == "A2A":
+            raise ConfigError("ASTRA-sim has no halvingDoubling all-to-all")
+        msgs: list[tuple[int, int]] = []
+        reds = 0
+        if kind in ("AR", "RS"):
+            s = d // 2
+            for i in range(1, k + 1):
+                msgs.append((s, ring_hops(dim, 1 << (i - 1))))
+                if i >= 2:
+                    reds += red(s, local_mem_bw)
+                if i < k:
+                    s //= 2
+            if kind == "RS":
+                return _cost(e, k + 1, msgs, dim, reds)
+            t = 2 * (s // 2)
+            for j in range(1, k + 1):
+                msgs.append((t << (j - 1), ring_hops(dim, p >> j)))
+            return _cost(e, 2 * k + 1, msgs, dim, reds)
+        for i in range(1, k + 1):  # AG
+            msgs.append((d << (i - 1), ring_hops(dim, p >> i)))
+        return _cost(e, k + 1, msgs, dim, 0)
+    raise ConfigError(f"implementation '{impl}' is not modelled by the simpy backend "
+                      "(modelled: ring, direct, halvingDoubling)")
+
+
+def ring_group_cost(kind: str, members: list[int], hop_cost, d: int, local_mem_bw: float) -> Cost:
+    """Cost of one chunk phase of a ring over a communicator group (members in rank order).
+
+    ``hop_cost(a, b)`` gives ``(Dimension, hops)`` of the physical path from rank a to rank b.
+    Member j receives every step from its predecessor, so its phase lasts
+    ``(S+1)*10 + reductions + sum of the S incoming messages`` walking the ring backwards; all
+    members finish with the slowest (lockstep).
+    """
+    p = len(members)
+    steps, nred, div = _steps(kind, p)
+    m = d // div
+    e = GROUP_ENDPOINT_DELAY
+    links = [hop_cost(members[j - 1], members[j]) for j in range(p)]  # into member j
+    nets = [net(dim, m, h) for dim, h in links]
+    lat = [h * dim.latency for dim, h in links]
+    ser = [h * m / dim.bytes_per_ns for dim, h in links]
+    q, r = divmod(steps, p)
+    reds = nred * red(m, local_mem_bw) if nred else 0
+
+    def worst(vals):
+        total = sum(vals)
+        if r == 0:
+            return q * total
+        pre = [0.0]
+        for v in vals + vals:
+            pre.append(pre[-1] + v)
+        # the r messages into member j come over links j-r+1 .. j
+        return q * total + max(pre[j + p + 1] - pre[j + p + 1 - r] for j in range(p))
+
+    worst_net = int(worst(nets)) if steps else 0
+    return Cost((steps + 1) * e + reds + worst_net, (steps + 1) * e + reds + worst(lat), worst(ser))
+
+
+def roofline_ns(num_ops: int, tensor_size: int, peak_tflops: float, local_mem_bw: float) -> int:
+    """Roofline time (ns, truncated): num_ops / min(bw * num_ops / tensor_size, peak)."""
+    if num_ops <= 0:
+        return 0
+    peak = peak_tflops * 1e12
+    perf = peak if tensor_size <= 0 else min(local_mem_bw * 1e9 * num_ops / tensor_size, peak)
+    return int(num_ops / perf * 1e9)
+
