@@ -84,7 +84,10 @@ def _layout(w: Workload, npus: int, mp_group: int | None) -> Layout:
                           "give option mp_group (or model_parallel_NPU_group: on line 1)")
     if mp > npus or npus % mp:
         raise ConfigError(f"{w.path}: model-parallel group size {mp} does not divide npus={npus}")
-    return Layout(npus, mp, mp_low=w.mode != "HYBRID_MODEL_DATA")
+    if (npus // mp) % w.ep:
+        raise ConfigError(f"{w.path}: expert-parallel group size ep: {w.ep} does not divide the "
+                          f"data-parallel group size {npus // mp}")
+    return Layout(npus, mp, mp_low=w.mode != "HYBRID_MODEL_DATA", ep=w.ep)
 
 
 def convert_workload(w: Workload, npus: int | None = None, passes: int = 1, time_unit: str = "cycles",
@@ -111,7 +114,7 @@ def convert_workload(w: Workload, npus: int | None = None, passes: int = 1, time
         key = tuple(sorted(names.items()))
         sfx = suffix_cache.get(key)
         if sfx is None:
-            sfx = [b"", b"", b""]
+            sfx = [b""] * 5
             for role, name in names.items():
                 sfx[role] = _pg_suffix(name)
             suffix_cache[key] = sfx

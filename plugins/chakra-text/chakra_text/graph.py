@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from chakra_core.schema import NodeType
 
-from .groups import ALL, DP, MP, Layout
+from .groups import ALL, DP, MP, ROLE_OF_SUFFIX, Layout
 from .modes import COMM_TYPES, DLRM_MODES, TRANSFORMER_MODES
 from .parse import Layer, Phase, Workload
 
@@ -52,12 +52,14 @@ class _Builder:
         return nid
 
     def coll(self, layer: Layer, phase: Phase, role: int, deps) -> int | None:
+        if phase.group is not None:
+            role = ROLE_OF_SUFFIX[phase.group]
         if phase.comm is None or not self.layout.active(role):
             return None
         nid = len(self.nodes) + 1
         self.nodes.append(Spec(nid, f"COMM_COLL_NODE_{layer.name}_{phase.comm}", int(NodeType.COMM_COLL_NODE),
                                tuple(sorted({d for d in deps if d is not None})),
-                               comm_type=int(COMM_TYPES[phase.comm]), comm_size=phase.size, role=role))
+                               comm_type=int(COMM_TYPES[phase.kind]), comm_size=phase.size, role=role))
         return nid
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from chakra_core.schema import CommType
 
-__all__ = ["MODES", "COMM_TYPES", "HYBRID_MODES", "TRANSFORMER_MODES", "DLRM_MODES"]
+__all__ = ["MODES", "COMM_TYPES", "GROUP_SUFFIXES", "HYBRID_MODES", "TRANSFORMER_MODES", "DLRM_MODES"]
 
 TRANSFORMER_MODES = ("HYBRID_TRANSFORMER", "HYBRID_TRANSFORMER_FWD_IN_BCKWD")
 DLRM_MODES = ("HYBRID_DLRM", "HYBRID_DLRM_ENHANCED")
@@ -20,3 +20,6 @@ COMM_TYPES = {
     "ALLGATHER": CommType.ALL_GATHER,
     "REDUCESCATTER": CommType.REDUCE_SCATTER,
 }
+#: SimAI/AICB group suffixes of a comm type (``ALLGATHER_DP_EP``) in the transformer modes: the
+#: collective runs in the rank's expert-parallel group or its data-parallel-within-expert group.
+GROUP_SUFFIXES = ("_DP_EP", "_EP")

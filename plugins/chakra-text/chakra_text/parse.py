@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from chakra_core.errors import TraceFormatError
 
-from .modes import COMM_TYPES, DLRM_MODES, MODES
+from .modes import COMM_TYPES, DLRM_MODES, GROUP_SUFFIXES, MODES, TRANSFORMER_MODES
 
 __all__ = ["Phase", "Layer", "Workload", "parse_workload", "parse_text"]
 
@@ -34,13 +34,16 @@ _BARE_KEYS = ("pp_comm",)
 class Phase:
     """One pass of one layer: compute time (in the file's unit) and its collective, if any.
 
-    ``comm`` is the comm-type token of the file (``ALLREDUCE``...) or None for ``NONE``;
-    ``size`` is in bytes.
+    ``comm`` is the comm-type token of the file (``ALLREDUCE``, ``ALLGATHER_DP_EP``...) or None
+    for ``NONE``; ``kind`` the collective without its group suffix; ``group`` the suffix's group
+    (``"EP"``, ``"DP_EP"``) or None; ``size`` is in bytes.
     """
 
     time: float
     comm: str | None
     size: int
+    kind: str | None = None
+    group: str | None = None
 
 
 @dataclass(frozen=True)
@@ -61,8 +64,9 @@ class Workload:
 
     ``header`` keeps every ``key: value`` field of line 1 as strings (e.g. ``ep``, ``pp``,
     ``all_gpus``); the ones with a meaning here are also decoded: ``mp_group``
-    (``model_parallel_NPU_group``), ``all_gpus``, ``checkpoints``, ``initiates`` and, for the
-    DLRM modes, ``last_bottom`` (the index of the last bottom-MLP layer).
+    (``model_parallel_NPU_group``), ``ep`` (expert-parallel group size), ``all_gpus``,
+    ``checkpoints``, ``initiates`` and, for the DLRM modes, ``last_bottom`` (the index of the last
+    bottom-MLP layer).
     """
 
     path: str
@@ -70,6 +74,7 @@ class Workload:
     layers: list[Layer]
     header: dict[str, str] = field(default_factory=dict)
     mp_group: int | None = None
+    ep: int = 1
     all_gpus: int | None = None
     last_bottom: int | None = None
     checkpoints: frozenset[int] = frozenset()
@@ -119,13 +124,18 @@ def _size(tok: str, what: str, where: str, n: int) -> int:
         return int(v)
 
 
-def _comm(tok: str, what: str, where: str, n: int) -> str | None:
+def _comm(tok: str, what: str, where: str, n: int) -> tuple[str | None, str | None]:
+    """(collective kind, group suffix) of a comm-type token; (None, None) for ``NONE``."""
     if tok == "NONE":
-        return None
+        return None, None
+    for suffix in GROUP_SUFFIXES:
+        if tok.endswith(suffix) and tok[:-len(suffix)] in COMM_TYPES:
+            return tok[:-len(suffix)], suffix[1:]
     if tok not in COMM_TYPES:
         known = ", ".join(list(COMM_TYPES) + ["NONE"])
-        raise TraceFormatError(f"{what}: unknown comm type {tok!r} (known: {known})", where, f"line {n}")
-    return tok
+        raise TraceFormatError(f"{what}: unknown comm type {tok!r} (known: {known}, with an optional "
+                               f"{' or '.join(GROUP_SUFFIXES)} suffix in the transformer modes)", where, f"line {n}")
+    return tok, None
 
 
 def _header(w: Workload, tokens: list[str], where: str, n: int) -> None:
@@ -162,12 +172,14 @@ def _header(w: Workload, tokens: list[str], where: str, n: int) -> None:
         w.header[key] = rest[i + 1]
         if key == "model_parallel_NPU_group":
             w.mp_group = _int(rest[i + 1], key, where, n, minimum=1)
+        elif key == "ep":
+            w.ep = _int(rest[i + 1], key, where, n, minimum=1)
         elif key == "all_gpus":
             w.all_gpus = _int(rest[i + 1], key, where, n, minimum=1)
         i += 2
 
 
-def _layer(tokens: list[str], where: str, n: int) -> Layer:
+def _layer(tokens: list[str], where: str, n: int, mode: str) -> Layer:
     if len(tokens) < 12:
         raise TraceFormatError(
             f"layer line has {len(tokens)} columns, needs 12 (missing: {', '.join(_COLUMNS[len(tokens):])})",
@@ -175,10 +187,16 @@ def _layer(tokens: list[str], where: str, n: int) -> Layer:
     _int(tokens[1], f"column 2 ({_COLUMNS[1]})", where, n, minimum=None)
     phases = []
     for base in (2, 5, 8):
+        what = f"column {base + 2} ({_COLUMNS[base + 1]})"
+        kind, group = _comm(tokens[base + 1], what, where, n)
+        if group is not None and mode not in TRANSFORMER_MODES:
+            raise TraceFormatError(f"{what}: group suffix of {tokens[base + 1]!r} needs a transformer mode, "
+                                   f"not {mode}", where, f"line {n}")
         phases.append(Phase(
             _time(tokens[base], f"column {base + 1} ({_COLUMNS[base]})", where, n),
-            _comm(tokens[base + 1], f"column {base + 2} ({_COLUMNS[base + 1]})", where, n),
+            None if kind is None else tokens[base + 1],
             _size(tokens[base + 2], f"column {base + 3} ({_COLUMNS[base + 2]})", where, n),
+            kind, group,
         ))
     update = _time(tokens[11], f"column 12 ({_COLUMNS[11]})", where, n)
     return Layer(tokens[0], n, phases[0], phases[1], phases[2], update)
@@ -209,7 +227,7 @@ def parse_text(text: str, where: str) -> Workload:
         if len(w.layers) == count:
             raise TraceFormatError(f"more layer lines than the {count} declared on line {count_line}",
                                    where, f"line {n}")
-        w.layers.append(_layer(tokens, where, n))
+        w.layers.append(_layer(tokens, where, n, w.mode))
     if len(w.layers) != count:
         raise TraceFormatError(f"declares {count} layers but the file has {len(w.layers)} layer lines",
                                where, f"line {count_line}")

@@ -37,6 +37,8 @@ def _error(tmp_path, text) -> TraceFormatError:
     ("DATA\n1\na -1 ten NONE 0 10 NONE 0 10 ALLREDUCE 64 1\n", 3, "column 3 (forward compute time)"),
     ("DATA\n1\na -1 -5 NONE 0 10 NONE 0 10 ALLREDUCE 64 1\n", 3, "not a non-negative finite number"),
     ("DATA\n1\na x 10 NONE 0 10 NONE 0 10 ALLREDUCE 64 1\n", 3, "column 2 (reserved)"),
+    ("DATA\n1\na -1 10 NONE 0 10 NONE 0 10 ALLREDUCE_EP 64 1\n", 3, "needs a transformer mode, not DATA"),
+    ("HYBRID_TRANSFORMER\n1\na -1 10 ALLTOALLV 8 10 NONE 0 10 NONE 0 1\n", 3, "unknown comm type 'ALLTOALLV'"),
     ("DATA\n3\n" + GOOD + "\n" + GOOD + "\n", 2, "declares 3 layers but the file has 2"),
     ("DATA\n1\n" + GOOD + "\n\n" + GOOD + "\n", 5, "more layer lines than the 1 declared on line 2"),
     ("DATA\ntwo\n" + GOOD, 2, "number of layers: 'two' is not an integer"),
@@ -94,6 +96,9 @@ def test_option_errors(tmp_path):
 
     with pytest.raises(ConfigError, match="mp_group applies to the hybrid modes, not DATA"):
         TextFormat().open([str(tmp_path / "w.txt")], {"npus": 4, "mp_group": 2})
+    moe = _parse(tmp_path, "HYBRID_TRANSFORMER ep: 3\n1\n" + GOOD)
+    with pytest.raises(ConfigError, match="ep: 3 does not divide the data-parallel group size 4"):
+        convert_workload(moe, npus=8, mp_group=2)
 
 
 def test_all_gpus_gives_the_default_rank_count(tmp_path):

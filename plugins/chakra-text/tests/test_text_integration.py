@@ -158,3 +158,25 @@ def test_examples_convert_for_64_ranks_and_validate(name, layers, mode):
     comp = sum(1 for n in ts[63].nodes() if n.type == NodeType.COMP_NODE)
     assert comp >= 2 * layers
     assert validate(ts) == []
+
+
+def test_expert_groups_validate_across_ranks(tmp_path):
+    p = tmp_path / "moe.txt"
+    p.write_text("HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 2 ep: 4 all_gpus: 16\n3\n"
+                 "router -1 5 ALLTOALL_EP 64 5 ALLTOALL_EP 64 5 ALLREDUCE_DP_EP 32 0\n"
+                 "expert -1 9 ALLGATHER 128 9 REDUCESCATTER 128 9 ALLGATHER_DP_EP 16 0\n"
+                 "dense -1 7 ALLREDUCE 256 7 NONE 0 7 REDUCESCATTER 512 0\n")
+    ts = load_traces(str(p), options={"passes": "2"})
+    assert len(ts) == 16
+    assert validate(ts) == []
+    # 16 ranks, MP 2 -> DP 8, EP 4 -> DP_EP 2
+    sizes = {"COMM_COLL_NODE_router_ALLTOALL_EP": 4, "COMM_COLL_NODE_router_ALLREDUCE_DP_EP": 2,
+             "COMM_COLL_NODE_expert_ALLGATHER": 2, "COMM_COLL_NODE_expert_REDUCESCATTER": 2,
+             "COMM_COLL_NODE_expert_ALLGATHER_DP_EP": 2, "COMM_COLL_NODE_dense_ALLREDUCE": 2,
+             "COMM_COLL_NODE_dense_REDUCESCATTER": 8}
+    for rt in ts:
+        for n in rt.nodes():
+            if n.type == NodeType.COMM_COLL_NODE:
+                members = ts.group_members(get_str(n, "pg_name", ""))
+                assert rt.rank in members
+                assert len(members) == sizes[n.name]

@@ -272,3 +272,43 @@ def test_dlrm_enhanced(tmp_path):
     # ENHANCED only drops a wait that the graph already implies, so the graph is the same
     ts = convert(tmp_path, DLRM.format(mode="HYBRID_DLRM_ENHANCED"), npus=4, passes=2)
     assert actual(ts, 2) == _dlrm_want()
+
+
+def test_transformer_expert_groups(tmp_path):
+    # an AICB-style header and SimAI's group suffixes: 8 ranks, model-parallel groups of 2
+    # ([0,1] [2,3] [4,5] [6,7] = MP groups g0..g3), data-parallel groups of 4 (strided),
+    # expert groups of ep=2: same position in MP groups {g0,g1} / {g2,g3}; DP_EP groups: same
+    # position in MP groups {g0,g2} / {g1,g3}
+    ts = convert(tmp_path, """HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 2 ep: 2 pp: 1 vpp: 1 ga: 1 all_gpus: 8 checkpoints: 0 checkpoint_initiates: 0 pp_comm 0
+2
+moe -1 10 ALLTOALL_EP 100 11 ALLTOALL_EP 101 12 ALLGATHER_DP_EP 102 0
+mlp -1 20 ALLREDUCE 200 21 NONE 0 22 REDUCESCATTER_DP_EP 202 0
+""")
+    assert ts.ranks == list(range(8))
+    assert ts.process_groups == {
+        "1": [0, 1], "2": [2, 3], "3": [4, 5], "4": [6, 7], "5": [0, 2, 4, 6], "6": [1, 3, 5, 7],
+        "7": [0, 2], "8": [1, 3], "9": [4, 6], "10": [5, 7],
+        "11": [0, 4], "12": [1, 5], "13": [2, 6], "14": [3, 7],
+    }
+    mp, ep, dp_ep = "3", "10", "12"  # rank 5
+    assert actual(ts, 5) == [
+        C(1, "moe", "FWD", 10, []), K(2, "moe", "ALLTOALL_EP", A2A, 100, [1], ep),
+        C(3, "mlp", "FWD", 20, [2]), K(4, "mlp", "ALLREDUCE", AR, 200, [3], mp),
+        C(5, "mlp", "BWD_IG", 21, [4]), C(6, "mlp", "BWD_WG", 22, [5]),
+        K(7, "mlp", "REDUCESCATTER_DP_EP", RS, 202, [6], dp_ep),
+        C(8, "moe", "BWD_IG", 11, [6]), K(9, "moe", "ALLTOALL_EP", A2A, 101, [8], ep),
+        C(10, "moe", "BWD_WG", 12, [9]), K(11, "moe", "ALLGATHER_DP_EP", AG, 102, [10], dp_ep),
+    ]
+
+
+def test_dense_aicb_dp_ep_is_the_data_parallel_group(tmp_path):
+    # without ep: (ep = 1) a _DP_EP collective runs in the data-parallel group, under its name
+    ts = convert(tmp_path, """HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 2
+1
+grad_norm -1 1 NONE 0 1 NONE 0 1 ALLGATHER_DP_EP 0 100
+""", npus=4)
+    assert ts.process_groups == {"1": [0, 1], "2": [2, 3], "3": [0, 2], "4": [1, 3]}
+    assert actual(ts, 3) == [
+        C(1, "grad_norm", "FWD", 1, []), C(2, "grad_norm", "BWD_IG", 1, [1]), C(3, "grad_norm", "BWD_WG", 1, [2]),
+        K(4, "grad_norm", "ALLGATHER_DP_EP", AG, 0, [3], "4"),
+    ]
