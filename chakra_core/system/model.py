@@ -167,18 +167,20 @@ class SystemDescription:
 
     def with_default_network(self, npus: int, topology: str = "Ring", bandwidth: float = 50.0,
                              latency: float = 500.0) -> SystemDescription:
-        """A copy with one dimension of ``npus`` NPUs when no network is set (else ``self``).
-
-        Implementation lists left empty become ``ring`` (``direct`` for all-to-all is not
-        assumed: ASTRA-sim's sample configurations use ring everywhere).
+        """A copy completed for running: one dimension of ``npus`` NPUs (``topology``,
+        ``bandwidth`` GB/s, ``latency`` ns) when no network is set, and ``ring`` on every
+        dimension for each collective whose implementation list is empty (ASTRA-sim's sample
+        configurations use ring everywhere).  Returns ``self`` when nothing is missing.
         """
-        if self.dimensions:
-            return self
+        dims = self.dimensions or (Dimension(topology, npus, bandwidth, latency),)
         impl = {}
         for kind in COLLECTIVE_KINDS:
             key = kind.replace("-", "_") + "_implementation"
-            impl[key] = getattr(self, key) or ("ring",)
-        return replace(self, dimensions=(Dimension(topology, npus, bandwidth, latency),), **impl)
+            if not getattr(self, key):
+                impl[key] = ("ring",) * len(dims)
+        if dims is self.dimensions and not impl:
+            return self
+        return replace(self, dimensions=dims, **impl)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data in our YAML layout (readable back by :func:`load_system`)."""
