@@ -1,0 +1,18 @@
+"""chakra-astrasim-runner: run an exported ASTRA-sim directory and read its results.
+
+The ASTRA-sim binary is the user's (this project does not build it): give its path with the
+``binary`` option or the ``CHAKRA_ASTRASIM_BIN`` environment variable, or put
+``AstraSim_Analytical_Congestion_Unaware`` / ``..._Aware`` on the PATH.
+
+Public API: :func:`parse_output` (ASTRA-sim's stdout -> per-rank results in ns),
+:func:`run_directory` (run an export made by chakra-astrasim), :func:`find_binary`,
+:class:`AstraSimRunner` (backend ``astrasim-run``).
+"""
+
+from __future__ import annotations
+
+from .backend import AstraSimRunner
+from .parse import parse_output
+from .runner import find_binary, run_directory
+
+__all__ = ["AstraSimRunner", "parse_output", "run_directory", "find_binary"]

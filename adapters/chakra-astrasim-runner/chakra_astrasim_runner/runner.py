@@ -1,0 +1,61 @@
+"""Run ASTRA-sim on a directory exported by chakra-astrasim."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from chakra_astrasim.runscript import BINARIES
+
+from chakra_core.errors import ChakraError, ConfigError
+
+from .parse import parse_output
+
+__all__ = ["ENV_VAR", "find_binary", "run_directory"]
+
+#: environment variable naming the ASTRA-sim binary.
+ENV_VAR = "CHAKRA_ASTRASIM_BIN"
+
+
+def find_binary(binary: str | None = None, congestion: str = "unaware") -> str | None:
+    """The binary to run: ``binary``, else ``$CHAKRA_ASTRASIM_BIN``, else the usual name of the
+    ``congestion`` ("unaware" | "aware") analytical binary on the PATH; None when none exists."""
+    for candidate in (binary, os.environ.get(ENV_VAR)):
+        if candidate:
+            found = shutil.which(candidate) or (candidate if Path(candidate).is_file() else None)
+            if found is None:
+                raise ConfigError(f"ASTRA-sim binary {candidate!r} not found or not executable")
+            return str(Path(found).resolve())
+    return shutil.which(BINARIES[congestion])
+
+
+def run_directory(directory: str | Path, binary: str, congestion: str = "unaware",
+                  timeout_s: float | None = None) -> tuple[list[dict], str]:
+    """Run ``binary`` on the export in ``directory`` with the command its ``report.json`` names.
+
+    Returns ``(ranks, stdout)``: the per-rank results of :func:`parse_output` for every rank of
+    the network, and the raw output.  Raises ChakraError when the run fails or times out.
+    """
+    directory = Path(directory)
+    info = json.loads((directory / "report.json").read_text())
+    key = "congestion_aware" if congestion == "aware" else "congestion_unaware"
+    args = info["commands"].get(key)
+    if args is None:
+        raise ConfigError("the congestion-aware binary runs 1-D networks only; this export has more "
+                          "dimensions (use congestion=unaware)")
+    npus = info["report"]["ranks"]["network"]
+    try:
+        proc = subprocess.run([binary, *args[1:]], cwd=directory, capture_output=True, text=True,
+                              timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise ChakraError(f"ASTRA-sim did not finish within {timeout_s} s", str(directory)) from None
+    except OSError as e:
+        raise ConfigError(f"cannot run {binary}: {e.strerror or e}") from None
+    text = proc.stdout + ("\n" + proc.stderr if proc.stderr else "")
+    if proc.returncode != 0:
+        tail = " | ".join(text.strip().splitlines()[-3:]) or "no output"
+        raise ChakraError(f"ASTRA-sim exited with status {proc.returncode}: {tail}", str(directory))
+    return parse_output(text, npus, str(directory)), text

@@ -1,0 +1,146 @@
+"""The ASTRA-sim output parser and the ``astrasim-run`` backend.
+
+ASTRA-sim is not installed here, so its output is written by hand in the format of the spec
+(../../shared/spec/astra-sim.md, "Output"), and the binary is replaced by a small fake script
+that prints that format for every rank of the export it is given (documented below).
+"""
+
+from __future__ import annotations
+
+import stat
+import sys
+
+import pytest
+from chakra_astrasim_runner import AstraSimRunner, find_binary, parse_output
+
+from chakra_core.attrs import set_attr
+from chakra_core.errors import ChakraError, ConfigError
+from chakra_core.schema import CommType, GlobalMetadata, Node, NodeType
+from chakra_core.traceset import MemoryRank, TraceSet
+
+# The spec's reference run (1 MiB all-reduce, Ring of 8, 117780 cycles), as spdlog prints it.
+REFERENCE = "\n".join(
+    [f"[2026-11-30 10:00:00.{r:03d}] [workload] [info] sys[{r}] finished, 117780 cycles, "
+     f"exposed communication 117780 cycles." for r in range(8)]
+    + [f"[2026-11-30 10:00:00.100] [statistics] [info] sys[{r}], Wall time: 117780" for r in range(8)]
+    + [f"[2026-11-30 10:00:00.100] [statistics] [info] sys[{r}], Comm time: 117780" for r in range(8)]
+    + ["[2026-11-30 10:00:00.100] [statistics] [info] sys[3], GPU time: 5000",
+       "[2026-11-30 10:00:00.100] [statistics] [info] sys[3], Total compute-communication overlap: 250",
+       "[2026-11-30 10:00:00.100] [statistics] [info] sys[3]. Post statistics processing end."])
+
+
+def test_parse_reference_run():
+    ranks = parse_output(REFERENCE, 8)
+    assert [r["rank"] for r in ranks] == list(range(8))
+    assert all(r["finish_ns"] == 117780 and r["exposed_comm_ns"] == 117780 for r in ranks)
+    assert ranks[3] == {"rank": 3, "finish_ns": 117780, "exposed_comm_ns": 117780, "wall_ns": 117780,
+                        "comm_ns": 117780, "compute_ns": 5000, "overlap_ns": 250}
+
+
+def test_parse_plain_lines_and_older_format():
+    text = ("sys[1] finished, 2000 cycles, exposed communication 500 cycles.\n"
+            "sys[0] finished, 1500 cycles\n")  # older releases print no exposed communication
+    assert parse_output(text, 2) == [{"rank": 0, "finish_ns": 1500},
+                                     {"rank": 1, "finish_ns": 2000, "exposed_comm_ns": 500}]
+
+
+def test_parse_missing_rank_names_it():
+    text = "sys[0] finished, 10 cycles, exposed communication 0 cycles.\n[critical] Node 7 did not finish"
+    with pytest.raises(ChakraError, match="rank 1 did not finish.*Node 7 did not finish"):
+        parse_output(text, 2, "run")
+
+
+FAKE = '''#!{python}
+# A stand-in for ASTRA-sim (not installed here): checks the arguments the spec requires and
+# prints the spec's per-rank line; rank r "finishes" at 1000 * (number of nodes in its file).
+import os, sys
+args = dict(a[2:].split("=", 1) for a in sys.argv[1:])
+for key in ("workload-configuration", "system-configuration", "network-configuration",
+            "remote-memory-configuration"):
+    if not os.path.exists(args.get(key, "") if key != "workload-configuration" else args[key] + ".0.et"):
+        print("missing", key); sys.exit(3)
+if os.path.exists("groups.json") != ("comm-group-configuration" in args):
+    print("groups.json not passed"); sys.exit(3)
+sys.path[:0] = {path!r}
+from chakra_core.etio import read_et
+r = 0
+while os.path.exists(f"{{args['workload-configuration']}}.{{r}}.et"):
+    n = sum(1 for _ in read_et(f"{{args['workload-configuration']}}.{{r}}.et")[1])
+    print(f"[info] sys[{{r}}] finished, {{1000 * n}} cycles, exposed communication {{r}} cycles.")
+    r += 1
+'''
+
+
+@pytest.fixture
+def fake_binary(tmp_path):
+    path = tmp_path / "fake_astrasim"
+    path.write_text(FAKE.format(python=sys.executable, path=sys.path))
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+def _set(ranks=3):
+    out = []
+    for r in range(ranks):
+        nodes = [Node(id=1, name="meta", type=NodeType.METADATA_NODE)]
+        for i in range(r + 1):
+            c = Node(id=10 + i, name="ar", type=NodeType.COMM_COLL_NODE)
+            set_attr(c, "comm_type", int(CommType.ALL_REDUCE))
+            set_attr(c, "comm_size", 64)
+            nodes.append(c)
+        out.append(MemoryRank(r, GlobalMetadata(), nodes))
+    return TraceSet(out)
+
+
+def test_backend_runs_binary_from_env(tmp_path, fake_binary, monkeypatch):
+    monkeypatch.setenv("CHAKRA_ASTRASIM_BIN", fake_binary)
+    backend = AstraSimRunner()
+    net = tmp_path / "net.yml"
+    net.write_text("topology: [ Ring ]\nnpus_count: [ 4 ]\nbandwidth: [ 50 ]\nlatency: [ 500 ]\n")
+    res = backend.run(_set(3), backend.check_options({"network": str(net)}), tmp_path / "out")
+    # rank r has r+1 collectives (METADATA removed); rank 3 pads the network and is not listed
+    assert res.ranks == [{"rank": r, "finish_ns": 1000 * (r + 1), "exposed_comm_ns": r} for r in range(3)]
+    assert res.summary["finish_ns"] == 3000 and res.kind == "simulator"
+    assert (tmp_path / "out" / "astrasim.log").read_text().count("finished") == 4
+    assert any("idle rank" in n for n in res.notes)
+
+
+def test_backend_without_output_uses_temporary_dir(fake_binary):
+    backend = AstraSimRunner()
+    res = backend.run(_set(2), backend.check_options({"binary": fake_binary}), None)
+    assert [r["finish_ns"] for r in res.ranks] == [1000, 2000] and res.files == []
+
+
+def test_failing_binary_is_reported(tmp_path):
+    bad = tmp_path / "bad"
+    bad.write_text("#!/bin/sh\necho 'No dependancy free nodes found' >&2\nexit 1\n")
+    bad.chmod(0o755)
+    backend = AstraSimRunner()
+    with pytest.raises(ChakraError, match="status 1: No dependancy free nodes found"):
+        backend.run(_set(2), backend.check_options({"binary": str(bad)}), tmp_path / "o")
+
+
+def test_no_binary_still_exports(tmp_path, monkeypatch):
+    monkeypatch.delenv("CHAKRA_ASTRASIM_BIN", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert find_binary() is None
+    backend = AstraSimRunner()
+    with pytest.raises(ConfigError, match="CHAKRA_ASTRASIM_BIN.*run.sh"):
+        backend.run(_set(2), backend.check_options({}), tmp_path / "o")
+    assert (tmp_path / "o" / "run.sh").exists() and (tmp_path / "o" / "workload" / "trace.1.et").exists()
+    with pytest.raises(ConfigError, match="not found"):
+        find_binary(str(tmp_path / "nope"))
+
+
+def test_aware_refused_for_two_dimensions(tmp_path, fake_binary):
+    net = tmp_path / "net.yml"
+    net.write_text("topology: [ Ring, Ring ]\nnpus_count: [ 2, 2 ]\nbandwidth: [ 50, 50 ]\nlatency: [ 5, 5 ]\n")
+    backend = AstraSimRunner()
+    opts = backend.check_options({"binary": fake_binary, "congestion": "aware", "network": str(net)})
+    with pytest.raises(ConfigError, match="1-D"):
+        backend.run(_set(2), opts, tmp_path / "o")
+
+
+def test_registered_as_simulator(chakra_host):
+    impl = chakra_host.registry.get("backend", "astrasim-run")
+    assert impl.kind == "simulator" and "binary" in impl.options
