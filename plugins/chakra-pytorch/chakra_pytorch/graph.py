@@ -224,6 +224,7 @@ def build_graph(host: HostTrace, kt: KinetoTrace | None, rank: int, world: int,
         out[node.id] = node
 
     # ---- who waits for each off-lane communication
+    unwaited: dict[int, list[int]] = {}
     for comm_node, tid, blocking in pending_waits:
         lane = lanes.get(tid, [])
         first = lane_pos[comm_node.id][1]
@@ -237,7 +238,9 @@ def build_graph(host: HostTrace, kt: KinetoTrace | None, rank: int, world: int,
                     break
         elif first < len(lane):
             waiter = lane[-1]
-        if waiter is not None and comm_node.id not in waiter.ctrl:
+        if waiter is None:
+            unwaited.setdefault(tid, []).append(comm_node.id)
+        elif comm_node.id not in waiter.ctrl:
             waiter.ctrl.append(comm_node.id)
 
     # ---- GPU nodes: launch deps, stream order, syncs
@@ -266,10 +269,6 @@ def build_graph(host: HostTrace, kt: KinetoTrace | None, rank: int, world: int,
             out[node.id] = node
         _add_syncs(kt, host, streams, out, grid)
 
-    # ---- data dependencies (tensor producer -> consumer) between CPU nodes
-    if data_deps:
-        _add_data_deps(lanes)
-
     # ---- idle gaps on CPU lanes
     step_us = None
     if kt is not None and step is not None:
@@ -278,7 +277,11 @@ def build_graph(host: HostTrace, kt: KinetoTrace | None, rank: int, world: int,
         main_tid = _main_lane(lanes, kt, step, host)
         for tid, lane in lanes.items():
             window = (grid(step[0]), grid(step[0] + step[1])) if (step and tid == main_tid) else None
-            next_id = _insert_idle(lane, out, window, next_id, min_idle_us)
+            next_id = _insert_idle(lane, out, window, next_id, min_idle_us, unwaited.get(tid, []))
+
+    # ---- data dependencies (tensor producer -> consumer) between CPU nodes
+    if data_deps:
+        _add_data_deps(lanes)
 
     # ---- process-group metadata node and topological order
     nodes = _toposort(out)
@@ -372,7 +375,7 @@ def _main_lane(lanes, kt: KinetoTrace, step, host: HostTrace) -> int | None:
 
 
 def _insert_idle(lane: list[OutNode], out: dict[int, OutNode], window, next_id: int,
-                 min_idle: int) -> int:
+                 min_idle: int, unwaited: list[int]) -> int:
     prev_end = window[0] if window else None
     last = None
     for n in lane:
@@ -392,13 +395,17 @@ def _insert_idle(lane: list[OutNode], out: dict[int, OutNode], window, next_id: 
             idle.ctrl, n.ctrl = n.ctrl, [idle.id]
             out[idle.id] = idle
         last = n
-    if window and last is not None and 0 < window[1] - last.end < min_idle:
-        last.dur = window[1] - last.start
-    elif window and last is not None and window[1] > last.end:
-        idle = OutNode(next_id, IDLE_NAME, NodeType.COMP_NODE, start=last.end, dur=window[1] - last.end,
-                       attrs=[("is_cpu_op", True), ("idle", True)], ctrl=[last.id])
+    if not window or last is None:
+        return next_id
+    # the end of the step: an [idle] node after the last op and the communications nobody waited for
+    ready = max([last.end] + [out[c].end for c in unwaited if out[c].start >= 0])
+    if window[1] > ready and (window[1] - ready >= min_idle or unwaited):
+        idle = OutNode(next_id, IDLE_NAME, NodeType.COMP_NODE, start=ready, dur=window[1] - ready,
+                       attrs=[("is_cpu_op", True), ("idle", True)], ctrl=[last.id] + unwaited)
         next_id += 1
         out[idle.id] = idle
+    elif window[1] > last.end and ready == last.end:
+        last.dur = window[1] - last.start
     return next_id
 
 
