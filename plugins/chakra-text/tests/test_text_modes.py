@@ -312,3 +312,29 @@ grad_norm -1 1 NONE 0 1 NONE 0 1 ALLGATHER_DP_EP 0 100
         C(1, "grad_norm", "FWD", 1, []), C(2, "grad_norm", "BWD_IG", 1, [1]), C(3, "grad_norm", "BWD_WG", 1, [2]),
         K(4, "grad_norm", "ALLGATHER_DP_EP", AG, 0, [3], "4"),
     ]
+
+
+def test_absent_collectives_drop_their_dependencies(tmp_path):
+    # MODEL: layer b has no forward collective (out(FC_b) = F_b) and no input-gradient one, so
+    # IG_a waits for WG_b only
+    ts = convert(tmp_path, """MODEL
+2
+a -1 1 ALLREDUCE 8 2 NONE 0 3 NONE 0 0
+b -1 4 NONE 0 5 NONE 0 6 NONE 0 0
+""", npus=2)
+    assert actual(ts, 1) == [
+        C(1, "a", "FWD", 1, []), K(2, "a", "ALLREDUCE", AR, 8, [1]), C(3, "b", "FWD", 4, [2]),
+        C(4, "b", "BWD_IG", 5, [3]), C(5, "b", "BWD_WG", 6, [4]),
+        C(6, "a", "BWD_IG", 2, [5]), C(7, "a", "BWD_WG", 3, [6]),
+    ]
+    # DLRM, k = 0, no embedding all-to-alls: F_1 does not wait for FC_0, WG_0 not for IGC_0
+    ts = convert(tmp_path, """HYBRID_DLRM 0
+2
+emb -1 1 NONE 0 2 NONE 0 3 NONE 0 0
+top -1 4 NONE 0 5 NONE 0 6 ALLREDUCE 16 0
+""", npus=2)
+    assert actual(ts, 0) == [
+        C(1, "emb", "FWD", 1, []), C(2, "top", "FWD", 4, [1]),
+        C(3, "top", "BWD_WG", 6, [2]), K(4, "top", "ALLREDUCE", AR, 16, [3]), C(5, "top", "BWD_IG", 5, [3]),
+        C(6, "emb", "BWD_WG", 3, [5]),
+    ]
