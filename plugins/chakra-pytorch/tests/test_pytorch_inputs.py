@@ -1,0 +1,169 @@
+"""Schema strings, old node shapes, detection, file pairing and malformed inputs."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import warnings
+from pathlib import Path
+
+import pytest
+from chakra_core.errors import TraceFormatError
+from chakra_core.pipeline import detect_format, load_traces
+
+from chakra_pytorch import KNOWN_SCHEMAS, PyTorchTraceWarning, open_pytorch
+from chakra_pytorch.sniff import rank_from_name, sniff_kind
+
+DATA = Path(__file__).resolve().parent / "data"
+MLP_ET = DATA / "mlp" / "pytorch_et.0.json.gz"
+MLP_KINETO = DATA / "mlp" / "kineto.0.json.gz"
+
+
+def _load(path: Path) -> dict:
+    return json.loads(gzip.open(path).read())
+
+
+def _names_durations(paths) -> list[tuple[str, int]]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ts = open_pytorch([str(p) for p in paths])
+        return [(n.name, n.duration_micros) for n in ts[0].nodes()]
+
+
+def _with_schema(tmp_path: Path, schema: str) -> Path:
+    doc = _load(MLP_ET)
+    doc["schema"] = schema
+    p = tmp_path / "et.0.json"
+    p.write_text(json.dumps(doc))
+    return p
+
+
+@pytest.mark.parametrize("schema", KNOWN_SCHEMAS)
+def test_every_known_schema_string_converts_without_warning(tmp_path, schema):
+    p = _with_schema(tmp_path, schema)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PyTorchTraceWarning)
+        ts = open_pytorch([str(p), str(MLP_KINETO)])
+        names = [n.name for n in ts[0].nodes()]
+    assert names.count("aten::linear") == 2
+
+
+def test_newer_schema_converts_with_a_warning(tmp_path):
+    p = _with_schema(tmp_path, "1.2.0-chakra.1.1.0")
+    with pytest.warns(PyTorchTraceWarning, match="newer than the newest known"):
+        ts = open_pytorch([str(p), str(MLP_KINETO)])
+    assert _names_durations([p, MLP_KINETO]) == _names_durations([MLP_ET, MLP_KINETO])
+    assert len(list(ts[0].nodes())) > 0
+
+
+def test_schema_1_0_1_flat_node_shape(tmp_path):
+    # the 1.0.1 shape, made from the recorded trace: attributes as keys of the node, "parent"
+    # instead of "ctrl_deps", inputs as a list beside input_shapes/input_types
+    doc = _load(MLP_ET)
+    doc["schema"] = "1.0.1"
+    flat = []
+    for n in doc["nodes"]:
+        m = {"id": n["id"], "name": n["name"], "parent": n["ctrl_deps"],
+             "inputs": n["inputs"]["values"], "input_shapes": n["inputs"]["shapes"],
+             "input_types": n["inputs"]["types"], "outputs": n["outputs"]["values"],
+             "output_shapes": n["outputs"]["shapes"], "output_types": n["outputs"]["types"]}
+        m.update({a["name"]: a["value"] for a in n["attrs"] if a["name"] != "kernel_backend"})
+        flat.append(m)
+    doc["nodes"] = flat
+    p = tmp_path / "old.0.json"
+    p.write_text(json.dumps(doc))
+    assert _names_durations([p, MLP_KINETO]) == _names_durations([MLP_ET, MLP_KINETO])
+
+
+def test_sniff_and_detect(tmp_path):
+    assert sniff_kind(str(MLP_ET)) == "host" and sniff_kind(str(MLP_KINETO)) == "kineto"
+    assert detect_format([str(DATA / "ddp")]) == "pytorch"
+    assert detect_format([str(MLP_ET), str(MLP_KINETO)]) == "pytorch"
+    other = tmp_path / "x.json"
+    other.write_text('{"nodes": []}')
+    assert sniff_kind(str(other)) is None
+    ts = load_traces([str(DATA / "ddp")])
+    assert ts.ranks == [0, 1]
+
+
+def test_rank_from_name():
+    assert rank_from_name("a/pytorch_et.3.json.gz") == 3
+    assert rank_from_name("rank12_et.json") == 12
+    assert rank_from_name("et.json") is None
+
+
+def test_kineto_rank_from_distributed_info(tmp_path):
+    # names without ranks for the Kineto files: distributedInfo.rank pairs them
+    for r in (0, 1):
+        shutil.copy(DATA / "ddp" / f"pytorch_et.{r}.json.gz", tmp_path / f"host_{r}.json.gz")
+        shutil.copy(DATA / "ddp" / f"kineto.{r}.json.gz", tmp_path / f"prof_{'ab'[r]}.json.gz")
+    from chakra_pytorch import find_rank_files
+
+    pairs, dist = find_rank_files([str(tmp_path)])
+    assert [(p.rank, Path(p.kineto).name) for p in pairs] == [(0, "prof_a.json.gz"), (1, "prof_b.json.gz")]
+    assert dist["world_size"] == 2 and dist["backend"] == "gloo"
+
+
+def _first_error(paths) -> TraceFormatError:
+    with pytest.raises(TraceFormatError) as e, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ts = open_pytorch([str(p) for p in paths])
+        for rt in ts:
+            list(rt.nodes())
+    return e.value
+
+
+def test_truncated_json(tmp_path):
+    raw = gzip.open(MLP_ET).read()
+    p = tmp_path / "cut.0.json"
+    p.write_bytes(raw[: len(raw) // 2])
+    err = _first_error([p])
+    assert "truncated or malformed JSON" in str(err) and str(p) in str(err)
+    assert "\n" not in str(err)
+
+
+def test_truncated_gzip(tmp_path):
+    data = MLP_ET.read_bytes()
+    p = tmp_path / "cut.0.json.gz"
+    p.write_bytes(data[: len(data) // 2])
+    assert str(p) in str(_first_error([p]))
+
+
+@pytest.mark.parametrize("doc, message", [
+    ({"schema": "1.1.1-chakra.0.0.4", "pid": 1, "nodes": {"id": 1}}, "no 'nodes' list"),
+    ({"schema": "1.1.1-chakra.0.0.4", "pid": 1, "nodes": [{"id": "a", "name": "x"}]}, "non-negative integer"),
+    ({"schema": "1.1.1-chakra.0.0.4", "pid": 1, "nodes": [{"name": "x"}]}, "without 'id'"),
+    ({"schema": "1.1.1-chakra.0.0.4", "pid": 1, "nodes": [{"id": 1, "name": "x", "ctrl_deps": "p"}]},
+     "'ctrl_deps' must be a node id"),
+    ({"schema": "1.1.1-chakra.0.0.4", "pid": 1, "nodes": [{"id": 1, "name": "x", "attrs": [3]}]},
+     "'attrs' must be a list"),
+    ({"schema": 7, "pid": 1, "nodes": [{"id": 1, "name": "x"}]}, "no 'schema' string"),
+])
+def test_wrong_schema_shape(tmp_path, doc, message):
+    p = tmp_path / "bad.0.json"
+    p.write_text(json.dumps(doc))
+    assert message in str(_first_error([p]))
+
+
+def test_kineto_of_another_run():
+    err = _first_error([MLP_ET, DATA / "transformer" / "kineto.0.json.gz"])
+    assert "Kineto trace is from another run" in str(err)
+
+
+def test_cli_one_line_and_exit_2(tmp_path, chakra_cli):
+    raw = gzip.open(MLP_ET).read()
+    p = tmp_path / "cut.0.json"
+    p.write_bytes(raw[: len(raw) - 300])
+    status, out, err = chakra_cli("convert", str(p), "--format", "pytorch", "-o", str(tmp_path / "o"))
+    assert status == 2
+    lines = [ln for ln in err.splitlines() if ln.strip() and "warning" not in ln]
+    assert len(lines) == 1 and str(p) in lines[0] and "Traceback" not in err
+
+
+def test_cli_converts_and_validates(tmp_path, chakra_cli):
+    status, _, err = chakra_cli("convert", str(DATA / "collectives"), "-o", str(tmp_path / "c"))
+    assert status == 0, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.0.et", "c.1.et"]
+    status, out, _ = chakra_cli("validate", str(tmp_path / "c"))
+    assert status == 0 and "0 error(s)" in out
