@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from array import array
 
-from .program import R_COMM, R_CPU, R_NONE, Program
+from .program import R_COMM, R_CPU, Program
 
 __all__ = ["Actor"]
 
@@ -21,7 +21,7 @@ class Actor:
 
     __slots__ = ("index", "prog", "rank", "ranks", "indeg", "ready", "free", "start", "end",
                  "why", "readyby", "last_rel", "done", "finish", "seq", "last_t", "active",
-                 "cpu_ns", "compute_ns", "comm_ns", "overlap_ns", "busy_ns", "queue_active")
+                 "cpu_ns", "compute_ns", "comm_ns", "overlap_ns", "busy_ns", "queue_active", "n")
 
     def __init__(self, index: int, prog: Program, ranks: list[int], streams: int, ndims: int):
         n = len(prog)
@@ -44,6 +44,7 @@ class Actor:
         self.active = [0, 0, 0, 0]  # cpu, compute, comm, none
         self.cpu_ns = self.compute_ns = self.comm_ns = self.overlap_ns = self.busy_ns = 0
         self.queue_active = [0] * max(ndims, 1)
+        self.n = n
 
     def account(self, now: int) -> None:
         """Add the time since the last change to the busy counters."""
@@ -62,10 +63,3 @@ class Actor:
             if cpu or comp or comm:
                 self.busy_ns += dt
             self.last_t = now
-
-    def category(self, i: int) -> int:
-        """Accounting category of node ``i``: its resource; a recv counts as communication."""
-        r = self.prog.res[i]
-        if r == R_NONE and self.prog.kind[i] == 4:  # K_RECV
-            return R_COMM
-        return r

@@ -21,11 +21,11 @@ __all__ = ["SimpyBackend", "prepare_system"]
 
 def prepare_system(options: Mapping[str, Any], nranks: int) -> SystemDescription:
     """The system description from the ``system``/``network``/``memory``/``comm_groups``
-    options (file paths), with a one-dimension Ring of ``nranks`` NPUs when no network is given."""
+    options (file paths), with a one-dimension Ring of ``nranks`` NPUs when no network is given
+    and ring collectives where no implementation is given."""
     sd = load_system(options.get("system"), options.get("network"), options.get("memory"),
                      options.get("comm_groups"))
-    if not sd.dimensions:
-        sd = sd.with_default_network(nranks)
+    sd = sd.with_default_network(nranks)
     if sd.npus != nranks:
         raise ConfigError(f"the network has {sd.npus} NPUs but the trace set has {nranks} ranks",
                           sd.sources.get("network"))
@@ -38,11 +38,11 @@ class SimpyBackend(Backend):
     kind = "simulator"
     description = "built-in SimPy simulator reproducing ASTRA-sim's analytical network model"
     options = {
-        "system": Option("str", None, "system description: our YAML or ASTRA-sim system.json"),
-        "network": Option("str", None, "network: our YAML or ASTRA-sim network.yml"),
-        "memory": Option("str", None, "remote memory: our YAML or ASTRA-sim memory.json"),
-        "comm_groups": Option("str", None, "communicator groups JSON {\"1\": [ranks]}"),
-        "timeline": Option("str", None, "write a Chrome-trace JSON timeline to this path"),
+        "system": Option("path", None, "system description: our YAML or ASTRA-sim system.json"),
+        "network": Option("path", None, "network: our YAML or ASTRA-sim network.yml"),
+        "memory": Option("path", None, "remote memory: our YAML or ASTRA-sim memory.json"),
+        "comm_groups": Option("path", None, "communicator groups JSON {\"1\": [ranks]}"),
+        "timeline": Option("path", None, "write a Chrome-trace JSON timeline to this path"),
         "timeline_max_spans": Option("int", 500_000, "most spans kept for the timeline", minimum=1),
         "congestion": Option("str", "unaware", "network model", choices=("unaware", "aware")),
         "symmetry": Option("bool", True, "simulate each class of identical ranks once"),

@@ -12,6 +12,8 @@ from collections import deque
 from heapq import heappop, heappush
 
 import simpy
+from simpy.core import NORMAL
+from simpy.events import Event
 
 from chakra_core.errors import ChakraError
 from chakra_core.system import SystemDescription
@@ -22,6 +24,16 @@ from .plans import Planner
 from .program import K_COLL, K_MEM, K_RECV, K_SEND, R_NONE
 
 __all__ = ["Sim"]
+
+
+class _Done(Event):
+    """A triggered event carrying ``value`` to ``callback`` (a Timeout without its checks)."""
+
+    def __init__(self, env, value, callback):
+        self.env = env
+        self.callbacks = [callback]
+        self._value = value
+        self._ok = True
 
 
 class Sim:
@@ -52,9 +64,8 @@ class Sim:
 
     # -- scheduling -------------------------------------------------------------------
     def after(self, a: Actor, i: int, delay: int) -> None:
-        """End node ``i`` of actor ``a`` ``delay`` ns from now."""
-        ev = self.env.timeout(delay, (a, i))
-        ev.callbacks.append(self._on_end)
+        """End node ``i`` of actor ``a`` ``delay`` ns from now (one SimPy event)."""
+        self.env.schedule(_Done(self.env, (a, i), self._on_end), NORMAL, delay)
         self.events += 1
 
     def _on_end(self, ev) -> None:
@@ -71,7 +82,7 @@ class Sim:
                     ready[res[i]].append(i)
             self.issue(a)
         self.env.run()
-        if any(a.done < len(a.prog) for a in self.actors):
+        if any(a.done < a.n for a in self.actors):
             raise ChakraError(self.deadlock_report())
 
     # -- nodes --------------------------------------------------------------------------
@@ -94,7 +105,7 @@ class Sim:
         res = prog.res[i]
         ready_t = a.end[rb] if rb >= 0 else 0
         a.why[i] = a.last_rel[res] if (now > ready_t and res != R_NONE) else rb
-        cat = a.category(i)
+        cat = prog.cat[i]
         if cat != R_NONE:
             a.account(now)
             a.active[cat] += 1
@@ -116,7 +127,7 @@ class Sim:
         prog = a.prog
         a.end[i] = now
         res = prog.res[i]
-        cat = a.category(i)
+        cat = prog.cat[i]
         if cat != R_NONE:
             a.account(now)
             a.active[cat] -= 1
@@ -139,7 +150,7 @@ class Sim:
                 a.readyby[c] = i
                 heappush(ready[pres[c]], c)
         self.issue(a)
-        if a.done == len(prog):
+        if a.done == a.n:
             a.finish = now
             a.account(now)
 

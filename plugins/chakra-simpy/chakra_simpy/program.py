@@ -41,6 +41,7 @@ class Program:
         self.ids = array("Q")
         self.kind = bytearray()
         self.res = bytearray()
+        self.cat = bytearray()
         self.dur = array("q")
         self.indeg = array("l")
         self.child_ptr = array("l")
@@ -144,6 +145,8 @@ def load_program(rt: RankTrace, sd: SystemDescription) -> Program:
     prog.ids = array("Q", (row[0] for row in rows))
     prog.kind = bytearray(row[1] for row in rows)
     prog.res = bytearray(row[2] for row in rows)
+    # accounting category: the resource, except that a receive counts as communication
+    prog.cat = bytearray(R_COMM if row[1] == K_RECV else row[2] for row in rows)
     prog.dur = array("q", (row[3] for row in rows))
     prog.indeg = array("l", (len(row[5]) for row in rows))
     prog.child_ptr = array("l", ptr)

@@ -1,0 +1,117 @@
+"""Benchmark of the ``simpy`` simulator backend: wall time and simulated events per second.
+
+(a) 1,024 ranks x 10 layers (compute + 16 MiB all-reduce) on an 8 x 128 2-D network, symmetry on;
+(b) the same with symmetry off;
+(c) 64 ranks x 100,000 nodes each (compute chains with an all-reduce every 100 nodes, ranks made
+    different so that symmetry does not apply).
+
+Run: ``.venv/bin/python benches/bench_simpy.py [a b c] [--nodes N]``.  Targets: (a) < 20 s,
+>= 200,000 events/s where symmetry does not apply.  Figures go to docs/simulator.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from chakra_core.attrs import set_attr
+from chakra_core.schema import CommType, GlobalMetadata, Node, NodeType
+from chakra_core.system import Dimension, SystemDescription
+from chakra_core.traceset import GeneratedRank, TraceSet
+
+SYSTEM_2D = {
+    "network": [{"topology": "FullyConnected", "npus_count": 8, "bandwidth": 200, "latency": 100},
+                {"topology": "Switch", "npus_count": 128, "bandwidth": 25, "latency": 1000}],
+    "all-reduce-implementation": ["ring", "ring"], "all-gather-implementation": ["ring", "ring"],
+    "reduce-scatter-implementation": ["ring", "ring"], "all-to-all-implementation": ["ring", "ring"],
+    "collective-optimization": "localBWAware", "preferred-dataset-splits": 4,
+    "active-chunks-per-dimension": 1, "endpoint-delay": 10, "local-mem-bw": 1600,
+}
+
+
+def _comp(i: int, us: int, deps=()) -> Node:
+    n = Node(id=i, name=f"layer{i}", type=NodeType.COMP_NODE, duration_micros=us)
+    set_attr(n, "is_cpu_op", False)
+    n.data_deps.extend(deps)
+    return n
+
+
+def _ar(i: int, size: int, deps=()) -> Node:
+    n = Node(id=i, name=f"allreduce{i}", type=NodeType.COMM_COLL_NODE)
+    set_attr(n, "is_cpu_op", False)
+    set_attr(n, "comm_type", int(CommType.ALL_REDUCE))
+    set_attr(n, "comm_size", size)
+    n.data_deps.extend(deps)
+    return n
+
+
+def layers(rank: int, count: int = 10):
+    """Compute of each layer, then an all-reduce of 16 MiB depending on it (next layer overlaps)."""
+    for k in range(count):
+        c = 2 * k + 1
+        yield _comp(c, 500, [c - 2] if k else [])
+        yield _ar(c + 1, 16 << 20, [c])
+
+
+def chain(rank: int, nodes: int):
+    """``nodes`` nodes: a compute chain (durations differ per rank) with an all-reduce every 100."""
+    for i in range(1, nodes + 1):
+        if i % 100 == 0:
+            yield _ar(i, 1 << 20, [i - 1])
+        else:
+            yield _comp(i, 1 + (((i ^ (rank * 7919)) * 2654435761) >> 9) % 9, [i - 1] if i > 1 else [])
+
+
+def traceset(nranks: int, make) -> TraceSet:
+    """A set whose ranks generate their nodes on demand."""
+    return TraceSet([GeneratedRank(r, GlobalMetadata(), (lambda r=r: make(r))) for r in range(nranks)])
+
+
+def run(name: str, traces: TraceSet, options: dict) -> None:
+    """Simulate and print wall time, events and events/s."""
+    from chakra_simpy.backend import SimpyBackend
+
+    b = SimpyBackend()
+    b.name = "simpy"
+    t0 = time.perf_counter()
+    res = b.run(traces, b.check_options(options), None)
+    wall = time.perf_counter() - t0
+    s = res.summary
+    nodes = sum(r["nodes"] for r in res.ranks if r["simulated_as"] == r["rank"])
+    sim_s = s["wall_s"]["simulate"]
+    print(f"({name}) ranks={s['ranks']} classes={s['symmetry']['classes']} finish={s['finish_ns']} ns "
+          f"wall={wall:.2f} s (load {s['wall_s']['load']:.2f} s, simulate {sim_s:.2f} s) "
+          f"events={s['events']} events/s={s['events_per_s']} nodes simulated={nodes} "
+          f"nodes/s={int(nodes / sim_s) if sim_s else 0}", flush=True)
+
+
+def main() -> None:
+    """Run the chosen cases."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("cases", nargs="*", default=["a", "b", "c"])
+    ap.add_argument("--nodes", type=int, default=100_000, help="nodes per rank in case (c)")
+    args = ap.parse_args()
+    import tempfile
+
+    import yaml
+
+    with tempfile.TemporaryDirectory() as tmp:
+        sys_path = f"{tmp}/system.yaml"
+        with open(sys_path, "w") as f:
+            yaml.safe_dump(SYSTEM_2D, f)
+        if "a" in args.cases:
+            run("a", traceset(1024, layers), {"system": sys_path})
+        if "b" in args.cases:
+            run("b", traceset(1024, layers), {"system": sys_path, "symmetry": False})
+        if "c" in args.cases:
+            ring = SystemDescription(dimensions=(Dimension("Ring", 64, 50, 500),),
+                                     all_reduce_implementation=("ring",))
+            del ring
+            net64 = f"{tmp}/net64.yml"
+            with open(net64, "w") as f:
+                f.write("topology: [Switch]\nnpus_count: [64]\nbandwidth: [50]\nlatency: [500]\n")
+            run("c", traceset(64, lambda r: chain(r, args.nodes)), {"network": net64})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,207 @@
+"""Closed-form results of ASTRA-sim's analytical model, computed here from the spec's formulas.
+
+Every expected value is written out from the formulas of spec/astra-sim.md (net, red, the
+per-algorithm step counts, chunking, queues), independently of the implementation.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+EX = Path(__file__).resolve().parents[3] / "examples" / "system"
+MIB = 1 << 20
+E = 10  # endpoint delay (ns)
+
+
+def _one(kit, tmp_path, sysdesc, size, ct, n=8, **opts):
+    ts = kit.same(n, lambda: [kit.coll(1, size, ct)])
+    res = kit.run(ts, sysdesc, tmp_path, **opts)
+    finishes = {r["finish_ns"] for r in res.ranks}
+    assert len(finishes) == 1
+    return finishes.pop(), res
+
+
+def test_reference_value_117780(kit, tmp_path):
+    for opts in ({"system": str(EX / "system.yaml")},
+                 {"system": str(EX / "astra/system.json"), "network": str(EX / "astra/network.yml"),
+                  "memory": str(EX / "astra/memory.json")}):
+        res = kit.run(kit.same(8, lambda: [kit.coll(1, MIB)]), None, tmp_path, **opts)
+        assert [r["finish_ns"] for r in res.ranks] == [117780] * 8
+        assert [r["exposed_comm_ns"] for r in res.ranks] == [117780] * 8
+    # the same number from the formulas: chunk 262144, m 32768
+    m = (MIB // 4) // 8
+    assert kit.net(m, 1, 500, 50) == 1110 and kit.red(m) == 1965
+    assert 4 * (15 * E + 14 * 1110 + 7 * 1965) == 117780
+
+
+def _ring_chunk(kit, kind, p, d, hops, lat, bw):
+    if kind == "AR":
+        m = d // p
+        return (2 * p - 1) * E + 2 * (p - 1) * kit.net(m, hops, lat, bw) + (p - 1) * kit.red(m)
+    if kind == "RS":
+        m = d // p
+        return p * E + (p - 1) * kit.net(m, hops, lat, bw) + (p - 1) * kit.red(m)
+    if kind == "AG":
+        return p * E + (p - 1) * kit.net(d, hops, lat, bw)
+    m = d // p
+    steps = p * (p - 1) // 2
+    return (steps + 1) * E + steps * kit.net(m, hops, lat, bw)
+
+
+def _direct_chunk(kit, kind, p, d, hops, lat, bw):
+    m = d if kind == "AG" else d // p
+    if kind == "AR":
+        return 3 * E + 2 * kit.net(m, hops, lat, bw) + kit.red(m)
+    return 2 * E + kit.net(m, hops, lat, bw) + (kit.red(m) if kind == "RS" else 0)
+
+
+def _hd_chunk(kit, kind, p, d, hop_of, lat, bw):
+    k = p.bit_length() - 1
+    total, n_e = 0, k + 1
+    if kind in ("AR", "RS"):
+        s = d // 2
+        for i in range(1, k + 1):
+            total += kit.net(s, hop_of(2 ** (i - 1)), lat, bw) + (kit.red(s) if i >= 2 else 0)
+            if i < k:
+                s //= 2
+        if kind == "AR":
+            n_e = 2 * k + 1
+            t = 2 * (s // 2)
+            for j in range(1, k + 1):
+                total += kit.net(t * 2 ** (j - 1), hop_of(p // 2 ** j), lat, bw)
+    else:
+        for i in range(1, k + 1):
+            total += kit.net(d * 2 ** (i - 1), hop_of(p // 2 ** i), lat, bw)
+    return n_e * E + total
+
+
+KINDS = {"AR": "ALL_REDUCE", "RS": "REDUCE_SCATTER", "AG": "ALL_GATHER", "A2A": "ALL_TO_ALL"}
+TOPOS = {"Ring": (1, 500, 50), "FullyConnected": (1, 300, 100), "Switch": (2, 700, 25)}
+
+
+@pytest.mark.parametrize("topo", sorted(TOPOS))
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_ring_every_kind_and_topology(kit, tmp_path, topo, kind):
+    hops, lat, bw = TOPOS[topo]
+    sysd = kit.system([(topo, 8, bw, lat)])
+    got, res = _one(kit, tmp_path, sysd, MIB, getattr(kit.CommType, KINDS[kind]))
+    chunk = MIB // 4  # 4 chunks; all-gather: the shard is split the same way
+    assert got == 4 * _ring_chunk(kit, kind, 8, chunk, hops, lat, bw)
+    assert res.summary["collectives"][0]["chunks"] == 4
+
+
+@pytest.mark.parametrize("topo", sorted(TOPOS))
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_direct_every_kind_and_topology(kit, tmp_path, topo, kind):
+    hops, lat, bw = TOPOS[topo]
+    far = 4 if topo == "Ring" else hops  # the farthest peer on an 8-ring is 4 hops away
+    impl = {f"{k}_implementation": ["direct"] for k in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")}
+    sysd = kit.system([(topo, 8, bw, lat)], **impl)
+    got, _ = _one(kit, tmp_path, sysd, MIB, getattr(kit.CommType, KINDS[kind]))
+    assert got == 4 * _direct_chunk(kit, kind, 8, MIB // 4, far, lat, bw)
+
+
+@pytest.mark.parametrize("topo", sorted(TOPOS))
+@pytest.mark.parametrize("kind", ["AR", "RS", "AG"])
+def test_halving_doubling_every_kind_and_topology(kit, tmp_path, topo, kind):
+    hops, lat, bw = TOPOS[topo]
+
+    def hop_of(dist):
+        return min(dist, 8 - dist) if topo == "Ring" else hops
+
+    impl = {f"{k}_implementation": ["halvingDoubling"] for k in ("all_reduce", "all_gather", "reduce_scatter")}
+    sysd = kit.system([(topo, 8, bw, lat)], **impl)
+    got, _ = _one(kit, tmp_path, sysd, MIB, getattr(kit.CommType, KINDS[kind]))
+    assert got == 4 * _hd_chunk(kit, kind, 8, MIB // 4, hop_of, lat, bw)
+
+
+def test_active_chunks_run_side_by_side(kit, tmp_path):
+    sysd = kit.system([("Ring", 8, 50, 500)], active_chunks_per_dimension=2)
+    got, _ = _one(kit, tmp_path, sysd, MIB, kit.CommType.ALL_REDUCE)
+    assert got == 2 * 29445  # ceil(4 / 2) chunks in turn
+
+
+def test_chunking_raises_small_chunks_and_keeps_the_remainder_full(kit, tmp_path):
+    sysd = kit.system([("Ring", 8, 50, 500)])
+    got, _ = _one(kit, tmp_path, sysd, 16, kit.CommType.ALL_REDUCE)
+    # 16 // 4 = 4 < 8 NPUs: chunk raised to 8 bytes, 4 chunks, m = 1
+    assert got == 4 * (15 * E + 14 * kit.net(1, 1, 500, 50) + 7 * kit.red(1))
+    got, res = _one(kit, tmp_path, sysd, 1_000_003, kit.CommType.ALL_REDUCE)
+    assert res.summary["collectives"][0]["chunks"] == 5  # 4 x 250000 + a remainder chunk of full size
+    assert got == 5 * _ring_chunk(kit, "AR", 8, 250_000, 1, 500, 50)
+
+
+def _two_dims(kit, **keys):
+    return kit.system([("Ring", 4, 50, 500), ("Switch", 2, 25, 1000)], **keys)
+
+
+def test_two_dims_baseline_all_reduce_pipelines_chunks(kit, tmp_path):
+    got, res = _one(kit, tmp_path, _two_dims(kit), MIB, kit.CommType.ALL_REDUCE)
+    d = MIB // 4
+    t0 = _ring_chunk(kit, "AR", 4, d, 1, 500, 50)
+    t1 = _ring_chunk(kit, "AR", 2, d, 2, 1000, 25)
+    f0, f1 = 0, 0
+    for _ in range(4):  # flow shop: dim 0 then dim 1, one chunk at a time on each
+        f0 += t0
+        f1 = max(f0, f1) + t1
+    assert got == f1
+    assert res.summary["collectives"][0]["phases"] == ["all-reduce on dim 0 (ring)", "all-reduce on dim 1 (ring)"]
+
+
+def test_two_dims_local_bw_aware_all_reduce(kit, tmp_path):
+    got, _ = _one(kit, tmp_path, _two_dims(kit, collective_optimization="localBWAware"), MIB,
+                  kit.CommType.ALL_REDUCE)
+    d = MIB // 4
+    t_rs = _ring_chunk(kit, "RS", 4, d, 1, 500, 50)
+    t_ar = _ring_chunk(kit, "AR", 2, d // 4, 2, 1000, 25)
+    t_ag = _ring_chunk(kit, "AG", 4, d // 4, 1, 500, 50)
+    ar_end, dim0_free, ends = 0, 4 * t_rs, []
+    for k in range(4):  # the dim-0 queue runs every reduce-scatter first (they were queued first)
+        ar_end = max((k + 1) * t_rs, ar_end) + t_ar
+        ends.append(ar_end)
+    for k in range(4):
+        dim0_free = max(ends[k], dim0_free) + t_ag
+    assert got == dim0_free
+
+
+def test_two_dims_reduce_scatter_ascends_and_all_gather_descends(kit, tmp_path):
+    d = MIB // 4
+    got, _ = _one(kit, tmp_path, _two_dims(kit), MIB, kit.CommType.REDUCE_SCATTER)
+    a, b = _ring_chunk(kit, "RS", 4, d, 1, 500, 50), _ring_chunk(kit, "RS", 2, d // 4, 2, 1000, 25)
+    f0 = f1 = 0
+    for _ in range(4):
+        f0 += a
+        f1 = max(f0, f1) + b
+    assert got == f1
+    got, _ = _one(kit, tmp_path, _two_dims(kit), MIB, kit.CommType.ALL_GATHER)
+    a, b = _ring_chunk(kit, "AG", 2, d, 2, 1000, 25), _ring_chunk(kit, "AG", 4, 2 * d, 1, 500, 50)
+    f0 = f1 = 0
+    for _ in range(4):
+        f0 += a
+        f1 = max(f0, f1) + b
+    assert got == f1
+
+
+def test_involved_dim_restricts_the_collective(kit, tmp_path):
+    ts = kit.same(8, lambda: [kit.coll(1, MIB, involved=[True, False])])
+    res = kit.run(ts, _two_dims(kit), tmp_path)
+    assert res.ranks[0]["finish_ns"] == 4 * _ring_chunk(kit, "AR", 4, MIB // 4, 1, 500, 50)
+
+
+def test_sub_group_runs_one_ring_over_its_members(kit, tmp_path):
+    # group "1" = ranks 0..3 of an 8-ring: steps of 1 hop, and the wrap-around 3 -> 0 of 3 hops;
+    # group rings use an endpoint delay of 10 ns; each member finishes with the slowest
+    sysd = kit.system([("Ring", 8, 50, 500)], endpoint_delay=50)
+    ts = kit.traces([[kit.coll(1, MIB, pg="1" if r < 4 else "2")] for r in range(8)],
+                    {"1": [0, 1, 2, 3], "2": [4, 5, 6, 7]})
+    res = kit.run(ts, sysd, tmp_path)
+    m = (MIB // 4) // 4
+    n1, n3 = kit.net(m, 1, 500, 50), kit.net(m, 3, 500, 50)
+    # 6 steps: each member receives 6 messages walking the ring backwards: one full turn
+    # (3 x one hop + the wrap-around) plus two more, the worst of which includes the wrap-around
+    chunk = 7 * 10 + 3 * kit.red(m) + (3 * n1 + n3) + (n1 + n3)
+    assert [r["finish_ns"] for r in res.ranks] == [4 * chunk] * 8
+    groups = {s["group"] for s in res.summary["collectives"]}
+    assert groups == {"1", "2"}
