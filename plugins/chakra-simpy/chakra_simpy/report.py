@@ -46,7 +46,7 @@ def critical_path(sim: Sim, traces: TraceSet, limit: int = 200) -> dict:
     or the send that completed a receive.  Returns nodes (rank, id, name, kind, start/end ns),
     at most ``limit`` of them (the longest), and time per kind."""
     actors = sim.actors
-    a = max(actors, key=lambda x: (x.finish, -x.rank))
+    a = max(actors, key=lambda x: (x.finish, x.rank))
     if not len(a.prog):
         return {"nodes": [], "length": 0}
     i = max(range(len(a.prog)), key=lambda k: (a.end[k], k))

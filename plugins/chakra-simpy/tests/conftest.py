@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from types import SimpleNamespace
 
 import pytest
@@ -82,12 +83,12 @@ def system(dims, **keys):
 def run(ts, sysdesc=None, tmp_path=None, **options):
     """Run the backend on ``ts`` with a system mapping (written to a YAML file) and options."""
     import yaml
-
     from chakra_simpy.backend import SimpyBackend
 
     if sysdesc is not None:
-        path = tmp_path / f"system{id(sysdesc)}.yaml"
-        path.write_text(yaml.safe_dump(sysdesc))
+        text = yaml.safe_dump(sysdesc)
+        path = tmp_path / f"system-{hashlib.sha1(text.encode()).hexdigest()[:10]}.yaml"
+        path.write_text(text)
         options["system"] = str(path)
     b = SimpyBackend()
     b.name = "simpy"

@@ -1,0 +1,221 @@
+"""Behaviour of the simulator: resources, dependencies, p2p, memory, roofline, symmetry,
+determinism, deadlocks and the result's numbers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from chakra_core.errors import ChakraError
+
+MIB = 1 << 20
+AR_1MIB = 117780  # the reference all-reduce on the reference ring (see test_simpy_formulas)
+
+
+def ring8(kit, **keys):
+    return kit.system([("Ring", 8, 50, 500)], **keys)
+
+
+def test_compute_overlaps_communication(kit, tmp_path):
+    # 100 us of compute independent of a 1 MiB all-reduce: they run side by side
+    res = kit.run(kit.same(8, lambda: [kit.comp(1, 100), kit.coll(2, MIB)]), ring8(kit), tmp_path)
+    r = res.ranks[0]
+    assert r["finish_ns"] == max(100_000, AR_1MIB)
+    assert r["compute_ns"] == 100_000 and r["comm_ns"] == AR_1MIB
+    assert r["overlap_ns"] == 100_000
+    assert r["exposed_comm_ns"] == AR_1MIB - 100_000
+    assert r["idle_ns"] == 0
+
+
+def test_dependencies_serialize_and_one_comm_op_at_a_time(kit, tmp_path):
+    # compute -> all-reduce (data dep); two independent all-reduces run one after the other
+    res = kit.run(kit.same(8, lambda: [kit.comp(1, 100), kit.coll(2, MIB, deps=[1]), kit.coll(3, MIB)]),
+                  ring8(kit), tmp_path)
+    # node 3 (ready at 0) takes the comm slot first; node 2 waits for compute and the slot
+    assert res.ranks[0]["finish_ns"] == 2 * AR_1MIB
+    ctrl = kit.run(kit.same(8, lambda: [kit.comp(1, 100), kit.coll(2, MIB, ctrl=[1])]), ring8(kit), tmp_path)
+    assert ctrl.ranks[0]["finish_ns"] == 100_000 + AR_1MIB
+
+
+def test_ready_nodes_issue_in_id_order_on_one_resource(kit, tmp_path):
+    res = kit.run(kit.same(2, lambda: [kit.comp(5, 3), kit.comp(2, 7)]), kit.system([("Ring", 2, 50, 500)]),
+                  tmp_path, critical_path_nodes=10)
+    path = res.summary["critical_path"]["nodes"]
+    assert [n["id"] for n in path] == [2, 5]
+    assert [n["end_ns"] for n in path] == [7000, 10000]
+
+
+def test_cpu_and_accelerator_ops_run_at_once_and_zero_duration_is_one_ns(kit, tmp_path):
+    res = kit.run(kit.same(2, lambda: [kit.comp(1, 10, cpu=True), kit.comp(2, 4), kit.comp(3, 0)]),
+                  kit.system([("Ring", 2, 50, 500)]), tmp_path)
+    r = res.ranks[0]
+    assert r["finish_ns"] == 10_000 and r["cpu_ns"] == 10_000 and r["compute_ns"] == 4_001
+
+
+def test_streams_option_allows_concurrent_collectives(kit, tmp_path):
+    res = kit.run(kit.same(8, lambda: [kit.coll(1, MIB), kit.coll(2, MIB)]), ring8(kit), tmp_path, streams=2)
+    # each collective has its own queue: both finish at the stand-alone time
+    assert res.ranks[0]["finish_ns"] == AR_1MIB
+
+
+def test_send_recv_eager_matching(kit, tmp_path):
+    sysd = kit.system([("Ring", 4, 50, 500)])
+    net02 = kit.net(MIB, 2, 500, 50)  # rank 0 -> rank 2 is two hops on a 4-ring
+    ts = kit.traces({0: [kit.p2p(1, True, 2, MIB, tag=7)],
+                     1: [kit.comp(1, 1)],
+                     2: [kit.comp(1, 10), kit.p2p(2, False, 0, MIB, tag=7, deps=[1])],
+                     3: [kit.comp(1, 1)]})
+    res = kit.run(ts, sysd, tmp_path)
+    f = {r["rank"]: r["finish_ns"] for r in res.ranks}
+    assert f[0] == net02  # eager: the send completes when delivered, whoever waits
+    assert f[2] == max(10_000, net02)
+    # a receive posted first waits for the arrival
+    ts = kit.traces({0: [kit.comp(1, 50), kit.p2p(2, True, 1, 4096, tag=1, deps=[1])],
+                     1: [kit.p2p(1, False, 0, 4096, tag=1)], 2: [kit.comp(1, 1)], 3: [kit.comp(1, 1)]})
+    res = kit.run(ts, sysd, tmp_path)
+    assert res.ranks[1]["finish_ns"] == 50_000 + kit.net(4096, 1, 500, 50)
+    path = res.summary["critical_path"]["nodes"]
+    assert [(n["rank"], n["kind"]) for n in path] == [(0, "compute"), (0, "send"), (1, "recv")]
+
+
+def test_sends_match_by_tag_size_and_sequence(kit, tmp_path):
+    sysd = kit.system([("Switch", 2, 50, 500)])
+    ts = kit.traces({0: [kit.p2p(1, True, 1, 100, tag=1), kit.p2p(2, True, 1, 200, tag=2, deps=[1]),
+                         kit.p2p(3, True, 1, 100, tag=1, deps=[2])],
+                     1: [kit.p2p(1, False, 0, 100, tag=1), kit.p2p(2, False, 0, 100, tag=1, deps=[1]),
+                         kit.p2p(3, False, 0, 200, tag=2, deps=[2])]})
+    res = kit.run(ts, sysd, tmp_path)
+    n100, n200 = kit.net(100, 2, 500, 50), kit.net(200, 2, 500, 50)
+    assert res.ranks[0]["finish_ns"] == 2 * n100 + n200
+    assert res.ranks[1]["finish_ns"] == 2 * n100 + n200
+
+
+def test_roofline_compute(kit, tmp_path):
+    sysd = kit.system([("Ring", 2, 50, 500)], compute={"model": "roofline", "peak-perf": 10, "local-mem-bw": 100})
+    # memory bound: 1e9 ops on 1e9 bytes -> perf = min(100e9 * 1, 10e12) -> 10 ms
+    # compute bound: 1e9 ops on 1e3 bytes -> perf = 10e12 -> 100 us
+    ts = kit.same(2, lambda: [kit.comp(1, 1, num_ops=10**9, tensor_size=10**9),
+                              kit.comp(2, 1, num_ops=10**9, tensor_size=1000, deps=[1]),
+                              kit.comp(3, 5, cpu=True, num_ops=10**12, deps=[2])])
+    res = kit.run(ts, sysd, tmp_path)
+    assert res.ranks[0]["finish_ns"] == 10_000_000 + 100_000 + 5_000  # CPU ops replay their duration
+    ts = kit.same(2, lambda: [kit.comp(1, 7)])
+    res = kit.run(ts, sysd, tmp_path)
+    assert res.ranks[0]["finish_ns"] == 7_000 and "replayed their duration" in " ".join(res.notes)
+
+
+def test_remote_memory_models(kit, tmp_path):
+    for mtype, expect in (("PER_NPU_MEMORY_EXPANSION", [1100, 1100]), ("MEMORY_POOL", [1100, 2200])):
+        sysd = kit.system([("Ring", 2, 50, 500)],
+                          remote_memory={"memory-type": mtype, "remote-mem-latency": 100, "remote-mem-bw": 10})
+        res = kit.run(kit.same(2, lambda: [kit.mem(1, 10_000)]), sysd, tmp_path)
+        assert sorted(r["finish_ns"] for r in res.ranks) == expect  # 100 ns + 10000 B / 10 GB/s
+        assert res.summary["symmetry"]["classes"] == (1 if mtype.startswith("PER_NPU") else 2)
+
+
+def test_symmetry_gives_the_same_numbers(kit, tmp_path):
+    def make():
+        return [kit.comp(1, 30), kit.coll(2, MIB, deps=[1]), kit.comp(3, 40, deps=[1]), kit.coll(4, 4 * MIB, deps=[3])]
+
+    sysd = kit.system([("Ring", 4, 50, 500), ("Switch", 2, 25, 1000)], collective_optimization="localBWAware")
+    on = kit.run(kit.same(8, make), sysd, tmp_path)
+    off = kit.run(kit.same(8, make), sysd, tmp_path, symmetry=False)
+    assert on.summary["symmetry"]["classes"] == 1 and off.summary["symmetry"]["classes"] == 8
+    assert on.ranks == [dict(r, simulated_as=0) for r in off.ranks]
+    assert on.summary["events"] < off.summary["events"]
+
+
+def test_results_are_deterministic(kit, tmp_path):
+    def make(r):
+        return [kit.comp(1, 10 + r), kit.coll(2, MIB, deps=[1], pg="1" if r % 2 else "2"),
+                kit.coll(3, MIB // 2, kit.CommType.ALL_GATHER)]
+
+    groups = {"1": [1, 3, 5, 7], "2": [0, 2, 4, 6]}
+
+    def once():
+        res = kit.run(kit.traces([make(r) for r in range(8)], groups), ring8(kit), tmp_path,
+                      timeline=str(tmp_path / "t.json"))
+        d = res.to_dict()
+        d["summary"].pop("wall_s"), d["summary"].pop("events_per_s")
+        return d, (tmp_path / "t.json").read_text()
+
+    assert once() == once()
+
+
+def test_timeline_is_chrome_trace_json(kit, tmp_path):
+    out = tmp_path / "tl.json"
+    res = kit.run(kit.same(8, lambda: [kit.comp(1, 5), kit.coll(2, MIB, deps=[1])]), ring8(kit), tmp_path,
+                  timeline=str(out))
+    data = json.loads(out.read_text())
+    spans = [e for e in data["traceEvents"] if e["ph"] == "X"]
+    names = {e["name"] for e in spans}
+    assert "comp1" in names and "all_reduce2" in names
+    chunks = [e for e in spans if "chunk" in e["name"]]
+    assert len(chunks) == 4 and chunks[-1]["ts"] + chunks[-1]["dur"] == pytest.approx((5000 + AR_1MIB) / 1000)
+    assert res.timeline == str(out) and str(out) in res.files
+
+
+def test_deadlock_names_ranks_nodes_and_groups(kit, tmp_path):
+    ts = kit.traces({0: [kit.coll(1, MIB, pg="1")], 1: [kit.comp(1, 1)], 2: [kit.coll(1, MIB, pg="1")],
+                     3: [kit.comp(1, 1)]}, {"1": [0, 1, 2, 3]})
+    with pytest.raises(ChakraError) as e:
+        kit.run(ts, kit.system([("Ring", 4, 50, 500)]), tmp_path)
+    msg = str(e.value)
+    assert "deadlock" in msg and "group '1'" in msg and "rank(s) 1, 3 that never issue it" in msg
+    assert "node 1" in msg
+    ts = kit.traces({0: [kit.p2p(1, False, 1, 64, tag=9)], 1: [kit.comp(1, 1)]})
+    with pytest.raises(ChakraError, match="rank 0 node 1 waits for a send from rank 1 .tag 9, 64 bytes"):
+        kit.run(ts, kit.system([("Ring", 2, 50, 500)]), tmp_path)
+
+
+def test_dependency_cycle_is_reported(kit, tmp_path):
+    ts = kit.same(2, lambda: [kit.comp(1, 1, deps=[2]), kit.comp(2, 1, deps=[1])])
+    with pytest.raises(ChakraError, match="nodes 1, 2 never became ready"):
+        kit.run(ts, kit.system([("Ring", 2, 50, 500)]), tmp_path)
+
+
+def test_collectives_issued_in_different_orders_are_refused(kit, tmp_path):
+    ts = kit.traces({0: [kit.coll(1, MIB), kit.coll(2, 64, kit.CommType.ALL_GATHER, deps=[1])],
+                     1: [kit.coll(1, 64, kit.CommType.ALL_GATHER), kit.coll(2, MIB, deps=[1])]})
+    with pytest.raises(ChakraError, match="collective #1 of group 'all' differs across ranks"):
+        kit.run(ts, kit.system([("Ring", 2, 50, 500)]), tmp_path)
+
+
+def test_bad_input_is_a_one_line_error(kit, tmp_path):
+    from chakra_core.errors import ConfigError, TraceFormatError
+
+    with pytest.raises(TraceFormatError, match="depends on node 9"):
+        kit.run(kit.same(2, lambda: [kit.comp(1, 1, deps=[9])]), kit.system([("Ring", 2, 50, 500)]), tmp_path)
+    with pytest.raises(ConfigError, match="network has 8 NPUs but the trace set has 2 ranks"):
+        kit.run(kit.same(2, lambda: [kit.comp(1, 1)]), ring8(kit), tmp_path)
+    sysd = kit.system([("Ring", 8, 50, 500)], all_reduce_implementation=["doubleBinaryTree"])
+    with pytest.raises(ConfigError, match="not modelled by the simpy backend"):
+        kit.run(kit.same(8, lambda: [kit.coll(1, MIB)]), sysd, tmp_path)
+
+
+def test_collectives_astra_sim_does_not_model(kit, tmp_path):
+    sysd = ring8(kit)
+    t_ar = kit.run(kit.same(8, lambda: [kit.coll(1, MIB)]), sysd, tmp_path).ranks[0]["finish_ns"]
+    reduce = kit.run(kit.same(8, lambda: [kit.coll(1, MIB, kit.CommType.REDUCE)]), sysd, tmp_path)
+    assert reduce.ranks[0]["finish_ns"] == t_ar and "REDUCE" in " ".join(reduce.notes)
+    ag = kit.run(kit.same(8, lambda: [kit.coll(1, MIB // 8, kit.CommType.ALL_GATHER)]), sysd, tmp_path)
+    gather = kit.run(kit.same(8, lambda: [kit.coll(1, MIB, kit.CommType.GATHER)]), sysd, tmp_path)
+    assert gather.ranks[0]["finish_ns"] == ag.ranks[0]["finish_ns"]
+    bcast = kit.coll(1, MIB, kit.CommType.BROADCAST)
+    bcast.duration_micros = 12
+    res = kit.run(kit.same(8, lambda: [bcast]), sysd, tmp_path)
+    assert res.ranks[0]["finish_ns"] == 12_000  # ASTRA-sim replays a broadcast's duration
+
+
+def test_congestion_aware_shares_bandwidth(kit, tmp_path):
+    sysd = kit.system([("FullyConnected", 8, 50, 500)], active_chunks_per_dimension=4)
+    ts = kit.same(8, lambda: [kit.coll(1, MIB)])
+    unaware = kit.run(ts, sysd, tmp_path).ranks[0]["finish_ns"]
+    aware = kit.run(ts, sysd, tmp_path, congestion="aware")
+    assert aware.ranks[0]["finish_ns"] > unaware
+    assert any("congestion-aware" in n for n in aware.notes)
+    one = kit.system([("FullyConnected", 8, 50, 500)])
+    m = (MIB // 4) // 8
+    exact = 15 * 10 + 14 * (500 + m / kit.bpns(50)) + 7 * kit.red(m)
+    assert kit.run(ts, one, tmp_path, congestion="aware").ranks[0]["finish_ns"] == 4 * int(exact)
