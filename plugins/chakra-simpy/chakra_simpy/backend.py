@@ -108,10 +108,6 @@ class SimpyBackend(Backend):
             result.files.append(str(options["timeline"]))
             if n >= options["timeline_max_spans"]:
                 result.notes.append(f"timeline truncated to its first {n} spans (timeline_max_spans)")
-        if output is not None:
-            out = Path(output) / "simpy_result.json"
-            result.files.append(str(out))
-            result.write_json(out)
         return result
 
 
