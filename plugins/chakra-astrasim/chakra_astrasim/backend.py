@@ -28,8 +28,9 @@ from .configs import groups_json, memory_json, network_yml, system_json, write_t
 from .groups import plan_groups
 from .plan import Plan
 from .report import ExportReport
+from .reuse import Converted, RankReuse
 from .runscript import BINARIES, command, run_sh
-from .workload import RankOutput, convert_rank, placeholder_node
+from .workload import placeholder_node
 
 __all__ = ["AstraSimExporter", "export_astrasim"]
 
@@ -149,15 +150,17 @@ def export_astrasim(traces: TraceSet, output: str | Path, options: Mapping[str, 
     meta = GlobalMetadata(version=ET_VERSION)
     present = set(trace_ranks)
     padded = filled = 0
+    reuse = RankReuse(plan, report)
     for rank in range(npus):
         if rank in present:
-            rt = traces[rank]
-            res = convert_rank(rank, rt.nodes(), plan, report, rt.label)
-            if not res.nodes:
-                res.nodes.append(placeholder_node(rank, plan))
+            res = reuse.convert(rank, traces[rank])
+            raw = res.raw
+            if not raw:
+                raw = [placeholder_node(rank, plan).SerializeToString()]
                 filled += 1
         else:
-            res = RankOutput([placeholder_node(rank, plan)])
+            res = Converted([], {}, [], [], ExportReport())
+            raw = [placeholder_node(rank, plan).SerializeToString()]
             padded += 1
         for pg, seq in res.collectives.items():
             # ASTRA-sim issues ready nodes in ascending id order
@@ -168,10 +171,11 @@ def export_astrasim(traces: TraceSet, output: str | Path, options: Mapping[str, 
             p2p[key] -= 1
         path = wdir / f"{prefix}.{rank}.et"
         with EtWriter(path, meta) as w:
-            w.write_many(res.nodes)
+            for b in raw:
+                w.write_raw(b)
         files.append(str(path))
     report.ranks = {"trace": len(trace_ranks), "network": npus, "padded_with_idle_node": padded,
-                    "emptied_given_idle_node": filled}
+                    "emptied_given_idle_node": filled, "converted_once_reused": reuse.reused}
     _check_orders(seqs, gp.members, report)
     _check_p2p(p2p, report)
 

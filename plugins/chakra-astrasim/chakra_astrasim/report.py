@@ -40,6 +40,15 @@ class ExportReport:
         else:
             self.changed["warnings_not_listed"] += 1
 
+    def absorb(self, other: ExportReport) -> None:
+        """Add the node-level counts of ``other`` (one rank's conversion) to these."""
+        self.removed.update(other.removed)
+        self.rewritten.update(other.rewritten)
+        self.changed.update(other.changed)
+        self.dependencies.update(other.dependencies)
+        self.nodes_in += other.nodes_in
+        self.nodes_out += other.nodes_out
+
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able data (counters sorted by key)."""
         return {

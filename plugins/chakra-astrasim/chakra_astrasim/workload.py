@@ -15,7 +15,7 @@ import heapq
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from chakra_core.attrs import get_attr, get_bool, get_int, get_str, make_attr
+from chakra_core.attrs import CONVENTIONAL_SLOTS, INT_SLOTS, attr_value
 from chakra_core.errors import TraceFormatError
 from chakra_core.schema import CommType, Node, NodeType
 
@@ -27,6 +27,46 @@ __all__ = ["RankOutput", "convert_rank", "placeholder_node"]
 
 _INT32 = (-(1 << 31), (1 << 31) - 1)
 _COMM = (NodeType.COMM_COLL_NODE, NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE)
+
+
+def _put(node: Node, name: str, value) -> None:
+    """Append attribute ``name`` in its conventional slot (no intermediate message copy)."""
+    slot = CONVENTIONAL_SLOTS[name]
+    a = node.attr.add(name=name)
+    if slot == "bool_list":
+        a.bool_list.values.extend(value)
+    else:
+        setattr(a, slot, value)
+
+
+def _int(ix: dict, name: str, default=None):
+    """Integer attribute from any integer slot (bool as 0/1), else ``default``."""
+    a = ix.get(name)
+    if a is None:
+        return default
+    slot = a.WhichOneof("value")
+    if slot in INT_SLOTS:
+        return getattr(a, slot)
+    if slot == "bool_val":
+        return int(a.bool_val)
+    return default
+
+
+def _value(ix: dict, name: str):
+    """Value of attribute ``name`` in whatever slot it is (lists as lists), or None."""
+    a = ix.get(name)
+    return None if a is None else attr_value(a)[1]
+
+
+def _str(ix: dict, name: str) -> str:
+    """String attribute (integers in decimal), "" when absent."""
+    a = ix.get(name)
+    if a is None:
+        return ""
+    slot = a.WhichOneof("value")
+    if slot == "string_val":
+        return a.string_val
+    return str(getattr(a, slot)) if slot in INT_SLOTS else ""
 
 
 @dataclass
@@ -45,10 +85,10 @@ def placeholder_node(rank: int, plan: Plan) -> Node:
     """The one node given to a rank that would otherwise be empty (ASTRA-sim aborts on those):
     a 0-duration accelerator compute node (1 ns when replayed; 0 ns under roofline)."""
     n = Node(id=1, name=f"astrasim_idle_rank{rank}", type=NodeType.COMP_NODE, duration_micros=0)
-    n.attr.append(make_attr("is_cpu_op", False))
+    _put(n, "is_cpu_op", False)
     if plan.roofline:
-        n.attr.append(make_attr("num_ops", roofline_ops(0, plan.peak_perf)))
-        n.attr.append(make_attr("tensor_size", 1))
+        _put(n, "num_ops", roofline_ops(0, plan.peak_perf))
+        _put(n, "tensor_size", 1)
     return n
 
 
@@ -79,10 +119,10 @@ class _Converter:
         return reason
 
     # -- durations ---------------------------------------------------------------------------
-    def exact_ns(self, n: Node) -> tuple[int, bool]:
+    def exact_ns(self, n: Node, ix: dict) -> tuple[int, bool]:
         """Duration in ns: the ``duration_attr`` attribute when present, else duration_micros."""
         if self.plan.duration_attr:
-            v = get_int(n, self.plan.duration_attr)
+            v = _int(ix, self.plan.duration_attr)
             if v is not None and v >= 0:
                 return v, True
         return n.duration_micros * 1000, False
@@ -100,18 +140,19 @@ class _Converter:
     # -- node kinds --------------------------------------------------------------------------
     def convert(self, n: Node) -> list[Node] | str:
         t = n.type
+        ix = {a.name: a for a in n.attr}
         if t == NodeType.COMP_NODE:
-            return self.comp(n)
+            return self.comp(n, ix)
         if t == NodeType.COMM_COLL_NODE:
-            return self.coll(n)
+            return self.coll(n, ix)
         if t in (NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE):
-            return self.p2p(n)
+            return self.p2p(n, ix)
         if t in (NodeType.MEM_LOAD_NODE, NodeType.MEM_STORE_NODE):
             if not self.plan.keep_memory:
                 return self.drop("memory_node_without_remote_memory")
             out = Node(id=n.id, name=n.name, type=t)
-            out.attr.append(make_attr("is_cpu_op", False))
-            out.attr.append(make_attr("tensor_size", max(0, get_int(n, "tensor_size", 0) or 0)))
+            _put(out, "is_cpu_op", False)
+            _put(out, "tensor_size", max(0, _int(ix, "tensor_size", 0)))
             return [out]
         if t == NodeType.METADATA_NODE:
             return self.drop("METADATA_NODE")
@@ -119,28 +160,28 @@ class _Converter:
             return self.drop("INVALID_NODE")
         raise self.fail(n, f"unknown node type {t}")
 
-    def comp(self, n: Node) -> list[Node] | str:
+    def comp(self, n: Node, ix: dict) -> list[Node] | str:
         plan = self.plan
-        cpu = bool(get_bool(n, "is_cpu_op", False))
-        ns, exact = self.exact_ns(n)
+        cpu = bool(_int(ix, "is_cpu_op", 0))
+        ns, exact = self.exact_ns(n, ix)
         if cpu and plan.cpu_ops == "drop":
             return self.drop("cpu_op")
         if cpu and plan.cpu_ops == "drop_zero" and ns == 0:
             return self.drop("cpu_op_zero_duration")
         out = Node(id=n.id, name=n.name, type=NodeType.COMP_NODE)
-        out.attr.append(make_attr("is_cpu_op", cpu))
+        _put(out, "is_cpu_op", cpu)
         self.set_duration(out, ns, exact, n.duration_micros)
         if plan.roofline and not cpu:
-            ops, size = self.roofline_pair(n, ns)
-            out.attr.append(make_attr("num_ops", ops))
-            out.attr.append(make_attr("tensor_size", size))
+            ops, size = self.roofline_pair(ix, ns)
+            _put(out, "num_ops", ops)
+            _put(out, "tensor_size", size)
         return [out]
 
-    def roofline_pair(self, n: Node, ns: int) -> tuple[int, int]:
+    def roofline_pair(self, ix: dict, ns: int) -> tuple[int, int]:
         """(num_ops, tensor_size) for a GPU compute node under roofline timing."""
         if self.plan.keep_num_ops:
-            ops = get_attr(n, "num_ops")
-            size = get_int(n, "tensor_size", 0) or 0
+            ops = _value(ix, "num_ops")
+            size = _int(ix, "tensor_size", 0)
             if isinstance(ops, float):
                 self.report.changed["num_ops_float_to_int"] += 1
                 ops = int(round(ops))
@@ -151,8 +192,8 @@ class _Converter:
             self.report.changed["duration_encoded_as_roofline"] += 1
         return roofline_ops(ns, self.plan.peak_perf), 1
 
-    def group_of(self, n: Node) -> tuple[str, frozenset[int]]:
-        pg = get_str(n, "pg_name", "") or ""
+    def group_of(self, n: Node, ix: dict) -> tuple[str, frozenset[int]]:
+        pg = _str(ix, "pg_name")
         if pg in ("", "0"):
             out = self.plan.world_pg
         elif pg in self.plan.group_map:
@@ -166,17 +207,17 @@ class _Converter:
                                f"which does not contain it")
         return out, members
 
-    def coll(self, n: Node) -> list[Node] | str:
+    def coll(self, n: Node, ix: dict) -> list[Node] | str:
         plan, rep = self.plan, self.report
-        raw = get_int(n, "comm_type")
+        raw = _int(ix, "comm_type")
         try:
             kind = CommType(raw)
         except (ValueError, TypeError):
             raise self.fail(n, f"collective without a known comm_type (got {raw!r})") from None
-        pg, members = self.group_of(n)
+        pg, members = self.group_of(n, ix)
         if len(members) < 2:
             return self.drop("collective_on_one_rank")
-        size = get_int(n, "comm_size")
+        size = _int(ix, "comm_size")
         if size is None:
             rep.changed["comm_size_missing"] += 1
             size = 0
@@ -190,14 +231,14 @@ class _Converter:
         else:
             pairs = rewrite(kind, size, len(members), plan.barrier_bytes)
             rep.rewritten[f"{kind.name}->" + "+".join(k.name for k, _ in pairs)] += 1
-        if get_bool(n, "is_cpu_op", False):
+        if _int(ix, "is_cpu_op", 0):
             rep.changed["comm_is_cpu_op_cleared"] += 1
-        dims = get_attr(n, "involved_dim")
+        dims = _value(ix, "involved_dim")
         if dims is not None and (not isinstance(dims, list) or len(dims) != plan.ndims
                                  or not all(isinstance(d, bool) for d in dims) or not any(dims)):
             rep.changed["involved_dim_dropped"] += 1
             dims = None
-        prio = get_int(n, "comm_priority")
+        prio = _int(ix, "comm_priority")
         outs = []
         seq = self.out.collectives.setdefault(pg, [])
         for i, (k, s) in enumerate(pairs):
@@ -209,26 +250,26 @@ class _Converter:
             out = Node(id=nid, name=n.name if last else f"{n.name}#{i}", type=NodeType.COMM_COLL_NODE)
             if k == CommType.BROADCAST:
                 out.duration_micros = n.duration_micros
-            out.attr.append(make_attr("is_cpu_op", False))
-            out.attr.append(make_attr("comm_type", int(k)))
-            out.attr.append(make_attr("comm_size", int(s)))
+            _put(out, "is_cpu_op", False)
+            _put(out, "comm_type", int(k))
+            _put(out, "comm_size", int(s))
             if pg:
-                out.attr.append(make_attr("pg_name", pg))
+                _put(out, "pg_name", pg)
             if prio is not None and _INT32[0] <= prio <= _INT32[1]:
-                out.attr.append(make_attr("comm_priority", prio))
+                _put(out, "comm_priority", prio)
             if dims is not None:
-                out.attr.append(make_attr("involved_dim", dims))
+                _put(out, "involved_dim", dims)
             outs.append(out)
             seq.append((nid, int(k), int(s)))
         return outs
 
-    def p2p(self, n: Node) -> list[Node] | str:
+    def p2p(self, n: Node, ix: dict) -> list[Node] | str:
         plan, rep = self.plan, self.report
         send = n.type == NodeType.COMM_SEND_NODE
-        peer = get_int(n, "comm_dst" if send else "comm_src")
-        size = get_int(n, "comm_size")
+        peer = _int(ix, "comm_dst" if send else "comm_src")
+        size = _int(ix, "comm_size")
         if size is None:
-            size = get_int(n, "tensor_size")
+            size = _int(ix, "tensor_size")
         if peer is None or size is None:
             what = "peer" if peer is None else "size"
             if plan.incomplete_p2p == "error":
@@ -239,24 +280,24 @@ class _Converter:
             raise self.fail(n, f"peer rank {peer} is outside the network's {plan.npus} NPUs")
         if peer == self.rank:
             return self.drop("p2p_to_self")
-        own = get_int(n, "comm_src" if send else "comm_dst")
+        own = _int(ix, "comm_src" if send else "comm_dst")
         if own is not None and own != self.rank:
             rep.changed["p2p_own_rank_corrected"] += 1
-        tag = get_int(n, "comm_tag")
+        tag = _int(ix, "comm_tag")
         if tag is None:
             rep.changed["p2p_tag_filled_0"] += 1
             tag = 0
         if not _INT32[0] <= tag <= _INT32[1]:
             raise self.fail(n, f"comm_tag {tag} does not fit the int32 slot ASTRA-sim reads")
-        if get_bool(n, "is_cpu_op", False):
+        if _int(ix, "is_cpu_op", 0):
             rep.changed["comm_is_cpu_op_cleared"] += 1
         src, dst = (self.rank, peer) if send else (peer, self.rank)
         out = Node(id=n.id, name=n.name, type=n.type)
-        out.attr.append(make_attr("is_cpu_op", False))
-        out.attr.append(make_attr("comm_src", src))
-        out.attr.append(make_attr("comm_dst", dst))
-        out.attr.append(make_attr("comm_tag", tag))
-        out.attr.append(make_attr("comm_size", max(0, size)))
+        _put(out, "is_cpu_op", False)
+        _put(out, "comm_src", src)
+        _put(out, "comm_dst", dst)
+        _put(out, "comm_tag", tag)
+        _put(out, "comm_size", max(0, size))
         (self.out.sends if send else self.out.recvs).append((src, dst, tag, max(0, size)))
         return [out]
 
@@ -267,7 +308,7 @@ class _Converter:
     def join(self, n: Node) -> Node:
         self.report.dependencies["join_nodes_added"] += 1
         out = Node(id=n.id, name=f"join:{n.name}", type=NodeType.COMP_NODE, duration_micros=0)
-        out.attr.append(make_attr("is_cpu_op", True))
+        _put(out, "is_cpu_op", True)
         return out
 
 
@@ -334,25 +375,29 @@ def convert_rank(rank: int, nodes: Iterable[Node], plan: Plan, report: ExportRep
         order = _order(nodes, [a + b for a, b in zip(data_ix, ctrl_ix)])
     except TraceFormatError as e:
         raise TraceFormatError(e.message, where, e.location) from None
-    outs: list[list[Node] | None] = [None] * len(nodes)
+    ids_of = [n.id for n in nodes]
+    kept = [False] * len(nodes)
     frontier: dict[int, list[int]] = {}
     result = conv.out
+    rewired = 0
+
+    def resolve(ixs: list[int]) -> list[int]:
+        nonlocal rewired
+        out: list[int] = []
+        for j in ixs:
+            if kept[j]:
+                out.append(ids_of[j])
+            else:
+                via = frontier[j]
+                rewired += len(via)
+                out.extend(via)
+        return out
+
     for i in order:
         n = nodes[i]
         converted = conv.convert(n)
-        resolved = []
-        for ixs in (data_ix[i], ctrl_ix[i]):
-            ids: list[int] = []
-            for j in ixs:
-                if outs[j] is not None:
-                    ids.append(nodes[j].id)
-                else:
-                    via = frontier[j]
-                    if via:
-                        dep["rewired_through_removed"] += len(via)
-                    ids.extend(via)
-            resolved.append(ids)
-        data, ctrl = resolved
+        data = resolve(data_ix[i]) if data_ix[i] else []
+        ctrl = resolve(ctrl_ix[i]) if ctrl_ix[i] else []
         if isinstance(converted, str):
             through = list(dict.fromkeys(data + ctrl))
             if len(through) > plan.join_limit and n_children[i] > 1:
@@ -361,16 +406,24 @@ def convert_rank(rank: int, nodes: Iterable[Node], plan: Plan, report: ExportRep
                 report.removed[converted] += 1
                 frontier[i] = through
                 continue
-        outs[i] = converted
+        kept[i] = True
         first = converted[0]
-        data = list(dict.fromkeys(data))
-        seen = set(data)
-        ctrl = [c for c in dict.fromkeys(ctrl) if c not in seen]
-        first.data_deps.extend(data)
-        first.ctrl_deps.extend(ctrl)
-        for prev, nxt in zip(converted, converted[1:]):
-            nxt.data_deps.append(prev.id)
-        result.nodes.extend(converted)
+        if len(data) > 1:
+            data = list(dict.fromkeys(data))
+        if ctrl:
+            seen = set(data)
+            ctrl = [c for c in dict.fromkeys(ctrl) if c not in seen]
+            first.ctrl_deps.extend(ctrl)
+        if data:
+            first.data_deps.extend(data)
+        if len(converted) > 1:
+            for prev, nxt in zip(converted, converted[1:]):
+                nxt.data_deps.append(prev.id)
+            result.nodes.extend(converted)
+        else:
+            result.nodes.append(first)
+    if rewired:
+        dep["rewired_through_removed"] += rewired
     report.nodes_out += len(result.nodes)
     return result
 
