@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import warnings
 from collections.abc import Iterator, Sequence
@@ -11,10 +12,10 @@ from typing import Any
 from chakra_core.attrs import make_attr
 from chakra_core.errors import TraceFormatError
 from chakra_core.schema import GlobalMetadata, Node
-from chakra_core.traceset import GeneratedRank, TraceSet
+from chakra_core.traceset import PG_ATTR, GeneratedRank, TraceSet
 
 from .graph import RankGraph, build_graph
-from .hostet import read_header, read_host_et
+from .hostet import read_header, read_host_et, scan_groups
 from .kineto import read_distributed_info, read_kineto
 from .schema_version import PyTorchTraceWarning, check_schema
 from .sniff import is_json_name, rank_from_name, sniff_kind
@@ -153,16 +154,17 @@ def open_pytorch(paths: Sequence[str], data_deps: bool = False, idle_gaps: bool 
     if missing:
         warnings.warn(f"{missing[0]}: no Kineto trace for {len(missing)} rank(s): durations are "
                       "missing (0)", PyTorchTraceWarning, stacklevel=2)
-    # groups: Kineto's distributedInfo when there is one, else the first rank's pg-init node
-    groups = _groups(dist, {}, world or 1) if dist else None
+    # groups: Kineto's distributedInfo and the first rank's pg-init node
+    host_groups = scan_groups(rank_files[0].host)
+    if world is None:
+        world = _world_from(host_groups) or 1
+    groups = {k: v for k, v in _groups(dist, host_groups, world).items() if k != "0"}
     ranks = []
     for rf in rank_files:
-        ranks.append(GeneratedRank(rf.rank, _metadata(rf), _factory(rf, world, data_deps, idle_gaps, min_idle_us),
+        meta = _metadata(rf)
+        meta.attr.append(make_attr(PG_ATTR, json.dumps([{"pg_name": k, "ranks": v} for k, v in groups.items()])))
+        ranks.append(GeneratedRank(rf.rank, meta, _factory(rf, world, data_deps, idle_gaps, min_idle_us),
                                    path=rf.host))
-    if groups is None:
-        first = convert_rank(rank_files[0], world, data_deps, idle_gaps, min_idle_us)
-        groups = first.groups
-    groups = {k: v for k, v in groups.items() if k != "0"}
     return TraceSet(ranks, process_groups=groups, source=rank_files[0].host)
 
 

@@ -17,6 +17,7 @@ around them then gets its exclusive time.
 from __future__ import annotations
 
 import gzip
+import sys
 import zlib
 from array import array
 from collections.abc import Iterator
@@ -30,8 +31,9 @@ from chakra_core.errors import TraceFormatError
 from chakra_core.etio import open_binary
 
 from .comms import CommInfo, comm_from_c10d, comm_from_param_comms, merge_param_comms, tensors_in
+from .intmap import IntMap
 
-__all__ = ["HostOp", "HostTrace", "read_host_et", "read_header", "iter_raw_nodes"]
+__all__ = ["HostOp", "HostTrace", "read_host_et", "read_header", "iter_raw_nodes", "scan_groups"]
 
 _ROOT_NAMES = ("[pytorch|profiler|execution_trace|process]", "[pytorch|profiler|execution_trace|thread]")
 PG_INIT = "## process_group:init ##"
@@ -63,7 +65,7 @@ class HostTrace:
     pid: int | None
     ops: list[HostOp]
     #: selected op id for each rf_id of the file (folded nodes map to their selected ancestor)
-    rf_owner: dict[int, int]
+    rf_owner: IntMap
     #: process groups of the pg-init node: {pg_name: {"ranks": [...], "size": n, "desc": s}}
     groups: dict[str, dict[str, Any]]
     #: rf_ids of gloo/nccl annotation nodes that could not be tied to a c10d op
@@ -151,6 +153,16 @@ def _parent(node: dict, path: str, index: int) -> int:
     return p
 
 
+_KEEP = ("rf_id", "fw_parent", "seq_id", "scope", "tid", "fw_tid", "op_schema")
+
+
+def _keep(attrs: dict) -> tuple:
+    """The attributes copied to Chakra nodes, as a tuple (the schema text shared between nodes)."""
+    schema = attrs.get("op_schema")
+    return (attrs.get("rf_id"), attrs.get("fw_parent"), attrs.get("seq_id"), attrs.get("scope"),
+            attrs.get("tid"), attrs.get("fw_tid"), sys.intern(schema) if isinstance(schema, str) else None)
+
+
 def _is_operator(name: str, attrs: dict) -> bool:
     if "op_schema" in attrs:
         return bool(attrs["op_schema"]) or name.startswith("c10d::")
@@ -218,8 +230,8 @@ def read_host_et(path: str) -> HostTrace:
                 if info is not None:
                     comms[nid] = info
                     flags |= F_ANCHOR
-            kept[nid] = (name, tid if isinstance(tid, int) else 0, cols.rf[nid], attrs,
-                         orjson.dumps(io))
+            kept[nid] = (name, tid if isinstance(tid, int) else 0, cols.rf[nid], _keep(attrs),
+                         bytes(memoryview(orjson.dumps(io))))
             # children that arrived first are folded into this operator (comm anchors stay)
             for c in waiting.pop(nid, ()):
                 if not cols.flags[c] & F_ANCHOR:
@@ -231,7 +243,8 @@ def read_host_et(path: str) -> HostTrace:
                 info = comm_from_param_comms(attrs, _io(node)[0])
                 if info is not None:
                     param_comms.append((nid, info))
-                    kept[nid] = (name, attrs.get("tid", 0), cols.rf[nid], attrs, orjson.dumps(_io(node)))
+                    kept[nid] = (name, attrs.get("tid", 0), cols.rf[nid], _keep(attrs),
+                                 bytes(memoryview(orjson.dumps(_io(node)))))
                     if parent >= 0 and not cols.flags[parent] & F_SEEN:
                         waiting.setdefault(parent, []).append(nid)
             elif name.startswith(("gloo:", "nccl:")):
@@ -243,6 +256,32 @@ def read_host_et(path: str) -> HostTrace:
                 waiting.setdefault(parent, []).extend(moved)
         cols.flags[nid] = flags
     return _resolve(path, header, schema, cols, kept, comms, param_comms, workers, groups, index + 1)
+
+
+def scan_groups(path: str) -> dict[str, dict[str, Any]]:
+    """The process groups of the host ET's pg-init node, found without converting the file.
+
+    The decompressed bytes are searched for the node's name first (fast); only when it is there
+    are the nodes parsed, up to that node.
+    """
+    needle = PG_INIT.encode()
+    found = False
+    tail = b""
+    try:
+        with open_binary(path) as f:
+            while chunk := f.read(1 << 20):
+                if needle in tail + chunk:
+                    found = True
+                    break
+                tail = chunk[-len(needle):]
+    except (OSError, EOFError, zlib.error):
+        return {}  # the conversion itself reports the broken file
+    if not found:
+        return {}
+    for index, node in enumerate(iter_raw_nodes(path)):
+        if isinstance(node, dict) and node.get("name") == PG_INIT:
+            return _groups(node, path, index)
+    return {}
 
 
 def _groups(node: dict, path: str, index: int) -> dict[str, dict[str, Any]]:
@@ -312,10 +351,11 @@ def _resolve(path, header, schema, cols: _Arrays, kept, comms, param_comms, work
             continue
         name, tid, rf, attrs, io = kept[nid]
         p = parent[nid]
+        attrs = {k: v for k, v in zip(_KEEP, attrs) if v is not None}
         op = HostOp(nid, name, tid if isinstance(tid, int) else 0, rf, attrs, io, comms.get(nid),
                     sel[p] if 0 <= p < n else -1)
         ops.append(op)
-    rf_owner = {}
+    rf_owner = IntMap()
     rfs = cols.rf
     for i in range(n):
         if flags[i] & F_SEEN and rfs[i] >= 0 and sel[i] >= 0:

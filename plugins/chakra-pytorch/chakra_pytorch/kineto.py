@@ -18,6 +18,8 @@ import ijson
 from chakra_core.errors import TraceFormatError
 from chakra_core.etio import open_binary
 
+from .intmap import IntMap
+
 __all__ = ["KinetoTrace", "GpuEvent", "SyncEvent", "read_kineto", "read_distributed_info"]
 
 _GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
@@ -64,7 +66,7 @@ class KinetoTrace:
     #: rf_id -> (ts, dur, tid, name) for the rf_ids asked for
     ops: dict[int, tuple[float, float, int, str]]
     #: External id -> rf_id of every CPU op
-    ext_rf: dict[int, int]
+    ext_rf: IntMap
     gpu: list[GpuEvent] = field(default_factory=list)
     syncs: list[SyncEvent] = field(default_factory=list)
     #: correlation -> External id of the runtime call that launched it
@@ -112,7 +114,7 @@ def read_kineto(path: str, wanted_rfs: set[int] | frozenset[int] | None = None) 
     """Read one Kineto trace; keep timings of ``wanted_rfs`` (all host ops when None)."""
     dist = read_distributed_info(path)
     ops: dict[int, tuple[float, float, int, str]] = {}
-    ext_rf: dict[int, int] = {}
+    ext_rf = IntMap()
     kt = KinetoTrace(path, None, dist, ops, ext_rf)
     pids: dict[int, int] = {}
     count = 0

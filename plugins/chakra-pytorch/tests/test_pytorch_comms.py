@@ -6,11 +6,11 @@ import warnings
 from pathlib import Path
 
 import pytest
+from chakra_pytorch import convert_rank, find_rank_files, open_pytorch
+
 from chakra_core.attrs import get_int, get_str
 from chakra_core.schema import CommType, NodeType
 from chakra_core.validate import validate
-
-from chakra_pytorch import convert_rank, find_rank_files, open_pytorch
 
 DATA = Path(__file__).resolve().parent / "data"
 F32 = 4

@@ -1,0 +1,191 @@
+"""Benchmark of the ``pytorch`` input format (chakra-pytorch): time and peak memory.
+
+1. a real trace: records one training step of a 24-layer transformer encoder (d_model 512,
+   8 heads, AdamW foreach=False) on the CPU with torch 2.13.0 (about 24k host-ET nodes), then
+   converts host ET + Kineto to Chakra ETs;
+2. synthetic traces of 250,000 and 1,000,000 host-ET nodes (plus a Kineto trace with an event
+   for every node) in PyTorch's layout, to show that memory grows linearly with the nodes.
+
+Each conversion runs in a fresh process that reports its wall time and peak RSS; the RSS of the
+same process after the imports alone is printed too, so the conversion's own share is visible.
+Targets (docs/pytorch.md): the real trace in <= 1.55 s (10x faster than 15.5 s) and <= 107 MB
+(1/4 of 429 MB).
+
+    python benches/bench_pytorch.py [--layers 24] [--synthetic 250000,1000000] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+_RECORD = r'''
+import sys, torch
+from chakra_collect import record_steps
+torch.manual_seed(0)
+torch.set_num_threads(2)
+layer = torch.nn.TransformerEncoderLayer(d_model=512, nhead=8, dim_feedforward=2048, batch_first=True)
+model = torch.nn.TransformerEncoder(layer, num_layers=int(sys.argv[2]), enable_nested_tensor=False)
+opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=False)
+x = torch.randn(2, 32, 512)
+def step():
+    opt.zero_grad()
+    model(x).pow(2).mean().backward()
+    opt.step()
+record_steps(step, sys.argv[1], steps=1, warmup=1, rank=0)
+'''
+
+_CONVERT = r'''
+import resource, sys, tempfile, time, warnings
+warnings.simplefilter("ignore")
+from chakra_pytorch import open_pytorch
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+t = time.perf_counter()
+ts = open_pytorch(sys.argv[1:])
+with tempfile.TemporaryDirectory() as d:
+    n = 0
+    for path in ts.write(d):
+        from chakra_core.etio import EtReader
+        n += sum(1 for _ in EtReader(path).raw())
+    secs = time.perf_counter() - t
+print(f"{secs:.3f} {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.1f} {base:.1f} {n}")
+'''
+
+
+def record_real(out: Path, layers: int) -> Path:
+    """Record the real trace into ``out`` (needs torch); returns the folder."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "adapters" / "chakra-collect"))
+    subprocess.run([sys.executable, "-c", _RECORD, str(out), str(layers)], check=True, env=env,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return out
+
+
+def _attrs(rf: int, tid: int, schema: str) -> str:
+    return ('[{"name": "rf_id", "type": "uint64", "value": %d},{"name": "fw_parent", "type": "uint64", '
+            '"value": 0},{"name": "seq_id", "type": "int64", "value": -1},{"name": "scope", "type": '
+            '"uint64", "value": 0},{"name": "tid", "type": "uint64", "value": %d},{"name": "fw_tid", '
+            '"type": "uint64", "value": 0},{"name": "op_schema", "type": "string", "value": "%s"}]'
+            % (rf, tid, schema))
+
+
+def synthesize(out: Path, n_nodes: int) -> tuple[Path, Path]:
+    """Write a host ET of ``n_nodes`` nodes and its Kineto trace, in PyTorch's layout.
+
+    Blocks of 4 nodes: a top-level ``aten::linear`` holding ``aten::t`` -> ``aten::transpose``
+    and ``aten::addmm``; nodes in post-order as PyTorch writes them; every node has a Kineto
+    event with its record-function id and nested timestamps.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    et, kin = out / "synthetic_et.0.json", out / "synthetic_kineto.0.json"
+    io_t = ('"inputs": {"values": [[5,6,0,1024,4,"cpu"]], "shapes": [[32,32]], "types": '
+            '["Tensor(float)"], "strides": [[32,1]]}, "outputs": {"values": [[7,8,0,1024,4,"cpu"]], '
+            '"shapes": [[32,32]], "types": ["Tensor(float)"], "strides": [[1,32]]}')
+    blocks = max(1, (n_nodes - 3) // 4)
+    pid, tid = 4242, 4242
+    with open(et, "w") as f, open(kin, "w") as k:
+        f.write('{\n  "schema": "1.1.1-chakra.0.0.4", "pid": %d, "time": "synthetic", "start_ts": 0,\n'
+                '  "nodes": [\n' % pid)
+        k.write('{\n  "schemaVersion": 1, "deviceProperties": [], "traceEvents": [\n')
+        k.write('{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": %d, "tid": %d, '
+                '"ts": 0.0, "dur": %.3f, "args": {"External id": 1, "Record function id": 1}}'
+                % (pid, tid, blocks * 10.0 + 5))
+        nid, rf = 4, 2
+        sep = ""
+        for b in range(blocks):
+            t0 = 1.0 + b * 10.0
+            ids = (nid, nid + 1, nid + 2, nid + 3)  # linear, t, transpose, addmm
+            rfs = (rf, rf + 1, rf + 2, rf + 3)
+            spans = ((t0, 8.0), (t0 + 0.5, 3.0), (t0 + 1.0, 1.5), (t0 + 4.0, 4.0))
+            names = ("aten::linear", "aten::t", "aten::transpose", "aten::addmm")
+            parents = (3, ids[0], ids[1], ids[0])
+            for j in (2, 1, 3, 0):  # post-order: transpose, t, addmm, linear
+                f.write('%s      {\n        "id": %d, "name": "%s", "ctrl_deps": %d,\n        %s,\n'
+                        '        "attrs": %s\n      }' % (sep, ids[j], names[j], parents[j], io_t,
+                                                         _attrs(rfs[j], 1, names[j] + "(Tensor self) -> Tensor")))
+                sep = ",\n"
+            for j in range(4):
+                k.write(',\n{"ph": "X", "cat": "cpu_op", "name": "%s", "pid": %d, "tid": %d, "ts": %.3f, '
+                        '"dur": %.3f, "args": {"External id": %d, "Record function id": %d}}'
+                        % (names[j], pid, tid, spans[j][0], spans[j][1], rfs[j], rfs[j]))
+            nid += 4
+            rf += 4
+        for nid_, name, parent, rf_ in ((3, "ProfilerStep#1", 2, 1),
+                                        (2, "[pytorch|profiler|execution_trace|thread]", 1, 0),
+                                        (1, "[pytorch|profiler|execution_trace|process]", 1, 0)):
+            f.write('%s      {\n        "id": %d, "name": "%s", "ctrl_deps": %d,\n        "inputs": {"values": '
+                    '[], "shapes": [], "types": [], "strides": []}, "outputs": {"values": [], "shapes": [], '
+                    '"types": [], "strides": []},\n        "attrs": %s\n      }'
+                    % (sep, nid_, name, parent, _attrs(rf_, 1, "")))
+        f.write('\n  ],\n  "finish_ts": 1\n}\n')
+        k.write('\n], "traceName": "synthetic"}\n')
+    return et, kin
+
+
+def convert(paths: list[Path]) -> dict:
+    """Convert in a fresh process: seconds, peak RSS MB, RSS after imports MB, nodes written."""
+    env = dict(os.environ)
+    r = subprocess.run([sys.executable, "-c", _CONVERT, *map(str, paths)], check=True, env=env,
+                       capture_output=True, text=True)
+    secs, peak, base, n = r.stdout.split()
+    return {"seconds": float(secs), "peak_mb": float(peak), "import_mb": float(base), "nodes_out": int(n)}
+
+
+def _count_host_nodes(path: Path) -> int:
+    import gzip
+
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as f:
+        return sum(1 for line in f if line.lstrip().startswith(b'"id":'))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--layers", type=int, default=24, help="encoder layers of the real trace")
+    ap.add_argument("--synthetic", default="250000,1000000", help="synthetic sizes (host-ET nodes)")
+    ap.add_argument("--keep", help="keep the traces in this folder (default: a temporary one)")
+    ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = ap.parse_args()
+    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench_pytorch_"))
+    rows = []
+    real = work / "real"
+    try:
+        import torch  # noqa: F401
+
+        if not (real / "pytorch_et.0.json.gz").exists():
+            t = time.perf_counter()
+            record_real(real, args.layers)
+            print(f"recorded the real trace in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+        n = _count_host_nodes(real / "pytorch_et.0.json.gz")
+        rows.append({"trace": f"real: {args.layers}-layer encoder, 1 step", "host_nodes": n,
+                     **convert([real])})
+    except ImportError:
+        print("torch is not installed: skipping the real trace", file=sys.stderr)
+    for size in [int(s) for s in args.synthetic.split(",") if s]:
+        folder = work / f"synthetic_{size}"
+        et, kin = synthesize(folder, size)
+        rows.append({"trace": "synthetic", "host_nodes": _count_host_nodes(et), **convert([et, kin])})
+        if not args.keep:
+            et.unlink()
+            kin.unlink()
+    for r in rows:
+        r["mb_per_1k_nodes"] = round((r["peak_mb"] - r["import_mb"]) / r["host_nodes"] * 1000, 3)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return
+    print(f"{'trace':34} {'host nodes':>10} {'out nodes':>9} {'seconds':>8} {'peak MB':>8} "
+          f"{'imports MB':>10} {'MB/1k nodes':>11}")
+    for r in rows:
+        print(f"{r['trace']:34} {r['host_nodes']:>10} {r['nodes_out']:>9} {r['seconds']:>8.2f} "
+              f"{r['peak_mb']:>8.1f} {r['import_mb']:>10.1f} {r['mb_per_1k_nodes']:>11.3f}")
+
+
+if __name__ == "__main__":
+    main()
