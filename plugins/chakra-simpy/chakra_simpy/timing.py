@@ -155,6 +155,9 @@ def phase_cost(kind: str, impl: str, dim: Dimension, d: int, e: int, local_mem_b
     """
     p = dim.npus_count
     base, window = algorithm_base(impl)
+    if impl.startswith("one"):
+        raise ConfigError(f"implementation '{impl}' is not modelled by the simpy backend "
+                          "(modelled: ring, direct, halvingDoubling)")
     if base == "ring":
         steps, nred, div = _steps(kind, p)
         m = d // div
