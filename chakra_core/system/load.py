@@ -190,7 +190,8 @@ def check_system(sd: SystemDescription) -> SystemDescription:
                     f"silently runs {kind} on the first {len(impl)} dimension(s) only")
             elif len(impl) > n:
                 warnings.append(f"{where}: '{kind}-implementation' lists {len(impl)} entries for "
-                                f"{n} dimensions; the extra ones are ignored")
+                                f"{n} dimensions; ASTRA-sim asserts on this (debug builds) or ignores "
+                                "the extra ones")
         npus = sd.npus
         gwhere = sd.sources.get("comm_groups", "<comm groups>")
         for name, ranks in sd.comm_groups.items():

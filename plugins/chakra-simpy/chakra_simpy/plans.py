@@ -11,7 +11,16 @@ from __future__ import annotations
 from chakra_core.errors import ConfigError
 from chakra_core.system import SystemDescription
 
-from .timing import Cost, chunking, final_size, net, peer_hops, phase_cost, ring_group_cost
+from .timing import (
+    Cost,
+    chunking,
+    final_size,
+    net,
+    one_phase_cost,
+    peer_hops,
+    phase_cost,
+    ring_group_cost,
+)
 
 __all__ = ["Planner", "KIND_NAME"]
 
@@ -70,6 +79,12 @@ class Planner:
         if not impl:
             raise ConfigError(f"no '{KIND_NAME[kind]}-implementation' in the system description",
                               sd.sources.get("system"))
+        if impl[0].startswith("one"):
+            if any(not x.startswith("one") for x in impl[:ndims]):
+                raise ConfigError(f"'{KIND_NAME[kind]}-implementation' mixes one* and per-dimension "
+                                  "algorithms; ASTRA-sim stops at the first one*", sd.sources.get("system"))
+            cost = one_phase_cost(kind, impl[0], self.dims, c, sd.endpoint_delay, sd.local_mem_bw)
+            return n, [(0, cost, f"{KIND_NAME[kind]} over all NPUs ({impl[0]})")]
         steps: list[tuple[str, int]] = []
         if kind == "AR" and sd.collective_optimization == "localBWAware" and active:
             last = active[-1]

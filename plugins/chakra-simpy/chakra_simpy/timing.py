@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from chakra_core.errors import ConfigError
 from chakra_core.system import Dimension, algorithm_base
 
-__all__ = ["Cost", "ring_hops", "peer_hops", "net", "red", "phase_cost", "ring_group_cost",
+__all__ = ["Cost", "ring_hops", "peer_hops", "net", "red", "phase_cost", "one_phase_cost",
+           "algorithm_cost", "ring_group_cost",
            "final_size", "chunking", "roofline_ns", "GROUP_ENDPOINT_DELAY"]
 
 #: endpoint delay (ns) that ASTRA-sim uses for rings over a communicator group, whatever
@@ -117,13 +118,12 @@ def _steps(kind: str, p: int) -> tuple[int, int, int]:
     return p * (p - 1) // 2, 0, p  # A2A
 
 
-def _cost(e: int, n_e: int, msgs: list[tuple[int, int]], dim: Dimension, reds: int,
-          parallel: int = 1) -> Cost:
-    """Cost of a chain: ``n_e`` endpoint delays, messages ``(bytes, hops)`` one after the other,
-    ``reds`` ns of reductions; ``parallel`` messages leave the NPU at once (direct)."""
-    fixed = n_e * e + sum(net(dim, m, h) for m, h in msgs) + reds
-    lat = sum(h * dim.latency for m, h in msgs)
-    ser = sum(h * m / dim.bytes_per_ns for m, h in msgs) * parallel
+def _cost(e: int, n_e: int, msgs: list[tuple[int, Dimension, int]], reds: int, parallel: int = 1) -> Cost:
+    """Cost of a chain: ``n_e`` endpoint delays, messages ``(bytes, dimension, hops)`` one after
+    the other, ``reds`` ns of reductions; ``parallel`` messages share the busiest link (direct)."""
+    fixed = n_e * e + sum(net(dim, m, h) for m, dim, h in msgs) + reds
+    lat = sum(h * dim.latency for m, dim, h in msgs)
+    ser = sum(h * m / dim.bytes_per_ns for m, dim, h in msgs) * parallel
     return Cost(fixed, n_e * e + reds + lat, ser)
 
 
@@ -138,9 +138,17 @@ def _direct_load(dim: Dimension) -> int:
     return max(1, load + (p // 2 if p % 2 == 0 else 0) // 2)
 
 
-def phase_cost(kind: str, impl: str, dim: Dimension, d: int, e: int, local_mem_bw: float) -> Cost:
-    """Cost of one chunk phase of ``kind`` (AR, RS, AG, A2A) with ``d`` bytes entering it, on
-    ``dim`` with algorithm ``impl`` (ring, direct, halvingDoubling).
+def _not_modelled(impl: str) -> ConfigError:
+    return ConfigError(f"implementation '{impl}' is not modelled by the simpy backend "
+                       "(modelled: ring, direct, halvingDoubling and their one* variants)")
+
+
+def algorithm_cost(kind: str, impl: str, p: int, link, d: int, e: int, local_mem_bw: float,
+                   load: int = 1) -> Cost:
+    """Cost of one chunk phase of ``kind`` (AR, RS, AG, A2A) with ``d`` bytes entering it, on a
+    logical ring of ``p`` NPUs with algorithm ``impl``; ``link(distance)`` gives the
+    ``(Dimension, hops)`` a message to the NPU ``distance`` places away is charged on; ``load``
+    is how many direct messages share the busiest link (congestion-aware mode only).
 
     ring:   m = d // P (all-gather: d); AR 2(P-1) steps, P-1 reductions, 2P-1 endpoint delays;
             RS P-1 steps and reductions, P delays; AG P-1 steps, P delays; A2A P(P-1)/2 steps,
@@ -153,54 +161,85 @@ def phase_cost(kind: str, impl: str, dim: Dimension, d: int, e: int, local_mem_b
             second on; AG and the second half of AR double back from P/2 away; k+1 (RS, AG) or
             2k+1 (AR) endpoint delays.
     """
-    p = dim.npus_count
     base, window = algorithm_base(impl)
-    if impl.startswith("one"):
-        raise ConfigError(f"implementation '{impl}' is not modelled by the simpy backend "
-                          "(modelled: ring, direct, halvingDoubling)")
     if base == "ring":
         steps, nred, div = _steps(kind, p)
         m = d // div
-        h = ring_hops(dim, 1)
-        return _cost(e, steps + 1, [(m, h)] * steps, dim, nred * red(m, local_mem_bw) if nred else 0)
+        dim, h = link(1)
+        return _cost(e, steps + 1, [(m, dim, h)] * steps, nred * red(m, local_mem_bw) if nred else 0)
     if base == "direct":
         if window is not None and window < p - 1:
             raise ConfigError(f"'{impl}' with a window below P-1 = {p - 1} is not modelled by the "
                               "simpy backend; use 'direct'")
         m = d if kind == "AG" else d // p
-        h = max(ring_hops(dim, k) for k in range(1, p))
-        load = _direct_load(dim)
+        dim, h = max((link(k) for k in range(1, p)), key=lambda dh: (net(dh[0], m, dh[1]), dh[1]))
         if kind == "AR":
-            return _cost(e, 3, [(m, h), (m, h)], dim, red(m, local_mem_bw), load)
+            return _cost(e, 3, [(m, dim, h), (m, dim, h)], red(m, local_mem_bw), load)
         reds = red(m, local_mem_bw) if kind == "RS" else 0
-        return _cost(e, 2, [(m, h)], dim, reds, load)
+        return _cost(e, 2, [(m, dim, h)], reds, load)
     if base == "halvingDoubling":
         k = p.bit_length() - 1
         if p != 1 << k:
             raise ConfigError(f"halvingDoubling needs a power-of-two NPU count, got {p}")
         if kind == "A2A":
             raise ConfigError("ASTRA-sim has no halvingDoubling all-to-all")
-        msgs: list[tuple[int, int]] = []
+        msgs: list[tuple[int, Dimension, int]] = []
         reds = 0
         if kind in ("AR", "RS"):
             s = d // 2
             for i in range(1, k + 1):
-                msgs.append((s, ring_hops(dim, 1 << (i - 1))))
+                msgs.append((s, *link(1 << (i - 1))))
                 if i >= 2:
                     reds += red(s, local_mem_bw)
                 if i < k:
                     s //= 2
             if kind == "RS":
-                return _cost(e, k + 1, msgs, dim, reds)
+                return _cost(e, k + 1, msgs, reds)
             t = 2 * (s // 2)
             for j in range(1, k + 1):
-                msgs.append((t << (j - 1), ring_hops(dim, p >> j)))
-            return _cost(e, 2 * k + 1, msgs, dim, reds)
+                msgs.append((t << (j - 1), *link(p >> j)))
+            return _cost(e, 2 * k + 1, msgs, reds)
         for i in range(1, k + 1):  # AG
-            msgs.append((d << (i - 1), ring_hops(dim, p >> i)))
-        return _cost(e, k + 1, msgs, dim, 0)
-    raise ConfigError(f"implementation '{impl}' is not modelled by the simpy backend "
-                      "(modelled: ring, direct, halvingDoubling)")
+            msgs.append((d << (i - 1), *link(p >> i)))
+        return _cost(e, k + 1, msgs, 0)
+    raise _not_modelled(impl)
+
+
+def phase_cost(kind: str, impl: str, dim: Dimension, d: int, e: int, local_mem_bw: float) -> Cost:
+    """Cost of one chunk phase on network dimension ``dim`` (see :func:`algorithm_cost`)."""
+    if impl.startswith("one"):
+        raise _not_modelled(impl)
+    return algorithm_cost(kind, impl, dim.npus_count, lambda dist: (dim, ring_hops(dim, dist)), d, e,
+                          local_mem_bw, _direct_load(dim))
+
+
+def one_phase_cost(kind: str, impl: str, dims: tuple[Dimension, ...], d: int, e: int,
+                   local_mem_bw: float) -> Cost:
+    """Cost of one chunk phase of a ``one*`` implementation: one logical ring over every NPU
+    (rank order), each message charged on the lowest dimension where the two ranks differ
+    (seen from rank 0: the network is symmetric)."""
+    total = 1
+    for dim in dims:
+        total *= dim.npus_count
+    base, _ = algorithm_base(impl)
+    if base == "halvingDoubling" and any(x.npus_count & (x.npus_count - 1) for x in dims):
+        raise ConfigError(f"'{impl}' needs power-of-two dimensions")
+
+    def coords(r: int) -> list[int]:
+        out = []
+        for dim in dims:
+            out.append(r % dim.npus_count)
+            r //= dim.npus_count
+        return out
+
+    zero = coords(0)
+
+    def link(dist: int):
+        dd, h = peer_hops(dims, tuple(zero), tuple(coords(dist % total)))
+        return dims[dd], h
+
+    load = max(_direct_load(dim) for dim in dims)
+    return algorithm_cost(kind, impl, total, link, d, e, local_mem_bw, load)
 
 
 def ring_group_cost(kind: str, members: list[int], hop_cost, d: int, local_mem_bw: float) -> Cost:

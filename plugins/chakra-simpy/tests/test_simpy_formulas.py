@@ -205,3 +205,26 @@ def test_sub_group_runs_one_ring_over_its_members(kit, tmp_path):
     assert [r["finish_ns"] for r in res.ranks] == [4 * chunk] * 8
     groups = {s["group"] for s in res.summary["collectives"]}
     assert groups == {"1", "2"}
+
+
+def test_one_variants_run_one_ring_over_every_npu(kit, tmp_path):
+    # 4-NPU Ring x 2-NPU Switch; a one* algorithm sees one logical ring of 8 NPUs in rank order,
+    # each message charged on the lowest dimension where the two ranks differ
+    d = MIB // 4
+
+    def one(impl, kind):
+        keys = {f"{k}_implementation": [impl, impl] for k in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")}
+        return _one(kit, tmp_path, _two_dims(kit, **keys), MIB, getattr(kit.CommType, KINDS[kind]))[0]
+
+    # oneRing: neighbours differ in dimension 0, one hop there
+    assert one("oneRing", "AR") == 4 * _ring_chunk(kit, "AR", 8, d, 1, 500, 50)
+    # oneDirect: the farthest peer costs most on the Switch (2 hops, 1000 ns, 25 GB/s)
+    assert one("oneDirect", "RS") == 4 * (2 * E + kit.net(d // 8, 2, 1000, 25) + kit.red(d // 8))
+    # oneHalvingDoubling: peers 1 and 2 away differ in dimension 0 (1 and 2 hops), 4 away in dimension 1
+
+    def hop(dist):
+        return {1: (1, 500, 50), 2: (2, 500, 50), 4: (2, 1000, 25)}[dist]
+
+    s1, s2, s3 = d // 2, d // 4, d // 8
+    expect = 4 * E + sum(kit.net(m, *hop(x)) for m, x in ((s1, 1), (s2, 2), (s3, 4))) + kit.red(s2) + kit.red(s3)
+    assert one("oneHalvingDoubling", "RS") == 4 * expect
