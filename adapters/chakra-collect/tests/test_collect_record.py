@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from chakra_core.etio import read_et
 from chakra_core.schema import NodeType
 

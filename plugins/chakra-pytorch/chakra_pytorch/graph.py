@@ -244,7 +244,7 @@ def build_graph(host: HostTrace, kt: KinetoTrace | None, rank: int, world: int,
             waiter.ctrl.append(comm_node.id)
 
     # ---- GPU nodes: launch deps, stream order, syncs
-    streams: dict[tuple[int, int], list[OutNode]] = {}
+    streams: dict[tuple[int, int], list[tuple[Any, OutNode]]] = {}
     if kt is not None:
         for g, owner in zip(kt.gpu, gpu_owner):
             kind = kind_of_kernel(g.name)
@@ -254,18 +254,18 @@ def build_graph(host: HostTrace, kt: KinetoTrace | None, rank: int, world: int,
             next_id += 1
             node.attrs = [("is_cpu_op", False), ("stream", g.stream), ("device", g.device)]
             if kind is not None:
-                comm = op.comm if op is not None and op.comm is not None else None
+                comm = op.comm if op is not None else None
                 if comm is None:
-                    comm = CommInfo(kind if kind in COLL_TYPES else "all_reduce")
-                    notes.append(f"NCCL kernel {g.name} has no communication op: size unknown (0)")
-                node.type = comm.node_type
-                node.attrs += _comm_attrs(comm, rank, groups, world)
+                    notes.append(f"NCCL kernel {g.name} has no communication op: kept as compute")
+                else:
+                    node.type = comm.node_type
+                    node.attrs += _comm_attrs(comm, rank, groups, world)
             if owner in out:
                 node.ctrl.append(owner)
             lane = streams.setdefault((g.device, g.stream), [])
             if lane:
-                node.ctrl.append(lane[-1].id)
-            lane.append(node)
+                node.ctrl.append(lane[-1][1].id)
+            lane.append((g, node))
             out[node.id] = node
         _add_syncs(kt, host, streams, out, grid)
 
@@ -329,19 +329,26 @@ def _worker_span(comm: CommInfo, kt: KinetoTrace | None, grid) -> tuple[int | No
 
 
 def _add_syncs(kt: KinetoTrace, host: HostTrace, streams, out, grid) -> None:
-    starts = {k: [n.start for n in lane] for k, lane in streams.items()}
+    """GPU -> CPU: the CPU node of each sync call waits for the last work launched before it.
+
+    Work launched by the same node is skipped: the node both launches and waits for it, which
+    its own duration already covers (a dependency would be a cycle).
+    """
+    launches = {k: [kt.corr_ts.get(g.correlation, g.ts) for g, _ in lane] for k, lane in streams.items()}
     for sy in kt.syncs:
-        owner = host.rf_owner.get(kt.ext_rf.get(sy.external, -1), -1)
-        node = out.get(owner)
+        ext = sy.external if sy.external >= 0 else kt.corr_ext.get(sy.correlation, -1)
+        node = out.get(host.rf_owner.get(kt.ext_rf.get(ext, -1), -1))
         if node is None:
             continue
-        t = grid(sy.ts)
         for key, lane in streams.items():
             if sy.stream >= 0 and sy.kind != "device" and key[1] != sy.stream:
                 continue
-            i = bisect.bisect_right(starts[key], t) - 1
-            if i >= 0 and lane[i].id not in node.ctrl:
-                node.ctrl.append(lane[i].id)
+            i = bisect.bisect_right(launches[key], sy.ts) - 1
+            # work the node launched itself is waited for inside it (its duration covers that)
+            while i >= 0 and node.id in lane[i][1].ctrl:
+                i -= 1
+            if i >= 0 and lane[i][1].id not in node.ctrl:
+                node.ctrl.append(lane[i][1].id)
 
 
 def _add_data_deps(lanes: dict[int, list[OutNode]]) -> None:

@@ -54,6 +54,8 @@ class SyncEvent:
     tid: int
     external: int
     stream: int  # -1 when unknown (wait for every stream)
+    correlation: int = -1
+    precise: bool = False  # a cuda_sync event (names its stream) rather than a runtime call
 
 
 @dataclass
@@ -65,12 +67,14 @@ class KinetoTrace:
     distributed: dict[str, Any]
     #: rf_id -> (ts, dur, tid, name) for the rf_ids asked for
     ops: dict[int, tuple[float, float, int, str]]
-    #: External id -> rf_id of every CPU op
+    #: External id -> rf_id of every CPU op and annotation
     ext_rf: IntMap
     gpu: list[GpuEvent] = field(default_factory=list)
     syncs: list[SyncEvent] = field(default_factory=list)
     #: correlation -> External id of the runtime call that launched it
     corr_ext: dict[int, int] = field(default_factory=dict)
+    #: correlation -> start of the runtime call (the launch time of a kernel), microseconds
+    corr_ts: dict[int, float] = field(default_factory=dict)
     #: ProfilerStep#N spans: (ts, dur, tid, name)
     steps: list[tuple[float, float, int, str]] = field(default_factory=list)
     cpu_events: int = 0
@@ -139,7 +143,7 @@ def read_kineto(path: str, wanted_rfs: set[int] | frozenset[int] | None = None) 
                         if wanted_rfs is None or rf in wanted_rfs:
                             ops[rf] = (ts, dur, tid, name)
                         ext = _int(args.get("External id"))
-                        if ext >= 0 and cat == "cpu_op":
+                        if ext >= 0:
                             ext_rf[ext] = rf
                     if name.startswith("ProfilerStep#"):
                         kt.steps.append((ts, dur, tid, name))
@@ -150,12 +154,14 @@ def read_kineto(path: str, wanted_rfs: set[int] | frozenset[int] | None = None) 
                                            _int(args.get("External id"))))
                 elif cat in ("cuda_runtime", "cuda_driver"):
                     corr, ext = _int(args.get("correlation")), _int(args.get("External id"))
-                    if corr >= 0 and ext >= 0:
-                        kt.corr_ext[corr] = ext
+                    if corr >= 0:
+                        kt.corr_ts[corr] = float(ev.get("ts", 0.0))
+                        if ext >= 0:
+                            kt.corr_ext[corr] = ext
                     kind = _SYNC_CALLS.get(ev.get("name", ""))
                     if kind:
                         kt.syncs.append(SyncEvent(kind, float(ev.get("ts", 0.0)), float(ev.get("dur", 0.0)),
-                                                  _int(ev.get("tid"), 0), ext, _int(args.get("stream"))))
+                                                  _int(ev.get("tid"), 0), ext, _int(args.get("stream")), corr))
                 elif cat == "cuda_sync":
                     name = ev.get("name", "")
                     kind = "device" if "Context" in name or "Device" in name else (
@@ -163,7 +169,7 @@ def read_kineto(path: str, wanted_rfs: set[int] | frozenset[int] | None = None) 
                     stream = _int(args.get("wait_on_stream", args.get("stream")))
                     kt.syncs.append(SyncEvent(kind, float(ev.get("ts", 0.0)), float(ev.get("dur", 0.0)),
                                               _int(ev.get("tid"), 0), _int(args.get("External id")),
-                                              stream))
+                                              stream, _int(args.get("correlation")), True))
     except FileNotFoundError:
         raise TraceFormatError("no such file", path) from None
     except (ijson.IncompleteJSONError, EOFError, gzip.BadGzipFile, zlib.error) as e:
@@ -178,6 +184,10 @@ def read_kineto(path: str, wanted_rfs: set[int] | frozenset[int] | None = None) 
     if pids:
         kt.pid = max(pids, key=pids.get)
     kt.gpu.sort(key=lambda g: g.ts)
+    if any(sy.precise for sy in kt.syncs):
+        # cuda_sync events name the stream a runtime sync call waited for: keep those
+        precise = {sy.correlation for sy in kt.syncs if sy.precise}
+        kt.syncs = [sy for sy in kt.syncs if sy.precise or sy.kind == "device" or sy.correlation not in precise]
     return kt
 
 
