@@ -175,7 +175,8 @@ def export_astrasim(traces: TraceSet, output: str | Path, options: Mapping[str, 
                 w.write_raw(b)
         files.append(str(path))
     report.ranks = {"trace": len(trace_ranks), "network": npus, "padded_with_idle_node": padded,
-                    "emptied_given_idle_node": filled, "converted_once_reused": reuse.reused}
+                    "emptied_given_idle_node": filled, "converted_once_reused": reuse.reused,
+                    "converted_from_template": reuse.retargeted}
     _check_orders(seqs, gp.members, report)
     _check_p2p(p2p, report)
 

@@ -1,46 +1,116 @@
-"""Convert each distinct rank once.
+"""Convert each distinct rank once, and ranks that differ only in their groups cheaply.
 
-In data-parallel and generated sets most ranks hold byte-identical node messages.  A rank's
-conversion depends on its own rank number only through point-to-point peers and group
-membership, so a rank whose input bytes equal an earlier rank's (and that has no send/recv and
-belongs to the same groups) reuses that rank's converted bytes and report counts.
+A rank's conversion depends on its rank number only through point-to-point peers and group
+membership.  So, for ranks without send/recv:
+
+- a rank whose node messages are byte-identical to an earlier rank's (and that belongs to the
+  same groups) reuses that rank's converted bytes and report counts;
+- a rank that differs from an earlier one only in the values of ``pg_name`` (the usual case of
+  hybrid-parallel sets, where each rank talks to its own model- and data-parallel groups)
+  reuses that rank's conversion as a template: only its collective nodes are re-written with
+  this rank's group ids, provided each group has the same size (sizes decide rewrites and
+  removals) and contains the rank.  Anything else is converted in full.
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 
-from chakra_core.schema import Node
+from chakra_core.schema import AttributeProto, Node
 from chakra_core.traceset import RankTrace
 
 from .plan import Plan
 from .report import ExportReport
-from .workload import convert_rank
+from .workload import RankOutput, convert_rank
 
 __all__ = ["Converted", "RankReuse"]
+
+#: how many conversions of each kind (exact, template) are kept for reuse.
+CACHE_LIMIT = 16
+#: an attribute named pg_name holding a string: the value's length byte follows the match.
+_PG_VALUE = re.compile(rb"\x0a\x07pg_name\xea\x01")
 
 
 @dataclass
 class Converted:
-    """One converted rank as written: serialized nodes, collectives per group, p2p messages."""
+    """One converted rank as written: serialized nodes, collectives per group, p2p messages,
+    the groups its collectives named, and its report counts."""
 
     raw: list[bytes]
     collectives: dict[str, list[tuple[int, int, int]]]
     sends: list[tuple[int, int, int, int]]
     recvs: list[tuple[int, int, int, int]]
     delta: ExportReport
+    groups_used: set[str] = field(default_factory=set)
+
+
+@dataclass
+class _Template:
+    """A converted rank and, per input collective, (input position, group, group size,
+    output positions); ``kinds`` maps an output position to (node id, comm_type, comm_size)."""
+
+    conv: Converted
+    colls: list[tuple[int, str, int, list[int]]]
+    kinds: dict[int, tuple[int, int, int]]
+
+
+def _exact_key(raws: list[bytes]) -> bytes:
+    h = hashlib.blake2b(digest_size=20)
+    for b in raws:
+        h.update(len(b).to_bytes(5, "little"))
+        h.update(b)
+    return h.digest()
+
+
+def _shape_key(raws: list[bytes]) -> bytes:
+    """Like the exact key, with the string values of ``pg_name`` attributes left out."""
+    h = hashlib.blake2b(digest_size=20, person=b"shape")
+    for b in raws:
+        h.update(len(b).to_bytes(5, "little"))
+        pos = 0
+        if b"pg_name" in b:
+            for m in _PG_VALUE.finditer(b):
+                length = b[m.end()] if m.end() < len(b) else 0x80
+                if length & 0x80 or m.end() < pos:
+                    continue
+                h.update(b[pos:m.end() + 1])
+                pos = m.end() + 1 + length
+        h.update(b[pos:])
+    return h.digest()
+
+
+def _pg_of(raw: bytes) -> str:
+    for a in Node.FromString(raw).attr:
+        if a.name == "pg_name":
+            slot = a.WhichOneof("value")
+            return a.string_val if slot == "string_val" else (str(getattr(a, slot)) if slot else "")
+    return ""
+
+
+def _with_group(raw: bytes, group: str) -> bytes:
+    """A written collective node with its ``pg_name`` set to ``group`` (absent for "")."""
+    node = Node.FromString(raw)
+    attrs = [a for a in node.attr if a.name != "pg_name"]
+    if group:
+        attrs.insert(3, AttributeProto(name="pg_name", string_val=group))  # after comm_size
+    del node.attr[:]
+    node.attr.extend(attrs)
+    return node.SerializeToString()
 
 
 class RankReuse:
-    """Converts ranks, reusing the result of an identical earlier rank (at most ``limit`` kept)."""
+    """Converts ranks, reusing earlier conversions (at most ``limit`` of each kind kept)."""
 
-    def __init__(self, plan: Plan, report: ExportReport, limit: int = 16):
+    def __init__(self, plan: Plan, report: ExportReport, limit: int | None = None):
         self.plan = plan
         self.report = report
-        self.limit = limit
-        self.cache: dict[bytes, Converted] = {}
+        self.limit = CACHE_LIMIT if limit is None else limit
+        self.exact: dict[bytes, Converted] = {}
+        self.templates: dict[bytes, _Template] = {}
         self.reused = 0
+        self.retargeted = 0
 
     def convert(self, rank: int, rt: RankTrace) -> Converted:
         """The converted ``rank`` (``raw`` is empty when no node is left)."""
@@ -50,23 +120,58 @@ class RankReuse:
         else:
             nodes = list(rt.nodes())
             raws = [n.SerializeToString() for n in nodes]
-        h = hashlib.blake2b(digest_size=20)
-        for b in raws:
-            h.update(len(b).to_bytes(5, "little"))
-            h.update(b)
-        key = h.digest()
-        hit = self.cache.get(key)
-        if hit is not None and all(rank in self.plan.members[pg] for pg in hit.collectives):
+        key = _exact_key(raws)
+        hit = self.exact.get(key)
+        if hit is not None and all(rank in self.plan.members[g] for g in hit.groups_used):
             self.report.absorb(hit.delta)
             self.reused += 1
             return hit
+        shape = _shape_key(raws)
+        tpl = self.templates.get(shape)
+        if tpl is not None:
+            out = self._retarget(rank, tpl, raws)
+            if out is not None:
+                self.report.absorb(out.delta)
+                self.retargeted += 1
+                return out
         if nodes is None:
             nodes = [Node.FromString(b) for b in raws]
         delta = ExportReport()
         res = convert_rank(rank, nodes, self.plan, delta, rt.label)
         out = Converted([n.SerializeToString() for n in res.nodes], res.collectives, res.sends,
-                        res.recvs, delta)
+                        res.recvs, delta, {g for _, g, _, _ in res.coll_inputs})
         self.report.absorb(delta)
-        if out.raw and not out.sends and not out.recvs and len(self.cache) < self.limit:
-            self.cache[key] = out
+        if out.raw and not out.sends and not out.recvs:
+            if len(self.exact) < self.limit:
+                self.exact[key] = out
+            if len(self.templates) < self.limit and shape not in self.templates:
+                self.templates[shape] = self._template(out, res)
         return out
+
+    @staticmethod
+    def _template(out: Converted, res: RankOutput) -> _Template:
+        pos_of = {n.id: p for p, n in enumerate(res.nodes)}
+        colls = [(i, g, size, [pos_of[x] for x in ids]) for i, g, size, ids in res.coll_inputs]
+        kinds = {pos_of[nid]: (nid, k, s) for seq in res.collectives.values() for nid, k, s in seq}
+        return _Template(out, colls, kinds)
+
+    def _retarget(self, rank: int, tpl: _Template, raws: list[bytes]) -> Converted | None:
+        """``tpl`` with this rank's groups, or None when the groups do not fit it."""
+        plan = self.plan
+        raw = list(tpl.conv.raw)
+        collectives: dict[str, list[tuple[int, int, int]]] = {}
+        used = set()
+        for in_pos, tgroup, size, outs in tpl.colls:
+            pg = _pg_of(raws[in_pos])
+            group = plan.world_pg if pg in ("", "0") else plan.group_map.get(pg)
+            if group is None:
+                return None
+            members = plan.members[group]
+            if rank not in members or len(members) != size:
+                return None
+            used.add(group)
+            for p in outs:
+                if group != tgroup:
+                    raw[p] = _with_group(raw[p], group)
+                collectives.setdefault(group, []).append(tpl.kinds[p])
+        return Converted(raw, collectives, [], [], tpl.conv.delta, used)

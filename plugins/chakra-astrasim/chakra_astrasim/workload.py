@@ -72,13 +72,15 @@ def _str(ix: dict, name: str) -> str:
 @dataclass
 class RankOutput:
     """One converted rank: its nodes in a topological order, the collectives it issues per
-    ASTRA-sim group (``[(node_id, comm_type, comm_size), ...]``), and its point-to-point
-    messages ``(src, dst, tag, size)``."""
+    ASTRA-sim group (``[(node_id, comm_type, comm_size), ...]``), its point-to-point messages
+    ``(src, dst, tag, size)``, and per input collective ``(input position, group, group size,
+    [output node ids])`` (empty ids when it was removed)."""
 
     nodes: list[Node]
     collectives: dict[str, list[tuple[int, int, int]]] = field(default_factory=dict)
     sends: list[tuple[int, int, int, int]] = field(default_factory=list)
     recvs: list[tuple[int, int, int, int]] = field(default_factory=list)
+    coll_inputs: list[tuple[int, str, int, list[int]]] = field(default_factory=list)
 
 
 def placeholder_node(rank: int, plan: Plan) -> Node:
@@ -109,6 +111,7 @@ class _Converter:
         self.where = where
         self.next_id = next_id
         self.out = RankOutput([])
+        self.pos = 0
 
     def fail(self, node: Node, message: str) -> TraceFormatError:
         return TraceFormatError(message, self.where, f"node {node.id}")
@@ -215,6 +218,8 @@ class _Converter:
         except (ValueError, TypeError):
             raise self.fail(n, f"collective without a known comm_type (got {raw!r})") from None
         pg, members = self.group_of(n, ix)
+        produced: list[int] = []
+        self.out.coll_inputs.append((self.pos, pg, len(members), produced))
         if len(members) < 2:
             return self.drop("collective_on_one_rank")
         size = _int(ix, "comm_size")
@@ -261,6 +266,7 @@ class _Converter:
                 _put(out, "involved_dim", dims)
             outs.append(out)
             seq.append((nid, int(k), int(s)))
+        produced.extend(o.id for o in outs)
         return outs
 
     def p2p(self, n: Node, ix: dict) -> list[Node] | str:
@@ -395,6 +401,7 @@ def convert_rank(rank: int, nodes: Iterable[Node], plan: Plan, report: ExportRep
 
     for i in order:
         n = nodes[i]
+        conv.pos = i
         converted = conv.convert(n)
         data = resolve(data_ix[i]) if data_ix[i] else []
         ctrl = resolve(ctrl_ix[i]) if ctrl_ix[i] else []

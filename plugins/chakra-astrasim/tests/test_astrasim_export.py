@@ -390,3 +390,27 @@ def test_checker_catches_broken_directories(tmp_path, astrasim_errors):
     for expected in ("key '0'", "endpoint-delay", "preferred-dataset-splits", "type 1",
                      "dependency 7", "comm_type 1", "pg_name '4'", "--comm-group-configuration"):
         assert expected in errs
+
+
+def test_ranks_differing_in_groups_only(tmp_path, astrasim_check):
+    """Ranks 0-1 and 2-4 differ only in pg_name; the groups' sizes decide the BROADCAST pieces."""
+    groups = {"a": [0, 1], "b": [2, 3, 4], "c": [0, 2], "d": [1, 3]}
+    per = {}
+    for r in range(5):
+        pg = "a" if r < 2 else "b"
+        per[r] = [comp(1), coll(2, C.BROADCAST, 600, deps=[1], pg=pg), coll(3, C.ALL_REDUCE, 8, deps=[2], pg=pg)]
+        if r < 4:
+            per[r].append(coll(4, C.ALL_GATHER, 16, deps=[3], pg="c" if r in (0, 2) else "d"))
+    res, files = export(tset(per, groups), tmp_path)
+    astrasim_check(tmp_path)
+    assert json.loads((tmp_path / "groups.json").read_text()) == {
+        "1": [0, 1], "2": [2, 3, 4], "3": [0, 2], "4": [1, 3]}
+    for r, nodes in files.items():
+        colls = [(get_int(n, "comm_size"), get_str(n, "pg_name")) for n in nodes if n.type == T.COMM_COLL_NODE]
+        piece, g = (300, "1") if r < 2 else (200, "2")
+        want = [(piece, g), (piece, g), (8, g)]
+        if r < 4:
+            want.append((16, "3" if r in (0, 2) else "4"))
+        assert colls == want
+    # rank 1 comes from rank 0's template; rank 3 does not fit it (group of 3) and is converted in full
+    assert res.summary["report"]["ranks"]["converted_from_template"] == 1

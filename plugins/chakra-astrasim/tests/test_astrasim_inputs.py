@@ -117,3 +117,23 @@ def test_pytorch_every_collective(tmp_path, astrasim_check):
     sends = [n for n in nodes[0] + nodes[1] if n.type == NodeType.COMM_SEND_NODE]
     recvs = [n for n in nodes[0] + nodes[1] if n.type == NodeType.COMM_RECV_NODE]
     assert sends and len(sends) == len(recvs)
+
+
+@pytest.mark.parametrize("name, opts", [("gpt3_like.txt", {"npus": 32, "mp_group": 8}),
+                                        ("dlrm_like.txt", {"npus": 16}),
+                                        ("resnet50_like.txt", {"npus": 16})])
+def test_reused_conversions_equal_full_ones(tmp_path, monkeypatch, name, opts):
+    """Ranks converted from an identical rank or a template are byte-identical to full conversions."""
+    from chakra_astrasim import reuse
+
+    ts = load_traces([str(TEXT / name)], "text", opts)
+    fast = export_astrasim(ts, tmp_path / "fast", {})
+    monkeypatch.setattr(reuse, "CACHE_LIMIT", 0)
+    slow = export_astrasim(ts, tmp_path / "slow", {})
+    ranks = fast.summary["report"]["ranks"]
+    assert ranks["converted_once_reused"] + ranks["converted_from_template"] > 0
+    assert slow.summary["report"]["ranks"]["converted_once_reused"] == 0
+    assert fast.summary["report"] | {"ranks": None} == slow.summary["report"] | {"ranks": None}
+    for f in sorted((tmp_path / "slow").rglob("*")):
+        if f.is_file() and f.name != "report.json":
+            assert f.read_bytes() == (tmp_path / "fast" / f.relative_to(tmp_path / "slow")).read_bytes(), f
