@@ -61,6 +61,7 @@ class SimpyBackend(Backend):
             raise ConfigError("the trace set has no ranks")
         sd = prepare_system(options, nranks)
         groups = {k: tuple(sorted(v)) for k, v in traces.process_groups.items()}
+        differ = sorted(k for k, v in sd.comm_groups.items() if k in groups and groups[k] != tuple(sorted(v)))
         groups.update({k: tuple(sorted(v)) for k, v in sd.comm_groups.items()})
         for name, ranks in groups.items():
             if ranks and ranks[-1] >= nranks:
@@ -83,6 +84,9 @@ class SimpyBackend(Backend):
         finish = max(r["finish_ns"] for r in rows)
         notes = list(sd.warnings)
         notes += _notes(progs, sd, options)
+        if differ:
+            notes.append(f"the comm-group file redefines group(s) {', '.join(differ)} of the trace set; "
+                         "the file wins")
         summary = {
             "time_unit": "ns",
             "finish_ns": finish,

@@ -61,7 +61,7 @@ class Program:
 def _node_info(n, sd: SystemDescription, prog: Program, where: str):
     t = n.type
     dur = n.duration_micros * 1000
-    cpu = get_bool(n, "is_cpu_op", False)
+    cpu = get_bool(n, "is_cpu_op", False) if n.attr else False
     if t == NodeType.COMP_NODE:
         if not cpu and sd.roofline_enabled:
             ops = get_int(n, "num_ops")
@@ -110,48 +110,75 @@ def load_program(rt: RankTrace, sd: SystemDescription) -> Program:
     on a missing id or on a duplicate id, naming the file and node)."""
     where = rt.label
     prog = Program(rt.rank, where)
-    rows = []
+    ids, kinds, res, durs = array("Q"), bytearray(), bytearray(), array("q")
+    dep_ptr, dep_ids = array("l", [0]), array("Q")
+    extras: list[tuple[int, tuple]] = []
+    info = _node_info
     for batch in rt.batches():
         for n in batch:
-            k, r, d, x = _node_info(n, sd, prog, where)
-            deps = list(n.data_deps)
+            k, r, d, x = info(n, sd, prog, where)
+            if x is not None:
+                extras.append((len(ids), x))
+            ids.append(n.id)
+            kinds.append(k)
+            res.append(r)
+            durs.append(d)
+            if n.data_deps:
+                dep_ids.extend(n.data_deps)
             if n.ctrl_deps:
-                deps.extend(n.ctrl_deps)
-            rows.append((n.id, k, r, d, x, deps))
-    rows.sort(key=lambda row: row[0])
-    index = {}
-    for i, row in enumerate(rows):
-        if row[0] in index:
-            raise TraceFormatError("duplicate node id", where, f"node {row[0]}")
-        index[row[0]] = i
-    nchild = [0] * len(rows)
-    for row in rows:
-        for dep in row[5]:
-            j = index.get(dep)
-            if j is None:
-                raise TraceFormatError(f"depends on node {dep}, which is not in the file", where,
-                                       f"node {row[0]}")
-            nchild[j] += 1
-    ptr = [0] * (len(rows) + 1)
-    for i, c in enumerate(nchild):
-        ptr[i + 1] = ptr[i] + c
-    fill = ptr[:-1]
-    kids = [0] * ptr[-1]
-    for i, row in enumerate(rows):
-        for dep in row[5]:
-            j = index[dep]
-            kids[fill[j]] = i
-            fill[j] += 1
-    prog.ids = array("Q", (row[0] for row in rows))
-    prog.kind = bytearray(row[1] for row in rows)
-    prog.res = bytearray(row[2] for row in rows)
-    # accounting category: the resource, except that a receive counts as communication
-    prog.cat = bytearray(R_COMM if row[1] == K_RECV else row[2] for row in rows)
-    prog.dur = array("q", (row[3] for row in rows))
-    prog.indeg = array("l", (len(row[5]) for row in rows))
-    prog.child_ptr = array("l", ptr)
+                dep_ids.extend(n.ctrl_deps)
+            dep_ptr.append(len(dep_ids))
+    count = len(ids)
+    if any(ids[i] >= ids[i + 1] for i in range(count - 1)):
+        order = sorted(range(count), key=ids.__getitem__)
+        pos = {old: new for new, old in enumerate(order)}
+        new_ptr, new_deps = array("l", [0]), array("Q")
+        for old in order:
+            new_deps.extend(dep_ids[dep_ptr[old]:dep_ptr[old + 1]])
+            new_ptr.append(len(new_deps))
+        ids = array("Q", (ids[o] for o in order))
+        kinds = bytearray(kinds[o] for o in order)
+        res = bytearray(res[o] for o in order)
+        durs = array("q", (durs[o] for o in order))
+        dep_ptr, dep_ids = new_ptr, new_deps
+        extras = [(pos[i], x) for i, x in extras]
+    index = dict(zip(ids, range(count)))
+    if len(index) != count:
+        seen: set[int] = set()
+        dup = next(i for i in ids if i in seen or seen.add(i))
+        raise TraceFormatError("duplicate node id", where, f"node {dup}")
+    try:
+        parents = [index[d] for d in dep_ids]
+    except KeyError:
+        for i in range(count):
+            for d in dep_ids[dep_ptr[i]:dep_ptr[i + 1]]:
+                if d not in index:
+                    raise TraceFormatError(f"depends on node {d}, which is not in the file", where,
+                                           f"node {ids[i]}") from None
+        raise
+    nchild = [0] * (count + 1)
+    for p in parents:
+        nchild[p + 1] += 1
+    for i in range(count):
+        nchild[i + 1] += nchild[i]
+    fill = nchild[:-1]
+    kids = [0] * len(parents)
+    e = 0
+    for i in range(count):
+        for _ in range(dep_ptr[i + 1] - dep_ptr[i]):
+            p = parents[e]
+            kids[fill[p]] = i
+            fill[p] += 1
+            e += 1
+    prog.ids, prog.kind, prog.res, prog.dur = ids, kinds, res, durs
+    prog.cat = bytearray(res)
+    for i, _x in extras:
+        if kinds[i] == K_RECV:
+            prog.cat[i] = R_COMM  # a receive holds no resource but counts as communication
+    prog.indeg = array("l", (dep_ptr[i + 1] - dep_ptr[i] for i in range(count)))
+    prog.child_ptr = array("l", nchild)
     prog.child_idx = array("l", kids)
-    prog.extra = {i: row[4] for i, row in enumerate(rows) if row[4] is not None}
+    prog.extra = dict(extras)
     h = hashlib.blake2b(digest_size=16)
     for a in (prog.ids, prog.dur, prog.indeg, prog.child_ptr, prog.child_idx):
         h.update(a.tobytes())
