@@ -3,6 +3,9 @@
 Rules (see docs/pytorch.md):
 
 * lanes: each host thread is a lane of CPU nodes in start order (each depends on the one before);
+* between threads: a node depends on the last node of another thread that started after the node
+  before it on its own lane (a hand-off: a thread start or join, autograd's device threads), unless
+  Kineto shows that node still running when this one started;
   each GPU stream is a lane of kernels in start order;
 * CPU -> GPU: a kernel depends on the CPU node that launched it (Kineto ``External id``);
 * GPU -> CPU: a CPU node that synchronises (device/stream/event sync, blocking memcpy) depends on
@@ -223,6 +226,9 @@ def build_graph(host: HostTrace, kt: KinetoTrace | None, rank: int, world: int,
         lane.append(node)
         out[node.id] = node
 
+    # ---- hand-offs between host threads
+    _cross_thread(lanes)
+
     # ---- who waits for each off-lane communication
     unwaited: dict[int, list[int]] = {}
     for comm_node, tid, blocking in pending_waits:
@@ -296,6 +302,29 @@ def build_graph(host: HostTrace, kt: KinetoTrace | None, rank: int, world: int,
     if host.pid is not None:
         meta.attr.append(make_attr("pid", host.pid))
     return RankGraph(rank, nodes, meta, groups, step_us, notes)
+
+
+def _cross_thread(lanes: dict[int, list[OutNode]], scan: int = 64) -> None:
+    """Inter-thread dependencies: a lane node depends on the last node of another host thread
+    that started after the node before it on its own lane (host-ET ids count op starts across
+    threads), unless Kineto shows that node still running when this one started.
+    """
+    if len(lanes) < 2:
+        return
+    everything = sorted((n.id, tid, n) for tid, lane in lanes.items() for n in lane)
+    ids = [x[0] for x in everything]
+    for tid, lane in lanes.items():
+        prev_id = -1
+        for n in lane:
+            lo, hi = bisect.bisect_right(ids, prev_id), bisect.bisect_left(ids, n.id)
+            for k in range(hi - 1, max(lo, hi - scan) - 1, -1):
+                _, other, m = everything[k]
+                if other == tid or (n.start >= 0 and m.start >= 0 and m.end > n.start):
+                    continue
+                if m.id not in n.ctrl:
+                    n.ctrl.append(m.id)
+                break
+            prev_id = n.id
 
 
 def _comm_attrs(comm: CommInfo, rank: int, groups: dict[str, list[int]], world: int
