@@ -81,7 +81,7 @@ def run(name: str, traces: TraceSet, options: dict) -> None:
     sim_s = s["wall_s"]["simulate"]
     print(f"({name}) ranks={s['ranks']} classes={s['symmetry']['classes']} finish={s['finish_ns']} ns "
           f"wall={wall:.2f} s (load {s['wall_s']['load']:.2f} s, simulate {sim_s:.2f} s) "
-          f"events={s['events']} events/s={s['events_per_s']} nodes simulated={nodes} "
+          f"events={s['events']} (SimPy {s['simpy_events']}) events/s={s['events_per_s']} nodes simulated={nodes} "
           f"nodes/s={int(nodes / sim_s) if sim_s else 0}", flush=True)
 
 

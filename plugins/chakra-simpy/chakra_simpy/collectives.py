@@ -60,6 +60,7 @@ class Collectives:
         self.open: dict[tuple, Instance] = {}
         self.stats: dict[tuple[str, str], dict] = {}
         self.active = sim.sd.active_chunks_per_dimension
+        self.phase_events = 0
 
     def members(self, pg: str) -> tuple[int, ...]:
         """Ranks of group ``pg`` ("" = all ranks)."""
@@ -138,6 +139,7 @@ class Collectives:
         ev = sim.env.timeout(dur, (inst, c, p))
         ev.callbacks.append(self._phase_end)
         sim.events += 1
+        self.phase_events += 1
         tl = sim.timeline
         if tl is not None and len(tl) < sim.max_spans:
             tl.append((inst.actors[0].index, 10 + q, (label, c, inst.key), sim.env._now, dur))
