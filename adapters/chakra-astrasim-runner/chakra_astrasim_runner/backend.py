@@ -36,7 +36,7 @@ class AstraSimRunner(Backend):
         "congestion": Option("str", "unaware", "analytical backend: unaware, or aware (1-D networks)",
                              choices=("unaware", "aware")),
         "timeout_s": Option("float", None, "give up after this many seconds", unit="s", minimum=0),
-        "timeline": Option("str", None, "accepted for 'chakra simulate'; ASTRA-sim writes no timeline"),
+        "timeline": Option("path", None, "accepted for 'chakra simulate'; ASTRA-sim writes no timeline"),
     }
 
     def run(self, traces: TraceSet, options: Mapping[str, Any], output: Path | None) -> Result:

@@ -144,3 +144,30 @@ def test_aware_refused_for_two_dimensions(tmp_path, fake_binary):
 def test_registered_as_simulator(chakra_host):
     impl = chakra_host.registry.get("backend", "astrasim-run")
     assert impl.kind == "simulator" and "binary" in impl.options
+
+
+def test_one_pipeline_compares_with_simpy(tmp_path, fake_binary, monkeypatch, chakra_pipeline):
+    """simpy and astrasim-run side by side; relative file options resolve from the pipeline file."""
+    pytest.importorskip("chakra_simpy")
+    import json
+
+    monkeypatch.setenv("CHAKRA_ASTRASIM_BIN", fake_binary)
+    ranks = []
+    for r in range(2):
+        c = Node(id=1, name="ar", type=NodeType.COMM_COLL_NODE)
+        set_attr(c, "comm_type", int(CommType.ALL_REDUCE))
+        set_attr(c, "comm_size", 1 << 20)
+        ranks.append(MemoryRank(r, GlobalMetadata(), [c]))
+    TraceSet(ranks).write(tmp_path / "in" / "trace")
+    (tmp_path / "net.yml").write_text("topology: [ Ring ]\nnpus_count: [ 2 ]\nbandwidth: [ 50 ]\nlatency: [ 500 ]\n")
+    spec = tmp_path / "p.yaml"
+    spec.write_text("input: {paths: [in/trace]}\nbackends:\n"
+                    "  - {name: simpy, output: sim, options: {network: net.yml}}\n"
+                    "  - {name: astrasim-run, output: astra, options: {network: net.yml}}\n")
+    chakra_pipeline(str(spec))
+    sim = json.loads((tmp_path / "sim" / "result.json").read_text())
+    astra = json.loads((tmp_path / "astra" / "result.json").read_text())
+    assert [r["rank"] for r in sim["ranks"]] == [r["rank"] for r in astra["ranks"]] == [0, 1]
+    for row in sim["ranks"] + astra["ranks"]:
+        assert isinstance(row["finish_ns"], int) and isinstance(row["exposed_comm_ns"], int)
+    assert [r["finish_ns"] for r in astra["ranks"]] == [1000, 1000]  # the stand-in's rule

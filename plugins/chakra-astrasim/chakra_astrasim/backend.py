@@ -45,11 +45,11 @@ class AstraSimExporter(Backend):
     kind = "exporter"
     description = "export a ready-to-run ASTRA-sim 2.x directory (workload, configs, run.sh, report)"
     options = {
-        "system": Option("str", None, "system description: our YAML or ASTRA-sim's system.json"),
-        "network": Option("str", None, "network: our YAML or ASTRA-sim's network.yml "
+        "system": Option("path", None, "system description: our YAML or ASTRA-sim's system.json"),
+        "network": Option("path", None, "network: our YAML or ASTRA-sim's network.yml "
                                        "(default: a 1-D Ring of the set's ranks, 50 GB/s, 500 ns)"),
-        "memory": Option("str", None, "remote memory: ASTRA-sim's memory.json (default NO_MEMORY_EXPANSION)"),
-        "comm_groups": Option("str", None, "communicator groups JSON; adds to the trace's process groups"),
+        "memory": Option("path", None, "remote memory: ASTRA-sim's memory.json (default NO_MEMORY_EXPANSION)"),
+        "comm_groups": Option("path", None, "communicator groups JSON; adds to the trace's process groups"),
         "prefix": Option("str", "trace", "workload file prefix: workload/<prefix>.<rank>.et"),
         "durations": Option("str", "round", "compute durations: round to whole us (ASTRA-sim reads "
                                             "duration_micros), or roofline (exact ns through num_ops)",
