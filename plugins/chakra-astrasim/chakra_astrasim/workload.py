@@ -112,6 +112,7 @@ class _Converter:
         self.next_id = next_id
         self.out = RankOutput([])
         self.pos = 0
+        self.inserted: dict[int, int] = {}
 
     def fail(self, node: Node, message: str) -> TraceFormatError:
         return TraceFormatError(message, self.where, f"node {node.id}")
@@ -251,7 +252,7 @@ class _Converter:
                 rep.changed["comm_size_raised_to_1"] += 1
                 s = 1
             last = i == len(pairs) - 1
-            nid = n.id if last else self.new_id()
+            nid = n.id if last else self.new_id(before=n.id)
             out = Node(id=nid, name=n.name if last else f"{n.name}#{i}", type=NodeType.COMM_COLL_NODE)
             if k == CommType.BROADCAST:
                 out.duration_micros = n.duration_micros
@@ -307,8 +308,10 @@ class _Converter:
         (self.out.sends if send else self.out.recvs).append((src, dst, tag, max(0, size)))
         return [out]
 
-    def new_id(self) -> int:
+    def new_id(self, before: int) -> int:
+        """A fresh id for a node inserted just before node ``before`` (see :func:`_renumber`)."""
         self.next_id += 1
+        self.inserted[self.next_id] = before
         return self.next_id
 
     def join(self, n: Node) -> Node:
@@ -431,6 +434,37 @@ def convert_rank(rank: int, nodes: Iterable[Node], plan: Plan, report: ExportRep
             result.nodes.append(first)
     if rewired:
         dep["rewired_through_removed"] += rewired
+    if conv.inserted:
+        _renumber(result, conv.inserted)
+        report.changed["ranks_renumbered_for_inserted_nodes"] += 1
     report.nodes_out += len(result.nodes)
     return result
+
+
+def _renumber(out: RankOutput, inserted: dict[int, int]) -> None:
+    """Give the rank's nodes ids 1..N in the order of their original ids, each inserted node
+    just before the node it was inserted for.
+
+    ASTRA-sim issues ready nodes in ascending id order: an inserted node with an id above every
+    other would otherwise change the order in which this rank issues its collectives (which must
+    be the same on every member of a group).
+    """
+    def key(nid: int) -> tuple[int, int, int]:
+        return (inserted[nid], 0, nid) if nid in inserted else (nid, 1, 0)
+
+    new = {old: i + 1 for i, old in enumerate(sorted((n.id for n in out.nodes), key=key))}
+    for n in out.nodes:
+        n.id = new[n.id]
+        if n.data_deps:
+            deps = [new[d] for d in n.data_deps]
+            del n.data_deps[:]
+            n.data_deps.extend(deps)
+        if n.ctrl_deps:
+            deps = [new[d] for d in n.ctrl_deps]
+            del n.ctrl_deps[:]
+            n.ctrl_deps.extend(deps)
+    for pg, seq in out.collectives.items():
+        out.collectives[pg] = [(new[nid], k, sz) for nid, k, sz in seq]
+    for _, _, _, ids in out.coll_inputs:
+        ids[:] = [new[i] for i in ids]
 

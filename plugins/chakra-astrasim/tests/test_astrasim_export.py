@@ -111,17 +111,25 @@ def test_every_node_type_and_collective_kind(tmp_path, astrasim_check):
         colls = [(get_int(n, "comm_type"), get_int(n, "comm_size")) for n in nodes
                  if n.type == T.COMM_COLL_NODE]
         assert colls == expected_collectives(p)
-        ids = by_id(nodes)
+        # the rank is renumbered 1..N in original id order (ASTRA-sim issues ready nodes by id),
+        # the node inserted for the BROADCAST just before it
+        named = {n.name: n for n in nodes}
+        assert sorted(n.id for n in nodes) == list(range(1, len(nodes) + 1))
+        order = [n.name for n in sorted(nodes, key=lambda n: n.id)]
+        assert order == ["n4", "n5"] + [f"n{10 + i}" for i in range(5)] + ["n15#0", "n15"] + [
+            f"n{16 + i}" for i in range(4)] + ["n30", "n31", "n32"]
         # the CPU op 4 depended on 1 <- 2 <- 3, all removed: it is now a root
-        assert list(ids[4].data_deps) == [] and get_attr(ids[4], "is_cpu_op") is True
+        assert list(named["n4"].data_deps) == [] and get_attr(named["n4"], "is_cpu_op") is True
         # the first collective depended on the dropped memory store 7 <- 6 <- 5: now on 5
-        assert list(ids[10].data_deps) == [5]
-        send, recv = ids[30], ids[31]
+        assert list(named["n10"].data_deps) == [named["n5"].id]
+        send, recv = named["n30"], named["n31"]
         assert (get_int(send, "comm_src"), get_int(send, "comm_dst"), get_int(send, "comm_tag")) == (r, (r + 1) % p, 3)
         assert (get_int(recv, "comm_src"), get_int(recv, "comm_dst")) == ((r - 1) % p, r)
-        # a broadcast became two all-gathers in sequence, the second keeping the original id
-        first = [n for n in nodes if n.name == "n15#0"][0]
-        assert list(ids[15].data_deps) == [first.id] and list(first.data_deps) == [14]
+        # a broadcast became two all-gathers in sequence
+        first, second = named["n15#0"], named["n15"]
+        assert list(second.data_deps) == [first.id] and list(first.data_deps) == [named["n14"].id]
+        assert list(named["n16"].data_deps) == [second.id]
+    assert rep["changed"]["ranks_renumbered_for_inserted_nodes"] == p
     report_file = json.loads((tmp_path / "report.json").read_text())
     assert report_file["report"] == rep and "BROADCAST" in report_file["rules"]
 
