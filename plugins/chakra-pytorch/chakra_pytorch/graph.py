@@ -361,7 +361,8 @@ def _add_syncs(kt: KinetoTrace, host: HostTrace, streams, out, grid) -> None:
     """GPU -> CPU: the CPU node of each sync call waits for the last work launched before it.
 
     Work launched by the same node is skipped: the node both launches and waits for it, which
-    its own duration already covers (a dependency would be a cycle).
+    its own duration already covers (a dependency would be a cycle).  When an edge is added, the
+    time the call blocked is taken out of the node's duration: the edge carries the wait.
     """
     launches = {k: [kt.corr_ts.get(g.correlation, g.ts) for g, _ in lane] for k, lane in streams.items()}
     for sy in kt.syncs:
@@ -369,6 +370,7 @@ def _add_syncs(kt: KinetoTrace, host: HostTrace, streams, out, grid) -> None:
         node = out.get(host.rf_owner.get(kt.ext_rf.get(ext, -1), -1))
         if node is None:
             continue
+        waited = False
         for key, lane in streams.items():
             if sy.stream >= 0 and sy.kind != "device" and key[1] != sy.stream:
                 continue
@@ -376,8 +378,16 @@ def _add_syncs(kt: KinetoTrace, host: HostTrace, streams, out, grid) -> None:
             # work the node launched itself is waited for inside it (its duration covers that)
             while i >= 0 and node.id in lane[i][1].ctrl:
                 i -= 1
-            if i >= 0 and lane[i][1].id not in node.ctrl:
-                node.ctrl.append(lane[i][1].id)
+            if i >= 0:
+                waited = True
+                if lane[i][1].id not in node.ctrl:
+                    node.ctrl.append(lane[i][1].id)
+        if waited and node.start >= 0:
+            # the dependency now carries the wait: the node keeps only its own work, and ends
+            # where it was seen to end
+            wait = min(node.dur, grid(sy.ts + sy.dur) - grid(sy.ts))
+            node.start += wait
+            node.dur -= wait
 
 
 def _add_data_deps(lanes: dict[int, list[OutNode]]) -> None:

@@ -127,3 +127,28 @@ def test_hand_off_between_threads():
         if by_id[d].name == "[idle]":
             waits |= set(by_id[d].ctrl)
     assert back[-1].id in waits and tid[first_step.id] == main
+
+
+def _critical_path(graph) -> int:
+    finish: dict[int, int] = {}
+    for n in graph.nodes:  # topological order
+        finish[n.id] = max((finish[d] for d in n.ctrl + n.data if d in finish), default=0) + n.dur
+    return max(finish.values())
+
+
+@pytest.mark.parametrize("name", ["mlp", "transformer", "threads"])
+def test_critical_path_reproduces_the_step(name):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g = _graph(name)
+    # single process: the longest dependency path is the observed step, within 1 us of rounding
+    assert abs(_critical_path(g) - g.step_us) <= 1
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_critical_path_of_a_ddp_rank_excludes_peer_waits(rank):
+    rfs, _ = find_rank_files([str(DATA / "ddp")])
+    g = convert_rank(rfs[rank])
+    # waiting for the other rank is not local work: a rank's own path is shorter than its step
+    # but covers most of it (the recorded all-reduce waits about 6 ms of a 12-13 ms step)
+    assert 0.5 * g.step_us < _critical_path(g) <= g.step_us
