@@ -21,7 +21,7 @@ from chakra_core.errors import ConfigError, TraceFormatError
 from chakra_core.etio import EtWriter
 from chakra_core.options import Option
 from chakra_core.schema import GlobalMetadata
-from chakra_core.traceset import TraceSet
+from chakra_core.traceset import TraceSet, with_process_groups
 
 from .collectives import RULES
 from .configs import groups_json, memory_json, network_yml, system_json, write_text
@@ -147,7 +147,8 @@ def export_astrasim(traces: TraceSet, output: str | Path, options: Mapping[str, 
     files: list[str] = []
     seqs: dict[str, dict[int, list[tuple[int, int]]]] = {}
     p2p: Counter = Counter()
-    meta = GlobalMetadata(version=ET_VERSION)
+    # ASTRA-sim ignores metadata attributes; ours make the workload self-describing (its groups)
+    meta = with_process_groups(GlobalMetadata(version=ET_VERSION), gp.written)
     present = set(trace_ranks)
     padded = filled = 0
     reuse = RankReuse(plan, report)

@@ -38,6 +38,14 @@ HEADERS = {
 pytest.importorskip("chakra_text")
 
 
+def _core_errors(out: Path) -> list:
+    """Errors of the core validator on the exported workload (a second, independent opinion)."""
+    from chakra_core.traceset import open_traceset
+    from chakra_core.validate import validate
+
+    return [f for f in validate(open_traceset(str(out / "workload"))) if f.severity == "error"]
+
+
 def _ranks_nodes(out: Path, n: int):
     return {r: list(read_et(out / "workload" / f"trace.{r}.et")[1]) for r in range(n)}
 
@@ -86,6 +94,7 @@ def test_example_workloads_export(tmp_path, name, npus, astrasim_check):
                    "bandwidth: [ 200, 25 ]\nlatency: [ 100, 1000 ]\n")
     res = export_astrasim(ts, tmp_path / "out", {"network": str(net)})
     astrasim_check(tmp_path / "out")
+    assert _core_errors(tmp_path / "out") == []
     assert res.summary["ranks"] == npus and res.summary["report"]["warnings"] == []
 
 
@@ -110,6 +119,7 @@ def test_pytorch_every_collective(tmp_path, astrasim_check):
     ts = _pytorch_set("collectives")
     res = export_astrasim(ts, tmp_path, {})
     astrasim_check(tmp_path)
+    assert _core_errors(tmp_path) == []
     rewritten = res.summary["report"]["rewritten"]
     for kind in ("BROADCAST", "REDUCE", "GATHER", "SCATTER", "BARRIER"):
         assert any(k.startswith(kind + "->") for k in rewritten), kind
