@@ -41,7 +41,7 @@ def sniff_kind(path: str) -> str | None:
     ``"nodes"`` keys; a Kineto trace with ``schemaVersion``/``traceEvents``/``deviceProperties``.
     """
     head = _head(path).lstrip()
-    if not head.startswith(b"{"):
+    if not head.startswith(b"{") or b'"chakra-et-json"' in head:
         return None
     if _KINETO_KEY.search(head):
         return "kineto"
