@@ -220,3 +220,25 @@ def test_congestion_aware_shares_bandwidth(kit, tmp_path):
     m = (MIB // 4) // 8
     exact = 15 * 10 + 14 * (500 + m / kit.bpns(50)) + 7 * kit.red(m)
     assert kit.run(ts, one, tmp_path, congestion="aware").ranks[0]["finish_ns"] == 4 * int(exact)
+
+
+def test_comm_group_file_defines_the_groups(kit, tmp_path):
+    from pathlib import Path
+
+    astra = Path(__file__).resolve().parents[3] / "examples" / "system" / "astra"
+    ts = kit.traces([[kit.coll(1, MIB, pg="1" if r < 4 else "2")] for r in range(8)])  # no groups in the traces
+    res = kit.run(ts, None, tmp_path, system=str(astra / "system.json"), network=str(astra / "network.yml"),
+                  comm_groups=str(astra / "groups.json"))
+    assert {s["group"] for s in res.summary["collectives"]} == {"1", "2"}
+    assert res.summary["collectives"][0]["phases"] == ["all-reduce ring over group"]
+    # a group the file redefines is noted
+    ts = kit.traces([[kit.coll(1, MIB, pg="1" if r < 4 else "2")] for r in range(8)],
+                    {"1": [0, 1, 2, 3, 4, 5, 6, 7], "2": [4, 5, 6, 7]})
+    res = kit.run(ts, None, tmp_path, system=str(astra / "system.json"), network=str(astra / "network.yml"),
+                  comm_groups=str(astra / "groups.json"))
+    assert any("redefines group(s) 1 of the trace set" in n for n in res.notes)
+    # a rank issuing on a group it is not in is an error
+    ts = kit.traces([[kit.coll(1, MIB, pg="1")] for r in range(8)])
+    with pytest.raises(ChakraError, match="rank 4 node 1 issues a collective on group '1' but is not one of"):
+        kit.run(ts, None, tmp_path, system=str(astra / "system.json"), network=str(astra / "network.yml"),
+                comm_groups=str(astra / "groups.json"), symmetry=False)
