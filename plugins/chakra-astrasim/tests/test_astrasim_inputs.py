@@ -147,3 +147,41 @@ def test_reused_conversions_equal_full_ones(tmp_path, monkeypatch, name, opts):
     for f in sorted((tmp_path / "slow").rglob("*")):
         if f.is_file() and f.name != "report.json":
             assert f.read_bytes() == (tmp_path / "fast" / f.relative_to(tmp_path / "slow")).read_bytes(), f
+
+
+@pytest.mark.parametrize("name, opts", [("resnet50_like.txt", {"npus": 8}),
+                                        ("gpt3_like.txt", {"npus": 16, "mp_group": 8})])
+def test_export_preserves_simulated_time(tmp_path, name, opts):
+    """The simpy backend gives every rank the same finish time on the original set and on the
+    exported workload (run with the exported configuration files): nothing that matters to
+    timing is lost or changed when nothing needs rewriting."""
+    pytest.importorskip("chakra_simpy")
+    from chakra_core.plugins import get_host
+    from chakra_core.traceset import open_traceset
+
+    ts = load_traces([str(TEXT / name)], "text", opts)
+    export_astrasim(ts, tmp_path, {})
+    sim = get_host().registry.get("backend", "simpy")
+    o = sim.check_options({k: str(tmp_path / f) for k, f in (
+        ("system", "system.json"), ("network", "network.yml"), ("memory", "memory.json"))})
+    before = [(r["rank"], r["finish_ns"], r["exposed_comm_ns"]) for r in sim.run(ts, o, None).ranks]
+    after = [(r["rank"], r["finish_ns"], r["exposed_comm_ns"])
+             for r in sim.run(open_traceset(str(tmp_path / "workload")), o, None).ranks]
+    assert after == before and len(before) == opts["npus"]
+
+
+def test_pytorch_ddp_export_preserves_simulated_time(tmp_path):
+    """DDP on 2 ranks: with BROADCAST kept (replay_broadcast) the only changes are removed
+    METADATA nodes and cleared is_cpu_op flags on gloo collectives: simpy times it the same."""
+    pytest.importorskip("chakra_simpy")
+    from chakra_core.plugins import get_host
+    from chakra_core.traceset import open_traceset
+
+    ts = _pytorch_set("ddp")
+    res = export_astrasim(ts, tmp_path, {"replay_broadcast": True})
+    assert res.summary["report"]["removed"] == {"METADATA_NODE": 2}
+    sim = get_host().registry.get("backend", "simpy")
+    o = sim.check_options({"network": str(tmp_path / "network.yml")})
+    before = [r["finish_ns"] for r in sim.run(ts, o, None).ranks]
+    after = [r["finish_ns"] for r in sim.run(open_traceset(str(tmp_path / "workload")), o, None).ranks]
+    assert after == before and min(before) > 0
