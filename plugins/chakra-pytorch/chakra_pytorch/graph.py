@@ -90,7 +90,7 @@ class RankGraph:
     nodes: list[OutNode]
     metadata: GlobalMetadata
     groups: dict[str, list[int]]
-    step_us: int | None
+    step_us: int | None  # the recorded ProfilerStep spans, first start to last end
     warnings: list[str] = field(default_factory=list)
 
     def protobuf_nodes(self) -> Iterator[Node]:
@@ -138,7 +138,11 @@ def build_graph(host: HostTrace, kt: KinetoTrace | None, rank: int, world: int,
     step = None
     if kt is not None:
         if kt.steps:
-            step = min(kt.steps, key=lambda s: s[0])
+            # the recorded steps of the profiling thread, first start to last end
+            first = min(kt.steps, key=lambda s: s[0])
+            mine = [s for s in kt.steps if s[2] == first[2]]
+            end = max(s[0] + s[1] for s in mine)
+            step = (first[0], end - first[0], first[2], first[3])
         starts = [kt.ops[op.rf_id][0] for op in ops if op.rf_id in kt.ops]
         starts += [g.ts for g in kt.gpu]
         if step is not None:
