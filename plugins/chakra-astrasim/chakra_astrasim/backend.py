@@ -23,6 +23,7 @@ from chakra_core.options import Option
 from chakra_core.schema import GlobalMetadata
 from chakra_core.traceset import TraceSet, with_process_groups
 
+from .checks import OrderCheck, check_p2p
 from .collectives import RULES
 from .configs import groups_json, memory_json, network_yml, system_json, write_text
 from .groups import plan_groups
@@ -145,7 +146,7 @@ def export_astrasim(traces: TraceSet, output: str | Path, options: Mapping[str, 
     wdir.mkdir(parents=True, exist_ok=True)
     _remove_stale(wdir, prefix, npus)
     files: list[str] = []
-    seqs: dict[str, dict[int, list[tuple[int, int]]]] = {}
+    order = OrderCheck(gp.members, report)
     p2p: Counter = Counter()
     # ASTRA-sim ignores metadata attributes; ours make the workload self-describing (its groups)
     meta = with_process_groups(GlobalMetadata(version=ET_VERSION), gp.written)
@@ -163,9 +164,7 @@ def export_astrasim(traces: TraceSet, output: str | Path, options: Mapping[str, 
             res = Converted([], {}, [], [], ExportReport())
             raw = [placeholder_node(rank, plan).SerializeToString()]
             padded += 1
-        for pg, seq in res.collectives.items():
-            # ASTRA-sim issues ready nodes in ascending id order
-            seqs.setdefault(pg, {})[rank] = [(k, s) for _, k, s in sorted(seq)]
+        order.add(rank, res.collectives)
         for key in res.sends:
             p2p[key] += 1
         for key in res.recvs:
@@ -178,8 +177,8 @@ def export_astrasim(traces: TraceSet, output: str | Path, options: Mapping[str, 
     report.ranks = {"trace": len(trace_ranks), "network": npus, "padded_with_idle_node": padded,
                     "emptied_given_idle_node": filled, "converted_once_reused": reuse.reused,
                     "converted_from_template": reuse.retargeted}
-    _check_orders(seqs, gp.members, report)
-    _check_p2p(p2p, report)
+    order.finish()
+    check_p2p(p2p, report)
 
     has_groups = bool(gp.written)
     one_dim = len(sd.dimensions) == 1
@@ -229,39 +228,3 @@ def _remove_stale(wdir: Path, prefix: str, npus: int) -> None:
         m = pat.match(p.name)
         if m and int(m.group(1)) >= npus:
             p.unlink()
-
-
-def _check_orders(seqs: dict[str, dict[int, list[tuple[int, int]]]],
-                  members: dict[str, frozenset[int]], report: ExportReport) -> None:
-    """Warn when the members of a group do not issue the same collectives in the same order
-    (ASTRA-sim matches collectives by issue order and would hang or mis-pair them)."""
-    for pg, by_rank in seqs.items():
-        ranks = sorted(members.get(pg, by_rank))
-        ref_rank = ranks[0]
-        ref = by_rank.get(ref_rank, [])
-        for r in ranks[1:]:
-            seq = by_rank.get(r, [])
-            if seq == ref:
-                continue
-            k = next((i for i, (a, b) in enumerate(zip(ref, seq)) if a != b), min(len(ref), len(seq)))
-            name = pg or "all ranks"
-            report.changed["groups_with_differing_collectives"] += 1
-            report.warn(f"group {name}: rank {r} issues {len(seq)} collectives, rank {ref_rank} "
-                        f"{len(ref)}; first difference at collective #{k} "
-                        f"({_describe(seq, k)} vs {_describe(ref, k)}) - ASTRA-sim matches them by order")
-            break
-
-
-def _describe(seq: list[tuple[int, int]], k: int) -> str:
-    from chakra_core.schema import COMM_TYPE_NAMES
-
-    return "none" if k >= len(seq) else f"{COMM_TYPE_NAMES[seq[k][0]]} {seq[k][1]} B"
-
-
-def _check_p2p(p2p: Counter, report: ExportReport) -> None:
-    """Warn about sends without a matching recv and the reverse (matched on src, dst, tag, size)."""
-    for (src, dst, tag, size), n in sorted(p2p.items()):
-        if n:
-            report.changed["p2p_unmatched"] += abs(n)
-            what = "send(s) without a recv" if n > 0 else "recv(s) without a send"
-            report.warn(f"{abs(n)} {what}: {src} -> {dst}, tag {tag}, {size} B")

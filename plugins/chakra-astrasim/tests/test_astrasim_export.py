@@ -443,3 +443,12 @@ def test_reference_run_through_the_export(tmp_path, astrasim_check):
         ("system", "system.json"), ("network", "network.yml"), ("memory", "memory.json"))})
     res = sim.run(open_traceset(str(tmp_path / "workload")), o, None)
     assert [r["finish_ns"] for r in res.ranks] == [117780] * 8
+
+
+def test_member_without_collectives_is_reported(tmp_path):
+    per = {0: [coll(1, C.ALL_REDUCE, 64, pg="1")], 1: [comp(1)], 2: [coll(1, C.ALL_REDUCE, 64, pg="1")]}
+    res = export_astrasim(tset(per, {"1": [0, 1, 2]}), tmp_path, {"network": write(
+        tmp_path / "n.yml", "topology: [ Ring ]\nnpus_count: [ 4 ]\nbandwidth: [ 50 ]\nlatency: [ 500 ]\n")})
+    assert res.summary["report"]["warnings"] == [
+        "group 1: rank 1 issues 0 collectives, rank 0 1; first difference at collective #0 "
+        "(none vs ALL_REDUCE 64 B) - ASTRA-sim matches them by order"]
