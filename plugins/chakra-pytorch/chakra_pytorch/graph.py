@@ -38,14 +38,14 @@ from chakra_core.errors import TraceFormatError
 from chakra_core.schema import PG_INIT_NAME, GlobalMetadata, Node, NodeType
 
 from .comms import COLL_TYPES, CommInfo, kind_of_kernel, tensors_in
-from .hostet import HostTrace
+from .hostet import KEEP_ATTRS, HostTrace
 from .kineto import KinetoTrace
 from .schema_version import PyTorchTraceWarning
 
 __all__ = ["OutNode", "RankGraph", "build_graph"]
 
 IDLE_NAME = "[idle]"
-_COPY_ATTRS = ("rf_id", "fw_parent", "seq_id", "scope", "tid", "fw_tid")
+_IDLE_ATTRS = (("idle", True),)
 
 
 @dataclass(slots=True)
@@ -59,8 +59,21 @@ class OutNode:
     dur: int = 0
     ctrl: list[int] = field(default_factory=list)
     data: list[int] = field(default_factory=list)
-    attrs: list[tuple[str, Any]] = field(default_factory=list)
+    cpu: bool = True  # is_cpu_op
+    host: tuple | None = None  # KEEP_ATTRS values of the host op (copied when written)
+    extra: list[tuple[str, Any]] | tuple = ()
     io: bytes | None = None
+
+    def attrs(self) -> Iterator[tuple[str, Any]]:
+        """The node's attributes as (name, value) pairs, in the order they are written."""
+        yield "is_cpu_op", self.cpu
+        if self.host is not None:
+            for k, v in zip(KEEP_ATTRS, self.host):
+                if isinstance(v, int) and not isinstance(v, bool):
+                    yield k, v
+                elif k == "op_schema" and isinstance(v, str) and v:
+                    yield k, v
+        yield from self.extra
 
     @property
     def end(self) -> int:
@@ -74,7 +87,7 @@ class OutNode:
             n.start_time_micros = self.start
         n.ctrl_deps.extend(self.ctrl)
         n.data_deps.extend(self.data)
-        n.attr.extend(make_attr(k, v) for k, v in self.attrs)
+        n.attr.extend(make_attr(k, v) for k, v in self.attrs())
         if self.io is not None:
             iv, ish, ity, ov, osh, oty = orjson.loads(self.io)
             n.inputs.values, n.inputs.shapes, n.inputs.types = repr(iv), repr(ish), repr(ity)
@@ -189,19 +202,11 @@ def build_graph(host: HostTrace, kt: KinetoTrace | None, rank: int, world: int,
     lane_pos: dict[int, tuple[int, int]] = {}  # node id -> (tid, index in lane)
     for op in ops:
         lane = lanes.setdefault(op.tid, [])
-        attrs: list[tuple[str, Any]] = [("is_cpu_op", True)]
-        for k in _COPY_ATTRS:
-            v = op.attrs.get(k)
-            if isinstance(v, int) and not isinstance(v, bool):
-                attrs.append((k, v))
-        schema = op.attrs.get("op_schema")
-        if isinstance(schema, str) and schema:
-            attrs.append(("op_schema", schema))
         s, e = span.get(op.id, (-1, -1))
         comm = op.comm
         if comm is not None and op.id not in comm_kernel_owner:
-            node = OutNode(op.id, op.name, comm.node_type, io=op.io)
-            node.attrs = attrs + _comm_attrs(comm, rank, groups, world)
+            node = OutNode(op.id, op.name, comm.node_type, io=op.io, host=op.keep,
+                           extra=_comm_attrs(comm, rank, groups, world))
             w0, w1 = _worker_span(comm, kt, grid)
             if w0 is not None:
                 node.start, node.dur = w0, w1 - w0
@@ -219,7 +224,7 @@ def build_graph(host: HostTrace, kt: KinetoTrace | None, rank: int, world: int,
             out[node.id] = node
             lane_pos[node.id] = (op.tid, len(lane))  # waits apply to lane nodes from here on
             continue
-        node = OutNode(op.id, op.name, NodeType.COMP_NODE, io=op.io, attrs=attrs)
+        node = OutNode(op.id, op.name, NodeType.COMP_NODE, io=op.io, host=op.keep)
         if s >= 0:
             node.start, node.dur = s, max(0, e - s - nested.get(op.id, 0))
         elif lane and lane[-1].start >= 0:
@@ -262,14 +267,15 @@ def build_graph(host: HostTrace, kt: KinetoTrace | None, rank: int, world: int,
             node = OutNode(next_id, g.name, NodeType.COMP_NODE, start=grid(g.ts),
                            dur=grid(g.ts + g.dur) - grid(g.ts))
             next_id += 1
-            node.attrs = [("is_cpu_op", False), ("stream", g.stream), ("device", g.device)]
+            node.cpu = False
+            node.extra = [("stream", g.stream), ("device", g.device)]
             if kind is not None:
                 comm = op.comm if op is not None else None
                 if comm is None:
                     notes.append(f"NCCL kernel {g.name} has no communication op: kept as compute")
                 else:
                     node.type = comm.node_type
-                    node.attrs += _comm_attrs(comm, rank, groups, world)
+                    node.extra += _comm_attrs(comm, rank, groups, world)
             if owner in out:
                 node.ctrl.append(owner)
             lane = streams.setdefault((g.device, g.stream), [])
@@ -415,7 +421,7 @@ def _main_lane(lanes, kt: KinetoTrace, step, host: HostTrace) -> int | None:
         return None
     for tid, lane in lanes.items():
         for n in lane:
-            op_rf = next((v for k, v in n.attrs if k == "rf_id"), None)
+            op_rf = n.host[0] if n.host is not None else None
             rec = kt.ops.get(op_rf) if op_rf is not None else None
             if rec is not None:
                 if rec[2] == step[2]:
@@ -440,7 +446,7 @@ def _insert_idle(lane: list[OutNode], out: dict[int, OutNode], window, next_id: 
             n.start = ready
         elif ready is not None and n.start > ready:
             idle = OutNode(next_id, IDLE_NAME, NodeType.COMP_NODE, start=ready, dur=n.start - ready,
-                           attrs=[("is_cpu_op", True), ("idle", True)])
+                           extra=_IDLE_ATTRS)
             next_id += 1
             idle.ctrl, n.ctrl = n.ctrl, [idle.id]
             out[idle.id] = idle
@@ -451,7 +457,7 @@ def _insert_idle(lane: list[OutNode], out: dict[int, OutNode], window, next_id: 
     ready = max([last.end] + [out[c].end for c in unwaited if out[c].start >= 0])
     if window[1] > ready and (window[1] - ready >= min_idle or unwaited):
         idle = OutNode(next_id, IDLE_NAME, NodeType.COMP_NODE, start=ready, dur=window[1] - ready,
-                       attrs=[("is_cpu_op", True), ("idle", True)], ctrl=[last.id] + unwaited)
+                       extra=_IDLE_ATTRS, ctrl=[last.id] + unwaited)
         next_id += 1
         out[idle.id] = idle
     elif window[1] > last.end and ready == last.end:

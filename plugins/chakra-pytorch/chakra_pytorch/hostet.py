@@ -33,7 +33,7 @@ from chakra_core.etio import open_binary
 from .comms import CommInfo, comm_from_c10d, comm_from_param_comms, merge_param_comms, tensors_in
 from .intmap import IntMap
 
-__all__ = ["HostOp", "HostTrace", "read_host_et", "read_header", "iter_raw_nodes", "scan_groups"]
+__all__ = ["KEEP_ATTRS", "HostOp", "HostTrace", "read_host_et", "read_header", "iter_raw_nodes", "scan_groups"]
 
 _ROOT_NAMES = ("[pytorch|profiler|execution_trace|process]", "[pytorch|profiler|execution_trace|thread]")
 PG_INIT = "## process_group:init ##"
@@ -50,10 +50,14 @@ class HostOp:
     name: str
     tid: int
     rf_id: int
-    attrs: dict[str, Any]
+    keep: tuple  # values of KEEP_ATTRS (None when absent)
     io: bytes  # orjson of [in_values, in_shapes, in_types, out_values, out_shapes, out_types]
     comm: CommInfo | None = None
     parent_sel: int = -1  # nearest selected ancestor (for exclusive time of nested nodes)
+
+    def attr(self, name: str) -> Any:
+        """The value of one of :data:`KEEP_ATTRS`, or None."""
+        return self.keep[KEEP_ATTRS.index(name)]
 
 
 @dataclass
@@ -153,7 +157,8 @@ def _parent(node: dict, path: str, index: int) -> int:
     return p
 
 
-_KEEP = ("rf_id", "fw_parent", "seq_id", "scope", "tid", "fw_tid", "op_schema")
+#: host attributes copied to Chakra nodes (the integer ones first, then op_schema)
+KEEP_ATTRS = ("rf_id", "fw_parent", "seq_id", "scope", "tid", "fw_tid", "op_schema")
 
 
 def _keep(attrs: dict) -> tuple:
@@ -351,7 +356,6 @@ def _resolve(path, header, schema, cols: _Arrays, kept, comms, param_comms, work
             continue
         name, tid, rf, attrs, io = kept[nid]
         p = parent[nid]
-        attrs = {k: v for k, v in zip(_KEEP, attrs) if v is not None}
         op = HostOp(nid, name, tid if isinstance(tid, int) else 0, rf, attrs, io, comms.get(nid),
                     sel[p] if 0 <= p < n else -1)
         ops.append(op)
