@@ -174,3 +174,26 @@ def test_algorithm_names():
     assert algorithm_base("oneDirect") == ("direct", None)
     assert algorithm_base("oneHalvingDoubling") == ("halvingDoubling", None)
     assert algorithm_base("doubleBinaryTree") == ("doubleBinaryTree", None)
+
+
+def test_one_implementation_name_means_every_dimension(tmp_path):
+    text = ("all-reduce-implementation: direct\nall-gather-implementation: [ring]\n"
+            "network:\n  - {topology: Ring, npus_count: 4, bandwidth: 1, latency: 1}\n"
+            "  - {topology: Switch, npus_count: 2, bandwidth: 1, latency: 1}\n")
+    sd = load_system(_yaml(tmp_path, "s.yaml", text))
+    assert sd.all_reduce_implementation == ("direct", "direct")
+    assert sd.all_gather_implementation == ("ring",)  # a list is taken as given (ASTRA-sim's rule)
+    assert any("all-gather-implementation' lists 1 of 2" in w for w in sd.warnings)
+    assert not any("all-reduce" in w for w in sd.warnings)
+
+
+def test_our_yaml_in_separate_files(tmp_path):
+    sysf = _yaml(tmp_path, "s.yaml", "all-reduce-implementation: halvingDoubling\nendpoint-delay: 20\n")
+    netf = _yaml(tmp_path, "n.yaml", "network:\n  - {topology: Switch, npus: 4, bandwidth: 10, latency: 5}\n"
+                                     "  - {topology: Ring, npus: 2, bandwidth: 10, latency: 5}\n")
+    sd = load_system(sysf, netf)
+    assert sd.npus == 8 and sd.endpoint_delay == 20
+    assert sd.all_reduce_implementation == ("halvingDoubling", "halvingDoubling")
+    assert sd.sources == {"system": sysf, "network": netf}
+    with pytest.raises(ConfigError, match="two network descriptions"):
+        load_system(netf, EX / "astra/network.yml")

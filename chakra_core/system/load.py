@@ -107,7 +107,13 @@ def _ours(data: Any, where: str) -> tuple[dict[str, Any], list[str]]:
             else:
                 raise ConfigError("unknown compute key; accepted: model, peak-perf (TFLOPS), "
                                   "local-mem-bw (GB/s)", where, f"key 'compute.{k}'")
-    fields, warnings = parse_system(data, where, astra=False)
+    has_system = bool(data) or compute is not None
+    fields, warnings = parse_system(data, where, astra=False) if has_system else ({}, [])
+    fields["_has_system"] = has_system
+    # one name for an implementation means the same on every dimension (expanded in load_system)
+    fields["_every_dim"] = {kind for kind in COLLECTIVE_KINDS
+                            if isinstance(data.get(f"{kind}-implementation",
+                                                   data.get(f"{kind.replace('-', '_')}_implementation")), str)}
     if "network" in extra:
         fields["dimensions"] = parse_network(extra["network"], where, astra=False)
     mem = extra.get("remote-memory", extra.get("memory"))
@@ -125,7 +131,8 @@ def load_system(system: Source = None, network: Source = None, memory: Source = 
     Each argument is a path, a parsed mapping, or None.  Every file is recognised by its
     content, so the argument it is passed as only has to be one of them: our YAML (any subset
     of the description), ASTRA-sim's ``system.json``, ``network.yml``, ``memory.json`` or a
-    comm-group JSON.  Two files of the same kind are an error.  With no network the result has
+    comm-group JSON.  Two files describing the same part (system, network, memory, groups) are
+    an error.  In our YAML one implementation name (not a list) means every dimension.  With no network the result has
     no dimensions (see :meth:`SystemDescription.with_default_network`).  Raises ConfigError
     naming the file and the key for bad values and for ASTRA-sim's pitfalls.
     """
@@ -133,31 +140,37 @@ def load_system(system: Source = None, network: Source = None, memory: Source = 
     warnings: list[str] = []
     sources: dict[str, str] = {}
     seen: dict[str, str] = {}
+    every_dim: set[str] = set()
     for source in (system, network, memory, comm_groups):
         if source is None:
             continue
         data, where, is_json = read_config(source)
         kind = sniff(data, where, is_json)
-        group = "system" if kind in ("ours", "astra-system") else kind
-        if group in seen:
-            raise ConfigError(f"two {group} descriptions given ({seen[group]} and {where})", where)
-        seen[group] = where
         if kind == "ours":
             f, w = _ours(data, where)
+            parts = [p for p, present in (("system", f.pop("_has_system")), ("network", "dimensions" in f),
+                                          ("memory", "remote_memory" in f),
+                                          ("comm_groups", "comm_groups" in f)) if present]
+        else:
+            parts = [{"astra-system": "system", "astra-network": "network", "astra-memory": "memory",
+                      "comm-groups": "comm_groups"}[kind]]
+        for part in parts:
+            if part in seen:
+                raise ConfigError(f"two {part.replace('_', '-')} descriptions given ({seen[part]} and {where})",
+                                  where)
+            seen[part] = where
+        if kind == "ours":
+            every_dim |= f.pop("_every_dim")
             fields.update(f)
             warnings += w
-            for part, present in (("system", True), ("network", "dimensions" in f),
-                                  ("memory", "remote_memory" in f), ("comm_groups", "comm_groups" in f)):
-                if present:
-                    sources[part] = where
+            for part in parts:
+                sources[part] = where
         elif kind == "astra-system":
             f, w = parse_system(data, where, astra=True)
             fields.update(f)
             warnings += w
             sources["system"] = where
         elif kind == "astra-network":
-            if "dimensions" in fields:
-                raise ConfigError(f"network given twice ({sources.get('network')} and {where})", where)
             fields["dimensions"] = parse_network(data, where, astra=True)
             sources["network"] = where
         elif kind == "astra-memory":
@@ -166,6 +179,10 @@ def load_system(system: Source = None, network: Source = None, memory: Source = 
         else:
             fields["comm_groups"] = parse_comm_groups(data, where)
             sources["comm_groups"] = where
+    ndims = len(fields.get("dimensions", ()))
+    for kind in every_dim:
+        key = kind.replace("-", "_") + "_implementation"
+        fields[key] = fields[key] * max(ndims, 1)
     sd = SystemDescription(**fields, sources=sources)
     sd.warnings.extend(warnings)
     return check_system(sd)
