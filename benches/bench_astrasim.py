@@ -12,7 +12,9 @@ Cases (each set is first written as ``.et`` files, then opened and exported, as
   rewiring on every rank, no reuse.
 
 Prints wall and CPU seconds, nodes in/out, nodes per second, and how many ranks reused an
-identical rank's conversion or were converted from a template (ranks differing only in groups).
+identical rank's conversion or were converted from a template (ranks differing only in groups),
+and the process's peak RSS so far (it includes writing the input set; run one case with --skip
+to see one case's peak).
 
     .venv/bin/python benches/bench_astrasim.py [--npus 1024] [--skip gpt3]
 """
@@ -20,6 +22,7 @@ identical rank's conversion or were converted from a template (ranks differing o
 from __future__ import annotations
 
 import argparse
+import resource
 import tempfile
 import time
 from pathlib import Path
@@ -96,7 +99,7 @@ def main() -> None:
     ap.add_argument("--skip", nargs="*", default=[], help="cases to skip (first word: resnet50, gpt3, p2p)")
     args = ap.parse_args()
     print(f"{'case':<14} {'ranks':>5} {'nodes in':>10} {'nodes out':>10} {'wall s':>7} {'cpu s':>7} "
-          f"{'nodes/s (wall)':>14} {'reused':>6} {'template':>8}")
+          f"{'nodes/s (wall)':>14} {'reused':>6} {'template':>8} {'peak RSS MB':>11}")
     for case in ("resnet50 DATA", "gpt3 hybrid", "p2p ring"):
         if case.split()[0] in args.skip:
             continue
@@ -111,7 +114,8 @@ def main() -> None:
             print(f"{case:<14} {s['ranks']:>5} {s['nodes_in']:>10} {s['nodes_out']:>10} {wall:>7.2f} "
                   f"{cpu:>7.2f} {s['nodes_in'] / wall:>14,.0f} "
                   f"{s['report']['ranks']['converted_once_reused']:>6} "
-                  f"{s['report']['ranks']['converted_from_template']:>8}")
+                  f"{s['report']['ranks']['converted_from_template']:>8} "
+                  f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:>11.0f}")
 
 
 if __name__ == "__main__":
