@@ -170,5 +170,6 @@ def open_pytorch(paths: Sequence[str], data_deps: bool = False, idle_gaps: bool 
 
 def _factory(rf: RankFiles, world: int | None, data_deps: bool, idle_gaps: bool, min_idle_us: int):
     def nodes() -> Iterator[Node]:
+        """Convert the rank now and yield its nodes."""
         return convert_rank(rf, world, data_deps, idle_gaps, min_idle_us).protobuf_nodes()
     return nodes

@@ -18,98 +18,27 @@ Rules (see docs/pytorch.md):
   with a communication node nested inside keeps its exclusive time;
 * idle gaps: when a lane node starts later than all its dependencies ended, a gap of at least
   ``min_idle_us`` becomes an ``[idle]`` COMP node between them (a shorter one is added to the
-  node's own duration as overhead) (also from the ``ProfilerStep`` start to the first node and
-  from the last node to the step end), so the graph's critical path reproduces the observed step.
+  node's own duration as overhead), also from the ``ProfilerStep`` start to the first node and
+  from the last node to the step end, so the graph's critical path reproduces the observed step.
 """
 
 from __future__ import annotations
 
-import bisect
-import heapq
 import warnings
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
-
-import orjson
 
 from chakra_core.attrs import make_attr
 from chakra_core.errors import TraceFormatError
-from chakra_core.schema import PG_INIT_NAME, GlobalMetadata, Node, NodeType
+from chakra_core.schema import GlobalMetadata, NodeType
 
-from .comms import COLL_TYPES, CommInfo, kind_of_kernel, tensors_in
-from .hostet import KEEP_ATTRS, HostTrace
+from .comms import COLL_TYPES, CommInfo, kind_of_kernel
+from .deps import add_data_deps, add_syncs, cross_thread, insert_idle, main_lane
+from .hostet import HostTrace
 from .kineto import KinetoTrace
+from .outnode import OutNode, RankGraph, pg_init_node, toposort
 from .schema_version import PyTorchTraceWarning
 
 __all__ = ["OutNode", "RankGraph", "build_graph"]
-
-IDLE_NAME = "[idle]"
-_IDLE_ATTRS = (("idle", True),)
-
-
-@dataclass(slots=True)
-class OutNode:
-    """A Chakra node in compact form (turned into a protobuf Node only when written)."""
-
-    id: int
-    name: str
-    type: int
-    start: int = -1  # microseconds from the trace origin, -1 when unknown
-    dur: int = 0
-    ctrl: list[int] = field(default_factory=list)
-    data: list[int] = field(default_factory=list)
-    cpu: bool = True  # is_cpu_op
-    host: tuple | None = None  # KEEP_ATTRS values of the host op (copied when written)
-    extra: list[tuple[str, Any]] | tuple = ()
-    io: bytes | None = None
-
-    def attrs(self) -> Iterator[tuple[str, Any]]:
-        """The node's attributes as (name, value) pairs, in the order they are written."""
-        yield "is_cpu_op", self.cpu
-        if self.host is not None:
-            for k, v in zip(KEEP_ATTRS, self.host):
-                if isinstance(v, int) and not isinstance(v, bool):
-                    yield k, v
-                elif k == "op_schema" and isinstance(v, str) and v:
-                    yield k, v
-        yield from self.extra
-
-    @property
-    def end(self) -> int:
-        """Observed end (start + duration) in microseconds."""
-        return self.start + self.dur
-
-    def to_node(self) -> Node:
-        """The protobuf Node."""
-        n = Node(id=self.id, name=self.name, type=self.type, duration_micros=max(self.dur, 0))
-        if self.start >= 0:
-            n.start_time_micros = self.start
-        n.ctrl_deps.extend(self.ctrl)
-        n.data_deps.extend(self.data)
-        n.attr.extend(make_attr(k, v) for k, v in self.attrs())
-        if self.io is not None:
-            iv, ish, ity, ov, osh, oty = orjson.loads(self.io)
-            n.inputs.values, n.inputs.shapes, n.inputs.types = repr(iv), repr(ish), repr(ity)
-            n.outputs.values, n.outputs.shapes, n.outputs.types = repr(ov), repr(osh), repr(oty)
-        return n
-
-
-@dataclass
-class RankGraph:
-    """One rank's converted graph: nodes in topological order, metadata, facts for checks."""
-
-    rank: int
-    nodes: list[OutNode]
-    metadata: GlobalMetadata
-    groups: dict[str, list[int]]
-    step_us: int | None  # the recorded ProfilerStep spans, first start to last end
-    warnings: list[str] = field(default_factory=list)
-
-    def protobuf_nodes(self) -> Iterator[Node]:
-        """Yield the nodes as protobuf messages."""
-        for n in self.nodes:
-            yield n.to_node()
 
 
 def _global(rank_in_group: int | None, ranks: list[int]) -> int | None:
@@ -163,6 +92,7 @@ def build_graph(host: HostTrace, kt: KinetoTrace | None, rank: int, world: int,
         t0 = min(starts) if starts else 0.0
 
     def grid(x: float) -> int:
+        """Microseconds from the trace origin, rounded to the common integer grid."""
         return int(round(x - t0))
 
     span: dict[int, tuple[int, int]] = {}
@@ -236,7 +166,7 @@ def build_graph(host: HostTrace, kt: KinetoTrace | None, rank: int, world: int,
         out[node.id] = node
 
     # ---- hand-offs between host threads
-    _cross_thread(lanes)
+    cross_thread(lanes)
 
     # ---- who waits for each off-lane communication
     unwaited: dict[int, list[int]] = {}
@@ -283,26 +213,26 @@ def build_graph(host: HostTrace, kt: KinetoTrace | None, rank: int, world: int,
                 node.ctrl.append(lane[-1][1].id)
             lane.append((g, node))
             out[node.id] = node
-        _add_syncs(kt, host, streams, out, grid)
+        add_syncs(kt, host, streams, out, grid)
 
     # ---- idle gaps on CPU lanes
     step_us = None
     if kt is not None and step is not None:
         step_us = grid(step[0] + step[1]) - grid(step[0])
     if kt is not None and idle_gaps:
-        main_tid = _main_lane(lanes, kt, step, host)
+        main_tid = main_lane(lanes, kt, step, host)
         for tid, lane in lanes.items():
             window = (grid(step[0]), grid(step[0] + step[1])) if (step and tid == main_tid) else None
-            next_id = _insert_idle(lane, out, window, next_id, min_idle_us, unwaited.get(tid, []))
+            next_id = insert_idle(lane, out, window, next_id, min_idle_us, unwaited.get(tid, []))
 
     # ---- data dependencies (tensor producer -> consumer) between CPU nodes
     if data_deps:
-        _add_data_deps(lanes)
+        add_data_deps(lanes)
 
     # ---- process-group metadata node and topological order
-    nodes = _toposort(out)
+    nodes = toposort(out)
     if groups:
-        meta_node = _pg_node(next_id, groups, world)
+        meta_node = pg_init_node(next_id, groups, world)
         nodes.insert(0, meta_node)
     for msg in notes[:1] + ([f"... and {len(notes) - 1} more"] if len(notes) > 1 else []):
         warnings.warn(f"{host.path}: {msg}", PyTorchTraceWarning, stacklevel=3)
@@ -312,29 +242,6 @@ def build_graph(host: HostTrace, kt: KinetoTrace | None, rank: int, world: int,
     if host.pid is not None:
         meta.attr.append(make_attr("pid", host.pid))
     return RankGraph(rank, nodes, meta, groups, step_us, notes)
-
-
-def _cross_thread(lanes: dict[int, list[OutNode]], scan: int = 64) -> None:
-    """Inter-thread dependencies: a lane node depends on the last node of another host thread
-    that started after the node before it on its own lane (host-ET ids count op starts across
-    threads), unless Kineto shows that node still running when this one started.
-    """
-    if len(lanes) < 2:
-        return
-    everything = sorted((n.id, tid, n) for tid, lane in lanes.items() for n in lane)
-    ids = [x[0] for x in everything]
-    for tid, lane in lanes.items():
-        prev_id = -1
-        for n in lane:
-            lo, hi = bisect.bisect_right(ids, prev_id), bisect.bisect_left(ids, n.id)
-            for k in range(hi - 1, max(lo, hi - scan) - 1, -1):
-                _, other, m = everything[k]
-                if other == tid or (n.start >= 0 and m.start >= 0 and m.end > n.start):
-                    continue
-                if m.id not in n.ctrl:
-                    n.ctrl.append(m.id)
-                break
-            prev_id = n.id
 
 
 def _comm_attrs(comm: CommInfo, rank: int, groups: dict[str, list[int]], world: int
@@ -365,135 +272,3 @@ def _worker_span(comm: CommInfo, kt: KinetoTrace | None, grid) -> tuple[int | No
     if not spans:
         return None, None
     return grid(min(s[0] for s in spans)), grid(max(s[0] + s[1] for s in spans))
-
-
-def _add_syncs(kt: KinetoTrace, host: HostTrace, streams, out, grid) -> None:
-    """GPU -> CPU: the CPU node of each sync call waits for the last work launched before it.
-
-    Work launched by the same node is skipped: the node both launches and waits for it, which
-    its own duration already covers (a dependency would be a cycle).  When an edge is added, the
-    time the call blocked is taken out of the node's duration: the edge carries the wait.
-    """
-    launches = {k: [kt.corr_ts.get(g.correlation, g.ts) for g, _ in lane] for k, lane in streams.items()}
-    for sy in kt.syncs:
-        ext = sy.external if sy.external >= 0 else kt.corr_ext.get(sy.correlation, -1)
-        node = out.get(host.rf_owner.get(kt.ext_rf.get(ext, -1), -1))
-        if node is None:
-            continue
-        waited = False
-        for key, lane in streams.items():
-            if sy.stream >= 0 and sy.kind != "device" and key[1] != sy.stream:
-                continue
-            i = bisect.bisect_right(launches[key], sy.ts) - 1
-            # work the node launched itself is waited for inside it (its duration covers that)
-            while i >= 0 and node.id in lane[i][1].ctrl:
-                i -= 1
-            if i >= 0:
-                waited = True
-                if lane[i][1].id not in node.ctrl:
-                    node.ctrl.append(lane[i][1].id)
-        if waited and node.start >= 0:
-            # the dependency now carries the wait: the node keeps only its own work, and ends
-            # where it was seen to end
-            wait = min(node.dur, grid(sy.ts + sy.dur) - grid(sy.ts))
-            node.start += wait
-            node.dur -= wait
-
-
-def _add_data_deps(lanes: dict[int, list[OutNode]]) -> None:
-    order = sorted((n for lane in lanes.values() for n in lane), key=lambda n: n.id)
-    producer: dict[tuple[int, int], int] = {}
-    for n in order:
-        if n.io is None:
-            continue
-        iv, _ish, _ity, ov, _osh, _oty = orjson.loads(n.io)
-        for t in tensors_in(iv):
-            p = producer.get((t[0], t[1]))
-            if p is not None and p != n.id and p not in n.data and p not in n.ctrl:
-                n.data.append(p)
-        for t in tensors_in(ov):
-            producer[(t[0], t[1])] = n.id
-
-
-def _main_lane(lanes, kt: KinetoTrace, step, host: HostTrace) -> int | None:
-    """The host tid whose ops run on the Kineto thread of the ProfilerStep span."""
-    if step is None:
-        return None
-    for tid, lane in lanes.items():
-        for n in lane:
-            op_rf = n.host[0] if n.host is not None else None
-            rec = kt.ops.get(op_rf) if op_rf is not None else None
-            if rec is not None:
-                if rec[2] == step[2]:
-                    return tid
-                break
-    return None
-
-
-def _insert_idle(lane: list[OutNode], out: dict[int, OutNode], window, next_id: int,
-                 min_idle: int, unwaited: list[int]) -> int:
-    prev_end = window[0] if window else None
-    last = None
-    for n in lane:
-        if n.start < 0:
-            continue
-        ends = [out[d].end for d in n.ctrl if d in out and out[d].start >= 0]
-        if last is None and prev_end is not None:
-            ends.append(prev_end)
-        ready = max(ends) if ends else None
-        if ready is not None and ready < n.start < ready + min_idle:
-            n.dur += n.start - ready  # a short gap: counted as the node's own overhead
-            n.start = ready
-        elif ready is not None and n.start > ready:
-            idle = OutNode(next_id, IDLE_NAME, NodeType.COMP_NODE, start=ready, dur=n.start - ready,
-                           extra=_IDLE_ATTRS)
-            next_id += 1
-            idle.ctrl, n.ctrl = n.ctrl, [idle.id]
-            out[idle.id] = idle
-        last = n
-    if not window or last is None:
-        return next_id
-    # the end of the step: an [idle] node after the last op and the communications nobody waited for
-    ready = max([last.end] + [out[c].end for c in unwaited if out[c].start >= 0])
-    if window[1] > ready and (window[1] - ready >= min_idle or unwaited):
-        idle = OutNode(next_id, IDLE_NAME, NodeType.COMP_NODE, start=ready, dur=window[1] - ready,
-                       extra=_IDLE_ATTRS, ctrl=[last.id] + unwaited)
-        next_id += 1
-        out[idle.id] = idle
-    elif window[1] > last.end and ready == last.end:
-        last.dur = window[1] - last.start
-    return next_id
-
-
-def _toposort(out: dict[int, OutNode]) -> list[OutNode]:
-    indeg = {i: 0 for i in out}
-    users: dict[int, list[int]] = {}
-    for n in out.values():
-        deps = [d for d in dict.fromkeys(n.ctrl + n.data) if d in out]
-        n.ctrl = [d for d in dict.fromkeys(n.ctrl) if d in out]
-        n.data = [d for d in dict.fromkeys(n.data) if d in out and d not in n.ctrl]
-        indeg[n.id] = len(deps)
-        for d in deps:
-            users.setdefault(d, []).append(n.id)
-    heap = [(max(n.start, 0), n.id) for n in out.values() if indeg[n.id] == 0]
-    heapq.heapify(heap)
-    order: list[OutNode] = []
-    while heap:
-        _, i = heapq.heappop(heap)
-        order.append(out[i])
-        for u in users.get(i, ()):
-            indeg[u] -= 1
-            if indeg[u] == 0:
-                heapq.heappush(heap, (max(out[u].start, 0), u))
-    if len(order) != len(out):
-        raise TraceFormatError("the converted graph has a dependency cycle")
-    return order
-
-
-def _pg_node(nid: int, groups: dict[str, list[int]], world: int) -> OutNode:
-    items = [{"pg_name": "0", "pg_desc": "default_pg", "ranks": list(range(world))}]
-    items += [{"pg_name": k, "ranks": v} for k, v in groups.items() if k != "0"]
-    text = orjson.dumps(items).decode()
-    node = OutNode(nid, PG_INIT_NAME, NodeType.METADATA_NODE)
-    node.io = orjson.dumps([[text], [[]], ["String"], [], [], []])
-    return node

@@ -183,6 +183,7 @@ class _Arrays:
         self.flags = bytearray()
 
     def ensure(self, i: int) -> None:
+        """Grow the columns so that index ``i`` exists."""
         n = len(self.flags)
         if i >= n:
             grow = max(i + 1 - n, n, 1024)

@@ -1,0 +1,142 @@
+"""Dependencies beyond the lanes: between threads, GPU -> CPU syncs, data, and idle gaps."""
+
+from __future__ import annotations
+
+import bisect
+
+import orjson
+
+from chakra_core.schema import NodeType
+
+from .comms import tensors_in
+from .hostet import HostTrace
+from .kineto import KinetoTrace
+from .outnode import IDLE_ATTRS, IDLE_NAME, OutNode
+
+__all__ = ["cross_thread", "add_syncs", "add_data_deps", "main_lane", "insert_idle"]
+
+
+def cross_thread(lanes: dict[int, list[OutNode]], scan: int = 64) -> None:
+    """Inter-thread dependencies: a lane node depends on the last node of another host thread
+    that started after the node before it on its own lane (host-ET ids count op starts across
+    threads), unless Kineto shows that node still running when this one started.
+    """
+    if len(lanes) < 2:
+        return
+    everything = sorted((n.id, tid, n) for tid, lane in lanes.items() for n in lane)
+    ids = [x[0] for x in everything]
+    for tid, lane in lanes.items():
+        prev_id = -1
+        for n in lane:
+            lo, hi = bisect.bisect_right(ids, prev_id), bisect.bisect_left(ids, n.id)
+            for k in range(hi - 1, max(lo, hi - scan) - 1, -1):
+                _, other, m = everything[k]
+                if other == tid or (n.start >= 0 and m.start >= 0 and m.end > n.start):
+                    continue
+                if m.id not in n.ctrl:
+                    n.ctrl.append(m.id)
+                break
+            prev_id = n.id
+
+
+def add_syncs(kt: KinetoTrace, host: HostTrace, streams, out, grid) -> None:
+    """GPU -> CPU: the CPU node of each sync call waits for the last work launched before it.
+
+    Work launched by the same node is skipped: the node both launches and waits for it, which
+    its own duration already covers (a dependency would be a cycle).  When an edge is added, the
+    time the call blocked is taken out of the node's duration: the edge carries the wait.
+    """
+    launches = {k: [kt.corr_ts.get(g.correlation, g.ts) for g, _ in lane] for k, lane in streams.items()}
+    for sy in kt.syncs:
+        ext = sy.external if sy.external >= 0 else kt.corr_ext.get(sy.correlation, -1)
+        node = out.get(host.rf_owner.get(kt.ext_rf.get(ext, -1), -1))
+        if node is None:
+            continue
+        waited = False
+        for key, lane in streams.items():
+            if sy.stream >= 0 and sy.kind != "device" and key[1] != sy.stream:
+                continue
+            i = bisect.bisect_right(launches[key], sy.ts) - 1
+            # work the node launched itself is waited for inside it (its duration covers that)
+            while i >= 0 and node.id in lane[i][1].ctrl:
+                i -= 1
+            if i >= 0:
+                waited = True
+                if lane[i][1].id not in node.ctrl:
+                    node.ctrl.append(lane[i][1].id)
+        if waited and node.start >= 0:
+            # the dependency now carries the wait: the node keeps only its own work, and ends
+            # where it was seen to end
+            wait = min(node.dur, grid(sy.ts + sy.dur) - grid(sy.ts))
+            node.start += wait
+            node.dur -= wait
+
+
+def add_data_deps(lanes: dict[int, list[OutNode]]) -> None:
+    """Data dependencies: each host node depends on the last node that output a tensor it reads
+    (same tensor id and storage id), unless a control dependency already links them."""
+    order = sorted((n for lane in lanes.values() for n in lane), key=lambda n: n.id)
+    producer: dict[tuple[int, int], int] = {}
+    for n in order:
+        if n.io is None:
+            continue
+        iv, _ish, _ity, ov, _osh, _oty = orjson.loads(n.io)
+        for t in tensors_in(iv):
+            p = producer.get((t[0], t[1]))
+            if p is not None and p != n.id and p not in n.data and p not in n.ctrl:
+                n.data.append(p)
+        for t in tensors_in(ov):
+            producer[(t[0], t[1])] = n.id
+
+
+def main_lane(lanes, kt: KinetoTrace, step, host: HostTrace) -> int | None:
+    """The host tid whose ops run on the Kineto thread of the ProfilerStep span."""
+    if step is None:
+        return None
+    for tid, lane in lanes.items():
+        for n in lane:
+            op_rf = n.host[0] if n.host is not None else None
+            rec = kt.ops.get(op_rf) if op_rf is not None else None
+            if rec is not None:
+                if rec[2] == step[2]:
+                    return tid
+                break
+    return None
+
+
+def insert_idle(lane: list[OutNode], out: dict[int, OutNode], window, next_id: int,
+                 min_idle: int, unwaited: list[int]) -> int:
+    """Insert ``[idle]`` nodes into one host lane where it waited for nothing (see graph.py);
+    ``window`` is the step span (or None), ``unwaited`` the communications nobody waited for.
+    Returns the next free node id."""
+    prev_end = window[0] if window else None
+    last = None
+    for n in lane:
+        if n.start < 0:
+            continue
+        ends = [out[d].end for d in n.ctrl if d in out and out[d].start >= 0]
+        if last is None and prev_end is not None:
+            ends.append(prev_end)
+        ready = max(ends) if ends else None
+        if ready is not None and ready < n.start < ready + min_idle:
+            n.dur += n.start - ready  # a short gap: counted as the node's own overhead
+            n.start = ready
+        elif ready is not None and n.start > ready:
+            idle = OutNode(next_id, IDLE_NAME, NodeType.COMP_NODE, start=ready, dur=n.start - ready,
+                           extra=IDLE_ATTRS)
+            next_id += 1
+            idle.ctrl, n.ctrl = n.ctrl, [idle.id]
+            out[idle.id] = idle
+        last = n
+    if not window or last is None:
+        return next_id
+    # the end of the step: an [idle] node after the last op and the communications nobody waited for
+    ready = max([last.end] + [out[c].end for c in unwaited if out[c].start >= 0])
+    if window[1] > ready and (window[1] - ready >= min_idle or unwaited):
+        idle = OutNode(next_id, IDLE_NAME, NodeType.COMP_NODE, start=ready, dur=window[1] - ready,
+                       extra=IDLE_ATTRS, ctrl=[last.id] + unwaited)
+        next_id += 1
+        out[idle.id] = idle
+    elif window[1] > last.end and ready == last.end:
+        last.dur = window[1] - last.start
+    return next_id

@@ -1,0 +1,121 @@
+"""Converted nodes in compact form, one rank's graph, and its topological order."""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from chakra_core.attrs import make_attr
+from chakra_core.errors import TraceFormatError
+from chakra_core.schema import PG_INIT_NAME, GlobalMetadata, Node, NodeType
+
+from .hostet import KEEP_ATTRS
+
+__all__ = ["OutNode", "RankGraph", "toposort", "pg_init_node", "IDLE_NAME", "IDLE_ATTRS"]
+
+IDLE_NAME = "[idle]"
+IDLE_ATTRS = (("idle", True),)
+
+
+@dataclass(slots=True)
+class OutNode:
+    """A Chakra node in compact form (turned into a protobuf Node only when written)."""
+
+    id: int
+    name: str
+    type: int
+    start: int = -1  # microseconds from the trace origin, -1 when unknown
+    dur: int = 0
+    ctrl: list[int] = field(default_factory=list)
+    data: list[int] = field(default_factory=list)
+    cpu: bool = True  # is_cpu_op
+    host: tuple | None = None  # KEEP_ATTRS values of the host op (copied when written)
+    extra: list[tuple[str, Any]] | tuple = ()
+    io: bytes | None = None
+
+    def attrs(self) -> Iterator[tuple[str, Any]]:
+        """The node's attributes as (name, value) pairs, in the order they are written."""
+        yield "is_cpu_op", self.cpu
+        if self.host is not None:
+            for k, v in zip(KEEP_ATTRS, self.host):
+                if isinstance(v, int) and not isinstance(v, bool):
+                    yield k, v
+                elif k == "op_schema" and isinstance(v, str) and v:
+                    yield k, v
+        yield from self.extra
+
+    @property
+    def end(self) -> int:
+        """Observed end (start + duration) in microseconds."""
+        return self.start + self.dur
+
+    def to_node(self) -> Node:
+        """The protobuf Node."""
+        n = Node(id=self.id, name=self.name, type=self.type, duration_micros=max(self.dur, 0))
+        if self.start >= 0:
+            n.start_time_micros = self.start
+        n.ctrl_deps.extend(self.ctrl)
+        n.data_deps.extend(self.data)
+        n.attr.extend(make_attr(k, v) for k, v in self.attrs())
+        if self.io is not None:
+            iv, ish, ity, ov, osh, oty = orjson.loads(self.io)
+            n.inputs.values, n.inputs.shapes, n.inputs.types = repr(iv), repr(ish), repr(ity)
+            n.outputs.values, n.outputs.shapes, n.outputs.types = repr(ov), repr(osh), repr(oty)
+        return n
+
+
+@dataclass
+class RankGraph:
+    """One rank's converted graph: nodes in topological order, metadata, facts for checks."""
+
+    rank: int
+    nodes: list[OutNode]
+    metadata: GlobalMetadata
+    groups: dict[str, list[int]]
+    step_us: int | None  # the recorded ProfilerStep spans, first start to last end
+    warnings: list[str] = field(default_factory=list)
+
+    def protobuf_nodes(self) -> Iterator[Node]:
+        """Yield the nodes as protobuf messages."""
+        for n in self.nodes:
+            yield n.to_node()
+
+
+def toposort(out: dict[int, OutNode]) -> list[OutNode]:
+    """The nodes in dependency order, earliest observed start first among the ready ones."""
+    indeg = {i: 0 for i in out}
+    users: dict[int, list[int]] = {}
+    for n in out.values():
+        deps = [d for d in dict.fromkeys(n.ctrl + n.data) if d in out]
+        n.ctrl = [d for d in dict.fromkeys(n.ctrl) if d in out]
+        n.data = [d for d in dict.fromkeys(n.data) if d in out and d not in n.ctrl]
+        indeg[n.id] = len(deps)
+        for d in deps:
+            users.setdefault(d, []).append(n.id)
+    heap = [(max(n.start, 0), n.id) for n in out.values() if indeg[n.id] == 0]
+    heapq.heapify(heap)
+    order: list[OutNode] = []
+    while heap:
+        _, i = heapq.heappop(heap)
+        order.append(out[i])
+        for u in users.get(i, ()):
+            indeg[u] -= 1
+            if indeg[u] == 0:
+                heapq.heappush(heap, (max(out[u].start, 0), u))
+    if len(order) != len(out):
+        raise TraceFormatError("the converted graph has a dependency cycle")
+    return order
+
+
+def pg_init_node(nid: int, groups: dict[str, list[int]], world: int) -> OutNode:
+    """The ``## process_group:init ##`` METADATA node listing every group (ASTRA-sim reads it)."""
+    items = [{"pg_name": "0", "pg_desc": "default_pg", "ranks": list(range(world))}]
+    items += [{"pg_name": k, "ranks": v} for k, v in groups.items() if k != "0"]
+    text = orjson.dumps(items).decode()
+    node = OutNode(nid, PG_INIT_NAME, NodeType.METADATA_NODE)
+    node.io = orjson.dumps([[text], [[]], ["String"], [], [], []])
+    return node
