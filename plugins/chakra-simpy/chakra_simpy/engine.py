@@ -229,4 +229,5 @@ class Sim:
             parts.append("a dependency cycle")
         shown = parts[:6] + blocked
         more = f" (+{len(parts) - 6} more)" if len(parts) > 6 else ""
-        return (f"deadlock at {now} ns: {len(stuck)} rank(s) cannot finish: " + "; ".join(shown) + more)
+        nstuck = sum(len(a.ranks) for a in stuck)
+        return f"deadlock at {now} ns: {nstuck} rank(s) cannot finish: " + "; ".join(shown) + more

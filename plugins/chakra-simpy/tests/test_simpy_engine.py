@@ -162,7 +162,7 @@ def test_deadlock_names_ranks_nodes_and_groups(kit, tmp_path):
     with pytest.raises(ChakraError) as e:
         kit.run(ts, kit.system([("Ring", 4, 50, 500)]), tmp_path)
     msg = str(e.value)
-    assert "deadlock" in msg and "group '1'" in msg and "rank(s) 1, 3 that never issue it" in msg
+    assert "deadlock at 1000 ns: 2 rank(s) cannot finish" in msg and "group '1'" in msg and "rank(s) 1, 3 that never issue it" in msg
     assert "node 1" in msg
     ts = kit.traces({0: [kit.p2p(1, False, 1, 64, tag=9)], 1: [kit.comp(1, 1)]})
     with pytest.raises(ChakraError, match="rank 0 node 1 waits for a send from rank 1 .tag 9, 64 bytes"):
