@@ -163,7 +163,7 @@ def _resolve_paths(impl: Any, options: dict[str, Any], base: Path) -> dict[str, 
     for key, spec in specs.items():
         v = out.get(key)
         if spec.type == "path" and isinstance(v, str) and v and not os.path.isabs(v):
-            out[key] = str(base / v)
+            out[key] = os.path.normpath(base / v)
     return out
 
 
@@ -213,7 +213,7 @@ def load_pipeline(spec: str | os.PathLike | Mapping[str, Any], host: PluginHost 
         paths = [paths]
     if not isinstance(paths, list) or not paths or not all(isinstance(p, str) for p in paths):
         raise ConfigError("input.paths must be a path or a non-empty list of paths", source)
-    paths = [p if os.path.isabs(p) else str(base / p) for p in paths]
+    paths = [p if os.path.isabs(p) else os.path.normpath(base / p) for p in paths]
     fmt = inp.get("format")
     if fmt is not None and not isinstance(fmt, str):
         raise ConfigError("input.format must be a string", source)
@@ -237,7 +237,7 @@ def load_pipeline(spec: str | os.PathLike | Mapping[str, Any], host: PluginHost 
         out = entry.get("output", f"out/{st.name}" + (f"-{taken + 1}" if taken else ""))
         if not isinstance(out, str):
             raise ConfigError(f"backends[{i}].output must be a path", source)
-        st.output = Path(out) if os.path.isabs(out) else base / out
+        st.output = Path(out) if os.path.isabs(out) else Path(os.path.normpath(base / out))
         bstages.append(st)
     return Pipeline(source, paths, input_stage, tstages, bstages, host)
 

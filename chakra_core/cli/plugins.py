@@ -27,10 +27,12 @@ def run(args) -> int:
                                  for k, names in r["registered"].items() for n in names}
         print_json({"plugins": rows, "failed": [r for r in rows if r["error"]]})
         return 0
-    print(f"{'plugin':<14} {'distribution':<20} {'version':<10} registered")
+    w1 = max([len("plugin")] + [len(r["name"]) for r in rows])
+    w2 = max([len("distribution")] + [len(r["distribution"]) for r in rows])
+    print(f"{'plugin':<{w1}}  {'distribution':<{w2}}  {'version':<8}  registered")
     for r in rows:
         regs = "; ".join(f"{k}: {', '.join(v)}" for k, v in r["registered"].items()) or "-"
         if r["error"]:
             regs = f"FAILED: {r['error']}"
-        print(f"{r['name']:<14} {r['distribution']:<20} {r['version']:<10} {regs}")
+        print(f"{r['name']:<{w1}}  {r['distribution']:<{w2}}  {r['version']:<8}  {regs}")
     return 0
