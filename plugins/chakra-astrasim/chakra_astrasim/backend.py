@@ -26,7 +26,7 @@ from chakra_core.traceset import TraceSet, with_process_groups
 from .checks import OrderCheck, check_p2p
 from .collectives import RULES
 from .configs import groups_json, memory_json, network_yml, system_json, write_text
-from .groups import plan_groups
+from .groups import GroupPlan, plan_groups
 from .plan import Plan
 from .report import ExportReport
 from .reuse import Converted, RankReuse
@@ -89,21 +89,8 @@ def _load_system(options: Mapping[str, Any]):
                        options.get("comm_groups"))
 
 
-def export_astrasim(traces: TraceSet, output: str | Path, options: Mapping[str, Any] | None = None) -> Result:
-    """Export ``traces`` to the directory ``output``; ``options`` as the backend declares them
-    (missing ones take their defaults).  Returns the Result (summary, files, notes)."""
-    opts = AstraSimExporter().check_options({k: v for k, v in (options or {}).items() if v is not None})
-    output = Path(output)
-    prefix = opts["prefix"]
-    if not _PREFIX_RE.match(prefix):
-        raise ConfigError(f"prefix {prefix!r}: use letters, digits, '_', '-', '.'")
-    if not len(traces):
-        raise TraceFormatError("the trace set has no ranks", traces.source or None)
-    report = ExportReport()
-    sd = _load_system(opts)
-    for w in sd.warnings:
-        report.configs.append(f"system description: {w}")
-    trace_ranks = traces.ranks
+def _network(sd, trace_ranks: list[int], report: ExportReport):
+    """The description with its network: the given one (large enough), or a default ring."""
     needed = max(trace_ranks) + 1
     if not sd.dimensions:
         npus = max(2, needed)
@@ -114,8 +101,11 @@ def export_astrasim(traces: TraceSet, output: str | Path, options: Mapping[str, 
     elif sd.npus < needed:
         raise ConfigError(f"the network has {sd.npus} NPUs but the trace set has rank {needed - 1}",
                           sd.sources.get("network"))
-    npus = sd.npus
+    return sd
 
+
+def _plan(traces: TraceSet, opts: Mapping[str, Any], sd, report: ExportReport):
+    """Decide compute timing, memory nodes and groups: returns (plan, group plan)."""
     roofline, keep_ops, peak = False, False, 1.0
     if sd.roofline_enabled:
         roofline, keep_ops, peak = True, True, sd.peak_perf
@@ -133,27 +123,30 @@ def export_astrasim(traces: TraceSet, output: str | Path, options: Mapping[str, 
     if keep_mem and mem_type == "NO_MEMORY_EXPANSION":
         raise ConfigError("memory_nodes=keep: ASTRA-sim aborts on memory nodes with NO_MEMORY_EXPANSION; "
                           "give a remote memory with --memory")
+    gp = plan_groups(traces.process_groups, sd.comm_groups, sd.npus, traces.ranks, report)
+    plan = Plan(npus=sd.npus, ndims=len(sd.dimensions), group_map=gp.group_map, members=gp.members,
+                world_pg=gp.world_pg, cpu_ops=opts["cpu_ops"], keep_memory=keep_mem,
+                unsupported=opts["unsupported"], replay_broadcast=opts["replay_broadcast"],
+                barrier_bytes=opts["barrier_bytes"], incomplete_p2p=opts["incomplete_p2p"],
+                roofline=roofline, keep_num_ops=keep_ops, peak_perf=peak,
+                duration_attr=opts["duration_attr"], join_limit=opts["join_limit"])
+    return plan, gp
 
-    gp = plan_groups(traces.process_groups, sd.comm_groups, npus, trace_ranks, report)
-    plan = Plan(npus=npus, ndims=len(sd.dimensions), trace_ranks=frozenset(trace_ranks),
-                group_map=gp.group_map, members=gp.members, world_pg=gp.world_pg,
-                cpu_ops=opts["cpu_ops"], keep_memory=keep_mem, unsupported=opts["unsupported"],
-                replay_broadcast=opts["replay_broadcast"], barrier_bytes=opts["barrier_bytes"],
-                incomplete_p2p=opts["incomplete_p2p"], roofline=roofline, keep_num_ops=keep_ops,
-                peak_perf=peak, duration_attr=opts["duration_attr"], join_limit=opts["join_limit"])
 
-    wdir = output / "workload"
+def _write_workload(traces: TraceSet, plan: Plan, gp: GroupPlan, wdir: Path, prefix: str,
+                    report: ExportReport) -> list[str]:
+    """Convert and write every rank of the network; cross-rank checks go to ``report``."""
     wdir.mkdir(parents=True, exist_ok=True)
-    _remove_stale(wdir, prefix, npus)
+    _remove_stale(wdir, prefix, plan.npus)
     files: list[str] = []
     order = OrderCheck(gp.members, report)
     p2p: Counter = Counter()
     # ASTRA-sim ignores metadata attributes; ours make the workload self-describing (its groups)
     meta = with_process_groups(GlobalMetadata(version=ET_VERSION), gp.written)
-    present = set(trace_ranks)
+    present = set(traces.ranks)
     padded = filled = 0
     reuse = RankReuse(plan, report)
-    for rank in range(npus):
+    for rank in range(plan.npus):
         if rank in present:
             res = reuse.convert(rank, traces[rank])
             raw = res.raw
@@ -174,21 +167,40 @@ def export_astrasim(traces: TraceSet, output: str | Path, options: Mapping[str, 
             for b in raw:
                 w.write_raw(b)
         files.append(str(path))
-    report.ranks = {"trace": len(trace_ranks), "network": npus, "padded_with_idle_node": padded,
+    report.ranks = {"trace": len(present), "network": plan.npus, "padded_with_idle_node": padded,
                     "emptied_given_idle_node": filled, "converted_once_reused": reuse.reused,
                     "converted_from_template": reuse.retargeted}
     order.finish()
     check_p2p(p2p, report)
+    return files
 
+
+def export_astrasim(traces: TraceSet, output: str | Path, options: Mapping[str, Any] | None = None) -> Result:
+    """Export ``traces`` to the directory ``output``; ``options`` as the backend declares them
+    (missing ones take their defaults).  Returns the Result (summary, files, notes)."""
+    opts = AstraSimExporter().check_options({k: v for k, v in (options or {}).items() if v is not None})
+    output = Path(output)
+    prefix = opts["prefix"]
+    if not _PREFIX_RE.match(prefix):
+        raise ConfigError(f"prefix {prefix!r}: use letters, digits, '_', '-', '.'")
+    if not len(traces):
+        raise TraceFormatError("the trace set has no ranks", traces.source or None)
+    report = ExportReport()
+    sd = _load_system(opts)
+    report.configs += [f"system description: {w}" for w in sd.warnings]
+    sd = _network(sd, traces.ranks, report)
+    plan, gp = _plan(traces, opts, sd, report)
+    # configuration files first: a description ASTRA-sim cannot run fails before any work
     has_groups = bool(gp.written)
     one_dim = len(sd.dimensions) == 1
     cfg = {
-        "system.json": system_json(sd, report, roofline, peak),
+        "system.json": system_json(sd, report, plan.roofline, plan.peak_perf),
         "network.yml": network_yml(sd),
         "memory.json": memory_json(sd),
     }
     if has_groups:
-        cfg["groups.json"] = groups_json(gp.written, npus)
+        cfg["groups.json"] = groups_json(gp.written, plan.npus)
+    files = _write_workload(traces, plan, gp, output / "workload", prefix, report)
     for name, content in cfg.items():
         files.append(str(write_text(output / name, content)))
     files.append(str(write_text(output / "run.sh", run_sh(prefix, has_groups, one_dim), mode=0o755)))
@@ -196,22 +208,22 @@ def export_astrasim(traces: TraceSet, output: str | Path, options: Mapping[str, 
         "congestion_unaware": command(BINARIES["unaware"], prefix, has_groups),
         "congestion_aware": command(BINARIES["aware"], prefix, has_groups) if one_dim else None,
     }
-    rules = {k.name: RULES[k] for k in RULES}
-    report_data = {"report": report.to_dict(), "commands": commands, "rules": rules,
+    report_data = {"report": report.to_dict(), "commands": commands,
+                   "rules": {k.name: RULES[k] for k in RULES},
                    "units": {"durations": "us in duration_micros; ASTRA-sim cycles are ns",
                              "sizes": "bytes"}}
     files.append(str(write_text(output / "report.json", report_data)))
     summary = {
         "directory": str(output),
-        "ranks": npus,
-        "trace_ranks": len(trace_ranks),
+        "ranks": plan.npus,
+        "trace_ranks": len(traces),
         "nodes_in": report.nodes_in,
         "nodes_out": report.nodes_out,
         "removed": sum(report.removed.values()),
         "rewritten_collectives": sum(report.rewritten.values()),
         "groups": len(gp.written),
         "warnings": len(report.warnings),
-        "command": "cd " + str(output) + " && ./run.sh",
+        "command": f"cd {output} && ./run.sh",
         "report": report.to_dict(),
         "commands": commands,
     }

@@ -19,7 +19,6 @@ class Plan:
 
     npus: int
     ndims: int
-    trace_ranks: frozenset[int]
     group_map: dict[str, str]
     members: dict[str, frozenset[int]]
     world_pg: str = ""
