@@ -23,6 +23,7 @@ from chakra_core.traceset import RankTrace
 
 from .plan import Plan
 from .report import ExportReport
+from .slots import str_attr
 from .workload import RankOutput, convert_rank
 
 __all__ = ["Converted", "RankReuse"]
@@ -82,11 +83,7 @@ def _shape_key(raws: list[bytes]) -> bytes:
 
 
 def _pg_of(raw: bytes) -> str:
-    for a in Node.FromString(raw).attr:
-        if a.name == "pg_name":
-            slot = a.WhichOneof("value")
-            return a.string_val if slot == "string_val" else (str(getattr(a, slot)) if slot else "")
-    return ""
+    return str_attr({a.name: a for a in Node.FromString(raw).attr}, "pg_name")
 
 
 def _with_group(raw: bytes, group: str) -> bytes:

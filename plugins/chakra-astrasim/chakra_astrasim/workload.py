@@ -15,58 +15,17 @@ import heapq
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from chakra_core.attrs import CONVENTIONAL_SLOTS, INT_SLOTS, attr_value
 from chakra_core.errors import TraceFormatError
 from chakra_core.schema import CommType, Node, NodeType
 
 from .collectives import MODELLED, rewrite
 from .plan import Plan
 from .report import ExportReport
+from .slots import int_attr, put_attr, str_attr, value_attr
 
 __all__ = ["RankOutput", "convert_rank", "placeholder_node"]
 
 _INT32 = (-(1 << 31), (1 << 31) - 1)
-_COMM = (NodeType.COMM_COLL_NODE, NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE)
-
-
-def _put(node: Node, name: str, value) -> None:
-    """Append attribute ``name`` in its conventional slot (no intermediate message copy)."""
-    slot = CONVENTIONAL_SLOTS[name]
-    a = node.attr.add(name=name)
-    if slot == "bool_list":
-        a.bool_list.values.extend(value)
-    else:
-        setattr(a, slot, value)
-
-
-def _int(ix: dict, name: str, default=None):
-    """Integer attribute from any integer slot (bool as 0/1), else ``default``."""
-    a = ix.get(name)
-    if a is None:
-        return default
-    slot = a.WhichOneof("value")
-    if slot in INT_SLOTS:
-        return getattr(a, slot)
-    if slot == "bool_val":
-        return int(a.bool_val)
-    return default
-
-
-def _value(ix: dict, name: str):
-    """Value of attribute ``name`` in whatever slot it is (lists as lists), or None."""
-    a = ix.get(name)
-    return None if a is None else attr_value(a)[1]
-
-
-def _str(ix: dict, name: str) -> str:
-    """String attribute (integers in decimal), "" when absent."""
-    a = ix.get(name)
-    if a is None:
-        return ""
-    slot = a.WhichOneof("value")
-    if slot == "string_val":
-        return a.string_val
-    return str(getattr(a, slot)) if slot in INT_SLOTS else ""
 
 
 @dataclass
@@ -87,10 +46,10 @@ def placeholder_node(rank: int, plan: Plan) -> Node:
     """The one node given to a rank that would otherwise be empty (ASTRA-sim aborts on those):
     a 0-duration accelerator compute node (1 ns when replayed; 0 ns under roofline)."""
     n = Node(id=1, name=f"astrasim_idle_rank{rank}", type=NodeType.COMP_NODE, duration_micros=0)
-    _put(n, "is_cpu_op", False)
+    put_attr(n, "is_cpu_op", False)
     if plan.roofline:
-        _put(n, "num_ops", roofline_ops(0, plan.peak_perf))
-        _put(n, "tensor_size", 1)
+        put_attr(n, "num_ops", roofline_ops(0, plan.peak_perf))
+        put_attr(n, "tensor_size", 1)
     return n
 
 
@@ -126,7 +85,7 @@ class _Converter:
     def exact_ns(self, n: Node, ix: dict) -> tuple[int, bool]:
         """Duration in ns: the ``duration_attr`` attribute when present, else duration_micros."""
         if self.plan.duration_attr:
-            v = _int(ix, self.plan.duration_attr)
+            v = int_attr(ix, self.plan.duration_attr)
             if v is not None and v >= 0:
                 return v, True
         return n.duration_micros * 1000, False
@@ -155,8 +114,8 @@ class _Converter:
             if not self.plan.keep_memory:
                 return self.drop("memory_node_without_remote_memory")
             out = Node(id=n.id, name=n.name, type=t)
-            _put(out, "is_cpu_op", False)
-            _put(out, "tensor_size", max(0, _int(ix, "tensor_size", 0)))
+            put_attr(out, "is_cpu_op", False)
+            put_attr(out, "tensor_size", max(0, int_attr(ix, "tensor_size", 0)))
             return [out]
         if t == NodeType.METADATA_NODE:
             return self.drop("METADATA_NODE")
@@ -166,26 +125,26 @@ class _Converter:
 
     def comp(self, n: Node, ix: dict) -> list[Node] | str:
         plan = self.plan
-        cpu = bool(_int(ix, "is_cpu_op", 0))
+        cpu = bool(int_attr(ix, "is_cpu_op", 0))
         ns, exact = self.exact_ns(n, ix)
         if cpu and plan.cpu_ops == "drop":
             return self.drop("cpu_op")
         if cpu and plan.cpu_ops == "drop_zero" and ns == 0:
             return self.drop("cpu_op_zero_duration")
         out = Node(id=n.id, name=n.name, type=NodeType.COMP_NODE)
-        _put(out, "is_cpu_op", cpu)
+        put_attr(out, "is_cpu_op", cpu)
         self.set_duration(out, ns, exact, n.duration_micros)
         if plan.roofline and not cpu:
             ops, size = self.roofline_pair(ix, ns)
-            _put(out, "num_ops", ops)
-            _put(out, "tensor_size", size)
+            put_attr(out, "num_ops", ops)
+            put_attr(out, "tensor_size", size)
         return [out]
 
     def roofline_pair(self, ix: dict, ns: int) -> tuple[int, int]:
         """(num_ops, tensor_size) for a GPU compute node under roofline timing."""
         if self.plan.keep_num_ops:
-            ops = _value(ix, "num_ops")
-            size = _int(ix, "tensor_size", 0)
+            ops = value_attr(ix, "num_ops")
+            size = int_attr(ix, "tensor_size", 0)
             if isinstance(ops, float):
                 self.report.changed["num_ops_float_to_int"] += 1
                 ops = int(round(ops))
@@ -197,7 +156,7 @@ class _Converter:
         return roofline_ops(ns, self.plan.peak_perf), 1
 
     def group_of(self, n: Node, ix: dict) -> tuple[str, frozenset[int]]:
-        pg = _str(ix, "pg_name")
+        pg = str_attr(ix, "pg_name")
         if pg in ("", "0"):
             out = self.plan.world_pg
         elif pg in self.plan.group_map:
@@ -213,7 +172,7 @@ class _Converter:
 
     def coll(self, n: Node, ix: dict) -> list[Node] | str:
         plan, rep = self.plan, self.report
-        raw = _int(ix, "comm_type")
+        raw = int_attr(ix, "comm_type")
         try:
             kind = CommType(raw)
         except (ValueError, TypeError):
@@ -223,7 +182,7 @@ class _Converter:
         self.out.coll_inputs.append((self.pos, pg, len(members), produced))
         if len(members) < 2:
             return self.drop("collective_on_one_rank")
-        size = _int(ix, "comm_size")
+        size = int_attr(ix, "comm_size")
         if size is None:
             rep.changed["comm_size_missing"] += 1
             size = 0
@@ -237,14 +196,14 @@ class _Converter:
         else:
             pairs = rewrite(kind, size, len(members), plan.barrier_bytes)
             rep.rewritten[f"{kind.name}->" + "+".join(k.name for k, _ in pairs)] += 1
-        if _int(ix, "is_cpu_op", 0):
+        if int_attr(ix, "is_cpu_op", 0):
             rep.changed["comm_is_cpu_op_cleared"] += 1
-        dims = _value(ix, "involved_dim")
+        dims = value_attr(ix, "involved_dim")
         if dims is not None and (not isinstance(dims, list) or len(dims) != plan.ndims
                                  or not all(isinstance(d, bool) for d in dims) or not any(dims)):
             rep.changed["involved_dim_dropped"] += 1
             dims = None
-        prio = _int(ix, "comm_priority")
+        prio = int_attr(ix, "comm_priority")
         outs = []
         seq = self.out.collectives.setdefault(pg, [])
         for i, (k, s) in enumerate(pairs):
@@ -256,15 +215,15 @@ class _Converter:
             out = Node(id=nid, name=n.name if last else f"{n.name}#{i}", type=NodeType.COMM_COLL_NODE)
             if k == CommType.BROADCAST:
                 out.duration_micros = n.duration_micros
-            _put(out, "is_cpu_op", False)
-            _put(out, "comm_type", int(k))
-            _put(out, "comm_size", int(s))
+            put_attr(out, "is_cpu_op", False)
+            put_attr(out, "comm_type", int(k))
+            put_attr(out, "comm_size", int(s))
             if pg:
-                _put(out, "pg_name", pg)
+                put_attr(out, "pg_name", pg)
             if prio is not None and _INT32[0] <= prio <= _INT32[1]:
-                _put(out, "comm_priority", prio)
+                put_attr(out, "comm_priority", prio)
             if dims is not None:
-                _put(out, "involved_dim", dims)
+                put_attr(out, "involved_dim", dims)
             outs.append(out)
             seq.append((nid, int(k), int(s)))
         produced.extend(o.id for o in outs)
@@ -273,10 +232,10 @@ class _Converter:
     def p2p(self, n: Node, ix: dict) -> list[Node] | str:
         plan, rep = self.plan, self.report
         send = n.type == NodeType.COMM_SEND_NODE
-        peer = _int(ix, "comm_dst" if send else "comm_src")
-        size = _int(ix, "comm_size")
+        peer = int_attr(ix, "comm_dst" if send else "comm_src")
+        size = int_attr(ix, "comm_size")
         if size is None:
-            size = _int(ix, "tensor_size")
+            size = int_attr(ix, "tensor_size")
         if peer is None or size is None:
             what = "peer" if peer is None else "size"
             if plan.incomplete_p2p == "error":
@@ -287,24 +246,24 @@ class _Converter:
             raise self.fail(n, f"peer rank {peer} is outside the network's {plan.npus} NPUs")
         if peer == self.rank:
             return self.drop("p2p_to_self")
-        own = _int(ix, "comm_src" if send else "comm_dst")
+        own = int_attr(ix, "comm_src" if send else "comm_dst")
         if own is not None and own != self.rank:
             rep.changed["p2p_own_rank_corrected"] += 1
-        tag = _int(ix, "comm_tag")
+        tag = int_attr(ix, "comm_tag")
         if tag is None:
             rep.changed["p2p_tag_filled_0"] += 1
             tag = 0
         if not _INT32[0] <= tag <= _INT32[1]:
             raise self.fail(n, f"comm_tag {tag} does not fit the int32 slot ASTRA-sim reads")
-        if _int(ix, "is_cpu_op", 0):
+        if int_attr(ix, "is_cpu_op", 0):
             rep.changed["comm_is_cpu_op_cleared"] += 1
         src, dst = (self.rank, peer) if send else (peer, self.rank)
         out = Node(id=n.id, name=n.name, type=n.type)
-        _put(out, "is_cpu_op", False)
-        _put(out, "comm_src", src)
-        _put(out, "comm_dst", dst)
-        _put(out, "comm_tag", tag)
-        _put(out, "comm_size", max(0, size))
+        put_attr(out, "is_cpu_op", False)
+        put_attr(out, "comm_src", src)
+        put_attr(out, "comm_dst", dst)
+        put_attr(out, "comm_tag", tag)
+        put_attr(out, "comm_size", max(0, size))
         (self.out.sends if send else self.out.recvs).append((src, dst, tag, max(0, size)))
         return [out]
 
@@ -317,7 +276,7 @@ class _Converter:
     def join(self, n: Node) -> Node:
         self.report.dependencies["join_nodes_added"] += 1
         out = Node(id=n.id, name=f"join:{n.name}", type=NodeType.COMP_NODE, duration_micros=0)
-        _put(out, "is_cpu_op", True)
+        put_attr(out, "is_cpu_op", True)
         return out
 
 
