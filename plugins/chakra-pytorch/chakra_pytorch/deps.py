@@ -1,4 +1,4 @@
-"""Dependencies beyond the lanes: between threads, GPU -> CPU syncs, data, and idle gaps."""
+"""Dependencies beyond the lanes: between threads, GPU syncs, data, and idle gaps."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from .hostet import HostTrace
 from .kineto import KinetoTrace
 from .outnode import IDLE_ATTRS, IDLE_NAME, OutNode
 
-__all__ = ["cross_thread", "add_syncs", "add_data_deps", "main_lane", "insert_idle"]
+__all__ = ["cross_thread", "add_syncs", "add_stream_waits", "add_data_deps", "main_lane", "insert_idle"]
 
 
 def cross_thread(lanes: dict[int, list[OutNode]], scan: int = 64) -> None:
@@ -70,6 +70,21 @@ def add_syncs(kt: KinetoTrace, host: HostTrace, streams, out, grid) -> None:
             wait = min(node.dur, grid(sy.ts + sy.dur) - grid(sy.ts))
             node.start += wait
             node.dur -= wait
+
+
+def add_stream_waits(kt: KinetoTrace, streams) -> None:
+    """GPU -> GPU: after ``cudaStreamWaitEvent``, the next work launched on the waiting stream
+    depends on the last work launched on the recording stream before the event was recorded."""
+    for w in kt.stream_waits:
+        dst, src = streams.get((w.device, w.stream)), streams.get((w.device, w.wait_on_stream))
+        if not dst or not src:
+            continue
+        recorded = kt.corr_ts.get(w.record_correlation, w.ts)
+        src_launch = [kt.corr_ts.get(g.correlation, g.ts) for g, _ in src]
+        i = bisect.bisect_right(src_launch, recorded) - 1
+        nxt = next((n for g, n in dst if kt.corr_ts.get(g.correlation, g.ts) >= w.ts), None)
+        if i >= 0 and nxt is not None and src[i][1].id not in nxt.ctrl:
+            nxt.ctrl.append(src[i][1].id)
 
 
 def add_data_deps(lanes: dict[int, list[OutNode]]) -> None:

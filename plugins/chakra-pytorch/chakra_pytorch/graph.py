@@ -9,7 +9,9 @@ Rules (see docs/pytorch.md):
   each GPU stream is a lane of kernels in start order;
 * CPU -> GPU: a kernel depends on the CPU node that launched it (Kineto ``External id``);
 * GPU -> CPU: a CPU node that synchronises (device/stream/event sync, blocking memcpy) depends on
-  the last kernel started before the call on the streams it waits for;
+  the last kernel launched before the call on the streams it waits for;
+* GPU -> GPU: after a stream waits for an event of another stream, its next kernel depends on
+  the last kernel launched on that stream before the event was recorded;
 * communication without GPU kernels (gloo, or no Kineto) is a node beside its thread's lane: it
   depends on the lane node before it and on the previous communication of that thread (issue
   order); the lane node that waits for it depends on it: the next one for blocking calls, else
@@ -32,7 +34,7 @@ from chakra_core.errors import TraceFormatError
 from chakra_core.schema import GlobalMetadata, NodeType
 
 from .comms import COLL_TYPES, CommInfo, kind_of_kernel
-from .deps import add_data_deps, add_syncs, cross_thread, insert_idle, main_lane
+from .deps import add_data_deps, add_stream_waits, add_syncs, cross_thread, insert_idle, main_lane
 from .hostet import HostTrace
 from .kineto import KinetoTrace
 from .outnode import OutNode, RankGraph, pg_init_node, toposort
@@ -214,6 +216,7 @@ def build_graph(host: HostTrace, kt: KinetoTrace | None, rank: int, world: int,
             lane.append((g, node))
             out[node.id] = node
         add_syncs(kt, host, streams, out, grid)
+        add_stream_waits(kt, streams)
 
     # ---- idle gaps on CPU lanes
     step_us = None

@@ -2,7 +2,9 @@
 
 Kept: the timing of the host ops the conversion asks for (by ``args["Record function id"]``), the
 owner of every CPU op's ``External id`` (to tie GPU kernels to the host node that launched them),
-GPU kernels/memcpys/memsets, synchronisation calls, ``ProfilerStep#N`` spans and
+GPU kernels/memcpys/memsets, synchronisation calls (``cuda_runtime`` sync calls and the
+``cuda_sync`` events Kineto writes when ``enable_cuda_sync_events`` is on: "Stream Sync",
+"Event Sync", "Context Sync", "Stream Wait Event"), ``ProfilerStep#N`` spans and
 ``distributedInfo``.  Times stay in microseconds as Kineto writes them.
 """
 
@@ -20,7 +22,7 @@ from chakra_core.etio import open_binary
 
 from .intmap import IntMap
 
-__all__ = ["KinetoTrace", "GpuEvent", "SyncEvent", "read_kineto", "read_distributed_info"]
+__all__ = ["KinetoTrace", "GpuEvent", "SyncEvent", "StreamWait", "read_kineto", "read_distributed_info"]
 
 _GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 _SYNC_CALLS = {
@@ -58,6 +60,17 @@ class SyncEvent:
     precise: bool = False  # a cuda_sync event (names its stream) rather than a runtime call
 
 
+@dataclass(slots=True)
+class StreamWait:
+    """A GPU stream that waits for an event recorded on another stream (``cudaStreamWaitEvent``)."""
+
+    ts: float
+    device: int
+    stream: int
+    wait_on_stream: int
+    record_correlation: int  # correlation of the cudaEventRecord call, -1 when unknown
+
+
 @dataclass
 class KinetoTrace:
     """The parts of one Kineto trace used by the conversion."""
@@ -75,6 +88,8 @@ class KinetoTrace:
     corr_ext: dict[int, int] = field(default_factory=dict)
     #: correlation -> start of the runtime call (the launch time of a kernel), microseconds
     corr_ts: dict[int, float] = field(default_factory=dict)
+    #: GPU -> GPU waits between streams
+    stream_waits: list[StreamWait] = field(default_factory=list)
     #: ProfilerStep#N spans: (ts, dur, tid, name)
     steps: list[tuple[float, float, int, str]] = field(default_factory=list)
     cpu_events: int = 0
@@ -164,6 +179,11 @@ def read_kineto(path: str, wanted_rfs: set[int] | frozenset[int] | None = None) 
                                                   _int(ev.get("tid"), 0), ext, _int(args.get("stream")), corr))
                 elif cat == "cuda_sync":
                     name = ev.get("name", "")
+                    if "Wait" in name:  # "Stream Wait Event": one stream waits for another
+                        kt.stream_waits.append(StreamWait(
+                            float(ev.get("ts", 0.0)), _int(args.get("device"), 0), _int(args.get("stream")),
+                            _int(args.get("wait_on_stream")), _int(args.get("wait_on_cuda_event_record_corr_id"))))
+                        continue
                     kind = "device" if "Context" in name or "Device" in name else (
                         "event" if "Event" in name else "stream")
                     stream = _int(args.get("wait_on_stream", args.get("stream")))

@@ -78,6 +78,16 @@ def test_gpu_to_cpu_synchronisation():
         assert k.id in zero.ctrl
 
 
+def test_stream_waits_for_another_stream():
+    g = _graph(0)
+    n = _by_name(g)
+    # the NCCL stream waits (cudaStreamWaitEvent) for the event recorded on the compute stream
+    # after the gemm was launched: the all-reduce kernel depends on the gemm
+    gemm = n["sm90_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize64x64x8"]
+    assert gemm.id in n["ncclDevKernel_AllReduce_Sum_f32_RING_LL"].ctrl
+    assert gemm.id not in n["ncclDevKernel_AllGather_RING_LL"].ctrl  # only the next kernel
+
+
 def test_without_kineto_the_c10d_ops_carry_the_communication():
     g = _graph(0, kineto=False)
     n = _by_name(g)
