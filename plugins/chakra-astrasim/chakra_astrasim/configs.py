@@ -32,6 +32,11 @@ from .report import ExportReport
 __all__ = ["system_json", "network_yml", "memory_json", "groups_json", "write_text"]
 
 
+def _num(x: float) -> int | float:
+    """A whole number as an int (ASTRA-sim reads some keys into integer types), else the float."""
+    return int(x) if float(x).is_integer() else float(x)
+
+
 def _implementations(sd: SystemDescription, report: ExportReport) -> dict[str, list[str]]:
     n = len(sd.dimensions)
     out = {}
@@ -80,13 +85,13 @@ def system_json(sd: SystemDescription, report: ExportReport, roofline: bool, pea
         **_implementations(sd, report),
         "collective-optimization": sd.collective_optimization,
         "local-reduction-delay": max(0, int(sd.local_reduction_delay)),
-        "local-mem-bw": sd.local_mem_bw,
+        "local-mem-bw": _num(sd.local_mem_bw),
         "roofline-enabled": 1 if roofline else 0,
         "replay-only": 1 if sd.replay_only else 0,
         "trace-enabled": 1 if sd.trace_enabled else 0,
     }
     if roofline:
-        out["peak-perf"] = peak_perf
+        out["peak-perf"] = _num(peak_perf)
     return out
 
 
@@ -113,8 +118,8 @@ def network_yml(sd: SystemDescription) -> str:
         "# ASTRA-sim analytical network, dimension 0 innermost; bandwidth GB/s (2^30 bytes), latency ns\n"
         f"topology: {row(d.topology for d in dims)}\n"
         f"npus_count: {row(d.npus_count for d in dims)}\n"
-        f"bandwidth: {row(float(d.bandwidth) for d in dims)}\n"
-        f"latency: {row(float(d.latency) for d in dims)}\n"
+        f"bandwidth: {row(_num(d.bandwidth) for d in dims)}\n"
+        f"latency: {row(_num(d.latency) for d in dims)}\n"
     )
 
 
@@ -127,8 +132,8 @@ def memory_json(sd: SystemDescription) -> dict:
     if m.memory_type != "NO_MEMORY_EXPANSION":
         if m.remote_mem_bw <= 0:
             raise ConfigError(f"{m.memory_type} needs remote-mem-bw > 0 GB/s", sd.sources.get("memory"))
-        out["remote-mem-latency"] = m.remote_mem_latency
-        out["remote-mem-bw"] = m.remote_mem_bw
+        out["remote-mem-latency"] = _num(m.remote_mem_latency)
+        out["remote-mem-bw"] = _num(m.remote_mem_bw)
     if m.memory_type == "PER_NODE_MEMORY_EXPANSION":
         if m.num_nodes < 1 or m.num_npus_per_node < 1:
             raise ConfigError("PER_NODE_MEMORY_EXPANSION needs num-nodes and num-npus-per-node >= 1",
