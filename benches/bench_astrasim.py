@@ -28,7 +28,6 @@ import time
 from pathlib import Path
 
 from chakra_astrasim import export_astrasim
-
 from chakra_core.attrs import set_attr
 from chakra_core.pipeline import load_traces
 from chakra_core.schema import CommType, GlobalMetadata, Node, NodeType

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from chakra_astrasim import AstraSimExporter, export_astrasim
-
 from chakra_core.api import Backend, Result
 from chakra_core.errors import ConfigError
 from chakra_core.options import Option

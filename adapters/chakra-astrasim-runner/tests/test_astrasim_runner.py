@@ -11,8 +11,8 @@ import stat
 import sys
 
 import pytest
-from chakra_astrasim_runner import AstraSimRunner, find_binary, parse_output
 
+from chakra_astrasim_runner import AstraSimRunner, find_binary, parse_output
 from chakra_core.attrs import set_attr
 from chakra_core.errors import ChakraError, ConfigError
 from chakra_core.schema import CommType, GlobalMetadata, Node, NodeType

@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 
 import pytest
-from chakra_astrasim import export_astrasim
 
+from chakra_astrasim import export_astrasim
 from chakra_core.attrs import get_attr, get_int, get_str, set_attr
 from chakra_core.errors import ConfigError, TraceFormatError
 from chakra_core.etio import read_et
@@ -452,3 +452,24 @@ def test_member_without_collectives_is_reported(tmp_path):
     assert res.summary["report"]["warnings"] == [
         "group 1: rank 1 issues 0 collectives, rank 0 1; first difference at collective #0 "
         "(none vs ALL_REDUCE 64 B) - ASTRA-sim matches them by order"]
+
+
+def test_edge_count_stays_linear(tmp_path):
+    """Layers of 100 kept nodes joined by one removed node: rewiring every dependent to every
+    ancestor would give 100 x 100 edges per layer; join nodes keep the input's edge count."""
+    nodes, nid, prev = [], 1, None
+    for _layer in range(5):
+        layer = []
+        for _ in range(100):
+            nodes.append(comp(nid, deps=[prev] if prev else []))
+            layer.append(nid)
+            nid += 1
+        nodes.append(node(nid, T.METADATA_NODE, deps=layer))
+        prev = nid
+        nid += 1
+    edges_in = sum(len(n.data_deps) + len(n.ctrl_deps) for n in nodes)
+    res, files = export(tset({0: nodes, 1: [comp(1)]}), tmp_path)
+    edges_out = sum(len(n.data_deps) + len(n.ctrl_deps) for n in files[0])
+    assert edges_out <= edges_in and res.summary["report"]["dependencies"]["join_nodes_added"] == 4
+    # the last METADATA node has no dependents: simply removed
+    assert res.summary["report"]["removed"] == {"METADATA_NODE": 1}

@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 
 import pytest
-from chakra_astrasim import export_astrasim
 
+from chakra_astrasim import export_astrasim
 from chakra_core.attrs import get_int, get_str
 from chakra_core.etio import read_et
 from chakra_core.pipeline import load_traces
