@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
 from chakra_core.attrs import get_int
 from chakra_core.schema import CommType, NodeType
 from chakra_core.traceset import open_traceset

@@ -13,9 +13,10 @@ Rules (see docs/pytorch.md):
 * GPU -> GPU: after a stream waits for an event of another stream, its next kernel depends on
   the last kernel launched on that stream before the event was recorded;
 * communication without GPU kernels (gloo, or no Kineto) is a node beside its thread's lane: it
-  depends on the lane node before it and on the previous communication of that thread (issue
-  order); the lane node that waits for it depends on it: the next one for blocking calls, else
-  the first one that starts after the communication ended (Kineto), else the thread's last one;
+  depends on the lane node before it and, for a collective, on the thread's previous collective
+  (issue order); point-to-point ops of one batch run side by side; the lane node that waits
+  for it depends on it: the next one for blocking calls, else the first one that starts after
+  the communication ended (Kineto), else the thread's last one;
 * durations: Kineto's, rounded on a common microsecond grid so that sums telescope; an operator
   with a communication node nested inside keeps its exclusive time;
 * idle gaps: when a lane node starts later than all its dependencies ended, a gap of at least
@@ -144,13 +145,19 @@ def build_graph(host: HostTrace, kt: KinetoTrace | None, rank: int, world: int,
                 node.start, node.dur = w0, w1 - w0
             elif s >= 0:
                 node.start, node.dur = s, e - s
-            prev = op.parent_sel if op.parent_sel in out else (lane[-1].id if lane else None)
-            if prev is not None:
-                node.ctrl.append(prev)
-            lc = last_comm.get(op.tid)
-            if lc is not None and lc.id not in node.ctrl:
-                node.ctrl.append(lc.id)
-            last_comm[op.tid] = node
+            # after the lane node before it, or inside the host op around it; a communication
+            # nested in another one (batch_isend_irecv) runs beside it, not after it
+            parent = out.get(op.parent_sel)
+            if parent is not None and parent.type == NodeType.COMP_NODE:
+                node.ctrl.append(parent.id)
+            elif lane:
+                node.ctrl.append(lane[-1].id)
+            if comm.kind not in ("send", "recv"):
+                # collectives keep their issue order (ranks match them by order)
+                lc = last_comm.get(op.tid)
+                if lc is not None and lc.id not in node.ctrl:
+                    node.ctrl.append(lc.id)
+                last_comm[op.tid] = node
             blocking = comm.kind in ("send", "recv") or comm.async_op is False
             pending_waits.append((node, op.tid, blocking))
             out[node.id] = node

@@ -67,6 +67,7 @@ def step_fn(rank: int, world: int, group):
 
 def run(rank: int, world: int, out: str) -> None:
     import torch.distributed as dist
+
     from chakra_collect import record_steps
 
     group = dist.new_group([0, 1])

@@ -6,6 +6,7 @@ bucket), batch 8 per rank, SGD; 1 warm-up step, 1 recorded.  Writes tests/data/d
 
 import torch
 from _common import out_dir, run_two_ranks
+
 from chakra_collect import record_steps
 
 

@@ -6,6 +6,7 @@ Writes tests/data/mlp/pytorch_et.0.json.gz and kineto.0.json.gz.
 
 import torch
 from _common import out_dir
+
 from chakra_collect import record_steps
 
 

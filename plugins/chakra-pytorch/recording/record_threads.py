@@ -9,6 +9,7 @@ import threading
 
 import torch
 from _common import out_dir
+
 from chakra_collect import record_steps
 
 

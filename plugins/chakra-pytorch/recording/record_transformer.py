@@ -6,6 +6,7 @@ AdamW(foreach=False); 1 warm-up step, 1 recorded.  Writes tests/data/transformer
 
 import torch
 from _common import out_dir
+
 from chakra_collect import record_steps
 
 

@@ -6,11 +6,11 @@ import json
 import warnings
 
 import pytest
-from chakra_pytorch import convert_rank, find_rank_files
-from chakra_pytorch.comms import comm_from_c10d, comm_from_param_comms
 
 from chakra_core.attrs import get_int, get_str
 from chakra_core.schema import CommType, NodeType
+from chakra_pytorch import convert_rank, find_rank_files
+from chakra_pytorch.comms import comm_from_c10d, comm_from_param_comms
 
 
 def _pc(name: str, nin: int, nout: int, dtype: str = "Float", pg: str = "3") -> dict:

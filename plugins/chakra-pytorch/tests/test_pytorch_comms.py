@@ -6,11 +6,11 @@ import warnings
 from pathlib import Path
 
 import pytest
-from chakra_pytorch import convert_rank, find_rank_files, open_pytorch
 
 from chakra_core.attrs import get_int, get_str
 from chakra_core.schema import CommType, NodeType
 from chakra_core.validate import validate
+from chakra_pytorch import convert_rank, find_rank_files, open_pytorch
 
 DATA = Path(__file__).resolve().parent / "data"
 F32 = 4
@@ -92,10 +92,14 @@ def test_blocking_collectives_are_waited_for_by_the_next_host_op():
     waited = {d for n in g.nodes if n.type == NodeType.COMP_NODE for d in n.ctrl if d in comm_ids}
     # every call of the script is blocking (async_op=False, or wait() right after)
     assert waited == set(comm_ids)
-    # issue order: each communication depends on the previous one of the thread
-    comms = [by_id[i] for i in comm_ids]
-    for prev, n in zip(comms, comms[1:]):
+    # issue order: each collective depends on the previous collective of the thread
+    colls = [by_id[i] for i in comm_ids if by_id[i].type == NodeType.COMM_COLL_NODE]
+    for prev, n in zip(colls, colls[1:]):
         assert prev.id in n.ctrl
+    # batch_isend_irecv: the send and the receive run side by side after the same host op
+    batch = [by_id[i] for i in comm_ids if get_int(by_id[i].to_node(), "comm_tag") == 11]
+    assert len(batch) == 2 and batch[0].ctrl == batch[1].ctrl
+    assert by_id[batch[0].ctrl[0]].type == NodeType.COMP_NODE
 
 
 def _param_bytes() -> int:

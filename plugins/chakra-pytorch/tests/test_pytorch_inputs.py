@@ -9,11 +9,11 @@ import warnings
 from pathlib import Path
 
 import pytest
-from chakra_pytorch import KNOWN_SCHEMAS, PyTorchTraceWarning, open_pytorch
-from chakra_pytorch.sniff import rank_from_name, sniff_kind
 
 from chakra_core.errors import TraceFormatError
 from chakra_core.pipeline import detect_format, load_traces
+from chakra_pytorch import KNOWN_SCHEMAS, PyTorchTraceWarning, open_pytorch
+from chakra_pytorch.sniff import rank_from_name, sniff_kind
 
 DATA = Path(__file__).resolve().parent / "data"
 MLP_ET = DATA / "mlp" / "pytorch_et.0.json.gz"
