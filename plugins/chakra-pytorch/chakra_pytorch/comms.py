@@ -184,18 +184,29 @@ def _dtype_bytes(dtype: Any) -> int | None:
 
 
 def comm_from_param_comms(attrs: dict, values: list) -> CommInfo | None:
-    """The communication described by a ``record_param_comms`` node (attributes and inputs)."""
+    """The communication described by a ``record_param_comms`` node (attributes and inputs).
+
+    Older traces carry no ``collective_name``/``*_msg_nelems`` attributes: then the collective
+    name is the string among the inputs that names one, and the size comes from the input tensor
+    list (``values[0]``; the output list ``values[1]`` for scatter and recv).
+    """
     kind = _PARAM_NAMES.get(str(attrs.get("collective_name", "")).lower())
+    if kind is None and "collective_name" not in attrs:
+        kind = next((_PARAM_NAMES[v.lower()] for v in values
+                     if isinstance(v, str) and v.lower() in _PARAM_NAMES), None)
     if kind is None:
         return None
-    esize = _dtype_bytes(attrs.get("dtype"))
-    if esize is None:
-        ts = list(tensors_in(values))
-        esize = int(ts[0][4]) if ts else 1
-    nin = _int(attrs.get("in_msg_nelems")) or 0
-    nout = _int(attrs.get("out_msg_nelems")) or 0
-    n = nout if kind in ("scatter", "recv") else nin
-    info = CommInfo(kind, 0 if kind == "barrier" else n * esize)
+    operand = 1 if kind in ("scatter", "recv") else 0
+    if "in_msg_nelems" in attrs or "out_msg_nelems" in attrs:
+        esize = _dtype_bytes(attrs.get("dtype"))
+        if esize is None:
+            ts = list(tensors_in(values))
+            esize = int(ts[0][4]) if ts else 1
+        n = _int(attrs.get("out_msg_nelems" if operand else "in_msg_nelems")) or 0
+        size = n * esize
+    else:
+        size = _bytes(values[operand]) if operand < len(values) else 0
+    info = CommInfo(kind, 0 if kind == "barrier" else size)
     pg = attrs.get("pg_name")
     if pg is not None and pg != "":
         info.pg_name = str(pg)

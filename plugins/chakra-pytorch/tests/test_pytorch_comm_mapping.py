@@ -48,6 +48,16 @@ def test_record_param_comms_dtype_sizes():
     assert comm_from_param_comms(_pc("no_such_collective", 1, 1), []) is None
 
 
+def test_record_param_comms_without_attributes():
+    # older traces: only the inputs (input tensors, output tensors, ..., collective name, ...)
+    t_in, t_out = [[1, 2, 0, 64, 2, "cuda:0"]], [[3, 4, 0, 256, 2, "cuda:0"]]
+    info = comm_from_param_comms({}, [t_in, t_out, 7, False, "0", 1, "_allgather_base", [], [], 0, 1, 4])
+    assert (info.kind, info.size_bytes) == ("all_gather", 128)  # the input shard
+    info = comm_from_param_comms({}, [t_out, t_in, "scatter"])
+    assert (info.kind, info.size_bytes) == ("scatter", 128)  # the output chunk
+    assert comm_from_param_comms({}, [t_in, t_out, "no_such"]) is None
+
+
 def test_c10d_send_peer_and_tag():
     info = comm_from_c10d("c10d::send", [[[1, 2, 0, 10, 4, "cpu"]], "<Object>", 3, 42])
     assert (info.kind, info.size_bytes, info.peer, info.tag) == ("send", 40, 3, 42)
