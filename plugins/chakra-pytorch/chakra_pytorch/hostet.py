@@ -72,7 +72,7 @@ class HostTrace:
     rf_owner: IntMap
     #: process groups of the pg-init node: {pg_name: {"ranks": [...], "size": n, "desc": s}}
     groups: dict[str, dict[str, Any]]
-    #: rf_ids of gloo/nccl annotation nodes that could not be tied to a c10d op
+    #: number of nodes in the file
     nodes_total: int = 0
     header: dict[str, Any] = field(default_factory=dict)
 
