@@ -92,3 +92,13 @@ def test_debug_shows_traceback(tmp_path):
 def test_simulate_rejects_an_exporter(et_prefix, chakra_cli):
     status, _, err = chakra_cli("simulate", et_prefix, "--backend", "et")
     assert status == 2 and "backend 'et' is of kind 'exporter', not 'simulator'" in err
+
+
+def test_input_options_reach_the_input_format(tmp_path, chakra_cli):
+    """-I passes options to a non-.et input format (here the text plugin's npus)."""
+    wl = tmp_path / "w.txt"
+    wl.write_text("DATA\n1\nfc -1 50 NONE 0 60 NONE 0 55 ALLREDUCE 1024 10\n")
+    status, out, _ = chakra_cli("stats", wl, "-I", "npus=4", "--json")
+    assert status == 0 and json.loads(out)["ranks"] == 4
+    status, _, err = chakra_cli("validate", wl, "-I", "npux=4")
+    assert status == 2 and "did you mean 'npus'" in err

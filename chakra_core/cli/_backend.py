@@ -7,7 +7,7 @@ from pathlib import Path
 from chakra_core.errors import ConfigError
 from chakra_core.options import parse_kv
 
-from ._common import add_plugin_options, open_input
+from ._common import add_input_options, add_plugin_options, open_input
 
 __all__ = ["add_system_arguments", "run_backend"]
 
@@ -15,9 +15,9 @@ SYSTEM_FLAGS = ("system", "network", "memory", "comm_groups")
 
 
 def add_system_arguments(p, memory: bool = True) -> None:
-    """``--system``, ``--network`` (and ``--memory``, ``--comm-groups``), ``--format``, ``-O``."""
+    """``--system``, ``--network`` (and ``--memory``, ``--comm-groups``), ``--format``, ``-I``, ``-O``."""
     p.add_argument("path", metavar="PATH", help="trace set: file, directory or prefix")
-    p.add_argument("--format", help="input format (auto-detected when omitted)")
+    add_input_options(p)
     p.add_argument("--system", metavar="FILE", help="our system YAML, or ASTRA-sim's system.json")
     p.add_argument("--network", metavar="FILE", help="our YAML, or ASTRA-sim's network.yml")
     if memory:
@@ -44,7 +44,7 @@ def run_backend(args, name: str, kind: str, output: str | None, extra: dict | No
             opts[flag] = getattr(args, flag)
     opts.update(extra or {})
     checked = impl.check_options(opts)
-    traces = open_input([args.path], args.format, None, args.strict)
+    traces = open_input([args.path], args)
     out = Path(output) if output else None
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["add_plugin_options", "open_input", "print_json", "progress"]
+if TYPE_CHECKING:
+    from chakra_core.traceset import TraceSet
+
+__all__ = ["add_plugin_options", "add_input_options", "open_input", "print_json", "progress"]
 
 
 def add_plugin_options(parser) -> None:
@@ -15,12 +18,21 @@ def add_plugin_options(parser) -> None:
                         help="plugin option (repeatable)")
 
 
-def open_input(paths: list[str], fmt: str | None = None, options: dict | None = None, strict: bool = False):
-    """Open a trace set through the registry (``et`` for .et sets, else the named/detected format)."""
+def add_input_options(parser) -> None:
+    """Add ``--format NAME`` and ``-I key=value`` (input-format options, repeatable)."""
+    parser.add_argument("--format", help="input format (auto-detected when omitted)")
+    parser.add_argument("-I", dest="input_opts", action="append", default=[], metavar="KEY=VALUE",
+                        help="input-format option, e.g. -I npus=64 for a text workload (repeatable)")
+
+
+def open_input(paths: list[str], args) -> TraceSet:
+    """Open a trace set through the registry with ``args.format`` and the ``-I`` options."""
+    from chakra_core.options import parse_kv
     from chakra_core.pipeline import load_traces
     from chakra_core.plugins import get_host
 
-    return load_traces(paths, fmt, options, host=get_host(strict=strict or None))
+    return load_traces(paths, args.format, parse_kv(getattr(args, "input_opts", None)),
+                       host=get_host(strict=args.strict or None))
 
 
 def print_json(obj: Any) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ._common import open_input
+from ._common import add_input_options, open_input
 
 
 def add_arguments(p) -> None:
@@ -13,6 +13,7 @@ def add_arguments(p) -> None:
     p.add_argument("-o", "--output", required=True, metavar="OUT",
                    help="output file for one rank; for several, a directory or prefix (OUT.{rank}.json)")
     p.add_argument("--lines", action="store_true", help="JSON Lines instead of one JSON document")
+    add_input_options(p)
 
 
 def run(args) -> int:
@@ -20,7 +21,7 @@ def run(args) -> int:
     from chakra_core.jsonform import write_json
     from chakra_core.traceset import with_process_groups
 
-    traces = open_input([args.path], None, None, args.strict)
+    traces = open_input([args.path], args)
     ext = ".jsonl" if args.lines else ".json"
     out = Path(args.output)
     for rt in traces:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from ._common import open_input, print_json
+from ._common import add_input_options, open_input, print_json
 
 
 def add_arguments(p) -> None:
     """Arguments of ``stats``."""
     p.add_argument("paths", nargs="+", metavar="PATH", help="trace file, directory or prefix")
-    p.add_argument("--format", help="input format (auto-detected when omitted)")
+    add_input_options(p)
     p.add_argument("--json", action="store_true", help="print JSON (total node count under 'nodes')")
     p.add_argument("--no-critical-path", action="store_true", help="skip the critical-path computation")
 
@@ -17,7 +17,7 @@ def run(args) -> int:
     """Compute and print the statistics."""
     from chakra_core.stats import compute_stats, format_stats
 
-    s = compute_stats(open_input(args.paths, args.format, None, args.strict),
+    s = compute_stats(open_input(args.paths, args),
                       critical_path=not args.no_critical_path)
     if args.json:
         print_json(s)

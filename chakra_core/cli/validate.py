@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import sys
 
-from ._common import open_input, print_json, progress
+from ._common import add_input_options, open_input, print_json, progress
 
 
 def add_arguments(p) -> None:
     """Arguments of ``validate``."""
     p.add_argument("paths", nargs="+", metavar="PATH", help="trace file, directory or prefix")
-    p.add_argument("--format", help="input format (auto-detected when omitted)")
+    add_input_options(p)
     p.add_argument("--json", action="store_true", help="print findings as JSON")
     p.add_argument("--no-cross-rank", action="store_true", help="skip the cross-rank checks")
 
@@ -19,7 +19,7 @@ def run(args) -> int:
     """Validate and report; exit 2 on errors."""
     from chakra_core.validate import validate
 
-    traces = open_input(args.paths, args.format, None, args.strict)
+    traces = open_input(args.paths, args)
     findings = validate(traces, cross_rank=not args.no_cross_rank, progress=progress("validating"))
     errors = [f for f in findings if f.severity == "error"]
     if args.json:
