@@ -14,6 +14,7 @@ from chakra_core.system import SystemDescription, load_system
 from chakra_core.traceset import TraceSet
 
 from .actor import Actor
+from .collectives import SymmetryBroken
 from .program import Program, load_program
 
 __all__ = ["SimpyBackend", "prepare_system"]
@@ -52,10 +53,8 @@ class SimpyBackend(Backend):
 
     def run(self, traces: TraceSet, options: Mapping[str, Any], output: Path | None) -> Result:
         """Simulate; the Result has per-rank times (ns), collective stats and a critical path."""
-        from .engine import Sim
         from .report import critical_path, rank_rows, write_timeline
 
-        t0 = time.perf_counter()
         nranks = len(traces)
         if nranks == 0:
             raise ConfigError("the trace set has no ranks")
@@ -66,26 +65,27 @@ class SimpyBackend(Backend):
         for name, ranks in groups.items():
             if ranks and ranks[-1] >= nranks:
                 raise ConfigError(f"group {name!r} names rank {ranks[-1]} but there are {nranks} ranks")
-        progs, classes = _load(traces, sd, groups, options["symmetry"])
-        load_s = time.perf_counter() - t0
-        actors = []
-        rank_actor = [0] * nranks
-        for k, (prog, ranks) in enumerate(zip(progs, classes)):
-            actors.append(Actor(k, prog, ranks, options["streams"], len(sd.dimensions)))
-            for r in ranks:
-                rank_actor[r] = k
-        timeline = [] if options["timeline"] else None
-        sim = Sim(actors, rank_actor, sd, groups, options["congestion"] == "aware", timeline,
-                  options["timeline_max_spans"])
-        t1 = time.perf_counter()
-        sim.run()
-        sim_s = time.perf_counter() - t1
+        try:
+            progs, classes, actors, sim, load_s, sim_s = _simulate(traces, sd, groups, options,
+                                                                   options["symmetry"])
+            broken = None
+        except SymmetryBroken as e:
+            broken = str(e)
+            progs, classes, actors, sim, load_s, sim_s = _simulate(traces, sd, groups, options, False)
         rows = rank_rows(actors)
         # simulated events: every node completion of a simulated rank, every collective chunk phase
         events = sum(a.done for a in actors) + sim.coll.phase_events
         finish = max(r["finish_ns"] for r in rows)
         notes = list(sd.warnings)
         notes += _notes(progs, sd, options)
+        if broken:
+            notes.append(f"symmetry turned off: {broken}")
+        if sim.coll.per_rank:
+            notes.append(f"{sim.coll.per_rank} ring collective(s) whose members did not move in lockstep "
+                         "were timed per rank (no barrier, as ASTRA-sim)")
+        if sim.coll.approximated:
+            notes.append(f"{sim.coll.approximated} large ring collective(s) with staggered members were "
+                         "timed from the last member's start (barrier)")
         if differ:
             notes.append(f"the comm-group file redefines group(s) {', '.join(differ)} of the trace set; "
                          "the file wins")
@@ -94,7 +94,7 @@ class SimpyBackend(Backend):
             "finish_ns": finish,
             "ranks": nranks,
             "congestion": options["congestion"],
-            "symmetry": {"enabled": bool(options["symmetry"]), "classes": len(actors),
+            "symmetry": {"enabled": bool(options["symmetry"]) and not broken, "classes": len(actors),
                          "simulated_ranks": len(actors), "largest_class": max(len(c) for c in classes)},
             "events": events,
             "simpy_events": sim.events,
@@ -116,6 +116,29 @@ class SimpyBackend(Backend):
             if n >= options["timeline_max_spans"]:
                 result.notes.append(f"timeline truncated to its first {n} spans (timeline_max_spans)")
         return result
+
+
+def _simulate(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[int, ...]],
+              options: Mapping[str, Any], symmetry: bool):
+    """Load, build the actors and run; returns programs, classes, actors, the Sim and timings."""
+    from .engine import Sim
+
+    t0 = time.perf_counter()
+    nranks = len(traces)
+    progs, classes = _load(traces, sd, groups, symmetry)
+    load_s = time.perf_counter() - t0
+    actors = []
+    rank_actor = [0] * nranks
+    for k, (prog, ranks) in enumerate(zip(progs, classes)):
+        actors.append(Actor(k, prog, ranks, options["streams"], len(sd.dimensions)))
+        for r in ranks:
+            rank_actor[r] = k
+    timeline = [] if options["timeline"] else None
+    sim = Sim(actors, rank_actor, sd, groups, options["congestion"] == "aware", timeline,
+              options["timeline_max_spans"])
+    t1 = time.perf_counter()
+    sim.run()
+    return progs, classes, actors, sim, load_s, time.perf_counter() - t1
 
 
 def _load(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[int, ...]],
@@ -145,8 +168,9 @@ def _load(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[int, 
         classes.append([rt.rank])
     # split classes whose ranks are not all members of the groups they issue on
     out_p, out_c = [], []
+    uneven = _uneven_groups(sd, groups, len(traces))
     for prog, ranks in zip(progs, classes):
-        ok = all(set(ranks) <= set(groups.get(pg, allr)) for pg in prog.groups if pg)
+        ok = all(set(ranks) <= set(groups.get(pg, allr)) and pg not in uneven for pg in prog.groups if pg)
         if ok or len(ranks) == 1:
             out_p.append(prog)
             out_c.append(ranks)
@@ -155,6 +179,20 @@ def _load(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[int, 
             out_p.append(prog if r == prog.rank else _relabel(prog, r, traces))
             out_c.append([r])
     return out_p, out_c
+
+
+def _uneven_groups(sd: SystemDescription, groups: dict[str, tuple[int, ...]], nranks: int) -> set[str]:
+    """Groups smaller than all ranks whose ring links differ (their members finish apart)."""
+    from .plans import Planner
+
+    planner = Planner(sd)
+    out = set()
+    for name, members in groups.items():
+        if 1 < len(members) < nranks:
+            links = {(planner.hop(members[j - 1], members[j])) for j in range(len(members))}
+            if len({(d.latency, d.bytes_per_ns, h) for d, h in links}) > 1:
+                out.add(name)
+    return out
 
 
 def _relabel(prog: Program, rank: int, traces: TraceSet) -> Program:

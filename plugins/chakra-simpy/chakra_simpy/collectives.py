@@ -16,12 +16,19 @@ from chakra_core.schema import CommType
 
 from .plans import KIND_NAME
 from .program import ASTRA_KIND
+from .stagger import WORK_LIMIT, ring_finish
+from .timing import GROUP_ENDPOINT_DELAY, net, red, ring_hops, ring_steps
 
 if TYPE_CHECKING:
     from .actor import Actor
     from .engine import Sim
 
-__all__ = ["Collectives", "Instance"]
+__all__ = ["Collectives", "Instance", "SymmetryBroken"]
+
+
+class SymmetryBroken(Exception):
+    """Ranks simulated as one class finish a collective at different times (rerun without
+    symmetry)."""
 
 _SHARD_KINDS = (CommType.GATHER, CommType.SCATTER, CommType.BROADCAST)
 
@@ -30,7 +37,7 @@ class Instance:
     """One collective across its members: who has issued it, and its chunk progress."""
 
     __slots__ = ("key", "ct", "size", "inv", "members", "actor_ids", "arrived", "last", "start",
-                 "n", "phases", "done", "qact", "qwait", "actors")
+                 "n", "phases", "done", "qact", "qwait", "actors", "batches")
 
     def __init__(self, key, ct, size, inv, members, actor_ids):
         self.key = key
@@ -48,6 +55,7 @@ class Instance:
         self.qact: dict[int, int] = {}
         self.qwait: dict[int, deque] = {}
         self.actors: list = []
+        self.batches = 0
 
 
 class Collectives:
@@ -61,6 +69,8 @@ class Collectives:
         self.stats: dict[tuple[str, str], dict] = {}
         self.active = sim.sd.active_chunks_per_dimension
         self.phase_events = 0
+        self.per_rank = 0
+        self.approximated = 0
 
     def members(self, pg: str) -> tuple[int, ...]:
         """Ranks of group ``pg`` ("" = all ranks)."""
@@ -104,12 +114,17 @@ class Collectives:
         elif inst.ct == CommType.BARRIER:
             size = 0
         members = None if p == len(self.all) else inst.members
-        inst.n, inst.phases = sim.planner.plan(kind, size, inst.inv, members)
+        inst.n, inst.phases, ring = sim.planner.plan(kind, size, inst.inv, members)
         inst.start = now
         inst.actors = [v[0] for v in inst.arrived.values()]
         for ai, ii in ((v[0].index, v[1]) for v in inst.arrived.values()):
             if (ai, ii) != inst.last:
                 sim.cross[(ai, ii)] = inst.last
+        if inst.n and ring is not None and not sim.aware:
+            times = self._per_rank(inst, ring)
+            if times is not None:
+                self._finish_per_rank(inst, times, now)
+                return
         if inst.n == 0:
             ev = sim.env.timeout(0, inst)
             ev.callbacks.append(lambda ev: self._finish(ev._value))
@@ -162,9 +177,80 @@ class Collectives:
             if inst.done == inst.n:
                 self._finish(inst)
 
-    def _finish(self, inst: Instance) -> None:
+    def _per_rank(self, inst: Instance, ring: tuple) -> dict[int, int] | None:
+        """Finish time per actor of a one-phase ring collective whose members do not move in
+        lockstep (different issue times, or different incoming links); None when the closed
+        form is exact or the collective is too large to time per rank."""
         sim = self.sim
-        now = sim.env._now
+        planner = sim.planner
+        kind, c, d = ring
+        if d is None:
+            ranks = list(inst.members)
+            p = len(ranks)
+            pred = [(j - 1) % p for j in range(p)]
+            links = [planner.hop(ranks[j - 1], ranks[j]) for j in range(p)]
+            e = GROUP_ENDPOINT_DELAY
+        else:
+            dim = planner.dims[d]
+            p = dim.npus_count
+            stride = 1
+            for x in planner.dims[:d]:
+                stride *= x.npus_count
+            ranks = list(range(planner.total))
+            pred = [r - stride if (r // stride) % p else r + (p - 1) * stride for r in ranks]
+            links = [(dim, ring_hops(dim, 1))] * len(ranks)
+            e = sim.sd.endpoint_delay
+        steps, nred, div = ring_steps(kind, p)
+        m = c // div
+        nets = [net(x, m, h) for x, h in links]
+        arrived = {a.index: t for a, _i, t in inst.arrived.values()}
+        issue = [arrived[sim.rank_actor[r]] for r in ranks]
+        if len(set(nets)) == 1 and len(set(issue)) == 1:
+            return None
+        if inst.n * steps * len(ranks) > WORK_LIMIT:
+            self.approximated += 1
+            return None
+        red_ns = red(m, sim.sd.local_mem_bw) if nred else 0
+        fin = ring_finish(issue, pred, nets, e, steps, nred, red_ns, inst.n, self.active)
+        out: dict[int, int] = {}
+        for r, t in zip(ranks, fin):
+            ai = sim.rank_actor[r]
+            if out.setdefault(ai, t) != t:
+                raise SymmetryBroken(f"ranks simulated as rank {sim.actors[ai].rank} finish collective "
+                                     f"#{inst.key[1] + 1} of group {inst.key[0] or 'all'!r} at different times")
+        self.per_rank += 1
+        return out
+
+    def _finish_per_rank(self, inst: Instance, times: dict[int, int], now: int) -> None:
+        sim = self.sim
+        by_time: dict[int, list] = {}
+        for a, i, _t in inst.arrived.values():
+            by_time.setdefault(times[a.index], []).append((a, i))
+        inst.batches, inst.done = len(by_time), 0
+        tl = sim.timeline
+        rep = inst.actors[0]
+        if tl is not None and len(tl) < sim.max_spans:
+            tl.append((rep.index, 10, (inst.phases[0][2] + " (per rank)", "all", inst.key), now,
+                       times[rep.index] - now))
+        for t in sorted(by_time):
+            ev = sim.env.timeout(t - now, (inst, by_time[t]))
+            ev.callbacks.append(self._end_some)
+            sim.events += 1
+
+    def _end_some(self, ev) -> None:
+        inst, members = ev._value
+        inst.done += 1
+        if inst.done == inst.batches:
+            self._record(inst, self.sim.env._now)
+        for a, i in members:
+            self.sim.end_node(a, i)
+
+    def _finish(self, inst: Instance) -> None:
+        self._record(inst, self.sim.env._now)
+        for a, i, _t in inst.arrived.values():
+            self.sim.end_node(a, i)
+
+    def _record(self, inst: Instance, now: int) -> None:
         pg = inst.key[0]
         name = CommType(inst.ct).name
         st = self.stats.get((name, pg))
@@ -178,8 +264,6 @@ class Collectives:
         st["total_ns"] += dur
         st["max_ns"] = max(st["max_ns"], dur)
         st["sync_wait_ns"] += max(inst.start - v[2] for v in inst.arrived.values())
-        for a, i, _t in inst.arrived.values():
-            sim.end_node(a, i)
 
     def waiting_report(self) -> list[str]:
         """Lines naming the collectives some members issued and others never did."""

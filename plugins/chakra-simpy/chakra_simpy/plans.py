@@ -1,15 +1,17 @@
 """Collective plans: chunks and the phases each chunk goes through, per dimension queue.
 
-A plan is ``(chunks, phases)`` where ``phases`` is a list of ``(queue, Cost, label)``; every
-chunk goes through the same phases in order (ASTRA-sim gives the remainder chunk the full
+A plan is ``(chunks, phases, ring)`` where ``phases`` is a list of ``(queue, Cost, label)``;
+every chunk goes through the same phases in order (ASTRA-sim gives the remainder chunk the full
 chunk size too).  ``queue`` is the network dimension whose queue the phase waits in (group
-rings use dimension 0's queue, as ASTRA-sim does).
+rings use dimension 0's queue, as ASTRA-sim does).  ``ring`` is ``(kind, chunk bytes,
+dimension)`` when the plan is one ring phase (dimension None: a ring over a group), which
+:mod:`stagger` can time per member; else None.
 """
 
 from __future__ import annotations
 
 from chakra_core.errors import ConfigError
-from chakra_core.system import SystemDescription
+from chakra_core.system import SystemDescription, algorithm_base
 
 from .timing import (
     Cost,
@@ -51,7 +53,7 @@ class Planner:
         return d, Cost(net(dim, size, h), h * dim.latency, h * size / dim.bytes_per_ns)
 
     def plan(self, kind: str, size: int, involved: tuple[bool, ...] | None,
-             members: tuple[int, ...] | None) -> tuple[int, list[tuple[int, Cost, str]]]:
+             members: tuple[int, ...] | None) -> tuple[int, list[tuple[int, Cost, str]], tuple | None]:
         """Plan of a collective of ``kind`` (AR, RS, AG, A2A) and ``size`` bytes.
 
         ``members`` None: all ranks, over the network dimensions; else a ring over the members.
@@ -66,12 +68,12 @@ class Planner:
         sd = self.sd
         n, c = chunking(kind, size, sd.preferred_dataset_splits, self.total)
         if n == 0:
-            return 0, []
+            return 0, [], None
         if members is not None:
             if len(members) < 2:
-                return 0, []
+                return 0, [], None
             cost = ring_group_cost(kind, list(members), self.hop, c, sd.local_mem_bw)
-            return n, [(0, cost, f"{KIND_NAME[kind]} ring over group")]
+            return n, [(0, cost, f"{KIND_NAME[kind]} ring over group")], (kind, c, None)
         impl = sd.implementation(_LONG[kind])
         ndims = min(len(impl), len(self.dims))
         active = [d for d in range(ndims) if self.dims[d].npus_count > 1
@@ -84,7 +86,7 @@ class Planner:
                 raise ConfigError(f"'{KIND_NAME[kind]}-implementation' mixes one* and per-dimension "
                                   "algorithms; ASTRA-sim stops at the first one*", sd.sources.get("system"))
             cost = one_phase_cost(kind, impl[0], self.dims, c, sd.endpoint_delay, sd.local_mem_bw)
-            return n, [(0, cost, f"{KIND_NAME[kind]} over all NPUs ({impl[0]})")]
+            return n, [(0, cost, f"{KIND_NAME[kind]} over all NPUs ({impl[0]})")], None
         steps: list[tuple[str, int]] = []
         if kind == "AR" and sd.collective_optimization == "localBWAware" and active:
             last = active[-1]
@@ -101,4 +103,7 @@ class Planner:
             cost = phase_cost(k, impl[d], dim, data, sd.endpoint_delay, sd.local_mem_bw)
             phases.append((d, cost, f"{KIND_NAME[k]} on dim {d} ({impl[d]})"))
             data = final_size(k, data, dim.npus_count)
-        return (n if phases else 0), phases
+        ring = None
+        if len(steps) == 1 and algorithm_base(impl[steps[0][1]])[0] == "ring":
+            ring = (steps[0][0], c, steps[0][1])
+        return (n if phases else 0), phases, ring

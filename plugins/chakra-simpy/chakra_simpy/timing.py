@@ -22,7 +22,7 @@ from chakra_core.errors import ConfigError
 from chakra_core.system import Dimension, algorithm_base
 
 __all__ = ["Cost", "ring_hops", "peer_hops", "net", "red", "phase_cost", "one_phase_cost",
-           "algorithm_cost", "ring_group_cost",
+           "algorithm_cost", "ring_group_cost", "ring_steps",
            "final_size", "chunking", "roofline_ns", "GROUP_ENDPOINT_DELAY"]
 
 #: endpoint delay (ns) that ASTRA-sim uses for rings over a communicator group, whatever
@@ -107,8 +107,8 @@ def chunking(kind: str, size: int, splits: int, total_npus: int) -> tuple[int, i
     return -(-size // c), c
 
 
-def _steps(kind: str, p: int) -> tuple[int, int, int]:
-    """(network steps, reductions, message divisor) of the ring algorithm."""
+def ring_steps(kind: str, p: int) -> tuple[int, int, int]:
+    """``(network steps, reductions, message divisor)`` of the ring algorithm on ``p`` NPUs."""
     if kind == "AR":
         return 2 * (p - 1), p - 1, p
     if kind == "RS":
@@ -163,7 +163,7 @@ def algorithm_cost(kind: str, impl: str, p: int, link, d: int, e: int, local_mem
     """
     base, window = algorithm_base(impl)
     if base == "ring":
-        steps, nred, div = _steps(kind, p)
+        steps, nred, div = ring_steps(kind, p)
         m = d // div
         dim, h = link(1)
         return _cost(e, steps + 1, [(m, dim, h)] * steps, nred * red(m, local_mem_bw) if nred else 0)
@@ -251,7 +251,7 @@ def ring_group_cost(kind: str, members: list[int], hop_cost, d: int, local_mem_b
     members finish with the slowest (lockstep).
     """
     p = len(members)
-    steps, nred, div = _steps(kind, p)
+    steps, nred, div = ring_steps(kind, p)
     m = d // div
     e = GROUP_ENDPOINT_DELAY
     links = [hop_cost(members[j - 1], members[j]) for j in range(p)]  # into member j

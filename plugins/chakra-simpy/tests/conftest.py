@@ -83,6 +83,7 @@ def system(dims, **keys):
 def run(ts, sysdesc=None, tmp_path=None, **options):
     """Run the backend on ``ts`` with a system mapping (written to a YAML file) and options."""
     import yaml
+
     from chakra_simpy.backend import SimpyBackend
 
     if sysdesc is not None:

@@ -242,3 +242,34 @@ def test_comm_group_file_defines_the_groups(kit, tmp_path):
     with pytest.raises(ChakraError, match="rank 4 node 1 issues a collective on group '1' but is not one of"):
         kit.run(ts, None, tmp_path, system=str(astra / "system.json"), network=str(astra / "network.yml"),
                 comm_groups=str(astra / "groups.json"), symmetry=False)
+
+
+def test_staggered_starts_have_no_barrier(kit, tmp_path):
+    # 2-NPU ring, one chunk; rank 1 computes 50 us first.  Per the ring's message chain (no
+    # barrier): rank 0 finishes at 50 us + 3e + N + R, rank 1 at 50 us + 3e + 2N + R = its start
+    # plus the stand-alone time
+    sysd = kit.system([("Ring", 2, 50, 500)], preferred_dataset_splits=1)
+    ts = kit.traces({0: [kit.coll(1, MIB)], 1: [kit.comp(1, 50), kit.coll(2, MIB, deps=[1])]})
+    res = kit.run(ts, sysd, tmp_path)
+    m = MIB // 2
+    n, r = kit.net(m, 1, 500, 50), kit.red(m)
+    assert [x["finish_ns"] for x in res.ranks] == [50_000 + 30 + n + r, 50_000 + 30 + 2 * n + r]
+    # with symmetry off the same
+    off = kit.run(ts, sysd, tmp_path, symmetry=False)
+    assert [x["finish_ns"] for x in off.ranks] == [x["finish_ns"] for x in res.ranks]
+
+
+def test_symmetry_is_dropped_when_a_class_would_finish_apart(kit, tmp_path):
+    sysd = kit.system([("Ring", 4, 50, 500)], preferred_dataset_splits=1)
+
+    rs = kit.CommType.REDUCE_SCATTER
+
+    def make(r):
+        return [kit.coll(1, MIB, rs)] if r < 2 else [kit.comp(1, 50), kit.coll(2, MIB, rs, deps=[1])]
+
+    on = kit.run(kit.traces([make(r) for r in range(4)]), sysd, tmp_path)
+    off = kit.run(kit.traces([make(r) for r in range(4)]), sysd, tmp_path, symmetry=False)
+    assert [r["finish_ns"] for r in on.ranks] == [r["finish_ns"] for r in off.ranks]
+    assert len({r["finish_ns"] for r in on.ranks[:2]}) == 2  # ranks 0 and 1 have the same trace
+    assert any(n.startswith("symmetry turned off") for n in on.notes)
+    assert on.summary["symmetry"]["enabled"] is False
