@@ -16,7 +16,7 @@ from chakra_core.schema import CommType
 
 from .plans import KIND_NAME
 from .program import ASTRA_KIND
-from .stagger import WORK_LIMIT, ring_finish
+from .stagger import WORK_LIMIT, RingPhase, plan_finish
 from .timing import GROUP_ENDPOINT_DELAY, net, red, ring_hops, ring_steps
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ class Collectives:
         for ai, ii in ((v[0].index, v[1]) for v in inst.arrived.values()):
             if (ai, ii) != inst.last:
                 sim.cross[(ai, ii)] = inst.last
-        if inst.n and ring is not None and not sim.aware:
+        if inst.n and ring and not sim.aware:
             times = self._per_rank(inst, ring)
             if times is not None:
                 self._finish_per_rank(inst, times, now)
@@ -177,41 +177,45 @@ class Collectives:
             if inst.done == inst.n:
                 self._finish(inst)
 
-    def _per_rank(self, inst: Instance, ring: tuple) -> dict[int, int] | None:
-        """Finish time per actor of a one-phase ring collective whose members do not move in
-        lockstep (different issue times, or different incoming links); None when the closed
-        form is exact or the collective is too large to time per rank."""
+    def _per_rank(self, inst: Instance, rings: list) -> dict[int, int] | None:
+        """Finish time per actor of a ring collective whose members do not move in lockstep
+        (different issue times, or different incoming links); None when the closed form is
+        exact or the collective is too large to time per rank."""
         sim = self.sim
         planner = sim.planner
-        kind, c, d = ring
-        if d is None:
-            ranks = list(inst.members)
-            p = len(ranks)
-            pred = [(j - 1) % p for j in range(p)]
-            links = [planner.hop(ranks[j - 1], ranks[j]) for j in range(p)]
-            e = GROUP_ENDPOINT_DELAY
-        else:
-            dim = planner.dims[d]
-            p = dim.npus_count
-            stride = 1
-            for x in planner.dims[:d]:
-                stride *= x.npus_count
-            ranks = list(range(planner.total))
-            pred = [r - stride if (r // stride) % p else r + (p - 1) * stride for r in ranks]
-            links = [(dim, ring_hops(dim, 1))] * len(ranks)
-            e = sim.sd.endpoint_delay
-        steps, nred, div = ring_steps(kind, p)
-        m = c // div
-        nets = [net(x, m, h) for x, h in links]
         arrived = {a.index: t for a, _i, t in inst.arrived.values()}
+        group = rings[0][2] is None
+        ranks = list(inst.members) if group else list(range(planner.total))
         issue = [arrived[sim.rank_actor[r]] for r in ranks]
-        if len(set(nets)) == 1 and len(set(issue)) == 1:
+        phases, uneven, work = [], False, 0
+        for kind, data, d in rings:
+            if group:
+                p = len(ranks)
+                pred = [(j - 1) % p for j in range(p)]
+                links = [planner.hop(ranks[j - 1], ranks[j]) for j in range(p)]
+                e, q = GROUP_ENDPOINT_DELAY, 0
+            else:
+                dim = planner.dims[d]
+                p = dim.npus_count
+                stride = 1
+                for x in planner.dims[:d]:
+                    stride *= x.npus_count
+                pred = [r - stride if (r // stride) % p else r + (p - 1) * stride for r in ranks]
+                links = [(dim, ring_hops(dim, 1))] * len(ranks)
+                e, q = sim.sd.endpoint_delay, d
+            steps, nred, div = ring_steps(kind, p)
+            m = data // div
+            nets = [net(x, m, h) for x, h in links]
+            uneven = uneven or len(set(nets)) > 1
+            red_ns = red(m, sim.sd.local_mem_bw) if nred else 0
+            phases.append(RingPhase(q, pred, nets, e, steps, nred, red_ns))
+            work += inst.n * steps * len(ranks)
+        if not uneven and len(set(issue)) == 1:
             return None
-        if inst.n * steps * len(ranks) > WORK_LIMIT:
+        if work > WORK_LIMIT:
             self.approximated += 1
             return None
-        red_ns = red(m, sim.sd.local_mem_bw) if nred else 0
-        fin = ring_finish(issue, pred, nets, e, steps, nred, red_ns, inst.n, self.active)
+        fin = plan_finish(issue, phases, inst.n, self.active)
         out: dict[int, int] = {}
         for r, t in zip(ranks, fin):
             ai = sim.rank_actor[r]

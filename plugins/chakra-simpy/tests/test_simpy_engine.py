@@ -273,3 +273,39 @@ def test_symmetry_is_dropped_when_a_class_would_finish_apart(kit, tmp_path):
     assert len({r["finish_ns"] for r in on.ranks[:2]}) == 2  # ranks 0 and 1 have the same trace
     assert any(n.startswith("symmetry turned off") for n in on.notes)
     assert on.summary["symmetry"]["enabled"] is False
+
+
+def test_per_rank_ring_timing_agrees_with_the_closed_forms(kit):
+    # equal starts and equal links: the per-member chain gives the flow-shop closed form
+    from chakra_simpy.stagger import RingPhase, plan_finish
+
+    e, n1, r = 10, 1110, 1965
+    ring8 = RingPhase(0, [(j - 1) % 8 for j in range(8)], [n1] * 8, e, 14, 7, r)
+    assert plan_finish([0] * 8, [ring8], 4, 1) == [4 * 29445] * 8
+    assert plan_finish([0] * 8, [ring8], 4, 2) == [2 * 29445] * 8
+    # two phases on two queues: chunk k leaves queue 0 at (k+1)*T0, queue 1 serves them in turn
+    other = RingPhase(1, [(j - 1) % 8 for j in range(8)], [500] * 8, e, 14, 7, 100)
+    t0, t1 = 29445, 15 * e + 14 * 500 + 7 * 100
+    f0 = f1 = 0
+    for _ in range(3):
+        f0 += t0
+        f1 = max(f0, f1) + t1
+    assert plan_finish([0] * 8, [ring8, other], 3, 1) == [f1] * 8
+
+
+def test_staggered_members_of_a_two_dimension_plan(kit, tmp_path):
+    sysd = kit.system([("Ring", 4, 50, 500), ("Switch", 2, 25, 1000)], collective_optimization="localBWAware")
+    alone = kit.run(kit.same(8, lambda: [kit.coll(1, MIB)]), sysd, tmp_path).ranks[0]["finish_ns"]
+
+    def make(r):
+        return [kit.coll(1, MIB)] if r != 5 else [kit.comp(1, 40), kit.coll(2, MIB, deps=[1])]
+
+    res = kit.run(kit.traces([make(r) for r in range(8)]), sysd, tmp_path)
+    off = kit.run(kit.traces([make(r) for r in range(8)]), sysd, tmp_path, symmetry=False)
+    got = [r["finish_ns"] for r in res.ranks]
+    assert got == [r["finish_ns"] for r in off.ranks]
+    barrier = 40_000 + alone
+    # the late rank takes its start plus the stand-alone time; everyone else, waiting on its
+    # messages without a barrier, finishes earlier
+    assert got[5] == barrier and all(t < barrier for r, t in enumerate(got) if r != 5)
+    assert any("timed per rank" in n for n in res.notes)
