@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 from chakra_core.errors import ChakraError
 from chakra_core.schema import CommType
 
+from .perrank import build_phase, dim_layout, group_layout
 from .plans import KIND_NAME
 from .program import ASTRA_KIND
-from .stagger import WORK_LIMIT, RingPhase, plan_finish
-from .timing import GROUP_ENDPOINT_DELAY, net, red, ring_hops, ring_steps
+from .stagger import WORK_LIMIT, plan_finish
 
 if TYPE_CHECKING:
     from .actor import Actor
@@ -177,41 +177,33 @@ class Collectives:
             if inst.done == inst.n:
                 self._finish(inst)
 
-    def _per_rank(self, inst: Instance, rings: list) -> dict[int, int] | None:
-        """Finish time per actor of a ring collective whose members do not move in lockstep
+    def _per_rank(self, inst: Instance, per_phase: list) -> dict[int, int] | None:
+        """Finish time per actor of a collective whose members do not move in lockstep
         (different issue times, or different incoming links); None when the closed form is
         exact or the collective is too large to time per rank."""
         sim = self.sim
         planner = sim.planner
         arrived = {a.index: t for a, _i, t in inst.arrived.values()}
-        group = rings[0][2] is None
+        group = per_phase[0][2] is None
         ranks = list(inst.members) if group else list(range(planner.total))
         issue = [arrived[sim.rank_actor[r]] for r in ranks]
-        phases, uneven, work = [], False, 0
-        for kind, data, d in rings:
-            if group:
-                p = len(ranks)
-                pred = [(j - 1) % p for j in range(p)]
-                links = [planner.hop(ranks[j - 1], ranks[j]) for j in range(p)]
-                e, q = GROUP_ENDPOINT_DELAY, 0
-            else:
-                dim = planner.dims[d]
-                p = dim.npus_count
-                stride = 1
-                for x in planner.dims[:d]:
-                    stride *= x.npus_count
-                pred = [r - stride if (r // stride) % p else r + (p - 1) * stride for r in ranks]
-                links = [(dim, ring_hops(dim, 1))] * len(ranks)
-                e, q = sim.sd.endpoint_delay, d
-            steps, nred, div = ring_steps(kind, p)
-            m = data // div
-            nets = [net(x, m, h) for x, h in links]
-            uneven = uneven or len(set(nets)) > 1
-            red_ns = red(m, sim.sd.local_mem_bw) if nred else 0
-            phases.append(RingPhase(q, pred, nets, e, steps, nred, red_ns))
-            work += inst.n * steps * len(ranks)
-        if not uneven and len(set(issue)) == 1:
+        if group:
+            uneven = len({planner.hop(ranks[j - 1], ranks[j]) for j in range(len(ranks))}) > 1
+            if not uneven and len(set(issue)) == 1:
+                return None
+        elif len(set(issue)) == 1:
             return None
+        layouts: dict = {}
+        phases = []
+        work = 0
+        for kind, data, d, impl in per_phase:
+            lay = layouts.get(d)
+            if lay is None:
+                lay = layouts[d] = (group_layout(ranks, planner.hop) if group
+                                    else dim_layout(planner.dims, d, planner.total))
+            phases.append(build_phase(kind, data, impl, lay, 0 if group else d, sim.sd.endpoint_delay,
+                                      sim.sd.local_mem_bw, group))
+            work += inst.n * len(phases[-1].steps) * len(ranks)
         if work > WORK_LIMIT:
             self.approximated += 1
             return None

@@ -3,15 +3,15 @@
 A plan is ``(chunks, phases, ring)`` where ``phases`` is a list of ``(queue, Cost, label)``;
 every chunk goes through the same phases in order (ASTRA-sim gives the remainder chunk the full
 chunk size too).  ``queue`` is the network dimension whose queue the phase waits in (group
-rings use dimension 0's queue, as ASTRA-sim does).  ``ring`` lists ``(kind, bytes in,
-dimension)`` per phase when every phase is a ring (dimension None: a ring over a group), which
-:mod:`stagger` can time per member; else None.
+rings use dimension 0's queue, as ASTRA-sim does).  ``per_phase`` lists ``(kind, bytes in,
+dimension, implementation)`` per phase (dimension None: a ring over a group), from which
+:mod:`perrank` times every member; None for the one* variants.
 """
 
 from __future__ import annotations
 
 from chakra_core.errors import ConfigError
-from chakra_core.system import SystemDescription, algorithm_base
+from chakra_core.system import SystemDescription
 
 from .timing import (
     Cost,
@@ -73,7 +73,7 @@ class Planner:
             if len(members) < 2:
                 return 0, [], None
             cost = ring_group_cost(kind, list(members), self.hop, c, sd.local_mem_bw)
-            return n, [(0, cost, f"{KIND_NAME[kind]} ring over group")], [(kind, c, None)]
+            return n, [(0, cost, f"{KIND_NAME[kind]} ring over group")], [(kind, c, None, "ring")]
         impl = sd.implementation(_LONG[kind])
         ndims = min(len(impl), len(self.dims))
         active = [d for d in range(ndims) if self.dims[d].npus_count > 1
@@ -97,13 +97,12 @@ class Planner:
         else:
             steps = [(kind, d) for d in active]
         phases = []
-        rings: list | None = []
+        rings: list = []
         data = c
         for k, d in steps:
             dim = self.dims[d]
             cost = phase_cost(k, impl[d], dim, data, sd.endpoint_delay, sd.local_mem_bw)
             phases.append((d, cost, f"{KIND_NAME[k]} on dim {d} ({impl[d]})"))
-            if rings is not None:
-                rings = rings + [(k, data, d)] if algorithm_base(impl[d])[0] == "ring" else None
+            rings.append((k, data, d, impl[d]))
             data = final_size(k, data, dim.npus_count)
         return (n if phases else 0), phases, rings

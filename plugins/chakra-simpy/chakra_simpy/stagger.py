@@ -1,65 +1,95 @@
-"""Exact per-rank timing of ring collectives when members do not move in lockstep.
+"""Exact per-rank timing of collectives whose members do not move in lockstep.
 
-ASTRA-sim has no barrier: a member sends step s + 1 as soon as it has received step s from its
-predecessor (and posted its own receive, which it does when it sends step s), so members that
-issue a collective at different times, or whose incoming links differ (group rings with a long
-wrap-around), finish at different times.  One chunk phase on member j::
+ASTRA-sim has no barrier: a member sends its next message as soon as it has received the one it
+waits for (and had posted its own receive, which it does when it sends), so members that issue a
+collective at different times, or whose incoming links differ (group rings with a long
+wrap-around), finish at different times.  A chunk phase on member j is a chain of steps::
 
     send_j(0)   = start_j + e
-    arr_j(s)    = max(send_pred(j)(s) + net_j, send_j(s))
-    send_j(s+1) = arr_j(s) + e + (red if s < reductions)
-    finish_j    = arr_j(S-1) + e + (red if S-1 < reductions)
+    arr_j(s)    = max(send_from(s) + net_j(s), send_j(s))
+    send_j(s+1) = arr_j(s) + add(s)          (an endpoint delay, plus a reduction where due)
+    finish_j    = send_j(S)
 
-With equal starts and equal links this is the closed form of :func:`timing.phase_cost`.  A chunk
-phase starts on a member when the member finished the chunk's previous phase and its queue of
-that dimension has a free slot (at most ``active`` entries, first come first served; entries
-queue in plan order: stage by stage, chunk by chunk).
+where ``send_from`` is the ring predecessor (ring), the exchange partner of the step
+(halvingDoubling), or the latest of all peers of the dimension (direct).  With equal starts and
+equal links this is the closed form of :func:`timing.algorithm_cost` (tested).  A chunk phase
+starts on a member when the member finished the chunk's previous phase and its queue of that
+dimension has a free slot (at most ``active`` entries, first come first served; entries queue in
+plan order: stage by stage, chunk by chunk).
 """
 
 from __future__ import annotations
 
-__all__ = ["ring_chain", "plan_finish", "RingPhase", "WORK_LIMIT"]
+__all__ = ["Step", "Phase", "chain", "plan_finish", "WORK_LIMIT"]
 
 #: most (chunks x steps x members) evaluated exactly; larger collectives use the lockstep model.
 WORK_LIMIT = 2_000_000
 
 
-class RingPhase:
-    """One ring phase of a plan seen per member: ``pred[j]`` is the member j receives from,
-    ``nets[j]`` the ns its messages take, ``queue`` the dimension queue it waits in."""
+class Step:
+    """One message step: member j waits for ``pred[j]`` (or, with ``pred`` None, for every other
+    member of its slice in ``slices``), its message taking ``nets[j]`` ns; then ``add`` ns."""
 
-    __slots__ = ("queue", "pred", "nets", "e", "steps", "reductions", "red_ns")
+    __slots__ = ("pred", "nets", "add", "slices")
 
-    def __init__(self, queue: int, pred: list[int], nets: list[int], e: int, steps: int,
-                 reductions: int, red_ns: int):
-        self.queue = queue
+    def __init__(self, pred: list[int] | None, nets: list[int], add: int,
+                 slices: list[list[int]] | None = None):
         self.pred = pred
         self.nets = nets
+        self.add = add
+        self.slices = slices
+
+
+class Phase:
+    """One chunk phase seen per member: the queue it waits in, the first endpoint delay and
+    the steps."""
+
+    __slots__ = ("queue", "e", "steps")
+
+    def __init__(self, queue: int, e: int, steps: list[Step]):
+        self.queue = queue
         self.e = e
         self.steps = steps
-        self.reductions = reductions
-        self.red_ns = red_ns
 
 
-def ring_chain(start: list[int], ph: RingPhase) -> list[int]:
+def _latest_other(send: list[int], slices: list[list[int]]) -> list[int]:
+    """For every member, the latest send of the other members of its slice."""
+    out = [0] * len(send)
+    for members in slices:
+        best = second = -1
+        who = -1
+        for j in members:
+            v = send[j]
+            if v > best:
+                best, second, who = v, best, j
+            elif v > second:
+                second = v
+        for j in members:
+            out[j] = second if j == who else best
+    return out
+
+
+def chain(start: list[int], ph: Phase) -> list[int]:
     """Finish time (ns) of one chunk phase on every member, given each member's start."""
-    pred, nets, e = ph.pred, ph.nets, ph.e
     rng = range(len(start))
-    send = [s + e for s in start]
-    if not ph.steps:
-        return send
-    for s in range(ph.steps):
-        arr = [max(send[pred[j]] + nets[j], send[j]) for j in rng]
-        add = e + (ph.red_ns if s < ph.reductions else 0)
+    send = [s + ph.e for s in start]
+    for st in ph.steps:
+        nets = st.nets
+        if st.pred is None:
+            src = _latest_other(send, st.slices)
+            arr = [max(src[j] + nets[j], send[j]) for j in rng]
+        else:
+            pred = st.pred
+            arr = [max(send[pred[j]] + nets[j], send[j]) for j in rng]
+        add = st.add
         send = [a + add for a in arr]
     return send
 
 
-def plan_finish(issue: list[int], phases: list[RingPhase], chunks: int, active: int) -> list[int]:
+def plan_finish(issue: list[int], phases: list[Phase], chunks: int, active: int) -> list[int]:
     """Finish time (ns) of every member of a collective of ``chunks`` chunks going through
     ``phases``, members having issued it at ``issue``."""
-    k = len(issue)
-    rng = range(k)
+    rng = range(len(issue))
     prev = [issue] * chunks  # per chunk: when each member finished its previous phase
     queued: dict[int, list[list[int]]] = {}  # queue -> per member, finish times of its entries
     for ph in phases:
@@ -70,7 +100,7 @@ def plan_finish(issue: list[int], phases: list[RingPhase], chunks: int, active: 
                 start = [max(prev[c][j], sorted(done[j])[n - active]) for j in rng]
             else:
                 start = prev[c]
-            fin = ring_chain(start, ph)
+            fin = chain(start, ph)
             for j in rng:
                 done[j].append(fin[j])
             prev[c] = fin

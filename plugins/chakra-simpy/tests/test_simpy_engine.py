@@ -277,20 +277,40 @@ def test_symmetry_is_dropped_when_a_class_would_finish_apart(kit, tmp_path):
 
 def test_per_rank_ring_timing_agrees_with_the_closed_forms(kit):
     # equal starts and equal links: the per-member chain gives the flow-shop closed form
-    from chakra_simpy.stagger import RingPhase, plan_finish
+    from chakra_simpy.stagger import Phase, Step, plan_finish
 
     e, n1, r = 10, 1110, 1965
-    ring8 = RingPhase(0, [(j - 1) % 8 for j in range(8)], [n1] * 8, e, 14, 7, r)
+    pred = [(j - 1) % 8 for j in range(8)]
+    ring8 = Phase(0, e, [Step(pred, [n1] * 8, e + (r if s < 7 else 0)) for s in range(14)])
     assert plan_finish([0] * 8, [ring8], 4, 1) == [4 * 29445] * 8
     assert plan_finish([0] * 8, [ring8], 4, 2) == [2 * 29445] * 8
     # two phases on two queues: chunk k leaves queue 0 at (k+1)*T0, queue 1 serves them in turn
-    other = RingPhase(1, [(j - 1) % 8 for j in range(8)], [500] * 8, e, 14, 7, 100)
+    other = Phase(1, e, [Step(pred, [500] * 8, e + (100 if s < 7 else 0)) for s in range(14)])
     t0, t1 = 29445, 15 * e + 14 * 500 + 7 * 100
     f0 = f1 = 0
     for _ in range(3):
         f0 += t0
         f1 = max(f0, f1) + t1
     assert plan_finish([0] * 8, [ring8, other], 3, 1) == [f1] * 8
+
+
+@pytest.mark.parametrize("impl", ["ring", "direct", "halvingDoubling"])
+@pytest.mark.parametrize("kind", ["AR", "RS", "AG", "A2A"])
+@pytest.mark.parametrize("topo", ["Ring", "FullyConnected", "Switch"])
+def test_per_member_chains_equal_the_phase_formulas(topo, kind, impl):
+    # every algorithm, equal starts: the per-member chain of one phase = the closed form
+    from chakra_core.system import Dimension
+    from chakra_simpy.perrank import build_phase, dim_layout
+    from chakra_simpy.stagger import plan_finish
+    from chakra_simpy.timing import phase_cost
+
+    if impl == "halvingDoubling" and kind == "A2A":
+        return
+    dims = (Dimension(topo, 8, 50, 500), Dimension("Switch", 2, 25, 1000))
+    d = MIB // 4
+    ph = build_phase(kind, d, impl, dim_layout(dims, 0, 16), 0, 10, 50, False)
+    want = phase_cost(kind, impl, dims[0], d, 10, 50).fixed
+    assert plan_finish([0] * 16, [ph], 1, 1) == [want] * 16
 
 
 def test_staggered_members_of_a_two_dimension_plan(kit, tmp_path):
@@ -309,3 +329,32 @@ def test_staggered_members_of_a_two_dimension_plan(kit, tmp_path):
     # messages without a barrier, finishes earlier
     assert got[5] == barrier and all(t < barrier for r, t in enumerate(got) if r != 5)
     assert any("timed per rank" in n for n in res.notes)
+
+
+def test_staggered_direct_and_halving_doubling(kit, tmp_path):
+    # direct reduce-scatter, one chunk, rank 3 issues 40 us late: everyone else waits for its
+    # message (40 us + e, then net, e and the reduction); rank 3 already has all the others'
+    impl = {f"{k}_implementation": ["direct"] for k in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")}
+    sysd = kit.system([("FullyConnected", 8, 50, 500)], preferred_dataset_splits=1, **impl)
+    rs = kit.CommType.REDUCE_SCATTER
+
+    def make(r):
+        return [kit.coll(1, MIB, rs)] if r != 3 else [kit.comp(1, 40), kit.coll(2, MIB, rs, deps=[1])]
+
+    res = kit.run(kit.traces([make(r) for r in range(8)]), sysd, tmp_path)
+    m = MIB // 8
+    n, r = kit.net(m, 1, 500, 50), kit.red(m)
+    assert [x["finish_ns"] for x in res.ranks] == [40_000 + 20 + n + r] * 3 + [40_000 + 20 + r] + [40_000 + 20 + n + r] * 4
+    # halvingDoubling all-reduce: the same with symmetry on and off, nobody later than the barrier
+    impl = {f"{k}_implementation": ["halvingDoubling"] for k in ("all_reduce", "all_gather", "reduce_scatter")}
+    sysd = kit.system([("Ring", 8, 50, 500)], **impl)
+    alone = kit.run(kit.same(8, lambda: [kit.coll(1, MIB)]), sysd, tmp_path).ranks[0]["finish_ns"]
+
+    def late(r):
+        return [kit.coll(1, MIB)] if r != 6 else [kit.comp(1, 40), kit.coll(2, MIB, deps=[1])]
+
+    on = kit.run(kit.traces([late(r) for r in range(8)]), sysd, tmp_path)
+    off = kit.run(kit.traces([late(r) for r in range(8)]), sysd, tmp_path, symmetry=False)
+    got = [x["finish_ns"] for x in on.ranks]
+    assert got == [x["finish_ns"] for x in off.ranks]
+    assert max(got) <= 40_000 + alone and min(got) < 40_000 + alone
