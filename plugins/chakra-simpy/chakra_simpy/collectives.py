@@ -1,9 +1,11 @@
-"""Collectives: matching across ranks by issue order per group, and the chunk flow shop.
+"""Collectives: matching across ranks by issue order per group, and their timing.
 
-A collective starts when every member has issued it (the k-th collective a rank issues on a
-group matches the k-th of every other member).  Its chunks then go through the plan's phases;
+The k-th collective a rank issues on a group matches the k-th of every other member.  When every
+member has issued it at the same time, its chunks go through the plan's phases as a flow shop:
 each dimension queue runs at most ``active-chunks-per-dimension`` chunks at once, first come
-first served, and each chunk phase is one SimPy event.  All members finish together.
+first served, each chunk phase is one SimPy event, and all members finish together.  When the
+members issued it at different times (or a group ring's links differ), every member is timed by
+its message chain (:mod:`stagger`) and gets its own completion event.
 """
 
 from __future__ import annotations

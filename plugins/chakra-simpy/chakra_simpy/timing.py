@@ -247,8 +247,9 @@ def ring_group_cost(kind: str, members: list[int], hop_cost, d: int, local_mem_b
 
     ``hop_cost(a, b)`` gives ``(Dimension, hops)`` of the physical path from rank a to rank b.
     Member j receives every step from its predecessor, so its phase lasts
-    ``(S+1)*10 + reductions + sum of the S incoming messages`` walking the ring backwards; all
-    members finish with the slowest (lockstep).
+    ``(S+1)*10 + reductions + sum of the S incoming messages`` walking the ring backwards.  This
+    is the slowest member's time: exact for every member when the links are even; uneven rings
+    are timed per member (:mod:`stagger`), and this cost only serves when they are too large.
     """
     p = len(members)
     steps, nred, div = ring_steps(kind, p)
