@@ -64,6 +64,16 @@ elif mode == "plain":  # baseline: a plain protobuf parse loop over the whole fi
         node = Node.FromString(data[pos:pos + ln])
         pos += ln
         count += 1
+elif mode == "validate":  # chakra validate: compact graph, dep and cycle checks
+    from chakra_core.traceset import open_traceset
+    from chakra_core.validate import validate
+    findings = validate(open_traceset(path))
+    assert not findings, findings[:3]
+    count = n
+elif mode == "stats":  # chakra stats, including the critical path
+    from chakra_core.stats import compute_stats
+    from chakra_core.traceset import open_traceset
+    count = compute_stats(open_traceset(path))["nodes"]
 elif mode == "memory":
     meta, all_nodes = read_et(path)
     count = len(all_nodes)
@@ -90,8 +100,8 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory() as d:
         for n in map(int, args.sizes.split(",")):
-            path = os.path.join(d, f"bench.{n}.et")
-            for mode in ("build", "write", "plain", "stream", "stream_fields", "memory"):
+            path = os.path.join(d, f"bench{n}.0.et")
+            for mode in ("build", "write", "plain", "stream", "stream_fields", "memory", "validate", "stats"):
                 r = run(mode, path, n)
                 r["file_mb"] = os.path.getsize(path) / 2**20 if os.path.exists(path) else 0
                 rows.append(r)
