@@ -32,6 +32,7 @@ from chakra_core.etio import open_binary
 
 from .comms import CommInfo, comm_from_c10d, comm_from_param_comms, merge_param_comms, tensors_in
 from .intmap import IntMap
+from .jsonitems import iter_items
 
 __all__ = ["KEEP_ATTRS", "HostOp", "HostTrace", "read_host_et", "read_header", "iter_raw_nodes", "scan_groups"]
 
@@ -107,10 +108,9 @@ def iter_raw_nodes(path: str) -> Iterator[dict]:
     """Yield the host ET's nodes as dicts, one at a time; TraceFormatError on broken JSON."""
     count = 0
     try:
-        with open_binary(path) as f:
-            for node in ijson.items(f, "nodes.item", use_float=True):
-                count += 1
-                yield node
+        for node in iter_items(path, "nodes"):
+            count += 1
+            yield node
     except FileNotFoundError:
         raise _fail(path, "no such file") from None
     except (ijson.IncompleteJSONError, EOFError, gzip.BadGzipFile, zlib.error) as e:

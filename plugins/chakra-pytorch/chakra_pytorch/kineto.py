@@ -21,6 +21,7 @@ from chakra_core.errors import TraceFormatError
 from chakra_core.etio import open_binary
 
 from .intmap import IntMap
+from .jsonitems import iter_items
 
 __all__ = ["KinetoTrace", "GpuEvent", "SyncEvent", "StreamWait", "read_kineto", "read_distributed_info"]
 
@@ -138,58 +139,57 @@ def read_kineto(path: str, wanted_rfs: set[int] | frozenset[int] | None = None) 
     pids: dict[int, int] = {}
     count = 0
     try:
-        with open_binary(path) as f:
-            for ev in ijson.items(f, "traceEvents.item", use_float=True):
-                count += 1
-                if not isinstance(ev, dict) or ev.get("ph") != "X":
-                    continue
-                cat = ev.get("cat")
-                args = ev.get("args") or {}
-                if cat in ("cpu_op", "user_annotation", "cuda_runtime", "cuda_driver", "cuda_sync"):
-                    pid = _int(ev.get("pid"))
-                    pids[pid] = pids.get(pid, 0) + 1
-                if cat in ("cpu_op", "user_annotation"):
-                    kt.cpu_events += 1
-                    rf = _int(args.get("Record function id"))
-                    name = ev.get("name", "")
-                    ts, dur = float(ev.get("ts", 0.0)), float(ev.get("dur", 0.0))
-                    tid = _int(ev.get("tid"), 0)
-                    if rf >= 0:
-                        if wanted_rfs is None or rf in wanted_rfs:
-                            ops[rf] = (ts, dur, tid, name)
-                        ext = _int(args.get("External id"))
-                        if ext >= 0:
-                            ext_rf[ext] = rf
-                    if name.startswith("ProfilerStep#"):
-                        kt.steps.append((ts, dur, tid, name))
-                elif cat in _GPU_CATS:
-                    kt.gpu.append(GpuEvent(ev.get("name", ""), cat, float(ev.get("ts", 0.0)),
-                                           float(ev.get("dur", 0.0)), _int(args.get("device"), 0),
-                                           _int(args.get("stream"), 0), _int(args.get("correlation")),
-                                           _int(args.get("External id"))))
-                elif cat in ("cuda_runtime", "cuda_driver"):
-                    corr, ext = _int(args.get("correlation")), _int(args.get("External id"))
-                    if corr >= 0:
-                        kt.corr_ts[corr] = float(ev.get("ts", 0.0))
-                        if ext >= 0:
-                            kt.corr_ext[corr] = ext
-                    kind = _SYNC_CALLS.get(ev.get("name", ""))
-                    if kind:
-                        kt.syncs.append(SyncEvent(kind, float(ev.get("ts", 0.0)), float(ev.get("dur", 0.0)),
-                                                  _int(ev.get("tid"), 0), ext, _int(args.get("stream")), corr))
-                elif cat == "cuda_sync":
-                    name = ev.get("name", "")
-                    if "Wait" in name:  # "Stream Wait Event": one stream waits for another
-                        kt.stream_waits.append(StreamWait(
-                            float(ev.get("ts", 0.0)), _int(args.get("device"), 0), _int(args.get("stream")),
-                            _int(args.get("wait_on_stream")), _int(args.get("wait_on_cuda_event_record_corr_id"))))
-                        continue
-                    kind = "device" if "Context" in name or "Device" in name else (
-                        "event" if "Event" in name else "stream")
-                    stream = _int(args.get("wait_on_stream", args.get("stream")))
+        for ev in iter_items(path, "traceEvents"):
+            count += 1
+            if not isinstance(ev, dict) or ev.get("ph") != "X":
+                continue
+            cat = ev.get("cat")
+            args = ev.get("args") or {}
+            if cat in ("cpu_op", "user_annotation", "cuda_runtime", "cuda_driver", "cuda_sync"):
+                pid = _int(ev.get("pid"))
+                pids[pid] = pids.get(pid, 0) + 1
+            if cat in ("cpu_op", "user_annotation"):
+                kt.cpu_events += 1
+                rf = _int(args.get("Record function id"))
+                name = ev.get("name", "")
+                ts, dur = float(ev.get("ts", 0.0)), float(ev.get("dur", 0.0))
+                tid = _int(ev.get("tid"), 0)
+                if rf >= 0:
+                    if wanted_rfs is None or rf in wanted_rfs:
+                        ops[rf] = (ts, dur, tid, name)
+                    ext = _int(args.get("External id"))
+                    if ext >= 0:
+                        ext_rf[ext] = rf
+                if name.startswith("ProfilerStep#"):
+                    kt.steps.append((ts, dur, tid, name))
+            elif cat in _GPU_CATS:
+                kt.gpu.append(GpuEvent(ev.get("name", ""), cat, float(ev.get("ts", 0.0)),
+                                       float(ev.get("dur", 0.0)), _int(args.get("device"), 0),
+                                       _int(args.get("stream"), 0), _int(args.get("correlation")),
+                                       _int(args.get("External id"))))
+            elif cat in ("cuda_runtime", "cuda_driver"):
+                corr, ext = _int(args.get("correlation")), _int(args.get("External id"))
+                if corr >= 0:
+                    kt.corr_ts[corr] = float(ev.get("ts", 0.0))
+                    if ext >= 0:
+                        kt.corr_ext[corr] = ext
+                kind = _SYNC_CALLS.get(ev.get("name", ""))
+                if kind:
                     kt.syncs.append(SyncEvent(kind, float(ev.get("ts", 0.0)), float(ev.get("dur", 0.0)),
-                                              _int(ev.get("tid"), 0), _int(args.get("External id")),
-                                              stream, _int(args.get("correlation")), True))
+                                              _int(ev.get("tid"), 0), ext, _int(args.get("stream")), corr))
+            elif cat == "cuda_sync":
+                name = ev.get("name", "")
+                if "Wait" in name:  # "Stream Wait Event": one stream waits for another
+                    kt.stream_waits.append(StreamWait(
+                        float(ev.get("ts", 0.0)), _int(args.get("device"), 0), _int(args.get("stream")),
+                        _int(args.get("wait_on_stream")), _int(args.get("wait_on_cuda_event_record_corr_id"))))
+                    continue
+                kind = "device" if "Context" in name or "Device" in name else (
+                    "event" if "Event" in name else "stream")
+                stream = _int(args.get("wait_on_stream", args.get("stream")))
+                kt.syncs.append(SyncEvent(kind, float(ev.get("ts", 0.0)), float(ev.get("dur", 0.0)),
+                                          _int(ev.get("tid"), 0), _int(args.get("External id")),
+                                          stream, _int(args.get("correlation")), True))
     except FileNotFoundError:
         raise TraceFormatError("no such file", path) from None
     except (ijson.IncompleteJSONError, EOFError, gzip.BadGzipFile, zlib.error) as e:

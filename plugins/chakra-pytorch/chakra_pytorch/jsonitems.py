@@ -1,0 +1,144 @@
+"""Stream the elements of one top-level JSON array, one dict at a time.
+
+Two ways, same result:
+
+* fast: PyTorch writes both of its trace files pretty-printed, one array element per block of
+  lines that ends with a line holding only the element's closing brace at the element's own
+  indentation.  JSON strings cannot contain a raw newline, so ``"\\n" + indent + "}"`` can only
+  be that line: the bytes between are cut there and decoded by orjson (C speed, one element in
+  memory at a time);
+* general: ijson's C backend, for every other layout (hand-written, one element per line,
+  re-indented).  The fast way hands over to it whenever a cut does not decode as one object,
+  re-reading from the start and skipping the elements already yielded, so a file is never
+  misread, only read twice; genuine errors are then reported by ijson.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import ijson
+import orjson
+
+from chakra_core.etio import open_binary
+
+__all__ = ["iter_items"]
+
+_CHUNK = 1 << 20
+_WS = b" \t\r\n"
+_NON_BLANK = re.compile(rb"[^ \t\r\n]")
+
+
+class _NotThisLayout(Exception):
+    """The fast way cannot read this file (from this point on)."""
+
+
+def iter_items(path: str, key: str) -> Iterator[object]:
+    """Yield the elements of the array under top-level ``key`` of the JSON file ``path``.
+
+    ``path`` may be gzip-compressed.  Numbers with a fraction come back as floats.  Errors are
+    ijson's (``ijson.JSONError``/``IncompleteJSONError``) or I/O errors, for the caller to word.
+    """
+    done = 0
+    try:
+        for item in _fast(path, key):
+            yield item
+            done += 1
+        return
+    except _NotThisLayout:
+        pass
+    with open_binary(path) as f:
+        for i, item in enumerate(ijson.items(f, f"{key}.item", use_float=True)):
+            if i >= done:
+                yield item
+
+
+def _fast(path: str, key: str) -> Iterator[object]:
+    with open_binary(path) as f:
+        buf = f.read(_CHUNK)
+        m = re.search(b'"' + re.escape(key.encode()) + rb'"\s*:\s*\[', buf)
+        if m is None:
+            raise _NotThisLayout
+        reader = _Buffer(f, buf, m.end())
+        j = reader.skip_ws()
+        if reader.byte(j) == b"]":
+            reader.check_tail(j + 1)
+            return
+        if reader.byte(j) != b"{":
+            raise _NotThisLayout
+        nl = reader.buf.rfind(b"\n", 0, j)
+        indent = reader.buf[nl + 1:j]
+        if nl < 0 or indent.strip(_WS[:2]):
+            raise _NotThisLayout
+        end = b"\n" + indent + b"}"
+        start = j
+        while True:
+            k = reader.find(end, start)
+            start = reader.pos  # find may have moved the buffer
+            stop = k + len(end)
+            try:
+                item = orjson.loads(reader.buf[start:stop])
+            except orjson.JSONDecodeError:
+                raise _NotThisLayout from None
+            if not isinstance(item, dict):
+                raise _NotThisLayout
+            yield item
+            reader.pos = stop
+            j = reader.skip_ws()
+            c = reader.byte(j)
+            if c == b"]":
+                reader.check_tail(j + 1)
+                return
+            if c != b",":
+                raise _NotThisLayout
+            reader.pos = j + 1
+            start = reader.skip_ws()
+            if reader.byte(start) != b"{":
+                raise _NotThisLayout
+
+
+class _Buffer:
+    """A sliding window over a binary stream: ``buf[pos:]`` is what is not consumed yet."""
+
+    def __init__(self, f, buf: bytes, pos: int):
+        self.f, self.buf, self.pos = f, buf, pos
+        self.eof = False
+
+    def _more(self) -> None:
+        if self.eof:
+            raise _NotThisLayout  # cut short: let ijson say where
+        more = self.f.read(_CHUNK)
+        if not more:
+            self.eof = True
+        self.buf = self.buf[self.pos:] + more
+        self.pos = 0
+
+    def skip_ws(self) -> int:
+        """Index of the first non-blank byte at or after ``pos`` (``pos`` moves there)."""
+        while True:
+            m = _NON_BLANK.search(self.buf, self.pos)
+            if m is not None:
+                self.pos = m.start()
+                return self.pos
+            self.pos = len(self.buf)
+            self._more()
+
+    def byte(self, i: int) -> bytes:
+        """The byte at ``i`` as a one-byte string."""
+        return self.buf[i:i + 1]
+
+    def find(self, pattern: bytes, start: int) -> int:
+        """Index of ``pattern`` at or after ``start``, reading on as needed (``pos`` = ``start``)."""
+        self.pos = start
+        while True:
+            k = self.buf.find(pattern, self.pos)
+            if k >= 0:
+                return k
+            self._more()
+
+    def check_tail(self, i: int) -> None:
+        """After the array: the rest of the file must close the top-level object."""
+        rest = self.buf[i:] + self.f.read()
+        if not rest.rstrip(_WS).endswith(b"}"):
+            raise _NotThisLayout
