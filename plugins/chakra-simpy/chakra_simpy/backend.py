@@ -16,6 +16,7 @@ from chakra_core.traceset import TraceSet
 from .actor import Actor
 from .collectives import SymmetryBroken
 from .program import Program, load_program
+from .stagger import WORK_LIMIT
 
 __all__ = ["SimpyBackend", "prepare_system"]
 
@@ -49,6 +50,8 @@ class SimpyBackend(Backend):
         "symmetry": Option("bool", True, "simulate each class of identical ranks once"),
         "streams": Option("int", 1, "compute and communication ops in flight per rank", minimum=1),
         "critical_path_nodes": Option("int", 200, "most critical-path nodes listed", minimum=0),
+        "stagger_limit": Option("int", WORK_LIMIT, "most chunk x step x member evaluations to time a "
+                                "staggered collective per rank (larger ones, or 0: a barrier)", minimum=0),
     }
 
     def run(self, traces: TraceSet, options: Mapping[str, Any], output: Path | None) -> Result:
@@ -81,11 +84,11 @@ class SimpyBackend(Backend):
         if broken:
             notes.append(f"symmetry turned off: {broken}")
         if sim.coll.per_rank:
-            notes.append(f"{sim.coll.per_rank} ring collective(s) whose members did not move in lockstep "
+            notes.append(f"{sim.coll.per_rank} collective(s) whose members did not move in lockstep "
                          "were timed per rank (no barrier, as ASTRA-sim)")
         if sim.coll.approximated:
-            notes.append(f"{sim.coll.approximated} large ring collective(s) with staggered members were "
-                         "timed from the last member's start (barrier)")
+            notes.append(f"{sim.coll.approximated} collective(s) with staggered members, too large for "
+                         "stagger_limit, were timed from the last member's start (barrier)")
         if differ:
             notes.append(f"the comm-group file redefines group(s) {', '.join(differ)} of the trace set; "
                          "the file wins")
@@ -135,7 +138,7 @@ def _simulate(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[i
             rank_actor[r] = k
     timeline = [] if options["timeline"] else None
     sim = Sim(actors, rank_actor, sd, groups, options["congestion"] == "aware", timeline,
-              options["timeline_max_spans"])
+              options["timeline_max_spans"], options["stagger_limit"])
     t1 = time.perf_counter()
     sim.run()
     return progs, classes, actors, sim, load_s, time.perf_counter() - t1

@@ -19,7 +19,7 @@ from chakra_core.schema import CommType
 from .perrank import build_phase, dim_layout, group_layout
 from .plans import KIND_NAME
 from .program import ASTRA_KIND
-from .stagger import WORK_LIMIT, plan_finish
+from .stagger import plan_finish
 
 if TYPE_CHECKING:
     from .actor import Actor
@@ -206,7 +206,7 @@ class Collectives:
             phases.append(build_phase(kind, data, impl, lay, 0 if group else d, sim.sd.endpoint_delay,
                                       sim.sd.local_mem_bw, group))
             work += inst.n * len(phases[-1].steps) * len(ranks)
-        if work > WORK_LIMIT:
+        if work > sim.stagger_limit:
             self.approximated += 1
             return None
         fin = plan_finish(issue, phases, inst.n, self.active)

@@ -22,6 +22,7 @@ from .actor import Actor
 from .collectives import Collectives
 from .plans import Planner
 from .program import K_COLL, K_MEM, K_RECV, K_SEND, R_NONE
+from .stagger import WORK_LIMIT
 
 __all__ = ["Sim"]
 
@@ -41,12 +42,13 @@ class Sim:
 
     ``rank_actor[r]`` is the actor index standing for rank r; ``groups`` maps pg_name to its
     ranks; ``aware`` selects the congestion-aware timing; ``timeline`` a list to append
-    ``(actor, tid, name, start_ns, dur_ns)`` spans to (or None), at most ``max_spans``.
+    ``(actor, tid, name, start_ns, dur_ns)`` spans to (or None), at most ``max_spans``;
+    ``stagger_limit`` the most chunk x step x member evaluations of a staggered collective.
     """
 
     def __init__(self, actors: list[Actor], rank_actor: list[int], sd: SystemDescription,
                  groups: dict[str, tuple[int, ...]], aware: bool, timeline: list | None,
-                 max_spans: int):
+                 max_spans: int, stagger_limit: int = WORK_LIMIT):
         self.env = simpy.Environment()
         self.actors = actors
         self.rank_actor = rank_actor
@@ -55,6 +57,7 @@ class Sim:
         self.planner = Planner(sd)
         self.timeline = timeline
         self.max_spans = max_spans
+        self.stagger_limit = stagger_limit
         self.events = 0
         self.cross: dict[tuple[int, int], tuple[int, int]] = {}
         self.sends: dict[tuple, deque] = {}

@@ -22,8 +22,9 @@ from __future__ import annotations
 
 __all__ = ["Step", "Phase", "chain", "plan_finish", "WORK_LIMIT"]
 
-#: most (chunks x steps x members) evaluated exactly; larger collectives use the lockstep model.
-WORK_LIMIT = 2_000_000
+#: default for the most (chunks x steps x members) evaluated per collective; larger collectives
+#: start when their last member issues them (option ``stagger_limit``).
+WORK_LIMIT = 1_000_000
 
 
 class Step:

@@ -358,3 +358,13 @@ def test_staggered_direct_and_halving_doubling(kit, tmp_path):
     got = [x["finish_ns"] for x in on.ranks]
     assert got == [x["finish_ns"] for x in off.ranks]
     assert max(got) <= 40_000 + alone and min(got) < 40_000 + alone
+
+
+def test_stagger_limit_zero_is_a_barrier(kit, tmp_path):
+    sysd = kit.system([("Ring", 2, 50, 500)], preferred_dataset_splits=1)
+    ts = kit.traces({0: [kit.coll(1, MIB)], 1: [kit.comp(1, 50), kit.coll(2, MIB, deps=[1])]})
+    res = kit.run(ts, sysd, tmp_path, stagger_limit=0)
+    m = MIB // 2
+    alone = 3 * 10 + 2 * kit.net(m, 1, 500, 50) + kit.red(m)
+    assert [x["finish_ns"] for x in res.ranks] == [50_000 + alone] * 2
+    assert any("barrier" in n for n in res.notes)
