@@ -1,7 +1,10 @@
-"""chakra-simpy: the built-in SimPy simulator backend ``simpy``.
+"""chakra-simpy: the built-in SimPy simulator backend ``simpy`` (see docs/simulator.md).
 
-Public API: :class:`SimpyBackend` (registered as backend ``simpy``); the timing model in
-:mod:`chakra_simpy.timing` (closed-form ASTRA-sim analytical formulas).  See docs/simulator.md.
+Public API: :class:`SimpyBackend` (registered as backend ``simpy``, kind ``simulator``).
+Modules: ``timing`` (ASTRA-sim's analytical formulas, closed forms), ``plans`` (chunks and
+phases per collective), ``stagger`` and ``perrank`` (per-member message chains when members do
+not move in lockstep), ``program`` (a rank's trace in flat arrays), ``engine`` / ``actor`` /
+``collectives`` (the SimPy simulation), ``report`` (critical path, timeline), ``backend``.
 """
 
 __all__ = ["SimpyBackend"]
