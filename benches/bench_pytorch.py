@@ -88,8 +88,8 @@ def synthesize(out: Path, n_nodes: int) -> tuple[Path, Path]:
     """Write a host ET of ``n_nodes`` nodes and its Kineto trace, in PyTorch's layout.
 
     Blocks of 4 nodes: a top-level ``aten::linear`` holding ``aten::t`` -> ``aten::transpose``
-    and ``aten::addmm``; nodes in post-order as PyTorch writes them; every node has a Kineto
-    event with its record-function id and nested timestamps.
+    and ``aten::addmm``; nodes in post-order and in the line layout PyTorch writes; every node
+    has a Kineto event (Kineto's layout) with its record-function id and nested timestamps.
     """
     import orjson
 
@@ -100,8 +100,17 @@ def synthesize(out: Path, n_nodes: int) -> tuple[Path, Path]:
     names = ("aten::linear", "aten::t", "aten::transpose", "aten::addmm")
 
     def event(name: str, cat: str, ts: float, dur: float, rf: int) -> bytes:
-        return orjson.dumps({"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": pid, "ts": ts,
-                             "dur": dur, "args": {"External id": rf, "Record function id": rf}})
+        # Kineto's layout: one event per block of lines
+        return (f'  {{\n    "ph": "X", "cat": "{cat}", "name": "{name}", "pid": {pid}, "tid": {pid},\n'
+                f'    "ts": {ts:.3f}, "dur": {dur:.3f},\n    "args": {{\n'
+                f'      "External id": {rf}, "Record function id": {rf}\n    }}\n  }}').encode()
+
+    def node(d: dict) -> bytes:
+        # the ExecutionTraceObserver's layout: one node per block of lines
+        return (f'      {{\n        "id": {d["id"]}, "name": "{d["name"]}", "ctrl_deps": {d["ctrl_deps"]},\n'
+                f'        "inputs": {orjson.dumps(d["inputs"]).decode()},\n'
+                f'        "outputs": {orjson.dumps(d["outputs"]).decode()},\n'
+                f'        "attrs": {orjson.dumps(d["attrs"]).decode()}\n      }}').encode()
 
     with open(et, "wb") as f, open(kin, "wb") as k:
         head = {"schema": "1.1.1-chakra.0.0.4", "pid": pid, "time": "synthetic", "start_ts": 0}
@@ -115,10 +124,10 @@ def synthesize(out: Path, n_nodes: int) -> tuple[Path, Path]:
             spans = ((t0, 8.0), (t0 + 0.5, 3.0), (t0 + 1.0, 1.5), (t0 + 4.0, 4.0))
             parents = (3, ids[0], ids[1], ids[0])
             for j in (2, 1, 3, 0):  # post-order: transpose, t, addmm, linear
-                node = {"id": ids[j], "name": names[j], "ctrl_deps": parents[j],
-                        "inputs": _io([5 + j, 6, 0, 1024, 4, "cpu"]), "outputs": _io([9 + j, 10, 0, 1024, 4, "cpu"]),
-                        "attrs": _attrs(rf + j, names[j] + "(Tensor self) -> Tensor")}
-                f.write((b"" if (b == 0 and j == 2) else b",\n") + b"      " + orjson.dumps(node))
+                d = {"id": ids[j], "name": names[j], "ctrl_deps": parents[j],
+                     "inputs": _io([5 + j, 6, 0, 1024, 4, "cpu"]), "outputs": _io([9 + j, 10, 0, 1024, 4, "cpu"]),
+                     "attrs": _attrs(rf + j, names[j] + "(Tensor self) -> Tensor")}
+                f.write((b"" if (b == 0 and j == 2) else b",\n") + node(d))
             for j in range(4):
                 k.write(b",\n" + event(names[j], "cpu_op", spans[j][0], spans[j][1], rf + j))
             nid += 4
@@ -126,9 +135,9 @@ def synthesize(out: Path, n_nodes: int) -> tuple[Path, Path]:
         for nid_, name, parent, rf_ in ((3, "ProfilerStep#1", 2, 1),
                                         (2, "[pytorch|profiler|execution_trace|thread]", 1, 0),
                                         (1, "[pytorch|profiler|execution_trace|process]", 1, 0)):
-            node = {"id": nid_, "name": name, "ctrl_deps": parent, "inputs": _io(None), "outputs": _io(None),
-                    "attrs": _attrs(rf_, "")}
-            f.write(b",\n      " + orjson.dumps(node))
+            d = {"id": nid_, "name": name, "ctrl_deps": parent, "inputs": _io(None), "outputs": _io(None),
+                 "attrs": _attrs(rf_, "")}
+            f.write(b",\n" + node(d))
         f.write(b'\n  ],\n  "finish_ts": 1\n}\n')
         k.write(b'\n], "traceName": "synthetic"}\n')
     return et, kin

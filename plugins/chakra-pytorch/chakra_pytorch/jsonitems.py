@@ -26,6 +26,7 @@ from chakra_core.etio import open_binary
 __all__ = ["iter_items"]
 
 _CHUNK = 1 << 20
+_MAX_ELEMENT = 64 << 20  # bytes searched for one element's end before handing over to ijson
 _WS = b" \t\r\n"
 _NON_BLANK = re.compile(rb"[^ \t\r\n]")
 
@@ -69,8 +70,8 @@ def _fast(path: str, key: str) -> Iterator[object]:
             raise _NotThisLayout
         nl = reader.buf.rfind(b"\n", 0, j)
         indent = reader.buf[nl + 1:j]
-        if nl < 0 or indent.strip(_WS[:2]):
-            raise _NotThisLayout
+        if nl < 0 or indent.strip(_WS[:2]) or reader.byte(j + 1) not in (b"\n", b"\r"):
+            raise _NotThisLayout  # not one element per block of lines
         end = b"\n" + indent + b"}"
         start = j
         while True:
@@ -135,6 +136,8 @@ class _Buffer:
             k = self.buf.find(pattern, self.pos)
             if k >= 0:
                 return k
+            if len(self.buf) - self.pos > _MAX_ELEMENT:
+                raise _NotThisLayout  # no end line in sight: not this layout, or a giant element
             self._more()
 
     def check_tail(self, i: int) -> None:

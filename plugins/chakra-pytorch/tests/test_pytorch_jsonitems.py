@@ -57,6 +57,21 @@ def test_layout_change_midway_hands_over_without_repeating(tmp_path):
     assert list(iter_items(str(p), "nodes")) == items
 
 
+def test_compact_lines_go_straight_to_ijson(tmp_path, monkeypatch):
+    items = [{"id": i} for i in range(3)]
+    p = tmp_path / "compact.json"
+    p.write_text('{\n  "nodes": [\n' + ",\n".join("    " + json.dumps(i) for i in items) + "\n  ]\n}\n")
+    reads = []
+    real = jsonitems._Buffer._more
+
+    def counting(self):
+        reads.append(1)
+        return real(self)
+    monkeypatch.setattr(jsonitems._Buffer, "_more", counting)
+    assert list(iter_items(str(p), "nodes")) == items
+    assert reads == []  # the layout was refused at the first element, nothing read ahead
+
+
 def test_empty_array_and_missing_key(tmp_path):
     p = tmp_path / "e.json"
     p.write_text('{\n  "nodes": [\n  ],\n  "x": 1\n}\n')
