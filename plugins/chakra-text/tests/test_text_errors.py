@@ -6,10 +6,10 @@ Inputs are hand-written (no framework here writes the text format).
 from __future__ import annotations
 
 import pytest
-from chakra_text import parse_workload
-from chakra_text.format import convert_workload
 
 from chakra_core.errors import ConfigError, TraceFormatError
+from chakra_text import parse_workload
+from chakra_text.format import convert_workload
 
 GOOD = "a -1 10 NONE 0 10 NONE 0 10 ALLREDUCE 64 1"
 

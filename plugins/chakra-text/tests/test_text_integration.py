@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from chakra_text.format import time_converter
 
 from chakra_core.attrs import get_str
 from chakra_core.cli.main import main
@@ -17,6 +16,7 @@ from chakra_core.pipeline import detect_format, load_traces
 from chakra_core.schema import NodeType
 from chakra_core.traceset import open_traceset
 from chakra_core.validate import validate
+from chakra_text.format import time_converter
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "text"
 LAYERS = """l0 -1 10 ALLTOALL 100 11 ALLTOALL 101 12 ALLREDUCE 102 0

@@ -7,11 +7,10 @@ because the text format is produced by no framework on this machine.
 
 from __future__ import annotations
 
-from chakra_text import parse_workload
-from chakra_text.format import convert_workload
-
 from chakra_core.attrs import get_bool, get_int, get_str
 from chakra_core.schema import CommType, NodeType
+from chakra_text import parse_workload
+from chakra_text.format import convert_workload
 
 AR, AG, RS, A2A = (int(CommType.ALL_REDUCE), int(CommType.ALL_GATHER), int(CommType.REDUCE_SCATTER),
                    int(CommType.ALL_TO_ALL))
