@@ -153,6 +153,7 @@ def test_unknown_name_suggests(fake_plugins):
         host.registry.get("transform", "scal")
 
 
+@pytest.mark.filterwarnings("ignore::chakra_core.plugins.PluginWarning")
 def test_chakra_plugins_lists_failures(fake_plugins, chakra_cli):
     status, out, _ = chakra_cli("plugins", "--json")
     doc = json.loads(out)
