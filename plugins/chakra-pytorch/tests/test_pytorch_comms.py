@@ -126,3 +126,27 @@ def test_sets_validate_across_ranks(name):
         ts = open_pytorch([str(DATA / name)])
     assert ts.ranks == [0, 1]
     assert [str(f) for f in validate(ts)] == []
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_ddp_small_buckets_split_the_gradients(rank):
+    # recording/record_ddp_buckets.py: 3 layers, bucket_cap_mb=0.002
+    params = (16 * 32 + 32 + 32 * 32 + 32 + 32 * 4 + 4) * F32
+    g, comms = _comm_nodes("ddp_buckets", rank)
+    sizes = [get_int(n, "comm_size") for n in comms if get_int(n, "comm_type") == CommType.ALL_REDUCE]
+    assert len(sizes) >= 2 and sum(sizes) == params == 6928
+    by_id = {n.id: n for n in g.nodes}
+    for n in g.nodes:
+        if n.type == NodeType.COMM_COLL_NODE and get_int(n.to_node(), "comm_type") == CommType.ALL_REDUCE:
+            # an async all-reduce is waited for by a host node that started after it ended
+            waiters = [m for m in g.nodes if n.id in m.ctrl and m.type == NodeType.COMP_NODE]
+            assert waiters and all(m.start >= n.end for m in waiters)
+            assert all(by_id[d].type != NodeType.COMM_COLL_NODE or by_id[d].end <= n.start + n.dur
+                       for d in n.ctrl if d in by_id)
+
+
+def test_ddp_small_buckets_validate():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ts = open_pytorch([str(DATA / "ddp_buckets")])
+    assert [str(f) for f in validate(ts)] == []
