@@ -23,7 +23,7 @@ from typing import Any
 from chakra_core.schema import CommType, NodeType
 
 __all__ = ["CommInfo", "comm_from_c10d", "comm_from_param_comms", "merge_param_comms",
-           "kind_of_kernel", "DTYPE_BYTES", "is_comm_name", "tensors_in"]
+           "kind_of_kernel", "DTYPE_BYTES", "tensors_in"]
 
 #: element size in bytes of PyTorch dtype names as they appear in traces.
 DTYPE_BYTES = {
@@ -114,16 +114,18 @@ class CommInfo:
             return NodeType.COMM_RECV_NODE
         return NodeType.COMM_COLL_NODE
 
+    def group_ranks(self) -> list[int] | None:
+        """Global ranks of the group as ``record_param_comms`` describes it (start, stride, size)."""
+        if self.rank_start is None or not self.pg_size:
+            return None
+        stride = self.rank_stride or 1
+        return list(range(self.rank_start, self.rank_start + stride * self.pg_size, stride))
+
     @property
     def comm_type(self) -> int | None:
         """The CollectiveCommType value, None for point-to-point."""
         ct = COLL_TYPES.get(self.kind)
         return None if ct is None else int(ct)
-
-
-def is_comm_name(name: str) -> bool:
-    """True for the names of communication nodes (c10d ops, record_param_comms, gloo/nccl)."""
-    return name.startswith(("c10d::", "gloo:", "nccl:")) or name == "record_param_comms"
 
 
 def tensors_in(value: Any):

@@ -257,7 +257,7 @@ def build_graph(host: HostTrace, kt: KinetoTrace | None, rank: int, world: int,
 def _comm_attrs(comm: CommInfo, rank: int, groups: dict[str, list[int]], world: int
                 ) -> list[tuple[str, Any]]:
     pg = comm.pg_name if comm.pg_name is not None else "0"
-    ranks = groups.get(pg) or list(range(world))
+    ranks = groups.get(pg) or comm.group_ranks() or list(range(world))
     attrs: list[tuple[str, Any]] = [("comm_size", int(comm.size_bytes)), ("pg_name", pg)]
     if comm.kind in ("send", "recv"):
         peer = _global(comm.peer, ranks)

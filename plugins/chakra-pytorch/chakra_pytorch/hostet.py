@@ -21,7 +21,7 @@ import sys
 import zlib
 from array import array
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import ijson
@@ -56,10 +56,6 @@ class HostOp:
     comm: CommInfo | None = None
     parent_sel: int = -1  # nearest selected ancestor (for exclusive time of nested nodes)
 
-    def attr(self, name: str) -> Any:
-        """The value of one of :data:`KEEP_ATTRS`, or None."""
-        return self.keep[KEEP_ATTRS.index(name)]
-
 
 @dataclass
 class HostTrace:
@@ -73,9 +69,6 @@ class HostTrace:
     rf_owner: IntMap
     #: process groups of the pg-init node: {pg_name: {"ranks": [...], "size": n, "desc": s}}
     groups: dict[str, dict[str, Any]]
-    #: number of nodes in the file
-    nodes_total: int = 0
-    header: dict[str, Any] = field(default_factory=dict)
 
 
 def _fail(path: str, msg: str, where: str | None = None) -> TraceFormatError:
@@ -205,7 +198,6 @@ def read_host_et(path: str) -> HostTrace:
     param_comms: list[tuple[int, CommInfo]] = []  # (record_param_comms id, info)
     workers: list[tuple[int, int, int, frozenset]] = []  # (id, parent, rf, tensor ids) gloo/nccl
     groups: dict[str, dict[str, Any]] = {}
-    index = 0
     for index, node in enumerate(iter_raw_nodes(path)):
         try:
             nid = node["id"]
@@ -261,7 +253,7 @@ def read_host_et(path: str) -> HostTrace:
             if moved and parent >= 0 and not cols.flags[parent] & F_SEEN:
                 waiting.setdefault(parent, []).extend(moved)
         cols.flags[nid] = flags
-    return _resolve(path, header, schema, cols, kept, comms, param_comms, workers, groups, index + 1)
+    return _resolve(path, header, schema, cols, kept, comms, param_comms, workers, groups)
 
 
 def scan_groups(path: str) -> dict[str, dict[str, Any]]:
@@ -309,8 +301,8 @@ def _groups(node: dict, path: str, index: int) -> dict[str, dict[str, Any]]:
                     f"node {index}") from None
 
 
-def _resolve(path, header, schema, cols: _Arrays, kept, comms, param_comms, workers, groups,
-             total) -> HostTrace:
+def _resolve(path, header, schema, cols: _Arrays, kept, comms, param_comms, workers, groups
+             ) -> HostTrace:
     n = len(cols.flags)
     parent, flags = cols.parent, cols.flags
     # sel[i]: the selected node that owns node i (itself, an ancestor), or -1
@@ -368,7 +360,7 @@ def _resolve(path, header, schema, cols: _Arrays, kept, comms, param_comms, work
     _attach_workers(workers, comms, parent, flags, sel, rfs, ops)
     pid = header.get("pid")
     return HostTrace(path, schema, int(pid) if isinstance(pid, (int, float)) else None, ops, rf_owner,
-                     groups, total, header)
+                     groups)
 
 
 def _attach_workers(workers, comms, parent, flags, sel, rfs, ops) -> None:

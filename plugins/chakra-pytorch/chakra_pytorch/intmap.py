@@ -31,9 +31,3 @@ class IntMap:
             v = self._a[key]
             return default if v < 0 else v
         return default
-
-    def __contains__(self, key: int) -> bool:
-        return self.get(key) >= 0
-
-    def __len__(self) -> int:
-        return sum(1 for v in self._a if v >= 0)

@@ -38,7 +38,6 @@ class GpuEvent:
     """One GPU activity: a kernel, memcpy or memset, with its launching host op (if known)."""
 
     name: str
-    cat: str
     ts: float
     dur: float
     device: int
@@ -93,7 +92,6 @@ class KinetoTrace:
     stream_waits: list[StreamWait] = field(default_factory=list)
     #: ProfilerStep#N spans: (ts, dur, tid, name)
     steps: list[tuple[float, float, int, str]] = field(default_factory=list)
-    cpu_events: int = 0
 
 
 def _short(e: Exception) -> str:
@@ -149,7 +147,6 @@ def read_kineto(path: str, wanted_rfs: set[int] | frozenset[int] | None = None) 
                 pid = _int(ev.get("pid"))
                 pids[pid] = pids.get(pid, 0) + 1
             if cat in ("cpu_op", "user_annotation"):
-                kt.cpu_events += 1
                 rf = _int(args.get("Record function id"))
                 name = ev.get("name", "")
                 ts, dur = float(ev.get("ts", 0.0)), float(ev.get("dur", 0.0))
@@ -163,7 +160,7 @@ def read_kineto(path: str, wanted_rfs: set[int] | frozenset[int] | None = None) 
                 if name.startswith("ProfilerStep#"):
                     kt.steps.append((ts, dur, tid, name))
             elif cat in _GPU_CATS:
-                kt.gpu.append(GpuEvent(ev.get("name", ""), cat, float(ev.get("ts", 0.0)),
+                kt.gpu.append(GpuEvent(ev.get("name", ""), float(ev.get("ts", 0.0)),
                                        float(ev.get("dur", 0.0)), _int(args.get("device"), 0),
                                        _int(args.get("stream"), 0), _int(args.get("correlation")),
                                        _int(args.get("External id"))))
