@@ -40,6 +40,12 @@ def test_record_param_comms(name, nin, nout, kind, size):
     assert (info.kind, info.size_bytes, info.pg_name, info.rank_stride) == (kind, size, "3", 2)
 
 
+def test_group_ranks_from_start_and_stride():
+    info = comm_from_param_comms(_pc("send", 10, 10), [])  # start 0, stride 2, size 4
+    assert info.group_ranks() == [0, 2, 4, 6]
+    assert comm_from_c10d("c10d::send", [[], "<Object>", 1, 0]).group_ranks() is None
+
+
 def test_record_param_comms_dtype_sizes():
     assert comm_from_param_comms(_pc("allreduce", 10, 10, "BFloat16"), []).size_bytes == 20
     assert comm_from_param_comms(_pc("allreduce", 10, 10, "Double"), []).size_bytes == 80
