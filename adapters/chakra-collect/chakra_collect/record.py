@@ -64,9 +64,15 @@ class Recorder:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         et_path, kineto_path = raw_paths(self.out_dir, self.rank)
         self.et_path, self.kineto_path = et_path, kineto_path
+        from torch._C._profiler import _ExperimentalConfig
+
         activities = [ProfilerActivity.CPU]
-        if torch.cuda.is_available():
+        cuda = torch.cuda.is_available()
+        if cuda:
             activities.append(ProfilerActivity.CUDA)
+        # ops of every thread (autograd's device threads, user threads), and on GPUs Kineto's
+        # cuda_sync events (stream/event/device syncs, stream waits) for the dependencies
+        config = _ExperimentalConfig(enable_cuda_sync_events=cuda, profile_all_threads=True)
         self._et = ExecutionTraceObserver().register_callback(str(et_path))
         self._prof = profile(
             activities=activities,
@@ -75,6 +81,7 @@ class Recorder:
             schedule=schedule(wait=0, warmup=self.warmup, active=self.steps, repeat=1),
             on_trace_ready=lambda p: p.export_chrome_trace(str(kineto_path)),
             acc_events=True,
+            experimental_config=config,
         )
         self._prof.__enter__()
         return self

@@ -112,21 +112,26 @@ def test_validates(name):
 def test_hand_off_between_threads():
     # recording/record_threads.py: forward on the main thread, loss.backward() on a second
     # thread that the main thread joins, then the SGD step on the main thread
-    with pytest.warns(PyTorchTraceWarning, match="no Kineto event"):
-        g = _graph("threads")  # Kineto records no op of the short-lived backward thread
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PyTorchTraceWarning)  # every op has its Kineto event
+        g = _graph("threads")
     tid = {n.id: get_int(n.to_node(), "tid") for n in g.nodes if n.name != "[idle]"}
     main, worker = 1, next(t for t in tid.values() if t != 1)
     by_id = {n.id: n for n in g.nodes}
     back = [n for n in g.nodes if tid.get(n.id) == worker]
     assert back[0].name == "aten::ones_like" and back[-1].name == "aten::detach"
+
+    def waits_for(n):  # dependencies, looking through the [idle] node in front
+        out = set(n.ctrl)
+        for d in n.ctrl:
+            if by_id[d].name == "[idle]":
+                out |= set(by_id[d].ctrl)
+        return out
+
     loss = next(n for n in g.nodes if n.name == "aten::mse_loss")
-    assert loss.id in back[0].ctrl  # the backward thread starts after the loss
+    assert loss.id in waits_for(back[0])  # the backward thread starts after the loss
     first_step = next(n for n in g.nodes if n.name == "aten::add_")
-    waits = set(first_step.ctrl)
-    for d in first_step.ctrl:  # through the [idle] node of the join
-        if by_id[d].name == "[idle]":
-            waits |= set(by_id[d].ctrl)
-    assert back[-1].id in waits and tid[first_step.id] == main
+    assert back[-1].id in waits_for(first_step) and tid[first_step.id] == main  # the join
 
 
 def _critical_path(graph) -> int:
