@@ -51,8 +51,9 @@ def find_rank_files(paths: Sequence[str]) -> tuple[list[RankFiles], dict[str, An
     """Sort ``paths`` (files or directories) into per-rank (host ET, Kineto) pairs.
 
     The rank of a Kineto trace is its ``distributedInfo.rank``, else the last integer of its
-    name; a host ET's is the last integer of its name (0 for a lone file).  Returns the pairs
-    and the first ``distributedInfo`` seen.
+    name; a host ET's is the last integer of its name.  A lone host ET (with at most one Kineto
+    trace) takes the Kineto trace's rank, else a rank clearly in its name (``NAME.3.json``,
+    ``rank3``), else 0.  Returns the pairs and the first ``distributedInfo`` seen.
     """
     files = _expand(paths)
     hosts, kinetos = [], []
@@ -67,13 +68,18 @@ def find_rank_files(paths: Sequence[str]) -> tuple[list[RankFiles], dict[str, An
     if not hosts:
         raise TraceFormatError("no host execution trace among the inputs (a Kineto trace alone is "
                                "not enough)", files[0])
+    if len(hosts) == 1:
+        # one rank: the Kineto trace's distributedInfo.rank, else a rank in the name, else 0
+        infos = [read_distributed_info(k) for k in kinetos] if len(kinetos) == 1 else []
+        r = infos[0].get("rank") if infos and isinstance(infos[0].get("rank"), int) else None
+        if r is None:
+            r = rank_from_name(hosts[0], strict=True) or 0
+        return [RankFiles(r, hosts[0], kinetos[0] if kinetos else None)], (infos[0] if infos else {})
     by_rank: dict[int, RankFiles] = {}
     for h in hosts:
         r = rank_from_name(h)
         if r is None:
-            if len(hosts) > 1:
-                raise TraceFormatError("cannot tell the rank from the name (put the rank number in it)", h)
-            r = 0
+            raise TraceFormatError("cannot tell the rank from the name (put the rank number in it)", h)
         if r in by_rank:
             raise TraceFormatError(f"two host traces for rank {r} ({by_rank[r].host} and {h})", h)
         by_rank[r] = RankFiles(r, h)
@@ -82,13 +88,8 @@ def find_rank_files(paths: Sequence[str]) -> tuple[list[RankFiles], dict[str, An
         info = read_distributed_info(k)
         dist = dist or info
         r = info.get("rank") if isinstance(info.get("rank"), int) else rank_from_name(k)
-        if r is None:
-            r = 0 if len(kinetos) == 1 else None
         if r is None or r not in by_rank:
-            if len(hosts) == 1 and len(kinetos) == 1:
-                r = next(iter(by_rank))
-            else:
-                raise TraceFormatError(f"Kineto trace of rank {r} has no host execution trace", k)
+            raise TraceFormatError(f"Kineto trace of rank {r} has no host execution trace", k)
         if by_rank[r].kineto is not None:
             raise TraceFormatError(f"two Kineto traces for rank {r} ({by_rank[r].kineto} and {k})", k)
         by_rank[r].kineto = k

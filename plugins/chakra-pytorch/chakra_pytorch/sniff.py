@@ -14,6 +14,7 @@ _SCHEMA_KEY = re.compile(rb'"schema"\s*:')
 _NODES_KEY = re.compile(rb'"nodes"\s*:')
 _KINETO_KEY = re.compile(rb'"(?:traceEvents|schemaVersion|deviceProperties|distributedInfo)"\s*:')
 _RANK = re.compile(r"(\d+)(?!.*\d)")
+_STRICT_RANK = re.compile(r"\.(\d+)$|(?:^|[^a-z])rank[._-]?(\d+)", re.IGNORECASE)
 
 
 def is_json_name(path: str) -> bool:
@@ -50,11 +51,19 @@ def sniff_kind(path: str) -> str | None:
     return None
 
 
-def rank_from_name(path: str) -> int | None:
-    """The last integer in the file name without ``.json``/``.json.gz`` (``et.3.json.gz`` -> 3)."""
+def rank_from_name(path: str, strict: bool = False) -> int | None:
+    """The rank in a file name: the last integer of the name without ``.json``/``.json.gz``
+    (``et.3.json.gz`` -> 3, ``rank12_et.json`` -> 12).
+
+    With ``strict``, only a number that is clearly a rank counts: ``NAME.3.json`` or ``rank3``
+    (so that ``resnet50_et.json`` alone is not taken for rank 50).
+    """
     name = os.path.basename(path)
     for ext in (".json.gz", ".json"):
         if name.endswith(ext):
             name = name[: -len(ext)]
+    if strict:
+        m = _STRICT_RANK.search(name)
+        return int(m.group(1) or m.group(2)) if m else None
     m = _RANK.search(name)
     return int(m.group(1)) if m else None

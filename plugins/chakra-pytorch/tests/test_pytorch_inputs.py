@@ -91,6 +91,20 @@ def test_rank_from_name():
     assert rank_from_name("a/pytorch_et.3.json.gz") == 3
     assert rank_from_name("rank12_et.json") == 12
     assert rank_from_name("et.json") is None
+    assert rank_from_name("resnet50_et.json", strict=True) is None
+    assert rank_from_name("resnet50_et.7.json", strict=True) == 7
+    assert rank_from_name("trace_rank_2.json.gz", strict=True) == 2
+
+
+def test_lone_rank_takes_the_kineto_rank(tmp_path):
+    from chakra_pytorch import find_rank_files
+
+    shutil.copy(DATA / "ddp" / "pytorch_et.1.json.gz", tmp_path / "resnet50_et.json.gz")
+    shutil.copy(DATA / "ddp" / "kineto.1.json.gz", tmp_path / "profile.json.gz")
+    (pair,), dist = find_rank_files([str(tmp_path)])
+    assert pair.rank == 1 == dist["rank"] and pair.kineto.endswith("profile.json.gz")
+    (pair,), _ = find_rank_files([str(tmp_path / "resnet50_et.json.gz")])
+    assert pair.rank == 0 and pair.kineto is None
 
 
 def test_kineto_rank_from_distributed_info(tmp_path):
