@@ -138,7 +138,8 @@ class TraceSet:
         self._ranks = {r.rank: r for r in sorted(items, key=lambda r: r.rank)}
         if len(self._ranks) != len(items):
             raise TraceFormatError("two traces claim the same rank", source or None)
-        self._pgs = {k: list(v) for k, v in process_groups.items()} if process_groups else None
+        # None = unknown (read from the traces on first use); {} = known to have no groups
+        self._pgs = {k: list(v) for k, v in process_groups.items()} if process_groups is not None else None
         self.source = source
 
     @property

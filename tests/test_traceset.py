@@ -56,3 +56,14 @@ def test_process_groups_travel_in_metadata(tmp_path, dp_set):
 
 def test_process_groups_from_pytorch_metadata_node(golden_path):
     assert open_traceset(golden_path).process_groups == {"0": [0, 1]}
+
+
+def test_empty_process_groups_mean_none_without_reading_nodes():
+    from chakra_core.schema import GlobalMetadata
+    from chakra_core.traceset import GeneratedRank, TraceSet
+
+    def boom():
+        raise AssertionError("nodes were read to look for groups")
+
+    ts = TraceSet([GeneratedRank(0, GlobalMetadata(), boom)], process_groups={})
+    assert ts.process_groups == {}
