@@ -15,6 +15,7 @@ from chakra_core.traceset import TraceSet
 
 from .actor import Actor
 from .collectives import SymmetryBroken
+from .plans import uses_dbt
 from .program import Program, load_program
 from .stagger import WORK_LIMIT
 
@@ -68,9 +69,10 @@ class SimpyBackend(Backend):
         for name, ranks in groups.items():
             if ranks and ranks[-1] >= nranks:
                 raise ConfigError(f"group {name!r} names rank {ranks[-1]} but there are {nranks} ranks")
+        trees = bool(options["symmetry"]) and uses_dbt(sd)
+        symmetry = bool(options["symmetry"]) and not trees
         try:
-            progs, classes, actors, sim, load_s, sim_s = _simulate(traces, sd, groups, options,
-                                                                   options["symmetry"])
+            progs, classes, actors, sim, load_s, sim_s = _simulate(traces, sd, groups, options, symmetry)
             broken = None
         except SymmetryBroken as e:
             broken = str(e)
@@ -83,12 +85,15 @@ class SimpyBackend(Backend):
         notes += _notes(progs, sd, options)
         if broken:
             notes.append(f"symmetry turned off: {broken}")
+        if trees:
+            notes.append("symmetry turned off: doubleBinaryTree all-reduces finish at different times "
+                         "on the ranks (leaf, intermediate, root)")
         if sim.coll.per_rank:
             notes.append(f"{sim.coll.per_rank} collective(s) whose members did not move in lockstep "
                          "were timed per rank (no barrier, as ASTRA-sim)")
         if sim.coll.approximated:
-            notes.append(f"{sim.coll.approximated} collective(s) with staggered members, too large for "
-                         "stagger_limit, were timed from the last member's start (barrier)")
+            notes.append(f"{sim.coll.approximated} collective(s) whose members did not move in lockstep, "
+                         "too large for stagger_limit, were timed from the last member's start (barrier)")
         if differ:
             notes.append(f"the comm-group file redefines group(s) {', '.join(differ)} of the trace set; "
                          "the file wins")
@@ -97,7 +102,7 @@ class SimpyBackend(Backend):
             "finish_ns": finish,
             "ranks": nranks,
             "congestion": options["congestion"],
-            "symmetry": {"enabled": bool(options["symmetry"]) and not broken, "classes": len(actors),
+            "symmetry": {"enabled": symmetry and not broken, "classes": len(actors),
                          "simulated_ranks": len(actors), "largest_class": max(len(c) for c in classes)},
             "events": events,
             "simpy_events": sim.events,

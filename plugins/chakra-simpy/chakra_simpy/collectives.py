@@ -15,9 +15,11 @@ from typing import TYPE_CHECKING
 
 from chakra_core.errors import ChakraError
 from chakra_core.schema import CommType
+from chakra_core.system import algorithm_base
 
+from .dbt import TreePhase
 from .perrank import build_phase, dim_layout, group_layout
-from .plans import KIND_NAME
+from .plans import DBT, KIND_NAME, dbt_visits
 from .program import ASTRA_KIND
 from .stagger import plan_finish
 
@@ -73,6 +75,7 @@ class Collectives:
         self.phase_events = 0
         self.per_rank = 0
         self.approximated = 0
+        self.tree_count: dict[int, int] = {}
 
     def members(self, pg: str) -> tuple[int, ...]:
         """Ranks of group ``pg`` ("" = all ranks)."""
@@ -122,8 +125,12 @@ class Collectives:
         for ai, ii in ((v[0].index, v[1]) for v in inst.arrived.values()):
             if (ai, ii) != inst.last:
                 sim.cross[(ai, ii)] = inst.last
+        visits = dbt_visits(ring) if members is None else {}
+        bases = {d: self.tree_count.get(d, 0) for d in visits}
+        for d, v in visits.items():  # every chunk takes the next tree of the dimension, per visit
+            self.tree_count[d] = bases[d] + inst.n * v
         if inst.n and ring and not sim.aware:
-            times = self._per_rank(inst, ring)
+            times = self._per_rank(inst, ring, bases, visits)
             if times is not None:
                 self._finish_per_rank(inst, times, now)
                 return
@@ -179,10 +186,12 @@ class Collectives:
             if inst.done == inst.n:
                 self._finish(inst)
 
-    def _per_rank(self, inst: Instance, per_phase: list) -> dict[int, int] | None:
+    def _per_rank(self, inst: Instance, per_phase: list, bases: dict[int, int],
+                  visits: dict[int, int]) -> dict[int, int] | None:
         """Finish time per actor of a collective whose members do not move in lockstep
-        (different issue times, or different incoming links); None when the closed form is
-        exact or the collective is too large to time per rank."""
+        (different issue times, different incoming links, or double binary trees); None when
+        the closed form is exact or the collective is too large to time per rank.  ``bases``:
+        tree phases each dimension ran before this collective; ``visits``: per chunk."""
         sim = self.sim
         planner = sim.planner
         arrived = {a.index: t for a, _i, t in inst.arrived.values()}
@@ -193,19 +202,25 @@ class Collectives:
             uneven = len({planner.hop(ranks[j - 1], ranks[j]) for j in range(len(ranks))}) > 1
             if not uneven and len(set(issue)) == 1:
                 return None
-        elif len(set(issue)) == 1:
+        elif len(set(issue)) == 1 and not visits:
             return None
         layouts: dict = {}
         phases = []
         work = 0
+        seen: dict[int, int] = {}
         for kind, data, d, impl in per_phase:
             lay = layouts.get(d)
             if lay is None:
                 lay = layouts[d] = (group_layout(ranks, planner.hop) if group
                                     else dim_layout(planner.dims, d, planner.total))
-            phases.append(build_phase(kind, data, impl, lay, 0 if group else d, sim.sd.endpoint_delay,
-                                      sim.sd.local_mem_bw, group))
-            work += inst.n * len(phases[-1].steps) * len(ranks)
+            if not group and algorithm_base(impl)[0] == DBT:
+                visit = seen[d] = seen.get(d, -1) + 1
+                phases.append(TreePhase(d, data, lay.size, lay.slices, lambda o, lay=lay: lay.link(0, o),
+                                        sim.sd.endpoint_delay, sim.sd.local_mem_bw, bases[d], visits[d], visit))
+            else:
+                phases.append(build_phase(kind, data, impl, lay, 0 if group else d, sim.sd.endpoint_delay,
+                                          sim.sd.local_mem_bw, group))
+            work += inst.n * phases[-1].work * len(ranks)
         if work > sim.stagger_limit:
             self.approximated += 1
             return None

@@ -11,7 +11,7 @@ dimension, implementation)`` per phase (dimension None: a ring over a group), fr
 from __future__ import annotations
 
 from chakra_core.errors import ConfigError
-from chakra_core.system import SystemDescription
+from chakra_core.system import SystemDescription, algorithm_base
 
 from .timing import (
     Cost,
@@ -24,10 +24,30 @@ from .timing import (
     ring_group_cost,
 )
 
-__all__ = ["Planner", "KIND_NAME"]
+__all__ = ["Planner", "KIND_NAME", "DBT", "dbt_visits", "uses_dbt"]
+
+#: ASTRA-sim's name of the double binary tree all-reduce.
+DBT = "doubleBinaryTree"
 
 KIND_NAME = {"AR": "all-reduce", "RS": "reduce-scatter", "AG": "all-gather", "A2A": "all-to-all"}
 _LONG = {"AR": "all_reduce", "RS": "reduce_scatter", "AG": "all_gather", "A2A": "all_to_all"}
+
+
+def dbt_visits(per_phase: list | None) -> dict[int, int]:
+    """Double-binary-tree phases per chunk, by dimension, of a plan's ``per_phase`` list."""
+    out: dict[int, int] = {}
+    for _kind, _data, d, impl in per_phase or ():
+        if d is not None and algorithm_base(impl)[0] == DBT:
+            out[d] = out.get(d, 0) + 1
+    return out
+
+
+def uses_dbt(sd: SystemDescription) -> bool:
+    """Whether a world all-reduce can take a double binary tree on ``sd`` (its members then
+    finish at different times)."""
+    impl = sd.implementation("all_reduce")
+    return any(algorithm_base(x)[0] == DBT and sd.dimensions[d].npus_count > 1
+               for d, x in enumerate(impl[:len(sd.dimensions)]))
 
 
 class Planner:
@@ -96,13 +116,24 @@ class Planner:
             steps = [("AG", d) for d in reversed(active)]
         else:
             steps = [(kind, d) for d in active]
+        if (ndims < len(self.dims) and algorithm_base(impl[ndims - 1])[0] == DBT
+                and any(d == ndims - 1 for _k, d in steps)):
+            raise ConfigError(f"doubleBinaryTree on the last entry of an '{KIND_NAME[kind]}-implementation' "
+                              "list shorter than the network: ASTRA-sim builds that dimension's trees over "
+                              "the wrong ranks and crashes; give one entry per dimension",
+                              sd.sources.get("system"))
         phases = []
         rings: list = []
         data = c
         for k, d in steps:
             dim = self.dims[d]
+            label = f"{KIND_NAME[k]} on dim {d} ({impl[d]})"
+            if algorithm_base(impl[d])[0] == DBT and k != "AR":
+                # ASTRA-sim runs a full tree all-reduce wherever the plan visits this dimension
+                label = f"all-reduce on dim {d} ({impl[d]}, in place of {KIND_NAME[k]})"
+                k = "AR"
             cost = phase_cost(k, impl[d], dim, data, sd.endpoint_delay, sd.local_mem_bw)
-            phases.append((d, cost, f"{KIND_NAME[k]} on dim {d} ({impl[d]})"))
+            phases.append((d, cost, label))
             rings.append((k, data, d, impl[d]))
             data = final_size(k, data, dim.npus_count)
         return (n if phases else 0), phases, rings

@@ -52,6 +52,15 @@ class Phase:
         self.e = e
         self.steps = steps
 
+    @property
+    def work(self) -> int:
+        """Message steps per member per chunk (what ``stagger_limit`` counts)."""
+        return len(self.steps)
+
+    def run(self, start: list[int], chunk: int) -> list[int]:
+        """Finish time (ns) of every member (the same for every chunk; see :func:`chain`)."""
+        return chain(start, self)
+
 
 def _latest_other(send: list[int], slices: list[list[int]]) -> list[int]:
     """For every member, the latest send of the other members of its slice."""
@@ -87,9 +96,10 @@ def chain(start: list[int], ph: Phase) -> list[int]:
     return send
 
 
-def plan_finish(issue: list[int], phases: list[Phase], chunks: int, active: int) -> list[int]:
+def plan_finish(issue: list[int], phases: list, chunks: int, active: int) -> list[int]:
     """Finish time (ns) of every member of a collective of ``chunks`` chunks going through
-    ``phases``, members having issued it at ``issue``."""
+    ``phases`` (:class:`Phase` or :class:`dbt.TreePhase`: anything with ``queue`` and
+    ``run(start, chunk)``), members having issued it at ``issue``."""
     rng = range(len(issue))
     prev = [issue] * chunks  # per chunk: when each member finished its previous phase
     queued: dict[int, list[list[int]]] = {}  # queue -> per member, finish times of its entries
@@ -101,7 +111,7 @@ def plan_finish(issue: list[int], phases: list[Phase], chunks: int, active: int)
                 start = [max(prev[c][j], sorted(done[j])[n - active]) for j in rng]
             else:
                 start = prev[c]
-            fin = chain(start, ph)
+            fin = ph.run(start, c)
             for j in rng:
                 done[j].append(fin[j])
             prev[c] = fin

@@ -140,7 +140,7 @@ def _direct_load(dim: Dimension) -> int:
 
 def _not_modelled(impl: str) -> ConfigError:
     return ConfigError(f"implementation '{impl}' is not modelled by the simpy backend "
-                       "(modelled: ring, direct, halvingDoubling and their one* variants)")
+                       "(modelled: ring, direct, halvingDoubling and their one* variants, doubleBinaryTree)")
 
 
 def algorithm_cost(kind: str, impl: str, p: int, link, d: int, e: int, local_mem_bw: float,
@@ -156,6 +156,9 @@ def algorithm_cost(kind: str, impl: str, p: int, link, d: int, e: int, local_mem
     direct: all P-1 messages at once (m = d // P; all-gather d), charged by the farthest
             peer: AR 3 delays, 2 steps, 1 reduction; RS 2 delays, 1 step, 1 reduction; AG and
             A2A 2 delays, 1 step.
+    doubleBinaryTree (all-reduce, P = 2^k): the slowest member (a leaf) with equal starts:
+            2k messages of d bytes, to the peers P/2, P/4, ..., 1 away and back, 2k+1 endpoint
+            delays, 2k-1 reductions of d (members finish apart: :mod:`dbt` times each one).
     halvingDoubling (P a power of 2, k = log2 P): message i (i = 1..k) of RS and the first half
             of AR is (d // 2) halved i-1 times, to the peer 2^(i-1) away, reduced from the
             second on; AG and the second half of AR double back from P/2 away; k+1 (RS, AG) or
@@ -202,6 +205,12 @@ def algorithm_cost(kind: str, impl: str, p: int, link, d: int, e: int, local_mem
         for i in range(1, k + 1):  # AG
             msgs.append((d << (i - 1), *link(p >> i)))
         return _cost(e, k + 1, msgs, 0)
+    if base == "doubleBinaryTree":
+        k = p.bit_length() - 1
+        if p != 1 << k:
+            raise ConfigError(f"doubleBinaryTree needs a power-of-two NPU count, got {p}")
+        msgs = [(d, *link(p >> i)) for i in range(1, k + 1)] * 2
+        return _cost(e, 2 * k + 1, msgs, (2 * k - 1) * red(d, local_mem_bw))
     raise _not_modelled(impl)
 
 
