@@ -4,8 +4,9 @@ The k-th collective a rank issues on a group matches the k-th of every other mem
 member has issued it at the same time, its chunks go through the plan's phases as a flow shop:
 each dimension queue runs at most ``active-chunks-per-dimension`` chunks at once, first come
 first served, each chunk phase is one SimPy event, and all members finish together.  When the
-members issued it at different times (or a group ring's links differ), every member is timed by
-its message chain (:mod:`stagger`) and gets its own completion event.
+members issued it at different times (or a group ring's links differ, or a double binary tree
+is used: its leaves, inner nodes and root finish apart), every member is timed by its message
+chain (:mod:`stagger`, :mod:`dbt`) and gets its own completion event.
 """
 
 from __future__ import annotations

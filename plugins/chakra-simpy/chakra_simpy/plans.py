@@ -5,7 +5,8 @@ every chunk goes through the same phases in order (ASTRA-sim gives the remainder
 chunk size too).  ``queue`` is the network dimension whose queue the phase waits in (group
 rings use dimension 0's queue, as ASTRA-sim does).  ``per_phase`` lists ``(kind, bytes in,
 dimension, implementation)`` per phase (dimension None: a ring over a group), from which
-:mod:`perrank` times every member; None for the one* variants.
+:mod:`perrank` (or :mod:`dbt` for doubleBinaryTree phases) times every member; None for the
+one* variants.
 """
 
 from __future__ import annotations

@@ -15,7 +15,8 @@ where ``send_from`` is the ring predecessor (ring), the exchange partner of the 
 equal links this is the closed form of :func:`timing.algorithm_cost` (tested).  A chunk phase
 starts on a member when the member finished the chunk's previous phase and its queue of that
 dimension has a free slot (at most ``active`` entries, first come first served; entries queue in
-plan order: stage by stage, chunk by chunk).
+plan order: stage by stage, chunk by chunk).  A double-binary-tree phase (:class:`dbt.TreePhase`)
+takes the place of a chain with its own per-member recurrence.
 """
 
 from __future__ import annotations
