@@ -192,3 +192,11 @@ def test_refused_where_astra_sim_crashes(kit, tmp_path):
     sysd = kit.system([("Ring", 12, 50, 500)], all_reduce_implementation=["doubleBinaryTree"])
     with pytest.raises(ConfigError, match="power-of-two"):
         kit.run(kit.same(12, lambda: [kit.coll(1, MIB)]), sysd, tmp_path)
+
+
+def test_congestion_aware_times_the_slowest_member_in_lockstep(kit, tmp_path):
+    sysd = dbt(kit, [("FullyConnected", 8)], preferred_dataset_splits=1)
+    got, _ = finishes(kit, tmp_path, sysd, 8, MIB, congestion="aware")
+    # one phase alone on its links: 2k messages of latency plus serialization, not truncated apart
+    k = 3
+    assert got == [int((2 * k + 1) * E + (2 * k - 1) * kit.red(MIB) + 2 * k * (300 + MIB / kit.bpns(100)))] * 8
