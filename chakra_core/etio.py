@@ -222,27 +222,58 @@ def read_et(path: str | os.PathLike) -> tuple[GlobalMetadata, list[Node]]:
     return r.metadata, nodes
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 class atomic_output:
     """Context manager giving a temporary path beside ``path``, renamed into place on success.
 
     On an exception the temporary file is removed and any existing ``path`` is left untouched.
+    A symbolic link is followed (the link stays, its target is replaced); a target that exists
+    but is not a regular file (``/dev/stdout``, a FIFO) is written directly.  The new file gets
+    the old file's permissions, or ``0o666`` less the umask.  With ``defer=True`` the rename
+    waits for :meth:`commit` (to publish several files together) or :meth:`discard`.
     """
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike, defer: bool = False):
         self.path = Path(path)
+        self.defer = defer
+        self.tmp: Path | None = None
 
     def __enter__(self) -> Path:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
+        target = Path(os.path.realpath(self.path)) if self.path.is_symlink() else self.path
+        self.target = target
+        if target.exists() and not target.is_file():
+            self.tmp = None
+            return target
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        mode = (target.stat().st_mode & 0o7777) if target.exists() else (0o666 & ~_umask())
+        os.fchmod(fd, mode)
         os.close(fd)
         self.tmp = Path(tmp)
         return self.tmp
 
-    def __exit__(self, exc_type, exc, tb) -> None:
-        if exc_type is None:
-            os.replace(self.tmp, self.path)
-        else:
+    def commit(self) -> None:
+        """Rename the temporary file into place."""
+        if self.tmp is not None:
+            os.replace(self.tmp, self.target)
+            self.tmp = None
+
+    def discard(self) -> None:
+        """Remove the temporary file; the target is left as it was."""
+        if self.tmp is not None:
             self.tmp.unlink(missing_ok=True)
+            self.tmp = None
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None:
+            self.discard()
+        elif not self.defer:
+            self.commit()
 
 
 class EtWriter:
@@ -253,8 +284,9 @@ class EtWriter:
     """
 
     def __init__(self, path: str | os.PathLike, metadata: GlobalMetadata | None = None,
-                 compress: bool | None = None, compresslevel: int = 6):
+                 compress: bool | None = None, compresslevel: int = 6, defer: bool = False):
         self.path = Path(path)
+        self.defer = defer
         self.metadata = metadata if metadata is not None else GlobalMetadata(version="0.0.4")
         self.compress = self.path.name.endswith(".gz") if compress is None else compress
         self.compresslevel = compresslevel
@@ -264,7 +296,7 @@ class EtWriter:
         self._pending: list[bytes] = []
 
     def __enter__(self) -> EtWriter:
-        self._atomic = atomic_output(self.path)
+        self._atomic = atomic_output(self.path, defer=self.defer)
         tmp = self._atomic.__enter__()
         raw = open(tmp, "wb")
         if self.compress:
@@ -307,6 +339,12 @@ class EtWriter:
             self._f.write(b"".join(self._pending))
             self._pending = []
 
+    @property
+    def atomic(self) -> atomic_output:
+        """The temporary-file handle (``commit()``/``discard()`` it when ``defer=True``)."""
+        assert self._atomic is not None
+        return self._atomic
+
     def __exit__(self, exc_type, exc, tb) -> None:
         assert self._f is not None and self._atomic is not None
         try:
@@ -315,8 +353,10 @@ class EtWriter:
             self._f.close()
             if self._raw is not None:
                 self._raw.close()
-        finally:
-            self._atomic.__exit__(exc_type, exc, tb)
+        except BaseException as e:  # a failed final flush or close must not publish the file
+            self._atomic.__exit__(type(e), e, e.__traceback__)
+            raise
+        self._atomic.__exit__(exc_type, exc, tb)
 
 
 def write_et(path: str | os.PathLike, metadata: GlobalMetadata | None, nodes: Iterable[Node]) -> int:

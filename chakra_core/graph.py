@@ -64,10 +64,11 @@ class RankGraph:
         n = len(ids)
         if n == 0:
             return np.zeros(0, dtype=np.int64)
-        first = int(ids[0])
-        if np.array_equal(ids, np.arange(first, first + n, dtype=np.uint64)):  # consecutive ids
-            pos = dep_ids.astype(np.int64) - first
-            bad = (dep_ids < first) | (pos >= n)
+        first = ids[0]
+        if np.array_equal(ids - first, np.arange(n, dtype=np.uint64)):  # consecutive ids (uint64 math)
+            off = dep_ids - first  # wraps around for dep ids below ``first``: caught by ``< first``
+            bad = (dep_ids < first) | (off >= np.uint64(n))
+            pos = np.where(bad, 0, off).astype(np.int64)
         else:
             order = np.argsort(ids, kind="stable")
             sorted_ids = ids[order]

@@ -37,9 +37,11 @@ def _to_dict(msg) -> dict:
 
 
 def write_json(path: str | os.PathLike, metadata: GlobalMetadata, nodes: Iterable[Node],
-               rank: int | None = None) -> int:
-    """Write one rank as JSON (or JSON Lines when ``path`` ends in ``.jsonl``); return node count."""
-    lines = str(path).endswith(".jsonl")
+               rank: int | None = None, lines: bool | None = None) -> int:
+    """Write one rank as JSON, or JSON Lines (``lines``; by default when the name ends in
+    ``.jsonl``); return the node count."""
+    if lines is None:
+        lines = str(path).endswith(".jsonl")
     header = {"format": FORMAT_TAG, "version": 1}
     if rank is not None:
         header["rank"] = rank
@@ -80,7 +82,12 @@ def _parse(cls, obj, path, where):
 
 
 def read_json(path: str | os.PathLike) -> tuple[GlobalMetadata, Iterator[Node], int | None]:
-    """Open a JSON/JSONL trace: ``(metadata, node iterator, rank or None)``, streaming when possible."""
+    """Open a JSON/JSONL trace: ``(metadata, node iterator, rank or None)``, streaming when possible.
+
+    The layout is recognised from the first line: our streaming JSON header, our JSONL header
+    (an object with ``"format": "chakra-et-json"``), or, in a ``.jsonl`` file, a node (JSON Lines
+    without a header: empty metadata).  Anything else is loaded whole.
+    """
     path = Path(path)
     try:
         f = open(path, encoding="utf-8")
@@ -90,24 +97,47 @@ def read_json(path: str | os.PathLike) -> tuple[GlobalMetadata, Iterator[Node], 
     if not first.strip():
         f.close()
         raise TraceFormatError("empty file", str(path))
-    if path.suffix == ".jsonl":
-        header = _loads(first, path, 1)
-        meta = _parse(GlobalMetadata, header.get("metadata", {}), path, "line 1")
-        return meta, _iter_lines(f, path, 2, ""), header.get("rank")
     head = first.rstrip("\n")
-    if head.endswith(', "nodes": [') and head.startswith("{"):
-        header = _loads(head[: -len(', "nodes": [')] + "}", path, 1)
+    if head.startswith("{") and head.endswith(', "nodes": ['):
+        header = _header(_loads(head[: -len(', "nodes": [')] + "}", path, 1), path)
         meta = _parse(GlobalMetadata, header.get("metadata", {}), path, "line 1")
-        return meta, _iter_lines(f, path, 2, ","), header.get("rank")
+        return meta, _iter_lines(f, path, 2, ","), _rank(header, path)
+    if FORMAT_TAG in head and head.startswith("{") and head.endswith("}"):
+        obj = _loads(head, path, 1)
+        if isinstance(obj, dict) and obj.get("format") == FORMAT_TAG and "nodes" not in obj:
+            meta = _parse(GlobalMetadata, obj.get("metadata", {}), path, "line 1")
+            return meta, _iter_lines(f, path, 2, ""), _rank(obj, path)  # our JSON Lines
+    if path.suffix == ".jsonl":
+        f.seek(0)  # JSON Lines of nodes without our header
+        return GlobalMetadata(), _iter_lines(f, path, 1, ""), None
     # any other layout: load it whole
-    text = first + f.read()
-    f.close()
+    try:
+        text = first + f.read()
+    except UnicodeDecodeError as e:
+        raise TraceFormatError(f"not UTF-8 text ({e.reason} at byte {e.start})", str(path)) from None
+    finally:
+        f.close()
     obj = _loads(text, path, None)
     if not isinstance(obj, dict) or not isinstance(obj.get("nodes"), list):
         raise TraceFormatError('expected an object with "metadata" and a "nodes" list', str(path))
     meta = _parse(GlobalMetadata, obj.get("metadata", {}), path, "metadata")
     nodes = (_parse(Node, d, path, f"node #{i}") for i, d in enumerate(obj["nodes"]))
-    return meta, nodes, obj.get("rank")
+    return meta, nodes, _rank(obj, path)
+
+
+def _header(obj, path: Path) -> dict:
+    if not isinstance(obj, dict):
+        raise TraceFormatError("line 1 is not a Chakra JSON header object", str(path), "line 1")
+    return obj
+
+
+def _rank(header: dict, path: Path) -> int | None:
+    rank = header.get("rank")
+    if rank is None:
+        return None
+    if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
+        raise TraceFormatError(f'"rank" must be a non-negative integer, got {rank!r}', str(path), "line 1")
+    return rank
 
 
 def iter_json(path: str | os.PathLike) -> Iterator[Node]:
@@ -118,23 +148,33 @@ def iter_json(path: str | os.PathLike) -> Iterator[Node]:
 def _loads(text: str, path: Path, line: int | None):
     try:
         return json.loads(text)
+    except RecursionError:
+        raise TraceFormatError("JSON nested too deeply", str(path), f"line {line}" if line else None) from None
     except ValueError as e:
         where = f"line {line}" if line else f"line {getattr(e, 'lineno', '?')}"
         raise TraceFormatError(f"malformed JSON ({getattr(e, 'msg', e)})", str(path), where) from None
 
 
 def _iter_lines(f, path: Path, lineno: int, sep: str) -> Iterator[Node]:
+    """Yield one node per line; ``sep`` is "," inside our streaming JSON, "" for JSON Lines."""
     with f:
-        for line in f:
-            s = line.strip()
-            if not s:
+        try:
+            for line in f:
+                s = line.strip()
+                if not s:
+                    lineno += 1
+                    continue
+                if sep and s == "]}":
+                    rest = f.read().strip()
+                    if rest:
+                        raise TraceFormatError("text after the end of the JSON document", str(path),
+                                               f"line {lineno + 1}")
+                    return
+                if sep and s.endswith(sep):
+                    s = s[:-1]
+                yield _parse(Node, _loads(s, path, lineno), path, f"line {lineno}")
                 lineno += 1
-                continue
-            if sep and s in ("]}", "]"):
-                return
-            if sep and s.endswith(sep):
-                s = s[:-1]
-            yield _parse(Node, _loads(s, path, lineno), path, f"line {lineno}")
-            lineno += 1
+        except UnicodeDecodeError as e:
+            raise TraceFormatError(f"not UTF-8 text ({e.reason})", str(path), f"line {lineno}") from None
     if sep:
         raise TraceFormatError("truncated JSON (no closing ']}')", str(path), f"line {lineno}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,8 +46,19 @@ def suggest(name: str, candidates) -> str:
 def _coerce(key: str, spec: Option, value: Any, owner: str) -> Any:
     want = spec.type
     if value is None:
-        return None
-    if isinstance(value, str) and want in ("int", "float", "bool"):
+        if spec.default is None and not spec.required:
+            return None
+        raise ConfigError(f"{owner}: option {key!r} wants {want}, got null")
+    value = _from_text(key, spec, value, owner) if isinstance(value, str) else value
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{owner}: option {key!r} must be a finite number, got {value!r}")
+    return _check_type(key, spec, value, owner)
+
+
+def _from_text(key: str, spec: Option, value: str, owner: str) -> Any:
+    """Type a string given on the command line (``-O key=value``)."""
+    want = spec.type
+    if want in ("int", "float", "bool"):
         text = value.strip().lower()
         try:
             if want == "bool":
@@ -55,13 +67,20 @@ def _coerce(key: str, spec: Option, value: Any, owner: str) -> Any:
                 if text in ("0", "false", "no", "off"):
                     return False
                 raise ValueError
-            return int(text, 0) if want == "int" else float(text)
+            if want == "int":
+                return int(text, 10) if text.lstrip("+-").isdigit() else int(text, 0)
+            return float(text)
         except ValueError:
             raise ConfigError(f"{owner}: option {key!r} wants {want}, got {value!r}") from None
+    if want == "list":
+        return [v.strip() for v in value.split(",") if v.strip()]
+    return value
+
+
+def _check_type(key: str, spec: Option, value: Any, owner: str) -> Any:
+    want = spec.type
     if want == "float" and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
-    if want == "list" and isinstance(value, str):
-        return [v.strip() for v in value.split(",") if v.strip()]
     typ = _TYPES[want]
     if want == "int" and isinstance(value, bool) or not isinstance(value, typ):
         raise ConfigError(f"{owner}: option {key!r} wants {want}, got {type(value).__name__} {value!r}")

@@ -119,11 +119,11 @@ class Pipeline:
     @staticmethod
     def _stage(host: PluginHost, stage: str, s: Stage, fn):
         ctx = {"options": s.options, "output": str(s.output) if s.output else None}
-        host.pm.hook.chakra_stage_started(stage=stage, name=s.name, context=ctx)
+        host.notify("chakra_stage_started", stage=stage, name=s.name, context=ctx)
         t0 = time.perf_counter()
         result = fn()
-        host.pm.hook.chakra_stage_finished(stage=stage, name=s.name, context=ctx, result=result,
-                                           seconds=time.perf_counter() - t0)
+        host.notify("chakra_stage_finished", stage=stage, name=s.name, context=ctx, result=result,
+                    seconds=time.perf_counter() - t0)
         return result
 
 
@@ -198,12 +198,16 @@ def load_pipeline(spec: str | os.PathLike | Mapping[str, Any], host: PluginHost 
             text = Path(spec).read_text(encoding="utf-8")
         except OSError as e:
             raise ConfigError(f"cannot read ({e.strerror or e})", source) from None
+        except UnicodeDecodeError as e:
+            raise ConfigError(f"not UTF-8 text ({e.reason} at byte {e.start})", source) from None
         try:
             data = yaml.safe_load(text)
         except yaml.YAMLError as e:
             mark = getattr(e, "problem_mark", None)
             loc = f"line {mark.line + 1}" if mark else None
             raise ConfigError(f"malformed YAML ({getattr(e, 'problem', None) or e})", source, loc) from None
+        except (ValueError, TypeError) as e:  # a tag such as !!int on a value it cannot convert
+            raise ConfigError(f"bad YAML value ({e})", source) from None
     data = _check_keys("the pipeline", data, _TOP_KEYS, source)
     if "requires" in data:
         _check_requires(data["requires"], source)

@@ -190,9 +190,37 @@ class PluginHost:
         """Plugins that failed to load."""
         return [p for p in self.plugins if p.error]
 
+    def _call_each(self, hook: str, firstresult: bool = False, **kwargs: Any) -> Any:
+        """Call every implementation of ``hook`` in pluggy's order, isolating failures.
+
+        A plugin whose hook raises gives one warning naming it (an error in strict mode) and
+        the others still run.  With ``firstresult`` the first non-None answer is returned.
+        """
+        caller = getattr(self.pm.hook, hook)
+        for impl in reversed(caller.get_hookimpls()):
+            try:
+                if self.trace:
+                    sys.stderr.write(f"chakra-trace: {hook} -> {impl.plugin_name}\n")
+                result = impl.function(*[kwargs[a] for a in impl.argnames])
+            except Exception as e:  # noqa: BLE001 - isolate third-party code
+                name = impl.plugin_name
+                dist = next((p.distribution for p in self.plugins if p.name == name), "?")
+                msg = f"plugin {name!r} ({dist}) failed in {hook}: {type(e).__name__}: {e}"
+                if self.strict:
+                    raise PluginError(msg) from e
+                warnings.warn(msg + "; ignored", PluginWarning, stacklevel=2)
+                continue
+            if firstresult and result is not None:
+                return result
+        return None
+
     def detect_format(self, paths: list[str]) -> str | None:
         """Ask the plugins which input format ``paths`` are in (first answer wins)."""
-        return self.pm.hook.chakra_detect_format(paths=list(paths))
+        return self._call_each("chakra_detect_format", firstresult=True, paths=list(paths))
+
+    def notify(self, hook: str, **kwargs: Any) -> None:
+        """Call an observer hook (``chakra_stage_started``/``_finished``) on every plugin."""
+        self._call_each(hook, **kwargs)
 
 
 _HOST: PluginHost | None = None

@@ -54,6 +54,11 @@ class Entry:
                 f"{self.kind} {self.name!r} (from {self.plugin}) needs a missing module "
                 f"({e}); install it with: {hint}"
             ) from None
+        except Exception as e:  # noqa: BLE001 - a broken plugin must not give a traceback
+            raise PluginError(
+                f"{self.kind} {self.name!r} (from {self.plugin}) cannot be loaded from {self.factory!r}: "
+                f"{type(e).__name__}: {e}"
+            ) from e
         inst.name = self.name
         self._instance = inst
         return inst

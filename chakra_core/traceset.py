@@ -38,10 +38,17 @@ _RANK_RE = re.compile(r"^(?P<prefix>.*)\.(?P<rank>\d+)\.et(?:\.gz)?$")
 
 
 class RankTrace(ABC):
-    """One rank's ET: its metadata and a re-iterable stream of nodes."""
+    """One rank's ET: its metadata and a re-iterable stream of nodes.
+
+    ``rank_known`` is False for a lone file whose name carries no rank (taken as rank 0);
+    ``shares_nodes`` is True when iteration hands out the same Node objects every time (so a
+    transform must copy before changing them).
+    """
 
     rank: int
     path: str | None = None
+    rank_known: bool = True
+    shares_nodes: bool = False
 
     @abstractmethod
     def metadata(self) -> GlobalMetadata:
@@ -68,9 +75,10 @@ class RankTrace(ABC):
 class FileRank(RankTrace):
     """A rank backed by an ``.et`` (or ``.et.gz``) file, streamed on each iteration."""
 
-    def __init__(self, rank: int, path: str | os.PathLike):
+    def __init__(self, rank: int, path: str | os.PathLike, rank_known: bool = True):
         self.rank = rank
         self.path = str(path)
+        self.rank_known = rank_known
         self._reader = EtReader(self.path)
 
     def metadata(self) -> GlobalMetadata:
@@ -88,6 +96,8 @@ class FileRank(RankTrace):
 
 class MemoryRank(RankTrace):
     """A rank held in memory as a list of nodes."""
+
+    shares_nodes = True
 
     def __init__(self, rank: int, metadata: GlobalMetadata, nodes: Sequence[Node]):
         self.rank = rank
@@ -164,18 +174,28 @@ class TraceSet:
         return self._pgs
 
     def group_members(self, pg_name: str | None) -> list[int]:
-        """Ranks of process group ``pg_name``; all ranks for None, "" or "0" or an unknown name."""
+        """Ranks of process group ``pg_name``; all ranks for None, "" or "0", an unknown name, or
+        a group listed with no ranks (PyTorch's ``"ranks": []`` for a group of every rank)."""
         if pg_name in (None, "", "0"):
             return self.ranks
-        return self.process_groups.get(pg_name, self.ranks)
+        return self.process_groups.get(pg_name) or self.ranks
 
     def map_nodes(self, fn: Callable[[int, Node], Node | None],
                   metadata: Callable[[int, GlobalMetadata], GlobalMetadata] | None = None
                   ) -> TraceSet:
-        """A lazily transformed set: ``fn(rank, node)`` returns the new node or None to drop it."""
+        """A lazily transformed set: ``fn(rank, node)`` returns the new node or None to drop it.
+
+        ``fn`` may change the node it is given: nodes of ranks that share their objects
+        (:class:`MemoryRank`) are copied first, so the source set is never modified.
+        """
         def make(rt: RankTrace) -> RankTrace:
             def factory() -> Iterator[Node]:
+                copy = rt.shares_nodes
                 for n in rt.nodes():
+                    if copy:
+                        n2 = Node()
+                        n2.CopyFrom(n)
+                        n = n2
                     out = fn(rt.rank, n)
                     if out is not None:
                         yield out
@@ -184,30 +204,51 @@ class TraceSet:
         return TraceSet([make(r) for r in self], self._pgs, self.source)
 
     def write(self, out: str | os.PathLike, compress: bool = False,
-              progress: Callable[[int, int], None] | None = None) -> list[Path]:
+              progress: Callable[[int, int], None] | None = None, replace_stale: bool = False) -> list[Path]:
         """Write ``prefix.{rank}.et`` files; ``out`` is a directory (prefix ``trace``) or a prefix.
 
         Each rank's GlobalMetadata gets the set's process groups; ``progress(done, total)`` is
-        called after each rank.  Returns the paths written.
+        called after each rank.  The files are published together once every rank is written (a
+        failure leaves the earlier set untouched).  With ``replace_stale``, files of an earlier
+        set at the same prefix that the new one does not have (other ranks, the other
+        compression) are removed, so the prefix holds one consistent set (leave it off when
+        several processes each write their own ranks).  Returns the paths written.
         """
         prefix = _out_prefix(out)
         pgs = self.process_groups
-        paths = []
-        for rt in self:
-            meta = with_process_groups(rt.metadata(), pgs)
-            p = Path(f"{prefix}.{rt.rank}.et" + (".gz" if compress else ""))
-            with EtWriter(p, meta) as w:
-                raw = getattr(rt, "raw", None)
-                if raw is not None:
-                    for data in raw():
-                        w.write_raw(data)
-                else:
-                    for b in rt.batches():
-                        w.write_many(b)
-            paths.append(p)
-            if progress:
-                progress(len(paths), len(self))
-        return paths
+        suffix = ".et.gz" if compress else ".et"
+        writers: list[EtWriter] = []
+        try:
+            for rt in self:
+                meta = with_process_groups(rt.metadata(), pgs)
+                with EtWriter(Path(f"{prefix}.{rt.rank}{suffix}"), meta, defer=True) as w:
+                    writers.append(w)
+                    raw = getattr(rt, "raw", None)
+                    if raw is not None:
+                        for data in raw():
+                            w.write_raw(data)
+                    else:
+                        for b in rt.batches():
+                            w.write_many(b)
+                if progress:
+                    progress(len(writers), len(self))
+        except BaseException:
+            for w in writers:
+                w.atomic.discard()
+            raise
+        for w in writers:  # publish the whole set at once
+            w.atomic.commit()
+        if replace_stale:
+            _remove_stale(prefix, {w.path.name for w in writers})
+        return [w.path for w in writers]
+
+
+def _remove_stale(prefix: Path, keep: set[str]) -> None:
+    """Remove files of an earlier set at ``prefix`` (other ranks or the other compression)."""
+    for p in prefix.parent.glob(_glob.escape(prefix.name) + ".*.et*"):
+        r = _rank_of(p.name)
+        if r and r[0] == prefix.name and p.name not in keep and p.is_file():
+            p.unlink()
 
 
 def _out_prefix(out: str | os.PathLike) -> Path:
@@ -247,6 +288,16 @@ def _discover_groups(rt: RankTrace) -> dict[str, list[int]]:
         if a.name == PG_ATTR and a.WhichOneof("value") == "string_val":
             return parse_groups_json(a.string_val, rt.label)
     # traces of other tools: the METADATA node named "## process_group:init ##"
+    raw = getattr(rt, "raw", None)
+    if raw is not None:  # look for the name in the undecoded bytes first (cheap)
+        key = PG_INIT_NAME.encode()
+        for data in raw():
+            if key in data:
+                n = Node.FromString(data)
+                if n.type == NodeType.METADATA_NODE and n.name == PG_INIT_NAME:
+                    text = n.inputs.values
+                    return parse_groups_json(text[2:-2] if not text.startswith("[{") else text, rt.label)
+        return {}
     for n in rt.nodes():
         if n.type == NodeType.METADATA_NODE and n.name == PG_INIT_NAME:
             text = n.inputs.values
@@ -263,7 +314,7 @@ def _rank_of(path: str) -> tuple[str, int] | None:
 def _from_files(files: list[str], where: str) -> TraceSet:
     ranked = [_rank_of(f) for f in files]
     if len(files) == 1 and ranked[0] is None:
-        return TraceSet([FileRank(0, files[0])], source=files[0])
+        return TraceSet([FileRank(0, files[0], rank_known=False)], source=files[0])
     if any(r is None for r in ranked):
         bad = files[ranked.index(None)]
         raise TraceFormatError("cannot tell the rank from the name (want PREFIX.RANK.et)", bad)

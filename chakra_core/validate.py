@@ -12,7 +12,7 @@ per rank
                         ``comm_src``/``comm_tag``/``comm_size``
   ``bad-size``          a negative size, or one above 1 PiB (``comm_size``, ``tensor_size``)
   ``bad-peer``          a peer rank outside the set (when more than one rank is given), a
-                        negative one, or the node's own rank
+                        negative one, or the node's own rank (when the rank is known)
   ``empty-rank``        a rank with no nodes (ASTRA-sim aborts on it)          [warning]
 across ranks
   ``coll-order``        the collectives of a process group differ between member ranks in count,
@@ -76,14 +76,17 @@ def _ints(n: Node) -> dict[str, int]:
             out[a.name] = int(a.bool_val)
         elif slot == "string_val" and a.name == "pg_name":
             out["_pg"] = a.string_val  # type: ignore[assignment]
+    if "pg_name" in out:  # a group name written in an integer slot
+        out["_pg"] = str(out.pop("pg_name"))  # type: ignore[assignment]
     return out
 
 
 class _RankCheck:
     """Per-node checks of one rank; gathers collectives and point-to-point ops for cross checks."""
 
-    def __init__(self, rank: int, label: str, nranks: int, add: Callable[..., None]):
+    def __init__(self, rank: int, label: str, nranks: int, add: Callable[..., None], rank_known: bool = True):
         self.rank, self.label, self.nranks, self.add = rank, label, nranks, add
+        self.rank_known = rank_known
         self.colls: dict[str, list[tuple[int, int, int]]] = defaultdict(list)  # pg -> (id, type, size)
         self.sends: list[tuple[int, int, int, int]] = []  # (dst, tag, size, id)
         self.recvs: list[tuple[int, int, int, int]] = []  # (src, tag, size, id)
@@ -110,7 +113,8 @@ class _RankCheck:
             if ct not in COMM_TYPE_NAMES:
                 self.add("coll-attrs", self.label, n.id, f"unknown comm_type {ct}", rank=self.rank)
                 return
-            self.colls[str(a.get("_pg", "") or "")].append((n.id, ct, size))
+            pg = str(a.get("_pg", "") or "")
+            self.colls["" if pg == "0" else pg].append((n.id, ct, size))  # "" and "0": all ranks
         elif t in _P2P_KEYS:
             miss = [k for k in _P2P_KEYS[t] if a.get(k) is None]
             if miss:
@@ -119,7 +123,7 @@ class _RankCheck:
                 return
             peer_key = "comm_dst" if t == NodeType.COMM_SEND_NODE else "comm_src"
             peer = a[peer_key]
-            if peer < 0 or peer == self.rank or (self.nranks > 1 and peer >= self.nranks):
+            if peer < 0 or (self.rank_known and peer == self.rank) or (self.nranks > 1 and peer >= self.nranks):
                 self.add("bad-peer", self.label, n.id,
                          f"{peer_key} = {peer} (rank {self.rank} of {self.nranks})", rank=self.rank)
                 return
@@ -148,7 +152,7 @@ def validate(traces: TraceSet, cross_rank: bool = True,
     nranks = max(traces.ranks) + 1 if len(traces) > 1 else 0
     checks: dict[int, _RankCheck] = {}
     for rt in traces:
-        chk = _RankCheck(rt.rank, rt.label, nranks, add)
+        chk = _RankCheck(rt.rank, rt.label, nranks, add, rt.rank_known)
         g = RankGraph.build(rt.batches(), visit=chk)
         checks[rt.rank] = chk
         if len(g) == 0:

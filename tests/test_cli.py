@@ -56,19 +56,6 @@ def test_malformed_input_one_line_exit_2(tmp_path, chakra_cli, content, what, co
     assert err.count("\n") == 1 and "bad.0.et" in err and what in err and "Traceback" not in err
 
 
-def test_failed_convert_keeps_existing_output(et_prefix, tmp_path, chakra_cli):
-    out = tmp_path / "keep"
-    chakra_cli("convert", et_prefix, "-o", out)
-    before = (tmp_path / "keep.0.et").read_bytes()
-    data = (tmp_path / "job.1.et").read_bytes()
-    (tmp_path / "job.1.et").write_bytes(data[:-3])  # truncate rank 1
-    status, _, err = chakra_cli("convert", et_prefix, "-o", out)
-    assert status == 2 and "truncated" in err
-    assert (tmp_path / "keep.0.et").read_bytes() == before
-    assert (tmp_path / "keep.1.et").exists()
-    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
-
-
 def test_unknown_format_and_paths(tmp_path, chakra_cli):
     status, _, err = chakra_cli("convert", tmp_path / "nothing", "-o", tmp_path / "o")
     assert status == 2 and "no such file" in err

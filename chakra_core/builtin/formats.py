@@ -36,8 +36,14 @@ class JsonFormat(InputFormat):
         ranks = []
         for i, f in enumerate(files):
             meta, _nodes, rank = read_json(f)
-            rank = i if rank is None else int(rank)
+            rank = i if rank is None else rank
             ranks.append(GeneratedRank(rank, meta, lambda f=f: read_json(f)[1], path=f))
+        found = sorted(r.rank for r in ranks)
+        if found != list(range(len(found))):
+            dup = sorted({r for r in found if found.count(r) > 1})
+            missing = sorted(set(range(max(found) + 1)) - set(found))
+            what = f"rank {dup[0]} given twice" if dup else f"missing ranks {', '.join(map(str, missing[:10]))}"
+            raise TraceFormatError(f"{what} (ranks must be 0..N-1)", files[0])
         return TraceSet(ranks, source=files[0])
 
 

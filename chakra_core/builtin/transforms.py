@@ -7,6 +7,7 @@ from typing import Any
 
 from ..api import Transform
 from ..attrs import get_int, set_attr
+from ..errors import ConfigError
 from ..hookspecs import hookimpl
 from ..options import Option
 from ..schema import Node, NodeType
@@ -16,6 +17,7 @@ __all__ = ["ScaleTransform"]
 
 _COMM = (NodeType.COMM_COLL_NODE, NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE)
 _MEM = (NodeType.MEM_LOAD_NODE, NodeType.MEM_STORE_NODE)
+_INT64_MAX = (1 << 63) - 1
 
 
 class ScaleTransform(Transform):
@@ -38,6 +40,13 @@ class ScaleTransform(Transform):
         """Return the lazily scaled set."""
         speed, comm, mem = options["compute_speedup"], options["comm_scale"], options["memory_scale"]
 
+        def scaled(n: Node, key: str, v: int, factor: float, name: str) -> int:
+            out = int(round(v * factor))
+            if out > _INT64_MAX:
+                raise ConfigError(f"transform 'scale': {name} = {factor} makes {key} of node {n.id} "
+                                  f"overflow 64 bits ({v} bytes before scaling)")
+            return out
+
         def fn(_rank: int, n: Node) -> Node:
             if n.type == NodeType.COMP_NODE and speed != 1.0 and n.duration_micros:
                 n.duration_micros = max(1, round(n.duration_micros / speed))
@@ -45,11 +54,11 @@ class ScaleTransform(Transform):
                 for key in ("comm_size", "tensor_size"):
                     v = get_int(n, key)
                     if v is not None:
-                        set_attr(n, key, int(round(v * comm)))
+                        set_attr(n, key, scaled(n, key, v, comm, "comm_scale"))
             elif n.type in _MEM and mem != 1.0:
                 v = get_int(n, "tensor_size")
                 if v is not None:
-                    set_attr(n, "tensor_size", int(round(v * mem)))
+                    set_attr(n, "tensor_size", scaled(n, "tensor_size", v, mem, "memory_scale"))
             return n
 
         return traces.map_nodes(fn)

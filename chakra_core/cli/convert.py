@@ -22,7 +22,7 @@ def run(args) -> int:
     """Convert and write the set; print the files written."""
     args.input_opts = args.opts + args.input_opts
     traces = open_input(args.inputs, args)
-    paths = traces.write(args.output, compress=args.gzip, progress=progress("writing"))
+    paths = traces.write(args.output, compress=args.gzip, progress=progress("writing"), replace_stale=True)
     if args.json:
         print_json({"ranks": len(paths), "files": [str(p) for p in paths]})
     else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from ._common import add_input_options, open_input
@@ -22,16 +23,18 @@ def run(args) -> int:
     from chakra_core.traceset import with_process_groups
 
     traces = open_input([args.path], args)
-    ext = ".jsonl" if args.lines else ".json"
     out = Path(args.output)
+    lines = args.lines or args.output.endswith(".jsonl")
+    ext = ".jsonl" if lines else ".json"
+    as_dir = out.is_dir() or args.output.endswith(("/", os.sep))
     for rt in traces:
-        if len(traces) == 1 and not out.is_dir():
-            target = out
-        elif out.is_dir() or args.output.endswith("/"):
+        if as_dir:
             target = out / f"trace.{rt.rank}{ext}"
+        elif len(traces) == 1:
+            target = out
         else:
             target = Path(f"{out}.{rt.rank}{ext}")
         meta = with_process_groups(rt.metadata(), traces.process_groups)
-        write_json(target, meta, rt.nodes(), rank=rt.rank)
+        write_json(target, meta, rt.nodes(), rank=rt.rank, lines=lines)
         print(target)
     return 0

@@ -77,6 +77,12 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"chakra {args.command}: error: {e}", file=sys.stderr)
         return 2
+    except OSError as e:  # an output that cannot be written, a directory in the way, ...
+        if args.debug:
+            raise
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"chakra {args.command}: error: {where}{e.strerror or e}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("chakra: interrupted", file=sys.stderr)
         return 130
