@@ -1,0 +1,98 @@
+"""Validation rules on real traces: the 2-rank gloo recordings of the PyTorch plugin
+(plugins/chakra-pytorch/recording/), converted, written as .et, then broken in one place."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from chakra_core.attrs import get_int, set_attr
+from chakra_core.pipeline import load_traces
+from chakra_core.schema import GlobalMetadata, NodeType
+from chakra_core.traceset import MemoryRank, TraceSet, open_traceset
+from chakra_core.validate import validate
+
+DATA = Path(__file__).resolve().parents[1] / "plugins" / "chakra-pytorch" / "tests" / "data"
+pytest.importorskip("chakra_pytorch")
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    """The every-collective recording as an .et set on disk."""
+    out = tmp_path_factory.mktemp("rec")
+    load_traces([str(DATA / "collectives")], "pytorch").write(out / "coll")
+    return out / "coll"
+
+
+def _edit(prefix, tmp_path, rank, edit):
+    src = open_traceset(str(prefix))
+    ranks = []
+    for rt in src:
+        nodes = list(rt.nodes())
+        if rt.rank == rank:
+            nodes = edit(nodes)
+        ranks.append(MemoryRank(rt.rank, GlobalMetadata(), nodes))
+    TraceSet(ranks, process_groups=src.process_groups).write(tmp_path / "t")
+    return open_traceset(str(tmp_path / "t"))
+
+
+def _drop(nodes, victim):
+    """Remove ``victim`` and every reference to it."""
+    for n in nodes:
+        for deps in (n.data_deps, n.ctrl_deps):
+            keep = [d for d in deps if d != victim.id]
+            del deps[:]
+            deps.extend(keep)
+    return [n for n in nodes if n is not victim]
+
+
+def test_recorded_set_is_clean(recorded):
+    assert [f for f in validate(open_traceset(str(recorded))) if f.severity == "error"] == []
+
+
+def test_dropped_collective_breaks_the_order(recorded, tmp_path):
+    def edit(nodes):
+        return _drop(nodes, next(n for n in nodes if n.type == NodeType.COMM_COLL_NODE))
+    f = validate(_edit(recorded, tmp_path, 1, edit))
+    assert {x.rule for x in f if x.severity == "error"} == {"coll-order"}
+
+
+def test_changed_size_breaks_the_order(recorded, tmp_path):
+    def edit(nodes):
+        c = next(n for n in nodes if n.type == NodeType.COMM_COLL_NODE)
+        set_attr(c, "comm_size", get_int(c, "comm_size") + 4)
+        return nodes
+    f = [x for x in validate(_edit(recorded, tmp_path, 0, edit)) if x.severity == "error"]
+    assert [x.rule for x in f] == ["coll-order"] and f[0].rank == 1
+
+
+def test_dropped_receive_leaves_a_send_unmatched(recorded, tmp_path):
+    def edit(nodes):
+        return _drop(nodes, next(n for n in nodes if n.type == NodeType.COMM_RECV_NODE))
+    f = [x for x in validate(_edit(recorded, tmp_path, 1, edit)) if x.severity == "error"]
+    assert [x.rule for x in f] == ["unmatched-p2p"] and "without a matching receive on rank 1" in f[0].message
+
+
+def test_missing_dep_and_cycle_on_a_real_rank(recorded, tmp_path):
+    def edit(nodes):
+        comp = [n for n in nodes if n.type == NodeType.COMP_NODE and (n.data_deps or n.ctrl_deps)]
+        a = comp[5]
+        parent = (list(a.data_deps) + list(a.ctrl_deps))[0]
+        p = next(n for n in nodes if n.id == parent)
+        p.ctrl_deps.append(a.id)  # parent now waits for its child: a cycle
+        comp[6].data_deps.append(10**9)
+        return nodes
+    rules = sorted({x.rule for x in validate(_edit(recorded, tmp_path, 0, edit), cross_rank=False)})
+    assert rules == ["cycle", "missing-dep"]
+
+
+def test_send_without_peer_on_a_real_rank(recorded, tmp_path):
+    def edit(nodes):
+        send = next(n for n in nodes if n.type == NodeType.COMM_SEND_NODE)
+        keep = [a for a in send.attr if a.name != "comm_dst"]
+        del send.attr[:]
+        send.attr.extend(keep)
+        return nodes
+    f = validate(_edit(recorded, tmp_path, 0, edit), cross_rank=False)
+    assert [x.rule for x in f if x.severity == "error"] == ["p2p-attrs"]
