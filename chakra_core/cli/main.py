@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import warnings
 
@@ -77,6 +78,9 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"chakra {args.command}: error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader of stdout went away (e.g. `| head`): not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except OSError as e:  # an output that cannot be written, a directory in the way, ...
         if args.debug:
             raise
@@ -86,8 +90,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("chakra: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return 0
 
 
 if __name__ == "__main__":
