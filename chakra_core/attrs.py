@@ -17,6 +17,7 @@ __all__ = [
     "INT_SLOTS",
     "get_attr",
     "get_int",
+    "int_value",
     "get_str",
     "get_bool",
     "set_attr",
@@ -84,6 +85,16 @@ def get_attr(node, name: str, default: Any = None) -> Any:
     return default
 
 
+def int_value(attr: AttributeProto, default: Any = None) -> Any:
+    """The integer in ``attr`` from any integer slot (a bool as 0/1), else ``default``."""
+    slot = attr.WhichOneof("value")
+    if slot in INT_SLOTS:
+        return getattr(attr, slot)
+    if slot == "bool_val":
+        return int(attr.bool_val)
+    return default
+
+
 def get_int(node, name: str, default: int | None = None) -> int | None:
     """Integer attribute from any integer slot (bool counts as 0/1); ``default`` if absent.
 
@@ -91,12 +102,7 @@ def get_int(node, name: str, default: int | None = None) -> int | None:
     """
     for a in node.attr:
         if a.name == name:
-            slot = a.WhichOneof("value")
-            if slot in INT_SLOTS:
-                return getattr(a, slot)
-            if slot == "bool_val":
-                return int(a.bool_val)
-            return default
+            return int_value(a, default)
     return default
 
 

@@ -27,7 +27,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
-from .attrs import INT_SLOTS
+from .attrs import int_value
 from .graph import RankGraph
 from .schema import COMM_TYPE_NAMES, Node, NodeType
 from .traceset import TraceSet
@@ -69,12 +69,10 @@ class Finding:
 def _ints(n: Node) -> dict[str, int]:
     out = {}
     for a in n.attr:
-        slot = a.WhichOneof("value")
-        if slot in INT_SLOTS:
-            out[a.name] = getattr(a, slot)
-        elif slot == "bool_val":
-            out[a.name] = int(a.bool_val)
-        elif slot == "string_val" and a.name == "pg_name":
+        v = int_value(a)
+        if v is not None:
+            out[a.name] = v
+        elif a.name == "pg_name" and a.WhichOneof("value") == "string_val":
             out["_pg"] = a.string_val  # type: ignore[assignment]
     if "pg_name" in out:  # a group name written in an integer slot
         out["_pg"] = str(out.pop("pg_name"))  # type: ignore[assignment]

@@ -9,7 +9,7 @@ from chakra_core.options import parse_kv
 
 from ._common import add_input_options, add_plugin_options, open_input
 
-__all__ = ["add_system_arguments", "run_backend"]
+__all__ = ["add_system_arguments", "run_backend", "print_result"]
 
 SYSTEM_FLAGS = ("system", "network", "memory", "comm_groups")
 
@@ -49,3 +49,15 @@ def run_backend(args, name: str, kind: str, output: str | None, extra: dict | No
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
     return impl.run(traces, checked, out)
+
+
+def print_result(result) -> None:
+    """Print a backend's scalar summary values, one per line, then its notes."""
+    for k, v in result.summary.items():
+        if isinstance(v, (int, float, str)):
+            print(f"{k}: {v}")
+    for r in result.ranks:
+        print(f"rank {r.get('rank')}: finished at {r.get('finish_ns')} ns, "
+              f"exposed communication {r.get('exposed_comm_ns')} ns")
+    for n in result.notes:
+        print(f"note: {n}")

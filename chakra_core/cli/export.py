@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._backend import add_system_arguments, run_backend
+from ._backend import add_system_arguments, print_result, run_backend
 from ._common import print_json
 
 
@@ -21,10 +21,6 @@ def run(args) -> int:
     if args.json:
         print_json(result.to_dict())
         return 0
-    for k, v in result.summary.items():
-        if isinstance(v, (int, float, str)):
-            print(f"{k}: {v}")
-    for n in result.notes:
-        print(f"note: {n}")
+    print_result(result)
     print(f"wrote {len(result.files)} file(s) under {args.output}; report: {path}")
     return 0

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ._backend import add_system_arguments, run_backend
+from ._backend import add_system_arguments, print_result, run_backend
 from ._common import print_json
 
 
@@ -25,12 +25,5 @@ def run(args) -> int:
     if args.json:
         print_json(result.to_dict())
         return 0
-    for k, v in result.summary.items():
-        if isinstance(v, (int, float, str)):
-            print(f"{k}: {v}")
-    for r in result.ranks:
-        print(f"rank {r.get('rank')}: finished at {r.get('finish_ns')} ns, "
-              f"exposed communication {r.get('exposed_comm_ns')} ns")
-    for n in result.notes:
-        print(f"note: {n}")
+    print_result(result)
     return 0

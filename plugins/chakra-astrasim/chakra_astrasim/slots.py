@@ -6,7 +6,7 @@ name, and new attributes are added in place (no intermediate message copy).
 
 from __future__ import annotations
 
-from chakra_core.attrs import CONVENTIONAL_SLOTS, INT_SLOTS, attr_value
+from chakra_core.attrs import CONVENTIONAL_SLOTS, INT_SLOTS, attr_value, int_value
 from chakra_core.schema import Node
 
 __all__ = ["put_attr", "int_attr", "value_attr", "str_attr"]
@@ -25,14 +25,7 @@ def put_attr(node: Node, name: str, value) -> None:
 def int_attr(ix: dict, name: str, default=None):
     """Integer attribute from any integer slot (bool as 0/1), else ``default``."""
     a = ix.get(name)
-    if a is None:
-        return default
-    slot = a.WhichOneof("value")
-    if slot in INT_SLOTS:
-        return getattr(a, slot)
-    if slot == "bool_val":
-        return int(a.bool_val)
-    return default
+    return default if a is None else int_value(a, default)
 
 
 def value_attr(ix: dict, name: str):
