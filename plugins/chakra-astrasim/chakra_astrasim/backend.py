@@ -31,7 +31,7 @@ from .plan import Plan
 from .report import ExportReport
 from .reuse import Converted, RankReuse
 from .runscript import BINARIES, command, run_sh
-from .workload import placeholder_node
+from .workload import idle_node
 
 __all__ = ["AstraSimExporter", "export_astrasim"]
 
@@ -151,11 +151,11 @@ def _write_workload(traces: TraceSet, plan: Plan, gp: GroupPlan, wdir: Path, pre
             res = reuse.convert(rank, traces[rank])
             raw = res.raw
             if not raw:
-                raw = [placeholder_node(rank, plan).SerializeToString()]
+                raw = [idle_node(rank, plan).SerializeToString()]
                 filled += 1
         else:
             res = Converted([], {}, [], [], ExportReport())
-            raw = [placeholder_node(rank, plan).SerializeToString()]
+            raw = [idle_node(rank, plan).SerializeToString()]
             padded += 1
         order.add(rank, res.collectives)
         for key in res.sends:

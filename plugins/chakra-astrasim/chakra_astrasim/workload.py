@@ -23,7 +23,7 @@ from .plan import Plan
 from .report import ExportReport
 from .slots import int_attr, put_attr, str_attr, value_attr
 
-__all__ = ["RankOutput", "convert_rank", "placeholder_node"]
+__all__ = ["RankOutput", "convert_rank", "idle_node"]
 
 _INT32 = (-(1 << 31), (1 << 31) - 1)
 
@@ -42,7 +42,7 @@ class RankOutput:
     coll_inputs: list[tuple[int, str, int, list[int]]] = field(default_factory=list)
 
 
-def placeholder_node(rank: int, plan: Plan) -> Node:
+def idle_node(rank: int, plan: Plan) -> Node:
     """The one node given to a rank that would otherwise be empty (ASTRA-sim aborts on those):
     a 0-duration accelerator compute node (1 ns when replayed; 0 ns under roofline)."""
     n = Node(id=1, name=f"astrasim_idle_rank{rank}", type=NodeType.COMP_NODE, duration_micros=0)
