@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from chakra_core.errors import TraceFormatError
 from chakra_core.schema import NodeType
 
 from .groups import ALL, DP, MP, ROLE_OF_SUFFIX, Layout
@@ -23,6 +24,9 @@ from .modes import COMM_TYPES, DLRM_MODES, TRANSFORMER_MODES
 from .parse import Layer, Phase, Workload
 
 __all__ = ["Spec", "build_graph"]
+
+#: the largest ``duration_micros`` (a uint64 field).
+MAX_MICROS = 2**64 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,15 +44,24 @@ class Spec:
 
 
 class _Builder:
-    def __init__(self, layout: Layout, to_us: Callable[[float], int]):
+    def __init__(self, layout: Layout, to_us: Callable[[float], int], where: str):
         self.layout = layout
+        self.where = where
         self.to_us = to_us
         self.nodes: list[Spec] = []
 
     def comp(self, layer: Layer, label: str, time: float, deps) -> int:
+        try:
+            us = self.to_us(time)
+        except OverflowError:  # the product with the unit is infinite
+            us = MAX_MICROS + 1
+        if us > MAX_MICROS:
+            raise TraceFormatError(f"layer {layer.name!r}: {label} time {time:g} in the chosen time unit is "
+                                   "more microseconds than duration_micros can hold (2**64-1)",
+                                   self.where, f"line {layer.line}")
         nid = len(self.nodes) + 1
         self.nodes.append(Spec(nid, f"COMP_NODE_{layer.name}_{label}", int(NodeType.COMP_NODE),
-                               tuple(sorted({d for d in deps if d is not None})), duration=self.to_us(time)))
+                               tuple(sorted({d for d in deps if d is not None})), duration=us))
         return nid
 
     def coll(self, layer: Layer, phase: Phase, role: int, deps) -> int | None:
@@ -164,7 +177,7 @@ def _dlrm(b: _Builder, w: Workload, prev: dict[int, int]) -> dict[int, int]:
 
 def build_graph(w: Workload, layout: Layout, passes: int, to_us: Callable[[float], int]) -> list[Spec]:
     """The per-rank graph of ``passes`` training passes of ``w`` (``to_us`` converts file times)."""
-    b = _Builder(layout, to_us)
+    b = _Builder(layout, to_us, w.path)
     prev: dict[int, int] = {}
     for _ in range(passes):
         if w.mode == "MICRO":

@@ -111,17 +111,25 @@ def _time(tok: str, what: str, where: str, n: int) -> float:
     return v
 
 
+#: the largest comm size a Chakra ET can carry (``comm_size`` is an int64 attribute).
+MAX_SIZE = 2**63 - 1
+
+
 def _size(tok: str, what: str, where: str, n: int) -> int:
     try:
-        return _int(tok, what, where, n)
+        v = _int(tok, what, where, n)
     except TraceFormatError:
         try:
-            v = float(tok)
+            f = float(tok)
         except ValueError:
             raise TraceFormatError(f"{what}: {tok!r} is not an integer", where, f"line {n}") from None
-        if not math.isfinite(v) or v != int(v) or v < 0:
+        if not math.isfinite(f) or f != int(f) or f < 0:
             raise TraceFormatError(f"{what}: {tok!r} is not a whole number of bytes", where, f"line {n}") from None
-        return int(v)
+        v = int(f)
+    if v > MAX_SIZE:
+        raise TraceFormatError(f"{what}: {tok!r} bytes is more than an ET can hold (at most 2**63-1)",
+                               where, f"line {n}")
+    return v
 
 
 def _comm(tok: str, what: str, where: str, n: int) -> tuple[str | None, str | None]:

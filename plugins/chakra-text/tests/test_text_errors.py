@@ -106,3 +106,28 @@ def test_all_gpus_gives_the_default_rank_count(tmp_path):
     ts = convert_workload(w)
     assert ts.ranks == [0, 1, 2, 3, 4, 5]
     assert ts.process_groups == {"1": [0, 1], "2": [2, 3], "3": [4, 5], "4": [0, 2, 4], "5": [1, 3, 5]}
+
+
+@pytest.mark.parametrize("size", ["99999999999999999999", "1e30", "9223372036854775808"])
+def test_comm_size_beyond_int64_names_the_line(tmp_path, size):
+    # comm_size is an int64 attribute: a larger size used to crash the serializer (ValueError)
+    err = _error(tmp_path, f"DATA\n1\na -1 10 NONE 0 10 NONE 0 10 ALLREDUCE {size} 1\n")
+    assert err.location == "line 3"
+    assert "column 11 (weight-gradient comm size)" in err.message and "2**63-1" in err.message
+
+
+def test_largest_int64_comm_size_is_kept(tmp_path):
+    w = _parse(tmp_path, "DATA\n1\na -1 10 NONE 0 10 NONE 0 10 ALLREDUCE 9223372036854775807 1\n")
+    [coll] = [n for n in convert_workload(w, npus=2)[0].nodes() if n.name.startswith("COMM")]
+    assert coll.attr[2].name == "comm_size" and coll.attr[2].int64_val == 2**63 - 1
+
+
+@pytest.mark.parametrize("time, cycle_ns", [("1e300", 1.0), ("1", 1e300), ("1e300", 1e300)])
+def test_duration_beyond_uint64_names_the_line(tmp_path, time, cycle_ns):
+    # duration_micros is a uint64: a huge time (or time x cycle_ns, even an infinite product)
+    # used to crash with ValueError/OverflowError instead of a one-line error
+    w = _parse(tmp_path, f"DATA\n1\n\na -1 {time} NONE 0 10 NONE 0 10 ALLREDUCE 64 1\n")
+    with pytest.raises(TraceFormatError) as e:
+        convert_workload(w, npus=2, cycle_ns=cycle_ns)
+    assert e.value.location == "line 4"
+    assert "layer 'a': FWD time" in e.value.message and "duration_micros" in e.value.message
