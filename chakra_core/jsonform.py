@@ -23,6 +23,7 @@ from pathlib import Path
 
 from google.protobuf import json_format
 
+from ._jsonfast import node_from_dict
 from .errors import TraceFormatError
 from .etio import atomic_output
 from .schema import GlobalMetadata, Node
@@ -75,6 +76,10 @@ def sniff_json(path: str | os.PathLike) -> bool:
 
 
 def _parse(cls, obj, path, where):
+    if cls is Node:
+        node = node_from_dict(obj)
+        if node is not None:
+            return node
     try:
         return json_format.ParseDict(obj, cls())
     except (json_format.ParseError, TypeError, ValueError, AttributeError) as e:
