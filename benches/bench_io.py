@@ -74,6 +74,17 @@ elif mode == "stats":  # chakra stats, including the critical path
     from chakra_core.stats import compute_stats
     from chakra_core.traceset import open_traceset
     count = compute_stats(open_traceset(path))["nodes"]
+elif mode == "jsonize":  # .et -> JSON form
+    from chakra_core.jsonform import write_json
+    r = EtReader(path)
+    count = write_json(path + ".json", r.metadata, r)
+elif mode == "unjsonize":  # JSON form -> .et (the exact inverse)
+    from chakra_core.jsonform import read_json
+    meta, it, _ = read_json(path + ".json")
+    with EtWriter(path + ".back.et", meta) as w:
+        w.write_many(it)
+    count = w.count
+    assert open(path + ".back.et", "rb").read() == open(path, "rb").read()
 elif mode == "memory":
     meta, all_nodes = read_et(path)
     count = len(all_nodes)
@@ -95,6 +106,7 @@ def main() -> int:
     """Print a table of figures (and JSON with --json)."""
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--sizes", default="250000,500000,1000000")
+    ap.add_argument("--json-size", type=int, default=200000, help="nodes for the JSON-form rows")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     rows = []
@@ -108,6 +120,13 @@ def main() -> int:
                 print(f"{n:>9} nodes  {mode:<14} {r['nodes_per_s']:>12,.0f} nodes/s  {r['seconds']:7.2f} s  "
                       f"peak RSS {r['peak_rss_mb']:7.1f} MB (interpreter+libs {r['baseline_rss_mb']:.1f} MB)",
                       flush=True)
+        path = os.path.join(d, "json.0.et")
+        for mode in ("write", "jsonize", "unjsonize"):
+            r = run(mode, path, args.json_size)
+            if mode != "write":
+                rows.append(r)
+                print(f"{args.json_size:>9} nodes  {mode:<14} {r['nodes_per_s']:>12,.0f} nodes/s  {r['seconds']:7.2f} s  "
+                      f"peak RSS {r['peak_rss_mb']:7.1f} MB", flush=True)
     if args.json:
         print(json.dumps(rows, indent=2))
     return 0
