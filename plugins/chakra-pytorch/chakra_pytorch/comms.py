@@ -157,7 +157,11 @@ def comm_from_c10d(name: str, values: list) -> CommInfo | None:
     size = _bytes(values[operand]) if operand is not None and operand < len(values) else 0
     info = CommInfo(kind, size)
     info.tensor_ids = frozenset(t[0] for t in tensors_in(values))
-    if kind in ("send", "recv"):
+    if op == "recv_any_source_":
+        # (tensors, pg, tag): the source is whoever sends; the trace does not say
+        if len(values) > 2 and _int(values[2]) is not None:
+            info.tag = values[2]
+    elif kind in ("send", "recv"):
         # (tensors, pg, peer, tag)
         if len(values) > 2:
             info.peer = _int(values[2])

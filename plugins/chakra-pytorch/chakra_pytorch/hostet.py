@@ -41,6 +41,10 @@ PG_INIT = "## process_group:init ##"
 _NOT_OPS = ("autograd::", "torch::autograd::", "##", "[pytorch|", "ProfilerStep#", "Optimizer.")
 
 F_SEEN, F_OP, F_ROOT, F_ANCHOR = 1, 2, 4, 8
+#: node ids index arrays (17 bytes per id up to the largest): an id above both the floor and the
+#: factor times the nodes read so far is refused (PyTorch's ids count nodes and tensors from 1)
+_ID_FLOOR = 1 << 22
+_ID_FACTOR = 64
 
 
 @dataclass(slots=True)
@@ -154,11 +158,20 @@ def _parent(node: dict, path: str, index: int) -> int:
 KEEP_ATTRS = ("rf_id", "fw_parent", "seq_id", "scope", "tid", "fw_tid", "op_schema")
 
 
+def _i64(v: Any) -> int | None:
+    """``v`` when it is an integer that fits the int64 slot it is written to, else None."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and -_INT64 <= v < _INT64 else None
+
+
+_INT64 = 1 << 63
+
+
 def _keep(attrs: dict) -> tuple:
     """The attributes copied to Chakra nodes, as a tuple (the schema text shared between nodes)."""
     schema = attrs.get("op_schema")
-    return (attrs.get("rf_id"), attrs.get("fw_parent"), attrs.get("seq_id"), attrs.get("scope"),
-            attrs.get("tid"), attrs.get("fw_tid"), sys.intern(schema) if isinstance(schema, str) else None)
+    return (_i64(attrs.get("rf_id")), _i64(attrs.get("fw_parent")), _i64(attrs.get("seq_id")),
+            _i64(attrs.get("scope")), _i64(attrs.get("tid")), _i64(attrs.get("fw_tid")),
+            sys.intern(schema) if isinstance(schema, str) else None)
 
 
 def _is_operator(name: str, attrs: dict) -> bool:
@@ -207,13 +220,18 @@ def read_host_et(path: str) -> HostTrace:
         if not isinstance(nid, int) or nid < 0 or not isinstance(name, str):
             raise _fail(path, "node 'id' must be a non-negative integer", f"node {index}")
         parent = _parent(node, path, index)
+        limit = max(_ID_FLOOR, _ID_FACTOR * (index + 1))
+        if nid > limit or parent > limit:
+            what = f"node id {nid}" if nid > limit else f"parent id {parent}"
+            raise _fail(path, f"{what} is far beyond the {index + 1} nodes read so far (PyTorch "
+                        "numbers nodes with a counter): not a PyTorch execution trace", f"node {index}")
         attrs = _attrs(node, path, index)
         cols.ensure(max(nid, parent))
         if cols.flags[nid] & F_SEEN:
             raise _fail(path, f"node id {nid} appears twice", f"node {index}")
         cols.parent[nid] = parent if parent != nid else -1
-        rf = attrs.get("rf_id")
-        cols.rf[nid] = rf if isinstance(rf, int) else -1
+        rf = _i64(attrs.get("rf_id"))
+        cols.rf[nid] = rf if rf is not None and rf >= 0 else -1
         flags = F_SEEN
         if name in _ROOT_NAMES:
             flags |= F_ROOT
@@ -359,8 +377,9 @@ def _resolve(path, header, schema, cols: _Arrays, kept, comms, param_comms, work
             rf_owner[rfs[i]] = sel[i]
     _attach_workers(workers, comms, parent, flags, sel, rfs, ops)
     pid = header.get("pid")
-    return HostTrace(path, schema, int(pid) if isinstance(pid, (int, float)) else None, ops, rf_owner,
-                     groups)
+    if isinstance(pid, float) and pid.is_integer():
+        pid = int(pid)
+    return HostTrace(path, schema, _i64(pid), ops, rf_owner, groups)
 
 
 def _attach_workers(workers, comms, parent, flags, sel, rfs, ops) -> None:

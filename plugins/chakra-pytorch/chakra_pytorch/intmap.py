@@ -1,4 +1,5 @@
-"""A dict-like map from small non-negative integers to integers, stored in one array (8 B/key)."""
+"""A dict-like map from non-negative integers to integers: an array for dense keys (8 B/key),
+a dict for the few keys far beyond them."""
 
 from __future__ import annotations
 
@@ -6,28 +7,50 @@ from array import array
 
 __all__ = ["IntMap"]
 
+#: keys below this always go to the array (at most 8 MiB of it before any key is counted)
+_DENSE_FLOOR = 1 << 20
+#: above the floor, the array may span this many slots per key stored
+_DENSE_FACTOR = 8
+
 
 class IntMap:
-    """``map[key] = value`` for dense non-negative integer keys; absent keys read as a default.
+    """``map[key] = value`` for non-negative integer keys; absent keys read as a default.
 
     PyTorch numbers record functions, node ids and Kineto's external ids with counters, so the
-    keys are dense and an array costs 8 bytes per key where a dict costs about 100.
+    keys are dense and an array costs 8 bytes per key where a dict costs about 100.  A key that
+    would stretch the array far beyond the number of keys stored (a counter that started high,
+    a corrupt file) goes to a side dict instead, so memory stays proportional to the keys.
+    Values must fit a signed 64-bit integer.
     """
 
-    __slots__ = ("_a",)
+    __slots__ = ("_a", "_far", "_count")
 
     def __init__(self) -> None:
         self._a = array("q")
+        self._far: dict[int, int] = {}
+        self._count = 0
 
     def __setitem__(self, key: int, value: int) -> None:
+        if key < 0:
+            raise KeyError(key)
         a = self._a
-        if key >= len(a):
+        self._count += 1
+        if key < len(a):
+            a[key] = value
+            return
+        if key < max(_DENSE_FLOOR, _DENSE_FACTOR * self._count):
             a.frombytes(b"\xff" * 8 * max(key + 1 - len(a), len(a), 1024))
-        a[key] = value
+            a[key] = value
+            # far keys that the array now covers move into it
+            for k in [k for k in self._far if k < len(a)]:
+                a[k] = self._far.pop(k)
+            return
+        self._far[key] = value
 
     def get(self, key: int, default: int = -1) -> int:
         """The value of ``key``, or ``default`` when it was never set (or is negative)."""
         if 0 <= key < len(self._a):
             v = self._a[key]
             return default if v < 0 else v
-        return default
+        v = self._far.get(key, -1)
+        return default if v < 0 else v

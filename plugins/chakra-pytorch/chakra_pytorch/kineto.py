@@ -26,6 +26,8 @@ from .jsonitems import iter_items
 __all__ = ["KinetoTrace", "GpuEvent", "SyncEvent", "StreamWait", "read_kineto", "read_distributed_info"]
 
 _GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
+_HOST_CATS = ("cpu_op", "user_annotation", "cuda_runtime", "cuda_driver", "cuda_sync")
+_USED_CATS = frozenset(_GPU_CATS + _HOST_CATS)
 _SYNC_CALLS = {
     "cudaDeviceSynchronize": "device", "cudaStreamSynchronize": "stream",
     "cudaEventSynchronize": "event", "cudaMemcpy": "device", "hipDeviceSynchronize": "device",
@@ -119,13 +121,28 @@ def read_distributed_info(path: str) -> dict[str, Any]:
 
 
 def _int(v: Any, default: int = -1) -> int:
+    """An id or number of the trace as an int (a signed 64-bit one), else ``default``."""
     if isinstance(v, bool):
         return default
-    if isinstance(v, int):
-        return v
     if isinstance(v, float) and v.is_integer():
-        return int(v)
+        v = int(v)
+    if isinstance(v, int) and -_INT64 <= v < _INT64:
+        return v
     return default
+
+
+_INT64 = 1 << 63
+#: the largest time (microseconds) taken from a trace: 2**53 us is 285 years, and a float holds
+#: every whole microsecond up to it
+_MAX_US = float(1 << 53)
+
+
+def _time(v: Any, what: str) -> float:
+    """A timestamp or duration of an event, in microseconds (ValueError when not a sane one)."""
+    t = float(v)
+    if not -_MAX_US <= t <= _MAX_US:  # also rejects NaN
+        raise ValueError(f"{what} {v!r} is not a time in microseconds")
+    return t
 
 
 def read_kineto(path: str, wanted_rfs: set[int] | frozenset[int] | None = None) -> KinetoTrace:
@@ -142,14 +159,21 @@ def read_kineto(path: str, wanted_rfs: set[int] | frozenset[int] | None = None) 
             if not isinstance(ev, dict) or ev.get("ph") != "X":
                 continue
             cat = ev.get("cat")
-            args = ev.get("args") or {}
-            if cat in ("cpu_op", "user_annotation", "cuda_runtime", "cuda_driver", "cuda_sync"):
+            if not isinstance(cat, str) or cat not in _USED_CATS:
+                continue
+            args = ev.get("args")
+            if not isinstance(args, dict):
+                args = {}
+            name = ev.get("name")
+            if not isinstance(name, str):
+                name = ""
+            ts, dur = _time(ev.get("ts", 0.0), "ts"), _time(ev.get("dur", 0.0), "dur")
+            if cat in _HOST_CATS:
                 pid = _int(ev.get("pid"))
-                pids[pid] = pids.get(pid, 0) + 1
+                if pid >= 0:
+                    pids[pid] = pids.get(pid, 0) + 1
             if cat in ("cpu_op", "user_annotation"):
                 rf = _int(args.get("Record function id"))
-                name = ev.get("name", "")
-                ts, dur = float(ev.get("ts", 0.0)), float(ev.get("dur", 0.0))
                 tid = _int(ev.get("tid"), 0)
                 if rf >= 0:
                     if wanted_rfs is None or rf in wanted_rfs:
@@ -160,31 +184,29 @@ def read_kineto(path: str, wanted_rfs: set[int] | frozenset[int] | None = None) 
                 if name.startswith("ProfilerStep#"):
                     kt.steps.append((ts, dur, tid, name))
             elif cat in _GPU_CATS:
-                kt.gpu.append(GpuEvent(ev.get("name", ""), float(ev.get("ts", 0.0)),
-                                       float(ev.get("dur", 0.0)), _int(args.get("device"), 0),
+                kt.gpu.append(GpuEvent(name, ts, dur, _int(args.get("device"), 0),
                                        _int(args.get("stream"), 0), _int(args.get("correlation")),
                                        _int(args.get("External id"))))
             elif cat in ("cuda_runtime", "cuda_driver"):
                 corr, ext = _int(args.get("correlation")), _int(args.get("External id"))
                 if corr >= 0:
-                    kt.corr_ts[corr] = float(ev.get("ts", 0.0))
+                    kt.corr_ts[corr] = ts
                     if ext >= 0:
                         kt.corr_ext[corr] = ext
-                kind = _SYNC_CALLS.get(ev.get("name", ""))
+                kind = _SYNC_CALLS.get(name)
                 if kind:
-                    kt.syncs.append(SyncEvent(kind, float(ev.get("ts", 0.0)), float(ev.get("dur", 0.0)),
+                    kt.syncs.append(SyncEvent(kind, ts, dur,
                                               _int(ev.get("tid"), 0), ext, _int(args.get("stream")), corr))
             elif cat == "cuda_sync":
-                name = ev.get("name", "")
                 if "Wait" in name:  # "Stream Wait Event": one stream waits for another
                     kt.stream_waits.append(StreamWait(
-                        float(ev.get("ts", 0.0)), _int(args.get("device"), 0), _int(args.get("stream")),
+                        ts, _int(args.get("device"), 0), _int(args.get("stream")),
                         _int(args.get("wait_on_stream")), _int(args.get("wait_on_cuda_event_record_corr_id"))))
                     continue
                 kind = "device" if "Context" in name or "Device" in name else (
                     "event" if "Event" in name else "stream")
                 stream = _int(args.get("wait_on_stream", args.get("stream")))
-                kt.syncs.append(SyncEvent(kind, float(ev.get("ts", 0.0)), float(ev.get("dur", 0.0)),
+                kt.syncs.append(SyncEvent(kind, ts, dur,
                                           _int(ev.get("tid"), 0), _int(args.get("External id")),
                                           stream, _int(args.get("correlation")), True))
     except FileNotFoundError:

@@ -103,3 +103,10 @@ def test_standalone_record_param_comms_is_a_node(tmp_path):
     assert (get_int(comm, "comm_type"), get_int(comm, "comm_size"), get_str(comm, "pg_name")) == (
         CommType.ALL_REDUCE, 512, "0")
     assert [n.name for n in g.nodes if n.type == NodeType.COMP_NODE] == ["aten::mul"]
+
+
+def test_c10d_recv_any_source_has_a_tag_and_no_peer():
+    # recv_any_source_(Tensor[] tensors, ProcessGroup process_group, int tag): the third operand
+    # is the tag (it used to be taken for the peer rank)
+    info = comm_from_c10d("c10d::recv_any_source_", [[[1, 2, 0, 10, 4, "cpu"]], "<Object>", 5])
+    assert (info.kind, info.size_bytes, info.peer, info.tag) == ("recv", 40, None, 5)

@@ -1,0 +1,119 @@
+"""Unusual and corrupt values inside otherwise well-formed traces: one-line errors or a
+faithful conversion, never a traceback, and no memory sized by a stray large number.
+
+The inputs are the recorded MLP fixture (``tests/data/mlp``) with single fields changed by hand.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import warnings
+from pathlib import Path
+
+import pytest
+
+from chakra_core.attrs import get_int
+from chakra_core.errors import TraceFormatError
+from chakra_pytorch import open_pytorch
+from chakra_pytorch.intmap import IntMap
+
+DATA = Path(__file__).resolve().parent / "data"
+MLP_ET = DATA / "mlp" / "pytorch_et.0.json.gz"
+MLP_KINETO = DATA / "mlp" / "kineto.0.json.gz"
+
+
+def _load(path: Path) -> dict:
+    return json.loads(gzip.open(path).read())
+
+
+def _write(tmp_path: Path, host: dict | None = None, kineto: dict | None = None) -> list[Path]:
+    h, k = tmp_path / "pytorch_et.0.json", tmp_path / "kineto.0.json"
+    h.write_text(json.dumps(host if host is not None else _load(MLP_ET), indent=2))
+    k.write_text(json.dumps(kineto if kineto is not None else _load(MLP_KINETO), indent=2))
+    return [h, k]
+
+
+def _nodes(paths):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return list(open_pytorch([str(p) for p in paths])[0].nodes())
+
+
+def _error(paths) -> TraceFormatError:
+    with pytest.raises(TraceFormatError) as e:
+        _nodes(paths)
+    assert "\n" not in str(e.value)
+    return e.value
+
+
+def _first_cpu_op(kineto: dict) -> dict:
+    return next(e for e in kineto["traceEvents"] if e.get("cat") == "cpu_op")
+
+
+@pytest.mark.parametrize("field", ["id", "ctrl_deps"])
+def test_huge_node_id_is_an_error_not_a_huge_array(tmp_path, field):
+    # ids index arrays: 2**62 used to raise OverflowError (and 10**9 would have taken 17 GB)
+    host = _load(MLP_ET)
+    host["nodes"][5][field] = 2**62
+    err = _error(_write(tmp_path, host))
+    assert err.location == "node 5" and "far beyond the 6 nodes read so far" in err.message
+
+
+def test_attribute_beyond_int64_is_not_copied(tmp_path):
+    # uint64 values above 2**63-1 used to crash the writer (int64 slots); such a value is dropped
+    host = _load(MLP_ET)
+    for n in host["nodes"]:
+        for a in n["attrs"]:
+            if a["name"] == "scope":
+                a["value"] = 2**63 + 5
+    nodes = _nodes(_write(tmp_path, host))
+    linear = next(n for n in nodes if n.name == "aten::linear")
+    assert get_int(linear, "scope") is None and get_int(linear, "rf_id") == 3
+
+
+def test_huge_record_function_ids_convert(tmp_path):
+    # a record-function/External id far beyond the others (a counter that started high) used to
+    # raise OverflowError in the id arrays; it now lands in the map's side table
+    kineto = _load(MLP_KINETO)
+    ev = _first_cpu_op(kineto)
+    ev["args"]["External id"] = 2**62
+    host_nodes = _nodes(_write(tmp_path, kineto=kineto))
+    assert sum(1 for n in host_nodes if n.name == "aten::linear") == 2
+
+
+@pytest.mark.parametrize("field, value", [("ts", 1e300), ("dur", 1e300), ("ts", -1e300), ("dur", "x")])
+def test_kineto_time_out_of_range_names_the_event(tmp_path, field, value):
+    # a huge time used to reach the protobuf writer as an out-of-range uint64 (ValueError)
+    kineto = _load(MLP_KINETO)
+    ev = _first_cpu_op(kineto)
+    ev[field] = value
+    index = kineto["traceEvents"].index(ev) + 1
+    err = _error(_write(tmp_path, kineto=kineto))
+    assert err.location == f"event {index}" and "bad trace event" in err.message
+
+
+@pytest.mark.parametrize("field, value", [("args", [1]), ("name", 5), ("cat", ["cpu_op"])])
+def test_kineto_event_of_the_wrong_shape_is_ignored(tmp_path, field, value):
+    # non-object args or a non-string name used to raise AttributeError
+    kineto = _load(MLP_KINETO)
+    ev = _first_cpu_op(kineto)
+    ev[field] = value
+    nodes = _nodes(_write(tmp_path, kineto=kineto))
+    assert sum(1 for n in nodes if n.name == "aten::linear") == 2
+
+
+def test_intmap_dense_and_far_keys():
+    m = IntMap()
+    m[3] = 30
+    m[2**62] = 7  # far: a side table, not a 2**62-slot array
+    assert (m.get(3), m.get(2**62), m.get(4), m.get(2**62 + 1, -5)) == (30, 7, -1, -5)
+    # a far key that the growing array later covers keeps its value
+    m2 = IntMap()
+    m2[5_000_000] = 1
+    for k in range(1_000_000):
+        m2[k] = k
+    m2[5_000_001] = 2
+    assert (m2.get(5_000_000), m2.get(5_000_001), m2.get(999_999)) == (1, 2, 999_999)
+    with pytest.raises(KeyError):
+        m[-1] = 0
