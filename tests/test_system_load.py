@@ -197,3 +197,17 @@ def test_our_yaml_in_separate_files(tmp_path):
     assert sd.sources == {"system": sysf, "network": netf}
     with pytest.raises(ConfigError, match="two network descriptions"):
         load_system(netf, EX / "astra/network.yml")
+
+
+@pytest.mark.parametrize("text, key", [
+    ("network:\n  - {topology: Ring, npus_count: 8, bandwidth: .nan, latency: 500}\n", "bandwidth"),
+    ("network:\n  - {topology: Ring, npus_count: 8, bandwidth: 50, latency: .inf}\n", "latency"),
+    ("local-mem-bw: .inf\n", "local-mem-bw"),
+    ("compute: {model: roofline, peak-perf: .inf, local-mem-bw: 50}\n", "peak-perf"),
+])
+def test_non_finite_numbers_are_refused(tmp_path, text, key):
+    # YAML spells infinity and NaN; a simulator would otherwise fail deep inside with a traceback
+    path = _yaml(tmp_path, "s.yaml", text)
+    with pytest.raises(ConfigError, match="finite number") as e:
+        load_system(path)
+    assert key in e.value.location

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -55,6 +56,8 @@ class Reader:
         v = self.data[k]
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise self.fail(k, f"wants a number, got {v!r}")
+        if isinstance(v, float) and not math.isfinite(v):
+            raise self.fail(k, f"wants a finite number, got {v!r}")
         if integer:
             if isinstance(v, float) and not v.is_integer():
                 raise self.fail(k, f"wants a whole number, got {v!r}")
