@@ -25,10 +25,14 @@ from .timing import (
     ring_group_cost,
 )
 
-__all__ = ["Planner", "KIND_NAME", "DBT", "dbt_visits", "uses_dbt"]
+__all__ = ["Planner", "KIND_NAME", "MAX_CHUNKS", "DBT", "dbt_visits", "uses_dbt"]
 
 #: ASTRA-sim's name of the double binary tree all-reduce.
 DBT = "doubleBinaryTree"
+
+#: most chunks one collective may split into (each chunk phase is an event; beyond this a
+#: mistyped preferred-dataset-splits would exhaust memory instead of failing).
+MAX_CHUNKS = 1 << 20
 
 KIND_NAME = {"AR": "all-reduce", "RS": "reduce-scatter", "AG": "all-gather", "A2A": "all-to-all"}
 _LONG = {"AR": "all_reduce", "RS": "reduce_scatter", "AG": "all_gather", "A2A": "all_to_all"}
@@ -88,6 +92,12 @@ class Planner:
     def _plan(self, kind, size, involved, members):
         sd = self.sd
         n, c = chunking(kind, size, sd.preferred_dataset_splits, self.total)
+        if n > MAX_CHUNKS:
+            raise ConfigError(f"a {KIND_NAME[kind]} of {size} bytes splits into {n} chunks "
+                              f"(preferred-dataset-splits {sd.preferred_dataset_splits}); the simpy "
+                              f"backend times at most {MAX_CHUNKS} chunks per collective: lower "
+                              "preferred-dataset-splits", sd.sources.get("system"),
+                              "key 'preferred-dataset-splits'")
         if n == 0:
             return 0, [], None
         if members is not None:

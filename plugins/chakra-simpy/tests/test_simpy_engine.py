@@ -195,6 +195,12 @@ def test_bad_input_is_a_one_line_error(kit, tmp_path):
     sysd = kit.system([("Ring", 6, 50, 500)], all_reduce_implementation=["doubleBinaryTree"])
     with pytest.raises(ConfigError, match="doubleBinaryTree needs a power-of-two NPU count"):
         kit.run(kit.same(6, lambda: [kit.coll(1, MIB)]), sysd, tmp_path)
+    # a mistyped split count: 1 MiB // 10^11 = 0 < 8 NPUs, so each chunk is raised to 8 bytes and
+    # the all-reduce would have 10^11 chunks (it used to exhaust memory)
+    sysd = kit.system([("Ring", 8, 50, 500)], preferred_dataset_splits=10**11)
+    with pytest.raises(ConfigError, match="splits into 100000000000 chunks") as e:
+        kit.run(kit.same(8, lambda: [kit.coll(1, MIB)]), sysd, tmp_path)
+    assert "preferred-dataset-splits" in e.value.location
 
 
 def test_collectives_astra_sim_does_not_model(kit, tmp_path):
