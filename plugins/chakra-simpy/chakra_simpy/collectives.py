@@ -35,7 +35,6 @@ class SymmetryBroken(Exception):
     """Ranks simulated as one class finish a collective at different times (rerun without
     symmetry)."""
 
-_SHARD_KINDS = (CommType.GATHER, CommType.SCATTER, CommType.BROADCAST)
 
 
 class Instance:
@@ -115,12 +114,19 @@ class Collectives:
         kind = ASTRA_KIND[CommType(inst.ct)]
         p = len(inst.members)
         size = inst.size
-        if inst.ct in _SHARD_KINDS:
-            size //= p
+        # GATHER and SCATTER: comm_size is the per-rank piece, as for an all-gather (the
+        # PyTorch plugin's meaning); BROADCAST (no duration to replay): S bytes as a scatter
+        # then an all-gather of ceil(S/P) pieces, i.e. two all-gathers in sequence (the rule
+        # of the ASTRA-sim exporter, so that both backends time it alike)
+        if inst.ct == CommType.BROADCAST:
+            size = -(-size // p)
         elif inst.ct == CommType.BARRIER:
             size = 0
         members = None if p == len(self.all) else inst.members
         inst.n, inst.phases, ring = sim.planner.plan(kind, size, inst.inv, members)
+        if inst.ct == CommType.BROADCAST:
+            inst.phases = inst.phases * 2
+            ring = ring * 2 if ring else ring
         inst.start = now
         inst.actors = [v[0] for v in inst.arrived.values()]
         for ai, ii in ((v[0].index, v[1]) for v in inst.arrived.values()):

@@ -208,9 +208,19 @@ def test_collectives_astra_sim_does_not_model(kit, tmp_path):
     t_ar = kit.run(kit.same(8, lambda: [kit.coll(1, MIB)]), sysd, tmp_path).ranks[0]["finish_ns"]
     reduce = kit.run(kit.same(8, lambda: [kit.coll(1, MIB, kit.CommType.REDUCE)]), sysd, tmp_path)
     assert reduce.ranks[0]["finish_ns"] == t_ar and "REDUCE" in " ".join(reduce.notes)
-    ag = kit.run(kit.same(8, lambda: [kit.coll(1, MIB // 8, kit.CommType.ALL_GATHER)]), sysd, tmp_path)
-    gather = kit.run(kit.same(8, lambda: [kit.coll(1, MIB, kit.CommType.GATHER)]), sysd, tmp_path)
-    assert gather.ranks[0]["finish_ns"] == ag.ranks[0]["finish_ns"]
+    # GATHER / SCATTER: comm_size is the per-rank piece (what the PyTorch plugin writes), timed
+    # as a ring all-gather of that shard: 4 chunks of 32768 bytes, each 8 endpoint delays and
+    # 7 steps of net(32768) = floor(500 + 32768 / (50 * 2^30 / 1e9)) = 1110 ns
+    shard_ag = 4 * (8 * 10 + 7 * kit.net(32768, 1, 500, 50))
+    assert shard_ag == 31400
+    for ct in (kit.CommType.ALL_GATHER, kit.CommType.GATHER, kit.CommType.SCATTER):
+        res = kit.run(kit.same(8, lambda ct=ct: [kit.coll(1, MIB // 8, ct)]), sysd, tmp_path)
+        assert [r["finish_ns"] for r in res.ranks] == [shard_ag] * 8
+    # BROADCAST without a duration: a scatter then an all-gather of ceil(S/P) pieces, two
+    # all-gathers in sequence (the exporter's rule); 1 MiB + 1 bytes: pieces of 131073 bytes,
+    # 5 chunks of 32768 (the remainder chunk is full size) per all-gather
+    res = kit.run(kit.same(8, lambda: [kit.coll(1, MIB + 1, kit.CommType.BROADCAST)]), sysd, tmp_path)
+    assert [r["finish_ns"] for r in res.ranks] == [2 * 5 * (8 * 10 + 7 * 1110)] * 8
     bcast = kit.coll(1, MIB, kit.CommType.BROADCAST)
     bcast.duration_micros = 12
     res = kit.run(kit.same(8, lambda: [bcast]), sysd, tmp_path)
