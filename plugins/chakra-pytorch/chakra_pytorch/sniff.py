@@ -14,7 +14,8 @@ _SCHEMA_KEY = re.compile(rb'"schema"\s*:')
 _NODES_KEY = re.compile(rb'"nodes"\s*:')
 _KINETO_KEY = re.compile(rb'"(?:traceEvents|schemaVersion|deviceProperties|distributedInfo)"\s*:')
 _RANK = re.compile(r"(\d+)(?!.*\d)")
-_STRICT_RANK = re.compile(r"\.(\d+)$|(?:^|[^a-z])rank[._-]?(\d+)", re.IGNORECASE)
+_RANK_WORD = re.compile(r"(?:^|[^a-z])rank[._-]?(\d+)", re.IGNORECASE)
+_DOT_RANK = re.compile(r"\.(\d+)$")
 
 
 def is_json_name(path: str) -> bool:
@@ -52,18 +53,19 @@ def sniff_kind(path: str) -> str | None:
 
 
 def rank_from_name(path: str, strict: bool = False) -> int | None:
-    """The rank in a file name: the last integer of the name without ``.json``/``.json.gz``
-    (``et.3.json.gz`` -> 3, ``rank12_et.json`` -> 12).
+    """The rank in a file name without ``.json``/``.json.gz``: the number after ``rank``
+    (``et_rank1_step10.json`` -> 1), else a final ``.N`` (``et.3.json.gz`` -> 3), else the last
+    integer of the name (``et12.json`` -> 12).
 
-    With ``strict``, only a number that is clearly a rank counts: ``NAME.3.json`` or ``rank3``
+    With ``strict``, only a number that is clearly a rank counts: ``rank3`` or ``NAME.3.json``
     (so that ``resnet50_et.json`` alone is not taken for rank 50).
     """
     name = os.path.basename(path)
     for ext in (".json.gz", ".json"):
         if name.endswith(ext):
             name = name[: -len(ext)]
-    if strict:
-        m = _STRICT_RANK.search(name)
-        return int(m.group(1) or m.group(2)) if m else None
-    m = _RANK.search(name)
-    return int(m.group(1)) if m else None
+    for pattern in (_RANK_WORD, _DOT_RANK) if strict else (_RANK_WORD, _DOT_RANK, _RANK):
+        m = pattern.search(name)
+        if m:
+            return int(m.group(1))
+    return None

@@ -94,6 +94,23 @@ def test_rank_from_name():
     assert rank_from_name("resnet50_et.json", strict=True) is None
     assert rank_from_name("resnet50_et.7.json", strict=True) == 7
     assert rank_from_name("trace_rank_2.json.gz", strict=True) == 2
+    # the number after "rank" wins over other numbers (it used to be the last integer: 10)
+    assert rank_from_name("et_rank1_step10.json") == 1
+    assert rank_from_name("kineto_rank0_iter3.json.gz", strict=True) == 0
+    assert rank_from_name("gpt3_et.5.json") == 5
+
+
+def test_ranks_named_before_a_step_number(tmp_path):
+    # a set named like et_rank{R}_step10.json used to fail: "two host traces for rank 10"
+    for r in (0, 1):
+        for kind, name in (("pytorch_et", "et"), ("kineto", "kineto")):
+            src = DATA / "collectives" / f"{kind}.{r}.json.gz"
+            (tmp_path / f"{name}_rank{r}_step10.json").write_bytes(gzip.open(src).read())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ts = open_pytorch([str(tmp_path)])
+    assert ts.ranks == [0, 1]
+    assert [Path(ts[r].path).name for r in ts.ranks] == ["et_rank0_step10.json", "et_rank1_step10.json"]
 
 
 def test_lone_rank_takes_the_kineto_rank(tmp_path):
