@@ -15,11 +15,14 @@ where ``send_from`` is the ring predecessor (ring), the exchange partner of the 
 equal links this is the closed form of :func:`timing.algorithm_cost` (tested).  A chunk phase
 starts on a member when the member finished the chunk's previous phase and its queue of that
 dimension has a free slot (at most ``active`` entries, first come first served; entries queue in
-plan order: stage by stage, chunk by chunk).  A double-binary-tree phase (:class:`dbt.TreePhase`)
-takes the place of a chain with its own per-member recurrence.
+the order they become ready, the latest member's time deciding, as in the lockstep flow shop).
+A double-binary-tree phase (:class:`dbt.TreePhase`) takes the place of a chain with its own
+per-member recurrence.
 """
 
 from __future__ import annotations
+
+from heapq import heappop, heappush
 
 __all__ = ["Step", "Phase", "chain", "plan_finish", "WORK_LIMIT"]
 
@@ -104,16 +107,24 @@ def plan_finish(issue: list[int], phases: list, chunks: int, active: int) -> lis
     rng = range(len(issue))
     prev = [issue] * chunks  # per chunk: when each member finished its previous phase
     queued: dict[int, list[list[int]]] = {}  # queue -> per member, finish times of its entries
-    for ph in phases:
+    # entries join their queue in the order they become ready (first come first served, as the
+    # lockstep flow shop of :mod:`collectives`): a dimension visited twice by a plan (the
+    # all-gathers of localBWAware) serves a chunk coming back before later chunks' first visit
+    # when it comes back first; ties go to the earlier phase, then the earlier chunk
+    ready = [(max(issue, default=0), 0, c) for c in range(chunks)]
+    while ready:
+        _t, p, c = heappop(ready)
+        ph = phases[p]
         done = queued.setdefault(ph.queue, [[] for _ in rng])
-        for c in range(chunks):
-            n = len(done[0])
-            if n >= active:
-                start = [max(prev[c][j], sorted(done[j])[n - active]) for j in rng]
-            else:
-                start = prev[c]
-            fin = ph.run(start, c)
-            for j in rng:
-                done[j].append(fin[j])
-            prev[c] = fin
+        n = len(done[0])
+        if n >= active:
+            start = [max(prev[c][j], sorted(done[j])[n - active]) for j in rng]
+        else:
+            start = prev[c]
+        fin = ph.run(start, c)
+        for j in rng:
+            done[j].append(fin[j])
+        prev[c] = fin
+        if p + 1 < len(phases):
+            heappush(ready, (max(fin), p + 1, c))
     return [max(prev[c][j] for c in range(chunks)) for j in rng] if chunks else list(issue)

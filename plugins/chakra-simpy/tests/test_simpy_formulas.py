@@ -231,3 +231,33 @@ def test_one_variants_run_one_ring_over_every_npu(kit, tmp_path):
     s1, s2, s3 = d // 2, d // 4, d // 8
     expect = 4 * E + sum(kit.net(m, *hop(x)) for m, x in ((s1, 1), (s2, 2), (s3, 4))) + kit.red(s2) + kit.red(s3)
     assert one("oneHalvingDoubling", "RS") == 4 * expect
+
+
+def test_three_dims_local_bw_aware_queue_is_first_come_first_served(kit, tmp_path):
+    # a slow dimension 0 under two fast ones: chunk 0 comes back to dimension 1 (its all-gather)
+    # before chunk 3 got there for its reduce-scatter; the queue serves it first (first come,
+    # first served), and a member starting 1 ns late (timed per member) must agree
+    dims = [("Ring", 2, 5, 500), ("Ring", 2, 200, 100), ("Ring", 2, 200, 100)]
+    sysd = kit.system(dims, collective_optimization="localBWAware")
+    d = MIB // 4
+    rs0 = _ring_chunk(kit, "RS", 2, d, 1, 500, 5)  # 32797
+    rs1 = _ring_chunk(kit, "RS", 2, d // 2, 1, 100, 200)
+    ar2 = _ring_chunk(kit, "AR", 2, d // 4, 1, 100, 200)
+    ag1 = _ring_chunk(kit, "AG", 2, d // 4, 1, 100, 200)
+    ag0 = _ring_chunk(kit, "AG", 2, d // 2, 1, 500, 5)
+    assert (rs0, rs1, ar2, ag1, ag0) == (32797, 4355, 2499, 425, 24934)
+    # chunk 0 is back on dimension 1 (39651 ns) before chunk 3 reaches it (131188 ns): its
+    # all-gather there runs at once; dimension 0 runs the 4 reduce-scatters, then each chunk's
+    # all-gather, every chunk being back from dimension 1 before its turn
+    assert rs0 + rs1 + ar2 < 4 * rs0
+    back = [(k + 1) * rs0 + rs1 + ar2 + ag1 for k in range(4)]
+    assert all(back[k] <= 4 * rs0 + k * ag0 for k in range(4))
+    expect = 4 * rs0 + 4 * ag0
+    assert expect == 230924
+    got, _ = _one(kit, tmp_path, sysd, MIB, kit.CommType.ALL_REDUCE)
+    assert got == expect
+    late = kit.traces([[kit.comp(1, 0), kit.coll(2, MIB, deps=[1])] if r == 0 else [kit.coll(2, MIB)]
+                       for r in range(8)])
+    res = kit.run(late, sysd, tmp_path)
+    assert [r["finish_ns"] for r in res.ranks] == [expect + 1] + [expect] * 7
+    assert any("timed per rank" in n for n in res.notes)
