@@ -66,6 +66,7 @@ class AstraSimRunner(Backend):
         ranks = [r for r in results if r["rank"] in present]
         finish = max((r["finish_ns"] for r in ranks), default=0)
         summary = {
+            "time_unit": "ns",
             "finish_ns": finish,
             "max_exposed_comm_ns": max((r.get("exposed_comm_ns", 0) for r in ranks), default=0),
             "units": "ns (one ASTRA-sim cycle = 1 ns)",

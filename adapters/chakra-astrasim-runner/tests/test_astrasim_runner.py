@@ -101,6 +101,7 @@ def test_backend_runs_binary_from_env(tmp_path, fake_binary, monkeypatch):
     # rank r has r+1 collectives (METADATA removed); rank 3 pads the network and is not listed
     assert res.ranks == [{"rank": r, "finish_ns": 1000 * (r + 1), "exposed_comm_ns": r} for r in range(3)]
     assert res.summary["finish_ns"] == 3000 and res.kind == "simulator"
+    assert res.summary["time_unit"] == "ns"  # the key the simpy backend states its unit under
     assert (tmp_path / "out" / "astrasim.log").read_text().count("finished") == 4
     assert any("idle rank" in n for n in res.notes)
 
