@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING
 
-from chakra_core.errors import ChakraError
+from chakra_core.errors import ChakraError, TraceFormatError
 from chakra_core.schema import CommType
 from chakra_core.system import algorithm_base
 
@@ -89,6 +89,10 @@ class Collectives:
         key = (pg, seq)
         inst = self.open.get(key)
         if inst is None:
+            if pg and pg not in self.groups:
+                raise TraceFormatError(f"collective names process group {pg!r}, which the trace set does "
+                                       "not define (give its ranks with --comm-groups)", a.prog.label,
+                                       f"node {a.prog.ids[i]}")
             members = self.members(pg)
             actor_ids = {self.sim.rank_actor[r] for r in members}
             inst = self.open[key] = Instance(key, ct, size, inv, members, actor_ids)

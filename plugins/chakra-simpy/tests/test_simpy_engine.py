@@ -195,6 +195,13 @@ def test_bad_input_is_a_one_line_error(kit, tmp_path):
     sysd = kit.system([("Ring", 6, 50, 500)], all_reduce_implementation=["doubleBinaryTree"])
     with pytest.raises(ConfigError, match="doubleBinaryTree needs a power-of-two NPU count"):
         kit.run(kit.same(6, lambda: [kit.coll(1, MIB)]), sysd, tmp_path)
+    # a group neither the trace set nor a comm-group file defines is an error naming the node
+    # (it used to be taken for all ranks, and ended in a deadlock report); the exporter agrees
+    ts = kit.traces([[kit.coll(1, MIB, pg="7")] if r < 2 else [kit.comp(1, 1)] for r in range(4)],
+                    {"1": [0, 1]})
+    with pytest.raises(TraceFormatError, match="process group '7', which the trace set does not define") as e:
+        kit.run(ts, kit.system([("Ring", 4, 50, 500)]), tmp_path)
+    assert e.value.location == "node 1"
     # a mistyped split count: 1 MiB // 10^11 = 0 < 8 NPUs, so each chunk is raised to 8 bytes and
     # the all-reduce would have 10^11 chunks (it used to exhaust memory)
     sysd = kit.system([("Ring", 8, 50, 500)], preferred_dataset_splits=10**11)
