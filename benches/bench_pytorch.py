@@ -4,14 +4,17 @@
    8 heads, AdamW foreach=False) on the CPU with torch 2.13.0 (about 24k host-ET nodes), then
    converts host ET + Kineto to Chakra ETs;
 2. synthetic traces of 250,000 and 1,000,000 host-ET nodes (plus a Kineto trace with an event
-   for every node) in PyTorch's layout, to show that memory grows linearly with the nodes.
+   for every node) in PyTorch's layout, to show that memory grows linearly with the nodes, and
+   one of 250,000 nodes with an asynchronous gloo all-reduce after every 10th operator (time
+   linear in the communications too).
 
 Each conversion runs in a fresh process that reports its wall time and peak RSS; the RSS of the
 same process after the imports alone is printed too, so the conversion's own share is visible.
 Targets (docs/pytorch.md): the real trace in <= 1.55 s (10x faster than 15.5 s) and <= 107 MB
 (1/4 of 429 MB).
 
-    python benches/bench_pytorch.py [--layers 24] [--synthetic 250000,1000000] [--keep DIR]
+    python benches/bench_pytorch.py [--layers 24] [--synthetic 250000,1000000]
+                                    [--comm-synthetic 250000] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -84,12 +87,15 @@ def _io(tensor: list | None) -> dict:
     return {"values": [tensor], "shapes": [[32, 32]], "types": ["Tensor(float)"], "strides": [[32, 1]]}
 
 
-def synthesize(out: Path, n_nodes: int) -> tuple[Path, Path]:
+def synthesize(out: Path, n_nodes: int, comm_every: int = 0) -> tuple[Path, Path]:
     """Write a host ET of ``n_nodes`` nodes and its Kineto trace, in PyTorch's layout.
 
     Blocks of 4 nodes: a top-level ``aten::linear`` holding ``aten::t`` -> ``aten::transpose``
     and ``aten::addmm``; nodes in post-order and in the line layout PyTorch writes; every node
     has a Kineto event (Kineto's layout) with its record-function id and nested timestamps.
+    With ``comm_every`` = k, every k-th block is followed by an asynchronous gloo all-reduce
+    (``c10d::allreduce_`` with its ``gloo:all_reduce`` on a worker thread, running for 5
+    blocks), as DDP issues its buckets: each needs the lane node that waits for it.
     """
     import orjson
 
@@ -132,6 +138,19 @@ def synthesize(out: Path, n_nodes: int) -> tuple[Path, Path]:
                 k.write(b",\n" + event(names[j], "cpu_op", spans[j][0], spans[j][1], rf + j))
             nid += 4
             rf += 4
+            if comm_every and b % comm_every == comm_every - 1:
+                c = {"id": nid, "name": "c10d::allreduce_", "ctrl_deps": 3,
+                     "inputs": {"values": [[[5, 6, 0, 1024, 4, "cpu"]], "<Object>", "<Object>", "<None>",
+                                           True, -1], "shapes": [], "types": [], "strides": []},
+                     "outputs": _io(None), "attrs": _attrs(rf, "c10d::allreduce_(Tensor[] tensors) -> Tensor[]")}
+                g = {"id": nid + 1, "name": "gloo:all_reduce", "ctrl_deps": nid,
+                     "inputs": _io([5, 6, 0, 1024, 4, "cpu"]), "outputs": _io(None), "attrs": _attrs(rf + 1, "")}
+                f.write(b",\n" + node(g) + b",\n" + node(c))
+                k.write(b",\n" + event("c10d::allreduce_", "cpu_op", t0 + 8.5, 1.0, rf))
+                k.write(b",\n" + event("gloo:all_reduce", "user_annotation", t0 + 9.0, 50.0, rf + 1)
+                        .replace(f'"tid": {pid}'.encode(), f'"tid": {pid + 1}'.encode()))
+                nid += 2
+                rf += 2
         for nid_, name, parent, rf_ in ((3, "ProfilerStep#1", 2, 1),
                                         (2, "[pytorch|profiler|execution_trace|thread]", 1, 0),
                                         (1, "[pytorch|profiler|execution_trace|process]", 1, 0)):
@@ -164,6 +183,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--layers", type=int, default=24, help="encoder layers of the real trace")
     ap.add_argument("--synthetic", default="250000,1000000", help="synthetic sizes (host-ET nodes)")
+    ap.add_argument("--comm-synthetic", default="250000",
+                    help="synthetic sizes with an async gloo all-reduce after every 10th operator")
     ap.add_argument("--keep", help="keep the traces in this folder (default: a temporary one)")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = ap.parse_args()
@@ -182,10 +203,13 @@ def main() -> None:
                      **convert([real])})
     else:
         print("torch is not installed: skipping the real trace", file=sys.stderr)
-    for size in [int(s) for s in args.synthetic.split(",") if s]:
-        folder = work / f"synthetic_{size}"
-        et, kin = synthesize(folder, size)
-        rows.append({"trace": "synthetic", "host_nodes": _count_host_nodes(et), **convert([et, kin])})
+    sizes = [(int(s), 0) for s in args.synthetic.split(",") if s]
+    sizes += [(int(s), 10) for s in args.comm_synthetic.split(",") if s]
+    for size, every in sizes:
+        folder = work / f"synthetic_{size}_{every}"
+        et, kin = synthesize(folder, size, every)
+        label = "synthetic" + (f" + all-reduce/{every} ops" if every else "")
+        rows.append({"trace": label, "host_nodes": _count_host_nodes(et), **convert([et, kin])})
         if not args.keep:
             et.unlink()
             kin.unlink()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import itertools
 
 import orjson
 
@@ -75,14 +76,28 @@ def add_syncs(kt: KinetoTrace, host: HostTrace, streams, out, grid) -> None:
 def add_stream_waits(kt: KinetoTrace, streams) -> None:
     """GPU -> GPU: after ``cudaStreamWaitEvent``, the next work launched on the waiting stream
     depends on the last work launched on the recording stream before the event was recorded."""
+    # launch times per stream, computed once (a trace has a wait per collective: recomputing
+    # them per wait was quadratic); ``first`` holds their running maximum, so that a bisection
+    # finds the first activity launched at or after a time even if launches are out of order
+    launch: dict[tuple[int, int], list[float]] = {}
+    first: dict[tuple[int, int], list[float]] = {}
+
+    def launches(key) -> list[float]:
+        if key not in launch:
+            launch[key] = [kt.corr_ts.get(g.correlation, g.ts) for g, _ in streams[key]]
+            first[key] = list(itertools.accumulate(launch[key], max))
+        return launch[key]
+
     for w in kt.stream_waits:
-        dst, src = streams.get((w.device, w.stream)), streams.get((w.device, w.wait_on_stream))
+        dkey, skey = (w.device, w.stream), (w.device, w.wait_on_stream)
+        dst, src = streams.get(dkey), streams.get(skey)
         if not dst or not src:
             continue
         recorded = kt.corr_ts.get(w.record_correlation, w.ts)
-        src_launch = [kt.corr_ts.get(g.correlation, g.ts) for g, _ in src]
-        i = bisect.bisect_right(src_launch, recorded) - 1
-        nxt = next((n for g, n in dst if kt.corr_ts.get(g.correlation, g.ts) >= w.ts), None)
+        i = bisect.bisect_right(launches(skey), recorded) - 1
+        launches(dkey)
+        j = bisect.bisect_left(first[dkey], w.ts)
+        nxt = dst[j][1] if j < len(dst) else None
         if i >= 0 and nxt is not None and src[i][1].id not in nxt.ctrl:
             nxt.ctrl.append(src[i][1].id)
 

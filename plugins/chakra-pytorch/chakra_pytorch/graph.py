@@ -27,6 +27,8 @@ Rules (see docs/pytorch.md):
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import warnings
 from typing import Any
 
@@ -179,6 +181,7 @@ def build_graph(host: HostTrace, kt: KinetoTrace | None, rank: int, world: int,
 
     # ---- who waits for each off-lane communication
     unwaited: dict[int, list[int]] = {}
+    latest: dict[int, list[int]] = {}  # tid -> running maximum of the lane's starts
     for comm_node, tid, blocking in pending_waits:
         lane = lanes.get(tid, [])
         first = lane_pos[comm_node.id][1]
@@ -186,10 +189,10 @@ def build_graph(host: HostTrace, kt: KinetoTrace | None, rank: int, world: int,
         if blocking:
             waiter = lane[first] if first < len(lane) else None
         elif kt is not None and comm_node.start >= 0:
-            for n in lane[first:]:
-                if n.start >= comm_node.end:
-                    waiter = n
-                    break
+            if tid not in latest:
+                latest[tid] = list(itertools.accumulate((n.start for n in lane), max))
+            k = _first_start_at(lane, latest[tid], first, comm_node.end)
+            waiter = lane[k] if k is not None else None
         elif first < len(lane):
             waiter = lane[-1]
         if waiter is None:
@@ -252,6 +255,21 @@ def build_graph(host: HostTrace, kt: KinetoTrace | None, rank: int, world: int,
     if host.pid is not None:
         meta.attr.append(make_attr("pid", host.pid))
     return RankGraph(rank, nodes, meta, groups, step_us, notes)
+
+
+def _first_start_at(lane: list[OutNode], latest: list[int], first: int, t: int) -> int | None:
+    """Index of the first node of ``lane`` at or after ``first`` that starts at ``t`` or later.
+
+    ``latest`` is the running maximum of the lane's starts: a bisection finds the answer in
+    O(log n) (a scan per communication was quadratic on long traces); only when a node before
+    ``first`` started later than ``lane[first]`` (starts out of order) is the lane scanned.
+    """
+    k = bisect.bisect_left(latest, t, lo=first)
+    if k == len(lane):
+        return None
+    if k > first or lane[k].start >= t:
+        return k
+    return next((i for i in range(first, len(lane)) if lane[i].start >= t), None)
 
 
 def _comm_attrs(comm: CommInfo, rank: int, groups: dict[str, list[int]], world: int

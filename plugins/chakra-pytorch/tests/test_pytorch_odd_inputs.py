@@ -117,3 +117,45 @@ def test_intmap_dense_and_far_keys():
     assert (m2.get(5_000_000), m2.get(5_000_001), m2.get(999_999)) == (1, 2, 999_999)
     with pytest.raises(KeyError):
         m[-1] = 0
+
+
+def test_first_start_at_finds_the_waiter_of_an_async_communication():
+    # the waiter of a non-blocking communication: the first lane node from its position that
+    # starts when it has ended (found by bisection on the running maximum of the starts)
+    import itertools
+
+    from chakra_pytorch.graph import _first_start_at
+    from chakra_pytorch.outnode import OutNode
+
+    def lane(starts):
+        nodes = [OutNode(i + 1, "op", 4, start=s) for i, s in enumerate(starts)]
+        return nodes, list(itertools.accumulate((n.start for n in nodes), max))
+
+    nodes, latest = lane([0, 5, 10, 15, 20])
+    assert [_first_start_at(nodes, latest, first, 12) for first in range(5)] == [3, 3, 3, 3, 4]
+    assert _first_start_at(nodes, latest, 0, 21) is None
+    assert _first_start_at(nodes, latest, 2, 10) == 2
+    # starts out of order (a node without Kineto timing, -1, or a late node before the position)
+    nodes, latest = lane([0, 30, 5, -1, 12, 40])
+    assert _first_start_at(nodes, latest, 2, 12) == 4
+    assert _first_start_at(nodes, latest, 2, 35) == 5
+    assert _first_start_at(nodes, latest, 3, 50) is None
+
+
+def test_stream_waits_tie_the_next_launch_to_the_recording_stream():
+    # N collectives on stream 20, each after a "Stream Wait Event" on compute stream 7: each
+    # NCCL kernel depends on the compute kernel launched just before the event
+    from chakra_pytorch.deps import add_stream_waits
+    from chakra_pytorch.kineto import GpuEvent, KinetoTrace, StreamWait
+    from chakra_pytorch.outnode import OutNode
+
+    kt = KinetoTrace("k", None, {}, {}, IntMap())
+    streams = {(0, 7): [], (0, 20): []}
+    for i in range(50):
+        for stream, corr, launch, nid in ((7, 2 * i, 10.0 * i, 2 * i + 1), (20, 2 * i + 1, 10.0 * i + 6, 2 * i + 2)):
+            kt.corr_ts[corr] = launch
+            streams[(0, stream)].append((GpuEvent("k", launch + 1, 3, 0, stream, corr, -1), OutNode(nid, "k", 4)))
+        kt.stream_waits.append(StreamWait(10.0 * i + 5.5, 0, 20, 7, -1))
+    add_stream_waits(kt, streams)
+    assert [n.ctrl for _, n in streams[(0, 20)]] == [[2 * i + 1] for i in range(50)]
+    assert all(n.ctrl == [] for _, n in streams[(0, 7)])
