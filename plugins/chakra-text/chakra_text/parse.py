@@ -262,7 +262,7 @@ def parse_workload(path: str | os.PathLike) -> Workload:
     """Read and parse the workload file at ``path`` (raises TraceFormatError on bad input)."""
     path = str(path)
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
+        with open(path, encoding="utf-8-sig", errors="replace") as f:  # -sig: a leading BOM is dropped
             text = f.read()
     except OSError as e:
         raise TraceFormatError(f"cannot read ({e.strerror})", path) from None

@@ -28,7 +28,7 @@ def chakra_detect_format(paths):
         return None
     try:
         with open(paths[0], "rb") as f:
-            head = f.read(4096).decode("latin-1")
+            head = f.read(4096).removeprefix(b"\xef\xbb\xbf").decode("latin-1")  # UTF-8 BOM
     except OSError:
         return None
     for line in head.splitlines():

@@ -180,3 +180,17 @@ def test_expert_groups_validate_across_ranks(tmp_path):
                 members = ts.group_members(get_str(n, "pg_name", ""))
                 assert rt.rank in members
                 assert len(members) == sizes[n.name]
+
+
+def test_utf8_bom_and_crlf_lines(tmp_path):
+    # files saved by Windows editors start with a UTF-8 BOM and end lines with CRLF: the BOM
+    # used to make the mode unknown ('\ufeffDATA') and detection decline the file
+    from chakra_text.plugin import chakra_detect_format
+
+    p = tmp_path / "w.txt"
+    p.write_bytes(b"\xef\xbb\xbfDATA\r\n1\r\nconv1 -1 100 NONE 0 120 NONE 0 110 ALLREDUCE 4096 10\r\n")
+    assert chakra_detect_format([str(p)]) == "text"
+    ts = load_traces([str(p)], options={"npus": 2, "time_unit": "us"})
+    names = [(n.name, n.duration_micros) for n in ts[0].nodes()]
+    assert names == [("COMP_NODE_conv1_FWD", 100), ("COMP_NODE_conv1_BWD_WG", 110),
+                     ("COMM_COLL_NODE_conv1_ALLREDUCE", 0)]
