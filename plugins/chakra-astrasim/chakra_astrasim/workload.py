@@ -12,6 +12,7 @@ stays linear in the input.
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -26,6 +27,8 @@ from .slots import int_attr, put_attr, str_attr, value_attr
 __all__ = ["RankOutput", "convert_rank", "idle_node"]
 
 _INT32 = (-(1 << 31), (1 << 31) - 1)
+#: largest value of the int64 slots ASTRA-sim reads (comm_size, num_ops).
+_INT64_MAX = (1 << 63) - 1
 
 
 @dataclass
@@ -146,9 +149,10 @@ class _Converter:
             ops = value_attr(ix, "num_ops")
             size = int_attr(ix, "tensor_size", 0)
             if isinstance(ops, float):
-                self.report.changed["num_ops_float_to_int"] += 1
-                ops = int(round(ops))
-            if isinstance(ops, int) and not isinstance(ops, bool) and ops > 0 and size > 0:
+                ops = int(round(ops)) if math.isfinite(ops) else None
+                if ops is not None:
+                    self.report.changed["num_ops_float_to_int"] += 1
+            if isinstance(ops, int) and not isinstance(ops, bool) and 0 < ops <= _INT64_MAX and size > 0:
                 return ops, size
             self.report.changed["roofline_filled_from_duration"] += 1
         else:
@@ -186,6 +190,8 @@ class _Converter:
         if size is None:
             rep.changed["comm_size_missing"] += 1
             size = 0
+        if size > _INT64_MAX:
+            raise self.fail(n, f"comm_size {size} does not fit the int64 slot ASTRA-sim reads")
         if kind in MODELLED or (kind == CommType.BROADCAST and plan.replay_broadcast):
             pairs = [(kind, size)]
         elif plan.unsupported == "error":
@@ -242,6 +248,8 @@ class _Converter:
                 raise self.fail(n, f"{'send' if send else 'recv'} without a {what} "
                                    f"({'comm_dst' if send else 'comm_src'}, comm_size)")
             return self.drop(f"{'send' if send else 'recv'}_without_{what}")
+        if size > _INT64_MAX:
+            raise self.fail(n, f"comm_size {size} does not fit the int64 slot ASTRA-sim reads")
         if not 0 <= peer < plan.npus:
             raise self.fail(n, f"peer rank {peer} is outside the network's {plan.npus} NPUs")
         if peer == self.rank:

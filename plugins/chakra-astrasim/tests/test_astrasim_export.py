@@ -173,11 +173,21 @@ def test_nodes_written_in_topological_order(tmp_path, astrasim_check):
     assert [n.id for n in files[0]] == [1, 2, 3]
 
 
+def uint64_size(n: Node, size: int) -> Node:
+    """``n`` with a ``comm_size`` in the uint64 slot (what a reader of any integer slot sees)."""
+    set_attr(n, "comm_size", size, slot="uint64_val")
+    return n
+
+
 @pytest.mark.parametrize("nodes, message", [
     ([comp(1, deps=[2]), comp(2, deps=[1])], "cycle"),
     ([node(1, T.COMM_COLL_NODE, comm_size=8)], "comm_type"),
     ([coll(1, C.ALL_REDUCE, 8, pg="42")], "process group '42'"),
     ([comp(1), comp(1)], "appears twice"),
+    # sizes beyond the int64 slot ASTRA-sim reads (a uint64 in the input) used to raise a bare
+    # ValueError from protobuf
+    ([uint64_size(coll(1, C.ALL_REDUCE, 0), 1 << 63)], "comm_size 9223372036854775808 does not fit"),
+    ([uint64_size(node(1, T.COMM_SEND_NODE, comm_dst=1, comm_tag=0), (1 << 64) - 1)], "does not fit the int64"),
 ])
 def test_bad_input_names_node(tmp_path, nodes, message):
     with pytest.raises(TraceFormatError) as e:
@@ -321,6 +331,18 @@ def test_system_roofline_keeps_real_num_ops(tmp_path, astrasim_check):
     assert (get_int(ids[3], "num_ops"), get_int(ids[3], "tensor_size")) == (2600000, 100)
     ch = res.summary["report"]["changed"]
     assert ch["num_ops_float_to_int"] == 2 and ch["roofline_filled_from_duration"] == 2
+    # a NaN num_ops or one beyond int64 is filled from the duration too (used to be a traceback)
+    per = {r: [comp(1, dur=5, tensor_size=100), comp(2, deps=[1], dur=7, tensor_size=100)] for r in range(2)}
+    for r in range(2):
+        set_attr(per[r][0], "num_ops", float("nan"), slot="double_val")
+        set_attr(per[r][1], "num_ops", (1 << 64) - 1, slot="uint64_val")
+    res, files = export(tset(per), tmp_path / "o2", system=sysf)
+    astrasim_check(tmp_path / "o2")
+    ids = by_id(files[0])
+    assert astra_roofline_ns(get_int(ids[1], "num_ops"), 1, 1000, 100) == 5000
+    assert astra_roofline_ns(get_int(ids[2], "num_ops"), 1, 1000, 100) == 7000
+    ch = res.summary["report"]["changed"]
+    assert ch["roofline_filled_from_duration"] == 4 and "num_ops_float_to_int" not in ch
 
 
 def test_memory_nodes_kept_with_remote_memory(tmp_path, astrasim_check):
