@@ -59,6 +59,19 @@ def _implementations(sd: SystemDescription, report: ExportReport) -> dict[str, l
             report.configs.append(f"{kind}-implementation had {len(impl)} entries for {n} dimensions: "
                                   "the extra ones were left out")
             impl = impl[:n]
+        for d, name in enumerate(impl):
+            base, _ = algorithm_base(name)
+            p = sd.dimensions[d].npus_count
+            if p & (p - 1) == 0:
+                continue
+            if base == "doubleBinaryTree":
+                raise ConfigError(f"{kind}-implementation: doubleBinaryTree on dimension {d} of {p} NPUs; "
+                                  "ASTRA-sim builds trees of a power-of-two size and crashes on the other "
+                                  "NPUs (use ring or direct there)", sd.sources.get("system"))
+            if base == "halvingDoubling":
+                report.configs.append(f"{kind}-implementation: {name} on dimension {d} of {p} NPUs (not a "
+                                      "power of two): ASTRA-sim's pairing assumes one; the simpy backend "
+                                      "refuses it")
         out[f"{kind}-implementation"] = impl
     return out
 

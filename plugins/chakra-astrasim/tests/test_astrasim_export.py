@@ -389,6 +389,20 @@ def test_astrasim_config_files_and_short_lists(tmp_path, astrasim_check):
     assert json.loads((tmp_path / "o" / "groups.json").read_text()) == {"1": [0, 1, 2, 3], "2": [4, 5, 6, 7]}
 
 
+def test_trees_and_halving_doubling_need_power_of_two_dimensions(tmp_path, astrasim_check):
+    # ASTRA-sim builds power-of-two trees and crashes on the other NPUs of a 6-NPU dimension
+    per = {r: [coll(1, C.ALL_REDUCE, 1 << 20)] for r in range(6)}
+    dbt = write(tmp_path / "dbt.yaml", "all-reduce-implementation: doubleBinaryTree\n")
+    with pytest.raises(ConfigError, match="doubleBinaryTree on dimension 0 of 6 NPUs"):
+        export(tset(per), tmp_path / "o", system=dbt)
+    hd = write(tmp_path / "hd.yaml", "all-reduce-implementation: halvingDoubling\n")
+    res, _ = export(tset(per), tmp_path / "o2", system=hd)
+    astrasim_check(tmp_path / "o2")
+    assert any("halvingDoubling on dimension 0 of 6 NPUs" in c for c in res.summary["report"]["configs"])
+    res, _ = export(tset({r: [coll(1, C.ALL_REDUCE, 1 << 20)] for r in range(8)}), tmp_path / "o3", system=dbt)
+    astrasim_check(tmp_path / "o3")
+
+
 def test_differing_collective_order_is_reported(tmp_path):
     per = {0: [coll(1, C.ALL_REDUCE, 64), coll(2, C.ALL_GATHER, 8, deps=[1])],
            1: [coll(1, C.ALL_GATHER, 8), coll(2, C.ALL_REDUCE, 64, deps=[1])]}
