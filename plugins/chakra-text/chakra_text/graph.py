@@ -153,8 +153,10 @@ def _dlrm(b: _Builder, w: Workload, prev: dict[int, int]) -> dict[int, int]:
     f: list[int] = []
     fc0: int | None = None
     for i, layer in enumerate(layers):
+        # HYBRID_DLRM: the pass starts once the previous pass's IGC_0 ended (key -1 of prev)
         fi = b.comp(layer, "FWD", layer.fwd.time,
-                    [f[i - 1] if i else None, prev.get(i), fc0 if i == k + 1 else None])
+                    [f[i - 1] if i else None, prev.get(i), fc0 if i == k + 1 else None,
+                     None if i else prev.get(-1)])
         f.append(fi)
         if layer.fwd.comm == "ALLTOALL":
             fc = b.coll(layer, layer.fwd, ALL, [fi])
@@ -165,13 +167,14 @@ def _dlrm(b: _Builder, w: Workload, prev: dict[int, int]) -> dict[int, int]:
     igc0: int | None = None
     for i in reversed(range(size)):
         layer = layers[i]
-        wg = b.comp(layer, "BWD_WG", layer.wg.time,
-                    [f[-1] if i == size - 1 else ig, igc0 if i == k else None])
+        wg = b.comp(layer, "BWD_WG", layer.wg.time, [f[-1] if i == size - 1 else ig])
         nxt[i] = _or(b.coll(layer, layer.wg, ALL, [wg]), wg)
         if i:
             ig = b.comp(layer, "BWD_IG", layer.ig.time, [wg])
             if i == k + 1:
                 igc0 = b.coll(layers[0], layers[0].ig, ALL, [ig])
+    if igc0 is not None and w.mode == "HYBRID_DLRM":
+        nxt[-1] = igc0
     return nxt
 
 
