@@ -149,10 +149,7 @@ def _comm(tok: str, what: str, where: str, n: int) -> tuple[str | None, str | No
 def _header(w: Workload, tokens: list[str], where: str, n: int) -> None:
     rest = tokens[1:]
     i = 0
-    if w.mode in DLRM_MODES:
-        if not rest:
-            raise TraceFormatError(f"{w.mode} needs the index of the last bottom-MLP layer after the mode",
-                                   where, f"line {n}")
+    if w.mode in DLRM_MODES and rest and rest[0].lstrip("+-").isdigit():
         w.last_bottom = _int(rest[0], "last bottom-MLP layer", where, n)
         i = 1
     while i < len(rest):
@@ -184,7 +181,12 @@ def _header(w: Workload, tokens: list[str], where: str, n: int) -> None:
             w.ep = _int(rest[i + 1], key, where, n, minimum=1)
         elif key == "all_gpus":
             w.all_gpus = _int(rest[i + 1], key, where, n, minimum=1)
+        elif key == "DLRM_LAST_BOTTOM_LAYER" and w.mode in DLRM_MODES:
+            w.last_bottom = _int(rest[i + 1], key, where, n)
         i += 2
+    if w.mode in DLRM_MODES and w.last_bottom is None:
+        raise TraceFormatError(f"{w.mode} needs the index of the last bottom-MLP layer after the mode "
+                               "(or as DLRM_LAST_BOTTOM_LAYER: k)", where, f"line {n}")
 
 
 def _layer(tokens: list[str], where: str, n: int, mode: str) -> Layer:

@@ -131,3 +131,13 @@ def test_duration_beyond_uint64_names_the_line(tmp_path, time, cycle_ns):
         convert_workload(w, npus=2, cycle_ns=cycle_ns)
     assert e.value.location == "line 4"
     assert "layer 'a': FWD time" in e.value.message and "duration_micros" in e.value.message
+
+
+def test_dlrm_last_bottom_layer_as_a_header_field(tmp_path):
+    # some ASTRA-sim versions read the index from a 'DLRM_LAST_BOTTOM_LAYER: k' field instead of
+    # the token after the mode; that form used to be "'DLRM_LAST_BOTTOM_LAYER:' is not an integer"
+    w = _parse(tmp_path, "HYBRID_DLRM DLRM_LAST_BOTTOM_LAYER: 1\n3\n" + GOOD + "\n" + GOOD + "\n" + GOOD)
+    assert w.last_bottom == 1 and w.header["DLRM_LAST_BOTTOM_LAYER"] == "1"
+    assert _parse(tmp_path, "HYBRID_DLRM_ENHANCED 0\n2\n" + GOOD + "\n" + GOOD).last_bottom == 0
+    err = _error(tmp_path, "HYBRID_DLRM DLRM_LAST_BOTTOM_LAYER: x\n2\n" + GOOD + "\n" + GOOD)
+    assert err.location == "line 1" and "DLRM_LAST_BOTTOM_LAYER: 'x' is not an integer" in err.message
