@@ -211,3 +211,25 @@ def test_non_finite_numbers_are_refused(tmp_path, text, key):
     with pytest.raises(ConfigError, match="finite number") as e:
         load_system(path)
     assert key in e.value.location
+
+
+def test_our_yaml_defaults_unnamed_implementations_to_ring_everywhere(tmp_path):
+    # docs/system.md: our YAML's default is ring on every dimension, so leaving a kind out is not
+    # ASTRA-sim's "short list" pitfall (it used to warn "lists 0 of 2 dimensions")
+    text = ("all-reduce-implementation: direct\n"
+            "network:\n  - {topology: Ring, npus_count: 4, bandwidth: 1, latency: 1}\n"
+            "  - {topology: Switch, npus_count: 2, bandwidth: 1, latency: 1}\n")
+    sd = load_system(_yaml(tmp_path, "s.yaml", text))
+    assert sd.all_reduce_implementation == ("direct", "direct")
+    assert sd.all_gather_implementation == sd.all_to_all_implementation == ("ring", "ring")
+    assert sd.warnings == []
+    # the same with the network in a file of its own
+    sysf = _yaml(tmp_path, "s2.yaml", "endpoint-delay: 20\n")
+    sd = load_system(sysf, EX / "astra/network.yml")
+    assert sd.reduce_scatter_implementation == ("ring",) and sd.warnings == []
+    # ASTRA-sim's system.json has no such default: the warning stays
+    sys_json = _json(tmp_path, "s.json", {"preferred-dataset-splits": 4, "scheduling-policy": "LIFO",
+                                          "collective-optimization": "baseline", "local-mem-bw": 50,
+                                          "all-reduce-implementation": ["ring"]})
+    sd = load_system(sys_json, EX / "astra/network.yml")
+    assert any("'all-gather-implementation' lists 0 of 1" in w for w in sd.warnings)

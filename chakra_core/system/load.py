@@ -161,6 +161,13 @@ def load_system(system: Source = None, network: Source = None, memory: Source = 
             seen[part] = where
         if kind == "ours":
             every_dim |= f.pop("_every_dim")
+            if "system" in parts:
+                # our YAML defaults every implementation it does not name to ring everywhere
+                for k in COLLECTIVE_KINDS:
+                    key = k.replace("-", "_") + "_implementation"
+                    if not f.get(key):
+                        f[key] = ("ring",)
+                        every_dim.add(k)
             fields.update(f)
             warnings += w
             for part in parts:
