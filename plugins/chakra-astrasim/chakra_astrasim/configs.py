@@ -4,7 +4,8 @@ Every pitfall of the spec is either fixed here (and reported) or refused with a 
 ``endpoint-delay`` below 1 ns is raised to 1; ``preferred-dataset-splits``,
 ``scheduling-policy`` and ``collective-optimization`` are always written; implementation lists
 are made exactly one entry per network dimension (a short list is extended with its last entry,
-a long one cut); ``doubleBinaryTree`` outside all-reduce and unknown names are refused;
+a long one cut); ``doubleBinaryTree`` outside all-reduce or on a dimension whose NPU count is not
+a power of two, and unknown names, are refused;
 group ids start at 1 and name only ranks of the network.
 """
 
