@@ -22,6 +22,8 @@ from typing import Any
 
 from chakra_core.schema import CommType, NodeType
 
+from .kineto import MAX_RANKS
+
 __all__ = ["CommInfo", "comm_from_c10d", "comm_from_param_comms", "merge_param_comms",
            "kind_of_kernel", "DTYPE_BYTES", "tensors_in"]
 
@@ -114,12 +116,12 @@ class CommInfo:
             return NodeType.COMM_RECV_NODE
         return NodeType.COMM_COLL_NODE
 
-    def group_ranks(self) -> list[int] | None:
+    def group_ranks(self) -> range | None:
         """Global ranks of the group as ``record_param_comms`` describes it (start, stride, size)."""
-        if self.rank_start is None or not self.pg_size:
+        if self.rank_start is None or not self.pg_size or self.pg_size > MAX_RANKS:
             return None
         stride = self.rank_stride or 1
-        return list(range(self.rank_start, self.rank_start + stride * self.pg_size, stride))
+        return range(self.rank_start, self.rank_start + stride * self.pg_size, stride)
 
     @property
     def comm_type(self) -> int | None:

@@ -16,7 +16,7 @@ from chakra_core.traceset import PG_ATTR, GeneratedRank, TraceSet
 
 from .graph import RankGraph, build_graph
 from .hostet import read_header, read_host_et, scan_groups
-from .kineto import read_distributed_info, read_kineto
+from .kineto import MAX_RANKS, read_distributed_info, read_kineto
 from .schema_version import PyTorchTraceWarning, check_schema
 from .sniff import is_json_name, rank_from_name, sniff_kind
 
@@ -74,12 +74,16 @@ def find_rank_files(paths: Sequence[str]) -> tuple[list[RankFiles], dict[str, An
         r = infos[0].get("rank") if infos and isinstance(infos[0].get("rank"), int) else None
         if r is None:
             r = rank_from_name(hosts[0], strict=True) or 0
+            r = r if r <= MAX_RANKS else 0
         return [RankFiles(r, hosts[0], kinetos[0] if kinetos else None)], (infos[0] if infos else {})
     by_rank: dict[int, RankFiles] = {}
     for h in hosts:
         r = rank_from_name(h)
         if r is None:
             raise TraceFormatError("cannot tell the rank from the name (put the rank number in it)", h)
+        if r > MAX_RANKS:
+            raise TraceFormatError(f"the number {r} in the name is not a rank (at most {MAX_RANKS}): "
+                                   "put the rank number in it", h)
         if r in by_rank:
             raise TraceFormatError(f"two host traces for rank {r} ({by_rank[r].host} and {h})", h)
         by_rank[r] = RankFiles(r, h)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 from chakra_core.attrs import make_attr
@@ -46,7 +47,7 @@ from .schema_version import PyTorchTraceWarning
 __all__ = ["OutNode", "RankGraph", "build_graph"]
 
 
-def _global(rank_in_group: int | None, ranks: list[int]) -> int | None:
+def _global(rank_in_group: int | None, ranks: Sequence[int]) -> int | None:
     if rank_in_group is None:
         return None
     if ranks and 0 <= rank_in_group < len(ranks):
@@ -275,7 +276,7 @@ def _first_start_at(lane: list[OutNode], latest: list[int], first: int, t: int) 
 def _comm_attrs(comm: CommInfo, rank: int, groups: dict[str, list[int]], world: int
                 ) -> list[tuple[str, Any]]:
     pg = comm.pg_name if comm.pg_name is not None else "0"
-    ranks = groups.get(pg) or comm.group_ranks() or list(range(world))
+    ranks = groups.get(pg) or comm.group_ranks() or range(world)
     attrs: list[tuple[str, Any]] = [("comm_size", int(comm.size_bytes)), ("pg_name", pg)]
     if comm.kind in ("send", "recv"):
         peer = _global(comm.peer, ranks)

@@ -33,6 +33,7 @@ from chakra_core.etio import open_binary
 from .comms import CommInfo, comm_from_c10d, comm_from_param_comms, merge_param_comms, tensors_in
 from .intmap import IntMap
 from .jsonitems import iter_items
+from .kineto import MAX_RANKS
 
 __all__ = ["KEEP_ATTRS", "HostOp", "HostTrace", "read_host_et", "read_header", "iter_raw_nodes", "scan_groups"]
 
@@ -307,16 +308,26 @@ def _groups(node: dict, path: str, index: int) -> dict[str, dict[str, Any]]:
         return {}
     try:
         items = orjson.loads(text)
+        if not isinstance(items, list):
+            raise ValueError("not a list of groups")
         out = {}
         for d in items:
-            ranks = [int(r) for r in d.get("ranks") or []]
-            out[str(d["pg_name"])] = {"ranks": ranks, "size": int(d.get("group_size") or d.get("pg_size")
-                                                                    or len(ranks)),
-                                      "desc": str(d.get("pg_desc", ""))}
+            if not isinstance(d, dict):
+                raise ValueError("a group is not an object")
+            ranks = [_rank(r) for r in d.get("ranks") or []]
+            size = _rank(d.get("group_size") or d.get("pg_size") or len(ranks))
+            out[str(d["pg_name"])] = {"ranks": ranks, "size": size, "desc": str(d.get("pg_desc", ""))}
         return out
     except (orjson.JSONDecodeError, TypeError, KeyError, ValueError) as e:
         raise _fail(path, f"bad '## process_group:init ##' description ({_short(e)})",
                     f"node {index}") from None
+
+
+def _rank(v: Any) -> int:
+    """A rank or group size of the pg-init description (ValueError when it is not one)."""
+    if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= MAX_RANKS:
+        raise ValueError(f"{v!r} is not a rank or group size in 0..{MAX_RANKS}")
+    return v
 
 
 def _resolve(path, header, schema, cols: _Arrays, kept, comms, param_comms, workers, groups

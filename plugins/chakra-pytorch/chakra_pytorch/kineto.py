@@ -114,10 +114,36 @@ def read_distributed_info(path: str) -> dict[str, Any]:
                 return {}
         with open_binary(path) as f:
             for value in ijson.items(f, "distributedInfo"):
-                return value if isinstance(value, dict) else {}
+                return _checked_distributed(value, path) if isinstance(value, dict) else {}
     except (ijson.JSONError, ijson.IncompleteJSONError, OSError, EOFError, zlib.error) as e:
         raise TraceFormatError(f"not a Kineto trace ({_short(e)})", path) from None
     return {}
+
+
+#: the most ranks a job may have here (the process-group node lists every rank of the world)
+MAX_RANKS = 1 << 20
+
+
+def _checked_distributed(info: dict[str, Any], path: str) -> dict[str, Any]:
+    """``info`` after checking the fields the conversion uses: ``rank``, ``world_size`` and
+    each ``pg_config`` entry's ``ranks`` must be ranks (integers in 0 .. MAX_RANKS)."""
+    def is_rank(v: Any, low: int = 0) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool) and low <= v <= MAX_RANKS
+
+    def bad(what: str) -> TraceFormatError:
+        return TraceFormatError(f"bad distributedInfo: {what}", path)
+
+    for key, low in (("rank", 0), ("world_size", 1)):
+        if key in info and not is_rank(info[key], low):
+            raise bad(f"{key} {info[key]!r} is not an integer in {low}..{MAX_RANKS}")
+    groups = info.get("pg_config")
+    if groups is not None and not isinstance(groups, list):
+        raise bad("pg_config is not a list")
+    for g in groups or []:
+        ranks = g.get("ranks") if isinstance(g, dict) else None
+        if isinstance(ranks, list) and not all(is_rank(r) for r in ranks):
+            raise bad(f"the ranks of group {g.get('pg_name')!r} are not all integers in 0..{MAX_RANKS}")
+    return info
 
 
 def _int(v: Any, default: int = -1) -> int:

@@ -42,7 +42,7 @@ def test_record_param_comms(name, nin, nout, kind, size):
 
 def test_group_ranks_from_start_and_stride():
     info = comm_from_param_comms(_pc("send", 10, 10), [])  # start 0, stride 2, size 4
-    assert info.group_ranks() == [0, 2, 4, 6]
+    assert list(info.group_ranks()) == [0, 2, 4, 6]
     assert comm_from_c10d("c10d::send", [[], "<Object>", 1, 0]).group_ranks() is None
 
 

@@ -159,3 +159,61 @@ def test_stream_waits_tie_the_next_launch_to_the_recording_stream():
     add_stream_waits(kt, streams)
     assert [n.ctrl for _, n in streams[(0, 20)]] == [[2 * i + 1] for i in range(50)]
     assert all(n.ctrl == [] for _, n in streams[(0, 7)])
+
+
+def _with_distributed(info: dict) -> dict:
+    kineto = _load(MLP_KINETO)
+    # PyTorch writes distributedInfo before traceEvents (only there is it read)
+    return {"schemaVersion": kineto.get("schemaVersion", 1), "distributedInfo": info,
+            **{k: v for k, v in kineto.items() if k not in ("schemaVersion", "distributedInfo")}}
+
+
+@pytest.mark.parametrize("info, words", [
+    ({"rank": 0, "world_size": 2, "pg_config": [{"pg_name": "1", "ranks": ["a"]}]}, "ranks of group '1'"),
+    ({"rank": 0, "world_size": 2, "pg_config": [{"pg_name": "1", "ranks": [[1]]}]}, "ranks of group '1'"),
+    ({"rank": 0, "world_size": 10**12}, "world_size 1000000000000"),
+    ({"rank": 0, "world_size": -3}, "world_size -3"),
+    ({"rank": "0", "world_size": 2}, "rank '0'"),
+    ({"rank": 0, "world_size": 2, "pg_config": {"pg_name": "1"}}, "pg_config is not a list"),
+])
+def test_bad_distributed_info_is_one_line(tmp_path, info, words):
+    # non-integer ranks used to raise ValueError/TypeError; a world of 10**12 ranks would have
+    # been listed rank by rank in the process-group node
+    paths = _write(tmp_path, kineto=_with_distributed(info))
+    err = _error(paths)
+    assert err.where == str(paths[1]) and "bad distributedInfo" in err.message and words in err.message
+
+
+def test_distributed_info_groups_are_used(tmp_path):
+    info = {"rank": 0, "world_size": 4, "pg_config": [{"pg_name": "5", "ranks": [0, 2]}]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ts = open_pytorch([str(p) for p in _write(tmp_path, kineto=_with_distributed(info))])
+    assert ts.process_groups == {"5": [0, 2]}
+
+
+@pytest.mark.parametrize("desc, words", [
+    ('{"pg_name": "0"}', "not a list of groups"),
+    ('["x"]', "a group is not an object"),
+    ('[{"pg_name": "0", "ranks": [], "group_size": 1000000000000}]', "1000000000000 is not a rank"),
+    ('[{"pg_name": "0", "ranks": [0, 1.5]}]', "1.5 is not a rank"),
+])
+def test_bad_process_group_node_is_one_line(tmp_path, desc, words):
+    # a non-list description or non-object group used to raise AttributeError; a huge group
+    # size became the world size, listed rank by rank
+    host = _load(MLP_ET)
+    host["nodes"].insert(0, {"id": 999, "name": "## process_group:init ##", "ctrl_deps": 1,
+                             "inputs": {"values": [desc], "shapes": [[]], "types": ["String"]},
+                             "outputs": {"values": [], "shapes": [], "types": []}, "attrs": []})
+    err = _error(_write(tmp_path, host))
+    assert "bad '## process_group:init ##' description" in err.message and words in err.message
+
+
+def test_huge_record_param_comms_group_is_not_listed():
+    from chakra_pytorch.comms import comm_from_param_comms
+
+    attrs = {"collective_name": "allreduce", "dtype": "Float", "in_msg_nelems": 4, "out_msg_nelems": 4,
+             "pg_name": "3", "pg_size": 2**40, "global_rank_start": 0, "global_rank_stride": 1}
+    assert comm_from_param_comms(attrs, []).group_ranks() is None
+    attrs["pg_size"] = 4
+    assert comm_from_param_comms(attrs, []).group_ranks() == range(0, 4)
