@@ -286,10 +286,12 @@ def ring_group_cost(kind: str, members: list[int], hop_cost, d: int, local_mem_b
 
 
 def roofline_ns(num_ops: int, tensor_size: int, peak_tflops: float, local_mem_bw: float) -> int:
-    """Roofline time (ns, truncated): num_ops / min(bw * num_ops / tensor_size, peak)."""
+    """Roofline time (ns, truncated): num_ops / min(bw * (num_ops / tensor_size), peak), in
+    ASTRA-sim's floating-point order (operational intensity first, then times the bandwidth in
+    bytes/s; seconds times 1e9), so that the truncation agrees to the ns."""
     if num_ops <= 0:
         return 0
     peak = peak_tflops * 1e12
-    perf = peak if tensor_size <= 0 else min(local_mem_bw * 1e9 * num_ops / tensor_size, peak)
+    perf = peak if tensor_size <= 0 else min(local_mem_bw * 1e9 * (num_ops / tensor_size), peak)
     return int(num_ops / perf * 1e9)
 

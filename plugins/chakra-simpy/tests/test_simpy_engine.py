@@ -103,6 +103,14 @@ def test_roofline_compute(kit, tmp_path):
     ts = kit.same(2, lambda: [kit.comp(1, 7)])
     res = kit.run(ts, sysd, tmp_path)
     assert res.ranks[0]["finish_ns"] == 7_000 and "replayed their duration" in " ".join(res.notes)
+    # ASTRA-sim's floating-point order: intensity = ops / size first, perf = bw * 1e9 * intensity,
+    # time = ops / perf * 1e9 truncated; (bw * 1e9 * ops) / size instead loses one ns here
+    ops, size, bw, peak = 676497965, 6672999, 3.35, 989.5
+    astra = int(ops / min(bw * 1e9 * (ops / size), peak * 1e12) * 1e9)
+    assert astra == 1991940 and int(ops / min(bw * 1e9 * ops / size, peak * 1e12) * 1e9) == 1991939
+    sysd = kit.system([("Ring", 2, 50, 500)], compute={"model": "roofline", "peak-perf": peak, "local-mem-bw": bw})
+    res = kit.run(kit.same(2, lambda: [kit.comp(1, 1, num_ops=ops, tensor_size=size)]), sysd, tmp_path)
+    assert res.ranks[0]["finish_ns"] == astra
 
 
 def test_remote_memory_models(kit, tmp_path):
