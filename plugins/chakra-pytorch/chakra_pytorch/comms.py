@@ -191,12 +191,15 @@ def _dtype_bytes(dtype: Any) -> int | None:
     return DTYPE_BYTES.get(dtype.lower().replace("torch.", "").replace(" ", ""))
 
 
-def comm_from_param_comms(attrs: dict, values: list) -> CommInfo | None:
-    """The communication described by a ``record_param_comms`` node (attributes and inputs).
+def comm_from_param_comms(attrs: dict, values: list, outputs: list | None = None) -> CommInfo | None:
+    """The communication described by a ``record_param_comms`` node (attributes, input values
+    and, optionally, output values).
 
     Older traces carry no ``collective_name``/``*_msg_nelems`` attributes: then the collective
     name is the string among the inputs that names one, and the size comes from the input tensor
-    list (``values[0]``; the output list ``values[1]`` for scatter and recv).
+    list (``values[0]``); for scatter and recv from the output list, which PyTorch 2.1+ records
+    as ``values[1]`` and earlier versions as the node's outputs (``values[1]`` is then the
+    sequence number).
     """
     kind = _PARAM_NAMES.get(str(attrs.get("collective_name", "")).lower())
     if kind is None and "collective_name" not in attrs:
@@ -214,6 +217,8 @@ def comm_from_param_comms(attrs: dict, values: list) -> CommInfo | None:
         size = n * esize
     else:
         size = _bytes(values[operand]) if operand < len(values) else 0
+        if operand and not size and outputs:
+            size = _bytes(outputs)
     info = CommInfo(kind, 0 if kind == "barrier" else size)
     pg = attrs.get("pg_name")
     if pg is not None and pg != "":

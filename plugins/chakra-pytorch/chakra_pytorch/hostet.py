@@ -257,7 +257,8 @@ def read_host_et(path: str) -> HostTrace:
                 waiting.setdefault(parent, []).append(nid)
         else:
             if name == "record_param_comms":
-                info = comm_from_param_comms(attrs, _io(node)[0])
+                io = _io(node)
+                info = comm_from_param_comms(attrs, io[0], io[3])
                 if info is not None:
                     param_comms.append((nid, info))
                     kept[nid] = (name, attrs.get("tid", 0), cols.rf[nid], _keep(attrs),

@@ -62,6 +62,12 @@ def test_record_param_comms_without_attributes():
     info = comm_from_param_comms({}, [t_out, t_in, "scatter"])
     assert (info.kind, info.size_bytes) == ("scatter", 128)  # the output chunk
     assert comm_from_param_comms({}, [t_in, t_out, "no_such"]) is None
+    # PyTorch 2.0's macro: inputs (input tensors, seq, pg, rank, name, splits), the output
+    # tensors as the node's outputs; scatter's size used to be read from the sequence number (0)
+    info = comm_from_param_comms({}, [t_out, 12, 0, 1, "scatter", [], []], [t_in])
+    assert (info.kind, info.size_bytes) == ("scatter", 128)
+    info = comm_from_param_comms({}, [t_in, 13, 0, 1, "recv", [], []], [t_in])
+    assert (info.kind, info.size_bytes) == ("recv", 128)
 
 
 def test_c10d_send_peer_and_tag():
