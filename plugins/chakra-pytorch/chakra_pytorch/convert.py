@@ -50,10 +50,11 @@ def _expand(paths: Sequence[str]) -> list[str]:
 def find_rank_files(paths: Sequence[str]) -> tuple[list[RankFiles], dict[str, Any]]:
     """Sort ``paths`` (files or directories) into per-rank (host ET, Kineto) pairs.
 
-    The rank of a Kineto trace is its ``distributedInfo.rank``, else the last integer of its
-    name; a host ET's is the last integer of its name.  A lone host ET (with at most one Kineto
-    trace) takes the Kineto trace's rank, else a rank clearly in its name (``NAME.3.json``,
-    ``rank3``), else 0.  Returns the pairs and the first ``distributedInfo`` seen.
+    The rank of a Kineto trace is its ``distributedInfo.rank``, else the rank in its name; a
+    host ET's is the rank in its name (see :func:`rank_from_name`).  A lone host ET with at most
+    one Kineto trace takes the Kineto trace's rank, else a rank clearly in its name
+    (``NAME.3.json``, ``rank3``), else 0.  Returns the pairs and the first ``distributedInfo``
+    seen.
     """
     files = _expand(paths)
     hosts, kinetos = [], []
@@ -68,9 +69,9 @@ def find_rank_files(paths: Sequence[str]) -> tuple[list[RankFiles], dict[str, An
     if not hosts:
         raise TraceFormatError("no host execution trace among the inputs (a Kineto trace alone is "
                                "not enough)", files[0])
-    if len(hosts) == 1:
+    if len(hosts) == 1 and len(kinetos) <= 1:
         # one rank: the Kineto trace's distributedInfo.rank, else a rank in the name, else 0
-        infos = [read_distributed_info(k) for k in kinetos] if len(kinetos) == 1 else []
+        infos = [read_distributed_info(k) for k in kinetos]
         r = infos[0].get("rank") if infos and isinstance(infos[0].get("rank"), int) else None
         if r is None:
             r = rank_from_name(hosts[0], strict=True) or 0

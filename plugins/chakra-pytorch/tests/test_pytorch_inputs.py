@@ -113,6 +113,21 @@ def test_ranks_named_before_a_step_number(tmp_path):
     assert [Path(ts[r].path).name for r in ts.ranks] == ["et_rank0_step10.json", "et_rank1_step10.json"]
 
 
+def test_lone_host_et_with_two_kineto_traces_pairs_by_rank(tmp_path):
+    # one host ET (rank 1) beside the Kineto traces of ranks 0 and 1: it used to take the first
+    # Kineto trace (rank 0's) and fail as "from another run"; now they pair by rank
+    from chakra_pytorch import find_rank_files
+
+    for name in ("pytorch_et.1.json.gz", "kineto.0.json.gz", "kineto.1.json.gz"):
+        shutil.copy(DATA / "collectives" / name, tmp_path / name)
+    err = _first_error([tmp_path])
+    assert err.where == str(tmp_path / "kineto.0.json.gz")
+    assert "Kineto trace of rank 0 has no host execution trace" in err.message
+    (tmp_path / "kineto.0.json.gz").unlink()
+    (pair,), _ = find_rank_files([str(tmp_path)])
+    assert (pair.rank, Path(pair.kineto).name) == (1, "kineto.1.json.gz")
+
+
 def test_lone_rank_takes_the_kineto_rank(tmp_path):
     from chakra_pytorch import find_rank_files
 
