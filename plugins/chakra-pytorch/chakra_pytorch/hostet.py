@@ -159,12 +159,12 @@ def _parent(node: dict, path: str, index: int) -> int:
 KEEP_ATTRS = ("rf_id", "fw_parent", "seq_id", "scope", "tid", "fw_tid", "op_schema")
 
 
+_INT64 = 1 << 63
+
+
 def _i64(v: Any) -> int | None:
     """``v`` when it is an integer that fits the int64 slot it is written to, else None."""
     return v if isinstance(v, int) and not isinstance(v, bool) and -_INT64 <= v < _INT64 else None
-
-
-_INT64 = 1 << 63
 
 
 def _keep(attrs: dict) -> tuple:

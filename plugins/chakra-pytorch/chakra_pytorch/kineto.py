@@ -146,6 +146,12 @@ def _checked_distributed(info: dict[str, Any], path: str) -> dict[str, Any]:
     return info
 
 
+_INT64 = 1 << 63
+#: the largest time (microseconds) taken from a trace: 2**53 us is 285 years, and a float holds
+#: every whole microsecond up to it
+_MAX_US = float(1 << 53)
+
+
 def _int(v: Any, default: int = -1) -> int:
     """An id or number of the trace as an int (a signed 64-bit one), else ``default``."""
     if isinstance(v, bool):
@@ -155,12 +161,6 @@ def _int(v: Any, default: int = -1) -> int:
     if isinstance(v, int) and -_INT64 <= v < _INT64:
         return v
     return default
-
-
-_INT64 = 1 << 63
-#: the largest time (microseconds) taken from a trace: 2**53 us is 285 years, and a float holds
-#: every whole microsecond up to it
-_MAX_US = float(1 << 53)
 
 
 def _time(v: Any, what: str) -> float:
