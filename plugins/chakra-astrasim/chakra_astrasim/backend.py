@@ -203,6 +203,8 @@ def export_astrasim(traces: TraceSet, output: str | Path, options: Mapping[str, 
     files = _write_workload(traces, plan, gp, output / "workload", prefix, report)
     for name, content in cfg.items():
         files.append(str(write_text(output / name, content)))
+    if not has_groups and (output / "groups.json").is_file():
+        (output / "groups.json").unlink()  # an earlier export's groups, which run.sh no longer names
     files.append(str(write_text(output / "run.sh", run_sh(prefix, has_groups, one_dim), mode=0o755)))
     commands = {
         "congestion_unaware": command(BINARIES["unaware"], prefix, has_groups),

@@ -417,6 +417,15 @@ def test_reexport_removes_stale_rank_files(tmp_path):
     assert sorted(p.name for p in (tmp_path / "workload").iterdir()) == ["trace.0.et", "trace.1.et"]
 
 
+def test_reexport_without_groups_removes_stale_groups_json(tmp_path, astrasim_check):
+    per = {r: [coll(1, C.ALL_REDUCE, 64, pg="1" if r < 2 else "2")] for r in range(4)}
+    export_astrasim(tset(per, {"1": [0, 1], "2": [2, 3]}), tmp_path, {})
+    assert (tmp_path / "groups.json").exists()
+    export_astrasim(tset({r: [coll(1, C.ALL_REDUCE, 64)] for r in range(4)}), tmp_path, {})
+    assert not (tmp_path / "groups.json").exists()  # run.sh names none; a stale one misleads
+    astrasim_check(tmp_path)
+
+
 def test_checker_catches_broken_directories(tmp_path, astrasim_errors):
     export_astrasim(tset({r: [comp(1), coll(2, C.ALL_REDUCE, 8, deps=[1])] for r in range(2)}), tmp_path,
                     {"prefix": "w"})
