@@ -74,6 +74,9 @@ _PARAM_NAMES = {
     "recv": "recv",
 }
 
+#: the largest size in bytes (``comm_size`` is an int64 attribute)
+_MAX_BYTES = (1 << 63) - 1
+
 #: kind -> CommType for collectives
 COLL_TYPES = {
     "all_reduce": CommType.ALL_REDUCE, "reduce": CommType.REDUCE, "all_gather": CommType.ALL_GATHER,
@@ -118,9 +121,11 @@ class CommInfo:
 
     def group_ranks(self) -> range | None:
         """Global ranks of the group as ``record_param_comms`` describes it (start, stride, size)."""
-        if self.rank_start is None or not self.pg_size or self.pg_size > MAX_RANKS:
-            return None
         stride = self.rank_stride or 1
+        if self.rank_start is None or not self.pg_size or self.rank_start < 0 or stride < 0:
+            return None
+        if self.rank_start + stride * (self.pg_size - 1) > MAX_RANKS:
+            return None
         return range(self.rank_start, self.rank_start + stride * self.pg_size, stride)
 
     @property
@@ -150,7 +155,10 @@ def _int(v: Any) -> int | None:
 
 
 def comm_from_c10d(name: str, values: list) -> CommInfo | None:
-    """The communication of a ``c10d::<op>`` node from its input ``values``; None if unknown."""
+    """The communication of a ``c10d::<op>`` node from its input ``values``; None if unknown.
+
+    Raises ValueError when a peer or root is not a rank or a tag does not fit its int32 slot.
+    """
     op = name[len("c10d::"):]
     spec = _C10D.get(op)
     if spec is None:
@@ -182,6 +190,11 @@ def comm_from_c10d(name: str, values: list) -> CommInfo | None:
             ints = [v for v in values[2:] if _int(v) is not None]
             if ints:
                 info.root = ints[0]
+    for what, v, low, high in (("peer rank", info.peer, 0, MAX_RANKS), ("root rank", info.root, 0, MAX_RANKS),
+                               ("tag", info.tag, -(1 << 31), (1 << 31) - 1),
+                               ("size in bytes", info.size_bytes, 0, _MAX_BYTES)):
+        if v is not None and not low <= v <= high:
+            raise ValueError(f"{what} {v} is out of range ({low}..{high})")
     return info
 
 
@@ -193,7 +206,7 @@ def _dtype_bytes(dtype: Any) -> int | None:
 
 def comm_from_param_comms(attrs: dict, values: list, outputs: list | None = None) -> CommInfo | None:
     """The communication described by a ``record_param_comms`` node (attributes, input values
-    and, optionally, output values).
+    and, optionally, output values); ValueError when its size does not fit ``comm_size``.
 
     Older traces carry no ``collective_name``/``*_msg_nelems`` attributes: then the collective
     name is the string among the inputs that names one, and the size comes from the input tensor
@@ -219,6 +232,8 @@ def comm_from_param_comms(attrs: dict, values: list, outputs: list | None = None
         size = _bytes(values[operand]) if operand < len(values) else 0
         if operand and not size and outputs:
             size = _bytes(outputs)
+    if not 0 <= size <= _MAX_BYTES:
+        raise ValueError(f"size in bytes {size} is out of range (0..{_MAX_BYTES})")
     info = CommInfo(kind, 0 if kind == "barrier" else size)
     pg = attrs.get("pg_name")
     if pg is not None and pg != "":

@@ -243,7 +243,10 @@ def read_host_et(path: str) -> HostTrace:
             io = _io(node)
             tid = attrs.get("tid", 0)
             if name.startswith("c10d::"):
-                info = comm_from_c10d(name, io[0])
+                try:
+                    info = comm_from_c10d(name, io[0])
+                except ValueError as e:
+                    raise _fail(path, f"{name}: {e}", f"node {index}") from None
                 if info is not None:
                     comms[nid] = info
                     flags |= F_ANCHOR
@@ -258,7 +261,10 @@ def read_host_et(path: str) -> HostTrace:
         else:
             if name == "record_param_comms":
                 io = _io(node)
-                info = comm_from_param_comms(attrs, io[0], io[3])
+                try:
+                    info = comm_from_param_comms(attrs, io[0], io[3])
+                except ValueError as e:
+                    raise _fail(path, f"{name}: {e}", f"node {index}") from None
                 if info is not None:
                     param_comms.append((nid, info))
                     kept[nid] = (name, attrs.get("tid", 0), cols.rf[nid], _keep(attrs),

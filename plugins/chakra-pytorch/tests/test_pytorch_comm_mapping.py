@@ -116,3 +116,28 @@ def test_c10d_recv_any_source_has_a_tag_and_no_peer():
     # is the tag (it used to be taken for the peer rank)
     info = comm_from_c10d("c10d::recv_any_source_", [[[1, 2, 0, 10, 4, "cpu"]], "<Object>", 5])
     assert (info.kind, info.size_bytes, info.peer, info.tag) == ("recv", 40, None, 5)
+
+
+@pytest.mark.parametrize("values, words", [
+    ([[[1, 2, 0, 10, 4, "cpu"]], "<Object>", 1, 2**40], "tag 1099511627776"),
+    ([[[1, 2, 0, 10, 4, "cpu"]], "<Object>", 2**41, 3], "peer rank 2199023255552"),
+    ([[[1, 2, 0, 10, 4, "cpu"]], "<Object>", -2, 3], "peer rank -2"),
+])
+def test_c10d_peer_and_tag_must_fit_their_slots(values, words):
+    # comm_src/comm_dst/comm_tag are int32 slots: such values used to crash the writer
+    with pytest.raises(ValueError, match=words):
+        comm_from_c10d("c10d::send", values)
+
+
+def test_record_param_comms_group_beyond_the_ranks_is_not_used():
+    attrs = {"collective_name": "send", "dtype": "Float", "in_msg_nelems": 1, "out_msg_nelems": 1,
+             "pg_name": "3", "pg_size": 4, "global_rank_start": 2**40, "global_rank_stride": 1}
+    assert comm_from_param_comms(attrs, []).group_ranks() is None
+
+
+def test_sizes_beyond_int64_are_refused():
+    # comm_size is an int64 slot: 2**62 elements of 8 bytes used to crash the writer
+    with pytest.raises(ValueError, match="size in bytes 36893488147419103232"):
+        comm_from_c10d("c10d::allreduce_", [[[1, 2, 0, 2**62, 8, "cpu"]], "<Object>", "<Object>", None, False, -1])
+    with pytest.raises(ValueError, match="size in bytes 36893488147419103232"):
+        comm_from_param_comms(_pc("allreduce", 2**63, 2**63), [])

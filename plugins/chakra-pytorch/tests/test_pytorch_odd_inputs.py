@@ -217,3 +217,15 @@ def test_huge_record_param_comms_group_is_not_listed():
     assert comm_from_param_comms(attrs, []).group_ranks() is None
     attrs["pg_size"] = 4
     assert comm_from_param_comms(attrs, []).group_ranks() == range(0, 4)
+
+
+def test_c10d_peer_beyond_the_ranks_names_the_node(tmp_path):
+    # the recorded 2-rank set with rank 0's send given peer 2**41 and tag 2**40 (a corrupt
+    # file): it used to crash writing the int32 comm_dst; now a one-line error names the node
+    host = _load(DATA / "collectives" / "pytorch_et.0.json.gz")
+    index = next(i for i, n in enumerate(host["nodes"]) if n["name"] == "c10d::send")
+    host["nodes"][index]["inputs"]["values"][2:4] = [2**41, 2**40]
+    p = tmp_path / "pytorch_et.0.json"
+    p.write_text(json.dumps(host, indent=2))
+    err = _error([p])
+    assert err.location == f"node {index}" and "c10d::send: peer rank 2199023255552" in err.message
