@@ -129,7 +129,8 @@ def _plan(traces: TraceSet, opts: Mapping[str, Any], sd, report: ExportReport):
                 unsupported=opts["unsupported"], replay_broadcast=opts["replay_broadcast"],
                 barrier_bytes=opts["barrier_bytes"], incomplete_p2p=opts["incomplete_p2p"],
                 roofline=roofline, keep_num_ops=keep_ops, peak_perf=peak,
-                duration_attr=opts["duration_attr"], join_limit=opts["join_limit"])
+                duration_attr=opts["duration_attr"], join_limit=opts["join_limit"],
+                splits=max(1, int(sd.preferred_dataset_splits)))
     return plan, gp
 
 

@@ -216,6 +216,10 @@ class _Converter:
             if s <= 0:
                 rep.changed["comm_size_raised_to_1"] += 1
                 s = 1
+            if k == CommType.ALL_GATHER and s < plan.splits:
+                # chunk = size // preferred-dataset-splits is 0: ASTRA-sim divides by zero
+                rep.changed["all_gather_size_raised_to_splits"] += 1
+                s = plan.splits
             last = i == len(pairs) - 1
             nid = n.id if last else self.new_id(before=n.id)
             out = Node(id=nid, name=n.name if last else f"{n.name}#{i}", type=NodeType.COMM_COLL_NODE)

@@ -202,6 +202,9 @@ def check_export(d: str | Path, prefix: str = "trace") -> list[str]:
                     errs.append(f"{where}: comm_type {kind} aborts ASTRA-sim")
                 if size <= 0:
                     errs.append(f"{where}: comm_size {size}")
+                elif kind == 2 and size < system.get("preferred-dataset-splits", 1):
+                    # all-gather chunks are not raised to the NPU count: size // splits = 0 divides by zero
+                    errs.append(f"{where}: all-gather of {size} bytes below preferred-dataset-splits")
                 if pg not in ("", "0") and pg not in groups:
                     errs.append(f"{where}: pg_name {pg!r} not in groups.json")
                 members = groups.get(pg, range(npus)) if pg not in ("", "0") else range(npus)

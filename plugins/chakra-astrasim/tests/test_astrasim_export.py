@@ -417,6 +417,28 @@ def test_reexport_removes_stale_rank_files(tmp_path):
     assert sorted(p.name for p in (tmp_path / "workload").iterdir()) == ["trace.0.et", "trace.1.et"]
 
 
+def test_tiny_all_gathers_are_raised_to_the_split_count(tmp_path, astrasim_check, astrasim_errors):
+    # ASTRA-sim does not raise all-gather chunks to the NPU count: a shard below
+    # preferred-dataset-splits makes a chunk of 0 bytes (division by zero)
+    per = {r: [coll(1, C.ALL_GATHER, 3), coll(2, C.BROADCAST, 8, deps=[1]), coll(3, C.ALL_GATHER, 4, deps=[2])]
+           for r in range(8)}
+    res, files = export(tset(per), tmp_path / "o")
+    astrasim_check(tmp_path / "o")
+    sizes = [(get_int(n, "comm_type"), get_int(n, "comm_size")) for n in files[0]]
+    # 3 -> 4; the broadcast's two all-gathers of ceil(8 / 8) = 1 byte -> 4; 4 stays
+    assert sizes == [(2, 4), (2, 4), (2, 4), (2, 4)]
+    assert res.summary["report"]["changed"]["all_gather_size_raised_to_splits"] == 3 * 8
+    sysf = write(tmp_path / "s.yaml", "preferred-dataset-splits: 1\n")
+    res, files = export(tset(per), tmp_path / "o2", system=sysf)
+    assert [get_int(n, "comm_size") for n in files[0]] == [3, 1, 1, 4]
+    assert "all_gather_size_raised_to_splits" not in res.summary["report"]["changed"]
+    # the checker knows the rule
+    sysj = json.loads((tmp_path / "o2" / "system.json").read_text())
+    sysj["preferred-dataset-splits"] = 4
+    (tmp_path / "o2" / "system.json").write_text(json.dumps(sysj))
+    assert any("below preferred-dataset-splits" in e for e in astrasim_errors(tmp_path / "o2"))
+
+
 def test_reexport_without_groups_removes_stale_groups_json(tmp_path, astrasim_check):
     per = {r: [coll(1, C.ALL_REDUCE, 64, pg="1" if r < 2 else "2")] for r in range(4)}
     export_astrasim(tset(per, {"1": [0, 1], "2": [2, 3]}), tmp_path, {})
