@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from chakra_core.api import Backend, Result
-from chakra_core.errors import ConfigError
+from chakra_core.errors import ConfigError, TraceFormatError
 from chakra_core.options import Option
 from chakra_core.system import SystemDescription, load_system
 from chakra_core.traceset import TraceSet
@@ -62,6 +62,13 @@ class SimpyBackend(Backend):
         nranks = len(traces)
         if nranks == 0:
             raise ConfigError("the trace set has no ranks")
+        if traces.ranks[-1] != nranks - 1:
+            have = set(traces.ranks)
+            missing = [r for r in range(traces.ranks[-1] + 1) if r not in have]
+            raise TraceFormatError(f"the trace set has ranks up to {traces.ranks[-1]} but no rank "
+                                   f"{missing[0]} ({len(missing)} missing): every NPU needs its trace "
+                                   "(the astrasim exporter pads missing ranks with an idle node)",
+                                   traces.source or None)
         sd = prepare_system(options, nranks)
         groups = {k: tuple(sorted(v)) for k, v in traces.process_groups.items()}
         differ = sorted(k for k, v in sd.comm_groups.items() if k in groups and groups[k] != tuple(sorted(v)))

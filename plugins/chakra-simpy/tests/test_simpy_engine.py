@@ -210,6 +210,10 @@ def test_bad_input_is_a_one_line_error(kit, tmp_path):
     with pytest.raises(TraceFormatError, match="process group '7', which the trace set does not define") as e:
         kit.run(ts, kit.system([("Ring", 4, 50, 500)]), tmp_path)
     assert e.value.location == "node 1"
+    # ranks 0, 1, 2, 5: ranks 3 and 4 have no trace (was an IndexError traceback)
+    ts = kit.traces({r: [kit.comp(1, 1)] for r in (0, 1, 2, 5)})
+    with pytest.raises(TraceFormatError, match="ranks up to 5 but no rank 3 .2 missing."):
+        kit.run(ts, None, tmp_path)
     # a mistyped split count: 1 MiB // 10^11 = 0 < 8 NPUs, so each chunk is raised to 8 bytes and
     # the all-reduce would have 10^11 chunks (it used to exhaust memory)
     sysd = kit.system([("Ring", 8, 50, 500)], preferred_dataset_splits=10**11)
