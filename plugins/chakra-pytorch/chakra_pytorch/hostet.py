@@ -132,16 +132,19 @@ def _attrs(node: dict, path: str, index: int) -> dict[str, Any]:
 
 
 def _io(node: dict) -> tuple[list, list, list, list, list, list]:
+    """(input values, shapes, types, output values, shapes, types); a part that is not a list
+    (a malformed node) reads as empty."""
     ins, outs = node.get("inputs"), node.get("outputs")
     if isinstance(ins, dict) or ins is None:
         ins = ins or {}
         outs = outs if isinstance(outs, dict) else {}
-        return (ins.get("values", []), ins.get("shapes", []), ins.get("types", []),
-                outs.get("values", []), outs.get("shapes", []), outs.get("types", []))
-    # schema 1.0.1: lists plus input_shapes/input_types keys
-    return (ins, node.get("input_shapes", []), node.get("input_types", []),
-            outs if isinstance(outs, list) else [], node.get("output_shapes", []),
-            node.get("output_types", []))
+        parts = (ins.get("values"), ins.get("shapes"), ins.get("types"),
+                 outs.get("values"), outs.get("shapes"), outs.get("types"))
+    else:
+        # schema 1.0.1: lists plus input_shapes/input_types keys
+        parts = (ins, node.get("input_shapes"), node.get("input_types"),
+                 outs, node.get("output_shapes"), node.get("output_types"))
+    return tuple(p if isinstance(p, list) else [] for p in parts)  # type: ignore[return-value]
 
 
 def _parent(node: dict, path: str, index: int) -> int:

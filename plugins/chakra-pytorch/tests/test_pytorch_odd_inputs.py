@@ -229,3 +229,16 @@ def test_c10d_peer_beyond_the_ranks_names_the_node(tmp_path):
     p.write_text(json.dumps(host, indent=2))
     err = _error([p])
     assert err.location == f"node {index}" and "c10d::send: peer rank 2199023255552" in err.message
+
+
+@pytest.mark.parametrize("inputs", [{"values": 7, "shapes": [], "types": []}, "abc", 5])
+def test_inputs_of_the_wrong_shape_read_as_empty(tmp_path, inputs):
+    # a c10d op whose input values are not a list used to raise TypeError (len of an int)
+    host = _load(DATA / "collectives" / "pytorch_et.0.json.gz")
+    node = next(n for n in host["nodes"] if n["name"] == "c10d::allreduce_")
+    node["inputs"] = inputs
+    p = tmp_path / "pytorch_et.0.json"
+    p.write_text(json.dumps(host, indent=2))
+    nodes = _nodes([p])
+    comm = next(n for n in nodes if n.id == node["id"])
+    assert get_int(comm, "comm_size") == 0 and comm.inputs.values == "[]"
