@@ -102,6 +102,11 @@ def run(mode: str, path: str, n: int) -> dict:
     return json.loads(out.stdout)
 
 
+def _print_row(n: int, mode: str, r: dict) -> None:
+    print(f"{n:>9} nodes  {mode:<14} {r['nodes_per_s']:>12,.0f} nodes/s  {r['seconds']:7.2f} s  "
+          f"peak RSS {r['peak_rss_mb']:7.1f} MB (interpreter+libs {r['baseline_rss_mb']:.1f} MB)", flush=True)
+
+
 def main() -> int:
     """Print a table of figures (and JSON with --json)."""
     ap = argparse.ArgumentParser(description=__doc__)
@@ -117,16 +122,13 @@ def main() -> int:
                 r = run(mode, path, n)
                 r["file_mb"] = os.path.getsize(path) / 2**20 if os.path.exists(path) else 0
                 rows.append(r)
-                print(f"{n:>9} nodes  {mode:<14} {r['nodes_per_s']:>12,.0f} nodes/s  {r['seconds']:7.2f} s  "
-                      f"peak RSS {r['peak_rss_mb']:7.1f} MB (interpreter+libs {r['baseline_rss_mb']:.1f} MB)",
-                      flush=True)
+                _print_row(n, mode, r)
         path = os.path.join(d, "json.0.et")
         for mode in ("write", "jsonize", "unjsonize"):
             r = run(mode, path, args.json_size)
             if mode != "write":
                 rows.append(r)
-                print(f"{args.json_size:>9} nodes  {mode:<14} {r['nodes_per_s']:>12,.0f} nodes/s  {r['seconds']:7.2f} s  "
-                      f"peak RSS {r['peak_rss_mb']:7.1f} MB", flush=True)
+                _print_row(args.json_size, mode, r)
     if args.json:
         print(json.dumps(rows, indent=2))
     return 0
