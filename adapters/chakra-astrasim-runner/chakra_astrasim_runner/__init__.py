@@ -11,8 +11,17 @@ Public API: :func:`parse_output` (ASTRA-sim's stdout -> per-rank results in ns),
 
 from __future__ import annotations
 
-from .backend import AstraSimRunner
-from .parse import parse_output
-from .runner import find_binary, run_directory
+from importlib import import_module
 
 __all__ = ["AstraSimRunner", "parse_output", "run_directory", "find_binary"]
+
+_WHERE = {"AstraSimRunner": "backend", "parse_output": "parse", "run_directory": "runner", "find_binary": "runner"}
+
+
+def __getattr__(name: str):
+    """Import the public names on first use, so that loading the plugin module stays light."""
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f".{_WHERE[name]}", __name__), name)
+    globals()[name] = value
+    return value

@@ -11,7 +11,17 @@ collective kind ASTRA-sim does not model is rewritten).
 
 from __future__ import annotations
 
-from .backend import AstraSimExporter, export_astrasim
-from .collectives import RULES
+from importlib import import_module
 
 __all__ = ["AstraSimExporter", "export_astrasim", "RULES"]
+
+_WHERE = {"AstraSimExporter": "backend", "export_astrasim": "backend", "RULES": "collectives"}
+
+
+def __getattr__(name: str):
+    """Import the public names on first use, so that loading the plugin module stays light."""
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f".{_WHERE[name]}", __name__), name)
+    globals()[name] = value
+    return value
