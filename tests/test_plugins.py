@@ -189,3 +189,21 @@ def test_help_imports_no_plugin():
             "print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "[]"
+
+
+def test_loading_plugins_imports_no_implementation():
+    """Listing plugins imports each plugin's hook module only: no backend, format or heavy library."""
+    import subprocess
+
+    code = ("import json, sys, warnings; warnings.simplefilter('ignore')\n"
+            "from chakra_core.plugins import PluginHost\n"
+            "host = PluginHost()\n"
+            "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('chakra_text', 'chakra_pytorch', "
+            "'chakra_simpy', 'chakra_astrasim', 'chakra_astrasim_runner', 'simpy', 'torch', 'ijson', 'orjson', "
+            "'numpy'))))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
+    loaded = json.loads(out[-1])
+    allowed = {"chakra_text", "chakra_text.plugin", "chakra_text.modes", "chakra_pytorch", "chakra_pytorch.plugin",
+               "chakra_simpy", "chakra_simpy.plugin", "chakra_astrasim", "chakra_astrasim.plugin",
+               "chakra_astrasim_runner", "chakra_astrasim_runner.plugin"}
+    assert set(loaded) <= allowed, sorted(set(loaded) - allowed)
