@@ -25,26 +25,23 @@ class RankGraph:
     it depends on (data deps, then ctrl deps; -1 where the id is missing from the file).
     """
 
-    def __init__(self, ids, types, durations, dep_ptr, dep_ids, names=None):
+    def __init__(self, ids, types, durations, dep_ptr, dep_ids):
         # zero-copy views of the arrays filled while streaming
         self.ids = np.frombuffer(ids, dtype=np.uint64) if len(ids) else np.zeros(0, np.uint64)
         self.types = np.frombuffer(types, dtype=np.uint8) if len(types) else np.zeros(0, np.uint8)
         self.durations = np.frombuffer(durations, dtype=np.uint64) if len(durations) else np.zeros(0, np.uint64)
         self.dep_ptr = np.frombuffer(dep_ptr, dtype=np.int64)
-        self.names = names
         dep_ids = np.frombuffer(dep_ids, dtype=np.uint64) if len(dep_ids) else np.zeros(0, np.uint64)
         self.duplicates: list[int] = []
         self.missing: list[tuple[int, int]] = []  # (node id, missing dep id)
         self.deps = self._resolve(dep_ids)
 
     @classmethod
-    def build(cls, nodes: Iterable[Iterable[Node]], visit: Callable[[Node], None] | None = None,
-              keep_names: bool = False) -> RankGraph:
+    def build(cls, nodes: Iterable[Iterable[Node]], visit: Callable[[Node], None] | None = None) -> RankGraph:
         """Build from node batches (``RankTrace.batches()``), calling ``visit(node)`` on each."""
         ids, durs, dep_ids = array("Q"), array("Q"), array("Q")
         ptr = array("q", [0])
         types = bytearray()
-        names: list[str] | None = [] if keep_names else None
         for batch in nodes:
             for n in batch:
                 ids.append(n.id)
@@ -53,11 +50,9 @@ class RankGraph:
                 dep_ids.extend(n.data_deps)
                 dep_ids.extend(n.ctrl_deps)
                 ptr.append(len(dep_ids))
-                if names is not None:
-                    names.append(n.name)
                 if visit is not None:
                     visit(n)
-        return cls(ids, types, durs, ptr, dep_ids, names)
+        return cls(ids, types, durs, ptr, dep_ids)
 
     def _resolve(self, dep_ids: np.ndarray) -> np.ndarray:
         ids = self.ids

@@ -28,7 +28,7 @@ from .errors import TraceFormatError
 from .etio import atomic_output
 from .schema import GlobalMetadata, Node
 
-__all__ = ["write_json", "read_json", "iter_json", "FORMAT_TAG", "sniff_json"]
+__all__ = ["write_json", "read_json", "FORMAT_TAG", "sniff_json"]
 
 FORMAT_TAG = "chakra-et-json"
 
@@ -143,11 +143,6 @@ def _rank(header: dict, path: Path) -> int | None:
     if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
         raise TraceFormatError(f'"rank" must be a non-negative integer, got {rank!r}', str(path), "line 1")
     return rank
-
-
-def iter_json(path: str | os.PathLike) -> Iterator[Node]:
-    """Iterate over the nodes of a JSON/JSONL trace."""
-    return read_json(path)[1]
 
 
 def _loads(text: str, path: Path, line: int | None):

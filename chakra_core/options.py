@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from .errors import ConfigError
@@ -24,7 +24,7 @@ class Option:
 
     ``type`` is one of int, float, str, path, bool, list, dict, any (a ``path`` is a string that
     a YAML pipeline resolves relative to the pipeline file); ``choices`` restricts the values;
-    ``unit`` is said in help texts (e.g. "us", "bytes", "GB/s").
+    ``unit`` documents the value's unit (e.g. "us", "bytes", "GB/s").
     """
 
     type: str = "str"
@@ -34,7 +34,6 @@ class Option:
     required: bool = False
     unit: str = ""
     minimum: float | None = None
-    extra: dict = field(default_factory=dict)
 
 
 def suggest(name: str, candidates) -> str:
