@@ -207,3 +207,14 @@ def test_loading_plugins_imports_no_implementation():
                "chakra_simpy", "chakra_simpy.plugin", "chakra_astrasim", "chakra_astrasim.plugin",
                "chakra_astrasim_runner", "chakra_astrasim_runner.plugin"}
     assert set(loaded) <= allowed, sorted(set(loaded) - allowed)
+
+
+def test_plugins_options_lists_declared_options(chakra_cli):
+    status, out, _ = chakra_cli("plugins", "--options", "scale", "--json")
+    impl = json.loads(out)["implementations"]
+    assert status == 0 and [i["name"] for i in impl] == ["scale"]
+    opts = impl[0]["options"]
+    assert opts["compute_speedup"] == {"type": "float", "default": 1.0, "help": "divide compute durations by this",
+                                       "unit": "", "choices": [], "required": False}
+    status, out, _ = chakra_cli("plugins", "--options", "et")
+    assert status == 0 and "prefix (str, default 'trace'): file-name prefix" in out

@@ -1,4 +1,5 @@
-"""``chakra plugins [--json]``: distributions, versions, what each registered, and failures."""
+"""``chakra plugins [--json] [--options [NAME]]``: distributions, versions, what each registered,
+failures, and (with ``--options``) the options each implementation accepts."""
 
 from __future__ import annotations
 
@@ -10,6 +11,44 @@ from ._common import print_json
 def add_arguments(p) -> None:
     """Arguments of ``plugins``."""
     p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--options", nargs="?", const="", metavar="NAME",
+                   help="also list the options of every implementation (or only of NAME); imports them")
+
+
+def _options(host, only: str) -> list[dict]:
+    """Options of each registered implementation (loading it); a failure is reported, not raised."""
+    from chakra_core.errors import PluginError
+
+    out = []
+    for e in host.registry.entries():
+        if only and e.name != only:
+            continue
+        row = {"kind": e.kind, "name": e.name, "plugin": e.plugin, "description": e.description}
+        try:
+            impl = e.load()
+        except PluginError as err:
+            row["error"] = str(err)
+        else:
+            row["backend_kind"] = getattr(impl, "kind", None) if e.kind == "backend" else None
+            row["options"] = {k: {"type": o.type, "default": o.default, "help": o.help, "unit": o.unit,
+                                  "choices": list(o.choices), "required": o.required}
+                              for k, o in (impl.options or {}).items()}
+        out.append(row)
+    return out
+
+
+def _print_options(rows: list[dict]) -> None:
+    for r in rows:
+        kind = r.get("backend_kind") or r["kind"]
+        print(f"\n{r['kind']} {r['name']} ({kind}, from {r['plugin']}): {r['description']}")
+        if "error" in r:
+            print(f"  cannot be loaded: {r['error']}")
+            continue
+        for k, o in r["options"].items():
+            unit = f" [{o['unit']}]" if o["unit"] else ""
+            choices = f" one of {', '.join(map(str, o['choices']))};" if o["choices"] else ""
+            default = "required" if o["required"] else f"default {o['default']!r}"
+            print(f"  {k} ({o['type']}{unit}, {default}):{choices} {o['help']}")
 
 
 def run(args) -> int:
@@ -25,7 +64,10 @@ def run(args) -> int:
         for r in rows:
             r["descriptions"] = {f"{k}:{n}": descriptions.get((k, n), "")
                                  for k, names in r["registered"].items() for n in names}
-        print_json({"plugins": rows, "failed": [r for r in rows if r["error"]]})
+        doc = {"plugins": rows, "failed": [r for r in rows if r["error"]]}
+        if args.options is not None:
+            doc["implementations"] = _options(host, args.options)
+        print_json(doc)
         return 0
     w1 = max([len("plugin")] + [len(r["name"]) for r in rows])
     w2 = max([len("distribution")] + [len(r["distribution"]) for r in rows])
@@ -35,4 +77,6 @@ def run(args) -> int:
         if r["error"]:
             regs = f"FAILED: {r['error']}"
         print(f"{r['name']:<{w1}}  {r['distribution']:<{w2}}  {r['version']:<8}  {regs}")
+    if args.options is not None:
+        _print_options(_options(host, args.options))
     return 0
