@@ -56,7 +56,7 @@ class OrderCheck:
         self.bad.add(pg)
         self.report.changed["groups_with_differing_collectives"] += 1
         self.report.warn(f"group {pg or 'all ranks'}: rank {rank} issues {len(seq)} collectives, rank "
-                         f"{ref_rank} {len(ref)}; first difference at collective #{k} "
+                         f"{ref_rank} {len(ref)}; first difference at collective #{k + 1} "
                          f"({_describe(seq, k)} vs {_describe(ref, k)}) - ASTRA-sim matches them by order")
 
 

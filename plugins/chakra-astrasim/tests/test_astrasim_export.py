@@ -408,7 +408,23 @@ def test_differing_collective_order_is_reported(tmp_path):
            1: [coll(1, C.ALL_GATHER, 8), coll(2, C.ALL_REDUCE, 64, deps=[1])]}
     res = export_astrasim(tset(per), tmp_path, {})
     (w,) = res.summary["report"]["warnings"]
-    assert "first difference at collective #0" in w and "ALL_GATHER 8 B vs ALL_REDUCE 64 B" in w
+    assert "first difference at collective #1" in w and "ALL_GATHER 8 B vs ALL_REDUCE 64 B" in w
+
+
+def test_collectives_are_numbered_from_one_like_validate(tmp_path):
+    # rank 5's third all-reduce has another size: validate, simpy and the exporter all say #3
+    from chakra_core.validate import validate
+
+    def rank(r):
+        sizes = [1 << 20, 1 << 21, (1 << 22) + (8 if r == 5 else 0)]
+        return [coll(i + 1, C.ALL_REDUCE, s, deps=[i] if i else ()) for i, s in enumerate(sizes)]
+
+    ts = tset({r: rank(r) for r in range(8)})
+    (finding,) = [f for f in validate(ts) if f.rule == "coll-order"]
+    assert "collective #3 " in finding.message
+    (w,) = export_astrasim(ts, tmp_path, {}).summary["report"]["warnings"]
+    assert "rank 5 issues 3 collectives, rank 0 3; first difference at collective #3 " in w
+    assert f"(ALL_REDUCE {(1 << 22) + 8} B vs ALL_REDUCE {1 << 22} B)" in w
 
 
 def test_reexport_removes_stale_rank_files(tmp_path):
@@ -517,7 +533,7 @@ def test_member_without_collectives_is_reported(tmp_path):
     res = export_astrasim(tset(per, {"1": [0, 1, 2]}), tmp_path, {"network": write(
         tmp_path / "n.yml", "topology: [ Ring ]\nnpus_count: [ 4 ]\nbandwidth: [ 50 ]\nlatency: [ 500 ]\n")})
     assert res.summary["report"]["warnings"] == [
-        "group 1: rank 1 issues 0 collectives, rank 0 1; first difference at collective #0 "
+        "group 1: rank 1 issues 0 collectives, rank 0 1; first difference at collective #1 "
         "(none vs ALL_REDUCE 64 B) - ASTRA-sim matches them by order"]
 
 
