@@ -237,9 +237,10 @@ def export_astrasim(traces: TraceSet, output: str | Path, options: Mapping[str, 
 
 
 def _remove_stale(wdir: Path, prefix: str, npus: int) -> None:
-    """Remove ``<prefix>.<rank>.et`` files of an earlier export with more ranks."""
-    pat = re.compile(re.escape(prefix) + r"\.(\d+)\.et$")
+    """Remove every ``.et`` file in ``wdir`` (which the exporter owns) except the rank files
+    about to be rewritten: an earlier export's surplus ranks or files of another prefix would
+    make ``workload/`` hold several trace sets."""
+    keep = {f"{prefix}.{r}.et" for r in range(npus)}
     for p in wdir.iterdir():
-        m = pat.match(p.name)
-        if m and int(m.group(1)) >= npus:
+        if p.name.endswith(".et") and p.name not in keep and p.is_file():
             p.unlink()

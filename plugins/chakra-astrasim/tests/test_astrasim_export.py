@@ -433,6 +433,17 @@ def test_reexport_removes_stale_rank_files(tmp_path):
     assert sorted(p.name for p in (tmp_path / "workload").iterdir()) == ["trace.0.et", "trace.1.et"]
 
 
+def test_reexport_with_another_prefix_leaves_one_trace_set(tmp_path):
+    from chakra_core.traceset import open_traceset
+
+    export_astrasim(tset({r: [comp(1)] for r in range(4)}), tmp_path, {})
+    export_astrasim(tset({r: [comp(1, dur=3)] for r in range(2)}), tmp_path, {"prefix": "gpt"})
+    assert sorted(p.name for p in (tmp_path / "workload").iterdir()) == ["gpt.0.et", "gpt.1.et"]
+    ts = open_traceset(str(tmp_path / "workload"))
+    assert ts.ranks == [0, 1]
+    assert [n.duration_micros for n in ts[1].nodes()] == [3]
+
+
 def test_tiny_all_gathers_are_raised_to_the_split_count(tmp_path, astrasim_check, astrasim_errors):
     # ASTRA-sim does not raise all-gather chunks to the NPU count: a shard below
     # preferred-dataset-splits makes a chunk of 0 bytes (division by zero)
