@@ -36,7 +36,8 @@ def plan_groups(trace_groups: Mapping[str, Sequence[int]], user_groups: Mapping[
     trace group of the same name (reported).  A group of every network rank becomes "" (all
     ranks: ASTRA-sim then runs its multi-dimensional algorithms instead of one logical ring).
     When the trace covers fewer ranks than the network, collectives on "all ranks" get a group
-    of the trace's ranks, so that the padded ranks are not waited for.
+    of the trace's ranks, so that the padded ranks are not waited for.  Names with the same
+    members share one id (``groups.json`` lists each member list once).
     """
     merged = {str(k): list(v) for k, v in trace_groups.items()}
     for k, v in user_groups.items():
@@ -51,6 +52,9 @@ def plan_groups(trace_groups: Mapping[str, Sequence[int]], user_groups: Mapping[
     written: dict[str, list[int]] = {}
 
     def add(ranks: list[int]) -> str:
+        for gid, there in written.items():  # one id per member list: names with the same ranks share it
+            if there == sorted(ranks):
+                return gid
         gid = str(len(written) + 1)
         written[gid] = sorted(ranks)
         members[gid] = frozenset(ranks)

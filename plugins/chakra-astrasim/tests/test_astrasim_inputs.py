@@ -129,6 +129,22 @@ def test_pytorch_every_collective(tmp_path, astrasim_check):
     assert sends and len(sends) == len(recvs)
 
 
+def test_pytorch_set_on_larger_network_writes_each_group_once(tmp_path, astrasim_check):
+    """The recorded 2-rank set defines group "1" = [0, 1]; on 8 NPUs its all-rank collectives
+    need a group of the trace's ranks, which is the same list: one id serves both."""
+    ts = _pytorch_set("collectives")
+    assert ts.process_groups == {"1": [0, 1]}
+    res = export_astrasim(ts, tmp_path, {"network": str(ROOT / "examples/system/astra/network.yml")})
+    astrasim_check(tmp_path)
+    assert json.loads((tmp_path / "groups.json").read_text()) == {"1": [0, 1]}
+    assert res.summary["groups"] == 1
+    assert res.summary["report"]["groups"] == {"1": "1", "(all trace ranks)": "1"}
+    assert res.summary["report"]["warnings"] == []
+    pgs = {get_str(n, "pg_name") for r in (0, 1) for n in _ranks_nodes(tmp_path, 2)[r]
+           if n.type == NodeType.COMM_COLL_NODE}
+    assert pgs == {"1"}
+
+
 @pytest.mark.parametrize("name, opts", [("gpt3_like.txt", {"npus": 32, "mp_group": 8}),
                                         ("dlrm_like.txt", {"npus": 16}),
                                         ("resnet50_like.txt", {"npus": 16})])
