@@ -192,6 +192,8 @@ class _Converter:
             size = 0
         if size > _INT64_MAX:
             raise self.fail(n, f"comm_size {size} does not fit the int64 slot ASTRA-sim reads")
+        if size < 0:
+            raise self.fail(n, f"comm_size {size} is negative (a size in bytes)")
         if kind in MODELLED or (kind == CommType.BROADCAST and plan.replay_broadcast):
             pairs = [(kind, size)]
         elif plan.unsupported == "error":
@@ -243,9 +245,11 @@ class _Converter:
         plan, rep = self.plan, self.report
         send = n.type == NodeType.COMM_SEND_NODE
         peer = int_attr(ix, "comm_dst" if send else "comm_src")
-        size = int_attr(ix, "comm_size")
+        key = "comm_size"
+        size = int_attr(ix, key)
         if size is None:
-            size = int_attr(ix, "tensor_size")
+            key = "tensor_size"
+            size = int_attr(ix, key)
         if peer is None or size is None:
             what = "peer" if peer is None else "size"
             if plan.incomplete_p2p == "error":
@@ -253,7 +257,9 @@ class _Converter:
                                    f"({'comm_dst' if send else 'comm_src'}, comm_size)")
             return self.drop(f"{'send' if send else 'recv'}_without_{what}")
         if size > _INT64_MAX:
-            raise self.fail(n, f"comm_size {size} does not fit the int64 slot ASTRA-sim reads")
+            raise self.fail(n, f"{key} {size} does not fit the int64 slot ASTRA-sim reads")
+        if size < 0:
+            raise self.fail(n, f"{key} {size} is negative (a size in bytes)")
         if not 0 <= peer < plan.npus:
             raise self.fail(n, f"peer rank {peer} is outside the network's {plan.npus} NPUs")
         if peer == self.rank:
@@ -275,8 +281,8 @@ class _Converter:
         put_attr(out, "comm_src", src)
         put_attr(out, "comm_dst", dst)
         put_attr(out, "comm_tag", tag)
-        put_attr(out, "comm_size", max(0, size))
-        (self.out.sends if send else self.out.recvs).append((src, dst, tag, max(0, size)))
+        put_attr(out, "comm_size", size)
+        (self.out.sends if send else self.out.recvs).append((src, dst, tag, size))
         return [out]
 
     def new_id(self, before: int) -> int:

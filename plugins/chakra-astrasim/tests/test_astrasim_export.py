@@ -195,6 +195,35 @@ def test_bad_input_names_node(tmp_path, nodes, message):
     assert message in str(e.value) and "node" in str(e.value)
 
 
+def int64_size(n: Node, key: str, size: int) -> Node:
+    """``n`` with ``key`` in the int64 slot (tensor_size's conventional slot is uint64)."""
+    set_attr(n, key, size, slot="int64_val")
+    return n
+
+
+@pytest.mark.parametrize("bad, message", [
+    (coll(3, C.ALL_REDUCE, -4096, deps=[2]), "comm_size -4096 is negative (a size in bytes)"),
+    (node(3, T.COMM_SEND_NODE, deps=[2], comm_dst=1, comm_tag=0, comm_size=-8), "comm_size -8 is negative"),
+    (int64_size(node(3, T.COMM_RECV_NODE, deps=[2], comm_src=1, comm_tag=0), "tensor_size", -8),
+     "tensor_size -8 is negative"),
+])
+def test_negative_size_is_refused_like_validate(tmp_path, bad, message):
+    # chakra validate calls a negative size bad-size; the exporter used to write 1 byte (or 0)
+    from chakra_core.validate import validate
+
+    ts = tset({0: [comp(1), coll(2, C.ALL_REDUCE, 64, deps=[1]), bad], 1: [comp(1)]})
+    assert [(f.rule, f.node_id) for f in validate(ts) if f.rule == "bad-size"] == [("bad-size", 3)]
+    with pytest.raises(TraceFormatError) as e:
+        export_astrasim(ts, tmp_path, {})
+    assert message in str(e.value) and "node 3" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_zero_size_is_raised_to_one_byte(tmp_path):
+    res, files = export(tset({r: [coll(1, C.ALL_REDUCE, 0)] for r in range(2)}), tmp_path)
+    assert [get_int(n, "comm_size") for n in files[0]] == [1]
+    assert res.summary["report"]["changed"]["comm_size_raised_to_1"] == 2
+
+
 def test_groups_numbered_from_one(tmp_path, astrasim_check):
     groups = {"3": [1], "5": [0, 1], "7": [2, 3], "9": [0, 1, 2, 3]}
     per = {}
