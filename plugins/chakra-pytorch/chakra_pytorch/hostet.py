@@ -120,10 +120,17 @@ def iter_raw_nodes(path: str) -> Iterator[dict]:
 
 
 def _attrs(node: dict, path: str, index: int) -> dict[str, Any]:
-    a = node.get("attrs")
-    if isinstance(a, list):
+    if "attrs" in node:
+        a = node["attrs"]
         try:
-            return {x["name"]: x.get("value") for x in a}
+            if not isinstance(a, list):
+                raise TypeError
+            out = {}
+            for x in a:
+                if "type" not in x:
+                    raise KeyError
+                out[x["name"]] = x["value"]
+            return out
         except (TypeError, KeyError):
             raise _fail(path, "'attrs' must be a list of {name, type, value}", f"node {index}") from None
     # schema 1.0.1: attributes are keys of the node itself
@@ -221,8 +228,10 @@ def read_host_et(path: str) -> HostTrace:
             name = node["name"]
         except (KeyError, TypeError):
             raise _fail(path, "node without 'id' and 'name'", f"node {index}") from None
-        if not isinstance(nid, int) or nid < 0 or not isinstance(name, str):
+        if not isinstance(nid, int) or isinstance(nid, bool) or nid < 0:
             raise _fail(path, "node 'id' must be a non-negative integer", f"node {index}")
+        if not isinstance(name, str):
+            raise _fail(path, f"node 'name' must be a string, not {type(name).__name__}", f"node {index}")
         parent = _parent(node, path, index)
         limit = max(_ID_FLOOR, _ID_FACTOR * (index + 1))
         if nid > limit or parent > limit:

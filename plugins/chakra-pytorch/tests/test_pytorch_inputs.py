@@ -185,6 +185,18 @@ def test_truncated_gzip(tmp_path):
     ({"schema": "1.1.1-chakra.0.0.4", "pid": 1, "nodes": [{"id": 1, "name": "x", "attrs": [3]}]},
      "'attrs' must be a list"),
     ({"schema": 7, "pid": 1, "nodes": [{"id": 1, "name": "x"}]}, "no 'schema' string"),
+    # these three used to name the wrong field or convert silently
+    ({"schema": "1.1.1-chakra.0.0.4", "pid": 1, "nodes": [{"id": 1, "name": 5}]},
+     "bad.0.json:node 0: node 'name' must be a string, not int"),
+    ({"schema": "1.1.1-chakra.0.0.4", "pid": 1, "nodes": [{"id": 1, "name": "x", "attrs": "x"}]},
+     "bad.0.json:node 0: 'attrs' must be a list of {name, type, value}"),
+    ({"schema": "1.1.1-chakra.0.0.4", "pid": 1, "nodes": [
+        {"id": 1, "name": "x", "attrs": [{"name": "rf_id", "type": "uint64", "value": 1}]},
+        {"id": 2, "name": "y", "attrs": [{"name": "rf_id"}]}]},
+     "bad.0.json:node 1: 'attrs' must be a list of {name, type, value}"),
+    ({"schema": "1.1.1-chakra.0.0.4", "pid": 1, "nodes": [{"id": 1, "name": "x", "attrs": [{"name": "a", "value": 1}]}]},
+     "'attrs' must be a list of {name, type, value}"),
+    ({"schema": "1.1.1-chakra.0.0.4", "pid": 1, "nodes": [{"id": True, "name": "x"}]}, "non-negative integer"),
 ])
 def test_wrong_schema_shape(tmp_path, doc, message):
     p = tmp_path / "bad.0.json"
