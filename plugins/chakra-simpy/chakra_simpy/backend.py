@@ -18,6 +18,7 @@ from .collectives import SymmetryBroken
 from .plans import uses_dbt
 from .program import Program, load_program
 from .stagger import WORK_LIMIT
+from .timing import NoLocalMemBandwidth
 
 __all__ = ["SimpyBackend", "prepare_system"]
 
@@ -79,11 +80,14 @@ class SimpyBackend(Backend):
         trees = bool(options["symmetry"]) and uses_dbt(sd)
         symmetry = bool(options["symmetry"]) and not trees
         try:
-            progs, classes, actors, sim, load_s, sim_s = _simulate(traces, sd, groups, options, symmetry)
-            broken = None
-        except SymmetryBroken as e:
-            broken = str(e)
-            progs, classes, actors, sim, load_s, sim_s = _simulate(traces, sd, groups, options, False)
+            try:
+                progs, classes, actors, sim, load_s, sim_s = _simulate(traces, sd, groups, options, symmetry)
+                broken = None
+            except SymmetryBroken as e:
+                broken = str(e)
+                progs, classes, actors, sim, load_s, sim_s = _simulate(traces, sd, groups, options, False)
+        except NoLocalMemBandwidth as e:
+            raise ConfigError(e.message, sd.sources.get("system"), "key 'local-mem-bw'") from None
         rows = rank_rows(actors)
         # simulated events: every node completion of a simulated rank, every collective chunk phase
         events = sum(a.done for a in actors) + sim.coll.phase_events

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from chakra_core.errors import ConfigError
 from chakra_core.system import Dimension, algorithm_base
 
-__all__ = ["Cost", "ring_hops", "peer_hops", "net", "red", "phase_cost", "one_phase_cost",
+__all__ = ["Cost", "NoLocalMemBandwidth", "ring_hops", "peer_hops", "net", "red", "phase_cost", "one_phase_cost",
            "algorithm_cost", "ring_group_cost", "ring_steps",
            "final_size", "chunking", "roofline_ns", "GROUP_ENDPOINT_DELAY"]
 
@@ -72,10 +72,16 @@ def net(dim: Dimension, m: int, hops: int) -> int:
     return int(hops * dim.latency + m / dim.bytes_per_ns)
 
 
+class NoLocalMemBandwidth(ConfigError):
+    """A reduction on a description whose ``local-mem-bw`` is 0; the backend re-raises it with
+    the system file and key (the timing code does not know them)."""
+
+
 def red(m: int, local_mem_bw: float) -> int:
     """``3 * floor(m / M)`` ns to reduce ``m`` bytes (M = local-mem-bw, GB/s = bytes/ns)."""
     if local_mem_bw <= 0:
-        raise ConfigError("a reduction needs 'local-mem-bw' > 0 GB/s (ASTRA-sim divides by zero)")
+        raise NoLocalMemBandwidth("a reduction needs 'local-mem-bw' > 0 GB/s (ASTRA-sim divides by "
+                                  "zero; its system.json default is 0): set it in the system file")
     return 3 * int(m // local_mem_bw)
 
 

@@ -405,3 +405,25 @@ def test_stagger_limit_zero_is_a_barrier(kit, tmp_path):
     alone = 3 * 10 + 2 * kit.net(m, 1, 500, 50) + kit.red(m)
     assert [x["finish_ns"] for x in res.ranks] == [50_000 + alone] * 2
     assert any("barrier" in n for n in res.notes)
+
+
+def test_missing_local_mem_bw_names_file_and_key(kit, tmp_path):
+    # examples/system/astra/system.json without local-mem-bw: ASTRA-sim's default 0 GB/s
+    from pathlib import Path
+
+    from chakra_core.errors import ConfigError
+
+    astra = Path(__file__).resolve().parents[3] / "examples" / "system" / "astra"
+    cfg = json.loads((astra / "system.json").read_text())
+    del cfg["local-mem-bw"]
+    sysf = tmp_path / "system.json"
+    sysf.write_text(json.dumps(cfg))
+    opts = {"system": str(sysf), "network": str(astra / "network.yml")}
+    # an all-gather reduces nothing: it runs (the 1 MiB ring all-gather of the spec's formulas)
+    res = kit.run(kit.same(8, lambda: [kit.coll(1, MIB, kit.CommType.ALL_GATHER)]), None, tmp_path, **opts)
+    assert res.ranks[0]["finish_ns"] > 0
+    with pytest.raises(ConfigError) as e:
+        kit.run(kit.same(8, lambda: [kit.coll(1, MIB)]), None, tmp_path, **opts)
+    assert str(e.value) == (f"{sysf}:key 'local-mem-bw': a reduction needs 'local-mem-bw' > 0 GB/s "
+                            "(ASTRA-sim divides by zero; its system.json default is 0): set it in the "
+                            "system file")
