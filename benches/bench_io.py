@@ -1,7 +1,7 @@
 """Read/write throughput (nodes/s) and peak memory of the .et reader and writer.
 
 Each measurement runs in a fresh subprocess so that its peak RSS (ru_maxrss) is its own.
-Usage: python benches/bench_io.py [--nodes 1000000] [--sizes 250000,500000,1000000]
+Usage: python benches/bench_io.py [--sizes 250000,500000,1000000] [--json-size 200000] [--json]
 """
 
 from __future__ import annotations

@@ -104,12 +104,13 @@ def read_json(path: str | os.PathLike) -> tuple[GlobalMetadata, Iterator[Node], 
         raise TraceFormatError("empty file", str(path))
     head = first.rstrip("\n")
     if head.startswith("{") and head.endswith(', "nodes": ['):
-        header = _header(_loads(head[: -len(', "nodes": [')] + "}", path, 1), path)
+        header = _check_header(_header(_loads(head[: -len(', "nodes": [')] + "}", path, 1), path), path)
         meta = _parse(GlobalMetadata, header.get("metadata", {}), path, "line 1")
         return meta, _iter_lines(f, path, 2, ","), _rank(header, path)
     if FORMAT_TAG in head and head.startswith("{") and head.endswith("}"):
         obj = _loads(head, path, 1)
         if isinstance(obj, dict) and obj.get("format") == FORMAT_TAG and "nodes" not in obj:
+            _check_header(obj, path)
             meta = _parse(GlobalMetadata, obj.get("metadata", {}), path, "line 1")
             return meta, _iter_lines(f, path, 2, ""), _rank(obj, path)  # our JSON Lines
     if path.suffix == ".jsonl":
@@ -125,6 +126,7 @@ def read_json(path: str | os.PathLike) -> tuple[GlobalMetadata, Iterator[Node], 
     obj = _loads(text, path, None)
     if not isinstance(obj, dict) or not isinstance(obj.get("nodes"), list):
         raise TraceFormatError('expected an object with "metadata" and a "nodes" list', str(path))
+    _check_header(obj, path)
     meta = _parse(GlobalMetadata, obj.get("metadata", {}), path, "metadata")
     nodes = (_parse(Node, d, path, f"node #{i}") for i, d in enumerate(obj["nodes"]))
     return meta, nodes, _rank(obj, path)
@@ -134,6 +136,16 @@ def _header(obj, path: Path) -> dict:
     if not isinstance(obj, dict):
         raise TraceFormatError("line 1 is not a Chakra JSON header object", str(path), "line 1")
     return obj
+
+
+def _check_header(header: dict, path: Path) -> dict:
+    version = header.get("version", 1)
+    if version != 1:
+        raise TraceFormatError(f"JSON form version {version!r} is not supported (this reader knows 1)",
+                               str(path), "line 1")
+    if not isinstance(header.get("metadata", {}), dict):
+        raise TraceFormatError('"metadata" must be an object', str(path), "line 1")
+    return header
 
 
 def _rank(header: dict, path: Path) -> int | None:

@@ -53,6 +53,8 @@ def detect_format(paths: Sequence[str], host: PluginHost | None = None) -> str:
     name = host.detect_format(list(paths))
     if name is None:
         first = paths[0] if paths else ""
+        if os.path.isdir(first) and not any(os.scandir(first)):
+            raise TraceFormatError("no trace files in this directory", first)
         if first and not os.path.exists(first) and not glob.glob(glob.escape(first) + ".*"):
             raise TraceFormatError("no such file, directory or trace-set prefix", first)
         known = ", ".join(host.registry.names("format"))

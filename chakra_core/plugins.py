@@ -108,7 +108,13 @@ class PluginHost:
     def _load_entry_points(self) -> None:
         only = _env_list("CHAKRA_LOAD_PLUGINS")
         disabled = _env_list("CHAKRA_DISABLE_PLUGINS") or set()
-        for ep in sorted(md.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        eps = sorted(md.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name)
+        known = {e.name for e in eps} | {e.dist.name for e in eps if e.dist}
+        for var, names in (("CHAKRA_LOAD_PLUGINS", only or set()), ("CHAKRA_DISABLE_PLUGINS", disabled)):
+            unknown = sorted(names - known)
+            if unknown:
+                warnings.warn(f"{var} names no installed plugin: {', '.join(unknown)}", PluginWarning, stacklevel=3)
+        for ep in eps:
             dist = ep.dist.name if ep.dist else "?"
             version = ep.dist.version if ep.dist else "?"
             if only is not None and ep.name not in only and dist not in only:

@@ -215,6 +215,11 @@ class TraceSet:
         several processes each write their own ranks).  Returns the paths written.
         """
         prefix = _out_prefix(out)
+        for ext in (".et.gz", ".et"):  # "out/job.et.gz" means prefix "out/job" (and gzip)
+            if prefix.name.endswith(ext) and len(prefix.name) > len(ext):
+                prefix = prefix.with_name(prefix.name[: -len(ext)])
+                compress = compress or ext == ".et.gz"
+                break
         pgs = self.process_groups
         suffix = ".et.gz" if compress else ".et"
         writers: list[EtWriter] = []
@@ -351,9 +356,9 @@ def open_traceset(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> Tra
     if os.path.isfile(spec):
         return _from_files([spec], spec)
     if any(c in spec for c in "*?["):
-        files = sorted(_glob.glob(spec))
+        files = sorted(f for f in _glob.glob(spec) if f.endswith((".et", ".et.gz")))
         if not files:
-            raise TraceFormatError("no file matches this pattern", spec)
+            raise TraceFormatError("no .et file matches this pattern", spec)
         return _from_files(files, spec)
     files = sorted(_glob.glob(_glob.escape(spec) + ".*.et")) + sorted(_glob.glob(_glob.escape(spec) + ".*.et.gz"))
     files = [f for f in files if (r := _rank_of(f)) and r[0] == spec]

@@ -48,7 +48,11 @@ _MAX_PER_RULE = 20
 
 @dataclass
 class Finding:
-    """One problem: ``severity`` is "error" or "warning"; ``node_id`` is None for whole-file rules."""
+    """One problem: ``severity`` is "error" or "warning"; ``node_id`` is None for whole-file rules.
+
+    After 20 findings of one rule in one file, one summary finding stands for the rest
+    (``count`` says how many).
+    """
 
     rule: str
     file: str
@@ -56,6 +60,7 @@ class Finding:
     message: str
     severity: str = "error"
     rank: int | None = None
+    count: int = 1  # how many problems this finding stands for (more than 1 on a "not shown" summary)
 
     def __str__(self) -> str:
         where = self.file + (f":node {self.node_id}" if self.node_id is not None else "")
@@ -138,13 +143,20 @@ def validate(traces: TraceSet, cross_rank: bool = True,
     findings: list[Finding] = []
     counts: Counter = Counter()
 
+    hidden: dict[tuple[str, str], Finding] = {}
+
     def add(rule, file, node_id, message, severity="error", rank=None):
         counts[rule, file] += 1
-        if counts[rule, file] <= _MAX_PER_RULE:
+        n = counts[rule, file] - _MAX_PER_RULE
+        if n <= 0:
             findings.append(Finding(rule, file, node_id, message, severity, rank))
-        elif counts[rule, file] == _MAX_PER_RULE + 1:
-            findings.append(Finding(rule, file, None, f"more '{rule}' findings in this file not shown",
-                                    severity, rank))
+        elif n == 1:
+            hidden[rule, file] = Finding(rule, file, None, "", severity, rank, count=0)
+            findings.append(hidden[rule, file])
+        if n > 0:
+            summary = hidden[rule, file]
+            summary.count = n
+            summary.message = f"{n} more '{rule}' finding(s) in this file not shown"
 
     # a single file is one rank of a job of unknown size: peers are then only checked for sign/self
     nranks = max(traces.ranks) + 1 if len(traces) > 1 else 0

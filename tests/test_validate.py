@@ -168,3 +168,21 @@ def test_cli_validate_exit_status_and_json(tmp_path, chakra_roundtrip, dp_set, c
     status, out, _ = chakra_cli("validate", tmp_path / "trace", "--json")
     doc = json.loads(out)
     assert status == 2 and doc["ok"] is False and doc["findings"][0]["rule"] == "missing-dep"
+
+
+def test_many_findings_are_summarised_and_counted(tmp_path, chakra_roundtrip, dp_set, chakra_cli):
+    import json
+
+    def edit(nodes):
+        for n in nodes[1:]:
+            n.data_deps.append(999999)
+    _broken(tmp_path, chakra_roundtrip, dp_set, 0, edit)
+    status, out, _ = chakra_cli("validate", tmp_path / "trace", "--json")
+    doc = json.loads(out)
+    assert status == 2 and doc["errors"] == 10  # 10 nodes after the first
+    edit_many = [n for n in dp_set[0].nodes()] * 3  # 33 nodes, ids repeated: 22 duplicate-id findings
+    from chakra_core.traceset import MemoryRank, TraceSet
+    f = validate(TraceSet([MemoryRank(0, GlobalMetadata(), edit_many)]), cross_rank=False)
+    dup = [x for x in f if x.rule == "duplicate-id"]
+    assert len(dup) == 21 and dup[-1].count == 2 and sum(x.count for x in dup) == 22
+    assert dup[-1].message == "2 more 'duplicate-id' finding(s) in this file not shown"

@@ -1,7 +1,14 @@
-"""Built-in input formats: native ``.et`` sets and the JSON form."""
+"""Built-in input formats: native ``.et`` sets and the JSON form.
+
+Both accept what a user types for a trace set: a file, a list of files, a directory, a glob, or
+a prefix (``out/job`` for ``out/job.0.et`` ... or ``out/job.0.json`` ...).  Only files of the
+format are picked from a directory or glob, so a ``result.json`` or a timeline beside a set is
+ignored.
+"""
 
 from __future__ import annotations
 
+import glob
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -13,6 +20,9 @@ from ..jsonform import read_json, sniff_json
 from ..traceset import GeneratedRank, TraceSet, open_traceset
 
 __all__ = ["EtFormat", "JsonFormat"]
+
+_ET = (".et", ".et.gz")
+_JSON = (".json", ".jsonl")
 
 
 class EtFormat(InputFormat):
@@ -32,14 +42,14 @@ class JsonFormat(InputFormat):
 
     def open(self, paths: Sequence[str], options: Mapping[str, Any]) -> TraceSet:
         """Open each file as one rank (rank from the file's header, else its position)."""
-        files = _expand(paths)
+        files = _json_files(paths)
         ranks = []
         for i, f in enumerate(files):
             meta, _nodes, rank = read_json(f)
             rank = i if rank is None else rank
             ranks.append(GeneratedRank(rank, meta, lambda f=f: read_json(f)[1], path=f))
         found = sorted(r.rank for r in ranks)
-        if found != list(range(len(found))):
+        if len(found) > 1 and found != list(range(len(found))):
             dup = sorted({r for r in found if found.count(r) > 1})
             missing = sorted(set(range(max(found) + 1)) - set(found))
             what = f"rank {dup[0]} given twice" if dup else f"missing ranks {', '.join(map(str, missing[:10]))}"
@@ -47,26 +57,27 @@ class JsonFormat(InputFormat):
         return TraceSet(ranks, source=files[0])
 
 
-def _expand(paths: Sequence[str]) -> list[str]:
+def _expand(spec: str, suffixes: tuple[str, ...]) -> list[str]:
+    """Files of one PATH argument that end in ``suffixes``: a file, directory, glob or prefix."""
+    if os.path.isfile(spec):
+        return [spec] if spec.endswith(suffixes) else []
+    if os.path.isdir(spec):
+        return sorted(os.path.join(spec, n) for n in os.listdir(spec) if n.endswith(suffixes))
+    if any(c in spec for c in "*?["):
+        return sorted(f for f in glob.glob(spec) if f.endswith(suffixes) and os.path.isfile(f))
+    return sorted(f for f in glob.glob(glob.escape(spec) + ".*") if f.endswith(suffixes) and os.path.isfile(f))
+
+
+def _json_files(paths: Sequence[str]) -> list[str]:
     out: list[str] = []
     for p in paths:
-        if os.path.isdir(p):
-            out += sorted(os.path.join(p, f) for f in os.listdir(p) if f.endswith((".json", ".jsonl")))
-        else:
+        if os.path.isfile(p):  # a file named explicitly is read whatever its name
             out.append(p)
+        else:  # from a directory, glob or prefix: only our JSON form (not result.json, timelines)
+            out += [f for f in _expand(p, _JSON) if sniff_json(f)]
     if not out:
-        raise TraceFormatError("no JSON trace files", paths[0] if paths else None)
+        raise TraceFormatError("no Chakra JSON trace files here", paths[0] if paths else None)
     return out
-
-
-def _is_et(path: str) -> bool:
-    if os.path.isdir(path):
-        return any(f.endswith((".et", ".et.gz")) for f in os.listdir(path))
-    if path.endswith((".et", ".et.gz")):
-        return True
-    import glob
-
-    return bool(glob.glob(glob.escape(path) + ".*.et")) or bool(glob.glob(glob.escape(path) + ".*.et.gz"))
 
 
 @hookimpl
@@ -76,18 +87,16 @@ def chakra_register_formats(register):
     register("json", JsonFormat, description=JsonFormat.description)
 
 
-@hookimpl(trylast=True)
+@hookimpl(tryfirst=True)
 def chakra_detect_format(paths):
-    """``et`` for .et files, directories and prefixes; ``json`` for our JSON form."""
-    first = paths[0] if paths else ""
-    if first.endswith((".json", ".jsonl")) and sniff_json(first):
-        return "json"
-    if os.path.isdir(first):
-        names = os.listdir(first)
-        if any(n.endswith((".json", ".jsonl")) for n in names) and not any(n.endswith(".et") for n in names):
-            js = sorted(n for n in names if n.endswith((".json", ".jsonl")))
-            if sniff_json(os.path.join(first, js[0])):
-                return "json"
-    if _is_et(first):
+    """``et`` when the paths hold .et files, ``json`` when they hold our JSON form, else None.
+
+    Runs first: both are unambiguous (our JSON form carries a format tag), so a set is never
+    mistaken for another format because of other files beside it.
+    """
+    first = str(paths[0]) if paths else ""
+    if _expand(first, _ET):
         return "et"
+    if any(sniff_json(f) for f in _expand(first, _JSON)[:64]):
+        return "json"
     return None

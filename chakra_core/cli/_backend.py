@@ -39,10 +39,13 @@ def run_backend(args, name: str, kind: str, output: str | None, extra: dict | No
             f"backend {name!r} is of kind {impl.kind!r}, not {kind!r}; {kind}s: {', '.join(others) or 'none'}"
         )
     opts = parse_kv(args.opts)
-    for flag in SYSTEM_FLAGS:
-        if getattr(args, flag, None):
-            opts[flag] = getattr(args, flag)
-    opts.update(extra or {})
+    given = {flag: getattr(args, flag) for flag in SYSTEM_FLAGS if getattr(args, flag, None)}
+    given.update(extra or {})
+    for key, value in given.items():
+        if key in opts and opts[key] != value:
+            raise ConfigError(f"{key!r} given twice: --{key.replace('_', '-')} {value} and -O {key}={opts[key]}")
+        opts[key] = value
+    _hint_input_options(host, impl, opts)
     checked = impl.check_options(opts)
     traces = open_input([args.path], args)
     out = Path(output) if output else None
@@ -51,12 +54,34 @@ def run_backend(args, name: str, kind: str, output: str | None, extra: dict | No
     return impl.run(traces, checked, out)
 
 
+def _hint_input_options(host, impl, opts: dict) -> None:
+    """Refuse a backend option that is really an input-format option, pointing to ``-I``."""
+    for key in opts:
+        if key in (impl.options or {}):
+            continue
+        owners = [e.name for e in host.registry.entries("format") if key in _declared(e)]
+        if owners:
+            raise ConfigError(f"{key!r} is an option of the input format {owners[0]!r}, not of backend "
+                              f"{impl.name!r}: give it as -I {key}={opts[key]}")
+
+
+def _declared(entry) -> dict:
+    try:
+        return entry.load().options or {}
+    except Exception:  # noqa: BLE001 - a broken format only loses the hint
+        return {}
+
+
 def print_result(result) -> None:
     """Print a backend's scalar summary values, one per line, then its notes."""
     for k, v in result.summary.items():
         if isinstance(v, (int, float, str)):
             print(f"{k}: {v}")
-    for r in result.ranks:
+    ranks = result.ranks
+    shown = ranks if len(ranks) <= 16 else ranks[:4] + ranks[-4:]
+    for i, r in enumerate(shown):
+        if len(ranks) > 16 and i == 4:
+            print(f"... {len(ranks) - 8} more ranks (all of them with --json)")
         print(f"rank {r.get('rank')}: finished at {r.get('finish_ns')} ns, "
               f"exposed communication {r.get('exposed_comm_ns')} ns")
     for n in result.notes:

@@ -22,5 +22,5 @@ def run(args) -> int:
         print_json(result.to_dict())
         return 0
     print_result(result)
-    print(f"wrote {len(result.files)} file(s) under {args.output}; report: {path}")
+    print(f"wrote {len(result.files)} file(s) under {args.output}; result: {path}")
     return 0

@@ -18,7 +18,12 @@ def add_arguments(p) -> None:
 def _options(host, only: str) -> list[dict]:
     """Options of each registered implementation (loading it); a failure is reported, not raised."""
     from chakra_core.errors import PluginError
+    from chakra_core.options import suggest
 
+    names = {e.name for e in host.registry.entries()}
+    if only and only not in names:
+        raise PluginError(f"no implementation named {only!r}{suggest(only, names)}; installed: "
+                          f"{', '.join(sorted(names))}")
     out = []
     for e in host.registry.entries():
         if only and e.name != only:

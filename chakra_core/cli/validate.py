@@ -21,14 +21,15 @@ def run(args) -> int:
 
     traces = open_input(args.paths, args)
     findings = validate(traces, cross_rank=not args.no_cross_rank, progress=progress("validating"))
-    errors = [f for f in findings if f.severity == "error"]
+    n_errors = sum(f.count for f in findings if f.severity == "error")
+    n_warnings = sum(f.count for f in findings) - n_errors
     if args.json:
-        print_json({"ok": not errors, "ranks": len(traces), "errors": len(errors),
-                    "warnings": len(findings) - len(errors), "findings": [f.to_dict() for f in findings]})
+        print_json({"ok": not n_errors, "ranks": len(traces), "errors": n_errors, "warnings": n_warnings,
+                    "findings": [f.to_dict() for f in findings]})
     else:
         for f in findings:
             print(f)
-        status = "FAILED" if errors else "OK"
-        print(f"{status}: {len(traces)} rank(s), {len(errors)} error(s), {len(findings) - len(errors)} warning(s)",
-              file=sys.stderr if errors else sys.stdout)
-    return 2 if errors else 0
+        status = "FAILED" if n_errors else "OK"
+        print(f"{status}: {len(traces)} rank(s), {n_errors} error(s), {n_warnings} warning(s)",
+              file=sys.stderr if n_errors else sys.stdout)
+    return 2 if n_errors else 0
