@@ -233,3 +233,22 @@ def test_our_yaml_defaults_unnamed_implementations_to_ring_everywhere(tmp_path):
                                           "all-reduce-implementation": ["ring"]})
     sd = load_system(sys_json, EX / "astra/network.yml")
     assert any("'all-gather-implementation' lists 0 of 1" in w for w in sd.warnings)
+
+
+def test_exponent_numbers_that_pyyaml_reads_as_strings(tmp_path):
+    # YAML 1.1 (PyYAML) wants a dot in an exponent float: 1e-30 arrives as the string '1e-30'
+    import yaml
+
+    text = ("network:\n  - {topology: Ring, npus_count: 8e0, bandwidth: 1e-30, latency: 5E2}\n"
+            "local-mem-bw: 5e1\nendpoint-delay: 1e1\n")
+    assert yaml.safe_load(text)["local-mem-bw"] == "5e1"
+    sd = load_system(_yaml(tmp_path, "s.yaml", text))
+    assert sd.dimensions == (Dimension("Ring", 8, 1e-30, 500.0),)
+    assert sd.local_mem_bw == 50.0 and sd.endpoint_delay == 10 and isinstance(sd.endpoint_delay, int)
+    with pytest.raises(ConfigError, match="finite number") as e:
+        load_system(_yaml(tmp_path, "b.yaml", "local-mem-bw: 1e400\n"))
+    assert e.value.location == "key 'local-mem-bw'"
+    with pytest.raises(ConfigError) as e:
+        load_system(_yaml(tmp_path, "c.yaml", "local-mem-bw: fifty\n"))
+    assert str(e.value) == (f"{tmp_path / 'c.yaml'}:key 'local-mem-bw': wants a number, got 'fifty' "
+                            "(write numbers unquoted, e.g. 50, 2.5 or 1.0e-3)")

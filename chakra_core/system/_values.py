@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -10,6 +11,9 @@ from ..errors import ConfigError
 from ..options import suggest
 
 __all__ = ["Reader"]
+
+#: a decimal number written as text (``1e-30``, ``+5``, ``.5E3``); not inf/nan or hex
+_NUMERIC = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 
 
 class Reader:
@@ -54,8 +58,13 @@ class Reader:
         if k is None:
             return default
         v = self.data[k]
+        if isinstance(v, str) and _NUMERIC.match(v.strip()):
+            # PyYAML (YAML 1.1) reads 1e-30 or 5e10 as strings; yaml-cpp, which ASTRA-sim
+            # uses, reads them as numbers
+            text = v.strip()
+            v = float(text) if any(c in text for c in ".eE") else int(text)
         if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise self.fail(k, f"wants a number, got {v!r}")
+            raise self.fail(k, f"wants a number, got {v!r} (write numbers unquoted, e.g. 50, 2.5 or 1.0e-3)")
         if isinstance(v, float) and not math.isfinite(v):
             raise self.fail(k, f"wants a finite number, got {v!r}")
         if integer:
