@@ -66,7 +66,9 @@ class AstraSimExporter(Backend):
         "unsupported": Option("str", "rewrite", "collective kinds ASTRA-sim does not run: rewrite "
                                                 "(documented rule per kind), drop, error",
                               choices=("rewrite", "drop", "error")),
-        "replay_broadcast": Option("bool", False, "keep BROADCAST as is (ASTRA-sim replays its duration)"),
+        "replay_broadcast": Option("bool", None, "BROADCAST: true = keep it (ASTRA-sim replays its "
+                                                 "recorded duration), false = rewrite it; default: keep "
+                                                 "one that has a duration, rewrite one that has none"),
         "barrier_bytes": Option("int", 4, "size of the all-reduce a BARRIER becomes", unit="bytes",
                                 minimum=1),
         "incomplete_p2p": Option("str", "drop", "send/recv without a peer or size: drop or error",

@@ -29,9 +29,10 @@ RULES: dict[CommType, str] = {
     CommType.REDUCE_SCATTER_BLOCK: "REDUCE_SCATTER of S bytes (the same operation with equal blocks)",
     CommType.BARRIER: "ALL_REDUCE of `barrier_bytes` bytes (default 4: PyTorch runs a barrier as "
                       "a one-element all-reduce)",
-    CommType.BROADCAST: "two ALL_GATHERs of ceil(S/P) bytes in sequence: a bandwidth-optimal "
-                        "broadcast is a scatter of S/P pieces followed by an all-gather of them "
-                        "(option replay_broadcast keeps ASTRA-sim's replay of the duration)",
+    CommType.BROADCAST: "kept when it has a duration (ASTRA-sim replays it), else two ALL_GATHERs "
+                        "of ceil(S/P) bytes in sequence: a bandwidth-optimal broadcast is a scatter "
+                        "of S/P pieces followed by an all-gather of them (option replay_broadcast "
+                        "true/false forces one way)",
 }
 
 

@@ -26,7 +26,7 @@ class Plan:
     cpu_ops: str = "drop_zero"
     keep_memory: bool = True
     unsupported: str = "rewrite"
-    replay_broadcast: bool = False
+    replay_broadcast: bool | None = None  # None: replay when the node has a duration
     barrier_bytes: int = 4
     incomplete_p2p: str = "drop"
     roofline: bool = False

@@ -194,7 +194,10 @@ class _Converter:
             raise self.fail(n, f"comm_size {size} does not fit the int64 slot ASTRA-sim reads")
         if size < 0:
             raise self.fail(n, f"comm_size {size} is negative (a size in bytes)")
-        if kind in MODELLED or (kind == CommType.BROADCAST and plan.replay_broadcast):
+        replay = plan.replay_broadcast
+        if replay is None:  # as the simpy backend: ASTRA-sim replays a duration, there is one
+            replay = n.duration_micros > 0
+        if kind in MODELLED or (kind == CommType.BROADCAST and replay):
             pairs = [(kind, size)]
         elif plan.unsupported == "error":
             raise self.fail(n, f"ASTRA-sim does not run {kind.name} collectives "

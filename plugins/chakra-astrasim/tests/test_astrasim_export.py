@@ -303,14 +303,33 @@ def test_unsupported_policies(tmp_path, astrasim_check):
     per = {r: [coll(1, C.GATHER, 100), coll(2, C.BROADCAST, 100, deps=[1], dur=9)] for r in range(2)}
     with pytest.raises(TraceFormatError, match="GATHER"):
         export_astrasim(tset(per), tmp_path / "e", {"unsupported": "error"})
-    res, files = export(tset(per), tmp_path / "d", unsupported="drop")
+    res, files = export(tset(per), tmp_path / "d", unsupported="drop", replay_broadcast=False)
     astrasim_check(tmp_path / "d")
     assert res.summary["report"]["removed"] == {"collective_GATHER": 2, "collective_BROADCAST": 2}
     assert [n.name for n in files[0]] == ["astrasim_idle_rank0"]
+    # by default a BROADCAST with a duration is kept (ASTRA-sim replays it): not an unsupported kind
+    res, files = export(tset(per), tmp_path / "k", unsupported="drop")
+    assert res.summary["report"]["removed"] == {"collective_GATHER": 2}
+    (b,) = files[0]
+    assert get_int(b, "comm_type") == C.BROADCAST and b.duration_micros == 9 and list(b.data_deps) == []
     res, files = export(tset(per), tmp_path / "r", replay_broadcast=True)
     astrasim_check(tmp_path / "r")
     b = by_id(files[0])[2]
     assert get_int(b, "comm_type") == C.BROADCAST and b.duration_micros == 9 and list(b.data_deps) == [1]
+
+
+def test_broadcast_default_replays_a_duration_and_rewrites_none(tmp_path):
+    # the rule the simpy backend follows too: both time such a set alike by default
+    per = {r: [coll(1, C.BROADCAST, 1000, dur=9), coll(2, C.BROADCAST, 1000, deps=[1])] for r in range(4)}
+    res, files = export(tset(per), tmp_path)
+    assert res.summary["report"]["rewritten"] == {"BROADCAST->ALL_GATHER+ALL_GATHER": 4}
+    kinds = [(get_int(n, "comm_type"), get_int(n, "comm_size"), n.duration_micros) for n in files[0]]
+    assert kinds == [(C.BROADCAST, 1000, 9), (C.ALL_GATHER, 250, 0), (C.ALL_GATHER, 250, 0)]
+    res, files = export(tset(per), tmp_path / "f", replay_broadcast=False)
+    assert res.summary["report"]["rewritten"] == {"BROADCAST->ALL_GATHER+ALL_GATHER": 8}
+    res, files = export(tset(per), tmp_path / "t", replay_broadcast=True)
+    assert res.summary["report"]["rewritten"] == {}
+    assert [get_int(n, "comm_type") for n in files[0]] == [C.BROADCAST, C.BROADCAST]
 
 
 def test_durations_round_to_nearest_microsecond(tmp_path, astrasim_check):
