@@ -62,7 +62,7 @@ class Transform(Component):
 class Backend(Component):
     """Consumes a trace set: a simulator, an exporter or an emulator (see ``kind``)."""
 
-    kind: ClassVar[str] = "simulator"
+    kind: ClassVar[str] = ""  # a subclass must say: "simulator", "exporter" or "emulator"
     kind_label = "backend"
 
     @abstractmethod

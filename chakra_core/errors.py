@@ -27,7 +27,7 @@ class ChakraError(Exception):
             prefix += ": "
         elif self.location:
             prefix = f"{self.location}: "
-        return prefix + " ".join(self.message.split("\n"))
+        return prefix + " ".join(self.message.split())
 
 
 class TraceFormatError(ChakraError):

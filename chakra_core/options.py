@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -34,6 +35,12 @@ class Option:
     required: bool = False
     unit: str = ""
     minimum: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.type not in _TYPES:
+            raise ValueError(f"Option type {self.type!r} is not one of {', '.join(_TYPES)}")
+        if self.default is not None and self.type not in ("any", "path"):
+            _check_type("default", self, self.default, "Option")
 
 
 def suggest(name: str, candidates) -> str:
@@ -71,6 +78,11 @@ def _from_text(key: str, spec: Option, value: str, owner: str) -> Any:
             return float(text)
         except ValueError:
             raise ConfigError(f"{owner}: option {key!r} wants {want}, got {value!r}") from None
+    if want in ("list", "dict") and value.strip()[:1] in ("[", "{"):
+        try:
+            return json.loads(value)
+        except ValueError as e:
+            raise ConfigError(f"{owner}: option {key!r}: malformed JSON {value!r} ({e})") from None
     if want == "list":
         return [v.strip() for v in value.split(",") if v.strip()]
     return value
@@ -78,6 +90,8 @@ def _from_text(key: str, spec: Option, value: str, owner: str) -> Any:
 
 def _check_type(key: str, spec: Option, value: Any, owner: str) -> Any:
     want = spec.type
+    if want == "bool" and type(value) is int and value in (0, 1):
+        return bool(value)
     if want == "float" and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     typ = _TYPES[want]

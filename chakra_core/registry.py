@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,6 +12,9 @@ from .errors import PluginError
 from .options import suggest
 
 __all__ = ["Registry", "Entry", "KINDS"]
+
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+_FACTORY = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 
 #: registry kind -> the hook that fills it
 KINDS = {
@@ -47,9 +51,16 @@ class Entry:
                 factory = obj
             inst = factory()
         except ImportError as e:
-            hint = self.install_hint or (
-                f"pip install {e.name}" if getattr(e, "name", None) else f"reinstall {self.plugin}"
-            )
+            missing = getattr(e, "name", None) or ""
+            own = isinstance(self.factory, str) and missing and (
+                self.factory.split(":")[0] == missing or self.factory.startswith(missing + ".")
+                or missing.split(".")[0] == self.factory.split(".")[0])
+            if own:  # the plugin's own module is missing: its registered path is wrong
+                raise PluginError(
+                    f"{self.kind} {self.name!r} (from {self.plugin}) registered the import path "
+                    f"{self.factory!r}, which cannot be imported ({e}); the plugin needs fixing"
+                ) from None
+            hint = self.install_hint or (f"pip install {missing}" if missing else f"reinstall {self.plugin}")
             raise PluginError(
                 f"{self.kind} {self.name!r} (from {self.plugin}) needs a missing module "
                 f"({e}); install it with: {hint}"
@@ -59,6 +70,10 @@ class Entry:
                 f"{self.kind} {self.name!r} (from {self.plugin}) cannot be loaded from {self.factory!r}: "
                 f"{type(e).__name__}: {e}"
             ) from e
+        kind = getattr(inst, "kind", None)
+        if self.kind == "backend" and kind not in ("simulator", "exporter", "emulator"):
+            raise PluginError(f"backend {self.name!r} (from {self.plugin}) has kind {kind!r}; "
+                              f"it must set kind to 'simulator', 'exporter' or 'emulator'")
         inst.name = self.name
         self._instance = inst
         return inst
@@ -75,13 +90,18 @@ class Registry:
 
         def register(name: str, factory: Callable[[], Any] | str, description: str = "",
                      install_hint: str | None = None) -> None:
-            if not isinstance(name, str) or not name:
-                raise PluginError(f"{plugin}: registered a {kind} without a name")
+            if not isinstance(name, str) or not _NAME.fullmatch(name):
+                raise PluginError(f"{plugin}: {kind} name {name!r} is not a name (letters, digits, '_', '-', '.')")
+            if isinstance(factory, str) and not _FACTORY.fullmatch(factory):
+                raise PluginError(f"{plugin}: {kind} {name!r}: factory {factory!r} is not 'package.module:Attribute'")
+            if not isinstance(factory, str) and not callable(factory):
+                raise PluginError(f"{plugin}: {kind} {name!r}: factory must be callable or an import path")
             taken = self._entries[kind].get(name)
             if taken is not None:
                 raise PluginError(
                     f"{kind} {name!r} is registered by both {taken.plugin} and {plugin}; "
-                    f"uninstall or disable one (CHAKRA_DISABLE_PLUGINS)"
+                    + ("rename the new one (the core's names cannot be disabled)" if taken.plugin == "chakra-core"
+                       else "uninstall or disable one (CHAKRA_DISABLE_PLUGINS)")
                 )
             self._entries[kind][name] = Entry(kind, name, factory, plugin, description, install_hint)
 

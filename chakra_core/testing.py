@@ -4,8 +4,9 @@ Fixtures:
 
 ``chakra_host``        a fresh :class:`~chakra_core.plugins.PluginHost` installed as the
                        process-wide host for one test (entry points loaded as usual).
-``chakra_register``    ``chakra_register(plugin, name="myplugin")`` registers a plugin object
-                       (module or instance with hookimpls) for one test; returns its PluginInfo.
+``chakra_register``    ``chakra_register(plugin, name="myplugin", distribution=, version=)``
+                       registers a plugin object (module or instance with hookimpls) for one
+                       test; returns its PluginInfo, and raises PluginError if its hooks fail.
 ``chakra_pipeline``    ``chakra_pipeline(spec, base_dir=None)`` validates and runs a pipeline
                        (a mapping or a YAML path) in-process; returns the summaries.
 ``chakra_cli``         ``chakra_cli("stats", path, "--json")`` runs the CLI in-process and
@@ -46,8 +47,18 @@ def chakra_register(chakra_host) -> Callable[..., Any]:
     """Register plugin objects into this test's host: ``chakra_register(obj, name="x")``."""
 
     def register(obj: Any, name: str | None = None, distribution: str = "<test>", version: str = "0"):
-        return chakra_host.add_plugin(obj, name or getattr(obj, "__name__", type(obj).__name__),
-                                      distribution, version)
+        import warnings
+
+        from .errors import PluginError
+        from .plugins import PluginWarning
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PluginWarning)  # reported below, as an error
+            info = chakra_host.add_plugin(obj, name or getattr(obj, "__name__", type(obj).__name__),
+                                          distribution, version)
+        if info.error:
+            raise PluginError(f"plugin {info.name!r} failed to register: {info.error}")
+        return info
 
     return register
 

@@ -38,7 +38,7 @@ def test_every_hookspec_is_found():
 def test_tutorial_code_is_the_example_source():
     text = (DOCS / "plugin-tutorial.md").read_text()
     includes = re.findall(r"<!-- include: (\S+) -->\n```\w+\n(.*?)```", text, re.S)
-    assert len(includes) == 4
+    assert len(includes) == 5
     for rel, code in includes:
         assert (DOCS / rel).read_text() == code, rel
 
@@ -63,7 +63,7 @@ def test_example_plugin_is_listed(installed_example):
     plugins = {p["name"]: p for p in json.loads(r.stdout)["plugins"]}
     ex = plugins["example"]
     assert ex["distribution"] == "chakra-example-plugin" and ex["version"] == "0.1.0"
-    assert ex["registered"] == {"backend": ["csv"], "transform": ["hide_names"]}
+    assert ex["registered"] == {"backend": ["csv"], "format": ["opslist"], "transform": ["hide_names"]}
     assert ex["error"] is None
 
 
@@ -80,3 +80,15 @@ def test_example_plugin_runs_in_a_pipeline(installed_example, tmp_path, dp_set):
     assert len(rows) == 22
     assert all(re.fullmatch(r"op_[0-9a-f]{12}", row["name"]) for row in rows)
     assert {row["comm_size_bytes"] for row in rows if row["type"] == "COMM_COLL_NODE"} == {"4096", "8192", "12288"}
+
+
+def test_example_input_format(installed_example, tmp_path):
+    (tmp_path / "job.1.ops").write_text("# name duration_us deps\nload 5\ncompute 20 2\nstore 3 3\n")
+    r = _chakra(installed_example, "convert", tmp_path / "job.1.ops", "-O", "scale_us=2", "-o", f"{tmp_path}/et/")
+    assert r.returncode == 0, r.stderr
+    r = _chakra(installed_example, "stats", tmp_path / "et", "--json")
+    s = json.loads(r.stdout)
+    assert s["per_rank"][0]["rank"] == 1 and s["critical_path_us"] == 2 * (5 + 20 + 3)
+    (tmp_path / "bad.ops").write_text("load five\n")
+    r = _chakra(installed_example, "validate", tmp_path / "bad.ops")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "bad.ops:line 1" in r.stderr

@@ -218,3 +218,56 @@ def test_plugins_options_lists_declared_options(chakra_cli):
                                        "unit": "", "choices": [], "required": False}
     status, out, _ = chakra_cli("plugins", "--options", "et")
     assert status == 0 and "prefix (str, default 'trace'): file-name prefix" in out
+
+
+def test_careless_plugin_authors_get_named_one_line_errors(chakra_register, chakra_cli, tmp_path):
+    """Mistakes of a plugin author: a bad Option type, a wrong factory path, a backend without a
+    kind, a crash inside the implementation."""
+    from chakra_core.api import Backend, Transform
+    from chakra_core.options import Option
+
+    with pytest.raises(ValueError, match="Option type 'integer'"):
+        Option("integer", 3)
+    with pytest.raises(Exception, match="wants int"):
+        Option("int", "three")
+
+    class NoKind(Backend):
+        def run(self, traces, options, output):
+            raise AssertionError
+
+    class Crash(Transform):
+        def apply(self, traces, options):
+            raise ValueError("plugin bug")
+
+    class Plug:
+        @hookimpl
+        def chakra_register_backends(self, register):
+            register("nokind", NoKind)
+            register("badpath", "no_such_module_abc:Thing")
+
+        @hookimpl
+        def chakra_register_transforms(self, register):
+            register("crash", Crash)
+
+    chakra_register(Plug(), name="careless")
+    status, _, err = chakra_cli("export", tmp_path, "--to", "nokind", "-o", tmp_path / "o")
+    assert status == 2 and "must set kind" in err
+    status, out, _ = chakra_cli("plugins", "--options", "badpath")
+    assert status == 0 and "registered the import path 'no_such_module_abc:Thing', which cannot be imported" in out
+    (tmp_path / "p.yaml").write_text("input: {paths: [x.et]}\ntransforms: [{name: crash}]\nbackends: [{name: et}]\n")
+    from chakra_core.etio import write_et
+    from chakra_core.schema import Node
+
+    write_et(tmp_path / "x.et", None, [Node(id=1, type=4)])
+    status, _, err = chakra_cli("run", tmp_path / "p.yaml")
+    assert status == 1 and err.count("\n") == 1 and "internal error" in err and "ValueError: plugin bug" in err
+
+
+def test_registration_refuses_malformed_names_and_paths(chakra_host):
+    from chakra_core.errors import PluginError
+
+    reg = chakra_host.registry.register_callback("transform", "dist")
+    with pytest.raises(PluginError, match="is not a name"):
+        reg("Bad Name!", lambda: None)
+    with pytest.raises(PluginError, match="is not 'package.module:Attribute'"):
+        reg("ok", "impl.T")

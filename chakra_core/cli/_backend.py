@@ -34,7 +34,7 @@ def run_backend(args, name: str, kind: str, output: str | None, extra: dict | No
     host = get_host(strict=args.strict or None)
     impl = host.registry.get("backend", name)
     if impl.kind != kind:
-        others = [e.name for e in host.registry.entries("backend") if getattr(e.load(), "kind", "") == kind]
+        others = [e.name for e in host.registry.entries("backend") if _kind_of(e) == kind]
         raise ConfigError(
             f"backend {name!r} is of kind {impl.kind!r}, not {kind!r}; {kind}s: {', '.join(others) or 'none'}"
         )
@@ -52,6 +52,13 @@ def run_backend(args, name: str, kind: str, output: str | None, extra: dict | No
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
     return impl.run(traces, checked, out)
+
+
+def _kind_of(entry) -> str | None:
+    try:
+        return entry.load().kind
+    except Exception:  # noqa: BLE001 - a broken backend only drops out of the list
+        return None
 
 
 def _hint_input_options(host, impl, opts: dict) -> None:

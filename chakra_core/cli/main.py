@@ -90,6 +90,28 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("chakra: interrupted", file=sys.stderr)
         return 130
+    except Exception as e:  # noqa: BLE001 - a bug (ours or a plugin's): one line, exit 1
+        if args.debug:
+            raise
+        where = _innermost_package(e)
+        print(f"chakra {args.command}: internal error{where}: {type(e).__name__}: {e} "
+              f"(a bug, not bad input; chakra --debug {args.command} ... shows the traceback)", file=sys.stderr)
+        return 1
+
+
+def _innermost_package(e: BaseException) -> str:
+    """`` in <package>``: the top-level package of the deepest non-stdlib frame, when not ours."""
+    import sysconfig
+
+    stdlib = sysconfig.get_paths()["stdlib"]
+    tb, name = e.__traceback__, ""
+    while tb is not None:
+        frame = tb.tb_frame
+        if not frame.f_code.co_filename.startswith(stdlib):
+            name = frame.f_globals.get("__name__", "") or name
+        tb = tb.tb_next
+    top = name.split(".")[0]
+    return f" in {top}" if top and top not in ("chakra_core", "__main__") else ""
 
 
 if __name__ == "__main__":

@@ -74,6 +74,9 @@ def run(args) -> int:
             doc["implementations"] = _options(host, args.options)
         print_json(doc)
         return 0
+    if args.options:  # only the options of one implementation
+        _print_options(_options(host, args.options))
+        return 0
     w1 = max([len("plugin")] + [len(r["name"]) for r in rows])
     w2 = max([len("distribution")] + [len(r["distribution"]) for r in rows])
     print(f"{'plugin':<{w1}}  {'distribution':<{w2}}  {'version':<8}  registered")

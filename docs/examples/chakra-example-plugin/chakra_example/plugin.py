@@ -4,6 +4,19 @@ from chakra_core import hookimpl
 
 
 @hookimpl
+def chakra_register_formats(register):
+    """Register the ``opslist`` input format (imported on first use)."""
+    register("opslist", "chakra_example.opsfile:OpsListFormat",
+             description="one op per line: name duration_us [dep ...]")
+
+
+@hookimpl
+def chakra_detect_format(paths):
+    """Claim ``.ops`` files (look at the name only: detection must be cheap)."""
+    return "opslist" if paths and str(paths[0]).endswith(".ops") else None
+
+
+@hookimpl
 def chakra_register_transforms(register):
     """Register the ``hide_names`` transform (imported on first use)."""
     register("hide_names", "chakra_example.hide:HideNames",
