@@ -13,8 +13,7 @@ Public API (everything else is private):
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from .lazy import lazy_getattr
 
 __all__ = [
     "Node", "GlobalMetadata", "NodeType", "CommType", "AttributeProto", "IOInfo",
@@ -48,14 +47,7 @@ _WHERE = {
 __version__ = "0.1.0"
 
 
-def __getattr__(name: str) -> Any:
-    """Import public names on first use, so ``import chakra_core`` stays cheap."""
-    mod = _WHERE.get(name)
-    if mod is None:
-        raise AttributeError(f"module 'chakra_core' has no attribute {name!r}")
-    value = getattr(import_module(f".{mod}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _WHERE)
 
 
 def __dir__() -> list[str]:

@@ -11,17 +11,10 @@ Public API: :func:`parse_output` (ASTRA-sim's stdout -> per-rank results in ns),
 
 from __future__ import annotations
 
-from importlib import import_module
+from chakra_core.lazy import lazy_getattr
 
 __all__ = ["AstraSimRunner", "parse_output", "run_directory", "find_binary"]
 
 _WHERE = {"AstraSimRunner": "backend", "parse_output": "parse", "run_directory": "runner", "find_binary": "runner"}
 
-
-def __getattr__(name: str):
-    """Import the public names on first use, so that loading the plugin module stays light."""
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f".{_WHERE[name]}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _WHERE)

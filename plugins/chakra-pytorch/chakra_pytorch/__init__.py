@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from importlib import import_module
+from chakra_core.lazy import lazy_getattr
 
 __all__ = ["open_pytorch", "convert_rank", "find_rank_files", "RankFiles", "KNOWN_SCHEMAS", "PyTorchTraceWarning"]
 
@@ -15,11 +15,4 @@ _WHERE = {
     "PyTorchTraceWarning": "schema_version",
 }
 
-
-def __getattr__(name: str):
-    """Import the public names on first use, so that loading the plugin module stays light."""
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f".{_WHERE[name]}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _WHERE)

@@ -6,7 +6,7 @@ Public API: :class:`TextFormat` (the registered format), :func:`parse_workload` 
 
 from __future__ import annotations
 
-from importlib import import_module
+from chakra_core.lazy import lazy_getattr
 
 __all__ = ["TextFormat", "convert_workload", "parse_workload", "Workload", "Layout", "MODES", "COMM_TYPES"]
 
@@ -20,11 +20,4 @@ _WHERE = {
     "COMM_TYPES": "modes",
 }
 
-
-def __getattr__(name: str):
-    """Import the public names on first use, so that loading the plugin module stays light."""
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f".{_WHERE[name]}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _WHERE)
