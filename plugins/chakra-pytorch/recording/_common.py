@@ -43,3 +43,15 @@ def _entry(rank: int, fn, args) -> None:
         fn(rank, 2, *args)
     finally:
         dist.destroy_process_group()
+
+
+def sgd_step(model, opt, x, y):
+    """One training step of ``model`` on ``(x, y)``: MSE loss, backward, ``opt.step()``."""
+    import torch
+
+    def step() -> None:
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+
+    return step

@@ -5,7 +5,7 @@ bucket), batch 8 per rank, SGD; 1 warm-up step, 1 recorded.  Writes tests/data/d
 """
 
 import torch
-from _common import out_dir, run_two_ranks
+from _common import out_dir, run_two_ranks, sgd_step
 
 from chakra_collect import record_steps
 
@@ -19,12 +19,7 @@ def train(rank: int, world: int, out: str) -> None:
     torch.manual_seed(rank)
     x, y = torch.randn(8, 16), torch.randn(8, 4)
 
-    def step() -> None:
-        opt.zero_grad()
-        torch.nn.functional.mse_loss(model(x), y).backward()
-        opt.step()
-
-    record_steps(step, out, steps=1, warmup=1, rank=rank)
+    record_steps(sgd_step(model, opt, x, y), out, steps=1, warmup=1, rank=rank)
 
 
 if __name__ == "__main__":

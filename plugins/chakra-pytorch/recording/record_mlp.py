@@ -5,7 +5,7 @@ Writes tests/data/mlp/pytorch_et.0.json.gz and kineto.0.json.gz.
 """
 
 import torch
-from _common import out_dir
+from _common import out_dir, sgd_step
 
 from chakra_collect import record_steps
 
@@ -17,12 +17,7 @@ def main() -> None:
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     x, y = torch.randn(8, 16), torch.randn(8, 4)
 
-    def step() -> None:
-        opt.zero_grad()
-        torch.nn.functional.mse_loss(model(x), y).backward()
-        opt.step()
-
-    record_steps(step, out_dir("mlp"), steps=1, warmup=1, rank=0)
+    record_steps(sgd_step(model, opt, x, y), out_dir("mlp"), steps=1, warmup=1, rank=0)
 
 
 if __name__ == "__main__":
