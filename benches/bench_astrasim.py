@@ -28,10 +28,10 @@ import time
 from pathlib import Path
 
 from chakra_astrasim import export_astrasim
-from chakra_core.attrs import set_attr
-from chakra_core.pipeline import load_traces
-from chakra_core.schema import CommType, GlobalMetadata, Node, NodeType
-from chakra_core.traceset import GeneratedRank, TraceSet, open_traceset
+from chakra_core._attrs import set_attr
+from chakra_core._pipeline import load_traces
+from chakra_core._schema import CommType, GlobalMetadata, Node, NodeType
+from chakra_core._traceset import GeneratedRank, TraceSet, open_traceset
 
 ROOT = Path(__file__).resolve().parents[1]
 TEXT = ROOT / "examples" / "text"

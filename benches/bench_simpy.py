@@ -14,9 +14,9 @@ from __future__ import annotations
 import argparse
 import time
 
-from chakra_core.attrs import set_attr
-from chakra_core.schema import CommType, GlobalMetadata, Node, NodeType
-from chakra_core.traceset import GeneratedRank, TraceSet
+from chakra_core._attrs import set_attr
+from chakra_core._schema import CommType, GlobalMetadata, Node, NodeType
+from chakra_core._traceset import GeneratedRank, TraceSet
 
 SYSTEM_2D = {
     "network": [{"topology": "FullyConnected", "npus_count": 8, "bandwidth": 200, "latency": 100},

@@ -13,7 +13,7 @@ Public API (everything else is private):
 
 from __future__ import annotations
 
-from .lazy import lazy_getattr
+from ._lazy import lazy_getattr
 
 __all__ = [
     "Node", "GlobalMetadata", "NodeType", "CommType", "AttributeProto", "IOInfo",
@@ -27,21 +27,21 @@ __all__ = [
 ]
 
 _WHERE = {
-    "Node": "schema", "GlobalMetadata": "schema", "NodeType": "schema", "CommType": "schema",
-    "AttributeProto": "schema", "IOInfo": "schema",
-    "EtReader": "etio", "EtWriter": "etio", "read_et": "etio", "write_et": "etio",
-    "atomic_output": "etio",
-    "TraceSet": "traceset", "RankTrace": "traceset", "FileRank": "traceset",
-    "MemoryRank": "traceset", "GeneratedRank": "traceset", "open_traceset": "traceset",
-    "write_json": "jsonform", "read_json": "jsonform",
-    "get_attr": "attrs", "get_int": "attrs", "get_str": "attrs", "get_bool": "attrs",
-    "set_attr": "attrs", "make_attr": "attrs",
-    "hookimpl": "hookspecs", "InputFormat": "api", "Backend": "api", "Transform": "api",
-    "Synthesizer": "api", "Result": "api", "Option": "options", "get_host": "plugins",
-    "ChakraError": "errors", "TraceFormatError": "errors", "ConfigError": "errors",
-    "PluginError": "errors",
-    "validate": "validate", "Finding": "validate", "compute_stats": "stats",
-    "load_traces": "pipeline", "run_pipeline": "pipeline", "load_pipeline": "pipeline", "Pipeline": "pipeline",
+    "Node": "_schema", "GlobalMetadata": "_schema", "NodeType": "_schema", "CommType": "_schema",
+    "AttributeProto": "_schema", "IOInfo": "_schema",
+    "EtReader": "_etio", "EtWriter": "_etio", "read_et": "_etio", "write_et": "_etio",
+    "atomic_output": "_etio",
+    "TraceSet": "_traceset", "RankTrace": "_traceset", "FileRank": "_traceset",
+    "MemoryRank": "_traceset", "GeneratedRank": "_traceset", "open_traceset": "_traceset",
+    "write_json": "_jsonform", "read_json": "_jsonform",
+    "get_attr": "_attrs", "get_int": "_attrs", "get_str": "_attrs", "get_bool": "_attrs",
+    "set_attr": "_attrs", "make_attr": "_attrs",
+    "hookimpl": "hookspecs", "InputFormat": "_api", "Backend": "_api", "Transform": "_api",
+    "Synthesizer": "_api", "Result": "_api", "Option": "_options", "get_host": "_plugins",
+    "ChakraError": "_errors", "TraceFormatError": "_errors", "ConfigError": "_errors",
+    "PluginError": "_errors",
+    "validate": "_validate", "Finding": "_validate", "compute_stats": "_stats",
+    "load_traces": "_pipeline", "run_pipeline": "_pipeline", "load_pipeline": "_pipeline", "Pipeline": "_pipeline",
 }
 
 __version__ = "0.1.0"

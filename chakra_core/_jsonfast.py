@@ -14,7 +14,7 @@ import base64
 import binascii
 from typing import Any
 
-from .schema import AttributeProto, Node, NodeType
+from ._schema import AttributeProto, Node, NodeType
 
 __all__ = ["node_from_dict"]
 

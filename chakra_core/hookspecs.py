@@ -9,7 +9,7 @@ any of these functions, decorated with :data:`chakra_core.hookimpl`.  Registrati
 ``factory`` is a zero-argument callable returning the implementation (usually its class) or an
 import path ``"package.module:Class"`` that is imported on first use, so that listing plugins
 never imports heavy dependencies.  An implementation subclasses the matching base class in
-:mod:`chakra_core.api`.
+:mod:`chakra_core._api`.
 
 Compatibility policy: hooks are only ever added.  An existing hook never changes its name, its
 arguments or their meaning; new arguments are only added to new hooks.
@@ -33,7 +33,7 @@ Register = Callable[..., None]
 
 @hookspec
 def chakra_register_formats(register: Register) -> None:
-    """Register input formats (subclasses of :class:`chakra_core.api.InputFormat`).
+    """Register input formats (subclasses of :class:`chakra_core._api.InputFormat`).
 
     :param register: ``register(name, factory, description=, install_hint=)``.
     """
@@ -41,7 +41,7 @@ def chakra_register_formats(register: Register) -> None:
 
 @hookspec
 def chakra_register_backends(register: Register) -> None:
-    """Register backends: simulators, exporters and emulators (:class:`chakra_core.api.Backend`).
+    """Register backends: simulators, exporters and emulators (:class:`chakra_core._api.Backend`).
 
     :param register: ``register(name, factory, description=, install_hint=)``.
     """
@@ -49,7 +49,7 @@ def chakra_register_backends(register: Register) -> None:
 
 @hookspec
 def chakra_register_transforms(register: Register) -> None:
-    """Register trace transforms, e.g. what-if scaling (:class:`chakra_core.api.Transform`).
+    """Register trace transforms, e.g. what-if scaling (:class:`chakra_core._api.Transform`).
 
     :param register: ``register(name, factory, description=, install_hint=)``.
     """
@@ -58,7 +58,7 @@ def chakra_register_transforms(register: Register) -> None:
 @hookspec
 def chakra_register_synthesizers(register: Register) -> None:
     """Register synthesizers that learn from ETs and generate new ones
-    (:class:`chakra_core.api.Synthesizer`).
+    (:class:`chakra_core._api.Synthesizer`).
 
     :param register: ``register(name, factory, description=, install_hint=)``.
     """

@@ -2,7 +2,7 @@
 
 Fixtures:
 
-``chakra_host``        a fresh :class:`~chakra_core.plugins.PluginHost` installed as the
+``chakra_host``        a fresh :class:`~chakra_core._plugins.PluginHost` installed as the
                        process-wide host for one test (entry points loaded as usual).
 ``chakra_register``    ``chakra_register(plugin, name="myplugin", distribution=, version=)``
                        registers a plugin object (module or instance with hookimpls) for one
@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from . import plugins as _plugins
+from . import _plugins
 
 __all__ = ["chakra_host", "chakra_register", "chakra_pipeline", "chakra_cli", "chakra_roundtrip"]
 
@@ -49,8 +49,8 @@ def chakra_register(chakra_host) -> Callable[..., Any]:
     def register(obj: Any, name: str | None = None, distribution: str = "<test>", version: str = "0"):
         import warnings
 
-        from .errors import PluginError
-        from .plugins import PluginWarning
+        from ._errors import PluginError
+        from ._plugins import PluginWarning
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", PluginWarning)  # reported below, as an error
@@ -66,7 +66,7 @@ def chakra_register(chakra_host) -> Callable[..., Any]:
 @pytest.fixture
 def chakra_pipeline(chakra_host) -> Callable[..., dict]:
     """Run a pipeline in-process with this test's host."""
-    from .pipeline import run_pipeline
+    from ._pipeline import run_pipeline
 
     def run(spec, base_dir=None) -> dict:
         return run_pipeline(spec, host=chakra_host, base_dir=base_dir)
@@ -77,7 +77,7 @@ def chakra_pipeline(chakra_host) -> Callable[..., dict]:
 @pytest.fixture
 def chakra_cli(chakra_host) -> Callable[..., tuple[int, str, str]]:
     """Run ``chakra ARGS...`` in-process: ``(status, stdout, stderr)``."""
-    from .cli.main import main
+    from ._cli.main import main
 
     def run(*args: str) -> tuple[int, str, str]:
         out, err = io.StringIO(), io.StringIO()
@@ -94,7 +94,7 @@ def chakra_cli(chakra_host) -> Callable[..., tuple[int, str, str]]:
 @pytest.fixture
 def chakra_roundtrip() -> Callable[..., Any]:
     """Write a TraceSet to ``.et`` files under a directory and open it again."""
-    from .traceset import open_traceset
+    from ._traceset import open_traceset
 
     def roundtrip(traces, directory) -> Any:
         paths = traces.write(Path(directory) / "trace")

@@ -53,7 +53,7 @@ def installed_example(tmp_path_factory):
 
 
 def _chakra(env, *args):
-    return subprocess.run([sys.executable, "-m", "chakra_core.cli.main", *map(str, args)],
+    return subprocess.run([sys.executable, "-m", "chakra_core._cli.main", *map(str, args)],
                           capture_output=True, text=True, env=env)
 
 

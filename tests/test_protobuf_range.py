@@ -31,7 +31,7 @@ def test_bindings_with_lowest_protobuf(tmp_path, golden_path):
     code = (
         "import sys, warnings; warnings.simplefilter('error')\n"
         "import google.protobuf as g\n"
-        "from chakra_core.etio import read_et, write_et\n"
+        "from chakra_core import read_et, write_et\n"
         f"meta, nodes = read_et({str(golden_path)!r})\n"
         f"write_et({str(tmp_path / 'copy.et')!r}, meta, nodes)\n"
         "print(g.__version__, len(nodes))\n"

@@ -9,14 +9,14 @@ import stat
 
 import pytest
 
-from chakra_core.attrs import make_attr, set_attr
-from chakra_core.errors import ConfigError, TraceFormatError
-from chakra_core.etio import EtWriter, write_et
-from chakra_core.graph import RankGraph
-from chakra_core.jsonform import read_json, write_json
-from chakra_core.schema import CommType, GlobalMetadata, Node, NodeType
-from chakra_core.traceset import MemoryRank, TraceSet, open_traceset
-from chakra_core.validate import validate
+from chakra_core._attrs import make_attr, set_attr
+from chakra_core._errors import ConfigError, TraceFormatError
+from chakra_core._etio import EtWriter, write_et
+from chakra_core._graph import RankGraph
+from chakra_core._jsonform import read_json, write_json
+from chakra_core._schema import CommType, GlobalMetadata, Node, NodeType
+from chakra_core._traceset import MemoryRank, TraceSet, open_traceset
+from chakra_core._validate import validate
 
 
 def _chain(n):
@@ -108,9 +108,9 @@ def test_jsonize_names(tmp_path, dp_set, chakra_cli):
 # -- plugins -------------------------------------------------------------------------------------
 
 def test_broken_detect_and_observer_hooks_are_isolated(tmp_path, dp_set, chakra_register, chakra_cli):
+    from chakra_core._pipeline import run_pipeline
+    from chakra_core._plugins import PluginWarning
     from chakra_core.hookspecs import hookimpl
-    from chakra_core.pipeline import run_pipeline
-    from chakra_core.plugins import PluginWarning
 
     class Broken:
         @hookimpl(tryfirst=True)
@@ -155,7 +155,7 @@ def test_factory_errors_become_one_line(chakra_register, chakra_cli, tmp_path):
     ({"compress": None}, "wants bool, got null"),
 ])
 def test_null_options_are_refused(opts, match):
-    from chakra_core.builtin.backends import EtExporter
+    from chakra_core._builtin.backends import EtExporter
 
     with pytest.raises(ConfigError, match=match):
         EtExporter().check_options(opts)
@@ -163,14 +163,14 @@ def test_null_options_are_refused(opts, match):
 
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), "nan"])
 def test_non_finite_numbers_are_refused(value):
-    from chakra_core.builtin.transforms import ScaleTransform
+    from chakra_core._builtin.transforms import ScaleTransform
 
     with pytest.raises(ConfigError, match="finite"):
         ScaleTransform().check_options({"compute_speedup": value})
 
 
 def test_scale_overflow_is_an_error_and_source_is_not_modified(dp_set):
-    from chakra_core.builtin.transforms import ScaleTransform
+    from chakra_core._builtin.transforms import ScaleTransform
 
     t = ScaleTransform()
     out = t.apply(dp_set, t.check_options({"comm_scale": 1e30}))

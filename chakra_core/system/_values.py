@@ -7,8 +7,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from ..errors import ConfigError
-from ..options import suggest
+from .._errors import ConfigError
+from .._options import suggest
 
 __all__ = ["Reader"]
 

@@ -11,7 +11,7 @@ Public API: :func:`parse_output` (ASTRA-sim's stdout -> per-rank results in ns),
 
 from __future__ import annotations
 
-from chakra_core.lazy import lazy_getattr
+from chakra_core._lazy import lazy_getattr
 
 __all__ = ["AstraSimRunner", "parse_output", "run_directory", "find_binary"]
 

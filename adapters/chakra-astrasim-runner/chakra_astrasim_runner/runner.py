@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 from chakra_astrasim.runscript import BINARIES
-from chakra_core.errors import ChakraError, ConfigError
+from chakra_core._errors import ChakraError, ConfigError
 
 from .parse import parse_output
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from chakra_core.attrs import get_int
-from chakra_core.schema import CommType, NodeType
-from chakra_core.traceset import open_traceset
-from chakra_core.validate import validate
+from chakra_core._attrs import get_int
+from chakra_core._schema import CommType, NodeType
+from chakra_core._traceset import open_traceset
+from chakra_core._validate import validate
 
 pytest.importorskip("torch")
 

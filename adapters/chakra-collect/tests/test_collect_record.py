@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from chakra_core.etio import read_et
-from chakra_core.schema import NodeType
+from chakra_core._etio import read_et
+from chakra_core._schema import NodeType
 
 torch = pytest.importorskip("torch")
 

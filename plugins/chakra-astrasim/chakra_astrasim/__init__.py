@@ -11,7 +11,7 @@ collective kind ASTRA-sim does not model is rewritten).
 
 from __future__ import annotations
 
-from chakra_core.lazy import lazy_getattr
+from chakra_core._lazy import lazy_getattr
 
 __all__ = ["AstraSimExporter", "export_astrasim", "RULES"]
 

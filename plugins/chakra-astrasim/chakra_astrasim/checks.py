@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from chakra_core.schema import COMM_TYPE_NAMES
+from chakra_core._schema import COMM_TYPE_NAMES
 
 from .report import ExportReport
 

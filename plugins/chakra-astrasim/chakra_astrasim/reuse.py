@@ -18,8 +18,8 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
-from chakra_core.schema import AttributeProto, Node
-from chakra_core.traceset import RankTrace
+from chakra_core._schema import AttributeProto, Node
+from chakra_core._traceset import RankTrace
 
 from .plan import Plan
 from .report import ExportReport

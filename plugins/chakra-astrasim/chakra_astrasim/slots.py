@@ -1,13 +1,13 @@
 """Attribute access for the conversion: read any integer slot, write the conventional one.
 
-Faster than :mod:`chakra_core.attrs` for this use: a node's attributes are indexed once by
+Faster than :mod:`chakra_core._attrs` for this use: a node's attributes are indexed once by
 name, and new attributes are added in place (no intermediate message copy).
 """
 
 from __future__ import annotations
 
-from chakra_core.attrs import CONVENTIONAL_SLOTS, INT_SLOTS, attr_value, int_value
-from chakra_core.schema import Node
+from chakra_core._attrs import CONVENTIONAL_SLOTS, INT_SLOTS, attr_value, int_value
+from chakra_core._schema import Node
 
 __all__ = ["put_attr", "int_attr", "value_attr", "str_attr"]
 

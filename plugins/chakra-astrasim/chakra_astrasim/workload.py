@@ -16,8 +16,8 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from chakra_core.errors import TraceFormatError
-from chakra_core.schema import CommType, Node, NodeType
+from chakra_core._errors import TraceFormatError
+from chakra_core._schema import CommType, Node, NodeType
 
 from .collectives import MODELLED, rewrite
 from .plan import Plan

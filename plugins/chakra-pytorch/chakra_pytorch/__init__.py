@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chakra_core.lazy import lazy_getattr
+from chakra_core._lazy import lazy_getattr
 
 __all__ = ["open_pytorch", "convert_rank", "find_rank_files", "RankFiles", "KNOWN_SCHEMAS", "PyTorchTraceWarning"]
 

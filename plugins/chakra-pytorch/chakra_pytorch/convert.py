@@ -9,10 +9,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from chakra_core.attrs import make_attr
-from chakra_core.errors import TraceFormatError
-from chakra_core.schema import GlobalMetadata, Node
-from chakra_core.traceset import PG_ATTR, GeneratedRank, TraceSet
+from chakra_core._attrs import make_attr
+from chakra_core._errors import TraceFormatError
+from chakra_core._schema import GlobalMetadata, Node
+from chakra_core._traceset import PG_ATTR, GeneratedRank, TraceSet
 
 from .graph import RankGraph, build_graph
 from .hostet import read_header, read_host_et, scan_groups

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from chakra_core.api import InputFormat
-from chakra_core.options import Option
-from chakra_core.traceset import TraceSet
+from chakra_core._api import InputFormat
+from chakra_core._options import Option
+from chakra_core._traceset import TraceSet
 
 from .convert import open_pytorch
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import ijson
 
-from chakra_core.errors import TraceFormatError
-from chakra_core.etio import open_binary
+from chakra_core._errors import TraceFormatError
+from chakra_core._etio import open_binary
 
 from .intmap import IntMap
 from .jsonitems import iter_items

@@ -9,9 +9,9 @@ from typing import Any
 
 import orjson
 
-from chakra_core.attrs import make_attr
-from chakra_core.errors import TraceFormatError
-from chakra_core.schema import PG_INIT_NAME, GlobalMetadata, Node, NodeType
+from chakra_core._attrs import make_attr
+from chakra_core._errors import TraceFormatError
+from chakra_core._schema import PG_INIT_NAME, GlobalMetadata, Node, NodeType
 
 from .hostet import KEEP_ATTRS
 

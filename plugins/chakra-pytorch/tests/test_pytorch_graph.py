@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from chakra_core.attrs import get_bool, get_int
-from chakra_core.schema import NodeType
-from chakra_core.validate import validate
+from chakra_core._attrs import get_bool, get_int
+from chakra_core._schema import NodeType
+from chakra_core._validate import validate
 from chakra_pytorch import PyTorchTraceWarning, convert_rank, find_rank_files, open_pytorch
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -7,11 +7,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from chakra_core.api import Backend, Result
-from chakra_core.errors import ConfigError, TraceFormatError
-from chakra_core.options import Option
+from chakra_core._api import Backend, Result
+from chakra_core._errors import ConfigError, TraceFormatError
+from chakra_core._options import Option
+from chakra_core._traceset import TraceSet
 from chakra_core.system import SystemDescription, load_system
-from chakra_core.traceset import TraceSet
 
 from .actor import Actor
 from .collectives import SymmetryBroken

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from chakra_core.etio import atomic_output
-from chakra_core.traceset import TraceSet
+from chakra_core._etio import atomic_output
+from chakra_core._traceset import TraceSet
 
 from .actor import Actor
 from .engine import Sim

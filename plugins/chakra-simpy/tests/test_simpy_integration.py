@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from chakra_core.cli.main import main
-from chakra_core.pipeline import run_pipeline
-from chakra_core.plugins import get_host
+from chakra_core._cli.main import main
+from chakra_core._pipeline import run_pipeline
+from chakra_core._plugins import get_host
 
 ROOT = Path(__file__).resolve().parents[3]
 EX = ROOT / "examples" / "system"

@@ -6,7 +6,7 @@ Public API: :class:`TextFormat` (the registered format), :func:`parse_workload` 
 
 from __future__ import annotations
 
-from chakra_core.lazy import lazy_getattr
+from chakra_core._lazy import lazy_getattr
 
 __all__ = ["TextFormat", "convert_workload", "parse_workload", "Workload", "Layout", "MODES", "COMM_TYPES"]
 

@@ -12,12 +12,12 @@ import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from chakra_core.api import InputFormat
-from chakra_core.attrs import make_attr
-from chakra_core.errors import ConfigError, TraceFormatError
-from chakra_core.options import Option
-from chakra_core.schema import GlobalMetadata, Node, NodeType
-from chakra_core.traceset import GeneratedRank, TraceSet
+from chakra_core._api import InputFormat
+from chakra_core._attrs import make_attr
+from chakra_core._errors import ConfigError, TraceFormatError
+from chakra_core._options import Option
+from chakra_core._schema import GlobalMetadata, Node, NodeType
+from chakra_core._traceset import GeneratedRank, TraceSet
 
 from .graph import Spec, build_graph
 from .groups import ALL, Layout

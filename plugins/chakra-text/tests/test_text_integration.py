@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from chakra_core.attrs import get_str
-from chakra_core.cli.main import main
-from chakra_core.pipeline import detect_format, load_traces
-from chakra_core.schema import NodeType
-from chakra_core.traceset import open_traceset
-from chakra_core.validate import validate
+from chakra_core._attrs import get_str
+from chakra_core._cli.main import main
+from chakra_core._pipeline import detect_format, load_traces
+from chakra_core._schema import NodeType
+from chakra_core._traceset import open_traceset
+from chakra_core._validate import validate
 from chakra_text.format import time_converter
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "text"

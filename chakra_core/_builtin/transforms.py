@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..api import Transform
-from ..attrs import get_int, set_attr
-from ..errors import ConfigError
+from .._api import Transform
+from .._attrs import get_int, set_attr
+from .._errors import ConfigError
+from .._options import Option
+from .._schema import Node, NodeType
+from .._traceset import TraceSet
 from ..hookspecs import hookimpl
-from ..options import Option
-from ..schema import Node, NodeType
-from ..traceset import TraceSet
 
 __all__ = ["ScaleTransform"]
 

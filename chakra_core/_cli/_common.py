@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from chakra_core.traceset import TraceSet
+    from chakra_core._traceset import TraceSet
 
 __all__ = ["add_plugin_options", "add_input_options", "open_input", "print_json", "progress"]
 
@@ -27,9 +27,9 @@ def add_input_options(parser) -> None:
 
 def open_input(paths: list[str], args) -> TraceSet:
     """Open a trace set through the registry with ``args.format`` and the ``-I`` options."""
-    from chakra_core.options import parse_kv
-    from chakra_core.pipeline import load_traces
-    from chakra_core.plugins import get_host
+    from chakra_core._options import parse_kv
+    from chakra_core._pipeline import load_traces
+    from chakra_core._plugins import get_host
 
     return load_traces(paths, args.format, parse_kv(getattr(args, "input_opts", None)),
                        host=get_host(strict=args.strict or None))

@@ -17,8 +17,8 @@ def add_arguments(p) -> None:
 
 def _options(host, only: str) -> list[dict]:
     """Options of each registered implementation (loading it); a failure is reported, not raised."""
-    from chakra_core.errors import PluginError
-    from chakra_core.options import suggest
+    from chakra_core._errors import PluginError
+    from chakra_core._options import suggest
 
     names = {e.name for e in host.registry.entries()}
     if only and only not in names:
@@ -58,7 +58,7 @@ def _print_options(rows: list[dict]) -> None:
 
 def run(args) -> int:
     """List the plugins; works when some plugin is broken (it is listed with its error)."""
-    from chakra_core.plugins import PluginWarning, get_host
+    from chakra_core._plugins import PluginWarning, get_host
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PluginWarning)  # failures are listed below instead

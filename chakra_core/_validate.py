@@ -27,10 +27,10 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
-from .attrs import int_value
-from .graph import RankGraph
-from .schema import COMM_TYPE_NAMES, Node, NodeType
-from .traceset import TraceSet
+from ._attrs import int_value
+from ._graph import RankGraph
+from ._schema import COMM_TYPE_NAMES, Node, NodeType
+from ._traceset import TraceSet
 
 __all__ = ["Finding", "validate", "RULES", "ABSURD_BYTES"]
 

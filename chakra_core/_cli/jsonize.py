@@ -19,8 +19,8 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     """Write the JSON form and print the files written."""
-    from chakra_core.jsonform import write_json
-    from chakra_core.traceset import with_process_groups
+    from chakra_core._jsonform import write_json
+    from chakra_core._traceset import with_process_groups
 
     traces = open_input([args.path], args)
     out = Path(args.output)

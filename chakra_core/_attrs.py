@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .schema import AttributeProto
+from ._schema import AttributeProto
 
 __all__ = [
     "CONVENTIONAL_SLOTS",

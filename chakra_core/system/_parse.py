@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ConfigError
-from ._values import Reader
-from .model import (
+from .._errors import ConfigError
+from ._model import (
     ALGORITHMS,
     COLLECTIVE_KINDS,
     COLLECTIVE_OPTIMIZATIONS,
@@ -24,6 +23,7 @@ from .model import (
     RemoteMemory,
     algorithm_base,
 )
+from ._values import Reader
 
 __all__ = [
     "SYSTEM_KEYS",

@@ -17,10 +17,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-from .attrs import make_attr
-from .errors import TraceFormatError
-from .etio import EtReader, EtWriter
-from .schema import PG_INIT_NAME, GlobalMetadata, Node, NodeType
+from ._attrs import make_attr
+from ._errors import TraceFormatError
+from ._etio import EtReader, EtWriter
+from ._schema import PG_INIT_NAME, GlobalMetadata, Node, NodeType
 
 __all__ = [
     "RankTrace",

@@ -9,8 +9,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from .options import Option, check_options
-from .traceset import TraceSet
+from ._options import Option, check_options
+from ._traceset import TraceSet
 
 __all__ = ["Component", "InputFormat", "Transform", "Backend", "Synthesizer", "Result", "BACKEND_KINDS"]
 
@@ -45,7 +45,7 @@ class InputFormat(Component):
     def open(self, paths: Sequence[str], options: Mapping[str, Any]) -> TraceSet:
         """Open ``paths`` as a trace set; ``options`` went through :meth:`check_options`.
 
-        Bad input raises :class:`chakra_core.errors.TraceFormatError` naming file and place.
+        Bad input raises :class:`chakra_core._errors.TraceFormatError` naming file and place.
         """
 
 
@@ -106,7 +106,7 @@ class Result:
 
     def write_json(self, path: str | Path) -> Path:
         """Write :meth:`to_dict` as JSON to ``path`` atomically."""
-        from .etio import atomic_output
+        from ._etio import atomic_output
 
         path = Path(path)
         with atomic_output(path) as tmp:

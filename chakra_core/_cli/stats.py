@@ -15,7 +15,7 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     """Compute and print the statistics."""
-    from chakra_core.stats import compute_stats, format_stats
+    from chakra_core._stats import compute_stats, format_stats
 
     s = compute_stats(open_input(args.paths, args),
                       critical_path=not args.no_critical_path)

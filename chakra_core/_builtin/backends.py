@@ -6,12 +6,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..api import Backend, Result
-from ..errors import ConfigError
+from .._api import Backend, Result
+from .._errors import ConfigError
+from .._jsonform import write_json
+from .._options import Option
+from .._traceset import TraceSet, with_process_groups
 from ..hookspecs import hookimpl
-from ..jsonform import write_json
-from ..options import Option
-from ..traceset import TraceSet, with_process_groups
 
 __all__ = ["EtExporter", "JsonExporter"]
 

@@ -14,8 +14,8 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     """Validate, then run the pipeline; print where each backend's result was written."""
-    from chakra_core.pipeline import load_pipeline
-    from chakra_core.plugins import get_host
+    from chakra_core._pipeline import load_pipeline
+    from chakra_core._plugins import get_host
 
     pipe = load_pipeline(args.pipeline, host=get_host(strict=args.strict or None))
     if args.check:

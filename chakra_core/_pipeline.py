@@ -33,11 +33,11 @@ from typing import Any
 import yaml
 from packaging.requirements import InvalidRequirement, Requirement
 
-from .api import Backend
-from .errors import ConfigError, PluginError, TraceFormatError
-from .options import suggest
-from .plugins import PluginHost, get_host
-from .traceset import TraceSet
+from ._api import Backend
+from ._errors import ConfigError, PluginError, TraceFormatError
+from ._options import suggest
+from ._plugins import PluginHost, get_host
+from ._traceset import TraceSet
 
 __all__ = ["load_traces", "Pipeline", "Stage", "run_pipeline", "load_pipeline", "detect_format"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from chakra_core.errors import ConfigError
-from chakra_core.options import parse_kv
+from chakra_core._errors import ConfigError
+from chakra_core._options import parse_kv
 
 from ._common import add_input_options, add_plugin_options, open_input
 
@@ -29,7 +29,7 @@ def add_system_arguments(p, memory: bool = True) -> None:
 
 def run_backend(args, name: str, kind: str, output: str | None, extra: dict | None = None):
     """Open the input, check the backend's kind and options, run it, return its Result."""
-    from chakra_core.plugins import get_host
+    from chakra_core._plugins import get_host
 
     host = get_host(strict=args.strict or None)
     impl = host.registry.get("backend", name)

@@ -23,9 +23,9 @@ from typing import BinaryIO
 
 from google.protobuf.message import DecodeError
 
+from ._errors import TraceFormatError
 from ._proto.et_batch_pb2 import NodeBatch
-from .errors import TraceFormatError
-from .schema import GlobalMetadata, Node
+from ._schema import GlobalMetadata, Node
 
 __all__ = ["EtReader", "EtWriter", "read_et", "write_et", "open_binary", "atomic_output"]
 

@@ -23,8 +23,8 @@ from typing import Any
 import pluggy
 
 from . import hookspecs
-from .errors import PluginError
-from .registry import KINDS, Registry
+from ._errors import PluginError
+from ._registry import KINDS, Registry
 
 __all__ = [
     "PluginHost", "PluginInfo", "get_host", "reset_host", "PluginWarning", "DEFAULT_PLUGINS", "ENTRY_POINT_GROUP",
@@ -33,9 +33,9 @@ __all__ = [
 ENTRY_POINT_GROUP = "chakra"
 #: the core's own features, registered through the same hooks as any third party.
 DEFAULT_PLUGINS = (
-    "chakra_core.builtin.formats",
-    "chakra_core.builtin.backends",
-    "chakra_core.builtin.transforms",
+    "chakra_core._builtin.formats",
+    "chakra_core._builtin.backends",
+    "chakra_core._builtin.transforms",
 )
 CORE_DIST = "chakra-core"
 

@@ -23,10 +23,10 @@ from pathlib import Path
 
 from google.protobuf import json_format
 
+from ._errors import TraceFormatError
+from ._etio import atomic_output
 from ._jsonfast import node_from_dict
-from .errors import TraceFormatError
-from .etio import atomic_output
-from .schema import GlobalMetadata, Node
+from ._schema import GlobalMetadata, Node
 
 __all__ = ["write_json", "read_json", "FORMAT_TAG", "sniff_json"]
 

@@ -17,7 +17,7 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     """Validate and report; exit 2 on errors."""
-    from chakra_core.validate import validate
+    from chakra_core._validate import validate
 
     traces = open_input(args.paths, args)
     findings = validate(traces, cross_rank=not args.no_cross_rank, progress=progress("validating"))

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from .attrs import get_int
-from .graph import RankGraph
-from .schema import COMM_TYPE_NAMES, NodeType
-from .traceset import TraceSet
+from ._attrs import get_int
+from ._graph import RankGraph
+from ._schema import COMM_TYPE_NAMES, NodeType
+from ._traceset import TraceSet
 
 __all__ = ["compute_stats", "format_stats"]
 

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ConfigError
+from ._errors import ConfigError
 
 __all__ = ["Option", "check_options", "suggest", "parse_kv"]
 

@@ -13,11 +13,11 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..api import InputFormat
-from ..errors import TraceFormatError
+from .._api import InputFormat
+from .._errors import TraceFormatError
+from .._jsonform import read_json, sniff_json
+from .._traceset import GeneratedRank, TraceSet, open_traceset
 from ..hookspecs import hookimpl
-from ..jsonform import read_json, sniff_json
-from ..traceset import GeneratedRank, TraceSet, open_traceset
 
 __all__ = ["EtFormat", "JsonFormat"]
 

@@ -14,7 +14,7 @@ import warnings
 
 __all__ = ["main", "COMMANDS"]
 
-#: command -> (module under chakra_core.cli, one-line help)
+#: command -> (module under chakra_core._cli, one-line help)
 COMMANDS = {
     "convert": ("convert", "convert any registered input format to a Chakra .et set"),
     "validate": ("validate", "check traces for errors a simulator would crash or hang on"),
@@ -63,13 +63,13 @@ def main(argv: list[str] | None = None) -> int:
         top.print_help()
         return 0
     modname, helptext = COMMANDS[args.command]
-    mod = importlib.import_module(f"chakra_core.cli.{modname}")
+    mod = importlib.import_module(f"chakra_core._cli.{modname}")
     parser = argparse.ArgumentParser(prog=f"chakra {args.command}", description=helptext)
     mod.add_arguments(parser)
     cargs = parser.parse_args(rest[1:])
     cargs.debug = args.debug
     cargs.strict = args.strict
-    from chakra_core.errors import ChakraError
+    from chakra_core._errors import ChakraError
 
     try:
         return int(mod.run(cargs) or 0)

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from .schema import Node
+from ._schema import Node
 
 __all__ = ["RankGraph"]
 

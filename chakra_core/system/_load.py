@@ -11,10 +11,10 @@ from typing import Any
 
 import yaml
 
-from ..errors import ConfigError
-from ..options import suggest
-from .model import COLLECTIVE_KINDS, SystemDescription
-from .parse import SYSTEM_KEYS, parse_comm_groups, parse_memory, parse_network, parse_system
+from .._errors import ConfigError
+from .._options import suggest
+from ._model import COLLECTIVE_KINDS, SystemDescription
+from ._parse import SYSTEM_KEYS, parse_comm_groups, parse_memory, parse_network, parse_system
 
 __all__ = ["load_system", "read_config", "sniff", "check_system", "OUR_KEYS"]
 

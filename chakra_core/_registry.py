@@ -8,8 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import PluginError
-from .options import suggest
+from ._errors import PluginError
+from ._options import suggest
 
 __all__ = ["Registry", "Entry", "KINDS"]
 
