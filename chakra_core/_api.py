@@ -26,6 +26,7 @@ class Component(ABC):
     """
 
     name: str = ""
+    qualified_name: str = ""
     description: ClassVar[str] = ""
     options: ClassVar[Mapping[str, Option]] = {}
 

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ._errors import ConfigError
+from ._errors import ConfigError, PluginError
 
 __all__ = ["Option", "check_options", "suggest", "parse_kv"]
 
@@ -36,11 +36,16 @@ class Option:
     unit: str = ""
     minimum: float | None = None
 
-    def __post_init__(self) -> None:
+    def declaration_error(self) -> str | None:
+        """What is wrong with this declaration (an unknown type, a default of the wrong type), or None."""
         if self.type not in _TYPES:
-            raise ValueError(f"Option type {self.type!r} is not one of {', '.join(_TYPES)}")
+            return f"type {self.type!r} is not one of {', '.join(_TYPES)}"
         if self.default is not None and self.type not in ("any", "path"):
-            _check_type("default", self, self.default, "Option")
+            try:
+                _check_type("default", self, self.default, "Option")
+            except ConfigError:
+                return f"default {self.default!r} is not of type {self.type}"
+        return None
 
 
 def suggest(name: str, candidates) -> str:
@@ -113,6 +118,9 @@ def check_options(owner: str, specs: Mapping[str, Option], options: Mapping[str,
             known = ", ".join(sorted(specs)) or "none"
             raise ConfigError(f"{owner}: unknown option {key!r}{suggest(key, specs)}; accepted: {known}")
     for key, spec in specs.items():
+        problem = spec.declaration_error()
+        if problem:
+            raise PluginError(f"{owner}: option {key!r} is declared badly: {problem}")
         if key not in options:
             if spec.required:
                 raise ConfigError(f"{owner}: option {key!r} is required ({spec.help})")

@@ -3,6 +3,7 @@
 A pipeline file::
 
     requires: ["chakra-text>=0.1"]        # optional distribution requirements
+    prefer: {simpy: chakra-simpy}         # optional: the distribution a clashing bare name means
     input:
       format: text                        # optional: detected from the paths when omitted
       paths: [workload.txt]               # relative to the pipeline file
@@ -41,7 +42,7 @@ from ._traceset import TraceSet
 
 __all__ = ["load_traces", "Pipeline", "Stage", "run_pipeline", "load_pipeline", "detect_format"]
 
-_TOP_KEYS = ("requires", "input", "transforms", "backends")
+_TOP_KEYS = ("requires", "prefer", "input", "transforms", "backends")
 _INPUT_KEYS = ("format", "paths", "options")
 _STAGE_KEYS = ("name", "options")
 _BACKEND_KEYS = ("name", "options", "output")
@@ -170,7 +171,7 @@ def _resolve_paths(impl: Any, options: dict[str, Any], base: Path) -> dict[str, 
 
 
 def _stage(host: PluginHost, kind: str, entry: Any, where: str, allowed: Sequence[str], source: str,
-           base: Path) -> tuple[Stage, dict]:
+           base: Path, prefer: Mapping[str, str]) -> tuple[Stage, dict]:
     entry = _check_keys(where, entry, allowed, source)
     name = entry.get("name")
     if not isinstance(name, str):
@@ -179,7 +180,7 @@ def _stage(host: PluginHost, kind: str, entry: Any, where: str, allowed: Sequenc
     if not isinstance(opts, dict):
         raise ConfigError(f"{where}.options must be a mapping", source)
     try:
-        impl = host.registry.get(kind, name)
+        impl = host.registry.get(kind, name, prefer)
         checked = impl.check_options(opts)
     except (PluginError, ConfigError) as e:
         raise ConfigError(f"{where}: {e.message}", source) from None
@@ -213,6 +214,9 @@ def load_pipeline(spec: str | os.PathLike | Mapping[str, Any], host: PluginHost 
     data = _check_keys("the pipeline", data, _TOP_KEYS, source)
     if "requires" in data:
         _check_requires(data["requires"], source)
+    prefer = data.get("prefer") or {}
+    if not isinstance(prefer, dict) or not all(isinstance(v, str) for v in [*prefer, *prefer.values()]):
+        raise ConfigError("'prefer' must map names to distributions (simpy: chakra-simpy)", source)
     inp = _check_keys("input", data.get("input"), _INPUT_KEYS, source)
     paths = inp.get("paths")
     if isinstance(paths, str):
@@ -225,18 +229,18 @@ def load_pipeline(spec: str | os.PathLike | Mapping[str, Any], host: PluginHost 
         raise ConfigError("input.format must be a string", source)
     fmt = fmt or detect_format(paths, host)
     input_stage, _ = _stage(host, "format", {"name": fmt, "options": inp.get("options")}, "input",
-                            ("name", "options"), source, base)
+                            ("name", "options"), source, base, prefer)
     transforms = data.get("transforms") or []
     if not isinstance(transforms, list):
         raise ConfigError("'transforms' must be a list", source)
-    tstages = [_stage(host, "transform", t, f"transforms[{i}]", _STAGE_KEYS, source, base)[0]
+    tstages = [_stage(host, "transform", t, f"transforms[{i}]", _STAGE_KEYS, source, base, prefer)[0]
                for i, t in enumerate(transforms)]
     backends = data.get("backends")
     if not isinstance(backends, list) or not backends:
         raise ConfigError("'backends' must be a non-empty list", source)
     bstages: list[Stage] = []
     for i, b in enumerate(backends):
-        st, entry = _stage(host, "backend", b, f"backends[{i}]", _BACKEND_KEYS, source, base)
+        st, entry = _stage(host, "backend", b, f"backends[{i}]", _BACKEND_KEYS, source, base, prefer)
         if not isinstance(st.impl, Backend):
             raise ConfigError(f"backends[{i}]: {st.name!r} is not a backend", source)
         taken = sum(1 for other in bstages if other.name == st.name)

@@ -12,10 +12,12 @@ named warning and is listed as failed; everything else keeps working.  Environme
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import sys
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata as md
 from typing import Any
@@ -24,6 +26,7 @@ import pluggy
 
 from . import hookspecs
 from ._errors import PluginError
+from ._guard import describe, guarded, slow_watch
 from ._registry import KINDS, Registry
 
 __all__ = [
@@ -38,6 +41,7 @@ DEFAULT_PLUGINS = (
     "chakra_core._builtin.transforms",
 )
 CORE_DIST = "chakra-core"
+_REGISTRATION_HOOKS = frozenset(KINDS.values())
 
 
 class PluginWarning(UserWarning):
@@ -54,6 +58,16 @@ class PluginInfo:
     module: str
     registered: dict[str, list[str]] = field(default_factory=dict)
     error: str | None = None
+
+    @property
+    def key(self) -> str:
+        """``distribution:name``, the plugin's name in the pluggy manager (unique)."""
+        return f"{self.distribution}:{self.name}"
+
+    @property
+    def label(self) -> str:
+        """``plugin 'name' (distribution version)`` for messages."""
+        return f"plugin {self.name!r} ({self.distribution} {self.version})"
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for ``chakra plugins --json``."""
@@ -86,7 +100,14 @@ def _core_version() -> str:
 
 
 class PluginHost:
-    """The pluggy manager, the registry and the list of plugins, loaded once per process."""
+    """The pluggy manager, the registry and the list of plugins, loaded once per process.
+
+    Every hook is called through pluggy, so ordering, ``tryfirst``/``trylast`` and wrappers work
+    as pluggy documents.  A plugin's registration hooks are called through a pluggy subset
+    caller holding that plugin alone, when it is loaded, so that a failure is its own.  The
+    other hooks are called on all plugins at once; each implementation runs isolated: a failure
+    is a warning naming the plugin (a :class:`PluginError` in strict mode) and the others run.
+    """
 
     def __init__(self, strict: bool | None = None, entry_points: bool = True):
         self.strict = _truthy("CHAKRA_STRICT_PLUGINS") if strict is None else strict
@@ -95,6 +116,7 @@ class PluginHost:
         self.pm.add_hookspecs(hookspecs)
         self.registry = Registry()
         self.plugins: list[PluginInfo] = []
+        self._answered_by: PluginInfo | None = None
         if self.trace:
             self.pm.trace.root.setwriter(lambda s: sys.stderr.write("chakra-trace: " + s))
             self.pm.enable_tracing()
@@ -121,112 +143,178 @@ class PluginHost:
                 continue
             if ep.name in disabled or dist in disabled:
                 continue
-            info = PluginInfo(ep.name, dist, version, ep.value)
+            self._load(ep, PluginInfo(ep.name, dist, version, ep.value))
+
+    def _load(self, ep: md.EntryPoint, info: PluginInfo) -> None:
+        """Import one entry point and register it, guarded and watched for slowness."""
+        with slow_watch(info.label):
             try:
-                obj = ep.load()
+                with guarded(info.label, "import"):
+                    obj = ep.load()
             except Exception as e:  # noqa: BLE001 - isolate any failure of third-party code
                 self._fail(info, e, "import")
-                continue
+                return
             self._add(obj, info)
 
     def add_plugin(self, obj: Any, name: str, distribution: str = "<in-process>", version: str = "0") -> PluginInfo:
-        """Register a plugin object (a module or an instance with hookimpls) at run time."""
+        """Register a plugin object (a module or an instance with hookimpls) at run time.
+
+        Raises :class:`PluginError` when ``obj`` or ``name`` is already registered.
+        """
         info = PluginInfo(name, distribution, version, getattr(obj, "__name__", type(obj).__name__))
+        owner = self.plugin_named(obj)
+        if owner is not None or self.pm.get_plugin(info.key) is not None:
+            owner = owner or self._info(info.key)
+            what = "this object is already registered as" if owner.key != info.key else "the name is taken by"
+            raise PluginError(f"cannot add {info.label}: {what} {owner.label}; remove_plugin({owner.name!r}) first")
         self._add(obj, info)
         return info
 
     def remove_plugin(self, name: str) -> None:
-        """Unregister the plugin added as ``name`` and forget what it registered."""
+        """Unregister the plugin added as ``name`` (or ``distribution:name``); forget what it registered."""
         for info in list(self.plugins):
-            if info.name == name:
-                self.pm.unregister(name=name)
+            if name in (info.name, info.key):
+                if self.pm.get_plugin(info.key) is not None:
+                    self.pm.unregister(name=info.key)
                 self.plugins.remove(info)
-                for kind, names in info.registered.items():
-                    self.registry.forget(kind, names)
+                self._forget(info)
+
+    def plugin_named(self, obj: Any) -> PluginInfo | None:
+        """The :class:`PluginInfo` of a registered plugin object, or None."""
+        return self._info(self.pm.get_name(obj)) if self.pm.is_registered(obj) else None
+
+    def _info(self, key: str) -> PluginInfo:
+        return next(p for p in self.plugins if p.key == key)
+
+    def _forget(self, info: PluginInfo) -> None:
+        for kind, names in info.registered.items():
+            self.registry.forget(kind, names, info.distribution)
+        info.registered = {}
 
     def _add(self, obj: Any, info: PluginInfo) -> None:
+        owner = self.plugin_named(obj)
+        if owner is not None:  # e.g. two entry points naming one module
+            self._fail(info, PluginError(f"its object is already registered as {owner.label}"), "register")
+            return
         try:
-            self.pm.register(obj, name=info.name)
-        except Exception as e:  # noqa: BLE001
+            self.pm.register(obj, name=info.key)
+        except Exception as e:  # noqa: BLE001 - pluggy refuses a malformed hookimpl
             self._fail(info, e, "register")
             return
         self.plugins.append(info)
+        self._isolate_calls(obj, info)
         for kind, hook in KINDS.items():
-            impls = [i for i in getattr(self.pm.hook, hook).get_hookimpls() if i.plugin is obj]
-            for impl in impls:
-                names: list[str] = []
-                cb = self.registry.register_callback(kind, info.distribution)
+            names: list[str] = []
+            try:
+                self._register(obj, info, kind, hook, names)
+            except Exception as e:  # noqa: BLE001
+                info.registered.setdefault(kind, []).extend(names)
+                self._forget(info)
+                self.pm.unregister(obj)
+                self._fail(info, e, hook)
+                return
+            if names:
+                info.registered.setdefault(kind, []).extend(names)
 
-                def register(name, factory, description="", install_hint=None, _cb=cb, _names=names, _kind=kind):
-                    if self.trace:
-                        sys.stderr.write(f"chakra-trace: {info.name} registers {_kind} {name!r}\n")
-                    _cb(name, factory, description=description, install_hint=install_hint)
-                    _names.append(name)
+    def _register(self, obj: Any, info: PluginInfo, kind: str, hook: str, names: list[str]) -> None:
+        """Call ``obj``'s implementations of registration ``hook`` through a pluggy subset caller."""
+        others = [p for p in self.pm.get_plugins() if p is not obj]
+        caller = self.pm.subset_hook_caller(hook, remove_plugins=others)
+        if not caller.get_hookimpls():
+            return
+        cb = self.registry.register_callback(kind, info.distribution, info.version, info.name)
 
-                try:
-                    impl.function(register=register)
-                except Exception as e:  # noqa: BLE001
-                    self.registry.forget(kind, names)
-                    self._fail(info, e, f"{hook}")
-                    self.pm.unregister(obj)
-                    for k, ns in info.registered.items():
-                        self.registry.forget(k, ns)
-                    info.registered = {}
-                    return
-                if names:
-                    info.registered.setdefault(kind, []).extend(names)
+        def register(name: str, factory: Any, description: str = "", install_hint: str | None = None) -> None:
+            if self.trace:
+                sys.stderr.write(f"chakra-trace: {info.name} registers {kind} {name!r}\n")
+            cb(name, factory, description=description, install_hint=install_hint)
+            names.append(name)
+
+        with guarded(info.label, hook):
+            caller(register=register)
+
+    def _isolate_calls(self, obj: Any, info: PluginInfo) -> None:
+        """Make each of ``obj``'s non-wrapper implementations of a called hook fail alone."""
+        for caller in self.pm.get_hookcallers(obj) or []:
+            if caller.name in _REGISTRATION_HOOKS:
+                continue
+            for impl in caller.get_hookimpls():
+                if impl.plugin is obj and not (impl.hookwrapper or impl.wrapper):
+                    impl.function = self._isolated(impl.function, info, caller.name)
+
+    def _isolated(self, fn: Callable[..., Any], info: PluginInfo, hook: str) -> Callable[..., Any]:
+        def call(*args: Any) -> Any:
+            if self.trace:
+                sys.stderr.write(f"chakra-trace: {hook} -> {info.name}\n")
+            try:
+                with guarded(info.label, hook):
+                    result = fn(*args)
+            except Exception as e:  # noqa: BLE001 - isolate third-party code
+                self._hook_failed(info, hook, e)
+                return None
+            if result is not None:
+                self._answered_by = info
+            return result
+
+        return functools.wraps(fn)(call)
+
+    def _hook_failed(self, info: PluginInfo | None, hook: str, exc: Exception) -> None:
+        who = info.label if info else "a plugin's hook wrapper"
+        msg = f"{who} failed in {hook}: {describe(exc)}"
+        if self.strict:
+            raise PluginError(msg) from exc
+        warnings.warn(msg + "; ignored", PluginWarning, stacklevel=3)
+
+    def _call(self, hook: str, **kwargs: Any) -> Any:
+        """Call ``hook`` through pluggy; a failing wrapper (not isolated itself) is reported."""
+        try:
+            return getattr(self.pm.hook, hook)(**kwargs)
+        except PluginError:
+            raise
+        except Exception as e:  # noqa: BLE001 - raised by a hook wrapper
+            self._hook_failed(self._blame(hook, e), hook, e)
+            return None
+
+    def _blame(self, hook: str, exc: BaseException) -> PluginInfo | None:
+        """The plugin whose wrapper of ``hook`` raised ``exc`` (the deepest frame of one)."""
+        codes = {getattr(i.function, "__code__", None): i.plugin_name
+                 for i in getattr(self.pm.hook, hook).get_hookimpls()}
+        name, tb = None, exc.__traceback__
+        while tb is not None:
+            name = codes.get(tb.tb_frame.f_code, name)
+            tb = tb.tb_next
+        return self._info(name) if name else None
 
     def _fail(self, info: PluginInfo, exc: BaseException, stage: str) -> None:
-        info.error = f"{type(exc).__name__}: {exc}"
+        info.error = describe(exc)
         if info not in self.plugins:
             self.plugins.append(info)
         if self.strict:
-            raise PluginError(
-                f"plugin {info.name!r} ({info.distribution} {info.version}) failed in {stage}: {info.error}"
-            ) from exc
-        warnings.warn(
-            f"plugin {info.name!r} ({info.distribution} {info.version}) failed in {stage} and was "
-            f"skipped: {info.error}",
-            PluginWarning,
-            stacklevel=2,
-        )
+            raise PluginError(f"{info.label} failed in {stage}: {info.error}") from exc
+        warnings.warn(f"{info.label} failed in {stage} and was skipped: {info.error}", PluginWarning, stacklevel=2)
 
     @property
     def failed(self) -> list[PluginInfo]:
         """Plugins that failed to load."""
         return [p for p in self.plugins if p.error]
 
-    def _call_each(self, hook: str, firstresult: bool = False, **kwargs: Any) -> Any:
-        """Call every implementation of ``hook`` in pluggy's order, isolating failures.
-
-        A plugin whose hook raises gives one warning naming it (an error in strict mode) and
-        the others still run.  With ``firstresult`` the first non-None answer is returned.
-        """
-        caller = getattr(self.pm.hook, hook)
-        for impl in reversed(caller.get_hookimpls()):
-            try:
-                if self.trace:
-                    sys.stderr.write(f"chakra-trace: {hook} -> {impl.plugin_name}\n")
-                result = impl.function(*[kwargs[a] for a in impl.argnames])
-            except Exception as e:  # noqa: BLE001 - isolate third-party code
-                name = impl.plugin_name
-                dist = next((p.distribution for p in self.plugins if p.name == name), "?")
-                msg = f"plugin {name!r} ({dist}) failed in {hook}: {type(e).__name__}: {e}"
-                if self.strict:
-                    raise PluginError(msg) from e
-                warnings.warn(msg + "; ignored", PluginWarning, stacklevel=2)
-                continue
-            if firstresult and result is not None:
-                return result
-        return None
-
     def detect_format(self, paths: list[str]) -> str | None:
-        """Ask the plugins which input format ``paths`` are in (first answer wins)."""
-        return self._call_each("chakra_detect_format", firstresult=True, paths=list(paths))
+        """Ask the plugins which input format ``paths`` are in (the first answer wins).
+
+        A bare answer that several distributions register is qualified with the distribution
+        of the plugin that answered, when it registers that name.
+        """
+        self._answered_by = None
+        name = self._call("chakra_detect_format", paths=list(paths))
+        who = self._answered_by
+        if isinstance(name, str) and who is not None and ":" not in name:
+            if any(e.distribution == who.distribution for e in self.registry.clashes("format", name)):
+                return f"{who.distribution}:{name}"
+        return name
 
     def notify(self, hook: str, **kwargs: Any) -> None:
         """Call an observer hook (``chakra_stage_started``/``_finished``) on every plugin."""
-        self._call_each(hook, **kwargs)
+        self._call(hook, **kwargs)
 
 
 _HOST: PluginHost | None = None

@@ -4,9 +4,12 @@ Fixtures:
 
 ``chakra_host``        a fresh :class:`~chakra_core._plugins.PluginHost` installed as the
                        process-wide host for one test (entry points loaded as usual).
+``chakra_isolated_host`` the same with the core's built-ins only: no installed plugin is loaded.
 ``chakra_register``    ``chakra_register(plugin, name="myplugin", distribution=, version=)``
                        registers a plugin object (module or instance with hookimpls) for one
                        test; returns its PluginInfo, and raises PluginError if its hooks fail.
+                       A plugin already loaded from its entry point (your installed plugin's
+                       module) is registered again under the given name and distribution.
 ``chakra_pipeline``    ``chakra_pipeline(spec, base_dir=None)`` validates and runs a pipeline
                        (a mapping or a YAML path) in-process; returns the summaries.
 ``chakra_cli``         ``chakra_cli("stats", path, "--json")`` runs the CLI in-process and
@@ -19,22 +22,23 @@ from __future__ import annotations
 
 import contextlib
 import io
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from . import _plugins
+from ._errors import PluginError
 
-__all__ = ["chakra_host", "chakra_register", "chakra_pipeline", "chakra_cli", "chakra_roundtrip"]
+__all__ = ["chakra_host", "chakra_isolated_host", "chakra_register", "chakra_pipeline", "chakra_cli",
+           "chakra_roundtrip"]
 
 
-@pytest.fixture
-def chakra_host():
-    """A fresh plugin host for this test, restored afterwards."""
+@contextlib.contextmanager
+def _installed(host: _plugins.PluginHost) -> Iterator[_plugins.PluginHost]:
     saved = _plugins._HOST
-    host = _plugins.PluginHost()
     _plugins._HOST = host
     try:
         yield host
@@ -43,19 +47,38 @@ def chakra_host():
 
 
 @pytest.fixture
-def chakra_register(chakra_host) -> Callable[..., Any]:
+def chakra_host() -> Iterator[_plugins.PluginHost]:
+    """A fresh plugin host for this test, restored afterwards."""
+    with _installed(_plugins.PluginHost()) as host:
+        yield host
+
+
+@pytest.fixture
+def chakra_isolated_host() -> Iterator[_plugins.PluginHost]:
+    """A fresh host with the core's built-ins only (no entry point loaded), restored afterwards."""
+    with _installed(_plugins.PluginHost(entry_points=False)) as host:
+        yield host
+
+
+def _host(request: pytest.FixtureRequest) -> _plugins.PluginHost:
+    """This test's host: the isolated one when the test asks for it, else ``chakra_host``."""
+    isolated = "chakra_isolated_host" in request.fixturenames
+    return request.getfixturevalue("chakra_isolated_host" if isolated else "chakra_host")
+
+
+@pytest.fixture
+def chakra_register(request: pytest.FixtureRequest) -> Callable[..., Any]:
     """Register plugin objects into this test's host: ``chakra_register(obj, name="x")``."""
+    host = _host(request)
 
-    def register(obj: Any, name: str | None = None, distribution: str = "<test>", version: str = "0"):
-        import warnings
-
-        from ._errors import PluginError
-        from ._plugins import PluginWarning
-
+    def register(obj: Any, name: str | None = None, distribution: str = "<test>",
+                 version: str = "0") -> _plugins.PluginInfo:
+        loaded = host.plugin_named(obj)
+        if loaded is not None:
+            host.remove_plugin(loaded.key)
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", PluginWarning)  # reported below, as an error
-            info = chakra_host.add_plugin(obj, name or getattr(obj, "__name__", type(obj).__name__),
-                                          distribution, version)
+            warnings.simplefilter("ignore", _plugins.PluginWarning)  # reported below, as an error
+            info = host.add_plugin(obj, name or getattr(obj, "__name__", type(obj).__name__), distribution, version)
         if info.error:
             raise PluginError(f"plugin {info.name!r} failed to register: {info.error}")
         return info
@@ -64,20 +87,24 @@ def chakra_register(chakra_host) -> Callable[..., Any]:
 
 
 @pytest.fixture
-def chakra_pipeline(chakra_host) -> Callable[..., dict]:
+def chakra_pipeline(request: pytest.FixtureRequest) -> Callable[..., dict]:
     """Run a pipeline in-process with this test's host."""
     from ._pipeline import run_pipeline
 
+    host = _host(request)
+
     def run(spec, base_dir=None) -> dict:
-        return run_pipeline(spec, host=chakra_host, base_dir=base_dir)
+        return run_pipeline(spec, host=host, base_dir=base_dir)
 
     return run
 
 
 @pytest.fixture
-def chakra_cli(chakra_host) -> Callable[..., tuple[int, str, str]]:
+def chakra_cli(request: pytest.FixtureRequest) -> Callable[..., tuple[int, str, str]]:
     """Run ``chakra ARGS...`` in-process: ``(status, stdout, stderr)``."""
     from ._cli.main import main
+
+    _host(request)
 
     def run(*args: str) -> tuple[int, str, str]:
         out, err = io.StringIO(), io.StringIO()

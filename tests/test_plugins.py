@@ -15,7 +15,7 @@ import warnings
 import pytest
 
 from chakra_core import _plugins as P
-from chakra_core._errors import PluginError
+from chakra_core._errors import ConfigError, PluginError
 from chakra_core.hookspecs import hookimpl
 
 
@@ -124,14 +124,33 @@ def test_trace_switch(fake_plugins, monkeypatch, capsys):
     assert "good registers transform 'good_noop'" in err and "chakra_detect_format" in err
 
 
-def test_duplicate_name_is_refused_naming_both(fake_plugins):
+def test_a_clash_disables_nothing_and_the_bare_name_is_ambiguous(fake_plugins, monkeypatch):
     _fake_dist(fake_plugins, "chakra-clash", "9", {"clash": "clash_plugin"}, {"clash_plugin": CLASH})
+    monkeypatch.delenv("CHAKRA_PREFER", raising=False)
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         host = P.PluginHost()
-    msg = next(str(x.message) for x in w if "clash" in str(x.message))
-    assert "chakra-core" in msg and "chakra-clash" in msg and "'scale'" in msg
-    assert host.registry.entry("transform", "scale").plugin == "chakra-core"
+    assert not [x for x in w if "clash" in str(x.message)]
+    clash = next(p for p in host.plugins if p.name == "clash")
+    assert clash.error is None and clash.registered == {"transform": ["scale"]}
+    with pytest.raises(PluginError, match="'scale' is ambiguous: registered as chakra-core:scale and chakra-clash:scale"):
+        host.registry.entry("transform", "scale")
+    core = host.registry.entry("transform", "chakra-core:scale")
+    assert (core.distribution, core.name, core.qualified_name) == ("chakra-core", "scale", "chakra-core:scale")
+    assert host.registry.entry("transform", "chakra_clash:scale").version == "9"  # names compare as pip does
+    monkeypatch.setenv("CHAKRA_PREFER", "scale=chakra-clash")
+    assert host.registry.entry("transform", "scale").distribution == "chakra-clash"
+    assert host.registry.entry("transform", "scale", prefer={"scale": "chakra-core"}).distribution == "chakra-core"
+    monkeypatch.setenv("CHAKRA_PREFER", "scale=chakra-good")
+    with pytest.raises(ConfigError, match="picks 'chakra-good' for transform 'scale', which it does not register"):
+        host.registry.entry("transform", "scale")
+
+
+def test_one_distribution_registers_a_name_once(chakra_host):
+    reg = chakra_host.registry.register_callback("transform", "dist", "1", "p")
+    reg("twice", lambda: None)
+    with pytest.raises(PluginError, match="'twice' is registered twice by dist"):
+        reg("twice", lambda: None)
 
 
 def test_lazy_factory_and_install_hint(fake_plugins):
@@ -226,10 +245,11 @@ def test_careless_plugin_authors_get_named_one_line_errors(chakra_register, chak
     from chakra_core._api import Backend, Transform
     from chakra_core._options import Option
 
-    with pytest.raises(ValueError, match="Option type 'integer'"):
-        Option("integer", 3)
-    with pytest.raises(Exception, match="wants int"):
-        Option("int", "three")
+    class BadOptions(Transform):
+        options = {"level": Option("integer", 3), "count": Option("int", "three")}
+
+        def apply(self, traces, options):
+            return traces
 
     class NoKind(Backend):
         def run(self, traces, options, output):
@@ -248,6 +268,7 @@ def test_careless_plugin_authors_get_named_one_line_errors(chakra_register, chak
         @hookimpl
         def chakra_register_transforms(self, register):
             register("crash", Crash)
+            register("badopts", BadOptions)
 
     chakra_register(Plug(), name="careless")
     status, _, err = chakra_cli("export", tmp_path, "--to", "nokind", "-o", tmp_path / "o")
@@ -261,11 +282,16 @@ def test_careless_plugin_authors_get_named_one_line_errors(chakra_register, chak
     write_et(tmp_path / "x.et", None, [Node(id=1, type=4)])
     status, _, err = chakra_cli("run", tmp_path / "p.yaml")
     assert status == 1 and err.count("\n") == 1 and "internal error" in err and "ValueError: plugin bug" in err
+    (tmp_path / "bad.yaml").write_text("input: {paths: [x.et]}\ntransforms: [{name: badopts}]\nbackends: [{name: et}]\n")
+    status, _, err = chakra_cli("run", tmp_path / "bad.yaml")
+    assert status == 2 and err.count("\n") == 1
+    assert "transform 'badopts': option 'level' is declared badly: type 'integer' is not one of int, float" in err
+    del BadOptions.options["level"]
+    status, _, err = chakra_cli("run", tmp_path / "bad.yaml")
+    assert status == 2 and "option 'count' is declared badly: default 'three' is not of type int" in err
 
 
 def test_registration_refuses_malformed_names_and_paths(chakra_host):
-    from chakra_core._errors import PluginError
-
     reg = chakra_host.registry.register_callback("transform", "dist")
     with pytest.raises(PluginError, match="is not a name"):
         reg("Bad Name!", lambda: None)

@@ -20,15 +20,16 @@ def _options(host, only: str) -> list[dict]:
     from chakra_core._errors import PluginError
     from chakra_core._options import suggest
 
-    names = {e.name for e in host.registry.entries()}
+    names = {e.name for e in host.registry.entries()} | {e.qualified_name for e in host.registry.entries()}
     if only and only not in names:
         raise PluginError(f"no implementation named {only!r}{suggest(only, names)}; installed: "
                           f"{', '.join(sorted(names))}")
     out = []
     for e in host.registry.entries():
-        if only and e.name != only:
+        if only and only not in (e.name, e.qualified_name):
             continue
-        row = {"kind": e.kind, "name": e.name, "plugin": e.plugin, "description": e.description}
+        row = {"kind": e.kind, "name": e.name, "qualified_name": e.qualified_name,
+               "distribution": e.distribution, "version": e.version, "description": e.description}
         try:
             impl = e.load()
         except PluginError as err:
@@ -45,7 +46,7 @@ def _options(host, only: str) -> list[dict]:
 def _print_options(rows: list[dict]) -> None:
     for r in rows:
         kind = r.get("backend_kind") or r["kind"]
-        print(f"\n{r['kind']} {r['name']} ({kind}, from {r['plugin']}): {r['description']}")
+        print(f"\n{r['kind']} {r['qualified_name']} ({kind}): {r['description']}")
         if "error" in r:
             print(f"  cannot be loaded: {r['error']}")
             continue
@@ -56,6 +57,18 @@ def _print_options(rows: list[dict]) -> None:
             print(f"  {k} ({o['type']}{unit}, {default}):{choices} {o['help']}")
 
 
+def _clashes(registry, row: dict) -> dict[str, dict[str, list[str]]]:
+    """``{kind: {name: [other qualified names]}}`` for the names of ``row`` that another
+    distribution registers too."""
+    out: dict[str, dict[str, list[str]]] = {}
+    for kind, names in row["registered"].items():
+        for n in names:
+            others = [e.qualified_name for e in registry.clashes(kind, n) if e.distribution != row["distribution"]]
+            if others:
+                out.setdefault(kind, {})[n] = others
+    return out
+
+
 def run(args) -> int:
     """List the plugins; works when some plugin is broken (it is listed with its error)."""
     from chakra_core._plugins import PluginWarning, get_host
@@ -64,10 +77,12 @@ def run(args) -> int:
         warnings.simplefilter("ignore", PluginWarning)  # failures are listed below instead
         host = get_host(strict=args.strict or None)
     rows = [p.to_dict() for p in host.plugins]
-    descriptions = {(e.kind, e.name): e.description for e in host.registry.entries()}
+    descriptions = {(e.kind, e.qualified_name): e.description for e in host.registry.entries()}
+    for r in rows:
+        r["clashes"] = _clashes(host.registry, r)
     if args.json:
         for r in rows:
-            r["descriptions"] = {f"{k}:{n}": descriptions.get((k, n), "")
+            r["descriptions"] = {f"{k}:{n}": descriptions.get((k, f"{r['distribution']}:{n}"), "")
                                  for k, names in r["registered"].items() for n in names}
         doc = {"plugins": rows, "failed": [r for r in rows if r["error"]]}
         if args.options is not None:
@@ -82,6 +97,9 @@ def run(args) -> int:
     print(f"{'plugin':<{w1}}  {'distribution':<{w2}}  {'version':<8}  registered")
     for r in rows:
         regs = "; ".join(f"{k}: {', '.join(v)}" for k, v in r["registered"].items()) or "-"
+        if r["clashes"]:
+            regs += "; CLASH: " + "; ".join(f"{k} {n} is also {', '.join(others)}"
+                                            for k, names in r["clashes"].items() for n, others in names.items())
         if r["error"]:
             regs = f"FAILED: {r['error']}"
         print(f"{r['name']:<{w1}}  {r['distribution']:<{w2}}  {r['version']:<8}  {regs}")
