@@ -52,7 +52,7 @@ def guarded(who: str, stage: str) -> Iterator[None]:
     except PluginInterrupt:
         raise
     except KeyboardInterrupt:
-        raise PluginInterrupt(f"interrupted in {who} ({stage})") from None
+        raise PluginInterrupt(f"in {who} during {stage}") from None
 
 
 def _slow_seconds() -> float:

@@ -16,14 +16,21 @@ Fixtures:
                        returns ``(exit_status, stdout, stderr)``.
 ``chakra_roundtrip``   ``chakra_roundtrip(traceset, tmp_dir)`` writes a set as .et files and
                        opens it again (what a backend sees after ``chakra convert``).
+``chakra_fake_dist``   ``chakra_fake_dist(dist, version, entry_points, sources)`` installs a fake
+                       distribution with ``chakra`` entry points for one test; returns an
+                       environment for running ``chakra`` as a subprocess.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import io
+import os
+import sys
+import textwrap
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +40,7 @@ from . import _plugins
 from ._errors import PluginError
 
 __all__ = ["chakra_host", "chakra_isolated_host", "chakra_register", "chakra_pipeline", "chakra_cli",
-           "chakra_roundtrip"]
+           "chakra_roundtrip", "chakra_fake_dist"]
 
 
 @contextlib.contextmanager
@@ -128,3 +135,35 @@ def chakra_roundtrip() -> Callable[..., Any]:
         return open_traceset([str(p) for p in paths])
 
     return roundtrip
+
+
+@pytest.fixture
+def chakra_fake_dist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., dict[str, str]]]:
+    """Install a fake distribution for one test, the way pip leaves one: a ``*.dist-info`` folder
+    (METADATA and the ``chakra`` entry points) and its modules, in a folder put on ``sys.path``.
+
+    ``chakra_fake_dist("chakra-x", "1.0", {"x": "x_plugin"}, {"x_plugin": SOURCE})`` returns an
+    environment whose ``PYTHONPATH`` finds it, for running ``chakra`` as a subprocess.  Create the
+    host (``chakra_host``, :func:`~chakra_core.get_host`) after installing.
+    """
+    site = tmp_path / "fake-site"
+    site.mkdir(exist_ok=True)
+    monkeypatch.syspath_prepend(str(site))
+    modules: list[str] = []
+
+    def install(dist: str, version: str, entry_points: Mapping[str, str],
+                sources: Mapping[str, str]) -> dict[str, str]:
+        info = site / f"{dist.replace('-', '_')}-{version}.dist-info"
+        info.mkdir(exist_ok=True)
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
+        lines = "".join(f"{k} = {v}\n" for k, v in entry_points.items())
+        (info / "entry_points.txt").write_text(f"[chakra]\n{lines}")
+        for name, src in sources.items():
+            (site / f"{name}.py").write_text(textwrap.dedent(src))
+            modules.append(name)
+        importlib.invalidate_caches()
+        return dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
+
+    yield install
+    for name in modules:
+        sys.modules.pop(name, None)

@@ -87,9 +87,15 @@ def main(argv: list[str] | None = None) -> int:
         where = f"{e.filename}: " if e.filename else ""
         print(f"chakra {args.command}: error: {where}{e.strerror or e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("chakra: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as e:  # a PluginInterrupt names the plugin that was running
+        print(f"chakra: interrupted {e}".rstrip(), file=sys.stderr)
         return 130
+    except SystemExit as e:  # plugin code (an implementation) called sys.exit
+        if args.debug:
+            raise
+        print(f"chakra {args.command}: internal error: code{_innermost_package(e)} called sys.exit({e.code!r}) "
+              f"(a bug: plugins raise errors instead of exiting)", file=sys.stderr)
+        return 1
     except Exception as e:  # noqa: BLE001 - a bug (ours or a plugin's): one line, exit 1
         if args.debug:
             raise
