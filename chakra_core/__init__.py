@@ -1,47 +1,90 @@
 """chakra_core: the small core of the Chakra execution-trace ecosystem.
 
-Public API (everything else is private):
+Public API (everything else is private; docs/api.md describes each name):
 
-- schema: :class:`Node`, :class:`GlobalMetadata`, :class:`NodeType`, :class:`CommType`
+- schema: :class:`Node`, :class:`GlobalMetadata`, :class:`AttributeProto`, :class:`IOInfo`,
+  :class:`NodeType`, :class:`CommType`, :data:`PG_INIT_NAME`
 - I/O: :class:`EtReader`, :class:`EtWriter`, :func:`read_et`, :func:`write_et`,
-  :class:`TraceSet`, :func:`open_traceset`, :func:`write_json`, :func:`read_json`
-- attributes: :func:`get_int`, :func:`get_str`, :func:`get_attr`, :func:`set_attr`, :func:`make_attr`
-- plugins: :data:`hookimpl`, :class:`InputFormat`, :class:`Backend`, :class:`Transform`,
-  :class:`Synthesizer`, :class:`Result`, :class:`Option`, :func:`get_host`
-- work: :func:`validate`, :func:`compute_stats`, :func:`load_traces`, :func:`run_pipeline`
+  :func:`open_binary`, :func:`atomic_output`, :func:`write_json`, :func:`read_json`
+- trace sets: :class:`TraceSet`, :class:`RankTrace`, :class:`FileRank`, :class:`MemoryRank`,
+  :class:`GeneratedRank`, :func:`open_traceset`, :func:`with_process_groups`
+- attributes: :func:`get_attr`, :func:`get_int`, :func:`get_str`, :func:`get_bool`,
+  :func:`set_attr`, :func:`add_attr`, :func:`make_attr`, :class:`NodeAttrs`
+- plugins: :data:`hookimpl`, :class:`Register`, :class:`InputFormat`, :class:`Backend`,
+  :class:`Transform`, :class:`Synthesizer`, :class:`Result`, :class:`Option`, :func:`get_host`,
+  :func:`lazy_getattr`
+- errors: :class:`ChakraError`, :class:`TraceFormatError`, :class:`ConfigError`,
+  :class:`PluginError`
+- work: :func:`validate`, :class:`Finding`, :func:`compute_stats`, :func:`detect_format`,
+  :func:`load_traces`, :func:`run_pipeline`, :func:`load_pipeline`, :class:`Pipeline`
+
+Public subpackages: :mod:`chakra_core.system` (the system description),
+:mod:`chakra_core.hookspecs` (the hooks), :mod:`chakra_core.testing` (pytest fixtures).
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._lazy import lazy_getattr
 
+if TYPE_CHECKING:
+    from ._api import Backend, InputFormat, Result, Synthesizer, Transform
+    from ._attrs import NodeAttrs, add_attr, get_attr, get_bool, get_int, get_str, make_attr, set_attr
+    from ._errors import ChakraError, ConfigError, PluginError, TraceFormatError
+    from ._etio import EtReader, EtWriter, atomic_output, open_binary, read_et, write_et
+    from ._jsonform import read_json, write_json
+    from ._options import Option
+    from ._pipeline import Pipeline, detect_format, load_pipeline, load_traces, run_pipeline
+    from ._plugins import get_host
+    from ._schema import PG_INIT_NAME, AttributeProto, CommType, GlobalMetadata, IOInfo, Node, NodeType
+    from ._stats import compute_stats
+    from ._traceset import (
+        FileRank,
+        GeneratedRank,
+        MemoryRank,
+        RankTrace,
+        TraceSet,
+        open_traceset,
+        with_process_groups,
+    )
+    from ._validate import Finding, validate
+    from .hookspecs import Register, hookimpl
+
 __all__ = [
-    "Node", "GlobalMetadata", "NodeType", "CommType", "AttributeProto", "IOInfo",
-    "EtReader", "EtWriter", "read_et", "write_et", "atomic_output",
+    "Node", "GlobalMetadata", "NodeType", "CommType", "AttributeProto", "IOInfo", "PG_INIT_NAME",
+    "EtReader", "EtWriter", "read_et", "write_et", "open_binary", "atomic_output",
     "TraceSet", "RankTrace", "FileRank", "MemoryRank", "GeneratedRank", "open_traceset",
+    "with_process_groups",
     "write_json", "read_json",
-    "get_attr", "get_int", "get_str", "get_bool", "set_attr", "make_attr",
-    "hookimpl", "InputFormat", "Backend", "Transform", "Synthesizer", "Result", "Option",
-    "get_host", "ChakraError", "TraceFormatError", "ConfigError", "PluginError",
-    "validate", "Finding", "compute_stats", "load_traces", "run_pipeline", "load_pipeline", "Pipeline",
+    "get_attr", "get_int", "get_str", "get_bool", "set_attr", "add_attr", "make_attr", "NodeAttrs",
+    "hookimpl", "Register", "InputFormat", "Backend", "Transform", "Synthesizer", "Result", "Option",
+    "get_host", "lazy_getattr",
+    "ChakraError", "TraceFormatError", "ConfigError", "PluginError",
+    "validate", "Finding", "compute_stats", "detect_format", "load_traces", "run_pipeline",
+    "load_pipeline", "Pipeline",
 ]
 
 _WHERE = {
     "Node": "_schema", "GlobalMetadata": "_schema", "NodeType": "_schema", "CommType": "_schema",
-    "AttributeProto": "_schema", "IOInfo": "_schema",
+    "AttributeProto": "_schema", "IOInfo": "_schema", "PG_INIT_NAME": "_schema",
     "EtReader": "_etio", "EtWriter": "_etio", "read_et": "_etio", "write_et": "_etio",
-    "atomic_output": "_etio",
+    "open_binary": "_etio", "atomic_output": "_etio",
     "TraceSet": "_traceset", "RankTrace": "_traceset", "FileRank": "_traceset",
     "MemoryRank": "_traceset", "GeneratedRank": "_traceset", "open_traceset": "_traceset",
+    "with_process_groups": "_traceset",
     "write_json": "_jsonform", "read_json": "_jsonform",
     "get_attr": "_attrs", "get_int": "_attrs", "get_str": "_attrs", "get_bool": "_attrs",
-    "set_attr": "_attrs", "make_attr": "_attrs",
-    "hookimpl": "hookspecs", "InputFormat": "_api", "Backend": "_api", "Transform": "_api",
+    "set_attr": "_attrs", "add_attr": "_attrs", "make_attr": "_attrs", "NodeAttrs": "_attrs",
+    "hookimpl": "hookspecs", "Register": "hookspecs",
+    "InputFormat": "_api", "Backend": "_api", "Transform": "_api",
     "Synthesizer": "_api", "Result": "_api", "Option": "_options", "get_host": "_plugins",
+    "lazy_getattr": "_lazy",
     "ChakraError": "_errors", "TraceFormatError": "_errors", "ConfigError": "_errors",
     "PluginError": "_errors",
     "validate": "_validate", "Finding": "_validate", "compute_stats": "_stats",
-    "load_traces": "_pipeline", "run_pipeline": "_pipeline", "load_pipeline": "_pipeline", "Pipeline": "_pipeline",
+    "detect_format": "_pipeline", "load_traces": "_pipeline", "run_pipeline": "_pipeline",
+    "load_pipeline": "_pipeline", "Pipeline": "_pipeline",
 }
 
 __version__ = "0.1.0"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ._schema import AttributeProto
+from ._schema import AttributeProto, Node
 
 __all__ = [
     "CONVENTIONAL_SLOTS",
@@ -19,11 +19,14 @@ __all__ = [
     "get_int",
     "int_value",
     "get_str",
+    "str_value",
     "get_bool",
     "set_attr",
     "attr_value",
     "attr_dict",
     "make_attr",
+    "add_attr",
+    "NodeAttrs",
 ]
 
 #: name -> the ``oneof`` slot to write it in.
@@ -63,7 +66,6 @@ _LIST_SLOTS = frozenset(
         "sfixed64_list", "bool_list", "string_list", "bytes_list",
     }
 )
-_MISSING = object()
 
 
 def attr_value(attr: AttributeProto) -> tuple[str | None, Any]:
@@ -77,12 +79,18 @@ def attr_value(attr: AttributeProto) -> tuple[str | None, Any]:
     return slot, value
 
 
-def get_attr(node, name: str, default: Any = None) -> Any:
-    """Value of attribute ``name`` of ``node`` (any slot), or ``default``."""
+def _find(node: Node, name: str) -> AttributeProto | None:
+    """The first attribute of ``node`` named ``name``."""
     for a in node.attr:
         if a.name == name:
-            return attr_value(a)[1]
-    return default
+            return a
+    return None
+
+
+def get_attr(node: Node, name: str, default: Any = None) -> Any:
+    """Value of attribute ``name`` of ``node`` (any slot), or ``default``."""
+    a = _find(node, name)
+    return default if a is None else attr_value(a)[1]
 
 
 def int_value(attr: AttributeProto, default: Any = None) -> Any:
@@ -95,34 +103,76 @@ def int_value(attr: AttributeProto, default: Any = None) -> Any:
     return default
 
 
-def get_int(node, name: str, default: int | None = None) -> int | None:
+def str_value(attr: AttributeProto, default: Any = None) -> Any:
+    """The string in ``attr`` (an integer slot in decimal form), else ``default``."""
+    slot = attr.WhichOneof("value")
+    if slot == "string_val":
+        return attr.string_val
+    if slot in INT_SLOTS:
+        return str(getattr(attr, slot))
+    return default
+
+
+def get_int(node: Node, name: str, default: int | None = None) -> int | None:
     """Integer attribute from any integer slot (bool counts as 0/1); ``default`` if absent.
 
     A value stored in a floating or string slot is not an integer and gives ``default``.
     """
-    for a in node.attr:
-        if a.name == name:
-            return int_value(a, default)
-    return default
+    a = _find(node, name)
+    return default if a is None else int_value(a, default)
 
 
-def get_str(node, name: str, default: str | None = None) -> str | None:
+def get_str(node: Node, name: str, default: str | None = None) -> str | None:
     """String attribute ``name``; integers are converted to their decimal form."""
-    for a in node.attr:
-        if a.name == name:
-            slot = a.WhichOneof("value")
-            if slot == "string_val":
-                return a.string_val
-            if slot in INT_SLOTS:
-                return str(getattr(a, slot))
-            return default
-    return default
+    a = _find(node, name)
+    return default if a is None else str_value(a, default)
 
 
-def get_bool(node, name: str, default: bool | None = None) -> bool | None:
+def get_bool(node: Node, name: str, default: bool | None = None) -> bool | None:
     """Boolean attribute ``name`` (``bool_val`` or any integer slot)."""
-    v = get_int(node, name, _MISSING)  # type: ignore[arg-type]
-    return default if v is _MISSING else bool(v)
+    a = _find(node, name)
+    v = None if a is None else int_value(a)
+    return default if v is None else bool(v)
+
+
+class NodeAttrs:
+    """The attributes of one node indexed by name, for reading several of them.
+
+    ``get_*`` of the module scan the node's attribute list on every call; this indexes it once
+    (the first attribute of a repeated name wins, as there) and reads in O(1)::
+
+        ix = NodeAttrs(node)
+        size, pg = ix.get_int("comm_size", 0), ix.get_str("pg_name", "")
+    """
+
+    __slots__ = ("_by_name",)
+
+    def __init__(self, node: Node):
+        self._by_name = {a.name: a for a in reversed(node.attr)}
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._by_name
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """Value of attribute ``name`` (any slot; lists as lists), or ``default``."""
+        a = self._by_name.get(name)
+        return default if a is None else attr_value(a)[1]
+
+    def get_int(self, name: str, default: Any = None) -> Any:
+        """As :func:`get_int`: any integer slot (bool as 0/1), else ``default``."""
+        a = self._by_name.get(name)
+        return default if a is None else int_value(a, default)
+
+    def get_str(self, name: str, default: Any = None) -> Any:
+        """As :func:`get_str`: the string (integers in decimal), else ``default``."""
+        a = self._by_name.get(name)
+        return default if a is None else str_value(a, default)
+
+    def get_bool(self, name: str, default: bool | None = None) -> bool | None:
+        """As :func:`get_bool`: ``bool_val`` or any integer slot, else ``default``."""
+        a = self._by_name.get(name)
+        v = None if a is None else int_value(a)
+        return default if v is None else bool(v)
 
 
 def _slot_for(name: str, value: Any) -> str:
@@ -166,7 +216,12 @@ def _fill(a: AttributeProto, value: Any, slot: str) -> None:
         setattr(a, slot, value)
 
 
-def set_attr(node, name: str, value: Any, slot: str | None = None) -> None:
+def add_attr(node: Node, name: str, value: Any, slot: str | None = None) -> None:
+    """Append attribute ``name`` to a node that does not have it yet (no search, no copy)."""
+    _fill(node.attr.add(name=name), value, slot or _slot_for(name, value))
+
+
+def set_attr(node: Node, name: str, value: Any, slot: str | None = None) -> None:
     """Set attribute ``name`` on ``node`` in its conventional slot, replacing any old value."""
     slot = slot or _slot_for(name, value)
     for a in node.attr:

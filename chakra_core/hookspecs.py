@@ -18,17 +18,23 @@ arguments or their meaning; new arguments are only added to new hooks.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import pluggy
 
-__all__ = ["hookspec", "hookimpl", "PROJECT"]
+__all__ = ["hookspec", "hookimpl", "PROJECT", "Register"]
 
 PROJECT = "chakra"
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
-Register = Callable[..., None]
+
+class Register(Protocol):
+    """The ``register`` callback a registration hook receives."""
+
+    def __call__(self, name: str, factory: Callable[[], Any] | str, description: str = "",
+                 install_hint: str | None = None) -> None:
+        """Register implementation ``name``: ``factory`` returns it (or is ``"package.module:Attr"``)."""
 
 
 @hookspec

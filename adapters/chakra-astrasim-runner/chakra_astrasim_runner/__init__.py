@@ -11,7 +11,14 @@ Public API: :func:`parse_output` (ASTRA-sim's stdout -> per-rank results in ns),
 
 from __future__ import annotations
 
-from chakra_core._lazy import lazy_getattr
+from typing import TYPE_CHECKING
+
+from chakra_core import lazy_getattr
+
+if TYPE_CHECKING:
+    from .backend import AstraSimRunner
+    from .parse import parse_output
+    from .runner import find_binary, run_directory
 
 __all__ = ["AstraSimRunner", "parse_output", "run_directory", "find_binary"]
 

@@ -8,10 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from chakra_astrasim import AstraSimExporter, export_astrasim
-from chakra_core._api import Backend, Result
-from chakra_core._errors import ConfigError
-from chakra_core._options import Option
-from chakra_core._traceset import TraceSet
+from chakra_core import Backend, ConfigError, Option, Result, TraceSet
 
 from .runner import ENV_VAR, find_binary, run_directory
 

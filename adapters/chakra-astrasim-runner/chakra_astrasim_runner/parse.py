@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from chakra_core._errors import ChakraError
+from chakra_core import ChakraError
 
 __all__ = ["parse_output", "STAT_KEYS"]
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from chakra_core.hookspecs import hookimpl
+from chakra_core import Register, hookimpl
 
 
 @hookimpl
-def chakra_register_backends(register):
+def chakra_register_backends(register: Register) -> None:
     """Register ``astrasim-run`` (export, then run a user-provided ASTRA-sim binary)."""
     register("astrasim-run", "chakra_astrasim_runner.backend:AstraSimRunner",
              description="export for ASTRA-sim, run the user's binary (CHAKRA_ASTRASIM_BIN), read its results",

@@ -8,8 +8,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from chakra_astrasim.runscript import BINARIES
-from chakra_core._errors import ChakraError, ConfigError
+from chakra_astrasim import BINARIES
+from chakra_core import ChakraError, ConfigError
 
 from .parse import parse_output
 

@@ -13,10 +13,17 @@ import sys
 import pytest
 
 from chakra_astrasim_runner import AstraSimRunner, find_binary, parse_output
-from chakra_core._attrs import set_attr
-from chakra_core._errors import ChakraError, ConfigError
-from chakra_core._schema import CommType, GlobalMetadata, Node, NodeType
-from chakra_core._traceset import MemoryRank, TraceSet
+from chakra_core import (
+    ChakraError,
+    CommType,
+    ConfigError,
+    GlobalMetadata,
+    MemoryRank,
+    Node,
+    NodeType,
+    TraceSet,
+    set_attr,
+)
 
 # The spec's reference run (1 MiB all-reduce, Ring of 8, 117780 cycles), as spdlog prints it.
 REFERENCE = "\n".join(
@@ -62,7 +69,7 @@ for key in ("workload-configuration", "system-configuration", "network-configura
 if os.path.exists("groups.json") != ("comm-group-configuration" in args):
     print("groups.json not passed"); sys.exit(3)
 sys.path[:0] = {path!r}
-from chakra_core._etio import read_et
+from chakra_core import read_et
 r = 0
 while os.path.exists(f"{{args['workload-configuration']}}.{{r}}.et"):
     n = sum(1 for _ in read_et(f"{{args['workload-configuration']}}.{{r}}.et")[1])

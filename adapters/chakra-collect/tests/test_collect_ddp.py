@@ -9,10 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from chakra_core._attrs import get_int
-from chakra_core._schema import CommType, NodeType
-from chakra_core._traceset import open_traceset
-from chakra_core._validate import validate
+from chakra_core import CommType, NodeType, get_int, open_traceset, validate
 
 pytest.importorskip("torch")
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from chakra_core._etio import read_et
-from chakra_core._schema import NodeType
+from chakra_core import NodeType, read_et
 
 torch = pytest.importorskip("torch")
 

@@ -6,15 +6,24 @@ description with every known pitfall fixed or refused, a ``run.sh``, and a repor
 was changed.  See docs/astrasim.md.
 
 Public API: :func:`export_astrasim`, :class:`AstraSimExporter`, :data:`RULES` (how each
-collective kind ASTRA-sim does not model is rewritten).
+collective kind ASTRA-sim does not model is rewritten), :data:`BINARIES` (the names of
+ASTRA-sim's analytical binaries, ``{"unaware": ..., "aware": ...}``, that ``run.sh`` calls).
 """
 
 from __future__ import annotations
 
-from chakra_core._lazy import lazy_getattr
+from typing import TYPE_CHECKING
 
-__all__ = ["AstraSimExporter", "export_astrasim", "RULES"]
+from chakra_core import lazy_getattr
 
-_WHERE = {"AstraSimExporter": "backend", "export_astrasim": "backend", "RULES": "collectives"}
+if TYPE_CHECKING:
+    from .backend import AstraSimExporter, export_astrasim
+    from .collectives import RULES
+    from .runscript import BINARIES
+
+__all__ = ["AstraSimExporter", "export_astrasim", "RULES", "BINARIES"]
+
+_WHERE = {"AstraSimExporter": "backend", "export_astrasim": "backend", "RULES": "collectives",
+          "BINARIES": "runscript"}
 
 __getattr__ = lazy_getattr(__name__, _WHERE)

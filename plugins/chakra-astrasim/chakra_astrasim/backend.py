@@ -16,12 +16,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from chakra_core._api import Backend, Result
-from chakra_core._errors import ConfigError, TraceFormatError
-from chakra_core._etio import EtWriter
-from chakra_core._options import Option
-from chakra_core._schema import GlobalMetadata
-from chakra_core._traceset import TraceSet, with_process_groups
+from chakra_core import (
+    Backend,
+    ConfigError,
+    EtWriter,
+    GlobalMetadata,
+    Option,
+    Result,
+    TraceFormatError,
+    TraceSet,
+    with_process_groups,
+)
 
 from .checks import OrderCheck, check_p2p
 from .collectives import RULES

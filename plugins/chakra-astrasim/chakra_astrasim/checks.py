@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from chakra_core._schema import COMM_TYPE_NAMES
+from chakra_core import CommType
 
 from .report import ExportReport
 
@@ -13,7 +13,7 @@ __all__ = ["OrderCheck", "check_p2p"]
 
 
 def _describe(seq: list[tuple[int, int]], k: int) -> str:
-    return "none" if k >= len(seq) else f"{COMM_TYPE_NAMES[seq[k][0]]} {seq[k][1]} B"
+    return "none" if k >= len(seq) else f"{CommType(seq[k][0]).name} {seq[k][1]} B"
 
 
 class OrderCheck:

@@ -10,7 +10,7 @@ ranks in the collective's group, ``S`` the node's ``comm_size`` in bytes.
 
 from __future__ import annotations
 
-from chakra_core._schema import CommType
+from chakra_core import CommType
 
 __all__ = ["MODELLED", "RULES", "rewrite"]
 

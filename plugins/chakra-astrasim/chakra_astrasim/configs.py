@@ -15,8 +15,7 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from chakra_core._errors import ConfigError
-from chakra_core._etio import atomic_output
+from chakra_core import ConfigError, atomic_output
 from chakra_core.system import (
     ALGORITHMS,
     COLLECTIVE_KINDS,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from chakra_core._errors import ConfigError
+from chakra_core import ConfigError
 
 from .report import ExportReport
 

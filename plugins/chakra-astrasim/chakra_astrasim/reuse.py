@@ -18,12 +18,10 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
-from chakra_core._schema import AttributeProto, Node
-from chakra_core._traceset import RankTrace
+from chakra_core import AttributeProto, Node, RankTrace, get_str
 
 from .plan import Plan
 from .report import ExportReport
-from .slots import str_attr
 from .workload import RankOutput, convert_rank
 
 __all__ = ["Converted", "RankReuse"]
@@ -83,7 +81,7 @@ def _shape_key(raws: list[bytes]) -> bytes:
 
 
 def _pg_of(raw: bytes) -> str:
-    return str_attr({a.name: a for a in Node.FromString(raw).attr}, "pg_name")
+    return get_str(Node.FromString(raw), "pg_name", "") or ""
 
 
 def _with_group(raw: bytes, group: str) -> bytes:

@@ -16,13 +16,11 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from chakra_core._errors import TraceFormatError
-from chakra_core._schema import CommType, Node, NodeType
+from chakra_core import CommType, Node, NodeAttrs, NodeType, TraceFormatError, add_attr
 
 from .collectives import MODELLED, rewrite
 from .plan import Plan
 from .report import ExportReport
-from .slots import int_attr, put_attr, str_attr, value_attr
 
 __all__ = ["RankOutput", "convert_rank", "idle_node"]
 
@@ -49,10 +47,10 @@ def idle_node(rank: int, plan: Plan) -> Node:
     """The one node given to a rank that would otherwise be empty (ASTRA-sim aborts on those):
     a 0-duration accelerator compute node (1 ns when replayed; 0 ns under roofline)."""
     n = Node(id=1, name=f"astrasim_idle_rank{rank}", type=NodeType.COMP_NODE, duration_micros=0)
-    put_attr(n, "is_cpu_op", False)
+    add_attr(n, "is_cpu_op", False)
     if plan.roofline:
-        put_attr(n, "num_ops", roofline_ops(0, plan.peak_perf))
-        put_attr(n, "tensor_size", 1)
+        add_attr(n, "num_ops", roofline_ops(0, plan.peak_perf))
+        add_attr(n, "tensor_size", 1)
     return n
 
 
@@ -85,10 +83,10 @@ class _Converter:
         return reason
 
     # -- durations ---------------------------------------------------------------------------
-    def exact_ns(self, n: Node, ix: dict) -> tuple[int, bool]:
+    def exact_ns(self, n: Node, ix: NodeAttrs) -> tuple[int, bool]:
         """Duration in ns: the ``duration_attr`` attribute when present, else duration_micros."""
         if self.plan.duration_attr:
-            v = int_attr(ix, self.plan.duration_attr)
+            v = ix.get_int(self.plan.duration_attr)
             if v is not None and v >= 0:
                 return v, True
         return n.duration_micros * 1000, False
@@ -106,7 +104,7 @@ class _Converter:
     # -- node kinds --------------------------------------------------------------------------
     def convert(self, n: Node) -> list[Node] | str:
         t = n.type
-        ix = {a.name: a for a in n.attr}
+        ix = NodeAttrs(n)
         if t == NodeType.COMP_NODE:
             return self.comp(n, ix)
         if t == NodeType.COMM_COLL_NODE:
@@ -117,8 +115,8 @@ class _Converter:
             if not self.plan.keep_memory:
                 return self.drop("memory_node_without_remote_memory")
             out = Node(id=n.id, name=n.name, type=t)
-            put_attr(out, "is_cpu_op", False)
-            put_attr(out, "tensor_size", max(0, int_attr(ix, "tensor_size", 0)))
+            add_attr(out, "is_cpu_op", False)
+            add_attr(out, "tensor_size", max(0, ix.get_int("tensor_size", 0)))
             return [out]
         if t == NodeType.METADATA_NODE:
             return self.drop("METADATA_NODE")
@@ -126,28 +124,28 @@ class _Converter:
             return self.drop("INVALID_NODE")
         raise self.fail(n, f"unknown node type {t}")
 
-    def comp(self, n: Node, ix: dict) -> list[Node] | str:
+    def comp(self, n: Node, ix: NodeAttrs) -> list[Node] | str:
         plan = self.plan
-        cpu = bool(int_attr(ix, "is_cpu_op", 0))
+        cpu = bool(ix.get_int("is_cpu_op", 0))
         ns, exact = self.exact_ns(n, ix)
         if cpu and plan.cpu_ops == "drop":
             return self.drop("cpu_op")
         if cpu and plan.cpu_ops == "drop_zero" and ns == 0:
             return self.drop("cpu_op_zero_duration")
         out = Node(id=n.id, name=n.name, type=NodeType.COMP_NODE)
-        put_attr(out, "is_cpu_op", cpu)
+        add_attr(out, "is_cpu_op", cpu)
         self.set_duration(out, ns, exact, n.duration_micros)
         if plan.roofline and not cpu:
             ops, size = self.roofline_pair(ix, ns)
-            put_attr(out, "num_ops", ops)
-            put_attr(out, "tensor_size", size)
+            add_attr(out, "num_ops", ops)
+            add_attr(out, "tensor_size", size)
         return [out]
 
-    def roofline_pair(self, ix: dict, ns: int) -> tuple[int, int]:
+    def roofline_pair(self, ix: NodeAttrs, ns: int) -> tuple[int, int]:
         """(num_ops, tensor_size) for a GPU compute node under roofline timing."""
         if self.plan.keep_num_ops:
-            ops = value_attr(ix, "num_ops")
-            size = int_attr(ix, "tensor_size", 0)
+            ops = ix.get("num_ops")
+            size = ix.get_int("tensor_size", 0)
             if isinstance(ops, float):
                 ops = int(round(ops)) if math.isfinite(ops) else None
                 if ops is not None:
@@ -159,8 +157,8 @@ class _Converter:
             self.report.changed["duration_encoded_as_roofline"] += 1
         return roofline_ops(ns, self.plan.peak_perf), 1
 
-    def group_of(self, n: Node, ix: dict) -> tuple[str, frozenset[int]]:
-        pg = str_attr(ix, "pg_name")
+    def group_of(self, n: Node, ix: NodeAttrs) -> tuple[str, frozenset[int]]:
+        pg = ix.get_str("pg_name", "")
         if pg in ("", "0"):
             out = self.plan.world_pg
         elif pg in self.plan.group_map:
@@ -174,9 +172,9 @@ class _Converter:
                                f"which does not contain it")
         return out, members
 
-    def coll(self, n: Node, ix: dict) -> list[Node] | str:
+    def coll(self, n: Node, ix: NodeAttrs) -> list[Node] | str:
         plan, rep = self.plan, self.report
-        raw = int_attr(ix, "comm_type")
+        raw = ix.get_int("comm_type")
         try:
             kind = CommType(raw)
         except (ValueError, TypeError):
@@ -186,7 +184,7 @@ class _Converter:
         self.out.coll_inputs.append((self.pos, pg, len(members), produced))
         if len(members) < 2:
             return self.drop("collective_on_one_rank")
-        size = int_attr(ix, "comm_size")
+        size = ix.get_int("comm_size")
         if size is None:
             rep.changed["comm_size_missing"] += 1
             size = 0
@@ -207,14 +205,14 @@ class _Converter:
         else:
             pairs = rewrite(kind, size, len(members), plan.barrier_bytes)
             rep.rewritten[f"{kind.name}->" + "+".join(k.name for k, _ in pairs)] += 1
-        if int_attr(ix, "is_cpu_op", 0):
+        if ix.get_int("is_cpu_op", 0):
             rep.changed["comm_is_cpu_op_cleared"] += 1
-        dims = value_attr(ix, "involved_dim")
+        dims = ix.get("involved_dim")
         if dims is not None and (not isinstance(dims, list) or len(dims) != plan.ndims
                                  or not all(isinstance(d, bool) for d in dims) or not any(dims)):
             rep.changed["involved_dim_dropped"] += 1
             dims = None
-        prio = int_attr(ix, "comm_priority")
+        prio = ix.get_int("comm_priority")
         outs = []
         seq = self.out.collectives.setdefault(pg, [])
         for i, (k, s) in enumerate(pairs):
@@ -230,29 +228,29 @@ class _Converter:
             out = Node(id=nid, name=n.name if last else f"{n.name}#{i}", type=NodeType.COMM_COLL_NODE)
             if k == CommType.BROADCAST:
                 out.duration_micros = n.duration_micros
-            put_attr(out, "is_cpu_op", False)
-            put_attr(out, "comm_type", int(k))
-            put_attr(out, "comm_size", int(s))
+            add_attr(out, "is_cpu_op", False)
+            add_attr(out, "comm_type", int(k))
+            add_attr(out, "comm_size", int(s))
             if pg:
-                put_attr(out, "pg_name", pg)
+                add_attr(out, "pg_name", pg)
             if prio is not None and _INT32[0] <= prio <= _INT32[1]:
-                put_attr(out, "comm_priority", prio)
+                add_attr(out, "comm_priority", prio)
             if dims is not None:
-                put_attr(out, "involved_dim", dims)
+                add_attr(out, "involved_dim", dims)
             outs.append(out)
             seq.append((nid, int(k), int(s)))
         produced.extend(o.id for o in outs)
         return outs
 
-    def p2p(self, n: Node, ix: dict) -> list[Node] | str:
+    def p2p(self, n: Node, ix: NodeAttrs) -> list[Node] | str:
         plan, rep = self.plan, self.report
         send = n.type == NodeType.COMM_SEND_NODE
-        peer = int_attr(ix, "comm_dst" if send else "comm_src")
+        peer = ix.get_int("comm_dst" if send else "comm_src")
         key = "comm_size"
-        size = int_attr(ix, key)
+        size = ix.get_int(key)
         if size is None:
             key = "tensor_size"
-            size = int_attr(ix, key)
+            size = ix.get_int(key)
         if peer is None or size is None:
             what = "peer" if peer is None else "size"
             if plan.incomplete_p2p == "error":
@@ -267,24 +265,24 @@ class _Converter:
             raise self.fail(n, f"peer rank {peer} is outside the network's {plan.npus} NPUs")
         if peer == self.rank:
             return self.drop("p2p_to_self")
-        own = int_attr(ix, "comm_src" if send else "comm_dst")
+        own = ix.get_int("comm_src" if send else "comm_dst")
         if own is not None and own != self.rank:
             rep.changed["p2p_own_rank_corrected"] += 1
-        tag = int_attr(ix, "comm_tag")
+        tag = ix.get_int("comm_tag")
         if tag is None:
             rep.changed["p2p_tag_filled_0"] += 1
             tag = 0
         if not _INT32[0] <= tag <= _INT32[1]:
             raise self.fail(n, f"comm_tag {tag} does not fit the int32 slot ASTRA-sim reads")
-        if int_attr(ix, "is_cpu_op", 0):
+        if ix.get_int("is_cpu_op", 0):
             rep.changed["comm_is_cpu_op_cleared"] += 1
         src, dst = (self.rank, peer) if send else (peer, self.rank)
         out = Node(id=n.id, name=n.name, type=n.type)
-        put_attr(out, "is_cpu_op", False)
-        put_attr(out, "comm_src", src)
-        put_attr(out, "comm_dst", dst)
-        put_attr(out, "comm_tag", tag)
-        put_attr(out, "comm_size", size)
+        add_attr(out, "is_cpu_op", False)
+        add_attr(out, "comm_src", src)
+        add_attr(out, "comm_dst", dst)
+        add_attr(out, "comm_tag", tag)
+        add_attr(out, "comm_size", size)
         (self.out.sends if send else self.out.recvs).append((src, dst, tag, size))
         return [out]
 
@@ -297,7 +295,7 @@ class _Converter:
     def join(self, n: Node) -> Node:
         self.report.dependencies["join_nodes_added"] += 1
         out = Node(id=n.id, name=f"join:{n.name}", type=NodeType.COMP_NODE, duration_micros=0)
-        put_attr(out, "is_cpu_op", True)
+        add_attr(out, "is_cpu_op", True)
         return out
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from chakra_core._schema import GlobalMetadata, Node
+from chakra_core import GlobalMetadata, Node
 
 RUNNABLE_TYPES = {2: "MEM_LOAD_NODE", 3: "MEM_STORE_NODE", 4: "COMP_NODE", 5: "COMM_SEND_NODE",
                   6: "COMM_RECV_NODE", 7: "COMM_COLL_NODE"}

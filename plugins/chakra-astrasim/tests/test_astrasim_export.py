@@ -13,11 +13,21 @@ from pathlib import Path
 import pytest
 
 from chakra_astrasim import export_astrasim
-from chakra_core._attrs import get_attr, get_int, get_str, set_attr
-from chakra_core._errors import ConfigError, TraceFormatError
-from chakra_core._etio import read_et
-from chakra_core._schema import CommType, GlobalMetadata, Node, NodeType
-from chakra_core._traceset import MemoryRank, TraceSet
+from chakra_core import (
+    CommType,
+    ConfigError,
+    GlobalMetadata,
+    MemoryRank,
+    Node,
+    NodeType,
+    TraceFormatError,
+    TraceSet,
+    get_attr,
+    get_int,
+    get_str,
+    read_et,
+    set_attr,
+)
 
 T = NodeType
 C = CommType
@@ -209,7 +219,7 @@ def int64_size(n: Node, key: str, size: int) -> Node:
 ])
 def test_negative_size_is_refused_like_validate(tmp_path, bad, message):
     # chakra validate calls a negative size bad-size; the exporter used to write 1 byte (or 0)
-    from chakra_core._validate import validate
+    from chakra_core import validate
 
     ts = tset({0: [comp(1), coll(2, C.ALL_REDUCE, 64, deps=[1]), bad], 1: [comp(1)]})
     assert [(f.rule, f.node_id) for f in validate(ts) if f.rule == "bad-size"] == [("bad-size", 3)]
@@ -461,7 +471,7 @@ def test_differing_collective_order_is_reported(tmp_path):
 
 def test_collectives_are_numbered_from_one_like_validate(tmp_path):
     # rank 5's third all-reduce has another size: validate, simpy and the exporter all say #3
-    from chakra_core._validate import validate
+    from chakra_core import validate
 
     def rank(r):
         sizes = [1 << 20, 1 << 21, (1 << 22) + (8 if r == 5 else 0)]
@@ -482,7 +492,7 @@ def test_reexport_removes_stale_rank_files(tmp_path):
 
 
 def test_reexport_with_another_prefix_leaves_one_trace_set(tmp_path):
-    from chakra_core._traceset import open_traceset
+    from chakra_core import open_traceset
 
     export_astrasim(tset({r: [comp(1)] for r in range(4)}), tmp_path, {})
     export_astrasim(tset({r: [comp(1, dur=3)] for r in range(2)}), tmp_path, {"prefix": "gpt"})
@@ -532,7 +542,7 @@ def test_checker_catches_broken_directories(tmp_path, astrasim_errors):
     sysj["endpoint-delay"] = 0
     del sysj["preferred-dataset-splits"]
     (tmp_path / "system.json").write_text(json.dumps(sysj))
-    from chakra_core._etio import write_et
+    from chakra_core import write_et
 
     bad = [node(1, T.METADATA_NODE), comp(2, deps=[7]), coll(3, C.REDUCE, 8, pg="4")]
     write_et(tmp_path / "workload" / "w.1.et", GlobalMetadata(), bad)
@@ -572,8 +582,7 @@ def test_reference_run_through_the_export(tmp_path, astrasim_check):
     configuration files and simulated from the exported directory by simpy, which reproduces
     ASTRA-sim's analytical model: the configuration survives the round trip."""
     pytest.importorskip("chakra_simpy")
-    from chakra_core._plugins import get_host
-    from chakra_core._traceset import open_traceset
+    from chakra_core import get_host, open_traceset
 
     astra = Path(__file__).resolve().parents[3] / "examples" / "system" / "astra"
     per = {r: [node(1, T.METADATA_NODE), coll(2, C.ALL_REDUCE, 1 << 20, deps=[1])] for r in range(8)}

@@ -14,10 +14,7 @@ from pathlib import Path
 import pytest
 
 from chakra_astrasim import export_astrasim
-from chakra_core._attrs import get_int, get_str
-from chakra_core._etio import read_et
-from chakra_core._pipeline import load_traces
-from chakra_core._schema import CommType, NodeType
+from chakra_core import CommType, NodeType, get_int, get_str, load_traces, read_et
 
 ROOT = Path(__file__).resolve().parents[3]
 TEXT = ROOT / "examples" / "text"
@@ -40,8 +37,7 @@ pytest.importorskip("chakra_text")
 
 def _core_errors(out: Path) -> list:
     """Errors of the core validator on the exported workload (a second, independent opinion)."""
-    from chakra_core._traceset import open_traceset
-    from chakra_core._validate import validate
+    from chakra_core import open_traceset, validate
 
     return [f for f in validate(open_traceset(str(out / "workload"))) if f.severity == "error"]
 
@@ -177,8 +173,7 @@ def test_export_preserves_simulated_time(tmp_path, name, opts):
     exported workload (run with the exported configuration files): nothing that matters to
     timing is lost or changed when nothing needs rewriting."""
     pytest.importorskip("chakra_simpy")
-    from chakra_core._plugins import get_host
-    from chakra_core._traceset import open_traceset
+    from chakra_core import get_host, open_traceset
 
     ts = load_traces([str(TEXT / name)], "text", opts)
     export_astrasim(ts, tmp_path, {})
@@ -197,8 +192,7 @@ def test_pytorch_ddp_export_preserves_simulated_time(tmp_path):
     cleared is_cpu_op flags on gloo collectives: simpy times it the same.  (The exporter used to
     rewrite them by default: 4,050,094 ns against simpy's 4,763,240 ns on the original.)"""
     pytest.importorskip("chakra_simpy")
-    from chakra_core._plugins import get_host
-    from chakra_core._traceset import open_traceset
+    from chakra_core import get_host, open_traceset
 
     ts = _pytorch_set("ddp")
     res = export_astrasim(ts, tmp_path, {})

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from chakra_core._lazy import lazy_getattr
+from typing import TYPE_CHECKING
+
+from chakra_core import lazy_getattr
+
+if TYPE_CHECKING:
+    from .convert import RankFiles, convert_rank, find_rank_files, open_pytorch
+    from .schema_version import KNOWN_SCHEMAS, PyTorchTraceWarning
 
 __all__ = ["open_pytorch", "convert_rank", "find_rank_files", "RankFiles", "KNOWN_SCHEMAS", "PyTorchTraceWarning"]
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from chakra_core._schema import CommType, NodeType
+from chakra_core import CommType, NodeType
 
 from .kineto import MAX_RANKS
 

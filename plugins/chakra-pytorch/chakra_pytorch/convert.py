@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from chakra_core._attrs import make_attr
-from chakra_core._errors import TraceFormatError
-from chakra_core._schema import GlobalMetadata, Node
-from chakra_core._traceset import PG_ATTR, GeneratedRank, TraceSet
+from chakra_core import GeneratedRank, GlobalMetadata, Node, TraceFormatError, TraceSet, make_attr, with_process_groups
 
 from .graph import RankGraph, build_graph
 from .hostet import read_header, read_host_et, scan_groups
@@ -167,8 +163,7 @@ def open_pytorch(paths: Sequence[str], data_deps: bool = False, idle_gaps: bool 
     groups = {k: v for k, v in _groups(dist, host_groups, world).items() if k != "0"}
     ranks = []
     for rf in rank_files:
-        meta = _metadata(rf)
-        meta.attr.append(make_attr(PG_ATTR, json.dumps([{"pg_name": k, "ranks": v} for k, v in groups.items()])))
+        meta = with_process_groups(_metadata(rf), groups)
         ranks.append(GeneratedRank(rf.rank, meta, _factory(rf, world, data_deps, idle_gaps, min_idle_us),
                                    path=rf.host))
     return TraceSet(ranks, process_groups=groups, source=rank_files[0].host)

@@ -7,7 +7,7 @@ import itertools
 
 import orjson
 
-from chakra_core._schema import NodeType
+from chakra_core import NodeType
 
 from .comms import tensors_in
 from .hostet import HostTrace

@@ -5,9 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from chakra_core._api import InputFormat
-from chakra_core._options import Option
-from chakra_core._traceset import TraceSet
+from chakra_core import InputFormat, Option, TraceSet
 
 from .convert import open_pytorch
 

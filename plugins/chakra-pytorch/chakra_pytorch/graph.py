@@ -33,9 +33,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from chakra_core._attrs import make_attr
-from chakra_core._errors import TraceFormatError
-from chakra_core._schema import GlobalMetadata, NodeType
+from chakra_core import GlobalMetadata, NodeType, TraceFormatError, make_attr
 
 from .comms import COLL_TYPES, CommInfo, kind_of_kernel
 from .deps import add_data_deps, add_stream_waits, add_syncs, cross_thread, insert_idle, main_lane

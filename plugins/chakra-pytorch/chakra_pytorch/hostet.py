@@ -27,8 +27,7 @@ from typing import Any
 import ijson
 import orjson
 
-from chakra_core._errors import TraceFormatError
-from chakra_core._etio import open_binary
+from chakra_core import TraceFormatError, open_binary
 
 from .comms import CommInfo, comm_from_c10d, comm_from_param_comms, merge_param_comms, tensors_in
 from .intmap import IntMap

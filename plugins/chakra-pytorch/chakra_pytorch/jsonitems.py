@@ -21,7 +21,7 @@ from collections.abc import Iterator
 import ijson
 import orjson
 
-from chakra_core._etio import open_binary
+from chakra_core import open_binary
 
 __all__ = ["iter_items"]
 

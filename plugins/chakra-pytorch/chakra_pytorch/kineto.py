@@ -17,8 +17,7 @@ from typing import Any
 
 import ijson
 
-from chakra_core._errors import TraceFormatError
-from chakra_core._etio import open_binary
+from chakra_core import TraceFormatError, open_binary
 
 from .intmap import IntMap
 from .jsonitems import iter_items

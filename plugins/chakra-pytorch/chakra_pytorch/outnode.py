@@ -9,9 +9,7 @@ from typing import Any
 
 import orjson
 
-from chakra_core._attrs import make_attr
-from chakra_core._errors import TraceFormatError
-from chakra_core._schema import PG_INIT_NAME, GlobalMetadata, Node, NodeType
+from chakra_core import PG_INIT_NAME, GlobalMetadata, Node, NodeType, TraceFormatError, make_attr
 
 from .hostet import KEEP_ATTRS
 

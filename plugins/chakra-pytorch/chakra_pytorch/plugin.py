@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import os
 
-from chakra_core.hookspecs import hookimpl
+from chakra_core import Register, hookimpl
 
 _DESC = "PyTorch execution trace (+ Kineto profiler trace) per rank, .json or .json.gz"
 
 
 @hookimpl
-def chakra_register_formats(register):
+def chakra_register_formats(register: Register) -> None:
     """Register the ``pytorch`` input format."""
     register("pytorch", "chakra_pytorch.format:PyTorchFormat", description=_DESC,
              install_hint="pip install chakra-pytorch")
 
 
 @hookimpl
-def chakra_detect_format(paths):
+def chakra_detect_format(paths: list[str]) -> str | None:
     """``pytorch`` when the first JSON input (or the first in a directory) is a host ET or Kineto."""
     from .sniff import is_json_name, sniff_kind
 

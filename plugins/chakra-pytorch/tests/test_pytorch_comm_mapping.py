@@ -7,8 +7,7 @@ import warnings
 
 import pytest
 
-from chakra_core._attrs import get_int, get_str
-from chakra_core._schema import CommType, NodeType
+from chakra_core import CommType, NodeType, get_int, get_str
 from chakra_pytorch import convert_rank, find_rank_files
 from chakra_pytorch.comms import comm_from_c10d, comm_from_param_comms
 

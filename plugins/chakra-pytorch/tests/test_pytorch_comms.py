@@ -7,9 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from chakra_core._attrs import get_int, get_str
-from chakra_core._schema import CommType, NodeType
-from chakra_core._validate import validate
+from chakra_core import CommType, NodeType, get_int, get_str, validate
 from chakra_pytorch import convert_rank, find_rank_files, open_pytorch
 
 DATA = Path(__file__).resolve().parent / "data"

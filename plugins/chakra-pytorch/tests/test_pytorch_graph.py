@@ -7,9 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from chakra_core._attrs import get_bool, get_int
-from chakra_core._schema import NodeType
-from chakra_core._validate import validate
+from chakra_core import NodeType, get_bool, get_int, validate
 from chakra_pytorch import PyTorchTraceWarning, convert_rank, find_rank_files, open_pytorch
 
 DATA = Path(__file__).resolve().parent / "data"

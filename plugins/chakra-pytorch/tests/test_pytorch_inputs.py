@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from chakra_core._errors import TraceFormatError
-from chakra_core._pipeline import detect_format, load_traces
+from chakra_core import TraceFormatError, detect_format, load_traces
 from chakra_pytorch import KNOWN_SCHEMAS, PyTorchTraceWarning, open_pytorch
 from chakra_pytorch.sniff import rank_from_name, sniff_kind
 

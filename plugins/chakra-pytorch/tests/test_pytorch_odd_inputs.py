@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from chakra_core._attrs import get_int
-from chakra_core._errors import TraceFormatError
+from chakra_core import TraceFormatError, get_int
 from chakra_pytorch import open_pytorch
 from chakra_pytorch.intmap import IntMap
 

@@ -8,12 +8,15 @@ not move in lockstep), ``dbt`` (the double binary tree all-reduce, per member), 
 ``collectives`` (the SimPy simulation), ``report`` (critical path, timeline), ``backend``.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from chakra_core import lazy_getattr
+
+if TYPE_CHECKING:
+    from .backend import SimpyBackend
+
 __all__ = ["SimpyBackend"]
 
-
-def __getattr__(name):
-    if name == "SimpyBackend":
-        from .backend import SimpyBackend
-
-        return SimpyBackend
-    raise AttributeError(name)
+__getattr__ = lazy_getattr(__name__, {"SimpyBackend": "backend"})

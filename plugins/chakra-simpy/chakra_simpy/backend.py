@@ -7,10 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from chakra_core._api import Backend, Result
-from chakra_core._errors import ConfigError, TraceFormatError
-from chakra_core._options import Option
-from chakra_core._traceset import TraceSet
+from chakra_core import Backend, ConfigError, Option, Result, TraceFormatError, TraceSet
 from chakra_core.system import SystemDescription, load_system
 
 from .actor import Actor

@@ -14,8 +14,7 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING
 
-from chakra_core._errors import ChakraError, TraceFormatError
-from chakra_core._schema import CommType
+from chakra_core import ChakraError, CommType, TraceFormatError
 from chakra_core.system import algorithm_base
 
 from .dbt import TreePhase

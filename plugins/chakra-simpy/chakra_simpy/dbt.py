@@ -31,7 +31,7 @@ and finishes at ``down``.  With equal starts a member at depth i finishes at ``F
 
 from __future__ import annotations
 
-from chakra_core._errors import ConfigError
+from chakra_core import ConfigError
 
 from .timing import net, red
 

@@ -15,7 +15,7 @@ import simpy
 from simpy.core import NORMAL
 from simpy.events import Event
 
-from chakra_core._errors import ChakraError
+from chakra_core import ChakraError
 from chakra_core.system import SystemDescription
 
 from .actor import Actor

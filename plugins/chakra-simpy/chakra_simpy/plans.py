@@ -11,7 +11,7 @@ one* variants.
 
 from __future__ import annotations
 
-from chakra_core._errors import ConfigError
+from chakra_core import ConfigError
 from chakra_core.system import SystemDescription, algorithm_base
 
 from .timing import (

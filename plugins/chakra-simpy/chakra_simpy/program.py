@@ -10,10 +10,7 @@ from __future__ import annotations
 import hashlib
 from array import array
 
-from chakra_core._attrs import get_attr, get_bool, get_int, get_str
-from chakra_core._errors import TraceFormatError
-from chakra_core._schema import CommType, NodeType
-from chakra_core._traceset import RankTrace
+from chakra_core import CommType, NodeType, RankTrace, TraceFormatError, get_attr, get_bool, get_int, get_str
 from chakra_core.system import SystemDescription
 
 from .timing import roofline_ns

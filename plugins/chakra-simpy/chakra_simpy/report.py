@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from chakra_core._etio import atomic_output
-from chakra_core._traceset import TraceSet
+from chakra_core import TraceSet, atomic_output
 
 from .actor import Actor
 from .engine import Sim

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from chakra_core._errors import ConfigError
+from chakra_core import ConfigError
 from chakra_core.system import Dimension, algorithm_base
 
 __all__ = ["Cost", "NoLocalMemBandwidth", "ring_hops", "peer_hops", "net", "red", "phase_cost", "one_phase_cost",

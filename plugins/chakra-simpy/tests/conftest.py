@@ -7,9 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from chakra_core._attrs import set_attr
-from chakra_core._schema import CommType, GlobalMetadata, Node, NodeType
-from chakra_core._traceset import MemoryRank, TraceSet
+from chakra_core import CommType, GlobalMetadata, MemoryRank, Node, NodeType, TraceSet, set_attr
 
 
 def comp(i, us, deps=(), cpu=False, **attrs):

@@ -184,7 +184,7 @@ def test_deterministic(kit, tmp_path):
 
 
 def test_refused_where_astra_sim_crashes(kit, tmp_path):
-    from chakra_core._errors import ConfigError
+    from chakra_core import ConfigError
 
     sysd = kit.system([("Ring", 4, 50, 500), ("Ring", 2, 50, 500)], all_reduce_implementation=["doubleBinaryTree"])
     with pytest.raises(ConfigError, match="shorter than the network"):

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from chakra_core._errors import ChakraError
+from chakra_core import ChakraError
 
 MIB = 1 << 20
 AR_1MIB = 117780  # the reference all-reduce on the reference ring (see test_simpy_formulas)
@@ -191,7 +191,7 @@ def test_collectives_issued_in_different_orders_are_refused(kit, tmp_path):
 
 
 def test_bad_input_is_a_one_line_error(kit, tmp_path):
-    from chakra_core._errors import ConfigError, TraceFormatError
+    from chakra_core import ConfigError, TraceFormatError
 
     with pytest.raises(TraceFormatError, match="depends on node 9"):
         kit.run(kit.same(2, lambda: [kit.comp(1, 1, deps=[9])]), kit.system([("Ring", 2, 50, 500)]), tmp_path)
@@ -411,7 +411,7 @@ def test_missing_local_mem_bw_names_file_and_key(kit, tmp_path):
     # examples/system/astra/system.json without local-mem-bw: ASTRA-sim's default 0 GB/s
     from pathlib import Path
 
-    from chakra_core._errors import ConfigError
+    from chakra_core import ConfigError
 
     astra = Path(__file__).resolve().parents[3] / "examples" / "system" / "astra"
     cfg = json.loads((astra / "system.json").read_text())

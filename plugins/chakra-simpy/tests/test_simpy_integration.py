@@ -7,9 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from chakra_core._cli.main import main
-from chakra_core._pipeline import run_pipeline
-from chakra_core._plugins import get_host
+from chakra_core import get_host, run_pipeline
 
 ROOT = Path(__file__).resolve().parents[3]
 EX = ROOT / "examples" / "system"
@@ -23,25 +21,24 @@ def test_registered_as_a_simulator():
         assert opt in impl.options
 
 
-def test_cli_simulate_prints_ranks_as_json(kit, tmp_path, capsys):
+def test_cli_simulate_prints_ranks_as_json(kit, tmp_path, chakra_cli):
     kit.same(8, lambda: [kit.coll(1, MIB)]).write(tmp_path / "set")
     tl = tmp_path / "tl.json"
-    code = main(["simulate", str(tmp_path / "set"), "--system", str(EX / "astra/system.json"),
-                 "--network", str(EX / "astra/network.yml"), "--memory", str(EX / "astra/memory.json"),
-                 "--json", "--timeline", str(tl)])
+    code, stdout, _ = chakra_cli("simulate", tmp_path / "set", "--system", EX / "astra/system.json",
+                                 "--network", EX / "astra/network.yml", "--memory", EX / "astra/memory.json",
+                                 "--json", "--timeline", tl)
     assert code == 0
-    out = json.loads(capsys.readouterr().out)
+    out = json.loads(stdout)
     assert [r["finish_ns"] for r in out["ranks"]] == [117780] * 8
     assert out["ranks"][3]["rank"] == 3 and out["ranks"][3]["exposed_comm_ns"] == 117780
     assert json.loads(tl.read_text())["traceEvents"]
 
 
-def test_cli_bad_system_file_is_one_line_exit_2(kit, tmp_path, capsys):
+def test_cli_bad_system_file_is_one_line_exit_2(kit, tmp_path, chakra_cli):
     kit.same(2, lambda: [kit.comp(1, 1)]).write(tmp_path / "set")
     bad = tmp_path / "system.json"
     bad.write_text('{"endpoint-delay": 0, "preferred-dataset-splits": 4}')
-    code = main(["simulate", str(tmp_path / "set"), "--system", str(bad)])
-    err = capsys.readouterr().err
+    code, _, err = chakra_cli("simulate", tmp_path / "set", "--system", bad)
     assert code == 2 and "endpoint-delay" in err and "Traceback" not in err
 
 

@@ -6,7 +6,15 @@ Public API: :class:`TextFormat` (the registered format), :func:`parse_workload` 
 
 from __future__ import annotations
 
-from chakra_core._lazy import lazy_getattr
+from typing import TYPE_CHECKING
+
+from chakra_core import lazy_getattr
+
+if TYPE_CHECKING:
+    from .format import TextFormat, convert_workload
+    from .groups import Layout
+    from .modes import COMM_TYPES, MODES
+    from .parse import Workload, parse_workload
 
 __all__ = ["TextFormat", "convert_workload", "parse_workload", "Workload", "Layout", "MODES", "COMM_TYPES"]
 

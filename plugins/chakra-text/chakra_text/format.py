@@ -12,12 +12,18 @@ import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from chakra_core._api import InputFormat
-from chakra_core._attrs import make_attr
-from chakra_core._errors import ConfigError, TraceFormatError
-from chakra_core._options import Option
-from chakra_core._schema import GlobalMetadata, Node, NodeType
-from chakra_core._traceset import GeneratedRank, TraceSet
+from chakra_core import (
+    ConfigError,
+    GeneratedRank,
+    GlobalMetadata,
+    InputFormat,
+    Node,
+    NodeType,
+    Option,
+    TraceFormatError,
+    TraceSet,
+    make_attr,
+)
 
 from .graph import Spec, build_graph
 from .groups import ALL, Layout

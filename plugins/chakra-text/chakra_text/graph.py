@@ -16,8 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from chakra_core._errors import TraceFormatError
-from chakra_core._schema import NodeType
+from chakra_core import NodeType, TraceFormatError
 
 from .groups import ALL, DP, MP, ROLE_OF_SUFFIX, Layout
 from .modes import COMM_TYPES, DLRM_MODES, TRANSFORMER_MODES

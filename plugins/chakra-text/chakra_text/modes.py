@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chakra_core._schema import CommType
+from chakra_core import CommType
 
 __all__ = ["MODES", "COMM_TYPES", "GROUP_SUFFIXES", "HYBRID_MODES", "TRANSFORMER_MODES", "DLRM_MODES"]
 

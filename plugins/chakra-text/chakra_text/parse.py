@@ -12,7 +12,7 @@ import math
 import os
 from dataclasses import dataclass, field
 
-from chakra_core._errors import TraceFormatError
+from chakra_core import TraceFormatError
 
 from .modes import COMM_TYPES, DLRM_MODES, GROUP_SUFFIXES, MODES, TRANSFORMER_MODES
 

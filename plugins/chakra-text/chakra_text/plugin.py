@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import os
 
-from chakra_core.hookspecs import hookimpl
+from chakra_core import Register, hookimpl
 
 from .modes import MODES
 
 
 @hookimpl
-def chakra_register_formats(register):
+def chakra_register_formats(register: Register) -> None:
     """Register the ``text`` input format (ASTRA-sim 1.0 text workloads)."""
     register("text", "chakra_text.format:TextFormat",
              description="ASTRA-sim 1.0 text workload (DATA, MODEL, HYBRID_*, TRANSFORMER, MICRO) to per-rank ETs",
@@ -22,7 +22,7 @@ def chakra_register_formats(register):
 
 
 @hookimpl
-def chakra_detect_format(paths):
+def chakra_detect_format(paths: list[str]) -> str | None:
     """``text`` for one ``.txt`` file whose first token is a known parallelism mode."""
     if len(paths) != 1 or not str(paths[0]).endswith(".txt") or not os.path.isfile(paths[0]):
         return None

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from chakra_core._errors import ConfigError, TraceFormatError
+from chakra_core import ConfigError, TraceFormatError
 from chakra_text import parse_workload
 from chakra_text.format import convert_workload
 

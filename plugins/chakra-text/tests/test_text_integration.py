@@ -10,12 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from chakra_core._attrs import get_str
-from chakra_core._cli.main import main
-from chakra_core._pipeline import detect_format, load_traces
-from chakra_core._schema import NodeType
-from chakra_core._traceset import open_traceset
-from chakra_core._validate import validate
+from chakra_core import NodeType, detect_format, get_str, load_traces, open_traceset, validate
 from chakra_text.format import time_converter
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "text"
@@ -114,24 +109,25 @@ def test_default_unit_is_cycles_of_one_ns(tmp_path):
     assert [n.duration_micros for n in nodes] == [13, 3]
 
 
-def test_cli_convert(tmp_path, capsys):
+def test_cli_convert(tmp_path, chakra_cli):
     p = _write(tmp_path, "HYBRID_DLRM")
-    assert main(["convert", str(p), "-o", str(tmp_path / "et") + "/", "-O", "npus=4"]) == 0
+    assert chakra_cli("convert", p, "-o", str(tmp_path / "et") + "/", "-O", "npus=4")[0] == 0
     assert sorted(f.name for f in (tmp_path / "et").iterdir()) == [f"trace.{r}.et" for r in range(4)]
-    assert main(["validate", str(tmp_path / "et")]) == 0
+    assert chakra_cli("validate", tmp_path / "et")[0] == 0
 
 
-def test_cli_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
+def test_cli_bad_input_is_one_line_and_exit_2(tmp_path, chakra_cli):
     p = tmp_path / "bad.txt"
     p.write_text("DATA\n2\nl0 -1 10 NONE 0 10 NONE 0 10 ALLREDUCE 64 1\n\nl1 -1 10 NONE 0 10 BOGUS 0 10 NONE 0 1\n")
-    assert main(["convert", str(p), "--format", "text", "-o", str(tmp_path / "x"), "-O", "npus=2"]) == 2
-    err = capsys.readouterr().err.strip()
+    code, _, err = chakra_cli("convert", p, "--format", "text", "-o", tmp_path / "x", "-O", "npus=2")
+    assert code == 2
+    err = err.strip()
     assert len(err.splitlines()) == 1
     assert f"{p}:line 5: column 7 (input-gradient comm type): unknown comm type 'BOGUS'" in err
     assert not (tmp_path / "x.0.et").exists()
     # detection works on the bad file too (first token is a mode), and a missing option is exit 2
-    assert main(["convert", str(p), "-o", str(tmp_path / "x")]) == 2
-    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+    code, _, err = chakra_cli("convert", p, "-o", tmp_path / "x")
+    assert code == 2 and len(err.strip().splitlines()) == 1
 
 
 def test_detection_declines_other_files(tmp_path):

@@ -7,8 +7,7 @@ because the text format is produced by no framework on this machine.
 
 from __future__ import annotations
 
-from chakra_core._attrs import get_bool, get_int, get_str
-from chakra_core._schema import CommType, NodeType
+from chakra_core import CommType, NodeType, get_bool, get_int, get_str
 from chakra_text import parse_workload
 from chakra_text.format import convert_workload
 
