@@ -15,8 +15,11 @@ Public API (everything else is private; docs/api.md describes each name):
   :func:`lazy_getattr`
 - errors: :class:`ChakraError`, :class:`TraceFormatError`, :class:`ConfigError`,
   :class:`PluginError`
-- work: :func:`validate`, :class:`Finding`, :func:`compute_stats`, :func:`detect_format`,
-  :func:`load_traces`, :func:`run_pipeline`, :func:`load_pipeline`, :class:`Pipeline`
+- commands (one call each, as the CLI): :func:`convert`, :func:`validate` (:class:`Validation`),
+  :func:`stats`, :func:`jsonize`, :func:`transform`, :func:`simulate`, :func:`export`
+- work: :class:`Finding`, :func:`compute_stats`, :func:`detect_format`, :func:`load_traces`,
+  :func:`run_pipeline`, :func:`load_pipeline`, :class:`Pipeline`
+- progress: :func:`progress`, :class:`Progress` (a bar on stderr, only on a terminal)
 
 Public subpackages: :mod:`chakra_core.system` (the system description),
 :mod:`chakra_core.hookspecs` (the hooks), :mod:`chakra_core.testing` (pytest fixtures).
@@ -31,12 +34,14 @@ from ._lazy import lazy_getattr
 if TYPE_CHECKING:
     from ._api import Backend, InputFormat, Result, Synthesizer, Transform
     from ._attrs import NodeAttrs, add_attr, get_attr, get_bool, get_int, get_str, make_attr, set_attr
+    from ._commands import Validation, convert, export, jsonize, simulate, stats, transform, validate
     from ._errors import ChakraError, ConfigError, PluginError, TraceFormatError
     from ._etio import EtReader, EtWriter, atomic_output, open_binary, read_et, write_et
     from ._jsonform import read_json, write_json
     from ._options import Option
     from ._pipeline import Pipeline, detect_format, load_pipeline, load_traces, run_pipeline
     from ._plugins import get_host
+    from ._progress import Progress, progress
     from ._schema import PG_INIT_NAME, AttributeProto, CommType, GlobalMetadata, IOInfo, Node, NodeType
     from ._stats import compute_stats
     from ._traceset import (
@@ -48,7 +53,7 @@ if TYPE_CHECKING:
         open_traceset,
         with_process_groups,
     )
-    from ._validate import Finding, validate
+    from ._validate import Finding
     from .hookspecs import Register, hookimpl
 
 __all__ = [
@@ -63,6 +68,7 @@ __all__ = [
     "ChakraError", "TraceFormatError", "ConfigError", "PluginError",
     "validate", "Finding", "compute_stats", "detect_format", "load_traces", "run_pipeline",
     "load_pipeline", "Pipeline",
+    "convert", "simulate", "export", "transform", "stats", "jsonize", "Validation", "progress", "Progress",
 ]
 
 _WHERE = {
@@ -82,9 +88,12 @@ _WHERE = {
     "lazy_getattr": "_lazy",
     "ChakraError": "_errors", "TraceFormatError": "_errors", "ConfigError": "_errors",
     "PluginError": "_errors",
-    "validate": "_validate", "Finding": "_validate", "compute_stats": "_stats",
+    "validate": "_commands", "Finding": "_validate", "compute_stats": "_stats",
     "detect_format": "_pipeline", "load_traces": "_pipeline", "run_pipeline": "_pipeline",
     "load_pipeline": "_pipeline", "Pipeline": "_pipeline",
+    "convert": "_commands", "simulate": "_commands", "export": "_commands", "transform": "_commands",
+    "stats": "_commands", "jsonize": "_commands", "Validation": "_commands",
+    "progress": "_progress", "Progress": "_progress",
 }
 
 __version__ = "0.1.0"

@@ -91,6 +91,9 @@ class Result:
 
     ``summary`` states its units in key names (``finish_ns``, ``bytes``); ``ranks`` holds one
     dict per rank for simulators (``{"rank", "finish_ns", "exposed_comm_ns", ...}``).
+    ``provenance`` is filled in by the runner, not by the backend: chakra-core's version, the
+    implementations that took part (qualified name, distribution, version, options after
+    defaults), the inputs as given and the command line or pipeline file (docs/pipelines.md).
     """
 
     backend: str
@@ -100,6 +103,7 @@ class Result:
     files: list[str] = field(default_factory=list)
     timeline: str | None = None
     notes: list[str] = field(default_factory=list)
+    provenance: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The result as plain JSON-able data."""

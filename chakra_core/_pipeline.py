@@ -4,6 +4,7 @@ A pipeline file::
 
     requires: ["chakra-text>=0.1"]        # optional distribution requirements
     prefer: {simpy: chakra-simpy}         # optional: the distribution a clashing bare name means
+    validate: true                        # optional: refuse a set with validation errors (default)
     input:
       format: text                        # optional: detected from the paths when omitted
       paths: [workload.txt]               # relative to the pipeline file
@@ -15,17 +16,22 @@ A pipeline file::
       - name: simpy
         output: out/sim                   # default: out/<name>; relative to the pipeline file
         options: {timeline: timeline.json}
+        validate: false                   # optional: this backend runs even on an invalid set
 
-The whole pipeline is validated (keys, names, each plugin's options) before anything runs; each
-backend's result is written as ``result.json`` in its output directory.
+The whole pipeline is validated (keys, names, each plugin's options) before anything runs; a lazy
+input (a conversion, a transform) is converted once into a temporary .et set that validation and
+every backend read; each backend's result, with its provenance, is written as ``result.json`` in
+its output directory.
 """
 
 from __future__ import annotations
 
 import glob
 import os
+import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from importlib import metadata as md
 from pathlib import Path
@@ -34,18 +40,21 @@ from typing import Any
 import yaml
 from packaging.requirements import InvalidRequirement, Requirement
 
-from ._api import Backend
+from ._api import Backend, Result
 from ._errors import ConfigError, PluginError, TraceFormatError
 from ._options import suggest
 from ._plugins import PluginHost, get_host
-from ._traceset import TraceSet
+from ._progress import progress
+from ._provenance import implementation, provenance
+from ._traceset import FileRank, MemoryRank, TraceSet
 
-__all__ = ["load_traces", "Pipeline", "Stage", "run_pipeline", "load_pipeline", "detect_format"]
+__all__ = ["load_traces", "Pipeline", "Stage", "resolve_stage", "run_pipeline", "load_pipeline", "detect_format",
+           "materialise", "refuse_invalid"]
 
-_TOP_KEYS = ("requires", "prefer", "input", "transforms", "backends")
+_TOP_KEYS = ("requires", "prefer", "input", "transforms", "backends", "validate")
 _INPUT_KEYS = ("format", "paths", "options")
 _STAGE_KEYS = ("name", "options")
-_BACKEND_KEYS = ("name", "options", "output")
+_BACKEND_KEYS = ("name", "options", "output", "validate")
 
 
 def detect_format(paths: Sequence[str], host: PluginHost | None = None) -> str:
@@ -76,58 +85,150 @@ def load_traces(paths: str | Sequence[str], format: str | None = None,
 
 @dataclass
 class Stage:
-    """One resolved stage: the implementation, its checked options and (backends) its output."""
+    """One resolved stage: the registry entry, the implementation, its checked options and, for
+    backends, its output directory and whether the set must pass validation first."""
 
     kind: str
     name: str
     impl: Any
     options: dict[str, Any]
     output: Path | None = None
+    entry: Any = None
+    validate: bool = True
+
+    @property
+    def label(self) -> str:
+        """The stage as the observer hooks name it: ``input``, ``transform`` or ``backend``."""
+        return "input" if self.kind == "format" else self.kind
+
+
+def resolve_stage(host: PluginHost, kind: str, name: str, options: Mapping[str, Any] | None,
+                  base: Path | None = None, prefer: Mapping[str, str] | None = None) -> Stage:
+    """Look the bare or qualified ``name`` up as a ``kind`` (a clashing bare name resolved by
+    ``prefer``) and check its options (``path`` options taken relative to ``base`` when given);
+    raises PluginError or ConfigError."""
+    entry = host.registry.entry(kind, name, prefer)
+    impl = entry.load()
+    checked = impl.check_options(options)
+    return Stage(kind, name, impl, _resolve_paths(impl, checked, base) if base else checked, entry=entry)
 
 
 @dataclass
 class Pipeline:
-    """A validated pipeline, ready to :meth:`run`."""
+    """A validated pipeline, ready to :meth:`run`.
 
-    source: str
+    ``source`` is the pipeline file (``"<pipeline>"`` for a mapping, None for a command of the
+    Python API or CLI); ``traces`` is an already opened set that replaces the input stage.
+    """
+
+    source: str | None
     input_paths: list[str]
-    input: Stage
+    input: Stage | None
     transforms: list[Stage] = field(default_factory=list)
     backends: list[Stage] = field(default_factory=list)
     host: PluginHost | None = None
+    traces: TraceSet | None = None
 
     def load(self) -> TraceSet:
         """Open the input and apply the transforms (lazily where the plugins allow)."""
         host = self.host or get_host()
-        traces = self._stage(host, "input", self.input,
-                             lambda: self.input.impl.open(self.input_paths, self.input.options))
+        if self.traces is not None:
+            traces = self.traces
+        else:
+            assert self.input is not None
+            inp = self.input
+            traces = _run_observed(host, inp, lambda: inp.impl.open(self.input_paths, inp.options))
         for t in self.transforms:
-            traces = self._stage(host, "transform", t, lambda t=t, tr=traces: t.impl.apply(tr, t.options))
+            traces = _run_observed(host, t, lambda t=t, tr=traces: t.impl.apply(tr, t.options))
         return traces
 
-    def run(self) -> dict[str, Any]:
-        """Run input, transforms and every backend; return ``{"backends": [...]}`` summaries."""
+    def run_backends(self) -> list[Result]:
+        """Load the set once, validate it once (unless every backend opts out), run every backend
+        on it, write each ``result.json``; return the Results with their provenance."""
         host = self.host or get_host()
         traces = self.load()
-        out = []
-        for b in self.backends:
-            assert b.output is not None
+        checked = [b for b in self.backends if b.validate]
+        with ExitStack() as stack:
+            if _is_lazy(traces) and len(self.backends) + bool(checked) > 1:
+                traces = materialise(traces, stack.enter_context(tempfile.TemporaryDirectory(prefix="chakra-")))
+            if checked:
+                refuse_invalid(traces, [b.name for b in checked])
+            results = []
+            with progress("backends", total=len(self.backends), unit="backend") as bar:
+                for b in self.backends:
+                    results.append(self._run_backend(host, b, traces))
+                    bar.advance()
+        return results
+
+    def _run_backend(self, host: PluginHost, b: Stage, traces: TraceSet) -> Result:
+        if b.output is not None:
             b.output.mkdir(parents=True, exist_ok=True)
-            result = self._stage(host, "backend", b, lambda b=b: b.impl.run(traces, b.options, b.output))
-            path = result.write_json(b.output / "result.json")
-            out.append({"name": b.name, "output": str(b.output), "result_file": str(path),
+        result = _run_observed(host, b, lambda: b.impl.run(traces, b.options, b.output))
+        result.provenance = self.provenance([b])
+        if b.output is not None:
+            result.write_json(b.output / "result.json")
+        return result
+
+    def provenance(self, backends: Sequence[Stage] = ()) -> dict[str, Any]:
+        """The provenance of a result made by ``backends`` from this pipeline's input."""
+        host = self.host or get_host()
+        stages = ([self.input] if self.input is not None and self.traces is None else []) + self.transforms
+        impls = [implementation(host, s.label, s.entry, s.options) for s in [*stages, *backends]]
+        inputs = self.input_paths or ([self.traces.source] if self.traces is not None and self.traces.source else [])
+        return provenance(inputs, impls, self.source)
+
+    def run(self) -> dict[str, Any]:
+        """Run input, transforms and every backend; return ``{"pipeline", "backends": [...]}``."""
+        out = []
+        for b, result in zip(self.backends, self.run_backends()):
+            out.append({"name": b.name, "output": str(b.output) if b.output else None,
+                        "result_file": str(b.output / "result.json") if b.output else None,
                         "result": result.to_dict()})
         return {"pipeline": self.source, "backends": out}
 
-    @staticmethod
-    def _stage(host: PluginHost, stage: str, s: Stage, fn):
-        ctx = {"options": s.options, "output": str(s.output) if s.output else None}
-        host.notify("chakra_stage_started", stage=stage, name=s.name, context=ctx)
-        t0 = time.perf_counter()
-        result = fn()
-        host.notify("chakra_stage_finished", stage=stage, name=s.name, context=ctx, result=result,
-                    seconds=time.perf_counter() - t0)
-        return result
+
+def _run_observed(host: PluginHost, s: Stage, fn: Callable[[], Any]) -> Any:
+    """Run one stage between the ``chakra_stage_started``/``_finished`` observer hooks."""
+    ctx = {"options": s.options, "output": str(s.output) if s.output else None}
+    host.notify("chakra_stage_started", stage=s.label, name=s.name, context=ctx)
+    t0 = time.perf_counter()
+    result = fn()
+    host.notify("chakra_stage_finished", stage=s.label, name=s.name, context=ctx, result=result,
+                seconds=time.perf_counter() - t0)
+    return result
+
+
+def _is_lazy(traces: TraceSet) -> bool:
+    """Whether reading the set runs a conversion (not plain .et files, not nodes in memory)."""
+    return any(not isinstance(rt, (FileRank, MemoryRank)) for rt in traces)
+
+
+def materialise(traces: TraceSet, directory: str) -> TraceSet:
+    """Convert a lazy set once into ``.et`` files under ``directory`` and return the set read
+    from them; its ranks keep the input's labels, so messages name the input, not the copy."""
+    with progress("converting", total=len(traces)) as bar:
+        paths = traces.write(Path(directory) / "trace", progress=bar)
+    ranks = []
+    for rt, path in zip(traces, paths):
+        fr = FileRank(rt.rank, path, rt.rank_known)
+        fr.path = rt.path
+        ranks.append(fr)
+    return TraceSet(ranks, traces.process_groups, traces.source)
+
+
+def refuse_invalid(traces: TraceSet, backends: Sequence[str]) -> None:
+    """Raise TraceFormatError naming the first error and the count when ``traces`` has errors."""
+    from ._validate import validate
+
+    with progress("validating", total=len(traces)) as bar:
+        findings = validate(traces, progress=bar)
+    errors = [f for f in findings if f.severity == "error"]
+    if errors:
+        count = sum(f.count for f in errors)
+        raise TraceFormatError(
+            f"the trace set has {count} validation error(s), so {', '.join(backends)} will not run it; "
+            f"the first: {errors[0]} (see chakra validate; --no-validate, or validate: false in a "
+            "pipeline, runs it anyway)")
 
 
 def _check_keys(where: str, obj: Any, allowed: Sequence[str], source: str) -> dict:
@@ -170,8 +271,9 @@ def _resolve_paths(impl: Any, options: dict[str, Any], base: Path) -> dict[str, 
     return out
 
 
-def _stage(host: PluginHost, kind: str, entry: Any, where: str, allowed: Sequence[str], source: str,
-           base: Path, prefer: Mapping[str, str]) -> tuple[Stage, dict]:
+def _stage_from_yaml(host: PluginHost, kind: str, entry: Any, where: str, allowed: Sequence[str],
+                     source: str, base: Path, prefer: Mapping[str, str]) -> tuple[Stage, dict]:
+    """Resolve one ``{name, options, ...}`` mapping of a pipeline file into a Stage."""
     entry = _check_keys(where, entry, allowed, source)
     name = entry.get("name")
     if not isinstance(name, str):
@@ -180,11 +282,17 @@ def _stage(host: PluginHost, kind: str, entry: Any, where: str, allowed: Sequenc
     if not isinstance(opts, dict):
         raise ConfigError(f"{where}.options must be a mapping", source)
     try:
-        impl = host.registry.get(kind, name, prefer)
-        checked = impl.check_options(opts)
+        stage = resolve_stage(host, kind, name, opts, base, prefer)
     except (PluginError, ConfigError) as e:
         raise ConfigError(f"{where}: {e.message}", source) from None
-    return Stage(kind, name, impl, _resolve_paths(impl, checked, base)), entry
+    return stage, entry
+
+
+def _flag(obj: Mapping[str, Any], key: str, where: str, source: str, default: bool) -> bool:
+    value = obj.get(key, default)
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where}{key} must be true or false, got {value!r}", source)
+    return value
 
 
 def load_pipeline(spec: str | os.PathLike | Mapping[str, Any], host: PluginHost | None = None,
@@ -228,19 +336,20 @@ def load_pipeline(spec: str | os.PathLike | Mapping[str, Any], host: PluginHost 
     if fmt is not None and not isinstance(fmt, str):
         raise ConfigError("input.format must be a string", source)
     fmt = fmt or detect_format(paths, host)
-    input_stage, _ = _stage(host, "format", {"name": fmt, "options": inp.get("options")}, "input",
-                            ("name", "options"), source, base, prefer)
+    input_stage, _ = _stage_from_yaml(host, "format", {"name": fmt, "options": inp.get("options")}, "input",
+                                      ("name", "options"), source, base, prefer)
     transforms = data.get("transforms") or []
     if not isinstance(transforms, list):
         raise ConfigError("'transforms' must be a list", source)
-    tstages = [_stage(host, "transform", t, f"transforms[{i}]", _STAGE_KEYS, source, base, prefer)[0]
+    tstages = [_stage_from_yaml(host, "transform", t, f"transforms[{i}]", _STAGE_KEYS, source, base, prefer)[0]
                for i, t in enumerate(transforms)]
     backends = data.get("backends")
     if not isinstance(backends, list) or not backends:
         raise ConfigError("'backends' must be a non-empty list", source)
+    validate_all = _flag(data, "validate", "", source, True)
     bstages: list[Stage] = []
     for i, b in enumerate(backends):
-        st, entry = _stage(host, "backend", b, f"backends[{i}]", _BACKEND_KEYS, source, base, prefer)
+        st, entry = _stage_from_yaml(host, "backend", b, f"backends[{i}]", _BACKEND_KEYS, source, base, prefer)
         if not isinstance(st.impl, Backend):
             raise ConfigError(f"backends[{i}]: {st.name!r} is not a backend", source)
         taken = sum(1 for other in bstages if other.name == st.name)
@@ -248,6 +357,7 @@ def load_pipeline(spec: str | os.PathLike | Mapping[str, Any], host: PluginHost 
         if not isinstance(out, str):
             raise ConfigError(f"backends[{i}].output must be a path", source)
         st.output = Path(out) if os.path.isabs(out) else Path(os.path.normpath(base / out))
+        st.validate = _flag(entry, "validate", f"backends[{i}].", source, validate_all)
         bstages.append(st)
     return Pipeline(source, paths, input_stage, tstages, bstages, host)
 

@@ -4,6 +4,7 @@ totals and the critical-path length by ``duration_micros``."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from ._attrs import get_int
@@ -16,8 +17,11 @@ __all__ = ["compute_stats", "format_stats"]
 _COMM = (NodeType.COMM_COLL_NODE, NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE)
 
 
-def compute_stats(traces: TraceSet, critical_path: bool = True) -> dict[str, Any]:
+def compute_stats(traces: TraceSet, critical_path: bool = True,
+                  progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """Stream every rank once and return the statistics as JSON-able data.
+
+    ``progress(done, total)`` is called after each rank.
 
     Keys: ``nodes`` (total), ``ranks`` (count), ``by_type`` {type: count}, ``collectives``
     {kind: {"count", "bytes"}}, ``per_rank`` [{rank, nodes, compute_us, comm_bytes,
@@ -55,6 +59,8 @@ def compute_stats(traces: TraceSet, critical_path: bool = True) -> dict[str, Any
             row["critical_path_us"] = length
             row["critical_path_nodes"] = len(path)
         per_rank.append(row)
+        if progress:
+            progress(len(per_rank), len(traces))
     out: dict[str, Any] = {
         "nodes": sum(r["nodes"] for r in per_rank),
         "ranks": len(per_rank),

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from chakra_core._traceset import TraceSet
+    from chakra_core._plugins import PluginHost
 
-__all__ = ["add_plugin_options", "add_input_options", "open_input", "print_json", "progress"]
+__all__ = ["add_plugin_options", "add_input_options", "input_kwargs", "host_of", "print_json", "print_paths"]
+
+#: longest list of paths printed in full without --verbose
+SHOWN_PATHS = 10
 
 
 def add_plugin_options(parser) -> None:
@@ -25,14 +29,19 @@ def add_input_options(parser) -> None:
                         help="input-format option, e.g. -I npus=64 for a text workload (repeatable)")
 
 
-def open_input(paths: list[str], args) -> TraceSet:
-    """Open a trace set through the registry with ``args.format`` and the ``-I`` options."""
-    from chakra_core._options import parse_kv
-    from chakra_core._pipeline import load_traces
+def host_of(args) -> PluginHost:
+    """The plugin host, strict when ``--strict`` was given."""
     from chakra_core._plugins import get_host
 
-    return load_traces(paths, args.format, parse_kv(getattr(args, "input_opts", None)),
-                       host=get_host(strict=args.strict or None))
+    return get_host(strict=args.strict or None)
+
+
+def input_kwargs(args) -> dict[str, Any]:
+    """``format``, ``input_options`` and ``host`` keyword arguments of the Python API from ``args``."""
+    from chakra_core._options import parse_kv
+
+    return {"format": args.format, "input_options": parse_kv(getattr(args, "input_opts", None)),
+            "host": host_of(args)}
 
 
 def print_json(obj: Any) -> None:
@@ -41,13 +50,13 @@ def print_json(obj: Any) -> None:
     sys.stdout.write("\n")
 
 
-def progress(what: str):
-    """A ``(done, total)`` callback printing ``what done/total`` on stderr, only on a terminal."""
-    if not sys.stderr.isatty():
-        return None
-
-    def report(done: int, total: int) -> None:
-        sys.stderr.write(f"\r\033[K{what} {done}/{total} ranks" + ("\n" if done == total else ""))
-        sys.stderr.flush()
-
-    return report
+def print_paths(paths: Sequence[str], verbose: bool) -> None:
+    """Print ``paths`` one per line; a long list is summarised unless ``verbose``."""
+    if verbose or len(paths) <= SHOWN_PATHS:
+        for p in paths:
+            print(p)
+        return
+    for p in paths[:3]:
+        print(p)
+    print(f"... {len(paths) - 4} more (all of them with chakra --verbose, or --json)")
+    print(paths[-1])

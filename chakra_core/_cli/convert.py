@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._common import add_plugin_options, open_input, print_json, progress
+from ._common import add_plugin_options, input_kwargs, print_json, print_paths
 
 
 def add_arguments(p) -> None:
@@ -20,12 +20,12 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     """Convert and write the set; print the files written."""
+    from chakra_core._commands import convert
+
     args.input_opts = args.opts + args.input_opts
-    traces = open_input(args.inputs, args)
-    paths = traces.write(args.output, compress=args.gzip, progress=progress("writing"), replace_stale=True)
+    result = convert(args.inputs, args.output, gzip=args.gzip, **input_kwargs(args))
     if args.json:
-        print_json({"ranks": len(paths), "files": [str(p) for p in paths]})
+        print_json({"ranks": len(result.files), "files": result.files, "provenance": result.provenance})
     else:
-        for p in paths:
-            print(p)
+        print_paths(result.files, args.verbose)
     return 0

@@ -1,8 +1,9 @@
-"""``chakra export PATH --to NAME -o DIR [--system F] [--network F] [-O key=value ...] [--json]``."""
+"""``chakra export PATH --to NAME -o DIR [--system F] [--network F] [-O key=value ...] [--json]
+[--no-validate]``."""
 
 from __future__ import annotations
 
-from ._backend import add_system_arguments, print_result, run_backend
+from ._backend import add_system_arguments, backend_kwargs, print_result
 from ._common import print_json
 
 
@@ -15,12 +16,13 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    """Export, write result.json in DIR, and print the report."""
-    result = run_backend(args, args.to, "exporter", args.output)
-    path = result.write_json(f"{args.output}/result.json")
+    """Export (writing result.json in DIR) and print the report."""
+    from chakra_core._commands import export
+
+    result = export(args.path, args.to, args.output, **backend_kwargs(args))
     if args.json:
         print_json(result.to_dict())
         return 0
-    print_result(result)
-    print(f"wrote {len(result.files)} file(s) under {args.output}; result: {path}")
+    print_result(result, args.verbose)
+    print(f"wrote {len(result.files)} file(s) under {args.output}; result: {args.output}/result.json")
     return 0

@@ -37,6 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     p.add_argument("--strict", action="store_true", help="fail when any plugin fails to load")
     p.add_argument("--version", action="store_true", help="print the version and exit")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bars on stderr")
+    p.add_argument("-v", "--verbose", action="store_true", help="print long lists (files, ranks) in full")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for name, (_mod, helptext) in COMMANDS.items():
         sub.add_parser(name, help=helptext, add_help=False)
@@ -69,10 +71,15 @@ def main(argv: list[str] | None = None) -> int:
     cargs = parser.parse_args(rest[1:])
     cargs.debug = args.debug
     cargs.strict = args.strict
+    cargs.verbose = args.verbose
     from chakra_core._errors import ChakraError
+    from chakra_core._progress import set_progress_enabled
+    from chakra_core._provenance import command_line
 
+    set_progress_enabled(not args.quiet)
     try:
-        return int(mod.run(cargs) or 0)
+        with command_line(argv):
+            return int(mod.run(cargs) or 0)
     except ChakraError as e:
         if args.debug:
             raise

@@ -1,8 +1,8 @@
-"""``chakra run PIPELINE.yaml [--json]``."""
+"""``chakra run PIPELINE.yaml [--json] [--check]``."""
 
 from __future__ import annotations
 
-from ._common import print_json
+from ._common import host_of, print_json
 
 
 def add_arguments(p) -> None:
@@ -15,9 +15,8 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     """Validate, then run the pipeline; print where each backend's result was written."""
     from chakra_core._pipeline import load_pipeline
-    from chakra_core._plugins import get_host
 
-    pipe = load_pipeline(args.pipeline, host=get_host(strict=args.strict or None))
+    pipe = load_pipeline(args.pipeline, host=host_of(args))
     if args.check:
         print(f"{args.pipeline}: OK ({len(pipe.transforms)} transform(s), {len(pipe.backends)} backend(s))")
         return 0

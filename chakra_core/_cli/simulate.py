@@ -1,9 +1,9 @@
 """``chakra simulate PATH [--backend NAME] [--system F] [--network F] [--memory F]
-[--comm-groups F] [-O key=value ...] [--json] [--timeline FILE] [-o DIR]``."""
+[--comm-groups F] [-O key=value ...] [--json] [--timeline FILE] [-o DIR] [--no-validate]``."""
 
 from __future__ import annotations
 
-from ._backend import add_system_arguments, print_result, run_backend
+from ._backend import add_system_arguments, backend_kwargs, print_result
 from ._common import print_json
 
 
@@ -18,12 +18,11 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     """Simulate and print the per-rank results (times in ns)."""
-    extra = {"timeline": args.timeline} if args.timeline else {}
-    result = run_backend(args, args.backend, "simulator", args.output, extra)
-    if args.output:
-        result.write_json(f"{args.output}/result.json")
+    from chakra_core._commands import simulate
+
+    result = simulate(args.path, args.backend, timeline=args.timeline, output=args.output, **backend_kwargs(args))
     if args.json:
         print_json(result.to_dict())
-        return 0
-    print_result(result)
+    else:
+        print_result(result, args.verbose)
     return 0

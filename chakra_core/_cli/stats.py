@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._common import add_input_options, open_input, print_json
+from ._common import add_input_options, input_kwargs, print_json
 
 
 def add_arguments(p) -> None:
@@ -15,10 +15,10 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     """Compute and print the statistics."""
-    from chakra_core._stats import compute_stats, format_stats
+    from chakra_core._commands import stats
+    from chakra_core._stats import format_stats
 
-    s = compute_stats(open_input(args.paths, args),
-                      critical_path=not args.no_critical_path)
+    s = stats(args.paths, critical_path=not args.no_critical_path, **input_kwargs(args))
     if args.json:
         print_json(s)
     else:

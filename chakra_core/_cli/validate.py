@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from ._common import add_input_options, open_input, print_json, progress
+from ._common import add_input_options, input_kwargs, print_json
 
 
 def add_arguments(p) -> None:
@@ -17,19 +17,15 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     """Validate and report; exit 2 on errors."""
-    from chakra_core._validate import validate
+    from chakra_core._commands import validate
 
-    traces = open_input(args.paths, args)
-    findings = validate(traces, cross_rank=not args.no_cross_rank, progress=progress("validating"))
-    n_errors = sum(f.count for f in findings if f.severity == "error")
-    n_warnings = sum(f.count for f in findings) - n_errors
+    report = validate(args.paths, cross_rank=not args.no_cross_rank, **input_kwargs(args))
     if args.json:
-        print_json({"ok": not n_errors, "ranks": len(traces), "errors": n_errors, "warnings": n_warnings,
-                    "findings": [f.to_dict() for f in findings]})
+        print_json(report.to_dict())
     else:
-        for f in findings:
+        for f in report:
             print(f)
-        status = "FAILED" if n_errors else "OK"
-        print(f"{status}: {len(traces)} rank(s), {n_errors} error(s), {n_warnings} warning(s)",
-              file=sys.stderr if n_errors else sys.stdout)
-    return 2 if n_errors else 0
+        status = "OK" if report.ok else "FAILED"
+        print(f"{status}: {report.ranks} rank(s), {report.errors} error(s), {report.warnings} warning(s)",
+              file=sys.stdout if report.ok else sys.stderr)
+    return 0 if report.ok else 2
