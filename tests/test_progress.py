@@ -1,0 +1,76 @@
+"""Progress bars: on stderr when it is a terminal (a pseudo-terminal here), never otherwise,
+never with -q; and the public ``chakra_core.progress`` a plugin uses."""
+
+from __future__ import annotations
+
+import fcntl
+import io
+import os
+import pty
+import struct
+import subprocess
+import sys
+import termios
+
+import pytest
+
+import chakra_core as chakra
+
+
+def _chakra_on_a_terminal(*args: str) -> tuple[int, str, str]:
+    """Run ``chakra ARGS`` with stderr on a pseudo-terminal: ``(status, stdout, terminal text)``."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # 24 x 100 characters
+    proc = subprocess.Popen([sys.executable, "-m", "chakra_core._cli.main", *map(str, args)],
+                            stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # the terminal's other end closed
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    out = proc.stdout.read().decode() if proc.stdout else ""
+    return proc.wait(), out, b"".join(chunks).decode(errors="replace")
+
+
+@pytest.fixture
+def et_set(tmp_path, dp_set):
+    dp_set.write(tmp_path / "job")
+    return tmp_path / "job"
+
+
+@pytest.mark.parametrize("command, label", [
+    (["validate", "{set}"], "validating"),
+    (["stats", "{set}"], "reading"),
+    (["convert", "{set}", "-o", "{tmp}/c/"], "converting"),
+    (["jsonize", "{set}", "-o", "{tmp}/j/"], "writing JSON"),
+    (["export", "{set}", "--to", "et", "-o", "{tmp}/e"], "validating"),
+])
+def test_progress_on_a_terminal_only(et_set, tmp_path, command, label):
+    args = [a.format(set=et_set, tmp=tmp_path) for a in command]
+    status, out, terminal = _chakra_on_a_terminal(*args)
+    assert status == 0 and f"{label}:" in terminal and "/2 [" in terminal
+    status, _, terminal = _chakra_on_a_terminal("-q", *args)
+    assert status == 0 and terminal == ""
+    r = subprocess.run([sys.executable, "-m", "chakra_core._cli.main", *args], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stderr == "" and r.stdout == out
+
+
+def test_pipeline_counts_backends(et_set, tmp_path):
+    (tmp_path / "p.yaml").write_text(f"input: {{paths: ['{et_set}']}}\nbackends: [{{name: et}}, {{name: json}}]\n")
+    status, _, terminal = _chakra_on_a_terminal("run", tmp_path / "p.yaml")
+    assert status == 0 and "backends:" in terminal and "/2 [" in terminal
+
+
+def test_progress_is_silent_off_a_terminal(monkeypatch):
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    with chakra.progress("working", total=3) as bar:
+        bar.advance()
+        bar(3, 3)
+    assert not bar.shown and err.getvalue() == ""
