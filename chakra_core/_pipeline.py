@@ -171,9 +171,8 @@ class Pipeline:
 
     def provenance(self, backends: Sequence[Stage] = ()) -> dict[str, Any]:
         """The provenance of a result made by ``backends`` from this pipeline's input."""
-        host = self.host or get_host()
         stages = ([self.input] if self.input is not None and self.traces is None else []) + self.transforms
-        impls = [implementation(host, s.label, s.entry, s.options) for s in [*stages, *backends]]
+        impls = [implementation(s.label, s.entry, s.options) for s in [*stages, *backends]]
         inputs = self.input_paths or ([self.traces.source] if self.traces is not None and self.traces.source else [])
         return provenance(inputs, impls, self.source)
 

@@ -37,11 +37,10 @@ def command_line(argv: Sequence[str]) -> Iterator[str]:
         _COMMAND.reset(token)
 
 
-def implementation(host: Any, stage: str, entry: Any, options: Mapping[str, Any]) -> dict[str, Any]:
+def implementation(stage: str, entry: Any, options: Mapping[str, Any]) -> dict[str, Any]:
     """One implementation that took part: its names, distribution, version and options."""
-    dist = entry.plugin
-    return {"stage": stage, "kind": entry.kind, "name": entry.name, "qualified_name": f"{dist}:{entry.name}",
-            "distribution": dist, "version": _version_of(host, dist), "options": dict(options)}
+    return {"stage": stage, "kind": entry.kind, "name": entry.name, "qualified_name": entry.qualified_name,
+            "distribution": entry.distribution, "version": entry.version, "options": dict(options)}
 
 
 def provenance(inputs: Sequence[str], implementations: Sequence[dict[str, Any]],
@@ -52,9 +51,3 @@ def provenance(inputs: Sequence[str], implementations: Sequence[dict[str, Any]],
     return {"chakra_core": __version__, "command": _COMMAND.get(), "pipeline": pipeline,
             "inputs": [str(p) for p in inputs], "implementations": list(implementations)}
 
-
-def _version_of(host: Any, distribution: str) -> str:
-    for info in host.plugins:
-        if info.distribution == distribution:
-            return info.version
-    return "?"
