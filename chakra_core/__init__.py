@@ -12,7 +12,7 @@ Public API (everything else is private; docs/api.md describes each name):
   :func:`set_attr`, :func:`add_attr`, :func:`make_attr`, :class:`NodeAttrs`
 - plugins: :data:`hookimpl`, :class:`Register`, :class:`InputFormat`, :class:`Backend`,
   :class:`Transform`, :class:`Synthesizer`, :class:`Result`, :class:`Option`, :func:`get_host`,
-  :func:`lazy_getattr`
+  :func:`lazy_getattr`, :func:`lazy_exports`
 - errors: :class:`ChakraError`, :class:`TraceFormatError`, :class:`ConfigError`,
   :class:`PluginError`
 - commands (one call each, as the CLI): :func:`convert`, :func:`validate` (:class:`Validation`),
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._lazy import lazy_getattr
+from ._lazy import lazy_exports, lazy_getattr
 
 if TYPE_CHECKING:
     from ._api import Backend, InputFormat, Result, Synthesizer, Transform
@@ -64,7 +64,7 @@ __all__ = [
     "write_json", "read_json",
     "get_attr", "get_int", "get_str", "get_bool", "set_attr", "add_attr", "make_attr", "NodeAttrs",
     "hookimpl", "Register", "InputFormat", "Backend", "Transform", "Synthesizer", "Result", "Option",
-    "get_host", "lazy_getattr",
+    "get_host", "lazy_getattr", "lazy_exports",
     "ChakraError", "TraceFormatError", "ConfigError", "PluginError",
     "validate", "Finding", "compute_stats", "detect_format", "load_traces", "run_pipeline",
     "load_pipeline", "Pipeline",

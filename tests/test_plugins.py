@@ -297,3 +297,39 @@ def test_registration_refuses_malformed_names_and_paths(chakra_host):
         reg("Bad Name!", lambda: None)
     with pytest.raises(PluginError, match="is not 'package.module:Attribute'"):
         reg("ok", "impl.T")
+
+
+def test_dir_shows_lazy_names_without_importing_them():
+    import subprocess
+
+    code = ("import json, sys, importlib\n"
+            "out = {}\n"
+            "for name in ('chakra_core', 'chakra_text', 'chakra_pytorch', 'chakra_astrasim', 'chakra_astrasim_runner'):\n"
+            "    m = importlib.import_module(name)\n"
+            "    before = set(sys.modules)\n"
+            "    out[name] = [sorted(set(m.__all__) - set(dir(m))), sorted(set(sys.modules) - before)]\n"
+            "print(json.dumps(out))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert json.loads(out) == {name: [[], []] for name in ("chakra_core", "chakra_text", "chakra_pytorch",
+                                                           "chakra_astrasim", "chakra_astrasim_runner")}
+
+
+def test_register_fixture_takes_an_installed_plugin(chakra_register, chakra_host):
+    import chakra_text.plugin as installed
+
+    with pytest.raises(PluginError, match=r"^cannot add plugin 'again' \(<in-process> 0\): this object is already "
+                                          r"registered as plugin 'text' \(chakra-text [\d.]+\); remove_plugin\('text'\) first$"):
+        chakra_host.add_plugin(installed, "again")
+    info = chakra_register(installed, name="text-dev", distribution="chakra-text-dev", version="9")
+    assert info.registered == {"format": ["text"]}
+    entry = chakra_host.registry.entry("format", "text")  # registered once: no clash with itself
+    assert (entry.qualified_name, entry.version) == ("chakra-text-dev:text", "9")
+
+
+def test_isolated_host_has_the_builtins_only(chakra_isolated_host, chakra_register):
+    import chakra_text.plugin as installed
+
+    assert [p.distribution for p in chakra_isolated_host.plugins] == ["chakra-core"] * 3
+    assert chakra_isolated_host.registry.names("format") == ["et", "json"]
+    chakra_register(installed, name="text")
+    assert chakra_isolated_host.registry.entry("format", "text").distribution == "<test>"

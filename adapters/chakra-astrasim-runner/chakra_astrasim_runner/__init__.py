@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from chakra_core import lazy_getattr
+from chakra_core import lazy_exports
 
 if TYPE_CHECKING:
     from .backend import AstraSimRunner
@@ -24,4 +24,4 @@ __all__ = ["AstraSimRunner", "parse_output", "run_directory", "find_binary"]
 
 _WHERE = {"AstraSimRunner": "backend", "parse_output": "parse", "run_directory": "runner", "find_binary": "runner"}
 
-__getattr__ = lazy_getattr(__name__, _WHERE)
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE)

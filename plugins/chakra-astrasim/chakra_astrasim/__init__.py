@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from chakra_core import lazy_getattr
+from chakra_core import lazy_exports
 
 if TYPE_CHECKING:
     from .backend import AstraSimExporter, export_astrasim
@@ -26,4 +26,4 @@ __all__ = ["AstraSimExporter", "export_astrasim", "RULES", "BINARIES"]
 _WHERE = {"AstraSimExporter": "backend", "export_astrasim": "backend", "RULES": "collectives",
           "BINARIES": "runscript"}
 
-__getattr__ = lazy_getattr(__name__, _WHERE)
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from chakra_core import lazy_getattr
+from chakra_core import lazy_exports
 
 if TYPE_CHECKING:
     from .convert import RankFiles, convert_rank, find_rank_files, open_pytorch
@@ -21,4 +21,4 @@ _WHERE = {
     "PyTorchTraceWarning": "schema_version",
 }
 
-__getattr__ = lazy_getattr(__name__, _WHERE)
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE)

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from chakra_core import lazy_getattr
+from chakra_core import lazy_exports
 
 if TYPE_CHECKING:
     from .backend import SimpyBackend
 
 __all__ = ["SimpyBackend"]
 
-__getattr__ = lazy_getattr(__name__, {"SimpyBackend": "backend"})
+__getattr__, __dir__ = lazy_exports(__name__, {"SimpyBackend": "backend"})

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from chakra_core import lazy_getattr
+from chakra_core import lazy_exports
 
 if TYPE_CHECKING:
     from .format import TextFormat, convert_workload
@@ -28,4 +28,4 @@ _WHERE = {
     "COMM_TYPES": "modes",
 }
 
-__getattr__ = lazy_getattr(__name__, _WHERE)
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE)
