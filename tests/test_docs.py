@@ -4,6 +4,7 @@ the example plugin, installed with pip, is found by ``chakra plugins`` and runs 
 from __future__ import annotations
 
 import csv
+import inspect
 import json
 import os
 import re
@@ -29,6 +30,16 @@ def test_hook_is_documented(hook):
     text = (DOCS / "hooks.md").read_text()
     assert re.search(rf"^## {hook}$", text, re.M), f"docs/hooks.md lacks a '## {hook}' section"
     assert getattr(hookspecs, hook).__doc__, f"{hook} has no docstring"
+
+
+@pytest.mark.parametrize("hook", _hooks())
+def test_documented_signature_is_the_hookspecs(hook):
+    text = (DOCS / "hooks.md").read_text()
+    section = text.split(f"\n## {hook}\n", 1)[1].split("\n## ", 1)[0]
+    documented = re.search(rf"`{hook}\(([^)]*)\)", section)
+    assert documented, f"the '## {hook}' section does not show `{hook}(...)`"
+    names = [a.strip() for a in documented.group(1).split(",") if a.strip()]
+    assert names == list(inspect.signature(getattr(hookspecs, hook)).parameters)
 
 
 def test_every_hookspec_is_found():
