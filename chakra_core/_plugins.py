@@ -162,7 +162,7 @@ class PluginHost:
         Raises :class:`PluginError` when ``obj`` or ``name`` is already registered.
         """
         info = PluginInfo(name, distribution, version, getattr(obj, "__name__", type(obj).__name__))
-        owner = self.plugin_named(obj)
+        owner = self.plugin_info(obj)
         if owner is not None or self.pm.get_plugin(info.key) is not None:
             owner = owner or self._info(info.key)
             what = "this object is already registered as" if owner.key != info.key else "the name is taken by"
@@ -179,7 +179,7 @@ class PluginHost:
                 self.plugins.remove(info)
                 self._forget(info)
 
-    def plugin_named(self, obj: Any) -> PluginInfo | None:
+    def plugin_info(self, obj: Any) -> PluginInfo | None:
         """The :class:`PluginInfo` of a registered plugin object, or None."""
         return self._info(self.pm.get_name(obj)) if self.pm.is_registered(obj) else None
 
@@ -192,7 +192,7 @@ class PluginHost:
         info.registered = {}
 
     def _add(self, obj: Any, info: PluginInfo) -> None:
-        owner = self.plugin_named(obj)
+        owner = self.plugin_info(obj)
         if owner is not None:  # e.g. two entry points naming one module
             self._fail(info, PluginError(f"its object is already registered as {owner.label}"), "register")
             return

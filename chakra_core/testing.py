@@ -80,7 +80,7 @@ def chakra_register(request: pytest.FixtureRequest) -> Callable[..., Any]:
 
     def register(obj: Any, name: str | None = None, distribution: str = "<test>",
                  version: str = "0") -> _plugins.PluginInfo:
-        loaded = host.plugin_named(obj)
+        loaded = host.plugin_info(obj)
         if loaded is not None:
             host.remove_plugin(loaded.key)
         with warnings.catch_warnings():
