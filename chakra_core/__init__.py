@@ -85,7 +85,7 @@ _WHERE = {
     "hookimpl": "hookspecs", "Register": "hookspecs",
     "InputFormat": "_api", "Backend": "_api", "Transform": "_api",
     "Synthesizer": "_api", "Result": "_api", "Option": "_options", "get_host": "_plugins",
-    "lazy_getattr": "_lazy",
+    "lazy_getattr": "_lazy", "lazy_exports": "_lazy",
     "ChakraError": "_errors", "TraceFormatError": "_errors", "ConfigError": "_errors",
     "PluginError": "_errors",
     "validate": "_commands", "Finding": "_validate", "compute_stats": "_stats",
