@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from functools import partial
 from importlib import metadata as md
 from pathlib import Path
 from typing import Any
@@ -139,7 +140,7 @@ class Pipeline:
             inp = self.input
             traces = _run_observed(host, inp, lambda: inp.impl.open(self.input_paths, inp.options))
         for t in self.transforms:
-            traces = _run_observed(host, t, lambda t=t, tr=traces: t.impl.apply(tr, t.options))
+            traces = _run_observed(host, t, partial(t.impl.apply, traces, t.options))
         return traces
 
     def run_backends(self) -> list[Result]:
