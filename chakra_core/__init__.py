@@ -7,7 +7,8 @@ Public API (everything else is private; docs/api.md describes each name):
 - I/O: :class:`EtReader`, :class:`EtWriter`, :func:`read_et`, :func:`write_et`,
   :func:`open_binary`, :func:`atomic_output`, :func:`write_json`, :func:`read_json`
 - trace sets: :class:`TraceSet`, :class:`RankTrace`, :class:`FileRank`, :class:`MemoryRank`,
-  :class:`GeneratedRank`, :func:`open_traceset`, :func:`with_process_groups`
+  :class:`GeneratedRank`, :func:`open_traceset`, :func:`expand_paths`,
+  :func:`with_process_groups`, :func:`process_groups_json`
 - attributes: :func:`get_attr`, :func:`get_int`, :func:`get_str`, :func:`get_bool`,
   :func:`set_attr`, :func:`add_attr`, :func:`make_attr`, :class:`NodeAttrs`
 - plugins: :data:`hookimpl`, :class:`Register`, :class:`InputFormat`, :class:`Backend`,
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from ._etio import EtReader, EtWriter, atomic_output, open_binary, read_et, write_et
     from ._jsonform import read_json, write_json
     from ._options import Option
+    from ._paths import expand_paths
     from ._pipeline import Pipeline, detect_format, load_pipeline, load_traces, run_pipeline
     from ._plugins import get_host
     from ._progress import Progress, progress
@@ -51,6 +53,7 @@ if TYPE_CHECKING:
         RankTrace,
         TraceSet,
         open_traceset,
+        process_groups_json,
         with_process_groups,
     )
     from ._validate import Finding
@@ -60,7 +63,7 @@ __all__ = [
     "Node", "GlobalMetadata", "NodeType", "CommType", "AttributeProto", "IOInfo", "PG_INIT_NAME",
     "EtReader", "EtWriter", "read_et", "write_et", "open_binary", "atomic_output",
     "TraceSet", "RankTrace", "FileRank", "MemoryRank", "GeneratedRank", "open_traceset",
-    "with_process_groups",
+    "expand_paths", "with_process_groups", "process_groups_json",
     "write_json", "read_json",
     "get_attr", "get_int", "get_str", "get_bool", "set_attr", "add_attr", "make_attr", "NodeAttrs",
     "hookimpl", "Register", "InputFormat", "Backend", "Transform", "Synthesizer", "Result", "Option",
@@ -78,7 +81,8 @@ _WHERE = {
     "open_binary": "_etio", "atomic_output": "_etio",
     "TraceSet": "_traceset", "RankTrace": "_traceset", "FileRank": "_traceset",
     "MemoryRank": "_traceset", "GeneratedRank": "_traceset", "open_traceset": "_traceset",
-    "with_process_groups": "_traceset",
+    "expand_paths": "_paths", "with_process_groups": "_traceset",
+    "process_groups_json": "_traceset",
     "write_json": "_jsonform", "read_json": "_jsonform",
     "get_attr": "_attrs", "get_int": "_attrs", "get_str": "_attrs", "get_bool": "_attrs",
     "set_attr": "_attrs", "add_attr": "_attrs", "make_attr": "_attrs", "NodeAttrs": "_attrs",

@@ -26,7 +26,6 @@ its output directory.
 
 from __future__ import annotations
 
-import glob
 import os
 import tempfile
 import time
@@ -44,6 +43,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from ._api import Backend, Result
 from ._errors import ConfigError, PluginError, TraceFormatError
 from ._options import suggest
+from ._paths import expand_paths
 from ._plugins import PluginHost, get_host
 from ._progress import progress
 from ._provenance import implementation, provenance
@@ -63,11 +63,8 @@ def detect_format(paths: Sequence[str], host: PluginHost | None = None) -> str:
     host = host or get_host()
     name = host.detect_format(list(paths))
     if name is None:
-        first = paths[0] if paths else ""
-        if os.path.isdir(first) and not any(os.scandir(first)):
-            raise TraceFormatError("no trace files in this directory", first)
-        if first and not os.path.exists(first) and not glob.glob(glob.escape(first) + ".*"):
-            raise TraceFormatError("no such file, directory or trace-set prefix", first)
+        if paths:
+            expand_paths(paths[0], required="trace files")  # raises when it names no file
         known = ", ".join(host.registry.names("format"))
         raise TraceFormatError(f"cannot tell the input format; name one with --format ({known})",
                                paths[0] if paths else None)

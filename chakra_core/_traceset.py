@@ -20,6 +20,7 @@ from pathlib import Path
 from ._attrs import make_attr
 from ._errors import TraceFormatError
 from ._etio import EtReader, EtWriter
+from ._paths import expand_paths, is_glob
 from ._schema import PG_INIT_NAME, GlobalMetadata, Node, NodeType
 
 __all__ = [
@@ -29,11 +30,14 @@ __all__ = [
     "GeneratedRank",
     "TraceSet",
     "open_traceset",
+    "with_process_groups",
+    "process_groups_json",
     "PG_ATTR",
 ]
 
 #: GlobalMetadata attribute that carries the set's process groups.
 PG_ATTR = "process_groups"
+_ET_SUFFIXES = (".et", ".et.gz")
 _RANK_RE = re.compile(r"^(?P<prefix>.*)\.(?P<rank>\d+)\.et(?:\.gz)?$")
 
 
@@ -274,9 +278,21 @@ def with_process_groups(meta: GlobalMetadata, pgs: Mapping[str, Sequence[int]]) 
         del out.attr[:]
         out.attr.extend(keep)
         if pgs:
-            text = json.dumps([{"pg_name": k, "ranks": list(v)} for k, v in pgs.items()])
-            out.attr.append(make_attr(PG_ATTR, text))
+            out.attr.append(make_attr(PG_ATTR, process_groups_json(pgs)))
     return out
+
+
+def process_groups_json(groups: Mapping[str, Sequence[int]], descriptions: Mapping[str, str] | None = None) -> str:
+    """``groups`` (``{pg_name: ranks}``) as the JSON list traces carry them in.
+
+    ``[{"pg_name": "1", "ranks": [0, 1]}, ...]``, with ``"pg_desc"`` for the groups that
+    ``descriptions`` names: the text of our ``process_groups`` metadata attribute and of
+    PyTorch's ``## process_group:init ##`` node.
+    """
+    desc = descriptions or {}
+    items = [{"pg_name": k, "ranks": list(v), **({"pg_desc": desc[k]} if k in desc else {})}
+             for k, v in groups.items()]
+    return json.dumps(items, separators=(",", ":"))
 
 
 def parse_groups_json(text: str, where: str) -> dict[str, list[int]]:
@@ -296,19 +312,20 @@ def _discover_groups(rt: RankTrace) -> dict[str, list[int]]:
     raw = getattr(rt, "raw", None)
     if raw is not None:  # look for the name in the undecoded bytes first (cheap)
         key = PG_INIT_NAME.encode()
-        for data in raw():
-            if key in data:
-                n = Node.FromString(data)
-                if n.type == NodeType.METADATA_NODE and n.name == PG_INIT_NAME:
-                    text = n.inputs.values
-                    return parse_groups_json(text[2:-2] if not text.startswith("[{") else text, rt.label)
-        return {}
-    for n in rt.nodes():
+        nodes: Iterable[Node] = (Node.FromString(data) for data in raw() if key in data)
+    else:
+        nodes = rt.nodes()
+    for n in nodes:
         if n.type == NodeType.METADATA_NODE and n.name == PG_INIT_NAME:
-            text = n.inputs.values
-            # PyTorch writes a Python-literal list around the JSON string: "['[...]']"-like
-            return parse_groups_json(text[2:-2] if not text.startswith("[{") else text, rt.label)
+            return _pg_init_groups(n, rt.label)
     return {}
+
+
+def _pg_init_groups(node: Node, where: str) -> dict[str, list[int]]:
+    """The groups of a ``## process_group:init ##`` node."""
+    text = node.inputs.values
+    # PyTorch writes a Python-literal list around the JSON string: "['[...]']"-like
+    return parse_groups_json(text if text.startswith("[{") else text[2:-2], where)
 
 
 def _rank_of(path: str) -> tuple[str, int] | None:
@@ -340,28 +357,15 @@ def _from_files(files: list[str], where: str) -> TraceSet:
     return TraceSet([FileRank(r, f) for r, f in by_rank.items()], source=where)
 
 
-def open_traceset(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> TraceSet:
+def open_traceset(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> TraceSet:
     """Open a set from a file, a directory, a glob, a ``prefix`` or a list of files."""
-    if isinstance(paths, (str, os.PathLike)):
-        paths = [paths]
-    paths = [str(p) for p in paths]
-    if len(paths) > 1:
-        return _from_files(paths, paths[0])
-    spec = paths[0]
-    if os.path.isdir(spec):
-        files = sorted(str(p) for p in Path(spec).iterdir() if _rank_of(p.name) or p.suffix == ".et")
+    specs = [os.fspath(paths)] if isinstance(paths, (str, os.PathLike)) else [os.fspath(p) for p in paths]
+    if len(specs) > 1:
+        return _from_files(specs, specs[0])
+    spec = specs[0]
+    files = expand_paths(spec, _ET_SUFFIXES, required=".et files")
+    if not (os.path.isdir(spec) or os.path.isfile(spec) or is_glob(spec)):  # a prefix: PREFIX.RANK.et only
+        files = [f for f in files if (r := _rank_of(f)) and r[0] == spec]
         if not files:
-            raise TraceFormatError("no .et files in this directory", spec)
-        return _from_files(files, spec)
-    if os.path.isfile(spec):
-        return _from_files([spec], spec)
-    if any(c in spec for c in "*?["):
-        files = sorted(f for f in _glob.glob(spec) if f.endswith((".et", ".et.gz")))
-        if not files:
-            raise TraceFormatError("no .et file matches this pattern", spec)
-        return _from_files(files, spec)
-    files = sorted(_glob.glob(_glob.escape(spec) + ".*.et")) + sorted(_glob.glob(_glob.escape(spec) + ".*.et.gz"))
-    files = [f for f in files if (r := _rank_of(f)) and r[0] == spec]
-    if not files:
-        raise TraceFormatError("no such file, directory or trace-set prefix", spec)
+            raise TraceFormatError("no such file, directory or trace-set prefix", spec)
     return _from_files(files, spec)

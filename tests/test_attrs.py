@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from chakra_core import NodeAttrs, add_attr, get_attr
 from chakra_core._attrs import CONVENTIONAL_SLOTS, get_bool, get_int, get_str, make_attr, set_attr
 from chakra_core._schema import Node
 
@@ -51,3 +52,40 @@ def test_set_attr_replaces_and_reads_back():
     set_attr(n, "pg_name", "2")
     set_attr(n, "is_cpu_op", False)
     assert get_str(n, "pg_name") == "2" and get_bool(n, "is_cpu_op") is False
+
+
+def _mixed_node() -> Node:
+    """A node as producers write them: integers in several slots, a repeated name, a string."""
+    n = Node(id=1)
+    n.attr.extend([make_attr("comm_size", 7, slot="uint32_val"), make_attr("comm_size", 9),
+                   make_attr("pg_name", "2"), make_attr("comm_src", 3, slot="sfixed64_val"),
+                   make_attr("is_cpu_op", False), make_attr("num_ops", 2.5, slot="double_val"),
+                   make_attr("involved_dim", [True, False])])
+    return n
+
+
+@pytest.mark.parametrize("name", ["comm_size", "pg_name", "comm_src", "is_cpu_op", "num_ops", "involved_dim", "absent"])
+def test_node_attrs_reads_as_the_module_functions(name):
+    n = _mixed_node()
+    ix = NodeAttrs(n)
+    assert ix.get_int(name, -1) == get_int(n, name, -1)
+    assert ix.get_str(name, "-") == get_str(n, name, "-")
+    assert ix.get_bool(name) == get_bool(n, name)
+    assert ix.get(name, "-") == get_attr(n, name, "-")
+    assert (name in ix) == (name != "absent")
+
+
+def test_node_attrs_values():
+    ix = NodeAttrs(_mixed_node())
+    assert ix.get_int("comm_size") == 7  # the first of a repeated name, as get_int
+    assert ix.get_str("comm_src") == "3" and ix.get_int("pg_name") is None
+    assert ix.get("involved_dim") == [True, False] and ix.get_bool("is_cpu_op") is False
+    assert ix.get_int("num_ops", 0) == 0
+
+
+def test_add_attr_appends_in_the_conventional_slot():
+    n = Node(id=1)
+    add_attr(n, "comm_src", 4)
+    add_attr(n, "involved_dim", [False, True])
+    assert [a.WhichOneof("value") for a in n.attr] == ["int32_val", "bool_list"]
+    assert get_int(n, "comm_src") == 4 and get_attr(n, "involved_dim") == [False, True]

@@ -94,3 +94,36 @@ def test_json_form_version_is_checked(tmp_path):
     p.write_text('{"format": "chakra-et-json", "version": 1, "metadata": []}\n')
     with pytest.raises(TraceFormatError, match="metadata"):
         read_json(p)
+
+
+def _files(root, *names):
+    for n in names:
+        (root / n).parent.mkdir(parents=True, exist_ok=True)
+        (root / n).write_bytes(b"x")
+
+
+def test_expand_paths_file_directory_glob_and_prefix(tmp_path):
+    from chakra_core import expand_paths
+
+    _files(tmp_path, "job.0.et", "job.1.et.gz", "job.notes.txt", "other.0.et", "d/a.json", "d/b.txt", "d/sub/c.json")
+    et = (".et", ".et.gz")
+    assert expand_paths(tmp_path / "job.notes.txt", et) == [str(tmp_path / "job.notes.txt")]  # a file, any name
+    assert expand_paths(str(tmp_path / "job"), et) == [str(tmp_path / "job.0.et"), str(tmp_path / "job.1.et.gz")]
+    assert expand_paths(str(tmp_path / "*.0.et")) == [str(tmp_path / "job.0.et"), str(tmp_path / "other.0.et")]
+    assert expand_paths(tmp_path / "d", (".json",)) == [str(tmp_path / "d/a.json")]  # not recursive
+    assert expand_paths([tmp_path / "d", tmp_path / "other"], et) == [str(tmp_path / "other.0.et")]
+    assert expand_paths("") == []
+
+
+def test_expand_paths_required_names_the_argument(tmp_path):
+    import pytest
+
+    from chakra_core import TraceFormatError, expand_paths
+
+    _files(tmp_path, "d/a.txt")
+    for spec, why in [(tmp_path / "d", "no .et files in this directory"),
+                      (tmp_path / "*.et", "no .et files match this pattern"),
+                      (tmp_path / "nope", "no such file, directory or prefix of .et files")]:
+        with pytest.raises(TraceFormatError, match=why) as e:
+            expand_paths(spec, (".et",), required=".et files")
+        assert str(spec) in str(e.value)

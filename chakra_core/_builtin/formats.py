@@ -8,7 +8,6 @@ ignored.
 
 from __future__ import annotations
 
-import glob
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 from .._api import InputFormat
 from .._errors import TraceFormatError
 from .._jsonform import read_json, sniff_json
+from .._paths import expand_paths
 from .._traceset import GeneratedRank, TraceSet, open_traceset
 from ..hookspecs import hookimpl
 
@@ -57,24 +57,13 @@ class JsonFormat(InputFormat):
         return TraceSet(ranks, source=files[0])
 
 
-def _expand(spec: str, suffixes: tuple[str, ...]) -> list[str]:
-    """Files of one PATH argument that end in ``suffixes``: a file, directory, glob or prefix."""
-    if os.path.isfile(spec):
-        return [spec] if spec.endswith(suffixes) else []
-    if os.path.isdir(spec):
-        return sorted(os.path.join(spec, n) for n in os.listdir(spec) if n.endswith(suffixes))
-    if any(c in spec for c in "*?["):
-        return sorted(f for f in glob.glob(spec) if f.endswith(suffixes) and os.path.isfile(f))
-    return sorted(f for f in glob.glob(glob.escape(spec) + ".*") if f.endswith(suffixes) and os.path.isfile(f))
-
-
 def _json_files(paths: Sequence[str]) -> list[str]:
     out: list[str] = []
     for p in paths:
         if os.path.isfile(p):  # a file named explicitly is read whatever its name
             out.append(p)
         else:  # from a directory, glob or prefix: only our JSON form (not result.json, timelines)
-            out += [f for f in _expand(p, _JSON) if sniff_json(f)]
+            out += [f for f in expand_paths(p, _JSON) if sniff_json(f)]
     if not out:
         raise TraceFormatError("no Chakra JSON trace files here", paths[0] if paths else None)
     return out
@@ -94,9 +83,10 @@ def chakra_detect_format(paths):
     Runs first: both are unambiguous (our JSON form carries a format tag), so a set is never
     mistaken for another format because of other files beside it.
     """
-    first = str(paths[0]) if paths else ""
-    if _expand(first, _ET):
+    found = expand_paths(paths[0]) if paths else []
+    if any(f.endswith(_ET) for f in found):
         return "et"
-    if any(sniff_json(f) for f in _expand(first, _JSON)[:64]):
+    json_files = [f for f in found if f.endswith(_JSON)]
+    if any(sniff_json(f) for f in json_files[:64]):
         return "json"
     return None

@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
-import os
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from chakra_core import GeneratedRank, GlobalMetadata, Node, TraceFormatError, TraceSet, make_attr, with_process_groups
+from chakra_core import (
+    GeneratedRank,
+    GlobalMetadata,
+    Node,
+    TraceFormatError,
+    TraceSet,
+    expand_paths,
+    make_attr,
+    with_process_groups,
+)
 
 from .graph import RankGraph, build_graph
 from .hostet import read_header, read_host_et, scan_groups
 from .kineto import MAX_RANKS, read_distributed_info, read_kineto
 from .schema_version import PyTorchTraceWarning, check_schema
-from .sniff import is_json_name, rank_from_name, sniff_kind
+from .sniff import JSON_SUFFIXES, rank_from_name, sniff_kind
 
 __all__ = ["RankFiles", "find_rank_files", "convert_rank", "open_pytorch"]
 
@@ -28,21 +36,6 @@ class RankFiles:
     kineto: str | None = None
 
 
-def _expand(paths: Sequence[str]) -> list[str]:
-    out: list[str] = []
-    for p in paths:
-        p = str(p)
-        if os.path.isdir(p):
-            out += sorted(os.path.join(p, f) for f in os.listdir(p) if is_json_name(f))
-        elif os.path.exists(p):
-            out.append(p)
-        else:
-            raise TraceFormatError("no such file or directory", p)
-    if not out:
-        raise TraceFormatError("no .json or .json.gz files", paths[0] if paths else None)
-    return out
-
-
 def find_rank_files(paths: Sequence[str]) -> tuple[list[RankFiles], dict[str, Any]]:
     """Sort ``paths`` (files or directories) into per-rank (host ET, Kineto) pairs.
 
@@ -52,7 +45,9 @@ def find_rank_files(paths: Sequence[str]) -> tuple[list[RankFiles], dict[str, An
     (``NAME.3.json``, ``rank3``), else 0.  Returns the pairs and the first ``distributedInfo``
     seen.
     """
-    files = _expand(paths)
+    files = expand_paths(paths, JSON_SUFFIXES, required=".json or .json.gz files")
+    if not files:
+        raise TraceFormatError("no .json or .json.gz files", None)
     hosts, kinetos = [], []
     for f in files:
         kind = sniff_kind(f)

@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from chakra_core import PG_INIT_NAME, GlobalMetadata, Node, NodeType, TraceFormatError, make_attr
+from chakra_core import PG_INIT_NAME, GlobalMetadata, Node, NodeType, TraceFormatError, make_attr, process_groups_json
 
 from .hostet import KEEP_ATTRS
 
@@ -111,9 +111,8 @@ def toposort(out: dict[int, OutNode]) -> list[OutNode]:
 
 def pg_init_node(nid: int, groups: dict[str, list[int]], world: int) -> OutNode:
     """The ``## process_group:init ##`` METADATA node listing every group (ASTRA-sim reads it)."""
-    items = [{"pg_name": "0", "pg_desc": "default_pg", "ranks": list(range(world))}]
-    items += [{"pg_name": k, "ranks": v} for k, v in groups.items() if k != "0"]
-    text = orjson.dumps(items).decode()
+    listed = {"0": list(range(world)), **{k: v for k, v in groups.items() if k != "0"}}
+    text = process_groups_json(listed, {"0": "default_pg"})
     node = OutNode(nid, PG_INIT_NAME, NodeType.METADATA_NODE)
     node.io = orjson.dumps([[text], [[]], ["String"], [], [], []])
     return node

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
-
-from chakra_core import Register, hookimpl
+from chakra_core import Register, expand_paths, hookimpl
 
 _DESC = "PyTorch execution trace (+ Kineto profiler trace) per rank, .json or .json.gz"
 
@@ -18,15 +16,9 @@ def chakra_register_formats(register: Register) -> None:
 
 @hookimpl
 def chakra_detect_format(paths: list[str]) -> str | None:
-    """``pytorch`` when the first JSON input (or the first in a directory) is a host ET or Kineto."""
-    from .sniff import is_json_name, sniff_kind
+    """``pytorch`` when the first JSON file the first path names is a host ET or Kineto trace."""
+    from .sniff import JSON_SUFFIXES, sniff_kind
 
-    first = str(paths[0]) if paths else ""
-    if os.path.isdir(first):
-        names = sorted(n for n in os.listdir(first) if is_json_name(n))
-        if not names:
-            return None
-        first = os.path.join(first, names[0])
-    if is_json_name(first) and os.path.isfile(first) and sniff_kind(first) is not None:
-        return "pytorch"
-    return None
+    found = expand_paths(paths[0], JSON_SUFFIXES) if paths else []
+    first = next((f for f in found if f.endswith(JSON_SUFFIXES)), None)
+    return "pytorch" if first is not None and sniff_kind(first) is not None else None

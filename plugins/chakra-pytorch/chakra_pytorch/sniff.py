@@ -7,7 +7,7 @@ import os
 import re
 import zlib
 
-__all__ = ["sniff_kind", "rank_from_name", "is_json_name"]
+__all__ = ["sniff_kind", "rank_from_name", "is_json_name", "JSON_SUFFIXES"]
 
 _HEAD = 4096
 _SCHEMA_KEY = re.compile(rb'"schema"\s*:')
@@ -18,9 +18,13 @@ _RANK_WORD = re.compile(r"(?:^|[^a-z])rank[._-]?(\d+)", re.IGNORECASE)
 _DOT_RANK = re.compile(r"\.(\d+)$")
 
 
+#: the names of PyTorch's trace files.
+JSON_SUFFIXES = (".json", ".json.gz")
+
+
 def is_json_name(path: str) -> bool:
     """True for ``*.json`` and ``*.json.gz`` names."""
-    return path.endswith((".json", ".json.gz"))
+    return path.endswith(JSON_SUFFIXES)
 
 
 def _head(path: str) -> bytes:
