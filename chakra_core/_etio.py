@@ -13,7 +13,6 @@ Memory stays flat: the file is read in fixed-size chunks and only one batch is a
 from __future__ import annotations
 
 import gzip
-import io
 import os
 import tempfile
 import zlib
@@ -292,22 +291,23 @@ class EtWriter:
         self.compresslevel = compresslevel
         self.count = 0
         self._atomic: atomic_output | None = None
-        self._f: BinaryIO | None = None
+        self._f: BinaryIO | gzip.GzipFile | None = None
         self._pending: list[bytes] = []
 
     def __enter__(self) -> EtWriter:
         self._atomic = atomic_output(self.path, defer=self.defer)
         tmp = self._atomic.__enter__()
-        raw = open(tmp, "wb")
+        raw = open(tmp, "wb", buffering=1 << 20)
         if self.compress:
-            self._f = gzip.GzipFile(filename="", fileobj=raw, mode="wb",
-                                    compresslevel=self.compresslevel, mtime=0)  # type: ignore
-            self._raw = raw
+            f: BinaryIO | gzip.GzipFile = gzip.GzipFile(filename="", fileobj=raw, mode="wb",
+                                                        compresslevel=self.compresslevel, mtime=0)
+            self._raw: BinaryIO | None = raw
         else:
-            self._f = io.BufferedWriter(raw, 1 << 20)  # type: ignore[arg-type]
+            f = raw
             self._raw = None
         meta = self.metadata.SerializeToString() or _EMPTY_META
-        self._f.write(_encode_varint(len(meta)) + meta)
+        f.write(_encode_varint(len(meta)) + meta)
+        self._f = f
         return self
 
     def write(self, node: Node) -> None:

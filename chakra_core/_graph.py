@@ -166,5 +166,5 @@ class RankGraph:
 def _arr(a: np.ndarray) -> array:
     """A compact ``array('q')`` copy of an integer numpy array (fast scalar indexing, 8 bytes each)."""
     out = array("q")
-    out.frombytes(memoryview(np.ascontiguousarray(a, dtype=np.int64)).cast("B"))
+    out.frombytes(np.ascontiguousarray(a, dtype=np.int64).data.cast("B"))
     return out

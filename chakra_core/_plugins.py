@@ -181,7 +181,8 @@ class PluginHost:
 
     def plugin_info(self, obj: Any) -> PluginInfo | None:
         """The :class:`PluginInfo` of a registered plugin object, or None."""
-        return self._info(self.pm.get_name(obj)) if self.pm.is_registered(obj) else None
+        key = self.pm.get_name(obj) if self.pm.is_registered(obj) else None
+        return None if key is None else self._info(key)
 
     def _info(self, key: str) -> PluginInfo:
         return next(p for p in self.plugins if p.key == key)
@@ -240,7 +241,8 @@ class PluginHost:
                 continue
             for impl in caller.get_hookimpls():
                 if impl.plugin is obj and not (impl.hookwrapper or impl.wrapper):
-                    impl.function = self._isolated(impl.function, info, caller.name)
+                    # pluggy declares HookImpl.function Final; it is replaced before any call is made
+                    impl.function = self._isolated(impl.function, info, caller.name)  # type: ignore[misc]
 
     def _isolated(self, fn: Callable[..., Any], info: PluginInfo, hook: str) -> Callable[..., Any]:
         def call(*args: Any) -> Any:

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from ._attrs import int_value
 from ._graph import RankGraph
@@ -39,7 +40,7 @@ RULES = (
     "duplicate-id", "missing-dep", "cycle", "invalid-type", "coll-attrs", "p2p-attrs",
     "bad-size", "bad-peer", "empty-rank", "coll-order", "coll-not-member", "unmatched-p2p",
 )
-_P2P_KEYS = {
+_P2P_KEYS: dict[int, tuple[str, ...]] = {
     NodeType.COMM_SEND_NODE: ("comm_dst", "comm_tag", "comm_size"),
     NodeType.COMM_RECV_NODE: ("comm_src", "comm_tag", "comm_size"),
 }
@@ -71,16 +72,17 @@ class Finding:
         return asdict(self)
 
 
-def _ints(n: Node) -> dict[str, int]:
-    out = {}
+def _ints(n: Node) -> dict[str, Any]:
+    """The node's integer attributes, and its group name under ``_pg``."""
+    out: dict[str, Any] = {}
     for a in n.attr:
         v = int_value(a)
         if v is not None:
             out[a.name] = v
         elif a.name == "pg_name" and a.WhichOneof("value") == "string_val":
-            out["_pg"] = a.string_val  # type: ignore[assignment]
+            out["_pg"] = a.string_val
     if "pg_name" in out:  # a group name written in an integer slot
-        out["_pg"] = str(out.pop("pg_name"))  # type: ignore[assignment]
+        out["_pg"] = str(out.pop("pg_name"))
     return out
 
 
@@ -119,10 +121,10 @@ class _RankCheck:
             pg = str(a.get("_pg", "") or "")
             self.colls["" if pg == "0" else pg].append((n.id, ct, size))  # "" and "0": all ranks
         elif t in _P2P_KEYS:
-            miss = [k for k in _P2P_KEYS[t] if a.get(k) is None]
-            if miss:
+            absent = [k for k in _P2P_KEYS[t] if a.get(k) is None]
+            if absent:
                 kind = "send" if t == NodeType.COMM_SEND_NODE else "receive"
-                self.add("p2p-attrs", self.label, n.id, f"{kind} without {', '.join(miss)}", rank=self.rank)
+                self.add("p2p-attrs", self.label, n.id, f"{kind} without {', '.join(absent)}", rank=self.rank)
                 return
             peer_key = "comm_dst" if t == NodeType.COMM_SEND_NODE else "comm_src"
             peer = a[peer_key]

@@ -85,7 +85,8 @@ def chakra_register(request: pytest.FixtureRequest) -> Callable[..., Any]:
             host.remove_plugin(loaded.key)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", _plugins.PluginWarning)  # reported below, as an error
-            info = host.add_plugin(obj, name or getattr(obj, "__name__", type(obj).__name__), distribution, version)
+            label = name or str(getattr(obj, "__name__", type(obj).__name__))
+            info = host.add_plugin(obj, label, distribution, version)
         if info.error:
             raise PluginError(f"plugin {info.name!r} failed to register: {info.error}")
         return info

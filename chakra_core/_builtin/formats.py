@@ -9,13 +9,15 @@ ignored.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from .._api import InputFormat
 from .._errors import TraceFormatError
 from .._jsonform import read_json, sniff_json
 from .._paths import expand_paths
+from .._schema import Node
 from .._traceset import GeneratedRank, TraceSet, open_traceset
 from ..hookspecs import hookimpl
 
@@ -47,7 +49,7 @@ class JsonFormat(InputFormat):
         for i, f in enumerate(files):
             meta, _nodes, rank = read_json(f)
             rank = i if rank is None else rank
-            ranks.append(GeneratedRank(rank, meta, lambda f=f: read_json(f)[1], path=f))
+            ranks.append(GeneratedRank(rank, meta, partial(_json_nodes, f), path=f))
         found = sorted(r.rank for r in ranks)
         if len(found) > 1 and found != list(range(len(found))):
             dup = sorted({r for r in found if found.count(r) > 1})
@@ -55,6 +57,10 @@ class JsonFormat(InputFormat):
             what = f"rank {dup[0]} given twice" if dup else f"missing ranks {', '.join(map(str, missing[:10]))}"
             raise TraceFormatError(f"{what} (ranks must be 0..N-1)", files[0])
         return TraceSet(ranks, source=files[0])
+
+
+def _json_nodes(path: str) -> Iterator[Node]:
+    return read_json(path)[1]
 
 
 def _json_files(paths: Sequence[str]) -> list[str]:

@@ -173,7 +173,7 @@ class SystemDescription:
         configurations use ring everywhere).  Returns ``self`` when nothing is missing.
         """
         dims = self.dimensions or (Dimension(topology, npus, bandwidth, latency),)
-        impl: dict[str, tuple[str, ...]] = {}
+        impl: dict[str, Any] = {}
         for kind in COLLECTIVE_KINDS:
             key = kind.replace("-", "_") + "_implementation"
             if not getattr(self, key):
