@@ -5,6 +5,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from torch.profiler import ExecutionTraceObserver, profile
 
 __all__ = ["Recorder", "record_steps", "raw_paths"]
 
@@ -52,8 +56,8 @@ class Recorder:
         self.convert = convert
         self.et_out: Path | None = None
         self._count = 0
-        self._prof = None
-        self._et = None
+        self._prof: profile | None = None
+        self._et: ExecutionTraceObserver | None = None
 
     def __enter__(self) -> Recorder:
         import torch

@@ -201,7 +201,7 @@ def export_astrasim(traces: TraceSet, output: str | Path, options: Mapping[str, 
     # configuration files first: a description ASTRA-sim cannot run fails before any work
     has_groups = bool(gp.written)
     one_dim = len(sd.dimensions) == 1
-    cfg = {
+    cfg: dict[str, str | dict] = {
         "system.json": system_json(sd, report, plan.roofline, plan.peak_perf),
         "network.yml": network_yml(sd),
         "memory.json": memory_json(sd),

@@ -12,7 +12,7 @@ group ids start at 1 and name only ranks of the network.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from chakra_core import ConfigError, atomic_output
@@ -124,7 +124,7 @@ def network_yml(sd: SystemDescription) -> str:
             raise ConfigError(f"network dimension {i}: bandwidth must be > 0 and latency >= 0",
                               sd.sources.get("network"))
 
-    def row(values: Sequence) -> str:
+    def row(values: Iterable[object]) -> str:
         return "[ " + ", ".join(str(v) for v in values) + " ]"
 
     return (

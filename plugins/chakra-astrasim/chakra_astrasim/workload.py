@@ -345,7 +345,7 @@ def convert_rank(rank: int, nodes: Iterable[Node], plan: Plan, report: ExportRep
     ctrl_ix: list[list[int]] = []
     n_children = [0] * len(nodes)
     for i, n in enumerate(nodes):
-        lists = ([], [])
+        lists: tuple[list[int], list[int]] = ([], [])
         for which, ids in ((0, n.data_deps), (1, n.ctrl_deps)):
             for d in ids:
                 j = index.get(d)

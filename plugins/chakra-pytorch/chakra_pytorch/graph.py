@@ -80,7 +80,7 @@ def build_graph(host: HostTrace, kt: KinetoTrace | None, rank: int, world: int,
     out: dict[int, OutNode] = {}
 
     # ---- timing on a common integer-microsecond grid
-    t0 = None
+    t0 = 0.0
     step = None
     if kt is not None:
         if kt.steps:
@@ -141,9 +141,9 @@ def build_graph(host: HostTrace, kt: KinetoTrace | None, rank: int, world: int,
         if comm is not None and op.id not in comm_kernel_owner:
             node = OutNode(op.id, op.name, comm.node_type, io=op.io, host=op.keep,
                            extra=_comm_attrs(comm, rank, groups, world))
-            w0, w1 = _worker_span(comm, kt, grid)
-            if w0 is not None:
-                node.start, node.dur = w0, w1 - w0
+            worker = _worker_span(comm, kt, grid)
+            if worker is not None:
+                node.start, node.dur = worker[0], worker[1] - worker[0]
             elif s >= 0:
                 node.start, node.dur = s, e - s
             # after the lane node before it, or inside the host op around it; a communication
@@ -183,16 +183,16 @@ def build_graph(host: HostTrace, kt: KinetoTrace | None, rank: int, world: int,
     latest: dict[int, list[int]] = {}  # tid -> running maximum of the lane's starts
     for comm_node, tid, blocking in pending_waits:
         lane = lanes.get(tid, [])
-        first = lane_pos[comm_node.id][1]
+        after = lane_pos[comm_node.id][1]
         waiter = None
         if blocking:
-            waiter = lane[first] if first < len(lane) else None
+            waiter = lane[after] if after < len(lane) else None
         elif kt is not None and comm_node.start >= 0:
             if tid not in latest:
                 latest[tid] = list(itertools.accumulate((n.start for n in lane), max))
-            k = _first_start_at(lane, latest[tid], first, comm_node.end)
+            k = _first_start_at(lane, latest[tid], after, comm_node.end)
             waiter = lane[k] if k is not None else None
-        elif first < len(lane):
+        elif after < len(lane):
             waiter = lane[-1]
         if waiter is None:
             unwaited.setdefault(tid, []).append(comm_node.id)
@@ -204,14 +204,14 @@ def build_graph(host: HostTrace, kt: KinetoTrace | None, rank: int, world: int,
     if kt is not None:
         for g, owner in zip(kt.gpu, gpu_owner):
             kind = kind_of_kernel(g.name)
-            op = by_id.get(owner)
+            owner_op = by_id.get(owner)
             node = OutNode(next_id, g.name, NodeType.COMP_NODE, start=grid(g.ts),
                            dur=grid(g.ts + g.dur) - grid(g.ts))
             next_id += 1
             node.cpu = False
             node.extra = [("stream", g.stream), ("device", g.device)]
             if kind is not None:
-                comm = op.comm if op is not None else None
+                comm = owner_op.comm if owner_op is not None else None
                 if comm is None:
                     notes.append(f"NCCL kernel {g.name} has no communication op: kept as compute")
                 else:
@@ -219,10 +219,10 @@ def build_graph(host: HostTrace, kt: KinetoTrace | None, rank: int, world: int,
                     node.extra += _comm_attrs(comm, rank, groups, world)
             if owner in out:
                 node.ctrl.append(owner)
-            lane = streams.setdefault((g.device, g.stream), [])
-            if lane:
-                node.ctrl.append(lane[-1][1].id)
-            lane.append((g, node))
+            stream_lane = streams.setdefault((g.device, g.stream), [])
+            if stream_lane:
+                node.ctrl.append(stream_lane[-1][1].id)
+            stream_lane.append((g, node))
             out[node.id] = node
         add_syncs(kt, host, streams, out, grid)
         add_stream_waits(kt, streams)
@@ -292,10 +292,10 @@ def _comm_attrs(comm: CommInfo, rank: int, groups: dict[str, list[int]], world: 
     return attrs
 
 
-def _worker_span(comm: CommInfo, kt: KinetoTrace | None, grid) -> tuple[int | None, int | None]:
+def _worker_span(comm: CommInfo, kt: KinetoTrace | None, grid) -> tuple[int, int] | None:
     if kt is None or not comm.worker_rfs:
-        return None, None
+        return None
     spans = [kt.ops[rf] for rf in comm.worker_rfs if rf in kt.ops]
     if not spans:
-        return None, None
+        return None
     return grid(min(s[0] for s in spans)), grid(max(s[0] + s[1] for s in spans))

@@ -101,7 +101,7 @@ def _short(e: Exception) -> str:
     return text[0][:120] if text else type(e).__name__
 
 
-def iter_raw_nodes(path: str) -> Iterator[dict]:
+def iter_raw_nodes(path: str) -> Iterator[Any]:
     """Yield the host ET's nodes as dicts, one at a time; TraceFormatError on broken JSON."""
     count = 0
     try:

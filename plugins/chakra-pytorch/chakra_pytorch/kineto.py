@@ -246,7 +246,7 @@ def read_kineto(path: str, wanted_rfs: set[int] | frozenset[int] | None = None) 
     if count == 0:
         raise TraceFormatError("no 'traceEvents' list: not a Kineto trace", path)
     if pids:
-        kt.pid = max(pids, key=pids.get)
+        kt.pid = max(pids, key=pids.__getitem__)
     kt.gpu.sort(key=lambda g: g.ts)
     if any(sy.precise for sy in kt.syncs):
         # cuda_sync events name the stream a runtime sync call waited for: keep those

@@ -149,7 +149,7 @@ def _simulate(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[i
         actors.append(Actor(k, prog, ranks, options["streams"], len(sd.dimensions)))
         for r in ranks:
             rank_actor[r] = k
-    timeline = [] if options["timeline"] else None
+    timeline: list[tuple] | None = [] if options["timeline"] else None
     sim = Sim(actors, rank_actor, sd, groups, options["congestion"] == "aware", timeline,
               options["timeline_max_spans"], options["stagger_limit"])
     t1 = time.perf_counter()

@@ -12,6 +12,7 @@ chain (:mod:`stagger`, :mod:`dbt`) and gets its own completion event.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from chakra_core import ChakraError, CommType, TraceFormatError
@@ -21,7 +22,7 @@ from .dbt import TreePhase
 from .perrank import build_phase, dim_layout, group_layout
 from .plans import DBT, KIND_NAME, dbt_visits
 from .program import ASTRA_KIND
-from .stagger import plan_finish
+from .stagger import Phase, plan_finish
 
 if TYPE_CHECKING:
     from .actor import Actor
@@ -105,7 +106,7 @@ class Collectives:
         if a.index not in inst.actor_ids:
             raise ChakraError(f"rank {a.rank} node {a.prog.ids[i]} issues a collective on group {pg!r} "
                               f"but is not one of its members {list(inst.members)[:16]}", a.prog.label)
-        now = self.sim.env._now
+        now = int(self.sim.env.now)
         inst.arrived[a.index] = (a, i, now)
         inst.last = (a.index, i)
         if len(inst.arrived) == len(inst.actor_ids):
@@ -176,7 +177,7 @@ class Collectives:
         self.phase_events += 1
         tl = sim.timeline
         if tl is not None and len(tl) < sim.max_spans:
-            tl.append((inst.actors[0].index, 10 + q, (label, c, inst.key), sim.env._now, dur))
+            tl.append((inst.actors[0].index, 10 + q, (label, c, inst.key), int(sim.env.now), dur))
 
     def _phase_end(self, ev) -> None:
         inst, c, p = ev._value
@@ -196,7 +197,7 @@ class Collectives:
             if inst.done == inst.n:
                 self._finish(inst)
 
-    def _per_rank(self, inst: Instance, per_phase: list, bases: dict[int, int],
+    def _per_rank(self, inst: Instance, per_phase: Sequence, bases: dict[int, int],
                   visits: dict[int, int]) -> dict[int, int] | None:
         """Finish time per actor of a collective whose members do not move in lockstep
         (different issue times, different incoming links, or double binary trees); None when
@@ -215,7 +216,7 @@ class Collectives:
         elif len(set(issue)) == 1 and not visits:
             return None
         layouts: dict = {}
-        phases = []
+        phases: list[Phase | TreePhase] = []
         work = 0
         seen: dict[int, int] = {}
         for kind, data, d, impl in per_phase:
@@ -264,12 +265,12 @@ class Collectives:
         inst, members = ev._value
         inst.done += 1
         if inst.done == inst.batches:
-            self._record(inst, self.sim.env._now)
+            self._record(inst, int(self.sim.env.now))
         for a, i in members:
             self.sim.end_node(a, i)
 
     def _finish(self, inst: Instance) -> None:
-        self._record(inst, self.sim.env._now)
+        self._record(inst, int(self.sim.env.now))
         for a, i, _t in inst.arrived.values():
             self.sim.end_node(a, i)
 

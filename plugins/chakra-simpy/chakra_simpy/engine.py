@@ -101,7 +101,7 @@ class Sim:
 
     def start_node(self, a: Actor, i: int) -> None:
         """Start node ``i``: time it, or hand it to the collective / p2p / memory models."""
-        now = self.env._now
+        now = int(self.env.now)
         prog = a.prog
         a.start[i] = now
         rb = a.readyby[i]
@@ -126,7 +126,7 @@ class Sim:
 
     def end_node(self, a: Actor, i: int) -> None:
         """Finish node ``i`` now: free its resource, release its children, issue more."""
-        now = self.env._now
+        now = int(self.env.now)
         prog = a.prog
         a.end[i] = now
         res = prog.res[i]
@@ -192,7 +192,7 @@ class Sim:
             self.cross[(ra.index, ri)] = (a.index, i)
             self.after(ra, ri, delay)
         else:
-            self.sends.setdefault(key, deque()).append((self.env._now + delay, a.index, i))
+            self.sends.setdefault(key, deque()).append((int(self.env.now) + delay, a.index, i))
 
     def _recv(self, a: Actor, i: int) -> None:
         peer, tag, size = a.prog.extra[i]
@@ -201,7 +201,7 @@ class Sim:
         sent = self.sends.get(key)
         if sent:
             arrival, sa, si = sent.popleft()
-            delay = max(0, arrival - self.env._now)
+            delay = max(0, arrival - int(self.env.now))
             if delay:
                 self.cross[(a.index, i)] = (sa, si)
             self.after(a, i, delay)
@@ -211,7 +211,7 @@ class Sim:
     # -- deadlock -----------------------------------------------------------------------
     def deadlock_report(self) -> str:
         """One paragraph naming the ranks left waiting, their nodes and groups."""
-        now = self.env._now
+        now = int(self.env.now)
         parts = []
         parts += self.coll.waiting_report()
         for key, q in self.recvs.items():

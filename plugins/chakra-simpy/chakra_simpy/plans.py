@@ -11,6 +11,8 @@ one* variants.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from chakra_core import ConfigError
 from chakra_core.system import SystemDescription, algorithm_base
 
@@ -38,7 +40,7 @@ KIND_NAME = {"AR": "all-reduce", "RS": "reduce-scatter", "AG": "all-gather", "A2
 _LONG = {"AR": "all_reduce", "RS": "reduce_scatter", "AG": "all_gather", "A2A": "all_to_all"}
 
 
-def dbt_visits(per_phase: list | None) -> dict[int, int]:
+def dbt_visits(per_phase: Sequence | None) -> dict[int, int]:
     """Double-binary-tree phases per chunk, by dimension, of a plan's ``per_phase`` list."""
     out: dict[int, int] = {}
     for _kind, _data, d, impl in per_phase or ():

@@ -95,9 +95,8 @@ def _node_info(n, sd: SystemDescription, prog: Program, where: str):
             raise TraceFormatError(f"{'send' if send else 'recv'} without "
                                    f"{'comm_dst' if send else 'comm_src'}", where, f"node {n.id}")
         tag = get_int(n, "comm_tag", 0) or 0
-        size = get_int(n, "comm_size", None)
-        if size is None:
-            size = get_int(n, "tensor_size", 0) or 0
+        comm_size = get_int(n, "comm_size", None)
+        size = (get_int(n, "tensor_size", 0) or 0) if comm_size is None else comm_size
         return (K_SEND, R_COMM, 0, (peer, tag, size)) if send else (K_RECV, R_NONE, 0, (peer, tag, size))
     return K_NOP, R_NONE, 0, None
 
@@ -142,8 +141,10 @@ def load_program(rt: RankTrace, sd: SystemDescription) -> Program:
     index = dict(zip(ids, range(count)))
     if len(index) != count:
         seen: set[int] = set()
-        dup = next(i for i in ids if i in seen or seen.add(i))
-        raise TraceFormatError("duplicate node id", where, f"node {dup}")
+        for dup in ids:
+            if dup in seen:
+                raise TraceFormatError("duplicate node id", where, f"node {dup}")
+            seen.add(dup)
     try:
         parents = [index[d] for d in dep_ids]
     except KeyError:

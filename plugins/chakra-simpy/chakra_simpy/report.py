@@ -107,6 +107,7 @@ def write_timeline(sim: Sim, path: str | Path, traces: TraceSet) -> int:
     compute / comm and one per dimension queue for collective chunk phases.  Returns the
     number of spans written.
     """
+    spans = sim.timeline or []
     events = []
     actors = sim.actors
     for a in actors:
@@ -114,11 +115,11 @@ def write_timeline(sim: Sim, path: str | Path, traces: TraceSet) -> int:
         events.append({"ph": "M", "name": "process_name", "pid": a.rank, "args": {"name": label}})
         for tid, tname in _TID.items():
             events.append({"ph": "M", "name": "thread_name", "pid": a.rank, "tid": tid, "args": {"name": tname}})
-    wanted = [(actors[ai].rank, actors[ai].prog.ids[ni]) for ai, tid, ni, _s, _d in sim.timeline
+    wanted = [(actors[ai].rank, actors[ai].prog.ids[ni]) for ai, tid, ni, _s, _d in spans
               if tid < 10]
     names = _names(traces, wanted) if len(wanted) <= 200_000 else {}
     queues = set()
-    for ai, tid, what, start, dur in sim.timeline:
+    for ai, tid, what, start, dur in spans:
         a = actors[ai]
         if tid >= 10:
             label, chunk, key = what
@@ -138,7 +139,7 @@ def write_timeline(sim: Sim, path: str | Path, traces: TraceSet) -> int:
     with atomic_output(path) as tmp:
         tmp.write_text(json.dumps({"traceEvents": events, "displayTimeUnit": "ns",
                                    "otherData": {"time_unit": "us (ts, dur)", "source": "chakra simpy"}}))
-    return len(sim.timeline)
+    return len(spans)
 
 
 def _span(ranks: list[int]) -> str:

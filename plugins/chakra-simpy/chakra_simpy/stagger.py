@@ -90,6 +90,7 @@ def chain(start: list[int], ph: Phase) -> list[int]:
     for st in ph.steps:
         nets = st.nets
         if st.pred is None:
+            assert st.slices is not None  # a step without a predecessor has its slices
             src = _latest_other(send, st.slices)
             arr = [max(src[j] + nets[j], send[j]) for j in rng]
         else:

@@ -39,7 +39,8 @@ TIME_UNITS = {"cycles": None, "ns": (1, 1000), "us": (1, 1), "ms": (1000, 1)}
 
 def time_converter(unit: str, cycle_ns: float) -> Callable[[float], int]:
     """A function turning a file time in ``unit`` into whole microseconds (rounded half up)."""
-    num, den = (cycle_ns, 1000) if unit == "cycles" else TIME_UNITS[unit]
+    scale = TIME_UNITS[unit]
+    num, den = (cycle_ns, 1000) if scale is None else scale
     return lambda t: int(math.floor(t * num / den + 0.5))
 
 
@@ -155,6 +156,6 @@ class TextFormat(InputFormat):
         opts = dict(options)
         if w.mode not in HYBRID_MODES and opts.get("mp_group") is not None:
             raise ConfigError(f"{w.path}: option mp_group applies to the hybrid modes, not {w.mode}")
+        cycle_ns = opts.get("cycle_ns")
         return convert_workload(w, opts.get("npus"), opts.get("passes") or 1, opts.get("time_unit") or "cycles",
-                                opts.get("cycle_ns") if opts.get("cycle_ns") is not None else 1.0,
-                                opts.get("mp_group"))
+                                1.0 if cycle_ns is None else cycle_ns, opts.get("mp_group"))

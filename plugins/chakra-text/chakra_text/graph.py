@@ -66,7 +66,7 @@ class _Builder:
     def coll(self, layer: Layer, phase: Phase, role: int, deps) -> int | None:
         if phase.group is not None:
             role = ROLE_OF_SUFFIX[phase.group]
-        if phase.comm is None or not self.layout.active(role):
+        if phase.comm is None or phase.kind is None or not self.layout.active(role):
             return None
         nid = len(self.nodes) + 1
         self.nodes.append(Spec(nid, f"COMM_COLL_NODE_{layer.name}_{phase.comm}", int(NodeType.COMM_COLL_NODE),
