@@ -252,3 +252,15 @@ def test_exponent_numbers_that_pyyaml_reads_as_strings(tmp_path):
         load_system(_yaml(tmp_path, "c.yaml", "local-mem-bw: fifty\n"))
     assert str(e.value) == (f"{tmp_path / 'c.yaml'}:key 'local-mem-bw': wants a number, got 'fifty' "
                             "(write numbers unquoted, e.g. 50, 2.5 or 1.0e-3)")
+
+
+def test_system_options_are_declared_once_and_load_the_files():
+    from chakra_core import get_host
+    from chakra_core.system import SYSTEM_OPTIONS, load_system, system_from_options
+
+    for name in ("simpy", "astrasim"):
+        impl = get_host().registry.get("backend", name)
+        assert {k: impl.options[k] for k in SYSTEM_OPTIONS} == SYSTEM_OPTIONS
+    astra = EX / "astra"
+    opts = {"system": str(astra / "system.json"), "network": str(astra / "network.yml"), "memory": None}
+    assert system_from_options(opts) == load_system(astra / "system.json", astra / "network.yml")

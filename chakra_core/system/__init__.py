@@ -33,6 +33,11 @@ Public API
     ``memory_type`` (NO_MEMORY_EXPANSION | PER_NODE_MEMORY_EXPANSION | PER_NPU_MEMORY_EXPANSION
     | MEMORY_POOL), ``remote_mem_latency`` (ns), ``remote_mem_bw`` (GB/s, 1e9), ``num_nodes``,
     ``num_npus_per_node``.
+:data:`SYSTEM_OPTIONS`
+    The options (``system``, ``network``, ``memory``, ``comm_groups``: file paths) by which a
+    backend takes a description, declared once: ``options = {**SYSTEM_OPTIONS, ...}``.
+:func:`system_from_options(options)`
+    :func:`load_system` of the files those options name.
 :func:`algorithm_base(name)`
     ``"direct8"`` -> ``("direct", 8)``, ``"oneRing"`` -> ``("ring", None)``.
 Constants: :data:`TOPOLOGIES`, :data:`ALGORITHMS`, :data:`COLLECTIVE_KINDS`,
@@ -61,9 +66,12 @@ from ._model import (
     SystemDescription,
     algorithm_base,
 )
+from ._options import SYSTEM_OPTIONS, system_from_options
 
 __all__ = [
     "load_system",
+    "SYSTEM_OPTIONS",
+    "system_from_options",
     "check_system",
     "read_config",
     "sniff",

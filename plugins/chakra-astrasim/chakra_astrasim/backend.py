@@ -27,6 +27,7 @@ from chakra_core import (
     TraceSet,
     with_process_groups,
 )
+from chakra_core.system import SYSTEM_OPTIONS, system_from_options
 
 from .checks import OrderCheck, check_p2p
 from .collectives import RULES
@@ -51,11 +52,7 @@ class AstraSimExporter(Backend):
     kind = "exporter"
     description = "export a ready-to-run ASTRA-sim 2.x directory (workload, configs, run.sh, report)"
     options = {
-        "system": Option("path", None, "system description: our YAML or ASTRA-sim's system.json"),
-        "network": Option("path", None, "network: our YAML or ASTRA-sim's network.yml "
-                                       "(default: a 1-D Ring of the set's ranks, 50 GB/s, 500 ns)"),
-        "memory": Option("path", None, "remote memory: ASTRA-sim's memory.json (default NO_MEMORY_EXPANSION)"),
-        "comm_groups": Option("path", None, "communicator groups JSON; adds to the trace's process groups"),
+        **SYSTEM_OPTIONS,
         "prefix": Option("str", "trace", "workload file prefix: workload/<prefix>.<rank>.et"),
         "durations": Option("str", "round", "compute durations: round to whole us (ASTRA-sim reads "
                                             "duration_micros), or roofline (exact ns through num_ops)",
@@ -87,13 +84,6 @@ class AstraSimExporter(Backend):
         if output is None:
             raise ConfigError("backend 'astrasim' needs an output directory (-o DIR)")
         return export_astrasim(traces, Path(output), options)
-
-
-def _load_system(options: Mapping[str, Any]):
-    from chakra_core.system import load_system
-
-    return load_system(options.get("system"), options.get("network"), options.get("memory"),
-                       options.get("comm_groups"))
 
 
 def _network(sd, trace_ranks: list[int], report: ExportReport):
@@ -194,7 +184,7 @@ def export_astrasim(traces: TraceSet, output: str | Path, options: Mapping[str, 
     if not len(traces):
         raise TraceFormatError("the trace set has no ranks", traces.source or None)
     report = ExportReport()
-    sd = _load_system(opts)
+    sd = system_from_options(opts)
     report.configs += [f"system description: {w}" for w in sd.warnings]
     sd = _network(sd, traces.ranks, report)
     plan, gp = _plan(traces, opts, sd, report)

@@ -18,7 +18,7 @@ from chakra_core import (
     with_process_groups,
 )
 
-from .graph import RankGraph, build_graph
+from .graph import ConvertedRank, build_graph
 from .hostet import read_header, read_host_et, scan_groups
 from .kineto import MAX_RANKS, read_distributed_info, read_kineto
 from .schema_version import PyTorchTraceWarning, check_schema
@@ -106,8 +106,8 @@ def _groups(dist: dict[str, Any], host_groups: dict[str, dict[str, Any]], world:
 
 
 def convert_rank(files: RankFiles, world: int | None = None, data_deps: bool = False,
-                 idle_gaps: bool = True, min_idle_us: int = 10) -> RankGraph:
-    """Convert one rank's files to a :class:`RankGraph` (all in memory for this rank)."""
+                 idle_gaps: bool = True, min_idle_us: int = 10) -> ConvertedRank:
+    """Convert one rank's files to a :class:`ConvertedRank` (all in memory for this rank)."""
     host = read_host_et(files.host)
     kt = None
     if files.kineto:

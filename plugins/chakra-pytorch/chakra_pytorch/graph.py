@@ -39,10 +39,10 @@ from .comms import COLL_TYPES, CommInfo, kind_of_kernel
 from .deps import add_data_deps, add_stream_waits, add_syncs, cross_thread, insert_idle, main_lane
 from .hostet import HostTrace
 from .kineto import KinetoTrace
-from .outnode import OutNode, RankGraph, pg_init_node, toposort
+from .outnode import ConvertedRank, OutNode, pg_init_node, toposort
 from .schema_version import PyTorchTraceWarning
 
-__all__ = ["OutNode", "RankGraph", "build_graph"]
+__all__ = ["OutNode", "ConvertedRank", "build_graph"]
 
 
 def _global(rank_in_group: int | None, ranks: Sequence[int]) -> int | None:
@@ -70,7 +70,7 @@ def _check_same_run(host: HostTrace, kt: KinetoTrace) -> None:
 
 def build_graph(host: HostTrace, kt: KinetoTrace | None, rank: int, world: int,
                 groups: dict[str, list[int]], data_deps: bool = False, idle_gaps: bool = True,
-                min_idle_us: int = 10) -> RankGraph:
+                min_idle_us: int = 10) -> ConvertedRank:
     """Convert one rank (see the module docstring for the rules)."""
     notes: list[str] = []
     if kt is not None:
@@ -253,7 +253,7 @@ def build_graph(host: HostTrace, kt: KinetoTrace | None, rank: int, world: int,
                       make_attr("rank", rank)])
     if host.pid is not None:
         meta.attr.append(make_attr("pid", host.pid))
-    return RankGraph(rank, nodes, meta, groups, step_us, notes)
+    return ConvertedRank(rank, nodes, meta, groups, step_us, notes)
 
 
 def _first_start_at(lane: list[OutNode], latest: list[int], first: int, t: int) -> int | None:

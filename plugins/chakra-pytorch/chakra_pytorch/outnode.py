@@ -13,7 +13,7 @@ from chakra_core import PG_INIT_NAME, GlobalMetadata, Node, NodeType, TraceForma
 
 from .hostet import KEEP_ATTRS
 
-__all__ = ["OutNode", "RankGraph", "toposort", "pg_init_node", "IDLE_NAME", "IDLE_ATTRS"]
+__all__ = ["OutNode", "ConvertedRank", "toposort", "pg_init_node", "IDLE_NAME", "IDLE_ATTRS"]
 
 IDLE_NAME = "[idle]"
 IDLE_ATTRS = (("idle", True),)
@@ -67,7 +67,7 @@ class OutNode:
 
 
 @dataclass
-class RankGraph:
+class ConvertedRank:
     """One rank's converted graph: nodes in topological order, metadata, facts for checks."""
 
     rank: int

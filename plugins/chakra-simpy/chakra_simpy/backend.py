@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from chakra_core import Backend, ConfigError, Option, Result, TraceFormatError, TraceSet
-from chakra_core.system import SystemDescription, load_system
+from chakra_core.system import SYSTEM_OPTIONS, SystemDescription, system_from_options
 
 from .actor import Actor
 from .collectives import SymmetryBroken
@@ -24,8 +24,7 @@ def prepare_system(options: Mapping[str, Any], nranks: int) -> SystemDescription
     """The system description from the ``system``/``network``/``memory``/``comm_groups``
     options (file paths), with a one-dimension Ring of ``nranks`` NPUs when no network is given
     and ring collectives where no implementation is given."""
-    sd = load_system(options.get("system"), options.get("network"), options.get("memory"),
-                     options.get("comm_groups"))
+    sd = system_from_options(options)
     sd = sd.with_default_network(nranks)
     if sd.npus != nranks:
         raise ConfigError(f"the network has {sd.npus} NPUs but the trace set has {nranks} ranks",
@@ -39,10 +38,7 @@ class SimpyBackend(Backend):
     kind = "simulator"
     description = "built-in SimPy simulator reproducing ASTRA-sim's analytical network model"
     options = {
-        "system": Option("path", None, "system description: our YAML or ASTRA-sim system.json"),
-        "network": Option("path", None, "network: our YAML or ASTRA-sim network.yml"),
-        "memory": Option("path", None, "remote memory: our YAML or ASTRA-sim memory.json"),
-        "comm_groups": Option("path", None, "communicator groups JSON {\"1\": [ranks]}"),
+        **SYSTEM_OPTIONS,
         "timeline": Option("path", None, "write a Chrome-trace JSON timeline to this path"),
         "timeline_max_spans": Option("int", 500_000, "most spans kept for the timeline", minimum=1),
         "congestion": Option("str", "unaware", "network model", choices=("unaware", "aware")),
