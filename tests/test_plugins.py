@@ -1,15 +1,14 @@
 """Plugin loading: isolation of broken plugins, strict mode, env switches, duplicates, lazy
 factories with install hints, and ``chakra plugins``.
 
-Entry points are faked with a ``*.dist-info`` folder on sys.path, the way an installed
-distribution declares them.
+Entry points are faked with a ``*.dist-info`` folder on sys.path (``chakra_fake_dist``), the way
+an installed distribution declares them.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-import textwrap
 import warnings
 
 import pytest
@@ -17,17 +16,6 @@ import pytest
 from chakra_core import _plugins as P
 from chakra_core._errors import ConfigError, PluginError
 from chakra_core.hookspecs import hookimpl
-
-
-def _fake_dist(root, dist, version, eps: dict[str, str], modules: dict[str, str]):
-    info = root / f"{dist.replace('-', '_')}-{version}.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
-    lines = "\n".join(f"{k} = {v}" for k, v in eps.items())
-    (info / "entry_points.txt").write_text(f"[chakra]\n{lines}\n")
-    for name, src in modules.items():
-        (root / f"{name}.py").write_text(textwrap.dedent(src))
-
 
 GOOD = """
     from chakra_core.hookspecs import hookimpl
@@ -67,18 +55,15 @@ CLASH = """
 
 
 @pytest.fixture
-def fake_plugins(tmp_path, monkeypatch):
-    _fake_dist(tmp_path, "chakra-good", "1.2.3", {"good": "good_plugin"},
-               {"good_plugin": GOOD, "good_impl": GOOD_IMPL})
-    _fake_dist(tmp_path, "chakra-broken", "0.1", {"broken": "broken_plugin"}, {"broken_plugin": BROKEN})
-    monkeypatch.syspath_prepend(str(tmp_path))
+def fake_plugins(chakra_fake_dist, monkeypatch):
+    """chakra-good and chakra-broken installed; returns the installer for more."""
+    chakra_fake_dist("chakra-good", "1.2.3", {"good": "good_plugin"}, {"good_plugin": GOOD, "good_impl": GOOD_IMPL})
+    chakra_fake_dist("chakra-broken", "0.1", {"broken": "broken_plugin"}, {"broken_plugin": BROKEN})
     for k in ("CHAKRA_LOAD_PLUGINS", "CHAKRA_DISABLE_PLUGINS", "CHAKRA_STRICT_PLUGINS", "CHAKRA_TRACE_PLUGINS"):
         monkeypatch.delenv(k, raising=False)
     P.reset_host()
-    yield tmp_path
+    yield chakra_fake_dist
     P.reset_host()
-    for m in ("good_plugin", "good_impl", "broken_plugin", "clash_plugin"):
-        sys.modules.pop(m, None)
 
 
 def test_broken_plugin_warns_once_and_the_rest_works(fake_plugins):
@@ -125,7 +110,7 @@ def test_trace_switch(fake_plugins, monkeypatch, capsys):
 
 
 def test_a_clash_disables_nothing_and_the_bare_name_is_ambiguous(fake_plugins, monkeypatch):
-    _fake_dist(fake_plugins, "chakra-clash", "9", {"clash": "clash_plugin"}, {"clash_plugin": CLASH})
+    fake_plugins("chakra-clash", "9", {"clash": "clash_plugin"}, {"clash_plugin": CLASH})
     monkeypatch.delenv("CHAKRA_PREFER", raising=False)
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
