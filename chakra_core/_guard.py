@@ -35,7 +35,7 @@ class PluginExit(Exception):
 
 def describe(exc: BaseException) -> str:
     """``Type: message`` of a plugin's failure, for one-line warnings and errors."""
-    return f"{type(exc).__name__}: {exc}"
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
 
 
 @contextlib.contextmanager

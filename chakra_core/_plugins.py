@@ -99,6 +99,13 @@ def _core_version() -> str:
         return "0+unknown"
 
 
+class _GuardedPlugin:
+    """The object pluggy registers for a plugin: its hook implementations as attributes."""
+
+    def __init__(self, impls: dict[str, Any]):
+        self.__dict__.update(impls)
+
+
 class PluginHost:
     """The pluggy manager, the registry and the list of plugins, loaded once per process.
 
@@ -117,6 +124,7 @@ class PluginHost:
         self.registry = Registry()
         self.plugins: list[PluginInfo] = []
         self._answered_by: PluginInfo | None = None
+        self._objects: dict[str, Any] = {}  # plugin key -> the object it was registered as
         if self.trace:
             self.pm.trace.root.setwriter(lambda s: sys.stderr.write("chakra-trace: " + s))
             self.pm.enable_tracing()
@@ -174,15 +182,18 @@ class PluginHost:
         """Unregister the plugin added as ``name`` (or ``distribution:name``); forget what it registered."""
         for info in list(self.plugins):
             if name in (info.name, info.key):
-                if self.pm.get_plugin(info.key) is not None:
-                    self.pm.unregister(name=info.key)
+                self._unregister(info)
                 self.plugins.remove(info)
                 self._forget(info)
 
     def plugin_info(self, obj: Any) -> PluginInfo | None:
         """The :class:`PluginInfo` of a registered plugin object, or None."""
-        key = self.pm.get_name(obj) if self.pm.is_registered(obj) else None
-        return None if key is None else self._info(key)
+        return next((p for p in self.plugins if self._objects.get(p.key) is obj), None)
+
+    def _unregister(self, info: PluginInfo) -> None:
+        if self.pm.get_plugin(info.key) is not None:
+            self.pm.unregister(name=info.key)
+        self._objects.pop(info.key, None)
 
     def _info(self, key: str) -> PluginInfo:
         return next(p for p in self.plugins if p.key == key)
@@ -197,29 +208,30 @@ class PluginHost:
         if owner is not None:  # e.g. two entry points naming one module
             self._fail(info, PluginError(f"its object is already registered as {owner.label}"), "register")
             return
+        proxy = self._guarded_plugin(obj, info)
         try:
-            self.pm.register(obj, name=info.key)
+            self.pm.register(proxy, name=info.key)
         except Exception as e:  # noqa: BLE001 - pluggy refuses a malformed hookimpl
             self._fail(info, e, "register")
             return
+        self._objects[info.key] = obj
         self.plugins.append(info)
-        self._isolate_calls(obj, info)
         for kind, hook in KINDS.items():
             names: list[str] = []
             try:
-                self._register(obj, info, kind, hook, names)
+                self._register(proxy, info, kind, hook, names)
             except Exception as e:  # noqa: BLE001
                 info.registered.setdefault(kind, []).extend(names)
                 self._forget(info)
-                self.pm.unregister(obj)
+                self._unregister(info)
                 self._fail(info, e, hook)
                 return
             if names:
                 info.registered.setdefault(kind, []).extend(names)
 
-    def _register(self, obj: Any, info: PluginInfo, kind: str, hook: str, names: list[str]) -> None:
-        """Call ``obj``'s implementations of registration ``hook`` through a pluggy subset caller."""
-        others = [p for p in self.pm.get_plugins() if p is not obj]
+    def _register(self, proxy: Any, info: PluginInfo, kind: str, hook: str, names: list[str]) -> None:
+        """Call one plugin's implementations of registration ``hook`` through a pluggy subset caller."""
+        others = [p for p in self.pm.get_plugins() if p is not proxy]
         caller = self.pm.subset_hook_caller(hook, remove_plugins=others)
         if not caller.get_hookimpls():
             return
@@ -234,15 +246,19 @@ class PluginHost:
         with guarded(info.label, hook):
             caller(register=register)
 
-    def _isolate_calls(self, obj: Any, info: PluginInfo) -> None:
-        """Make each of ``obj``'s non-wrapper implementations of a called hook fail alone."""
-        for caller in self.pm.get_hookcallers(obj) or []:
-            if caller.name in _REGISTRATION_HOOKS:
+    def _guarded_plugin(self, obj: Any, info: PluginInfo) -> _GuardedPlugin:
+        """What pluggy registers for ``obj``: its hook implementations, with their markers, each
+        plain implementation of a called (not registration) hook made to fail alone."""
+        impls: dict[str, Any] = {}
+        for attr in dir(obj):
+            opts = self.pm.parse_hookimpl_opts(obj, attr)
+            if opts is None:
                 continue
-            for impl in caller.get_hookimpls():
-                if impl.plugin is obj and not (impl.hookwrapper or impl.wrapper):
-                    # pluggy declares HookImpl.function Final; it is replaced before any call is made
-                    impl.function = self._isolated(impl.function, info, caller.name)  # type: ignore[misc]
+            fn = getattr(obj, attr)
+            hook = opts.get("specname") or attr
+            plain = not (opts.get("wrapper") or opts.get("hookwrapper"))
+            impls[attr] = self._isolated(fn, info, hook) if plain and hook not in _REGISTRATION_HOOKS else fn
+        return _GuardedPlugin(impls)
 
     def _isolated(self, fn: Callable[..., Any], info: PluginInfo, hook: str) -> Callable[..., Any]:
         def call(*args: Any) -> Any:
@@ -258,7 +274,7 @@ class PluginHost:
                 self._answered_by = info
             return result
 
-        return functools.wraps(fn)(call)
+        return functools.wraps(fn)(call)  # keeps the hookimpl marker and the signature pluggy reads
 
     def _hook_failed(self, info: PluginInfo | None, hook: str, exc: Exception) -> None:
         who = info.label if info else "a plugin's hook wrapper"
