@@ -92,6 +92,15 @@ def test_pipeline_validate_key(bad_prefix, tmp_path, chakra_pipeline):
         chakra_pipeline({**spec, "validate": "no"})
 
 
+def test_cli_run_no_validate(bad_prefix, tmp_path, chakra_cli):
+    p = tmp_path / "p.yaml"
+    p.write_text(f"input: {{paths: ['{bad_prefix}']}}\nbackends: [{{name: et, output: '{tmp_path}/o'}}]\n")
+    status, _, err = chakra_cli("run", p)
+    assert status == 2 and "1 validation error(s)" in err and not (tmp_path / "o").exists()
+    status, out, _ = chakra_cli("run", p, "--no-validate")
+    assert status == 0 and "et: ranks=2" in out
+
+
 def _observer(seen):
     class Observer:
         @chakra.hookimpl

@@ -1,4 +1,4 @@
-"""``chakra run PIPELINE.yaml [--json] [--check]``."""
+"""``chakra run PIPELINE.yaml [--json] [--check] [--no-validate]``."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ def add_arguments(p) -> None:
     p.add_argument("pipeline", metavar="PIPELINE.yaml", help="pipeline file")
     p.add_argument("--json", action="store_true", help="print the full results as JSON")
     p.add_argument("--check", action="store_true", help="only validate the pipeline")
+    p.add_argument("--no-validate", action="store_true",
+                   help="run every backend even when the set has validation errors (as validate: false)")
 
 
 def run(args) -> int:
@@ -20,6 +22,9 @@ def run(args) -> int:
     if args.check:
         print(f"{args.pipeline}: OK ({len(pipe.transforms)} transform(s), {len(pipe.backends)} backend(s))")
         return 0
+    if args.no_validate:
+        for b in pipe.backends:
+            b.validate = False
     out = pipe.run()
     if args.json:
         print_json(out)
