@@ -23,13 +23,10 @@ from ._traceset import TraceSet
 from ._validate import Finding
 
 __all__ = ["Inputs", "Validation", "convert", "simulate", "export", "transform", "validate", "stats",
-           "jsonize", "SYSTEM_OPTIONS"]
+           "jsonize"]
 
 #: a trace set as a user names it, or one already opened
 Inputs = Union[str, os.PathLike, Sequence[Union[str, os.PathLike]], TraceSet]  # noqa: UP007 - a runtime alias
-
-#: the system-description options that ``simulate`` and ``export`` take as keyword arguments
-SYSTEM_OPTIONS = ("system", "network", "memory", "comm_groups")
 
 
 class Validation(list):

@@ -26,8 +26,8 @@ def add_system_arguments(p) -> None:
 
 def backend_kwargs(args) -> dict[str, Any]:
     """Keyword arguments of :func:`chakra_core.simulate` / :func:`chakra_core.export` from ``args``."""
-    from chakra_core._commands import SYSTEM_OPTIONS
     from chakra_core._options import parse_kv
+    from chakra_core.system import SYSTEM_OPTIONS
 
     flags = {k: getattr(args, k) for k in SYSTEM_OPTIONS}
     return {"options": parse_kv(args.opts), "validate": not args.no_validate, **flags, **input_kwargs(args)}
