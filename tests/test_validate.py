@@ -125,8 +125,11 @@ def test_collective_count_differs(tmp_path, chakra_roundtrip, dp_set):
     def edit(nodes):
         return [n for n in nodes if n.name != "allreduce_0"]
     f = validate(_broken(tmp_path, chakra_roundtrip, dp_set, 0, edit))
-    assert [x.rule for x in f] == ["coll-order"]
-    assert "2 collectives" in f[0].message or "3 collectives" in f[0].message
+    # rank 1's third all-reduce (node 9) has no partner on rank 0: the finding names it; rank 1
+    # then holds its communication slot there while rank 0 waits for rank 1's send (a deadlock)
+    assert [(x.rule, x.rank, x.node_id) for x in f] == [("coll-order", 1, 9), ("deadlock", 0, 11)]
+    assert "3 collectives" in f[0].message and "rank 0 issues 2" in f[0].message
+    assert f[1].involved == [(0, 11), (1, 9)]
 
 
 def test_collective_on_group_without_membership(tmp_path, chakra_roundtrip, dp_set):

@@ -1,0 +1,175 @@
+"""One streaming pass over a rank: dependency checks and its communication skeleton.
+
+The skeleton keeps only the nodes that can wait on another rank or on the communication slot
+(collectives, sends, receives, memory ops), each with the skeleton nodes it waits for through any
+chain of other nodes.  Every other node finishes on its own, so this is all a deadlock search
+needs (:mod:`._deadlock`).
+
+When node ids ascend in file order and every dependency names an earlier node (what every
+writer of this project and the PyTorch converter produce), one pass suffices and the state is 4
+bytes per node (a frontier number; 12 with non-consecutive ids, which are kept for a binary
+search), plus the distinct frontiers.  Otherwise the rank is read once more into a
+:class:`~._graph.RankGraph` for duplicate ids, missing dependencies and cycles.
+"""
+
+from __future__ import annotations
+
+from array import array
+from bisect import bisect_left
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ._graph import RankGraph, _arr
+from ._schema import Node
+
+__all__ = ["RankScan", "scan_rank"]
+
+
+@dataclass
+class RankScan:
+    """What one pass found in a rank.
+
+    ``skel_pos`` are the file positions of the skeleton nodes; skeleton node ``k`` waits for the
+    skeleton nodes ``skel_preds[skel_ptr[k]:skel_ptr[k+1]]`` (None when the graph is broken:
+    duplicates, missing dependencies or a cycle).
+    """
+
+    count: int = 0
+    duplicates: list[int] = field(default_factory=list)
+    missing: list[tuple[int, int]] = field(default_factory=list)  # (node id, missing dep id)
+    cycle: list[int] = field(default_factory=list)  # the ids of one cycle
+    skel_pos: array = field(default_factory=lambda: array("q"))
+    skel_ptr: array | None = None
+    skel_preds: array | None = None
+
+
+class _Frontiers:
+    """Interned sets of skeleton nodes ("frontiers"): number 0 is the empty set."""
+
+    def __init__(self) -> None:
+        self.sets: list[frozenset[int]] = [frozenset()]
+        self.index: dict[frozenset[int], int] = {frozenset(): 0}
+        self.unions: dict[tuple[int, int], int] = {}
+        self.ptr = array("q", [0])
+        self.preds = array("q")
+
+    def intern(self, s: frozenset[int]) -> int:
+        """The number of set ``s``."""
+        k = self.index.get(s)
+        if k is None:
+            k = self.index[s] = len(self.sets)
+            self.sets.append(s)
+        return k
+
+    def union(self, a: int, b: int) -> int:
+        """The number of the union of frontiers ``a`` and ``b``."""
+        if a == b or b == 0:
+            return a
+        if a == 0:
+            return b
+        key = (a, b) if a < b else (b, a)
+        k = self.unions.get(key)
+        if k is None:
+            k = self.unions[key] = self.intern(self.sets[a] | self.sets[b])
+        return k
+
+    def add_skeleton(self, frontier: int) -> int:
+        """Record a skeleton node waiting for ``frontier``; the frontier it passes on."""
+        k = len(self.ptr) - 1
+        self.preds.extend(sorted(self.sets[frontier]))
+        self.ptr.append(len(self.preds))
+        return self.intern(frozenset((k,)))
+
+
+def scan_rank(batches: Callable[[], Iterable[Iterable[Node]]], visit: Callable[[Node], bool]) -> RankScan:
+    """Stream ``batches()`` once, calling ``visit(node)`` (True: a skeleton node) on each node.
+
+    Reads the rank a second time only when ids do not ascend or a dependency points forward.
+    """
+    out = RankScan()
+    fr = _Frontiers()
+    fid = array("i")  # frontier number per node position
+    ids: array | None = None  # node ids, kept once they stop being consecutive
+    first = prev = -1
+    ordered = True
+    pos = out.skel_pos
+    count = 0
+    for batch in batches():
+        for n in batch:
+            is_skel = visit(n)
+            if is_skel:
+                pos.append(count)
+            count += 1
+            if not ordered:
+                continue
+            nid = n.id
+            if nid <= prev:
+                ordered = False
+                continue
+            if first < 0:
+                first = nid
+            elif ids is None and nid != prev + 1:
+                ids = array("Q", range(first, prev + 1))
+            if ids is not None:
+                ids.append(nid)
+            prev = nid
+            f = 0
+            for deps in (n.data_deps, n.ctrl_deps):
+                for d in deps:
+                    if d >= nid:
+                        ordered = False
+                        break
+                    if ids is None:
+                        p = d - first
+                    else:
+                        p = bisect_left(ids, d)
+                        if ids[p] != d:
+                            p = -1
+                    if p < 0:
+                        out.missing.append((nid, d))
+                    else:
+                        f = fr.union(f, fid[p])
+            fid.append(fr.add_skeleton(f) if is_skel else f)
+    out.count = count
+    if ordered:
+        out.skel_ptr, out.skel_preds = (None, None) if out.missing else (fr.ptr, fr.preds)
+        return out
+    del fid, ids
+    _scan_graph(RankGraph.build(batches()), out)
+    return out
+
+
+def _scan_graph(g: RankGraph, out: RankScan) -> None:
+    """Structure checks and skeleton of a rank whose file order is not a dependency order."""
+    out.duplicates, out.missing = g.duplicates, g.missing
+    order, left = g.topo_order()
+    if left:
+        out.cycle = g.find_cycle(left)
+    if out.duplicates or out.missing or left:
+        return
+    n = len(g)
+    skel_of = np.full(n, -1, dtype=np.int64)
+    skel_of[np.frombuffer(out.skel_pos, dtype=np.int64)] = np.arange(len(out.skel_pos))
+    skel = _arr(skel_of)
+    del skel_of
+    deps, ptr = _arr(g.deps), _arr(g.dep_ptr)
+    fr = _Frontiers()
+    fid = array("i", bytes(4 * n))
+    frontier_of: list[int] = [0] * len(out.skel_pos)
+    for i in order:
+        f = 0
+        for k in deps[ptr[i]:ptr[i + 1]]:
+            f = fr.union(f, fid[k])
+        s = skel[i]
+        if s >= 0:
+            frontier_of[s] = f
+            fid[i] = fr.intern(frozenset((s,)))
+        else:
+            fid[i] = f
+    skel_ptr, skel_preds = array("q", [0]), array("q")
+    for f in frontier_of:
+        skel_preds.extend(sorted(fr.sets[f]))
+        skel_ptr.append(len(skel_preds))
+    out.skel_ptr, out.skel_preds = skel_ptr, skel_preds
