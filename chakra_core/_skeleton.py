@@ -17,6 +17,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterable
+from itertools import chain
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -46,14 +47,14 @@ class RankScan:
 
 
 class _Frontiers:
-    """Interned sets of skeleton nodes ("frontiers"): number 0 is the empty set."""
+    """Interned sets of skeleton nodes ("frontiers", number 0 is the empty set), and what each
+    skeleton node waits for."""
 
     def __init__(self) -> None:
         self.sets: list[frozenset[int]] = [frozenset()]
         self.index: dict[frozenset[int], int] = {frozenset(): 0}
         self.unions: dict[tuple[int, int], int] = {}
-        self.ptr = array("q", [0])
-        self.preds = array("q")
+        self.waits_for: dict[int, frozenset[int]] = {}
 
     def intern(self, s: frozenset[int]) -> int:
         """The number of set ``s``."""
@@ -72,15 +73,28 @@ class _Frontiers:
         key = (a, b) if a < b else (b, a)
         k = self.unions.get(key)
         if k is None:
-            k = self.unions[key] = self.intern(self.sets[a] | self.sets[b])
+            k = self.unions[key] = self.intern(self._reduce(self.sets[a] | self.sets[b]))
         return k
 
-    def add_skeleton(self, frontier: int) -> int:
-        """Record a skeleton node waiting for ``frontier``; the frontier it passes on."""
-        k = len(self.ptr) - 1
-        self.preds.extend(sorted(self.sets[frontier]))
-        self.ptr.append(len(self.preds))
+    def _reduce(self, s: frozenset[int]) -> frozenset[int]:
+        """``s`` without the nodes that another member of ``s`` waits for directly (a node
+        starts only after those, so they add nothing and would make frontiers grow)."""
+        waits = self.waits_for
+        implied = frozenset().union(*(waits[y] for y in s))
+        return s - implied if implied & s else s
+
+    def add_skeleton(self, k: int, frontier: int) -> int:
+        """Record that skeleton node ``k`` waits for ``frontier``; the frontier it passes on."""
+        self.waits_for[k] = self.sets[frontier]
         return self.intern(frozenset((k,)))
+
+    def csr(self, count: int) -> tuple[array, array]:
+        """What each of the ``count`` skeleton nodes waits for, as (pointer, list)."""
+        ptr, preds = array("q", [0]), array("q")
+        for k in range(count):
+            preds.extend(sorted(self.waits_for[k]))
+            ptr.append(len(preds))
+        return ptr, preds
 
 
 def scan_rank(batches: Callable[[], Iterable[Iterable[Node]]], visit: Callable[[Node], bool]) -> RankScan:
@@ -95,6 +109,7 @@ def scan_rank(batches: Callable[[], Iterable[Iterable[Node]]], visit: Callable[[
     first = prev = -1
     ordered = True
     pos = out.skel_pos
+    union = fr.union
     count = 0
     for batch in batches():
         for n in batch:
@@ -116,25 +131,28 @@ def scan_rank(batches: Callable[[], Iterable[Iterable[Node]]], visit: Callable[[
                 ids.append(nid)
             prev = nid
             f = 0
-            for deps in (n.data_deps, n.ctrl_deps):
-                for d in deps:
-                    if d >= nid:
-                        ordered = False
-                        break
-                    if ids is None:
-                        p = d - first
-                    else:
-                        p = bisect_left(ids, d)
-                        if ids[p] != d:
-                            p = -1
-                    if p < 0:
-                        out.missing.append((nid, d))
-                    else:
-                        f = fr.union(f, fid[p])
-            fid.append(fr.add_skeleton(f) if is_skel else f)
+            cd = n.ctrl_deps
+            for d in chain(n.data_deps, cd) if cd else n.data_deps:
+                if d >= nid:
+                    ordered = False
+                    break
+                if ids is None:
+                    p = d - first
+                else:
+                    p = bisect_left(ids, d)
+                    if ids[p] != d:
+                        p = -1
+                if p < 0:
+                    out.missing.append((nid, d))
+                    continue
+                g = fid[p]
+                if g != f:
+                    f = g if f == 0 else union(f, g)
+            fid.append(fr.add_skeleton(len(pos) - 1, f) if is_skel else f)
     out.count = count
     if ordered:
-        out.skel_ptr, out.skel_preds = (None, None) if out.missing else (fr.ptr, fr.preds)
+        if not out.missing:
+            out.skel_ptr, out.skel_preds = fr.csr(len(pos))
         return out
     del fid, ids
     _scan_graph(RankGraph.build(batches()), out)
@@ -157,19 +175,10 @@ def _scan_graph(g: RankGraph, out: RankScan) -> None:
     deps, ptr = _arr(g.deps), _arr(g.dep_ptr)
     fr = _Frontiers()
     fid = array("i", bytes(4 * n))
-    frontier_of: list[int] = [0] * len(out.skel_pos)
     for i in order:
         f = 0
         for k in deps[ptr[i]:ptr[i + 1]]:
             f = fr.union(f, fid[k])
         s = skel[i]
-        if s >= 0:
-            frontier_of[s] = f
-            fid[i] = fr.intern(frozenset((s,)))
-        else:
-            fid[i] = f
-    skel_ptr, skel_preds = array("q", [0]), array("q")
-    for f in frontier_of:
-        skel_preds.extend(sorted(fr.sets[f]))
-        skel_ptr.append(len(skel_preds))
-    out.skel_ptr, out.skel_preds = skel_ptr, skel_preds
+        fid[i] = fr.add_skeleton(s, f) if s >= 0 else f
+    out.skel_ptr, out.skel_preds = fr.csr(len(out.skel_pos))

@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass, field
 
 from ._errors import TraceFormatError
 from ._skeleton import scan_rank
-from ._traceset import TraceSet
+from ._traceset import PG_ATTR, TraceSet
 from ._validate_rank import ABSURD_BYTES, MAX_DURATION_US, MAX_RANK_DURATION_US, RankCheck
 from ._validate_set import check_collectives, check_deadlocks, check_groups, check_p2p
 
@@ -150,10 +150,12 @@ def validate(traces: TraceSet, cross_rank: bool = True,
             progress(len(checks), len(traces))
     if not cross_rank or not traces.ranks:
         return add.findings
-    groups = _groups(traces, add)
-    check_groups(traces, groups, checks, add)
+    groups = _groups(traces, checks, add)
+    if groups is not None:
+        check_groups(traces, groups, checks, add)
     if len(traces) > 1:
-        check_collectives(traces, checks, add)
+        if groups is not None:  # membership is unknown otherwise
+            check_collectives(traces, checks, add)
         check_p2p(traces, checks, add)
         if not add.unclear() and len(skels) == len(traces):
             members = [tuple(traces.group_members(pg)) for pg in pg_names]
@@ -161,10 +163,19 @@ def validate(traces: TraceSet, cross_rank: bool = True,
     return add.findings
 
 
-def _groups(traces: TraceSet, add: _Collector) -> dict[str, list[int]]:
-    """The set's process groups; a ``pg-unparseable`` finding (and none) when they cannot be read."""
+def _groups(traces: TraceSet, checks: dict[int, RankCheck], add: _Collector) -> dict[str, list[int]] | None:
+    """The set's process groups; a ``pg-unparseable`` finding and None when they cannot be read.
+
+    A set of files with neither a named group nor a group description has none: that is known
+    without another pass over the first rank.
+    """
+    first = traces[traces.ranks[0]]
+    if (hasattr(first, "raw") and not checks[first.rank].saw_group_node
+            and not any(pg for c in checks.values() for pg in c.colls)
+            and not any(a.name == PG_ATTR for a in first.metadata().attr)):
+        return {}
     try:
         return traces.process_groups
     except TraceFormatError as e:
         add("pg-unparseable", e.where or traces.source, None, e.message, rank=traces.ranks[0])
-        return {}
+        return None

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from ._attrs import int_value
 from ._deadlock import K_COLL, K_RECV, K_SEND, K_SLOT, Skeleton
-from ._schema import COMM_TYPE_NAMES, CommType, Node, NodeType
+from ._schema import COMM_TYPE_NAMES, PG_INIT_NAME, CommType, Node, NodeType
 
 __all__ = ["RankCheck", "ABSURD_BYTES", "MAX_DURATION_US", "MAX_RANK_DURATION_US"]
 
@@ -60,6 +60,7 @@ class RankCheck:
         self.sends: list[tuple[int, int, int, int]] = []  # (dst, tag, size, id)
         self.recvs: list[tuple[int, int, int, int]] = []  # (src, tag, size, id)
         self.total_us = 0
+        self.saw_group_node = False  # a "## process_group:init ##" METADATA node
         self.skel_ids, self.skel_kinds = array("Q"), bytearray()
         self.skel_a, self.skel_tag, self.skel_size = array("q"), array("q"), array("q")
 
@@ -78,22 +79,25 @@ class RankCheck:
         """This rank's skeleton, given its dependency structure from :func:`._skeleton.scan_rank`."""
         return Skeleton(self.skel_ids, self.skel_kinds, self.skel_a, self.skel_tag, self.skel_size, ptr, preds)
 
-    def _duration(self, n: Node) -> None:
-        d = n.duration_micros
-        if not d:
-            return
+    def _duration_error(self, n: Node, d: int) -> None:
         if d > MAX_DURATION_US:
             self._error("bad-duration", n, f"duration_micros = {d} us, more than 2^40 us (12.7 days)")
-        before = self.total_us
-        self.total_us = before + d
-        if before <= MAX_RANK_DURATION_US < self.total_us:
+        if self.total_us - d <= MAX_RANK_DURATION_US:
             self._error("bad-duration", n, "the durations of this rank add up to more than 2^50 us "
                         "(35.7 years) at this node")
 
     def __call__(self, n: Node) -> bool:
-        self._duration(n)
+        d = n.duration_micros
+        if d:
+            total = self.total_us = self.total_us + d
+            if d > MAX_DURATION_US or total > MAX_RANK_DURATION_US:
+                self._duration_error(n, d)
         t = n.type
-        if t == NodeType.COMP_NODE or t == NodeType.METADATA_NODE:
+        if t == NodeType.COMP_NODE:
+            return False
+        if t == NodeType.METADATA_NODE:
+            if n.name == PG_INIT_NAME:
+                self.saw_group_node = True
             return False
         if t == 0 or t > 7:
             self._error("invalid-type", n, f"node type {t} ({'INVALID_NODE' if t == 0 else 'unknown'})")

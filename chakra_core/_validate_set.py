@@ -47,8 +47,7 @@ def _describe(c: tuple[int, int, int]) -> str:
 
 def check_collectives(traces: TraceSet, checks: dict[int, RankCheck], add: Add) -> None:
     """``coll-not-member`` and ``coll-order``: every member issues the same collectives."""
-    groups = sorted({pg for c in checks.values() for pg in c.colls})
-    for pg in groups:
+    for pg in sorted({pg for c in checks.values() for pg in c.colls}):
         members = traces.group_members(pg)
         label = _group_label(pg)
         for r, chk in checks.items():

@@ -154,7 +154,7 @@ def test_empty_rank_is_a_warning(tmp_path, chakra_roundtrip, dp_set):
     assert [(x.rule, x.severity) for x in f] == [("empty-rank", "warning")]
 
 
-@pytest.mark.parametrize("typ", [0, 12])
+@pytest.mark.parametrize("typ", [0, 12, 255])
 def test_invalid_or_unknown_type(tmp_path, chakra_roundtrip, dp_set, typ):
     def edit(nodes):
         nodes[0].type = typ
@@ -189,3 +189,62 @@ def test_many_findings_are_summarised_and_counted(tmp_path, chakra_roundtrip, dp
     dup = [x for x in f if x.rule == "duplicate-id"]
     assert len(dup) == 21 and dup[-1].count == 2 and sum(x.count for x in dup) == 22
     assert dup[-1].message == "2 more 'duplicate-id' finding(s) in this file not shown"
+
+
+def test_group_naming_ranks_outside_the_set(dp_set):
+    for members, shown in (([0, 5], "rank 5"), ([-1, 0], "rank -1"), ([0, 1, 1], "rank 1 twice")):
+        f = validate(TraceSet(list(dp_set), process_groups={"1": members}))
+        assert [(x.rule, x.node_id) for x in f] == [("pg-bad-rank", None)]
+        assert "process group '1'" in f[0].message and shown in f[0].message
+
+
+def test_collective_on_an_undefined_group(tmp_path, chakra_roundtrip, dp_set):
+    def edit(nodes):
+        set_attr(_by_name(nodes, "allreduce_0"), "pg_name", "7")
+    ts = _broken(tmp_path, chakra_roundtrip, dp_set, 0, edit)
+    f = [x for x in validate(ts) if x.rule == "pg-undefined"]
+    assert [(x.rank, x.node_id) for x in f] == [(0, 9)]  # allreduce_0 is node 9
+    assert "process group '7', which the set does not define" in f[0].message
+
+
+@pytest.mark.parametrize("text", ["[{", '{"pg_name": "1"}', '[{"pg_name": "1", "ranks": ["x"]}]'])
+def test_unparseable_process_groups(dp_set, text):
+    from chakra_core._attrs import make_attr
+
+    meta = GlobalMetadata(version="0.0.4")
+    meta.attr.append(make_attr("process_groups", text))
+    ts = TraceSet([MemoryRank(rt.rank, meta, list(rt.nodes())) for rt in dp_set])
+    f = validate(ts)
+    assert [(x.rule, x.file) for x in f] == [("pg-unparseable", "rank 0")]
+    assert "bad process-group description" in f[0].message
+
+
+def test_absurd_durations(dp_set):
+    nodes = list(dp_set[0].nodes())
+    nodes[0].duration_micros = 1 << 62
+    f = validate(TraceSet([MemoryRank(0, GlobalMetadata(), nodes)]), cross_rank=False)
+    assert [(x.rule, x.node_id) for x in f] == [("bad-duration", 1), ("bad-duration", 1)]
+    assert "more than 2^40 us" in f[0].message and "add up to more than 2^50 us" in f[1].message
+    # 1025 nodes of exactly 2^40 us each are allowed one by one; their sum passes 2^50 at node 1025
+    chain = [Node(id=i, name="c", type=4, duration_micros=1 << 40) for i in range(1, 1026)]
+    f = validate(TraceSet([MemoryRank(0, GlobalMetadata(), chain)]), cross_rank=False)
+    assert [(x.rule, x.node_id) for x in f] == [("bad-duration", 1025)]
+
+
+def test_negative_comm_size(tmp_path, chakra_roundtrip, dp_set):
+    def edit(nodes):
+        set_attr(_by_name(nodes, "allreduce_0"), "comm_size", -1)
+    ts = _broken(tmp_path, chakra_roundtrip, dp_set, 0, edit)
+    f = [x for x in validate(ts) if x.rule == "bad-size"]
+    assert [(x.rank, x.node_id, x.message) for x in f] == [(0, 9, "comm_size = -1 bytes")]
+
+
+def test_every_finding_of_a_node_rule_names_its_node(tmp_path, chakra_roundtrip, dp_set):
+    def edit(nodes):
+        nodes[0].type = 255
+        nodes[1].duration_micros = 1 << 41
+        set_attr(_by_name(nodes, "send"), "comm_dst", 9)
+        return [n for n in nodes if n.name != "allreduce_2"]
+    f = validate(_broken(tmp_path, chakra_roundtrip, dp_set, 0, edit))
+    assert {x.rule for x in f} >= {"invalid-type", "bad-duration", "bad-peer", "coll-order"}
+    assert all(x.node_id is not None for x in f)

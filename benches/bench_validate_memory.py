@@ -1,0 +1,101 @@
+"""Peak memory of ``validate`` on a large rank: bytes per node above the interpreter's own.
+
+Writes, in a temporary directory, a 2-rank set with chakra_core's writer: rank 0 has ``--nodes``
+compute nodes (a data dep on the previous node, a ctrl dep 8 back, two attributes each) with an
+all-reduce every 1,000 nodes; rank 1 has the matching all-reduces only.  ``validate`` then runs
+on it in a fresh subprocess (its ru_maxrss is its own), all rules and the deadlock search
+included.  ``--sparse`` numbers the nodes 2, 4, 6, ... (non-consecutive ids); ``--ref DIR``
+imports chakra_core from DIR instead (another checkout, for a before/after comparison).
+Usage: python benches/bench_validate_memory.py [--nodes 5000000] [--sparse] [--ref DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+WRITE = r"""
+import sys
+from chakra_core import CommType, EtWriter, GlobalMetadata, Node, NodeType, make_attr
+
+prefix, n, step = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+cpu, ops = make_attr("is_cpu_op", False), make_attr("num_ops", 1 << 20)
+coll = [make_attr("comm_type", int(CommType.ALL_REDUCE)), make_attr("comm_size", 1 << 20)]
+
+def rank0():
+    for i in range(1, n + 1):
+        nid = i * step
+        is_coll = i % 1000 == 0
+        node = Node(id=nid, name="allreduce" if is_coll else "aten::linear",
+                    type=NodeType.COMM_COLL_NODE if is_coll else NodeType.COMP_NODE, duration_micros=i % 97)
+        if i > 1:
+            node.data_deps.append(nid - step)
+        if i > 8:
+            node.ctrl_deps.append(nid - 8 * step)
+        node.attr.extend(coll if is_coll else (cpu, ops))
+        yield node
+
+def rank1():
+    for i in range(1, n // 1000 + 1):
+        node = Node(id=i, name="allreduce", type=NodeType.COMM_COLL_NODE)
+        if i > 1:
+            node.data_deps.append(i - 1)
+        node.attr.extend(coll)
+        yield node
+
+for rank, nodes in ((0, rank0()), (1, rank1())):
+    with EtWriter(f"{prefix}.{rank}.et", GlobalMetadata(version="0.0.4")) as w:
+        w.write_many(nodes)
+"""
+
+MEASURE = r"""
+import json, resource, sys, time
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+import chakra_core
+from chakra_core import open_traceset, validate
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+t = time.perf_counter()
+findings = validate(open_traceset(sys.argv[1]))
+dt = time.perf_counter() - t
+assert not findings, [str(f) for f in findings[:3]]
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"seconds": dt, "peak_rss_mb": peak / 1024, "baseline_rss_mb": base / 1024,
+                  "core": chakra_core.__file__}))
+"""
+
+
+def main() -> int:
+    """Write the set, measure validate once, print the figures (JSON with --json)."""
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--nodes", type=int, default=5_000_000, help="nodes of rank 0")
+    ap.add_argument("--sparse", action="store_true", help="non-consecutive node ids")
+    ap.add_argument("--ref", help="import chakra_core from this directory for the measurement")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    env = dict(os.environ)
+    if args.ref:
+        env["PYTHONPATH"] = os.path.abspath(args.ref) + os.pathsep + env.get("PYTHONPATH", "")
+    with tempfile.TemporaryDirectory() as d:
+        prefix = os.path.join(d, "bench")
+        subprocess.run([sys.executable, "-c", WRITE, prefix, str(args.nodes), "2" if args.sparse else "1"],
+                       check=True)
+        out = subprocess.run([sys.executable, "-c", MEASURE, prefix], capture_output=True, text=True,
+                             env=env, cwd=d, check=True)
+    r = json.loads(out.stdout)
+    r["nodes"] = args.nodes
+    r["bytes_per_node"] = (r["peak_rss_mb"] - r["baseline_rss_mb"]) * 2**20 / args.nodes
+    if args.json:
+        print(json.dumps(r))
+    else:
+        print(f"validate, {args.nodes:,} nodes ({'sparse' if args.sparse else 'consecutive'} ids): "
+              f"{r['seconds']:.1f} s, peak RSS {r['peak_rss_mb']:.1f} MB (after imports "
+              f"{r['baseline_rss_mb']:.1f} MB): {r['bytes_per_node']:.1f} bytes/node  [{r['core']}]")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,170 @@
+"""The abstract execution of validate (``deadlock``, ``never-reached``) against the simulator.
+
+Every set here is hand-made (a few nodes per rank, written out below); each one that validate
+calls a deadlock must also make the simpy simulator report a deadlock, and each one it passes
+must simulate to the end.  The recorded PyTorch sets must pass both.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from chakra_core._attrs import set_attr
+from chakra_core._errors import ChakraError
+from chakra_core._pipeline import load_traces
+from chakra_core._plugins import get_host
+from chakra_core._schema import CommType, GlobalMetadata, Node, NodeType
+from chakra_core._traceset import MemoryRank, TraceSet
+from chakra_core._validate import validate
+
+RECORDED = Path(__file__).resolve().parents[1] / "plugins" / "chakra-pytorch" / "tests" / "data"
+
+
+def comp(i, deps=(), us=5):
+    n = Node(id=i, name=f"comp{i}", type=NodeType.COMP_NODE, duration_micros=us)
+    n.data_deps.extend(deps)
+    return n
+
+
+def coll(i, pg=None, deps=(), size=1024):
+    n = Node(id=i, name=f"allreduce{i}", type=NodeType.COMM_COLL_NODE)
+    set_attr(n, "comm_type", int(CommType.ALL_REDUCE))
+    set_attr(n, "comm_size", size)
+    if pg is not None:
+        set_attr(n, "pg_name", pg)
+    n.data_deps.extend(deps)
+    return n
+
+
+def p2p(i, send, peer, deps=(), tag=0, size=64):
+    n = Node(id=i, name=f"{'send' if send else 'recv'}{i}",
+             type=NodeType.COMM_SEND_NODE if send else NodeType.COMM_RECV_NODE)
+    set_attr(n, "comm_dst" if send else "comm_src", peer)
+    set_attr(n, "comm_tag", tag)
+    set_attr(n, "comm_size", size)
+    n.data_deps.extend(deps)
+    return n
+
+
+def traceset(per_rank, groups=None):
+    return TraceSet([MemoryRank(r, GlobalMetadata(), nodes) for r, nodes in enumerate(per_rank)], groups)
+
+
+def simulate(ts):
+    """Run the simpy backend (from the registry, as the CLI does): None, or its deadlock report."""
+    backend = get_host().registry.get("backend", "simpy")
+    try:
+        backend.run(ts, backend.check_options({}), None)
+    except ChakraError as e:
+        assert "deadlock" in str(e), str(e)
+        return str(e)
+    return None
+
+
+def _errors(ts):
+    return [f for f in validate(ts) if f.severity == "error"]
+
+
+GROUPS = {"A": [0, 1], "B": [0, 1]}
+DEADLOCKS = {
+    # rank 0 issues its collective on A then B, rank 1 on B then A; each holds its slot
+    "cross-group order": (lambda: [[coll(1, "A"), coll(2, "B")], [coll(1, "B"), coll(2, "A")]], GROUPS),
+    # the same with the order forced by dependencies through compute
+    "cross-group order via deps": (lambda: [[coll(1, "A"), comp(2, [1]), coll(3, "B", [2])],
+                                            [coll(1, "B"), comp(2, [1]), coll(3, "A", [2])]], GROUPS),
+    # each rank receives before it sends
+    "recv-before-send cross": (lambda: [[p2p(1, False, 1), p2p(2, True, 1, [1])],
+                                        [p2p(1, False, 0), p2p(2, True, 0, [1])]], None),
+    # three ranks in a ring, each receiving from the previous one before sending to the next
+    "recv-before-send ring": (lambda: [[p2p(1, False, (r - 1) % 3), comp(2, [1]), p2p(3, True, (r + 1) % 3, [2])]
+                                       for r in range(3)], None),
+    # rank 1 reaches the collective only after a receive whose send waits behind the collective
+    "collective behind a receive": (lambda: [[coll(1), p2p(2, True, 1, [1])],
+                                             [p2p(1, False, 0), coll(2, deps=[1])]], None),
+    # a send (id 2) that is ready waits while the slot holds collective 1, which rank 1 reaches
+    # only after receiving it
+    "send behind the slot": (lambda: [[coll(1), p2p(2, True, 1)], [p2p(1, False, 0), coll(2, deps=[1])]], None),
+}
+FINISHING = {
+    "same group order": (lambda: [[coll(1, "A"), coll(2, "B")], [coll(1, "A"), coll(2, "B")]], GROUPS),
+    "send before recv on one side": (lambda: [[p2p(1, True, 1), p2p(2, False, 1, [1])],
+                                              [p2p(1, False, 0), p2p(2, True, 0, [1])]], None),
+    "receives need no slot": (lambda: [[p2p(1, False, 1), p2p(2, True, 1)], [p2p(1, False, 0), p2p(2, True, 0)]],
+                              None),
+    "disjoint groups in any order": (lambda: [[coll(1, "A"), coll(2, "B")], [coll(1, "A")], [coll(1, "B")]],
+                                     {"A": [0, 1], "B": [0, 2]}),
+    "ring exchange after a collective": (lambda: [[coll(1), p2p(2, True, (r + 1) % 3, [1]),
+                                                   p2p(3, False, (r - 1) % 3, [1]), coll(4, deps=[3])]
+                                                  for r in range(3)], None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DEADLOCKS))
+def test_deadlock_found_and_the_simulator_agrees(case):
+    make, groups = DEADLOCKS[case]
+    ts = traceset(make(), groups)
+    found = _errors(ts)
+    assert [f.rule for f in found] == ["deadlock"], [str(f) for f in found]
+    f = found[0]
+    ranks = sorted({r for r, _ in f.involved})
+    assert ranks == (list(range(3)) if "ring" in case else [0, 1])
+    assert f.node_id == f.involved[0][1] and f.rank == f.involved[0][0]
+    for r, nid in f.involved:  # each named node is on its rank and says whom it waits for
+        assert f"rank {r} node {nid} (" in f.message
+    assert simulate(ts) is not None
+
+
+def test_deadlock_message_names_the_waits():
+    ts = traceset(DEADLOCKS["cross-group order"][0](), GROUPS)
+    (f,) = _errors(ts)
+    assert f.message == ("ranks 0, 1 wait on each other: rank 0 node 1 (ALL_REDUCE #1 on group 'A') waits "
+                         "for rank 1; rank 1 node 1 (ALL_REDUCE #1 on group 'B') waits for rank 0")
+    assert f.involved == [(0, 1), (1, 1)]
+    ts = traceset(DEADLOCKS["recv-before-send cross"][0]())
+    (f,) = _errors(ts)
+    assert "rank 0 node 1 (receive from rank 1, tag 0, 64 bytes) waits for rank 1" in f.message
+
+
+@pytest.mark.parametrize("case", sorted(FINISHING))
+def test_no_deadlock_and_the_simulator_finishes(case):
+    make, groups = FINISHING[case]
+    ts = traceset(make(), groups)
+    assert _errors(ts) == []
+    assert simulate(ts) is None
+
+
+def test_collective_a_rank_never_reaches():
+    # rank 2 is in the default group but never issues the collective
+    ts = traceset([[coll(1)], [coll(1)], [comp(1)]])
+    found = _errors(ts)
+    assert sorted(f.rule for f in found) == ["coll-order", "never-reached", "never-reached"]
+    nr = [f for f in found if f.rule == "never-reached"]
+    assert [(f.rank, f.node_id) for f in nr] == [(0, 1), (1, 1)]
+    assert "waits for rank(s) 2, which finish without reaching it" in nr[0].message
+    assert simulate(ts) is not None
+
+
+def test_abstract_execution_skipped_on_unclear_sets():
+    # a receive without its tag: p2p-attrs; what it would match is unknown, so no deadlock rule
+    bad = p2p(1, False, 1)
+    del bad.attr[1]
+    ts = traceset([[bad, p2p(2, True, 1, [1])], [p2p(1, False, 0), p2p(2, True, 0, [1])]])
+    assert {f.rule for f in _errors(ts)} == {"p2p-attrs", "unmatched-p2p"}
+
+
+def test_forward_dependencies_take_the_graph_path():
+    # ids out of file order (and a dependency on a later node): the rank is read twice, same answer
+    rank0 = [p2p(2, True, 1, [1]), p2p(1, False, 1)]
+    rank1 = [p2p(5, True, 0, [3]), p2p(3, False, 0)]
+    (f,) = _errors(traceset([rank0, rank1]))
+    assert f.rule == "deadlock" and sorted(f.involved) == [(0, 1), (1, 3)]
+
+
+@pytest.mark.parametrize("name", ["collectives", "ddp", "ddp_buckets", "nccl"])
+def test_recorded_sets_do_not_deadlock(name):
+    pytest.importorskip("chakra_pytorch")
+    ts = load_traces([str(RECORDED / name)], "pytorch")
+    assert _errors(ts) == []
+    assert simulate(ts) is None
