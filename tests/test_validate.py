@@ -248,3 +248,12 @@ def test_every_finding_of_a_node_rule_names_its_node(tmp_path, chakra_roundtrip,
     f = validate(_broken(tmp_path, chakra_roundtrip, dp_set, 0, edit))
     assert {x.rule for x in f} >= {"invalid-type", "bad-duration", "bad-peer", "coll-order"}
     assert all(x.node_id is not None for x in f)
+
+
+def test_every_rule_is_documented():
+    from pathlib import Path
+
+    from chakra_core._validate import RULES
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "validation.md").read_text()
+    assert [r for r in RULES if f"| `{r}`" not in page] == []

@@ -168,3 +168,15 @@ def test_recorded_sets_do_not_deadlock(name):
     ts = load_traces([str(RECORDED / name)], "pytorch")
     assert _errors(ts) == []
     assert simulate(ts) is None
+
+
+def test_cli_reports_the_deadlock(tmp_path, chakra_cli):
+    import json
+
+    make, groups = DEADLOCKS["recv-before-send cross"]
+    traceset(make(), groups).write(tmp_path / "t")
+    status, out, _ = chakra_cli("validate", tmp_path / "t", "--json")
+    doc = json.loads(out)
+    assert status == 2 and [f["rule"] for f in doc["findings"]] == ["deadlock"]
+    assert doc["findings"][0]["involved"] == [[0, 1], [1, 1]]
+    assert doc["findings"][0]["file"].endswith("t.0.et") and doc["findings"][0]["node_id"] == 1
