@@ -11,6 +11,7 @@ from __future__ import annotations
 from array import array
 from collections import defaultdict
 from collections.abc import Callable
+from typing import Any
 
 from ._attrs import int_value
 from ._deadlock import K_COLL, K_RECV, K_SEND, K_SLOT, Skeleton
@@ -25,23 +26,24 @@ MAX_DURATION_US = 1 << 40
 #: nanosecond sums of a simulator far from the int64 limit)
 MAX_RANK_DURATION_US = 1 << 50
 
-_P2P_KEYS = {
+_P2P_KEYS: dict[int, tuple[str, ...]] = {
     NodeType.COMM_SEND_NODE: ("comm_dst", "comm_tag", "comm_size"),
     NodeType.COMM_RECV_NODE: ("comm_src", "comm_tag", "comm_size"),
 }
 _MEM = (NodeType.MEM_LOAD_NODE, NodeType.MEM_STORE_NODE)
 
 
-def _ints(n: Node) -> dict[str, int]:
-    out = {}
+def _ints(n: Node) -> dict[str, Any]:
+    """The node's integer attributes, and its group name under ``_pg``."""
+    out: dict[str, Any] = {}
     for a in n.attr:
         v = int_value(a)
         if v is not None:
             out[a.name] = v
         elif a.name == "pg_name" and a.WhichOneof("value") == "string_val":
-            out["_pg"] = a.string_val  # type: ignore[assignment]
+            out["_pg"] = a.string_val
     if "pg_name" in out:  # a group name written in an integer slot
-        out["_pg"] = str(out.pop("pg_name"))  # type: ignore[assignment]
+        out["_pg"] = str(out.pop("pg_name"))
     return out
 
 
@@ -113,7 +115,7 @@ class RankCheck:
             return self._collective(n, a)
         return self._p2p(n, a)
 
-    def _collective(self, n: Node, a: dict[str, int]) -> bool:
+    def _collective(self, n: Node, a: dict[str, Any]) -> bool:
         ct, size = a.get("comm_type"), a.get("comm_size")
         if ct is None or size is None:
             miss = " and ".join(k for k in ("comm_type", "comm_size") if a.get(k) is None)
@@ -129,7 +131,7 @@ class RankCheck:
             return self._skeleton(n, K_SLOT)  # the simulator replays a broadcast's duration
         return self._skeleton(n, K_COLL, self.group_number(pg), ct, size)
 
-    def _p2p(self, n: Node, a: dict[str, int]) -> bool:
+    def _p2p(self, n: Node, a: dict[str, Any]) -> bool:
         t = n.type
         send = t == NodeType.COMM_SEND_NODE
         miss = [k for k in _P2P_KEYS[t] if a.get(k) is None]

@@ -138,10 +138,10 @@ def check_deadlocks(checks: dict[int, RankCheck], skels: dict[int, Skeleton], pg
         hops = [f"rank {w.rank} {what(w)} waits for rank {nxt}" for w, nxt in cycle]
         first = cycle[0][0]
         ranks = sorted({w.rank for w, _ in cycle})
-        more = f" ({len(comp)} ranks are stuck in this cycle of waits)" if len(comp) > len(ranks) else ""
-        shown = hops[:8] + ([f"... {len(hops) - 8} more"] if len(hops) > 8 else [])
+        more = f" ({len(comp)} ranks wait on each other in all)" if len(comp) > len(ranks) else ""
+        listed = hops[:8] + ([f"... {len(hops) - 8} more"] if len(hops) > 8 else [])
         add("deadlock", checks[first.rank].label, skels[first.rank].ids[first.index],
-            f"ranks {', '.join(map(str, ranks[:16]))} wait on each other: " + "; ".join(shown) + more,
+            f"ranks {', '.join(map(str, ranks[:16]))} wait on each other: " + "; ".join(listed) + more,
             rank=first.rank, involved=[(w.rank, skels[w.rank].ids[w.index]) for w, _ in cycle])
 
 
