@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from chakra_core import Backend, ConfigError, Option, Result, TraceFormatError, TraceSet
+from chakra_core import Backend, ConfigError, Option, Progress, Result, TraceFormatError, TraceSet, progress
 from chakra_core.system import SYSTEM_OPTIONS, SystemDescription, system_from_options
 
 from .actor import Actor
@@ -137,7 +137,8 @@ def _simulate(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[i
 
     t0 = time.perf_counter()
     nranks = len(traces)
-    progs, classes = _load(traces, sd, groups, symmetry)
+    with progress("loading ranks", total=nranks) as bar:
+        progs, classes = _load(traces, sd, groups, symmetry, bar)
     load_s = time.perf_counter() - t0
     actors = []
     rank_actor = [0] * nranks
@@ -154,7 +155,7 @@ def _simulate(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[i
 
 
 def _load(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[int, ...]],
-          symmetry: bool) -> tuple[list[Program], list[list[int]]]:
+          symmetry: bool, bar: Progress) -> tuple[list[Program], list[list[int]]]:
     """Programs of the ranks to simulate and the ranks each stands for.
 
     Ranks with the same digest form a class, unless they send/receive point to point, use a
@@ -167,6 +168,7 @@ def _load(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[int, 
     allr = set(range(len(traces)))
     for rt in traces:
         prog = load_program(rt, sd)
+        bar.advance()
         key = None
         if symmetry and not prog.has_p2p and not (shared_mem and prog.has_mem):
             key = prog.digest
