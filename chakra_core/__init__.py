@@ -18,8 +18,8 @@ Public API (everything else is private; docs/api.md describes each name):
   :class:`PluginError`
 - commands (one call each, as the CLI): :func:`convert`, :func:`validate` (:class:`Validation`),
   :func:`stats`, :func:`jsonize`, :func:`transform`, :func:`simulate`, :func:`export`
-- work: :class:`Finding`, :func:`compute_stats`, :func:`detect_format`, :func:`load_traces`,
-  :func:`run_pipeline`, :func:`load_pipeline`, :class:`Pipeline`
+- work: :class:`Finding`, :func:`compute_stats`, :class:`DepGraph`, :func:`detect_format`,
+  :func:`load_traces`, :func:`run_pipeline`, :func:`load_pipeline`, :class:`Pipeline`
 - progress: :func:`progress`, :class:`Progress` (a bar on stderr, only on a terminal)
 
 Public subpackages: :mod:`chakra_core.system` (the system description),
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from ._api import Backend, InputFormat, Result, Synthesizer, Transform
     from ._attrs import NodeAttrs, add_attr, get_attr, get_bool, get_int, get_str, make_attr, set_attr
     from ._commands import Validation, convert, export, jsonize, simulate, stats, transform, validate
+    from ._graph import DepGraph
     from ._errors import ChakraError, ConfigError, PluginError, TraceFormatError
     from ._etio import EtReader, EtWriter, atomic_output, open_binary, read_et, write_et
     from ._jsonform import read_json, write_json
@@ -69,7 +70,7 @@ __all__ = [
     "hookimpl", "Register", "InputFormat", "Backend", "Transform", "Synthesizer", "Result", "Option",
     "get_host", "lazy_getattr", "lazy_exports",
     "ChakraError", "TraceFormatError", "ConfigError", "PluginError",
-    "validate", "Finding", "compute_stats", "detect_format", "load_traces", "run_pipeline",
+    "validate", "Finding", "compute_stats", "DepGraph", "detect_format", "load_traces", "run_pipeline",
     "load_pipeline", "Pipeline",
     "convert", "simulate", "export", "transform", "stats", "jsonize", "Validation", "progress", "Progress",
 ]
@@ -92,7 +93,7 @@ _WHERE = {
     "lazy_getattr": "_lazy", "lazy_exports": "_lazy",
     "ChakraError": "_errors", "TraceFormatError": "_errors", "ConfigError": "_errors",
     "PluginError": "_errors",
-    "validate": "_commands", "Finding": "_validate", "compute_stats": "_stats",
+    "validate": "_commands", "Finding": "_validate", "compute_stats": "_stats", "DepGraph": "_graph",
     "detect_format": "_pipeline", "load_traces": "_pipeline", "run_pipeline": "_pipeline",
     "load_pipeline": "_pipeline", "Pipeline": "_pipeline",
     "convert": "_commands", "simulate": "_commands", "export": "_commands", "transform": "_commands",

@@ -9,7 +9,7 @@ When node ids ascend in file order and every dependency names an earlier node (w
 writer of this project and the PyTorch converter produce), one pass suffices and the state is 4
 bytes per node (a frontier number; 12 with non-consecutive ids, which are kept for a binary
 search), plus the distinct frontiers.  Otherwise the rank is read once more into a
-:class:`~._graph.RankGraph` for duplicate ids, missing dependencies and cycles.
+:class:`~._graph.DepGraph` for duplicate ids, missing dependencies and cycles.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from itertools import chain
 
 import numpy as np
 
-from ._graph import RankGraph, _arr
+from ._graph import DepGraph, _arr
 from ._schema import Node
 
 __all__ = ["RankScan", "scan_rank"]
@@ -155,11 +155,11 @@ def scan_rank(batches: Callable[[], Iterable[Iterable[Node]]], visit: Callable[[
             out.skel_ptr, out.skel_preds = fr.csr(len(pos))
         return out
     del fid, ids
-    _scan_graph(RankGraph.build(batches()), out)
+    _scan_graph(DepGraph.build(batches()), out)
     return out
 
 
-def _scan_graph(g: RankGraph, out: RankScan) -> None:
+def _scan_graph(g: DepGraph, out: RankScan) -> None:
     """Structure checks and skeleton of a rank whose file order is not a dependency order."""
     out.duplicates, out.missing = g.duplicates, g.missing
     order, left = g.topo_order()
@@ -175,7 +175,7 @@ def _scan_graph(g: RankGraph, out: RankScan) -> None:
     deps, ptr = _arr(g.deps), _arr(g.dep_ptr)
     fr = _Frontiers()
     fid = array("i", bytes(4 * n))
-    for i in order:
+    for i in _arr(order):
         f = 0
         for k in deps[ptr[i]:ptr[i + 1]]:
             f = fr.union(f, fid[k])

@@ -3,14 +3,18 @@ totals and the critical-path length by ``duration_micros``."""
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from ._attrs import get_int
-from ._graph import RankGraph
-from ._schema import COMM_TYPE_NAMES, NodeType
-from ._traceset import TraceSet
+from ._errors import TraceFormatError
+from ._graph import DepGraph, PathOverflow, PathStream
+from ._schema import COMM_TYPE_NAMES, Node, NodeType
+from ._traceset import RankTrace, TraceSet
 
 __all__ = ["compute_stats", "format_stats"]
 
@@ -52,12 +56,10 @@ def compute_stats(traces: TraceSet, critical_path: bool = True,
                 c["count"] += 1
                 c["bytes"] += size
 
-        g = RankGraph.build(rt.batches(), visit=visit)
-        row = {"rank": rt.rank, "nodes": len(g), **tally}
-        if critical_path:
-            length, path = g.critical_path()
-            row["critical_path_us"] = length
-            row["critical_path_nodes"] = len(path)
+        count, path = _stream(rt, visit, critical_path)
+        row: dict[str, Any] = {"rank": rt.rank, "nodes": count, **tally}
+        if path is not None:
+            row["critical_path_us"], row["critical_path_nodes"] = path
         per_rank.append(row)
         if progress:
             progress(len(per_rank), len(traces))
@@ -71,6 +73,48 @@ def compute_stats(traces: TraceSet, critical_path: bool = True,
     if critical_path:
         out["critical_path_us"] = max((r["critical_path_us"] for r in per_rank), default=0)
     return out
+
+
+def _stream(rt: RankTrace, visit: Callable[[Node], None],
+            critical_path: bool) -> tuple[int, tuple[int, int] | None]:
+    """Visit every node of ``rt`` once; return the node count and the critical path
+    ``(us, nodes)`` (None unless ``critical_path``): streamed when the file is in a topological
+    order with increasing ids, else from the rank's :class:`DepGraph` (a second read)."""
+    stream = PathStream() if critical_path else None
+    count = 0
+    for batch in rt.batches():
+        ids, durs, deps, ptr = array("Q"), array("Q"), array("Q"), array("q", [0])
+        for n in batch:
+            visit(n)
+            count += 1
+            if stream is not None and stream.ok:
+                ids.append(n.id)
+                durs.append(n.duration_micros)
+                deps.extend(n.data_deps)
+                deps.extend(n.ctrl_deps)
+                ptr.append(len(deps))
+        if stream is not None:
+            try:
+                stream.add(ids, ptr, deps, durs)
+            except PathOverflow as e:
+                raise _overflow(rt, int(stream.ids[e.position])) from None
+    if stream is None:
+        return count, None
+    if stream.ok:
+        return count, stream.result()[:2]
+    durations = array("Q")
+    g = DepGraph.build(rt.batches(), visit=lambda n: durations.append(n.duration_micros))
+    try:
+        length, nodes, _ = g.critical_path(np.frombuffer(durations, dtype=np.uint64) if durations
+                                           else np.zeros(0, np.uint64))
+    except PathOverflow as e:
+        raise _overflow(rt, int(g.ids[e.position])) from None
+    return count, (length, nodes)
+
+
+def _overflow(rt: RankTrace, node_id: int) -> TraceFormatError:
+    return TraceFormatError("the durations on a path to this node sum past 2^63-1 us "
+                            "(duration_micros out of range?)", rt.label, f"node {node_id}")
 
 
 def format_stats(s: dict[str, Any]) -> str:

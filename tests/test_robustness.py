@@ -9,10 +9,10 @@ import stat
 
 import pytest
 
+from chakra_core import DepGraph
 from chakra_core._attrs import make_attr, set_attr
 from chakra_core._errors import ConfigError, TraceFormatError
 from chakra_core._etio import EtWriter, write_et
-from chakra_core._graph import RankGraph
 from chakra_core._jsonform import read_json, write_json
 from chakra_core._schema import CommType, GlobalMetadata, Node, NodeType
 from chakra_core._traceset import MemoryRank, TraceSet, open_traceset
@@ -239,12 +239,12 @@ def test_huge_uint64_ids(tmp_path):
     nodes = [Node(id=(1 << 63) + i, type=NodeType.COMP_NODE) for i in range(3)]
     nodes[2].data_deps.append(1 << 63)
     nodes[1].data_deps.append((1 << 64) - 1)
-    g = RankGraph.build([nodes])
+    g = DepGraph.build([nodes])
     assert g.missing == [((1 << 63) + 1, (1 << 64) - 1)]
     small = [Node(id=i, type=NodeType.COMP_NODE) for i in range(3)]
     small[1].data_deps.append((1 << 64) - 1)
     small[2].data_deps.append((1 << 63) + 5)
-    assert RankGraph.build([small]).missing == [(1, (1 << 64) - 1), (2, (1 << 63) + 5)]
+    assert DepGraph.build([small]).missing == [(1, (1 << 64) - 1), (2, (1 << 63) + 5)]
     write_et(tmp_path / "u.0.et", None, nodes)
     assert [f.rule for f in validate(open_traceset(tmp_path / "u.0.et"))] == ["missing-dep"]
 
