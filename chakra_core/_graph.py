@@ -228,7 +228,7 @@ def longest_path(finish: array, count: array, base: int, ptr: array, deps: array
 class PathStream:
     """The critical path of nodes that arrive in a topological order, in flat memory.
 
-    Feed batches with :meth:`add`; it holds 24 bytes per node (id, finish, path length).  As
+    Feed batches with :meth:`add`; it holds 20 bytes per node (id, finish, path length).  As
     long as ids strictly increase and every dependency names an earlier node, ``ok`` stays True
     and :meth:`result` is the answer of :meth:`DepGraph.critical_path`; otherwise ``ok`` turns
     False and the caller builds the graph instead (a dependency that is missing or points
@@ -237,10 +237,9 @@ class PathStream:
 
     def __init__(self) -> None:
         self.ok = True
-        self.ids = np.zeros(1 << 12, dtype=np.uint64)
-        self.n = 0
+        self.ids = array("Q")
         self.finish = array("q")
-        self.count = array("q")
+        self.count = array("i")
 
     def add(self, ids: array, ptr: array, dep_ids: array, durations: array) -> None:
         """Node ``j`` of the batch has id ``ids[j]``, ``durations[j]`` us, and depends on the ids
@@ -248,29 +247,28 @@ class PathStream:
         if not self.ok or not len(ids):
             return
         new = _np(ids, np.uint64)
-        if (self.n and new[0] <= self.ids[self.n - 1]) or (new[1:] <= new[:-1]).any():
+        base = len(self.ids)
+        if (base and ids[0] <= self.ids[-1]) or (new[1:] <= new[:-1]).any():
             self.ok = False
             return
-        base, end = self.n, self.n + len(new)
-        if end > len(self.ids):
-            self.ids = np.resize(self.ids, max(end, 2 * len(self.ids)))
-        self.ids[base:end] = new
-        self.n = end
-        known = self.ids[:end]
+        self.ids.extend(ids)
+        known = np.frombuffer(self.ids, dtype=np.uint64)  # released below: ``ids`` grows later
         deps = _np(dep_ids, np.uint64)
-        at = np.minimum(np.searchsorted(known, deps), end - 1)
-        own = np.repeat(np.arange(base, end, dtype=np.int64), np.diff(_np(ptr, np.int64)))
-        if not ((known[at] == deps) & (at < own)).all():
+        at = np.minimum(np.searchsorted(known, deps), len(known) - 1)
+        own = np.repeat(np.arange(base, len(known), dtype=np.int64), np.diff(_np(ptr, np.int64)))
+        resolved = bool(((known[at] == deps) & (at < own)).all())
+        del known
+        if not resolved:
             self.ok = False
             return
-        self.finish.frombytes(bytes(8 * len(new)))
-        self.count.frombytes(bytes(8 * len(new)))
+        self.finish.frombytes(bytes(8 * len(ids)))
+        self.count.frombytes(bytes(4 * len(ids)))
         longest_path(self.finish, self.count, base, ptr, _arr(at), durations)
 
     def result(self) -> tuple[int, int, int]:
         """``(length in us, nodes on the path, position of its last node)``, as
         :meth:`DepGraph.critical_path`."""
-        if not self.n:
+        if not self.ids:
             return 0, 0, -1
         end = int(np.argmax(np.frombuffer(self.finish, dtype=np.int64)))
         return self.finish[end], self.count[end], end
@@ -279,7 +277,7 @@ class PathStream:
 def _longest(ptr: np.ndarray, deps: np.ndarray, durations: np.ndarray) -> tuple[array, array]:
     """:func:`longest_path` over a whole graph whose positions are a topological order."""
     n = len(durations)
-    finish, count = array("q", bytes(8 * n)), array("q", bytes(8 * n))
+    finish, count = array("q", bytes(8 * n)), array("i", bytes(4 * n))
     longest_path(finish, count, 0, _arr(ptr), _arr(deps),
                  array("Q", np.ascontiguousarray(durations, dtype=np.uint64).tobytes()))
     return finish, count

@@ -16,20 +16,29 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable, Sized
 from dataclasses import dataclass, field
+from typing import Protocol
 
-from chakra_core import AttributeProto, Node, RankTrace, get_str
+from chakra_core import AttributeProto, Node, RankTrace
 
 from .plan import Plan
 from .report import ExportReport
-from .workload import RankOutput, convert_rank
+from .spill import NodeSpill, PatchedNodes
+from .workload import RankInput, RankOutput, convert_rank, read_rank
 
 __all__ = ["Converted", "RankReuse"]
 
 #: how many conversions of each kind (exact, template) are kept for reuse.
 CACHE_LIMIT = 16
+#: how many bytes of converted ranks (on disk, see :mod:`.spill`) are kept for reuse in all.
+CACHE_BYTES = 1 << 31
 #: an attribute named pg_name holding a string: the value's length byte follows the match.
 _PG_VALUE = re.compile(rb"\x0a\x07pg_name\xea\x01")
+
+
+class SerializedNodes(Sized, Iterable[bytes], Protocol):
+    """Serialized nodes: a list of bytes, a :class:`NodeSpill` or :class:`PatchedNodes`."""
 
 
 @dataclass
@@ -37,7 +46,7 @@ class Converted:
     """One converted rank as written: serialized nodes, collectives per group, p2p messages,
     the groups its collectives named, and its report counts."""
 
-    raw: list[bytes]
+    raw: SerializedNodes
     collectives: dict[str, list[tuple[int, int, int]]]
     sends: list[tuple[int, int, int, int]]
     recvs: list[tuple[int, int, int, int]]
@@ -55,19 +64,23 @@ class _Template:
     kinds: dict[int, tuple[int, int, int]]
 
 
-def _exact_key(raws: list[bytes]) -> bytes:
-    h = hashlib.blake2b(digest_size=20)
-    for b in raws:
-        h.update(len(b).to_bytes(5, "little"))
-        h.update(b)
-    return h.digest()
+class _Keys:
+    """The exact and the shape key of a rank, fed one serialized node at a time.
 
+    The shape key is like the exact one with the string values of ``pg_name`` attributes left
+    out.
+    """
 
-def _shape_key(raws: list[bytes]) -> bytes:
-    """Like the exact key, with the string values of ``pg_name`` attributes left out."""
-    h = hashlib.blake2b(digest_size=20, person=b"shape")
-    for b in raws:
-        h.update(len(b).to_bytes(5, "little"))
+    def __init__(self) -> None:
+        self.exact = hashlib.blake2b(digest_size=20)
+        self.shape = hashlib.blake2b(digest_size=20, person=b"shape")
+
+    def add(self, b: bytes) -> None:
+        size = len(b).to_bytes(5, "little")
+        self.exact.update(size)
+        self.exact.update(b)
+        h = self.shape
+        h.update(size)
         pos = 0
         if b"pg_name" in b:
             for m in _PG_VALUE.finditer(b):
@@ -77,11 +90,6 @@ def _shape_key(raws: list[bytes]) -> bytes:
                 h.update(b[pos:m.end() + 1])
                 pos = m.end() + 1 + length
         h.update(b[pos:])
-    return h.digest()
-
-
-def _pg_of(raw: bytes) -> str:
-    return get_str(Node.FromString(raw), "pg_name", "") or ""
 
 
 def _with_group(raw: bytes, group: str) -> bytes:
@@ -104,60 +112,67 @@ class RankReuse:
         self.limit = CACHE_LIMIT if limit is None else limit
         self.exact: dict[bytes, Converted] = {}
         self.templates: dict[bytes, _Template] = {}
+        self.cached_bytes = 0
         self.reused = 0
         self.retargeted = 0
 
     def convert(self, rank: int, rt: RankTrace) -> Converted:
         """The converted ``rank`` (``raw`` is empty when no node is left)."""
-        raw_fn = getattr(rt, "raw", None)
-        if raw_fn is not None:
-            raws, nodes = list(raw_fn()), None
-        else:
-            nodes = list(rt.nodes())
-            raws = [n.SerializeToString() for n in nodes]
-        key = _exact_key(raws)
+        keys = _Keys()
+        inp = read_rank(rt, keys.add)
+        try:
+            return self._convert(rank, rt, inp, keys.exact.digest(), keys.shape.digest())
+        finally:
+            inp.spill.discard()
+
+    def _convert(self, rank: int, rt: RankTrace, inp: RankInput, key: bytes, shape: bytes) -> Converted:
         hit = self.exact.get(key)
         if hit is not None and all(rank in self.plan.members[g] for g in hit.groups_used):
             self.report.absorb(hit.delta)
             self.reused += 1
             return hit
-        shape = _shape_key(raws)
         tpl = self.templates.get(shape)
         if tpl is not None:
-            out = self._retarget(rank, tpl, raws)
+            out = self._retarget(rank, tpl, inp.pg_names)
             if out is not None:
                 self.report.absorb(out.delta)
                 self.retargeted += 1
                 return out
-        if nodes is None:
-            nodes = [Node.FromString(b) for b in raws]
         delta = ExportReport()
-        res = convert_rank(rank, nodes, self.plan, delta, rt.label)
-        out = Converted([n.SerializeToString() for n in res.nodes], res.collectives, res.sends,
-                        res.recvs, delta, {g for _, g, _, _ in res.coll_inputs})
+        res = convert_rank(rank, inp, self.plan, delta, rt.label)
+        out = Converted(res.nodes, res.collectives, res.sends, res.recvs, delta,
+                        {g for _, g, _, _ in res.coll_inputs})
         self.report.absorb(delta)
-        if out.raw and not out.sends and not out.recvs:
+        if out.raw and not out.sends and not out.recvs and self._room(res.nodes):
             if len(self.exact) < self.limit:
                 self.exact[key] = out
             if len(self.templates) < self.limit and shape not in self.templates:
                 self.templates[shape] = self._template(out, res)
         return out
 
+    def _room(self, nodes: NodeSpill) -> bool:
+        """Whether the cache may keep ``nodes`` (counted against :data:`CACHE_BYTES` if so)."""
+        size = nodes.size
+        if self.cached_bytes + size > CACHE_BYTES:
+            return False
+        self.cached_bytes += size
+        return True
+
     @staticmethod
     def _template(out: Converted, res: RankOutput) -> _Template:
-        pos_of = {n.id: p for p, n in enumerate(res.nodes)}
+        pos_of = res.coll_pos
         colls = [(i, g, size, [pos_of[x] for x in ids]) for i, g, size, ids in res.coll_inputs]
         kinds = {pos_of[nid]: (nid, k, s) for seq in res.collectives.values() for nid, k, s in seq}
         return _Template(out, colls, kinds)
 
-    def _retarget(self, rank: int, tpl: _Template, raws: list[bytes]) -> Converted | None:
+    def _retarget(self, rank: int, tpl: _Template, pg_names: dict[int, str]) -> Converted | None:
         """``tpl`` with this rank's groups, or None when the groups do not fit it."""
         plan = self.plan
-        raw = list(tpl.conv.raw)
         collectives: dict[str, list[tuple[int, int, int]]] = {}
+        regroup: dict[int, str] = {}
         used = set()
         for in_pos, tgroup, size, outs in tpl.colls:
-            pg = _pg_of(raws[in_pos])
+            pg = pg_names.get(in_pos, "")
             group = plan.world_pg if pg in ("", "0") else plan.group_map.get(pg)
             if group is None:
                 return None
@@ -167,6 +182,13 @@ class RankReuse:
             used.add(group)
             for p in outs:
                 if group != tgroup:
-                    raw[p] = _with_group(raw[p], group)
+                    regroup[p] = group
                 collectives.setdefault(group, []).append(tpl.kinds[p])
-        return Converted(raw, collectives, [], [], tpl.conv.delta, used)
+        base = tpl.conv.raw
+        assert isinstance(base, NodeSpill)
+        patches = {}
+        if regroup:
+            for p, raw in enumerate(base):
+                if p in regroup:
+                    patches[p] = _with_group(raw, regroup[p])
+        return Converted(PatchedNodes(base, patches), collectives, [], [], tpl.conv.delta, used)

@@ -11,18 +11,21 @@ stays linear in the input.
 
 from __future__ import annotations
 
-import heapq
 import math
-from collections.abc import Iterable
+from array import array
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from chakra_core import CommType, Node, NodeAttrs, NodeType, TraceFormatError, add_attr
+import numpy as np
+
+from chakra_core import CommType, DepGraph, Node, NodeAttrs, NodeType, RankTrace, TraceFormatError, add_attr, get_str
 
 from .collectives import MODELLED, rewrite
 from .plan import Plan
 from .report import ExportReport
+from .spill import NodeSpill
 
-__all__ = ["RankOutput", "convert_rank", "idle_node"]
+__all__ = ["RankInput", "RankOutput", "read_rank", "convert_rank", "idle_node"]
 
 _INT32 = (-(1 << 31), (1 << 31) - 1)
 #: largest value of the int64 slots ASTRA-sim reads (comm_size, num_ops).
@@ -30,17 +33,33 @@ _INT64_MAX = (1 << 63) - 1
 
 
 @dataclass
-class RankOutput:
-    """One converted rank: its nodes in a topological order, the collectives it issues per
-    ASTRA-sim group (``[(node_id, comm_type, comm_size), ...]``), its point-to-point messages
-    ``(src, dst, tag, size)``, and per input collective ``(input position, group, group size,
-    [output node ids])`` (empty ids when it was removed)."""
+class RankInput:
+    """One rank read once: its nodes spilled to disk, in file order, and in arrays the ids,
+    the dependency ids of node ``i`` (``dep_ids[dep_ptr[i]:dep_ptr[i+1]]``, its ``n_data[i]``
+    data deps first, then its ctrl deps) and the ``pg_name`` of each collective by position."""
 
-    nodes: list[Node]
+    spill: NodeSpill
+    ids: array
+    dep_ptr: array
+    dep_ids: array
+    n_data: array
+    pg_names: dict[int, str]
+
+
+@dataclass
+class RankOutput:
+    """One converted rank: its nodes in a topological order (serialized, on disk), the
+    collectives it issues per ASTRA-sim group (``[(node_id, comm_type, comm_size), ...]``), its
+    point-to-point messages ``(src, dst, tag, size)``, per input collective ``(input position,
+    group, group size, [output node ids])`` (empty ids when it was removed), and the output
+    position of every collective node by id."""
+
+    nodes: NodeSpill
     collectives: dict[str, list[tuple[int, int, int]]] = field(default_factory=dict)
     sends: list[tuple[int, int, int, int]] = field(default_factory=list)
     recvs: list[tuple[int, int, int, int]] = field(default_factory=list)
     coll_inputs: list[tuple[int, str, int, list[int]]] = field(default_factory=list)
+    coll_pos: dict[int, int] = field(default_factory=dict)
 
 
 def idle_node(rank: int, plan: Plan) -> Node:
@@ -70,7 +89,7 @@ class _Converter:
         self.report = report
         self.where = where
         self.next_id = next_id
-        self.out = RankOutput([])
+        self.out = RankOutput(NodeSpill())
         self.pos = 0
         self.inserted: dict[int, int] = {}
 
@@ -299,124 +318,167 @@ class _Converter:
         return out
 
 
-def _order(nodes: list[Node], deps: list[list[int]]) -> list[int]:
-    """Indices in a topological order (file order when it already is one)."""
-    if all(all(j < i for j in d) for i, d in enumerate(deps)):
-        return list(range(len(nodes)))
-    indeg = [len(d) for d in deps]
-    children: list[list[int]] = [[] for _ in nodes]
-    for i, d in enumerate(deps):
-        for j in d:
-            children[j].append(i)
-    ready = [i for i, k in enumerate(indeg) if k == 0]
-    heapq.heapify(ready)
-    order = []
-    while ready:
-        i = heapq.heappop(ready)
-        order.append(i)
-        for c in children[i]:
-            indeg[c] -= 1
-            if indeg[c] == 0:
-                heapq.heappush(ready, c)
-    if len(order) != len(nodes):
-        stuck = min((i for i, k in enumerate(indeg) if k > 0))
-        raise TraceFormatError("dependency cycle", None, f"node {nodes[stuck].id}")
-    return order
+def read_rank(rt: RankTrace, on_raw: Callable[[bytes], None]) -> RankInput:
+    """Read ``rt`` once into a :class:`RankInput`, calling ``on_raw`` with each node's bytes."""
+    spill = NodeSpill()
+    ids, dep_ids, n_data = array("Q"), array("Q"), array("l")
+    ptr = array("q", [0])
+    pgs: dict[int, str] = {}
+    coll = NodeType.COMM_COLL_NODE
+    try:
+        for batch in rt.batches():
+            for n in batch:
+                raw = n.SerializeToString()
+                on_raw(raw)
+                spill.append(raw)
+                if n.type == coll:
+                    pgs[len(ids)] = get_str(n, "pg_name", "") or ""
+                ids.append(n.id)
+                dep_ids.extend(n.data_deps)
+                n_data.append(len(n.data_deps))
+                dep_ids.extend(n.ctrl_deps)
+                ptr.append(len(dep_ids))
+    except BaseException:
+        spill.discard()
+        raise
+    return RankInput(spill.close(), ids, ptr, dep_ids, n_data, pgs)
 
 
-def convert_rank(rank: int, nodes: Iterable[Node], plan: Plan, report: ExportReport,
-                 where: str) -> RankOutput:
-    """Convert the nodes of ``rank`` (read from ``where``) under ``plan``; counts go to ``report``.
+def _graph(inp: RankInput, report: ExportReport, where: str) -> tuple[DepGraph, np.ndarray]:
+    """The rank's graph with dangling and self dependencies dropped (counted in ``report``),
+    and its topological order (file order when it already is one)."""
+    g = DepGraph(_view(inp.ids, np.uint64), _view(inp.dep_ptr, np.int64), _view(inp.dep_ids, np.uint64))
+    if g.duplicates:
+        nid = g.duplicates[0]
+        raise TraceFormatError(f"node id {nid} appears twice", where, f"node {nid}")
+    dep = report.dependencies
+    dangling = len(g.missing)
+    if dangling:
+        dep["dangling_dropped"] += dangling
+    self_deps = g.drop_self_deps()
+    if self_deps:
+        dep["self_dropped"] += self_deps
+    order, left = g.topo_order()
+    if left:
+        raise TraceFormatError("dependency cycle", where, f"node {inp.ids[left[0]]}")
+    return g, order
+
+
+def _view(a: array, dtype: type) -> np.ndarray:
+    return np.frombuffer(a, dtype=dtype) if len(a) else np.zeros(0, dtype=dtype)
+
+
+def _dep_lists(g: DepGraph, n_data: np.ndarray, positions: np.ndarray) -> tuple[list[int], list[int], list[int]]:
+    """For ``positions``: CSR pointers into the returned dependency positions, and the number
+    of data deps of each (the rest are ctrl deps)."""
+    sizes = np.diff(g.dep_ptr)[positions]
+    ptr = np.zeros(len(positions) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=ptr[1:])
+    take = np.repeat(g.dep_ptr[positions] - ptr[:-1], sizes) + np.arange(ptr[-1], dtype=np.int64)
+    return ptr.tolist(), g.deps[take].tolist(), n_data[positions].tolist()
+
+
+def convert_rank(rank: int, inp: RankInput, plan: Plan, report: ExportReport, where: str) -> RankOutput:
+    """Convert the rank ``rank`` read by :func:`read_rank` (from ``where``) under ``plan``;
+    counts go to ``report``.
 
     Raises TraceFormatError naming the file and node for duplicate ids, dependency cycles and
     nodes ASTRA-sim cannot run that no option can fix (unknown comm_type, undefined group).
     """
-    nodes = list(nodes)
-    report.nodes_in += len(nodes)
-    index: dict[int, int] = {}
-    for i, n in enumerate(nodes):
-        if n.id in index:
-            raise TraceFormatError(f"node id {n.id} appears twice", where, f"node {n.id}")
-        index[n.id] = i
-    conv = _Converter(rank, plan, report, where, max(index, default=0))
-    dep = report.dependencies
-    # dependencies as indices, (data, ctrl) kept apart; dangling and self edges dropped
-    data_ix: list[list[int]] = []
-    ctrl_ix: list[list[int]] = []
-    n_children = [0] * len(nodes)
-    for i, n in enumerate(nodes):
-        lists: tuple[list[int], list[int]] = ([], [])
-        for which, ids in ((0, n.data_deps), (1, n.ctrl_deps)):
-            for d in ids:
-                j = index.get(d)
-                if j is None:
-                    dep["dangling_dropped"] += 1
-                elif j == i:
-                    dep["self_dropped"] += 1
-                else:
-                    lists[which].append(j)
-                    n_children[j] += 1
-        data_ix.append(lists[0])
-        ctrl_ix.append(lists[1])
+    count = len(inp.ids)
+    report.nodes_in += count
+    g, order = _graph(inp, report, where)
+    conv = _Converter(rank, plan, report, where, int(g.ids.max()) if count else 0)
     try:
-        order = _order(nodes, [a + b for a, b in zip(data_ix, ctrl_ix)])
-    except TraceFormatError as e:
-        raise TraceFormatError(e.message, where, e.location) from None
-    ids_of = [n.id for n in nodes]
-    kept = [False] * len(nodes)
-    frontier: dict[int, list[int]] = {}
+        _convert_all(conv, inp, g, order)
+    except BaseException:
+        conv.out.nodes.discard()
+        raise
     result = conv.out
-    rewired = 0
-
-    def resolve(ixs: list[int]) -> list[int]:
-        nonlocal rewired
-        out: list[int] = []
-        for j in ixs:
-            if kept[j]:
-                out.append(ids_of[j])
-            else:
-                via = frontier[j]
-                rewired += len(via)
-                out.extend(via)
-        return out
-
-    for i in order:
-        n = nodes[i]
-        conv.pos = i
-        converted = conv.convert(n)
-        data = resolve(data_ix[i]) if data_ix[i] else []
-        ctrl = resolve(ctrl_ix[i]) if ctrl_ix[i] else []
-        if isinstance(converted, str):
-            through = list(dict.fromkeys(data + ctrl))
-            if len(through) > plan.join_limit and n_children[i] > 1:
-                converted = [conv.join(n)]
-            else:
-                report.removed[converted] += 1
-                frontier[i] = through
-                continue
-        kept[i] = True
-        first = converted[0]
-        if len(data) > 1:
-            data = list(dict.fromkeys(data))
-        if ctrl:
-            seen = set(data)
-            ctrl = [c for c in dict.fromkeys(ctrl) if c not in seen]
-            first.ctrl_deps.extend(ctrl)
-        if data:
-            first.data_deps.extend(data)
-        if len(converted) > 1:
-            for prev, nxt in zip(converted, converted[1:]):
-                nxt.data_deps.append(prev.id)
-            result.nodes.extend(converted)
-        else:
-            result.nodes.append(first)
-    if rewired:
-        dep["rewired_through_removed"] += rewired
+    result.nodes.close()
     if conv.inserted:
         _renumber(result, conv.inserted)
         report.changed["ranks_renumbered_for_inserted_nodes"] += 1
     report.nodes_out += len(result.nodes)
     return result
+
+
+def _convert_all(conv: _Converter, inp: RankInput, g: DepGraph, order: np.ndarray) -> None:
+    """Convert every node in ``order``, writing the kept ones to ``conv.out.nodes``."""
+    ids_of = inp.ids
+    n_data = _view(inp.n_data, np.int64)
+    kept = bytearray(len(ids_of))
+    # per node, how many dependents are still to be converted: a removed node's kept ancestors
+    # are forgotten when the last one is
+    waiting = array("q", np.bincount(g.deps[g.deps >= 0], minlength=len(ids_of)).tobytes()) \
+        if len(ids_of) else array("q")
+    frontier: dict[int, list[int]] = {}
+    out = conv.out
+    rewired = 0
+    join_limit = conv.plan.join_limit
+    coll = NodeType.COMM_COLL_NODE
+
+    def resolve(ixs: list[int]) -> list[int]:
+        nonlocal rewired
+        res: list[int] = []
+        for j in ixs:
+            if kept[j]:
+                res.append(ids_of[j])
+            else:
+                via = frontier[j]
+                rewired += len(via)
+                res.extend(via)
+                waiting[j] -= 1
+                if not waiting[j]:
+                    del frontier[j]
+        return res
+
+    source = inp.spill if _is_identity(order) else inp.spill.reordered(order)
+    at = 0
+    for batch in source.batches():
+        positions = order[at:at + len(batch)]
+        ptr, deps, ndata = _dep_lists(g, n_data, positions)
+        for k, n in enumerate(batch):
+            i = int(positions[k])
+            conv.pos = i
+            converted = conv.convert(n)
+            lo, mid, hi = ptr[k], ptr[k] + ndata[k], ptr[k + 1]
+            data = resolve([j for j in deps[lo:mid] if j >= 0]) if mid > lo else []
+            ctrl = resolve([j for j in deps[mid:hi] if j >= 0]) if hi > mid else []
+            if isinstance(converted, str):
+                through = list(dict.fromkeys(data + ctrl))
+                if len(through) > join_limit and waiting[i] > 1:
+                    converted = [conv.join(n)]
+                else:
+                    conv.report.removed[converted] += 1
+                    if waiting[i]:
+                        frontier[i] = through
+                    continue
+            kept[i] = True
+            first = converted[0]
+            if len(data) > 1:
+                data = list(dict.fromkeys(data))
+            if ctrl:
+                seen = set(data)
+                ctrl = [c for c in dict.fromkeys(ctrl) if c not in seen]
+                first.ctrl_deps.extend(ctrl)
+            if data:
+                first.data_deps.extend(data)
+            for prev, nxt in zip(converted, converted[1:]):
+                nxt.data_deps.append(prev.id)
+            for o in converted:
+                if o.type == coll:
+                    out.coll_pos[o.id] = len(out.nodes)
+                out.nodes.append(o.SerializeToString())
+        at += len(batch)
+    if source is not inp.spill:
+        source.discard()
+    if rewired:
+        conv.report.dependencies["rewired_through_removed"] += rewired
+
+
+def _is_identity(order: np.ndarray) -> bool:
+    return bool((order == np.arange(len(order), dtype=order.dtype)).all())
 
 
 def _renumber(out: RankOutput, inserted: dict[int, int]) -> None:
@@ -427,22 +489,47 @@ def _renumber(out: RankOutput, inserted: dict[int, int]) -> None:
     other would otherwise change the order in which this rank issues its collectives (which must
     be the same on every member of a group).
     """
-    def key(nid: int) -> tuple[int, int, int]:
-        return (inserted[nid], 0, nid) if nid in inserted else (nid, 1, 0)
+    old = array("Q")
+    for batch in out.nodes.batches():
+        old.extend(n.id for n in batch)
+    ids = _view(old, np.uint64)
+    ins_ids = np.array(sorted(inserted), dtype=np.uint64)
+    ins_before = np.array([inserted[i] for i in sorted(inserted)], dtype=np.uint64)
+    at = np.minimum(np.searchsorted(ins_ids, ids), len(ins_ids) - 1)
+    is_ins = ins_ids[at] == ids
+    primary = np.where(is_ins, ins_before[at], ids)
+    rank = np.empty(len(ids), dtype=np.uint64)
+    rank[np.lexsort((np.where(is_ins, ids, 0), np.where(is_ins, 0, 1), primary))] = \
+        np.arange(1, len(ids) + 1, dtype=np.uint64)
+    by_id = np.argsort(ids)
+    sorted_ids = ids[by_id]
 
-    new = {old: i + 1 for i, old in enumerate(sorted((n.id for n in out.nodes), key=key))}
-    for n in out.nodes:
-        n.id = new[n.id]
-        if n.data_deps:
-            deps = [new[d] for d in n.data_deps]
-            del n.data_deps[:]
-            n.data_deps.extend(deps)
-        if n.ctrl_deps:
-            deps = [new[d] for d in n.ctrl_deps]
-            del n.ctrl_deps[:]
-            n.ctrl_deps.extend(deps)
+    def new(nids: list[int]) -> list[int]:
+        return rank[by_id[np.searchsorted(sorted_ids, np.array(nids, dtype=np.uint64))]].tolist()
+
+    renumbered = NodeSpill()
+    try:
+        for batch in out.nodes.batches():
+            fresh = new([n.id for n in batch])
+            for n, nid in zip(batch, fresh):
+                n.id = nid
+                if n.data_deps:
+                    deps = new(list(n.data_deps))
+                    del n.data_deps[:]
+                    n.data_deps.extend(deps)
+                if n.ctrl_deps:
+                    deps = new(list(n.ctrl_deps))
+                    del n.ctrl_deps[:]
+                    n.ctrl_deps.extend(deps)
+                renumbered.append(n.SerializeToString())
+    except BaseException:
+        renumbered.discard()
+        raise
+    out.nodes.discard()
+    out.nodes = renumbered.close()
     for pg, seq in out.collectives.items():
-        out.collectives[pg] = [(new[nid], k, sz) for nid, k, sz in seq]
-    for _, _, _, ids in out.coll_inputs:
-        ids[:] = [new[i] for i in ids]
-
+        out.collectives[pg] = list(zip(new([nid for nid, _, _ in seq]), (k for _, k, _ in seq),
+                                       (sz for _, _, sz in seq)))
+    for _, _, _, nids in out.coll_inputs:
+        nids[:] = new(nids) if nids else []
+    out.coll_pos = dict(zip(new(list(out.coll_pos)), out.coll_pos.values())) if out.coll_pos else {}

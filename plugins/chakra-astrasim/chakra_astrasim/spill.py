@@ -1,0 +1,121 @@
+"""Serialized nodes kept on disk instead of in memory.
+
+A :class:`NodeSpill` is a temporary ``.et`` file (in the directory ``tempfile`` picks: ``TMPDIR``,
+else ``/tmp``), appended to once, then read back any number of times, as raw bytes or as decoded
+batches, by the core's streaming reader.  It is removed when the spill is discarded or garbage
+collected, and when writing it fails.  The exporter keeps each rank's input and output here, so
+that its memory does not grow with the size of a rank.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import weakref
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import numpy as np
+
+from chakra_core import EtReader, EtWriter, Node
+
+__all__ = ["NodeSpill", "PatchedNodes"]
+
+#: nodes held in memory at once while a spill is put into another order.
+REORDER_WINDOW = 1 << 18
+
+
+def _remove(path: Path, writer: EtWriter, state: dict) -> None:
+    if state["open"]:
+        state["open"] = False
+        writer.__exit__(RuntimeError, None, None)  # discards the writer's temporary file
+    path.unlink(missing_ok=True)
+
+
+class NodeSpill:
+    """A temporary file of serialized nodes: :meth:`append`, :meth:`close`, then read."""
+
+    def __init__(self) -> None:
+        fd, name = tempfile.mkstemp(prefix="chakra-astrasim-", suffix=".et")
+        os.close(fd)
+        self.path = Path(name)
+        self.count = 0
+        self._writer = EtWriter(self.path)
+        self._state = {"open": True}
+        self._writer.__enter__()
+        self._remove = weakref.finalize(self, _remove, self.path, self._writer, self._state)
+
+    def append(self, data: bytes) -> None:
+        """Add one serialized node."""
+        self._writer.write_raw(data)
+        self.count += 1
+
+    def close(self) -> NodeSpill:
+        """Finish writing (the spill can be read from now on); returns the spill."""
+        if self._state["open"]:
+            self._state["open"] = False
+            self._writer.__exit__(None, None, None)
+        return self
+
+    def discard(self) -> None:
+        """Remove the file now."""
+        self._remove()
+
+    @property
+    def size(self) -> int:
+        """Bytes on disk."""
+        return self.path.stat().st_size
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self) -> Iterator[bytes]:
+        """Each node's serialized bytes, in order."""
+        return EtReader(self.path).raw()
+
+    def batches(self) -> Iterator[Iterable[Node]]:
+        """The nodes decoded, in batches, in order."""
+        return EtReader(self.path).batches()
+
+    def reordered(self, order: np.ndarray) -> NodeSpill:
+        """A new spill holding node ``order[k]`` of this one at position ``k``.
+
+        Reads this spill once per :data:`REORDER_WINDOW` nodes of the result and holds one
+        window's bytes in memory at a time.
+        """
+        at = np.empty(len(order), dtype=np.int64)
+        at[order] = np.arange(len(order), dtype=np.int64)
+        out = NodeSpill()
+        for lo in range(0, len(order), REORDER_WINDOW):
+            hi = min(lo + REORDER_WINDOW, len(order))
+            src = np.flatnonzero((at >= lo) & (at < hi))  # ascending positions in this spill
+            dst = (at[src] - lo).tolist()
+            wanted = iter(src.tolist())
+            window: list[bytes] = [b""] * (hi - lo)
+            k, nxt = 0, next(wanted)
+            for pos, data in enumerate(self):
+                if pos == nxt:
+                    window[dst[k]] = data
+                    k += 1
+                    nxt = next(wanted, -1)
+                    if nxt < 0:
+                        break
+            for data in window:
+                out.append(data)
+        return out.close()
+
+
+class PatchedNodes:
+    """The nodes of a spill with some positions replaced: ``len()`` and iteration as a spill."""
+
+    def __init__(self, base: NodeSpill, patches: dict[int, bytes]):
+        self.base = base
+        self.patches = patches
+
+    def __len__(self) -> int:
+        return len(self.base)
+
+    def __iter__(self) -> Iterator[bytes]:
+        patches = self.patches
+        for pos, data in enumerate(self.base):
+            yield patches.get(pos, data)
