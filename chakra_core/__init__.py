@@ -36,9 +36,9 @@ if TYPE_CHECKING:
     from ._api import Backend, InputFormat, Result, Synthesizer, Transform
     from ._attrs import NodeAttrs, add_attr, get_attr, get_bool, get_int, get_str, make_attr, set_attr
     from ._commands import Validation, convert, export, jsonize, simulate, stats, transform, validate
-    from ._graph import DepGraph
     from ._errors import ChakraError, ConfigError, PluginError, TraceFormatError
     from ._etio import EtReader, EtWriter, atomic_output, open_binary, read_et, write_et
+    from ._graph import DepGraph
     from ._jsonform import read_json, write_json
     from ._options import Option
     from ._paths import expand_paths

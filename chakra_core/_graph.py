@@ -39,14 +39,27 @@ class DepGraph:
     ``deps[dep_ptr[i]:dep_ptr[i+1]]`` (data deps, then ctrl deps, as in the file; -1 where the id
     is not in the rank).  ``duplicates`` lists every later occurrence of a repeated id (in
     position order), ``missing`` the ``(node id, missing dep id)`` pairs in edge order.
+
+    The arrays give node ``i`` the id ``ids[i]`` and the dependency ids
+    ``dep_ids[dep_ptr[i]:dep_ptr[i+1]]``; with ``order`` (a permutation), position ``k`` of the
+    graph holds node ``order[k]`` of the arrays (``order`` is kept as an attribute, None
+    without one).
     """
 
-    def __init__(self, ids: np.ndarray, dep_ptr: np.ndarray, dep_ids: np.ndarray):
-        self.ids = np.ascontiguousarray(ids, dtype=np.uint64)
-        self.dep_ptr = np.ascontiguousarray(dep_ptr, dtype=np.int64)
+    def __init__(self, ids: np.ndarray, dep_ptr: np.ndarray, dep_ids: np.ndarray,
+                 order: np.ndarray | None = None):
+        ids = np.asarray(ids, dtype=np.uint64)
+        dep_ptr = np.asarray(dep_ptr, dtype=np.int64)
+        dep_ids = np.asarray(dep_ids, dtype=np.uint64)
+        self.order = order
+        if order is not None:
+            ids = ids[order]
+            dep_ptr, dep_ids = _take_rows(dep_ptr, dep_ids, order)
+        self.ids = np.ascontiguousarray(ids)
+        self.dep_ptr = np.ascontiguousarray(dep_ptr)
         self.duplicates: list[int] = []
         self.missing: list[tuple[int, int]] = []
-        self.deps = self._resolve(np.ascontiguousarray(dep_ids, dtype=np.uint64))
+        self.deps = self._resolve(np.ascontiguousarray(dep_ids))
 
     @classmethod
     def build(cls, nodes: Iterable[Iterable[Node]], visit: Callable[[Node], None] | None = None) -> DepGraph:
@@ -117,6 +130,10 @@ class DepGraph:
         ptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.bincount(src, minlength=n), out=ptr[1:])
         return ptr, dst[np.argsort(src, kind="stable")]
+
+    def rows(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The dependencies of ``positions``, in that order, in CSR form ``(ptr, deps)``."""
+        return _take_rows(self.dep_ptr, self.deps, positions)
 
     def in_file_order(self) -> bool:
         """True when every node depends only on earlier positions (file order is topological)."""
@@ -190,11 +207,7 @@ class DepGraph:
         # renumber into topological order, so that one forward pass over positions relaxes every edge
         at = np.full(len(self.ids), -1, dtype=np.int64)
         at[order] = np.arange(len(order), dtype=np.int64)
-        sizes = np.diff(self.dep_ptr)[order]
-        ptr = np.zeros(len(order) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=ptr[1:])
-        take = np.repeat(self.dep_ptr[order] - ptr[:-1], sizes) + np.arange(ptr[-1], dtype=np.int64)
-        deps = self.deps[take]
+        ptr, deps = self.rows(order)
         deps = np.where(deps >= 0, at[np.maximum(deps, 0)], -1)
         try:
             finish, count = _longest(ptr, deps, durations[order])
@@ -288,6 +301,15 @@ def _first_max(finish: array, order: np.ndarray) -> int:
     f = np.frombuffer(finish, dtype=np.int64)
     best = np.flatnonzero(f == f.max())
     return int(best[np.argmin(order[best])])
+
+
+def _take_rows(ptr: np.ndarray, values: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The CSR rows ``rows`` of ``(ptr, values)``, in that order, as a new ``(ptr, values)``."""
+    sizes = np.diff(ptr)[rows]
+    out = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=out[1:])
+    take = np.repeat(ptr[rows] - out[:-1], sizes) + np.arange(out[-1], dtype=np.int64)
+    return out, values[take]
 
 
 def _later_repeats(ids: np.ndarray) -> list[int]:

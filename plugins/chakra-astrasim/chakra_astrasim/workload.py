@@ -371,11 +371,8 @@ def _view(a: array, dtype: type) -> np.ndarray:
 def _dep_lists(g: DepGraph, n_data: np.ndarray, positions: np.ndarray) -> tuple[list[int], list[int], list[int]]:
     """For ``positions``: CSR pointers into the returned dependency positions, and the number
     of data deps of each (the rest are ctrl deps)."""
-    sizes = np.diff(g.dep_ptr)[positions]
-    ptr = np.zeros(len(positions) + 1, dtype=np.int64)
-    np.cumsum(sizes, out=ptr[1:])
-    take = np.repeat(g.dep_ptr[positions] - ptr[:-1], sizes) + np.arange(ptr[-1], dtype=np.int64)
-    return ptr.tolist(), g.deps[take].tolist(), n_data[positions].tolist()
+    ptr, deps = g.rows(positions)
+    return ptr.tolist(), deps.tolist(), n_data[positions].tolist()
 
 
 def convert_rank(rank: int, inp: RankInput, plan: Plan, report: ExportReport, where: str) -> RankOutput:

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import orjson
 
-from chakra_core import PG_INIT_NAME, GlobalMetadata, Node, NodeType, TraceFormatError, make_attr, process_groups_json
+from chakra_core import (
+    PG_INIT_NAME,
+    DepGraph,
+    GlobalMetadata,
+    Node,
+    NodeType,
+    TraceFormatError,
+    make_attr,
+    process_groups_json,
+)
 
 from .hostet import KEEP_ATTRS
 
@@ -84,29 +93,22 @@ class ConvertedRank:
 
 
 def toposort(out: dict[int, OutNode]) -> list[OutNode]:
-    """The nodes in dependency order, earliest observed start first among the ready ones."""
-    indeg = {i: 0 for i in out}
-    users: dict[int, list[int]] = {}
-    for n in out.values():
-        deps = [d for d in dict.fromkeys(n.ctrl + n.data) if d in out]
+    """The nodes in dependency order, earliest observed start first among the ready ones
+    (then lowest id); repeated and dangling dependencies are dropped from the nodes."""
+    nodes = list(out.values())
+    ptr, dep_ids = [0], []
+    for n in nodes:
+        dep_ids.extend(d for d in dict.fromkeys(n.ctrl + n.data) if d in out)
+        ptr.append(len(dep_ids))
         n.ctrl = [d for d in dict.fromkeys(n.ctrl) if d in out]
         n.data = [d for d in dict.fromkeys(n.data) if d in out and d not in n.ctrl]
-        indeg[n.id] = len(deps)
-        for d in deps:
-            users.setdefault(d, []).append(n.id)
-    heap = [(max(n.start, 0), n.id) for n in out.values() if indeg[n.id] == 0]
-    heapq.heapify(heap)
-    order: list[OutNode] = []
-    while heap:
-        _, i = heapq.heappop(heap)
-        order.append(out[i])
-        for u in users.get(i, ()):
-            indeg[u] -= 1
-            if indeg[u] == 0:
-                heapq.heappush(heap, (max(out[u].start, 0), u))
-    if len(order) != len(out):
+    ids = np.array([n.id for n in nodes], dtype=np.uint64)
+    g = DepGraph(ids, np.array(ptr, dtype=np.int64), np.array(dep_ids, dtype=np.uint64))
+    starts = np.array([max(n.start, 0) for n in nodes], dtype=np.int64)
+    order, left = g.topo_order(priority=np.lexsort((ids, starts)).argsort())
+    if left:
         raise TraceFormatError("the converted graph has a dependency cycle")
-    return order
+    return [nodes[i] for i in order.tolist()]
 
 
 def pg_init_node(nid: int, groups: dict[str, list[int]], world: int) -> OutNode:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import hashlib
 from array import array
 
-from chakra_core import CommType, NodeType, RankTrace, TraceFormatError, get_attr, get_bool, get_int, get_str
+import numpy as np
+
+from chakra_core import CommType, DepGraph, NodeType, RankTrace, TraceFormatError, get_attr, get_bool, get_int, get_str
 from chakra_core.system import SystemDescription
 
 from .timing import roofline_ns
@@ -107,7 +109,7 @@ def load_program(rt: RankTrace, sd: SystemDescription) -> Program:
     where = rt.label
     prog = Program(rt.rank, where)
     ids, kinds, res, durs = array("Q"), bytearray(), bytearray(), array("q")
-    dep_ptr, dep_ids = array("l", [0]), array("Q")
+    dep_ptr, dep_ids = array("q", [0]), array("Q")
     extras: list[tuple[int, tuple]] = []
     info = _node_info
     for batch in rt.batches():
@@ -124,58 +126,30 @@ def load_program(rt: RankTrace, sd: SystemDescription) -> Program:
             if n.ctrl_deps:
                 dep_ids.extend(n.ctrl_deps)
             dep_ptr.append(len(dep_ids))
-    count = len(ids)
-    if any(ids[i] >= ids[i + 1] for i in range(count - 1)):
-        order = sorted(range(count), key=ids.__getitem__)
-        pos = {old: new for new, old in enumerate(order)}
-        new_ptr, new_deps = array("l", [0]), array("Q")
-        for old in order:
-            new_deps.extend(dep_ids[dep_ptr[old]:dep_ptr[old + 1]])
-            new_ptr.append(len(new_deps))
-        ids = array("Q", (ids[o] for o in order))
-        kinds = bytearray(kinds[o] for o in order)
-        res = bytearray(res[o] for o in order)
-        durs = array("q", (durs[o] for o in order))
-        dep_ptr, dep_ids = new_ptr, new_deps
-        extras = [(pos[i], x) for i, x in extras]
-    index = dict(zip(ids, range(count)))
-    if len(index) != count:
-        seen: set[int] = set()
-        for dup in ids:
-            if dup in seen:
-                raise TraceFormatError("duplicate node id", where, f"node {dup}")
-            seen.add(dup)
-    try:
-        parents = [index[d] for d in dep_ids]
-    except KeyError:
-        for i in range(count):
-            for d in dep_ids[dep_ptr[i]:dep_ptr[i + 1]]:
-                if d not in index:
-                    raise TraceFormatError(f"depends on node {d}, which is not in the file", where,
-                                           f"node {ids[i]}") from None
-        raise
-    nchild = [0] * (count + 1)
-    for p in parents:
-        nchild[p + 1] += 1
-    for i in range(count):
-        nchild[i + 1] += nchild[i]
-    fill = nchild[:-1]
-    kids = [0] * len(parents)
-    e = 0
-    for i in range(count):
-        for _ in range(dep_ptr[i + 1] - dep_ptr[i]):
-            p = parents[e]
-            kids[fill[p]] = i
-            fill[p] += 1
-            e += 1
-    prog.ids, prog.kind, prog.res, prog.dur = ids, kinds, res, durs
+    g = _by_id(ids, dep_ptr, dep_ids)
+    if g.duplicates:
+        raise TraceFormatError("duplicate node id", where, f"node {g.duplicates[0]}")
+    if g.missing:
+        nid, dep = g.missing[0]
+        raise TraceFormatError(f"depends on node {dep}, which is not in the file", where, f"node {nid}")
+    order = g.order
+    if order is not None:
+        kinds = bytearray(np.frombuffer(kinds, dtype=np.uint8)[order].tobytes())
+        res = bytearray(np.frombuffer(res, dtype=np.uint8)[order].tobytes())
+        durs = array("q", np.frombuffer(durs, dtype=np.int64)[order].tobytes())
+        at = np.empty(len(order), dtype=np.int64)
+        at[order] = np.arange(len(order), dtype=np.int64)
+        extras = [(int(at[i]), x) for i, x in extras]
+    child_ptr, child_idx = g.children()
+    prog.ids = array("Q", g.ids.tobytes())
+    prog.kind, prog.res, prog.dur = kinds, res, durs
     prog.cat = bytearray(res)
     for i, _x in extras:
         if kinds[i] == K_RECV:
             prog.cat[i] = R_COMM  # a receive holds no resource but counts as communication
-    prog.indeg = array("l", (dep_ptr[i + 1] - dep_ptr[i] for i in range(count)))
-    prog.child_ptr = array("l", nchild)
-    prog.child_idx = array("l", kids)
+    prog.indeg = _longs(g.in_degree())
+    prog.child_ptr = _longs(child_ptr)
+    prog.child_idx = _longs(child_idx)
     prog.extra = dict(extras)
     h = hashlib.blake2b(digest_size=16)
     for a in (prog.ids, prog.dur, prog.indeg, prog.child_ptr, prog.child_idx):
@@ -185,3 +159,16 @@ def load_program(rt: RankTrace, sd: SystemDescription) -> Program:
     h.update(repr(sorted(prog.extra.items())).encode())
     prog.digest = h.hexdigest()
     return prog
+
+
+def _by_id(ids: array, dep_ptr: array, dep_ids: array) -> DepGraph:
+    """The rank's graph with its nodes in ascending id order (stable for repeated ids)."""
+    idv = np.frombuffer(ids, dtype=np.uint64) if ids else np.zeros(0, np.uint64)
+    deps = np.frombuffer(dep_ids, dtype=np.uint64) if dep_ids else np.zeros(0, np.uint64)
+    order = np.argsort(idv, kind="stable") if (idv[1:] <= idv[:-1]).any() else None
+    return DepGraph(idv, np.frombuffer(dep_ptr, dtype=np.int64), deps, order=order)
+
+
+def _longs(a: np.ndarray) -> array:
+    """An ``array('l')`` (fast scalar indexing in the engine) of an integer numpy array."""
+    return array("l", np.ascontiguousarray(a, dtype=np.int64).tobytes())
