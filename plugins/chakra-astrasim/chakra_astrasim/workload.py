@@ -432,7 +432,8 @@ def _convert_all(conv: _Converter, inp: RankInput, g: DepGraph, order: np.ndarra
 
     source = inp.spill if _is_identity(order) else inp.spill.reordered(order)
     at = 0
-    for batch in source.batches():
+    for nodes in source.batches():
+        batch = list(nodes)
         positions = order[at:at + len(batch)]
         ptr, deps, ndata = _dep_lists(g, n_data, positions)
         for k, n in enumerate(batch):

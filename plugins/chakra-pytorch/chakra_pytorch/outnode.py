@@ -96,7 +96,8 @@ def toposort(out: dict[int, OutNode]) -> list[OutNode]:
     """The nodes in dependency order, earliest observed start first among the ready ones
     (then lowest id); repeated and dangling dependencies are dropped from the nodes."""
     nodes = list(out.values())
-    ptr, dep_ids = [0], []
+    ptr: list[int] = [0]
+    dep_ids: list[int] = []
     for n in nodes:
         dep_ids.extend(d for d in dict.fromkeys(n.ctrl + n.data) if d in out)
         ptr.append(len(dep_ids))
