@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +14,7 @@ from chakra_core._schema import CommType, GlobalMetadata, Node, NodeType
 from chakra_core._traceset import MemoryRank, TraceSet
 
 DATA = Path(__file__).parent / "data"
+EXAMPLE_PLUGIN = Path(__file__).resolve().parents[1] / "docs" / "examples" / "chakra-example-plugin"
 
 
 def dp_rank(rank: int, layers: int = 3, size: int = 4096) -> list[Node]:
@@ -52,3 +56,13 @@ def dp_set() -> TraceSet:
 def golden_path() -> Path:
     """The committed golden trace (see tests/data/make_golden.py)."""
     return DATA / "golden.0.et"
+
+
+@pytest.fixture(scope="session")
+def installed_example(tmp_path_factory) -> dict[str, str]:
+    """An environment (for subprocesses) in which the example third-party plugin of docs/examples
+    is pip-installed, as a user would install it."""
+    target = tmp_path_factory.mktemp("site")
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                    "--target", str(target), str(EXAMPLE_PLUGIN)], check=True)
+    return dict(os.environ, PYTHONPATH=os.pathsep.join([str(target), os.environ.get("PYTHONPATH", "")]))

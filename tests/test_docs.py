@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import inspect
 import json
-import os
 import re
 import subprocess
 import sys
@@ -18,7 +17,6 @@ from chakra_core import hookspecs
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-EXAMPLE = DOCS / "examples" / "chakra-example-plugin"
 
 
 def _hooks():
@@ -52,15 +50,6 @@ def test_tutorial_code_is_the_example_source():
     assert len(includes) == 5
     for rel, code in includes:
         assert (DOCS / rel).read_text() == code, rel
-
-
-@pytest.fixture(scope="module")
-def installed_example(tmp_path_factory):
-    target = tmp_path_factory.mktemp("site")
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--target", str(target), str(EXAMPLE)], check=True)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(target), os.environ.get("PYTHONPATH", "")]))
-    return env
 
 
 def _chakra(env, *args):

@@ -4,7 +4,6 @@ distribution, version and options after defaults, the inputs as given and the co
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import subprocess
@@ -12,21 +11,10 @@ import sys
 from importlib import metadata as md
 from pathlib import Path
 
-import pytest
-
 import chakra_core as chakra
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "chakra-example-plugin"
 WORKLOAD = "DATA\n1\nfc1 -1 50 NONE 0 60 NONE 0 55 ALLREDUCE 1024 10\n"
-
-
-@pytest.fixture(scope="module")
-def example_env(tmp_path_factory):
-    """An environment in which the example third-party plugin is pip-installed."""
-    target = tmp_path_factory.mktemp("site")
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--target", str(target), str(EXAMPLE)], check=True)
-    return dict(os.environ, PYTHONPATH=os.pathsep.join([str(target), os.environ.get("PYTHONPATH", "")]))
 
 
 def _example_version() -> str:
@@ -36,14 +24,14 @@ def _example_version() -> str:
     return m.group(1)
 
 
-def test_mixed_first_and_third_party_pipeline(example_env, tmp_path):
+def test_mixed_first_and_third_party_pipeline(installed_example, tmp_path):
     (tmp_path / "w.txt").write_text(WORKLOAD)
     (tmp_path / "p.yaml").write_text(
         "input: {paths: [w.txt], options: {npus: 2}}\n"
         "transforms: [{name: hide_names, options: {salt: s}}]\n"
         "backends: [{name: simpy, output: out/sim}, {name: csv, output: out/csv}]\n")
     r = subprocess.run([sys.executable, "-m", "chakra_core._cli.main", "run", str(tmp_path / "p.yaml"), "--json"],
-                       capture_output=True, text=True, env=example_env)
+                       capture_output=True, text=True, env=installed_example)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     example = ("chakra-example-plugin", _example_version())
