@@ -28,10 +28,17 @@ import time
 from pathlib import Path
 
 from chakra_astrasim import export_astrasim
-from chakra_core._attrs import set_attr
-from chakra_core._pipeline import load_traces
-from chakra_core._schema import CommType, GlobalMetadata, Node, NodeType
-from chakra_core._traceset import GeneratedRank, TraceSet, open_traceset
+from chakra_core import (
+    CommType,
+    GeneratedRank,
+    GlobalMetadata,
+    Node,
+    NodeType,
+    TraceSet,
+    load_traces,
+    open_traceset,
+    set_attr,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 TEXT = ROOT / "examples" / "text"

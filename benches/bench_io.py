@@ -15,9 +15,9 @@ import tempfile
 
 CHILD = r"""
 import json, resource, sys, time
-from chakra_core._attrs import make_attr
-from chakra_core._etio import EtReader, EtWriter, read_et
-from chakra_core._schema import GlobalMetadata, Node
+from chakra_core import make_attr
+from chakra_core import EtReader, EtWriter, read_et
+from chakra_core import GlobalMetadata, Node
 
 mode, path, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -65,21 +65,19 @@ elif mode == "plain":  # baseline: a plain protobuf parse loop over the whole fi
         pos += ln
         count += 1
 elif mode == "validate":  # chakra validate: compact graph, dep and cycle checks
-    from chakra_core._traceset import open_traceset
-    from chakra_core._validate import validate
+    from chakra_core import open_traceset, validate
     findings = validate(open_traceset(path))
     assert not findings, findings[:3]
     count = n
 elif mode == "stats":  # chakra stats, including the critical path
-    from chakra_core._stats import compute_stats
-    from chakra_core._traceset import open_traceset
+    from chakra_core import compute_stats, open_traceset
     count = compute_stats(open_traceset(path))["nodes"]
 elif mode == "jsonize":  # .et -> JSON form
-    from chakra_core._jsonform import write_json
+    from chakra_core import write_json
     r = EtReader(path)
     count = write_json(path + ".json", r.metadata, r)
 elif mode == "unjsonize":  # JSON form -> .et (the exact inverse)
-    from chakra_core._jsonform import read_json
+    from chakra_core import read_json
     meta, it, _ = read_json(path + ".json")
     with EtWriter(path + ".back.et", meta) as w:
         w.write_many(it)

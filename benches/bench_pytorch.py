@@ -57,7 +57,7 @@ ts = open_pytorch(sys.argv[1:])
 with tempfile.TemporaryDirectory() as d:
     paths = ts.write(d)
     secs = time.perf_counter() - t
-    from chakra_core._etio import EtReader
+    from chakra_core import EtReader
     n = sum(sum(1 for _ in EtReader(p).raw()) for p in paths)
 print(f"{secs:.3f} {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.1f} {base:.1f} {n}")
 '''

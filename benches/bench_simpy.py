@@ -14,9 +14,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from chakra_core._attrs import set_attr
-from chakra_core._schema import CommType, GlobalMetadata, Node, NodeType
-from chakra_core._traceset import GeneratedRank, TraceSet
+from chakra_core import CommType, GeneratedRank, GlobalMetadata, Node, NodeType, TraceSet, set_attr
 
 SYSTEM_2D = {
     "network": [{"topology": "FullyConnected", "npus_count": 8, "bandwidth": 200, "latency": 100},

@@ -16,7 +16,7 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from chakra_core._pipeline import load_traces
+from chakra_core import load_traces
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "text"
 WORKLOADS = ("resnet50_like.txt", "gpt3_like.txt", "dlrm_like.txt")

@@ -1,6 +1,7 @@
 """The public API is the boundary: our plugins and adapters import only what a third party may.
 
-Every import in plugins/ and adapters/ (code and tests, at any depth) is parsed.  From
+Every import in plugins/, adapters/ and the example plugin in docs/examples/ (code and tests, at
+any depth) is parsed.  From
 chakra_core only the facade and its public subpackages may be imported, and only names in their
 ``__all__``; from another first-party distribution only its top-level package's ``__all__``.
 """
@@ -19,16 +20,17 @@ ROOT = Path(__file__).resolve().parents[1]
 PUBLIC_CORE = {"chakra_core", "chakra_core.system", "chakra_core.hookspecs", "chakra_core.testing"}
 
 
-def _distributions() -> dict[Path, set[str]]:
-    """Each first-party distribution directory -> the top-level packages it ships."""
+def _distributions(*patterns: str) -> dict[Path, set[str]]:
+    """Each distribution directory matching ``patterns`` -> the top-level packages it ships."""
     dists: dict[Path, set[str]] = {}
-    for d in sorted([*ROOT.glob("plugins/*"), *ROOT.glob("adapters/*")]):
+    for d in sorted(d for pattern in patterns for d in ROOT.glob(pattern)):
         if (d / "pyproject.toml").is_file():
             dists[d] = {p.parent.name for p in d.glob("*/__init__.py")}
     return dists
 
 
-DISTS = _distributions()
+OURS = _distributions("plugins/*", "adapters/*")
+DISTS = {**OURS, **_distributions("docs/examples/*")}
 FIRST_PARTY = set().union(*DISTS.values())
 
 
@@ -71,7 +73,7 @@ def _sources() -> list[tuple[Path, set[str]]]:
 
 def test_every_distribution_is_found():
     assert {"chakra_text", "chakra_pytorch", "chakra_simpy", "chakra_astrasim",
-            "chakra_astrasim_runner", "chakra_collect"} <= FIRST_PARTY
+            "chakra_astrasim_runner", "chakra_collect", "chakra_example"} <= FIRST_PARTY
     assert len(_sources()) > 50
 
 
@@ -111,7 +113,7 @@ def _type_checking_names(path: Path) -> set[str]:
     return names
 
 
-@pytest.mark.parametrize("package", ["chakra_core", *sorted(FIRST_PARTY - {"chakra_collect"})])
+@pytest.mark.parametrize("package", ["chakra_core", *sorted(set().union(*OURS.values()) - {"chakra_collect"})])
 def test_lazy_names_are_typed_and_resolve(package):
     """Type checkers see each lazily exported name (imported under TYPE_CHECKING), and it resolves."""
     mod = importlib.import_module(package)
@@ -122,7 +124,7 @@ def test_lazy_names_are_typed_and_resolve(package):
         assert getattr(mod, name) is not None
 
 
-@pytest.mark.parametrize("package", ["chakra_core", *sorted(FIRST_PARTY)])
+@pytest.mark.parametrize("package", ["chakra_core", *sorted(set().union(*OURS.values()))])
 def test_packages_ship_py_typed(package):
     init = Path(importlib.import_module(package).__file__)
     assert (init.parent / "py.typed").is_file()
