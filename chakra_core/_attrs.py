@@ -8,7 +8,7 @@ an integer from any integer slot, so traces from every known producer work.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, overload
 
 from ._schema import AttributeProto, Node
 
@@ -113,6 +113,10 @@ def str_value(attr: AttributeProto, default: Any = None) -> Any:
     return default
 
 
+@overload
+def get_int(node: Node, name: str, default: int) -> int: ...
+@overload
+def get_int(node: Node, name: str, default: None = None) -> int | None: ...
 def get_int(node: Node, name: str, default: int | None = None) -> int | None:
     """Integer attribute from any integer slot (bool counts as 0/1); ``default`` if absent.
 
@@ -122,6 +126,10 @@ def get_int(node: Node, name: str, default: int | None = None) -> int | None:
     return default if a is None else int_value(a, default)
 
 
+@overload
+def get_str(node: Node, name: str, default: str) -> str: ...
+@overload
+def get_str(node: Node, name: str, default: None = None) -> str | None: ...
 def get_str(node: Node, name: str, default: str | None = None) -> str | None:
     """String attribute ``name``; integers are converted to their decimal form."""
     a = _find(node, name)

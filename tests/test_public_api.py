@@ -134,3 +134,18 @@ def test_facade_names_come_from_where_they_are_declared():
     assert set(chakra_core.__all__) == set(chakra_core._WHERE)
     assert chakra_core.NodeAttrs.__module__ == "chakra_core._attrs"
     assert chakra_core.hookimpl is importlib.import_module("chakra_core.hookspecs").hookimpl
+
+
+def test_type_checkers_see_real_types(tmp_path):
+    """mypy resolves every facade and ``chakra_core.system`` name to its declared type, not Any."""
+    api = pytest.importorskip("mypy.api")
+    system = importlib.import_module("chakra_core.system")
+    names = [f"chakra_core.{n}" for n in chakra_core.__all__] + [f"chakra_core.system.{n}" for n in system.__all__]
+    snippet = tmp_path / "uses_the_facade.py"
+    snippet.write_text("import chakra_core\nimport chakra_core.system\n" + "".join(f"reveal_type({n})\n" for n in names))
+    out, err, status = api.run(["--config-file", str(ROOT / "pyproject.toml"), "--cache-dir",
+                                str(ROOT / ".mypy_cache"), str(snippet)])
+    revealed = [line.split('Revealed type is "', 1)[1].rstrip('"') for line in out.splitlines() if "Revealed type" in line]
+    assert status == 0, out + err
+    assert len(revealed) == len(names)
+    assert [n for n, t in zip(names, revealed) if t == "Any"] == []

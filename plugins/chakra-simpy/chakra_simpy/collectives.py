@@ -51,7 +51,7 @@ class Instance:
         self.members = members
         self.actor_ids = actor_ids
         self.arrived: dict[int, tuple] = {}
-        self.last = None
+        self.last: tuple[int, int] | None = None
         self.start = 0
         self.n = 0
         self.phases: list = []
@@ -133,9 +133,10 @@ class Collectives:
             ring = ring * 2 if ring else ring
         inst.start = now
         inst.actors = [v[0] for v in inst.arrived.values()]
+        last = inst.last
         for ai, ii in ((v[0].index, v[1]) for v in inst.arrived.values()):
-            if (ai, ii) != inst.last:
-                sim.cross[(ai, ii)] = inst.last
+            if last is not None and (ai, ii) != last:
+                sim.cross[(ai, ii)] = last
         visits = dbt_visits(ring) if members is None else {}
         bases = {d: self.tree_count.get(d, 0) for d in visits}
         for d, v in visits.items():  # every chunk takes the next tree of the dimension, per visit
