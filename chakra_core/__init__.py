@@ -20,7 +20,8 @@ Public API (everything else is private; docs/api.md describes each name):
   :func:`stats`, :func:`jsonize`, :func:`transform`, :func:`simulate`, :func:`export`
 - work: :class:`Finding`, :func:`compute_stats`, :class:`DepGraph`, :func:`detect_format`,
   :func:`load_traces`, :func:`run_pipeline`, :func:`load_pipeline`, :class:`Pipeline`
-- progress: :func:`progress`, :class:`Progress` (a bar on stderr, only on a terminal)
+- progress: :func:`progress`, :class:`Progress` (a bar on stderr, only on a terminal),
+  :func:`set_progress_enabled`
 
 Public subpackages: :mod:`chakra_core.system` (the system description),
 :mod:`chakra_core.hookspecs` (the hooks), :mod:`chakra_core.testing` (pytest fixtures).
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
     from ._paths import expand_paths
     from ._pipeline import Pipeline, detect_format, load_pipeline, load_traces, run_pipeline
     from ._plugins import get_host
-    from ._progress import Progress, progress
+    from ._progress import Progress, progress, set_progress_enabled
     from ._schema import PG_INIT_NAME, AttributeProto, CommType, GlobalMetadata, IOInfo, Node, NodeType
     from ._stats import compute_stats
     from ._traceset import (
@@ -73,6 +74,7 @@ __all__ = [
     "validate", "Finding", "compute_stats", "DepGraph", "detect_format", "load_traces", "run_pipeline",
     "load_pipeline", "Pipeline",
     "convert", "simulate", "export", "transform", "stats", "jsonize", "Validation", "progress", "Progress",
+    "set_progress_enabled",
 ]
 
 _WHERE = {
@@ -98,7 +100,7 @@ _WHERE = {
     "load_pipeline": "_pipeline", "Pipeline": "_pipeline",
     "convert": "_commands", "simulate": "_commands", "export": "_commands", "transform": "_commands",
     "stats": "_commands", "jsonize": "_commands", "Validation": "_commands",
-    "progress": "_progress", "Progress": "_progress",
+    "progress": "_progress", "Progress": "_progress", "set_progress_enabled": "_progress",
 }
 
 __version__ = "0.1.0"

@@ -81,3 +81,21 @@ def test_progress_is_silent_off_a_terminal(monkeypatch):
         bar.advance()
         bar(3, 3)
     assert not bar.shown and err.getvalue() == ""
+
+
+def test_progress_can_be_turned_off_on_a_terminal(monkeypatch):
+    err = io.StringIO()
+    err.isatty = lambda: True  # type: ignore[method-assign]
+    monkeypatch.setattr(sys, "stderr", err)
+    with chakra.progress("working", total=3) as bar:
+        bar.advance(3)
+    assert bar.shown and "working" in err.getvalue()
+    err.seek(0)
+    err.truncate()
+    chakra.set_progress_enabled(False)
+    try:
+        with chakra.progress("working", total=3) as bar:
+            bar.advance(3)
+    finally:
+        chakra.set_progress_enabled(True)
+    assert not bar.shown and err.getvalue() == ""
