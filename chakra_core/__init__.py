@@ -5,7 +5,9 @@ Public API (everything else is private; docs/api.md describes each name):
 - schema: :class:`Node`, :class:`GlobalMetadata`, :class:`AttributeProto`, :class:`IOInfo`,
   :class:`NodeType`, :class:`CommType`, :data:`PG_INIT_NAME`
 - I/O: :class:`EtReader`, :class:`EtWriter`, :func:`read_et`, :func:`write_et`,
-  :func:`open_binary`, :func:`atomic_output`, :func:`write_json`, :func:`read_json`
+  :func:`open_binary`, :func:`write_json`, :func:`read_json`
+- outputs: :class:`atomic_output` (one file), :func:`output_directory` (a directory built aside
+  and swapped into place), :func:`inside_output` (an option naming a file in the output directory)
 - trace sets: :class:`TraceSet`, :class:`RankTrace`, :class:`FileRank`, :class:`MemoryRank`,
   :class:`GeneratedRank`, :func:`open_traceset`, :func:`expand_paths`,
   :func:`with_process_groups`, :func:`process_groups_json`
@@ -46,6 +48,7 @@ if TYPE_CHECKING:
     from ._pipeline import Pipeline, detect_format, load_pipeline, load_traces, run_pipeline
     from ._plugins import get_host
     from ._progress import Progress, progress, set_progress_enabled
+    from ._publish import inside_output, output_directory
     from ._schema import PG_INIT_NAME, AttributeProto, CommType, GlobalMetadata, IOInfo, Node, NodeType
     from ._stats import compute_stats
     from ._traceset import (
@@ -64,6 +67,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Node", "GlobalMetadata", "NodeType", "CommType", "AttributeProto", "IOInfo", "PG_INIT_NAME",
     "EtReader", "EtWriter", "read_et", "write_et", "open_binary", "atomic_output",
+    "output_directory", "inside_output",
     "TraceSet", "RankTrace", "FileRank", "MemoryRank", "GeneratedRank", "open_traceset",
     "expand_paths", "with_process_groups", "process_groups_json",
     "write_json", "read_json",
@@ -82,6 +86,7 @@ _WHERE = {
     "AttributeProto": "_schema", "IOInfo": "_schema", "PG_INIT_NAME": "_schema",
     "EtReader": "_etio", "EtWriter": "_etio", "read_et": "_etio", "write_et": "_etio",
     "open_binary": "_etio", "atomic_output": "_etio",
+    "output_directory": "_publish", "inside_output": "_publish",
     "TraceSet": "_traceset", "RankTrace": "_traceset", "FileRank": "_traceset",
     "MemoryRank": "_traceset", "GeneratedRank": "_traceset", "open_traceset": "_traceset",
     "expand_paths": "_paths", "with_process_groups": "_traceset",

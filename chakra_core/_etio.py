@@ -12,9 +12,9 @@ Memory stays flat: the file is read in fixed-size chunks and only one batch is a
 
 from __future__ import annotations
 
+import errno
 import gzip
 import os
-import tempfile
 import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -230,11 +230,13 @@ def _umask() -> int:
 class atomic_output:
     """Context manager giving a temporary path beside ``path``, renamed into place on success.
 
-    On an exception the temporary file is removed and any existing ``path`` is left untouched.
-    A symbolic link is followed (the link stays, its target is replaced); a target that exists
-    but is not a regular file (``/dev/stdout``, a FIFO) is written directly.  The new file gets
-    the old file's permissions, or ``0o666`` less the umask.  With ``defer=True`` the rename
-    waits for :meth:`commit` (to publish several files together) or :meth:`discard`.
+    On an exception the temporary file is removed and any existing ``path`` is left untouched;
+    an OSError (disk full, read-only, a directory in the way) is raised again naming ``path``,
+    not the temporary file.  Temporaries that killed runs left beside ``path`` are removed (see
+    :mod:`chakra_core._publish`).  A symbolic link is followed (the link stays, its target is
+    replaced); a target that exists but is not a regular file (``/dev/stdout``, a FIFO) is
+    written directly.  The new file gets the old file's permissions, or ``0o666`` less the
+    umask.  With ``defer=True`` the rename waits for :meth:`commit` or :meth:`discard`.
     """
 
     def __init__(self, path: str | os.PathLike, defer: bool = False):
@@ -246,20 +248,46 @@ class atomic_output:
         target = Path(os.path.realpath(self.path)) if self.path.is_symlink() else self.path
         self.target = target
         if target.exists() and not target.is_file():
+            if target.is_dir():
+                raise IsADirectoryError(errno.EISDIR, "a directory is in the way", str(target))
             self.tmp = None
             return target
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-        mode = (target.stat().st_mode & 0o7777) if target.exists() else (0o666 & ~_umask())
-        os.fchmod(fd, mode)
-        os.close(fd)
-        self.tmp = Path(tmp)
+        try:
+            self.tmp = self._create(target)
+        except OSError as e:
+            raise self._named(e) from None
         return self.tmp
+
+    @staticmethod
+    def _create(target: Path) -> Path:
+        from ._publish import in_staging, remove_stale, temp_sibling
+
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not in_staging(target):
+            remove_stale(target)
+        tmp = temp_sibling(target, "file")
+        mode = (target.stat().st_mode & 0o7777) if target.exists() else (0o666 & ~_umask())
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.fchmod(fd, mode)
+        finally:
+            os.close(fd)
+        return tmp
+
+    def _named(self, e: OSError) -> OSError:
+        """``e`` naming the target instead of the temporary file."""
+        from ._publish import renamed_error
+
+        return renamed_error(e, self.tmp or self.target, self.target)
 
     def commit(self) -> None:
         """Rename the temporary file into place."""
         if self.tmp is not None:
-            os.replace(self.tmp, self.target)
+            try:
+                os.replace(self.tmp, self.target)
+            except OSError as e:
+                self.discard()
+                raise self._named(e) from None
             self.tmp = None
 
     def discard(self) -> None:
@@ -270,7 +298,10 @@ class atomic_output:
 
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is not None:
+            named = self._named(exc) if isinstance(exc, OSError) else None
             self.discard()
+            if named is not None and named is not exc:
+                raise named from None
         elif not self.defer:
             self.commit()
 

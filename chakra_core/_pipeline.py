@@ -47,6 +47,7 @@ from ._paths import expand_paths
 from ._plugins import PluginHost, get_host
 from ._progress import progress
 from ._provenance import implementation, provenance
+from ._publish import staged_output
 from ._traceset import FileRank, MemoryRank, TraceSet
 
 __all__ = ["load_traces", "Pipeline", "Stage", "resolve_stage", "run_pipeline", "load_pipeline", "detect_format",
@@ -159,12 +160,15 @@ class Pipeline:
         return results
 
     def _run_backend(self, host: PluginHost, b: Stage, traces: TraceSet) -> Result:
-        if b.output is not None:
-            b.output.mkdir(parents=True, exist_ok=True)
-        result = _run_observed(host, b, lambda: b.impl.run(traces, b.options, b.output))
-        result.provenance = self.provenance([b])
-        if b.output is not None:
-            result.write_json(b.output / "result.json")
+        if b.output is None:
+            result = _run_observed(host, b, lambda: b.impl.run(traces, b.options, None))
+            result.provenance = self.provenance([b])
+            return result
+        b.output.mkdir(parents=True, exist_ok=True)
+        with staged_output(b.output) as staged:  # result.json is published with the backend's files
+            result = _run_observed(host, b, lambda: b.impl.run(traces, b.options, b.output))
+            result.provenance = self.provenance([b])
+            result.write_json(staged.file("result.json"))
         return result
 
     def provenance(self, backends: Sequence[Stage] = ()) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from ._attrs import make_attr
 from ._errors import TraceFormatError
 from ._etio import EtReader, EtWriter
 from ._paths import expand_paths, is_glob
+from ._publish import commit_files, finish_interrupted, is_temporary, output_directory, publish_files
 from ._schema import PG_INIT_NAME, GlobalMetadata, Node, NodeType
 
 __all__ = [
@@ -212,52 +213,71 @@ class TraceSet:
         """Write ``prefix.{rank}.et`` files; ``out`` is a directory (prefix ``trace``) or a prefix.
 
         Each rank's GlobalMetadata gets the set's process groups; ``progress(done, total)`` is
-        called after each rank.  The files are published together once every rank is written (a
-        failure leaves the earlier set untouched).  With ``replace_stale``, files of an earlier
-        set at the same prefix that the new one does not have (other ranks, the other
-        compression) are removed, so the prefix holds one consistent set (leave it off when
-        several processes each write their own ranks).  Returns the paths written.
+        called after each rank.  All ranks are written to a temporary directory first and
+        published together (docs/formats.md says exactly what a failure or kill leaves).  With
+        ``replace_stale``, files of an earlier set at the same prefix that the new one does not
+        have (other ranks, the other compression) are removed, so the prefix holds one
+        consistent set (leave it off when several processes each write their own ranks); a
+        directory output that holds nothing but such a set is then replaced whole, in one
+        atomic swap.  Returns the paths written.
         """
+        as_dir = os.path.isdir(out) or str(out).endswith(("/", os.sep))
         prefix = _out_prefix(out)
         for ext in (".et.gz", ".et"):  # "out/job.et.gz" means prefix "out/job" (and gzip)
             if prefix.name.endswith(ext) and len(prefix.name) > len(ext):
                 prefix = prefix.with_name(prefix.name[: -len(ext)])
                 compress = compress or ext == ".et.gz"
                 break
-        pgs = self.process_groups
         suffix = ".et.gz" if compress else ".et"
-        writers: list[EtWriter] = []
-        try:
-            for rt in self:
-                meta = with_process_groups(rt.metadata(), pgs)
-                with EtWriter(Path(f"{prefix}.{rt.rank}{suffix}"), meta, defer=True) as w:
-                    writers.append(w)
-                    raw = getattr(rt, "raw", None)
-                    if raw is not None:
-                        for data in raw():
-                            w.write_raw(data)
-                    else:
-                        for b in rt.batches():
-                            w.write_many(b)
-                if progress:
-                    progress(len(writers), len(self))
-        except BaseException:
-            for w in writers:
-                w.atomic.discard()
-            raise
-        for w in writers:  # publish the whole set at once
-            w.atomic.commit()
-        if replace_stale:
-            _remove_stale(prefix, {w.path.name for w in writers})
-        return [w.path for w in writers]
+        names = [f"{prefix.name}.{rank}{suffix}" for rank in self.ranks]
+        if as_dir and replace_stale and _only_set(prefix):
+            with output_directory(prefix.parent, marker=False) as stage:
+                self._write_ranks(stage, names, progress)
+        else:
+            with publish_files(prefix) as stage:
+                self._write_ranks(stage, names, progress)
+                stale = _stale_names(prefix, set(names)) if replace_stale else []
+                commit_files(stage, names, stale)
+        return [prefix.parent / n for n in names]
+
+    def _write_ranks(self, directory: Path, names: list[str],
+                     progress: Callable[[int, int], None] | None) -> None:
+        """Write every rank to ``directory / names[i]``."""
+        pgs = self.process_groups
+        for i, (rt, name) in enumerate(zip(self, names)):
+            meta = with_process_groups(rt.metadata(), pgs)
+            with EtWriter(directory / name, meta) as w:
+                raw = getattr(rt, "raw", None)
+                if raw is not None:
+                    for data in raw():
+                        w.write_raw(data)
+                else:
+                    for b in rt.batches():
+                        w.write_many(b)
+            if progress:
+                progress(i + 1, len(self))
 
 
-def _remove_stale(prefix: Path, keep: set[str]) -> None:
-    """Remove files of an earlier set at ``prefix`` (other ranks or the other compression)."""
+def _only_set(prefix: Path) -> bool:
+    """True when the directory of ``prefix`` holds nothing but files of the set at ``prefix``
+    and chakra's own files (so that replacing the directory whole loses nothing else)."""
+    with os.scandir(prefix.parent) as it:
+        return all(is_temporary(e.name) or (e.is_file() and _of_set(e.name, prefix))
+                   for e in it)
+
+
+def _of_set(name: str, prefix: Path) -> bool:
+    r = _rank_of(name)
+    return r is not None and r[0] == prefix.name
+
+
+def _stale_names(prefix: Path, keep: set[str]) -> list[str]:
+    """Files of an earlier set at ``prefix`` (other ranks or the other compression)."""
+    out = []
     for p in prefix.parent.glob(_glob.escape(prefix.name) + ".*.et*"):
-        r = _rank_of(p.name)
-        if r and r[0] == prefix.name and p.name not in keep and p.is_file():
-            p.unlink()
+        if _of_set(p.name, prefix) and p.name not in keep and p.is_file():
+            out.append(p.name)
+    return out
 
 
 def _out_prefix(out: str | os.PathLike) -> Path:
@@ -363,6 +383,7 @@ def open_traceset(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str
     if len(specs) > 1:
         return _from_files(specs, specs[0])
     spec = specs[0]
+    finish_interrupted(Path(spec, "x") if os.path.isdir(spec) else Path(spec), any_name=os.path.isdir(spec))
     files = expand_paths(spec, _ET_SUFFIXES, required=".et files")
     if not (os.path.isdir(spec) or os.path.isfile(spec) or is_glob(spec)):  # a prefix: PREFIX.RANK.et only
         files = [f for f in files if (r := _rank_of(f)) and r[0] == spec]

@@ -10,6 +10,7 @@ from .._api import Backend, Result
 from .._errors import ConfigError
 from .._jsonform import write_json
 from .._options import Option
+from .._publish import inside_output, output_directory
 from .._traceset import TraceSet, with_process_groups
 from ..hookspecs import hookimpl
 
@@ -17,7 +18,8 @@ __all__ = ["EtExporter", "JsonExporter"]
 
 
 class EtExporter(Backend):
-    """Write the set as ``<output>/<prefix>.{rank}.et``."""
+    """Write the set as ``<output>/<prefix>.{rank}.et`` (``prefix`` may name a subdirectory, never
+    a place outside ``output``; the directory is replaced whole)."""
 
     kind = "exporter"
     description = "write the trace set as Chakra .et files"
@@ -30,12 +32,15 @@ class EtExporter(Backend):
         """Write every rank; the result lists the files and node counts."""
         if output is None:
             raise ConfigError("backend 'et' needs an output directory")
-        paths = traces.write(Path(output) / options["prefix"], compress=options["compress"])
-        return Result("et", self.kind, {"ranks": len(paths)}, files=[str(p) for p in paths])
+        prefix = inside_output(output, options["prefix"], "prefix")
+        with output_directory(output) as stage:
+            written = traces.write(stage / prefix.relative_to(output), compress=options["compress"])
+        files = [str(prefix.parent / p.name) for p in written]
+        return Result("et", self.kind, {"ranks": len(files)}, files=files)
 
 
 class JsonExporter(Backend):
-    """Write the set as ``<output>/<prefix>.{rank}.json`` (or ``.jsonl``)."""
+    """Write the set as ``<output>/<prefix>.{rank}.json`` (or ``.jsonl``), like :class:`EtExporter`."""
 
     kind = "exporter"
     description = "write the trace set in the JSON form"
@@ -49,12 +54,14 @@ class JsonExporter(Backend):
         if output is None:
             raise ConfigError("backend 'json' needs an output directory")
         ext = ".jsonl" if options["lines"] else ".json"
+        prefix = inside_output(output, options["prefix"], "prefix").relative_to(output)
         files, nodes = [], 0
-        for rt in traces:
-            p = Path(output) / f"{options['prefix']}.{rt.rank}{ext}"
-            meta = with_process_groups(rt.metadata(), traces.process_groups)
-            nodes += write_json(p, meta, rt.nodes(), rank=rt.rank)
-            files.append(str(p))
+        with output_directory(output) as stage:
+            for rt in traces:
+                name = f"{prefix}.{rt.rank}{ext}"
+                meta = with_process_groups(rt.metadata(), traces.process_groups)
+                nodes += write_json(stage / name, meta, rt.nodes(), rank=rt.rank, lines=options["lines"])
+                files.append(str(Path(output) / name))
         return Result("json", self.kind, {"ranks": len(files), "nodes": nodes}, files=files)
 
 

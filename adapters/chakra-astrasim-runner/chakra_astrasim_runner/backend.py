@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from chakra_astrasim import AstraSimExporter, export_astrasim
-from chakra_core import Backend, ConfigError, Option, Result, TraceSet
+from chakra_core import Backend, ConfigError, Option, Result, TraceSet, output_directory
 
 from .runner import ENV_VAR, find_binary, run_directory
 
@@ -40,25 +40,21 @@ class AstraSimRunner(Backend):
         binary = find_binary(options.get("binary"), options.get("congestion") or "unaware")
         export_opts = {k: v for k, v in options.items() if k in AstraSimExporter.options}
         if binary is None:
-            hint = (f"set {ENV_VAR} or -O binary=PATH to an ASTRA-sim analytical binary")
-            if output is not None:
-                export_astrasim(traces, output, export_opts)
-                hint += f"; the export is ready in {output} (run it with {output}/run.sh)"
-            raise ConfigError(f"no ASTRA-sim binary found: {hint}")
+            raise ConfigError(f"no ASTRA-sim binary found: set {ENV_VAR} or -O binary=PATH to an ASTRA-sim "
+                              "analytical binary, or write a directory to run later with "
+                              "'chakra export --to astrasim -o DIR' (it has a run.sh)")
         if output is None:
             with tempfile.TemporaryDirectory(prefix="chakra-astrasim-") as tmp:
                 return self._run(traces, options, export_opts, Path(tmp), binary, keep=False)
         return self._run(traces, options, export_opts, Path(output), binary, keep=True)
 
     def _run(self, traces, options, export_opts, out: Path, binary: str, keep: bool) -> Result:
-        exported = export_astrasim(traces, out, export_opts)
-        results, text = run_directory(out, binary, options.get("congestion") or "unaware",
-                                      options.get("timeout_s"))
-        files = list(exported.files) if keep else []
-        if keep:
-            log = out / "astrasim.log"
-            log.write_text(text)
-            files.append(str(log))
+        with output_directory(out) as stage:  # the export, ASTRA-sim's run and its log, published together
+            exported = export_astrasim(traces, out, export_opts)
+            results, text = run_directory(stage, binary, options.get("congestion") or "unaware",
+                                          options.get("timeout_s"))
+            (stage / "astrasim.log").write_text(text)
+        files = [*exported.files, str(out / "astrasim.log")] if keep else []
         present = set(traces.ranks)
         ranks = [r for r in results if r["rank"] in present]
         finish = max((r["finish_ns"] for r in ranks), default=0)

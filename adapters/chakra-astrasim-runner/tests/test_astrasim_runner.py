@@ -128,14 +128,14 @@ def test_failing_binary_is_reported(tmp_path):
         backend.run(_set(2), backend.check_options({"binary": str(bad)}), tmp_path / "o")
 
 
-def test_no_binary_still_exports(tmp_path, monkeypatch):
+def test_no_binary_is_refused_before_writing(tmp_path, monkeypatch):
     monkeypatch.delenv("CHAKRA_ASTRASIM_BIN", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
     assert find_binary() is None
     backend = AstraSimRunner()
     with pytest.raises(ConfigError, match="CHAKRA_ASTRASIM_BIN.*run.sh"):
         backend.run(_set(2), backend.check_options({}), tmp_path / "o")
-    assert (tmp_path / "o" / "run.sh").exists() and (tmp_path / "o" / "workload" / "trace.1.et").exists()
+    assert not (tmp_path / "o").exists()
     with pytest.raises(ConfigError, match="not found"):
         find_binary(str(tmp_path / "nope"))
 

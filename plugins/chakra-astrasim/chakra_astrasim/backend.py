@@ -11,6 +11,7 @@ Layout of the output directory::
 from __future__ import annotations
 
 import re
+import shlex
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
@@ -25,6 +26,7 @@ from chakra_core import (
     Result,
     TraceFormatError,
     TraceSet,
+    output_directory,
     with_process_groups,
 )
 from chakra_core.system import SYSTEM_OPTIONS, system_from_options
@@ -75,6 +77,9 @@ class AstraSimExporter(Backend):
                                 minimum=1),
         "incomplete_p2p": Option("str", "drop", "send/recv without a peer or size: drop or error",
                                  choices=("drop", "error")),
+        "max_idle_ranks": Option("int", 4096, "most network NPUs without a trace rank (each gets a "
+                                              "workload file of one idle node); more is refused",
+                                 minimum=0),
         "join_limit": Option("int", 16, "a removed node handing more kept ancestors than this to "
                                         "several dependents is kept as a 0-duration join", minimum=1),
     }
@@ -86,8 +91,9 @@ class AstraSimExporter(Backend):
         return export_astrasim(traces, Path(output), options)
 
 
-def _network(sd, trace_ranks: list[int], report: ExportReport):
-    """The description with its network: the given one (large enough), or a default ring."""
+def _network(sd, trace_ranks: list[int], report: ExportReport, max_idle: int):
+    """The description with its network: the given one (large enough, and not more than
+    ``max_idle`` NPUs beyond the trace's ranks), or a default ring."""
     needed = max(trace_ranks) + 1
     if not sd.dimensions:
         npus = max(2, needed)
@@ -98,6 +104,11 @@ def _network(sd, trace_ranks: list[int], report: ExportReport):
     elif sd.npus < needed:
         raise ConfigError(f"the network has {sd.npus} NPUs but the trace set has rank {needed - 1}",
                           sd.sources.get("network"))
+    idle = sd.npus - len(trace_ranks)
+    if idle > max_idle:
+        raise ConfigError(f"the network has {sd.npus} NPUs but the trace set has {len(trace_ranks)} ranks: "
+                          f"{idle} idle ranks would each get a workload file (limit max_idle_ranks="
+                          f"{max_idle}; raise it with -O max_idle_ranks=N)", sd.sources.get("network"))
     return sd
 
 
@@ -132,11 +143,9 @@ def _plan(traces: TraceSet, opts: Mapping[str, Any], sd, report: ExportReport):
 
 
 def _write_workload(traces: TraceSet, plan: Plan, gp: GroupPlan, wdir: Path, prefix: str,
-                    report: ExportReport) -> list[str]:
+                    report: ExportReport) -> None:
     """Convert and write every rank of the network; cross-rank checks go to ``report``."""
     wdir.mkdir(parents=True, exist_ok=True)
-    _remove_stale(wdir, prefix, plan.npus)
-    files: list[str] = []
     order = OrderCheck(gp.members, report)
     p2p: Counter = Counter()
     # ASTRA-sim ignores metadata attributes; ours make the workload self-describing (its groups)
@@ -164,13 +173,11 @@ def _write_workload(traces: TraceSet, plan: Plan, gp: GroupPlan, wdir: Path, pre
         with EtWriter(path, meta) as w:
             for b in raw:
                 w.write_raw(b)
-        files.append(str(path))
     report.ranks = {"trace": len(present), "network": plan.npus, "padded_with_idle_node": padded,
                     "emptied_given_idle_node": filled, "converted_once_reused": reuse.reused,
                     "converted_from_template": reuse.retargeted}
     order.finish()
     check_p2p(p2p, report)
-    return files
 
 
 def export_astrasim(traces: TraceSet, output: str | Path, options: Mapping[str, Any] | None = None) -> Result:
@@ -186,7 +193,7 @@ def export_astrasim(traces: TraceSet, output: str | Path, options: Mapping[str, 
     report = ExportReport()
     sd = system_from_options(opts)
     report.configs += [f"system description: {w}" for w in sd.warnings]
-    sd = _network(sd, traces.ranks, report)
+    sd = _network(sd, traces.ranks, report, opts["max_idle_ranks"])
     plan, gp = _plan(traces, opts, sd, report)
     # configuration files first: a description ASTRA-sim cannot run fails before any work
     has_groups = bool(gp.written)
@@ -198,21 +205,23 @@ def export_astrasim(traces: TraceSet, output: str | Path, options: Mapping[str, 
     }
     if has_groups:
         cfg["groups.json"] = groups_json(gp.written, plan.npus)
-    files = _write_workload(traces, plan, gp, output / "workload", prefix, report)
-    for name, content in cfg.items():
-        files.append(str(write_text(output / name, content)))
-    if not has_groups and (output / "groups.json").is_file():
-        (output / "groups.json").unlink()  # an earlier export's groups, which run.sh no longer names
-    files.append(str(write_text(output / "run.sh", run_sh(prefix, has_groups, one_dim), mode=0o755)))
     commands = {
         "congestion_unaware": command(BINARIES["unaware"], prefix, has_groups),
         "congestion_aware": command(BINARIES["aware"], prefix, has_groups) if one_dim else None,
     }
-    report_data = {"report": report.to_dict(), "commands": commands,
-                   "rules": {k.name: RULES[k] for k in RULES},
-                   "units": {"durations": "us in duration_micros; ASTRA-sim cycles are ns",
-                             "sizes": "bytes"}}
-    files.append(str(write_text(output / "report.json", report_data)))
+    with output_directory(output) as stage:
+        _write_workload(traces, plan, gp, stage / "workload", prefix, report)
+        for name, content in cfg.items():
+            write_text(stage / name, content)
+        write_text(stage / "run.sh", run_sh(prefix, has_groups, one_dim), mode=0o755)
+        report_data = {"report": report.to_dict(), "commands": commands,
+                       "rules": {k.name: RULES[k] for k in RULES},
+                       "units": {"durations": "us in duration_micros; ASTRA-sim cycles are ns",
+                                 "sizes": "bytes"}}
+        write_text(stage / "report.json", report_data)
+    files = ([str(output / "workload" / f"{prefix}.{r}.et") for r in range(plan.npus)]
+             + [str(output / name) for name in (*cfg, "run.sh", "report.json")])
+    run_hint = f"cd {shlex.quote(str(output))} && ./run.sh"
     summary = {
         "directory": str(output),
         "ranks": plan.npus,
@@ -223,21 +232,12 @@ def export_astrasim(traces: TraceSet, output: str | Path, options: Mapping[str, 
         "rewritten_collectives": sum(report.rewritten.values()),
         "groups": len(gp.written),
         "warnings": len(report.warnings),
-        "command": f"cd {output} && ./run.sh",
+        "command": run_hint,
         "report": report.to_dict(),
         "commands": commands,
     }
     notes = report.notes() + [
-        f"run it: cd {output} && ./run.sh (binary from $CHAKRA_ASTRASIM_BIN or the PATH"
+        f"run it: {run_hint} (binary from $CHAKRA_ASTRASIM_BIN or the PATH"
         + ("; './run.sh aware' for the congestion-aware one)" if one_dim else ")")]
     return Result("astrasim", "exporter", summary, files=files, notes=notes)
 
-
-def _remove_stale(wdir: Path, prefix: str, npus: int) -> None:
-    """Remove every ``.et`` file in ``wdir`` (which the exporter owns) except the rank files
-    about to be rewritten: an earlier export's surplus ranks or files of another prefix would
-    make ``workload/`` hold several trace sets."""
-    keep = {f"{prefix}.{r}.et" for r in range(npus)}
-    for p in wdir.iterdir():
-        if p.name.endswith(".et") and p.name not in keep and p.is_file():
-            p.unlink()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 __all__ = ["BINARIES", "command", "run_sh"]
 
 #: executable names of ASTRA-sim's analytical backends.
@@ -28,8 +30,10 @@ def command(binary: str, prefix: str, has_groups: bool) -> list[str]:
 
 def run_sh(prefix: str, has_groups: bool, one_dim: bool) -> str:
     """The text of ``run.sh``: ``./run.sh [unaware|aware]``; the binary comes from
-    ``$CHAKRA_ASTRASIM_BIN`` or the PATH (congestion-aware only for a 1-D network)."""
-    args = " \\\n  ".join(command('"$bin"', prefix, has_groups))
+    ``$CHAKRA_ASTRASIM_BIN`` or the PATH (congestion-aware only for a 1-D network).  Every
+    argument is shell-quoted."""
+    binary, *rest = command('"$bin"', prefix, has_groups)
+    args = " \\\n  ".join([binary, *map(shlex.quote, rest)])
     aware = (f'aware) bin="${{CHAKRA_ASTRASIM_BIN:-{BINARIES["aware"]}}}" ;;' if one_dim else
              'aware) echo "the congestion-aware binary runs 1-D networks only; this one has more '
              'dimensions" >&2; exit 2 ;;')

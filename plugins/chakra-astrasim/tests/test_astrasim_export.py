@@ -598,7 +598,7 @@ def test_reference_run_through_the_export(tmp_path, astrasim_check):
 
 def test_member_without_collectives_is_reported(tmp_path):
     per = {0: [coll(1, C.ALL_REDUCE, 64, pg="1")], 1: [comp(1)], 2: [coll(1, C.ALL_REDUCE, 64, pg="1")]}
-    res = export_astrasim(tset(per, {"1": [0, 1, 2]}), tmp_path, {"network": write(
+    res = export_astrasim(tset(per, {"1": [0, 1, 2]}), tmp_path / "out", {"network": write(
         tmp_path / "n.yml", "topology: [ Ring ]\nnpus_count: [ 4 ]\nbandwidth: [ 50 ]\nlatency: [ 500 ]\n")})
     assert res.summary["report"]["warnings"] == [
         "group 1: rank 1 issues 0 collectives, rank 0 1; first difference at collective #1 "
