@@ -151,7 +151,11 @@ def _swap_in(stage: Path, final: Path) -> None:
         return
     old = temp_sibling(final, "old")
     os.rename(final, old)
-    os.rename(stage, final)  # killed before this: the next run renames ``old`` back
+    try:
+        os.rename(stage, final)  # killed before this: the next run renames ``old`` back
+    except BaseException:
+        os.rename(old, final)
+        raise
     shutil.rmtree(old, ignore_errors=True)
 
 
@@ -190,14 +194,18 @@ class StagedOutput:
         if self.stage is None:
             _recover(self.final)
             _check_target(self.final, self.marker)
-            self.final.parent.mkdir(parents=True, exist_ok=True)
             stage = temp_sibling(self.final, "new")
-            stage.mkdir()
-            self.stage = stage
-            if self.final.is_dir():
-                stage.chmod(self.final.stat().st_mode & 0o7777)
-            if self.marker:
-                (stage / MARKER).write_text(_MARKER_TEXT)
+            try:
+                self.final.parent.mkdir(parents=True, exist_ok=True)
+                stage.mkdir()
+                self.stage = stage
+                if self.final.is_dir():
+                    stage.chmod(self.final.stat().st_mode & 0o7777)
+                if self.marker:
+                    (stage / MARKER).write_text(_MARKER_TEXT)
+            except OSError as e:
+                self.discard()
+                raise renamed_error(e, stage, self.final) from None
         return self.stage
 
     def file(self, name: str) -> Path:
@@ -209,8 +217,10 @@ class StagedOutput:
         if self.stage is not None:
             try:
                 _swap_in(self.stage, self.final)
-            except OSError as e:
-                raise renamed_error(e, self.stage, self.final) from None
+            except OSError as e:  # nothing was swapped: ``final`` is as it was
+                stage = self.stage
+                self.discard()
+                raise renamed_error(e, stage, self.final) from None
             self.stage = None
 
     def discard(self) -> None:
@@ -313,9 +323,12 @@ def publish_files(target: Path) -> Iterator[Path]:
     writer of the same prefix (:func:`finish_interrupted`).
     """
     finish_interrupted(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
     stage = temp_sibling(target, "set")
-    stage.mkdir()
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        stage.mkdir()
+    except OSError as e:
+        raise renamed_error(e, stage, target.parent) from None
     try:
         yield stage
     except BaseException as e:
