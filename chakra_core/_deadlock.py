@@ -4,9 +4,9 @@ The model is the simulator's (``chakra-simpy``) with every computation taking no
 
 - a node starts when all its dependencies have finished; nodes other than communication and
   memory ops finish at once;
-- each rank has one communication slot (the simulator's default ``streams: 1``, and NCCL's one
-  stream per communicator): of the ready collectives, sends and memory ops, the one with the
-  smallest id starts when the slot is free; a send or memory op frees it at once, a collective
+- each rank has ``streams`` communication slots (the simulator's option, 1 by default as NCCL's
+  one stream per communicator): of the ready collectives, sends and memory ops, the one with the
+  smallest id starts when a slot is free; a send or memory op frees it at once, a collective
   holds it until it completes;
 - the k-th collective a rank starts on a group is the k-th of every member, and completes when
   all members have started theirs;
@@ -57,14 +57,14 @@ class Wait:
 class _Run:
     """The state of one abstract execution."""
 
-    def __init__(self, skels: dict[int, Skeleton], members: list[tuple[int, ...]]):
+    def __init__(self, skels: dict[int, Skeleton], members: list[tuple[int, ...]], streams: int):
         self.skels = skels
         self.members = members
         self.indeg = {r: array("q", (s.ptr[i + 1] - s.ptr[i] for i in range(len(s.ids)))) for r, s in skels.items()}
         self.succ = {r: _successors(s) for r, s in skels.items()}
         self.done = dict.fromkeys(skels, 0)
         self.heap: dict[int, list[tuple[int, int]]] = {r: [] for r in skels}
-        self.slot = dict.fromkeys(skels, -1)
+        self.free = dict.fromkeys(skels, streams)  # free communication slots
         self.seq: dict[tuple[int, int], int] = {}
         self.arrived: dict[tuple[int, int], list[tuple[int, int]]] = {}
         self.sends: dict[tuple[int, int, int, int], deque] = {}
@@ -119,7 +119,7 @@ class _Run:
 
     def issue(self, r: int) -> None:
         s, heap = self.skels[r], self.heap[r]
-        while self.slot[r] < 0 and heap:
+        while self.free[r] > 0 and heap:
             _, i = heappop(heap)
             k = s.kinds[i]
             if k == K_COLL:
@@ -141,31 +141,26 @@ class _Run:
         g = self.skels[r].peer_or_group[i]
         k = self.seq.get((r, g), 0)
         self.seq[r, g] = k + 1
-        self.slot[r] = i
+        self.free[r] -= 1
         at = self.arrived.setdefault((g, k), [])
         at.append((r, i))
         if len(at) == len(self.members[g]):
             del self.arrived[g, k]
             for rr, ii in at:
-                self.slot[rr] = -1
+                self.free[rr] += 1
                 self.finished.append((rr, ii))
                 self._queue(rr)
 
     def waits(self) -> list[Wait]:
-        """What each unfinished rank waits for."""
-        out = []
-        pending = {(r, i): (g, k) for (g, k), at in self.arrived.items() for r, i in at}
-        for r, s in self.skels.items():
-            if self.done[r] == len(s.ids):
-                continue
-            i = self.slot[r]
-            if i >= 0:
-                g, k = pending[r, i]
-                have = {rr for rr, _ in self.arrived[g, k]}
-                out.append(Wait(r, i, [m for m in self.members[g] if m not in have], k))
+        """What each unfinished rank waits for: its collectives in progress and its receives."""
+        out: list[Wait] = []
+        for (g, k), at in self.arrived.items():
+            have = {r for r, _ in at}
+            missing = [m for m in self.members[g] if m not in have]
+            out.extend(Wait(r, i, missing, k) for r, i in at)
         for (src, dst, _, _), q in self.recvs.items():
             out.extend(Wait(dst, i, [src]) for i in q)
-        return out
+        return sorted(out, key=lambda w: (w.rank, self.skels[w.rank].ids[w.index]))
 
 
 def _successors(s: Skeleton) -> tuple[array, array]:
@@ -185,12 +180,14 @@ def _successors(s: Skeleton) -> tuple[array, array]:
     return count, kids
 
 
-def run_abstract(skels: dict[int, Skeleton], members: list[tuple[int, ...]]) -> tuple[list[Wait], set[int]]:
+def run_abstract(skels: dict[int, Skeleton], members: list[tuple[int, ...]],
+                 streams: int = 1) -> tuple[list[Wait], set[int]]:
     """Run the set; the waits of the ranks left unfinished, and the ranks that finished.
 
-    ``members[g]`` are the ranks of group number ``g``.
+    ``members[g]`` are the ranks of group number ``g``; ``streams`` the communication slots
+    per rank.
     """
-    run = _Run(skels, members)
+    run = _Run(skels, members, streams)
     run.start()
     finished = {r for r, s in skels.items() if run.done[r] == len(s.ids)}
     return run.waits(), finished

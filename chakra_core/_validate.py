@@ -31,9 +31,10 @@ across ranks
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
+from ._deadlock import Skeleton
 from ._errors import TraceFormatError
 from ._skeleton import scan_rank
 from ._traceset import PG_ATTR, TraceSet
@@ -110,15 +111,27 @@ class _Collector:
 
 
 def validate(traces: TraceSet, cross_rank: bool = True,
-             progress: Callable[[int, int], None] | None = None) -> list[Finding]:
+             progress: Callable[[int, int], None] | None = None, *,
+             groups: Mapping[str, Sequence[int]] | None = None, streams: int = 1) -> list[Finding]:
     """Check every rank of ``traces`` (streaming) and, with ``cross_rank``, their consistency.
 
-    ``progress(done, total)`` is called after each rank.
+    ``progress(done, total)`` is called after each rank.  ``groups`` adds process groups to
+    the set's own (and wins over them, as a simulator's comm-group file); ``streams`` is the
+    number of communication ops in flight per rank that the deadlock search assumes.
     """
     add = _Collector()
+    pg_names: list[str] = [""]
+    checks, skels = _check_ranks(traces, add, pg_names, progress)
+    if cross_rank and traces.ranks:
+        _check_set(traces, checks, skels, pg_names, add, groups, streams)
+    return add.findings
+
+
+def _check_ranks(traces: TraceSet, add: _Collector, pg_names: list[str],
+                 progress: Callable[[int, int], None] | None) -> tuple[dict[int, RankCheck], dict[int, Skeleton]]:
+    """Stream each rank once: per-rank rules, and each rank's record for the set checks."""
     # a single file is one rank of a job of unknown size: peers are then only checked for sign/self
     nranks = max(traces.ranks) + 1 if len(traces) > 1 else 0
-    pg_names: list[str] = [""]
     pg_number = {"": 0}
 
     def group_number(pg: str) -> int:
@@ -129,7 +142,7 @@ def validate(traces: TraceSet, cross_rank: bool = True,
         return k
 
     checks: dict[int, RankCheck] = {}
-    skels = {}
+    skels: dict[int, Skeleton] = {}
     for rt in traces:
         chk = RankCheck(rt.rank, rt.label, nranks, add, group_number, rt.rank_known)
         scan = scan_rank(rt.batches, chk)
@@ -148,34 +161,42 @@ def validate(traces: TraceSet, cross_rank: bool = True,
             skels[rt.rank] = chk.skeleton(scan.skel_ptr, scan.skel_preds)
         if progress:
             progress(len(checks), len(traces))
-    if not cross_rank or not traces.ranks:
-        return add.findings
-    groups = _groups(traces, checks, add)
-    if groups is not None:
-        check_groups(traces, groups, checks, add)
+    return checks, skels
+
+
+def _check_set(traces: TraceSet, checks: dict[int, RankCheck], skels: dict[int, Skeleton], pg_names: list[str],
+               add: _Collector, extra: Mapping[str, Sequence[int]] | None, streams: int) -> None:
+    """The cross-rank rules, the deadlock search last."""
+    groups = _groups(traces, checks, add, extra)
     if len(traces) > 1:
-        if groups is not None:  # membership is unknown otherwise
-            check_collectives(traces, checks, add)
         check_p2p(traces, checks, add)
+    if groups is None:  # membership is unknown
+        return
+    view = TraceSet(list(traces), groups, traces.source) if extra else traces
+    check_groups(view, groups, checks, add)
+    if len(traces) > 1:
+        check_collectives(view, checks, add)
         if not add.unclear() and len(skels) == len(traces):
-            members = [tuple(traces.group_members(pg)) for pg in pg_names]
-            check_deadlocks(checks, skels, pg_names, members, add)
-    return add.findings
+            members = [tuple(view.group_members(pg)) for pg in pg_names]
+            check_deadlocks(checks, skels, pg_names, members, add, streams)
 
 
-def _groups(traces: TraceSet, checks: dict[int, RankCheck], add: _Collector) -> dict[str, list[int]] | None:
-    """The set's process groups; a ``pg-unparseable`` finding and None when they cannot be read.
+def _groups(traces: TraceSet, checks: dict[int, RankCheck], add: _Collector,
+            extra: Mapping[str, Sequence[int]] | None) -> dict[str, list[int]] | None:
+    """The set's process groups and ``extra``; a ``pg-unparseable`` finding and None when the
+    set's cannot be read.
 
     A set of files with neither a named group nor a group description has none: that is known
     without another pass over the first rank.
     """
     first = traces[traces.ranks[0]]
+    more = {k: list(v) for k, v in (extra or {}).items()}
     if (hasattr(first, "raw") and not checks[first.rank].saw_group_node
             and not any(pg for c in checks.values() for pg in c.colls)
             and not any(a.name == PG_ATTR for a in first.metadata().attr)):
-        return {}
+        return more
     try:
-        return traces.process_groups
+        return {**traces.process_groups, **more}
     except TraceFormatError as e:
         add("pg-unparseable", e.where or traces.source, None, e.message, rank=traces.ranks[0])
         return None

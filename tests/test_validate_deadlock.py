@@ -52,11 +52,11 @@ def traceset(per_rank, groups=None):
     return TraceSet([MemoryRank(r, GlobalMetadata(), nodes) for r, nodes in enumerate(per_rank)], groups)
 
 
-def simulate(ts):
+def simulate(ts, **options):
     """Run the simpy backend (from the registry, as the CLI does): None, or its deadlock report."""
     backend = get_host().registry.get("backend", "simpy")
     try:
-        backend.run(ts, backend.check_options({}), None)
+        backend.run(ts, backend.check_options(options), None)
     except ChakraError as e:
         assert "deadlock" in str(e), str(e)
         return str(e)
@@ -180,3 +180,30 @@ def test_cli_reports_the_deadlock(tmp_path, chakra_cli):
     assert status == 2 and [f["rule"] for f in doc["findings"]] == ["deadlock"]
     assert doc["findings"][0]["involved"] == [[0, 1], [1, 1]]
     assert doc["findings"][0]["file"].endswith("t.0.et") and doc["findings"][0]["node_id"] == 1
+
+
+def test_more_streams_let_independent_collectives_pass():
+    # with two collectives in flight per rank, each rank starts both and both complete
+    ts = traceset(DEADLOCKS["cross-group order"][0](), GROUPS)
+    assert [f.rule for f in _errors(ts)] == ["deadlock"]
+    assert [f.rule for f in validate(ts, streams=2)] == []
+    assert simulate(ts, streams=2) is None
+    # a dependency orders them whatever the streams
+    ts = traceset(DEADLOCKS["cross-group order via deps"][0](), GROUPS)
+    assert [f.rule for f in validate(ts, streams=2)] == ["deadlock"]
+    assert simulate(ts, streams=2) is not None
+
+
+def test_groups_given_beside_the_set(tmp_path):
+    import json
+
+    ts = traceset([[coll(1, "7")], [coll(1, "7")], [comp(1)]])
+    # undefined, the group is taken for all ranks: rank 2 then lacks the collective too
+    assert sorted((f.rule, f.rank) for f in _errors(ts)) == [("coll-order", 0), ("pg-undefined", 0),
+                                                             ("pg-undefined", 1)]
+    assert [f.rule for f in validate(ts, groups={"7": [0, 1]})] == []
+    path = tmp_path / "groups.json"
+    path.write_text(json.dumps({"7": [0, 1]}))
+    assert simulate(ts, comm_groups=str(path)) is None
+    # a group given beside the set is checked like the set's own
+    assert [f.rule for f in validate(ts, groups={"7": [0, 3]})] == ["pg-bad-rank", "coll-not-member"]
