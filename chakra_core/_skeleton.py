@@ -80,8 +80,12 @@ class _Frontiers:
         """``s`` without the nodes that another member of ``s`` waits for directly (a node
         starts only after those, so they add nothing and would make frontiers grow)."""
         waits = self.waits_for
-        implied = frozenset().union(*(waits[y] for y in s))
-        return s - implied if implied & s else s
+        implied: set[int] = set()
+        for y in s:
+            w = waits[y]
+            if w and not w.isdisjoint(s):
+                implied.update(w)
+        return s - implied if implied else s
 
     def add_skeleton(self, k: int, frontier: int) -> int:
         """Record that skeleton node ``k`` waits for ``frontier``; the frontier it passes on."""
