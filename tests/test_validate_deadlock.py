@@ -207,3 +207,23 @@ def test_groups_given_beside_the_set(tmp_path):
     assert simulate(ts, comm_groups=str(path)) is None
     # a group given beside the set is checked like the set's own
     assert [f.rule for f in validate(ts, groups={"7": [0, 3]})] == ["pg-bad-rank", "coll-not-member"]
+
+
+def test_graph_path_finds_the_same_skeleton_as_the_stream():
+    # a recorded rank read in file order (one pass) and reversed (the dependency-graph path)
+    pytest.importorskip("chakra_pytorch")
+    from chakra_core._skeleton import scan_rank
+
+    rt = load_traces([str(RECORDED / "collectives")], "pytorch")[0]
+    nodes = list(rt.nodes())
+
+    def skeleton(order):
+        ids = []
+        scan = scan_rank(lambda: [order], lambda n: n.type in (5, 6, 7) and not ids.append(n.id))
+        assert scan.skel_ptr is not None and scan.skel_preds is not None
+        return {ids[k]: sorted(ids[p] for p in scan.skel_preds[scan.skel_ptr[k]:scan.skel_ptr[k + 1]])
+                for k in range(len(ids))}
+
+    forward = skeleton(nodes)
+    assert len(forward) > 10 and any(forward.values())
+    assert skeleton(nodes[::-1]) == forward
