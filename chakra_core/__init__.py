@@ -24,6 +24,7 @@ Public API (everything else is private; docs/api.md describes each name):
   :func:`load_traces`, :func:`run_pipeline`, :func:`load_pipeline`, :class:`Pipeline`
 - progress: :func:`progress`, :class:`Progress` (a bar on stderr, only on a terminal),
   :func:`set_progress_enabled`
+- limits: :func:`check_limit`, :func:`get_limit` (resource limits, docs/limits.md)
 
 Public subpackages: :mod:`chakra_core.system` (the system description),
 :mod:`chakra_core.hookspecs` (the hooks), :mod:`chakra_core.testing` (pytest fixtures).
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from ._etio import EtReader, EtWriter, atomic_output, open_binary, read_et, write_et
     from ._graph import DepGraph
     from ._jsonform import read_json, write_json
+    from ._limits import check_limit, get_limit
     from ._options import Option
     from ._paths import expand_paths
     from ._pipeline import Pipeline, detect_format, load_pipeline, load_traces, run_pipeline
@@ -79,6 +81,7 @@ __all__ = [
     "load_pipeline", "Pipeline",
     "convert", "simulate", "export", "transform", "stats", "jsonize", "Validation", "progress", "Progress",
     "set_progress_enabled",
+    "check_limit", "get_limit",
 ]
 
 _WHERE = {
@@ -106,6 +109,7 @@ _WHERE = {
     "convert": "_commands", "simulate": "_commands", "export": "_commands", "transform": "_commands",
     "stats": "_commands", "jsonize": "_commands", "Validation": "_commands",
     "progress": "_progress", "Progress": "_progress", "set_progress_enabled": "_progress",
+    "check_limit": "_limits", "get_limit": "_limits",
 }
 
 __version__ = "0.1.0"

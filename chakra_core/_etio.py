@@ -23,6 +23,7 @@ from typing import BinaryIO
 from google.protobuf.message import DecodeError
 
 from ._errors import TraceFormatError
+from ._limits import get_limit, limit_message
 from ._proto.et_batch_pb2 import NodeBatch
 from ._schema import GlobalMetadata, Node
 
@@ -79,6 +80,10 @@ def _encode_varint(n: int) -> bytes:
 class EtReader:
     """Stream the nodes of one ``.et`` file (plain or gzip) with flat memory.
 
+    Reading is strict: a node that does not decode (bad wire data, a name that is not UTF-8), an
+    empty (zero-length) node message, a node with more dependencies than the ``deps`` limit, and a
+    gzip stream that expands past the ``inflation`` limit are errors naming the byte and node.
+
     >>> r = EtReader("trace.0.et")            # doctest: +SKIP
     >>> r.metadata.version, sum(1 for _ in r)  # doctest: +SKIP
     """
@@ -103,35 +108,39 @@ class EtReader:
 
     def batches(self) -> Iterator[Iterable[Node]]:
         """Yield the nodes in batches (protobuf repeated containers) of up to ``batch_size``."""
-        for offset, frames in self._frames():
-            try:
-                yield NodeBatch.FromString(b"\n" + b"\n".join(frames)).nodes
-            except DecodeError:
-                self._locate_bad(offset, frames)
+        for offset, index, frames in self._frames():
+            yield self._decode(offset, index, frames)
 
     def raw(self) -> Iterator[bytes]:
-        """Yield each node's serialized bytes, undecoded (for fast copies and counting)."""
-        for _, frames in self._frames():
+        """Yield each node's serialized bytes (for fast copies); each batch is checked to decode."""
+        for offset, index, frames in self._frames():
+            self._decode(offset, index, frames)
             for fr in frames:
                 _, p = _varint(fr, 0, len(fr))
                 yield fr[p:]
 
-    def _locate_bad(self, offset: int, frames: list[bytes]) -> None:
-        for fr in frames:
+    def _decode(self, offset: int, index: int, frames: list[bytes]) -> Iterable[Node]:
+        try:
+            return NodeBatch.FromString(b"\n" + b"\n".join(frames)).nodes
+        except DecodeError:
+            self._locate_bad(offset, index, frames)
+            raise AssertionError("unreachable: a batch that does not decode has a bad node") from None
+
+    def _locate_bad(self, offset: int, index: int, frames: list[bytes]) -> None:
+        for i, fr in enumerate(frames):
             _, p = _varint(fr, 0, len(fr))
             try:
                 Node.FromString(fr[p:])
             except DecodeError as e:
-                raise TraceFormatError(
-                    f"not a Chakra node message ({e})", self.path, f"byte {offset}"
-                ) from None
+                raise TraceFormatError(f"node #{index + i} is not a Chakra node message ({e})",
+                                       self.path, f"byte {offset}") from None
             offset += len(fr)
         raise TraceFormatError("not a Chakra node message", self.path, f"byte {offset}")
 
-    def _frames(self, meta_only: bool = False) -> Iterator[tuple[int, list[bytes]]]:
-        """Yield (file offset of the first frame, [frame bytes incl. length prefix]) batches."""
+    def _frames(self, meta_only: bool = False) -> Iterator[tuple[int, int, list[bytes]]]:
+        """Yield (file offset of the first frame, its node index, [frame bytes incl. length prefix])."""
         try:
-            yield from self._frames_unchecked(meta_only)
+            yield from _Framer(self).frames(meta_only)
         except (OSError, EOFError, zlib.error) as e:
             if isinstance(e, FileNotFoundError):
                 raise TraceFormatError("no such file", self.path) from None
@@ -139,77 +148,150 @@ class EtReader:
                 raise TraceFormatError(f"bad gzip data ({e})", self.path) from None
             raise TraceFormatError(f"cannot read ({e.strerror or e})", self.path) from None
 
-    def _frames_unchecked(self, meta_only: bool) -> Iterator[tuple[int, list[bytes]]]:
-        with open_binary(self.path) as f:
-            buf = f.read(_CHUNK)
-            if not buf:
-                raise TraceFormatError("empty file: no GlobalMetadata message", self.path)
-            base = 0  # file offset of buf[0]
-            pos = 0
-            end = len(buf)
-            eof = False
-            first = True
-            batch: list[bytes] = []
-            batch_off = 0
-            size = self.batch_size
-            while True:
-                # make sure a whole frame is in the buffer, refilling when needed
-                try:
-                    if pos < end and buf[pos] < 0x80:
-                        ln = buf[pos]
-                        hp = pos + 1
-                    else:
-                        ln, hp = _varint(buf, pos, end)
-                except ValueError:
-                    raise TraceFormatError("bad length prefix", self.path, f"byte {base + pos}") from None
-                if ln < 0 or hp + ln > end:
-                    if eof:
-                        if pos == end:
-                            break
-                        raise TraceFormatError(
-                            "truncated message at end of file", self.path, f"byte {base + pos}"
-                        )
-                    if ln > MAX_MESSAGE:
-                        raise TraceFormatError(
-                            f"message length {ln} exceeds 256 MiB (corrupt length prefix?)",
-                            self.path,
-                            f"byte {base + pos}",
-                        )
-                    more = f.read(max(_CHUNK, ln + 16))
-                    if not more:
-                        eof = True
-                    buf = buf[pos:] + more
-                    base += pos
-                    pos = 0
-                    end = len(buf)
-                    continue
-                if ln > MAX_MESSAGE:
-                    raise TraceFormatError(
-                        f"message length {ln} exceeds 256 MiB", self.path, f"byte {base + pos}"
-                    )
-                if first:
-                    first = False
-                    try:
-                        self._meta = GlobalMetadata.FromString(buf[hp : hp + ln])
-                    except DecodeError as e:
-                        raise TraceFormatError(
-                            f"first message is not a GlobalMetadata ({e})", self.path, "byte 0"
-                        ) from None
-                    pos = hp + ln
-                    if meta_only:
-                        return
-                    continue
-                if not batch:
-                    batch_off = base + pos
-                batch.append(buf[pos : hp + ln])
-                pos = hp + ln
-                if len(batch) >= size:
-                    yield batch_off, batch
-                    batch = []
+
+#: bytes that end a varint (high bit clear), deleted to count the others
+_CONTINUATION = bytes(range(0x80, 0x100))
+_DEP_FIELDS = (4, 5)  # Node.ctrl_deps, Node.data_deps
+#: a gzip input is checked against the inflation limit once it has expanded past this
+_INFLATION_FLOOR = 64 << 20
+
+
+def _count_deps(msg: bytes, stop: int) -> int:
+    """The dependencies (``ctrl_deps`` + ``data_deps``) encoded in Node message ``msg``.
+
+    Walks the message's top-level fields only; packed lists are counted at C speed by their
+    final varint bytes.  Counting stops once it passes ``stop``; malformed data ends the walk
+    (the decoder reports it).
+    """
+    count = pos = 0
+    end = len(msg)
+    try:
+        while pos < end and count <= stop:
+            key, pos = _varint(msg, pos, end)
+            field, wire = key >> 3, key & 7
+            if key < 0 or wire not in (0, 1, 2, 5):
+                break
+            if wire == 0:
+                _, after = _varint(msg, pos, end)
+                if after == pos:
+                    break
+                pos = after
+                count += field in _DEP_FIELDS
+            elif wire == 2:
+                ln, pos = _varint(msg, pos, end)
+                if ln < 0:
+                    break
+                if field in _DEP_FIELDS:
+                    count += len(msg[pos : pos + ln].translate(None, _CONTINUATION))
+                pos += ln
+            else:
+                pos += 8 if wire == 1 else 4
+    except ValueError:  # a varint longer than 10 bytes
+        pass
+    return count
+
+
+class _Framer:
+    """Cuts one file into length-prefixed frames, refilling a fixed-size buffer as it goes."""
+
+    def __init__(self, reader: EtReader):
+        self.path = reader.path
+        self.size = reader.batch_size
+        self.meta_sink = reader
+        self.max_deps = get_limit("deps")
+        self.max_inflation = get_limit("inflation")
+
+    def fail(self, message: str, offset: int) -> TraceFormatError:
+        return TraceFormatError(message, self.path, f"byte {offset}")
+
+    def check_inflation(self, raw: BinaryIO, expanded: int) -> None:
+        """Refuse a gzip stream that has expanded more than the limit allows."""
+        packed = max(raw.tell(), 1)
+        if expanded > _INFLATION_FLOOR and expanded > self.max_inflation * packed:
+            raise self.fail(limit_message("inflation", expanded // packed, "gzip data expands by a factor of"),
+                            expanded)
+
+    def check_node(self, frame: bytes, start: int, offset: int, index: int) -> None:
+        """Refuse an empty node message, and a node with more dependencies than the limit."""
+        if len(frame) == start:
+            raise self.fail(f"node #{index} is an empty (zero-length) message; no Chakra writer "
+                            "writes one (an all-default node has no type)", offset)
+        if len(frame) - start > self.max_deps:  # each dependency takes at least one byte
+            deps = _count_deps(frame[start:], self.max_deps)
+            if deps > self.max_deps:
+                raise self.fail(f"node #{index}: " + limit_message("deps", deps, "dependency count"), offset)
+
+    def frames(self, meta_only: bool) -> Iterator[tuple[int, int, list[bytes]]]:
+        with open(self.path, "rb") as raw:
+            gz = raw.peek(2)[:2] == _GZIP_MAGIC
+            f: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb") if gz else raw  # type: ignore[assignment]
+            with f:
+                yield from self._cut(f, raw if gz else None, meta_only)
+
+    def _cut(self, f: BinaryIO, gz_raw: BinaryIO | None,
+             meta_only: bool) -> Iterator[tuple[int, int, list[bytes]]]:
+        buf = f.read(_CHUNK)
+        if not buf:
+            raise TraceFormatError("empty file: no GlobalMetadata message", self.path)
+        base = pos = 0  # base: file offset of buf[0]
+        end = len(buf)
+        eof = False
+        first = True
+        index = 0  # node index of the next frame
+        batch: list[bytes] = []
+        batch_off = batch_index = 0
+        while True:
+            # make sure a whole frame is in the buffer, refilling when needed
+            try:
+                if pos < end and buf[pos] < 0x80:
+                    ln = buf[pos]
+                    hp = pos + 1
+                else:
+                    ln, hp = _varint(buf, pos, end)
+            except ValueError:
+                raise self.fail("bad length prefix", base + pos) from None
+            if ln > MAX_MESSAGE:
+                raise self.fail(f"message length {ln} exceeds 256 MiB (corrupt length prefix?)", base + pos)
+            if ln < 0 or hp + ln > end:
+                if eof:
+                    if pos == end:
+                        break
+                    raise self.fail("truncated message at end of file", base + pos)
+                more = f.read(max(_CHUNK, ln + 16))
+                if not more:
+                    eof = True
+                buf = buf[pos:] + more
+                base += pos
+                pos = 0
+                end = len(buf)
+                if gz_raw is not None:
+                    self.check_inflation(gz_raw, base + end)
+                continue
             if first:
-                raise TraceFormatError("empty file: no GlobalMetadata message", self.path)
-            if batch:
-                yield batch_off, batch
+                first = False
+                try:
+                    self.meta_sink._meta = GlobalMetadata.FromString(buf[hp : hp + ln])
+                except DecodeError as e:
+                    raise self.fail(f"first message is not a GlobalMetadata ({e})", 0) from None
+                pos = hp + ln
+                if meta_only:
+                    return
+                continue
+            frame = buf[pos : hp + ln]
+            if ln == 0 or ln > self.max_deps:
+                self.check_node(frame, hp - pos, base + pos, index)
+            if not batch:
+                batch_off, batch_index = base + pos, index
+            batch.append(frame)
+            index += 1
+            pos = hp + ln
+            if len(batch) >= self.size:
+                yield batch_off, batch_index, batch
+                batch = []
+        if first:
+            raise TraceFormatError("empty file: no GlobalMetadata message", self.path)
+        if batch:
+            yield batch_off, batch_index, batch
 
 
 def read_et(path: str | os.PathLike) -> tuple[GlobalMetadata, list[Node]]:

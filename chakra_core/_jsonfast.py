@@ -29,6 +29,7 @@ _INT_SLOTS = {
 _FLOAT_SLOTS = {"double_val", "float_val"}
 _INT_LISTS = {s.replace("_val", "_list") for s in _INT_SLOTS}
 _FLOAT_LISTS = {"double_list", "float_list"}
+_LISTS = _INT_LISTS | _FLOAT_LISTS | {"bytes_list", "bool_list", "string_list"}
 
 
 class _Unknown(Exception):
@@ -82,7 +83,7 @@ def _attr(d: Any, a: AttributeProto) -> None:
             setattr(a, k, v)
         elif k == "bytes_val":
             a.bytes_val = _bytes(v)
-        elif k.endswith("_list"):
+        elif k in _LISTS:
             if not isinstance(v, dict) or set(v) - {"values"}:
                 raise _Unknown
             values = v.get("values", [])
@@ -95,13 +96,11 @@ def _attr(d: Any, a: AttributeProto) -> None:
                 field.values.extend(_float(x) for x in values)
             elif k == "bytes_list":
                 field.values.extend(_bytes(x) for x in values)
-            elif k in ("bool_list", "string_list"):
+            else:
                 want = bool if k == "bool_list" else str
                 if not all(isinstance(x, want) for x in values):
                     raise _Unknown
                 field.values.extend(values)
-            else:
-                raise _Unknown
             if not values:
                 field.SetInParent()  # an empty list still selects the oneof slot
         else:

@@ -23,9 +23,11 @@ from pathlib import Path
 
 from google.protobuf import json_format
 
+from ._docparse import parse_json
 from ._errors import TraceFormatError
 from ._etio import atomic_output
 from ._jsonfast import node_from_dict
+from ._limits import check_limit
 from ._schema import GlobalMetadata, Node
 
 __all__ = ["write_json", "read_json", "FORMAT_TAG", "sniff_json"]
@@ -83,7 +85,8 @@ def _parse(cls, obj, path, where):
     try:
         return json_format.ParseDict(obj, cls())
     except (json_format.ParseError, TypeError, ValueError, AttributeError) as e:
-        raise TraceFormatError(f"not a Chakra {cls.__name__} ({e})", str(path), where) from None
+        reason = str(e) if len(str(e)) <= 300 else str(e)[:300] + "..."
+        raise TraceFormatError(f"not a Chakra {cls.__name__} ({reason})", str(path), where) from None
 
 
 def read_json(path: str | os.PathLike) -> tuple[GlobalMetadata, Iterator[Node], int | None]:
@@ -154,17 +157,11 @@ def _rank(header: dict, path: Path) -> int | None:
         return None
     if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
         raise TraceFormatError(f'"rank" must be a non-negative integer, got {rank!r}', str(path), "line 1")
-    return rank
+    return check_limit("rank", rank, '"rank"', str(path), "line 1")
 
 
 def _loads(text: str, path: Path, line: int | None):
-    try:
-        return json.loads(text)
-    except RecursionError:
-        raise TraceFormatError("JSON nested too deeply", str(path), f"line {line}" if line else None) from None
-    except ValueError as e:
-        where = f"line {line}" if line else f"line {getattr(e, 'lineno', '?')}"
-        raise TraceFormatError(f"malformed JSON ({getattr(e, 'msg', e)})", str(path), where) from None
+    return parse_json(text, str(path), TraceFormatError, line)
 
 
 def _iter_lines(f, path: Path, lineno: int, sep: str) -> Iterator[Node]:

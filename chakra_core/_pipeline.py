@@ -37,10 +37,10 @@ from importlib import metadata as md
 from pathlib import Path
 from typing import Any
 
-import yaml
 from packaging.requirements import InvalidRequirement, Requirement
 
 from ._api import Backend, Result
+from ._docparse import decode_text, parse_yaml
 from ._errors import ConfigError, PluginError, TraceFormatError
 from ._options import suggest
 from ._paths import expand_paths
@@ -307,19 +307,10 @@ def load_pipeline(spec: str | os.PathLike | Mapping[str, Any], host: PluginHost 
         source = str(spec)
         base = Path(base_dir) if base_dir else Path(spec).resolve().parent
         try:
-            text = Path(spec).read_text(encoding="utf-8")
+            raw = Path(spec).read_bytes()
         except OSError as e:
             raise ConfigError(f"cannot read ({e.strerror or e})", source) from None
-        except UnicodeDecodeError as e:
-            raise ConfigError(f"not UTF-8 text ({e.reason} at byte {e.start})", source) from None
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            loc = f"line {mark.line + 1}" if mark else None
-            raise ConfigError(f"malformed YAML ({getattr(e, 'problem', None) or e})", source, loc) from None
-        except (ValueError, TypeError) as e:  # a tag such as !!int on a value it cannot convert
-            raise ConfigError(f"bad YAML value ({e})", source) from None
+        data = parse_yaml(decode_text(raw, source), source)
     data = _check_keys("the pipeline", data, _TOP_KEYS, source)
     if "requires" in data:
         _check_requires(data["requires"], source)

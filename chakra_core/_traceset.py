@@ -20,6 +20,7 @@ from pathlib import Path
 from ._attrs import make_attr
 from ._errors import TraceFormatError
 from ._etio import EtReader, EtWriter
+from ._limits import get_limit, limit_message
 from ._paths import expand_paths, is_glob
 from ._publish import commit_files, finish_interrupted, is_temporary, output_directory, publish_files
 from ._schema import PG_INIT_NAME, GlobalMetadata, Node, NodeType
@@ -39,7 +40,7 @@ __all__ = [
 #: GlobalMetadata attribute that carries the set's process groups.
 PG_ATTR = "process_groups"
 _ET_SUFFIXES = (".et", ".et.gz")
-_RANK_RE = re.compile(r"^(?P<prefix>.*)\.(?P<rank>\d+)\.et(?:\.gz)?$")
+_RANK_RE = re.compile(r"^(?P<prefix>.*)\.(?P<rank>[0-9]+)\.et(?:\.gz)?$")
 
 
 class RankTrace(ABC):
@@ -349,8 +350,15 @@ def _pg_init_groups(node: Node, where: str) -> dict[str, list[int]]:
 
 
 def _rank_of(path: str) -> tuple[str, int] | None:
+    """``(prefix, rank)`` of a ``PREFIX.RANK.et`` name; a rank past the ``rank`` limit is an error."""
     m = _RANK_RE.match(path)
-    return (m.group("prefix"), int(m.group("rank"))) if m else None
+    if not m:
+        return None
+    digits = m.group("rank")
+    rank = int(digits[:19])  # more digits than any limit allows: shown as written, never converted
+    if len(digits) > 18 or rank > get_limit("rank"):
+        raise TraceFormatError(limit_message("rank", rank, "rank", shown=digits), path)
+    return m.group("prefix"), rank
 
 
 def _from_files(files: list[str], where: str) -> TraceSet:

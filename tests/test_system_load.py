@@ -148,7 +148,7 @@ def test_our_yaml_roofline_and_unknown_keys(tmp_path):
     with pytest.raises(ConfigError, match="did you mean 'endpoint-delay'") as e:
         load_system(bad)
     assert e.value.where == bad
-    with pytest.raises(ConfigError, match="b.yaml:line 3: bad YAML"):
+    with pytest.raises(ConfigError, match="b.yaml:line 3: malformed YAML"):
         load_system(_yaml(tmp_path, "b.yaml", "network:\n  - [\n"))
     with pytest.raises(ConfigError, match="cannot read"):
         load_system(tmp_path / "missing.yaml")

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from .._docparse import decode_text, parse_json, parse_yaml
 from .._errors import ConfigError
+from .._limits import check_limit
 from .._options import suggest
 from ._model import COLLECTIVE_KINDS, SystemDescription
 from ._parse import SYSTEM_KEYS, parse_comm_groups, parse_memory, parse_network, parse_system
@@ -35,24 +34,18 @@ def read_config(source: str | os.PathLike | Mapping[str, Any]) -> tuple[Any, str
         return dict(source), "<mapping>", False
     where = str(source)
     try:
-        text = Path(where).read_text()
+        data = Path(where).read_bytes()
     except OSError as e:
         raise ConfigError(f"cannot read ({e.strerror or e})", where) from None
+    text = decode_text(data, where)
     is_json = where.endswith(".json") or text.lstrip().startswith("{")
     if is_json:
         try:
-            return json.loads(text), where, True
-        except ValueError as e:
+            return parse_json(text, where), where, True
+        except ConfigError:
             if where.endswith(".json"):
-                line = getattr(e, "lineno", None)
-                raise ConfigError(f"bad JSON ({getattr(e, 'msg', e)})", where,
-                                  f"line {line}" if line else None) from None
-    try:
-        return yaml.safe_load(text), where, False
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        raise ConfigError(f"bad YAML ({getattr(e, 'problem', None) or e})", where,
-                          f"line {mark.line + 1}" if mark else None) from None
+                raise
+    return parse_yaml(text, where), where, False
 
 
 def sniff(data: Any, where: str, is_json: bool) -> str:
@@ -216,7 +209,8 @@ def check_system(sd: SystemDescription) -> SystemDescription:
                 warnings.append(f"{where}: '{kind}-implementation' lists {len(impl)} entries for "
                                 f"{n} dimensions; ASTRA-sim asserts on this (debug builds) or ignores "
                                 "the extra ones")
-        npus = sd.npus
+        npus = check_limit("npus", sd.npus, "NPU count (the product of npus_count)",
+                           sd.sources.get("network"), error=ConfigError)
         gwhere = sd.sources.get("comm_groups", "<comm groups>")
         for name, ranks in sd.comm_groups.items():
             bad = [r for r in ranks if r >= npus]

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._errors import ConfigError
+from .._limits import INT32_MAX, check_limit
 from ._model import (
     ALGORITHMS,
     COLLECTIVE_KINDS,
@@ -89,11 +90,12 @@ def parse_system(data: Any, where: str, astra: bool) -> tuple[dict[str, Any], li
     f["collective_optimization"] = r.choice(
         "collective-optimization", "baseline" if astra else "localBWAware", COLLECTIVE_OPTIMIZATIONS)
     f["endpoint_delay"] = r.number("endpoint-delay", 10, 1, integer=True,
-                                   why="ASTRA-sim aborts on an endpoint delay of 0")
-    f["local_reduction_delay"] = r.number("local-reduction-delay", 1, 0, integer=True)
-    f["active_chunks_per_dimension"] = r.number("active-chunks-per-dimension", 1, 1, integer=True)
+                                   why="ASTRA-sim aborts on an endpoint delay of 0", maximum=INT32_MAX)
+    f["local_reduction_delay"] = r.number("local-reduction-delay", 1, 0, integer=True, maximum=INT32_MAX)
+    f["active_chunks_per_dimension"] = r.number("active-chunks-per-dimension", 1, 1, integer=True,
+                                                maximum=INT32_MAX)
     f["preferred_dataset_splits"] = r.number("preferred-dataset-splits", 4, 1, integer=True,
-                                             why="chunk size is size / splits")
+                                             why="chunk size is size / splits", maximum=INT32_MAX)
     f["local_mem_bw"] = float(r.number("local-mem-bw", 0.0 if astra else 50.0, 0))
     if astra and not r.has("local-mem-bw"):
         warnings.append(f"{where}: 'local-mem-bw' not set; ASTRA-sim takes 0 GB/s, so any "
@@ -155,6 +157,7 @@ def parse_network(data: Any, where: str, astra: bool) -> tuple[Dimension, ...]:
         topo = ir.choice("topology", "Ring", TOPOLOGIES)
         npus = ir.number("npus_count", 0, 2 if astra else 1, integer=True,
                          why="ASTRA-sim needs more than one NPU per dimension")
+        check_limit("npus", npus, "npus_count", where, ir.loc("npus_count"), ConfigError)
         bw = float(ir.number("bandwidth", 0, 0))
         if bw <= 0:
             raise ir.fail("bandwidth", f"must be > 0 GB/s, got {bw!r}")
@@ -174,8 +177,8 @@ def parse_memory(data: Any, where: str) -> RemoteMemory:
     mtype = r.choice("memory-type", "NO_MEMORY_EXPANSION", MEMORY_TYPES)
     lat = float(r.number("remote-mem-latency", 0.0, 0))
     bw = float(r.number("remote-mem-bw", 0.0, 0))
-    nodes = r.number("num-nodes", 0, 0, integer=True)
-    per_node = r.number("num-npus-per-node", 0, 0, integer=True)
+    nodes = r.number("num-nodes", 0, 0, integer=True, maximum=INT32_MAX)
+    per_node = r.number("num-npus-per-node", 0, 0, integer=True, maximum=INT32_MAX)
     if mtype != "NO_MEMORY_EXPANSION" and bw <= 0:
         raise r.fail("remote-mem-bw", f"{mtype} needs 'remote-mem-bw' > 0 (GB/s)")
     if mtype == "PER_NODE_MEMORY_EXPANSION" and (nodes < 1 or per_node < 1):
@@ -200,5 +203,6 @@ def parse_comm_groups(data: Any, where: str) -> dict[str, tuple[int, ...]]:
             raise r.fail(name, f"wants a non-empty list of rank numbers, got {value!r}")
         if len(set(value)) != len(value):
             raise r.fail(name, "lists a rank twice")
+        check_limit("rank", max(value), "rank", where, r.loc(name), ConfigError)
         out[name] = tuple(value)
     return out

@@ -52,8 +52,9 @@ class Reader:
         return default if k is None else self.data[k]
 
     def number(self, key: str, default: Any, minimum: float | None = None, integer: bool = False,
-               why: str = "") -> Any:
-        """A number (``integer``: whole) >= ``minimum``; ``why`` explains the bound."""
+               why: str = "", maximum: int | None = None) -> Any:
+        """A number (``integer``: whole) >= ``minimum`` and <= ``maximum``; ``why`` explains the
+        lower bound.  ``maximum`` is a 32-bit field of ASTRA-sim's (its message says so)."""
         k = self.key(key)
         if k is None:
             return default
@@ -73,6 +74,8 @@ class Reader:
             v = int(v)
         if minimum is not None and v < minimum:
             raise self.fail(k, f"must be >= {minimum:g}, got {v!r}" + (f" ({why})" if why else ""))
+        if maximum is not None and v > maximum:
+            raise self.fail(k, f"must be <= {maximum}, got {v!r} (ASTRA-sim reads it as a 32-bit int)")
         return v
 
     def flag(self, key: str, default: bool) -> bool:

@@ -26,6 +26,9 @@ from .stagger import WORK_LIMIT
 
 __all__ = ["Sim"]
 
+#: simulated times are int64 nanoseconds (start/end arrays of typecode "q")
+_MAX_NS = (1 << 63) - 1
+
 
 class _Done(Event):
     """A triggered event carrying ``value`` to ``callback`` (a Timeout without its checks)."""
@@ -103,6 +106,8 @@ class Sim:
         """Start node ``i``: time it, or hand it to the collective / p2p / memory models."""
         now = int(self.env.now)
         prog = a.prog
+        if now > _MAX_NS:
+            self._past_int64(a, i)
         a.start[i] = now
         rb = a.readyby[i]
         res = prog.res[i]
@@ -124,10 +129,16 @@ class Sim:
         else:
             self.after(a, i, prog.dur[i])
 
+    def _past_int64(self, a: Actor, i: int) -> None:
+        raise ChakraError(f"rank {a.rank} node {a.prog.ids[i]}: simulated time passes 2**63-1 ns "
+                          "(durations or system delays too large)", a.prog.label)
+
     def end_node(self, a: Actor, i: int) -> None:
         """Finish node ``i`` now: free its resource, release its children, issue more."""
         now = int(self.env.now)
         prog = a.prog
+        if now > _MAX_NS:
+            self._past_int64(a, i)
         a.end[i] = now
         res = prog.res[i]
         cat = prog.cat[i]

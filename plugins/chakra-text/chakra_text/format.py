@@ -22,6 +22,7 @@ from chakra_core import (
     Option,
     TraceFormatError,
     TraceSet,
+    check_limit,
     make_attr,
 )
 
@@ -103,6 +104,7 @@ def convert_workload(w: Workload, npus: int | None = None, passes: int = 1, time
     npus = npus if npus is not None else w.all_gpus
     if npus is None:
         raise ConfigError(f"{w.path}: option npus is required (the file has no all_gpus: on line 1)")
+    check_limit("npus", npus, "npus", w.path, error=ConfigError)
     layout = _layout(w, npus, mp_group)
     specs = build_graph(w, layout, passes, time_converter(time_unit, cycle_ns))
     template = [_serialize(s) for s in specs]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import dataclass, field
 
 from chakra_core import TraceFormatError
@@ -88,26 +89,30 @@ def _content_lines(text: str):
             yield n, tokens
 
 
+#: numbers are plain ASCII decimal: no sign but a leading "-" on integers, no "_", no exponent
+_INTEGER = re.compile(r"-?[0-9]+")
+_DECIMAL = re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+")
+
+
 def _int(tok: str, what: str, where: str, n: int, minimum: int | None = 0) -> int:
+    if not _INTEGER.fullmatch(tok):
+        raise TraceFormatError(f"{what}: {tok!r} is not an integer (plain decimal digits 0-9)", where, f"line {n}")
     try:
         v = int(tok)
-    except ValueError:
-        raise TraceFormatError(f"{what}: {tok!r} is not an integer", where, f"line {n}") from None
+    except ValueError:  # more digits than Python converts (4300)
+        raise TraceFormatError(f"{what}: {tok[:20]!r}... has {len(tok)} digits", where, f"line {n}") from None
     if minimum is not None and v < minimum:
         raise TraceFormatError(f"{what}: {v} is below {minimum}", where, f"line {n}")
     return v
 
 
 def _time(tok: str, what: str, where: str, n: int) -> float:
-    try:
-        v = float(int(tok))
-    except ValueError:
-        try:
-            v = float(tok)
-        except ValueError:
-            raise TraceFormatError(f"{what}: {tok!r} is not a number", where, f"line {n}") from None
-    if not math.isfinite(v) or v < 0:
-        raise TraceFormatError(f"{what}: {tok!r} is not a non-negative finite number", where, f"line {n}")
+    if not _DECIMAL.fullmatch(tok):
+        raise TraceFormatError(f"{what}: {tok!r} is not a non-negative finite number (plain decimal, e.g. 12 or 2.5)",
+                               where, f"line {n}")
+    v = float(tok)
+    if not math.isfinite(v):
+        raise TraceFormatError(f"{what}: {tok[:20]!r}... is too large a number", where, f"line {n}")
     return v
 
 
@@ -116,20 +121,14 @@ MAX_SIZE = 2**63 - 1
 
 
 def _size(tok: str, what: str, where: str, n: int) -> int:
-    try:
-        v = _int(tok, what, where, n)
-    except TraceFormatError:
-        try:
-            f = float(tok)
-        except ValueError:
-            raise TraceFormatError(f"{what}: {tok!r} is not an integer", where, f"line {n}") from None
-        if not math.isfinite(f) or f != int(f) or f < 0:
-            raise TraceFormatError(f"{what}: {tok!r} is not a whole number of bytes", where, f"line {n}") from None
-        v = int(f)
-    if v > MAX_SIZE:
-        raise TraceFormatError(f"{what}: {tok!r} bytes is more than an ET can hold (at most 2**63-1)",
+    whole, _, fraction = tok.partition(".")
+    if not _DECIMAL.fullmatch(tok) or fraction.strip("0"):
+        raise TraceFormatError(f"{what}: {tok!r} is not a whole number of bytes (plain decimal digits 0-9)",
                                where, f"line {n}")
-    return v
+    if len(whole) > 19 or int(whole or "0") > MAX_SIZE:
+        raise TraceFormatError(f"{what}: {tok[:40]!r} bytes is more than an ET can hold (at most 2**63-1)",
+                               where, f"line {n}")
+    return int(whole or "0")
 
 
 def _comm(tok: str, what: str, where: str, n: int) -> tuple[str | None, str | None]:
@@ -149,7 +148,7 @@ def _comm(tok: str, what: str, where: str, n: int) -> tuple[str | None, str | No
 def _header(w: Workload, tokens: list[str], where: str, n: int) -> None:
     rest = tokens[1:]
     i = 0
-    if w.mode in DLRM_MODES and rest and rest[0].lstrip("+-").isdigit():
+    if w.mode in DLRM_MODES and rest and _INTEGER.fullmatch(rest[0]):
         w.last_bottom = _int(rest[0], "last bottom-MLP layer", where, n)
         i = 1
     while i < len(rest):
@@ -264,8 +263,17 @@ def parse_workload(path: str | os.PathLike) -> Workload:
     """Read and parse the workload file at ``path`` (raises TraceFormatError on bad input)."""
     path = str(path)
     try:
-        with open(path, encoding="utf-8-sig", errors="replace") as f:  # -sig: a leading BOM is dropped
-            text = f.read()
+        with open(path, "rb") as f:
+            data = f.read()
     except OSError as e:
         raise TraceFormatError(f"cannot read ({e.strerror})", path) from None
-    return parse_text(text, path)
+    return parse_text(_decode(data, path), path)
+
+
+def _decode(data: bytes, path: str) -> str:
+    """The file's text: UTF-8 with an optional leading BOM; other bytes are an error naming the line."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise TraceFormatError(f"not UTF-8 text ({e.reason} at byte {e.start})", path, f"line {line}") from None
