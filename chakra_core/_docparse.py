@@ -92,7 +92,8 @@ def parse_yaml(text: str, where: str, error: type[ChakraError] = ConfigError) ->
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         problem = getattr(e, "problem", None) or e
-        what = {_BadValue: "bad YAML value ({})", _TooDeep: "{}"}.get(type(e), "malformed YAML ({})")
+        forms: dict[type, str] = {_BadValue: "bad YAML value ({})", _TooDeep: "{}"}
+        what = forms.get(type(e), "malformed YAML ({})")
         raise error(what.format(problem), where, f"line {mark.line + 1}" if mark else None) from None
     except RecursionError:
         raise error(_PARSER_DEPTH, where) from None
