@@ -282,3 +282,217 @@ def test_pytorch_empty_rank_list_means_every_rank(tmp_path):
         write_et(tmp_path / f"t.{r}.et", None, [pg, _coll(2, "1")])
     ts = open_traceset(str(tmp_path / "t"))
     assert ts.group_members("1") == [0, 1] and validate(ts) == []
+
+
+# -- strict, bounded reading (issue 10: every signature of the fuzz campaign) ---------------------
+
+def _frame(data: bytes) -> bytes:
+    from chakra_core._etio import _encode_varint
+
+    return _encode_varint(len(data)) + data
+
+
+_META = GlobalMetadata(version="0.0.4").SerializeToString()
+_GOOD = Node(id=1, name="a", type=NodeType.COMP_NODE, duration_micros=5).SerializeToString()
+#: id 2, name b"\xff\xfe" (not UTF-8), type COMP_NODE
+_BAD_NAME = b"\x08\x02\x12\x02\xff\xfe\x18\x04"
+
+
+def _one_line_error(result, *words):
+    status, _, err = result
+    assert status == 2, err
+    assert err.count("\n") == 1 and "internal error" not in err and "Traceback" not in err
+    for w in words:
+        assert w in err, err
+    return err
+
+
+def _bad_name_set(tmp_path, name: bytes = b"\xff\xfe"):
+    node = b"\x08\x02\x12" + bytes([len(name)]) + name + b"\x18\x04"
+    for r in range(2):
+        (tmp_path / f"t.{r}.et").write_bytes(_frame(_META) + _frame(_GOOD) + _frame(node))
+    return tmp_path / "t"
+
+
+@pytest.mark.parametrize("command", [
+    ["convert", "-o", "OUT/"], ["validate"], ["stats"], ["jsonize", "-o", "OUT/"], ["simulate"],
+    ["export", "--to", "astrasim", "-o", "OUT"],
+])
+@pytest.mark.parametrize("name", [b"\xff\xfe", b"## process_group:init ##\xff"])
+def test_node_name_not_utf8_is_an_error_in_every_command(tmp_path, chakra_cli, command, name):
+    # a plain bad name and one that process-group discovery decodes (it looks for that name)
+    prefix = _bad_name_set(tmp_path, name)
+    argv = [a.replace("OUT", str(tmp_path / "out")) for a in command]
+    err = _one_line_error(chakra_cli(argv[0], prefix, *argv[1:]), "t.0.et:byte 18", "node #1", "UTF-8")
+    assert "node #1 is not a Chakra node message" in err
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").rglob("*.et"))
+
+
+def test_convert_never_copies_an_undecodable_node(tmp_path, chakra_cli):
+    prefix = _bad_name_set(tmp_path)
+    _one_line_error(chakra_cli("convert", prefix, "-o", tmp_path / "copy"), "t.0.et:byte 18")
+    assert not list(tmp_path.glob("copy*"))
+
+
+def test_empty_node_frames_are_refused_at_once(tmp_path, chakra_cli):
+    # a 195 KB .et.gz of 201 million zero-length frames kept validate busy for minutes
+    import gzip
+
+    p = tmp_path / "zero.0.et.gz"
+    p.write_bytes(gzip.compress(_frame(_META) + b"\x00" * (8 << 20)))
+    _one_line_error(chakra_cli("validate", p), "zero.0.et.gz:byte 8", "node #0", "zero-length")
+
+
+def test_dependency_count_per_node_is_bounded(tmp_path, chakra_cli, monkeypatch):
+    # one node of 50 million dependencies in a 48 KB .et.gz needed 1.8 GB; 2 million here
+    import gzip
+
+    from chakra_core._etio import _encode_varint
+
+    n = 2_000_000
+    packed = b"\x08\x01\x2a" + _encode_varint(n) + b"\x01" * n
+    p = tmp_path / "deps.0.et.gz"
+    p.write_bytes(gzip.compress(_frame(_META) + _frame(_GOOD) + _frame(packed)))
+    err = _one_line_error(chakra_cli("stats", p), "deps.0.et.gz:byte", "node #1",
+                          f"dependency count {n} exceeds the limit of {1 << 20}", "CHAKRA_MAX_DEPS=")
+    import re
+
+    assert int(re.search(r"raise it with CHAKRA_MAX_DEPS=(\d+)", err).group(1)) >= n
+    # unpacked encoding (one field per dependency) counts the same way
+    unpacked = b"\x08\x01" + b"\x20\x01" * 300
+    q = tmp_path / "few.0.et"
+    q.write_bytes(_frame(_META) + _frame(unpacked))
+    monkeypatch.setenv("CHAKRA_MAX_DEPS", "100")
+    _one_line_error(chakra_cli("validate", q), "node #0", "exceeds the limit of 100")
+    monkeypatch.setenv("CHAKRA_MAX_DEPS", "300")
+    status, _, err = chakra_cli("stats", q, "--json")
+    assert status == 0, err
+
+
+def test_gzip_inflation_is_bounded(tmp_path, chakra_cli, monkeypatch):
+    import gzip
+
+    big = Node(id=1, name="x" * 4000, type=NodeType.COMP_NODE).SerializeToString()
+    p = tmp_path / "bomb.0.et.gz"
+    p.write_bytes(gzip.compress(_frame(_META) + _frame(big) * 20_000, 9))  # 80 MB in about 0.2 MB
+    _one_line_error(chakra_cli("stats", p, "--no-critical-path"), "bomb.0.et.gz:byte",
+                    "gzip data expands by a factor of", "CHAKRA_MAX_INFLATION=")
+    monkeypatch.setenv("CHAKRA_MAX_INFLATION", "100000")
+    status, out, err = chakra_cli("stats", p, "--no-critical-path", "--json")
+    assert status == 0 and json.loads(out)["nodes"] == 20_000, err
+
+
+@pytest.mark.parametrize("name, content, words", [
+    ("s.yaml", b"endpoint-delay: 10\n\xff\n", ["s.yaml:line 2", "not UTF-8 text"]),
+    ("s.yaml", b"network: " + b"[" * 5000 + b"]" * 5000 + b"\n",
+     ["s.yaml:line 1", "nesting depth 101 exceeds the limit of 100", "CHAKRA_MAX_DEPTH="]),
+    ("s.json", b'{"network": ' + b"[" * 100000 + b"]" * 100000 + b"}",
+     ["s.json", "exceeds the limit of 100", "CHAKRA_MAX_DEPTH="]),
+    ("s.yaml", b"endpoint-delay: !!int abc\n", ["s.yaml:line 1", "bad YAML value", "'abc'"]),
+    ("s.yaml", b"endpoint-delay: 10\nx: \x7f\n", ["s.yaml:line 2", "malformed YAML", "#x007f"]),
+    ("s.json", b'{"endpoint-delay": NaN}', ["s.json", "NaN is not JSON"]),
+    ("s.yaml", b"endpoint-delay: 9223372036854775807\n",
+     ["key 'endpoint-delay'", "must be <= 2147483647", "32-bit"]),
+    ("s.yaml", b"network:\n  - {topology: Ring, npus_count: 2147483648, bandwidth: 50, latency: 1}\n",
+     ["npus_count 2147483648 exceeds the limit", "CHAKRA_MAX_NPUS"]),
+])
+def test_bad_system_files(tmp_path, dp_set, chakra_cli, name, content, words):
+    dp_set.write(tmp_path / "job")
+    (tmp_path / name).write_bytes(content)
+    _one_line_error(chakra_cli("simulate", tmp_path / "job", "--system", tmp_path / name), *words)
+
+
+def test_yaml_aliases_are_walked_once(tmp_path):
+    from chakra_core._docparse import parse_yaml
+
+    # 3^40 paths through shared lists: a walk that does not remember them would never end
+    text = "a0: &a0 [1]\n" + "".join(f"a{i}: &a{i} [*a{i - 1}, *a{i - 1}, *a{i - 1}]\n" for i in range(1, 41))
+    assert parse_yaml(text, "x.yaml")["a40"][0][0][0] is not None
+
+
+def test_simulated_time_past_int64_is_an_error(tmp_path, dp_set, chakra_cli):
+    dp_set.write(tmp_path / "job")
+    (tmp_path / "lat.yaml").write_text("network:\n  - {topology: Ring, npus_count: 2, bandwidth: 50, latency: 1e19}\n")
+    _one_line_error(chakra_cli("simulate", tmp_path / "job", "--system", tmp_path / "lat.yaml"),
+                    "job.0.et", "simulated time passes 2**63-1 ns")
+
+
+def test_raised_depth_limit_past_the_parser_is_still_one_line(tmp_path, dp_set, chakra_cli, monkeypatch):
+    dp_set.write(tmp_path / "job")
+    (tmp_path / "s.yaml").write_bytes(b"network: " + b"[" * 5000 + b"]" * 5000 + b"\n")
+    monkeypatch.setenv("CHAKRA_MAX_DEPTH", "100000")
+    _one_line_error(chakra_cli("simulate", tmp_path / "job", "--system", tmp_path / "s.yaml"),
+                    "s.yaml", "nested deeper than the parser can read")
+    monkeypatch.setenv("CHAKRA_MAX_DEPTH", "lots")
+    _one_line_error(chakra_cli("simulate", tmp_path / "job", "--system", tmp_path / "s.yaml"),
+                    "CHAKRA_MAX_DEPTH must be a positive whole number")
+
+
+def test_deep_pipeline(tmp_path, chakra_cli):
+    p = tmp_path / "p.yaml"
+    p.write_bytes(b"input: " + b"[" * 5000 + b"]" * 5000 + b"\n")
+    _one_line_error(chakra_cli("run", p), "p.yaml:line 1", "exceeds the limit of 100")
+    p.write_bytes(b"input: {}\n\x7f\n")
+    _one_line_error(chakra_cli("run", p), "p.yaml:line 2", "#x007f")
+
+
+_HEADER = '{"format": "chakra-et-json", "version": 1, "rank": 0, "metadata": {}, "nodes": ['
+
+
+@pytest.mark.parametrize("node, words", [
+    ('{"id": "1", "name": "\\ud800", "type": "COMP_NODE"}', ["line 2", "surrogate"]),
+    ('{"id": "1", "\\udfff": 1}', ["line 2", "surrogate"]),  # in a key: upb raised SystemError
+    ('{"id": "1", "attr": [{"name": "x", "foo_list": {"values": [1]}}]}', ["line 2", "foo_list"]),
+    ('{"id": "1", "attr": [{"name": "x", "double_val": Infinity}]}', ["line 2", "Infinity is not JSON"]),
+    ('{"id": "1", "attr": [{"name": "x", "double_val": NaN}]}', ["line 2", "NaN is not JSON"]),
+    ('{"id": "1", "type": 1e300}', ["line 2", "not a Chakra Node", "..."]),
+])
+def test_bad_json_form_nodes(tmp_path, chakra_cli, node, words):
+    p = tmp_path / "n.json"
+    p.write_text(_HEADER + "\n" + node + "\n]}\n")
+    err = _one_line_error(chakra_cli("validate", p), "n.json:", *words)
+    assert len(err) < 600
+
+
+def test_json_form_double_infinity_as_a_string_is_kept(tmp_path, chakra_cli):
+    # protobuf's JSON mapping writes infinity as the string "Infinity": that is valid
+    p = tmp_path / "n.json"
+    p.write_text(_HEADER + '\n{"id": "1", "type": "COMP_NODE", "attr": [{"name": "x", "double_val": "Infinity"}]}\n]}\n')
+    meta, nodes, _ = read_json(p)
+    assert [n.attr[0].double_val for n in nodes] == [float("inf")]
+
+
+def test_rank_numbers_are_bounded(tmp_path, chakra_cli, monkeypatch):
+    # trace.1000000000000.et made a set of range(10**12): MemoryError
+    for r in (0, 1_000_000_000_000):
+        (tmp_path / f"trace.{r}.et").write_bytes(_frame(_META) + _frame(_GOOD))
+    err = _one_line_error(chakra_cli("validate", tmp_path), "trace.1000000000000.et",
+                          "rank 1000000000000 exceeds the limit of 1048575", "CHAKRA_MAX_RANK")
+    assert "at most" in err
+    (tmp_path / "trace.1000000000000.et").rename(tmp_path / "trace.1500000.et")
+    monkeypatch.setenv("CHAKRA_MAX_RANK", "2000000")
+    _one_line_error(chakra_cli("validate", tmp_path), "missing ranks 1, 2, 3", "found 2 of 1500001")
+    long = tmp_path / ("trace." + "9" * 200 + ".et")
+    (tmp_path / "trace.1500000.et").rename(long)
+    _one_line_error(chakra_cli("stats", long), "(200 digits) exceeds the limit")
+
+
+def test_rank_of_a_json_header_is_bounded(tmp_path, chakra_cli):
+    p = tmp_path / "r.json"
+    p.write_text(_HEADER.replace('"rank": 0', '"rank": 1000000000000') + "\n]}\n")
+    _one_line_error(chakra_cli("validate", p), "r.json:line 1", '"rank" 1000000000000 exceeds the limit')
+
+
+def test_only_ascii_digits_make_a_rank(tmp_path):
+    from chakra_core._traceset import _rank_of
+
+    assert _rank_of("trace.\u0663.et") is None and _rank_of("trace.3.et") == ("trace", 3)
+
+
+def test_text_workload_npus_is_bounded(tmp_path, chakra_cli):
+    # -I npus=2147483648 ended in SIGSEGV inside protobuf (comm_dst is an int32)
+    from pathlib import Path
+
+    text = Path(__file__).parent.parent / "examples" / "text" / "resnet50_like.txt"
+    _one_line_error(chakra_cli("validate", text, "-I", "npus=2147483648"),
+                    "resnet50_like.txt", "npus 2147483648 exceeds the limit of 1048576", "CHAKRA_MAX_NPUS")

@@ -141,3 +141,39 @@ def test_dlrm_last_bottom_layer_as_a_header_field(tmp_path):
     assert _parse(tmp_path, "HYBRID_DLRM_ENHANCED 0\n2\n" + GOOD + "\n" + GOOD).last_bottom == 0
     err = _error(tmp_path, "HYBRID_DLRM DLRM_LAST_BOTTOM_LAYER: x\n2\n" + GOOD + "\n" + GOOD)
     assert err.location == "line 1" and "DLRM_LAST_BOTTOM_LAYER: 'x' is not an integer" in err.message
+
+
+@pytest.mark.parametrize("column, token, words", [
+    (10, "+2", "column 11 (weight-gradient comm size): '+2' is not a whole number"),
+    (10, "1_000", "'1_000' is not a whole number"),
+    (10, "\u0666\u0664", "is not a whole number of bytes (plain decimal digits 0-9)"),
+    (10, "1e3", "'1e3' is not a whole number"),
+    (2, "1e3", "column 3 (forward compute time): '1e3' is not a non-negative finite number"),
+    (2, "1_0", "'1_0' is not a non-negative finite number"),
+    (2, "\u0661\u0660", "is not a non-negative finite number"),
+    (2, "+10", "'+10' is not a non-negative finite number"),
+    (1, "+1", "column 2 (reserved): '+1' is not an integer"),
+    (1, "\u0661", "column 2 (reserved)"),
+])
+def test_numbers_are_plain_ascii_decimal(tmp_path, column, token, words):
+    # Python's int() and float() take all of these; ASTRA-sim's reader does not
+    tokens = GOOD.split()
+    tokens[column] = token
+    err = _error(tmp_path, "DATA\n1\n" + " ".join(tokens) + "\n")
+    assert err.location == "line 3" and words in err.message
+
+
+@pytest.mark.parametrize("text", ["DATA\n\u0662\n" + GOOD, "DATA\n+1\n" + GOOD])
+def test_layer_count_is_plain_ascii_decimal(tmp_path, text):
+    err = _error(tmp_path, text)
+    assert err.location == "line 2" and "number of layers" in err.message
+
+
+def test_invalid_utf8_names_the_line_and_is_never_replaced(tmp_path):
+    p = tmp_path / "w.txt"
+    p.write_bytes(b"DATA\n1\na\xff -1 10 NONE 0 10 NONE 0 10 ALLREDUCE 64 1\n")
+    with pytest.raises(TraceFormatError) as e:
+        parse_workload(p)
+    assert e.value.location == "line 3" and "not UTF-8 text" in e.value.message
+    p.write_bytes(b"\xef\xbb\xbfDATA\n1\n" + GOOD.encode() + b"\n")  # a leading BOM is fine
+    assert parse_workload(p).layers[0].name == "a"
