@@ -18,7 +18,7 @@ import os
 import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, NoReturn
 
 from google.protobuf.message import DecodeError
 
@@ -124,9 +124,8 @@ class EtReader:
             return NodeBatch.FromString(b"\n" + b"\n".join(frames)).nodes
         except DecodeError:
             self._locate_bad(offset, index, frames)
-            raise AssertionError("unreachable: a batch that does not decode has a bad node") from None
 
-    def _locate_bad(self, offset: int, index: int, frames: list[bytes]) -> None:
+    def _locate_bad(self, offset: int, index: int, frames: list[bytes]) -> NoReturn:
         for i, fr in enumerate(frames):
             _, p = _varint(fr, 0, len(fr))
             try:

@@ -79,6 +79,15 @@ def _fail(path: str, msg: str, where: str | None = None) -> TraceFormatError:
     return TraceFormatError(msg, path, where)
 
 
+def _dump_io(io: tuple, path: str, index: int) -> bytes:
+    """A node's inputs/outputs as compact JSON; values orjson cannot write (nested deeper than
+    255 levels, integers past 64 bits) are an error naming the node."""
+    try:
+        return bytes(memoryview(orjson.dumps(io)))
+    except orjson.JSONEncodeError as e:
+        raise _fail(path, f"inputs/outputs cannot be kept ({e})", f"node {index}") from None
+
+
 def read_header(path: str) -> dict[str, Any]:
     """The top-level scalar fields before ``nodes`` (``schema``, ``pid``, ``time``, ``start_ts``)."""
     out: dict[str, Any] = {}
@@ -262,7 +271,7 @@ def read_host_et(path: str) -> HostTrace:
                     comms[nid] = info
                     flags |= F_ANCHOR
             kept[nid] = (name, tid if isinstance(tid, int) else 0, cols.rf[nid], _keep(attrs),
-                         bytes(memoryview(orjson.dumps(io))))
+                         _dump_io(io, path, index))
             # children that arrived first are folded into this operator (comm anchors stay)
             for c in waiting.pop(nid, ()):
                 if not cols.flags[c] & F_ANCHOR:
@@ -279,7 +288,7 @@ def read_host_et(path: str) -> HostTrace:
                 if info is not None:
                     param_comms.append((nid, info))
                     kept[nid] = (name, attrs.get("tid", 0), cols.rf[nid], _keep(attrs),
-                                 bytes(memoryview(orjson.dumps(_io(node)))))
+                                 _dump_io(_io(node), path, index))
                     if parent >= 0 and not cols.flags[parent] & F_SEEN:
                         waiting.setdefault(parent, []).append(nid)
             elif name.startswith(("gloo:", "nccl:")):

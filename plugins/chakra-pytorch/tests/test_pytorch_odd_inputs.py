@@ -241,3 +241,23 @@ def test_inputs_of_the_wrong_shape_read_as_empty(tmp_path, inputs):
     nodes = _nodes([p])
     comm = next(n for n in nodes if n.id == node["id"])
     assert get_int(comm, "comm_size") == 0 and comm.inputs.values == "[]"
+
+
+@pytest.mark.parametrize("depth", [300, 5000])
+def test_inputs_nested_deeper_than_orjson_writes_name_the_node(tmp_path, depth):
+    # a host ET string nested 300 deep ended in orjson's "Recursion limit reached" (internal error)
+    host = _load(MLP_ET)
+    index, node = next((i, n) for i, n in enumerate(host["nodes"]) if n["name"] == "aten::addmm")
+    node["inputs"]["values"][0] = "DEEP"
+    text = json.dumps(host, indent=2).replace('"DEEP"', "[" * depth + "]" * depth, 1)
+    h, k = _write(tmp_path)
+    h.write_text(text)
+    err = _error([h, k])
+    assert err.location == f"node {index}" and "inputs/outputs cannot be kept" in err.message
+
+
+def test_invalid_utf8_in_a_host_et_string_names_the_place(tmp_path):
+    h, k = _write(tmp_path)
+    h.write_bytes(h.read_bytes().replace(b'"aten::addmm"', b'"aten::addmm\xff"', 1))
+    err = _error([h, k])
+    assert "invalid bytes in UTF8" in err.message and err.location.startswith("after node")
