@@ -150,8 +150,8 @@ class Pipeline:
         with ExitStack() as stack:
             if _is_lazy(traces) and len(self.backends) + bool(checked) > 1:
                 traces = materialise(traces, stack.enter_context(tempfile.TemporaryDirectory(prefix="chakra-")))
-            if checked:
-                refuse_invalid(traces, [b.name for b in checked])
+            for (groups, streams), names in _validation_assumptions(checked).items():
+                refuse_invalid(traces, names, groups=dict(groups), streams=streams)
             results = []
             with progress("backends", total=len(self.backends), unit="backend") as bar:
                 for b in self.backends:
@@ -217,12 +217,28 @@ def materialise(traces: TraceSet, directory: str) -> TraceSet:
     return TraceSet(ranks, traces.process_groups, traces.source)
 
 
-def refuse_invalid(traces: TraceSet, backends: Sequence[str]) -> None:
-    """Raise TraceFormatError naming the first error and the count when ``traces`` has errors."""
+def _validation_assumptions(backends: Sequence[Stage]) -> dict[tuple[tuple, int], list[str]]:
+    """The backends grouped by what their validation assumes: the process groups their
+    ``comm_groups`` file adds and the ``streams`` (ops in flight per rank) they run with."""
+    from .system import load_system
+
+    out: dict[tuple[tuple, int], list[str]] = {}
+    for b in backends:
+        path = b.options.get("comm_groups")
+        groups = tuple(sorted(load_system(comm_groups=path).comm_groups.items())) if path else ()
+        streams = b.options.get("streams", 1)
+        out.setdefault((groups, streams if isinstance(streams, int) else 1), []).append(b.name)
+    return out
+
+
+def refuse_invalid(traces: TraceSet, backends: Sequence[str], *,
+                   groups: Mapping[str, Sequence[int]] | None = None, streams: int = 1) -> None:
+    """Raise TraceFormatError naming the first error and the count when ``traces`` has errors
+    under the backends' ``groups`` (a comm-group file's) and ``streams``."""
     from ._validate import validate
 
     with progress("validating", total=len(traces)) as bar:
-        findings = validate(traces, progress=bar)
+        findings = validate(traces, progress=bar, groups=groups or None, streams=streams)
     errors = [f for f in findings if f.severity == "error"]
     if errors:
         count = sum(f.count for f in errors)

@@ -427,3 +427,19 @@ def test_missing_local_mem_bw_names_file_and_key(kit, tmp_path):
     assert str(e.value) == (f"{sysf}:key 'local-mem-bw': a reduction needs 'local-mem-bw' > 0 GB/s "
                             "(ASTRA-sim divides by zero; its system.json default is 0): set it in the "
                             "system file")
+
+
+def test_validation_before_simulate_uses_the_comm_group_file(kit):
+    # the traces name groups "1" and "2" that only ASTRA-sim's groups.json defines: the set alone
+    # has undefined groups, so the check before simulating must take the file's groups too
+    from pathlib import Path
+
+    import chakra_core
+
+    astra = Path(__file__).resolve().parents[3] / "examples" / "system" / "astra"
+    ts = kit.traces([[kit.coll(1, MIB, pg="1" if r < 4 else "2")] for r in range(8)])
+    with pytest.raises(ChakraError, match="pg-undefined|undefined"):
+        chakra_core.simulate(ts, system=str(astra / "system.json"), network=str(astra / "network.yml"))
+    res = chakra_core.simulate(ts, system=str(astra / "system.json"), network=str(astra / "network.yml"),
+                               comm_groups=str(astra / "groups.json"))
+    assert {s["group"] for s in res.summary["collectives"]} == {"1", "2"}
