@@ -89,6 +89,14 @@ def test_both_qualified_names_run(third_party, job, dp_set):
     theirs = json.loads(r.stdout)
     total = sum(n.duration_micros for rank in dp_set for n in rank.nodes())
     assert theirs["backend"] == "chakra-fastsim:simpy" and theirs["summary"] == {"total_us": total}
+    # provenance names the distribution and version of the backend that really ran
+    from importlib.metadata import version
+
+    for result, dist, ver in ((ours, "chakra-simpy", version("chakra-simpy")), (theirs, "chakra-fastsim", "2.5")):
+        backend = [i for i in result["provenance"]["implementations"] if i["stage"] == "backend"]
+        assert [(b["qualified_name"], b["distribution"], b["version"]) for b in backend] == [
+            (f"{dist}:simpy", dist, ver)]
+        assert result["provenance"]["command"].startswith("chakra simulate ")
 
 
 def test_python_api_takes_qualified_names(third_party, dp_set):
