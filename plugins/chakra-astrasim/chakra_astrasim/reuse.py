@@ -20,7 +20,9 @@ from collections.abc import Iterable, Sized
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from chakra_core import AttributeProto, Node, RankTrace
+from google.protobuf.message import DecodeError
+
+from chakra_core import AttributeProto, Node, RankTrace, TraceFormatError, get_str
 
 from .plan import Plan
 from .report import ExportReport
@@ -92,6 +94,15 @@ class _Keys:
         h.update(b[pos:])
 
 
+def _pg_of(raw: bytes, where: str, pos: int) -> str:
+    """The ``pg_name`` of a serialized node (the ``pos``-th of ``where``, counted from 0)."""
+    try:
+        node = Node.FromString(raw)
+    except DecodeError as e:
+        raise TraceFormatError(f"not a Chakra node message ({e})", where, f"node #{pos + 1}") from None
+    return get_str(node, "pg_name", "") or ""
+
+
 def _with_group(raw: bytes, group: str) -> bytes:
     """A written collective node with its ``pg_name`` set to ``group`` (absent for "")."""
     node = Node.FromString(raw)
@@ -133,13 +144,13 @@ class RankReuse:
             return hit
         tpl = self.templates.get(shape)
         if tpl is not None:
-            out = self._retarget(rank, tpl, inp.pg_names)
+            out = self._retarget(rank, tpl, inp.pg_raws, rt.label)
             if out is not None:
                 self.report.absorb(out.delta)
                 self.retargeted += 1
                 return out
         delta = ExportReport()
-        res = convert_rank(rank, inp, self.plan, delta, rt.label)
+        res = convert_rank(rank, rt, inp, self.plan, delta)
         out = Converted(res.nodes, res.collectives, res.sends, res.recvs, delta,
                         {g for _, g, _, _ in res.coll_inputs})
         self.report.absorb(delta)
@@ -165,14 +176,14 @@ class RankReuse:
         kinds = {pos_of[nid]: (nid, k, s) for seq in res.collectives.values() for nid, k, s in seq}
         return _Template(out, colls, kinds)
 
-    def _retarget(self, rank: int, tpl: _Template, pg_names: dict[int, str]) -> Converted | None:
+    def _retarget(self, rank: int, tpl: _Template, pg_raws: dict[int, bytes], where: str) -> Converted | None:
         """``tpl`` with this rank's groups, or None when the groups do not fit it."""
         plan = self.plan
         collectives: dict[str, list[tuple[int, int, int]]] = {}
         regroup: dict[int, str] = {}
         used = set()
         for in_pos, tgroup, size, outs in tpl.colls:
-            pg = pg_names.get(in_pos, "")
+            pg = _pg_of(pg_raws[in_pos], where, in_pos) if in_pos in pg_raws else ""
             group = plan.world_pg if pg in ("", "0") else plan.group_map.get(pg)
             if group is None:
                 return None

@@ -1,10 +1,12 @@
 """Serialized nodes kept on disk instead of in memory.
 
-A :class:`NodeSpill` is a temporary ``.et`` file (in the directory ``tempfile`` picks: ``TMPDIR``,
-else ``/tmp``), appended to once, then read back any number of times, as raw bytes or as decoded
-batches, by the core's streaming reader.  It is removed when the spill is discarded or garbage
-collected, and when writing it fails.  The exporter keeps each rank's input and output here, so
-that its memory does not grow with the size of a rank.
+A :class:`NodeSpill` is appended to once, then read back any number of times, as raw bytes or
+as decoded batches.  Its first :data:`MEMORY_NODES` nodes stay in memory; beyond that it is a
+temporary ``.et`` file (in the directory ``tempfile`` picks: ``TMPDIR``, else ``/tmp``) read by
+the core's streaming reader, removed when the spill is discarded or garbage collected, and when
+writing it fails; the spills of a process that was killed are removed by the next one that
+spills (their names carry the process id).  The exporter keeps each rank's input and output
+here, so that its memory does not grow with the size of a rank.
 """
 
 from __future__ import annotations
@@ -23,6 +25,30 @@ __all__ = ["NodeSpill", "PatchedNodes"]
 
 #: nodes held in memory at once while a spill is put into another order.
 REORDER_WINDOW = 1 << 18
+#: a spill of at most this many nodes stays in memory.
+MEMORY_NODES = 1 << 14
+
+
+_PREFIX = "chakra-astrasim-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale(directory: str) -> None:
+    """Remove the spills (and their writers' temporary files) of processes that no longer run:
+    a killed export cannot remove its own."""
+    for p in [*Path(directory).glob(f"{_PREFIX}*.et"), *Path(directory).glob(f".{_PREFIX}*.tmp")]:
+        pid = p.name.lstrip(".")[len(_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            p.unlink(missing_ok=True)
 
 
 def _remove(path: Path, writer: EtWriter, state: dict) -> None:
@@ -33,37 +59,61 @@ def _remove(path: Path, writer: EtWriter, state: dict) -> None:
 
 
 class NodeSpill:
-    """A temporary file of serialized nodes: :meth:`append`, :meth:`close`, then read."""
+    """Serialized nodes: :meth:`append`, :meth:`close`, then read."""
 
     def __init__(self) -> None:
-        fd, name = tempfile.mkstemp(prefix="chakra-astrasim-", suffix=".et")
-        os.close(fd)
-        self.path = Path(name)
         self.count = 0
-        self._writer = EtWriter(self.path)
-        self._state = {"open": True}
-        self._writer.__enter__()
-        self._remove = weakref.finalize(self, _remove, self.path, self._writer, self._state)
+        self.path: Path | None = None
+        self._memory: list[bytes] | None = []
+        self._writer: EtWriter | None = None
+        self._state = {"open": False}
 
     def append(self, data: bytes) -> None:
         """Add one serialized node."""
-        self._writer.write_raw(data)
+        if self._memory is not None:
+            self._memory.append(data)
+            if len(self._memory) > MEMORY_NODES:
+                self._to_disk()
+        else:
+            assert self._writer is not None
+            self._writer.write_raw(data)
         self.count += 1
+
+    def _to_disk(self) -> None:
+        remove_stale(tempfile.gettempdir())
+        fd, name = tempfile.mkstemp(prefix=f"{_PREFIX}{os.getpid()}-", suffix=".et")
+        os.close(fd)
+        self.path = Path(name)
+        self._writer = EtWriter(self.path)
+        self._state["open"] = True
+        self._writer.__enter__()
+        self._remove = weakref.finalize(self, _remove, self.path, self._writer, self._state)
+        assert self._memory is not None
+        for data in self._memory:
+            self._writer.write_raw(data)
+        self._memory = None
 
     def close(self) -> NodeSpill:
         """Finish writing (the spill can be read from now on); returns the spill."""
         if self._state["open"]:
             self._state["open"] = False
+            assert self._writer is not None
             self._writer.__exit__(None, None, None)
         return self
 
     def discard(self) -> None:
-        """Remove the file now."""
-        self._remove()
+        """Drop the nodes now (and remove the file)."""
+        if self._memory is not None:
+            self._memory = []
+        else:
+            self._remove()
 
     @property
     def size(self) -> int:
-        """Bytes on disk."""
+        """Bytes held (in memory, or on disk)."""
+        if self._memory is not None:
+            return sum(map(len, self._memory))
+        assert self.path is not None
         return self.path.stat().st_size
 
     def __len__(self) -> int:
@@ -71,11 +121,18 @@ class NodeSpill:
 
     def __iter__(self) -> Iterator[bytes]:
         """Each node's serialized bytes, in order."""
+        if self._memory is not None:
+            return iter(self._memory)
+        assert self.path is not None
         return EtReader(self.path).raw()
 
     def batches(self) -> Iterator[Iterable[Node]]:
         """The nodes decoded, in batches, in order."""
-        return EtReader(self.path).batches()
+        if self._memory is None:
+            assert self.path is not None
+            return EtReader(self.path).batches()
+        memory = self._memory
+        return ([Node.FromString(b) for b in memory[i:i + 4096]] for i in range(0, len(memory), 4096))
 
     def reordered(self, order: np.ndarray) -> NodeSpill:
         """A new spill holding node ``order[k]`` of this one at position ``k``.

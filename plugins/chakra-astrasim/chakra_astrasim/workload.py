@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from chakra_core import CommType, DepGraph, Node, NodeAttrs, NodeType, RankTrace, TraceFormatError, add_attr, get_str
+from chakra_core import CommType, DepGraph, Node, NodeAttrs, NodeType, RankTrace, TraceFormatError, add_attr
 
 from .collectives import MODELLED, rewrite
 from .plan import Plan
@@ -34,16 +34,22 @@ _INT64_MAX = (1 << 63) - 1
 
 @dataclass
 class RankInput:
-    """One rank read once: its nodes spilled to disk, in file order, and in arrays the ids,
-    the dependency ids of node ``i`` (``dep_ids[dep_ptr[i]:dep_ptr[i+1]]``, its ``n_data[i]``
-    data deps first, then its ctrl deps) and the ``pg_name`` of each collective by position."""
+    """One rank read once, undecoded: its nodes spilled to disk in file order, and the bytes of
+    the nodes that hold a ``pg_name`` attribute, by position."""
 
     spill: NodeSpill
+    pg_raws: dict[int, bytes]
+
+
+@dataclass
+class _Arrays:
+    """Ids and dependencies of a rank: node ``i`` depends on ``dep_ids[dep_ptr[i]:dep_ptr[i+1]]``,
+    its ``n_data[i]`` data deps first, then its ctrl deps."""
+
     ids: array
     dep_ptr: array
     dep_ids: array
     n_data: array
-    pg_names: dict[int, str]
 
 
 @dataclass
@@ -320,31 +326,38 @@ class _Converter:
 
 def read_rank(rt: RankTrace, on_raw: Callable[[bytes], None]) -> RankInput:
     """Read ``rt`` once into a :class:`RankInput`, calling ``on_raw`` with each node's bytes."""
+    raw_fn = getattr(rt, "raw", None)
+    raws = raw_fn() if raw_fn is not None else (n.SerializeToString() for n in rt.nodes())
     spill = NodeSpill()
-    ids, dep_ids, n_data = array("Q"), array("Q"), array("l")
-    ptr = array("q", [0])
-    pgs: dict[int, str] = {}
-    coll = NodeType.COMM_COLL_NODE
+    pg_raws: dict[int, bytes] = {}
     try:
-        for batch in rt.batches():
-            for n in batch:
-                raw = n.SerializeToString()
-                on_raw(raw)
-                spill.append(raw)
-                if n.type == coll:
-                    pgs[len(ids)] = get_str(n, "pg_name", "") or ""
-                ids.append(n.id)
-                dep_ids.extend(n.data_deps)
-                n_data.append(len(n.data_deps))
-                dep_ids.extend(n.ctrl_deps)
-                ptr.append(len(dep_ids))
+        for pos, raw in enumerate(raws):
+            on_raw(raw)
+            spill.append(raw)
+            if b"pg_name" in raw:
+                pg_raws[pos] = raw
     except BaseException:
         spill.discard()
         raise
-    return RankInput(spill.close(), ids, ptr, dep_ids, n_data, pgs)
+    return RankInput(spill.close(), pg_raws)
 
 
-def _graph(inp: RankInput, report: ExportReport, where: str) -> tuple[DepGraph, np.ndarray]:
+def _arrays(rt: RankTrace) -> _Arrays:
+    """Ids and dependencies of ``rt``'s nodes (decoded by the core's reader, which names the
+    file and place of a node that does not decode)."""
+    ids, dep_ids, n_data = array("Q"), array("Q"), array("l")
+    ptr = array("q", [0])
+    for batch in rt.batches():
+        for n in batch:
+            ids.append(n.id)
+            dep_ids.extend(n.data_deps)
+            n_data.append(len(n.data_deps))
+            dep_ids.extend(n.ctrl_deps)
+            ptr.append(len(dep_ids))
+    return _Arrays(ids, ptr, dep_ids, n_data)
+
+
+def _graph(inp: _Arrays, report: ExportReport, where: str) -> tuple[DepGraph, np.ndarray]:
     """The rank's graph with dangling and self dependencies dropped (counted in ``report``),
     and its topological order (file order when it already is one)."""
     g = DepGraph(_view(inp.ids, np.uint64), _view(inp.dep_ptr, np.int64), _view(inp.dep_ids, np.uint64))
@@ -375,19 +388,21 @@ def _dep_lists(g: DepGraph, n_data: np.ndarray, positions: np.ndarray) -> tuple[
     return ptr.tolist(), deps.tolist(), n_data[positions].tolist()
 
 
-def convert_rank(rank: int, inp: RankInput, plan: Plan, report: ExportReport, where: str) -> RankOutput:
-    """Convert the rank ``rank`` read by :func:`read_rank` (from ``where``) under ``plan``;
-    counts go to ``report``.
+def convert_rank(rank: int, rt: RankTrace, inp: RankInput, plan: Plan, report: ExportReport) -> RankOutput:
+    """Convert the rank ``rank`` (``rt``, read by :func:`read_rank`) under ``plan``; counts go
+    to ``report``.
 
     Raises TraceFormatError naming the file and node for duplicate ids, dependency cycles and
     nodes ASTRA-sim cannot run that no option can fix (unknown comm_type, undefined group).
     """
-    count = len(inp.ids)
+    where = rt.label
+    arrays = _arrays(rt)
+    count = len(arrays.ids)
     report.nodes_in += count
-    g, order = _graph(inp, report, where)
+    g, order = _graph(arrays, report, where)
     conv = _Converter(rank, plan, report, where, int(g.ids.max()) if count else 0)
     try:
-        _convert_all(conv, inp, g, order)
+        _convert_all(conv, inp.spill, arrays, g, order)
     except BaseException:
         conv.out.nodes.discard()
         raise
@@ -400,10 +415,10 @@ def convert_rank(rank: int, inp: RankInput, plan: Plan, report: ExportReport, wh
     return result
 
 
-def _convert_all(conv: _Converter, inp: RankInput, g: DepGraph, order: np.ndarray) -> None:
-    """Convert every node in ``order``, writing the kept ones to ``conv.out.nodes``."""
-    ids_of = inp.ids
-    n_data = _view(inp.n_data, np.int64)
+def _convert_all(conv: _Converter, spill: NodeSpill, arrays: _Arrays, g: DepGraph, order: np.ndarray) -> None:
+    """Convert every node of ``spill`` in ``order``, writing the kept ones to ``conv.out.nodes``."""
+    ids_of = arrays.ids
+    n_data = _view(arrays.n_data, np.int64)
     kept = bytearray(len(ids_of))
     # per node, how many dependents are still to be converted: a removed node's kept ancestors
     # are forgotten when the last one is
@@ -430,7 +445,7 @@ def _convert_all(conv: _Converter, inp: RankInput, g: DepGraph, order: np.ndarra
                     del frontier[j]
         return res
 
-    source = inp.spill if _is_identity(order) else inp.spill.reordered(order)
+    source = spill if _is_identity(order) else spill.reordered(order)
     at = 0
     for nodes in source.batches():
         batch = list(nodes)
@@ -469,7 +484,7 @@ def _convert_all(conv: _Converter, inp: RankInput, g: DepGraph, order: np.ndarra
                     out.coll_pos[o.id] = len(out.nodes)
                 out.nodes.append(o.SerializeToString())
         at += len(batch)
-    if source is not inp.spill:
+    if source is not spill:
         source.discard()
     if rewired:
         conv.report.dependencies["rewired_through_removed"] += rewired

@@ -4,6 +4,8 @@ failure, and the written ranks are what the rules say."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import tempfile
 
 import pytest
@@ -48,10 +50,11 @@ def spill_dir(tmp_path, monkeypatch):
     return d
 
 
-@pytest.mark.parametrize("window", [3, 1 << 18])
+@pytest.mark.parametrize("window, in_memory", [(3, 4), (1 << 18, 4), (3, 1 << 14)])
 def test_reversed_file_order_is_written_in_dependency_order(tmp_path, spill_dir, monkeypatch, astrasim_check,
-                                                            window):
+                                                            window, in_memory):
     monkeypatch.setattr(spill, "REORDER_WINDOW", window)
+    monkeypatch.setattr(spill, "MEMORY_NODES", in_memory)
     count = 50
     for r in (0, 1):
         write_et(tmp_path / "in" / f"trace.{r}.et", GlobalMetadata(), _chain(count)[::-1])
@@ -66,10 +69,24 @@ def test_reversed_file_order_is_written_in_dependency_order(tmp_path, spill_dir,
     assert list(spill_dir.iterdir()) == []
 
 
-def test_failed_rank_leaves_no_temporary_files(tmp_path, spill_dir):
+def test_failed_rank_leaves_no_temporary_files(tmp_path, spill_dir, monkeypatch):
+    monkeypatch.setattr(spill, "MEMORY_NODES", 4)
     nodes = _chain(20)
     nodes[3].data_deps.append(10)  # 4 -> 10 -> ... -> 4: a cycle
     write_et(tmp_path / "in" / "trace.0.et", GlobalMetadata(), nodes)
     with pytest.raises(TraceFormatError, match="cycle"):
         export_astrasim(open_traceset(tmp_path / "in"), tmp_path / "out")
     assert list(spill_dir.iterdir()) == []
+
+
+def test_spills_of_dead_processes_are_removed(tmp_path, spill_dir, monkeypatch):
+    monkeypatch.setattr(spill, "MEMORY_NODES", 4)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = [spill_dir / f"chakra-astrasim-{dead.pid}-abc.et", spill_dir / f".chakra-astrasim-{dead.pid}-x.et.y.tmp"]
+    live = spill_dir / f"chakra-astrasim-{os.getppid()}-abc.et"
+    for p in [*stale, live]:
+        p.write_bytes(b"")
+    write_et(tmp_path / "in" / "trace.0.et", GlobalMetadata(), _chain(20))
+    export_astrasim(open_traceset(tmp_path / "in"), tmp_path / "out")
+    assert list(spill_dir.iterdir()) == [live]
