@@ -321,7 +321,7 @@ def parse_groups_json(text: str, where: str) -> dict[str, list[int]]:
     try:
         items = json.loads(text)
         return {str(d["pg_name"]): [int(r) for r in d["ranks"]] for d in items}
-    except (ValueError, TypeError, KeyError) as e:
+    except (ValueError, TypeError, KeyError, RecursionError) as e:  # RecursionError: nested too deeply
         raise TraceFormatError(f"bad process-group description ({e})", where) from None
 
 

@@ -502,3 +502,12 @@ def test_text_workload_npus_is_bounded(tmp_path, chakra_cli):
     text = Path(__file__).parent.parent / "examples" / "text" / "resnet50_like.txt"
     _one_line_error(chakra_cli("validate", text, "-I", "npus=2147483648"),
                     "resnet50_like.txt", "npus 2147483648 exceeds the limit of 1048576", "CHAKRA_MAX_NPUS")
+
+
+def test_process_groups_nested_too_deeply(tmp_path, chakra_cli):
+    # found by the long fuzz campaign: json.loads of the attribute raised RecursionError
+    meta = GlobalMetadata(version="0.0.4")
+    meta.attr.append(make_attr("process_groups", "[" * 100000 + "]" * 100000))
+    write_et(tmp_path / "t.0.et", meta, _chain(2))
+    _one_line_error(chakra_cli("jsonize", tmp_path / "t.0.et", "-o", tmp_path / "x.json"),
+                    "t.0.et", "bad process-group description")
