@@ -511,3 +511,11 @@ def test_process_groups_nested_too_deeply(tmp_path, chakra_cli):
     write_et(tmp_path / "t.0.et", meta, _chain(2))
     _one_line_error(chakra_cli("jsonize", tmp_path / "t.0.et", "-o", tmp_path / "x.json"),
                     "t.0.et", "bad process-group description")
+
+
+def test_durations_past_int64_ns_are_an_error_even_without_validation(tmp_path, chakra_cli):
+    nodes = _chain(2)
+    nodes[1].duration_micros = 1 << 62  # 2^62 us is 2^62 * 1000 ns: past int64
+    write_et(tmp_path / "big.0.et", None, nodes)
+    _one_line_error(chakra_cli("simulate", tmp_path / "big.0.et", "--no-validate"),
+                    "big.0.et", "node 2: duration of", "passes 2**63-1 ns")

@@ -17,6 +17,9 @@ from chakra_core.system import SystemDescription
 
 from .timing import roofline_ns
 
+#: durations are int64 nanoseconds (an array of typecode "q")
+_MAX_NS = (1 << 63) - 1
+
 __all__ = ["Program", "load_program", "K_COMP", "K_MEM", "K_COLL", "K_SEND", "K_RECV", "K_NOP",
            "R_CPU", "R_COMP", "R_COMM", "R_NONE", "ASTRA_KIND"]
 
@@ -120,6 +123,8 @@ def load_program(rt: RankTrace, sd: SystemDescription) -> Program:
             ids.append(n.id)
             kinds.append(k)
             res.append(r)
+            if d > _MAX_NS:
+                raise TraceFormatError(f"node {n.id}: duration of {d} ns passes 2**63-1 ns", where)
             durs.append(d)
             if n.data_deps:
                 dep_ids.extend(n.data_deps)
