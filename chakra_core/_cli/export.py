@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+
 from ._backend import add_system_arguments, backend_kwargs, print_result
 from ._common import print_json
 
@@ -24,5 +26,5 @@ def run(args) -> int:
         print_json(result.to_dict())
         return 0
     print_result(result, args.verbose)
-    print(f"wrote {len(result.files)} file(s) under {args.output}; result: {args.output}/result.json")
+    print(f"wrote {len(result.files)} file(s) under {args.output}; result: {os.path.join(args.output, 'result.json')}")
     return 0
