@@ -116,8 +116,7 @@ class EtReader:
         for offset, index, frames in self._frames():
             self._decode(offset, index, frames)
             for fr in frames:
-                _, p = _varint(fr, 0, len(fr))
-                yield fr[p:]
+                yield fr[1:] if fr[0] < 0x80 else fr[_varint(fr, 0, len(fr))[1]:]
 
     def _decode(self, offset: int, index: int, frames: list[bytes]) -> Iterable[Node]:
         try:

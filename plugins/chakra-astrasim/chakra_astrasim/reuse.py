@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from array import array
 from collections.abc import Iterable, Sized
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -59,39 +60,58 @@ class Converted:
 @dataclass
 class _Template:
     """A converted rank and, per input collective, (input position, group, group size,
-    output positions); ``kinds`` maps an output position to (node id, comm_type, comm_size)."""
+    output positions); ``kinds`` maps an output position to (node id, comm_type, comm_size),
+    ``splices`` to its bytes around the group (see :func:`_splice`)."""
 
     conv: Converted
     colls: list[tuple[int, str, int, list[int]]]
     kinds: dict[int, tuple[int, int, int]]
+    splices: dict[int, tuple[bytes, bytes] | bytes]
 
 
 class _Keys:
-    """The exact and the shape key of a rank, fed one serialized node at a time.
+    """The shape key of a rank, fed one run of serialized nodes at a time, and its exact key.
 
-    The shape key is like the exact one with the string values of ``pg_name`` attributes left
-    out.
+    The shape key covers every node's length and bytes with the string values of ``pg_name``
+    attributes left out; the exact key adds the full bytes of the nodes that hold ``pg_name``.
     """
 
     def __init__(self) -> None:
-        self.exact = hashlib.blake2b(digest_size=20)
         self.shape = hashlib.blake2b(digest_size=20, person=b"shape")
 
-    def add(self, b: bytes) -> None:
-        size = len(b).to_bytes(5, "little")
-        self.exact.update(size)
-        self.exact.update(b)
+    def add(self, chunk: list[bytes], pg: list[int]) -> None:
+        """Feed a run of nodes; ``pg``: the positions in it of the nodes holding ``pg_name``."""
         h = self.shape
-        h.update(size)
-        pos = 0
-        if b"pg_name" in b:
-            for m in _PG_VALUE.finditer(b):
-                length = b[m.end()] if m.end() < len(b) else 0x80
-                if length & 0x80 or m.end() < pos:
-                    continue
-                h.update(b[pos:m.end() + 1])
-                pos = m.end() + 1 + length
-        h.update(b[pos:])
+        h.update(len(chunk).to_bytes(4, "little"))
+        h.update(array("Q", map(len, chunk)).tobytes())
+        if pg:
+            chunk = list(chunk)
+            for k in pg:
+                chunk[k] = _strip_pg(chunk[k])
+                h.update(array("Q", (k, len(chunk[k]))).tobytes())
+        h.update(b"".join(chunk))
+
+    def exact(self, pg_raws: dict[int, bytes]) -> bytes:
+        """The exact key, given the bytes of the rank's nodes that hold ``pg_name``."""
+        h = hashlib.blake2b(self.shape.digest(), digest_size=20)
+        for pos, raw in pg_raws.items():
+            h.update(array("Q", (pos, len(raw))).tobytes())
+            h.update(raw)
+        return h.digest()
+
+
+def _strip_pg(b: bytes) -> bytes:
+    """A serialized node with the string values of its ``pg_name`` attributes left out."""
+    parts = []
+    pos = 0
+    for m in _PG_VALUE.finditer(b):
+        length = b[m.end()] if m.end() < len(b) else 0x80
+        if length & 0x80 or m.end() < pos:
+            continue
+        parts.append(b[pos:m.end() + 1])
+        pos = m.end() + 1 + length
+    parts.append(b[pos:])
+    return b"".join(parts)
 
 
 def _pg_of(raw: bytes, where: str, pos: int) -> str:
@@ -114,6 +134,45 @@ def _with_group(raw: bytes, group: str) -> bytes:
     return node.SerializeToString()
 
 
+def _group_entry(group: str) -> bytes:
+    """The bytes of a ``pg_name`` attribute holding ``group`` as one element of ``Node.attr``
+    (nothing for "")."""
+    if not group:
+        return b""
+    attr = AttributeProto(name="pg_name", string_val=group).SerializeToString()
+    return _ATTR_TAG + _varint(len(attr)) + attr
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+_ATTR_TAG = _varint(Node.DESCRIPTOR.fields_by_name["attr"].number << 3 | 2)
+#: a group name no trace holds, whose attribute marks where a collective's group goes.
+_MARK = "\x00chakra-astrasim:group\x00"
+
+
+def _splice(raw: bytes) -> tuple[bytes, bytes] | bytes:
+    """(head, tail) such that ``head + _group_entry(g) + tail == _with_group(raw, g)`` for
+    every group ``g``, or ``raw`` itself where the mark cannot be told apart from the node's
+    own bytes.
+
+    The attributes of a node are serialized one after the other, so the one holding the group
+    can be replaced without decoding the node again.
+    """
+    full = _with_group(raw, _MARK)
+    entry = _group_entry(_MARK)
+    at = full.find(entry)
+    if at < 0 or full.find(entry, at + 1) >= 0:
+        return raw
+    return full[:at], full[at + len(entry):]
+
+
 class RankReuse:
     """Converts ranks, reusing earlier conversions (at most ``limit`` of each kind kept)."""
 
@@ -132,7 +191,7 @@ class RankReuse:
         keys = _Keys()
         inp = read_rank(rt, keys.add)
         try:
-            return self._convert(rank, rt, inp, keys.exact.digest(), keys.shape.digest())
+            return self._convert(rank, rt, inp, keys.exact(inp.pg_raws), keys.shape.digest())
         finally:
             inp.spill.discard()
 
@@ -174,32 +233,46 @@ class RankReuse:
         pos_of = res.coll_pos
         colls = [(i, g, size, [pos_of[x] for x in ids]) for i, g, size, ids in res.coll_inputs]
         kinds = {pos_of[nid]: (nid, k, s) for seq in res.collectives.values() for nid, k, s in seq}
-        return _Template(out, colls, kinds)
+        splices = {p: _splice(raw) for p, raw in enumerate(res.nodes) if p in kinds}
+        return _Template(out, colls, kinds, splices)
 
     def _retarget(self, rank: int, tpl: _Template, pg_raws: dict[int, bytes], where: str) -> Converted | None:
         """``tpl`` with this rank's groups, or None when the groups do not fit it."""
-        plan = self.plan
         collectives: dict[str, list[tuple[int, int, int]]] = {}
         regroup: dict[int, str] = {}
+        fits: dict[tuple[str, int], str | None] = {}
         used = set()
+        kinds = tpl.kinds
         for in_pos, tgroup, size, outs in tpl.colls:
             pg = _pg_of(pg_raws[in_pos], where, in_pos) if in_pos in pg_raws else ""
-            group = plan.world_pg if pg in ("", "0") else plan.group_map.get(pg)
+            group = fits[pg, size] if (pg, size) in fits else fits.setdefault((pg, size), self._fit(rank, pg, size))
             if group is None:
-                return None
-            members = plan.members[group]
-            if rank not in members or len(members) != size:
                 return None
             used.add(group)
             for p in outs:
                 if group != tgroup:
                     regroup[p] = group
-                collectives.setdefault(group, []).append(tpl.kinds[p])
+                collectives.setdefault(group, []).append(kinds[p])
         base = tpl.conv.raw
         assert isinstance(base, NodeSpill)
         patches = {}
-        if regroup:
-            for p, raw in enumerate(base):
-                if p in regroup:
-                    patches[p] = _with_group(raw, regroup[p])
+        entries: dict[str, bytes] = {}
+        for p, group in regroup.items():
+            cut = tpl.splices[p]
+            if isinstance(cut, bytes):
+                patches[p] = _with_group(cut, group)
+                continue
+            if group not in entries:
+                entries[group] = _group_entry(group)
+            patches[p] = cut[0] + entries[group] + cut[1]
         return Converted(PatchedNodes(base, patches), collectives, [], [], tpl.conv.delta, used)
+
+    def _fit(self, rank: int, pg: str, size: int) -> str | None:
+        """The group a collective of ``rank`` naming ``pg`` goes to, or None when that is not
+        a group of ``size`` ranks containing ``rank``."""
+        plan = self.plan
+        group = plan.world_pg if pg in ("", "0") else plan.group_map.get(pg)
+        if group is None:
+            return None
+        members = plan.members[group]
+        return group if rank in members and len(members) == size else None

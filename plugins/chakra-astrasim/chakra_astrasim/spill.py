@@ -79,6 +79,15 @@ class NodeSpill:
             self._writer.write_raw(data)
         self.count += 1
 
+    def extend(self, data: list[bytes]) -> None:
+        """Add serialized nodes."""
+        if self._memory is not None and len(self._memory) + len(data) <= MEMORY_NODES:
+            self._memory.extend(data)
+            self.count += len(data)
+        else:
+            for d in data:
+                self.append(d)
+
     def _to_disk(self) -> None:
         remove_stale(tempfile.gettempdir())
         fd, name = tempfile.mkstemp(prefix=f"{_PREFIX}{os.getpid()}-", suffix=".et")
@@ -107,6 +116,11 @@ class NodeSpill:
             self._memory = []
         else:
             self._remove()
+
+    @property
+    def in_memory(self) -> bool:
+        """Whether the nodes are held in memory (at most :data:`MEMORY_NODES`)."""
+        return self._memory is not None
 
     @property
     def size(self) -> int:
@@ -173,6 +187,14 @@ class PatchedNodes:
         return len(self.base)
 
     def __iter__(self) -> Iterator[bytes]:
+        if self.base.in_memory:
+            nodes = list(self.base)
+            for pos, data in self.patches.items():
+                nodes[pos] = data
+            return iter(nodes)
+        return self._patched()
+
+    def _patched(self) -> Iterator[bytes]:
         patches = self.patches
         for pos, data in enumerate(self.base):
             yield patches.get(pos, data)

@@ -324,22 +324,42 @@ class _Converter:
         return out
 
 
-def read_rank(rt: RankTrace, on_raw: Callable[[bytes], None]) -> RankInput:
-    """Read ``rt`` once into a :class:`RankInput`, calling ``on_raw`` with each node's bytes."""
+#: nodes handed at once to ``read_rank``'s callback.
+READ_CHUNK = 4096
+
+
+def read_rank(rt: RankTrace, on_chunk: Callable[[list[bytes], list[int]], None]) -> RankInput:
+    """Read ``rt`` once into a :class:`RankInput`, calling ``on_chunk`` with each run of up to
+    :data:`READ_CHUNK` nodes' bytes and the positions in that run of the nodes holding
+    ``pg_name``."""
     raw_fn = getattr(rt, "raw", None)
     raws = raw_fn() if raw_fn is not None else (n.SerializeToString() for n in rt.nodes())
     spill = NodeSpill()
     pg_raws: dict[int, bytes] = {}
+    chunk: list[bytes] = []
     try:
-        for pos, raw in enumerate(raws):
-            on_raw(raw)
-            spill.append(raw)
-            if b"pg_name" in raw:
-                pg_raws[pos] = raw
+        for raw in raws:
+            chunk.append(raw)
+            if len(chunk) == READ_CHUNK:
+                _take(chunk, spill, pg_raws, on_chunk)
+                chunk = []
+        if chunk:
+            _take(chunk, spill, pg_raws, on_chunk)
     except BaseException:
         spill.discard()
         raise
     return RankInput(spill.close(), pg_raws)
+
+
+def _take(chunk: list[bytes], spill: NodeSpill, pg_raws: dict[int, bytes],
+          on_chunk: Callable[[list[bytes], list[int]], None]) -> None:
+    """Add one run of nodes to ``spill`` and ``pg_raws`` and hand it to ``on_chunk``."""
+    base = len(spill)
+    pg = [k for k, raw in enumerate(chunk) if b"pg_name" in raw]
+    for k in pg:
+        pg_raws[base + k] = chunk[k]
+    on_chunk(chunk, pg)
+    spill.extend(chunk)
 
 
 def _arrays(rt: RankTrace) -> _Arrays:
