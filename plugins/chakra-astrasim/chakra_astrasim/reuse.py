@@ -15,7 +15,6 @@ membership.  So, for ranks without send/recv:
 from __future__ import annotations
 
 import hashlib
-import re
 from array import array
 from collections.abc import Iterable, Sized
 from dataclasses import dataclass, field
@@ -37,7 +36,7 @@ CACHE_LIMIT = 16
 #: how many bytes of converted ranks (on disk, see :mod:`.spill`) are kept for reuse in all.
 CACHE_BYTES = 1 << 31
 #: an attribute named pg_name holding a string: the value's length byte follows the match.
-_PG_VALUE = re.compile(rb"\x0a\x07pg_name\xea\x01")
+_PG_VALUE = b"\x0a\x07pg_name\xea\x01"
 
 
 class SerializedNodes(Sized, Iterable[bytes], Protocol):
@@ -104,12 +103,16 @@ def _strip_pg(b: bytes) -> bytes:
     """A serialized node with the string values of its ``pg_name`` attributes left out."""
     parts = []
     pos = 0
-    for m in _PG_VALUE.finditer(b):
-        length = b[m.end()] if m.end() < len(b) else 0x80
-        if length & 0x80 or m.end() < pos:
+    at = b.find(_PG_VALUE)
+    while at >= 0:
+        end = at + len(_PG_VALUE)
+        length = b[end] if end < len(b) else 0x80
+        if length & 0x80:
+            at = b.find(_PG_VALUE, end)
             continue
-        parts.append(b[pos:m.end() + 1])
-        pos = m.end() + 1 + length
+        parts.append(b[pos:end + 1])
+        pos = end + 1 + length
+        at = b.find(_PG_VALUE, pos)
     parts.append(b[pos:])
     return b"".join(parts)
 
