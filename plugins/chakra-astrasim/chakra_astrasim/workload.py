@@ -362,12 +362,12 @@ def _take(chunk: list[bytes], spill: NodeSpill, pg_raws: dict[int, bytes],
     spill.extend(chunk)
 
 
-def _arrays(rt: RankTrace) -> _Arrays:
-    """Ids and dependencies of ``rt``'s nodes (decoded by the core's reader, which names the
-    file and place of a node that does not decode)."""
+def _arrays(spill: NodeSpill) -> _Arrays:
+    """Ids and dependencies of the nodes of ``spill`` (read by :func:`read_rank`, whose reader
+    has checked that they decode)."""
     ids, dep_ids, n_data = array("Q"), array("Q"), array("l")
     ptr = array("q", [0])
-    for batch in rt.batches():
+    for batch in spill.batches():
         for n in batch:
             ids.append(n.id)
             dep_ids.extend(n.data_deps)
@@ -416,7 +416,7 @@ def convert_rank(rank: int, rt: RankTrace, inp: RankInput, plan: Plan, report: E
     nodes ASTRA-sim cannot run that no option can fix (unknown comm_type, undefined group).
     """
     where = rt.label
-    arrays = _arrays(rt)
+    arrays = _arrays(inp.spill)
     count = len(arrays.ids)
     report.nodes_in += count
     g, order = _graph(arrays, report, where)
