@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from chakra_core._plugins import PluginHost
 
-__all__ = ["add_plugin_options", "add_input_options", "input_kwargs", "host_of", "print_json", "print_paths"]
+__all__ = ["add_plugin_options", "add_input_options", "input_kwargs", "host_of", "print_json", "print_paths",
+           "print_written"]
 
 #: longest list of paths printed in full without --verbose
 SHOWN_PATHS = 10
@@ -60,3 +61,11 @@ def print_paths(paths: Sequence[str], verbose: bool) -> None:
         print(p)
     print(f"... {len(paths) - 4} more (all of them with chakra --verbose, or --json)")
     print(paths[-1])
+
+
+def print_written(result: Any, args: Any) -> None:
+    """Print the files a writing command made: as JSON with ``--json``, else one per line."""
+    if args.json:
+        print_json({"ranks": len(result.files), "files": result.files, "provenance": result.provenance})
+    else:
+        print_paths(result.files, args.verbose)

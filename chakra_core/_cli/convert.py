@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._common import add_plugin_options, input_kwargs, print_json, print_paths
+from ._common import add_plugin_options, input_kwargs, print_written
 
 
 def add_arguments(p) -> None:
@@ -24,8 +24,5 @@ def run(args) -> int:
 
     args.input_opts = args.opts + args.input_opts
     result = convert(args.inputs, args.output, gzip=args.gzip, **input_kwargs(args))
-    if args.json:
-        print_json({"ranks": len(result.files), "files": result.files, "provenance": result.provenance})
-    else:
-        print_paths(result.files, args.verbose)
+    print_written(result, args)
     return 0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._common import add_input_options, input_kwargs, print_json, print_paths
+from ._common import add_input_options, input_kwargs, print_written
 
 
 def add_arguments(p) -> None:
@@ -20,8 +20,5 @@ def run(args) -> int:
     from chakra_core._commands import jsonize
 
     result = jsonize(args.path, args.output, lines=args.lines, **input_kwargs(args))
-    if args.json:
-        print_json({"ranks": len(result.files), "files": result.files, "provenance": result.provenance})
-    else:
-        print_paths(result.files, args.verbose)
+    print_written(result, args)
     return 0
