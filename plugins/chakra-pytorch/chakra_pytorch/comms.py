@@ -108,7 +108,7 @@ class CommInfo:
     rank_stride: int | None = None
     async_op: bool | None = None
     worker_rfs: list[int] = field(default_factory=list)
-    tensor_ids: frozenset = frozenset()
+    tensor_ids: frozenset = frozenset()  # (tensor id, storage id) of its operands
 
     @property
     def node_type(self) -> int:
@@ -166,7 +166,7 @@ def comm_from_c10d(name: str, values: list) -> CommInfo | None:
     kind, operand = spec
     size = _bytes(values[operand]) if operand is not None and operand < len(values) else 0
     info = CommInfo(kind, size)
-    info.tensor_ids = frozenset(t[0] for t in tensors_in(values))
+    info.tensor_ids = frozenset((t[0], t[1]) for t in tensors_in(values))
     if op == "recv_any_source_":
         # (tensors, pg, tag): the source is whoever sends; the trace does not say
         if len(values) > 2 and _int(values[2]) is not None:

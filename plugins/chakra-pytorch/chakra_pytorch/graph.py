@@ -154,9 +154,12 @@ def build_graph(host: HostTrace, kt: KinetoTrace | None, rank: int, world: int,
             elif lane:
                 node.ctrl.append(lane[-1].id)
             if comm.kind not in ("send", "recv"):
-                # collectives keep their issue order (ranks match them by order)
+                # collectives keep their issue order (ranks match them by order), unless Kineto
+                # shows the previous one still running when this one was issued (gloo runs
+                # them side by side on its worker threads)
                 lc = last_comm.get(op.tid)
-                if lc is not None and lc.id not in node.ctrl:
+                issued = s if s >= 0 else node.start
+                if lc is not None and lc.id not in node.ctrl and not (issued >= 0 and lc.end > issued):
                     node.ctrl.append(lc.id)
                 last_comm[op.tid] = node
             blocking = comm.kind in ("send", "recv") or comm.async_op is False

@@ -30,6 +30,7 @@ import orjson
 from chakra_core import TraceFormatError, open_binary
 
 from .comms import CommInfo, comm_from_c10d, comm_from_param_comms, merge_param_comms, tensors_in
+from .commwork import WorkAnnotation, attach_annotations
 from .intmap import IntMap
 from .jsonitems import iter_items
 from .kineto import MAX_RANKS
@@ -228,7 +229,7 @@ def read_host_et(path: str) -> HostTrace:
     waiting: dict[int, list[int]] = {}  # parent id -> kept children that arrived before it
     comms: dict[int, CommInfo] = {}  # c10d op id -> info
     param_comms: list[tuple[int, CommInfo]] = []  # (record_param_comms id, info)
-    workers: list[tuple[int, int, int, frozenset]] = []  # (id, parent, rf, tensor ids) gloo/nccl
+    workers: list[WorkAnnotation] = []  # gloo:* / nccl:* annotations
     groups: dict[str, dict[str, Any]] = {}
     for index, node in enumerate(iter_raw_nodes(path)):
         try:
@@ -292,8 +293,9 @@ def read_host_et(path: str) -> HostTrace:
                     if parent >= 0 and not cols.flags[parent] & F_SEEN:
                         waiting.setdefault(parent, []).append(nid)
             elif name.startswith(("gloo:", "nccl:")):
-                tids = frozenset(t[0] for t in tensors_in(_io(node)[0]))
-                workers.append((nid, parent, cols.rf[nid], tids))
+                tensors = frozenset((t[0], t[1]) for t in tensors_in(_io(node)[0]))
+                tid = attrs.get("tid", 0)
+                workers.append(WorkAnnotation(cols.rf[nid], tid if isinstance(tid, int) else 0, tensors))
             # an annotation passes its waiting children up to its own parent
             moved = waiting.pop(nid, None)
             if moved and parent >= 0 and not cols.flags[parent] & F_SEEN:
@@ -413,41 +415,8 @@ def _resolve(path, header, schema, cols: _Arrays, kept, comms, param_comms, work
     for i in range(n):
         if flags[i] & F_SEEN and rfs[i] >= 0 and sel[i] >= 0:
             rf_owner[rfs[i]] = sel[i]
-    _attach_workers(workers, comms, parent, flags, sel, rfs, ops)
+    attach_annotations(workers, comms, rfs, {nid: kept[nid][1] for nid in comms if nid in kept})
     pid = header.get("pid")
     if isinstance(pid, float) and pid.is_integer():
         pid = int(pid)
     return HostTrace(path, schema, _i64(pid), ops, rf_owner, groups)
-
-
-def _attach_workers(workers, comms, parent, flags, sel, rfs, ops) -> None:
-    """Tie each gloo:/nccl: annotation to its c10d op: by parent, by tensor, else by rf order."""
-    if not workers:
-        return
-    anchors = sorted((rfs[i], i) for i in comms)
-    by_tensor: dict[int, int] = {}
-    for _rf, i in anchors:
-        for t in comms[i].tensor_ids:
-            by_tensor.setdefault(t, i)
-    owner: dict[int, int] = {}
-    import bisect
-
-    keys = [a[0] for a in anchors]
-    for wid, p, rf, tids in sorted(workers, key=lambda w: w[2]):
-        a = -1
-        if p >= 0 and p in comms:
-            a = p
-        elif p in owner:
-            a = owner[p]
-        else:
-            for t in tids:
-                if t in by_tensor and rfs[by_tensor[t]] < rf:
-                    a = by_tensor[t]
-                    break
-            if a < 0 and keys:
-                k = bisect.bisect_left(keys, rf) - 1
-                if k >= 0:
-                    a = anchors[k][1]
-        if a >= 0:
-            owner[wid] = a
-            comms[a].worker_rfs.append(rf)

@@ -17,6 +17,20 @@ def out_dir(name: str) -> Path:
     return Path(sys.argv[1]) if len(sys.argv) > 1 else DATA / name
 
 
+def steps_and_dir(name: str) -> tuple[int, Path]:
+    """``--steps N`` (default 1) and the fixture folder: ``tests/data/<name>`` for one step,
+    ``tests/data/<name>_steps`` for more, or the folder given as the other argument."""
+    argv = sys.argv[1:]
+    steps = 1
+    if "--steps" in argv:
+        k = argv.index("--steps")
+        steps = int(argv[k + 1])
+        del argv[k:k + 2]
+    if argv:
+        return steps, Path(argv[0])
+    return steps, DATA / (name if steps == 1 else f"{name}_steps")
+
+
 def free_port() -> int:
     """A free TCP port on the loopback interface."""
     with socket.socket() as s:

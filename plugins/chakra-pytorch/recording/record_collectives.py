@@ -5,11 +5,12 @@ all_reduce, broadcast (src 0), all_gather, all_gather_into_tensor, reduce_scatte
 reduce_scatter_tensor, all_to_all, all_to_all_single, reduce (dst 0), gather (dst 0),
 scatter (src 0), barrier, send/recv (0 -> 1, tag 7), isend/irecv (1 -> 0, tag 9),
 batch_isend_irecv (both directions, tag 11), and all_reduce on a second group made by
-new_group([0, 1]).  Writes tests/data/collectives/ (rank 0, 1).
+new_group([0, 1]).  Writes tests/data/collectives/ (rank 0, 1); with ``--steps N`` N recorded
+steps into tests/data/collectives_steps/.
 """
 
 import torch
-from _common import out_dir, run_two_ranks
+from _common import run_two_ranks, steps_and_dir
 
 #: elements per call (the per-rank shard for gathers/scatters, the whole buffer otherwise)
 SIZES = {
@@ -65,14 +66,15 @@ def step_fn(rank: int, world: int, group):
     return step
 
 
-def run(rank: int, world: int, out: str) -> None:
+def run(rank: int, world: int, out: str, steps: int) -> None:
     import torch.distributed as dist
 
     from chakra_collect import record_steps
 
     group = dist.new_group([0, 1])
-    record_steps(step_fn(rank, world, group), out, steps=1, warmup=1, rank=rank)
+    record_steps(step_fn(rank, world, group), out, steps=steps, warmup=1, rank=rank)
 
 
 if __name__ == "__main__":
-    run_two_ranks(run, str(out_dir("collectives")))
+    steps, out = steps_and_dir("collectives")
+    run_two_ranks(run, str(out), steps)

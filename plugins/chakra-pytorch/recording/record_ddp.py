@@ -1,16 +1,17 @@
 """Record the ``ddp`` fixture: DistributedDataParallel on 2 CPU ranks with gloo over 127.0.0.1.
 
 Model: Linear(16, 32) -> ReLU -> Linear(32, 4) (676 float32 parameters = 2704 bytes, one DDP
-bucket), batch 8 per rank, SGD; 1 warm-up step, 1 recorded.  Writes tests/data/ddp/ (rank 0, 1).
+bucket), batch 8 per rank, SGD; 1 warm-up step, 1 recorded.  Writes tests/data/ddp/ (rank 0, 1);
+with ``--steps N`` N recorded steps into tests/data/ddp_steps/.
 """
 
 import torch
-from _common import out_dir, run_two_ranks, sgd_step
+from _common import run_two_ranks, sgd_step, steps_and_dir
 
 from chakra_collect import record_steps
 
 
-def train(rank: int, world: int, out: str) -> None:
+def train(rank: int, world: int, out: str, steps: int) -> None:
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     torch.manual_seed(0)
@@ -19,8 +20,9 @@ def train(rank: int, world: int, out: str) -> None:
     torch.manual_seed(rank)
     x, y = torch.randn(8, 16), torch.randn(8, 4)
 
-    record_steps(sgd_step(model, opt, x, y), out, steps=1, warmup=1, rank=rank)
+    record_steps(sgd_step(model, opt, x, y), out, steps=steps, warmup=1, rank=rank)
 
 
 if __name__ == "__main__":
-    run_two_ranks(train, str(out_dir("ddp")))
+    steps, out = steps_and_dir("ddp")
+    run_two_ranks(train, str(out), steps)

@@ -135,8 +135,21 @@ def test_ddp_small_buckets_split_the_gradients(rank):
     assert len(sizes) >= 2 and sum(sizes) == params == 6928
     reduces = [n for n in g.nodes if n.type == NodeType.COMM_COLL_NODE
                and get_int(n.to_node(), "comm_type") == CommType.ALL_REDUCE]
+    by_id = {m.id: m for m in g.nodes}
+
+    def ancestors(m) -> set[int]:
+        seen, todo = set(), list(m.ctrl)
+        while todo:
+            d = todo.pop()
+            if d not in seen:
+                seen.add(d)
+                todo += by_id[d].ctrl
+        return seen
+
     for prev, n in zip(reduces, reduces[1:]):
-        assert prev.id in n.ctrl  # issue order
+        # issue order: after the previous all-reduce, or, where gloo ran both at once (the
+        # previous one still running when this one was issued), after the host op that issued it
+        assert prev.id in n.ctrl or (prev.start < n.start and prev.ctrl[0] in ancestors(n))
     for n in reduces:
         # an async all-reduce is waited for by a host node that started after it ended
         waiters = [m for m in g.nodes if n.id in m.ctrl and m.type == NodeType.COMP_NODE]
