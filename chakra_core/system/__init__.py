@@ -40,6 +40,8 @@ Public API
     :func:`load_system` of the files those options name.
 :func:`algorithm_base(name)`
     ``"direct8"`` -> ``("direct", 8)``, ``"oneRing"`` -> ``("ring", None)``.
+:func:`roofline_ns(num_ops, tensor_size, peak_tflops, local_mem_bw)`
+    ASTRA-sim's roofline time of a compute node in whole ns (truncated, as ASTRA-sim does).
 Constants: :data:`TOPOLOGIES`, :data:`ALGORITHMS`, :data:`COLLECTIVE_KINDS`,
 :data:`SCHEDULING_POLICIES`, :data:`COLLECTIVE_OPTIMIZATIONS`, :data:`MEMORY_TYPES`.
 
@@ -65,6 +67,7 @@ from ._model import (
     RemoteMemory,
     SystemDescription,
     algorithm_base,
+    roofline_ns,
 )
 from ._options import SYSTEM_OPTIONS, system_from_options
 
@@ -79,6 +82,7 @@ __all__ = [
     "Dimension",
     "RemoteMemory",
     "algorithm_base",
+    "roofline_ns",
     "TOPOLOGIES",
     "ALGORITHMS",
     "COLLECTIVE_KINDS",

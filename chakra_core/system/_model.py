@@ -25,6 +25,7 @@ __all__ = [
     "RemoteMemory",
     "SystemDescription",
     "algorithm_base",
+    "roofline_ns",
 ]
 
 #: network topologies of one dimension (ASTRA-sim analytical names).
@@ -40,6 +41,19 @@ MEMORY_TYPES = ("NO_MEMORY_EXPANSION", "PER_NODE_MEMORY_EXPANSION", "PER_NPU_MEM
                 "MEMORY_POOL")
 
 _DIRECT_RE = re.compile(r"^(one)?[dD]irect(\d+)?$")
+
+
+def roofline_ns(num_ops: int, tensor_size: int, peak_tflops: float, local_mem_bw: float) -> int:
+    """ASTRA-sim's roofline time of a compute node, in whole ns (truncated):
+    ``num_ops / min(local_mem_bw * 1e9 * num_ops / tensor_size, peak_tflops * 1e12)`` seconds,
+    in ASTRA-sim's floating-point order (operational intensity first, then times the bandwidth
+    in bytes/s; seconds times 1e9) so that the truncation agrees to the ns.  ``tensor_size`` 0:
+    compute-bound; ``num_ops`` <= 0: 0 ns."""
+    if num_ops <= 0:
+        return 0
+    peak = peak_tflops * 1e12
+    perf = peak if tensor_size <= 0 else min(local_mem_bw * 1e9 * (num_ops / tensor_size), peak)
+    return int(num_ops / perf * 1e9)
 
 
 def algorithm_base(name: str) -> tuple[str, int | None]:

@@ -6,6 +6,7 @@ The ASTRA-sim binary is the user's (this project does not build it): give its pa
 
 Public API: :func:`parse_output` (ASTRA-sim's stdout -> per-rank results in ns),
 :func:`run_directory` (run an export made by chakra-astrasim), :func:`find_binary`,
+:func:`binary_mode` (which analytical backend a binary is),
 :class:`AstraSimRunner` (backend ``astrasim-run``).
 """
 
@@ -18,10 +19,11 @@ from chakra_core import lazy_exports
 if TYPE_CHECKING:
     from .backend import AstraSimRunner
     from .parse import parse_output
-    from .runner import find_binary, run_directory
+    from .runner import binary_mode, find_binary, run_directory
 
-__all__ = ["AstraSimRunner", "parse_output", "run_directory", "find_binary"]
+__all__ = ["AstraSimRunner", "parse_output", "run_directory", "find_binary", "binary_mode"]
 
-_WHERE = {"AstraSimRunner": "backend", "parse_output": "parse", "run_directory": "runner", "find_binary": "runner"}
+_WHERE = {"AstraSimRunner": "backend", "parse_output": "parse", "run_directory": "runner", "find_binary": "runner",
+          "binary_mode": "runner"}
 
 __getattr__, __dir__ = lazy_exports(__name__, _WHERE)

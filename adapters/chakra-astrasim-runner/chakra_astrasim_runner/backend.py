@@ -10,7 +10,7 @@ from typing import Any
 from chakra_astrasim import AstraSimExporter, export_astrasim
 from chakra_core import Backend, ConfigError, Option, Result, TraceSet, output_directory
 
-from .runner import ENV_VAR, find_binary, run_directory
+from .runner import ENV_VAR, check_binary_mode, find_binary, run_directory
 
 __all__ = ["AstraSimRunner"]
 
@@ -43,6 +43,8 @@ class AstraSimRunner(Backend):
             raise ConfigError(f"no ASTRA-sim binary found: set {ENV_VAR} or -O binary=PATH to an ASTRA-sim "
                               "analytical binary, or write a directory to run later with "
                               "'chakra export --to astrasim -o DIR' (it has a run.sh)")
+        mode = check_binary_mode(binary, options.get("congestion") or "unaware")
+        options = {**options, "binary_mode": mode}
         if output is None:
             with tempfile.TemporaryDirectory(prefix="chakra-astrasim-") as tmp:
                 return self._run(traces, options, export_opts, Path(tmp), binary, keep=False)
@@ -65,11 +67,15 @@ class AstraSimRunner(Backend):
             "units": "ns (one ASTRA-sim cycle = 1 ns)",
             "binary": binary,
             "congestion": options.get("congestion") or "unaware",
+            "binary_mode": options["binary_mode"],
             "export": exported.summary["report"],
         }
         if keep:
             summary["directory"] = str(out)
         notes = [n for n in exported.notes if not n.startswith("run it:")]
+        if options["binary_mode"] is None:
+            notes.append(f"could not tell whether {binary} is the congestion-aware or -unaware binary "
+                         "(neither its name nor its contents say): ran it as asked")
         if options.get("timeline"):
             notes.append("no timeline written: ASTRA-sim's analytical backends do not produce one")
         if len(results) > len(ranks):

@@ -13,7 +13,7 @@ from chakra_core import ChakraError, ConfigError
 
 from .parse import parse_output
 
-__all__ = ["ENV_VAR", "find_binary", "run_directory"]
+__all__ = ["ENV_VAR", "binary_mode", "check_binary_mode", "find_binary", "run_directory"]
 
 #: environment variable naming the ASTRA-sim binary.
 ENV_VAR = "CHAKRA_ASTRASIM_BIN"
@@ -29,6 +29,47 @@ def find_binary(binary: str | None = None, congestion: str = "unaware") -> str |
                 raise ConfigError(f"ASTRA-sim binary {candidate!r} not found or not executable")
             return str(Path(found).resolve())
     return shutil.which(BINARIES[congestion])
+
+
+#: a C++ namespace of each analytical backend; its name survives in the binary's RTTI strings.
+_MARKERS = {"aware": b"NetworkAnalyticalCongestionAware", "unaware": b"NetworkAnalyticalCongestionUnaware"}
+_BLOCK = 1 << 20
+
+
+def binary_mode(binary: str | Path) -> str | None:
+    """``"aware"`` or ``"unaware"``: which analytical backend ``binary`` is, from its file name
+    (``..._Congestion_Aware`` / ``..._Congestion_Unaware``), else from the backend's namespace
+    in its bytes; None when neither tells (or both appear)."""
+    name = Path(binary).name.lower().replace("-", "_")
+    for mode in ("unaware", "aware"):
+        if f"congestion_{mode}" in name or f"congestion{mode}" in name:
+            return mode
+    found: set[str] = set()
+    keep = max(len(m) for m in _MARKERS.values())
+    try:
+        with open(binary, "rb") as f:
+            tail = b""
+            while len(found) < 2:
+                block = f.read(_BLOCK)
+                if not block:
+                    break
+                window = tail + block
+                found |= {mode for mode, marker in _MARKERS.items() if marker in window}
+                tail = window[-keep:]
+    except OSError:
+        return None
+    return found.pop() if len(found) == 1 else None
+
+
+def check_binary_mode(binary: str, congestion: str) -> str | None:
+    """Refuse ``binary`` when it is the other analytical backend than ``congestion`` asks
+    (ConfigError); returns its mode, or None when it cannot be told."""
+    mode = binary_mode(binary)
+    if mode is not None and mode != congestion:
+        raise ConfigError(f"{binary} is ASTRA-sim's congestion-{mode} analytical binary but "
+                          f"congestion={congestion} was asked: give the congestion-{congestion} one "
+                          f"(-O binary=PATH or ${ENV_VAR}: {BINARIES[congestion]})")
+    return mode
 
 
 def run_directory(directory: str | Path, binary: str, congestion: str = "unaware",

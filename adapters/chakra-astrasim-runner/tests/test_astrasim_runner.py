@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from chakra_astrasim_runner import AstraSimRunner, find_binary, parse_output
+from chakra_astrasim_runner import AstraSimRunner, binary_mode, find_binary, parse_output
 from chakra_core import (
     ChakraError,
     CommType,
@@ -179,3 +179,45 @@ def test_one_pipeline_compares_with_simpy(tmp_path, fake_binary, monkeypatch, ch
     for row in sim["ranks"] + astra["ranks"]:
         assert isinstance(row["finish_ns"], int) and isinstance(row["exposed_comm_ns"], int)
     assert [r["finish_ns"] for r in astra["ranks"]] == [1000, 1000]  # the stand-in's rule
+
+
+def _named(tmp_path, name: str, extra: str = "") -> str:
+    """The fake binary under another file name, optionally with ``extra`` bytes in a comment
+    (as the analytical backends' namespaces appear in their binaries' RTTI strings)."""
+    path = tmp_path / name
+    path.write_text(FAKE.format(python=sys.executable, path=sys.path) + (f"# {extra}\n" if extra else ""))
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_binary_of_the_other_mode_is_refused_before_writing(tmp_path, monkeypatch):
+    unaware = _named(tmp_path, "AstraSim_Analytical_Congestion_Unaware")
+    monkeypatch.setenv("CHAKRA_ASTRASIM_BIN", unaware)
+    assert binary_mode(unaware) == "unaware"
+    net = tmp_path / "net.yml"
+    net.write_text("topology: [ Ring ]\nnpus_count: [ 4 ]\nbandwidth: [ 50 ]\nlatency: [ 500 ]\n")
+    backend = AstraSimRunner()
+    opts = backend.check_options({"congestion": "aware", "network": str(net)})
+    with pytest.raises(ConfigError, match="congestion-unaware analytical binary but congestion=aware"):
+        backend.run(_set(2), opts, tmp_path / "o")
+    assert not (tmp_path / "o").exists()
+    res = backend.run(_set(2), backend.check_options({"network": str(net)}), tmp_path / "o")
+    assert res.summary["binary_mode"] == "unaware" and not any("could not tell" in n for n in res.notes)
+
+
+def test_binary_mode_read_from_its_contents(tmp_path):
+    aware = _named(tmp_path, "astra_custom_build", "N32NetworkAnalyticalCongestionAware8TopologyE")
+    assert binary_mode(aware) == "aware"
+    assert binary_mode(_named(tmp_path, "other", "NetworkAnalyticalCongestionUnaware")) == "unaware"
+    both = _named(tmp_path, "both", "NetworkAnalyticalCongestionAware NetworkAnalyticalCongestionUnaware")
+    assert binary_mode(both) is None
+    net = tmp_path / "net.yml"
+    net.write_text("topology: [ Ring ]\nnpus_count: [ 4 ]\nbandwidth: [ 50 ]\nlatency: [ 500 ]\n")
+    backend = AstraSimRunner()
+    with pytest.raises(ConfigError, match="congestion-aware analytical binary but congestion=unaware"):
+        backend.run(_set(2), backend.check_options({"binary": aware, "network": str(net)}), tmp_path / "o")
+    res = backend.run(_set(2), backend.check_options({"binary": aware, "congestion": "aware",
+                                                      "network": str(net)}), tmp_path / "o")
+    assert res.summary["binary_mode"] == "aware" and [r["finish_ns"] for r in res.ranks] == [1000, 2000]
+    res = backend.run(_set(2), backend.check_options({"binary": both, "network": str(net)}), tmp_path / "o2")
+    assert res.summary["binary_mode"] is None and any("could not tell" in n for n in res.notes)

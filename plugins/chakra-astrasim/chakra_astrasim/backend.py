@@ -14,6 +14,7 @@ import re
 import shlex
 from collections import Counter
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +113,22 @@ def _network(sd, trace_ranks: list[int], report: ExportReport, max_idle: int):
     return sd
 
 
+def _aware_safe(sd, report: ExportReport):
+    """The description with a one-dimension Ring of 2 NPUs written as a FullyConnected pair.
+
+    ASTRA-sim's congestion-aware Ring links 0->1 both ways and then 1->0 again, which aborts
+    (``Device::connect: Assertion '!connected(id)'``); a FullyConnected pair has the same single
+    link of the same bandwidth and latency, one hop either way, so both binaries and the simpy
+    backend time it exactly as the Ring.
+    """
+    dims = sd.dimensions
+    if len(dims) != 1 or dims[0].topology != "Ring" or dims[0].npus_count != 2:
+        return sd
+    report.configs.append("a Ring of 2 NPUs is written as FullyConnected of 2 NPUs (the same timing; "
+                          "ASTRA-sim's congestion-aware Ring of 2 aborts in Device::connect)")
+    return replace(sd, dimensions=(replace(dims[0], topology="FullyConnected"),))
+
+
 def _plan(traces: TraceSet, opts: Mapping[str, Any], sd, report: ExportReport):
     """Decide compute timing, memory nodes and groups: returns (plan, group plan)."""
     roofline, keep_ops, peak = False, False, 1.0
@@ -136,7 +153,7 @@ def _plan(traces: TraceSet, opts: Mapping[str, Any], sd, report: ExportReport):
                 world_pg=gp.world_pg, cpu_ops=opts["cpu_ops"], keep_memory=keep_mem,
                 unsupported=opts["unsupported"], replay_broadcast=opts["replay_broadcast"],
                 barrier_bytes=opts["barrier_bytes"], incomplete_p2p=opts["incomplete_p2p"],
-                roofline=roofline, keep_num_ops=keep_ops, peak_perf=peak,
+                roofline=roofline, keep_num_ops=keep_ops, peak_perf=peak, local_mem_bw=sd.local_mem_bw,
                 duration_attr=opts["duration_attr"], join_limit=opts["join_limit"],
                 splits=max(1, int(sd.preferred_dataset_splits)))
     return plan, gp
@@ -193,7 +210,7 @@ def export_astrasim(traces: TraceSet, output: str | Path, options: Mapping[str, 
     report = ExportReport()
     sd = system_from_options(opts)
     report.configs += [f"system description: {w}" for w in sd.warnings]
-    sd = _network(sd, traces.ranks, report, opts["max_idle_ranks"])
+    sd = _aware_safe(_network(sd, traces.ranks, report, opts["max_idle_ranks"]), report)
     plan, gp = _plan(traces, opts, sd, report)
     # configuration files first: a description ASTRA-sim cannot run fails before any work
     has_groups = bool(gp.written)

@@ -14,7 +14,8 @@ class Plan:
     ``group_map`` maps a trace ``pg_name`` to the ASTRA-sim group id written on collectives
     ("" = all ranks of the network); ``members`` maps each written id ("" included) to its
     ranks; ``world_pg`` is the id given to collectives whose ``pg_name`` is absent, "" or "0".
-    ``peak_perf`` (TFLOPS) is what a duration is encoded against when ``roofline`` is on;
+    ``peak_perf`` (TFLOPS) is what a duration is encoded against when ``roofline`` is on, and
+    with ``local_mem_bw`` (GB/s) what a kept ``num_ops`` is timed with;
     ``splits`` is the ``preferred-dataset-splits`` written (all-gathers are at least that large).
     """
 
@@ -32,6 +33,7 @@ class Plan:
     roofline: bool = False
     keep_num_ops: bool = False
     peak_perf: float = 1.0
+    local_mem_bw: float = 50.0
     duration_attr: str = "duration_ns"
     join_limit: int = 16
     splits: int = 4

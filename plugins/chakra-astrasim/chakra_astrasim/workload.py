@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from chakra_core import CommType, DepGraph, Node, NodeAttrs, NodeType, RankTrace, TraceFormatError, add_attr
+from chakra_core.system import roofline_ns
 
 from .collectives import MODELLED, rewrite
 from .plan import Plan
@@ -70,7 +71,7 @@ class RankOutput:
 
 def idle_node(rank: int, plan: Plan) -> Node:
     """The one node given to a rank that would otherwise be empty (ASTRA-sim aborts on those):
-    a 0-duration accelerator compute node (1 ns when replayed; 0 ns under roofline)."""
+    a 0-duration accelerator compute node (1 ns, replayed or under roofline)."""
     n = Node(id=1, name=f"astrasim_idle_rank{rank}", type=NodeType.COMP_NODE, duration_micros=0)
     add_attr(n, "is_cpu_op", False)
     if plan.roofline:
@@ -80,10 +81,11 @@ def idle_node(rank: int, plan: Plan) -> Node:
 
 
 def roofline_ops(ns: int, peak_tflops: float) -> int:
-    """num_ops that ASTRA-sim's roofline times as exactly ``ns`` ns at ``peak_tflops`` when the
-    node is compute-bound (tensor_size 1): the extra half ns keeps the truncation to whole ns
-    from losing one to floating-point rounding."""
-    return int((ns + 0.5) * peak_tflops * 1000)
+    """num_ops that ASTRA-sim's roofline times as exactly ``max(ns, 1)`` ns at ``peak_tflops``
+    when the node is compute-bound (tensor_size 1): the extra half ns keeps the truncation to
+    whole ns from losing one to floating-point rounding.  Never 0 ns: ASTRA-sim asserts that
+    every event lies in the future, and replays a 0-us node as 1 ns."""
+    return int((max(ns, 1) + 0.5) * peak_tflops * 1000)
 
 
 class _Converter:
@@ -176,10 +178,15 @@ class _Converter:
                 if ops is not None:
                     self.report.changed["num_ops_float_to_int"] += 1
             if isinstance(ops, int) and not isinstance(ops, bool) and 0 < ops <= _INT64_MAX and size > 0:
-                return ops, size
+                if roofline_ns(ops, size, self.plan.peak_perf, self.plan.local_mem_bw) >= 1:
+                    return ops, size
+                self.report.changed["roofline_zero_time_raised_to_1ns"] += 1
+                return roofline_ops(1, self.plan.peak_perf), 1
             self.report.changed["roofline_filled_from_duration"] += 1
         else:
             self.report.changed["duration_encoded_as_roofline"] += 1
+        if ns < 1:
+            self.report.changed["roofline_zero_time_raised_to_1ns"] += 1
         return roofline_ops(ns, self.plan.peak_perf), 1
 
     def group_of(self, n: Node, ix: NodeAttrs) -> tuple[str, frozenset[int]]:

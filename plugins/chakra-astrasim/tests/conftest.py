@@ -141,6 +141,9 @@ def check_export(d: str | Path, prefix: str = "trace") -> list[str]:
         errs.append("run.sh: a path containing 'empty'")
     if ndims > 1 and "AstraSim_Analytical_Congestion_Aware" in run:
         errs.append("run.sh offers the congestion-aware binary for a multi-dimensional network")
+    if "AstraSim_Analytical_Congestion_Aware" in run and net["topology"][0] == "Ring" and npus == 2:
+        # its Ring links 0->1 both ways, then 1->0 again: Device::connect asserts
+        errs.append("run.sh offers the congestion-aware binary a Ring of 2 NPUs (it aborts)")
     # workload files
     wdir = d / "workload"
     names = {p.name for p in wdir.iterdir()}
@@ -196,6 +199,11 @@ def check_export(d: str | Path, prefix: str = "trace") -> list[str]:
             if n.type == 4 and roofline == 1 and not attrs.get("is_cpu_op"):
                 if not attrs.get("tensor_size", 0) > 0 or "num_ops" not in attrs:
                     errs.append(f"{where}: roofline compute without num_ops/tensor_size > 0")
+                else:  # the spec's roofline time, truncated to ns: 0 aborts ASTRA-sim's event queue
+                    ops, size = attrs["num_ops"], attrs["tensor_size"]
+                    perf = min(system["local-mem-bw"] * 1e9 * (ops / size), system["peak-perf"] * 1e12)
+                    if int(ops / perf * 1e9) < 1:
+                        errs.append(f"{where}: roofline time of 0 ns (num_ops {ops}, tensor_size {size})")
             if n.type == 7:
                 kind, size, pg = attrs["comm_type"], attrs["comm_size"], attrs.get("pg_name", "")
                 if kind not in MODELLED_KINDS and kind != BROADCAST:

@@ -13,9 +13,7 @@ from array import array
 import numpy as np
 
 from chakra_core import CommType, DepGraph, NodeType, RankTrace, TraceFormatError, get_attr, get_bool, get_int, get_str
-from chakra_core.system import SystemDescription
-
-from .timing import roofline_ns
+from chakra_core.system import SystemDescription, roofline_ns
 
 #: durations are int64 nanoseconds (an array of typecode "q")
 _MAX_NS = (1 << 63) - 1

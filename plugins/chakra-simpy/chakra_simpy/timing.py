@@ -23,7 +23,7 @@ from chakra_core.system import Dimension, algorithm_base
 
 __all__ = ["Cost", "NoLocalMemBandwidth", "ring_hops", "peer_hops", "net", "red", "phase_cost", "one_phase_cost",
            "algorithm_cost", "ring_group_cost", "ring_steps",
-           "final_size", "chunking", "roofline_ns", "GROUP_ENDPOINT_DELAY"]
+           "final_size", "chunking", "GROUP_ENDPOINT_DELAY"]
 
 #: endpoint delay (ns) that ASTRA-sim uses for rings over a communicator group, whatever
 #: ``endpoint-delay`` says.
@@ -289,15 +289,3 @@ def ring_group_cost(kind: str, members: list[int], hop_cost, d: int, local_mem_b
 
     worst_net = int(worst(nets)) if steps else 0
     return Cost((steps + 1) * e + reds + worst_net, (steps + 1) * e + reds + worst(lat), worst(ser))
-
-
-def roofline_ns(num_ops: int, tensor_size: int, peak_tflops: float, local_mem_bw: float) -> int:
-    """Roofline time (ns, truncated): num_ops / min(bw * (num_ops / tensor_size), peak), in
-    ASTRA-sim's floating-point order (operational intensity first, then times the bandwidth in
-    bytes/s; seconds times 1e9), so that the truncation agrees to the ns."""
-    if num_ops <= 0:
-        return 0
-    peak = peak_tflops * 1e12
-    perf = peak if tensor_size <= 0 else min(local_mem_bw * 1e9 * (num_ops / tensor_size), peak)
-    return int(num_ops / perf * 1e9)
-
