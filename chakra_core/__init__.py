@@ -25,6 +25,7 @@ Public API (everything else is private; docs/api.md describes each name):
 - progress: :func:`progress`, :class:`Progress` (a bar on stderr, only on a terminal),
   :func:`set_progress_enabled`
 - limits: :func:`check_limit`, :func:`get_limit` (resource limits, docs/limits.md)
+- roles: :func:`role_key`, :class:`RoleKey` (a rank's trace up to relabelled groups and peers)
 
 Public subpackages: :mod:`chakra_core.system` (the system description),
 :mod:`chakra_core.hookspecs` (the hooks), :mod:`chakra_core.testing` (pytest fixtures).
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
     from ._plugins import get_host
     from ._progress import Progress, progress, set_progress_enabled
     from ._publish import inside_output, output_directory
+    from ._roles import RoleKey, role_key
     from ._schema import PG_INIT_NAME, AttributeProto, CommType, GlobalMetadata, IOInfo, Node, NodeType
     from ._stats import compute_stats
     from ._traceset import (
@@ -82,6 +84,7 @@ __all__ = [
     "convert", "simulate", "export", "transform", "stats", "jsonize", "Validation", "progress", "Progress",
     "set_progress_enabled",
     "check_limit", "get_limit",
+    "role_key", "RoleKey",
 ]
 
 _WHERE = {
@@ -110,6 +113,7 @@ _WHERE = {
     "stats": "_commands", "jsonize": "_commands", "Validation": "_commands",
     "progress": "_progress", "Progress": "_progress", "set_progress_enabled": "_progress",
     "check_limit": "_limits", "get_limit": "_limits",
+    "role_key": "_roles", "RoleKey": "_roles",
 }
 
 __version__ = "0.1.0"

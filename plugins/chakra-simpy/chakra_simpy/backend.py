@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from chakra_core import Backend, ConfigError, Option, Progress, Result, TraceFormatError, TraceSet, progress
+from chakra_core import Backend, ConfigError, Option, Result, TraceFormatError, TraceSet, progress
 from chakra_core.system import SYSTEM_OPTIONS, SystemDescription, system_from_options
 
 from .actor import Actor
@@ -15,6 +15,7 @@ from .collectives import SymmetryBroken
 from .plans import uses_dbt
 from .program import Program, load_program
 from .stagger import WORK_LIMIT
+from .symmetry import role_classes
 from .timing import NoLocalMemBandwidth
 
 __all__ = ["SimpyBackend", "prepare_system"]
@@ -86,9 +87,12 @@ class SimpyBackend(Backend):
         events = sum(a.done for a in actors) + sim.coll.phase_events
         finish = max(r["finish_ns"] for r in rows)
         notes = list(sd.warnings)
-        notes += _notes(progs, sd, options)
+        notes += _notes(progs, classes, sd, options)
         if broken:
             notes.append(f"symmetry turned off: {broken}")
+        if symmetry and not broken and options["congestion"] == "aware":
+            notes.append("symmetry by identical traces only: congestion-aware links are shared per rank, "
+                         "so ranks that differ in their groups or peers are simulated each")
         if trees:
             notes.append("symmetry turned off: doubleBinaryTree all-reduces finish at different times "
                          "on the ranks (leaf, intermediate, root)")
@@ -107,7 +111,9 @@ class SimpyBackend(Backend):
             "ranks": nranks,
             "congestion": options["congestion"],
             "symmetry": {"enabled": symmetry and not broken, "classes": len(actors),
-                         "simulated_ranks": len(actors), "largest_class": max(len(c) for c in classes)},
+                         "simulated_ranks": len(actors), "largest_class": max(len(c) for c in classes),
+                         "by": ("identical traces" if options["congestion"] == "aware" else "role")
+                         if symmetry and not broken else None},
             "events": events,
             "simpy_events": sim.events,
             "wall_s": {"load": round(load_s, 3), "simulate": round(sim_s, 3)},
@@ -137,8 +143,7 @@ def _simulate(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[i
 
     t0 = time.perf_counter()
     nranks = len(traces)
-    with progress("loading ranks", total=nranks) as bar:
-        progs, classes = _load(traces, sd, groups, symmetry, bar)
+    progs, classes = _load(traces, sd, groups, symmetry, options["congestion"] == "aware")
     load_s = time.perf_counter() - t0
     actors = []
     rank_actor = [0] * nranks
@@ -155,70 +160,39 @@ def _simulate(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[i
 
 
 def _load(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[int, ...]],
-          symmetry: bool, bar: Progress) -> tuple[list[Program], list[list[int]]]:
-    """Programs of the ranks to simulate and the ranks each stands for.
+          symmetry: bool, aware: bool) -> tuple[list[Program], list[list[int]]]:
+    """Programs of the ranks to simulate and the ranks each stands for (:mod:`.symmetry`).
 
-    Ranks with the same digest form a class, unless they send/receive point to point, use a
-    shared remote memory, or issue on a group some of them are not members of.
+    Members of a class whose representative has memory nodes on a shared remote memory
+    (PER_NODE_MEMORY_EXPANSION, MEMORY_POOL) queue for it one by one: each is simulated.
     """
-    shared_mem = sd.remote_memory.memory_type in ("PER_NODE_MEMORY_EXPANSION", "MEMORY_POOL")
-    progs: list[Program] = []
-    classes: list[list[int]] = []
-    by_digest: dict[str, int] = {}
-    allr = set(range(len(traces)))
-    for rt in traces:
-        prog = load_program(rt, sd)
-        bar.advance()
-        key = None
-        if symmetry and not prog.has_p2p and not (shared_mem and prog.has_mem):
-            key = prog.digest
-        k = by_digest.get(key) if key is not None else None
-        if k is not None:
-            classes[k].append(rt.rank)
-            continue
-        if key is not None:
-            by_digest[key] = len(progs)
-        progs.append(prog)
-        classes.append([rt.rank])
-    # split classes whose ranks are not all members of the groups they issue on
-    out_p, out_c = [], []
-    uneven = _uneven_groups(sd, groups, len(traces))
-    for prog, ranks in zip(progs, classes):
-        ok = all(set(ranks) <= set(groups.get(pg, allr)) and pg not in uneven for pg in prog.groups if pg)
-        if ok or len(ranks) == 1:
-            out_p.append(prog)
-            out_c.append(ranks)
-            continue
-        for r in ranks:
-            out_p.append(prog if r == prog.rank else _relabel(prog, r, traces))
-            out_c.append([r])
-    return out_p, out_c
-
-
-def _uneven_groups(sd: SystemDescription, groups: dict[str, tuple[int, ...]], nranks: int) -> set[str]:
-    """Groups smaller than all ranks whose ring links differ (their members finish apart)."""
     from .plans import Planner
 
-    planner = Planner(sd)
-    out = set()
-    for name, members in groups.items():
-        if 1 < len(members) < nranks:
-            links = {(planner.hop(members[j - 1], members[j])) for j in range(len(members))}
-            if len({(d.latency, d.bytes_per_ns, h) for d, h in links}) > 1:
-                out.add(name)
-    return out
+    if symmetry:
+        with progress("grouping ranks by role", total=len(traces)) as bar:
+            classes = role_classes(traces, Planner(sd), groups, aware, bar)
+    else:
+        classes = [[r] for r in traces.ranks]
+    shared_mem = sd.remote_memory.memory_type in ("PER_NODE_MEMORY_EXPANSION", "MEMORY_POOL")
+    progs: list[Program] = []
+    out: list[list[int]] = []
+    with progress("loading ranks", total=len(classes)) as bar:
+        for ranks in classes:
+            prog = load_program(traces[ranks[0]], sd)
+            bar.advance()
+            if len(ranks) > 1 and shared_mem and prog.has_mem:
+                progs += [prog] + [load_program(traces[r], sd) for r in ranks[1:]]
+                out += [[r] for r in ranks]
+            else:
+                progs.append(prog)
+                out.append(ranks)
+    return progs, out
 
 
-def _relabel(prog: Program, rank: int, traces: TraceSet) -> Program:
-    """A copy of ``prog`` for another rank with identical content."""
-    other = Program(rank, traces[rank].label)
-    other.__dict__.update({k: v for k, v in prog.__dict__.items() if k not in ("rank", "label")})
-    return other
-
-
-def _notes(progs: list[Program], sd: SystemDescription, options: Mapping[str, Any]) -> list[str]:
+def _notes(progs: list[Program], classes: list[list[int]], sd: SystemDescription,
+           options: Mapping[str, Any]) -> list[str]:
     notes = []
-    fallbacks = sum(p.roofline_fallbacks for p in progs)
+    fallbacks = sum(p.roofline_fallbacks * len(c) for p, c in zip(progs, classes))
     if fallbacks:
         notes.append(f"{fallbacks} accelerator compute node(s) without an integer num_ops replayed "
                      "their duration instead of the roofline")

@@ -1,4 +1,4 @@
-"""One rank's trace in compact arrays: what the simulator needs of every node, and a digest.
+"""One rank's trace in compact arrays: what the simulator needs of every node.
 
 Nodes are sorted by id (ready nodes are issued in ascending id order) and indexed 0..n-1;
 children are kept in CSR form.  Per node: kind, resource, duration (ns), and for
@@ -7,7 +7,6 @@ communication and memory nodes a small tuple in ``extra``.
 
 from __future__ import annotations
 
-import hashlib
 from array import array
 
 import numpy as np
@@ -52,7 +51,6 @@ class Program:
         self.groups: set[str] = set()
         self.roofline_fallbacks = 0
         self.unmodelled: set[str] = set()
-        self.digest = ""
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -154,13 +152,6 @@ def load_program(rt: RankTrace, sd: SystemDescription) -> Program:
     prog.child_ptr = _longs(child_ptr)
     prog.child_idx = _longs(child_idx)
     prog.extra = dict(extras)
-    h = hashlib.blake2b(digest_size=16)
-    for a in (prog.ids, prog.dur, prog.indeg, prog.child_ptr, prog.child_idx):
-        h.update(a.tobytes())
-    h.update(bytes(prog.kind))
-    h.update(bytes(prog.res))
-    h.update(repr(sorted(prog.extra.items())).encode())
-    prog.digest = h.hexdigest()
     return prog
 
 

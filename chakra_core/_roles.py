@@ -1,0 +1,137 @@
+"""A rank's role: its trace up to a consistent relabelling of process groups and peers.
+
+Hybrid-parallel ranks differ only in which groups they talk to (``pg_name``) and which peers
+they send to or receive from: the ranks of one tensor-parallel position across data-parallel
+replicas, or the stages of a pipeline with their neighbours, have traces that are equal once
+every group name and peer rank is replaced by the order in which the rank first names it.
+:func:`role_key` computes that from the serialized node bytes, decoding only the nodes that name
+a peer (send/recv) or hold ``pg_name`` in an unusual form, so that a simulator can group ranks
+before it builds anything per rank.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from array import array
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from ._attrs import get_int, get_str
+from ._schema import Node
+from ._traceset import RankTrace
+
+__all__ = ["RoleKey", "role_key"]
+
+#: an attribute named pg_name holding a string (AttributeProto name = 1, string_val = 29):
+#: the value's one-byte length follows.
+_PG_VALUE = b"\x0a\x07pg_name\xea\x01"
+_PEER_MARKS = (b"comm_src", b"comm_dst")
+#: nodes hashed at a time.
+_CHUNK = 4096
+
+
+@dataclass(frozen=True)
+class RoleKey:
+    """One rank's role.
+
+    ``digest``: 20 bytes over every node's bytes in file order, with each ``pg_name`` value and
+    each peer rank (``comm_src``/``comm_dst``) replaced by its label; ``groups``: the ``pg_name``
+    values in the order the rank first names them (label i is ``groups[i]``; "" and "0", the
+    whole set, keep their own name); ``peers``: the peer ranks in first-naming order (the rank
+    itself is labelled ``self``).  Two ranks with equal ``digest`` have equal traces up to the
+    relabelling ``groups[i] -> other.groups[i]``, ``peers[i] -> other.peers[i]``.
+    """
+
+    digest: bytes
+    groups: tuple[str, ...]
+    peers: tuple[int, ...]
+
+
+class _Labels:
+    """First-naming labels of one rank's groups and peers."""
+
+    def __init__(self, rank: int):
+        self.rank = rank
+        self.groups: dict[str, int] = {}
+        self.peers: dict[int, int] = {}
+
+    def group(self, name: str) -> bytes:
+        if name in ("", "0"):
+            return name.encode()
+        return b"#%d" % self.groups.setdefault(name, len(self.groups))
+
+    def peer(self, rank: int) -> int:
+        if rank == self.rank:
+            return -1
+        return self.peers.setdefault(rank, len(self.peers))
+
+
+def _raws(rt: RankTrace) -> Iterator[bytes]:
+    raw = getattr(rt, "raw", None)
+    if raw is not None:
+        return raw()
+    return (n.SerializeToString() for n in rt.nodes())
+
+
+def _relabel_pg(b: bytes, labels: _Labels) -> bytes | None:
+    """``b`` with its string ``pg_name`` values replaced by labels, and the length byte of each
+    such attribute left out (it only follows the value's length); None when a ``pg_name`` is
+    held some other way (the caller decodes the node)."""
+    if b.count(b"pg_name") != b.count(_PG_VALUE):
+        return None
+    parts = []
+    pos = 0
+    at = b.find(_PG_VALUE)
+    while at >= 0:
+        end = at + len(_PG_VALUE)
+        if end >= len(b) or b[end] & 0x80 or at < 1 or b[at - 1] != len(_PG_VALUE) + 1 + b[end]:
+            return None  # a long value, or an attribute with more fields than name and value
+        length = b[end]
+        parts.append(b[pos:at - 1])
+        parts.append(labels.group(b[end + 1:end + 1 + length].decode("utf-8", "replace")))
+        pos = end + 1 + length
+        at = b.find(_PG_VALUE, pos)
+    parts.append(b[pos:])
+    return b"\x00".join(parts)
+
+
+def _relabel_node(b: bytes, labels: _Labels) -> bytes:
+    """A decoded node's labelled form: its bytes without group and peer attributes, then the
+    labels of those, in attribute order."""
+    node = Node.FromString(b)
+    marks = []
+    keep = []
+    for a in node.attr:
+        if a.name == "pg_name":
+            marks.append(b"g" + labels.group(get_str(node, "pg_name", "") or ""))
+        elif a.name in ("comm_src", "comm_dst"):
+            peer = get_int(node, a.name)
+            marks.append(b"p%d" % (labels.peer(peer) if peer is not None else -2))
+        else:
+            keep.append(a)
+    del node.attr[:]
+    node.attr.extend(keep)
+    return node.SerializeToString() + b"\x00" + b",".join(marks)
+
+
+def role_key(rt: RankTrace) -> RoleKey:
+    """The :class:`RoleKey` of rank ``rt`` (one pass over its serialized nodes)."""
+    labels = _Labels(rt.rank)
+    h = hashlib.blake2b(digest_size=20, person=b"chakra-role")
+    chunk: list[bytes] = []
+
+    def flush() -> None:
+        h.update(array("Q", map(len, chunk)).tobytes())
+        h.update(b"".join(chunk))
+        chunk.clear()
+
+    for b in _raws(rt):
+        if b"comm_src" in b or b"comm_dst" in b:
+            b = _relabel_node(b, labels)
+        elif b"pg_name" in b:
+            b = _relabel_pg(b, labels) or _relabel_node(b, labels)
+        chunk.append(b)
+        if len(chunk) == _CHUNK:
+            flush()
+    flush()
+    return RoleKey(h.digest(), tuple(labels.groups), tuple(labels.peers))

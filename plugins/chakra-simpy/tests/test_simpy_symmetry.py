@@ -1,0 +1,129 @@
+"""Symmetry by role: ranks equal up to relabelled groups and peers are simulated once, with the
+same per-rank results as when every rank is simulated.
+
+Inputs: a hybrid-parallel text workload converted by chakra-text (model-parallel groups of 4
+across data-parallel replicas, where every rank names its own groups), and hand-built
+pipeline sets (no framework here writes pipeline-parallel traces with send/recv between
+stages: built in memory, each stage sending its activations to the next).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from chakra_core import MemoryRank, role_key
+
+HYBRID = """HYBRID_TRANSFORMER model_parallel_NPU_group: 4
+4
+l0 -1 1000 ALLREDUCE 1048576 1100 ALLREDUCE 2097152 1200 ALLREDUCE 4194304 0
+l1 -1 2000 ALLGATHER 524288 2100 REDUCESCATTER 1048576 2200 ALLREDUCE 1048576 0
+l2 -1 3000 NONE 0 3100 ALLREDUCE 262144 3200 ALLREDUCE 8388608 0
+l3 -1 400 ALLTOALL 65536 4100 NONE 0 4200 ALLREDUCE 1048576 0
+"""
+
+
+def _rows(res):
+    return [{k: v for k, v in r.items() if k != "simulated_as"} for r in res.ranks]
+
+
+def _hybrid(tmp_path, npus):
+    pytest.importorskip("chakra_text")
+    from chakra_core import load_traces
+
+    src = tmp_path / "hybrid.txt"
+    src.write_text(HYBRID)
+    return load_traces([str(src)], "text", {"npus": npus, "passes": 2})
+
+
+def test_hybrid_ranks_differ_only_in_their_groups(tmp_path):
+    ts = _hybrid(tmp_path, 16)
+    keys = [role_key(rt) for rt in ts]
+    assert len({k.digest for k in keys}) == 1  # one role: relabelled, all traces are equal
+    assert len({k.groups for k in keys}) == 16  # each rank names its own model/data groups
+    for r, k in enumerate(keys):
+        assert all(r in ts.process_groups[g] for g in k.groups)
+
+
+@pytest.mark.parametrize("dims", [
+    [("FullyConnected", 4, 200, 100), ("Switch", 4, 25, 1000)],
+    [("Ring", 4, 100, 200), ("Ring", 4, 50, 500)],
+])
+def test_hybrid_set_is_one_class_with_the_same_results(kit, tmp_path, dims):
+    ts = _hybrid(tmp_path, 16)
+    sysd = kit.system(dims, collective_optimization="localBWAware")
+    on = kit.run(ts, sysd, tmp_path)
+    off = kit.run(ts, sysd, tmp_path, symmetry=False)
+    assert on.summary["symmetry"] == {"enabled": True, "classes": 1, "simulated_ranks": 1,
+                                      "largest_class": 16, "by": "role"}
+    assert off.summary["symmetry"]["classes"] == 16
+    assert _rows(on) == _rows(off)
+    assert len({r["finish_ns"] for r in off.ranks}) == 1 and off.ranks[0]["finish_ns"] > 0
+
+
+def test_congestion_aware_merges_identical_traces_only(kit, tmp_path):
+    ts = _hybrid(tmp_path, 16)
+    sysd = kit.system([("Ring", 4, 100, 200), ("Ring", 4, 50, 500)])
+    on = kit.run(ts, sysd, tmp_path, congestion="aware")
+    assert on.summary["symmetry"]["classes"] == 16 and on.summary["symmetry"]["by"] == "identical traces"
+    assert any("symmetry by identical traces only" in n for n in on.notes)
+
+
+def _pipeline(kit, stages, replicas, size=1 << 20):
+    """Rank = stage + stages * replica: compute, send to the next stage, receive from the
+    previous one, an all-reduce with the same stage of the other replicas."""
+    per = {}
+    groups = {f"dp{s}": [s + stages * k for k in range(replicas)] for s in range(stages)}
+    for k in range(replicas):
+        for s in range(stages):
+            r = s + stages * k
+            nodes = []
+            last = []
+            if s > 0:
+                nodes.append(kit.p2p(1, False, r - 1, size, tag=7))
+                last = [1]
+            nodes.append(kit.comp(2, 10 * (s + 1), deps=last))
+            if s + 1 < stages:
+                nodes.append(kit.p2p(3, True, r + 1, size, tag=7, deps=[2]))
+            nodes.append(kit.coll(4, 4 << 20, pg=f"dp{s}", deps=[2]))
+            per[r] = nodes
+    return kit.traces(per, groups)
+
+
+def test_pipeline_stages_across_replicas_are_classes(kit, tmp_path):
+    ts = _pipeline(kit, 4, 4)
+    sysd = kit.system([("FullyConnected", 4, 100, 100), ("Ring", 4, 50, 500)])
+    on = kit.run(ts, sysd, tmp_path)
+    off = kit.run(ts, sysd, tmp_path, symmetry=False)
+    assert on.summary["symmetry"]["classes"] == 4  # one per stage, stood for by replica 0
+    assert [r["simulated_as"] for r in on.ranks] == [r % 4 for r in range(16)]
+    assert _rows(on) == _rows(off)
+    assert len({r["finish_ns"] for r in off.ranks}) == 4
+
+
+def test_unclosed_classes_are_dissolved(kit, tmp_path):
+    """Every rank of a p2p ring has one role, but its peers are not its class's
+    representative: the class cannot stand for them and every rank is simulated."""
+    per = {r: [kit.p2p(1, True, (r + 1) % 4, 1 << 16), kit.p2p(2, False, (r - 1) % 4, 1 << 16),
+               kit.comp(3, 5, deps=[2])] for r in range(4)}
+    ts = kit.traces(per)
+    assert len({role_key(rt).digest for rt in ts}) == 1
+    sysd = kit.system([("Ring", 4, 50, 500)])
+    on = kit.run(ts, sysd, tmp_path)
+    assert on.summary["symmetry"]["classes"] == 4
+    assert _rows(on) == _rows(kit.run(ts, sysd, tmp_path, symmetry=False))
+
+
+def test_groups_timed_differently_are_not_merged(kit, tmp_path):
+    """Two groups of the same size whose rings run on different dimensions (2 hops through a
+    switch against 1 inside a node) time differently: their members are not one class."""
+    groups = {"near": [0, 1], "far": [2, 6]}
+    per = {r: [kit.coll(1, 1 << 20, pg=("near" if r < 2 else "far"))] for r in (0, 1, 2, 6)}
+    per.update({r: [kit.comp(1, 1)] for r in (3, 4, 5, 7)})
+    ts = kit.traces(per, groups)
+    sysd = kit.system([("FullyConnected", 4, 100, 100), ("Switch", 2, 25, 1000)])
+    on = kit.run(ts, sysd, tmp_path)
+    off = kit.run(ts, sysd, tmp_path, symmetry=False)
+    assert _rows(on) == _rows(off)
+    assert on.ranks[0]["finish_ns"] != on.ranks[2]["finish_ns"]
+    assert on.summary["symmetry"]["classes"] == 3  # {0, 1}, {2, 6}, the idle ranks
+    assert isinstance(ts[0], MemoryRank)
