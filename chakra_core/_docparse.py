@@ -17,7 +17,7 @@ import yaml
 from ._errors import ChakraError, ConfigError
 from ._limits import check_depth, get_limit, limit_message
 
-__all__ = ["parse_yaml", "parse_json", "decode_text"]
+__all__ = ["parse_yaml", "parse_json", "parse_json_values", "decode_text"]
 
 
 class _TooDeep(yaml.MarkedYAMLError):
@@ -132,3 +132,41 @@ def parse_json(text: str, where: str, error: type[ChakraError] = ConfigError,
             raise error("a lone UTF-16 surrogate escape (\\ud800-\\udfff) is not text",
                         where, f"line {line}" if line else None) from None
     return obj
+
+
+_STRICT_DECODER = json.JSONDecoder(parse_constant=_no_constant)
+
+
+def parse_json_values(text: str, where: str, error: type[ChakraError] = ConfigError,
+                      line: int = 1) -> list[tuple[Any, int]]:
+    """Parse JSON values written one after another (``{...}{...}``), as strictly as
+    :func:`parse_json`; returns ``(value, line of its start)`` pairs.
+
+    ``line`` is the line of the file that ``text`` starts at; errors name the file's line.
+    """
+    out: list[tuple[Any, int]] = []
+    pos, end = 0, len(text)
+    while True:
+        while pos < end and text[pos] in " \t\r\n":
+            pos += 1
+        if pos == end:
+            break
+        at = line + text.count("\n", 0, pos)
+        try:
+            value, pos = _STRICT_DECODER.raw_decode(text, pos)
+        except RecursionError:
+            limit = get_limit("depth")
+            why = _too_deep_message(limit + 1) if limit < _JSON_PARSER_DEPTH else _PARSER_DEPTH
+            raise error(why, where, f"line {at}") from None
+        except ValueError as e:
+            stop = line + text.count("\n", 0, getattr(e, "pos", pos))
+            raise error(f"malformed JSON ({getattr(e, 'msg', e)})", where, f"line {stop}") from None
+        check_depth(value, where, f"line {at}", error)
+        out.append((value, at))
+    if out and _SURROGATE_ESCAPE.search(text):
+        try:  # a pair of escapes is one character; a lone one cannot be encoded
+            json.dumps([v for v, _ in out], ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise error("a lone UTF-16 surrogate escape (\\ud800-\\udfff) is not text",
+                        where, f"line {line}") from None
+    return out

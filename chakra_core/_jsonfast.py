@@ -5,7 +5,9 @@ the shapes our JSON form contains directly into the message, and returns None fo
 does not recognise, so that the caller falls back to ``ParseDict`` (which also words the
 errors).  Exactness: 64-bit integers arrive as decimal strings, doubles as the shortest repr
 (exact), floats as the shortest float32 repr (rounded back to the same float32 by the field),
-bytes as base64, and "NaN"/"Infinity"/"-Infinity" as strings.
+bytes as base64, and "NaN"/"Infinity"/"-Infinity" as strings.  Field names are the proto
+names (``duration_micros``, what ``chakra jsonize`` writes) or protobuf's JSON names
+(``durationMicros``, what ``MessageToJson`` and so the MLCommons ``chakra_jsonizer`` write).
 """
 
 from __future__ import annotations
@@ -30,6 +32,18 @@ _FLOAT_SLOTS = {"double_val", "float_val"}
 _INT_LISTS = {s.replace("_val", "_list") for s in _INT_SLOTS}
 _FLOAT_LISTS = {"double_list", "float_list"}
 _LISTS = _INT_LISTS | _FLOAT_LISTS | {"bytes_list", "bool_list", "string_list"}
+
+
+def _json_name(proto_name: str) -> str:
+    """protobuf's JSON name of a field: lowerCamelCase of the proto name."""
+    first, *rest = proto_name.split("_")
+    return first + "".join(w[:1].upper() + w[1:] for w in rest)
+
+
+_NODE_FIELDS = _SCALAR_INT | {"name", "type", "data_deps", "ctrl_deps", "inputs", "outputs", "attr"}
+_ATTR_FIELDS = _INT_SLOTS | _FLOAT_SLOTS | _LISTS | {"name", "doc_string", "bool_val", "string_val", "bytes_val"}
+#: JSON name -> proto name, for the fields whose names differ
+_PROTO_NAMES = {_json_name(f): f for f in _NODE_FIELDS | _ATTR_FIELDS if _json_name(f) != f}
 
 
 class _Unknown(Exception):
@@ -69,6 +83,7 @@ def _attr(d: Any, a: AttributeProto) -> None:
     if not isinstance(d, dict):
         raise _Unknown
     for k, v in d.items():
+        k = _PROTO_NAMES.get(k, k)
         if k == "name" or k == "doc_string":
             if not isinstance(v, str):
                 raise _Unknown
@@ -114,6 +129,7 @@ def node_from_dict(d: Any) -> Node | None:
     n = Node()
     try:
         for k, v in d.items():
+            k = _PROTO_NAMES.get(k, k)
             if k in _SCALAR_INT:
                 setattr(n, k, _int(v))
             elif k == "name":

@@ -12,18 +12,25 @@ line 1, then one node per line.  Messages are mapped with protobuf's canonical J
 (proto field names, 64-bit integers as strings, oneof slots kept), so .et -> JSON -> .et is
 byte-identical for the traces we write.  Any other valid JSON of this shape is read too, by
 loading it whole.
+
+The output of the MLCommons ``chakra_jsonizer`` is read too (recognised by its start, streamed):
+the GlobalMetadata object, then one object per node, written one after another without a list
+or separators (``}{``), in protobuf's JSON mapping with its camelCase names
+(``durationMicros``, ``int64Val``).  It carries no rank: a set of such files takes the ranks
+from the order of the files.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from google.protobuf import json_format
 
-from ._docparse import parse_json
+from ._docparse import parse_json, parse_json_values
 from ._errors import TraceFormatError
 from ._etio import atomic_output
 from ._jsonfast import node_from_dict
@@ -67,14 +74,24 @@ def write_json(path: str | os.PathLike, metadata: GlobalMetadata, nodes: Iterabl
     return count
 
 
-def sniff_json(path: str | os.PathLike) -> bool:
-    """True when ``path`` starts like a file written by :func:`write_json`."""
+#: the start of ``chakra_jsonizer`` output: a GlobalMetadata object (its version string or its
+#: attribute list first), or an empty one followed by the first node
+_JSONIZER_START = re.compile(rb'\A\s*\{\s*(?:"version"\s*:\s*"|"attr"\s*:\s*\[|\}\s*\{)')
+
+
+def _head(path: str | os.PathLike) -> bytes:
     try:
         with open(path, "rb") as f:
-            head = f.read(256)
+            return f.read(256)
     except OSError:
-        return False
-    return FORMAT_TAG.encode() in head
+        return b""
+
+
+def sniff_json(path: str | os.PathLike) -> bool:
+    """True when ``path`` starts like a file written by :func:`write_json` or by the MLCommons
+    ``chakra_jsonizer``."""
+    head = _head(path)
+    return FORMAT_TAG.encode() in head or _JSONIZER_START.match(head) is not None
 
 
 def _parse(cls, obj, path, where):
@@ -92,11 +109,14 @@ def _parse(cls, obj, path, where):
 def read_json(path: str | os.PathLike) -> tuple[GlobalMetadata, Iterator[Node], int | None]:
     """Open a JSON/JSONL trace: ``(metadata, node iterator, rank or None)``, streaming when possible.
 
-    The layout is recognised from the first line: our streaming JSON header, our JSONL header
-    (an object with ``"format": "chakra-et-json"``), or, in a ``.jsonl`` file, a node (JSON Lines
-    without a header: empty metadata).  Anything else is loaded whole.
+    The layout is recognised from the start: ``chakra_jsonizer``'s concatenated objects, our
+    streaming JSON header, our JSONL header (an object with ``"format": "chakra-et-json"``), or,
+    in a ``.jsonl`` file, a node (JSON Lines without a header: empty metadata).  Anything else
+    is loaded whole.
     """
     path = Path(path)
+    if _JSONIZER_START.match(_head(path)):
+        return _read_concatenated(path)
     try:
         f = open(path, encoding="utf-8")
         first = f.readline()
@@ -187,3 +207,46 @@ def _iter_lines(f, path: Path, lineno: int, sep: str) -> Iterator[Node]:
             raise TraceFormatError(f"not UTF-8 text ({e.reason})", str(path), f"line {lineno}") from None
     if sep:
         raise TraceFormatError("truncated JSON (no closing ']}')", str(path), f"line {lineno}")
+
+
+def _read_concatenated(path: Path) -> tuple[GlobalMetadata, Iterator[Node], None]:
+    """``chakra_jsonizer`` output: the metadata now, the nodes as they are read."""
+    objects = _iter_objects(path)
+    first = next(objects, None)
+    if first is None:
+        raise TraceFormatError("empty file", str(path))
+    meta_obj, line = first
+    if not isinstance(meta_obj, dict):
+        raise TraceFormatError("the first object is not a GlobalMetadata", str(path), f"line {line}")
+    meta = _parse(GlobalMetadata, meta_obj, path, f"line {line}")
+    return meta, (_parse(Node, obj, path, f"line {at}") for obj, at in objects), None
+
+
+def _iter_objects(path: Path) -> Iterator[tuple[object, int]]:
+    """The JSON objects of a file of concatenated objects, one at a time, with their first line.
+
+    protobuf's ``MessageToJson`` indents nested values, so a top-level object ends on a line
+    that starts with ``}`` (a JSON string cannot hold a raw newline, so such a line is never
+    inside a string); the text is cut there, after the brace.  A text with no such line (objects
+    written without indentation) is parsed at the end of the file, whole.
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            piece: list[str] = []
+            start = lineno = 1
+            for line in f:
+                if line.startswith("}"):
+                    piece.append("}")
+                    yield from parse_json_values("".join(piece), str(path), TraceFormatError, start)
+                    rest = line[1:]
+                    piece = [rest] if rest.strip() else []
+                    start = lineno if piece else lineno + 1
+                elif piece or line.strip():
+                    if not piece:
+                        start = lineno
+                    piece.append(line)
+                lineno += 1
+            if piece:
+                yield from parse_json_values("".join(piece), str(path), TraceFormatError, start)
+    except UnicodeDecodeError as e:
+        raise TraceFormatError(f"not UTF-8 text ({e.reason})", str(path)) from None

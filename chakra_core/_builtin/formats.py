@@ -38,9 +38,9 @@ class EtFormat(InputFormat):
 
 
 class JsonFormat(InputFormat):
-    """The JSON/JSONL form written by ``chakra jsonize`` (one file per rank)."""
+    """The JSON/JSONL form written by ``chakra jsonize``, or ``chakra_jsonizer``'s output (one file per rank)."""
 
-    description = "Chakra ET JSON/JSONL as written by 'chakra jsonize'"
+    description = "Chakra ET JSON/JSONL as written by 'chakra jsonize', or chakra_jsonizer's concatenated objects"
 
     def open(self, paths: Sequence[str], options: Mapping[str, Any]) -> TraceSet:
         """Open each file as one rank (rank from the file's header, else its position)."""
