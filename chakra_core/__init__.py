@@ -19,7 +19,8 @@ Public API (everything else is private; docs/api.md describes each name):
 - errors: :class:`ChakraError`, :class:`TraceFormatError`, :class:`ConfigError`,
   :class:`PluginError`
 - commands (one call each, as the CLI): :func:`convert`, :func:`validate` (:class:`Validation`),
-  :func:`stats`, :func:`jsonize`, :func:`transform`, :func:`simulate`, :func:`export`
+  :func:`stats`, :func:`jsonize`, :func:`transform`, :func:`simulate`, :func:`emulate`,
+  :func:`export`
 - work: :class:`Finding`, :func:`compute_stats`, :class:`DepGraph`, :func:`detect_format`,
   :func:`load_traces`, :func:`run_pipeline`, :func:`load_pipeline`, :class:`Pipeline`
 - progress: :func:`progress`, :class:`Progress` (a bar on stderr, only on a terminal),
@@ -40,7 +41,7 @@ from ._lazy import lazy_exports, lazy_getattr
 if TYPE_CHECKING:
     from ._api import Backend, InputFormat, Result, Synthesizer, Transform
     from ._attrs import NodeAttrs, add_attr, get_attr, get_bool, get_int, get_str, make_attr, set_attr
-    from ._commands import Validation, convert, export, jsonize, simulate, stats, transform, validate
+    from ._commands import Validation, convert, emulate, export, jsonize, simulate, stats, transform, validate
     from ._errors import ChakraError, ConfigError, PluginError, TraceFormatError
     from ._etio import EtReader, EtWriter, atomic_output, open_binary, read_et, write_et
     from ._graph import DepGraph
@@ -81,7 +82,7 @@ __all__ = [
     "ChakraError", "TraceFormatError", "ConfigError", "PluginError",
     "validate", "Finding", "compute_stats", "DepGraph", "detect_format", "load_traces", "run_pipeline",
     "load_pipeline", "Pipeline",
-    "convert", "simulate", "export", "transform", "stats", "jsonize", "Validation", "progress", "Progress",
+    "convert", "simulate", "emulate", "export", "transform", "stats", "jsonize", "Validation", "progress", "Progress",
     "set_progress_enabled",
     "check_limit", "get_limit",
     "role_key", "RoleKey",
@@ -109,7 +110,8 @@ _WHERE = {
     "validate": "_commands", "Finding": "_validate", "compute_stats": "_stats", "DepGraph": "_graph",
     "detect_format": "_pipeline", "load_traces": "_pipeline", "run_pipeline": "_pipeline",
     "load_pipeline": "_pipeline", "Pipeline": "_pipeline",
-    "convert": "_commands", "simulate": "_commands", "export": "_commands", "transform": "_commands",
+    "convert": "_commands", "simulate": "_commands", "emulate": "_commands", "export": "_commands",
+    "transform": "_commands",
     "stats": "_commands", "jsonize": "_commands", "Validation": "_commands",
     "progress": "_progress", "Progress": "_progress", "set_progress_enabled": "_progress",
     "check_limit": "_limits", "get_limit": "_limits",

@@ -22,7 +22,7 @@ from ._progress import progress
 from ._traceset import TraceSet
 from ._validate import Finding
 
-__all__ = ["Inputs", "Validation", "convert", "simulate", "export", "transform", "validate", "stats",
+__all__ = ["Inputs", "Validation", "convert", "simulate", "emulate", "export", "transform", "validate", "stats",
            "jsonize"]
 
 #: a trace set as a user names it, or one already opened
@@ -101,11 +101,26 @@ def simulate(inputs: Inputs, backend: str = "simpy", *, options: Mapping[str, An
              comm_groups: str | None = None, timeline: str | None = None, output: str | os.PathLike | None = None,
              format: str | None = None, input_options: Mapping[str, Any] | None = None, validate: bool = True,
              host: PluginHost | None = None) -> Result:
-    """Simulate with the simulator backend ``backend``; write ``result.json`` under ``output``
-    when given.  With ``validate`` (the default) a set with validation errors is refused."""
+    """Simulate with the simulator (or emulator) backend ``backend``; write ``result.json`` under
+    ``output`` when given.  With ``validate`` (the default) a set with validation errors is refused."""
     flags = {"system": system, "network": network, "memory": memory, "comm_groups": comm_groups,
              "timeline": timeline}
-    return _run_one(inputs, backend, "simulator", options, flags, output, format, input_options, validate, host)
+    return _run_one(inputs, backend, ("simulator", "emulator"), options, flags, output, format, input_options,
+                    validate, host)
+
+
+def emulate(inputs: Inputs, backend: str = "emulator", *, options: Mapping[str, Any] | None = None,
+            system: str | None = None, network: str | None = None, memory: str | None = None,
+            comm_groups: str | None = None, timeline: str | None = None, output: str | os.PathLike | None = None,
+            format: str | None = None, input_options: Mapping[str, Any] | None = None, validate: bool = True,
+            host: PluginHost | None = None) -> Result:
+    """Replay on this machine with the emulator backend ``backend`` (docs/emulator.md); the
+    system files only shape the simulated expectation the replay is compared with.  Writes
+    ``result.json`` under ``output`` when given; with ``validate`` (the default) a set with
+    validation errors is refused."""
+    flags = {"system": system, "network": network, "memory": memory, "comm_groups": comm_groups,
+             "timeline": timeline}
+    return _run_one(inputs, backend, ("emulator",), options, flags, output, format, input_options, validate, host)
 
 
 def export(inputs: Inputs, to: str, output: str | os.PathLike, *, options: Mapping[str, Any] | None = None,
@@ -116,19 +131,19 @@ def export(inputs: Inputs, to: str, output: str | os.PathLike, *, options: Mappi
     """Export with the exporter backend ``to`` into the directory ``output`` (with
     ``result.json``).  With ``validate`` (the default) a set with validation errors is refused."""
     flags = {"system": system, "network": network, "memory": memory, "comm_groups": comm_groups}
-    return _run_one(inputs, to, "exporter", options, flags, output, format, input_options, validate, host)
+    return _run_one(inputs, to, ("exporter",), options, flags, output, format, input_options, validate, host)
 
 
-def _run_one(inputs: Inputs, name: str, kind: str, options: Mapping[str, Any] | None,
+def _run_one(inputs: Inputs, name: str, kinds: tuple[str, ...], options: Mapping[str, Any] | None,
              flags: Mapping[str, Any], output: str | os.PathLike | None, format: str | None,
              input_options: Mapping[str, Any] | None, validate: bool, host: PluginHost | None) -> Result:
     """Run one backend as a one-backend pipeline (observer hooks, validation, provenance)."""
     host = host or get_host()
     impl = host.registry.get("backend", name)
-    if impl.kind != kind:
-        others = [e.name for e in host.registry.entries("backend") if _kind_of(e) == kind]
-        raise ConfigError(f"backend {name!r} is of kind {impl.kind!r}, not {kind!r}; "
-                          f"{kind}s: {', '.join(others) or 'none'}")
+    if impl.kind not in kinds:
+        others = [e.name for e in host.registry.entries("backend") if _kind_of(e) in kinds]
+        raise ConfigError(f"backend {name!r} is of kind {impl.kind!r}, not {' or '.join(map(repr, kinds))}; "
+                          f"{' and '.join(k + 's' for k in kinds)}: {', '.join(others) or 'none'}")
     pipe = _input_pipeline(inputs, format, input_options, host)
     opts = _merge_flags(options, flags)
     _hint_input_options(pipe.input, impl, opts)

@@ -23,6 +23,7 @@ COMMANDS = {
     "plugins": ("plugins", "list installed plugins, what they registered, and failures"),
     "run": ("run", "run a YAML pipeline"),
     "simulate": ("simulate", "simulate a trace set with a simulator backend"),
+    "emulate": ("emulate", "replay a trace set on this machine's hardware (torch.distributed) and measure it"),
     "export": ("export", "export a trace set with an exporter backend (e.g. ASTRA-sim)"),
 }
 

@@ -1,0 +1,223 @@
+"""The ``emulator`` backend: options, plans, workers, and the Result."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from chakra_core import Backend, ConfigError, Option, Result, TraceFormatError, TraceSet, progress
+from chakra_core.system import SYSTEM_OPTIONS
+
+from .plan import COMP, Plan, load_plan
+
+__all__ = ["EmulatorBackend"]
+
+
+class EmulatorBackend(Backend):
+    """Replay a trace set on this machine: one torch.distributed worker per rank."""
+
+    kind = "emulator"
+    description = "replay a Chakra ET set on real hardware (torch.distributed: gloo on CPU, NCCL on GPUs)"
+    options = {
+        **SYSTEM_OPTIONS,
+        "timeline": Option("path", None, "write a Chrome-trace JSON timeline of the measured spans to this path"),
+        "timeline_max_spans": Option("int", 500_000, "most spans kept for the timeline", minimum=1),
+        "backend": Option("str", "auto", "torch.distributed backend (auto: nccl with one CUDA device per rank, "
+                          "else gloo)", choices=("auto", "gloo", "nccl")),
+        "device": Option("str", "auto", "where compute and buffers live", choices=("auto", "cpu", "cuda")),
+        "streams": Option("int", 1, "compute and communication ops in flight per rank", minimum=1),
+        "compute": Option("str", "real", "real: run a node's operator when it carries one; duration: replay "
+                          "every compute node's recorded duration", choices=("real", "duration")),
+        "kernel_sizing": Option("str", "duration", "a calibrated kernel lasts the node's duration, or (work) "
+                                "does its num_ops and moves its tensor_size", choices=("duration", "work")),
+        "compose": Option("list", [], "collective kinds (ALL_TO_ALL, REDUCE_SCATTER, ...) to compose from "
+                          "other primitives even where the backend has them"),
+        "warmup": Option("int", 1, "iterations run before the measured ones", minimum=0),
+        "repeats": Option("int", 1, "measured iterations (mean and spread reported)", minimum=1),
+        "seed": Option("int", 0, "seed of every tensor's contents"),
+        "node_timeout": Option("float", 60.0, "a node in flight longer than this stops the run", unit="s",
+                               minimum=0.1),
+        "startup_timeout": Option("float", 300.0, "most time for a worker to start (torch import, rendezvous, "
+                                  "groups, preparation)", unit="s", minimum=1.0),
+        "threads": Option("int", 1, "torch intra-op threads per worker", minimum=1),
+        "recalibrate": Option("bool", False, "measure the kernel calibration again instead of using the cache"),
+        "expected": Option("bool", True, "compute expected_ns and error with the simpy simulator"),
+        "critical_path_nodes": Option("int", 200, "most critical-path nodes listed", minimum=0),
+        "node_rows": Option("int", 100_000, "most per-node rows (measured vs trace) in the result", minimum=0),
+    }
+
+    def run(self, traces: TraceSet, options: Mapping[str, Any], output: Path | None) -> Result:
+        """Replay; the Result has the simulator's shape plus expected time, error, coverage,
+        real-operator share, observed collectives and per-node measured vs trace times (ns)."""
+        from .launch import run_workers
+        from .select import choose_placement, probe_cuda
+
+        nranks = len(traces)
+        if nranks == 0:
+            raise ConfigError("the trace set has no ranks")
+        if traces.ranks[-1] != nranks - 1:
+            raise TraceFormatError(f"the trace set has ranks up to {traces.ranks[-1]} but only {nranks} "
+                                   "files: every rank needs its trace", traces.source or None)
+        place = choose_placement(options["backend"], options["device"], nranks,
+                                 probe_cuda() if options["backend"] != "gloo" and options["device"] != "cpu" else 0)
+        t0 = time.perf_counter()
+        with progress("planning ranks", total=nranks) as bar:
+            plans = []
+            for rt in traces:
+                plans.append(load_plan(rt))
+                bar.advance()
+        groups = _groups(traces, options, nranks)
+        job = _job(options, nranks, place, groups, plans)
+        plan_s = time.perf_counter() - t0
+        jobdir = Path(tempfile.mkdtemp(prefix="chakra-emulate-"))
+        try:
+            t1 = time.perf_counter()
+            results = run_workers(jobdir, plans, job)
+            run_s = time.perf_counter() - t1
+        finally:
+            shutil.rmtree(jobdir, ignore_errors=True)
+        expected = _expected(traces, options) if options["expected"] else None
+        return _result(self.kind, plans, results, options, place, expected,
+                       {"plan": round(plan_s, 3), "run": round(run_s, 3)})
+
+
+def _groups(traces: TraceSet, options: Mapping[str, Any], nranks: int) -> dict[str, list[int]]:
+    """The named process groups of the set (the comm-group file's override them); "0" and ""
+    are the world."""
+    from chakra_core.system import system_from_options
+
+    groups = {k: sorted(v) for k, v in traces.process_groups.items()}
+    if options.get("comm_groups"):
+        sd = system_from_options(options)
+        groups.update({k: sorted(v) for k, v in sd.comm_groups.items()})
+    out = {}
+    for name, ranks in groups.items():
+        if name in ("", "0"):
+            continue
+        if ranks and (ranks[-1] >= nranks or ranks[0] < 0):
+            raise ConfigError(f"group {name!r} names rank {ranks[-1]} but there are {nranks} ranks")
+        out[name] = ranks
+    return out
+
+
+def _job(options: Mapping[str, Any], nranks: int, place: Any, groups: dict[str, list[int]],
+         plans: list[Plan]) -> dict[str, Any]:
+    kernels = any(k == COMP and not cpu for p in plans for k, cpu in zip(p.kind, p.cpu))
+    return {"world": nranks, "backend": place.backend, "device": place.device, "groups": groups,
+            "streams": options["streams"], "compute": options["compute"], "kernel_sizing": options["kernel_sizing"],
+            "warmup": options["warmup"], "repeats": options["repeats"], "seed": options["seed"],
+            "node_timeout_s": float(options["node_timeout"]), "startup_timeout_s": float(options["startup_timeout"]),
+            "pg_timeout_s": float(options["node_timeout"]) + 60.0, "threads": options["threads"],
+            "calibrate": kernels, "recalibrate": bool(options["recalibrate"]),
+            "compose": _compose_kinds(options["compose"])}
+
+
+def _compose_kinds(kinds: list[Any]) -> list[str]:
+    """The ``compose`` option's kinds, checked against the schema's collective kinds."""
+    from chakra_core import CommType
+
+    names = [c.name for c in CommType]
+    out = []
+    for k in kinds:
+        name = str(k).strip().upper()
+        if name not in names:
+            raise ConfigError(f"backend 'emulator': option 'compose': {k!r} is not a collective kind "
+                              f"({', '.join(names)})")
+        out.append(name)
+    return out
+
+
+def _expected(traces: TraceSet, options: Mapping[str, Any]) -> int:
+    """The trace's own time as the simpy simulator replays it (recorded compute durations)."""
+    from chakra_core import simulate
+
+    sim_opts = {k: options[k] for k in SYSTEM_OPTIONS if options.get(k) is not None}
+    sim_opts["streams"] = options["streams"]
+    return int(simulate(traces, "simpy", options=sim_opts, validate=False).summary["finish_ns"])
+
+
+def _result(kind: str, plans: list[Plan], results: list[dict[str, Any]], options: Mapping[str, Any],
+            place: Any, expected: int | None, wall: dict[str, float]) -> Result:
+    from .measure import collectives_observed, node_rows, rank_spans
+    from .report import critical_path, rank_row, write_timeline
+
+    repeats = [rank_spans(plans, results, k) for k in range(options["repeats"])]
+    finishes = [max(max(sp.end, default=0) for sp in spans) for spans in repeats]
+    spans = repeats[-1]
+    rows = [rank_row(sp) for sp in spans]
+    for row in rows:
+        row["finish_ns"] = int(statistics.fmean(max(rep[row["rank"]].end, default=0) for rep in repeats))
+    finish = int(statistics.fmean(finishes))
+    total = sum(len(p) for p in plans)
+    comp = sum(k == COMP for p in plans for k in p.kind)
+    real = sum(h == "real" for r in results for h in r["how"])
+    observed, composed = collectives_observed(plans, results)
+    summary: dict[str, Any] = {
+        "time_unit": "ns",
+        "finish_ns": finish,
+        "expected_ns": expected,
+        "error": (finish / expected - 1) if expected else None,
+        "coverage": (sum(len(sp.order) for sp in spans) / total) if total else 1.0,
+        "real_ops": (real / comp) if comp else 0.0,
+        "ranks": len(plans),
+        "backend": place.backend,
+        "device": place.device,
+        "torch": results[0]["torch"],
+        "streams": options["streams"],
+        "compute": options["compute"],
+        "seed": options["seed"],
+        "warmup": options["warmup"],
+        "repeats": _spread(finishes),
+        "wall_s": wall,
+        "mean_finish_ns": statistics.fmean(r["finish_ns"] for r in rows),
+        "max_exposed_comm_ns": max(r["exposed_comm_ns"] for r in rows),
+        "overlap_ns_total": sum(r["overlap_ns"] for r in rows),
+        "collectives": observed,
+        "composed": composed,
+        "calibration": results[0].get("calibration"),
+        "critical_path": critical_path(spans, options["critical_path_nodes"]),
+    }
+    nodes, text = node_rows(plans, results, repeats, options["node_rows"])
+    summary["measured_vs_trace"] = text
+    summary["nodes"] = nodes
+    notes = _notes(plans, results, summary, expected)
+    result = Result("emulator", kind, summary, rows, notes=notes)
+    if options["timeline"]:
+        n = write_timeline(spans, options["timeline"], options["timeline_max_spans"])
+        result.timeline = str(options["timeline"])
+        result.files.append(str(options["timeline"]))
+        if n >= options["timeline_max_spans"]:
+            result.notes.append(f"timeline truncated to its first {n} spans (timeline_max_spans)")
+    return result
+
+
+def _spread(values: list[int]) -> dict[str, Any]:
+    return {"count": len(values), "finish_ns": values, "mean_ns": statistics.fmean(values),
+            "stdev_ns": statistics.stdev(values) if len(values) > 1 else 0.0,
+            "min_ns": min(values), "max_ns": max(values)}
+
+
+def _notes(plans: list[Plan], results: list[dict[str, Any]], summary: dict[str, Any],
+           expected: int | None) -> list[str]:
+    notes = []
+    if summary["composed"]:
+        kinds = ", ".join(f"{k} ({n})" for k, n in sorted(summary["composed"].items()))
+        notes.append(f"collectives the {summary['backend']} backend lacks were composed from its primitives: {kinds}")
+    hows: dict[str, int] = {}
+    for r in results:
+        for h in r["how"]:
+            hows[h] = hows.get(h, 0) + 1
+    parts = [f"{n} {h}" for h, n in sorted(hows.items())]
+    notes.append("nodes ran as: " + ", ".join(parts))
+    if expected is not None:
+        notes.append("expected_ns is the simpy simulator's replay of the recorded compute durations "
+                     "(its network model for collectives)")
+    if os.cpu_count() and len(plans) > (os.cpu_count() or 1):
+        notes.append(f"{len(plans)} ranks on {os.cpu_count()} CPU cores: ranks share cores, times stretch")
+    return notes

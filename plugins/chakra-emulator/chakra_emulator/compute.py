@@ -1,0 +1,187 @@
+"""What a worker runs for compute and memory nodes (imported by workers only: needs torch).
+
+- *real operator*: a node named ``aten::OP`` whose inputs carry PyTorch's schema (types, shapes,
+  values as the execution trace records them) is built once before the replay, with seeded
+  tensors of those shapes and dtypes on the replay device, and called through ``torch.ops.aten``;
+  one trial call decides (a node whose arguments cannot be built or whose call fails is not
+  real).
+- *calibrated kernel*: a loop of one square matmul whose time on this device was measured
+  (:mod:`calibrate`), repeated to last the node's duration, or (``kernel_sizing=work``) to do
+  its ``num_ops`` operations and move its ``tensor_size`` bytes.
+- *host work*: the thread is busy until the node's duration has passed since the node could
+  start (it sleeps until the last 200 us and spins through them, so that many ranks on few cores
+  do not starve each other).
+- *memory copy*: a copy of ``tensor_size`` bytes between two buffers on the replay device.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+__all__ = ["Runner", "build_real_op", "host_work", "REAL", "KERNEL", "HOST", "COPY", "NONE"]
+
+REAL, KERNEL, HOST, COPY, NONE = "real", "kernel", "host", "copy", "none"
+
+#: element types of the execution trace's ``Tensor(...)`` (with the element size for ``int``)
+_DTYPES: dict[str, torch.dtype] = {
+    "float": torch.float32, "double": torch.float64, "c10::Half": torch.float16,
+    "c10::BFloat16": torch.bfloat16, "long": torch.int64, "long int": torch.int64,
+    "short": torch.int16, "signed char": torch.int8, "unsigned char": torch.uint8, "bool": torch.bool,
+    "c10::complex<float>": torch.complex64, "c10::complex<double>": torch.complex128,
+}
+_INT_BY_SIZE = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+_SPIN_NS = 200_000
+
+
+class _NotBuildable(Exception):
+    """An argument the replay cannot build (an opaque object, an unknown type)."""
+
+
+def host_work(until_ns: int) -> None:
+    """Keep the thread busy until ``time.monotonic_ns()`` reaches ``until_ns``."""
+    left = until_ns - time.monotonic_ns()
+    if left > _SPIN_NS:
+        time.sleep((left - _SPIN_NS) / 1e9)
+    while time.monotonic_ns() < until_ns:
+        pass
+
+
+def _dtype(inner: str, itemsize: int) -> torch.dtype:
+    if inner == "int":
+        return _INT_BY_SIZE.get(itemsize, torch.int32)
+    if inner in _DTYPES:
+        return _DTYPES[inner]
+    raise _NotBuildable(inner)
+
+
+def _tensor(value: Any, shape: Any, inner: str, device: torch.device, gen: torch.Generator) -> torch.Tensor:
+    """A seeded tensor of ``shape``; the storage holds the recorded numel when that is larger
+    (views with offsets, ``as_strided``)."""
+    if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
+        raise _NotBuildable("shape")
+    itemsize = value[4] if isinstance(value, list) and len(value) > 4 and isinstance(value[4], int) else 4
+    dtype = _dtype(inner, itemsize)
+    numel = math.prod(shape)
+    stored = value[3] + value[2] if isinstance(value, list) and len(value) > 3 and isinstance(value[3], int) else 0
+    total = max(numel, stored)
+    if dtype.is_floating_point or dtype.is_complex:
+        flat = torch.randn(total, generator=gen, dtype=torch.float32).to(dtype)
+    elif dtype == torch.bool:
+        flat = torch.randint(0, 2, (total,), generator=gen).bool()
+    else:
+        flat = torch.randint(0, 8, (total,), generator=gen).to(dtype)
+    return flat.to(device)[:numel].view(shape) if total else torch.empty(shape, dtype=dtype, device=device)
+
+
+def _argument(typ: str, value: Any, shape: Any, device: torch.device, gen: torch.Generator) -> Any:
+    if typ.startswith("Tensor(") and typ.endswith(")"):
+        return _tensor(value, shape, typ[7:-1], device, gen)
+    if typ.startswith("GenericList[") and typ.endswith("]"):
+        inner = _split_types(typ[12:-1])
+        if not isinstance(value, list):
+            raise _NotBuildable(typ)
+        if inner and all(t.startswith("Tensor(") for t in inner):
+            shapes = shape if isinstance(shape, list) else [None] * len(value)
+            return [_tensor(v, s, t[7:-1], device, gen) for v, s, t in zip(value, shapes, inner)]
+        if all(t in ("Int", "Double", "Bool") for t in inner):
+            return list(value)
+        raise _NotBuildable(typ)
+    if typ in ("Int", "Double", "Bool", "String"):
+        return value
+    if typ == "None":
+        return None
+    if typ == "Device":
+        return device
+    raise _NotBuildable(typ)
+
+
+def _split_types(text: str) -> list[str]:
+    """``Tensor(float),Tensor(float)`` -> the two, brackets kept together."""
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        if ch == "," and depth == 0:
+            out.append(cur)
+            cur = ""
+            continue
+        depth += ch in "(["
+        depth -= ch in ")]"
+        cur += ch
+    if cur:
+        out.append(cur)
+    return out
+
+
+def build_real_op(op: dict[str, Any], device: torch.device, gen: torch.Generator) -> Callable[[], Any] | None:
+    """The call of the recorded operator with freshly built arguments, or None when it cannot be
+    built or its trial call fails."""
+    name = op["name"]
+    if not name.startswith("aten::"):
+        return None
+    base = name[6:].split(".")[0]
+    fn = getattr(torch.ops.aten, base, None)
+    if fn is None:
+        return None
+    try:
+        types = ast.literal_eval(op["types"])
+        values = ast.literal_eval(op["values"])
+        shapes = ast.literal_eval(op["shapes"])
+        args = [_argument(t, v, s, device, gen) for t, v, s in zip(types, values, shapes)]
+    except (ValueError, SyntaxError, TypeError, _NotBuildable, RuntimeError, IndexError):
+        return None
+    try:
+        fn(*args)
+    except Exception:  # noqa: BLE001 - any failure of the trial call means "not buildable"
+        return None
+    return lambda: fn(*args)
+
+
+class Runner:
+    """Runs compute and memory nodes on ``device`` with the calibration ``cal``
+    (``{"matmul_n", "matmul_ns"}``), syncing CUDA work before a node counts as done."""
+
+    def __init__(self, device: torch.device, cal: dict[str, Any] | None, sizing: str):
+        self.device = device
+        self.cal = cal
+        self.sizing = sizing
+        self._a: torch.Tensor | None = None
+        self._buffers: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def sync(self) -> None:
+        """Wait for the device's queued work (no-op on the CPU)."""
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def kernel_iterations(self, dur_ns: int, spec: dict[str, Any]) -> int:
+        """How many calibrated matmuls stand for the node."""
+        cal = self.cal or {}
+        n, t = int(cal.get("matmul_n", 128)), max(float(cal.get("matmul_ns", 1.0)), 1.0)
+        ops = spec.get("num_ops")
+        if self.sizing == "work" and ops:
+            return max(1, math.ceil(ops / (2 * n ** 3)))
+        return max(0, round(dur_ns / t))
+
+    def kernel(self, iterations: int) -> None:
+        """``iterations`` matmuls of the calibrated size."""
+        if self._a is None:
+            n = int((self.cal or {}).get("matmul_n", 128))
+            self._a = torch.randn(n, n, device=self.device)
+        a = self._a
+        for _ in range(iterations):
+            torch.mm(a, a)
+        self.sync()
+
+    def copy(self, nbytes: int) -> None:
+        """Copy ``nbytes`` bytes between two buffers of the device."""
+        pair = self._buffers.get(nbytes)
+        if pair is None:
+            pair = (torch.empty(nbytes, dtype=torch.uint8, device=self.device),
+                    torch.ones(nbytes, dtype=torch.uint8, device=self.device))
+            self._buffers[nbytes] = pair
+        pair[0].copy_(pair[1])
+        self.sync()

@@ -1,0 +1,83 @@
+"""What each node of a rank's plan runs as, decided once before the replay (workers only).
+
+A compute node runs its real operator (``compute=real`` and the node carries an operator that
+:func:`compute.build_real_op` can build), else a calibrated kernel (an accelerator op) or host
+work (a CPU op) of its duration; a memory node copies its bytes; collectives and messages go to
+:class:`collectives.Comms`.  ``how`` names the choice per node and ``observed`` holds what the
+communication calls handed to torch.distributed (first measured iteration).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from .collectives import Comms
+from .compute import COPY, HOST, KERNEL, NONE, REAL, Runner, build_real_op, host_work
+from .plan import COLL, COMP, MEM, SEND, Plan
+
+__all__ = ["NodeRunner"]
+
+
+class NodeRunner:
+    """The actions of ``plan``'s nodes (see the module docstring)."""
+
+    def __init__(self, plan: Plan, runner: Runner, comms: Comms, compute: str, gen: Any):
+        self.plan = plan
+        self.runner = runner
+        self.comms = comms
+        n = len(plan)
+        self.how = [NONE] * n
+        self.real: dict[int, Any] = {}
+        self.iterations = [0] * n
+        self.observed: dict[int, dict[str, Any]] = {}
+        for i in range(n):
+            self.how[i] = self._choose(i, compute, gen)
+
+    def _choose(self, i: int, compute: str, gen: Any) -> str:
+        plan = self.plan
+        kind, spec = plan.kind[i], plan.spec[i] or {}
+        if kind == MEM:
+            return COPY
+        if kind != COMP:
+            return kind
+        if compute == "real" and "op" in spec:
+            call = build_real_op(spec["op"], self.runner.device, gen)
+            if call is not None:
+                self.real[i] = call
+                return REAL
+        if plan.cpu[i]:
+            return HOST
+        self.iterations[i] = self.runner.kernel_iterations(plan.dur_ns[i], spec)
+        return KERNEL
+
+    def run_sync(self, i: int, logical_ns: int) -> tuple[int, int]:
+        """Run compute/memory node ``i``; host work ends its duration after ``logical_ns`` (when
+        its dependencies and its resource allowed it to start)."""
+        how = self.how[i]
+        if how == HOST:
+            host_work(logical_ns + self.plan.dur_ns[i])
+            return logical_ns, time.monotonic_ns()
+        t0 = time.monotonic_ns()
+        if how == REAL:
+            self.real[i]()
+            self.runner.sync()
+        elif how == KERNEL:
+            self.runner.kernel(self.iterations[i])
+            spec = self.plan.spec[i] or {}
+            if self.runner.sizing == "work" and spec.get("tensor_size"):
+                self.runner.copy(int(spec["tensor_size"]))
+        elif how == COPY:
+            self.runner.copy(int((self.plan.spec[i] or {}).get("bytes", 0)))
+        return t0, time.monotonic_ns()
+
+    def start_comm(self, i: int) -> tuple[int, Any]:
+        """Start communication node ``i``; returns (start ns, work)."""
+        kind, spec = self.plan.kind[i], self.plan.spec[i] or {}
+        t0 = time.monotonic_ns()
+        if kind == COLL:
+            work, seen = self.comms.collective(spec)
+        else:
+            work, seen = self.comms.p2p(kind == SEND, spec)
+        self.observed.setdefault(i, seen)
+        return t0, work

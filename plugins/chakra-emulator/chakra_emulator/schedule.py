@@ -1,0 +1,154 @@
+"""The dependency-exact replay loop of one rank (imported by workers only).
+
+The rules are the SimPy simulator's: a node is ready when all its dependencies are done; ready
+nodes are issued in ascending id order whenever their resource has a free slot: one CPU op,
+``streams`` accelerator compute ops, ``streams`` communication ops (collectives, sends, memory
+nodes of the accelerator); a receive and a node of no kind hold no resource.
+
+The main thread issues: collectives and messages are started from it (so that every member
+enqueues a group's collectives in the same order) and waited for on a pool of waiter threads;
+compute and memory nodes run on one thread per slot of their resource.  Every finished node
+comes back to the main thread through one queue with its measured start and end
+(``time.monotonic_ns``, the same clock in every process of the machine).
+"""
+
+from __future__ import annotations
+
+import queue
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from heapq import heappop, heappush
+from typing import Any
+
+from .plan import COLL, COMP, MEM, R_NONE, RECV, SEND, Plan
+
+__all__ = ["Replay", "NodeAction", "NodeFailed"]
+
+#: what runs a node: (position, logical start ns) -> (start ns, end ns)
+NodeAction = Callable[[int, int], tuple[int, int]]
+
+
+class NodeFailed(RuntimeError):
+    """A node's operation raised; the message names the node."""
+
+
+class Replay:
+    """One iteration of a rank's plan.
+
+    ``run_sync(i, ready_ns)`` runs compute/memory node ``i`` and returns its (start, end) ns;
+    ``start_comm(i)`` starts communication node ``i`` and returns (start ns, work with
+    ``wait()``); ``status(pos, since_ns, done)`` is told the oldest node in flight.
+    """
+
+    def __init__(self, plan: Plan, streams: int, run_sync: NodeAction,
+                 start_comm: Callable[[int], tuple[int, Any]], status: Callable[[int, int, int], None],
+                 on_cuda_thread: Callable[[], None] | None = None):
+        self.plan = plan
+        self.run_sync = run_sync
+        self.start_comm = start_comm
+        self.status = status
+        self.slots = [1, streams, streams, 1 << 30]
+        init = on_cuda_thread or (lambda: None)
+        self.pools = [ThreadPoolExecutor(1, "cpu", initializer=init),
+                      ThreadPoolExecutor(streams, "compute", initializer=init),
+                      ThreadPoolExecutor(streams + 8, "comm", initializer=init)]
+        self.waiters = ThreadPoolExecutor(64, "wait", initializer=init)
+
+    def close(self) -> None:
+        """Stop the threads."""
+        for p in (*self.pools, self.waiters):
+            p.shutdown(wait=False, cancel_futures=True)
+
+    def run(self, t0_ns: int) -> tuple[list[int], list[int], list[int]]:
+        """Replay every node once from ``t0_ns``; returns (start ns, end ns, issue order)."""
+        plan = self.plan
+        n = len(plan)
+        start, end = [0] * n, [0] * n
+        order: list[int] = []
+        indeg = list(plan.indeg)
+        ready: list[list[int]] = [[], [], [], []]
+        free = list(self.slots)
+        ready_at = [t0_ns] * n
+        freed_at = [t0_ns] * 4
+        res, kind = plan.res, plan.kind
+        done_q: queue.SimpleQueue = queue.SimpleQueue()
+        flight: dict[int, int] = {}
+        for i in range(n):
+            if indeg[i] == 0:
+                heappush(ready[res[i]], i)
+        done = 0
+
+        def report() -> None:
+            if flight:
+                pos = min(flight, key=flight.__getitem__)
+                self.status(pos, flight[pos], done)
+            else:
+                self.status(-1, time.monotonic_ns(), done)
+
+        def issue() -> None:
+            for r in range(4):
+                h = ready[r]
+                while h and free[r] > 0:
+                    i = heappop(h)
+                    free[r] -= 1
+                    order.append(i)
+                    logical = max(ready_at[i], freed_at[r]) if r != R_NONE else ready_at[i]
+                    flight[i] = time.monotonic_ns()
+                    self._start(i, kind[i], r, logical, done_q)
+            report()
+
+        issue()
+        while done < n:
+            i, t_start, t_end, err = done_q.get()
+            if err is not None:
+                raise NodeFailed(f"node {plan.ids[i]} ({plan.names[i] or plan.kind[i]}): "
+                                 f"{type(err).__name__}: {err}") from err
+            start[i], end[i] = t_start, t_end
+            flight.pop(i, None)
+            done += 1
+            r = res[i]
+            if r != R_NONE:
+                free[r] += 1
+                freed_at[r] = max(freed_at[r], t_end)
+            for j in range(plan.child_ptr[i], plan.child_ptr[i + 1]):
+                c = plan.child_idx[j]
+                indeg[c] -= 1
+                ready_at[c] = max(ready_at[c], t_end)
+                if indeg[c] == 0:
+                    heappush(ready[res[c]], c)
+            issue()
+        return start, end, order
+
+    def _start(self, i: int, kind: str, r: int, logical: int, done_q: queue.SimpleQueue) -> None:
+        if kind in (COLL, SEND, RECV):
+            try:
+                t_start, work = self.start_comm(i)
+            except BaseException as e:  # noqa: BLE001 - handed to the main loop, which raises it
+                done_q.put((i, 0, 0, e))
+                return
+            self.waiters.submit(_wait, i, t_start, work, done_q)
+            return
+        pool = self.pools[min(r, 2)] if kind in (COMP, MEM) else None
+        if pool is None:
+            now = time.monotonic_ns()
+            done_q.put((i, now, now, None))
+            return
+        pool.submit(_sync, self.run_sync, i, logical, done_q)
+
+
+def _wait(i: int, t_start: int, work: Any, done_q: queue.SimpleQueue) -> None:
+    try:
+        if work is not None:
+            work.wait()
+        done_q.put((i, t_start, time.monotonic_ns(), None))
+    except BaseException as e:  # noqa: BLE001 - handed to the main loop
+        done_q.put((i, t_start, time.monotonic_ns(), e))
+
+
+def _sync(run: NodeAction, i: int, logical: int, done_q: queue.SimpleQueue) -> None:
+    try:
+        t_start, t_end = run(i, logical)
+        done_q.put((i, t_start, t_end, None))
+    except BaseException as e:  # noqa: BLE001 - handed to the main loop
+        done_q.put((i, 0, 0, e))

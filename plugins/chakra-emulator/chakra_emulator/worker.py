@@ -1,0 +1,173 @@
+"""One rank of a replay: ``python -m chakra_emulator.worker JOB_DIR RANK``.
+
+Reads ``JOB_DIR/job.pkl`` (world, backend, device, groups, options) and its
+``plan.RANK.pkl``; joins the rendezvous on 127.0.0.1 (rank 0 opens a TCP store on a free port and
+publishes it in ``JOB_DIR/port``); creates the process groups in name order on every rank;
+calibrates when the plan has kernel nodes; builds the real operators; runs the warm-up and
+measured iterations between barriers; writes ``result.RANK.pkl``.  While it runs it keeps
+``status.RANK`` (five int64: phase, iteration, nodes done, the position of its oldest node in
+flight or -1, when that node started in ``time.monotonic_ns``) up to date for the supervisor.
+An error is written to ``error.RANK`` in one line and the process exits with status 3.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import pickle
+import struct
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+__all__ = ["main", "STATUS", "PHASES"]
+
+STATUS = struct.Struct("<qqqqq")
+PHASES = ("starting", "rendezvous", "preparing", "running", "done")
+
+
+class Status:
+    """The worker's side of ``status.RANK``."""
+
+    def __init__(self, path: Path):
+        fd = os.open(path, os.O_RDWR)
+        self.map = mmap.mmap(fd, STATUS.size)
+        os.close(fd)
+        self.phase = 0
+        self.iteration = 0
+
+    def set(self, phase: int, pos: int = -1, since: int = 0, done: int = 0) -> None:
+        """Publish the phase and the oldest node in flight."""
+        self.phase = phase
+        STATUS.pack_into(self.map, 0, phase, self.iteration, done, pos, since or time.monotonic_ns())
+
+
+def _rendezvous(job: dict[str, Any], rank: int, jobdir: Path) -> Any:
+    import torch.distributed as dist
+
+    world = job["world"]
+    timeout = timedelta(seconds=job["startup_timeout_s"])
+    if rank == 0:
+        store = dist.TCPStore("127.0.0.1", 0, world, is_master=True, timeout=timeout, wait_for_workers=False)
+        tmp = jobdir / ".port.tmp"
+        tmp.write_text(str(store.port))
+        os.replace(tmp, jobdir / "port")
+    else:
+        deadline = time.monotonic() + job["startup_timeout_s"]
+        port_file = jobdir / "port"
+        while not port_file.exists():
+            if time.monotonic() > deadline:
+                raise RuntimeError("rank 0 never opened the rendezvous")
+            time.sleep(0.02)
+        store = dist.TCPStore("127.0.0.1", int(port_file.read_text()), world, is_master=False, timeout=timeout)
+    dist.init_process_group(job["backend"], store=store, rank=rank, world_size=world,
+                            timeout=timedelta(seconds=job["pg_timeout_s"]))
+    return store
+
+
+def _groups(job: dict[str, Any]) -> dict[str, tuple[Any, list[int]]]:
+    """Every named group, created in name order on every rank (torch.distributed's rule)."""
+    import torch.distributed as dist
+
+    out = {}
+    for name in sorted(job["groups"]):
+        ranks = sorted(job["groups"][name])
+        pg = dist.new_group(ranks)
+        out[name] = (pg if job["rank"] in ranks else None, ranks)
+    return out
+
+
+def _device(job: dict[str, Any], rank: int) -> Any:
+    import torch
+
+    if job["device"] == "cuda":
+        torch.cuda.set_device(rank % torch.cuda.device_count())
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
+def _run(jobdir: Path, rank: int, status: Status) -> dict[str, Any]:
+    import torch
+    import torch.distributed as dist
+
+    from .calibrate import load_or_measure
+    from .collectives import Comms
+    from .compute import Runner
+    from .nodes import NodeRunner
+    from .schedule import Replay
+
+    job = pickle.loads((jobdir / "job.pkl").read_bytes())
+    job["rank"] = rank
+    plan = pickle.loads((jobdir / f"plan.{rank}.pkl").read_bytes())
+    torch.set_num_threads(job["threads"])
+    sys.setswitchinterval(5e-5)
+    if job["backend"] == "nccl":
+        os.environ.setdefault("TORCH_NCCL_BLOCKING_WAIT", "1")
+    device = _device(job, rank)
+    status.set(1)
+    _rendezvous(job, rank, jobdir)
+    groups = _groups(job)
+    status.set(2)
+    cal = None
+    if job["calibrate"]:
+        if rank == 0:
+            cal = load_or_measure(str(device), job["recalibrate"])
+        box = [cal]
+        dist.broadcast_object_list(box, src=0)
+        cal = box[0]
+    seed = job["seed"] * 1_000_003 + rank
+    torch.manual_seed(seed)
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    runner = Runner(device, cal, job["kernel_sizing"])
+    comms = Comms(device, rank, job["world"], groups, set(job["compose"]))
+    nodes = NodeRunner(plan, runner, comms, job["compute"], gen)
+    on_thread = (lambda: torch.cuda.set_device(device)) if device.type == "cuda" else None
+    replay = Replay(plan, job["streams"], nodes.run_sync, nodes.start_comm,
+                    lambda pos, since, done: status.set(3, pos, since, done), on_thread)
+    iterations = []
+    try:
+        for it in range(job["warmup"] + job["repeats"]):
+            status.iteration = it
+            dist.barrier()
+            t0 = time.monotonic_ns()
+            status.set(3, -1, t0, 0)
+            start, end, order = replay.run(t0)
+            runner.sync()
+            if it >= job["warmup"]:
+                iterations.append({"t0": t0, "start": start, "end": end, "order": order})
+        dist.barrier()
+    finally:
+        replay.close()
+    status.set(4)
+    return {"rank": rank, "iterations": iterations, "how": nodes.how, "observed": nodes.observed,
+            "calibration": cal, "torch": torch.__version__, "backend": job["backend"], "device": str(device),
+            "unsupported": sorted(comms.unsupported)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one rank; 0 on success, 3 on an error (written to ``error.RANK``)."""
+    args = sys.argv[1:] if argv is None else argv
+    jobdir, rank = Path(args[0]), int(args[1])
+    status = Status(jobdir / f"status.{rank}")
+    try:
+        result = _run(jobdir, rank, status)
+        tmp = jobdir / f".result.{rank}.tmp"
+        tmp.write_bytes(pickle.dumps(result))
+        os.replace(tmp, jobdir / f"result.{rank}.pkl")
+    except BaseException as e:  # noqa: BLE001 - reported to the supervisor in one line
+        text = " ".join(f"{type(e).__name__}: {e}".split())
+        (jobdir / f"error.{rank}").write_text(text[:2000])
+        return 3
+    try:
+        import torch.distributed as dist
+
+        dist.destroy_process_group()
+    except Exception:  # noqa: BLE001 - the result is written; teardown noise does not matter
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
