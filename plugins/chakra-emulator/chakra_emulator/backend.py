@@ -89,10 +89,10 @@ class EmulatorBackend(Backend):
 
 def _groups(traces: TraceSet, options: Mapping[str, Any], nranks: int) -> dict[str, list[int]]:
     """The named process groups of the set (the comm-group file's override them); "0" and ""
-    are the world."""
+    are the world, and so is a group listed without ranks (as PyTorch lists one of every rank)."""
     from chakra_core.system import system_from_options
 
-    groups = {k: sorted(v) for k, v in traces.process_groups.items()}
+    groups = {k: sorted(v) or list(range(nranks)) for k, v in traces.process_groups.items()}
     if options.get("comm_groups"):
         sd = system_from_options(options)
         groups.update({k: sorted(v) for k, v in sd.comm_groups.items()})
@@ -150,9 +150,7 @@ def _result(kind: str, plans: list[Plan], results: list[dict[str, Any]], options
     repeats = [rank_spans(plans, results, k) for k in range(options["repeats"])]
     finishes = [max(max(sp.end, default=0) for sp in spans) for spans in repeats]
     spans = repeats[-1]
-    rows = [rank_row(sp) for sp in spans]
-    for row in rows:
-        row["finish_ns"] = int(statistics.fmean(max(rep[row["rank"]].end, default=0) for rep in repeats))
+    rows = _mean_rows([[rank_row(sp) for sp in rep] for rep in repeats])
     finish = int(statistics.fmean(finishes))
     total = sum(len(p) for p in plans)
     comp = sum(k == COMP for p in plans for k in p.kind)
@@ -195,6 +193,15 @@ def _result(kind: str, plans: list[Plan], results: list[dict[str, Any]], options
         if n >= options["timeline_max_spans"]:
             result.notes.append(f"timeline truncated to its first {n} spans (timeline_max_spans)")
     return result
+
+
+def _mean_rows(per_repeat: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Per rank, each number of :func:`report.rank_row` averaged over the repeats (ns)."""
+    rows = []
+    for cols in zip(*per_repeat):
+        rows.append({k: (int(statistics.fmean(c[k] for c in cols)) if k.endswith("_ns") else v)
+                     for k, v in cols[0].items()})
+    return rows
 
 
 def _spread(values: list[int]) -> dict[str, Any]:

@@ -148,6 +148,12 @@ def _died(w: _Worker, code: int, plans: list[Plan], jobdir: Path, workers: list[
     return f"rank {w.rank} {what}{last} (iteration {it}, {done} node(s) done); all ranks stopped"
 
 
+def _all_done(w: _Worker, plan: Plan) -> bool:
+    """Whether ``w`` ran every node of its last iteration (it may wait for the others)."""
+    phase, _it, done, pos, _since = w.status()
+    return phase == 4 or (phase == 3 and pos < 0 and done == len(plan))
+
+
 def _hung(w: _Worker, pos: int, plans: list[Plan], workers: list[_Worker], job: dict[str, Any]) -> str:
     """The one-line report of a node past the per-node timeout, with where the others wait."""
     others = []
@@ -157,8 +163,8 @@ def _hung(w: _Worker, pos: int, plans: list[Plan], workers: list[_Worker], job: 
         phase, _it, _done, opos, _since = o.status()
         if phase == 3 and opos >= 0:
             others.append(f"rank {o.rank} at {_node(plans[o.rank], opos)}")
-    finished = [o.rank for o in workers if o.proc.poll() == 0]
+    finished = [o.rank for o in workers if o.proc.poll() == 0 or _all_done(o, plans[o.rank])]
     tail = f"; waiting: {', '.join(others[:4])}" if others else ""
-    tail += f"; finished: ranks {finished}" if finished else ""
+    tail += f"; done with their nodes: ranks {finished}" if finished else ""
     return (f"rank {w.rank} hangs at {_node(plans[w.rank], pos)}: in flight longer than the node timeout "
             f"of {job['node_timeout_s']} s{tail}; all ranks stopped")

@@ -113,8 +113,8 @@ def _matches(spans: list[Spans]) -> dict[tuple[int, int], list[tuple[int, int]]]
 
 def critical_path(spans: list[Spans], limit: int = 200) -> dict[str, Any]:
     """Walk back from the last node to finish: to the dependency that ended last, or to the node
-    that freed the resource when that ended later; from a collective to the member that started
-    it last when that member started later.  Nodes (rank, id, name, kind, start/end ns), at most
+    that freed the resource when that ended later; from a collective to what held back the member
+    that started it last, when that member started later.  Nodes (rank, id, name, kind, start/end ns), at most
     ``limit`` of them (the longest, in path order), and time per kind."""
     by_rank = {sp.plan.rank: sp for sp in spans}
     last = max(spans, key=lambda sp: (max(sp.end, default=0), sp.plan.rank))
@@ -145,15 +145,15 @@ def critical_path(spans: list[Spans], limit: int = 200) -> dict[str, Any]:
 
 
 def _why(by_rank: dict[int, Spans], matches: dict[tuple[int, int], list[tuple[int, int]]],
-         cur: tuple[int, int]) -> tuple[int, int] | None:
+         cur: tuple[int, int], cross: bool = True) -> tuple[int, int] | None:
     r, i = cur
     sp = by_rank[r]
     plan = sp.plan
-    if plan.kind[i] == COLL:
+    if cross and plan.kind[i] == COLL:
         members = matches.get(cur, [])
         latest = max(members, key=lambda m: by_rank[m[0]].start[m[1]], default=cur)
         if latest != cur and by_rank[latest[0]].start[latest[1]] > sp.start[i]:
-            return latest
+            return _why(by_rank, matches, latest, cross=False)
     deps = [d for d in plan.deps[plan.dep_ptr[i]:plan.dep_ptr[i + 1]] if d >= 0]
     best = max(deps, key=lambda d: sp.end[d], default=None)
     prev = sp.previous[i] if plan.kind[i] in (COMP, MEM, COLL, SEND) else -1

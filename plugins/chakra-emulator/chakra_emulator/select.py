@@ -19,7 +19,12 @@ class Placement:
 
 
 def probe_cuda() -> int:
-    """How many CUDA devices torch sees here (0 without CUDA)."""
+    """How many CUDA devices torch sees here (0 without CUDA).  A machine without an NVIDIA
+    device node (``/dev/nvidia0`` ...) has none, and torch is not imported to find that out."""
+    import glob
+
+    if not glob.glob("/dev/nvidia[0-9]*"):
+        return 0
     import torch
 
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
@@ -37,14 +42,14 @@ def choose_placement(backend: str, device: str, ranks: int, cuda_devices: int) -
             device = "cpu"
         else:
             device = "cuda" if 0 < ranks <= cuda_devices else "cpu"
-    if device == "cuda" and cuda_devices == 0:
-        raise ConfigError("device 'cuda' asked for, but torch sees no CUDA device here")
-    if backend == "auto":
-        backend = "nccl" if device == "cuda" else "gloo"
     if backend == "nccl":
         if device != "cuda":
             raise ConfigError("backend 'nccl' needs device 'cuda' (NCCL runs on CUDA devices only)")
         if ranks > cuda_devices:
             raise ConfigError(f"backend 'nccl' needs one CUDA device per rank: {ranks} ranks, "
                               f"{cuda_devices} device(s) (use backend=gloo)")
+    if device == "cuda" and cuda_devices == 0:
+        raise ConfigError("device 'cuda' asked for, but torch sees no CUDA device here")
+    if backend == "auto":
+        backend = "nccl" if device == "cuda" else "gloo"
     return Placement(backend, device)

@@ -1,0 +1,107 @@
+"""A rank that dies or hangs is reported with its last node, the others are stopped, and no
+worker is left running.
+
+The traces are built here (hand-made on purpose: a failing job is what no recording gives):
+two ranks of host work and one all-reduce each."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import chakra_core
+from chakra_core import ChakraError, CommType, GlobalMetadata, MemoryRank, Node, NodeType, TraceSet, set_attr
+
+
+def _host(i, us, deps=()):
+    n = Node(id=i, name=f"host{i}", type=NodeType.COMP_NODE, duration_micros=us)
+    set_attr(n, "is_cpu_op", True)
+    n.data_deps.extend(deps)
+    return n
+
+
+def _all_reduce(i, size, deps=()):
+    n = Node(id=i, name=f"all_reduce{i}", type=NodeType.COMM_COLL_NODE)
+    set_attr(n, "comm_type", int(CommType.ALL_REDUCE))
+    set_attr(n, "comm_size", size)
+    n.data_deps.extend(deps)
+    return n
+
+
+def _set(per_rank):
+    return TraceSet([MemoryRank(r, GlobalMetadata(), nodes) for r, nodes in enumerate(per_rank)], {})
+
+
+def _workers() -> dict[int, list[str]]:
+    """pid -> argv of this process's emulator workers that are alive."""
+    me = os.getpid()
+    out = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+            argv = [a for a in (d / "cmdline").read_bytes().decode(errors="replace").split("\0") if a]
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        state = stat.rsplit(")", 1)[1].split()[0]
+        if ppid == me and "chakra_emulator.worker" in argv and state != "Z":
+            out[int(d.name)] = argv
+    return out
+
+
+def _kill_when_running(rank: int, killed: list[float]) -> None:
+    """Kill the worker of ``rank`` with SIGKILL once it is replaying (phase 3 in its status)."""
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        for pid, argv in _workers().items():
+            if argv[-1] != str(rank):
+                continue
+            status = Path(argv[-2]) / f"status.{rank}"
+            try:
+                phase = int.from_bytes(status.read_bytes()[:8], "little")
+            except OSError:
+                continue
+            if phase == 3:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(time.monotonic())
+                return
+        time.sleep(0.05)
+
+
+def test_a_dead_rank_is_reported_with_its_node_and_the_others_are_stopped():
+    ts = _set([[_host(1, 30_000_000), _all_reduce(2, 64, [1])], [_host(1, 30_000_000), _all_reduce(2, 64, [1])]])
+    killed: list[float] = []
+    killer = threading.Thread(target=_kill_when_running, args=(1, killed), daemon=True)
+    killer.start()
+    with pytest.raises(ChakraError) as err:
+        chakra_core.emulate(ts, options={"warmup": 0, "expected": False}, validate=False)
+    stopped = time.monotonic()
+    killer.join(5)
+    assert killed, "the worker of rank 1 was never seen replaying"
+    msg = str(err.value)
+    assert msg.startswith("rank 1 died (SIGKILL) at node 1 (compute, host1)"), msg
+    assert "all ranks stopped" in msg and "\n" not in msg
+    assert stopped - killed[0] < 15, "the survivor was not stopped: it ran its 30 s of host work"
+    assert _workers() == {}
+
+
+def test_a_hung_rank_is_reported_after_the_node_timeout(chakra_cli, tmp_path):
+    # rank 0 waits in an all-reduce that rank 1 never issues
+    ts = _set([[_host(1, 1000), _all_reduce(2, 64, [1])], [_host(1, 1000)]])
+    ts.write(f"{tmp_path}/")
+    status, out, err = chakra_cli("-q", "simulate", tmp_path, "--backend", "emulator", "--no-validate",
+                                  "-O", "node_timeout=1.5", "-O", "warmup=0", "-O", "expected=false")
+    assert status == 2 and out == ""
+    line = err.strip()
+    assert "\n" not in line
+    assert line.startswith("chakra simulate: error: rank 0 hangs at node 2 (collective, all_reduce2): "
+                           "in flight longer than the node timeout of 1.5 s"), line
+    assert "done with their nodes: ranks [1]" in line and line.endswith("all ranks stopped")
+    assert _workers() == {}

@@ -1,0 +1,167 @@
+"""Replays of the recorded PyTorch fixtures (2 gloo ranks on 127.0.0.1): coverage, what the
+workers observed of every collective, the result's shape, timeline, repeats and node order.
+
+Each replay starts two workers (each imports torch), so one replay per module fixture is shared
+by several tests.  Expected sizes come from the recording scripts
+(plugins/chakra-pytorch/recording/record_ddp.py and record_collectives.py)."""
+
+from __future__ import annotations
+
+import json
+import statistics
+
+import pytest
+
+import chakra_core
+from chakra_core import CommType, NodeAttrs, NodeType, open_traceset
+
+#: record_collectives.py's SIZES (float32 elements) as Chakra sizes per rank, in bytes
+COLL_BYTES = {
+    "ALL_REDUCE": (1000 + 150) * 4, "BROADCAST": 200 * 4, "ALL_GATHER": (30 + 40) * 4,
+    "REDUCE_SCATTER": (50 * 2 + 60 * 2) * 4, "ALL_TO_ALL": (70 * 2 + 80 * 2) * 4, "REDUCE": 90 * 4,
+    "GATHER": 100 * 4, "SCATTER": 110 * 4, "BARRIER": 0,
+}
+COLL_COUNT = {"ALL_REDUCE": 2, "BROADCAST": 1, "ALL_GATHER": 2, "REDUCE_SCATTER": 2, "ALL_TO_ALL": 2,
+              "REDUCE": 1, "GATHER": 1, "SCATTER": 1, "BARRIER": 1}
+#: sends of record_collectives.py: 0->1 120, 1->0 130, batch both ways 140 (elements)
+P2P_BYTES = (120 + 130 + 140 + 140) * 4
+
+
+@pytest.fixture(scope="module")
+def ddp(recorded, tmp_path_factory):
+    """The DDP fixture replayed with a timeline, one warm-up and two measured iterations."""
+    tl = tmp_path_factory.mktemp("ddp") / "timeline.json"
+    result = chakra_core.emulate(str(recorded["ddp"]), timeline=str(tl), options={"repeats": 2, "seed": 3})
+    return result, tl
+
+
+@pytest.fixture(scope="module")
+def collectives(recorded):
+    """The every-collective fixture replayed with the backend's primitives."""
+    return chakra_core.emulate(str(recorded["collectives"]), options={"warmup": 0})
+
+
+@pytest.fixture(scope="module")
+def composed(recorded):
+    """The every-collective fixture with every collective kind composed from other primitives."""
+    kinds = [c.name for c in CommType]
+    return chakra_core.emulate(str(recorded["collectives"]), options={"warmup": 0, "compose": kinds})
+
+
+def _trace_comm(path):
+    """(rank, id) -> (kind, comm_size, pg_name) of every collective, read from the .et files."""
+    out = {}
+    ts = open_traceset(str(path))
+    for rt in ts:
+        for n in rt.nodes():
+            if n.type == NodeType.COMM_COLL_NODE:
+                ix = NodeAttrs(n)
+                out[(rt.rank, n.id)] = (CommType(ix.get_int("comm_type")).name, ix.get_int("comm_size"),
+                                        ts.group_members(ix.get_str("pg_name", "")))
+    return out
+
+
+def test_ddp_covers_every_node_and_observes_the_gradient_all_reduce(ddp, recorded):
+    result, _ = ddp
+    s = result.summary
+    assert s["coverage"] == 1.0
+    assert s["backend"] == "gloo" and s["device"] == "cpu"
+    # 676 float32 parameters in one bucket: one all-reduce of 2704 bytes per rank on ranks 0, 1
+    assert s["collectives"]["ALL_REDUCE"] == {"count": 2, "bytes": 2 * 2704}
+    groups = {tuple(n["observed"]["group"]) for n in s["nodes"] if "observed" in n}
+    assert groups == {(0, 1)}
+    assert 0 < s["real_ops"] < 1
+    assert sum(n["how"] == "real" for n in s["nodes"]) > 50
+
+
+def test_observed_collectives_match_the_trace_per_node(collectives, recorded):
+    trace = _trace_comm(recorded["collectives"])
+    seen = {(n["rank"], n["id"]): n["observed"] for n in collectives.summary["nodes"] if n["kind"] == "collective"}
+    assert seen.keys() == trace.keys()
+    for key, (kind, size, members) in trace.items():
+        assert (seen[key]["kind"], seen[key]["bytes"], seen[key]["group"]) == (kind, size, members), key
+        assert not seen[key]["composed"]
+
+
+@pytest.mark.parametrize("which", ["collectives", "composed"])
+def test_every_collective_kind_ran_with_its_recorded_size(which, request):
+    result = request.getfixturevalue(which)
+    s = result.summary
+    assert s["coverage"] == 1.0
+    want = {k: {"count": 2 * COLL_COUNT[k], "bytes": 2 * COLL_BYTES[k]} for k in COLL_BYTES}
+    want["SEND"] = want["RECV"] = {"count": 4, "bytes": P2P_BYTES}
+    assert s["collectives"] == dict(sorted(want.items()))
+    roots = {n["observed"]["root"] for n in s["nodes"]
+             if n.get("observed", {}).get("kind") in ("BROADCAST", "REDUCE", "GATHER", "SCATTER")}
+    assert roots == {0}
+
+
+def test_composed_collectives_are_marked(composed):
+    s = composed.summary
+    marked = [n for n in s["nodes"] if n["kind"] == "collective"]
+    assert marked and all(n["composed"] for n in marked)
+    assert s["composed"] == {k: 2 * COLL_COUNT[k] for k in COLL_COUNT}
+    assert any("composed" in note for note in composed.notes)
+    prims = {p for n in marked for p in n["observed"]["primitives"]}
+    assert prims <= {"all_reduce", "isend", "irecv"}
+
+
+def test_result_has_the_simulators_shape(ddp, recorded):
+    result, _ = ddp
+    sim = chakra_core.simulate(str(recorded["ddp"]))
+    simulator_only = {"congestion", "symmetry", "events", "simpy_events", "events_per_s", "system"}
+    assert set(sim.summary) - simulator_only <= set(result.summary)
+    assert set(sim.ranks[0]) - {"simulated_as"} <= set(result.ranks[0])
+    assert result.kind == "emulator" and result.backend == "emulator"
+    s = result.summary
+    assert s["expected_ns"] == sim.summary["finish_ns"]
+    assert s["error"] == pytest.approx(s["finish_ns"] / s["expected_ns"] - 1)
+    for row in result.ranks:
+        assert row["exposed_comm_ns"] == row["finish_ns"] - row["compute_ns"]
+        assert 0 <= row["idle_ns"] <= row["finish_ns"]
+        assert row["nodes"] == len([n for n in s["nodes"] if n["rank"] == row["rank"]])
+
+
+def test_repeats_report_mean_and_spread(ddp):
+    result, _ = ddp
+    rep = result.summary["repeats"]
+    assert rep["count"] == 2 and len(rep["finish_ns"]) == 2
+    assert rep["mean_ns"] == pytest.approx(statistics.fmean(rep["finish_ns"]))
+    assert rep["stdev_ns"] == pytest.approx(statistics.stdev(rep["finish_ns"]))
+    assert result.summary["finish_ns"] == int(rep["mean_ns"])
+
+
+def test_critical_path_ends_at_the_last_node_to_finish(ddp):
+    result, _ = ddp
+    cp = result.summary["critical_path"]
+    nodes = cp["nodes"]
+    assert cp["length"] == len(nodes) > 10
+    assert nodes[-1]["end_ns"] == result.summary["repeats"]["finish_ns"][-1]
+    assert all(a["end_ns"] <= b["end_ns"] for a, b in zip(nodes, nodes[1:]))
+    assert "collective" in cp["ns_by_kind"]
+
+
+def test_timeline_is_a_chrome_trace_of_every_node(ddp):
+    result, tl = ddp
+    assert result.timeline == str(tl) and str(tl) in result.files
+    events = json.loads(tl.read_text())["traceEvents"]
+    spans = [e for e in events if e["ph"] == "X"]
+    assert len(spans) == len(result.summary["nodes"])
+    assert {e["pid"] for e in spans} == {0, 1}
+    assert all(e["dur"] >= 0 and e["ts"] >= 0 for e in spans)
+    names = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert names == {"cpu", "compute", "comm", "other"}
+
+
+def test_same_seed_gives_the_same_node_order_from_the_cli(ddp, recorded, chakra_cli):
+    result, _ = ddp
+    status, out, err = chakra_cli("-q", "emulate", recorded["ddp"], "-O", "seed=3", "-O", "warmup=0", "--json")
+    assert status == 0, err
+    again = json.loads(out)
+
+    def order(nodes):
+        return sorted((n["rank"], n["issued"], n["id"]) for n in nodes)
+
+    assert order(again["summary"]["nodes"]) == order(result.summary["nodes"])
+    assert again["summary"]["coverage"] == 1.0
+    assert again["provenance"]["implementations"][-1]["name"] == "emulator"
