@@ -161,6 +161,8 @@ def _result(kind: str, plans: list[Plan], results: list[dict[str, Any]], options
         "finish_ns": finish,
         "expected_ns": expected,
         "error": (finish / expected - 1) if expected else None,
+        "trace_ns": max(p.path_ns for p in plans),
+        "trace_error": (finish / max(p.path_ns for p in plans) - 1) if any(p.path_ns for p in plans) else None,
         "coverage": (sum(len(sp.order) for sp in spans) / total) if total else 1.0,
         "real_ops": (real / comp) if comp else 0.0,
         "ranks": len(plans),

@@ -6,7 +6,8 @@ resource it holds (``res``: one CPU op, ``streams`` accelerator compute ops, ``s
 communication ops; a receive holds none), its recorded duration in ns, and a small spec
 (``spec``) for what the worker builds: the operator schema of a compute node, the bytes of a
 memory node, the kind, size, group and root of a collective, the peer, tag and size of a
-send/recv.  A plan pickles to a file the worker reads.
+send/recv.  ``path_ns`` is the rank's longest dependency path by recorded durations (its own
+recorded time, as ``chakra stats`` computes it).  A plan pickles to a file the worker reads.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ class Plan:
     child_idx: list[int] = field(default_factory=list)
     dep_ptr: list[int] = field(default_factory=list)
     deps: list[int] = field(default_factory=list)
+    path_ns: int = 0
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -143,4 +145,5 @@ def load_plan(rt: RankTrace) -> Plan:
     plan.child_idx = [int(x) for x in idx]
     plan.dep_ptr = [int(x) for x in g.dep_ptr]
     plan.deps = [int(x) for x in g.deps]
+    plan.path_ns = int(g.critical_path(np.array(plan.dur_ns, dtype=np.int64) // 1000)[0]) * 1000
     return plan

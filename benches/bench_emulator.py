@@ -1,0 +1,67 @@
+"""Benchmark of the ``emulator`` backend: step-time error of a replay against each recorded trace.
+
+Replays, on this machine with gloo over 127.0.0.1, the recorded 2-rank PyTorch fixtures
+(plugins/chakra-pytorch/tests/data: ddp, ddp_buckets, collectives) and an 8-rank text workload
+(examples/text/resnet50_like.txt), each with ``compute=real`` (real operators where the node
+carries one) and ``compute=duration`` (recorded durations), 1 warm-up and ``--repeats`` measured
+iterations.  Prints per replay: the measured step (mean and spread over the repeats), the
+simulator's expectation (``expected_ns``, simpy replaying the recorded compute durations) and the
+error against it, the trace's own recorded path (``trace_ns``) and the error against that, and
+measured / recorded time per kind of node.  Figures go to docs/emulator.md.
+
+Run: ``.venv/bin/python benches/bench_emulator.py [ddp ddp_buckets collectives resnet8] [--repeats N]``.
+Target: ``error`` within 10% for the recorded CPU traces.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+from pathlib import Path
+
+import chakra_core
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORDED = ("ddp", "ddp_buckets", "collectives")
+
+
+def _inputs(name: str, tmp: Path) -> tuple[str, dict]:
+    if name == "resnet8":
+        return str(ROOT / "examples" / "text" / "resnet50_like.txt"), {"npus": 8}
+    out = f"{tmp / name}/"
+    chakra_core.convert(str(ROOT / "plugins" / "chakra-pytorch" / "tests" / "data" / name), out)
+    return out, {}
+
+
+def _line(name: str, mode: str, s: dict) -> str:
+    rep = s["repeats"]
+    spread = rep["stdev_ns"] / rep["mean_ns"] if rep["mean_ns"] else 0.0
+    kinds = ", ".join(f"{how} x{row['ratio']:.2f}" for how, row in s["measured_vs_trace"].items()
+                      if row["ratio"] is not None)
+    return (f"{name:12s} {mode:8s} measured {rep['mean_ns'] / 1e6:8.3f} ms (sd {spread:5.1%}, "
+            f"min {rep['min_ns'] / 1e6:.3f})"
+            f"  expected {s['expected_ns'] / 1e6:8.3f} ms  error {s['error']:+7.1%}"
+            f"  trace {s['trace_ns'] / 1e6:8.3f} ms  trace_error {s['trace_error']:+7.1%}"
+            f"  real_ops {s['real_ops']:.2f}  [{kinds}]")
+
+
+def main() -> None:
+    """Run the replays named on the command line (all by default) and print one line each."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("which", nargs="*", default=[*RECORDED, "resnet8"])
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--modes", default="real,duration")
+    args = ap.parse_args()
+    print(f"machine: {os.cpu_count()} CPU cores, load average {os.getloadavg()[0]:.1f}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.which:
+            path, input_options = _inputs(name, Path(tmp))
+            for mode in args.modes.split(","):
+                r = chakra_core.emulate(path, input_options=input_options or None, validate=False,
+                                        options={"compute": mode, "repeats": args.repeats, "warmup": 1})
+                print(_line(name, mode, r.summary), flush=True)
+
+
+if __name__ == "__main__":
+    main()
