@@ -2,9 +2,12 @@
 
 - *real operator*: a node named ``aten::OP`` whose inputs carry PyTorch's schema (types, shapes,
   values as the execution trace records them) is built once before the replay, with seeded
-  tensors of those shapes and dtypes on the replay device, and called through ``torch.ops.aten``;
-  one trial call decides (a node whose arguments cannot be built or whose call fails is not
-  real).
+  tensors of those shapes and dtypes on the replay device, and called through an overload of
+  ``torch.ops.aten.OP`` whose schema takes them; one trial call decides (a node whose arguments
+  cannot be built or whose call fails is not real).  The schema is read from
+  ``OpOverload._schema``: torch has no public accessor of an operator's schema, and this one is
+  what its own tools read; the arguments are laid onto it because the trace records keyword-only
+  arguments (``dtype``, ``out``) in schema order with the positional ones.
 - *calibrated kernel*: a loop of one square matmul whose time on this device was measured
   (:mod:`calibrate`), repeated to last the node's duration, or (``kernel_sizing=work``) to do
   its ``num_ops`` operations and move its ``tensor_size`` bytes.
@@ -119,13 +122,13 @@ def _split_types(text: str) -> list[str]:
 
 def build_real_op(op: dict[str, Any], device: torch.device, gen: torch.Generator) -> Callable[[], Any] | None:
     """The call of the recorded operator with freshly built arguments, or None when it cannot be
-    built or its trial call fails."""
+    built or no overload accepts them in a trial call."""
     name = op["name"]
     if not name.startswith("aten::"):
         return None
     base = name[6:].split(".")[0]
-    fn = getattr(torch.ops.aten, base, None)
-    if fn is None:
+    packet = getattr(torch.ops.aten, base, None)
+    if packet is None:
         return None
     try:
         types = ast.literal_eval(op["types"])
@@ -134,11 +137,54 @@ def build_real_op(op: dict[str, Any], device: torch.device, gen: torch.Generator
         args = [_argument(t, v, s, device, gen) for t, v, s in zip(types, values, shapes)]
     except (ValueError, SyntaxError, TypeError, _NotBuildable, RuntimeError, IndexError):
         return None
-    try:
-        fn(*args)
-    except Exception:  # noqa: BLE001 - any failure of the trial call means "not buildable"
+    for overload in packet.overloads():
+        call = _bind(getattr(packet, overload), args)
+        if call is None:
+            continue
+        try:
+            call()
+        except Exception:  # noqa: BLE001 - any failure of the trial call: try the next overload
+            continue
+        return call
+    return None
+
+
+def _bind(fn: Any, recorded: list[Any]) -> Callable[[], Any] | None:
+    """``fn`` called with the recorded arguments laid onto its schema: the trace records every
+    argument in schema order, keyword-only ones (``dtype``, ``out``) included; codes of
+    ScalarType, Layout and MemoryFormat become torch's objects."""
+    params = fn._schema.arguments
+    if len(recorded) > len(params):
         return None
-    return lambda: fn(*args)
+    pos: list[Any] = []
+    kw: dict[str, Any] = {}
+    for p, value in zip(params, recorded):
+        value = _typed(str(p.type), value)
+        if p.kwarg_only:
+            if value is not None:
+                kw[p.name] = value
+        elif kw:
+            return None
+        else:
+            pos.append(value)
+    return lambda: fn(*pos, **kw)
+
+
+def _typed(schema_type: str, value: Any) -> Any:
+    if isinstance(value, int) and not isinstance(value, bool):
+        if "ScalarType" in schema_type and 0 <= value < len(_SCALAR_TYPES):
+            return _SCALAR_TYPES[value]
+        if "Layout" in schema_type:
+            return torch.strided
+        if "MemoryFormat" in schema_type and 0 <= value < len(_MEMORY_FORMATS):
+            return _MEMORY_FORMATS[value]
+    return value
+
+
+#: c10::ScalarType codes, in their enum order (the codes the execution trace records)
+_SCALAR_TYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.float32,
+                 torch.float64, torch.complex32, torch.complex64, torch.complex128, torch.bool)
+_MEMORY_FORMATS = (torch.contiguous_format, torch.preserve_format, torch.channels_last, torch.channels_last_3d)
 
 
 class Runner:
