@@ -4,7 +4,7 @@ Public API (everything else is private; docs/api.md describes each name):
 
 - schema: :class:`Node`, :class:`GlobalMetadata`, :class:`AttributeProto`, :class:`IOInfo`,
   :class:`NodeType`, :class:`CommType`, :data:`PG_INIT_NAME`
-- I/O: :class:`EtReader`, :class:`EtWriter`, :func:`read_et`, :func:`write_et`,
+- I/O: :class:`EtReader`, :class:`EtWriter`, :func:`read_et`, :func:`write_et`, :func:`frame_nodes`,
   :func:`open_binary`, :func:`write_json`, :func:`read_json`
 - outputs: :class:`atomic_output` (one file), :func:`output_directory` (a directory built aside
   and swapped into place), :func:`inside_output` (an option naming a file in the output directory)
@@ -14,13 +14,14 @@ Public API (everything else is private; docs/api.md describes each name):
 - attributes: :func:`get_attr`, :func:`get_int`, :func:`get_str`, :func:`get_bool`,
   :func:`set_attr`, :func:`add_attr`, :func:`make_attr`, :class:`NodeAttrs`
 - plugins: :data:`hookimpl`, :class:`Register`, :class:`InputFormat`, :class:`Backend`,
-  :class:`Transform`, :class:`Synthesizer`, :class:`Result`, :class:`Option`, :func:`get_host`,
+  :class:`Transform`, :class:`Synthesizer`, :class:`Generator`, :class:`Result`, :class:`Option`,
+  :func:`get_host`,
   :func:`lazy_getattr`, :func:`lazy_exports`
 - errors: :class:`ChakraError`, :class:`TraceFormatError`, :class:`ConfigError`,
   :class:`PluginError`
 - commands (one call each, as the CLI): :func:`convert`, :func:`validate` (:class:`Validation`),
-  :func:`stats`, :func:`jsonize`, :func:`transform`, :func:`simulate`, :func:`emulate`,
-  :func:`export`
+  :func:`stats`, :func:`jsonize`, :func:`transform`, :func:`generate`, :func:`simulate`,
+  :func:`emulate`, :func:`export`
 - work: :class:`Finding`, :func:`compute_stats`, :class:`DepGraph`, :func:`detect_format`,
   :func:`load_traces`, :func:`run_pipeline`, :func:`load_pipeline`, :class:`Pipeline`
 - progress: :func:`progress`, :class:`Progress` (a bar on stderr, only on a terminal),
@@ -39,11 +40,22 @@ from typing import TYPE_CHECKING
 from ._lazy import lazy_exports, lazy_getattr
 
 if TYPE_CHECKING:
-    from ._api import Backend, InputFormat, Result, Synthesizer, Transform
+    from ._api import Backend, Generator, InputFormat, Result, Synthesizer, Transform
     from ._attrs import NodeAttrs, add_attr, get_attr, get_bool, get_int, get_str, make_attr, set_attr
-    from ._commands import Validation, convert, emulate, export, jsonize, simulate, stats, transform, validate
+    from ._commands import (
+        Validation,
+        convert,
+        emulate,
+        export,
+        generate,
+        jsonize,
+        simulate,
+        stats,
+        transform,
+        validate,
+    )
     from ._errors import ChakraError, ConfigError, PluginError, TraceFormatError
-    from ._etio import EtReader, EtWriter, atomic_output, open_binary, read_et, write_et
+    from ._etio import EtReader, EtWriter, atomic_output, frame_nodes, open_binary, read_et, write_et
     from ._graph import DepGraph
     from ._jsonform import read_json, write_json
     from ._limits import check_limit, get_limit
@@ -71,13 +83,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Node", "GlobalMetadata", "NodeType", "CommType", "AttributeProto", "IOInfo", "PG_INIT_NAME",
-    "EtReader", "EtWriter", "read_et", "write_et", "open_binary", "atomic_output",
+    "EtReader", "EtWriter", "read_et", "write_et", "open_binary", "atomic_output", "frame_nodes",
     "output_directory", "inside_output",
     "TraceSet", "RankTrace", "FileRank", "MemoryRank", "GeneratedRank", "open_traceset",
     "expand_paths", "with_process_groups", "process_groups_json",
     "write_json", "read_json",
     "get_attr", "get_int", "get_str", "get_bool", "set_attr", "add_attr", "make_attr", "NodeAttrs",
     "hookimpl", "Register", "InputFormat", "Backend", "Transform", "Synthesizer", "Result", "Option",
+    "Generator", "generate",
     "get_host", "lazy_getattr", "lazy_exports",
     "ChakraError", "TraceFormatError", "ConfigError", "PluginError",
     "validate", "Finding", "compute_stats", "DepGraph", "detect_format", "load_traces", "run_pipeline",
@@ -92,7 +105,7 @@ _WHERE = {
     "Node": "_schema", "GlobalMetadata": "_schema", "NodeType": "_schema", "CommType": "_schema",
     "AttributeProto": "_schema", "IOInfo": "_schema", "PG_INIT_NAME": "_schema",
     "EtReader": "_etio", "EtWriter": "_etio", "read_et": "_etio", "write_et": "_etio",
-    "open_binary": "_etio", "atomic_output": "_etio",
+    "open_binary": "_etio", "atomic_output": "_etio", "frame_nodes": "_etio",
     "output_directory": "_publish", "inside_output": "_publish",
     "TraceSet": "_traceset", "RankTrace": "_traceset", "FileRank": "_traceset",
     "MemoryRank": "_traceset", "GeneratedRank": "_traceset", "open_traceset": "_traceset",
@@ -103,7 +116,8 @@ _WHERE = {
     "set_attr": "_attrs", "add_attr": "_attrs", "make_attr": "_attrs", "NodeAttrs": "_attrs",
     "hookimpl": "hookspecs", "Register": "hookspecs",
     "InputFormat": "_api", "Backend": "_api", "Transform": "_api",
-    "Synthesizer": "_api", "Result": "_api", "Option": "_options", "get_host": "_plugins",
+    "Synthesizer": "_api", "Generator": "_api", "generate": "_commands", "Result": "_api",
+    "Option": "_options", "get_host": "_plugins",
     "lazy_getattr": "_lazy", "lazy_exports": "_lazy",
     "ChakraError": "_errors", "TraceFormatError": "_errors", "ConfigError": "_errors",
     "PluginError": "_errors",

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 from ._options import Option, check_options
 from ._traceset import TraceSet
 
-__all__ = ["Component", "InputFormat", "Transform", "Backend", "Synthesizer", "Result", "BACKEND_KINDS"]
+__all__ = ["Component", "InputFormat", "Transform", "Backend", "Synthesizer", "Generator", "Result", "BACKEND_KINDS"]
 
 BACKEND_KINDS = ("simulator", "exporter", "emulator")
 
@@ -83,6 +83,17 @@ class Synthesizer(Component):
     @abstractmethod
     def generate(self, model: Mapping[str, Any], options: Mapping[str, Any]) -> TraceSet:
         """Generate a new trace set from ``model`` (reproducible for a given ``seed`` option)."""
+
+
+class Generator(Component):
+    """Builds a trace set from a description of a job (a model, its parallelism), not from files."""
+
+    kind_label = "generator"
+
+    @abstractmethod
+    def generate(self, options: Mapping[str, Any]) -> TraceSet:
+        """Return the generated set (preferably lazy: ranks produced while they are written);
+        ``options`` went through :meth:`check_options`."""
 
 
 @dataclass

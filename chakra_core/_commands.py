@@ -22,8 +22,8 @@ from ._progress import progress
 from ._traceset import TraceSet
 from ._validate import Finding
 
-__all__ = ["Inputs", "Validation", "convert", "simulate", "emulate", "export", "transform", "validate", "stats",
-           "jsonize"]
+__all__ = ["Inputs", "Validation", "convert", "simulate", "emulate", "export", "transform", "generate",
+           "validate", "stats", "jsonize"]
 
 #: a trace set as a user names it, or one already opened
 Inputs = Union[str, os.PathLike, Sequence[Union[str, os.PathLike]], TraceSet]  # noqa: UP007 - a runtime alias
@@ -87,13 +87,71 @@ def convert(inputs: Inputs, output: str | os.PathLike, *, format: str | None = N
                   provenance=pipe.provenance())
 
 
-def transform(inputs: Inputs, name: str, options: Mapping[str, Any] | None = None, *,
-              format: str | None = None, input_options: Mapping[str, Any] | None = None,
-              host: PluginHost | None = None) -> TraceSet:
-    """Apply the registered transform ``name`` with ``options``; the new set is lazy."""
+def transform(inputs: Inputs, name: str | Sequence[str],
+              options: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None, *,
+              output: str | os.PathLike | None = None, gzip: bool = False, format: str | None = None,
+              input_options: Mapping[str, Any] | None = None, host: PluginHost | None = None) -> TraceSet:
+    """Apply the registered transform ``name`` (or several names, in order) with ``options``.
+
+    For several names, ``options`` is one mapping per name, or one mapping whose keys are
+    ``NAME.key`` or a plain ``key`` that exactly one of the transforms declares.  The new set is
+    lazy; with ``output`` it is written there (as :func:`convert` writes) and the written set is
+    returned.
+    """
+    names = [name] if isinstance(name, str) else list(name)
+    if not names:
+        raise ConfigError("transform needs at least one transform name")
     pipe = _input_pipeline(inputs, format, input_options, host)
-    pipe.transforms.append(resolve_stage(pipe.host or get_host(), "transform", name, options))
-    return pipe.load()
+    h = pipe.host or get_host()
+    impls = [h.registry.get("transform", n) for n in names]
+    for n, opts in zip(names, _route_options(names, impls, options)):
+        pipe.transforms.append(resolve_stage(h, "transform", n, opts))
+    return _written(pipe.load(), output, gzip)
+
+
+def _route_options(names: Sequence[str], impls: Sequence[Any],
+                   options: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
+    """One options mapping per transform (see :func:`transform`)."""
+    if options is not None and not isinstance(options, Mapping):
+        per = [dict(o) for o in options]
+        if len(per) != len(names):
+            raise ConfigError(f"{len(per)} option mappings for {len(names)} transforms")
+        return per
+    if len(names) == 1:
+        return [dict(options or {})]
+    out: list[dict[str, Any]] = [{} for _ in names]
+    for key, value in (options or {}).items():
+        owner, dot, plain = key.rpartition(".")
+        if dot and owner in names:
+            out[names.index(owner)][plain] = value
+            continue
+        takers = [i for i, impl in enumerate(impls) if key in (impl.options or {})]
+        if len(takers) != 1:
+            which = "none of" if not takers else "several of"
+            raise ConfigError(f"option {key!r} is declared by {which} the transforms {', '.join(names)}; "
+                              f"name the transform: NAME.{key}={value}")
+        out[takers[0]][key] = value
+    return out
+
+
+def _written(traces: TraceSet, output: str | os.PathLike | None, gzip: bool) -> TraceSet:
+    """``traces`` itself, or written to ``output`` and opened from the files."""
+    if output is None:
+        return traces
+    from ._traceset import open_traceset
+
+    with progress("writing", total=len(traces)) as bar:
+        paths = traces.write(output, compress=gzip, progress=bar, replace_stale=True)
+    return open_traceset([str(p) for p in paths])
+
+
+def generate(name: str, options: Mapping[str, Any] | None = None, *, output: str | os.PathLike | None = None,
+             gzip: bool = False, host: PluginHost | None = None) -> TraceSet:
+    """Run the registered generator ``name`` with ``options``; the set is lazy (ranks are made
+    while they are read), or, with ``output``, written there and opened from the files."""
+    h = host or get_host()
+    stage = resolve_stage(h, "generator", name, options)
+    return _written(Pipeline(None, [], stage, host=h).load(), output, gzip)
 
 
 def simulate(inputs: Inputs, backend: str = "simpy", *, options: Mapping[str, Any] | None = None,

@@ -27,7 +27,7 @@ from ._limits import get_limit, limit_message
 from ._proto.et_batch_pb2 import NodeBatch
 from ._schema import GlobalMetadata, Node
 
-__all__ = ["EtReader", "EtWriter", "read_et", "write_et", "open_binary", "atomic_output"]
+__all__ = ["EtReader", "EtWriter", "read_et", "write_et", "open_binary", "atomic_output", "frame_nodes"]
 
 _CHUNK = 1 << 20
 _BATCH = 4096
@@ -75,6 +75,20 @@ def _encode_varint(n: int) -> bytes:
         else:
             out.append(b)
             return bytes(out)
+
+
+def frame_nodes(messages: Iterable[bytes]) -> bytes:
+    """Serialized node messages framed as an ``.et`` body holds them: each preceded by its
+    varint length (an empty message written as ``id = 0``, as :class:`EtWriter` does), for
+    :meth:`EtWriter.write_framed`.  Raises TraceFormatError for a message over 256 MiB."""
+    out = []
+    for data in messages:
+        data = data or _EMPTY_NODE
+        ln = len(data)
+        if ln > MAX_MESSAGE:
+            raise TraceFormatError(f"node message of {ln} bytes exceeds 256 MiB")
+        out.append((bytes((ln,)) if ln < 0x80 else _encode_varint(ln)) + data)
+    return b"".join(out)
 
 
 class EtReader:
@@ -442,6 +456,14 @@ class EtWriter:
             self._pending.append(_encode_varint(ln) + data)
         if len(self._pending) >= _BATCH:
             self._flush()
+
+    def write_framed(self, data: bytes, count: int) -> None:
+        """Append ``count`` node messages already framed as an ``.et`` body holds them (each a
+        varint length, then the message); the caller vouches for the framing."""
+        self._flush()
+        assert self._f is not None
+        self._f.write(data)
+        self.count += count
 
     def _flush(self) -> None:
         if self._pending:

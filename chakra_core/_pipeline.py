@@ -9,6 +9,8 @@ A pipeline file::
       format: text                        # optional: detected from the paths when omitted
       paths: [workload.txt]               # relative to the pipeline file
       options: {npus: 8}
+      # or, instead of format and paths, a registered generator (with its options):
+      # generator: transformer
     transforms:                           # optional, applied in order
       - name: scale
         options: {compute_speedup: 2}
@@ -54,7 +56,7 @@ __all__ = ["load_traces", "Pipeline", "Stage", "resolve_stage", "run_pipeline", 
            "materialise", "refuse_invalid"]
 
 _TOP_KEYS = ("requires", "prefer", "input", "transforms", "backends", "validate")
-_INPUT_KEYS = ("format", "paths", "options")
+_INPUT_KEYS = ("format", "paths", "options", "generator")
 _STAGE_KEYS = ("name", "options")
 _BACKEND_KEYS = ("name", "options", "output", "validate")
 
@@ -98,7 +100,7 @@ class Stage:
     @property
     def label(self) -> str:
         """The stage as the observer hooks name it: ``input``, ``transform`` or ``backend``."""
-        return "input" if self.kind == "format" else self.kind
+        return "input" if self.kind in ("format", "generator") else self.kind
 
 
 def resolve_stage(host: PluginHost, kind: str, name: str, options: Mapping[str, Any] | None,
@@ -136,7 +138,9 @@ class Pipeline:
         else:
             assert self.input is not None
             inp = self.input
-            traces = _run_observed(host, inp, lambda: inp.impl.open(self.input_paths, inp.options))
+            opened = (partial(inp.impl.generate, inp.options) if inp.kind == "generator"
+                      else partial(inp.impl.open, self.input_paths, inp.options))
+            traces = _run_observed(host, inp, opened)
         for t in self.transforms:
             traces = _run_observed(host, t, partial(t.impl.apply, traces, t.options))
         return traces
@@ -312,6 +316,30 @@ def _flag(obj: Mapping[str, Any], key: str, where: str, source: str, default: bo
     return value
 
 
+def _input_stage(host: PluginHost, inp: dict, source: str, base: Path,
+                 prefer: Mapping[str, str]) -> tuple[list[str], Stage]:
+    """The input paths and stage of ``input: {format, paths, options}`` or, without paths,
+    ``input: {generator: NAME, options}``."""
+    if "generator" in inp:
+        if "paths" in inp or "format" in inp:
+            raise ConfigError("input takes either 'generator' or 'paths' (with 'format'), not both", source)
+        return [], _stage_from_yaml(host, "generator", {"name": inp["generator"], "options": inp.get("options")},
+                                    "input", ("name", "options"), source, base, prefer)[0]
+    paths = inp.get("paths")
+    if isinstance(paths, str):
+        paths = [paths]
+    if not isinstance(paths, list) or not paths or not all(isinstance(p, str) for p in paths):
+        raise ConfigError("input.paths must be a path or a non-empty list of paths", source)
+    paths = [p if os.path.isabs(p) else os.path.normpath(base / p) for p in paths]
+    fmt = inp.get("format")
+    if fmt is not None and not isinstance(fmt, str):
+        raise ConfigError("input.format must be a string", source)
+    fmt = fmt or detect_format(paths, host)
+    stage, _ = _stage_from_yaml(host, "format", {"name": fmt, "options": inp.get("options")}, "input",
+                                ("name", "options"), source, base, prefer)
+    return paths, stage
+
+
 def load_pipeline(spec: str | os.PathLike | Mapping[str, Any], host: PluginHost | None = None,
                   base_dir: str | os.PathLike | None = None) -> Pipeline:
     """Parse and fully validate a pipeline (a YAML file path or an already loaded mapping)."""
@@ -334,18 +362,7 @@ def load_pipeline(spec: str | os.PathLike | Mapping[str, Any], host: PluginHost 
     if not isinstance(prefer, dict) or not all(isinstance(v, str) for v in [*prefer, *prefer.values()]):
         raise ConfigError("'prefer' must map names to distributions (simpy: chakra-simpy)", source)
     inp = _check_keys("input", data.get("input"), _INPUT_KEYS, source)
-    paths = inp.get("paths")
-    if isinstance(paths, str):
-        paths = [paths]
-    if not isinstance(paths, list) or not paths or not all(isinstance(p, str) for p in paths):
-        raise ConfigError("input.paths must be a path or a non-empty list of paths", source)
-    paths = [p if os.path.isabs(p) else os.path.normpath(base / p) for p in paths]
-    fmt = inp.get("format")
-    if fmt is not None and not isinstance(fmt, str):
-        raise ConfigError("input.format must be a string", source)
-    fmt = fmt or detect_format(paths, host)
-    input_stage, _ = _stage_from_yaml(host, "format", {"name": fmt, "options": inp.get("options")}, "input",
-                                      ("name", "options"), source, base, prefer)
+    paths, input_stage = _input_stage(host, inp, source, base, prefer)
     transforms = data.get("transforms") or []
     if not isinstance(transforms, list):
         raise ConfigError("'transforms' must be a list", source)

@@ -31,6 +31,7 @@ KINDS = {
     "backend": "chakra_register_backends",
     "transform": "chakra_register_transforms",
     "synthesizer": "chakra_register_synthesizers",
+    "generator": "chakra_register_generators",
 }
 
 

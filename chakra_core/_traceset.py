@@ -48,7 +48,9 @@ class RankTrace(ABC):
 
     ``rank_known`` is False for a lone file whose name carries no rank (taken as rank 0);
     ``shares_nodes`` is True when iteration hands out the same Node objects every time (so a
-    transform must copy before changing them).
+    transform must copy before changing them).  A rank may also offer ``raw()`` (serialized
+    node messages) or ``framed()`` (``(bytes, node_count)`` pieces of the ``.et`` body, see
+    :func:`chakra_core.frame_nodes`), which :meth:`TraceSet.write` then uses.
     """
 
     rank: int
@@ -243,13 +245,19 @@ class TraceSet:
 
     def _write_ranks(self, directory: Path, names: list[str],
                      progress: Callable[[int, int], None] | None) -> None:
-        """Write every rank to ``directory / names[i]``."""
+        """Write every rank to ``directory / names[i]``; a rank with ``framed()`` (yielding
+        ``(bytes, node_count)`` pieces of an ``.et`` body) is written from those pieces."""
         pgs = self.process_groups
+        text = process_groups_json(pgs) if pgs else None
         for i, (rt, name) in enumerate(zip(self, names)):
-            meta = with_process_groups(rt.metadata(), pgs)
+            meta = with_process_groups(rt.metadata(), pgs, text)
             with EtWriter(directory / name, meta) as w:
                 raw = getattr(rt, "raw", None)
-                if raw is not None:
+                framed = getattr(rt, "framed", None)
+                if framed is not None:
+                    for data, count in framed():
+                        w.write_framed(data, count)
+                elif raw is not None:
                     for data in raw():
                         w.write_raw(data)
                 else:
@@ -290,8 +298,10 @@ def _out_prefix(out: str | os.PathLike) -> Path:
     return p
 
 
-def with_process_groups(meta: GlobalMetadata, pgs: Mapping[str, Sequence[int]]) -> GlobalMetadata:
-    """A copy of ``meta`` whose ``process_groups`` attribute lists ``pgs`` (when not empty)."""
+def with_process_groups(meta: GlobalMetadata, pgs: Mapping[str, Sequence[int]],
+                        text: str | None = None) -> GlobalMetadata:
+    """A copy of ``meta`` whose ``process_groups`` attribute lists ``pgs`` (when not empty);
+    ``text``, when given, is ``process_groups_json(pgs)`` already made (for many ranks)."""
     out = GlobalMetadata()
     out.CopyFrom(meta)
     keep = [a for a in out.attr if a.name != PG_ATTR]
@@ -299,7 +309,7 @@ def with_process_groups(meta: GlobalMetadata, pgs: Mapping[str, Sequence[int]]) 
         del out.attr[:]
         out.attr.extend(keep)
         if pgs:
-            out.attr.append(make_attr(PG_ATTR, process_groups_json(pgs)))
+            out.attr.append(make_attr(PG_ATTR, text if text is not None else process_groups_json(pgs)))
     return out
 
 

@@ -70,6 +70,15 @@ def chakra_register_synthesizers(register: Register) -> None:
     """
 
 
+@hookspec
+def chakra_register_generators(register: Register) -> None:
+    """Register workload generators that build trace sets from a model description, not from
+    files (:class:`chakra_core._api.Generator`).
+
+    :param register: ``register(name, factory, description=, install_hint=)``.
+    """
+
+
 @hookspec(firstresult=True)
 def chakra_detect_format(paths: list[str]) -> str | None:
     """Name the input format of ``paths``, or return None when it is not yours.

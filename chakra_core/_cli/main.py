@@ -25,6 +25,8 @@ COMMANDS = {
     "simulate": ("simulate", "simulate a trace set with a simulator backend"),
     "emulate": ("emulate", "replay a trace set on this machine's hardware (torch.distributed) and measure it"),
     "export": ("export", "export a trace set with an exporter backend (e.g. ASTRA-sim)"),
+    "generate": ("generate", "generate a trace set with a registered generator (e.g. transformer training)"),
+    "transform": ("transform", "apply registered transforms (what-if) to a trace set and write it"),
 }
 
 

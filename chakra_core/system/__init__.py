@@ -42,6 +42,10 @@ Public API
     ``"direct8"`` -> ``("direct", 8)``, ``"oneRing"`` -> ``("ring", None)``.
 :func:`roofline_ns(num_ops, tensor_size, peak_tflops, local_mem_bw)`
     ASTRA-sim's roofline time of a compute node in whole ns (truncated, as ASTRA-sim does).
+Devices: :class:`Device` (``peak_tflops`` per data type, ``memory_gbs``; ``roofline_ns``,
+    ``roofline_micros``, ``compute_system``), :data:`DEVICES` (the built-in table),
+    :func:`get_device(name, devices=None)`, :func:`load_devices(path)` (a YAML file adds devices),
+    :func:`dtype_of_bytes`, :data:`DTYPES`.
 Constants: :data:`TOPOLOGIES`, :data:`ALGORITHMS`, :data:`COLLECTIVE_KINDS`,
 :data:`SCHEDULING_POLICIES`, :data:`COLLECTIVE_OPTIMIZATIONS`, :data:`MEMORY_TYPES`.
 
@@ -55,6 +59,7 @@ localBWAware), plus ``network`` (a list of ``{topology, npus_count, bandwidth, l
 one name for every dimension.  Unknown keys are errors.  See docs/system.md.
 """
 
+from ._devices import DEVICES, DTYPES, Device, dtype_of_bytes, get_device, load_devices
 from ._load import check_system, load_system, read_config, sniff
 from ._model import (
     ALGORITHMS,
@@ -89,4 +94,10 @@ __all__ = [
     "SCHEDULING_POLICIES",
     "COLLECTIVE_OPTIMIZATIONS",
     "MEMORY_TYPES",
+    "Device",
+    "DEVICES",
+    "DTYPES",
+    "get_device",
+    "load_devices",
+    "dtype_of_bytes",
 ]

@@ -1,0 +1,31 @@
+"""chakra-generate: the ``transformer`` workload generator and the what-if transforms
+``resize_dp``, ``straggler`` and ``retime`` (docs/generate.md, docs/transforms.md).
+
+Public API: :class:`TransformerGenerator` (the registered generator), :class:`Model` and
+:func:`model_from_options` (a checked configuration with its closed forms), :func:`schedule`
+(the pass order of a pipeline stage), :class:`Layout` (rank order and process groups).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from chakra_core import lazy_exports
+
+if TYPE_CHECKING:
+    from .layout import Layout
+    from .model import Model, model_from_options
+    from .schedule import schedule
+    from .transformer import TransformerGenerator
+
+__all__ = ["TransformerGenerator", "Model", "model_from_options", "schedule", "Layout"]
+
+_WHERE = {
+    "TransformerGenerator": "transformer",
+    "Model": "model",
+    "model_from_options": "model",
+    "schedule": "schedule",
+    "Layout": "layout",
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE)

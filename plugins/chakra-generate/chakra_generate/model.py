@@ -1,0 +1,190 @@
+"""The model and its parallelism, checked, with the closed forms of sizes and counts.
+
+Units: sizes in bytes, parameters and FLOPs as counts.  ``tokens`` is what one rank holds of a
+micro-batch: ``micro_batch * seq / cp`` (context parallelism splits the sequence); with sequence
+parallelism the norms, dropouts and residuals see ``tokens / tp``.  Parameters are split over
+tensor-parallel ranks as Megatron-LM splits them: the QKV and first MLP matrices by columns
+(weights and biases), the attention projection and second MLP matrices by rows (weights only,
+biases replicated), norms replicated, the word embedding and output layer by vocabulary rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from chakra_core import ConfigError
+
+__all__ = ["Model", "model_from_options", "SCHEDULES", "DIMS"]
+
+SCHEDULES = ("gpipe", "1f1b", "interleaved")
+#: the parallel dimensions a rank order permutes
+DIMS = ("tp", "cp", "dp", "pp")
+
+
+@dataclass(frozen=True)
+class Model:
+    """A checked configuration (see :func:`model_from_options` for the option names)."""
+
+    layers: int
+    hidden: int
+    heads: int
+    ffn: int
+    vocab: int
+    seq: int
+    micro_batch: int
+    micro_batches: int
+    dtype_bytes: int
+    grad_bytes: int
+    tp: int
+    pp: int
+    dp: int
+    cp: int
+    ep: int
+    sp: bool
+    experts: int
+    topk: int
+    moe_every: int
+    schedule: str
+    virtual_stages: int
+    zero: int
+    recompute: bool
+    bucket_bytes: int
+    tie_embeddings: bool
+    steps: int
+    order: tuple[str, ...]
+
+    @property
+    def ranks(self) -> int:
+        """World size: ``tp * cp * dp * pp``."""
+        return self.tp * self.cp * self.dp * self.pp
+
+    @property
+    def chunks(self) -> int:
+        """Model chunks per stage: ``virtual_stages`` for interleaved, else 1."""
+        return self.virtual_stages if self.schedule == "interleaved" else 1
+
+    @property
+    def layers_per_chunk(self) -> int:
+        """Layers of one model chunk: ``layers / (pp * chunks)``."""
+        return self.layers // (self.pp * self.chunks)
+
+    @property
+    def tokens(self) -> int:
+        """Tokens of one micro-batch on one rank: ``micro_batch * seq / cp``."""
+        return self.micro_batch * self.seq // self.cp
+
+    @property
+    def sp_tokens(self) -> int:
+        """Tokens seen by norms and residuals: ``tokens / tp`` with sp, else ``tokens``."""
+        return self.tokens // self.tp if self.sp else self.tokens
+
+    @property
+    def activation_bytes(self) -> int:
+        """A layer's input or output on one rank (the tp collectives' size): ``tokens * hidden * dtype_bytes``."""
+        return self.tokens * self.hidden * self.dtype_bytes
+
+    @property
+    def p2p_bytes(self) -> int:
+        """A pipeline send/recv: ``sp_tokens * hidden * dtype_bytes`` (sp sends the tp shard)."""
+        return self.sp_tokens * self.hidden * self.dtype_bytes
+
+    @property
+    def a2a_bytes(self) -> int:
+        """A MoE all-to-all (dispatch or combine): ``tokens * topk * hidden * dtype_bytes``."""
+        return self.tokens * self.topk * self.hidden * self.dtype_bytes
+
+    def is_moe(self, layer: int) -> bool:
+        """Whether global layer ``layer`` (from 0) is a MoE layer: every ``moe_every``-th, ending
+        each group (layers moe_every-1, 2*moe_every-1, ...), when ``experts`` > 0."""
+        return self.experts > 0 and (layer + 1) % self.moe_every == 0
+
+    def dense_layer_params(self) -> int:
+        """Parameters of a dense layer on one tp rank: ``(4h^2 + 2h*ffn + 3h + ffn) / tp + 6h``
+        (12h^2 + 13h at tp = 1, ffn = 4h)."""
+        h, f = self.hidden, self.ffn
+        return (4 * h * h + 2 * h * f + 3 * h + f) // self.tp + 6 * h
+
+    def moe_shared_params(self) -> int:
+        """Non-expert parameters of a MoE layer on one tp rank (attention, norms, router):
+        ``(4h^2 + 3h) / tp + 5h + h * experts``."""
+        h = self.hidden
+        return (4 * h * h + 3 * h) // self.tp + 5 * h + h * self.experts
+
+    def expert_params(self) -> int:
+        """Expert parameters of a MoE layer on one rank: ``experts / ep`` experts of
+        ``(2h*ffn + ffn) / tp + h`` each."""
+        h, f = self.hidden, self.ffn
+        return self.experts // self.ep * ((2 * h * f + f) // self.tp + h)
+
+    def layer_params(self, layer: int) -> tuple[int, int]:
+        """``(dense, expert)`` parameters of global layer ``layer`` on one rank."""
+        if self.is_moe(layer):
+            return self.moe_shared_params(), self.expert_params()
+        return self.dense_layer_params(), 0
+
+    def embedding_params(self) -> int:
+        """Input embedding on the first stage: ``vocab * h / tp + seq * h`` (word rows split by
+        tp, learned positions replicated)."""
+        return self.vocab * self.hidden // self.tp + self.seq * self.hidden
+
+    def output_params(self) -> int:
+        """Output side on the last stage: the final norm ``2h`` plus, unless it is the word
+        embedding itself (one stage with tied embeddings), the output layer ``vocab * h / tp``."""
+        tied_here = self.tie_embeddings and self.pp == 1
+        return 2 * self.hidden + (0 if tied_here else self.vocab * self.hidden // self.tp)
+
+    def dtype_name(self) -> str:
+        """The data type the roofline's peak is read for (from ``dtype_bytes``)."""
+        from chakra_core.system import dtype_of_bytes
+
+        return dtype_of_bytes(self.dtype_bytes)
+
+
+def _require(cond: bool, message: str) -> None:
+    if not cond:
+        raise ConfigError(f"generator 'transformer': {message}")
+
+
+def _order(text: str) -> tuple[str, ...]:
+    dims = tuple(d.strip() for d in text.replace(",", "-").split("-"))
+    _require(sorted(dims) == sorted(DIMS), f"order {text!r} must name tp, cp, dp and pp once each, "
+             "fastest first (default tp-cp-dp-pp)")
+    return dims
+
+
+def model_from_options(o: Mapping[str, Any]) -> Model:
+    """Build and check a :class:`Model` from the generator's checked options."""
+    m = Model(
+        layers=o["layers"], hidden=o["hidden"], heads=o["heads"], ffn=o["ffn"] or 4 * o["hidden"],
+        vocab=o["vocab"], seq=o["seq"], micro_batch=o["micro_batch"], micro_batches=o["micro_batches"],
+        dtype_bytes=o["dtype_bytes"], grad_bytes=o["grad_bytes"], tp=o["tp"], pp=o["pp"], dp=o["dp"],
+        cp=o["cp"], ep=o["ep"], sp=o["sp"], experts=o["experts"], topk=o["topk"], moe_every=o["moe_every"],
+        schedule=o["schedule"], virtual_stages=o["virtual_stages"], zero=o["zero"], recompute=o["recompute"],
+        bucket_bytes=o["bucket_bytes"], tie_embeddings=o["tie_embeddings"], steps=o["steps"],
+        order=_order(o["order"]))
+    _check(m)
+    return m
+
+
+def _check(m: Model) -> None:
+    _require(m.hidden % m.heads == 0, f"hidden {m.hidden} is not a multiple of heads {m.heads}")
+    _require(m.heads % m.tp == 0, f"heads {m.heads} is not a multiple of tp {m.tp}")
+    _require(m.ffn % m.tp == 0 and m.vocab % m.tp == 0,
+             f"ffn {m.ffn} and vocab {m.vocab} must be multiples of tp {m.tp}")
+    _require(m.seq % m.cp == 0, f"seq {m.seq} is not a multiple of cp {m.cp}")
+    _require(not m.sp or m.tokens % m.tp == 0,
+             f"with sp, micro_batch * seq / cp = {m.tokens} must be a multiple of tp {m.tp}")
+    _require(m.layers % (m.pp * m.chunks) == 0,
+             f"layers {m.layers} is not a multiple of pp * virtual_stages = {m.pp * m.chunks}")
+    _require(m.schedule != "interleaved" or m.pp > 1, "the interleaved schedule needs pp > 1")
+    _require(m.schedule != "interleaved" or m.micro_batches % m.pp == 0,
+             f"the interleaved schedule needs micro_batches ({m.micro_batches}) to be a multiple of pp ({m.pp}), "
+             "as in Megatron-LM")
+    _require(m.schedule == "interleaved" or m.virtual_stages == 1,
+             "virtual_stages applies to schedule=interleaved only")
+    _require(m.dp % m.ep == 0, f"ep {m.ep} does not divide dp {m.dp} (experts are split inside data parallelism)")
+    _require(m.ep == 1 or m.experts > 0, "ep > 1 needs experts > 0")
+    _require(m.experts == 0 or m.experts % m.ep == 0, f"experts {m.experts} is not a multiple of ep {m.ep}")
+    _require(m.experts == 0 or 1 <= m.topk <= m.experts, f"topk {m.topk} must be between 1 and experts {m.experts}")

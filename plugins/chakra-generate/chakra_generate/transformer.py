@@ -1,0 +1,138 @@
+"""The ``transformer`` generator: training steps of a GPT/Llama-like model (dense or MoE) under
+tensor, sequence, context, data, expert and pipeline parallelism (docs/generate.md).
+
+One template is built per pipeline stage (ranks of a stage differ only in groups and peers);
+ranks are produced from it while they are written.  Before the set is returned, a reduced copy
+(:func:`reduced`: fewer replicas of every group, the same schedule) is validated as a whole; an
+error there is a bug of the generator and stops it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, replace
+from typing import Any
+
+from chakra_core import ConfigError, Generator, GlobalMetadata, Option, TraceSet, make_attr, validate
+from chakra_core.system import get_device
+
+from .build import build_stage
+from .emit import TemplateRank, segments
+from .layout import Layout
+from .model import SCHEDULES, Model, model_from_options
+
+__all__ = ["TransformerGenerator", "generate_model", "reduced"]
+
+
+def _opt(kind: str, default: Any, help: str, **kw: Any) -> Option:
+    return Option(kind, default, help, **kw)
+
+
+class TransformerGenerator(Generator):
+    """LLM training steps: tp x cp x dp x pp ranks in Megatron-LM order, with sp, ZeRO, MoE."""
+
+    description = "LLM training steps (dense or MoE) under tp, sp, cp, dp, ep, pp"
+    options = {
+        "layers": _opt("int", 24, "transformer layers", minimum=1),
+        "hidden": _opt("int", 2048, "hidden size", minimum=1),
+        "heads": _opt("int", 16, "attention heads", minimum=1),
+        "ffn": _opt("int", None, "MLP inner size (default 4 x hidden)", minimum=1),
+        "vocab": _opt("int", 51200, "vocabulary size", minimum=1),
+        "seq": _opt("int", 2048, "sequence length (tokens)", minimum=1),
+        "micro_batch": _opt("int", 1, "sequences per micro-batch", minimum=1),
+        "micro_batches": _opt("int", 8, "micro-batches per step (per data-parallel replica)", minimum=1),
+        "dtype_bytes": _opt("int", 2, "bytes per activation and parameter element", unit="B",
+                            choices=(1, 2, 4, 8)),
+        "grad_bytes": _opt("int", 4, "bytes per gradient element", unit="B", minimum=1),
+        "tp": _opt("int", 1, "tensor-parallel size", minimum=1),
+        "pp": _opt("int", 1, "pipeline-parallel size (stages)", minimum=1),
+        "dp": _opt("int", 1, "data-parallel size", minimum=1),
+        "cp": _opt("int", 1, "context-parallel size", minimum=1),
+        "ep": _opt("int", 1, "expert-parallel size (inside dp)", minimum=1),
+        "sp": _opt("bool", False, "sequence parallelism (with tp)"),
+        "experts": _opt("int", 0, "experts per MoE layer (0: dense model)", minimum=0),
+        "topk": _opt("int", 2, "experts per token", minimum=1),
+        "moe_every": _opt("int", 1, "every n-th layer is a MoE layer (when experts > 0)", minimum=1),
+        "schedule": _opt("str", "1f1b", "pipeline schedule", choices=SCHEDULES),
+        "virtual_stages": _opt("int", 1, "model chunks per stage (schedule=interleaved)", minimum=1),
+        "zero": _opt("int", 0, "ZeRO stage (0: gradient all-reduce)", choices=(0, 1, 2, 3)),
+        "recompute": _opt("bool", False, "full activation recomputation before each layer's backward"),
+        "bucket_bytes": _opt("int", 160_000_000, "gradient bucket size (Megatron-LM: 40M parameters of 4 B)",
+                             unit="B", minimum=1),
+        "tie_embeddings": _opt("bool", True, "the output layer shares the word embedding (gradient "
+                               "all-reduced between first and last stage)"),
+        "steps": _opt("int", 1, "training steps", minimum=1),
+        "order": _opt("str", "tp-cp-dp-pp", "rank order, fastest dimension first (Megatron-LM: tp-cp-dp-pp)"),
+        "device": _opt("str", "h100", "device whose roofline times compute (chakra_core.system.DEVICES)"),
+        "devices": _opt("path", None, "YAML file adding devices to the table"),
+        "check": _opt("bool", True, "validate a reduced copy of the set before returning it"),
+    }
+
+    def check_options(self, options: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The options with defaults, checked together (sizes that must divide, ...)."""
+        out = super().check_options(options)
+        model_from_options(out)
+        get_device(out["device"], out["devices"]).peak(model_from_options(out).dtype_name())
+        return out
+
+    def generate(self, options: Mapping[str, Any]) -> TraceSet:
+        """The generated set (lazy), after the reduced copy passed validation."""
+        model = model_from_options(options)
+        if options["check"]:
+            _check_reduced(model, options)
+        return generate_model(model, options)
+
+
+def generate_model(model: Model, options: Mapping[str, Any]) -> TraceSet:
+    """The lazily generated set of ``model`` (``options``: the generator's checked options)."""
+    device = get_device(options["device"], options["devices"])
+    layout = Layout(model)
+    templates = [build_stage(model, device, s) for s in range(model.pp)]
+    framed = [segments(t) for t in templates]
+    workload = json.dumps({**asdict(model), "order": "-".join(model.order), "device": device.name},
+                          separators=(",", ":"))
+    order = _order_formula(model.order)
+    ranks = []
+    for r in range(model.ranks):
+        coords = layout.coords(r)
+        groups = {k: layout.group_of[k][r] for k in layout.group_of if layout.group_of[k][r]}
+        meta = GlobalMetadata(version="0.0.4")
+        meta.attr.extend([
+            make_attr("generator", "chakra-generate:transformer"), make_attr("workload", workload),
+            make_attr("rank_order", order), make_attr("parallel_coords", json.dumps(coords, separators=(",", ":"))),
+            make_attr("parallel_groups", json.dumps(groups, separators=(",", ":"))),
+        ])
+        pp = coords["pp"]
+        ranks.append(TemplateRank(r, meta, templates[pp], layout, framed[pp]))
+    return TraceSet(ranks, process_groups=layout.groups, source="generator:transformer")
+
+
+def _order_formula(order: tuple[str, ...]) -> str:
+    """``rank = tp_rank + tp*(cp_rank + cp*(dp_rank + dp*pp_rank))`` for ``order``."""
+    text = f"{order[-1]}_rank"
+    for d in reversed(order[:-1]):
+        text = f"{d}_rank + {d}*({text})"
+    return f"rank = {text}"
+
+
+def reduced(model: Model) -> Model:
+    """The model the generator validates: tp and cp cut to 2 (when even), dp to ``max(ep, 2)``,
+    layers per model chunk to ``2 * moe_every``: every kind of node, group and peer of the full
+    set, the same schedule, with fewer replicas of each."""
+    def cut(size: int, to: int) -> int:
+        return to if size > to and size % to == 0 else size
+
+    lpc = min(model.layers_per_chunk, 2 * model.moe_every)
+    return replace(model, tp=cut(model.tp, 2), cp=cut(model.cp, 2), dp=cut(model.dp, max(model.ep, 2)),
+                   layers=lpc * model.pp * model.chunks)
+
+
+def _check_reduced(model: Model, options: Mapping[str, Any]) -> None:
+    """Validate the :func:`reduced` set as a whole; raise on any error."""
+    small = reduced(model)
+    findings = validate(generate_model(small, options))
+    errors = [f for f in findings if f.severity == "error"]
+    if errors:
+        raise ConfigError(f"generator 'transformer': the generated set fails validation ({len(errors)} "
+                          f"finding(s); the first: {errors[0]}); this is a bug of chakra-generate")

@@ -1,0 +1,125 @@
+"""Generated sets validate, simulate with simpy and export to ASTRA-sim, from 8 to 4,096 ranks;
+the command, the Python call and the pipeline input give the same set; bad options are one line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+import chakra_core as chakra
+from chakra_core import NodeType, get_attr
+from chakra_core.system import get_device
+
+TINY = {"layers": 2, "hidden": 32, "heads": 4, "seq": 16, "vocab": 64, "micro_batches": 2}
+
+
+@pytest.mark.parametrize("options", [
+    {"tp": 2, "pp": 2, "dp": 2},
+    {"tp": 2, "pp": 2, "dp": 2, "sp": True, "cp": 2, "zero": 1},
+    {"tp": 2, "pp": 2, "dp": 4, "ep": 2, "experts": 4, "zero": 3, "recompute": True},
+    {"pp": 4, "dp": 2, "schedule": "interleaved", "virtual_stages": 2, "micro_batches": 4, "layers": 8},
+])
+def test_small_sets_validate_simulate_export(tmp_path, options):
+    traces = chakra.generate("transformer", {**TINY, **options}, output=tmp_path / "et/")
+    report = chakra.validate(traces)
+    assert report.ok and not report.warnings, report.to_dict()["findings"][:3]
+    sim = chakra.simulate(traces)
+    assert sim.summary["finish_ns"] > 0 and len(sim.ranks) == len(traces)
+    out = chakra.export(traces, "astrasim", tmp_path / "astra")
+    assert sum(1 for f in out.files if f.endswith(".et")) == len(traces)
+
+
+def test_4096_ranks_validate_simulate_export(tmp_path):
+    traces = chakra.generate("transformer", {**TINY, "tp": 4, "pp": 2, "dp": 512, "micro_batches": 1},
+                             output=tmp_path / "et")
+    assert len(traces) == 4096
+    assert chakra.validate(traces).ok
+    sim = chakra.simulate(traces, validate=False)
+    assert len(sim.ranks) == 4096 and sim.summary["finish_ns"] > 0
+    out = chakra.export(traces, "astrasim", tmp_path / "astra", validate=False)
+    assert sum(1 for f in out.files if f.endswith(".et")) == 4096
+
+
+def test_compute_nodes_carry_flops_bytes_and_roofline_durations():
+    traces = chakra.generate("transformer", {**TINY, "tp": 2, "device": "a100"})
+    a100 = get_device("a100")
+    seen = 0
+    for n in traces[0].nodes():
+        if n.type == NodeType.COMP_NODE and n.name.endswith(".qkv"):
+            T, h = 16, 32
+            assert get_attr(n, "num_ops") == 2 * T * h * 3 * h // 2
+            assert get_attr(n, "tensor_size") == (T * h + 3 * h * h // 2 + 3 * T * h // 2) * 2
+            ns = int(max(get_attr(n, "num_ops") / 312e3, get_attr(n, "tensor_size") / 2039))
+            assert n.duration_micros == max(1, -(-ns // 1000))
+            assert a100.peak("bf16") == 312
+            seen += 1
+    assert seen == TINY["layers"] * TINY["micro_batches"]
+
+
+def test_roofline_simulation_matches_replay_of_the_same_device(tmp_path):
+    traces = chakra.generate("transformer", {**TINY, "layers": 4, "hidden": 2048, "heads": 16, "seq": 1024},
+                             output=tmp_path / "et/")
+    system = tmp_path / "sys.yaml"
+    system.write_text(yaml.safe_dump({"compute": get_device("h100").compute_system("bf16")}))
+    replay = chakra.simulate(traces).summary["finish_ns"]
+    roofline = chakra.simulate(traces, system=str(system)).summary["finish_ns"]
+    assert roofline <= replay  # the trace rounds each duration up to whole microseconds
+    assert roofline > 0.9 * replay
+
+
+def test_cli_generate_and_pipeline_give_the_same_files(tmp_path, chakra_cli):
+    opts = ["-O", "tp=2", "-O", "pp=2", "-O", "layers=2", "-O", "hidden=32", "-O", "heads=4", "-O", "seq=16",
+            "-O", "vocab=64", "-O", "micro_batches=2"]
+    status, out, err = chakra_cli("generate", "transformer", "-o", f"{tmp_path}/cli/", *opts, "--json")
+    assert status == 0, err
+    assert json.loads(out)["ranks"] == 4
+    pipe = tmp_path / "p.yaml"
+    pipe.write_text(yaml.safe_dump({
+        "input": {"generator": "transformer", "options": {"tp": 2, "pp": 2, **TINY}},
+        "backends": [{"name": "et", "output": "out/et"}, {"name": "simpy", "output": "out/sim"}],
+    }))
+    summary = chakra.run_pipeline(pipe)
+    sim = summary["backends"][1]["result"]
+    assert sim["provenance"]["implementations"][0]["kind"] == "generator"
+    assert sim["provenance"]["implementations"][0]["options"]["tp"] == 2
+    for r in range(4):
+        assert (tmp_path / "cli" / f"trace.{r}.et").read_bytes() == (tmp_path / "out/et" / f"trace.{r}.et").read_bytes()
+
+
+@pytest.mark.parametrize("args,message", [
+    (["-O", "layers=7", "-O", "pp=2"], "layers 7 is not a multiple of pp * virtual_stages = 2"),
+    (["-O", "tp=3"], "heads 16 is not a multiple of tp 3"),
+    (["-O", "schedule=interleaved", "-O", "pp=2", "-O", "micro_batches=3", "-O", "virtual_stages=2"],
+     "micro_batches (3) to be a multiple of pp (2)"),
+    (["-O", "dp=4", "-O", "ep=3", "-O", "experts=6"], "ep 3 does not divide dp 4"),
+    (["-O", "device=h1000"], "unknown device 'h1000' (did you mean 'h100'"),
+    (["-O", "layres=4"], "did you mean 'layers'"),
+    (["-O", "order=tp-dp-pp"], "must name tp, cp, dp and pp once each"),
+])
+def test_bad_options_one_line_exit_2(tmp_path, chakra_cli, args, message):
+    status, out, err = chakra_cli("generate", "transformer", "-o", str(tmp_path / "x/"), *args)
+    assert status == 2 and message in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "x").exists() or not any((tmp_path / "x").iterdir())
+
+
+def test_pipeline_refuses_generator_with_paths(tmp_path):
+    with pytest.raises(chakra.ConfigError, match="either 'generator' or 'paths'"):
+        chakra.load_pipeline({"input": {"generator": "transformer", "paths": ["x"]}, "backends": [{"name": "simpy"}]})
+
+
+def test_device_file_extends_the_table(tmp_path):
+    f = tmp_path / "dev.yaml"
+    f.write_text("slow-npu:\n  peak_tflops: {bf16: 1}\n  memory_gbs: 10\n")
+    big = {**TINY, "hidden": 1024, "heads": 8, "seq": 512}
+    fast = chakra.generate("transformer", big)
+    slow = chakra.generate("transformer", {**big, "device": "slow-npu", "devices": str(f)})
+
+    def total(ts):
+        return sum(n.duration_micros for n in ts[0].nodes() if n.type == NodeType.COMP_NODE)
+
+    assert total(slow) > 100 * total(fast)
+    f.write_text("bad:\n  peak_tflops: {bf17: 1}\n  memory_gbs: 10\n")
+    with pytest.raises(chakra.ConfigError, match="unknown data type 'bf17'"):
+        chakra.generate("transformer", {**TINY, "device": "bad", "devices": str(f)})

@@ -1,0 +1,188 @@
+"""Collective counts and sizes of generated sets against the closed forms, computed here.
+
+Closed forms (docs/generate.md): per layer and micro-batch two tensor-parallel all-reduces of
+``mb*s*h*d`` forward and two backward (with sp: all-gather + reduce-scatter pairs); pipeline
+messages of the activation between adjacent stages; the data-parallel gradients of the stage's
+parameters per tp rank (Megatron's split) times ``grad_bytes``; MoE all-to-alls of
+``mb*s*topk*h*d``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+#: the tests' model (the same as conftest.SMALL)
+H, SEQ, V, L, M = 64, 32, 256, 8, 4
+F = 4 * H
+
+
+def layer_params_per_tp_rank(tp):
+    """Megatron's split of one layer: column-parallel QKV (3h x h + 3h) and fc1 (f x h + f),
+    row-parallel proj (h x h) and fc2 (h x f) with replicated biases (h each), two norms (2h each)."""
+    split = 3 * H * H + 3 * H + F * H + F + H * H + H * F
+    replicated = H + H + 2 * H + 2 * H
+    return split // tp + replicated
+
+
+def test_layer_params_match_12h2_13h_at_tp1(h):
+    assert layer_params_per_tp_rank(1) == 12 * H * H + 13 * H
+
+
+def test_dense_tp_pp_dp_counts_and_sizes(h):
+    tp, pp, dp, b, d, g = 2, 2, 2, 1, 2, 4
+    traces = h.gen(tp=tp, pp=pp, dp=dp)
+    assert len(traces) == tp * pp * dp
+    act = b * SEQ * H * d
+    per_stage = L // pp
+    for pp_rank in range(pp):
+        for dp_rank in range(dp):
+            for tp_rank in range(tp):
+                r = h.megatron_rank(tp_rank, 0, dp_rank, pp_rank, tp, 1, dp)
+                cs = h.colls(traces, r)
+                tp_members = tuple(h.megatron_rank(t, 0, dp_rank, pp_rank, tp, 1, dp) for t in range(tp))
+                dp_members = tuple(h.megatron_rank(tp_rank, 0, x, pp_rank, tp, 1, dp) for x in range(dp))
+                layers_ar = h.by_kind(cs, ".L")
+                assert layers_ar == Counter({("ALL_REDUCE", act, tp_members): 4 * per_stage * M})
+                extra = h.by_kind(cs, ".embedding.tp_") + h.by_kind(cs, ".output.tp_")
+                expected_extra = M if pp_rank in (0, pp - 1) else 0
+                assert sum(extra.values()) == expected_extra
+                params = per_stage * layer_params_per_tp_rank(tp)
+                if pp_rank == 0:
+                    params += V * H // tp + SEQ * H
+                if pp_rank == pp - 1:
+                    params += V * H // tp + 2 * H
+                grads = [(t, s, m) for n, t, s, m in cs if "grad_bucket" in n]
+                assert {t for t, _, _ in grads} == {"ALL_REDUCE"} and {m for _, _, m in grads} == {dp_members}
+                assert sum(s for _, s, _ in grads) == params * g
+                emb = h.by_kind(cs, "embedding_grad")
+                first_last = (h.megatron_rank(tp_rank, 0, dp_rank, 0, tp, 1, dp),
+                              h.megatron_rank(tp_rank, 0, dp_rank, pp - 1, tp, 1, dp))
+                assert emb == Counter({("ALL_REDUCE", V * H // tp * g, first_last): 1})
+                msgs = h.p2p(traces, r)
+                other = h.megatron_rank(tp_rank, 0, dp_rank, 1 - pp_rank, tp, 1, dp)
+                assert Counter((k, peer, s) for k, peer, s, _ in msgs) == Counter(
+                    {("send", other, act): M, ("recv", other, act): M})
+
+
+def test_single_stage_has_embedding_once_and_no_p2p(h):
+    traces = h.gen(tp=2, dp=2)
+    cs = h.colls(traces, 0)
+    params = L * layer_params_per_tp_rank(2) + V * H // 2 + SEQ * H + 2 * H
+    assert sum(s for n, _, s, _ in cs if "grad_bucket" in n) == params * 4
+    assert not h.p2p(traces, 0) and not h.by_kind(cs, "embedding_grad")
+
+
+def test_buckets_are_at_most_one_layer_over_the_bucket_size(h):
+    bucket = 3 * layer_params_per_tp_rank(1) * 4
+    cs = h.colls(h.gen(dp=2, bucket_bytes=bucket), 0)
+    sizes = [s for n, _, s, _ in cs if "grad_bucket" in n]
+    assert len(sizes) > 1 and all(s >= bucket for s in sizes[:-1])
+    assert all(s < bucket + layer_params_per_tp_rank(1) * 4 + (V + SEQ + 2) * H * 4 for s in sizes)
+
+
+def test_sequence_parallel_pairs_and_p2p_shard(h):
+    tp, pp, b, d = 2, 2, 1, 2
+    traces = h.gen(tp=tp, pp=pp, sp=True)
+    act = b * SEQ * H * d
+    cs = h.colls(traces, 0)
+    layers = h.by_kind(cs, ".L")
+    members = (0, 1)
+    per_stage = L // pp
+    assert layers == Counter({("ALL_GATHER", act, members): 4 * per_stage * M,
+                              ("REDUCE_SCATTER", act, members): 4 * per_stage * M})
+    assert not any(t == "ALL_REDUCE" for n, t, _, _ in cs if ".L" in n)
+    assert {s for _, _, s, _ in h.p2p(traces, 0)} == {b * SEQ // tp * H * d}
+
+
+def test_context_parallel_gathers_kv_and_joins_the_gradient_group(h):
+    tp, cp, dp, b, d = 2, 2, 2, 1, 2
+    traces = h.gen(tp=tp, cp=cp, dp=dp)
+    cs = h.colls(traces, 0)
+    cp_members = (h.megatron_rank(0, 0, 0, 0, tp, cp, dp), h.megatron_rank(0, 1, 0, 0, tp, cp, dp))
+    kv = 2 * b * SEQ * (H // tp) * d
+    assert h.by_kind(cs, "cp_") == Counter({("ALL_GATHER", kv, cp_members): L * M,
+                                          ("REDUCE_SCATTER", kv, cp_members): L * M})
+    assert h.by_kind(cs, ".L") - h.by_kind(cs, "cp_") == Counter(
+        {("ALL_REDUCE", b * SEQ // cp * H * d, (0, 1)): 4 * L * M})
+    grad_members = {m for n, _, _, m in cs if "grad_bucket" in n}
+    assert grad_members == {tuple(sorted(h.megatron_rank(0, c, x, 0, tp, cp, dp) for c in range(cp) for x in range(dp)))}
+
+
+def test_zero1_reduce_scatter_then_all_gather(h):
+    tp, dp, d, g = 2, 4, 2, 4
+    traces = h.gen(tp=tp, dp=dp, zero=1)
+    cs = h.colls(traces, 0)
+    params = L * layer_params_per_tp_rank(tp) + V * H // tp + SEQ * H + 2 * H
+    dp_members = tuple(h.megatron_rank(0, 0, x, 0, tp, 1, dp) for x in range(dp))
+    rs = [(t, s, m) for n, t, s, m in cs if "grad_bucket" in n]
+    ag = [(t, s, m) for n, t, s, m in cs if "param_bucket" in n]
+    assert {(t, m) for t, _, m in rs} == {("REDUCE_SCATTER", dp_members)}
+    assert {(t, m) for t, _, m in ag} == {("ALL_GATHER", dp_members)}
+    assert sum(s for _, s, _ in rs) == params * g and sum(s for _, s, _ in ag) == params * d
+    assert not any(t == "ALL_REDUCE" and m == dp_members for _, t, _, m in cs)
+
+
+def test_zero3_gathers_every_layer_before_forward_and_backward(h):
+    tp, dp, d, g = 2, 2, 2, 4
+    traces = h.gen(tp=tp, dp=dp, zero=3)
+    cs = h.colls(traces, 0)
+    lp = layer_params_per_tp_rank(tp)
+    dp_members = (0, 2)
+    gathers = h.by_kind(cs, "zero3_all_gather")
+    emb, out = V * H // tp + SEQ * H, 2 * H  # one stage: the output layer is the word embedding
+    assert gathers == Counter({("ALL_GATHER", lp * d, dp_members): 2 * L * M,
+                               ("ALL_GATHER", emb * d, dp_members): 2 * M,
+                               ("ALL_GATHER", out * d, dp_members): 2 * M})
+    rs = [s for n, t, s, m in cs if "grad_bucket" in n and t == "REDUCE_SCATTER"]
+    assert sum(rs) == (L * lp + emb + out) * g
+    assert not h.by_kind(cs, "param_bucket")
+
+
+def test_recompute_repeats_the_forward_collectives(h):
+    tp, d = 2, 2
+    cs = h.colls(h.gen(tp=tp, recompute=True), 0)
+    act = SEQ * H * d
+    assert sum(h.by_kind(cs, ".L").values()) == 6 * L * M
+    assert sum(h.by_kind(cs, ".R").values()) == 2 * L * M
+    assert {s for n, _, s, _ in cs if ".L" in n or ".R" in n} == {act}
+
+
+@pytest.mark.parametrize("sp", [False, True])
+def test_moe_all_to_alls_and_expert_gradients(h, sp):
+    tp, dp, ep, experts, topk, every, d, g = 2, 4, 2, 4, 2, 2, 2, 4
+    traces = h.gen(tp=tp, dp=dp, ep=ep, experts=experts, topk=topk, moe_every=every, sp=sp)
+    moe_layers = L // every
+    for r in range(len(traces)):
+        tp_rank, dp_rank = r % tp, r // tp
+        cs = h.colls(traces, r)
+        ep_members = tuple(h.megatron_rank(tp_rank, 0, (dp_rank // ep) * ep + e, 0, tp, 1, dp) for e in range(ep))
+        a2a = h.by_kind(cs, "all_to_all")
+        assert a2a == Counter({("ALL_TO_ALL", SEQ * topk * H * d, ep_members): 4 * moe_layers * M})
+        edp_members = tuple(h.megatron_rank(tp_rank, 0, x, 0, tp, 1, dp) for x in range(dp) if x % ep == dp_rank % ep)
+        expert = [(s, m) for n, _, s, m in cs if "grad_bucket" in n and n.endswith("edp_all_reduce")]
+        per_expert = (2 * H * F + F) // tp + H
+        assert {m for _, m in expert} == {edp_members}
+        assert sum(s for s, _ in expert) == moe_layers * experts // ep * per_expert * g
+        dense = sum(s for n, _, s, _ in cs if "grad_bucket" in n and n.endswith(".dp_all_reduce"))
+        moe_shared = (4 * H * H + 3 * H) // tp + 5 * H + H * experts
+        assert dense == ((L - moe_layers) * layer_params_per_tp_rank(tp) + moe_layers * moe_shared
+                         + V * H // tp + SEQ * H + 2 * H) * g
+
+
+def test_rank_order_is_megatron_and_recorded(h):
+    import json
+
+    traces = h.gen(tp=2, cp=2, dp=2, pp=2)
+    for r in range(len(traces)):
+        attrs = {a.name: a.string_val for a in traces[r].metadata().attr}
+        c = json.loads(attrs["parallel_coords"])
+        assert h.megatron_rank(c["tp"], c["cp"], c["dp"], c["pp"], 2, 2, 2) == r
+    assert attrs["rank_order"] == "rank = tp_rank + tp*(cp_rank + cp*(dp_rank + dp*(pp_rank)))"
+
+
+def test_another_order_puts_dp_fastest(h):
+    cs = h.colls(h.gen(tp=2, dp=2, order="dp-tp-cp-pp"), 0)
+    assert {m for n, _, _, m in cs if ".L" in n} == {(0, 2)}
+    assert {m for n, _, _, m in cs if "grad_bucket" in n} == {(0, 1)}
