@@ -1,0 +1,177 @@
+"""Per-device Chakra nodes from the device-independent program of :mod:`.lowering`.
+
+Every device runs the same program; what differs is the process group of each collective, the
+peers of each collective-permute, which operations a device takes no part in, and the measured
+durations. Each operation's node is therefore serialized once, shared by all devices, and a
+device's file is those bytes with its own ``pg_name`` and ``duration_micros`` fields appended
+(a protobuf message may be extended by appending fields). Only nodes whose dependencies go
+through an operation the device skips, and the send/receive nodes of permutes, are built per
+device. Memory stays flat in the number of devices.
+
+A device skips a collective whose group holds it alone (or no group holds it) and a permute in
+which it neither sends nor receives; users of a skipped operation depend on what it depended on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from chakra_core import GeneratedRank, GlobalMetadata, Node, NodeType, make_attr
+
+from .lowering import COLLECTIVE, COMPUTE, GroupLayout, Lowered, Op, PermuteLayout
+
+__all__ = ["DeviceRank", "Templates", "micros"]
+
+
+def micros(us: float) -> int:
+    """Whole microseconds of a measured duration: rounded half up, at least 1 for any op measured."""
+    return max(1, int(us + 0.5))
+
+
+def _base_node(op: Op, deps: list[int], ctrl: list[int]) -> Node:
+    n = Node(id=op.id, name=op.name)
+    n.data_deps.extend(deps)
+    n.ctrl_deps.extend(ctrl)
+    n.attr.append(make_attr("is_cpu_op", False))
+    if op.kind == COMPUTE:
+        n.type = NodeType.COMP_NODE
+        n.attr.append(make_attr("num_ops", op.num_ops))
+        n.attr.append(make_attr("tensor_size", op.tensor_size))
+    elif op.kind == COLLECTIVE:
+        n.type = NodeType.COMM_COLL_NODE
+        n.attr.append(make_attr("comm_type", op.comm_type))
+        n.attr.append(make_attr("comm_size", op.comm_size))
+    if op.note:
+        n.attr.append(make_attr("note", op.note))
+    return n
+
+
+class Templates:
+    """The serialized node of every operation (shared by all devices) and small cached suffixes."""
+
+    def __init__(self, lowered: Lowered):
+        self.lowered = lowered
+        self._bytes: list[bytes | None] = [None] * len(lowered.ops)
+        self._durations: dict[int, bytes] = {}
+        self._pg: dict[str, bytes] = {}
+
+    def node_bytes(self, index: int) -> bytes:
+        """The serialized node of ``ops[index]`` with its own dependencies."""
+        data = self._bytes[index]
+        if data is None:
+            op = self.lowered.ops[index]
+            data = _base_node(op, op.deps, op.ctrl).SerializeToString()
+            self._bytes[index] = data
+        return data
+
+    def duration(self, us: int) -> bytes:
+        """The serialized ``duration_micros`` field."""
+        data = self._durations.get(us)
+        if data is None:
+            data = Node(duration_micros=us).SerializeToString()
+            self._durations[us] = data
+        return data
+
+    def pg_name(self, name: str) -> bytes:
+        """The serialized ``pg_name`` attribute."""
+        data = self._pg.get(name)
+        if data is None:
+            n = Node()
+            n.attr.append(make_attr("pg_name", name))
+            data = n.SerializeToString()
+            self._pg[name] = data
+        return data
+
+
+def _measured(op: Op, durations: Mapping[str, float] | None) -> int | None:
+    if not durations:
+        return None
+    us = durations.get(op.hlo_op)
+    if us is None and op.profile_parts:
+        found = [durations[n] * c for n, c in op.profile_parts if n in durations]
+        us = sum(found) if found else None
+    return None if us is None else micros(us)
+
+
+class DeviceRank(GeneratedRank):
+    """One device's ET, produced from the shared templates on each iteration."""
+
+    def __init__(self, device: int, metadata: GlobalMetadata, templates: Templates,
+                 durations: Mapping[str, float] | None):
+        super().__init__(device, metadata, self._decode)
+        self._templates = templates
+        self._durations = durations
+
+    def _decode(self) -> Iterator[Node]:
+        return (Node.FromString(b) for b in self.raw())
+
+    def raw(self) -> Iterator[bytes]:
+        """Serialized node messages of this device, in id order."""
+        t = self._templates
+        lowered = t.lowered
+        device = self.rank
+        alias: dict[int, list[int]] = {}
+        for index, op in enumerate(lowered.ops):
+            deps, ctrl = op.deps, op.ctrl
+            rebuilt = bool(alias) and (any(d in alias for d in deps) or any(c in alias for c in ctrl))
+            if rebuilt:
+                deps, ctrl = _resolve(deps, alias), _resolve(ctrl, alias)
+            us = _measured(op, self._durations)
+            if op.kind == COMPUTE:
+                data = _base_node(op, deps, ctrl).SerializeToString() if rebuilt else t.node_bytes(index)
+                yield data + t.duration(us) if us is not None else data
+            elif op.kind == COLLECTIVE:
+                assert isinstance(op.layout, GroupLayout)
+                g = op.layout.group_of[device]
+                if g < 0:
+                    alias[op.id] = list(dict.fromkeys(deps + ctrl))
+                    continue
+                data = _base_node(op, deps, ctrl).SerializeToString() if rebuilt else t.node_bytes(index)
+                data += t.pg_name(lowered.group_names[op.layout.members[g]])
+                yield data + t.duration(us) if us is not None else data
+            else:
+                yield from self._permute(op, deps, ctrl, us, alias)
+
+    def _permute(self, op: Op, deps: list[int], ctrl: list[int], us: int | None,
+                 alias: dict[int, list[int]]) -> Iterator[bytes]:
+        assert isinstance(op.layout, PermuteLayout)
+        device = self.rank
+        target, source = op.layout.target[device], op.layout.source[device]
+        waits = _resolve(deps, alias), _resolve(ctrl, alias)
+        if target < 0 and source < 0:
+            alias[op.id] = alias[op.id + 1] = waits[0] + waits[1]
+            return
+        if target >= 0:
+            yield self._p2p(op, op.id, NodeType.COMM_SEND_NODE, device, target, waits, us)
+        else:
+            alias[op.id] = [op.id + 1]
+        if source >= 0:
+            yield self._p2p(op, op.id + 1, NodeType.COMM_RECV_NODE, source, device, waits, us)
+        else:
+            alias[op.id + 1] = [op.id]
+
+    def _p2p(self, op: Op, node_id: int, kind: NodeType, src: int, dst: int,
+             waits: tuple[list[int], list[int]], us: int | None) -> bytes:
+        n = Node(id=node_id, name=op.name + (":send" if kind == NodeType.COMM_SEND_NODE else ":recv"), type=kind)
+        n.data_deps.extend(waits[0])
+        n.ctrl_deps.extend(waits[1])
+        n.attr.extend([
+            make_attr("is_cpu_op", False), make_attr("comm_src", src), make_attr("comm_dst", dst),
+            make_attr("comm_tag", op.id), make_attr("comm_size", op.comm_size),
+        ])
+        if us is not None:
+            n.duration_micros = us
+        return n.SerializeToString()
+
+
+def _resolve(ids: list[int], alias: dict[int, list[int]]) -> list[int]:
+    if not alias:
+        return ids
+    out: list[int] = []
+    for i in ids:
+        a = alias.get(i)
+        if a is None:
+            out.append(i)
+        else:
+            out.extend(a)
+    return list(dict.fromkeys(out)) if len(out) > 1 else out

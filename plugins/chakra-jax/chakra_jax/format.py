@@ -1,0 +1,106 @@
+"""The ``jax`` input format: a compiled XLA program (and optionally its profile) to per-device ETs."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from chakra_core import (
+    ConfigError,
+    GlobalMetadata,
+    InputFormat,
+    Option,
+    TraceFormatError,
+    TraceSet,
+    check_limit,
+    make_attr,
+)
+
+from .emit import DeviceRank, Templates
+from .hlo_text import HloModule, parse_hlo_text
+from .lowering import lower
+from .profile import PROFILE_SUFFIXES, Profile, read_profile
+
+__all__ = ["JaxFormat", "convert_module", "load_module", "HLO_SUFFIXES"]
+
+#: file names taken as HLO programs (text, or HloModuleProto for ``.pb``).
+HLO_SUFFIXES = (".hlo.txt", ".hlo", ".txt", ".hlo.pb", ".pb", ".txt.gz")
+
+
+def load_module(path: str) -> HloModule:
+    """Parse the HLO program at ``path``: HloModuleProto for ``*.pb``, else HLO text."""
+    if path.endswith(".pb"):
+        from .hlo_proto import parse_hlo_proto
+
+        return parse_hlo_proto(path)
+    return parse_hlo_text(path)
+
+
+def _split_inputs(paths: Sequence[str]) -> tuple[str, str | None]:
+    profiles = [p for p in paths if str(p).endswith(PROFILE_SUFFIXES)]
+    programs = [p for p in paths if p not in profiles]
+    if len(programs) != 1:
+        raise TraceFormatError(f"the jax format takes one HLO program (.hlo.txt, .txt or .hlo.pb) and at "
+                               f"most one profile, got {len(programs)} programs",
+                               str(paths[0]) if paths else None)
+    xplanes = [p for p in profiles if str(p).endswith(".xplane.pb")]
+    if len(xplanes) > 1 or (not xplanes and len(profiles) > 1):
+        raise TraceFormatError("give at most one profile (an .xplane.pb, or one Chrome-trace JSON)",
+                               str(profiles[0]))
+    chosen = xplanes[0] if xplanes else (profiles[0] if profiles else None)
+    return str(programs[0]), None if chosen is None else str(chosen)
+
+
+def convert_module(module: HloModule, profile: Profile | None = None, devices: int | None = None,
+                   step: int | None = None, unroll_limit: int = 1024, schedule: bool = True) -> TraceSet:
+    """The per-device TraceSet of a parsed module (durations from ``profile`` when given)."""
+    if devices is not None:
+        check_limit("npus", devices, "devices", module.path, error=ConfigError)
+    lowered = lower(module, devices, unroll_limit, schedule)
+    check_limit("npus", lowered.devices, "devices", module.path, error=ConfigError)
+    durations = profile.durations(step) if profile is not None else {}
+    meta = GlobalMetadata(version="0.0.4")
+    meta.attr.extend([
+        make_attr("source", module.path), make_attr("hlo_module", module.name),
+        make_attr("devices", lowered.devices), make_attr("converter", "chakra-jax"),
+    ])
+    if profile is not None:
+        meta.attr.extend([make_attr("profile", profile.source), make_attr("profile_kind", profile.kind),
+                          make_attr("profile_steps", len(profile.selected(step))),
+                          make_attr("profile_step_us", profile.step_time_us(step))])
+    templates = Templates(lowered)
+    ranks = []
+    for device in range(lowered.devices):
+        own = GlobalMetadata()
+        own.CopyFrom(meta)
+        own.attr.append(make_attr("device", device))
+        ranks.append(DeviceRank(device, own, templates, durations.get(device)))
+    return TraceSet(ranks, process_groups=lowered.groups, source=module.path)
+
+
+class JaxFormat(InputFormat):
+    """Compiled XLA programs (HLO text or HloModuleProto) and JAX profiles to per-device ETs."""
+
+    description = "compiled XLA program (HLO text / .hlo.pb) + optional JAX profile to per-device ETs"
+    options = {
+        "devices": Option("int", None, "number of devices (default: replica_count x num_partitions "
+                          "of the module)", minimum=1),
+        "step": Option("int", None, "profiled execution whose durations to use (0 = first, -1 = last; "
+                       "default: the mean over all)"),
+        "unroll_limit": Option("int", 1024, "unroll while loops with a known trip count up to this many "
+                               "iterations; longer or unknown loops become one summed node", minimum=0),
+        "schedule": Option("bool", True, "run each device's instructions as one stream in the module's "
+                           "order (async collectives overlap it); off: data dependencies only"),
+    }
+
+    def open(self, paths: Sequence[str], options: Mapping[str, Any]) -> TraceSet:
+        """Parse the program (and profile) in ``paths`` and return the lazily generated device set."""
+        program, profile_path = _split_inputs([os.fspath(p) for p in paths])
+        module = load_module(program)
+        profile = read_profile(profile_path, module.name) if profile_path else None
+        opts = dict(options)
+        unroll = opts.get("unroll_limit")
+        schedule = opts.get("schedule")
+        return convert_module(module, profile, opts.get("devices"), opts.get("step"),
+                              1024 if unroll is None else unroll, True if schedule is None else schedule)

@@ -1,0 +1,308 @@
+"""A streaming line parser of HLO text (``compiled.as_text()``, XLA's ``*after_optimizations.txt``).
+
+The file is read one line at a time; each instruction line is cut with ``str.find`` at the few
+places that matter (name, shape, opcode, operand list) and its attributes are split only when
+asked for, so a module of a million instructions parses in well under a minute. What is kept
+per instruction is its name, shape text, opcode, operand names and the raw attribute text.
+
+Accepted outside computations: the ``HloModule`` header, the stack-frame tables JAX prints
+(``FileNames``, ``FunctionNames``, ``FileLocations``, ``StackFrames`` and their numbered
+rows), ``//`` comments and blank lines. Anything else is a :class:`TraceFormatError` naming the
+file and the line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+
+from chakra_core import TraceFormatError
+
+__all__ = ["Instruction", "Computation", "HloModule", "parse_hlo_text", "parse_hlo_lines", "split_attrs"]
+
+_TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
+_STRUCT = re.compile(r'[{}()\[\]",\\]')
+_OPERAND = re.compile(r"%([^\s,()]+)")
+
+
+class Instruction:
+    """One HLO instruction: ``name = shape opcode(operands), attributes``."""
+
+    __slots__ = ("name", "shape", "opcode", "operands", "attr_text", "line", "_attrs")
+
+    def __init__(self, name: str, shape: str, opcode: str, operands: list[str], attr_text: str, line: int):
+        self.name = name
+        self.shape = shape
+        self.opcode = opcode
+        self.operands = operands
+        self.attr_text = attr_text
+        self.line = line
+        self._attrs: dict[str, str] | None = None
+
+    def attrs(self) -> dict[str, str]:
+        """The attributes as ``{key: raw value text}`` (split on first use)."""
+        if self._attrs is None:
+            self._attrs = split_attrs(self.attr_text)
+        return self._attrs
+
+    def attr(self, key: str) -> str | None:
+        """The raw text of attribute ``key``, or None."""
+        if key + "=" not in self.attr_text:
+            return None
+        return self.attrs().get(key)
+
+    def __repr__(self) -> str:
+        return f"Instruction({self.name!r}, {self.opcode!r})"
+
+
+class Computation:
+    """A computation: its instructions in order (the schedule order in a scheduled module)."""
+
+    __slots__ = ("name", "instructions", "by_name", "root", "line")
+
+    def __init__(self, name: str, line: int):
+        self.name = name
+        self.line = line
+        self.instructions: list[Instruction] = []
+        self.by_name: dict[str, Instruction] = {}
+        self.root: Instruction | None = None
+
+
+class HloModule:
+    """A parsed module: header attributes, computations by name, the entry computation's name."""
+
+    def __init__(self, name: str, header: dict[str, str], path: str):
+        self.name = name
+        self.header = header
+        self.path = path
+        self.computations: dict[str, Computation] = {}
+        self.entry: str | None = None
+
+    @property
+    def entry_computation(self) -> Computation:
+        """The ENTRY computation."""
+        assert self.entry is not None
+        return self.computations[self.entry]
+
+    def header_int(self, key: str, default: int) -> int:
+        """An integer header attribute (``num_partitions``, ``replica_count``)."""
+        value = self.header.get(key)
+        return int(value) if value is not None and value.isdigit() else default
+
+    @property
+    def is_scheduled(self) -> bool:
+        """True when the module carries a schedule (instructions are in execution order)."""
+        return self.header.get("is_scheduled") == "true"
+
+
+def split_attrs(text: str) -> dict[str, str]:
+    """Split ``a=1, b={x, y}, c="s, t"`` at its top-level commas into ``{key: value text}``."""
+    out: dict[str, str] = {}
+    depth = 0
+    start = 0
+    pos = 0
+    n = len(text)
+    while pos < n:
+        m = _STRUCT.search(text, pos)
+        if m is None:
+            break
+        c = m.group()
+        pos = m.end()
+        if c == '"':
+            pos = _string_end(text, pos)
+        elif c in "{([":
+            depth += 1
+        elif c in "})]":
+            depth -= 1
+        elif c == "," and depth == 0:
+            _add_attr(out, text[start:m.start()])
+            start = pos
+    _add_attr(out, text[start:])
+    return out
+
+
+def _string_end(text: str, pos: int) -> int:
+    """Position after the closing quote of a string starting before ``pos``."""
+    while True:
+        q = text.find('"', pos)
+        if q < 0:
+            return len(text)
+        backslashes = 0
+        while q - 1 - backslashes >= 0 and text[q - 1 - backslashes] == "\\":
+            backslashes += 1
+        if backslashes % 2 == 0:
+            return q + 1
+        pos = q + 1
+
+
+def _add_attr(out: dict[str, str], item: str) -> None:
+    item = item.strip()
+    eq = item.find("=")
+    if eq > 0:
+        out[item[:eq].strip()] = item[eq + 1:].strip()
+
+
+def _matching(text: str, start: int, opening: str, closing: str) -> int:
+    """Index of the bracket closing the one at ``start`` (quotes are not special), or -1."""
+    depth = 0
+    pos = start
+    while True:
+        o = text.find(opening, pos)
+        c = text.find(closing, pos)
+        if c < 0:
+            return -1
+        if 0 <= o < c:
+            depth += 1
+            pos = o + 1
+        else:
+            depth -= 1
+            if depth == 0:
+                return c
+            pos = c + 1
+
+
+def _operand_names(text: str) -> list[str]:
+    if "%" in text:
+        return _OPERAND.findall(text)
+    names = []
+    for item in _split_items(text):
+        token = item.split()[-1] if item.split() else ""
+        if token:
+            names.append(token)
+    return names
+
+
+def _split_items(text: str) -> list[str]:
+    """``text`` cut at its top-level commas (the operand list of the old, %-less syntax)."""
+    items: list[str] = []
+    depth = 0
+    start = 0
+    for m in _STRUCT.finditer(text):
+        c = m.group()
+        if c in "{([":
+            depth += 1
+        elif c in "})]":
+            depth -= 1
+        elif c == "," and depth == 0:
+            items.append(text[start:m.start()].strip())
+            start = m.end()
+    items.append(text[start:].strip())
+    return [i for i in items if i]
+
+
+def _parse_instruction(text: str, lineno: int, where: str) -> tuple[Instruction, bool]:
+    s = text.strip()
+    root = s.startswith("ROOT ")
+    if root:
+        s = s[5:]
+    eq = s.find(" = ")
+    if eq <= 0:
+        raise TraceFormatError(f"not an HLO instruction: {s[:60]!r}", where, f"line {lineno}")
+    name = s[:eq].strip().lstrip("%")
+    rest = s[eq + 3:].lstrip()
+    if rest.startswith("("):
+        end = _matching(rest, 0, "(", ")")
+        if end < 0:
+            raise TraceFormatError("unbalanced parentheses in the shape", where, f"line {lineno}")
+        shape, rest = rest[:end + 1], rest[end + 1:].lstrip()
+    else:
+        sp = rest.find(" ")
+        if sp < 0:
+            raise TraceFormatError(f"instruction {name!r} has no opcode", where, f"line {lineno}")
+        shape, rest = rest[:sp], rest[sp + 1:].lstrip()
+    paren = rest.find("(")
+    if paren <= 0 or not rest[:paren].replace("-", "").replace("_", "").isalnum():
+        raise TraceFormatError(f"instruction {name!r}: expected opcode(operands) after the shape",
+                               where, f"line {lineno}")
+    opcode = rest[:paren]
+    close = _matching(rest, paren, "(", ")")
+    if close < 0:
+        raise TraceFormatError(f"instruction {name!r}: unbalanced parentheses in the operand list",
+                               where, f"line {lineno}")
+    operand_text = rest[paren + 1:close]
+    operands = [] if opcode in ("constant", "parameter", "iota") else _operand_names(operand_text)
+    attr_text = rest[close + 1:].lstrip().removeprefix(",").strip()
+    if opcode == "parameter":
+        attr_text = f"number={operand_text.strip()}" + (", " + attr_text if attr_text else "")
+    return Instruction(name, shape, opcode, operands, attr_text, lineno), root
+
+
+def _header(line: str) -> tuple[str, dict[str, str]]:
+    body = line[len("HloModule"):].strip()
+    comma = body.find(",")
+    name = body if comma < 0 else body[:comma]
+    return name.strip(), split_attrs(body[comma + 1:]) if comma >= 0 else {}
+
+
+def _computation_name(s: str) -> tuple[str, bool]:
+    entry = s.startswith("ENTRY ")
+    if entry:
+        s = s[6:].lstrip()
+    name = s.split(None, 1)[0].rstrip("{").strip().lstrip("%")
+    return name, entry
+
+
+def parse_hlo_lines(lines: Iterable[str], where: str) -> HloModule:
+    """Parse HLO text given as lines (with or without their newlines); ``where`` names the file."""
+    module: HloModule | None = None
+    comp: Computation | None = None
+    lineno = 0
+    for lineno, raw in enumerate(lines, 1):
+        s = raw.strip()
+        if comp is not None:
+            if s == "}":
+                if comp.root is None and comp.instructions:
+                    comp.root = comp.instructions[-1]
+                comp = None
+            elif s and not s.startswith("//"):
+                ins, is_root = _parse_instruction(s, lineno, where)
+                if ins.name in comp.by_name:
+                    raise TraceFormatError(f"instruction {ins.name!r} defined twice in {comp.name}",
+                                           where, f"line {lineno}")
+                comp.instructions.append(ins)
+                comp.by_name[ins.name] = ins
+                if is_root:
+                    comp.root = ins
+            continue
+        if not s or s.startswith("//"):
+            continue
+        if module is None:
+            if not s.startswith("HloModule"):
+                raise TraceFormatError("not HLO text: the first line should start with 'HloModule'",
+                                       where, f"line {lineno}")
+            module = HloModule(*_header(s), path=where)
+        elif s.endswith("{") and " = " not in s.split("(", 1)[0]:
+            name, entry = _computation_name(s)
+            comp = Computation(name, lineno)
+            if name in module.computations:
+                raise TraceFormatError(f"computation {name!r} defined twice", where, f"line {lineno}")
+            module.computations[name] = comp
+            if entry:
+                module.entry = name
+        elif s in _TABLES or s[0].isdigit():
+            continue
+        else:
+            raise TraceFormatError(f"unexpected text outside a computation: {s[:60]!r}", where,
+                                   f"line {lineno}")
+    if module is None:
+        raise TraceFormatError("empty HLO file", where, "line 1")
+    if comp is not None:
+        raise TraceFormatError(f"computation {comp.name!r} is not closed (file truncated?)", where,
+                               f"line {lineno}")
+    if module.entry is None:
+        raise TraceFormatError("the module has no ENTRY computation", where, f"line {lineno}")
+    return module
+
+
+def parse_hlo_text(path: str | os.PathLike) -> HloModule:
+    """Parse an HLO text file (UTF-8; gzip-compressed files are read transparently)."""
+    from chakra_core import open_binary
+
+    where = str(path)
+    try:
+        with open_binary(where) as f:
+            lines = (b.decode("utf-8", "replace") for b in f)
+            return parse_hlo_lines(lines, where)
+    except OSError as e:
+        raise TraceFormatError(f"cannot read: {e.strerror or e}", where) from None

@@ -1,0 +1,435 @@
+"""Lower the entry computation of an HLO module to one device-independent list of operations.
+
+Rules (docs/jax.md explains each):
+
+- one operation per instruction that does work, in the module's order (the schedule order of a
+  scheduled module); ``parameter``, ``constant``, ``tuple``, ``get-tuple-element``,
+  ``bitcast``, ``partition-id``, ``replica-id``, ``after-all``, ``optimization-barrier``,
+  ``domain`` and ``add-dependency`` are folded away: data dependencies go through them to the
+  operations that produced the values (tuples are tracked element by element);
+- with ``schedule`` on, the device runs its schedule as one stream: each operation waits
+  (``ctrl_deps``) for the one before it; an async collective (``*-start``/``*-done``, or
+  ``async-start``/``async-done`` wrapping a collective) is one communication operation issued
+  at the start, off the stream, so compute scheduled before the done overlaps it; the first
+  operation after the done waits for it. Explicit ``control-predecessors`` are kept;
+- ``while`` with ``known_trip_count`` up to ``unroll_limit`` is unrolled (the body once per
+  iteration, the loop state threaded through); otherwise it is one compute operation with the
+  summed cost of its iterations (one iteration when the trip count is unknown) and a note;
+- ``call`` is inlined; ``conditional`` is one compute operation with the cost of its most
+  expensive branch and a note;
+- an instruction this converter does not know is a generic compute operation with a note.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from chakra_core import TraceFormatError
+
+from .cost import CostModel
+from .groups import GroupError, device_groups, parse_pairs, parse_replica_groups, permute_pairs
+from .hlo_text import Computation, HloModule, Instruction
+from .opcodes import COLLECTIVES, FOLDED, KNOWN
+from .shapes import shape_bytes
+
+__all__ = ["Op", "GroupLayout", "PermuteLayout", "Lowered", "lower", "COMPUTE", "COLLECTIVE", "PERMUTE"]
+
+COMPUTE, COLLECTIVE, PERMUTE = 0, 1, 2
+
+Value = tuple[int, ...] | list  # op ids, or one value per tuple element
+
+
+@dataclass(slots=True)
+class GroupLayout:
+    """How a collective groups the devices: ``group_of[device]`` indexes ``members`` (-1: alone)."""
+
+    members: list[tuple[int, ...]]
+    group_of: list[int]
+
+
+@dataclass(slots=True)
+class PermuteLayout:
+    """Peers of a collective-permute: ``target[device]`` and ``source[device]`` (-1: none)."""
+
+    target: list[int]
+    source: list[int]
+
+
+@dataclass(slots=True)
+class Op:
+    """One operation of the device-independent program (ids are node ids; a permute has two)."""
+
+    id: int
+    name: str
+    kind: int
+    hlo_op: str
+    deps: list[int]
+    ctrl: list[int]
+    num_ops: int = 0
+    tensor_size: int = 0
+    comm_type: int = -1
+    comm_size: int = 0
+    layout: GroupLayout | PermuteLayout | None = None
+    profile_parts: tuple[tuple[str, int], ...] = ()
+    note: str = ""
+    opcode: str = ""
+
+
+@dataclass
+class Lowered:
+    """The lowered program: operations in order, device count, process groups."""
+
+    ops: list[Op]
+    devices: int
+    groups: dict[str, list[int]] = field(default_factory=dict)
+    group_names: dict[tuple[int, ...], str] = field(default_factory=dict)
+
+
+def _flat(v: Value) -> list[int]:
+    if isinstance(v, tuple):
+        return list(v)
+    out: list[int] = []
+    for x in v:
+        out.extend(_flat(x))
+    return out
+
+
+def _dedupe(ids: list[int]) -> list[int]:
+    return list(dict.fromkeys(ids)) if len(ids) > 1 else ids
+
+
+def _relabel(v: Value, ids: tuple[int, ...]) -> Value:
+    """A value shaped like ``v`` whose every element comes from ``ids``."""
+    if isinstance(v, tuple):
+        return ids
+    return [_relabel(x, ids) for x in v]
+
+
+def _trip_count(ins: Instruction) -> int | None:
+    config = ins.attr("backend_config")
+    if not config or "known_trip_count" not in config:
+        return None
+    try:
+        data = json.loads(json.loads(config) if config.startswith('"') else config)
+        return int(data["known_trip_count"]["n"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+class _Lowering:
+    def __init__(self, module: HloModule, devices: int, replicas: int, partitions: int,
+                 unroll_limit: int, schedule: bool):
+        self.module = module
+        self.devices = devices
+        self.replicas = replicas
+        self.partitions = partitions
+        self.unroll_limit = unroll_limit
+        self.schedule = schedule
+        self.cost = CostModel(module)
+        self.ops: list[Op] = []
+        self.next_id = 0
+        self.stream: list[int] = []
+        self.layouts: dict[tuple, GroupLayout | PermuteLayout] = {}
+        self.group_names: dict[tuple[int, ...], str] = {}
+
+    def fail(self, ins: Instruction, message: str) -> TraceFormatError:
+        return TraceFormatError(f"instruction {ins.name!r}: {message}", self.module.path, f"line {ins.line}")
+
+    def computation(self, comp: Computation, params: Sequence[Value] | None, prefix: str) -> Value:
+        env: dict[str, Value] = {}
+        for ins in comp.instructions:
+            env[ins.name] = self.instruction(ins, comp, env, params, prefix)
+        return env[comp.root.name] if comp.root is not None else ()
+
+    def operand(self, ins: Instruction, env: dict[str, Value], i: int) -> Value:
+        name = ins.operands[i]
+        if name not in env:
+            raise self.fail(ins, f"operand {name!r} is not defined before it")
+        return env[name]
+
+    def operand_ids(self, ins: Instruction, env: dict[str, Value]) -> list[int]:
+        out: list[int] = []
+        for i in range(len(ins.operands)):
+            out.extend(_flat(self.operand(ins, env, i)))
+        control = ins.attr("control-predecessors")
+        if control:
+            for name in control.strip("{}").split(","):
+                v = env.get(name.strip().lstrip("%"))
+                if v is not None:
+                    out.extend(_flat(v))
+        return _dedupe(out)
+
+    def new_op(self, ins: Instruction, kind: int, prefix: str, deps: list[int], on_stream: bool = True,
+               **fields: object) -> Op:
+        ctrl = [c for c in self.stream if c not in deps] if self.schedule else []
+        op = Op(self.next_id, prefix + ins.name, kind, ins.name, deps, ctrl, opcode=ins.opcode,
+                **fields)  # type: ignore[arg-type]
+        self.next_id += 2 if kind == PERMUTE else 1
+        self.ops.append(op)
+        if on_stream and self.schedule:
+            self.stream = [op.id, op.id + 1] if kind == PERMUTE else [op.id]
+        return op
+
+    def instruction(self, ins: Instruction, comp: Computation, env: dict[str, Value],
+                    params: Sequence[Value] | None, prefix: str) -> Value:
+        op = ins.opcode
+        if op in FOLDED:
+            return self.folded(ins, env, params)
+        if op == "while":
+            return self.while_loop(ins, env, prefix)
+        if op == "call":
+            called = self.called(ins, "to_apply")
+            args = [self.operand(ins, env, i) for i in range(len(ins.operands))]
+            return self.computation(called, args, prefix + ins.name + "/")
+        if op == "conditional":
+            return self.conditional(ins, comp, env, prefix)
+        if op.endswith("-done") or op == "async-done":
+            value = self.operand(ins, env, 0)
+            if self.schedule:
+                self.stream = _dedupe(self.stream + _flat(value))
+            return value
+        if op == "async-update":
+            return self.operand(ins, env, 0)
+        if op in COLLECTIVES or (op.endswith("-start") and op.removesuffix("-start") in COLLECTIVES):
+            return self.collective(ins, ins, comp, env, prefix, async_=op.endswith("-start"))
+        if op == "async-start":
+            wrapped = self.called(ins, "calls")
+            root = wrapped.root
+            if root is not None and root.opcode in COLLECTIVES:
+                return self.collective(ins, root, comp, env, prefix, async_=True)
+            node = self.compute(ins, comp, env, prefix, on_stream=False)
+            return (node.id,)
+        node = self.compute(ins, comp, env, prefix)
+        if op not in KNOWN:
+            node.note = f"instruction {op!r} is not known to the converter: kept as a generic compute node"
+        return (node.id,)
+
+    def called(self, ins: Instruction, key: str) -> Computation:
+        name = (ins.attr(key) or "").strip("{}").split(",")[0].strip().lstrip("%")
+        comp = self.module.computations.get(name)
+        if comp is None:
+            raise self.fail(ins, f"{key}={name!r} names no computation of the module")
+        return comp
+
+    def folded(self, ins: Instruction, env: dict[str, Value], params: Sequence[Value] | None) -> Value:
+        op = ins.opcode
+        if op == "parameter":
+            number = int(ins.attr("number") or 0)
+            return params[number] if params is not None and number < len(params) else ()
+        if op == "tuple":
+            return [self.operand(ins, env, i) for i in range(len(ins.operands))]
+        if op == "get-tuple-element":
+            v = self.operand(ins, env, 0)
+            index = int(ins.attr("index") or 0)
+            if isinstance(v, list):
+                if index >= len(v):
+                    raise self.fail(ins, f"index={index} is outside a tuple of {len(v)}")
+                return v[index]
+            return v
+        if op in ("bitcast", "optimization-barrier", "domain") and ins.operands:
+            return self.operand(ins, env, 0)
+        if op == "add-dependency" and ins.operands:
+            v = self.operand(ins, env, 0)
+            extra = tuple(_flat(self.operand(ins, env, 1))) if len(ins.operands) > 1 else ()
+            return tuple(_dedupe(_flat(v) + list(extra)))
+        return ()
+
+    def compute(self, ins: Instruction, comp: Computation, env: dict[str, Value], prefix: str,
+                on_stream: bool = True) -> Op:
+        return self.new_op(ins, COMPUTE, prefix, self.operand_ids(ins, env), on_stream,
+                           num_ops=self.cost.flops(ins, comp), tensor_size=self.cost.bytes(ins, comp))
+
+    def operand_bytes(self, ins: Instruction, comp: Computation, first_only: bool) -> int:
+        names = ins.operands[:1] if first_only else ins.operands
+        total = 0
+        for name in names:
+            producer = comp.by_name.get(name)
+            if producer is not None:
+                total += shape_bytes(producer.shape)
+        return total
+
+    def collective(self, ins: Instruction, spec: Instruction, comp: Computation, env: dict[str, Value],
+                   prefix: str, async_: bool) -> Value:
+        base = spec.opcode.removesuffix("-start")
+        has_channel = spec.attr("channel_id") is not None
+        deps = self.operand_ids(ins, env)
+        try:
+            if base == "collective-permute":
+                layout: GroupLayout | PermuteLayout = self.permute_layout(spec, has_channel)
+                size = self.operand_bytes(ins, comp, first_only=True)
+                node = self.new_op(ins, PERMUTE, prefix, deps, not async_, comm_size=size, layout=layout)
+                return _result(node)
+            layout = self.group_layout(spec, base, has_channel)
+        except GroupError as e:
+            raise self.fail(spec, str(e)) from None
+        size = self.operand_bytes(ins, comp, first_only=False)
+        node = self.new_op(ins, COLLECTIVE, prefix, deps, not async_, comm_type=int(COLLECTIVES[base]),
+                           comm_size=size, layout=layout)
+        return _result(node)
+
+    def group_layout(self, spec: Instruction, base: str, has_channel: bool) -> GroupLayout:
+        text = spec.attr("replica_groups")
+        if text is not None and text.startswith("mesh") and "{" not in text and spec.attr("device_ids"):
+            text = f"{text}, device_ids={spec.attr('device_ids')}"
+        global_ids = spec.attr("use_global_device_ids") == "true"
+        key = (base, text, has_channel, global_ids)
+        cached = self.layouts.get(key)
+        if isinstance(cached, GroupLayout):
+            return cached
+        groups = device_groups(base, parse_replica_groups(text), has_channel, global_ids,
+                               self.replicas, self.partitions)
+        group_of = [-1] * self.devices
+        members: list[tuple[int, ...]] = []
+        for g in groups:
+            if any(d < 0 or d >= self.devices for d in g):
+                raise GroupError(f"replica group {g} names a device outside 0..{self.devices - 1}")
+            if len(g) < 2:
+                continue
+            ranks = tuple(sorted(g))
+            if ranks not in self.group_names:
+                self.group_names[ranks] = str(len(self.group_names) + 1)
+            for d in g:
+                if group_of[d] >= 0:
+                    raise GroupError(f"device {d} is in two replica groups")
+                group_of[d] = len(members)
+            members.append(ranks)
+        layout = GroupLayout(members, group_of)
+        self.layouts[key] = layout
+        return layout
+
+    def permute_layout(self, spec: Instruction, has_channel: bool) -> PermuteLayout:
+        text = spec.attr("source_target_pairs")
+        key = ("permute", text, has_channel)
+        cached = self.layouts.get(key)
+        if isinstance(cached, PermuteLayout):
+            return cached
+        target = [-1] * self.devices
+        source = [-1] * self.devices
+        for s, t in permute_pairs(parse_pairs(text), has_channel, self.replicas, self.partitions):
+            if not (0 <= s < self.devices and 0 <= t < self.devices):
+                raise GroupError(f"source_target_pairs name a device outside 0..{self.devices - 1}")
+            if s == t:
+                continue
+            if target[s] >= 0 or source[t] >= 0:
+                raise GroupError(f"device {s if target[s] >= 0 else t} appears twice in source_target_pairs")
+            target[s], source[t] = t, s
+        layout = PermuteLayout(target, source)
+        self.layouts[key] = layout
+        return layout
+
+    def while_loop(self, ins: Instruction, env: dict[str, Value], prefix: str) -> Value:
+        body = self.called(ins, "body")
+        state = self.operand(ins, env, 0) if ins.operands else ()
+        trip = _trip_count(ins)
+        if trip is not None and trip <= self.unroll_limit:
+            for i in range(trip):
+                state = self.computation(body, [state], f"{prefix}{ins.name}[{i}]/")
+            return state
+        flops, size, parts, comm = self.summary(body)
+        times = trip if trip is not None else 1
+        why = (f"trip count {trip} is above unroll_limit={self.unroll_limit}" if trip is not None
+               else "trip count unknown (no known_trip_count): the cost of one iteration")
+        note = f"while loop summarised: {why}"
+        if comm:
+            note += f"; its collectives ({comm * times} bytes in all) are folded into this node"
+        node = self.new_op(ins, COMPUTE, prefix, _dedupe(_flat(state)), num_ops=flops * times,
+                           tensor_size=size * times, note=note,
+                           profile_parts=tuple((n, c * times) for n, c in parts))
+        return _relabel(state, (node.id,))
+
+    def conditional(self, ins: Instruction, comp: Computation, env: dict[str, Value], prefix: str) -> Value:
+        names = ins.attr("branch_computations")
+        if names:
+            branches = [n.strip().lstrip("%") for n in names.strip("{}").split(",")]
+        else:
+            branches = [(ins.attr(k) or "").lstrip("%") for k in ("true_computation", "false_computation")]
+        best: tuple[int, int, list[tuple[str, int]], int] = (0, 0, [], 0)
+        for name in branches:
+            called = self.module.computations.get(name)
+            if called is None:
+                raise self.fail(ins, f"branch {name!r} names no computation of the module")
+            cost = self.summary(called)
+            if (cost[0], cost[1]) > (best[0], best[1]):
+                best = cost
+        note = f"conditional summarised: the most expensive of its {len(branches)} branches"
+        if best[3]:
+            note += f"; its collectives ({best[3]} bytes) are folded into this node"
+        node = self.new_op(ins, COMPUTE, prefix, self.operand_ids(ins, env), num_ops=best[0],
+                           tensor_size=best[1] + shape_bytes(ins.shape), note=note, profile_parts=tuple(best[2]))
+        return (node.id,)
+
+    def summary(self, comp: Computation) -> tuple[int, int, list[tuple[str, int]], int]:
+        """FLOPs, bytes, profiled op names (with counts) and collective bytes of one run of ``comp``."""
+        flops = size = comm = 0
+        parts: list[tuple[str, int]] = []
+        for ins in comp.instructions:
+            op = ins.opcode
+            if op in FOLDED or op.endswith("-done") or op in ("async-done", "async-update"):
+                continue
+            if op in ("while", "call", "conditional"):
+                key = {"while": "body", "call": "to_apply"}.get(op)
+                if key is None:
+                    continue
+                inner = self.summary(self.called(ins, key))
+                times = (_trip_count(ins) or 1) if op == "while" else 1
+                flops += inner[0] * times
+                size += inner[1] * times
+                comm += inner[3] * times
+                parts.extend((n, c * times) for n, c in inner[2])
+                continue
+            if op in COLLECTIVES or op.endswith("-start"):
+                comm += self.operand_bytes(ins, comp, first_only=False)
+            else:
+                flops += self.cost.flops(ins, comp)
+                size += self.cost.bytes(ins, comp)
+            parts.append((ins.name, 1))
+        return flops, size, parts, comm
+
+
+def _result(node: Op) -> Value:
+    """The value a communication op produces: a permute's is its receive (id + 1)."""
+    return (node.id + 1,) if node.kind == PERMUTE else (node.id,)
+
+
+def _largest_device_id(module: HloModule) -> tuple[int, bool]:
+    """The largest id any collective names and whether some collective has a channel_id."""
+    largest, channel = -1, False
+    for comp in module.computations.values():
+        for ins in comp.instructions:
+            base = ins.opcode.removesuffix("-start")
+            if base not in COLLECTIVES:
+                continue
+            channel = channel or ins.attr("channel_id") is not None
+            try:
+                if base == "collective-permute":
+                    ids = [i for pair in parse_pairs(ins.attr("source_target_pairs")) for i in pair]
+                else:
+                    ids = [i for g in parse_replica_groups(ins.attr("replica_groups")) or [] for i in g]
+            except GroupError:
+                continue
+            largest = max([largest, *ids])
+    return largest, channel
+
+
+def _layout(module: HloModule) -> tuple[int, int]:
+    """Replicas and partitions: from the header, else (an HloModuleProto carries neither) from
+    the largest device id the collectives name (partitions when they have channels)."""
+    if "replica_count" in module.header or "num_partitions" in module.header:
+        return module.header_int("replica_count", 1), module.header_int("num_partitions", 1)
+    largest, channel = _largest_device_id(module)
+    return (1, largest + 1) if channel else (largest + 1, 1)
+
+
+def lower(module: HloModule, devices: int | None = None, unroll_limit: int = 1024,
+          schedule: bool = True) -> Lowered:
+    """Lower ``module``'s entry computation; ``devices`` overrides replica_count x num_partitions."""
+    replicas, partitions = _layout(module)
+    count = devices if devices is not None else replicas * partitions
+    if devices is not None and devices % partitions == 0 and replicas * partitions != devices:
+        replicas = devices // partitions
+    lowering = _Lowering(module, count, replicas, partitions, unroll_limit, schedule)
+    lowering.computation(module.entry_computation, None, "")
+    groups = {name: list(ranks) for ranks, name in lowering.group_names.items()}
+    return Lowered(lowering.ops, count, groups, lowering.group_names)
