@@ -129,7 +129,7 @@ class _Lowering:
         self.schedule = schedule
         self.cost = CostModel(module)
         self.ops: list[Op] = []
-        self.next_id = 0
+        self.next_id = 1
         self.stream: list[int] = []
         self.layouts: dict[tuple, GroupLayout | PermuteLayout] = {}
         self.group_names: dict[tuple[int, ...], str] = {}

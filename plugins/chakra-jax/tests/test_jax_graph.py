@@ -1,0 +1,135 @@
+"""Graph rules: folding, schedule stream, async spans, while unrolling, FLOPs, both program inputs."""
+
+from __future__ import annotations
+
+import pytest
+
+from chakra_core import CommType, NodeAttrs, NodeType, TraceFormatError, detect_format, load_traces, validate
+
+F32 = 4
+
+
+def _by_name(rank):
+    return {n.name: n for n in rank.nodes()}
+
+
+def _reaches(rank, source_id, target_id):
+    """True when ``target_id`` waits (through data or control deps) on ``source_id``."""
+    nodes = {n.id: n for n in rank.nodes()}
+    seen, todo = set(), [target_id]
+    while todo:
+        n = nodes[todo.pop()]
+        for d in list(n.data_deps) + list(n.ctrl_deps):
+            if d == source_id:
+                return True
+            if d not in seen:
+                seen.add(d)
+                todo.append(d)
+    return False
+
+
+def test_async_pairs_are_one_node_overlapping_the_compute_between(jax_data):
+    ts = load_traces(str(jax_data / "handmade" / "async.hlo.txt"), format="jax")
+    assert ts.ranks == [0, 1, 2, 3]
+    for r in ts.ranks:
+        rank = ts[r]
+        nodes = _by_name(rank)
+        assert "ard" not in nodes and "agd" not in nodes and "rsd" not in nodes
+        ar, ag, rs = NodeAttrs(nodes["ars"]), NodeAttrs(nodes["ags"]), NodeAttrs(nodes["rss"])
+        assert (ar.get_int("comm_type"), ar.get_int("comm_size")) == (CommType.ALL_REDUCE, 64 * F32)
+        assert (ag.get_int("comm_type"), ag.get_int("comm_size")) == (CommType.ALL_GATHER, 32 * F32)
+        assert (rs.get_int("comm_type"), rs.get_int("comm_size")) == (CommType.REDUCE_SCATTER, 64 * F32)
+        assert ts.group_members(ar.get_str("pg_name")) == sorted({r, r ^ 1})
+        assert ts.group_members(ag.get_str("pg_name")) == [0, 1, 2, 3]
+        send, recv = nodes["cps:send"], nodes["cps:recv"]
+        assert NodeAttrs(send).get_int("comm_dst") == r ^ 1 and NodeAttrs(recv).get_int("comm_src") == r ^ 1
+        # compute scheduled between a start and its done does not wait for the collective ...
+        assert not _reaches(rank, nodes["ars"].id, nodes["f1"].id)
+        assert not _reaches(rank, nodes["ags"].id, nodes["f2"].id)
+        # ... and what comes after the done does
+        assert _reaches(rank, nodes["ars"].id, nodes["f2"].id)
+        assert _reaches(rank, nodes["ags"].id, nodes["sum2"].id)
+        assert _reaches(rank, nodes["rss"].id, nodes["sum2"].id)
+        assert _reaches(rank, recv.id, nodes["sum2"].id)
+    assert validate(ts) == []
+
+
+def test_schedule_off_keeps_data_dependencies_only(jax_data):
+    ts = load_traces(str(jax_data / "handmade" / "async.hlo.txt"), format="jax", options={"schedule": False})
+    nodes = _by_name(ts[0])
+    assert all(not n.ctrl_deps for n in nodes.values())
+    assert list(nodes["sum2"].data_deps) == [nodes["cps:recv"].id, nodes["f2"].id]
+
+
+def test_unknown_instruction_is_a_compute_node_with_a_note(jax_data, tmp_path):
+    text = (jax_data / "handmade" / "async.hlo.txt").read_text()
+    text = text.replace("%sum2 = f32[64]{0} add(%cpd, %f2)", "%sum2 = f32[64]{0} brand-new-op(%cpd, %f2)")
+    path = tmp_path / "unknown.hlo.txt"
+    path.write_text(text)
+    node = _by_name(load_traces(str(path), format="jax")[0])["sum2"]
+    assert node.type == NodeType.COMP_NODE
+    assert "brand-new-op" in NodeAttrs(node).get_str("note")
+
+
+def test_scan_is_unrolled_by_its_trip_count(jax_convert):
+    """L=6 layers; x [B, D] over data, ws [L, D, D] over model on its last dimension (B=16, D=32)."""
+    layers, b, d = 6, 16, 32
+    ts = jax_convert("scan")
+    for r in ts.ranks:
+        gathers = [n for n in ts[r].nodes() if n.type == NodeType.COMM_COLL_NODE and "all-gather" in n.name]
+        assert [n.name for n in gathers] == [f"while.8[{i}]/all-gather" for i in range(layers)]
+        for n in gathers:
+            ix = NodeAttrs(n)
+            assert ix.get_int("comm_type") == CommType.ALL_GATHER
+            assert ix.get_int("comm_size") == (b // 2) * (d // 2) * F32
+            assert ts.group_members(ix.get_str("pg_name")) == sorted({r, r ^ 1})
+        dots = [NodeAttrs(n).get_int("num_ops") for n in ts[r].nodes() if n.name.endswith("/ynn_fusion")]
+        assert dots == [2 * (b // 2) * (d // 2) * d] * layers
+    assert validate(ts) == []
+
+
+def test_long_loop_is_one_summed_node(jax_convert):
+    unrolled = jax_convert("scan")
+    summed = jax_convert("scan", unroll_limit=3)
+    nodes = _by_name(summed[0])
+    loop = nodes["while.8"]
+    assert "unroll_limit=3" in NodeAttrs(loop).get_str("note")
+    assert not any("[" in name for name in nodes)
+    body_flops = sum(NodeAttrs(n).get_int("num_ops", 0) for n in unrolled[0].nodes() if n.name.startswith("while.8["))
+    assert NodeAttrs(loop).get_int("num_ops") == body_flops
+    assert validate(summed) == []
+
+
+def test_mlp_flops_from_shapes(jax_convert):
+    """Every matmul of the MLP step on one device is [8 x 32] by [32 x 32]: 2 * 8 * 32 * 32 FLOPs."""
+    nodes = _by_name(jax_convert("mlp")[0])
+    for name in ("ynn_fusion.2", "ynn_fusion.1", "ynn_fusion", "dot.4", "dot.3"):
+        assert NodeAttrs(nodes[name]).get_int("num_ops") == 2 * 8 * 32 * 32
+    # folded away: parameters, constants, get-tuple-element, tuple
+    assert not any(name.startswith(("param", "constant", "get-tuple-element", "tuple")) for name in nodes)
+    # tuple elements are tracked: each update depends on its own gradient's all-reduce only
+    assert list(nodes["copy_subtract_fusion"].data_deps) == [nodes["all-reduce.4"].id]
+
+
+def test_hlo_proto_converts_like_the_text(jax_data):
+    text = load_traces(str(jax_data / "mlp" / "program.hlo.txt"), format="jax")
+    proto = load_traces(str(jax_data / "mlp" / "program.hlo.pb"), format="jax")
+    assert proto.ranks == text.ranks == [0, 1, 2, 3]
+    assert proto.process_groups == text.process_groups
+    for r in text.ranks:
+        assert list(proto[r].nodes()) == list(text[r].nodes())
+
+
+def test_detection(jax_data):
+    d = jax_data / "shard_map"
+    assert detect_format([str(d / "program.hlo.txt")]) == "jax"
+    assert detect_format([str(d / "program.hlo.txt"), str(d / "profile.xplane.pb")]) == "jax"
+    assert detect_format([str(jax_data / "mlp" / "program.hlo.pb")]) == "jax"
+
+
+def test_devices_override(jax_convert):
+    ts = jax_convert("shard_map", devices=8)   # two replicas of the 4-partition program
+    assert ts.ranks == list(range(8))
+    assert validate(ts) == []
+    with pytest.raises(TraceFormatError, match="outside 0..1"):
+        jax_convert("shard_map", devices=2)
