@@ -8,6 +8,8 @@ errors).  Exactness: 64-bit integers arrive as decimal strings, doubles as the s
 bytes as base64, and "NaN"/"Infinity"/"-Infinity" as strings.  Field names are the proto
 names (``duration_micros``, what ``chakra jsonize`` writes) or protobuf's JSON names
 (``durationMicros``, what ``MessageToJson`` and so the MLCommons ``chakra_jsonizer`` write).
+``unknown_fields`` (fields of a newer schema, see :mod:`._unknown`) is appended to the node or
+attribute it is on.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import binascii
 from typing import Any
 
 from ._schema import AttributeProto, Node, NodeType
+from ._unknown import UNKNOWN_KEY, merge_unknown
 
 __all__ = ["node_from_dict"]
 
@@ -98,6 +101,8 @@ def _attr(d: Any, a: AttributeProto) -> None:
             setattr(a, k, v)
         elif k == "bytes_val":
             a.bytes_val = _bytes(v)
+        elif k == UNKNOWN_KEY:
+            merge_unknown(a, v)
         elif k in _LISTS:
             if not isinstance(v, dict) or set(v) - {"values"}:
                 raise _Unknown
@@ -157,6 +162,8 @@ def node_from_dict(d: Any) -> Node | None:
                     raise _Unknown
                 for item in v:
                     _attr(item, n.attr.add())
+            elif k == UNKNOWN_KEY:
+                merge_unknown(n, v)
             else:
                 raise _Unknown
     except (_Unknown, TypeError, ValueError, OverflowError):

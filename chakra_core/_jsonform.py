@@ -10,8 +10,10 @@ Layout (valid JSON; one node per line so that it streams both ways)::
 ``.jsonl`` files hold the same objects as JSON Lines: the header object (without ``nodes``) on
 line 1, then one node per line.  Messages are mapped with protobuf's canonical JSON mapping
 (proto field names, 64-bit integers as strings, oneof slots kept), so .et -> JSON -> .et is
-byte-identical for the traces we write.  Any other valid JSON of this shape is read too, by
-loading it whole.
+byte-identical for the traces we write.  Fields of a newer schema than ours (an attribute kind
+or a node field we do not know; protobuf keeps them as unknown fields) are written as
+``"unknown_fields"``: their wire bytes in base64, appended again when read.  Any other valid JSON
+of this shape is read too, by loading it whole.
 
 The output of the MLCommons ``chakra_jsonizer`` is read too (recognised by its start, streamed):
 the GlobalMetadata object, then one object per node, written one after another without a list
@@ -36,6 +38,7 @@ from ._etio import atomic_output
 from ._jsonfast import node_from_dict
 from ._limits import check_limit
 from ._schema import GlobalMetadata, Node
+from ._unknown import UNKNOWN_KEY, merge_unknown, unknown_fields
 
 __all__ = ["write_json", "read_json", "FORMAT_TAG", "sniff_json"]
 
@@ -43,7 +46,17 @@ FORMAT_TAG = "chakra-et-json"
 
 
 def _to_dict(msg) -> dict:
-    return json_format.MessageToDict(msg, preserving_proto_field_name=True)
+    """protobuf's JSON mapping of ``msg``, plus ``unknown_fields`` (see :mod:`._unknown`) on the
+    message and on each attribute that holds fields of a newer schema."""
+    d = json_format.MessageToDict(msg, preserving_proto_field_name=True)
+    extra = unknown_fields(msg)
+    if extra:
+        d[UNKNOWN_KEY] = extra
+    for i, a in enumerate(getattr(msg, "attr", ())):
+        extra = unknown_fields(a)
+        if extra:
+            d["attr"][i][UNKNOWN_KEY] = extra
+    return d
 
 
 def write_json(path: str | os.PathLike, metadata: GlobalMetadata, nodes: Iterable[Node],
@@ -100,6 +113,12 @@ def _parse(cls, obj, path, where):
         if node is not None:
             return node
     try:
+        if isinstance(obj, dict) and UNKNOWN_KEY in obj:
+            obj = dict(obj)
+            extra = obj.pop(UNKNOWN_KEY)
+            msg = json_format.ParseDict(obj, cls())
+            merge_unknown(msg, extra)
+            return msg
         return json_format.ParseDict(obj, cls())
     except (json_format.ParseError, TypeError, ValueError, AttributeError) as e:
         reason = str(e) if len(str(e)) <= 300 else str(e)[:300] + "..."

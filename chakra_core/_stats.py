@@ -27,11 +27,13 @@ def compute_stats(traces: TraceSet, critical_path: bool = True,
 
     ``progress(done, total)`` is called after each rank.
 
-    Keys: ``nodes`` (total), ``ranks`` (count), ``by_type`` {type: count}, ``collectives``
+    Keys: ``nodes`` (total), ``ranks`` (count), ``by_type`` {type: count}, ``unknown_types``
+    {type number: count} (node types this schema does not know, a newer one's), ``collectives``
     {kind: {"count", "bytes"}}, ``per_rank`` [{rank, nodes, compute_us, comm_bytes,
     critical_path_us, critical_path_nodes}], ``critical_path_us`` (the longest over ranks).
     """
     by_type: Counter = Counter()
+    unknown: Counter = Counter()
     colls: dict[str, dict[str, int]] = {}
     per_rank = []
     for rt in traces:
@@ -39,7 +41,11 @@ def compute_stats(traces: TraceSet, critical_path: bool = True,
 
         def visit(n, tally=tally):
             t = n.type
-            by_type[NodeType(t).name if 0 <= t <= 7 else str(t)] += 1
+            if 0 <= t <= 7:
+                by_type[NodeType(t).name] += 1
+            else:
+                by_type[str(t)] += 1
+                unknown[str(t)] += 1
             if t == NodeType.COMP_NODE:
                 tally["compute_us"] += n.duration_micros
             elif t in _COMM:
@@ -67,6 +73,7 @@ def compute_stats(traces: TraceSet, critical_path: bool = True,
         "nodes": sum(r["nodes"] for r in per_rank),
         "ranks": len(per_rank),
         "by_type": dict(sorted(by_type.items())),
+        "unknown_types": dict(sorted(unknown.items())),
         "collectives": dict(sorted(colls.items())),
         "per_rank": per_rank,
     }
@@ -124,6 +131,9 @@ def format_stats(s: dict[str, Any]) -> str:
         lines.append(f"critical path (longest rank, by duration_micros): {s['critical_path_us']} us")
     lines.append("nodes by type:")
     lines += [f"  {k:<16} {v:>12}" for k, v in s["by_type"].items()]
+    if s.get("unknown_types"):
+        kinds = ", ".join(f"{k} ({v})" for k, v in s["unknown_types"].items())
+        lines.append(f"node types this schema does not know (kept; simulators skip them): {kinds}")
     if s["collectives"]:
         lines.append("communication by kind:            count          bytes")
         lines += [f"  {k:<24} {v['count']:>12} {v['bytes']:>14}" for k, v in s["collectives"].items()]

@@ -7,7 +7,10 @@ per rank
   ``duplicate-id``      two nodes share an id
   ``missing-dep``       a data/ctrl dependency names an id that is not in the file
   ``cycle``             the dependencies form a cycle (the ids of one cycle are printed)
-  ``invalid-type``      a node of type INVALID_NODE or an unknown type number
+  ``invalid-type``      a node of type INVALID_NODE
+  ``unknown-type``      a node type this schema does not know (a newer schema's)       [warning]
+  ``unknown-attr``      an attribute of a kind this schema does not know, on a
+                        communication or memory node (the attributes validation reads)  [warning]
   ``coll-attrs``        a collective without ``comm_type`` or ``comm_size``, or an unknown comm_type
   ``p2p-attrs``         a send without ``comm_dst``/``comm_tag``/``comm_size``, a receive without
                         ``comm_src``/``comm_tag``/``comm_size``
@@ -44,8 +47,8 @@ from ._validate_set import check_collectives, check_deadlocks, check_groups, che
 __all__ = ["Finding", "validate", "RULES", "ABSURD_BYTES", "MAX_DURATION_US", "MAX_RANK_DURATION_US"]
 
 RULES = (
-    "duplicate-id", "missing-dep", "cycle", "invalid-type", "coll-attrs", "p2p-attrs",
-    "bad-size", "bad-peer", "empty-rank", "coll-order", "coll-not-member", "unmatched-p2p",
+    "duplicate-id", "missing-dep", "cycle", "invalid-type", "unknown-type", "unknown-attr",
+    "coll-attrs", "p2p-attrs", "bad-size", "bad-peer", "empty-rank", "coll-order", "coll-not-member", "unmatched-p2p",
     "bad-duration", "pg-unparseable", "pg-bad-rank", "pg-undefined", "deadlock", "never-reached",
 )
 #: errors that leave the meaning of the set unclear: no abstract execution is run after them

@@ -1,7 +1,8 @@
 """Per-node validation rules of one rank, and the record of its communication for the set checks.
 
 :class:`RankCheck` is called on every node while the rank streams; it reports node rules
-(``invalid-type``, ``coll-attrs``, ``p2p-attrs``, ``bad-size``, ``bad-peer``, ``bad-duration``)
+(``invalid-type``, ``unknown-type``, ``unknown-attr``, ``coll-attrs``, ``p2p-attrs``, ``bad-size``,
+``bad-peer``, ``bad-duration``)
 and keeps what the cross-rank checks need: collectives per group, sends and receives, and the
 rank's skeleton nodes (:mod:`._deadlock`), in compact arrays.
 """
@@ -15,7 +16,7 @@ from typing import Any
 
 from ._attrs import int_value
 from ._deadlock import K_COLL, K_RECV, K_SEND, K_SLOT, Skeleton
-from ._schema import COMM_TYPE_NAMES, PG_INIT_NAME, CommType, Node, NodeType
+from ._schema import COMM_TYPE_NAMES, PG_INIT_NAME, AttributeProto, CommType, Node, NodeType
 
 __all__ = ["RankCheck", "ABSURD_BYTES", "MAX_DURATION_US", "MAX_RANK_DURATION_US"]
 
@@ -33,8 +34,15 @@ _P2P_KEYS: dict[int, tuple[str, ...]] = {
 _MEM = (NodeType.MEM_LOAD_NODE, NodeType.MEM_STORE_NODE)
 
 
+def _named_size(a: AttributeProto) -> int:
+    """Wire size of ``a``'s name and doc string: anything beyond is a value of a kind this
+    schema does not know (protobuf keeps it as an unknown field)."""
+    return AttributeProto(name=a.name, doc_string=a.doc_string).ByteSize()
+
+
 def _ints(n: Node) -> dict[str, Any]:
-    """The node's integer attributes, and its group name under ``_pg``."""
+    """The node's integer attributes, its group name under ``_pg`` and the name of its first
+    attribute of an unknown kind under ``_unknown_kind``."""
     out: dict[str, Any] = {}
     for a in n.attr:
         v = int_value(a)
@@ -42,6 +50,8 @@ def _ints(n: Node) -> dict[str, Any]:
             out[a.name] = v
         elif a.name == "pg_name" and a.WhichOneof("value") == "string_val":
             out["_pg"] = a.string_val
+        elif a.WhichOneof("value") is None and a.ByteSize() > _named_size(a):
+            out.setdefault("_unknown_kind", a.name)
     if "pg_name" in out:  # a group name written in an integer slot
         out["_pg"] = str(out.pop("pg_name"))
     return out
@@ -101,10 +111,19 @@ class RankCheck:
             if n.name == PG_INIT_NAME:
                 self.saw_group_node = True
             return False
-        if t == 0 or t > 7:
-            self._error("invalid-type", n, f"node type {t} ({'INVALID_NODE' if t == 0 else 'unknown'})")
+        if t == 0:
+            self._error("invalid-type", n, "node type 0 (INVALID_NODE)")
+            return False
+        if t > 7:
+            self.add("unknown-type", self.label, n.id, f"node type {t} is not in this schema (a newer "
+                     "one?): kept by convert and jsonize, skipped by simulators and exporters",
+                     "warning", rank=self.rank)
             return False
         a = _ints(n)
+        if "_unknown_kind" in a:
+            self.add("unknown-attr", self.label, n.id, f"attribute {a.pop('_unknown_kind')!r} has a "
+                     "kind this schema does not know (a newer one?): kept, read as absent",
+                     "warning", rank=self.rank)
         for key in ("comm_size", "tensor_size"):
             v = a.get(key)
             if v is not None and (v < 0 or v > ABSURD_BYTES):

@@ -149,7 +149,7 @@ class _Converter:
             return self.drop("METADATA_NODE")
         if t == NodeType.INVALID_NODE:
             return self.drop("INVALID_NODE")
-        raise self.fail(n, f"unknown node type {t}")
+        return self.drop("unknown_node_type")  # a newer schema's node type (storage, checkpoint, ...)
 
     def comp(self, n: Node, ix: NodeAttrs) -> list[Node] | str:
         plan = self.plan

@@ -200,6 +200,10 @@ def _notes(progs: list[Program], classes: list[list[int]], sd: SystemDescription
     if unmodelled:
         notes.append(f"collectives ASTRA-sim does not model ({', '.join(unmodelled)}) were timed by "
                      "the documented mappings (docs/simulator.md)")
+    unknown = sorted(set().union(*(p.unknown_types for p in progs)))
+    if unknown:
+        notes.append(f"node types this schema does not know ({', '.join(map(str, unknown))}) were "
+                     "skipped (no time; their dependencies pass through)")
     if any(p.has_mem for p in progs) and sd.remote_memory.memory_type == "NO_MEMORY_EXPANSION":
         notes.append("memory nodes replayed their duration (memory-type NO_MEMORY_EXPANSION; "
                      "ASTRA-sim aborts on them)")

@@ -51,6 +51,7 @@ class Program:
         self.groups: set[str] = set()
         self.roofline_fallbacks = 0
         self.unmodelled: set[str] = set()
+        self.unknown_types: set[int] = set()
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -99,6 +100,8 @@ def _node_info(n, sd: SystemDescription, prog: Program, where: str):
         comm_size = get_int(n, "comm_size", None)
         size = (get_int(n, "tensor_size", 0) or 0) if comm_size is None else comm_size
         return (K_SEND, R_COMM, 0, (peer, tag, size)) if send else (K_RECV, R_NONE, 0, (peer, tag, size))
+    if t > NodeType.COMM_COLL_NODE:
+        prog.unknown_types.add(t)  # a newer schema's node type: skipped, its dependencies pass through
     return K_NOP, R_NONE, 0, None
 
 
