@@ -1,0 +1,171 @@
+"""Fidelity of the PyTorch conversion: measured step time against the ET and the simulator.
+
+For every trace recorded by the scripts of ``plugins/chakra-pytorch/recording/`` (the folders
+of ``plugins/chakra-pytorch/tests/data/`` that hold Kineto traces; the hand-made ``nccl/`` is
+left out: it was not measured), per rank:
+
+- *measured*: the recorded steps of the Kineto trace, first ``ProfilerStep#N`` start to last
+  end on the profiling thread, read from the Kineto file here (not through the conversion);
+- *longest path*: the converted ET's critical path by ``duration_micros`` (``chakra stats``);
+- *simulated*: the ``simpy`` simulator's finish time with the replay compute model, on a system
+  matching the recording: as many NPUs as ranks, one Ring (a 2-rank Ring is a pair of links), and
+  the network of the recordings, gloo over TCP on 127.0.0.1, measured here: the median time of a
+  4-byte all-reduce between two gloo processes gives the link latency (a 2-rank ring all-reduce
+  is two messages), the median of a 4 MiB one the bandwidth.  Needs torch for that measurement;
+  ``--latency-ns``/``--bandwidth`` give the network instead.
+
+Prints one row per rank with the relative errors of the path and of the simulation against the
+measured step, and writes them as JSON with ``--json FILE``.
+
+    python benches/fidelity.py [--latency-ns N --bandwidth GBPS] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "plugins" / "chakra-pytorch" / "tests" / "data"
+
+_PINGPONG = r'''
+import json, os, sys, time, statistics, torch, torch.distributed as dist, torch.multiprocessing as mp
+
+def run(rank, port, out):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", rank=rank, world_size=2)
+    res = {}
+    for name, n, reps in (("small", 1, 300), ("large", 1 << 20, 30)):
+        t = torch.ones(n)
+        for _ in range(5):
+            dist.all_reduce(t)
+        times = []
+        for _ in range(reps):
+            dist.barrier()
+            s = time.perf_counter()
+            dist.all_reduce(t)
+            times.append(time.perf_counter() - s)
+        res[name] = statistics.median(times)
+    if rank == 0:
+        open(out, "w").write(json.dumps(res))
+    dist.destroy_process_group()
+
+if __name__ == "__main__":
+    mp.spawn(run, args=(sys.argv[1], sys.argv[2]), nprocs=2, join=True)
+'''
+
+
+def measure_loopback() -> tuple[float, float]:
+    """(latency in ns, bandwidth in GB/s of 2^30 bytes) of gloo over 127.0.0.1, from the median
+    time of a 4-byte and of a 4 MiB all-reduce between two processes."""
+    import socket
+    import subprocess
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = str(s.getsockname()[1])
+    with tempfile.TemporaryDirectory() as d:
+        script, out = Path(d) / "pingpong.py", Path(d) / "out.txt"
+        script.write_text(_PINGPONG)
+        subprocess.run([sys.executable, str(script), port, str(out)], check=True, timeout=600,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        res = json.loads(out.read_text())
+    # a ring all-reduce of 2 ranks: 2 messages of m/2 bytes one after the other
+    latency_s = res["small"] / 2
+    large_bytes = 4 << 20
+    per_byte_s = max(res["large"] / 2 - latency_s, 1e-12) / (large_bytes / 2)
+    return latency_s * 1e9, 1 / per_byte_s / (1 << 30)
+
+
+def measured_step_us(kineto: Path) -> float:
+    """The recorded steps of a Kineto trace: first ProfilerStep start to last end (us), on the
+    thread of the first step."""
+    opener = gzip.open if kineto.suffix == ".gz" else open
+    with opener(kineto, "rt") as f:
+        events = json.load(f)["traceEvents"]
+    steps = sorted((e["ts"], e["ts"] + e["dur"], e["tid"]) for e in events
+                   if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#"))
+    mine = [s for s in steps if s[2] == steps[0][2]]
+    return max(e for _, e, _ in mine) - mine[0][0]
+
+
+def recorded_traces() -> list[Path]:
+    """The folders of recorded traces (host ET + Kineto per rank)."""
+    return sorted(d for d in DATA.iterdir() if d.is_dir() and any(d.glob("kineto.*.json.gz")))
+
+
+def system_file(ranks: int, latency_ns: float, bandwidth: float, directory: Path) -> Path:
+    """Our system description (JSON) for ``ranks`` NPUs on one Ring with the given link, replay
+    compute."""
+    path = directory / f"system{ranks}.json"
+    network = [{"topology": "Ring", "npus_count": ranks, "bandwidth": round(bandwidth, 3),
+                "latency": max(1, round(latency_ns))}]
+    path.write_text(json.dumps({"network": network, "compute": "replay", "preferred-dataset-splits": 1,
+                                "collective-optimization": "baseline", "scheduling-policy": "FIFO"}))
+    return path
+
+
+def rows_for(folder: Path, latency_ns: float, bandwidth: float, tmp: Path) -> list[dict]:
+    """One row per rank of the recorded ``folder``."""
+    from chakra_core import compute_stats, convert, open_traceset, simulate
+
+    et = tmp / folder.name
+    convert([str(folder)], et, format="pytorch")
+    traces = open_traceset(str(et))
+    paths = {r["rank"]: r["critical_path_us"] for r in compute_stats(traces)["per_rank"]}
+    system = str(system_file(len(traces), latency_ns, bandwidth, tmp)) if len(traces) > 1 else None
+    sim = simulate(str(et), "simpy", system=system)
+    finish = {r["rank"]: r["finish_ns"] / 1000 for r in sim.ranks}
+    rows = []
+    for rank in sorted(paths):
+        step = measured_step_us(folder / f"kineto.{rank}.json.gz")
+        rows.append({"trace": folder.name, "ranks": len(traces), "rank": rank, "measured_us": round(step, 1),
+                     "longest_path_us": paths[rank], "simulated_us": round(finish[rank], 1),
+                     "path_error_pct": round(100 * (paths[rank] - step) / step, 2),
+                     "sim_error_pct": round(100 * (finish[rank] - step) / step, 2)})
+    return rows
+
+
+def main() -> None:
+    """Print the fidelity table."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--latency-ns", type=float, help="link latency (ns) instead of measuring gloo")
+    ap.add_argument("--bandwidth", type=float, help="link bandwidth (GB/s, 2^30 B) instead of measuring")
+    ap.add_argument("--json", help="also write the rows as JSON here")
+    args = ap.parse_args()
+    if args.latency_ns is None or args.bandwidth is None:
+        t = time.perf_counter()
+        latency, bandwidth = measure_loopback()
+        print(f"gloo over 127.0.0.1, measured in {time.perf_counter() - t:.1f} s: latency {latency:,.0f} ns "
+              f"per message, bandwidth {bandwidth:.3f} GB/s (load average {os.getloadavg()[0]:.1f})")
+    else:
+        latency, bandwidth = args.latency_ns, args.bandwidth
+    warnings.simplefilter("ignore")
+    rows: list[dict] = []
+    with tempfile.TemporaryDirectory() as d:
+        for folder in recorded_traces():
+            rows += rows_for(folder, latency, bandwidth, Path(d))
+    print("| trace | rank | measured step us | longest path us | error | simulated us | error |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['trace']} | {r['rank']} | {r['measured_us']:,.1f} | {r['longest_path_us']:,} | "
+              f"{r['path_error_pct']:+.2f}% | {r['simulated_us']:,.1f} | {r['sim_error_pct']:+.2f}% |")
+    within = sum(abs(r["sim_error_pct"]) <= 2 for r in rows)
+    print(f"{within} of {len(rows)} ranks simulated within 2% of the measured step "
+          f"(median |error| {statistics.median(abs(r['sim_error_pct']) for r in rows):.2f}%)")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"latency_ns": latency, "bandwidth_gbps": bandwidth,
+                                               "rows": rows}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
