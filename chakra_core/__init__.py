@@ -68,6 +68,7 @@ if TYPE_CHECKING:
     from ._roles import RoleKey, role_key
     from ._schema import PG_INIT_NAME, AttributeProto, CommType, GlobalMetadata, IOInfo, Node, NodeType
     from ._stats import compute_stats
+    from ._synth import read_model, synth_fit, synth_sample, synth_show
     from ._traceset import (
         FileRank,
         GeneratedRank,
@@ -99,6 +100,7 @@ __all__ = [
     "set_progress_enabled",
     "check_limit", "get_limit",
     "role_key", "RoleKey",
+    "synth_fit", "synth_sample", "synth_show", "read_model",
 ]
 
 _WHERE = {
@@ -130,6 +132,7 @@ _WHERE = {
     "progress": "_progress", "Progress": "_progress", "set_progress_enabled": "_progress",
     "check_limit": "_limits", "get_limit": "_limits",
     "role_key": "_roles", "RoleKey": "_roles",
+    "synth_fit": "_synth", "synth_sample": "_synth", "synth_show": "_synth", "read_model": "_synth",
 }
 
 __version__ = "0.1.0"

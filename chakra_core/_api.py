@@ -84,6 +84,13 @@ class Synthesizer(Component):
     def generate(self, model: Mapping[str, Any], options: Mapping[str, Any]) -> TraceSet:
         """Generate a new trace set from ``model`` (reproducible for a given ``seed`` option)."""
 
+    def describe(self, model: Mapping[str, Any]) -> dict[str, Any]:
+        """What ``model`` holds, as JSON-able data for ``chakra synth show`` (by default its
+        top-level keys with the type and length of each value)."""
+        return {"synthesizer": model.get("synthesizer", self.name),
+                "keys": {k: {"type": type(v).__name__, **({"items": len(v)} if isinstance(v, (list, dict)) else {})}
+                         for k, v in model.items()}}
+
 
 class Generator(Component):
     """Builds a trace set from a description of a job (a model, its parallelism), not from files."""

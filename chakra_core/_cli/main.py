@@ -27,6 +27,7 @@ COMMANDS = {
     "export": ("export", "export a trace set with an exporter backend (e.g. ASTRA-sim)"),
     "generate": ("generate", "generate a trace set with a registered generator (e.g. transformer training)"),
     "transform": ("transform", "apply registered transforms (what-if) to a trace set and write it"),
+    "synth": ("synth", "learn a model from trace sets (fit), generate new sets (sample), show a model"),
 }
 
 

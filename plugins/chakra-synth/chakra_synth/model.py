@@ -1,0 +1,33 @@
+"""The model file: its format marker, loading and the checks shared by the synthesizers."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from chakra_core import ConfigError
+
+__all__ = ["MODEL_FORMAT", "MODEL_VERSION", "check_model", "pick_workload"]
+
+MODEL_FORMAT = "chakra-synth-model"
+MODEL_VERSION = 1
+
+
+def check_model(model: Mapping[str, Any], needs: str) -> None:
+    """Refuse a model of another format, version or synthesizer (``needs``: a key every workload
+    of this synthesizer's models has)."""
+    if model.get("format") != MODEL_FORMAT:
+        raise ConfigError(f"not a chakra-synth model (format {model.get('format')!r})")
+    if model.get("version") != MODEL_VERSION:
+        raise ConfigError(f"chakra-synth model version {model.get('version')!r}; this version reads {MODEL_VERSION}")
+    ws = model.get("workloads")
+    if not isinstance(ws, list) or not ws or any(not isinstance(w, dict) or needs not in w for w in ws):
+        raise ConfigError(f"the model was not fitted by this synthesizer (synthesizer {model.get('synthesizer')!r})")
+
+
+def pick_workload(model: Mapping[str, Any], index: int) -> dict[str, Any]:
+    """Workload ``index`` of the model."""
+    ws = model["workloads"]
+    if index >= len(ws):
+        raise ConfigError(f"workload={index}: the model has {len(ws)} workload(s) (0..{len(ws) - 1})")
+    return ws[index]

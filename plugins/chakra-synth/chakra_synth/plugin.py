@@ -1,0 +1,18 @@
+"""Entry point of the ``chakra-synth`` distribution: registers the ``structural`` and ``markov``
+synthesizers (nothing heavy is imported here)."""
+
+from __future__ import annotations
+
+from chakra_core import Register, hookimpl
+
+
+@hookimpl
+def chakra_register_synthesizers(register: Register) -> None:
+    """Register the ``structural`` synthesizer and the ``markov`` baseline."""
+    register("structural", "chakra_synth.structural:StructuralSynthesizer",
+             description="motifs, rank classes and per-kind distributions learnt from ET sets",
+             install_hint="pip install chakra-synth")
+    register("markov", "chakra_synth.markov:MarkovSynthesizer",
+             description="baseline: a first-order Markov chain of node kinds, per-kind distributions",
+             install_hint="pip install chakra-synth")
+

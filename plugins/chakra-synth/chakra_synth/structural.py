@@ -1,0 +1,118 @@
+"""The ``structural`` synthesizer: motifs, rank classes and per-kind distributions.
+
+``fit`` learns, per trace set of the corpus (a *workload* of the model): the tile of ranks the
+set repeats and its rank classes (:mod:`.layout`), per class the grammar of repeated motifs of
+its node sequence (:mod:`.motifs`) whose leaves are slots with their dependency offsets, roles
+and the positions of their numbers in their kind's distribution, and per kind the fitted
+distributions (:mod:`.quantiles`).  ``generate`` expands the grammar with counts scaled to the
+requested size, draws the numbers, and writes the ranks of every class once (:mod:`.emit`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from chakra_core import ConfigError, GlobalMetadata, Option, Synthesizer, TraceSet, make_attr
+
+from .expand import fit_factor, scaled_counts
+from .model import MODEL_FORMAT, MODEL_VERSION, check_model, pick_workload
+from .profile import KindTable
+
+__all__ = ["StructuralSynthesizer", "SAMPLE_OPTIONS"]
+
+#: the options of ``generate`` both synthesizers share
+SAMPLE_OPTIONS = {
+    "seed": Option("int", 0, "random seed: the same seed gives the same bytes", minimum=0),
+    "ranks": Option("int", None, "ranks of the sample (a multiple of the model's tile; default: the source's)",
+                    minimum=1),
+    "nodes_per_rank": Option("int", None, "about this many nodes per rank (default: the source's)", minimum=1),
+    "workload": Option("int", 0, "which fitted trace set to sample (0 = the first PATH of fit)", minimum=0),
+    "keep_names": Option("bool", False, "fit: keep the node names (digits taken out) in the model"),
+}
+
+
+class StructuralSynthesizer(Synthesizer):
+    """Motifs found from the graph, rank classes and groups, per-kind distributions."""
+
+    description = "motifs, rank classes and per-kind distributions learnt from ET sets"
+    options = {
+        **SAMPLE_OPTIONS,
+        "max_period": Option("int", 256, "fit: longest motif body searched, in nodes", minimum=1),
+        "jitter": Option("float", 1.0, "sample: spread of each draw within its stratum (0: stratum middles)",
+                         minimum=0),
+    }
+
+    def fit(self, corpus: Sequence[TraceSet], options: Mapping[str, Any]) -> dict[str, Any]:
+        """The model of ``corpus`` (one workload per trace set)."""
+        from .fit_structure import fit_workload
+        from .kinds import kinds_json
+
+        kinds = KindTable()
+        workloads = [fit_workload(ts, kinds, int(options["max_period"])) for ts in corpus]
+        return {"format": MODEL_FORMAT, "version": MODEL_VERSION, "synthesizer": self.name or "structural",
+                "keep_names": bool(options["keep_names"]), "kinds": kinds_json(kinds, bool(options["keep_names"])),
+                "workloads": workloads}
+
+    def generate(self, model: Mapping[str, Any], options: Mapping[str, Any]) -> TraceSet:
+        """A new set from ``model`` (checked against the cross-rank rules before it is returned)."""
+        from .emit import build_traceset
+        from .sample_structure import class_stream
+
+        check_model(model, "classes")
+        w = pick_workload(model, int(options["workload"]))
+        ranks = int(options["ranks"] or w["ranks"])
+        tile = int(w["tile"])
+        if ranks % tile:
+            raise ConfigError(f"ranks={ranks}: the model repeats a tile of {tile} rank(s) (its "
+                              f"data-parallel replica); give a multiple of {tile}")
+        jitter = float(options["jitter"])
+        if jitter > 1:
+            raise ConfigError(f"jitter={jitter}: give a value from 0 to 1")
+        seeds = np.random.SeedSequence(int(options["seed"])).spawn(len(w["classes"]))
+        streams = []
+        for cls, counts, seed in zip(w["classes"], _class_counts(w, options["nodes_per_rank"]), seeds):
+            streams.append(class_stream(dict(model), w, cls, counts, seed, jitter))
+        meta = GlobalMetadata(version="0.0.4")
+        meta.attr.extend([make_attr("source", "chakra-synth"), make_attr("synthesizer", str(model["synthesizer"])),
+                          make_attr("seed", int(options["seed"])), make_attr("workload", int(options["workload"]))])
+        return build_traceset(streams, w["tile_classes"], ranks, meta, f"synth:{model['synthesizer']}")
+
+    def describe(self, model: Mapping[str, Any]) -> dict[str, Any]:
+        """Kinds, and per workload its tile, rank classes and motifs (counts, bodies)."""
+        from .describe import describe_structural
+
+        return describe_structural(model)
+
+
+def _class_counts(w: Mapping[str, Any], target: int | None) -> list[list[int]]:
+    """Per class, the motif counts for about ``target`` nodes per rank: the class at tile
+    position 0 sets the number of steps, shared by every class so that their communication
+    stays in step; each class then scales its other motifs on its own."""
+    classes = w["classes"]
+    single = len(set(w["tile_classes"])) == 1
+    if target is None:
+        return [[int(m["count"]) for m in c["motifs"]] for c in classes]
+    first = int(w["tile_classes"][0])
+    order = [first] + [c for c in range(len(classes)) if c != first]
+    out: dict[int, list[int]] = {}
+    fixed: dict[int, int] | None = None
+    for c in order:
+        cls = classes[c]
+        step = int(cls["step"])
+        pinned = None if fixed is None else {step: fixed[-1]}
+        factor = fit_factor(cls["motifs"], _scalable(cls, single), step, int(target), pinned)
+        out[c] = scaled_counts(cls["motifs"], _scalable(cls, single), factor, pinned)
+        if fixed is None:
+            fixed = {-1: out[c][step]}
+    return [out[c] for c in range(len(classes))]
+
+
+def _scalable(cls: Mapping[str, Any], single: bool) -> list[bool]:
+    """Which motifs may change their count: the step always; others without sends and receives,
+    and without collectives unless every rank is of one class."""
+    step = int(cls["step"])
+    return [m == step or (not motif["p2p"] and (single or not motif["comm"]))
+            for m, motif in enumerate(cls["motifs"])]
