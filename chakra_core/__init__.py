@@ -27,6 +27,8 @@ Public API (everything else is private; docs/api.md describes each name):
 - progress: :func:`progress`, :class:`Progress` (a bar on stderr, only on a terminal),
   :func:`set_progress_enabled`
 - limits: :func:`check_limit`, :func:`get_limit` (resource limits, docs/limits.md)
+- node selection for transforms: :data:`SELECTION_OPTIONS`, :func:`node_selection`,
+  :data:`NODE_KINDS`, :func:`parse_ranks`
 - roles: :func:`role_key`, :class:`RoleKey` (a rank's trace up to relabelled groups and peers)
 
 Public subpackages: :mod:`chakra_core.system` (the system description),
@@ -67,6 +69,7 @@ if TYPE_CHECKING:
     from ._publish import inside_output, output_directory
     from ._roles import RoleKey, role_key
     from ._schema import PG_INIT_NAME, AttributeProto, CommType, GlobalMetadata, IOInfo, Node, NodeType
+    from ._selection import NODE_KINDS, SELECTION_OPTIONS, node_selection, parse_ranks
     from ._stats import compute_stats
     from ._synth import read_model, synth_fit, synth_sample, synth_show
     from ._traceset import (
@@ -101,6 +104,7 @@ __all__ = [
     "check_limit", "get_limit",
     "role_key", "RoleKey",
     "synth_fit", "synth_sample", "synth_show", "read_model",
+    "SELECTION_OPTIONS", "NODE_KINDS", "node_selection", "parse_ranks",
 ]
 
 _WHERE = {
@@ -131,6 +135,8 @@ _WHERE = {
     "stats": "_commands", "jsonize": "_commands", "Validation": "_commands",
     "progress": "_progress", "Progress": "_progress", "set_progress_enabled": "_progress",
     "check_limit": "_limits", "get_limit": "_limits",
+    "SELECTION_OPTIONS": "_selection", "NODE_KINDS": "_selection", "node_selection": "_selection",
+    "parse_ranks": "_selection",
     "role_key": "_roles", "RoleKey": "_roles",
     "synth_fit": "_synth", "synth_sample": "_synth", "synth_show": "_synth", "read_model": "_synth",
 }

@@ -1,4 +1,5 @@
-"""Built-in what-if transform ``scale``: faster compute, bigger messages, bigger memory traffic."""
+"""Built-in what-if transform ``scale``: faster compute, bigger messages, bigger memory traffic,
+on every node or on the nodes selected by kind, name pattern and rank."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from .._attrs import get_int, set_attr
 from .._errors import ConfigError
 from .._options import Option
 from .._schema import Node, NodeType
+from .._selection import SELECTION_OPTIONS, node_selection
 from .._traceset import TraceSet
 from ..hookspecs import hookimpl
 
@@ -26,7 +28,8 @@ class ScaleTransform(Transform):
     ``compute_speedup`` divides COMP_NODE ``duration_micros`` (rounded, at least 1 us when it was
     non-zero) and multiplies nothing else (FLOP counts stay, so a roofline model is unchanged);
     ``comm_scale`` multiplies ``comm_size`` (and ``tensor_size`` of send/recv); ``memory_scale``
-    multiplies ``tensor_size`` of memory nodes.
+    multiplies ``tensor_size`` of memory nodes.  ``kinds``, ``names`` and ``ranks`` restrict all
+    three to the selected nodes (:data:`chakra_core.SELECTION_OPTIONS`).
     """
 
     description = "what-if: compute speedup, message-size and memory-size factors"
@@ -34,11 +37,13 @@ class ScaleTransform(Transform):
         "compute_speedup": Option("float", 1.0, "divide compute durations by this", minimum=1e-9),
         "comm_scale": Option("float", 1.0, "multiply communication sizes (bytes) by this", minimum=0),
         "memory_scale": Option("float", 1.0, "multiply memory-node sizes (bytes) by this", minimum=0),
+        **SELECTION_OPTIONS,
     }
 
     def apply(self, traces: TraceSet, options: Mapping[str, Any]) -> TraceSet:
         """Return the lazily scaled set."""
         speed, comm, mem = options["compute_speedup"], options["comm_scale"], options["memory_scale"]
+        selected = node_selection(options, "transform 'scale'")
 
         def scaled(n: Node, key: str, v: int, factor: float, name: str) -> int:
             out = int(round(v * factor))
@@ -47,7 +52,9 @@ class ScaleTransform(Transform):
                                   f"overflow 64 bits ({v} bytes before scaling)")
             return out
 
-        def fn(_rank: int, n: Node) -> Node:
+        def fn(rank: int, n: Node) -> Node:
+            if not selected(rank, n):
+                return n
             if n.type == NodeType.COMP_NODE and speed != 1.0 and n.duration_micros:
                 n.duration_micros = max(1, round(n.duration_micros / speed))
             elif n.type in _COMM and comm != 1.0:

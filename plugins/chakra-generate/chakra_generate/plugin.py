@@ -1,4 +1,4 @@
-"""Entry point of ``chakra-generate``: registers the ``transformer`` generator.
+"""Entry point of ``chakra-generate``: registers the generator and the what-if transforms.
 
 Only names and import paths here; the implementations are imported on first use.
 """
@@ -13,3 +13,14 @@ def chakra_register_generators(register: Register) -> None:
     """Register ``transformer`` (training steps of a GPT/Llama-like dense or MoE model)."""
     register("transformer", "chakra_generate.transformer:TransformerGenerator",
              description="LLM training steps: tp x cp x dp x pp, sp, ZeRO 0-3, MoE, gpipe/1f1b/interleaved")
+
+
+@hookimpl
+def chakra_register_transforms(register: Register) -> None:
+    """Register the what-if transforms ``resize_dp``, ``straggler`` and ``retime``."""
+    register("resize_dp", "chakra_generate.resize:ResizeDp",
+             description="what-if: change the data-parallel width (replicate ranks, re-size groups)")
+    register("straggler", "chakra_generate.straggler:Straggler",
+             description="what-if: slow down the compute of some ranks by a factor")
+    register("retime", "chakra_generate.retime:Retime",
+             description="what-if: re-time compute nodes from a roofline of a named device")

@@ -1,0 +1,246 @@
+"""The ``resize_dp`` transform: the same job with another data-parallel width.
+
+Where the ranks sit: a set made by the ``transformer`` generator says it in each rank's metadata
+(``parallel_coords``, ``parallel_groups``, ``workload``: sizes and rank order); any other set
+(a recording) is taken as pure data parallelism, one rank per replica.  New rank ``r'`` with
+coordinates ``(tp, cp, dp', pp)`` (the same rank order, the new width) runs the trace of the rank
+with ``dp = dp' mod dp_old`` and the same other coordinates: replicas are copied round-robin when
+growing, the first ``dp`` kept when shrinking.
+
+Groups: a group whose members share one data-parallel index (tensor, context, pipeline-embedding
+groups) is copied into every new replica; a group spanning the data-parallel dimension (the
+gradient groups ``dp`` and ``edp``, or in a recording any group whose data-parallel indices are a
+residue class ``e mod k`` covering the old width, such as all ranks) grows to every new replica
+that holds one of its members' traces; an expert-parallel group (a block of ``ep`` consecutive
+data-parallel indices) is copied per block.  ``pg_name``\\ s, pipeline peers, the PyTorch
+process-group node and the metadata (``rank``, coordinates, groups, workload) are rewritten.
+
+Kept: every node, dependency, duration and size (gradients are the model's, whatever the width).
+What it cannot know: collectives the old width did not need (a width of 1 has no gradient
+collective and is refused; with ``ep == dp`` there is no expert-gradient collective, and a wider
+set gets none); how a width changes the work per replica (the global batch grows with dp;
+for a fixed global batch, change micro_batches and regenerate) and how the per-replica data
+loader or the optimizer's sharded size (ZeRO 1-3: ``P/dp``) would change: those stay as recorded.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from chakra_core import (
+    PG_INIT_NAME,
+    ConfigError,
+    GeneratedRank,
+    GlobalMetadata,
+    Node,
+    NodeType,
+    Option,
+    RankTrace,
+    TraceSet,
+    Transform,
+    get_int,
+    get_str,
+    process_groups_json,
+    set_attr,
+)
+
+__all__ = ["ResizeDp", "DpLayout", "resized_groups"]
+
+_DIMS = ("tp", "cp", "dp", "pp")
+_GROWING = ("dp", "edp")
+_BLOCKS = ("ep",)
+
+
+@dataclass
+class DpLayout:
+    """Where every rank of a set sits: sizes, order (fastest first), coordinates, group kinds."""
+
+    sizes: dict[str, int]
+    order: tuple[str, ...]
+    coords: list[dict[str, int]]
+    kinds: dict[str, str]
+    workload: dict[str, Any] | None = None
+
+    def rank(self, c: Mapping[str, int], sizes: Mapping[str, int]) -> int:
+        """The rank of coordinates ``c`` under ``sizes`` in this order."""
+        rank, stride = 0, 1
+        for d in self.order:
+            rank += c[d] * stride
+            stride *= sizes[d]
+        return rank
+
+
+def _attrs(meta: GlobalMetadata) -> dict[str, str]:
+    return {a.name: a.string_val for a in meta.attr if a.WhichOneof("value") == "string_val"}
+
+
+def _layout(traces: TraceSet) -> DpLayout:
+    """The layout a generated set records, or pure data parallelism."""
+    first = _attrs(traces[traces.ranks[0]].metadata())
+    if "parallel_coords" not in first or "workload" not in first:
+        n = len(traces)
+        return DpLayout({"tp": 1, "cp": 1, "dp": n, "pp": 1}, _DIMS,
+                        [{"tp": 0, "cp": 0, "dp": r, "pp": 0} for r in traces.ranks], {})
+    workload = json.loads(first["workload"])
+    coords, kinds = [], {}
+    for rt in traces:
+        attrs = _attrs(rt.metadata())
+        coords.append(json.loads(attrs["parallel_coords"]))
+        for kind, name in json.loads(attrs.get("parallel_groups", "{}")).items():
+            kinds[name] = kind
+    sizes = {d: int(workload[d]) for d in _DIMS}
+    return DpLayout(sizes, tuple(workload["order"].split("-")), coords, kinds, workload)
+
+
+def _mode(name: str, members: list[int], lay: DpLayout) -> tuple[str, int]:
+    """How group ``name`` scales: ``("grow", 0)`` or ``("block", size)``."""
+    kind = lay.kinds.get(name)
+    dps = sorted({lay.coords[r]["dp"] for r in members})
+    n = lay.sizes["dp"]
+    if kind in _GROWING:
+        return "grow", 0
+    if kind in _BLOCKS:
+        return "block", len(dps)
+    if len(dps) == 1:
+        return "block", 1
+    k = n // len(dps)
+    if len(dps) * k == n and dps == list(range(dps[0], n, k)):
+        return "grow", 0
+    if kind is None and dps == list(range(dps[0], dps[0] + len(dps))) and dps[0] % len(dps) == 0:
+        return "block", len(dps)
+    raise ConfigError(f"transform 'resize_dp': cannot tell how process group {name!r} (data-parallel "
+                      f"indices {dps}) scales with the data-parallel width")
+
+
+def resized_groups(traces: TraceSet, lay: DpLayout, dp: int) -> tuple[dict[str, list[int]], list[dict[str, str]],
+                                                                        list[int]]:
+    """The new groups, each new rank's old-name -> new-name map, and each new rank's source rank."""
+    sizes = {**lay.sizes, "dp": dp}
+    old_n = lay.sizes["dp"]
+    by_coords = {tuple(c[d] for d in _DIMS): r for r, c in zip(traces.ranks, lay.coords)}
+    world = sizes["tp"] * sizes["cp"] * dp * sizes["pp"]
+    new_coords: list[dict[str, int]] = [{}] * world
+    source = [0] * world
+    for c in lay.coords:
+        if c["dp"] >= min(old_n, dp):
+            continue
+        for copy in range((dp - c["dp"] + old_n - 1) // old_n):
+            nc = {**{d: c[d] for d in _DIMS}, "dp": c["dp"] + copy * old_n}
+            r = lay.rank(nc, sizes)
+            new_coords[r] = nc
+            source[r] = by_coords[tuple(c[d] for d in _DIMS)]
+    groups: dict[str, list[int]] = {}
+    names: list[dict[str, str]] = [{} for _ in range(world)]
+    all_old = traces.ranks
+    for old, members in traces.process_groups.items():
+        members = members or all_old
+        mode, size = _mode(old, members, lay)
+        if size and dp % size:
+            raise ConfigError(f"transform 'resize_dp': dp={dp} is not a multiple of {size}, the size of "
+                              f"the expert-parallel group {old!r}")
+        inside = set(members)
+        parts: dict[int, list[int]] = {}
+        for r in range(world):
+            if source[r] in inside:
+                parts.setdefault(0 if mode == "grow" else new_coords[r]["dp"] // size, []).append(r)
+        for part in parts.values():
+            name = old if old in ("", "0") and len(part) == world else str(len(groups) + 1)
+            if name in groups:
+                name = str(len(groups) + 1)
+            groups[name] = part
+            for r in part:
+                names[r][old] = name
+    return groups, names, source
+
+
+class ResizeDp(Transform):
+    """Change the data-parallel width of a recorded or generated set (module docstring)."""
+
+    description = "what-if: change the data-parallel width (replicate ranks, re-size groups)"
+    options = {"dp": Option("int", None, "the new data-parallel width", required=True, minimum=1)}
+
+    def apply(self, traces: TraceSet, options: Mapping[str, Any]) -> TraceSet:
+        """The resized set (lazy: each new rank streams its source rank)."""
+        dp = options["dp"]
+        lay = _layout(traces)
+        if lay.sizes["dp"] == 1:
+            raise ConfigError("transform 'resize_dp': the set has no data parallelism (width 1), so no "
+                              "gradient collective to resize; generate it with dp >= 2")
+        groups, names, source = resized_groups(traces, lay, dp)
+        sizes = {**lay.sizes, "dp": dp}
+        ranks = []
+        for r, src in enumerate(source):
+            ranks.append(_resized_rank(r, traces[src], lay, sizes, names[r], groups))
+        return TraceSet(ranks, groups, source=traces.source)
+
+
+def _resized_rank(rank: int, src: RankTrace, lay: DpLayout, sizes: dict[str, int], names: dict[str, str],
+                  groups: dict[str, list[int]]) -> GeneratedRank:
+    """New rank ``rank`` streaming ``src`` with its groups, peers and metadata rewritten."""
+    own = lay.coords[src.rank]
+    new_dp = rank // _stride(lay, sizes, "dp") % sizes["dp"]
+
+    def peer(old: int) -> int:
+        c = lay.coords[old]
+        return lay.rank({**c, "dp": (new_dp + c["dp"] - own["dp"]) % sizes["dp"]}, sizes)
+
+    pg_text = process_groups_json(groups)
+
+    def nodes() -> Iterator[Node]:
+        copy = src.shares_nodes
+        for n in src.nodes():
+            if copy:
+                n2 = Node()
+                n2.CopyFrom(n)
+                n = n2
+            yield _rewrite(n, names, peer, pg_text)
+
+    return GeneratedRank(rank, _metadata(src.metadata(), rank, lay, sizes, names, new_dp), nodes, src.path)
+
+
+def _stride(lay: DpLayout, sizes: Mapping[str, int], dim: str) -> int:
+    stride = 1
+    for d in lay.order:
+        if d == dim:
+            return stride
+        stride *= sizes[d]
+    raise KeyError(dim)
+
+
+def _rewrite(n: Node, names: Mapping[str, str], peer: Any, pg_text: str) -> Node:
+    if n.type == NodeType.COMM_COLL_NODE:
+        pg = get_str(n, "pg_name")
+        if pg is not None and pg in names:
+            set_attr(n, "pg_name", names[pg])
+    elif n.type in (NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE):
+        key = "comm_dst" if n.type == NodeType.COMM_SEND_NODE else "comm_src"
+        old = get_int(n, key)
+        if old is not None:
+            set_attr(n, key, peer(old))
+    elif n.type == NodeType.METADATA_NODE and n.name == PG_INIT_NAME:
+        n.inputs.values = pg_text
+    return n
+
+
+def _metadata(meta: GlobalMetadata, rank: int, lay: DpLayout, sizes: Mapping[str, int], names: Mapping[str, str],
+              new_dp: int) -> GlobalMetadata:
+    out = GlobalMetadata()
+    out.CopyFrom(meta)
+    for a in out.attr:
+        if a.name == "rank" and a.WhichOneof("value") in ("int64_val", "int32_val", "uint64_val", "uint32_val"):
+            setattr(a, a.WhichOneof("value"), rank)
+        elif a.name == "parallel_coords":
+            coords = json.loads(a.string_val)
+            coords["dp"] = new_dp
+            if "ep" in coords and lay.workload:
+                coords["ep"] = new_dp % int(lay.workload["ep"])
+            a.string_val = json.dumps(coords, separators=(",", ":"))
+        elif a.name == "parallel_groups":
+            a.string_val = json.dumps({k: names.get(v, v) for k, v in json.loads(a.string_val).items()},
+                                      separators=(",", ":"))
+        elif a.name == "workload" and lay.workload:
+            a.string_val = json.dumps({**lay.workload, "dp": sizes["dp"]}, separators=(",", ":"))
+    return out

@@ -1,0 +1,148 @@
+"""The what-if transforms on recorded traces (chakra-pytorch's 2-rank DDP recording) and on
+generated sets, checked against what the issue's closed forms and the generator itself say."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import chakra_core as chakra
+from chakra_core import CommType, NodeType, get_attr
+
+DATA = Path(__file__).resolve().parents[2] / "chakra-pytorch" / "tests" / "data"
+TINY = {"layers": 4, "hidden": 64, "heads": 4, "seq": 32, "vocab": 128, "micro_batches": 4}
+
+
+@pytest.fixture(scope="module")
+def ddp(tmp_path_factory):
+    """The recorded 2-rank DDP step as a .et set."""
+    out = tmp_path_factory.mktemp("ddp") / "et"
+    chakra.convert(str(DATA / "ddp"), f"{out}/")
+    return out
+
+
+def collectives(traces, rank):
+    out = []
+    for n in traces[rank].nodes():
+        if n.type == NodeType.COMM_COLL_NODE:
+            out.append((CommType(get_attr(n, "comm_type")).name, get_attr(n, "comm_size"),
+                        tuple(traces.group_members(get_attr(n, "pg_name")))))
+    return out
+
+
+def peers(traces, rank):
+    return [(n.type, get_attr(n, "comm_dst" if n.type == NodeType.COMM_SEND_NODE else "comm_src"),
+             get_attr(n, "comm_size"), get_attr(n, "comm_tag"))
+            for n in traces[rank].nodes() if n.type in (NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE)]
+
+
+def test_resize_dp_of_the_ddp_recording_to_8_ranks(ddp, tmp_path):
+    before = chakra.open_traceset(str(ddp))
+    after = chakra.transform(str(ddp), "resize_dp", {"dp": 8}, output=f"{tmp_path}/dp8/")
+    assert len(after) == 8
+    report = chakra.validate(after)
+    assert report.ok, report.to_dict()["findings"][:3]
+    original = [(t, s) for t, s, _ in collectives(before, 0) if t == "ALL_REDUCE"]
+    assert original  # the DDP gradient all-reduces
+    for r in range(8):
+        grads = [(t, s, m) for t, s, m in collectives(after, r) if t == "ALL_REDUCE"]
+        assert [(t, s) for t, s, _ in grads] == original  # the recorded sizes
+        assert {m for _, _, m in grads} == {tuple(range(8))}  # 8 members each
+        meta = {a.name: a.int64_val for a in after[r].metadata().attr if a.name == "rank"}
+        assert meta == {"rank": r}
+    sim = chakra.simulate(after)
+    assert len(sim.ranks) == 8 and sim.summary["finish_ns"] > 0
+
+
+@pytest.mark.parametrize("start,target,extra", [
+    (2, 4, {"tp": 2, "pp": 2}),
+    (4, 2, {"tp": 2, "pp": 2}),
+    (2, 6, {"tp": 2, "pp": 2, "cp": 2, "zero": 0}),
+    (4, 8, {"tp": 2, "ep": 2, "experts": 4}),
+])
+def test_resize_dp_of_a_generated_set_equals_generating_that_width(start, target, extra):
+    resized = chakra.transform(chakra.generate("transformer", {**TINY, **extra, "dp": start}), "resize_dp",
+                               {"dp": target})
+    direct = chakra.generate("transformer", {**TINY, **extra, "dp": target})
+    assert len(resized) == len(direct)
+    for r in direct.ranks:
+        assert collectives(resized, r) == collectives(direct, r)
+        assert peers(resized, r) == peers(direct, r)
+    assert chakra.validate(resized).ok
+
+
+def test_resize_dp_refuses_a_set_without_data_parallelism():
+    with pytest.raises(chakra.ConfigError, match="no data parallelism"):
+        chakra.transform(chakra.generate("transformer", {**TINY, "tp": 2}), "resize_dp", {"dp": 4})
+
+
+def test_resize_dp_refuses_a_width_that_breaks_expert_groups():
+    traces = chakra.generate("transformer", {**TINY, "dp": 2, "ep": 2, "experts": 2})
+    with pytest.raises(chakra.ConfigError, match="not a multiple of 2"):
+        chakra.transform(traces, "resize_dp", {"dp": 3})
+
+
+def test_straggler_multiplies_one_ranks_compute(ddp):
+    before = chakra.open_traceset(str(ddp))
+    after = chakra.transform(str(ddp), "straggler", {"ranks": [1], "factor": 3})
+    for r in (0, 1):
+        old = [n.duration_micros for n in before[r].nodes() if n.type == NodeType.COMP_NODE]
+        new = [n.duration_micros for n in after[r].nodes() if n.type == NodeType.COMP_NODE]
+        assert new == ([max(1, round(d * 3)) if d else 0 for d in old] if r == 1 else old)
+    slow = chakra.simulate(after).summary["finish_ns"]
+    assert slow > chakra.simulate(before).summary["finish_ns"]
+
+
+def test_straggler_rank_outside_the_set(ddp, tmp_path, chakra_cli):
+    status, _, err = chakra_cli("transform", str(ddp), "straggler", "-O", "ranks=5", "-o", f"{tmp_path}/x/")
+    assert status == 2 and "rank 5 is not in the set" in err
+
+
+def test_retime_to_another_device_equals_generating_on_it():
+    h100 = chakra.generate("transformer", {**TINY, "hidden": 1024, "heads": 8, "seq": 512, "device": "h100"})
+    a100 = chakra.generate("transformer", {**TINY, "hidden": 1024, "heads": 8, "seq": 512, "device": "a100"})
+    retimed = chakra.transform(h100, "retime", {"device": "a100"})
+    durations = [[n.duration_micros for n in ts[0].nodes()] for ts in (retimed, a100, h100)]
+    assert durations[0] == durations[1] != durations[2]
+
+
+def test_retime_of_a_recording_scales_by_the_peaks(ddp):
+    before = chakra.open_traceset(str(ddp))
+    after = chakra.transform(str(ddp), "retime", {"device": "h100", "from_device": "a100", "dtype": "fp32"})
+    ratio = 19.5 / 66.9
+    old = [n.duration_micros for n in before[0].nodes() if n.type == NodeType.COMP_NODE]
+    new = [n.duration_micros for n in after[0].nodes() if n.type == NodeType.COMP_NODE]
+    assert new == [max(1, round(d * ratio)) if d else 0 for d in old]
+
+
+def test_scale_selects_by_kind_name_and_rank(ddp):
+    before = chakra.open_traceset(str(ddp))
+    after = chakra.transform(str(ddp), "scale", {"compute_speedup": 2, "comm_scale": 2, "kinds": ["compute"],
+                                                 "names": "^aten::(addmm|mm)$", "ranks": ["1-1"]})
+    for r in (0, 1):
+        for old, new in zip(before[r].nodes(), after[r].nodes()):
+            hit = r == 1 and old.type == NodeType.COMP_NODE and old.name in ("aten::addmm", "aten::mm")
+            want = max(1, round(old.duration_micros / 2)) if hit and old.duration_micros else old.duration_micros
+            assert new.duration_micros == want, (r, old.name)
+            if old.type == NodeType.COMM_COLL_NODE:
+                assert get_attr(new, "comm_size") == get_attr(old, "comm_size")  # communication not selected
+    assert any(n.name in ("aten::addmm", "aten::mm") for n in before[1].nodes())
+
+
+def test_scale_communication_only_on_cpu_kind(ddp):
+    before = chakra.open_traceset(str(ddp))
+    after = chakra.transform(str(ddp), "scale", {"comm_scale": 4, "kinds": ["communication", "cpu"]})
+    sizes = [(get_attr(o, "comm_size"), get_attr(n, "comm_size")) for o, n in zip(before[0].nodes(), after[0].nodes())
+             if o.type == NodeType.COMM_COLL_NODE]
+    assert sizes and all(new == 4 * old for old, new in sizes)  # the recording's collectives are CPU-side (gloo)
+
+
+@pytest.mark.parametrize("options,message", [
+    ({"kinds": ["gpu"]}, "kinds: 'gpu' is not one of"),
+    ({"names": "("}, "is not a regular expression"),
+    ({"ranks": ["3-1"]}, "is not a rank or an 'a-b' range"),
+])
+def test_scale_bad_selection(ddp, options, message):
+    with pytest.raises(chakra.ConfigError, match=message):
+        chakra.transform(str(ddp), "scale", options)
