@@ -22,7 +22,7 @@ from .graph import ConvertedRank, build_graph
 from .hostet import read_header, read_host_et, scan_groups
 from .kineto import MAX_RANKS, read_distributed_info, read_kineto
 from .schema_version import PyTorchTraceWarning, check_schema
-from .sniff import JSON_SUFFIXES, rank_from_name, sniff_kind
+from .sniff import JSON_SUFFIXES, is_linked, rank_from_name, sniff_kind
 
 __all__ = ["RankFiles", "find_rank_files", "convert_rank", "open_pytorch"]
 
@@ -109,7 +109,7 @@ def convert_rank(files: RankFiles, world: int | None = None, data_deps: bool = F
                  idle_gaps: bool = True, min_idle_us: int = 10) -> ConvertedRank:
     """Convert one rank's files to a :class:`ConvertedRank` (all in memory for this rank)."""
     host = read_host_et(files.host)
-    kt = None
+    kt = host.linked
     if files.kineto:
         wanted = {op.rf_id for op in host.ops}
         for op in host.ops:
@@ -147,7 +147,7 @@ def open_pytorch(paths: Sequence[str], data_deps: bool = False, idle_gaps: bool 
     world = int(dist.get("world_size") or 0) or None
     if world is None and len(rank_files) > 1:
         world = max(rf.rank for rf in rank_files) + 1
-    missing = [rf.host for rf in rank_files if rf.kineto is None]
+    missing = [rf.host for rf in rank_files if rf.kineto is None and not is_linked(rf.host)]
     if missing:
         warnings.warn(f"{missing[0]}: no Kineto trace for {len(missing)} rank(s): durations are "
                       "missing (0)", PyTorchTraceWarning, stacklevel=2)

@@ -33,7 +33,8 @@ from .comms import CommInfo, comm_from_c10d, comm_from_param_comms, merge_param_
 from .commwork import WorkAnnotation, attach_annotations
 from .intmap import IntMap
 from .jsonitems import iter_items
-from .kineto import MAX_RANKS
+from .kineto import MAX_RANKS, KinetoTrace
+from .linked import LinkedTiming
 
 __all__ = ["KEEP_ATTRS", "HostOp", "HostTrace", "read_host_et", "read_header", "iter_raw_nodes", "scan_groups"]
 
@@ -74,6 +75,8 @@ class HostTrace:
     rf_owner: IntMap
     #: process groups of the pg-init node: {pg_name: {"ranks": [...], "size": n, "desc": s}}
     groups: dict[str, dict[str, Any]]
+    #: the Kineto timing of a host ET linked by chakra_trace_link (None for PyTorch's own)
+    linked: KinetoTrace | None = None
 
 
 def _fail(path: str, msg: str, where: str | None = None) -> TraceFormatError:
@@ -231,6 +234,7 @@ def read_host_et(path: str) -> HostTrace:
     param_comms: list[tuple[int, CommInfo]] = []  # (record_param_comms id, info)
     workers: list[WorkAnnotation] = []  # gloo:* / nccl:* annotations
     groups: dict[str, dict[str, Any]] = {}
+    linked = LinkedTiming()
     for index, node in enumerate(iter_raw_nodes(path)):
         try:
             nid = node["id"]
@@ -248,6 +252,8 @@ def read_host_et(path: str) -> HostTrace:
             raise _fail(path, f"{what} is far beyond the {index + 1} nodes read so far (PyTorch "
                         "numbers nodes with a counter): not a PyTorch execution trace", f"node {index}")
         attrs = _attrs(node, path, index)
+        if "inclusive_dur" in node and _linked_gpu_copy(linked, node, attrs, name, path, index):
+            continue
         cols.ensure(max(nid, parent))
         if cols.flags[nid] & F_SEEN:
             raise _fail(path, f"node id {nid} appears twice", f"node {index}")
@@ -301,7 +307,18 @@ def read_host_et(path: str) -> HostTrace:
             if moved and parent >= 0 and not cols.flags[parent] & F_SEEN:
                 waiting.setdefault(parent, []).extend(moved)
         cols.flags[nid] = flags
-    return _resolve(path, header, schema, cols, kept, comms, param_comms, workers, groups)
+    host = _resolve(path, header, schema, cols, kept, comms, param_comms, workers, groups)
+    host.linked = linked.as_kineto(path, host.pid)
+    return host
+
+
+def _linked_gpu_copy(linked: LinkedTiming, node: dict, attrs: dict, name: str, path: str, index: int) -> bool:
+    """Take the timing chakra_trace_link put on ``node``; True for a GPU activity it added."""
+    rf, tid = _i64(attrs.get("rf_id")), attrs.get("tid", 0)
+    try:
+        return linked.add(node, rf if rf is not None and rf >= 0 else -1, tid if isinstance(tid, int) else 0, name)
+    except (TypeError, ValueError) as e:
+        raise _fail(path, f"bad timing of a chakra_trace_link node ({_short(e)})", f"node {index}") from None
 
 
 def scan_groups(path: str) -> dict[str, dict[str, Any]]:

@@ -22,7 +22,8 @@ from chakra_core import TraceFormatError, open_binary
 from .intmap import IntMap
 from .jsonitems import iter_items
 
-__all__ = ["KinetoTrace", "GpuEvent", "SyncEvent", "StreamWait", "read_kineto", "read_distributed_info"]
+__all__ = ["KinetoTrace", "GpuEvent", "SyncEvent", "StreamWait", "read_kineto", "read_distributed_info",
+           "event_time"]
 
 _GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 _HOST_CATS = ("cpu_op", "user_annotation", "cuda_runtime", "cuda_driver", "cuda_sync")
@@ -162,7 +163,7 @@ def _int(v: Any, default: int = -1) -> int:
     return default
 
 
-def _time(v: Any, what: str) -> float:
+def event_time(v: Any, what: str) -> float:
     """A timestamp or duration of an event, in microseconds (ValueError when not a sane one)."""
     t = float(v)
     if not -_MAX_US <= t <= _MAX_US:  # also rejects NaN
@@ -192,7 +193,7 @@ def read_kineto(path: str, wanted_rfs: set[int] | frozenset[int] | None = None) 
             name = ev.get("name")
             if not isinstance(name, str):
                 name = ""
-            ts, dur = _time(ev.get("ts", 0.0), "ts"), _time(ev.get("dur", 0.0), "dur")
+            ts, dur = event_time(ev.get("ts", 0.0), "ts"), event_time(ev.get("dur", 0.0), "dur")
             if cat in _HOST_CATS:
                 pid = _int(ev.get("pid"))
                 if pid >= 0:

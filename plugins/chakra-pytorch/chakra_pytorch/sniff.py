@@ -7,7 +7,7 @@ import os
 import re
 import zlib
 
-__all__ = ["sniff_kind", "rank_from_name", "is_json_name", "JSON_SUFFIXES"]
+__all__ = ["sniff_kind", "rank_from_name", "is_json_name", "is_linked", "JSON_SUFFIXES"]
 
 _HEAD = 4096
 _SCHEMA_KEY = re.compile(rb'"schema"\s*:')
@@ -27,17 +27,23 @@ def is_json_name(path: str) -> bool:
     return path.endswith(JSON_SUFFIXES)
 
 
-def _head(path: str) -> bytes:
+def _head(path: str, size: int = _HEAD) -> bytes:
     try:
         with open(path, "rb") as f:
-            raw = f.read(_HEAD)
+            raw = f.read(size)
             if raw[:2] == b"\x1f\x8b":
                 f.seek(0)
                 with gzip.GzipFile(fileobj=f) as g:
-                    return g.read(_HEAD)
+                    return g.read(size)
             return raw
     except (OSError, EOFError, zlib.error):
         return b""
+
+
+def is_linked(path: str) -> bool:
+    """True for a host ET that ``chakra_trace_link`` linked (its first MiB, decompressed, has a
+    node with ``inclusive_dur``): it carries its own timing."""
+    return b'"inclusive_dur"' in _head(path, 1 << 20)
 
 
 def sniff_kind(path: str) -> str | None:
