@@ -14,8 +14,8 @@ Public API (everything else is private; docs/api.md describes each name):
 - attributes: :func:`get_attr`, :func:`get_int`, :func:`get_str`, :func:`get_bool`,
   :func:`set_attr`, :func:`add_attr`, :func:`make_attr`, :class:`NodeAttrs`
 - plugins: :data:`hookimpl`, :class:`Register`, :class:`InputFormat`, :class:`Backend`,
-  :class:`Transform`, :class:`Synthesizer`, :class:`Generator`, :class:`Result`, :class:`Option`,
-  :func:`get_host`,
+  :class:`Transform`, :class:`Synthesizer`, :class:`Generator`, :class:`Executor`, :class:`Result`,
+  :class:`Option`, :func:`get_host`,
   :func:`lazy_getattr`, :func:`lazy_exports`
 - errors: :class:`ChakraError`, :class:`TraceFormatError`, :class:`ConfigError`,
   :class:`PluginError`
@@ -24,6 +24,7 @@ Public API (everything else is private; docs/api.md describes each name):
   :func:`emulate`, :func:`export`
 - work: :class:`Finding`, :func:`compute_stats`, :class:`DepGraph`, :func:`detect_format`,
   :func:`load_traces`, :func:`run_pipeline`, :func:`load_pipeline`, :class:`Pipeline`
+- sweeps: :func:`sweep` (every point of a pipeline's ``sweep:``, one results table)
 - progress: :func:`progress`, :class:`Progress` (a bar on stderr, only on a terminal),
   :func:`set_progress_enabled`
 - limits: :func:`check_limit`, :func:`get_limit` (resource limits, docs/limits.md)
@@ -42,7 +43,7 @@ from typing import TYPE_CHECKING
 from ._lazy import lazy_exports, lazy_getattr
 
 if TYPE_CHECKING:
-    from ._api import Backend, Generator, InputFormat, Result, Synthesizer, Transform
+    from ._api import Backend, Executor, Generator, InputFormat, Result, Synthesizer, Transform
     from ._attrs import NodeAttrs, add_attr, get_attr, get_bool, get_int, get_str, make_attr, set_attr
     from ._commands import (
         Validation,
@@ -71,6 +72,7 @@ if TYPE_CHECKING:
     from ._schema import PG_INIT_NAME, AttributeProto, CommType, GlobalMetadata, IOInfo, Node, NodeType
     from ._selection import NODE_KINDS, SELECTION_OPTIONS, node_selection, parse_ranks
     from ._stats import compute_stats
+    from ._sweep import sweep
     from ._synth import read_model, synth_fit, synth_sample, synth_show
     from ._traceset import (
         FileRank,
@@ -105,6 +107,7 @@ __all__ = [
     "role_key", "RoleKey",
     "synth_fit", "synth_sample", "synth_show", "read_model",
     "SELECTION_OPTIONS", "NODE_KINDS", "node_selection", "parse_ranks",
+    "sweep", "Executor",
 ]
 
 _WHERE = {
@@ -139,6 +142,7 @@ _WHERE = {
     "parse_ranks": "_selection",
     "role_key": "_roles", "RoleKey": "_roles",
     "synth_fit": "_synth", "synth_sample": "_synth", "synth_show": "_synth", "read_model": "_synth",
+    "sweep": "_sweep", "Executor": "_api",
 }
 
 __version__ = "0.1.0"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -12,7 +12,8 @@ from typing import Any, ClassVar
 from ._options import Option, check_options
 from ._traceset import TraceSet
 
-__all__ = ["Component", "InputFormat", "Transform", "Backend", "Synthesizer", "Generator", "Result", "BACKEND_KINDS"]
+__all__ = ["Component", "InputFormat", "Transform", "Backend", "Synthesizer", "Generator", "Executor", "Result",
+           "BACKEND_KINDS"]
 
 BACKEND_KINDS = ("simulator", "exporter", "emulator")
 
@@ -101,6 +102,30 @@ class Generator(Component):
     def generate(self, options: Mapping[str, Any]) -> TraceSet:
         """Return the generated set (preferably lazy: ranks produced while they are written);
         ``options`` went through :meth:`check_options`."""
+
+
+class Executor(Component):
+    """Runs the points of a sweep: a process pool, a Ray or a Dask cluster.
+
+    Declare a ``workers`` option (how many points run at once; ``chakra sweep -j N`` sets it).
+    Import the engine inside :meth:`map`, not at module level, so that listing plugins stays fast.
+    """
+
+    kind_label = "executor"
+
+    @abstractmethod
+    def map(self, fn: Callable[[Any], Any], tasks: Sequence[Any],
+            options: Mapping[str, Any]) -> Iterator[tuple[int, Any]]:
+        """Call ``fn(task)`` for every task, several at once, and yield ``(index, value)`` as each
+        finishes (in any order), ``index`` being the task's position in ``tasks``.
+
+        ``fn`` is a picklable module-level function that never raises for a failing point (it
+        returns the point's record with the error, and enforces the point's timeout itself);
+        ``tasks`` are picklable.  Yield an exception instance as the value for a task the engine
+        lost (a worker died); raise only when the cluster itself cannot be used, as
+        :class:`~chakra_core._errors.PluginError` or ConfigError naming the option.  Stop the
+        work in flight when the generator is closed (the sweep was interrupted).
+        """
 
 
 @dataclass

@@ -19,6 +19,10 @@ A pipeline file::
         output: out/sim                   # default: out/<name>; relative to the pipeline file
         options: {timeline: timeline.json}
         validate: false                   # optional: this backend runs even on an invalid set
+    system:                               # optional: the system description inline (docs/system.md),
+      network: [{topology: Ring, npus_count: 8, bandwidth: 50, latency: 500}]   # for every backend
+                                          # that takes one and names no file of its own
+    sweep: {grid: {system.network[0].bandwidth: [25, 50]}}   # chakra sweep only (_sweepspec)
 
 The whole pipeline is validated (keys, names, each plugin's options) before anything runs; a lazy
 input (a conversion, a transform) is converted once into a temporary .et set that validation and
@@ -55,7 +59,7 @@ from ._traceset import FileRank, MemoryRank, TraceSet
 __all__ = ["load_traces", "Pipeline", "Stage", "resolve_stage", "run_pipeline", "load_pipeline", "detect_format",
            "materialise", "refuse_invalid"]
 
-_TOP_KEYS = ("requires", "prefer", "input", "transforms", "backends", "validate")
+_TOP_KEYS = ("requires", "prefer", "input", "transforms", "backends", "validate", "system", "sweep")
 _INPUT_KEYS = ("format", "paths", "options", "generator")
 _STAGE_KEYS = ("name", "options")
 _BACKEND_KEYS = ("name", "options", "output", "validate")
@@ -145,11 +149,12 @@ class Pipeline:
             traces = _run_observed(host, t, partial(t.impl.apply, traces, t.options))
         return traces
 
-    def run_backends(self) -> list[Result]:
-        """Load the set once, validate it once (unless every backend opts out), run every backend
-        on it, write each ``result.json``; return the Results with their provenance."""
+    def run_backends(self, traces: TraceSet | None = None) -> list[Result]:
+        """Load the set once (or take ``traces``, the set :meth:`load` gives), validate it once
+        (unless every backend opts out), run every backend on it, write each ``result.json``;
+        return the Results with their provenance."""
         host = self.host or get_host()
-        traces = self.load()
+        traces = self.load() if traces is None else traces
         checked = [b for b in self.backends if b.validate]
         with ExitStack() as stack:
             if _is_lazy(traces) and len(self.backends) + bool(checked) > 1:
@@ -182,10 +187,11 @@ class Pipeline:
         inputs = self.input_paths or ([self.traces.source] if self.traces is not None and self.traces.source else [])
         return provenance(inputs, impls, self.source)
 
-    def run(self) -> dict[str, Any]:
-        """Run input, transforms and every backend; return ``{"pipeline", "backends": [...]}``."""
+    def run(self, traces: TraceSet | None = None) -> dict[str, Any]:
+        """Run input, transforms (or take their ``traces``) and every backend; return
+        ``{"pipeline", "backends": [...]}``."""
         out = []
-        for b, result in zip(self.backends, self.run_backends()):
+        for b, result in zip(self.backends, self.run_backends(traces)):
             out.append({"name": b.name, "output": str(b.output) if b.output else None,
                         "result_file": str(b.output / "result.json") if b.output else None,
                         "result": result.to_dict()})
@@ -341,11 +347,13 @@ def _input_stage(host: PluginHost, inp: dict, source: str, base: Path,
 
 
 def load_pipeline(spec: str | os.PathLike | Mapping[str, Any], host: PluginHost | None = None,
-                  base_dir: str | os.PathLike | None = None) -> Pipeline:
-    """Parse and fully validate a pipeline (a YAML file path or an already loaded mapping)."""
+                  base_dir: str | os.PathLike | None = None, *, source: str | None = None) -> Pipeline:
+    """Parse and fully validate a pipeline (a YAML file path or an already loaded mapping, which
+    messages and provenance call ``source``, default ``<pipeline>``); one with a ``sweep:``
+    section is refused (it runs with :func:`chakra_core.sweep`)."""
     host = host or get_host()
     if isinstance(spec, Mapping):
-        data, source = dict(spec), "<pipeline>"
+        data, source = dict(spec), source or "<pipeline>"
         base = Path(base_dir or ".")
     else:
         source = str(spec)
@@ -356,6 +364,8 @@ def load_pipeline(spec: str | os.PathLike | Mapping[str, Any], host: PluginHost 
             raise ConfigError(f"cannot read ({e.strerror or e})", source) from None
         data = parse_yaml(decode_text(raw, source), source)
     data = _check_keys("the pipeline", data, _TOP_KEYS, source)
+    if "sweep" in data:
+        raise ConfigError("the pipeline has a sweep: section: run it with chakra sweep", source)
     if "requires" in data:
         _check_requires(data["requires"], source)
     prefer = data.get("prefer") or {}
@@ -384,7 +394,27 @@ def load_pipeline(spec: str | os.PathLike | Mapping[str, Any], host: PluginHost 
         st.output = Path(out) if os.path.isabs(out) else Path(os.path.normpath(base / out))
         st.validate = _flag(entry, "validate", f"backends[{i}].", source, validate_all)
         bstages.append(st)
+    if "system" in data:
+        _use_inline_system(data["system"], [s for s in [input_stage, *tstages, *bstages] if s is not None], source)
     return Pipeline(source, paths, input_stage, tstages, bstages, host)
+
+
+def _use_inline_system(system: Any, stages: Sequence[Stage], source: str) -> None:
+    """Check the pipeline's inline ``system:`` and give it to every stage that takes a system
+    description (declares :data:`chakra_core.system.SYSTEM_OPTIONS`) and names no file of its own."""
+    from .system import SYSTEM_OPTIONS, load_system
+
+    if not isinstance(system, dict):
+        raise ConfigError(f"system must be a mapping (a system description), got {type(system).__name__}", source)
+    try:
+        load_system(system)
+    except ConfigError as e:
+        where = f"system: {e.location}: " if e.location else "system: "
+        raise ConfigError(where + e.message, source) from None
+    for st in stages:
+        takes = all(k in (getattr(st.impl, "options", None) or {}) for k in SYSTEM_OPTIONS)
+        if takes and all(st.options.get(k) is None for k in SYSTEM_OPTIONS):
+            st.options["system"] = system
 
 
 def run_pipeline(spec: str | os.PathLike | Mapping[str, Any], host: PluginHost | None = None,

@@ -39,6 +39,7 @@ DEFAULT_PLUGINS = (
     "chakra_core._builtin.formats",
     "chakra_core._builtin.backends",
     "chakra_core._builtin.transforms",
+    "chakra_core._builtin.executors",
 )
 CORE_DIST = "chakra-core"
 _REGISTRATION_HOOKS = frozenset(KINDS.values())

@@ -45,6 +45,11 @@ class Progress:
         if self._bar is not None:
             self._bar.update(steps)
 
+    def status(self, text: str) -> None:
+        """Show ``text`` after the count (e.g. ``running=2 failed=1``)."""
+        if self._bar is not None:
+            self._bar.set_postfix_str(text)
+
     def __call__(self, done: int, total: int | None = None) -> None:
         """Set the count to ``done`` (of ``total`` when given): the ``progress(done, total)``
         callback that :meth:`TraceSet.write` and :func:`validate` accept."""

@@ -32,6 +32,7 @@ KINDS = {
     "transform": "chakra_register_transforms",
     "synthesizer": "chakra_register_synthesizers",
     "generator": "chakra_register_generators",
+    "executor": "chakra_register_executors",
 }
 
 

@@ -79,6 +79,15 @@ def chakra_register_generators(register: Register) -> None:
     """
 
 
+@hookspec
+def chakra_register_executors(register: Register) -> None:
+    """Register sweep executors that run many points at once: a process pool, a Ray or Dask
+    cluster (:class:`chakra_core._api.Executor`).
+
+    :param register: ``register(name, factory, description=, install_hint=)``.
+    """
+
+
 @hookspec(firstresult=True)
 def chakra_detect_format(paths: list[str]) -> str | None:
     """Name the input format of ``paths``, or return None when it is not yours.

@@ -28,6 +28,7 @@ COMMANDS = {
     "generate": ("generate", "generate a trace set with a registered generator (e.g. transformer training)"),
     "transform": ("transform", "apply registered transforms (what-if) to a trace set and write it"),
     "synth": ("synth", "learn a model from trace sets (fit), generate new sets (sample), show a model"),
+    "sweep": ("sweep", "run every point of a pipeline's sweep: section, one results table"),
 }
 
 

@@ -1,0 +1,90 @@
+"""The sweep's input cache: an input that many points share is converted once.
+
+The points of a sweep that vary only the system or a backend's options read the same input
+(format, paths, options and transforms): its converted ``.et`` set is written once under
+``OUT/cache/<input key>/`` and every later point (in any worker that sees the directory) reads
+it.  Workers that convert the same input at once each build it in a temporary sibling; the first
+rename wins and the others use its copy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ._pipeline import Pipeline, _is_lazy
+from ._publish import temp_sibling
+from ._traceset import TraceSet, open_traceset
+
+__all__ = ["cached_traces", "input_key", "file_digest", "digests_of"]
+
+_READY = "ready.json"
+
+
+def file_digest(path: str, cache: dict[str, str] | None = None) -> str:
+    """The SHA-256 of a file's bytes (remembered in ``cache`` by path)."""
+    if cache is not None and path in cache:
+        return cache[path]
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    digest = h.hexdigest()
+    if cache is not None:
+        cache[path] = digest
+    return digest
+
+
+def input_key(pipe: Pipeline, digests: Mapping[str, str]) -> str:
+    """The hash of what a point's trace set is made of: the input format, paths, file contents
+    (``digests``: path -> SHA-256), options and the transforms with theirs."""
+    stages = [s for s in [pipe.input, *pipe.transforms] if s is not None]
+    what = {"paths": pipe.input_paths, "files": dict(sorted(digests.items())),
+            "stages": [[s.entry.qualified_name, s.entry.version, s.options] for s in stages]}
+    return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:20]
+
+
+def cached_traces(pipe: Pipeline, cache: Path, key: str | None) -> TraceSet:
+    """The pipeline's trace set: read from ``cache/key`` when a point converted it already,
+    else converted there (when it is lazy and ``key`` is given) or returned as it opens."""
+    traces = pipe.load()
+    if key is None or not _is_lazy(traces):
+        return traces
+    final = cache / key
+    if not (final / _READY).is_file():
+        _build(traces, final)
+    opened = open_traceset(final)
+    for lazy, rank in zip(traces, opened):
+        rank.path = lazy.path  # messages name the input, not the cached copy
+    return TraceSet(list(opened), traces.process_groups, traces.source)
+
+
+def _build(traces: TraceSet, final: Path) -> None:
+    final.parent.mkdir(parents=True, exist_ok=True)
+    stage = temp_sibling(final, "new")
+    try:
+        traces.write(stage / "trace")
+        (stage / _READY).write_text(json.dumps({"ranks": traces.ranks}) + "\n")
+        try:
+            os.rename(stage, final)
+        except OSError:  # another worker published it first
+            if not (final / _READY).is_file():
+                raise
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def digests_of(paths: Sequence[str], cache: dict[str, str]) -> dict[str, Any]:
+    """SHA-256 of every file the ``paths`` name (directories, prefixes and globs expanded)."""
+    from ._paths import expand_paths
+
+    out = {}
+    for p in paths:
+        for f in expand_paths(p):
+            out[str(f)] = file_digest(str(f), cache)
+    return out

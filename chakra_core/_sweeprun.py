@@ -1,0 +1,141 @@
+"""One point of a sweep, as a worker runs it: the function every executor calls.
+
+:func:`run_point` never raises for a failing point: it returns the point's record with
+``status`` ``ok``, ``failed`` (the one-line error) or ``timeout`` (the point ran past its
+``timeout_s`` and was interrupted).  The timeout is enforced inside the worker: by ``SIGALRM`` in
+a worker's main thread (local process pool, Ray), by an exception raised asynchronously in the
+point's thread elsewhere (Dask's worker threads); both interrupt Python code, not a call blocked
+inside a C extension.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import signal
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ._errors import ChakraError
+
+__all__ = ["PointTask", "PointTimeout", "run_point", "deadline", "output_names"]
+
+
+@dataclass(frozen=True)
+class PointTask:
+    """What a worker needs to run one point (picklable): the resolved pipeline document, the
+    pipeline's file and directory, the sweep's output directory, the point's content hash
+    ``key``, its input's hash ``input_key`` (None: nothing to cache) and its timeout."""
+
+    index: int
+    key: str
+    document: dict[str, Any]
+    source: str
+    base_dir: str
+    output: str
+    input_key: str | None = None
+    timeout_s: float | None = None
+
+
+class PointTimeout(BaseException):
+    """Raised inside a point that ran past its timeout (a BaseException, so that plugin code
+    catching Exception does not swallow it)."""
+
+
+@contextmanager
+def deadline(seconds: float | None) -> Iterator[None]:
+    """Raise :class:`PointTimeout` in this thread once ``seconds`` have passed inside the block."""
+    if not seconds:
+        yield
+        return
+    if threading.current_thread() is threading.main_thread():
+        with _alarm(seconds):
+            yield
+        return
+    lock, state = threading.Lock(), {"done": False}
+    tid = threading.get_ident()
+
+    def interrupt() -> None:
+        with lock:
+            if not state["done"]:
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(tid), ctypes.py_object(PointTimeout))
+
+    timer = threading.Timer(seconds, interrupt)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        with lock:
+            state["done"] = True
+        timer.cancel()
+
+
+@contextmanager
+def _alarm(seconds: float) -> Iterator[None]:
+    def on_alarm(signum: int, frame: Any) -> None:
+        raise PointTimeout
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def output_names(names: Sequence[str]) -> list[str]:
+    """Each backend's directory inside a point's directory: its name, ``-2``, ``-3`` for repeats."""
+    out: list[str] = []
+    seen: dict[str, int] = {}
+    for name in names:
+        bare = name.rsplit(":", 1)[-1]
+        seen[bare] = seen.get(bare, 0) + 1
+        out.append(bare if seen[bare] == 1 else f"{bare}-{seen[bare]}")
+    return out
+
+
+def run_point(task: PointTask) -> dict[str, Any]:
+    """Run one point; return its record ``{index, key, status, error, seconds, metrics, provenance}``."""
+    from ._progress import set_progress_enabled
+
+    set_progress_enabled(False)
+    record: dict[str, Any] = {"index": task.index, "key": task.key, "status": "ok", "error": None,
+                              "metrics": {}, "provenance": None}
+    t0 = time.perf_counter()
+    try:
+        with deadline(task.timeout_s):
+            record["metrics"], record["provenance"] = _run(task)
+    except PointTimeout:
+        record["status"], record["error"] = "timeout", f"did not finish within {task.timeout_s:g} s"
+    except ChakraError as e:
+        record["status"], record["error"] = "failed", str(e)
+    except Exception as e:  # noqa: BLE001 - a bug in a plugin fails its point, not the sweep
+        record["status"], record["error"] = "failed", f"internal error: {type(e).__name__}: {e}"
+    record["seconds"] = round(time.perf_counter() - t0, 3)
+    return record
+
+
+def _run(task: PointTask) -> tuple[dict[str, Any], dict[str, Any]]:
+    from ._inputcache import cached_traces
+    from ._pipeline import load_pipeline
+    from ._sweeptable import metrics, short_provenance
+
+    pipe = load_pipeline(task.document, base_dir=task.base_dir, source=task.source)
+    out = Path(task.output)
+    point_dir = out / "points" / task.key
+    for b, name in zip(pipe.backends, output_names([b.name for b in pipe.backends])):
+        b.output = point_dir / name
+    traces = cached_traces(pipe, out / "cache", task.input_key)
+    found: dict[str, Any] = {}
+    prov: dict[str, Any] = {}
+    for name, b in zip(output_names([b.name for b in pipe.backends]), pipe.run(traces)["backends"]):
+        rel = Path(b["result_file"]).relative_to(out).as_posix()
+        found.update(metrics(name, b["result"], rel))
+        prov = prov or short_provenance(b["result"]["provenance"])
+    return found, prov
