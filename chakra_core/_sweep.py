@@ -73,23 +73,25 @@ def _read(spec: str | os.PathLike | Mapping[str, Any], base_dir: str | os.PathLi
     return data, source, Path(base_dir).resolve() if base_dir else Path(spec).resolve().parent
 
 
-def _fingerprint(doc: Mapping[str, Any], pipe: Pipeline, base: Path, digests: dict[str, str]) -> tuple[str, str]:
-    """The point's key (its resolved pipeline, input and system files) and its input's key."""
+def _fingerprint(doc: Mapping[str, Any], pipe: Pipeline, digests: dict[str, str]) -> tuple[str, str]:
+    """The point's key and its input's key.  The key hashes the resolved pipeline document (less
+    the backends' outputs, which a sweep chooses) and the contents of its input and system files,
+    not where they are: the same point in a moved copy of a project has the same key."""
     from . import __version__
     from .system import SYSTEM_OPTIONS
 
     inputs = digests_of(pipe.input_paths, digests)
-    files: dict[str, str] = dict(inputs)
+    files = list(inputs.values())
     for st in [*pipe.transforms, *pipe.backends]:
         for k in SYSTEM_OPTIONS:
             v = st.options.get(k)
             if isinstance(v, str) and os.path.isfile(v):
-                files.update(digests_of([v], digests))
+                files += digests_of([v], digests).values()
     body = copy.deepcopy(dict(doc))
     for b in body.get("backends") or []:
         if isinstance(b, dict):
             b.pop("output", None)
-    what = {"pipeline": body, "base": str(base), "files": dict(sorted(files.items())), "chakra_core": __version__}
+    what = {"pipeline": body, "files": files, "chakra_core": __version__}
     key = hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:20]
     return key, input_key(pipe, inputs)
 
@@ -118,9 +120,10 @@ def plan_sweep(spec: str | os.PathLike | Mapping[str, Any], output: str | os.Pat
             continue
         try:
             pipe = load_pipeline(p.document, host, base, source=source)
-            key, ikey = _fingerprint(p.document, pipe, base, digests)
+            key, ikey = _fingerprint(p.document, pipe, digests)
         except ChakraError as e:
-            raise ConfigError(f"{p.label}: {e}", source) from None
+            inner = e.message if e.where == source and not e.location else str(e)
+            raise ConfigError(f"{p.label}: {inner}", source) from None
         tasks[p.index] = PointTask(p.index, key, p.document, source, str(base), str(out.resolve()), ikey,
                                    sweep_spec.timeout_s)
     return SweepPlan(source, base, sweep_spec, points, tasks, out)

@@ -102,9 +102,11 @@ def output_names(names: Sequence[str]) -> list[str]:
 
 def run_point(task: PointTask) -> dict[str, Any]:
     """Run one point; return its record ``{index, key, status, error, seconds, metrics, provenance}``."""
+    from ._plugins import get_host
     from ._progress import set_progress_enabled
 
     set_progress_enabled(False)
+    get_host()  # a fresh worker loads its plugins before the point's clock starts
     record: dict[str, Any] = {"index": task.index, "key": task.key, "status": "ok", "error": None,
                               "metrics": {}, "provenance": None}
     t0 = time.perf_counter()

@@ -206,7 +206,10 @@ def _names(doc: Mapping[str, Any], paths: Sequence[str]) -> dict[str, Any]:
         last.setdefault(key.replace("-", "_"), []).append(path)
     for key, same in last.items():
         if len(same) == 1 and key not in names and key.isidentifier():
-            names[key] = get_path(doc, same[0])
+            try:
+                names[key] = get_path(doc, same[0])
+            except ConfigError:  # a derived value not set yet
+                continue
     return names
 
 

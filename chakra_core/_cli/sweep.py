@@ -32,6 +32,9 @@ def run(args) -> int:
     out = sweep(args.pipeline, args.output, executor=args.executor, executor_options=parse_kv(args.opts),
                 jobs=args.jobs, resume=args.resume, timeout_s=args.timeout_s, check=args.check,
                 host=host_of(args))
+    for row in out["rows"]:
+        if row["status"] in ("failed", "timeout"):
+            print(f"point {row['point']}: {row['status']}: {row['error']}", file=sys.stderr)
     if args.json:
         print_json(out)
     elif args.check:
@@ -40,9 +43,6 @@ def run(args) -> int:
     else:
         print(f"{out['points']} point(s): {out['ok']} ok, {out['failed']} failed, {out['timeout']} timed out, "
               f"{out['skipped']} skipped ({out['reused']} reused)")
-        for row in out["rows"]:
-            if row["status"] in ("failed", "timeout"):
-                print(f"point {row['point']}: {row['status']}: {row['error']}", file=sys.stderr)
         for f in out["files"]:
             print(f)
     return 1 if not args.check and (out["failed"] or out["timeout"]) else 0
