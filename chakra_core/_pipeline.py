@@ -22,7 +22,9 @@ A pipeline file::
     system:                               # optional: the system description inline (docs/system.md),
       network: [{topology: Ring, npus_count: 8, bandwidth: 50, latency: 500}]   # for every backend
                                           # that takes one and names no file of its own
-    sweep: {grid: {system.network[0].bandwidth: [25, 50]}}   # chakra sweep only (_sweepspec)
+    sweep:                                # chakra sweep only (chakra_core._sweepspec)
+      grid:
+        system.network[0].bandwidth: [25, 50]
 
 The whole pipeline is validated (keys, names, each plugin's options) before anything runs; a lazy
 input (a conversion, a transform) is converted once into a temporary .et set that validation and

@@ -314,7 +314,7 @@ def test_register_fixture_takes_an_installed_plugin(chakra_register, chakra_host
 def test_isolated_host_has_the_builtins_only(chakra_isolated_host, chakra_register):
     import chakra_text.plugin as installed
 
-    assert [p.distribution for p in chakra_isolated_host.plugins] == ["chakra-core"] * 3
+    assert [p.distribution for p in chakra_isolated_host.plugins] == ["chakra-core"] * 4
     assert chakra_isolated_host.registry.names("format") == ["et", "json"]
     chakra_register(installed, name="text")
     assert chakra_isolated_host.registry.entry("format", "text").distribution == "<test>"

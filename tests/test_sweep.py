@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -247,3 +248,49 @@ def test_failing_and_hanging_points_are_reported(tmp_path):
     check_fail_and_hang(json.loads(r.stdout))
     assert "point 1: failed: " in r.stderr and "point 3: timeout: did not finish within 4 s" in r.stderr
     assert not list((tmp_path / "out" / "cache").glob(".*"))  # no half-converted input left
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    """A real local Ray cluster of 2 CPUs in this process, started once for the module."""
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+    yield {}
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def dask_cluster():
+    """A real local Dask cluster of 2 worker processes, started once for the module."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=logging.ERROR) as cluster:
+        yield {"address": cluster.scheduler_address}
+
+
+@pytest.fixture(params=["ray", "dask"])
+def cluster(request):
+    """``(executor name, its options)`` for each distributed executor."""
+    return request.param, request.getfixturevalue(f"{request.param}_cluster")
+
+
+def _untimed(rows):
+    return [{k: v for k, v in r.items() if not is_timing_column(k)} for r in rows]
+
+
+def test_ray_and_dask_give_the_local_table(cluster, local_table, tmp_path):
+    name, options = cluster
+    out = chakra.sweep(small_sweep(tmp_path), tmp_path / "out", executor=name, executor_options=options)
+    assert out["ok"] == 12
+    assert _untimed(out["rows"]) == _untimed(local_table["rows"])
+    local = Path(local_table["output"])
+    for row in out["rows"]:
+        mine = json.loads((tmp_path / "out" / row["simpy.result_file"]).read_text())
+        theirs = json.loads((local / row["simpy.result_file"]).read_text())
+        assert mine["ranks"] == theirs["ranks"] and mine["summary"]["critical_path"] == theirs["summary"]["critical_path"]
+
+
+def test_ray_and_dask_report_failing_and_hanging_points(cluster, tmp_path):
+    name, options = cluster
+    check_fail_and_hang(chakra.sweep(_fail_and_hang(tmp_path), tmp_path / "out", executor=name,
+                                     executor_options=options))

@@ -1,0 +1,88 @@
+"""The ``ray`` executor: one Ray task per point, on an existing cluster or a local one.
+
+With ``address`` (``auto``, ``HOST:6379`` or ``ray://HOST:10001``) the sweep connects to that
+cluster; without, it uses the Ray runtime this process already started (``ray.init()`` in a
+notebook or a test) or starts a local cluster of ``workers`` CPUs and shuts it down at the end.
+At most ``workers`` points (default: the cluster's CPUs) are in flight at once, so that an
+interrupted sweep cancels few.  The workers must see the sweep's directory (a shared file system
+on a multi-machine cluster): they write each point's backend outputs and the input cache there.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+from chakra_core import Executor, Option, PluginError
+
+__all__ = ["RayExecutor"]
+
+
+class RayExecutor(Executor):
+    """Run sweep points as Ray tasks (one CPU each, never retried)."""
+
+    description = "a Ray cluster: an existing one by address, or a local one started for the sweep"
+    options = {
+        "address": Option("str", None, "cluster to connect to: auto, HOST:6379 or ray://HOST:10001 "
+                          "(default: the runtime this process started, else a local cluster)"),
+        "workers": Option("int", None, "points in flight, and the CPUs of a local cluster "
+                          "(default: the cluster's CPUs)", minimum=1),
+    }
+
+    def map(self, fn: Callable[[Any], Any], tasks: Sequence[Any],
+            options: Mapping[str, Any]) -> Iterator[tuple[int, Any]]:
+        """Submit the tasks (``workers`` at a time) and yield ``(index, value)`` as each finishes."""
+        import ray
+
+        started = _connect(ray, options)
+        try:
+            limit = options["workers"] or max(1, int(ray.cluster_resources().get("CPU", 1)))
+            remote = ray.remote(fn).options(num_cpus=1, max_retries=0)
+            pending: dict[Any, int] = {}
+            queue = iter(range(len(tasks)))
+            try:
+                yield from _drain(ray, remote, tasks, queue, pending, limit)
+            finally:
+                for ref in pending:
+                    ray.cancel(ref, force=True)
+        finally:
+            if started:
+                ray.shutdown()
+
+
+def _connect(ray: Any, options: Mapping[str, Any]) -> bool:
+    """Connect to the cluster; True when this call started a local one (to shut down after)."""
+    if ray.is_initialized():
+        return False
+    quiet = {"log_to_driver": False, "logging_level": logging.ERROR, "include_dashboard": False}
+    try:
+        if options["address"]:
+            ray.init(address=options["address"], **quiet)
+            return False
+        ray.init(num_cpus=options["workers"] or os.cpu_count() or 1, **quiet)
+    except (ConnectionError, RuntimeError, ValueError) as e:
+        raise PluginError(f"executor 'ray': cannot use the cluster ({e}); option 'address': "
+                          f"{options['address'] or 'none (a local cluster)'}") from None
+    return True
+
+
+def _drain(ray: Any, remote: Any, tasks: Sequence[Any], queue: Iterator[int], pending: dict[Any, int],
+           limit: int) -> Iterator[tuple[int, Any]]:
+    for i in queue:
+        pending[remote.remote(tasks[i])] = i
+        if len(pending) >= limit:
+            break
+    while pending:
+        done, _ = ray.wait(list(pending), num_returns=1)
+        for ref in done:
+            i = pending.pop(ref)
+            try:
+                value = ray.get(ref)
+            except ray.exceptions.RayError as e:  # the worker died, or the task could not run
+                value = e
+            yield i, value
+            nxt = next(queue, None)
+            if nxt is not None:
+                pending[remote.remote(tasks[nxt])] = nxt

@@ -1,0 +1,111 @@
+"""Benchmark of ``chakra sweep``: points per minute with each executor, and the parallel
+efficiency from 1 to 2 workers.
+
+The sweep: the ResNet-50-shaped text workload (``examples/text/resnet50_like.txt``) on 64 NPUs,
+simulated by ``simpy`` on a 64-NPU ring, over 10 link bandwidths x 4 all-reduce algorithms x 5
+link latencies = 200 points (the input is converted once, by the cache).  Each executor runs it
+with 1 and with 2 workers into a fresh directory; Ray and Dask start a local cluster of that many
+workers first, and that start-up is reported apart (it is paid once per cluster, not per sweep).
+
+Run: ``.venv/bin/python benches/bench_sweep.py [local ray dask] [--points N]``.  Figures go to
+docs/sweeps.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import yaml
+
+import chakra_core as chakra
+
+ROOT = Path(__file__).resolve().parents[1]
+BANDWIDTHS = [6.25, 12.5, 25, 37.5, 50, 75, 100, 150, 200, 400]
+ALGORITHMS = ["ring", "direct", "halvingDoubling", "doubleBinaryTree"]
+LATENCIES = [100, 250, 500, 1000, 2000]
+
+
+def pipeline(directory: Path, points: int) -> Path:
+    """The 200-point sweep (its first ``points`` bandwidths x algorithms x latencies)."""
+    per = len(ALGORITHMS) * len(LATENCIES)
+    doc = {
+        "input": {"format": "text", "paths": [str(ROOT / "examples/text/resnet50_like.txt")],
+                  "options": {"npus": 64}},
+        "system": {"network": [{"topology": "Ring", "npus_count": 64, "bandwidth": 50, "latency": 500}],
+                   "all-reduce-implementation": "ring", "local-mem-bw": 50},
+        "backends": [{"name": "simpy"}],
+        "sweep": {"grid": {"system.network[0].bandwidth": BANDWIDTHS[:max(1, points // per)],
+                           "system.all-reduce-implementation": ALGORITHMS,
+                           "system.network[0].latency": LATENCIES}},
+    }
+    path = directory / "sweep.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+@contextmanager
+def cluster(executor: str, workers: int):
+    """The executor's options for a local cluster of ``workers`` started here (None for local)."""
+    if executor == "ray":
+        import ray
+
+        ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+        try:
+            yield {}
+        finally:
+            ray.shutdown()
+    elif executor == "dask":
+        from distributed import LocalCluster
+
+        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                          silence_logs=logging.ERROR) as c:
+            yield {"address": c.scheduler_address}
+    else:
+        yield {"workers": workers}
+
+
+def run(executor: str, workers: int, path: Path, out: Path) -> tuple[float, float, int]:
+    """(start-up s, sweep s, points ok) of one run."""
+    t0 = time.perf_counter()
+    with cluster(executor, workers) as options:
+        t1 = time.perf_counter()
+        result = chakra.sweep(path, out, executor=executor, executor_options=options)
+        t2 = time.perf_counter()
+    shutil.rmtree(out)
+    return t1 - t0, t2 - t1, result["ok"]
+
+
+def main() -> int:
+    """Print points per minute for 1 and 2 workers per executor and the 1 -> 2 efficiency."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("executors", nargs="*", default=["local", "ray", "dask"])
+    ap.add_argument("--points", type=int, default=200, help="points (a multiple of 20)")
+    args = ap.parse_args()
+    chakra.set_progress_enabled(False)
+    with tempfile.TemporaryDirectory(prefix="bench-sweep-") as tmp:
+        path = pipeline(Path(tmp), args.points)
+        n = chakra.sweep(path, check=True)["points"]
+        print(f"{n} points, 64 ranks each; {os.cpu_count()} cores; python {sys.version.split()[0]}")
+        print(f"{'executor':<8} {'workers':>7} {'start s':>8} {'sweep s':>8} {'points/min':>11} {'efficiency':>10}")
+        for executor in args.executors:
+            rate1 = None
+            for workers in (1, 2):
+                start, secs, ok = run(executor, workers, path, Path(tmp) / f"{executor}-{workers}")
+                assert ok == n, f"{executor}: {ok} of {n} points ok"
+                rate = n / secs * 60
+                eff = f"{rate / rate1 / 2:10.2f}" if rate1 else f"{'':>10}"
+                rate1 = rate1 or rate
+                print(f"{executor:<8} {workers:>7} {start:8.1f} {secs:8.1f} {rate:11.0f} {eff}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
