@@ -4,7 +4,10 @@ The points of a sweep that vary only the system or a backend's options read the 
 (format, paths, options and transforms): its converted ``.et`` set is written once under
 ``OUT/cache/<input key>/`` and every later point (in any worker that sees the directory) reads
 it.  Workers that convert the same input at once each build it in a temporary sibling; the first
-rename wins and the others use its copy.
+rename wins and the others use its copy.  Likewise a set that passed validation under some
+assumptions (the process groups of a backend's comm-group file, its streams) is not validated
+again for a later point with the same input and assumptions: ``OUT/cache/<input key>.valid-<hash>``
+records the pass.
 """
 
 from __future__ import annotations
@@ -13,15 +16,16 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ._pipeline import Pipeline, _is_lazy
+from ._pipeline import Pipeline, _is_lazy, _validation_assumptions
 from ._publish import temp_sibling
 from ._traceset import TraceSet, open_traceset
 
-__all__ = ["cached_traces", "input_key", "file_digest", "digests_of"]
+__all__ = ["cached_traces", "validated", "input_key", "file_digest", "digests_of"]
 
 _READY = "ready.json"
 
@@ -62,6 +66,26 @@ def cached_traces(pipe: Pipeline, cache: Path, key: str | None) -> TraceSet:
     for lazy, rank in zip(traces, opened):
         rank.path = lazy.path  # messages name the input, not the cached copy
     return TraceSet(list(opened), traces.process_groups, traces.source)
+
+
+@contextmanager
+def validated(pipe: Pipeline, cache: Path, key: str | None) -> Iterator[None]:
+    """Run the block (the pipeline) without validating what an earlier point with the same input
+    validated under the same assumptions; record the passes of this run when the block succeeds."""
+    if key is None:
+        yield
+        return
+    marks = []
+    for b in [b for b in pipe.backends if b.validate]:
+        assumption = next(iter(_validation_assumptions([b])))
+        digest = hashlib.sha256(json.dumps(assumption, default=str).encode()).hexdigest()[:16]
+        mark = cache / f"{key}.valid-{digest}"
+        b.validate = not mark.is_file()
+        marks.append(mark)
+    yield
+    cache.mkdir(parents=True, exist_ok=True)
+    for mark in marks:
+        mark.touch()
 
 
 def _build(traces: TraceSet, final: Path) -> None:

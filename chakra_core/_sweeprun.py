@@ -14,7 +14,7 @@ import ctypes
 import signal
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,33 +46,33 @@ class PointTimeout(BaseException):
     catching Exception does not swallow it)."""
 
 
+#: seconds between two repeats of the interruption, once the deadline has passed (a delivery can
+#: be lost: an exception raised inside a garbage-collector callback is printed and ignored)
+_REPEAT_S = 0.05
+
+
 @contextmanager
 def deadline(seconds: float | None) -> Iterator[None]:
-    """Raise :class:`PointTimeout` in this thread once ``seconds`` have passed inside the block."""
+    """Raise :class:`PointTimeout` in this thread once ``seconds`` have passed inside the block,
+    again every 50 ms until the block has ended."""
     if not seconds:
         yield
-        return
-    if threading.current_thread() is threading.main_thread():
+    elif threading.current_thread() is threading.main_thread():
         with _alarm(seconds):
             yield
-        return
-    lock, state = threading.Lock(), {"done": False}
-    tid = threading.get_ident()
+    else:
+        with _async_interrupt(seconds):
+            yield
 
-    def interrupt() -> None:
-        with lock:
-            if not state["done"]:
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(tid), ctypes.py_object(PointTimeout))
 
-    timer = threading.Timer(seconds, interrupt)
-    timer.daemon = True
-    timer.start()
-    try:
-        yield
-    finally:
-        with lock:
-            state["done"] = True
-        timer.cancel()
+def _until_done(step: Callable[[], None]) -> None:
+    """Run ``step`` to its end, retrying when an interruption of the ending block hits it."""
+    while True:
+        try:
+            step()
+            return
+        except PointTimeout:
+            continue
 
 
 @contextmanager
@@ -81,12 +81,42 @@ def _alarm(seconds: float) -> Iterator[None]:
         raise PointTimeout
 
     previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    signal.setitimer(signal.ITIMER_REAL, seconds, _REPEAT_S)
+
+    def stop() -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        _until_done(stop)
+
+
+@contextmanager
+def _async_interrupt(seconds: float) -> Iterator[None]:
+    tid = ctypes.c_ulong(threading.get_ident())
+    lock, ended = threading.Lock(), threading.Event()
+
+    def interrupt() -> None:
+        wait = seconds
+        while not ended.wait(wait):
+            with lock:
+                if not ended.is_set():
+                    ctypes.pythonapi.PyThreadState_SetAsyncExc(tid, ctypes.py_object(PointTimeout))
+            wait = _REPEAT_S
+
+    def stop() -> None:
+        with lock:
+            ended.set()
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(tid, None)  # one not raised yet is dropped
+
+    watchdog = threading.Thread(target=interrupt, name="chakra-point-deadline", daemon=True)
+    watchdog.start()
+    try:
+        yield
+    finally:
+        _until_done(stop)
 
 
 def output_names(names: Sequence[str]) -> list[str]:
@@ -124,7 +154,7 @@ def run_point(task: PointTask) -> dict[str, Any]:
 
 
 def _run(task: PointTask) -> tuple[dict[str, Any], dict[str, Any]]:
-    from ._inputcache import cached_traces
+    from ._inputcache import cached_traces, validated
     from ._pipeline import load_pipeline
     from ._sweeptable import metrics, short_provenance
 
@@ -134,9 +164,11 @@ def _run(task: PointTask) -> tuple[dict[str, Any], dict[str, Any]]:
     for b, name in zip(pipe.backends, output_names([b.name for b in pipe.backends])):
         b.output = point_dir / name
     traces = cached_traces(pipe, out / "cache", task.input_key)
+    with validated(pipe, out / "cache", task.input_key):
+        ran = pipe.run(traces)
     found: dict[str, Any] = {}
     prov: dict[str, Any] = {}
-    for name, b in zip(output_names([b.name for b in pipe.backends]), pipe.run(traces)["backends"]):
+    for name, b in zip(output_names([b.name for b in pipe.backends]), ran["backends"]):
         rel = Path(b["result_file"]).relative_to(out).as_posix()
         found.update(metrics(name, b["result"], rel))
         prov = prov or short_provenance(b["result"]["provenance"])

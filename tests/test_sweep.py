@@ -173,9 +173,11 @@ def test_the_three_tables_hold_the_same_rows(local_table):
     assert [c for c in body["columns"] if is_timing_column(c)] == body["columns"][-4:]
 
 
-def test_the_input_is_converted_once_per_width(local_table):
+def test_the_input_is_converted_and_validated_once_per_width(local_table):
     cache = Path(local_table["output"]) / "cache"
-    assert sorted(len(list(d.glob("trace.*.et"))) for d in cache.iterdir()) == [2, 4]
+    assert sorted(len(list(d.glob("trace.*.et"))) for d in cache.iterdir() if d.is_dir()) == [2, 4]
+    assert sorted(p.name.split(".")[0] for p in cache.glob("*.valid-*")) == sorted(
+        d.name for d in cache.iterdir() if d.is_dir())
 
 
 def _fail_and_hang(tmp_path: Path) -> Path:
