@@ -41,7 +41,7 @@ def test_documented_signature_is_the_hookspecs(hook):
 
 
 def test_every_hookspec_is_found():
-    assert len(_hooks()) == 8
+    assert len(_hooks()) == 9
 
 
 def test_tutorial_code_is_the_example_source():
