@@ -7,6 +7,7 @@ import fcntl
 import io
 import os
 import pty
+import re
 import struct
 import subprocess
 import sys
@@ -99,3 +100,12 @@ def test_progress_can_be_turned_off_on_a_terminal(monkeypatch):
     finally:
         chakra.set_progress_enabled(True)
     assert not bar.shown and err.getvalue() == ""
+
+
+def test_sweep_shows_points_done_running_failed_and_an_eta(et_set, tmp_path):
+    (tmp_path / "s.yaml").write_text(f"input: {{paths: ['{et_set}']}}\nbackends: [{{name: et}}]\n"
+                                     "sweep:\n  grid:\n    backends.et.options.compress: [false, true]\n")
+    status, out, terminal = _chakra_on_a_terminal("sweep", tmp_path / "s.yaml", "-o", tmp_path / "out", "-j", "1")
+    assert status == 0 and out.startswith("2 point(s): 2 ok")
+    assert "sweep:" in terminal and "/2 [" in terminal and "running=1 failed=0" in terminal
+    assert re.search(r"\d\d:\d\d<\d\d:\d\d", terminal)  # elapsed < remaining (the ETA)
