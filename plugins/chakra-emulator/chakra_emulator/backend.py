@@ -34,6 +34,8 @@ class EmulatorBackend(Backend):
         "streams": Option("int", 1, "compute and communication ops in flight per rank", minimum=1),
         "compute": Option("str", "real", "real: run a node's operator when it carries one; duration: replay "
                           "every compute node's recorded duration", choices=("real", "duration")),
+        "real_memory_mb": Option("int", 4096, "most memory per rank for the real operators' tensors (the "
+                                 "nodes past it run as kernels or host work)", unit="MiB", minimum=0),
         "kernel_sizing": Option("str", "duration", "a calibrated kernel lasts the node's duration, or (work) "
                                 "does its num_ops and moves its tensor_size", choices=("duration", "work")),
         "compose": Option("list", [], "collective kinds (ALL_TO_ALL, REDUCE_SCATTER, ...) to compose from "
@@ -115,7 +117,7 @@ def _job(options: Mapping[str, Any], nranks: int, place: Any, groups: dict[str, 
             "node_timeout_s": float(options["node_timeout"]), "startup_timeout_s": float(options["startup_timeout"]),
             "pg_timeout_s": float(options["node_timeout"]) + 60.0, "threads": options["threads"],
             "calibrate": kernels, "recalibrate": bool(options["recalibrate"]),
-            "compose": _compose_kinds(options["compose"])}
+            "compose": _compose_kinds(options["compose"]), "real_memory_mb": options["real_memory_mb"]}
 
 
 def _compose_kinds(kinds: list[Any]) -> list[str]:
@@ -224,6 +226,10 @@ def _notes(plans: list[Plan], results: list[dict[str, Any]], summary: dict[str, 
             hows[h] = hows.get(h, 0) + 1
     parts = [f"{n} {h}" for h, n in sorted(hows.items())]
     notes.append("nodes ran as: " + ", ".join(parts))
+    over = sum(r.get("over_budget", 0) for r in results)
+    if over:
+        notes.append(f"{over} compute node(s) with an operator ran as kernels or host work: their tensors "
+                     "would pass real_memory_mb")
     if expected is not None:
         notes.append("expected_ns is the simpy simulator's replay of the recorded compute durations "
                      "(its network model for collectives)")

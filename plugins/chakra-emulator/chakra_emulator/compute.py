@@ -120,23 +120,28 @@ def _split_types(text: str) -> list[str]:
     return out
 
 
-def build_real_op(op: dict[str, Any], device: torch.device, gen: torch.Generator) -> Callable[[], Any] | None:
-    """The call of the recorded operator with freshly built arguments, or None when it cannot be
-    built or no overload accepts them in a trial call."""
+def build_real_op(op: dict[str, Any], device: torch.device, gen: torch.Generator,
+                  budget_bytes: int) -> tuple[Callable[[], Any] | None, int]:
+    """The call of the recorded operator with freshly built arguments and the bytes its tensors
+    hold; the call is None when it cannot be built, its tensors would pass ``budget_bytes``, or
+    no overload accepts them in a trial call."""
     name = op["name"]
     if not name.startswith("aten::"):
-        return None
+        return None, 0
     base = name[6:].split(".")[0]
     packet = getattr(torch.ops.aten, base, None)
     if packet is None:
-        return None
+        return None, 0
     try:
         types = ast.literal_eval(op["types"])
         values = ast.literal_eval(op["values"])
         shapes = ast.literal_eval(op["shapes"])
+        if _recorded_bytes(types, values) > budget_bytes:
+            return None, 0
         args = [_argument(t, v, s, device, gen) for t, v, s in zip(types, values, shapes)]
     except (ValueError, SyntaxError, TypeError, _NotBuildable, RuntimeError, IndexError):
-        return None
+        return None, 0
+    nbytes = _recorded_bytes(types, values)
     for overload in packet.overloads():
         call = _bind(getattr(packet, overload), args)
         if call is None:
@@ -145,8 +150,20 @@ def build_real_op(op: dict[str, Any], device: torch.device, gen: torch.Generator
             call()
         except Exception:  # noqa: BLE001 - any failure of the trial call: try the next overload
             continue
-        return call
-    return None
+        return call, nbytes
+    return None, 0
+
+
+def _recorded_bytes(types: Any, values: Any) -> int:
+    """Bytes of the tensors of a recorded argument list (numel x element size, storage offset
+    included), as the execution trace gives them."""
+    total = 0
+    for t, v in zip(types, values):
+        items = v if isinstance(t, str) and t.startswith("GenericList[") and isinstance(v, list) else [v]
+        for x in items:
+            if isinstance(x, list) and len(x) > 4 and all(isinstance(k, int) for k in x[2:5]):
+                total += (x[2] + x[3]) * x[4]
+    return total
 
 
 def _bind(fn: Any, recorded: list[Any]) -> Callable[[], Any] | None:

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from chakra_core import ChakraError
+from chakra_core import ChakraError, Progress, progress
 
 from .plan import Plan
 from .worker import PHASES, STATUS
@@ -83,14 +83,17 @@ def run_workers(jobdir: Path, plans: list[Plan], job: dict[str, Any]) -> list[di
     try:
         for plan in plans:
             workers.append(_Worker(plan.rank, jobdir, env))
-        _supervise(workers, plans, job, jobdir)
+        total = sum(len(p) for p in plans) * (job["warmup"] + job["repeats"])
+        with progress("replaying", total=total, unit="node") as bar:
+            _supervise(workers, plans, job, jobdir, bar)
     finally:
         for w in workers:
             w.stop()
     return [pickle.loads((jobdir / f"result.{p.rank}.pkl").read_bytes()) for p in plans]
 
 
-def _supervise(workers: list[_Worker], plans: list[Plan], job: dict[str, Any], jobdir: Path) -> None:
+def _supervise(workers: list[_Worker], plans: list[Plan], job: dict[str, Any], jobdir: Path,
+               bar: Progress) -> None:
     node_ns = int(job["node_timeout_s"] * 1e9)
     startup_ns = int(job["startup_timeout_s"] * 1e9)
     while True:
@@ -105,8 +108,10 @@ def _supervise(workers: list[_Worker], plans: list[Plan], job: dict[str, Any], j
         if not running:
             return
         late = []
+        finished = 0
         for w in workers:
             phase, it, done, pos, since = w.status()
+            finished += len(plans[w.rank]) * (it + (phase == 4)) + (done if phase == 3 else 0)
             if w.proc.poll() is not None:
                 continue
             if phase < 3 and now - w.started > startup_ns:
@@ -117,6 +122,7 @@ def _supervise(workers: list[_Worker], plans: list[Plan], job: dict[str, Any], j
         if late:
             _comm, _since, w, pos = min(late, key=lambda x: (x[0], x[1]))
             raise EmulationFailed(_hung(w, pos, plans, workers, job))
+        bar(finished)
         time.sleep(_POLL_S)
 
 

@@ -1,7 +1,8 @@
 """What each node of a rank's plan runs as, decided once before the replay (workers only).
 
-A compute node runs its real operator (``compute=real`` and the node carries an operator that
-:func:`compute.build_real_op` can build), else a calibrated kernel (an accelerator op) or host
+A compute node runs its real operator (``compute=real``, the node carries an operator that
+:func:`compute.build_real_op` can build, and the tensors built so far stay within the rank's
+budget), else a calibrated kernel (an accelerator op) or host
 work (a CPU op) of its duration; a memory node copies its bytes; collectives and messages go to
 :class:`collectives.Comms`.  ``how`` names the choice per node and ``observed`` holds what the
 communication calls handed to torch.distributed (first measured iteration).
@@ -22,8 +23,11 @@ __all__ = ["NodeRunner"]
 class NodeRunner:
     """The actions of ``plan``'s nodes (see the module docstring)."""
 
-    def __init__(self, plan: Plan, runner: Runner, comms: Comms, compute: str, gen: Any):
+    def __init__(self, plan: Plan, runner: Runner, comms: Comms, compute: str, gen: Any, budget_bytes: int):
         self.plan = plan
+        self.budget = budget_bytes
+        self.real_bytes = 0
+        self.over_budget = 0
         self.runner = runner
         self.comms = comms
         n = len(plan)
@@ -42,10 +46,13 @@ class NodeRunner:
         if kind != COMP:
             return kind
         if compute == "real" and "op" in spec:
-            call = build_real_op(spec["op"], self.runner.device, gen)
+            call, nbytes = build_real_op(spec["op"], self.runner.device, gen, self.budget - self.real_bytes)
             if call is not None:
                 self.real[i] = call
+                self.real_bytes += nbytes
                 return REAL
+            if self.real_bytes >= self.budget:
+                self.over_budget += 1
         if plan.cpu[i]:
             return HOST
         self.iterations[i] = self.runner.kernel_iterations(plan.dur_ns[i], spec)

@@ -122,7 +122,7 @@ def _run(jobdir: Path, rank: int, status: Status) -> dict[str, Any]:
     gen = torch.Generator(device="cpu").manual_seed(seed)
     runner = Runner(device, cal, job["kernel_sizing"])
     comms = Comms(device, rank, job["world"], groups, set(job["compose"]))
-    nodes = NodeRunner(plan, runner, comms, job["compute"], gen)
+    nodes = NodeRunner(plan, runner, comms, job["compute"], gen, job["real_memory_mb"] << 20)
     on_thread = (lambda: torch.cuda.set_device(device)) if device.type == "cuda" else None
     replay = Replay(plan, job["streams"], nodes.run_sync, nodes.start_comm,
                     lambda pos, since, done: status.set(3, pos, since, done), on_thread)
@@ -143,7 +143,7 @@ def _run(jobdir: Path, rank: int, status: Status) -> dict[str, Any]:
     status.set(4)
     return {"rank": rank, "iterations": iterations, "how": nodes.how, "observed": nodes.observed,
             "calibration": cal, "torch": torch.__version__, "backend": job["backend"], "device": str(device),
-            "unsupported": sorted(comms.unsupported)}
+            "unsupported": sorted(comms.unsupported), "over_budget": nodes.over_budget}
 
 
 def main(argv: list[str] | None = None) -> int:

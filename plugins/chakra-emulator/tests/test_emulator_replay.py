@@ -43,9 +43,11 @@ def collectives(recorded):
 
 @pytest.fixture(scope="module")
 def composed(recorded):
-    """The every-collective fixture with every collective kind composed from other primitives."""
+    """The every-collective fixture with every collective kind composed from other primitives, and
+    no memory for real operators."""
     kinds = [c.name for c in CommType]
-    return chakra_core.emulate(str(recorded["collectives"]), options={"warmup": 0, "compose": kinds})
+    return chakra_core.emulate(str(recorded["collectives"]),
+                               options={"warmup": 0, "compose": kinds, "real_memory_mb": 0})
 
 
 def _trace_comm(path):
@@ -104,6 +106,14 @@ def test_composed_collectives_are_marked(composed):
     assert any("composed" in note for note in composed.notes)
     prims = {p for n in marked for p in n["observed"]["primitives"]}
     assert prims <= {"all_reduce", "isend", "irecv"}
+
+
+def test_real_operators_stay_within_their_memory_budget(collectives, composed):
+    assert collectives.summary["real_ops"] > 0.5
+    assert composed.summary["real_ops"] < collectives.summary["real_ops"]
+    # with no memory only operators without tensor inputs are built: the script's torch.ones(n)
+    assert {n["name"] for n in composed.summary["nodes"] if n["how"] == "real"} <= {"aten::ones", "aten::empty"}
+    assert any("would pass real_memory_mb" in note for note in composed.notes)
 
 
 def test_result_has_the_simulators_shape(ddp, recorded):
