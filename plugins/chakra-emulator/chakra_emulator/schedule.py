@@ -7,7 +7,9 @@ nodes of the accelerator); a receive and a node of no kind hold no resource.
 
 The main thread issues: collectives and messages are started from it (so that every member
 enqueues a group's collectives in the same order) and waited for on a pool of waiter threads;
-compute and memory nodes run on one thread per slot of their resource.  Every finished node
+CPU ops run on the main thread itself, after it has started everything else that was ready (as
+a host thread of the recorded job runs its ops: no hand-over to another thread per node),
+accelerator compute and memory nodes on one thread per slot of their resource.  Every finished node
 comes back to the main thread through one queue with its measured start and end
 (``time.monotonic_ns``, the same clock in every process of the machine).
 """
@@ -21,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from heapq import heappop, heappush
 from typing import Any
 
-from .plan import COLL, COMP, MEM, R_NONE, RECV, SEND, Plan
+from .plan import COLL, COMP, MEM, R_COMM, R_COMP, R_CPU, R_NONE, RECV, SEND, Plan
 
 __all__ = ["Replay", "NodeAction", "NodeFailed"]
 
@@ -50,14 +52,13 @@ class Replay:
         self.status = status
         self.slots = [1, streams, streams, 1 << 30]
         init = on_cuda_thread or (lambda: None)
-        self.pools = [ThreadPoolExecutor(1, "cpu", initializer=init),
-                      ThreadPoolExecutor(streams, "compute", initializer=init),
-                      ThreadPoolExecutor(streams + 8, "comm", initializer=init)]
+        self.pools = {R_COMP: ThreadPoolExecutor(streams, "compute", initializer=init),
+                      R_COMM: ThreadPoolExecutor(streams, "memory", initializer=init)}
         self.waiters = ThreadPoolExecutor(64, "wait", initializer=init)
 
     def close(self) -> None:
         """Stop the threads."""
-        for p in (*self.pools, self.waiters):
+        for p in (*self.pools.values(), self.waiters):
             p.shutdown(wait=False, cancel_futures=True)
 
     def run(self, t0_ns: int) -> tuple[list[int], list[int], list[int]]:
@@ -86,7 +87,9 @@ class Replay:
             else:
                 self.status(-1, time.monotonic_ns(), done)
 
-        def issue() -> None:
+        def issue() -> tuple[int, int] | None:
+            """Start what may start; a CPU node is returned to run on this thread instead."""
+            inline = None
             for r in range(4):
                 h = ready[r]
                 while h and free[r] > 0:
@@ -95,12 +98,16 @@ class Replay:
                     order.append(i)
                     logical = max(ready_at[i], freed_at[r]) if r != R_NONE else ready_at[i]
                     flight[i] = time.monotonic_ns()
-                    self._start(i, kind[i], r, logical, done_q)
+                    if r == R_CPU and kind[i] in (COMP, MEM):
+                        inline = (i, logical)
+                    else:
+                        self._start(i, kind[i], r, logical, done_q)
             report()
+            return inline
 
-        issue()
-        while done < n:
-            i, t_start, t_end, err = done_q.get()
+        def complete(item: tuple[int, int, int, BaseException | None]) -> tuple[int, int] | None:
+            nonlocal done
+            i, t_start, t_end, err = item
             if err is not None:
                 raise NodeFailed(f"node {plan.ids[i]} ({plan.names[i] or plan.kind[i]}): "
                                  f"{type(err).__name__}: {err}") from err
@@ -117,7 +124,19 @@ class Replay:
                 ready_at[c] = max(ready_at[c], t_end)
                 if indeg[c] == 0:
                     heappush(ready[res[c]], c)
-            issue()
+            return issue()
+
+        pending = issue()
+        while done < n:
+            if pending is None:
+                item = done_q.get()
+            else:
+                try:
+                    item = done_q.get_nowait()
+                except queue.Empty:
+                    item = _run_inline(self.run_sync, *pending)
+                    pending = None
+            pending = complete(item) or pending
         return start, end, order
 
     def _start(self, i: int, kind: str, r: int, logical: int, done_q: queue.SimpleQueue) -> None:
@@ -129,7 +148,7 @@ class Replay:
                 return
             self.waiters.submit(_wait, i, t_start, work, done_q)
             return
-        pool = self.pools[min(r, 2)] if kind in (COMP, MEM) else None
+        pool = self.pools.get(r) if kind in (COMP, MEM) else None
         if pool is None:
             now = time.monotonic_ns()
             done_q.put((i, now, now, None))
@@ -144,6 +163,14 @@ def _wait(i: int, t_start: int, work: Any, done_q: queue.SimpleQueue) -> None:
         done_q.put((i, t_start, time.monotonic_ns(), None))
     except BaseException as e:  # noqa: BLE001 - handed to the main loop
         done_q.put((i, t_start, time.monotonic_ns(), e))
+
+
+def _run_inline(run: NodeAction, i: int, logical: int) -> tuple[int, int, int, BaseException | None]:
+    try:
+        t_start, t_end = run(i, logical)
+        return i, t_start, t_end, None
+    except BaseException as e:  # noqa: BLE001 - handed to the main loop
+        return i, 0, 0, e
 
 
 def _sync(run: NodeAction, i: int, logical: int, done_q: queue.SimpleQueue) -> None:
