@@ -12,9 +12,18 @@ PIP=(.venv/bin/python -m pip install --quiet --disable-pip-version-check)
 # torch only for recording real PyTorch traces in tests and the collection adapter; pin it so that
 # pip never pulls a multi-GB CUDA build.
 "${PIP[@]}" "setuptools>=68" wheel "torch==2.13.0"
-args=(-e ".[test]")
+# Two passes: pip does not match a requirement on a first-party distribution (chakra-emulator needs
+# chakra-simpy) to an editable given with extras (`-e plugins/chakra-simpy[test]`), so every
+# distribution is installed plainly first and the test extras come second.
+dists=(.)
 for d in plugins/*/ adapters/*/; do
-  [ -f "$d/pyproject.toml" ] || continue
-  if grep -q '^test *=' "$d/pyproject.toml"; then args+=(-e "${d%/}[test]"); else args+=(-e "${d%/}"); fi
+  [ -f "$d/pyproject.toml" ] && dists+=("${d%/}")
 done
-"${PIP[@]}" "${args[@]}" ruff
+editable=()
+extras=()
+for d in "${dists[@]}"; do
+  editable+=(-e "$d")
+  if grep -q '^test *=' "$d/pyproject.toml"; then extras+=(-e "$d[test]"); fi
+done
+"${PIP[@]}" "${editable[@]}"
+"${PIP[@]}" "${extras[@]}" ruff
