@@ -29,7 +29,8 @@ __all__ = ["metrics", "short_provenance", "table_rows", "write_tables", "is_timi
 
 #: the files a sweep writes in its directory
 TABLE_FILES = ("results.csv", "results.parquet", "results.json")
-_BREAKDOWN = ("compute_ns", "cpu_ns", "comm_ns", "exposed_comm_ns", "exposed_mem_ns", "overlap_ns", "idle_ns")
+_BREAKDOWN = ("compute_ns", "accelerator_ns", "cpu_ns", "comm_ns", "exposed_comm_ns", "mem_ns", "exposed_mem_ns",
+              "overlap_ns", "skew_ns", "idle_ns")
 _COLLECTIVE_SUMS = ("count", "bytes", "total_ns", "sync_wait_ns")
 _SCALAR = (int, float, str, bool)
 
