@@ -22,7 +22,7 @@ from typing import Any
 
 from chakra_core import CommType, NodeType
 
-from .kineto import MAX_RANKS
+from .ints import MAX_RANKS
 
 __all__ = ["CommInfo", "comm_from_c10d", "comm_from_param_comms", "merge_param_comms",
            "kind_of_kernel", "DTYPE_BYTES", "tensors_in"]

@@ -20,7 +20,8 @@ from chakra_core import (
 
 from .graph import ConvertedRank, build_graph
 from .hostet import read_header, read_host_et, scan_groups
-from .kineto import MAX_RANKS, read_distributed_info, read_kineto
+from .ints import MAX_RANKS
+from .kineto import read_distributed_info, read_kineto
 from .schema_version import PyTorchTraceWarning, check_schema
 from .sniff import JSON_SUFFIXES, is_linked, rank_from_name, sniff_kind
 
@@ -29,11 +30,15 @@ __all__ = ["RankFiles", "find_rank_files", "convert_rank", "open_pytorch"]
 
 @dataclass
 class RankFiles:
-    """The files of one rank: its host ET and, optionally, its Kineto trace."""
+    """The files of one rank: its host ET and, optionally, its Kineto trace; what was read of
+    them to sort and describe the set (the Kineto trace's ``distributedInfo``, the host ET's
+    header) is kept, so that the conversion does not read it again."""
 
     rank: int
     host: str
     kineto: str | None = None
+    distributed: dict[str, Any] | None = None
+    header: dict[str, Any] | None = None
 
 
 def find_rank_files(paths: Sequence[str]) -> tuple[list[RankFiles], dict[str, Any]]:
@@ -67,7 +72,8 @@ def find_rank_files(paths: Sequence[str]) -> tuple[list[RankFiles], dict[str, An
         if r is None:
             r = rank_from_name(hosts[0], strict=True) or 0
             r = r if r <= MAX_RANKS else 0
-        return [RankFiles(r, hosts[0], kinetos[0] if kinetos else None)], (infos[0] if infos else {})
+        info = infos[0] if infos else {}
+        return [RankFiles(r, hosts[0], kinetos[0] if kinetos else None, info if kinetos else None)], info
     by_rank: dict[int, RankFiles] = {}
     for h in hosts:
         r = rank_from_name(h)
@@ -88,7 +94,7 @@ def find_rank_files(paths: Sequence[str]) -> tuple[list[RankFiles], dict[str, An
             raise TraceFormatError(f"Kineto trace of rank {r} has no host execution trace", k)
         if by_rank[r].kineto is not None:
             raise TraceFormatError(f"two Kineto traces for rank {r} ({by_rank[r].kineto} and {k})", k)
-        by_rank[r].kineto = k
+        by_rank[r].kineto, by_rank[r].distributed = k, info
     return [by_rank[r] for r in sorted(by_rank)], dist
 
 
@@ -108,14 +114,14 @@ def _groups(dist: dict[str, Any], host_groups: dict[str, dict[str, Any]], world:
 def convert_rank(files: RankFiles, world: int | None = None, data_deps: bool = False,
                  idle_gaps: bool = True, min_idle_us: int = 10) -> ConvertedRank:
     """Convert one rank's files to a :class:`ConvertedRank` (all in memory for this rank)."""
-    host = read_host_et(files.host)
+    host = read_host_et(files.host, files.header)
     kt = host.linked
     if files.kineto:
         wanted = {op.rf_id for op in host.ops}
         for op in host.ops:
             if op.comm is not None:
                 wanted.update(op.comm.worker_rfs)
-        kt = read_kineto(files.kineto, wanted)
+        kt = read_kineto(files.kineto, wanted, files.distributed)
     dist = kt.distributed if kt is not None else {}
     world = world or int(dist.get("world_size") or 0) or _world_from(host.groups) or 1
     groups = _groups(dist, host.groups, world)
@@ -129,7 +135,7 @@ def _world_from(groups: dict[str, dict[str, Any]]) -> int | None:
 
 
 def _metadata(files: RankFiles) -> GlobalMetadata:
-    header = read_header(files.host)
+    header = files.header = read_header(files.host)
     check_schema(str(header.get("schema", "")), files.host)
     meta = GlobalMetadata(version="0.0.4")
     meta.attr.extend([make_attr("source", "pytorch"), make_attr("schema", str(header.get("schema", ""))),
@@ -151,8 +157,10 @@ def open_pytorch(paths: Sequence[str], data_deps: bool = False, idle_gaps: bool 
     if missing:
         warnings.warn(f"{missing[0]}: no Kineto trace for {len(missing)} rank(s): durations are "
                       "missing (0)", PyTorchTraceWarning, stacklevel=2)
-    # groups: Kineto's distributedInfo and the first rank's pg-init node
-    host_groups = scan_groups(rank_files[0].host)
+    # groups: Kineto's distributedInfo, else the first rank's pg-init node (a host ET is only
+    # scanned for it when no Kineto trace lists the groups and the world size)
+    listed = bool(dist.get("pg_config")) and bool(dist.get("world_size"))
+    host_groups = {} if listed else scan_groups(rank_files[0].host)
     if world is None:
         world = _world_from(host_groups) or 1
     groups = {k: v for k, v in _groups(dist, host_groups, world).items() if k != "0"}

@@ -31,13 +31,14 @@ import bisect
 import itertools
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from chakra_core import GlobalMetadata, NodeType, TraceFormatError, make_attr
 
 from .comms import COLL_TYPES, CommInfo, kind_of_kernel
 from .deps import add_data_deps, add_stream_waits, add_syncs, cross_thread, insert_idle, main_lane
-from .hostet import HostTrace
+from .hostet import HostOp, HostTrace
 from .kineto import KinetoTrace
 from .outnode import ConvertedRank, OutNode, pg_init_node, toposort
 from .schema_version import PyTorchTraceWarning
@@ -45,12 +46,59 @@ from .schema_version import PyTorchTraceWarning
 __all__ = ["OutNode", "ConvertedRank", "build_graph"]
 
 
-def _global(rank_in_group: int | None, ranks: Sequence[int]) -> int | None:
-    if rank_in_group is None:
-        return None
-    if ranks and 0 <= rank_in_group < len(ranks):
-        return ranks[rank_in_group]
-    return rank_in_group
+@dataclass
+class RankBuild:
+    """One rank's graph while the passes of :func:`build_graph` build it."""
+
+    host: HostTrace
+    kt: KinetoTrace | None
+    rank: int
+    world: int
+    groups: dict[str, list[int]]
+    next_id: int = 0
+    #: microseconds of the trace at the origin of the integer grid
+    t0: float = 0.0
+    #: the recorded steps: (start, duration, Kineto tid, name), or None
+    step: tuple[float, float, int, str] | None = None
+    #: host-op id -> (start, end) on the grid, for the ops Kineto recorded
+    span: dict[int, tuple[int, int]] = field(default_factory=dict)
+    out: dict[int, OutNode] = field(default_factory=dict)
+    #: host tid -> its lane of CPU nodes in start order
+    lanes: dict[int, list[OutNode]] = field(default_factory=dict)
+    #: node id -> (tid, index in its lane) where waits apply from
+    lane_pos: dict[int, tuple[int, int]] = field(default_factory=dict)
+    #: off-lane communication nodes: (node, tid, blocking)
+    comm_waits: list[tuple[OutNode, int, bool]] = field(default_factory=list)
+    #: tid -> communication nodes no lane node waits for
+    unwaited: dict[int, list[int]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def grid(self, x: float) -> int:
+        """Microseconds from the trace origin, rounded to the common integer grid."""
+        return int(round(x - self.t0))
+
+
+def build_graph(host: HostTrace, kt: KinetoTrace | None, rank: int, world: int,
+                groups: dict[str, list[int]], data_deps: bool = False, idle_gaps: bool = True,
+                min_idle_us: int = 10) -> ConvertedRank:
+    """Convert one rank (see the module docstring for the rules), pass by pass."""
+    if kt is not None:
+        _check_same_run(host, kt)
+    b = RankBuild(host, kt, rank, world, groups, next_id=max([op.id for op in host.ops], default=0) + 1)
+    place_on_grid(b)
+    gpu_owner, comm_kernel_owner = gpu_owners(b)
+    build_lanes(b, comm_kernel_owner)
+    cross_thread(b.lanes)
+    add_comm_waiters(b)
+    streams = add_gpu_nodes(b, gpu_owner)
+    if kt is not None:
+        add_syncs(kt, host, streams, b.out, b.grid)
+        add_stream_waits(kt, streams)
+        if idle_gaps:
+            add_idle_gaps(b, kt, min_idle_us)
+    if data_deps:
+        add_data_deps(b.lanes)
+    return finish(b)
 
 
 def _check_same_run(host: HostTrace, kt: KinetoTrace) -> None:
@@ -68,129 +116,126 @@ def _check_same_run(host: HostTrace, kt: KinetoTrace) -> None:
             f"{differ} with another name)", kt.path)
 
 
-def build_graph(host: HostTrace, kt: KinetoTrace | None, rank: int, world: int,
-                groups: dict[str, list[int]], data_deps: bool = False, idle_gaps: bool = True,
-                min_idle_us: int = 10) -> ConvertedRank:
-    """Convert one rank (see the module docstring for the rules)."""
-    notes: list[str] = []
-    if kt is not None:
-        _check_same_run(host, kt)
-    ops = host.ops
-    next_id = max([op.id for op in ops], default=0) + 1
-    out: dict[int, OutNode] = {}
-
-    # ---- timing on a common integer-microsecond grid
-    t0 = 0.0
-    step = None
-    if kt is not None:
-        if kt.steps:
-            # the recorded steps of the profiling thread, first start to last end
-            first = min(kt.steps, key=lambda s: s[0])
-            mine = [s for s in kt.steps if s[2] == first[2]]
-            end = max(s[0] + s[1] for s in mine)
-            step = (first[0], end - first[0], first[2], first[3])
-        starts = [kt.ops[op.rf_id][0] for op in ops if op.rf_id in kt.ops]
-        starts += [g.ts for g in kt.gpu]
-        if step is not None:
-            starts.append(step[0])
-        t0 = min(starts) if starts else 0.0
-
-    def grid(x: float) -> int:
-        """Microseconds from the trace origin, rounded to the common integer grid."""
-        return int(round(x - t0))
-
-    span: dict[int, tuple[int, int]] = {}
+def place_on_grid(b: RankBuild) -> None:
+    """The grid's origin (the earliest start: a step, a host op, a GPU activity), the recorded
+    steps of the profiling thread (first start to last end), and each recorded host op's span."""
+    kt = b.kt
+    if kt is None:
+        return
+    if kt.steps:
+        first = min(kt.steps, key=lambda s: s[0])
+        mine = [s for s in kt.steps if s[2] == first[2]]
+        end = max(s[0] + s[1] for s in mine)
+        b.step = (first[0], end - first[0], first[2], first[3])
+    starts = [kt.ops[op.rf_id][0] for op in b.host.ops if op.rf_id in kt.ops]
+    starts += [g.ts for g in kt.gpu]
+    if b.step is not None:
+        starts.append(b.step[0])
+    b.t0 = min(starts) if starts else 0.0
     missing = 0
-    if kt is not None:
-        for op in ops:
-            rec = kt.ops.get(op.rf_id)
-            if rec is None:
-                missing += 1
-                continue
-            span[op.id] = (grid(rec[0]), grid(rec[0] + rec[1]))
-    if missing:
-        notes.append(f"{missing} of {len(ops)} host ops have no Kineto event: their duration is 0")
-
-    # ---- GPU events and their owners
-    gpu_owner: list[int] = []
-    comm_kernel_owner: set[int] = set()
-    if kt is not None:
-        for g in kt.gpu:
-            ext = g.external if g.external >= 0 else kt.corr_ext.get(g.correlation, -1)
-            rf = kt.ext_rf.get(ext, -1)
-            owner = host.rf_owner.get(rf, -1)
-            gpu_owner.append(owner)
-            if kind_of_kernel(g.name) is not None and owner >= 0:
-                comm_kernel_owner.add(owner)
-
-    # ---- CPU lanes and off-lane communication
-    by_id = {op.id: op for op in ops}
-    nested: dict[int, int] = {}
-    for op in ops:
-        if op.parent_sel >= 0 and op.id in span and op.parent_sel in span:
-            s, e = span[op.id]
-            nested[op.parent_sel] = nested.get(op.parent_sel, 0) + (e - s)
-    lanes: dict[int, list[OutNode]] = {}
-    last_comm: dict[int, OutNode] = {}
-    pending_waits: list[tuple[OutNode, int, bool]] = []  # (comm node, tid, blocking)
-    lane_pos: dict[int, tuple[int, int]] = {}  # node id -> (tid, index in lane)
-    for op in ops:
-        lane = lanes.setdefault(op.tid, [])
-        s, e = span.get(op.id, (-1, -1))
-        comm = op.comm
-        if comm is not None and op.id not in comm_kernel_owner:
-            node = OutNode(op.id, op.name, comm.node_type, io=op.io, host=op.keep,
-                           extra=_comm_attrs(comm, rank, groups, world))
-            worker = _worker_span(comm, kt, grid)
-            if worker is not None:
-                node.start, node.dur = worker[0], worker[1] - worker[0]
-            elif s >= 0:
-                node.start, node.dur = s, e - s
-            # after the lane node before it, or inside the host op around it; a communication
-            # nested in another one (batch_isend_irecv) runs beside it, not after it
-            parent = out.get(op.parent_sel)
-            if parent is not None and parent.type == NodeType.COMP_NODE:
-                node.ctrl.append(parent.id)
-            elif lane:
-                node.ctrl.append(lane[-1].id)
-            if comm.kind not in ("send", "recv"):
-                # collectives keep their issue order (ranks match them by order), unless Kineto
-                # shows the previous one still running when this one was issued (gloo runs
-                # them side by side on its worker threads)
-                lc = last_comm.get(op.tid)
-                issued = s if s >= 0 else node.start
-                if lc is not None and lc.id not in node.ctrl and not (issued >= 0 and lc.end > issued):
-                    node.ctrl.append(lc.id)
-                last_comm[op.tid] = node
-            blocking = comm.kind in ("send", "recv") or comm.async_op is False
-            pending_waits.append((node, op.tid, blocking))
-            out[node.id] = node
-            lane_pos[node.id] = (op.tid, len(lane))  # waits apply to lane nodes from here on
+    for op in b.host.ops:
+        rec = kt.ops.get(op.rf_id)
+        if rec is None:
+            missing += 1
             continue
-        node = OutNode(op.id, op.name, NodeType.COMP_NODE, io=op.io, host=op.keep)
-        if s >= 0:
-            node.start, node.dur = s, max(0, e - s - nested.get(op.id, 0))
-        elif lane and lane[-1].start >= 0:
-            node.start = lane[-1].end
-        if lane:
-            node.ctrl.append(lane[-1].id)
-        lane_pos[node.id] = (op.tid, len(lane))
-        lane.append(node)
-        out[node.id] = node
+        b.span[op.id] = (b.grid(rec[0]), b.grid(rec[0] + rec[1]))
+    if missing:
+        b.notes.append(f"{missing} of {len(b.host.ops)} host ops have no Kineto event: their duration is 0")
 
-    # ---- hand-offs between host threads
-    cross_thread(lanes)
 
-    # ---- who waits for each off-lane communication
-    unwaited: dict[int, list[int]] = {}
+def gpu_owners(b: RankBuild) -> tuple[list[int], set[int]]:
+    """The host op that launched each GPU activity (-1 when unknown), and the ops that launched
+    NCCL kernels (their kernels are the communication nodes, not the op)."""
+    owners: list[int] = []
+    comm_kernel_owner: set[int] = set()
+    kt = b.kt
+    if kt is None:
+        return owners, comm_kernel_owner
+    for g in kt.gpu:
+        ext = g.external if g.external >= 0 else kt.corr_ext.get(g.correlation, -1)
+        owner = b.host.rf_owner.get(kt.ext_rf.get(ext, -1), -1)
+        owners.append(owner)
+        if kind_of_kernel(g.name) is not None and owner >= 0:
+            comm_kernel_owner.add(owner)
+    return owners, comm_kernel_owner
+
+
+def build_lanes(b: RankBuild, comm_kernel_owner: set[int]) -> None:
+    """Each host thread's lane of CPU nodes, and the communication nodes beside the lanes."""
+    nested: dict[int, int] = {}
+    for op in b.host.ops:
+        if op.parent_sel >= 0 and op.id in b.span and op.parent_sel in b.span:
+            s, e = b.span[op.id]
+            nested[op.parent_sel] = nested.get(op.parent_sel, 0) + (e - s)
+    last_comm: dict[int, OutNode] = {}
+    for op in b.host.ops:
+        lane = b.lanes.setdefault(op.tid, [])
+        if op.comm is not None and op.id not in comm_kernel_owner:
+            _comm_node(b, op, op.comm, lane, last_comm)
+        else:
+            _lane_node(b, op, lane, nested.get(op.id, 0))
+
+
+def _lane_node(b: RankBuild, op: HostOp, lane: list[OutNode], nested_us: int) -> None:
+    """A CPU node on its thread's lane, after the lane's last node; an op around a nested
+    communication keeps its exclusive time."""
+    node = OutNode(op.id, op.name, NodeType.COMP_NODE, io=op.io, host=op.keep)
+    s, e = b.span.get(op.id, (-1, -1))
+    if s >= 0:
+        node.start, node.dur = s, max(0, e - s - nested_us)
+    elif lane and lane[-1].start >= 0:
+        node.start = lane[-1].end
+    if lane:
+        node.ctrl.append(lane[-1].id)
+    b.lane_pos[node.id] = (op.tid, len(lane))
+    lane.append(node)
+    b.out[node.id] = node
+
+
+def _comm_node(b: RankBuild, op: HostOp, comm: CommInfo, lane: list[OutNode],
+               last_comm: dict[int, OutNode]) -> None:
+    """A communication node beside its thread's lane, timed by its own gloo/NCCL work."""
+    node = OutNode(op.id, op.name, comm.node_type, io=op.io, host=op.keep,
+                   extra=_comm_attrs(comm, b.rank, b.groups, b.world))
+    s, e = b.span.get(op.id, (-1, -1))
+    worker = _worker_span(comm, b.kt, b.grid)
+    if worker is not None:
+        node.start, node.dur = worker[0], worker[1] - worker[0]
+    elif s >= 0:
+        node.start, node.dur = s, e - s
+    # after the lane node before it, or inside the host op around it; a communication
+    # nested in another one (batch_isend_irecv) runs beside it, not after it
+    parent = b.out.get(op.parent_sel)
+    if parent is not None and parent.type == NodeType.COMP_NODE:
+        node.ctrl.append(parent.id)
+    elif lane:
+        node.ctrl.append(lane[-1].id)
+    if comm.kind not in ("send", "recv"):
+        # collectives keep their issue order (ranks match them by order), unless Kineto
+        # shows the previous one still running when this one was issued (gloo runs
+        # them side by side on its worker threads)
+        lc = last_comm.get(op.tid)
+        issued = s if s >= 0 else node.start
+        if lc is not None and lc.id not in node.ctrl and not (issued >= 0 and lc.end > issued):
+            node.ctrl.append(lc.id)
+        last_comm[op.tid] = node
+    blocking = comm.kind in ("send", "recv") or comm.async_op is False
+    b.comm_waits.append((node, op.tid, blocking))
+    b.out[node.id] = node
+    b.lane_pos[node.id] = (op.tid, len(lane))  # waits apply to lane nodes from here on
+
+
+def add_comm_waiters(b: RankBuild) -> None:
+    """The lane node that waits for each communication: the next one for a blocking call, else
+    the first one that started after it ended (Kineto), else the thread's last one."""
     latest: dict[int, list[int]] = {}  # tid -> running maximum of the lane's starts
-    for comm_node, tid, blocking in pending_waits:
-        lane = lanes.get(tid, [])
-        after = lane_pos[comm_node.id][1]
+    for comm_node, tid, blocking in b.comm_waits:
+        lane = b.lanes.get(tid, [])
+        after = b.lane_pos[comm_node.id][1]
         waiter = None
         if blocking:
             waiter = lane[after] if after < len(lane) else None
-        elif kt is not None and comm_node.start >= 0:
+        elif b.kt is not None and comm_node.start >= 0:
             if tid not in latest:
                 latest[tid] = list(itertools.accumulate((n.start for n in lane), max))
             k = _first_start_at(lane, latest[tid], after, comm_node.end)
@@ -198,65 +243,76 @@ def build_graph(host: HostTrace, kt: KinetoTrace | None, rank: int, world: int,
         elif after < len(lane):
             waiter = lane[-1]
         if waiter is None:
-            unwaited.setdefault(tid, []).append(comm_node.id)
+            b.unwaited.setdefault(tid, []).append(comm_node.id)
         elif comm_node.id not in waiter.ctrl:
             waiter.ctrl.append(comm_node.id)
 
-    # ---- GPU nodes: launch deps, stream order, syncs
+
+def add_gpu_nodes(b: RankBuild, gpu_owner: list[int]) -> dict[tuple[int, int], list[tuple[Any, OutNode]]]:
+    """One node per GPU activity, after the host op that launched it and the activity before
+    it on its stream; NCCL kernels are the communication nodes.  Returns the stream lanes."""
     streams: dict[tuple[int, int], list[tuple[Any, OutNode]]] = {}
-    if kt is not None:
-        for g, owner in zip(kt.gpu, gpu_owner):
-            kind = kind_of_kernel(g.name)
+    kt = b.kt
+    if kt is None:
+        return streams
+    by_id = {op.id: op for op in b.host.ops}
+    for g, owner in zip(kt.gpu, gpu_owner):
+        node = OutNode(b.next_id, g.name, NodeType.COMP_NODE, start=b.grid(g.ts),
+                       dur=b.grid(g.ts + g.dur) - b.grid(g.ts))
+        b.next_id += 1
+        node.cpu = False
+        node.extra = [("stream", g.stream), ("device", g.device)]
+        if kind_of_kernel(g.name) is not None:
             owner_op = by_id.get(owner)
-            node = OutNode(next_id, g.name, NodeType.COMP_NODE, start=grid(g.ts),
-                           dur=grid(g.ts + g.dur) - grid(g.ts))
-            next_id += 1
-            node.cpu = False
-            node.extra = [("stream", g.stream), ("device", g.device)]
-            if kind is not None:
-                comm = owner_op.comm if owner_op is not None else None
-                if comm is None:
-                    notes.append(f"NCCL kernel {g.name} has no communication op: kept as compute")
-                else:
-                    node.type = comm.node_type
-                    node.extra += _comm_attrs(comm, rank, groups, world)
-            if owner in out:
-                node.ctrl.append(owner)
-            stream_lane = streams.setdefault((g.device, g.stream), [])
-            if stream_lane:
-                node.ctrl.append(stream_lane[-1][1].id)
-            stream_lane.append((g, node))
-            out[node.id] = node
-        add_syncs(kt, host, streams, out, grid)
-        add_stream_waits(kt, streams)
+            comm = owner_op.comm if owner_op is not None else None
+            if comm is None:
+                b.notes.append(f"NCCL kernel {g.name} has no communication op: kept as compute")
+            else:
+                node.type = comm.node_type
+                node.extra += _comm_attrs(comm, b.rank, b.groups, b.world)
+        if owner in b.out:
+            node.ctrl.append(owner)
+        stream_lane = streams.setdefault((g.device, g.stream), [])
+        if stream_lane:
+            node.ctrl.append(stream_lane[-1][1].id)
+        stream_lane.append((g, node))
+        b.out[node.id] = node
+    return streams
 
-    # ---- idle gaps on CPU lanes
-    step_us = None
-    if kt is not None and step is not None:
-        step_us = grid(step[0] + step[1]) - grid(step[0])
-    if kt is not None and idle_gaps:
-        main_tid = main_lane(lanes, kt, step, host)
-        for tid, lane in lanes.items():
-            window = (grid(step[0]), grid(step[0] + step[1])) if (step and tid == main_tid) else None
-            next_id = insert_idle(lane, out, window, next_id, min_idle_us, unwaited.get(tid, []))
 
-    # ---- data dependencies (tensor producer -> consumer) between CPU nodes
-    if data_deps:
-        add_data_deps(lanes)
+def add_idle_gaps(b: RankBuild, kt: KinetoTrace, min_idle_us: int) -> None:
+    """``[idle]`` nodes where a lane waited for nothing, the main lane covering the step."""
+    step = b.step
+    main_tid = main_lane(b.lanes, kt, step, b.host)
+    for tid, lane in b.lanes.items():
+        window = (b.grid(step[0]), b.grid(step[0] + step[1])) if (step and tid == main_tid) else None
+        b.next_id = insert_idle(lane, b.out, window, b.next_id, min_idle_us, b.unwaited.get(tid, []))
 
-    # ---- process-group metadata node and topological order
-    nodes = toposort(out)
-    if groups:
-        meta_node = pg_init_node(next_id, groups, world)
-        nodes.insert(0, meta_node)
+
+def finish(b: RankBuild) -> ConvertedRank:
+    """The nodes in topological order behind the process-group node, the rank's metadata, and
+    one warning for the notes."""
+    nodes = toposort(b.out)
+    if b.groups:
+        nodes.insert(0, pg_init_node(b.next_id, b.groups, b.world))
+    notes = b.notes
     for msg in notes[:1] + ([f"... and {len(notes) - 1} more"] if len(notes) > 1 else []):
-        warnings.warn(f"{host.path}: {msg}", PyTorchTraceWarning, stacklevel=3)
+        warnings.warn(f"{b.host.path}: {msg}", PyTorchTraceWarning, stacklevel=4)
     meta = GlobalMetadata(version="0.0.4")
-    meta.attr.extend([make_attr("source", "pytorch"), make_attr("schema", host.schema),
-                      make_attr("rank", rank)])
-    if host.pid is not None:
-        meta.attr.append(make_attr("pid", host.pid))
-    return ConvertedRank(rank, nodes, meta, groups, step_us, notes)
+    meta.attr.extend([make_attr("source", "pytorch"), make_attr("schema", b.host.schema),
+                      make_attr("rank", b.rank)])
+    if b.host.pid is not None:
+        meta.attr.append(make_attr("pid", b.host.pid))
+    step_us = b.grid(b.step[0] + b.step[1]) - b.grid(b.step[0]) if b.step is not None else None
+    return ConvertedRank(b.rank, nodes, meta, b.groups, step_us, notes)
+
+
+def _global(rank_in_group: int | None, ranks: Sequence[int]) -> int | None:
+    if rank_in_group is None:
+        return None
+    if ranks and 0 <= rank_in_group < len(ranks):
+        return ranks[rank_in_group]
+    return rank_in_group
 
 
 def _first_start_at(lane: list[OutNode], latest: list[int], first: int, t: int) -> int | None:

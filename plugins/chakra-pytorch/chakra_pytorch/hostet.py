@@ -32,8 +32,9 @@ from chakra_core import TraceFormatError, open_binary
 from .comms import CommInfo, comm_from_c10d, comm_from_param_comms, merge_param_comms, tensors_in
 from .commwork import WorkAnnotation, attach_annotations
 from .intmap import IntMap
+from .ints import MAX_RANKS, int64, is_rank
 from .jsonitems import iter_items
-from .kineto import MAX_RANKS, KinetoTrace
+from .kineto import KinetoTrace
 from .linked import LinkedTiming
 
 __all__ = ["KEEP_ATTRS", "HostOp", "HostTrace", "read_host_et", "read_header", "iter_raw_nodes", "scan_groups"]
@@ -181,19 +182,11 @@ def _parent(node: dict, path: str, index: int) -> int:
 KEEP_ATTRS = ("rf_id", "fw_parent", "seq_id", "scope", "tid", "fw_tid", "op_schema")
 
 
-_INT64 = 1 << 63
-
-
-def _i64(v: Any) -> int | None:
-    """``v`` when it is an integer that fits the int64 slot it is written to, else None."""
-    return v if isinstance(v, int) and not isinstance(v, bool) and -_INT64 <= v < _INT64 else None
-
-
 def _keep(attrs: dict) -> tuple:
     """The attributes copied to Chakra nodes, as a tuple (the schema text shared between nodes)."""
     schema = attrs.get("op_schema")
-    return (_i64(attrs.get("rf_id")), _i64(attrs.get("fw_parent")), _i64(attrs.get("seq_id")),
-            _i64(attrs.get("scope")), _i64(attrs.get("tid")), _i64(attrs.get("fw_tid")),
+    return (int64(attrs.get("rf_id")), int64(attrs.get("fw_parent")), int64(attrs.get("seq_id")),
+            int64(attrs.get("scope")), int64(attrs.get("tid")), int64(attrs.get("fw_tid")),
             sys.intern(schema) if isinstance(schema, str) else None)
 
 
@@ -221,21 +214,47 @@ class _Arrays:
             self.flags.extend(bytes(grow))
 
 
-def read_host_et(path: str) -> HostTrace:
-    """Read one host ET into a :class:`HostTrace` (see the module docstring for the rules)."""
-    header = read_header(path)
-    schema = header.get("schema")
-    if not isinstance(schema, str):
-        raise _fail(path, "no 'schema' string at the top: not a PyTorch execution trace")
-    cols = _Arrays()
-    kept: dict[int, tuple] = {}  # id -> (name, tid, rf, attrs, io) for operator candidates
-    waiting: dict[int, list[int]] = {}  # parent id -> kept children that arrived before it
-    comms: dict[int, CommInfo] = {}  # c10d op id -> info
-    param_comms: list[tuple[int, CommInfo]] = []  # (record_param_comms id, info)
-    workers: list[WorkAnnotation] = []  # gloo:* / nccl:* annotations
-    groups: dict[str, dict[str, Any]] = {}
-    linked = LinkedTiming()
-    for index, node in enumerate(iter_raw_nodes(path)):
+class _HostReader:
+    """The state of one pass over a host ET's nodes (see the module docstring for the rules)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.cols = _Arrays()
+        self.kept: dict[int, tuple] = {}  # id -> (name, tid, rf, attrs, io) for operator candidates
+        self.waiting: dict[int, list[int]] = {}  # parent id -> kept children that arrived before it
+        self.comms: dict[int, CommInfo] = {}  # c10d op id -> info
+        self.param_comms: list[tuple[int, CommInfo]] = []  # (record_param_comms id, info)
+        self.workers: list[WorkAnnotation] = []  # gloo:* / nccl:* annotations
+        self.groups: dict[str, dict[str, Any]] = {}
+        self.linked = LinkedTiming()
+
+    def take(self, index: int, node: Any) -> None:
+        """Read one node: check its identity, record it in the columns, and classify it."""
+        nid, name, parent = self._identity(index, node)
+        attrs = _attrs(node, self.path, index)
+        if "inclusive_dur" in node and _linked_gpu_copy(self.linked, node, attrs, name, self.path, index):
+            return
+        cols = self.cols
+        cols.ensure(max(nid, parent))
+        if cols.flags[nid] & F_SEEN:
+            raise _fail(self.path, f"node id {nid} appears twice", f"node {index}")
+        cols.parent[nid] = parent if parent != nid else -1
+        rf = int64(attrs.get("rf_id"))
+        cols.rf[nid] = rf if rf is not None and rf >= 0 else -1
+        flags = F_SEEN
+        if name in _ROOT_NAMES:
+            flags |= F_ROOT
+        elif name == PG_INIT:
+            self.groups = _groups(node, self.path, index)
+        elif _is_operator(name, attrs):
+            flags |= self._operator(index, node, nid, name, parent, attrs)
+        else:
+            self._annotation(index, node, nid, name, parent, attrs)
+        cols.flags[nid] = flags
+
+    def _identity(self, index: int, node: Any) -> tuple[int, str, int]:
+        """(id, name, parent id) of a node, checked."""
+        path = self.path
         try:
             nid = node["id"]
             name = node["name"]
@@ -251,70 +270,76 @@ def read_host_et(path: str) -> HostTrace:
             what = f"node id {nid}" if nid > limit else f"parent id {parent}"
             raise _fail(path, f"{what} is far beyond the {index + 1} nodes read so far (PyTorch "
                         "numbers nodes with a counter): not a PyTorch execution trace", f"node {index}")
-        attrs = _attrs(node, path, index)
-        if "inclusive_dur" in node and _linked_gpu_copy(linked, node, attrs, name, path, index):
-            continue
-        cols.ensure(max(nid, parent))
-        if cols.flags[nid] & F_SEEN:
-            raise _fail(path, f"node id {nid} appears twice", f"node {index}")
-        cols.parent[nid] = parent if parent != nid else -1
-        rf = _i64(attrs.get("rf_id"))
-        cols.rf[nid] = rf if rf is not None and rf >= 0 else -1
-        flags = F_SEEN
-        if name in _ROOT_NAMES:
-            flags |= F_ROOT
-        elif name == PG_INIT:
-            groups = _groups(node, path, index)
-        elif _is_operator(name, attrs):
-            flags |= F_OP
+        return nid, name, parent
+
+    def _keep_node(self, index: int, node: Any, nid: int, name: str, parent: int, attrs: dict,
+                   io: tuple) -> None:
+        """Keep a candidate node until its parent arrives (then it may be folded into it)."""
+        tid = attrs.get("tid", 0)
+        self.kept[nid] = (name, tid if isinstance(tid, int) else 0, self.cols.rf[nid], _keep(attrs),
+                          _dump_io(io, self.path, index))
+        if parent >= 0 and not self.cols.flags[parent] & F_SEEN:
+            self.waiting.setdefault(parent, []).append(nid)
+
+    def _operator(self, index: int, node: Any, nid: int, name: str, parent: int, attrs: dict) -> int:
+        """An operator (a c10d one is a communication anchor); returns its flags."""
+        flags = F_OP
+        io = _io(node)
+        if name.startswith("c10d::"):
+            try:
+                info = comm_from_c10d(name, io[0])
+            except ValueError as e:
+                raise _fail(self.path, f"{name}: {e}", f"node {index}") from None
+            if info is not None:
+                self.comms[nid] = info
+                flags |= F_ANCHOR
+        self._keep_node(index, node, nid, name, parent, attrs, io)
+        # children that arrived first are folded into this operator (comm anchors stay)
+        for c in self.waiting.pop(nid, ()):
+            if not self.cols.flags[c] & F_ANCHOR:
+                self.kept.pop(c, None)
+        return flags
+
+    def _annotation(self, index: int, node: Any, nid: int, name: str, parent: int, attrs: dict) -> None:
+        """A node that is not an operator: ``record_param_comms``, a gloo/NCCL work annotation,
+        or another annotation, which passes its waiting children up to its own parent."""
+        if name == "record_param_comms":
             io = _io(node)
+            try:
+                info = comm_from_param_comms(attrs, io[0], io[3])
+            except ValueError as e:
+                raise _fail(self.path, f"{name}: {e}", f"node {index}") from None
+            if info is not None:
+                self.param_comms.append((nid, info))
+                self._keep_node(index, node, nid, name, parent, attrs, io)
+        elif name.startswith(("gloo:", "nccl:")):
+            tensors = frozenset((t[0], t[1]) for t in tensors_in(_io(node)[0]))
             tid = attrs.get("tid", 0)
-            if name.startswith("c10d::"):
-                try:
-                    info = comm_from_c10d(name, io[0])
-                except ValueError as e:
-                    raise _fail(path, f"{name}: {e}", f"node {index}") from None
-                if info is not None:
-                    comms[nid] = info
-                    flags |= F_ANCHOR
-            kept[nid] = (name, tid if isinstance(tid, int) else 0, cols.rf[nid], _keep(attrs),
-                         _dump_io(io, path, index))
-            # children that arrived first are folded into this operator (comm anchors stay)
-            for c in waiting.pop(nid, ()):
-                if not cols.flags[c] & F_ANCHOR:
-                    kept.pop(c, None)
-            if parent >= 0 and not cols.flags[parent] & F_SEEN:
-                waiting.setdefault(parent, []).append(nid)
-        else:
-            if name == "record_param_comms":
-                io = _io(node)
-                try:
-                    info = comm_from_param_comms(attrs, io[0], io[3])
-                except ValueError as e:
-                    raise _fail(path, f"{name}: {e}", f"node {index}") from None
-                if info is not None:
-                    param_comms.append((nid, info))
-                    kept[nid] = (name, attrs.get("tid", 0), cols.rf[nid], _keep(attrs),
-                                 _dump_io(_io(node), path, index))
-                    if parent >= 0 and not cols.flags[parent] & F_SEEN:
-                        waiting.setdefault(parent, []).append(nid)
-            elif name.startswith(("gloo:", "nccl:")):
-                tensors = frozenset((t[0], t[1]) for t in tensors_in(_io(node)[0]))
-                tid = attrs.get("tid", 0)
-                workers.append(WorkAnnotation(cols.rf[nid], tid if isinstance(tid, int) else 0, tensors))
-            # an annotation passes its waiting children up to its own parent
-            moved = waiting.pop(nid, None)
-            if moved and parent >= 0 and not cols.flags[parent] & F_SEEN:
-                waiting.setdefault(parent, []).extend(moved)
-        cols.flags[nid] = flags
-    host = _resolve(path, header, schema, cols, kept, comms, param_comms, workers, groups)
-    host.linked = linked.as_kineto(path, host.pid)
+            self.workers.append(WorkAnnotation(self.cols.rf[nid], tid if isinstance(tid, int) else 0, tensors))
+        moved = self.waiting.pop(nid, None)
+        if moved and parent >= 0 and not self.cols.flags[parent] & F_SEEN:
+            self.waiting.setdefault(parent, []).extend(moved)
+
+
+def read_host_et(path: str, header: dict[str, Any] | None = None) -> HostTrace:
+    """Read one host ET into a :class:`HostTrace` (see the module docstring for the rules);
+    ``header`` is :func:`read_header`'s answer when the caller has it already."""
+    header = read_header(path) if header is None else header
+    schema = header.get("schema")
+    if not isinstance(schema, str):
+        raise _fail(path, "no 'schema' string at the top: not a PyTorch execution trace")
+    reader = _HostReader(path)
+    for index, node in enumerate(iter_raw_nodes(path)):
+        reader.take(index, node)
+    r = reader
+    host = _resolve(path, header, schema, r.cols, r.kept, r.comms, r.param_comms, r.workers, r.groups)
+    host.linked = r.linked.as_kineto(path, host.pid)
     return host
 
 
 def _linked_gpu_copy(linked: LinkedTiming, node: dict, attrs: dict, name: str, path: str, index: int) -> bool:
     """Take the timing chakra_trace_link put on ``node``; True for a GPU activity it added."""
-    rf, tid = _i64(attrs.get("rf_id")), attrs.get("tid", 0)
+    rf, tid = int64(attrs.get("rf_id")), attrs.get("tid", 0)
     try:
         return linked.add(node, rf if rf is not None and rf >= 0 else -1, tid if isinstance(tid, int) else 0, name)
     except (TypeError, ValueError) as e:
@@ -371,7 +396,7 @@ def _groups(node: dict, path: str, index: int) -> dict[str, dict[str, Any]]:
 
 def _rank(v: Any) -> int:
     """A rank or group size of the pg-init description (ValueError when it is not one)."""
-    if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= MAX_RANKS:
+    if not is_rank(v):
         raise ValueError(f"{v!r} is not a rank or group size in 0..{MAX_RANKS}")
     return v
 
@@ -436,4 +461,4 @@ def _resolve(path, header, schema, cols: _Arrays, kept, comms, param_comms, work
     pid = header.get("pid")
     if isinstance(pid, float) and pid.is_integer():
         pid = int(pid)
-    return HostTrace(path, schema, _i64(pid), ops, rf_owner, groups)
+    return HostTrace(path, schema, int64(pid), ops, rf_owner, groups)

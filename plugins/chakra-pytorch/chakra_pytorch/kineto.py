@@ -20,6 +20,7 @@ import ijson
 from chakra_core import TraceFormatError, open_binary
 
 from .intmap import IntMap
+from .ints import MAX_RANKS, int64_from_number, is_rank
 from .jsonitems import iter_items
 
 __all__ = ["KinetoTrace", "GpuEvent", "SyncEvent", "StreamWait", "read_kineto", "read_distributed_info",
@@ -102,34 +103,30 @@ def _short(e: Exception) -> str:
 
 
 def read_distributed_info(path: str) -> dict[str, Any]:
-    """The ``distributedInfo`` object of a Kineto trace ({} if absent); reads only up to it."""
+    """The ``distributedInfo`` object of a Kineto trace ({} if absent); reads only up to it (and
+    no further than the start of ``traceEvents``), in one pass."""
     try:
         with open_binary(path) as f:
-            for prefix, event, _value in ijson.parse(f):
-                if prefix == "distributedInfo" and event == "start_map":
-                    break
-                if prefix == "traceEvents" and event == "start_array":
+            builder = None
+            for prefix, event, value in ijson.parse(f):
+                if builder is not None:
+                    builder.event(event, value)
+                    if prefix == "distributedInfo" and event == "end_map":
+                        info = builder.value
+                        return _checked_distributed(info, path) if isinstance(info, dict) else {}
+                elif prefix == "distributedInfo" and event == "start_map":
+                    builder = ijson.ObjectBuilder()
+                    builder.event(event, value)
+                elif prefix == "traceEvents" and event == "start_array":
                     return {}
-            else:
-                return {}
-        with open_binary(path) as f:
-            for value in ijson.items(f, "distributedInfo"):
-                return _checked_distributed(value, path) if isinstance(value, dict) else {}
     except (ijson.JSONError, ijson.IncompleteJSONError, OSError, EOFError, zlib.error) as e:
         raise TraceFormatError(f"not a Kineto trace ({_short(e)})", path) from None
     return {}
 
 
-#: the most ranks a job may have here (the process-group node lists every rank of the world)
-MAX_RANKS = 1 << 20
-
-
 def _checked_distributed(info: dict[str, Any], path: str) -> dict[str, Any]:
     """``info`` after checking the fields the conversion uses: ``rank``, ``world_size`` and
     each ``pg_config`` entry's ``ranks`` must be ranks (integers in 0 .. MAX_RANKS)."""
-    def is_rank(v: Any, low: int = 0) -> bool:
-        return isinstance(v, int) and not isinstance(v, bool) and low <= v <= MAX_RANKS
-
     def bad(what: str) -> TraceFormatError:
         return TraceFormatError(f"bad distributedInfo: {what}", path)
 
@@ -146,21 +143,9 @@ def _checked_distributed(info: dict[str, Any], path: str) -> dict[str, Any]:
     return info
 
 
-_INT64 = 1 << 63
 #: the largest time (microseconds) taken from a trace: 2**53 us is 285 years, and a float holds
 #: every whole microsecond up to it
 _MAX_US = float(1 << 53)
-
-
-def _int(v: Any, default: int = -1) -> int:
-    """An id or number of the trace as an int (a signed 64-bit one), else ``default``."""
-    if isinstance(v, bool):
-        return default
-    if isinstance(v, float) and v.is_integer():
-        v = int(v)
-    if isinstance(v, int) and -_INT64 <= v < _INT64:
-        return v
-    return default
 
 
 def event_time(v: Any, what: str) -> float:
@@ -171,70 +156,18 @@ def event_time(v: Any, what: str) -> float:
     return t
 
 
-def read_kineto(path: str, wanted_rfs: set[int] | frozenset[int] | None = None) -> KinetoTrace:
-    """Read one Kineto trace; keep timings of ``wanted_rfs`` (all host ops when None)."""
-    dist = read_distributed_info(path)
-    ops: dict[int, tuple[float, float, int, str]] = {}
-    ext_rf = IntMap()
-    kt = KinetoTrace(path, None, dist, ops, ext_rf)
+def read_kineto(path: str, wanted_rfs: set[int] | frozenset[int] | None = None,
+                distributed: dict[str, Any] | None = None) -> KinetoTrace:
+    """Read one Kineto trace; keep timings of ``wanted_rfs`` (all host ops when None);
+    ``distributed`` is :func:`read_distributed_info`'s answer when the caller has it already."""
+    dist = read_distributed_info(path) if distributed is None else distributed
+    kt = KinetoTrace(path, None, dist, {}, IntMap())
     pids: dict[int, int] = {}
     count = 0
     try:
         for ev in iter_items(path, "traceEvents"):
             count += 1
-            if not isinstance(ev, dict) or ev.get("ph") != "X":
-                continue
-            cat = ev.get("cat")
-            if not isinstance(cat, str) or cat not in _USED_CATS:
-                continue
-            args = ev.get("args")
-            if not isinstance(args, dict):
-                args = {}
-            name = ev.get("name")
-            if not isinstance(name, str):
-                name = ""
-            ts, dur = event_time(ev.get("ts", 0.0), "ts"), event_time(ev.get("dur", 0.0), "dur")
-            if cat in _HOST_CATS:
-                pid = _int(ev.get("pid"))
-                if pid >= 0:
-                    pids[pid] = pids.get(pid, 0) + 1
-            if cat in ("cpu_op", "user_annotation"):
-                rf = _int(args.get("Record function id"))
-                tid = _int(ev.get("tid"), 0)
-                if rf >= 0:
-                    if wanted_rfs is None or rf in wanted_rfs:
-                        ops[rf] = (ts, dur, tid, name)
-                    ext = _int(args.get("External id"))
-                    if ext >= 0:
-                        ext_rf[ext] = rf
-                if name.startswith("ProfilerStep#"):
-                    kt.steps.append((ts, dur, tid, name))
-            elif cat in _GPU_CATS:
-                kt.gpu.append(GpuEvent(name, ts, dur, _int(args.get("device"), 0),
-                                       _int(args.get("stream"), 0), _int(args.get("correlation")),
-                                       _int(args.get("External id"))))
-            elif cat in ("cuda_runtime", "cuda_driver"):
-                corr, ext = _int(args.get("correlation")), _int(args.get("External id"))
-                if corr >= 0:
-                    kt.corr_ts[corr] = ts
-                    if ext >= 0:
-                        kt.corr_ext[corr] = ext
-                kind = _SYNC_CALLS.get(name)
-                if kind:
-                    kt.syncs.append(SyncEvent(kind, ts, dur,
-                                              _int(ev.get("tid"), 0), ext, _int(args.get("stream")), corr))
-            elif cat == "cuda_sync":
-                if "Wait" in name:  # "Stream Wait Event": one stream waits for another
-                    kt.stream_waits.append(StreamWait(
-                        ts, _int(args.get("device"), 0), _int(args.get("stream")),
-                        _int(args.get("wait_on_stream")), _int(args.get("wait_on_cuda_event_record_corr_id"))))
-                    continue
-                kind = "device" if "Context" in name or "Device" in name else (
-                    "event" if "Event" in name else "stream")
-                stream = _int(args.get("wait_on_stream", args.get("stream")))
-                kt.syncs.append(SyncEvent(kind, ts, dur,
-                                          _int(ev.get("tid"), 0), _int(args.get("External id")),
-                                          stream, _int(args.get("correlation")), True))
+            _take_event(kt, ev, wanted_rfs, pids)
     except FileNotFoundError:
         raise TraceFormatError("no such file", path) from None
     except (ijson.IncompleteJSONError, EOFError, gzip.BadGzipFile, zlib.error) as e:
@@ -256,3 +189,76 @@ def read_kineto(path: str, wanted_rfs: set[int] | frozenset[int] | None = None) 
     return kt
 
 
+def _take_event(kt: KinetoTrace, ev: Any, wanted_rfs: set[int] | frozenset[int] | None,
+                pids: dict[int, int]) -> None:
+    """Keep what the conversion uses of one trace event (complete events of the used kinds)."""
+    if not isinstance(ev, dict) or ev.get("ph") != "X":
+        return
+    cat = ev.get("cat")
+    if not isinstance(cat, str) or cat not in _USED_CATS:
+        return
+    args = ev.get("args")
+    if not isinstance(args, dict):
+        args = {}
+    name = ev.get("name")
+    if not isinstance(name, str):
+        name = ""
+    ts, dur = event_time(ev.get("ts", 0.0), "ts"), event_time(ev.get("dur", 0.0), "dur")
+    if cat in _HOST_CATS:
+        pid = int64_from_number(ev.get("pid"))
+        if pid >= 0:
+            pids[pid] = pids.get(pid, 0) + 1
+    if cat in ("cpu_op", "user_annotation"):
+        _host_op(kt, ev, args, name, ts, dur, wanted_rfs)
+    elif cat in _GPU_CATS:
+        kt.gpu.append(GpuEvent(name, ts, dur, int64_from_number(args.get("device"), 0),
+                               int64_from_number(args.get("stream"), 0), int64_from_number(args.get("correlation")),
+                               int64_from_number(args.get("External id"))))
+    elif cat in ("cuda_runtime", "cuda_driver"):
+        _runtime_call(kt, ev, args, name, ts, dur)
+    else:
+        _sync_event(kt, ev, args, name, ts, dur)
+
+
+def _host_op(kt: KinetoTrace, ev: dict, args: dict, name: str, ts: float, dur: float,
+             wanted_rfs: set[int] | frozenset[int] | None) -> None:
+    """A CPU op or annotation: its timing (when wanted), its external id, a ProfilerStep span."""
+    rf = int64_from_number(args.get("Record function id"))
+    tid = int64_from_number(ev.get("tid"), 0)
+    if rf >= 0:
+        if wanted_rfs is None or rf in wanted_rfs:
+            kt.ops[rf] = (ts, dur, tid, name)
+        ext = int64_from_number(args.get("External id"))
+        if ext >= 0:
+            kt.ext_rf[ext] = rf
+    if name.startswith("ProfilerStep#"):
+        kt.steps.append((ts, dur, tid, name))
+
+
+def _runtime_call(kt: KinetoTrace, ev: dict, args: dict, name: str, ts: float, dur: float) -> None:
+    """A CUDA/HIP runtime or driver call: the launch time and external id of its correlation,
+    and a synchronisation when it is a sync call."""
+    corr, ext = int64_from_number(args.get("correlation")), int64_from_number(args.get("External id"))
+    if corr >= 0:
+        kt.corr_ts[corr] = ts
+        if ext >= 0:
+            kt.corr_ext[corr] = ext
+    kind = _SYNC_CALLS.get(name)
+    if kind:
+        kt.syncs.append(SyncEvent(kind, ts, dur, int64_from_number(ev.get("tid"), 0), ext,
+                                  int64_from_number(args.get("stream")), corr))
+
+
+def _sync_event(kt: KinetoTrace, ev: dict, args: dict, name: str, ts: float, dur: float) -> None:
+    """A ``cuda_sync`` event: a stream waiting for another, or a host sync naming its stream."""
+    if "Wait" in name:  # "Stream Wait Event": one stream waits for another
+        kt.stream_waits.append(StreamWait(
+            ts, int64_from_number(args.get("device"), 0), int64_from_number(args.get("stream")),
+            int64_from_number(args.get("wait_on_stream")),
+            int64_from_number(args.get("wait_on_cuda_event_record_corr_id"))))
+        return
+    kind = "device" if "Context" in name or "Device" in name else ("event" if "Event" in name else "stream")
+    stream = int64_from_number(args.get("wait_on_stream", args.get("stream")))
+    kt.syncs.append(SyncEvent(kind, ts, dur, int64_from_number(ev.get("tid"), 0),
+                              int64_from_number(args.get("External id")), stream,
+                              int64_from_number(args.get("correlation")), True))

@@ -1,0 +1,31 @@
+"""Integer fields of PyTorch traces: the signed 64-bit slots they are written to, and ranks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["MAX_RANKS", "int64", "int64_from_number", "is_rank"]
+
+#: the most ranks a job may have here (the process-group node lists every rank of the world)
+MAX_RANKS = 1 << 20
+
+_INT64 = 1 << 63
+
+
+def int64(v: Any) -> int | None:
+    """``v`` when it is an integer (not a bool) that fits a signed 64-bit slot, else None."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and -_INT64 <= v < _INT64 else None
+
+
+def int64_from_number(v: Any, default: int = -1) -> int:
+    """An id or number of a trace (an integer, or a float with an integral value) as a signed
+    64-bit int, else ``default``."""
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    found = int64(v)
+    return default if found is None else found
+
+
+def is_rank(v: Any, low: int = 0) -> bool:
+    """True when ``v`` is an integer rank (or world size) in ``low`` .. MAX_RANKS."""
+    return isinstance(v, int) and not isinstance(v, bool) and low <= v <= MAX_RANKS
