@@ -31,6 +31,9 @@ Public API (everything else is private; docs/api.md describes each name):
 - node selection for transforms: :data:`SELECTION_OPTIONS`, :func:`node_selection`,
   :data:`NODE_KINDS`, :func:`parse_ranks`
 - roles: :func:`role_key`, :class:`RoleKey` (a rank's trace up to relabelled groups and peers)
+- analysis (docs/report.md): :class:`Spans`, :class:`SpanBuilder`, :data:`SPAN_KINDS`,
+  :data:`FLOW_KINDS`, :func:`breakdown`, :func:`critical_path` (:class:`CriticalPath`),
+  :func:`write_timeline`
 
 Public subpackages: :mod:`chakra_core.system` (the system description),
 :mod:`chakra_core.hookspecs` (the hooks), :mod:`chakra_core.testing` (pytest fixtures).
@@ -45,6 +48,7 @@ from ._lazy import lazy_exports, lazy_getattr
 if TYPE_CHECKING:
     from ._api import Backend, Executor, Generator, InputFormat, Result, Synthesizer, Transform
     from ._attrs import NodeAttrs, add_attr, get_attr, get_bool, get_int, get_str, make_attr, set_attr
+    from ._breakdown import breakdown
     from ._commands import (
         Validation,
         convert,
@@ -57,6 +61,7 @@ if TYPE_CHECKING:
         transform,
         validate,
     )
+    from ._critical import CriticalPath, critical_path
     from ._errors import ChakraError, ConfigError, PluginError, TraceFormatError
     from ._etio import EtReader, EtWriter, atomic_output, frame_nodes, open_binary, read_et, write_et
     from ._graph import DepGraph
@@ -71,9 +76,11 @@ if TYPE_CHECKING:
     from ._roles import RoleKey, role_key
     from ._schema import PG_INIT_NAME, AttributeProto, CommType, GlobalMetadata, IOInfo, Node, NodeType
     from ._selection import NODE_KINDS, SELECTION_OPTIONS, node_selection, parse_ranks
+    from ._spans import FLOW_KINDS, SPAN_KINDS, SpanBuilder, Spans
     from ._stats import compute_stats
     from ._sweep import sweep
     from ._synth import read_model, synth_fit, synth_sample, synth_show
+    from ._timeline import write_timeline
     from ._traceset import (
         FileRank,
         GeneratedRank,
@@ -108,6 +115,8 @@ __all__ = [
     "synth_fit", "synth_sample", "synth_show", "read_model",
     "SELECTION_OPTIONS", "NODE_KINDS", "node_selection", "parse_ranks",
     "sweep", "Executor",
+    "Spans", "SpanBuilder", "SPAN_KINDS", "FLOW_KINDS", "breakdown", "critical_path", "CriticalPath",
+    "write_timeline",
 ]
 
 _WHERE = {
@@ -143,6 +152,9 @@ _WHERE = {
     "role_key": "_roles", "RoleKey": "_roles",
     "synth_fit": "_synth", "synth_sample": "_synth", "synth_show": "_synth", "read_model": "_synth",
     "sweep": "_sweep", "Executor": "_api",
+    "Spans": "_spans", "SpanBuilder": "_spans", "SPAN_KINDS": "_spans", "FLOW_KINDS": "_spans",
+    "breakdown": "_breakdown", "critical_path": "_critical", "CriticalPath": "_critical",
+    "write_timeline": "_timeline",
 }
 
 __version__ = "0.1.0"

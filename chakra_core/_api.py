@@ -137,6 +137,8 @@ class Result:
     ``provenance`` is filled in by the runner, not by the backend: chakra-core's version, the
     implementations that took part (qualified name, distribution, version, options after
     defaults), the inputs as given and the command line or pipeline file (docs/pipelines.md).
+    ``spans`` (a :class:`chakra_core.Spans`, or None) holds what a simulator or emulator timed,
+    when asked to keep it (docs/report.md).
     """
 
     backend: str
@@ -147,10 +149,17 @@ class Result:
     timeline: str | None = None
     notes: list[str] = field(default_factory=list)
     provenance: dict[str, Any] = field(default_factory=dict)
+    spans: Any = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        """The result as plain JSON-able data."""
-        return asdict(self)
+        """The result as plain JSON-able data (``spans``, a :class:`chakra_core.Spans`, left out)."""
+        spans, self.spans = self.spans, None
+        try:
+            out = asdict(self)
+        finally:
+            self.spans = spans
+        out.pop("spans")
+        return out
 
     def write_json(self, path: str | Path) -> Path:
         """Write :meth:`to_dict` as JSON to ``path`` atomically."""

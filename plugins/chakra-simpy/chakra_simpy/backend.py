@@ -40,8 +40,17 @@ class SimpyBackend(Backend):
     description = "built-in SimPy simulator reproducing ASTRA-sim's analytical network model"
     options = {
         **SYSTEM_OPTIONS,
-        "timeline": Option("path", None, "write a Chrome-trace JSON timeline to this path"),
-        "timeline_max_spans": Option("int", 500_000, "most spans kept for the timeline", minimum=1),
+        "timeline": Option("path", None, "write a timeline to this path (Perfetto protobuf; Chrome JSON "
+                           "for a name ending in .json)"),
+        "timeline_format": Option("str", None, "timeline format (default: from the file name)",
+                                  choices=("perfetto", "json")),
+        "timeline_ranks": Option("str", None, "ranks drawn on the timeline, e.g. 0-7,12 (default: all)"),
+        "timeline_window": Option("str", None, "time window drawn, START:END in ns (default: all)"),
+        "timeline_expand": Option("bool", False, "draw every rank a symmetric class stands for"),
+        "timeline_max_spans": Option("int", None, "most spans drawn, the earliest (default: all; the "
+                                     "timeline and a note say when it was cut)", minimum=1),
+        "spans": Option("bool", False, "keep every simulated span in the Result (result.spans; written to "
+                        "spans.npz in the output directory), for chakra report and diff"),
         "congestion": Option("str", "unaware", "network model", choices=("unaware", "aware")),
         "symmetry": Option("bool", True, "simulate each class of identical ranks once"),
         "streams": Option("int", 1, "compute and communication ops in flight per rank", minimum=1),
@@ -52,7 +61,7 @@ class SimpyBackend(Backend):
 
     def run(self, traces: TraceSet, options: Mapping[str, Any], output: Path | None) -> Result:
         """Simulate; the Result has per-rank times (ns), collective stats and a critical path."""
-        from .report import critical_path, rank_rows, write_timeline
+        from .report import build_spans, path_summary, rank_rows, write_sim_timeline
 
         nranks = len(traces)
         if nranks == 0:
@@ -82,7 +91,9 @@ class SimpyBackend(Backend):
                 progs, classes, actors, sim, load_s, sim_s = _simulate(traces, sd, groups, options, False)
         except NoLocalMemBandwidth as e:
             raise ConfigError(e.message, sd.sources.get("system"), "key 'local-mem-bw'") from None
-        rows = rank_rows(actors)
+        keep_spans = bool(options["timeline"] or options["spans"])
+        spans = build_spans(sim, traces, names=keep_spans)
+        rows = rank_rows(spans, actors)
         # simulated events: every node completion of a simulated rank, every collective chunk phase
         events = sum(a.done for a in actors) + sim.coll.phase_events
         finish = max(r["finish_ns"] for r in rows)
@@ -122,17 +133,20 @@ class SimpyBackend(Backend):
             "max_exposed_comm_ns": max(r["exposed_comm_ns"] for r in rows),
             "overlap_ns_total": sum(r["overlap_ns"] for r in rows),
             "collectives": sorted(sim.coll.stats.values(), key=lambda s: (s["group"], s["collective"])),
-            "critical_path": critical_path(sim, traces, options["critical_path_nodes"]),
+            "critical_path": path_summary(spans, traces, options["critical_path_nodes"]),
             "system": {"npus": sd.npus, "dimensions": [d.__dict__ for d in sd.dimensions],
                        "sources": sd.sources},
         }
         result = Result("simpy", self.kind, summary, rows, notes=notes)
         if options["timeline"]:
-            n = write_timeline(sim, options["timeline"], traces)
+            written = write_sim_timeline(spans, options["timeline"], options)
             result.timeline = str(options["timeline"])
             result.files.append(str(options["timeline"]))
-            if n >= options["timeline_max_spans"]:
-                result.notes.append(f"timeline truncated to its first {n} spans (timeline_max_spans)")
+            result.notes += [f"timeline {n}" for n in written["notes"]]
+        if options["spans"]:
+            result.spans = spans
+            if output is not None:
+                result.files.append(str(spans.save(Path(output) / "spans.npz")))
         return result
 
 
@@ -153,7 +167,7 @@ def _simulate(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[i
             rank_actor[r] = k
     timeline: list[tuple] | None = [] if options["timeline"] else None
     sim = Sim(actors, rank_actor, sd, groups, options["congestion"] == "aware", timeline,
-              options["timeline_max_spans"], options["stagger_limit"])
+              1 << 62, options["stagger_limit"])
     t1 = time.perf_counter()
     sim.run()
     return progs, classes, actors, sim, load_s, time.perf_counter() - t1

@@ -1,86 +1,177 @@
-"""Turn a finished simulation into the Result's numbers, a critical path and a Chrome trace."""
+"""Turn a finished simulation into spans, and from them the Result's per-rank rows, critical
+path and timeline (the core's analysis: :func:`chakra_core.breakdown`,
+:func:`chakra_core.critical_path`, :func:`chakra_core.write_timeline`)."""
 
 from __future__ import annotations
 
-import json
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-from chakra_core import TraceSet, atomic_output
+import numpy as np
 
-from .actor import Actor
+from chakra_core import SPAN_KINDS, CommType, SpanBuilder, Spans, TraceSet, breakdown, critical_path, write_timeline
+
 from .engine import Sim
-from .program import K_COLL, K_COMP, K_MEM, K_NOP, K_RECV, K_SEND
+from .program import K_COLL, K_COMP, K_MEM, K_NOP, K_RECV, K_SEND, R_COMM, R_CPU
 
-__all__ = ["rank_rows", "critical_path", "write_timeline"]
+__all__ = ["build_spans", "rank_rows", "path_summary", "write_sim_timeline"]
 
-_KIND = {K_COMP: "compute", K_MEM: "memory", K_COLL: "collective", K_SEND: "send", K_RECV: "recv",
-         K_NOP: "other"}
-_TID = {0: "cpu", 1: "compute", 2: "comm", 3: "other"}
+_TRACKS = ("cpu", "compute", "comm", "other")
 
 
-def rank_rows(actors: list[Actor]) -> list[dict]:
-    """One dict per rank (ns): finish, compute, cpu, comm, exposed comm, overlap, idle."""
-    rows = []
-    for a in actors:
-        base = {
-            "finish_ns": a.finish,
-            "compute_ns": a.compute_ns,
-            "cpu_ns": a.cpu_ns,
-            "comm_ns": a.comm_ns,
-            "exposed_comm_ns": a.finish - a.compute_ns,
-            "overlap_ns": a.overlap_ns,
-            "idle_ns": a.finish - a.busy_ns,
-            "nodes": len(a.prog),
-            "simulated_as": a.rank,
-        }
-        for r in a.ranks:
-            rows.append({"rank": r, **base})
-    rows.sort(key=lambda row: row["rank"])
-    return rows
+def _kind_codes(kind: np.ndarray, res: np.ndarray) -> np.ndarray:
+    """SPAN_KINDS index of each node from the program's kind and resource."""
+    code = np.full(len(kind), SPAN_KINDS.index("other"), np.uint8)
+    comp = kind == K_COMP
+    code[comp & (res == R_CPU)] = SPAN_KINDS.index("cpu")
+    code[comp & (res != R_CPU)] = SPAN_KINDS.index("compute")
+    code[comp & (res == R_COMM)] = SPAN_KINDS.index("collective")  # a broadcast replaying its duration
+    for k, name in ((K_MEM, "memory"), (K_COLL, "collective"), (K_SEND, "send"), (K_RECV, "recv"),
+                    (K_NOP, "other")):
+        code[kind == k] = SPAN_KINDS.index(name)
+    return code
 
 
-def critical_path(sim: Sim, traces: TraceSet, limit: int = 200) -> dict:
-    """Walk back from the last node to finish: through the dependency or the resource that
-    made each node start, and across ranks through the member that started a collective last
-    or the send that completed a receive.  Returns nodes (rank, id, name, kind, start/end ns),
-    at most ``limit`` of them (the longest), and time per kind."""
-    actors = sim.actors
-    a = max(actors, key=lambda x: (x.finish, x.rank))
-    if not len(a.prog):
-        return {"nodes": [], "length": 0}
-    i = max(range(len(a.prog)), key=lambda k: (a.end[k], k))
-    path = []
-    seen = set()
-    cur: tuple[int, int] | None = (a.index, i)
-    while cur is not None and cur not in seen:
-        seen.add(cur)
-        path.append(cur)
-        x = sim.cross.get(cur)
-        if x is not None:
-            cur = x
+def build_spans(sim: Sim, traces: TraceSet, names: bool = True) -> Spans:
+    """One span per node of every simulated rank (times in ns), with bytes, group, peer,
+    algorithm and the match of collectives (by issue order per group) and of send/receive pairs
+    (by order per source, destination, tag and size), dependency flows across tracks, and the
+    collective chunk phases recorded for the timeline on per-dimension queue tracks.  With
+    ``names``, each rank's file is read once more for the node names."""
+    b = SpanBuilder(nranks=len(sim.rank_actor))
+    tracks = [b.intern("tracks", t) for t in _TRACKS]
+    matches: dict[tuple, int] = {}
+    algorithms = {(s["collective"], "" if s["group"] == "all" else s["group"]): "; ".join(s["phases"])
+                  for s in sim.coll.stats.values()}
+    offsets = []
+    for a in sim.actors:
+        prog = a.prog
+        n = len(prog)
+        offsets.append(len(b))
+        if len(a.ranks) > 1:
+            b.ranks_of[a.rank] = list(a.ranks)
+        if not n:
             continue
-        act = actors[cur[0]]
-        w = act.why[cur[1]]
-        cur = (cur[0], w) if w >= 0 else None
-    path.reverse()
-    by_kind: dict[str, int] = {}
-    for ai, ni in path:
-        act = actors[ai]
-        k = _KIND[act.prog.kind[ni]]
-        by_kind[k] = by_kind.get(k, 0) + act.end[ni] - act.start[ni]
-    keep = path
-    if len(path) > limit:
-        top = sorted(path, key=lambda p: actors[p[0]].start[p[1]] - actors[p[0]].end[p[1]])[:limit]
-        top_set = set(top)
-        keep = [p for p in path if p in top_set]
-    names = _names(traces, [(actors[ai].rank, actors[ai].prog.ids[ni]) for ai, ni in keep])
-    nodes = []
-    for ai, ni in keep:
-        act = actors[ai]
-        nid = act.prog.ids[ni]
-        nodes.append({"rank": act.rank, "id": nid, "name": names.get((act.rank, nid), ""),
-                      "kind": _KIND[act.prog.kind[ni]], "start_ns": act.start[ni], "end_ns": act.end[ni]})
-    return {"length": len(path), "shown": len(nodes), "ns_by_kind": by_kind, "nodes": nodes}
+        start = np.frombuffer(a.start, np.int64)
+        end = np.frombuffer(a.end, np.int64)
+        kind = np.frombuffer(bytes(prog.kind), np.uint8)
+        cols: dict[str, Any] = {
+            "rank": np.full(n, a.rank, np.int64), "start_ns": start, "dur_ns": end - start,
+            "track": np.asarray(tracks, np.int32)[np.frombuffer(bytes(prog.cat), np.uint8)],
+            "kind": _kind_codes(kind, np.frombuffer(bytes(prog.res), np.uint8)),
+            "node_id": np.frombuffer(prog.ids, np.uint64).astype(np.int64),
+            "name": _names_of(b, traces, a.rank, prog) if names else np.full(n, b.intern("names", ""), np.int32),
+        }
+        cols.update(_comm_columns(b, a, start, matches, algorithms))
+        b.extend(cols)
+    _dependency_flows(b, sim, offsets)
+    _queue_phases(b, sim)
+    return b.build()
+
+
+def _names_of(b: SpanBuilder, traces: TraceSet, rank: int, prog) -> np.ndarray:
+    """The interned name of every node of ``prog`` (in its id order), read from the rank's file."""
+    ids, labels = [], []
+    for batch in traces[rank].batches():
+        for node in batch:
+            ids.append(node.id)
+            labels.append(b.intern("names", node.name or f"node {node.id}"))
+    file_ids = np.asarray(ids, np.uint64)
+    order = np.argsort(file_ids, kind="stable")
+    at = np.searchsorted(file_ids[order], np.frombuffer(prog.ids, np.uint64))
+    return np.asarray(labels, np.int32)[order][at]
+
+
+def _comm_columns(b: SpanBuilder, a, start: np.ndarray, matches: dict[tuple, int],
+                  algorithms: dict[tuple[str, str], str]) -> dict[str, np.ndarray]:
+    n = len(a.prog)
+    size = np.zeros(n, np.int64)
+    group = np.full(n, -1, np.int32)
+    algo = np.full(n, -1, np.int32)
+    peer = np.full(n, -1, np.int64)
+    match = np.full(n, -1, np.int64)
+    comm_type = np.full(n, -1, np.int64)
+    kinds = a.prog.kind
+    order = sorted(a.prog.extra, key=lambda i: (start[i], i))
+    seq: dict[tuple, int] = {}
+    for i in order:
+        x = a.prog.extra[i]
+        k = kinds[i]
+        if k == K_COLL:
+            ct, nbytes, pg, _inv = x
+            key: tuple = ("coll", pg, seq.setdefault(("coll", pg), 0))
+            seq[("coll", pg)] += 1
+            size[i] = nbytes
+            comm_type[i] = ct
+            group[i] = b.intern("strings", pg or "all")
+            label = algorithms.get((CommType(ct).name, pg))
+            if label:
+                algo[i] = b.intern("strings", label)
+        elif k in (K_SEND, K_RECV):
+            other, tag, nbytes = x
+            pair = (a.rank, other) if k == K_SEND else (other, a.rank)
+            wire = ("p2p", *pair, tag, nbytes)
+            key = (*wire, seq.setdefault(wire + (k,), 0))
+            seq[wire + (k,)] += 1
+            size[i] = nbytes
+            peer[i] = other
+        elif k == K_MEM:
+            size[i] = x[0]
+            continue
+        else:
+            continue
+        match[i] = matches.setdefault(key, len(matches))
+    return {"bytes": size, "group": group, "algorithm": algo, "peer": peer, "match": match,
+            "comm_type": comm_type}
+
+
+def _dependency_flows(b: SpanBuilder, sim: Sim, offsets: list[int]) -> None:
+    """A flow for every dependency between nodes on different tracks of a rank."""
+    for a, base in zip(sim.actors, offsets):
+        prog = a.prog
+        if not len(prog):
+            continue
+        ptr = np.frombuffer(prog.child_ptr, np.int64)
+        kids = np.frombuffer(prog.child_idx, np.int64)
+        parent = np.repeat(np.arange(len(prog)), np.diff(ptr))
+        cat = np.frombuffer(bytes(prog.cat), np.uint8)
+        cross = cat[parent] != cat[kids]
+        for p, c in zip((parent[cross] + base).tolist(), (kids[cross] + base).tolist()):
+            b.flow(p, c, "dependency")
+
+
+def _queue_phases(b: SpanBuilder, sim: Sim) -> None:
+    """Collective chunk phases the engine recorded (its timeline list) on per-dimension queues."""
+    for ai, tid, what, start, dur in sim.timeline or []:
+        if tid < 10:
+            continue
+        label, chunk, key = what
+        b.add(sim.actors[ai].rank, f"dim {tid - 10} queue", start, dur, f"{label} chunk {chunk}", "phase",
+              group=key[0] or "all")
+
+
+def rank_rows(spans: Spans, actors) -> list[dict]:
+    """One dict per rank (ns): the core's breakdown (``compute_ns`` is CPU and accelerator
+    compute; the four parts sum to ``finish_ns``) plus ``nodes``; a rank without nodes finishes at 0."""
+    rows = {row["rank"]: row for row in breakdown(spans)}
+    for a in actors:
+        for r in a.ranks:
+            row = rows.setdefault(r, {"rank": r, "finish_ns": 0, "compute_ns": 0, "exposed_comm_ns": 0,
+                                      "exposed_mem_ns": 0, "idle_ns": 0, "simulated_as": a.rank})
+            row["nodes"] = len(a.prog)
+    return [rows[r] for r in sorted(rows)]
+
+
+def path_summary(spans: Spans, traces: TraceSet, limit: int) -> dict:
+    """The core's cross-rank critical path as JSON, with node names read for the nodes shown."""
+    out = critical_path(spans).to_dict(spans, limit)
+    missing = [(nd["rank"], nd["id"]) for nd in out["nodes"] if not nd["name"]]
+    if missing:
+        found = _names(traces, missing)
+        for nd in out["nodes"]:
+            nd["name"] = nd["name"] or found.get((nd["rank"], nd["id"]), "")
+    return out
 
 
 def _names(traces: TraceSet, wanted: list[tuple[int, int]]) -> dict[tuple[int, int], str]:
@@ -100,49 +191,9 @@ def _names(traces: TraceSet, wanted: list[tuple[int, int]]) -> dict[tuple[int, i
     return out
 
 
-def write_timeline(sim: Sim, path: str | Path, traces: TraceSet) -> int:
-    """Write the recorded spans as Chrome trace JSON (opens in Perfetto); times in us.
-
-    One process per simulated rank (named with the ranks it stands for), threads cpu /
-    compute / comm and one per dimension queue for collective chunk phases.  Returns the
-    number of spans written.
-    """
-    spans = sim.timeline or []
-    events = []
-    actors = sim.actors
-    for a in actors:
-        label = f"rank {a.rank}" if len(a.ranks) == 1 else f"ranks {_span(a.ranks)} (simulated as {a.rank})"
-        events.append({"ph": "M", "name": "process_name", "pid": a.rank, "args": {"name": label}})
-        for tid, tname in _TID.items():
-            events.append({"ph": "M", "name": "thread_name", "pid": a.rank, "tid": tid, "args": {"name": tname}})
-    wanted = [(actors[ai].rank, actors[ai].prog.ids[ni]) for ai, tid, ni, _s, _d in spans
-              if tid < 10]
-    names = _names(traces, wanted) if len(wanted) <= 200_000 else {}
-    queues = set()
-    for ai, tid, what, start, dur in spans:
-        a = actors[ai]
-        if tid >= 10:
-            label, chunk, key = what
-            queues.add((a.rank, tid))
-            events.append({"ph": "X", "pid": a.rank, "tid": tid, "ts": start / 1000, "dur": dur / 1000,
-                           "name": f"{label} chunk {chunk}",
-                           "args": {"group": key[0] or "all", "seq": key[1], "chunk": chunk}})
-        else:
-            nid = a.prog.ids[what]
-            events.append({"ph": "X", "pid": a.rank, "tid": tid, "ts": start / 1000, "dur": dur / 1000,
-                           "name": names.get((a.rank, nid)) or f"node {nid}",
-                           "args": {"id": nid, "kind": _KIND[a.prog.kind[what]]}})
-    for rank, tid in sorted(queues):
-        events.append({"ph": "M", "name": "thread_name", "pid": rank, "tid": tid,
-                       "args": {"name": f"dim {tid - 10} queue"}})
-    path = Path(path)
-    with atomic_output(path) as tmp:
-        tmp.write_text(json.dumps({"traceEvents": events, "displayTimeUnit": "ns",
-                                   "otherData": {"time_unit": "us (ts, dur)", "source": "chakra simpy"}}))
-    return len(spans)
-
-
-def _span(ranks: list[int]) -> str:
-    if len(ranks) > 2 and ranks == list(range(ranks[0], ranks[-1] + 1)):
-        return f"{ranks[0]}-{ranks[-1]}"
-    return ", ".join(map(str, ranks[:6])) + (" ..." if len(ranks) > 6 else "")
+def write_sim_timeline(spans: Spans, path: str | Path, options: Mapping[str, Any]) -> dict:
+    """Write the timeline with the backend's ``timeline_*`` options (see the backend)."""
+    return write_timeline(spans, path, format=options.get("timeline_format") or None,
+                          ranks=options.get("timeline_ranks"), window_ns=options.get("timeline_window"),
+                          expand=bool(options.get("timeline_expand")), title="chakra simpy",
+                          max_spans=options.get("timeline_max_spans"))

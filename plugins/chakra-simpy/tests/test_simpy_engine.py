@@ -50,7 +50,8 @@ def test_cpu_and_accelerator_ops_run_at_once_and_zero_duration_is_one_ns(kit, tm
     res = kit.run(kit.same(2, lambda: [kit.comp(1, 10, cpu=True), kit.comp(2, 4), kit.comp(3, 0)]),
                   kit.system([("Ring", 2, 50, 500)]), tmp_path)
     r = res.ranks[0]
-    assert r["finish_ns"] == 10_000 and r["cpu_ns"] == 10_000 and r["compute_ns"] == 4_001
+    assert r["finish_ns"] == 10_000 and r["cpu_ns"] == 10_000 and r["accelerator_ns"] == 4_001
+    assert r["compute_ns"] == 10_000  # CPU and accelerator compute together
 
 
 def test_streams_option_allows_concurrent_collectives(kit, tmp_path):
@@ -76,7 +77,12 @@ def test_send_recv_eager_matching(kit, tmp_path):
     res = kit.run(ts, sysd, tmp_path)
     assert res.ranks[1]["finish_ns"] == 50_000 + kit.net(4096, 1, 500, 50)
     path = res.summary["critical_path"]["nodes"]
-    assert [(n["rank"], n["kind"]) for n in path] == [(0, "compute"), (0, "send"), (1, "recv")]
+    # the path crosses from the receive to the send that completed it; the receiver waited from 0
+    # while rank 0 computed: that compute is skew (waiting for a slower peer)
+    assert [(n["rank"], n["kind"]) for n in path] == [(0, "compute"), (0, "send")]
+    assert res.summary["critical_path"]["ns_by_category"] == {
+        "compute_ns": 0, "exposed_comm_ns": kit.net(4096, 1, 500, 50), "exposed_mem_ns": 0, "skew_ns": 50_000,
+        "idle_ns": 0}
 
 
 def test_sends_match_by_tag_size_and_sequence(kit, tmp_path):

@@ -1,0 +1,101 @@
+"""Per-rank time breakdown of spans: compute, exposed communication, exposed memory, idle.
+
+Each part is a length of a union of intervals on the rank, so that the four parts sum exactly
+to the rank's finish time: ``compute_ns`` is the time any compute (CPU or accelerator) runs,
+``exposed_comm_ns`` the time communication runs and no compute does, ``exposed_mem_ns`` the time
+only memory operations run, ``idle_ns`` the rest up to ``finish_ns``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._spans import COMM_KINDS, COMPUTE_KINDS, SPAN_KINDS, Spans
+
+__all__ = ["breakdown", "union_ns"]
+
+_MEM = (SPAN_KINDS.index("memory"),)
+
+
+def union_ns(starts: np.ndarray, ends: np.ndarray) -> int:
+    """The length (ns) of the union of the intervals ``[starts[i], ends[i])``."""
+    if not len(starts):
+        return 0
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], ends[order]
+    reach = np.maximum.accumulate(e)
+    first = np.concatenate(([0], np.flatnonzero(s[1:] > reach[:-1]) + 1))
+    last = np.concatenate((first[1:] - 1, [len(s) - 1]))
+    return int((reach[last] - s[first]).sum())
+
+
+def breakdown(spans: Spans) -> list[dict[str, Any]]:
+    """One row per rank of the run (ranks a symmetric span set stands for are expanded), in ns.
+
+    Keys: ``rank``, ``finish_ns``, ``compute_ns``, ``exposed_comm_ns``, ``exposed_mem_ns``,
+    ``idle_ns`` (these four sum to ``finish_ns``), ``comm_ns`` (any communication in flight),
+    ``mem_ns``, ``cpu_ns`` and ``accelerator_ns`` (compute on each), ``overlap_ns`` (compute
+    and communication at once), ``skew_ns`` (time in collectives and receives before the last
+    member arrived: waiting for slower peers), ``ops`` (spans counted) and ``simulated_as``
+    (the rank whose spans give these times).
+    """
+    ops = spans.ops()
+    rank = spans.rank[ops]
+    order = np.argsort(rank, kind="stable")
+    ops, rank = ops[order], rank[order]
+    cuts = np.flatnonzero(np.diff(rank)) + 1
+    wait = _arrival_wait(spans)
+    rows = []
+    for part in np.split(ops, cuts) if len(ops) else []:
+        r = int(spans.rank[part[0]])
+        row = _rank_row(spans, part, wait)
+        for member in spans.stands_for(r):
+            rows.append({"rank": member, **row, "simulated_as": r})
+    rows.sort(key=lambda row: row["rank"])
+    return rows
+
+
+def _rank_row(spans: Spans, part: np.ndarray, wait: np.ndarray) -> dict[str, Any]:
+    start = spans.start_ns[part]
+    end = start + spans.dur_ns[part]
+    kind = spans.kind[part]
+    comp = np.isin(kind, COMPUTE_KINDS)
+    cpu = kind == SPAN_KINDS.index("cpu")
+    acc = kind == SPAN_KINDS.index("compute")
+    comm = np.isin(kind, COMM_KINDS)
+    mem = np.isin(kind, _MEM)
+    finish = int(end.max())
+    u_comp = union_ns(start[comp], end[comp])
+    u_comm = union_ns(start[comm], end[comm])
+    u_cc = union_ns(start[comp | comm], end[comp | comm])
+    u_all = union_ns(start[comp | comm | mem], end[comp | comm | mem])
+    return {
+        "finish_ns": finish,
+        "compute_ns": u_comp,
+        "exposed_comm_ns": u_cc - u_comp,
+        "exposed_mem_ns": u_all - u_cc,
+        "idle_ns": finish - u_all,
+        "comm_ns": u_comm,
+        "mem_ns": union_ns(start[mem], end[mem]),
+        "cpu_ns": union_ns(start[cpu], end[cpu]),
+        "accelerator_ns": union_ns(start[acc], end[acc]),
+        "overlap_ns": u_comp + u_comm - u_cc,
+        "skew_ns": int(wait[part].sum()),
+        "ops": len(part),
+    }
+
+
+def _arrival_wait(spans: Spans) -> np.ndarray:
+    """Per span: the time from its start to the start of the last member of its match (0 unmatched)."""
+    wait = np.zeros(len(spans), np.int64)
+    sel = np.flatnonzero((spans.match >= 0) & np.isin(spans.kind, COMM_KINDS))
+    if not len(sel):
+        return wait
+    keys = spans.match[sel]
+    uniq, inv = np.unique(keys, return_inverse=True)
+    last = np.full(len(uniq), np.iinfo(np.int64).min, np.int64)
+    np.maximum.at(last, inv, spans.start_ns[sel])
+    wait[sel] = np.minimum(np.maximum(last[inv] - spans.start_ns[sel], 0), spans.dur_ns[sel])
+    return wait

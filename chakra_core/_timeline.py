@@ -1,0 +1,297 @@
+"""Timelines of spans: Perfetto's protobuf trace (the default) or Chrome trace JSON.
+
+Selection (ranks, a time window, an optional cap on spans that is stated in the output), one
+process per rank with one track per stream or queue, overlapping spans of one track spread over
+lanes so that every track holds properly nested slices, flows for dependencies and for the
+members of each collective and send/receive pair, a counter of communication in flight per rank,
+and the cross-rank critical path on a track of its own.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ._errors import ConfigError
+from ._spans import COMM_KINDS, FLOW_KINDS, SPAN_KINDS, Spans
+
+__all__ = ["write_timeline", "TimelineData", "parse_ranks", "parse_window", "TIMELINE_FORMATS"]
+
+TIMELINE_FORMATS = ("perfetto", "json")
+
+
+@dataclass
+class TimelineData:
+    """What a timeline writer draws: the kept spans (``index`` into ``spans``, with the rank and
+    the lane track each is drawn on), tracks, flows, counters and the critical path."""
+
+    spans: Spans
+    index: np.ndarray
+    rank: np.ndarray
+    lane: np.ndarray
+    start_ns: np.ndarray
+    dur_ns: np.ndarray
+    lanes: list[tuple[int, str]]
+    process_names: dict[int, str]
+    flow_src: np.ndarray
+    flow_dst: np.ndarray
+    flow_kind: np.ndarray
+    counter_rank: np.ndarray
+    counter_ts: np.ndarray
+    counter_value: np.ndarray
+    path_start: np.ndarray
+    path_dur: np.ndarray
+    path_label: list[str]
+    notes: list[str] = field(default_factory=list)
+
+
+def parse_ranks(text: str | None) -> list[int] | None:
+    """``"0-3,8"`` as ``[0, 1, 2, 3, 8]`` (None for None)."""
+    if text is None:
+        return None
+    out: list[int] = []
+    try:
+        for part in str(text).split(","):
+            if "-" in part.strip()[1:]:
+                lo, hi = part.split("-", 1)
+                out.extend(range(int(lo), int(hi) + 1))
+            elif part.strip():
+                out.append(int(part))
+    except ValueError:
+        raise ConfigError(f"ranks {text!r}: expected a list like 0-3,8") from None
+    return out
+
+
+def parse_window(window: tuple[int, int] | str | None) -> tuple[int, int] | None:
+    """``"START:END"`` (ns) or a pair as ``(start, end)``; None for None."""
+    if window is None or isinstance(window, tuple):
+        return window
+    try:
+        lo, hi = (int(x) for x in str(window).split(":"))
+    except ValueError:
+        raise ConfigError(f"time window {window!r}: expected START:END in ns, e.g. 0:5000000") from None
+    return lo, hi
+
+
+def write_timeline(spans: Spans, path: str | Path, *, format: str | None = None,
+                   ranks: list[int] | str | None = None, window_ns: tuple[int, int] | str | None = None,
+                   expand: bool = False, flows: bool = True, counters: bool = True, critical: bool = True,
+                   max_spans: int | None = None, title: str = "chakra") -> dict[str, Any]:
+    """Write ``spans`` as a timeline at ``path``, atomically.
+
+    ``format``: ``perfetto`` (Perfetto's protobuf trace, the default; opens in ui.perfetto.dev)
+    or ``json`` (Chrome trace JSON; the default for a path ending in ``.json``).  ``ranks`` and
+    ``window_ns`` (start, end in ns, or ``"START:END"``) select what is drawn (spans crossing the window are cut at
+    its edges); ``expand`` draws every rank a symmetric span set stands for; ``max_spans`` keeps
+    the earliest spans only and says so in the timeline.  Returns what was written: ``path``,
+    ``format``, ``spans`` (drawn), ``selected``, ``total``, ``truncated``, ``tracks``,
+    ``flows``, ``counters``, ``critical_path_segments``.
+    """
+    from ._etio import atomic_output
+
+    path = Path(path)
+    fmt = format or ("json" if path.name.endswith((".json", ".json.gz")) else "perfetto")
+    if fmt not in TIMELINE_FORMATS:
+        raise ConfigError(f"timeline format {fmt!r}: expected one of {', '.join(TIMELINE_FORMATS)}")
+    data, selected = _prepare(spans, parse_ranks(ranks) if isinstance(ranks, str) else ranks, parse_window(window_ns),
+                              expand, flows, counters, critical, max_spans)
+    with atomic_output(path) as tmp:
+        if fmt == "perfetto":
+            from ._perfetto import write_perfetto
+
+            write_perfetto(data, tmp, title)
+        else:
+            from ._chrome_trace import write_chrome
+
+            write_chrome(data, tmp, title)
+    return {"path": str(path), "format": fmt, "spans": len(data.index), "selected": selected,
+            "total": len(spans), "truncated": len(data.index) < selected, "tracks": len(data.lanes),
+            "flows": len(data.flow_src), "counters": len(data.counter_ts),
+            "critical_path_segments": len(data.path_start), "notes": data.notes}
+
+
+def _prepare(spans: Spans, ranks: list[int] | None, window: tuple[int, int] | None, expand: bool,
+             flows: bool, counters: bool, critical: bool, max_spans: int | None) -> tuple[TimelineData, int]:
+    index, rank = _expanded(spans, expand)
+    if ranks is not None:
+        keep = np.isin(rank, np.asarray(ranks, np.int64))
+        index, rank = index[keep], rank[keep]
+    start, end = spans.start_ns[index], spans.end_ns[index]
+    if window is not None:
+        lo, hi = int(window[0]), int(window[1])
+        if hi <= lo:
+            raise ConfigError(f"time window {lo}..{hi} ns is empty")
+        keep = (end > lo) & (start < hi) | ((start == end) & (start >= lo) & (start < hi))
+        index, rank = index[keep], rank[keep]
+        start, end = np.maximum(spans.start_ns[index], lo), np.minimum(spans.end_ns[index], hi)
+    selected = len(index)
+    notes = []
+    if max_spans is not None and selected > max_spans:
+        first = np.sort(np.argsort(start, kind="stable")[:max_spans])
+        index, rank, start, end = index[first], rank[first], start[first], end[first]
+        notes.append(f"truncated: {max_spans} of {selected} selected spans drawn (the earliest; max_spans)")
+    lane, lanes = _lanes(spans, rank, spans.track[index], start, end)
+    data = TimelineData(spans, index, rank, lane, start, end - start, lanes, _process_names(spans, rank, expand),
+                        *_flows(spans, index, rank, flows), *_counters(spans, index, rank, start, end, counters),
+                        *_path(spans, ranks, window, critical), notes=notes)
+    return data, selected
+
+
+def _expanded(spans: Spans, expand: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Span indices and the rank each is drawn on (copies for every member of a class with ``expand``)."""
+    index = np.arange(len(spans), dtype=np.int64)
+    rank = spans.rank.copy()
+    if not expand or not spans.ranks_of:
+        return index, rank
+    parts_i, parts_r = [index[~np.isin(rank, list(spans.ranks_of))]], [rank[~np.isin(rank, list(spans.ranks_of))]]
+    for rep, members in spans.ranks_of.items():
+        own = index[spans.rank == rep]
+        parts_i.append(np.tile(own, len(members)))
+        parts_r.append(np.repeat(np.asarray(members, np.int64), len(own)))
+    return np.concatenate(parts_i), np.concatenate(parts_r)
+
+
+def _process_names(spans: Spans, rank: np.ndarray, expand: bool) -> dict[int, str]:
+    names = {}
+    for r in np.unique(rank).tolist():
+        members = spans.ranks_of.get(r, [r])
+        names[r] = f"rank {r}" if expand or len(members) == 1 else \
+            f"ranks {_span_text(members)} (simulated as {r})"
+    return names
+
+
+def _span_text(ranks: list[int]) -> str:
+    if len(ranks) > 2 and ranks == list(range(ranks[0], ranks[-1] + 1)):
+        return f"{ranks[0]}-{ranks[-1]}"
+    return ", ".join(map(str, ranks[:6])) + (f" ... ({len(ranks)})" if len(ranks) > 6 else "")
+
+
+def _lanes(spans: Spans, rank: np.ndarray, track: np.ndarray, start: np.ndarray,
+           end: np.ndarray) -> tuple[np.ndarray, list[tuple[int, str]]]:
+    """A lane per span so that the spans of one lane do not overlap; ``lanes[k]`` = (rank, name)."""
+    n = len(rank)
+    lane = np.zeros(n, np.int64)
+    if not n:
+        return lane, []
+    key = rank * (len(spans.tracks) + 1) + track
+    order = np.lexsort((-end, start, key))
+    ks, ss, es = key[order], start[order], end[order]
+    cuts = np.concatenate(([0], np.flatnonzero(np.diff(ks)) + 1, [n]))
+    sub = np.zeros(n, np.int64)
+    counts = []
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        reach = np.maximum.accumulate(es[a:b])
+        if b - a < 2 or not (ss[a + 1:b] < reach[:-1]).any():
+            counts.append(1)
+            continue
+        sub[a:b], used = _partition(ss[a:b], es[a:b])
+        counts.append(used)
+    group_of = np.repeat(np.arange(len(counts)), np.diff(cuts))
+    base = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    lane[order] = base[group_of] + sub
+    lanes = []
+    for g, (a, used) in enumerate(zip(cuts[:-1], counts)):
+        r, t = int(ks[a] // (len(spans.tracks) + 1)), int(ks[a] % (len(spans.tracks) + 1))
+        name = spans.tracks[t]
+        lanes += [(r, name if used == 1 else f"{name} #{j}") for j in range(used)]
+        del g
+    return lane, lanes
+
+
+def _partition(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, int]:
+    """Interval partitioning (spans sorted by start): the lowest free lane for each span."""
+    out = np.zeros(len(start), np.int64)
+    busy: list[tuple[int, int]] = []
+    free: list[int] = []
+    used = 0
+    for i, (s, e) in enumerate(zip(start.tolist(), end.tolist())):
+        while busy and busy[0][0] <= s:
+            heapq.heappush(free, heapq.heappop(busy)[1])
+        if free:
+            k = heapq.heappop(free)
+        else:
+            k, used = used, used + 1
+        out[i] = k
+        heapq.heappush(busy, (max(e, s + 1) if e == s else e, k))
+    return out, used
+
+
+def _flows(spans: Spans, index: np.ndarray, rank: np.ndarray,
+           wanted: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Arrows between drawn spans (positions in ``index``): the spans' own flows, and from the
+    last member to arrive at each collective or send/receive pair to every other member."""
+    empty = np.zeros(0, np.int64)
+    if not wanted or not len(index):
+        return empty, empty, np.zeros(0, np.uint8)
+    pos = np.full(len(spans), -1, np.int64)
+    first_copy = np.unique(index, return_index=True)
+    pos[first_copy[0]] = first_copy[1]
+    src, dst, kind = [], [], []
+    if len(spans.flow_src):
+        ok = (pos[spans.flow_src] >= 0) & (pos[spans.flow_dst] >= 0)
+        src.append(pos[spans.flow_src[ok]])
+        dst.append(pos[spans.flow_dst[ok]])
+        kind.append(spans.flow_kind[ok])
+    drawn = first_copy[1][(spans.match[first_copy[0]] >= 0) & np.isin(spans.kind[first_copy[0]], COMM_KINDS)]
+    if len(drawn):
+        m = spans.match[index[drawn]]
+        order = np.lexsort((spans.start_ns[index[drawn]], m))
+        d, ms = drawn[order], m[order]
+        last_of = np.concatenate((np.flatnonzero(np.diff(ms)), [len(ms) - 1]))
+        group = np.repeat(np.arange(len(last_of)), np.diff(np.concatenate(([-1], last_of))))
+        leader = d[last_of][group]
+        other = d != leader
+        p2p = np.isin(spans.kind[index[d]], (SPAN_KINDS.index("send"), SPAN_KINDS.index("recv")))
+        src.append(leader[other])
+        dst.append(d[other])
+        kind.append(np.where(p2p[other], FLOW_KINDS.index("p2p"), FLOW_KINDS.index("collective")).astype(np.uint8))
+    if not src:
+        return empty, empty, np.zeros(0, np.uint8)
+    return np.concatenate(src), np.concatenate(dst), np.concatenate(kind)
+
+
+def _counters(spans: Spans, index: np.ndarray, rank: np.ndarray, start: np.ndarray, end: np.ndarray,
+              wanted: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per rank, the number of communication operations in flight, at each change."""
+    empty = np.zeros(0, np.int64)
+    if not wanted:
+        return empty, empty, empty
+    comm = np.isin(spans.kind[index], COMM_KINDS)
+    r = np.concatenate((rank[comm], rank[comm]))
+    t = np.concatenate((start[comm], end[comm]))
+    step = np.concatenate((np.ones(comm.sum(), np.int64), -np.ones(comm.sum(), np.int64)))
+    order = np.lexsort((step, t, r))
+    r, t, step = r[order], t[order], step[order]
+    level = np.cumsum(step)
+    if len(r):
+        first = np.concatenate(([0], np.flatnonzero(np.diff(r)) + 1))
+        before = np.concatenate(([0], level[first[1:] - 1]))
+        level = level - np.repeat(before, np.diff(np.concatenate((first, [len(r)]))))
+    last = np.concatenate((np.flatnonzero((np.diff(t) != 0) | (np.diff(r) != 0)), [len(t) - 1])) if len(t) else empty
+    return r[last], t[last], level[last]
+
+
+def _path(spans: Spans, ranks: list[int] | None, window: tuple[int, int] | None,
+          wanted: bool) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """The critical path's segments (clipped to the window) and their labels."""
+    empty = np.zeros(0, np.int64)
+    if not wanted or not len(spans):
+        return empty, empty, []
+    from ._critical import PATH_CATEGORIES, critical_path
+
+    cp = critical_path(spans)
+    start, end = cp.start_ns.copy(), cp.end_ns.copy()
+    keep = np.ones(len(start), bool)
+    if window is not None:
+        keep = (end > window[0]) & (start < window[1])
+        start, end = np.maximum(start, window[0]), np.minimum(end, window[1])
+    labels = []
+    for k in np.flatnonzero(keep).tolist():
+        i = int(cp.span[k])
+        what = spans.names[spans.name[i]] if i >= 0 else "idle"
+        labels.append(f"{PATH_CATEGORIES[cp.category[k]]}: {what} (rank {int(cp.rank[k])})")
+    return start[keep], (end - start)[keep], labels

@@ -1,0 +1,105 @@
+"""Per-rank breakdown and cross-rank critical path of spans, against answers computed by hand.
+
+The span sets here are written by hand: they stand for what a backend measured or simulated
+(closed-form times), so that every expected number below follows from the numbers in the set.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from chakra_core import SpanBuilder, Spans, breakdown, critical_path
+
+
+def slow_rank_set() -> Spans:
+    """Three ranks, one all-reduce (match 1); rank 1 computes for 180 ns where the others need
+    less, so the all-reduce starts when rank 1 arrives at 300 ns and ends at 350 ns."""
+    b = SpanBuilder()
+    b.add(0, "compute", 0, 100, "fwd", "compute", node_id=1)
+    b.add(0, "comm", 100, 250, "allreduce", "collective", node_id=2, bytes=1 << 20, group="dp", match=1)
+    b.add(0, "compute", 350, 50, "opt", "compute", node_id=3)
+    b.add(1, "compute", 0, 100, "fwd", "compute", node_id=1)
+    b.add(1, "compute", 120, 180, "slow_kernel", "compute", node_id=4)
+    b.add(1, "comm", 300, 50, "allreduce", "collective", node_id=2, bytes=1 << 20, group="dp", match=1)
+    b.add(1, "compute", 350, 30, "opt", "compute", node_id=3)
+    b.add(2, "compute", 0, 150, "fwd", "compute", node_id=1)
+    b.add(2, "comm", 150, 200, "allreduce", "collective", node_id=2, bytes=1 << 20, group="dp", match=1)
+    b.add(2, "compute", 350, 40, "opt", "compute", node_id=3)
+    return b.build()
+
+
+def test_breakdown_sums_to_finish_and_matches_hand_computation():
+    rows = {r["rank"]: r for r in breakdown(slow_rank_set())}
+    for r in rows.values():
+        assert r["compute_ns"] + r["exposed_comm_ns"] + r["exposed_mem_ns"] + r["idle_ns"] == r["finish_ns"]
+    assert rows[0] == dict(rows[0], finish_ns=400, compute_ns=150, exposed_comm_ns=250, idle_ns=0, skew_ns=200)
+    # rank 1: compute 100 + 180 + 30, idle 100..120, the all-reduce 300..350
+    assert rows[1] == dict(rows[1], finish_ns=380, compute_ns=310, exposed_comm_ns=50, idle_ns=20, skew_ns=0)
+    assert rows[2] == dict(rows[2], finish_ns=390, compute_ns=190, exposed_comm_ns=200, skew_ns=150)
+
+
+def test_critical_path_crosses_to_the_slow_rank():
+    spans = slow_rank_set()
+    cp = critical_path(spans)
+    # from rank 0's "opt" (350..400) back through the all-reduce, whose last member is rank 1
+    # (arrived at 300); rank 2 arrived second, at 150: rank 1's work after 150 is skew
+    assert cp.ns_by_category() == {"compute_ns": 50 + 30 + 100, "exposed_comm_ns": 50, "exposed_mem_ns": 0,
+                                   "skew_ns": 150, "idle_ns": 20}
+    assert sum(cp.ns_by_category().values()) == cp.finish_ns == 400
+    segs = [(int(r), int(a), int(b)) for r, a, b in zip(cp.rank, cp.start_ns, cp.end_ns)]
+    assert segs == [(1, 0, 100), (1, 100, 120), (1, 120, 150), (1, 150, 300), (1, 300, 350), (0, 350, 400)]
+    assert cp.crossings == 1 and cp.ns_by_rank() == {0: 50, 1: 350}
+    assert [(n["rank"], n["name"], n["path_ns"]) for n in cp.nodes(spans)] == [
+        (1, "fwd", 100), (1, "slow_kernel", 180), (1, "allreduce", 50), (0, "opt", 50)]
+    top = cp.top(spans)
+    assert top[0] == {"name": "slow_kernel", "kind": "compute", "category": "skew", "ns": 150, "segments": 1}
+
+
+def test_overlap_and_memory_are_exposed_only_where_nothing_else_runs():
+    b = SpanBuilder()
+    b.add(0, "compute", 0, 100, "k", "compute")
+    b.add(0, "comm", 50, 100, "ar", "collective")       # 50..100 hidden, 100..150 exposed
+    b.add(0, "mem", 120, 60, "load", "memory")           # 150..180 exposed memory
+    b.add(0, "cpu", 200, 10, "launch", "cpu")            # after idle 180..200
+    (row,) = breakdown(b.build())
+    assert row == dict(row, finish_ns=210, compute_ns=110, exposed_comm_ns=50, exposed_mem_ns=30, idle_ns=20,
+                       overlap_ns=50, comm_ns=100)
+
+
+def test_receive_waiting_for_a_late_send_crosses_to_the_sender():
+    b = SpanBuilder()
+    b.add(0, "compute", 0, 500, "produce", "compute")
+    b.add(0, "comm", 500, 100, "send", "send", peer=1, bytes=4096, match=7)
+    b.add(1, "compute", 0, 100, "prep", "compute")
+    b.add(1, "comm", 100, 500, "recv", "recv", peer=0, bytes=4096, match=7)
+    b.add(1, "compute", 600, 100, "consume", "compute")
+    spans = b.build()
+    cp = critical_path(spans)
+    # the receive (from 100) waited for the send (from 500): rank 0's work after 100 is skew
+    assert cp.ns_by_category() == {"compute_ns": 100 + 100, "exposed_comm_ns": 100, "exposed_mem_ns": 0,
+                                   "skew_ns": 400, "idle_ns": 0}
+    assert [int(r) for r in cp.rank] == [0, 0, 0, 1]
+    assert [n["name"] for n in cp.nodes(spans)] == ["produce", "send", "consume"]
+    assert int(cp.end_ns[-1]) == 700
+
+
+def test_symmetric_spans_expand_to_every_rank_they_stand_for():
+    b = SpanBuilder(nranks=4)
+    b.add(0, "compute", 0, 10, "k", "compute")
+    b.ranks_of[0] = [0, 1, 2, 3]
+    rows = breakdown(b.build())
+    assert [r["rank"] for r in rows] == [0, 1, 2, 3] and {r["simulated_as"] for r in rows} == {0}
+
+
+def test_spans_save_and_load_round_trip(tmp_path):
+    spans = slow_rank_set()
+    back = Spans.load(spans.save(tmp_path / "s.npz"))
+    assert back.names == spans.names and back.strings == spans.strings
+    for col in ("rank", "start_ns", "dur_ns", "match", "bytes", "group"):
+        assert np.array_equal(getattr(back, col), getattr(spans, col))
+    (tmp_path / "bad.npz").write_bytes(b"not a zip")
+    from chakra_core import TraceFormatError
+
+    with pytest.raises(TraceFormatError, match="bad.npz"):
+        Spans.load(tmp_path / "bad.npz")
