@@ -33,7 +33,8 @@ Public API (everything else is private; docs/api.md describes each name):
 - roles: :func:`role_key`, :class:`RoleKey` (a rank's trace up to relabelled groups and peers)
 - analysis (docs/report.md): :class:`Spans`, :class:`SpanBuilder`, :data:`SPAN_KINDS`,
   :data:`FLOW_KINDS`, :func:`breakdown`, :func:`critical_path` (:class:`CriticalPath`),
-  :func:`write_timeline`
+  :func:`write_timeline`, :func:`report` (:class:`Report`), :func:`diff` (:class:`Diff`),
+  :func:`plot`
 
 Public subpackages: :mod:`chakra_core.system` (the system description),
 :mod:`chakra_core.hookspecs` (the hooks), :mod:`chakra_core.testing` (pytest fixtures).
@@ -62,6 +63,7 @@ if TYPE_CHECKING:
         validate,
     )
     from ._critical import CriticalPath, critical_path
+    from ._diff import Diff, diff
     from ._errors import ChakraError, ConfigError, PluginError, TraceFormatError
     from ._etio import EtReader, EtWriter, atomic_output, frame_nodes, open_binary, read_et, write_et
     from ._graph import DepGraph
@@ -70,9 +72,11 @@ if TYPE_CHECKING:
     from ._options import Option
     from ._paths import expand_paths
     from ._pipeline import Pipeline, detect_format, load_pipeline, load_traces, run_pipeline
+    from ._plots import plot
     from ._plugins import get_host
     from ._progress import Progress, progress, set_progress_enabled
     from ._publish import inside_output, output_directory
+    from ._report import Report, report
     from ._roles import RoleKey, role_key
     from ._schema import PG_INIT_NAME, AttributeProto, CommType, GlobalMetadata, IOInfo, Node, NodeType
     from ._selection import NODE_KINDS, SELECTION_OPTIONS, node_selection, parse_ranks
@@ -116,7 +120,7 @@ __all__ = [
     "SELECTION_OPTIONS", "NODE_KINDS", "node_selection", "parse_ranks",
     "sweep", "Executor",
     "Spans", "SpanBuilder", "SPAN_KINDS", "FLOW_KINDS", "breakdown", "critical_path", "CriticalPath",
-    "write_timeline",
+    "write_timeline", "report", "Report", "diff", "Diff", "plot",
 ]
 
 _WHERE = {
@@ -154,7 +158,8 @@ _WHERE = {
     "sweep": "_sweep", "Executor": "_api",
     "Spans": "_spans", "SpanBuilder": "_spans", "SPAN_KINDS": "_spans", "FLOW_KINDS": "_spans",
     "breakdown": "_breakdown", "critical_path": "_critical", "CriticalPath": "_critical",
-    "write_timeline": "_timeline",
+    "write_timeline": "_timeline", "report": "_report", "Report": "_report", "diff": "_diff", "Diff": "_diff",
+    "plot": "_plots",
 }
 
 __version__ = "0.1.0"

@@ -18,7 +18,7 @@ __all__ = ["main", "COMMANDS"]
 COMMANDS = {
     "convert": ("convert", "convert any registered input format to a Chakra .et set"),
     "validate": ("validate", "check traces for errors a simulator would crash or hang on"),
-    "stats": ("stats", "node, collective and critical-path statistics"),
+    "stats": ("stats", "node and collective counts, longest path by recorded durations (see 'report')"),
     "jsonize": ("jsonize", "write the JSON form of a trace (exact inverse of 'convert --format json')"),
     "plugins": ("plugins", "list installed plugins, what they registered, and failures"),
     "run": ("run", "run a YAML pipeline"),
@@ -29,6 +29,8 @@ COMMANDS = {
     "transform": ("transform", "apply registered transforms (what-if) to a trace set and write it"),
     "synth": ("synth", "learn a model from trace sets (fit), generate new sets (sample), show a model"),
     "sweep": ("sweep", "run every point of a pipeline's sweep: section, one results table"),
+    "report": ("report", "per-rank breakdown, top operators, collectives, stragglers, cross-rank critical path"),
+    "diff": ("diff", "compare two trace sets or results: the report's numbers side by side"),
 }
 
 

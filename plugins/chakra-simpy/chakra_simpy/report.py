@@ -64,6 +64,8 @@ def build_spans(sim: Sim, traces: TraceSet, names: bool = True) -> Spans:
             "name": _names_of(b, traces, a.rank, prog) if names else np.full(n, b.intern("names", ""), np.int32),
         }
         cols.update(_comm_columns(b, a, start, matches, algorithms))
+        replayed = (kind == K_COMP) & (np.frombuffer(bytes(prog.res), np.uint8) == R_COMM)
+        cols["comm_type"][replayed] = int(CommType.BROADCAST)  # the one collective replayed as a duration
         b.extend(cols)
     _dependency_flows(b, sim, offsets)
     _queue_phases(b, sim)

@@ -1,0 +1,107 @@
+"""``chakra report`` and ``chakra diff`` on a recorded trace (DDP on 2 gloo ranks, recorded by
+plugins/chakra-pytorch/recording/record_ddp.py), simulated by the simpy backend."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import chakra_core as chakra
+from chakra_core import NodeType
+
+pytest.importorskip("chakra_pytorch")
+pytest.importorskip("chakra_simpy")
+
+ROOT = Path(__file__).resolve().parents[1]
+DDP = ROOT / "plugins/chakra-pytorch/tests/data/ddp"
+
+
+def compute_ns(traces, rank, factor=1):
+    """What the replayed compute of ``rank`` takes: its COMP nodes' durations (CPU ops, one at a
+    time), each at least 1 ns."""
+    return sum(max(n.duration_micros * 1000 * factor, 1) for n in traces[rank].nodes() if n.type == NodeType.COMP_NODE)
+
+
+@pytest.fixture(scope="module")
+def ddp_report():
+    return chakra.report(str(DDP), what_if=["compute=2"])
+
+
+def test_report_json_breakdown_and_critical_path(ddp_report):
+    d = ddp_report.to_dict()
+    traces = chakra.load_traces(str(DDP))
+    assert [r["rank"] for r in d["ranks"]] == [0, 1]
+    for r in d["ranks"]:
+        assert r["compute_ns"] + r["exposed_comm_ns"] + r["exposed_mem_ns"] + r["idle_ns"] == r["finish_ns"]
+        assert r["compute_ns"] == compute_ns(traces, r["rank"])
+    cp = d["critical_path"]
+    assert sum(cp["ns_by_category"].values()) == cp["finish_ns"] == d["finish_ns"] == max(r["finish_ns"] for r in d["ranks"])
+    kinds = {c["collective"] for c in d["collectives"]}
+    assert "ALL_REDUCE" in kinds and "BROADCAST" in kinds
+    ops = {o["name"] for o in d["top_operators"]}
+    assert "aten::linear" in ops and "c10d::allreduce_" in ops
+    w = d["what_if"][0]
+    assert w["target"] == "compute" and w["estimated_finish_ns"] < d["finish_ns"]
+    assert 0 < w["resimulated_finish_ns"] < d["finish_ns"]
+
+
+def test_report_dataframes_and_text(ddp_report):
+    pd = pytest.importorskip("pandas")
+    df = ddp_report.dataframe()
+    assert isinstance(df, pd.DataFrame) and list(df.index) == [0, 1]
+    assert (df["compute_ns"] + df["exposed_comm_ns"] + df["exposed_mem_ns"] + df["idle_ns"] == df["finish_ns"]).all()
+    frames = ddp_report.frames()
+    assert len(frames["spans"]) == ddp_report.data["spans"]
+    text = ddp_report.text()
+    assert "critical path" in text and "top operators" in text and "c10d::allreduce_" in text
+
+
+def test_injected_straggler_is_reported():
+    traces = chakra.load_traces(str(DDP))
+
+    def slow_rank0(rank, node):
+        if rank == 0 and node.type == NodeType.COMP_NODE:
+            node.duration_micros *= 3
+        return node
+
+    slowed = traces.map_nodes(slow_rank0)
+    d = chakra.report(slowed).to_dict()
+    found = [s for s in d["stragglers"] if s["rank"] == 0 and s["metric"] == "compute_ns"]
+    assert found, d["stragglers"]
+    assert found[0]["excess_ns"] == compute_ns(traces, 0, 3) - compute_ns(traces, 1)
+    assert not any(s["rank"] == 1 for s in d["stragglers"])
+    # the peer waits for the slow rank at the all-reduces: skew on the critical path
+    assert d["critical_path"]["ns_by_category"]["skew_ns"] > 0
+
+
+def test_diff_of_a_set_and_its_2x_compute_copy(tmp_path, chakra_cli):
+    traces = chakra.load_traces(str(DDP))
+    scaled = chakra.transform(traces, "scale", {"compute_speedup": 0.5})
+    d = chakra.diff(traces, scaled).to_dict()
+    m = d["metrics"]["compute_ns"]
+    assert m["a"] == compute_ns(traces, 0) + compute_ns(traces, 1)
+    assert m["b"] == compute_ns(traces, 0, 2) + compute_ns(traces, 1, 2)
+    assert m["ratio"] == pytest.approx(2.0, rel=1e-4) and m["delta"] == m["b"] - m["a"]
+    assert d["metrics"]["finish_ns"]["b"] > d["metrics"]["finish_ns"]["a"]
+    # the CLI on two result.json files written with their spans gives the same numbers
+    for name, ts in (("a", traces), ("b", scaled)):
+        chakra.simulate(ts, options={"spans": True}, output=tmp_path / name)
+    code, out, err = chakra_cli("diff", tmp_path / "a" / "result.json", tmp_path / "b" / "result.json", "--json")
+    assert code == 0, err
+    assert json.loads(out)["metrics"]["compute_ns"] == m
+
+
+def test_report_cli_on_a_result_and_errors(tmp_path, chakra_cli):
+    chakra.simulate(str(DDP), options={"spans": True}, output=tmp_path / "r")
+    code, out, err = chakra_cli("report", "--result", tmp_path / "r" / "result.json", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert set(d["ranks"][0]) >= {"rank", "finish_ns", "compute_ns", "exposed_comm_ns", "exposed_mem_ns", "idle_ns"}
+    assert "critical_path" in d
+    chakra.simulate(str(DDP), output=tmp_path / "nospans")
+    code, _, err = chakra_cli("report", "--result", tmp_path / "nospans" / "result.json")
+    assert code == 2 and "no spans" in err and "Traceback" not in err
+    code, _, err = chakra_cli("report", str(DDP), "--what-if", "compute=zero")
+    assert code == 2 and "TARGET=FACTOR" in err
