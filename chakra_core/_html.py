@@ -13,8 +13,8 @@ if TYPE_CHECKING:
 __all__ = ["write_report_html", "SECTIONS"]
 
 #: the page's sections (element ids), in order
-SECTIONS = ("summary", "breakdown", "utilisation", "operators", "collectives", "critical-path", "stragglers",
-            "what-if")
+SECTIONS = ("summary", "breakdown", "utilisation", "timeline", "operators", "collectives", "critical-path",
+            "stragglers", "what-if")
 
 _STYLE = """body{font-family:sans-serif;margin:2em;max-width:1100px;color:#222}
 table{border-collapse:collapse;font-size:13px;margin:.5em 0}td,th{border:1px solid #ccc;padding:3px 7px;
@@ -56,10 +56,26 @@ def _section(sid: str, title: str, content: str) -> str:
     return f'<section id="{sid}"><h2>{html.escape(title)}</h2>{content}</section>'
 
 
+def _segments(rep: Report) -> dict[str, Any]:
+    """The critical path's segments (all of them) for the timeline plot."""
+    from ._critical import PATH_CATEGORIES, critical_path
+
+    cp = critical_path(rep.spans)
+    return {"segments": [{"rank": int(r), "start_ns": int(a), "end_ns": int(b), "category": PATH_CATEGORIES[c]}
+                         for r, a, b, c in zip(cp.rank, cp.start_ns, cp.end_ns, cp.category)]}
+
+
 def write_report_html(rep: Report, path: Path) -> Path:
     """Write ``rep`` as one HTML file at ``path`` (atomically)."""
     from ._etio import atomic_output
-    from ._plots import breakdown_figure, figure_png, operators_figure, path_figure, utilisation_figure
+    from ._plots import (
+        breakdown_figure,
+        figure_png,
+        operators_figure,
+        path_figure,
+        timeline_figure,
+        utilisation_figure,
+    )
 
     d = rep.data
     t, cp = d["totals"], d["critical_path"]
@@ -77,6 +93,9 @@ def write_report_html(rep: Report, path: Path) -> Path:
                                        ("idle_ns", "idle"), ("overlap_ns", "overlap"), ("skew_ns", "skew")], 32)),
         _section("utilisation", "Utilisation over time",
                  _img(figure_png(utilisation_figure(d["utilisation"]["over_time"])), "utilisation")),
+        _section("timeline", "Timeline", _img(figure_png(timeline_figure(rep.spans, _segments(rep))), "timeline")
+                 + "<p>the first 16 ranks; the full timeline: <code>chakra simulate ... --timeline run.pftrace</code>"
+                 " (ui.perfetto.dev)</p>"),
         _section("operators", "Top operators",
                  (_img(figure_png(operators_figure(d["top_operators"])), "top operators") if d["top_operators"]
                   else "") + _table(d["top_operators"], [("name", "operator"), ("kind", "kind"), ("count", "count"),

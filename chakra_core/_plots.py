@@ -126,3 +126,43 @@ def path_figure(cp: dict[str, Any]) -> Any:
     ax.set_xlabel("time (us)")
     ax.legend(ncol=5, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.6))
     return fig
+
+
+_KIND_COLORS = {"compute": "#4c78a8", "cpu": "#72b7b2", "memory": "#54a24b", "collective": "#f58518",
+                "send": "#eeca3b", "recv": "#b279a2", "other": "#bab0ac", "phase": "#ff9da6"}
+
+
+def timeline_figure(spans: Any, path: dict[str, Any] | None = None, max_ranks: int = 16) -> Any:
+    """A Gantt chart of the first ``max_ranks`` ranks (one row per rank and track, colored by
+    kind), with the critical path's segments drawn as a black line over the rows it runs on."""
+    import numpy as np
+
+    from ._spans import SPAN_KINDS
+
+    plt = _pyplot()
+    ranks = spans.ranks()[:max_ranks]
+    rows: dict[tuple[int, int], int] = {}
+    for r in ranks:
+        for t in sorted(set(spans.track[spans.rank == r].tolist())):
+            rows[(r, t)] = len(rows)
+    fig, ax = plt.subplots(figsize=(9, 0.32 * len(rows) + 1.2))
+    sel = np.isin(spans.rank, ranks)
+    for k, kind in enumerate(SPAN_KINDS):
+        m = sel & (spans.kind == k)
+        if not m.any():
+            continue
+        y = [rows[(r, t)] for r, t in zip(spans.rank[m].tolist(), spans.track[m].tolist())]
+        ax.barh(y, spans.dur_ns[m] / 1000, left=spans.start_ns[m] / 1000, height=0.8, color=_KIND_COLORS[kind],
+                label=kind)
+    if path:
+        first_row = {r: min(v for (rr, _t), v in rows.items() if rr == r) for r in ranks}
+        for seg in path.get("segments", []):
+            if seg["rank"] in first_row:
+                y = first_row[seg["rank"]] - 0.45
+                ax.plot([seg["start_ns"] / 1000, seg["end_ns"] / 1000], [y, y], color="black", lw=2)
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([f"rank {r} {spans.tracks[t]}" for (r, t) in rows], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("time (us); black: the critical path")
+    ax.legend(ncol=8, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18))
+    return fig
