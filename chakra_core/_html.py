@@ -22,10 +22,11 @@ text-align:right}th{background:#f3f3f3}td.l,th.l{text-align:left}section{margin-
 img{max-width:100%}.k{font-size:15px}"""
 
 #: marks the page as checked once every image has loaded (read by the browser test)
-_SCRIPT = """window.addEventListener('load',function(){var imgs=document.images,ok=0;
+_SCRIPT = """var chakraErrors=0;window.addEventListener('error',function(){chakraErrors++;});
+window.addEventListener('load',function(){var imgs=document.images,ok=0;
 for(var i=0;i<imgs.length;i++){if(imgs[i].complete&&imgs[i].naturalWidth>0){ok++;}}
 var secs=document.querySelectorAll('section').length;
-document.body.setAttribute('data-check','images '+ok+'/'+imgs.length+' sections '+secs);});"""
+document.body.setAttribute('data-check','images '+ok+'/'+imgs.length+' sections '+secs+' errors '+chakraErrors);});"""
 
 
 def _img(png: bytes, alt: str) -> str:
