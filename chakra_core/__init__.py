@@ -34,7 +34,7 @@ Public API (everything else is private; docs/api.md describes each name):
 - analysis (docs/report.md): :class:`Spans`, :class:`SpanBuilder`, :data:`SPAN_KINDS`,
   :data:`FLOW_KINDS`, :func:`breakdown`, :func:`critical_path` (:class:`CriticalPath`),
   :func:`write_timeline`, :func:`report` (:class:`Report`), :func:`diff` (:class:`Diff`),
-  :func:`plot`
+  :func:`plot`, :func:`graph`
 
 Public subpackages: :mod:`chakra_core.system` (the system description),
 :mod:`chakra_core.hookspecs` (the hooks), :mod:`chakra_core.testing` (pytest fixtures).
@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     from ._errors import ChakraError, ConfigError, PluginError, TraceFormatError
     from ._etio import EtReader, EtWriter, atomic_output, frame_nodes, open_binary, read_et, write_et
     from ._graph import DepGraph
+    from ._graphview import graph
     from ._jsonform import read_json, write_json
     from ._limits import check_limit, get_limit
     from ._options import Option
@@ -120,7 +121,7 @@ __all__ = [
     "SELECTION_OPTIONS", "NODE_KINDS", "node_selection", "parse_ranks",
     "sweep", "Executor",
     "Spans", "SpanBuilder", "SPAN_KINDS", "FLOW_KINDS", "breakdown", "critical_path", "CriticalPath",
-    "write_timeline", "report", "Report", "diff", "Diff", "plot",
+    "write_timeline", "report", "Report", "diff", "Diff", "plot", "graph",
 ]
 
 _WHERE = {
@@ -159,7 +160,7 @@ _WHERE = {
     "Spans": "_spans", "SpanBuilder": "_spans", "SPAN_KINDS": "_spans", "FLOW_KINDS": "_spans",
     "breakdown": "_breakdown", "critical_path": "_critical", "CriticalPath": "_critical",
     "write_timeline": "_timeline", "report": "_report", "Report": "_report", "diff": "_diff", "Diff": "_diff",
-    "plot": "_plots",
+    "plot": "_plots", "graph": "_graphview",
 }
 
 __version__ = "0.1.0"

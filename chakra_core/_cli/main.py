@@ -31,6 +31,7 @@ COMMANDS = {
     "sweep": ("sweep", "run every point of a pipeline's sweep: section, one results table"),
     "report": ("report", "per-rank breakdown, top operators, collectives, stragglers, cross-rank critical path"),
     "diff": ("diff", "compare two trace sets or results: the report's numbers side by side"),
+    "graph": ("graph", "draw a rank's dependency graph or a node's neighbourhood (DOT, SVG, GraphML)"),
 }
 
 
