@@ -75,7 +75,8 @@ def _details(rt: Any, keep: np.ndarray) -> dict[int, dict[str, Any]]:
 def _label(d: dict[str, Any]) -> str:
     from ._schema import NodeType
 
-    parts = [d["name"][:48] or f"node {d['id']}", f"#{d['id']} {NodeType(d['type']).name if 0 <= d['type'] <= 7 else d['type']}"]
+    kind = NodeType(d["type"]).name if 0 <= d["type"] <= 7 else str(d["type"])
+    parts = [d["name"][:48] or f"node {d['id']}", f"#{d['id']} {kind}"]
     if d["duration_micros"]:
         parts.append(f"{d['duration_micros']} us")
     if d["comm_type"] or d["comm_size"] is not None:
