@@ -158,8 +158,8 @@ def timeline_figure(spans: Any, path: dict[str, Any] | None = None, max_ranks: i
         first_row = {r: min(v for (rr, _t), v in rows.items() if rr == r) for r in ranks}
         for seg in path.get("segments", []):
             if seg["rank"] in first_row:
-                y = first_row[seg["rank"]] - 0.45
-                ax.plot([seg["start_ns"] / 1000, seg["end_ns"] / 1000], [y, y], color="black", lw=2)
+                top = first_row[seg["rank"]] - 0.45
+                ax.plot([seg["start_ns"] / 1000, seg["end_ns"] / 1000], [top, top], color="black", lw=2)
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([f"rank {r} {spans.tracks[t]}" for (r, t) in rows], fontsize=7)
     ax.invert_yaxis()
