@@ -1,5 +1,9 @@
 """Statistics of a trace set: node counts by type, collectives by kind with bytes, per-rank
-totals and the critical-path length by ``duration_micros``."""
+totals and each rank's longest dependency path by recorded ``duration_micros``.
+
+That path is within one rank and takes a collective's recorded duration as it is (waits for
+peers included, no network model): the cross-rank critical path of a timed run is
+:func:`chakra_core.critical_path`, shown by ``chakra report``."""
 
 from __future__ import annotations
 
@@ -30,7 +34,9 @@ def compute_stats(traces: TraceSet, critical_path: bool = True,
     Keys: ``nodes`` (total), ``ranks`` (count), ``by_type`` {type: count}, ``unknown_types``
     {type number: count} (node types this schema does not know, a newer one's), ``collectives``
     {kind: {"count", "bytes"}}, ``per_rank`` [{rank, nodes, compute_us, comm_bytes,
-    critical_path_us, critical_path_nodes}], ``critical_path_us`` (the longest over ranks).
+    critical_path_us, critical_path_nodes}] (the rank's longest path by recorded durations and
+    its node count; the key names are kept for compatibility), ``critical_path_us`` (the longest
+    over ranks).
     """
     by_type: Counter = Counter()
     unknown: Counter = Counter()
@@ -128,7 +134,8 @@ def format_stats(s: dict[str, Any]) -> str:
     """Human-readable text of :func:`compute_stats`' result."""
     lines = [f"{s['nodes']} nodes in {s['ranks']} rank(s)"]
     if "critical_path_us" in s:
-        lines.append(f"critical path (longest rank, by duration_micros): {s['critical_path_us']} us")
+        lines.append(f"longest path by recorded durations: {s['critical_path_us']} us (one rank, recorded "
+                     "duration_micros; the cross-rank critical path of a simulated run: chakra report)")
     lines.append("nodes by type:")
     lines += [f"  {k:<16} {v:>12}" for k, v in s["by_type"].items()]
     if s.get("unknown_types"):
@@ -137,7 +144,7 @@ def format_stats(s: dict[str, Any]) -> str:
     if s["collectives"]:
         lines.append("communication by kind:            count          bytes")
         lines += [f"  {k:<24} {v['count']:>12} {v['bytes']:>14}" for k, v in s["collectives"].items()]
-    lines.append("per rank:   rank        nodes   compute_us     comm_bytes  critical_path_us")
+    lines.append("per rank:   rank        nodes   compute_us     comm_bytes   longest_path_us")
     for r in s["per_rank"]:
         lines.append(f"  {r['rank']:>12} {r['nodes']:>12} {r['compute_us']:>12} {r['comm_bytes']:>14}"
                      f"  {r.get('critical_path_us', '-'):>16}")

@@ -105,3 +105,15 @@ def test_report_cli_on_a_result_and_errors(tmp_path, chakra_cli):
     assert code == 2 and "no spans" in err and "Traceback" not in err
     code, _, err = chakra_cli("report", str(DDP), "--what-if", "compute=zero")
     assert code == 2 and "TARGET=FACTOR" in err
+
+
+def test_simulate_and_stats_text(chakra_cli):
+    code, out, err = chakra_cli("simulate", DDP)
+    assert code == 0, err
+    d = chakra.report(str(DDP)).to_dict()
+    cats = d["critical_path"]["ns_by_category"]
+    assert f"finish: {d['finish_ns'] / 1000:,.1f} us over 2 ranks" in out
+    assert f"critical path: compute {cats['compute_ns'] / 1000:,.1f}" in out
+    assert "collectives by kind:" in out and "ALL_REDUCE" in out and "c10d::broadcast_" in out
+    code, out, _ = chakra_cli("stats", DDP)
+    assert code == 0 and "longest path by recorded durations" in out and "chakra report" in out

@@ -10,7 +10,8 @@ def add_arguments(p) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH", help="trace file, directory or prefix")
     add_input_options(p)
     p.add_argument("--json", action="store_true", help="print JSON (total node count under 'nodes')")
-    p.add_argument("--no-critical-path", action="store_true", help="skip the critical-path computation")
+    p.add_argument("--no-critical-path", action="store_true",
+                   help="skip the longest-path computation (by recorded durations)")
 
 
 def run(args) -> int:

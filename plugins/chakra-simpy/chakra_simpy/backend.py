@@ -133,7 +133,7 @@ class SimpyBackend(Backend):
             "max_exposed_comm_ns": max(r["exposed_comm_ns"] for r in rows),
             "overlap_ns_total": sum(r["overlap_ns"] for r in rows),
             "collectives": sorted(sim.coll.stats.values(), key=lambda s: (s["group"], s["collective"])),
-            "critical_path": path_summary(spans, traces, options["critical_path_nodes"]),
+            "critical_path": path_summary(spans, traces, options["critical_path_nodes"], keep_spans),
             "system": {"npus": sd.npus, "dimensions": [d.__dict__ for d in sd.dimensions],
                        "sources": sd.sources},
         }

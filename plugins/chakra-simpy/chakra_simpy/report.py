@@ -165,15 +165,21 @@ def rank_rows(spans: Spans, actors) -> list[dict]:
     return [rows[r] for r in sorted(rows)]
 
 
-def path_summary(spans: Spans, traces: TraceSet, limit: int) -> dict:
-    """The core's cross-rank critical path as JSON, with node names read for the nodes shown."""
-    out = critical_path(spans).to_dict(spans, limit)
-    missing = [(nd["rank"], nd["id"]) for nd in out["nodes"] if not nd["name"]]
-    if missing:
-        found = _names(traces, missing)
-        for nd in out["nodes"]:
-            nd["name"] = nd["name"] or found.get((nd["rank"], nd["id"]), "")
-    return out
+def path_summary(spans: Spans, traces: TraceSet, limit: int, named: bool) -> dict:
+    """The core's cross-rank critical path as JSON; without ``named`` spans, the names of the
+    nodes on the path are read from the files first."""
+    cp = critical_path(spans)
+    if not named:
+        on_path = np.unique(cp.span[cp.span >= 0])
+        found = _names(traces, [(int(spans.rank[i]), int(spans.node_id[i])) for i in on_path.tolist()])
+        table = {name: k for k, name in enumerate(spans.names)}
+        for i in on_path.tolist():
+            name = found.get((int(spans.rank[i]), int(spans.node_id[i]))) or f"node {int(spans.node_id[i])}"
+            if name not in table:
+                table[name] = len(spans.names)
+                spans.names.append(name)
+            spans.name[i] = table[name]
+    return cp.to_dict(spans, limit)
 
 
 def _names(traces: TraceSet, wanted: list[tuple[int, int]]) -> dict[tuple[int, int], str]:
