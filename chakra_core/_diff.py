@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ._report import Report, analyse, report
+from ._report import Report, report
 
 __all__ = ["Diff", "diff"]
 
@@ -69,13 +69,9 @@ def _compare(a: Report, b: Report) -> dict[str, Any]:
 
 
 def _side(x: Any, kwargs: Mapping[str, Any]) -> Report:
-    """A report of a Report, a result.json (with its spans) or a trace set."""
+    """A report of a Report, Spans, a result.json (with its spans) or a trace set."""
     if isinstance(x, Report):
         return x
-    from ._spans import Spans
-
-    if isinstance(x, Spans):
-        return analyse(x, source={"spans": len(x)})
     if isinstance(x, (str, os.PathLike)) and Path(x).is_file() and str(x).endswith(".json") and _is_result(Path(x)):
         return report(result=x, **{k: v for k, v in kwargs.items() if k in ("top", "threshold")})
     return report(x, **kwargs)

@@ -202,22 +202,26 @@ class _Args:
         self.flow_kinds = FLOW_KINDS
 
     def pieces(self, rows: np.ndarray) -> pw.Piece:
-        """The annotations and flows of ``rows`` (-1: none)."""
+        """The annotations and flows of ``rows`` (-1: none), encoded for the rows that have a span."""
         has = rows >= 0
-        r = np.where(has, rows, 0)
+        r = rows[has]
         parts = [
-            pw.select(_annotation_int(1, self.node_id[r]), has & (self.node_id[r] >= 0)),
-            pw.select(_annotation_int(2, self.bytes[r]), has & (self.bytes[r] > 0)),
-            pw.select(_annotation_int(3, self.peer[r]), has & (self.peer[r] >= 0)),
-            pw.select(pw.lookup(self.strings[0] + [b""], np.where(self.group[r] >= 0, self.group[r],
-                                                                  len(self.strings[0]))), has),
-            pw.select(pw.lookup(self.strings[1] + [b""], np.where(self.algorithm[r] >= 0, self.algorithm[r],
-                                                                  len(self.strings[1]))), has),
-            pw.select(pw.lookup(self.kinds, self.kind[r].astype(np.int64)), has),
-            _rows_of(self.out, r, has),
-            _rows_of(self.into, r, has),
+            _present(_annotation_int, 1, self.node_id[r], self.node_id[r] >= 0),
+            _present(_annotation_int, 2, self.bytes[r], self.bytes[r] > 0),
+            _present(_annotation_int, 3, self.peer[r], self.peer[r] >= 0),
+            pw.lookup(self.strings[0] + [b""], np.where(self.group[r] >= 0, self.group[r], len(self.strings[0]))),
+            pw.lookup(self.strings[1] + [b""], np.where(self.algorithm[r] >= 0, self.algorithm[r],
+                                                        len(self.strings[1]))),
+            pw.lookup(self.kinds, self.kind[r].astype(np.int64)),
+            _rows_of(self.out, r),
+            _rows_of(self.into, r),
         ]
-        return pw.concat(*parts)
+        return pw.expand(pw.concat(*parts), has)
+
+
+def _present(encode, name_iid: int, values: np.ndarray, keep: np.ndarray) -> pw.Piece:
+    """``encode(name_iid, values)`` for the rows where ``keep``, empty elsewhere."""
+    return pw.expand(encode(name_iid, values[keep]), keep)
 
 
 def _annotation_str(name_iid: int, value: str) -> bytes:
@@ -242,28 +246,30 @@ def _fixed_by_row(rows: np.ndarray, ids: np.ndarray, n: int, number: int) -> tup
     return entry.reshape(-1), lens
 
 
-def _rows_of(table: tuple[np.ndarray, np.ndarray], r: np.ndarray, has: np.ndarray) -> pw.Piece:
+def _rows_of(table: tuple[np.ndarray, np.ndarray], r: np.ndarray) -> pw.Piece:
     flat, lens = table
     if not len(flat):
         return np.zeros(0, np.uint8), np.zeros(len(r), np.int64)
     starts = np.cumsum(lens) - lens
-    want = np.where(has, lens[r], 0)
-    return pw._gather(flat, starts[r], want), want
+    return pw._gather(flat, starts[r], lens[r]), lens[r]
 
 
 def _encode(ts: np.ndarray, typ: np.ndarray, track: np.ndarray, iid: np.ndarray, row: np.ndarray,
             args: _Args) -> bytes:
     n = len(ts)
     counter = typ == _COUNTER
-    event = pw.concat(
-        pw.const(pw.tag(_E_TYPE, 0), n), pw.varints(typ),
+    named = iid > 0
+    event = [
+        pw.lookup([pw.tag(_E_TYPE, 0) + pw.varint_bytes(t) for t in range(5)], typ),
         pw.const(pw.tag(_E_TRACK_UUID, 0), n), pw.varints(track),
-        pw.select(pw.concat(pw.const(pw.tag(_E_NAME_IID, 0), n), pw.varints(iid)), iid > 0),
-        pw.select(pw.concat(pw.const(pw.tag(_E_COUNTER, 0), n), pw.varints(np.where(counter, -2 - row, 0))),
+        pw.expand(pw.concat(pw.const(pw.tag(_E_NAME_IID, 0), int(named.sum())), pw.varints(iid[named])), named),
+        pw.expand(pw.concat(pw.const(pw.tag(_E_COUNTER, 0), int(counter.sum())), pw.varints(-2 - row[counter])),
                   counter),
         args.pieces(np.where(row >= 0, row, -1)),
-    )
-    body = pw.concat(pw.const(pw.tag(_P_TIMESTAMP, 0), n), pw.varints(ts),
-                     pw.const(_uint(_P_SEQ_ID, _SEQ) + _uint(_P_SEQ_FLAGS, _SEQ_NEEDS_STATE), n),
-                     pw.field(_P_TRACK_EVENT, event))
-    return pw.field(_TRACE_PACKET, body)[0].tobytes()
+    ]
+    event_len = np.sum([p[1] for p in event], axis=0)
+    body = [pw.const(pw.tag(_P_TIMESTAMP, 0), n), pw.varints(ts),
+            pw.const(_uint(_P_SEQ_ID, _SEQ) + _uint(_P_SEQ_FLAGS, _SEQ_NEEDS_STATE) + pw.tag(_P_TRACK_EVENT, 2), n),
+            pw.varints(event_len), *event]
+    body_len = np.sum([p[1] for p in body], axis=0)
+    return pw.concat(pw.const(pw.tag(_TRACE_PACKET, 2), n), pw.varints(body_len), *body)[0].tobytes()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["Piece", "varint_bytes", "varints", "const", "lookup", "concat", "field", "select", "tag"]
+__all__ = ["Piece", "varint_bytes", "varints", "const", "lookup", "concat", "expand", "field", "select", "tag"]
 
 Piece = tuple[np.ndarray, np.ndarray]
 
@@ -84,15 +84,24 @@ def concat(*pieces: Piece) -> Piece:
     """Row ``i`` is row ``i`` of every piece, one after the other."""
     lens = np.sum([p[1] for p in pieces], axis=0).astype(np.int64)
     out = np.empty(int(lens.sum()), np.uint8)
-    row_begin = np.cumsum(lens) - lens
-    offset = row_begin.copy()
+    offset = np.cumsum(lens) - lens
     for flat, plens in pieces:
         if len(flat):
-            pos = np.arange(len(flat), dtype=np.int64) - np.repeat(np.cumsum(plens) - plens, plens) \
-                + np.repeat(offset, plens)
-            out[pos] = flat
+            width = int(plens[0])
+            if width and len(flat) == width * len(plens):  # every row the same length (a constant, a fixed width)
+                out[(offset[:, None] + np.arange(width)).reshape(-1)] = flat
+            else:
+                shift = offset - (np.cumsum(plens) - plens)
+                out[np.arange(len(flat), dtype=np.int64) + np.repeat(shift, plens)] = flat
         offset += plens
     return out, lens
+
+
+def expand(piece: Piece, mask: np.ndarray) -> Piece:
+    """A piece made for the rows where ``mask`` is True (in order), with empty other rows."""
+    lens = np.zeros(len(mask), np.int64)
+    lens[mask] = piece[1]
+    return piece[0], lens
 
 
 def field(number: int, body: Piece) -> Piece:

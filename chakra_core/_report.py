@@ -177,9 +177,12 @@ def report(inputs: Any = None, *, result: str | os.PathLike | None = None, backe
            host: Any = None) -> Report:
     """Report on a trace set (simulated with ``backend`` on the given system), on a result
     (``result``: a ``result.json`` with its ``spans.npz``), or both (the trace set then checks
-    the what-if estimates by re-simulation).  ``output`` writes the HTML page there."""
+    the what-if estimates by re-simulation), or on :class:`Spans` given as ``inputs`` (a
+    backend's own).  ``output`` writes the HTML page there."""
     if inputs is None and result is None:
         raise ConfigError("give a trace set, a result (--result RESULT.json), or both")
+    if isinstance(inputs, Spans):
+        return analyse(inputs, what_if=what_if, top=top, threshold=threshold, source={"spans": len(inputs)})
     sim_kwargs = {"options": options, "system": system, "network": network, "memory": memory,
                   "comm_groups": comm_groups, "format": format, "input_options": input_options,
                   "validate": validate, "host": host}

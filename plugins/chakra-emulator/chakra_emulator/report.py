@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from chakra_core import atomic_output
+from chakra_core import SpanBuilder, atomic_output, breakdown
 
 from .plan import COLL, COMP, MEM, R_COMM, R_COMP, R_CPU, RECV, SEND, Plan
 
@@ -79,21 +79,23 @@ def _overlap(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> int:
 
 
 def rank_row(sp: Spans) -> dict[str, Any]:
-    """The simulator's per-rank numbers (ns) from measured spans: finish, compute, cpu, comm,
-    exposed comm (finish - compute), overlap (compute and comm at once), idle (nothing busy)."""
+    """The simulator's per-rank numbers (ns) from measured spans: the core's
+    :func:`chakra_core.breakdown` (finish = compute + exposed comm + exposed memory + idle, and
+    comm, cpu, accelerator, overlap, skew), plus ``nodes``."""
     plan = sp.plan
-    by: dict[str, list[tuple[int, int]]] = {"cpu": [], "compute": [], "comm": []}
+    b = SpanBuilder()
     for i in range(len(plan)):
         c = category(plan, i)
-        if c in by and sp.end[i] > sp.start[i]:
-            by[c].append((sp.start[i], sp.end[i]))
-    u = {k: _union(v) for k, v in by.items()}
-    busy = _length(_union(u["cpu"] + u["compute"] + u["comm"]))
-    finish = max(sp.end, default=0)
-    compute = _length(u["compute"])
-    return {"rank": plan.rank, "finish_ns": finish, "compute_ns": compute, "cpu_ns": _length(u["cpu"]),
-            "comm_ns": _length(u["comm"]), "exposed_comm_ns": finish - compute,
-            "overlap_ns": _overlap(u["compute"], u["comm"]), "idle_ns": finish - busy, "nodes": len(plan)}
+        k = plan.kind[i]
+        kind = "memory" if k == MEM else "cpu" if c == "cpu" else c if c != "comm" else \
+            ("send" if k == SEND else "recv" if k == RECV else "collective")
+        b.add(plan.rank, c, sp.start[i], sp.end[i] - sp.start[i], "", kind)
+    (row,) = [r for r in breakdown(b.build()) if r["rank"] == plan.rank] or [
+        {"rank": plan.rank, "finish_ns": 0, "compute_ns": 0, "exposed_comm_ns": 0, "exposed_mem_ns": 0,
+         "idle_ns": 0}]
+    row.pop("simulated_as", None)
+    row["nodes"] = len(plan)
+    return row
 
 
 def _matches(spans: list[Spans]) -> dict[tuple[int, int], list[tuple[int, int]]]:

@@ -126,8 +126,9 @@ def test_result_has_the_simulators_shape(ddp, recorded):
     s = result.summary
     assert s["expected_ns"] == sim.summary["finish_ns"]
     assert s["error"] == pytest.approx(s["finish_ns"] / s["expected_ns"] - 1)
-    for row in result.ranks:
-        assert row["exposed_comm_ns"] == row["finish_ns"] - row["compute_ns"]
+    for row in result.ranks:  # the core's breakdown, averaged over the repeats (each part rounded down)
+        parts = row["compute_ns"] + row["exposed_comm_ns"] + row["exposed_mem_ns"] + row["idle_ns"]
+        assert row["finish_ns"] - 4 <= parts <= row["finish_ns"]
         assert 0 <= row["idle_ns"] <= row["finish_ns"]
         assert row["nodes"] == len([n for n in s["nodes"] if n["rank"] == row["rank"]])
 
