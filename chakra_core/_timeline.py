@@ -19,7 +19,7 @@ import numpy as np
 from ._errors import ConfigError
 from ._spans import COMM_KINDS, FLOW_KINDS, SPAN_KINDS, Spans
 
-__all__ = ["write_timeline", "TimelineData", "parse_ranks", "parse_window", "TIMELINE_FORMATS"]
+__all__ = ["write_timeline", "TimelineData", "parse_window", "TIMELINE_FORMATS"]
 
 TIMELINE_FORMATS = ("perfetto", "json")
 
@@ -47,23 +47,6 @@ class TimelineData:
     path_dur: np.ndarray
     path_label: list[str]
     notes: list[str] = field(default_factory=list)
-
-
-def parse_ranks(text: str | None) -> list[int] | None:
-    """``"0-3,8"`` as ``[0, 1, 2, 3, 8]`` (None for None)."""
-    if text is None:
-        return None
-    out: list[int] = []
-    try:
-        for part in str(text).split(","):
-            if "-" in part.strip()[1:]:
-                lo, hi = part.split("-", 1)
-                out.extend(range(int(lo), int(hi) + 1))
-            elif part.strip():
-                out.append(int(part))
-    except ValueError:
-        raise ConfigError(f"ranks {text!r}: expected a list like 0-3,8") from None
-    return out
 
 
 def parse_window(window: tuple[int, int] | str | None) -> tuple[int, int] | None:
@@ -97,7 +80,11 @@ def write_timeline(spans: Spans, path: str | Path, *, format: str | None = None,
     fmt = format or ("json" if path.name.endswith((".json", ".json.gz")) else "perfetto")
     if fmt not in TIMELINE_FORMATS:
         raise ConfigError(f"timeline format {fmt!r}: expected one of {', '.join(TIMELINE_FORMATS)}")
-    data, selected = _prepare(spans, parse_ranks(ranks) if isinstance(ranks, str) else ranks, parse_window(window_ns),
+    if isinstance(ranks, str):
+        from ._selection import parse_ranks
+
+        ranks = sorted(parse_ranks(ranks.split(","), "timeline"))
+    data, selected = _prepare(spans, ranks, parse_window(window_ns),
                               expand, flows, counters, critical, max_spans)
     with atomic_output(path) as tmp:
         if fmt == "perfetto":
