@@ -54,6 +54,8 @@ class Templates:
         self._bytes: list[bytes | None] = [None] * len(lowered.ops)
         self._durations: dict[int, bytes] = {}
         self._pg: dict[str, bytes] = {}
+        self._p2p: dict[tuple[int, int], bytes] = {}
+        self._ints: dict[tuple[str, int], bytes] = {}
 
     def node_bytes(self, index: int) -> bytes:
         """The serialized node of ``ops[index]`` with its own dependencies."""
@@ -62,6 +64,27 @@ class Templates:
             op = self.lowered.ops[index]
             data = _base_node(op, op.deps, op.ctrl).SerializeToString()
             self._bytes[index] = data
+        return data
+
+    def p2p_bytes(self, index: int, kind: NodeType) -> bytes:
+        """The serialized send or receive of permute ``ops[index]`` (peers appended per device)."""
+        key = (index, int(kind))
+        data = self._p2p.get(key)
+        if data is None:
+            op = self.lowered.ops[index]
+            data = _p2p_node(op, kind, op.deps, op.ctrl).SerializeToString()
+            self._p2p[key] = data
+        return data
+
+    def int_attr(self, name: str, value: int) -> bytes:
+        """A serialized integer attribute (``comm_src``, ``comm_dst``)."""
+        key = (name, value)
+        data = self._ints.get(key)
+        if data is None:
+            n = Node()
+            n.attr.append(make_attr(name, value))
+            data = n.SerializeToString()
+            self._ints[key] = data
         return data
 
     def duration(self, us: int) -> bytes:
@@ -130,38 +153,40 @@ class DeviceRank(GeneratedRank):
                 data += t.pg_name(lowered.group_names[op.layout.members[g]])
                 yield data + t.duration(us) if us is not None else data
             else:
-                yield from self._permute(op, deps, ctrl, us, alias)
+                yield from self._permute(op, index, deps, ctrl, rebuilt, us, alias)
 
-    def _permute(self, op: Op, deps: list[int], ctrl: list[int], us: int | None,
+    def _permute(self, op: Op, index: int, deps: list[int], ctrl: list[int], rebuilt: bool, us: int | None,
                  alias: dict[int, list[int]]) -> Iterator[bytes]:
         assert isinstance(op.layout, PermuteLayout)
+        t = self._templates
         device = self.rank
         target, source = op.layout.target[device], op.layout.source[device]
-        waits = _resolve(deps, alias), _resolve(ctrl, alias)
         if target < 0 and source < 0:
-            alias[op.id] = alias[op.id + 1] = waits[0] + waits[1]
+            alias[op.id] = alias[op.id + 1] = list(dict.fromkeys(deps + ctrl))
             return
-        if target >= 0:
-            yield self._p2p(op, op.id, NodeType.COMM_SEND_NODE, device, target, waits, us)
-        else:
-            alias[op.id] = [op.id + 1]
-        if source >= 0:
-            yield self._p2p(op, op.id + 1, NodeType.COMM_RECV_NODE, source, device, waits, us)
-        else:
-            alias[op.id + 1] = [op.id]
+        for kind, peer in ((NodeType.COMM_SEND_NODE, target), (NodeType.COMM_RECV_NODE, source)):
+            if peer < 0:
+                if kind == NodeType.COMM_SEND_NODE:
+                    alias[op.id] = [op.id + 1]
+                else:
+                    alias[op.id + 1] = [op.id]
+                continue
+            src, dst = (device, peer) if kind == NodeType.COMM_SEND_NODE else (peer, device)
+            data = (_p2p_node(op, kind, deps, ctrl).SerializeToString() if rebuilt
+                    else t.p2p_bytes(index, kind))
+            data += t.int_attr("comm_src", src) + t.int_attr("comm_dst", dst)
+            yield data + t.duration(us) if us is not None else data
 
-    def _p2p(self, op: Op, node_id: int, kind: NodeType, src: int, dst: int,
-             waits: tuple[list[int], list[int]], us: int | None) -> bytes:
-        n = Node(id=node_id, name=op.name + (":send" if kind == NodeType.COMM_SEND_NODE else ":recv"), type=kind)
-        n.data_deps.extend(waits[0])
-        n.ctrl_deps.extend(waits[1])
-        n.attr.extend([
-            make_attr("is_cpu_op", False), make_attr("comm_src", src), make_attr("comm_dst", dst),
-            make_attr("comm_tag", op.id), make_attr("comm_size", op.comm_size),
-        ])
-        if us is not None:
-            n.duration_micros = us
-        return n.SerializeToString()
+
+def _p2p_node(op: Op, kind: NodeType, deps: list[int], ctrl: list[int]) -> Node:
+    """A send (id ``op.id``) or receive (``op.id + 1``) of a permute, without its peers."""
+    send = kind == NodeType.COMM_SEND_NODE
+    n = Node(id=op.id if send else op.id + 1, name=op.name + (":send" if send else ":recv"), type=kind)
+    n.data_deps.extend(deps)
+    n.ctrl_deps.extend(ctrl)
+    n.attr.extend([make_attr("is_cpu_op", False), make_attr("comm_tag", op.id),
+                   make_attr("comm_size", op.comm_size)])
+    return n
 
 
 def _resolve(ids: list[int], alias: dict[int, list[int]]) -> list[int]:

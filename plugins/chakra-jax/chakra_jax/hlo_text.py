@@ -24,6 +24,7 @@ __all__ = ["Instruction", "Computation", "HloModule", "parse_hlo_text", "parse_h
 _TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 _STRUCT = re.compile(r'[{}()\[\]",\\]')
 _OPERAND = re.compile(r"%([^\s,()]+)")
+_BOUNDARY = re.compile(r",\s*(?=[A-Za-z_][\w.\-]*=)")
 
 
 class Instruction:
@@ -47,10 +48,18 @@ class Instruction:
         return self._attrs
 
     def attr(self, key: str) -> str | None:
-        """The raw text of attribute ``key``, or None."""
-        if key + "=" not in self.attr_text:
-            return None
-        return self.attrs().get(key)
+        """The raw text of attribute ``key``, or None (found without splitting the others)."""
+        if self._attrs is not None:
+            return self._attrs.get(key)
+        text = self.attr_text
+        if text.startswith(key + "="):
+            start = len(key) + 1
+        else:
+            at = text.find(", " + key + "=")
+            if at < 0:
+                return None
+            start = at + len(key) + 3
+        return _value_at(text, start)
 
     def __repr__(self) -> str:
         return f"Instruction({self.name!r}, {self.opcode!r})"
@@ -120,6 +129,19 @@ def split_attrs(text: str) -> dict[str, str]:
             start = pos
     _add_attr(out, text[start:])
     return out
+
+
+def _value_at(text: str, start: int) -> str:
+    """The attribute value starting at ``start``: a balanced ``{...}``, a string, or the text up
+    to the next ``, key=``."""
+    first = text[start:start + 1]
+    if first == "{":
+        end = _matching(text, start, "{", "}")
+        return text[start:end + 1] if end >= 0 else text[start:]
+    if first == '"':
+        return text[start:_string_end(text, start + 1)]
+    m = _BOUNDARY.search(text, start)
+    return (text[start:m.start()] if m else text[start:]).strip()
 
 
 def _string_end(text: str, pos: int) -> int:
