@@ -181,10 +181,11 @@ class DeviceRank(GeneratedRank):
 def _p2p_node(op: Op, kind: NodeType, deps: list[int], ctrl: list[int]) -> Node:
     """A send (id ``op.id``) or receive (``op.id + 1``) of a permute, without its peers."""
     send = kind == NodeType.COMM_SEND_NODE
-    n = Node(id=op.id if send else op.id + 1, name=op.name + (":send" if send else ":recv"), type=kind)
+    name = op.name + (":send" if send else ":recv") if op.opcode.startswith("collective-permute") else op.name
+    n = Node(id=op.id if send else op.id + 1, name=name, type=kind)
     n.data_deps.extend(deps)
     n.ctrl_deps.extend(ctrl)
-    n.attr.extend([make_attr("is_cpu_op", False), make_attr("comm_tag", op.id),
+    n.attr.extend([make_attr("is_cpu_op", False), make_attr("comm_tag", op.tag if op.tag >= 0 else op.id),
                    make_attr("comm_size", op.comm_size)])
     return n
 

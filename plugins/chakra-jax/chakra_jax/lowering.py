@@ -32,7 +32,7 @@ from .cost import CostModel
 from .groups import GroupError, device_groups, parse_pairs, parse_replica_groups, permute_pairs
 from .hlo_text import Computation, HloModule, Instruction
 from .opcodes import COLLECTIVES, FOLDED, KNOWN
-from .shapes import shape_bytes
+from .shapes import array_bytes, arrays, shape_bytes
 
 __all__ = ["Op", "GroupLayout", "PermuteLayout", "Lowered", "lower", "COMPUTE", "COLLECTIVE", "PERMUTE"]
 
@@ -75,6 +75,7 @@ class Op:
     profile_parts: tuple[tuple[str, int], ...] = ()
     note: str = ""
     opcode: str = ""
+    tag: int = -1
 
 
 @dataclass
@@ -192,6 +193,8 @@ class _Lowering:
             return value
         if op == "async-update":
             return self.operand(ins, env, 0)
+        if op in ("send", "recv") and "_xla_send_recv_source_target_pairs" in ins.attr_text:
+            return self.point_to_point(ins, comp, env, prefix)
         if op in COLLECTIVES or (op.endswith("-start") and op.removesuffix("-start") in COLLECTIVES):
             return self.collective(ins, ins, comp, env, prefix, async_=op.endswith("-start"))
         if op == "async-start":
@@ -269,6 +272,30 @@ class _Lowering:
                            comm_size=size, layout=layout)
         return _result(node)
 
+    def point_to_point(self, ins: Instruction, comp: Computation, env: dict[str, Value], prefix: str) -> Value:
+        """A ``send`` or ``recv`` (with its pairs in ``frontend_attributes``): one half of a permute,
+        tagged by its channel so that the send and the receive of one channel match."""
+        attrs = ins.attr("frontend_attributes") or ""
+        at = attrs.find("_xla_send_recv_source_target_pairs=")
+        text = attrs[at:].split("=", 1)[1].lstrip().lstrip('"').split('"', 1)[0] if at >= 0 else ""
+        has_channel = ins.attr("channel_id") is not None
+        try:
+            full = self.permute_layout_of(text, has_channel)
+        except GroupError as e:
+            raise self.fail(ins, str(e)) from None
+        none = [-1] * self.devices
+        if ins.opcode == "send":
+            layout = PermuteLayout(full.target, none)
+            size = self.operand_bytes(ins, comp, first_only=True)
+        else:
+            layout = PermuteLayout(none, full.source)
+            received = arrays(ins.shape)
+            size = array_bytes(*received[0]) if received else 0
+        channel = ins.attr("channel_id")
+        node = self.new_op(ins, PERMUTE, prefix, self.operand_ids(ins, env), False, comm_size=size,
+                           layout=layout, tag=int(channel) if channel and channel.isdigit() else -1)
+        return _result(node)
+
     def group_layout(self, spec: Instruction, base: str, has_channel: bool) -> GroupLayout:
         text = spec.attr("replica_groups")
         if text is not None and text.startswith("mesh") and "{" not in text and spec.attr("device_ids"):
@@ -300,7 +327,9 @@ class _Lowering:
         return layout
 
     def permute_layout(self, spec: Instruction, has_channel: bool) -> PermuteLayout:
-        text = spec.attr("source_target_pairs")
+        return self.permute_layout_of(spec.attr("source_target_pairs"), has_channel)
+
+    def permute_layout_of(self, text: str | None, has_channel: bool) -> PermuteLayout:
         key = ("permute", text, has_channel)
         cached = self.layouts.get(key)
         if isinstance(cached, PermuteLayout):

@@ -133,3 +133,20 @@ def test_devices_override(jax_convert):
     assert validate(ts) == []
     with pytest.raises(TraceFormatError, match="outside 0..1"):
         jax_convert("shard_map", devices=2)
+
+
+def test_send_recv_pairs_match_by_channel(jax_data):
+    """Device i sends 64 floats to i + 1: device 0 only sends, device 3 only receives."""
+    ts = load_traces(str(jax_data / "handmade" / "p2p.hlo.txt"), format="jax")
+    for r in ts.ranks:
+        nodes = _by_name(ts[r])
+        sends = [NodeAttrs(n) for n in nodes.values() if n.type == NodeType.COMM_SEND_NODE]
+        recvs = [NodeAttrs(n) for n in nodes.values() if n.type == NodeType.COMM_RECV_NODE]
+        assert [(ix.get_int("comm_src"), ix.get_int("comm_dst"), ix.get_int("comm_tag"), ix.get_int("comm_size"))
+                for ix in sends] == ([(r, r + 1, 5, 64 * F32)] if r < 3 else [])
+        assert [(ix.get_int("comm_src"), ix.get_int("comm_dst"), ix.get_int("comm_tag"), ix.get_int("comm_size"))
+                for ix in recvs] == ([(r - 1, r, 5, 64 * F32)] if r > 0 else [])
+        assert not _reaches(ts[r], nodes["send"].id, nodes["busy"].id) if r < 3 else True
+        if r > 0:
+            assert _reaches(ts[r], nodes["recv"].id, nodes["sum"].id)
+    assert validate(ts) == []
