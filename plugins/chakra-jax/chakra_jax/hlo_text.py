@@ -25,6 +25,7 @@ _TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 _STRUCT = re.compile(r'[{}()\[\]",\\]')
 _OPERAND = re.compile(r"%([^\s,()]+)")
 _BOUNDARY = re.compile(r",\s*(?=[A-Za-z_][\w.\-]*=)")
+_BRACED = re.compile(r"\{(?:[^{}\"]|\{(?:[^{}\"]|\{[^{}\"]*\})*\})*\}")
 
 
 class Instruction:
@@ -136,6 +137,9 @@ def _value_at(text: str, start: int) -> str:
     to the next ``, key=``."""
     first = text[start:start + 1]
     if first == "{":
+        m = _BRACED.match(text, start)
+        if m is not None:
+            return m.group()
         end = _matching(text, start, "{", "}")
         return text[start:end + 1] if end >= 0 else text[start:]
     if first == '"':
