@@ -118,20 +118,32 @@ def bench_generated(instructions: int, device_counts: list[int]) -> None:
 
 
 def bench_recorded() -> None:
-    """Measured step time (profile) against the SimPy simulation of each recorded program."""
-    from chakra_core import load_traces, simulate
+    """Measured step time (profile) against the SimPy simulation of each recorded program: the
+    measured step, the measured compute and communication time of the busiest device (sums of
+    its nodes' durations), and the simulated step with its compute and exposed communication."""
+    from chakra_core import NodeType, load_traces, simulate
 
-    print(f"{'program':<10} {'devices':>7} {'measured step us':>16} {'busiest device us':>17} "
-          f"{'simulated us':>12}")
+    print(f"{'program':<10} {'devices':>7} {'measured step us':>16} {'measured compute us':>19} "
+          f"{'measured comm us':>16} {'simulated us':>12} {'sim. exposed comm us':>20}")
     for name in ("mlp", "shard_map", "scan", "mesh8"):
         ts = load_traces([str(DATA / name / "program.hlo.txt"), str(DATA / name / "profile.xplane.pb")],
                          format="jax")
         step = next(a.double_val for a in ts[0].metadata().attr if a.name == "profile_step_us")
-        busy = max(sum(n.duration_micros for n in ts[r].nodes()) for r in ts.ranks)
+        sums = []
+        for r in ts.ranks:
+            compute = comm = 0
+            for n in ts[r].nodes():
+                if n.type == NodeType.COMP_NODE:
+                    compute += n.duration_micros
+                else:
+                    comm += n.duration_micros
+            sums.append((compute + comm, compute, comm))
+        _, compute, comm = max(sums)
         with tempfile.TemporaryDirectory() as tmp:
             ts.write(Path(tmp) / "et")
-            finish = simulate(str(Path(tmp) / "et"), "simpy").summary["finish_ns"]
-        print(f"{name:<10} {len(ts):>7} {step:>16.0f} {busy:>17} {finish / 1000:>12.1f}")
+            summary = simulate(str(Path(tmp) / "et"), "simpy").summary
+        print(f"{name:<10} {len(ts):>7} {step:>16.0f} {compute:>19} {comm:>16} {summary['finish_ns'] / 1000:>12.1f} "
+              f"{summary['max_exposed_comm_ns'] / 1000:>20.1f}")
 
 
 def main() -> None:

@@ -150,3 +150,26 @@ def test_send_recv_pairs_match_by_channel(jax_data):
         if r > 0:
             assert _reaches(ts[r], nodes["recv"].id, nodes["sum"].id)
     assert validate(ts) == []
+
+
+def test_conditional_and_unknown_trip_count_are_summarised(jax_data, jax_convert):
+    """record_control.py: x [8, 32] per device; the cond's branches are x @ w (w [32, 32]) and
+    tanh(x); the fori_loop's bound is a runtime argument, so its while has no trip count."""
+    import gzip
+    import json
+
+    ts = jax_convert("control", "profile.trace.json.gz")
+    nodes = _by_name(ts[0])
+    cond = NodeAttrs(nodes["conditional.1.clone"])
+    assert "most expensive of its 2 branches" in cond.get_str("note")
+    assert cond.get_int("num_ops") == 2 * 8 * 32 * 32          # the matmul branch, not tanh's 8 * 32
+    loop = NodeAttrs(nodes["while.9"])
+    assert "trip count unknown" in loop.get_str("note")
+    assert loop.get_int("num_ops") == 8 * 32 * 2 + 1            # one iteration: sin and multiply per element, the counter
+    with gzip.open(jax_data / "control" / "profile.trace.json.gz", "rt") as f:
+        events = [e for e in json.load(f)["traceEvents"] if (e.get("args") or {}).get("hlo_op") == "while.9"
+                  and e["args"].get("device_ordinal") == "0"]
+    assert nodes["while.9"].duration_micros == max(1, int(sum(e["dur"] for e in events) / len(events) + 0.5))
+    assert [ts.group_members(NodeAttrs(n).get_str("pg_name")) for n in nodes.values()
+            if n.type == NodeType.COMM_COLL_NODE] == [[0, 1]]
+    assert validate(ts) == []
