@@ -4,9 +4,9 @@ The module is what a long ``lax.scan`` of transformer-like layers looks like onc
 optimised (the instruction mix and line lengths of the recorded programs, metadata included):
 per layer an all-gather of the weight shard, a dot fusion, an elementwise fusion, an all-reduce
 and a collective-permute to the next device, over 8 partitions. For each device count the
-benchmark parses and lowers the module and writes every device's ET; it prints the wall time
-of each phase, instructions per minute, and the peak Python heap (tracemalloc, measured in a
-second run so that it does not slow the timed one). A second part prints, for the recorded
+benchmark parses and lowers the module and writes every device's ET, in a fresh process per
+device count; it prints the wall time of each phase, instructions per minute (wall and CPU
+time) and the process's peak RSS. A second part prints, for the recorded
 programs of plugins/chakra-jax/tests/data, the measured step time against the simulated one.
 
     .venv/bin/python benches/bench_jax.py [--instructions 100000] [--devices 8 64] [--recorded]
@@ -15,9 +15,11 @@ programs of plugins/chakra-jax/tests/data, the measured step time against the si
 from __future__ import annotations
 
 import argparse
+import resource
+import subprocess
+import sys
 import tempfile
 import time
-import tracemalloc
 from pathlib import Path
 
 PER_LAYER = 5
@@ -100,21 +102,26 @@ def convert(path: Path, out: Path) -> tuple[float, float, float, float, int]:
     return t1 - t0, t2 - t1, t3 - t2, c1 - c0, sum(1 for _ in ts[0].raw())
 
 
+def bench_one(instructions: int, devices: int) -> None:
+    """One device count, in this process: print its row (peak RSS of this process)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "bench.hlo.txt"
+        count = write_module(path, instructions, devices)
+        parse, lower, write, cpu, nodes = convert(path, Path(tmp) / "a")
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"{devices:>7} {count:>12} {parse:>8.2f} {lower:>8.2f} {write:>8.2f} "
+          f"{count / (parse + lower) * 60:>16,.0f} {count / cpu * 60:>15,.0f} {nodes:>12} {rss:>12.0f}", flush=True)
+
+
 def bench_generated(instructions: int, device_counts: list[int]) -> None:
-    """The generated module for each device count."""
+    """The generated module for each device count, each in a fresh process (so that its peak RSS
+    is its own)."""
     print(f"{'devices':>7} {'instructions':>12} {'parse s':>8} {'lower s':>8} {'write s':>8} "
-          f"{'instr/min (wall)':>16} {'instr/min (CPU)':>15} {'nodes/device':>12} {'peak heap MB':>12}")
+          f"{'instr/min (wall)':>16} {'instr/min (CPU)':>15} {'nodes/device':>12} {'peak RSS MB':>12}",
+          flush=True)
     for devices in device_counts:
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / "bench.hlo.txt"
-            count = write_module(path, instructions, devices)
-            parse, lower, write, cpu, nodes = convert(path, Path(tmp) / "a")
-            tracemalloc.start()
-            convert(path, Path(tmp) / "b")
-            peak = tracemalloc.get_traced_memory()[1]
-            tracemalloc.stop()
-        print(f"{devices:>7} {count:>12} {parse:>8.2f} {lower:>8.2f} {write:>8.2f} "
-              f"{count / (parse + lower) * 60:>16,.0f} {count / cpu * 60:>15,.0f} {nodes:>12} {peak / 1e6:>12.1f}")
+        subprocess.run([sys.executable, __file__, "--one", str(devices), "--instructions", str(instructions)],
+                       check=True)
 
 
 def bench_recorded() -> None:
@@ -152,7 +159,11 @@ def main() -> None:
     ap.add_argument("--instructions", type=int, default=100_000)
     ap.add_argument("--devices", type=int, nargs="+", default=[8, 64])
     ap.add_argument("--recorded", action="store_true", help="also compare measured and simulated step times")
+    ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.one:
+        bench_one(args.instructions, args.one)
+        return
     bench_generated(args.instructions, args.devices)
     if args.recorded:
         bench_recorded()
