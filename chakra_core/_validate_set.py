@@ -46,12 +46,21 @@ def _describe(c: tuple[int, int, int]) -> str:
 
 
 def check_collectives(traces: TraceSet, checks: dict[int, RankCheck], add: Add) -> None:
-    """``coll-not-member`` and ``coll-order``: every member issues the same collectives."""
-    for pg in sorted({pg for c in checks.values() for pg in c.colls}):
+    """``coll-not-member`` and ``coll-order``: every member issues the same collectives.
+
+    Each group is checked against the ranks that use it (indexed once), not against every rank,
+    so a set of thousands of ranks and groups costs their number, not their product."""
+    users: dict[str, list[int]] = {}
+    for r, chk in checks.items():
+        for pg in chk.colls:
+            users.setdefault(pg, []).append(r)
+    for pg in sorted(users):
         members = traces.group_members(pg)
+        inside = set(members)
         label = _group_label(pg)
-        for r, chk in checks.items():
-            if r not in members and chk.colls.get(pg):
+        for r in users[pg]:
+            chk = checks[r]
+            if r not in inside and chk.colls.get(pg):
                 add("coll-not-member", chk.label, chk.colls[pg][0][0],
                     f"collective on {label}, whose members are {members}", rank=r)
         present = [r for r in members if r in checks]
