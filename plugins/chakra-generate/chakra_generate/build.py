@@ -187,6 +187,7 @@ class _Stage:
             if last:
                 self.add_grads(*m.layer_params(layer), step)
         if v == 0:
+            self.tp_reduce(f"{pre}.embedding", backward=True)
             self.gather_params(f"{pre}.embedding", m.embedding_params(), 0)
             b.comp(f"{pre}.embedding", embedding_op(m, backward=True))
             if last:

@@ -186,3 +186,15 @@ def test_another_order_puts_dp_fastest(h):
     cs = h.colls(h.gen(tp=2, dp=2, order="dp-tp-cp-pp"), 0)
     assert {m for n, _, _, m in cs if ".L" in n} == {(0, 2)}
     assert {m for n, _, _, m in cs if "grad_bucket" in n} == {(0, 1)}
+
+
+def test_sequence_parallel_embedding_and_output_collectives(h):
+    tp, pp, d = 2, 2, 2
+    traces = h.gen(tp=tp, pp=pp, sp=True)
+    act = SEQ * H * d
+    first = h.colls(traces, 0)
+    last = h.colls(traces, tp)  # pp_rank 1, tp_rank 0
+    assert h.by_kind(first, ".embedding.tp_") == Counter({("REDUCE_SCATTER", act, (0, 1)): M,
+                                                          ("ALL_GATHER", act, (0, 1)): M})
+    assert h.by_kind(last, ".output.tp_") == Counter({("ALL_GATHER", act, (2, 3)): M,
+                                                      ("REDUCE_SCATTER", act, (2, 3)): M})

@@ -146,3 +146,27 @@ def test_scale_communication_only_on_cpu_kind(ddp):
 def test_scale_bad_selection(ddp, options, message):
     with pytest.raises(chakra.ConfigError, match=message):
         chakra.transform(str(ddp), "scale", options)
+
+
+def test_pipeline_generator_then_whatif_transforms(tmp_path):
+    import yaml
+
+    pipe = tmp_path / "p.yaml"
+    pipe.write_text(yaml.safe_dump({
+        "input": {"generator": "transformer", "options": {**TINY, "tp": 2, "dp": 2}},
+        "transforms": [{"name": "resize_dp", "options": {"dp": 4}},
+                       {"name": "straggler", "options": {"ranks": [0], "factor": 2}}],
+        "backends": [{"name": "et", "output": "out/et"}, {"name": "simpy", "output": "out/sim"}],
+    }))
+    summary = chakra.run_pipeline(pipe)
+    sim = summary["backends"][1]["result"]
+    assert len(sim["ranks"]) == 8
+    stages = [(i["stage"], i["name"]) for i in sim["provenance"]["implementations"]]
+    assert stages == [("input", "transformer"), ("transform", "resize_dp"), ("transform", "straggler"),
+                      ("backend", "simpy")]
+    direct = chakra.generate("transformer", {**TINY, "tp": 2, "dp": 4})
+    written = chakra.open_traceset(str(tmp_path / "out/et"))
+    for r in (0, 1):
+        got = [n.duration_micros for n in written[r].nodes() if n.type == NodeType.COMP_NODE]
+        want = [n.duration_micros * (2 if r == 0 else 1) for n in direct[r].nodes() if n.type == NodeType.COMP_NODE]
+        assert got == want
