@@ -296,3 +296,17 @@ def test_ray_and_dask_report_failing_and_hanging_points(cluster, tmp_path):
     name, options = cluster
     check_fail_and_hang(chakra.sweep(_fail_and_hang(tmp_path), tmp_path / "out", executor=name,
                                      executor_options=options))
+
+
+def test_diff_takes_two_rows_of_the_table(tmp_path):
+    """Two rows' result files (backend option spans: true) compare with chakra_core.diff."""
+    path = small_sweep(tmp_path)
+    doc = yaml.safe_load(path.read_text())
+    doc["backends"][0]["options"] = {"spans": True}
+    doc["sweep"]["grid"] = {"system.all-reduce-implementation": ["ring", "halvingDoubling"]}
+    doc["sweep"].pop("derive")
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    out = chakra.sweep(path, tmp_path / "out", jobs=1)
+    a, b = (tmp_path / "out" / r["simpy.result_file"] for r in out["rows"])
+    finish = chakra.diff(str(a), str(b)).to_dict()["metrics"]["finish_ns"]
+    assert (finish["a"], finish["b"]) == tuple(r["simpy.finish_ns"] for r in out["rows"])
