@@ -3,10 +3,15 @@
 (a) 1,024 ranks x 10 layers (compute + 16 MiB all-reduce) on an 8 x 128 2-D network, symmetry on;
 (b) the same with symmetry off;
 (c) 64 ranks x 100,000 nodes each (compute chains with an all-reduce every 100 nodes, ranks made
-    different so that symmetry does not apply).
+    different so that symmetry does not apply), symmetry off;
+(d) examples/text/gpt3_like.txt on 1,024 NPUs (tensor-parallel 8 x data-parallel 128, 2.5 M
+    nodes) on examples/system/system_2d.yaml, written as .et files first and simulated from
+    them as ``chakra simulate DIR`` does; ``--check`` also simulates it with symmetry off and
+    compares every rank's row.
 
-Run: ``.venv/bin/python benches/bench_simpy.py [a b c] [--nodes N]`` ((a) and (b): best of 3).  Targets: (a) < 20 s,
->= 200,000 events/s where symmetry does not apply.  Figures go to docs/simulator.md.
+Run: ``.venv/bin/python benches/bench_simpy.py [a b c d] [--nodes N] [--check]`` ((a) and (b):
+best of 3).  Targets: (d) under 20 s wall, load included; (c) >= 1,000,000 simulated nodes per
+second.  Figures go to docs/simulator.md.
 """
 
 from __future__ import annotations
@@ -64,7 +69,7 @@ def traceset(nranks: int, make) -> TraceSet:
     return TraceSet([GeneratedRank(r, GlobalMetadata(), (lambda r=r: make(r))) for r in range(nranks)])
 
 
-def run(name: str, traces: TraceSet, options: dict, repeat: int = 1) -> None:
+def run(name: str, traces: TraceSet, options: dict, repeat: int = 1):
     """Simulate (best of ``repeat`` runs) and print wall time, events and events/s."""
     from chakra_simpy.backend import SimpyBackend
 
@@ -84,7 +89,9 @@ def run(name: str, traces: TraceSet, options: dict, repeat: int = 1) -> None:
     print(f"({name}) ranks={s['ranks']} classes={s['symmetry']['classes']} finish={s['finish_ns']} ns "
           f"wall={wall:.2f} s (load {s['wall_s']['load']:.2f} s, simulate {sim_s:.2f} s) "
           f"events={s['events']} (SimPy {s['simpy_events']}) events/s={s['events_per_s']} nodes simulated={nodes} "
-          f"nodes/s={int(nodes / sim_s) if sim_s else 0}", flush=True)
+          f"nodes/s={int(nodes / sim_s) if sim_s else 0} (all ranks' nodes per s of wall: "
+          f"{int(sum(r['nodes'] for r in res.ranks) / wall)})", flush=True)
+    return res
 
 
 def main() -> None:
@@ -92,6 +99,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("cases", nargs="*", default=["a", "b", "c"])
     ap.add_argument("--nodes", type=int, default=100_000, help="nodes per rank in case (c)")
+    ap.add_argument("--check", action="store_true", help="(d): compare with symmetry off")
     args = ap.parse_args()
     import tempfile
 
@@ -109,7 +117,29 @@ def main() -> None:
             net64 = f"{tmp}/net64.yml"
             with open(net64, "w") as f:
                 f.write("topology: [Switch]\nnpus_count: [64]\nbandwidth: [50]\nlatency: [500]\n")
-            run("c", traceset(64, lambda r: chain(r, args.nodes)), {"network": net64})
+            run("c", traceset(64, lambda r: chain(r, args.nodes)), {"network": net64, "symmetry": False})
+        if "d" in args.cases:
+            gpt3(tmp, args.check)
+
+
+def gpt3(tmp: str, check: bool) -> None:
+    """Case (d): the GPT-3-like set written as .et files, then simulated from them."""
+    from pathlib import Path
+
+    from chakra_core import load_traces, open_traceset
+
+    root = Path(__file__).resolve().parents[1]
+    t0 = time.perf_counter()
+    load_traces(str(root / "examples" / "text" / "gpt3_like.txt"), "text",
+                {"npus": 1024, "mp_group": 8}).write(f"{tmp}/gpt3/trace")
+    print(f"(d) wrote the set in {time.perf_counter() - t0:.1f} s", flush=True)
+    system = str(root / "examples" / "system" / "system_2d.yaml")
+    on = run("d", open_traceset(f"{tmp}/gpt3"), {"system": system})
+    if check:
+        off = run("d, symmetry off", open_traceset(f"{tmp}/gpt3"), {"system": system, "symmetry": False})
+        same = ([{k: v for k, v in r.items() if k != "simulated_as"} for r in on.ranks]
+                == [{k: v for k, v in r.items() if k != "simulated_as"} for r in off.ranks])
+        print(f"(d) per-rank rows equal with symmetry on and off: {same}", flush=True)
 
 
 if __name__ == "__main__":

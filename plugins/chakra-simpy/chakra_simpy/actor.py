@@ -13,7 +13,7 @@ class Actor:
     """One simulated rank standing for ``ranks`` (its class of identical ranks).
 
     Holds the working copy of in-degrees, per-resource ready heaps (node index = id order) and
-    free slots, per-node start/end times and the predecessor that made each node start
+    free slots, the number of nodes in flight, per-node start/end times and the predecessor that made each node start
     (``why``: a dependency or the node that freed the resource), and accumulates busy time:
     ``cpu_ns``, ``compute_ns`` (accelerator compute), ``comm_ns`` (any communication or memory
     op in flight), ``overlap_ns`` (compute and communication at once) and ``busy_ns``.
@@ -21,7 +21,8 @@ class Actor:
 
     __slots__ = ("index", "prog", "rank", "ranks", "indeg", "ready", "free", "start", "end",
                  "why", "readyby", "last_rel", "done", "finish", "seq", "last_t", "active",
-                 "cpu_ns", "compute_ns", "comm_ns", "overlap_ns", "busy_ns", "queue_active", "n")
+                 "cpu_ns", "compute_ns", "comm_ns", "overlap_ns", "busy_ns", "queue_active", "n", "inflight",
+                 "chain_heads")
 
     def __init__(self, index: int, prog: Program, ranks: list[int], streams: int, ndims: int):
         n = len(prog)
@@ -45,6 +46,8 @@ class Actor:
         self.cpu_ns = self.compute_ns = self.comm_ns = self.overlap_ns = self.busy_ns = 0
         self.queue_active = [0] * max(ndims, 1)
         self.n = n
+        self.inflight = 0
+        self.chain_heads: list[tuple] = []
 
     def account(self, now: int) -> None:
         """Add the time since the last change to the busy counters."""

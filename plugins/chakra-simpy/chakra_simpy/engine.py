@@ -61,6 +61,9 @@ class Sim:
         self.timeline = timeline
         self.max_spans = max_spans
         self.stagger_limit = stagger_limit
+        #: compute chains as one event (:meth:`_run_chain`); not in the congestion-aware mode,
+        #: whose link sharing depends on the order of phases starting at one instant
+        self.chains = not aware
         self.events = 0
         self.cross: dict[tuple[int, int], tuple[int, int]] = {}
         self.sends: dict[tuple, deque] = {}
@@ -69,10 +72,12 @@ class Sim:
         self.coll = Collectives(self, groups)
 
     # -- scheduling -------------------------------------------------------------------
-    def after(self, a: Actor, i: int, delay: int) -> None:
-        """End node ``i`` of actor ``a`` ``delay`` ns from now (one SimPy event)."""
-        self.env.schedule(_Done(self.env, (a, i), self._on_end), NORMAL, delay)
+    def after(self, a: Actor, i: int, delay: int) -> Event:
+        """End node ``i`` of actor ``a`` ``delay`` ns from now (one SimPy event, returned)."""
+        ev = _Done(self.env, (a, i), self._on_end)
+        self.env.schedule(ev, NORMAL, delay)
         self.events += 1
+        return ev
 
     def _on_end(self, ev) -> None:
         a, i = ev._value
@@ -93,7 +98,9 @@ class Sim:
 
     # -- nodes --------------------------------------------------------------------------
     def issue(self, a: Actor) -> None:
-        """Start ready nodes in id order while their resource has a free slot."""
+        """Start ready nodes in id order while their resource has a free slot; a compute chain
+        that is then the only node of the rank in flight runs as one event (its first node's
+        own event is voided)."""
         ready, free = a.ready, a.free
         for r in range(4):
             h = ready[r]
@@ -101,6 +108,14 @@ class Sim:
                 i = heappop(h)
                 free[r] -= 1
                 self.start_node(a, i)
+        heads = a.chain_heads
+        if heads:
+            if a.inflight == 1 and len(heads) == 1:
+                i, ev = heads[0]
+                ev.callbacks.clear()  # its end comes with the chain's
+                self.events -= 1
+                self._run_chain(a, i, a.start[i])
+            heads.clear()
 
     def start_node(self, a: Actor, i: int) -> None:
         """Start node ``i``: time it, or hand it to the collective / p2p / memory models."""
@@ -109,6 +124,7 @@ class Sim:
         if now > _MAX_NS:
             self._past_int64(a, i)
         a.start[i] = now
+        a.inflight += 1
         rb = a.readyby[i]
         res = prog.res[i]
         ready_t = a.end[rb] if rb >= 0 else 0
@@ -126,8 +142,45 @@ class Sim:
             self._recv(a, i)
         elif k == K_MEM:
             self.after(a, i, self._mem_time(a, i, now))
+        elif self.chains and prog.chain_next[i] >= 0:
+            # may run as a chain, decided at the end of :meth:`issue`
+            a.chain_heads.append((i, self.after(a, i, prog.dur[i])))
         else:
             self.after(a, i, prog.dur[i])
+
+    def _run_chain(self, a: Actor, i: int, now: int) -> None:
+        """Run the compute chain from node ``i`` as one event, filling in each node's times.
+
+        Exact: nothing else of the rank is in flight once its ready nodes were issued, so
+        nothing can make another of its nodes ready before the chain ends, and each next node of
+        the chain, the only one its predecessor releases, is issued at once unless a node
+        already waiting for the resource has a smaller id (the chain stops before it).
+        """
+        prog = a.prog
+        nxt, dur = prog.chain_next, prog.dur
+        waiting = a.ready[prog.res[i]]
+        limit = waiting[0] if waiting else len(prog)
+        start, end, why, readyby, indeg = a.start, a.end, a.why, a.readyby, a.indeg
+        tl = self.timeline if self.timeline is not None else []
+        room = self.max_spans if self.timeline is not None else 0
+        cat = prog.cat[i]
+        t = now + dur[i]
+        cur, j = i, nxt[i]
+        done = 0
+        while 0 <= j < limit:
+            end[cur] = t
+            if len(tl) < room:
+                tl.append((a.index, cat, cur, start[cur], t - start[cur]))
+            start[j] = t
+            readyby[j] = why[j] = cur
+            indeg[j] = 0
+            t += dur[j]
+            cur, j = j, nxt[j]
+            done += 1
+        a.done += done
+        if t > _MAX_NS:
+            self._past_int64(a, cur)
+        self.after(a, cur, t - now)
 
     def _past_int64(self, a: Actor, i: int) -> None:
         raise ChakraError(f"rank {a.rank} node {a.prog.ids[i]}: simulated time passes 2**63-1 ns "
@@ -140,6 +193,7 @@ class Sim:
         if now > _MAX_NS:
             self._past_int64(a, i)
         a.end[i] = now
+        a.inflight -= 1
         res = prog.res[i]
         cat = prog.cat[i]
         if cat != R_NONE:

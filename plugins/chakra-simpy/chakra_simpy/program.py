@@ -1,7 +1,9 @@
 """One rank's trace in compact arrays: what the simulator needs of every node.
 
 Nodes are sorted by id (ready nodes are issued in ascending id order) and indexed 0..n-1;
-children are kept in CSR form.  Per node: kind, resource, duration (ns), and for
+children are kept in CSR form, and ``chain_next`` links the compute chains (a compute node whose
+only dependent is a compute node on the same resource depending on it alone), which the engine
+runs as one event when nothing else of the rank is in flight.  Per node: kind, resource, duration (ns), and for
 communication and memory nodes a small tuple in ``extra``.
 """
 
@@ -45,6 +47,7 @@ class Program:
         self.indeg = array("l")
         self.child_ptr = array("l")
         self.child_idx = array("l")
+        self.chain_next = array("l")
         self.extra: dict[int, tuple] = {}
         self.has_p2p = False
         self.has_mem = False
@@ -151,11 +154,30 @@ def load_program(rt: RankTrace, sd: SystemDescription) -> Program:
     for i, _x in extras:
         if kinds[i] == K_RECV:
             prog.cat[i] = R_COMM  # a receive holds no resource but counts as communication
-    prog.indeg = _longs(g.in_degree())
+    indeg = g.in_degree()
+    prog.indeg = _longs(indeg)
     prog.child_ptr = _longs(child_ptr)
     prog.child_idx = _longs(child_idx)
+    prog.chain_next = _longs(_chain_next(kinds, res, indeg, child_ptr, child_idx))
     prog.extra = dict(extras)
     return prog
+
+
+def _chain_next(kinds: bytearray, res: bytearray, indeg: np.ndarray, child_ptr: np.ndarray,
+                child_idx: np.ndarray) -> np.ndarray:
+    """Per node, the next node of its compute chain, else -1: a compute node whose only
+    dependent is a compute node on the same resource that depends on it alone."""
+    n = len(kinds)
+    out = np.full(n, -1, dtype=np.int64)
+    if n == 0:
+        return out
+    kind = np.frombuffer(kinds, dtype=np.uint8)
+    resource = np.frombuffer(res, dtype=np.uint8)
+    one = np.flatnonzero((np.diff(child_ptr) == 1) & (kind == K_COMP))
+    child = np.asarray(child_idx)[np.asarray(child_ptr)[one]]
+    ok = (kind[child] == K_COMP) & (np.asarray(indeg)[child] == 1) & (resource[child] == resource[one])
+    out[one[ok]] = child[ok]
+    return out
 
 
 def _by_id(ids: array, dep_ptr: array, dep_ids: array) -> DepGraph:
