@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import hashlib
 from array import array
+from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import accumulate, islice
 
 from ._attrs import get_int, get_str
 from ._schema import Node
@@ -114,24 +116,47 @@ def _relabel_node(b: bytes, labels: _Labels) -> bytes:
     return node.SerializeToString() + b"\x00" + b",".join(marks)
 
 
+def _marked(joined: bytes, ends: list[int]) -> list[int]:
+    """Indices of the nodes of a run (joined bytes, cumulative end offsets) that name a group
+    or a peer, ascending."""
+    hits = set()
+    for mark in (b"pg_name", *_PEER_MARKS):
+        at = joined.find(mark)
+        while at >= 0:
+            k = bisect_right(ends, at)
+            hits.add(k)
+            at = joined.find(mark, ends[k])
+    return sorted(hits)
+
+
+def _hash_run(h, chunk: list[bytes], labels: _Labels) -> None:
+    """Feed one run of nodes, relabelled, to ``h``."""
+    ends = list(accumulate(map(len, chunk)))
+    joined = b"".join(chunk)
+    marked = _marked(joined, ends)
+    if marked:
+        chunk = list(chunk)
+        for k in marked:
+            b = chunk[k]
+            if b"comm_src" in b or b"comm_dst" in b:
+                chunk[k] = _relabel_node(b, labels)
+            else:
+                chunk[k] = _relabel_pg(b, labels) or _relabel_node(b, labels)
+        joined = b"".join(chunk)
+        ends = list(accumulate(map(len, chunk)))
+    h.update(array("Q", ends).tobytes())
+    h.update(joined)
+
+
 def role_key(rt: RankTrace) -> RoleKey:
-    """The :class:`RoleKey` of rank ``rt`` (one pass over its serialized nodes)."""
+    """The :class:`RoleKey` of rank ``rt`` (one pass over its serialized nodes, a run of
+    4,096 at a time; only nodes naming a group or a peer are looked at one by one)."""
     labels = _Labels(rt.rank)
     h = hashlib.blake2b(digest_size=20, person=b"chakra-role")
-    chunk: list[bytes] = []
-
-    def flush() -> None:
-        h.update(array("Q", map(len, chunk)).tobytes())
-        h.update(b"".join(chunk))
-        chunk.clear()
-
-    for b in _raws(rt):
-        if b"comm_src" in b or b"comm_dst" in b:
-            b = _relabel_node(b, labels)
-        elif b"pg_name" in b:
-            b = _relabel_pg(b, labels) or _relabel_node(b, labels)
-        chunk.append(b)
-        if len(chunk) == _CHUNK:
-            flush()
-    flush()
+    raws = _raws(rt)
+    while True:
+        chunk = list(islice(raws, _CHUNK))
+        if not chunk:
+            break
+        _hash_run(h, chunk, labels)
     return RoleKey(h.digest(), tuple(labels.groups), tuple(labels.peers))

@@ -199,7 +199,7 @@ def check_system(sd: SystemDescription) -> SystemDescription:
         where = sd.sources.get("system", "<defaults>")
         for kind in COLLECTIVE_KINDS:
             impl = sd.implementation(kind)
-            if "system" not in sd.sources and not impl:
+            if ("system" not in sd.sources and not impl) or kind in sd.custom_implementations:
                 continue
             if len(impl) < n:
                 warnings.append(

@@ -121,8 +121,10 @@ class SystemDescription:
     ASTRA-sim (a warning is recorded).  ``endpoint_delay`` and ``local_reduction_delay`` are ns,
     ``local_mem_bw`` decimal GB/s, ``peak_perf`` TFLOPS.  ``comm_groups`` maps a decimal group
     name ("1", "2", ...) to its ranks.  ``warnings`` lists questionable but accepted settings;
-    ``sources`` names the file each part came from (``system``, ``network``, ``memory``,
-    ``comm_groups``).
+    ``custom_implementations`` maps a collective kind (``all-reduce`` ...) to the path prefix of its
+    custom implementation, one Chakra ET per rank (``PREFIX.<rank>.et``, ASTRA-sim's
+    ``*-implementation-chakra`` keys).  ``sources`` names the file each part came from
+    (``system``, ``network``, ``memory``, ``comm_groups``).
     """
 
     dimensions: tuple[Dimension, ...] = ()
@@ -143,6 +145,7 @@ class SystemDescription:
     trace_enabled: bool = False
     remote_memory: RemoteMemory = field(default_factory=RemoteMemory)
     comm_groups: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    custom_implementations: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     sources: dict[str, str] = field(default_factory=dict)
 
@@ -202,6 +205,8 @@ class SystemDescription:
         d["network"] = [asdict(x) for x in self.dimensions]
         del d["dimensions"], d["warnings"], d["sources"]
         d["comm_groups"] = {k: list(v) for k, v in self.comm_groups.items()}
+        for kind, prefix in d.pop("custom_implementations").items():
+            d[kind.replace("-", "_") + "_implementation_chakra"] = prefix
         for kind in COLLECTIVE_KINDS:
             key = kind.replace("-", "_") + "_implementation"
             d[key] = list(d[key])

@@ -9,6 +9,7 @@ the values of ASTRA-sim's sample configuration.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from .._errors import ConfigError
@@ -28,6 +29,7 @@ from ._values import Reader
 
 __all__ = [
     "SYSTEM_KEYS",
+    "CUSTOM_KEYS",
     "ASTRA_IGNORED_KEYS",
     "parse_system",
     "parse_network",
@@ -35,12 +37,15 @@ __all__ = [
     "parse_comm_groups",
 ]
 
+#: system.json keys naming a custom collective: a Chakra ET per rank (ASTRA-sim's Collective API).
+CUSTOM_KEYS = tuple(f"{k}-implementation-chakra" for k in COLLECTIVE_KINDS)
+
 #: system.json keys that we read.
 SYSTEM_KEYS = (
     "scheduling-policy", "collective-optimization", "endpoint-delay", "local-reduction-delay",
     "active-chunks-per-dimension", "preferred-dataset-splits", "local-mem-bw", "roofline-enabled",
     "peak-perf", "replay-only", "trace-enabled",
-) + tuple(f"{k}-implementation" for k in COLLECTIVE_KINDS)
+) + tuple(f"{k}-implementation" for k in COLLECTIVE_KINDS) + CUSTOM_KEYS
 
 #: system.json keys ASTRA-sim knows but that do not change the analytical model's timing.
 ASTRA_IGNORED_KEYS = (
@@ -67,6 +72,27 @@ def _implementation(r: Reader, kind: str, astra: bool) -> tuple[str, ...]:
         if base == "doubleBinaryTree" and kind != "all-reduce":
             raise r.fail(k, "doubleBinaryTree exists for all-reduce only in ASTRA-sim")
     return tuple(v)
+
+
+def _custom(r: Reader, kind: str) -> str | None:
+    """The ET prefix of a custom ``kind`` (``PREFIX.<rank>.et`` per rank), relative paths taken
+    from the file's directory; rank 0's file must exist."""
+    k = r.key(f"{kind}-implementation-chakra")
+    if k is None:
+        return None
+    v = r.data[k]
+    if isinstance(v, list) and len(v) == 1:
+        v = v[0]
+    if not isinstance(v, str) or not v:
+        raise r.fail(k, f"wants one ET path prefix (the list takes exactly one: the ET holds every "
+                        f"dimension), got {v!r}")
+    prefix = Path(v)
+    if not prefix.is_absolute() and r.where != "<mapping>":
+        prefix = Path(r.where).parent / prefix
+    if not Path(f"{prefix}.0.et").is_file():
+        raise r.fail(k, f"no file {prefix}.0.et: the custom {kind} needs one Chakra ET per rank, "
+                        f"PREFIX.<rank>.et")
+    return str(prefix)
 
 
 def parse_system(data: Any, where: str, astra: bool) -> tuple[dict[str, Any], list[str]]:
@@ -104,8 +130,14 @@ def parse_system(data: Any, where: str, astra: bool) -> tuple[dict[str, Any], li
     f["peak_perf"] = float(r.number("peak-perf", 0.0, 0))
     f["replay_only"] = r.flag("replay-only", False)
     f["trace_enabled"] = r.flag("trace-enabled", False)
+    custom = {}
     for kind in COLLECTIVE_KINDS:
         f[kind.replace("-", "_") + "_implementation"] = _implementation(r, kind, astra)
+        prefix = _custom(r, kind)
+        if prefix is not None:
+            custom[kind] = prefix
+    if custom:
+        f["custom_implementations"] = custom
     if f["roofline_enabled"]:
         if f["peak_perf"] <= 0:
             raise r.fail("peak-perf", "roofline-enabled needs 'peak-perf' > 0 (TFLOPS)")

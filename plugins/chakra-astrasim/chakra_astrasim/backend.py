@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import shutil
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import replace
@@ -34,7 +35,15 @@ from chakra_core.system import SYSTEM_OPTIONS, system_from_options
 
 from .checks import OrderCheck, check_p2p
 from .collectives import RULES
-from .configs import groups_json, memory_json, network_yml, system_json, write_text
+from .configs import (
+    CUSTOM_DIR,
+    custom_collectives,
+    groups_json,
+    memory_json,
+    network_yml,
+    system_json,
+    write_text,
+)
 from .groups import GroupPlan, plan_groups
 from .plan import Plan
 from .report import ExportReport
@@ -222,6 +231,7 @@ def export_astrasim(traces: TraceSet, output: str | Path, options: Mapping[str, 
     }
     if has_groups:
         cfg["groups.json"] = groups_json(gp.written, plan.npus)
+    custom = custom_collectives(sd, plan.npus)
     commands = {
         "congestion_unaware": command(BINARIES["unaware"], prefix, has_groups),
         "congestion_aware": command(BINARIES["aware"], prefix, has_groups) if one_dim else None,
@@ -230,6 +240,12 @@ def export_astrasim(traces: TraceSet, output: str | Path, options: Mapping[str, 
         _write_workload(traces, plan, gp, stage / "workload", prefix, report)
         for name, content in cfg.items():
             write_text(stage / name, content)
+        for kind, sources in custom.items():
+            (stage / CUSTOM_DIR).mkdir(exist_ok=True)
+            for r, src in enumerate(sources):
+                shutil.copyfile(src, stage / CUSTOM_DIR / f"{kind}.{r}.et")
+            report.configs.append(f"custom {kind}: {len(sources)} ET files copied to {CUSTOM_DIR}/{kind}.<rank>.et "
+                                  f"(ASTRA-sim times them with the message sizes they hold)")
         write_text(stage / "run.sh", run_sh(prefix, has_groups, one_dim), mode=0o755)
         report_data = {"report": report.to_dict(), "commands": commands,
                        "rules": {k.name: RULES[k] for k in RULES},
@@ -237,6 +253,7 @@ def export_astrasim(traces: TraceSet, output: str | Path, options: Mapping[str, 
                                  "sizes": "bytes"}}
         write_text(stage / "report.json", report_data)
     files = ([str(output / "workload" / f"{prefix}.{r}.et") for r in range(plan.npus)]
+             + [str(output / CUSTOM_DIR / f"{kind}.{r}.et") for kind in custom for r in range(plan.npus)]
              + [str(output / name) for name in (*cfg, "run.sh", "report.json")])
     run_hint = f"cd {shlex.quote(str(output))} && ./run.sh"
     summary = {

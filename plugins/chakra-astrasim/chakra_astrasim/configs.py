@@ -29,7 +29,11 @@ from chakra_core.system import (
 
 from .report import ExportReport
 
-__all__ = ["system_json", "network_yml", "memory_json", "groups_json", "write_text"]
+__all__ = ["system_json", "network_yml", "memory_json", "groups_json", "write_text", "custom_collectives",
+           "CUSTOM_DIR"]
+
+#: directory of the export holding the custom collectives' ETs: ``custom/<kind>.<rank>.et``.
+CUSTOM_DIR = "custom"
 
 
 def _num(x: float) -> int | float:
@@ -105,6 +109,23 @@ def system_json(sd: SystemDescription, report: ExportReport, roofline: bool, pea
     }
     if roofline:
         out["peak-perf"] = _num(peak_perf)
+    for kind in sd.custom_implementations:
+        out[f"{kind}-implementation-chakra"] = [f"{CUSTOM_DIR}/{kind}"]
+    return out
+
+
+def custom_collectives(sd: SystemDescription, npus: int) -> dict[str, list[Path]]:
+    """Per custom collective kind, its ET files for ranks 0..npus-1 (copied into the export as
+    ``custom/<kind>.<rank>.et``); a missing one is a ConfigError naming it."""
+    out = {}
+    for kind, prefix in sd.custom_implementations.items():
+        files = [Path(f"{prefix}.{r}.et") for r in range(npus)]
+        missing = [f for f in files if not f.is_file()]
+        if missing:
+            raise ConfigError(f"the custom {kind} has no ET for rank {files.index(missing[0])} ({missing[0]}); "
+                              f"ASTRA-sim needs {prefix}.<rank>.et for every one of the {npus} NPUs",
+                              sd.sources.get("system"), f"key '{kind}-implementation-chakra'")
+        out[kind] = files
     return out
 
 

@@ -104,6 +104,12 @@ def check_export(d: str | Path, prefix: str = "trace") -> list[str]:
         for name in impl:
             if not IMPL_RE.match(name) or (name == "doubleBinaryTree" and kind != "all-reduce"):
                 errs.append(f"system.json: {kind}-implementation entry {name!r}")
+    for key, value in system.items():
+        if key.endswith("-implementation-chakra"):  # one ET prefix; a file per rank beside run.sh
+            if not (isinstance(value, list) and len(value) == 1 and isinstance(value[0], str)):
+                errs.append(f"system.json: {key} = {value!r}, want one path prefix")
+            elif not all((d / f"{value[0]}.{r}.et").is_file() for r in range(npus)):
+                errs.append(f"system.json: {key}: not every {value[0]}.<rank>.et exists")
     roofline = system.get("roofline-enabled")
     if roofline not in (0, 1):
         errs.append(f"system.json: roofline-enabled {roofline!r}")

@@ -651,3 +651,25 @@ def test_edge_count_stays_linear(tmp_path):
     assert edges_out <= edges_in and res.summary["report"]["dependencies"]["join_nodes_added"] == 4
     # the last METADATA node has no dependents: simply removed
     assert res.summary["report"]["removed"] == {"METADATA_NODE": 1}
+
+
+def test_custom_collective_files_are_copied_and_named(tmp_path, astrasim_check):
+    """``all-reduce-implementation-chakra`` names one ET per rank (hand-made here: two ranks
+    sending each other their half); the export copies them and points the key at the copies."""
+    per = {r: [node(1, T.COMM_SEND_NODE, comm_dst=1 - r, comm_size=512, comm_tag=0),
+               node(2, T.COMM_RECV_NODE, comm_src=1 - r, comm_size=512, comm_tag=0)] for r in range(2)}
+    tset(per).write(tmp_path / "custom" / "ar")
+    sysf = write(tmp_path / "s.yaml", "all-reduce-implementation-chakra: custom/ar\n")
+    work = {r: [coll(1, CommType.ALL_REDUCE, 1024)] for r in range(2)}
+    res, _ = export(tset(work), tmp_path / "o", system=sysf)
+    astrasim_check(tmp_path / "o")
+    sysj = json.loads((tmp_path / "o" / "system.json").read_text())
+    assert sysj["all-reduce-implementation-chakra"] == ["custom/all-reduce"]
+    for r in range(2):
+        assert (tmp_path / "o" / "custom" / f"all-reduce.{r}.et").read_bytes() == \
+            (tmp_path / "custom" / f"ar.{r}.et").read_bytes()
+    assert any("custom all-reduce" in c for c in res.summary["report"]["configs"])
+    net = write(tmp_path / "n.yml", "topology: [ Ring ]\nnpus_count: [ 4 ]\nbandwidth: [ 50 ]\nlatency: [ 500 ]\n")
+    with pytest.raises(ConfigError, match="no ET for rank 2"):
+        export(tset(work), tmp_path / "o4", system=sysf, network=net)
+    assert not (tmp_path / "o4").exists()

@@ -113,6 +113,10 @@ class SimpyBackend(Backend):
         if sim.coll.approximated:
             notes.append(f"{sim.coll.approximated} collective(s) whose members did not move in lockstep, "
                          "too large for stagger_limit, were timed from the last member's start (barrier)")
+        if sim.coll.custom_runs:
+            notes.append(f"{sim.coll.custom_runs} collective(s) over all ranks ran their custom implementation "
+                         f"({', '.join(f'{k}: {v}' for k, v in sd.custom_implementations.items())}): its ET's "
+                         "messages, not the collective's comm_size, set the time")
         if differ:
             notes.append(f"the comm-group file redefines group(s) {', '.join(differ)} of the trace set; "
                          "the file wins")

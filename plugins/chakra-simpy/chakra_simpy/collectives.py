@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from chakra_core import ChakraError, CommType, TraceFormatError
 from chakra_core.system import algorithm_base
 
+from .custom import CustomCollective
 from .dbt import TreePhase
 from .perrank import build_phase, dim_layout, group_layout
 from .plans import DBT, KIND_NAME, dbt_visits
@@ -29,6 +30,10 @@ if TYPE_CHECKING:
     from .engine import Sim
 
 __all__ = ["Collectives", "Instance", "SymmetryBroken"]
+
+#: the collective each ``*-implementation-chakra`` key replaces.
+_CUSTOM_KIND = {"all-reduce": CommType.ALL_REDUCE, "all-gather": CommType.ALL_GATHER,
+                "reduce-scatter": CommType.REDUCE_SCATTER, "all-to-all": CommType.ALL_TO_ALL}
 
 
 class SymmetryBroken(Exception):
@@ -76,6 +81,9 @@ class Collectives:
         self.per_rank = 0
         self.approximated = 0
         self.tree_count: dict[int, int] = {}
+        self.custom = {_CUSTOM_KIND[k]: CustomCollective(k, prefix, sim.sd, sim.planner)
+                       for k, prefix in sim.sd.custom_implementations.items()}
+        self.custom_runs = 0
 
     def members(self, pg: str) -> tuple[int, ...]:
         """Ranks of group ``pg`` ("" = all ranks)."""
@@ -137,6 +145,10 @@ class Collectives:
         for ai, ii in ((v[0].index, v[1]) for v in inst.arrived.values()):
             if last is not None and (ai, ii) != last:
                 sim.cross[(ai, ii)] = last
+        custom = self.custom.get(inst.ct)
+        if custom is not None and members is None:
+            self._run_custom(inst, custom, now)
+            return
         visits = dbt_visits(ring) if members is None else {}
         bases = {d: self.tree_count.get(d, 0) for d in visits}
         for d, v in visits.items():  # every chunk takes the next tree of the dimension, per visit
@@ -245,6 +257,21 @@ class Collectives:
                                      f"#{inst.key[1] + 1} of group {inst.key[0] or 'all'!r} at different times")
         self.per_rank += 1
         return out
+
+    def _run_custom(self, inst: Instance, custom: CustomCollective, now: int) -> None:
+        """Time a collective over all ranks by its custom implementation (:mod:`custom`)."""
+        sim = self.sim
+        arrived = {a.index: t for a, _i, t in inst.arrived.values()}
+        fin = custom.finish([arrived[sim.rank_actor[r]] for r in range(len(self.all))])
+        times: dict[int, int] = {}
+        for r, t in enumerate(fin):
+            ai = sim.rank_actor[r]
+            if times.setdefault(ai, t) != t:
+                raise SymmetryBroken(f"ranks simulated as rank {sim.actors[ai].rank} finish the custom "
+                                     f"{custom.kind} #{inst.key[1] + 1} at different times")
+        inst.n, inst.phases = 1, [(0, None, f"custom {custom.kind} ({custom.prefix})")]
+        self.custom_runs += 1
+        self._finish_per_rank(inst, times, now)
 
     def _finish_per_rank(self, inst: Instance, times: dict[int, int], now: int) -> None:
         sim = self.sim
