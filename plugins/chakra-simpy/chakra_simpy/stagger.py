@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from heapq import heappop, heappush
 
+import numpy as np
+
 __all__ = ["Step", "Phase", "chain", "plan_finish", "WORK_LIMIT"]
 
 #: default for the most (chunks x steps x members) evaluated per collective; larger collectives
@@ -47,14 +49,16 @@ class Step:
 
 class Phase:
     """One chunk phase seen per member: the queue it waits in, the first endpoint delay and
-    the steps."""
+    the steps; ``rings``: the members' rings when every step waits for the same predecessor
+    over links of one cost (see :func:`_ring_finish`), else None."""
 
-    __slots__ = ("queue", "e", "steps")
+    __slots__ = ("queue", "e", "steps", "rings")
 
     def __init__(self, queue: int, e: int, steps: list[Step]):
         self.queue = queue
         self.e = e
         self.steps = steps
+        self.rings = _rings(steps)
 
     @property
     def work(self) -> int:
@@ -83,8 +87,63 @@ def _latest_other(send: list[int], slices: list[list[int]]) -> list[int]:
     return out
 
 
+def _rings(steps: list[Step]) -> list[list[int]] | None:
+    """The predecessor cycles (each member, then its predecessor, its predecessor's ...) when
+    every step has the same predecessors and one message cost; else None."""
+    if not steps or len(steps[0].nets) < _CLOSED_MIN:
+        return None
+    pred, nets = steps[0].pred, steps[0].nets
+    if pred is None or any(st.pred is not pred or st.nets is not nets for st in steps) or len(set(nets)) > 1:
+        return None
+    seen = bytearray(len(pred))
+    rings = []
+    for j in range(len(pred)):
+        if not seen[j]:
+            ring = []
+            while not seen[j]:
+                seen[j] = 1
+                ring.append(j)
+                j = pred[j]
+            if len(ring) > _CLOSED_MAX:
+                return None
+            rings.append(ring)
+    return rings
+
+
+#: members from which (and ring sizes up to which) a ring phase is timed by :func:`_ring_finish`.
+_CLOSED_MIN, _CLOSED_MAX = 16, 2048
+_offsets: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _ring_finish(start: list[int], ph: Phase) -> list[int]:
+    """:func:`chain` in closed form for a phase whose steps all wait for the ring predecessor
+    over links of one cost ``c``: each step is ``send_j = max(send_pred(j) + c, send_j) + add``,
+    so after S steps ``send_j = e + sum(add) + max over k = 0..S of (start of the member k
+    places back + k * c)``; for the member d places back the largest such k is taken."""
+    steps = ph.steps
+    total = len(steps)
+    c = steps[0].nets[0]
+    base = ph.e + sum(st.add for st in steps)
+    out = [0] * len(start)
+    for ring in ph.rings or ():
+        p = len(ring)
+        got = _offsets.get((p, total))
+        if got is None:
+            d = (np.arange(p)[None, :] - np.arange(p)[:, None]) % p  # row i: member d places back
+            k = d + p * ((total - d) // p)
+            got = _offsets[(p, total)] = (k, d <= total)
+        k, ok = got
+        st = np.array([start[j] for j in ring], dtype=np.int64)
+        val = np.where(ok, st[None, :] + k * c, np.iinfo(np.int64).min).max(axis=1) + base
+        for j, v in zip(ring, val.tolist()):
+            out[j] = v
+    return out
+
+
 def chain(start: list[int], ph: Phase) -> list[int]:
     """Finish time (ns) of one chunk phase on every member, given each member's start."""
+    if ph.rings is not None:
+        return _ring_finish(start, ph)
     rng = range(len(start))
     send = [s + ph.e for s in start]
     for st in ph.steps:

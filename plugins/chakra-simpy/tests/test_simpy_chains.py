@@ -69,3 +69,24 @@ def test_a_long_chain_is_one_event(kit, tmp_path):
 
     spans = [e for e in json.loads((tmp_path / "t.json").read_text())["traceEvents"] if e["ph"] == "X"]
     assert sorted((e["ts"], e["dur"]) for e in spans) == [(3.0 * k, 3.0) for k in range(1000)]
+
+
+@pytest.mark.parametrize("kind, topo, p, dims", [("AR", "Ring", 32, 1), ("RS", "Switch", 64, 1),
+                                                  ("AG", "FullyConnected", 16, 1), ("AR", "Ring", 16, 2)])
+def test_ring_phase_closed_form_equals_the_step_by_step_chain(kind, topo, p, dims):
+    """A staggered ring phase on many members is timed in closed form (max over how far back
+    each member's wait reaches); it equals walking the steps one by one."""
+    from chakra_core.system import Dimension
+    from chakra_simpy.perrank import build_phase, dim_layout
+    from chakra_simpy.stagger import chain
+
+    dimensions = tuple(Dimension(topo, p, 50, 500) for _ in range(dims))
+    total = p ** dims
+    rng = random.Random(p)
+    for d in range(dims):
+        ph = build_phase(kind, 1 << 20, "ring", dim_layout(dimensions, d, total), d, 10, 50.0, False)
+        assert ph.rings is not None
+        start = [rng.choice([0, 7, 1000, 123456]) + rng.randrange(50) for _ in range(total)]
+        fast = chain(start, ph)
+        ph.rings = None
+        assert fast == chain(start, ph)
