@@ -84,11 +84,11 @@ class SimpyBackend(Backend):
         symmetry = bool(options["symmetry"]) and not trees
         try:
             try:
-                progs, classes, actors, sim, load_s, sim_s = _simulate(traces, sd, groups, options, symmetry)
+                progs, classes, actors, sim, (load_s, sim_s) = _simulate(traces, sd, groups, options, symmetry)
                 broken = None
             except SymmetryBroken as e:
                 broken = str(e)
-                progs, classes, actors, sim, load_s, sim_s = _simulate(traces, sd, groups, options, False)
+                progs, classes, actors, sim, (load_s, sim_s) = _simulate(traces, sd, groups, options, False)
         except NoLocalMemBandwidth as e:
             raise ConfigError(e.message, sd.sources.get("system"), "key 'local-mem-bw'") from None
         keep_spans = bool(options["timeline"] or options["spans"])
@@ -156,7 +156,8 @@ class SimpyBackend(Backend):
 
 def _simulate(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[int, ...]],
               options: Mapping[str, Any], symmetry: bool):
-    """Load, build the actors and run; returns programs, classes, actors, the Sim and timings."""
+    """Load, build the actors and run; returns programs, classes, actors, the Sim and
+    ``(load wall s, simulate wall s)``."""
     from .engine import Sim
 
     t0 = time.perf_counter()
@@ -174,7 +175,7 @@ def _simulate(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[i
               1 << 62, options["stagger_limit"])
     t1 = time.perf_counter()
     sim.run()
-    return progs, classes, actors, sim, load_s, time.perf_counter() - t1
+    return progs, classes, actors, sim, (load_s, time.perf_counter() - t1)
 
 
 def _load(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[int, ...]],

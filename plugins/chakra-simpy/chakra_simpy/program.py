@@ -60,6 +60,14 @@ class Program:
         return len(self.ids)
 
 
+def _is_cpu(n) -> bool:
+    """``is_cpu_op`` of a node with attributes (the usual bool slot read directly)."""
+    for a in n.attr:
+        if a.name == "is_cpu_op":
+            return a.bool_val if a.WhichOneof("value") == "bool_val" else bool(get_bool(n, "is_cpu_op", False))
+    return False
+
+
 def _node_info(n, sd: SystemDescription, prog: Program, where: str):
     t = n.type
     dur = n.duration_micros * 1000
@@ -117,11 +125,16 @@ def load_program(rt: RankTrace, sd: SystemDescription) -> Program:
     dep_ptr, dep_ids = array("q", [0]), array("Q")
     extras: list[tuple[int, tuple]] = []
     info = _node_info
+    plain = not sd.roofline_enabled  # accelerator compute replays its duration
+    comp = NodeType.COMP_NODE
     for batch in rt.batches():
         for n in batch:
-            k, r, d, x = info(n, sd, prog, where)
-            if x is not None:
-                extras.append((len(ids), x))
+            if plain and n.type == comp:
+                k, r, d = K_COMP, (R_CPU if n.attr and _is_cpu(n) else R_COMP), max(n.duration_micros * 1000, 1)
+            else:
+                k, r, d, x = info(n, sd, prog, where)
+                if x is not None:
+                    extras.append((len(ids), x))
             ids.append(n.id)
             kinds.append(k)
             res.append(r)
