@@ -62,6 +62,7 @@ if TYPE_CHECKING:
         transform,
         validate,
     )
+    from ._compare import compare
     from ._critical import CriticalPath, critical_path
     from ._diff import Diff, diff
     from ._errors import ChakraError, ConfigError, PluginError, TraceFormatError
@@ -117,7 +118,7 @@ __all__ = [
     "set_progress_enabled",
     "check_limit", "get_limit",
     "role_key", "RoleKey",
-    "synth_fit", "synth_sample", "synth_show", "read_model",
+    "synth_fit", "synth_sample", "synth_show", "read_model", "compare",
     "SELECTION_OPTIONS", "NODE_KINDS", "node_selection", "parse_ranks",
     "sweep", "Executor",
     "Spans", "SpanBuilder", "SPAN_KINDS", "FLOW_KINDS", "breakdown", "critical_path", "CriticalPath",
@@ -161,6 +162,7 @@ _WHERE = {
     "breakdown": "_breakdown", "critical_path": "_critical", "CriticalPath": "_critical",
     "write_timeline": "_timeline", "report": "_report", "Report": "_report", "diff": "_diff", "Diff": "_diff",
     "plot": "_plots", "graph": "_graphview",
+    "compare": "_compare",
 }
 
 __version__ = "0.1.0"

@@ -32,6 +32,7 @@ COMMANDS = {
     "report": ("report", "per-rank breakdown, top operators, collectives, stragglers, cross-rank critical path"),
     "diff": ("diff", "compare two trace sets or results: the report's numbers side by side"),
     "graph": ("graph", "draw a rank's dependency graph or a node's neighbourhood (DOT, SVG, GraphML)"),
+    "compare": ("compare", "fidelity report of trace set B against A (distributions, graph, simulated step time)"),
 }
 
 

@@ -197,22 +197,32 @@ def check_consistency(classes: Sequence[ClassStream], tile_classes: Sequence[int
                           "(a synthesizer bug)")
 
 
+def _digest_all(logs: Mapping[Role, list[tuple[int, int, int]]]) -> str:
+    return hashlib.sha256(repr(sorted((repr(k), v) for k, v in logs.items())).encode()).hexdigest()
+
+
 def _digest(log: list[tuple[int, int, int]]) -> str:
     return hashlib.sha256(repr([(ct, size) for ct, size, _tag in log]).encode()).hexdigest()
 
 
-def build_traceset(classes: Sequence[ClassStream], tile_classes: Sequence[int], ranks: int,
-                   metadata: GlobalMetadata, source: str) -> TraceSet:
-    """Spill every class, check the set, and return ``ranks`` ranks (a whole number of tiles)."""
+def build_traceset(classes: Sequence[ClassStream], tile_classes: Sequence[int], stream_of: Callable[[int], int],
+                   ranks: int, metadata: GlobalMetadata, source: str) -> TraceSet:
+    """Spill every stream, check the set, and return ``ranks`` ranks (a whole number of tiles):
+    rank ``r`` reads stream ``stream_of(r)``, which communicates exactly as stream
+    ``tile_classes[r % tile]`` (the one the cross-rank check runs on)."""
     tmp = tempfile.TemporaryDirectory(prefix="chakra-synth-")
     spills = [_spill(c, Path(tmp.name), k) for k, c in enumerate(classes)]
     check_consistency(classes, tile_classes)
     tile = len(tile_classes)
+    digests = [_digest_all(c.comm_log) for c in classes]
+    for rank in range(ranks):
+        if digests[stream_of(rank)] != digests[tile_classes[rank % tile]]:
+            raise PluginError(f"generated rank {rank} communicates unlike its rank class (a synthesizer bug)")
     refs = sorted({str(r[1]) for c in classes for r in c.roles[1:] if r[0] == "g"} | {WORLD_REF})
     groups, names = rank_groups(tile, ranks, refs)
     out = []
     for rank in range(ranks):
-        c = tile_classes[rank % tile]
+        c = stream_of(rank)
         sfx = [b""] + [_suffix(role, rank, tile, names[rank]) for role in classes[c].roles[1:]]
         meta = GlobalMetadata()
         meta.CopyFrom(metadata)

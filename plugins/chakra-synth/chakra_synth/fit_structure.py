@@ -62,7 +62,12 @@ def _slot(members: Sequence[RankProfile], rows: np.ndarray, pops: dict, role: li
         if name == "size" and exact_sizes:
             slot["size_exact"] = np.maximum(getattr(rep, name)[rows], 0).tolist()
             continue
-        slot[name] = slot_knots(positions(np.maximum(vals, 0), pop[kinds == k]))
+        own = pop[kinds == k]
+        slot[name] = slot_knots(positions(np.maximum(vals, 0), own))
+        if name != "size" and len(members) > 1:
+            by_rank = [slot_knots(positions(np.maximum(getattr(m, name)[rows], 0), own)) for m in members]
+            if any(kn != by_rank[0] for kn in by_rank):
+                slot[name + "_by_rank"] = by_rank
     if slot["role"] is not None and slot["role"][0] != "g":
         slot["tags"] = np.maximum(rep.tag[rows], 0).tolist()
     return slot
@@ -99,7 +104,7 @@ def fit_workload(traces: TraceSet, kinds: KindTable, max_period: int) -> dict[st
             slots.append(_slot(members, rows, pops, role, exact))
         comm = {s for s, sl in enumerate(slots) if sl["role"] is not None}
         p2p = {s for s in comm if slots[s]["role"][0] != "g"}
-        classes.append({"ranks": len(members), "nodes": len(rep), "step": g.step,
+        classes.append({"ranks": len(members), "members": [p.rank for p in members], "nodes": len(rep), "step": g.step,
                         "motifs": _motifs(g, p2p, comm), "slots": slots})
     return {"ranks": len(profiles), "tile": layout.tile, "tile_classes": layout.classes,
             "kind_stats": kind_stats(pops), "classes": classes}

@@ -85,7 +85,7 @@ class MarkovSynthesizer(Synthesizer):
         meta = GlobalMetadata(version="0.0.4")
         meta.attr.extend([make_attr("source", "chakra-synth"), make_attr("synthesizer", str(model["synthesizer"])),
                           make_attr("seed", seed), make_attr("workload", int(options["workload"]))])
-        return build_traceset([stream], [0], ranks, meta, f"synth:{model['synthesizer']}")
+        return build_traceset([stream], [0], lambda _rank: 0, ranks, meta, f"synth:{model['synthesizer']}")
 
     def describe(self, model: Mapping[str, Any]) -> dict[str, Any]:
         """Kinds, and per workload its ranks, nodes and transition counts."""

@@ -1,5 +1,5 @@
 """Entry point of the ``chakra-synth`` distribution: registers the ``structural`` and ``markov``
-synthesizers (nothing heavy is imported here)."""
+synthesizers and the ``obfuscate`` transform (nothing heavy is imported here)."""
 
 from __future__ import annotations
 
@@ -16,3 +16,11 @@ def chakra_register_synthesizers(register: Register) -> None:
              description="baseline: a first-order Markov chain of node kinds, per-kind distributions",
              install_hint="pip install chakra-synth")
 
+
+
+@hookimpl
+def chakra_register_transforms(register: Register) -> None:
+    """Register the ``obfuscate`` transform."""
+    register("obfuscate", "chakra_synth.obfuscate:Obfuscate",
+             description="replace names by salted hashes or kind labels, quantise/perturb numbers, perturb deps",
+             install_hint="pip install chakra-synth")

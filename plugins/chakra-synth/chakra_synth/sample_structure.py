@@ -13,7 +13,7 @@ from .kinds import comm_type_number, node_label, type_number
 from .quantiles import affine_permutations, lerp_rows
 from .tables import Padded, csr, gather_rows, stat_rows
 
-__all__ = ["class_stream", "BATCH"]
+__all__ = ["class_stream", "variants", "BATCH"]
 
 #: nodes per generated batch
 BATCH = 8192
@@ -23,12 +23,13 @@ class _Sampler:
     """The arrays of one class's slots and the state of the stratified draws."""
 
     def __init__(self, workload: dict[str, Any], cls: dict[str, Any], counts: Sequence[int],
-                 rng: np.random.Generator, jitter: float, nkinds: int):
+                 rngs: tuple[np.random.Generator, np.random.Generator], jitter: float, nkinds: int, variant: int):
         slots = cls["slots"]
         self.exp = Expansion(cls["motifs"], counts)
         self.step = int(cls["step"])
         self.kind = np.array([s["kind"] for s in slots], dtype=np.int64)
-        self.knots = {name: Padded([s.get(name) for s in slots]) for name in ("duration", "size", "num_ops")}
+        self.knots = {name: Padded([_knots(s, name, variant) for s in slots])
+                      for name in ("duration", "size", "num_ops")}
         self.exact = Padded([s.get("size_exact") for s in slots])
         self.tags = Padded([s.get("tags") for s in slots])
         stats = workload["kind_stats"]
@@ -36,12 +37,12 @@ class _Sampler:
         self.size_step = np.array([stats.get(str(k), {}).get("size_step", 1) for k in range(nkinds)],
                                   dtype=np.int64)
         self.occ = np.maximum(self.exp.occurrences(self.step, len(slots)), 1)
-        self.perm_a, self.perm_b = affine_permutations(self.occ, rng)
+        self.shared_rng, self.rng = rngs
+        self.perm_a, self.perm_b = affine_permutations(self.occ, self.shared_rng)
         self.data = csr([s["data"] for s in slots])
         self.ctrl = csr([s["ctrl"] for s in slots])
         self.root = np.array([not s["data"] and not s["ctrl"] for s in slots], dtype=bool)
         self.seen = np.zeros(len(slots), dtype=np.int64)
-        self.rng = rng
         self.jitter = jitter
 
     def _occurrence(self, s: np.ndarray) -> np.ndarray:
@@ -97,6 +98,7 @@ class _Sampler:
         c = self.occ[s]
         stratum = (self.perm_a[s] * (j % c) + self.perm_b[s]) % c
         v = (stratum + 0.5 + self.jitter * (self.rng.random(len(s)) - 0.5)) / c
+        v_shared = (stratum + 0.5 + self.jitter * (self.shared_rng.random(len(s)) - 0.5)) / c
         ids = first_id + np.arange(len(s), dtype=np.int64)
         extra_owner = extra = None
         if step_first > 1:
@@ -109,7 +111,7 @@ class _Sampler:
         if tags.any():
             st = s[tags]
             tag[tags] = self.tags.table[st, j[tags] % self.tags.lengths[st]].astype(np.int64)
-        return NodeBatch(first_id, s, self._number("duration", s, v), self._size(s, v, j),
+        return NodeBatch(first_id, s, self._number("duration", s, v), self._size(s, v_shared, j),
                          self._number("num_ops", s, v), tag, roles[s], dptr, dids, cptr, cids)
 
     def batches(self, roles: np.ndarray) -> Iterator[NodeBatch]:
@@ -132,9 +134,24 @@ class _Sampler:
                 next_id += size
 
 
+def _knots(slot: dict[str, Any], name: str, variant: int) -> list[float] | None:
+    """A slot's knots of ``name`` for timing variant ``variant`` (the pooled ones when the
+    class's ranks do not differ)."""
+    by_rank = slot.get(name + "_by_rank")
+    return by_rank[variant] if by_rank else slot.get(name)
+
+
+def variants(cls: dict[str, Any]) -> int:
+    """How many timing variants a class has: one per source rank when their numbers differ."""
+    differ = any(k.endswith("_by_rank") for s in cls["slots"] for k in s)
+    return len(cls["members"]) if differ else 1
+
+
 def class_stream(model: dict[str, Any], workload: dict[str, Any], cls: dict[str, Any], counts: Sequence[int],
-                 seed: np.random.SeedSequence, jitter: float) -> ClassStream:
-    """The :class:`ClassStream` of one class with motif ``counts``."""
+                 seed: np.random.SeedSequence, jitter: float, variant: int = 0) -> ClassStream:
+    """The :class:`ClassStream` of one class with motif ``counts``, with the durations and
+    ``num_ops`` of timing variant ``variant`` (sizes are the same in every variant: ``seed``
+    draws them, ``seed`` spawned by the variant draws the rest)."""
     kinds = model["kinds"]
     roles: list[Role] = [("", None)]
     role_index: dict[Role, int] = {}
@@ -152,7 +169,9 @@ def class_stream(model: dict[str, Any], workload: dict[str, Any], cls: dict[str,
     role_arr = np.array(slot_roles, dtype=np.uint16)
 
     def batches() -> Iterator[NodeBatch]:
-        sampler = _Sampler(workload, cls, counts, np.random.default_rng(seed), jitter, len(kinds))
+        own = np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, variant))
+        rngs = (np.random.default_rng(seed), np.random.default_rng(own))
+        sampler = _Sampler(workload, cls, counts, rngs, jitter, len(kinds), variant)
         return sampler.batches(role_arr)
     return ClassStream(statics, [type_number(kinds[s["kind"]]) for s in cls["slots"]],
                        [comm_type_number(kinds[s["kind"]]) for s in cls["slots"]], roles, batches)

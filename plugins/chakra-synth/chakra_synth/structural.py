@@ -58,8 +58,8 @@ class StructuralSynthesizer(Synthesizer):
 
     def generate(self, model: Mapping[str, Any], options: Mapping[str, Any]) -> TraceSet:
         """A new set from ``model`` (checked against the cross-rank rules before it is returned)."""
-        from .emit import build_traceset
-        from .sample_structure import class_stream
+        from .emit import ClassStream, build_traceset
+        from .sample_structure import class_stream, variants
 
         check_model(model, "classes")
         w = pick_workload(model, int(options["workload"]))
@@ -72,13 +72,22 @@ class StructuralSynthesizer(Synthesizer):
         if jitter > 1:
             raise ConfigError(f"jitter={jitter}: give a value from 0 to 1")
         seeds = np.random.SeedSequence(int(options["seed"])).spawn(len(w["classes"]))
-        streams = []
+        streams: list[ClassStream] = []
+        first_stream: list[int] = []
         for cls, counts, seed in zip(w["classes"], _class_counts(w, options["nodes_per_rank"]), seeds):
-            streams.append(class_stream(dict(model), w, cls, counts, seed, jitter))
+            first_stream.append(len(streams))
+            streams += [class_stream(dict(model), w, cls, counts, seed, jitter, v) for v in range(variants(cls))]
+        source_ranks = int(w["ranks"])
+
+        def stream_of(rank: int) -> int:
+            cls = w["classes"][w["tile_classes"][rank % tile]]
+            first = first_stream[w["tile_classes"][rank % tile]]
+            return first + (cls["members"].index(rank % source_ranks) if variants(cls) > 1 else 0)
         meta = GlobalMetadata(version="0.0.4")
         meta.attr.extend([make_attr("source", "chakra-synth"), make_attr("synthesizer", str(model["synthesizer"])),
                           make_attr("seed", int(options["seed"])), make_attr("workload", int(options["workload"]))])
-        return build_traceset(streams, w["tile_classes"], ranks, meta, f"synth:{model['synthesizer']}")
+        positions = [first_stream[c] for c in w["tile_classes"]]
+        return build_traceset(streams, positions, stream_of, ranks, meta, f"synth:{model['synthesizer']}")
 
     def describe(self, model: Mapping[str, Any]) -> dict[str, Any]:
         """Kinds, and per workload its tile, rank classes and motifs (counts, bodies)."""
