@@ -34,11 +34,11 @@ from chakra_core import (
     make_attr,
 )
 
-from .layout import WORLD_REF, rank_groups
+from .layout import WORLD_REF, GroupNames, group_members
 
 __all__ = ["NodeBatch", "ClassStream", "Role", "build_traceset", "static_bytes"]
 
-#: a communication role: ("g", group reference), ("send", peer position) or ("recv", peer position)
+#: a communication role: ("g", group reference), ("send", peer offset) or ("recv", peer offset)
 Role = tuple[str, object]
 _ROLE_DTYPE = np.uint16
 
@@ -161,13 +161,13 @@ class SynthRank(GeneratedRank):
         return (Node.FromString(b) for b in self.raw())
 
 
-def _suffix(role: Role, rank: int, tile: int, names: Mapping[str, str]) -> bytes:
+def _suffix(role: Role, rank: int, tile: int, names: GroupNames) -> bytes:
     n = Node()
     kind, value = role
     if kind == "g":
-        n.attr.append(make_attr("pg_name", names[str(value)]))
+        n.attr.append(make_attr("pg_name", names.name(str(value), rank)))
     else:
-        peer = (rank // tile) * tile + int(str(value))
+        peer = (rank // tile) * tile + (rank % tile + int(str(value))) % tile
         src, dst = (rank, peer) if kind == "send" else (peer, rank)
         n.attr.append(make_attr("comm_src", src))
         n.attr.append(make_attr("comm_dst", dst))
@@ -176,25 +176,37 @@ def _suffix(role: Role, rank: int, tile: int, names: Mapping[str, str]) -> bytes
 
 def check_consistency(classes: Sequence[ClassStream], tile_classes: Sequence[int]) -> None:
     """Raise PluginError unless the generated classes pass the cross-rank rules (module doc)."""
-    refs = {str(r[1]) for c in classes for r in c.roles[1:] if r[0] == "g"}
-    for ref in sorted(refs):
-        members = range(len(tile_classes)) if ref == WORLD_REF else [int(x) for x in ref[2:].split(",")]
-        digests = {p: _digest(classes[tile_classes[p]].comm_log.get(("g", ref), [])) for p in members}
-        if len(set(digests.values())) > 1:
-            raise PluginError(f"generated collectives of group {ref!r} differ between tile positions "
-                              f"{sorted(digests)} (a synthesizer bug)")
+    tile = len(tile_classes)
+    for p, c in enumerate(tile_classes):
+        for role in classes[c].roles[1:]:
+            if role[0] != "g":
+                continue
+            ref = str(role[1])
+            members = set(group_members(ref, p, tile, tile))  # the group's positions in one tile
+            digests = {q: _digest(classes[tile_classes[q]].comm_log.get(("g", _ref_from(ref, members, q, tile)), []))
+                       for q in sorted(members)}
+            if len(set(digests.values())) > 1:
+                raise PluginError(f"generated collectives of group {ref!r} (of tile position {p}) differ between "
+                                  f"tile positions {sorted(digests)} (a synthesizer bug)")
     sends: Counter = Counter()
     recvs: Counter = Counter()
     for p, c in enumerate(tile_classes):
         for role, log in classes[c].comm_log.items():
-            if role[0] == "send":
-                sends.update((p, int(str(role[1])), tag, size) for _ct, size, tag in log)
-            elif role[0] == "recv":
-                recvs.update((int(str(role[1])), p, tag, size) for _ct, size, tag in log)
+            if role[0] in ("send", "recv"):
+                q = (p + int(str(role[1]))) % tile
+                pair = (p, q) if role[0] == "send" else (q, p)
+                (sends if role[0] == "send" else recvs).update((*pair, tag, size) for _ct, size, tag in log)
     if sends != recvs:
         odd = next(iter((sends - recvs) or (recvs - sends)))
         raise PluginError(f"a generated send or receive (src, dst, tag, size) {odd} has no partner "
                           "(a synthesizer bug)")
+
+
+def _ref_from(ref: str, positions: set[int], q: int, tile: int) -> str:
+    """The reference of the same group as tile position ``q`` sees it."""
+    if ref == WORLD_REF:
+        return ref
+    return ref[:2] + ",".join(str(x) for x in sorted((m - q) % tile for m in positions))
 
 
 def _digest_all(logs: Mapping[Role, list[tuple[int, int, int]]]) -> str:
@@ -218,13 +230,12 @@ def build_traceset(classes: Sequence[ClassStream], tile_classes: Sequence[int], 
     for rank in range(ranks):
         if digests[stream_of(rank)] != digests[tile_classes[rank % tile]]:
             raise PluginError(f"generated rank {rank} communicates unlike its rank class (a synthesizer bug)")
-    refs = sorted({str(r[1]) for c in classes for r in c.roles[1:] if r[0] == "g"} | {WORLD_REF})
-    groups, names = rank_groups(tile, ranks, refs)
+    names = GroupNames(tile, ranks)
     out = []
     for rank in range(ranks):
         c = stream_of(rank)
-        sfx = [b""] + [_suffix(role, rank, tile, names[rank]) for role in classes[c].roles[1:]]
+        sfx = [b""] + [_suffix(role, rank, tile, names) for role in classes[c].roles[1:]]
         meta = GlobalMetadata()
         meta.CopyFrom(metadata)
         out.append(SynthRank(rank, meta, spills[c], sfx, tmp))
-    return TraceSet(out, process_groups=groups, source=source)
+    return TraceSet(out, process_groups=names.groups, source=source)

@@ -63,18 +63,19 @@ class Expansion:
         if leaves:
             yield np.array(leaves, dtype=np.int64)
 
-    def occurrences(self, step: int, nslots: int) -> np.ndarray:
-        """How many times each slot occurs in the whole expansion of ``step``."""
+    def instances(self, step: int, nslots: int) -> tuple[np.ndarray, np.ndarray]:
+        """How many times each motif's body is expanded in the whole expansion of ``step``, and
+        the motif each slot belongs to (a slot occurs once per expansion of its body)."""
         inst = np.zeros(len(self.motifs), dtype=np.int64)
         inst[step] = self.counts[step]
-        occ = np.zeros(nslots, dtype=np.int64)
+        owner = np.zeros(nslots, dtype=np.int64)
         for m in range(len(self.motifs) - 1, -1, -1):  # a body names earlier motifs only
             for kind, v in self.motifs[m]["body"]:
                 if kind == "n":
-                    occ[v] += inst[m]
+                    owner[v] = m
                 else:
                     inst[v] += inst[m] * self.counts[v]
-        return occ
+        return inst, owner
 
 
 def scaled_counts(motifs: Sequence[dict[str, Any]], scalable: Sequence[bool], factor: float,

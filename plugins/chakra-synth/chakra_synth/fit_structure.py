@@ -11,7 +11,7 @@ import numpy as np
 from chakra_core import NodeType, TraceSet
 
 from .kinds import kind_stats, populations
-from .layout import Layout, find_layout
+from .layout import Layout, find_layout, peer_offset
 from .motifs import Grammar, discover
 from .profile import KindTable, RankProfile, read_profiles
 from .quantiles import positions, slot_knots
@@ -20,15 +20,15 @@ __all__ = ["fit_workload", "node_role"]
 
 
 def node_role(p: RankProfile, i: int, layout: Layout, kinds: KindTable) -> list[Any] | None:
-    """The communication role of node ``i``: ``["g", ref]``, ``["send"|"recv", peer position]``."""
+    """The communication role of node ``i``: ``["g", ref]``, ``["send"|"recv", peer offset]``."""
     g = p.group[i]
     if g is not None:
-        return ["g", layout.refs[g]]
+        return ["g", layout.refs[p.rank][g]]
     peer = int(p.peer[i])
     if peer < 0:
         return None
     send = kinds.keys[int(p.kind[i])][0] == NodeType.COMM_SEND_NODE
-    return ["send" if send else "recv", peer % layout.tile]
+    return ["send" if send else "recv", peer_offset(peer, p.rank, layout.tile)]
 
 
 def _symbols(p: RankProfile, layout: Layout, kinds: KindTable) -> np.ndarray:

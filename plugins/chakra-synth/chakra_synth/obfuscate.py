@@ -174,9 +174,9 @@ class _NodeRewriter:
             n.duration_micros = d
         if self.drop and n.type == NodeType.COMP_NODE:
             if n.ctrl_deps:
-                kept = [d for k, d in enumerate(n.ctrl_deps)
+                deps = [d for k, d in enumerate(n.ctrl_deps)
                         if d not in compute_ids or _unit(self.seed, n.id * 1_000_003 + k, 1) >= self.drop]
                 del n.ctrl_deps[:]
-                n.ctrl_deps.extend(kept)
+                n.ctrl_deps.extend(deps)
             compute_ids.add(n.id)
         return n

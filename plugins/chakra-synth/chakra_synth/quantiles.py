@@ -6,7 +6,9 @@ are no more; the quantiles otherwise), read back by linear interpolation.  A slo
 nodes fall in their kind's distribution: at most :data:`SLOT_KNOTS` probabilities (``u`` values).
 A sample of ``C`` occurrences of a slot takes one point of each of ``C`` equal strata of the
 slot's ``u`` distribution, in a seeded order, so that the slot's values keep their spread and
-their sum however many occurrences are drawn.
+their sum however many occurrences are drawn; the slots of one motif share that order, so the
+numbers of one motif instance are drawn at the same quantile of their slots (a large layer is
+large in its compute and in its communication alike).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ __all__ = ["KIND_KNOTS", "SLOT_KNOTS", "kind_table", "positions", "slot_knots", 
            "affine_permutations", "granularity"]
 
 KIND_KNOTS = 256
-SLOT_KNOTS = 16
+SLOT_KNOTS = 256
 
 
 def kind_table(values: np.ndarray) -> list[int]:

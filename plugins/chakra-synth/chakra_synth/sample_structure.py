@@ -36,9 +36,11 @@ class _Sampler:
         self.tables = {name: stat_rows(stats, nkinds, name) for name in ("duration", "size", "num_ops")}
         self.size_step = np.array([stats.get(str(k), {}).get("size_step", 1) for k in range(nkinds)],
                                   dtype=np.int64)
-        self.occ = np.maximum(self.exp.occurrences(self.step, len(slots)), 1)
+        inst, owner = self.exp.instances(self.step, len(slots))
+        self.occ = np.maximum(inst[owner], 1)
         self.shared_rng, self.rng = rngs
-        self.perm_a, self.perm_b = affine_permutations(self.occ, self.shared_rng)
+        motif_a, motif_b = affine_permutations(np.maximum(inst, 1), self.shared_rng)
+        self.perm_a, self.perm_b = motif_a[owner], motif_b[owner]  # one order per motif: its slots move together
         self.data = csr([s["data"] for s in slots])
         self.ctrl = csr([s["ctrl"] for s in slots])
         self.root = np.array([not s["data"] and not s["ctrl"] for s in slots], dtype=bool)

@@ -1,7 +1,8 @@
 """The recorded sources the synthesizer tests fit on, converted once per session to ``.et`` sets.
 
 PyTorch: the real recordings of chakra-pytorch (``plugins/chakra-pytorch/tests/data``, recorded
-by the scripts in its ``recording/``); text: the bundled ASTRA-sim workloads of ``examples/text``.
+by the scripts in its ``recording/``); text: the bundled ASTRA-sim workloads of ``examples/text``;
+JAX: the recorded 8-device mesh program of chakra-jax (``plugins/chakra-jax/tests/data/mesh8``).
 """
 
 from __future__ import annotations
@@ -15,15 +16,17 @@ import chakra_core as chakra
 REPO = Path(__file__).resolve().parents[3]
 PYTORCH = REPO / "plugins" / "chakra-pytorch" / "tests" / "data"
 TEXT = REPO / "examples" / "text"
+JAX = REPO / "plugins" / "chakra-jax" / "tests" / "data" / "mesh8"
 
-#: source name -> (input path, input options)
+#: source name -> (input paths, input format or None, input options)
 SOURCES = {
-    "transformer": (PYTORCH / "transformer", {}),
-    "ddp": (PYTORCH / "ddp", {}),
-    "ddp_buckets": (PYTORCH / "ddp_buckets", {}),
-    "collectives": (PYTORCH / "collectives", {}),
-    "gpt3_text": (TEXT / "gpt3_like.txt", {"npus": 8}),
-    "resnet50_text": (TEXT / "resnet50_like.txt", {"npus": 4}),
+    "transformer": ([PYTORCH / "transformer"], None, {}),
+    "ddp": ([PYTORCH / "ddp"], None, {}),
+    "ddp_buckets": ([PYTORCH / "ddp_buckets"], None, {}),
+    "collectives": ([PYTORCH / "collectives"], None, {}),
+    "gpt3_text": ([TEXT / "gpt3_like.txt"], None, {"npus": 8}),
+    "resnet50_text": ([TEXT / "resnet50_like.txt"], None, {"npus": 4}),
+    "jax_mesh8": ([JAX / "program.hlo.txt", JAX / "profile.xplane.pb"], "jax", {}),
 }
 
 
@@ -32,7 +35,7 @@ def recorded(tmp_path_factory) -> dict[str, Path]:
     """``{source name: directory of its .et set}``."""
     base = tmp_path_factory.mktemp("recorded")
     out = {}
-    for name, (path, opts) in SOURCES.items():
-        chakra.convert(str(path), base / name / "", input_options=opts)
+    for name, (paths, fmt, opts) in SOURCES.items():
+        chakra.convert([str(p) for p in paths], base / name / "", format=fmt, input_options=opts)
         out[name] = base / name
     return out

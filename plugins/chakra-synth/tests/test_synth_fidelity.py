@@ -72,7 +72,7 @@ def test_sweep_reports_rank_correlation(recorded, tmp_path):
 
 
 #: the recorded sources of conftest.SOURCES
-SOURCES = ["collectives", "ddp", "ddp_buckets", "gpt3_text", "resnet50_text", "transformer"]
+SOURCES = ["collectives", "ddp", "ddp_buckets", "gpt3_text", "jax_mesh8", "resnet50_text", "transformer"]
 
 
 @pytest.mark.parametrize("source", SOURCES)

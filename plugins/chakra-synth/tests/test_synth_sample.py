@@ -10,7 +10,7 @@ import chakra_core as chakra
 from chakra_core import ConfigError, NodeType, open_traceset
 
 #: the sources of conftest.SOURCES
-SOURCES = ["collectives", "ddp", "ddp_buckets", "gpt3_text", "resnet50_text", "transformer"]
+SOURCES = ["collectives", "ddp", "ddp_buckets", "gpt3_text", "jax_mesh8", "resnet50_text", "transformer"]
 
 
 def _counts(directory):
