@@ -3,16 +3,16 @@ timeline of 10^7 spans.
 
 Cases:
 
-- ``simulated``: examples/text/gpt3_like.txt on 1,024 NPUs (model-parallel groups of 8, a
-  Ring of 8 x Switch of 128), simulated by simpy keeping its spans; then ``report`` (breakdown,
-  tables, critical path), the Perfetto timeline of every rank (symmetric classes expanded), and
-  the Chrome JSON of the first 8 ranks;
+- ``simulated``: 1,024 identical ranks of 200 layers (compute, then a 16 MiB all-reduce) on a
+  Ring of 8 x Switch of 128, simulated by simpy keeping its spans (one symmetric class); then
+  ``report`` (breakdown, tables, critical path), the HTML page, the Perfetto timeline of every
+  rank (the class expanded to 1,024 processes) and the Chrome JSON of the first 8 ranks;
 - ``synthetic``: 10^7 spans on 1,024 ranks (compute and all-reduces matched across the ranks,
   on two streams), written as a Perfetto timeline, plus its breakdown and critical path.
 
 Prints wall seconds of each step, spans, and output sizes.
 
-    .venv/bin/python benches/bench_report.py [--ranks 1024] [--spans 10000000] [--skip synthetic]
+    .venv/bin/python benches/bench_report.py [--ranks 1024] [--layers 200] [--spans 10000000] [--skip synthetic]
 """
 
 from __future__ import annotations
@@ -28,8 +28,6 @@ import numpy as np
 import chakra_core as chakra
 from chakra_core import SPAN_KINDS, SpanBuilder
 
-ROOT = Path(__file__).resolve().parents[1]
-
 
 def _t(label: str, t0: float, extra: str = "") -> float:
     now = time.perf_counter()
@@ -37,29 +35,52 @@ def _t(label: str, t0: float, extra: str = "") -> float:
     return now
 
 
-def simulated(ranks: int, tmp: Path) -> None:
-    """Simulate gpt3_like on ``ranks`` NPUs, then report and write timelines."""
-    print(f"simulated: gpt3_like on {ranks} NPUs")
+def layered_set(ranks: int, layers: int) -> chakra.TraceSet:
+    """``ranks`` identical ranks of ``layers`` x (a 100 us compute node, then a 16 MiB all-reduce
+    depending on it), the layers chained: the shape of benches/bench_simpy.py's case (a)."""
+    from chakra_core import CommType, GlobalMetadata, MemoryRank, Node, NodeType, set_attr
+
+    def nodes() -> list[Node]:
+        out = []
+        for k in range(layers):
+            comp = Node(id=2 * k + 1, name=f"layer{k}.fwd", type=NodeType.COMP_NODE, duration_micros=100)
+            set_attr(comp, "is_cpu_op", False)
+            if k:
+                comp.data_deps.append(2 * k)
+            coll = Node(id=2 * k + 2, name=f"layer{k}.all_reduce", type=NodeType.COMM_COLL_NODE)
+            set_attr(coll, "is_cpu_op", False)
+            set_attr(coll, "comm_type", int(CommType.ALL_REDUCE))
+            set_attr(coll, "comm_size", 16 << 20)
+            coll.data_deps.append(2 * k + 1)
+            out += [comp, coll]
+        return out
+
+    return chakra.TraceSet([MemoryRank(r, GlobalMetadata(), nodes()) for r in range(ranks)])
+
+
+def simulated(ranks: int, layers: int, tmp: Path) -> None:
+    """Simulate a layered set on ``ranks`` NPUs (8 x ranks/8), then report and write timelines."""
+    print(f"simulated: {ranks} ranks x {layers} layers (compute + 16 MiB all-reduce), symmetric")
     system = tmp / "system.yaml"
     system.write_text(f"network:\n  - {{topology: Ring, npus_count: 8, bandwidth: 200, latency: 500}}\n"
                       f"  - {{topology: Switch, npus_count: {ranks // 8}, bandwidth: 50, latency: 1000}}\n")
     t0 = time.perf_counter()
-    traces = chakra.load_traces(str(ROOT / "examples/text/gpt3_like.txt"), options={"npus": ranks})
-    res = chakra.simulate(traces, options={"spans": True}, system=str(system))
+    res = chakra.simulate(layered_set(ranks, layers), options={"spans": True}, system=str(system))
     spans = res.spans
-    t = _t("simulate (spans kept)", t0, f"{len(spans)} spans, finish {res.summary['finish_ns']} ns, "
+    t = _t("simulate (spans kept)", t0, f"{len(spans):,} spans, finish {res.summary['finish_ns']:,} ns, "
            f"{res.summary['symmetry']['classes']} classes")
     rep = chakra.report(spans, what_if=["compute=2"])
-
     t = _t("report (breakdown, tables, critical path)", t, f"{len(rep.data['ranks'])} rank rows, path "
            f"{rep.data['critical_path']['length']} ops")
+    rep.write_html(tmp / "report.html")
+    t = _t("report page (HTML, plots)", t, f"{(tmp / 'report.html').stat().st_size / 2**20:.1f} MiB")
     out = tmp / "run.pftrace"
     info = chakra.write_timeline(spans, out, expand=True)
-    t = _t("timeline, Perfetto, every rank", t, f"{info['spans']} spans, {out.stat().st_size / 2**20:.1f} MiB, "
-           f"{info['flows']} flows, truncated {info['truncated']}")
+    t = _t("timeline, Perfetto, every rank expanded", t, f"{info['spans']:,} spans, "
+           f"{out.stat().st_size / 2**20:.1f} MiB, {info['flows']:,} flows, truncated {info['truncated']}")
     out = tmp / "run.json"
     info = chakra.write_timeline(spans, out, expand=True, ranks="0-7")
-    _t("timeline, Chrome JSON, ranks 0-7", t, f"{info['spans']} spans, {out.stat().st_size / 2**20:.1f} MiB")
+    _t("timeline, Chrome JSON, ranks 0-7", t, f"{info['spans']:,} spans, {out.stat().st_size / 2**20:.1f} MiB")
 
 
 def synthetic_spans(ranks: int, total: int) -> chakra.Spans:
@@ -115,13 +136,14 @@ def main() -> None:
     """Run the cases."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ranks", type=int, default=1024)
+    ap.add_argument("--layers", type=int, default=200)
     ap.add_argument("--spans", type=int, default=10_000_000)
     ap.add_argument("--skip", action="append", default=[], choices=("simulated", "synthetic"))
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         if "simulated" not in args.skip:
-            simulated(args.ranks, tmp)
+            simulated(args.ranks, args.layers, tmp)
         if "synthetic" not in args.skip:
             synthetic(args.ranks, args.spans, tmp)
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB")

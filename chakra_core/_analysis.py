@@ -147,6 +147,19 @@ def variance(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _busy_until(start: np.ndarray, end: np.ndarray, w: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """At each time of ``t``: the weighted busy time of the intervals up to it,
+    sum of w * (min(t, end) - start) over the intervals started before t."""
+    so, eo = np.argsort(start), np.argsort(end)
+    s, ws = start[so].astype(np.float64), w[so].astype(np.float64)
+    e, we = end[eo].astype(np.float64), w[eo].astype(np.float64)
+    cs, cws = np.concatenate(([0.0], np.cumsum(s * ws))), np.concatenate(([0.0], np.cumsum(ws)))
+    ce, cwe = np.concatenate(([0.0], np.cumsum(e * we))), np.concatenate(([0.0], np.cumsum(we)))
+    i, j = np.searchsorted(s, t, side="left"), np.searchsorted(e, t, side="left")
+    tf = t.astype(np.float64)
+    return (cws[i] * tf - cs[i]) - (cwe[j] * tf - ce[j])
+
+
 def utilisation(spans: Spans, buckets: int = 100) -> dict[str, Any]:
     """Over ``buckets`` equal slices of the run, the share of rank time spent computing and
     communicating (0..1; concurrent operations of one rank count once at most per kind)."""
@@ -160,11 +173,6 @@ def utilisation(spans: Spans, buckets: int = 100) -> dict[str, Any]:
     out: dict[str, Any] = {"bucket_ns": int(width)}
     for label, kinds in (("compute", (0, 1)), ("comm", COMM_KINDS)):
         sel = np.isin(spans.kind, kinds)
-        busy = np.zeros(buckets, np.float64)
-        s, e, ww = spans.start_ns[sel], spans.end_ns[sel], w[sel]
-        for b in range(buckets):
-            lo, hi = edges[b], edges[b + 1]
-            overlap = np.clip(np.minimum(e, hi) - np.maximum(s, lo), 0, None)
-            busy[b] = (overlap * ww).sum()
+        busy = np.diff(_busy_until(spans.start_ns[sel], spans.end_ns[sel], w[sel], edges))
         out[label] = np.round(np.minimum(busy / (width * nranks), 1.0), 4).tolist()
     return out

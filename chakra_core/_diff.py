@@ -24,7 +24,7 @@ class Diff:
 
     def to_dict(self) -> dict[str, Any]:
         """What ``chakra diff --json`` prints: ``metrics: {NAME: {a, b, delta, ratio}}``,
-        ``operators`` (the largest changes), and each side's ``source``."""
+        ``operators`` (the largest changes), each side's ``source``, and ``notes``."""
         return self.data
 
     def text(self) -> str:
@@ -46,15 +46,29 @@ def _metric(a: float, b: float) -> dict[str, Any]:
 
 def _compare(a: Report, b: Report) -> dict[str, Any]:
     da, db = a.data, b.data
-    metrics = {k: _metric(da["totals"][k], db["totals"][k]) for k in _TOTALS}
-    for k, v in da["critical_path"]["ns_by_category"].items():
-        metrics[f"critical_path.{k}"] = _metric(v, db["critical_path"]["ns_by_category"][k])
+    metrics = {k: _metric(da["totals"][k], db["totals"][k]) for k in _TOTALS
+               if k in da["totals"] and k in db["totals"]}
+    cats_a, cats_b = da["critical_path"].get("ns_by_category", {}), db["critical_path"].get("ns_by_category", {})
+    for k in cats_a.keys() & cats_b.keys():
+        metrics[f"critical_path.{k}"] = _metric(cats_a[k], cats_b[k])
     for key in ("bytes", "total_ns", "wait_ns"):
-        metrics[f"communication.{key}"] = _metric(sum(c[key] for c in da["collectives"]),
-                                                  sum(c[key] for c in db["collectives"]))
-    metrics["memory.bytes"] = _metric(da["memory"]["bytes"], db["memory"]["bytes"])
-    metrics["spans"] = _metric(da["spans"], db["spans"])
+        if all(key in c for c in da["collectives"] + db["collectives"]):
+            metrics[f"communication.{key}"] = _metric(sum(c[key] for c in da["collectives"]),
+                                                      sum(c[key] for c in db["collectives"]))
+    if a.spans is not None and b.spans is not None:
+        metrics["memory.bytes"] = _metric(da["memory"]["bytes"], db["memory"]["bytes"])
+        metrics["spans"] = _metric(da["spans"], db["spans"])
     metrics["stragglers"] = _metric(len(da["stragglers"]), len(db["stragglers"]))
+    ops = _operators(a, b) if a.spans is not None and b.spans is not None else []
+    notes = [f"{side}: no spans in {d['source'].get('result')}: its totals come from the result's rows "
+             "(each backend's own definitions)" for side, d in (("A", da), ("B", db)) if d.get("rows_only")]
+    return {"time_unit": "ns", "a": {"source": da["source"], "finish_ns": da["finish_ns"]},
+            "b": {"source": db["source"], "finish_ns": db["finish_ns"]}, "metrics": metrics, "operators": ops,
+            "notes": notes}
+
+
+def _operators(a: Report, b: Report) -> list[dict[str, Any]]:
+    """Per operator (name, kind): total time over ranks in each, the 50 largest changes first."""
     from ._analysis import top_operators
 
     ops_a = {(o["name"], o["kind"]): o["total_ns"] for o in top_operators(a.spans, 1 << 30)}
@@ -64,8 +78,29 @@ def _compare(a: Report, b: Report) -> dict[str, Any]:
         m = _metric(ops_a.get(op, 0), ops_b.get(op, 0))
         ops.append({"name": op[0], "kind": op[1], **m})
     ops.sort(key=lambda o: -abs(o["delta"]))
-    return {"time_unit": "ns", "a": {"source": da["source"], "finish_ns": da["finish_ns"]},
-            "b": {"source": db["source"], "finish_ns": db["finish_ns"]}, "metrics": metrics, "operators": ops[:50]}
+    return ops[:50]
+
+
+def _rows_report(path: Path) -> Report:
+    """A report of a result.json written without spans: totals and stragglers from its rows,
+    its summary's critical path and collectives."""
+    import json
+
+    from ._analysis import stragglers
+
+    data = json.loads(path.read_text())
+    rows = [r for r in data.get("ranks", []) if isinstance(r, dict) and "finish_ns" in r]
+    keys = {k for r in rows for k in r if k.endswith("_ns")}
+    summary = data.get("summary", {})
+    finish = int(summary.get("finish_ns", max((r["finish_ns"] for r in rows), default=0)))
+    totals = {k: sum(int(r.get(k, 0)) for r in rows) for k in keys}
+    totals["finish_ns"] = finish
+    cp = summary.get("critical_path") if isinstance(summary.get("critical_path"), dict) else {}
+    colls = [c for c in summary.get("collectives", []) if isinstance(c, dict)]
+    return Report({"source": {"result": str(path), "backend": data.get("backend")}, "finish_ns": finish,
+                   "totals": totals, "critical_path": cp, "collectives": colls, "ranks": rows,
+                   "stragglers": stragglers(rows) if rows and "compute_ns" in rows[0] else [],
+                   "rows_only": True}, None)  # type: ignore[arg-type]
 
 
 def _side(x: Any, kwargs: Mapping[str, Any]) -> Report:
@@ -73,7 +108,14 @@ def _side(x: Any, kwargs: Mapping[str, Any]) -> Report:
     if isinstance(x, Report):
         return x
     if isinstance(x, (str, os.PathLike)) and Path(x).is_file() and str(x).endswith(".json") and _is_result(Path(x)):
-        return report(result=x, **{k: v for k, v in kwargs.items() if k in ("top", "threshold")})
+        from ._errors import ConfigError
+
+        try:
+            return report(result=x)
+        except ConfigError as e:
+            if "no spans" not in str(e):
+                raise
+            return _rows_report(Path(x))
     return report(x, **kwargs)
 
 
@@ -88,8 +130,8 @@ def diff(a: Any, b: Any, *, backend: str = "simpy", options: Mapping[str, Any] |
          comm_groups: str | None = None, format: str | None = None,
          input_options: Mapping[str, Any] | None = None, validate: bool = True, host: Any = None) -> Diff:
     """Compare two runs: each of ``a`` and ``b`` is a trace set (simulated with ``backend`` on
-    the given system), a ``result.json`` written with its spans, a :class:`Report` or
-    :class:`Spans`."""
+    the given system), a ``result.json`` (with its spans; without them, e.g. ``astrasim-run``'s,
+    the totals come from its rows), a :class:`Report` or :class:`Spans`."""
     kwargs = {"backend": backend, "options": options, "system": system, "network": network, "memory": memory,
               "comm_groups": comm_groups, "format": format, "input_options": input_options,
               "validate": validate, "host": host}

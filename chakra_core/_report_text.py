@@ -73,6 +73,7 @@ def format_diff(d: dict[str, Any]) -> str:
     for name, m in d["metrics"].items():
         ratio = "-" if m["ratio"] is None else f"{m['ratio']:.3f}"
         lines.append(f"{name:<28} {m['a']:>14} {m['b']:>14} {m['delta']:>+14} {ratio:>8}")
+    lines += [f"note: {n}" for n in d.get("notes", [])]
     if d["operators"]:
         lines.append("operators with the largest change (total ns over ranks):")
         for o in d["operators"][:10]:

@@ -103,3 +103,15 @@ def test_spans_save_and_load_round_trip(tmp_path):
 
     with pytest.raises(TraceFormatError, match="bad.npz"):
         Spans.load(tmp_path / "bad.npz")
+
+
+def test_utilisation_over_time_is_the_share_of_rank_time():
+    from chakra_core._analysis import utilisation
+
+    b = SpanBuilder(nranks=2)
+    b.add(0, "compute", 0, 50, "k", "compute")
+    b.add(0, "comm", 50, 50, "ar", "collective")
+    b.add(1, "compute", 0, 100, "k", "compute")
+    u = utilisation(b.build(), buckets=2)
+    # first half: both ranks compute; second half: rank 1 computes, rank 0 communicates
+    assert u == {"bucket_ns": 50, "compute": [1.0, 0.5], "comm": [0.0, 0.5]}

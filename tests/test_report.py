@@ -103,6 +103,12 @@ def test_report_cli_on_a_result_and_errors(tmp_path, chakra_cli):
     chakra.simulate(str(DDP), output=tmp_path / "nospans")
     code, _, err = chakra_cli("report", "--result", tmp_path / "nospans" / "result.json")
     assert code == 2 and "no spans" in err and "Traceback" not in err
+    # a result without spans (as astrasim-run writes) still diffs, by its rows' totals
+    code, out, err = chakra_cli("diff", tmp_path / "r" / "result.json", tmp_path / "nospans" / "result.json", "--json")
+    assert code == 0, err
+    dd = json.loads(out)
+    assert dd["metrics"]["finish_ns"]["delta"] == 0 and dd["metrics"]["compute_ns"]["ratio"] == 1.0
+    assert dd["operators"] == [] and "no spans" in dd["notes"][0]
     code, _, err = chakra_cli("report", str(DDP), "--what-if", "compute=zero")
     assert code == 2 and "TARGET=FACTOR" in err
 
