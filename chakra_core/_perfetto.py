@@ -30,7 +30,7 @@ _A_NAME_IID, _A_INT, _A_STRING = 1, 4, 6
 _D_UUID, _D_NAME, _D_PROCESS, _D_PARENT, _D_COUNTER = 1, 2, 3, 5, 8
 _PROC_PID, _PROC_NAME = 1, 6
 _SEQ = 1
-_CHUNK = 1 << 20
+_CHUNK = 1 << 16
 _ANNOTATIONS = ("node_id", "bytes", "peer", "group", "algorithm", "kind")
 
 

@@ -95,8 +95,11 @@ class Spans:
 
     @property
     def end_ns(self) -> np.ndarray:
-        """End times (ns)."""
-        return self.start_ns + self.dur_ns
+        """End times (ns), computed once (the columns are not changed in place)."""
+        end = self.__dict__.get("_end_ns")
+        if end is None or len(end) != len(self.start_ns):
+            end = self.__dict__["_end_ns"] = self.start_ns + self.dur_ns
+        return end
 
     def finish_ns(self) -> int:
         """The end of the last span (0 without spans)."""
