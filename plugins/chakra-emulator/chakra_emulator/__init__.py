@@ -6,7 +6,8 @@ Public API: :class:`EmulatorBackend`.  Modules: ``plan`` (a rank's trace as a re
 issue with the simulator's per-rank resources), ``compute`` (real operators, calibrated kernels,
 host work, memory copies), ``calibrate`` (the kernel calibration cached per machine and device),
 ``collectives`` (every collective kind, composed where the backend lacks it, observed),
-``report`` (per-rank breakdown, critical path, timeline), ``backend``.
+``measure`` (what the workers measured, across ranks), ``spans`` (the measured spans as the
+core's Spans: per-rank rows, critical path, timeline), ``backend``.
 """
 
 from __future__ import annotations

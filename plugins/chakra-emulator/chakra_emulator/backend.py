@@ -26,8 +26,17 @@ class EmulatorBackend(Backend):
     description = "replay a Chakra ET set on real hardware (torch.distributed: gloo on CPU, NCCL on GPUs)"
     options = {
         **SYSTEM_OPTIONS,
-        "timeline": Option("path", None, "write a Chrome-trace JSON timeline of the measured spans to this path"),
-        "timeline_max_spans": Option("int", 500_000, "most spans kept for the timeline", minimum=1),
+        "timeline": Option("path", None, "write a timeline of the measured spans to this path (Perfetto "
+                           "protobuf; Chrome JSON for a name ending in .json)"),
+        "timeline_format": Option("str", None, "timeline format (default: from the file name)",
+                                  choices=("perfetto", "json")),
+        "timeline_ranks": Option("str", None, "ranks drawn on the timeline, e.g. 0-7,12 (default: all)"),
+        "timeline_window": Option("str", None, "time window drawn, START:END in ns (default: all)"),
+        "timeline_expand": Option("bool", False, "draw every rank a symmetric class stands for"),
+        "timeline_max_spans": Option("int", None, "most spans drawn, the earliest (default: all; the "
+                                     "timeline and a note say when it was cut)", minimum=1),
+        "spans": Option("bool", False, "keep the measured spans of the last repeat in the Result "
+                        "(result.spans; written to spans.npz in the output directory), for chakra report and diff"),
         "backend": Option("str", "auto", "torch.distributed backend (auto: nccl with one CUDA device per rank, "
                           "else gloo)", choices=("auto", "gloo", "nccl")),
         "device": Option("str", "auto", "where compute and buffers live", choices=("auto", "cpu", "cuda")),
@@ -85,8 +94,11 @@ class EmulatorBackend(Backend):
         finally:
             shutil.rmtree(jobdir, ignore_errors=True)
         expected = _expected(traces, options) if options["expected"] else None
-        return _result(self.kind, plans, results, options, place, expected,
-                       {"plan": round(plan_s, 3), "run": round(run_s, 3)})
+        result = _result(self.kind, plans, results, options, place, expected,
+                         {"plan": round(plan_s, 3), "run": round(run_s, 3)})
+        if result.spans is not None and output is not None:
+            result.files.append(str(result.spans.save(Path(output) / "spans.npz")))
+        return result
 
 
 def _groups(traces: TraceSet, options: Mapping[str, Any], nranks: int) -> dict[str, list[int]]:
@@ -146,13 +158,16 @@ def _expected(traces: TraceSet, options: Mapping[str, Any]) -> int:
 
 def _result(kind: str, plans: list[Plan], results: list[dict[str, Any]], options: Mapping[str, Any],
             place: Any, expected: int | None, wall: dict[str, float]) -> Result:
+    from chakra_core import critical_path, write_timeline
+
     from .measure import collectives_observed, node_rows, rank_spans
-    from .report import critical_path, rank_row, write_timeline
+    from .spans import build_spans, rank_rows
 
     repeats = [rank_spans(plans, results, k) for k in range(options["repeats"])]
-    finishes = [max(max(sp.end, default=0) for sp in spans) for spans in repeats]
-    spans = repeats[-1]
-    rows = _mean_rows([[rank_row(sp) for sp in rep] for rep in repeats])
+    finishes = [max(max(m.end, default=0) for m in rep) for rep in repeats]
+    per_repeat = [build_spans(rep, results) for rep in repeats]
+    spans = per_repeat[-1]
+    rows = _mean_rows([rank_rows(sp, plans) for sp in per_repeat])
     finish = int(statistics.fmean(finishes))
     total = sum(len(p) for p in plans)
     comp = sum(k == COMP for p in plans for k in p.kind)
@@ -165,7 +180,7 @@ def _result(kind: str, plans: list[Plan], results: list[dict[str, Any]], options
         "error": (finish / expected - 1) if expected else None,
         "trace_ns": max(p.path_ns for p in plans),
         "trace_error": (finish / max(p.path_ns for p in plans) - 1) if any(p.path_ns for p in plans) else None,
-        "coverage": (sum(len(sp.order) for sp in spans) / total) if total else 1.0,
+        "coverage": (sum(len(m.order) for m in repeats[-1]) / total) if total else 1.0,
         "real_ops": (real / comp) if comp else 0.0,
         "ranks": len(plans),
         "backend": place.backend,
@@ -183,7 +198,7 @@ def _result(kind: str, plans: list[Plan], results: list[dict[str, Any]], options
         "collectives": observed,
         "composed": composed,
         "calibration": results[0].get("calibration"),
-        "critical_path": critical_path(spans, options["critical_path_nodes"]),
+        "critical_path": critical_path(spans).to_dict(spans, options["critical_path_nodes"]),
     }
     nodes, text = node_rows(plans, results, repeats, options["node_rows"])
     summary["measured_vs_trace"] = text
@@ -191,16 +206,20 @@ def _result(kind: str, plans: list[Plan], results: list[dict[str, Any]], options
     notes = _notes(plans, results, summary, expected)
     result = Result("emulator", kind, summary, rows, notes=notes)
     if options["timeline"]:
-        n = write_timeline(spans, options["timeline"], options["timeline_max_spans"])
+        written = write_timeline(spans, options["timeline"], format=options["timeline_format"] or None,
+                                 ranks=options["timeline_ranks"], window_ns=options["timeline_window"],
+                                 expand=bool(options["timeline_expand"]), title="chakra emulator",
+                                 max_spans=options["timeline_max_spans"])
         result.timeline = str(options["timeline"])
         result.files.append(str(options["timeline"]))
-        if n >= options["timeline_max_spans"]:
-            result.notes.append(f"timeline truncated to its first {n} spans (timeline_max_spans)")
+        result.notes += [f"timeline {n}" for n in written["notes"]]
+    if options["spans"]:
+        result.spans = spans
     return result
 
 
 def _mean_rows(per_repeat: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    """Per rank, each number of :func:`report.rank_row` averaged over the repeats (ns)."""
+    """Per rank, each number of :func:`spans.rank_rows` averaged over the repeats (ns)."""
     rows = []
     for cols in zip(*per_repeat):
         rows.append({k: (int(statistics.fmean(c[k] for c in cols)) if k.endswith("_ns") else v)

@@ -4,22 +4,46 @@ as the workers observed them, and per-node measured vs recorded durations."""
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
 from typing import Any
 
-from .plan import COLL, Plan
-from .report import Spans
+from .plan import COLL, MEM, R_COMM, R_COMP, R_CPU, RECV, SEND, Plan
 
-__all__ = ["rank_spans", "collectives_observed", "node_rows"]
+__all__ = ["Measured", "category", "rank_spans", "collectives_observed", "node_rows"]
 
 
-def rank_spans(plans: list[Plan], results: list[dict[str, Any]], k: int) -> list[Spans]:
+@dataclass
+class Measured:
+    """One rank's measured iteration: per node ``start``/``end`` ns from the run's origin, and
+    the positions of the nodes in issue order (``order``)."""
+
+    plan: Plan
+    start: list[int]
+    end: list[int]
+    order: list[int]
+
+
+def category(plan: Plan, i: int) -> str:
+    """The timeline track of node ``i``: ``cpu``, ``compute``, ``comm`` or ``other`` (the
+    simulator's accounting: collectives, messages and memory nodes on the comm resource are comm)."""
+    k, r = plan.kind[i], plan.res[i]
+    if k in (COLL, SEND, RECV) or (k == MEM and r == R_COMM):
+        return "comm"
+    if r == R_CPU:
+        return "cpu"
+    if r == R_COMP:
+        return "compute"
+    return "other"
+
+
+def rank_spans(plans: list[Plan], results: list[dict[str, Any]], k: int) -> list[Measured]:
     """Measured iteration ``k`` of every rank, in ns from the earliest rank's start (one clock:
     ``time.monotonic_ns`` is shared by the processes of a machine)."""
     origin = min(r["iterations"][k]["t0"] for r in results)
     out = []
     for plan, r in zip(plans, results):
         it = r["iterations"][k]
-        out.append(Spans(plan, [s - origin for s in it["start"]], [e - origin for e in it["end"]], it["order"]))
+        out.append(Measured(plan, [s - origin for s in it["start"]], [e - origin for e in it["end"]], it["order"]))
     return out
 
 
@@ -39,7 +63,7 @@ def collectives_observed(plans: list[Plan], results: list[dict[str, Any]]) -> tu
     return dict(sorted(kinds.items())), composed
 
 
-def node_rows(plans: list[Plan], results: list[dict[str, Any]], repeats: list[list[Spans]],
+def node_rows(plans: list[Plan], results: list[dict[str, Any]], repeats: list[list[Measured]],
               limit: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Per node (at most ``limit``): rank, id, name, kind, how it ran, recorded and measured
     duration (ns, mean over repeats), start (ns) and place in the rank's issue order (``issued``)

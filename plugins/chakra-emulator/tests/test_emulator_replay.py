@@ -13,7 +13,7 @@ import statistics
 import pytest
 
 import chakra_core
-from chakra_core import CommType, NodeAttrs, NodeType, open_traceset
+from chakra_core import SPAN_KINDS, CommType, NodeAttrs, NodeType, open_traceset
 
 #: record_collectives.py's SIZES (float32 elements) as Chakra sizes per rank, in bytes
 COLL_BYTES = {
@@ -29,9 +29,11 @@ P2P_BYTES = (120 + 130 + 140 + 140) * 4
 
 @pytest.fixture(scope="module")
 def ddp(recorded, tmp_path_factory):
-    """The DDP fixture replayed with a timeline, one warm-up and two measured iterations."""
+    """The DDP fixture replayed with a timeline and its spans written under ``out/``, one warm-up
+    and two measured iterations."""
     tl = tmp_path_factory.mktemp("ddp") / "timeline.json"
-    result = chakra_core.emulate(str(recorded["ddp"]), timeline=str(tl), options={"repeats": 2, "seed": 3})
+    result = chakra_core.emulate(str(recorded["ddp"]), timeline=str(tl), output=str(tl.parent / "out"),
+                                 options={"repeats": 2, "seed": 3, "spans": True})
     return result, tl
 
 
@@ -152,16 +154,55 @@ def test_critical_path_ends_at_the_last_node_to_finish(ddp):
     assert "collective" in cp["ns_by_kind"]
 
 
+def test_critical_path_crosses_ranks_at_a_collective(ddp):
+    """Which rank arrives last at an all-reduce depends on the run; the path must always take the
+    member that arrived last, so it crosses ranks exactly where the rank it walks arrived first."""
+    result, _ = ddp
+    spans = result.spans
+    cp = result.summary["critical_path"]
+    assert cp["finish_ns"] == result.summary["repeats"]["finish_ns"][-1] == int(spans.end_ns.max())
+    assert sum(cp["ns_by_category"].values()) == cp["finish_ns"]
+    coll = [i for i in range(len(spans)) if spans.kind[i] == SPAN_KINDS.index("collective")]
+    members: dict[int, list[int]] = {}
+    for i in coll:
+        members.setdefault(int(spans.match[i]), []).append(i)
+    # every all-reduce of one rank is matched by the same call of the other, with the same size
+    assert members and all(sorted(spans.rank[m].tolist()) == [0, 1] and len({int(spans.bytes[k]) for k in m}) == 1
+                           for m in members.values())
+    match_of = {(int(spans.rank[i]), int(spans.node_id[i])): int(spans.match[i]) for i in coll}
+    on_path = [n for n in cp["nodes"] if n["kind"] == "collective"]
+    assert on_path
+    for n in on_path:
+        latest = max(int(spans.start_ns[k]) for k in members[match_of[(n["rank"], n["id"])]])
+        assert n["start_ns"] == latest
+    hops = [a for a, b in zip(cp["nodes"], cp["nodes"][1:]) if a["rank"] != b["rank"]]
+    assert len(hops) <= cp["crossings"] and all(a["kind"] == "collective" for a in hops)
+    assert {n["rank"] for n in cp["nodes"]} == ({0, 1} if cp["crossings"] else {cp["nodes"][-1]["rank"]})
+
+
+def test_report_reads_the_emulator_result(ddp, chakra_cli):
+    result, tl = ddp
+    out = tl.parent / "out"
+    assert str(out / "spans.npz") in result.files
+    code, text, err = chakra_cli("report", "--result", out / "result.json", "--json")
+    assert code == 0, err
+    d = json.loads(text)
+    assert [r["rank"] for r in d["ranks"]] == [0, 1]
+    assert d["critical_path"]["finish_ns"] == result.summary["critical_path"]["finish_ns"]
+    assert chakra_core.report(result=out / "result.json").to_dict()["ranks"] == d["ranks"]
+
+
 def test_timeline_is_a_chrome_trace_of_every_node(ddp):
     result, tl = ddp
     assert result.timeline == str(tl) and str(tl) in result.files
     events = json.loads(tl.read_text())["traceEvents"]
-    spans = [e for e in events if e["ph"] == "X"]
+    spans = [e for e in events if e["ph"] == "X" and e["pid"] in (0, 1)]
     assert len(spans) == len(result.summary["nodes"])
-    assert {e["pid"] for e in spans} == {0, 1}
     assert all(e["dur"] >= 0 and e["ts"] >= 0 for e in spans)
     names = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
-    assert names == {"cpu", "compute", "comm", "other"}
+    assert {"cpu", "comm"} <= names <= {"cpu", "compute", "comm", "other"}
+    procs = {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
+    assert procs[0] == "rank 0" and procs[1] == "rank 1" and "chakra emulator: critical path" in procs.values()
 
 
 def test_same_seed_gives_the_same_node_order_from_the_cli(ddp, recorded, chakra_cli):
