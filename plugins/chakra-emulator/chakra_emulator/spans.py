@@ -48,8 +48,9 @@ def build_spans(measured: list[Measured], results: list[dict[str, Any]]) -> Span
                 peer = int(spec["peer"])
                 pair = (plan.rank, peer) if k == SEND else (peer, plan.rank)
                 wire = ("p2p", *pair, int(spec["tag"]), int(spec["size"]))
-                n = seq[(*wire, k)] = seq.get((*wire, k), -1) + 1
-                key = (*wire, n)
+                side = wire + (k,)
+                n = seq[side] = seq.get(side, -1) + 1
+                key = wire + (n,)
                 nbytes = int(seen.get("bytes", 0))
             elif k == MEM:
                 nbytes = int(spec.get("bytes", 0))
