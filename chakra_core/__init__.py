@@ -86,7 +86,8 @@ if TYPE_CHECKING:
     from ._stats import compute_stats
     from ._sweep import sweep
     from ._synth import read_model, synth_fit, synth_sample, synth_show
-    from ._timeline import write_timeline
+    from ._timeline import write_timeline, write_timeline_from_options
+    from ._timeline_options import TIMELINE_OPTIONS
     from ._traceset import (
         FileRank,
         GeneratedRank,
@@ -122,7 +123,8 @@ __all__ = [
     "SELECTION_OPTIONS", "NODE_KINDS", "node_selection", "parse_ranks",
     "sweep", "Executor",
     "Spans", "SpanBuilder", "SPAN_KINDS", "FLOW_KINDS", "breakdown", "critical_path", "CriticalPath",
-    "write_timeline", "report", "Report", "diff", "Diff", "plot", "graph",
+    "write_timeline", "write_timeline_from_options", "TIMELINE_OPTIONS",
+    "report", "Report", "diff", "Diff", "plot", "graph",
 ]
 
 _WHERE = {
@@ -160,7 +162,8 @@ _WHERE = {
     "sweep": "_sweep", "Executor": "_api",
     "Spans": "_spans", "SpanBuilder": "_spans", "SPAN_KINDS": "_spans", "FLOW_KINDS": "_spans",
     "breakdown": "_breakdown", "critical_path": "_critical", "CriticalPath": "_critical",
-    "write_timeline": "_timeline", "report": "_report", "Report": "_report", "diff": "_diff", "Diff": "_diff",
+    "write_timeline": "_timeline", "write_timeline_from_options": "_timeline",
+    "TIMELINE_OPTIONS": "_timeline_options", "report": "_report", "Report": "_report", "diff": "_diff", "Diff": "_diff",
     "plot": "_plots", "graph": "_graphview",
     "compare": "_compare",
 }

@@ -10,6 +10,7 @@ and the cross-rank critical path on a track of its own.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ import numpy as np
 from ._errors import ConfigError
 from ._spans import COMM_KINDS, FLOW_KINDS, SPAN_KINDS, Spans
 
-__all__ = ["write_timeline", "TimelineData", "parse_window", "TIMELINE_FORMATS"]
+__all__ = ["write_timeline", "write_timeline_from_options", "TimelineData", "parse_window", "TIMELINE_FORMATS"]
 
 TIMELINE_FORMATS = ("perfetto", "json")
 
@@ -282,3 +283,11 @@ def _path(spans: Spans, ranks: list[int] | None, window: tuple[int, int] | None,
         what = spans.names[spans.name[i]] if i >= 0 else "idle"
         labels.append(f"{PATH_CATEGORIES[cp.category[k]]}: {what} (rank {int(cp.rank[k])})")
     return start[keep], (end - start)[keep], labels
+
+
+def write_timeline_from_options(spans: Spans, options: Mapping[str, Any], title: str) -> dict[str, Any]:
+    """:func:`write_timeline` to ``options["timeline"]`` with a backend's ``TIMELINE_OPTIONS``."""
+    return write_timeline(spans, options["timeline"], format=options.get("timeline_format") or None,
+                          ranks=options.get("timeline_ranks"), window_ns=options.get("timeline_window"),
+                          expand=bool(options.get("timeline_expand")), title=title,
+                          max_spans=options.get("timeline_max_spans"))

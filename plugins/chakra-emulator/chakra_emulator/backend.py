@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from chakra_core import Backend, ConfigError, Option, Result, TraceFormatError, TraceSet, progress
+from chakra_core import TIMELINE_OPTIONS, Backend, ConfigError, Option, Result, TraceFormatError, TraceSet, progress
 from chakra_core.system import SYSTEM_OPTIONS
 
 from .plan import COMP, Plan, load_plan
@@ -26,15 +26,7 @@ class EmulatorBackend(Backend):
     description = "replay a Chakra ET set on real hardware (torch.distributed: gloo on CPU, NCCL on GPUs)"
     options = {
         **SYSTEM_OPTIONS,
-        "timeline": Option("path", None, "write a timeline of the measured spans to this path (Perfetto "
-                           "protobuf; Chrome JSON for a name ending in .json)"),
-        "timeline_format": Option("str", None, "timeline format (default: from the file name)",
-                                  choices=("perfetto", "json")),
-        "timeline_ranks": Option("str", None, "ranks drawn on the timeline, e.g. 0-7,12 (default: all)"),
-        "timeline_window": Option("str", None, "time window drawn, START:END in ns (default: all)"),
-        "timeline_expand": Option("bool", False, "draw every rank a symmetric class stands for"),
-        "timeline_max_spans": Option("int", None, "most spans drawn, the earliest (default: all; the "
-                                     "timeline and a note say when it was cut)", minimum=1),
+        **TIMELINE_OPTIONS,
         "spans": Option("bool", False, "keep the measured spans of the last repeat in the Result "
                         "(result.spans; written to spans.npz in the output directory), for chakra report and diff"),
         "backend": Option("str", "auto", "torch.distributed backend (auto: nccl with one CUDA device per rank, "
@@ -158,7 +150,7 @@ def _expected(traces: TraceSet, options: Mapping[str, Any]) -> int:
 
 def _result(kind: str, plans: list[Plan], results: list[dict[str, Any]], options: Mapping[str, Any],
             place: Any, expected: int | None, wall: dict[str, float]) -> Result:
-    from chakra_core import critical_path, write_timeline
+    from chakra_core import critical_path, write_timeline_from_options
 
     from .measure import collectives_observed, node_rows, rank_spans
     from .spans import build_spans, rank_rows
@@ -206,10 +198,7 @@ def _result(kind: str, plans: list[Plan], results: list[dict[str, Any]], options
     notes = _notes(plans, results, summary, expected)
     result = Result("emulator", kind, summary, rows, notes=notes)
     if options["timeline"]:
-        written = write_timeline(spans, options["timeline"], format=options["timeline_format"] or None,
-                                 ranks=options["timeline_ranks"], window_ns=options["timeline_window"],
-                                 expand=bool(options["timeline_expand"]), title="chakra emulator",
-                                 max_spans=options["timeline_max_spans"])
+        written = write_timeline_from_options(spans, options, "chakra emulator")
         result.timeline = str(options["timeline"])
         result.files.append(str(options["timeline"]))
         result.notes += [f"timeline {n}" for n in written["notes"]]

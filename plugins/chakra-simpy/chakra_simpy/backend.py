@@ -7,7 +7,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from chakra_core import Backend, ConfigError, Option, Result, TraceFormatError, TraceSet, progress
+from chakra_core import (
+    TIMELINE_OPTIONS,
+    Backend,
+    ConfigError,
+    Option,
+    Result,
+    TraceFormatError,
+    TraceSet,
+    progress,
+    write_timeline_from_options,
+)
 from chakra_core.system import SYSTEM_OPTIONS, SystemDescription, system_from_options
 
 from .actor import Actor
@@ -40,15 +50,7 @@ class SimpyBackend(Backend):
     description = "built-in SimPy simulator reproducing ASTRA-sim's analytical network model"
     options = {
         **SYSTEM_OPTIONS,
-        "timeline": Option("path", None, "write a timeline to this path (Perfetto protobuf; Chrome JSON "
-                           "for a name ending in .json)"),
-        "timeline_format": Option("str", None, "timeline format (default: from the file name)",
-                                  choices=("perfetto", "json")),
-        "timeline_ranks": Option("str", None, "ranks drawn on the timeline, e.g. 0-7,12 (default: all)"),
-        "timeline_window": Option("str", None, "time window drawn, START:END in ns (default: all)"),
-        "timeline_expand": Option("bool", False, "draw every rank a symmetric class stands for"),
-        "timeline_max_spans": Option("int", None, "most spans drawn, the earliest (default: all; the "
-                                     "timeline and a note say when it was cut)", minimum=1),
+        **TIMELINE_OPTIONS,
         "spans": Option("bool", False, "keep every simulated span in the Result (result.spans; written to "
                         "spans.npz in the output directory), for chakra report and diff"),
         "congestion": Option("str", "unaware", "network model", choices=("unaware", "aware")),
@@ -61,7 +63,7 @@ class SimpyBackend(Backend):
 
     def run(self, traces: TraceSet, options: Mapping[str, Any], output: Path | None) -> Result:
         """Simulate; the Result has per-rank times (ns), collective stats and a critical path."""
-        from .report import build_spans, path_summary, rank_rows, write_sim_timeline
+        from .report import build_spans, path_summary, rank_rows
 
         nranks = len(traces)
         if nranks == 0:
@@ -143,7 +145,7 @@ class SimpyBackend(Backend):
         }
         result = Result("simpy", self.kind, summary, rows, notes=notes)
         if options["timeline"]:
-            written = write_sim_timeline(spans, options["timeline"], options)
+            written = write_timeline_from_options(spans, options, "chakra simpy")
             result.timeline = str(options["timeline"])
             result.files.append(str(options["timeline"]))
             result.notes += [f"timeline {n}" for n in written["notes"]]

@@ -4,18 +4,16 @@ path and timeline (the core's analysis: :func:`chakra_core.breakdown`,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from chakra_core import SPAN_KINDS, CommType, SpanBuilder, Spans, TraceSet, breakdown, critical_path, write_timeline
+from chakra_core import SPAN_KINDS, CommType, SpanBuilder, Spans, TraceSet, breakdown, critical_path
 
 from .engine import Sim
 from .program import K_COLL, K_COMP, K_MEM, K_NOP, K_RECV, K_SEND, R_COMM, R_CPU
 
-__all__ = ["build_spans", "rank_rows", "path_summary", "write_sim_timeline"]
+__all__ = ["build_spans", "rank_rows", "path_summary"]
 
 _TRACKS = ("cpu", "compute", "comm", "other")
 
@@ -197,11 +195,3 @@ def _names(traces: TraceSet, wanted: list[tuple[int, int]]) -> dict[tuple[int, i
             if not left:
                 break
     return out
-
-
-def write_sim_timeline(spans: Spans, path: str | Path, options: Mapping[str, Any]) -> dict:
-    """Write the timeline with the backend's ``timeline_*`` options (see the backend)."""
-    return write_timeline(spans, path, format=options.get("timeline_format") or None,
-                          ranks=options.get("timeline_ranks"), window_ns=options.get("timeline_window"),
-                          expand=bool(options.get("timeline_expand")), title="chakra simpy",
-                          max_spans=options.get("timeline_max_spans"))
