@@ -15,23 +15,13 @@ import binascii
 from google.protobuf.message import DecodeError, Message
 from google.protobuf.unknown_fields import UnknownFieldSet
 
+from ._etio import _encode_varint as _varint
+
 __all__ = ["UNKNOWN_KEY", "unknown_fields", "merge_unknown"]
 
 UNKNOWN_KEY = "unknown_fields"
 
 _VARINT, _FIXED64, _LENGTH, _FIXED32 = 0, 1, 2, 5
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
 
 
 def _encode(fields: UnknownFieldSet) -> bytes:
