@@ -6,7 +6,7 @@ from typing import Any
 
 from ._common import add_input_options, add_plugin_options, input_kwargs
 
-__all__ = ["add_system_arguments", "backend_kwargs", "print_result"]
+__all__ = ["add_system_arguments", "add_run_arguments", "backend_kwargs", "print_result"]
 
 
 def add_system_arguments(p) -> None:
@@ -22,6 +22,17 @@ def add_system_arguments(p) -> None:
     p.add_argument("--no-validate", action="store_true",
                    help="run even when the set has validation errors (by default it is refused)")
     add_plugin_options(p)
+
+
+def add_run_arguments(p, kind: str, default: str) -> None:
+    """The arguments of a command that runs a ``kind`` backend (default ``default``) over a
+    trace set: :func:`add_system_arguments`, ``--backend``, ``--timeline``, ``-o DIR``, ``--json``."""
+    add_system_arguments(p)
+    p.add_argument("--backend", default=default, help=f"{kind} backend (default: {default})")
+    p.add_argument("--timeline", metavar="FILE",
+                   help="write a timeline: Perfetto protobuf, or Chrome JSON for a name ending in .json")
+    p.add_argument("-o", "--output", metavar="DIR", help="directory for result.json and other files")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
 def backend_kwargs(args) -> dict[str, Any]:

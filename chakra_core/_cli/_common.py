@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from chakra_core._plugins import PluginHost
 
-__all__ = ["add_plugin_options", "add_input_options", "input_kwargs", "host_of", "print_json", "print_paths",
-           "print_written"]
+__all__ = ["add_plugin_options", "add_input_options", "add_output_options", "input_kwargs", "host_of",
+           "print_json", "print_paths", "print_traces", "print_written"]
 
 #: longest list of paths printed in full without --verbose
 SHOWN_PATHS = 10
@@ -28,6 +28,15 @@ def add_input_options(parser) -> None:
     parser.add_argument("--format", help="input format (auto-detected when omitted)")
     parser.add_argument("-I", dest="input_opts", action="append", default=[], metavar="KEY=VALUE",
                         help="input-format option, e.g. -I npus=64 for a text workload (repeatable)")
+
+
+def add_output_options(parser, gzip: bool = True) -> None:
+    """Add the written set's ``-o OUT`` (required), ``--gzip`` (unless ``gzip`` is false) and ``--json``."""
+    parser.add_argument("-o", "--output", required=True, metavar="OUT",
+                        help="output directory (files trace.{rank}.et) or prefix (OUT.{rank}.et)")
+    if gzip:
+        parser.add_argument("--gzip", action="store_true", help="write .et.gz files")
+    parser.add_argument("--json", action="store_true", help="print the written files as JSON")
 
 
 def host_of(args) -> PluginHost:
@@ -69,3 +78,12 @@ def print_written(result: Any, args: Any) -> None:
         print_json({"ranks": len(result.files), "files": result.files, "provenance": result.provenance})
     else:
         print_paths(result.files, args.verbose)
+
+
+def print_traces(traces: Any, args: Any) -> None:
+    """Print the files of a written trace set: as JSON with ``--json``, else one per line."""
+    files = [rt.path or "" for rt in traces]
+    if args.json:
+        print_json({"ranks": len(files), "files": files})
+    else:
+        print_paths(files, args.verbose)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._common import add_plugin_options, input_kwargs, print_written
+from ._common import add_output_options, add_plugin_options, input_kwargs, print_written
 
 
 def add_arguments(p) -> None:
@@ -11,10 +11,7 @@ def add_arguments(p) -> None:
     p.add_argument("--format", help="input format (auto-detected when omitted)")
     p.add_argument("-I", dest="input_opts", action="append", default=[], metavar="KEY=VALUE",
                    help="the same as -O (input-format option)")
-    p.add_argument("-o", "--output", required=True, metavar="OUT",
-                   help="output directory (files trace.{rank}.et) or prefix (OUT.{rank}.et)")
-    p.add_argument("--gzip", action="store_true", help="write .et.gz files")
-    p.add_argument("--json", action="store_true", help="print the written files as JSON")
+    add_output_options(p)
     add_plugin_options(p)
 
 

@@ -3,17 +3,13 @@
 
 from __future__ import annotations
 
-from ._backend import add_system_arguments, backend_kwargs, print_result
+from ._backend import add_run_arguments, backend_kwargs, print_result
 from ._common import print_json
 
 
 def add_arguments(p) -> None:
     """Arguments of ``emulate``."""
-    add_system_arguments(p)
-    p.add_argument("--backend", default="emulator", help="emulator backend (default: emulator)")
-    p.add_argument("--timeline", metavar="FILE", help="write a Chrome-trace timeline of the measured spans (Perfetto)")
-    p.add_argument("-o", "--output", metavar="DIR", help="directory for result.json and other files")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_run_arguments(p, "emulator", "emulator")
 
 
 def run(args) -> int:

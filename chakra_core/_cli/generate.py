@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from ._common import add_plugin_options, host_of, print_json, print_paths
+from ._common import add_output_options, add_plugin_options, host_of, print_traces
 
 
 def add_arguments(p) -> None:
     """Arguments of ``generate``."""
     p.add_argument("name", metavar="NAME", help="a registered generator (chakra plugins lists them)")
-    p.add_argument("-o", "--output", required=True, metavar="OUT",
-                   help="output directory (files trace.{rank}.et) or prefix (OUT.{rank}.et)")
-    p.add_argument("--gzip", action="store_true", help="write .et.gz files")
-    p.add_argument("--json", action="store_true", help="print the written files as JSON")
+    add_output_options(p)
     add_plugin_options(p)
 
 
@@ -21,9 +18,5 @@ def run(args) -> int:
     from chakra_core._options import parse_kv
 
     traces = generate(args.name, parse_kv(args.opts), output=args.output, gzip=args.gzip, host=host_of(args))
-    files = [rt.path or "" for rt in traces]
-    if args.json:
-        print_json({"ranks": len(files), "files": files})
-    else:
-        print_paths(files, args.verbose)
+    print_traces(traces, args)
     return 0

@@ -3,19 +3,14 @@
 
 from __future__ import annotations
 
-from ._backend import add_system_arguments, backend_kwargs
+from ._backend import add_run_arguments, backend_kwargs
 from ._common import print_json
 from ._summary import print_timed_result
 
 
 def add_arguments(p) -> None:
     """Arguments of ``simulate``."""
-    add_system_arguments(p)
-    p.add_argument("--backend", default="simpy", help="simulator backend (default: simpy)")
-    p.add_argument("--timeline", metavar="FILE",
-                   help="write a timeline: Perfetto protobuf, or Chrome JSON for a name ending in .json")
-    p.add_argument("-o", "--output", metavar="DIR", help="directory for result.json and other files")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_run_arguments(p, "simulator", "simpy")
 
 
 def run(args) -> int:

@@ -233,48 +233,39 @@ class _Stage:
 
     def layer_forward(self, name: str, layer: int, recompute: bool = False) -> None:
         """One layer's forward (or its recomputation before the backward)."""
-        m, b = self.m, self.b
+        m = self.m
         if not recompute:
             self.gather_params(name, *m.layer_params(layer))
-        for op in forward_ops(m, m.is_moe(layer)):
-            for marker in op.before:
-                self.forward_comm(name, marker, op, "dispatch")
-            b.comp(f"{name}.{op.name}", op)
-            for marker in op.after:
-                self.forward_comm(name, marker, op, "combine")
-
-    def forward_comm(self, name: str, marker: str, op: Op, a2a: str) -> None:
-        """The communication a forward marker stands for (see :class:`Op`)."""
-        m = self.m
-        if marker == "tp_gather":
-            self.tp_gather(f"{name}.{op.name}")
-        elif marker == "tp_reduce":
-            self.tp_reduce(f"{name}.{op.name}")
-        elif marker == "cp_gather" and m.cp > 1:
-            self.b.coll(f"{name}.cp_all_gather", CommType.ALL_GATHER, op.comm_bytes, "cp")
-        elif marker == "a2a" and m.ep > 1:
-            self.b.coll(f"{name}.{a2a}_all_to_all", CommType.ALL_TO_ALL, m.a2a_bytes, "ep")
+        self.layer_ops(name, forward_ops(m, m.is_moe(layer)), backward=False)
 
     def layer_backward(self, name: str, layer: int) -> None:
         """One layer's backward: the mirror of its forward, in reverse order."""
-        m, b = self.m, self.b
+        m = self.m
         self.gather_params(name, *m.layer_params(layer))
-        for op in backward_ops(m, m.is_moe(layer)):
-            for marker in op.before:
-                self.backward_comm(name, marker, op, "combine")
-            b.comp(f"{name}.{op.name}", op)
-            for marker in op.after:
-                self.backward_comm(name, marker, op, "dispatch")
+        self.layer_ops(name, backward_ops(m, m.is_moe(layer)), backward=True)
 
-    def backward_comm(self, name: str, marker: str, op: Op, a2a: str) -> None:
-        """The backward mirror of a forward marker's communication."""
+    def layer_ops(self, name: str, ops: list[Op], backward: bool) -> None:
+        """The compute of ``ops`` in order, each with the communication its markers stand for
+        (an all-to-all before an op dispatches in the forward and combines in the backward)."""
+        before, after = ("combine", "dispatch") if backward else ("dispatch", "combine")
+        for op in ops:
+            for marker in op.before:
+                self.marker_comm(name, marker, op, before, backward)
+            self.b.comp(f"{name}.{op.name}", op)
+            for marker in op.after:
+                self.marker_comm(name, marker, op, after, backward)
+
+    def marker_comm(self, name: str, marker: str, op: Op, a2a: str, backward: bool) -> None:
+        """The communication a marker stands for (see :class:`Op`), or its backward mirror."""
         m = self.m
         if marker == "tp_gather":
-            self.tp_gather(f"{name}.{op.name}", backward=True)
+            self.tp_gather(f"{name}.{op.name}", backward=backward)
         elif marker == "tp_reduce":
-            self.tp_reduce(f"{name}.{op.name}", backward=True)
+            self.tp_reduce(f"{name}.{op.name}", backward=backward)
         elif marker == "cp_gather" and m.cp > 1:
-            self.b.coll(f"{name}.cp_reduce_scatter", CommType.REDUCE_SCATTER, op.comm_bytes, "cp")
+            kind, label = ((CommType.REDUCE_SCATTER, "cp_reduce_scatter") if backward
+                           else (CommType.ALL_GATHER, "cp_all_gather"))
+            self.b.coll(f"{name}.{label}", kind, op.comm_bytes, "cp")
         elif marker == "a2a" and m.ep > 1:
             self.b.coll(f"{name}.{a2a}_all_to_all", CommType.ALL_TO_ALL, m.a2a_bytes, "ep")
 
