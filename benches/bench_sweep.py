@@ -1,5 +1,5 @@
-"""Benchmark of ``chakra sweep``: points per minute with each executor, and the parallel
-efficiency from 1 to 2 workers.
+"""Benchmark of ``chakra sweep``: points per minute with each executor, the parallel
+efficiency from 1 to 2 workers, and one large conversion fanned out per rank.
 
 The sweep: the ResNet-50-shaped text workload (``examples/text/resnet50_like.txt``) on 64 NPUs,
 simulated by ``simpy`` on a 64-NPU ring, over 10 link bandwidths x 4 all-reduce algorithms x 5
@@ -7,8 +7,15 @@ link latencies = 200 points (the input is converted once, by the cache).  Each e
 with 1 and with 2 workers into a fresh directory; Ray and Dask start a local cluster of that many
 workers first, and that start-up is reported apart (it is paid once per cluster, not per sweep).
 
-Run: ``.venv/bin/python benches/bench_sweep.py [local ray dask] [--points N]``.  Figures go to
-docs/sweeps.md.
+The fan-out figure: a 64-rank PyTorch set (the recorded ``transformer`` rank of chakra-pytorch's
+test data, host ET + Kineto trace, copied under 64 rank numbers) converted by ``chakra.convert``
+serially in this process and in 2 parts at once on each executor (``jobs=2``), to the same
+bytes (checked); the speedup is serial wall / fanned-out wall.  The serial conversion's CPU
+seconds and the load average are printed too, since a busy machine makes wall times pessimistic
+(the workers' CPU time is not: they are not this process's children).
+
+Run: ``.venv/bin/python benches/bench_sweep.py [local ray dask] [--points N] [--fanout-ranks N]``
+(all three executors, 200 points, 64 ranks by default).  Figures go to docs/sweeps.md.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import resource
 import shutil
 import sys
 import tempfile
@@ -83,11 +91,61 @@ def run(executor: str, workers: int, path: Path, out: Path) -> tuple[float, floa
     return t1 - t0, t2 - t1, result["ok"]
 
 
+def pytorch_set(directory: Path, ranks: int) -> Path:
+    """A ``ranks``-rank PyTorch set: the recorded transformer rank under every rank number."""
+    source = ROOT / "plugins/chakra-pytorch/tests/data/transformer"
+    out = directory / "pytorch"
+    out.mkdir()
+    for rank in range(ranks):
+        for kind in ("pytorch_et", "kineto"):
+            shutil.copyfile(source / f"{kind}.0.json.gz", out / f"{kind}.{rank}.json.gz")
+    return out
+
+
+def _cpu_s() -> float:
+    mine = resource.getrusage(resource.RUSAGE_SELF)
+    return mine.ru_utime + mine.ru_stime
+
+
+def convert_once(inputs: Path, out: Path, executor: str | None, options: dict) -> tuple[float, float, dict]:
+    """(wall s, CPU s, {file name: bytes}) of one conversion."""
+    import warnings
+
+    t0, c0 = time.perf_counter(), _cpu_s()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if executor is None:
+            chakra.convert(str(inputs), f"{out}/")
+        else:
+            chakra.convert(str(inputs), f"{out}/", executor=executor, executor_options={**options, "workers": 2})
+    wall, cpu = time.perf_counter() - t0, _cpu_s() - c0
+    files = {p.name: p.read_bytes() for p in out.glob("*.et")}
+    shutil.rmtree(out)
+    return wall, cpu, files
+
+
+def fanout(executors: list[str], ranks: int, tmp: Path) -> None:
+    """Print serial against 2 parts at once for one ``ranks``-rank PyTorch conversion."""
+    inputs = pytorch_set(tmp, ranks)
+    print(f"\nper-rank conversion fan-out: {ranks}-rank PyTorch set (recorded transformer rank), "
+          f"load average {os.getloadavg()[0]:.1f}")
+    print(f"{'executor':<8} {'parts':>5} {'wall s':>7} {'cpu s':>7} {'speedup':>7}")
+    serial, cpu, expected = convert_once(inputs, tmp / "serial", None, {})
+    print(f"{'serial':<8} {1:>5} {serial:7.1f} {cpu:7.1f} {'':>7}", flush=True)
+    for executor in executors:
+        with cluster(executor, 2) as options:
+            wall, _cpu, files = convert_once(inputs, tmp / executor, executor, options)
+        assert files == expected, f"{executor}: the fanned-out set differs from the serial one"
+        print(f"{executor:<8} {2:>5} {wall:7.1f} {'':>7} {serial / wall:7.2f}", flush=True)
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
+
+
 def main() -> int:
     """Print points per minute for 1 and 2 workers per executor and the 1 -> 2 efficiency."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("executors", nargs="*", default=["local", "ray", "dask"])
     ap.add_argument("--points", type=int, default=200, help="points (a multiple of 20)")
+    ap.add_argument("--fanout-ranks", type=int, default=64, help="ranks of the fan-out conversion (0: skip it)")
     args = ap.parse_args()
     chakra.set_progress_enabled(False)
     with tempfile.TemporaryDirectory(prefix="bench-sweep-") as tmp:
@@ -104,6 +162,8 @@ def main() -> int:
                 eff = f"{rate / rate1 / 2:10.2f}" if rate1 else f"{'':>10}"
                 rate1 = rate1 or rate
                 print(f"{executor:<8} {workers:>7} {start:8.1f} {secs:8.1f} {rate:11.0f} {eff}", flush=True)
+        if args.fanout_ranks:
+            fanout(args.executors, args.fanout_ranks, Path(tmp))
     return 0
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -39,9 +40,16 @@ class Component(ABC):
 
 
 class InputFormat(Component):
-    """Turns files of some format into a :class:`TraceSet`."""
+    """Turns files of some format into a :class:`TraceSet`.
+
+    Set ``per_rank = True`` when the ranks convert independently: the set :meth:`open` returns
+    builds each rank only when its nodes are read, and any process that opens the same paths
+    with the same options gets the same set.  ``chakra convert -j N`` and sweeps then convert
+    the ranks in parallel, each worker opening the input and writing its share of the ranks.
+    """
 
     kind_label = "input format"
+    per_rank: ClassVar[bool] = False
 
     @abstractmethod
     def open(self, paths: Sequence[str], options: Mapping[str, Any]) -> TraceSet:
@@ -52,9 +60,15 @@ class InputFormat(Component):
 
 
 class Transform(Component):
-    """Rewrites a trace set (what-if scaling, obfuscation, filtering)."""
+    """Rewrites a trace set (what-if scaling, obfuscation, filtering).
+
+    Set ``per_rank = True`` when each rank of the result depends only on the same rank of the
+    input (and the options), so that a conversion fanned out per rank may apply it
+    (:attr:`InputFormat.per_rank`).
+    """
 
     kind_label = "transform"
+    per_rank: ClassVar[bool] = False
 
     @abstractmethod
     def apply(self, traces: TraceSet, options: Mapping[str, Any]) -> TraceSet:
@@ -125,7 +139,18 @@ class Executor(Component):
         lost (a worker died); raise only when the cluster itself cannot be used, as
         :class:`~chakra_core._errors.PluginError` or ConfigError naming the option.  Stop the
         work in flight when the generator is closed (the sweep was interrupted).
+
+        A task with a ``timeout_s`` attribute (seconds, or None) is interrupted by ``fn`` itself
+        when it runs past it; an executor that can kill a worker should also kill one still
+        running the task well after that (a call stuck in native code) and yield a
+        :class:`TimeoutError` instance as its value.
         """
+
+    @contextmanager
+    def session(self, options: Mapping[str, Any]) -> Iterator[None]:
+        """Keep the engine up for several :meth:`map` calls with the same ``options`` (a local
+        cluster started once, a pool kept warm); by default nothing is kept."""
+        yield
 
 
 @dataclass

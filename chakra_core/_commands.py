@@ -72,19 +72,40 @@ def _input_pipeline(inputs: Inputs, format: str | None, input_options: Mapping[s
 
 
 def convert(inputs: Inputs, output: str | os.PathLike, *, format: str | None = None,
-            input_options: Mapping[str, Any] | None = None, gzip: bool = False,
+            input_options: Mapping[str, Any] | None = None, gzip: bool = False, jobs: int | None = None,
+            executor: str | None = None, executor_options: Mapping[str, Any] | None = None,
             host: PluginHost | None = None) -> Result:
     """Convert to a ``.et`` set at ``output`` (a directory: ``trace.{rank}.et``; else a prefix).
 
     All ranks are published together; files of an earlier set at ``output`` that the new one
-    lacks are removed.  The Result lists the files; ``summary`` is ``{"ranks": N}``.
+    lacks are removed.  With ``jobs`` (workers) or ``executor`` (a sweep executor: ``local``,
+    ``ray``, ``dask``, with its ``executor_options``), a format whose ranks convert
+    independently (``per_rank``) is converted in that many parts at once, to the same bytes;
+    another format is converted in this process (a note says so).  The Result lists the files;
+    ``summary`` is ``{"ranks": N}``.
     """
     pipe = _input_pipeline(inputs, format, input_options, host)
+    notes = []
+    if jobs is not None or executor is not None:
+        from ._rankparts import can_fan_out, write_parts
+
+        h = pipe.host or get_host()
+        impl = h.registry.get("executor", executor or "local")
+        opts = dict(executor_options or {})
+        if jobs is not None:
+            opts["workers"] = jobs
+        checked = impl.check_options(opts)
+        if can_fan_out(pipe):
+            paths = write_parts(pipe, output, impl, checked, compress=gzip, replace_stale=True)
+            return Result("convert", "converter", {"ranks": len(paths)}, files=[str(p) for p in paths],
+                          provenance=pipe.provenance())
+        name = pipe.input.name if pipe.input is not None else "the opened set"
+        notes.append(f"format {name} does not convert its ranks independently: converted in one process")
     traces = pipe.load()
     with progress("converting", total=len(traces)) as bar:
         paths = traces.write(output, compress=gzip, progress=bar, replace_stale=True)
     return Result("convert", "converter", {"ranks": len(paths)}, files=[str(p) for p in paths],
-                  provenance=pipe.provenance())
+                  notes=notes, provenance=pipe.provenance())
 
 
 def transform(inputs: Inputs, name: str | Sequence[str],

@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from ._pipeline import Pipeline, _is_lazy, _validation_assumptions
-from ._publish import temp_sibling
+from ._publish import remove_stale, temp_sibling
 from ._traceset import TraceSet, open_traceset
 
-__all__ = ["cached_traces", "validated", "input_key", "file_digest", "digests_of"]
+__all__ = ["cached_traces", "validated", "input_key", "file_digest", "digests_of", "is_cached", "cache_stage",
+           "publish_cached", "runs_conversion"]
 
 _READY = "ready.json"
 
@@ -60,7 +61,7 @@ def cached_traces(pipe: Pipeline, cache: Path, key: str | None) -> TraceSet:
     if key is None or not _is_lazy(traces):
         return traces
     final = cache / key
-    if not (final / _READY).is_file():
+    if not is_cached(cache, key):
         _build(traces, final)
     opened = open_traceset(final)
     for lazy, rank in zip(traces, opened):
@@ -88,17 +89,45 @@ def validated(pipe: Pipeline, cache: Path, key: str | None) -> Iterator[None]:
         mark.touch()
 
 
-def _build(traces: TraceSet, final: Path) -> None:
+def is_cached(cache: Path, key: str) -> bool:
+    """Whether the input ``key`` is converted in ``cache`` already."""
+    return (cache / key / _READY).is_file()
+
+
+def cache_stage(cache: Path, key: str) -> Path:
+    """A new staging directory for the input ``key`` (written as ``trace.{rank}.et``, then
+    published by :func:`publish_cached`)."""
+    final = cache / key
     final.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale(final, ("new",))  # what a killed sweep left
     stage = temp_sibling(final, "new")
+    stage.mkdir()
+    return stage
+
+
+def publish_cached(stage: Path, cache: Path, key: str, ranks: list[int]) -> None:
+    """Publish the complete set in ``stage`` as the input ``key`` (the first publisher wins)."""
+    (stage / _READY).write_text(json.dumps({"ranks": ranks}) + "\n")
+    try:
+        os.rename(stage, cache / key)
+    except OSError:  # another worker published it first
+        if not is_cached(cache, key):
+            raise
+
+
+def runs_conversion(pipe: Pipeline) -> bool:
+    """Whether loading the pipeline's input converts something (told without opening it): not
+    for a plain ``.et`` set without transforms, which is read where it is."""
+    from ._builtin.formats import EtFormat
+
+    return bool(pipe.transforms) or not (pipe.input is not None and isinstance(pipe.input.impl, EtFormat))
+
+
+def _build(traces: TraceSet, final: Path) -> None:
+    stage = cache_stage(final.parent, final.name)
     try:
         traces.write(stage / "trace")
-        (stage / _READY).write_text(json.dumps({"ranks": traces.ranks}) + "\n")
-        try:
-            os.rename(stage, final)
-        except OSError:  # another worker published it first
-            if not (final / _READY).is_file():
-                raise
+        publish_cached(stage, final.parent, final.name, traces.ranks)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
 

@@ -3,7 +3,9 @@
 The sweep's directory ``OUT`` holds ``sweep.json`` (what was swept), ``points/KEY/point.json``
 (each point's record, written as the point finishes, so that a killed sweep loses only the points
 in flight) with the point's backend outputs beside it (``points/KEY/simpy/result.json``),
-``cache/`` (inputs converted once for all the points that share them) and the tables
+``cache/`` (inputs converted once for all the points that share them: before the points run, an
+input whose format converts its ranks independently is converted in parts on the executor, see
+:mod:`chakra_core._rankparts`; another is converted by the first point that reads it) and the tables
 ``results.csv``, ``results.parquet`` and ``results.json`` (:mod:`chakra_core._sweeptable`).
 ``KEY`` is the content hash of the point's resolved pipeline (with the contents of its input and
 system files): ``resume`` skips a point whose record exists for the same key with status ok.
@@ -23,10 +25,12 @@ from typing import Any
 from ._docparse import decode_text, parse_yaml
 from ._errors import ChakraError, ConfigError
 from ._etio import atomic_output
-from ._inputcache import digests_of, input_key
+from ._inputcache import digests_of, input_key, runs_conversion
 from ._pipeline import Pipeline, load_pipeline
 from ._plugins import PluginHost, get_host
 from ._progress import Progress, progress
+from ._rankparts import can_fan_out
+from ._sweepconvert import convert_inputs
 from ._sweeprun import PointTask, run_point
 from ._sweepspec import Point, SweepSpec, expand, parse_sweep
 from ._sweeptable import table_rows, write_tables
@@ -41,9 +45,11 @@ class SweepPlan:
     """A checked sweep: its points (each resolved pipeline validated), their keys and tasks."""
 
     def __init__(self, source: str, base: Path, spec: SweepSpec, points: list[Point],
-                 tasks: dict[int, PointTask], output: Path):
+                 tasks: dict[int, PointTask], output: Path, inputs: dict[str, Pipeline] | None = None):
         self.source, self.base, self.spec, self.points, self.tasks, self.output = \
             source, base, spec, points, tasks, output
+        #: the inputs (by key) that are converted in parts before the points run
+        self.inputs = inputs or {}
 
     @property
     def columns(self) -> list[str]:
@@ -114,6 +120,7 @@ def plan_sweep(spec: str | os.PathLike | Mapping[str, Any], output: str | os.Pat
     points = expand(base_doc, sweep_spec, source)
     out = Path(output) if output is not None else base / "out" / f"{Path(source).stem}-sweep"
     tasks: dict[int, PointTask] = {}
+    inputs: dict[str, Pipeline] = {}
     digests: dict[str, str] = {}
     for p in points:
         if p.skipped:
@@ -126,7 +133,9 @@ def plan_sweep(spec: str | os.PathLike | Mapping[str, Any], output: str | os.Pat
             raise ConfigError(f"{p.label}: {inner}", source) from None
         tasks[p.index] = PointTask(p.index, key, p.document, source, str(base), str(out.resolve()), ikey,
                                    sweep_spec.timeout_s)
-    return SweepPlan(source, base, sweep_spec, points, tasks, out)
+        if ikey not in inputs and can_fan_out(pipe) and runs_conversion(pipe):
+            inputs[ikey] = pipe
+    return SweepPlan(source, base, sweep_spec, points, tasks, out, inputs)
 
 
 def _check_output(out: Path) -> None:
@@ -176,8 +185,12 @@ def _bar(total: int, workers: int) -> Iterator[tuple[Progress, _Counts]]:
 
 
 def _lost(task: PointTask, error: BaseException) -> dict[str, Any]:
-    return {"index": task.index, "key": task.key, "status": "failed", "metrics": {}, "provenance": None,
-            "seconds": None, "error": f"the executor lost the point: {type(error).__name__}: {error}"}
+    if isinstance(error, TimeoutError):  # the executor killed the worker past the point's timeout
+        status, text = "timeout", f"did not finish within {task.timeout_s:g} s ({error})"
+    else:
+        status, text = "failed", f"the executor lost the point: {type(error).__name__}: {error}"
+    return {"index": task.index, "key": task.key, "status": status, "metrics": {}, "provenance": None,
+            "seconds": None, "error": text}
 
 
 def _run(plan: SweepPlan, impl: Any, options: Mapping[str, Any], todo: list[PointTask],
@@ -249,7 +262,17 @@ def sweep(pipeline: str | os.PathLike | Mapping[str, Any], output: str | os.Path
     todo = [t for i, t in plan.tasks.items() if i not in records]
     try:
         if todo:
-            _run(plan, impl, options, todo, records)
+            with impl.session(options):
+                unconverted = convert_inputs(plan, impl, options, todo)
+                for task in todo:
+                    if task.input_key in unconverted:
+                        rec = {"index": task.index, "key": task.key, "metrics": {}, "provenance": None,
+                               "seconds": None, **unconverted[task.input_key], "params": _params(plan, task.index)}
+                        _write_record(plan.output, rec)
+                        records[task.index] = rec
+                todo = [t for t in todo if t.input_key not in unconverted]
+                if todo:
+                    _run(plan, impl, options, todo, records)
     finally:
         rows = table_rows([*records.values(), *_skipped(plan)], plan.columns)
         files = write_tables(out, rows, manifest)

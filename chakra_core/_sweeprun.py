@@ -5,7 +5,8 @@
 ``timeout_s`` and was interrupted).  The timeout is enforced inside the worker: by ``SIGALRM`` in
 a worker's main thread (local process pool, Ray), by an exception raised asynchronously in the
 point's thread elsewhere (Dask's worker threads); both interrupt Python code, not a call blocked
-inside a C extension.
+inside a C extension.  For that, the ``local`` executor kills a worker still busy well past the
+timeout (:mod:`chakra_core._workerpool`).
 """
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ __all__ = [
     "with_process_groups",
     "process_groups_json",
     "PG_ATTR",
+    "publish_set",
 ]
 
 #: GlobalMetadata attribute that carries the set's process groups.
@@ -224,34 +225,25 @@ class TraceSet:
         directory output that holds nothing but such a set is then replaced whole, in one
         atomic swap.  Returns the paths written.
         """
-        as_dir = os.path.isdir(out) or str(out).endswith(("/", os.sep))
-        prefix = _out_prefix(out)
-        for ext in (".et.gz", ".et"):  # "out/job.et.gz" means prefix "out/job" (and gzip)
-            if prefix.name.endswith(ext) and len(prefix.name) > len(ext):
-                prefix = prefix.with_name(prefix.name[: -len(ext)])
-                compress = compress or ext == ".et.gz"
-                break
-        suffix = ".et.gz" if compress else ".et"
-        names = [f"{prefix.name}.{rank}{suffix}" for rank in self.ranks]
-        if as_dir and replace_stale and _only_set(prefix):
-            with output_directory(prefix.parent, marker=False) as stage:
-                self._write_ranks(stage, names, progress)
-        else:
-            with publish_files(prefix) as stage:
-                self._write_ranks(stage, names, progress)
-                stale = _stale_names(prefix, set(names)) if replace_stale else []
-                commit_files(stage, names, stale)
-        return [prefix.parent / n for n in names]
+        def write_all(stage: Path, name: str, suffix: str) -> list[str]:
+            return self.write_ranks(stage, self.ranks, name, suffix, progress)
 
-    def _write_ranks(self, directory: Path, names: list[str],
-                     progress: Callable[[int, int], None] | None) -> None:
-        """Write every rank to ``directory / names[i]``; a rank with ``framed()`` (yielding
-        ``(bytes, node_count)`` pieces of an ``.et`` body) is written from those pieces."""
+        return publish_set(out, write_all, compress, replace_stale)
+
+    def write_ranks(self, directory: str | os.PathLike, ranks: Sequence[int], name: str = "trace",
+                    suffix: str = ".et", progress: Callable[[int, int], None] | None = None) -> list[str]:
+        """Write the given ranks as ``directory/name.{rank}{suffix}`` (``suffix`` ``.et`` or
+        ``.et.gz``), byte for byte as :meth:`write` writes them; returns the file names.  A rank
+        with ``framed()`` (yielding ``(bytes, node_count)`` pieces of an ``.et`` body) is written
+        from those pieces, one with ``raw()`` from its serialized nodes."""
         pgs = self.process_groups
         text = process_groups_json(pgs) if pgs else None
-        for i, (rt, name) in enumerate(zip(self, names)):
+        names = []
+        for i, rank in enumerate(ranks):
+            rt = self._ranks[rank]
+            names.append(f"{name}.{rank}{suffix}")
             meta = with_process_groups(rt.metadata(), pgs, text)
-            with EtWriter(directory / name, meta) as w:
+            with EtWriter(Path(directory) / names[-1], meta) as w:
                 raw = getattr(rt, "raw", None)
                 framed = getattr(rt, "framed", None)
                 if framed is not None:
@@ -264,7 +256,32 @@ class TraceSet:
                     for b in rt.batches():
                         w.write_many(b)
             if progress:
-                progress(i + 1, len(self))
+                progress(i + 1, len(ranks))
+        return names
+
+
+def publish_set(out: str | os.PathLike, write: Callable[[Path, str, str], list[str]], compress: bool = False,
+                replace_stale: bool = False) -> list[Path]:
+    """Publish a set that ``write(stage, name, suffix)`` writes into the directory ``stage`` as
+    ``name.{rank}{suffix}`` files (returning their names), at ``out`` as :meth:`TraceSet.write`
+    does; returns the paths, by rank."""
+    as_dir = os.path.isdir(out) or str(out).endswith(("/", os.sep))
+    prefix = _out_prefix(out)
+    for ext in (".et.gz", ".et"):  # "out/job.et.gz" means prefix "out/job" (and gzip)
+        if prefix.name.endswith(ext) and len(prefix.name) > len(ext):
+            prefix = prefix.with_name(prefix.name[: -len(ext)])
+            compress = compress or ext == ".et.gz"
+            break
+    suffix = ".et.gz" if compress else ".et"
+    if as_dir and replace_stale and _only_set(prefix):
+        with output_directory(prefix.parent, marker=False) as stage:
+            names = write(stage, prefix.name, suffix)
+    else:
+        with publish_files(prefix) as stage:
+            names = write(stage, prefix.name, suffix)
+            stale = _stale_names(prefix, set(names)) if replace_stale else []
+            commit_files(stage, names, stale)
+    return sorted((prefix.parent / n for n in names), key=lambda p: _rank_of(str(p)) or ("", 0))
 
 
 def _only_set(prefix: Path) -> bool:

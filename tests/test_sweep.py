@@ -198,9 +198,9 @@ def check_fail_and_hang(out: dict) -> None:
     assert status[(1, 2)]["status"] == "ok" and status[(1, 2)]["simpy.finish_ns"] > 0
     assert status[(1, 3)]["status"] == "failed"
     assert "the network has 3 NPUs but the trace set has 2 ranks" in status[(1, 3)]["error"]
-    for npus in (2, 3):
+    for npus in (2, 3):  # the two points share the input, converted in parts before the points run
         assert status[(1_000_000, npus)]["status"] == "timeout"
-        assert status[(1_000_000, npus)]["error"] == "did not finish within 4 s"
+        assert status[(1_000_000, npus)]["error"] == "converting the input: did not finish within 4 s"
         assert status[(1_000_000, npus)]["seconds"] < 30
     assert (out["ok"], out["failed"], out["timeout"]) == (1, 1, 2)
 
@@ -248,7 +248,7 @@ def test_failing_and_hanging_points_are_reported(tmp_path):
     r = _cli("sweep", _fail_and_hang(tmp_path), "-o", tmp_path / "out", "-j", "2", "--json")
     assert r.returncode == 1, r.stderr
     check_fail_and_hang(json.loads(r.stdout))
-    assert "point 1: failed: " in r.stderr and "point 3: timeout: did not finish within 4 s" in r.stderr
+    assert "point 1: failed: " in r.stderr and "point 3: timeout: converting the input: did not finish" in r.stderr
     assert not list((tmp_path / "out" / "cache").glob(".*"))  # no half-converted input left
 
 
@@ -310,3 +310,16 @@ def test_diff_takes_two_rows_of_the_table(tmp_path):
     a, b = (tmp_path / "out" / r["simpy.result_file"] for r in out["rows"])
     finish = chakra.diff(str(a), str(b)).to_dict()["metrics"]["finish_ns"]
     assert (finish["a"], finish["b"]) == tuple(r["simpy.finish_ns"] for r in out["rows"])
+
+
+def test_ray_and_dask_convert_in_parts_to_the_serial_bytes(cluster, tmp_path):
+    name, options = cluster
+    ddp = ROOT / "plugins" / "chakra-pytorch" / "tests" / "data" / "ddp"
+    for i, (inputs, input_options) in enumerate([(ddp, None), (WORKLOAD, {"npus": 8})]):
+        serial = chakra.convert(str(inputs), f"{tmp_path}/serial{i}/", input_options=input_options)
+        parts = chakra.convert(str(inputs), f"{tmp_path}/parts{i}/", input_options=input_options, executor=name,
+                               executor_options={**options, "workers": 2})
+        mine = {p.name: p.read_bytes() for p in (tmp_path / f"parts{i}").glob("*.et")}
+        assert mine == {p.name: p.read_bytes() for p in (tmp_path / f"serial{i}").glob("*.et")}
+        assert len(mine) == serial.summary["ranks"] == parts.summary["ranks"] > 1
+        assert parts.provenance["implementations"] == serial.provenance["implementations"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from .._api import Executor
@@ -14,35 +15,60 @@ __all__ = ["LocalExecutor"]
 
 
 class LocalExecutor(Executor):
-    """Run points in ``workers`` processes (``forkserver``: each worker starts from a clean
-    interpreter, whatever threads the calling process runs); a worker that dies fails the points
-    it was running, not the sweep."""
+    """Run tasks in ``workers`` processes (``forkserver``: each worker starts from a clean
+    interpreter, whatever threads the calling process runs).  A worker that dies fails the task
+    it was running, not the sweep; one still running a task ``kill_after_s`` past the task's
+    timeout (stuck in native code) is killed and replaced (:mod:`chakra_core._workerpool`)."""
 
     description = "a process pool on this machine (chakra sweep -j N)"
     options = {
         "workers": Option("int", None, "worker processes (default: the machine's cores)", minimum=1),
+        "kill_after_s": Option("float", 10.0, "seconds past a point's timeout after which a worker still "
+                               "running it is killed", minimum=0),
     }
+
+    def __init__(self) -> None:
+        self._pool: Any = None
 
     def map(self, fn: Callable[[Any], Any], tasks: Sequence[Any],
             options: Mapping[str, Any]) -> Iterator[tuple[int, Any]]:
-        """Submit every task to the pool and yield ``(index, value)`` as each finishes."""
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
-
-        workers = min(options.get("workers") or os.cpu_count() or 1, max(1, len(tasks)))
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["chakra_core._sweeprun"])
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
+        """Run the tasks on the session's pool (or a pool of this call) and yield
+        ``(index, value)`` as each finishes."""
+        if self._pool is not None:
+            yield from self._pool.map(fn, tasks)
+            return
+        pool = _pool(options, len(tasks))
         try:
-            futures = {pool.submit(fn, t): i for i, t in enumerate(tasks)}
-            for f in as_completed(futures):
-                try:
-                    value = f.result()
-                except Exception as e:  # noqa: BLE001 - a worker process died (BrokenProcessPool)
-                    value = e
-                yield futures[f], value
+            yield from pool.map(fn, tasks)
         finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+            pool.close()
+
+    @contextmanager
+    def session(self, options: Mapping[str, Any]) -> Iterator[None]:
+        """Keep one pool (its workers started once, with their plugins loaded) for every map."""
+        if self._pool is not None:
+            yield
+            return
+        self._pool = _pool(options, None)
+        try:
+            yield
+        finally:
+            self._pool.close()
+            self._pool = None
+
+
+def _pool(options: Mapping[str, Any], tasks: int | None) -> Any:
+    import multiprocessing
+
+    from .._plugins import get_host
+    from .._workerpool import WorkerPool
+
+    workers = options.get("workers") or os.cpu_count() or 1
+    if tasks is not None:
+        workers = min(workers, max(1, tasks))
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["chakra_core._sweeprun"])
+    return WorkerPool(workers, context, get_host, options.get("kill_after_s", 10.0))
 
 
 @hookimpl

@@ -31,6 +31,7 @@ class EtFormat(InputFormat):
     """Chakra protobuf ``.et`` files (plain or gzip): a file, directory, glob, prefix or list."""
 
     description = "Chakra ET protobuf files (prefix.{rank}.et, .et.gz)"
+    per_rank = True
 
     def open(self, paths: Sequence[str], options: Mapping[str, Any]) -> TraceSet:
         """Open the set (streamed from disk)."""

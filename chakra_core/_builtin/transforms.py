@@ -33,6 +33,7 @@ class ScaleTransform(Transform):
     """
 
     description = "what-if: compute speedup, message-size and memory-size factors"
+    per_rank = True
     options = {
         "compute_speedup": Option("float", 1.0, "divide compute durations by this", minimum=1e-9),
         "comm_scale": Option("float", 1.0, "multiply communication sizes (bytes) by this", minimum=0),

@@ -1,4 +1,5 @@
-"""``chakra convert INPUT... [--format NAME] -o OUT [-O key=value ...]``."""
+"""``chakra convert INPUT... [--format NAME] -o OUT [-O key=value ...] [-j N] [--executor NAME]
+[-E key=value ...]``."""
 
 from __future__ import annotations
 
@@ -12,14 +13,25 @@ def add_arguments(p) -> None:
     p.add_argument("-I", dest="input_opts", action="append", default=[], metavar="KEY=VALUE",
                    help="the same as -O (input-format option)")
     add_output_options(p)
+    p.add_argument("-j", dest="jobs", type=int, metavar="N",
+                   help="convert the ranks in N parts at once (formats whose ranks convert independently)")
+    p.add_argument("--executor", help="sweep executor that runs the parts (default local; ray, dask)")
+    p.add_argument("-E", dest="executor_opts", action="append", default=[], metavar="KEY=VALUE",
+                   help="executor option, e.g. -E address=auto (repeatable)")
     add_plugin_options(p)
 
 
 def run(args) -> int:
     """Convert and write the set; print the files written."""
+    import sys
+
     from chakra_core._commands import convert
+    from chakra_core._options import parse_kv
 
     args.input_opts = args.opts + args.input_opts
-    result = convert(args.inputs, args.output, gzip=args.gzip, **input_kwargs(args))
+    result = convert(args.inputs, args.output, gzip=args.gzip, jobs=args.jobs, executor=args.executor,
+                     executor_options=parse_kv(args.executor_opts), **input_kwargs(args))
+    for note in result.notes:
+        print(f"note: {note}", file=sys.stderr)
     print_written(result, args)
     return 0

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from chakra_core import Executor, Option, PluginError
@@ -31,10 +32,26 @@ class DaskExecutor(Executor):
         "threads": Option("int", 1, "threads per worker process of a local cluster", minimum=1),
     }
 
+    def __init__(self) -> None:
+        self._client: Any = None
+
     def map(self, fn: Callable[[Any], Any], tasks: Sequence[Any],
             options: Mapping[str, Any]) -> Iterator[tuple[int, Any]]:
         """Submit every task and yield ``(index, value)`` as each finishes."""
-        from distributed import Client, LocalCluster, as_completed
+        if self._client is not None:
+            yield from _run(self._client, fn, tasks)
+            return
+        with self.session(options):
+            assert self._client is not None
+            yield from _run(self._client, fn, tasks)
+
+    @contextmanager
+    def session(self, options: Mapping[str, Any]) -> Iterator[None]:
+        """Connect (or start the local cluster) once for every map of the block."""
+        if self._client is not None:
+            yield
+            return
+        from distributed import Client, LocalCluster
 
         cluster = None
         try:
@@ -50,17 +67,28 @@ class DaskExecutor(Executor):
                 cluster.close()
             raise PluginError(f"executor 'dask': cannot use the cluster ({e}); option 'address': "
                               f"{options['address'] or 'none (a local cluster)'}") from None
-        futures = client.map(fn, list(tasks), pure=False, retries=0)
-        index = {f.key: i for i, f in enumerate(futures)}
+        self._client = client
         try:
-            for f in as_completed(futures):
-                try:
-                    value = f.result()
-                except Exception as e:  # noqa: BLE001 - the worker died, or the task could not run
-                    value = e
-                yield index[f.key], value
+            yield
         finally:
-            client.cancel([f for f in futures if not f.done()])
+            self._client = None
             client.close()
             if cluster is not None:
                 cluster.close()
+
+
+def _run(client: Any, fn: Callable[[Any], Any], tasks: Sequence[Any]) -> Iterator[tuple[int, Any]]:
+    """Submit the tasks to ``client`` and yield ``(index, value)`` as each finishes."""
+    from distributed import as_completed
+
+    futures = client.map(fn, list(tasks), pure=False, retries=0)
+    index = {f.key: i for i, f in enumerate(futures)}
+    try:
+        for f in as_completed(futures):
+            try:
+                value = f.result()
+            except Exception as e:  # noqa: BLE001 - the worker died, or the task could not run
+                value = e
+            yield index[f.key], value
+    finally:
+        client.cancel([f for f in futures if not f.done()])

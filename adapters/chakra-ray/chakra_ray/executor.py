@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from chakra_core import Executor, Option, PluginError
@@ -47,6 +48,19 @@ class RayExecutor(Executor):
             finally:
                 for ref in pending:
                     ray.cancel(ref, force=True)
+        finally:
+            if started:
+                ray.shutdown()
+
+
+    @contextmanager
+    def session(self, options: Mapping[str, Any]) -> Iterator[None]:
+        """Connect (or start the local cluster) once for every map of the block."""
+        import ray
+
+        started = _connect(ray, options)
+        try:
+            yield
         finally:
             if started:
                 ray.shutdown()

@@ -16,6 +16,7 @@ class PyTorchFormat(InputFormat):
     """PyTorch host execution traces (+ Kineto traces) to Chakra ETs, one rank per host ET."""
 
     description = "PyTorch execution trace (+ Kineto profiler trace) per rank, .json or .json.gz"
+    per_rank = True  # open() reads headers only; each rank's files are converted when its nodes are read
     options = {
         "data_deps": Option("bool", False, "add data dependencies from tensor producers to consumers"),
         "idle_gaps": Option("bool", True, "keep observed idle time on host threads as [idle] nodes"),

@@ -137,6 +137,7 @@ class TextFormat(InputFormat):
     """ASTRA-sim 1.0 text workloads (every mode) as per-rank Chakra ETs."""
 
     description = "ASTRA-sim 1.0 text workload to per-rank Chakra ETs"
+    per_rank = True  # every worker builds the one shared template; ranks are written independently
     options = {
         "npus": Option("int", None, "number of ranks (default: all_gpus: of line 1, else required)",
                        minimum=1),
