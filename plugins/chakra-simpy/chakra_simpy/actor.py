@@ -21,10 +21,10 @@ class Actor:
 
     __slots__ = ("index", "prog", "rank", "ranks", "indeg", "ready", "free", "start", "end",
                  "why", "readyby", "last_rel", "done", "finish", "seq", "last_t", "active",
-                 "cpu_ns", "compute_ns", "comm_ns", "overlap_ns", "busy_ns", "queue_active", "n", "inflight",
+                 "cpu_ns", "compute_ns", "comm_ns", "overlap_ns", "busy_ns", "n", "inflight",
                  "chain_heads")
 
-    def __init__(self, index: int, prog: Program, ranks: list[int], streams: int, ndims: int):
+    def __init__(self, index: int, prog: Program, ranks: list[int], streams: int):
         n = len(prog)
         self.index = index
         self.prog = prog
@@ -44,7 +44,6 @@ class Actor:
         self.last_t = 0
         self.active = [0, 0, 0, 0]  # cpu, compute, comm, none
         self.cpu_ns = self.compute_ns = self.comm_ns = self.overlap_ns = self.busy_ns = 0
-        self.queue_active = [0] * max(ndims, 1)
         self.n = n
         self.inflight = 0
         self.chain_heads: list[tuple] = []

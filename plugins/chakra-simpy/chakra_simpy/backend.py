@@ -115,6 +115,11 @@ class SimpyBackend(Backend):
         if sim.coll.approximated:
             notes.append(f"{sim.coll.approximated} collective(s) whose members did not move in lockstep, "
                          "too large for stagger_limit, were timed from the last member's start (barrier)")
+        if sim.coll.by_message:
+            notes.append(f"{sim.coll.by_message} collective(s) ran message by message on the shared links")
+        if sim.coll.unshared:
+            notes.append(f"{sim.coll.unshared} collective(s) (doubleBinaryTree, one*, custom) were timed as "
+                         "in the congestion-unaware mode: their messages do not take the shared links")
         if sim.coll.custom_runs:
             notes.append(f"{sim.coll.custom_runs} collective(s) over all ranks ran their custom implementation "
                          f"({', '.join(f'{k}: {v}' for k, v in sd.custom_implementations.items())}): its ET's "
@@ -169,7 +174,7 @@ def _simulate(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[i
     actors = []
     rank_actor = [0] * nranks
     for k, (prog, ranks) in enumerate(zip(progs, classes)):
-        actors.append(Actor(k, prog, ranks, options["streams"], len(sd.dimensions)))
+        actors.append(Actor(k, prog, ranks, options["streams"]))
         for r in ranks:
             rank_actor[r] = k
     timeline: list[tuple] | None = [] if options["timeline"] else None
@@ -229,6 +234,6 @@ def _notes(progs: list[Program], classes: list[list[int]], sd: SystemDescription
         notes.append("memory nodes replayed their duration (memory-type NO_MEMORY_EXPANSION; "
                      "ASTRA-sim aborts on them)")
     if options["congestion"] == "aware":
-        notes.append("congestion-aware: concurrent chunk phases and p2p messages on a dimension "
-                     "share its bandwidth; every hop charges latency plus serialization")
+        notes.append("congestion-aware: every message crosses the links of its route first come first "
+                     "served, latency plus serialization on each (ASTRA-sim's congestion-aware network)")
     return notes

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from chakra_core import ChakraError, CommType, TraceFormatError
 from chakra_core.system import algorithm_base
 
+from .aware import MessageRun, runs_by_message
 from .custom import CustomCollective
 from .dbt import TreePhase
 from .perrank import build_phase, dim_layout, group_layout
@@ -46,7 +47,7 @@ class Instance:
     """One collective across its members: who has issued it, and its chunk progress."""
 
     __slots__ = ("key", "ct", "size", "inv", "members", "actor_ids", "arrived", "last", "start",
-                 "n", "phases", "done", "qact", "qwait", "actors", "batches")
+                 "n", "phases", "per_phase", "done", "qact", "qwait", "actors", "batches", "run")
 
     def __init__(self, key, ct, size, inv, members, actor_ids):
         self.key = key
@@ -60,11 +61,13 @@ class Instance:
         self.start = 0
         self.n = 0
         self.phases: list = []
+        self.per_phase = None
         self.done = 0
         self.qact: dict[int, int] = {}
         self.qwait: dict[int, deque] = {}
         self.actors: list = []
         self.batches = 0
+        self.run: MessageRun | None = None
 
 
 class Collectives:
@@ -84,6 +87,8 @@ class Collectives:
         self.custom = {_CUSTOM_KIND[k]: CustomCollective(k, prefix, sim.sd, sim.planner)
                        for k, prefix in sim.sd.custom_implementations.items()}
         self.custom_runs = 0
+        self.by_message = 0
+        self.unshared = 0
 
     def members(self, pg: str) -> tuple[int, ...]:
         """Ranks of group ``pg`` ("" = all ranks)."""
@@ -104,6 +109,7 @@ class Collectives:
             members = self.members(pg)
             actor_ids = {self.sim.rank_actor[r] for r in members}
             inst = self.open[key] = Instance(key, ct, size, inv, members, actor_ids)
+            self._plan(inst)
         elif (inst.ct, inst.size) != (ct, size):
             first = next(iter(inst.arrived.values()))
             raise ChakraError(
@@ -117,11 +123,15 @@ class Collectives:
         now = int(self.sim.env.now)
         inst.arrived[a.index] = (a, i, now)
         inst.last = (a.index, i)
+        if inst.run is not None:
+            inst.run.issue(a.index)
         if len(inst.arrived) == len(inst.actor_ids):
             del self.open[key]
             self._start(inst, now)
 
-    def _start(self, inst: Instance, now: int) -> None:
+    def _plan(self, inst: Instance) -> None:
+        """Plan ``inst`` when its first member issues it; in the congestion-aware mode, set it
+        to run message by message where its algorithms allow (:mod:`aware`)."""
         sim = self.sim
         kind = ASTRA_KIND[CommType(inst.ct)]
         p = len(inst.members)
@@ -139,12 +149,28 @@ class Collectives:
         if inst.ct == CommType.BROADCAST:
             inst.phases = inst.phases * 2
             ring = ring * 2 if ring else ring
+        inst.per_phase = ring
+        if not sim.aware or inst.n == 0:
+            return
+        if runs_by_message(ring) and (members is not None or inst.ct not in self.custom):
+            inst.run = MessageRun(sim, inst, ring, self._members_done, SymmetryBroken)
+            self.by_message += 1
+            self.phase_events += inst.n * len(inst.phases)
+        else:
+            self.unshared += 1
+
+    def _start(self, inst: Instance, now: int) -> None:
+        sim = self.sim
+        members = None if len(inst.members) == len(self.all) else inst.members
+        ring = inst.per_phase
         inst.start = now
         inst.actors = [v[0] for v in inst.arrived.values()]
         last = inst.last
         for ai, ii in ((v[0].index, v[1]) for v in inst.arrived.values()):
             if last is not None and (ai, ii) != last:
                 sim.cross[(ai, ii)] = last
+        if inst.run is not None:
+            return
         custom = self.custom.get(inst.ct)
         if custom is not None and members is None:
             self._run_custom(inst, custom, now)
@@ -153,7 +179,7 @@ class Collectives:
         bases = {d: self.tree_count.get(d, 0) for d in visits}
         for d, v in visits.items():  # every chunk takes the next tree of the dimension, per visit
             self.tree_count[d] = bases[d] + inst.n * v
-        if inst.n and ring and not sim.aware:
+        if inst.n and ring:
             times = self._per_rank(inst, ring, bases, visits)
             if times is not None:
                 self._finish_per_rank(inst, times, now)
@@ -177,13 +203,7 @@ class Collectives:
         sim = self.sim
         q, cost, label = inst.phases[p]
         inst.qact[q] = inst.qact.get(q, 0) + 1
-        if sim.aware:
-            share = 1 + max(act.queue_active[q] for act in inst.actors)
-            for act in inst.actors:
-                act.queue_active[q] += 1
-            dur = cost.duration(share)
-        else:
-            dur = cost.fixed
+        dur = cost.fixed
         ev = sim.env.timeout(dur, (inst, c, p))
         ev.callbacks.append(self._phase_end)
         sim.events += 1
@@ -196,9 +216,6 @@ class Collectives:
         inst, c, p = ev._value
         q = inst.phases[p][0]
         inst.qact[q] -= 1
-        if self.sim.aware:
-            for act in inst.actors:
-                act.queue_active[q] -= 1
         wait = inst.qwait.get(q)
         if wait:
             c2, p2 = wait.popleft()
@@ -296,6 +313,13 @@ class Collectives:
             self._record(inst, int(self.sim.env.now))
         for a, i in members:
             self.sim.end_node(a, i)
+
+    def _members_done(self, inst: Instance, ai: int, last: bool) -> None:
+        """The ranks of actor ``ai`` finished message-run collective ``inst`` now."""
+        if last:
+            self._record(inst, int(self.sim.env.now))
+        a, i, _t = inst.arrived[ai]
+        self.sim.end_node(a, i)
 
     def _finish(self, inst: Instance) -> None:
         self._record(inst, int(self.sim.env.now))

@@ -73,8 +73,7 @@ class CustomCollective:
             elif k == K_SEND:
                 peer, tag, size = prog.extra[i]
                 self._check_peer(r, peer, prog, i)
-                _d, cost = self.planner.p2p_cost(r, peer, size)
-                end = now + cost.fixed
+                end = now + self.planner.p2p_cost(r, peer, size)
                 key = (r, peer, tag, size)
                 q = waiting.get(key)
                 if q:

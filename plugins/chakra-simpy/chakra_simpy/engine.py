@@ -20,6 +20,7 @@ from chakra_core.system import SystemDescription
 
 from .actor import Actor
 from .collectives import Collectives
+from .network import Network
 from .plans import Planner
 from .program import K_COLL, K_MEM, K_RECV, K_SEND, R_NONE
 from .stagger import WORK_LIMIT
@@ -62,8 +63,11 @@ class Sim:
         self.max_spans = max_spans
         self.stagger_limit = stagger_limit
         #: compute chains as one event (:meth:`_run_chain`); not in the congestion-aware mode,
-        #: whose link sharing depends on the order of phases starting at one instant
+        #: whose link sharing depends on the order of messages starting at one instant
         self.chains = not aware
+        #: the shared links of the congestion-aware mode (:mod:`network`)
+        self.network = Network(self.env, sd.dimensions, [sd.coords(r) for r in range(sd.npus)],
+                               self._count) if aware else None
         self.events = 0
         self.cross: dict[tuple[int, int], tuple[int, int]] = {}
         self.sends: dict[tuple, deque] = {}
@@ -78,6 +82,9 @@ class Sim:
         self.env.schedule(ev, NORMAL, delay)
         self.events += 1
         return ev
+
+    def _count(self) -> None:
+        self.events += 1
 
     def _on_end(self, ev) -> None:
         a, i = ev._value
@@ -237,10 +244,6 @@ class Sim:
         return start + t - now
 
     # -- point to point -----------------------------------------------------------------
-    def _p2p_delay(self, src: int, dst: int, size: int, a: Actor) -> int:
-        d, cost = self.planner.p2p_cost(src, dst, size)
-        return cost.duration(a.queue_active[d] + 1 if self.aware else None)
-
     def _check_peer(self, a: Actor, i: int, peer: int) -> None:
         if not 0 <= peer < len(self.rank_actor) or peer == a.rank:
             raise ChakraError(f"rank {a.rank} node {a.prog.ids[i]}: bad peer rank {peer}", a.prog.label)
@@ -248,9 +251,12 @@ class Sim:
     def _send(self, a: Actor, i: int) -> None:
         peer, tag, size = a.prog.extra[i]
         self._check_peer(a, i, peer)
-        delay = self._p2p_delay(a.rank, peer, size, a)
-        self.after(a, i, delay)
         key = (a.rank, peer, tag, size)
+        if self.network is not None:
+            self.network.send(a.rank, peer, size, lambda: self._delivered(a, i, key))
+            return
+        delay = self.planner.p2p_cost(a.rank, peer, size)
+        self.after(a, i, delay)
         waiting = self.recvs.get(key)
         if waiting:
             ra, ri = waiting.popleft()
@@ -258,6 +264,18 @@ class Sim:
             self.after(ra, ri, delay)
         else:
             self.sends.setdefault(key, deque()).append((int(self.env.now) + delay, a.index, i))
+
+    def _delivered(self, a: Actor, i: int, key: tuple) -> None:
+        """A send's message reached its destination (congestion-aware mode): the send ends,
+        and the first receive waiting for it, else the next receive posted."""
+        self.end_node(a, i)
+        waiting = self.recvs.get(key)
+        if waiting:
+            ra, ri = waiting.popleft()
+            self.cross[(ra.index, ri)] = (a.index, i)
+            self.end_node(ra, ri)
+        else:
+            self.sends.setdefault(key, deque()).append((int(self.env.now), a.index, i))
 
     def _recv(self, a: Actor, i: int) -> None:
         peer, tag, size = a.prog.extra[i]

@@ -72,12 +72,11 @@ class Planner:
         d, h = peer_hops(self.dims, self._coords[a], self._coords[b])
         return self.dims[d], h
 
-    def p2p_cost(self, a: int, b: int, size: int) -> tuple[int, Cost]:
-        """``(dimension, Cost)`` of a message of ``size`` bytes from rank ``a`` to rank ``b``:
+    def p2p_cost(self, a: int, b: int, size: int) -> int:
+        """ns of a message of ``size`` bytes from rank ``a`` to rank ``b`` (congestion-unaware):
         ``net(size)`` on the lowest differing dimension, no endpoint delay, no chunking."""
         d, h = peer_hops(self.dims, self._coords[a], self._coords[b])
-        dim = self.dims[d]
-        return d, Cost(net(dim, size, h), h * dim.latency, h * size / dim.bytes_per_ns)
+        return net(self.dims[d], size, h)
 
     def plan(self, kind: str, size: int, involved: tuple[bool, ...] | None,
              members: tuple[int, ...] | None) -> tuple[int, list[tuple[int, Cost, str]], tuple | None]:

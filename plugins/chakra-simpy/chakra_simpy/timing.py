@@ -8,10 +8,9 @@ Every formula follows ASTRA-sim's analytical (congestion-unaware) model, in inte
 - a phase = (#endpoint delays) * e + the network steps + the reductions, per algorithm (see
   :func:`phase_cost`).
 
-A phase cost is returned as ``Cost(fixed, serial)``: in the congestion-unaware mode the phase
-takes ``fixed`` ns (exact integer arithmetic); in the congestion-aware mode it takes
-``aware_fixed + aware_serial * k`` ns, where ``k`` is the number of chunk phases sharing the
-dimension's links and every hop charges latency plus serialization (store and forward).
+A phase cost is returned as ``Cost(fixed)``: the phase takes ``fixed`` ns (exact integer
+arithmetic).  The congestion-aware mode sends the same steps' messages over shared links instead
+(:mod:`aware`, :mod:`network`).
 """
 
 from __future__ import annotations
@@ -32,18 +31,9 @@ GROUP_ENDPOINT_DELAY = 10
 
 @dataclass(frozen=True)
 class Cost:
-    """Duration of one chunk phase: ``fixed`` ns when uncongested; ``aware_fixed +
-    aware_serial * k`` ns when ``k`` phases share the links (congestion-aware mode)."""
+    """Duration of one chunk phase: ``fixed`` ns (congestion-unaware)."""
 
     fixed: int
-    aware_fixed: float
-    aware_serial: float
-
-    def duration(self, share: int | None) -> int:
-        """Duration in ns: the exact uncongested time for ``share`` None, else the shared one."""
-        if share is None:
-            return self.fixed
-        return max(1, int(self.aware_fixed + self.aware_serial * share))
 
 
 def ring_hops(dim: Dimension, distance: int) -> int:
@@ -124,24 +114,10 @@ def ring_steps(kind: str, p: int) -> tuple[int, int, int]:
     return p * (p - 1) // 2, 0, p  # A2A
 
 
-def _cost(e: int, n_e: int, msgs: list[tuple[int, Dimension, int]], reds: int, parallel: int = 1) -> Cost:
+def _cost(e: int, n_e: int, msgs: list[tuple[int, Dimension, int]], reds: int) -> Cost:
     """Cost of a chain: ``n_e`` endpoint delays, messages ``(bytes, dimension, hops)`` one after
-    the other, ``reds`` ns of reductions; ``parallel`` messages share the busiest link (direct)."""
-    fixed = n_e * e + sum(net(dim, m, h) for m, dim, h in msgs) + reds
-    lat = sum(h * dim.latency for m, dim, h in msgs)
-    ser = sum(h * m / dim.bytes_per_ns for m, dim, h in msgs) * parallel
-    return Cost(fixed, n_e * e + reds + lat, ser)
-
-
-def _direct_load(dim: Dimension) -> int:
-    """Messages sharing the busiest link when every NPU sends to every other one at once."""
-    p = dim.npus_count
-    if dim.topology == "FullyConnected":
-        return 1
-    if dim.topology == "Switch":
-        return p - 1
-    load = sum(range(1, (p - 1) // 2 + 1))  # clockwise distances 1..floor((p-1)/2) cross a link
-    return max(1, load + (p // 2 if p % 2 == 0 else 0) // 2)
+    the other, ``reds`` ns of reductions."""
+    return Cost(n_e * e + sum(net(dim, m, h) for m, dim, h in msgs) + reds)
 
 
 def _not_modelled(impl: str) -> ConfigError:
@@ -149,12 +125,10 @@ def _not_modelled(impl: str) -> ConfigError:
                        "(modelled: ring, direct, halvingDoubling and their one* variants, doubleBinaryTree)")
 
 
-def algorithm_cost(kind: str, impl: str, p: int, link, d: int, e: int, local_mem_bw: float,
-                   load: int = 1) -> Cost:
+def algorithm_cost(kind: str, impl: str, p: int, link, d: int, e: int, local_mem_bw: float) -> Cost:
     """Cost of one chunk phase of ``kind`` (AR, RS, AG, A2A) with ``d`` bytes entering it, on a
     logical ring of ``p`` NPUs with algorithm ``impl``; ``link(distance)`` gives the
-    ``(Dimension, hops)`` a message to the NPU ``distance`` places away is charged on; ``load``
-    is how many direct messages share the busiest link (congestion-aware mode only).
+    ``(Dimension, hops)`` a message to the NPU ``distance`` places away is charged on.
 
     ring:   m = d // P (all-gather: d); AR 2(P-1) steps, P-1 reductions, 2P-1 endpoint delays;
             RS P-1 steps and reductions, P delays; AG P-1 steps, P delays; A2A P(P-1)/2 steps,
@@ -183,9 +157,9 @@ def algorithm_cost(kind: str, impl: str, p: int, link, d: int, e: int, local_mem
         m = d if kind == "AG" else d // p
         dim, h = max((link(k) for k in range(1, p)), key=lambda dh: (net(dh[0], m, dh[1]), dh[1]))
         if kind == "AR":
-            return _cost(e, 3, [(m, dim, h), (m, dim, h)], red(m, local_mem_bw), load)
+            return _cost(e, 3, [(m, dim, h), (m, dim, h)], red(m, local_mem_bw))
         reds = red(m, local_mem_bw) if kind == "RS" else 0
-        return _cost(e, 2, [(m, dim, h)], reds, load)
+        return _cost(e, 2, [(m, dim, h)], reds)
     if base == "halvingDoubling":
         k = p.bit_length() - 1
         if p != 1 << k:
@@ -225,7 +199,7 @@ def phase_cost(kind: str, impl: str, dim: Dimension, d: int, e: int, local_mem_b
     if impl.startswith("one"):
         raise _not_modelled(impl)
     return algorithm_cost(kind, impl, dim.npus_count, lambda dist: (dim, ring_hops(dim, dist)), d, e,
-                          local_mem_bw, _direct_load(dim))
+                          local_mem_bw)
 
 
 def one_phase_cost(kind: str, impl: str, dims: tuple[Dimension, ...], d: int, e: int,
@@ -253,8 +227,7 @@ def one_phase_cost(kind: str, impl: str, dims: tuple[Dimension, ...], d: int, e:
         dd, h = peer_hops(dims, tuple(zero), tuple(coords(dist % total)))
         return dims[dd], h
 
-    load = max(_direct_load(dim) for dim in dims)
-    return algorithm_cost(kind, impl, total, link, d, e, local_mem_bw, load)
+    return algorithm_cost(kind, impl, total, link, d, e, local_mem_bw)
 
 
 def ring_group_cost(kind: str, members: list[int], hop_cost, d: int, local_mem_bw: float) -> Cost:
@@ -272,8 +245,6 @@ def ring_group_cost(kind: str, members: list[int], hop_cost, d: int, local_mem_b
     e = GROUP_ENDPOINT_DELAY
     links = [hop_cost(members[j - 1], members[j]) for j in range(p)]  # into member j
     nets = [net(dim, m, h) for dim, h in links]
-    lat = [h * dim.latency for dim, h in links]
-    ser = [h * m / dim.bytes_per_ns for dim, h in links]
     q, r = divmod(steps, p)
     reds = nred * red(m, local_mem_bw) if nred else 0
 
@@ -281,11 +252,11 @@ def ring_group_cost(kind: str, members: list[int], hop_cost, d: int, local_mem_b
         total = sum(vals)
         if r == 0:
             return q * total
-        pre = [0.0]
+        pre = [0]
         for v in vals + vals:
             pre.append(pre[-1] + v)
         # the r messages into member j come over links j-r+1 .. j
         return q * total + max(pre[j + p + 1] - pre[j + p + 1 - r] for j in range(p))
 
     worst_net = int(worst(nets)) if steps else 0
-    return Cost((steps + 1) * e + reds + worst_net, (steps + 1) * e + reds + worst(lat), worst(ser))
+    return Cost((steps + 1) * e + reds + worst_net)

@@ -194,9 +194,11 @@ def test_refused_where_astra_sim_crashes(kit, tmp_path):
         kit.run(kit.same(12, lambda: [kit.coll(1, MIB)]), sysd, tmp_path)
 
 
-def test_congestion_aware_times_the_slowest_member_in_lockstep(kit, tmp_path):
+def test_congestion_aware_times_trees_as_the_unaware_mode(kit, tmp_path):
+    """Tree phases do not take the aware mode's shared links: each member gets its unaware
+    time (root, depths, leaves apart), and a note says so."""
     sysd = dbt(kit, [("FullyConnected", 8)], preferred_dataset_splits=1)
-    got, _ = finishes(kit, tmp_path, sysd, 8, MIB, congestion="aware")
-    # one phase alone on its links: 2k messages of latency plus serialization, not truncated apart
-    k = 3
-    assert got == [int((2 * k + 1) * E + (2 * k - 1) * kit.red(MIB) + 2 * k * (300 + MIB / kit.bpns(100)))] * 8
+    got, res = finishes(kit, tmp_path, sysd, 8, MIB, congestion="aware")
+    f = finish_by_depth(kit, "FullyConnected", 8, MIB)
+    assert got == [f[depth(o, 8)] for o in range(8)]
+    assert any("timed as in the congestion-unaware mode" in n for n in res.notes)
