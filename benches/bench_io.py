@@ -69,7 +69,7 @@ elif mode == "validate":  # chakra validate: compact graph, dep and cycle checks
     findings = validate(open_traceset(path))
     assert not findings, findings[:3]
     count = n
-elif mode == "stats":  # chakra stats, including the critical path
+elif mode == "stats":  # chakra stats, including the longest path
     from chakra_core import compute_stats, open_traceset
     count = compute_stats(open_traceset(path))["nodes"]
 elif mode == "jsonize":  # .et -> JSON form

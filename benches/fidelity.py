@@ -121,7 +121,7 @@ def rows_for(folder: Path, latency_ns: float, bandwidth: float, tmp: Path) -> li
     et = tmp / folder.name
     convert([str(folder)], et, format="pytorch")
     traces = open_traceset(str(et))
-    paths = {r["rank"]: r["critical_path_us"] for r in compute_stats(traces)["per_rank"]}
+    paths = {r["rank"]: r["longest_path_us"] for r in compute_stats(traces)["per_rank"]}
     system = str(system_file(len(traces), latency_ns, bandwidth, tmp)) if len(traces) > 1 else None
     sim = simulate(str(et), "simpy", system=system)
     finish = {r["rank"]: r["finish_ns"] / 1000 for r in sim.ranks}

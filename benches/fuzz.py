@@ -336,9 +336,9 @@ def _classify(command: str, rc: int | None, out: str, err: str) -> str:
 def _read_back(command: str) -> str | None:
     """For a convert/jsonize that succeeded: the error reading its output back, if any."""
     if command == "convert":
-        rc, _, err = _call(["stats", "out", "--no-critical-path"])
+        rc, _, err = _call(["stats", "out", "--no-longest-path"])
     elif command == "jsonize":
-        rc, _, err = _call(["stats", "--format", "json", "out", "--no-critical-path"])
+        rc, _, err = _call(["stats", "--format", "json", "out", "--no-longest-path"])
     else:
         return None
     return None if rc == 0 else err.strip()[-300:]

@@ -276,16 +276,16 @@ def validate(inputs: Inputs, *, cross_rank: bool = True, format: str | None = No
     return Validation(findings, len(traces), pipe.provenance())
 
 
-def stats(inputs: Inputs, *, critical_path: bool = True, format: str | None = None,
+def stats(inputs: Inputs, *, longest_path: bool = True, format: str | None = None,
           input_options: Mapping[str, Any] | None = None, host: PluginHost | None = None) -> dict[str, Any]:
-    """Node, communication and critical-path statistics (:func:`compute_stats`'s keys) plus
+    """Node, communication and longest-path statistics (:func:`compute_stats`'s keys) plus
     ``provenance``."""
     from ._stats import compute_stats
 
     pipe = _input_pipeline(inputs, format, input_options, host)
     traces = pipe.load()
     with progress("reading", total=len(traces)) as bar:
-        out = compute_stats(traces, critical_path=critical_path, progress=bar)
+        out = compute_stats(traces, longest_path=longest_path, progress=bar)
     out["provenance"] = pipe.provenance()
     return out
 

@@ -25,7 +25,7 @@ __all__ = ["compute_stats", "format_stats"]
 _COMM = (NodeType.COMM_COLL_NODE, NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE)
 
 
-def compute_stats(traces: TraceSet, critical_path: bool = True,
+def compute_stats(traces: TraceSet, longest_path: bool = True,
                   progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """Stream every rank once and return the statistics as JSON-able data.
 
@@ -34,9 +34,9 @@ def compute_stats(traces: TraceSet, critical_path: bool = True,
     Keys: ``nodes`` (total), ``ranks`` (count), ``by_type`` {type: count}, ``unknown_types``
     {type number: count} (node types this schema does not know, a newer one's), ``collectives``
     {kind: {"count", "bytes"}}, ``per_rank`` [{rank, nodes, compute_us, comm_bytes,
-    critical_path_us, critical_path_nodes}] (the rank's longest path by recorded durations and
-    its node count; the key names are kept for compatibility), ``critical_path_us`` (the longest
-    over ranks).
+    longest_path_us, longest_path_nodes}] (the rank's longest dependency path by recorded
+    durations and its node count), ``longest_path_us`` (the longest over ranks; both absent
+    unless ``longest_path``).
     """
     by_type: Counter = Counter()
     unknown: Counter = Counter()
@@ -68,10 +68,10 @@ def compute_stats(traces: TraceSet, critical_path: bool = True,
                 c["count"] += 1
                 c["bytes"] += size
 
-        count, path = _stream(rt, visit, critical_path)
+        count, path = _stream(rt, visit, longest_path)
         row: dict[str, Any] = {"rank": rt.rank, "nodes": count, **tally}
         if path is not None:
-            row["critical_path_us"], row["critical_path_nodes"] = path
+            row["longest_path_us"], row["longest_path_nodes"] = path
         per_rank.append(row)
         if progress:
             progress(len(per_rank), len(traces))
@@ -83,17 +83,17 @@ def compute_stats(traces: TraceSet, critical_path: bool = True,
         "collectives": dict(sorted(colls.items())),
         "per_rank": per_rank,
     }
-    if critical_path:
-        out["critical_path_us"] = max((r["critical_path_us"] for r in per_rank), default=0)
+    if longest_path:
+        out["longest_path_us"] = max((r["longest_path_us"] for r in per_rank), default=0)
     return out
 
 
 def _stream(rt: RankTrace, visit: Callable[[Node], None],
-            critical_path: bool) -> tuple[int, tuple[int, int] | None]:
-    """Visit every node of ``rt`` once; return the node count and the critical path
-    ``(us, nodes)`` (None unless ``critical_path``): streamed when the file is in a topological
+            longest_path: bool) -> tuple[int, tuple[int, int] | None]:
+    """Visit every node of ``rt`` once; return the node count and the longest path
+    ``(us, nodes)`` (None unless ``longest_path``): streamed when the file is in a topological
     order with increasing ids, else from the rank's :class:`DepGraph` (a second read)."""
-    stream = PathStream() if critical_path else None
+    stream = PathStream() if longest_path else None
     count = 0
     for batch in rt.batches():
         ids, durs, deps, ptr = array("Q"), array("Q"), array("Q"), array("q", [0])
@@ -133,8 +133,8 @@ def _overflow(rt: RankTrace, node_id: int) -> TraceFormatError:
 def format_stats(s: dict[str, Any]) -> str:
     """Human-readable text of :func:`compute_stats`' result."""
     lines = [f"{s['nodes']} nodes in {s['ranks']} rank(s)"]
-    if "critical_path_us" in s:
-        lines.append(f"longest path by recorded durations: {s['critical_path_us']} us (one rank, recorded "
+    if "longest_path_us" in s:
+        lines.append(f"longest path by recorded durations: {s['longest_path_us']} us (one rank, recorded "
                      "duration_micros; the cross-rank critical path of a simulated run: chakra report)")
     lines.append("nodes by type:")
     lines += [f"  {k:<16} {v:>12}" for k, v in s["by_type"].items()]
@@ -147,5 +147,5 @@ def format_stats(s: dict[str, Any]) -> str:
     lines.append("per rank:   rank        nodes   compute_us     comm_bytes   longest_path_us")
     for r in s["per_rank"]:
         lines.append(f"  {r['rank']:>12} {r['nodes']:>12} {r['compute_us']:>12} {r['comm_bytes']:>14}"
-                     f"  {r.get('critical_path_us', '-'):>16}")
+                     f"  {r.get('longest_path_us', '-'):>16}")
     return "\n".join(lines)

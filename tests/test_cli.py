@@ -22,7 +22,7 @@ def test_stats_json(et_prefix, chakra_cli):
     assert s["by_type"] == {"COMM_COLL_NODE": 6, "COMM_RECV_NODE": 2, "COMM_SEND_NODE": 2, "COMP_NODE": 12}
     assert s["collectives"]["ALL_REDUCE"] == {"count": 6, "bytes": 2 * 4096 * (1 + 2 + 3)}
     # forward 10+11+12, backward 22+21+20: one chain
-    assert s["critical_path_us"] == 96 and s["per_rank"][0]["compute_us"] == 96
+    assert s["longest_path_us"] == 96 and s["per_rank"][0]["compute_us"] == 96
 
 
 def test_jsonize_then_convert_back_is_byte_identical(et_prefix, tmp_path, chakra_cli):

@@ -45,7 +45,7 @@ def bad_prefix(tmp_path, dp_set):
 def test_api_stats_and_validate_read_any_input(et_prefix, chakra_host):
     s = chakra.stats(str(et_prefix))
     # forward 10+11+12, backward 22+21+20: one chain per rank
-    assert s["nodes"] == 22 and s["critical_path_us"] == 96
+    assert s["nodes"] == 22 and s["longest_path_us"] == 96
     report = chakra.validate(str(et_prefix))
     assert report.ok and report.ranks == 2 and list(report) == []
     assert report.provenance["implementations"][0]["name"] == "et"

@@ -88,7 +88,7 @@ def test_example_input_format(installed_example, tmp_path):
     assert r.returncode == 0, r.stderr
     r = _chakra(installed_example, "stats", tmp_path / "et", "--json")
     s = json.loads(r.stdout)
-    assert s["per_rank"][0]["rank"] == 1 and s["critical_path_us"] == 2 * (5 + 20 + 3)
+    assert s["per_rank"][0]["rank"] == 1 and s["longest_path_us"] == 2 * (5 + 20 + 3)
     (tmp_path / "bad.ops").write_text("load five\n")
     r = _chakra(installed_example, "validate", tmp_path / "bad.ops")
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "bad.ops:line 1" in r.stderr

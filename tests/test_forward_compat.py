@@ -80,7 +80,7 @@ def test_convert_and_jsonize_keep_what_they_do_not_know(newer, tmp_path):
 def test_stats_reports_unknown_types(newer):
     s = compute_stats(open_traceset(str(newer)))
     assert s["unknown_types"] == {"9": 2} and s["by_type"]["9"] == 2
-    assert s["per_rank"][0]["critical_path_us"] == 5 + 7 + 3
+    assert s["per_rank"][0]["longest_path_us"] == 5 + 7 + 3
 
 
 def test_validate_warns_and_does_not_fail(newer):

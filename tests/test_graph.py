@@ -29,21 +29,21 @@ def _stats(tmp_path, nodes: list[Node]) -> dict:
 @pytest.mark.parametrize("order", [[0, 1, 2, 3], [3, 2, 1, 0], [0, 3, 1, 2]])
 def test_critical_path_of_a_diamond_in_any_file_order(tmp_path, order):
     row = _stats(tmp_path, [_diamond()[i] for i in order])
-    assert (row["critical_path_us"], row["critical_path_nodes"]) == (8, 3)
+    assert (row["longest_path_us"], row["longest_path_nodes"]) == (8, 3)
 
 
 def test_critical_path_with_sparse_ids_and_a_missing_dep(tmp_path):
     nodes = [_node(10, 4), _node(20, 6, [10, 99]), _node(35, 1, [10])]  # 99 is not in the file
     row = _stats(tmp_path, nodes)
-    assert (row["critical_path_us"], row["critical_path_nodes"]) == (10, 2)
+    assert (row["longest_path_us"], row["longest_path_nodes"]) == (10, 2)
 
 
 def test_critical_path_of_a_long_chain(tmp_path):
     n = 10_000
     nodes = [_node(i, i % 7, [i - 1] if i > 1 else []) for i in range(1, n + 1)]
     expected = sum(i % 7 for i in range(1, n + 1))
-    assert _stats(tmp_path, nodes)["critical_path_us"] == expected
-    assert _stats(tmp_path, nodes[::-1])["critical_path_us"] == expected
+    assert _stats(tmp_path, nodes)["longest_path_us"] == expected
+    assert _stats(tmp_path, nodes[::-1])["longest_path_us"] == expected
 
 
 @pytest.mark.parametrize("reverse", [False, True])
@@ -55,7 +55,7 @@ def test_durations_past_int64_are_a_located_error(tmp_path, chakra_cli, reverse)
     write_et(tmp_path / "u.0.et", None, [_node(7, 1 << 63)])
     status, _, err = chakra_cli("stats", tmp_path / "u.0.et")
     assert status == 2 and "u.0.et:node 7:" in err
-    status, out, _ = chakra_cli("stats", tmp_path / "u.0.et", "--no-critical-path", "--json")
+    status, out, _ = chakra_cli("stats", tmp_path / "u.0.et", "--no-longest-path", "--json")
     assert status == 0 and json.loads(out)["per_rank"][0]["compute_us"] == 1 << 63
 
 

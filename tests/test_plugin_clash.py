@@ -125,7 +125,7 @@ def test_no_plugin_is_disabled_and_plugins_shows_the_clash(third_party, job, tmp
     (tmp_path / "w.ops").write_text("5 7 11\n")
     r = _chakra(third_party, "stats", tmp_path / "w.ops", "--format", "fastops", "--json")
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["critical_path_us"] == 23  # the third party's own format is unaffected
+    assert json.loads(r.stdout)["longest_path_us"] == 23  # the third party's own format is unaffected
 
 
 def test_prefer_picks_the_default(third_party, job, tmp_path):

@@ -376,10 +376,10 @@ def test_gzip_inflation_is_bounded(tmp_path, chakra_cli, monkeypatch):
     big = Node(id=1, name="x" * 4000, type=NodeType.COMP_NODE).SerializeToString()
     p = tmp_path / "bomb.0.et.gz"
     p.write_bytes(gzip.compress(_frame(_META) + _frame(big) * 20_000, 9))  # 80 MB in about 0.2 MB
-    _one_line_error(chakra_cli("stats", p, "--no-critical-path"), "bomb.0.et.gz:byte",
+    _one_line_error(chakra_cli("stats", p, "--no-longest-path"), "bomb.0.et.gz:byte",
                     "gzip data expands by a factor of", "CHAKRA_MAX_INFLATION=")
     monkeypatch.setenv("CHAKRA_MAX_INFLATION", "100000")
-    status, out, err = chakra_cli("stats", p, "--no-critical-path", "--json")
+    status, out, err = chakra_cli("stats", p, "--no-longest-path", "--json")
     assert status == 0 and json.loads(out)["nodes"] == 20_000, err
 
 

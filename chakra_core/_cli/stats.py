@@ -10,7 +10,7 @@ def add_arguments(p) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH", help="trace file, directory or prefix")
     add_input_options(p)
     p.add_argument("--json", action="store_true", help="print JSON (total node count under 'nodes')")
-    p.add_argument("--no-critical-path", action="store_true",
+    p.add_argument("--no-longest-path", action="store_true",
                    help="skip the longest-path computation (by recorded durations)")
 
 
@@ -19,7 +19,7 @@ def run(args) -> int:
     from chakra_core._commands import stats
     from chakra_core._stats import format_stats
 
-    s = stats(args.paths, critical_path=not args.no_critical_path, **input_kwargs(args))
+    s = stats(args.paths, longest_path=not args.no_longest_path, **input_kwargs(args))
     if args.json:
         print_json(s)
     else:
