@@ -44,7 +44,7 @@ Step = tuple[tuple[int, ...], tuple[int, ...], int, int]
 
 def runs_by_message(per_phase) -> bool:
     """Whether a plan's phases run message by message (ring, direct, halvingDoubling); the
-    one* variants (``per_phase`` None) and doubleBinaryTree phases do not."""
+    one* variants on several dimensions (``per_phase`` None) and doubleBinaryTree phases do not."""
     return per_phase is not None and all(d is None or algorithm_base(impl)[0] != DBT
                                          for _k, _data, d, impl in per_phase)
 

@@ -152,8 +152,11 @@ class Collectives:
         inst.per_phase = ring
         if not sim.aware or inst.n == 0:
             return
-        if runs_by_message(ring) and (members is not None or inst.ct not in self.custom):
-            inst.run = MessageRun(sim, inst, ring, self._members_done, SymmetryBroken)
+        steps: Sequence | None = ring
+        if steps is None and len(sim.planner.dims) == 1:
+            steps = sim.planner.one_star_phases(kind, size) * len(inst.phases)
+        if runs_by_message(steps) and (members is not None or inst.ct not in self.custom):
+            inst.run = MessageRun(sim, inst, steps, self._members_done, SymmetryBroken)
             self.by_message += 1
             self.phase_events += inst.n * len(inst.phases)
         else:

@@ -78,6 +78,13 @@ class Planner:
         d, h = peer_hops(self.dims, self._coords[a], self._coords[b])
         return net(self.dims[d], size, h)
 
+    def one_star_phases(self, kind: str, size: int) -> list[tuple[str, int, int, str]]:
+        """``per_phase`` of a one* collective of ``size`` bytes on a one-dimensional network:
+        its ring over every NPU in rank order is the dimension's ring, so it is the dimension's
+        algorithm (for the congestion-aware mode, which runs it message by message)."""
+        _n, c = chunking(kind, size, self.sd.preferred_dataset_splits, self.total)
+        return [(kind, c, 0, self.sd.implementation(_LONG[kind])[0])]
+
     def plan(self, kind: str, size: int, involved: tuple[bool, ...] | None,
              members: tuple[int, ...] | None) -> tuple[int, list[tuple[int, Cost, str]], tuple | None]:
         """Plan of a collective of ``kind`` (AR, RS, AG, A2A) and ``size`` bytes.

@@ -95,6 +95,28 @@ def test_ring_all_reduce_alone_on_its_links_is_the_reference(kit, tmp_path):
         assert [r["finish_ns"] for r in res.ranks] == [117_780] * 8
 
 
+def test_one_ring_on_one_dimension_is_the_dimension_ring(kit, tmp_path):
+    """oneRing on a Ring of 8 is one ring over every NPU in rank order, the dimension's ring:
+    the same messages as ring, 117,780 ns; run message by message (noted)."""
+    sysd = kit.system([("Ring", 8, 50, 500)], all_reduce_implementation=["oneRing"])
+    res = kit.run(kit.same(8, lambda: [kit.coll(1, MIB)]), sysd, tmp_path, congestion="aware")
+    assert [r["finish_ns"] for r in res.ranks] == [117_780] * 8
+    assert any("1 collective(s) ran message by message" in n for n in res.notes)
+
+
+def test_several_dimensions_carry_a_message_on_the_lowest_differing_one(kit, tmp_path):
+    """An extension (ASTRA-sim's aware backend builds one dimension): FullyConnected 2 x Switch
+    2 (200 GB/s, 100 ns; 25 GB/s, 1000 ns); rank 0 = (0, 0) to rank 2 = (0, 1) differs in
+    dimension 1 only: up and down its switch, 2 * floor(1000 + 32768 / 26.8435456) = 2 * 2220
+    = 4440 ns; rank 1 = (1, 0) to rank 2 differs in both and is charged on dimension 0 (as the
+    unaware model does), one link: floor(100 + 32768 / 214.7483648) = 252 ns."""
+    sysd = kit.system([("FullyConnected", 2, 200, 100), ("Switch", 2, 25, 1000)])
+    ts = kit.traces({0: [kit.p2p(0, True, 2, 32768)], 1: [kit.p2p(0, True, 2, 32768)],
+                     2: [kit.p2p(0, False, 0, 32768), kit.p2p(1, False, 1, 32768)], 3: [kit.comp(0, 1)]})
+    res = kit.run(ts, sysd, tmp_path, congestion="aware")
+    assert [r["finish_ns"] for r in res.ranks] == [4440, 252, 4440, 1000]
+
+
 def test_ring_all_gather_with_chunks_in_flight(kit, tmp_path):
     """FullyConnected 4, ring all-gather of a 65536-byte shard in 2 chunks of 32768, both
     active at once; every member sends to the next one over one link (610 busy, 1110 to
