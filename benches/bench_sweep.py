@@ -7,15 +7,17 @@ link latencies = 200 points (the input is converted once, by the cache).  Each e
 with 1 and with 2 workers into a fresh directory; Ray and Dask start a local cluster of that many
 workers first, and that start-up is reported apart (it is paid once per cluster, not per sweep).
 
-The fan-out figure: a 64-rank PyTorch set (the recorded ``transformer`` rank of chakra-pytorch's
-test data, host ET + Kineto trace, copied under 64 rank numbers) converted by ``chakra.convert``
-serially in this process and in 2 parts at once on each executor (``jobs=2``), to the same
-bytes (checked); the speedup is serial wall / fanned-out wall.  The serial conversion's CPU
+The fan-out figure: a 32-rank PyTorch set converted by ``chakra.convert`` serially in this
+process and in 2 parts at once on each executor (2 workers), to the same bytes (checked); the
+speedup is serial wall / fanned-out wall.  The set: one training step of an 8-layer transformer
+encoder recorded on the CPU with torch (host ET + Kineto trace, ``bench_pytorch.record_real``,
+about 15 s), copied under 32 rank numbers.  The serial conversion's CPU
 seconds and the load average are printed too, since a busy machine makes wall times pessimistic
 (the workers' CPU time is not: they are not this process's children).
 
-Run: ``.venv/bin/python benches/bench_sweep.py [local ray dask] [--points N] [--fanout-ranks N]``
-(all three executors, 200 points, 64 ranks by default).  Figures go to docs/sweeps.md.
+Run: ``.venv/bin/python benches/bench_sweep.py [local ray dask] [--points N] [--fanout-ranks N]
+[--fanout-layers N]`` (all three executors, 200 points, 32 ranks of 8 layers by default;
+``--points 0`` or ``--fanout-ranks 0`` skips a part).  Figures go to docs/sweeps.md.
 """
 
 from __future__ import annotations
@@ -91,9 +93,12 @@ def run(executor: str, workers: int, path: Path, out: Path) -> tuple[float, floa
     return t1 - t0, t2 - t1, result["ok"]
 
 
-def pytorch_set(directory: Path, ranks: int) -> Path:
-    """A ``ranks``-rank PyTorch set: the recorded transformer rank under every rank number."""
-    source = ROOT / "plugins/chakra-pytorch/tests/data/transformer"
+def pytorch_set(directory: Path, ranks: int, layers: int) -> Path:
+    """A ``ranks``-rank PyTorch set: one recorded rank of a ``layers``-layer transformer under
+    every rank number."""
+    from bench_pytorch import record_real
+
+    source = record_real(directory / "recorded", layers)
     out = directory / "pytorch"
     out.mkdir()
     for rank in range(ranks):
@@ -124,10 +129,10 @@ def convert_once(inputs: Path, out: Path, executor: str | None, options: dict) -
     return wall, cpu, files
 
 
-def fanout(executors: list[str], ranks: int, tmp: Path) -> None:
+def fanout(executors: list[str], ranks: int, layers: int, tmp: Path) -> None:
     """Print serial against 2 parts at once for one ``ranks``-rank PyTorch conversion."""
-    inputs = pytorch_set(tmp, ranks)
-    print(f"\nper-rank conversion fan-out: {ranks}-rank PyTorch set (recorded transformer rank), "
+    inputs = pytorch_set(tmp, ranks, layers)
+    print(f"\nper-rank conversion fan-out: {ranks} ranks of a recorded {layers}-layer transformer step, "
           f"load average {os.getloadavg()[0]:.1f}")
     print(f"{'executor':<8} {'parts':>5} {'wall s':>7} {'cpu s':>7} {'speedup':>7}")
     serial, cpu, expected = convert_once(inputs, tmp / "serial", None, {})
@@ -140,30 +145,39 @@ def fanout(executors: list[str], ranks: int, tmp: Path) -> None:
     print(f"load average after: {os.getloadavg()[0]:.1f}")
 
 
+def sweeps(executors: list[str], points: int, tmp: Path) -> None:
+    """Print points per minute with 1 and 2 workers per executor and the 1 -> 2 efficiency."""
+    path = pipeline(tmp, points)
+    n = chakra.sweep(path, check=True)["points"]
+    print(f"{n} points, 64 ranks each")
+    print(f"{'executor':<8} {'workers':>7} {'start s':>8} {'sweep s':>8} {'points/min':>11} {'efficiency':>10}")
+    for executor in executors:
+        rate1 = None
+        for workers in (1, 2):
+            start, secs, ok = run(executor, workers, path, tmp / f"{executor}-{workers}")
+            assert ok == n, f"{executor}: {ok} of {n} points ok"
+            rate = n / secs * 60
+            eff = f"{rate / rate1 / 2:10.2f}" if rate1 else f"{'':>10}"
+            rate1 = rate1 or rate
+            print(f"{executor:<8} {workers:>7} {start:8.1f} {secs:8.1f} {rate:11.0f} {eff}", flush=True)
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
+
+
 def main() -> int:
-    """Print points per minute for 1 and 2 workers per executor and the 1 -> 2 efficiency."""
+    """Print the sweep figures and the fan-out figures."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("executors", nargs="*", default=["local", "ray", "dask"])
-    ap.add_argument("--points", type=int, default=200, help="points (a multiple of 20)")
-    ap.add_argument("--fanout-ranks", type=int, default=64, help="ranks of the fan-out conversion (0: skip it)")
+    ap.add_argument("--points", type=int, default=200, help="points (a multiple of 20; 0: no sweep)")
+    ap.add_argument("--fanout-ranks", type=int, default=32, help="ranks of the fan-out conversion (0: skip it)")
+    ap.add_argument("--fanout-layers", type=int, default=8, help="layers of the recorded transformer")
     args = ap.parse_args()
     chakra.set_progress_enabled(False)
+    print(f"{os.cpu_count()} cores; python {sys.version.split()[0]}; load average {os.getloadavg()[0]:.1f}")
     with tempfile.TemporaryDirectory(prefix="bench-sweep-") as tmp:
-        path = pipeline(Path(tmp), args.points)
-        n = chakra.sweep(path, check=True)["points"]
-        print(f"{n} points, 64 ranks each; {os.cpu_count()} cores; python {sys.version.split()[0]}")
-        print(f"{'executor':<8} {'workers':>7} {'start s':>8} {'sweep s':>8} {'points/min':>11} {'efficiency':>10}")
-        for executor in args.executors:
-            rate1 = None
-            for workers in (1, 2):
-                start, secs, ok = run(executor, workers, path, Path(tmp) / f"{executor}-{workers}")
-                assert ok == n, f"{executor}: {ok} of {n} points ok"
-                rate = n / secs * 60
-                eff = f"{rate / rate1 / 2:10.2f}" if rate1 else f"{'':>10}"
-                rate1 = rate1 or rate
-                print(f"{executor:<8} {workers:>7} {start:8.1f} {secs:8.1f} {rate:11.0f} {eff}", flush=True)
+        if args.points:
+            sweeps(args.executors, args.points, Path(tmp))
         if args.fanout_ranks:
-            fanout(args.executors, args.fanout_ranks, Path(tmp))
+            fanout(args.executors, args.fanout_ranks, args.fanout_layers, Path(tmp))
     return 0
 
 
