@@ -27,7 +27,9 @@ _START_FAILURES = 3
 
 
 def _serve(conn: Connection, initializer: Callable[[], Any] | None) -> None:
-    """A worker's loop: run each ``(fn, task)`` received and send back its value (or the error)."""
+    """A worker's loop: run each ``(fn, task)`` received and send back its value (or the error).
+    The worker stays in the caller's process group, so that a signal to the group (a killed
+    ``chakra sweep``) reaches it too."""
     if initializer is not None:
         initializer()
     conn.send((_READY, None))
@@ -52,7 +54,8 @@ def _serve(conn: Connection, initializer: Callable[[], Any] | None) -> None:
 class _Worker:
     def __init__(self, context: Any, initializer: Callable[[], Any] | None):
         self.conn, child = context.Pipe()
-        self.process = context.Process(target=_serve, args=(child, initializer), daemon=True)
+        # not daemonic: a task may start processes of its own (the emulator's ranks)
+        self.process = context.Process(target=_serve, args=(child, initializer))
         self.process.start()
         child.close()
         self.ready = False
