@@ -3,20 +3,24 @@
 (a) 1,024 ranks x 10 layers (compute + 16 MiB all-reduce) on an 8 x 128 2-D network, symmetry on;
 (b) the same with symmetry off;
 (c) 64 ranks x 100,000 nodes each (compute chains with an all-reduce every 100 nodes, ranks made
-    different so that symmetry does not apply), symmetry off;
+    different so that symmetry does not apply), written as .et files first, symmetry off;
 (d) examples/text/gpt3_like.txt on 1,024 NPUs (tensor-parallel 8 x data-parallel 128, 2.5 M
     nodes) on examples/system/system_2d.yaml, written as .et files first and simulated from
     them as ``chakra simulate DIR`` does; ``--check`` also simulates it with symmetry off and
     compares every rank's row.
 
 Run: ``.venv/bin/python benches/bench_simpy.py [a b c d] [--nodes N] [--check]`` ((a) and (b):
-best of 3).  Targets: (d) under 20 s wall, load included; (c) >= 1,000,000 simulated nodes per
-second.  Figures go to docs/simulator.md.
+best of 3; default: a b c).  Each case prints its load, simulate and total wall time, the CPU
+time, simulated nodes per second of wall (load included) and the peak RSS of the process so
+far.  Targets: (d) under 20 s wall, load included; (c) >= 1,000,000 simulated nodes per second
+of wall, load included.  Figures go to docs/simulator.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import time
 
 from chakra_core import CommType, GeneratedRank, GlobalMetadata, Node, NodeType, TraceSet, set_attr
@@ -64,6 +68,23 @@ def chain(rank: int, nodes: int):
             yield _comp(i, 1 + (((i ^ (rank * 7919)) * 2654435761) >> 9) % 9, [i - 1] if i > 1 else [])
 
 
+def chains(directory: str, nranks: int, nodes: int) -> TraceSet:
+    """Case (c) written as ``.et`` files (rank r's nodes are rank 0's with r's durations)."""
+    from chakra_core import EtWriter, open_traceset
+
+    t0 = time.perf_counter()
+    os.makedirs(directory)
+    template = list(chain(0, nodes))
+    for r in range(nranks):
+        for n in template:
+            if n.type == NodeType.COMP_NODE:
+                n.duration_micros = 1 + (((n.id ^ (r * 7919)) * 2654435761) >> 9) % 9
+        with EtWriter(f"{directory}/trace.{r}.et") as w:
+            w.write_many(template)
+    print(f"(c) wrote the set in {time.perf_counter() - t0:.1f} s", flush=True)
+    return open_traceset(directory)
+
+
 def traceset(nranks: int, make) -> TraceSet:
     """A set whose ranks generate their nodes on demand."""
     return TraceSet([GeneratedRank(r, GlobalMetadata(), (lambda r=r: make(r))) for r in range(nranks)])
@@ -87,11 +108,12 @@ def run(name: str, traces: TraceSet, options: dict, repeat: int = 1):
     s = res.summary
     nodes = sum(r["nodes"] for r in res.ranks if r["simulated_as"] == r["rank"])
     sim_s = s["wall_s"]["simulate"]
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"({name}) ranks={s['ranks']} classes={s['symmetry']['classes']} finish={s['finish_ns']} ns "
-          f"wall={wall:.2f} s (CPU {cpu:.2f} s; load {s['wall_s']['load']:.2f} s, simulate {sim_s:.2f} s) "
-          f"events={s['events']} (SimPy {s['simpy_events']}) events/s={s['events_per_s']} nodes simulated={nodes} "
-          f"nodes/s={int(nodes / sim_s) if sim_s else 0} (all ranks' nodes per s of wall: "
-          f"{int(sum(r['nodes'] for r in res.ranks) / wall)})", flush=True)
+          f"load {s['wall_s']['load']:.2f} s, simulate {sim_s:.2f} s, total wall {wall:.2f} s (CPU {cpu:.2f} s, "
+          f"load average {os.getloadavg()[0]:.1f}); nodes simulated={nodes}: {int(nodes / wall)} per s of wall "
+          f"(load included), {int(nodes / sim_s) if sim_s else 0} per s of simulate; events={s['events']} "
+          f"(SimPy {s['simpy_events']}); peak RSS so far {rss:.0f} MiB", flush=True)
     return res
 
 
@@ -118,7 +140,7 @@ def main() -> None:
             net64 = f"{tmp}/net64.yml"
             with open(net64, "w") as f:
                 f.write("topology: [Switch]\nnpus_count: [64]\nbandwidth: [50]\nlatency: [500]\n")
-            run("c", traceset(64, lambda r: chain(r, args.nodes)), {"network": net64, "symmetry": False})
+            run("c", chains(f"{tmp}/chain", 64, args.nodes), {"network": net64, "symmetry": False})
         if "d" in args.cases:
             gpt3(tmp, args.check)
 

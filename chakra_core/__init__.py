@@ -30,7 +30,10 @@ Public API (everything else is private; docs/api.md describes each name):
 - limits: :func:`check_limit`, :func:`get_limit` (resource limits, docs/limits.md)
 - node selection for transforms: :data:`SELECTION_OPTIONS`, :func:`node_selection`,
   :data:`NODE_KINDS`, :func:`parse_ranks`
-- roles: :func:`role_key`, :class:`RoleKey` (a rank's trace up to relabelled groups and peers)
+- roles: :func:`role_key`, :class:`RoleKey`, :class:`RoleHasher` (a rank's trace up to
+  relabelled groups and peers)
+- columns: :func:`node_columns`, :class:`NodeColumns`, :class:`AttrColumn` (a rank's nodes as
+  numpy arrays, decoded from the wire format)
 - analysis (docs/report.md): :class:`Spans`, :class:`SpanBuilder`, :data:`SPAN_KINDS`,
   :data:`FLOW_KINDS`, :func:`breakdown`, :func:`critical_path` (:class:`CriticalPath`),
   :func:`write_timeline`, :func:`report` (:class:`Report`), :func:`diff` (:class:`Diff`),
@@ -50,6 +53,7 @@ if TYPE_CHECKING:
     from ._api import Backend, Executor, Generator, InputFormat, Result, Synthesizer, Transform
     from ._attrs import NodeAttrs, add_attr, get_attr, get_bool, get_int, get_str, make_attr, set_attr
     from ._breakdown import breakdown
+    from ._columns import AttrColumn, NodeColumns, node_columns
     from ._commands import (
         Validation,
         convert,
@@ -79,7 +83,7 @@ if TYPE_CHECKING:
     from ._progress import Progress, progress, set_progress_enabled
     from ._publish import inside_output, output_directory
     from ._report import Report, report
-    from ._roles import RoleKey, role_key
+    from ._roles import RoleHasher, RoleKey, role_key
     from ._schema import PG_INIT_NAME, AttributeProto, CommType, GlobalMetadata, IOInfo, Node, NodeType
     from ._selection import NODE_KINDS, SELECTION_OPTIONS, node_selection, parse_ranks
     from ._spans import FLOW_KINDS, SPAN_KINDS, SpanBuilder, Spans
@@ -118,7 +122,7 @@ __all__ = [
     "convert", "simulate", "emulate", "export", "transform", "stats", "jsonize", "Validation", "progress", "Progress",
     "set_progress_enabled",
     "check_limit", "get_limit",
-    "role_key", "RoleKey",
+    "role_key", "RoleKey", "RoleHasher", "node_columns", "NodeColumns", "AttrColumn",
     "synth_fit", "synth_sample", "synth_show", "read_model", "compare",
     "SELECTION_OPTIONS", "NODE_KINDS", "node_selection", "parse_ranks",
     "sweep", "Executor",
@@ -157,7 +161,8 @@ _WHERE = {
     "check_limit": "_limits", "get_limit": "_limits",
     "SELECTION_OPTIONS": "_selection", "NODE_KINDS": "_selection", "node_selection": "_selection",
     "parse_ranks": "_selection",
-    "role_key": "_roles", "RoleKey": "_roles",
+    "role_key": "_roles", "RoleKey": "_roles", "RoleHasher": "_roles",
+    "node_columns": "_columns", "NodeColumns": "_columns", "AttrColumn": "_columns",
     "synth_fit": "_synth", "synth_sample": "_synth", "synth_show": "_synth", "read_model": "_synth",
     "sweep": "_sweep", "Executor": "_api",
     "Spans": "_spans", "SpanBuilder": "_spans", "SPAN_KINDS": "_spans", "FLOW_KINDS": "_spans",

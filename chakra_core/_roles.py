@@ -22,7 +22,7 @@ from ._attrs import get_int, get_str
 from ._schema import Node
 from ._traceset import RankTrace
 
-__all__ = ["RoleKey", "role_key"]
+__all__ = ["RoleKey", "RoleHasher", "role_key"]
 
 #: an attribute named pg_name holding a string (AttributeProto name = 1, string_val = 29):
 #: the value's one-byte length follows.
@@ -148,15 +148,31 @@ def _hash_run(h, chunk: list[bytes], labels: _Labels) -> None:
     h.update(joined)
 
 
+class RoleHasher:
+    """:func:`role_key` fed by the caller, one run of serialized nodes at a time (for a reader
+    that passes over the rank's bytes anyway)."""
+
+    def __init__(self, rank: int):
+        self._labels = _Labels(rank)
+        self._h = hashlib.blake2b(digest_size=20, person=b"chakra-role")
+
+    def add(self, chunk: list[bytes]) -> None:
+        """Feed the next run of node messages, in file order."""
+        _hash_run(self._h, chunk, self._labels)
+
+    def key(self) -> RoleKey:
+        """The :class:`RoleKey` of the nodes fed so far (the same runs give the same key)."""
+        return RoleKey(self._h.digest(), tuple(self._labels.groups), tuple(self._labels.peers))
+
+
 def role_key(rt: RankTrace) -> RoleKey:
     """The :class:`RoleKey` of rank ``rt`` (one pass over its serialized nodes, a run of
     4,096 at a time; only nodes naming a group or a peer are looked at one by one)."""
-    labels = _Labels(rt.rank)
-    h = hashlib.blake2b(digest_size=20, person=b"chakra-role")
+    hasher = RoleHasher(rt.rank)
     raws = _raws(rt)
     while True:
         chunk = list(islice(raws, _CHUNK))
         if not chunk:
             break
-        _hash_run(h, chunk, labels)
-    return RoleKey(h.digest(), tuple(labels.groups), tuple(labels.peers))
+        hasher.add(chunk)
+    return hasher.key()

@@ -82,11 +82,15 @@ class RankTrace(ABC):
 
 
 class FileRank(RankTrace):
-    """A rank backed by an ``.et`` (or ``.et.gz``) file, streamed on each iteration."""
+    """A rank backed by an ``.et`` (or ``.et.gz``) file, streamed on each iteration.
+
+    ``file`` is the file read; ``path``, the name messages use, starts as the same.
+    """
 
     def __init__(self, rank: int, path: str | os.PathLike, rank_known: bool = True):
         self.rank = rank
         self.path = str(path)
+        self.file = self.path
         self.rank_known = rank_known
         self._reader = EtReader(self.path)
 

@@ -1,28 +1,28 @@
 """Convert each distinct rank once, and ranks that differ only in their groups cheaply.
 
 A rank's conversion depends on its rank number only through point-to-point peers and group
-membership.  So, for ranks without send/recv:
+membership.  Ranks are compared by their role (:class:`chakra_core.RoleKey`, hashed while the
+rank is read); for ranks without send/recv:
 
-- a rank whose node messages are byte-identical to an earlier rank's (and that belongs to the
-  same groups) reuses that rank's converted bytes and report counts;
-- a rank that differs from an earlier one only in the values of ``pg_name`` (the usual case of
-  hybrid-parallel sets, where each rank talks to its own model- and data-parallel groups)
-  reuses that rank's conversion as a template: only its collective nodes are re-written with
-  this rank's group ids, provided each group has the same size (sizes decide rewrites and
-  removals) and contains the rank.  Anything else is converted in full.
+- a rank with an earlier rank's whole role key (equal traces: same digest, groups and peers)
+  reuses that rank's converted bytes and report counts, if it belongs to the same groups;
+- a rank with an earlier rank's digest only (equal traces up to a consistent relabelling of
+  ``pg_name``: the usual case of hybrid-parallel sets, where each rank talks to its own model-
+  and data-parallel groups) reuses that rank's conversion as a template: only its collective
+  nodes are re-written with this rank's group ids, provided each group has the same size
+  (sizes decide rewrites and removals) and contains the rank.  Anything else is converted in
+  full.
 """
 
 from __future__ import annotations
 
-import hashlib
-from array import array
 from collections.abc import Iterable, Sized
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from google.protobuf.message import DecodeError
 
-from chakra_core import AttributeProto, Node, RankTrace, TraceFormatError, get_str
+from chakra_core import AttributeProto, Node, RankTrace, RoleHasher, RoleKey, TraceFormatError, get_str
 
 from .plan import Plan
 from .report import ExportReport
@@ -35,8 +35,6 @@ __all__ = ["Converted", "RankReuse"]
 CACHE_LIMIT = 16
 #: how many bytes of converted ranks (on disk, see :mod:`.spill`) are kept for reuse in all.
 CACHE_BYTES = 1 << 31
-#: an attribute named pg_name holding a string: the value's length byte follows the match.
-_PG_VALUE = b"\x0a\x07pg_name\xea\x01"
 
 
 class SerializedNodes(Sized, Iterable[bytes], Protocol):
@@ -66,55 +64,6 @@ class _Template:
     colls: list[tuple[int, str, int, list[int]]]
     kinds: dict[int, tuple[int, int, int]]
     splices: dict[int, tuple[bytes, bytes] | bytes]
-
-
-class _Keys:
-    """The shape key of a rank, fed one run of serialized nodes at a time, and its exact key.
-
-    The shape key covers every node's length and bytes with the string values of ``pg_name``
-    attributes left out; the exact key adds the full bytes of the nodes that hold ``pg_name``.
-    """
-
-    def __init__(self) -> None:
-        self.shape = hashlib.blake2b(digest_size=20, person=b"shape")
-
-    def add(self, chunk: list[bytes], pg: list[int]) -> None:
-        """Feed a run of nodes; ``pg``: the positions in it of the nodes holding ``pg_name``."""
-        h = self.shape
-        h.update(len(chunk).to_bytes(4, "little"))
-        h.update(array("Q", map(len, chunk)).tobytes())
-        if pg:
-            chunk = list(chunk)
-            for k in pg:
-                chunk[k] = _strip_pg(chunk[k])
-                h.update(array("Q", (k, len(chunk[k]))).tobytes())
-        h.update(b"".join(chunk))
-
-    def exact(self, pg_raws: dict[int, bytes]) -> bytes:
-        """The exact key, given the bytes of the rank's nodes that hold ``pg_name``."""
-        h = hashlib.blake2b(self.shape.digest(), digest_size=20)
-        for pos, raw in pg_raws.items():
-            h.update(array("Q", (pos, len(raw))).tobytes())
-            h.update(raw)
-        return h.digest()
-
-
-def _strip_pg(b: bytes) -> bytes:
-    """A serialized node with the string values of its ``pg_name`` attributes left out."""
-    parts = []
-    pos = 0
-    at = b.find(_PG_VALUE)
-    while at >= 0:
-        end = at + len(_PG_VALUE)
-        length = b[end] if end < len(b) else 0x80
-        if length & 0x80:
-            at = b.find(_PG_VALUE, end)
-            continue
-        parts.append(b[pos:end + 1])
-        pos = end + 1 + length
-        at = b.find(_PG_VALUE, pos)
-    parts.append(b[pos:])
-    return b"".join(parts)
 
 
 def _pg_of(raw: bytes, where: str, pos: int) -> str:
@@ -183,7 +132,7 @@ class RankReuse:
         self.plan = plan
         self.report = report
         self.limit = CACHE_LIMIT if limit is None else limit
-        self.exact: dict[bytes, Converted] = {}
+        self.exact: dict[RoleKey, Converted] = {}
         self.templates: dict[bytes, _Template] = {}
         self.cached_bytes = 0
         self.reused = 0
@@ -191,14 +140,15 @@ class RankReuse:
 
     def convert(self, rank: int, rt: RankTrace) -> Converted:
         """The converted ``rank`` (``raw`` is empty when no node is left)."""
-        keys = _Keys()
-        inp = read_rank(rt, keys.add)
+        hasher = RoleHasher(rank)
+        inp = read_rank(rt, hasher.add)
+        role = hasher.key()
         try:
-            return self._convert(rank, rt, inp, keys.exact(inp.pg_raws), keys.shape.digest())
+            return self._convert(rank, rt, inp, role, role.digest)
         finally:
             inp.spill.discard()
 
-    def _convert(self, rank: int, rt: RankTrace, inp: RankInput, key: bytes, shape: bytes) -> Converted:
+    def _convert(self, rank: int, rt: RankTrace, inp: RankInput, key: RoleKey, shape: bytes) -> Converted:
         hit = self.exact.get(key)
         if hit is not None and all(rank in self.plan.members[g] for g in hit.groups_used):
             self.report.absorb(hit.delta)

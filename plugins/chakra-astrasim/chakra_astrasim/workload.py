@@ -335,10 +335,9 @@ class _Converter:
 READ_CHUNK = 4096
 
 
-def read_rank(rt: RankTrace, on_chunk: Callable[[list[bytes], list[int]], None]) -> RankInput:
+def read_rank(rt: RankTrace, on_chunk: Callable[[list[bytes]], None]) -> RankInput:
     """Read ``rt`` once into a :class:`RankInput`, calling ``on_chunk`` with each run of up to
-    :data:`READ_CHUNK` nodes' bytes and the positions in that run of the nodes holding
-    ``pg_name``."""
+    :data:`READ_CHUNK` nodes' bytes."""
     raw_fn = getattr(rt, "raw", None)
     raws = raw_fn() if raw_fn is not None else (n.SerializeToString() for n in rt.nodes())
     spill = NodeSpill()
@@ -359,13 +358,14 @@ def read_rank(rt: RankTrace, on_chunk: Callable[[list[bytes], list[int]], None])
 
 
 def _take(chunk: list[bytes], spill: NodeSpill, pg_raws: dict[int, bytes],
-          on_chunk: Callable[[list[bytes], list[int]], None]) -> None:
-    """Add one run of nodes to ``spill`` and ``pg_raws`` and hand it to ``on_chunk``."""
+          on_chunk: Callable[[list[bytes]], None]) -> None:
+    """Add one run of nodes to ``spill`` and ``pg_raws`` (the nodes holding ``pg_name``) and
+    hand it to ``on_chunk``."""
     base = len(spill)
-    pg = [k for k, raw in enumerate(chunk) if b"pg_name" in raw]
-    for k in pg:
-        pg_raws[base + k] = chunk[k]
-    on_chunk(chunk, pg)
+    for k, raw in enumerate(chunk):
+        if b"pg_name" in raw:
+            pg_raws[base + k] = raw
+    on_chunk(chunk)
     spill.extend(chunk)
 
 

@@ -94,7 +94,7 @@ class SimpyBackend(Backend):
         except NoLocalMemBandwidth as e:
             raise ConfigError(e.message, sd.sources.get("system"), "key 'local-mem-bw'") from None
         keep_spans = bool(options["timeline"] or options["spans"])
-        spans = build_spans(sim, traces, names=keep_spans)
+        spans = build_spans(sim, names=keep_spans)
         rows = rank_rows(spans, actors)
         # simulated events: every node completion of a simulated rank, every collective chunk phase
         events = sum(a.done for a in actors) + sim.coll.phase_events
@@ -145,7 +145,7 @@ class SimpyBackend(Backend):
             "max_exposed_comm_ns": max(r["exposed_comm_ns"] for r in rows),
             "overlap_ns_total": sum(r["overlap_ns"] for r in rows),
             "collectives": sorted(sim.coll.stats.values(), key=lambda s: (s["group"], s["collective"])),
-            "critical_path": path_summary(spans, traces, options["critical_path_nodes"], keep_spans),
+            "critical_path": path_summary(spans, sim, options["critical_path_nodes"], keep_spans),
             "system": {"npus": sd.npus, "dimensions": [d.__dict__ for d in sd.dimensions],
                        "sources": sd.sources},
         }

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from chakra_core import SPAN_KINDS, CommType, SpanBuilder, Spans, TraceSet, breakdown, critical_path
+from chakra_core import SPAN_KINDS, CommType, SpanBuilder, Spans, breakdown, critical_path
 
 from .engine import Sim
 from .program import K_COLL, K_COMP, K_MEM, K_NOP, K_RECV, K_SEND, R_COMM, R_CPU
@@ -31,12 +31,12 @@ def _kind_codes(kind: np.ndarray, res: np.ndarray) -> np.ndarray:
     return code
 
 
-def build_spans(sim: Sim, traces: TraceSet, names: bool = True) -> Spans:
+def build_spans(sim: Sim, names: bool = True) -> Spans:
     """One span per node of every simulated rank (times in ns), with bytes, group, peer,
     algorithm and the match of collectives (by issue order per group) and of send/receive pairs
     (by order per source, destination, tag and size), dependency flows across tracks, and the
-    collective chunk phases recorded for the timeline on per-dimension queue tracks.  With
-    ``names``, each rank's file is read once more for the node names."""
+    collective chunk phases recorded for the timeline on per-dimension queue tracks, and with
+    ``names`` the node names."""
     b = SpanBuilder(nranks=len(sim.rank_actor))
     tracks = [b.intern("tracks", t) for t in _TRACKS]
     matches: dict[tuple, int] = {}
@@ -59,7 +59,7 @@ def build_spans(sim: Sim, traces: TraceSet, names: bool = True) -> Spans:
             "track": np.asarray(tracks, np.int32)[np.frombuffer(bytes(prog.cat), np.uint8)],
             "kind": _kind_codes(kind, np.frombuffer(bytes(prog.res), np.uint8)),
             "node_id": np.frombuffer(prog.ids, np.uint64).astype(np.int64),
-            "name": _names_of(b, traces, a.rank, prog) if names else np.full(n, b.intern("names", ""), np.int32),
+            "name": _names_of(b, prog) if names else np.full(n, b.intern("names", ""), np.int32),
         }
         cols.update(_comm_columns(b, a, start, matches, algorithms))
         replayed = (kind == K_COMP) & (np.frombuffer(bytes(prog.res), np.uint8) == R_COMM)
@@ -70,17 +70,22 @@ def build_spans(sim: Sim, traces: TraceSet, names: bool = True) -> Spans:
     return b.build()
 
 
-def _names_of(b: SpanBuilder, traces: TraceSet, rank: int, prog) -> np.ndarray:
-    """The interned name of every node of ``prog`` (in its id order), read from the rank's file."""
-    ids, labels = [], []
-    for batch in traces[rank].batches():
-        for node in batch:
-            ids.append(node.id)
-            labels.append(b.intern("names", node.name or f"node {node.id}"))
-    file_ids = np.asarray(ids, np.uint64)
-    order = np.argsort(file_ids, kind="stable")
-    at = np.searchsorted(file_ids[order], np.frombuffer(prog.ids, np.uint64))
-    return np.asarray(labels, np.int32)[order][at]
+def _names_of(b: SpanBuilder, prog) -> np.ndarray:
+    """The interned name of every node of ``prog`` ("node ID" for a node without one)."""
+    ids = prog.ids
+    return np.asarray([b.intern("names", prog.name(k) or f"node {ids[k]}") for k in range(len(prog))], np.int32)
+
+
+def _nodes_of(sim: Sim, spans_at: np.ndarray) -> list[tuple]:
+    """``(program, node index)`` of each of the spans at ``spans_at`` (build_spans' order:
+    actor after actor, every node of each; then spans of no node, ``(None, -1)``)."""
+    sizes = np.array([len(a.prog) for a in sim.actors], np.int64)
+    ends = np.cumsum(sizes)
+    actor = np.searchsorted(ends, spans_at, side="right")
+    out: list[tuple] = []
+    for k, i in zip(actor.tolist(), spans_at.tolist()):
+        out.append((sim.actors[k].prog, int(i - ends[k] + sizes[k])) if k < len(sizes) else (None, -1))
+    return out
 
 
 def _comm_columns(b: SpanBuilder, a, start: np.ndarray, matches: dict[tuple, int],
@@ -163,35 +168,17 @@ def rank_rows(spans: Spans, actors) -> list[dict]:
     return [rows[r] for r in sorted(rows)]
 
 
-def path_summary(spans: Spans, traces: TraceSet, limit: int, named: bool) -> dict:
+def path_summary(spans: Spans, sim: Sim, limit: int, named: bool) -> dict:
     """The core's cross-rank critical path as JSON; without ``named`` spans, the names of the
-    nodes on the path are read from the files first."""
+    nodes on the path are taken from the programs first."""
     cp = critical_path(spans)
     if not named:
         on_path = np.unique(cp.span[cp.span >= 0])
-        found = _names(traces, [(int(spans.rank[i]), int(spans.node_id[i])) for i in on_path.tolist()])
         table = {name: k for k, name in enumerate(spans.names)}
-        for i in on_path.tolist():
-            name = found.get((int(spans.rank[i]), int(spans.node_id[i]))) or f"node {int(spans.node_id[i])}"
+        for i, (prog, k) in zip(on_path.tolist(), _nodes_of(sim, on_path)):
+            name = (prog.name(k) if prog is not None else "") or f"node {int(spans.node_id[i])}"
             if name not in table:
                 table[name] = len(spans.names)
                 spans.names.append(name)
             spans.name[i] = table[name]
     return cp.to_dict(spans, limit)
-
-
-def _names(traces: TraceSet, wanted: list[tuple[int, int]]) -> dict[tuple[int, int], str]:
-    per_rank: dict[int, set[int]] = {}
-    for r, nid in wanted:
-        per_rank.setdefault(r, set()).add(nid)
-    out = {}
-    for r, ids in per_rank.items():
-        left = set(ids)
-        for batch in traces[r].batches():
-            for n in batch:
-                if n.id in left:
-                    out[(r, n.id)] = n.name
-                    left.discard(n.id)
-            if not left:
-                break
-    return out

@@ -1,0 +1,190 @@
+"""What each node of a rank is to the simulator, from the rank's :class:`chakra_core.NodeColumns`.
+
+Per node: its kind, its resource and its duration (ns), decided by arrays over all nodes at
+once; per communication and memory node a small tuple (``extra``) built from the columns.  A
+node is read as the attribute getters of the core read it (``get_int``, ``get_str``,
+``get_bool``, ``get_attr``), so the columns give the same answers as decoding each node.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from chakra_core import AttrColumn, CommType, NodeColumns, NodeType, TraceFormatError
+from chakra_core.system import SystemDescription, roofline_ns
+
+__all__ = ["ATTRS", "K_COMP", "K_MEM", "K_COLL", "K_SEND", "K_RECV", "K_NOP", "R_CPU", "R_COMP", "R_COMM",
+           "R_NONE", "Classified", "classify"]
+
+K_COMP, K_MEM, K_COLL, K_SEND, K_RECV, K_NOP = range(6)
+R_CPU, R_COMP, R_COMM, R_NONE = range(4)
+
+#: the attributes the simulator reads
+ATTRS = ("is_cpu_op", "num_ops", "tensor_size", "comm_type", "comm_size", "pg_name", "involved_dim",
+         "comm_src", "comm_dst", "comm_tag")
+#: durations are int64 nanoseconds
+_MAX_NS = (1 << 63) - 1
+_MODELLED = (CommType.ALL_REDUCE, CommType.ALL_GATHER, CommType.REDUCE_SCATTER, CommType.ALL_TO_ALL)
+#: exact in float64: roofline inputs below this are timed in numpy, larger ones one by one
+_EXACT = 1 << 53
+
+
+class Classified:
+    """Per node (file order): ``kind``, ``resource`` (uint8), ``dur_ns`` (int64); ``extra``
+    (node -> tuple) and what the rank holds: ``has_p2p``, ``has_mem``, ``groups``,
+    ``roofline_fallbacks``, ``unmodelled``, ``unknown_types``."""
+
+    def __init__(self, n: int):
+        self.kind = np.full(n, K_NOP, np.uint8)
+        self.resource = np.full(n, R_NONE, np.uint8)
+        self.dur_ns = np.zeros(n, np.int64)
+        self.extra: dict[int, tuple] = {}
+        self.has_p2p = False
+        self.has_mem = False
+        self.groups: set[str] = set()
+        self.roofline_fallbacks = 0
+        self.unmodelled: set[str] = set()
+        self.unknown_types: set[int] = set()
+
+
+def classify(cols: NodeColumns, sd: SystemDescription, where: str) -> Classified:
+    """Kinds, resources, durations and extras of every node of ``cols`` (columns of
+    :data:`ATTRS`); raises TraceFormatError naming the first bad node in file order."""
+    out = Classified(len(cols))
+    types = cols.types
+    cpu_col = cols.attrs["is_cpu_op"]
+    cpu = cpu_col.is_int & (cpu_col.ints != 0)
+    micros = cols.duration_micros
+    _check_nodes(cols, types, micros, cpu, sd.roofline_enabled, where)
+    us = np.minimum(micros, np.uint64(_MAX_NS // 1000)).astype(np.int64) * 1000
+    comp = types == NodeType.COMP_NODE
+    _compute(out, cols, comp, cpu, us, sd, where)
+    mem = (types == NodeType.MEM_LOAD_NODE) | (types == NodeType.MEM_STORE_NODE)
+    if mem.any():
+        out.has_mem = True
+        out.kind[mem], out.dur_ns[mem] = K_MEM, us[mem]
+        out.resource[mem] = np.where(cpu[mem], R_CPU, R_COMM)
+        size = cols.attrs["tensor_size"]
+        for i in np.flatnonzero(mem).tolist():
+            out.extra[i] = (size.get_int(i, 0) or 0,)
+    _collectives(out, cols, np.flatnonzero(types == NodeType.COMM_COLL_NODE), us)
+    _p2p(out, cols, np.flatnonzero((types == NodeType.COMM_SEND_NODE) | (types == NodeType.COMM_RECV_NODE)))
+    out.unknown_types.update(np.unique(types[types > NodeType.COMM_COLL_NODE]).tolist())
+    return out
+
+
+def _check_nodes(cols: NodeColumns, types: np.ndarray, micros: np.ndarray, cpu: np.ndarray, roofline: bool,
+                 where: str) -> None:
+    """The first node in file order whose replayed duration passes 2**63-1 ns, or whose
+    collective or message lacks what it needs, raises (as reading node by node would)."""
+    long = micros > np.uint64(_MAX_NS // 1000)
+    timed = (types == NodeType.COMP_NODE) | (types == NodeType.MEM_LOAD_NODE) | (types == NodeType.MEM_STORE_NODE)
+    ct = cols.attrs["comm_type"]
+    coll = types == NodeType.COMM_COLL_NODE
+    broadcast = coll & ct.is_int & (ct.ints == CommType.BROADCAST) & (micros > 0)
+    send, recv = types == NodeType.COMM_SEND_NODE, types == NodeType.COMM_RECV_NODE
+    bad_ct = coll & ~(ct.is_int & np.isin(ct.ints, [int(c) for c in CommType]))
+    no_peer = (send & ~_has_int(cols.attrs["comm_dst"])) | (recv & ~_has_int(cols.attrs["comm_src"]))
+    timed_by_roofline = (types == NodeType.COMP_NODE) & ~cpu & _has_int(cols.attrs["num_ops"]) & roofline
+    bad = (long & (timed | broadcast) & ~timed_by_roofline) | bad_ct | no_peer
+    if not bad.any():
+        return
+    i = int(np.flatnonzero(bad)[0])
+    nid = int(cols.ids[i])
+    if bad_ct[i]:
+        raise TraceFormatError(f"collective without a valid comm_type ({ct.get_int(i)})", where, f"node {nid}")
+    if no_peer[i]:
+        key = "comm_dst" if send[i] else "comm_src"
+        raise TraceFormatError(f"{'send' if send[i] else 'recv'} without {key}", where, f"node {nid}")
+    raise TraceFormatError(f"node {nid}: duration of {int(micros[i]) * 1000} ns passes 2**63-1 ns", where)
+
+
+def _has_int(col: AttrColumn) -> np.ndarray:
+    """Rows where ``get_int`` finds an integer (a bool counts)."""
+    wide = np.zeros(len(col.is_int), bool)
+    wide[[i for i in col.others if col.get_int(i) is not None]] = True
+    return col.is_int | wide
+
+
+def _compute(out: Classified, cols: NodeColumns, comp: np.ndarray, cpu: np.ndarray, us: np.ndarray,
+             sd: SystemDescription, where: str) -> None:
+    """Compute nodes: the CPU's or the accelerator's, their duration replayed or (accelerator
+    compute on a roofline system with an integer ``num_ops``) the roofline's; at least 1 ns."""
+    out.kind[comp] = K_COMP
+    out.resource[comp] = np.where(cpu[comp], R_CPU, R_COMP)
+    dur = us.copy()
+    if sd.roofline_enabled:
+        acc = comp & ~cpu
+        ops_col = cols.attrs["num_ops"]
+        has = _has_int(ops_col)
+        out.roofline_fallbacks = int((acc & ~has).sum())
+        dur[acc & has] = _roofline(cols, np.flatnonzero(acc & has), sd, where)
+    out.dur_ns[comp] = np.maximum(dur[comp], 1)
+
+
+def _roofline(cols: NodeColumns, rows: np.ndarray, sd: SystemDescription, where: str) -> np.ndarray:
+    """:func:`roofline_ns` of each row, in numpy where the inputs are exact in float64."""
+    ops_col, size_col = cols.attrs["num_ops"], cols.attrs["tensor_size"]
+    ops = ops_col.ints[rows]
+    size = np.where(size_col.is_int[rows], size_col.ints[rows], 0)
+    exact = ops_col.is_int[rows] & (np.abs(ops) < _EXACT) & (np.abs(size) < _EXACT)
+    out = np.zeros(len(rows), np.int64)
+    o, s = ops[exact].astype(np.float64), size[exact].astype(np.float64)
+    peak = sd.peak_perf * 1e12
+    with np.errstate(divide="ignore", invalid="ignore"):
+        perf = np.where(s <= 0, peak, np.minimum(sd.local_mem_bw * 1e9 * (o / np.where(s > 0, s, 1)), peak))
+        ns = o / perf * 1e9
+    ok = (o > 0) & np.isfinite(ns) & (ns < 2.0 ** 63)
+    out[np.flatnonzero(exact)[ok]] = ns[ok].astype(np.int64)
+    slow = np.flatnonzero(exact)[~ok & (o > 0)].tolist() + np.flatnonzero(~exact).tolist()
+    for k in slow:
+        i = int(rows[k])
+        ns = roofline_ns(ops_col.get_int(i), size_col.get_int(i, 0) or 0, sd.peak_perf, sd.local_mem_bw)
+        if ns > _MAX_NS:
+            raise TraceFormatError(f"node {int(cols.ids[i])}: duration of {ns} ns passes 2**63-1 ns", where)
+        out[k] = ns
+    return out
+
+
+def _collectives(out: Classified, cols: NodeColumns, rows: np.ndarray, us: np.ndarray) -> None:
+    """Collectives: ``(comm type, comm_size, pg_name ("" for the whole set), involved_dim)``;
+    a broadcast with a duration replays it (as ASTRA-sim)."""
+    if not rows.size:
+        return
+    a = cols.attrs
+    ct_col, size_col, pg_col, inv_col = a["comm_type"], a["comm_size"], a["pg_name"], a["involved_dim"]
+    names: dict[int, str] = {}
+    kind, resource, dur = out.kind, out.resource, out.dur_ns
+    for i in rows.tolist():
+        ct = int(ct_col.ints[i])
+        if ct == CommType.BROADCAST and us[i] > 0:
+            kind[i], resource[i], dur[i] = K_COMP, R_COMM, us[i]
+            continue
+        if ct not in names:
+            names[ct] = CommType(ct).name
+            if CommType(ct) not in _MODELLED:
+                out.unmodelled.add(names[ct])
+        pg = pg_col.get_str(i, "") or ""
+        pg = "" if pg == "0" else pg
+        inv = inv_col.get(i) if inv_col.present[i] else None
+        out.groups.add(pg)
+        kind[i], resource[i] = K_COLL, R_COMM
+        dims = tuple(bool(x) for x in inv) if isinstance(inv, list) else None
+        out.extra[i] = (ct, size_col.get_int(i, 0) or 0, pg, dims)
+
+
+def _p2p(out: Classified, cols: NodeColumns, rows: np.ndarray) -> None:
+    """Sends and receives: ``(peer, comm_tag, bytes)``, bytes from ``comm_size`` else ``tensor_size``."""
+    if not rows.size:
+        return
+    out.has_p2p = True
+    a = cols.attrs
+    dst, src, tag_col, size_col, tensor = a["comm_dst"], a["comm_src"], a["comm_tag"], a["comm_size"], a["tensor_size"]
+    send = cols.types == NodeType.COMM_SEND_NODE
+    for i in rows.tolist():
+        s = bool(send[i])
+        comm_size = size_col.get_int(i, None)
+        size = (tensor.get_int(i, 0) or 0) if comm_size is None else comm_size
+        peer = (dst if s else src).get_int(i)
+        out.extra[i] = (peer, tag_col.get_int(i, 0) or 0, size)
+        out.kind[i], out.resource[i] = (K_SEND, R_COMM) if s else (K_RECV, R_NONE)
