@@ -55,6 +55,17 @@ for _f, (_n, _w, _k) in _SLOTS.items():
     _KIND[_f] = _INT_KINDS.index(_k) + 1 if _k in _INT_KINDS else 0
 
 
+#: the keys told apart (field << 3 | wire type); larger ones are unknown fields of both messages
+_KEYS = 512
+#: per key: the AttributeProto value slot it sets (0: none)
+_SLOT_OF_KEY = np.zeros(_KEYS, np.int64)
+for _f, (_n, _w, _k) in _SLOTS.items():
+    _SLOT_OF_KEY[_f << 3 | _w] = _f
+#: keys of the Node fields read: the walk's method that takes them
+_NODE_FIELDS = {0x08: "_scalar", 0x18: "_scalar", 0x38: "_scalar", 0x12: "_name", 0x28: "_dep", 0x2A: "_dep",
+                0x20: "_dep", 0x22: "_dep", 0x52: "_attr"}
+
+
 def _sint(raw: np.ndarray) -> np.ndarray:
     """Zigzag-decoded values."""
     return (raw >> _U64(1)).view(np.int64) ^ -(raw & _U64(1)).view(np.int64)
@@ -267,38 +278,59 @@ class _BadWire(Exception):
         self.what = what
 
 
+#: per wire type: whether a varint follows the key (0, 2), the width of a fixed value (1, 5),
+#: and whether the type is not one protobuf writes (6, 7; groups 3 and 4 are told apart)
+_HAS_VARINT = np.array([1, 0, 1, 0, 0, 0, 0, 0], np.int64)
+_FIXED = np.array([0, 8, 0, 0, 0, 4, 0, 0], np.int64)
+_NO_WIRE = np.array([0, 0, 0, 0, 0, 0, 1, 1], bool)
+#: longer than any message: a length past it runs past its message
+_FAR = _U64(1 << 40)
+
+
 def _fields(buf: np.ndarray, start: np.ndarray, end: np.ndarray) -> Iterator[tuple[np.ndarray, ...]]:
     """Walk messages ``buf[start[i]:end[i]]`` one field of each at a time, yielding
-    ``(rows, field numbers, wire types, varint values, value positions)``: for wire
-    type 0 the value, for 2 the length (the payload starts at the position), for 1 and 5 the
-    position of the fixed-width value.  Raises :class:`_BadWire` on the first message that is
-    not well-formed, :class:`_GroupField` on a group."""
+    ``(rows, keys, varint values, value positions)``: a key is ``field << 3 | wire type``;
+    for wire type 0 the value, for 2 the length (the payload starts at the position), for 1
+    and 5 the position of the fixed-width value.  Raises :class:`_BadWire` on the first
+    message that is not well-formed, :class:`_GroupField` on a group."""
     rows = np.flatnonzero(start < end)
     pos, stop = start[rows], end[rows]
     while rows.size:
         key, kl = _varints(buf, pos)
-        wire = (key & _U64(7)).astype(np.int64)
+        key = key.astype(np.int64)
+        wire = key & 7
         if ((wire == 3) | (wire == 4)).any():
             raise _GroupField
-        field = (key >> _U64(3)).astype(np.int64)
         p = pos + kl
         val, vl = _varints(buf, p)
-        varint = (wire == 0) | (wire == 2)
-        at = np.where(varint, p + vl, p)
-        room = (stop - at).astype(_U64)
-        nxt = np.where(wire == 0, at, np.where(wire == 2, at + np.minimum(val, room).astype(np.int64),
-                                                 at + np.where(wire == 1, 8, 4)))
-        bad = (kl > 10) | (field == 0) | (wire > 5) | (varint & (vl > 10)) | (nxt > stop)
-        bad |= (wire == 2) & (val > room)
+        at = p + vl * _HAS_VARINT[wire]
+        length = np.where(wire == 2, np.minimum(val, _FAR), _U64(0)).astype(np.int64)
+        nxt = at + _FIXED[wire] + length
+        bad = (nxt > stop) | (key < 8) | _NO_WIRE[wire] | (kl > 10)
+        over = vl > 10
+        if over.any():
+            bad |= over & (_HAS_VARINT[wire] == 1)
         if bad.any():
             k = int(np.flatnonzero(bad)[0])
-            odd = field[k] == 0 or wire[k] > 5
-            raise _BadWire(int(rows[k]), f"field {int(field[k])}, wire type {int(wire[k])}" if odd else
-                           "a varint over 10 bytes" if kl[k] > 10 or vl[k] > 10 else
+            odd = key[k] < 8 or _NO_WIRE[wire[k]]
+            raise _BadWire(int(rows[k]), f"field {int(key[k] >> 3)}, wire type {int(wire[k])}" if odd else
+                           "a varint over 10 bytes" if kl[k] > 10 or over[k] else
                            "a field runs past the end of its message")
-        yield rows, field, wire, val, at
+        yield rows, key, val, at
         keep = nxt < stop
         rows, pos, stop = rows[keep], nxt[keep], stop[keep]
+
+
+def _by_key(keys: np.ndarray) -> Iterator[tuple[int, slice | np.ndarray]]:
+    """``(key, selection)`` for each key of a step (keys past the table together as its last);
+    the selection is every row when a step holds one key, the usual case."""
+    small = np.minimum(keys, _KEYS - 1)
+    present = np.flatnonzero(np.bincount(small, minlength=_KEYS)).tolist()
+    if len(present) == 1:
+        yield present[0], slice(None)
+        return
+    for key in present:
+        yield key, small == key
 
 
 class _NodeWalk:
@@ -318,8 +350,8 @@ class _NodeWalk:
         self.deps: list[tuple[np.ndarray, ...]] = []  # (owner, ctrl flag, values)
         self.attr_spans: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (owner, start, end)
         try:
-            for rows, field, wire, val, at in _fields(buf, start, end):
-                self._take(rows, field, wire, val, at)
+            for rows, keys, val, at in _fields(buf, start, end):
+                self._take(rows, keys, val, at)
         except _BadWire as e:
             raise self.bad(e.row, e.what) from None
 
@@ -327,30 +359,36 @@ class _NodeWalk:
         """The error for node ``node`` of the run."""
         return TraceFormatError(f"node #{self.index + node} is not a Chakra node message ({what})", self.where)
 
-    def _take(self, rows, field, wire, val, at) -> None:
-        v0 = wire == 0
-        m = (field == 2) & (wire == 2)
-        self.name_at[rows[m]] = at[m]
-        self.name_len[rows[m]] = val[m].astype(np.int64)
-        for number, column in ((1, self.ids), (7, self.dur)):
-            m = v0 & (field == number)
-            column[rows[m]] = val[m]
-        m = v0 & (field == 3)
-        self.types[rows[m]] = _int32(val[m])
-        for number, ctrl in ((5, False), (4, True)):
-            m = (field == number) & v0
-            if m.any():
-                self.deps.append((rows[m], np.full(int(m.sum()), ctrl), val[m], np.ones(int(m.sum()), np.int64)))
-            m = (field == number) & (wire == 2)
-            if m.any():
-                try:
-                    values, counts = _packed(self.buf, at[m], val[m].astype(np.int64))
-                except _BadWire as e:
-                    raise _BadWire(int(rows[m][e.row]), e.what) from None
-                self.deps.append((rows[m], np.full(int(m.sum()), ctrl), values, counts))
-        m = (field == 10) & (wire == 2)
-        if m.any():
-            self.attr_spans.append((rows[m], at[m], at[m] + val[m].astype(np.int64)))
+    def _take(self, rows, keys, val, at) -> None:
+        for key, sel in _by_key(keys):
+            if key in _NODE_FIELDS:
+                getattr(self, _NODE_FIELDS[key])(rows[sel], val[sel], at[sel], key)
+
+    def _scalar(self, rows, val, at, key) -> None:
+        if key == 0x08:
+            self.ids[rows] = val
+        elif key == 0x38:
+            self.dur[rows] = val
+        else:
+            self.types[rows] = _int32(val)
+
+    def _name(self, rows, val, at, key) -> None:
+        self.name_at[rows] = at
+        self.name_len[rows] = val.astype(np.int64)
+
+    def _dep(self, rows, val, at, key) -> None:
+        ctrl = np.full(len(rows), key >> 3 == 4)
+        if key & 7 == 0:
+            self.deps.append((rows, ctrl, val, np.ones(len(rows), np.int64)))
+            return
+        try:
+            values, counts = _packed(self.buf, at, val.astype(np.int64))
+        except _BadWire as e:
+            raise _BadWire(int(rows[e.row]), e.what) from None
+        self.deps.append((rows, ctrl, values, counts))
+
+    def _attr(self, rows, val, at, key) -> None:
+        self.attr_spans.append((rows, at, at + val.astype(np.int64)))
 
     def columns(self) -> NodeColumns:
         ptr, dep_ids = self._dep_csr()
@@ -448,18 +486,18 @@ class _AttrWalk:
             raise nodes.bad(int(owner[e.row]), f"attribute: {e.what}") from None
 
     def _walk(self) -> None:
-        for rows, field, wire, val, at in _fields(self.nodes.buf, self.start, self.end):
-            m = (field == 1) & (wire == 2)
-            self.name_at[rows[m]] = at[m]
-            self.name_len[rows[m]] = val[m].astype(np.int64)
-            known = (field >= 3) & (field <= 32)
-            m = known & (_WIRE_OF[np.where(known, field, 0)] == wire)
-            r = rows[m]
-            self.slot[r] = field[m]
-            self.value[r] = val[m]
-            self.value_at[r] = at[m]
-            self.value_len[r] = np.where(wire[m] == 2, val[m].astype(np.int64), 0)
-            self.values[r] += 1
+        for rows, keys, val, at in _fields(self.nodes.buf, self.start, self.end):
+            for key, sel in _by_key(keys):
+                r = rows[sel]
+                if key == 0x0A:
+                    self.name_at[r] = at[sel]
+                    self.name_len[r] = val[sel].astype(np.int64)
+                elif _SLOT_OF_KEY[key]:
+                    self.slot[r] = _SLOT_OF_KEY[key]
+                    self.value[r] = val[sel]
+                    self.value_at[r] = at[sel]
+                    self.value_len[r] = val[sel].astype(np.int64) if key & 7 == 2 else 0
+                    self.values[r] += 1
 
     def columns(self) -> dict[str, AttrColumn]:
         words = self._name_words()
