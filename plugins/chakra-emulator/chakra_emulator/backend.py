@@ -157,6 +157,7 @@ def _result(kind: str, plans: list[Plan], results: list[dict[str, Any]], options
 
     repeats = [rank_spans(plans, results, k) for k in range(options["repeats"])]
     finishes = [max(max(m.end, default=0) for m in rep) for rep in repeats]
+    late = [max(r["iterations"][k]["late_ns"] for r in results) for k in range(len(finishes))]
     per_repeat = [build_spans(rep, results) for rep in repeats]
     spans = per_repeat[-1]
     rows = _mean_rows([rank_rows(sp, plans) for sp in per_repeat])
@@ -182,7 +183,7 @@ def _result(kind: str, plans: list[Plan], results: list[dict[str, Any]], options
         "compute": options["compute"],
         "seed": options["seed"],
         "warmup": options["warmup"],
-        "repeats": _spread(finishes),
+        "repeats": {**_spread(finishes), "start_late_ns": late},
         "wall_s": wall,
         "mean_finish_ns": statistics.fmean(r["finish_ns"] for r in rows),
         "max_exposed_comm_ns": max(r["exposed_comm_ns"] for r in rows),

@@ -11,9 +11,10 @@
 - *calibrated kernel*: a loop of one square matmul whose time on this device was measured
   (:mod:`calibrate`), repeated to last the node's duration, or (``kernel_sizing=work``) to do
   its ``num_ops`` operations and move its ``tensor_size`` bytes.
-- *host work*: the thread is busy until the node's duration has passed since the node could
-  start (it sleeps until the last 200 us and spins through them, so that many ranks on few cores
-  do not starve each other).
+- *host work*: the rank's CPU-op slot is held until the node's duration has passed since the
+  node could start; the thread sleeps through all but the last 20 us and spins through those
+  (the workers set a timer slack of 1 ns, so a sleep ends within a few us): a spinning main
+  thread per rank would take the cores that gloo's threads need to carry the collectives.
 - *memory copy*: a copy of ``tensor_size`` bytes between two buffers on the replay device.
 """
 
@@ -39,7 +40,7 @@ _DTYPES: dict[str, torch.dtype] = {
     "c10::complex<float>": torch.complex64, "c10::complex<double>": torch.complex128,
 }
 _INT_BY_SIZE = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
-_SPIN_NS = 200_000
+_SPIN_NS = 20_000
 
 
 class _NotBuildable(Exception):
@@ -47,7 +48,7 @@ class _NotBuildable(Exception):
 
 
 def host_work(until_ns: int) -> None:
-    """Keep the thread busy until ``time.monotonic_ns()`` reaches ``until_ns``."""
+    """Return when ``time.monotonic_ns()`` reaches ``until_ns``: sleep until 20 us before, then spin."""
     left = until_ns - time.monotonic_ns()
     if left > _SPIN_NS:
         time.sleep((left - _SPIN_NS) / 1e9)

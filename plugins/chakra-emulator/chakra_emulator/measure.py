@@ -37,8 +37,8 @@ def category(plan: Plan, i: int) -> str:
 
 
 def rank_spans(plans: list[Plan], results: list[dict[str, Any]], k: int) -> list[Measured]:
-    """Measured iteration ``k`` of every rank, in ns from the earliest rank's start (one clock:
-    ``time.monotonic_ns`` is shared by the processes of a machine)."""
+    """Measured iteration ``k`` of every rank, in ns from the iteration's start, which every rank
+    shares (one clock: ``time.monotonic_ns`` is shared by the processes of a machine)."""
     origin = min(r["iterations"][k]["t0"] for r in results)
     out = []
     for plan, r in zip(plans, results):

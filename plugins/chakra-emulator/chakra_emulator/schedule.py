@@ -6,7 +6,10 @@ nodes are issued in ascending id order whenever their resource has a free slot: 
 nodes of the accelerator); a receive and a node of no kind hold no resource.
 
 The main thread issues: collectives and messages are started from it (so that every member
-enqueues a group's collectives in the same order) and waited for on a pool of waiter threads;
+enqueues a group's collectives in the same order); a communication is waited for on the main
+thread itself when it is the only node in flight and no CPU op is ready (as a recorded job's main
+thread waits for its work), else its end is reported by its work's future's callback on the
+thread that completed it (gloo's collectives) or by a waiter thread;
 CPU ops run on the main thread itself, after it has started everything else that was ready (as
 a host thread of the recorded job runs its ops: no hand-over to another thread per node),
 accelerator compute and memory nodes on one thread per slot of their resource.  Every finished node
@@ -40,13 +43,18 @@ class Replay:
 
     ``run_sync(i, ready_ns)`` runs compute/memory node ``i`` and returns its (start, end) ns;
     ``start_comm(i)`` starts communication node ``i`` and returns (start ns, work with
-    ``wait()``); ``status(pos, since_ns, done)`` is told the oldest node in flight.
+    ``wait()``); ``status(pos, since_ns, done)`` is told the oldest node in flight; with
+    ``futures`` the end of a work that has a future comes from its callback; ``wait_until(ns)``
+    returns at that ``time.monotonic_ns`` (an iteration's start).
     """
 
     def __init__(self, plan: Plan, streams: int, run_sync: NodeAction,
                  start_comm: Callable[[int], tuple[int, Any]], status: Callable[[int, int, int], None],
-                 on_cuda_thread: Callable[[], None] | None = None):
+                 on_cuda_thread: Callable[[], None] | None = None, futures: bool = False,
+                 wait_until: Callable[[int], None] = lambda ns: None):
         self.plan = plan
+        self.wait_until = wait_until
+        self.futures = futures
         self.run_sync = run_sync
         self.start_comm = start_comm
         self.status = status
@@ -61,8 +69,9 @@ class Replay:
         for p in (*self.pools.values(), self.waiters):
             p.shutdown(wait=False, cancel_futures=True)
 
-    def run(self, t0_ns: int) -> tuple[list[int], list[int], list[int]]:
-        """Replay every node once from ``t0_ns``; returns (start ns, end ns, issue order)."""
+    def run(self, t0_ns: int) -> tuple[list[int], list[int], list[int], int]:
+        """Replay every node once from ``t0_ns`` (set up first, then wait for it); returns
+        (start ns, end ns, issue order, how late the replay began in ns)."""
         plan = self.plan
         n = len(plan)
         start, end = [0] * n, [0] * n
@@ -75,6 +84,7 @@ class Replay:
         res, kind = plan.res, plan.kind
         done_q: queue.SimpleQueue = queue.SimpleQueue()
         flight: dict[int, int] = {}
+        unwatched: dict[int, tuple[int, Any]] = {}
         for i in range(n):
             if indeg[i] == 0:
                 heappush(ready[res[i]], i)
@@ -101,7 +111,7 @@ class Replay:
                     if r == R_CPU and kind[i] in (COMP, MEM):
                         inline = (i, logical)
                     else:
-                        self._start(i, kind[i], r, logical, done_q)
+                        self._start(i, kind[i], r, logical, done_q, unwatched)
             report()
             return inline
 
@@ -126,27 +136,39 @@ class Replay:
                     heappush(ready[res[c]], c)
             return issue()
 
+        def watch() -> None:
+            for i, (t_start, work) in unwatched.items():
+                self._watch(i, t_start, work, done_q)
+            unwatched.clear()
+
+        self.wait_until(t0_ns)
+        late = time.monotonic_ns() - t0_ns
         pending = issue()
         while done < n:
-            if pending is None:
-                item = done_q.get()
-            else:
-                try:
-                    item = done_q.get_nowait()
-                except queue.Empty:
+            try:
+                item = done_q.get_nowait()
+            except queue.Empty:
+                if pending is not None:
+                    watch()
                     item = _run_inline(self.run_sync, *pending)
                     pending = None
+                elif len(flight) == 1 and len(unwatched) == 1:
+                    i, (t_start, work) = unwatched.popitem()
+                    item = _wait(i, t_start, work)
+                else:
+                    watch()
+                    item = done_q.get()
             pending = complete(item) or pending
-        return start, end, order
+        return start, end, order, late
 
-    def _start(self, i: int, kind: str, r: int, logical: int, done_q: queue.SimpleQueue) -> None:
+    def _start(self, i: int, kind: str, r: int, logical: int, done_q: queue.SimpleQueue,
+               unwatched: dict[int, tuple[int, Any]]) -> None:
+        """Start node ``i``: a communication is left in ``unwatched`` with its start and work."""
         if kind in (COLL, SEND, RECV):
             try:
-                t_start, work = self.start_comm(i)
+                unwatched[i] = self.start_comm(i)
             except BaseException as e:  # noqa: BLE001 - handed to the main loop, which raises it
                 done_q.put((i, 0, 0, e))
-                return
-            self.waiters.submit(_wait, i, t_start, work, done_q)
             return
         pool = self.pools.get(r) if kind in (COMP, MEM) else None
         if pool is None:
@@ -155,14 +177,46 @@ class Replay:
             return
         pool.submit(_sync, self.run_sync, i, logical, done_q)
 
+    def _watch(self, i: int, t_start: int, work: Any, done_q: queue.SimpleQueue) -> None:
+        """Have communication node ``i``'s end reported to ``done_q``: by its future's callback
+        (with ``futures``) or by a waiter thread."""
+        future = _future(work) if self.futures else None
+        if future is not None:
+            future.add_done_callback(_on_done(i, t_start, done_q))
+        else:
+            self.waiters.submit(lambda: done_q.put(_wait(i, t_start, work)))
 
-def _wait(i: int, t_start: int, work: Any, done_q: queue.SimpleQueue) -> None:
+
+def _future(work: Any) -> Any:
+    """The work's future, or None (no work, or one without: gloo's sends and receives)."""
+    if work is None or not hasattr(work, "get_future"):
+        return None
+    try:
+        return work.get_future()
+    except RuntimeError:
+        return None
+
+
+def _on_done(i: int, t_start: int, done_q: queue.SimpleQueue) -> Callable[[Any], None]:
+    """The callback that reports node ``i`` done when its future completes."""
+    def done(future: Any) -> None:
+        t_end = time.monotonic_ns()
+        try:
+            future.wait()
+            done_q.put((i, t_start, t_end, None))
+        except BaseException as e:  # noqa: BLE001 - handed to the main loop
+            done_q.put((i, t_start, t_end, e))
+    return done
+
+
+def _wait(i: int, t_start: int, work: Any) -> tuple[int, int, int, BaseException | None]:
+    """Wait for communication node ``i``'s work; the completion item of the main loop."""
     try:
         if work is not None:
             work.wait()
-        done_q.put((i, t_start, time.monotonic_ns(), None))
+        return i, t_start, time.monotonic_ns(), None
     except BaseException as e:  # noqa: BLE001 - handed to the main loop
-        done_q.put((i, t_start, time.monotonic_ns(), e))
+        return i, t_start, time.monotonic_ns(), e
 
 
 def _run_inline(run: NodeAction, i: int, logical: int) -> tuple[int, int, int, BaseException | None]:

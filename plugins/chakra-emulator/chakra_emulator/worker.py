@@ -4,7 +4,9 @@ Reads ``JOB_DIR/job.pkl`` (world, backend, device, groups, options) and its
 ``plan.RANK.pkl``; joins the rendezvous on 127.0.0.1 (rank 0 opens a TCP store on a free port and
 publishes it in ``JOB_DIR/port``); creates the process groups in name order on every rank;
 calibrates when the plan has kernel nodes; builds the real operators; runs the warm-up and
-measured iterations between barriers; writes ``result.RANK.pkl``.  While it runs it keeps
+measured iterations, each from one start time that rank 0 sets a few ms ahead after a barrier
+(every rank starts its iteration at that instant of ``time.monotonic_ns``, which the processes
+of a machine share); writes ``result.RANK.pkl``.  While it runs it keeps
 ``status.RANK`` (five int64: phase, iteration, nodes done, the position of its oldest node in
 flight or -1, when that node started in ``time.monotonic_ns``) up to date for the supervisor.
 An error is written to ``error.RANK`` in one line and the process exits with status 3.
@@ -42,6 +44,34 @@ class Status:
         """Publish the phase and the oldest node in flight."""
         self.phase = phase
         STATUS.pack_into(self.map, 0, phase, self.iteration, done, pos, since or time.monotonic_ns())
+
+
+#: how far ahead of its own clock rank 0 sets an iteration's start (covers handing it to every rank)
+_START_AHEAD_NS = 3_000_000
+
+
+def _precise_timers() -> None:
+    """A timer slack of 1 ns for this thread and the threads it starts (Linux; elsewhere a
+    no-op): sleeps then end within a few us instead of the default 50 us late."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        ctypes.CDLL(None).prctl(29, 1, 0, 0, 0)  # PR_SET_TIMERSLACK
+    except (OSError, AttributeError):
+        pass
+
+
+def _iteration_start(store: Any, rank: int, it: int) -> int:
+    """The common start (``time.monotonic_ns``) of iteration ``it``: rank 0 sets it a few ms
+    ahead and publishes it in the store; the others read it."""
+    key = f"start.{it}"
+    if rank == 0:
+        t0 = time.monotonic_ns() + _START_AHEAD_NS
+        store.set(key, str(t0))
+        return t0
+    return int(store.get(key))
 
 
 def _rendezvous(job: dict[str, Any], rank: int, jobdir: Path) -> Any:
@@ -94,7 +124,7 @@ def _run(jobdir: Path, rank: int, status: Status) -> dict[str, Any]:
 
     from .calibrate import load_or_measure
     from .collectives import Comms
-    from .compute import Runner
+    from .compute import Runner, host_work
     from .nodes import NodeRunner
     from .schedule import Replay
 
@@ -102,12 +132,13 @@ def _run(jobdir: Path, rank: int, status: Status) -> dict[str, Any]:
     job["rank"] = rank
     plan = pickle.loads((jobdir / f"plan.{rank}.pkl").read_bytes())
     torch.set_num_threads(job["threads"])
+    torch.set_num_interop_threads(1)
     sys.setswitchinterval(5e-5)
     if job["backend"] == "nccl":
         os.environ.setdefault("TORCH_NCCL_BLOCKING_WAIT", "1")
     device = _device(job, rank)
     status.set(1)
-    _rendezvous(job, rank, jobdir)
+    store = _rendezvous(job, rank, jobdir)
     groups = _groups(job)
     status.set(2)
     cal = None
@@ -125,18 +156,19 @@ def _run(jobdir: Path, rank: int, status: Status) -> dict[str, Any]:
     nodes = NodeRunner(plan, runner, comms, job["compute"], gen, job["real_memory_mb"] << 20)
     on_thread = (lambda: torch.cuda.set_device(device)) if device.type == "cuda" else None
     replay = Replay(plan, job["streams"], nodes.run_sync, nodes.start_comm,
-                    lambda pos, since, done: status.set(3, pos, since, done), on_thread)
+                    lambda pos, since, done: status.set(3, pos, since, done), on_thread,
+                    futures=job["backend"] == "gloo", wait_until=host_work)
     iterations = []
     try:
         for it in range(job["warmup"] + job["repeats"]):
             status.iteration = it
             dist.barrier()
-            t0 = time.monotonic_ns()
+            t0 = _iteration_start(store, rank, it)
             status.set(3, -1, t0, 0)
-            start, end, order = replay.run(t0)
+            start, end, order, late = replay.run(t0)
             runner.sync()
             if it >= job["warmup"]:
-                iterations.append({"t0": t0, "start": start, "end": end, "order": order})
+                iterations.append({"t0": t0, "late_ns": late, "start": start, "end": end, "order": order})
         dist.barrier()
     finally:
         replay.close()
@@ -151,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     jobdir, rank = Path(args[0]), int(args[1])
     status = Status(jobdir / f"status.{rank}")
+    _precise_timers()
     try:
         result = _run(jobdir, rank, status)
         tmp = jobdir / f".result.{rank}.tmp"

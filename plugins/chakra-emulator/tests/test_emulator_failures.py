@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import struct
 import threading
 import time
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 
 import chakra_core
 from chakra_core import ChakraError, CommType, GlobalMetadata, MemoryRank, Node, NodeType, TraceSet, set_attr
+from chakra_emulator.worker import STATUS
 
 
 def _host(i, us, deps=()):
@@ -57,7 +59,8 @@ def _workers() -> dict[int, list[str]]:
 
 
 def _kill_when_running(rank: int, killed: list[float]) -> None:
-    """Kill the worker of ``rank`` with SIGKILL once it is replaying (phase 3 in its status)."""
+    """Kill the worker of ``rank`` with SIGKILL once a node of it is in flight (phase 3 and a
+    node position in its status; before that it may still wait for the iteration's start)."""
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
         for pid, argv in _workers().items():
@@ -65,10 +68,10 @@ def _kill_when_running(rank: int, killed: list[float]) -> None:
                 continue
             status = Path(argv[-2]) / f"status.{rank}"
             try:
-                phase = int.from_bytes(status.read_bytes()[:8], "little")
-            except OSError:
+                phase, _it, _done, pos, _since = STATUS.unpack(status.read_bytes()[:STATUS.size])
+            except (OSError, struct.error):
                 continue
-            if phase == 3:
+            if phase == 3 and pos >= 0:
                 os.kill(pid, signal.SIGKILL)
                 killed.append(time.monotonic())
                 return

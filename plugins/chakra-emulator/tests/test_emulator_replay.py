@@ -142,6 +142,7 @@ def test_repeats_report_mean_and_spread(ddp):
     assert rep["mean_ns"] == pytest.approx(statistics.fmean(rep["finish_ns"]))
     assert rep["stdev_ns"] == pytest.approx(statistics.stdev(rep["finish_ns"]))
     assert result.summary["finish_ns"] == int(rep["mean_ns"])
+    assert len(rep["start_late_ns"]) == 2 and min(rep["start_late_ns"]) >= 0
 
 
 def test_critical_path_ends_at_the_last_node_to_finish(ddp):
