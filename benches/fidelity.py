@@ -39,7 +39,7 @@ DATA = ROOT / "plugins" / "chakra-pytorch" / "tests" / "data"
 _PINGPONG = r'''
 import json, os, sys, time, statistics, torch, torch.distributed as dist, torch.multiprocessing as mp
 
-def run(rank, port, out):
+def run(rank, port, out, gap_s):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=2)
@@ -51,6 +51,8 @@ def run(rank, port, out):
         times = []
         for _ in range(reps):
             dist.barrier()
+            if gap_s:
+                time.sleep(gap_s)
             s = time.perf_counter()
             dist.all_reduce(t)
             times.append(time.perf_counter() - s)
@@ -60,13 +62,15 @@ def run(rank, port, out):
     dist.destroy_process_group()
 
 if __name__ == "__main__":
-    mp.spawn(run, args=(sys.argv[1], sys.argv[2]), nprocs=2, join=True)
+    mp.spawn(run, args=(sys.argv[1], sys.argv[2], float(sys.argv[3])), nprocs=2, join=True)
 '''
 
 
-def measure_loopback() -> tuple[float, float]:
+def measure_loopback(gap_s: float = 0.0) -> tuple[float, float]:
     """(latency in ns, bandwidth in GB/s of 2^30 bytes) of gloo over 127.0.0.1, from the median
-    time of a 4-byte and of a 4 MiB all-reduce between two processes."""
+    time of a 4-byte and of a 4 MiB all-reduce between two processes; with ``gap_s`` both sleep
+    that long before each timed call (isolated calls, as a trace's collectives come between its
+    compute), else the calls follow each other."""
     import socket
     import subprocess
 
@@ -76,7 +80,7 @@ def measure_loopback() -> tuple[float, float]:
     with tempfile.TemporaryDirectory() as d:
         script, out = Path(d) / "pingpong.py", Path(d) / "out.txt"
         script.write_text(_PINGPONG)
-        subprocess.run([sys.executable, str(script), port, str(out)], check=True, timeout=600,
+        subprocess.run([sys.executable, str(script), port, str(out), str(gap_s)], check=True, timeout=600,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         res = json.loads(out.read_text())
     # a ring all-reduce of 2 ranks: 2 messages of m/2 bytes one after the other
