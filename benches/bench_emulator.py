@@ -18,7 +18,9 @@ error of the mean and of the fastest repeat against:
 - the same with the link measured from back-to-back calls (``b2b``: gloo's best case);
 - the trace's own recorded path (``trace_ns``: recorded collective durations included);
 
-then measured / recorded time per kind of node.  It also measures what the recording's profiler
+then measured / recorded time per kind of node; and for the first mode, per collective kind, the
+time from the last member's arrival to the end in the replay (its last repeat) and in the
+simulation behind ``expected_ns``.  It also measures what the recording's profiler
 adds to the real operators (``--profiler-cost``, on by default): every operator of the ddp trace
 that the replay runs for real, timed bare and under the recorder that made the fixtures
 (``chakra_collect.Recorder``: the PyTorch profiler with the execution-trace observer).
@@ -44,6 +46,8 @@ import threading
 import time
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
+
+import numpy as np
 
 import chakra_core
 
@@ -75,6 +79,27 @@ def _line(name: str, mode: str, s: dict, b2b_expected: int) -> str:
             f"  b2b expected {b2b_expected / 1e6:8.3f} ms error {mean / b2b_expected - 1:+7.1%}"
             f"  trace {s['trace_ns'] / 1e6:8.3f} ms  trace_error {s['trace_error']:+7.1%}"
             f"  real_ops {s['real_ops']:.2f}  [{kinds}]")
+
+
+def _cost_by_kind(spans: chakra_core.Spans) -> dict[str, float]:
+    """Per collective kind (P2P for a send and its receive): mean ns from the last member's
+    arrival to the last member's end, over the instances (spans sharing a ``match``)."""
+    from chakra_core import CommType
+
+    costs: dict[str, list[int]] = {}
+    ends = spans.start_ns + spans.dur_ns
+    for key in np.unique(spans.match[spans.match >= 0]):
+        idx = np.nonzero(spans.match == key)[0]
+        ct = int(spans.comm_type[idx[0]])
+        kind = CommType(ct).name if ct >= 0 else "P2P"
+        costs.setdefault(kind, []).append(int(ends[idx].max() - spans.start_ns[idx].max()))
+    return {k: statistics.fmean(v) for k, v in sorted(costs.items())}
+
+
+def _kinds_line(name: str, replay: chakra_core.Spans, simulated: chakra_core.Spans) -> str:
+    emu, sim = _cost_by_kind(replay), _cost_by_kind(simulated)
+    parts = [f"{k} {emu[k] / 1e3:.0f}/{sim[k] / 1e3:.0f}" if k in sim else f"{k} {emu[k] / 1e3:.0f}/-" for k in emu]
+    return f"{name:17s} per kind, us from the last member's arrival to the end, replay/expected: " + ", ".join(parts)
 
 
 def _has_socket(pid: str) -> bool:
@@ -195,10 +220,15 @@ def main() -> None:
             b2b_system = str(system_file(ranks, *b2b, b2b_dir))
             b2b_expected = chakra_core.simulate(path, input_options=input_options or None, validate=False,
                                                 system=b2b_system).summary["finish_ns"]
-            for mode in args.modes.split(","):
+            simulated = chakra_core.simulate(path, input_options=input_options or None, validate=False,
+                                             system=system, options={"spans": True}).spans
+            for k, mode in enumerate(args.modes.split(",")):
                 r = chakra_core.emulate(path, input_options=input_options or None, validate=False, system=system,
-                                        options={"compute": mode, "repeats": args.repeats, "warmup": args.warmup})
+                                        options={"compute": mode, "repeats": args.repeats, "warmup": args.warmup,
+                                                 "spans": k == 0})
                 print(_line(name, mode, r.summary, b2b_expected), f"load {os.getloadavg()[0]:.1f}", flush=True)
+                if r.spans is not None:
+                    print(_kinds_line(name, r.spans, simulated), flush=True)
         if args.profiler_cost:
             print(_profiler_cost(Path(tmp)), flush=True)
     print(f"({time.perf_counter() - wall:.0f} s wall, {time.process_time() - cpu:.0f} s CPU in this process)")
