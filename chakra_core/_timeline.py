@@ -104,48 +104,56 @@ def write_timeline(spans: Spans, path: str | Path, *, format: str | None = None,
 
 def _prepare(spans: Spans, ranks: list[int] | None, window: tuple[int, int] | None, expand: bool,
              flows: bool, counters: bool, critical: bool, max_spans: int | None) -> tuple[TimelineData, int]:
-    index, rank = _expanded(spans, expand)
+    index, rank, copy = _expanded(spans, expand)
     if ranks is not None:
         keep = np.isin(rank, np.asarray(ranks, np.int64))
-        index, rank = index[keep], rank[keep]
+        index, rank, copy = index[keep], rank[keep], _take(copy, keep)
     start, end = spans.start_ns[index], spans.end_ns[index]
     if window is not None:
         lo, hi = int(window[0]), int(window[1])
         if hi <= lo:
             raise ConfigError(f"time window {lo}..{hi} ns is empty")
         keep = (end > lo) & (start < hi) | ((start == end) & (start >= lo) & (start < hi))
-        index, rank = index[keep], rank[keep]
+        index, rank, copy = index[keep], rank[keep], _take(copy, keep)
         start, end = np.maximum(spans.start_ns[index], lo), np.minimum(spans.end_ns[index], hi)
     selected = len(index)
     notes = []
     if max_spans is not None and selected > max_spans:
         first = np.sort(np.argsort(start, kind="stable")[:max_spans])
-        index, rank, start, end = index[first], rank[first], start[first], end[first]
+        index, rank, copy, start, end = index[first], rank[first], _take(copy, first), start[first], end[first]
         notes.append(f"truncated: {max_spans} of {selected} selected spans drawn (the earliest; max_spans)")
     lane, lanes = _lanes(spans, rank, spans.track[index], start, end)
     data = TimelineData(spans, index, rank, lane, start, end - start, lanes, _process_names(spans, rank, expand),
-                        *_flows(spans, index, rank, flows), *_counters(spans, index, rank, start, end, counters),
+                        *_flows(spans, index, rank, copy, flows), *_counters(spans, index, rank, start, end, counters),
                         *_path(spans, ranks, window, critical), notes=notes)
     return data, selected
 
 
-def _expanded(spans: Spans, expand: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Span indices and the rank each is drawn on (copies for every member of a class with ``expand``)."""
+def _take(column: np.ndarray | None, keep: np.ndarray) -> np.ndarray | None:
+    return None if column is None else column[keep]
+
+
+def _expanded(spans: Spans, expand: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Span indices, the rank each is drawn on and, with ``expand``, which member of its class
+    the copy is (every member of a class gets a copy of the class's spans; None: no copies)."""
     index = np.arange(len(spans), dtype=np.int64)
     rank = spans.rank.copy()
     if not expand or not spans.ranks_of:
-        return index, rank
-    parts_i, parts_r = [index[~np.isin(rank, list(spans.ranks_of))]], [rank[~np.isin(rank, list(spans.ranks_of))]]
+        return index, rank, None
+    alone = ~np.isin(rank, list(spans.ranks_of))
+    parts_i, parts_r, parts_c = [index[alone]], [rank[alone]], [np.zeros(int(alone.sum()), np.int64)]
     for rep, members in spans.ranks_of.items():
         own = index[spans.rank == rep]
         parts_i.append(np.tile(own, len(members)))
         parts_r.append(np.repeat(np.asarray(members, np.int64), len(own)))
-    return np.concatenate(parts_i), np.concatenate(parts_r)
+        parts_c.append(np.repeat(np.arange(len(members), dtype=np.int64), len(own)))
+    return np.concatenate(parts_i), np.concatenate(parts_r), np.concatenate(parts_c)
 
 
 def _process_names(spans: Spans, rank: np.ndarray, expand: bool) -> dict[int, str]:
     names = {}
-    for r in np.unique(rank).tolist():
+    for r in (np.flatnonzero(np.bincount(rank)) if len(rank) and 0 <= rank.min() and rank.max() < 1 << 24
+              else np.unique(rank)).tolist():
         members = spans.ranks_of.get(r, [r])
         names[r] = f"rank {r}" if expand or len(members) == 1 else \
             f"ranks {_span_text(members)} (simulated as {r})"
@@ -166,28 +174,56 @@ def _lanes(spans: Spans, rank: np.ndarray, track: np.ndarray, start: np.ndarray,
     if not n:
         return lane, []
     key = rank * (len(spans.tracks) + 1) + track
-    order = np.lexsort((-end, start, key))
+    order = lexsort_ints((int(end.max()) - end, start, key))
     ks, ss, es = key[order], start[order], end[order]
     cuts = np.concatenate(([0], np.flatnonzero(np.diff(ks)) + 1, [n]))
     sub = np.zeros(n, np.int64)
-    counts = []
-    for a, b in zip(cuts[:-1], cuts[1:]):
-        reach = np.maximum.accumulate(es[a:b])
-        if b - a < 2 or not (ss[a + 1:b] < reach[:-1]).any():
-            counts.append(1)
-            continue
-        sub[a:b], used = _partition(ss[a:b], es[a:b])
-        counts.append(used)
+    counts = np.ones(len(cuts) - 1, np.int64)
+    for g in _overlapping(ss, es, cuts).tolist():
+        a, b = int(cuts[g]), int(cuts[g + 1])
+        sub[a:b], counts[g] = _partition(ss[a:b], es[a:b])
     group_of = np.repeat(np.arange(len(counts)), np.diff(cuts))
     base = np.concatenate(([0], np.cumsum(counts)[:-1]))
     lane[order] = base[group_of] + sub
     lanes = []
-    for g, (a, used) in enumerate(zip(cuts[:-1], counts)):
+    for a, used in zip(cuts[:-1].tolist(), counts.tolist()):
         r, t = int(ks[a] // (len(spans.tracks) + 1)), int(ks[a] % (len(spans.tracks) + 1))
         name = spans.tracks[t]
         lanes += [(r, name if used == 1 else f"{name} #{j}") for j in range(used)]
-        del g
     return lane, lanes
+
+
+def _overlapping(start: np.ndarray, end: np.ndarray, cuts: np.ndarray) -> np.ndarray:
+    """The groups (``cuts`` bound them; spans sorted by start within each) where a span starts
+    before an earlier one of its group has ended."""
+    group = np.repeat(np.arange(len(cuts) - 1), np.diff(cuts))
+    span = int(end.max()) - int(min(start.min(), 0)) + 1 if len(end) else 1
+    if len(cuts) * span < 1 << 62:
+        reach = np.maximum.accumulate(end + group * span) - group * span
+    else:
+        reach = np.concatenate([np.maximum.accumulate(end[a:b]) for a, b in zip(cuts[:-1], cuts[1:])])
+    early = np.flatnonzero(start[1:] < reach[:-1]) + 1
+    early = early[group[early] == group[early - 1]]
+    return np.unique(group[early])
+
+
+def lexsort_ints(keys: tuple[np.ndarray, ...]) -> np.ndarray:
+    """An order as of ``np.lexsort(keys)`` (the last key sorts first) for integer keys, as one
+    sort of the keys packed into an int64 when their ranges fit in 62 bits (rows equal in every
+    key may then come in another order)."""
+    n = len(keys[0])
+    if not n:
+        return np.zeros(0, np.int64)
+    lows = [int(k.min()) for k in keys]
+    bits = [(int(k.max()) - lo).bit_length() for k, lo in zip(keys, lows)]
+    if sum(bits) > 62:
+        return np.lexsort(keys)
+    packed = np.zeros(n, np.int64)
+    shift = 0
+    for k, lo, b in zip(keys, lows, bits):
+        packed |= (k.astype(np.int64) - lo) << shift
+        shift += b
+    return np.argsort(packed)
 
 
 def _partition(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, int]:
@@ -208,38 +244,69 @@ def _partition(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, int]:
     return out, used
 
 
-def _flows(spans: Spans, index: np.ndarray, rank: np.ndarray,
+def _flows(spans: Spans, index: np.ndarray, rank: np.ndarray, copy: np.ndarray | None,
            wanted: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Arrows between drawn spans (positions in ``index``): the spans' own flows, and from the
-    last member to arrive at each collective or send/receive pair to every other member."""
+    last member to arrive at each collective or send/receive pair to every other member.
+
+    With copies of symmetric classes (``copy``: which member a row is), an own flow joins the
+    copies on one rank (or the destination's first copy when it has none there), a collective
+    joins the copies of all its members, and a send/receive pair joins the k-th members of the
+    two classes."""
     empty = np.zeros(0, np.int64)
     if not wanted or not len(index):
         return empty, empty, np.zeros(0, np.uint8)
-    pos = np.full(len(spans), -1, np.int64)
-    first_copy = np.unique(index, return_index=True)
-    pos[first_copy[0]] = first_copy[1]
     src, dst, kind = [], [], []
     if len(spans.flow_src):
-        ok = (pos[spans.flow_src] >= 0) & (pos[spans.flow_dst] >= 0)
-        src.append(pos[spans.flow_src[ok]])
-        dst.append(pos[spans.flow_dst[ok]])
-        kind.append(spans.flow_kind[ok])
-    drawn = first_copy[1][(spans.match[first_copy[0]] >= 0) & np.isin(spans.kind[first_copy[0]], COMM_KINDS)]
+        a, b, k = _own_flows(spans, index, rank, copy)
+        src.append(a)
+        dst.append(b)
+        kind.append(k)
+    kinds = spans.kind[index]
+    drawn = np.flatnonzero((spans.match[index] >= 0) & np.isin(kinds, COMM_KINDS))
     if len(drawn):
-        m = spans.match[index[drawn]]
-        order = np.lexsort((spans.start_ns[index[drawn]], m))
-        d, ms = drawn[order], m[order]
-        last_of = np.concatenate((np.flatnonzero(np.diff(ms)), [len(ms) - 1]))
-        group = np.repeat(np.arange(len(last_of)), np.diff(np.concatenate(([-1], last_of))))
-        leader = d[last_of][group]
+        p2p = np.isin(kinds[drawn], (SPAN_KINDS.index("send"), SPAN_KINDS.index("recv")))
+        part = np.zeros(len(drawn), np.int64) if copy is None else np.where(p2p, copy[drawn], -1)
+        order = lexsort_ints((spans.start_ns[index[drawn]], part, spans.match[index[drawn]]))
+        d, group_key = drawn[order], np.stack((spans.match[index[drawn]], part))[:, order]
+        change = np.flatnonzero((np.diff(group_key, axis=1) != 0).any(axis=0))
+        last_of = np.concatenate((change, [len(d) - 1]))
+        leader = np.repeat(d[last_of], np.diff(np.concatenate(([-1], last_of))))
         other = d != leader
-        p2p = np.isin(spans.kind[index[d]], (SPAN_KINDS.index("send"), SPAN_KINDS.index("recv")))
         src.append(leader[other])
         dst.append(d[other])
-        kind.append(np.where(p2p[other], FLOW_KINDS.index("p2p"), FLOW_KINDS.index("collective")).astype(np.uint8))
+        kinds_of = np.where(p2p[order][other], FLOW_KINDS.index("p2p"), FLOW_KINDS.index("collective"))
+        kind.append(kinds_of.astype(np.uint8))
     if not src:
         return empty, empty, np.zeros(0, np.uint8)
     return np.concatenate(src), np.concatenate(dst), np.concatenate(kind)
+
+
+def _own_flows(spans: Spans, index: np.ndarray, rank: np.ndarray,
+               copy: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The spans' own flows between drawn rows (see :func:`_flows`)."""
+    pos = np.full(len(spans), -1, np.int64)
+    if copy is None:  # every span drawn at most once
+        pos[index] = np.arange(len(index))
+        ok = (pos[spans.flow_src] >= 0) & (pos[spans.flow_dst] >= 0)
+        return pos[spans.flow_src[ok]], pos[spans.flow_dst[ok]], spans.flow_kind[ok]
+    by_span = np.argsort(index, kind="stable")
+    ptr = np.zeros(len(spans) + 1, np.int64)
+    np.cumsum(np.bincount(index, minlength=len(spans)), out=ptr[1:])
+    copies = ptr[spans.flow_src + 1] - ptr[spans.flow_src]
+    flow = np.repeat(np.arange(len(spans.flow_src)), copies)
+    first = np.repeat(ptr[spans.flow_src], copies)
+    src_row = by_span[first + np.arange(len(flow)) - np.repeat(np.cumsum(copies) - copies, copies)]
+    nr = int(rank.max()) + 1
+    keys = index * nr + rank
+    key_order = np.argsort(keys, kind="stable")
+    want = spans.flow_dst[flow] * nr + rank[src_row]
+    at = np.minimum(np.searchsorted(keys[key_order], want), len(keys) - 1)
+    dst_row = np.where(keys[key_order[at]] == want, key_order[at], -1)
+    has_dst = ptr[spans.flow_dst[flow] + 1] > ptr[spans.flow_dst[flow]]
+    dst_row = np.where((dst_row < 0) & has_dst, by_span[np.minimum(ptr[spans.flow_dst[flow]], len(index) - 1)], dst_row)
+    ok = dst_row >= 0
+    return src_row[ok], dst_row[ok], spans.flow_kind[flow[ok]]
 
 
 def _counters(spans: Spans, index: np.ndarray, rank: np.ndarray, start: np.ndarray, end: np.ndarray,
@@ -252,7 +319,7 @@ def _counters(spans: Spans, index: np.ndarray, rank: np.ndarray, start: np.ndarr
     r = np.concatenate((rank[comm], rank[comm]))
     t = np.concatenate((start[comm], end[comm]))
     step = np.concatenate((np.ones(comm.sum(), np.int64), -np.ones(comm.sum(), np.int64)))
-    order = np.lexsort((step, t, r))
+    order = lexsort_ints((step, t, r))
     r, t, step = r[order], t[order], step[order]
     level = np.cumsum(step)
     if len(r):
