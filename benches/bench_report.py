@@ -1,5 +1,5 @@
-"""Benchmark of the analysis layer: report and timeline of a 1,024-rank simulated run, and a
-timeline of 10^7 spans.
+"""Benchmark of the analysis layer: report and timeline of a 1,024-rank simulated run, and the
+breakdown and critical path of 10^7 spans.
 
 Cases:
 
@@ -7,8 +7,8 @@ Cases:
   Ring of 8 x Switch of 128, simulated by simpy keeping its spans (one symmetric class); then
   ``report`` (breakdown, tables, critical path), the HTML page, the Perfetto timeline of every
   rank (the class expanded to 1,024 processes) and the Chrome JSON of the first 8 ranks;
-- ``synthetic``: 10^7 spans on 1,024 ranks (compute and all-reduces matched across the ranks,
-  on two streams), written as a Perfetto timeline, plus its breakdown and critical path.
+- ``synthetic``: breakdown and critical path of 10^7 spans on 1,024 ranks (benches/bench_timeline.py's
+  synthetic spans; that script measures the timeline writer on them).
 
 Prints wall seconds of each step, spans, and output sizes.
 
@@ -23,10 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
 import chakra_core as chakra
-from chakra_core import SPAN_KINDS, SpanBuilder
 
 
 def _t(label: str, t0: float, extra: str = "") -> float:
@@ -83,49 +80,14 @@ def simulated(ranks: int, layers: int, tmp: Path) -> None:
     _t("timeline, Chrome JSON, ranks 0-7", t, f"{info['spans']:,} spans, {out.stat().st_size / 2**20:.1f} MiB")
 
 
-def synthetic_spans(ranks: int, total: int) -> chakra.Spans:
-    """``total`` spans on ``ranks`` ranks: per rank, steps of compute then an all-reduce (one match
-    per step across ranks) on two streams, with a rank-dependent compute time."""
-    per_rank = total // ranks
-    steps = per_rank // 2
-    b = SpanBuilder(nranks=ranks)
-    tracks = [b.intern("tracks", "compute"), b.intern("tracks", "comm")]
-    names = [b.intern("names", f"kernel_{k}") for k in range(64)] + [b.intern("names", "all_reduce")]
-    group = b.intern("strings", "dp")
-    rng = np.random.default_rng(0)
-    comp = rng.integers(5_000, 20_000, size=steps).astype(np.int64)
-    comm = 8_000
-    for r in range(ranks):
-        slow = comp * (1 + (r % 17) / 100)
-        step_len = np.maximum(slow, comm).astype(np.int64) + 1_000
-        start = np.concatenate(([0], np.cumsum(step_len)[:-1]))
-        rank = np.full(2 * steps, r, np.int64)
-        cols = {
-            "rank": rank,
-            "track": np.tile(np.asarray(tracks, np.int32), steps),
-            "start_ns": np.stack((start, start + 500)).T.reshape(-1),
-            "dur_ns": np.stack((slow.astype(np.int64), np.full(steps, comm))).T.reshape(-1),
-            "name": np.stack((np.asarray(names[:64])[np.arange(steps) % 64], np.full(steps, names[64]))).T.reshape(-1),
-            "kind": np.tile(np.array([SPAN_KINDS.index("compute"), SPAN_KINDS.index("collective")]), steps),
-            "node_id": np.arange(2 * steps),
-            "bytes": np.tile(np.array([0, 1 << 20]), steps),
-            "group": np.tile(np.array([-1, group]), steps),
-            "match": np.stack((np.full(steps, -1), np.arange(steps))).T.reshape(-1),
-        }
-        b.extend(cols)
-    return b.build()
+def synthetic(ranks: int, total: int) -> None:
+    """Breakdown and critical path of ``total`` synthetic spans."""
+    from bench_timeline import synthetic_spans
 
-
-def synthetic(ranks: int, total: int, tmp: Path) -> None:
-    """Write a Perfetto timeline of ``total`` synthetic spans; breakdown and critical path."""
     print(f"synthetic: {total:,} spans on {ranks} ranks")
     t0 = time.perf_counter()
     spans = synthetic_spans(ranks, total)
     t = _t("build spans", t0, f"{len(spans):,} spans")
-    out = tmp / "big.pftrace"
-    info = chakra.write_timeline(spans, out, counters=True, flows=True, critical=True)
-    t = _t("timeline, Perfetto", t, f"{out.stat().st_size / 2**30:.2f} GiB, {info['flows']:,} flows, "
-           f"{info['counters']:,} counter values, truncated {info['truncated']}")
     rows = chakra.breakdown(spans)
     t = _t("breakdown", t, f"{len(rows)} rows")
     cp = chakra.critical_path(spans)
@@ -145,7 +107,7 @@ def main() -> None:
         if "simulated" not in args.skip:
             simulated(args.ranks, args.layers, tmp)
         if "synthetic" not in args.skip:
-            synthetic(args.ranks, args.spans, tmp)
+            synthetic(args.ranks, args.spans)
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB")
 
 

@@ -12,6 +12,9 @@ the chunk.
 
 from __future__ import annotations
 
+import os
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO
 
@@ -36,6 +39,8 @@ _D_UUID, _D_NAME, _D_PROCESS, _D_PARENT, _D_COUNTER = 1, 2, 3, 5, 8
 _PROC_PID, _PROC_NAME = 1, 6
 _SEQ = 1
 _CHUNK = 1 << 16
+#: chunks encoded at once (at most one per CPU)
+_THREADS = 4
 #: a row with more flows than this (a collective's last member) is encoded apart from the rest
 _FLOWS_PER_ROW = 4
 _INT_ANNOTATIONS = ("node_id", "bytes", "peer")
@@ -205,35 +210,58 @@ _BEGINS, _ENDS, _COUNTERS = 0, 1, 2
 
 
 def _write_events(f: BinaryIO, data: TimelineData, path_names: list[str], name_count: int) -> None:
+    """Encode the events chunk by chunk (a few chunks at once on threads: numpy releases the GIL
+    in its loops) and write them in order."""
     lists = _Lists(data, path_names, name_count)
     flows = _Flows(data)
     args = _Args(data)
     lane_uuid = _lane_uuids(data)
-    for lo in range(0, len(lists), _CHUNK):
-        pick = lists.order[lo:lo + _CHUNK]
-        which = np.searchsorted(lists.bounds, pick, side="right") - 1
-        pos = pick - lists.bounds[which]
-        shape = _SHAPE_OF_LIST[which]
-        parts = []
-        for k in np.flatnonzero(np.bincount(shape, minlength=3)).tolist():
-            sel = np.flatnonzero(shape == k)
-            ev = _columns(lists, which[sel], pos[sel], data, lane_uuid)
-            if k == _ENDS:
-                parts.append((_ends(ev), sel))
-            elif k == _COUNTERS:
-                parts.append((_counters(ev), sel))
-            else:
-                parts += [(rows, sel[sub]) for rows, sub in _begins(ev, flows, args)]
-        lens = np.zeros(len(pick), np.int64)
-        own = [rows.lengths() for rows, _ in parts]
-        for (_, sel), n in zip(parts, own):
-            lens[sel] = n
-        starts = np.cumsum(lens) - lens
-        total = int(lens.sum())
-        out = np.empty(total + SCRATCH, np.uint8)
-        for (rows, sel), n in zip(parts, own):
-            rows.write(out, starts[sel], n)
-        f.write(out[:total].data)
+    chunks = range(0, len(lists), _CHUNK)
+    workers = min(_THREADS, os.cpu_count() or 1)
+
+    def encode(lo: int) -> np.ndarray:
+        return _encode_chunk(lists, lists.order[lo:lo + _CHUNK], data, lane_uuid, flows, args)
+
+    if workers < 2 or len(chunks) < 2:
+        for lo in chunks:
+            f.write(encode(lo).data)
+        return
+    with ThreadPoolExecutor(workers) as pool:
+        pending: deque = deque()
+        for lo in chunks:
+            pending.append(pool.submit(encode, lo))
+            if len(pending) > workers:
+                f.write(pending.popleft().result().data)
+        while pending:
+            f.write(pending.popleft().result().data)
+
+
+def _encode_chunk(lists: _Lists, pick: np.ndarray, data: TimelineData, lane_uuid: np.ndarray, flows: _Flows,
+                  args: _Args) -> np.ndarray:
+    """The packets of the events ``pick`` (positions in the merged lists), in order."""
+    which = np.searchsorted(lists.bounds, pick, side="right") - 1
+    pos = pick - lists.bounds[which]
+    shape = _SHAPE_OF_LIST[which]
+    parts = []
+    for k in np.flatnonzero(np.bincount(shape, minlength=3)).tolist():
+        sel = np.flatnonzero(shape == k)
+        ev = _columns(lists, which[sel], pos[sel], data, lane_uuid)
+        if k == _ENDS:
+            parts.append((_ends(ev), sel))
+        elif k == _COUNTERS:
+            parts.append((_counters(ev), sel))
+        else:
+            parts += [(rows, sel[sub]) for rows, sub in _begins(ev, flows, args)]
+    lens = np.zeros(len(pick), np.int64)
+    own = [rows.lengths() for rows, _ in parts]
+    for (_, sel), n in zip(parts, own):
+        lens[sel] = n
+    starts = np.cumsum(lens) - lens
+    total = int(lens.sum())
+    out = np.empty(total + SCRATCH, np.uint8)
+    for (rows, sel), n in zip(parts, own):
+        rows.write(out, starts[sel], n)
+    return out[:total]
 
 
 def _columns(lists: _Lists, which: np.ndarray, pos: np.ndarray, data: TimelineData,
