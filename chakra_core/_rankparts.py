@@ -34,7 +34,6 @@ class RankPart:
     (qualified format name, paths, checked options), the transforms (qualified name, checked
     options), which part of how many, where and under which names to write, and a timeout."""
 
-    index: int
     format: str
     paths: tuple[str, ...]
     options: dict[str, Any]
@@ -57,11 +56,11 @@ def can_fan_out(pipe: Pipeline) -> bool:
 
 
 def rank_parts(pipe: Pipeline, parts: int, directory: str | Path, name: str = "trace", suffix: str = ".et",
-               timeout_s: float | None = None, first_index: int = 0) -> list[RankPart]:
+               timeout_s: float | None = None) -> list[RankPart]:
     """The ``parts`` tasks that write the pipeline's converted ranks into ``directory``."""
     assert pipe.input is not None and pipe.input.entry is not None
     transforms = tuple((t.entry.qualified_name, dict(t.options)) for t in pipe.transforms)
-    return [RankPart(first_index + j, pipe.input.entry.qualified_name, tuple(pipe.input_paths),
+    return [RankPart(pipe.input.entry.qualified_name, tuple(pipe.input_paths),
                      dict(pipe.input.options), transforms, j, parts, str(directory), name, suffix, timeout_s)
             for j in range(parts)]
 
@@ -103,13 +102,14 @@ def part_error(value: Any) -> ChakraError:
     """The error of a part that did not succeed: the worker's ChakraError rebuilt, or one saying
     what the executor reported (a lost worker, a killed one)."""
     if isinstance(value, TimeoutError):
-        return ChakraError(f"did not finish within its timeout; its worker was killed ({value})")
+        return ChakraError(f"did not finish within its timeout ({value})")
     if isinstance(value, BaseException):
         return ChakraError(f"the executor lost a part of the conversion: {type(value).__name__}: {value}")
     kind, message, where, location = value["error"]
-    cls = getattr(_errors, kind, ChakraError)
-    return cls(message, where, location) if isinstance(cls, type) and issubclass(cls, ChakraError) \
-        else ChakraError(message, where, location)
+    cls = getattr(_errors, kind, None)
+    if not (isinstance(cls, type) and issubclass(cls, ChakraError)):
+        cls = ChakraError
+    return cls(message, where, location)
 
 
 def succeeded(value: Any) -> bool:

@@ -59,8 +59,7 @@ def convert_inputs(plan: Any, impl: Any, options: Mapping[str, Any], todo: Seque
     try:
         for key in keys:
             inputs[key] = _Input(key, cache_stage(cache, key), parts)
-            tasks += rank_parts(plan.inputs[key], parts, inputs[key].stage, timeout_s=plan.spec.timeout_s,
-                                first_index=len(tasks))
+            tasks += rank_parts(plan.inputs[key], parts, inputs[key].stage, timeout_s=plan.spec.timeout_s)
             owner += [key] * parts
         _run_parts(impl, options, tasks, owner, inputs, cache)
     finally:

@@ -121,6 +121,7 @@ def test_sweep_point_with_a_bad_rank_fails_with_its_file(tmp_path):
 
 
 STUCK = '''
+import os
 import signal
 import time
 
@@ -129,13 +130,15 @@ from chakra_core import Backend, Option, Result, hookimpl
 
 class Stuck(Backend):
     kind = "simulator"
-    description = "a simulator stuck in native code when asked"
-    options = {"stuck": Option("bool", False, "block the point's alarm and sleep in C")}
+    description = "a simulator stuck in native code, or killing its process, when asked"
+    options = {"mode": Option("str", "ok", "ok; stuck: block the point's alarm and sleep in C; die: SIGKILL itself")}
 
     def run(self, traces, options, output):
-        if options["stuck"]:
+        if options["mode"] == "stuck":
             signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
             time.sleep(3600)
+        elif options["mode"] == "die":
+            os.kill(os.getpid(), signal.SIGKILL)
         return Result("stuck", self.kind, {"ranks": len(traces)})
 
 
@@ -145,11 +148,11 @@ def chakra_register_backends(register):
 '''
 
 
-def test_sweep_point_stuck_in_native_code_is_killed_and_the_rest_complete(tmp_path, chakra_fake_dist):
+def test_sweep_points_stuck_in_native_code_or_dying_fail_alone(tmp_path, chakra_fake_dist):
     env = chakra_fake_dist("chakra-stuck", "1.0", {"stuck": "stuck_plugin"}, {"stuck_plugin": STUCK})
     doc = {"input": {"format": "text", "paths": [str(WORKLOAD)], "options": {"npus": 2}},
            "backends": [{"name": "stuck"}],
-           "sweep": {"grid": {"backends.stuck.options.stuck": [True, False], "input.options.passes": [1, 2]},
+           "sweep": {"grid": {"backends.stuck.options.mode": ["stuck", "ok", "die"], "input.options.passes": [1, 2]},
                      "timeout_s": 2}}
     path = tmp_path / "stuck.yaml"
     path.write_text(yaml.safe_dump(doc))
@@ -158,8 +161,11 @@ def test_sweep_point_stuck_in_native_code_is_killed_and_the_rest_complete(tmp_pa
                        timeout=240)
     assert r.returncode == 1, r.stderr
     rows = json.loads(r.stdout)["rows"]
-    by = {(row["backends.stuck.options.stuck"], row["input.options.passes"]): row for row in rows}
-    for passes in (1, 2):
-        assert by[(False, passes)]["status"] == "ok" and by[(False, passes)]["stuck.ranks"] == 2
-        assert by[(True, passes)]["status"] == "timeout"
-        assert by[(True, passes)]["error"] == "did not finish within 2 s (killed 0.5 s after its timeout)"
+    by = {(row["backends.stuck.options.mode"], row["input.options.passes"]): row for row in rows}
+    for passes in (1, 2):  # one worker (-j 1): each point after a kill or a death ran on a new one
+        assert by[("ok", passes)]["status"] == "ok" and by[("ok", passes)]["stuck.ranks"] == 2
+        assert by[("stuck", passes)]["status"] == "timeout"
+        assert by[("stuck", passes)]["error"] == "did not finish within 2 s (killed 0.5 s after its timeout)"
+        assert by[("die", passes)]["status"] == "failed"
+        assert by[("die", passes)]["error"] == ("the executor lost the point: RuntimeError: the worker process died "
+                                                "(exit code -9)")

@@ -4,9 +4,11 @@ failing and hanging points, --resume after a kill, the input cache and progress.
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -323,3 +325,12 @@ def test_ray_and_dask_convert_in_parts_to_the_serial_bytes(cluster, tmp_path):
         assert mine == {p.name: p.read_bytes() for p in (tmp_path / f"serial{i}").glob("*.et")}
         assert len(mine) == serial.summary["ranks"] == parts.summary["ranks"] > 1
         assert parts.provenance["implementations"] == serial.provenance["implementations"]
+    bad = tmp_path / "bad"
+    shutil.copytree(ddp, bad)
+    host = bad / "pytorch_et.1.json.gz"
+    host.write_bytes(gzip.compress(gzip.decompress(host.read_bytes())[:5000]))  # rank 1 cut short
+    before = {p.name: p.read_bytes() for p in (tmp_path / "parts0").iterdir()}
+    with pytest.raises(chakra.TraceFormatError) as e:
+        chakra.convert(str(bad), f"{tmp_path}/parts0/", executor=name, executor_options={**options, "workers": 2})
+    assert e.value.where == str(host)
+    assert {p.name: p.read_bytes() for p in (tmp_path / "parts0").iterdir()} == before  # the earlier set is intact
