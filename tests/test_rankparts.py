@@ -26,7 +26,8 @@ def files_of(directory: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(Path(directory).iterdir()) if p.name != ".chakra-output"}
 
 
-def check_parts_equal_serial(tmp_path: Path, inputs: str, input_options: dict | None = None, **fan) -> None:
+def check_parts_equal_serial(tmp_path: Path, inputs: str | list[str], input_options: dict | None = None,
+                             **fan) -> None:
     """Convert serially and fanned out; the files and the provenance must be the same."""
     serial = chakra.convert(inputs, f"{tmp_path}/serial/", input_options=input_options)
     parts = chakra.convert(inputs, f"{tmp_path}/parts/", input_options=input_options, **fan)
@@ -75,12 +76,17 @@ def test_a_bad_rank_fails_the_conversion_naming_its_file(tmp_path):
     assert str(bad / "pytorch_et.1.json.gz") in r.stderr and "Traceback" not in r.stderr
 
 
-def test_a_format_that_converts_ranks_together_is_converted_serially(tmp_path):
-    hlo = ROOT / "plugins" / "chakra-jax" / "tests" / "data" / "mesh8" / "program.hlo.txt"
-    chakra.convert(str(hlo), f"{tmp_path}/serial/", format="jax")
-    one = chakra.convert(str(hlo), f"{tmp_path}/one/", format="jax", jobs=2)
-    assert files_of(tmp_path / "one") == files_of(tmp_path / "serial")
-    assert one.notes == ["format jax does not convert its ranks independently: converted in one process"]
+def test_recorded_jax_program_with_its_profile_in_parts_is_the_serial_set(tmp_path):
+    mesh8 = ROOT / "plugins" / "chakra-jax" / "tests" / "data" / "mesh8"
+    check_parts_equal_serial(tmp_path, [str(mesh8 / "program.hlo.txt"), str(mesh8 / "profile.xplane.pb")], jobs=3)
+
+
+def test_a_format_without_per_rank_is_converted_in_one_process(tmp_path):
+    chakra.export(str(WORKLOAD), "json", tmp_path / "json", input_options={"npus": 4})
+    serial = chakra.convert(str(tmp_path / "json"), f"{tmp_path}/serial/", format="json")
+    one = chakra.convert(str(tmp_path / "json"), f"{tmp_path}/one/", format="json", jobs=2)
+    assert files_of(tmp_path / "one") == files_of(tmp_path / "serial") and serial.summary["ranks"] == 4
+    assert one.notes == ["format json does not convert its ranks independently: converted in one process"]
 
 
 def _sweep(tmp_path: Path, paths: list[str], fmt: str, grid: dict, **extra) -> Path:

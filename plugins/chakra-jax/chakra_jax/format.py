@@ -83,6 +83,7 @@ class JaxFormat(InputFormat):
     """Compiled XLA programs (HLO text or HloModuleProto) and JAX profiles to per-device ETs."""
 
     description = "compiled XLA program (HLO text / .hlo.pb) + optional JAX profile to per-device ETs"
+    per_rank = True
     options = {
         "devices": Option("int", None, "number of devices (default: replica_count x num_partitions "
                           "of the module)", minimum=1),
