@@ -17,7 +17,12 @@ Messages per step (``P`` members of a ring in rank order, ``m`` bytes):
   (reduce-scatter, all-gather), ``P(P-1)/2`` (all-to-all);
 - direct: to the members 1, 2, ..., P-1 places on, in that order, from all of them (ASTRA-sim's
   direct algorithm turns its receiver round the ring); all-reduce in two such steps;
-- halvingDoubling: to and from the exchange partner of the step.
+- halvingDoubling: to and from the exchange partner of the step;
+- doubleBinaryTree (the trees of :mod:`dbt`, max or min tree per chunk as there): a leaf sends
+  up after one endpoint delay and finishes one endpoint delay after the message from its parent;
+  an inner member posts its children's receives at the start, sends up ``e + r`` after both
+  arrived, and ``e + r`` after its parent's message sends down to both children and finishes;
+  the root sends down ``e + r`` after its child's message (``r`` = the reduction of the chunk).
 """
 
 from __future__ import annotations
@@ -28,8 +33,9 @@ from typing import TYPE_CHECKING
 
 from chakra_core.system import algorithm_base
 
+from .dbt import tree
 from .perrank import Layout, dim_layout, group_layout
-from .plans import DBT
+from .plans import DBT, dbt_visits
 from .timing import GROUP_ENDPOINT_DELAY, red, ring_steps
 
 if TYPE_CHECKING:
@@ -40,17 +46,65 @@ __all__ = ["MessageRun", "runs_by_message"]
 
 #: one step of a member: (members sent to, in order; members received from; bytes; ns after)
 Step = tuple[tuple[int, ...], tuple[int, ...], int, int]
+#: a step with every peer paired with the number of messages to (from) it in the steps before
+Numbered = tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...], int, int]
+#: a member's part of a chunk phase: ns before its first step, its steps
+Part = tuple[int, list[Numbered]]
+
+
+def _numbered(steps: list[Step]) -> list[Numbered]:
+    """``steps`` with each peer numbered, so that a message is told apart from the others
+    between the same two members in one chunk phase."""
+    sent: dict[int, int] = {}
+    got: dict[int, int] = {}
+    out = []
+    for to, frm, m, add in steps:
+        to_n = tuple((k, sent.get(k, 0)) for k in to)
+        frm_n = tuple((k, got.get(k, 0)) for k in frm)
+        for k in to:
+            sent[k] = sent.get(k, 0) + 1
+        for k in frm:
+            got[k] = got.get(k, 0) + 1
+        out.append((to_n, frm_n, m, add))
+    return out
 
 
 def runs_by_message(per_phase) -> bool:
-    """Whether a plan's phases run message by message (ring, direct, halvingDoubling); the
-    one* variants on several dimensions (``per_phase`` None) and doubleBinaryTree phases do not."""
-    return per_phase is not None and all(d is None or algorithm_base(impl)[0] != DBT
-                                         for _k, _data, d, impl in per_phase)
+    """Whether a plan's phases run message by message: every plan but the one* variants on
+    several dimensions (``per_phase`` None)."""
+    return per_phase is not None
+
+
+def _tree_parts(data: int, lay: Layout, root_max: bool, e: int, local_mem_bw: float) -> list[Part]:
+    """Every member's part of a double-binary-tree chunk phase on the max or min tree."""
+    parent = tree(lay.size, root_max)
+    children: list[list[int]] = [[] for _ in parent]
+    for o, q in enumerate(parent):
+        if q >= 0:
+            children[q].append(o)
+    r = red(data, local_mem_bw)
+    out: list[Part] = [(0, [])] * len(lay.index)
+    for members in lay.slices:
+        for o, j in enumerate(members):
+            up = tuple(members[q] for q in (parent[o],) if q >= 0)
+            kids = tuple(members[c] for c in children[o])
+            if not kids:
+                steps: list[Step] = [(up, up, data, e)]
+            elif not up:
+                steps = [((), kids, data, e + r), (kids, (), data, 0)]
+            else:
+                steps = [((), kids, data, e + r), (up, up, data, e + r), (kids, (), data, 0)]
+            out[j] = (0 if kids else e, _numbered(steps))
+    return out
+
+
+def _parts(kind: str, data: int, impl: str, lay: Layout, e: int, local_mem_bw: float) -> list[Part]:
+    """Every member's part of one chunk phase of ``data`` bytes with algorithm ``impl``
+    (ring, direct or halvingDoubling)."""
+    return [(e, _numbered(steps)) for steps in _steps(kind, data, impl, lay, e, local_mem_bw)]
 
 
 def _steps(kind: str, data: int, impl: str, lay: Layout, e: int, local_mem_bw: float) -> list[list[Step]]:
-    """Every member's steps of one chunk phase of ``data`` bytes with algorithm ``impl``."""
     p = lay.size
     members = range(len(lay.index))
     base, _ = algorithm_base(impl)
@@ -94,15 +148,24 @@ def _steps(kind: str, data: int, impl: str, lay: Layout, e: int, local_mem_bw: f
 
 
 class _Phase:
-    """One chunk phase of a plan: its queue, label, first endpoint delay and members' steps."""
+    """One chunk phase of a plan: its queue and label, and the members' parts, one list per
+    tree (``trees[0]`` for any other algorithm); chunk c takes the tree ``(base + c * visits +
+    visit) % 2``."""
 
-    __slots__ = ("queue", "label", "e", "steps")
+    __slots__ = ("queue", "label", "trees", "base", "visits", "visit")
 
-    def __init__(self, queue: int, label: str, e: int, steps: list[list[Step]]):
+    def __init__(self, queue: int, label: str, trees: list[list[Part]], base: int = 0, visits: int = 0,
+                 visit: int = 0):
         self.queue = queue
         self.label = label
-        self.e = e
-        self.steps = steps
+        self.trees = trees
+        self.base, self.visits, self.visit = base, visits, visit
+
+    def part(self, c: int, j: int) -> Part:
+        """Member ``j``'s part for chunk ``c``."""
+        if len(self.trees) == 1:
+            return self.trees[0][j]
+        return self.trees[(self.base + c * self.visits + self.visit) % 2][j]
 
 
 class MessageRun:
@@ -111,7 +174,8 @@ class MessageRun:
     have finished it (``last``: the whole collective has), and ``broken`` is raised when ranks
     simulated as one finish at different times."""
 
-    def __init__(self, sim: Sim, inst: Instance, per_phase, on_done, broken: type[Exception]):
+    def __init__(self, sim: Sim, inst: Instance, per_phase, tree_bases: dict[int, int], on_done,
+                 broken: type[Exception]):
         self.sim = sim
         self.inst = inst
         self.on_done = on_done
@@ -123,6 +187,8 @@ class MessageRun:
         self.pos = {r: j for j, r in enumerate(self.rank_of)}
         self.ranks = ranks
         layouts: dict = {}
+        visits = dbt_visits(per_phase)
+        seen: dict[int, int] = {}
         self.phases: list[_Phase] = []
         for (kind, data, d, impl), (queue, _cost, label) in zip(per_phase, inst.phases):
             lay = layouts.get(d)
@@ -130,13 +196,19 @@ class MessageRun:
                 lay = layouts[d] = (group_layout(ranks, sim.planner.hop) if group
                                     else dim_layout(sim.planner.dims, d, sim.planner.total))
             e = GROUP_ENDPOINT_DELAY if group else sd.endpoint_delay
-            self.phases.append(_Phase(queue, label, e, _steps(kind, data, impl, lay, e, sd.local_mem_bw)))
+            if d is not None and algorithm_base(impl)[0] == DBT:
+                visit = seen[d] = seen.get(d, -1) + 1
+                trees = [_tree_parts(data, lay, root_max, e, sd.local_mem_bw) for root_max in (True, False)]
+                self.phases.append(_Phase(queue, label, trees, tree_bases[d], visits[d], visit))
+            else:
+                self.phases.append(_Phase(queue, label, [_parts(kind, data, impl, lay, e, sd.local_mem_bw)]))
         self.active = sd.active_chunks_per_dimension
         self.running: dict[tuple[int, int], int] = {}
         self.queued: dict[tuple[int, int], deque] = {}
         self.chunks_left: dict[int, int] = {}
         self.arrived: set[tuple] = set()
-        self.waiting: dict[tuple, int] = {}
+        self.waiting: dict[tuple, tuple[int, int]] = {}
+        self.needed: dict[tuple[int, int, int], int] = {}
         self.phase_start: dict[tuple[int, int, int], int] = {}
         self.left_per_actor: dict[int, int] = {}
         for r in ranks:
@@ -171,11 +243,11 @@ class MessageRun:
         q = (j, self.phases[p].queue)
         self.running[q] = self.running.get(q, 0) + 1
         self.phase_start[(j, c, p)] = int(self.sim.env.now)
-        self._later(self.phases[p].e, self._step_due, (j, c, p, 0))
+        self._later(self.phases[p].part(c, j)[0], self._step_due, (j, c, p, 0))
 
     def _step_due(self, ev) -> None:
         j, c, p, s = ev.value
-        steps = self.phases[p].steps[j]
+        steps = self.phases[p].part(c, j)[1]
         if s == len(steps):
             self._phase_done(j, c, p)
             return
@@ -183,31 +255,34 @@ class MessageRun:
         net = self.sim.network
         assert net is not None  # message runs exist in the congestion-aware mode only
         src = self.rank_of[j]
-        for k in to:
-            net.send(src, self.rank_of[k], m, partial(self._delivered, (c, p, s, j, k)))
+        for k, n in to:
+            net.send(src, self.rank_of[k], m, partial(self._delivered, (c, p, j, k, n)))
         need = 0
-        for k in frm:
-            key = (c, p, s, k, j)
+        for k, n in frm:
+            key = (c, p, k, j, n)
             if key in self.arrived:
                 self.arrived.discard(key)
             else:
+                self.waiting[key] = (j, s)
                 need += 1
         if need:
-            self.waiting[(c, p, s, j)] = need
+            self.needed[(c, p, j)] = need
         else:
             self._later(add, self._step_due, (j, c, p, s + 1))
 
     def _delivered(self, key: tuple) -> None:
-        c, p, s, _src, j = key
-        wait = (c, p, s, j)
-        need = self.waiting.get(wait)
-        if need is None:
+        got = self.waiting.pop(key, None)
+        if got is None:
             self.arrived.add(key)
-        elif need > 1:
-            self.waiting[wait] = need - 1
+            return
+        c, p, _src, j, _n = key
+        need = self.needed[(c, p, j)] - 1
+        if need:
+            self.needed[(c, p, j)] = need
         else:
-            del self.waiting[wait]
-            self._later(self.phases[p].steps[j][s][3], self._step_due, (j, c, p, s + 1))
+            del self.needed[(c, p, j)]
+            s = got[1]
+            self._later(self.phases[p].part(c, j)[1][s][3], self._step_due, (j, c, p, s + 1))
 
     def _phase_done(self, j: int, c: int, p: int) -> None:
         sim = self.sim

@@ -118,9 +118,9 @@ class SimpyBackend(Backend):
         if sim.coll.by_message:
             notes.append(f"{sim.coll.by_message} collective(s) ran message by message on the shared links")
         if sim.coll.unshared:
-            notes.append(f"{sim.coll.unshared} collective(s) (doubleBinaryTree, one* on several dimensions, "
-                         "custom) were timed as "
-                         "in the congestion-unaware mode: their messages do not take the shared links")
+            notes.append(f"{sim.coll.unshared} collective(s) (one* on several dimensions, custom over all "
+                         "ranks) were timed as in the congestion-unaware mode: their messages do not take "
+                         "the shared links")
         if sim.coll.custom_runs:
             notes.append(f"{sim.coll.custom_runs} collective(s) over all ranks ran their custom implementation "
                          f"({', '.join(f'{k}: {v}' for k, v in sd.custom_implementations.items())}): its ET's "

@@ -156,7 +156,11 @@ class Collectives:
         if steps is None and len(sim.planner.dims) == 1:
             steps = sim.planner.one_star_phases(kind, size) * len(inst.phases)
         if runs_by_message(steps) and (members is not None or inst.ct not in self.custom):
-            inst.run = MessageRun(sim, inst, steps, self._members_done, SymmetryBroken)
+            visits = dbt_visits(steps) if members is None else {}
+            bases = {d: self.tree_count.get(d, 0) for d in visits}
+            for d, v in visits.items():  # as in _start: every chunk takes the next tree, per visit
+                self.tree_count[d] = bases[d] + inst.n * v
+            inst.run = MessageRun(sim, inst, steps, bases, self._members_done, SymmetryBroken)
             self.by_message += 1
             self.phase_events += inst.n * len(inst.phases)
         else:

@@ -104,6 +104,22 @@ def test_one_ring_on_one_dimension_is_the_dimension_ring(kit, tmp_path):
     assert any("1 collective(s) ran message by message" in n for n in res.notes)
 
 
+def test_double_binary_tree_children_share_the_switch_link_down_to_their_parent(kit, tmp_path):
+    """Switch of 4, doubleBinaryTree all-reduce of 32768 bytes in one chunk (max tree: root 3 ->
+    1 -> {0, 2}); every message goes up to the switch and down (610 busy, 1110 per link), r =
+    3*floor(32768/50) = 1965, e = 10.  Leaves 0 and 2 send up at 10; both reach the switch at
+    1120 and share its link down to 1: 0's arrives at 2230, 2's waits until 1730 and arrives at
+    2840.  Member 1 sends up at 2840 + 10 + 1965 = 4815, reaching 3 at 4815 + 2220 = 7035; the
+    root sends down at 7035 + 1975 = 9010 (its finish), reaching 1 at 11230; member 1 sends down
+    at 11230 + 1975 = 13205 (its finish), to 0 then 2 over its one link up: 0's at 13205..13815,
+    arrives 15425, 2's at 13815..14425, arrives 16035; the leaves finish one endpoint delay
+    later: 15435 and 16045."""
+    sysd = kit.system([("Switch", 4, 50, 500)], all_reduce_implementation=["doubleBinaryTree"],
+                      preferred_dataset_splits=1)
+    res = kit.run(kit.same(4, lambda: [kit.coll(1, 32768)]), sysd, tmp_path, congestion="aware")
+    assert [r["finish_ns"] for r in res.ranks] == [15435, 13205, 16045, 9010]
+
+
 def test_several_dimensions_carry_a_message_on_the_lowest_differing_one(kit, tmp_path):
     """An extension (ASTRA-sim's aware backend builds one dimension): FullyConnected 2 x Switch
     2 (200 GB/s, 100 ns; 25 GB/s, 1000 ns); rank 0 = (0, 0) to rank 2 = (0, 1) differs in

@@ -194,11 +194,11 @@ def test_refused_where_astra_sim_crashes(kit, tmp_path):
         kit.run(kit.same(12, lambda: [kit.coll(1, MIB)]), sysd, tmp_path)
 
 
-def test_congestion_aware_times_trees_as_the_unaware_mode(kit, tmp_path):
-    """Tree phases do not take the aware mode's shared links: each member gets its unaware
-    time (root, depths, leaves apart), and a note says so."""
+def test_congestion_aware_trees_on_fully_connected_are_the_closed_form(kit, tmp_path):
+    """Message by message on FullyConnected every tree edge has a link of its own each way and
+    one link per message, floor(L + d/b) = net(d): each member's closed-form time."""
     sysd = dbt(kit, [("FullyConnected", 8)], preferred_dataset_splits=1)
     got, res = finishes(kit, tmp_path, sysd, 8, MIB, congestion="aware")
     f = finish_by_depth(kit, "FullyConnected", 8, MIB)
     assert got == [f[depth(o, 8)] for o in range(8)]
-    assert any("timed as in the congestion-unaware mode" in n for n in res.notes)
+    assert any("1 collective(s) ran message by message" in n for n in res.notes)
