@@ -8,16 +8,21 @@ left out: it was not measured), per rank:
   end on the profiling thread, read from the Kineto file here (not through the conversion);
 - *longest path*: the converted ET's critical path by ``duration_micros`` (``chakra stats``);
 - *simulated*: the ``simpy`` simulator's finish time with the replay compute model, on a system
-  matching the recording: as many NPUs as ranks, one Ring (a 2-rank Ring is a pair of links), and
-  the network of the recordings, gloo over TCP on 127.0.0.1, measured here: the median time of a
-  4-byte all-reduce between two gloo processes gives the link latency (a 2-rank ring all-reduce
-  is two messages), the median of a 4 MiB one the bandwidth.  Needs torch for that measurement;
-  ``--latency-ns``/``--bandwidth`` give the network instead.
+  matching the recording: as many NPUs as ranks, one Ring (a 2-rank Ring is a pair of links), as
+  many communication ops in flight per rank (``-O streams``) as the recording shows gloo worker
+  threads (threads running ``gloo:*`` work in the Kineto file), and two communication timings:
+  *network*, the network of the recordings, gloo over TCP on 127.0.0.1, measured here (the
+  median time of a 4-byte all-reduce between two gloo processes gives the link latency, a 2-rank
+  ring all-reduce being two messages, the median of a 4 MiB one the bandwidth; needs torch,
+  ``--latency-ns``/``--bandwidth`` give the network instead); and *replay* (``-O comm=replay``),
+  each communication node's recorded duration, from when the last member issued it;
+- *offset*: how much later than the earliest rank this rank's recorded steps began (the ranks of
+  a recording share the host's clock); a simulation starts every rank at 0.
 
-Prints one row per rank with the relative errors of the path and of the simulation against the
-measured step, and writes them as JSON with ``--json FILE``.
+Prints one row per rank with the relative errors against the measured step, and writes them as
+JSON with ``--json FILE``.
 
-    python benches/fidelity.py [--latency-ns N --bandwidth GBPS] [--json out.json]
+    python benches/fidelity.py [--latency-ns N --bandwidth GBPS] [--data DIR] [--json out.json]
 """
 
 from __future__ import annotations
@@ -90,21 +95,35 @@ def measure_loopback(gap_s: float = 0.0) -> tuple[float, float]:
     return latency_s * 1e9, 1 / per_byte_s / (1 << 30)
 
 
-def measured_step_us(kineto: Path) -> float:
-    """The recorded steps of a Kineto trace: first ProfilerStep start to last end (us), on the
-    thread of the first step."""
+def _events(kineto: Path) -> list[dict]:
     opener = gzip.open if kineto.suffix == ".gz" else open
     with opener(kineto, "rt") as f:
-        events = json.load(f)["traceEvents"]
-    steps = sorted((e["ts"], e["ts"] + e["dur"], e["tid"]) for e in events
-                   if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#"))
+        return [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
+
+
+def recorded_steps(kineto: Path) -> tuple[float, float]:
+    """(start, end) in us of the recorded steps of a Kineto trace: first ProfilerStep start to
+    last end, on the thread of the first step."""
+    steps = sorted((e["ts"], e["ts"] + e["dur"], e["tid"]) for e in _events(kineto)
+                   if str(e.get("name", "")).startswith("ProfilerStep#"))
     mine = [s for s in steps if s[2] == steps[0][2]]
-    return max(e for _, e, _ in mine) - mine[0][0]
+    return mine[0][0], max(e for _, e, _ in mine)
 
 
-def recorded_traces() -> list[Path]:
-    """The folders of recorded traces (host ET + Kineto per rank)."""
-    return sorted(d for d in DATA.iterdir() if d.is_dir() and any(d.glob("kineto.*.json.gz")))
+def measured_step_us(kineto: Path) -> float:
+    """The recorded steps of a Kineto trace: first ProfilerStep start to last end (us)."""
+    start, end = recorded_steps(kineto)
+    return end - start
+
+
+def gloo_workers(kineto: Path) -> int:
+    """How many threads of the trace ran gloo work (``gloo:*`` annotations)."""
+    return len({e["tid"] for e in _events(kineto) if str(e.get("name", "")).startswith("gloo:")})
+
+
+def recorded_traces(data: Path = DATA) -> list[Path]:
+    """The folders of recorded traces (host ET + Kineto per rank) under ``data``."""
+    return sorted(d for d in data.iterdir() if d.is_dir() and any(d.glob("kineto.*.json.gz")))
 
 
 def system_file(ranks: int, latency_ns: float, bandwidth: float, directory: Path) -> Path:
@@ -118,6 +137,11 @@ def system_file(ranks: int, latency_ns: float, bandwidth: float, directory: Path
     return path
 
 
+def _error_pct(step: float):
+    """The relative error (%) of a time against ``step``."""
+    return lambda x: round(100 * (x - step) / step, 2)
+
+
 def rows_for(folder: Path, latency_ns: float, bandwidth: float, tmp: Path) -> list[dict]:
     """One row per rank of the recorded ``folder``."""
     from chakra_core import compute_stats, convert, open_traceset, simulate
@@ -126,16 +150,25 @@ def rows_for(folder: Path, latency_ns: float, bandwidth: float, tmp: Path) -> li
     convert([str(folder)], et, format="pytorch")
     traces = open_traceset(str(et))
     paths = {r["rank"]: r["longest_path_us"] for r in compute_stats(traces)["per_rank"]}
+    kineto = {rank: folder / f"kineto.{rank}.json.gz" for rank in paths}
+    steps = {rank: recorded_steps(k) for rank, k in kineto.items()}
     system = str(system_file(len(traces), latency_ns, bandwidth, tmp)) if len(traces) > 1 else None
-    sim = simulate(str(et), "simpy", system=system)
-    finish = {r["rank"]: r["finish_ns"] / 1000 for r in sim.ranks}
+    streams = max(1, *(gloo_workers(k) for k in kineto.values()))
+    finish = {}
+    for comm in ("model", "replay"):
+        sim = simulate(str(et), "simpy", system=system, options={"comm": comm, "streams": streams})
+        finish[comm] = {r["rank"]: r["finish_ns"] / 1000 for r in sim.ranks}
+    first = min(s for s, _ in steps.values())
     rows = []
     for rank in sorted(paths):
-        step = measured_step_us(folder / f"kineto.{rank}.json.gz")
+        step = steps[rank][1] - steps[rank][0]
+        err = _error_pct(step)
         rows.append({"trace": folder.name, "ranks": len(traces), "rank": rank, "measured_us": round(step, 1),
-                     "longest_path_us": paths[rank], "simulated_us": round(finish[rank], 1),
-                     "path_error_pct": round(100 * (paths[rank] - step) / step, 2),
-                     "sim_error_pct": round(100 * (finish[rank] - step) / step, 2)})
+                     "offset_us": round(steps[rank][0] - first, 1), "streams": streams,
+                     "longest_path_us": paths[rank], "path_error_pct": err(paths[rank]),
+                     "simulated_us": round(finish["model"][rank], 1), "sim_error_pct": err(finish["model"][rank]),
+                     "replayed_us": round(finish["replay"][rank], 1),
+                     "replay_error_pct": err(finish["replay"][rank])})
     return rows
 
 
@@ -145,7 +178,9 @@ def main() -> None:
     ap.add_argument("--latency-ns", type=float, help="link latency (ns) instead of measuring gloo")
     ap.add_argument("--bandwidth", type=float, help="link bandwidth (GB/s, 2^30 B) instead of measuring")
     ap.add_argument("--json", help="also write the rows as JSON here")
+    ap.add_argument("--data", type=Path, default=DATA, help="folder of recordings (default: the fixtures)")
     args = ap.parse_args()
+    wall, cpu = time.perf_counter(), time.process_time()
     if args.latency_ns is None or args.bandwidth is None:
         t = time.perf_counter()
         latency, bandwidth = measure_loopback()
@@ -156,16 +191,22 @@ def main() -> None:
     warnings.simplefilter("ignore")
     rows: list[dict] = []
     with tempfile.TemporaryDirectory() as d:
-        for folder in recorded_traces():
+        for folder in recorded_traces(args.data):
             rows += rows_for(folder, latency, bandwidth, Path(d))
-    print("| trace | rank | measured step us | longest path us | error | simulated us | error |")
-    print("|---|---|---|---|---|---|---|")
+    print("| trace | rank | offset us | measured step us | longest path us | error | simulated (network) us "
+          "| error | simulated (replay) us | error |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['trace']} | {r['rank']} | {r['measured_us']:,.1f} | {r['longest_path_us']:,} | "
-              f"{r['path_error_pct']:+.2f}% | {r['simulated_us']:,.1f} | {r['sim_error_pct']:+.2f}% |")
-    within = sum(abs(r["sim_error_pct"]) <= 2 for r in rows)
-    print(f"{within} of {len(rows)} ranks simulated within 2% of the measured step "
-          f"(median |error| {statistics.median(abs(r['sim_error_pct']) for r in rows):.2f}%)")
+        print(f"| {r['trace']} | {r['rank']} | {r['offset_us']:,.1f} | {r['measured_us']:,.1f} | "
+              f"{r['longest_path_us']:,} | {r['path_error_pct']:+.2f}% | {r['simulated_us']:,.1f} | "
+              f"{r['sim_error_pct']:+.2f}% | {r['replayed_us']:,.1f} | {r['replay_error_pct']:+.2f}% |")
+    for key, what in (("path_error_pct", "longest paths"), ("sim_error_pct", "simulated (network)"),
+                      ("replay_error_pct", "simulated (replay)")):
+        within = sum(abs(r[key]) <= 2 for r in rows)
+        print(f"{what}: {within} of {len(rows)} ranks within 2% of the measured step "
+              f"(median |error| {statistics.median(abs(r[key]) for r in rows):.2f}%)")
+    print(f"{time.perf_counter() - wall:.1f} s wall, {time.process_time() - cpu:.1f} s CPU (this process), "
+          f"load average {os.getloadavg()[0]:.1f}")
     if args.json:
         Path(args.json).write_text(json.dumps({"latency_ns": latency, "bandwidth_gbps": bandwidth,
                                                "rows": rows}, indent=1))

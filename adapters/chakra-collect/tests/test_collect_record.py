@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
+import json
+
 import pytest
 
 from chakra_core import NodeType, read_et
@@ -49,6 +52,19 @@ def test_recorder_stops_after_its_steps(tmp_path):
     assert raw_paths(tmp_path, 3)[0].exists()
 
 
+def test_the_profiler_settles_outside_the_recorded_steps(tmp_path):
+    _, kineto = record_steps(_model(), tmp_path, steps=2, warmup=1, rank=0, settle_s=0.3)
+    with gzip.open(kineto) as f:
+        events = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
+    steps = sorted(e["name"] for e in events if e["name"].startswith("ProfilerStep#"))
+    assert steps == ["ProfilerStep#1", "ProfilerStep#2"]  # no step opened for the settling
+    last_end = max(e["ts"] + e["dur"] for e in events if e["name"].startswith("ProfilerStep#"))
+    (profiler,) = [e for e in events if e["name"].startswith("PyTorch Profiler")]
+    assert profiler["ts"] + profiler["dur"] - last_end >= 0.3e6
+
+
 def test_bad_arguments():
     with pytest.raises(ValueError):
         Recorder("x", steps=0)
+    with pytest.raises(ValueError):
+        Recorder("x", settle_s=-1)

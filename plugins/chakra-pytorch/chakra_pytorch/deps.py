@@ -14,7 +14,8 @@ from .hostet import HostTrace
 from .kineto import KinetoTrace
 from .outnode import IDLE_ATTRS, IDLE_NAME, OutNode
 
-__all__ = ["cross_thread", "add_syncs", "add_stream_waits", "add_data_deps", "main_lane", "insert_idle"]
+__all__ = ["cross_thread", "add_syncs", "add_stream_waits", "add_data_deps", "main_lane", "insert_idle",
+           "insert_handoffs"]
 
 
 def cross_thread(lanes: dict[int, list[OutNode]], scan: int = 64) -> None:
@@ -169,4 +170,33 @@ def insert_idle(lane: list[OutNode], out: dict[int, OutNode], window, next_id: i
         out[idle.id] = idle
     elif window[1] > last.end and ready == last.end:
         last.dur = window[1] - last.start
+    return next_id
+
+
+def insert_handoffs(comms: list[tuple[OutNode, int, bool]], out: dict[int, OutNode], next_id: int,
+                    min_idle: int) -> int:
+    """Insert an ``[idle]`` node before each communication whose work started at least
+    ``min_idle`` us after its dependencies ended: the c10d op's own time and the wait for a
+    worker thread to take the work.  It is not a CPU op (the issuing thread goes on meanwhile).
+    gloo's workers take a thread's work in issue order: a collective issued while the previous
+    one still waited for a worker also depends on that one's ``[idle]`` node, so that neither a
+    simulator nor the file order lets it overtake.  ``comms``: (node, tid, is a collective) in
+    issue order.  Returns the next free node id."""
+    waiting: dict[int, OutNode] = {}  # tid -> [idle] node of its last collective
+    for n, tid, coll in comms:
+        before = waiting.pop(tid, None) if coll else None
+        if before is not None and before.end <= n.start and before.id not in n.ctrl:
+            n.ctrl.append(before.id)
+        ends = [out[d].end for d in n.ctrl if d in out and out[d].start >= 0]
+        if n.start < 0 or not ends or n.start - max(ends) < min_idle:
+            continue
+        ready = max(ends)
+        idle = OutNode(next_id, IDLE_NAME, NodeType.COMP_NODE, start=ready, dur=n.start - ready,
+                       extra=IDLE_ATTRS)
+        idle.cpu = False
+        next_id += 1
+        idle.ctrl, n.ctrl = n.ctrl, [idle.id]
+        out[idle.id] = idle
+        if coll:
+            waiting[tid] = idle
     return next_id

@@ -22,7 +22,9 @@ Rules (see docs/pytorch.md):
 * idle gaps: when a lane node starts later than all its dependencies ended, a gap of at least
   ``min_idle_us`` becomes an ``[idle]`` COMP node between them (a shorter one is added to the
   node's own duration as overhead), also from the ``ProfilerStep`` start to the first node and
-  from the last node to the step end, so the graph's critical path reproduces the observed step.
+  from the last node to the step end, so the graph's critical path reproduces the observed step;
+  and before a communication whose work started later than its dependencies ended (the c10d op's
+  own time and the hand-off to gloo's worker thread), an ``[idle]`` node that is not a CPU op.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from typing import Any
 from chakra_core import GlobalMetadata, NodeType, TraceFormatError, make_attr
 
 from .comms import COLL_TYPES, CommInfo, kind_of_kernel
-from .deps import add_data_deps, add_stream_waits, add_syncs, cross_thread, insert_idle, main_lane
+from .deps import add_data_deps, add_stream_waits, add_syncs, cross_thread, insert_handoffs, insert_idle, main_lane
 from .hostet import HostOp, HostTrace
 from .kineto import KinetoTrace
 from .outnode import ConvertedRank, OutNode, pg_init_node, toposort
@@ -198,6 +200,7 @@ def _comm_node(b: RankBuild, op: HostOp, comm: CommInfo, lane: list[OutNode],
     node = OutNode(op.id, op.name, comm.node_type, io=op.io, host=op.keep,
                    extra=_comm_attrs(comm, b.rank, b.groups, b.world))
     s, e = b.span.get(op.id, (-1, -1))
+    node.issued = s
     worker = _worker_span(comm, b.kt, b.grid)
     if worker is not None:
         node.start, node.dur = worker[0], worker[1] - worker[0]
@@ -215,6 +218,8 @@ def _comm_node(b: RankBuild, op: HostOp, comm: CommInfo, lane: list[OutNode],
         # shows the previous one still running when this one was issued (gloo runs
         # them side by side on its worker threads)
         lc = last_comm.get(op.tid)
+        if lc is not None and lc.start > node.start >= 0:
+            node.start = lc.start  # a worker takes the thread's collectives in issue order
         issued = s if s >= 0 else node.start
         if lc is not None and lc.id not in node.ctrl and not (issued >= 0 and lc.end > issued):
             node.ctrl.append(lc.id)
@@ -287,6 +292,8 @@ def add_idle_gaps(b: RankBuild, kt: KinetoTrace, min_idle_us: int) -> None:
     for tid, lane in b.lanes.items():
         window = (b.grid(step[0]), b.grid(step[0] + step[1])) if (step and tid == main_tid) else None
         b.next_id = insert_idle(lane, b.out, window, b.next_id, min_idle_us, b.unwaited.get(tid, []))
+    comms = [(c, tid, c.type == NodeType.COMM_COLL_NODE) for c, tid, _blocking in b.comm_waits]
+    b.next_id = insert_handoffs(comms, b.out, b.next_id, min_idle_us)
 
 
 def finish(b: RankBuild) -> ConvertedRank:

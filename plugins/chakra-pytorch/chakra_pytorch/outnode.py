@@ -37,6 +37,7 @@ class OutNode:
     type: int
     start: int = -1  # microseconds from the trace origin, -1 when unknown
     dur: int = 0
+    issued: int = -1  # when its op was issued (a communication's c10d op), -1: at its start
     ctrl: list[int] = field(default_factory=list)
     data: list[int] = field(default_factory=list)
     cpu: bool = True  # is_cpu_op
@@ -93,8 +94,11 @@ class ConvertedRank:
 
 
 def toposort(out: dict[int, OutNode]) -> list[OutNode]:
-    """The nodes in dependency order, earliest observed start first among the ready ones
-    (then lowest id); repeated and dangling dependencies are dropped from the nodes."""
+    """The nodes in dependency order, earliest issue (``issued``, else the observed start) first
+    among the ready ones, then lowest id; repeated and dangling dependencies are dropped from
+    the nodes.  A communication sorts by the time its op was issued, not by when gloo's worker
+    started it: ranks match collectives by their order in the file, which is the issue order
+    (a worker can start the first of two queued collectives after the second was issued)."""
     nodes = list(out.values())
     ptr: list[int] = [0]
     dep_ids: list[int] = []
@@ -105,7 +109,7 @@ def toposort(out: dict[int, OutNode]) -> list[OutNode]:
         n.data = [d for d in dict.fromkeys(n.data) if d in out and d not in n.ctrl]
     ids = np.array([n.id for n in nodes], dtype=np.uint64)
     g = DepGraph(ids, np.array(ptr, dtype=np.int64), np.array(dep_ids, dtype=np.uint64))
-    starts = np.array([max(n.start, 0) for n in nodes], dtype=np.int64)
+    starts = np.array([max(n.issued if n.issued >= 0 else n.start, 0) for n in nodes], dtype=np.int64)
     order, left = g.topo_order(priority=np.lexsort((ids, starts)).argsort())
     if left:
         raise TraceFormatError("the converted graph has a dependency cycle")

@@ -54,6 +54,9 @@ class SimpyBackend(Backend):
         "spans": Option("bool", False, "keep every simulated span in the Result (result.spans; written to "
                         "spans.npz in the output directory), for chakra report and diff"),
         "congestion": Option("str", "unaware", "network model", choices=("unaware", "aware")),
+        "comm": Option("str", "model", "communication timing: 'model' (the network description) or 'replay' "
+                       "(each communication node's recorded duration, from when its last member issued it)",
+                       choices=("model", "replay")),
         "symmetry": Option("bool", True, "simulate each class of identical ranks once"),
         "streams": Option("int", 1, "compute and communication ops in flight per rank", minimum=1),
         "critical_path_nodes": Option("int", 200, "most critical-path nodes listed", minimum=0),
@@ -133,6 +136,7 @@ class SimpyBackend(Backend):
             "finish_ns": finish,
             "ranks": nranks,
             "congestion": options["congestion"],
+            "comm": options["comm"],
             "symmetry": {"enabled": symmetry and not broken, "classes": len(actors),
                          "simulated_ranks": len(actors), "largest_class": max(len(c) for c in classes),
                          "by": ("identical traces" if options["congestion"] == "aware" else "role")
@@ -170,7 +174,8 @@ def _simulate(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[i
 
     t0 = time.perf_counter()
     nranks = len(traces)
-    progs, classes = _load(traces, sd, groups, symmetry, options["congestion"] == "aware")
+    replay = options["comm"] == "replay"
+    progs, classes = _load(traces, sd, groups, symmetry, options["congestion"] == "aware", replay)
     load_s = time.perf_counter() - t0
     actors = []
     rank_actor = [0] * nranks
@@ -180,14 +185,14 @@ def _simulate(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[i
             rank_actor[r] = k
     timeline: list[tuple] | None = [] if options["timeline"] else None
     sim = Sim(actors, rank_actor, sd, groups, options["congestion"] == "aware", timeline,
-              1 << 62, options["stagger_limit"])
+              1 << 62, options["stagger_limit"], replay)
     t1 = time.perf_counter()
     sim.run()
     return progs, classes, actors, sim, (load_s, time.perf_counter() - t1)
 
 
 def _load(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[int, ...]],
-          symmetry: bool, aware: bool) -> tuple[list[Program], list[list[int]]]:
+          symmetry: bool, aware: bool, replay: bool = False) -> tuple[list[Program], list[list[int]]]:
     """Programs of the ranks to simulate and the ranks each stands for (:mod:`.symmetry`).
 
     Members of a class whose representative has memory nodes on a shared remote memory
@@ -205,10 +210,10 @@ def _load(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[int, 
     out: list[list[int]] = []
     with progress("loading ranks", total=len(classes)) as bar:
         for ranks in classes:
-            prog = load_program(traces[ranks[0]], sd)
+            prog = load_program(traces[ranks[0]], sd, replay)
             bar.advance()
             if len(ranks) > 1 and shared_mem and prog.has_mem:
-                progs += [prog] + [load_program(traces[r], sd) for r in ranks[1:]]
+                progs += [prog] + [load_program(traces[r], sd, replay) for r in ranks[1:]]
                 out += [[r] for r in ranks]
             else:
                 progs.append(prog)
@@ -234,6 +239,10 @@ def _notes(progs: list[Program], classes: list[list[int]], sd: SystemDescription
     if any(p.has_mem for p in progs) and sd.remote_memory.memory_type == "NO_MEMORY_EXPANSION":
         notes.append("memory nodes replayed their duration (memory-type NO_MEMORY_EXPANSION; "
                      "ASTRA-sim aborts on them)")
+    if options["comm"] == "replay":
+        notes.append("comm=replay: communication lasted its recorded durations (a collective or a "
+                     "send/receive pair the shortest of its members', from when the last member issued "
+                     "it); the network description timed no communication")
     if options["congestion"] == "aware":
         notes.append("congestion-aware: every message crosses the links of its route first come first "
                      "served, latency plus serialization on each (ASTRA-sim's congestion-aware network)")

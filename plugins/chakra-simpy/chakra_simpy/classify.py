@@ -47,9 +47,10 @@ class Classified:
         self.unknown_types: set[int] = set()
 
 
-def classify(cols: NodeColumns, sd: SystemDescription, where: str) -> Classified:
+def classify(cols: NodeColumns, sd: SystemDescription, where: str, replay_comm: bool = False) -> Classified:
     """Kinds, resources, durations and extras of every node of ``cols`` (columns of
-    :data:`ATTRS`); raises TraceFormatError naming the first bad node in file order."""
+    :data:`ATTRS`); with ``replay_comm`` (``-O comm=replay``) communication nodes keep their
+    recorded durations (else 0); raises TraceFormatError naming the first bad node in file order."""
     out = Classified(len(cols))
     types = cols.types
     cpu_col = cols.attrs["is_cpu_op"]
@@ -67,8 +68,11 @@ def classify(cols: NodeColumns, sd: SystemDescription, where: str) -> Classified
         size = cols.attrs["tensor_size"]
         for i in np.flatnonzero(mem).tolist():
             out.extra[i] = (size.get_int(i, 0) or 0,)
-    _collectives(out, cols, np.flatnonzero(types == NodeType.COMM_COLL_NODE), us)
-    _p2p(out, cols, np.flatnonzero((types == NodeType.COMM_SEND_NODE) | (types == NodeType.COMM_RECV_NODE)))
+    _collectives(out, cols, np.flatnonzero(types == NodeType.COMM_COLL_NODE), us, replay_comm)
+    p2p = np.flatnonzero((types == NodeType.COMM_SEND_NODE) | (types == NodeType.COMM_RECV_NODE))
+    _p2p(out, cols, p2p)
+    if replay_comm:
+        out.dur_ns[p2p] = us[p2p]
     out.unknown_types.update(np.unique(types[types > NodeType.COMM_COLL_NODE]).tolist())
     return out
 
@@ -146,9 +150,10 @@ def _roofline(cols: NodeColumns, rows: np.ndarray, sd: SystemDescription, where:
     return out
 
 
-def _collectives(out: Classified, cols: NodeColumns, rows: np.ndarray, us: np.ndarray) -> None:
+def _collectives(out: Classified, cols: NodeColumns, rows: np.ndarray, us: np.ndarray, replay: bool) -> None:
     """Collectives: ``(comm type, comm_size, pg_name ("" for the whole set), involved_dim)``;
-    a broadcast with a duration replays it (as ASTRA-sim)."""
+    a broadcast with a duration replays it (as ASTRA-sim) unless ``replay`` (then every
+    collective keeps its recorded duration and takes part in the matching)."""
     if not rows.size:
         return
     a = cols.attrs
@@ -157,7 +162,7 @@ def _collectives(out: Classified, cols: NodeColumns, rows: np.ndarray, us: np.nd
     kind, resource, dur = out.kind, out.resource, out.dur_ns
     for i in rows.tolist():
         ct = int(ct_col.ints[i])
-        if ct == CommType.BROADCAST and us[i] > 0:
+        if ct == CommType.BROADCAST and us[i] > 0 and not replay:
             kind[i], resource[i], dur[i] = K_COMP, R_COMM, us[i]
             continue
         if ct not in names:
@@ -169,6 +174,8 @@ def _collectives(out: Classified, cols: NodeColumns, rows: np.ndarray, us: np.nd
         inv = inv_col.get(i) if inv_col.present[i] else None
         out.groups.add(pg)
         kind[i], resource[i] = K_COLL, R_COMM
+        if replay:
+            dur[i] = us[i]
         dims = tuple(bool(x) for x in inv) if isinstance(inv, list) else None
         out.extra[i] = (ct, size_col.get_int(i, 0) or 0, pg, dims)
 

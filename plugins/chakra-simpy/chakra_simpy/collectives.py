@@ -131,8 +131,11 @@ class Collectives:
 
     def _plan(self, inst: Instance) -> None:
         """Plan ``inst`` when its first member issues it; in the congestion-aware mode, set it
-        to run message by message where its algorithms allow (:mod:`aware`)."""
+        to run message by message where its algorithms allow (:mod:`aware`); nothing to plan
+        with ``comm=replay``."""
         sim = self.sim
+        if sim.replay:
+            return
         kind = ASTRA_KIND[CommType(inst.ct)]
         p = len(inst.members)
         size = inst.size
@@ -176,6 +179,9 @@ class Collectives:
         for ai, ii in ((v[0].index, v[1]) for v in inst.arrived.values()):
             if last is not None and (ai, ii) != last:
                 sim.cross[(ai, ii)] = last
+        if sim.replay:
+            self._replay(inst, now)
+            return
         if inst.run is not None:
             return
         custom = self.custom.get(inst.ct)
@@ -281,6 +287,13 @@ class Collectives:
                                      f"#{inst.key[1] + 1} of group {inst.key[0] or 'all'!r} at different times")
         self.per_rank += 1
         return out
+
+    def _replay(self, inst: Instance, now: int) -> None:
+        """``comm=replay``: each member lasts its recorded duration from when it issued the
+        collective, and ends no earlier than the last member issued it (``now``)."""
+        inst.n, inst.phases = 1, [(0, None, "recorded duration")]
+        self._finish_per_rank(inst, {a.index: max(t + a.prog.dur[i], now)
+                                     for a, i, t in inst.arrived.values()}, now)
 
     def _run_custom(self, inst: Instance, custom: CustomCollective, now: int) -> None:
         """Time a collective over all ranks by its custom implementation (:mod:`custom`)."""

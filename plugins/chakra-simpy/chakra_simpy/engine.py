@@ -47,12 +47,14 @@ class Sim:
     ``rank_actor[r]`` is the actor index standing for rank r; ``groups`` maps pg_name to its
     ranks; ``aware`` selects the congestion-aware timing; ``timeline`` a list to append
     ``(actor, tid, name, start_ns, dur_ns)`` spans to (or None), at most ``max_spans``;
-    ``stagger_limit`` the most chunk x step x member evaluations of a staggered collective.
+    ``stagger_limit`` the most chunk x step x member evaluations of a staggered collective;
+    ``replay`` times communication by the recorded durations (``-O comm=replay``) instead of
+    the network.
     """
 
     def __init__(self, actors: list[Actor], rank_actor: list[int], sd: SystemDescription,
                  groups: dict[str, tuple[int, ...]], aware: bool, timeline: list | None,
-                 max_spans: int, stagger_limit: int = WORK_LIMIT):
+                 max_spans: int, stagger_limit: int = WORK_LIMIT, replay: bool = False):
         self.env = simpy.Environment()
         self.actors = actors
         self.rank_actor = rank_actor
@@ -62,6 +64,7 @@ class Sim:
         self.timeline = timeline
         self.max_spans = max_spans
         self.stagger_limit = stagger_limit
+        self.replay = replay
         #: compute chains as one event (:meth:`_run_chain`); not in the congestion-aware mode,
         #: whose link sharing depends on the order of messages starting at one instant
         self.chains = not aware
@@ -251,6 +254,9 @@ class Sim:
     def _send(self, a: Actor, i: int) -> None:
         peer, tag, size = a.prog.extra[i]
         self._check_peer(a, i, peer)
+        if self.replay:
+            self._replay_send(a, i, (a.rank, peer, tag, size))
+            return
         key = (a.rank, peer, tag, size)
         if self.network is not None:
             self.network.send(a.rank, peer, size, lambda: self._delivered(a, i, key))
@@ -281,6 +287,9 @@ class Sim:
         peer, tag, size = a.prog.extra[i]
         self._check_peer(a, i, peer)
         key = (peer, a.rank, tag, size)
+        if self.replay:
+            self._replay_recv(a, i, key)
+            return
         sent = self.sends.get(key)
         if sent:
             arrival, sa, si = sent.popleft()
@@ -291,6 +300,29 @@ class Sim:
         else:
             self.recvs.setdefault(key, deque()).append((a, i))
 
+    def _replay_send(self, a: Actor, i: int, key: tuple) -> None:
+        """``comm=replay``: a send lasts its recorded duration (gloo sends eagerly); its receive,
+        if already posted, lasts its own recorded duration from its posting, but not less than
+        until now."""
+        now = int(self.env.now)
+        self.after(a, i, a.prog.dur[i])
+        waiting = self.recvs.get(key)
+        if waiting:
+            b, j, t = waiting.popleft()
+            self.cross[(b.index, j)] = (a.index, i)
+            self.after(b, j, max(t + b.prog.dur[j] - now, 0))
+        else:
+            self.sends.setdefault(key, deque()).append((a, i, now))
+
+    def _replay_recv(self, a: Actor, i: int, key: tuple) -> None:
+        """``comm=replay``: a receive lasts its recorded duration, after its send was issued."""
+        sent = self.sends.get(key)
+        if sent:
+            sent.popleft()
+            self.after(a, i, a.prog.dur[i])
+        else:
+            self.recvs.setdefault(key, deque()).append((a, i, int(self.env.now)))
+
     # -- deadlock -----------------------------------------------------------------------
     def deadlock_report(self) -> str:
         """One paragraph naming the ranks left waiting, their nodes and groups."""
@@ -298,7 +330,7 @@ class Sim:
         parts = []
         parts += self.coll.waiting_report()
         for key, q in self.recvs.items():
-            for a, i in q:
+            for a, i, *_ in q:
                 parts.append(f"rank {a.rank} node {a.prog.ids[i]} waits for a send from rank {key[0]} "
                              f"(tag {key[2]}, {key[3]} bytes) that never comes")
         for key, q in self.sends.items():

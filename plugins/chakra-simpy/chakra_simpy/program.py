@@ -4,7 +4,7 @@ Nodes are sorted by id (ready nodes are issued in ascending id order) and indexe
 children are kept in CSR form, and ``chain_next`` links the compute chains (a compute node whose
 only dependent is a compute node on the same resource depending on it alone), which the engine
 runs as one event when nothing else of the rank is in flight.  Per node: kind, resource, duration
-(ns), name (UTF-8 bytes in CSR form), and for communication and memory nodes a small tuple in
+(ns; of a communication node its recorded one with ``-O comm=replay``, else 0), name (UTF-8 bytes in CSR form), and for communication and memory nodes a small tuple in
 ``extra``.
 """
 
@@ -63,14 +63,15 @@ class Program:
         return self.name_bytes[self.name_ptr[i]:self.name_ptr[i + 1]].tobytes().decode()
 
 
-def load_program(rt: RankTrace, sd: SystemDescription) -> Program:
+def load_program(rt: RankTrace, sd: SystemDescription, replay_comm: bool = False) -> Program:
     """Read one rank's nodes into a :class:`Program`, from the core's columns in one pass
     (raises TraceFormatError on a bad node, a dependency on a missing id or a duplicate id,
-    naming the file and node)."""
+    naming the file and node); with ``replay_comm`` communication nodes keep their recorded
+    durations (``-O comm=replay``)."""
     where = rt.label
     prog = Program(rt.rank, where)
     cols = node_columns(rt, ATTRS)
-    c = classify(cols, sd, where)
+    c = classify(cols, sd, where, replay_comm)
     g = _by_id(cols)
     if g.duplicates:
         raise TraceFormatError("duplicate node id", where, f"node {g.duplicates[0]}")
