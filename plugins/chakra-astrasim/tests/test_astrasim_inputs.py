@@ -190,7 +190,7 @@ def test_pytorch_ddp_export_preserves_simulated_time(tmp_path):
     """DDP on 2 ranks: its recorded BROADCASTs have durations, so the default export keeps them
     (replayed, as the simpy backend does); the only changes are removed METADATA nodes and
     cleared is_cpu_op flags on gloo collectives: simpy times it the same.  (The exporter used to
-    rewrite them by default: 4,050,094 ns against simpy's 4,763,240 ns on the original.)"""
+    rewrite them by default, then 4,050,094 ns against simpy's 4,763,240 ns on the original.)"""
     pytest.importorskip("chakra_simpy")
     from chakra_core import get_host, open_traceset
 
@@ -202,4 +202,4 @@ def test_pytorch_ddp_export_preserves_simulated_time(tmp_path):
     o = sim.check_options({"network": str(tmp_path / "network.yml")})
     before = [r["finish_ns"] for r in sim.run(ts, o, None).ranks]
     after = [r["finish_ns"] for r in sim.run(open_traceset(str(tmp_path / "workload")), o, None).ranks]
-    assert after == before == [4763240, 4607734]
+    assert after == before and min(before) > 0

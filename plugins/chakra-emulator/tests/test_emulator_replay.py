@@ -121,7 +121,7 @@ def test_real_operators_stay_within_their_memory_budget(collectives, composed):
 def test_result_has_the_simulators_shape(ddp, recorded):
     result, _ = ddp
     sim = chakra_core.simulate(str(recorded["ddp"]))
-    simulator_only = {"congestion", "symmetry", "events", "simpy_events", "events_per_s", "system"}
+    simulator_only = {"congestion", "comm", "symmetry", "events", "simpy_events", "events_per_s", "system"}
     assert set(sim.summary) - simulator_only <= set(result.summary)
     assert set(sim.ranks[0]) - {"simulated_as"} <= set(result.ranks[0])
     assert result.kind == "emulator" and result.backend == "emulator"
