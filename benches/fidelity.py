@@ -6,7 +6,7 @@ left out: it was not measured), per rank:
 
 - *measured*: the recorded steps of the Kineto trace, first ``ProfilerStep#N`` start to last
   end on the profiling thread, read from the Kineto file here (not through the conversion);
-- *longest path*: the converted ET's critical path by ``duration_micros`` (``chakra stats``);
+- *longest path*: the converted ET's longest path by ``duration_micros`` (``chakra stats``);
 - *simulated*: the ``simpy`` simulator's finish time with the replay compute model, on a system
   matching the recording: as many NPUs as ranks, one Ring (a 2-rank Ring is a pair of links), as
   many communication ops in flight per rank (``-O streams``) as the recording shows gloo worker
@@ -16,8 +16,9 @@ left out: it was not measured), per rank:
   ring all-reduce being two messages, the median of a 4 MiB one the bandwidth; needs torch,
   ``--latency-ns``/``--bandwidth`` give the network instead); and *replay* (``-O comm=replay``),
   each communication node's recorded duration, from when the last member issued it;
-- *offset*: how much later than the earliest rank this rank's recorded steps began (the ranks of
-  a recording share the host's clock); a simulation starts every rank at 0.
+  Each rank starts at its *offset* (``-O start_ns``): how much later than the earliest rank its
+  recorded steps began (the ranks of a recording share the host's clock); its simulated time is
+  its finish less its offset.
 
 Prints one row per rank with the relative errors against the measured step, and writes them as
 JSON with ``--json FILE``.
@@ -154,17 +155,20 @@ def rows_for(folder: Path, latency_ns: float, bandwidth: float, tmp: Path) -> li
     steps = {rank: recorded_steps(k) for rank, k in kineto.items()}
     system = str(system_file(len(traces), latency_ns, bandwidth, tmp)) if len(traces) > 1 else None
     streams = max(1, *(gloo_workers(k) for k in kineto.values()))
+    first = min(s for s, _ in steps.values())
+    offset = {rank: steps[rank][0] - first for rank in paths}
+    start_ns = [int(round(1000 * offset.get(r, 0))) for r in range(len(traces))]
     finish = {}
     for comm in ("model", "replay"):
-        sim = simulate(str(et), "simpy", system=system, options={"comm": comm, "streams": streams})
-        finish[comm] = {r["rank"]: r["finish_ns"] / 1000 for r in sim.ranks}
-    first = min(s for s, _ in steps.values())
+        sim = simulate(str(et), "simpy", system=system,
+                       options={"comm": comm, "streams": streams, "start_ns": start_ns})
+        finish[comm] = {r["rank"]: r["finish_ns"] / 1000 - offset[r["rank"]] for r in sim.ranks}
     rows = []
     for rank in sorted(paths):
         step = steps[rank][1] - steps[rank][0]
         err = _error_pct(step)
         rows.append({"trace": folder.name, "ranks": len(traces), "rank": rank, "measured_us": round(step, 1),
-                     "offset_us": round(steps[rank][0] - first, 1), "streams": streams,
+                     "offset_us": round(offset[rank], 1), "streams": streams,
                      "longest_path_us": paths[rank], "path_error_pct": err(paths[rank]),
                      "simulated_us": round(finish["model"][rank], 1), "sim_error_pct": err(finish["model"][rank]),
                      "replayed_us": round(finish["replay"][rank], 1),

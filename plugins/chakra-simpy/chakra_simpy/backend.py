@@ -57,6 +57,8 @@ class SimpyBackend(Backend):
         "comm": Option("str", "model", "communication timing: 'model' (the network description) or 'replay' "
                        "(each communication node's recorded duration, from when its last member issued it)",
                        choices=("model", "replay")),
+        "start_ns": Option("list", [], "when each rank starts (ns, in rank order; missing ones at 0), e.g. the "
+                           "ranks' start times of a recording", unit="ns"),
         "symmetry": Option("bool", True, "simulate each class of identical ranks once"),
         "streams": Option("int", 1, "compute and communication ops in flight per rank", minimum=1),
         "critical_path_nodes": Option("int", 200, "most critical-path nodes listed", minimum=0),
@@ -85,15 +87,18 @@ class SimpyBackend(Backend):
         for name, ranks in groups.items():
             if ranks and ranks[-1] >= nranks:
                 raise ConfigError(f"group {name!r} names rank {ranks[-1]} but there are {nranks} ranks")
+        start_ns = _start_times(options["start_ns"], nranks)
         trees = bool(options["symmetry"]) and uses_dbt(sd)
-        symmetry = bool(options["symmetry"]) and not trees
+        symmetry = bool(options["symmetry"]) and not trees and not any(start_ns)
         try:
             try:
-                progs, classes, actors, sim, (load_s, sim_s) = _simulate(traces, sd, groups, options, symmetry)
+                progs, classes, actors, sim, (load_s, sim_s) = _simulate(traces, sd, groups, options, symmetry,
+                                                                         start_ns)
                 broken = None
             except SymmetryBroken as e:
                 broken = str(e)
-                progs, classes, actors, sim, (load_s, sim_s) = _simulate(traces, sd, groups, options, False)
+                progs, classes, actors, sim, (load_s, sim_s) = _simulate(traces, sd, groups, options, False,
+                                                                         start_ns)
         except NoLocalMemBandwidth as e:
             raise ConfigError(e.message, sd.sources.get("system"), "key 'local-mem-bw'") from None
         keep_spans = bool(options["timeline"] or options["spans"])
@@ -106,6 +111,8 @@ class SimpyBackend(Backend):
         notes += _notes(progs, classes, sd, options)
         if broken:
             notes.append(f"symmetry turned off: {broken}")
+        if any(start_ns):
+            notes.append("ranks started at their start_ns times (each simulated on its own)")
         if symmetry and not broken and options["congestion"] == "aware":
             notes.append("symmetry by identical traces only: congestion-aware links are shared per rank, "
                          "so ranks that differ in their groups or peers are simulated each")
@@ -166,10 +173,26 @@ class SimpyBackend(Backend):
         return result
 
 
+def _start_times(values: list, nranks: int) -> list[int]:
+    """The ``start_ns`` option as one start time (ns) per rank."""
+    if len(values) > nranks:
+        raise ConfigError(f"start_ns gives {len(values)} start times for {nranks} ranks")
+    out = []
+    for v in values:
+        try:
+            t = int(v)
+        except (TypeError, ValueError):
+            raise ConfigError(f"start_ns: {v!r} is not a whole number of ns") from None
+        if t < 0:
+            raise ConfigError(f"start_ns: {t} is negative")
+        out.append(t)
+    return out + [0] * (nranks - len(out))
+
+
 def _simulate(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[int, ...]],
-              options: Mapping[str, Any], symmetry: bool):
-    """Load, build the actors and run; returns programs, classes, actors, the Sim and
-    ``(load wall s, simulate wall s)``."""
+              options: Mapping[str, Any], symmetry: bool, start_ns: list[int]):
+    """Load, build the actors and run (rank r from ``start_ns[r]``); returns programs, classes,
+    actors, the Sim and ``(load wall s, simulate wall s)``."""
     from .engine import Sim
 
     t0 = time.perf_counter()
@@ -187,7 +210,7 @@ def _simulate(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[i
     sim = Sim(actors, rank_actor, sd, groups, options["congestion"] == "aware", timeline,
               1 << 62, options["stagger_limit"], replay)
     t1 = time.perf_counter()
-    sim.run()
+    sim.run([start_ns[a.rank] for a in actors])
     return progs, classes, actors, sim, (load_s, time.perf_counter() - t1)
 
 

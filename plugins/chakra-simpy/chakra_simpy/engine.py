@@ -93,15 +93,23 @@ class Sim:
         a, i = ev._value
         self.end_node(a, i)
 
-    def run(self) -> None:
-        """Run to the end; raise ChakraError with a deadlock report if ranks are left waiting."""
-        for a in self.actors:
+    def run(self, start_ns: list[int] | None = None) -> None:
+        """Run to the end, actor k from ``start_ns[k]`` (default 0); raise ChakraError with a
+        deadlock report if ranks are left waiting."""
+        for k, a in enumerate(self.actors):
             prog, ready, indeg = a.prog, a.ready, a.indeg
             res = prog.res
             for i in range(len(prog)):
                 if indeg[i] == 0:
                     ready[res[i]].append(i)
-            self.issue(a)
+            start = start_ns[k] if start_ns else 0
+            if start:
+                a.last_t = start
+                ev = _Done(self.env, a, lambda ev: self.issue(ev._value))
+                self.env.schedule(ev, NORMAL, start)
+                self.events += 1
+            else:
+                self.issue(a)
         self.env.run()
         if any(a.done < a.n for a in self.actors):
             raise ChakraError(self.deadlock_report())

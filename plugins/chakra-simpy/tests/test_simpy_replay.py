@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
+from chakra_core import ConfigError
+
 MIB = 1 << 20
 
 
@@ -59,3 +63,15 @@ def test_sends_replay_their_duration_and_receives_wait_for_the_send(kit, tmp_pat
         ts = kit.traces({0: [kit.comp(1, send_at), _timed(kit.p2p(2, True, 1, 4096, tag=3, deps=[1]), 5)],
                          1: [_timed(kit.p2p(1, False, 0, 4096, tag=3), 70)]})
         assert _finish(kit.run(ts, sysd, tmp_path, comm="replay")) == {0: (send_at + 5) * 1000, 1: recv_end}
+
+
+def test_ranks_start_at_their_start_times(kit, tmp_path):
+    # rank 1 starts 80 us late: it issues the collective at 110 us, after rank 0 (100 us)
+    sysd = kit.system([("Ring", 2, 50, 500)])
+    res = kit.run(_two_ranks(kit, 50, 40), sysd, tmp_path, comm="replay", start_ns="0,80000")
+    assert _finish(res) == {0: 150_000, 1: 150_000}
+    assert any("start_ns" in n for n in res.notes)
+    with pytest.raises(ConfigError):
+        kit.run(_two_ranks(kit, 50, 40), sysd, tmp_path, start_ns="0,-1")
+    with pytest.raises(ConfigError):
+        kit.run(_two_ranks(kit, 50, 40), sysd, tmp_path, start_ns="0,1,2")
