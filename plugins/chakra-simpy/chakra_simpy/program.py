@@ -4,8 +4,8 @@ Nodes are sorted by id (ready nodes are issued in ascending id order) and indexe
 children are kept in CSR form, and ``chain_next`` links the compute chains (a compute node whose
 only dependent is a compute node on the same resource depending on it alone), which the engine
 runs as one event when nothing else of the rank is in flight.  Per node: kind, resource, duration
-(ns; of a communication node its recorded one with ``-O comm=replay``, else 0), name (UTF-8 bytes in CSR form), and for communication and memory nodes a small tuple in
-``extra``.
+(ns; of a communication node its recorded one with ``-O comm=replay``, else 0), name (UTF-8
+bytes in CSR form), and for communication and memory nodes a small tuple in ``extra``.
 """
 
 from __future__ import annotations
