@@ -114,6 +114,7 @@ def _flows(data: TimelineData, lo: int, hi: int) -> list[str]:
 
 
 def _counters(data: TimelineData, lo: int, hi: int) -> list[str]:
-    return [f'{{"ph":"C","pid":{r},"ts":{_us(t)},"name":"comm in flight","args":{{"ops":{v}}}}}'
-            for r, t, v in zip(data.counter_rank[lo:hi].tolist(), data.counter_ts[lo:hi].tolist(),
-                               data.counter_value[lo:hi].tolist())]
+    names = [json.dumps(name) for _, name in data.counter_names]
+    return [f'{{"ph":"C","pid":{r},"ts":{_us(t)},"name":{names[k]},"args":{{"ops":{v}}}}}'
+            for r, t, v, k in zip(data.counter_rank[lo:hi].tolist(), data.counter_ts[lo:hi].tolist(),
+                                  data.counter_value[lo:hi].tolist(), data.counter_series[lo:hi].tolist())]

@@ -1,7 +1,7 @@
 """Write a :class:`TimelineData` as a Perfetto protobuf trace (``perfetto.protos.Trace``).
 
 Field numbers are the published trace proto's.  The file holds track descriptors (one process
-per rank, a child track per lane, a counter track per rank, a process for the critical path),
+per rank, a child track per lane, counter tracks per rank, a process for the critical path),
 interned event names, debug-annotation names and annotation string values, then the track
 events in time order (at one instant: slice ends, counter values, slice begins, instants), with
 debug annotations (node id, bytes, peer, group, algorithm, kind; strings by interned id) and
@@ -52,8 +52,19 @@ def _uuid_process(rank: int) -> int:
     return (rank + 2) << 24
 
 
-def _uuid_counter(rank: np.ndarray | int) -> np.ndarray | int:
-    return ((rank + 2) << 24) + (1 << 23)
+def _counter_uuids(data: TimelineData) -> np.ndarray:
+    """The track uuid of each counter series: its rank's process uuid + 2^23 + its position
+    among the rank's series."""
+    ranks = np.array([r for r, _ in data.counter_names], np.int64)
+    return ((ranks + 2) << 24) + (1 << 23) + _local(ranks)
+
+
+def _local(ranks: np.ndarray) -> np.ndarray:
+    """Each entry's position among the consecutive entries of its rank."""
+    if not len(ranks):
+        return ranks
+    starts = np.flatnonzero(np.concatenate(([True], ranks[1:] != ranks[:-1])))
+    return np.arange(len(ranks)) - np.repeat(starts, np.diff(np.concatenate((starts, [len(ranks)]))))
 
 
 def write_perfetto(data: TimelineData, path: Path, title: str) -> None:
@@ -95,8 +106,8 @@ def _descriptors(data: TimelineData, title: str) -> bytes:
     out = []
     for r, label in data.process_names.items():
         out.append(_descriptor(_uuid_process(r), label, pid=r + 1))
-        if len(data.counter_ts):
-            out.append(_descriptor(int(_uuid_counter(r)), "comm in flight", parent=_uuid_process(r), counter=True))
+    for uuid, (r, name) in zip(_counter_uuids(data).tolist(), data.counter_names):
+        out.append(_descriptor(uuid, name, parent=_uuid_process(r), counter=True))
     for uuid, (r, name) in zip(_lane_uuids(data).tolist(), data.lanes):
         out.append(_descriptor(uuid, name, parent=_uuid_process(r)))
     out.append(_descriptor(1, f"{title}: critical path", pid=1 << 22))
@@ -107,11 +118,7 @@ def _descriptors(data: TimelineData, title: str) -> bytes:
 def _lane_uuids(data: TimelineData) -> np.ndarray:
     """The track uuid of each lane: its rank's process uuid + 1 + its position among the rank's lanes."""
     ranks = np.array([r for r, _ in data.lanes], np.int64)
-    if not len(ranks):
-        return ranks
-    starts = np.flatnonzero(np.concatenate(([True], ranks[1:] != ranks[:-1])))
-    local = np.arange(len(ranks)) - np.repeat(starts, np.diff(np.concatenate((starts, [len(ranks)]))))
-    return ((ranks + 2) << 24) + 1 + local
+    return ((ranks + 2) << 24) + 1 + _local(ranks)
 
 
 def _interned(event_names: list[str], strings: list[str]) -> bytes:
@@ -215,12 +222,12 @@ def _write_events(f: BinaryIO, data: TimelineData, path_names: list[str], name_c
     lists = _Lists(data, path_names, name_count)
     flows = _Flows(data)
     args = _Args(data)
-    lane_uuid = _lane_uuids(data)
+    uuids = (_lane_uuids(data), _counter_uuids(data))
     chunks = range(0, len(lists), _CHUNK)
     workers = min(_THREADS, os.cpu_count() or 1)
 
     def encode(lo: int) -> np.ndarray:
-        return _encode_chunk(lists, lists.order[lo:lo + _CHUNK], data, lane_uuid, flows, args)
+        return _encode_chunk(lists, lists.order[lo:lo + _CHUNK], data, uuids, flows, args)
 
     if workers < 2 or len(chunks) < 2:
         for lo in chunks:
@@ -236,8 +243,8 @@ def _write_events(f: BinaryIO, data: TimelineData, path_names: list[str], name_c
             f.write(pending.popleft().result().data)
 
 
-def _encode_chunk(lists: _Lists, pick: np.ndarray, data: TimelineData, lane_uuid: np.ndarray, flows: _Flows,
-                  args: _Args) -> np.ndarray:
+def _encode_chunk(lists: _Lists, pick: np.ndarray, data: TimelineData, uuids: tuple[np.ndarray, np.ndarray],
+                  flows: _Flows, args: _Args) -> np.ndarray:
     """The packets of the events ``pick`` (positions in the merged lists), in order."""
     which = np.searchsorted(lists.bounds, pick, side="right") - 1
     pos = pick - lists.bounds[which]
@@ -245,7 +252,7 @@ def _encode_chunk(lists: _Lists, pick: np.ndarray, data: TimelineData, lane_uuid
     parts = []
     for k in np.flatnonzero(np.bincount(shape, minlength=3)).tolist():
         sel = np.flatnonzero(shape == k)
-        ev = _columns(lists, which[sel], pos[sel], data, lane_uuid)
+        ev = _columns(lists, which[sel], pos[sel], data, *uuids)
         if k == _ENDS:
             parts.append((_ends(ev), sel))
         elif k == _COUNTERS:
@@ -265,7 +272,7 @@ def _encode_chunk(lists: _Lists, pick: np.ndarray, data: TimelineData, lane_uuid
 
 
 def _columns(lists: _Lists, which: np.ndarray, pos: np.ndarray, data: TimelineData,
-             lane_uuid: np.ndarray) -> dict[str, np.ndarray]:
+             lane_uuid: np.ndarray, counter_uuid: np.ndarray) -> dict[str, np.ndarray]:
     """Time, track, name iid, drawn span (-1 none) and counter value of events from the lists."""
     n = len(which)
     ev = {"ts": np.empty(n, np.int64), "type": np.empty(n, np.int64), "track": np.empty(n, np.int64),
@@ -278,7 +285,7 @@ def _columns(lists: _Lists, which: np.ndarray, pos: np.ndarray, data: TimelineDa
         r = lists.rows[k]
         if k == 3:
             c = r[p]
-            ev["track"][sel] = _uuid_counter(data.counter_rank[c])
+            ev["track"][sel] = counter_uuid[data.counter_series[c]]
             ev["counter"][sel] = data.counter_value[c]
         elif r is not None:
             rows = r[p]

@@ -3,8 +3,9 @@
 Selection (ranks, a time window, an optional cap on spans that is stated in the output), one
 process per rank with one track per stream or queue, overlapping spans of one track spread over
 lanes so that every track holds properly nested slices, flows for dependencies and for the
-members of each collective and send/receive pair, a counter of communication in flight per rank,
-and the cross-rank critical path on a track of its own.
+members of each collective and send/receive pair, counters per rank of communication in flight
+and of the collective chunk phases in flight on each queue, and the cross-rank critical path on a
+track of its own.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ class TimelineData:
     counter_rank: np.ndarray
     counter_ts: np.ndarray
     counter_value: np.ndarray
+    counter_series: np.ndarray
+    counter_names: list[tuple[int, str]]
     path_start: np.ndarray
     path_dur: np.ndarray
     path_label: list[str]
@@ -123,8 +126,9 @@ def _prepare(spans: Spans, ranks: list[int] | None, window: tuple[int, int] | No
         index, rank, copy, start, end = index[first], rank[first], _take(copy, first), start[first], end[first]
         notes.append(f"truncated: {max_spans} of {selected} selected spans drawn (the earliest; max_spans)")
     lane, lanes = _lanes(spans, rank, spans.track[index], start, end)
+    c_rank, c_ts, c_value, c_series, c_names = _counters(spans, index, rank, start, end, counters)
     data = TimelineData(spans, index, rank, lane, start, end - start, lanes, _process_names(spans, rank, expand),
-                        *_flows(spans, index, rank, copy, flows), *_counters(spans, index, rank, start, end, counters),
+                        *_flows(spans, index, rank, copy, flows), c_rank, c_ts, c_value, c_series, c_names,
                         *_path(spans, ranks, window, critical), notes=notes)
     return data, selected
 
@@ -310,24 +314,35 @@ def _own_flows(spans: Spans, index: np.ndarray, rank: np.ndarray,
 
 
 def _counters(spans: Spans, index: np.ndarray, rank: np.ndarray, start: np.ndarray, end: np.ndarray,
-              wanted: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per rank, the number of communication operations in flight, at each change."""
+              wanted: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[tuple[int, str]]]:
+    """Counter series, each value at each change: per rank, the communication operations in
+    flight (``comm in flight``) and, per queue track a rank's collective phases are drawn on, the
+    phases in flight there (``<queue> in flight``).  Returns the rank, time, value and series of
+    every value, and each series' (rank, name)."""
     empty = np.zeros(0, np.int64)
-    if not wanted:
-        return empty, empty, empty
-    comm = np.isin(spans.kind[index], COMM_KINDS)
-    r = np.concatenate((rank[comm], rank[comm]))
-    t = np.concatenate((start[comm], end[comm]))
-    step = np.concatenate((np.ones(comm.sum(), np.int64), -np.ones(comm.sum(), np.int64)))
-    order = lexsort_ints((step, t, r))
-    r, t, step = r[order], t[order], step[order]
+    if not wanted or not len(index):
+        return empty, empty, empty, empty, []
+    kinds, tracks = spans.kind[index], spans.track[index].astype(np.int64)
+    per_rank = len(spans.tracks) + 1
+    series = np.where(np.isin(kinds, COMM_KINDS), rank * per_rank + len(spans.tracks),
+                      np.where(kinds == SPAN_KINDS.index("phase"), rank * per_rank + tracks, -1))
+    counted = series >= 0
+    s = np.concatenate((series[counted], series[counted]))
+    t = np.concatenate((start[counted], end[counted]))
+    step = np.concatenate((np.ones(counted.sum(), np.int64), -np.ones(counted.sum(), np.int64)))
+    order = lexsort_ints((step, t, s))
+    s, t, step = s[order], t[order], step[order]
     level = np.cumsum(step)
-    if len(r):
-        first = np.concatenate(([0], np.flatnonzero(np.diff(r)) + 1))
-        before = np.concatenate(([0], level[first[1:] - 1]))
-        level = level - np.repeat(before, np.diff(np.concatenate((first, [len(r)]))))
-    last = np.concatenate((np.flatnonzero((np.diff(t) != 0) | (np.diff(r) != 0)), [len(t) - 1])) if len(t) else empty
-    return r[last], t[last], level[last]
+    if not len(s):
+        return empty, empty, empty, empty, []
+    first = np.concatenate(([0], np.flatnonzero(np.diff(s)) + 1))
+    before = np.concatenate(([0], level[first[1:] - 1]))
+    level = level - np.repeat(before, np.diff(np.concatenate((first, [len(s)]))))
+    last = np.concatenate((np.flatnonzero((np.diff(t) != 0) | (np.diff(s) != 0)), [len(t) - 1]))
+    keys, number = np.unique(s[last], return_inverse=True)
+    names = [(int(k // per_rank), "comm in flight" if k % per_rank == len(spans.tracks)
+              else f"{spans.tracks[k % per_rank]} in flight") for k in keys.tolist()]
+    return s[last] // per_rank, t[last], level[last], number.astype(np.int64), names
 
 
 def _path(spans: Spans, ranks: list[int] | None, window: tuple[int, int] | None,

@@ -255,3 +255,23 @@ def test_expanded_classes_draw_flows_between_the_expanded_ranks(tmp_path):
     assert [a for a in arrows if a[0][1] == "fwd"] == own
     assert [a for a in arrows if a[0][1] in ("send", "recv")] == [((1, "recv"), (0, "send")), ((3, "recv"), (2, "send"))]
     assert info["flows"] == len(arrows) == 4 + 3 + 2
+
+
+def test_queue_counters_count_the_chunk_phases_in_flight(tmp_path):
+    """A collective's chunk phases on a queue track (rows made here as the simulator records
+    them): the queue's counter is the number of phases in flight at each change."""
+    b = SpanBuilder()
+    b.add(0, "comm", 0, 250, "allreduce", "collective", match=1)
+    for start, end in ((0, 100), (50, 150), (200, 250)):
+        b.add(0, "dim 0 queue", start, end - start, "allreduce chunk", "phase")
+    for name in ("t.pftrace", "t.json"):
+        info = write_timeline(b.build(), tmp_path / name, critical=False)
+        assert info["counters"] == 6 + 2
+    t = read(tmp_path / "t.pftrace")
+    values = [(ts, ev.counter_value) for ts, ev in t.events if ev.type == ev.TYPE_COUNTER
+              and t.tracks[ev.track_uuid].name == "dim 0 queue in flight"]
+    assert values == [(0, 1), (50, 2), (100, 1), (150, 0), (200, 1), (250, 0)]
+    data = json.loads((tmp_path / "t.json").read_text())
+    queue = [(e["ts"], e["args"]["ops"]) for e in data["traceEvents"]
+             if e["ph"] == "C" and e["name"] == "dim 0 queue in flight"]
+    assert queue == [(t / 1000, v) for t, v in values]

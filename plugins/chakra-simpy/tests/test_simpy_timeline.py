@@ -42,6 +42,14 @@ def test_1024_rank_timeline_loads_in_perfetto_format_untruncated(kit, tmp_path):
     assert len(begins) == len(ends)
     last_end = max(p.timestamp for p in ends)
     assert last_end == res.summary["finish_ns"]
+    # every rank's queue carries a counter of the chunk phases in flight, back to 0 at the end
+    names = {p.track_descriptor.uuid: p.track_descriptor.name for p in trace.packet if p.HasField("track_descriptor")}
+    level: dict[int, int] = {}
+    for p in trace.packet:
+        if p.HasField("track_event") and p.track_event.type == p.track_event.TYPE_COUNTER \
+                and names[p.track_event.track_uuid] == "dim 0 queue in flight":
+            level[p.track_event.track_uuid] = p.track_event.counter_value
+    assert len(level) == n and set(level.values()) == {0}
 
 
 def test_streams_draw_overlapping_ops_on_separate_lanes(kit, tmp_path):
