@@ -78,7 +78,7 @@ def _line(name: str, mode: str, s: dict, b2b_expected: int) -> str:
             f"(min {best / s['expected_ns'] - 1:+7.1%})"
             f"  b2b expected {b2b_expected / 1e6:8.3f} ms error {mean / b2b_expected - 1:+7.1%}"
             f"  trace {s['trace_ns'] / 1e6:8.3f} ms  trace_error {s['trace_error']:+7.1%}"
-            f"  real_ops {s['real_ops']:.2f}  [{kinds}]")
+            f"  real_ops {s['real_ops']:.2f}  host spin tail <= {max(s['host_tail_ns']) / 1e3:.0f} us  [{kinds}]")
 
 
 def _cost_by_kind(spans: chakra_core.Spans) -> dict[str, float]:

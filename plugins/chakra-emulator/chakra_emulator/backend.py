@@ -191,6 +191,7 @@ def _result(kind: str, plans: list[Plan], results: list[dict[str, Any]], options
         "collectives": observed,
         "composed": composed,
         "calibration": results[0].get("calibration"),
+        "host_tail_ns": [r["host_tail_ns"] for r in results],
         "critical_path": critical_path(spans).to_dict(spans, options["critical_path_nodes"]),
     }
     nodes, text = node_rows(plans, results, repeats, options["node_rows"])

@@ -12,9 +12,10 @@
   (:mod:`calibrate`), repeated to last the node's duration, or (``kernel_sizing=work``) to do
   its ``num_ops`` operations and move its ``tensor_size`` bytes.
 - *host work*: the rank's CPU-op slot is held until the node's duration has passed since the
-  node could start; the thread sleeps through all but the last 20 us and spins through those
-  (the workers set a timer slack of 1 ns, so a sleep ends within a few us): a spinning main
-  thread per rank would take the cores that gloo's threads need to carry the collectives.
+  node could start; the thread sleeps, then spins through a tail of 20 us or more
+  (:class:`HostWork`; the workers set a timer slack of 1 ns, so that a sleep ends within a few
+  us): a spinning main thread per rank would take the cores that gloo's threads need to carry
+  the collectives.
 - *memory copy*: a copy of ``tensor_size`` bytes between two buffers on the replay device.
 """
 
@@ -23,12 +24,13 @@ from __future__ import annotations
 import ast
 import math
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
-__all__ = ["Runner", "build_real_op", "host_work", "REAL", "KERNEL", "HOST", "COPY", "NONE"]
+__all__ = ["Runner", "build_real_op", "HostWork", "REAL", "KERNEL", "HOST", "COPY", "NONE"]
 
 REAL, KERNEL, HOST, COPY, NONE = "real", "kernel", "host", "copy", "none"
 
@@ -40,20 +42,40 @@ _DTYPES: dict[str, torch.dtype] = {
     "c10::complex<float>": torch.complex64, "c10::complex<double>": torch.complex128,
 }
 _INT_BY_SIZE = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
-_SPIN_NS = 20_000
+_SPIN_MIN_NS, _SPIN_MAX_NS = 20_000, 200_000
 
 
 class _NotBuildable(Exception):
     """An argument the replay cannot build (an opaque object, an unknown type)."""
 
 
-def host_work(until_ns: int) -> None:
-    """Return when ``time.monotonic_ns()`` reaches ``until_ns``: sleep until 20 us before, then spin."""
-    left = until_ns - time.monotonic_ns()
-    if left > _SPIN_NS:
-        time.sleep((left - _SPIN_NS) / 1e9)
-    while time.monotonic_ns() < until_ns:
-        pass
+class HostWork:
+    """Holds the calling thread until a given ``time.monotonic_ns``: it sleeps, then spins
+    through the last ``tail_ns``.  The tail follows how late this thread's recent sleeps woke
+    (the 90th percentile of the last 32, plus 10 us, kept between 20 us and 200 us): on a quiet
+    machine a sleep ends within a few us and the thread spins 20 us, leaving the cores to
+    gloo's threads; where sleeps wake late (other jobs hold the cores) it spins longer, so that
+    its nodes still end on time."""
+
+    def __init__(self) -> None:
+        self.tail_ns = _SPIN_MIN_NS
+        self._late: deque[int] = deque(maxlen=32)
+
+    def until(self, until_ns: int) -> None:
+        """Return when ``time.monotonic_ns()`` reaches ``until_ns``."""
+        left = until_ns - time.monotonic_ns()
+        if left > self.tail_ns:
+            wake = until_ns - self.tail_ns
+            time.sleep((left - self.tail_ns) / 1e9)
+            self._woke(time.monotonic_ns() - wake)
+        while time.monotonic_ns() < until_ns:
+            pass
+
+    def _woke(self, late_ns: int) -> None:
+        self._late.append(late_ns)
+        if len(self._late) % 8 == 0:
+            p90 = sorted(self._late)[int(0.9 * len(self._late))]
+            self.tail_ns = min(max(p90 + 10_000, _SPIN_MIN_NS), _SPIN_MAX_NS)
 
 
 def _dtype(inner: str, itemsize: int) -> torch.dtype:

@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from .collectives import Comms
-from .compute import COPY, HOST, KERNEL, NONE, REAL, Runner, build_real_op, host_work
+from .compute import COPY, HOST, KERNEL, NONE, REAL, HostWork, Runner, build_real_op
 from .plan import COLL, COMP, MEM, SEND, Plan
 
 __all__ = ["NodeRunner"]
@@ -25,6 +25,7 @@ class NodeRunner:
 
     def __init__(self, plan: Plan, runner: Runner, comms: Comms, compute: str, gen: Any, budget_bytes: int):
         self.plan = plan
+        self.host = HostWork()
         self.budget = budget_bytes
         self.real_bytes = 0
         self.over_budget = 0
@@ -63,7 +64,7 @@ class NodeRunner:
         its dependencies and its resource allowed it to start)."""
         how = self.how[i]
         if how == HOST:
-            host_work(logical_ns + self.plan.dur_ns[i])
+            self.host.until(logical_ns + self.plan.dur_ns[i])
             return logical_ns, time.monotonic_ns()
         t0 = time.monotonic_ns()
         if how == REAL:

@@ -124,7 +124,7 @@ def _run(jobdir: Path, rank: int, status: Status) -> dict[str, Any]:
 
     from .calibrate import load_or_measure
     from .collectives import Comms
-    from .compute import Runner, host_work
+    from .compute import Runner
     from .nodes import NodeRunner
     from .schedule import Replay
 
@@ -157,7 +157,7 @@ def _run(jobdir: Path, rank: int, status: Status) -> dict[str, Any]:
     on_thread = (lambda: torch.cuda.set_device(device)) if device.type == "cuda" else None
     replay = Replay(plan, job["streams"], nodes.run_sync, nodes.start_comm,
                     lambda pos, since, done: status.set(3, pos, since, done), on_thread,
-                    futures=job["backend"] == "gloo", wait_until=host_work)
+                    futures=job["backend"] == "gloo", wait_until=nodes.host.until)
     iterations = []
     try:
         for it in range(job["warmup"] + job["repeats"]):
@@ -175,7 +175,8 @@ def _run(jobdir: Path, rank: int, status: Status) -> dict[str, Any]:
     status.set(4)
     return {"rank": rank, "iterations": iterations, "how": nodes.how, "observed": nodes.observed,
             "calibration": cal, "torch": torch.__version__, "backend": job["backend"], "device": str(device),
-            "unsupported": sorted(comms.unsupported), "over_budget": nodes.over_budget}
+            "unsupported": sorted(comms.unsupported), "over_budget": nodes.over_budget,
+            "host_tail_ns": nodes.host.tail_ns}
 
 
 def main(argv: list[str] | None = None) -> int:
