@@ -30,7 +30,7 @@ SCHED_FIFO once they have joined their process group: on a machine that other jo
 keeps them from waiting for a core, so that the figures approach those of an idle machine;
 figures taken with it are marked so in docs/emulator.md.
 
-Run: ``.venv/bin/python benches/bench_emulator.py`` (all traces; about 3 minutes on the idle
+Run: ``.venv/bin/python benches/bench_emulator.py`` (all traces; under 5 minutes on the idle
 2-core machine), or name some: ``... ddp collectives --repeats 10 --modes duration``.
 Target: ``error`` of ``compute=duration`` within 10% for the recorded CPU traces.
 """
