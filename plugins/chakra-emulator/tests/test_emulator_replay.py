@@ -151,7 +151,9 @@ def test_critical_path_ends_at_the_last_node_to_finish(ddp):
     nodes = cp["nodes"]
     assert cp["length"] == len(nodes) > 10
     assert nodes[-1]["end_ns"] == result.summary["repeats"]["finish_ns"][-1]
-    assert all(a["end_ns"] <= b["end_ns"] for a, b in zip(nodes, nodes[1:]))
+    # along one rank the path follows dependencies, so its ends only grow; where it changes rank at a
+    # collective, the members' ends differ by when each rank saw the collective done
+    assert all(a["end_ns"] <= b["end_ns"] for a, b in zip(nodes, nodes[1:]) if a["rank"] == b["rank"])
     assert "collective" in cp["ns_by_kind"]
 
 
