@@ -110,7 +110,8 @@ def run(name: str, traces: TraceSet, options: dict, repeat: int = 1):
     sim_s = s["wall_s"]["simulate"]
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"({name}) ranks={s['ranks']} classes={s['symmetry']['classes']} finish={s['finish_ns']} ns "
-          f"load {s['wall_s']['load']:.2f} s, simulate {sim_s:.2f} s, total wall {wall:.2f} s (CPU {cpu:.2f} s, "
+          f"load {s['wall_s']['load']:.2f} s, simulate {sim_s:.2f} s, report {s['wall_s'].get('report', 0):.2f} s, "
+          f"total wall {wall:.2f} s (CPU {cpu:.2f} s, "
           f"load average {os.getloadavg()[0]:.1f}); nodes simulated={nodes}: {int(nodes / wall)} per s of wall "
           f"(load included), {int(nodes / sim_s) if sim_s else 0} per s of simulate; events={s['events']} "
           f"(SimPy {s['simpy_events']}); peak RSS so far {rss:.0f} MiB", flush=True)

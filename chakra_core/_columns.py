@@ -224,9 +224,8 @@ def _run_of(messages: list[bytes], index: int) -> Run:
 def _walk_run(run: Run, names: tuple[str, ...], where: str) -> NodeColumns:
     """Columns of one run of node messages."""
     data, start, sizes, index, _ = run
-    buf = np.frombuffer(data + _PAD, np.uint8)
     try:
-        return _NodeWalk(buf, data, start, start + sizes, names, where, index).columns()
+        return _NodeWalk(_Bytes(data), data, start, start + sizes, names, where, index).columns()
     except _GroupField:
         data, start, end = _plain(data, start, sizes, where, index)
         return _walk_run((data, start, end - start, index, -1), names, where)
@@ -251,13 +250,24 @@ def _strip(message: bytes, where: str, index: int) -> bytes:
     return node.SerializeToString()
 
 
-def _varints(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+class _Bytes:
+    """A run's bytes (zero-padded) as ``u8`` and, at every offset, the little-endian 8-byte word
+    starting there (an unaligned strided view, no copy)."""
+
+    def __init__(self, data: bytes):
+        padded = data + _PAD
+        self.u8 = np.frombuffer(padded, np.uint8)
+        self.words = np.ndarray((len(padded) - 7,), "<u8", buffer=padded, strides=(1,))
+
+
+def _varints(b: _Bytes, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The varints starting at ``pos``: (values as uint64, byte lengths; 11 for a varint
     that does not end within 10 bytes)."""
-    b = buf[pos]
-    val = (b & 0x7F).astype(_U64)
+    buf = b.u8
+    first = buf[pos]
+    val = (first & 0x7F).astype(_U64)
     ln = np.ones(len(pos), np.int64)
-    idx = np.flatnonzero(b & 0x80)
+    idx = np.flatnonzero(first & 0x80)
     shift = 7
     while idx.size and shift < 70:
         bb = buf[pos[idx] + ln[idx]]
@@ -287,8 +297,8 @@ _NO_WIRE = np.array([0, 0, 0, 0, 0, 0, 1, 1], bool)
 _FAR = _U64(1 << 40)
 
 
-def _fields(buf: np.ndarray, start: np.ndarray, end: np.ndarray) -> Iterator[tuple[np.ndarray, ...]]:
-    """Walk messages ``buf[start[i]:end[i]]`` one field of each at a time, yielding
+def _fields(buf: _Bytes, start: np.ndarray, end: np.ndarray) -> Iterator[tuple[np.ndarray, ...]]:
+    """Walk messages ``buf.u8[start[i]:end[i]]`` one field of each at a time, yielding
     ``(rows, keys, varint values, value positions)``: a key is ``field << 3 | wire type``;
     for wire type 0 the value, for 2 the length (the payload starts at the position), for 1
     and 5 the position of the fixed-width value.  Raises :class:`_BadWire` on the first
@@ -336,9 +346,9 @@ def _by_key(keys: np.ndarray) -> Iterator[tuple[int, slice | np.ndarray]]:
 class _NodeWalk:
     """The top-level fields of one run of Node messages."""
 
-    def __init__(self, buf: np.ndarray, data: bytes, start: np.ndarray, end: np.ndarray,
+    def __init__(self, b: _Bytes, data: bytes, start: np.ndarray, end: np.ndarray,
                  names: tuple[str, ...], where: str, index: int):
-        self.buf, self.data, self.names = buf, data, names
+        self.bytes, self.buf, self.data, self.names = b, b.u8, data, names
         self.where, self.index = where, index
         n = len(start)
         self.n = n
@@ -350,7 +360,7 @@ class _NodeWalk:
         self.deps: list[tuple[np.ndarray, ...]] = []  # (owner, ctrl flag, values)
         self.attr_spans: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (owner, start, end)
         try:
-            for rows, keys, val, at in _fields(buf, start, end):
+            for rows, keys, val, at in _fields(b, start, end):
                 self._take(rows, keys, val, at)
         except _BadWire as e:
             raise self.bad(e.row, e.what) from None
@@ -413,9 +423,11 @@ class _NodeWalk:
         owner = np.concatenate([np.repeat(o, c) for o, _, _, c in self.deps])
         ctrl = np.concatenate([np.repeat(f, c) for _, f, _, c in self.deps])
         values = np.concatenate([v for _, _, v, _ in self.deps])
-        order = np.argsort(owner * 2 + ctrl, kind="stable")
+        key = owner * 2 + ctrl
         np.cumsum(np.bincount(owner, minlength=self.n), out=ptr[1:])
-        return ptr, values[order]
+        if (key[1:] >= key[:-1]).all():  # one dependency field per node, the usual case
+            return ptr, values
+        return ptr, values[np.argsort(key, kind="stable")]
 
     def _spans(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if not self.attr_spans:
@@ -486,7 +498,7 @@ class _AttrWalk:
             raise nodes.bad(int(owner[e.row]), f"attribute: {e.what}") from None
 
     def _walk(self) -> None:
-        for rows, keys, val, at in _fields(self.nodes.buf, self.start, self.end):
+        for rows, keys, val, at in _fields(self.nodes.bytes, self.start, self.end):
             for key, sel in _by_key(keys):
                 r = rows[sel]
                 if key == 0x0A:
@@ -506,9 +518,13 @@ class _AttrWalk:
     def _name_words(self) -> np.ndarray:
         """Each attribute's name as two little-endian uint64 words of its first 16 bytes (zero
         past its end)."""
-        grid = self.nodes.buf[self.name_at[:, None] + np.arange(16)]
-        grid[np.arange(16) >= self.name_len[:, None]] = 0
-        return np.ascontiguousarray(grid).view(_U64).reshape(-1, 2)
+        words = self.nodes.bytes.words
+        out = np.empty((len(self.name_at), 2), _U64)
+        for half in (0, 1):
+            w = words[self.name_at + 8 * half]
+            left = np.clip(self.name_len - 8 * half, 0, 8)
+            out[:, half] = np.where(left >= 8, w, w & ((_U64(1) << (8 * left).astype(_U64)) - _U64(1)))
+        return out
 
     def _named(self, name: str, words: np.ndarray) -> np.ndarray:
         """Attribute indices (ascending) whose name is ``name``."""
@@ -562,9 +578,8 @@ class _AttrWalk:
 
     def _fixed(self, k: np.ndarray) -> np.ndarray:
         """The little-endian fixed-width value (4 or 8 bytes) of attributes ``k``."""
-        grid = self.nodes.buf[self.value_at[k, None] + np.arange(8)]
-        grid[(_WIRE_OF[self.slot[k]] == 5)[:, None] & (np.arange(8) >= 4)] = 0
-        return np.ascontiguousarray(grid).view(_U64).reshape(-1)
+        w = self.nodes.bytes.words[self.value_at[k]]
+        return np.where(_WIRE_OF[self.slot[k]] == 5, w & _U64(0xFFFFFFFF), w)
 
     def _python_value(self, k: int) -> tuple[int, Any]:
         """The slot number and value of attribute ``k`` (as :func:`attr_value` gives it; slot 0:
