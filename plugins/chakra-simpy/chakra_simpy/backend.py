@@ -101,12 +101,10 @@ class SimpyBackend(Backend):
                                                                          start_ns)
         except NoLocalMemBandwidth as e:
             raise ConfigError(e.message, sd.sources.get("system"), "key 'local-mem-bw'") from None
-        t_report = time.perf_counter()
         keep_spans = bool(options["timeline"] or options["spans"])
         spans = build_spans(sim, names=keep_spans)
         rows = rank_rows(spans, actors)
         path = path_summary(spans, sim, options["critical_path_nodes"], keep_spans)
-        report_s = time.perf_counter() - t_report
         # simulated events: every node completion of a simulated rank, every collective chunk phase
         events = sum(a.done for a in actors) + sim.coll.phase_events
         finish = max(r["finish_ns"] for r in rows)
@@ -153,7 +151,7 @@ class SimpyBackend(Backend):
                          if symmetry and not broken else None},
             "events": events,
             "simpy_events": sim.events,
-            "wall_s": {"load": round(load_s, 3), "simulate": round(sim_s, 3), "report": round(report_s, 3)},
+            "wall_s": {"load": round(load_s, 3), "simulate": round(sim_s, 3)},
             "events_per_s": int(events / sim_s) if sim_s > 0 else None,
             "mean_finish_ns": sum(r["finish_ns"] for r in rows) / nranks,
             "max_exposed_comm_ns": max(r["exposed_comm_ns"] for r in rows),
