@@ -148,7 +148,11 @@ def rows_for(folder: Path, latency_ns: float, bandwidth: float, tmp: Path) -> li
     from chakra_core import compute_stats, convert, open_traceset, simulate
 
     et = tmp / folder.name
-    convert([str(folder)], et, format="pytorch")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        convert([str(folder)], et, format="pytorch")
+    cut = {Path(str(w.message).split(":", 1)[0]).name for w in seen
+           if "still running when the profiler" in str(w.message)}
     traces = open_traceset(str(et))
     paths = {r["rank"]: r["longest_path_us"] for r in compute_stats(traces)["per_rank"]}
     kineto = {rank: folder / f"kineto.{rank}.json.gz" for rank in paths}
@@ -172,7 +176,8 @@ def rows_for(folder: Path, latency_ns: float, bandwidth: float, tmp: Path) -> li
                      "longest_path_us": paths[rank], "path_error_pct": err(paths[rank]),
                      "simulated_us": round(finish["model"][rank], 1), "sim_error_pct": err(finish["model"][rank]),
                      "replayed_us": round(finish["replay"][rank], 1),
-                     "replay_error_pct": err(finish["replay"][rank])})
+                     "replay_error_pct": err(finish["replay"][rank]),
+                     "cut_off": kineto[rank].name in cut})
     return rows
 
 
@@ -198,17 +203,20 @@ def main() -> None:
         for folder in recorded_traces(args.data):
             rows += rows_for(folder, latency, bandwidth, Path(d))
     print("| trace | rank | offset us | measured step us | longest path us | error | simulated (network) us "
-          "| error | simulated (replay) us | error |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| error | simulated (replay) us | error | recording |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['trace']} | {r['rank']} | {r['offset_us']:,.1f} | {r['measured_us']:,.1f} | "
               f"{r['longest_path_us']:,} | {r['path_error_pct']:+.2f}% | {r['simulated_us']:,.1f} | "
-              f"{r['sim_error_pct']:+.2f}% | {r['replayed_us']:,.1f} | {r['replay_error_pct']:+.2f}% |")
+              f"{r['sim_error_pct']:+.2f}% | {r['replayed_us']:,.1f} | {r['replay_error_pct']:+.2f}% |"
+              + (" op cut off by the profiler's stop |" if r["cut_off"] else " |"))
     for key, what in (("path_error_pct", "longest paths"), ("sim_error_pct", "simulated (network)"),
                       ("replay_error_pct", "simulated (replay)")):
         within = sum(abs(r[key]) <= 2 for r in rows)
+        whole = [r for r in rows if not r["cut_off"]]
         print(f"{what}: {within} of {len(rows)} ranks within 2% of the measured step "
-              f"(median |error| {statistics.median(abs(r[key]) for r in rows):.2f}%)")
+              f"(median |error| {statistics.median(abs(r[key]) for r in rows):.2f}%); of the "
+              f"{len(whole)} ranks whose recording has no op cut off: {sum(abs(r[key]) <= 2 for r in whole)}")
     print(f"{time.perf_counter() - wall:.1f} s wall, {time.process_time() - cpu:.1f} s CPU (this process), "
           f"load average {os.getloadavg()[0]:.1f}")
     if args.json:

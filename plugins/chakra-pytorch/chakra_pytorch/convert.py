@@ -21,7 +21,7 @@ from chakra_core import (
 from .graph import ConvertedRank, build_graph
 from .hostet import read_header, read_host_et, scan_groups
 from .ints import MAX_RANKS
-from .kineto import read_distributed_info, read_kineto
+from .kineto import KinetoTrace, read_distributed_info, read_kineto
 from .schema_version import PyTorchTraceWarning, check_schema
 from .sniff import JSON_SUFFIXES, is_linked, rank_from_name, sniff_kind
 
@@ -122,11 +122,23 @@ def convert_rank(files: RankFiles, world: int | None = None, data_deps: bool = F
             if op.comm is not None:
                 wanted.update(op.comm.worker_rfs)
         kt = read_kineto(files.kineto, wanted, files.distributed)
+        _warn_unfinished(kt)
     dist = kt.distributed if kt is not None else {}
     world = world or int(dist.get("world_size") or 0) or _world_from(host.groups) or 1
     groups = _groups(dist, host.groups, world)
     return build_graph(host, kt, files.rank, world, groups, data_deps=data_deps, idle_gaps=idle_gaps,
                        min_idle_us=min_idle_us)
+
+
+def _warn_unfinished(kt: KinetoTrace) -> None:
+    """Warn when ops were still open when the profiler stopped: the trace does not say when
+    their work ended, so their nodes are timed by what the host trace shows of them."""
+    if kt.unfinished:
+        ts, name = min(kt.unfinished)
+        warnings.warn(f"{kt.path}: {len(kt.unfinished)} op(s) still running when the profiler stopped "
+                      f"(Kineto 'finished': false), the first {name} at ts {ts:.3f} us: their end is not in "
+                      "the trace, so their nodes are timed by the host trace alone (keep profiling after "
+                      "the last step, e.g. chakra_collect's settle_s)", PyTorchTraceWarning, stacklevel=2)
 
 
 def _world_from(groups: dict[str, dict[str, Any]]) -> int | None:

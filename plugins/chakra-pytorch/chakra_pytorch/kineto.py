@@ -95,6 +95,9 @@ class KinetoTrace:
     stream_waits: list[StreamWait] = field(default_factory=list)
     #: ProfilerStep#N spans: (ts, dur, tid, name)
     steps: list[tuple[float, float, int, str]] = field(default_factory=list)
+    #: CPU ops and annotations still open when the profiler stopped (``finished: false``):
+    #: (ts, name); their recorded end is the profiler's stop, not theirs
+    unfinished: list[tuple[float, str]] = field(default_factory=list)
 
 
 def _short(e: Exception) -> str:
@@ -233,6 +236,8 @@ def _host_op(kt: KinetoTrace, ev: dict, args: dict, name: str, ts: float, dur: f
             kt.ext_rf[ext] = rf
     if name.startswith("ProfilerStep#"):
         kt.steps.append((ts, dur, tid, name))
+    if args.get("finished") is False:
+        kt.unfinished.append((ts, name))
 
 
 def _runtime_call(kt: KinetoTrace, ev: dict, args: dict, name: str, ts: float, dur: float) -> None:

@@ -125,3 +125,20 @@ def test_the_queued_recording_has_work_started_after_the_next_issue():
         starts.setdefault(owner, s)
     late = [rf for (rf, _), (_, (nxt_issue, _)) in zip(ops, ops[1:]) if starts.get(rf, 0) > nxt_issue]
     assert late
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_an_op_the_profiler_cut_off_is_warned_about(name):
+    # Kineto marks an op still running at the profiler's stop "finished": false; its recorded end
+    # is the stop, so the conversion must say the trace does not know when that work ended
+    from chakra_pytorch import PyTorchTraceWarning
+
+    for files in find_rank_files([str(DATA / name)])[0]:
+        cut = [e for e in _kineto(Path(files.kineto)) if e.get("args", {}).get("finished") is False]
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            convert_rank(files)
+        said = [w for w in seen if issubclass(w.category, PyTorchTraceWarning) and "finished" in str(w.message)]
+        assert len(said) == (1 if cut else 0), (name, files.rank)
+        if cut:
+            assert str(files.kineto) in str(said[0].message) and f"{len(cut)} op(s)" in str(said[0].message)
