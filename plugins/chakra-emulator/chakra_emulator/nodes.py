@@ -3,7 +3,8 @@
 A compute node runs its real operator (``compute=real``, the node carries an operator that
 :func:`compute.build_real_op` can build, and the tensors built so far stay within the rank's
 budget), else a calibrated kernel (an accelerator op) or host
-work (a CPU op) of its duration; a memory node copies its bytes; collectives and messages go to
+work (a CPU op) of its duration; an ``[idle]`` node waits its duration as host work does, on
+its resource (it is time without work, not a kernel); a memory node copies its bytes; collectives and messages go to
 :class:`collectives.Comms`.  ``how`` names the choice per node and ``observed`` holds what the
 communication calls handed to torch.distributed (first measured iteration).
 """
@@ -17,7 +18,11 @@ from .collectives import Comms
 from .compute import COPY, HOST, KERNEL, NONE, REAL, HostWork, Runner, build_real_op
 from .plan import COLL, COMP, MEM, SEND, Plan
 
-__all__ = ["NodeRunner"]
+__all__ = ["NodeRunner", "IDLE"]
+
+#: the name of a time without work (the PyTorch converter's idle gaps and hand-offs to gloo's
+#: workers, CPU ops or not): a wait of its duration on its resource, never a kernel
+IDLE = "[idle]"
 
 
 class NodeRunner:
@@ -46,6 +51,8 @@ class NodeRunner:
             return COPY
         if kind != COMP:
             return kind
+        if plan.names[i] == IDLE:
+            return HOST
         if compute == "real" and "op" in spec:
             call, nbytes = build_real_op(spec["op"], self.runner.device, gen, self.budget - self.real_bytes)
             if call is not None:
