@@ -76,6 +76,10 @@ def test_ddp_covers_every_node_and_observes_the_gradient_all_reduce(ddp, recorde
     assert groups == {(0, 1)}
     assert 0 < s["real_ops"] < 1
     assert sum(n["how"] == "real" for n in s["nodes"]) > 50
+    # the converter's idle gaps and hand-offs to gloo's workers (not CPU ops) wait, never run kernels
+    idle = [n for n in s["nodes"] if n["name"] == "[idle]"]
+    assert idle and {n["how"] for n in idle} == {"host"}
+    assert not any(n["how"] == "kernel" for n in s["nodes"])
 
 
 def test_observed_collectives_match_the_trace_per_node(collectives, recorded):
