@@ -22,7 +22,7 @@ from typing import Any
 from chakra_core import ChakraError, Progress, progress
 
 from .plan import Plan
-from .worker import PHASES, STATUS
+from .worker import PHASES, STATUS_BYTES, StatusReader
 
 __all__ = ["run_workers", "EmulationFailed"]
 
@@ -37,7 +37,8 @@ class _Worker:
     def __init__(self, rank: int, jobdir: Path, env: dict[str, str]):
         self.rank = rank
         self.status_path = jobdir / f"status.{rank}"
-        self.status_path.write_bytes(bytes(STATUS.size))
+        self.status_path.write_bytes(bytes(STATUS_BYTES))
+        self.reader = StatusReader(self.status_path)
         self.err = open(jobdir / f"stderr.{rank}", "wb")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen([sys.executable, "-m", "chakra_emulator.worker", str(jobdir), str(rank)],
                                      stdin=subprocess.DEVNULL, stdout=self.err, stderr=subprocess.STDOUT,
@@ -45,8 +46,7 @@ class _Worker:
         self.started = time.monotonic_ns()
 
     def status(self) -> tuple[int, int, int, int, int]:
-        data = self.status_path.read_bytes()
-        return STATUS.unpack(data[:STATUS.size]) if len(data) >= STATUS.size else (0, 0, 0, -1, 0)
+        return self.reader.read()
 
     def stop(self) -> None:
         if self.proc.poll() is None:

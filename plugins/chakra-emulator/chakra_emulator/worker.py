@@ -7,8 +7,9 @@ calibrates when the plan has kernel nodes; builds the real operators; runs the w
 measured iterations, each from one start time that rank 0 sets a few ms ahead after a barrier
 (every rank starts its iteration at that instant of ``time.monotonic_ns``, which the processes
 of a machine share); writes ``result.RANK.pkl``.  While it runs it keeps
-``status.RANK`` (five int64: phase, iteration, nodes done, the position of its oldest node in
-flight or -1, when that node started in ``time.monotonic_ns``) up to date for the supervisor.
+``status.RANK`` (a sequence number, then five int64: phase, iteration, nodes done, the position
+of its oldest node in flight or -1, when that node started in ``time.monotonic_ns``) up to date
+for the supervisor, which reads it with :class:`StatusReader`.
 An error is written to ``error.RANK`` in one line and the process exits with status 3.
 """
 
@@ -17,33 +18,74 @@ from __future__ import annotations
 import mmap
 import os
 import pickle
-import struct
 import sys
 import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-__all__ = ["main", "STATUS", "PHASES"]
+__all__ = ["main", "STATUS_BYTES", "PHASES", "Status", "StatusReader", "read_status"]
 
-STATUS = struct.Struct("<qqqqq")
+#: the size of ``status.RANK``: six native int64 words (the sequence number, then the five fields)
+STATUS_BYTES = 48
 PHASES = ("starting", "rendezvous", "preparing", "running", "done")
 
 
 class Status:
-    """The worker's side of ``status.RANK``."""
+    """The worker's side of ``status.RANK`` (a file of :data:`STATUS_BYTES` bytes): its sequence
+    number is odd while the five fields are being written (one aligned 8-byte store each, never
+    ``struct.pack_into``, which clears its bytes before it writes them), so that a reader in
+    another process never takes half of one update with half of another."""
 
     def __init__(self, path: Path):
         fd = os.open(path, os.O_RDWR)
-        self.map = mmap.mmap(fd, STATUS.size)
+        self.map = mmap.mmap(fd, STATUS_BYTES)
         os.close(fd)
+        self.words = memoryview(self.map).cast("q")
         self.phase = 0
         self.iteration = 0
+        self.seq = 0
 
     def set(self, phase: int, pos: int = -1, since: int = 0, done: int = 0) -> None:
         """Publish the phase and the oldest node in flight."""
         self.phase = phase
-        STATUS.pack_into(self.map, 0, phase, self.iteration, done, pos, since or time.monotonic_ns())
+        words = self.words
+        words[0] = self.seq + 1
+        words[1], words[2], words[3], words[4], words[5] = (phase, self.iteration, done, pos,
+                                                            since or time.monotonic_ns())
+        self.seq += 2
+        words[0] = self.seq
+
+
+class StatusReader:
+    """The supervisor's side of ``status.RANK``: :meth:`read` returns the five fields as one
+    update left them (the sequence number even and unchanged around the read of the fields),
+    else, after ``tries`` reads that overlapped a write, the last such update (zeros and
+    position -1 before the first)."""
+
+    def __init__(self, path: Path, tries: int = 1000):
+        fd = os.open(path, os.O_RDONLY)
+        self.map = mmap.mmap(fd, STATUS_BYTES, access=mmap.ACCESS_READ)
+        os.close(fd)
+        self.words = memoryview(self.map).cast("q")
+        self.tries = tries
+        self.last: tuple[int, int, int, int, int] = (0, 0, 0, -1, 0)
+
+    def read(self) -> tuple[int, int, int, int, int]:
+        """(phase, iteration, nodes done, position of the oldest node in flight or -1, since ns)."""
+        for _ in range(self.tries):
+            words = self.words
+            before = words[0]
+            fields = (words[1], words[2], words[3], words[4], words[5])
+            if before % 2 == 0 and words[0] == before:
+                self.last = fields
+                break
+        return self.last
+
+
+def read_status(path: Path) -> tuple[int, int, int, int, int]:
+    """One whole update of the status file at ``path`` (see :class:`StatusReader`)."""
+    return StatusReader(path).read()
 
 
 #: how far ahead of its own clock rank 0 sets an iteration's start (covers handing it to every rank)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import signal
-import struct
 import threading
 import time
 from pathlib import Path
@@ -17,7 +16,7 @@ import pytest
 
 import chakra_core
 from chakra_core import ChakraError, CommType, GlobalMetadata, MemoryRank, Node, NodeType, TraceSet, set_attr
-from chakra_emulator.worker import STATUS
+from chakra_emulator.worker import read_status
 
 
 def _host(i, us, deps=()):
@@ -68,8 +67,8 @@ def _kill_when_running(rank: int, killed: list[float]) -> None:
                 continue
             status = Path(argv[-2]) / f"status.{rank}"
             try:
-                phase, _it, _done, pos, _since = STATUS.unpack(status.read_bytes()[:STATUS.size])
-            except (OSError, struct.error):
+                phase, _it, _done, pos, _since = read_status(status)
+            except OSError:
                 continue
             if phase == 3 and pos >= 0:
                 os.kill(pid, signal.SIGKILL)
