@@ -14,7 +14,7 @@ from chakra_core import AttrColumn, CommType, NodeColumns, NodeType, TraceFormat
 from chakra_core.system import SystemDescription, roofline_ns
 
 __all__ = ["ATTRS", "K_COMP", "K_MEM", "K_COLL", "K_SEND", "K_RECV", "K_NOP", "R_CPU", "R_COMP", "R_COMM",
-           "R_NONE", "Classified", "classify"]
+           "R_NONE", "RankFacts", "Classified", "classify"]
 
 K_COMP, K_MEM, K_COLL, K_SEND, K_RECV, K_NOP = range(6)
 R_CPU, R_COMP, R_COMM, R_NONE = range(4)
@@ -29,15 +29,12 @@ _MODELLED = (CommType.ALL_REDUCE, CommType.ALL_GATHER, CommType.REDUCE_SCATTER, 
 _EXACT = 1 << 53
 
 
-class Classified:
-    """Per node (file order): ``kind``, ``resource`` (uint8), ``dur_ns`` (int64); ``extra``
-    (node -> tuple) and what the rank holds: ``has_p2p``, ``has_mem``, ``groups``,
-    ``roofline_fallbacks``, ``unmodelled``, ``unknown_types``."""
+class RankFacts:
+    """What a rank's nodes need besides their per-node arrays: ``extra`` (node -> tuple) and
+    ``has_p2p``, ``has_mem``, ``groups``, ``roofline_fallbacks``, ``unmodelled``,
+    ``unknown_types``."""
 
-    def __init__(self, n: int):
-        self.kind = np.full(n, K_NOP, np.uint8)
-        self.resource = np.full(n, R_NONE, np.uint8)
-        self.dur_ns = np.zeros(n, np.int64)
+    def __init__(self) -> None:
         self.extra: dict[int, tuple] = {}
         self.has_p2p = False
         self.has_mem = False
@@ -45,6 +42,21 @@ class Classified:
         self.roofline_fallbacks = 0
         self.unmodelled: set[str] = set()
         self.unknown_types: set[int] = set()
+
+    def take_facts(self, other: RankFacts) -> None:
+        """Share ``other``'s facts (the objects themselves, not copies)."""
+        self.__dict__.update({k: other.__dict__[k] for k in vars(RankFacts())})
+
+
+class Classified(RankFacts):
+    """Per node (file order): ``kind``, ``resource`` (uint8), ``dur_ns`` (int64), and the
+    rank's :class:`RankFacts`."""
+
+    def __init__(self, n: int):
+        super().__init__()
+        self.kind = np.full(n, K_NOP, np.uint8)
+        self.resource = np.full(n, R_NONE, np.uint8)
+        self.dur_ns = np.zeros(n, np.int64)
 
 
 def classify(cols: NodeColumns, sd: SystemDescription, where: str, replay_comm: bool = False) -> Classified:

@@ -17,7 +17,21 @@ import numpy as np
 from chakra_core import CommType, DepGraph, RankTrace, TraceFormatError, node_columns
 from chakra_core.system import SystemDescription
 
-from .classify import ATTRS, K_COLL, K_COMP, K_MEM, K_NOP, K_RECV, K_SEND, R_COMM, R_COMP, R_CPU, R_NONE, classify
+from .classify import (
+    ATTRS,
+    K_COLL,
+    K_COMP,
+    K_MEM,
+    K_NOP,
+    K_RECV,
+    K_SEND,
+    R_COMM,
+    R_COMP,
+    R_CPU,
+    R_NONE,
+    RankFacts,
+    classify,
+)
 
 __all__ = ["Program", "load_program", "K_COMP", "K_MEM", "K_COLL", "K_SEND", "K_RECV", "K_NOP",
            "R_CPU", "R_COMP", "R_COMM", "R_NONE", "ASTRA_KIND"]
@@ -30,10 +44,11 @@ ASTRA_KIND = {
 }
 
 
-class Program:
+class Program(RankFacts):
     """Compact form of one rank's trace (see module docstring)."""
 
     def __init__(self, rank: int, label: str):
+        super().__init__()
         self.rank = rank
         self.label = label
         self.ids = array("Q")
@@ -47,13 +62,6 @@ class Program:
         self.chain_next = array("l")
         self.name_ptr = np.zeros(1, np.int64)
         self.name_bytes = np.zeros(0, np.uint8)
-        self.extra: dict[int, tuple] = {}
-        self.has_p2p = False
-        self.has_mem = False
-        self.groups: set[str] = set()
-        self.roofline_fallbacks = 0
-        self.unmodelled: set[str] = set()
-        self.unknown_types: set[int] = set()
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -98,9 +106,8 @@ def load_program(rt: RankTrace, sd: SystemDescription, replay_comm: bool = False
     prog.child_ptr = _longs(child_ptr)
     prog.child_idx = _longs(child_idx)
     prog.chain_next = _longs(_chain_next(kind, res, indeg, child_ptr, child_idx))
+    prog.take_facts(c)
     prog.extra = extras
-    prog.has_p2p, prog.has_mem, prog.groups = c.has_p2p, c.has_mem, c.groups
-    prog.roofline_fallbacks, prog.unmodelled, prog.unknown_types = c.roofline_fallbacks, c.unmodelled, c.unknown_types
     return prog
 
 
