@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._common import add_input_options, add_plugin_options, input_kwargs
+from ._common import add_input_options, add_plugin_options, input_kwargs, shown_ranks
 
 __all__ = ["add_system_arguments", "add_run_arguments", "backend_kwargs", "print_result"]
 
@@ -50,12 +50,7 @@ def print_result(result, verbose: bool = False) -> None:
     for k, v in result.summary.items():
         if isinstance(v, (int, float, str)):
             print(f"{k}: {v}")
-    ranks = result.ranks
-    long = len(ranks) > 16 and not verbose
-    shown = ranks[:4] + ranks[-4:] if long else ranks
-    for i, r in enumerate(shown):
-        if long and i == 4:
-            print(f"... {len(ranks) - 8} more ranks (all of them with chakra --verbose, or --json)")
+    for r in shown_ranks(result.ranks, 16, verbose):
         print(f"rank {r.get('rank')}: finished at {r.get('finish_ns')} ns, "
               f"exposed communication {r.get('exposed_comm_ns')} ns")
     for n in result.notes:

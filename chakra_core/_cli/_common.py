@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from chakra_core._plugins import PluginHost
 
 __all__ = ["add_plugin_options", "add_input_options", "add_output_options", "input_kwargs", "host_of",
-           "print_json", "print_paths", "print_traces", "print_written"]
+           "print_json", "print_paths", "print_traces", "print_written", "shown_ranks"]
 
 #: longest list of paths printed in full without --verbose
 SHOWN_PATHS = 10
@@ -87,3 +87,14 @@ def print_traces(traces: Any, args: Any) -> None:
         print_json({"ranks": len(files), "files": files})
     else:
         print_paths(files, args.verbose)
+
+
+def shown_ranks(ranks: Sequence[Any], most: int, verbose: bool):
+    """The rank rows to print: all of them, or past ``most`` (unless ``verbose``) the first and
+    last four, with a line saying how many were left out printed between them."""
+    long = len(ranks) > most and not verbose
+    shown = [*ranks[:4], *ranks[-4:]] if long else list(ranks)
+    for i, r in enumerate(shown):
+        if long and i == 4:
+            print(f"... {len(ranks) - 8} more ranks (all of them with chakra --verbose, or --json)")
+        yield r

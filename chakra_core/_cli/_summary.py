@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._common import shown_ranks
+
 __all__ = ["print_timed_result"]
 
 
@@ -57,11 +59,7 @@ def print_timed_result(result: Any, verbose: bool = False) -> None:
         print("collectives by kind:        groups      count          MiB     total_us")
         for kind, groups, count, nbytes, ns in colls:
             print(f"  {kind:<24} {groups:>8} {count:>10} {nbytes / 2**20:>12.2f} {_us(ns):>12}")
-    long = n > 8 and not verbose
-    shown = ranks[:4] + ranks[-4:] if long else ranks
-    for i, r in enumerate(shown):
-        if long and i == 4:
-            print(f"... {n - 8} more ranks (all of them with chakra --verbose, or --json)")
+    for r in shown_ranks(ranks, 8, verbose):
         print(f"rank {r['rank']}: finished at {_us(r['finish_ns'])}, compute {_us(r['compute_ns'])}, "
               f"exposed communication {_us(r['exposed_comm_ns'])}, idle {_us(r['idle_ns'])}")
     if result.timeline:
