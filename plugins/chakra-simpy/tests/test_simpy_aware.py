@@ -1,7 +1,7 @@
 """The congestion-aware mode against ASTRA-sim's own expected values and hand-derived cases.
 
-No ASTRA-sim binary exists on this machine and no outputs of its congestion-aware binary are
-recorded in the repository: the expected values here are (a) those ASTRA-sim publishes for its
+No ASTRA-sim binary exists on this machine; the recorded outputs of its binaries published with
+complete inputs are checked in ``test_simpy_recorded.py``.  The expected values here are (a) those ASTRA-sim publishes for its
 congestion-aware network (``extern/network_backend/analytical/test/test_congestion_aware.cpp``:
 a 1 MiB message on 16-NPU Ring / FullyConnected / Switch networks of 50 GB/s and 500 ns, and an
 all-to-all of such messages on the Ring), and (b) closed forms derived below from the rules of
