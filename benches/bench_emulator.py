@@ -11,11 +11,9 @@ standard deviation, min, max, and how late the last rank began after the common 
 error of the mean and of the fastest repeat against:
 
 - ``expected_ns`` (the ``error`` the target is about): simpy replaying the recorded compute
-  durations on a system matching this machine, one Ring of the ranks whose link is gloo over
-  127.0.0.1 as ``benches/fidelity.py``'s ``measure_loopback`` measures it for isolated calls
-  (both ranks sleep 0.5 ms before each timed all-reduce, as a trace's collectives come between
-  its compute);
-- the same with the link measured from back-to-back calls (``b2b``: gloo's best case);
+  durations on a system matching this machine: one Ring of the ranks whose link latency and
+  endpoint delay are fitted to what gloo's calls cost here (``benches/gloo_link.py``: every kind
+  timed in isolation, the fit weighted by how many calls of each kind the trace makes);
 - the trace's own recorded path (``trace_ns``: recorded collective durations included);
 
 then measured / recorded time per kind of node; and for the first mode, per collective kind, the
@@ -25,9 +23,9 @@ adds to the real operators (``--profiler-cost``, on by default): every operator 
 that the replay runs for real, timed bare and under the recorder that made the fixtures
 (``chakra_collect.Recorder``: the PyTorch profiler with the execution-trace observer).
 
-``--realtime`` (root only) runs the threads of the workers and of the loopback measurement
-SCHED_FIFO once they have joined their process group: on a machine that other jobs load it
-keeps them from waiting for a core, so that the figures approach those of an idle machine;
+``--realtime`` (root only) replays with ``-O realtime=true`` (every thread of the workers
+SCHED_FIFO once the process groups exist) and times the calls for the fit the same way: a woken
+thread then takes a core at once, from other jobs and from the other rank's threads alike;
 figures taken with it are marked so in docs/emulator.md.
 
 Run: ``.venv/bin/python benches/bench_emulator.py`` (all traces; under 5 minutes on the idle
@@ -42,9 +40,7 @@ import os
 import statistics
 import sys
 import tempfile
-import threading
 import time
-from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -55,7 +51,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 RECORDED = ("ddp", "ddp_buckets", "collectives", "ddp_steps", "ddp_buckets_steps", "collectives_steps")
 DATA = ROOT / "plugins" / "chakra-pytorch" / "tests" / "data"
-_GAP_S = 0.0005
 
 
 def _inputs(name: str, tmp: Path) -> tuple[str, dict]:
@@ -66,7 +61,24 @@ def _inputs(name: str, tmp: Path) -> tuple[str, dict]:
     return out, {}
 
 
-def _line(name: str, mode: str, s: dict, b2b_expected: int) -> str:
+def _calls(traces: chakra_core.TraceSet) -> dict[str, int]:
+    """How many calls of each kind the set makes (SEND for a send), over all ranks."""
+    from chakra_core import CommType, NodeAttrs, NodeType
+
+    out: dict[str, int] = {}
+    for rt in traces:
+        for n in rt.nodes():
+            if n.type == NodeType.COMM_COLL_NODE:
+                kind = CommType(NodeAttrs(n).get_int("comm_type")).name
+            elif n.type == NodeType.COMM_SEND_NODE:
+                kind = "SEND"
+            else:
+                continue
+            out[kind] = out.get(kind, 0) + 1
+    return out
+
+
+def _line(name: str, mode: str, s: dict) -> str:
     rep = s["repeats"]
     mean, best = rep["mean_ns"], rep["min_ns"]
     kinds = ", ".join(f"{how} x{row['ratio']:.2f}" for how, row in s["measured_vs_trace"].items()
@@ -76,7 +88,6 @@ def _line(name: str, mode: str, s: dict, b2b_expected: int) -> str:
             f"{max(rep['start_late_ns']) / 1e3:.0f} us)"
             f"  expected {s['expected_ns'] / 1e6:8.3f} ms  error {s['error']:+7.1%} "
             f"(min {best / s['expected_ns'] - 1:+7.1%})"
-            f"  b2b expected {b2b_expected / 1e6:8.3f} ms error {mean / b2b_expected - 1:+7.1%}"
             f"  trace {s['trace_ns'] / 1e6:8.3f} ms  trace_error {s['trace_error']:+7.1%}"
             f"  real_ops {s['real_ops']:.2f}  host spin tail <= {max(s['host_tail_ns']) / 1e3:.0f} us  [{kinds}]")
 
@@ -100,51 +111,6 @@ def _kinds_line(name: str, replay: chakra_core.Spans, simulated: chakra_core.Spa
     emu, sim = _cost_by_kind(replay), _cost_by_kind(simulated)
     parts = [f"{k} {emu[k] / 1e3:.0f}/{sim[k] / 1e3:.0f}" if k in sim else f"{k} {emu[k] / 1e3:.0f}/-" for k in emu]
     return f"{name:17s} per kind, us from the last member's arrival to the end, replay/expected: " + ", ".join(parts)
-
-
-def _has_socket(pid: str) -> bool:
-    """Whether process ``pid`` holds a socket (a torch.distributed process past its rendezvous)."""
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        try:
-            if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:"):
-                return True
-        except OSError:
-            continue
-    return False
-
-
-@contextmanager
-def _realtime_workers():
-    """While open, every thread of this process's descendants that hold a socket (emulator
-    workers and the loopback measurement's ranks, once they have joined) runs SCHED_FIFO 1."""
-    stop = threading.Event()
-
-    def watch() -> None:
-        ours, done = {str(os.getpid())}, set()
-        while not stop.is_set():
-            for pid in filter(str.isdigit, os.listdir("/proc")):
-                try:
-                    if pid not in ours:
-                        if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1] not in ours:
-                            continue
-                        ours.add(pid)
-                    if pid == str(os.getpid()) or not _has_socket(pid):
-                        continue
-                    for tid in os.listdir(f"/proc/{pid}/task"):
-                        if (pid, tid) not in done:
-                            os.sched_setscheduler(int(tid), os.SCHED_FIFO, os.sched_param(1))
-                            done.add((pid, tid))
-                except OSError:
-                    continue
-            time.sleep(0.002)
-
-    t = threading.Thread(target=watch, daemon=True)
-    t.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        t.join()
 
 
 def _profiler_cost(tmp: Path, calls: int = 20) -> str:
@@ -195,38 +161,34 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--modes", default="duration,real")
-    ap.add_argument("--latency-ns", type=float, help="isolated-call link latency (default: measured)")
-    ap.add_argument("--bandwidth", type=float, help="link bandwidth in GB/s (default: measured)")
-    ap.add_argument("--realtime", action="store_true", help="workers SCHED_FIFO while they replay (root)")
+    ap.add_argument("--realtime", action="store_true", help="replay with -O realtime=true; time the calls so (root)")
     ap.add_argument("--no-profiler-cost", dest="profiler_cost", action="store_false")
     args = ap.parse_args()
-    from fidelity import measure_loopback, system_file
+    from fidelity import system_file
+    from gloo_link import fit_link, measure_calls, modelled
 
     wall, cpu = time.perf_counter(), time.process_time()
-    with _realtime_workers() if args.realtime else nullcontext():
-        b2b = measure_loopback()
-        latency, bandwidth = (args.latency_ns, args.bandwidth) if args.latency_ns else measure_loopback(_GAP_S)
+    costs = measure_calls(args.realtime)
     print(f"machine: {os.cpu_count()} CPU cores, load average {os.getloadavg()[0]:.1f}"
-          f"{', workers SCHED_FIFO' if args.realtime else ''}; gloo loopback, isolated calls: "
-          f"{latency:.0f} ns per message, {bandwidth:.3f} GB/s; back-to-back: {b2b[0]:.0f} ns, {b2b[1]:.3f} GB/s",
-          flush=True)
-    with tempfile.TemporaryDirectory() as tmp, (_realtime_workers() if args.realtime else nullcontext()):
+          f"{', workers SCHED_FIFO' if args.realtime else ''}; gloo calls on 127.0.0.1, us: "
+          + ", ".join(f"{k} {v / 1e3:.0f}" for k, v in costs.items()), flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
         for name in args.which:
             path, input_options = _inputs(name, Path(tmp))
-            ranks = len(chakra_core.load_traces(path, options=input_options or None))
-            system = str(system_file(ranks, latency, bandwidth, Path(tmp)))
-            b2b_dir = Path(tmp) / "b2b"
-            b2b_dir.mkdir(exist_ok=True)
-            b2b_system = str(system_file(ranks, *b2b, b2b_dir))
-            b2b_expected = chakra_core.simulate(path, input_options=input_options or None, validate=False,
-                                                system=b2b_system).summary["finish_ns"]
+            traces = chakra_core.load_traces(path, options=input_options or None)
+            latency, delay, bandwidth = fit_link(costs, _calls(traces))
+            model = modelled(latency, delay)
+            print(f"{name:17s} link fitted to its calls: latency {latency / 1e3:.1f} us, endpoint delay "
+                  f"{delay / 1e3:.1f} us, {bandwidth:.2f} GB/s (fitted/measured us: "
+                  + ", ".join(f"{k} {model[k] / 1e3:.0f}/{costs[k] / 1e3:.0f}" for k in model) + ")", flush=True)
+            system = str(system_file(len(traces), latency, bandwidth, Path(tmp), delay))
             simulated = chakra_core.simulate(path, input_options=input_options or None, validate=False,
                                              system=system, options={"spans": True}).spans
             for k, mode in enumerate(args.modes.split(",")):
                 r = chakra_core.emulate(path, input_options=input_options or None, validate=False, system=system,
                                         options={"compute": mode, "repeats": args.repeats, "warmup": args.warmup,
-                                                 "spans": k == 0})
-                print(_line(name, mode, r.summary, b2b_expected), f"load {os.getloadavg()[0]:.1f}", flush=True)
+                                                 "spans": k == 0, "realtime": args.realtime})
+                print(_line(name, mode, r.summary), f"load {os.getloadavg()[0]:.1f}", flush=True)
                 if r.spans is not None:
                     print(_kinds_line(name, r.spans, simulated), flush=True)
         if args.profiler_cost:

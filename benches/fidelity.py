@@ -127,14 +127,18 @@ def recorded_traces(data: Path = DATA) -> list[Path]:
     return sorted(d for d in data.iterdir() if d.is_dir() and any(d.glob("kineto.*.json.gz")))
 
 
-def system_file(ranks: int, latency_ns: float, bandwidth: float, directory: Path) -> Path:
-    """Our system description (JSON) for ``ranks`` NPUs on one Ring with the given link, replay
-    compute."""
+def system_file(ranks: int, latency_ns: float, bandwidth: float, directory: Path,
+                endpoint_delay_ns: float | None = None) -> Path:
+    """Our system description (JSON) for ``ranks`` NPUs on one Ring with the given link (and
+    endpoint delay, else the default), replay compute."""
     path = directory / f"system{ranks}.json"
     network = [{"topology": "Ring", "npus_count": ranks, "bandwidth": round(bandwidth, 3),
                 "latency": max(1, round(latency_ns))}]
-    path.write_text(json.dumps({"network": network, "compute": "replay", "preferred-dataset-splits": 1,
-                                "collective-optimization": "baseline", "scheduling-policy": "FIFO"}))
+    system = {"network": network, "compute": "replay", "preferred-dataset-splits": 1,
+              "collective-optimization": "baseline", "scheduling-policy": "FIFO"}
+    if endpoint_delay_ns is not None:
+        system["endpoint-delay"] = max(1, round(endpoint_delay_ns))  # ASTRA-sim refuses 0
+    path.write_text(json.dumps(system))
     return path
 
 

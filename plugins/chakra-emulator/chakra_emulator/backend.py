@@ -49,6 +49,9 @@ class EmulatorBackend(Backend):
         "startup_timeout": Option("float", 300.0, "most time for a worker to start (torch import, rendezvous, "
                                   "groups, preparation)", unit="s", minimum=1.0),
         "threads": Option("int", 1, "torch intra-op threads per worker", minimum=1),
+        "realtime": Option("bool", False, "every thread of the workers runs SCHED_FIFO (priority 1) once the "
+                           "process groups exist, so that a woken thread preempts other jobs' threads at once "
+                           "(Linux; needs root, CAP_SYS_NICE or an RLIMIT_RTPRIO of 1 or more)"),
         "recalibrate": Option("bool", False, "measure the kernel calibration again instead of using the cache"),
         "expected": Option("bool", True, "compute expected_ns and error with the simpy simulator"),
         "critical_path_nodes": Option("int", 200, "most critical-path nodes listed", minimum=0),
@@ -59,6 +62,7 @@ class EmulatorBackend(Backend):
         """Replay; the Result has the simulator's shape plus expected time, error, coverage,
         real-operator share, observed collectives and per-node measured vs trace times (ns)."""
         from .launch import run_workers
+        from .realtime import check_realtime
         from .select import choose_placement, probe_cuda
 
         nranks = len(traces)
@@ -67,6 +71,8 @@ class EmulatorBackend(Backend):
         if traces.ranks[-1] != nranks - 1:
             raise TraceFormatError(f"the trace set has ranks up to {traces.ranks[-1]} but only {nranks} "
                                    "files: every rank needs its trace", traces.source or None)
+        if options["realtime"]:
+            check_realtime()
         place = choose_placement(options["backend"], options["device"], nranks,
                                  probe_cuda() if options["backend"] != "gloo" and options["device"] != "cpu" else 0)
         t0 = time.perf_counter()
@@ -120,7 +126,7 @@ def _job(options: Mapping[str, Any], nranks: int, place: Any, groups: dict[str, 
             "warmup": options["warmup"], "repeats": options["repeats"], "seed": options["seed"],
             "node_timeout_s": float(options["node_timeout"]), "startup_timeout_s": float(options["startup_timeout"]),
             "pg_timeout_s": float(options["node_timeout"]) + 60.0, "threads": options["threads"],
-            "calibrate": kernels, "recalibrate": bool(options["recalibrate"]),
+            "realtime": bool(options["realtime"]), "calibrate": kernels, "recalibrate": bool(options["recalibrate"]),
             "compose": _compose_kinds(options["compose"]), "real_memory_mb": options["real_memory_mb"]}
 
 
@@ -192,6 +198,7 @@ def _result(kind: str, plans: list[Plan], results: list[dict[str, Any]], options
         "composed": composed,
         "calibration": results[0].get("calibration"),
         "host_tail_ns": [r["host_tail_ns"] for r in results],
+        "realtime": [r["realtime"] for r in results],
         "critical_path": critical_path(spans).to_dict(spans, options["critical_path_nodes"]),
     }
     nodes, text = node_rows(plans, results, repeats, options["node_rows"])

@@ -1,6 +1,9 @@
 """Collectives and point-to-point messages of a worker (imported by workers only: needs torch).
 
-Each collective node becomes the torch.distributed call of its kind on its group, with buffers
+Each collective node becomes the call of its kind on its group's ``ProcessGroup`` object (the
+method that torch.distributed's function of that kind calls, without that function's Python
+checks and logging, which cost 40-100 us per call on a 2-core machine against 15-60 us for the
+method: time the recorded job spent in the trace's own host nodes), with buffers
 whose byte sizes follow the Chakra meaning of ``comm_size`` (the whole buffer for all-reduce,
 broadcast and reduce; the full input for reduce-scatter; the whole send buffer for all-to-all;
 the per-rank shard for all-gather and gather and what each rank receives of a scatter; 0 for a
@@ -29,12 +32,13 @@ import torch.distributed as dist
 
 __all__ = ["Comms"]
 
-#: Chakra kind -> the torch.distributed primitive tried first
+#: Chakra kind -> the process group's method tried first (what torch.distributed's function of
+#: that kind calls)
 _PRIMITIVE = {
-    "ALL_REDUCE": "all_reduce", "REDUCE": "reduce", "ALL_GATHER": "all_gather_into_tensor",
+    "ALL_REDUCE": "allreduce", "REDUCE": "reduce", "ALL_GATHER": "_allgather_base",
     "GATHER": "gather", "SCATTER": "scatter", "BROADCAST": "broadcast",
-    "ALL_TO_ALL": "all_to_all_single", "REDUCE_SCATTER": "reduce_scatter_tensor",
-    "REDUCE_SCATTER_BLOCK": "reduce_scatter_tensor", "BARRIER": "barrier",
+    "ALL_TO_ALL": "alltoall_base", "REDUCE_SCATTER": "_reduce_scatter_base",
+    "REDUCE_SCATTER_BLOCK": "_reduce_scatter_base", "BARRIER": "barrier",
 }
 
 
@@ -73,6 +77,7 @@ class Comms:
         self.unsupported: set[str] = set()
         self._buffers: dict[tuple[int, int, int], torch.Tensor] = {}
         self._elem = 4
+        self.world_pg = dist.group.WORLD
 
     def _buf(self, nbytes: int, slot: int) -> torch.Tensor:
         """A reusable buffer of ``nbytes`` bytes, of the element type of the call being started
@@ -90,8 +95,9 @@ class Comms:
             return self.groups[pg]
         return None, list(range(self.world))
 
-    def collective(self, spec: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-        """Start the collective of ``spec``; returns (work with ``wait()``, observed)."""
+    def collective(self, spec: dict[str, Any], observe: bool = True) -> tuple[Any, dict[str, Any] | None]:
+        """Start the collective of ``spec``; returns (work with ``wait()``, what was observed of
+        the call, or None unless ``observe``)."""
         kind, size = spec["type"], int(spec["size"])
         group, members = self._group(spec["pg"])
         if self.rank not in members:
@@ -114,6 +120,8 @@ class Comms:
                 composed = True
         if composed:
             work, used = self._composed(kind, size, group, members, root)
+        if not observe:
+            return work, None
         observed = {"kind": kind, "bytes": 0 if kind == "BARRIER" else _nbytes(self._buf(size, 0)),
                     "group": self._members(group), "root": root if kind in _ROOTED else None,
                     "primitives": used, "composed": composed}
@@ -124,34 +132,35 @@ class Comms:
         return list(range(dist.get_world_size())) if group is None else dist.get_process_group_ranks(group)
 
     def _primitive(self, kind: str, size: int, group: Any, members: list[int], root: int) -> Any:
+        """The call of ``kind`` on the process group object itself (the method torch.distributed's
+        function of that kind calls), with ``root`` as the group's own rank."""
+        pg = self.world_pg if group is None else group
         p = len(members)
         me = members.index(self.rank)
         if kind == "BARRIER":
-            return dist.barrier(group=group, async_op=True)
+            return pg.barrier(_opts(dist.BarrierOptions))
         if kind == "ALL_REDUCE":
-            return dist.all_reduce(self._buf(size, 0), group=group, async_op=True)
+            return pg.allreduce([self._buf(size, 0)], _opts(dist.AllreduceOptions))
         if kind == "BROADCAST":
-            return dist.broadcast(self._buf(size, 0), src=root, group=group, async_op=True)
+            return pg.broadcast([self._buf(size, 0)], _opts(dist.BroadcastOptions, members.index(root)))
         if kind == "REDUCE":
-            return dist.reduce(self._buf(size, 0), dst=root, group=group, async_op=True)
+            return pg.reduce([self._buf(size, 0)], _opts(dist.ReduceOptions, members.index(root)))
         if kind == "ALL_GATHER":
-            return dist.all_gather_into_tensor(self._buf(size * p, 1), self._buf(size, 0), group=group,
-                                               async_op=True)
+            return pg._allgather_base(self._buf(size * p, 1), self._buf(size, 0))
         if kind == "GATHER":
-            out = [self._buf(size, 2 + j) for j in range(p)] if self.rank == root else None
-            return dist.gather(self._buf(size, 0), out, dst=root, group=group, async_op=True)
+            out = [[self._buf(size, 2 + j) for j in range(p)]] if self.rank == root else []
+            return pg.gather(out, [self._buf(size, 0)], _opts(dist.GatherOptions, members.index(root)))
         if kind == "SCATTER":
-            chunks = [self._buf(size, 2 + j) for j in range(p)] if self.rank == root else None
-            return dist.scatter(self._buf(size, 0), chunks, src=root, group=group, async_op=True)
+            chunks = [[self._buf(size, 2 + j) for j in range(p)]] if self.rank == root else []
+            return pg.scatter([self._buf(size, 0)], chunks, _opts(dist.ScatterOptions, members.index(root)))
         if kind == "ALL_TO_ALL":
             splits = _splits(size, p, self._elem)
             received = self._buf(splits[me] * p * self._elem, 1)
-            return dist.all_to_all_single(received, self._buf(size, 0), output_split_sizes=[splits[me]] * p,
-                                          input_split_sizes=splits, group=group, async_op=True)
+            return pg.alltoall_base(received, self._buf(size, 0), [splits[me]] * p, splits,
+                                    _opts(dist.AllToAllOptions))
         if size % p:
             raise NotImplementedError("reduce-scatter of a size members cannot split evenly")
-        return dist.reduce_scatter_tensor(self._buf(size // p, 1), self._buf(size, 0), group=group,
-                                          async_op=True)
+        return pg._reduce_scatter_base(self._buf(size // p, 1), self._buf(size, 0), _opts(dist.ReduceScatterOptions))
 
     def _composed(self, kind: str, size: int, group: Any, members: list[int], root: int) -> tuple[Any, list[str]]:
         compose: dict[str, Callable[[], Any]] = {
@@ -160,20 +169,23 @@ class Comms:
             "ALL_TO_ALL": lambda: self._all_to_all(size, members),
             "GATHER": lambda: self._to_root(size, members, root),
             "SCATTER": lambda: self._from_root(size, members, root),
-            "REDUCE": lambda: dist.all_reduce(self._buf(size, 0), group=group, async_op=True),
+            "REDUCE": lambda: self._all_reduce(self._buf(size, 0), group),
             "ALL_REDUCE": lambda: self._all_reduce_p2p(size, members),
             "ALL_GATHER": lambda: self._all_gather_p2p(size, members),
             "BROADCAST": lambda: self._from_root(size, members, root, whole=True),
-            "BARRIER": lambda: dist.all_reduce(self._buf(4, 0), group=group, async_op=True),
+            "BARRIER": lambda: self._all_reduce(self._buf(4, 0), group),
         }
-        used = {"REDUCE_SCATTER": ["all_reduce"], "REDUCE_SCATTER_BLOCK": ["all_reduce"],
-                "ALL_TO_ALL": ["isend", "irecv"], "GATHER": ["isend", "irecv"], "SCATTER": ["isend", "irecv"],
-                "REDUCE": ["all_reduce"], "ALL_REDUCE": ["isend", "irecv"], "ALL_GATHER": ["isend", "irecv"],
-                "BROADCAST": ["isend", "irecv"], "BARRIER": ["all_reduce"]}
+        used = {"REDUCE_SCATTER": ["allreduce"], "REDUCE_SCATTER_BLOCK": ["allreduce"],
+                "ALL_TO_ALL": ["send", "recv"], "GATHER": ["send", "recv"], "SCATTER": ["send", "recv"],
+                "REDUCE": ["allreduce"], "ALL_REDUCE": ["send", "recv"], "ALL_GATHER": ["send", "recv"],
+                "BROADCAST": ["send", "recv"], "BARRIER": ["allreduce"]}
         return compose[kind](), used[kind]
 
+    def _all_reduce(self, buf: torch.Tensor, group: Any) -> Any:
+        return (self.world_pg if group is None else group).allreduce([buf], _opts(dist.AllreduceOptions))
+
     def _reduce_scatter(self, size: int, group: Any, members: list[int]) -> Any:
-        return dist.all_reduce(self._buf(size, 0), group=group, async_op=True)
+        return self._all_reduce(self._buf(size, 0), group)
 
     def _all_to_all(self, size: int, members: list[int]) -> Any:
         p = len(members)
@@ -182,47 +194,58 @@ class Comms:
         for j, peer in enumerate(members):
             if peer == self.rank:
                 continue
-            works.append(dist.irecv(self._buf(piece, 2 + j), src=peer, tag=_TAG))
-            works.append(dist.isend(self._buf(piece, 2 + p + j), dst=peer, tag=_TAG))
+            works.append(self.world_pg.recv([self._buf(piece, 2 + j)], peer, _TAG))
+            works.append(self.world_pg.send([self._buf(piece, 2 + p + j)], peer, _TAG))
         return _Many(works)
 
     def _to_root(self, size: int, members: list[int], root: int) -> Any:
         if self.rank != root:
-            return dist.isend(self._buf(size, 0), dst=root, tag=_TAG)
-        return _Many([dist.irecv(self._buf(size, 2 + j), src=peer, tag=_TAG)
+            return self.world_pg.send([self._buf(size, 0)], root, _TAG)
+        return _Many([self.world_pg.recv([self._buf(size, 2 + j)], peer, _TAG)
                       for j, peer in enumerate(members) if peer != root])
 
     def _from_root(self, size: int, members: list[int], root: int, whole: bool = False) -> Any:
         if self.rank != root:
-            return dist.irecv(self._buf(size, 0), src=root, tag=_TAG)
-        return _Many([dist.isend(self._buf(size, 0 if whole else 2 + j), dst=peer, tag=_TAG)
+            return self.world_pg.recv([self._buf(size, 0)], root, _TAG)
+        return _Many([self.world_pg.send([self._buf(size, 0 if whole else 2 + j)], peer, _TAG)
                       for j, peer in enumerate(members) if peer != root])
 
     def _all_reduce_p2p(self, size: int, members: list[int]) -> Any:
         works = []
         for j, peer in enumerate(members):
             if peer != self.rank:
-                works.append(dist.irecv(self._buf(size, 2 + j), src=peer, tag=_TAG))
-                works.append(dist.isend(self._buf(size, 0), dst=peer, tag=_TAG))
+                works.append(self.world_pg.recv([self._buf(size, 2 + j)], peer, _TAG))
+                works.append(self.world_pg.send([self._buf(size, 0)], peer, _TAG))
         return _Many(works)
 
     def _all_gather_p2p(self, size: int, members: list[int]) -> Any:
         return self._all_reduce_p2p(size, members)
 
-    def p2p(self, send: bool, spec: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-        """Start a send or a receive of ``spec``; returns (work, observed)."""
+    def p2p(self, send: bool, spec: dict[str, Any], observe: bool = True) -> tuple[Any, dict[str, Any] | None]:
+        """Start a send or a receive of ``spec`` on the world's process group (global ranks);
+        returns (work, what was observed of the call, or None unless ``observe``)."""
         size, peer, tag = int(spec["size"]), int(spec["peer"]), int(spec["tag"])
         self._elem = 4 if size % 4 == 0 else 1
         buf = self._buf(size, 1_000_000 + (0 if send else 1))
-        work = dist.isend(buf, dst=peer, tag=tag) if send else dist.irecv(buf, src=peer, tag=tag)
+        work = self.world_pg.send([buf], peer, tag) if send else self.world_pg.recv([buf], peer, tag)
+        if not observe:
+            return work, None
         seen = {"kind": "SEND" if send else "RECV", "bytes": _nbytes(buf),
-                "peer": peer, "tag": tag, "primitives": ["isend" if send else "irecv"], "composed": False}
+                "peer": peer, "tag": tag, "primitives": ["send" if send else "recv"], "composed": False}
         return work, seen
 
 
 _ROOTED = ("BROADCAST", "REDUCE", "GATHER", "SCATTER")
 #: the tag of composed collectives' messages (the traces' own tags are int32 and non-negative)
 _TAG = 2**31 - 7
+
+
+def _opts(cls: Any, root: int | None = None) -> Any:
+    """An options object of a process-group call, with its root (the group's own rank)."""
+    opts = cls()
+    if root is not None:
+        opts.rootRank = root
+    return opts
 
 
 def _nbytes(t: torch.Tensor) -> int:

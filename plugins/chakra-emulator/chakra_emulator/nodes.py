@@ -89,10 +89,12 @@ class NodeRunner:
     def start_comm(self, i: int) -> tuple[int, Any]:
         """Start communication node ``i``; returns (start ns, work)."""
         kind, spec = self.plan.kind[i], self.plan.spec[i] or {}
+        observe = i not in self.observed
         t0 = time.monotonic_ns()
         if kind == COLL:
-            work, seen = self.comms.collective(spec)
+            work, seen = self.comms.collective(spec, observe)
         else:
-            work, seen = self.comms.p2p(kind == SEND, spec)
-        self.observed.setdefault(i, seen)
+            work, seen = self.comms.p2p(kind == SEND, spec, observe)
+        if seen is not None:
+            self.observed[i] = seen
         return t0, work

@@ -151,6 +151,13 @@ def _groups(job: dict[str, Any]) -> dict[str, tuple[Any, list[int]]]:
     return out
 
 
+def _realtime_now() -> bool:
+    """Whether every thread of this worker runs SCHED_FIFO now (after its replay)."""
+    from .realtime import is_realtime
+
+    return sys.platform.startswith("linux") and is_realtime()
+
+
 def _device(job: dict[str, Any], rank: int) -> Any:
     import torch
 
@@ -182,6 +189,10 @@ def _run(jobdir: Path, rank: int, status: Status) -> dict[str, Any]:
     status.set(1)
     store = _rendezvous(job, rank, jobdir)
     groups = _groups(job)
+    if job["realtime"]:
+        from .realtime import make_realtime
+
+        make_realtime()
     status.set(2)
     cal = None
     if job["calibrate"]:
@@ -218,7 +229,7 @@ def _run(jobdir: Path, rank: int, status: Status) -> dict[str, Any]:
     return {"rank": rank, "iterations": iterations, "how": nodes.how, "observed": nodes.observed,
             "calibration": cal, "torch": torch.__version__, "backend": job["backend"], "device": str(device),
             "unsupported": sorted(comms.unsupported), "over_budget": nodes.over_budget,
-            "host_tail_ns": nodes.host.tail_ns}
+            "host_tail_ns": nodes.host.tail_ns, "realtime": _realtime_now()}
 
 
 def main(argv: list[str] | None = None) -> int:

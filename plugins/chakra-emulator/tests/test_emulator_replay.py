@@ -111,7 +111,7 @@ def test_composed_collectives_are_marked(composed):
     assert s["composed"] == {k: 2 * COLL_COUNT[k] for k in COLL_COUNT}
     assert any("composed" in note for note in composed.notes)
     prims = {p for n in marked for p in n["observed"]["primitives"]}
-    assert prims <= {"all_reduce", "isend", "irecv"}
+    assert prims <= {"allreduce", "send", "recv"}
 
 
 def test_real_operators_stay_within_their_memory_budget(collectives, composed):
