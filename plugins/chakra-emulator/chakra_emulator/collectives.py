@@ -77,7 +77,10 @@ class Comms:
         self.unsupported: set[str] = set()
         self._buffers: dict[tuple[int, int, int], torch.Tensor] = {}
         self._elem = 4
-        self.world_pg = dist.group.WORLD
+        default = dist.group.WORLD
+        if default is None:
+            raise RuntimeError("torch.distributed has no default process group yet")
+        self.world_pg: dist.ProcessGroup = default
 
     def _buf(self, nbytes: int, slot: int) -> torch.Tensor:
         """A reusable buffer of ``nbytes`` bytes, of the element type of the call being started
