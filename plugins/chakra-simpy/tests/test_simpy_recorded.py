@@ -23,6 +23,16 @@ Congestion-aware binary (``AstraSim_Analytical_Congestion_Aware``):
   ``examples/system/native_collectives/Ring_4chunks.json`` (commit
   4040c8349b24d1ebe1f7f4cd6426c00b555fdafa), network ``examples/network/analytical/Ring_16npus.json``:
   16 x 323,560 cycles printed as the expected output.
+- ``sarchlab/ml-perf-survey`` (a third-party evaluation): ``data/results/astra-sim/evaluation-report.md``
+  (commit d5b5f9b96d1382b78e8acc3e2cd77fa76069fb8c) records the aware binary (master of February
+  2026, built by ``scripts/benchmarks/astra-sim/Dockerfile``) on ASTRA-sim's example
+  ``HGX-H100-validated`` system and network (Switch of 8, 400 GB/s, 936.25 ns, 4 chunks, two
+  active per dimension, local-mem-bw 3350) with the 8-NPU 1 MB microbenchmarks: all-reduce
+  57,426, all-gather 44,058, reduce-scatter 28,950, all-to-all 114,000 cycles, every NPU alike;
+  ``resnet50-experiment-report.md`` (commit 374e3d449a9f809c1a1b01990df0a33c5418b5dd) has the
+  all-reduce's log lines, run by ``run_and_collect.sh`` (commit 714333f3) with that binary and
+  those files.  Two chunks in flight share each NPU's links to and from the switch, so these
+  runs check the aware mode's queueing, where it departs from the unaware model.
 
 Congestion-unaware binary: a third-party sweep (``kredd2506/Astro``, commit
 36a495ae94228ec3d4a26a5fb2548314ae411e35, ``experiments/run_sweep.py``, ``gen_workload.py``,
@@ -53,6 +63,10 @@ RT_TEMPLATE_SYSTEM = {
     "local-mem-bw": 50, "boost-mode": 0}
 #: ``examples/system/native_collectives/Ring_4chunks.json`` (astra-sim/astra-sim, 4040c834)
 RING_4CHUNKS_SYSTEM = {**RT_TEMPLATE_SYSTEM, "local-mem-bw": 1600, "roofline-enabled": 1, "peak-perf": 900}
+#: ``examples/system/native_collectives/HGX-H100-validated.json`` (astra-sim/astra-sim, cb9c7d30)
+HGX_H100_SYSTEM = {**RT_TEMPLATE_SYSTEM, "active-chunks-per-dimension": 2, "local-mem-bw": 3350}
+#: ``examples/network/analytical/HGX-H100-validated.yml`` (astra-sim/astra-sim, 3aaa79b3)
+HGX_H100_NETWORK = {"topology": ["Switch"], "npus_count": [8], "bandwidth": [400.0], "latency": [936.25]}
 
 
 def _network(dims: list[tuple[str, int]]) -> dict:
@@ -100,6 +114,17 @@ def test_quick_example_all_gather_ring_16(tmp_path, congestion):
     ts = _workload(tmp_path, 16, CommType.ALL_GATHER, MIB)
     got = _simulate(tmp_path, ts, RING_4CHUNKS_SYSTEM, _network([("Ring", 16)]), congestion)
     assert got == [323_560] * 16
+
+
+@pytest.mark.parametrize(("ct", "recorded"), [(CommType.ALL_REDUCE, 57_426), (CommType.ALL_GATHER, 44_058),
+                                              (CommType.REDUCE_SCATTER, 28_950), (CommType.ALL_TO_ALL, 114_000)])
+def test_hgx_h100_validated_microbenchmarks_with_two_active_chunks(tmp_path, ct, recorded):
+    """The aware binary on ASTRA-sim's HGX-H100 example, 1 MB collectives on 8 NPUs: every rank
+    at the recorded cycles.  The congestion-unaware model gives other values here (two hops
+    timed as one, no queueing), so the case tells the modes apart."""
+    ts = _workload(tmp_path, 8, ct, MIB)
+    assert _simulate(tmp_path, ts, HGX_H100_SYSTEM, HGX_H100_NETWORK, "aware") == [recorded] * 8
+    assert set(_simulate(tmp_path, ts, HGX_H100_SYSTEM, HGX_H100_NETWORK, "unaware")) != {recorded}
 
 
 def _sweep_rows() -> list[dict]:
