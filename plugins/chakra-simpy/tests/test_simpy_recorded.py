@@ -33,6 +33,16 @@ Congestion-aware binary (``AstraSim_Analytical_Congestion_Aware``):
   all-reduce's log lines, run by ``run_and_collect.sh`` (commit 714333f3) with that binary and
   those files.  Two chunks in flight share each NPU's links to and from the switch, so these
   runs check the aware mode's queueing, where it departs from the unaware model.
+- The same project's ``resnet50-experiment-report.md`` (ASTRA-sim 28f18ea): ResNet-50
+  data-parallel, ASTRA-sim 1.0's ``Resnet50_DataParallel.txt`` turned by its
+  ``scripts/benchmarks/astra-sim/gen_traces.py`` into one chain per rank (per layer: forward,
+  input-gradient and weight-gradient compute nodes of the file's times in us, then an all-reduce
+  of the layer's gradient bytes), run by ``run_resnet50.sh`` with the aware binary and the
+  HGX-H100 system on 8 NPUs (``HGX-H100-validated.yml``), 4 and 2 NPUs (``inputs/network/
+  hgx_h100_4gpu.yml`` / ``hgx_h100_2gpu.yml`` of astra-sim/astra-sim, commit 0a390e0f: Switch,
+  741.34 GB/s, 936.25 ns): 1,098,621,886 / 1,096,768,270 / 1,095,888,289 cycles.  The layer
+  table is ``data/resnet50_data_parallel_v1.csv``; its compute sums to the report's GPU time
+  (1,095,314,000 cycles).
 
 Congestion-unaware binary: a third-party sweep (``kredd2506/Astro``, commit
 36a495ae94228ec3d4a26a5fb2548314ae411e35, ``experiments/run_sweep.py``, ``gen_workload.py``,
@@ -52,7 +62,8 @@ import pytest
 from chakra_core import CommType, GlobalMetadata, Node, NodeType, open_traceset, set_attr, write_et
 
 MIB = 1 << 20
-SWEEP = Path(__file__).with_name("data") / "astra_sim_unaware_sweep.csv"
+DATA = Path(__file__).with_name("data")
+SWEEP = DATA / "astra_sim_unaware_sweep.csv"
 
 #: ``tests/rt_template/inputs/system_cfg.json`` (fork Rezvan-Rezaee/astra-sim, e2e5ecc3)
 RT_TEMPLATE_SYSTEM = {
@@ -127,9 +138,40 @@ def test_hgx_h100_validated_microbenchmarks_with_two_active_chunks(tmp_path, ct,
     assert set(_simulate(tmp_path, ts, HGX_H100_SYSTEM, HGX_H100_NETWORK, "unaware")) != {recorded}
 
 
-def _sweep_rows() -> list[dict]:
-    with SWEEP.open() as f:
+def _rows(path: Path) -> list[dict]:
+    with path.open() as f:
         return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def _resnet50_chain(tmp_path: Path, npus: int):
+    """gen_traces.py's graph of ResNet-50: one chain per rank, through ``.et`` files."""
+    nodes: list[Node] = []
+    for layer in _rows(DATA / "resnet50_data_parallel_v1.csv"):
+        for part in ("fwd_us", "inp_grad_us", "wt_grad_us"):
+            n = Node(id=len(nodes), name=f"{layer['layer']}_{part}", type=NodeType.COMP_NODE,
+                     duration_micros=int(layer[part]))
+            nodes.append(n)
+        n = Node(id=len(nodes), name=f"{layer['layer']}_allreduce", type=NodeType.COMM_COLL_NODE)
+        set_attr(n, "comm_size", int(layer["all_reduce_bytes"]))
+        set_attr(n, "comm_type", int(CommType.ALL_REDUCE))
+        nodes.append(n)
+    for a, b in zip(nodes, nodes[1:]):
+        b.data_deps.append(a.id)
+    for r in range(npus):
+        write_et(tmp_path / f"w.{r}.et", GlobalMetadata(version="0.0.4"), nodes)
+    return open_traceset(str(tmp_path / "w"))
+
+
+@pytest.mark.parametrize(("npus", "network", "recorded"), [
+    (8, HGX_H100_NETWORK, 1_098_621_886),
+    (4, {**HGX_H100_NETWORK, "npus_count": [4], "bandwidth": [741.34]}, 1_096_768_270),
+    (2, {**HGX_H100_NETWORK, "npus_count": [2], "bandwidth": [741.34]}, 1_095_888_289)])
+def test_resnet50_data_parallel_on_hgx_h100(tmp_path, npus, network, recorded):
+    """54 layers, each all-reduce after its layer's compute: every rank at the recorded cycles in
+    the aware mode, not in the unaware one."""
+    ts = _resnet50_chain(tmp_path, npus)
+    assert _simulate(tmp_path, ts, HGX_H100_SYSTEM, network, "aware") == [recorded] * npus
+    assert set(_simulate(tmp_path, ts, HGX_H100_SYSTEM, network, "unaware")) != {recorded}
 
 
 def test_unaware_sweep_of_the_binary(kit, tmp_path):
@@ -137,7 +179,7 @@ def test_unaware_sweep_of_the_binary(kit, tmp_path):
     The sweep's system: ring on every dimension, 4 chunks, one active, endpoint delay 10,
     localBWAware, local-mem-bw 1600; Switch of N, or Ring a x b with a <= b the nearest-square
     factors of N."""
-    rows = _sweep_rows()
+    rows = _rows(SWEEP)
     assert len(rows) == 220
     wrong = []
     for row in rows:
