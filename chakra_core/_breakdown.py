@@ -24,7 +24,13 @@ def union_ns(starts: np.ndarray, ends: np.ndarray) -> int:
     if not len(starts):
         return 0
     order = np.argsort(starts, kind="stable")
-    s, e = starts[order], ends[order]
+    return _union_sorted(starts[order], ends[order])
+
+
+def _union_sorted(s: np.ndarray, e: np.ndarray) -> int:
+    """:func:`union_ns` of intervals sorted by start."""
+    if not len(s):
+        return 0
     reach = np.maximum.accumulate(e)
     first = np.concatenate(([0], np.flatnonzero(s[1:] > reach[:-1]) + 1))
     last = np.concatenate((first[1:] - 1, [len(s) - 1]))
@@ -59,6 +65,9 @@ def breakdown(spans: Spans) -> list[dict[str, Any]]:
 
 def _rank_row(spans: Spans, part: np.ndarray, wait: np.ndarray) -> dict[str, Any]:
     start = spans.start_ns[part]
+    if (start[1:] < start[:-1]).any():
+        part = part[np.argsort(start, kind="stable")]
+        start = spans.start_ns[part]
     end = start + spans.dur_ns[part]
     kind = spans.kind[part]
     comp = np.isin(kind, COMPUTE_KINDS)
@@ -67,10 +76,10 @@ def _rank_row(spans: Spans, part: np.ndarray, wait: np.ndarray) -> dict[str, Any
     comm = np.isin(kind, COMM_KINDS)
     mem = np.isin(kind, _MEM)
     finish = int(end.max())
-    u_comp = union_ns(start[comp], end[comp])
-    u_comm = union_ns(start[comm], end[comm])
-    u_cc = union_ns(start[comp | comm], end[comp | comm])
-    u_all = union_ns(start[comp | comm | mem], end[comp | comm | mem])
+    u_comp = _union_sorted(start[comp], end[comp])
+    u_comm = _union_sorted(start[comm], end[comm])
+    u_cc = _union_sorted(start[comp | comm], end[comp | comm])
+    u_all = _union_sorted(start[comp | comm | mem], end[comp | comm | mem])
     return {
         "finish_ns": finish,
         "compute_ns": u_comp,
@@ -78,9 +87,9 @@ def _rank_row(spans: Spans, part: np.ndarray, wait: np.ndarray) -> dict[str, Any
         "exposed_mem_ns": u_all - u_cc,
         "idle_ns": finish - u_all,
         "comm_ns": u_comm,
-        "mem_ns": union_ns(start[mem], end[mem]),
-        "cpu_ns": union_ns(start[cpu], end[cpu]),
-        "accelerator_ns": union_ns(start[acc], end[acc]),
+        "mem_ns": _union_sorted(start[mem], end[mem]),
+        "cpu_ns": _union_sorted(start[cpu], end[cpu]),
+        "accelerator_ns": _union_sorted(start[acc], end[acc]),
         "overlap_ns": u_comp + u_comm - u_cc,
         "skew_ns": int(wait[part].sum()),
         "ops": len(part),

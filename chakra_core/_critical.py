@@ -48,11 +48,8 @@ class CriticalPath:
 
     def ns_by_rank(self) -> dict[int, int]:
         """Time (ns) of the path spent on each rank (idle included)."""
-        dur = self.end_ns - self.start_ns
-        out: dict[int, int] = {}
-        for r, d in zip(self.rank.tolist(), dur.tolist()):
-            out[r] = out.get(r, 0) + d
-        return dict(sorted(out.items()))
+        ranks, at = np.unique(self.rank, return_inverse=True)
+        return dict(zip(ranks.tolist(), _sums(at, self.end_ns - self.start_ns, len(ranks)).tolist()))
 
     def top(self, spans: Spans, n: int = 10) -> list[dict[str, Any]]:
         """The ``n`` operations (by name and kind) with the most time on the path."""
@@ -61,15 +58,20 @@ class CriticalPath:
             return []
         idx = self.span[has]
         dur = (self.end_ns - self.start_ns)[has]
-        cat = self.category[has]
-        keys: dict[tuple[str, str, str], list[int]] = {}
-        for i, d, c in zip(idx.tolist(), dur.tolist(), cat.tolist()):
-            key = (spans.names[spans.name[i]], SPAN_KINDS[spans.kind[i]], PATH_CATEGORIES[c])
-            acc = keys.setdefault(key, [0, 0])
-            acc[0] += d
-            acc[1] += 1
-        rows = sorted(keys.items(), key=lambda kv: -kv[1][0])[:n]
-        return [{"name": k[0], "kind": k[1], "category": k[2], "ns": v[0], "segments": v[1]} for k, v in rows]
+        name = _same_names(spans, spans.name[idx])
+        key = (name * len(SPAN_KINDS) + spans.kind[idx]) * len(PATH_CATEGORIES) + self.category[has]
+        keys, first, at = np.unique(key, return_index=True, return_inverse=True)
+        ns = _sums(at, dur, len(keys))
+        count = np.bincount(at, minlength=len(keys))
+        seen = np.argsort(first, kind="stable")
+        rows = seen[np.argsort(-ns[seen], kind="stable")][:n]
+        out = []
+        for k in rows.tolist():
+            i = int(idx[first[k]])
+            out.append({"name": spans.names[spans.name[i]], "kind": SPAN_KINDS[spans.kind[i]],
+                        "category": PATH_CATEGORIES[int(self.category[has][first[k]])], "ns": int(ns[k]),
+                        "segments": int(count[k])})
+        return out
 
     def weighted_ns(self, spans: Spans, kinds: tuple[str, ...] = (), names: tuple[str, ...] = ()) -> int:
         """Time (ns) of the path in spans of the given kinds or names (skew time excluded)."""
@@ -84,47 +86,62 @@ class CriticalPath:
     def to_dict(self, spans: Spans, limit: int = 200) -> dict[str, Any]:
         """JSON-able form: totals, time per category and rank, top contributors, and the operations
         on the path (``nodes``: the ``limit`` longest, in path order; ``shown`` of ``length``)."""
-        nodes = self.nodes(spans)
-        if limit >= 0 and len(nodes) > limit:
-            keep = set(sorted(range(len(nodes)), key=lambda k: -nodes[k]["path_ns"])[:limit])
-            nodes = [nd for k, nd in enumerate(nodes) if k in keep]
-        by_kind: dict[str, int] = {}
-        for nd in self.nodes(spans):
-            by_kind[nd["kind"]] = by_kind.get(nd["kind"], 0) + nd["path_ns"]
-        return {"finish_ns": self.finish_ns, "length": self.operations(), "shown": len(nodes),
+        span, path_ns = self._operations()
+        keep = np.arange(len(span))
+        if 0 <= limit < len(span):
+            keep = np.sort(np.argsort(-path_ns, kind="stable")[:limit])
+        kinds = spans.kind[span]
+        present, first = np.unique(kinds, return_index=True)
+        by_kind = {SPAN_KINDS[k]: int(path_ns[kinds == k].sum()) for k in present[np.argsort(first)].tolist()}
+        return {"finish_ns": self.finish_ns, "length": self.operations(), "shown": len(keep),
                 "crossings": self.crossings, "ns_by_category": self.ns_by_category(), "ns_by_kind": by_kind,
                 "ns_by_rank": {str(r): v for r, v in self.ns_by_rank().items()},
-                "top": self.top(spans), "nodes": nodes, "notes": self.notes}
+                "top": self.top(spans), "nodes": _node_dicts(spans, span[keep], path_ns[keep]),
+                "notes": self.notes}
 
     def operations(self) -> int:
         """How many operations (spans) the path goes through."""
-        return len(set(self.span[self.span >= 0].tolist()))
+        return len(np.unique(self.span[self.span >= 0]))
 
     def nodes(self, spans: Spans) -> list[dict[str, Any]]:
         """The operations on the path in path order: ``rank``, ``id`` (ET node), ``name``,
         ``kind``, the span's ``start_ns``/``end_ns`` and ``path_ns`` (its time on the path)."""
-        out: list[dict[str, Any]] = []
-        last = -1
-        for k in np.flatnonzero(self.span >= 0).tolist():
-            i = int(self.span[k])
-            d = int(self.end_ns[k] - self.start_ns[k])
-            if i == last:
-                out[-1]["path_ns"] += d
-                continue
-            last = i
-            out.append({"rank": int(spans.rank[i]), "id": int(spans.node_id[i]), "name": spans.names[spans.name[i]],
-                        "kind": SPAN_KINDS[spans.kind[i]], "start_ns": int(spans.start_ns[i]),
-                        "end_ns": int(spans.end_ns[i]), "path_ns": d})
-        return out
+        return _node_dicts(spans, *self._operations())
+
+    def _operations(self) -> tuple[np.ndarray, np.ndarray]:
+        """The spans on the path in path order, consecutive segments of one span joined, and the
+        time (ns) of each on the path."""
+        has = np.flatnonzero(self.span >= 0)
+        span = self.span[has]
+        if not len(span):
+            return span, np.zeros(0, np.int64)
+        heads = np.flatnonzero(np.concatenate(([True], span[1:] != span[:-1])))
+        return span[heads], np.add.reduceat((self.end_ns - self.start_ns)[has], heads)
 
 
-class _RankIndex:
-    """The operations of one rank sorted by end time."""
+def _sums(at: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """Per group ``0..n-1``, the sum (int64, exact) of ``values`` where ``at`` is the group."""
+    out = np.zeros(n, np.int64)
+    np.add.at(out, at, values)
+    return out
 
-    def __init__(self, spans: Spans, idx: np.ndarray):
-        order = np.lexsort((spans.start_ns[idx], spans.end_ns[idx]))
-        self.idx = idx[order]
-        self.ends = spans.end_ns[self.idx]
+
+def _same_names(spans: Spans, name: np.ndarray) -> np.ndarray:
+    """Name indices with equal names made equal (the first index of each string)."""
+    used = np.unique(name)
+    first: dict[str, int] = {}
+    canon = [first.setdefault(spans.names[i], i) for i in used.tolist()]
+    return np.asarray(canon, np.int64)[np.searchsorted(used, name)]
+
+
+def _node_dicts(spans: Spans, span: np.ndarray, path_ns: np.ndarray) -> list[dict[str, Any]]:
+    """The dicts of :meth:`CriticalPath.nodes` for ``span`` with their times on the path."""
+    names, kinds = spans.names, SPAN_KINDS
+    cols = zip(spans.rank[span].tolist(), spans.node_id[span].tolist(), spans.name[span].tolist(),
+               spans.kind[span].tolist(), spans.start_ns[span].tolist(), spans.end_ns[span].tolist(),
+               path_ns.tolist())
+    return [{"rank": r, "id": i, "name": names[nm], "kind": kinds[k], "start_ns": a, "end_ns": e, "path_ns": d}
+            for r, i, nm, k, a, e, d in cols]
 
 
 def critical_path(spans: Spans) -> CriticalPath:
@@ -133,31 +150,42 @@ def critical_path(spans: Spans) -> CriticalPath:
     finish = int(spans.end_ns[ops].max()) if len(ops) else 0
     out = _Walk(spans, ops)
     if len(ops):
-        ends = spans.end_ns[ops]
-        last = ops[np.lexsort((spans.rank[ops], ends))[-1]]
-        out.run(int(spans.rank[last]), finish)
+        out.run(finish)
     rev = slice(None, None, -1)
     return CriticalPath(finish, np.array(out.ranks[rev], np.int64), np.array(out.spans[rev], np.int64),
                         np.array(out.starts[rev], np.int64), np.array(out.ends[rev], np.int64),
                         np.array(out.cats[rev], np.int8), out.crossings)
 
 
+def _by_rank_end(spans: Spans, ops: np.ndarray) -> np.ndarray:
+    """``ops`` ordered by rank, then end, then start (ties in file order)."""
+    r, e, s = spans.rank[ops], spans.end_ns[ops], spans.start_ns[ops]
+    dr, de = r[1:] - r[:-1], e[1:] - e[:-1]
+    if ((dr > 0) | ((dr == 0) & ((de > 0) | ((de == 0) & (s[1:] >= s[:-1]))))).all():
+        return ops
+    return ops[np.lexsort((s, e, r))]
+
+
 class _Walk:
+    """The operations in one order (``order``: by rank, then end time) with, for each, the
+    position of the operation the walk steps back to from its start (-1: none on its rank)."""
+
     def __init__(self, spans: Spans, ops: np.ndarray):
         self.s = spans
-        rank = spans.rank[ops]
-        order = np.argsort(rank, kind="stable")
-        by_rank = ops[order]
-        cuts = np.flatnonzero(np.diff(rank[order])) + 1
-        self.rank_index = {int(spans.rank[p[0]]): _RankIndex(spans, p) for p in np.split(by_rank, cuts)
-                           if len(p)}
+        order = _by_rank_end(spans, ops)
+        rank = spans.rank[order]
+        ends = spans.end_ns[order]
+        cuts = np.concatenate(([0], np.flatnonzero(np.diff(rank)) + 1, [len(order)]))
+        back = np.empty(len(order), np.int64)
+        for lo, hi in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
+            at = np.searchsorted(ends[lo:hi], spans.start_ns[order[lo:hi]], side="right")
+            back[lo:hi] = np.minimum(at, np.arange(hi - lo)) - 1
+            back[lo:hi][back[lo:hi] >= 0] += lo
         self.pos = np.zeros(len(spans), np.int64)
-        for ri in self.rank_index.values():
-            self.pos[ri.idx] = np.arange(len(ri.idx))
-        matched = ops[(spans.match[ops] >= 0) & np.isin(spans.kind[ops], COMM_KINDS)]
-        morder = matched[np.lexsort((spans.start_ns[matched], spans.match[matched]))]
-        self.members = morder
-        self.keys, self.first = np.unique(spans.match[morder], return_index=True)
+        self.pos[order] = np.arange(len(order))
+        self.order, self.back = order, back
+        self.last_of_rank = {int(rank[hi - 1]): hi - 1 for hi in cuts[1:].tolist() if hi}
+        self._groups(ops)
         self.ranks: list[int] = []
         self.spans: list[int] = []
         self.starts: list[int] = []
@@ -165,6 +193,21 @@ class _Walk:
         self.cats: list[int] = []
         self.skew_floor = -1
         self.crossings = 0
+
+    def _groups(self, ops: np.ndarray) -> None:
+        """Per collective or send/receive pair (spans sharing a ``match``): its last member to
+        start and the start of the one before (``group_last[k]``, ``group_second[k]``; -1 for a
+        group of one), ``keys`` sorted."""
+        s = self.s
+        matched = ops[(s.match[ops] >= 0) & np.isin(s.kind[ops], COMM_KINDS)]
+        morder = matched[np.lexsort((s.start_ns[matched], s.match[matched]))]
+        self.keys, first = np.unique(s.match[morder], return_index=True)
+        stop = np.append(first[1:], len(morder)).astype(np.int64)[:len(first)]
+        two = stop - first >= 2
+        self.group_last = np.full(len(first), -1, np.int64)
+        self.group_second = np.full(len(first), -1, np.int64)
+        self.group_last[two] = morder[stop[two] - 1]
+        self.group_second[two] = s.start_ns[morder[stop[two] - 2]]
 
     def add(self, rank: int, span: int, start: int, end: int, cat: int) -> None:
         if end <= start:
@@ -185,43 +228,46 @@ class _Walk:
         self.ends.append(end)
         self.cats.append(cat)
 
-    def _group(self, i: int) -> np.ndarray | None:
-        m = self.s.match[i]
-        if m < 0 or self.s.kind[i] not in COMM_KINDS:
-            return None
-        k = int(np.searchsorted(self.keys, m))
-        lo = self.first[k]
-        hi = self.first[k + 1] if k + 1 < len(self.first) else len(self.members)
-        return self.members[lo:hi]
+    def _group(self, i: int, match: int, kind: int) -> int:
+        """The group index of span ``i`` when it has other members, else -1."""
+        if match < 0 or kind not in COMM_KINDS:
+            return -1
+        k = int(np.searchsorted(self.keys, match))
+        return k if self.group_last[k] >= 0 else -1
 
-    def run(self, rank: int, t: int) -> None:
+    def run(self, t: int) -> None:
+        """Walk back from ``t`` (the finish) on the rank of the operation that ends last."""
         s = self.s
-        ri = self.rank_index[rank]
-        lim = len(ri.idx)
+        ops = self.order
+        last_end = s.end_ns[ops]
+        tie = np.flatnonzero(last_end == t)
+        rank = int(s.rank[ops[tie]].max())
+        srank, sstart, send, smatch, skind = (a.data for a in (s.rank, s.start_ns, s.end_ns, s.match, s.kind))
+        order, back, pos = ops.data, self.back.data, self.pos.data
+        cat_of = _CATEGORY_OF_KIND.tolist()
+        g = self.last_of_rank[rank]
         while True:
-            k = min(int(np.searchsorted(ri.ends, t, side="right")), lim) - 1
-            if k < 0:
+            if g < 0:
                 self.add(rank, -1, 0, t, _IDLE)
                 return
-            p = int(ri.idx[k])
-            start, end = int(s.start_ns[p]), int(s.end_ns[p])
+            p = order[g]
+            start, end = sstart[p], send[p]
             self.add(rank, -1, end, t, _IDLE)
-            members = self._group(p)
-            if members is not None and len(members) > 1:
-                last = int(members[-1])
-                second = int(s.start_ns[members[-2]])
-                arrive = int(s.start_ns[last])
-                if start < arrive < end and int(s.rank[last]) != rank:
-                    self.add(int(s.rank[last]), last, arrive, end, 1)
+            k = self._group(p, smatch[p], skind[p])
+            if k >= 0:
+                last = int(self.group_last[k])
+                second = int(self.group_second[k])
+                arrive = sstart[last]
+                if start < arrive < end and srank[last] != rank:
+                    self.add(srank[last], last, arrive, end, 1)
                     self.skew_floor = second
                     self.crossings += 1
-                    rank, t = int(s.rank[last]), arrive
-                    ri = self.rank_index[rank]
-                    lim = int(self.pos[last])
+                    rank, t = srank[last], arrive
+                    g = back[pos[last]]
                     continue
                 self.add(rank, p, start, end, 1)
                 if arrive == start:
                     self.skew_floor = second
             else:
-                self.add(rank, p, start, end, int(_CATEGORY_OF_KIND[s.kind[p]]))
-            t, lim = start, k
+                self.add(rank, p, start, end, cat_of[skind[p]])
+            t, g = start, back[g]

@@ -205,8 +205,12 @@ class SpanBuilder:
     def __init__(self, nranks: int | None = None):
         self.nranks = nranks
         self._cols = {k: array(code) for k, code in _INT_COLUMNS.items()}
+        #: earlier rows, in order: blocks of whole columns (numpy arrays)
+        self._blocks: list[dict[str, np.ndarray]] = []
+        self._rows = 0
         self._tables: dict[str, dict[str, int]] = {"names": {}, "tracks": {}, "strings": {}}
         self._flows = (array("q"), array("q"), array("B"))
+        self._flow_blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.ranks_of: dict[int, list[int]] = {}
 
     def intern(self, table: str, value: str) -> int:
@@ -235,18 +239,25 @@ class SpanBuilder:
         c["algorithm"].append(self.intern("strings", algorithm) if algorithm else -1)
         c["match"].append(match)
         c["comm_type"].append(comm_type)
-        return len(c["rank"]) - 1
+        self._rows += 1
+        return self._rows - 1
 
     def extend(self, columns: Mapping[str, Iterable[int]]) -> None:
         """Append many spans: integer columns as in :class:`Spans`, with ``track``, ``name``,
         ``group`` and ``algorithm`` already interned (see :meth:`intern`) and ``kind`` an index
         into :data:`SPAN_KINDS`; a column left out takes its default (-1, or 0 for ``bytes``)."""
         n = len(np.asarray(columns["rank"]))
+        self._flush_rows()
+        block = {}
         for key, col in self._cols.items():
             values = columns.get(key)
+            dtype = np.dtype(col.typecode)
             if values is None:
-                values = np.full(n, 0 if key in ("bytes", "track", "name", "kind") else -1)
-            col.frombytes(np.ascontiguousarray(values, dtype=np.dtype(col.typecode)).tobytes())
+                block[key] = np.full(n, 0 if key in ("bytes", "track", "name", "kind") else -1, dtype)
+            else:
+                block[key] = np.array(values, dtype=dtype)
+        self._blocks.append(block)
+        self._rows += n
 
     def flow(self, src: int, dst: int, kind: str) -> None:
         """An arrow from span ``src`` to span ``dst`` (kind from :data:`FLOW_KINDS`)."""
@@ -254,15 +265,41 @@ class SpanBuilder:
         self._flows[1].append(dst)
         self._flows[2].append(FLOW_KINDS.index(kind))
 
+    def flows(self, src: Iterable[int], dst: Iterable[int], kind: str) -> None:
+        """Arrows from spans ``src[i]`` to spans ``dst[i]`` (one kind from :data:`FLOW_KINDS`)."""
+        self._flush_flows()
+        s, d = np.array(src, np.int64), np.array(dst, np.int64)
+        self._flow_blocks.append((s, d, np.full(len(s), FLOW_KINDS.index(kind), np.uint8)))
+
     def __len__(self) -> int:
-        return len(self._cols["rank"])
+        return self._rows
+
+    def _flush_rows(self) -> None:
+        """Move the rows added one by one into a block."""
+        if len(self._cols["rank"]):
+            self._blocks.append({k: np.array(v, np.dtype(v.typecode)) for k, v in self._cols.items()})
+            self._cols = {k: array(v.typecode) for k, v in self._cols.items()}
+
+    def _flush_flows(self) -> None:
+        """Move the arrows added one by one into a block."""
+        if len(self._flows[0]):
+            self._flow_blocks.append(tuple(np.array(f, np.dtype(f.typecode)) for f in self._flows))  # type: ignore[arg-type]
+            self._flows = (array("q"), array("q"), array("B"))
 
     def build(self) -> Spans:
         """The spans collected so far."""
-        cols = {k: np.frombuffer(v, dtype=np.dtype(v.typecode)) if len(v) else np.zeros(0, np.dtype(v.typecode))
-                for k, v in self._cols.items()}
-        flows = tuple(np.frombuffer(f, dtype=np.dtype(f.typecode)) if len(f) else np.zeros(0, np.dtype(f.typecode))
-                      for f in self._flows)
+        self._flush_rows()
+        self._flush_flows()
+        cols = {k: _joined([b[k] for b in self._blocks], np.dtype(v.typecode)) for k, v in self._cols.items()}
+        flows = tuple(_joined([b[j] for b in self._flow_blocks], np.dtype(f.typecode))
+                      for j, f in enumerate(self._flows))
         t = self._tables
         return Spans(cols, list(t["names"]), list(t["tracks"]), list(t["strings"]),
                      flows, self.ranks_of, self.nranks)  # type: ignore[arg-type]
+
+
+def _joined(parts: list[np.ndarray], dtype: np.dtype) -> np.ndarray:
+    """The blocks of one column end to end."""
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype)

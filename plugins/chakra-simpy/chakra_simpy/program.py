@@ -70,6 +70,14 @@ class Program(RankFacts):
         """The name of node ``i`` as the file has it ("" for none)."""
         return self.name_bytes[self.name_ptr[i]:self.name_ptr[i + 1]].tobytes().decode()
 
+    def names(self, nodes: np.ndarray) -> list[str]:
+        """The names of ``nodes`` (indices) as the file has them ("" for none)."""
+        lo, hi = self.name_ptr[nodes], self.name_ptr[nodes + 1]
+        length = hi - lo
+        at = np.concatenate(([0], np.cumsum(length))).tolist()
+        raw = self.name_bytes[np.repeat(lo - at[:-1], length) + np.arange(at[-1])].tobytes()
+        return [raw[a:b].decode() for a, b in zip(at[:-1], at[1:])]
+
 
 def load_program(rt: RankTrace, sd: SystemDescription, replay_comm: bool = False) -> Program:
     """Read one rank's nodes into a :class:`Program`, from the core's columns in one pass

@@ -72,63 +72,62 @@ def build_spans(sim: Sim, names: bool = True) -> Spans:
 
 def _names_of(b: SpanBuilder, prog) -> np.ndarray:
     """The interned name of every node of ``prog`` ("node ID" for a node without one)."""
-    ids = prog.ids
-    return np.asarray([b.intern("names", prog.name(k) or f"node {ids[k]}") for k in range(len(prog))], np.int32)
-
-
-def _nodes_of(sim: Sim, spans_at: np.ndarray) -> list[tuple]:
-    """``(program, node index)`` of each of the spans at ``spans_at`` (build_spans' order:
-    actor after actor, every node of each; then spans of no node, ``(None, -1)``)."""
-    sizes = np.array([len(a.prog) for a in sim.actors], np.int64)
-    ends = np.cumsum(sizes)
-    actor = np.searchsorted(ends, spans_at, side="right")
-    out: list[tuple] = []
-    for k, i in zip(actor.tolist(), spans_at.tolist()):
-        out.append((sim.actors[k].prog, int(i - ends[k] + sizes[k])) if k < len(sizes) else (None, -1))
-    return out
+    names = prog.names(np.arange(len(prog)))
+    return np.asarray([b.intern("names", nm or f"node {i}") for nm, i in zip(names, prog.ids)], np.int32)
 
 
 def _comm_columns(b: SpanBuilder, a, start: np.ndarray, matches: dict[tuple, int],
                   algorithms: dict[tuple[str, str], str]) -> dict[str, np.ndarray]:
     n = len(a.prog)
-    size = np.zeros(n, np.int64)
-    group = np.full(n, -1, np.int32)
-    algo = np.full(n, -1, np.int32)
-    peer = np.full(n, -1, np.int64)
-    match = np.full(n, -1, np.int64)
-    comm_type = np.full(n, -1, np.int64)
+    cols: dict[str, np.ndarray] = {"bytes": np.zeros(n, np.int64), "group": np.full(n, -1, np.int32),
+            "algorithm": np.full(n, -1, np.int32), "peer": np.full(n, -1, np.int64),
+            "match": np.full(n, -1, np.int64), "comm_type": np.full(n, -1, np.int64)}
+    extra = a.prog.extra
+    if not extra:
+        return cols
     kinds = a.prog.kind
-    order = sorted(a.prog.extra, key=lambda i: (start[i], i))
+    nodes = np.fromiter(extra, np.int64, len(extra))
     seq: dict[tuple, int] = {}
-    for i in order:
-        x = a.prog.extra[i]
+    labels: dict[tuple[int, str], tuple[int, int]] = {}
+    rows: dict[str, list[int]] = {k: [] for k in cols}
+    done: list[int] = []
+    for i in nodes[np.lexsort((nodes, start[nodes]))].tolist():
+        x = extra[i]
         k = kinds[i]
         if k == K_COLL:
             ct, nbytes, pg, _inv = x
             key: tuple = ("coll", pg, seq.setdefault(("coll", pg), 0))
             seq[("coll", pg)] += 1
-            size[i] = nbytes
-            comm_type[i] = ct
-            group[i] = b.intern("strings", pg or "all")
-            label = algorithms.get((CommType(ct).name, pg))
-            if label:
-                algo[i] = b.intern("strings", label)
+            label = labels.get((ct, pg))
+            if label is None:
+                algo = algorithms.get((CommType(ct).name, pg))
+                label = labels[(ct, pg)] = (b.intern("strings", pg or "all"),
+                                            b.intern("strings", algo) if algo else -1)
+            rows["comm_type"].append(ct)
+            rows["group"].append(label[0])
+            rows["algorithm"].append(label[1])
+            rows["peer"].append(-1)
         elif k in (K_SEND, K_RECV):
             other, tag, nbytes = x
             pair = (a.rank, other) if k == K_SEND else (other, a.rank)
             wire = ("p2p", *pair, tag, nbytes)
             key = (*wire, seq.setdefault(wire + (k,), 0))
             seq[wire + (k,)] += 1
-            size[i] = nbytes
-            peer[i] = other
+            rows["comm_type"].append(-1)
+            rows["group"].append(-1)
+            rows["algorithm"].append(-1)
+            rows["peer"].append(other)
         elif k == K_MEM:
-            size[i] = x[0]
+            cols["bytes"][i] = x[0]
             continue
         else:
             continue
-        match[i] = matches.setdefault(key, len(matches))
-    return {"bytes": size, "group": group, "algorithm": algo, "peer": peer, "match": match,
-            "comm_type": comm_type}
+        rows["bytes"].append(nbytes)
+        rows["match"].append(matches.setdefault(key, len(matches)))
+        done.append(i)
+    for k, values in rows.items():
+        cols[k][done] = values
+    return cols
 
 
 def _dependency_flows(b: SpanBuilder, sim: Sim, offsets: list[int]) -> None:
@@ -142,8 +141,7 @@ def _dependency_flows(b: SpanBuilder, sim: Sim, offsets: list[int]) -> None:
         parent = np.repeat(np.arange(len(prog)), np.diff(ptr))
         cat = np.frombuffer(bytes(prog.cat), np.uint8)
         cross = cat[parent] != cat[kids]
-        for p, c in zip((parent[cross] + base).tolist(), (kids[cross] + base).tolist()):
-            b.flow(p, c, "dependency")
+        b.flows(parent[cross] + base, kids[cross] + base, "dependency")
 
 
 def _queue_phases(b: SpanBuilder, sim: Sim) -> None:
@@ -175,10 +173,26 @@ def path_summary(spans: Spans, sim: Sim, limit: int, named: bool) -> dict:
     if not named:
         on_path = np.unique(cp.span[cp.span >= 0])
         table = {name: k for k, name in enumerate(spans.names)}
-        for i, (prog, k) in zip(on_path.tolist(), _nodes_of(sim, on_path)):
-            name = (prog.name(k) if prog is not None else "") or f"node {int(spans.node_id[i])}"
-            if name not in table:
-                table[name] = len(spans.names)
+        codes = []
+        for name in _names_on(spans, sim, on_path):
+            k = table.get(name)
+            if k is None:
+                k = table[name] = len(spans.names)
                 spans.names.append(name)
-            spans.name[i] = table[name]
+            codes.append(k)
+        spans.name[on_path] = codes
     return cp.to_dict(spans, limit)
+
+
+def _names_on(spans: Spans, sim: Sim, at: np.ndarray) -> list[str]:
+    """The names of the spans at ``at`` (ascending; build_spans' order: actor after actor,
+    every node of each, then spans of no node) from the programs ("node ID" for none)."""
+    sizes = np.array([len(a.prog) for a in sim.actors], np.int64)
+    ends = np.cumsum(sizes)
+    actor = np.searchsorted(ends, at, side="right")
+    out: list[str] = []
+    for k in np.unique(actor).tolist():
+        sel = at[actor == k]
+        names = sim.actors[k].prog.names(sel - ends[k] + sizes[k]) if k < len(sizes) else [""] * len(sel)
+        out += [nm or f"node {i}" for nm, i in zip(names, spans.node_id[sel].tolist())]
+    return out
