@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from array import array
 
+import numpy as np
+
 from .program import R_COMM, R_CPU, Program
 
 __all__ = ["Actor"]
@@ -22,7 +24,7 @@ class Actor:
     __slots__ = ("index", "prog", "rank", "ranks", "indeg", "ready", "free", "start", "end",
                  "why", "readyby", "last_rel", "done", "finish", "seq", "last_t", "active",
                  "cpu_ns", "compute_ns", "comm_ns", "overlap_ns", "busy_ns", "n", "inflight",
-                 "chain_heads")
+                 "chain_heads", "views")
 
     def __init__(self, index: int, prog: Program, ranks: list[int], streams: int):
         n = len(prog)
@@ -47,6 +49,9 @@ class Actor:
         self.n = n
         self.inflight = 0
         self.chain_heads: list[tuple] = []
+        #: numpy views of start, end, readyby, why and indeg (for whole chains at once)
+        self.views = tuple(np.frombuffer(x, np.int64) for x in (self.start, self.end, self.readyby, self.why,
+                                                                 self.indeg))
 
     def account(self, now: int) -> None:
         """Add the time since the last change to the busy counters."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import deque
 from heapq import heappop, heappush
 
+import numpy as np
 import simpy
 from simpy.core import NORMAL
 from simpy.events import Event
@@ -175,30 +176,33 @@ class Sim:
         already waiting for the resource has a smaller id (the chain stops before it).
         """
         prog = a.prog
-        nxt, dur = prog.chain_next, prog.dur
+        first = prog.chain_pos[i]
+        last = prog.chain_end[first]
         waiting = a.ready[prog.res[i]]
-        limit = waiting[0] if waiting else len(prog)
-        start, end, why, readyby, indeg = a.start, a.end, a.why, a.readyby, a.indeg
-        tl = self.timeline if self.timeline is not None else []
-        room = self.max_spans if self.timeline is not None else 0
-        cat = prog.cat[i]
-        t = now + dur[i]
-        cur, j = i, nxt[i]
-        done = 0
-        while 0 <= j < limit:
-            end[cur] = t
-            if len(tl) < room:
-                tl.append((a.index, cat, cur, start[cur], t - start[cur]))
-            start[j] = t
-            readyby[j] = why[j] = cur
-            indeg[j] = 0
-            t += dur[j]
-            cur, j = j, nxt[j]
-            done += 1
-        a.done += done
+        if waiting:
+            late = np.flatnonzero(prog.chain_seq[first + 1:last + 1] >= waiting[0])
+            if len(late):
+                last = first + int(late[0])
+        cum = prog.chain_cum
+        t = now + int(cum[last + 1] - cum[first])
+        nodes = prog.chain_seq[first:last + 1]
         if t > _MAX_NS:
-            self._past_int64(a, cur)
-        self.after(a, cur, t - now)
+            self._past_int64(a, int(nodes[-1]))
+        if last > first:
+            start, end, readyby, why, indeg = a.views
+            ends = now + (cum[first + 1:last + 1] - cum[first])
+            start[nodes[1:]] = ends
+            end[nodes[:-1]] = ends
+            readyby[nodes[1:]] = why[nodes[1:]] = nodes[:-1]
+            indeg[nodes[1:]] = 0
+            a.done += last - first
+            tl = self.timeline
+            if tl is not None and len(tl) < self.max_spans:
+                k = min(self.max_spans - len(tl), last - first)
+                starts = np.concatenate(([now], ends[:k - 1]))
+                tl += zip([a.index] * k, [prog.cat[i]] * k, nodes[:k].tolist(), starts.tolist(),
+                          (ends[:k] - starts).tolist())
+        self.after(a, int(nodes[-1]), t - now)
 
     def _past_int64(self, a: Actor, i: int) -> None:
         raise ChakraError(f"rank {a.rank} node {a.prog.ids[i]}: simulated time passes 2**63-1 ns "

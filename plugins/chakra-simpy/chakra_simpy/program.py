@@ -3,7 +3,10 @@
 Nodes are sorted by id (ready nodes are issued in ascending id order) and indexed 0..n-1;
 children are kept in CSR form, and ``chain_next`` links the compute chains (a compute node whose
 only dependent is a compute node on the same resource depending on it alone), which the engine
-runs as one event when nothing else of the rank is in flight.  Per node: kind, resource, duration
+runs as one event when nothing else of the rank is in flight: ``chain_seq`` lists the nodes of
+every chain in chain order, ``chain_pos`` is each node's position there (-1: in no chain),
+``chain_end`` the position of the last node of the chain at each position and ``chain_cum`` the
+durations summed along ``chain_seq`` (ns, ``chain_cum[p]`` before position p).  Per node: kind, resource, duration
 (ns; of a communication node its recorded one with ``-O comm=replay``, else 0), name (UTF-8
 bytes in CSR form), and for communication and memory nodes a small tuple in ``extra``.
 """
@@ -60,6 +63,10 @@ class Program(RankFacts):
         self.child_ptr = array("l")
         self.child_idx = array("l")
         self.chain_next = array("l")
+        self.chain_pos = array("l")
+        self.chain_end = array("l")
+        self.chain_seq = np.zeros(0, np.int64)
+        self.chain_cum = np.zeros(1, np.int64)
         self.name_ptr = np.zeros(1, np.int64)
         self.name_bytes = np.zeros(0, np.uint8)
 
@@ -113,7 +120,7 @@ def load_program(rt: RankTrace, sd: SystemDescription, replay_comm: bool = False
     prog.indeg = _longs(indeg)
     prog.child_ptr = _longs(child_ptr)
     prog.child_idx = _longs(child_idx)
-    prog.chain_next = _longs(_chain_next(kind, res, indeg, child_ptr, child_idx))
+    _chains(prog, _chain_next(kind, res, indeg, child_ptr, child_idx), dur)
     prog.take_facts(c)
     prog.extra = extras
     return prog
@@ -131,6 +138,51 @@ def _chain_next(kind: np.ndarray, resource: np.ndarray, indeg: np.ndarray, child
     ok = (kind[child] == K_COMP) & (np.asarray(indeg)[child] == 1) & (resource[child] == resource[one])
     out[one[ok]] = child[ok]
     return out
+
+
+def _chains(prog: Program, nxt: np.ndarray, dur: np.ndarray) -> None:
+    """Set the chain arrays of ``prog`` from ``nxt`` (:func:`_chain_next`) and the durations
+    (ns); a program whose chained durations could sum past int64 gets no chains."""
+    n = len(nxt)
+    linked = nxt >= 0
+    member = linked.copy()
+    member[nxt[linked]] = True
+    seq = _chain_order(nxt, member)
+    if dur[seq].astype(np.float64).sum() >= 2.0 ** 62:
+        seq = seq[:0]
+    if len(seq) < member.sum():  # a cycle (its nodes never become ready), or no chains
+        unlinked = np.ones(n, bool)
+        unlinked[seq] = False
+        nxt = np.where(unlinked, -1, nxt)
+    pos = np.full(n, -1, np.int64)
+    pos[seq] = np.arange(len(seq))
+    last = np.flatnonzero(nxt[seq] < 0)
+    prog.chain_next = _longs(nxt)
+    prog.chain_pos = _longs(pos)
+    prog.chain_end = _longs(last[np.searchsorted(last, np.arange(len(seq)))])
+    prog.chain_seq = seq
+    prog.chain_cum = np.concatenate(([0], np.cumsum(dur[seq]))).astype(np.int64)
+
+
+def _chain_order(nxt: np.ndarray, member: np.ndarray) -> np.ndarray:
+    """The nodes of ``member`` chain by chain (chains by their first node), each in chain
+    order, leaving out links that close a cycle; chains of consecutive nodes are read off as
+    they are, others ranked by pointer jumping."""
+    idx = np.flatnonzero(member)
+    links = idx[nxt[idx] >= 0]
+    if (nxt[links] == links + 1).all():
+        return idx
+    up = np.arange(len(nxt))
+    up[nxt[links]] = links
+    head = up == np.arange(len(nxt))
+    depth = (~head).astype(np.int64)
+    for _ in range(len(nxt).bit_length() + 1):
+        if (up[up] == up).all():
+            break
+        depth = depth + depth[up]
+        up = up[up]
+    idx = idx[head[up[idx]]]  # a cycle has no first node to reach
+    return idx[np.lexsort((depth[idx], up[idx]))]
 
 
 def _by_id(cols) -> DepGraph:
