@@ -115,3 +115,19 @@ def test_utilisation_over_time_is_the_share_of_rank_time():
     u = utilisation(b.build(), buckets=2)
     # first half: both ranks compute; second half: rank 1 computes, rank 0 communicates
     assert u == {"bucket_ns": 50, "compute": [1.0, 0.5], "comm": [0.0, 0.5]}
+
+
+def test_builder_keeps_the_order_of_rows_and_flows_added_one_by_one_and_in_bulk():
+    b = SpanBuilder()
+    b.add(0, "compute", 0, 10, "a", "compute")
+    b.extend({"rank": np.array([1, 1]), "start_ns": np.array([5, 20]), "dur_ns": np.array([10, 1]),
+              "kind": np.array([3, 0]), "track": np.zeros(2, np.int32), "name": np.zeros(2, np.int32)})
+    assert b.add(2, "comm", 30, 4, "c", "collective", match=7) == 3
+    b.flow(0, 1, "dependency")
+    b.flows(np.array([1, 2]), np.array([2, 3]), "collective")
+    b.flow(3, 0, "p2p")
+    s = b.build()
+    assert s.rank.tolist() == [0, 1, 1, 2] and s.start_ns.tolist() == [0, 5, 20, 30]
+    assert s.match.tolist() == [-1, -1, -1, 7] and s.bytes.tolist() == [0, 0, 0, 0]
+    assert s.flow_src.tolist() == [0, 1, 2, 3] and s.flow_dst.tolist() == [1, 2, 3, 0]
+    assert s.flow_kind.tolist() == [0, 1, 1, 2]
