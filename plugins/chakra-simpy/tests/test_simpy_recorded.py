@@ -44,6 +44,14 @@ Congestion-aware binary (``AstraSim_Analytical_Congestion_Aware``):
   table is ``data/resnet50_data_parallel_v1.csv``; its compute sums to the report's GPU time
   (1,095,314,000 cycles).
 
+Congestion-unaware network: ASTRA-sim's own expected values
+(``astra-sim/astra-network-analytical`` ``test/test_congestion_unaware.cpp``, commit
+1f4d8e6cbbfa9eec450af52d8e772edb461eadb9): 1 MiB from NPU 1 to NPU 4 on its ``input/Ring.yml``,
+``FullyConnected.yml``, ``Switch.yml`` (16 NPUs, 50 GB/s, 500 ns): 21,031 / 20,031 / 20,531 ns;
+on ``Ring_FullyConnected_Switch.yml`` (Ring 2 x FullyConnected 8 x Switch 4; 200 / 100 / 50 GB/s;
+50 / 500 / 2,000 ns, as ``inputs/network/analytical/Ring_FullyConnected_Switch.yml`` of
+astra-sim/astra-sim, commit 916a1208) 0 -> 1, 37 -> 41, 26 -> 42: 4,932 / 10,265 / 23,531 ns.
+
 Congestion-unaware binary: a third-party sweep (``kredd2506/Astro``, commit
 36a495ae94228ec3d4a26a5fb2548314ae411e35, ``experiments/run_sweep.py``, ``gen_workload.py``,
 ``results/analytical.csv``) of 220 runs, all-reduce and all-gather of 1 KiB to 1 GiB on 4 to 64
@@ -136,6 +144,38 @@ def test_hgx_h100_validated_microbenchmarks_with_two_active_chunks(tmp_path, ct,
     ts = _workload(tmp_path, 8, ct, MIB)
     assert _simulate(tmp_path, ts, HGX_H100_SYSTEM, HGX_H100_NETWORK, "aware") == [recorded] * 8
     assert set(_simulate(tmp_path, ts, HGX_H100_SYSTEM, HGX_H100_NETWORK, "unaware")) != {recorded}
+
+
+def _sends(tmp_path: Path, npus: int, pairs: list[tuple[int, int]]):
+    """1 MiB sends from each ``src`` to its ``dst`` at time 0, every other rank idle 1 us."""
+    nodes: dict[int, list[Node]] = {r: [] for r in range(npus)}
+    for tag, (src, dst) in enumerate(pairs):
+        for rank, peer, kind, key in ((src, dst, NodeType.COMM_SEND_NODE, "comm_dst"),
+                                      (dst, src, NodeType.COMM_RECV_NODE, "comm_src")):
+            n = Node(id=len(nodes[rank]), name=f"p2p{tag}", type=kind)
+            for k, v in (("is_cpu_op", False), (key, peer), ("comm_tag", tag), ("comm_size", MIB)):
+                set_attr(n, k, v)
+            nodes[rank].append(n)
+    for r, ns in nodes.items():
+        write_et(tmp_path / f"w.{r}.et", GlobalMetadata(version="0.0.4"),
+                 ns or [Node(id=0, name="idle", type=NodeType.COMP_NODE, duration_micros=1)])
+    return open_traceset(str(tmp_path / "w"))
+
+
+@pytest.mark.parametrize(("dims", "pairs", "published"), [
+    ([("Ring", 16, 50.0, 500.0)], [(1, 4)], [21_031]),
+    ([("FullyConnected", 16, 50.0, 500.0)], [(1, 4)], [20_031]),
+    ([("Switch", 16, 50.0, 500.0)], [(1, 4)], [20_531]),
+    ([("Ring", 2, 200.0, 50.0), ("FullyConnected", 8, 100.0, 500.0), ("Switch", 4, 50.0, 2000.0)],
+     [(0, 1), (37, 41), (26, 42)], [4_932, 10_265, 23_531])])
+def test_unaware_network_published_values(tmp_path, dims, pairs, published):
+    """ASTRA-sim's unaware network test, as COMM_SEND nodes through the simulator: each send
+    (and its receive) ends at the published delay."""
+    npus = math.prod(p for _, p, _, _ in dims)
+    network = {"topology": [t for t, _, _, _ in dims], "npus_count": [p for _, p, _, _ in dims],
+               "bandwidth": [b for _, _, b, _ in dims], "latency": [lat for _, _, _, lat in dims]}
+    got = _simulate(tmp_path, _sends(tmp_path, npus, pairs), RT_TEMPLATE_SYSTEM, network, "unaware")
+    assert [got[src] for src, _ in pairs] == [got[dst] for _, dst in pairs] == published
 
 
 def _rows(path: Path) -> list[dict]:
