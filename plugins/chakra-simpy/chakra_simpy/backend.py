@@ -22,6 +22,7 @@ from chakra_core.system import SYSTEM_OPTIONS, SystemDescription, system_from_op
 
 from .actor import Actor
 from .collectives import SymmetryBroken
+from .loading import load_programs
 from .plans import uses_dbt
 from .program import Program, load_program
 from .stagger import WORK_LIMIT
@@ -62,6 +63,8 @@ class SimpyBackend(Backend):
         "symmetry": Option("bool", True, "simulate each class of identical ranks once"),
         "streams": Option("int", 1, "compute and communication ops in flight per rank", minimum=1),
         "critical_path_nodes": Option("int", 200, "most critical-path nodes listed", minimum=0),
+        "jobs": Option("int", 0, "processes loading ranks at once (0: one per CPU core when the ranks' .et files "
+                       "hold 8 MiB or more; 1: this process alone)", minimum=0),
         "stagger_limit": Option("int", WORK_LIMIT, "most chunk x step x member evaluations to time a "
                                 "staggered collective per rank (larger ones, or 0: a barrier)", minimum=0),
     }
@@ -199,7 +202,8 @@ def _simulate(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[i
     t0 = time.perf_counter()
     nranks = len(traces)
     replay = options["comm"] == "replay"
-    progs, classes = _load(traces, sd, groups, symmetry, options["congestion"] == "aware", replay)
+    progs, classes = _load(traces, sd, groups, symmetry, options["congestion"] == "aware", replay,
+                           options["jobs"])
     load_s = time.perf_counter() - t0
     actors = []
     rank_actor = [0] * nranks
@@ -216,8 +220,9 @@ def _simulate(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[i
 
 
 def _load(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[int, ...]],
-          symmetry: bool, aware: bool, replay: bool = False) -> tuple[list[Program], list[list[int]]]:
-    """Programs of the ranks to simulate and the ranks each stands for (:mod:`.symmetry`).
+          symmetry: bool, aware: bool, replay: bool = False, jobs: int = 1) -> tuple[list[Program], list[list[int]]]:
+    """Programs of the ranks to simulate and the ranks each stands for (:mod:`.symmetry`),
+    loaded by ``jobs`` processes (:func:`.loading.load_programs`).
 
     Members of a class whose representative has memory nodes on a shared remote memory
     (PER_NODE_MEMORY_EXPANSION, MEMORY_POOL) queue for it one by one: each is simulated.
@@ -233,9 +238,8 @@ def _load(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[int, 
     progs: list[Program] = []
     out: list[list[int]] = []
     with progress("loading ranks", total=len(classes)) as bar:
-        for ranks in classes:
-            prog = load_program(traces[ranks[0]], sd, replay)
-            bar.advance()
+        first = load_programs(traces, [c[0] for c in classes], sd, replay, jobs, bar.advance)
+        for prog, ranks in zip(first, classes):
             if len(ranks) > 1 and shared_mem and prog.has_mem:
                 progs += [prog] + [load_program(traces[r], sd, replay) for r in ranks[1:]]
                 out += [[r] for r in ranks]
