@@ -98,11 +98,10 @@ class Sim:
         """Run to the end, actor k from ``start_ns[k]`` (default 0); raise ChakraError with a
         deadlock report if ranks are left waiting."""
         for k, a in enumerate(self.actors):
-            prog, ready, indeg = a.prog, a.ready, a.indeg
-            res = prog.res
-            for i in range(len(prog)):
-                if indeg[i] == 0:
-                    ready[res[i]].append(i)
+            first = np.flatnonzero(a.views[4] == 0)  # ascending: each list is a heap
+            res = np.frombuffer(a.prog.res, np.uint8)[first]
+            for r, heap in enumerate(a.ready):
+                heap.extend(first[res == r].tolist())
             start = start_ns[k] if start_ns else 0
             if start:
                 a.last_t = start
