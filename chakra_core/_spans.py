@@ -73,8 +73,10 @@ class Spans:
         self.flow_dst = np.asarray(dst, np.int64)
         self.flow_kind = np.asarray(kind, np.uint8)
         self.ranks_of = {int(k): [int(r) for r in v] for k, v in (ranks_of or {}).items()}
-        ranks = {int(r) for r in np.unique(self.rank)} | {r for v in self.ranks_of.values() for r in v}
-        self.nranks = int(nranks) if nranks is not None else (max(ranks) + 1 if ranks else 0)
+        if nranks is None:
+            ranks = [r for v in self.ranks_of.values() for r in v] + ([int(self.rank.max())] if n else [])
+            nranks = max(ranks) + 1 if ranks else 0
+        self.nranks = int(nranks)
 
     rank: np.ndarray
     track: np.ndarray
@@ -245,7 +247,9 @@ class SpanBuilder:
     def extend(self, columns: Mapping[str, Iterable[int]]) -> None:
         """Append many spans: integer columns as in :class:`Spans`, with ``track``, ``name``,
         ``group`` and ``algorithm`` already interned (see :meth:`intern`) and ``kind`` an index
-        into :data:`SPAN_KINDS`; a column left out takes its default (-1, or 0 for ``bytes``)."""
+        into :data:`SPAN_KINDS`; a column left out takes its default (-1, or 0 for ``bytes``).
+        A numpy array that owns its data and has the column's dtype is kept, not copied: it must
+        not be changed afterwards."""
         n = len(np.asarray(columns["rank"]))
         self._flush_rows()
         block = {}
@@ -254,6 +258,9 @@ class SpanBuilder:
             dtype = np.dtype(col.typecode)
             if values is None:
                 block[key] = np.full(n, 0 if key in ("bytes", "track", "name", "kind") else -1, dtype)
+            elif isinstance(values, np.ndarray) and values.dtype == dtype and values.flags.owndata \
+                    and values.flags.c_contiguous and values.ndim == 1:
+                block[key] = values
             else:
                 block[key] = np.array(values, dtype=dtype)
         self._blocks.append(block)

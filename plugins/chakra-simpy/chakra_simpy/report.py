@@ -4,8 +4,6 @@ path and timeline (the core's analysis: :func:`chakra_core.breakdown`,
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from chakra_core import SPAN_KINDS, CommType, SpanBuilder, Spans, breakdown, critical_path
@@ -42,28 +40,30 @@ def build_spans(sim: Sim, names: bool = True) -> Spans:
     matches: dict[tuple, int] = {}
     algorithms = {(s["collective"], "" if s["group"] == "all" else s["group"]): "; ".join(s["phases"])
                   for s in sim.coll.stats.values()}
-    offsets = []
-    for a in sim.actors:
+    sizes = [len(a.prog) for a in sim.actors]
+    offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64).tolist()
+    cols = _empty_columns(offsets[-1])
+    cols["rank"] = np.repeat(np.array([a.rank for a in sim.actors], np.int64), sizes)
+    track_of = np.asarray(tracks, np.int32)
+    for a, lo, hi in zip(sim.actors, offsets[:-1], offsets[1:]):
         prog = a.prog
-        n = len(prog)
-        offsets.append(len(b))
         if len(a.ranks) > 1:
             b.ranks_of[a.rank] = list(a.ranks)
-        if not n:
+        if lo == hi:
             continue
+        at = {k: v[lo:hi] for k, v in cols.items()}
         start = np.frombuffer(a.start, np.int64)
-        end = np.frombuffer(a.end, np.int64)
-        kind = np.frombuffer(bytes(prog.kind), np.uint8)
-        cols: dict[str, Any] = {
-            "rank": np.full(n, a.rank, np.int64), "start_ns": start, "dur_ns": end - start,
-            "track": np.asarray(tracks, np.int32)[np.frombuffer(bytes(prog.cat), np.uint8)],
-            "kind": _kind_codes(kind, np.frombuffer(bytes(prog.res), np.uint8)),
-            "node_id": np.frombuffer(prog.ids, np.uint64).astype(np.int64),
-            "name": _names_of(b, prog) if names else np.full(n, b.intern("names", ""), np.int32),
-        }
-        cols.update(_comm_columns(b, a, start, matches, algorithms))
-        replayed = (kind == K_COMP) & (np.frombuffer(bytes(prog.res), np.uint8) == R_COMM)
-        cols["comm_type"][replayed] = int(CommType.BROADCAST)  # the one collective replayed as a duration
+        kind = np.frombuffer(prog.kind, np.uint8)
+        res = np.frombuffer(prog.res, np.uint8)
+        at["start_ns"][:] = start
+        np.subtract(np.frombuffer(a.end, np.int64), start, out=at["dur_ns"])
+        at["track"][:] = track_of[np.frombuffer(prog.cat, np.uint8)]
+        at["kind"][:] = _kind_codes(kind, res)
+        at["node_id"][:] = np.frombuffer(prog.ids, np.uint64)
+        at["name"][:] = _names_of(b, prog) if names else b.intern("names", "")
+        _comm_columns(b, a, start, matches, algorithms, at)
+        at["comm_type"][(kind == K_COMP) & (res == R_COMM)] = int(CommType.BROADCAST)  # a broadcast replayed
+    if offsets[-1]:
         b.extend(cols)
     _dependency_flows(b, sim, offsets)
     _queue_phases(b, sim)
@@ -76,20 +76,28 @@ def _names_of(b: SpanBuilder, prog) -> np.ndarray:
     return np.asarray([b.intern("names", nm or f"node {i}") for nm, i in zip(names, prog.ids)], np.int32)
 
 
+def _empty_columns(n: int) -> dict[str, np.ndarray]:
+    """The span columns of ``n`` spans: communication columns at their defaults (0 bytes, -1),
+    the others to be filled."""
+    return {"start_ns": np.empty(n, np.int64), "dur_ns": np.empty(n, np.int64), "track": np.empty(n, np.int32),
+            "kind": np.empty(n, np.uint8), "node_id": np.empty(n, np.int64), "name": np.empty(n, np.int32),
+            "bytes": np.zeros(n, np.int64), "group": np.full(n, -1, np.int32), "algorithm": np.full(n, -1, np.int32),
+            "peer": np.full(n, -1, np.int64), "match": np.full(n, -1, np.int64),
+            "comm_type": np.full(n, -1, np.int64)}
+
+
 def _comm_columns(b: SpanBuilder, a, start: np.ndarray, matches: dict[tuple, int],
-                  algorithms: dict[tuple[str, str], str]) -> dict[str, np.ndarray]:
-    n = len(a.prog)
-    cols: dict[str, np.ndarray] = {"bytes": np.zeros(n, np.int64), "group": np.full(n, -1, np.int32),
-            "algorithm": np.full(n, -1, np.int32), "peer": np.full(n, -1, np.int64),
-            "match": np.full(n, -1, np.int64), "comm_type": np.full(n, -1, np.int64)}
+                  algorithms: dict[tuple[str, str], str], cols: dict[str, np.ndarray]) -> None:
+    """Fill the communication columns (``cols``: the actor's rows) of the actor's collectives,
+    sends, receives and memory operations."""
     extra = a.prog.extra
     if not extra:
-        return cols
+        return
     kinds = a.prog.kind
     nodes = np.fromiter(extra, np.int64, len(extra))
     seq: dict[tuple, int] = {}
     labels: dict[tuple[int, str], tuple[int, int]] = {}
-    rows: dict[str, list[int]] = {k: [] for k in cols}
+    rows: dict[str, list[int]] = {k: [] for k in ("bytes", "group", "algorithm", "peer", "match", "comm_type")}
     done: list[int] = []
     for i in nodes[np.lexsort((nodes, start[nodes]))].tolist():
         x = extra[i]
@@ -127,7 +135,6 @@ def _comm_columns(b: SpanBuilder, a, start: np.ndarray, matches: dict[tuple, int
         done.append(i)
     for k, values in rows.items():
         cols[k][done] = values
-    return cols
 
 
 def _dependency_flows(b: SpanBuilder, sim: Sim, offsets: list[int]) -> None:
