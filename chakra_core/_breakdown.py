@@ -17,6 +17,8 @@ from ._spans import COMM_KINDS, COMPUTE_KINDS, SPAN_KINDS, Spans
 __all__ = ["breakdown", "union_ns"]
 
 _MEM = (SPAN_KINDS.index("memory"),)
+#: per kind code (uint8): whether it is compute, communication, memory
+_IS_COMPUTE, _IS_COMM, _IS_MEM = (np.isin(np.arange(256), k) for k in (COMPUTE_KINDS, COMM_KINDS, _MEM))
 
 
 def union_ns(starts: np.ndarray, ends: np.ndarray) -> int:
@@ -32,9 +34,8 @@ def _union_sorted(s: np.ndarray, e: np.ndarray) -> int:
     if not len(s):
         return 0
     reach = np.maximum.accumulate(e)
-    first = np.concatenate(([0], np.flatnonzero(s[1:] > reach[:-1]) + 1))
-    last = np.concatenate((first[1:] - 1, [len(s) - 1]))
-    return int((reach[last] - s[first]).sum())
+    gaps = np.maximum(s[1:] - reach[:-1], 0)
+    return int(reach[-1] - s[0] - gaps.sum())
 
 
 def breakdown(spans: Spans) -> list[dict[str, Any]]:
@@ -48,33 +49,38 @@ def breakdown(spans: Spans) -> list[dict[str, Any]]:
     (the rank whose spans give these times).
     """
     ops = spans.ops()
-    rank = spans.rank[ops]
-    order = np.argsort(rank, kind="stable")
-    ops, rank = ops[order], rank[order]
-    cuts = np.flatnonzero(np.diff(rank)) + 1
+    whole = len(ops) == len(spans)
+    rank = spans.rank if whole else spans.rank[ops]
+    if (rank[1:] < rank[:-1]).any():
+        order = np.argsort(rank, kind="stable")
+        ops, rank, whole = ops[order], rank[order], False
+    cuts = np.concatenate(([0], np.flatnonzero(rank[1:] != rank[:-1]) + 1, [len(ops)])).tolist()
     wait = _arrival_wait(spans)
     rows = []
-    for part in np.split(ops, cuts) if len(ops) else []:
-        r = int(spans.rank[part[0]])
-        row = _rank_row(spans, part, wait)
+    for lo, hi in zip(cuts[:-1], cuts[1:]) if len(ops) else ():
+        r = int(rank[lo])
+        row = _rank_row(spans, slice(lo, hi) if whole else ops[lo:hi], wait)
         for member in spans.stands_for(r):
             rows.append({"rank": member, **row, "simulated_as": r})
     rows.sort(key=lambda row: row["rank"])
     return rows
 
 
-def _rank_row(spans: Spans, part: np.ndarray, wait: np.ndarray) -> dict[str, Any]:
+def _rank_row(spans: Spans, part: np.ndarray | slice, wait: np.ndarray) -> dict[str, Any]:
+    """The row of the spans ``part`` (indices or a slice) of one rank."""
     start = spans.start_ns[part]
+    ops = len(start)
     if (start[1:] < start[:-1]).any():
-        part = part[np.argsort(start, kind="stable")]
+        index = np.arange(part.start, part.stop) if isinstance(part, slice) else part
+        part = index[np.argsort(start, kind="stable")]
         start = spans.start_ns[part]
     end = start + spans.dur_ns[part]
     kind = spans.kind[part]
-    comp = np.isin(kind, COMPUTE_KINDS)
+    comp = _IS_COMPUTE[kind]
     cpu = kind == SPAN_KINDS.index("cpu")
     acc = kind == SPAN_KINDS.index("compute")
-    comm = np.isin(kind, COMM_KINDS)
-    mem = np.isin(kind, _MEM)
+    comm = _IS_COMM[kind]
+    mem = _IS_MEM[kind]
     finish = int(end.max())
     u_comp = _union_sorted(start[comp], end[comp])
     u_comm = _union_sorted(start[comm], end[comm])
@@ -92,7 +98,7 @@ def _rank_row(spans: Spans, part: np.ndarray, wait: np.ndarray) -> dict[str, Any
         "accelerator_ns": _union_sorted(start[acc], end[acc]),
         "overlap_ns": u_comp + u_comm - u_cc,
         "skew_ns": int(wait[part].sum()),
-        "ops": len(part),
+        "ops": ops,
     }
 
 

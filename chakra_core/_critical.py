@@ -146,46 +146,40 @@ def _node_dicts(spans: Spans, span: np.ndarray, path_ns: np.ndarray) -> list[dic
 
 def critical_path(spans: Spans) -> CriticalPath:
     """Walk the cross-rank critical path of ``spans`` (see the module docstring)."""
-    ops = spans.ops()
-    finish = int(spans.end_ns[ops].max()) if len(ops) else 0
-    out = _Walk(spans, ops)
-    if len(ops):
-        out.run(finish)
+    out = _Walk(spans, spans.ops())
+    if out.finish is not None:
+        out.run()
     rev = slice(None, None, -1)
-    return CriticalPath(finish, np.array(out.ranks[rev], np.int64), np.array(out.spans[rev], np.int64),
+    return CriticalPath(out.finish or 0, np.array(out.ranks[rev], np.int64), np.array(out.spans[rev], np.int64),
                         np.array(out.starts[rev], np.int64), np.array(out.ends[rev], np.int64),
                         np.array(out.cats[rev], np.int8), out.crossings)
 
 
-def _by_rank_end(spans: Spans, ops: np.ndarray) -> np.ndarray:
-    """``ops`` ordered by rank, then end, then start (ties in file order)."""
-    r, e, s = spans.rank[ops], spans.end_ns[ops], spans.start_ns[ops]
-    dr, de = r[1:] - r[:-1], e[1:] - e[:-1]
-    if ((dr > 0) | ((dr == 0) & ((de > 0) | ((de == 0) & (s[1:] >= s[:-1]))))).all():
-        return ops
-    return ops[np.lexsort((s, e, r))]
-
-
 class _Walk:
-    """The operations in one order (``order``: by rank, then end time) with, for each, the
-    position of the operation the walk steps back to from its start (-1: none on its rank)."""
+    """The operations in one order (``order``: by rank, then end, then start, ties in file
+    order) with, for each, the position of the operation the walk steps back to from its start
+    (``back``; -1: none on its rank); ``blocks[rank]`` is the rank's slice of the order,
+    ``sorted_ends`` the end times in that order and ``finish`` the end of the last operation
+    (None without any).  ``ranks``, ``spans``, ``starts``, ``ends`` and ``cats`` collect the
+    path's segments from the finish back."""
 
     def __init__(self, spans: Spans, ops: np.ndarray):
         self.s = spans
-        order = _by_rank_end(spans, ops)
-        rank = spans.rank[order]
-        ends = spans.end_ns[order]
-        cuts = np.concatenate(([0], np.flatnonzero(np.diff(rank)) + 1, [len(order)]))
-        back = np.empty(len(order), np.int64)
-        for lo, hi in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
-            at = np.searchsorted(ends[lo:hi], spans.start_ns[order[lo:hi]], side="right")
-            back[lo:hi] = np.minimum(at, np.arange(hi - lo)) - 1
-            back[lo:hi][back[lo:hi] >= 0] += lo
-        self.pos = np.zeros(len(spans), np.int64)
-        self.pos[order] = np.arange(len(order))
-        self.order, self.back = order, back
-        self.last_of_rank = {int(rank[hi - 1]): hi - 1 for hi in cuts[1:].tolist() if hi}
         self._groups(ops)
+        rank = spans.rank[ops] if len(ops) < len(spans) else spans.rank
+        if (rank[1:] < rank[:-1]).any():
+            by_rank = np.argsort(rank, kind="stable")
+            ops, rank = ops[by_rank], rank[by_rank]
+        cuts = np.concatenate(([0], np.flatnonzero(rank[1:] != rank[:-1]) + 1, [len(ops)])).tolist()
+        self.order = ops.copy()
+        self.back = np.empty(len(ops), np.int64)
+        self.sorted_ends = np.empty(len(ops), np.int64)
+        self.blocks: dict[int, tuple[int, int]] = {}
+        self.finish: int | None = None
+        self.last = 0
+        for lo, hi in zip(cuts[:-1], cuts[1:]):
+            if hi > lo:
+                self._block(int(rank[lo]), lo, hi)
         self.ranks: list[int] = []
         self.spans: list[int] = []
         self.starts: list[int] = []
@@ -193,6 +187,35 @@ class _Walk:
         self.cats: list[int] = []
         self.skew_floor = -1
         self.crossings = 0
+
+    def _block(self, rank: int, lo: int, hi: int) -> None:
+        """Order the operations of ``rank`` (``order[lo:hi]``) by end, then start, and find
+        where the walk steps back to from each."""
+        s = self.s
+        idx = self.order[lo:hi]
+        e, st = s.end_ns[idx], s.start_ns[idx]
+        de = e[1:] - e[:-1]
+        if not ((de > 0) | ((de == 0) & (st[1:] >= st[:-1]))).all():
+            by_end = np.lexsort((st, e))
+            idx[:] = idx[by_end]
+            e, st = e[by_end], st[by_end]
+        back = np.arange(lo - 1, hi - 1)  # the one before, where it ends by the start
+        far = np.flatnonzero(e[:-1] > st[1:]) + 1
+        back[far] = np.minimum(np.searchsorted(e, st[far], side="right"), far) - 1 + lo
+        back[back < lo] = -1
+        self.back[lo:hi] = back
+        self.sorted_ends[lo:hi] = e
+        self.blocks[rank] = (lo, hi)
+        if self.finish is None or e[-1] >= self.finish:
+            self.finish, self.last = int(e[-1]), hi - 1
+
+    def _position(self, i: int, rank: int) -> int:
+        """Where operation ``i`` of ``rank`` is in the order."""
+        lo, hi = self.blocks[rank]
+        end = self.s.end_ns[i]
+        a = lo + int(np.searchsorted(self.sorted_ends[lo:hi], end, side="left"))
+        b = lo + int(np.searchsorted(self.sorted_ends[lo:hi], end, side="right"))
+        return a + int(np.flatnonzero(self.order[a:b] == i)[0])
 
     def _groups(self, ops: np.ndarray) -> None:
         """Per collective or send/receive pair (spans sharing a ``match``): its last member to
@@ -235,17 +258,16 @@ class _Walk:
         k = int(np.searchsorted(self.keys, match))
         return k if self.group_last[k] >= 0 else -1
 
-    def run(self, t: int) -> None:
-        """Walk back from ``t`` (the finish) on the rank of the operation that ends last."""
+    def run(self) -> None:
+        """Walk back from the finish on the rank of the operation that ends last (of those
+        ending together, on the last rank)."""
         s = self.s
-        ops = self.order
-        last_end = s.end_ns[ops]
-        tie = np.flatnonzero(last_end == t)
-        rank = int(s.rank[ops[tie]].max())
+        t = self.finish or 0
+        g = self.last
+        rank = int(s.rank[self.order[g]])
         srank, sstart, send, smatch, skind = (a.data for a in (s.rank, s.start_ns, s.end_ns, s.match, s.kind))
-        order, back, pos = ops.data, self.back.data, self.pos.data
+        order, back = self.order.data, self.back.data
         cat_of = _CATEGORY_OF_KIND.tolist()
-        g = self.last_of_rank[rank]
         while True:
             if g < 0:
                 self.add(rank, -1, 0, t, _IDLE)
@@ -263,7 +285,7 @@ class _Walk:
                     self.skew_floor = second
                     self.crossings += 1
                     rank, t = srank[last], arrive
-                    g = back[pos[last]]
+                    g = back[self._position(last, rank)]
                     continue
                 self.add(rank, p, start, end, 1)
                 if arrive == start:
