@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -106,8 +107,10 @@ class SimpyBackend(Backend):
             raise ConfigError(e.message, sd.sources.get("system"), "key 'local-mem-bw'") from None
         keep_spans = bool(options["timeline"] or options["spans"])
         spans = build_spans(sim, names=keep_spans)
-        rows = rank_rows(spans, actors)
-        path = path_summary(spans, sim, options["critical_path_nodes"], keep_spans)
+        with ThreadPoolExecutor(1) as pool:  # mostly numpy, which runs outside the GIL
+            rows_of = pool.submit(rank_rows, spans, actors)
+            path = path_summary(spans, sim, options["critical_path_nodes"], keep_spans)
+            rows = rows_of.result()
         # simulated events: every node completion of a simulated rank, every collective chunk phase
         events = sum(a.done for a in actors) + sim.coll.phase_events
         finish = max(r["finish_ns"] for r in rows)

@@ -4,6 +4,8 @@ path and timeline (the core's analysis: :func:`chakra_core.breakdown`,
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 from chakra_core import SPAN_KINDS, CommType, SpanBuilder, Spans, breakdown, critical_path
@@ -44,30 +46,39 @@ def build_spans(sim: Sim, names: bool = True) -> Spans:
     offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64).tolist()
     cols = _empty_columns(offsets[-1])
     cols["rank"] = np.repeat(np.array([a.rank for a in sim.actors], np.int64), sizes)
-    track_of = np.asarray(tracks, np.int32)
-    for a, lo, hi in zip(sim.actors, offsets[:-1], offsets[1:]):
-        prog = a.prog
-        if len(a.ranks) > 1:
-            b.ranks_of[a.rank] = list(a.ranks)
-        if lo == hi:
-            continue
-        at = {k: v[lo:hi] for k, v in cols.items()}
-        start = np.frombuffer(a.start, np.int64)
-        kind = np.frombuffer(prog.kind, np.uint8)
-        res = np.frombuffer(prog.res, np.uint8)
-        at["start_ns"][:] = start
-        np.subtract(np.frombuffer(a.end, np.int64), start, out=at["dur_ns"])
-        at["track"][:] = track_of[np.frombuffer(prog.cat, np.uint8)]
-        at["kind"][:] = _kind_codes(kind, res)
-        at["node_id"][:] = np.frombuffer(prog.ids, np.uint64)
-        at["name"][:] = _names_of(b, prog) if names else b.intern("names", "")
-        _comm_columns(b, a, start, matches, algorithms, at)
-        at["comm_type"][(kind == K_COMP) & (res == R_COMM)] = int(CommType.BROADCAST)  # a broadcast replayed
+    bounds = list(zip(sim.actors, offsets[:-1], offsets[1:]))
+    with ThreadPoolExecutor(1) as pool:  # the times and kinds (numpy) while the rest is filled here
+        times = pool.submit(_time_columns, cols, bounds, np.asarray(tracks, np.int32))
+        for a, lo, hi in bounds:
+            prog = a.prog
+            if len(a.ranks) > 1:
+                b.ranks_of[a.rank] = list(a.ranks)
+            if lo == hi:
+                continue
+            at = {k: v[lo:hi] for k, v in cols.items()}
+            at["name"][:] = _names_of(b, prog) if names else b.intern("names", "")
+            _comm_columns(b, a, np.frombuffer(a.start, np.int64), matches, algorithms, at)
+            replayed = (np.frombuffer(prog.kind, np.uint8) == K_COMP) & (np.frombuffer(prog.res, np.uint8) == R_COMM)
+            at["comm_type"][replayed] = int(CommType.BROADCAST)  # a broadcast that replays its duration
+        times.result()
     if offsets[-1]:
         b.extend(cols)
     _dependency_flows(b, sim, offsets)
     _queue_phases(b, sim)
     return b.build()
+
+
+def _time_columns(cols: dict[str, np.ndarray], bounds: list[tuple], track_of: np.ndarray) -> None:
+    """Fill ``start_ns``, ``dur_ns``, ``track``, ``kind`` and ``node_id`` of every actor's
+    rows (``bounds``: actor, first row, end row)."""
+    for a, lo, hi in bounds:
+        prog = a.prog
+        start = np.frombuffer(a.start, np.int64)
+        cols["start_ns"][lo:hi] = start
+        np.subtract(np.frombuffer(a.end, np.int64), start, out=cols["dur_ns"][lo:hi])
+        cols["track"][lo:hi] = track_of[np.frombuffer(prog.cat, np.uint8)]
+        cols["kind"][lo:hi] = _kind_codes(np.frombuffer(prog.kind, np.uint8), np.frombuffer(prog.res, np.uint8))
+        cols["node_id"][lo:hi] = np.frombuffer(prog.ids, np.uint64)
 
 
 def _names_of(b: SpanBuilder, prog) -> np.ndarray:
