@@ -131,3 +131,42 @@ def test_builder_keeps_the_order_of_rows_and_flows_added_one_by_one_and_in_bulk(
     assert s.match.tolist() == [-1, -1, -1, 7] and s.bytes.tolist() == [0, 0, 0, 0]
     assert s.flow_src.tolist() == [0, 1, 2, 3] and s.flow_dst.tolist() == [1, 2, 3, 0]
     assert s.flow_kind.tolist() == [0, 1, 1, 2]
+
+
+def _walk_by_definition(starts, ends):
+    """The critical path of one rank without collectives, by the rule itself: from the finish,
+    step to the operation ending last at or before the current time among those before the
+    current one in (end, start, index) order; the gaps are idle.  Returns (span, start, end)
+    segments in time order (-1: idle)."""
+    key = [(e, s, i) for i, (s, e) in enumerate(zip(starts, ends))]
+    cur = max(key)
+    t = cur[0]
+    out = []
+    while cur is not None:
+        e, s, i = cur
+        if e < t:
+            out.append((-1, e, t))
+        if s < e:
+            out.append((i, s, e))
+        t = s
+        before = [k for k in key if k < cur and k[0] <= t]
+        cur = max(before) if before else None
+    if t > 0:
+        out.append((-1, 0, t))
+    return out[::-1]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_critical_path_of_one_rank_follows_the_rule(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 40))
+    starts = rng.integers(0, 60, n)
+    durs = rng.choice([0, 1, 3, 5, 10, 25], n)
+    b = SpanBuilder()
+    for s, d in zip(starts.tolist(), durs.tolist()):
+        b.add(0, "compute", s, d, "op", "compute")
+    spans = b.build()
+    cp = critical_path(spans)
+    got = list(zip(cp.span.tolist(), cp.start_ns.tolist(), cp.end_ns.tolist()))
+    assert got == _walk_by_definition(starts.tolist(), (starts + durs).tolist())
+    assert cp.finish_ns == int((starts + durs).max()) == sum(cp.ns_by_category().values())
