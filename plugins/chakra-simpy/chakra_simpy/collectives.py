@@ -83,6 +83,8 @@ class Collectives:
         self.phase_events = 0
         self.per_rank = 0
         self.approximated = 0
+        #: the phases built by :meth:`_per_rank` (not a double binary tree's), by what they are built from
+        self.phase_cache: dict[tuple, Phase] = {}
         self.tree_count: dict[int, int] = {}
         self.custom = {_CUSTOM_KIND[k]: CustomCollective(k, prefix, sim.sd, sim.planner)
                        for k, prefix in sim.sd.custom_implementations.items()}
@@ -263,17 +265,24 @@ class Collectives:
         work = 0
         seen: dict[int, int] = {}
         for kind, data, d, impl in per_phase:
+            tree = not group and algorithm_base(impl)[0] == DBT
+            built = (kind, data, d, impl, tuple(ranks) if group else None)
+            if not tree and built in self.phase_cache:
+                phases.append(self.phase_cache[built])
+                work += inst.n * phases[-1].work * len(ranks)
+                continue
             lay = layouts.get(d)
             if lay is None:
                 lay = layouts[d] = (group_layout(ranks, planner.hop) if group
                                     else dim_layout(planner.dims, d, planner.total))
-            if not group and algorithm_base(impl)[0] == DBT:
+            if tree:
                 visit = seen[d] = seen.get(d, -1) + 1
                 phases.append(TreePhase(d, data, lay.size, lay.slices, lambda o, lay=lay: lay.link(0, o),
                                         sim.sd.endpoint_delay, sim.sd.local_mem_bw, bases[d], visits[d], visit))
             else:
-                phases.append(build_phase(kind, data, impl, lay, 0 if group else d, sim.sd.endpoint_delay,
-                                          sim.sd.local_mem_bw, group))
+                phase = self.phase_cache[built] = build_phase(kind, data, impl, lay, 0 if group else d,
+                                                              sim.sd.endpoint_delay, sim.sd.local_mem_bw, group)
+                phases.append(phase)
             work += inst.n * phases[-1].work * len(ranks)
         if work > sim.stagger_limit:
             self.approximated += 1
