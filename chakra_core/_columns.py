@@ -185,7 +185,7 @@ class NodeColumns:
 
 def node_columns(rt: RankTrace, attrs: Iterable[str] = ()) -> NodeColumns:
     """The :class:`NodeColumns` of rank ``rt`` with the attributes named in ``attrs``, in one
-    pass over its serialized nodes (an ``.et`` file's bytes as they are, a chunk of a few MiB
+    pass over its serialized nodes (an ``.et`` file's bytes as they are, a chunk of 1 MiB
     at a time; other ranks' nodes serialized).
 
     The wire structure of every node and attribute message walked is checked (a TraceFormatError

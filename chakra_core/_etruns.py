@@ -1,7 +1,7 @@
 """An ``.et`` file's node messages in runs: one bytes object and the messages' offsets.
 
 For readers of the wire format (:mod:`chakra_core._columns`): the file (plain or gzip) is read
-in chunks of a few MiB and each chunk's complete frames are cut by one tight loop over their
+in chunks of 1 MiB and each chunk's complete frames are cut by one tight loop over their
 length prefixes, without a bytes object per node.  The limits of :class:`EtReader` apply
 (message size, empty messages, dependencies per node, gzip inflation), with its messages; the
 node messages themselves are not decoded here.
@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Run", "file_runs"]
 
-_CHUNK = 4 << 20
+#: bytes read at a time: a run's arrays (a few dozen bytes per node) stay in the CPU's caches
+_CHUNK = 1 << 20
 _GZIP_MAGIC = b"\x1f\x8b"
 
 #: (the bytes, start of each message in them, its length (int64 arrays), index of the first
