@@ -65,7 +65,7 @@ class SimpyBackend(Backend):
         "streams": Option("int", 1, "compute and communication ops in flight per rank", minimum=1),
         "critical_path_nodes": Option("int", 200, "most critical-path nodes listed", minimum=0),
         "jobs": Option("int", 0, "processes loading ranks at once (0: one per CPU core when the ranks' .et files "
-                       "hold 8 MiB or more; 1: this process alone)", minimum=0),
+                       "hold 8 MiB or more and no other thread runs; 1: this process alone)", minimum=0),
         "stagger_limit": Option("int", WORK_LIMIT, "most chunk x step x member evaluations to time a "
                                 "staggered collective per rank (larger ones, or 0: a barrier)", minimum=0),
     }

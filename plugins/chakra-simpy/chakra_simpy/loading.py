@@ -10,6 +10,7 @@ those of loading one rank after the other.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -32,7 +33,8 @@ def load_programs(traces: TraceSet, ranks: list[int], sd: SystemDescription, rep
                   advance: Callable[[], None]) -> list[Program]:
     """The programs of ``ranks`` (in that order), with ``jobs`` processes in all (0: one per
     CPU core this process may use, when the ranks' .et files hold :data:`PARALLEL_BYTES` or
-    more; 1: this process alone); ``advance`` is called once per rank loaded."""
+    more and no other thread runs; 1: this process alone); ``advance`` is called once per rank
+    loaded."""
     workers = _workers(traces, ranks, jobs)
     if workers < 1:
         out = []
@@ -73,6 +75,8 @@ def _workers(traces: TraceSet, ranks: list[int], jobs: int) -> int:
         return 0
     if jobs > 1:
         return min(jobs, len(ranks)) - 1
+    if threading.active_count() > 1:  # forking a process with other threads running is not safe
+        return 0
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     size = 0
     for r in ranks:

@@ -90,9 +90,15 @@ def test_the_first_bad_rank_in_rank_order_is_reported(dlrm_set, kit, tmp_path, s
             _run(kit, tmp_path, jobs=jobs)
 
 
-def test_small_sets_and_one_job_load_here(dlrm_set):
+def test_small_sets_and_one_job_load_here(dlrm_set, monkeypatch):
     ts = open_traceset(str(dlrm_set))
     assert loading._workers(ts, list(range(8)), 0) == 0  # a few KiB of .et files
+    monkeypatch.setattr(loading, "PARALLEL_BYTES", 1)
+    monkeypatch.setattr(loading.os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    monkeypatch.setattr(loading.threading, "active_count", lambda: 1)
+    assert loading._workers(ts, list(range(8)), 0) == 2
+    monkeypatch.setattr(loading.threading, "active_count", lambda: 2)
+    assert loading._workers(ts, list(range(8)), 0) == 0  # another thread runs: no fork
     assert loading._workers(ts, list(range(8)), 1) == 0
     assert loading._workers(ts, list(range(8)), 3) == 2
     assert loading._workers(ts, [0], 2) == 0
