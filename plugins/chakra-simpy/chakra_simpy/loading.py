@@ -71,8 +71,10 @@ def load_programs(traces: TraceSet, ranks: list[int], sd: SystemDescription, rep
 
 def _workers(traces: TraceSet, ranks: list[int], jobs: int) -> int:
     """How many worker processes to start (0: load here alone)."""
-    if jobs == 1 or len(ranks) < 2 or not hasattr(os, "fork"):
-        return 0
+    import multiprocessing
+
+    if jobs == 1 or len(ranks) < 2 or not hasattr(os, "fork") or multiprocessing.current_process().daemon:
+        return 0  # a daemonic process may not start processes
     if jobs > 1:
         return min(jobs, len(ranks)) - 1
     if threading.active_count() > 1:  # forking a process with other threads running is not safe

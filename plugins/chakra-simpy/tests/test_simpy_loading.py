@@ -6,6 +6,7 @@ as .et files; ``jobs=2`` loads part of the ranks in a forked worker.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import time
 from pathlib import Path
@@ -102,3 +103,5 @@ def test_small_sets_and_one_job_load_here(dlrm_set, monkeypatch):
     assert loading._workers(ts, list(range(8)), 1) == 0
     assert loading._workers(ts, list(range(8)), 3) == 2
     assert loading._workers(ts, [0], 2) == 0
+    monkeypatch.setattr(multiprocessing, "current_process", lambda: type("P", (), {"daemon": True})())
+    assert loading._workers(ts, list(range(8)), 2) == 0  # a daemonic process has no children
