@@ -5,7 +5,7 @@ Two processes over 127.0.0.1 call each kind the way the emulator does (the proce
 method, not torch.distributed's Python function), 1,000 float32 elements, isolated: both ranks
 meet at a barrier and sleep 0.5 ms before each call, as a trace's collectives come between its
 compute. A call's cost is the time from the later rank's start to the later rank's end (the
-replay's "from the last member's arrival" measure); the median of 60 calls per kind. A 4 MiB
+replay's "from the last member's arrival" measure); the median of 200 calls per kind. A 4 MiB
 all-reduce gives the bandwidth.
 
 The fit: on 2 NPUs of one Ring our simulator (as ASTRA-sim) charges an all-reduce
@@ -70,7 +70,7 @@ def run(rank, port, out, realtime):
         for tid in os.listdir("/proc/self/task"):
             os.sched_setscheduler(int(tid), os.SCHED_FIFO, os.sched_param(1))
     pg = dist.group.WORLD
-    mine = {k: times(call, 60) for k, call in kinds(pg, rank, 1000).items()}
+    mine = {k: times(call, 200) for k, call in kinds(pg, rank, 1000).items()}
     big = torch.ones(1 << 20)
     mine["LARGE"] = times(lambda: pg.allreduce([big], dist.AllreduceOptions()), 20)
     both = [None, None]
