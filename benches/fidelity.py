@@ -33,7 +33,6 @@ import gzip
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 import warnings
@@ -77,18 +76,9 @@ def measure_loopback(gap_s: float = 0.0) -> tuple[float, float]:
     time of a 4-byte and of a 4 MiB all-reduce between two processes; with ``gap_s`` both sleep
     that long before each timed call (isolated calls, as a trace's collectives come between its
     compute), else the calls follow each other."""
-    import socket
-    import subprocess
+    from gloo_link import run_two_ranks
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = str(s.getsockname()[1])
-    with tempfile.TemporaryDirectory() as d:
-        script, out = Path(d) / "pingpong.py", Path(d) / "out.txt"
-        script.write_text(_PINGPONG)
-        subprocess.run([sys.executable, str(script), port, str(out), str(gap_s)], check=True, timeout=600,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        res = json.loads(out.read_text())
+    res = run_two_ranks(_PINGPONG, str(gap_s))
     # a ring all-reduce of 2 ranks: 2 messages of m/2 bytes one after the other
     latency_s = res["small"] / 2
     large_bytes = 4 << 20

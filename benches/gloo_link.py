@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -89,18 +90,24 @@ if __name__ == "__main__":
 _MODEL = {"ALL_REDUCE": (2, 3), "ALL_GATHER": (1, 2), "REDUCE_SCATTER": (1, 2), "ALL_TO_ALL": (1, 2), "SEND": (1, 0)}
 
 
-def measure_calls(realtime: bool = False) -> dict[str, float]:
-    """Median ns per call of each kind (and ``LARGE``: a 4 MiB all-reduce) between two gloo
-    processes on 127.0.0.1; with ``realtime`` their threads run SCHED_FIFO (root)."""
+def run_two_ranks(script: str, *args: str) -> Any:
+    """Run ``script`` (a Python program that spawns two gloo ranks and writes JSON to the path
+    it gets) as ``script PORT OUT ARGS...`` on a free port of 127.0.0.1; returns that JSON."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = str(s.getsockname()[1])
     with tempfile.TemporaryDirectory() as d:
-        script, out = Path(d) / "calls.py", Path(d) / "out.json"
-        script.write_text(_SCRIPT)
-        subprocess.run([sys.executable, str(script), port, str(out), "1" if realtime else "0"], check=True,
-                       timeout=600, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        path, out = Path(d) / "ranks.py", Path(d) / "out.json"
+        path.write_text(script)
+        subprocess.run([sys.executable, str(path), port, str(out), *args], check=True, timeout=600,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         return json.loads(out.read_text())
+
+
+def measure_calls(realtime: bool = False) -> dict[str, float]:
+    """Median ns per call of each kind (and ``LARGE``: a 4 MiB all-reduce) between two gloo
+    processes on 127.0.0.1; with ``realtime`` their threads run SCHED_FIFO (root)."""
+    return run_two_ranks(_SCRIPT, "1" if realtime else "0")
 
 
 def fit_link(costs: dict[str, float], calls: dict[str, int] | None = None) -> tuple[float, float, float]:
