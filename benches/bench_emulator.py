@@ -63,19 +63,8 @@ def _inputs(name: str, tmp: Path) -> tuple[str, dict]:
 
 def _calls(traces: chakra_core.TraceSet) -> dict[str, int]:
     """How many calls of each kind the set makes (SEND for a send), over all ranks."""
-    from chakra_core import CommType, NodeAttrs, NodeType
-
-    out: dict[str, int] = {}
-    for rt in traces:
-        for n in rt.nodes():
-            if n.type == NodeType.COMM_COLL_NODE:
-                kind = CommType(NodeAttrs(n).get_int("comm_type")).name
-            elif n.type == NodeType.COMM_SEND_NODE:
-                kind = "SEND"
-            else:
-                continue
-            out[kind] = out.get(kind, 0) + 1
-    return out
+    stats = chakra_core.compute_stats(traces, longest_path=False)
+    return {kind: c["count"] for kind, c in stats["collectives"].items()}
 
 
 def _line(name: str, mode: str, s: dict) -> str:
