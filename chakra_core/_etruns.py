@@ -1,17 +1,16 @@
 """An ``.et`` file's node messages in runs: one bytes object and the messages' offsets.
 
 For readers of the wire format (:mod:`chakra_core._columns`): the file (plain or gzip) is read
-in chunks of 1 MiB and each chunk's complete frames are cut by one tight loop over their
-length prefixes, without a bytes object per node.  The limits of :class:`EtReader` apply
-(message size, empty messages, dependencies per node, gzip inflation), with its messages; the
-node messages themselves are not decoded here.
+in chunks of 1 MiB and each chunk's complete frames are cut by one compiled loop over their
+length prefixes (:func:`._wirekernels.cut_frames`), without a bytes object per node.  The
+limits of :class:`EtReader` apply (message size, empty messages, dependencies per node, gzip
+inflation), with its messages; the node messages themselves are not decoded here.
 """
 
 from __future__ import annotations
 
 import gzip
 import zlib
-from array import array
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -52,6 +51,8 @@ def file_runs(path: str) -> Iterator[Run]:
 def _runs(f: BinaryIO, framer: _Framer, gz_raw: BinaryIO | None) -> Iterator[Run]:
     import numpy as np
 
+    from ._wirekernels import cut_frames
+
     _ = EtReader(framer.path).metadata  # checks the GlobalMetadata message as the reader does
     data = f.read(_CHUNK)
     ln, hp = _varint(data, 0, len(data))
@@ -64,15 +65,11 @@ def _runs(f: BinaryIO, framer: _Framer, gz_raw: BinaryIO | None) -> Iterator[Run
     base, index = 0, 0  # file offset of data[0], index of the next node
     eof = False
     while True:
-        frames = array("q")
-        stop = _cut(data, pos, frames)
-        if frames:
-            at = np.frombuffer(frames, np.int64)
-            sizes, heads = _varint_column(np.frombuffer(data + bytes(16), np.uint8), at)
-            starts = at + heads
+        at, starts, sizes, stop = cut_frames(np.frombuffer(data, np.uint8), pos, len(data))
+        if len(at):
             _check(data, at, starts, sizes, base, index, framer)
             yield data, starts, sizes, index, base
-            index += len(frames)
+            index += len(at)
         try:
             need, _ = _varint(data, stop, len(data))
         except ValueError:
@@ -89,47 +86,6 @@ def _runs(f: BinaryIO, framer: _Framer, gz_raw: BinaryIO | None) -> Iterator[Run
         data, pos = data[stop:] + more, 0
         if gz_raw is not None:
             framer.check_inflation(gz_raw, base + len(data))
-
-
-def _cut(data: bytes, pos: int, frames: array) -> int:
-    """Append the position of each whole frame from ``data[pos:]`` on; return the position
-    after the last one (a bad or cut-short length prefix ends the cut)."""
-    add = frames.append
-    end = len(data)
-    try:
-        while True:
-            ln = data[pos]
-            if ln < 0x80:
-                add(pos)
-                pos += ln + 1
-            else:
-                ln, hp = _varint(data, pos, end)
-                if ln < 0:
-                    break
-                add(pos)
-                pos = hp + ln
-    except (IndexError, ValueError):
-        pass
-    if pos > end:  # the last frame runs past the data
-        pos = frames.pop()
-    return pos
-
-
-def _varint_column(buf, pos):
-    """The varints at positions ``pos`` (all shorter than 5 bytes): (values, lengths), int64."""
-    import numpy as np
-
-    val = np.zeros(len(pos), np.int64)
-    ln = np.zeros(len(pos), np.int64)
-    more = np.ones(len(pos), bool)
-    for k in range(5):
-        b = buf[pos + k].astype(np.int64)
-        val += np.where(more, (b & 0x7F) << (7 * k), 0)
-        ln += more
-        more &= (b & 0x80) != 0
-        if not more.any():
-            break
-    return val, ln
 
 
 def _check(data: bytes, frames, starts, sizes, base: int, index: int, framer: _Framer) -> None:

@@ -106,6 +106,26 @@ def test_random_nodes_through_the_wire_format(tmp_path):
     _check(mem, nodes)
 
 
+def test_nodes_with_more_dependencies_and_attributes_than_the_first_buffers_hold(tmp_path):
+    """The walk's first buffers hold 4 dependencies and 4 attributes a node; these nodes have
+    12 dependencies and an attribute of each of the 9 names, so the walk runs again with room
+    for all (the answers must not change)."""
+    rng = random.Random(3)
+    nodes = []
+    for i in range(2000):
+        n = Node(id=i, name=f"n{i}", type=NodeType.COMP_NODE, data_deps=list(range(max(0, i - 8), i)))
+        n.ctrl_deps.extend(rng.randint(0, i) for _ in range(4))
+        for name in NAMES:
+            a = _attr(rng)
+            a.name = name
+            n.attr.append(a)
+        nodes.append(n)
+    path = tmp_path / "many.0.et"
+    with EtWriter(path, GlobalMetadata(version="0.0.4")) as w:
+        w.write_many(nodes)
+    _check(node_columns(FileRank(0, path), NAMES), nodes)
+
+
 def test_runs_are_joined(tmp_path, monkeypatch):
     import chakra_core._columns as columns
 

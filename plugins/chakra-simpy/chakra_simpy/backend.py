@@ -64,8 +64,8 @@ class SimpyBackend(Backend):
         "symmetry": Option("bool", True, "simulate each class of identical ranks once"),
         "streams": Option("int", 1, "compute and communication ops in flight per rank", minimum=1),
         "critical_path_nodes": Option("int", 200, "most critical-path nodes listed", minimum=0),
-        "jobs": Option("int", 0, "processes loading ranks at once (0: one per CPU core when the ranks' .et files "
-                       "hold 8 MiB or more and no other thread runs; 1: this process alone)", minimum=0),
+        "jobs": Option("int", 0, "threads loading ranks at once (0: one per CPU core when the ranks' .et files "
+                       "hold 8 MiB or more; 1: one)", minimum=0),
         "stagger_limit": Option("int", WORK_LIMIT, "most chunk x step x member evaluations to time a "
                                 "staggered collective per rank (larger ones, or 0: a barrier)", minimum=0),
     }
@@ -225,7 +225,7 @@ def _simulate(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[i
 def _load(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[int, ...]],
           symmetry: bool, aware: bool, replay: bool = False, jobs: int = 1) -> tuple[list[Program], list[list[int]]]:
     """Programs of the ranks to simulate and the ranks each stands for (:mod:`.symmetry`),
-    loaded by ``jobs`` processes (:func:`.loading.load_programs`).
+    loaded by ``jobs`` threads (:func:`.loading.load_programs`).
 
     Members of a class whose representative has memory nodes on a shared remote memory
     (PER_NODE_MEMORY_EXPANSION, MEMORY_POOL) queue for it one by one: each is simulated.

@@ -20,6 +20,7 @@ from chakra_core import ChakraError
 from chakra_core.system import SystemDescription
 
 from .actor import Actor
+from .chainfill import fill_chain
 from .collectives import Collectives
 from .network import Network
 from .plans import Planner
@@ -176,32 +177,23 @@ class Sim:
         """
         prog = a.prog
         first = prog.chain_pos[i]
-        last = prog.chain_end[first]
         waiting = a.ready[prog.res[i]]
-        if waiting:
-            late = np.flatnonzero(prog.chain_seq[first + 1:last + 1] >= waiting[0])
-            if len(late):
-                last = first + int(late[0])
-        cum = prog.chain_cum
-        t = now + int(cum[last + 1] - cum[first])
-        nodes = prog.chain_seq[first:last + 1]
-        if t > _MAX_NS:
-            self._past_int64(a, int(nodes[-1]))
+        start, end, readyby, why, indeg = a.views
+        last, t = fill_chain(start, end, readyby, why, indeg, prog.chain_seq, prog.chain_cum, first,
+                             prog.chain_end[first], waiting[0] if waiting else -1, now)
+        if t < 0:
+            self._past_int64(a, int(prog.chain_seq[last]))
         if last > first:
-            start, end, readyby, why, indeg = a.views
-            ends = now + (cum[first + 1:last + 1] - cum[first])
-            start[nodes[1:]] = ends
-            end[nodes[:-1]] = ends
-            readyby[nodes[1:]] = why[nodes[1:]] = nodes[:-1]
-            indeg[nodes[1:]] = 0
             a.done += last - first
             tl = self.timeline
             if tl is not None and len(tl) < self.max_spans:
+                nodes = prog.chain_seq[first:last + 1]
                 k = min(self.max_spans - len(tl), last - first)
-                starts = np.concatenate(([now], ends[:k - 1]))
+                ends = end[nodes[:k]]
+                starts = start[nodes[:k]]
                 tl += zip([a.index] * k, [prog.cat[i]] * k, nodes[:k].tolist(), starts.tolist(),
-                          (ends[:k] - starts).tolist())
-        self.after(a, int(nodes[-1]), t - now)
+                          (ends - starts).tolist())
+        self.after(a, int(prog.chain_seq[last]), t - now)
 
     def _past_int64(self, a: Actor, i: int) -> None:
         raise ChakraError(f"rank {a.rank} node {a.prog.ids[i]}: simulated time passes 2**63-1 ns "

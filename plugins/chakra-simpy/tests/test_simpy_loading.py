@@ -1,13 +1,12 @@
-"""Ranks loaded by worker processes give the programs, results and errors of loading them here.
+"""Ranks loaded by several threads give the programs, results and errors of loading them one by one.
 
 The sets are the bundled DLRM-like text workload on 8 NPUs and the recorded DDP ranks, written
-as .et files; ``jobs=2`` loads part of the ranks in a forked worker.
+as .et files; ``jobs=2`` loads them on two threads.
 """
 
 from __future__ import annotations
 
-import multiprocessing
-import os
+import threading
 import time
 from pathlib import Path
 
@@ -28,27 +27,26 @@ def dlrm_set(tmp_path_factory):
 
 
 @pytest.fixture
-def slow_here(monkeypatch):
-    """This process loads a rank in 0.1 s more (so the worker takes its share of small sets);
-    every program says which process loaded it (``loaded_by``)."""
-    me, load = os.getpid(), loading.load_program
+def slow_load(monkeypatch):
+    """A rank takes 0.05 s more to load (so that each thread takes its share of small sets); every
+    program says which thread loaded it (``loaded_by``); returns this thread's id."""
+    load = loading.load_program
 
     def timed(*args):
-        if os.getpid() == me:
-            time.sleep(0.1)
+        time.sleep(0.05)
         prog = load(*args)
-        prog.loaded_by = os.getpid()
+        prog.loaded_by = threading.get_ident()
         return prog
 
     monkeypatch.setattr(loading, "load_program", timed)
-    return me
+    return threading.get_ident()
 
 
 def _run(kit, directory, **options):
     return kit.run(open_traceset(str(directory)), None, None, symmetry=False, **options)
 
 
-def test_programs_loaded_by_a_worker_equal_those_loaded_here(dlrm_set, slow_here):
+def test_programs_loaded_by_two_threads_equal_those_loaded_by_one(dlrm_set, slow_load):
     from chakra_core.system import system_from_options
 
     ts = open_traceset(str(dlrm_set))
@@ -57,7 +55,7 @@ def test_programs_loaded_by_a_worker_equal_those_loaded_here(dlrm_set, slow_here
     calls: list[int] = []
     there = loading.load_programs(ts, list(range(8)), sd, False, 2, lambda: calls.append(1))
     assert len(calls) == 8
-    assert {p.loaded_by for p in here} == {slow_here} and len({p.loaded_by for p in there}) == 2
+    assert {p.loaded_by for p in here} == {slow_load} and len({p.loaded_by for p in there}) == 2
     for a, b in zip(here, there):
         assert a.rank == b.rank and vars(a).keys() == vars(b).keys()
         for k, v in vars(a).items():
@@ -67,7 +65,7 @@ def test_programs_loaded_by_a_worker_equal_those_loaded_here(dlrm_set, slow_here
 
 
 @pytest.mark.parametrize("name", ["dlrm", "ddp"])
-def test_results_with_workers_equal_results_without(dlrm_set, kit, tmp_path, name, slow_here):
+def test_results_with_two_threads_equal_results_with_one(dlrm_set, kit, tmp_path, name, slow_load):
     directory = dlrm_set
     if name == "ddp":
         pytest.importorskip("chakra_pytorch")
@@ -80,7 +78,7 @@ def test_results_with_workers_equal_results_without(dlrm_set, kit, tmp_path, nam
 
 
 @pytest.mark.parametrize("bad", [("2", "6"), ("5", "7")])
-def test_the_first_bad_rank_in_rank_order_is_reported(dlrm_set, kit, tmp_path, slow_here, bad):
+def test_the_first_bad_rank_in_rank_order_is_reported(dlrm_set, kit, tmp_path, slow_load, bad):
     for f in sorted(dlrm_set.iterdir()):
         data = f.read_bytes()
         if f.name in {f"trace.{r}.et" for r in bad}:
@@ -91,17 +89,13 @@ def test_the_first_bad_rank_in_rank_order_is_reported(dlrm_set, kit, tmp_path, s
             _run(kit, tmp_path, jobs=jobs)
 
 
-def test_small_sets_and_one_job_load_here(dlrm_set, monkeypatch):
+def test_small_sets_and_one_job_load_on_one_thread(dlrm_set, monkeypatch):
     ts = open_traceset(str(dlrm_set))
-    assert loading._workers(ts, list(range(8)), 0) == 0  # a few KiB of .et files
+    assert loading._threads(ts, list(range(8)), 0) == 1  # a few KiB of .et files
     monkeypatch.setattr(loading, "PARALLEL_BYTES", 1)
     monkeypatch.setattr(loading.os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
-    monkeypatch.setattr(loading.threading, "active_count", lambda: 1)
-    assert loading._workers(ts, list(range(8)), 0) == 2
-    monkeypatch.setattr(loading.threading, "active_count", lambda: 2)
-    assert loading._workers(ts, list(range(8)), 0) == 0  # another thread runs: no fork
-    assert loading._workers(ts, list(range(8)), 1) == 0
-    assert loading._workers(ts, list(range(8)), 3) == 2
-    assert loading._workers(ts, [0], 2) == 0
-    monkeypatch.setattr(multiprocessing, "current_process", lambda: type("P", (), {"daemon": True})())
-    assert loading._workers(ts, list(range(8)), 2) == 0  # a daemonic process has no children
+    assert loading._threads(ts, list(range(8)), 0) == 3
+    assert loading._threads(ts, list(range(8)), 1) == 1
+    assert loading._threads(ts, list(range(8)), 3) == 3
+    assert loading._threads(ts, list(range(2)), 3) == 2
+    assert loading._threads(ts, [0], 2) == 1

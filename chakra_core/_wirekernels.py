@@ -1,0 +1,327 @@
+"""Compiled loops (numba) over the protobuf wire format of Chakra ``.et`` files.
+
+:func:`cut_frames` finds the length-prefixed frames of a chunk of a file; :func:`walk_nodes`
+reads the fields of a run of Node messages, and of the attribute messages whose names are
+asked for, one node after the other.  Both are compiled once per machine (numba's on-disk
+cache, beside this module or in the user's cache directory) and hold no Python object per node.
+The rules of the walk (which key sets what, which attribute counts) are :mod:`._columns`'s;
+these loops only read bytes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+__all__ = ["cut_frames", "walk_nodes", "gather", "GROUP", "BAD_FIELD", "BAD_VARINT", "BAD_PAST", "BAD_PACKED",
+           "IN_ATTRIBUTE", "HIT_ROW", "HIT_START", "HIT_END", "HIT_SLOT", "HIT_AT", "HIT_LEN", "HIT_COUNT",
+           "HIT_INT", "HIT_FITS"]
+
+#: the walk's status codes (0: every node read); IN_ATTRIBUTE is added for a field of an attribute
+GROUP, BAD_FIELD, BAD_VARINT, BAD_PAST, BAD_PACKED, IN_ATTRIBUTE = 1, 2, 3, 4, 5, 8
+#: the walk's buffers are full (it is run again with room for every dependency and attribute)
+FULL = 6
+#: the rows of the attribute hit table: node, name index, attribute message start and end, value
+#: slot (the last one set; 0: none), value position and length (length-delimited slots), how
+#: many value fields, the value as an integer, whether that integer is the attribute's value
+HIT_ROW, HIT_NAME, HIT_START, HIT_END, HIT_SLOT, HIT_AT, HIT_LEN, HIT_COUNT, HIT_INT, HIT_FITS = range(10)
+HIT_FIELDS = 10
+#: longer than any message: a length past it runs past its message
+_FAR = 1 << 40
+_U64 = np.uint64
+
+
+@njit(cache=True, nogil=True)
+def cut_frames(buf, pos, end):  # pragma: no cover - compiled
+    """The whole frames of ``buf[pos:end]`` (a varint length, then that many bytes): their
+    positions, payload starts and payload sizes (int64), and the position after the last one
+    (a bad, cut-short or overlong length prefix, or a frame running past ``end``, stops the cut
+    there)."""
+    cap = end - pos + 1
+    at = np.empty(cap, np.int64)
+    start = np.empty(cap, np.int64)
+    size = np.empty(cap, np.int64)
+    k = 0
+    while pos < end:
+        value, p, ok = _read_varint(buf, pos, end)
+        if not ok or value > _U64(end - p):
+            break
+        at[k], start[k], size[k] = pos, p, np.int64(value)
+        k += 1
+        pos = p + np.int64(value)
+    return at[:k].copy(), start[:k].copy(), size[:k].copy(), pos
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _read_varint(buf, pos, end):  # pragma: no cover - compiled
+    """(value, position after, whether it ended within 10 bytes and before ``end``)."""
+    value = _U64(0)
+    p = pos
+    for k in range(10):
+        if p >= end:
+            return value, pos, False
+        b = buf[p]
+        value |= _U64(b & 0x7F) << _U64(7 * k)
+        p += 1
+        if b < 0x80:
+            return value, p, True
+    return value, pos, False
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _varint(buf, p):  # pragma: no cover - compiled
+    """The varint at ``p`` of a zero-padded buffer: (value, byte length; 11 when it does not end
+    within 10 bytes)."""
+    value = _U64(0)
+    for k in range(10):
+        b = buf[p + k]
+        value |= _U64(b & 0x7F) << _U64(7 * k)
+        if b < 0x80:
+            return value, k + 1
+    return value, 11
+
+
+@njit(cache=True, nogil=True)
+def walk_nodes(buf, start, end, names, name_ptr, slot_of_key, kind_of_slot):  # pragma: no cover - compiled
+    """Read the Node messages ``buf[start[i]:end[i]]`` (``buf`` zero-padded by 16 bytes or more).
+
+    Returns ``(status, (row, key), nodes, deps, (hits, hit_ptr))``: ``nodes`` = (ids, types,
+    durations, name positions, name lengths); ``deps`` = (CSR offsets, ids: data deps, then
+    ctrl deps, each in file order); ``hits`` holds one column per attribute counted (the first
+    of each name asked for, ``names[name_ptr[j]:name_ptr[j+1]]``, in a node), those of name
+    ``j`` in ``hit_ptr[j]:hit_ptr[j+1]`` in node order; its rows are the HIT_* fields.  A status
+    other than 0 stops the walk at node ``row`` (``key``: the field's key; plus IN_ATTRIBUTE for
+    a field of one of its attributes; the arrays are then empty)."""
+    n = len(start)
+    ids = np.zeros(n, np.uint64)
+    types = np.zeros(n, np.int64)
+    dur = np.zeros(n, np.uint64)
+    name_at = np.zeros(n, np.int64)
+    name_len = np.zeros(n, np.int64)
+    dep_ptr = np.zeros(n + 1, np.int64)
+    sizes = np.zeros(2, np.int64)
+    # room for 4 dependencies and 4 attributes a node; when that is short, for as many as the bytes
+    # can hold (a dependency takes a byte or more, an attribute two or more): buffers that large
+    # cost page faults
+    deps, ctrl, hits, raw = _buffers(4 * n + 16, 4 * n + 16)
+    status, row, key = _walk(buf, start, end, names, name_ptr, slot_of_key, (ids, types, dur, name_at, name_len),
+                             dep_ptr, deps, ctrl, hits, raw, sizes)
+    if status == FULL:
+        deps, ctrl, hits, raw = _buffers(len(buf), len(buf) // 2 + 1)
+        status, row, key = _walk(buf, start, end, names, name_ptr, slot_of_key,
+                                 (ids, types, dur, name_at, name_len), dep_ptr, deps, ctrl, hits, raw, sizes)
+    if status:
+        z, u = np.zeros(0, np.int64), np.zeros(0, np.uint64)
+        return status, (row, key), (u, z, u, z, z), (z, u), (np.zeros((HIT_FIELDS, 0), np.int64), z)
+    nd, nh = sizes[0], sizes[1]
+    _values(hits[:, :nh], raw[:nh], kind_of_slot)
+    grouped, hit_ptr = _by_name(hits[:, :nh], len(name_ptr) - 1)
+    return 0, (0, 0), (ids, types, dur, name_at, name_len), (dep_ptr, deps[:nd].copy()), (grouped, hit_ptr)
+
+
+@njit(cache=True, nogil=True)
+def _buffers(deps, hits):  # pragma: no cover - compiled
+    """The walk's buffers for ``deps`` dependencies and ``hits`` attributes."""
+    return (np.empty(deps, np.uint64), np.empty(deps, np.uint64), np.empty((HIT_FIELDS, hits), np.int64),
+            np.empty(hits, np.uint64))
+
+
+@njit(cache=True, nogil=True)
+def _values(hits, raw, kind_of_slot):  # pragma: no cover - compiled
+    """Fill HIT_INT and HIT_FITS: the value as its slot's integer type reads it (bool as 0/1,
+    zigzag for sint, the low 32 bits for 32-bit slots), and whether it is that, held once, and
+    within int64."""
+    for h in range(hits.shape[1]):
+        kind = kind_of_slot[hits[HIT_SLOT, h]]
+        r = raw[h]
+        low = r & _U64(0xFFFFFFFF)
+        if kind == 1:
+            v = np.int64(np.int32(np.uint32(low)))
+        elif kind == 3:
+            v = np.int64(low)
+        elif kind == 5:
+            v = _zigzag(low)
+        elif kind == 6:
+            v = _zigzag(r)
+        elif kind == 7:
+            v = np.int64(r != 0)
+        else:
+            v = np.int64(r)
+        hits[HIT_INT, h] = v
+        hits[HIT_FITS, h] = hits[HIT_COUNT, h] == 1 and kind > 0 and not (kind == 4 and r >= _U64(1 << 63))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _zigzag(r):  # pragma: no cover - compiled
+    """The zigzag-decoded value of ``r``."""
+    return np.int64(r >> _U64(1)) ^ -np.int64(r & _U64(1))
+
+
+@njit(cache=True, nogil=True)
+def _by_name(hits, nnames):  # pragma: no cover - compiled
+    """The hit columns grouped by name (node order kept within a name) and the group offsets."""
+    ptr = np.zeros(nnames + 1, np.int64)
+    for h in range(hits.shape[1]):
+        ptr[hits[HIT_NAME, h] + 1] += 1
+    for j in range(nnames):
+        ptr[j + 1] += ptr[j]
+    at = ptr[:-1].copy()
+    out = np.empty_like(hits)
+    for h in range(hits.shape[1]):
+        j = hits[HIT_NAME, h]
+        out[:, at[j]] = hits[:, h]
+        at[j] += 1
+    return out, ptr
+
+
+@njit(cache=True, nogil=True)
+def _walk(buf, start, end, names, name_ptr, slot_of_key, nodes, dep_ptr, deps, ctrl, hits, hit_raw,
+          sizes):  # pragma: no cover - compiled
+    """The loop of :func:`walk_nodes`: one field at a time, of a node (depth 0) or of the
+    attribute being read (depth 1); returns (status, row, key).  One loop with the field and the
+    name match written out: calls to numba functions here, even inlined ones, made it 2-3x slower
+    (measured)."""
+    ids, types, dur, name_at, name_len = nodes
+    nnames = len(name_ptr) - 1
+    seen = np.full(max(nnames, 1), -1, np.int64)
+    nd = nh = 0
+    a_first = a_name = a_len = a_slot = a_at = a_vlen = a_count = 0
+    a_raw = _U64(0)
+    for i in range(len(start)):
+        p, stop, node_stop, depth, nc = start[i], end[i], end[i], 0, 0
+        while True:
+            if p >= stop:
+                if depth == 0:
+                    break
+                for j in range(nnames):  # the attribute just read: a hit if asked for and the first of its name
+                    lo = name_ptr[j]
+                    if name_ptr[j + 1] - lo != a_len:
+                        continue
+                    same = True
+                    for k in range(a_len):
+                        if buf[a_name + k] != names[lo + k]:
+                            same = False
+                            break
+                    if not same:
+                        continue
+                    if seen[j] != i:
+                        if nh >= hits.shape[1]:
+                            return FULL, i, 0
+                        seen[j] = i
+                        hits[HIT_ROW, nh] = i
+                        hits[HIT_NAME, nh] = j
+                        hits[HIT_START, nh] = a_first
+                        hits[HIT_END, nh] = stop
+                        hits[HIT_SLOT, nh] = a_slot
+                        hits[HIT_AT, nh] = a_at
+                        hits[HIT_LEN, nh] = a_vlen
+                        hits[HIT_COUNT, nh] = a_count
+                        hit_raw[nh] = a_raw
+                        nh += 1
+                    break
+                p, stop, depth = stop, node_stop, 0
+                continue
+            # the field at p: its key, its value (varint, length or fixed) at `at`, the next field at `nxt`
+            raw, kl = _varint(buf, p)
+            key = np.int64(raw)
+            wire = key & 7
+            if wire == 3 or wire == 4:
+                return GROUP + depth * IN_ATTRIBUTE, i, key
+            if key < 8 or wire > 5:
+                return BAD_FIELD + depth * IN_ATTRIBUTE, i, key
+            at = p + kl
+            if wire == 0 or wire == 2:
+                value, vl = _varint(buf, at)
+                at += vl
+                nxt = at + (np.int64(min(value, _U64(_FAR))) if wire == 2 else 0)
+            else:
+                vl = 0
+                value = _fixed(buf, at, 8 if wire == 1 else 4)
+                nxt = at + (8 if wire == 1 else 4)
+            if kl > 10 or vl > 10:
+                return BAD_VARINT + depth * IN_ATTRIBUTE, i, key
+            if nxt > stop:
+                return BAD_PAST + depth * IN_ATTRIBUTE, i, key
+            if depth:
+                if key == 0x0A:
+                    a_name, a_len = at, np.int64(value)
+                elif key < len(slot_of_key) and slot_of_key[key]:
+                    a_slot, a_raw, a_at, a_count = slot_of_key[key], value, at, a_count + 1
+                    a_vlen = np.int64(value) if wire == 2 else 0
+            elif key == 0x08:
+                ids[i] = value
+            elif key == 0x18:
+                types[i] = np.int64(np.int32(np.uint32(value & _U64(0xFFFFFFFF))))
+            elif key == 0x38:
+                dur[i] = value
+            elif key == 0x12:
+                name_at[i], name_len[i] = at, np.int64(value)
+            elif key == 0x28:
+                if nd >= len(deps):
+                    return FULL, i, key
+                deps[nd] = value
+                nd += 1
+            elif key == 0x20:
+                if nc >= len(ctrl):
+                    return FULL, i, key
+                ctrl[nc] = value
+                nc += 1
+            elif key == 0x2A:
+                nd = _packed(buf, at, nxt, deps, nd)
+                if nd < 0:
+                    return BAD_PACKED if nd == -1 else FULL, i, key
+            elif key == 0x22:
+                nc = _packed(buf, at, nxt, ctrl, nc)
+                if nc < 0:
+                    return BAD_PACKED if nc == -1 else FULL, i, key
+            elif key == 0x52 and nnames:  # read the attribute's fields next
+                a_first, depth, stop, nxt = at, 1, nxt, at
+                a_name = a_len = a_slot = a_at = a_vlen = a_count = 0
+                a_raw = _U64(0)
+            p = nxt
+        if nd + nc > len(deps):
+            return FULL, i, 0
+        for k in range(nc):
+            deps[nd + k] = ctrl[k]
+        nd += nc
+        dep_ptr[i + 1] = nd
+    sizes[0], sizes[1] = nd, nh
+    return 0, 0, 0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _fixed(buf, at, width):  # pragma: no cover - compiled
+    """The little-endian value of ``width`` bytes at ``at``."""
+    value = _U64(0)
+    for k in range(width):
+        value |= _U64(buf[at + k]) << _U64(8 * k)
+    return value
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _packed(buf, p, stop, out, k):  # pragma: no cover - compiled
+    """Append the varints packed in ``buf[p:stop]`` to ``out`` from ``k`` on; return the count
+    after them, -1 when one is cut by ``stop`` or is over 10 bytes, -2 when ``out`` is full."""
+    while p < stop:
+        value, vl = _varint(buf, p)
+        if vl > 10 or p + vl > stop:
+            return -1
+        if k >= len(out):
+            return -2
+        out[k] = value
+        k += 1
+        p += vl
+    return k
+
+
+@njit(cache=True, nogil=True)
+def gather(flat, start, length):  # pragma: no cover - compiled
+    """The slices ``flat[start[i]:start[i]+length[i]]`` concatenated."""
+    out = np.empty(length.sum(), flat.dtype)
+    k = 0
+    for i in range(len(start)):
+        s = start[i]
+        for j in range(length[i]):
+            out[k + j] = flat[s + j]
+        k += length[i]
+    return out

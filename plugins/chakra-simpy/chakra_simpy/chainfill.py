@@ -1,0 +1,35 @@
+"""A compute chain's per-node times in one compiled loop (numba), for :meth:`Sim._run_chain`."""
+
+from __future__ import annotations
+
+from numba import njit
+
+__all__ = ["fill_chain"]
+
+_MAX_NS = (1 << 63) - 1
+
+
+@njit(cache=True, nogil=True)
+def fill_chain(start, end, readyby, why, indeg, seq, cum, first, last, waiting, now):  # pragma: no cover
+    """Run chain positions ``first..last`` of ``seq`` from ``now``, stopping before the first
+    node whose index is ``waiting`` or more (-1: none waits): each node after the first starts
+    when the one before ends (``cum``: durations summed along ``seq``), depends on it alone and
+    is made ready by it.  Returns (the last position run, when it ends; -1, nothing written:
+    past 2**63-1 ns)."""
+    if waiting >= 0:
+        for p in range(first + 1, last + 1):
+            if seq[p] >= waiting:
+                last = p - 1
+                break
+    base = cum[first]
+    if cum[last + 1] - base > _MAX_NS - now:
+        return last, -1
+    for p in range(first + 1, last + 1):
+        node, prev = seq[p], seq[p - 1]
+        t = now + (cum[p] - base)
+        start[node] = t
+        end[prev] = t
+        readyby[node] = prev
+        why[node] = prev
+        indeg[node] = 0
+    return last, now + (cum[last + 1] - base)
