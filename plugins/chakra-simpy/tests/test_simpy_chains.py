@@ -90,6 +90,15 @@ def test_a_long_chain_is_one_event(kit, tmp_path):
     assert sorted((e["ts"], e["dur"]) for e in spans if e["pid"] == pid) == [(3.0 * k, 3.0) for k in range(1000)]
 
 
+def test_a_chain_ending_past_int64_is_an_error(kit, tmp_path):
+    """Three 10**12 ns nodes from 2**63 - 2 * 10**12 ns on: the chain's end passes 2**63-1 ns."""
+    from chakra_core import ChakraError
+
+    ts = kit.same(2, lambda: [kit.comp(i, 10 ** 9, deps=[i - 1] if i > 1 else []) for i in range(1, 4)])
+    with pytest.raises(ChakraError, match=r"simulated time passes 2\*\*63-1 ns"):
+        kit.run(ts, kit.system([("Ring", 2, 50, 500)]), tmp_path, start_ns=[(1 << 63) - 2 * 10 ** 12] * 2)
+
+
 @pytest.mark.parametrize("kind, topo, p, dims", [("AR", "Ring", 32, 1), ("RS", "Switch", 64, 1),
                                                   ("AG", "FullyConnected", 16, 1), ("AR", "Ring", 16, 2)])
 def test_ring_phase_closed_form_equals_the_step_by_step_chain(kind, topo, p, dims):
