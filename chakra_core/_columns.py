@@ -212,12 +212,12 @@ def _walk_run(run: Run, names: tuple[str, ...], where: str) -> NodeColumns:
     if status:
         raise _bad(where, index + row, _wire_error(status, key))
     ids, types, dur, name_at, name_len = nodes
-    name_bytes = _gather(buf, name_at, name_len)
+    name_bytes, name_ptr = _gather(buf, name_at, name_len), _offsets(name_len)
     if (name_bytes >= 0x80).any():
-        _check_utf8(name_bytes, name_len, where, index)
+        _check_utf8(name_bytes, name_ptr, where, index)
     attrs = {name: _column(len(ids), hits[:, hit_ptr[j]:hit_ptr[j + 1]], data, where, index)
              for j, name in enumerate(names)}
-    return NodeColumns(ids, types, dur, deps[0], deps[1], _offsets(name_len), name_bytes, attrs)
+    return NodeColumns(ids, types, dur, deps[0], deps[1], name_ptr, name_bytes, attrs)
 
 
 def _name_table(names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -242,10 +242,9 @@ def _bad(where: str, node: int, what: str) -> TraceFormatError:
     return TraceFormatError(f"node #{node} is not a Chakra node message ({what})", where)
 
 
-def _check_utf8(name_bytes: np.ndarray, name_len: np.ndarray, where: str, index: int) -> None:
-    """Raise on the first name that is not UTF-8."""
-    ptr = _offsets(name_len)
-    for k in np.flatnonzero(np.add.reduceat(name_bytes >= 0x80, ptr[:-1]) * (name_len > 0)).tolist():
+def _check_utf8(name_bytes: np.ndarray, ptr: np.ndarray, where: str, index: int) -> None:
+    """Raise on the first name (``name_bytes[ptr[k]:ptr[k+1]]``) that is not UTF-8."""
+    for k in np.flatnonzero(np.add.reduceat(name_bytes >= 0x80, ptr[:-1]) * (np.diff(ptr) > 0)).tolist():
         try:
             name_bytes[ptr[k]:ptr[k + 1]].tobytes().decode()
         except UnicodeDecodeError as e:
