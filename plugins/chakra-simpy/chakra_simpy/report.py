@@ -39,7 +39,7 @@ def build_spans(sim: Sim, names: bool = True) -> Spans:
     ``names`` the node names."""
     b = SpanBuilder(nranks=len(sim.rank_actor))
     tracks = [b.intern("tracks", t) for t in _TRACKS]
-    matches: dict[tuple, int] = {}
+    matches = _Matches()
     algorithms = {(s["collective"], "" if s["group"] == "all" else s["group"]): "; ".join(s["phases"])
                   for s in sim.coll.stats.values()}
     sizes = [len(a.prog) for a in sim.actors]
@@ -97,55 +97,79 @@ def _empty_columns(n: int) -> dict[str, np.ndarray]:
             "comm_type": np.full(n, -1, np.int64)}
 
 
-def _comm_columns(b: SpanBuilder, a, start: np.ndarray, matches: dict[tuple, int],
+class _Matches:
+    """Match numbers shared by all actors: a collective's by group and issue order, a
+    send/receive pair's by source, destination, tag, size and order."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.coll: dict[str, np.ndarray] = {}
+        self.p2p: dict[tuple, int] = {}
+
+    def collectives(self, pg: str, n: int) -> np.ndarray:
+        """The match numbers of the first ``n`` collectives of group ``pg``."""
+        have = self.coll.get(pg, np.empty(0, np.int64))
+        if n > len(have):
+            more = np.arange(self.count, self.count + n - len(have))
+            self.count += len(more)
+            have = self.coll[pg] = np.concatenate((have, more))
+        return have[:n]
+
+    def pair(self, key: tuple) -> int:
+        """The match number of the send/receive pair ``key``."""
+        m = self.p2p.get(key)
+        if m is None:
+            m = self.p2p[key] = self.count
+            self.count += 1
+        return m
+
+
+def _comm_columns(b: SpanBuilder, a, start: np.ndarray, matches: _Matches,
                   algorithms: dict[tuple[str, str], str], cols: dict[str, np.ndarray]) -> None:
     """Fill the communication columns (``cols``: the actor's rows) of the actor's collectives,
     sends, receives and memory operations."""
     extra = a.prog.extra
     if not extra:
         return
-    kinds = a.prog.kind
     nodes = np.fromiter(extra, np.int64, len(extra))
+    nodes = nodes[np.lexsort((nodes, start[nodes]))]  # issue order
+    kind = np.frombuffer(a.prog.kind, np.uint8)[nodes]
+    mem = nodes[kind == K_MEM].tolist()
+    cols["bytes"][mem] = [extra[i][0] for i in mem]
+    coll = nodes[kind == K_COLL]
+    if len(coll):
+        _coll_columns(b, coll, [extra[i] for i in coll.tolist()], matches, algorithms, cols)
     seq: dict[tuple, int] = {}
-    labels: dict[tuple[int, str], tuple[int, int]] = {}
-    rows: dict[str, list[int]] = {k: [] for k in ("bytes", "group", "algorithm", "peer", "match", "comm_type")}
-    done: list[int] = []
-    for i in nodes[np.lexsort((nodes, start[nodes]))].tolist():
-        x = extra[i]
-        k = kinds[i]
-        if k == K_COLL:
-            ct, nbytes, pg, _inv = x
-            key: tuple = ("coll", pg, seq.setdefault(("coll", pg), 0))
-            seq[("coll", pg)] += 1
-            label = labels.get((ct, pg))
-            if label is None:
-                algo = algorithms.get((CommType(ct).name, pg))
-                label = labels[(ct, pg)] = (b.intern("strings", pg or "all"),
-                                            b.intern("strings", algo) if algo else -1)
-            rows["comm_type"].append(ct)
-            rows["group"].append(label[0])
-            rows["algorithm"].append(label[1])
-            rows["peer"].append(-1)
-        elif k in (K_SEND, K_RECV):
-            other, tag, nbytes = x
-            pair = (a.rank, other) if k == K_SEND else (other, a.rank)
-            wire = ("p2p", *pair, tag, nbytes)
-            key = (*wire, seq.setdefault(wire + (k,), 0))
-            seq[wire + (k,)] += 1
-            rows["comm_type"].append(-1)
-            rows["group"].append(-1)
-            rows["algorithm"].append(-1)
-            rows["peer"].append(other)
-        elif k == K_MEM:
-            cols["bytes"][i] = x[0]
-            continue
-        else:
-            continue
-        rows["bytes"].append(nbytes)
-        rows["match"].append(matches.setdefault(key, len(matches)))
-        done.append(i)
-    for k, values in rows.items():
-        cols[k][done] = values
+    for i in nodes[(kind == K_SEND) | (kind == K_RECV)].tolist():
+        other, tag, nbytes = extra[i]
+        k = a.prog.kind[i]
+        wire = ("p2p", *((a.rank, other) if k == K_SEND else (other, a.rank)), tag, nbytes, k)
+        n = seq[wire] = seq.get(wire, -1) + 1
+        cols["bytes"][i] = nbytes
+        cols["peer"][i] = other
+        cols["match"][i] = matches.pair((*wire[:-1], n))
+
+
+def _coll_columns(b: SpanBuilder, coll: np.ndarray, extra: list[tuple], matches: _Matches,
+                  algorithms: dict[tuple[str, str], str], cols: dict[str, np.ndarray]) -> None:
+    """The columns of collectives ``coll`` (in issue order; ``extra``: their comm type, bytes,
+    group and invocation): the k-th of a group is match ``matches.collectives(group, ..)[k]``."""
+    n = len(coll)
+    ct = np.fromiter((x[0] for x in extra), np.int64, n)
+    cols["comm_type"][coll] = ct
+    cols["bytes"][coll] = np.fromiter((x[1] for x in extra), np.int64, n)
+    table: dict[str, int] = {}
+    code = np.fromiter((table.setdefault(x[2], len(table)) for x in extra), np.int64, n)
+    for pg, c in table.items():
+        sel = coll[code == c]
+        cols["match"][sel] = matches.collectives(pg, len(sel))
+        cols["group"][sel] = b.intern("strings", pg or "all")
+    pairs = np.unique(np.stack((code, ct)), axis=1).T.tolist()
+    names = list(table)
+    for c, t in pairs:
+        algo = algorithms.get((CommType(t).name, names[c]))
+        if algo:
+            cols["algorithm"][coll[(code == c) & (ct == t)]] = b.intern("strings", algo)
 
 
 def _dependency_flows(b: SpanBuilder, sim: Sim, offsets: list[int]) -> None:

@@ -87,3 +87,36 @@ def test_result_keeps_spans_and_writes_them_next_to_result_json(kit, tmp_path):
     assert [r["finish_ns"] for r in breakdown(back)] == [r["finish_ns"] for r in res.ranks]
     assert back.names[back.name[0]] == "comp1"
     assert "spans" not in res.to_dict()
+
+
+def test_spans_match_the_kth_collective_of_each_group_and_the_nth_send_of_each_pair(kit, tmp_path):
+    # 4 ranks, groups "a" = {0, 1} and "b" = {2, 3}, and the whole set: each rank issues an
+    # all-reduce on its group twice, one all-gather on all ranks, and rank r sends rank r^1 two
+    # messages of one tag and size (the n-th send pairs with the n-th receive); durations differ
+    # per rank so that the issue order is not the node order
+    groups = {"a": [0, 1], "b": [2, 3]}
+    ranks = []
+    for r in range(4):
+        pg, peer = ("a" if r < 2 else "b"), r ^ 1
+        ranks.append([kit.comp(1, 3 + r), kit.coll(2, 4096, pg=pg, deps=[1]),
+                      kit.coll(3, 8192, kit.CommType.ALL_GATHER, deps=[2]),
+                      kit.coll(4, 4096, pg=pg, deps=[3]),
+                      kit.p2p(5, True, peer, 512, tag=7, deps=[4]), kit.p2p(6, False, peer, 512, tag=7, deps=[4]),
+                      kit.p2p(7, True, peer, 512, tag=7, deps=[5]), kit.p2p(8, False, peer, 512, tag=7, deps=[6])])
+    res = kit.run(kit.traces(ranks, groups), None, tmp_path, spans=True)
+    s = res.spans
+    by_match: dict[int, set] = {}
+    for i in range(len(s)):
+        if s.match[i] >= 0:
+            by_match.setdefault(int(s.match[i]), set()).add((int(s.rank[i]), int(s.node_id[i])))
+    expected = [{(0, 2), (1, 2)}, {(2, 2), (3, 2)}, {(0, 4), (1, 4)}, {(2, 4), (3, 4)},
+                {(r, 3) for r in range(4)}]
+    for r in range(4):  # r's n-th send (node 5, then 7) with its peer's n-th receive (6, then 8)
+        expected += [{(r, 5), (r ^ 1, 6)}, {(r, 7), (r ^ 1, 8)}]
+    assert sorted(map(sorted, by_match.values())) == sorted(map(sorted, expected))
+    names = {int(s.node_id[i]): s.strings[s.group[i]] for i in range(len(s)) if s.rank[i] == 2 and s.group[i] >= 0}
+    assert names == {2: "b", 3: "all", 4: "b"}
+    assert {int(s.node_id[i]): int(s.bytes[i]) for i in range(len(s)) if s.rank[i] == 0} == \
+        {1: 0, 2: 4096, 3: 8192, 4: 4096, 5: 512, 6: 512, 7: 512, 8: 512}
+    assert {int(s.node_id[i]): int(s.peer[i]) for i in range(len(s)) if s.rank[i] == 3 and s.peer[i] >= 0} == \
+        {5: 2, 6: 2, 7: 2, 8: 2}
