@@ -24,7 +24,7 @@ from .dbt import TreePhase
 from .perrank import build_phase, dim_layout, group_layout
 from .plans import DBT, KIND_NAME, dbt_visits
 from .program import ASTRA_KIND
-from .stagger import Phase, plan_finish
+from .stagger import DirectPhase, Phase, plan_finish
 
 if TYPE_CHECKING:
     from .actor import Actor
@@ -84,7 +84,7 @@ class Collectives:
         self.per_rank = 0
         self.approximated = 0
         #: the phases built by :meth:`_per_rank` (not a double binary tree's), by what they are built from
-        self.phase_cache: dict[tuple, Phase] = {}
+        self.phase_cache: dict[tuple, Phase | DirectPhase] = {}
         self.tree_count: dict[int, int] = {}
         self.custom = {_CUSTOM_KIND[k]: CustomCollective(k, prefix, sim.sd, sim.planner)
                        for k, prefix in sim.sd.custom_implementations.items()}
@@ -261,7 +261,7 @@ class Collectives:
         elif len(set(issue)) == 1 and not visits:
             return None
         layouts: dict = {}
-        phases: list[Phase | TreePhase] = []
+        phases: list[Phase | DirectPhase | TreePhase] = []
         work = 0
         seen: dict[int, int] = {}
         for kind, data, d, impl in per_phase:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from chakra_core.system import Dimension, algorithm_base
 
-from .stagger import Phase, Step
+from .stagger import DirectPhase, Phase, Step
 from .timing import GROUP_ENDPOINT_DELAY, net, red, ring_hops, ring_steps
 
 __all__ = ["Layout", "group_layout", "dim_layout", "build_phase"]
@@ -59,7 +61,7 @@ def dim_layout(dims: tuple[Dimension, ...], d: int, total: int) -> Layout:
 
 
 def build_phase(kind: str, data: int, impl: str, lay: Layout, queue: int, e: int,
-                local_mem_bw: float, group: bool) -> Phase:
+                local_mem_bw: float, group: bool) -> Phase | DirectPhase:
     """Per-member steps of one chunk phase (``data`` bytes in) with algorithm ``impl``."""
     p = lay.size
     members = range(len(lay.index))
@@ -75,13 +77,9 @@ def build_phase(kind: str, data: int, impl: str, lay: Layout, queue: int, e: int
         return Phase(queue, e, [Step(pred, nets, e + (r if s < nred else 0)) for s in range(steps)])
     if base == "direct":
         m = data if kind == "AG" else data // p
-        worst = max(_net(lay.link(0, o), m) for o in range(1, p))
-        nets = [worst] * len(lay.index)
-        if kind == "AR":
-            return Phase(queue, e, [Step(None, nets, e + red(m, local_mem_bw), lay.slices),
-                                    Step(None, nets, e, lay.slices)])
-        r = red(m, local_mem_bw) if kind == "RS" else 0
-        return Phase(queue, e, [Step(None, nets, e + r, lay.slices)])
+        cin = np.array([[_net(lay.link(j, p - o), m) for o in range(1, p)] for j in members], np.int64)
+        r = red(m, local_mem_bw) if kind in ("AR", "RS") else 0
+        return DirectPhase(queue, e, lay.slices, cin.reshape(len(members), p - 1), e + r, kind == "AR")
     # halvingDoubling (the plan checked P is a power of two and the kind is modelled)
     k = p.bit_length() - 1
     msgs: list[tuple[int, int, int]] = []  # (bytes, distance, add after its receive)

@@ -10,9 +10,10 @@ wrap-around), finish at different times.  A chunk phase on member j is a chain o
     send_j(s+1) = arr_j(s) + add(s)          (an endpoint delay, plus a reduction where due)
     finish_j    = send_j(S)
 
-where ``send_from`` is the ring predecessor (ring), the exchange partner of the step
-(halvingDoubling), or the latest of all peers of the dimension (direct).  With equal starts and
-equal links this is the closed form of :func:`timing.algorithm_cost` (tested).  A chunk phase
+where ``send_from`` is the ring predecessor (ring) or the exchange partner of the step
+(halvingDoubling); a direct phase (:class:`DirectPhase`) receives from every peer at once, each
+message timed on its own.  With equal starts and equal links this is the closed form of
+:func:`timing.algorithm_cost` (tested).  A chunk phase
 starts on a member when the member finished the chunk's previous phase and its queue of that
 dimension has a free slot (at most ``active`` entries, first come first served; entries queue in
 the order they become ready, the latest member's time deciding, as in the lockstep flow shop).
@@ -26,7 +27,7 @@ from heapq import heappop, heappush
 
 import numpy as np
 
-__all__ = ["Step", "Phase", "chain", "plan_finish", "WORK_LIMIT"]
+__all__ = ["Step", "Phase", "DirectPhase", "chain", "plan_finish", "WORK_LIMIT"]
 
 #: default for the most (chunks x steps x members) evaluated per collective; larger collectives
 #: start when their last member issues them (option ``stagger_limit``).
@@ -34,17 +35,15 @@ WORK_LIMIT = 1_000_000
 
 
 class Step:
-    """One message step: member j waits for ``pred[j]`` (or, with ``pred`` None, for every other
-    member of its slice in ``slices``), its message taking ``nets[j]`` ns; then ``add`` ns."""
+    """One message step: member j waits for ``pred[j]``, its message taking ``nets[j]`` ns;
+    then ``add`` ns."""
 
-    __slots__ = ("pred", "nets", "add", "slices")
+    __slots__ = ("pred", "nets", "add")
 
-    def __init__(self, pred: list[int] | None, nets: list[int], add: int,
-                 slices: list[list[int]] | None = None):
+    def __init__(self, pred: list[int], nets: list[int], add: int):
         self.pred = pred
         self.nets = nets
         self.add = add
-        self.slices = slices
 
 
 class Phase:
@@ -70,30 +69,13 @@ class Phase:
         return chain(start, self)
 
 
-def _latest_other(send: list[int], slices: list[list[int]]) -> list[int]:
-    """For every member, the latest send of the other members of its slice."""
-    out = [0] * len(send)
-    for members in slices:
-        best = second = -1
-        who = -1
-        for j in members:
-            v = send[j]
-            if v > best:
-                best, second, who = v, best, j
-            elif v > second:
-                second = v
-        for j in members:
-            out[j] = second if j == who else best
-    return out
-
-
 def _rings(steps: list[Step]) -> list[list[int]] | None:
     """The predecessor cycles (each member, then its predecessor, its predecessor's ...) when
     every step has the same predecessors and one message cost; else None."""
     if not steps or len(steps[0].nets) < _CLOSED_MIN:
         return None
     pred, nets = steps[0].pred, steps[0].nets
-    if pred is None or any(st.pred is not pred or st.nets is not nets for st in steps) or len(set(nets)) > 1:
+    if any(st.pred is not pred or st.nets is not nets for st in steps) or len(set(nets)) > 1:
         return None
     seen = bytearray(len(pred))
     rings = []
@@ -140,6 +122,116 @@ def _ring_finish(start: list[int], ph: Phase) -> list[int]:
     return out
 
 
+class DirectPhase:
+    """A direct chunk phase per member: every member sends to the P-1 others of its ring after
+    ``e``; member j's message from the member o places before it takes ``cin[j, o-1]`` ns and
+    counts from when j posted its receive (when it sent to that member).  Without ``second``
+    (reduce-scatter, all-gather, all-to-all) a member ends ``add`` ns after its last arrival.
+    With ``second`` (all-reduce) the members run ASTRA-sim's direct all-reduce event by event
+    (:func:`_direct_all_reduce`).  With equal starts both are the closed forms of
+    :func:`timing.algorithm_cost`."""
+
+    __slots__ = ("queue", "e", "slices", "cin", "add", "second")
+
+    def __init__(self, queue: int, e: int, slices: list[list[int]], cin: np.ndarray, add: int, second: bool):
+        self.queue = queue
+        self.e = e
+        self.slices = [np.asarray(sl, np.int64) for sl in slices]
+        self.cin = cin
+        self.add = add
+        self.second = second
+
+    @property
+    def work(self) -> int:
+        """Messages per member per chunk (what ``stagger_limit`` counts)."""
+        return self.cin.shape[1] * (2 if self.second else 1)
+
+    def run(self, start: list[int], chunk: int) -> list[int]:
+        """Finish time (ns) of every member."""
+        st = np.asarray(start, np.int64)
+        out = np.empty(len(start), np.int64)
+        for members in self.slices:
+            if self.second:
+                out[members] = _direct_all_reduce(st[members].tolist(), self.cin[members].tolist(), self.e,
+                                                  self.add - self.e)
+            else:
+                out[members] = self._one_step(st[members] + self.e, self.cin[members])
+        return out.tolist()
+
+    def _one_step(self, send: np.ndarray, cin: np.ndarray) -> np.ndarray:
+        """Finish of the members of one ring (in ring order) sending at ``send``."""
+        p = len(send)
+        back = (np.arange(p)[:, None] - np.arange(1, p)[None, :]) % p  # back[q, o-1]: o places before q
+        return np.maximum(send[back] + cin, send[:, None]).max(axis=1) + self.add
+
+
+def _direct_all_reduce(start: list[int], cin: list[list[int]], e: int, r: int) -> list[int]:
+    """Finish of every member of one ring (in ring order) of ASTRA-sim's direct all-reduce
+    (``AllToAll.cc`` on ``Ring.cc``), started at ``start``, event by event.
+
+    A member makes a packet per event: P-1 at its start, one per message received; a packet is
+    ready ``e`` later (``e + r`` for the P-1 made by the first-half messages, which are reduced).
+    The k-th packet a member makes goes to the peer k places on (mod P-1, skipping itself), and
+    when it is sent the member posts its receive from the peer k places before.  Each ready
+    packet lets the member send the oldest unsent one; from its P-th send on, it sends only once
+    it has received P-1 messages, then every packet ready so far at once.  It ends at the ready
+    time that completes its 3(P-1) packets, after its 2(P-1) sends."""
+    p = len(start)
+    events: list[tuple[int, int, int, int]] = [(t, 0, q, 0) for q, t in enumerate(start)]  # (t, seq, who, what)
+    made = [0] * p
+    sent = [0] * p
+    ready = [0] * p
+    got = [0] * p
+    finish = [0] * p
+    waiting: dict[tuple[int, int], list[int]] = {}  # (src, dst): messages arrived, not yet received
+    posted: dict[tuple[int, int], int] = {}  # (src, dst): receives posted, not yet matched
+    seq = 1
+
+    def make(t: int, q: int) -> None:
+        nonlocal seq
+        k = made[q]
+        made[q] += 1
+        heappush(events, (t + e + (r if p - 1 <= k < 2 * (p - 1) else 0), seq, q, 1))
+        seq += 1
+
+    def receive(t: int, q: int) -> None:
+        got[q] += 1
+        make(t, q)
+
+    while events:
+        t, _s, q, what = heappop(events)
+        if what == 0:  # q starts
+            for _ in range(p - 1):
+                make(t, q)
+        elif what == 1:  # a packet of q is ready
+            ready[q] += 1
+            if sent[q] >= p - 1 and got[q] < p - 1:
+                continue
+            for _ in range(1 if sent[q] < p - 1 else p - 1):
+                if sent[q] == 2 * (p - 1) or ready[q] == sent[q] or made[q] == sent[q]:
+                    break
+                k = sent[q] % (p - 1) + 1
+                dst, src = (q + k) % p, (q - k) % p
+                sent[q] += 1
+                heappush(events, (t + cin[dst][k - 1], seq, dst, 2 + q))
+                seq += 1
+                if waiting.get((src, q)):
+                    waiting[(src, q)].pop(0)
+                    receive(t, q)
+                else:
+                    posted[(src, q)] = posted.get((src, q), 0) + 1
+            if sent[q] == 2 * (p - 1) and ready[q] == 3 * (p - 1):
+                finish[q] = t
+        else:  # a message from src reaches q
+            src = what - 2
+            if posted.get((src, q)):
+                posted[(src, q)] -= 1
+                receive(t, q)
+            else:
+                waiting.setdefault((src, q), []).append(t)
+    return finish
+
+
 def chain(start: list[int], ph: Phase) -> list[int]:
     """Finish time (ns) of one chunk phase on every member, given each member's start."""
     if ph.rings is not None:
@@ -147,14 +239,8 @@ def chain(start: list[int], ph: Phase) -> list[int]:
     rng = range(len(start))
     send = [s + ph.e for s in start]
     for st in ph.steps:
-        nets = st.nets
-        if st.pred is None:
-            assert st.slices is not None  # a step without a predecessor has its slices
-            src = _latest_other(send, st.slices)
-            arr = [max(src[j] + nets[j], send[j]) for j in rng]
-        else:
-            pred = st.pred
-            arr = [max(send[pred[j]] + nets[j], send[j]) for j in rng]
+        nets, pred = st.nets, st.pred
+        arr = [max(send[pred[j]] + nets[j], send[j]) for j in rng]
         add = st.add
         send = [a + add for a in arr]
     return send

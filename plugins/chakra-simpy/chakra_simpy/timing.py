@@ -120,6 +120,21 @@ def _cost(e: int, n_e: int, msgs: list[tuple[int, Dimension, int]], reds: int) -
     return Cost(n_e * e + sum(net(dim, m, h) for m, dim, h in msgs) + reds)
 
 
+def direct_all_reduce(nets: list[int], e: int, r: int) -> int:
+    """One chunk phase of ASTRA-sim's direct all-reduce with equal starts (ns); ``nets[k-1]``:
+    the message to (and from) the peer ``k`` places on, ``r`` the reduction of one message.
+
+    The P-1 first-half messages leave after ``e``.  Each arrival, earliest first, makes a
+    second-half packet ready ``e + r`` later, and the k-th one made goes to the peer k places on,
+    whoever sent the k-th arrival.  None leaves before all P-1 have arrived: one ready earlier
+    leaves at the first ready time at or after the last arrival.  The phase ends ``e`` after the
+    last second-half message arrives."""
+    arrive = sorted(e + x for x in nets)
+    ready = [t + e + r for t in arrive]
+    gate = min(t for t in ready if t >= arrive[-1])
+    return max(max(t, gate) + x for t, x in zip(ready, nets)) + e
+
+
 def _not_modelled(impl: str) -> ConfigError:
     return ConfigError(f"implementation '{impl}' is not modelled by the simpy backend "
                        "(modelled: ring, direct, halvingDoubling and their one* variants, doubleBinaryTree)")
@@ -134,8 +149,9 @@ def algorithm_cost(kind: str, impl: str, p: int, link, d: int, e: int, local_mem
             RS P-1 steps and reductions, P delays; AG P-1 steps, P delays; A2A P(P-1)/2 steps,
             P(P-1)/2+1 delays.
     direct: all P-1 messages at once (m = d // P; all-gather d), charged by the farthest
-            peer: AR 3 delays, 2 steps, 1 reduction; RS 2 delays, 1 step, 1 reduction; AG and
-            A2A 2 delays, 1 step.
+            peer: RS 2 delays, 1 step, 1 reduction; AG and A2A 2 delays, 1 step; AR: the
+            second half's messages go as :func:`direct_all_reduce` sends them (with one cost
+            for every peer, 3 delays, 2 steps and 1 reduction).
     doubleBinaryTree (all-reduce, P = 2^k): the slowest member (a leaf) with equal starts:
             2k messages of d bytes, to the peers P/2, P/4, ..., 1 away and back, 2k+1 endpoint
             delays, 2k-1 reductions of d (members finish apart: :mod:`dbt` times each one).
@@ -157,7 +173,8 @@ def algorithm_cost(kind: str, impl: str, p: int, link, d: int, e: int, local_mem
         m = d if kind == "AG" else d // p
         dim, h = max((link(k) for k in range(1, p)), key=lambda dh: (net(dh[0], m, dh[1]), dh[1]))
         if kind == "AR":
-            return _cost(e, 3, [(m, dim, h), (m, dim, h)], red(m, local_mem_bw))
+            nets = [net(dim_k, m, h_k) for dim_k, h_k in (link(k) for k in range(1, p))]
+            return Cost(direct_all_reduce(nets, e, red(m, local_mem_bw)))
         reds = red(m, local_mem_bw) if kind == "RS" else 0
         return _cost(e, 2, [(m, dim, h)], reds)
     if base == "halvingDoubling":
