@@ -16,7 +16,8 @@ Messages per step (``P`` members of a ring in rank order, ``m`` bytes):
 - ring: to the next member, from the previous one; ``2(P-1)`` steps (all-reduce), ``P-1``
   (reduce-scatter, all-gather), ``P(P-1)/2`` (all-to-all);
 - direct: to the members 1, 2, ..., P-1 places on, in that order, from all of them (ASTRA-sim's
-  direct algorithm turns its receiver round the ring); all-reduce in two such steps;
+  direct algorithm turns its receiver round the ring); an all-reduce packet by packet, as
+  ``AllToAll.cc`` sends them (:class:`_DirectAllReduce`);
 - halvingDoubling: to and from the exchange partner of the step;
 - doubleBinaryTree (the trees of :mod:`dbt`, max or min tree per chunk as there): a leaf sends
   up after one endpoint delay and finishes one endpoint delay after the message from its parent;
@@ -118,11 +119,8 @@ def _steps(kind: str, data: int, impl: str, lay: Layout, e: int, local_mem_bw: f
         m = data if kind == "AG" else data // p
         out = []
         for j in members:
-            peers = tuple(lay.offset(j, o) for o in range(1, p))
-            if kind == "AR":
-                out.append([(peers, peers, m, e + red(m, local_mem_bw)), (peers, peers, m, e)])
-            else:
-                out.append([(peers, peers, m, e + (red(m, local_mem_bw) if kind == "RS" else 0))])
+            peers = tuple(lay.offset(j, o) for o in range(1, p))  # an all-reduce: _DirectAllReduce
+            out.append([(peers, peers, m, e + (red(m, local_mem_bw) if kind == "RS" else 0))])
         return out
     k = p.bit_length() - 1
     msgs: list[tuple[int, int, int]] = []  # (bytes, distance, ns after its receive)
@@ -147,19 +145,50 @@ def _steps(kind: str, data: int, impl: str, lay: Layout, e: int, local_mem_bw: f
     return out
 
 
+class _DirectAllReduce:
+    """ASTRA-sim's direct all-reduce (``AllToAll.cc`` over ``Ring.cc``) on a ring of ``lay``,
+    ``m`` bytes a message, packet by packet; the rule of :func:`stagger._direct_all_reduce`
+    with every message on the shared links.
+
+    Per member: P-1 packets when the chunk phase starts, one per message received; a packet is
+    ready ``e`` later (``e + r`` for the P-1 made by the first-half messages); the k-th one goes
+    to the peer k places on (mod P-1) and its receive, from the peer k places before, is posted
+    as it is sent; each ready packet sends the oldest unsent one, and from the P-th send on only
+    once P-1 messages were received, then every ready one at once; the phase ends at the ready
+    time that completes 3(P-1) packets, after 2(P-1) sends."""
+
+    __slots__ = ("lay", "m", "e", "r")
+
+    def __init__(self, lay: Layout, m: int, e: int, r: int):
+        self.lay, self.m, self.e, self.r = lay, m, e, r
+
+
+class _Packets:
+    """One member's progress through a :class:`_DirectAllReduce` chunk phase."""
+
+    __slots__ = ("made", "sent", "ready", "got", "posted", "waiting")
+
+    def __init__(self) -> None:
+        self.made = self.sent = self.ready = self.got = 0
+        self.posted: dict[int, int] = {}  # peer -> receives posted, not yet matched
+        self.waiting: dict[int, int] = {}  # peer -> messages arrived, not yet received
+
+
 class _Phase:
     """One chunk phase of a plan: its queue and label, and the members' parts, one list per
     tree (``trees[0]`` for any other algorithm); chunk c takes the tree ``(base + c * visits +
     visit) % 2``."""
 
-    __slots__ = ("queue", "label", "trees", "base", "visits", "visit")
+    __slots__ = ("queue", "label", "trees", "base", "visits", "visit", "direct")
 
     def __init__(self, queue: int, label: str, trees: list[list[Part]], base: int = 0, visits: int = 0,
-                 visit: int = 0):
+                 visit: int = 0, direct: _DirectAllReduce | None = None):
         self.queue = queue
         self.label = label
         self.trees = trees
         self.base, self.visits, self.visit = base, visits, visit
+        #: a direct all-reduce runs packet by packet (:class:`_DirectAllReduce`), not by steps
+        self.direct = direct
 
     def part(self, c: int, j: int) -> Part:
         """Member ``j``'s part for chunk ``c``."""
@@ -200,6 +229,10 @@ class MessageRun:
                 visit = seen[d] = seen.get(d, -1) + 1
                 trees = [_tree_parts(data, lay, root_max, e, sd.local_mem_bw) for root_max in (True, False)]
                 self.phases.append(_Phase(queue, label, trees, tree_bases[d], visits[d], visit))
+            elif kind == "AR" and algorithm_base(impl)[0] == "direct":
+                m = data // lay.size
+                direct = _DirectAllReduce(lay, m, e, red(m, sd.local_mem_bw))
+                self.phases.append(_Phase(queue, label, [], direct=direct))
             else:
                 self.phases.append(_Phase(queue, label, [_parts(kind, data, impl, lay, e, sd.local_mem_bw)]))
         self.active = sd.active_chunks_per_dimension
@@ -216,6 +249,7 @@ class MessageRun:
             self.left_per_actor[ai] = self.left_per_actor.get(ai, 0) + 1
         self.finish: dict[int, int] = {}
         self.members_left = len(ranks)
+        self.packets: dict[tuple[int, int, int], _Packets] = {}
 
     def issue(self, ai: int) -> None:
         """The ranks of actor ``ai`` issue the collective now: their chunks enter their first phase."""
@@ -243,7 +277,67 @@ class MessageRun:
         q = (j, self.phases[p].queue)
         self.running[q] = self.running.get(q, 0) + 1
         self.phase_start[(j, c, p)] = int(self.sim.env.now)
+        direct = self.phases[p].direct
+        if direct is not None:
+            for _ in range(direct.lay.size - 1):
+                self._make(j, c, p)
+            return
         self._later(self.phases[p].part(c, j)[0], self._step_due, (j, c, p, 0))
+
+    # -- direct all-reduce, packet by packet --------------------------------------------
+    def _state(self, j: int, c: int, p: int) -> _Packets:
+        st = self.packets.get((j, c, p))
+        if st is None:
+            st = self.packets[(j, c, p)] = _Packets()
+        return st
+
+    def _make(self, j: int, c: int, p: int) -> None:
+        d = self.phases[p].direct
+        assert d is not None
+        st = self._state(j, c, p)
+        n = d.lay.size - 1
+        delay = d.e + (d.r if n <= st.made < 2 * n else 0)
+        st.made += 1
+        self._later(delay, self._packet_ready, (j, c, p))
+
+    def _packet_ready(self, ev) -> None:
+        j, c, p = ev.value
+        d = self.phases[p].direct
+        assert d is not None and self.sim.network is not None
+        st = self.packets[(j, c, p)]
+        n = d.lay.size - 1
+        st.ready += 1
+        if st.sent >= n and st.got < n:
+            return
+        for _ in range(1 if st.sent < n else n):
+            if st.sent == 2 * n or st.ready == st.sent or st.made == st.sent:
+                break
+            k = st.sent % n + 1
+            dst, src = d.lay.offset(j, k), d.lay.offset(j, -k)
+            st.sent += 1
+            self.sim.network.send(self.rank_of[j], self.rank_of[dst], d.m, partial(self._packet_in, (dst, c, p, j)))
+            if st.waiting.get(src):
+                st.waiting[src] -= 1
+                self._received(j, c, p)
+            else:
+                st.posted[src] = st.posted.get(src, 0) + 1
+        if st.sent == 2 * n and st.ready == 3 * n:
+            del self.packets[(j, c, p)]
+            self._phase_done(j, c, p)
+
+    def _packet_in(self, key: tuple[int, int, int, int]) -> None:
+        """A direct all-reduce message from member ``src`` reached member ``j``."""
+        j, c, p, src = key
+        st = self._state(j, c, p)
+        if st.posted.get(src):
+            st.posted[src] -= 1
+            self._received(j, c, p)
+        else:
+            st.waiting[src] = st.waiting.get(src, 0) + 1
+
+    def _received(self, j: int, c: int, p: int) -> None:
+        self._state(j, c, p).got += 1
+        self._make(j, c, p)
 
     def _step_due(self, ev) -> None:
         j, c, p, s = ev.value

@@ -1,7 +1,7 @@
 """Direct collectives on a Ring and a Switch against ASTRA-sim's analytical binary.
 
-The expected cycles are the per-rank ``sys[i] finished`` values printed by a congestion-unaware
-ASTRA-sim binary built on 2026-12-01 from the public astra-sim sources (no released binary can be
+The expected cycles are the per-rank ``sys[i] finished`` values printed by ASTRA-sim's analytical
+binaries (congestion-unaware, and congestion-aware for ``AWARE``) built on 2026-12-01 from the public astra-sim sources (no released binary can be
 fetched here; see docs/simulator.md, *Checked against a locally built binary*).  Its direct
 algorithm (``AllToAll.cc`` over ``Ring.cc``, ``PacketBundle.cc``, the analytical network's
 ``sim_send``/``sim_recv``) is the upstream code unchanged.  Each case is the trace below exported
@@ -43,4 +43,23 @@ def test_direct_collectives_match_the_astrasim_binary(kit, tmp_path, topo, durs,
     impl = {f"{k}_implementation": ["direct"] for k in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")}
     sysd = kit.system([(topo, len(durs), 50, latency)], **impl, **keys)
     res = kit.run(ts, sysd, tmp_path)
+    assert [r["finish_ns"] for r in res.ranks] == cycles
+
+
+#: congestion-aware: (topology, durs, system keys, the aware binary's cycles per rank), all-reduce
+AWARE = [
+    ("Ring", [0] * 8, {}, [53332] * 8),
+    ("Switch", [0] * 4, {}, [47049] * 4),
+    ("Ring", [0] * 8, {"preferred_dataset_splits": 4}, [57901] * 8),
+    ("Ring", [5, 0, 3, 0, 9, 1, 0, 2], {}, [64096, 62155, 57831, 58331, 56390, 56331, 58214, 63596]),
+    ("Switch", [5, 0, 3, 0, 9, 1, 0, 2], {}, [50949, 50949, 50949, 48950, 50949, 50949, 50949, 50949]),
+]
+
+
+@pytest.mark.parametrize("topo,durs,keys,cycles", AWARE)
+def test_direct_all_reduce_on_shared_links_matches_the_aware_binary(kit, tmp_path, topo, durs, keys, cycles):
+    ts = kit.traces([[kit.comp(1, d), kit.coll(2, MIB, deps=[1])] for d in durs])
+    impl = {f"{k}_implementation": ["direct"] for k in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")}
+    sysd = kit.system([(topo, len(durs), 50, 500)], **impl, **{"preferred_dataset_splits": 1, **keys})
+    res = kit.run(ts, sysd, tmp_path, congestion="aware")
     assert [r["finish_ns"] for r in res.ranks] == cycles
