@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 from chakra_core.system import algorithm_base
 
 from .dbt import tree
+from .directar import DirectMember
 from .perrank import Layout, dim_layout, group_layout
 from .plans import DBT, dbt_visits
 from .timing import GROUP_ENDPOINT_DELAY, red, ring_steps
@@ -146,32 +147,14 @@ def _steps(kind: str, data: int, impl: str, lay: Layout, e: int, local_mem_bw: f
 
 
 class _DirectAllReduce:
-    """ASTRA-sim's direct all-reduce (``AllToAll.cc`` over ``Ring.cc``) on a ring of ``lay``,
-    ``m`` bytes a message, packet by packet; the rule of :func:`stagger._direct_all_reduce`
-    with every message on the shared links.
-
-    Per member: P-1 packets when the chunk phase starts, one per message received; a packet is
-    ready ``e`` later (``e + r`` for the P-1 made by the first-half messages); the k-th one goes
-    to the peer k places on (mod P-1) and its receive, from the peer k places before, is posted
-    as it is sent; each ready packet sends the oldest unsent one, and from the P-th send on only
-    once P-1 messages were received, then every ready one at once; the phase ends at the ready
-    time that completes 3(P-1) packets, after 2(P-1) sends."""
+    """A direct all-reduce chunk phase on the ring of ``lay``, ``m`` bytes a message, run packet
+    by packet (:class:`directar.DirectMember`, ``e`` and ``r`` its endpoint delay and reduction),
+    every message on the shared links."""
 
     __slots__ = ("lay", "m", "e", "r")
 
     def __init__(self, lay: Layout, m: int, e: int, r: int):
         self.lay, self.m, self.e, self.r = lay, m, e, r
-
-
-class _Packets:
-    """One member's progress through a :class:`_DirectAllReduce` chunk phase."""
-
-    __slots__ = ("made", "sent", "ready", "got", "posted", "waiting")
-
-    def __init__(self) -> None:
-        self.made = self.sent = self.ready = self.got = 0
-        self.posted: dict[int, int] = {}  # peer -> receives posted, not yet matched
-        self.waiting: dict[int, int] = {}  # peer -> messages arrived, not yet received
 
 
 class _Phase:
@@ -249,7 +232,7 @@ class MessageRun:
             self.left_per_actor[ai] = self.left_per_actor.get(ai, 0) + 1
         self.finish: dict[int, int] = {}
         self.members_left = len(ranks)
-        self.packets: dict[tuple[int, int, int], _Packets] = {}
+        self.packets: dict[tuple[int, int, int], DirectMember] = {}
 
     def issue(self, ai: int) -> None:
         """The ranks of actor ``ai`` issue the collective now: their chunks enter their first phase."""
@@ -279,65 +262,41 @@ class MessageRun:
         self.phase_start[(j, c, p)] = int(self.sim.env.now)
         direct = self.phases[p].direct
         if direct is not None:
+            me = self._member(j, c, p)
             for _ in range(direct.lay.size - 1):
-                self._make(j, c, p)
+                self._later(me.make(), self._packet_ready, (j, c, p))
             return
         self._later(self.phases[p].part(c, j)[0], self._step_due, (j, c, p, 0))
 
     # -- direct all-reduce, packet by packet --------------------------------------------
-    def _state(self, j: int, c: int, p: int) -> _Packets:
-        st = self.packets.get((j, c, p))
-        if st is None:
-            st = self.packets[(j, c, p)] = _Packets()
-        return st
-
-    def _make(self, j: int, c: int, p: int) -> None:
-        d = self.phases[p].direct
-        assert d is not None
-        st = self._state(j, c, p)
-        n = d.lay.size - 1
-        delay = d.e + (d.r if n <= st.made < 2 * n else 0)
-        st.made += 1
-        self._later(delay, self._packet_ready, (j, c, p))
+    def _member(self, j: int, c: int, p: int) -> DirectMember:
+        me = self.packets.get((j, c, p))
+        if me is None:
+            d = self.phases[p].direct
+            assert d is not None
+            me = self.packets[(j, c, p)] = DirectMember(d.lay.size, d.e, d.r)
+        return me
 
     def _packet_ready(self, ev) -> None:
         j, c, p = ev.value
         d = self.phases[p].direct
         assert d is not None and self.sim.network is not None
-        st = self.packets[(j, c, p)]
-        n = d.lay.size - 1
-        st.ready += 1
-        if st.sent >= n and st.got < n:
-            return
-        for _ in range(1 if st.sent < n else n):
-            if st.sent == 2 * n or st.ready == st.sent or st.made == st.sent:
-                break
-            k = st.sent % n + 1
-            dst, src = d.lay.offset(j, k), d.lay.offset(j, -k)
-            st.sent += 1
-            self.sim.network.send(self.rank_of[j], self.rank_of[dst], d.m, partial(self._packet_in, (dst, c, p, j)))
-            if st.waiting.get(src):
-                st.waiting[src] -= 1
-                self._received(j, c, p)
-            else:
-                st.posted[src] = st.posted.get(src, 0) + 1
-        if st.sent == 2 * n and st.ready == 3 * n:
+        me = self.packets[(j, c, p)]
+        for k in me.packet_ready():
+            dst = d.lay.offset(j, k)
+            self.sim.network.send(self.rank_of[j], self.rank_of[dst], d.m, partial(self._packet_in, (dst, c, p, k)))
+            if me.post(k):
+                self._later(me.receive(), self._packet_ready, (j, c, p))
+        if me.done:
             del self.packets[(j, c, p)]
             self._phase_done(j, c, p)
 
     def _packet_in(self, key: tuple[int, int, int, int]) -> None:
-        """A direct all-reduce message from member ``src`` reached member ``j``."""
-        j, c, p, src = key
-        st = self._state(j, c, p)
-        if st.posted.get(src):
-            st.posted[src] -= 1
-            self._received(j, c, p)
-        else:
-            st.waiting[src] = st.waiting.get(src, 0) + 1
-
-    def _received(self, j: int, c: int, p: int) -> None:
-        self._state(j, c, p).got += 1
-        self._make(j, c, p)
+        """A direct all-reduce message from the member ``k`` places before reached member ``j``."""
+        j, c, p, k = key
+        me = self._member(j, c, p)
+        if me.arrive(k):
+            self._later(me.receive(), self._packet_ready, (j, c, p))
 
     def _step_due(self, ev) -> None:
         j, c, p, s = ev.value

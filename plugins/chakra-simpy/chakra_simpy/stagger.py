@@ -23,9 +23,11 @@ per-member recurrence.
 
 from __future__ import annotations
 
-from heapq import heappop, heappush
+from heapq import heapify, heappop, heappush
 
 import numpy as np
+
+from .directar import DirectMember
 
 __all__ = ["Step", "Phase", "DirectPhase", "chain", "plan_finish", "WORK_LIMIT"]
 
@@ -167,68 +169,36 @@ class DirectPhase:
 
 def _direct_all_reduce(start: list[int], cin: list[list[int]], e: int, r: int) -> list[int]:
     """Finish of every member of one ring (in ring order) of ASTRA-sim's direct all-reduce
-    (``AllToAll.cc`` on ``Ring.cc``), started at ``start``, event by event.
-
-    A member makes a packet per event: P-1 at its start, one per message received; a packet is
-    ready ``e`` later (``e + r`` for the P-1 made by the first-half messages, which are reduced).
-    The k-th packet a member makes goes to the peer k places on (mod P-1, skipping itself), and
-    when it is sent the member posts its receive from the peer k places before.  Each ready
-    packet lets the member send the oldest unsent one; from its P-th send on, it sends only once
-    it has received P-1 messages, then every packet ready so far at once.  It ends at the ready
-    time that completes its 3(P-1) packets, after its 2(P-1) sends."""
+    started at ``start``, packet by packet (:class:`directar.DirectMember`); ``cin[j][k-1]``: ns
+    of member j's message from the member k places before it."""
     p = len(start)
-    events: list[tuple[int, int, int, int]] = [(t, 0, q, 0) for q, t in enumerate(start)]  # (t, seq, who, what)
-    made = [0] * p
-    sent = [0] * p
-    ready = [0] * p
-    got = [0] * p
+    members = [DirectMember(p, e, r) for _ in range(p)]
     finish = [0] * p
-    waiting: dict[tuple[int, int], list[int]] = {}  # (src, dst): messages arrived, not yet received
-    posted: dict[tuple[int, int], int] = {}  # (src, dst): receives posted, not yet matched
-    seq = 1
+    events = [(t, q, q, 0) for q, t in enumerate(start)]  # (time, order, member, what: 0 start,
+    heapify(events)  # 1 a packet ready, 2 + k a message from k places before)
+    order = p
 
-    def make(t: int, q: int) -> None:
-        nonlocal seq
-        k = made[q]
-        made[q] += 1
-        heappush(events, (t + e + (r if p - 1 <= k < 2 * (p - 1) else 0), seq, q, 1))
-        seq += 1
-
-    def receive(t: int, q: int) -> None:
-        got[q] += 1
-        make(t, q)
+    def later(t: int, q: int, what: int) -> None:
+        nonlocal order
+        heappush(events, (t, order, q, what))
+        order += 1
 
     while events:
-        t, _s, q, what = heappop(events)
-        if what == 0:  # q starts
+        t, _o, q, what = heappop(events)
+        me = members[q]
+        if what == 0:
             for _ in range(p - 1):
-                make(t, q)
-        elif what == 1:  # a packet of q is ready
-            ready[q] += 1
-            if sent[q] >= p - 1 and got[q] < p - 1:
-                continue
-            for _ in range(1 if sent[q] < p - 1 else p - 1):
-                if sent[q] == 2 * (p - 1) or ready[q] == sent[q] or made[q] == sent[q]:
-                    break
-                k = sent[q] % (p - 1) + 1
-                dst, src = (q + k) % p, (q - k) % p
-                sent[q] += 1
-                heappush(events, (t + cin[dst][k - 1], seq, dst, 2 + q))
-                seq += 1
-                if waiting.get((src, q)):
-                    waiting[(src, q)].pop(0)
-                    receive(t, q)
-                else:
-                    posted[(src, q)] = posted.get((src, q), 0) + 1
-            if sent[q] == 2 * (p - 1) and ready[q] == 3 * (p - 1):
+                later(t + me.make(), q, 1)
+        elif what == 1:
+            for k in me.packet_ready():
+                dst = (q + k) % p
+                later(t + cin[dst][k - 1], dst, 2 + k)
+                if me.post(k):
+                    later(t + me.receive(), q, 1)
+            if me.done:
                 finish[q] = t
-        else:  # a message from src reaches q
-            src = what - 2
-            if posted.get((src, q)):
-                posted[(src, q)] -= 1
-                receive(t, q)
-            else:
-                waiting.setdefault((src, q), []).append(t)
+        elif me.arrive(what - 2):
+            later(t + me.receive(), q, 1)
     return finish
 
 
