@@ -79,7 +79,7 @@ def build_phase(kind: str, data: int, impl: str, lay: Layout, queue: int, e: int
         m = data if kind == "AG" else data // p
         cin = np.array([[_net(lay.link(j, p - o), m) for o in range(1, p)] for j in members], np.int64)
         r = red(m, local_mem_bw) if kind in ("AR", "RS") else 0
-        return DirectPhase(queue, e, lay.slices, cin.reshape(len(members), p - 1), e + r, kind == "AR")
+        return DirectPhase(queue, e, lay.slices, cin, e + r, kind == "AR")
     # halvingDoubling (the plan checked P is a power of two and the kind is modelled)
     k = p.bit_length() - 1
     msgs: list[tuple[int, int, int]] = []  # (bytes, distance, add after its receive)

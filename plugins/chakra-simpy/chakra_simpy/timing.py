@@ -171,10 +171,10 @@ def algorithm_cost(kind: str, impl: str, p: int, link, d: int, e: int, local_mem
             raise ConfigError(f"'{impl}' with a window below P-1 = {p - 1} is not modelled by the "
                               "simpy backend; use 'direct'")
         m = d if kind == "AG" else d // p
-        dim, h = max((link(k) for k in range(1, p)), key=lambda dh: (net(dh[0], m, dh[1]), dh[1]))
         if kind == "AR":
             nets = [net(dim_k, m, h_k) for dim_k, h_k in (link(k) for k in range(1, p))]
             return Cost(direct_all_reduce(nets, e, red(m, local_mem_bw)))
+        dim, h = max((link(k) for k in range(1, p)), key=lambda dh: (net(dh[0], m, dh[1]), dh[1]))
         reds = red(m, local_mem_bw) if kind == "RS" else 0
         return _cost(e, 2, [(m, dim, h)], reds)
     if base == "halvingDoubling":
