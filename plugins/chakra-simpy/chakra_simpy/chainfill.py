@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from numba import njit
 
-__all__ = ["fill_chain"]
+from .classify import MAX_NS
 
-_MAX_NS = (1 << 63) - 1
+__all__ = ["fill_chain"]
 
 
 @njit(cache=True, nogil=True)
@@ -22,7 +22,7 @@ def fill_chain(start, end, readyby, why, indeg, seq, cum, first, last, waiting, 
                 last = p - 1
                 break
     base = cum[first]
-    if cum[last + 1] - base > _MAX_NS - now:
+    if cum[last + 1] - base > MAX_NS - now:
         return last, -1
     for p in range(first + 1, last + 1):
         node, prev = seq[p], seq[p - 1]

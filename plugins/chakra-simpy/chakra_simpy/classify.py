@@ -13,7 +13,7 @@ import numpy as np
 from chakra_core import AttrColumn, CommType, NodeColumns, NodeType, TraceFormatError
 from chakra_core.system import SystemDescription, roofline_ns
 
-__all__ = ["ATTRS", "K_COMP", "K_MEM", "K_COLL", "K_SEND", "K_RECV", "K_NOP", "R_CPU", "R_COMP", "R_COMM",
+__all__ = ["ATTRS", "MAX_NS", "K_COMP", "K_MEM", "K_COLL", "K_SEND", "K_RECV", "K_NOP", "R_CPU", "R_COMP", "R_COMM",
            "R_NONE", "RankFacts", "Classified", "classify"]
 
 K_COMP, K_MEM, K_COLL, K_SEND, K_RECV, K_NOP = range(6)
@@ -22,8 +22,8 @@ R_CPU, R_COMP, R_COMM, R_NONE = range(4)
 #: the attributes the simulator reads
 ATTRS = ("is_cpu_op", "num_ops", "tensor_size", "comm_type", "comm_size", "pg_name", "involved_dim",
          "comm_src", "comm_dst", "comm_tag")
-#: durations are int64 nanoseconds
-_MAX_NS = (1 << 63) - 1
+#: durations and simulated times are int64 nanoseconds (the engine's start/end arrays)
+MAX_NS = (1 << 63) - 1
 _MODELLED = (CommType.ALL_REDUCE, CommType.ALL_GATHER, CommType.REDUCE_SCATTER, CommType.ALL_TO_ALL)
 #: exact in float64: roofline inputs below this are timed in numpy, larger ones one by one
 _EXACT = 1 << 53
@@ -69,7 +69,7 @@ def classify(cols: NodeColumns, sd: SystemDescription, where: str, replay_comm: 
     cpu = cpu_col.is_int & (cpu_col.ints != 0)
     micros = cols.duration_micros
     _check_nodes(cols, types, micros, cpu, sd.roofline_enabled, where)
-    us = np.minimum(micros, np.uint64(_MAX_NS // 1000)).astype(np.int64) * 1000
+    us = np.minimum(micros, np.uint64(MAX_NS // 1000)).astype(np.int64) * 1000
     comp = types == NodeType.COMP_NODE
     _compute(out, cols, comp, cpu, us, sd, where)
     mem = (types == NodeType.MEM_LOAD_NODE) | (types == NodeType.MEM_STORE_NODE)
@@ -93,7 +93,7 @@ def _check_nodes(cols: NodeColumns, types: np.ndarray, micros: np.ndarray, cpu: 
                  where: str) -> None:
     """The first node in file order whose replayed duration passes 2**63-1 ns, or whose
     collective or message lacks what it needs, raises (as reading node by node would)."""
-    long = micros > np.uint64(_MAX_NS // 1000)
+    long = micros > np.uint64(MAX_NS // 1000)
     timed = (types == NodeType.COMP_NODE) | (types == NodeType.MEM_LOAD_NODE) | (types == NodeType.MEM_STORE_NODE)
     ct = cols.attrs["comm_type"]
     coll = types == NodeType.COMM_COLL_NODE
@@ -156,7 +156,7 @@ def _roofline(cols: NodeColumns, rows: np.ndarray, sd: SystemDescription, where:
     for k in slow:
         i = int(rows[k])
         ns = roofline_ns(ops_col.get_int(i), size_col.get_int(i, 0) or 0, sd.peak_perf, sd.local_mem_bw)
-        if ns > _MAX_NS:
+        if ns > MAX_NS:
             raise TraceFormatError(f"node {int(cols.ids[i])}: duration of {ns} ns passes 2**63-1 ns", where)
         out[k] = ns
     return out

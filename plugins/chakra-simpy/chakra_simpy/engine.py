@@ -21,6 +21,7 @@ from chakra_core.system import SystemDescription
 
 from .actor import Actor
 from .chainfill import fill_chain
+from .classify import MAX_NS
 from .collectives import Collectives
 from .network import Network
 from .plans import Planner
@@ -28,9 +29,6 @@ from .program import K_COLL, K_MEM, K_RECV, K_SEND, R_NONE
 from .stagger import WORK_LIMIT
 
 __all__ = ["Sim"]
-
-#: simulated times are int64 nanoseconds (start/end arrays of typecode "q")
-_MAX_NS = (1 << 63) - 1
 
 
 class _Done(Event):
@@ -140,7 +138,7 @@ class Sim:
         """Start node ``i``: time it, or hand it to the collective / p2p / memory models."""
         now = int(self.env.now)
         prog = a.prog
-        if now > _MAX_NS:
+        if now > MAX_NS:
             self._past_int64(a, i)
         a.start[i] = now
         a.inflight += 1
@@ -203,7 +201,7 @@ class Sim:
         """Finish node ``i`` now: free its resource, release its children, issue more."""
         now = int(self.env.now)
         prog = a.prog
-        if now > _MAX_NS:
+        if now > MAX_NS:
             self._past_int64(a, i)
         a.end[i] = now
         a.inflight -= 1
