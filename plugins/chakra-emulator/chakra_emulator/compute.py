@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import math
+import queue
 import time
 from collections import deque
 from collections.abc import Callable
@@ -55,21 +56,31 @@ class HostWork:
     (the 90th percentile of the last 32, plus 10 us, kept between 20 us and 200 us): on a quiet
     machine a sleep ends within a few us and the thread spins 20 us, leaving the cores to
     gloo's threads; where sleeps wake late (other jobs hold the cores) it spins longer, so that
-    its nodes still end on time."""
+    its nodes still end on time.  With an ``inbox`` the sleep is a wait on that queue, so that
+    the thread can take what arrives there while it holds (the replay's main thread issues the
+    nodes that other threads' completions make ready)."""
 
     def __init__(self) -> None:
         self.tail_ns = _SPIN_MIN_NS
         self._late: deque[int] = deque(maxlen=32)
 
-    def until(self, until_ns: int) -> None:
-        """Return when ``time.monotonic_ns()`` reaches ``until_ns``."""
+    def until(self, until_ns: int, inbox: queue.SimpleQueue | None = None) -> Any:
+        """Return None when ``time.monotonic_ns()`` reaches ``until_ns``; with ``inbox``, return
+        earlier with an item put there before the spun tail began (call again to go on)."""
         left = until_ns - time.monotonic_ns()
         if left > self.tail_ns:
             wake = until_ns - self.tail_ns
-            time.sleep((left - self.tail_ns) / 1e9)
+            if inbox is None:
+                time.sleep((left - self.tail_ns) / 1e9)
+            else:
+                try:
+                    return inbox.get(timeout=(left - self.tail_ns) / 1e9)
+                except queue.Empty:
+                    pass
             self._woke(time.monotonic_ns() - wake)
         while time.monotonic_ns() < until_ns:
             pass
+        return None
 
     def _woke(self, late_ns: int) -> None:
         self._late.append(late_ns)

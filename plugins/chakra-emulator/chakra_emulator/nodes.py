@@ -4,7 +4,8 @@ A compute node runs its real operator (``compute=real``, the node carries an ope
 :func:`compute.build_real_op` can build, and the tensors built so far stay within the rank's
 budget), else a calibrated kernel (an accelerator op) or host
 work (a CPU op) of its duration; an ``[idle]`` node waits its duration as host work does, on
-its resource (it is time without work, not a kernel); a memory node copies its bytes; collectives and messages go to
+its resource (it is time without work, not a kernel); host work's end is its :meth:`NodeRunner.deadline`,
+which the replay loop holds; a memory node copies its bytes; collectives and messages go to
 :class:`collectives.Comms`.  ``how`` names the choice per node and ``observed`` holds what the
 communication calls handed to torch.distributed (first measured iteration).
 """
@@ -66,13 +67,16 @@ class NodeRunner:
         self.iterations[i] = self.runner.kernel_iterations(plan.dur_ns[i], spec)
         return KERNEL
 
+    def deadline(self, i: int, logical_ns: int) -> int | None:
+        """When host node ``i`` (host work, an idle gap), able to start at ``logical_ns`` (its
+        dependencies done and its resource free), ends: its duration later; None for a node
+        that does work."""
+        return logical_ns + self.plan.dur_ns[i] if self.how[i] == HOST else None
+
     def run_sync(self, i: int, logical_ns: int) -> tuple[int, int]:
-        """Run compute/memory node ``i``; host work ends its duration after ``logical_ns`` (when
-        its dependencies and its resource allowed it to start)."""
+        """Run compute/memory node ``i`` that does work (host work has a :meth:`deadline`
+        instead, which the replay loop holds)."""
         how = self.how[i]
-        if how == HOST:
-            self.host.until(logical_ns + self.plan.dur_ns[i])
-            return logical_ns, time.monotonic_ns()
         t0 = time.monotonic_ns()
         if how == REAL:
             self.real[i]()

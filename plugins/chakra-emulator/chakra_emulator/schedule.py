@@ -10,11 +10,15 @@ enqueues a group's collectives in the same order); a communication is waited for
 thread itself when it is the only node in flight and no CPU op is ready (as a recorded job's main
 thread waits for its work), else its end is reported by its work's future's callback on the
 thread that completed it (gloo's collectives) or by a waiter thread;
-CPU ops run on the main thread itself, after it has started everything else that was ready (as
-a host thread of the recorded job runs its ops: no hand-over to another thread per node),
-accelerator compute and memory nodes on one thread per slot of their resource.  Every finished node
-comes back to the main thread through one queue with its measured start and end
-(``time.monotonic_ns``, the same clock in every process of the machine).
+CPU ops that do work (real operators) run on the main thread itself, after it has started
+everything else that was ready (as a host thread of the recorded job runs its ops: no hand-over
+to another thread per node), accelerator compute and memory nodes that do work on one thread per
+slot of their resource.  Host work and idle gaps, on any resource, are timers of the main thread:
+it holds each from when the node could start until its duration has passed, waiting on the queue
+of completions meanwhile, so that what another node's end makes ready is issued at once, as in
+the simulator, not when the main thread's current host node ends.  Every finished node comes
+back to the main thread through one queue with its measured start and end (``time.monotonic_ns``,
+the same clock in every process of the machine).
 """
 
 from __future__ import annotations
@@ -45,15 +49,23 @@ class Replay:
     ``start_comm(i)`` starts communication node ``i`` and returns (start ns, work with
     ``wait()``); ``status(pos, since_ns, done)`` is told the oldest node in flight; with
     ``futures`` the end of a work that has a future comes from its callback; ``wait_until(ns)``
-    returns at that ``time.monotonic_ns`` (an iteration's start).
+    returns at that ``time.monotonic_ns`` (an iteration's start).  A node for which
+    ``deadline(i, ready_ns)`` gives an end (host work and idle time: time without work, on any
+    resource) is a timer of the main thread, not work for a thread: ``hold(end_ns, inbox)``
+    returns None at the earliest timer's end, or earlier with a completion from ``inbox``, so
+    that the main thread goes on issuing what completions make ready while it holds a slot.
     """
 
     def __init__(self, plan: Plan, streams: int, run_sync: NodeAction,
                  start_comm: Callable[[int], tuple[int, Any]], status: Callable[[int, int, int], None],
                  on_cuda_thread: Callable[[], None] | None = None, futures: bool = False,
-                 wait_until: Callable[[int], None] = lambda ns: None):
+                 wait_until: Callable[[int], None] = lambda ns: None,
+                 deadline: Callable[[int, int], int | None] = lambda i, ns: None,
+                 hold: Callable[[int, queue.SimpleQueue], Any] = lambda ns, inbox: None):
         self.plan = plan
         self.wait_until = wait_until
+        self.deadline = deadline
+        self.hold = hold
         self.futures = futures
         self.run_sync = run_sync
         self.start_comm = start_comm
@@ -85,6 +97,7 @@ class Replay:
         done_q: queue.SimpleQueue = queue.SimpleQueue()
         flight: dict[int, int] = {}
         unwatched: dict[int, tuple[int, Any]] = {}
+        timers: list[tuple[int, int, int]] = []
         for i in range(n):
             if indeg[i] == 0:
                 heappush(ready[res[i]], i)
@@ -108,7 +121,10 @@ class Replay:
                     order.append(i)
                     logical = max(ready_at[i], freed_at[r]) if r != R_NONE else ready_at[i]
                     flight[i] = time.monotonic_ns()
-                    if r == R_CPU and kind[i] in (COMP, MEM):
+                    end_ns = self.deadline(i, logical) if kind[i] in (COMP, MEM) else None
+                    if end_ns is not None:
+                        heappush(timers, (end_ns, i, logical))
+                    elif r == R_CPU and kind[i] in (COMP, MEM):
                         inline = (i, logical)
                     else:
                         self._start(i, kind[i], r, logical, done_q, unwatched)
@@ -148,10 +164,15 @@ class Replay:
             try:
                 item = done_q.get_nowait()
             except queue.Empty:
-                if pending is not None:
+                if timers and timers[0][0] <= time.monotonic_ns():
+                    item = _timer_done(timers)
+                elif pending is not None:
                     watch()
                     item = _run_inline(self.run_sync, *pending)
                     pending = None
+                elif timers:
+                    watch()
+                    item = self.hold(timers[0][0], done_q) or _timer_done(timers)
                 elif len(flight) == 1 and len(unwatched) == 1:
                     i, (t_start, work) = unwatched.popitem()
                     item = _wait(i, t_start, work)
@@ -217,6 +238,12 @@ def _wait(i: int, t_start: int, work: Any) -> tuple[int, int, int, BaseException
         return i, t_start, time.monotonic_ns(), None
     except BaseException as e:  # noqa: BLE001 - handed to the main loop
         return i, t_start, time.monotonic_ns(), e
+
+
+def _timer_done(timers: list[tuple[int, int, int]]) -> tuple[int, int, int, None]:
+    """The completion item of the earliest timer (a host node held from its logical start)."""
+    _, i, logical = heappop(timers)
+    return i, logical, time.monotonic_ns(), None
 
 
 def _run_inline(run: NodeAction, i: int, logical: int) -> tuple[int, int, int, BaseException | None]:

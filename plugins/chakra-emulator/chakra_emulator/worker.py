@@ -210,7 +210,8 @@ def _run(jobdir: Path, rank: int, status: Status) -> dict[str, Any]:
     on_thread = (lambda: torch.cuda.set_device(device)) if device.type == "cuda" else None
     replay = Replay(plan, job["streams"], nodes.run_sync, nodes.start_comm,
                     lambda pos, since, done: status.set(3, pos, since, done), on_thread,
-                    futures=job["backend"] == "gloo", wait_until=nodes.host.until)
+                    futures=job["backend"] == "gloo", wait_until=nodes.host.until,
+                    deadline=nodes.deadline, hold=nodes.host.until)
     iterations = []
     try:
         for it in range(job["warmup"] + job["repeats"]):

@@ -24,10 +24,11 @@ def _own_cache(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def recorded(tmp_path_factory):
-    """``name -> .et set directory`` of the recorded 2-rank gloo fixtures (ddp, collectives)."""
+    """``name -> .et set directory`` of the recorded 2-rank gloo fixtures (ddp, ddp_buckets,
+    collectives)."""
     out = {}
     base = tmp_path_factory.mktemp("recorded")
-    for name in ("ddp", "collectives"):
+    for name in ("ddp", "ddp_buckets", "collectives"):
         chakra_core.convert(str(PYTORCH_DATA / name), f"{base / name}/")
         out[name] = base / name
     return out
