@@ -8,7 +8,7 @@ recorded duration: the replay of the trace's own durations, which the 10% target
 ``compute=real`` (real operators where the node carries one), ``--warmup`` and ``--repeats``
 measured iterations.  Per replay it prints the measured step over the repeats (mean, relative
 standard deviation, min, max, and how late the last rank began after the common start), and the
-error of the mean and of the fastest repeat against:
+error of the mean, of the median repeat and of the fastest repeat against:
 
 - ``expected_ns`` (the ``error`` the target is about): simpy replaying the recorded compute
   durations on a system matching this machine: one Ring of the ranks whose link latency and
@@ -76,7 +76,8 @@ def _line(name: str, mode: str, s: dict) -> str:
             f"min {best / 1e6:.3f}, max {rep['max_ns'] / 1e6:.3f}, late start <= "
             f"{max(rep['start_late_ns']) / 1e3:.0f} us)"
             f"  expected {s['expected_ns'] / 1e6:8.3f} ms  error {s['error']:+7.1%} "
-            f"(min {best / s['expected_ns'] - 1:+7.1%})"
+            f"(median {statistics.median(rep['finish_ns']) / s['expected_ns'] - 1:+7.1%}, "
+            f"min {best / s['expected_ns'] - 1:+7.1%})"
             f"  trace {s['trace_ns'] / 1e6:8.3f} ms  trace_error {s['trace_error']:+7.1%}"
             f"  real_ops {s['real_ops']:.2f}  host spin tail <= {max(s['host_tail_ns']) / 1e3:.0f} us  [{kinds}]")
 

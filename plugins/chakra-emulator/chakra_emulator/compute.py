@@ -64,17 +64,19 @@ class HostWork:
         self.tail_ns = _SPIN_MIN_NS
         self._late: deque[int] = deque(maxlen=32)
 
-    def until(self, until_ns: int, inbox: queue.SimpleQueue | None = None) -> Any:
+    def until(self, until_ns: int, inbox: queue.SimpleQueue | None = None, spin_ns: int = 0) -> Any:
         """Return None when ``time.monotonic_ns()`` reaches ``until_ns``; with ``inbox``, return
-        earlier with an item put there before the spun tail began (call again to go on)."""
+        earlier with an item put there before the spun tail began (call again to go on); the
+        tail is at least ``spin_ns``."""
+        tail = max(self.tail_ns, spin_ns)
         left = until_ns - time.monotonic_ns()
-        if left > self.tail_ns:
-            wake = until_ns - self.tail_ns
+        if left > tail:
+            wake = until_ns - tail
             if inbox is None:
-                time.sleep((left - self.tail_ns) / 1e9)
+                time.sleep((left - tail) / 1e9)
             else:
                 try:
-                    return inbox.get(timeout=(left - self.tail_ns) / 1e9)
+                    return inbox.get(timeout=(left - tail) / 1e9)
                 except queue.Empty:
                     pass
             self._woke(time.monotonic_ns() - wake)

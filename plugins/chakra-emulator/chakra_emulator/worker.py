@@ -90,6 +90,9 @@ def read_status(path: Path) -> tuple[int, int, int, int, int]:
 
 #: how far ahead of its own clock rank 0 sets an iteration's start (covers handing it to every rank)
 _START_AHEAD_NS = 3_000_000
+#: how long before an iteration's start a rank stops sleeping and spins, so that it begins on time
+#: where a sleep can wake late (an idle virtual CPU is slow to wake)
+_START_SPIN_NS = 1_000_000
 
 
 def _precise_timers() -> None:
@@ -210,7 +213,8 @@ def _run(jobdir: Path, rank: int, status: Status) -> dict[str, Any]:
     on_thread = (lambda: torch.cuda.set_device(device)) if device.type == "cuda" else None
     replay = Replay(plan, job["streams"], nodes.run_sync, nodes.start_comm,
                     lambda pos, since, done: status.set(3, pos, since, done), on_thread,
-                    futures=job["backend"] == "gloo", wait_until=nodes.host.until,
+                    futures=job["backend"] == "gloo",
+                    wait_until=lambda ns: nodes.host.until(ns, spin_ns=_START_SPIN_NS),
                     deadline=nodes.deadline, hold=nodes.host.until)
     iterations = []
     try:
