@@ -59,9 +59,9 @@ class Replay:
     def __init__(self, plan: Plan, streams: int, run_sync: NodeAction,
                  start_comm: Callable[[int], tuple[int, Any]], status: Callable[[int, int, int], None],
                  on_cuda_thread: Callable[[], None] | None = None, futures: bool = False,
-                 wait_until: Callable[[int], None] = lambda ns: None,
-                 deadline: Callable[[int, int], int | None] = lambda i, ns: None,
-                 hold: Callable[[int, queue.SimpleQueue], Any] = lambda ns, inbox: None):
+                 wait_until: Callable[[int], None] = lambda ns: None, *,
+                 deadline: Callable[[int, int], int | None],
+                 hold: Callable[[int, queue.SimpleQueue], Any]):
         self.plan = plan
         self.wait_until = wait_until
         self.deadline = deadline
