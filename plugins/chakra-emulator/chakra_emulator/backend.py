@@ -54,6 +54,8 @@ class EmulatorBackend(Backend):
                            "(Linux; needs root, CAP_SYS_NICE or an RLIMIT_RTPRIO of 1 or more)"),
         "recalibrate": Option("bool", False, "measure the kernel calibration again instead of using the cache"),
         "expected": Option("bool", True, "compute expected_ns and error with the simpy simulator"),
+        "congestion": Option("str", "unaware", "network model of the simulation behind expected_ns "
+                             "(the simpy backend's option)", choices=("unaware", "aware")),
         "critical_path_nodes": Option("int", 200, "most critical-path nodes listed", minimum=0),
         "node_rows": Option("int", 100_000, "most per-node rows (measured vs trace) in the result", minimum=0),
     }
@@ -151,6 +153,7 @@ def _expected(traces: TraceSet, options: Mapping[str, Any]) -> int:
 
     sim_opts = {k: options[k] for k in SYSTEM_OPTIONS if options.get(k) is not None}
     sim_opts["streams"] = options["streams"]
+    sim_opts["congestion"] = options["congestion"]
     return int(simulate(traces, "simpy", options=sim_opts, validate=False).summary["finish_ns"])
 
 

@@ -73,19 +73,12 @@ MIB = 1 << 20
 DATA = Path(__file__).with_name("data")
 SWEEP = DATA / "astra_sim_unaware_sweep.csv"
 
-#: ``tests/rt_template/inputs/system_cfg.json`` (fork Rezvan-Rezaee/astra-sim, e2e5ecc3)
-RT_TEMPLATE_SYSTEM = {
-    "scheduling-policy": "LIFO", "endpoint-delay": 10, "active-chunks-per-dimension": 1,
-    "preferred-dataset-splits": 4, "all-reduce-implementation": ["ring"],
-    "all-gather-implementation": ["ring"], "reduce-scatter-implementation": ["ring"],
-    "all-to-all-implementation": ["ring"], "collective-optimization": "localBWAware",
-    "local-mem-bw": 50, "boost-mode": 0}
-#: ``examples/system/native_collectives/Ring_4chunks.json`` (astra-sim/astra-sim, 4040c834)
-RING_4CHUNKS_SYSTEM = {**RT_TEMPLATE_SYSTEM, "local-mem-bw": 1600, "roofline-enabled": 1, "peak-perf": 900}
-#: ``examples/system/native_collectives/HGX-H100-validated.json`` (astra-sim/astra-sim, cb9c7d30)
-HGX_H100_SYSTEM = {**RT_TEMPLATE_SYSTEM, "active-chunks-per-dimension": 2, "local-mem-bw": 3350}
-#: ``examples/network/analytical/HGX-H100-validated.yml`` (astra-sim/astra-sim, 3aaa79b3)
-HGX_H100_NETWORK = {"topology": ["Switch"], "npus_count": [8], "bandwidth": [400.0], "latency": [936.25]}
+#: the published systems, networks and microbenchmark results (one collective per rank), shared
+#: with the emulator's tests
+PUBLISHED = json.loads((DATA / "astra_sim_microbenchmarks.json").read_text())
+RT_TEMPLATE_SYSTEM = PUBLISHED["systems"]["rt_template"]["value"]
+HGX_H100_SYSTEM = PUBLISHED["systems"]["hgx_h100"]["value"]
+HGX_H100_NETWORK = PUBLISHED["networks"]["hgx_h100"]["value"]
 
 
 def _network(dims: list[tuple[str, int]]) -> dict:
@@ -119,31 +112,29 @@ def _simulate(tmp_path: Path, ts, system: dict, network: dict, congestion: str) 
     return [r["finish_ns"] for r in res.ranks]
 
 
-@pytest.mark.parametrize("congestion", ["aware", "unaware"])
-def test_rt_template_regression_all_reduce_ring_8(tmp_path, congestion):
-    """The aware binary's regression test: 1 MiB all-reduce, involved_dim [True], Ring of 8."""
-    ts = _workload(tmp_path, 8, CommType.ALL_REDUCE, 1_048_576, involved_dim=[True])
-    got = _simulate(tmp_path, ts, RT_TEMPLATE_SYSTEM, _network([("Ring", 8)]), congestion)
-    assert got == [117_780] * 8
+_RUNS = [pytest.param(case, mode, id=f"{case['name']}-{mode}")
+         for case in PUBLISHED["cases"] for mode in case["congestion"]]
 
 
-@pytest.mark.parametrize("congestion", ["aware", "unaware"])
-def test_quick_example_all_gather_ring_16(tmp_path, congestion):
-    """The documented quick example of the aware binary: 1 MB all-gather on a Ring of 16."""
-    ts = _workload(tmp_path, 16, CommType.ALL_GATHER, MIB)
-    got = _simulate(tmp_path, ts, RING_4CHUNKS_SYSTEM, _network([("Ring", 16)]), congestion)
-    assert got == [323_560] * 16
+@pytest.mark.parametrize(("case", "congestion"), _RUNS)
+def test_published_microbenchmark(tmp_path, case, congestion):
+    """The binaries' regression test (1 MiB all-reduce, involved_dim [True], Ring of 8), the
+    documented quick example (1 MB all-gather, Ring of 16) and the aware binary on ASTRA-sim's
+    HGX-H100 example (1 MB collectives on 8 NPUs, two active chunks): every rank at the recorded
+    cycles."""
+    ts = _workload(tmp_path, case["npus"], CommType[case["comm_type"]], case["comm_size"], case.get("involved_dim"))
+    system = PUBLISHED["systems"][case["system"]]["value"]
+    network = PUBLISHED["networks"][case["network"]]["value"]
+    assert _simulate(tmp_path, ts, system, network, congestion) == [case["cycles"]] * case["npus"]
 
 
-@pytest.mark.parametrize(("ct", "recorded"), [(CommType.ALL_REDUCE, 57_426), (CommType.ALL_GATHER, 44_058),
-                                              (CommType.REDUCE_SCATTER, 28_950), (CommType.ALL_TO_ALL, 114_000)])
-def test_hgx_h100_validated_microbenchmarks_with_two_active_chunks(tmp_path, ct, recorded):
-    """The aware binary on ASTRA-sim's HGX-H100 example, 1 MB collectives on 8 NPUs: every rank
-    at the recorded cycles.  The congestion-unaware model gives other values here (two hops
-    timed as one, no queueing), so the case tells the modes apart."""
-    ts = _workload(tmp_path, 8, ct, MIB)
-    assert _simulate(tmp_path, ts, HGX_H100_SYSTEM, HGX_H100_NETWORK, "aware") == [recorded] * 8
-    assert set(_simulate(tmp_path, ts, HGX_H100_SYSTEM, HGX_H100_NETWORK, "unaware")) != {recorded}
+@pytest.mark.parametrize("case", [c for c in PUBLISHED["cases"] if c["congestion"] == ["aware"]], ids=lambda c: c["name"])
+def test_hgx_h100_microbenchmarks_tell_the_modes_apart(tmp_path, case):
+    """The congestion-unaware model gives other values on the HGX-H100 example (two hops timed as
+    one, no queueing), so those cases check the aware mode's queueing."""
+    ts = _workload(tmp_path, case["npus"], CommType[case["comm_type"]], case["comm_size"])
+    network = PUBLISHED["networks"][case["network"]]["value"]
+    assert set(_simulate(tmp_path, ts, HGX_H100_SYSTEM, network, "unaware")) != {case["cycles"]}
 
 
 def _sends(tmp_path: Path, npus: int, pairs: list[tuple[int, int]]):
