@@ -13,7 +13,9 @@ error of the mean, of the median repeat and of the fastest repeat against:
 - ``expected_ns`` (the ``error`` the target is about): simpy replaying the recorded compute
   durations on a system matching this machine: one Ring of the ranks whose link latency and
   endpoint delay are fitted to what gloo's calls cost here (``benches/gloo_link.py``: every kind
-  timed in isolation, the fit weighted by how many calls of each kind the trace makes);
+  timed in isolation just before and just after the trace's replays, the mean of the two
+  medians, so that the machine's phase during the replays is the fit's; the fit weighted by how
+  many calls of each kind the trace makes);
 - the trace's own recorded path (``trace_ns``: recorded collective durations included);
 
 then measured / recorded time per kind of node; and for the first mode, per collective kind, the
@@ -158,29 +160,36 @@ def main() -> None:
     from gloo_link import fit_link, measure_calls, modelled
 
     wall, cpu = time.perf_counter(), time.process_time()
-    costs = measure_calls(args.realtime)
     print(f"machine: {os.cpu_count()} CPU cores, load average {os.getloadavg()[0]:.1f}"
-          f"{', workers SCHED_FIFO' if args.realtime else ''}; gloo calls on 127.0.0.1, us: "
-          + ", ".join(f"{k} {v / 1e3:.0f}" for k, v in costs.items()), flush=True)
+          f"{', workers SCHED_FIFO' if args.realtime else ''}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.which:
             path, input_options = _inputs(name, Path(tmp))
             traces = chakra_core.load_traces(path, options=input_options or None)
+            before = measure_calls(args.realtime)
+            replays = [(mode, chakra_core.emulate(
+                path, input_options=input_options or None, validate=False,
+                options={"compute": mode, "repeats": args.repeats, "warmup": args.warmup, "spans": k == 0,
+                         "realtime": args.realtime, "expected": False}), os.getloadavg()[0])
+                for k, mode in enumerate(args.modes.split(","))]
+            after = measure_calls(args.realtime)
+            costs = {k: (before[k] + after[k]) / 2 for k in before}
             latency, delay, bandwidth = fit_link(costs, _calls(traces))
             model = modelled(latency, delay)
-            print(f"{name:17s} link fitted to its calls: latency {latency / 1e3:.1f} us, endpoint delay "
+            print(f"{name:17s} gloo calls on 127.0.0.1 before / after its replays, us: "
+                  + ", ".join(f"{k} {before[k] / 1e3:.0f}/{after[k] / 1e3:.0f}" for k in before), flush=True)
+            print(f"{name:17s} link fitted to their means: latency {latency / 1e3:.1f} us, endpoint delay "
                   f"{delay / 1e3:.1f} us, {bandwidth:.2f} GB/s (fitted/measured us: "
                   + ", ".join(f"{k} {model[k] / 1e3:.0f}/{costs[k] / 1e3:.0f}" for k in model) + ")", flush=True)
             system = str(system_file(len(traces), latency, bandwidth, Path(tmp), delay))
             simulated = chakra_core.simulate(path, input_options=input_options or None, validate=False,
-                                             system=system, options={"spans": True}).spans
-            for k, mode in enumerate(args.modes.split(",")):
-                r = chakra_core.emulate(path, input_options=input_options or None, validate=False, system=system,
-                                        options={"compute": mode, "repeats": args.repeats, "warmup": args.warmup,
-                                                 "spans": k == 0, "realtime": args.realtime})
-                print(_line(name, mode, r.summary), f"load {os.getloadavg()[0]:.1f}", flush=True)
+                                             system=system, options={"spans": True})
+            expected = simulated.summary["finish_ns"]
+            for mode, r, load in replays:
+                s = {**r.summary, "expected_ns": expected, "error": r.summary["finish_ns"] / expected - 1}
+                print(_line(name, mode, s), f"load {load:.1f}", flush=True)
                 if r.spans is not None:
-                    print(_kinds_line(name, r.spans, simulated), flush=True)
+                    print(_kinds_line(name, r.spans, simulated.spans), flush=True)
         if args.profiler_cost:
             print(_profiler_cost(Path(tmp)), flush=True)
     print(f"({time.perf_counter() - wall:.0f} s wall, {time.process_time() - cpu:.0f} s CPU in this process)")

@@ -4,9 +4,10 @@ fits those costs (used by ``bench_emulator.py`` for ``expected_ns``).
 Two processes over 127.0.0.1 call each kind the way the emulator does (the process group's own
 method, not torch.distributed's Python function), 1,000 float32 elements, isolated: both ranks
 meet at a barrier and sleep 0.5 ms before each call, as a trace's collectives come between its
-compute. A call's cost is the time from the later rank's start to the later rank's end (the
-replay's "from the last member's arrival" measure); the median of 200 calls per kind. A 4 MiB
-all-reduce gives the bandwidth.
+compute. The kinds take turns (one call of each, 200 rounds), so that a slow phase of the
+machine reaches every kind alike instead of the one measured then. A call's cost is the time
+from the later rank's start to the later rank's end (the replay's "from the last member's
+arrival" measure); the median of the 200 calls per kind. A 4 MiB all-reduce gives the bandwidth.
 
 The fit: on 2 NPUs of one Ring our simulator (as ASTRA-sim) charges an all-reduce
 ``2 L + 3 e`` (two messages, three endpoint delays), an all-gather, a reduce-scatter and an
@@ -51,16 +52,19 @@ def kinds(pg, rank, n):
         "BARRIER": lambda: pg.barrier(dist.BarrierOptions()),
     }
 
-def times(call, reps):
-    for _ in range(5):
-        call().wait()
-    out = []
+def times(calls, reps):
+    """(start, end) ns of every call, the kinds taking turns so that each sees the same phases."""
+    for call in calls.values():
+        for _ in range(5):
+            call().wait()
+    out = {k: [] for k in calls}
     for _ in range(reps):
-        dist.barrier()
-        time.sleep(0.0005)
-        s = time.monotonic_ns()
-        call().wait()
-        out.append((s, time.monotonic_ns()))
+        for k, call in calls.items():
+            dist.barrier()
+            time.sleep(0.0005)
+            s = time.monotonic_ns()
+            call().wait()
+            out[k].append((s, time.monotonic_ns()))
     return out
 
 def run(rank, port, out, realtime):
@@ -71,9 +75,9 @@ def run(rank, port, out, realtime):
         for tid in os.listdir("/proc/self/task"):
             os.sched_setscheduler(int(tid), os.SCHED_FIFO, os.sched_param(1))
     pg = dist.group.WORLD
-    mine = {k: times(call, 200) for k, call in kinds(pg, rank, 1000).items()}
+    mine = times(kinds(pg, rank, 1000), 200)
     big = torch.ones(1 << 20)
-    mine["LARGE"] = times(lambda: pg.allreduce([big], dist.AllreduceOptions()), 20)
+    mine.update(times({"LARGE": lambda: pg.allreduce([big], dist.AllreduceOptions())}, 20))
     both = [None, None]
     dist.all_gather_object(both, mine)
     if rank == 0:
