@@ -112,6 +112,11 @@ def _simulate(tmp_path: Path, ts, system: dict, network: dict, congestion: str) 
     return [r["finish_ns"] for r in res.ranks]
 
 
+def _published(case: dict) -> tuple[dict, dict]:
+    """(system, network) of a published case."""
+    return PUBLISHED["systems"][case["system"]]["value"], PUBLISHED["networks"][case["network"]]["value"]
+
+
 _RUNS = [pytest.param(case, mode, id=f"{case['name']}-{mode}")
          for case in PUBLISHED["cases"] for mode in case["congestion"]]
 
@@ -123,9 +128,7 @@ def test_published_microbenchmark(tmp_path, case, congestion):
     HGX-H100 example (1 MB collectives on 8 NPUs, two active chunks): every rank at the recorded
     cycles."""
     ts = _workload(tmp_path, case["npus"], CommType[case["comm_type"]], case["comm_size"], case.get("involved_dim"))
-    system = PUBLISHED["systems"][case["system"]]["value"]
-    network = PUBLISHED["networks"][case["network"]]["value"]
-    assert _simulate(tmp_path, ts, system, network, congestion) == [case["cycles"]] * case["npus"]
+    assert _simulate(tmp_path, ts, *_published(case), congestion) == [case["cycles"]] * case["npus"]
 
 
 @pytest.mark.parametrize("case", [c for c in PUBLISHED["cases"] if c["congestion"] == ["aware"]], ids=lambda c: c["name"])
@@ -133,8 +136,7 @@ def test_hgx_h100_microbenchmarks_tell_the_modes_apart(tmp_path, case):
     """The congestion-unaware model gives other values on the HGX-H100 example (two hops timed as
     one, no queueing), so those cases check the aware mode's queueing."""
     ts = _workload(tmp_path, case["npus"], CommType[case["comm_type"]], case["comm_size"])
-    network = PUBLISHED["networks"][case["network"]]["value"]
-    assert set(_simulate(tmp_path, ts, HGX_H100_SYSTEM, network, "unaware")) != {case["cycles"]}
+    assert set(_simulate(tmp_path, ts, *_published(case), "unaware")) != {case["cycles"]}
 
 
 def _sends(tmp_path: Path, npus: int, pairs: list[tuple[int, int]]):
