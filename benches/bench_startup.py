@@ -2,7 +2,7 @@
 
     python benches/bench_startup.py [--runs 5] [--core DIR]
 
-Each run is a fresh interpreter (``python -m chakra_core._cli.main ...``); the figures are the
+Each run is a fresh interpreter (``python -m chakra_core.cli.main ...``); the figures are the
 minimum and the median over the runs.  CPU time (user + system of the child) is the figure to
 compare on a busy machine; wall time includes waiting for the CPU.  ``--core DIR`` puts DIR
 first on ``PYTHONPATH`` to time another checkout's ``chakra_core`` against the same plugins.
@@ -24,7 +24,7 @@ COMMANDS = (["--help"], ["plugins"], ["plugins", "--json"])
 def _time(args: list[str], env: dict[str, str]) -> tuple[float, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "chakra_core._cli.main", *args], env=env, check=True,
+    subprocess.run([sys.executable, "-m", "chakra_core.cli.main", *args], env=env, check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -116,7 +116,7 @@ def main() -> None:
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.threads:
-        import chakra_core._perfetto as perfetto
+        import chakra_core.analysis._perfetto as perfetto
 
         perfetto._THREADS = args.threads
     if args.child:

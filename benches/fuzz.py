@@ -7,7 +7,7 @@ flips, interesting bytes, cut and repeated ranges, truncation, interesting numbe
 deep nesting, length prefixes) and runs one command on it.  Mutations come from a
 ``random.Random`` seeded by ``(seed, case index)``, so a case is reproduced by its number.
 
-Cases run in-process (``chakra_core._cli.main.main``) inside a worker subprocess that has a memory
+Cases run in-process (``chakra_core.cli.main.main``) inside a worker subprocess that has a memory
 limit (``resource.setrlimit``) and a per-case alarm; the parent restarts a worker that dies or
 stops answering.  Each case ends as one of:
 
@@ -62,7 +62,7 @@ class Seed:
 def _cli(*argv: str) -> None:
     import contextlib
 
-    from chakra_core._cli.main import main
+    from chakra_core.cli.main import main
 
     with contextlib.redirect_stdout(io.StringIO()):
         status = main(list(argv))
@@ -199,9 +199,9 @@ _ATTR_VALUES = {
 
 def _mutate_nodes(rng: random.Random, data: bytes) -> bytes:
     """Decode an .et file, give one node a strange field, attribute or dependency; re-encode."""
-    from chakra_core._attrs import set_attr
-    from chakra_core._etio import _encode_varint
-    from chakra_core._schema import GlobalMetadata, Node
+    from chakra_core.io._etio import _encode_varint
+    from chakra_core.io._schema import GlobalMetadata, Node
+    from chakra_core.trace._attrs import set_attr
 
     frames, pos = [], 0
     while pos < len(data):
@@ -304,7 +304,7 @@ def _call(argv: list[str]) -> tuple[int | None, str, str]:
     import traceback
     import warnings
 
-    from chakra_core._cli.main import main
+    from chakra_core.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():

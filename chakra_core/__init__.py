@@ -47,14 +47,32 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._lazy import lazy_exports, lazy_getattr
+from chakra_core.base._lazy import lazy_exports, lazy_getattr
+from chakra_core.base._version import __version__ as __version__
 
 if TYPE_CHECKING:
-    from ._api import Backend, Executor, Generator, InputFormat, Result, Synthesizer, Transform
-    from ._attrs import NodeAttrs, add_attr, get_attr, get_bool, get_int, get_str, make_attr, set_attr
-    from ._breakdown import breakdown
-    from ._columns import AttrColumn, NodeColumns, node_columns
-    from ._commands import (
+    from chakra_core.analysis._breakdown import breakdown
+    from chakra_core.analysis._critical import CriticalPath, critical_path
+    from chakra_core.analysis._diff import Diff
+    from chakra_core.analysis._plots import plot
+    from chakra_core.analysis._report import Report
+    from chakra_core.analysis._spans import FLOW_KINDS, SPAN_KINDS, SpanBuilder, Spans
+    from chakra_core.analysis._timeline import write_timeline, write_timeline_from_options
+    from chakra_core.analysis._timeline_options import TIMELINE_OPTIONS
+    from chakra_core.base._errors import ChakraError, ConfigError, PluginError, TraceFormatError
+    from chakra_core.base._limits import check_limit, get_limit
+    from chakra_core.base._options import Option
+    from chakra_core.base._paths import expand_paths
+    from chakra_core.base._progress import Progress, progress, set_progress_enabled
+    from chakra_core.hookspecs import Register, hookimpl
+    from chakra_core.host._api import Backend, Executor, Generator, InputFormat, Result, Synthesizer, Transform
+    from chakra_core.host._plugins import get_host
+    from chakra_core.io._etio import EtReader, EtWriter, atomic_output, frame_nodes, open_binary, read_et, write_et
+    from chakra_core.io._jsonform import read_json, write_json
+    from chakra_core.io._publish import inside_output, output_directory
+    from chakra_core.io._schema import PG_INIT_NAME, AttributeProto, CommType, GlobalMetadata, IOInfo, Node, NodeType
+    from chakra_core.pipeline._analyses import compare, diff, graph, report
+    from chakra_core.pipeline._commands import (
         Validation,
         convert,
         emulate,
@@ -66,33 +84,16 @@ if TYPE_CHECKING:
         transform,
         validate,
     )
-    from ._compare import compare
-    from ._critical import CriticalPath, critical_path
-    from ._diff import Diff, diff
-    from ._errors import ChakraError, ConfigError, PluginError, TraceFormatError
-    from ._etio import EtReader, EtWriter, atomic_output, frame_nodes, open_binary, read_et, write_et
-    from ._graph import DepGraph
-    from ._graphview import graph
-    from ._jsonform import read_json, write_json
-    from ._limits import check_limit, get_limit
-    from ._options import Option
-    from ._paths import expand_paths
-    from ._pipeline import Pipeline, detect_format, load_pipeline, load_traces, run_pipeline
-    from ._plots import plot
-    from ._plugins import get_host
-    from ._progress import Progress, progress, set_progress_enabled
-    from ._publish import inside_output, output_directory
-    from ._report import Report, report
-    from ._roles import RoleHasher, RoleKey, role_key
-    from ._schema import PG_INIT_NAME, AttributeProto, CommType, GlobalMetadata, IOInfo, Node, NodeType
-    from ._selection import NODE_KINDS, SELECTION_OPTIONS, node_selection, parse_ranks
-    from ._spans import FLOW_KINDS, SPAN_KINDS, SpanBuilder, Spans
-    from ._stats import compute_stats
-    from ._sweep import sweep
-    from ._synth import read_model, synth_fit, synth_sample, synth_show
-    from ._timeline import write_timeline, write_timeline_from_options
-    from ._timeline_options import TIMELINE_OPTIONS
-    from ._traceset import (
+    from chakra_core.pipeline._pipeline import Pipeline, detect_format, load_pipeline, load_traces, run_pipeline
+    from chakra_core.pipeline._synth import read_model, synth_fit, synth_sample, synth_show
+    from chakra_core.sweeps._sweep import sweep
+    from chakra_core.trace._attrs import NodeAttrs, add_attr, get_attr, get_bool, get_int, get_str, make_attr, set_attr
+    from chakra_core.trace._columns import AttrColumn, NodeColumns, node_columns
+    from chakra_core.trace._graph import DepGraph
+    from chakra_core.trace._roles import RoleHasher, RoleKey, role_key
+    from chakra_core.trace._selection import NODE_KINDS, SELECTION_OPTIONS, node_selection, parse_ranks
+    from chakra_core.trace._stats import compute_stats
+    from chakra_core.trace._traceset import (
         FileRank,
         GeneratedRank,
         MemoryRank,
@@ -102,8 +103,7 @@ if TYPE_CHECKING:
         process_groups_json,
         with_process_groups,
     )
-    from ._validate import Finding
-    from .hookspecs import Register, hookimpl
+    from chakra_core.validation._validate import Finding
 
 __all__ = [
     "Node", "GlobalMetadata", "NodeType", "CommType", "AttributeProto", "IOInfo", "PG_INIT_NAME",
@@ -131,50 +131,46 @@ __all__ = [
     "report", "Report", "diff", "Diff", "plot", "graph",
 ]
 
-_WHERE = {
-    "Node": "_schema", "GlobalMetadata": "_schema", "NodeType": "_schema", "CommType": "_schema",
-    "AttributeProto": "_schema", "IOInfo": "_schema", "PG_INIT_NAME": "_schema",
-    "EtReader": "_etio", "EtWriter": "_etio", "read_et": "_etio", "write_et": "_etio",
-    "open_binary": "_etio", "atomic_output": "_etio", "frame_nodes": "_etio",
-    "output_directory": "_publish", "inside_output": "_publish",
-    "TraceSet": "_traceset", "RankTrace": "_traceset", "FileRank": "_traceset",
-    "MemoryRank": "_traceset", "GeneratedRank": "_traceset", "open_traceset": "_traceset",
-    "expand_paths": "_paths", "with_process_groups": "_traceset",
-    "process_groups_json": "_traceset",
-    "write_json": "_jsonform", "read_json": "_jsonform",
-    "get_attr": "_attrs", "get_int": "_attrs", "get_str": "_attrs", "get_bool": "_attrs",
-    "set_attr": "_attrs", "add_attr": "_attrs", "make_attr": "_attrs", "NodeAttrs": "_attrs",
-    "hookimpl": "hookspecs", "Register": "hookspecs",
-    "InputFormat": "_api", "Backend": "_api", "Transform": "_api",
-    "Synthesizer": "_api", "Generator": "_api", "generate": "_commands", "Result": "_api",
-    "Option": "_options", "get_host": "_plugins",
-    "lazy_getattr": "_lazy", "lazy_exports": "_lazy",
-    "ChakraError": "_errors", "TraceFormatError": "_errors", "ConfigError": "_errors",
-    "PluginError": "_errors",
-    "validate": "_commands", "Finding": "_validate", "compute_stats": "_stats", "DepGraph": "_graph",
-    "detect_format": "_pipeline", "load_traces": "_pipeline", "run_pipeline": "_pipeline",
-    "load_pipeline": "_pipeline", "Pipeline": "_pipeline",
-    "convert": "_commands", "simulate": "_commands", "emulate": "_commands", "export": "_commands",
-    "transform": "_commands",
-    "stats": "_commands", "jsonize": "_commands", "Validation": "_commands",
-    "progress": "_progress", "Progress": "_progress", "set_progress_enabled": "_progress",
-    "check_limit": "_limits", "get_limit": "_limits",
-    "SELECTION_OPTIONS": "_selection", "NODE_KINDS": "_selection", "node_selection": "_selection",
-    "parse_ranks": "_selection",
-    "role_key": "_roles", "RoleKey": "_roles", "RoleHasher": "_roles",
-    "node_columns": "_columns", "NodeColumns": "_columns", "AttrColumn": "_columns",
-    "synth_fit": "_synth", "synth_sample": "_synth", "synth_show": "_synth", "read_model": "_synth",
-    "sweep": "_sweep", "Executor": "_api",
-    "Spans": "_spans", "SpanBuilder": "_spans", "SPAN_KINDS": "_spans", "FLOW_KINDS": "_spans",
-    "breakdown": "_breakdown", "critical_path": "_critical", "CriticalPath": "_critical",
-    "write_timeline": "_timeline", "write_timeline_from_options": "_timeline",
-    "TIMELINE_OPTIONS": "_timeline_options", "report": "_report", "Report": "_report", "diff": "_diff", "Diff": "_diff",
-    "plot": "_plots", "graph": "_graphview",
-    "compare": "_compare",
+#: public name -> the private module (relative to this package) that defines it
+_EXPORTS = {
+    "io._schema": ("Node", "GlobalMetadata", "NodeType", "CommType", "AttributeProto", "IOInfo", "PG_INIT_NAME"),
+    "io._etio": ("EtReader", "EtWriter", "read_et", "write_et", "open_binary", "atomic_output", "frame_nodes"),
+    "io._publish": ("output_directory", "inside_output"),
+    "trace._traceset": ("TraceSet", "RankTrace", "FileRank", "MemoryRank", "GeneratedRank", "open_traceset",
+                        "with_process_groups", "process_groups_json"),
+    "base._paths": ("expand_paths",),
+    "io._jsonform": ("write_json", "read_json"),
+    "trace._attrs": ("get_attr", "get_int", "get_str", "get_bool", "set_attr", "add_attr", "make_attr", "NodeAttrs"),
+    "hookspecs": ("hookimpl", "Register"),
+    "host._api": ("InputFormat", "Backend", "Transform", "Synthesizer", "Generator", "Result", "Executor"),
+    "pipeline._commands": ("generate", "validate", "convert", "simulate", "emulate", "export", "transform", "stats",
+                           "jsonize", "Validation"),
+    "base._options": ("Option",),
+    "host._plugins": ("get_host",),
+    "base._lazy": ("lazy_getattr", "lazy_exports"),
+    "base._errors": ("ChakraError", "TraceFormatError", "ConfigError", "PluginError"),
+    "validation._validate": ("Finding",),
+    "trace._stats": ("compute_stats",),
+    "trace._graph": ("DepGraph",),
+    "pipeline._pipeline": ("detect_format", "load_traces", "run_pipeline", "load_pipeline", "Pipeline"),
+    "base._progress": ("progress", "Progress", "set_progress_enabled"),
+    "base._limits": ("check_limit", "get_limit"),
+    "trace._selection": ("SELECTION_OPTIONS", "NODE_KINDS", "node_selection", "parse_ranks"),
+    "trace._roles": ("role_key", "RoleKey", "RoleHasher"),
+    "trace._columns": ("node_columns", "NodeColumns", "AttrColumn"),
+    "pipeline._synth": ("synth_fit", "synth_sample", "synth_show", "read_model"),
+    "sweeps._sweep": ("sweep",),
+    "analysis._spans": ("Spans", "SpanBuilder", "SPAN_KINDS", "FLOW_KINDS"),
+    "analysis._breakdown": ("breakdown",),
+    "analysis._critical": ("critical_path", "CriticalPath"),
+    "analysis._timeline": ("write_timeline", "write_timeline_from_options"),
+    "analysis._timeline_options": ("TIMELINE_OPTIONS",),
+    "pipeline._analyses": ("report", "diff", "graph", "compare"),
+    "analysis._report": ("Report",),
+    "analysis._diff": ("Diff",),
+    "analysis._plots": ("plot",),
 }
-
-__version__ = "0.1.0"
-
+_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 
 __getattr__ = lazy_getattr(__name__, _WHERE)
 

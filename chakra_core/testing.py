@@ -2,7 +2,7 @@
 
 Fixtures:
 
-``chakra_host``        a fresh :class:`~chakra_core._plugins.PluginHost` installed as the
+``chakra_host``        a fresh :class:`~chakra_core.host._plugins.PluginHost` installed as the
                        process-wide host for one test (entry points loaded as usual).
 ``chakra_isolated_host`` the same with the core's built-ins only: no installed plugin is loaded.
 ``chakra_register``    ``chakra_register(plugin, name="myplugin", distribution=, version=)``
@@ -36,8 +36,8 @@ from typing import Any
 
 import pytest
 
-from . import _plugins
-from ._errors import PluginError
+from chakra_core.base._errors import PluginError
+from chakra_core.host import _plugins
 
 __all__ = ["chakra_host", "chakra_isolated_host", "chakra_register", "chakra_pipeline", "chakra_cli",
            "chakra_roundtrip", "chakra_fake_dist"]
@@ -97,7 +97,7 @@ def chakra_register(request: pytest.FixtureRequest) -> Callable[..., Any]:
 @pytest.fixture
 def chakra_pipeline(request: pytest.FixtureRequest) -> Callable[..., dict]:
     """Run a pipeline in-process with this test's host."""
-    from ._pipeline import run_pipeline
+    from chakra_core.pipeline._pipeline import run_pipeline
 
     host = _host(request)
 
@@ -110,7 +110,7 @@ def chakra_pipeline(request: pytest.FixtureRequest) -> Callable[..., dict]:
 @pytest.fixture
 def chakra_cli(request: pytest.FixtureRequest) -> Callable[..., tuple[int, str, str]]:
     """Run ``chakra ARGS...`` in-process: ``(status, stdout, stderr)``."""
-    from ._cli.main import main
+    from chakra_core.cli.main import main
 
     _host(request)
 
@@ -129,7 +129,7 @@ def chakra_cli(request: pytest.FixtureRequest) -> Callable[..., tuple[int, str, 
 @pytest.fixture
 def chakra_roundtrip() -> Callable[..., Any]:
     """Write a TraceSet to ``.et`` files under a directory and open it again."""
-    from ._traceset import open_traceset
+    from chakra_core.trace._traceset import open_traceset
 
     def roundtrip(traces, directory) -> Any:
         paths = traces.write(Path(directory) / "trace")

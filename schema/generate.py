@@ -1,4 +1,4 @@
-"""Regenerate chakra_core/_proto from the .proto files in this folder.
+"""Regenerate chakra_core/io/_proto from the .proto files in this folder.
 
 Run with the protoc of grpcio-tools 1.66.x (protoc 27.2, Python gencode 5.27.2), the oldest
 gencode that the declared runtime range ``protobuf>=5.27.2,<8`` accepts:
@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
-OUT = HERE.parent / "chakra_core" / "_proto"
+OUT = HERE.parent / "chakra_core" / "io" / "_proto"
 
 
 def main() -> int:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from chakra_core._attrs import set_attr
-from chakra_core._schema import CommType, GlobalMetadata, Node, NodeType
-from chakra_core._traceset import MemoryRank, TraceSet
+from chakra_core.io._schema import CommType, GlobalMetadata, Node, NodeType
+from chakra_core.trace._attrs import set_attr
+from chakra_core.trace._traceset import MemoryRank, TraceSet
 
 DATA = Path(__file__).parent / "data"
 EXAMPLE_PLUGIN = Path(__file__).resolve().parents[1] / "docs" / "examples" / "chakra-example-plugin"

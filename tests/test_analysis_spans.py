@@ -106,7 +106,7 @@ def test_spans_save_and_load_round_trip(tmp_path):
 
 
 def test_utilisation_over_time_is_the_share_of_rank_time():
-    from chakra_core._analysis import utilisation
+    from chakra_core.analysis._tables import utilisation
 
     b = SpanBuilder(nranks=2)
     b.add(0, "compute", 0, 50, "k", "compute")

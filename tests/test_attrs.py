@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from chakra_core import NodeAttrs, add_attr, get_attr
-from chakra_core._attrs import CONVENTIONAL_SLOTS, get_bool, get_int, get_str, make_attr, set_attr
-from chakra_core._schema import Node
+from chakra_core.io._schema import Node
+from chakra_core.trace._attrs import CONVENTIONAL_SLOTS, get_bool, get_int, get_str, make_attr, set_attr
 
 SPEC_SLOTS = {  # shared/spec/chakra-et.md, "Attribute conventions"
     "is_cpu_op": "bool_val", "num_ops": "int64_val", "tensor_size": "uint64_val", "comm_type": "int64_val",

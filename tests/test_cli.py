@@ -69,10 +69,10 @@ def test_unknown_format_and_paths(tmp_path, chakra_cli):
 def test_debug_shows_traceback(tmp_path):
     bad = tmp_path / "bad.et"
     bad.write_bytes(b"")
-    r = subprocess.run([sys.executable, "-m", "chakra_core._cli.main", "--debug", "stats", str(bad)],
+    r = subprocess.run([sys.executable, "-m", "chakra_core.cli.main", "--debug", "stats", str(bad)],
                        capture_output=True, text=True)
     assert r.returncode != 0 and "Traceback" in r.stderr
-    r = subprocess.run([sys.executable, "-m", "chakra_core._cli.main", "stats", str(bad)], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-m", "chakra_core.cli.main", "stats", str(bad)], capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.count("\n") == 1
 
 

@@ -127,7 +127,7 @@ def test_nodes_with_more_dependencies_and_attributes_than_the_first_buffers_hold
 
 
 def test_runs_are_joined(tmp_path, monkeypatch):
-    import chakra_core._columns as columns
+    import chakra_core.trace._columns as columns
 
     monkeypatch.setattr(columns, "_RUN", 700)
     rng = random.Random(5)

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 import chakra_core as chakra
-from chakra_core._errors import ConfigError, TraceFormatError
-from chakra_core._schema import GlobalMetadata, Node, NodeType
-from chakra_core._traceset import GeneratedRank, TraceSet, open_traceset
+from chakra_core.base._errors import ConfigError, TraceFormatError
+from chakra_core.io._schema import GlobalMetadata, Node, NodeType
+from chakra_core.trace._traceset import GeneratedRank, TraceSet, open_traceset
 
 WORKLOAD = "DATA\n2\nfc1 -1 50 NONE 0 60 NONE 0 55 ALLREDUCE 1024 10\nfc2 -1 50 NONE 0 60 NONE 0 55 ALLREDUCE 2048 10\n"
 
@@ -167,7 +167,7 @@ def test_input_option_hint_names_the_inputs_format(workload, chakra_cli):
 
 
 def test_input_option_hint_imports_no_other_format(workload):
-    code = ("import sys; from chakra_core._cli.main import main; main(['simulate', sys.argv[1], '-O', 'npus=2']); "
+    code = ("import sys; from chakra_core.cli.main import main; main(['simulate', sys.argv[1], '-O', 'npus=2']); "
             "print(sorted(m for m in sys.modules if m.startswith(('chakra_pytorch.', 'torch', 'chakra_example.'))))")
     r = subprocess.run([sys.executable, "-c", code, str(workload)], capture_output=True, text=True)
     assert "option of the input format 'text'" in r.stderr

@@ -53,7 +53,7 @@ def test_tutorial_code_is_the_example_source():
 
 
 def _chakra(env, *args):
-    return subprocess.run([sys.executable, "-m", "chakra_core._cli.main", *map(str, args)],
+    return subprocess.run([sys.executable, "-m", "chakra_core.cli.main", *map(str, args)],
                           capture_output=True, text=True, env=env)
 
 

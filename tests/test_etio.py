@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chakra_core._errors import TraceFormatError
-from chakra_core._etio import EtReader, EtWriter, read_et, write_et
-from chakra_core._schema import GlobalMetadata, Node
+from chakra_core.base._errors import TraceFormatError
+from chakra_core.io._etio import EtReader, EtWriter, read_et, write_et
+from chakra_core.io._schema import GlobalMetadata, Node
 
 
 def _nodes(n):

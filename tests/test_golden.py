@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from google.protobuf.internal.decoder import _DecodeVarint32
 
-from chakra_core._attrs import attr_value, get_int, get_str
-from chakra_core._etio import EtReader, write_et
-from chakra_core._jsonform import read_json, write_json
-from chakra_core._proto import et_def_pb2 as pb
+from chakra_core.io._etio import EtReader, write_et
+from chakra_core.io._jsonform import read_json, write_json
+from chakra_core.io._proto import et_def_pb2 as pb
+from chakra_core.trace._attrs import attr_value, get_int, get_str
 
 
 def _plain_parse(data: bytes):

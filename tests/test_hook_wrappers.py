@@ -7,10 +7,10 @@ import warnings
 
 import pytest
 
-from chakra_core import _plugins as P
-from chakra_core._errors import PluginError
-from chakra_core._pipeline import detect_format, run_pipeline
+from chakra_core.host import _plugins as P
+from chakra_core.base._errors import PluginError
 from chakra_core.hookspecs import hookimpl
+from chakra_core.pipeline._pipeline import detect_format, run_pipeline
 
 
 class Noop:

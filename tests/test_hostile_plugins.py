@@ -40,7 +40,7 @@ def hostile(chakra_fake_dist):
         env = chakra_fake_dist("chakra-hostile", "6.6.6", {"hostile": "hostile_plugin"}, {"hostile_plugin": src})
         env["CHAKRA_PLUGIN_SLOW_SECONDS"] = "0.3"
         env.pop("CHAKRA_STRICT_PLUGINS", None)
-        return subprocess.run([sys.executable, "-m", "chakra_core._cli.main", *args], capture_output=True,
+        return subprocess.run([sys.executable, "-m", "chakra_core.cli.main", *args], capture_output=True,
                               text=True, env=env, timeout=60)
 
     return run

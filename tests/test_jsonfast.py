@@ -8,8 +8,8 @@ from google.protobuf import json_format
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chakra_core._jsonfast import node_from_dict
-from chakra_core._schema import AttributeProto, Node
+from chakra_core.io._jsonfast import node_from_dict
+from chakra_core.io._schema import AttributeProto, Node
 
 _RANGES = {
     "int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1), "uint32": (0, 2**32 - 1),

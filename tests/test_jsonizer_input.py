@@ -15,7 +15,7 @@ import pytest
 from google.protobuf.json_format import MessageToJson
 
 from chakra_core import TraceFormatError, convert, jsonize, read_json
-from chakra_core._builtin.formats import chakra_detect_format
+from chakra_core.builtin.formats import chakra_detect_format
 
 RECORDED = Path(__file__).resolve().parents[1] / "plugins" / "chakra-pytorch" / "tests" / "data"
 

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from chakra_core._publish import finish_interrupted
+from chakra_core.io._publish import finish_interrupted
 
 EXAMPLES = Path(__file__).parent.parent / "examples" / "text"
 WORKLOADS = ([str(EXAMPLES / "dlrm_like.txt"), "-I", "npus=4"],
              [str(EXAMPLES / "gpt3_like.txt"), "-I", "npus=16"])
-CHAKRA = [sys.executable, "-m", "chakra_core._cli.main"]
+CHAKRA = [sys.executable, "-m", "chakra_core.cli.main"]
 RUNS = 4  # per test: half killed after a random delay, half while the output is being built
 
 

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from chakra_core import ConfigError, _publish, output_directory
-from chakra_core._cli.main import main
-from chakra_core._traceset import open_traceset
+from chakra_core import ConfigError, output_directory
+from chakra_core.io import _publish
+from chakra_core.cli.main import main
+from chakra_core.trace._traceset import open_traceset
 
 EXAMPLES = Path(__file__).parent.parent / "examples" / "text"
 SMALL = [str(EXAMPLES / "dlrm_like.txt"), "-I", "npus=4"]
@@ -66,7 +67,7 @@ def test_a_failed_export_keeps_the_complete_earlier_one(tmp_path, monkeypatch, c
     out = tmp_path / "out"
     assert export(out, SMALL) == 0
     before = snapshot(out)
-    from chakra_core import _etio
+    from chakra_core.io import _etio
 
     real = _etio.EtWriter.write_raw
     calls = {"n": 0}

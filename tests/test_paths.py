@@ -68,7 +68,7 @@ def test_cli_refusals_say_what_to_do(tmp_path, dp_set, chakra_cli):
     status, _, err = chakra_cli("export", tmp_path / "job", "--to", "json", "-o", tmp_path / "o",
                                 "--system", "a.yaml", "-O", "system=b.yaml")
     assert status == 2 and "'system' given twice" in err
-    from chakra_core._plugins import PluginHost, PluginWarning
+    from chakra_core.host._plugins import PluginHost, PluginWarning
 
     os.environ["CHAKRA_LOAD_PLUGINS"] = "no-such-plugin"
     try:
@@ -84,8 +84,8 @@ def test_cli_refusals_say_what_to_do(tmp_path, dp_set, chakra_cli):
 def test_json_form_version_is_checked(tmp_path):
     import pytest
 
-    from chakra_core._errors import TraceFormatError
-    from chakra_core._jsonform import read_json
+    from chakra_core.base._errors import TraceFormatError
+    from chakra_core.io._jsonform import read_json
 
     p = tmp_path / "v.jsonl"
     p.write_text('{"format": "chakra-et-json", "version": 2, "metadata": {}}\n')

@@ -7,10 +7,10 @@ import json
 import pytest
 import yaml
 
-from chakra_core._attrs import get_int
-from chakra_core._errors import ConfigError
-from chakra_core._pipeline import load_pipeline, run_pipeline
-from chakra_core._traceset import open_traceset
+from chakra_core.base._errors import ConfigError
+from chakra_core.pipeline._pipeline import load_pipeline, run_pipeline
+from chakra_core.trace._attrs import get_int
+from chakra_core.trace._traceset import open_traceset
 
 
 @pytest.fixture

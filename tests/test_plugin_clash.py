@@ -15,8 +15,8 @@ import sys
 
 import pytest
 
-from chakra_core import _plugins as P
-from chakra_core._errors import PluginError
+from chakra_core.host import _plugins as P
+from chakra_core.base._errors import PluginError
 
 PLUGIN = """
     from chakra_core import hookimpl
@@ -69,7 +69,7 @@ def job(tmp_path, dp_set):
 
 
 def _chakra(env, *args):
-    return subprocess.run([sys.executable, "-m", "chakra_core._cli.main", *map(str, args)],
+    return subprocess.run([sys.executable, "-m", "chakra_core.cli.main", *map(str, args)],
                           capture_output=True, text=True, env=env)
 
 

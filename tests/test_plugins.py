@@ -13,8 +13,8 @@ import warnings
 
 import pytest
 
-from chakra_core import _plugins as P
-from chakra_core._errors import ConfigError, PluginError
+from chakra_core.host import _plugins as P
+from chakra_core.base._errors import ConfigError, PluginError
 from chakra_core.hookspecs import hookimpl
 
 GOOD = """
@@ -29,7 +29,7 @@ GOOD = """
         register("needs_missing", "good_impl:NeedsMissing", install_hint="pip install chakra-missing-extra")
 """
 GOOD_IMPL = """
-    from chakra_core._api import Transform, Backend
+    from chakra_core.host._api import Transform, Backend
 
     class Noop(Transform):
         def apply(self, traces, options):
@@ -157,7 +157,7 @@ def test_unknown_name_suggests(fake_plugins):
         host.registry.get("transform", "scal")
 
 
-@pytest.mark.filterwarnings("ignore::chakra_core._plugins.PluginWarning")
+@pytest.mark.filterwarnings("ignore::chakra_core.host._plugins.PluginWarning")
 def test_chakra_plugins_lists_failures(fake_plugins, chakra_cli):
     status, out, _ = chakra_cli("plugins", "--json")
     doc = json.loads(out)
@@ -184,11 +184,11 @@ def test_register_fixture_adds_plugin_for_one_test(chakra_register, chakra_host)
 def test_help_imports_no_plugin():
     import subprocess
 
-    code = ("import sys; from chakra_core._cli.main import main; "
+    code = ("import sys; from chakra_core.cli.main import main; "
             "import contextlib, io\n"
             "with contextlib.redirect_stdout(io.StringIO()): main(['--help']) if False else None\n"
             "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-            "bad = [m for m in sys.modules if m.startswith(('chakra_core._plugins', 'pluggy', 'chakra_text', "
+            "bad = [m for m in sys.modules if m.startswith(('chakra_core.host._plugins', 'pluggy', 'chakra_text', "
             "'chakra_pytorch', 'chakra_simpy', 'chakra_astrasim', 'torch', 'simpy', 'google'))]\n"
             "print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -200,7 +200,7 @@ def test_loading_plugins_imports_no_implementation():
     import subprocess
 
     code = ("import json, sys, warnings; warnings.simplefilter('ignore')\n"
-            "from chakra_core._plugins import PluginHost\n"
+            "from chakra_core.host._plugins import PluginHost\n"
             "host = PluginHost()\n"
             "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('chakra_text', 'chakra_pytorch', "
             "'chakra_simpy', 'chakra_astrasim', 'chakra_astrasim_runner', 'simpy', 'torch', 'ijson', 'orjson', "
@@ -227,8 +227,8 @@ def test_plugins_options_lists_declared_options(chakra_cli):
 def test_careless_plugin_authors_get_named_one_line_errors(chakra_register, chakra_cli, tmp_path):
     """Mistakes of a plugin author: a bad Option type, a wrong factory path, a backend without a
     kind, a crash inside the implementation."""
-    from chakra_core._api import Backend, Transform
-    from chakra_core._options import Option
+    from chakra_core.base._options import Option
+    from chakra_core.host._api import Backend, Transform
 
     class BadOptions(Transform):
         options = {"level": Option("integer", 3), "count": Option("int", "three")}
@@ -261,8 +261,8 @@ def test_careless_plugin_authors_get_named_one_line_errors(chakra_register, chak
     status, out, _ = chakra_cli("plugins", "--options", "badpath")
     assert status == 0 and "registered the import path 'no_such_module_abc:Thing', which cannot be imported" in out
     (tmp_path / "p.yaml").write_text("input: {paths: [x.et]}\ntransforms: [{name: crash}]\nbackends: [{name: et}]\n")
-    from chakra_core._etio import write_et
-    from chakra_core._schema import Node
+    from chakra_core.io._etio import write_et
+    from chakra_core.io._schema import Node
 
     write_et(tmp_path / "x.et", None, [Node(id=1, type=4)])
     status, _, err = chakra_cli("run", tmp_path / "p.yaml")

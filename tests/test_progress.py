@@ -22,7 +22,7 @@ def _chakra_on_a_terminal(*args: str) -> tuple[int, str, str]:
     """Run ``chakra ARGS`` with stderr on a pseudo-terminal: ``(status, stdout, terminal text)``."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # 24 x 100 characters
-    proc = subprocess.Popen([sys.executable, "-m", "chakra_core._cli.main", *map(str, args)],
+    proc = subprocess.Popen([sys.executable, "-m", "chakra_core.cli.main", *map(str, args)],
                             stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL)
     os.close(slave)
     chunks = []
@@ -59,7 +59,7 @@ def test_progress_on_a_terminal_only(et_set, tmp_path, command, label):
     assert status == 0 and f"{label}:" in terminal and "/2 [" in terminal
     status, _, terminal = _chakra_on_a_terminal("-q", *args)
     assert status == 0 and terminal == ""
-    r = subprocess.run([sys.executable, "-m", "chakra_core._cli.main", *args], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-m", "chakra_core.cli.main", *args], capture_output=True, text=True)
     assert r.returncode == 0 and r.stderr == ""
     assert _untimed(r.stdout) == _untimed(out)
 

@@ -30,7 +30,7 @@ def test_mixed_first_and_third_party_pipeline(installed_example, tmp_path):
         "input: {paths: [w.txt], options: {npus: 2}}\n"
         "transforms: [{name: hide_names, options: {salt: s}}]\n"
         "backends: [{name: simpy, output: out/sim}, {name: csv, output: out/csv}]\n")
-    r = subprocess.run([sys.executable, "-m", "chakra_core._cli.main", "run", str(tmp_path / "p.yaml"), "--json"],
+    r = subprocess.run([sys.executable, "-m", "chakra_core.cli.main", "run", str(tmp_path / "p.yaml"), "--json"],
                        capture_output=True, text=True, env=installed_example)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)

@@ -83,9 +83,9 @@ def test_plugins_import_only_public_names(path, own):
 
 
 @pytest.mark.parametrize("source,why", [
-    ("from chakra_core._etio import open_binary", "private module of chakra_core"),
-    ("import chakra_core._traceset", "private module of chakra_core"),
-    ("from chakra_core._cli.main import main", "private module of chakra_core"),
+    ("from chakra_core.io._etio import open_binary", "private module of chakra_core"),
+    ("import chakra_core.trace._traceset", "private module of chakra_core"),
+    ("from chakra_core.cli.main import main", "private module of chakra_core"),
     ("from chakra_core.system._load import sniff", "private module of chakra_core"),
     ("def f():\n    from chakra_core import PG_ATTR\n", "chakra_core.PG_ATTR is not in chakra_core.__all__"),
     ("from chakra_core.system import nope", "chakra_core.system.nope is not in"),
@@ -132,7 +132,7 @@ def test_packages_ship_py_typed(package):
 
 def test_facade_names_come_from_where_they_are_declared():
     assert set(chakra_core.__all__) == set(chakra_core._WHERE)
-    assert chakra_core.NodeAttrs.__module__ == "chakra_core._attrs"
+    assert chakra_core.NodeAttrs.__module__ == "chakra_core.trace._attrs"
     assert chakra_core.hookimpl is importlib.import_module("chakra_core.hookspecs").hookimpl
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import yaml
 
-from chakra_core._stats import compute_stats
-from chakra_core._traceset import open_traceset
-from chakra_core._validate import validate
+from chakra_core.trace._stats import compute_stats
+from chakra_core.trace._traceset import open_traceset
+from chakra_core.validation._validate import validate
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -70,7 +70,7 @@ def test_a_bad_rank_fails_the_conversion_naming_its_file(tmp_path):
     assert "\n" not in str(e.value)
     assert sorted(p.name for p in out.iterdir()) == ["trace.0.et"]  # nothing half written
     assert (out / "trace.0.et").read_bytes() == b"earlier"
-    r = subprocess.run([sys.executable, "-m", "chakra_core._cli.main", "convert", str(bad), "-o", str(out), "-j", "2"],
+    r = subprocess.run([sys.executable, "-m", "chakra_core.cli.main", "convert", str(bad), "-o", str(out), "-j", "2"],
                        capture_output=True, text=True)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
     assert str(bad / "pytorch_et.1.json.gz") in r.stderr and "Traceback" not in r.stderr
@@ -162,7 +162,7 @@ def test_sweep_points_stuck_in_native_code_or_dying_fail_alone(tmp_path, chakra_
                      "timeout_s": 2}}
     path = tmp_path / "stuck.yaml"
     path.write_text(yaml.safe_dump(doc))
-    r = subprocess.run([sys.executable, "-m", "chakra_core._cli.main", "sweep", str(path), "-o", str(tmp_path / "out"),
+    r = subprocess.run([sys.executable, "-m", "chakra_core.cli.main", "sweep", str(path), "-o", str(tmp_path / "out"),
                         "-j", "1", "-O", "kill_after_s=0.5", "--json"], capture_output=True, text=True, env=env,
                        timeout=240)
     assert r.returncode == 1, r.stderr

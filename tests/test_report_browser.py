@@ -32,7 +32,7 @@ def browse(*args: str) -> str:
 
 @pytest.mark.skipif(BROWSER is None, reason="no chromium could be installed on this machine")
 def test_report_page_loads_in_a_headless_browser(tmp_path):
-    from chakra_core._html import SECTIONS
+    from chakra_core.analysis._html import SECTIONS
 
     page = tmp_path / "report.html"
     chakra.report(str(DDP), what_if=["compute=2", "comm=2"], output=page)

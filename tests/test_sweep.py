@@ -21,9 +21,9 @@ import yaml
 
 import chakra_core as chakra
 from chakra_core import ConfigError
-from chakra_core._docpath import get_path, parse_path, set_path
-from chakra_core._sweepspec import expand, parse_sweep
-from chakra_core._sweeptable import is_timing_column
+from chakra_core.base._docpath import get_path, parse_path, set_path
+from chakra_core.sweeps._spec import expand, parse_sweep
+from chakra_core.sweeps._table import is_timing_column
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKLOAD = ROOT / "examples" / "text" / "resnet50_like.txt"
@@ -208,14 +208,14 @@ def check_fail_and_hang(out: dict) -> None:
 
 
 def _cli(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "chakra_core._cli.main", *map(str, args)],
+    return subprocess.run([sys.executable, "-m", "chakra_core.cli.main", *map(str, args)],
                           capture_output=True, text=True, **kw)
 
 
 def test_resume_after_a_kill_reruns_only_the_missing_points(tmp_path, local_table):
     path = small_sweep(tmp_path)
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "chakra_core._cli.main", "sweep", str(path), "-o", str(out),
+    proc = subprocess.Popen([sys.executable, "-m", "chakra_core.cli.main", "sweep", str(path), "-o", str(out),
                              "-j", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     deadline = time.monotonic() + 60

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from chakra_core._errors import ConfigError
+from chakra_core.base._errors import ConfigError
 from chakra_core.system import (
     Dimension,
     RemoteMemory,

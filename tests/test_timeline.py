@@ -187,7 +187,7 @@ def expected_flows(spans):
 
 
 def test_chunked_perfetto_write_parses_back_to_the_spans_given(tmp_path, monkeypatch):
-    import chakra_core._perfetto as perfetto
+    import chakra_core.analysis._perfetto as perfetto
 
     spans = many_spans()
     monkeypatch.setattr(perfetto, "_CHUNK", 5_000)  # many chunks, each with rows of every shape

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from chakra_core._errors import TraceFormatError
-from chakra_core._etio import write_et
-from chakra_core._schema import GlobalMetadata, Node
-from chakra_core._traceset import open_traceset
+from chakra_core.base._errors import TraceFormatError
+from chakra_core.io._etio import write_et
+from chakra_core.io._schema import GlobalMetadata, Node
+from chakra_core.trace._traceset import open_traceset
 
 
 def _write(tmp_path, prefix, ranks):
@@ -45,7 +45,7 @@ def test_nothing_there(tmp_path):
 
 
 def test_process_groups_travel_in_metadata(tmp_path, dp_set):
-    from chakra_core._traceset import TraceSet
+    from chakra_core.trace._traceset import TraceSet
 
     ts = TraceSet(list(dp_set), process_groups={"1": [0], "2": [1]})
     ts.write(tmp_path / "pg")
@@ -59,8 +59,8 @@ def test_process_groups_from_pytorch_metadata_node(golden_path):
 
 
 def test_empty_process_groups_mean_none_without_reading_nodes():
-    from chakra_core._schema import GlobalMetadata
-    from chakra_core._traceset import GeneratedRank, TraceSet
+    from chakra_core.io._schema import GlobalMetadata
+    from chakra_core.trace._traceset import GeneratedRank, TraceSet
 
     def boom():
         raise AssertionError("nodes were read to look for groups")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import chakra_core as chakra
-from chakra_core._attrs import get_int
+from chakra_core.trace._attrs import get_int
 
 
 @pytest.fixture

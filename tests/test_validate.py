@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from chakra_core._attrs import set_attr
-from chakra_core._schema import CommType, GlobalMetadata, Node
-from chakra_core._traceset import MemoryRank, TraceSet
-from chakra_core._validate import validate
+from chakra_core.io._schema import CommType, GlobalMetadata, Node
+from chakra_core.trace._attrs import set_attr
+from chakra_core.trace._traceset import MemoryRank, TraceSet
+from chakra_core.validation._validate import validate
 
 
 def _broken(tmp_path, chakra_roundtrip, dp_set, rank, edit):
@@ -38,7 +38,7 @@ def test_correct_set_passes(tmp_path, chakra_roundtrip, dp_set):
 
 
 def test_golden_trace_reports_its_invalid_node(golden_path):
-    from chakra_core._traceset import open_traceset
+    from chakra_core.trace._traceset import open_traceset
 
     f = validate(open_traceset(golden_path))
     assert [(x.rule, x.node_id) for x in f] == [("invalid-type", 9)]
@@ -187,7 +187,7 @@ def test_many_findings_are_summarised_and_counted(tmp_path, chakra_roundtrip, dp
     doc = json.loads(out)
     assert status == 2 and doc["errors"] == 10  # 10 nodes after the first
     edit_many = [n for n in dp_set[0].nodes()] * 3  # 33 nodes, ids repeated: 22 duplicate-id findings
-    from chakra_core._traceset import MemoryRank, TraceSet
+    from chakra_core.trace._traceset import MemoryRank, TraceSet
     f = validate(TraceSet([MemoryRank(0, GlobalMetadata(), edit_many)]), cross_rank=False)
     dup = [x for x in f if x.rule == "duplicate-id"]
     assert len(dup) == 21 and dup[-1].count == 2 and sum(x.count for x in dup) == 22
@@ -212,7 +212,7 @@ def test_collective_on_an_undefined_group(tmp_path, chakra_roundtrip, dp_set):
 
 @pytest.mark.parametrize("text", ["[{", '{"pg_name": "1"}', '[{"pg_name": "1", "ranks": ["x"]}]'])
 def test_unparseable_process_groups(dp_set, text):
-    from chakra_core._attrs import make_attr
+    from chakra_core.trace._attrs import make_attr
 
     meta = GlobalMetadata(version="0.0.4")
     meta.attr.append(make_attr("process_groups", text))
@@ -256,7 +256,7 @@ def test_every_finding_of_a_node_rule_names_its_node(tmp_path, chakra_roundtrip,
 def test_every_rule_is_documented():
     from pathlib import Path
 
-    from chakra_core._validate import RULES
+    from chakra_core.validation._validate import RULES
 
     page = (Path(__file__).resolve().parents[1] / "docs" / "validation.md").read_text()
     assert [r for r in RULES if f"| `{r}`" not in page] == []

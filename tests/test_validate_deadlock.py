@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from chakra_core._attrs import set_attr
-from chakra_core._errors import ChakraError
-from chakra_core._pipeline import load_traces
-from chakra_core._plugins import get_host
-from chakra_core._schema import CommType, GlobalMetadata, Node, NodeType
-from chakra_core._traceset import MemoryRank, TraceSet
-from chakra_core._validate import validate
+from chakra_core.base._errors import ChakraError
+from chakra_core.host._plugins import get_host
+from chakra_core.io._schema import CommType, GlobalMetadata, Node, NodeType
+from chakra_core.pipeline._pipeline import load_traces
+from chakra_core.trace._attrs import set_attr
+from chakra_core.trace._traceset import MemoryRank, TraceSet
+from chakra_core.validation._validate import validate
 
 RECORDED = Path(__file__).resolve().parents[1] / "plugins" / "chakra-pytorch" / "tests" / "data"
 
@@ -212,7 +212,7 @@ def test_groups_given_beside_the_set(tmp_path):
 def test_graph_path_finds_the_same_skeleton_as_the_stream():
     # a recorded rank read in file order (one pass) and reversed (the dependency-graph path)
     pytest.importorskip("chakra_pytorch")
-    from chakra_core._skeleton import scan_rank
+    from chakra_core.validation._skeleton import scan_rank
 
     rt = load_traces([str(RECORDED / "collectives")], "pytorch")[0]
     nodes = list(rt.nodes())

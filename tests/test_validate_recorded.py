@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from chakra_core._attrs import get_int, set_attr
-from chakra_core._pipeline import load_traces
-from chakra_core._schema import GlobalMetadata, NodeType
-from chakra_core._traceset import MemoryRank, TraceSet, open_traceset
-from chakra_core._validate import validate
+from chakra_core.io._schema import GlobalMetadata, NodeType
+from chakra_core.pipeline._pipeline import load_traces
+from chakra_core.trace._attrs import get_int, set_attr
+from chakra_core.trace._traceset import MemoryRank, TraceSet, open_traceset
+from chakra_core.validation._validate import validate
 
 DATA = Path(__file__).resolve().parents[1] / "plugins" / "chakra-pytorch" / "tests" / "data"
 pytest.importorskip("chakra_pytorch")

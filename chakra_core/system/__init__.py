@@ -9,7 +9,7 @@ Public API
     Build a :class:`SystemDescription` from files (paths or parsed mappings).  Each file is
     recognised by its content: our YAML (any part of the description, see below), ASTRA-sim's
     ``system.json``, ``network.yml``, ``memory.json`` or comm-group JSON.  ASTRA-sim files get
-    ASTRA-sim's defaults; its pitfalls raise :class:`~chakra_core._errors.ConfigError` naming the
+    ASTRA-sim's defaults; its pitfalls raise :class:`~chakra_core.base._errors.ConfigError` naming the
     file and key (missing ``preferred-dataset-splits``, ``endpoint-delay`` 0, group key "0",
     network lists of unequal length, ``doubleBinaryTree`` for a collective other than
     all-reduce ...) or are recorded in ``SystemDescription.warnings`` (implementation lists
@@ -59,9 +59,9 @@ localBWAware), plus ``network`` (a list of ``{topology, npus_count, bandwidth, l
 one name for every dimension.  Unknown keys are errors.  See docs/system.md.
 """
 
-from ._devices import DEVICES, DTYPES, Device, dtype_of_bytes, get_device, load_devices
-from ._load import check_system, load_system, read_config, sniff
-from ._model import (
+from chakra_core.system._devices import DEVICES, DTYPES, Device, dtype_of_bytes, get_device, load_devices
+from chakra_core.system._load import check_system, load_system, read_config, sniff
+from chakra_core.system._model import (
     ALGORITHMS,
     COLLECTIVE_KINDS,
     COLLECTIVE_OPTIMIZATIONS,
@@ -74,7 +74,7 @@ from ._model import (
     algorithm_base,
     roofline_ns,
 )
-from ._options import SYSTEM_OPTIONS, system_from_options
+from chakra_core.system._options import SYSTEM_OPTIONS, system_from_options
 
 __all__ = [
     "load_system",

@@ -19,9 +19,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._errors import ConfigError
-from .._options import suggest
-from ._model import roofline_ns
+from chakra_core.base._errors import ConfigError
+from chakra_core.base._options import suggest
+from chakra_core.system._model import roofline_ns
 
 __all__ = ["Device", "DEVICES", "DTYPES", "load_devices", "get_device", "dtype_of_bytes"]
 
@@ -105,7 +105,7 @@ def _parse_device(name: str, spec: Any, where: str) -> Device:
 
 def load_devices(path: str | os.PathLike | Mapping[str, Any] | None = None) -> dict[str, Device]:
     """The built-in table with the devices of the YAML file (or mapping) ``path`` added."""
-    from ._load import read_config
+    from chakra_core.system._load import read_config
 
     table = dict(DEVICES)
     if path is None:

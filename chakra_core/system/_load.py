@@ -8,12 +8,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .._docparse import decode_text, parse_json, parse_yaml
-from .._errors import ConfigError
-from .._limits import check_limit
-from .._options import suggest
-from ._model import COLLECTIVE_KINDS, SystemDescription
-from ._parse import SYSTEM_KEYS, parse_comm_groups, parse_memory, parse_network, parse_system
+from chakra_core.base._docparse import decode_text, parse_json, parse_yaml
+from chakra_core.base._errors import ConfigError
+from chakra_core.base._limits import check_limit
+from chakra_core.base._options import suggest
+from chakra_core.system._model import COLLECTIVE_KINDS, SystemDescription
+from chakra_core.system._parse import SYSTEM_KEYS, parse_comm_groups, parse_memory, parse_network, parse_system
 
 __all__ = ["load_system", "read_config", "sniff", "check_system", "OUR_KEYS"]
 

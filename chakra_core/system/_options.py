@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .._options import Option
-from ._load import load_system
-from ._model import SystemDescription
+from chakra_core.base._options import Option
+from chakra_core.system._load import load_system
+from chakra_core.system._model import SystemDescription
 
 __all__ = ["SYSTEM_OPTIONS", "system_from_options"]
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .._errors import ConfigError
-from .._limits import INT32_MAX, check_limit
-from ._model import (
+from chakra_core.base._errors import ConfigError
+from chakra_core.base._limits import INT32_MAX, check_limit
+from chakra_core.system._model import (
     ALGORITHMS,
     COLLECTIVE_KINDS,
     COLLECTIVE_OPTIMIZATIONS,
@@ -25,7 +25,7 @@ from ._model import (
     RemoteMemory,
     algorithm_base,
 )
-from ._values import Reader
+from chakra_core.system._values import Reader
 
 __all__ = [
     "SYSTEM_KEYS",

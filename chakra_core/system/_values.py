@@ -7,8 +7,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from .._errors import ConfigError
-from .._options import suggest
+from chakra_core.base._errors import ConfigError
+from chakra_core.base._options import suggest
 
 __all__ = ["Reader"]
 

@@ -10,7 +10,7 @@ import pathlib
 
 from google.protobuf.internal.encoder import _VarintBytes
 
-from chakra_core._proto import et_def_pb2 as pb
+from chakra_core.io._proto import et_def_pb2 as pb
 
 OUT = pathlib.Path(__file__).with_name("golden.0.et")
 

@@ -1,0 +1,116 @@
+"""Per-rank time breakdown of spans: compute, exposed communication, exposed memory, idle.
+
+Each part is a length of a union of intervals on the rank, so that the four parts sum exactly
+to the rank's finish time: ``compute_ns`` is the time any compute (CPU or accelerator) runs,
+``exposed_comm_ns`` the time communication runs and no compute does, ``exposed_mem_ns`` the time
+only memory operations run, ``idle_ns`` the rest up to ``finish_ns``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from chakra_core.analysis._spans import COMM_KINDS, COMPUTE_KINDS, SPAN_KINDS, Spans
+
+__all__ = ["breakdown", "union_ns"]
+
+_MEM = (SPAN_KINDS.index("memory"),)
+#: per kind code (uint8): whether it is compute, communication, memory
+_IS_COMPUTE, _IS_COMM, _IS_MEM = (np.isin(np.arange(256), k) for k in (COMPUTE_KINDS, COMM_KINDS, _MEM))
+
+
+def union_ns(starts: np.ndarray, ends: np.ndarray) -> int:
+    """The length (ns) of the union of the intervals ``[starts[i], ends[i])``."""
+    if not len(starts):
+        return 0
+    order = np.argsort(starts, kind="stable")
+    return _union_sorted(starts[order], ends[order])
+
+
+def _union_sorted(s: np.ndarray, e: np.ndarray) -> int:
+    """:func:`union_ns` of intervals sorted by start."""
+    if not len(s):
+        return 0
+    reach = np.maximum.accumulate(e)
+    gaps = np.maximum(s[1:] - reach[:-1], 0)
+    return int(reach[-1] - s[0] - gaps.sum())
+
+
+def breakdown(spans: Spans) -> list[dict[str, Any]]:
+    """One row per rank of the run (ranks a symmetric span set stands for are expanded), in ns.
+
+    Keys: ``rank``, ``finish_ns``, ``compute_ns``, ``exposed_comm_ns``, ``exposed_mem_ns``,
+    ``idle_ns`` (these four sum to ``finish_ns``), ``comm_ns`` (any communication in flight),
+    ``mem_ns``, ``cpu_ns`` and ``accelerator_ns`` (compute on each), ``overlap_ns`` (compute
+    and communication at once), ``skew_ns`` (time in collectives and receives before the last
+    member arrived: waiting for slower peers), ``ops`` (spans counted) and ``simulated_as``
+    (the rank whose spans give these times).
+    """
+    ops = spans.ops()
+    whole = len(ops) == len(spans)
+    rank = spans.rank if whole else spans.rank[ops]
+    if (rank[1:] < rank[:-1]).any():
+        order = np.argsort(rank, kind="stable")
+        ops, rank, whole = ops[order], rank[order], False
+    cuts = np.concatenate(([0], np.flatnonzero(rank[1:] != rank[:-1]) + 1, [len(ops)])).tolist()
+    wait = _arrival_wait(spans)
+    rows = []
+    for lo, hi in zip(cuts[:-1], cuts[1:]) if len(ops) else ():
+        r = int(rank[lo])
+        row = _rank_row(spans, slice(lo, hi) if whole else ops[lo:hi], wait)
+        for member in spans.stands_for(r):
+            rows.append({"rank": member, **row, "simulated_as": r})
+    rows.sort(key=lambda row: row["rank"])
+    return rows
+
+
+def _rank_row(spans: Spans, part: np.ndarray | slice, wait: np.ndarray) -> dict[str, Any]:
+    """The row of the spans ``part`` (indices or a slice) of one rank."""
+    start = spans.start_ns[part]
+    ops = len(start)
+    if (start[1:] < start[:-1]).any():
+        index = np.arange(part.start, part.stop) if isinstance(part, slice) else part
+        part = index[np.argsort(start, kind="stable")]
+        start = spans.start_ns[part]
+    end = start + spans.dur_ns[part]
+    kind = spans.kind[part]
+    comp = _IS_COMPUTE[kind]
+    cpu = kind == SPAN_KINDS.index("cpu")
+    acc = kind == SPAN_KINDS.index("compute")
+    comm = _IS_COMM[kind]
+    mem = _IS_MEM[kind]
+    finish = int(end.max())
+    u_comp = _union_sorted(start[comp], end[comp])
+    u_comm = _union_sorted(start[comm], end[comm])
+    u_cc = _union_sorted(start[comp | comm], end[comp | comm])
+    u_all = _union_sorted(start[comp | comm | mem], end[comp | comm | mem])
+    return {
+        "finish_ns": finish,
+        "compute_ns": u_comp,
+        "exposed_comm_ns": u_cc - u_comp,
+        "exposed_mem_ns": u_all - u_cc,
+        "idle_ns": finish - u_all,
+        "comm_ns": u_comm,
+        "mem_ns": _union_sorted(start[mem], end[mem]),
+        "cpu_ns": _union_sorted(start[cpu], end[cpu]),
+        "accelerator_ns": _union_sorted(start[acc], end[acc]),
+        "overlap_ns": u_comp + u_comm - u_cc,
+        "skew_ns": int(wait[part].sum()),
+        "ops": ops,
+    }
+
+
+def _arrival_wait(spans: Spans) -> np.ndarray:
+    """Per span: the time from its start to the start of the last member of its match (0 unmatched)."""
+    wait = np.zeros(len(spans), np.int64)
+    sel = np.flatnonzero((spans.match >= 0) & np.isin(spans.kind, COMM_KINDS))
+    if not len(sel):
+        return wait
+    keys = spans.match[sel]
+    uniq, inv = np.unique(keys, return_inverse=True)
+    last = np.full(len(uniq), np.iinfo(np.int64).min, np.int64)
+    np.maximum.at(last, inv, spans.start_ns[sel])
+    wait[sel] = np.minimum(np.maximum(last[inv] - spans.start_ns[sel], 0), spans.dur_ns[sel])
+    return wait

@@ -1,0 +1,251 @@
+"""``chakra compare A B``: how faithfully trace set B reproduces trace set A.
+
+Both sets are read once, rank by rank.  Nodes are compared by *kind*: their node type, the
+collective type of a collective and ``cpu`` for CPU operations (names are not compared: a
+synthesized or obfuscated set has none of the source's).  The report (JSON-able; see
+docs/synth.md for every key):
+
+- ``kinds``: node counts per kind and ``histogram_distance``, the total variation distance
+  between the two kind frequency distributions (0: the same mix, 1: disjoint);
+- ``durations`` / ``sizes``: per kind present in both, the two-sample Kolmogorov-Smirnov
+  statistic ``ks`` and the Wasserstein-1 distance (us, bytes) of the values, with ``max_ks``;
+- ``graph``: per set the largest ``depth`` (nodes on the longest path), ``width`` (most nodes on
+  one level of the longest-path layering), ``critical_path_us`` (by ``duration_micros``), and the
+  KS statistic of the in- and out-degree distributions;
+- ``collectives``: count and bytes per collective kind and group size, in each set;
+- ``simulated``: the step time (``finish_ns``) of both sets simulated on the same system, and
+  ``relative_error`` (``|B - A| / A``); with several systems, ``sweep`` (one row per system)
+  and ``spearman``, the rank correlation of the two step times over the sweep.
+
+Statistics are scipy's (``ks_2samp``, ``wasserstein_distance``, ``spearmanr``), imported when
+the report is computed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from chakra_core.io._schema import COMM_TYPE_NAMES, NodeType
+from chakra_core.trace._attrs import NodeAttrs
+from chakra_core.trace._graph import DepGraph
+from chakra_core.trace._traceset import RankTrace, TraceSet
+
+if TYPE_CHECKING:
+    pass
+
+__all__ = ["SetProfile", "profile_set", "fidelity", "format_report"]
+
+_COMM = (NodeType.COMM_COLL_NODE, NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE)
+_MEM = (NodeType.MEM_LOAD_NODE, NodeType.MEM_STORE_NODE)
+
+
+@dataclass
+class SetProfile:
+    """What the report needs of one set: values per kind, graph figures, collectives."""
+
+    ranks: int = 0
+    nodes: int = 0
+    durations: dict[str, list[int]] = field(default_factory=dict)
+    sizes: dict[str, list[int]] = field(default_factory=dict)
+    depth: int = 0
+    width: int = 0
+    critical_path_us: int = 0
+    in_degree: list[np.ndarray] = field(default_factory=list)
+    out_degree: list[np.ndarray] = field(default_factory=list)
+    collectives: dict[str, dict[str, int]] = field(default_factory=dict)
+
+
+def node_kind(n) -> str:
+    """The kind a node is compared by: type, collective type, ``cpu``."""
+    t = int(n.type)
+    name = NodeType(t).name if 0 <= t <= 7 else str(t)
+    if not len(n.attr):
+        return name
+    ix = NodeAttrs(n)
+    if t == NodeType.COMM_COLL_NODE:
+        ct = ix.get_int("comm_type", -1)
+        name += ":" + COMM_TYPE_NAMES.get(ct, str(ct))
+    if ix.get_bool("is_cpu_op", False):
+        name += ":cpu"
+    return name
+
+
+class _RankVisitor:
+    def __init__(self, prof: SetProfile, traces: TraceSet):
+        self.prof = prof
+        self.traces = traces
+        self.durations: list[int] = []
+
+    def __call__(self, n) -> None:
+        kind = node_kind(n)
+        p = self.prof
+        p.durations.setdefault(kind, []).append(int(n.duration_micros))
+        self.durations.append(int(n.duration_micros))
+        t = int(n.type)
+        if t in _COMM or t in _MEM:
+            ix = NodeAttrs(n)
+            size = ix.get_int("comm_size", None) if t in _COMM else None
+            size = ix.get_int("tensor_size", 0) if size is None else size
+            p.sizes.setdefault(kind, []).append(int(size or 0))
+            if t == NodeType.COMM_COLL_NODE:
+                members = len(self.traces.group_members(ix.get_str("pg_name", "")))
+                c = p.collectives.setdefault(f"{kind.split(':')[1]}@{members}", {"count": 0, "bytes": 0})
+                c["count"] += 1
+                c["bytes"] += int(size or 0)
+
+
+def _levels(g: DepGraph) -> np.ndarray:
+    """Per position, its level: 0 for a node without dependencies, else 1 + the deepest dependency's."""
+    order, _left = g.topo_order()
+    level = np.zeros(len(g), dtype=np.int64)
+    ptr, deps = g.dep_ptr.tolist(), g.deps.tolist()
+    lv = level.tolist()
+    for i in order.tolist():
+        best = -1
+        for d in deps[ptr[i]:ptr[i + 1]]:
+            if d >= 0 and lv[d] > best:
+                best = lv[d]
+        lv[i] = best + 1
+    return np.asarray(lv, dtype=np.int64)
+
+
+def _rank(prof: SetProfile, rt: RankTrace, traces: TraceSet) -> None:
+    visit = _RankVisitor(prof, traces)
+    g = DepGraph.build(rt.batches(), visit)
+    prof.nodes += len(g)
+    if not len(g):
+        return
+    levels = _levels(g)
+    prof.depth = max(prof.depth, int(levels.max()) + 1)
+    prof.width = max(prof.width, int(np.bincount(levels).max()))
+    prof.critical_path_us = max(prof.critical_path_us, int(g.critical_path(np.asarray(visit.durations,
+                                                                                      dtype=np.int64))[0]))
+    prof.in_degree.append(g.in_degree())
+    cptr, _kids = g.children()
+    prof.out_degree.append(np.diff(cptr))
+
+
+def profile_set(traces: TraceSet, progress: Callable[[int, int], None] | None = None) -> SetProfile:
+    """Read every rank of ``traces`` once into a :class:`SetProfile`."""
+    prof = SetProfile(ranks=len(traces))
+    for k, rt in enumerate(traces):
+        _rank(prof, rt, traces)
+        if progress:
+            progress(k + 1, len(traces))
+    return prof
+
+
+def _distances(a: dict[str, list[int]], b: dict[str, list[int]], unit: str) -> dict[str, dict[str, Any]]:
+    from scipy.stats import ks_2samp, wasserstein_distance
+
+    out = {}
+    for kind in sorted(set(a) & set(b)):
+        va, vb = np.asarray(a[kind], dtype=np.float64), np.asarray(b[kind], dtype=np.float64)
+        out[kind] = {"ks": round(float(ks_2samp(va, vb, method="asymp").statistic), 6),
+                     f"wasserstein_{unit}": round(float(wasserstein_distance(va, vb)), 3),
+                     "count_a": len(va), "count_b": len(vb),
+                     f"mean_a_{unit}": round(float(va.mean()), 3), f"mean_b_{unit}": round(float(vb.mean()), 3)}
+    return out
+
+
+def _degree_ks(a: list[np.ndarray], b: list[np.ndarray]) -> dict[str, Any]:
+    from scipy.stats import ks_2samp
+
+    va = np.concatenate(a) if a else np.zeros(1)
+    vb = np.concatenate(b) if b else np.zeros(1)
+    return {"ks": round(float(ks_2samp(va, vb, method="asymp").statistic), 6), "mean_a": round(float(va.mean()), 4),
+            "mean_b": round(float(vb.mean()), 4)}
+
+
+def _histogram(a: SetProfile, b: SetProfile) -> dict[str, Any]:
+    ca = {k: len(v) for k, v in a.durations.items()}
+    cb = {k: len(v) for k, v in b.durations.items()}
+    kinds = sorted(set(ca) | set(cb))
+    pa = np.array([ca.get(k, 0) for k in kinds], dtype=np.float64)
+    pb = np.array([cb.get(k, 0) for k in kinds], dtype=np.float64)
+    tvd = 0.5 * float(np.abs(pa / max(pa.sum(), 1) - pb / max(pb.sum(), 1)).sum()) if kinds else 0.0
+    return {"histogram_distance": round(tvd, 6), "a": ca, "b": cb}
+
+
+def _relative(a: float, b: float) -> float | None:
+    return round(abs(b - a) / a, 6) if a else None
+
+
+def fidelity(a: SetProfile, b: SetProfile, step_times: Sequence[tuple[str | None, int, int]]) -> dict[str, Any]:
+    """The report of B against A (module docstring); ``step_times`` are ``(system, A ns, B ns)``."""
+    durations = _distances(a.durations, b.durations, "us")
+    sizes = _distances(a.sizes, b.sizes, "bytes")
+    report: dict[str, Any] = {
+        "a": {"ranks": a.ranks, "nodes": a.nodes}, "b": {"ranks": b.ranks, "nodes": b.nodes},
+        "kinds": _histogram(a, b),
+        "durations": durations, "sizes": sizes,
+        "max_ks": max((d["ks"] for d in [*durations.values(), *sizes.values()]), default=0.0),
+        "graph": {
+            "depth": {"a": a.depth, "b": b.depth},
+            "width": {"a": a.width, "b": b.width},
+            "critical_path_us": {"a": a.critical_path_us, "b": b.critical_path_us,
+                                 "relative_error": _relative(a.critical_path_us, b.critical_path_us)},
+            "in_degree": _degree_ks(a.in_degree, b.in_degree),
+            "out_degree": _degree_ks(a.out_degree, b.out_degree),
+        },
+        "collectives": {"a": dict(sorted(a.collectives.items())), "b": dict(sorted(b.collectives.items()))},
+    }
+    if step_times:
+        system, ta, tb = step_times[0]
+        report["simulated"] = {"system": system, "a_ns": ta, "b_ns": tb, "relative_error": _relative(ta, tb)}
+        if len(step_times) > 1:
+            from scipy.stats import spearmanr
+
+            report["simulated"]["sweep"] = [{"system": s, "a_ns": x, "b_ns": y, "relative_error": _relative(x, y)}
+                                            for s, x, y in step_times]
+            rho = spearmanr([x for _, x, _ in step_times], [y for _, _, y in step_times]).statistic
+            report["simulated"]["spearman"] = None if np.isnan(rho) else round(float(rho), 6)
+    return report
+
+
+def format_report(r: dict[str, Any]) -> str:
+    """The report as a readable table."""
+    lines = [f"A: {r['a']['ranks']} rank(s), {r['a']['nodes']} nodes    B: {r['b']['ranks']} rank(s), "
+             f"{r['b']['nodes']} nodes",
+             f"node-kind histogram distance (total variation): {r['kinds']['histogram_distance']:.4f}",
+             f"largest KS statistic over kinds: {r['max_ks']:.4f}", ""]
+    for title, key, unit in (("durations", "durations", "us"), ("sizes", "sizes", "bytes")):
+        if not r[key]:
+            continue
+        lines.append(f"{title:<30} {'count A':>9} {'count B':>9} {'mean A':>12} {'mean B':>12} {'KS':>7} "
+                     f"{'W1 (' + unit + ')':>14}")
+        for kind, d in r[key].items():
+            lines.append(f"  {kind:<28} {d['count_a']:>9} {d['count_b']:>9} {d['mean_a_' + unit]:>12.1f} "
+                         f"{d['mean_b_' + unit]:>12.1f} {d['ks']:>7.4f} {d['wasserstein_' + unit]:>14.2f}")
+        lines.append("")
+    g = r["graph"]
+    lines.append(f"{'graph':<30} {'A':>12} {'B':>12}")
+    for key in ("depth", "width", "critical_path_us"):
+        lines.append(f"  {key:<28} {g[key]['a']:>12} {g[key]['b']:>12}")
+    for key in ("in_degree", "out_degree"):
+        lines.append(f"  {key + ' mean':<28} {g[key]['mean_a']:>12} {g[key]['mean_b']:>12}   KS {g[key]['ks']:.4f}")
+    lines.append("")
+    ca, cb = r["collectives"]["a"], r["collectives"]["b"]
+    if ca or cb:
+        lines.append(f"{'collectives (kind@group size)':<30} {'count A':>9} {'count B':>9} {'bytes A':>14} "
+                     f"{'bytes B':>14}")
+        for k in sorted(set(ca) | set(cb)):
+            x, y = ca.get(k, {"count": 0, "bytes": 0}), cb.get(k, {"count": 0, "bytes": 0})
+            lines.append(f"  {k:<28} {x['count']:>9} {y['count']:>9} {x['bytes']:>14} {y['bytes']:>14}")
+        lines.append("")
+    sim = r.get("simulated")
+    if sim:
+        rows = sim.get("sweep") or [sim]
+        for row in rows:
+            err = row["relative_error"]
+            lines.append(f"simulated step time on {row['system'] or 'the default system'}: A {row['a_ns']} ns, "
+                         f"B {row['b_ns']} ns, relative error {err if err is None else f'{err:.2%}'}")
+        if "spearman" in sim:
+            lines.append(f"rank correlation of the step times over the sweep (Spearman): {sim['spearman']}")
+    return "\n".join(lines).rstrip()
+
+

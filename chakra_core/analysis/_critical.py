@@ -1,0 +1,295 @@
+"""The cross-rank critical path of a set of spans, joined at collectives and send/receive pairs.
+
+The walk starts at the span that ends last and goes back in time.  On a rank, the predecessor
+of a point in time is the operation that ended last at or before it (the gap between them is
+idle).  At a collective or a receive (spans sharing a ``match``) the walk crosses to the member
+that arrived last, because the operation could not complete before it: from there on, the time
+of that rank's own work after the second-to-last member arrived is *skew* (the other members
+were waiting for this slower peer).  The segments cover ``[0, finish]`` exactly, so the time
+per category (compute, exposed communication, exposed memory, skew, idle) sums to the finish.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from chakra_core.analysis._spans import COMM_KINDS, COMPUTE_KINDS, SPAN_KINDS, Spans
+
+__all__ = ["CriticalPath", "critical_path", "PATH_CATEGORIES"]
+
+#: what each nanosecond of the critical path is spent on
+PATH_CATEGORIES = ("compute", "exposed_comm", "exposed_mem", "skew", "idle")
+_CATEGORY_OF_KIND = np.array([0 if k in COMPUTE_KINDS else 1 if k in COMM_KINDS else
+                              2 if k == SPAN_KINDS.index("memory") else 4 for k in range(len(SPAN_KINDS))])
+_IDLE, _SKEW = 4, 3
+
+
+@dataclass
+class CriticalPath:
+    """The segments of the path in time order: ``rank``, ``span`` (-1 for idle time),
+    ``start_ns``, ``end_ns`` and ``category`` (an index into :data:`PATH_CATEGORIES`)."""
+
+    finish_ns: int
+    rank: np.ndarray
+    span: np.ndarray
+    start_ns: np.ndarray
+    end_ns: np.ndarray
+    category: np.ndarray
+    crossings: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def ns_by_category(self) -> dict[str, int]:
+        """Time (ns) per category; the values sum to ``finish_ns``."""
+        dur = self.end_ns - self.start_ns
+        return {f"{name}_ns": int(dur[self.category == k].sum()) for k, name in enumerate(PATH_CATEGORIES)}
+
+    def ns_by_rank(self) -> dict[int, int]:
+        """Time (ns) of the path spent on each rank (idle included)."""
+        ranks, at = np.unique(self.rank, return_inverse=True)
+        return dict(zip(ranks.tolist(), _sums(at, self.end_ns - self.start_ns, len(ranks)).tolist()))
+
+    def top(self, spans: Spans, n: int = 10) -> list[dict[str, Any]]:
+        """The ``n`` operations (by name and kind) with the most time on the path."""
+        has = self.span >= 0
+        if not has.any():
+            return []
+        idx = self.span[has]
+        dur = (self.end_ns - self.start_ns)[has]
+        name = _same_names(spans, spans.name[idx])
+        key = (name * len(SPAN_KINDS) + spans.kind[idx]) * len(PATH_CATEGORIES) + self.category[has]
+        keys, first, at = np.unique(key, return_index=True, return_inverse=True)
+        ns = _sums(at, dur, len(keys))
+        count = np.bincount(at, minlength=len(keys))
+        seen = np.argsort(first, kind="stable")
+        rows = seen[np.argsort(-ns[seen], kind="stable")][:n]
+        out = []
+        for k in rows.tolist():
+            i = int(idx[first[k]])
+            out.append({"name": spans.names[spans.name[i]], "kind": SPAN_KINDS[spans.kind[i]],
+                        "category": PATH_CATEGORIES[int(self.category[has][first[k]])], "ns": int(ns[k]),
+                        "segments": int(count[k])})
+        return out
+
+    def weighted_ns(self, spans: Spans, kinds: tuple[str, ...] = (), names: tuple[str, ...] = ()) -> int:
+        """Time (ns) of the path in spans of the given kinds or names (skew time excluded)."""
+        has = (self.span >= 0) & (self.category != _SKEW)
+        idx = self.span[has]
+        sel = np.isin(spans.kind[idx], [SPAN_KINDS.index(k) for k in kinds])
+        if names:
+            wanted = [i for i, nm in enumerate(spans.names) if nm in set(names)]
+            sel |= np.isin(spans.name[idx], wanted)
+        return int((self.end_ns - self.start_ns)[has][sel].sum())
+
+    def to_dict(self, spans: Spans, limit: int = 200) -> dict[str, Any]:
+        """JSON-able form: totals, time per category and rank, top contributors, and the operations
+        on the path (``nodes``: the ``limit`` longest, in path order; ``shown`` of ``length``)."""
+        span, path_ns = self._operations()
+        keep = np.arange(len(span))
+        if 0 <= limit < len(span):
+            keep = np.sort(np.argsort(-path_ns, kind="stable")[:limit])
+        kinds = spans.kind[span]
+        present, first = np.unique(kinds, return_index=True)
+        by_kind = {SPAN_KINDS[k]: int(path_ns[kinds == k].sum()) for k in present[np.argsort(first)].tolist()}
+        return {"finish_ns": self.finish_ns, "length": self.operations(), "shown": len(keep),
+                "crossings": self.crossings, "ns_by_category": self.ns_by_category(), "ns_by_kind": by_kind,
+                "ns_by_rank": {str(r): v for r, v in self.ns_by_rank().items()},
+                "top": self.top(spans), "nodes": _node_dicts(spans, span[keep], path_ns[keep]),
+                "notes": self.notes}
+
+    def operations(self) -> int:
+        """How many operations (spans) the path goes through."""
+        return len(np.unique(self.span[self.span >= 0]))
+
+    def nodes(self, spans: Spans) -> list[dict[str, Any]]:
+        """The operations on the path in path order: ``rank``, ``id`` (ET node), ``name``,
+        ``kind``, the span's ``start_ns``/``end_ns`` and ``path_ns`` (its time on the path)."""
+        return _node_dicts(spans, *self._operations())
+
+    def _operations(self) -> tuple[np.ndarray, np.ndarray]:
+        """The spans on the path in path order, consecutive segments of one span joined, and the
+        time (ns) of each on the path."""
+        has = np.flatnonzero(self.span >= 0)
+        span = self.span[has]
+        if not len(span):
+            return span, np.zeros(0, np.int64)
+        heads = np.flatnonzero(np.concatenate(([True], span[1:] != span[:-1])))
+        return span[heads], np.add.reduceat((self.end_ns - self.start_ns)[has], heads)
+
+
+def _sums(at: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """Per group ``0..n-1``, the sum (int64, exact) of ``values`` where ``at`` is the group."""
+    out = np.zeros(n, np.int64)
+    np.add.at(out, at, values)
+    return out
+
+
+def _same_names(spans: Spans, name: np.ndarray) -> np.ndarray:
+    """Name indices with equal names made equal (the first index of each string)."""
+    used = np.unique(name)
+    first: dict[str, int] = {}
+    canon = [first.setdefault(spans.names[i], i) for i in used.tolist()]
+    return np.asarray(canon, np.int64)[np.searchsorted(used, name)]
+
+
+def _node_dicts(spans: Spans, span: np.ndarray, path_ns: np.ndarray) -> list[dict[str, Any]]:
+    """The dicts of :meth:`CriticalPath.nodes` for ``span`` with their times on the path."""
+    names, kinds = spans.names, SPAN_KINDS
+    cols = zip(spans.rank[span].tolist(), spans.node_id[span].tolist(), spans.name[span].tolist(),
+               spans.kind[span].tolist(), spans.start_ns[span].tolist(), spans.end_ns[span].tolist(),
+               path_ns.tolist())
+    return [{"rank": r, "id": i, "name": names[nm], "kind": kinds[k], "start_ns": a, "end_ns": e, "path_ns": d}
+            for r, i, nm, k, a, e, d in cols]
+
+
+def critical_path(spans: Spans) -> CriticalPath:
+    """Walk the cross-rank critical path of ``spans`` (see the module docstring)."""
+    out = _Walk(spans, spans.ops())
+    if out.finish is not None:
+        out.run()
+    rev = slice(None, None, -1)
+    return CriticalPath(out.finish or 0, np.array(out.ranks[rev], np.int64), np.array(out.spans[rev], np.int64),
+                        np.array(out.starts[rev], np.int64), np.array(out.ends[rev], np.int64),
+                        np.array(out.cats[rev], np.int8), out.crossings)
+
+
+class _Walk:
+    """The operations in one order (``order``: by rank, then end, then start, ties in file
+    order) with, for each, the position of the operation the walk steps back to from its start
+    (``back``; -1: none on its rank); ``blocks[rank]`` is the rank's slice of the order,
+    ``sorted_ends`` the end times in that order and ``finish`` the end of the last operation
+    (None without any).  ``ranks``, ``spans``, ``starts``, ``ends`` and ``cats`` collect the
+    path's segments from the finish back."""
+
+    def __init__(self, spans: Spans, ops: np.ndarray):
+        self.s = spans
+        self._groups(ops)
+        rank = spans.rank[ops] if len(ops) < len(spans) else spans.rank
+        if (rank[1:] < rank[:-1]).any():
+            by_rank = np.argsort(rank, kind="stable")
+            ops, rank = ops[by_rank], rank[by_rank]
+        cuts = np.concatenate(([0], np.flatnonzero(rank[1:] != rank[:-1]) + 1, [len(ops)])).tolist()
+        self.order = ops.copy()
+        self.back = np.empty(len(ops), np.int64)
+        self.sorted_ends = np.empty(len(ops), np.int64)
+        self.blocks: dict[int, tuple[int, int]] = {}
+        self.finish: int | None = None
+        self.last = 0
+        for lo, hi in zip(cuts[:-1], cuts[1:]):
+            if hi > lo:
+                self._block(int(rank[lo]), lo, hi)
+        self.ranks: list[int] = []
+        self.spans: list[int] = []
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        self.cats: list[int] = []
+        self.skew_floor = -1
+        self.crossings = 0
+
+    def _block(self, rank: int, lo: int, hi: int) -> None:
+        """Order the operations of ``rank`` (``order[lo:hi]``) by end, then start, and find
+        where the walk steps back to from each."""
+        s = self.s
+        idx = self.order[lo:hi]
+        e, st = s.end_ns[idx], s.start_ns[idx]
+        de = e[1:] - e[:-1]
+        if not ((de > 0) | ((de == 0) & (st[1:] >= st[:-1]))).all():
+            by_end = np.lexsort((st, e))
+            idx[:] = idx[by_end]
+            e, st = e[by_end], st[by_end]
+        back = np.arange(lo - 1, hi - 1)  # the one before, where it ends by the start
+        far = np.flatnonzero(e[:-1] > st[1:]) + 1
+        back[far] = np.minimum(np.searchsorted(e, st[far], side="right"), far) - 1 + lo
+        back[back < lo] = -1
+        self.back[lo:hi] = back
+        self.sorted_ends[lo:hi] = e
+        self.blocks[rank] = (lo, hi)
+        if self.finish is None or e[-1] >= self.finish:
+            self.finish, self.last = int(e[-1]), hi - 1
+
+    def _position(self, i: int, rank: int) -> int:
+        """Where operation ``i`` of ``rank`` is in the order."""
+        lo, hi = self.blocks[rank]
+        end = self.s.end_ns[i]
+        a = lo + int(np.searchsorted(self.sorted_ends[lo:hi], end, side="left"))
+        b = lo + int(np.searchsorted(self.sorted_ends[lo:hi], end, side="right"))
+        return a + int(np.flatnonzero(self.order[a:b] == i)[0])
+
+    def _groups(self, ops: np.ndarray) -> None:
+        """Per collective or send/receive pair (spans sharing a ``match``): its last member to
+        start and the start of the one before (``group_last[k]``, ``group_second[k]``; -1 for a
+        group of one), ``keys`` sorted."""
+        s = self.s
+        matched = ops[(s.match[ops] >= 0) & np.isin(s.kind[ops], COMM_KINDS)]
+        morder = matched[np.lexsort((s.start_ns[matched], s.match[matched]))]
+        self.keys, first = np.unique(s.match[morder], return_index=True)
+        stop = np.append(first[1:], len(morder)).astype(np.int64)[:len(first)]
+        two = stop - first >= 2
+        self.group_last = np.full(len(first), -1, np.int64)
+        self.group_second = np.full(len(first), -1, np.int64)
+        self.group_last[two] = morder[stop[two] - 1]
+        self.group_second[two] = s.start_ns[morder[stop[two] - 2]]
+
+    def add(self, rank: int, span: int, start: int, end: int, cat: int) -> None:
+        if end <= start:
+            return
+        floor = self.skew_floor
+        if cat != 1 and end > floor >= 0:
+            cut = max(start, floor)
+            self._append(rank, span, cut, end, _SKEW)
+            end = cut
+            if end <= start:
+                return
+        self._append(rank, span, start, end, cat)
+
+    def _append(self, rank: int, span: int, start: int, end: int, cat: int) -> None:
+        self.ranks.append(rank)
+        self.spans.append(span)
+        self.starts.append(start)
+        self.ends.append(end)
+        self.cats.append(cat)
+
+    def _group(self, i: int, match: int, kind: int) -> int:
+        """The group index of span ``i`` when it has other members, else -1."""
+        if match < 0 or kind not in COMM_KINDS:
+            return -1
+        k = int(np.searchsorted(self.keys, match))
+        return k if self.group_last[k] >= 0 else -1
+
+    def run(self) -> None:
+        """Walk back from the finish on the rank of the operation that ends last (of those
+        ending together, on the last rank)."""
+        s = self.s
+        t = self.finish or 0
+        g = self.last
+        rank = int(s.rank[self.order[g]])
+        srank, sstart, send, smatch, skind = (a.data for a in (s.rank, s.start_ns, s.end_ns, s.match, s.kind))
+        order, back = self.order.data, self.back.data
+        cat_of = _CATEGORY_OF_KIND.tolist()
+        while True:
+            if g < 0:
+                self.add(rank, -1, 0, t, _IDLE)
+                return
+            p = order[g]
+            start, end = sstart[p], send[p]
+            self.add(rank, -1, end, t, _IDLE)
+            k = self._group(p, smatch[p], skind[p])
+            if k >= 0:
+                last = int(self.group_last[k])
+                second = int(self.group_second[k])
+                arrive = sstart[last]
+                if start < arrive < end and srank[last] != rank:
+                    self.add(srank[last], last, arrive, end, 1)
+                    self.skew_floor = second
+                    self.crossings += 1
+                    rank, t = srank[last], arrive
+                    g = back[self._position(last, rank)]
+                    continue
+                self.add(rank, p, start, end, 1)
+                if arrive == start:
+                    self.skew_floor = second
+            else:
+                self.add(rank, p, start, end, cat_of[skind[p]])
+            t, g = start, back[g]

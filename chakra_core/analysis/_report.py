@@ -1,0 +1,178 @@
+"""``chakra report``: what a run's spans say, as JSON, text, pandas DataFrames and an HTML page.
+
+A report is built from spans: those a simulator or emulator keeps in its Result (a trace set is
+simulated first, with the given system), or those written next to a ``result.json``
+(``spans.npz``).  "What if" estimates come from the critical path and, when a trace set and a
+simulator are at hand, are checked by simulating the scaled set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from chakra_core.analysis._spans import COMM_KINDS, SPAN_KINDS, Spans
+from chakra_core.base._errors import ConfigError, TraceFormatError
+
+__all__ = ["Report", "analyse", "spans_of_result", "parse_what_if"]
+
+#: what-if targets: span kinds, and the ``scale`` transform option that checks them
+_TARGETS = {
+    "compute": (("compute", "cpu"), "compute_speedup"),
+    "accelerator": (("compute",), None),
+    "cpu": (("cpu",), None),
+    "comm": (tuple(SPAN_KINDS[k] for k in COMM_KINDS), "comm_scale"),
+    "collective": (("collective",), None),
+    "memory": (("memory",), "memory_scale"),
+}
+
+
+class Report:
+    """The numbers of one run (``data``, JSON-able) and its ``spans``."""
+
+    def __init__(self, data: dict[str, Any], spans: Spans):
+        self.data = data
+        self.spans = spans
+
+    def to_dict(self) -> dict[str, Any]:
+        """What ``chakra report --json`` prints."""
+        return self.data
+
+    def frames(self) -> dict[str, Any]:
+        """pandas DataFrames: ``ranks``, ``operators``, ``collectives``, ``critical_path``,
+        ``stragglers``, ``spans`` (needs the ``report`` extra)."""
+        from chakra_core.base._need import need
+
+        pd = need("pandas")
+        d = self.data
+        return {"ranks": pd.DataFrame(d["ranks"]), "operators": pd.DataFrame(d["top_operators"]),
+                "collectives": pd.DataFrame(d["collectives"]),
+                "critical_path": pd.DataFrame(d["critical_path"]["nodes"]),
+                "stragglers": pd.DataFrame(d["stragglers"]), "spans": self.spans.frame()}
+
+    def dataframe(self) -> Any:
+        """The per-rank breakdown as a pandas DataFrame indexed by rank."""
+        return self.frames()["ranks"].set_index("rank")
+
+    def text(self, top: int = 10) -> str:
+        """The report as text."""
+        from chakra_core.analysis._report_text import format_report
+
+        return format_report(self.data, top)
+
+    def write_html(self, path: str | os.PathLike) -> Path:
+        """Write the self-contained HTML page (plots embedded) to ``path``, atomically."""
+        from chakra_core.analysis._html import write_report_html
+
+        return write_report_html(self.data, self.spans, Path(path))
+
+
+def parse_what_if(specs: Sequence[str] | None) -> list[tuple[str, str, float]]:
+    """``["compute=2", "name:aten::mm=1.5"]`` as ``[(kind, target, factor)]`` (kind ``kind`` or ``name``)."""
+    out = []
+    for spec in specs or ():
+        target, sep, value = str(spec).rpartition("=")
+        try:
+            factor = float(value)
+        except ValueError:
+            factor = 0.0
+        if not sep or factor <= 0:
+            raise ConfigError(f"what-if {spec!r}: expected TARGET=FACTOR with FACTOR > 0 (e.g. compute=2, "
+                              "name:aten::mm=1.5)")
+        if target.startswith("name:"):
+            out.append(("name", target[5:], factor))
+        elif target in _TARGETS:
+            out.append(("kind", target, factor))
+        else:
+            raise ConfigError(f"what-if target {target!r}: expected one of {', '.join(_TARGETS)} or name:OPERATOR")
+    return out
+
+
+def analyse(spans: Spans, *, what_if: Sequence[str] | None = None, top: int = 20, threshold: float = 0.1,
+            source: Mapping[str, Any] | None = None, resimulate: Any = None) -> Report:
+    """Build a :class:`Report` from ``spans``; ``resimulate(option, factor)`` (or None) returns
+    the finish time (ns) of a re-simulation with the ``scale`` transform option set."""
+    from chakra_core.analysis._breakdown import breakdown
+    from chakra_core.analysis._critical import critical_path
+    from chakra_core.analysis._tables import (
+        collectives,
+        memory_traffic,
+        stragglers,
+        top_operators,
+        utilisation,
+        variance,
+    )
+
+    rows = breakdown(spans)
+    cp = critical_path(spans)
+    finish = cp.finish_ns
+    keys = ("finish_ns", "compute_ns", "exposed_comm_ns", "exposed_mem_ns", "idle_ns", "comm_ns", "mem_ns",
+            "overlap_ns", "skew_ns", "cpu_ns", "accelerator_ns")
+    totals = {k: sum(int(r.get(k, 0)) for r in rows) for k in keys}
+    totals["finish_ns"] = finish
+    data: dict[str, Any] = {
+        "time_unit": "ns",
+        "source": dict(source or {}),
+        "finish_ns": finish,
+        "nranks": spans.nranks,
+        "spans": len(spans),
+        "totals": totals,
+        "utilisation": {"compute": round(totals["compute_ns"] / (finish * max(len(rows), 1)), 4) if finish else 0.0,
+                        "over_time": utilisation(spans)},
+        "ranks": rows,
+        "variance": variance(rows),
+        "stragglers": stragglers(rows, threshold),
+        "top_operators": top_operators(spans, top),
+        "collectives": collectives(spans),
+        "memory": memory_traffic(spans),
+        "critical_path": cp.to_dict(spans),
+        "what_if": [_what_if(spans, cp, finish, kind, target, factor, resimulate)
+                    for kind, target, factor in parse_what_if(what_if)],
+    }
+    return Report(data, spans)
+
+
+def _what_if(spans: Spans, cp: Any, finish: int, kind: str, target: str, factor: float,
+             resimulate: Any) -> dict[str, Any]:
+    if kind == "kind":
+        on_path = cp.weighted_ns(spans, kinds=_TARGETS[target][0])
+    else:
+        on_path = cp.weighted_ns(spans, names=(target,))
+    saved = int(round(on_path * (1 - 1 / factor)))
+    out: dict[str, Any] = {"target": target if kind == "kind" else f"name:{target}", "factor": factor,
+                           "on_critical_path_ns": on_path, "estimated_finish_ns": finish - saved,
+                           "estimated_change_ns": -saved,
+                           "estimated_change_pct": round(-100 * saved / finish, 2) if finish else 0.0}
+    option = _TARGETS[target][1] if kind == "kind" else None
+    if resimulate is not None and option is not None:
+        value = factor if option == "compute_speedup" else 1 / factor
+        sim = resimulate(option, value)
+        out.update(resimulated_finish_ns=sim, resimulated_change_ns=sim - finish,
+                   resimulated_with=f"scale {option}={value:g}")
+    elif resimulate is not None:
+        out["resimulated_with"] = None
+        out["note"] = "no transform scales this target alone: estimate only"
+    return out
+
+
+def spans_of_result(path: str | os.PathLike) -> tuple[dict[str, Any], Spans]:
+    """A ``result.json`` and the spans written with it (``spans.npz`` listed in its files)."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise TraceFormatError(f"cannot read a result ({e})", str(path)) from None
+    if not isinstance(data, dict) or "summary" not in data:
+        raise TraceFormatError("not a result.json (no 'summary')", str(path))
+    for f in data.get("files", []):
+        if str(f).endswith("spans.npz"):
+            for candidate in (Path(f), path.parent / Path(f).name):
+                if candidate.is_file():
+                    return data, Spans.load(candidate)
+    raise ConfigError(f"{path}: the result has no spans; run the backend with -O spans=true and -o DIR "
+                      "(it writes DIR/spans.npz next to result.json)")
+
+

@@ -1,0 +1,172 @@
+"""Parse YAML and JSON documents from untrusted text: nesting bounded, every error located.
+
+Both parsers recurse per nesting level, so a document nested thousands deep would end in a
+RecursionError; the ``depth`` limit (:mod:`._limits`) stops it first with a message that names the
+file, the line and the variable that raises the limit.  A YAML tag on a value it cannot convert
+(``!!int abc``) is reported at the value's line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import yaml
+
+from chakra_core.base._errors import ChakraError, ConfigError
+from chakra_core.base._limits import check_depth, get_limit, limit_message
+
+__all__ = ["parse_yaml", "parse_json", "parse_json_values", "decode_text"]
+
+
+class _TooDeep(yaml.MarkedYAMLError):
+    """A YAML collection nested deeper than the ``depth`` limit."""
+
+
+#: past Python's recursion limit (only when CHAKRA_MAX_DEPTH is raised far above its default)
+_PARSER_DEPTH = "nested deeper than the parser can read (CHAKRA_MAX_DEPTH is set above Python's recursion limit)"
+
+
+#: below this nesting json's C parser never runs out of recursion (Python's default limit: 1000)
+_JSON_PARSER_DEPTH = 500
+
+
+def _too_deep_message(depth: int) -> str:
+    return limit_message("depth", depth, "nesting depth")
+
+
+class _BadValue(yaml.MarkedYAMLError):
+    """A tagged YAML value that the tag's constructor cannot convert."""
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader with a bound on nesting and located conversion errors."""
+
+    def __init__(self, stream: str, limit: int):
+        super().__init__(stream)
+        self.depth_limit = limit
+        self.depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        """Compose one node, counting collections on the way down."""
+        event = self.peek_event()
+        nested = isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent))
+        if not nested:
+            return super().compose_node(parent, index)
+        self.depth += 1
+        try:
+            if self.depth > self.depth_limit:
+                raise _TooDeep(problem=_too_deep_message(self.depth), problem_mark=event.start_mark)
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+    def construct_object(self, node: Any, deep: bool = False) -> Any:
+        """Construct one value; a tag that cannot convert it becomes a located YAML error."""
+        try:
+            return super().construct_object(node, deep)
+        except (ValueError, TypeError, OverflowError) as e:
+            raise _BadValue(problem=f"{node.tag.rsplit(':', 1)[-1]}: {e}",
+                            problem_mark=node.start_mark) from None
+
+
+def decode_text(data: bytes, where: str, error: type[ChakraError] = ConfigError) -> str:
+    """``data`` as UTF-8 text; bytes that are not UTF-8 are an error naming line and byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise error(f"not UTF-8 text ({e.reason} at byte {e.start})", where, f"line {line}") from None
+
+
+def parse_yaml(text: str, where: str, error: type[ChakraError] = ConfigError) -> Any:
+    """Parse YAML ``text`` from file ``where`` (safe tags only); errors name the line."""
+    try:
+        loader = _BoundedLoader(text, get_limit("depth"))
+    except yaml.reader.ReaderError as e:  # a character YAML does not allow, found up front
+        line = text.count("\n", 0, e.position) + 1
+        raise error(f"malformed YAML ({e.reason} #x{e.character:04x})", where, f"line {line}") from None
+    try:
+        return loader.get_single_data()
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        problem = getattr(e, "problem", None) or e
+        forms: dict[type, str] = {_BadValue: "bad YAML value ({})", _TooDeep: "{}"}
+        what = forms.get(type(e), "malformed YAML ({})")
+        raise error(what.format(problem), where, f"line {mark.line + 1}" if mark else None) from None
+    except RecursionError:
+        raise error(_PARSER_DEPTH, where) from None
+    finally:
+        loader.dispose()
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_json(text: str, where: str, error: type[ChakraError] = ConfigError,
+               line: int | None = None) -> Any:
+    """Parse JSON ``text`` strictly (no NaN/Infinity) and bound its nesting.
+
+    ``line`` is the text's line in the file when it is one line of a larger file; otherwise the
+    error names the line the parser stopped at.
+    """
+    try:
+        obj = json.loads(text, parse_constant=_no_constant)
+    except RecursionError:  # deeper than the limit, unless the limit is raised past the parser's
+        limit = get_limit("depth")
+        why = _too_deep_message(limit + 1) if limit < _JSON_PARSER_DEPTH else _PARSER_DEPTH
+        raise error(why, where, f"line {line}" if line else None) from None
+    except ValueError as e:
+        at = line if line else getattr(e, "lineno", None)
+        raise error(f"malformed JSON ({getattr(e, 'msg', e)})", where, f"line {at}" if at else None) from None
+    check_depth(obj, where, f"line {line}" if line else None, error)
+    if _SURROGATE_ESCAPE.search(text):
+        try:  # a pair of escapes is one character; a lone one cannot be encoded
+            json.dumps(obj, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise error("a lone UTF-16 surrogate escape (\\ud800-\\udfff) is not text",
+                        where, f"line {line}" if line else None) from None
+    return obj
+
+
+_STRICT_DECODER = json.JSONDecoder(parse_constant=_no_constant)
+
+
+def parse_json_values(text: str, where: str, error: type[ChakraError] = ConfigError,
+                      line: int = 1) -> list[tuple[Any, int]]:
+    """Parse JSON values written one after another (``{...}{...}``), as strictly as
+    :func:`parse_json`; returns ``(value, line of its start)`` pairs.
+
+    ``line`` is the line of the file that ``text`` starts at; errors name the file's line.
+    """
+    out: list[tuple[Any, int]] = []
+    pos, end = 0, len(text)
+    while True:
+        while pos < end and text[pos] in " \t\r\n":
+            pos += 1
+        if pos == end:
+            break
+        at = line + text.count("\n", 0, pos)
+        try:
+            value, pos = _STRICT_DECODER.raw_decode(text, pos)
+        except RecursionError:
+            limit = get_limit("depth")
+            why = _too_deep_message(limit + 1) if limit < _JSON_PARSER_DEPTH else _PARSER_DEPTH
+            raise error(why, where, f"line {at}") from None
+        except ValueError as e:
+            stop = line + text.count("\n", 0, getattr(e, "pos", pos))
+            raise error(f"malformed JSON ({getattr(e, 'msg', e)})", where, f"line {stop}") from None
+        check_depth(value, where, f"line {at}", error)
+        out.append((value, at))
+    if out and _SURROGATE_ESCAPE.search(text):
+        try:  # a pair of escapes is one character; a lone one cannot be encoded
+            json.dumps([v for v, _ in out], ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise error("a lone UTF-16 surrogate escape (\\ud800-\\udfff) is not text",
+                        where, f"line {line}") from None
+    return out

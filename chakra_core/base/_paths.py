@@ -1,0 +1,60 @@
+"""PATH arguments as users type them: a file, a directory, a glob or a prefix."""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Iterable, Sequence
+
+from chakra_core.base._errors import TraceFormatError
+
+__all__ = ["expand_paths", "is_glob"]
+
+PathArg = str | os.PathLike[str]
+
+
+def expand_paths(paths: PathArg | Sequence[PathArg], suffixes: tuple[str, ...] = (),
+                 required: str | None = None) -> list[str]:
+    """The files that ``paths`` name, in order; each argument is expanded on its own.
+
+    A file is taken whatever its name.  A directory (not recursive), a glob (``*``, ``?``,
+    ``[``) or a prefix (``out/job`` for ``out/job.*``) gives its files that end in one of
+    ``suffixes`` (every file when empty), sorted.  With ``required`` (what the caller wants,
+    e.g. ``".et files"``), an argument that gives no file raises :class:`TraceFormatError`
+    naming it; without, it gives nothing.
+    """
+    args = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    out: list[str] = []
+    for arg in args:
+        found = _expand_one(os.fspath(arg), suffixes)
+        if not found and required:
+            raise TraceFormatError(_nothing(os.fspath(arg), required), os.fspath(arg))
+        out += found
+    return out
+
+
+def _expand_one(spec: str, suffixes: tuple[str, ...]) -> list[str]:
+    if not spec:
+        return []
+    if os.path.isfile(spec):
+        return [spec]
+    if os.path.isdir(spec):
+        names: Iterable[str] = (os.path.join(spec, n) for n in os.listdir(spec))
+    elif is_glob(spec):
+        names = glob.iglob(spec)
+    else:
+        names = glob.iglob(glob.escape(spec) + ".*")
+    return sorted(f for f in names if (not suffixes or f.endswith(suffixes)) and os.path.isfile(f))
+
+
+def is_glob(spec: str) -> bool:
+    """True when ``spec`` is a glob pattern (has ``*``, ``?`` or ``[``)."""
+    return any(c in spec for c in "*?[")
+
+
+def _nothing(spec: str, required: str) -> str:
+    if os.path.isdir(spec):
+        return f"no {required} in this directory"
+    if is_glob(spec):
+        return f"no {required} match this pattern"
+    return f"no such file, directory or prefix of {required}"

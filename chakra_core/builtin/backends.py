@@ -1,0 +1,72 @@
+"""Built-in exporters: write a set as ``.et`` files or as JSON."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from chakra_core.base._errors import ConfigError
+from chakra_core.base._options import Option
+from chakra_core.hookspecs import hookimpl
+from chakra_core.host._api import Backend, Result
+from chakra_core.io._jsonform import write_json
+from chakra_core.io._publish import inside_output, output_directory
+from chakra_core.trace._traceset import TraceSet, with_process_groups
+
+__all__ = ["EtExporter", "JsonExporter"]
+
+
+class EtExporter(Backend):
+    """Write the set as ``<output>/<prefix>.{rank}.et`` (``prefix`` may name a subdirectory, never
+    a place outside ``output``; the directory is replaced whole)."""
+
+    kind = "exporter"
+    description = "write the trace set as Chakra .et files"
+    options = {
+        "prefix": Option("str", "trace", "file-name prefix"),
+        "compress": Option("bool", False, "gzip each file (.et.gz)"),
+    }
+
+    def run(self, traces: TraceSet, options: Mapping[str, Any], output: Path | None) -> Result:
+        """Write every rank; the result lists the files and node counts."""
+        if output is None:
+            raise ConfigError("backend 'et' needs an output directory")
+        prefix = inside_output(output, options["prefix"], "prefix")
+        with output_directory(output) as stage:
+            written = traces.write(stage / prefix.relative_to(output), compress=options["compress"])
+        files = [str(prefix.parent / p.name) for p in written]
+        return Result("et", self.kind, {"ranks": len(files)}, files=files)
+
+
+class JsonExporter(Backend):
+    """Write the set as ``<output>/<prefix>.{rank}.json`` (or ``.jsonl``), like :class:`EtExporter`."""
+
+    kind = "exporter"
+    description = "write the trace set in the JSON form"
+    options = {
+        "prefix": Option("str", "trace", "file-name prefix"),
+        "lines": Option("bool", False, "JSON Lines (.jsonl) instead of JSON"),
+    }
+
+    def run(self, traces: TraceSet, options: Mapping[str, Any], output: Path | None) -> Result:
+        """Write every rank as JSON."""
+        if output is None:
+            raise ConfigError("backend 'json' needs an output directory")
+        ext = ".jsonl" if options["lines"] else ".json"
+        prefix = inside_output(output, options["prefix"], "prefix").relative_to(output)
+        files, nodes = [], 0
+        with output_directory(output) as stage:
+            for rt in traces:
+                name = f"{prefix}.{rt.rank}{ext}"
+                meta = with_process_groups(rt.metadata(), traces.process_groups)
+                nodes += write_json(stage / name, meta, rt.nodes(), rank=rt.rank, lines=options["lines"])
+                files.append(str(Path(output) / name))
+        return Result("json", self.kind, {"ranks": len(files), "nodes": nodes}, files=files)
+
+
+@hookimpl
+def chakra_register_backends(register):
+    """Register the ``et`` and ``json`` exporters."""
+    register("et", EtExporter, description=EtExporter.description)
+    register("json", JsonExporter, description=JsonExporter.description)

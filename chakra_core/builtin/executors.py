@@ -1,0 +1,77 @@
+"""Built-in sweep executor ``local``: a pool of worker processes on this machine."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from chakra_core.base._options import Option
+from chakra_core.hookspecs import hookimpl
+from chakra_core.host._api import Executor
+
+__all__ = ["LocalExecutor"]
+
+
+class LocalExecutor(Executor):
+    """Run tasks in ``workers`` processes (``forkserver``: each worker starts from a clean
+    interpreter, whatever threads the calling process runs).  A worker that dies fails the task
+    it was running, not the sweep; one still running a task ``kill_after_s`` past the task's
+    timeout (stuck in native code) is killed and replaced (:mod:`chakra_core.sweeps._workerpool`)."""
+
+    description = "a process pool on this machine (chakra sweep -j N)"
+    options = {
+        "workers": Option("int", None, "worker processes (default: the machine's cores)", minimum=1),
+        "kill_after_s": Option("float", 10.0, "seconds past a point's timeout after which a worker still "
+                               "running it is killed", minimum=0),
+    }
+
+    def __init__(self) -> None:
+        self._pool: Any = None
+
+    def map(self, fn: Callable[[Any], Any], tasks: Sequence[Any],
+            options: Mapping[str, Any]) -> Iterator[tuple[int, Any]]:
+        """Run the tasks on the session's pool (or a pool of this call) and yield
+        ``(index, value)`` as each finishes."""
+        if self._pool is not None:
+            yield from self._pool.map(fn, tasks)
+            return
+        pool = _pool(options, len(tasks))
+        try:
+            yield from pool.map(fn, tasks)
+        finally:
+            pool.close()
+
+    @contextmanager
+    def session(self, options: Mapping[str, Any]) -> Iterator[None]:
+        """Keep one pool (its workers started once, with their plugins loaded) for every map."""
+        if self._pool is not None:
+            yield
+            return
+        self._pool = _pool(options, None)
+        try:
+            yield
+        finally:
+            self._pool.close()
+            self._pool = None
+
+
+def _pool(options: Mapping[str, Any], tasks: int | None) -> Any:
+    import multiprocessing
+
+    from chakra_core.host._plugins import get_host
+    from chakra_core.sweeps._workerpool import WorkerPool
+
+    workers = options.get("workers") or os.cpu_count() or 1
+    if tasks is not None:
+        workers = min(workers, max(1, tasks))
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["chakra_core.sweeps._run"])
+    return WorkerPool(workers, context, get_host, options.get("kill_after_s", 10.0))
+
+
+@hookimpl
+def chakra_register_executors(register):
+    """Register the ``local`` executor."""
+    register("local", LocalExecutor, description=LocalExecutor.description)

@@ -1,0 +1,22 @@
+"""``chakra generate NAME -o OUT [-O key=value ...] [--gzip] [--json]``."""
+
+from __future__ import annotations
+
+from chakra_core.cli._common import add_output_options, add_plugin_options, host_of, print_traces
+
+
+def add_arguments(p) -> None:
+    """Arguments of ``generate``."""
+    p.add_argument("name", metavar="NAME", help="a registered generator (chakra plugins lists them)")
+    add_output_options(p)
+    add_plugin_options(p)
+
+
+def run(args) -> int:
+    """Generate and write the set; print the files written."""
+    from chakra_core.base._options import parse_kv
+    from chakra_core.pipeline._commands import generate
+
+    traces = generate(args.name, parse_kv(args.opts), output=args.output, gzip=args.gzip, host=host_of(args))
+    print_traces(traces, args)
+    return 0

@@ -1,0 +1,140 @@
+"""``chakra`` entry point: argument parsing, lazy subcommands, one-line errors (exit 2).
+
+Subcommand modules are imported only when their command runs, and no plugin is loaded for
+``--help``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+import warnings
+
+__all__ = ["main", "COMMANDS"]
+
+#: command -> (module under chakra_core.cli, one-line help)
+COMMANDS = {
+    "convert": ("convert", "convert any registered input format to a Chakra .et set"),
+    "validate": ("validate", "check traces for errors a simulator would crash or hang on"),
+    "stats": ("stats", "node and collective counts, longest path by recorded durations (see 'report')"),
+    "jsonize": ("jsonize", "write the JSON form of a trace (exact inverse of 'convert --format json')"),
+    "plugins": ("plugins", "list installed plugins, what they registered, and failures"),
+    "run": ("run", "run a YAML pipeline"),
+    "simulate": ("simulate", "simulate a trace set with a simulator backend"),
+    "emulate": ("emulate", "replay a trace set on this machine's hardware (torch.distributed) and measure it"),
+    "export": ("export", "export a trace set with an exporter backend (e.g. ASTRA-sim)"),
+    "generate": ("generate", "generate a trace set with a registered generator (e.g. transformer training)"),
+    "transform": ("transform", "apply registered transforms (what-if) to a trace set and write it"),
+    "synth": ("synth", "learn a model from trace sets (fit), generate new sets (sample), show a model"),
+    "sweep": ("sweep", "run every point of a pipeline's sweep: section, one results table"),
+    "report": ("report", "per-rank breakdown, top operators, collectives, stragglers, cross-rank critical path"),
+    "diff": ("diff", "compare two trace sets or results: the report's numbers side by side"),
+    "graph": ("graph", "draw a rank's dependency graph or a node's neighbourhood (DOT, SVG, GraphML)"),
+    "compare": ("compare", "fidelity report of trace set B against A (distributions, graph, simulated step time)"),
+}
+
+
+def _format_warning(message, category, filename, lineno, file=None, line=None):
+    return f"chakra: warning: {message}\n"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser with one sub-parser per command (arguments added lazily)."""
+    p = argparse.ArgumentParser(prog="chakra", description="Chakra execution-trace tools.")
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+    p.add_argument("--strict", action="store_true", help="fail when any plugin fails to load")
+    p.add_argument("--version", action="store_true", help="print the version and exit")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bars on stderr")
+    p.add_argument("-v", "--verbose", action="store_true", help="print long lists (files, ranks) in full")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (_mod, helptext) in COMMANDS.items():
+        sub.add_parser(name, help=helptext, add_help=False)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; return the exit status (0 ok, 1 findings, 2 bad input or usage)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    warnings.formatwarning = _format_warning  # type: ignore[assignment]
+    top = build_parser()
+    # split global flags from the command's own arguments
+    i = 0
+    while i < len(argv) and argv[i].startswith("-"):
+        i += 1
+    globals_, rest = argv[:i], argv[i:]
+    args = top.parse_args(globals_ + rest[:1])
+    if args.version:
+        from chakra_core.base._version import __version__
+
+        print(f"chakra {__version__}")
+        return 0
+    if not args.command:
+        top.print_help()
+        return 0
+    modname, helptext = COMMANDS[args.command]
+    mod = importlib.import_module(f"chakra_core.cli.{modname}")
+    parser = argparse.ArgumentParser(prog=f"chakra {args.command}", description=helptext)
+    mod.add_arguments(parser)
+    cargs = parser.parse_args(rest[1:])
+    cargs.debug = args.debug
+    cargs.strict = args.strict
+    cargs.verbose = args.verbose
+    from chakra_core.base._errors import ChakraError
+    from chakra_core.base._progress import set_progress_enabled
+    from chakra_core.pipeline._provenance import command_line
+
+    set_progress_enabled(not args.quiet)
+    try:
+        with command_line(argv):
+            return int(mod.run(cargs) or 0)
+    except ChakraError as e:
+        if args.debug:
+            raise
+        print(f"chakra {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # the reader of stdout went away (e.g. `| head`): not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except OSError as e:  # an output that cannot be written, a directory in the way, ...
+        if args.debug:
+            raise
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"chakra {args.command}: error: {where}{e.strerror or e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt as e:  # a PluginInterrupt names the plugin that was running
+        print(f"chakra: interrupted {e}".rstrip(), file=sys.stderr)
+        return 130
+    except SystemExit as e:  # plugin code (an implementation) called sys.exit
+        if args.debug:
+            raise
+        print(f"chakra {args.command}: internal error: code{_innermost_package(e)} called sys.exit({e.code!r}) "
+              f"(a bug: plugins raise errors instead of exiting)", file=sys.stderr)
+        return 1
+    except Exception as e:  # noqa: BLE001 - a bug (ours or a plugin's): one line, exit 1
+        if args.debug:
+            raise
+        where = _innermost_package(e)
+        print(f"chakra {args.command}: internal error{where}: {type(e).__name__}: {e} "
+              f"(a bug, not bad input; chakra --debug {args.command} ... shows the traceback)", file=sys.stderr)
+        return 1
+
+
+def _innermost_package(e: BaseException) -> str:
+    """`` in <package>``: the top-level package of the deepest non-stdlib frame, when not ours."""
+    import sysconfig
+
+    stdlib = sysconfig.get_paths()["stdlib"]
+    tb, name = e.__traceback__, ""
+    while tb is not None:
+        frame = tb.tb_frame
+        if not frame.f_code.co_filename.startswith(stdlib):
+            name = frame.f_globals.get("__name__", "") or name
+        tb = tb.tb_next
+    top = name.split(".")[0]
+    return f" in {top}" if top and top not in ("chakra_core", "__main__") else ""
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

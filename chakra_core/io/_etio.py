@@ -1,0 +1,499 @@
+"""Streaming reader and writer for Chakra ``.et`` files.
+
+An ``.et`` file is a GlobalMetadata message followed by Node messages, each preceded by its
+length as a protobuf varint; gzip is detected by its magic bytes on read and chosen by a ``.gz``
+name on write.
+
+Speed: the reader parses framed nodes in batches.  The framing ``varint(len) + message`` is,
+with one tag byte (``0x0a``) in front, the encoding of one element of ``repeated Node nodes = 1``,
+so a run of frames becomes one ``NodeBatch`` message that protobuf's C parser decodes in one call.
+Memory stays flat: the file is read in fixed-size chunks and only one batch is alive at a time.
+"""
+
+from __future__ import annotations
+
+import errno
+import gzip
+import os
+import zlib
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import BinaryIO, NoReturn
+
+from google.protobuf.message import DecodeError
+
+from chakra_core.base._errors import TraceFormatError
+from chakra_core.base._limits import get_limit, limit_message
+from chakra_core.io._proto.et_batch_pb2 import NodeBatch
+from chakra_core.io._schema import GlobalMetadata, Node
+
+__all__ = ["EtReader", "EtWriter", "read_et", "write_et", "open_binary", "atomic_output", "frame_nodes"]
+
+_CHUNK = 1 << 20
+_BATCH = 4096
+#: ASTRA-sim's reader takes at most 4 varint bytes, so one message is below 256 MiB.
+MAX_MESSAGE = (1 << 28) - 1
+_GZIP_MAGIC = b"\x1f\x8b"
+#: explicit encodings of an all-default message, so that no zero-length message is ever written.
+_EMPTY_NODE = b"\x08\x00"  # id = 0
+_EMPTY_META = b"\x0a\x00"  # version = ""
+
+
+def open_binary(path: str | os.PathLike) -> BinaryIO:
+    """Open ``path`` for reading, decompressing when it starts with the gzip magic bytes."""
+    f = open(path, "rb")
+    head = f.peek(2)[:2] if hasattr(f, "peek") else b""
+    if head == _GZIP_MAGIC:
+        return gzip.GzipFile(fileobj=f, mode="rb")  # type: ignore[return-value]
+    return f
+
+
+def _varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+    """Decode a varint at ``pos``; return (value, position after it) or (-1, pos) if cut short."""
+    result = 0
+    shift = 0
+    p = pos
+    while p < end:
+        b = buf[p]
+        result |= (b & 0x7F) << shift
+        p += 1
+        if not b & 0x80:
+            return result, p
+        shift += 7
+        if shift > 63:
+            raise ValueError("varint too long")
+    return -1, pos
+
+
+def _encode_varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def frame_nodes(messages: Iterable[bytes]) -> bytes:
+    """Serialized node messages framed as an ``.et`` body holds them: each preceded by its
+    varint length (an empty message written as ``id = 0``, as :class:`EtWriter` does), for
+    :meth:`EtWriter.write_framed`.  Raises TraceFormatError for a message over 256 MiB."""
+    out = []
+    for data in messages:
+        data = data or _EMPTY_NODE
+        ln = len(data)
+        if ln > MAX_MESSAGE:
+            raise TraceFormatError(f"node message of {ln} bytes exceeds 256 MiB")
+        out.append((bytes((ln,)) if ln < 0x80 else _encode_varint(ln)) + data)
+    return b"".join(out)
+
+
+class EtReader:
+    """Stream the nodes of one ``.et`` file (plain or gzip) with flat memory.
+
+    Reading is strict: a node that does not decode (bad wire data, a name that is not UTF-8), an
+    empty (zero-length) node message, a node with more dependencies than the ``deps`` limit, and a
+    gzip stream that expands past the ``inflation`` limit are errors naming the byte and node.
+
+    >>> r = EtReader("trace.0.et")            # doctest: +SKIP
+    >>> r.metadata.version, sum(1 for _ in r)  # doctest: +SKIP
+    """
+
+    def __init__(self, path: str | os.PathLike, batch_size: int = _BATCH):
+        self.path = str(path)
+        self.batch_size = batch_size
+        self._meta: GlobalMetadata | None = None
+
+    @property
+    def metadata(self) -> GlobalMetadata:
+        """The file's GlobalMetadata (reads only the start of the file)."""
+        if self._meta is None:
+            for _ in self._frames(meta_only=True):
+                break
+        assert self._meta is not None
+        return self._meta
+
+    def __iter__(self) -> Iterator[Node]:
+        for batch in self.batches():
+            yield from batch
+
+    def batches(self) -> Iterator[Iterable[Node]]:
+        """Yield the nodes in batches (protobuf repeated containers) of up to ``batch_size``."""
+        for offset, index, frames in self._frames():
+            yield self._decode(offset, index, frames)
+
+    def raw(self) -> Iterator[bytes]:
+        """Yield each node's serialized bytes (for fast copies); each batch is checked to decode."""
+        for offset, index, frames in self._frames():
+            self._decode(offset, index, frames)
+            for fr in frames:
+                yield fr[1:] if fr[0] < 0x80 else fr[_varint(fr, 0, len(fr))[1]:]
+
+    def _decode(self, offset: int, index: int, frames: list[bytes]) -> Iterable[Node]:
+        try:
+            return NodeBatch.FromString(b"\n" + b"\n".join(frames)).nodes
+        except DecodeError:
+            self._locate_bad(offset, index, frames)
+
+    def _locate_bad(self, offset: int, index: int, frames: list[bytes]) -> NoReturn:
+        for i, fr in enumerate(frames):
+            _, p = _varint(fr, 0, len(fr))
+            try:
+                Node.FromString(fr[p:])
+            except DecodeError as e:
+                raise TraceFormatError(f"node #{index + i} is not a Chakra node message ({e})",
+                                       self.path, f"byte {offset}") from None
+            offset += len(fr)
+        raise TraceFormatError("not a Chakra node message", self.path, f"byte {offset}")
+
+    def _frames(self, meta_only: bool = False) -> Iterator[tuple[int, int, list[bytes]]]:
+        """Yield (file offset of the first frame, its node index, [frame bytes incl. length prefix])."""
+        try:
+            yield from _Framer(self).frames(meta_only)
+        except (OSError, EOFError, zlib.error) as e:
+            if isinstance(e, FileNotFoundError):
+                raise TraceFormatError("no such file", self.path) from None
+            if isinstance(e, (gzip.BadGzipFile, EOFError, zlib.error)):
+                raise TraceFormatError(f"bad gzip data ({e})", self.path) from None
+            raise TraceFormatError(f"cannot read ({e.strerror or e})", self.path) from None
+
+
+#: bytes that end a varint (high bit clear), deleted to count the others
+_CONTINUATION = bytes(range(0x80, 0x100))
+_DEP_FIELDS = (4, 5)  # Node.ctrl_deps, Node.data_deps
+#: a gzip input is checked against the inflation limit once it has expanded past this
+_INFLATION_FLOOR = 64 << 20
+
+
+def _count_deps(msg: bytes, stop: int) -> int:
+    """The dependencies (``ctrl_deps`` + ``data_deps``) encoded in Node message ``msg``.
+
+    Walks the message's top-level fields only; packed lists are counted at C speed by their
+    final varint bytes.  Counting stops once it passes ``stop``; malformed data ends the walk
+    (the decoder reports it).
+    """
+    count = pos = 0
+    end = len(msg)
+    try:
+        while pos < end and count <= stop:
+            key, pos = _varint(msg, pos, end)
+            field, wire = key >> 3, key & 7
+            if key < 0 or wire not in (0, 1, 2, 5):
+                break
+            if wire == 0:
+                _, after = _varint(msg, pos, end)
+                if after == pos:
+                    break
+                pos = after
+                count += field in _DEP_FIELDS
+            elif wire == 2:
+                ln, pos = _varint(msg, pos, end)
+                if ln < 0:
+                    break
+                if field in _DEP_FIELDS:
+                    count += len(msg[pos : pos + ln].translate(None, _CONTINUATION))
+                pos += ln
+            else:
+                pos += 8 if wire == 1 else 4
+    except ValueError:  # a varint longer than 10 bytes
+        pass
+    return count
+
+
+class _Framer:
+    """Cuts one file into length-prefixed frames, refilling a fixed-size buffer as it goes."""
+
+    def __init__(self, reader: EtReader):
+        self.path = reader.path
+        self.size = reader.batch_size
+        self.meta_sink = reader
+        self.max_deps = get_limit("deps")
+        self.max_inflation = get_limit("inflation")
+
+    def fail(self, message: str, offset: int) -> TraceFormatError:
+        return TraceFormatError(message, self.path, f"byte {offset}")
+
+    def check_inflation(self, raw: BinaryIO, expanded: int) -> None:
+        """Refuse a gzip stream that has expanded more than the limit allows."""
+        packed = max(raw.tell(), 1)
+        if expanded > _INFLATION_FLOOR and expanded > self.max_inflation * packed:
+            raise self.fail(limit_message("inflation", expanded // packed, "gzip data expands by a factor of"),
+                            expanded)
+
+    def check_node(self, frame: bytes, start: int, offset: int, index: int) -> None:
+        """Refuse an empty node message, and a node with more dependencies than the limit."""
+        if len(frame) == start:
+            raise self.fail(f"node #{index} is an empty (zero-length) message; no Chakra writer "
+                            "writes one (an all-default node has no type)", offset)
+        if len(frame) - start > self.max_deps:  # each dependency takes at least one byte
+            deps = _count_deps(frame[start:], self.max_deps)
+            if deps > self.max_deps:
+                raise self.fail(f"node #{index}: " + limit_message("deps", deps, "dependency count"), offset)
+
+    def frames(self, meta_only: bool) -> Iterator[tuple[int, int, list[bytes]]]:
+        with open(self.path, "rb") as raw:
+            gz = raw.peek(2)[:2] == _GZIP_MAGIC
+            f: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb") if gz else raw  # type: ignore[assignment]
+            with f:
+                yield from self._cut(f, raw if gz else None, meta_only)
+
+    def _cut(self, f: BinaryIO, gz_raw: BinaryIO | None,
+             meta_only: bool) -> Iterator[tuple[int, int, list[bytes]]]:
+        buf = f.read(_CHUNK)
+        if not buf:
+            raise TraceFormatError("empty file: no GlobalMetadata message", self.path)
+        base = pos = 0  # base: file offset of buf[0]
+        end = len(buf)
+        eof = False
+        first = True
+        index = 0  # node index of the next frame
+        batch: list[bytes] = []
+        batch_off = batch_index = 0
+        while True:
+            # make sure a whole frame is in the buffer, refilling when needed
+            try:
+                if pos < end and buf[pos] < 0x80:
+                    ln = buf[pos]
+                    hp = pos + 1
+                else:
+                    ln, hp = _varint(buf, pos, end)
+            except ValueError:
+                raise self.fail("bad length prefix", base + pos) from None
+            if ln > MAX_MESSAGE:
+                raise self.fail(f"message length {ln} exceeds 256 MiB (corrupt length prefix?)", base + pos)
+            if ln < 0 or hp + ln > end:
+                if eof:
+                    if pos == end:
+                        break
+                    raise self.fail("truncated message at end of file", base + pos)
+                more = f.read(max(_CHUNK, ln + 16))
+                if not more:
+                    eof = True
+                buf = buf[pos:] + more
+                base += pos
+                pos = 0
+                end = len(buf)
+                if gz_raw is not None:
+                    self.check_inflation(gz_raw, base + end)
+                continue
+            if first:
+                first = False
+                try:
+                    self.meta_sink._meta = GlobalMetadata.FromString(buf[hp : hp + ln])
+                except DecodeError as e:
+                    raise self.fail(f"first message is not a GlobalMetadata ({e})", 0) from None
+                pos = hp + ln
+                if meta_only:
+                    return
+                continue
+            frame = buf[pos : hp + ln]
+            if ln == 0 or ln > self.max_deps:
+                self.check_node(frame, hp - pos, base + pos, index)
+            if not batch:
+                batch_off, batch_index = base + pos, index
+            batch.append(frame)
+            index += 1
+            pos = hp + ln
+            if len(batch) >= self.size:
+                yield batch_off, batch_index, batch
+                batch = []
+        if first:
+            raise TraceFormatError("empty file: no GlobalMetadata message", self.path)
+        if batch:
+            yield batch_off, batch_index, batch
+
+
+def read_et(path: str | os.PathLike) -> tuple[GlobalMetadata, list[Node]]:
+    """Read a whole ``.et`` file into memory: ``(metadata, [nodes])``."""
+    r = EtReader(path)
+    nodes: list[Node] = []
+    for b in r.batches():
+        nodes.extend(b)
+    return r.metadata, nodes
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+class atomic_output:
+    """Context manager giving a temporary path beside ``path``, renamed into place on success.
+
+    On an exception the temporary file is removed and any existing ``path`` is left untouched;
+    an OSError (disk full, read-only, a directory in the way) is raised again naming ``path``,
+    not the temporary file.  Temporaries that killed runs left beside ``path`` are removed (see
+    :mod:`chakra_core.io._publish`).  A symbolic link is followed (the link stays, its target is
+    replaced); a target that exists but is not a regular file (``/dev/stdout``, a FIFO) is
+    written directly.  The new file gets the old file's permissions, or ``0o666`` less the
+    umask.  With ``defer=True`` the rename waits for :meth:`commit` or :meth:`discard`.
+    """
+
+    def __init__(self, path: str | os.PathLike, defer: bool = False):
+        self.path = Path(path)
+        self.defer = defer
+        self.tmp: Path | None = None
+
+    def __enter__(self) -> Path:
+        target = Path(os.path.realpath(self.path)) if self.path.is_symlink() else self.path
+        self.target = target
+        if target.exists() and not target.is_file():
+            if target.is_dir():
+                raise IsADirectoryError(errno.EISDIR, "a directory is in the way", str(target))
+            self.tmp = None
+            return target
+        try:
+            self.tmp = self._create(target)
+        except OSError as e:
+            raise self._named(e) from None
+        return self.tmp
+
+    @staticmethod
+    def _create(target: Path) -> Path:
+        from chakra_core.io._publish import in_staging, remove_stale, temp_sibling
+
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not in_staging(target):
+            remove_stale(target)
+        tmp = temp_sibling(target, "file")
+        mode = (target.stat().st_mode & 0o7777) if target.exists() else (0o666 & ~_umask())
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.fchmod(fd, mode)
+        finally:
+            os.close(fd)
+        return tmp
+
+    def _named(self, e: OSError) -> OSError:
+        """``e`` naming the target instead of the temporary file."""
+        from chakra_core.io._publish import renamed_error
+
+        return renamed_error(e, self.tmp or self.target, self.target)
+
+    def commit(self) -> None:
+        """Rename the temporary file into place."""
+        if self.tmp is not None:
+            try:
+                os.replace(self.tmp, self.target)
+            except OSError as e:
+                self.discard()
+                raise self._named(e) from None
+            self.tmp = None
+
+    def discard(self) -> None:
+        """Remove the temporary file; the target is left as it was."""
+        if self.tmp is not None:
+            self.tmp.unlink(missing_ok=True)
+            self.tmp = None
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None:
+            named = self._named(exc) if isinstance(exc, OSError) else None
+            self.discard()
+            if named is not None and named is not exc:
+                raise named from None
+        elif not self.defer:
+            self.commit()
+
+
+class EtWriter:
+    """Write one ``.et`` file: metadata first, then nodes; atomic (temp file + rename).
+
+    Use as a context manager; gzip is used when the name ends in ``.gz``.  Never writes a
+    zero-length message: an all-default node is written as an explicit ``id = 0``.
+    """
+
+    def __init__(self, path: str | os.PathLike, metadata: GlobalMetadata | None = None,
+                 compress: bool | None = None, compresslevel: int = 6, defer: bool = False):
+        self.path = Path(path)
+        self.defer = defer
+        self.metadata = metadata if metadata is not None else GlobalMetadata(version="0.0.4")
+        self.compress = self.path.name.endswith(".gz") if compress is None else compress
+        self.compresslevel = compresslevel
+        self.count = 0
+        self._atomic: atomic_output | None = None
+        self._f: BinaryIO | gzip.GzipFile | None = None
+        self._pending: list[bytes] = []
+
+    def __enter__(self) -> EtWriter:
+        self._atomic = atomic_output(self.path, defer=self.defer)
+        tmp = self._atomic.__enter__()
+        raw = open(tmp, "wb", buffering=1 << 20)
+        if self.compress:
+            f: BinaryIO | gzip.GzipFile = gzip.GzipFile(filename="", fileobj=raw, mode="wb",
+                                                        compresslevel=self.compresslevel, mtime=0)
+            self._raw: BinaryIO | None = raw
+        else:
+            f = raw
+            self._raw = None
+        meta = self.metadata.SerializeToString() or _EMPTY_META
+        f.write(_encode_varint(len(meta)) + meta)
+        self._f = f
+        return self
+
+    def write(self, node: Node) -> None:
+        """Append one node."""
+        self.write_raw(node.SerializeToString())
+
+    def write_many(self, nodes: Iterable[Node]) -> None:
+        """Append many nodes."""
+        for n in nodes:
+            self.write_raw(n.SerializeToString())
+
+    def write_raw(self, data: bytes) -> None:
+        """Append one already serialized node message."""
+        data = data or _EMPTY_NODE
+        ln = len(data)
+        if ln < 0x80:
+            self._pending.append(bytes((ln,)) + data)
+        elif ln > MAX_MESSAGE:
+            raise TraceFormatError(f"node message of {ln} bytes exceeds 256 MiB", str(self.path))
+        else:
+            self._pending.append(_encode_varint(ln) + data)
+        if len(self._pending) >= _BATCH:
+            self._flush()
+
+    def write_framed(self, data: bytes, count: int) -> None:
+        """Append ``count`` node messages already framed as an ``.et`` body holds them (each a
+        varint length, then the message); the caller vouches for the framing."""
+        self._flush()
+        assert self._f is not None
+        self._f.write(data)
+        self.count += count
+
+    def _flush(self) -> None:
+        if self._pending:
+            assert self._f is not None
+            self.count += len(self._pending)
+            self._f.write(b"".join(self._pending))
+            self._pending = []
+
+    @property
+    def atomic(self) -> atomic_output:
+        """The temporary-file handle (``commit()``/``discard()`` it when ``defer=True``)."""
+        assert self._atomic is not None
+        return self._atomic
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        assert self._f is not None and self._atomic is not None
+        try:
+            if exc_type is None:
+                self._flush()
+            self._f.close()
+            if self._raw is not None:
+                self._raw.close()
+        except BaseException as e:  # a failed final flush or close must not publish the file
+            self._atomic.__exit__(type(e), e, e.__traceback__)
+            raise
+        self._atomic.__exit__(exc_type, exc, tb)
+
+
+def write_et(path: str | os.PathLike, metadata: GlobalMetadata | None, nodes: Iterable[Node]) -> int:
+    """Write ``nodes`` to ``path`` atomically; return the number of nodes written."""
+    with EtWriter(path, metadata) as w:
+        w.write_many(nodes)
+    return w.count

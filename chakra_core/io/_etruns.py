@@ -1,0 +1,98 @@
+"""An ``.et`` file's node messages in runs: one bytes object and the messages' offsets.
+
+For readers of the wire format (:mod:`chakra_core.trace._columns`): the file (plain or gzip) is read
+in chunks of 1 MiB and each chunk's complete frames are cut by one compiled loop over their
+length prefixes (:func:`._wirekernels.cut_frames`), without a bytes object per node.  The
+limits of :class:`EtReader` apply (message size, empty messages, dependencies per node, gzip
+inflation), with its messages; the node messages themselves are not decoded here.
+"""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, BinaryIO
+
+from chakra_core.base._errors import TraceFormatError
+from chakra_core.io._etio import MAX_MESSAGE, EtReader, _Framer, _varint
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["Run", "file_runs"]
+
+#: bytes read at a time: a run's arrays (a few dozen bytes per node) stay in the CPU's caches
+_CHUNK = 1 << 20
+_GZIP_MAGIC = b"\x1f\x8b"
+
+#: (the bytes, start of each message in them, its length (int64 arrays), index of the first
+#: node, file offset of the bytes or -1)
+Run = tuple[bytes, "np.ndarray", "np.ndarray", int, int]
+
+
+def file_runs(path: str) -> Iterator[Run]:
+    """The node messages of ``path`` in runs of one chunk each (the metadata message skipped)."""
+    framer = _Framer(EtReader(path))
+    try:
+        with open(path, "rb") as raw:
+            gz = raw.peek(2)[:2] == _GZIP_MAGIC
+            f: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb") if gz else raw  # type: ignore[assignment]
+            with f:
+                yield from _runs(f, framer, raw if gz else None)
+    except (OSError, EOFError, zlib.error) as e:
+        if isinstance(e, FileNotFoundError):
+            raise TraceFormatError("no such file", path) from None
+        if isinstance(e, (gzip.BadGzipFile, EOFError, zlib.error)):
+            raise TraceFormatError(f"bad gzip data ({e})", path) from None
+        raise TraceFormatError(f"cannot read ({e.strerror or e})", path) from None
+
+
+def _runs(f: BinaryIO, framer: _Framer, gz_raw: BinaryIO | None) -> Iterator[Run]:
+    import numpy as np
+
+    from chakra_core.io._wirekernels import cut_frames
+
+    _ = EtReader(framer.path).metadata  # checks the GlobalMetadata message as the reader does
+    data = f.read(_CHUNK)
+    ln, hp = _varint(data, 0, len(data))
+    while hp + ln > len(data):
+        more = f.read(_CHUNK)
+        if not more:
+            raise framer.fail("truncated message at end of file", 0)
+        data += more
+    pos = hp + ln
+    base, index = 0, 0  # file offset of data[0], index of the next node
+    eof = False
+    while True:
+        at, starts, sizes, stop = cut_frames(np.frombuffer(data, np.uint8), pos, len(data))
+        if len(at):
+            _check(data, at, starts, sizes, base, index, framer)
+            yield data, starts, sizes, index, base
+            index += len(at)
+        try:
+            need, _ = _varint(data, stop, len(data))
+        except ValueError:
+            raise framer.fail("bad length prefix", base + stop) from None
+        if eof:
+            if stop < len(data):
+                raise framer.fail("truncated message at end of file", base + stop)
+            return
+        if need > MAX_MESSAGE:
+            raise framer.fail(f"message length {need} exceeds 256 MiB (corrupt length prefix?)", base + stop)
+        more = f.read(max(_CHUNK, need + 16))
+        eof = not more
+        base += stop
+        data, pos = data[stop:] + more, 0
+        if gz_raw is not None:
+            framer.check_inflation(gz_raw, base + len(data))
+
+
+def _check(data: bytes, frames, starts, sizes, base: int, index: int, framer: _Framer) -> None:
+    """The reader's per-node limits on the frames of one run: no empty message, no more
+    dependencies than the ``deps`` limit."""
+    import numpy as np
+
+    for k in np.flatnonzero((sizes == 0) | (sizes > framer.max_deps)).tolist():
+        at, hp = int(frames[k]), int(starts[k])
+        framer.check_node(data[at:hp + int(sizes[k])], hp - at, base + at, index + k)

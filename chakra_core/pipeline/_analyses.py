@@ -1,0 +1,162 @@
+"""The analysis commands: ``report``, ``diff``, ``compare`` and ``graph``.
+
+Each resolves its inputs and, where a trace set must be run, simulates it; the numbers come from
+:mod:`chakra_core.analysis`, which works on what these hand it (spans, loaded sets, reports) and
+never runs anything itself.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from chakra_core.analysis._compare import fidelity, profile_set
+from chakra_core.analysis._diff import Diff, rows_report
+from chakra_core.analysis._graphview import draw_graph, graph_format
+from chakra_core.analysis._report import Report, analyse, spans_of_result
+from chakra_core.analysis._spans import Spans
+from chakra_core.base._errors import ConfigError
+from chakra_core.base._progress import progress
+from chakra_core.host._plugins import PluginHost, get_host
+from chakra_core.pipeline._commands import Inputs, _input_pipeline, transform
+from chakra_core.pipeline._commands import simulate as run_simulation
+from chakra_core.pipeline._provenance import provenance
+
+__all__ = ["report", "diff", "compare", "graph"]
+
+
+def report(inputs: Any = None, *, result: str | os.PathLike | None = None, backend: str = "simpy",
+           options: Mapping[str, Any] | None = None, system: str | None = None, network: str | None = None,
+           memory: str | None = None, comm_groups: str | None = None, what_if: Sequence[str] | None = None,
+           top: int = 20, threshold: float = 0.1, output: str | os.PathLike | None = None,
+           format: str | None = None, input_options: Mapping[str, Any] | None = None, validate: bool = True,
+           host: Any = None) -> Report:
+    """Report on a trace set (simulated with ``backend`` on the given system), on a result
+    (``result``: a ``result.json`` with its ``spans.npz``), or both (the trace set then checks
+    the what-if estimates by re-simulation), or on :class:`Spans` given as ``inputs`` (a
+    backend's own).  ``output`` writes the HTML page there."""
+    if inputs is None and result is None:
+        raise ConfigError("give a trace set, a result (--result RESULT.json), or both")
+    if isinstance(inputs, Spans):
+        return analyse(inputs, what_if=what_if, top=top, threshold=threshold, source={"spans": len(inputs)})
+    sim_kwargs = {"options": options, "system": system, "network": network, "memory": memory,
+                  "comm_groups": comm_groups, "format": format, "input_options": input_options,
+                  "validate": validate, "host": host}
+    if result is not None:
+        res_data, spans = spans_of_result(result)
+        source = {"result": str(result), "backend": res_data.get("backend")}
+    else:
+        res = _simulate_with_spans(inputs, backend, sim_kwargs)
+        spans = res.spans
+        source = {"traces": _describe(inputs), "backend": res.backend, "notes": res.notes}
+    resim = None
+    if inputs is not None and what_if:
+        def resim(option: str, value: float) -> int:
+            scaled = transform(inputs, "scale", {option: value}, format=format, input_options=input_options,
+                               host=host)
+            kw = dict(sim_kwargs, format=None, input_options=None)
+            return int(_simulate_with_spans(scaled, backend, kw, keep=False).summary["finish_ns"])
+    rep = analyse(spans, what_if=what_if, top=top, threshold=threshold, source=source, resimulate=resim)
+    if output is not None:
+        rep.write_html(output)
+        rep.data["html"] = str(output)
+    return rep
+
+
+def _describe(inputs: Any) -> Any:
+    from chakra_core.trace._traceset import TraceSet
+
+    if isinstance(inputs, TraceSet):
+        return inputs.source or f"{len(inputs)} ranks"
+    return str(inputs) if isinstance(inputs, (str, os.PathLike)) else [str(p) for p in inputs]
+
+
+def _simulate_with_spans(inputs: Any, backend: str, kwargs: Mapping[str, Any], keep: bool = True) -> Any:
+    """Simulate (or emulate) ``inputs`` with ``backend``, asking it to keep its spans."""
+    host = kwargs.get("host") or get_host()
+    impl = host.registry.get("backend", backend)
+    opts = dict(kwargs.get("options") or {})
+    if keep:
+        if "spans" not in (impl.options or {}):
+            raise ConfigError(f"backend {backend!r} keeps no spans (it has no 'spans' option): report on its "
+                              "result.json if it writes spans.npz, or use a backend that does (simpy)")
+        opts["spans"] = True
+    res = run_simulation(inputs, backend, **dict(kwargs, options=opts, host=host))
+    if keep and res.spans is None:
+        raise ConfigError(f"backend {backend!r} returned no spans")
+    return res
+
+
+def _side(x: Any, kwargs: Mapping[str, Any]) -> Report:
+    """A report of a Report, Spans, a result.json (with its spans) or a trace set."""
+    if isinstance(x, Report):
+        return x
+    if isinstance(x, (str, os.PathLike)) and Path(x).is_file() and str(x).endswith(".json") and _is_result(Path(x)):
+        try:
+            return report(result=x)
+        except ConfigError as e:
+            if "no spans" not in str(e):
+                raise
+            return rows_report(Path(x))
+    return report(x, **kwargs)
+
+
+def _is_result(path: Path) -> bool:
+    with open(path, "rb") as f:
+        head = f.read(4096)
+    return b'"summary"' in head or b'"backend"' in head
+
+
+def diff(a: Any, b: Any, *, backend: str = "simpy", options: Mapping[str, Any] | None = None,
+         system: str | None = None, network: str | None = None, memory: str | None = None,
+         comm_groups: str | None = None, format: str | None = None,
+         input_options: Mapping[str, Any] | None = None, validate: bool = True, host: Any = None) -> Diff:
+    """Compare two runs: each of ``a`` and ``b`` is a trace set (simulated with ``backend`` on
+    the given system), a ``result.json`` (with its spans; without them, e.g. ``astrasim-run``'s,
+    the totals come from its rows), a :class:`Report` or :class:`Spans`."""
+    kwargs = {"backend": backend, "options": options, "system": system, "network": network, "memory": memory,
+              "comm_groups": comm_groups, "format": format, "input_options": input_options,
+              "validate": validate, "host": host}
+    return Diff(_side(a, kwargs), _side(b, kwargs))
+
+
+def compare(a: Inputs, b: Inputs, *, systems: Sequence[str] | None = None, backend: str = "simpy",
+            simulate: bool = True, format: str | None = None, input_options: Mapping[str, Any] | None = None,
+            host: PluginHost | None = None) -> dict[str, Any]:
+    """The fidelity report of ``b`` against ``a`` (module docstring), with ``provenance``.
+
+    ``systems`` are system-description files (docs/system.md) both sets are simulated on with the
+    simulator ``backend`` (the backend's default system when None); ``simulate=False`` leaves the
+    ``simulated`` section out.  ``format``/``input_options`` apply to both inputs.
+    """
+    host = host or get_host()
+    pipes = [_input_pipeline(x, format, input_options, host) for x in (a, b)]
+    sets = [p.load() for p in pipes]
+    with progress("reading", total=len(sets[0]) + len(sets[1])) as bar:
+        profiles = [profile_set(ts, lambda _d, _t: bar.advance()) for ts in sets]
+    step_times = []
+    impls: list[dict[str, Any]] = []
+    if simulate:
+        for system in (list(systems) if systems else [None]):
+            ra, rb = (run_simulation(ts, backend, system=system, host=host) for ts in sets)
+            step_times.append((system, int(ra.summary["finish_ns"]), int(rb.summary["finish_ns"])))
+            impls = ra.provenance["implementations"][-1:]
+    report = fidelity(profiles[0], profiles[1], step_times)
+    prov = [p.provenance() for p in pipes]
+    report["provenance"] = provenance([i for p in prov for i in p["inputs"]],
+                                      [i for p in prov for i in p["implementations"]] + impls)
+    return report
+
+
+def graph(inputs: Any, output: str | os.PathLike, *, rank: int = 0, around: int | None = None, depth: int = 2,
+          max_nodes: int = 2000, format: str | None = None, input_options: Mapping[str, Any] | None = None,
+          host: Any = None) -> dict[str, Any]:
+    """Draw rank ``rank``'s graph (or the ``depth``-hop neighbourhood of node id ``around``) to
+    ``output``: ``.dot`` (Graphviz), ``.svg`` (drawn here, layered by dependency depth) or
+    ``.graphml``.  Returns ``{"path", "format", "rank", "nodes", "edges", "rank_nodes"}``."""
+    from chakra_core.pipeline._commands import _input_pipeline
+    graph_format(output, depth)
+    traces = _input_pipeline(inputs, format, input_options, host).load()
+    return draw_graph(traces, output, rank=rank, around=around, depth=depth, max_nodes=max_nodes)

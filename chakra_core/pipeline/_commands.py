@@ -1,0 +1,323 @@
+"""The Python API of the ``chakra`` commands: one call each, with the CLI's options and defaults.
+
+``inputs`` is what a user types for a trace set (a path, a list of paths: file, directory, glob
+or prefix, in any registered input format, detected when ``format`` is None) or an already
+opened :class:`TraceSet`.  ``input_options`` are the input format's options (the CLI's ``-I``),
+``options`` a backend's (the CLI's ``-O``).  Every result carries its provenance
+(docs/pipelines.md).  The CLI commands are thin layers over these functions.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Union
+
+from chakra_core.base._errors import ConfigError
+from chakra_core.base._progress import progress
+from chakra_core.host._api import Result
+from chakra_core.host._plugins import PluginHost, get_host
+from chakra_core.pipeline._pipeline import Pipeline, Stage, detect_format, resolve_stage
+from chakra_core.trace._traceset import TraceSet
+from chakra_core.validation._validate import Finding
+
+__all__ = ["Inputs", "Validation", "convert", "simulate", "emulate", "export", "transform", "generate",
+           "validate", "stats", "jsonize"]
+
+#: a trace set as a user names it, or one already opened
+Inputs = Union[str, os.PathLike, Sequence[Union[str, os.PathLike]], TraceSet]  # noqa: UP007 - a runtime alias
+
+
+class Validation(list):
+    """The findings of :func:`validate` (a list of :class:`Finding`), with counts and provenance."""
+
+    def __init__(self, findings: Sequence[Finding], ranks: int, provenance: dict[str, Any]):
+        super().__init__(findings)
+        self.ranks = ranks
+        self.provenance = provenance
+
+    @property
+    def errors(self) -> int:
+        """How many errors were found (a summary finding counts for what it stands for)."""
+        return sum(f.count for f in self if f.severity == "error")
+
+    @property
+    def warnings(self) -> int:
+        """How many warnings were found."""
+        return sum(f.count for f in self) - self.errors
+
+    @property
+    def ok(self) -> bool:
+        """True when there is no error."""
+        return not self.errors
+
+    def to_dict(self) -> dict[str, Any]:
+        """What ``chakra validate --json`` prints."""
+        return {"ok": self.ok, "ranks": self.ranks, "errors": self.errors, "warnings": self.warnings,
+                "findings": [f.to_dict() for f in self], "provenance": self.provenance}
+
+
+def _input_pipeline(inputs: Inputs, format: str | None, input_options: Mapping[str, Any] | None,
+                    host: PluginHost | None) -> Pipeline:
+    """A pipeline with the input stage only (transforms and backends are added by the caller)."""
+    host = host or get_host()
+    if isinstance(inputs, TraceSet):
+        if format is not None or input_options:
+            raise ConfigError("format and input options apply to paths, not to an opened TraceSet")
+        return Pipeline(None, [], None, host=host, traces=inputs)
+    paths = [str(inputs)] if isinstance(inputs, (str, os.PathLike)) else [str(p) for p in inputs]
+    stage = resolve_stage(host, "format", format or detect_format(paths, host), input_options)
+    return Pipeline(None, paths, stage, host=host)
+
+
+def convert(inputs: Inputs, output: str | os.PathLike, *, format: str | None = None,
+            input_options: Mapping[str, Any] | None = None, gzip: bool = False, jobs: int | None = None,
+            executor: str | None = None, executor_options: Mapping[str, Any] | None = None,
+            host: PluginHost | None = None) -> Result:
+    """Convert to a ``.et`` set at ``output`` (a directory: ``trace.{rank}.et``; else a prefix).
+
+    All ranks are published together; files of an earlier set at ``output`` that the new one
+    lacks are removed.  With ``jobs`` (workers) or ``executor`` (a sweep executor: ``local``,
+    ``ray``, ``dask``, with its ``executor_options``), a format whose ranks convert
+    independently (``per_rank``) is converted in that many parts at once, to the same bytes;
+    another format is converted in this process (a note says so).  The Result lists the files;
+    ``summary`` is ``{"ranks": N}``.
+    """
+    pipe = _input_pipeline(inputs, format, input_options, host)
+    notes = []
+    if jobs is not None or executor is not None:
+        from chakra_core.pipeline._rankparts import can_fan_out, write_parts
+
+        h = pipe.host or get_host()
+        impl = h.registry.get("executor", executor or "local")
+        opts = dict(executor_options or {})
+        if jobs is not None:
+            opts["workers"] = jobs
+        checked = impl.check_options(opts)
+        if can_fan_out(pipe):
+            paths = write_parts(pipe, output, impl, checked, compress=gzip, replace_stale=True)
+            return Result("convert", "converter", {"ranks": len(paths)}, files=[str(p) for p in paths],
+                          provenance=pipe.provenance())
+        name = pipe.input.name if pipe.input is not None else "the opened set"
+        notes.append(f"format {name} does not convert its ranks independently: converted in one process")
+    traces = pipe.load()
+    with progress("converting", total=len(traces)) as bar:
+        paths = traces.write(output, compress=gzip, progress=bar, replace_stale=True)
+    return Result("convert", "converter", {"ranks": len(paths)}, files=[str(p) for p in paths],
+                  notes=notes, provenance=pipe.provenance())
+
+
+def transform(inputs: Inputs, name: str | Sequence[str],
+              options: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None, *,
+              output: str | os.PathLike | None = None, gzip: bool = False, format: str | None = None,
+              input_options: Mapping[str, Any] | None = None, host: PluginHost | None = None) -> TraceSet:
+    """Apply the registered transform ``name`` (or several names, in order) with ``options``.
+
+    For several names, ``options`` is one mapping per name, or one mapping whose keys are
+    ``NAME.key`` or a plain ``key`` that exactly one of the transforms declares.  The new set is
+    lazy; with ``output`` it is written there (as :func:`convert` writes) and the written set is
+    returned.
+    """
+    names = [name] if isinstance(name, str) else list(name)
+    if not names:
+        raise ConfigError("transform needs at least one transform name")
+    pipe = _input_pipeline(inputs, format, input_options, host)
+    h = pipe.host or get_host()
+    impls = [h.registry.get("transform", n) for n in names]
+    for n, opts in zip(names, _route_options(names, impls, options)):
+        pipe.transforms.append(resolve_stage(h, "transform", n, opts))
+    return _written(pipe.load(), output, gzip)
+
+
+def _route_options(names: Sequence[str], impls: Sequence[Any],
+                   options: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
+    """One options mapping per transform (see :func:`transform`)."""
+    if options is not None and not isinstance(options, Mapping):
+        per = [dict(o) for o in options]
+        if len(per) != len(names):
+            raise ConfigError(f"{len(per)} option mappings for {len(names)} transforms")
+        return per
+    if len(names) == 1:
+        return [dict(options or {})]
+    out: list[dict[str, Any]] = [{} for _ in names]
+    for key, value in (options or {}).items():
+        owner, dot, plain = key.rpartition(".")
+        if dot and owner in names:
+            out[names.index(owner)][plain] = value
+            continue
+        takers = [i for i, impl in enumerate(impls) if key in (impl.options or {})]
+        if len(takers) != 1:
+            which = "none of" if not takers else "several of"
+            raise ConfigError(f"option {key!r} is declared by {which} the transforms {', '.join(names)}; "
+                              f"name the transform: NAME.{key}={value}")
+        out[takers[0]][key] = value
+    return out
+
+
+def _written(traces: TraceSet, output: str | os.PathLike | None, gzip: bool) -> TraceSet:
+    """``traces`` itself, or written to ``output`` and opened from the files."""
+    if output is None:
+        return traces
+    from chakra_core.trace._traceset import open_traceset
+
+    with progress("writing", total=len(traces)) as bar:
+        paths = traces.write(output, compress=gzip, progress=bar, replace_stale=True)
+    return open_traceset([str(p) for p in paths])
+
+
+def generate(name: str, options: Mapping[str, Any] | None = None, *, output: str | os.PathLike | None = None,
+             gzip: bool = False, host: PluginHost | None = None) -> TraceSet:
+    """Run the registered generator ``name`` with ``options``; the set is lazy (ranks are made
+    while they are read), or, with ``output``, written there and opened from the files."""
+    h = host or get_host()
+    stage = resolve_stage(h, "generator", name, options)
+    return _written(Pipeline(None, [], stage, host=h).load(), output, gzip)
+
+
+def simulate(inputs: Inputs, backend: str = "simpy", *, options: Mapping[str, Any] | None = None,
+             system: str | None = None, network: str | None = None, memory: str | None = None,
+             comm_groups: str | None = None, timeline: str | None = None, output: str | os.PathLike | None = None,
+             format: str | None = None, input_options: Mapping[str, Any] | None = None, validate: bool = True,
+             host: PluginHost | None = None) -> Result:
+    """Simulate with the simulator (or emulator) backend ``backend``; write ``result.json`` under
+    ``output`` when given.  With ``validate`` (the default) a set with validation errors is refused."""
+    flags = {"system": system, "network": network, "memory": memory, "comm_groups": comm_groups,
+             "timeline": timeline}
+    return _run_one(inputs, backend, ("simulator", "emulator"), options, flags, output, format, input_options,
+                    validate, host)
+
+
+def emulate(inputs: Inputs, backend: str = "emulator", *, options: Mapping[str, Any] | None = None,
+            system: str | None = None, network: str | None = None, memory: str | None = None,
+            comm_groups: str | None = None, timeline: str | None = None, output: str | os.PathLike | None = None,
+            format: str | None = None, input_options: Mapping[str, Any] | None = None, validate: bool = True,
+            host: PluginHost | None = None) -> Result:
+    """Replay on this machine with the emulator backend ``backend`` (docs/emulator.md); the
+    system files only shape the simulated expectation the replay is compared with.  Writes
+    ``result.json`` under ``output`` when given; with ``validate`` (the default) a set with
+    validation errors is refused."""
+    flags = {"system": system, "network": network, "memory": memory, "comm_groups": comm_groups,
+             "timeline": timeline}
+    return _run_one(inputs, backend, ("emulator",), options, flags, output, format, input_options, validate, host)
+
+
+def export(inputs: Inputs, to: str, output: str | os.PathLike, *, options: Mapping[str, Any] | None = None,
+           system: str | None = None, network: str | None = None, memory: str | None = None,
+           comm_groups: str | None = None, format: str | None = None,
+           input_options: Mapping[str, Any] | None = None, validate: bool = True,
+           host: PluginHost | None = None) -> Result:
+    """Export with the exporter backend ``to`` into the directory ``output`` (with
+    ``result.json``).  With ``validate`` (the default) a set with validation errors is refused."""
+    flags = {"system": system, "network": network, "memory": memory, "comm_groups": comm_groups}
+    return _run_one(inputs, to, ("exporter",), options, flags, output, format, input_options, validate, host)
+
+
+def _run_one(inputs: Inputs, name: str, kinds: tuple[str, ...], options: Mapping[str, Any] | None,
+             flags: Mapping[str, Any], output: str | os.PathLike | None, format: str | None,
+             input_options: Mapping[str, Any] | None, validate: bool, host: PluginHost | None) -> Result:
+    """Run one backend as a one-backend pipeline (observer hooks, validation, provenance)."""
+    host = host or get_host()
+    impl = host.registry.get("backend", name)
+    if impl.kind not in kinds:
+        others = [e.name for e in host.registry.entries("backend") if _kind_of(e) in kinds]
+        raise ConfigError(f"backend {name!r} is of kind {impl.kind!r}, not {' or '.join(map(repr, kinds))}; "
+                          f"{' and '.join(k + 's' for k in kinds)}: {', '.join(others) or 'none'}")
+    pipe = _input_pipeline(inputs, format, input_options, host)
+    opts = _merge_flags(options, flags)
+    _hint_input_options(pipe.input, impl, opts)
+    stage = resolve_stage(host, "backend", name, opts)
+    stage.output = Path(output) if output is not None else None
+    stage.validate = validate
+    pipe.backends.append(stage)
+    return pipe.run_backends()[0]
+
+
+def _merge_flags(options: Mapping[str, Any] | None, flags: Mapping[str, Any]) -> dict[str, Any]:
+    """Backend options with the keyword flags added; the same key given twice differently is refused."""
+    opts = dict(options or {})
+    for key, value in flags.items():
+        if value is None:
+            continue
+        if key in opts and opts[key] != value:
+            raise ConfigError(f"{key!r} given twice: --{key.replace('_', '-')} {value} and -O {key}={opts[key]}")
+        opts[key] = value
+    return opts
+
+
+def _kind_of(entry: Any) -> str | None:
+    try:
+        return entry.load().kind
+    except Exception:  # noqa: BLE001 - a broken backend only drops out of the list
+        return None
+
+
+def _hint_input_options(input_stage: Stage | None, backend: Any, opts: Mapping[str, Any]) -> None:
+    """Refuse a backend option that the input's own format declares, pointing to ``-I``."""
+    if input_stage is None:
+        return
+    declared = input_stage.impl.options or {}
+    for key in opts:
+        if key not in (backend.options or {}) and key in declared:
+            raise ConfigError(f"{key!r} is an option of the input format {input_stage.name!r}, not of backend "
+                              f"{backend.name!r}: give it as an input option (-I {key}={opts[key]})")
+
+
+def validate(inputs: Inputs, *, cross_rank: bool = True, format: str | None = None,
+             input_options: Mapping[str, Any] | None = None, host: PluginHost | None = None) -> Validation:
+    """Check every rank (streaming) and, with ``cross_rank``, their consistency
+    (docs/validation.md); the result is the list of findings."""
+    from chakra_core.validation._validate import validate as check
+
+    pipe = _input_pipeline(inputs, format, input_options, host)
+    traces = pipe.load()
+    with progress("validating", total=len(traces)) as bar:
+        findings = check(traces, cross_rank=cross_rank, progress=bar)
+    return Validation(findings, len(traces), pipe.provenance())
+
+
+def stats(inputs: Inputs, *, longest_path: bool = True, format: str | None = None,
+          input_options: Mapping[str, Any] | None = None, host: PluginHost | None = None) -> dict[str, Any]:
+    """Node, communication and longest-path statistics (:func:`compute_stats`'s keys) plus
+    ``provenance``."""
+    from chakra_core.trace._stats import compute_stats
+
+    pipe = _input_pipeline(inputs, format, input_options, host)
+    traces = pipe.load()
+    with progress("reading", total=len(traces)) as bar:
+        out = compute_stats(traces, longest_path=longest_path, progress=bar)
+    out["provenance"] = pipe.provenance()
+    return out
+
+
+def jsonize(inputs: Inputs, output: str | os.PathLike, *, lines: bool = False, format: str | None = None,
+            input_options: Mapping[str, Any] | None = None, host: PluginHost | None = None) -> Result:
+    """Write the JSON form (JSON Lines with ``lines`` or an ``output`` ending in ``.jsonl``).
+
+    One rank: ``output`` is the file; several: ``output/trace.{rank}.json`` when ``output`` is a
+    directory (or ends in ``/``), else ``output.{rank}.json``.
+    """
+    from chakra_core.io._jsonform import write_json
+    from chakra_core.trace._traceset import with_process_groups
+
+    pipe = _input_pipeline(inputs, format, input_options, host)
+    traces = pipe.load()
+    out = Path(output)
+    lines = lines or str(output).endswith(".jsonl")
+    ext = ".jsonl" if lines else ".json"
+    as_dir = out.is_dir() or str(output).endswith(("/", os.sep))
+    files = []
+    with progress("writing JSON", total=len(traces)) as bar:
+        for rt in traces:
+            if as_dir:
+                target = out / f"trace.{rt.rank}{ext}"
+            elif len(traces) == 1:
+                target = out
+            else:
+                target = Path(f"{out}.{rt.rank}{ext}")
+            meta = with_process_groups(rt.metadata(), traces.process_groups)
+            write_json(target, meta, rt.nodes(), rank=rt.rank, lines=lines)
+            files.append(str(target))
+            bar.advance()
+    return Result("jsonize", "converter", {"ranks": len(files)}, files=files,
+                  provenance=pipe.provenance())

@@ -1,0 +1,425 @@
+"""Loading traces through the registry, and YAML pipelines (input -> transforms -> backends).
+
+A pipeline file::
+
+    requires: ["chakra-text>=0.1"]        # optional distribution requirements
+    prefer: {simpy: chakra-simpy}         # optional: the distribution a clashing bare name means
+    validate: true                        # optional: refuse a set with validation errors (default)
+    input:
+      format: text                        # optional: detected from the paths when omitted
+      paths: [workload.txt]               # relative to the pipeline file
+      options: {npus: 8}
+      # or, instead of format and paths, a registered generator (with its options):
+      # generator: transformer
+    transforms:                           # optional, applied in order
+      - name: scale
+        options: {compute_speedup: 2}
+    backends:                             # one or more
+      - name: simpy
+        output: out/sim                   # default: out/<name>; relative to the pipeline file
+        options: {timeline: timeline.json}
+        validate: false                   # optional: this backend runs even on an invalid set
+    system:                               # optional: the system description inline (docs/system.md),
+      network: [{topology: Ring, npus_count: 8, bandwidth: 50, latency: 500}]   # for every backend
+                                          # that takes one and names no file of its own
+    sweep:                                # chakra sweep only (chakra_core.sweeps._spec)
+      grid:
+        system.network[0].bandwidth: [25, 50]
+
+The whole pipeline is validated (keys, names, each plugin's options) before anything runs; a lazy
+input (a conversion, a transform) is converted once into a temporary .et set that validation and
+every backend read; each backend's result, with its provenance, is written as ``result.json`` in
+its output directory.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from functools import partial
+from importlib import metadata as md
+from pathlib import Path
+from typing import Any
+
+from packaging.requirements import InvalidRequirement, Requirement
+
+from chakra_core.base._docparse import decode_text, parse_yaml
+from chakra_core.base._errors import ConfigError, PluginError, TraceFormatError
+from chakra_core.base._options import suggest
+from chakra_core.base._paths import expand_paths
+from chakra_core.base._progress import progress
+from chakra_core.host._api import Backend, Result
+from chakra_core.host._plugins import PluginHost, get_host
+from chakra_core.io._publish import staged_output
+from chakra_core.pipeline._provenance import implementation, provenance
+from chakra_core.trace._traceset import FileRank, MemoryRank, TraceSet
+
+__all__ = ["load_traces", "Pipeline", "Stage", "resolve_stage", "run_pipeline", "load_pipeline", "detect_format",
+           "materialise", "refuse_invalid"]
+
+_TOP_KEYS = ("requires", "prefer", "input", "transforms", "backends", "validate", "system", "sweep")
+_INPUT_KEYS = ("format", "paths", "options", "generator")
+_STAGE_KEYS = ("name", "options")
+_BACKEND_KEYS = ("name", "options", "output", "validate")
+
+
+def detect_format(paths: Sequence[str], host: PluginHost | None = None) -> str:
+    """The input format of ``paths`` as the installed plugins detect it (raises when none does)."""
+    host = host or get_host()
+    name = host.detect_format(list(paths))
+    if name is None:
+        if paths:
+            expand_paths(paths[0], required="trace files")  # raises when it names no file
+        known = ", ".join(host.registry.names("format"))
+        raise TraceFormatError(f"cannot tell the input format; name one with --format ({known})",
+                               paths[0] if paths else None)
+    return name
+
+
+def load_traces(paths: str | Sequence[str], format: str | None = None,
+                options: Mapping[str, Any] | None = None, host: PluginHost | None = None) -> TraceSet:
+    """Open ``paths`` with input format ``format`` (detected when None) and its ``options``."""
+    host = host or get_host()
+    paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    paths = [str(p) for p in paths]
+    fmt = host.registry.get("format", format or detect_format(paths, host))
+    return fmt.open(paths, fmt.check_options(options))
+
+
+@dataclass
+class Stage:
+    """One resolved stage: the registry entry, the implementation, its checked options and, for
+    backends, its output directory and whether the set must pass validation first."""
+
+    kind: str
+    name: str
+    impl: Any
+    options: dict[str, Any]
+    output: Path | None = None
+    entry: Any = None
+    validate: bool = True
+
+    @property
+    def label(self) -> str:
+        """The stage as the observer hooks name it: ``input``, ``transform`` or ``backend``."""
+        return "input" if self.kind in ("format", "generator") else self.kind
+
+
+def resolve_stage(host: PluginHost, kind: str, name: str, options: Mapping[str, Any] | None,
+                  base: Path | None = None, prefer: Mapping[str, str] | None = None) -> Stage:
+    """Look the bare or qualified ``name`` up as a ``kind`` (a clashing bare name resolved by
+    ``prefer``) and check its options (``path`` options taken relative to ``base`` when given);
+    raises PluginError or ConfigError."""
+    entry = host.registry.entry(kind, name, prefer)
+    impl = entry.load()
+    checked = impl.check_options(options)
+    return Stage(kind, name, impl, _resolve_paths(impl, checked, base) if base else checked, entry=entry)
+
+
+@dataclass
+class Pipeline:
+    """A validated pipeline, ready to :meth:`run`.
+
+    ``source`` is the pipeline file (``"<pipeline>"`` for a mapping, None for a command of the
+    Python API or CLI); ``traces`` is an already opened set that replaces the input stage.
+    """
+
+    source: str | None
+    input_paths: list[str]
+    input: Stage | None
+    transforms: list[Stage] = field(default_factory=list)
+    backends: list[Stage] = field(default_factory=list)
+    host: PluginHost | None = None
+    traces: TraceSet | None = None
+
+    def load(self) -> TraceSet:
+        """Open the input and apply the transforms (lazily where the plugins allow)."""
+        host = self.host or get_host()
+        if self.traces is not None:
+            traces = self.traces
+        else:
+            assert self.input is not None
+            inp = self.input
+            opened = (partial(inp.impl.generate, inp.options) if inp.kind == "generator"
+                      else partial(inp.impl.open, self.input_paths, inp.options))
+            traces = _run_observed(host, inp, opened)
+        for t in self.transforms:
+            traces = _run_observed(host, t, partial(t.impl.apply, traces, t.options))
+        return traces
+
+    def run_backends(self, traces: TraceSet | None = None) -> list[Result]:
+        """Load the set once (or take ``traces``, the set :meth:`load` gives), validate it once
+        (unless every backend opts out), run every backend on it, write each ``result.json``;
+        return the Results with their provenance."""
+        host = self.host or get_host()
+        traces = self.load() if traces is None else traces
+        checked = [b for b in self.backends if b.validate]
+        with ExitStack() as stack:
+            if _is_lazy(traces) and len(self.backends) + bool(checked) > 1:
+                traces = materialise(traces, stack.enter_context(tempfile.TemporaryDirectory(prefix="chakra-")))
+            for (groups, streams), names in _validation_assumptions(checked).items():
+                refuse_invalid(traces, names, groups=dict(groups), streams=streams)
+            results = []
+            with progress("backends", total=len(self.backends), unit="backend") as bar:
+                for b in self.backends:
+                    results.append(self._run_backend(host, b, traces))
+                    bar.advance()
+        return results
+
+    def _run_backend(self, host: PluginHost, b: Stage, traces: TraceSet) -> Result:
+        if b.output is None:
+            result = _run_observed(host, b, lambda: b.impl.run(traces, b.options, None))
+            result.provenance = self.provenance([b])
+            return result
+        b.output.mkdir(parents=True, exist_ok=True)
+        with staged_output(b.output) as staged:  # result.json is published with the backend's files
+            result = _run_observed(host, b, lambda: b.impl.run(traces, b.options, b.output))
+            result.provenance = self.provenance([b])
+            result.write_json(staged.file("result.json"))
+        return result
+
+    def provenance(self, backends: Sequence[Stage] = ()) -> dict[str, Any]:
+        """The provenance of a result made by ``backends`` from this pipeline's input."""
+        stages = ([self.input] if self.input is not None and self.traces is None else []) + self.transforms
+        impls = [implementation(s.label, s.entry, s.options) for s in [*stages, *backends]]
+        inputs = self.input_paths or ([self.traces.source] if self.traces is not None and self.traces.source else [])
+        return provenance(inputs, impls, self.source)
+
+    def run(self, traces: TraceSet | None = None) -> dict[str, Any]:
+        """Run input, transforms (or take their ``traces``) and every backend; return
+        ``{"pipeline", "backends": [...]}``."""
+        out = []
+        for b, result in zip(self.backends, self.run_backends(traces)):
+            out.append({"name": b.name, "output": str(b.output) if b.output else None,
+                        "result_file": str(b.output / "result.json") if b.output else None,
+                        "result": result.to_dict()})
+        return {"pipeline": self.source, "backends": out}
+
+
+def _run_observed(host: PluginHost, s: Stage, fn: Callable[[], Any]) -> Any:
+    """Run one stage between the ``chakra_stage_started``/``_finished`` observer hooks."""
+    ctx = {"options": s.options, "output": str(s.output) if s.output else None}
+    host.notify("chakra_stage_started", stage=s.label, name=s.name, context=ctx)
+    t0 = time.perf_counter()
+    result = fn()
+    host.notify("chakra_stage_finished", stage=s.label, name=s.name, context=ctx, result=result,
+                seconds=time.perf_counter() - t0)
+    return result
+
+
+def _is_lazy(traces: TraceSet) -> bool:
+    """Whether reading the set runs a conversion (not plain .et files, not nodes in memory)."""
+    return any(not isinstance(rt, (FileRank, MemoryRank)) for rt in traces)
+
+
+def materialise(traces: TraceSet, directory: str) -> TraceSet:
+    """Convert a lazy set once into ``.et`` files under ``directory`` and return the set read
+    from them; its ranks keep the input's labels, so messages name the input, not the copy."""
+    with progress("converting", total=len(traces)) as bar:
+        paths = traces.write(Path(directory) / "trace", progress=bar)
+    ranks = []
+    for rt, path in zip(traces, paths):
+        fr = FileRank(rt.rank, path, rt.rank_known)
+        fr.path = rt.path
+        ranks.append(fr)
+    return TraceSet(ranks, traces.process_groups, traces.source)
+
+
+def _validation_assumptions(backends: Sequence[Stage]) -> dict[tuple[tuple, int], list[str]]:
+    """The backends grouped by what their validation assumes: the process groups their
+    ``comm_groups`` file adds and the ``streams`` (ops in flight per rank) they run with."""
+    from chakra_core.system import load_system
+
+    out: dict[tuple[tuple, int], list[str]] = {}
+    for b in backends:
+        path = b.options.get("comm_groups")
+        groups = tuple(sorted(load_system(comm_groups=path).comm_groups.items())) if path else ()
+        streams = b.options.get("streams", 1)
+        out.setdefault((groups, streams if isinstance(streams, int) else 1), []).append(b.name)
+    return out
+
+
+def refuse_invalid(traces: TraceSet, backends: Sequence[str], *,
+                   groups: Mapping[str, Sequence[int]] | None = None, streams: int = 1) -> None:
+    """Raise TraceFormatError naming the first error and the count when ``traces`` has errors
+    under the backends' ``groups`` (a comm-group file's) and ``streams``."""
+    from chakra_core.validation._validate import validate
+
+    with progress("validating", total=len(traces)) as bar:
+        findings = validate(traces, progress=bar, groups=groups or None, streams=streams)
+    errors = [f for f in findings if f.severity == "error"]
+    if errors:
+        count = sum(f.count for f in errors)
+        raise TraceFormatError(
+            f"the trace set has {count} validation error(s), so {', '.join(backends)} will not run it; "
+            f"the first: {errors[0]} (see chakra validate; --no-validate, or validate: false in a "
+            "pipeline, runs it anyway)")
+
+
+def _check_keys(where: str, obj: Any, allowed: Sequence[str], source: str) -> dict:
+    if not isinstance(obj, dict):
+        raise ConfigError(f"{where} must be a mapping, got {type(obj).__name__}", source)
+    for k in obj:
+        if k not in allowed:
+            raise ConfigError(f"unknown key {k!r} in {where}{suggest(str(k), allowed)}; "
+                              f"allowed: {', '.join(allowed)}", source)
+    return obj
+
+
+def _check_requires(reqs: Any, source: str) -> None:
+    if not isinstance(reqs, list) or not all(isinstance(r, str) for r in reqs):
+        raise ConfigError("'requires' must be a list of requirement strings", source)
+    problems = []
+    for text in reqs:
+        try:
+            req = Requirement(text)
+        except InvalidRequirement as e:
+            raise ConfigError(f"bad requirement {text!r} ({e})", source) from None
+        try:
+            have = md.version(req.name)
+        except md.PackageNotFoundError:
+            problems.append(f"{req.name} is not installed (pip install '{text}')")
+            continue
+        if req.specifier and not req.specifier.contains(have, prereleases=True):
+            problems.append(f"{req.name} {have} is installed but {text} is required")
+    if problems:
+        raise ConfigError("; ".join(problems), source, "requires")
+
+
+def _resolve_paths(impl: Any, options: dict[str, Any], base: Path) -> dict[str, Any]:
+    specs = getattr(impl, "options", {}) or {}
+    out = dict(options)
+    for key, spec in specs.items():
+        v = out.get(key)
+        if spec.type == "path" and isinstance(v, str) and v and not os.path.isabs(v):
+            out[key] = os.path.normpath(base / v)
+    return out
+
+
+def _stage_from_yaml(host: PluginHost, kind: str, entry: Any, where: str, allowed: Sequence[str],
+                     source: str, base: Path, prefer: Mapping[str, str]) -> tuple[Stage, dict]:
+    """Resolve one ``{name, options, ...}`` mapping of a pipeline file into a Stage."""
+    entry = _check_keys(where, entry, allowed, source)
+    name = entry.get("name")
+    if not isinstance(name, str):
+        raise ConfigError(f"{where} needs a 'name' (a registered {kind})", source)
+    opts = entry.get("options") or {}
+    if not isinstance(opts, dict):
+        raise ConfigError(f"{where}.options must be a mapping", source)
+    try:
+        stage = resolve_stage(host, kind, name, opts, base, prefer)
+    except (PluginError, ConfigError) as e:
+        raise ConfigError(f"{where}: {e.message}", source) from None
+    return stage, entry
+
+
+def _flag(obj: Mapping[str, Any], key: str, where: str, source: str, default: bool) -> bool:
+    value = obj.get(key, default)
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where}{key} must be true or false, got {value!r}", source)
+    return value
+
+
+def _input_stage(host: PluginHost, inp: dict, source: str, base: Path,
+                 prefer: Mapping[str, str]) -> tuple[list[str], Stage]:
+    """The input paths and stage of ``input: {format, paths, options}`` or, without paths,
+    ``input: {generator: NAME, options}``."""
+    if "generator" in inp:
+        if "paths" in inp or "format" in inp:
+            raise ConfigError("input takes either 'generator' or 'paths' (with 'format'), not both", source)
+        return [], _stage_from_yaml(host, "generator", {"name": inp["generator"], "options": inp.get("options")},
+                                    "input", ("name", "options"), source, base, prefer)[0]
+    paths = inp.get("paths")
+    if isinstance(paths, str):
+        paths = [paths]
+    if not isinstance(paths, list) or not paths or not all(isinstance(p, str) for p in paths):
+        raise ConfigError("input.paths must be a path or a non-empty list of paths", source)
+    paths = [p if os.path.isabs(p) else os.path.normpath(base / p) for p in paths]
+    fmt = inp.get("format")
+    if fmt is not None and not isinstance(fmt, str):
+        raise ConfigError("input.format must be a string", source)
+    fmt = fmt or detect_format(paths, host)
+    stage, _ = _stage_from_yaml(host, "format", {"name": fmt, "options": inp.get("options")}, "input",
+                                ("name", "options"), source, base, prefer)
+    return paths, stage
+
+
+def load_pipeline(spec: str | os.PathLike | Mapping[str, Any], host: PluginHost | None = None,
+                  base_dir: str | os.PathLike | None = None, *, source: str | None = None) -> Pipeline:
+    """Parse and fully validate a pipeline (a YAML file path or an already loaded mapping, which
+    messages and provenance call ``source``, default ``<pipeline>``); one with a ``sweep:``
+    section is refused (it runs with :func:`chakra_core.sweep`)."""
+    host = host or get_host()
+    if isinstance(spec, Mapping):
+        data, source = dict(spec), source or "<pipeline>"
+        base = Path(base_dir or ".")
+    else:
+        source = str(spec)
+        base = Path(base_dir) if base_dir else Path(spec).resolve().parent
+        try:
+            raw = Path(spec).read_bytes()
+        except OSError as e:
+            raise ConfigError(f"cannot read ({e.strerror or e})", source) from None
+        data = parse_yaml(decode_text(raw, source), source)
+    data = _check_keys("the pipeline", data, _TOP_KEYS, source)
+    if "sweep" in data:
+        raise ConfigError("the pipeline has a sweep: section: run it with chakra sweep", source)
+    if "requires" in data:
+        _check_requires(data["requires"], source)
+    prefer = data.get("prefer") or {}
+    if not isinstance(prefer, dict) or not all(isinstance(v, str) for v in [*prefer, *prefer.values()]):
+        raise ConfigError("'prefer' must map names to distributions (simpy: chakra-simpy)", source)
+    inp = _check_keys("input", data.get("input"), _INPUT_KEYS, source)
+    paths, input_stage = _input_stage(host, inp, source, base, prefer)
+    transforms = data.get("transforms") or []
+    if not isinstance(transforms, list):
+        raise ConfigError("'transforms' must be a list", source)
+    tstages = [_stage_from_yaml(host, "transform", t, f"transforms[{i}]", _STAGE_KEYS, source, base, prefer)[0]
+               for i, t in enumerate(transforms)]
+    backends = data.get("backends")
+    if not isinstance(backends, list) or not backends:
+        raise ConfigError("'backends' must be a non-empty list", source)
+    validate_all = _flag(data, "validate", "", source, True)
+    bstages: list[Stage] = []
+    for i, b in enumerate(backends):
+        st, entry = _stage_from_yaml(host, "backend", b, f"backends[{i}]", _BACKEND_KEYS, source, base, prefer)
+        if not isinstance(st.impl, Backend):
+            raise ConfigError(f"backends[{i}]: {st.name!r} is not a backend", source)
+        taken = sum(1 for other in bstages if other.name == st.name)
+        out = entry.get("output", f"out/{st.name}" + (f"-{taken + 1}" if taken else ""))
+        if not isinstance(out, str):
+            raise ConfigError(f"backends[{i}].output must be a path", source)
+        st.output = Path(out) if os.path.isabs(out) else Path(os.path.normpath(base / out))
+        st.validate = _flag(entry, "validate", f"backends[{i}].", source, validate_all)
+        bstages.append(st)
+    if "system" in data:
+        _use_inline_system(data["system"], [s for s in [input_stage, *tstages, *bstages] if s is not None], source)
+    return Pipeline(source, paths, input_stage, tstages, bstages, host)
+
+
+def _use_inline_system(system: Any, stages: Sequence[Stage], source: str) -> None:
+    """Check the pipeline's inline ``system:`` and give it to every stage that takes a system
+    description (declares :data:`chakra_core.system.SYSTEM_OPTIONS`) and names no file of its own."""
+    from chakra_core.system import SYSTEM_OPTIONS, load_system
+
+    if not isinstance(system, dict):
+        raise ConfigError(f"system must be a mapping (a system description), got {type(system).__name__}", source)
+    try:
+        load_system(system)
+    except ConfigError as e:
+        where = f"system: {e.location}: " if e.location else "system: "
+        raise ConfigError(where + e.message, source) from None
+    for st in stages:
+        takes = all(k in (getattr(st.impl, "options", None) or {}) for k in SYSTEM_OPTIONS)
+        if takes and all(st.options.get(k) is None for k in SYSTEM_OPTIONS):
+            st.options["system"] = system
+
+
+def run_pipeline(spec: str | os.PathLike | Mapping[str, Any], host: PluginHost | None = None,
+                 base_dir: str | os.PathLike | None = None) -> dict[str, Any]:
+    """Validate and run a pipeline in one call; return the backends' summaries."""
+    return load_pipeline(spec, host, base_dir).run()

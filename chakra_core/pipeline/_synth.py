@@ -1,0 +1,107 @@
+"""The Python API of ``chakra synth fit|sample|show``: one call each, as the CLI.
+
+A model is the JSON a synthesizer's ``fit`` returns; the file records which synthesizer made it
+(``"synthesizer"``), so that ``sample`` and ``show`` need no name.  See docs/synth.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from chakra_core.base._docparse import decode_text, parse_json
+from chakra_core.base._errors import ConfigError
+from chakra_core.base._progress import progress
+from chakra_core.host._api import Result
+from chakra_core.host._plugins import PluginHost, get_host
+from chakra_core.io._etio import atomic_output
+from chakra_core.pipeline._commands import Inputs, _input_pipeline, _merge_flags
+from chakra_core.pipeline._pipeline import Stage, resolve_stage
+from chakra_core.pipeline._provenance import implementation, provenance
+
+__all__ = ["synth_fit", "synth_sample", "synth_show", "read_model"]
+
+
+
+def synth_fit(inputs: Sequence[Inputs], output: str | os.PathLike, *, synthesizer: str = "structural",
+              options: Mapping[str, Any] | None = None, format: str | None = None,
+              input_options: Mapping[str, Any] | None = None, host: PluginHost | None = None) -> Result:
+    """Fit ``synthesizer`` on the trace sets ``inputs`` (each item one set, in any registered
+    input format) and write the model as JSON to ``output`` (atomically).
+
+    ``summary`` holds ``workloads`` (sets fitted) and ``model_bytes``; ``files`` the model path.
+    """
+    host = host or get_host()
+    if isinstance(inputs, (str, os.PathLike)) or not inputs:
+        raise ConfigError("give a list of trace sets to fit (one item per set)")
+    stage = resolve_stage(host, "synthesizer", synthesizer, options)
+    pipes = [_input_pipeline(item, format, input_options, host) for item in inputs]
+    with progress("reading", total=len(pipes)) as bar:
+        corpus = []
+        for p in pipes:
+            corpus.append(p.load())
+            bar.advance()
+    model = stage.impl.fit(corpus, stage.options)
+    model.setdefault("synthesizer", stage.name)
+    text = json.dumps(model, separators=(",", ":"), sort_keys=True) + "\n"
+    path = Path(output)
+    with atomic_output(path) as tmp:
+        tmp.write_text(text)
+    inputs_seen = [x for p in pipes for x in p.provenance()["inputs"]]
+    impls = [i for p in pipes for i in p.provenance()["implementations"]] + [_impl(stage)]
+    return Result("synth-fit", "synthesizer", {"workloads": len(corpus), "model_bytes": len(text)},
+                  files=[str(path)], provenance=provenance(inputs_seen, impls))
+
+
+def read_model(model: str | os.PathLike | Mapping[str, Any]) -> dict[str, Any]:
+    """A model from a JSON file (or the mapping itself); a ConfigError naming the file when it
+    is not a JSON object with a ``synthesizer``."""
+    if isinstance(model, Mapping):
+        return dict(model)
+    where = str(model)
+    try:
+        data = Path(model).read_bytes()
+    except OSError as e:
+        raise ConfigError(f"cannot read the model ({e.strerror or e})", where) from None
+    obj = parse_json(decode_text(data, where), where)
+    if not isinstance(obj, dict) or not isinstance(obj.get("synthesizer"), str):
+        raise ConfigError("not a synthesizer model (a JSON object with a \"synthesizer\" name)", where)
+    return obj
+
+
+def _stage(host: PluginHost, model: Mapping[str, Any], options: Mapping[str, Any] | None) -> Stage:
+    return resolve_stage(host, "synthesizer", str(model["synthesizer"]), options)
+
+
+def _impl(stage: Stage) -> dict[str, Any]:
+    return implementation("synthesizer", stage.entry, stage.options)
+
+
+def synth_sample(model: str | os.PathLike | Mapping[str, Any], output: str | os.PathLike, *,
+                 seed: int | None = None, ranks: int | None = None, options: Mapping[str, Any] | None = None,
+                 gzip: bool = False, host: PluginHost | None = None) -> Result:
+    """Generate a trace set from ``model`` (a model file or mapping) with the synthesizer that
+    fitted it and write it to ``output`` (a directory: ``trace.{rank}.et``; else a prefix), all
+    ranks published together.  ``seed`` and ``ranks`` are the synthesizer's options of those
+    names, ``options`` any others (``nodes_per_rank``, ...); ``summary`` is ``{"ranks": N}``."""
+    host = host or get_host()
+    m = read_model(model)
+    stage = _stage(host, m, _merge_flags(options, {"seed": seed, "ranks": ranks}))
+    traces = stage.impl.generate(m, stage.options)
+    with progress("writing", total=len(traces)) as bar:
+        paths = traces.write(output, compress=gzip, progress=bar, replace_stale=True)
+    inputs = [] if isinstance(model, Mapping) else [str(model)]
+    return Result("synth-sample", "synthesizer", {"ranks": len(paths)}, files=[str(p) for p in paths],
+                  provenance=provenance(inputs, [_impl(stage)]))
+
+
+def synth_show(model: str | os.PathLike | Mapping[str, Any], *, host: PluginHost | None = None) -> dict[str, Any]:
+    """What ``model`` holds, as the synthesizer that fitted it describes it
+    (:meth:`Synthesizer.describe`)."""
+    host = host or get_host()
+    m = read_model(model)
+    stage = _stage(host, m, None)
+    return stage.impl.describe(m)

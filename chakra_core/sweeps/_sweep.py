@@ -1,0 +1,286 @@
+"""Design-space sweeps: every point of a pipeline's ``sweep:`` run by an executor, one table.
+
+The sweep's directory ``OUT`` holds ``sweep.json`` (what was swept), ``points/KEY/point.json``
+(each point's record, written as the point finishes, so that a killed sweep loses only the points
+in flight) with the point's backend outputs beside it (``points/KEY/simpy/result.json``),
+``cache/`` (inputs converted once for all the points that share them: before the points run, an
+input whose format converts its ranks independently is converted in parts on the executor, see
+:mod:`chakra_core.pipeline._rankparts`; another is converted by the first point that reads it) and the tables
+``results.csv``, ``results.parquet`` and ``results.json`` (:mod:`chakra_core.sweeps._table`).
+``KEY`` is the content hash of the point's resolved pipeline (with the contents of its input and
+system files): ``resume`` skips a point whose record exists for the same key with status ok.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from chakra_core.base._docparse import decode_text, parse_yaml
+from chakra_core.base._errors import ChakraError, ConfigError
+from chakra_core.base._progress import Progress, progress
+from chakra_core.host._plugins import PluginHost, get_host
+from chakra_core.io._etio import atomic_output
+from chakra_core.pipeline._inputcache import digests_of, input_key, runs_conversion
+from chakra_core.pipeline._pipeline import Pipeline, load_pipeline
+from chakra_core.pipeline._rankparts import can_fan_out
+from chakra_core.sweeps._convert import convert_inputs
+from chakra_core.sweeps._run import PointTask, run_point
+from chakra_core.sweeps._spec import Point, SweepSpec, expand, parse_sweep
+from chakra_core.sweeps._table import table_rows, write_tables
+
+__all__ = ["sweep", "plan_sweep", "SweepPlan"]
+
+_MANIFEST = "sweep.json"
+_RECORD = "point.json"
+
+
+class SweepPlan:
+    """A checked sweep: its points (each resolved pipeline validated), their keys and tasks."""
+
+    def __init__(self, source: str, base: Path, spec: SweepSpec, points: list[Point],
+                 tasks: dict[int, PointTask], output: Path, inputs: dict[str, Pipeline] | None = None):
+        self.source, self.base, self.spec, self.points, self.tasks, self.output = \
+            source, base, spec, points, tasks, output
+        #: the inputs (by key) that are converted in parts before the points run
+        self.inputs = inputs or {}
+
+    @property
+    def columns(self) -> list[str]:
+        """The swept paths and the derived ones: the parameter columns of the table."""
+        return [*self.spec.parameters, *(p for p in self.spec.derive if p not in self.spec.parameters)]
+
+    def manifest(self, executor: str) -> dict[str, Any]:
+        """What ``sweep.json`` and ``results.json`` record about the sweep."""
+        from chakra_core.base._version import __version__
+
+        return {"pipeline": self.source, "chakra_core": __version__, "parameters": self.spec.parameters,
+                "derived": list(self.spec.derive), "points": len(self.points), "executor": executor,
+                "timeout_s": self.spec.timeout_s}
+
+
+def _read(spec: str | os.PathLike | Mapping[str, Any], base_dir: str | os.PathLike | None) -> tuple[dict, str, Path]:
+    if isinstance(spec, Mapping):
+        return dict(spec), "<pipeline>", Path(base_dir or ".").resolve()
+    source = str(spec)
+    try:
+        raw = Path(spec).read_bytes()
+    except OSError as e:
+        raise ConfigError(f"cannot read ({e.strerror or e})", source) from None
+    data = parse_yaml(decode_text(raw, source), source)
+    if not isinstance(data, dict):
+        raise ConfigError(f"the pipeline must be a mapping, got {type(data).__name__}", source)
+    return data, source, Path(base_dir).resolve() if base_dir else Path(spec).resolve().parent
+
+
+def _fingerprint(doc: Mapping[str, Any], pipe: Pipeline, digests: dict[str, str]) -> tuple[str, str]:
+    """The point's key and its input's key.  The key hashes the resolved pipeline document (less
+    the backends' outputs, which a sweep chooses) and the contents of its input and system files,
+    not where they are: the same point in a moved copy of a project has the same key."""
+    from chakra_core.base._version import __version__
+    from chakra_core.system import SYSTEM_OPTIONS
+
+    inputs = digests_of(pipe.input_paths, digests)
+    files = list(inputs.values())
+    for st in [*pipe.transforms, *pipe.backends]:
+        for k in SYSTEM_OPTIONS:
+            v = st.options.get(k)
+            if isinstance(v, str) and os.path.isfile(v):
+                files += digests_of([v], digests).values()
+    body = copy.deepcopy(dict(doc))
+    for b in body.get("backends") or []:
+        if isinstance(b, dict):
+            b.pop("output", None)
+    what = {"pipeline": body, "files": files, "chakra_core": __version__}
+    key = hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:20]
+    return key, input_key(pipe, inputs)
+
+
+def plan_sweep(spec: str | os.PathLike | Mapping[str, Any], output: str | os.PathLike | None = None, *,
+               timeout_s: float | None = None, host: PluginHost | None = None,
+               base_dir: str | os.PathLike | None = None) -> SweepPlan:
+    """Expand a pipeline's sweep and validate every point's resolved pipeline; raises
+    ConfigError naming the first bad point and its values."""
+    host = host or get_host()
+    data, source, base = _read(spec, base_dir)
+    if "sweep" not in data:
+        raise ConfigError("the pipeline has no sweep: section (chakra run runs it once)", source)
+    sweep_spec = parse_sweep(data["sweep"], source)
+    if timeout_s is not None:
+        if timeout_s <= 0:
+            raise ConfigError(f"the timeout must be > 0 seconds, got {timeout_s}")
+        sweep_spec.timeout_s = timeout_s
+    base_doc = {k: v for k, v in data.items() if k != "sweep"}
+    points = expand(base_doc, sweep_spec, source)
+    out = Path(output) if output is not None else base / "out" / f"{Path(source).stem}-sweep"
+    tasks: dict[int, PointTask] = {}
+    inputs: dict[str, Pipeline] = {}
+    digests: dict[str, str] = {}
+    for p in points:
+        if p.skipped:
+            continue
+        try:
+            pipe = load_pipeline(p.document, host, base, source=source)
+            key, ikey = _fingerprint(p.document, pipe, digests)
+        except ChakraError as e:
+            inner = e.message if e.where == source and not e.location else str(e)
+            raise ConfigError(f"{p.label}: {inner}", source) from None
+        tasks[p.index] = PointTask(p.index, key, p.document, source, str(base), str(out.resolve()), ikey,
+                                   sweep_spec.timeout_s)
+        if ikey not in inputs and can_fan_out(pipe) and runs_conversion(pipe):
+            inputs[ikey] = pipe
+    return SweepPlan(source, base, sweep_spec, points, tasks, out, inputs)
+
+
+def _check_output(out: Path) -> None:
+    if out.exists() and not out.is_dir():
+        raise ConfigError("the sweep's output must be a directory", str(out))
+    if out.is_dir() and any(out.iterdir()) and not (out / _MANIFEST).is_file():
+        raise ConfigError(f"not empty and not a sweep's directory (no {_MANIFEST}); give another -o", str(out))
+
+
+def _earlier(out: Path, tasks: Iterable[PointTask]) -> dict[int, dict[str, Any]]:
+    """Records of an earlier run of the same points that finished ok."""
+    found = {}
+    for t in tasks:
+        try:
+            rec = json.loads((out / "points" / t.key / _RECORD).read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(rec, dict) and rec.get("status") == "ok" and rec.get("key") == t.key:
+            found[t.index] = {**rec, "index": t.index}
+    return found
+
+
+def _write_record(out: Path, rec: Mapping[str, Any]) -> None:
+    path = out / "points" / rec["key"] / _RECORD
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_output(path) as tmp:
+        tmp.write_text(json.dumps(rec, indent=1, default=str) + "\n")
+
+
+class _Counts:
+    """Points done, running, failed, for the progress bar."""
+
+    def __init__(self, total: int, workers: int):
+        self.total, self.workers, self.done, self.failed = total, workers, 0, 0
+
+    def text(self) -> str:
+        running = min(self.workers, self.total - self.done)
+        return f"running={running} failed={self.failed}"
+
+
+@contextmanager
+def _bar(total: int, workers: int) -> Iterator[tuple[Progress, _Counts]]:
+    counts = _Counts(total, workers)
+    with progress("sweep", total=total, unit="point") as bar:
+        bar.status(counts.text())
+        yield bar, counts
+
+
+def _lost(task: PointTask, error: BaseException) -> dict[str, Any]:
+    if isinstance(error, TimeoutError):  # the executor killed the worker past the point's timeout
+        status, text = "timeout", f"did not finish within {task.timeout_s:g} s ({error})"
+    else:
+        status, text = "failed", f"the executor lost the point: {type(error).__name__}: {error}"
+    return {"index": task.index, "key": task.key, "status": status, "metrics": {}, "provenance": None,
+            "seconds": None, "error": text}
+
+
+def _run(plan: SweepPlan, impl: Any, options: Mapping[str, Any], todo: list[PointTask],
+         records: dict[int, dict[str, Any]]) -> None:
+    """Run ``todo`` on the executor, writing each record as its point finishes."""
+    workers = options.get("workers") or os.cpu_count() or 1
+    with _bar(len(todo), min(workers, len(todo))) as (bar, counts):
+        results = impl.map(run_point, todo, options)
+        try:
+            for i, value in results:
+                task = todo[i]
+                rec = _lost(task, value) if isinstance(value, BaseException) else dict(value)
+                rec["params"] = _params(plan, task.index)
+                _write_record(plan.output, rec)
+                records[task.index] = rec
+                counts.done += 1
+                counts.failed += rec["status"] != "ok"
+                bar.advance()
+                bar.status(counts.text())
+        finally:
+            close = getattr(results, "close", None)
+            if close is not None:
+                close()
+
+
+def _params(plan: SweepPlan, index: int) -> dict[str, Any]:
+    from chakra_core.base._docpath import get_path
+
+    point = plan.points[index]
+    values = dict(point.params)
+    for path in plan.spec.derive:
+        values.setdefault(path, get_path(point.document, path))
+    return values
+
+
+def sweep(pipeline: str | os.PathLike | Mapping[str, Any], output: str | os.PathLike | None = None, *,
+          executor: str = "local", executor_options: Mapping[str, Any] | None = None, jobs: int | None = None,
+          resume: bool = False, timeout_s: float | None = None, check: bool = False,
+          host: PluginHost | None = None, base_dir: str | os.PathLike | None = None) -> dict[str, Any]:
+    """Run every point of ``pipeline``'s ``sweep:`` on ``executor`` and write the results table.
+
+    ``output``: the sweep's directory (default ``out/<pipeline stem>-sweep`` beside the
+    pipeline); ``jobs``: points at once (the executor's ``workers`` option); ``resume``: skip
+    points whose record exists for the same resolved pipeline; ``timeout_s``: per point
+    (overrides ``sweep.timeout_s``); ``check``: only validate every point.  Returns
+    ``{"output", "points", "ok", "failed", "timeout", "skipped", "reused", "files", "rows"}``.
+    """
+    host = host or get_host()
+    plan = plan_sweep(pipeline, output, timeout_s=timeout_s, host=host, base_dir=base_dir)
+    impl = host.registry.get("executor", executor)
+    opts = dict(executor_options or {})
+    if jobs is not None:
+        opts["workers"] = jobs
+    options = impl.check_options(opts)
+    counts = {"points": len(plan.points), "runnable": len(plan.tasks),
+              "skipped": sum(1 for p in plan.points if p.skipped)}
+    if check:
+        return {"output": str(plan.output), **counts, "files": [], "rows": []}
+    out = plan.output
+    _check_output(out)
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = plan.manifest(executor)
+    with atomic_output(out / _MANIFEST) as tmp:
+        tmp.write_text(json.dumps(manifest, indent=1) + "\n")
+    records = _earlier(out, plan.tasks.values()) if resume else {}
+    for rec in records.values():
+        rec["params"] = _params(plan, rec["index"])
+    reused = len(records)
+    todo = [t for i, t in plan.tasks.items() if i not in records]
+    try:
+        if todo:
+            with impl.session(options):
+                unconverted = convert_inputs(plan, impl, options, todo)
+                for task in todo:
+                    if task.input_key in unconverted:
+                        rec = {"index": task.index, "key": task.key, "metrics": {}, "provenance": None,
+                               "seconds": None, **unconverted[task.input_key], "params": _params(plan, task.index)}
+                        _write_record(plan.output, rec)
+                        records[task.index] = rec
+                todo = [t for t in todo if t.input_key not in unconverted]
+                if todo:
+                    _run(plan, impl, options, todo, records)
+    finally:
+        rows = table_rows([*records.values(), *_skipped(plan)], plan.columns)
+        files = write_tables(out, rows, manifest)
+    status = [r["status"] for r in rows]
+    return {"output": str(out), **counts, "ok": status.count("ok"), "failed": status.count("failed"),
+            "timeout": status.count("timeout"), "reused": reused, "files": files, "rows": rows}
+
+
+def _skipped(plan: SweepPlan) -> list[dict[str, Any]]:
+    return [{"index": p.index, "key": None, "status": "skipped", "error": p.skipped, "metrics": {},
+             "params": _params(plan, p.index), "seconds": None} for p in plan.points if p.skipped]

@@ -1,0 +1,151 @@
+"""Statistics of a trace set: node counts by type, collectives by kind with bytes, per-rank
+totals and each rank's longest dependency path by recorded ``duration_micros``.
+
+That path is within one rank and takes a collective's recorded duration as it is (waits for
+peers included, no network model): the cross-rank critical path of a timed run is
+:func:`chakra_core.critical_path`, shown by ``chakra report``."""
+
+from __future__ import annotations
+
+from array import array
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from chakra_core.base._errors import TraceFormatError
+from chakra_core.io._schema import COMM_TYPE_NAMES, Node, NodeType
+from chakra_core.trace._attrs import get_int
+from chakra_core.trace._graph import DepGraph, PathOverflow, PathStream
+from chakra_core.trace._traceset import RankTrace, TraceSet
+
+__all__ = ["compute_stats", "format_stats"]
+
+_COMM = (NodeType.COMM_COLL_NODE, NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE)
+
+
+def compute_stats(traces: TraceSet, longest_path: bool = True,
+                  progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Stream every rank once and return the statistics as JSON-able data.
+
+    ``progress(done, total)`` is called after each rank.
+
+    Keys: ``nodes`` (total), ``ranks`` (count), ``by_type`` {type: count}, ``unknown_types``
+    {type number: count} (node types this schema does not know, a newer one's), ``collectives``
+    {kind: {"count", "bytes"}}, ``per_rank`` [{rank, nodes, compute_us, comm_bytes,
+    longest_path_us, longest_path_nodes}] (the rank's longest dependency path by recorded
+    durations and its node count), ``longest_path_us`` (the longest over ranks; both absent
+    unless ``longest_path``).
+    """
+    by_type: Counter = Counter()
+    unknown: Counter = Counter()
+    colls: dict[str, dict[str, int]] = {}
+    per_rank = []
+    for rt in traces:
+        tally = {"compute_us": 0, "comm_bytes": 0}
+
+        def visit(n, tally=tally):
+            t = n.type
+            if 0 <= t <= 7:
+                by_type[NodeType(t).name] += 1
+            else:
+                by_type[str(t)] += 1
+                unknown[str(t)] += 1
+            if t == NodeType.COMP_NODE:
+                tally["compute_us"] += n.duration_micros
+            elif t in _COMM:
+                size = get_int(n, "comm_size", 0) or 0
+                tally["comm_bytes"] += size
+                if t == NodeType.COMM_COLL_NODE:
+                    ct = get_int(n, "comm_type", -1)
+                    kind = COMM_TYPE_NAMES.get(ct, f"UNKNOWN_{ct}")
+                elif t == NodeType.COMM_SEND_NODE:
+                    kind = "SEND"
+                else:
+                    kind = "RECV"
+                c = colls.setdefault(kind, {"count": 0, "bytes": 0})
+                c["count"] += 1
+                c["bytes"] += size
+
+        count, path = _stream(rt, visit, longest_path)
+        row: dict[str, Any] = {"rank": rt.rank, "nodes": count, **tally}
+        if path is not None:
+            row["longest_path_us"], row["longest_path_nodes"] = path
+        per_rank.append(row)
+        if progress:
+            progress(len(per_rank), len(traces))
+    out: dict[str, Any] = {
+        "nodes": sum(r["nodes"] for r in per_rank),
+        "ranks": len(per_rank),
+        "by_type": dict(sorted(by_type.items())),
+        "unknown_types": dict(sorted(unknown.items())),
+        "collectives": dict(sorted(colls.items())),
+        "per_rank": per_rank,
+    }
+    if longest_path:
+        out["longest_path_us"] = max((r["longest_path_us"] for r in per_rank), default=0)
+    return out
+
+
+def _stream(rt: RankTrace, visit: Callable[[Node], None],
+            longest_path: bool) -> tuple[int, tuple[int, int] | None]:
+    """Visit every node of ``rt`` once; return the node count and the longest path
+    ``(us, nodes)`` (None unless ``longest_path``): streamed when the file is in a topological
+    order with increasing ids, else from the rank's :class:`DepGraph` (a second read)."""
+    stream = PathStream() if longest_path else None
+    count = 0
+    for batch in rt.batches():
+        ids, durs, deps, ptr = array("Q"), array("Q"), array("Q"), array("q", [0])
+        for n in batch:
+            visit(n)
+            count += 1
+            if stream is not None and stream.ok:
+                ids.append(n.id)
+                durs.append(n.duration_micros)
+                deps.extend(n.data_deps)
+                deps.extend(n.ctrl_deps)
+                ptr.append(len(deps))
+        if stream is not None:
+            try:
+                stream.add(ids, ptr, deps, durs)
+            except PathOverflow as e:
+                raise _overflow(rt, int(stream.ids[e.position])) from None
+    if stream is None:
+        return count, None
+    if stream.ok:
+        return count, stream.result()[:2]
+    durations = array("Q")
+    g = DepGraph.build(rt.batches(), visit=lambda n: durations.append(n.duration_micros))
+    try:
+        length, nodes, _ = g.critical_path(np.frombuffer(durations, dtype=np.uint64) if durations
+                                           else np.zeros(0, np.uint64))
+    except PathOverflow as e:
+        raise _overflow(rt, int(g.ids[e.position])) from None
+    return count, (length, nodes)
+
+
+def _overflow(rt: RankTrace, node_id: int) -> TraceFormatError:
+    return TraceFormatError("the durations on a path to this node sum past 2^63-1 us "
+                            "(duration_micros out of range?)", rt.label, f"node {node_id}")
+
+
+def format_stats(s: dict[str, Any]) -> str:
+    """Human-readable text of :func:`compute_stats`' result."""
+    lines = [f"{s['nodes']} nodes in {s['ranks']} rank(s)"]
+    if "longest_path_us" in s:
+        lines.append(f"longest path by recorded durations: {s['longest_path_us']} us (one rank, recorded "
+                     "duration_micros; the cross-rank critical path of a simulated run: chakra report)")
+    lines.append("nodes by type:")
+    lines += [f"  {k:<16} {v:>12}" for k, v in s["by_type"].items()]
+    if s.get("unknown_types"):
+        kinds = ", ".join(f"{k} ({v})" for k, v in s["unknown_types"].items())
+        lines.append(f"node types this schema does not know (kept; simulators skip them): {kinds}")
+    if s["collectives"]:
+        lines.append("communication by kind:            count          bytes")
+        lines += [f"  {k:<24} {v['count']:>12} {v['bytes']:>14}" for k, v in s["collectives"].items()]
+    lines.append("per rank:   rank        nodes   compute_us     comm_bytes   longest_path_us")
+    for r in s["per_rank"]:
+        lines.append(f"  {r['rank']:>12} {r['nodes']:>12} {r['compute_us']:>12} {r['comm_bytes']:>14}"
+                     f"  {r.get('longest_path_us', '-'):>16}")
+    return "\n".join(lines)

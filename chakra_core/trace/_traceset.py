@@ -1,0 +1,431 @@
+"""TraceSet: the per-rank Chakra ETs of one job, streamed rank by rank.
+
+A set is opened from a prefix (``prefix.{rank}.et``), a directory, a glob, or a list of files;
+ranks are discovered from the names and must be 0..N-1 without gaps.  Process-group membership
+travels in each rank's GlobalMetadata as the string attribute ``process_groups`` (a JSON list of
+``{"pg_name", "ranks", "pg_desc"}``, the shape of PyTorch's ``## process_group:init ##`` node);
+traces from other tools that only have that METADATA node are understood too.
+"""
+
+from __future__ import annotations
+
+import glob as _glob
+import json
+import os
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+
+from chakra_core.base._errors import TraceFormatError
+from chakra_core.base._limits import get_limit, limit_message
+from chakra_core.base._paths import expand_paths, is_glob
+from chakra_core.io._etio import EtReader, EtWriter
+from chakra_core.io._publish import commit_files, finish_interrupted, is_temporary, output_directory, publish_files
+from chakra_core.io._schema import PG_INIT_NAME, GlobalMetadata, Node, NodeType
+from chakra_core.trace._attrs import make_attr
+
+__all__ = [
+    "RankTrace",
+    "FileRank",
+    "MemoryRank",
+    "GeneratedRank",
+    "TraceSet",
+    "open_traceset",
+    "with_process_groups",
+    "process_groups_json",
+    "PG_ATTR",
+    "publish_set",
+]
+
+#: GlobalMetadata attribute that carries the set's process groups.
+PG_ATTR = "process_groups"
+_ET_SUFFIXES = (".et", ".et.gz")
+_RANK_RE = re.compile(r"^(?P<prefix>.*)\.(?P<rank>[0-9]+)\.et(?:\.gz)?$")
+
+
+class RankTrace(ABC):
+    """One rank's ET: its metadata and a re-iterable stream of nodes.
+
+    ``rank_known`` is False for a lone file whose name carries no rank (taken as rank 0);
+    ``shares_nodes`` is True when iteration hands out the same Node objects every time (so a
+    transform must copy before changing them).  A rank may also offer ``raw()`` (serialized
+    node messages) or ``framed()`` (``(bytes, node_count)`` pieces of the ``.et`` body, see
+    :func:`chakra_core.frame_nodes`), which :meth:`TraceSet.write` then uses.
+    """
+
+    rank: int
+    path: str | None = None
+    rank_known: bool = True
+    shares_nodes: bool = False
+
+    @abstractmethod
+    def metadata(self) -> GlobalMetadata:
+        """The rank's GlobalMetadata."""
+
+    @abstractmethod
+    def batches(self) -> Iterator[Iterable[Node]]:
+        """Yield the nodes in batches (fastest way to stream)."""
+
+    def nodes(self) -> Iterator[Node]:
+        """Yield every node, in file order."""
+        for b in self.batches():
+            yield from b
+
+    def __iter__(self) -> Iterator[Node]:
+        return self.nodes()
+
+    @property
+    def label(self) -> str:
+        """A name for messages: the file path, or ``rank N``."""
+        return self.path or f"rank {self.rank}"
+
+
+class FileRank(RankTrace):
+    """A rank backed by an ``.et`` (or ``.et.gz``) file, streamed on each iteration.
+
+    ``file`` is the file read; ``path``, the name messages use, starts as the same.
+    """
+
+    def __init__(self, rank: int, path: str | os.PathLike, rank_known: bool = True):
+        self.rank = rank
+        self.path = str(path)
+        self.file = self.path
+        self.rank_known = rank_known
+        self._reader = EtReader(self.path)
+
+    def metadata(self) -> GlobalMetadata:
+        """The file's GlobalMetadata."""
+        return self._reader.metadata
+
+    def batches(self) -> Iterator[Iterable[Node]]:
+        """Stream the file's nodes in batches."""
+        return self._reader.batches()
+
+    def raw(self) -> Iterator[bytes]:
+        """Serialized node messages, undecoded."""
+        return self._reader.raw()
+
+
+class MemoryRank(RankTrace):
+    """A rank held in memory as a list of nodes."""
+
+    shares_nodes = True
+
+    def __init__(self, rank: int, metadata: GlobalMetadata, nodes: Sequence[Node]):
+        self.rank = rank
+        self._meta = metadata
+        self._nodes = nodes
+
+    def metadata(self) -> GlobalMetadata:
+        """The rank's GlobalMetadata."""
+        return self._meta
+
+    def batches(self) -> Iterator[Iterable[Node]]:
+        """All nodes as one batch."""
+        yield self._nodes
+
+
+class GeneratedRank(RankTrace):
+    """A rank whose nodes are produced on demand by ``factory()`` (a fresh iterator per call)."""
+
+    def __init__(self, rank: int, metadata: GlobalMetadata, factory: Callable[[], Iterable[Node]],
+                 path: str | None = None):
+        self.rank = rank
+        self._meta = metadata
+        self._factory = factory
+        self.path = path
+
+    def metadata(self) -> GlobalMetadata:
+        """The rank's GlobalMetadata."""
+        return self._meta
+
+    def batches(self) -> Iterator[Iterable[Node]]:
+        """Produce the nodes in batches of 4096."""
+        batch: list[Node] = []
+        for n in self._factory():
+            batch.append(n)
+            if len(batch) >= 4096:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
+
+
+class TraceSet:
+    """The Chakra ETs of one job, one :class:`RankTrace` per rank (0..N-1)."""
+
+    def __init__(self, ranks: Mapping[int, RankTrace] | Sequence[RankTrace],
+                 process_groups: Mapping[str, Sequence[int]] | None = None, source: str = ""):
+        items = list(ranks.values()) if isinstance(ranks, Mapping) else list(ranks)
+        self._ranks = {r.rank: r for r in sorted(items, key=lambda r: r.rank)}
+        if len(self._ranks) != len(items):
+            raise TraceFormatError("two traces claim the same rank", source or None)
+        # None = unknown (read from the traces on first use); {} = known to have no groups
+        self._pgs = {k: list(v) for k, v in process_groups.items()} if process_groups is not None else None
+        self.source = source
+
+    @property
+    def ranks(self) -> list[int]:
+        """Rank numbers, ascending."""
+        return list(self._ranks)
+
+    def __len__(self) -> int:
+        return len(self._ranks)
+
+    def __getitem__(self, rank: int) -> RankTrace:
+        return self._ranks[rank]
+
+    def __iter__(self) -> Iterator[RankTrace]:
+        return iter(self._ranks.values())
+
+    @property
+    def process_groups(self) -> dict[str, list[int]]:
+        """``{pg_name: [ranks]}`` of the set ("" and "0" stand for all ranks and are not listed)."""
+        if self._pgs is None:
+            self._pgs = _discover_groups(next(iter(self._ranks.values()))) if self._ranks else {}
+        return self._pgs
+
+    def group_members(self, pg_name: str | None) -> list[int]:
+        """Ranks of process group ``pg_name``; all ranks for None, "" or "0", an unknown name, or
+        a group listed with no ranks (PyTorch's ``"ranks": []`` for a group of every rank)."""
+        if pg_name in (None, "", "0"):
+            return self.ranks
+        return self.process_groups.get(pg_name) or self.ranks
+
+    def map_nodes(self, fn: Callable[[int, Node], Node | None],
+                  metadata: Callable[[int, GlobalMetadata], GlobalMetadata] | None = None
+                  ) -> TraceSet:
+        """A lazily transformed set: ``fn(rank, node)`` returns the new node or None to drop it.
+
+        ``fn`` may change the node it is given: nodes of ranks that share their objects
+        (:class:`MemoryRank`) are copied first, so the source set is never modified.
+        """
+        def make(rt: RankTrace) -> RankTrace:
+            def factory() -> Iterator[Node]:
+                copy = rt.shares_nodes
+                for n in rt.nodes():
+                    if copy:
+                        n2 = Node()
+                        n2.CopyFrom(n)
+                        n = n2
+                    out = fn(rt.rank, n)
+                    if out is not None:
+                        yield out
+            meta = metadata(rt.rank, rt.metadata()) if metadata else rt.metadata()
+            return GeneratedRank(rt.rank, meta, factory, rt.path)
+        return TraceSet([make(r) for r in self], self._pgs, self.source)
+
+    def write(self, out: str | os.PathLike, compress: bool = False,
+              progress: Callable[[int, int], None] | None = None, replace_stale: bool = False) -> list[Path]:
+        """Write ``prefix.{rank}.et`` files; ``out`` is a directory (prefix ``trace``) or a prefix.
+
+        Each rank's GlobalMetadata gets the set's process groups; ``progress(done, total)`` is
+        called after each rank.  All ranks are written to a temporary directory first and
+        published together (docs/formats.md says exactly what a failure or kill leaves).  With
+        ``replace_stale``, files of an earlier set at the same prefix that the new one does not
+        have (other ranks, the other compression) are removed, so the prefix holds one
+        consistent set (leave it off when several processes each write their own ranks); a
+        directory output that holds nothing but such a set is then replaced whole, in one
+        atomic swap.  Returns the paths written.
+        """
+        def write_all(stage: Path, name: str, suffix: str) -> list[str]:
+            return self.write_ranks(stage, self.ranks, name, suffix, progress)
+
+        return publish_set(out, write_all, compress, replace_stale)
+
+    def write_ranks(self, directory: str | os.PathLike, ranks: Sequence[int], name: str = "trace",
+                    suffix: str = ".et", progress: Callable[[int, int], None] | None = None) -> list[str]:
+        """Write the given ranks as ``directory/name.{rank}{suffix}`` (``suffix`` ``.et`` or
+        ``.et.gz``), byte for byte as :meth:`write` writes them; returns the file names.  A rank
+        with ``framed()`` (yielding ``(bytes, node_count)`` pieces of an ``.et`` body) is written
+        from those pieces, one with ``raw()`` from its serialized nodes."""
+        pgs = self.process_groups
+        text = process_groups_json(pgs) if pgs else None
+        names = []
+        for i, rank in enumerate(ranks):
+            rt = self._ranks[rank]
+            names.append(f"{name}.{rank}{suffix}")
+            meta = with_process_groups(rt.metadata(), pgs, text)
+            with EtWriter(Path(directory) / names[-1], meta) as w:
+                raw = getattr(rt, "raw", None)
+                framed = getattr(rt, "framed", None)
+                if framed is not None:
+                    for data, count in framed():
+                        w.write_framed(data, count)
+                elif raw is not None:
+                    for data in raw():
+                        w.write_raw(data)
+                else:
+                    for b in rt.batches():
+                        w.write_many(b)
+            if progress:
+                progress(i + 1, len(ranks))
+        return names
+
+
+def publish_set(out: str | os.PathLike, write: Callable[[Path, str, str], list[str]], compress: bool = False,
+                replace_stale: bool = False) -> list[Path]:
+    """Publish a set that ``write(stage, name, suffix)`` writes into the directory ``stage`` as
+    ``name.{rank}{suffix}`` files (returning their names), at ``out`` as :meth:`TraceSet.write`
+    does; returns the paths, by rank."""
+    as_dir = os.path.isdir(out) or str(out).endswith(("/", os.sep))
+    prefix = _out_prefix(out)
+    for ext in (".et.gz", ".et"):  # "out/job.et.gz" means prefix "out/job" (and gzip)
+        if prefix.name.endswith(ext) and len(prefix.name) > len(ext):
+            prefix = prefix.with_name(prefix.name[: -len(ext)])
+            compress = compress or ext == ".et.gz"
+            break
+    suffix = ".et.gz" if compress else ".et"
+    if as_dir and replace_stale and _only_set(prefix):
+        with output_directory(prefix.parent, marker=False) as stage:
+            names = write(stage, prefix.name, suffix)
+    else:
+        with publish_files(prefix) as stage:
+            names = write(stage, prefix.name, suffix)
+            stale = _stale_names(prefix, set(names)) if replace_stale else []
+            commit_files(stage, names, stale)
+    return sorted((prefix.parent / n for n in names), key=lambda p: _rank_of(str(p)) or ("", 0))
+
+
+def _only_set(prefix: Path) -> bool:
+    """True when the directory of ``prefix`` holds nothing but files of the set at ``prefix``
+    and chakra's own files (so that replacing the directory whole loses nothing else)."""
+    with os.scandir(prefix.parent) as it:
+        return all(is_temporary(e.name) or (e.is_file() and _of_set(e.name, prefix))
+                   for e in it)
+
+
+def _of_set(name: str, prefix: Path) -> bool:
+    r = _rank_of(name)
+    return r is not None and r[0] == prefix.name
+
+
+def _stale_names(prefix: Path, keep: set[str]) -> list[str]:
+    """Files of an earlier set at ``prefix`` (other ranks or the other compression)."""
+    out = []
+    for p in prefix.parent.glob(_glob.escape(prefix.name) + ".*.et*"):
+        if _of_set(p.name, prefix) and p.name not in keep and p.is_file():
+            out.append(p.name)
+    return out
+
+
+def _out_prefix(out: str | os.PathLike) -> Path:
+    p = Path(out)
+    if p.is_dir() or str(out).endswith(("/", os.sep)):
+        p.mkdir(parents=True, exist_ok=True)
+        return p / "trace"
+    p.parent.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def with_process_groups(meta: GlobalMetadata, pgs: Mapping[str, Sequence[int]],
+                        text: str | None = None) -> GlobalMetadata:
+    """A copy of ``meta`` whose ``process_groups`` attribute lists ``pgs`` (when not empty);
+    ``text``, when given, is ``process_groups_json(pgs)`` already made (for many ranks)."""
+    out = GlobalMetadata()
+    out.CopyFrom(meta)
+    keep = [a for a in out.attr if a.name != PG_ATTR]
+    if len(keep) != len(out.attr) or pgs:
+        del out.attr[:]
+        out.attr.extend(keep)
+        if pgs:
+            out.attr.append(make_attr(PG_ATTR, text if text is not None else process_groups_json(pgs)))
+    return out
+
+
+def process_groups_json(groups: Mapping[str, Sequence[int]], descriptions: Mapping[str, str] | None = None) -> str:
+    """``groups`` (``{pg_name: ranks}``) as the JSON list traces carry them in.
+
+    ``[{"pg_name": "1", "ranks": [0, 1]}, ...]``, with ``"pg_desc"`` for the groups that
+    ``descriptions`` names: the text of our ``process_groups`` metadata attribute and of
+    PyTorch's ``## process_group:init ##`` node.
+    """
+    desc = descriptions or {}
+    items = [{"pg_name": k, "ranks": list(v), **({"pg_desc": desc[k]} if k in desc else {})}
+             for k, v in groups.items()]
+    return json.dumps(items, separators=(",", ":"))
+
+
+def parse_groups_json(text: str, where: str) -> dict[str, list[int]]:
+    """Parse a JSON list of ``{pg_name, ranks}`` (our attribute or PyTorch's pg-init node)."""
+    try:
+        items = json.loads(text)
+        return {str(d["pg_name"]): [int(r) for r in d["ranks"]] for d in items}
+    except (ValueError, TypeError, KeyError, RecursionError) as e:  # RecursionError: nested too deeply
+        raise TraceFormatError(f"bad process-group description ({e})", where) from None
+
+
+def _discover_groups(rt: RankTrace) -> dict[str, list[int]]:
+    for a in rt.metadata().attr:
+        if a.name == PG_ATTR and a.WhichOneof("value") == "string_val":
+            return parse_groups_json(a.string_val, rt.label)
+    # traces of other tools: the METADATA node named "## process_group:init ##"
+    raw = getattr(rt, "raw", None)
+    if raw is not None:  # look for the name in the undecoded bytes first (cheap)
+        key = PG_INIT_NAME.encode()
+        nodes: Iterable[Node] = (Node.FromString(data) for data in raw() if key in data)
+    else:
+        nodes = rt.nodes()
+    for n in nodes:
+        if n.type == NodeType.METADATA_NODE and n.name == PG_INIT_NAME:
+            return _pg_init_groups(n, rt.label)
+    return {}
+
+
+def _pg_init_groups(node: Node, where: str) -> dict[str, list[int]]:
+    """The groups of a ``## process_group:init ##`` node."""
+    text = node.inputs.values
+    # PyTorch writes a Python-literal list around the JSON string: "['[...]']"-like
+    return parse_groups_json(text if text.startswith("[{") else text[2:-2], where)
+
+
+def _rank_of(path: str) -> tuple[str, int] | None:
+    """``(prefix, rank)`` of a ``PREFIX.RANK.et`` name; a rank past the ``rank`` limit is an error."""
+    m = _RANK_RE.match(path)
+    if not m:
+        return None
+    digits = m.group("rank")
+    rank = int(digits[:19])  # more digits than any limit allows: shown as written, never converted
+    if len(digits) > 18 or rank > get_limit("rank"):
+        raise TraceFormatError(limit_message("rank", rank, "rank", shown=digits), path)
+    return m.group("prefix"), rank
+
+
+def _from_files(files: list[str], where: str) -> TraceSet:
+    ranked = [_rank_of(f) for f in files]
+    if len(files) == 1 and ranked[0] is None:
+        return TraceSet([FileRank(0, files[0], rank_known=False)], source=files[0])
+    if any(r is None for r in ranked):
+        bad = files[ranked.index(None)]
+        raise TraceFormatError("cannot tell the rank from the name (want PREFIX.RANK.et)", bad)
+    prefixes = sorted({r[0] for r in ranked if r})
+    if len(prefixes) > 1:
+        raise TraceFormatError(f"several trace sets here ({', '.join(prefixes)}); name one prefix", where)
+    by_rank: dict[int, str] = {}
+    for f, r in zip(files, ranked):
+        assert r is not None
+        if r[1] in by_rank:
+            raise TraceFormatError(f"rank {r[1]} appears twice ({by_rank[r[1]]} and {f})", where)
+        by_rank[r[1]] = f
+    if len(files) > 1 or len(by_rank) > 1:
+        missing = sorted(set(range(max(by_rank) + 1)) - set(by_rank))
+        if missing:
+            shown = ", ".join(map(str, missing[:10])) + (" ..." if len(missing) > 10 else "")
+            raise TraceFormatError(f"missing ranks {shown} (found {len(by_rank)} of {max(by_rank) + 1})", where)
+    return TraceSet([FileRank(r, f) for r, f in by_rank.items()], source=where)
+
+
+def open_traceset(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> TraceSet:
+    """Open a set from a file, a directory, a glob, a ``prefix`` or a list of files."""
+    specs = [os.fspath(paths)] if isinstance(paths, (str, os.PathLike)) else [os.fspath(p) for p in paths]
+    if len(specs) > 1:
+        return _from_files(specs, specs[0])
+    spec = specs[0]
+    finish_interrupted(Path(spec, "x") if os.path.isdir(spec) else Path(spec), any_name=os.path.isdir(spec))
+    files = expand_paths(spec, _ET_SUFFIXES, required=".et files")
+    if not (os.path.isdir(spec) or os.path.isfile(spec) or is_glob(spec)):  # a prefix: PREFIX.RANK.et only
+        files = [f for f in files if (r := _rank_of(f)) and r[0] == spec]
+        if not files:
+            raise TraceFormatError("no such file, directory or trace-set prefix", spec)
+    return _from_files(files, spec)

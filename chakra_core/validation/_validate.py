@@ -1,0 +1,205 @@
+"""Validation of Chakra ETs: per-rank rules and cross-rank consistency.
+
+Rules (each finding names the file, the node id where there is one, and the rule; the table
+in docs/validation.md says why each matters):
+
+per rank
+  ``duplicate-id``      two nodes share an id
+  ``missing-dep``       a data/ctrl dependency names an id that is not in the file
+  ``cycle``             the dependencies form a cycle (the ids of one cycle are printed)
+  ``invalid-type``      a node of type INVALID_NODE
+  ``unknown-type``      a node type this schema does not know (a newer schema's)       [warning]
+  ``unknown-attr``      an attribute of a kind this schema does not know, on a
+                        communication or memory node (the attributes validation reads)  [warning]
+  ``coll-attrs``        a collective without ``comm_type`` or ``comm_size``, or an unknown comm_type
+  ``p2p-attrs``         a send without ``comm_dst``/``comm_tag``/``comm_size``, a receive without
+                        ``comm_src``/``comm_tag``/``comm_size``
+  ``bad-size``          a negative size, or one above 1 PiB (``comm_size``, ``tensor_size``)
+  ``bad-peer``          a peer rank outside the set (when more than one rank is given), a
+                        negative one, or the node's own rank (when the rank is known)
+  ``bad-duration``      a node longer than 2^40 us, or a rank whose durations add up past 2^50 us
+  ``empty-rank``        a rank with no nodes (ASTRA-sim aborts on it)          [warning]
+across ranks
+  ``pg-unparseable``    the set's ``process_groups`` description cannot be read
+  ``pg-bad-rank``       a process group names a rank outside the set, a negative one, or one twice
+  ``pg-undefined``      a collective on a process group the set does not define
+  ``coll-order``        the collectives of a process group differ between member ranks in count,
+                        order, type or size (ASTRA-sim matches them purely by issue order)
+  ``coll-not-member``   a rank issues a collective on a group it is not a member of
+  ``unmatched-p2p``     a send without the matching receive (src, dst, tag, size), or vice versa
+  ``deadlock``          ranks that wait on each other forever (an abstract execution of the set)
+  ``never-reached``     a collective or receive waits for a rank that finishes without reaching it
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+
+from chakra_core.base._errors import TraceFormatError
+from chakra_core.trace._traceset import PG_ATTR, TraceSet
+from chakra_core.validation._deadlock import Skeleton
+from chakra_core.validation._rank_rules import ABSURD_BYTES, MAX_DURATION_US, MAX_RANK_DURATION_US, RankCheck
+from chakra_core.validation._set_rules import check_collectives, check_deadlocks, check_groups, check_p2p
+from chakra_core.validation._skeleton import scan_rank
+
+__all__ = ["Finding", "validate", "RULES", "ABSURD_BYTES", "MAX_DURATION_US", "MAX_RANK_DURATION_US"]
+
+RULES = (
+    "duplicate-id", "missing-dep", "cycle", "invalid-type", "unknown-type", "unknown-attr",
+    "coll-attrs", "p2p-attrs", "bad-size", "bad-peer", "empty-rank", "coll-order", "coll-not-member", "unmatched-p2p",
+    "bad-duration", "pg-unparseable", "pg-bad-rank", "pg-undefined", "deadlock", "never-reached",
+)
+#: errors that leave the meaning of the set unclear: no abstract execution is run after them
+_UNCLEAR = frozenset({
+    "duplicate-id", "missing-dep", "cycle", "coll-attrs", "p2p-attrs", "bad-peer",
+    "pg-unparseable", "pg-bad-rank", "pg-undefined", "coll-not-member",
+})
+_MAX_PER_RULE = 20
+
+
+@dataclass
+class Finding:
+    """One problem: ``severity`` is "error" or "warning"; ``node_id`` is None for whole-file rules.
+
+    After 20 findings of one rule in one file, one summary finding stands for the rest
+    (``count`` says how many).  ``involved`` lists the ``(rank, node id)`` pairs of a
+    ``deadlock`` or ``never-reached`` finding.
+    """
+
+    rule: str
+    file: str
+    node_id: int | None
+    message: str
+    severity: str = "error"
+    rank: int | None = None
+    count: int = 1  # how many problems this finding stands for (more than 1 on a "not shown" summary)
+    involved: list[tuple[int, int]] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        where = self.file + (f":node {self.node_id}" if self.node_id is not None else "")
+        return f"{where}: {self.severity}: [{self.rule}] {self.message}"
+
+    def to_dict(self) -> dict:
+        """Plain data for ``--json``."""
+        return asdict(self)
+
+
+class _Collector:
+    """Gathers findings, at most 20 per rule and file plus one summary for the rest."""
+
+    def __init__(self) -> None:
+        self.findings: list[Finding] = []
+        self.counts: Counter = Counter()
+        self.hidden: dict[tuple[str, str], Finding] = {}
+
+    def __call__(self, rule: str, file: str, node_id: int | None, message: str, severity: str = "error",
+                 rank: int | None = None, involved: list[tuple[int, int]] | None = None) -> None:
+        self.counts[rule, file] += 1
+        n = self.counts[rule, file] - _MAX_PER_RULE
+        if n <= 0:
+            self.findings.append(Finding(rule, file, node_id, message, severity, rank, involved=involved or []))
+            return
+        if n == 1:
+            self.hidden[rule, file] = Finding(rule, file, None, "", severity, rank, count=0)
+            self.findings.append(self.hidden[rule, file])
+        summary = self.hidden[rule, file]
+        summary.count = n
+        summary.message = f"{n} more '{rule}' finding(s) in this file not shown"
+
+    def unclear(self) -> bool:
+        """Whether an error so far leaves the meaning of the set unclear."""
+        return any(rule in _UNCLEAR for rule, _ in self.counts)
+
+
+def validate(traces: TraceSet, cross_rank: bool = True,
+             progress: Callable[[int, int], None] | None = None, *,
+             groups: Mapping[str, Sequence[int]] | None = None, streams: int = 1) -> list[Finding]:
+    """Check every rank of ``traces`` (streaming) and, with ``cross_rank``, their consistency.
+
+    ``progress(done, total)`` is called after each rank.  ``groups`` adds process groups to
+    the set's own (and wins over them, as a simulator's comm-group file); ``streams`` is the
+    number of communication ops in flight per rank that the deadlock search assumes.
+    """
+    add = _Collector()
+    pg_names: list[str] = [""]
+    checks, skels = _check_ranks(traces, add, pg_names, progress)
+    if cross_rank and traces.ranks:
+        _check_set(traces, checks, skels, pg_names, add, groups, streams)
+    return add.findings
+
+
+def _check_ranks(traces: TraceSet, add: _Collector, pg_names: list[str],
+                 progress: Callable[[int, int], None] | None) -> tuple[dict[int, RankCheck], dict[int, Skeleton]]:
+    """Stream each rank once: per-rank rules, and each rank's record for the set checks."""
+    # a single file is one rank of a job of unknown size: peers are then only checked for sign/self
+    nranks = max(traces.ranks) + 1 if len(traces) > 1 else 0
+    pg_number = {"": 0}
+
+    def group_number(pg: str) -> int:
+        k = pg_number.get(pg)
+        if k is None:
+            k = pg_number[pg] = len(pg_names)
+            pg_names.append(pg)
+        return k
+
+    checks: dict[int, RankCheck] = {}
+    skels: dict[int, Skeleton] = {}
+    for rt in traces:
+        chk = RankCheck(rt.rank, rt.label, nranks, add, group_number, rt.rank_known)
+        scan = scan_rank(rt.batches, chk)
+        checks[rt.rank] = chk
+        if scan.count == 0:
+            add("empty-rank", rt.label, None, "no nodes (ASTRA-sim aborts on an empty rank)", "warning", rt.rank)
+        for d in scan.duplicates:
+            add("duplicate-id", rt.label, d, f"id {d} is used by more than one node", rank=rt.rank)
+        for nid, dep in scan.missing:
+            add("missing-dep", rt.label, nid, f"depends on id {dep}, which is not in the file", rank=rt.rank)
+        if scan.cycle:
+            cyc = scan.cycle
+            add("cycle", rt.label, cyc[0], "dependency cycle: " + " -> ".join(map(str, cyc + cyc[:1])),
+                rank=rt.rank)
+        if scan.skel_ptr is not None and scan.skel_preds is not None:
+            skels[rt.rank] = chk.skeleton(scan.skel_ptr, scan.skel_preds)
+        if progress:
+            progress(len(checks), len(traces))
+    return checks, skels
+
+
+def _check_set(traces: TraceSet, checks: dict[int, RankCheck], skels: dict[int, Skeleton], pg_names: list[str],
+               add: _Collector, extra: Mapping[str, Sequence[int]] | None, streams: int) -> None:
+    """The cross-rank rules, the deadlock search last."""
+    groups = _groups(traces, checks, add, extra)
+    if len(traces) > 1:
+        check_p2p(traces, checks, add)
+    if groups is None:  # membership is unknown
+        return
+    view = TraceSet(list(traces), groups, traces.source) if extra else traces
+    check_groups(view, groups, checks, add)
+    if len(traces) > 1:
+        check_collectives(view, checks, add)
+        if not add.unclear() and len(skels) == len(traces):
+            members = [tuple(view.group_members(pg)) for pg in pg_names]
+            check_deadlocks(checks, skels, pg_names, members, add, streams)
+
+
+def _groups(traces: TraceSet, checks: dict[int, RankCheck], add: _Collector,
+            extra: Mapping[str, Sequence[int]] | None) -> dict[str, list[int]] | None:
+    """The set's process groups and ``extra``; a ``pg-unparseable`` finding and None when the
+    set's cannot be read.
+
+    A set of files with neither a named group nor a group description has none: that is known
+    without another pass over the first rank.
+    """
+    first = traces[traces.ranks[0]]
+    more = {k: list(v) for k, v in (extra or {}).items()}
+    if (hasattr(first, "raw") and not checks[first.rank].saw_group_node
+            and not any(pg for c in checks.values() for pg in c.colls)
+            and not any(a.name == PG_ATTR for a in first.metadata().attr)):
+        return more
+    try:
+        return {**traces.process_groups, **more}
+    except TraceFormatError as e:
+        add("pg-unparseable", e.where or traces.source, None, e.message, rank=traces.ranks[0])
+        return None
