@@ -7,9 +7,9 @@ import warnings
 
 import pytest
 
-from chakra_core.host import _plugins as P
 from chakra_core.base._errors import PluginError
 from chakra_core.hookspecs import hookimpl
+from chakra_core.host import _plugins as P
 from chakra_core.pipeline._pipeline import detect_format, run_pipeline
 
 

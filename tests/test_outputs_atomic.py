@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from chakra_core import ConfigError, output_directory
-from chakra_core.io import _publish
 from chakra_core.cli.main import main
+from chakra_core.io import _publish
 from chakra_core.trace._traceset import open_traceset
 
 EXAMPLES = Path(__file__).parent.parent / "examples" / "text"

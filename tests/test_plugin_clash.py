@@ -15,8 +15,8 @@ import sys
 
 import pytest
 
-from chakra_core.host import _plugins as P
 from chakra_core.base._errors import PluginError
+from chakra_core.host import _plugins as P
 
 PLUGIN = """
     from chakra_core import hookimpl

@@ -13,9 +13,9 @@ import warnings
 
 import pytest
 
-from chakra_core.host import _plugins as P
 from chakra_core.base._errors import ConfigError, PluginError
 from chakra_core.hookspecs import hookimpl
+from chakra_core.host import _plugins as P
 
 GOOD = """
     from chakra_core.hookspecs import hookimpl

@@ -175,7 +175,7 @@ def _by_name(hits, nnames):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _walk(buf, start, end, names, name_ptr, slot_of_key, nodes, dep_ptr, deps, ctrl, hits, hit_raw,
+def _walk(buf, start, end, names, name_ptr, slot_of_key, nodes, dep_ptr, deps, ctrl, hits, hit_raw,  # noqa: C901
           sizes):  # pragma: no cover - compiled
     """The loop of :func:`walk_nodes`: one field at a time, of a node (depth 0) or of the
     attribute being read (depth 1); returns (status, row, key).  One loop with the field and the
