@@ -187,10 +187,16 @@ def test_public_docstrings_name_no_private_module():
     assert not found, found
 
 
-def test_user_docs_name_no_private_module():
-    """docs/architecture.md names the private modules: that is its purpose; the rest do not."""
-    found = [f"{p.name}: {m}" for p in sorted(DOCS.glob("*.md")) if p.name != "architecture.md"
-             for m in PRIVATE_REF.findall(p.read_text())]
+def _user_texts() -> list[Path]:
+    """The READMEs, the docs (but docs/architecture.md, which names the private modules: that
+    is its purpose) and the sources of the plugins and adapters, which plugin authors copy."""
+    docs = [p for p in DOCS.rglob("*.md") if p.name != "architecture.md"]
+    outside = [p for top in ("plugins", "adapters") for ext in ("*.py", "*.md") for p in (ROOT / top).rglob(ext)]
+    return sorted([ROOT / "README.md", *docs, *outside])
+
+
+def test_user_docs_and_plugins_name_no_private_module():
+    found = [f"{p.relative_to(ROOT)}: {m}" for p in _user_texts() for m in PRIVATE_REF.findall(p.read_text())]
     assert not found, found
 
 
