@@ -15,7 +15,7 @@ Public API (everything else is private; docs/api.md describes each name):
   :func:`set_attr`, :func:`add_attr`, :func:`make_attr`, :class:`NodeAttrs`
 - plugins: :data:`hookimpl`, :class:`Register`, :class:`InputFormat`, :class:`Backend`,
   :class:`Transform`, :class:`Synthesizer`, :class:`Generator`, :class:`Executor`, :class:`Result`,
-  :class:`Option`, :func:`get_host`,
+  :class:`Option`, :func:`get_host` (:class:`PluginHost`, :class:`PluginInfo`),
   :func:`lazy_getattr`, :func:`lazy_exports`
 - errors: :class:`ChakraError`, :class:`TraceFormatError`, :class:`ConfigError`,
   :class:`PluginError`
@@ -24,6 +24,7 @@ Public API (everything else is private; docs/api.md describes each name):
   :func:`emulate`, :func:`export`
 - work: :class:`Finding`, :func:`compute_stats`, :class:`DepGraph`, :func:`detect_format`,
   :func:`load_traces`, :func:`run_pipeline`, :func:`load_pipeline`, :class:`Pipeline`
+  (:class:`Stage`)
 - sweeps: :func:`sweep` (every point of a pipeline's ``sweep:``, one results table)
 - progress: :func:`progress`, :class:`Progress` (a bar on stderr, only on a terminal),
   :func:`set_progress_enabled`
@@ -66,7 +67,7 @@ if TYPE_CHECKING:
     from chakra_core.base._progress import Progress, progress, set_progress_enabled
     from chakra_core.hookspecs import Register, hookimpl
     from chakra_core.host._api import Backend, Executor, Generator, InputFormat, Result, Synthesizer, Transform
-    from chakra_core.host._plugins import get_host
+    from chakra_core.host._plugins import PluginHost, PluginInfo, get_host
     from chakra_core.io._etio import EtReader, EtWriter, atomic_output, frame_nodes, open_binary, read_et, write_et
     from chakra_core.io._jsonform import read_json, write_json
     from chakra_core.io._publish import inside_output, output_directory
@@ -84,7 +85,7 @@ if TYPE_CHECKING:
         transform,
         validate,
     )
-    from chakra_core.pipeline._pipeline import Pipeline, detect_format, load_pipeline, load_traces, run_pipeline
+    from chakra_core.pipeline._pipeline import Pipeline, Stage, detect_format, load_pipeline, load_traces, run_pipeline
     from chakra_core.pipeline._synth import read_model, synth_fit, synth_sample, synth_show
     from chakra_core.sweeps._sweep import sweep
     from chakra_core.trace._attrs import NodeAttrs, add_attr, get_attr, get_bool, get_int, get_str, make_attr, set_attr
@@ -115,10 +116,10 @@ __all__ = [
     "get_attr", "get_int", "get_str", "get_bool", "set_attr", "add_attr", "make_attr", "NodeAttrs",
     "hookimpl", "Register", "InputFormat", "Backend", "Transform", "Synthesizer", "Result", "Option",
     "Generator", "generate",
-    "get_host", "lazy_getattr", "lazy_exports",
+    "get_host", "PluginHost", "PluginInfo", "lazy_getattr", "lazy_exports",
     "ChakraError", "TraceFormatError", "ConfigError", "PluginError",
     "validate", "Finding", "compute_stats", "DepGraph", "detect_format", "load_traces", "run_pipeline",
-    "load_pipeline", "Pipeline",
+    "load_pipeline", "Pipeline", "Stage",
     "convert", "simulate", "emulate", "export", "transform", "stats", "jsonize", "Validation", "progress", "Progress",
     "set_progress_enabled",
     "check_limit", "get_limit",
@@ -146,13 +147,13 @@ _EXPORTS = {
     "pipeline._commands": ("generate", "validate", "convert", "simulate", "emulate", "export", "transform", "stats",
                            "jsonize", "Validation"),
     "base._options": ("Option",),
-    "host._plugins": ("get_host",),
+    "host._plugins": ("get_host", "PluginHost", "PluginInfo"),
     "base._lazy": ("lazy_getattr", "lazy_exports"),
     "base._errors": ("ChakraError", "TraceFormatError", "ConfigError", "PluginError"),
     "validation._validate": ("Finding",),
     "trace._stats": ("compute_stats",),
     "trace._graph": ("DepGraph",),
-    "pipeline._pipeline": ("detect_format", "load_traces", "run_pipeline", "load_pipeline", "Pipeline"),
+    "pipeline._pipeline": ("detect_format", "load_traces", "run_pipeline", "load_pipeline", "Pipeline", "Stage"),
     "base._progress": ("progress", "Progress", "set_progress_enabled"),
     "base._limits": ("check_limit", "get_limit"),
     "trace._selection": ("SELECTION_OPTIONS", "NODE_KINDS", "node_selection", "parse_ranks"),

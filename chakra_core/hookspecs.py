@@ -9,7 +9,7 @@ any of these functions, decorated with :data:`chakra_core.hookimpl`.  Registrati
 ``factory`` is a zero-argument callable returning the implementation (usually its class) or an
 import path ``"package.module:Class"`` that is imported on first use, so that listing plugins
 never imports heavy dependencies.  An implementation subclasses the matching base class in
-:mod:`chakra_core.host._api`.
+:mod:`chakra_core` (:class:`chakra_core.InputFormat`, :class:`chakra_core.Backend`, ...).
 
 Compatibility policy: hooks are only ever added.  An existing hook never changes its name, its
 arguments or their meaning; new arguments are only added to new hooks.
@@ -39,7 +39,7 @@ class Register(Protocol):
 
 @hookspec
 def chakra_register_formats(register: Register) -> None:
-    """Register input formats (subclasses of :class:`chakra_core.host._api.InputFormat`).
+    """Register input formats (subclasses of :class:`chakra_core.InputFormat`).
 
     :param register: ``register(name, factory, description=, install_hint=)``.
     """
@@ -47,7 +47,7 @@ def chakra_register_formats(register: Register) -> None:
 
 @hookspec
 def chakra_register_backends(register: Register) -> None:
-    """Register backends: simulators, exporters and emulators (:class:`chakra_core.host._api.Backend`).
+    """Register backends: simulators, exporters and emulators (:class:`chakra_core.Backend`).
 
     :param register: ``register(name, factory, description=, install_hint=)``.
     """
@@ -55,7 +55,7 @@ def chakra_register_backends(register: Register) -> None:
 
 @hookspec
 def chakra_register_transforms(register: Register) -> None:
-    """Register trace transforms, e.g. what-if scaling (:class:`chakra_core.host._api.Transform`).
+    """Register trace transforms, e.g. what-if scaling (:class:`chakra_core.Transform`).
 
     :param register: ``register(name, factory, description=, install_hint=)``.
     """
@@ -64,7 +64,7 @@ def chakra_register_transforms(register: Register) -> None:
 @hookspec
 def chakra_register_synthesizers(register: Register) -> None:
     """Register synthesizers that learn from ETs and generate new ones
-    (:class:`chakra_core.host._api.Synthesizer`).
+    (:class:`chakra_core.Synthesizer`).
 
     :param register: ``register(name, factory, description=, install_hint=)``.
     """
@@ -73,7 +73,7 @@ def chakra_register_synthesizers(register: Register) -> None:
 @hookspec
 def chakra_register_generators(register: Register) -> None:
     """Register workload generators that build trace sets from a model description, not from
-    files (:class:`chakra_core.host._api.Generator`).
+    files (:class:`chakra_core.Generator`).
 
     :param register: ``register(name, factory, description=, install_hint=)``.
     """
@@ -82,7 +82,7 @@ def chakra_register_generators(register: Register) -> None:
 @hookspec
 def chakra_register_executors(register: Register) -> None:
     """Register sweep executors that run many points at once: a process pool, a Ray or Dask
-    cluster (:class:`chakra_core.host._api.Executor`).
+    cluster (:class:`chakra_core.Executor`).
 
     :param register: ``register(name, factory, description=, install_hint=)``.
     """

@@ -2,7 +2,7 @@
 
 Fixtures:
 
-``chakra_host``        a fresh :class:`~chakra_core.host._plugins.PluginHost` installed as the
+``chakra_host``        a fresh :class:`chakra_core.PluginHost` installed as the
                        process-wide host for one test (entry points loaded as usual).
 ``chakra_isolated_host`` the same with the core's built-ins only: no installed plugin is loaded.
 ``chakra_register``    ``chakra_register(plugin, name="myplugin", distribution=, version=)``

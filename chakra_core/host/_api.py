@@ -59,7 +59,7 @@ class InputFormat(Component):
     def open(self, paths: Sequence[str], options: Mapping[str, Any]) -> TraceSet:
         """Open ``paths`` as a trace set; ``options`` went through :meth:`check_options`.
 
-        Bad input raises :class:`chakra_core.base._errors.TraceFormatError` naming file and place.
+        Bad input raises :class:`chakra_core.TraceFormatError` naming file and place.
         """
 
 
@@ -141,7 +141,7 @@ class Executor(Component):
         returns the point's record with the error, and enforces the point's timeout itself);
         ``tasks`` are picklable.  Yield an exception instance as the value for a task the engine
         lost (a worker died); raise only when the cluster itself cannot be used, as
-        :class:`~chakra_core.base._errors.PluginError` or ConfigError naming the option.  Stop the
+        :class:`chakra_core.PluginError` or :class:`chakra_core.ConfigError` naming the option.  Stop the
         work in flight when the generator is closed (the sweep was interrupted).
 
         A task with a ``timeout_s`` attribute (seconds, or None) is interrupted by ``fn`` itself

@@ -32,7 +32,7 @@ def report(inputs: Any = None, *, result: str | os.PathLike | None = None, backe
            memory: str | None = None, comm_groups: str | None = None, what_if: Sequence[str] | None = None,
            top: int = 20, threshold: float = 0.1, output: str | os.PathLike | None = None,
            format: str | None = None, input_options: Mapping[str, Any] | None = None, validate: bool = True,
-           host: Any = None) -> Report:
+           host: PluginHost | None = None) -> Report:
     """Report on a trace set (simulated with ``backend`` on the given system), on a result
     (``result``: a ``result.json`` with its ``spans.npz``), or both (the trace set then checks
     the what-if estimates by re-simulation), or on :class:`Spans` given as ``inputs`` (a
@@ -112,7 +112,8 @@ def _is_result(path: Path) -> bool:
 def diff(a: Any, b: Any, *, backend: str = "simpy", options: Mapping[str, Any] | None = None,
          system: str | None = None, network: str | None = None, memory: str | None = None,
          comm_groups: str | None = None, format: str | None = None,
-         input_options: Mapping[str, Any] | None = None, validate: bool = True, host: Any = None) -> Diff:
+         input_options: Mapping[str, Any] | None = None, validate: bool = True,
+         host: PluginHost | None = None) -> Diff:
     """Compare two runs: each of ``a`` and ``b`` is a trace set (simulated with ``backend`` on
     the given system), a ``result.json`` (with its spans; without them, e.g. ``astrasim-run``'s,
     the totals come from its rows), a :class:`Report` or :class:`Spans`."""
@@ -152,7 +153,7 @@ def compare(a: Inputs, b: Inputs, *, systems: Sequence[str] | None = None, backe
 
 def graph(inputs: Any, output: str | os.PathLike, *, rank: int = 0, around: int | None = None, depth: int = 2,
           max_nodes: int = 2000, format: str | None = None, input_options: Mapping[str, Any] | None = None,
-          host: Any = None) -> dict[str, Any]:
+          host: PluginHost | None = None) -> dict[str, Any]:
     """Draw rank ``rank``'s graph (or the ``depth``-hop neighbourhood of node id ``around``) to
     ``output``: ``.dot`` (Graphviz), ``.svg`` (drawn here, layered by dependency depth) or
     ``.graphml``.  Returns ``{"path", "format", "rank", "nodes", "edges", "rank_nodes"}``."""

@@ -22,7 +22,7 @@ A pipeline file::
     system:                               # optional: the system description inline (docs/system.md),
       network: [{topology: Ring, npus_count: 8, bandwidth: 50, latency: 500}]   # for every backend
                                           # that takes one and names no file of its own
-    sweep:                                # chakra sweep only (chakra_core.sweeps._spec)
+    sweep:                                # chakra sweep only (docs/sweeps.md)
       grid:
         system.network[0].bandwidth: [25, 50]
 

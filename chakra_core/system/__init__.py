@@ -9,7 +9,7 @@ Public API
     Build a :class:`SystemDescription` from files (paths or parsed mappings).  Each file is
     recognised by its content: our YAML (any part of the description, see below), ASTRA-sim's
     ``system.json``, ``network.yml``, ``memory.json`` or comm-group JSON.  ASTRA-sim files get
-    ASTRA-sim's defaults; its pitfalls raise :class:`~chakra_core.base._errors.ConfigError` naming the
+    ASTRA-sim's defaults; its pitfalls raise :class:`chakra_core.ConfigError` naming the
     file and key (missing ``preferred-dataset-splits``, ``endpoint-delay`` 0, group key "0",
     network lists of unequal length, ``doubleBinaryTree`` for a collective other than
     all-reduce ...) or are recorded in ``SystemDescription.warnings`` (implementation lists

@@ -3,7 +3,7 @@
 Layout: the first content line holds the mode and its header fields, the second the number of
 layers, then one line per layer with at least 12 columns (see docs/text-workloads.md).  Blank
 lines are skipped and ``#`` starts a comment that runs to the end of the line.  Every error is
-a :class:`~chakra_core.base._errors.TraceFormatError` naming the file and the physical line.
+a :class:`chakra_core.TraceFormatError` naming the file and the physical line.
 """
 
 from __future__ import annotations
