@@ -27,18 +27,18 @@ def _stats(tmp_path, nodes: list[Node]) -> dict:
 
 
 @pytest.mark.parametrize("order", [[0, 1, 2, 3], [3, 2, 1, 0], [0, 3, 1, 2]])
-def test_critical_path_of_a_diamond_in_any_file_order(tmp_path, order):
+def test_longest_path_of_a_diamond_in_any_file_order(tmp_path, order):
     row = _stats(tmp_path, [_diamond()[i] for i in order])
     assert (row["longest_path_us"], row["longest_path_nodes"]) == (8, 3)
 
 
-def test_critical_path_with_sparse_ids_and_a_missing_dep(tmp_path):
+def test_longest_path_with_sparse_ids_and_a_missing_dep(tmp_path):
     nodes = [_node(10, 4), _node(20, 6, [10, 99]), _node(35, 1, [10])]  # 99 is not in the file
     row = _stats(tmp_path, nodes)
     assert (row["longest_path_us"], row["longest_path_nodes"]) == (10, 2)
 
 
-def test_critical_path_of_a_long_chain(tmp_path):
+def test_longest_path_of_a_long_chain(tmp_path):
     n = 10_000
     nodes = [_node(i, i % 7, [i - 1] if i > 1 else []) for i in range(1, n + 1)]
     expected = sum(i % 7 for i in range(1, n + 1))

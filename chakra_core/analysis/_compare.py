@@ -122,7 +122,7 @@ def _rank(prof: SetProfile, rt: RankTrace, traces: TraceSet) -> None:
     levels = _levels(g)
     prof.depth = max(prof.depth, int(levels.max()) + 1)
     prof.width = max(prof.width, int(np.bincount(levels).max()))
-    prof.critical_path_us = max(prof.critical_path_us, int(g.critical_path(np.asarray(visit.durations,
+    prof.critical_path_us = max(prof.critical_path_us, int(g.longest_path(np.asarray(visit.durations,
                                                                                       dtype=np.int64))[0]))
     prof.in_degree.append(g.in_degree())
     cptr, _kids = g.children()

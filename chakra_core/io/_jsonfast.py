@@ -104,27 +104,49 @@ def _attr(d: Any, a: AttributeProto) -> None:
         elif k == UNKNOWN_KEY:
             merge_unknown(a, v)
         elif k in _LISTS:
-            if not isinstance(v, dict) or set(v) - {"values"}:
-                raise _Unknown
-            values = v.get("values", [])
-            if not isinstance(values, list):
-                raise _Unknown
-            field = getattr(a, k)
-            if k in _INT_LISTS:
-                field.values.extend(_int(x) for x in values)
-            elif k in _FLOAT_LISTS:
-                field.values.extend(_float(x) for x in values)
-            elif k == "bytes_list":
-                field.values.extend(_bytes(x) for x in values)
-            else:
-                want = bool if k == "bool_list" else str
-                if not all(isinstance(x, want) for x in values):
-                    raise _Unknown
-                field.values.extend(values)
-            if not values:
-                field.SetInParent()  # an empty list still selects the oneof slot
+            _list(v, k, getattr(a, k))
         else:
             raise _Unknown
+
+
+def _list(v: Any, k: str, field: Any) -> None:
+    """Fill the list slot ``k`` (``field``) from its JSON form ``{"values": [...]}``."""
+    if not isinstance(v, dict) or set(v) - {"values"}:
+        raise _Unknown
+    values = v.get("values", [])
+    if not isinstance(values, list):
+        raise _Unknown
+    if k in _INT_LISTS:
+        field.values.extend(_int(x) for x in values)
+    elif k in _FLOAT_LISTS:
+        field.values.extend(_float(x) for x in values)
+    elif k == "bytes_list":
+        field.values.extend(_bytes(x) for x in values)
+    else:
+        want = bool if k == "bool_list" else str
+        if not all(isinstance(x, want) for x in values):
+            raise _Unknown
+        field.values.extend(values)
+    if not values:
+        field.SetInParent()  # an empty list still selects the oneof slot
+
+
+def _node_type(v: Any) -> int:
+    """A node type given by name (``"COMP_NODE"``) or number."""
+    t = _NODE_TYPES.get(v) if isinstance(v, str) else _int(v)
+    if t is None:
+        raise _Unknown
+    return t
+
+
+def _io(v: Any, io: Any) -> None:
+    """Fill a node's ``inputs`` or ``outputs`` message (``io``) from its JSON form: strings by
+    field name."""
+    if not isinstance(v, dict) or set(v) - _IO_KEYS or not all(isinstance(x, str) for x in v.values()):
+        raise _Unknown
+    io.SetInParent()
+    for k, s in v.items():
+        setattr(io, k, s)
 
 
 def node_from_dict(d: Any) -> Node | None:
@@ -142,21 +164,13 @@ def node_from_dict(d: Any) -> Node | None:
                     raise _Unknown
                 n.name = v
             elif k == "type":
-                t = _NODE_TYPES.get(v) if isinstance(v, str) else _int(v)
-                if t is None:
-                    raise _Unknown
-                n.type = t
+                n.type = _node_type(v)
             elif k == "data_deps" or k == "ctrl_deps":
                 if not isinstance(v, list):
                     raise _Unknown
                 getattr(n, k).extend(_int(x) for x in v)
             elif k == "inputs" or k == "outputs":
-                if not isinstance(v, dict) or set(v) - _IO_KEYS or not all(isinstance(x, str) for x in v.values()):
-                    raise _Unknown
-                io = getattr(n, k)
-                io.SetInParent()
-                for kk, vv in v.items():
-                    setattr(io, kk, vv)
+                _io(v, getattr(n, k))
             elif k == "attr":
                 if not isinstance(v, list):
                     raise _Unknown

@@ -180,7 +180,8 @@ def _walk(buf, start, end, names, name_ptr, slot_of_key, nodes, dep_ptr, deps, c
     """The loop of :func:`walk_nodes`: one field at a time, of a node (depth 0) or of the
     attribute being read (depth 1); returns (status, row, key).  One loop with the field and the
     name match written out: calls to numba functions here, even inlined ones, made it 2-3x slower
-    (measured)."""
+    (measured).  That is why it stays one function of high complexity instead of named steps:
+    its steps are the numbered states of one compiled loop."""
     ids, types, dur, name_at, name_len = nodes
     nnames = len(name_ptr) - 1
     seen = np.full(max(nnames, 1), -1, np.int64)

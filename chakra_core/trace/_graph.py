@@ -3,7 +3,7 @@
 Nodes are indexed by position (0..n-1, file order unless the caller gives another order);
 dependencies are a CSR structure of positions, with no per-node Python objects and no id
 dictionary: dependency ids are resolved by a sorted search, or by arithmetic when ids are
-consecutive.  Validation (missing deps, cycles), statistics (critical path) and the first-party
+consecutive.  Validation (missing deps, cycles), statistics (each rank's longest path) and the first-party
 plugins (the simulator's ready lists, the ASTRA-sim exporter's and the PyTorch converter's
 topological orders) all build their graph here.
 """
@@ -20,7 +20,7 @@ from chakra_core.io._schema import Node
 
 __all__ = ["DepGraph", "PathStream", "PathOverflow"]
 
-#: the largest finish time (us) of the critical path: durations are summed in int64.
+#: the largest finish time (us) of the longest path: durations are summed in int64.
 _INT64_MAX = (1 << 63) - 1
 
 
@@ -192,7 +192,7 @@ class DepGraph:
             i = next(k for k in self.deps_of(i) if k in on)
         return [int(self.ids[k]) for k in reversed(path[seen[i]:])]
 
-    def critical_path(self, durations: np.ndarray) -> tuple[int, int, int]:
+    def longest_path(self, durations: np.ndarray) -> tuple[int, int, int]:
         """Longest path by ``durations`` (us, per position) through the DAG: ``(length in us,
         nodes on it, position of its last node)``; ``(0, 0, -1)`` for an empty graph.
 
@@ -241,11 +241,11 @@ def longest_path(finish: array, count: array, base: int, ptr: array, deps: array
 
 
 class PathStream:
-    """The critical path of nodes that arrive in a topological order, in flat memory.
+    """The longest path of nodes that arrive in a topological order, in flat memory.
 
     Feed batches with :meth:`add`; it holds 20 bytes per node (id, finish, path length).  As
     long as ids strictly increase and every dependency names an earlier node, ``ok`` stays True
-    and :meth:`result` is the answer of :meth:`DepGraph.critical_path`; otherwise ``ok`` turns
+    and :meth:`result` is the answer of :meth:`DepGraph.longest_path`; otherwise ``ok`` turns
     False and the caller builds the graph instead (a dependency that is missing or points
     forward cannot be told apart before the end).
     """
@@ -282,7 +282,7 @@ class PathStream:
 
     def result(self) -> tuple[int, int, int]:
         """``(length in us, nodes on the path, position of its last node)``, as
-        :meth:`DepGraph.critical_path`."""
+        :meth:`DepGraph.longest_path`."""
         if not self.ids:
             return 0, 0, -1
         end = int(np.argmax(np.frombuffer(self.finish, dtype=np.int64)))

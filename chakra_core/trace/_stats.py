@@ -118,7 +118,7 @@ def _stream(rt: RankTrace, visit: Callable[[Node], None],
     durations = array("Q")
     g = DepGraph.build(rt.batches(), visit=lambda n: durations.append(n.duration_micros))
     try:
-        length, nodes, _ = g.critical_path(np.frombuffer(durations, dtype=np.uint64) if durations
+        length, nodes, _ = g.longest_path(np.frombuffer(durations, dtype=np.uint64) if durations
                                            else np.zeros(0, np.uint64))
     except PathOverflow as e:
         raise _overflow(rt, int(g.ids[e.position])) from None

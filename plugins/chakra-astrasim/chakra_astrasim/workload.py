@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -205,64 +205,25 @@ class _Converter:
         return out, members
 
     def coll(self, n: Node, ix: NodeAttrs) -> list[Node] | str:
-        plan, rep = self.plan, self.report
-        raw = ix.get_int("comm_type")
-        try:
-            kind = CommType(raw)
-        except (ValueError, TypeError):
-            raise self.fail(n, f"collective without a known comm_type (got {raw!r})") from None
+        """A collective as the ASTRA-sim collectives that replay it (one, or a rewrite's
+        sequence), or the reason it is dropped."""
+        kind = self.comm_type(n, ix)
         pg, members = self.group_of(n, ix)
         produced: list[int] = []
         self.out.coll_inputs.append((self.pos, pg, len(members), produced))
         if len(members) < 2:
             return self.drop("collective_on_one_rank")
-        size = ix.get_int("comm_size")
-        if size is None:
-            rep.changed["comm_size_missing"] += 1
-            size = 0
-        if size > _INT64_MAX:
-            raise self.fail(n, f"comm_size {size} does not fit the int64 slot ASTRA-sim reads")
-        if size < 0:
-            raise self.fail(n, f"comm_size {size} is negative (a size in bytes)")
-        replay = plan.replay_broadcast
-        if replay is None:  # as the simpy backend: ASTRA-sim replays a duration, there is one
-            replay = n.duration_micros > 0
-        if kind in MODELLED or (kind == CommType.BROADCAST and replay):
-            pairs = [(kind, size)]
-        elif plan.unsupported == "error":
-            raise self.fail(n, f"ASTRA-sim does not run {kind.name} collectives "
-                               "(use -O unsupported=rewrite or drop)")
-        elif plan.unsupported == "drop":
-            return self.drop(f"collective_{kind.name}")
-        else:
-            pairs = rewrite(kind, size, len(members), plan.barrier_bytes)
-            rep.rewritten[f"{kind.name}->" + "+".join(k.name for k, _ in pairs)] += 1
-        if ix.get_int("is_cpu_op", 0):
-            rep.changed["comm_is_cpu_op_cleared"] += 1
-        dims = ix.get("involved_dim")
-        if dims is not None and (not isinstance(dims, list) or len(dims) != plan.ndims
-                                 or not all(isinstance(d, bool) for d in dims) or not any(dims)):
-            rep.changed["involved_dim_dropped"] += 1
-            dims = None
+        pairs = self.replayed(n, kind, self.coll_size(n, ix), len(members))
+        if isinstance(pairs, str):
+            return pairs
+        self.note_cpu_op(ix)
+        dims = self.involved_dim(ix)
         prio = ix.get_int("comm_priority")
-        outs = []
         seq = self.out.collectives.setdefault(pg, [])
+        outs = []
         for i, (k, s) in enumerate(pairs):
-            if s <= 0:
-                rep.changed["comm_size_raised_to_1"] += 1
-                s = 1
-            if k == CommType.ALL_GATHER and s < plan.splits:
-                # chunk = size // preferred-dataset-splits is 0: ASTRA-sim divides by zero
-                rep.changed["all_gather_size_raised_to_splits"] += 1
-                s = plan.splits
-            last = i == len(pairs) - 1
-            nid = n.id if last else self.new_id(before=n.id)
-            out = Node(id=nid, name=n.name if last else f"{n.name}#{i}", type=NodeType.COMM_COLL_NODE)
-            if k == CommType.BROADCAST:
-                out.duration_micros = n.duration_micros
-            add_attr(out, "is_cpu_op", False)
-            add_attr(out, "comm_type", int(k))
-            add_attr(out, "comm_size", int(s))
+            s = self.replayable_size(k, s)
+            out = self.coll_node(n, i, len(pairs), k, s)
             if pg:
                 add_attr(out, "pg_name", pg)
             if prio is not None and _INT32[0] <= prio <= _INT32[1]:
@@ -270,9 +231,90 @@ class _Converter:
             if dims is not None:
                 add_attr(out, "involved_dim", dims)
             outs.append(out)
-            seq.append((nid, int(k), int(s)))
+            seq.append((out.id, int(k), int(s)))
         produced.extend(o.id for o in outs)
         return outs
+
+    def comm_type(self, n: Node, ix: NodeAttrs) -> CommType:
+        """The collective's ``comm_type``; an unknown one is an error."""
+        raw = ix.get_int("comm_type")
+        try:
+            return CommType(raw)
+        except (ValueError, TypeError):
+            raise self.fail(n, f"collective without a known comm_type (got {raw!r})") from None
+
+    def coll_size(self, n: Node, ix: NodeAttrs) -> int:
+        """The collective's ``comm_size`` in bytes (0 when missing, counted)."""
+        size = ix.get_int("comm_size")
+        if size is None:
+            self.report.changed["comm_size_missing"] += 1
+            size = 0
+        self.check_size(n, "comm_size", size)
+        return size
+
+    def check_size(self, n: Node, key: str, size: int) -> None:
+        """A size in bytes that ASTRA-sim's int64 slot cannot hold is an error."""
+        if size > _INT64_MAX:
+            raise self.fail(n, f"{key} {size} does not fit the int64 slot ASTRA-sim reads")
+        if size < 0:
+            raise self.fail(n, f"{key} {size} is negative (a size in bytes)")
+
+    def replayed(self, n: Node, kind: CommType, size: int, ranks: int) -> list[tuple[CommType, int]] | str:
+        """The ``(kind, bytes)`` collectives ASTRA-sim runs for this one, by ``unsupported``
+        for a kind it does not model, or the reason to drop it."""
+        plan = self.plan
+        replay = plan.replay_broadcast
+        if replay is None:  # as the simpy backend: ASTRA-sim replays a duration, there is one
+            replay = n.duration_micros > 0
+        if kind in MODELLED or (kind == CommType.BROADCAST and replay):
+            return [(kind, size)]
+        if plan.unsupported == "error":
+            raise self.fail(n, f"ASTRA-sim does not run {kind.name} collectives "
+                               "(use -O unsupported=rewrite or drop)")
+        if plan.unsupported == "drop":
+            return self.drop(f"collective_{kind.name}")
+        pairs = rewrite(kind, size, ranks, plan.barrier_bytes)
+        self.report.rewritten[f"{kind.name}->" + "+".join(k.name for k, _ in pairs)] += 1
+        return pairs
+
+    def note_cpu_op(self, ix: NodeAttrs) -> None:
+        """Count a communication node marked ``is_cpu_op`` (the output clears it)."""
+        if ix.get_int("is_cpu_op", 0):
+            self.report.changed["comm_is_cpu_op_cleared"] += 1
+
+    def involved_dim(self, ix: NodeAttrs) -> list[bool] | None:
+        """``involved_dim`` when it is one bool per network dimension with one set; else None
+        (a present one dropped is counted)."""
+        dims = ix.get("involved_dim")
+        if dims is not None and (not isinstance(dims, list) or len(dims) != self.plan.ndims
+                                 or not all(isinstance(d, bool) for d in dims) or not any(dims)):
+            self.report.changed["involved_dim_dropped"] += 1
+            return None
+        return dims
+
+    def replayable_size(self, kind: CommType, size: int) -> int:
+        """``size`` raised to what ASTRA-sim can run: at least 1 byte, and for an all-gather at
+        least the dataset splits (its chunk is size // splits, and a 0 chunk divides by zero)."""
+        if size <= 0:
+            self.report.changed["comm_size_raised_to_1"] += 1
+            size = 1
+        if kind == CommType.ALL_GATHER and size < self.plan.splits:
+            self.report.changed["all_gather_size_raised_to_splits"] += 1
+            size = self.plan.splits
+        return size
+
+    def coll_node(self, n: Node, i: int, count: int, kind: CommType, size: int) -> Node:
+        """Collective ``i`` of the ``count`` that replay ``n``: the last keeps ``n``'s id and
+        name, the others get new ids placed before it and ``#i`` names."""
+        last = i == count - 1
+        nid = n.id if last else self.new_id(before=n.id)
+        out = Node(id=nid, name=n.name if last else f"{n.name}#{i}", type=NodeType.COMM_COLL_NODE)
+        if kind == CommType.BROADCAST:
+            out.duration_micros = n.duration_micros
+        add_attr(out, "is_cpu_op", False)
+        add_attr(out, "comm_type", int(kind))
+        add_attr(out, "comm_size", int(size))
+        return out
 
     def p2p(self, n: Node, ix: NodeAttrs) -> list[Node] | str:
         plan, rep = self.plan, self.report
@@ -289,10 +331,7 @@ class _Converter:
                 raise self.fail(n, f"{'send' if send else 'recv'} without a {what} "
                                    f"({'comm_dst' if send else 'comm_src'}, comm_size)")
             return self.drop(f"{'send' if send else 'recv'}_without_{what}")
-        if size > _INT64_MAX:
-            raise self.fail(n, f"{key} {size} does not fit the int64 slot ASTRA-sim reads")
-        if size < 0:
-            raise self.fail(n, f"{key} {size} is negative (a size in bytes)")
+        self.check_size(n, key, size)
         if not 0 <= peer < plan.npus:
             raise self.fail(n, f"peer rank {peer} is outside the network's {plan.npus} NPUs")
         if peer == self.rank:
@@ -306,8 +345,7 @@ class _Converter:
             tag = 0
         if not _INT32[0] <= tag <= _INT32[1]:
             raise self.fail(n, f"comm_tag {tag} does not fit the int32 slot ASTRA-sim reads")
-        if ix.get_int("is_cpu_op", 0):
-            rep.changed["comm_is_cpu_op_cleared"] += 1
+        self.note_cpu_op(ix)
         src, dst = (self.rank, peer) if send else (peer, self.rank)
         out = Node(id=n.id, name=n.name, type=n.type)
         add_attr(out, "is_cpu_op", False)
@@ -444,34 +482,8 @@ def convert_rank(rank: int, rt: RankTrace, inp: RankInput, plan: Plan, report: E
 
 def _convert_all(conv: _Converter, spill: NodeSpill, arrays: _Arrays, g: DepGraph, order: np.ndarray) -> None:
     """Convert every node of ``spill`` in ``order``, writing the kept ones to ``conv.out.nodes``."""
-    ids_of = arrays.ids
     n_data = _view(arrays.n_data, np.int64)
-    kept = bytearray(len(ids_of))
-    # per node, how many dependents are still to be converted: a removed node's kept ancestors
-    # are forgotten when the last one is
-    waiting = array("q", np.bincount(g.deps[g.deps >= 0], minlength=len(ids_of)).tobytes()) \
-        if len(ids_of) else array("q")
-    frontier: dict[int, list[int]] = {}
-    out = conv.out
-    rewired = 0
-    join_limit = conv.plan.join_limit
-    coll = NodeType.COMM_COLL_NODE
-
-    def resolve(ixs: list[int]) -> list[int]:
-        nonlocal rewired
-        res: list[int] = []
-        for j in ixs:
-            if kept[j]:
-                res.append(ids_of[j])
-            else:
-                via = frontier[j]
-                rewired += len(via)
-                res.extend(via)
-                waiting[j] -= 1
-                if not waiting[j]:
-                    del frontier[j]
-        return res
-
+    frontier = _Frontier(arrays.ids, g)
     source = spill if _is_identity(order) else spill.reordered(order)
     at = 0
     for nodes in source.batches():
@@ -479,42 +491,94 @@ def _convert_all(conv: _Converter, spill: NodeSpill, arrays: _Arrays, g: DepGrap
         positions = order[at:at + len(batch)]
         ptr, deps, ndata = _dep_lists(g, n_data, positions)
         for k, n in enumerate(batch):
-            i = int(positions[k])
-            conv.pos = i
-            converted = conv.convert(n)
             lo, mid, hi = ptr[k], ptr[k] + ndata[k], ptr[k + 1]
-            data = resolve([j for j in deps[lo:mid] if j >= 0]) if mid > lo else []
-            ctrl = resolve([j for j in deps[mid:hi] if j >= 0]) if hi > mid else []
-            if isinstance(converted, str):
-                through = list(dict.fromkeys(data + ctrl))
-                if len(through) > join_limit and waiting[i] > 1:
-                    converted = [conv.join(n)]
-                else:
-                    conv.report.removed[converted] += 1
-                    if waiting[i]:
-                        frontier[i] = through
-                    continue
-            kept[i] = True
-            first = converted[0]
-            if len(data) > 1:
-                data = list(dict.fromkeys(data))
-            if ctrl:
-                seen = set(data)
-                ctrl = [c for c in dict.fromkeys(ctrl) if c not in seen]
-                first.ctrl_deps.extend(ctrl)
-            if data:
-                first.data_deps.extend(data)
-            for prev, nxt in zip(converted, converted[1:]):
-                nxt.data_deps.append(prev.id)
-            for o in converted:
-                if o.type == coll:
-                    out.coll_pos[o.id] = len(out.nodes)
-                out.nodes.append(o.SerializeToString())
+            _convert_one(conv, frontier, n, int(positions[k]), deps[lo:mid], deps[mid:hi])
         at += len(batch)
     if source is not spill:
         source.discard()
-    if rewired:
-        conv.report.dependencies["rewired_through_removed"] += rewired
+    if frontier.rewired:
+        conv.report.dependencies["rewired_through_removed"] += frontier.rewired
+
+
+class _Frontier:
+    """Which positions were kept, and for a removed node the kept ids its dependents depend on
+    instead: remembered until its last dependent is converted."""
+
+    def __init__(self, ids_of: array, g: DepGraph):
+        self.ids_of = ids_of
+        self.kept = bytearray(len(ids_of))
+        #: per position, how many dependents are still to be converted
+        self.waiting = array("q", np.bincount(g.deps[g.deps >= 0], minlength=len(ids_of)).tobytes()) \
+            if len(ids_of) else array("q")
+        self.through: dict[int, list[int]] = {}
+        #: dependencies that now point past a removed node
+        self.rewired = 0
+
+    def resolve(self, positions: list[int]) -> list[int]:
+        """The ids a dependent of ``positions`` depends on: a kept node's own id, a removed
+        node's kept ancestors."""
+        out: list[int] = []
+        for j in positions:
+            if self.kept[j]:
+                out.append(self.ids_of[j])
+            else:
+                via = self.through[j]
+                self.rewired += len(via)
+                out.extend(via)
+                self.waiting[j] -= 1
+                if not self.waiting[j]:
+                    del self.through[j]
+        return out
+
+    def remove(self, i: int, through: list[int]) -> None:
+        """Position ``i`` is removed; its dependents depend on ``through`` instead."""
+        if self.waiting[i]:
+            self.through[i] = through
+
+
+def _convert_one(conv: _Converter, frontier: _Frontier, n: Node, i: int, data_deps: Sequence[int],
+                 ctrl_deps: Sequence[int]) -> None:
+    """Convert node ``n`` at position ``i`` (dependency positions ``data_deps``, ``ctrl_deps``,
+    -1 for missing) and write what it becomes.  A removed node with many dependents and more
+    than ``join_limit`` kept ancestors becomes a join node instead, so that its dependents do
+    not each inherit every ancestor."""
+    conv.pos = i
+    converted = conv.convert(n)
+    data = frontier.resolve([j for j in data_deps if j >= 0])
+    ctrl = frontier.resolve([j for j in ctrl_deps if j >= 0])
+    if isinstance(converted, str):
+        through = list(dict.fromkeys(data + ctrl))
+        if len(through) <= conv.plan.join_limit or frontier.waiting[i] <= 1:
+            conv.report.removed[converted] += 1
+            frontier.remove(i, through)
+            return
+        converted = [conv.join(n)]
+    frontier.kept[i] = True
+    _link(converted, data, ctrl)
+    _write(conv.out, converted)
+
+
+def _link(converted: list[Node], data: list[int], ctrl: list[int]) -> None:
+    """The first node gets the dependencies (each once, data before ctrl), each later node a
+    data dependency on the one before it."""
+    first = converted[0]
+    if len(data) > 1:
+        data = list(dict.fromkeys(data))
+    if ctrl:
+        seen = set(data)
+        first.ctrl_deps.extend([c for c in dict.fromkeys(ctrl) if c not in seen])
+    if data:
+        first.data_deps.extend(data)
+    for prev, nxt in zip(converted, converted[1:]):
+        nxt.data_deps.append(prev.id)
+
+
+def _write(out: RankOutput, converted: list[Node]) -> None:
+    """Append the nodes to the rank's output, noting where each collective is."""
+    for o in converted:
+        if o.type == NodeType.COMM_COLL_NODE:
+            out.coll_pos[o.id] = len(out.nodes)
+        out.nodes.append(o.SerializeToString())
 
 
 def _is_identity(order: np.ndarray) -> bool:

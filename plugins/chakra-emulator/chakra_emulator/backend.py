@@ -9,12 +9,17 @@ import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chakra_core import TIMELINE_OPTIONS, Backend, ConfigError, Option, Result, TraceFormatError, TraceSet, progress
 from chakra_core.system import SYSTEM_OPTIONS
 
 from .plan import COMP, Plan, load_plan
+
+if TYPE_CHECKING:
+    from chakra_core import Spans
+
+    from .measure import Measured
 
 __all__ = ["EmulatorBackend"]
 
@@ -159,44 +164,31 @@ def _expected(traces: TraceSet, options: Mapping[str, Any]) -> int:
 
 def _result(kind: str, plans: list[Plan], results: list[dict[str, Any]], options: Mapping[str, Any],
             place: Any, expected: int | None, wall: dict[str, float]) -> Result:
-    from chakra_core import critical_path, write_timeline_from_options
+    """The emulator's Result from the workers' ``results``: per-rank rows averaged over the
+    repeats; a summary of the mean finish and its errors against ``expected`` (the simpy
+    replay, ns) and the trace's own path, the run's settings, the spread over repeats, the
+    collectives, the critical path and per-node rows of the last repeat; notes; and the
+    timeline and spans when ``options`` ask for them."""
+    from chakra_core import critical_path
 
     from .measure import collectives_observed, node_rows, rank_spans
     from .spans import build_spans, rank_rows
 
     repeats = [rank_spans(plans, results, k) for k in range(options["repeats"])]
-    finishes = [max(max(m.end, default=0) for m in rep) for rep in repeats]
-    late = [max(r["iterations"][k]["late_ns"] for r in results) for k in range(len(finishes))]
     per_repeat = [build_spans(rep, results) for rep in repeats]
     spans = per_repeat[-1]
     rows = _mean_rows([rank_rows(sp, plans) for sp in per_repeat])
-    finish = int(statistics.fmean(finishes))
-    total = sum(len(p) for p in plans)
-    comp = sum(k == COMP for p in plans for k in p.kind)
-    real = sum(h == "real" for r in results for h in r["how"])
+    finishes = [_finish_ns(rep) for rep in repeats]
     observed, composed = collectives_observed(plans, results)
     summary: dict[str, Any] = {
         "time_unit": "ns",
-        "finish_ns": finish,
-        "expected_ns": expected,
-        "error": (finish / expected - 1) if expected else None,
-        "trace_ns": max(p.path_ns for p in plans),
-        "trace_error": (finish / max(p.path_ns for p in plans) - 1) if any(p.path_ns for p in plans) else None,
-        "coverage": (sum(len(m.order) for m in repeats[-1]) / total) if total else 1.0,
-        "real_ops": (real / comp) if comp else 0.0,
+        **_errors(plans, int(statistics.fmean(finishes)), expected),
+        **_coverage(plans, results, repeats[-1]),
         "ranks": len(plans),
-        "backend": place.backend,
-        "device": place.device,
-        "torch": results[0]["torch"],
-        "streams": options["streams"],
-        "compute": options["compute"],
-        "seed": options["seed"],
-        "warmup": options["warmup"],
-        "repeats": {**_spread(finishes), "start_late_ns": late},
+        **_settings(place, results, options),
+        "repeats": {**_spread(finishes), "start_late_ns": _start_late_ns(results, len(finishes))},
         "wall_s": wall,
-        "mean_finish_ns": statistics.fmean(r["finish_ns"] for r in rows),
-        "max_exposed_comm_ns": max(r["exposed_comm_ns"] for r in rows),
-        "overlap_ns_total": sum(r["overlap_ns"] for r in rows),
+        **_rank_totals(rows),
         "collectives": observed,
         "composed": composed,
         "calibration": results[0].get("calibration"),
@@ -207,8 +199,61 @@ def _result(kind: str, plans: list[Plan], results: list[dict[str, Any]], options
     nodes, text = node_rows(plans, results, repeats, options["node_rows"])
     summary["measured_vs_trace"] = text
     summary["nodes"] = nodes
-    notes = _notes(plans, results, summary, expected)
-    result = Result("emulator", kind, summary, rows, notes=notes)
+    result = Result("emulator", kind, summary, rows, notes=_notes(plans, results, summary, expected))
+    _add_outputs(result, spans, options)
+    return result
+
+
+def _finish_ns(repeat: list[Measured]) -> int:
+    """When the last rank finished one repeat (ns from its start)."""
+    return max(max(m.end, default=0) for m in repeat)
+
+
+def _start_late_ns(results: list[dict[str, Any]], repeats: int) -> list[int]:
+    """Per repeat, how late the latest rank started it (ns)."""
+    return [max(r["iterations"][k]["late_ns"] for r in results) for k in range(repeats)]
+
+
+def _errors(plans: list[Plan], finish: int, expected: int | None) -> dict[str, Any]:
+    """``finish_ns`` and its relative errors against the simpy replay (``expected_ns``) and
+    against the trace's own longest path (``trace_ns``)."""
+    trace = max(p.path_ns for p in plans)
+    return {
+        "finish_ns": finish,
+        "expected_ns": expected,
+        "error": (finish / expected - 1) if expected else None,
+        "trace_ns": trace,
+        "trace_error": (finish / trace - 1) if any(p.path_ns for p in plans) else None,
+    }
+
+
+def _coverage(plans: list[Plan], results: list[dict[str, Any]], last: list[Measured]) -> dict[str, float]:
+    """``coverage``: the share of nodes measured in the last repeat; ``real_ops``: the share of
+    compute nodes that ran their real operator."""
+    total = sum(len(p) for p in plans)
+    comp = sum(k == COMP for p in plans for k in p.kind)
+    real = sum(h == "real" for r in results for h in r["how"])
+    return {"coverage": (sum(len(m.order) for m in last) / total) if total else 1.0,
+            "real_ops": (real / comp) if comp else 0.0}
+
+
+def _settings(place: Any, results: list[dict[str, Any]], options: Mapping[str, Any]) -> dict[str, Any]:
+    """Where and how the run went: torch.distributed backend, device, torch version, options."""
+    return {"backend": place.backend, "device": place.device, "torch": results[0]["torch"],
+            **{k: options[k] for k in ("streams", "compute", "seed", "warmup")}}
+
+
+def _rank_totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Over the ranks' rows: mean finish, largest exposed communication, total overlap (ns)."""
+    return {"mean_finish_ns": statistics.fmean(r["finish_ns"] for r in rows),
+            "max_exposed_comm_ns": max(r["exposed_comm_ns"] for r in rows),
+            "overlap_ns_total": sum(r["overlap_ns"] for r in rows)}
+
+
+def _add_outputs(result: Result, spans: Spans, options: Mapping[str, Any]) -> None:
+    """The timeline file and the spans, when ``options`` ask for them."""
+    from chakra_core import write_timeline_from_options
+
     if options["timeline"]:
         written = write_timeline_from_options(spans, options, "chakra emulator")
         result.timeline = str(options["timeline"])
@@ -216,7 +261,6 @@ def _result(kind: str, plans: list[Plan], results: list[dict[str, Any]], options
         result.notes += [f"timeline {n}" for n in written["notes"]]
     if options["spans"]:
         result.spans = spans
-    return result
 
 
 def _mean_rows(per_repeat: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:

@@ -145,5 +145,5 @@ def load_plan(rt: RankTrace) -> Plan:
     plan.child_idx = [int(x) for x in idx]
     plan.dep_ptr = [int(x) for x in g.dep_ptr]
     plan.deps = [int(x) for x in g.deps]
-    plan.path_ns = int(g.critical_path(np.array(plan.dur_ns, dtype=np.int64) // 1000)[0]) * 1000
+    plan.path_ns = int(g.longest_path(np.array(plan.dur_ns, dtype=np.int64) // 1000)[0]) * 1000
     return plan

@@ -84,103 +84,14 @@ class Replay:
     def run(self, t0_ns: int) -> tuple[list[int], list[int], list[int], int]:
         """Replay every node once from ``t0_ns`` (set up first, then wait for it); returns
         (start ns, end ns, issue order, how late the replay began in ns)."""
-        plan = self.plan
-        n = len(plan)
-        start, end = [0] * n, [0] * n
-        order: list[int] = []
-        indeg = list(plan.indeg)
-        ready: list[list[int]] = [[], [], [], []]
-        free = list(self.slots)
-        ready_at = [t0_ns] * n
-        freed_at = [t0_ns] * 4
-        res, kind = plan.res, plan.kind
-        done_q: queue.SimpleQueue = queue.SimpleQueue()
-        flight: dict[int, int] = {}
-        unwatched: dict[int, tuple[int, Any]] = {}
-        timers: list[tuple[int, int, int]] = []
-        for i in range(n):
-            if indeg[i] == 0:
-                heappush(ready[res[i]], i)
-        done = 0
-
-        def report() -> None:
-            if flight:
-                pos = min(flight, key=flight.__getitem__)
-                self.status(pos, flight[pos], done)
-            else:
-                self.status(-1, time.monotonic_ns(), done)
-
-        def issue() -> tuple[int, int] | None:
-            """Start what may start; a CPU node is returned to run on this thread instead."""
-            inline = None
-            for r in range(4):
-                h = ready[r]
-                while h and free[r] > 0:
-                    i = heappop(h)
-                    free[r] -= 1
-                    order.append(i)
-                    logical = max(ready_at[i], freed_at[r]) if r != R_NONE else ready_at[i]
-                    flight[i] = time.monotonic_ns()
-                    end_ns = self.deadline(i, logical) if kind[i] in (COMP, MEM) else None
-                    if end_ns is not None:
-                        heappush(timers, (end_ns, i, logical))
-                    elif r == R_CPU and kind[i] in (COMP, MEM):
-                        inline = (i, logical)
-                    else:
-                        self._start(i, kind[i], r, logical, done_q, unwatched)
-            report()
-            return inline
-
-        def complete(item: tuple[int, int, int, BaseException | None]) -> tuple[int, int] | None:
-            nonlocal done
-            i, t_start, t_end, err = item
-            if err is not None:
-                raise NodeFailed(f"node {plan.ids[i]} ({plan.names[i] or plan.kind[i]}): "
-                                 f"{type(err).__name__}: {err}") from err
-            start[i], end[i] = t_start, t_end
-            flight.pop(i, None)
-            done += 1
-            r = res[i]
-            if r != R_NONE:
-                free[r] += 1
-                freed_at[r] = max(freed_at[r], t_end)
-            for j in range(plan.child_ptr[i], plan.child_ptr[i + 1]):
-                c = plan.child_idx[j]
-                indeg[c] -= 1
-                ready_at[c] = max(ready_at[c], t_end)
-                if indeg[c] == 0:
-                    heappush(ready[res[c]], c)
-            return issue()
-
-        def watch() -> None:
-            for i, (t_start, work) in unwatched.items():
-                self._watch(i, t_start, work, done_q)
-            unwatched.clear()
-
+        run = _Pass(self, t0_ns)
         self.wait_until(t0_ns)
         late = time.monotonic_ns() - t0_ns
-        pending = issue()
-        while done < n:
-            try:
-                item = done_q.get_nowait()
-            except queue.Empty:
-                if timers and timers[0][0] <= time.monotonic_ns():
-                    item = _timer_done(timers)
-                elif pending is not None:
-                    watch()
-                    item = _run_inline(self.run_sync, *pending)
-                    pending = None
-                elif timers:
-                    watch()
-                    item = self.hold(timers[0][0], done_q) or _timer_done(timers)
-                elif len(flight) == 1 and len(unwatched) == 1:
-                    i, (t_start, work) = unwatched.popitem()
-                    item = _wait(i, t_start, work)
-                else:
-                    watch()
-                    item = done_q.get()
-            pending = complete(item) or pending
-        return start, end, order, late
+        pending = run.issue()
+        while run.done < run.n:
+            item, pending = run.next_item(pending)
+            pending = run.complete(item) or pending
+        return run.start, run.end, run.order, late
 
     def _start(self, i: int, kind: str, r: int, logical: int, done_q: queue.SimpleQueue,
                unwatched: dict[int, tuple[int, Any]]) -> None:
@@ -206,6 +117,132 @@ class Replay:
             future.add_done_callback(_on_done(i, t_start, done_q))
         else:
             self.waiters.submit(lambda: done_q.put(_wait(i, t_start, work)))
+
+
+_Completion = tuple[int, int, int, BaseException | None]
+
+
+class _Pass:
+    """The state of one :meth:`Replay.run`: what is ready per resource, free slots, nodes in
+    flight, timers, and the measured start and end of every finished node."""
+
+    def __init__(self, replay: Replay, t0_ns: int):
+        plan = replay.plan
+        self.replay, self.plan = replay, plan
+        self.n = n = len(plan)
+        self.start, self.end = [0] * n, [0] * n
+        self.order: list[int] = []
+        self.indeg = list(plan.indeg)
+        self.ready: list[list[int]] = [[], [], [], []]
+        self.free = list(replay.slots)
+        self.ready_at = [t0_ns] * n
+        self.freed_at = [t0_ns] * 4
+        self.done_q: queue.SimpleQueue = queue.SimpleQueue()
+        #: node -> when it was issued (ns)
+        self.flight: dict[int, int] = {}
+        #: communication started but nobody waits for it yet: node -> (start ns, work)
+        self.unwatched: dict[int, tuple[int, Any]] = {}
+        #: (end ns, node, logical start ns) of the nodes held by the main thread
+        self.timers: list[tuple[int, int, int]] = []
+        self.done = 0
+        for i in range(n):
+            if self.indeg[i] == 0:
+                heappush(self.ready[plan.res[i]], i)
+
+    def report(self) -> None:
+        """Tell ``status`` the oldest node in flight (or that none is)."""
+        flight = self.flight
+        if flight:
+            pos = min(flight, key=flight.__getitem__)
+            self.replay.status(pos, flight[pos], self.done)
+        else:
+            self.replay.status(-1, time.monotonic_ns(), self.done)
+
+    def issue(self) -> tuple[int, int] | None:
+        """Start what may start; a CPU node is returned to run on this thread instead."""
+        inline = None
+        ready, free = self.ready, self.free
+        for r in range(4):
+            h = ready[r]
+            while h and free[r] > 0:
+                i = heappop(h)
+                free[r] -= 1
+                inline = self.issue_node(i, r) or inline
+        self.report()
+        return inline
+
+    def issue_node(self, i: int, r: int) -> tuple[int, int] | None:
+        """Issue node ``i`` on resource ``r``: a timer, a CPU node to run inline (returned), or
+        work started elsewhere."""
+        kind = self.plan.kind[i]
+        self.order.append(i)
+        logical = max(self.ready_at[i], self.freed_at[r]) if r != R_NONE else self.ready_at[i]
+        self.flight[i] = time.monotonic_ns()
+        end_ns = self.replay.deadline(i, logical) if kind in (COMP, MEM) else None
+        if end_ns is not None:
+            heappush(self.timers, (end_ns, i, logical))
+        elif r == R_CPU and kind in (COMP, MEM):
+            return i, logical
+        else:
+            self.replay._start(i, kind, r, logical, self.done_q, self.unwatched)
+        return None
+
+    def complete(self, item: _Completion) -> tuple[int, int] | None:
+        """Record a finished node, release its slot and its children, and issue what is ready."""
+        i, t_start, t_end, err = item
+        plan = self.plan
+        if err is not None:
+            raise NodeFailed(f"node {plan.ids[i]} ({plan.names[i] or plan.kind[i]}): "
+                             f"{type(err).__name__}: {err}") from err
+        self.start[i], self.end[i] = t_start, t_end
+        self.flight.pop(i, None)
+        self.done += 1
+        r = plan.res[i]
+        if r != R_NONE:
+            self.free[r] += 1
+            self.freed_at[r] = max(self.freed_at[r], t_end)
+        self.release_children(i, t_end)
+        return self.issue()
+
+    def release_children(self, i: int, t_end: int) -> None:
+        """Node ``i`` ended at ``t_end``: its children may start no earlier; the ones with no
+        dependency left become ready."""
+        plan, indeg, ready_at = self.plan, self.indeg, self.ready_at
+        for j in range(plan.child_ptr[i], plan.child_ptr[i + 1]):
+            c = plan.child_idx[j]
+            indeg[c] -= 1
+            ready_at[c] = max(ready_at[c], t_end)
+            if indeg[c] == 0:
+                heappush(self.ready[plan.res[c]], c)
+
+    def watch(self) -> None:
+        """Have every unwatched communication's end reported to the queue."""
+        for i, (t_start, work) in self.unwatched.items():
+            self.replay._watch(i, t_start, work, self.done_q)
+        self.unwatched.clear()
+
+    def next_item(self, pending: tuple[int, int] | None) -> tuple[_Completion, tuple[int, int] | None]:
+        """The next completion, and the CPU node still to run inline: a queued completion, else
+        a due timer, else the pending CPU node run here, else held until the earliest timer,
+        else a lone communication waited for here, else the queue waited on."""
+        try:
+            return self.done_q.get_nowait(), pending
+        except queue.Empty:
+            pass
+        timers = self.timers
+        if timers and timers[0][0] <= time.monotonic_ns():
+            return _timer_done(timers), pending
+        if pending is not None:
+            self.watch()
+            return _run_inline(self.replay.run_sync, *pending), None
+        if timers:
+            self.watch()
+            return self.replay.hold(timers[0][0], self.done_q) or _timer_done(timers), pending
+        if len(self.flight) == 1 and len(self.unwatched) == 1:
+            i, (t_start, work) = self.unwatched.popitem()
+            return _wait(i, t_start, work), pending
+        self.watch()
+        return self.done_q.get(), pending
 
 
 def _future(work: Any) -> Any:

@@ -3,7 +3,7 @@
 
 Public API: :class:`TransformerGenerator` (the registered generator), :class:`Model` and
 :func:`model_from_options` (a checked configuration with its closed forms), :func:`schedule`
-(the pass order of a pipeline stage), :class:`Layout` (rank order and process groups).
+(the pass order of a pipeline stage), :class:`ParallelLayout` (rank order and process groups).
 """
 
 from __future__ import annotations
@@ -13,19 +13,19 @@ from typing import TYPE_CHECKING
 from chakra_core import lazy_exports
 
 if TYPE_CHECKING:
-    from .layout import Layout
+    from .layout import ParallelLayout
     from .model import Model, model_from_options
     from .schedule import schedule
     from .transformer import TransformerGenerator
 
-__all__ = ["TransformerGenerator", "Model", "model_from_options", "schedule", "Layout"]
+__all__ = ["TransformerGenerator", "Model", "model_from_options", "schedule", "ParallelLayout"]
 
 _WHERE = {
     "TransformerGenerator": "transformer",
     "Model": "model",
     "model_from_options": "model",
     "schedule": "schedule",
-    "Layout": "layout",
+    "ParallelLayout": "layout",
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, _WHERE)

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from chakra_core import GeneratedRank, GlobalMetadata, Node, frame_nodes, make_attr
 
 from .build import SLOTS, Template
-from .layout import Layout
+from .layout import ParallelLayout
 
 __all__ = ["TemplateRank", "segments"]
 
@@ -47,7 +47,7 @@ def _suffix(attr: str, value: str | int) -> bytes:
 class TemplateRank(GeneratedRank):
     """One generated rank: its stage's template with the rank's groups and peers filled in."""
 
-    def __init__(self, rank: int, metadata: GlobalMetadata, template: Template, layout: Layout,
+    def __init__(self, rank: int, metadata: GlobalMetadata, template: Template, layout: ParallelLayout,
                  framed: tuple[Segments, int]):
         super().__init__(rank, metadata, self._decode)
         self._template = template

@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 
 from .model import Model
 
-__all__ = ["Layout", "GROUP_KINDS"]
+__all__ = ["ParallelLayout", "GROUP_KINDS"]
 
 GROUP_KINDS = ("tp", "cp", "dp", "ep", "edp", "emb")
 
 
 @dataclass
-class Layout:
+class ParallelLayout:
     """Coordinates, peers and groups of every rank of ``model``."""
 
     model: Model

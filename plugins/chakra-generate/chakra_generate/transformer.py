@@ -19,7 +19,7 @@ from chakra_core.system import get_device
 
 from .build import build_stage
 from .emit import TemplateRank, segments
-from .layout import Layout
+from .layout import ParallelLayout
 from .model import SCHEDULES, Model, model_from_options
 
 __all__ = ["TransformerGenerator", "generate_model", "reduced"]
@@ -87,7 +87,7 @@ class TransformerGenerator(Generator):
 def generate_model(model: Model, options: Mapping[str, Any]) -> TraceSet:
     """The lazily generated set of ``model`` (``options``: the generator's checked options)."""
     device = get_device(options["device"], options["devices"])
-    layout = Layout(model)
+    layout = ParallelLayout(model)
     templates = [build_stage(model, device, s) for s in range(model.pp)]
     framed = [segments(t) for t in templates]
     workload = json.dumps({**asdict(model), "order": "-".join(model.order), "device": device.name},

@@ -278,39 +278,64 @@ def parse_hlo_lines(lines: Iterable[str], where: str) -> HloModule:
         s = raw.strip()
         if comp is not None:
             if s == "}":
-                if comp.root is None and comp.instructions:
-                    comp.root = comp.instructions[-1]
+                _close(comp)
                 comp = None
             elif s and not s.startswith("//"):
-                ins, is_root = _parse_instruction(s, lineno, where)
-                if ins.name in comp.by_name:
-                    raise TraceFormatError(f"instruction {ins.name!r} defined twice in {comp.name}",
-                                           where, f"line {lineno}")
-                comp.instructions.append(ins)
-                comp.by_name[ins.name] = ins
-                if is_root:
-                    comp.root = ins
-            continue
-        if not s or s.startswith("//"):
-            continue
-        if module is None:
-            if not s.startswith("HloModule"):
-                raise TraceFormatError("not HLO text: the first line should start with 'HloModule'",
-                                       where, f"line {lineno}")
-            module = HloModule(*_header(s), path=where)
-        elif s.endswith("{") and " = " not in s.split("(", 1)[0]:
-            name, entry = _computation_name(s)
-            comp = Computation(name, lineno)
-            if name in module.computations:
-                raise TraceFormatError(f"computation {name!r} defined twice", where, f"line {lineno}")
-            module.computations[name] = comp
-            if entry:
-                module.entry = name
-        elif s in _TABLES or s[0].isdigit():
-            continue
-        else:
-            raise TraceFormatError(f"unexpected text outside a computation: {s[:60]!r}", where,
-                                   f"line {lineno}")
+                _add_instruction(comp, s, lineno, where)
+        elif s and not s.startswith("//"):
+            if module is None:
+                module = _start_module(s, lineno, where)
+            else:
+                comp = _outside_computation(module, s, lineno, where)
+    return _finished(module, comp, lineno, where)
+
+
+def _close(comp: Computation) -> None:
+    """The end of a computation: without a ROOT, its last instruction is the root."""
+    if comp.root is None and comp.instructions:
+        comp.root = comp.instructions[-1]
+
+
+def _add_instruction(comp: Computation, s: str, lineno: int, where: str) -> None:
+    """Parse the instruction on line ``lineno`` into ``comp``; a name defined twice is an error."""
+    ins, is_root = _parse_instruction(s, lineno, where)
+    if ins.name in comp.by_name:
+        raise TraceFormatError(f"instruction {ins.name!r} defined twice in {comp.name}",
+                               where, f"line {lineno}")
+    comp.instructions.append(ins)
+    comp.by_name[ins.name] = ins
+    if is_root:
+        comp.root = ins
+
+
+def _start_module(s: str, lineno: int, where: str) -> HloModule:
+    """The module of the first line, which must be its ``HloModule`` header."""
+    if not s.startswith("HloModule"):
+        raise TraceFormatError("not HLO text: the first line should start with 'HloModule'",
+                               where, f"line {lineno}")
+    return HloModule(*_header(s), path=where)
+
+
+def _outside_computation(module: HloModule, s: str, lineno: int, where: str) -> Computation | None:
+    """A line between computations: the computation it opens (added to ``module``), or None for
+    a table or number line XLA writes there; anything else is an error."""
+    if s.endswith("{") and " = " not in s.split("(", 1)[0]:
+        name, entry = _computation_name(s)
+        comp = Computation(name, lineno)
+        if name in module.computations:
+            raise TraceFormatError(f"computation {name!r} defined twice", where, f"line {lineno}")
+        module.computations[name] = comp
+        if entry:
+            module.entry = name
+        return comp
+    if s in _TABLES or s[0].isdigit():
+        return None
+    raise TraceFormatError(f"unexpected text outside a computation: {s[:60]!r}", where,
+                           f"line {lineno}")
+
+
+def _finished(module: HloModule | None, comp: Computation | None, lineno: int, where: str) -> HloModule:
+    """The module at the end of the text, which must be there, closed and have an ENTRY."""
     if module is None:
         raise TraceFormatError("empty HLO file", where, "line 1")
     if comp is not None:

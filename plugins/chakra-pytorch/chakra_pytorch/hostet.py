@@ -331,9 +331,8 @@ def read_host_et(path: str, header: dict[str, Any] | None = None) -> HostTrace:
     reader = _HostReader(path)
     for index, node in enumerate(iter_raw_nodes(path)):
         reader.take(index, node)
-    r = reader
-    host = _resolve(path, header, schema, r.cols, r.kept, r.comms, r.param_comms, r.workers, r.groups)
-    host.linked = r.linked.as_kineto(path, host.pid)
+    host = _resolve(reader, header, schema)
+    host.linked = reader.linked.as_kineto(path, host.pid)
     return host
 
 
@@ -401,24 +400,44 @@ def _rank(v: Any) -> int:
     return v
 
 
-def _resolve(path, header, schema, cols: _Arrays, kept, comms, param_comms, workers, groups
-             ) -> HostTrace:
-    n = len(cols.flags)
+def _resolve(reader: _HostReader, header: dict[str, Any], schema: str) -> HostTrace:
+    """The host trace of a finished pass: ``record_param_comms`` placed, every node assigned the
+    selected node that owns it, the selected nodes as :class:`HostOp`, and the rf_id owners."""
+    cols, kept, comms = reader.cols, reader.kept, reader.comms
+    _place_param_comms(cols, kept, comms, reader.param_comms)
+    sel = _owners(reader.path, cols)
+    ops = _host_ops(kept, comms, cols.parent, sel)
+    rf_owner = _rf_owners(cols, sel)
+    attach_annotations(reader.workers, comms, cols.rf, {nid: kept[nid][1] for nid in comms if nid in kept})
+    return HostTrace(reader.path, schema, _pid(header), ops, rf_owner, reader.groups)
+
+
+def _place_param_comms(cols: _Arrays, kept: dict[int, tuple], comms: dict[int, CommInfo],
+                       param_comms: list[tuple[int, CommInfo]]) -> None:
+    """A ``record_param_comms`` under a c10d op refines that op's info (and is dropped); alone
+    it is a communication node of its own (flagged an anchor and an operator)."""
     parent, flags = cols.parent, cols.flags
-    # sel[i]: the selected node that owns node i (itself, an ancestor), or -1
-    sel = array("q", b"\xff" * 8 * n)
-    state = bytearray(n)  # 0 todo, 1 in progress, 2 done
-    for anchor_id, _info in param_comms:
-        # a record_param_comms under a c10d op refines it; alone it is a comm node of its own
+    for anchor_id, info in param_comms:
         a = parent[anchor_id]
         while a >= 0 and flags[a] & F_SEEN and not flags[a] & F_ANCHOR and not flags[a] & F_ROOT:
             a = parent[a] if parent[a] != a else -1
         if a >= 0 and flags[a] & F_ANCHOR:
-            merge_param_comms(comms[a], _info)
+            merge_param_comms(comms[a], info)
             kept.pop(anchor_id, None)
         else:
-            comms[anchor_id] = _info
+            comms[anchor_id] = info
             flags[anchor_id] |= F_ANCHOR | F_OP
+
+
+def _owners(path: str, cols: _Arrays) -> array:
+    """Per node id the selected node that owns it (itself or an ancestor), -1 for none: a root
+    owns nothing, an anchor or an operator with no selected ancestor owns itself, any other node
+    takes its parent's owner.  Parents are resolved first, on an explicit stack; a cycle of
+    ctrl_deps is a :class:`TraceFormatError`."""
+    n = len(cols.flags)
+    parent, flags = cols.parent, cols.flags
+    sel = array("q", b"\xff" * 8 * n)
+    state = bytearray(n)  # 0 todo, 1 in progress, 2 done
     for i in range(n):
         if not flags[i] & F_SEEN or state[i] == 2:
             continue
@@ -426,39 +445,55 @@ def _resolve(path, header, schema, cols: _Arrays, kept, comms, param_comms, work
         while stack:
             j = stack[-1]
             p = parent[j]
-            if p >= 0 and p < n and flags[p] & F_SEEN and state[p] != 2:
+            if 0 <= p < n and flags[p] & F_SEEN and state[p] != 2:
                 if state[p] == 1:
                     raise _fail(path, f"the ctrl_deps of node {j} form a cycle", f"node id {j}")
                 state[j] = 1
                 stack.append(p)
                 continue
-            up = sel[p] if p >= 0 and p < n and flags[p] & F_SEEN else -1
-            f = flags[j]
-            if f & F_ROOT:
-                s = -1
-            elif f & F_ANCHOR or (f & F_OP and up < 0):
-                s = j
-            else:
-                s = up
-            sel[j] = s
+            up = sel[p] if 0 <= p < n and flags[p] & F_SEEN else -1
+            sel[j] = _owner(j, flags[j], up)
             state[j] = 2
             stack.pop()
+    return sel
+
+
+def _owner(node: int, flags: int, up: int) -> int:
+    """The owner of ``node`` with these flags, whose parent's owner is ``up``."""
+    if flags & F_ROOT:
+        return -1
+    if flags & F_ANCHOR or (flags & F_OP and up < 0):
+        return node
+    return up
+
+
+def _host_ops(kept: dict[int, tuple], comms: dict[int, CommInfo], parent: array, sel: array) -> list[HostOp]:
+    """The kept nodes that own themselves, in id order, each with its parent's owner."""
+    n = len(sel)
     ops: list[HostOp] = []
     for nid in sorted(kept):
         if sel[nid] != nid:
             continue
         name, tid, rf, attrs, io = kept[nid]
         p = parent[nid]
-        op = HostOp(nid, name, tid if isinstance(tid, int) else 0, rf, attrs, io, comms.get(nid),
-                    sel[p] if 0 <= p < n else -1)
-        ops.append(op)
+        ops.append(HostOp(nid, name, tid if isinstance(tid, int) else 0, rf, attrs, io, comms.get(nid),
+                          sel[p] if 0 <= p < n else -1))
+    return ops
+
+
+def _rf_owners(cols: _Arrays, sel: array) -> IntMap:
+    """rf_id -> the selected node that owns the node carrying it."""
     rf_owner = IntMap()
-    rfs = cols.rf
-    for i in range(n):
+    flags, rfs = cols.flags, cols.rf
+    for i in range(len(flags)):
         if flags[i] & F_SEEN and rfs[i] >= 0 and sel[i] >= 0:
             rf_owner[rfs[i]] = sel[i]
-    attach_annotations(workers, comms, rfs, {nid: kept[nid][1] for nid in comms if nid in kept})
+    return rf_owner
+
+
+def _pid(header: dict[str, Any]) -> int | None:
+    """The header's ``pid`` as an int64 (a whole float accepted), None when absent or not one."""
     pid = header.get("pid")
     if isinstance(pid, float) and pid.is_integer():
         pid = int(pid)
-    return HostTrace(path, schema, int64(pid), ops, rf_owner, groups)
+    return int64(pid)

@@ -1,4 +1,4 @@
-"""Fitting the structural model of one trace set: layout, rank classes, motifs and slots."""
+"""Fitting the structural model of one trace set: tiling, rank classes, motifs and slots."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 from chakra_core import NodeType, TraceSet
 
 from .kinds import kind_stats, populations
-from .layout import Layout, find_layout, peer_offset
+from .layout import RankTiling, find_tiling, peer_offset
 from .motifs import Grammar, discover
 from .profile import KindTable, RankProfile, read_profiles
 from .quantiles import positions, slot_knots
@@ -19,21 +19,21 @@ from .quantiles import positions, slot_knots
 __all__ = ["fit_workload", "node_role"]
 
 
-def node_role(p: RankProfile, i: int, layout: Layout, kinds: KindTable) -> list[Any] | None:
+def node_role(p: RankProfile, i: int, tiling: RankTiling, kinds: KindTable) -> list[Any] | None:
     """The communication role of node ``i``: ``["g", ref]``, ``["send"|"recv", peer offset]``."""
     g = p.group[i]
     if g is not None:
-        return ["g", layout.refs[p.rank][g]]
+        return ["g", tiling.refs[p.rank][g]]
     peer = int(p.peer[i])
     if peer < 0:
         return None
     send = kinds.keys[int(p.kind[i])][0] == NodeType.COMM_SEND_NODE
-    return ["send" if send else "recv", peer_offset(peer, p.rank, layout.tile)]
+    return ["send" if send else "recv", peer_offset(peer, p.rank, tiling.tile)]
 
 
-def _symbols(p: RankProfile, layout: Layout, kinds: KindTable) -> np.ndarray:
+def _symbols(p: RankProfile, tiling: RankTiling, kinds: KindTable) -> np.ndarray:
     index: dict[tuple, int] = {}
-    keys = ((int(k), repr(node_role(p, i, layout, kinds))) for i, k in enumerate(p.kind.tolist()))
+    keys = ((int(k), repr(node_role(p, i, tiling, kinds))) for i, k in enumerate(p.kind.tolist()))
     return np.fromiter((index.setdefault(key, len(index)) for key in keys), dtype=np.int64, count=len(p))
 
 
@@ -83,28 +83,28 @@ def _motifs(g: Grammar, p2p_slots: set[int], comm_slots: set[int]) -> list[dict[
 
 
 def fit_workload(traces: TraceSet, kinds: KindTable, max_period: int) -> dict[str, Any]:
-    """The model of one trace set (the layout, and per rank class its motifs and slots)."""
+    """The model of one trace set (the tiling, and per rank class its motifs and slots)."""
     profiles = read_profiles(traces, kinds)
-    layout = find_layout(profiles, traces.process_groups)
+    tiling = find_tiling(profiles, traces.process_groups)
     pops = populations(profiles)
-    single = len(set(layout.classes)) == 1
+    single = len(set(tiling.classes)) == 1
     classes = []
-    for c in range(max(layout.classes) + 1):
-        members = [p for p in profiles if layout.classes[p.rank % layout.tile] == c]
+    for c in range(max(tiling.classes) + 1):
+        members = [p for p in profiles if tiling.classes[p.rank % tiling.tile] == c]
         rep = members[0]
-        g = discover(_symbols(rep, layout, kinds), max_period)
+        g = discover(_symbols(rep, tiling, kinds), max_period)
         slot_of = np.fromiter(g.slots_of(g.step), dtype=np.int64, count=len(rep))
         order = np.argsort(slot_of, kind="stable")
         bounds = np.searchsorted(slot_of[order], np.arange(len(g.slot_symbol) + 1))
         slots = []
         for s in range(len(g.slot_symbol)):
             rows = order[bounds[s]:bounds[s + 1]]
-            role = node_role(rep, int(rows[0]), layout, kinds)
+            role = node_role(rep, int(rows[0]), tiling, kinds)
             exact = role is not None and (role[0] != "g" or not single)
             slots.append(_slot(members, rows, pops, role, exact))
         comm = {s for s, sl in enumerate(slots) if sl["role"] is not None}
         p2p = {s for s in comm if slots[s]["role"][0] != "g"}
         classes.append({"ranks": len(members), "members": [p.rank for p in members], "nodes": len(rep), "step": g.step,
                         "motifs": _motifs(g, p2p, comm), "slots": slots})
-    return {"ranks": len(profiles), "tile": layout.tile, "tile_classes": layout.classes,
+    return {"ranks": len(profiles), "tile": tiling.tile, "tile_classes": tiling.classes,
             "kind_stats": kind_stats(pops), "classes": classes}

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from .profile import WORLD, RankProfile
 
-__all__ = ["Layout", "find_layout", "group_members", "WORLD_REF", "WORLD_NAME"]
+__all__ = ["RankTiling", "find_tiling", "group_members", "WORLD_REF", "WORLD_NAME"]
 
 WORLD_REF = "w"
 #: the group name a sample gives the world (``pg_name`` "0" is every rank)
@@ -27,7 +27,7 @@ WORLD_NAME = "0"
 
 
 @dataclass
-class Layout:
+class RankTiling:
     """``tile`` ranks per replica; ``classes[p]`` is the rank class at tile position ``p``;
     ``refs[rank][pg_name]`` the description of each group a source rank uses."""
 
@@ -79,7 +79,7 @@ def _signature(p: RankProfile, refs: Mapping[str, str], tile: int) -> tuple | No
             tuple(peer_offset(int(x), p.rank, tile) for x in peers.tolist()))
 
 
-def find_layout(profiles: Sequence[RankProfile], groups: Mapping[str, Sequence[int]]) -> Layout:
+def find_tiling(profiles: Sequence[RankProfile], groups: Mapping[str, Sequence[int]]) -> RankTiling:
     """The smallest valid tile of the set (see the module docstring)."""
     nranks = len(profiles)
     for tile in (t for t in range(1, nranks + 1) if nranks % t == 0):
@@ -90,7 +90,7 @@ def find_layout(profiles: Sequence[RankProfile], groups: Mapping[str, Sequence[i
         if all(s is not None for s in sigs) and all(sigs[r] == sigs[r % tile] for r in range(nranks)):
             first: dict[tuple, int] = {}
             classes = [first.setdefault(s, len(first)) for s in sigs[:tile]]  # type: ignore[arg-type]
-            return Layout(tile, classes, refs)
+            return RankTiling(tile, classes, refs)
     raise AssertionError("a tile of every rank always qualifies")
 
 

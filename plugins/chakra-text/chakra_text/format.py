@@ -27,7 +27,7 @@ from chakra_core import (
 )
 
 from .graph import Spec, build_graph
-from .groups import ALL, Layout
+from .groups import ALL, GroupLayout
 from .modes import HYBRID_MODES
 from .parse import Workload, parse_workload
 
@@ -83,9 +83,9 @@ def _pg_suffix(name: str) -> bytes:
     return n.SerializeToString()
 
 
-def _layout(w: Workload, npus: int, mp_group: int | None) -> Layout:
+def _layout(w: Workload, npus: int, mp_group: int | None) -> GroupLayout:
     if w.mode not in HYBRID_MODES:
-        return Layout(npus)
+        return GroupLayout(npus)
     mp = mp_group if mp_group is not None else w.mp_group
     if mp is None:
         raise ConfigError(f"{w.path}: {w.mode} needs the model-parallel group size: "
@@ -95,7 +95,7 @@ def _layout(w: Workload, npus: int, mp_group: int | None) -> Layout:
     if (npus // mp) % w.ep:
         raise ConfigError(f"{w.path}: expert-parallel group size ep: {w.ep} does not divide the "
                           f"data-parallel group size {npus // mp}")
-    return Layout(npus, mp, mp_low=w.mode != "HYBRID_MODEL_DATA", ep=w.ep)
+    return GroupLayout(npus, mp, mp_low=w.mode != "HYBRID_MODEL_DATA", ep=w.ep)
 
 
 def convert_workload(w: Workload, npus: int | None = None, passes: int = 1, time_unit: str = "cycles",

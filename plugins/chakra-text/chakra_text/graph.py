@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from chakra_core import NodeType, TraceFormatError
 
-from .groups import ALL, DP, MP, ROLE_OF_SUFFIX, Layout
+from .groups import ALL, DP, MP, ROLE_OF_SUFFIX, GroupLayout
 from .modes import COMM_TYPES, DLRM_MODES, TRANSFORMER_MODES
 from .parse import Layer, Phase, Workload
 
@@ -43,7 +43,7 @@ class Spec:
 
 
 class _Builder:
-    def __init__(self, layout: Layout, to_us: Callable[[float], int], where: str):
+    def __init__(self, layout: GroupLayout, to_us: Callable[[float], int], where: str):
         self.layout = layout
         self.where = where
         self.to_us = to_us
@@ -177,7 +177,7 @@ def _dlrm(b: _Builder, w: Workload, prev: dict[int, int]) -> dict[int, int]:
     return nxt
 
 
-def build_graph(w: Workload, layout: Layout, passes: int, to_us: Callable[[float], int]) -> list[Spec]:
+def build_graph(w: Workload, layout: GroupLayout, passes: int, to_us: Callable[[float], int]) -> list[Spec]:
     """The per-rank graph of ``passes`` training passes of ``w`` (``to_us`` converts file times)."""
     b = _Builder(layout, to_us, w.path)
     prev: dict[int, int] = {}

@@ -21,14 +21,14 @@ group is a single rank moves no data and its collectives are left out of the gra
 
 from __future__ import annotations
 
-__all__ = ["ALL", "MP", "DP", "EP", "DP_EP", "ROLE_OF_SUFFIX", "Layout"]
+__all__ = ["ALL", "MP", "DP", "EP", "DP_EP", "ROLE_OF_SUFFIX", "GroupLayout"]
 
 ALL, MP, DP, EP, DP_EP = 0, 1, 2, 3, 4
 #: group suffix of a comm type -> role
 ROLE_OF_SUFFIX = {"EP": EP, "DP_EP": DP_EP}
 
 
-class Layout:
+class GroupLayout:
     """Process-group layout of ``npus`` ranks, model-parallel groups of ``mp`` ranks.
 
     ``mp_low``: model-parallel groups are consecutive ranks (else data-parallel groups are);
