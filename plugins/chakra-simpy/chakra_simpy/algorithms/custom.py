@@ -19,8 +19,9 @@ from heapq import heappop, heappush
 from chakra_core import FileRank, TraceFormatError
 from chakra_core.system import SystemDescription
 
-from .plans import Planner
-from .program import K_COMP, K_RECV, K_SEND, Program, load_program
+from ..classify import MessageArgs
+from ..planner import Planner
+from ..program import K_COMP, K_RECV, K_SEND, Program, load_program
 
 __all__ = ["CustomCollective"]
 
@@ -71,7 +72,7 @@ class CustomCollective:
             if k == K_COMP:
                 end = now + max(prog.dur[i], 1)
             elif k == K_SEND:
-                peer, tag, size = prog.extra[i]
+                peer, tag, size = _message(prog, i)
                 self._check_peer(r, peer, prog, i)
                 end = now + self.planner.p2p_cost(r, peer, size)
                 key = (r, peer, tag, size)
@@ -82,7 +83,7 @@ class CustomCollective:
                 else:
                     sent.setdefault(key, deque()).append(end)
             else:
-                peer, tag, size = prog.extra[i]
+                peer, tag, size = _message(prog, i)
                 self._check_peer(r, peer, prog, i)
                 key = (peer, r, tag, size)
                 q = sent.get(key)
@@ -124,3 +125,9 @@ class CustomCollective:
         if not 0 <= peer < self.planner.total or peer == r:
             raise TraceFormatError(f"the custom {self.kind}: bad peer rank {peer}", f"{self.prefix}.{r}.et",
                                    f"node {prog.ids[i]}")
+
+
+def _message(prog: Program, i: int) -> MessageArgs:
+    args = prog.extra[i]
+    assert isinstance(args, MessageArgs)
+    return args
