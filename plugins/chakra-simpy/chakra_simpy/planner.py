@@ -16,7 +16,7 @@ from chakra_core import ConfigError
 from chakra_core.system import SystemDescription
 
 from .algorithms import all_npus, find, lookup
-from .algorithms.ring import group_cost
+from .algorithms.ring import Ring, group_cost
 from .chunk_phases import PhaseSpec, one_phase_cost, phase_cost
 from .formulas import Cost, chunking, final_size, net, peer_hops
 
@@ -125,7 +125,7 @@ class Planner:
             return _NOTHING
         cost = group_cost(kind, list(members), self.hop, c, self.sd.local_mem_bw)
         return Plan(n, [PlannedPhase(0, cost, f"{KIND_NAME[kind]} ring over group")],
-                    [PhaseSpec(kind, c, None, "ring")])
+                    [PhaseSpec(kind, c, None, Ring.name)])
 
     def _all_npus_plan(self, kind: str, n: int, c: int, impl: tuple[str, ...]) -> Plan:
         """One phase over every NPU (a one* implementation)."""

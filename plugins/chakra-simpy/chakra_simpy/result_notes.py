@@ -47,6 +47,16 @@ def run_notes(tally: CollectiveTally, sd: SystemDescription, options: Mapping[st
     """Notes on how the run went: symmetry turned off (``broken``: why), ranks started late,
     collectives timed per rank, by a barrier, message by message, off the shared links or by
     their custom implementation, and groups the comm-group file redefined (``differ``)."""
+    notes = _symmetry_notes(options, symmetry, broken, trees, start_ns)
+    notes += _collective_notes(tally, sd)
+    if differ:
+        notes.append(f"the comm-group file redefines group(s) {', '.join(differ)} of the trace set; "
+                     "the file wins")
+    return notes
+
+
+def _symmetry_notes(options: Mapping[str, Any], symmetry: bool, broken: str | None, trees: bool,
+                    start_ns: list[int]) -> list[str]:
     notes = []
     if broken:
         notes.append(f"symmetry turned off: {broken}")
@@ -58,6 +68,11 @@ def run_notes(tally: CollectiveTally, sd: SystemDescription, options: Mapping[st
     if trees:
         notes.append("symmetry turned off: doubleBinaryTree all-reduces finish at different times "
                      "on the ranks (leaf, intermediate, root)")
+    return notes
+
+
+def _collective_notes(tally: CollectiveTally, sd: SystemDescription) -> list[str]:
+    notes = []
     if tally.per_rank:
         notes.append(f"{tally.per_rank} collective(s) whose members did not move in lockstep "
                      "were timed per rank (no barrier, as ASTRA-sim)")
@@ -74,7 +89,4 @@ def run_notes(tally: CollectiveTally, sd: SystemDescription, options: Mapping[st
         notes.append(f"{tally.custom_runs} collective(s) over all ranks ran their custom implementation "
                      f"({', '.join(f'{k}: {v}' for k, v in sd.custom_implementations.items())}): its ET's "
                      "messages, not the collective's comm_size, set the time")
-    if differ:
-        notes.append(f"the comm-group file redefines group(s) {', '.join(differ)} of the trace set; "
-                     "the file wins")
     return notes

@@ -57,74 +57,96 @@ class CustomCollective:
 
     def finish(self, issue: list[int]) -> list[int]:
         """Finish time (ns) of every rank's part, rank r having issued it at ``issue[r]``."""
-        progs = self.programs()
-        indeg = [list(p.indeg) for p in progs]
-        done = [t for t in issue]
-        events: list[tuple[int, int, int, int]] = []  # (time, order, rank, node)
-        order = 0
-        sent: dict[tuple, deque] = {}  # (src, dst, tag, size) -> arrival times
-        waiting: dict[tuple, deque] = {}  # (src, dst, tag, size) -> (rank, node, start)
-
-        def start(r: int, i: int, now: int) -> None:
-            nonlocal order
-            prog = progs[r]
-            k = prog.kind[i]
-            if k == K_COMP:
-                end = now + max(prog.dur[i], 1)
-            elif k == K_SEND:
-                peer, tag, size = _message(prog, i)
-                self._check_peer(r, peer, prog, i)
-                end = now + self.planner.p2p_cost(r, peer, size)
-                key = (r, peer, tag, size)
-                q = waiting.get(key)
-                if q:
-                    rr, ii, t0 = q.popleft()
-                    push(max(end, t0), rr, ii)
-                else:
-                    sent.setdefault(key, deque()).append(end)
-            else:
-                peer, tag, size = _message(prog, i)
-                self._check_peer(r, peer, prog, i)
-                key = (peer, r, tag, size)
-                q = sent.get(key)
-                if q:
-                    push(max(q.popleft(), now), r, i)
-                else:
-                    waiting.setdefault(key, deque()).append((r, i, now))
-                return
-            push(end, r, i)
-
-        def push(t: int, r: int, i: int) -> None:
-            nonlocal order
-            heappush(events, (t, order, r, i))
-            order += 1
-
-        for r, prog in enumerate(progs):
-            for i in range(len(prog)):
-                if indeg[r][i] == 0:
-                    start(r, i, issue[r])
-        while events:
-            t, _o, r, i = heappop(events)
-            done[r] = max(done[r], t)
-            prog = progs[r]
-            deg = indeg[r]
-            for j in range(prog.child_ptr[i], prog.child_ptr[i + 1]):
-                c = prog.child_idx[j]
-                deg[c] -= 1
-                if deg[c] == 0:
-                    start(r, c, t)
-        left = [(k, q) for k, q in waiting.items() if q]
+        run = _Run(self, issue)
+        run.run()
+        left = [(k, q) for k, q in run.waiting.items() if q]
         if left:
             (src, dst, tag, size), q = left[0]
             raise TraceFormatError(f"the custom {self.kind}: rank {dst} waits for a message from rank {src} "
                                    f"(tag {tag}, {size} bytes) that its ET never sends",
-                                   f"{self.prefix}.{dst}.et", f"node {progs[dst].ids[q[0][1]]}")
-        return done
+                                   f"{self.prefix}.{dst}.et", f"node {run.progs[dst].ids[q[0][1]]}")
+        return run.done
 
-    def _check_peer(self, r: int, peer: int, prog: Program, i: int) -> None:
+    def check_peer(self, r: int, peer: int, prog: Program, i: int) -> None:
+        """A TraceFormatError unless ``peer`` is another rank of the network."""
         if not 0 <= peer < self.planner.total or peer == r:
             raise TraceFormatError(f"the custom {self.kind}: bad peer rank {peer}", f"{self.prefix}.{r}.et",
                                    f"node {prog.ids[i]}")
+
+
+class _Run:
+    """One run of every rank's part of a custom collective: nodes issued as soon as their
+    dependencies are done, messages matched by source, destination, tag and size in order."""
+
+    def __init__(self, coll: CustomCollective, issue: list[int]):
+        self.coll = coll
+        self.issue = issue
+        self.progs = coll.programs()
+        self.indeg = [list(p.indeg) for p in self.progs]
+        self.done = list(issue)
+        self.events: list[tuple[int, int, int, int]] = []  # (time, order, rank, node)
+        self.order = 0
+        self.sent: dict[tuple, deque] = {}  # (src, dst, tag, size) -> arrival times
+        self.waiting: dict[tuple, deque] = {}  # (src, dst, tag, size) -> (rank, node, start)
+
+    def run(self) -> None:
+        """Run every part to its end (``done``: each rank's finish time)."""
+        for r, prog in enumerate(self.progs):
+            for i in range(len(prog)):
+                if self.indeg[r][i] == 0:
+                    self.start(r, i, self.issue[r])
+        events = self.events
+        while events:
+            t, _o, r, i = heappop(events)
+            self.done[r] = max(self.done[r], t)
+            prog = self.progs[r]
+            deg = self.indeg[r]
+            for j in range(prog.child_ptr[i], prog.child_ptr[i + 1]):
+                c = prog.child_idx[j]
+                deg[c] -= 1
+                if deg[c] == 0:
+                    self.start(r, c, t)
+
+    def start(self, r: int, i: int, now: int) -> None:
+        """Issue node ``i`` of rank ``r`` at ``now``."""
+        prog = self.progs[r]
+        k = prog.kind[i]
+        if k == K_COMP:
+            self.push(now + max(prog.dur[i], 1), r, i)
+        elif k == K_SEND:
+            self._send(r, i, now)
+        else:
+            self._recv(r, i, now)
+
+    def _send(self, r: int, i: int, now: int) -> None:
+        prog = self.progs[r]
+        peer, tag, size = _message(prog, i)
+        self.coll.check_peer(r, peer, prog, i)
+        end = now + self.coll.planner.p2p_cost(r, peer, size)
+        key = (r, peer, tag, size)
+        q = self.waiting.get(key)
+        if q:
+            rr, ii, t0 = q.popleft()
+            self.push(max(end, t0), rr, ii)
+        else:
+            self.sent.setdefault(key, deque()).append(end)
+        self.push(end, r, i)
+
+    def _recv(self, r: int, i: int, now: int) -> None:
+        prog = self.progs[r]
+        peer, tag, size = _message(prog, i)
+        self.coll.check_peer(r, peer, prog, i)
+        key = (peer, r, tag, size)
+        q = self.sent.get(key)
+        if q:
+            self.push(max(q.popleft(), now), r, i)
+        else:
+            self.waiting.setdefault(key, deque()).append((r, i, now))
+
+    def push(self, t: int, r: int, i: int) -> None:
+        """Node ``i`` of rank ``r`` ends at ``t``."""
+        heappush(self.events, (t, self.order, r, i))
+        self.order += 1
 
 
 def _message(prog: Program, i: int) -> MessageArgs:
