@@ -3,7 +3,8 @@
 Every timed thing is one SimPy timeout whose callback finishes it: a node, a point-to-point
 message, a collective chunk phase on one dimension (see :mod:`collectives`).  Nodes that
 become ready are issued in ascending id order as soon as their resource (one CPU op, ``streams``
-accelerator compute ops, ``streams`` communication ops) has a free slot.
+accelerator compute ops, ``streams`` communication ops) has a free slot.  Only SimPy's public
+API is used (``Environment.timeout``, ``Event.callbacks``, ``Event.value``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from heapq import heappop, heappush
 
 import numpy as np
 import simpy
-from simpy.core import NORMAL
 from simpy.events import Event
 
 from chakra_core import ChakraError
@@ -30,16 +30,6 @@ from .planner import Planner
 from .program import K_COLL, K_MEM, K_RECV, K_SEND, R_NONE
 
 __all__ = ["Sim"]
-
-
-class _Done(Event):
-    """A triggered event carrying ``value`` to ``callback`` (a Timeout without its checks)."""
-
-    def __init__(self, env, value, callback):
-        self.env = env
-        self.callbacks = [callback]
-        self._value = value
-        self._ok = True
 
 
 class Sim:
@@ -60,7 +50,6 @@ class Sim:
         self.actors = actors
         self.rank_actor = rank_actor
         self.sd = sd
-        self.aware = aware
         self.planner = Planner(sd)
         self.timeline = timeline
         self.max_spans = max_spans
@@ -88,8 +77,8 @@ class Sim:
     # -- scheduling -------------------------------------------------------------------
     def after(self, a: Actor, i: int, delay: int) -> Event:
         """End node ``i`` of actor ``a`` ``delay`` ns from now (one SimPy event, returned)."""
-        ev = _Done(self.env, (a, i), self._on_end)
-        self.env.schedule(ev, NORMAL, delay)
+        ev = self.env.timeout(delay, (a, i))
+        ev.callbacks.append(self._on_end)
         self.events += 1
         return ev
 
@@ -97,7 +86,7 @@ class Sim:
         self.events += 1
 
     def _on_end(self, ev) -> None:
-        a, i = ev._value
+        a, i = ev.value
         self.end_node(a, i)
 
     def run(self, start_ns: list[int] | None = None) -> None:
@@ -111,8 +100,8 @@ class Sim:
             start = start_ns[k] if start_ns else 0
             if start:
                 a.last_t = start
-                ev = _Done(self.env, a, lambda ev: self.issue(ev._value))
-                self.env.schedule(ev, NORMAL, start)
+                ev = self.env.timeout(start, a)
+                ev.callbacks.append(lambda ev: self.issue(ev.value))
                 self.events += 1
             else:
                 self.issue(a)

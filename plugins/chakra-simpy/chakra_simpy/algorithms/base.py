@@ -53,9 +53,11 @@ class MemberPhase(Protocol):
     queue: int
 
     @property
-    def work(self) -> int: ...
+    def work(self) -> int:
+        """Evaluations per member per chunk."""
 
-    def run(self, start: list[int], chunk: int) -> list[int]: ...
+    def run(self, start: list[int], chunk: int) -> list[int]:
+        """Finish time (ns) of every member of chunk ``chunk``, each started at ``start[j]``."""
 
 
 #: one step of a member: (members sent to, in order; members received from; bytes; ns after)
@@ -93,17 +95,25 @@ class PacketMember(Protocol):
     """One member of a chunk phase run packet by packet (:class:`PacketMessages`)."""
 
     @property
-    def done(self) -> bool: ...
+    def done(self) -> bool:
+        """Whether the member has finished the chunk phase."""
 
-    def start(self) -> list[int]: ...
+    def start(self) -> list[int]:
+        """The phase starts: ns until each packet it makes then is ready."""
 
-    def packet_ready(self) -> list[int]: ...
+    def packet_ready(self) -> list[int]:
+        """A packet became ready: the peers (``k`` places on) of the packets sent now."""
 
-    def post(self, k: int) -> bool: ...
+    def post(self, k: int) -> bool:
+        """Post the receive from the peer ``k`` places before; True when its message had
+        already arrived (then :meth:`receive`)."""
 
-    def arrive(self, k: int) -> bool: ...
+    def arrive(self, k: int) -> bool:
+        """A message from the peer ``k`` places before arrived; True when its receive was
+        posted (then :meth:`receive`)."""
 
-    def receive(self) -> int: ...
+    def receive(self) -> int:
+        """A message is received: ns until the packet it makes is ready."""
 
 
 class PacketMessages(NamedTuple):
