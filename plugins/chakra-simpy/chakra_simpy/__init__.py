@@ -19,9 +19,9 @@ module                             what it holds
 ``compute_chains``                 a compute chain's node times in one compiled loop
 ``network``                        links shared by messages (congestion-aware mode)
 ``collectives``                    matching collectives by issue order per group, and their timing
-``context``                        what the collective code sees of the simulation, and its tally
+``collective_context``             what the collective code sees of the simulation, and its tally
 ``lockstep``                       collectives in lockstep: a flow shop of chunk phases
-``per_member``                     per-member phases of a collective not in lockstep (cached)
+``member_phases``                  per-member phases of a collective not in lockstep (cached)
 ``member_timing``                  per-member timing: step chains, queues over chunks
 ``message_run``                    a collective message by message on the shared links
 ``planner``                        plans: chunks and phases per collective

@@ -9,8 +9,8 @@ nodes and root of a tree finish apart), every member is timed by its message cha
 message by message (:mod:`message_run`); a custom implementation runs its own ET
 (:mod:`algorithms.custom`); ``comm=replay`` replays the recorded durations.
 
-The collective code sees the simulation through a :class:`context.CollectiveContext` and counts
-what it did in a :class:`context.CollectiveTally`.
+The collective code sees the simulation through a :class:`collective_context.CollectiveContext` and counts
+what it did in a :class:`collective_context.CollectiveTally`.
 """
 
 from __future__ import annotations
@@ -22,18 +22,18 @@ from chakra_core import ChakraError, CommType, TraceFormatError
 from .algorithms.custom import CustomCollective
 from .chunk_phases import tree_visits
 from .classify import CollectiveArgs
-from .context import CollectiveTally
+from .collective_context import CollectiveTally
 from .lockstep import FlowShop
+from .member_phases import MemberPhases
 from .member_timing import plan_finish
 from .message_run import MessageRun
-from .per_member import MemberPhases
 from .planner import KIND_NAME, PlannedPhase
 from .program import ASTRA_KIND
 
 if TYPE_CHECKING:
     from .actor import Actor
     from .chunk_phases import PhaseSpec
-    from .context import CollectiveContext
+    from .collective_context import CollectiveContext
 
 __all__ = ["Collectives", "Instance", "SymmetryBroken"]
 

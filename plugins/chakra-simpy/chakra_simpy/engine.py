@@ -21,9 +21,9 @@ from chakra_core.system import SystemDescription
 
 from .actor import Actor
 from .classify import MAX_NS, MemoryArgs, MessageArgs
+from .collective_context import CollectiveContext, SpanSink
 from .collectives import Collectives
 from .compute_chains import fill_chain
-from .context import CollectiveContext, SpanSink
 from .member_timing import WORK_LIMIT
 from .network import Network
 from .planner import Planner

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from .collective_context import CollectiveContext, CollectiveTally
     from .collectives import Instance
-    from .context import CollectiveContext, CollectiveTally
 
 __all__ = ["FlowShop"]
 

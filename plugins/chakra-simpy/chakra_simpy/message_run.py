@@ -27,8 +27,8 @@ from .formulas import GROUP_ENDPOINT_DELAY
 from .layouts import MemberLayout, dim_layout, group_layout
 
 if TYPE_CHECKING:
+    from .collective_context import CollectiveContext, CollectiveTally
     from .collectives import Instance
-    from .context import CollectiveContext, CollectiveTally
 
 __all__ = ["MessageRun"]
 

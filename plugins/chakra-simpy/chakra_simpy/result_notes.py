@@ -7,7 +7,7 @@ from typing import Any
 
 from chakra_core.system import SystemDescription
 
-from .context import CollectiveTally
+from .collective_context import CollectiveTally
 from .program import Program
 
 __all__ = ["load_notes", "run_notes"]

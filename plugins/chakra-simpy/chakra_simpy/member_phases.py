@@ -10,7 +10,7 @@ from .layouts import MemberLayout, dim_layout, group_layout
 
 if TYPE_CHECKING:
     from .algorithms.base import MemberPhase
-    from .context import CollectiveContext
+    from .collective_context import CollectiveContext
 
 __all__ = ["MemberPhases"]
 
