@@ -1,11 +1,42 @@
 """chakra-simpy: the built-in SimPy simulator backend ``simpy`` (see docs/simulator.md).
 
 Public API: :class:`SimpyBackend` (registered as backend ``simpy``, kind ``simulator``).
-Modules: ``timing`` (ASTRA-sim's analytical formulas, closed forms), ``plans`` (chunks and
-phases per collective), ``stagger`` and ``perrank`` (per-member message chains when members do
-not move in lockstep), ``dbt`` (the double binary tree all-reduce, per member), ``program``
-(a rank's trace in flat arrays), ``engine`` / ``actor`` /
-``collectives`` (the SimPy simulation), ``report`` (critical path, timeline), ``backend``.
+
+Where the code is (every module; ``tests/test_simpy_modules.py`` checks the list):
+
+=================================  ==========================================================
+module                             what it holds
+=================================  ==========================================================
+``plugin``                         the backend's registration (light)
+``backend``                        options, loading, symmetry, running, the Result
+``result_notes``                   the Result's notes
+``loading``                        loading many ranks' programs on threads
+``program``                        a rank's trace in flat arrays, compute chains
+``classify``                       what each node is to the simulator: kind, resource, arguments
+``symmetry``                       classes of ranks simulated once
+``actor``                          one simulated rank's state and busy-time accounting
+``engine``                         the SimPy simulation: nodes, resources, memory, point to point
+``compute_chains``                 a compute chain's node times in one compiled loop
+``network``                        links shared by messages (congestion-aware mode)
+``collectives``                    matching collectives by issue order per group, and their timing
+``collective_context``             what the collective code sees of the simulation, and its tally
+``lockstep``                       collectives in lockstep: a flow shop of chunk phases
+``member_phases``                  per-member phases of a collective not in lockstep (cached)
+``member_timing``                  per-member timing: step chains, queues over chunks
+``message_run``                    a collective message by message on the shared links
+``planner``                        plans: chunks and phases per collective
+``chunk_phases``                   a chunk phase through the algorithm registry: cost, per member
+``layouts``                        member layouts: the logical rings a phase runs on
+``formulas``                       ASTRA-sim's analytical formulas (net, red, hops, chunking)
+``report``                         spans, per-rank rows, critical path, timeline
+``algorithms``                     the algorithm registry (the one place that reads algorithm names)
+``algorithms.base``                the algorithm interface: cost, member phase, messages
+``algorithms.ring``                the ring algorithm, and the ring over a group
+``algorithms.direct``              the direct algorithm (its all-reduce packet by packet)
+``algorithms.halving_doubling``    the halving-doubling algorithm
+``algorithms.double_binary_tree``  the double binary tree all-reduce
+``algorithms.custom``              a collective run as its own ET per rank
+=================================  ==========================================================
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from chakra_core import (
     TIMELINE_OPTIONS,
@@ -14,6 +14,7 @@ from chakra_core import (
     ConfigError,
     Option,
     Result,
+    Spans,
     TraceFormatError,
     TraceSet,
     progress,
@@ -22,13 +23,17 @@ from chakra_core import (
 from chakra_core.system import SYSTEM_OPTIONS, SystemDescription, system_from_options
 
 from .actor import Actor
+from .chunk_phases import members_finish_apart
 from .collectives import SymmetryBroken
+from .formulas import NoLocalMemBandwidth
 from .loading import load_programs
-from .plans import uses_dbt
+from .member_timing import WORK_LIMIT
 from .program import Program, load_program
-from .stagger import WORK_LIMIT
+from .result_notes import load_notes, run_notes
 from .symmetry import role_classes
-from .timing import NoLocalMemBandwidth
+
+if TYPE_CHECKING:
+    from .engine import Sim
 
 __all__ = ["SimpyBackend", "prepare_system"]
 
@@ -72,112 +77,129 @@ class SimpyBackend(Backend):
 
     def run(self, traces: TraceSet, options: Mapping[str, Any], output: Path | None) -> Result:
         """Simulate; the Result has per-rank times (ns), collective stats and a critical path."""
-        from .report import build_spans, path_summary, rank_rows
-
-        nranks = len(traces)
-        if nranks == 0:
-            raise ConfigError("the trace set has no ranks")
-        if traces.ranks[-1] != nranks - 1:
-            have = set(traces.ranks)
-            missing = [r for r in range(traces.ranks[-1] + 1) if r not in have]
-            raise TraceFormatError(f"the trace set has ranks up to {traces.ranks[-1]} but no rank "
-                                   f"{missing[0]} ({len(missing)} missing): every NPU needs its trace "
-                                   "(the astrasim exporter pads missing ranks with an idle node)",
-                                   traces.source or None)
+        nranks = _check_ranks(traces)
         sd = prepare_system(options, nranks)
-        groups = {k: tuple(sorted(v)) for k, v in traces.process_groups.items()}
-        differ = sorted(k for k, v in sd.comm_groups.items() if k in groups and groups[k] != tuple(sorted(v)))
-        groups.update({k: tuple(sorted(v)) for k, v in sd.comm_groups.items()})
-        for name, ranks in groups.items():
-            if ranks and ranks[-1] >= nranks:
-                raise ConfigError(f"group {name!r} names rank {ranks[-1]} but there are {nranks} ranks")
+        groups, differ = _groups(traces, sd, nranks)
         start_ns = _start_times(options["start_ns"], nranks)
-        trees = bool(options["symmetry"]) and uses_dbt(sd)
+        trees = bool(options["symmetry"]) and members_finish_apart(sd)
         symmetry = bool(options["symmetry"]) and not trees and not any(start_ns)
-        try:
-            try:
-                progs, classes, actors, sim, (load_s, sim_s) = _simulate(traces, sd, groups, options, symmetry,
-                                                                         start_ns)
-                broken = None
-            except SymmetryBroken as e:
-                broken = str(e)
-                progs, classes, actors, sim, (load_s, sim_s) = _simulate(traces, sd, groups, options, False,
-                                                                         start_ns)
-        except NoLocalMemBandwidth as e:
-            raise ConfigError(e.message, sd.sources.get("system"), "key 'local-mem-bw'") from None
+        done, broken = _simulate_or_without_symmetry(traces, sd, groups, options, symmetry, start_ns)
         keep_spans = bool(options["timeline"] or options["spans"])
-        spans = build_spans(sim, names=keep_spans)
-        with ThreadPoolExecutor(1) as pool:  # mostly numpy, which runs outside the GIL
-            rows_of = pool.submit(rank_rows, spans, actors)
-            path = path_summary(spans, sim, options["critical_path_nodes"], keep_spans)
-            rows = rows_of.result()
-        # simulated events: every node completion of a simulated rank, every collective chunk phase
-        events = sum(a.done for a in actors) + sim.coll.phase_events
-        finish = max(r["finish_ns"] for r in rows)
-        notes = list(sd.warnings)
-        notes += _notes(progs, classes, sd, options)
-        if broken:
-            notes.append(f"symmetry turned off: {broken}")
-        if any(start_ns):
-            notes.append("ranks started at their start_ns times (each simulated on its own)")
-        if symmetry and not broken and options["congestion"] == "aware":
-            notes.append("symmetry by identical traces only: congestion-aware links are shared per rank, "
-                         "so ranks that differ in their groups or peers are simulated each")
-        if trees:
-            notes.append("symmetry turned off: doubleBinaryTree all-reduces finish at different times "
-                         "on the ranks (leaf, intermediate, root)")
-        if sim.coll.per_rank:
-            notes.append(f"{sim.coll.per_rank} collective(s) whose members did not move in lockstep "
-                         "were timed per rank (no barrier, as ASTRA-sim)")
-        if sim.coll.approximated:
-            notes.append(f"{sim.coll.approximated} collective(s) whose members did not move in lockstep, "
-                         "too large for stagger_limit, were timed from the last member's start (barrier)")
-        if sim.coll.by_message:
-            notes.append(f"{sim.coll.by_message} collective(s) ran message by message on the shared links")
-        if sim.coll.unshared:
-            notes.append(f"{sim.coll.unshared} collective(s) (one* on several dimensions, custom over all "
-                         "ranks) were timed as in the congestion-unaware mode: their messages do not take "
-                         "the shared links")
-        if sim.coll.custom_runs:
-            notes.append(f"{sim.coll.custom_runs} collective(s) over all ranks ran their custom implementation "
-                         f"({', '.join(f'{k}: {v}' for k, v in sd.custom_implementations.items())}): its ET's "
-                         "messages, not the collective's comm_size, set the time")
-        if differ:
-            notes.append(f"the comm-group file redefines group(s) {', '.join(differ)} of the trace set; "
-                         "the file wins")
-        summary = {
-            "time_unit": "ns",
-            "finish_ns": finish,
-            "ranks": nranks,
-            "congestion": options["congestion"],
-            "comm": options["comm"],
-            "symmetry": {"enabled": symmetry and not broken, "classes": len(actors),
-                         "simulated_ranks": len(actors), "largest_class": max(len(c) for c in classes),
-                         "by": ("identical traces" if options["congestion"] == "aware" else "role")
-                         if symmetry and not broken else None},
-            "events": events,
-            "simpy_events": sim.events,
-            "wall_s": {"load": round(load_s, 3), "simulate": round(sim_s, 3)},
-            "events_per_s": int(events / sim_s) if sim_s > 0 else None,
-            "mean_finish_ns": sum(r["finish_ns"] for r in rows) / nranks,
-            "max_exposed_comm_ns": max(r["exposed_comm_ns"] for r in rows),
-            "overlap_ns_total": sum(r["overlap_ns"] for r in rows),
-            "collectives": sorted(sim.coll.stats.values(), key=lambda s: (s["group"], s["collective"])),
-            "critical_path": path,
-            "system": {"npus": sd.npus, "dimensions": [d.__dict__ for d in sd.dimensions],
-                       "sources": sd.sources},
-        }
+        spans, rows, path = _analyse(done, options["critical_path_nodes"], keep_spans)
+        notes = list(sd.warnings) + load_notes(done.progs, done.classes, sd, options)
+        notes += run_notes(done.sim.coll.tally, sd, options, symmetry, broken, trees, start_ns, differ)
+        summary = _summary(done, nranks, rows, path, sd, options, symmetry and not broken)
         result = Result("simpy", self.kind, summary, rows, notes=notes)
-        if options["timeline"]:
-            written = write_timeline_from_options(spans, options, "chakra simpy")
-            result.timeline = str(options["timeline"])
-            result.files.append(str(options["timeline"]))
-            result.notes += [f"timeline {n}" for n in written["notes"]]
-        if options["spans"]:
-            result.spans = spans
-            if output is not None:
-                result.files.append(str(spans.save(Path(output) / "spans.npz")))
+        _outputs(result, spans, options, output)
         return result
+
+
+class _Simulated(NamedTuple):
+    """A finished simulation: the programs simulated, the ranks each stands for, their actors,
+    the engine, and the wall seconds loading and simulating took."""
+
+    progs: list[Program]
+    classes: list[list[int]]
+    actors: list[Actor]
+    sim: Sim
+    load_s: float
+    sim_s: float
+
+
+def _check_ranks(traces: TraceSet) -> int:
+    """The number of ranks; an error unless the trace set has every rank from 0 on."""
+    nranks = len(traces)
+    if nranks == 0:
+        raise ConfigError("the trace set has no ranks")
+    if traces.ranks[-1] != nranks - 1:
+        have = set(traces.ranks)
+        missing = [r for r in range(traces.ranks[-1] + 1) if r not in have]
+        raise TraceFormatError(f"the trace set has ranks up to {traces.ranks[-1]} but no rank "
+                               f"{missing[0]} ({len(missing)} missing): every NPU needs its trace "
+                               "(the astrasim exporter pads missing ranks with an idle node)",
+                               traces.source or None)
+    return nranks
+
+
+def _groups(traces: TraceSet, sd: SystemDescription, nranks: int) -> tuple[dict[str, tuple[int, ...]], list[str]]:
+    """The process groups (the trace set's, overridden by the comm-group file's) and the names
+    of those the file redefines."""
+    groups = {k: tuple(sorted(v)) for k, v in traces.process_groups.items()}
+    differ = sorted(k for k, v in sd.comm_groups.items() if k in groups and groups[k] != tuple(sorted(v)))
+    groups.update({k: tuple(sorted(v)) for k, v in sd.comm_groups.items()})
+    for name, ranks in groups.items():
+        if ranks and ranks[-1] >= nranks:
+            raise ConfigError(f"group {name!r} names rank {ranks[-1]} but there are {nranks} ranks")
+    return groups, differ
+
+
+def _simulate_or_without_symmetry(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[int, ...]],
+                                  options: Mapping[str, Any], symmetry: bool,
+                                  start_ns: list[int]) -> tuple[_Simulated, str | None]:
+    """Simulate; again without symmetry when ranks simulated as one finish a collective apart
+    (then also why, else None)."""
+    try:
+        try:
+            return _simulate(traces, sd, groups, options, symmetry, start_ns), None
+        except SymmetryBroken as e:
+            return _simulate(traces, sd, groups, options, False, start_ns), str(e)
+    except NoLocalMemBandwidth as e:
+        raise ConfigError(e.message, sd.sources.get("system"), "key 'local-mem-bw'") from None
+
+
+def _analyse(done: _Simulated, critical_path_nodes: int, keep_spans: bool) -> tuple[Spans, list[dict], dict]:
+    """The spans of the run, the per-rank rows and the critical path."""
+    from .report import build_spans, path_summary, rank_rows
+
+    spans = build_spans(done.sim, names=keep_spans)
+    with ThreadPoolExecutor(1) as pool:  # mostly numpy, which runs outside the GIL
+        rows_of = pool.submit(rank_rows, spans, done.actors)
+        path = path_summary(spans, done.sim, critical_path_nodes, keep_spans)
+        rows = rows_of.result()
+    return spans, rows, path
+
+
+def _summary(done: _Simulated, nranks: int, rows: list[dict], path: dict, sd: SystemDescription,
+             options: Mapping[str, Any], symmetric: bool) -> dict[str, Any]:
+    """The Result's summary (``symmetric``: symmetry was on and held)."""
+    sim, actors, sim_s = done.sim, done.actors, done.sim_s
+    # simulated events: every node completion of a simulated rank, every collective chunk phase
+    events = sum(a.done for a in actors) + sim.coll.tally.phase_events
+    return {
+        "time_unit": "ns",
+        "finish_ns": max(r["finish_ns"] for r in rows),
+        "ranks": nranks,
+        "congestion": options["congestion"],
+        "comm": options["comm"],
+        "symmetry": {"enabled": symmetric, "classes": len(actors),
+                     "simulated_ranks": len(actors), "largest_class": max(len(c) for c in done.classes),
+                     "by": ("identical traces" if options["congestion"] == "aware" else "role")
+                     if symmetric else None},
+        "events": events,
+        "simpy_events": sim.simpy_events,
+        "wall_s": {"load": round(done.load_s, 3), "simulate": round(sim_s, 3)},
+        "events_per_s": int(events / sim_s) if sim_s > 0 else None,
+        "mean_finish_ns": sum(r["finish_ns"] for r in rows) / nranks,
+        "max_exposed_comm_ns": max(r["exposed_comm_ns"] for r in rows),
+        "overlap_ns_total": sum(r["overlap_ns"] for r in rows),
+        "collectives": sorted(sim.coll.stats.values(), key=lambda s: (s["group"], s["collective"])),
+        "critical_path": path,
+        "system": {"npus": sd.npus, "dimensions": [d.__dict__ for d in sd.dimensions],
+                   "sources": sd.sources},
+    }
+
+
+def _outputs(result: Result, spans: Spans, options: Mapping[str, Any], output: Path | None) -> None:
+    """Write the timeline and keep (and save) the spans as the options ask."""
+    if options["timeline"]:
+        written = write_timeline_from_options(spans, options, "chakra simpy")
+        result.timeline = str(options["timeline"])
+        result.files.append(str(options["timeline"]))
+        result.notes += [f"timeline {n}" for n in written["notes"]]
+    if options["spans"]:
+        result.spans = spans
+        if output is not None:
+            result.files.append(str(spans.save(Path(output) / "spans.npz")))
 
 
 def _start_times(values: list, nranks: int) -> list[int]:
@@ -197,9 +219,8 @@ def _start_times(values: list, nranks: int) -> list[int]:
 
 
 def _simulate(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[int, ...]],
-              options: Mapping[str, Any], symmetry: bool, start_ns: list[int]):
-    """Load, build the actors and run (rank r from ``start_ns[r]``); returns programs, classes,
-    actors, the Sim and ``(load wall s, simulate wall s)``."""
+              options: Mapping[str, Any], symmetry: bool, start_ns: list[int]) -> _Simulated:
+    """Load, build the actors and run (rank r from ``start_ns[r]``)."""
     from .engine import Sim
 
     t0 = time.perf_counter()
@@ -219,7 +240,7 @@ def _simulate(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[i
               1 << 62, options["stagger_limit"], replay)
     t1 = time.perf_counter()
     sim.run([start_ns[a.rank] for a in actors])
-    return progs, classes, actors, sim, (load_s, time.perf_counter() - t1)
+    return _Simulated(progs, classes, actors, sim, load_s, time.perf_counter() - t1)
 
 
 def _load(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[int, ...]],
@@ -230,7 +251,7 @@ def _load(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[int, 
     Members of a class whose representative has memory nodes on a shared remote memory
     (PER_NODE_MEMORY_EXPANSION, MEMORY_POOL) queue for it one by one: each is simulated.
     """
-    from .plans import Planner
+    from .planner import Planner
 
     if symmetry:
         with progress("grouping ranks by role", total=len(traces)) as bar:
@@ -250,31 +271,3 @@ def _load(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[int, 
                 progs.append(prog)
                 out.append(ranks)
     return progs, out
-
-
-def _notes(progs: list[Program], classes: list[list[int]], sd: SystemDescription,
-           options: Mapping[str, Any]) -> list[str]:
-    notes = []
-    fallbacks = sum(p.roofline_fallbacks * len(c) for p, c in zip(progs, classes))
-    if fallbacks:
-        notes.append(f"{fallbacks} accelerator compute node(s) without an integer num_ops replayed "
-                     "their duration instead of the roofline")
-    unmodelled = sorted(set().union(*(p.unmodelled for p in progs)))
-    if unmodelled:
-        notes.append(f"collectives ASTRA-sim does not model ({', '.join(unmodelled)}) were timed by "
-                     "the documented mappings (docs/simulator.md)")
-    unknown = sorted(set().union(*(p.unknown_types for p in progs)))
-    if unknown:
-        notes.append(f"node types this schema does not know ({', '.join(map(str, unknown))}) were "
-                     "skipped (no time; their dependencies pass through)")
-    if any(p.has_mem for p in progs) and sd.remote_memory.memory_type == "NO_MEMORY_EXPANSION":
-        notes.append("memory nodes replayed their duration (memory-type NO_MEMORY_EXPANSION; "
-                     "ASTRA-sim aborts on them)")
-    if options["comm"] == "replay":
-        notes.append("comm=replay: communication lasted its recorded durations (a collective or a "
-                     "send/receive pair the shortest of its members', from when the last member issued "
-                     "it); the network description timed no communication")
-    if options["congestion"] == "aware":
-        notes.append("congestion-aware: every message crosses the links of its route first come first "
-                     "served, latency plus serialization on each (ASTRA-sim's congestion-aware network)")
-    return notes

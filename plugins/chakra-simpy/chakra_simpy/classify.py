@@ -8,13 +8,15 @@ node is read as the attribute getters of the core read it (``get_int``, ``get_st
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from chakra_core import AttrColumn, CommType, NodeColumns, NodeType, TraceFormatError
 from chakra_core.system import SystemDescription, roofline_ns
 
 __all__ = ["ATTRS", "MAX_NS", "K_COMP", "K_MEM", "K_COLL", "K_SEND", "K_RECV", "K_NOP", "R_CPU", "R_COMP", "R_COMM",
-           "R_NONE", "RankFacts", "Classified", "classify"]
+           "R_NONE", "CollectiveArgs", "MessageArgs", "MemoryArgs", "NodeArgs", "RankFacts", "Classified", "classify"]
 
 K_COMP, K_MEM, K_COLL, K_SEND, K_RECV, K_NOP = range(6)
 R_CPU, R_COMP, R_COMM, R_NONE = range(4)
@@ -29,13 +31,41 @@ _MODELLED = (CommType.ALL_REDUCE, CommType.ALL_GATHER, CommType.REDUCE_SCATTER, 
 _EXACT = 1 << 53
 
 
+class CollectiveArgs(NamedTuple):
+    """A collective node's arguments: comm type, ``comm_size`` bytes, process group ("" for
+    the whole set) and ``involved_dim`` (None: every dimension)."""
+
+    comm_type: int
+    size: int
+    pg: str
+    involved: tuple[bool, ...] | None
+
+
+class MessageArgs(NamedTuple):
+    """A send's or receive's arguments: the peer rank, ``comm_tag`` and bytes."""
+
+    peer: int
+    tag: int
+    size: int
+
+
+class MemoryArgs(NamedTuple):
+    """A memory load's or store's arguments: ``tensor_size`` bytes."""
+
+    size: int
+
+
+NodeArgs = CollectiveArgs | MessageArgs | MemoryArgs
+
+
 class RankFacts:
-    """What a rank's nodes need besides their per-node arrays: ``extra`` (node -> tuple) and
+    """What a rank's nodes need besides their per-node arrays: ``extra`` (node -> its
+    :data:`NodeArgs`) and
     ``has_p2p``, ``has_mem``, ``groups``, ``roofline_fallbacks``, ``unmodelled``,
     ``unknown_types``."""
 
     def __init__(self) -> None:
-        self.extra: dict[int, tuple] = {}
+        self.extra: dict[int, NodeArgs] = {}
         self.has_p2p = False
         self.has_mem = False
         self.groups: set[str] = set()
@@ -79,7 +109,7 @@ def classify(cols: NodeColumns, sd: SystemDescription, where: str, replay_comm: 
         out.resource[mem] = np.where(cpu[mem], R_CPU, R_COMM)
         size = cols.attrs["tensor_size"]
         for i in np.flatnonzero(mem).tolist():
-            out.extra[i] = (size.get_int(i, 0) or 0,)
+            out.extra[i] = MemoryArgs(size.get_int(i, 0) or 0)
     _collectives(out, cols, np.flatnonzero(types == NodeType.COMM_COLL_NODE), us, replay_comm)
     p2p = np.flatnonzero((types == NodeType.COMM_SEND_NODE) | (types == NodeType.COMM_RECV_NODE))
     _p2p(out, cols, p2p)
@@ -163,7 +193,7 @@ def _roofline(cols: NodeColumns, rows: np.ndarray, sd: SystemDescription, where:
 
 
 def _collectives(out: Classified, cols: NodeColumns, rows: np.ndarray, us: np.ndarray, replay: bool) -> None:
-    """Collectives: ``(comm type, comm_size, pg_name ("" for the whole set), involved_dim)``;
+    """Collectives: :class:`CollectiveArgs`;
     a broadcast with a duration replays it (as ASTRA-sim) unless ``replay`` (then every
     collective keeps its recorded duration and takes part in the matching)."""
     if not rows.size:
@@ -189,11 +219,11 @@ def _collectives(out: Classified, cols: NodeColumns, rows: np.ndarray, us: np.nd
         if replay:
             dur[i] = us[i]
         dims = tuple(bool(x) for x in inv) if isinstance(inv, list) else None
-        out.extra[i] = (ct, size_col.get_int(i, 0) or 0, pg, dims)
+        out.extra[i] = CollectiveArgs(ct, size_col.get_int(i, 0) or 0, pg, dims)
 
 
 def _p2p(out: Classified, cols: NodeColumns, rows: np.ndarray) -> None:
-    """Sends and receives: ``(peer, comm_tag, bytes)``, bytes from ``comm_size`` else ``tensor_size``."""
+    """Sends and receives: :class:`MessageArgs`, bytes from ``comm_size`` else ``tensor_size``."""
     if not rows.size:
         return
     out.has_p2p = True
@@ -205,5 +235,5 @@ def _p2p(out: Classified, cols: NodeColumns, rows: np.ndarray) -> None:
         comm_size = size_col.get_int(i, None)
         size = (tensor.get_int(i, 0) or 0) if comm_size is None else comm_size
         peer = (dst if s else src).get_int(i)
-        out.extra[i] = (peer, tag_col.get_int(i, 0) or 0, size)
+        out.extra[i] = MessageArgs(peer, tag_col.get_int(i, 0) or 0, size)
         out.kind[i], out.resource[i] = (K_SEND, R_COMM) if s else (K_RECV, R_NONE)

@@ -3,7 +3,8 @@
 Every timed thing is one SimPy timeout whose callback finishes it: a node, a point-to-point
 message, a collective chunk phase on one dimension (see :mod:`collectives`).  Nodes that
 become ready are issued in ascending id order as soon as their resource (one CPU op, ``streams``
-accelerator compute ops, ``streams`` communication ops) has a free slot.
+accelerator compute ops, ``streams`` communication ops) has a free slot.  Only SimPy's public
+API is used (``Environment.timeout``, ``Event.callbacks``, ``Event.value``).
 """
 
 from __future__ import annotations
@@ -13,32 +14,22 @@ from heapq import heappop, heappush
 
 import numpy as np
 import simpy
-from simpy.core import NORMAL
 from simpy.events import Event
 
 from chakra_core import ChakraError
 from chakra_core.system import SystemDescription
 
 from .actor import Actor
-from .chainfill import fill_chain
-from .classify import MAX_NS
+from .classify import MAX_NS, MemoryArgs, MessageArgs
+from .collective_context import CollectiveContext, SpanSink
 from .collectives import Collectives
+from .compute_chains import fill_chain
+from .member_timing import WORK_LIMIT
 from .network import Network
-from .plans import Planner
+from .planner import Planner
 from .program import K_COLL, K_MEM, K_RECV, K_SEND, R_NONE
-from .stagger import WORK_LIMIT
 
 __all__ = ["Sim"]
-
-
-class _Done(Event):
-    """A triggered event carrying ``value`` to ``callback`` (a Timeout without its checks)."""
-
-    def __init__(self, env, value, callback):
-        self.env = env
-        self.callbacks = [callback]
-        self._value = value
-        self._ok = True
 
 
 class Sim:
@@ -59,11 +50,9 @@ class Sim:
         self.actors = actors
         self.rank_actor = rank_actor
         self.sd = sd
-        self.aware = aware
         self.planner = Planner(sd)
         self.timeline = timeline
         self.max_spans = max_spans
-        self.stagger_limit = stagger_limit
         self.replay = replay
         #: compute chains as one event (:meth:`_run_chain`); not in the congestion-aware mode,
         #: whose link sharing depends on the order of messages starting at one instant
@@ -71,18 +60,25 @@ class Sim:
         #: the shared links of the congestion-aware mode (:mod:`network`)
         self.network = Network(self.env, sd.dimensions, [sd.coords(r) for r in range(sd.npus)],
                                self._count) if aware else None
+        #: SimPy events this engine and its network scheduled (the collectives count their own)
         self.events = 0
-        self.cross: dict[tuple[int, int], tuple[int, int]] = {}
         self.sends: dict[tuple, deque] = {}
         self.recvs: dict[tuple, deque] = {}
         self.mem_free: dict[int, int] = {}
-        self.coll = Collectives(self, groups)
+        ctx = CollectiveContext(self.env, sd, self.planner, SpanSink(timeline, max_spans), actors, rank_actor,
+                                self.network, self.end_node, stagger_limit, replay)
+        self.coll = Collectives(ctx, groups)
+
+    @property
+    def simpy_events(self) -> int:
+        """SimPy events scheduled in all: the engine's, the network's and the collectives'."""
+        return self.events + self.coll.tally.events
 
     # -- scheduling -------------------------------------------------------------------
     def after(self, a: Actor, i: int, delay: int) -> Event:
         """End node ``i`` of actor ``a`` ``delay`` ns from now (one SimPy event, returned)."""
-        ev = _Done(self.env, (a, i), self._on_end)
-        self.env.schedule(ev, NORMAL, delay)
+        ev = self.env.timeout(delay, (a, i))
+        ev.callbacks.append(self._on_end)
         self.events += 1
         return ev
 
@@ -90,7 +86,7 @@ class Sim:
         self.events += 1
 
     def _on_end(self, ev) -> None:
-        a, i = ev._value
+        a, i = ev.value
         self.end_node(a, i)
 
     def run(self, start_ns: list[int] | None = None) -> None:
@@ -98,14 +94,14 @@ class Sim:
         deadlock report if ranks are left waiting."""
         for k, a in enumerate(self.actors):
             first = np.flatnonzero(a.views[4] == 0)  # ascending: each list is a heap
-            res = np.frombuffer(a.prog.res, np.uint8)[first]
+            res = np.frombuffer(a.prog.resource, np.uint8)[first]
             for r, heap in enumerate(a.ready):
                 heap.extend(first[res == r].tolist())
             start = start_ns[k] if start_ns else 0
             if start:
                 a.last_t = start
-                ev = _Done(self.env, a, lambda ev: self.issue(ev._value))
-                self.env.schedule(ev, NORMAL, start)
+                ev = self.env.timeout(start, a)
+                ev.callbacks.append(lambda ev: self.issue(ev.value))
                 self.events += 1
             else:
                 self.issue(a)
@@ -143,7 +139,7 @@ class Sim:
         a.start[i] = now
         a.inflight += 1
         rb = a.readyby[i]
-        res = prog.res[i]
+        res = prog.resource[i]
         ready_t = a.end[rb] if rb >= 0 else 0
         a.why[i] = a.last_rel[res] if (now > ready_t and res != R_NONE) else rb
         cat = prog.cat[i]
@@ -175,7 +171,7 @@ class Sim:
         """
         prog = a.prog
         first = prog.chain_pos[i]
-        waiting = a.ready[prog.res[i]]
+        waiting = a.ready[prog.resource[i]]
         start, end, readyby, why, indeg = a.views
         last, t = fill_chain(start, end, readyby, why, indeg, prog.chain_seq, prog.chain_cum, first,
                              prog.chain_end[first], waiting[0] if waiting else -1, now)
@@ -205,7 +201,7 @@ class Sim:
             self._past_int64(a, i)
         a.end[i] = now
         a.inflight -= 1
-        res = prog.res[i]
+        res = prog.resource[i]
         cat = prog.cat[i]
         if cat != R_NONE:
             a.account(now)
@@ -221,7 +217,7 @@ class Sim:
         kids = prog.child_idx
         indeg = a.indeg
         ready = a.ready
-        pres = prog.res
+        pres = prog.resource
         for j in range(ptr[i], ptr[i + 1]):
             c = kids[j]
             indeg[c] -= 1
@@ -238,7 +234,9 @@ class Sim:
         mem = self.sd.remote_memory
         if mem.memory_type == "NO_MEMORY_EXPANSION":
             return a.prog.dur[i]
-        size = a.prog.extra[i][0]
+        args = a.prog.extra[i]
+        assert isinstance(args, MemoryArgs)
+        size = args.size
         t = int(mem.remote_mem_latency + size / mem.remote_mem_bw)
         if mem.memory_type == "PER_NPU_MEMORY_EXPANSION":
             return t
@@ -248,12 +246,18 @@ class Sim:
         return start + t - now
 
     # -- point to point -----------------------------------------------------------------
+    @staticmethod
+    def _message(a: Actor, i: int) -> MessageArgs:
+        args = a.prog.extra[i]
+        assert isinstance(args, MessageArgs)
+        return args
+
     def _check_peer(self, a: Actor, i: int, peer: int) -> None:
         if not 0 <= peer < len(self.rank_actor) or peer == a.rank:
             raise ChakraError(f"rank {a.rank} node {a.prog.ids[i]}: bad peer rank {peer}", a.prog.label)
 
     def _send(self, a: Actor, i: int) -> None:
-        peer, tag, size = a.prog.extra[i]
+        peer, tag, size = self._message(a, i)
         self._check_peer(a, i, peer)
         if self.replay:
             self._replay_send(a, i, (a.rank, peer, tag, size))
@@ -267,10 +271,9 @@ class Sim:
         waiting = self.recvs.get(key)
         if waiting:
             ra, ri = waiting.popleft()
-            self.cross[(ra.index, ri)] = (a.index, i)
             self.after(ra, ri, delay)
         else:
-            self.sends.setdefault(key, deque()).append((int(self.env.now) + delay, a.index, i))
+            self.sends.setdefault(key, deque()).append(int(self.env.now) + delay)
 
     def _delivered(self, a: Actor, i: int, key: tuple) -> None:
         """A send's message reached its destination (congestion-aware mode): the send ends,
@@ -279,13 +282,12 @@ class Sim:
         waiting = self.recvs.get(key)
         if waiting:
             ra, ri = waiting.popleft()
-            self.cross[(ra.index, ri)] = (a.index, i)
             self.end_node(ra, ri)
         else:
-            self.sends.setdefault(key, deque()).append((int(self.env.now), a.index, i))
+            self.sends.setdefault(key, deque()).append(int(self.env.now))
 
     def _recv(self, a: Actor, i: int) -> None:
-        peer, tag, size = a.prog.extra[i]
+        peer, tag, size = self._message(a, i)
         self._check_peer(a, i, peer)
         key = (peer, a.rank, tag, size)
         if self.replay:
@@ -293,11 +295,8 @@ class Sim:
             return
         sent = self.sends.get(key)
         if sent:
-            arrival, sa, si = sent.popleft()
-            delay = max(0, arrival - int(self.env.now))
-            if delay:
-                self.cross[(a.index, i)] = (sa, si)
-            self.after(a, i, delay)
+            arrival = sent.popleft()
+            self.after(a, i, max(0, arrival - int(self.env.now)))
         else:
             self.recvs.setdefault(key, deque()).append((a, i))
 
@@ -310,7 +309,6 @@ class Sim:
         waiting = self.recvs.get(key)
         if waiting:
             b, j, t = waiting.popleft()
-            self.cross[(b.index, j)] = (a.index, i)
             self.after(b, j, max(t + b.prog.dur[j] - now, 0))
         else:
             self.sends.setdefault(key, deque()).append((a, i, now))

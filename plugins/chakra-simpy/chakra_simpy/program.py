@@ -8,7 +8,8 @@ every chain in chain order, ``chain_pos`` is each node's position there (-1: in 
 ``chain_end`` the position of the last node of the chain at each position and ``chain_cum`` the
 durations summed along ``chain_seq`` (ns, ``chain_cum[p]`` before position p).  Per node: kind, resource, duration
 (ns; of a communication node its recorded one with ``-O comm=replay``, else 0), name (UTF-8
-bytes in CSR form), and for communication and memory nodes a small tuple in ``extra``.
+bytes in CSR form), and for communication and memory nodes their arguments in ``extra``
+(:data:`classify.NodeArgs`).
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ class Program(RankFacts):
         self.label = label
         self.ids = array("Q")
         self.kind = bytearray()
-        self.res = bytearray()
+        self.resource = bytearray()
         self.cat = bytearray()
         self.dur = array("q")
         self.indeg = array("l")
@@ -115,7 +116,7 @@ def load_program(rt: RankTrace, sd: SystemDescription, replay_comm: bool = False
     child_ptr, child_idx = g.children()
     indeg = g.in_degree()
     prog.ids = array("Q", g.ids.tobytes())
-    prog.kind, prog.res, prog.cat = bytearray(kind.tobytes()), bytearray(res.tobytes()), bytearray(cat.tobytes())
+    prog.kind, prog.resource, prog.cat = bytearray(kind.tobytes()), bytearray(res.tobytes()), bytearray(cat.tobytes())
     prog.dur = array("q", dur.tobytes())
     prog.indeg = _longs(indeg)
     prog.child_ptr = _longs(child_ptr)

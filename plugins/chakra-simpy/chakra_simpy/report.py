@@ -58,7 +58,8 @@ def build_spans(sim: Sim, names: bool = True) -> Spans:
             at = {k: v[lo:hi] for k, v in cols.items()}
             at["name"][:] = _names_of(b, prog) if names else b.intern("names", "")
             _comm_columns(b, a, np.frombuffer(a.start, np.int64), matches, algorithms, at)
-            replayed = (np.frombuffer(prog.kind, np.uint8) == K_COMP) & (np.frombuffer(prog.res, np.uint8) == R_COMM)
+            resource = np.frombuffer(prog.resource, np.uint8)
+            replayed = (np.frombuffer(prog.kind, np.uint8) == K_COMP) & (resource == R_COMM)
             at["comm_type"][replayed] = int(CommType.BROADCAST)  # a broadcast that replays its duration
         times.result()
     if offsets[-1]:
@@ -77,7 +78,7 @@ def _time_columns(cols: dict[str, np.ndarray], bounds: list[tuple], track_of: np
         cols["start_ns"][lo:hi] = start
         np.subtract(np.frombuffer(a.end, np.int64), start, out=cols["dur_ns"][lo:hi])
         cols["track"][lo:hi] = track_of[np.frombuffer(prog.cat, np.uint8)]
-        cols["kind"][lo:hi] = _kind_codes(np.frombuffer(prog.kind, np.uint8), np.frombuffer(prog.res, np.uint8))
+        cols["kind"][lo:hi] = _kind_codes(np.frombuffer(prog.kind, np.uint8), np.frombuffer(prog.resource, np.uint8))
         cols["node_id"][lo:hi] = np.frombuffer(prog.ids, np.uint64)
 
 
@@ -135,7 +136,7 @@ def _comm_columns(b: SpanBuilder, a, start: np.ndarray, matches: _Matches,
     nodes = nodes[np.lexsort((nodes, start[nodes]))]  # issue order
     kind = np.frombuffer(a.prog.kind, np.uint8)[nodes]
     mem = nodes[kind == K_MEM].tolist()
-    cols["bytes"][mem] = [extra[i][0] for i in mem]
+    cols["bytes"][mem] = [extra[i].size for i in mem]
     coll = nodes[kind == K_COLL]
     if len(coll):
         _coll_columns(b, coll, [extra[i] for i in coll.tolist()], matches, algorithms, cols)

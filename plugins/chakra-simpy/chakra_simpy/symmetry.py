@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from chakra_core import Progress, RoleKey, TraceSet, role_key
 
-from .plans import Planner
+from .planner import Planner
 
 __all__ = ["role_classes"]
 

@@ -105,8 +105,9 @@ def test_ring_phase_closed_form_equals_the_step_by_step_chain(kind, topo, p, dim
     """A staggered ring phase on many members is timed in closed form (max over how far back
     each member's wait reaches); it equals walking the steps one by one."""
     from chakra_core.system import Dimension
-    from chakra_simpy.perrank import build_phase, dim_layout
-    from chakra_simpy.stagger import chain
+    from chakra_simpy.chunk_phases import build_phase
+    from chakra_simpy.layouts import dim_layout
+    from chakra_simpy.member_timing import chain
 
     dimensions = tuple(Dimension(topo, p, 50, 500) for _ in range(dims))
     total = p ** dims

@@ -56,7 +56,7 @@ def finishes(kit, tmp_path, sysd, n, size, **opts):
 
 
 def test_trees_as_documented():
-    from chakra_simpy.dbt import depths, tree
+    from chakra_simpy.algorithms.double_binary_tree import depths, tree
 
     assert tree(8, True) == [1, 3, 1, 7, 5, 3, 5, -1]  # root 7 -> 3 -> {1, 5} -> {0, 2}, {4, 6}
     assert tree(8, False) == [-1, 2, 4, 2, 0, 6, 4, 6]  # root 0 -> 4 -> {2, 6} -> {1, 3}, {5, 7}

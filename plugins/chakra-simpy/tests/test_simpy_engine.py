@@ -316,7 +316,7 @@ def test_symmetry_is_dropped_when_a_class_would_finish_apart(kit, tmp_path):
 
 def test_per_rank_ring_timing_agrees_with_the_closed_forms(kit):
     # equal starts and equal links: the per-member chain gives the flow-shop closed form
-    from chakra_simpy.stagger import Phase, Step, plan_finish
+    from chakra_simpy.member_timing import Phase, Step, plan_finish
 
     e, n1, r = 10, 1110, 1965
     pred = [(j - 1) % 8 for j in range(8)]
@@ -339,9 +339,9 @@ def test_per_rank_ring_timing_agrees_with_the_closed_forms(kit):
 def test_per_member_chains_equal_the_phase_formulas(topo, kind, impl):
     # every algorithm, equal starts: the per-member chain of one phase = the closed form
     from chakra_core.system import Dimension
-    from chakra_simpy.perrank import build_phase, dim_layout
-    from chakra_simpy.stagger import plan_finish
-    from chakra_simpy.timing import phase_cost
+    from chakra_simpy.chunk_phases import build_phase, phase_cost
+    from chakra_simpy.layouts import dim_layout
+    from chakra_simpy.member_timing import plan_finish
 
     if impl == "halvingDoubling" and kind == "A2A":
         return

@@ -33,9 +33,11 @@ from __future__ import annotations
 
 from chakra_core import ConfigError
 
-from .timing import net, red
+from ..formulas import chain_cost, net, red
+from ..layouts import MemberLayout
+from .base import Algorithm, Implementation, Link, MessageStep, Part, StepMessages, TreeTurn, numbered
 
-__all__ = ["tree", "depths", "TreePhase", "check_size"]
+__all__ = ["DoubleBinaryTree", "tree", "depths", "TreePhase", "check_size"]
 
 
 def check_size(p: int) -> int:
@@ -100,15 +102,15 @@ class TreePhase:
 
     ``slices`` are the members of each tree (global member indices in coordinate order);
     ``link(distance)`` gives ``(Dimension, hops)`` of a message between offsets that far apart;
-    the chunk phase of chunk c takes the max tree when ``(base + c * visits + visit)`` is even.
+    chunk c takes the max tree when ``turn.choice(c)`` is 0.
     """
 
-    __slots__ = ("queue", "e", "red", "slices", "shapes", "base", "visits", "visit", "n")
+    __slots__ = ("queue", "e", "red", "slices", "shapes", "turn", "n")
 
     work = 2  # passes over the members per chunk (up, down)
 
-    def __init__(self, queue: int, data: int, p: int, slices: list[list[int]], link, e: int,
-                 local_mem_bw: float, base: int, visits: int, visit: int):
+    def __init__(self, queue: int, data: int, p: int, slices: list[list[int]], link: Link, e: int,
+                 local_mem_bw: float, turn: TreeTurn):
         def edge_net(dist: int) -> int:
             dim, hops = link(dist)
             return net(dim, data, hops)
@@ -118,12 +120,12 @@ class TreePhase:
         self.red = red(data, local_mem_bw)
         self.slices = slices
         self.shapes = (_Shape(p, True, edge_net), _Shape(p, False, edge_net))
-        self.base, self.visits, self.visit = base, visits, visit
+        self.turn = turn
         self.n = sum(len(s) for s in slices)
 
     def root_max(self, chunk: int) -> bool:
         """Whether chunk ``chunk`` (0-based) of this collective takes the max tree here."""
-        return (self.base + chunk * self.visits + self.visit) % 2 == 0
+        return self.turn.choice(chunk) == 0
 
     def run(self, start: list[int], chunk: int) -> list[int]:
         """Finish time (ns) of every member for chunk ``chunk`` started at ``start``."""
@@ -152,3 +154,62 @@ class TreePhase:
                 got = max(down[members[q]] + nets[o], up[j])
                 down[j] = got + e + (r if children[o] else 0)
         return down
+
+
+def _tree_parts(data: int, lay: MemberLayout, root_max: bool, e: int, local_mem_bw: float) -> list[Part]:
+    """Every member's part of a chunk phase on the max or min tree, message by message."""
+    parent = tree(lay.size, root_max)
+    children: list[list[int]] = [[] for _ in parent]
+    for o, q in enumerate(parent):
+        if q >= 0:
+            children[q].append(o)
+    r = red(data, local_mem_bw)
+    out: list[Part] = [(0, [])] * len(lay.index)
+    for members in lay.slices:
+        for o, j in enumerate(members):
+            up = tuple(members[q] for q in (parent[o],) if q >= 0)
+            kids = tuple(members[c] for c in children[o])
+            if not kids:
+                steps: list[MessageStep] = [(up, up, data, e)]
+            elif not up:
+                steps = [((), kids, data, e + r), (kids, (), data, 0)]
+            else:
+                steps = [((), kids, data, e + r), (up, up, data, e + r), (kids, (), data, 0)]
+            out[j] = numbered(0 if kids else e, steps)
+    return out
+
+
+class DoubleBinaryTree(Algorithm):
+    """The double binary tree all-reduce (module docstring).  Wherever a plan visits its
+    dimension it runs a full all-reduce, as ASTRA-sim does."""
+
+    name = "doubleBinaryTree"
+    alternates = True
+
+    def phase_kind(self, kind: str) -> str:
+        """Always an all-reduce."""
+        return "AR"
+
+    def cost(self, kind: str, impl: Implementation, p: int, link: Link, d: int, e: int,
+             local_mem_bw: float) -> int:
+        """The slowest member (a leaf) with equal starts: 2k messages of d bytes, to the peers
+        P/2, P/4, ..., 1 away and back, 2k+1 endpoint delays, 2k-1 reductions of d."""
+        k = p.bit_length() - 1
+        if p != 1 << k:
+            raise ConfigError(f"doubleBinaryTree needs a power-of-two NPU count, got {p}")
+        msgs = [(d, *link(p >> i)) for i in range(1, k + 1)] * 2
+        return chain_cost(e, 2 * k + 1, msgs, (2 * k - 1) * red(d, local_mem_bw)).fixed
+
+    def member_phase(self, kind: str, data: int, lay: MemberLayout, queue: int, e: int, local_mem_bw: float,
+                     turn: TreeTurn | None) -> TreePhase:
+        """Both trees over the members of ``lay`` (:class:`TreePhase`)."""
+        assert turn is not None  # the planner gives every alternating phase its turn
+        return TreePhase(queue, data, lay.size, lay.slices, lambda o: lay.link(0, o), e, local_mem_bw, turn)
+
+    def messages(self, kind: str, data: int, lay: MemberLayout, e: int, local_mem_bw: float) -> StepMessages:
+        """A leaf sends up after one endpoint delay and finishes one endpoint delay after the
+        message from its parent; an inner member posts its children's receives at the start,
+        sends up ``e + r`` after both arrived, and ``e + r`` after its parent's message sends
+        down to both children and finishes; the root sends down ``e + r`` after its child's
+        message (``r`` = the reduction of the chunk).  One list of parts per tree (max, min)."""
+        return StepMessages([_tree_parts(data, lay, root_max, e, local_mem_bw) for root_max in (True, False)])

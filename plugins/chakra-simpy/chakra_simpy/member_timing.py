@@ -10,26 +10,27 @@ wrap-around), finish at different times.  A chunk phase on member j is a chain o
     send_j(s+1) = arr_j(s) + add(s)          (an endpoint delay, plus a reduction where due)
     finish_j    = send_j(S)
 
-where ``send_from`` is the ring predecessor (ring) or the exchange partner of the step
-(halvingDoubling); a direct phase (:class:`DirectPhase`) receives from every peer at once, each
-message timed on its own.  With equal starts and equal links this is the closed form of
-:func:`timing.algorithm_cost` (tested).  A chunk phase
-starts on a member when the member finished the chunk's previous phase and its queue of that
-dimension has a free slot (at most ``active`` entries, first come first served; entries queue in
-the order they become ready, the latest member's time deciding, as in the lockstep flow shop).
-A double-binary-tree phase (:class:`dbt.TreePhase`) takes the place of a chain with its own
-per-member recurrence.
+where ``send_from`` is the ring predecessor (:mod:`algorithms.ring`) or the exchange partner of
+the step (:mod:`algorithms.halving_doubling`).  With equal starts and equal links this is the
+closed form of the algorithm's ``cost`` (tested).  Other algorithms time a phase per member
+their own way (any :class:`algorithms.base.MemberPhase`: a direct phase receives from every
+peer at once, a double-binary-tree phase has its own recurrence).  A chunk phase starts on a
+member when the member finished the chunk's previous phase and its queue of that dimension has
+a free slot (at most ``active`` entries, first come first served; entries queue in the order
+they become ready, the latest member's time deciding, as in the lockstep flow shop).
 """
 
 from __future__ import annotations
 
-from heapq import heapify, heappop, heappush
+from heapq import heappop, heappush
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .directar import DirectMember
+if TYPE_CHECKING:
+    from .algorithms.base import MemberPhase
 
-__all__ = ["Step", "Phase", "DirectPhase", "chain", "plan_finish", "WORK_LIMIT"]
+__all__ = ["Step", "Phase", "chain", "plan_finish", "WORK_LIMIT"]
 
 #: default for the most (chunks x steps x members) evaluated per collective; larger collectives
 #: start when their last member issues them (option ``stagger_limit``).
@@ -124,84 +125,6 @@ def _ring_finish(start: list[int], ph: Phase) -> list[int]:
     return out
 
 
-class DirectPhase:
-    """A direct chunk phase per member: every member sends to the P-1 others of its ring after
-    ``e``; member j's message from the member o places before it takes ``cin[j, o-1]`` ns and
-    counts from when j posted its receive (when it sent to that member).  Without ``second``
-    (reduce-scatter, all-gather, all-to-all) a member ends ``add`` ns after its last arrival.
-    With ``second`` (all-reduce) the members run ASTRA-sim's direct all-reduce event by event
-    (:func:`_direct_all_reduce`).  With equal starts both are the closed forms of
-    :func:`timing.algorithm_cost`."""
-
-    __slots__ = ("queue", "e", "slices", "cin", "add", "second")
-
-    def __init__(self, queue: int, e: int, slices: list[list[int]], cin: np.ndarray, add: int, second: bool):
-        self.queue = queue
-        self.e = e
-        self.slices = [np.asarray(sl, np.int64) for sl in slices]
-        self.cin = cin
-        self.add = add
-        self.second = second
-
-    @property
-    def work(self) -> int:
-        """Messages per member per chunk (what ``stagger_limit`` counts)."""
-        return self.cin.shape[1] * (2 if self.second else 1)
-
-    def run(self, start: list[int], chunk: int) -> list[int]:
-        """Finish time (ns) of every member."""
-        st = np.asarray(start, np.int64)
-        out = np.empty(len(start), np.int64)
-        for members in self.slices:
-            if self.second:
-                out[members] = _direct_all_reduce(st[members].tolist(), self.cin[members].tolist(), self.e,
-                                                  self.add - self.e)
-            else:
-                out[members] = self._one_step(st[members] + self.e, self.cin[members])
-        return out.tolist()
-
-    def _one_step(self, send: np.ndarray, cin: np.ndarray) -> np.ndarray:
-        """Finish of the members of one ring (in ring order) sending at ``send``."""
-        p = len(send)
-        back = (np.arange(p)[:, None] - np.arange(1, p)[None, :]) % p  # back[q, o-1]: o places before q
-        return np.maximum(send[back] + cin, send[:, None]).max(axis=1) + self.add
-
-
-def _direct_all_reduce(start: list[int], cin: list[list[int]], e: int, r: int) -> list[int]:
-    """Finish of every member of one ring (in ring order) of ASTRA-sim's direct all-reduce
-    started at ``start``, packet by packet (:class:`directar.DirectMember`); ``cin[j][k-1]``: ns
-    of member j's message from the member k places before it."""
-    p = len(start)
-    members = [DirectMember(p, e, r) for _ in range(p)]
-    finish = [0] * p
-    events = [(t, q, q, 0) for q, t in enumerate(start)]  # (time, order, member, what: 0 start,
-    heapify(events)  # 1 a packet ready, 2 + k a message from k places before)
-    order = p
-
-    def later(t: int, q: int, what: int) -> None:
-        nonlocal order
-        heappush(events, (t, order, q, what))
-        order += 1
-
-    while events:
-        t, _o, q, what = heappop(events)
-        me = members[q]
-        if what == 0:
-            for _ in range(p - 1):
-                later(t + me.make(), q, 1)
-        elif what == 1:
-            for k in me.packet_ready():
-                dst = (q + k) % p
-                later(t + cin[dst][k - 1], dst, 2 + k)
-                if me.post(k):
-                    later(t + me.receive(), q, 1)
-            if me.done:
-                finish[q] = t
-        elif me.arrive(what - 2):
-            later(t + me.receive(), q, 1)
-    return finish
-
-
 def chain(start: list[int], ph: Phase) -> list[int]:
     """Finish time (ns) of one chunk phase on every member, given each member's start."""
     if ph.rings is not None:
@@ -216,10 +139,9 @@ def chain(start: list[int], ph: Phase) -> list[int]:
     return send
 
 
-def plan_finish(issue: list[int], phases: list, chunks: int, active: int) -> list[int]:
+def plan_finish(issue: list[int], phases: list[MemberPhase], chunks: int, active: int) -> list[int]:
     """Finish time (ns) of every member of a collective of ``chunks`` chunks going through
-    ``phases`` (:class:`Phase` or :class:`dbt.TreePhase`: anything with ``queue`` and
-    ``run(start, chunk)``), members having issued it at ``issue``."""
+    ``phases`` (:class:`algorithms.base.MemberPhase`), members having issued it at ``issue``."""
     rng = range(len(issue))
     prev = [issue] * chunks  # per chunk: when each member finished its previous phase
     queued: dict[int, list[list[int]]] = {}  # queue -> per member, finish times of its entries

@@ -1,0 +1,245 @@
+"""Collectives of the congestion-aware mode, message by message on shared links (:mod:`network`).
+
+Each member rank runs its part of a collective from the moment it issues it, as ASTRA-sim's
+system layer does (no barrier): every chunk goes through the plan's phases; a chunk phase waits
+in the member's own queue of its dimension (at most ``active-chunks-per-dimension`` running,
+first come first served); once running it waits its part's first delay (an endpoint delay ``e``
+for most algorithms), then takes its steps.  A step sends the step's messages (posting the
+matching receives at that moment), waits until every message it receives has arrived, then waits
+``add`` ns (an endpoint delay, plus a reduction where due) before the next step; the phase ends
+after the last step's ``add``.  Each algorithm says which messages its members send
+(:meth:`algorithms.base.Algorithm.messages`): steps, or packets sent as they become ready (the
+direct all-reduce).  Every message crosses the links of its route and shares them with every
+other message in flight (other members, chunks, collectives and point-to-point messages).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import TYPE_CHECKING
+
+from .algorithms import lookup
+from .algorithms.base import Messages, PacketMember, PacketMessages, Part, TreeTurn
+from .chunk_phases import PhaseSpec, tree_turns
+from .formulas import GROUP_ENDPOINT_DELAY
+from .layouts import MemberLayout, dim_layout, group_layout
+
+if TYPE_CHECKING:
+    from .collective_context import CollectiveContext, CollectiveTally
+    from .collectives import Instance
+
+__all__ = ["MessageRun"]
+
+
+class _Phase:
+    """One chunk phase of a plan: its queue and label, its algorithm's messages and, for an
+    alternating algorithm, its turn."""
+
+    __slots__ = ("queue", "label", "messages", "turn")
+
+    def __init__(self, queue: int, label: str, messages: Messages, turn: TreeTurn | None):
+        self.queue = queue
+        self.label = label
+        self.messages = messages
+        self.turn = turn
+
+    def part(self, c: int, j: int) -> Part:
+        """Member ``j``'s part for chunk ``c`` (a phase run by steps)."""
+        msgs = self.messages
+        assert not isinstance(msgs, PacketMessages)
+        if self.turn is None:
+            return msgs.choices[0][j]
+        return msgs.choices[self.turn.choice(c)][j]
+
+
+class MessageRun:
+    """A collective instance ``inst`` run message by message; members start as they issue it
+    (:meth:`issue`); ``on_done(inst, actor, last)`` runs when the ranks of an actor have
+    finished it (``last``: the whole collective has), and ``broken`` is raised when ranks
+    simulated as one finish at different times.  SimPy events it schedules are counted in
+    ``tally``."""
+
+    def __init__(self, ctx: CollectiveContext, tally: CollectiveTally, inst: Instance,
+                 per_member: Sequence[PhaseSpec], tree_bases: dict[int, int],
+                 on_done: Callable[[Instance, int, bool], None], broken: type[Exception]):
+        self.ctx = ctx
+        self.tally = tally
+        self.inst = inst
+        self.on_done = on_done
+        self.broken = broken
+        group = per_member[0].dim is None
+        ranks = list(inst.members)
+        self.rank_of = ranks if group else list(range(ctx.planner.total))
+        self.pos = {r: j for j, r in enumerate(self.rank_of)}
+        self.phases = self._phases(per_member, tree_bases, ranks, group)
+        self.active = ctx.sd.active_chunks_per_dimension
+        self.running: dict[tuple[int, int], int] = {}
+        self.queued: dict[tuple[int, int], deque] = {}
+        self.chunks_left: dict[int, int] = {}
+        self.arrived: set[tuple] = set()
+        self.waiting: dict[tuple, tuple[int, int]] = {}
+        self.needed: dict[tuple[int, int, int], int] = {}
+        self.phase_start: dict[tuple[int, int, int], int] = {}
+        self.left_per_actor: dict[int, int] = {}
+        for r in ranks:
+            ai = ctx.rank_actor[r]
+            self.left_per_actor[ai] = self.left_per_actor.get(ai, 0) + 1
+        self.finish: dict[int, int] = {}
+        self.members_left = len(ranks)
+        self.packets: dict[tuple[int, int, int], PacketMember] = {}
+
+    def _phases(self, per_member: Sequence[PhaseSpec], tree_bases: dict[int, int], ranks: list[int],
+                group: bool) -> list[_Phase]:
+        """Every phase's messages, from its algorithm, on its member layout."""
+        ctx = self.ctx
+        sd = ctx.sd
+        layouts: dict[int | None, MemberLayout] = {}
+        out = []
+        for spec, turn, planned in zip(per_member, tree_turns(per_member, tree_bases), self.inst.phases):
+            lay = layouts.get(spec.dim)
+            if lay is None:
+                lay = layouts[spec.dim] = (group_layout(ranks, ctx.planner.hop) if spec.dim is None
+                                           else dim_layout(ctx.planner.dims, spec.dim, ctx.planner.total))
+            e = GROUP_ENDPOINT_DELAY if group else sd.endpoint_delay
+            msgs = lookup(spec.impl).algorithm.messages(spec.kind, spec.data, lay, e, sd.local_mem_bw)
+            out.append(_Phase(planned.queue, planned.label, msgs, turn))
+        return out
+
+    def issue(self, ai: int) -> None:
+        """The ranks of actor ``ai`` issue the collective now: their chunks enter their first phase."""
+        for r in self.ctx.actors[ai].ranks:
+            j = self.pos.get(r)
+            if j is None:
+                continue
+            self.chunks_left[j] = self.inst.n
+            for c in range(self.inst.n):
+                self._enter(j, c, 0)
+
+    def _later(self, delay: int, callback, value) -> None:
+        ev = self.ctx.env.timeout(delay, value)
+        ev.callbacks.append(callback)
+        self.tally.events += 1
+
+    def _enter(self, j: int, c: int, p: int) -> None:
+        q = (j, self.phases[p].queue)
+        if self.running.get(q, 0) < self.active:
+            self._go(j, c, p)
+        else:
+            self.queued.setdefault(q, deque()).append((c, p))
+
+    def _go(self, j: int, c: int, p: int) -> None:
+        q = (j, self.phases[p].queue)
+        self.running[q] = self.running.get(q, 0) + 1
+        self.phase_start[(j, c, p)] = int(self.ctx.env.now)
+        if isinstance(self.phases[p].messages, PacketMessages):
+            for delay in self._member(j, c, p).start():
+                self._later(delay, self._packet_ready, (j, c, p))
+            return
+        self._later(self.phases[p].part(c, j)[0], self._step_due, (j, c, p, 0))
+
+    # -- packet by packet ---------------------------------------------------------------
+    def _packets(self, p: int) -> PacketMessages:
+        msgs = self.phases[p].messages
+        assert isinstance(msgs, PacketMessages)
+        return msgs
+
+    def _member(self, j: int, c: int, p: int) -> PacketMember:
+        me = self.packets.get((j, c, p))
+        if me is None:
+            me = self.packets[(j, c, p)] = self._packets(p).member()
+        return me
+
+    def _packet_ready(self, ev) -> None:
+        j, c, p = ev.value
+        msgs = self._packets(p)
+        net = self.ctx.network
+        assert net is not None  # message runs exist in the congestion-aware mode only
+        me = self.packets[(j, c, p)]
+        for k in me.packet_ready():
+            dst = msgs.layout.offset(j, k)
+            net.send(self.rank_of[j], self.rank_of[dst], msgs.m, partial(self._packet_in, (dst, c, p, k)))
+            if me.post(k):
+                self._later(me.receive(), self._packet_ready, (j, c, p))
+        if me.done:
+            del self.packets[(j, c, p)]
+            self._phase_done(j, c, p)
+
+    def _packet_in(self, key: tuple[int, int, int, int]) -> None:
+        """A packet from the member ``k`` places before reached member ``j``."""
+        j, c, p, k = key
+        me = self._member(j, c, p)
+        if me.arrive(k):
+            self._later(me.receive(), self._packet_ready, (j, c, p))
+
+    # -- step by step -------------------------------------------------------------------
+    def _step_due(self, ev) -> None:
+        j, c, p, s = ev.value
+        steps = self.phases[p].part(c, j)[1]
+        if s == len(steps):
+            self._phase_done(j, c, p)
+            return
+        to, frm, m, add = steps[s]
+        net = self.ctx.network
+        assert net is not None  # message runs exist in the congestion-aware mode only
+        src = self.rank_of[j]
+        for k, n in to:
+            net.send(src, self.rank_of[k], m, partial(self._delivered, (c, p, j, k, n)))
+        need = 0
+        for k, n in frm:
+            key = (c, p, k, j, n)
+            if key in self.arrived:
+                self.arrived.discard(key)
+            else:
+                self.waiting[key] = (j, s)
+                need += 1
+        if need:
+            self.needed[(c, p, j)] = need
+        else:
+            self._later(add, self._step_due, (j, c, p, s + 1))
+
+    def _delivered(self, key: tuple) -> None:
+        got = self.waiting.pop(key, None)
+        if got is None:
+            self.arrived.add(key)
+            return
+        c, p, _src, j, _n = key
+        need = self.needed[(c, p, j)] - 1
+        if need:
+            self.needed[(c, p, j)] = need
+        else:
+            del self.needed[(c, p, j)]
+            s = got[1]
+            self._later(self.phases[p].part(c, j)[1][s][3], self._step_due, (j, c, p, s + 1))
+
+    def _phase_done(self, j: int, c: int, p: int) -> None:
+        ctx = self.ctx
+        now = int(ctx.env.now)
+        ph = self.phases[p]
+        start = self.phase_start.pop((j, c, p))
+        r = self.rank_of[j]
+        a = ctx.actors[ctx.rank_actor[r]]
+        if r == a.rank:
+            ctx.spans.add(a.index, 10 + ph.queue, (ph.label, c, self.inst.key), start, now - start)
+        q = (j, ph.queue)
+        self.running[q] -= 1
+        wait = self.queued.get(q)
+        if wait:
+            self._go(j, *wait.popleft())
+        if p + 1 < len(self.phases):
+            self._enter(j, c, p + 1)
+            return
+        self.chunks_left[j] -= 1
+        if self.chunks_left[j] == 0:
+            self._member_done(a.index, now)
+
+    def _member_done(self, ai: int, now: int) -> None:
+        if self.finish.setdefault(ai, now) != now:
+            raise self.broken(f"ranks simulated as rank {self.ctx.actors[ai].rank} finish collective "
+                              f"#{self.inst.key[1] + 1} of group {self.inst.key[0] or 'all'!r} at different "
+                              "times")
+        self.members_left -= 1
+        self.left_per_actor[ai] -= 1
+        if self.left_per_actor[ai] == 0:
+            self.on_done(self.inst, ai, self.members_left == 0)
