@@ -102,18 +102,22 @@ class YamlLines:
             return None
         line = node.start_mark.line + 1
         for key in path:
-            if isinstance(node, yaml.MappingNode):
-                found = next(((k, v) for k, v in node.value
-                              if isinstance(k, yaml.ScalarNode) and k.value == str(key)), None)
-                if found is None:
-                    break
-                line, node = found[0].start_mark.line + 1, found[1]
-            elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and 0 <= key < len(node.value):
-                node = node.value[key]
-                line = node.start_mark.line + 1
-            else:
+            entry = _entry(node, key)
+            if entry is None:
                 break
+            line, node = entry
         return line
+
+
+def _entry(node: yaml.Node, key: str | int) -> tuple[int, yaml.Node] | None:
+    """The line of ``key``'s entry in a mapping or list node, and the value node there."""
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            if isinstance(k, yaml.ScalarNode) and k.value == str(key):
+                return k.start_mark.line + 1, v
+    elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and 0 <= key < len(node.value):
+        return node.value[key].start_mark.line + 1, node.value[key]
+    return None
 
 
 def parse_yaml_lines(text: str, where: str, error: type[ChakraError] = ConfigError) -> tuple[Any, YamlLines]:

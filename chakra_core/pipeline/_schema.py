@@ -30,9 +30,9 @@ def closed(description: str, keys: Mapping[str, dict[str, Any]], *, nullable: bo
             "properties": dict(keys), "additionalProperties": False, **more}
 
 
-def _options(of: str) -> dict[str, Any]:
+def _options(whose: str) -> dict[str, Any]:
     return {"type": ["object", "null"],
-            "description": f"The {of}'s options, name: value; `chakra plugins --options NAME` lists them "
+            "description": f"The {whose} options, name: value; `chakra plugins --options NAME` lists them "
                            "(type, default, unit). Options of type path are taken relative to the pipeline file."}
 
 
@@ -50,19 +50,19 @@ INPUT_KEYS: dict[str, dict[str, Any]] = {
     "paths": {"type": ["string", "array"], "items": {"type": "string"}, "minItems": 1,
               "description": "The trace files: a path, directory, prefix or glob, or a list of them; "
                              "relative to the pipeline file."},
-    "options": _options("input format (or generator)"),
+    "options": _options("input format's (or generator's)"),
     "generator": {"type": "string",
                   "description": "A registered generator that makes the trace set instead of reading files "
                                  "(e.g. transformer); then neither `format` nor `paths`."},
 }
 
 #: one entry of ``transforms:``.
-STAGE_KEYS: dict[str, dict[str, Any]] = {"name": _name("transform"), "options": _options("transform")}
+STAGE_KEYS: dict[str, dict[str, Any]] = {"name": _name("transform"), "options": _options("transform's")}
 
 #: one entry of ``backends:``.
 BACKEND_KEYS: dict[str, dict[str, Any]] = {
     "name": _name("backend"),
-    "options": _options("backend"),
+    "options": _options("backend's"),
     "output": {"type": "string",
                "description": "The directory of the backend's files and result.json, replaced as a whole; "
                               "default out/NAME (out/NAME-2 for a second one); relative to the pipeline file."},
@@ -98,7 +98,7 @@ SYSTEM_HELP: dict[str, str] = {
                                  "oneHalvingDoubling; one name means every dimension (default ring)."
        for kind in COLLECTIVE_KINDS},
     **{f"{kind}-implementation-chakra": f"A custom {kind}: the path prefix of one Chakra ET per rank "
-                                        "(PREFIX.<rank>.et), relative to the pipeline file."
+                                        "(PREFIX.<rank>.et); a relative prefix is taken from the current directory."
        for kind in COLLECTIVE_KINDS},
 }
 
