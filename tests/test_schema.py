@@ -184,3 +184,14 @@ def test_editors_on_draft_07_judge_documents_alike():
     docs += [yaml.safe_load(text) for _, text, _ in BAD]
     verdicts = [(Draft7Validator(schema).is_valid(d), Draft202012Validator(schema).is_valid(d)) for d in docs]
     assert verdicts == [(True, True)] * len(EXAMPLES) + [(False, False)] * len(BAD)
+
+
+def test_a_keyword_without_its_own_wording_still_gives_one_located_line(tmp_path):
+    from chakra_core.pipeline._document import read_document
+
+    (tmp_path / "p.yaml").write_text("input:\n  format: txet\n")
+    schema = {"type": "object", "properties": {"input": {"properties": {"format": {"enum": ["text", "et"]}}}}}
+    data, source, lines = read_document(tmp_path / "p.yaml")
+    with pytest.raises(ConfigError) as caught:
+        check_pipeline(data, source, lines, schema)
+    assert str(caught.value) == f"{tmp_path / 'p.yaml'}:line 2: input.format: 'txet' is not one of ['text', 'et']"

@@ -46,13 +46,21 @@ def check_pipeline(data: Any, source: str, lines: YamlLines | None,
                    schema: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Return ``data`` when it is a pipeline document by ``schema`` (default: the pipeline's,
     with any mapping as ``sweep:``); else raise ConfigError for its first violation."""
-    backends = data.get("backends") if isinstance(data, dict) else None
-    if backends is not None and not (isinstance(backends, list) and backends):
-        raise ConfigError("'backends' must be a non-empty list", source, _line(lines, ("backends",)))
+    _backends_listed(data, source, lines)
     first = _first_violation(data, schema or pipeline_schema(), lines)
     if first is not None:
         raise ConfigError(first[0], source, _line(lines, first[1]))
     return data
+
+
+def _backends_listed(data: Any, source: str, lines: YamlLines | None) -> None:
+    """Refuse ``backends:`` when it is not a non-empty list, in one wording whatever is there
+    (null, a name, a mapping, []); a missing one is the schema's."""
+    if not isinstance(data, dict) or "backends" not in data:
+        return
+    backends = data["backends"]
+    if not (isinstance(backends, list) and backends):
+        raise ConfigError("'backends' must be a non-empty list", source, _line(lines, ("backends",)))
 
 
 def _first_violation(data: Any, schema: Mapping[str, Any], lines: YamlLines | None) -> tuple[str, tuple] | None:
