@@ -6,6 +6,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -195,3 +197,13 @@ def test_a_keyword_without_its_own_wording_still_gives_one_located_line(tmp_path
     with pytest.raises(ConfigError) as caught:
         check_pipeline(data, source, lines, schema)
     assert str(caught.value) == f"{tmp_path / 'p.yaml'}:line 2: input.format: 'txet' is not one of ['text', 'et']"
+
+
+@pytest.mark.parametrize("command", [["--help"], ["plugins"]])
+def test_commands_that_load_no_pipeline_do_not_import_jsonschema(command):
+    code = ("import contextlib, io, sys\nfrom chakra_core.cli.main import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    try:\n        main({command!r})\n    except SystemExit:\n        pass\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('jsonschema', 'referencing')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"
