@@ -26,10 +26,10 @@ A pipeline file::
       grid:
         system.network[0].bandwidth: [25, 50]
 
-The whole pipeline is validated (keys, names, each plugin's options) before anything runs; a lazy
-input (a conversion, a transform) is converted once into a temporary .et set that validation and
-every backend read; each backend's result, with its provenance, is written as ``result.json`` in
-its output directory.
+The whole pipeline is validated (its keys and types against the JSON Schema of :mod:`._schema`,
+then names and each plugin's options) before anything runs; a lazy input (a conversion, a
+transform) is converted once into a temporary .et set that validation and every backend read;
+each backend's result, with its provenance, is written as ``result.json`` in its output directory.
 """
 
 from __future__ import annotations
