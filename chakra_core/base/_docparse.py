@@ -3,13 +3,15 @@
 Both parsers recurse per nesting level, so a document nested thousands deep would end in a
 RecursionError; the ``depth`` limit (:mod:`._limits`) stops it first with a message that names the
 file, the line and the variable that raises the limit.  A YAML tag on a value it cannot convert
-(``!!int abc``) is reported at the value's line.
+(``!!int abc``) is reported at the value's line.  :func:`parse_yaml_lines` also keeps where each
+key and list item is, for messages about the values (a pipeline's schema errors).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import yaml
@@ -17,7 +19,7 @@ import yaml
 from chakra_core.base._errors import ChakraError, ConfigError
 from chakra_core.base._limits import check_depth, get_limit, limit_message
 
-__all__ = ["parse_yaml", "parse_json", "parse_json_values", "decode_text"]
+__all__ = ["parse_yaml", "parse_yaml_lines", "YamlLines", "parse_json", "parse_json_values", "decode_text"]
 
 
 class _TooDeep(yaml.MarkedYAMLError):
@@ -82,13 +84,52 @@ def decode_text(data: bytes, where: str, error: type[ChakraError] = ConfigError)
 
 def parse_yaml(text: str, where: str, error: type[ChakraError] = ConfigError) -> Any:
     """Parse YAML ``text`` from file ``where`` (safe tags only); errors name the line."""
+    return parse_yaml_lines(text, where, error)[0]
+
+
+class YamlLines:
+    """Where the keys and list items of a parsed YAML document are (1-based lines)."""
+
+    def __init__(self, root: yaml.Node | None):
+        self._root = root
+
+    def line(self, path: Sequence[str | int]) -> int | None:
+        """The line of the value at ``path`` (mapping keys and list indices): the line of its key
+        in a mapping, of the item in a list; the nearest enclosing one's when the path leaves the
+        document; None for an empty document."""
+        node = self._root
+        if node is None:
+            return None
+        line = node.start_mark.line + 1
+        for key in path:
+            entry = _entry(node, key)
+            if entry is None:
+                break
+            line, node = entry
+        return line
+
+
+def _entry(node: yaml.Node, key: str | int) -> tuple[int, yaml.Node] | None:
+    """The line of ``key``'s entry in a mapping or list node, and the value node there."""
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            if isinstance(k, yaml.ScalarNode) and k.value == str(key):
+                return k.start_mark.line + 1, v
+    elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and 0 <= key < len(node.value):
+        return node.value[key].start_mark.line + 1, node.value[key]
+    return None
+
+
+def parse_yaml_lines(text: str, where: str, error: type[ChakraError] = ConfigError) -> tuple[Any, YamlLines]:
+    """:func:`parse_yaml`, and where each value of the document is."""
     try:
         loader = _BoundedLoader(text, get_limit("depth"))
     except yaml.reader.ReaderError as e:  # a character YAML does not allow, found up front
         line = text.count("\n", 0, e.position) + 1
         raise error(f"malformed YAML ({e.reason} #x{e.character:04x})", where, f"line {line}") from None
     try:
-        return loader.get_single_data()
+        node = loader.get_single_node()
+        return (None if node is None else loader.construct_document(node)), YamlLines(node)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         problem = getattr(e, "problem", None) or e

@@ -26,10 +26,10 @@ A pipeline file::
       grid:
         system.network[0].bandwidth: [25, 50]
 
-The whole pipeline is validated (keys, names, each plugin's options) before anything runs; a lazy
-input (a conversion, a transform) is converted once into a temporary .et set that validation and
-every backend read; each backend's result, with its provenance, is written as ``result.json`` in
-its output directory.
+The whole pipeline is validated (its keys and types against the JSON Schema of :mod:`._schema`,
+then names and each plugin's options) before anything runs; a lazy input (a conversion, a
+transform) is converted once into a temporary .et set that validation and every backend read;
+each backend's result, with its provenance, is written as ``result.json`` in its output directory.
 """
 
 from __future__ import annotations
@@ -47,25 +47,18 @@ from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from chakra_core.base._docparse import decode_text, parse_yaml
 from chakra_core.base._errors import ConfigError, PluginError, TraceFormatError
-from chakra_core.base._options import suggest
 from chakra_core.base._paths import expand_paths
 from chakra_core.base._progress import progress
 from chakra_core.host._api import Backend, Result
 from chakra_core.host._plugins import PluginHost, get_host
 from chakra_core.io._publish import staged_output
+from chakra_core.pipeline._document import check_pipeline, read_document
 from chakra_core.pipeline._provenance import implementation, provenance
 from chakra_core.trace._traceset import FileRank, MemoryRank, TraceSet
 
 __all__ = ["load_traces", "Pipeline", "Stage", "resolve_stage", "run_pipeline", "load_pipeline", "detect_format",
            "materialise", "refuse_invalid"]
-
-_TOP_KEYS = ("requires", "prefer", "input", "transforms", "backends", "validate", "system", "sweep")
-_INPUT_KEYS = ("format", "paths", "options", "generator")
-_STAGE_KEYS = ("name", "options")
-_BACKEND_KEYS = ("name", "options", "output", "validate")
-
 
 def detect_format(paths: Sequence[str], host: PluginHost | None = None) -> str:
     """The input format of ``paths`` as the installed plugins detect it (raises when none does)."""
@@ -260,19 +253,7 @@ def refuse_invalid(traces: TraceSet, backends: Sequence[str], *,
             "pipeline, runs it anyway)")
 
 
-def _check_keys(where: str, obj: Any, allowed: Sequence[str], source: str) -> dict:
-    if not isinstance(obj, dict):
-        raise ConfigError(f"{where} must be a mapping, got {type(obj).__name__}", source)
-    for k in obj:
-        if k not in allowed:
-            raise ConfigError(f"unknown key {k!r} in {where}{suggest(str(k), allowed)}; "
-                              f"allowed: {', '.join(allowed)}", source)
-    return obj
-
-
-def _check_requires(reqs: Any, source: str) -> None:
-    if not isinstance(reqs, list) or not all(isinstance(r, str) for r in reqs):
-        raise ConfigError("'requires' must be a list of requirement strings", source)
+def _check_requires(reqs: list[str], source: str) -> None:
     problems = []
     for text in reqs:
         try:
@@ -300,31 +281,16 @@ def _resolve_paths(impl: Any, options: dict[str, Any], base: Path) -> dict[str, 
     return out
 
 
-def _stage_from_yaml(host: PluginHost, kind: str, entry: Any, where: str, allowed: Sequence[str],
-                     source: str, base: Path, prefer: Mapping[str, str]) -> tuple[Stage, dict]:
-    """Resolve one ``{name, options, ...}`` mapping of a pipeline file into a Stage."""
-    entry = _check_keys(where, entry, allowed, source)
-    name = entry.get("name")
-    if not isinstance(name, str):
-        raise ConfigError(f"{where} needs a 'name' (a registered {kind})", source)
-    opts = entry.get("options") or {}
-    if not isinstance(opts, dict):
-        raise ConfigError(f"{where}.options must be a mapping", source)
+def _stage_from_yaml(host: PluginHost, kind: str, entry: Mapping[str, Any], where: str, source: str, base: Path,
+                     prefer: Mapping[str, str]) -> Stage:
+    """Resolve one checked ``{name, options, ...}`` mapping of a pipeline file into a Stage."""
     try:
-        stage = resolve_stage(host, kind, name, opts, base, prefer)
+        return resolve_stage(host, kind, entry["name"], entry.get("options") or {}, base, prefer)
     except (PluginError, ConfigError) as e:
         raise ConfigError(f"{where}: {e.message}", source) from None
-    return stage, entry
 
 
-def _flag(obj: Mapping[str, Any], key: str, where: str, source: str, default: bool) -> bool:
-    value = obj.get(key, default)
-    if not isinstance(value, bool):
-        raise ConfigError(f"{where}{key} must be true or false, got {value!r}", source)
-    return value
-
-
-def _input_stage(host: PluginHost, inp: dict, source: str, base: Path,
+def _input_stage(host: PluginHost, inp: Mapping[str, Any], source: str, base: Path,
                  prefer: Mapping[str, str]) -> tuple[list[str], Stage]:
     """The input paths and stage of ``input: {format, paths, options}`` or, without paths,
     ``input: {generator: NAME, options}``."""
@@ -332,82 +298,67 @@ def _input_stage(host: PluginHost, inp: dict, source: str, base: Path,
         if "paths" in inp or "format" in inp:
             raise ConfigError("input takes either 'generator' or 'paths' (with 'format'), not both", source)
         return [], _stage_from_yaml(host, "generator", {"name": inp["generator"], "options": inp.get("options")},
-                                    "input", ("name", "options"), source, base, prefer)[0]
+                                    "input", source, base, prefer)
     paths = inp.get("paths")
-    if isinstance(paths, str):
-        paths = [paths]
-    if not isinstance(paths, list) or not paths or not all(isinstance(p, str) for p in paths):
+    if paths is None:
         raise ConfigError("input.paths must be a path or a non-empty list of paths", source)
+    paths = [paths] if isinstance(paths, str) else paths
     paths = [p if os.path.isabs(p) else os.path.normpath(base / p) for p in paths]
-    fmt = inp.get("format")
-    if fmt is not None and not isinstance(fmt, str):
-        raise ConfigError("input.format must be a string", source)
-    fmt = fmt or detect_format(paths, host)
-    stage, _ = _stage_from_yaml(host, "format", {"name": fmt, "options": inp.get("options")}, "input",
-                                ("name", "options"), source, base, prefer)
-    return paths, stage
+    fmt = inp.get("format") or detect_format(paths, host)
+    return paths, _stage_from_yaml(host, "format", {"name": fmt, "options": inp.get("options")}, "input",
+                                   source, base, prefer)
+
+
+def _backend_stages(host: PluginHost, backends: Sequence[Mapping[str, Any]], validate_all: bool, source: str,
+                    base: Path, prefer: Mapping[str, str]) -> list[Stage]:
+    """The stages of ``backends:``, each with its output directory (default ``out/NAME``,
+    ``out/NAME-2`` for a second one of a name) and whether it needs a valid set."""
+    stages: list[Stage] = []
+    for i, entry in enumerate(backends):
+        st = _stage_from_yaml(host, "backend", entry, f"backends[{i}]", source, base, prefer)
+        if not isinstance(st.impl, Backend):
+            raise ConfigError(f"backends[{i}]: {st.name!r} is not a backend", source)
+        taken = sum(1 for other in stages if other.name == st.name)
+        out = entry.get("output", f"out/{st.name}" + (f"-{taken + 1}" if taken else ""))
+        st.output = Path(out) if os.path.isabs(out) else Path(os.path.normpath(base / out))
+        st.validate = entry.get("validate", validate_all)
+        stages.append(st)
+    return stages
 
 
 def load_pipeline(spec: str | os.PathLike | Mapping[str, Any], host: PluginHost | None = None,
                   base_dir: str | os.PathLike | None = None, *, source: str | None = None) -> Pipeline:
     """Parse and fully validate a pipeline (a YAML file path or an already loaded mapping, which
-    messages and provenance call ``source``, default ``<pipeline>``); one with a ``sweep:``
-    section is refused (it runs with :func:`chakra_core.sweep`)."""
+    messages and provenance call ``source``, default ``<pipeline>``): first against the pipeline's
+    JSON Schema (``schema/pipeline.schema.json``), then names, options, requirements and the inline
+    system; one with a ``sweep:`` section is refused (it runs with :func:`chakra_core.sweep`)."""
     host = host or get_host()
-    if isinstance(spec, Mapping):
-        data, source = dict(spec), source or "<pipeline>"
-        base = Path(base_dir or ".")
-    else:
-        source = str(spec)
-        base = Path(base_dir) if base_dir else Path(spec).resolve().parent
-        try:
-            raw = Path(spec).read_bytes()
-        except OSError as e:
-            raise ConfigError(f"cannot read ({e.strerror or e})", source) from None
-        data = parse_yaml(decode_text(raw, source), source)
-    data = _check_keys("the pipeline", data, _TOP_KEYS, source)
+    data, source, lines = read_document(spec, source)
+    data = check_pipeline(data, source, lines)
     if "sweep" in data:
         raise ConfigError("the pipeline has a sweep: section: run it with chakra sweep", source)
-    if "requires" in data:
-        _check_requires(data["requires"], source)
+    base = Path(base_dir or ".") if isinstance(spec, Mapping) else _file_base(spec, base_dir)
+    _check_requires(data.get("requires", []), source)
     prefer = data.get("prefer") or {}
-    if not isinstance(prefer, dict) or not all(isinstance(v, str) for v in [*prefer, *prefer.values()]):
-        raise ConfigError("'prefer' must map names to distributions (simpy: chakra-simpy)", source)
-    inp = _check_keys("input", data.get("input"), _INPUT_KEYS, source)
-    paths, input_stage = _input_stage(host, inp, source, base, prefer)
-    transforms = data.get("transforms") or []
-    if not isinstance(transforms, list):
-        raise ConfigError("'transforms' must be a list", source)
-    tstages = [_stage_from_yaml(host, "transform", t, f"transforms[{i}]", _STAGE_KEYS, source, base, prefer)[0]
-               for i, t in enumerate(transforms)]
-    backends = data.get("backends")
-    if not isinstance(backends, list) or not backends:
-        raise ConfigError("'backends' must be a non-empty list", source)
-    validate_all = _flag(data, "validate", "", source, True)
-    bstages: list[Stage] = []
-    for i, b in enumerate(backends):
-        st, entry = _stage_from_yaml(host, "backend", b, f"backends[{i}]", _BACKEND_KEYS, source, base, prefer)
-        if not isinstance(st.impl, Backend):
-            raise ConfigError(f"backends[{i}]: {st.name!r} is not a backend", source)
-        taken = sum(1 for other in bstages if other.name == st.name)
-        out = entry.get("output", f"out/{st.name}" + (f"-{taken + 1}" if taken else ""))
-        if not isinstance(out, str):
-            raise ConfigError(f"backends[{i}].output must be a path", source)
-        st.output = Path(out) if os.path.isabs(out) else Path(os.path.normpath(base / out))
-        st.validate = _flag(entry, "validate", f"backends[{i}].", source, validate_all)
-        bstages.append(st)
+    paths, input_stage = _input_stage(host, data["input"], source, base, prefer)
+    tstages = [_stage_from_yaml(host, "transform", t, f"transforms[{i}]", source, base, prefer)
+               for i, t in enumerate(data.get("transforms") or [])]
+    bstages = _backend_stages(host, data["backends"], data.get("validate", True), source, base, prefer)
     if "system" in data:
-        _use_inline_system(data["system"], [s for s in [input_stage, *tstages, *bstages] if s is not None], source)
+        _use_inline_system(data["system"], [input_stage, *tstages, *bstages], source)
     return Pipeline(source, paths, input_stage, tstages, bstages, host)
 
 
-def _use_inline_system(system: Any, stages: Sequence[Stage], source: str) -> None:
+def _file_base(spec: str | os.PathLike, base_dir: str | os.PathLike | None) -> Path:
+    """Where a pipeline file's relative paths start: ``base_dir``, else the file's directory."""
+    return Path(base_dir) if base_dir else Path(spec).resolve().parent
+
+
+def _use_inline_system(system: dict[str, Any], stages: Sequence[Stage], source: str) -> None:
     """Check the pipeline's inline ``system:`` and give it to every stage that takes a system
     description (declares :data:`chakra_core.system.SYSTEM_OPTIONS`) and names no file of its own."""
     from chakra_core.system import SYSTEM_OPTIONS, load_system
 
-    if not isinstance(system, dict):
-        raise ConfigError(f"system must be a mapping (a system description), got {type(system).__name__}", source)
     try:
         load_system(system)
     except ConfigError as e:

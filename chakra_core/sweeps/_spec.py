@@ -30,19 +30,17 @@ import copy
 import itertools
 import math
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from chakra_core.base._docpath import get_path, parse_path, set_path
 from chakra_core.base._errors import ConfigError
+from chakra_core.base._options import suggest
 from chakra_core.sweeps._expr import evaluate
+from chakra_core.sweeps._schema import CONSTRAINT_KEYS, RANDOM_KEYS, RANGE_KEYS, SWEEP_KEYS
 
 __all__ = ["SweepSpec", "Point", "parse_sweep", "expand"]
-
-_SWEEP_KEYS = ("grid", "random", "derive", "constraints", "timeout_s")
-_RANDOM_KEYS = ("seed", "count", "params")
-_RANGE_KEYS = ("low", "high", "log", "integer")
 
 
 @dataclass(frozen=True)
@@ -88,13 +86,14 @@ class Point:
         return f"point {self.index} ({values})"
 
 
-def _mapping(obj: Any, where: str, allowed: Sequence[str] | None, source: str) -> dict:
-    from chakra_core.pipeline._pipeline import _check_keys
-
-    if allowed is not None:
-        return _check_keys(where, obj, allowed, source)
+def _mapping(obj: Any, where: str, allowed: Collection[str] | None, source: str) -> dict:
+    """``obj``, a mapping with only the keys ``allowed`` (any keys when None)."""
     if not isinstance(obj, dict):
         raise ConfigError(f"{where} must be a mapping, got {type(obj).__name__}", source)
+    unknown = [k for k in obj if k not in allowed] if allowed is not None else []
+    if unknown:
+        raise ConfigError(f"unknown key {unknown[0]!r} in {where}{suggest(str(unknown[0]), allowed or ())}; "
+                          f"allowed: {', '.join(allowed or ())}", source)
     return obj
 
 
@@ -108,13 +107,13 @@ def _paths(obj: dict, where: str, source: str) -> None:
 
 def parse_sweep(section: Any, source: str) -> SweepSpec:
     """Check a pipeline's ``sweep:`` section; raises ConfigError naming the key."""
-    section = _mapping(section, "sweep", _SWEEP_KEYS, source)
+    section = _mapping(section, "sweep", SWEEP_KEYS, source)
     grid = _mapping(section.get("grid") or {}, "sweep.grid", None, source)
     _paths(grid, "sweep.grid", source)
     for path, values in grid.items():
         if not isinstance(values, list) or not values:
             raise ConfigError(f"sweep.grid.{path} must be a non-empty list of values", source)
-    rnd = _mapping(section.get("random") or {}, "sweep.random", _RANDOM_KEYS, source)
+    rnd = _mapping(section.get("random") or {}, "sweep.random", RANDOM_KEYS, source)
     params = _mapping(rnd.get("params") or {}, "sweep.random.params", None, source)
     _paths(params, "sweep.random.params", source)
     for path, spec in params.items():
@@ -146,7 +145,7 @@ def _check_random_param(path: str, spec: Any, source: str) -> None:
         if not spec:
             raise ConfigError(f"{where}: an empty list has no value to draw", source)
         return
-    spec = _mapping(spec, where, _RANGE_KEYS, source)
+    spec = _mapping(spec, where, RANGE_KEYS, source)
     low, high = spec.get("low"), spec.get("high")
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in (low, high)):
         raise ConfigError(f"{where} needs numbers low and high (or a list of values to choose from)", source)
@@ -165,7 +164,7 @@ def _constraints(items: Any, source: str) -> list[Constraint]:
         if isinstance(item, str):
             out.append(Constraint(item, f"constraint {item!r} does not hold"))
             continue
-        item = _mapping(item, f"sweep.constraints[{i}]", ("expr", "reason"), source)
+        item = _mapping(item, f"sweep.constraints[{i}]", CONSTRAINT_KEYS, source)
         if not isinstance(item.get("expr"), str):
             raise ConfigError(f"sweep.constraints[{i}] needs expr: (an expression)", source)
         reason = item.get("reason")

@@ -22,16 +22,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from chakra_core.base._docparse import decode_text, parse_yaml
 from chakra_core.base._errors import ChakraError, ConfigError
 from chakra_core.base._progress import Progress, progress
 from chakra_core.host._plugins import PluginHost, get_host
 from chakra_core.io._etio import atomic_output
+from chakra_core.pipeline._document import check_pipeline, read_document
 from chakra_core.pipeline._inputcache import digests_of, input_key, runs_conversion
 from chakra_core.pipeline._pipeline import Pipeline, load_pipeline
 from chakra_core.pipeline._rankparts import can_fan_out
 from chakra_core.sweeps._convert import convert_inputs
 from chakra_core.sweeps._run import PointTask, run_point
+from chakra_core.sweeps._schema import full_schema
 from chakra_core.sweeps._spec import Point, SweepSpec, expand, parse_sweep
 from chakra_core.sweeps._table import table_rows, write_tables
 
@@ -66,16 +67,12 @@ class SweepPlan:
 
 
 def _read(spec: str | os.PathLike | Mapping[str, Any], base_dir: str | os.PathLike | None) -> tuple[dict, str, Path]:
+    """The pipeline document, checked against the schema with its sweep: section, its name for
+    messages, and the directory its relative paths start from."""
+    data, source, lines = read_document(spec)
+    data = check_pipeline(data, source, lines, full_schema())
     if isinstance(spec, Mapping):
-        return dict(spec), "<pipeline>", Path(base_dir or ".").resolve()
-    source = str(spec)
-    try:
-        raw = Path(spec).read_bytes()
-    except OSError as e:
-        raise ConfigError(f"cannot read ({e.strerror or e})", source) from None
-    data = parse_yaml(decode_text(raw, source), source)
-    if not isinstance(data, dict):
-        raise ConfigError(f"the pipeline must be a mapping, got {type(data).__name__}", source)
+        return data, source, Path(base_dir or ".").resolve()
     return data, source, Path(base_dir).resolve() if base_dir else Path(spec).resolve().parent
 
 
