@@ -5,7 +5,8 @@ Public API (everything else is private; docs/api.md describes each name):
 - schema: :class:`Node`, :class:`GlobalMetadata`, :class:`AttributeProto`, :class:`IOInfo`,
   :class:`NodeType`, :class:`CommType`, :data:`PG_INIT_NAME`
 - I/O: :class:`EtReader`, :class:`EtWriter`, :func:`read_et`, :func:`write_et`, :func:`frame_nodes`,
-  :func:`open_binary`, :func:`write_json`, :func:`read_json`
+  :func:`open_binary`, :func:`write_json`, :func:`read_json`, :func:`encode_varint`,
+  :func:`decode_varint` (protobuf varints)
 - outputs: :class:`atomic_output` (one file), :func:`output_directory` (a directory built aside
   and swapped into place), :func:`inside_output` (an option naming a file in the output directory)
 - trace sets: :class:`TraceSet`, :class:`RankTrace`, :class:`FileRank`, :class:`MemoryRank`,
@@ -34,7 +35,8 @@ Public API (everything else is private; docs/api.md describes each name):
 - roles: :func:`role_key`, :class:`RoleKey`, :class:`RoleHasher` (a rank's trace up to
   relabelled groups and peers)
 - columns: :func:`node_columns`, :class:`NodeColumns`, :class:`AttrColumn` (a rank's nodes as
-  numpy arrays, decoded from the wire format)
+  numpy arrays, decoded from the wire format); :func:`classify_nodes` (:class:`NodeClasses`,
+  :class:`NodeKind`, :class:`NodeResource`: what each node is to a replay and what it occupies)
 - analysis (docs/report.md): :class:`Spans`, :class:`SpanBuilder`, :data:`SPAN_KINDS`,
   :data:`FLOW_KINDS`, :func:`breakdown`, :func:`critical_path` (:class:`CriticalPath`),
   :func:`write_timeline`, :func:`report` (:class:`Report`), :func:`diff` (:class:`Diff`),
@@ -72,6 +74,7 @@ if TYPE_CHECKING:
     from chakra_core.io._jsonform import read_json, write_json
     from chakra_core.io._publish import inside_output, output_directory
     from chakra_core.io._schema import PG_INIT_NAME, AttributeProto, CommType, GlobalMetadata, IOInfo, Node, NodeType
+    from chakra_core.io._varint import decode_varint, encode_varint
     from chakra_core.pipeline._analyses import compare, diff, graph, report
     from chakra_core.pipeline._commands import (
         Validation,
@@ -91,6 +94,7 @@ if TYPE_CHECKING:
     from chakra_core.trace._attrs import NodeAttrs, add_attr, get_attr, get_bool, get_int, get_str, make_attr, set_attr
     from chakra_core.trace._columns import AttrColumn, NodeColumns, node_columns
     from chakra_core.trace._graph import DepGraph
+    from chakra_core.trace._kinds import NodeClasses, NodeKind, NodeResource, classify_nodes
     from chakra_core.trace._roles import RoleHasher, RoleKey, role_key
     from chakra_core.trace._selection import NODE_KINDS, SELECTION_OPTIONS, node_selection, parse_ranks
     from chakra_core.trace._stats import compute_stats
@@ -109,7 +113,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Node", "GlobalMetadata", "NodeType", "CommType", "AttributeProto", "IOInfo", "PG_INIT_NAME",
     "EtReader", "EtWriter", "read_et", "write_et", "open_binary", "atomic_output", "frame_nodes",
-    "output_directory", "inside_output",
+    "output_directory", "inside_output", "encode_varint", "decode_varint",
     "TraceSet", "RankTrace", "FileRank", "MemoryRank", "GeneratedRank", "open_traceset",
     "expand_paths", "with_process_groups", "process_groups_json",
     "write_json", "read_json",
@@ -124,6 +128,7 @@ __all__ = [
     "set_progress_enabled",
     "check_limit", "get_limit",
     "role_key", "RoleKey", "RoleHasher", "node_columns", "NodeColumns", "AttrColumn",
+    "classify_nodes", "NodeClasses", "NodeKind", "NodeResource",
     "synth_fit", "synth_sample", "synth_show", "read_model", "compare",
     "SELECTION_OPTIONS", "NODE_KINDS", "node_selection", "parse_ranks",
     "sweep", "Executor",
@@ -137,6 +142,7 @@ _EXPORTS = {
     "io._schema": ("Node", "GlobalMetadata", "NodeType", "CommType", "AttributeProto", "IOInfo", "PG_INIT_NAME"),
     "io._etio": ("EtReader", "EtWriter", "read_et", "write_et", "open_binary", "atomic_output", "frame_nodes"),
     "io._publish": ("output_directory", "inside_output"),
+    "io._varint": ("encode_varint", "decode_varint"),
     "trace._traceset": ("TraceSet", "RankTrace", "FileRank", "MemoryRank", "GeneratedRank", "open_traceset",
                         "with_process_groups", "process_groups_json"),
     "base._paths": ("expand_paths",),
@@ -159,6 +165,7 @@ _EXPORTS = {
     "trace._selection": ("SELECTION_OPTIONS", "NODE_KINDS", "node_selection", "parse_ranks"),
     "trace._roles": ("role_key", "RoleKey", "RoleHasher"),
     "trace._columns": ("node_columns", "NodeColumns", "AttrColumn"),
+    "trace._kinds": ("classify_nodes", "NodeClasses", "NodeKind", "NodeResource"),
     "pipeline._synth": ("synth_fit", "synth_sample", "synth_show", "read_model"),
     "sweeps._sweep": ("sweep",),
     "analysis._spans": ("Spans", "SpanBuilder", "SPAN_KINDS", "FLOW_KINDS"),

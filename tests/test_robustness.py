@@ -288,9 +288,9 @@ def test_pytorch_empty_rank_list_means_every_rank(tmp_path):
 # -- strict, bounded reading (issue 10: every signature of the fuzz campaign) ---------------------
 
 def _frame(data: bytes) -> bytes:
-    from chakra_core.io._etio import _encode_varint
+    from chakra_core import encode_varint
 
-    return _encode_varint(len(data)) + data
+    return encode_varint(len(data)) + data
 
 
 _META = GlobalMetadata(version="0.0.4").SerializeToString()
@@ -348,10 +348,10 @@ def test_dependency_count_per_node_is_bounded(tmp_path, chakra_cli, monkeypatch)
     # one node of 50 million dependencies in a 48 KB .et.gz needed 1.8 GB; 2 million here
     import gzip
 
-    from chakra_core.io._etio import _encode_varint
+    from chakra_core import encode_varint
 
     n = 2_000_000
-    packed = b"\x08\x01\x2a" + _encode_varint(n) + b"\x01" * n
+    packed = b"\x08\x01\x2a" + encode_varint(n) + b"\x01" * n
     p = tmp_path / "deps.0.et.gz"
     p.write_bytes(gzip.compress(_frame(_META) + _frame(_GOOD) + _frame(packed)))
     err = _one_line_error(chakra_cli("stats", p), "deps.0.et.gz:byte", "node #1",

@@ -22,8 +22,8 @@ import numpy as np
 
 from chakra_core.analysis._spans import SPAN_KINDS
 from chakra_core.analysis._timeline_data import TimelineData
-from chakra_core.io._etio import _encode_varint
 from chakra_core.io._protowire import SCRATCH, Rows, tag, varint_lens
+from chakra_core.io._varint import encode_varint
 
 __all__ = ["write_perfetto"]
 
@@ -83,11 +83,11 @@ def _packet(body: bytes) -> bytes:
 
 
 def _msg(number: int, body: bytes) -> bytes:
-    return tag(number, 2) + _encode_varint(len(body)) + body
+    return tag(number, 2) + encode_varint(len(body)) + body
 
 
 def _uint(number: int, value: int) -> bytes:
-    return tag(number, 0) + _encode_varint(value)
+    return tag(number, 0) + encode_varint(value)
 
 
 def _descriptor(uuid: int, name: str, parent: int | None = None, pid: int | None = None,

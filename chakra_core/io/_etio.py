@@ -26,6 +26,7 @@ from chakra_core.base._errors import TraceFormatError
 from chakra_core.base._limits import get_limit, limit_message
 from chakra_core.io._proto.et_batch_pb2 import NodeBatch
 from chakra_core.io._schema import GlobalMetadata, Node
+from chakra_core.io._varint import decode_varint, encode_varint
 
 __all__ = ["EtReader", "EtWriter", "read_et", "write_et", "open_binary", "atomic_output", "frame_nodes"]
 
@@ -48,35 +49,6 @@ def open_binary(path: str | os.PathLike) -> BinaryIO:
     return f
 
 
-def _varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
-    """Decode a varint at ``pos``; return (value, position after it) or (-1, pos) if cut short."""
-    result = 0
-    shift = 0
-    p = pos
-    while p < end:
-        b = buf[p]
-        result |= (b & 0x7F) << shift
-        p += 1
-        if not b & 0x80:
-            return result, p
-        shift += 7
-        if shift > 63:
-            raise ValueError("varint too long")
-    return -1, pos
-
-
-def _encode_varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
 def frame_nodes(messages: Iterable[bytes]) -> bytes:
     """Serialized node messages framed as an ``.et`` body holds them: each preceded by its
     varint length (an empty message written as ``id = 0``, as :class:`EtWriter` does), for
@@ -87,7 +59,7 @@ def frame_nodes(messages: Iterable[bytes]) -> bytes:
         ln = len(data)
         if ln > MAX_MESSAGE:
             raise TraceFormatError(f"node message of {ln} bytes exceeds 256 MiB")
-        out.append((bytes((ln,)) if ln < 0x80 else _encode_varint(ln)) + data)
+        out.append(encode_varint(ln) + data)
     return b"".join(out)
 
 
@@ -130,7 +102,7 @@ class EtReader:
         for offset, index, frames in self._frames():
             self._decode(offset, index, frames)
             for fr in frames:
-                yield fr[1:] if fr[0] < 0x80 else fr[_varint(fr, 0, len(fr))[1]:]
+                yield fr[1:] if fr[0] < 0x80 else fr[decode_varint(fr)[1]:]
 
     def _decode(self, offset: int, index: int, frames: list[bytes]) -> Iterable[Node]:
         try:
@@ -140,7 +112,7 @@ class EtReader:
 
     def _locate_bad(self, offset: int, index: int, frames: list[bytes]) -> NoReturn:
         for i, fr in enumerate(frames):
-            _, p = _varint(fr, 0, len(fr))
+            _, p = decode_varint(fr)
             try:
                 Node.FromString(fr[p:])
             except DecodeError as e:
@@ -179,26 +151,21 @@ def _count_deps(msg: bytes, stop: int) -> int:
     end = len(msg)
     try:
         while pos < end and count <= stop:
-            key, pos = _varint(msg, pos, end)
+            key, pos = decode_varint(msg, pos, end)
             field, wire = key >> 3, key & 7
-            if key < 0 or wire not in (0, 1, 2, 5):
+            if wire not in (0, 1, 2, 5):
                 break
             if wire == 0:
-                _, after = _varint(msg, pos, end)
-                if after == pos:
-                    break
-                pos = after
+                _, pos = decode_varint(msg, pos, end)
                 count += field in _DEP_FIELDS
             elif wire == 2:
-                ln, pos = _varint(msg, pos, end)
-                if ln < 0:
-                    break
+                ln, pos = decode_varint(msg, pos, end)
                 if field in _DEP_FIELDS:
                     count += len(msg[pos : pos + ln].translate(None, _CONTINUATION))
                 pos += ln
             else:
                 pos += 8 if wire == 1 else 4
-    except ValueError:  # a varint longer than 10 bytes
+    except (EOFError, ValueError):  # a varint cut short or over 10 bytes
         pass
     return count
 
@@ -264,7 +231,9 @@ class _Framer:
                     ln = buf[pos]
                     hp = pos + 1
                 else:
-                    ln, hp = _varint(buf, pos, end)
+                    ln, hp = decode_varint(buf, pos, end)
+            except EOFError:  # the prefix is cut short: read on
+                ln, hp = -1, pos
             except ValueError:
                 raise self.fail("bad length prefix", base + pos) from None
             if ln > MAX_MESSAGE:
@@ -446,7 +415,7 @@ class EtWriter:
             f = raw
             self._raw = None
         meta = self.metadata.SerializeToString() or _EMPTY_META
-        f.write(_encode_varint(len(meta)) + meta)
+        f.write(encode_varint(len(meta)) + meta)
         self._f = f
         return self
 
@@ -468,7 +437,7 @@ class EtWriter:
         elif ln > MAX_MESSAGE:
             raise TraceFormatError(f"node message of {ln} bytes exceeds 256 MiB", str(self.path))
         else:
-            self._pending.append(_encode_varint(ln) + data)
+            self._pending.append(encode_varint(ln) + data)
         if len(self._pending) >= _BATCH:
             self._flush()
 

@@ -15,7 +15,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, BinaryIO
 
 from chakra_core.base._errors import TraceFormatError
-from chakra_core.io._etio import MAX_MESSAGE, EtReader, _Framer, _varint
+from chakra_core.io._etio import MAX_MESSAGE, EtReader, _Framer
+from chakra_core.io._varint import decode_varint
 
 if TYPE_CHECKING:
     import numpy as np
@@ -55,7 +56,7 @@ def _runs(f: BinaryIO, framer: _Framer, gz_raw: BinaryIO | None) -> Iterator[Run
 
     _ = EtReader(framer.path).metadata  # checks the GlobalMetadata message as the reader does
     data = f.read(_CHUNK)
-    ln, hp = _varint(data, 0, len(data))
+    ln, hp = decode_varint(data)
     while hp + ln > len(data):
         more = f.read(_CHUNK)
         if not more:
@@ -71,7 +72,9 @@ def _runs(f: BinaryIO, framer: _Framer, gz_raw: BinaryIO | None) -> Iterator[Run
             yield data, starts, sizes, index, base
             index += len(at)
         try:
-            need, _ = _varint(data, stop, len(data))
+            need, _ = decode_varint(data, stop)
+        except EOFError:  # no whole length prefix left: read on
+            need = 0
         except ValueError:
             raise framer.fail("bad length prefix", base + stop) from None
         if eof:

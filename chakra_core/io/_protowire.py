@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from chakra_core.io._etio import _encode_varint
+from chakra_core.io._varint import encode_varint
 
 __all__ = ["Rows", "tag", "varint_lens", "SCRATCH"]
 
@@ -29,7 +29,7 @@ _WIDE_SLOT = 16
 
 def tag(number: int, wire: int) -> bytes:
     """The key of field ``number`` with wire type ``wire`` (0 varint, 1 fixed64, 2 length-delimited)."""
-    return _encode_varint(number << 3 | wire)
+    return encode_varint(number << 3 | wire)
 
 
 def varint_lens(values: np.ndarray) -> np.ndarray:

@@ -15,7 +15,7 @@ import binascii
 from google.protobuf.message import DecodeError, Message
 from google.protobuf.unknown_fields import UnknownFieldSet
 
-from chakra_core.io._etio import _encode_varint as _varint
+from chakra_core.io._varint import encode_varint
 
 __all__ = ["UNKNOWN_KEY", "unknown_fields", "merge_unknown"]
 
@@ -28,17 +28,17 @@ def _encode(fields: UnknownFieldSet) -> bytes:
     out = bytearray()
     for i in range(len(fields)):
         f = fields[i]
-        out += _varint(f.field_number << 3 | f.wire_type)
+        out += encode_varint(f.field_number << 3 | f.wire_type)
         if f.wire_type == _VARINT:
-            out += _varint(f.data & 0xFFFFFFFFFFFFFFFF)
+            out += encode_varint(f.data & 0xFFFFFFFFFFFFFFFF)
         elif f.wire_type == _FIXED64:
             out += int(f.data).to_bytes(8, "little")
         elif f.wire_type == _FIXED32:
             out += int(f.data).to_bytes(4, "little")
         elif f.wire_type == _LENGTH:
-            out += _varint(len(f.data)) + f.data
+            out += encode_varint(len(f.data)) + f.data
         else:  # a group (wire types 3/4): its fields, then the end tag
-            out += _encode(f.data) + _varint(f.field_number << 3 | 4)
+            out += _encode(f.data) + encode_varint(f.field_number << 3 | 4)
     return bytes(out)
 
 

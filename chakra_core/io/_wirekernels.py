@@ -54,7 +54,10 @@ def cut_frames(buf, pos, end):  # pragma: no cover - compiled
 
 @njit(cache=True, nogil=True, inline="always")
 def _read_varint(buf, pos, end):  # pragma: no cover - compiled
-    """(value, position after, whether it ended within 10 bytes and before ``end``)."""
+    """The varint at ``pos`` of ``buf[:end]``: (value, position after, whether it ended within
+    10 bytes and before ``end``).  The compiled loops' own decoder: numba compiles only what it
+    can type, so they cannot call the Python codec (:func:`chakra_core.decode_varint`), whose
+    rules (little-endian groups of 7 bits, at most 10 bytes, the low 64 bits kept) this repeats."""
     value = _U64(0)
     p = pos
     for k in range(10):
@@ -71,7 +74,9 @@ def _read_varint(buf, pos, end):  # pragma: no cover - compiled
 @njit(cache=True, nogil=True, inline="always")
 def _varint(buf, p):  # pragma: no cover - compiled
     """The varint at ``p`` of a zero-padded buffer: (value, byte length; 11 when it does not end
-    within 10 bytes)."""
+    within 10 bytes).  :func:`_read_varint` without its bound: the walk reads every key and value
+    through this one, and a test against the end at each byte made :func:`walk_nodes` 15-20%
+    slower (``node_columns`` of 10 attributes over 1M nodes: 0.59 s against 0.70 s)."""
     value = _U64(0)
     for k in range(10):
         b = buf[p + k]

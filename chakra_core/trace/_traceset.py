@@ -72,6 +72,17 @@ class RankTrace(ABC):
         for b in self.batches():
             yield from b
 
+    def editable_nodes(self) -> Iterator[Node]:
+        """Yield every node, in file order, as an object the caller may change: a copy where
+        the rank hands out the same objects every time (``shares_nodes``), else the node read."""
+        if not self.shares_nodes:
+            yield from self.nodes()
+            return
+        for n in self.nodes():
+            own = Node()
+            own.CopyFrom(n)
+            yield own
+
     def __iter__(self) -> Iterator[Node]:
         return self.nodes()
 
@@ -198,17 +209,12 @@ class TraceSet:
                   ) -> TraceSet:
         """A lazily transformed set: ``fn(rank, node)`` returns the new node or None to drop it.
 
-        ``fn`` may change the node it is given: nodes of ranks that share their objects
-        (:class:`MemoryRank`) are copied first, so the source set is never modified.
+        ``fn`` may change the node it is given (:meth:`RankTrace.editable_nodes`), so the
+        source set is never modified.
         """
         def make(rt: RankTrace) -> RankTrace:
             def factory() -> Iterator[Node]:
-                copy = rt.shares_nodes
-                for n in rt.nodes():
-                    if copy:
-                        n2 = Node()
-                        n2.CopyFrom(n)
-                        n = n2
+                for n in rt.editable_nodes():
                     out = fn(rt.rank, n)
                     if out is not None:
                         yield out

@@ -22,7 +22,16 @@ from typing import Protocol
 
 from google.protobuf.message import DecodeError
 
-from chakra_core import AttributeProto, Node, RankTrace, RoleHasher, RoleKey, TraceFormatError, get_str
+from chakra_core import (
+    AttributeProto,
+    Node,
+    RankTrace,
+    RoleHasher,
+    RoleKey,
+    TraceFormatError,
+    encode_varint,
+    get_str,
+)
 
 from .plan import Plan
 from .report import ExportReport
@@ -92,19 +101,10 @@ def _group_entry(group: str) -> bytes:
     if not group:
         return b""
     attr = AttributeProto(name="pg_name", string_val=group).SerializeToString()
-    return _ATTR_TAG + _varint(len(attr)) + attr
+    return _ATTR_TAG + encode_varint(len(attr)) + attr
 
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-_ATTR_TAG = _varint(Node.DESCRIPTOR.fields_by_name["attr"].number << 3 | 2)
+_ATTR_TAG = encode_varint(Node.DESCRIPTOR.fields_by_name["attr"].number << 3 | 2)
 #: a group name no trace holds, whose attribute marks where a collective's group goes.
 _MARK = "\x00chakra-astrasim:group\x00"
 

@@ -86,7 +86,7 @@ class EmulatorBackend(Backend):
         with progress("planning ranks", total=nranks) as bar:
             plans = []
             for rt in traces:
-                plans.append(load_plan(rt))
+                plans.append(load_plan(rt, operators=options["compute"] == "real"))
                 bar.advance()
         groups = _groups(traces, options, nranks)
         job = _job(options, nranks, place, groups, plans)

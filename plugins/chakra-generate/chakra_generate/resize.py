@@ -190,12 +190,7 @@ def _resized_rank(rank: int, src: RankTrace, lay: DpLayout, sizes: dict[str, int
     pg_text = process_groups_json(groups)
 
     def nodes() -> Iterator[Node]:
-        copy = src.shares_nodes
-        for n in src.nodes():
-            if copy:
-                n2 = Node()
-                n2.CopyFrom(n)
-                n = n2
+        for n in src.editable_nodes():
             yield _rewrite(n, names, peer, pg_text)
 
     return GeneratedRank(rank, _metadata(src.metadata(), rank, lay, sizes, names, new_dp), nodes, src.path)

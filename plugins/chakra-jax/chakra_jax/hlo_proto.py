@@ -7,36 +7,24 @@ module in field 1, with a buffer assignment beside it) is unwrapped first.
 
 from __future__ import annotations
 
-from chakra_core import ConfigError, TraceFormatError
+from chakra_core import ConfigError, TraceFormatError, decode_varint
 
 from .hlo_text import HloModule, parse_hlo_lines
 
 __all__ = ["parse_hlo_proto"]
 
 
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if pos >= len(data):
-            raise ValueError("truncated varint")
-        b = data[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        shift += 7
-        if not b & 0x80:
-            return value, pos
-
-
 def _unwrap_hlo_proto(data: bytes) -> bytes | None:
-    """The ``hlo_module`` (field 1) of an ``HloProto``, or None when ``data`` is not one."""
+    """The ``hlo_module`` (field 1) of an ``HloProto``, or None when ``data`` is not one (an
+    EOFError or ValueError from a varint cut short or over 10 bytes)."""
     pos = 0
     module = None
     while pos < len(data):
-        key, pos = _varint(data, pos)
+        key, pos = decode_varint(data, pos)
         field, wire = key >> 3, key & 7
         if wire != 2:
             return None
-        size, pos = _varint(data, pos)
+        size, pos = decode_varint(data, pos)
         if field == 1:
             module = data[pos:pos + size]
         elif field != 3:
@@ -60,7 +48,7 @@ def parse_hlo_proto(path: str) -> HloModule:
     candidates = [data]
     try:
         inner = _unwrap_hlo_proto(data)
-    except ValueError:
+    except (EOFError, ValueError):
         inner = None
     if inner:
         candidates.insert(0, inner)

@@ -89,20 +89,12 @@ class Obfuscate(Transform):
         def make(rt: RankTrace) -> RankTrace:
             def factory() -> Iterator[Node]:
                 compute_ids: set[int] = set()
-                for n in rt.nodes():
-                    if rt.shares_nodes:
-                        n = _copy(n)
+                for n in rt.editable_nodes():
                     yield rewriter(n, compute_ids)
             meta = GlobalMetadata(version=rt.metadata().version)
             meta.attr.append(make_attr("obfuscation", record))
             return GeneratedRank(rt.rank, meta, factory, rt.path)
         return TraceSet([make(rt) for rt in traces], traces.process_groups, traces.source)
-
-
-def _copy(n: Node) -> Node:
-    out = Node()
-    out.CopyFrom(n)
-    return out
 
 
 def _record(options: Mapping[str, Any], keep: set[str]) -> dict[str, Any]:
