@@ -1,7 +1,9 @@
 """What each node of a rank is to the simulator, from the rank's :class:`chakra_core.NodeColumns`.
 
-Per node: its kind, its resource and its duration (ns), decided by arrays over all nodes at
-once; per communication and memory node a small tuple (``extra``) built from the columns.  A
+Per node: its kind and resource (the core's rule, :func:`chakra_core.classify_nodes`, with one
+exception of the simulator's: a broadcast with a duration replays it on the communication
+resource, as ASTRA-sim does) and its duration (ns), decided by arrays over all nodes at once; per
+communication and memory node a small tuple (``extra``) built from the columns.  A
 node is read as the attribute getters of the core read it (``get_int``, ``get_str``,
 ``get_bool``, ``get_attr``), so the columns give the same answers as decoding each node.
 """
@@ -12,14 +14,23 @@ from typing import NamedTuple
 
 import numpy as np
 
-from chakra_core import AttrColumn, CommType, NodeColumns, NodeType, TraceFormatError
+from chakra_core import (
+    AttrColumn,
+    CommType,
+    NodeColumns,
+    NodeKind,
+    NodeResource,
+    NodeType,
+    TraceFormatError,
+    classify_nodes,
+)
 from chakra_core.system import SystemDescription, roofline_ns
 
 __all__ = ["ATTRS", "MAX_NS", "K_COMP", "K_MEM", "K_COLL", "K_SEND", "K_RECV", "K_NOP", "R_CPU", "R_COMP", "R_COMM",
            "R_NONE", "CollectiveArgs", "MessageArgs", "MemoryArgs", "NodeArgs", "RankFacts", "Classified", "classify"]
 
-K_COMP, K_MEM, K_COLL, K_SEND, K_RECV, K_NOP = range(6)
-R_CPU, R_COMP, R_COMM, R_NONE = range(4)
+K_COMP, K_MEM, K_COLL, K_SEND, K_RECV, K_NOP = (int(k) for k in NodeKind)
+R_CPU, R_COMP, R_COMM, R_NONE = (int(r) for r in NodeResource)
 
 #: the attributes the simulator reads
 ATTRS = ("is_cpu_op", "num_ops", "tensor_size", "comm_type", "comm_size", "pg_name", "involved_dim",
@@ -82,21 +93,20 @@ class Classified(RankFacts):
     """Per node (file order): ``kind``, ``resource`` (uint8), ``dur_ns`` (int64), and the
     rank's :class:`RankFacts`."""
 
-    def __init__(self, n: int):
+    def __init__(self, kind: np.ndarray, resource: np.ndarray):
         super().__init__()
-        self.kind = np.full(n, K_NOP, np.uint8)
-        self.resource = np.full(n, R_NONE, np.uint8)
-        self.dur_ns = np.zeros(n, np.int64)
+        self.kind = kind
+        self.resource = resource
+        self.dur_ns = np.zeros(len(kind), np.int64)
 
 
 def classify(cols: NodeColumns, sd: SystemDescription, where: str, replay_comm: bool = False) -> Classified:
     """Kinds, resources, durations and extras of every node of ``cols`` (columns of
     :data:`ATTRS`); with ``replay_comm`` (``-O comm=replay``) communication nodes keep their
     recorded durations (else 0); raises TraceFormatError naming the first bad node in file order."""
-    out = Classified(len(cols))
-    types = cols.types
-    cpu_col = cols.attrs["is_cpu_op"]
-    cpu = cpu_col.is_int & (cpu_col.ints != 0)
+    classes = classify_nodes(cols)
+    out = Classified(classes.kind, classes.resource)
+    types, cpu = cols.types, classes.is_cpu
     micros = cols.duration_micros
     _check_nodes(cols, types, micros, cpu, sd.roofline_enabled, where)
     us = np.minimum(micros, np.uint64(MAX_NS // 1000)).astype(np.int64) * 1000
@@ -105,8 +115,7 @@ def classify(cols: NodeColumns, sd: SystemDescription, where: str, replay_comm: 
     mem = (types == NodeType.MEM_LOAD_NODE) | (types == NodeType.MEM_STORE_NODE)
     if mem.any():
         out.has_mem = True
-        out.kind[mem], out.dur_ns[mem] = K_MEM, us[mem]
-        out.resource[mem] = np.where(cpu[mem], R_CPU, R_COMM)
+        out.dur_ns[mem] = us[mem]
         size = cols.attrs["tensor_size"]
         for i in np.flatnonzero(mem).tolist():
             out.extra[i] = MemoryArgs(size.get_int(i, 0) or 0)
@@ -156,8 +165,6 @@ def _compute(out: Classified, cols: NodeColumns, comp: np.ndarray, cpu: np.ndarr
              sd: SystemDescription, where: str) -> None:
     """Compute nodes: the CPU's or the accelerator's, their duration replayed or (accelerator
     compute on a roofline system with an integer ``num_ops``) the roofline's; at least 1 ns."""
-    out.kind[comp] = K_COMP
-    out.resource[comp] = np.where(cpu[comp], R_CPU, R_COMP)
     dur = us.copy()
     if sd.roofline_enabled:
         acc = comp & ~cpu
@@ -201,11 +208,11 @@ def _collectives(out: Classified, cols: NodeColumns, rows: np.ndarray, us: np.nd
     a = cols.attrs
     ct_col, size_col, pg_col, inv_col = a["comm_type"], a["comm_size"], a["pg_name"], a["involved_dim"]
     names: dict[int, str] = {}
-    kind, resource, dur = out.kind, out.resource, out.dur_ns
+    kind, dur = out.kind, out.dur_ns
     for i in rows.tolist():
         ct = int(ct_col.ints[i])
         if ct == CommType.BROADCAST and us[i] > 0 and not replay:
-            kind[i], resource[i], dur[i] = K_COMP, R_COMM, us[i]
+            kind[i], dur[i] = K_COMP, us[i]
             continue
         if ct not in names:
             names[ct] = CommType(ct).name
@@ -215,7 +222,6 @@ def _collectives(out: Classified, cols: NodeColumns, rows: np.ndarray, us: np.nd
         pg = "" if pg == "0" else pg
         inv = inv_col.get(i) if inv_col.present[i] else None
         out.groups.add(pg)
-        kind[i], resource[i] = K_COLL, R_COMM
         if replay:
             dur[i] = us[i]
         dims = tuple(bool(x) for x in inv) if isinstance(inv, list) else None
@@ -236,4 +242,3 @@ def _p2p(out: Classified, cols: NodeColumns, rows: np.ndarray) -> None:
         size = (tensor.get_int(i, 0) or 0) if comm_size is None else comm_size
         peer = (dst if s else src).get_int(i)
         out.extra[i] = MessageArgs(peer, tag_col.get_int(i, 0) or 0, size)
-        out.kind[i], out.resource[i] = (K_SEND, R_COMM) if s else (K_RECV, R_NONE)
