@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from chakra_core.analysis._plots import plot
     from chakra_core.analysis._report import Report
     from chakra_core.analysis._spans import FLOW_KINDS, SPAN_KINDS, SpanBuilder, Spans
-    from chakra_core.analysis._timeline import write_timeline, write_timeline_from_options
+    from chakra_core.analysis._timeline import add_span_outputs, write_timeline, write_timeline_from_options
     from chakra_core.analysis._timeline_options import TIMELINE_OPTIONS
     from chakra_core.base._errors import ChakraError, ConfigError, PluginError, TraceFormatError
     from chakra_core.base._limits import check_limit, get_limit
@@ -133,7 +133,7 @@ __all__ = [
     "SELECTION_OPTIONS", "NODE_KINDS", "node_selection", "parse_ranks",
     "sweep", "Executor",
     "Spans", "SpanBuilder", "SPAN_KINDS", "FLOW_KINDS", "breakdown", "critical_path", "CriticalPath",
-    "write_timeline", "write_timeline_from_options", "TIMELINE_OPTIONS",
+    "write_timeline", "write_timeline_from_options", "add_span_outputs", "TIMELINE_OPTIONS",
     "report", "Report", "diff", "Diff", "plot", "graph",
 ]
 
@@ -171,7 +171,7 @@ _EXPORTS = {
     "analysis._spans": ("Spans", "SpanBuilder", "SPAN_KINDS", "FLOW_KINDS"),
     "analysis._breakdown": ("breakdown",),
     "analysis._critical": ("critical_path", "CriticalPath"),
-    "analysis._timeline": ("write_timeline", "write_timeline_from_options"),
+    "analysis._timeline": ("write_timeline", "write_timeline_from_options", "add_span_outputs"),
     "analysis._timeline_options": ("TIMELINE_OPTIONS",),
     "pipeline._analyses": ("report", "diff", "graph", "compare"),
     "analysis._report": ("Report",),

@@ -20,8 +20,10 @@ import numpy as np
 from chakra_core.analysis._spans import COMM_KINDS, FLOW_KINDS, SPAN_KINDS, Spans
 from chakra_core.analysis._timeline_data import TimelineData
 from chakra_core.base._errors import ConfigError
+from chakra_core.host._api import Result
 
-__all__ = ["write_timeline", "write_timeline_from_options", "TimelineData", "parse_window", "TIMELINE_FORMATS"]
+__all__ = ["write_timeline", "write_timeline_from_options", "add_span_outputs", "TimelineData", "parse_window",
+           "TIMELINE_FORMATS"]
 
 TIMELINE_FORMATS = ("perfetto", "json")
 
@@ -346,3 +348,20 @@ def write_timeline_from_options(spans: Spans, options: Mapping[str, Any], title:
                           ranks=options.get("timeline_ranks"), window_ns=options.get("timeline_window"),
                           expand=bool(options.get("timeline_expand")), title=title,
                           max_spans=options.get("timeline_max_spans"))
+
+
+def add_span_outputs(result: Result, spans: Spans, options: Mapping[str, Any], title: str,
+                     output: str | Path | None = None) -> None:
+    """What a backend's ``TIMELINE_OPTIONS`` and ``spans`` option ask of its ``result``: the
+    timeline written to ``options["timeline"]`` (file, notes), and with ``options["spans"]`` the
+    spans kept on :attr:`Result.spans` and, given an ``output`` directory, saved there as
+    ``spans.npz`` (listed in the result's files)."""
+    if options.get("timeline"):
+        written = write_timeline_from_options(spans, options, title)
+        result.timeline = str(options["timeline"])
+        result.files.append(str(options["timeline"]))
+        result.notes += [f"timeline {n}" for n in written["notes"]]
+    if options.get("spans"):
+        result.spans = spans
+        if output is not None:
+            result.files.append(str(spans.save(Path(output) / "spans.npz")))

@@ -11,13 +11,22 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from chakra_core import TIMELINE_OPTIONS, Backend, ConfigError, Option, Result, TraceFormatError, TraceSet, progress
+from chakra_core import (
+    TIMELINE_OPTIONS,
+    Backend,
+    ConfigError,
+    Option,
+    Result,
+    TraceFormatError,
+    TraceSet,
+    add_span_outputs,
+    progress,
+)
 from chakra_core.system import SYSTEM_OPTIONS
 
 from .plan import COMP, Plan, load_plan
 
 if TYPE_CHECKING:
-    from chakra_core import Spans
 
     from .measure import Measured
 
@@ -200,7 +209,7 @@ def _result(kind: str, plans: list[Plan], results: list[dict[str, Any]], options
     summary["measured_vs_trace"] = text
     summary["nodes"] = nodes
     result = Result("emulator", kind, summary, rows, notes=_notes(plans, results, summary, expected))
-    _add_outputs(result, spans, options)
+    add_span_outputs(result, spans, options, "chakra emulator")
     return result
 
 
@@ -248,19 +257,6 @@ def _rank_totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {"mean_finish_ns": statistics.fmean(r["finish_ns"] for r in rows),
             "max_exposed_comm_ns": max(r["exposed_comm_ns"] for r in rows),
             "overlap_ns_total": sum(r["overlap_ns"] for r in rows)}
-
-
-def _add_outputs(result: Result, spans: Spans, options: Mapping[str, Any]) -> None:
-    """The timeline file and the spans, when ``options`` ask for them."""
-    from chakra_core import write_timeline_from_options
-
-    if options["timeline"]:
-        written = write_timeline_from_options(spans, options, "chakra emulator")
-        result.timeline = str(options["timeline"])
-        result.files.append(str(options["timeline"]))
-        result.notes += [f"timeline {n}" for n in written["notes"]]
-    if options["spans"]:
-        result.spans = spans
 
 
 def _mean_rows(per_repeat: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:

@@ -17,8 +17,8 @@ from chakra_core import (
     Spans,
     TraceFormatError,
     TraceSet,
+    add_span_outputs,
     progress,
-    write_timeline_from_options,
 )
 from chakra_core.system import SYSTEM_OPTIONS, SystemDescription, system_from_options
 
@@ -90,7 +90,7 @@ class SimpyBackend(Backend):
         notes += run_notes(done.sim.coll.tally, sd, options, symmetry, broken, trees, start_ns, differ)
         summary = _summary(done, nranks, rows, path, sd, options, symmetry and not broken)
         result = Result("simpy", self.kind, summary, rows, notes=notes)
-        _outputs(result, spans, options, output)
+        add_span_outputs(result, spans, options, "chakra simpy", output)
         return result
 
 
@@ -187,19 +187,6 @@ def _summary(done: _Simulated, nranks: int, rows: list[dict], path: dict, sd: Sy
         "system": {"npus": sd.npus, "dimensions": [d.__dict__ for d in sd.dimensions],
                    "sources": sd.sources},
     }
-
-
-def _outputs(result: Result, spans: Spans, options: Mapping[str, Any], output: Path | None) -> None:
-    """Write the timeline and keep (and save) the spans as the options ask."""
-    if options["timeline"]:
-        written = write_timeline_from_options(spans, options, "chakra simpy")
-        result.timeline = str(options["timeline"])
-        result.files.append(str(options["timeline"]))
-        result.notes += [f"timeline {n}" for n in written["notes"]]
-    if options["spans"]:
-        result.spans = spans
-        if output is not None:
-            result.files.append(str(spans.save(Path(output) / "spans.npz")))
 
 
 def _start_times(values: list, nranks: int) -> list[int]:
