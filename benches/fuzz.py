@@ -199,9 +199,7 @@ _ATTR_VALUES = {
 
 def _mutate_nodes(rng: random.Random, data: bytes) -> bytes:
     """Decode an .et file, give one node a strange field, attribute or dependency; re-encode."""
-    from chakra_core.io._etio import _encode_varint
-    from chakra_core.io._schema import GlobalMetadata, Node
-    from chakra_core.trace._attrs import set_attr
+    from chakra_core import GlobalMetadata, Node, encode_varint, set_attr
 
     frames, pos = [], 0
     while pos < len(data):
@@ -234,7 +232,7 @@ def _mutate_nodes(rng: random.Random, data: bytes) -> bytes:
     except (ValueError, TypeError, OverflowError):
         pass
     out = [meta.SerializeToString()] + [x.SerializeToString() for x in nodes]
-    return b"".join(_encode_varint(len(x)) + x for x in out)
+    return b"".join(encode_varint(len(x)) + x for x in out)
 
 
 def mutate(rng: random.Random, data: bytes, kind: str) -> bytes:
