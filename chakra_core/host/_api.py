@@ -89,6 +89,12 @@ class Backend(Component):
     def run(self, traces: TraceSet, options: Mapping[str, Any], output: Path | None) -> Result:
         """Run on ``traces``; write files under ``output`` (a directory, may be None)."""
 
+    def algorithms(self) -> tuple[str, ...]:
+        """Names of the collective algorithms this backend models besides ASTRA-sim's
+        (:data:`chakra_core.system.ALGORITHMS`): a system description given to it may name them
+        in its ``*-implementation`` keys (pass them to ``system_from_options``).  None by default."""
+        return ()
+
 
 class Synthesizer(Component):
     """Learns the statistics of a corpus of ETs and generates new ones."""

@@ -359,8 +359,9 @@ def _use_inline_system(system: dict[str, Any], stages: Sequence[Stage], source: 
     description (declares :data:`chakra_core.system.SYSTEM_OPTIONS`) and names no file of its own."""
     from chakra_core.system import SYSTEM_OPTIONS, load_system
 
+    algorithms = {name for st in stages if st.kind == "backend" for name in st.impl.algorithms()}
     try:
-        load_system(system)
+        load_system(system, algorithms=algorithms)
     except ConfigError as e:
         where = f"system: {e.location}: " if e.location else "system: "
         raise ConfigError(where + e.message, source) from None

@@ -5,7 +5,7 @@ only the standard library and PyYAML.
 
 Public API
 ----------
-:func:`load_system(system=None, network=None, memory=None, comm_groups=None)`
+:func:`load_system(system=None, network=None, memory=None, comm_groups=None, algorithms=())`
     Build a :class:`SystemDescription` from files (paths or parsed mappings).  Each file is
     recognised by its content: our YAML (any part of the description, see below), ASTRA-sim's
     ``system.json``, ``network.yml``, ``memory.json`` or comm-group JSON.  ASTRA-sim files get
@@ -36,7 +36,7 @@ Public API
 :data:`SYSTEM_OPTIONS`
     The options (``system``, ``network``, ``memory``, ``comm_groups``: file paths) by which a
     backend takes a description, declared once: ``options = {**SYSTEM_OPTIONS, ...}``.
-:func:`system_from_options(options)`
+:func:`system_from_options(options, algorithms=())`
     :func:`load_system` of the files those options name.
 :func:`algorithm_base(name)`
     ``"direct8"`` -> ``("direct", 8)``, ``"oneRing"`` -> ``("ring", None)``.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -71,7 +71,7 @@ def sniff(data: Any, where: str, is_json: bool) -> str:
     raise ConfigError(f"not a system description: unknown keys {sorted(map(str, data))[:5]}", where)
 
 
-def _ours(data: Any, where: str) -> tuple[dict[str, Any], list[str]]:
+def _ours(data: Any, where: str, algorithms: Collection[str]) -> tuple[dict[str, Any], list[str]]:
     if isinstance(data, list):
         data = {"network": data}
     data = dict(data)
@@ -101,7 +101,7 @@ def _ours(data: Any, where: str) -> tuple[dict[str, Any], list[str]]:
                 raise ConfigError("unknown compute key; accepted: model, peak-perf (TFLOPS), "
                                   "local-mem-bw (GB/s)", where, f"key 'compute.{k}'")
     has_system = bool(data) or compute is not None
-    fields, warnings = parse_system(data, where, astra=False) if has_system else ({}, [])
+    fields, warnings = parse_system(data, where, False, algorithms) if has_system else ({}, [])
     fields["_has_system"] = has_system
     # one name for an implementation means the same on every dimension (expanded in load_system)
     fields["_every_dim"] = {kind for kind in COLLECTIVE_KINDS
@@ -118,7 +118,7 @@ def _ours(data: Any, where: str) -> tuple[dict[str, Any], list[str]]:
 
 
 def load_system(system: Source = None, network: Source = None, memory: Source = None,
-                comm_groups: Source = None) -> SystemDescription:
+                comm_groups: Source = None, algorithms: Collection[str] = ()) -> SystemDescription:
     """Build a :class:`SystemDescription` from files of either format.
 
     Each argument is a path, a parsed mapping, or None.  Every file is recognised by its
@@ -127,7 +127,10 @@ def load_system(system: Source = None, network: Source = None, memory: Source = 
     comm-group JSON.  Two files describing the same part (system, network, memory, groups) are
     an error.  In our YAML one implementation name (not a list) means every dimension.  With no network the result has
     no dimensions (see :meth:`SystemDescription.with_default_network`).  Raises ConfigError
-    naming the file and the key for bad values and for ASTRA-sim's pitfalls.
+    naming the file and the key for bad values and for ASTRA-sim's pitfalls.  ``algorithms``
+    names collective algorithms the ``*-implementation`` keys may name besides ASTRA-sim's
+    (:data:`ALGORITHMS`): those the backend that will run the description models
+    (:attr:`chakra_core.Backend.algorithms`).
     """
     fields: dict[str, Any] = {}
     warnings: list[str] = []
@@ -140,7 +143,7 @@ def load_system(system: Source = None, network: Source = None, memory: Source = 
         data, where, is_json = read_config(source)
         kind = sniff(data, where, is_json)
         if kind == "ours":
-            f, w = _ours(data, where)
+            f, w = _ours(data, where, algorithms)
             parts = [p for p, present in (("system", f.pop("_has_system")), ("network", "dimensions" in f),
                                           ("memory", "remote_memory" in f),
                                           ("comm_groups", "comm_groups" in f)) if present]
@@ -166,7 +169,7 @@ def load_system(system: Source = None, network: Source = None, memory: Source = 
             for part in parts:
                 sources[part] = where
         elif kind == "astra-system":
-            f, w = parse_system(data, where, astra=True)
+            f, w = parse_system(data, where, True, algorithms)
             fields.update(f)
             warnings += w
             sources["system"] = where

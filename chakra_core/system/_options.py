@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from chakra_core.base._options import Option
@@ -24,6 +24,8 @@ SYSTEM_OPTIONS: dict[str, Option] = {
 }
 
 
-def system_from_options(options: Mapping[str, Any]) -> SystemDescription:
-    """The description that the :data:`SYSTEM_OPTIONS` in a backend's checked ``options`` name."""
-    return load_system(**{key: options.get(key) for key in SYSTEM_OPTIONS})
+def system_from_options(options: Mapping[str, Any], algorithms: Collection[str] = ()) -> SystemDescription:
+    """The description that the :data:`SYSTEM_OPTIONS` in a backend's checked ``options`` name;
+    ``algorithms``: the collective algorithm names the backend models besides ASTRA-sim's
+    (:func:`load_system`)."""
+    return load_system(**{key: options.get(key) for key in SYSTEM_OPTIONS}, algorithms=algorithms)

@@ -9,6 +9,7 @@ the values of ASTRA-sim's sample configuration.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,7 @@ ASTRA_IGNORED_KEYS = (
 )
 
 
-def _implementation(r: Reader, kind: str, astra: bool) -> tuple[str, ...]:
+def _implementation(r: Reader, kind: str, astra: bool, algorithms: Collection[str]) -> tuple[str, ...]:
     key = f"{kind}-implementation"
     k = r.key(key)
     if k is None:
@@ -67,8 +68,11 @@ def _implementation(r: Reader, kind: str, astra: bool) -> tuple[str, ...]:
         raise r.fail(k, f"wants a list of algorithm names (one per dimension), got {v!r}")
     for name in v:
         base, _ = algorithm_base(name)
+        if base in algorithms and base not in ALGORITHMS:
+            continue
         if base not in ALGORITHMS or (name.startswith("one") and base == "doubleBinaryTree"):
-            raise r.fail(k, f"unknown implementation {name!r}; accepted: {', '.join(ALGORITHMS)}, directN")
+            accepted = ", ".join([*ALGORITHMS, *sorted(set(algorithms) - set(ALGORITHMS))])
+            raise r.fail(k, f"unknown implementation {name!r}; accepted: {accepted}, directN")
         if base == "doubleBinaryTree" and kind != "all-reduce":
             raise r.fail(k, "doubleBinaryTree exists for all-reduce only in ASTRA-sim")
     return tuple(v)
@@ -95,11 +99,13 @@ def _custom(r: Reader, kind: str) -> str | None:
     return str(prefix)
 
 
-def parse_system(data: Any, where: str, astra: bool) -> tuple[dict[str, Any], list[str]]:
+def parse_system(data: Any, where: str, astra: bool,
+                 algorithms: Collection[str] = ()) -> tuple[dict[str, Any], list[str]]:
     """Fields of :class:`SystemDescription` from system keys, and warnings.
 
     ``astra``: the data is ASTRA-sim's ``system.json`` (its defaults and pitfalls apply);
-    otherwise our YAML (whose own extra keys the caller removes first).
+    otherwise our YAML (whose own extra keys the caller removes first).  ``algorithms``: names of
+    collective algorithms accepted besides ASTRA-sim's (:data:`ALGORITHMS`), those a backend models.
     """
     r = Reader(data, where)
     warnings: list[str] = []
@@ -132,7 +138,7 @@ def parse_system(data: Any, where: str, astra: bool) -> tuple[dict[str, Any], li
     f["trace_enabled"] = r.flag("trace-enabled", False)
     custom = {}
     for kind in COLLECTIVE_KINDS:
-        f[kind.replace("-", "_") + "_implementation"] = _implementation(r, kind, astra)
+        f[kind.replace("-", "_") + "_implementation"] = _implementation(r, kind, astra, algorithms)
         prefix = _custom(r, kind)
         if prefix is not None:
             custom[kind] = prefix

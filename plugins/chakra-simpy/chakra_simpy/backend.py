@@ -41,8 +41,11 @@ __all__ = ["SimpyBackend", "prepare_system"]
 def prepare_system(options: Mapping[str, Any], nranks: int) -> SystemDescription:
     """The system description from the ``system``/``network``/``memory``/``comm_groups``
     options (file paths), with a one-dimension Ring of ``nranks`` NPUs when no network is given
-    and ring collectives where no implementation is given."""
-    sd = system_from_options(options)
+    and ring collectives where no implementation is given; its implementations may name any
+    registered algorithm (:mod:`.algorithms`)."""
+    from .algorithms import REGISTRY
+
+    sd = system_from_options(options, algorithms=tuple(REGISTRY))
     sd = sd.with_default_network(nranks)
     if sd.npus != nranks:
         raise ConfigError(f"the network has {sd.npus} NPUs but the trace set has {nranks} ranks",
@@ -74,6 +77,12 @@ class SimpyBackend(Backend):
         "stagger_limit": Option("int", WORK_LIMIT, "most chunk x step x member evaluations to time a "
                                 "staggered collective per rank (larger ones, or 0: a barrier)", minimum=0),
     }
+
+    def algorithms(self) -> tuple[str, ...]:
+        """Every registered algorithm's name (:mod:`.algorithms`): ASTRA-sim's and any added."""
+        from .algorithms import REGISTRY
+
+        return tuple(REGISTRY)
 
     def run(self, traces: TraceSet, options: Mapping[str, Any], output: Path | None) -> Result:
         """Simulate; the Result has per-rank times (ns), collective stats and a critical path."""

@@ -5,14 +5,15 @@ its own messages (congestion-aware)."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 import yaml
 
-from chakra_core.system import system_from_options
-from chakra_simpy import algorithms, backend
+import chakra_core
+from chakra_core import ConfigError
+from chakra_core.system import load_system
+from chakra_simpy import algorithms
 from chakra_simpy.algorithms.base import Algorithm, StepMessages, numbered
+from chakra_simpy.backend import SimpyBackend
 from chakra_simpy.formulas import link_net
 from chakra_simpy.member_timing import Phase, Step
 
@@ -41,25 +42,23 @@ class Relay(Algorithm):
 
 
 @pytest.fixture
-def relay(kit, tmp_path, monkeypatch):
-    """The toy registered, and a 4-NPU Ring whose all-reduce implementation is the toy (the
-    system file names ``ring``, then the description is given the toy's name)."""
+def relay(kit):
+    """The toy registered, and a 4-NPU Ring whose system file names the toy as its all-reduce
+    implementation."""
     algorithms.register(Relay())
-    path = tmp_path / "system.yaml"
-    path.write_text(yaml.safe_dump(kit.system([("Ring", 4, 50, 500)])))
-    sd = dataclasses.replace(system_from_options({"system": str(path)}), all_reduce_implementation=("toyRelay",))
-    monkeypatch.setattr(backend, "system_from_options", lambda options: sd)
-    yield
+    system = kit.system([("Ring", 4, 50, 500)])
+    system["all-reduce-implementation"] = ["toyRelay"]
+    yield system
     algorithms.REGISTRY.pop("toyRelay")
 
 
 def test_a_registered_toy_algorithm_times_the_simulation(kit, tmp_path, relay):
     chunk = MIB // 4  # preferred-dataset-splits 4
     per_chunk = 10 + int(500 + chunk / kit.bpns(50))
-    res = kit.run(kit.same(4, lambda: [kit.coll(1, MIB)]), None, tmp_path)
+    res = kit.run(kit.same(4, lambda: [kit.coll(1, MIB)]), relay, tmp_path)
     assert [r["finish_ns"] for r in res.ranks] == [4 * per_chunk] * 4
     assert res.summary["collectives"][0]["phases"] == ["all-reduce on dim 0 (toyRelay)"]
-    aware = kit.run(kit.same(4, lambda: [kit.coll(1, MIB)]), None, tmp_path, congestion="aware")
+    aware = kit.run(kit.same(4, lambda: [kit.coll(1, MIB)]), relay, tmp_path, congestion="aware")
     assert [r["finish_ns"] for r in aware.ranks] == [4 * per_chunk] * 4
 
 
@@ -76,7 +75,27 @@ def test_a_toy_algorithm_times_staggered_members_by_its_own_phase(kit, tmp_path,
     def make(r):
         return [kit.coll(1, MIB)] if r != 2 else [kit.comp(1, 40), kit.coll(2, MIB, deps=[1])]
 
-    res = kit.run(kit.traces([make(r) for r in range(4)]), None, tmp_path)
+    res = kit.run(kit.traces([make(r) for r in range(4)]), relay, tmp_path)
     assert [r["finish_ns"] for r in res.ranks] == done
     assert len(set(done)) == 4  # every member finishes at its own time
     assert any("timed per rank" in n for n in res.notes)
+
+
+def test_only_a_backend_that_models_the_toy_accepts_a_system_naming_it(kit, tmp_path, relay):
+    path = tmp_path / "system.yaml"
+    path.write_text(yaml.safe_dump(relay))
+    with pytest.raises(ConfigError, match="unknown implementation 'toyRelay'"):
+        load_system(path)  # ASTRA-sim's names only: what the exporter accepts
+    assert "toyRelay" in SimpyBackend().algorithms()
+    assert load_system(path, algorithms=SimpyBackend().algorithms()).all_reduce_implementation == ("toyRelay",)
+
+
+def test_a_pipeline_names_the_toy_in_its_inline_system(kit, tmp_path, relay):
+    kit.same(4, lambda: [kit.coll(1, MIB)]).write(tmp_path / "et" / "trace")
+    per_chunk = 10 + int(500 + (MIB // 4) / kit.bpns(50))
+    pipeline = {"input": {"format": "et", "paths": [str(tmp_path / "et")]}, "system": relay,
+                "backends": [{"name": "simpy", "output": str(tmp_path / "sim")}]}
+    out = chakra_core.run_pipeline(pipeline)
+    assert out["backends"][0]["result"]["summary"]["finish_ns"] == 4 * per_chunk
+    with pytest.raises(ConfigError, match="unknown implementation 'toyRelay'"):
+        chakra_core.load_pipeline(dict(pipeline, backends=[{"name": "et", "output": str(tmp_path / "x")}]))
