@@ -108,11 +108,29 @@ def _paths(obj: dict, where: str, source: str) -> None:
 def parse_sweep(section: Any, source: str) -> SweepSpec:
     """Check a pipeline's ``sweep:`` section; raises ConfigError naming the key."""
     section = _mapping(section, "sweep", SWEEP_KEYS, source)
+    grid = _grid(section, source)
+    params, seed, count = _random(section, source)
+    if not grid and not params:
+        raise ConfigError("sweep needs grid: or random.params: (the values to vary)", source)
+    both = sorted(set(grid) & set(params))
+    if both:
+        raise ConfigError(f"sweep: {both[0]} is both in grid and in random.params", source)
+    return SweepSpec(grid, params, seed, count, _derive(section, source),
+                     _constraints(section.get("constraints") or [], source), _timeout(section, source))
+
+
+def _grid(section: dict[str, Any], source: str) -> dict[str, Any]:
+    """``sweep.grid``: dotted paths to non-empty lists of values."""
     grid = _mapping(section.get("grid") or {}, "sweep.grid", None, source)
     _paths(grid, "sweep.grid", source)
     for path, values in grid.items():
         if not isinstance(values, list) or not values:
             raise ConfigError(f"sweep.grid.{path} must be a non-empty list of values", source)
+    return dict(grid)
+
+
+def _random(section: dict[str, Any], source: str) -> tuple[dict[str, Any], int, int]:
+    """``sweep.random``: its params (each a list or a range), seed and count of draws."""
     rnd = _mapping(section.get("random") or {}, "sweep.random", RANDOM_KEYS, source)
     params = _mapping(rnd.get("params") or {}, "sweep.random.params", None, source)
     _paths(params, "sweep.random.params", source)
@@ -123,20 +141,24 @@ def parse_sweep(section: Any, source: str) -> SweepSpec:
         raise ConfigError("sweep.random.count must be a number of draws >= 1", source)
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise ConfigError("sweep.random.seed must be an integer", source)
-    if not grid and not params:
-        raise ConfigError("sweep needs grid: or random.params: (the values to vary)", source)
-    both = sorted(set(grid) & set(params))
-    if both:
-        raise ConfigError(f"sweep: {both[0]} is both in grid and in random.params", source)
+    return dict(params), seed, count or 0
+
+
+def _derive(section: dict[str, Any], source: str) -> dict[str, str]:
+    """``sweep.derive``: dotted paths to expressions."""
     derive = _mapping(section.get("derive") or {}, "sweep.derive", None, source)
     _paths(derive, "sweep.derive", source)
     if not all(isinstance(v, str) for v in derive.values()):
         raise ConfigError("sweep.derive maps paths to expressions (strings)", source)
+    return dict(derive)
+
+
+def _timeout(section: dict[str, Any], source: str) -> float | None:
+    """``sweep.timeout_s``: seconds > 0, or None."""
     timeout = section.get("timeout_s")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
         raise ConfigError(f"sweep.timeout_s must be a number of seconds > 0, got {timeout!r}", source)
-    return SweepSpec(dict(grid), dict(params), seed, count or 0, dict(derive),
-                     _constraints(section.get("constraints") or [], source), timeout)
+    return timeout
 
 
 def _check_random_param(path: str, spec: Any, source: str) -> None:
