@@ -51,7 +51,8 @@ def print_result(result, verbose: bool = False) -> None:
         if isinstance(v, (int, float, str)):
             print(f"{k}: {v}")
     for r in shown_ranks(result.ranks, 16, verbose):
-        print(f"rank {r.get('rank')}: finished at {r.get('finish_ns')} ns, "
-              f"exposed communication {r.get('exposed_comm_ns')} ns")
+        said = [f"{k.removesuffix('_ns').replace('_', ' ')} {v} ns" for k, v in r.items()
+                if k.endswith("_ns") and isinstance(v, (int, float))]
+        print(f"rank {r.get('rank')}: " + (", ".join(said) or "no times"))
     for n in result.notes:
         print(f"note: {n}")

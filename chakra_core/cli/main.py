@@ -21,6 +21,7 @@ COMMANDS = {
     "stats": ("stats", "node and collective counts, longest path by recorded durations (see 'report')"),
     "jsonize": ("jsonize", "write the JSON form of a trace (exact inverse of 'convert --format json')"),
     "plugins": ("plugins", "list installed plugins, what they registered, and failures"),
+    "plugin": ("plugin", "start a new plugin distribution from a template (plugin new NAME)"),
     "run": ("run", "run a YAML pipeline"),
     "simulate": ("simulate", "simulate a trace set with a simulator backend"),
     "emulate": ("emulate", "replay a trace set on this machine's hardware (torch.distributed) and measure it"),

@@ -91,5 +91,13 @@ def _run(task: PointTask) -> tuple[dict[str, Any], dict[str, Any]]:
     for name, b in zip(output_names([b.name for b in pipe.backends]), ran["backends"]):
         rel = Path(b["result_file"]).relative_to(out).as_posix()
         found.update(metrics(name, b["result"], rel))
-        prov = prov or short_provenance(b["result"]["provenance"])
+        prov = merged_provenance(prov, short_provenance(b["result"]["provenance"]))
     return found, prov
+
+
+def merged_provenance(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """The provenance of a point run by several backends: every implementation once, in order."""
+    if not a:
+        return b
+    seen = a["implementations"]
+    return {**a, "implementations": seen + [i for i in b["implementations"] if i not in seen]}
