@@ -208,7 +208,9 @@ def fidelity(a: SetProfile, b: SetProfile, step_times: Sequence[tuple[str | None
 
 
 def format_report(r: dict[str, Any]) -> str:
-    """The report as a readable table."""
+    """The report as a readable table (durations in us as the column heads say, the step with its unit)."""
+    from chakra_core.base._human import duration
+
     lines = [f"A: {r['a']['ranks']} rank(s), {r['a']['nodes']} nodes    B: {r['b']['ranks']} rank(s), "
              f"{r['b']['nodes']} nodes",
              f"node-kind histogram distance (total variation): {r['kinds']['histogram_distance']:.4f}",
@@ -242,8 +244,8 @@ def format_report(r: dict[str, Any]) -> str:
         rows = sim.get("sweep") or [sim]
         for row in rows:
             err = row["relative_error"]
-            lines.append(f"simulated step time on {row['system'] or 'the default system'}: A {row['a_ns']} ns, "
-                         f"B {row['b_ns']} ns, relative error {err if err is None else f'{err:.2%}'}")
+            lines.append(f"simulated step time on {row['system'] or 'the default system'}: A {duration(row['a_ns'])}, "
+                         f"B {duration(row['b_ns'])}, relative error {err if err is None else f'{err:+.2%}'}")
         if "spearman" in sim:
             lines.append(f"rank correlation of the step times over the sweep (Spearman): {sim['spearman']}")
     return "\n".join(lines).rstrip()

@@ -92,11 +92,15 @@ def parse_what_if(specs: Sequence[str] | None) -> list[tuple[str, str, float]]:
 
 
 def analyse(spans: Spans, *, what_if: Sequence[str] | None = None, top: int = 20, threshold: float = 0.1,
-            source: Mapping[str, Any] | None = None, resimulate: Any = None) -> Report:
+            source: Mapping[str, Any] | None = None, resimulate: Any = None,
+            groups: Mapping[str, Sequence[int]] | None = None) -> Report:
     """Build a :class:`Report` from ``spans``; ``resimulate(option, factor)`` (or None) returns
-    the finish time (ns) of a re-simulation with the ``scale`` transform option set."""
+    the finish time (ns) of a re-simulation with the ``scale`` transform option set; ``groups``
+    (the trace set's process groups, when at hand) gives each collective group's members."""
     from chakra_core.analysis._breakdown import breakdown
     from chakra_core.analysis._critical import critical_path
+    from chakra_core.analysis._opclass import operator_classes, operator_families
+    from chakra_core.analysis._rankroles import group_shapes, rank_roles
     from chakra_core.analysis._tables import (
         collectives,
         memory_traffic,
@@ -108,6 +112,7 @@ def analyse(spans: Spans, *, what_if: Sequence[str] | None = None, top: int = 20
 
     rows = breakdown(spans)
     cp = critical_path(spans)
+    roles = rank_roles(spans)
     finish = cp.finish_ns
     keys = ("finish_ns", "compute_ns", "exposed_comm_ns", "exposed_mem_ns", "idle_ns", "comm_ns", "mem_ns",
             "overlap_ns", "skew_ns", "cpu_ns", "accelerator_ns")
@@ -124,15 +129,36 @@ def analyse(spans: Spans, *, what_if: Sequence[str] | None = None, top: int = 20
                         "over_time": utilisation(spans)},
         "ranks": rows,
         "variance": variance(rows),
-        "stragglers": stragglers(rows, threshold),
+        "roles": _roles(roles),
+        "stragglers": stragglers(rows, threshold, roles),
         "top_operators": top_operators(spans, top),
-        "collectives": collectives(spans),
+        "operator_classes": operator_classes(spans, totals["idle_ns"]),
+        "operator_families": operator_families(spans, top),
+        "collectives": _with_shapes(collectives(spans), group_shapes(spans, groups)),
         "memory": memory_traffic(spans),
         "critical_path": cp.to_dict(spans),
         "what_if": [_what_if(spans, cp, finish, kind, target, factor, resimulate)
                     for kind, target, factor in parse_what_if(what_if)],
     }
     return Report(data, spans)
+
+
+def _roles(roles: dict[int, int]) -> list[dict[str, Any]]:
+    """``[{"role", "ranks"}]``: the ranks of each role (same operations, counted)."""
+    out: dict[int, list[int]] = {}
+    for rank, role in roles.items():
+        out.setdefault(role, []).append(rank)
+    return [{"role": role, "ranks": ranks} for role, ranks in sorted(out.items())]
+
+
+def _with_shapes(rows: list[dict[str, Any]], shapes: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The collectives' rows with each group's shape (``group_ranks``, ``group_shape``,
+    ``groups_like_it``)."""
+    for r in rows:
+        shape = shapes.get(r["group"])
+        if shape:
+            r.update(group_ranks=len(shape["ranks"]), group_shape=shape["label"], groups_like_it=shape["like"])
+    return rows
 
 
 def _what_if(spans: Spans, cp: Any, finish: int, kind: str, target: str, factor: float,

@@ -113,9 +113,24 @@ def memory_traffic(spans: Spans) -> dict[str, Any]:
             "GBps": round(nbytes / total, 3) if total else None}
 
 
-def stragglers(rows: list[dict[str, Any]], threshold: float = 0.1) -> list[dict[str, Any]]:
-    """Ranks whose finish or compute time exceeds the median of the other ranks by more than
-    ``threshold`` (a fraction), with by how much (ns and percent), the largest first."""
+def stragglers(rows: list[dict[str, Any]], threshold: float = 0.1,
+               roles: dict[int, int] | None = None) -> list[dict[str, Any]]:
+    """Ranks whose finish or compute time exceeds the median of the other ranks of the same role
+    (``roles``: ``{rank: role}``, all one role when None) by more than ``threshold`` (a
+    fraction), with by how much (ns and percent) and the role, the largest first.  A rank alone
+    in its role is not judged: a structural difference is not slowness."""
+    out: list[dict[str, Any]] = []
+    by_role: dict[int, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_role.setdefault((roles or {}).get(r["rank"], 0), []).append(r)
+    for role, members in by_role.items():
+        for s in _stragglers_among(members, threshold):
+            out.append({**s, "role": role, "role_ranks": len(members)})
+    out.sort(key=lambda s: -s["excess_ns"])
+    return out
+
+
+def _stragglers_among(rows: list[dict[str, Any]], threshold: float) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     if len(rows) < 2:
         return out
@@ -129,7 +144,6 @@ def stragglers(rows: list[dict[str, Any]], threshold: float = 0.1) -> list[dict[
             if v > med * (1 + threshold) and v - med >= 1:
                 out.append({"rank": r["rank"], "metric": metric, "value_ns": int(v), "others_median_ns": int(med),
                             "excess_ns": int(v - med), "excess_pct": round(100 * (v - med) / med, 1) if med else None})
-    out.sort(key=lambda s: -s["excess_ns"])
     return out
 
 

@@ -47,12 +47,13 @@ def backend_kwargs(args) -> dict[str, Any]:
 def print_result(result, verbose: bool = False) -> None:
     """Print a backend's scalar summary values, one per line, then its ranks (a long list
     summarised unless ``verbose``) and its notes."""
+    from chakra_core.base._human import label, value
+
     for k, v in result.summary.items():
         if isinstance(v, (int, float, str)):
-            print(f"{k}: {v}")
+            print(f"{label(k)}: {value(k, v)}")
     for r in shown_ranks(result.ranks, 16, verbose):
-        said = [f"{k.removesuffix('_ns').replace('_', ' ')} {v} ns" for k, v in r.items()
-                if k.endswith("_ns") and isinstance(v, (int, float))]
+        said = [f"{label(k)} {value(k, v)}" for k, v in r.items() if k.endswith("_ns") and isinstance(v, (int, float))]
         print(f"rank {r.get('rank')}: " + (", ".join(said) or "no times"))
     for n in result.notes:
         print(f"note: {n}")

@@ -1,17 +1,24 @@
 """The text summary of a timed run (simulator or emulator Result): breakdown, critical path,
-collectives by kind, a few ranks, notes.  Times are printed in us."""
+collectives by kind, a few ranks, notes; every number with its unit."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from chakra_core.base._human import count, duration, percent, size
 from chakra_core.cli._common import shown_ranks
 
 __all__ = ["print_timed_result"]
 
 
-def _us(ns: float) -> str:
-    return f"{ns / 1000:,.1f}"
+def _spread(ranks: list[dict[str, Any]]) -> str:
+    """Which rank finishes last and first, or that they all finish together."""
+    slow = max(ranks, key=lambda r: (r["finish_ns"], -r["rank"]))
+    fast = min(ranks, key=lambda r: (r["finish_ns"], r["rank"]))
+    if slow["finish_ns"] == fast["finish_ns"]:
+        return f"every rank finishes at {duration(slow['finish_ns'])}"
+    return (f"slowest rank {slow['rank']} ({duration(slow['finish_ns'])}), fastest rank {fast['rank']} "
+            f"({duration(fast['finish_ns'])})")
 
 
 def _collectives_by_kind(colls: list[dict[str, Any]]) -> list[tuple[str, int, int, int, int]]:
@@ -37,31 +44,28 @@ def print_timed_result(result: Any, verbose: bool = False) -> None:
         print_result(result, verbose)
         return
     n = len(ranks)
-    fin = s["finish_ns"]
-    print(f"finish: {_us(fin)} us over {n} ranks ({result.backend}; times in us)")
+    print(f"finish: {duration(s['finish_ns'])} over {count(n)} ranks ({result.backend})")
     parts = ("compute", "exposed_comm", "exposed_mem", "idle")
     total = sum(r["finish_ns"] for r in ranks) or 1
     print("per rank, mean: " + ", ".join(
-        f"{p.replace('_', ' ')} {_us(sum(r[p + '_ns'] for r in ranks) / n)} "
-        f"({100 * sum(r[p + '_ns'] for r in ranks) / total:.1f}%)" for p in parts))
-    slow = max(ranks, key=lambda r: (r["finish_ns"], -r["rank"]))
-    fast = min(ranks, key=lambda r: (r["finish_ns"], r["rank"]))
-    print(f"slowest rank {slow['rank']} ({_us(slow['finish_ns'])}), fastest rank {fast['rank']} "
-          f"({_us(fast['finish_ns'])})")
+        f"{p.replace('_', ' ')} {duration(sum(r[p + '_ns'] for r in ranks) / n)} "
+        f"({percent(sum(r[p + '_ns'] for r in ranks) / total)})" for p in parts))
+    print(_spread(ranks))
     cp = s.get("critical_path") or {}
     if cp.get("ns_by_category"):
-        cats = ", ".join(f"{k[:-3].replace('_', ' ')} {_us(v)}" for k, v in cp["ns_by_category"].items() if v)
-        print(f"critical path: {cats}; {cp.get('length', 0)} operations, {cp.get('crossings', 0)} rank crossings")
+        cats = ", ".join(f"{k[:-3].replace('_', ' ')} {duration(v)}" for k, v in cp["ns_by_category"].items() if v)
+        print(f"critical path: {cats}; {count(cp.get('length', 0))} operations, "
+              f"{count(cp.get('crossings', 0))} rank crossings")
         for t in cp.get("top", [])[:5]:
-            print(f"  {t['name'][:50]:<50} {t['kind']:<10} {t['category']:<12} {_us(t['ns']):>12}")
+            print(f"  {t['name'][:50]:<50} {t['kind']:<10} {t['category']:<12} {duration(t['ns']):>10}")
     colls = _collectives_by_kind(s.get("collectives") or [])
     if colls:
-        print("collectives by kind:        groups      count          MiB     total_us")
-        for kind, groups, count, nbytes, ns in colls:
-            print(f"  {kind:<24} {groups:>8} {count:>10} {nbytes / 2**20:>12.2f} {_us(ns):>12}")
+        print(f"collectives by kind:{'':<9} {'groups':>6} {'count':>10} {'bytes':>10} {'total':>10}")
+        for kind, groups, calls, nbytes, ns in colls:
+            print(f"  {kind:<26} {groups:>6} {count(calls):>10} {size(nbytes):>10} {duration(ns):>10}")
     for r in shown_ranks(ranks, 8, verbose):
-        print(f"rank {r['rank']}: finished at {_us(r['finish_ns'])}, compute {_us(r['compute_ns'])}, "
-              f"exposed communication {_us(r['exposed_comm_ns'])}, idle {_us(r['idle_ns'])}")
+        print(f"rank {r['rank']}: finished at {duration(r['finish_ns'])}, compute {duration(r['compute_ns'])}, "
+              f"exposed communication {duration(r['exposed_comm_ns'])}, idle {duration(r['idle_ns'])}")
     if result.timeline:
         print(f"timeline: {result.timeline}")
     for note in result.notes:

@@ -20,11 +20,13 @@ def run(args) -> int:
     if args.json:
         print_json(result.to_dict())
         return 0
+    from chakra_core.base._human import count, duration, size
+
     print_result(result, args.verbose)
     for kind, seen in (result.summary.get("collectives") or {}).items():
-        print(f"observed {kind}: {seen['count']} call(s), {seen['bytes']} bytes over all ranks")
+        print(f"observed {kind}: {count(seen['count'])} call(s), {size(seen['bytes'])} over all ranks")
     for how, row in (result.summary.get("measured_vs_trace") or {}).items():
         if row.get("ratio") is not None:
-            print(f"{how} nodes: {row['nodes']}, measured {row['measured_ns']} ns vs trace {row['trace_ns']} ns "
-                  f"(x{row['ratio']:.3f})")
+            print(f"{how} nodes: {count(row['nodes'])}, measured {duration(row['measured_ns'])} vs trace "
+                  f"{duration(row['trace_ns'])} (x{row['ratio']:.3f})")
     return 0

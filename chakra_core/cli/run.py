@@ -29,8 +29,11 @@ def run(args) -> int:
     if args.json:
         print_json(out)
     else:
+        from chakra_core.base._human import label, value
+
         for b in out["backends"]:
-            summary = ", ".join(f"{k}={v}" for k, v in b["result"]["summary"].items()
-                                if isinstance(v, (int, float, str)))
-            print(f"{b['name']}: {summary} -> {b['result_file']}")
+            print(f"{b['name']}: {b['result_file']}")
+            for k, v in b["result"]["summary"].items():
+                if isinstance(v, (int, float, str)):
+                    print(f"  {label(k)}: {value(k, v)}")
     return 0

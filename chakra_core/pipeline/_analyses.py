@@ -58,11 +58,21 @@ def report(inputs: Any = None, *, result: str | os.PathLike | None = None, backe
                                host=host)
             kw = dict(sim_kwargs, format=None, input_options=None)
             return int(_simulate_with_spans(scaled, backend, kw, keep=False).summary["finish_ns"])
-    rep = analyse(spans, what_if=what_if, top=top, threshold=threshold, source=source, resimulate=resim)
+    groups = _process_groups(inputs, format, input_options, host) if inputs is not None else None
+    rep = analyse(spans, what_if=what_if, top=top, threshold=threshold, source=source, resimulate=resim,
+                  groups=groups)
     if output is not None:
         rep.write_html(output)
         rep.data["html"] = str(output)
     return rep
+
+
+def _process_groups(inputs: Any, format: str | None, input_options: Mapping[str, Any] | None,
+                    host: PluginHost | None) -> dict[str, list[int]]:
+    """The process groups of the trace set ``inputs`` (read from its first rank)."""
+    from chakra_core.pipeline._commands import _input_pipeline
+
+    return _input_pipeline(inputs, format, input_options, host).load().process_groups
 
 
 def _describe(inputs: Any) -> Any:
