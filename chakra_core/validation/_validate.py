@@ -50,7 +50,8 @@ __all__ = ["Finding", "validate", "RULES", "ABSURD_BYTES", "MAX_DURATION_US", "M
 
 RULES = (
     "duplicate-id", "missing-dep", "cycle", "invalid-type", "unknown-type", "unknown-attr",
-    "coll-attrs", "p2p-attrs", "bad-size", "bad-peer", "own-endpoint", "empty-rank", "coll-order", "coll-not-member", "unmatched-p2p",
+    "coll-attrs", "p2p-attrs", "bad-size", "bad-peer", "own-endpoint", "empty-rank", "coll-order", "coll-not-member",
+    "unmatched-p2p",
     "bad-duration", "pg-unparseable", "pg-bad-rank", "pg-undefined", "deadlock", "never-reached",
 )
 #: errors that leave the meaning of the set unclear: no abstract execution is run after them

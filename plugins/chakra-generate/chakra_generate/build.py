@@ -174,6 +174,7 @@ class _Stage:
         pre = f"s{step}.B{mb}.c{c}"
         if v == m.pp * m.chunks - 1:
             self.gather_params(f"{pre}.output", m.output_params(), 0)
+            self.tp_regather(f"{pre}.output")
             b.comp(f"{pre}.output_loss", output_op(m, backward=True))
             self.tp_gather(f"{pre}.output", backward=True)
             if last:
@@ -223,6 +224,13 @@ class _Stage:
         kind = CommType.REDUCE_SCATTER if m.sp else CommType.ALL_REDUCE
         self.b.coll(f"{name}.tp_{'reduce_scatter' if m.sp else 'all_reduce'}", kind, m.activation_bytes, "tp")
 
+    def tp_regather(self, name: str) -> None:
+        """Before a column-parallel matrix's backward, with sp: the all-gather of its input again
+        (Megatron-LM keeps only the sequence shard and gathers it for the weight gradient)."""
+        m = self.m
+        if m.tp > 1 and m.sp:
+            self.b.coll(f"{name}.tp_wgrad_all_gather", CommType.ALL_GATHER, m.activation_bytes, "tp")
+
     def gather_params(self, name: str, dense: int, expert: int) -> None:
         """ZeRO-3: all-gather parameters before they are used (dense over dp, experts over edp)."""
         m = self.m
@@ -258,7 +266,9 @@ class _Stage:
     def marker_comm(self, name: str, marker: str, op: Op, a2a: str, backward: bool) -> None:
         """The communication a marker stands for (see :class:`Op`), or its backward mirror."""
         m = self.m
-        if marker == "tp_gather":
+        if marker == "tp_regather":
+            self.tp_regather(f"{name}.{op.name}")
+        elif marker == "tp_gather":
             self.tp_gather(f"{name}.{op.name}", backward=backward)
         elif marker == "tp_reduce":
             self.tp_reduce(f"{name}.{op.name}", backward=backward)

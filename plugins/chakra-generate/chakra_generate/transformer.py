@@ -20,7 +20,8 @@ from chakra_core.system import get_device
 from .build import build_stage
 from .emit import TemplateRank, segments
 from .layout import ParallelLayout
-from .model import SCHEDULES, Model, model_from_options
+from .model import MLPS, NORMS, POSITIONS, SCHEDULES, Model, model_from_options
+from .presets import PRESETS, with_preset
 
 __all__ = ["TransformerGenerator", "generate_model", "reduced"]
 
@@ -37,7 +38,14 @@ class TransformerGenerator(Generator):
         "layers": _opt("int", 24, "transformer layers", minimum=1),
         "hidden": _opt("int", 2048, "hidden size", minimum=1),
         "heads": _opt("int", 16, "attention heads", minimum=1),
+        "kv_heads": _opt("int", None, "key/value heads (grouped-query attention; default: heads)", minimum=1),
         "ffn": _opt("int", None, "MLP inner size (default 4 x hidden)", minimum=1),
+        "mlp": _opt("str", "gelu", "MLP: gelu (two matrices) or swiglu (three)", choices=MLPS),
+        "norm": _opt("str", "layernorm", "norm: layernorm (2h parameters) or rmsnorm (h)", choices=NORMS),
+        "bias": _opt("bool", True, "linear layers have biases"),
+        "positions": _opt("str", "learned", "positions: learned (a seq x h table) or rope (none)",
+                          choices=POSITIONS),
+        "preset": _opt("str", None, "a named shape whose values fill the options not given", choices=tuple(PRESETS)),
         "vocab": _opt("int", 51200, "vocabulary size", minimum=1),
         "seq": _opt("int", 2048, "sequence length (tokens)", minimum=1),
         "micro_batch": _opt("int", 1, "sequences per micro-batch", minimum=1),
@@ -70,8 +78,9 @@ class TransformerGenerator(Generator):
     }
 
     def check_options(self, options: Mapping[str, Any] | None) -> dict[str, Any]:
-        """The options with defaults, checked together (sizes that must divide, ...)."""
-        out = super().check_options(options)
+        """The options with defaults (under a ``preset``'s values), checked together (sizes that
+        must divide, ...)."""
+        out = super().check_options(with_preset(f"generator {self.name!r}", self.options, options))
         model_from_options(out)
         get_device(out["device"], out["devices"]).peak(model_from_options(out).dtype_name())
         return out
