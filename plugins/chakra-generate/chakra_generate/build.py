@@ -23,7 +23,7 @@ from .flops import Op, backward_ops, embedding_op, forward_ops, optimizer_op, ou
 from .model import Model
 from .schedule import schedule
 
-__all__ = ["Template", "build_stage", "SLOTS", "NO_SLOT"]
+__all__ = ["Template", "Builder", "build_stage", "SLOTS", "NO_SLOT"]
 
 NO_SLOT = 0
 #: slot number -> (attribute, what it names): group kinds give ``pg_name``, peers a rank
@@ -44,7 +44,7 @@ class Template:
     slots: bytearray = field(default_factory=bytearray)
 
 
-class _Builder:
+class Builder:
     """Appends nodes to a template, tracking the compute stream and what the optimizer awaits."""
 
     def __init__(self, model: Model, device: Device, stage: int):
@@ -113,7 +113,7 @@ class _Stage:
 
     def __init__(self, model: Model, device: Device, stage: int):
         self.m = model
-        self.b = _Builder(model, device, stage)
+        self.b = Builder(model, device, stage)
         self.stage = stage
         self.passes = schedule(model.schedule, stage, model.pp, model.micro_batches, model.chunks)
         last_b: dict[int, int] = {}

@@ -17,13 +17,18 @@ from typing import Any
 from chakra_core import ConfigError, Generator, GlobalMetadata, Option, TraceSet, make_attr, validate
 from chakra_core.system import get_device
 
-from .build import build_stage
+from .build import Template, build_stage
 from .emit import TemplateRank, segments
 from .layout import ParallelLayout
 from .model import MLPS, NORMS, POSITIONS, SCHEDULES, Model, model_from_options
 from .presets import PRESETS, with_preset
 
-__all__ = ["TransformerGenerator", "generate_model", "reduced"]
+__all__ = ["TransformerGenerator", "generate_model", "assemble", "reduced", "SHAPE_OPTIONS"]
+
+
+#: the options of the model's shape, which the ``inference`` generator shares
+SHAPE_OPTIONS = ("layers", "hidden", "heads", "kv_heads", "ffn", "mlp", "norm", "bias", "positions", "preset",
+                 "vocab", "dtype_bytes", "tp", "pp", "device", "devices", "check")
 
 
 def _opt(kind: str, default: Any, help: str, **kw: Any) -> Option:
@@ -96,11 +101,17 @@ class TransformerGenerator(Generator):
 def generate_model(model: Model, options: Mapping[str, Any]) -> TraceSet:
     """The lazily generated set of ``model`` (``options``: the generator's checked options)."""
     device = get_device(options["device"], options["devices"])
-    layout = ParallelLayout(model)
     templates = [build_stage(model, device, s) for s in range(model.pp)]
+    workload = {**asdict(model), "order": "-".join(model.order), "device": device.name}
+    return assemble(model, templates, "transformer", workload)
+
+
+def assemble(model: Model, templates: list[Template], generator: str, workload: Mapping[str, Any]) -> TraceSet:
+    """The set whose rank ``r`` runs the template of its stage with its own groups and peers;
+    every rank's metadata records ``workload`` (JSON), the rank order, coordinates and groups."""
+    layout = ParallelLayout(model)
     framed = [segments(t) for t in templates]
-    workload = json.dumps({**asdict(model), "order": "-".join(model.order), "device": device.name},
-                          separators=(",", ":"))
+    text = json.dumps(workload, separators=(",", ":"))
     order = _order_formula(model.order)
     ranks = []
     for r in range(model.ranks):
@@ -108,13 +119,13 @@ def generate_model(model: Model, options: Mapping[str, Any]) -> TraceSet:
         groups = {k: layout.group_of[k][r] for k in layout.group_of if layout.group_of[k][r]}
         meta = GlobalMetadata(version="0.0.4")
         meta.attr.extend([
-            make_attr("generator", "chakra-generate:transformer"), make_attr("workload", workload),
+            make_attr("generator", f"chakra-generate:{generator}"), make_attr("workload", text),
             make_attr("rank_order", order), make_attr("parallel_coords", json.dumps(coords, separators=(",", ":"))),
             make_attr("parallel_groups", json.dumps(groups, separators=(",", ":"))),
         ])
         pp = coords["pp"]
         ranks.append(TemplateRank(r, meta, templates[pp], layout, framed[pp]))
-    return TraceSet(ranks, process_groups=layout.groups, source="generator:transformer")
+    return TraceSet(ranks, process_groups=layout.groups, source=f"generator:{generator}")
 
 
 def _order_formula(order: tuple[str, ...]) -> str:
