@@ -89,3 +89,14 @@ def test_single_rank_has_no_communication():
 def test_bad_options_one_line_exit_2(tmp_path, chakra_cli, args, message):
     status, _, err = chakra_cli("generate", "inference", "-o", str(tmp_path / "x/"), *args)
     assert status == 2 and message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_small_inference_set_writes_validates_simulates_exports(tmp_path):
+    traces = chakra.generate("inference", {"layers": 4, "hidden": 64, "heads": 8, "kv_heads": 2, "mlp": "swiglu",
+                                           "vocab": 256, "prompt": 32, "decode": 4, "batch": 4, "micro_batches": 2,
+                                           "tp": 2, "pp": 2}, output=tmp_path / "et/")
+    report = chakra.validate(traces)
+    assert report.ok and not report.warnings, report.to_dict()["findings"][:3]
+    assert chakra.simulate(traces).summary["finish_ns"] > 0
+    out = chakra.export(traces, "astrasim", tmp_path / "astra")
+    assert sum(1 for f in out.files if f.endswith(".et")) == 4
