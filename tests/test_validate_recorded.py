@@ -98,3 +98,17 @@ def test_send_without_peer_on_a_real_rank(recorded, tmp_path):
         return nodes
     f = validate(_edit(recorded, tmp_path, 0, edit), cross_rank=False)
     assert [x.rule for x in f if x.severity == "error"] == ["p2p-attrs"]
+
+
+@pytest.mark.parametrize("kind,key", [(NodeType.COMM_SEND_NODE, "comm_src"), (NodeType.COMM_RECV_NODE, "comm_dst")])
+def test_own_endpoint_of_another_rank(recorded, tmp_path, kind, key):
+    # rank 1's send claims comm_src 0 (its receive comm_dst 0): what resize_dp once wrote for
+    # the copies of a recorded rank
+    def edit(nodes):
+        node = next(n for n in nodes if n.type == kind)
+        assert get_int(node, key) == 1
+        set_attr(node, key, 0)
+        return nodes
+    f = [x for x in validate(_edit(recorded, tmp_path, 1, edit)) if x.severity == "error"]
+    assert [(x.rule, x.rank) for x in f] == [("own-endpoint", 1)]
+    assert f"{key} = 0" in f[0].message

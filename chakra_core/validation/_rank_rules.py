@@ -2,7 +2,7 @@
 
 :class:`RankCheck` is called on every node while the rank streams; it reports node rules
 (``invalid-type``, ``unknown-type``, ``unknown-attr``, ``coll-attrs``, ``p2p-attrs``, ``bad-size``,
-``bad-peer``, ``bad-duration``)
+``bad-peer``, ``own-endpoint``, ``bad-duration``)
 and keeps what the cross-rank checks need: collectives per group, sends and receives, and the
 rank's skeleton nodes (:mod:`._deadlock`), in compact arrays.
 """
@@ -162,6 +162,11 @@ class RankCheck:
         if peer < 0 or (self.rank_known and peer == self.rank) or (self.nranks > 1 and peer >= self.nranks):
             self._error("bad-peer", n, f"{peer_key} = {peer} (rank {self.rank} of {self.nranks})")
             return False
+        own_key = "comm_src" if send else "comm_dst"
+        own = a.get(own_key)
+        if self.rank_known and own is not None and own != self.rank:
+            self._error("own-endpoint", n, f"{own_key} = {own} on a {'send' if send else 'receive'} of "
+                        f"rank {self.rank} (its own endpoint must be its rank)")
         tag, size = a["comm_tag"], a["comm_size"]
         (self.sends if send else self.recvs).append((peer, tag, size, n.id))
         return self._skeleton(n, K_SEND if send else K_RECV, peer, tag, size)

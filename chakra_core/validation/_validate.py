@@ -17,6 +17,8 @@ per rank
   ``bad-size``          a negative size, or one above 1 PiB (``comm_size``, ``tensor_size``)
   ``bad-peer``          a peer rank outside the set (when more than one rank is given), a
                         negative one, or the node's own rank (when the rank is known)
+  ``own-endpoint``      a send whose ``comm_src`` (a receive whose ``comm_dst``) is present and is
+                        not the rank of its file (when the rank is known)
   ``bad-duration``      a node longer than 2^40 us, or a rank whose durations add up past 2^50 us
   ``empty-rank``        a rank with no nodes (ASTRA-sim aborts on it)          [warning]
 across ranks
@@ -48,7 +50,8 @@ __all__ = ["Finding", "validate", "RULES", "ABSURD_BYTES", "MAX_DURATION_US", "M
 
 RULES = (
     "duplicate-id", "missing-dep", "cycle", "invalid-type", "unknown-type", "unknown-attr",
-    "coll-attrs", "p2p-attrs", "bad-size", "bad-peer", "empty-rank", "coll-order", "coll-not-member", "unmatched-p2p",
+    "coll-attrs", "p2p-attrs", "bad-size", "bad-peer", "own-endpoint", "empty-rank", "coll-order", "coll-not-member",
+    "unmatched-p2p",
     "bad-duration", "pg-unparseable", "pg-bad-rank", "pg-undefined", "deadlock", "never-reached",
 )
 #: errors that leave the meaning of the set unclear: no abstract execution is run after them

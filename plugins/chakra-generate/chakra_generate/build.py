@@ -23,7 +23,7 @@ from .flops import Op, backward_ops, embedding_op, forward_ops, optimizer_op, ou
 from .model import Model
 from .schedule import schedule
 
-__all__ = ["Template", "build_stage", "SLOTS", "NO_SLOT"]
+__all__ = ["Template", "Builder", "build_stage", "SLOTS", "NO_SLOT"]
 
 NO_SLOT = 0
 #: slot number -> (attribute, what it names): group kinds give ``pg_name``, peers a rank
@@ -44,7 +44,7 @@ class Template:
     slots: bytearray = field(default_factory=bytearray)
 
 
-class _Builder:
+class Builder:
     """Appends nodes to a template, tracking the compute stream and what the optimizer awaits."""
 
     def __init__(self, model: Model, device: Device, stage: int):
@@ -113,7 +113,7 @@ class _Stage:
 
     def __init__(self, model: Model, device: Device, stage: int):
         self.m = model
-        self.b = _Builder(model, device, stage)
+        self.b = Builder(model, device, stage)
         self.stage = stage
         self.passes = schedule(model.schedule, stage, model.pp, model.micro_batches, model.chunks)
         last_b: dict[int, int] = {}
@@ -174,6 +174,7 @@ class _Stage:
         pre = f"s{step}.B{mb}.c{c}"
         if v == m.pp * m.chunks - 1:
             self.gather_params(f"{pre}.output", m.output_params(), 0)
+            self.tp_regather(f"{pre}.output")
             b.comp(f"{pre}.output_loss", output_op(m, backward=True))
             self.tp_gather(f"{pre}.output", backward=True)
             if last:
@@ -223,6 +224,13 @@ class _Stage:
         kind = CommType.REDUCE_SCATTER if m.sp else CommType.ALL_REDUCE
         self.b.coll(f"{name}.tp_{'reduce_scatter' if m.sp else 'all_reduce'}", kind, m.activation_bytes, "tp")
 
+    def tp_regather(self, name: str) -> None:
+        """Before a column-parallel matrix's backward, with sp: the all-gather of its input again
+        (Megatron-LM keeps only the sequence shard and gathers it for the weight gradient)."""
+        m = self.m
+        if m.tp > 1 and m.sp:
+            self.b.coll(f"{name}.tp_wgrad_all_gather", CommType.ALL_GATHER, m.activation_bytes, "tp")
+
     def gather_params(self, name: str, dense: int, expert: int) -> None:
         """ZeRO-3: all-gather parameters before they are used (dense over dp, experts over edp)."""
         m = self.m
@@ -258,7 +266,9 @@ class _Stage:
     def marker_comm(self, name: str, marker: str, op: Op, a2a: str, backward: bool) -> None:
         """The communication a marker stands for (see :class:`Op`), or its backward mirror."""
         m = self.m
-        if marker == "tp_gather":
+        if marker == "tp_regather":
+            self.tp_regather(f"{name}.{op.name}")
+        elif marker == "tp_gather":
             self.tp_gather(f"{name}.{op.name}", backward=backward)
         elif marker == "tp_reduce":
             self.tp_reduce(f"{name}.{op.name}", backward=backward)

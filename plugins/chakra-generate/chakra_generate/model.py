@@ -6,6 +6,13 @@ parallelism the norms, dropouts and residuals see ``tokens / tp``.  Parameters a
 tensor-parallel ranks as Megatron-LM splits them: the QKV and first MLP matrices by columns
 (weights and biases), the attention projection and second MLP matrices by rows (weights only,
 biases replicated), norms replicated, the word embedding and output layer by vocabulary rows.
+
+Shapes: queries take ``h`` columns, keys and values ``h * kv_heads / heads`` each (grouped-query
+attention; ``kv_heads == heads`` is multi-head attention); a ``gelu`` MLP has two matrices
+(``h x f``, ``f x h``), a ``swiglu`` MLP three (gate and up ``h x f`` each, fused as one
+column-parallel ``h x 2f``, and down ``f x h``); a ``layernorm`` has ``2h`` parameters, an
+``rmsnorm`` ``h``; ``bias`` false drops every linear bias; ``positions`` ``learned`` adds a
+``seq x h`` table to the embedding, ``rope`` nothing.
 """
 
 from __future__ import annotations
@@ -16,9 +23,12 @@ from typing import Any
 
 from chakra_core import ConfigError
 
-__all__ = ["Model", "model_from_options", "SCHEDULES", "DIMS"]
+__all__ = ["Model", "model_from_options", "SCHEDULES", "DIMS", "MLPS", "NORMS", "POSITIONS"]
 
 SCHEDULES = ("gpipe", "1f1b", "interleaved")
+MLPS = ("gelu", "swiglu")
+NORMS = ("layernorm", "rmsnorm")
+POSITIONS = ("learned", "rope")
 #: the parallel dimensions a rank order permutes
 DIMS = ("tp", "cp", "dp", "pp")
 
@@ -54,6 +64,36 @@ class Model:
     tie_embeddings: bool
     steps: int
     order: tuple[str, ...]
+    kv_heads: int = 0
+    mlp: str = "gelu"
+    norm: str = "layernorm"
+    bias: bool = True
+    positions: str = "learned"
+
+    @property
+    def groups(self) -> int:
+        """Key/value heads (query groups): ``kv_heads``, or ``heads`` when it is 0."""
+        return self.kv_heads or self.heads
+
+    @property
+    def kv_dim(self) -> int:
+        """Width of the keys (and of the values): ``h * kv_heads / heads`` (``h`` without GQA)."""
+        return self.hidden * self.groups // self.heads
+
+    @property
+    def qkv_out(self) -> int:
+        """Output width of the fused QKV matrix: ``h + 2 * kv_dim``."""
+        return self.hidden + 2 * self.kv_dim
+
+    @property
+    def fc1_out(self) -> int:
+        """Output width of the first MLP matrix: ``2f`` for swiglu (gate and up), else ``f``."""
+        return 2 * self.ffn if self.mlp == "swiglu" else self.ffn
+
+    @property
+    def norm_params(self) -> int:
+        """Parameters of one norm: ``2h`` (layernorm: scale and shift) or ``h`` (rmsnorm)."""
+        return 2 * self.hidden if self.norm == "layernorm" else self.hidden
 
     @property
     def ranks(self) -> int:
@@ -100,23 +140,36 @@ class Model:
         each group (layers moe_every-1, 2*moe_every-1, ...), when ``experts`` > 0."""
         return self.experts > 0 and (layer + 1) % self.moe_every == 0
 
+    def attention_params(self) -> tuple[int, int]:
+        """``(split, replicated)`` attention parameters: QKV ``h x qkv_out`` and projection
+        ``h x h`` split by tp, the QKV bias split, the projection bias replicated."""
+        h, b = self.hidden, self.bias
+        return h * self.qkv_out + h * h + (self.qkv_out if b else 0), h if b else 0
+
+    def mlp_params(self) -> tuple[int, int]:
+        """``(split, replicated)`` parameters of one MLP (or one expert): ``h x fc1_out`` and
+        ``f x h`` split by tp, the first bias split, the second replicated."""
+        h, b = self.hidden, self.bias
+        return h * self.fc1_out + self.ffn * h + (self.fc1_out if b else 0), h if b else 0
+
     def dense_layer_params(self) -> int:
-        """Parameters of a dense layer on one tp rank: ``(4h^2 + 2h*ffn + 3h + ffn) / tp + 6h``
-        (12h^2 + 13h at tp = 1, ffn = 4h)."""
-        h, f = self.hidden, self.ffn
-        return (4 * h * h + 2 * h * f + 3 * h + f) // self.tp + 6 * h
+        """Parameters of a dense layer on one tp rank: the split attention and MLP over tp plus the
+        replicated biases and two norms; ``(4h^2 + 2h*ffn + 3h + ffn) / tp + 6h`` for the default
+        GPT shape (12h^2 + 13h at tp = 1, ffn = 4h)."""
+        (a, ar), (f, fr) = self.attention_params(), self.mlp_params()
+        return (a + f) // self.tp + ar + fr + 2 * self.norm_params
 
     def moe_shared_params(self) -> int:
         """Non-expert parameters of a MoE layer on one tp rank (attention, norms, router):
-        ``(4h^2 + 3h) / tp + 5h + h * experts``."""
-        h = self.hidden
-        return (4 * h * h + 3 * h) // self.tp + 5 * h + h * self.experts
+        ``(4h^2 + 3h) / tp + 5h + h * experts`` for the default GPT shape."""
+        a, ar = self.attention_params()
+        return a // self.tp + ar + 2 * self.norm_params + self.hidden * self.experts
 
     def expert_params(self) -> int:
-        """Expert parameters of a MoE layer on one rank: ``experts / ep`` experts of
-        ``(2h*ffn + ffn) / tp + h`` each."""
-        h, f = self.hidden, self.ffn
-        return self.experts // self.ep * ((2 * h * f + f) // self.tp + h)
+        """Expert parameters of a MoE layer on one rank: ``experts / ep`` MLPs, each split by tp
+        (``(2h*ffn + ffn) / tp + h`` for the default GPT shape)."""
+        f, fr = self.mlp_params()
+        return self.experts // self.ep * (f // self.tp + fr)
 
     def layer_params(self, layer: int) -> tuple[int, int]:
         """``(dense, expert)`` parameters of global layer ``layer`` on one rank."""
@@ -125,15 +178,15 @@ class Model:
         return self.dense_layer_params(), 0
 
     def embedding_params(self) -> int:
-        """Input embedding on the first stage: ``vocab * h / tp + seq * h`` (word rows split by
-        tp, learned positions replicated)."""
-        return self.vocab * self.hidden // self.tp + self.seq * self.hidden
+        """Input embedding on the first stage: ``vocab * h / tp`` (word rows split by tp) plus,
+        with learned positions, ``seq * h`` (replicated)."""
+        return self.vocab * self.hidden // self.tp + (self.seq * self.hidden if self.positions == "learned" else 0)
 
     def output_params(self) -> int:
-        """Output side on the last stage: the final norm ``2h`` plus, unless it is the word
-        embedding itself (one stage with tied embeddings), the output layer ``vocab * h / tp``."""
+        """Output side on the last stage: the final norm plus, unless it is the word embedding
+        itself (one stage with tied embeddings), the output layer ``vocab * h / tp``."""
         tied_here = self.tie_embeddings and self.pp == 1
-        return 2 * self.hidden + (0 if tied_here else self.vocab * self.hidden // self.tp)
+        return self.norm_params + (0 if tied_here else self.vocab * self.hidden // self.tp)
 
     def dtype_name(self) -> str:
         """The data type the roofline's peak is read for (from ``dtype_bytes``)."""
@@ -163,16 +216,26 @@ def model_from_options(o: Mapping[str, Any]) -> Model:
         cp=o["cp"], ep=o["ep"], sp=o["sp"], experts=o["experts"], topk=o["topk"], moe_every=o["moe_every"],
         schedule=o["schedule"], virtual_stages=o["virtual_stages"], zero=o["zero"], recompute=o["recompute"],
         bucket_bytes=o["bucket_bytes"], tie_embeddings=o["tie_embeddings"], steps=o["steps"],
-        order=_order(o["order"]))
-    _check(m)
+        order=_order(o["order"]), kv_heads=o["kv_heads"] or o["heads"], mlp=o["mlp"], norm=o["norm"],
+        bias=o["bias"], positions=o["positions"])
+    check_model(m)
     return m
 
 
-def _check(m: Model) -> None:
+def check_shape(m: Model) -> None:
+    """Raise :class:`ConfigError` unless the model's shape splits over its tp and pp."""
     _require(m.hidden % m.heads == 0, f"hidden {m.hidden} is not a multiple of heads {m.heads}")
     _require(m.heads % m.tp == 0, f"heads {m.heads} is not a multiple of tp {m.tp}")
+    _require(m.heads % m.groups == 0, f"heads {m.heads} is not a multiple of kv_heads {m.groups}")
+    _require(m.groups % m.tp == 0, f"kv_heads {m.groups} is not a multiple of tp {m.tp} (Megatron-LM "
+             "splits the key/value heads over tensor-parallel ranks)")
     _require(m.ffn % m.tp == 0 and m.vocab % m.tp == 0,
              f"ffn {m.ffn} and vocab {m.vocab} must be multiples of tp {m.tp}")
+
+
+def check_model(m: Model) -> None:
+    """Raise :class:`ConfigError` unless the training configuration is consistent."""
+    check_shape(m)
     _require(m.seq % m.cp == 0, f"seq {m.seq} is not a multiple of cp {m.cp}")
     _require(not m.sp or m.tokens % m.tp == 0,
              f"with sp, micro_batch * seq / cp = {m.tokens} must be a multiple of tp {m.tp}")

@@ -10,9 +10,12 @@ from chakra_core import Register, hookimpl
 
 @hookimpl
 def chakra_register_generators(register: Register) -> None:
-    """Register ``transformer`` (training steps of a GPT/Llama-like dense or MoE model)."""
+    """Register ``transformer`` (training steps of a GPT/Llama-like dense or MoE model) and
+    ``inference`` (its prefill and decode steps)."""
     register("transformer", "chakra_generate.transformer:TransformerGenerator",
              description="LLM training steps: tp x cp x dp x pp, sp, ZeRO 0-3, MoE, gpipe/1f1b/interleaved")
+    register("inference", "chakra_generate.inference:InferenceGenerator",
+             description="LLM inference: prefill and decode steps with a KV cache, tp x pp")
 
 
 @hookimpl

@@ -13,7 +13,8 @@ gradient groups ``dp`` and ``edp``, or in a recording any group whose data-paral
 residue class ``e mod k`` covering the old width, such as all ranks) grows to every new replica
 that holds one of its members' traces; an expert-parallel group (a block of ``ep`` consecutive
 data-parallel indices) is copied per block.  ``pg_name``\\ s, pipeline peers, the PyTorch
-process-group node and the metadata (``rank``, coordinates, groups, workload) are rewritten.
+process-group node and the metadata (``rank``, coordinates, groups, workload) are rewritten, and a
+send's ``comm_src`` (a receive's ``comm_dst``), where recorded, becomes the new rank.
 
 Kept: every node, dependency, duration and size (gradients are the model's, whatever the width).
 What it cannot know: collectives the old width did not need (a width of 1 has no gradient
@@ -191,7 +192,7 @@ def _resized_rank(rank: int, src: RankTrace, lay: DpLayout, sizes: dict[str, int
 
     def nodes() -> Iterator[Node]:
         for n in src.editable_nodes():
-            yield _rewrite(n, names, peer, pg_text)
+            yield _rewrite(n, names, peer, pg_text, rank)
 
     return GeneratedRank(rank, _metadata(src.metadata(), rank, lay, sizes, names, new_dp), nodes, src.path)
 
@@ -205,16 +206,21 @@ def _stride(lay: DpLayout, sizes: Mapping[str, int], dim: str) -> int:
     raise KeyError(dim)
 
 
-def _rewrite(n: Node, names: Mapping[str, str], peer: Any, pg_text: str) -> Node:
+def _rewrite(n: Node, names: Mapping[str, str], peer: Any, pg_text: str, rank: int) -> Node:
+    """``n`` with its group renamed, or its peer moved and its own endpoint (a send's
+    ``comm_src``, a receive's ``comm_dst``, where recorded) set to ``rank``."""
     if n.type == NodeType.COMM_COLL_NODE:
         pg = get_str(n, "pg_name")
         if pg is not None and pg in names:
             set_attr(n, "pg_name", names[pg])
     elif n.type in (NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE):
-        key = "comm_dst" if n.type == NodeType.COMM_SEND_NODE else "comm_src"
+        send = n.type == NodeType.COMM_SEND_NODE
+        key, own = ("comm_dst", "comm_src") if send else ("comm_src", "comm_dst")
         old = get_int(n, key)
         if old is not None:
             set_attr(n, key, peer(old))
+        if get_int(n, own) is not None:
+            set_attr(n, own, rank)
     elif n.type == NodeType.METADATA_NODE and n.name == PG_INIT_NAME:
         n.inputs.values = pg_text
     return n

@@ -17,12 +17,18 @@ from typing import Any
 from chakra_core import ConfigError, Generator, GlobalMetadata, Option, TraceSet, make_attr, validate
 from chakra_core.system import get_device
 
-from .build import build_stage
+from .build import Template, build_stage
 from .emit import TemplateRank, segments
 from .layout import ParallelLayout
-from .model import SCHEDULES, Model, model_from_options
+from .model import MLPS, NORMS, POSITIONS, SCHEDULES, Model, model_from_options
+from .presets import PRESETS, with_preset
 
-__all__ = ["TransformerGenerator", "generate_model", "reduced"]
+__all__ = ["TransformerGenerator", "generate_model", "assemble", "reduced", "SHAPE_OPTIONS"]
+
+
+#: the options of the model's shape, which the ``inference`` generator shares
+SHAPE_OPTIONS = ("layers", "hidden", "heads", "kv_heads", "ffn", "mlp", "norm", "bias", "positions", "preset",
+                 "vocab", "dtype_bytes", "tp", "pp", "device", "devices", "check")
 
 
 def _opt(kind: str, default: Any, help: str, **kw: Any) -> Option:
@@ -37,7 +43,14 @@ class TransformerGenerator(Generator):
         "layers": _opt("int", 24, "transformer layers", minimum=1),
         "hidden": _opt("int", 2048, "hidden size", minimum=1),
         "heads": _opt("int", 16, "attention heads", minimum=1),
+        "kv_heads": _opt("int", None, "key/value heads (grouped-query attention; default: heads)", minimum=1),
         "ffn": _opt("int", None, "MLP inner size (default 4 x hidden)", minimum=1),
+        "mlp": _opt("str", "gelu", "MLP: gelu (two matrices) or swiglu (three)", choices=MLPS),
+        "norm": _opt("str", "layernorm", "norm: layernorm (2h parameters) or rmsnorm (h)", choices=NORMS),
+        "bias": _opt("bool", True, "linear layers have biases"),
+        "positions": _opt("str", "learned", "positions: learned (a seq x h table) or rope (none)",
+                          choices=POSITIONS),
+        "preset": _opt("str", None, "a named shape whose values fill the options not given", choices=tuple(PRESETS)),
         "vocab": _opt("int", 51200, "vocabulary size", minimum=1),
         "seq": _opt("int", 2048, "sequence length (tokens)", minimum=1),
         "micro_batch": _opt("int", 1, "sequences per micro-batch", minimum=1),
@@ -70,8 +83,9 @@ class TransformerGenerator(Generator):
     }
 
     def check_options(self, options: Mapping[str, Any] | None) -> dict[str, Any]:
-        """The options with defaults, checked together (sizes that must divide, ...)."""
-        out = super().check_options(options)
+        """The options with defaults (under a ``preset``'s values), checked together (sizes that
+        must divide, ...)."""
+        out = super().check_options(with_preset(f"generator {self.name!r}", self.options, options))
         model_from_options(out)
         get_device(out["device"], out["devices"]).peak(model_from_options(out).dtype_name())
         return out
@@ -87,11 +101,17 @@ class TransformerGenerator(Generator):
 def generate_model(model: Model, options: Mapping[str, Any]) -> TraceSet:
     """The lazily generated set of ``model`` (``options``: the generator's checked options)."""
     device = get_device(options["device"], options["devices"])
-    layout = ParallelLayout(model)
     templates = [build_stage(model, device, s) for s in range(model.pp)]
+    workload = {**asdict(model), "order": "-".join(model.order), "device": device.name}
+    return assemble(model, templates, "transformer", workload)
+
+
+def assemble(model: Model, templates: list[Template], generator: str, workload: Mapping[str, Any]) -> TraceSet:
+    """The set whose rank ``r`` runs the template of its stage with its own groups and peers;
+    every rank's metadata records ``workload`` (JSON), the rank order, coordinates and groups."""
+    layout = ParallelLayout(model)
     framed = [segments(t) for t in templates]
-    workload = json.dumps({**asdict(model), "order": "-".join(model.order), "device": device.name},
-                          separators=(",", ":"))
+    text = json.dumps(workload, separators=(",", ":"))
     order = _order_formula(model.order)
     ranks = []
     for r in range(model.ranks):
@@ -99,13 +119,13 @@ def generate_model(model: Model, options: Mapping[str, Any]) -> TraceSet:
         groups = {k: layout.group_of[k][r] for k in layout.group_of if layout.group_of[k][r]}
         meta = GlobalMetadata(version="0.0.4")
         meta.attr.extend([
-            make_attr("generator", "chakra-generate:transformer"), make_attr("workload", workload),
+            make_attr("generator", f"chakra-generate:{generator}"), make_attr("workload", text),
             make_attr("rank_order", order), make_attr("parallel_coords", json.dumps(coords, separators=(",", ":"))),
             make_attr("parallel_groups", json.dumps(groups, separators=(",", ":"))),
         ])
         pp = coords["pp"]
         ranks.append(TemplateRank(r, meta, templates[pp], layout, framed[pp]))
-    return TraceSet(ranks, process_groups=layout.groups, source="generator:transformer")
+    return TraceSet(ranks, process_groups=layout.groups, source=f"generator:{generator}")
 
 
 def _order_formula(order: tuple[str, ...]) -> str:

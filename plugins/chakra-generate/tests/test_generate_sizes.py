@@ -90,7 +90,9 @@ def test_sequence_parallel_pairs_and_p2p_shard(h):
     layers = h.by_kind(cs, ".L")
     members = (0, 1)
     per_stage = L // pp
-    assert layers == Counter({("ALL_GATHER", act, members): 4 * per_stage * M,
+    # forward: all-gather before QKV and fc1, reduce-scatter after proj and fc2; backward: the
+    # mirror plus Megatron-LM's second all-gather of QKV's and fc1's input for the weight gradient
+    assert layers == Counter({("ALL_GATHER", act, members): 6 * per_stage * M,
                               ("REDUCE_SCATTER", act, members): 4 * per_stage * M})
     assert not any(t == "ALL_REDUCE" for n, t, _, _ in cs if ".L" in n)
     assert {s for _, _, s, _ in h.p2p(traces, 0)} == {b * SEQ // tp * H * d}
@@ -196,5 +198,6 @@ def test_sequence_parallel_embedding_and_output_collectives(h):
     last = h.colls(traces, tp)  # pp_rank 1, tp_rank 0
     assert h.by_kind(first, ".embedding.tp_") == Counter({("REDUCE_SCATTER", act, (0, 1)): M,
                                                           ("ALL_GATHER", act, (0, 1)): M})
-    assert h.by_kind(last, ".output.tp_") == Counter({("ALL_GATHER", act, (2, 3)): M,
+    # the output layer is column-parallel: its backward gathers its input again (weight gradient)
+    assert h.by_kind(last, ".output.tp_") == Counter({("ALL_GATHER", act, (2, 3)): 2 * M,
                                                       ("REDUCE_SCATTER", act, (2, 3)): M})

@@ -72,6 +72,30 @@ def test_resize_dp_of_a_generated_set_equals_generating_that_width(start, target
     assert chakra.validate(resized).ok
 
 
+def test_resize_dp_of_the_p2p_recording_writes_own_endpoints(tmp_path):
+    # the every-collective recording (2 gloo ranks) sends and receives between its two ranks,
+    # recording both endpoints; at dp=4 ranks 2 and 3 are copies of 0 and 1
+    src = tmp_path / "coll"
+    chakra.convert(str(DATA / "collectives"), f"{src}/")
+    after = chakra.transform(str(src), "resize_dp", {"dp": 4}, output=f"{tmp_path}/dp4/")
+    for r in range(4):
+        ends = [(n.type, get_attr(n, "comm_src"), get_attr(n, "comm_dst")) for n in after[r].nodes()
+                if n.type in (NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE)]
+        peer = r ^ 1
+        assert ends and all((s, d) == ((r, peer) if t == NodeType.COMM_SEND_NODE else (peer, r)) for t, s, d in ends)
+    assert chakra.validate(after).ok
+
+    def old_bug(rank):  # the source rank's own endpoint kept, as resize_dp once wrote it
+        nodes = list(after[rank].nodes())
+        for n in nodes:
+            if n.type in (NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE):
+                chakra.set_attr(n, "comm_src" if n.type == NodeType.COMM_SEND_NODE else "comm_dst", rank % 2)
+        return chakra.MemoryRank(rank, after[rank].metadata(), nodes)
+    buggy = chakra.TraceSet([old_bug(r) for r in range(4)], process_groups=after.process_groups)
+    found = {(f.rule, f.rank) for f in chakra.validate(buggy) if f.severity == "error"}
+    assert found == {("own-endpoint", 2), ("own-endpoint", 3)}
+
+
 def test_resize_dp_refuses_a_set_without_data_parallelism():
     with pytest.raises(chakra.ConfigError, match="no data parallelism"):
         chakra.transform(chakra.generate("transformer", {**TINY, "tp": 2}), "resize_dp", {"dp": 4})

@@ -1,0 +1,116 @@
+"""Llama 2 and Llama 3 shapes (grouped-query attention, SwiGLU, RMSNorm, rotary positions, no
+biases, untied output layer) and ZeRO-3, against closed forms computed here from the matrix shapes.
+
+Published sizes (Meta's released configurations): Llama-2-70B has 80 layers, hidden 8192, 64
+heads, 8 key/value heads, ffn 28672, vocabulary 32000: 68,976,648,192 parameters; Llama-3-8B has
+32 layers, hidden 4096, 32 heads, 8 key/value heads, ffn 14336, vocabulary 128256:
+8,030,261,248 parameters.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+import chakra_core as chakra
+from chakra_core import NodeType, get_attr
+
+LLAMA = {
+    "llama2-70b": {"L": 80, "h": 8192, "a": 64, "kv": 8, "f": 28672, "V": 32000, "seq": 4096, "params": 68_976_648_192},
+    "llama3-8b": {"L": 32, "h": 4096, "a": 32, "kv": 8, "f": 14336, "V": 128256, "seq": 8192, "params": 8_030_261_248},
+}
+
+
+def layer_params(s, tp):
+    """One Llama layer on a tp rank: q (h x h), k and v (h x h*kv/a each), o (h x h), gate and up
+    (h x f each) and down (f x h) split by tp; two RMSNorms (h each) replicated."""
+    h, kvd, f = s["h"], s["h"] * s["kv"] // s["a"], s["f"]
+    return (h * h + 2 * h * kvd + h * h + 3 * h * f) // tp + 2 * h
+
+
+def colls(traces, rank):
+    return [(n.name, chakra.CommType(get_attr(n, "comm_type")).name, get_attr(n, "comm_size"),
+             tuple(traces.group_members(get_attr(n, "pg_name"))))
+            for n in traces[rank].nodes() if n.type == NodeType.COMM_COLL_NODE]
+
+
+def grads(cs):
+    return sum(s for n, _, s, _ in cs if "grad_bucket" in n)
+
+
+@pytest.mark.parametrize("preset", sorted(LLAMA))
+def test_published_parameter_count_from_the_gradient_bytes(preset):
+    s = LLAMA[preset]
+    traces = chakra.generate("transformer", {"preset": preset, "dp": 2, "micro_batches": 1})
+    total = s["L"] * layer_params(s, 1) + 2 * s["V"] * s["h"] + s["h"]  # embedding, output, final norm
+    assert total == s["params"]
+    assert grads(colls(traces, 0)) == s["params"] * 4  # fp32 gradients
+
+
+def test_llama2_70b_tp8_pp4_dp2_bytes():
+    s, tp, pp, dp, m, d, g = LLAMA["llama2-70b"], 8, 4, 2, 4, 2, 4
+    traces = chakra.generate("transformer", {"preset": "llama2-70b", "tp": tp, "pp": pp, "dp": dp, "micro_batches": m})
+    assert len(traces) == tp * pp * dp
+    act, per_stage = s["seq"] * s["h"] * d, s["L"] // pp
+    for stage in range(pp):
+        r = stage * tp * dp  # tp_rank 0, dp_rank 0
+        cs = colls(traces, r)
+        tp_group = tuple(range(r, r + tp))
+        assert Counter((t, sz, mem) for n, t, sz, mem in cs if ".L" in n) == Counter(
+            {("ALL_REDUCE", act, tp_group): 4 * per_stage * m})
+        want = per_stage * layer_params(s, tp)
+        if stage == 0:
+            want += s["V"] * s["h"] // tp  # rotary positions: no position table
+        if stage == pp - 1:
+            want += s["V"] * s["h"] // tp + s["h"]
+        assert grads(cs) == want * g
+        assert not any("embedding_grad" in n for n, *_ in cs)  # untied output layer
+    compute = {n.name.split(".")[-1]: get_attr(n, "num_ops") for n in traces[0].nodes()
+               if n.type == NodeType.COMP_NODE and n.name.startswith("s0.F0.c0.L0.")}
+    T, h, kvd, f = s["seq"], s["h"], s["h"] * s["kv"] // s["a"], s["f"]
+    assert compute["qkv"] == 2 * T * h * (h + 2 * kvd) // tp
+    assert compute["fc1"] == 2 * T * h * 2 * f // tp and compute["fc2"] == 2 * T * f // tp * h
+    assert "swiglu" in compute and "gelu" not in compute
+
+
+def test_llama3_8b_sequence_and_context_parallel_bytes():
+    s, tp, cp, m, d = LLAMA["llama3-8b"], 2, 2, 2, 2
+    traces = chakra.generate("transformer", {"preset": "llama3-8b", "tp": tp, "cp": cp, "sp": True,
+                                             "micro_batches": m, "layers": 4})
+    cs = colls(traces, 0)
+    act = s["seq"] // cp * s["h"] * d
+    kv = 2 * s["seq"] * (s["h"] * s["kv"] // s["a"]) // tp * d  # keys and values of 8 groups, gathered over cp
+    layers = Counter((t, sz) for n, t, sz, _ in cs if ".L" in n)
+    assert layers == Counter({("ALL_GATHER", act): 6 * 4 * m, ("REDUCE_SCATTER", act): 4 * 4 * m,
+                              ("ALL_GATHER", kv): 4 * m, ("REDUCE_SCATTER", kv): 4 * m})
+
+
+def test_explicit_options_win_over_the_preset():
+    traces = chakra.generate("transformer", {"preset": "llama3-8b", "layers": 2, "vocab": 1024, "seq": 64})
+    names = {n.name.split(".")[3] for n in traces[0].nodes() if n.name.startswith("s0.F0.c0.L")}
+    assert names == {"L0", "L1"}
+
+
+def test_kv_heads_must_split_over_tp():
+    with pytest.raises(chakra.ConfigError, match="kv_heads 8 is not a multiple of tp 16"):
+        chakra.generate("transformer", {"preset": "llama3-8b", "tp": 16})
+
+
+def test_zero3_llama3_8b_three_times_the_parameters():
+    # ZeRO-3 (Rajbhandari et al., 2020, section 7.2.2): per step, an all-gather of every parameter
+    # before its forward and again before its backward, and a reduce-scatter of every gradient
+    s, tp, dp, m, d, g = LLAMA["llama3-8b"], 2, 2, 2, 2, 4
+    traces = chakra.generate("transformer", {"preset": "llama3-8b", "tp": tp, "dp": dp, "zero": 3, "micro_batches": m})
+    cs = colls(traces, 0)
+    dp_group = (0, 2)
+    lp, emb, out = layer_params(s, tp), s["V"] * s["h"] // tp, s["h"] + s["V"] * s["h"] // tp
+    gathers = Counter((t, sz, mem) for n, t, sz, mem in cs if "zero3_all_gather" in n)
+    assert gathers == Counter({("ALL_GATHER", lp * d, dp_group): 2 * s["L"] * m, ("ALL_GATHER", emb * d, dp_group): 2 * m,
+                               ("ALL_GATHER", out * d, dp_group): 2 * m})
+    psi = s["L"] * lp + emb + out  # parameters on one tp rank
+    assert sum(sz for n, t, sz, _ in cs if "zero3_all_gather" in n) == 2 * m * psi * d
+    rs = [(t, mem) for n, t, _, mem in cs if "grad_bucket" in n]
+    assert set(rs) == {("REDUCE_SCATTER", dp_group)} and len(rs) == s["L"] + 2  # per layer, embedding, output
+    assert grads(cs) == psi * g
+    assert not any("param_bucket" in n or t == "ALL_REDUCE" and mem == dp_group for n, t, _, mem in cs)
