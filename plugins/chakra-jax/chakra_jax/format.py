@@ -18,7 +18,7 @@ from chakra_core import (
     make_attr,
 )
 
-from .device_model import choose_device, model_durations
+from .device_model import DEFAULT_DEVICE, choose_device, model_durations
 from .emit import DeviceRank, Templates, Timing
 from .hlo_text import HloModule, parse_hlo_text
 from .lowering import Lowered, lower
@@ -65,6 +65,8 @@ def _timings(module: HloModule, lowered: Lowered, profile: Profile | None, step:
     if profile is None:
         chosen, why = choose_device(module, device)
         model_us, notes = model_durations(lowered.ops, chosen)
+        if why.startswith(f"device model {DEFAULT_DEVICE} (default"):
+            warnings.warn(f"{module.path}: {why}", JaxWarning, stacklevel=5)
         timing = Timing(model_us=model_us)
         return {d: timing for d in range(lowered.devices)}, [why, *notes]
     durations = profile.durations(step)
