@@ -112,3 +112,15 @@ def test_unknown_device_is_an_error(jax_data, device, chakra_cli):
     status, _, stderr = chakra_cli("convert", jax_data / "handmade" / GPU, "--format", "jax", "-O",
                                    f"device={device}", "-o", "/nonexistent/out/")
     assert status == 2 and "unknown device 'nope'" in stderr and stderr.strip().count("\n") == 0
+
+
+@pytest.mark.parametrize("name, device, why", [
+    ("module_0002.jit_f.sm_9.0_gpu_after_optimizations.txt", "h100", "CUDA compute capability 9.x in the file name"),
+    ("module_0002.jit_f.sm_70_gpu_after_optimizations.txt", "v100", "CUDA compute capability 7.x in the file name"),
+    ("module_0002.jit_f.gfx942_gpu_after_optimizations.txt", "mi300x", "AMD target gfx942 in the file name"),
+])
+def test_device_from_the_dump_file_name(jax_data, tmp_path, name, device, why):
+    path = tmp_path / name
+    shutil.copy(jax_data / "handmade" / GPU, path)
+    ts, _, _ = _load(path)
+    assert _notes(ts)[0] == f"device model {device} ({why})"
