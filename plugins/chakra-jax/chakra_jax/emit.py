@@ -157,43 +157,42 @@ class DeviceRank(GeneratedRank):
     def raw(self) -> Iterator[bytes]:
         """Serialized node messages of this device in dependency order (``[idle]`` nodes, numbered
         after the operations, come before the node that waits for them)."""
-        t = self._templates
-        lowered = t.lowered
         timing = self._timing
-        clock = (IdleClock(timing.starts, timing.step_us, lowered.next_free_id)
-                 if timing.starts is not None else None)
+        if timing.starts is None:
+            for _, _, nodes, _ in self._op_nodes():
+                yield from (data for _, data in nodes)
+            return
+        clock = IdleClock(timing.starts, timing.step_us, self._templates.lowered.next_free_id)
+        for op, waited, nodes, us in self._op_nodes():
+            idle = clock.before(op, waited)
+            waits = b""
+            if idle is not None:
+                yield idle[0]
+                waits = self._templates.ctrl_dep(idle[1])
+            clock.after([i for i, _ in nodes], us or 0)
+            yield from (data + waits for _, data in nodes)
+        tail = clock.tail()
+        if tail is not None:
+            yield tail
+
+    def _op_nodes(self) -> Iterator[tuple[Op, list[int], list[tuple[int, bytes]], int | None]]:
+        """For each operation this device takes part in: the operation, what its nodes wait for,
+        their ``(id, bytes)`` and their duration."""
         alias: dict[int, list[int]] = {}
-        for index, op in enumerate(lowered.ops):
+        for index, op in enumerate(self._templates.lowered.ops):
             deps, ctrl = op.deps, op.ctrl
             rebuilt = bool(alias) and (any(d in alias for d in deps) or any(c in alias for c in ctrl))
             if rebuilt:
                 deps, ctrl = _resolve(deps, alias), _resolve(ctrl, alias)
-            if op.kind == COLLECTIVE:
-                assert isinstance(op.layout, GroupLayout)
-                if op.layout.group_of[self.rank] < 0:
-                    alias[op.id] = list(dict.fromkeys(deps + ctrl))
-                    continue
             us = self._duration(index, op)
             nodes = list(self._nodes(op, index, deps, ctrl, rebuilt, us, alias))
-            if not nodes:
-                continue
-            waits = b""
-            if clock is not None:
-                idle = clock.before(op, list(dict.fromkeys(deps + ctrl)))
-                if idle is not None:
-                    yield idle[0]
-                    waits = t.ctrl_dep(idle[1])
-                clock.after([i for i, _ in nodes], us or 0)
-            for _, data in nodes:
-                yield data + waits
-        if clock is not None:
-            tail = clock.tail()
-            if tail is not None:
-                yield tail
+            if nodes:
+                yield op, list(dict.fromkeys(deps + ctrl)), nodes, us
 
     def _nodes(self, op: Op, index: int, deps: list[int], ctrl: list[int], rebuilt: bool, us: int | None,
                alias: dict[int, list[int]]) -> Iterator[tuple[int, bytes]]:
-        """``(id, bytes)`` of the node(s) ``op`` is on this device (none when it takes no part)."""
+        """``(id, bytes)`` of the node(s) ``op`` is on this device (none when it takes no part:
+        users of a skipped operation then depend, through ``alias``, on what it depended on)."""
         t = self._templates
         suffix = t.duration(us) if us is not None else b""
         if op.kind == COMPUTE:
@@ -202,6 +201,9 @@ class DeviceRank(GeneratedRank):
         elif op.kind == COLLECTIVE:
             assert isinstance(op.layout, GroupLayout)
             g = op.layout.group_of[self.rank]
+            if g < 0:
+                alias[op.id] = list(dict.fromkeys(deps + ctrl))
+                return
             data = _base_node(op, deps, ctrl).SerializeToString() if rebuilt else t.node_bytes(index)
             yield op.id, data + t.pg_name(t.lowered.group_names[op.layout.members[g]]) + suffix
         else:

@@ -83,7 +83,6 @@ class Op:
     note: str = ""
     opcode: str = ""
     tag: int = -1
-    on_stream: bool = True
     dtype: str = ""
 
 
@@ -188,7 +187,7 @@ class _Lowering:
         ctrl = [c for c in self.stream if c not in deps] if self.schedule else []
         out = arrays(ins.shape)
         op = Op(self.next_id, prefix + ins.name, kind, ins.name, deps, ctrl, opcode=ins.opcode,
-                on_stream=on_stream, dtype=out[0][0] if out else "", **fields)  # type: ignore[arg-type]
+                dtype=out[0][0] if out else "", **fields)  # type: ignore[arg-type]
         self.next_id += 2 if kind == PERMUTE else 1
         self.ops.append(op)
         if on_stream and self.schedule:
