@@ -160,11 +160,12 @@ class DeviceRank(GeneratedRank):
         timing = self._timing
         if timing.starts is None:
             for _, _, nodes, _ in self._op_nodes():
-                yield from (data for _, data in nodes)
+                for _, data in nodes:
+                    yield data
             return
         clock = IdleClock(timing.starts, timing.step_us, self._templates.lowered.next_free_id)
         for op, waited, nodes, us in self._op_nodes():
-            idle = clock.before(op, waited)
+            idle = clock.before(op, list(dict.fromkeys(waited)))
             waits = b""
             if idle is not None:
                 yield idle[0]
@@ -176,8 +177,8 @@ class DeviceRank(GeneratedRank):
             yield tail
 
     def _op_nodes(self) -> Iterator[tuple[Op, list[int], list[tuple[int, bytes]], int | None]]:
-        """For each operation this device takes part in: the operation, what its nodes wait for,
-        their ``(id, bytes)`` and their duration."""
+        """For each operation this device takes part in: the operation, what its nodes wait for
+        (data and control dependencies), their ``(id, bytes)`` and their duration."""
         alias: dict[int, list[int]] = {}
         for index, op in enumerate(self._templates.lowered.ops):
             deps, ctrl = op.deps, op.ctrl
@@ -187,7 +188,7 @@ class DeviceRank(GeneratedRank):
             us = self._duration(index, op)
             nodes = list(self._nodes(op, index, deps, ctrl, rebuilt, us, alias))
             if nodes:
-                yield op, list(dict.fromkeys(deps + ctrl)), nodes, us
+                yield op, deps + ctrl, nodes, us
 
     def _nodes(self, op: Op, index: int, deps: list[int], ctrl: list[int], rebuilt: bool, us: int | None,
                alias: dict[int, list[int]]) -> Iterator[tuple[int, bytes]]:
