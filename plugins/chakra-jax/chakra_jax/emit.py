@@ -6,7 +6,8 @@ durations. Each operation's node is therefore serialized once, shared by all dev
 device's file is those bytes with its own ``pg_name`` and ``duration_micros`` fields appended
 (a protobuf message may be extended by appending fields). Only nodes whose dependencies go
 through an operation the device skips, and the send/receive nodes of permutes, are built per
-device. Memory stays flat in the number of devices.
+device. Memory stays flat in the number of devices. With a profile's timeline, ``[idle]`` nodes
+(:mod:`.idle`) fill the gaps between a device's ops.
 
 A device skips a collective whose group holds it alone (or no group holds it) and a permute in
 which it neither sends nor receives; users of a skipped operation depend on what it depended on.
@@ -14,13 +15,15 @@ which it neither sends nor receives; users of a skipped operation depend on what
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 
 from chakra_core import GeneratedRank, GlobalMetadata, Node, NodeType, make_attr
 
+from .idle import IdleClock
 from .lowering import COLLECTIVE, COMPUTE, GroupLayout, Lowered, Op, PermuteLayout
 
-__all__ = ["DeviceRank", "Templates", "micros"]
+__all__ = ["DeviceRank", "Templates", "Timing", "micros"]
 
 
 def micros(us: float) -> int:
@@ -95,6 +98,10 @@ class Templates:
             self._durations[us] = data
         return data
 
+    def ctrl_dep(self, node_id: int) -> bytes:
+        """A serialized ``ctrl_deps`` entry (appended to a node, it adds one control dependency)."""
+        return Node(ctrl_deps=[node_id]).SerializeToString()
+
     def pg_name(self, name: str) -> bytes:
         """The serialized ``pg_name`` attribute."""
         data = self._pg.get(name)
@@ -116,47 +123,95 @@ def _measured(op: Op, durations: Mapping[str, float] | None) -> int | None:
     return None if us is None else micros(us)
 
 
+@dataclass
+class Timing:
+    """What times one device's nodes: measured ``durations`` (``{hlo_op: us}``) and, for idle
+    gaps, measured ``starts`` (``{hlo_op: [us after the execution's start]}``) and ``step_us``;
+    else ``model_us`` (the device model's duration of each operation, by index)."""
+
+    durations: Mapping[str, float] | None = None
+    starts: Mapping[str, Sequence[float]] | None = None
+    step_us: float = 0.0
+    model_us: Sequence[int] | None = None
+
+
 class DeviceRank(GeneratedRank):
     """One device's ET, produced from the shared templates on each iteration."""
 
-    def __init__(self, device: int, metadata: GlobalMetadata, templates: Templates,
-                 durations: Mapping[str, float] | None):
+    def __init__(self, device: int, metadata: GlobalMetadata, templates: Templates, timing: Timing):
         super().__init__(device, metadata, self._decode)
         self._templates = templates
-        self._durations = durations
+        self._timing = timing
 
     def _decode(self) -> Iterator[Node]:
         return (Node.FromString(b) for b in self.raw())
 
+    def _duration(self, index: int, op: Op) -> int | None:
+        timing = self._timing
+        if timing.durations is not None:
+            return _measured(op, timing.durations)
+        if timing.model_us is not None and op.kind == COMPUTE:
+            return timing.model_us[index]
+        return None
+
     def raw(self) -> Iterator[bytes]:
-        """Serialized node messages of this device, in id order."""
-        t = self._templates
-        lowered = t.lowered
-        device = self.rank
+        """Serialized node messages of this device in dependency order (``[idle]`` nodes, numbered
+        after the operations, come before the node that waits for them)."""
+        timing = self._timing
+        if timing.starts is None:
+            for _, _, nodes, _ in self._op_nodes():
+                for _, data in nodes:
+                    yield data
+            return
+        clock = IdleClock(timing.starts, timing.step_us, self._templates.lowered.next_free_id)
+        for op, waited, nodes, us in self._op_nodes():
+            idle = clock.before(op, list(dict.fromkeys(waited)))
+            waits = b""
+            if idle is not None:
+                yield idle[0]
+                waits = self._templates.ctrl_dep(idle[1])
+            clock.after([i for i, _ in nodes], us or 0)
+            yield from (data + waits for _, data in nodes)
+        tail = clock.tail()
+        if tail is not None:
+            yield tail
+
+    def _op_nodes(self) -> Iterator[tuple[Op, list[int], list[tuple[int, bytes]], int | None]]:
+        """For each operation this device takes part in: the operation, what its nodes wait for
+        (data and control dependencies), their ``(id, bytes)`` and their duration."""
         alias: dict[int, list[int]] = {}
-        for index, op in enumerate(lowered.ops):
+        for index, op in enumerate(self._templates.lowered.ops):
             deps, ctrl = op.deps, op.ctrl
             rebuilt = bool(alias) and (any(d in alias for d in deps) or any(c in alias for c in ctrl))
             if rebuilt:
                 deps, ctrl = _resolve(deps, alias), _resolve(ctrl, alias)
-            us = _measured(op, self._durations)
-            if op.kind == COMPUTE:
-                data = _base_node(op, deps, ctrl).SerializeToString() if rebuilt else t.node_bytes(index)
-                yield data + t.duration(us) if us is not None else data
-            elif op.kind == COLLECTIVE:
-                assert isinstance(op.layout, GroupLayout)
-                g = op.layout.group_of[device]
-                if g < 0:
-                    alias[op.id] = list(dict.fromkeys(deps + ctrl))
-                    continue
-                data = _base_node(op, deps, ctrl).SerializeToString() if rebuilt else t.node_bytes(index)
-                data += t.pg_name(lowered.group_names[op.layout.members[g]])
-                yield data + t.duration(us) if us is not None else data
-            else:
-                yield from self._permute(op, index, deps, ctrl, rebuilt, us, alias)
+            us = self._duration(index, op)
+            nodes = list(self._nodes(op, index, deps, ctrl, rebuilt, us, alias))
+            if nodes:
+                yield op, deps + ctrl, nodes, us
 
-    def _permute(self, op: Op, index: int, deps: list[int], ctrl: list[int], rebuilt: bool, us: int | None,
-                 alias: dict[int, list[int]]) -> Iterator[bytes]:
+    def _nodes(self, op: Op, index: int, deps: list[int], ctrl: list[int], rebuilt: bool, us: int | None,
+               alias: dict[int, list[int]]) -> Iterator[tuple[int, bytes]]:
+        """``(id, bytes)`` of the node(s) ``op`` is on this device (none when it takes no part:
+        users of a skipped operation then depend, through ``alias``, on what it depended on)."""
+        t = self._templates
+        suffix = t.duration(us) if us is not None else b""
+        if op.kind == COMPUTE:
+            data = _base_node(op, deps, ctrl).SerializeToString() if rebuilt else t.node_bytes(index)
+            yield op.id, data + suffix
+        elif op.kind == COLLECTIVE:
+            assert isinstance(op.layout, GroupLayout)
+            g = op.layout.group_of[self.rank]
+            if g < 0:
+                alias[op.id] = list(dict.fromkeys(deps + ctrl))
+                return
+            data = _base_node(op, deps, ctrl).SerializeToString() if rebuilt else t.node_bytes(index)
+            yield op.id, data + t.pg_name(t.lowered.group_names[op.layout.members[g]]) + suffix
+        else:
+            yield from self._permute(op, index, deps, ctrl, rebuilt, suffix, alias)
+
+    def _permute(self, op: Op, index: int, deps: list[int], ctrl: list[int], rebuilt: bool, suffix: bytes,
+                 alias: dict[int, list[int]]) -> Iterator[tuple[int, bytes]]:
         assert isinstance(op.layout, PermuteLayout)
         t = self._templates
         device = self.rank
@@ -175,7 +230,8 @@ class DeviceRank(GeneratedRank):
             data = (_p2p_node(op, kind, deps, ctrl).SerializeToString() if rebuilt
                     else t.p2p_bytes(index, kind))
             data += t.int_attr("comm_src", src) + t.int_attr("comm_dst", dst)
-            yield data + t.duration(us) if us is not None else data
+            node_id = op.id if kind == NodeType.COMM_SEND_NODE else op.id + 1
+            yield node_id, data + suffix
 
 
 def _p2p_node(op: Op, kind: NodeType, deps: list[int], ctrl: list[int]) -> Node:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -17,12 +18,13 @@ from chakra_core import (
     make_attr,
 )
 
-from .emit import DeviceRank, Templates
+from .device_model import DEFAULT_DEVICE, choose_device, model_durations
+from .emit import DeviceRank, Templates, Timing
 from .hlo_text import HloModule, parse_hlo_text
-from .lowering import lower
+from .lowering import Lowered, lower
 from .profile import PROFILE_SUFFIXES, Profile, read_profile
 
-__all__ = ["JaxFormat", "convert_module", "load_module", "HLO_SUFFIXES"]
+__all__ = ["JaxFormat", "JaxWarning", "convert_module", "load_module", "HLO_SUFFIXES"]
 
 #: file names taken as HLO programs (text, or HloModuleProto for ``.pb``).
 HLO_SUFFIXES = (".hlo.txt", ".hlo", ".txt", ".hlo.pb", ".pb", ".txt.gz")
@@ -52,30 +54,70 @@ def _split_inputs(paths: Sequence[str]) -> tuple[str, str | None]:
     return str(programs[0]), None if chosen is None else str(chosen)
 
 
+class JaxWarning(UserWarning):
+    """A conversion that went ahead with something the trace cannot show (a custom-call's
+    hidden communication) or a default the module did not decide."""
+
+
+def _timings(module: HloModule, lowered: Lowered, profile: Profile | None, step: int | None, device: str | None,
+             idle_gaps: bool) -> tuple[dict[int, Timing], list[str]]:
+    """What times each device's nodes (the profile, else the device model) and notes about it."""
+    if profile is None:
+        chosen, why = choose_device(module, device)
+        model_us, notes = model_durations(lowered.ops, chosen)
+        if why.startswith(f"device model {DEFAULT_DEVICE} (default"):
+            warnings.warn(f"{module.path}: {why}", JaxWarning, stacklevel=5)
+        timing = Timing(model_us=model_us)
+        return {d: timing for d in range(lowered.devices)}, [why, *notes]
+    durations = profile.durations(step)
+    starts = profile.starts(step) if idle_gaps else {}
+    step_us = profile.step_time_us(step)
+    notes = ["durations measured (profile); the gaps between a device's ops are [idle] nodes"
+             if idle_gaps else "durations measured (profile); idle gaps not kept (idle_gaps=false)"]
+    return {d: Timing(durations.get(d, {}), starts.get(d, {}) if idle_gaps else None, step_us)
+            for d in range(lowered.devices)}, notes
+
+
+def _warn(module: HloModule, lowered: Lowered) -> None:
+    if lowered.unknown_targets:
+        listed = ", ".join(f"{t!r} x{n}" for t, n in sorted(lowered.unknown_targets.items()))
+        warnings.warn(f"{module.path}: custom-calls of unknown targets kept as compute nodes without FLOPs "
+                      f"({listed}): communication inside them is not in the trace", JaxWarning, stacklevel=4)
+    for note in lowered.notes:
+        warnings.warn(f"{module.path}: {note}", JaxWarning, stacklevel=4)
+
+
 def convert_module(module: HloModule, profile: Profile | None = None, devices: int | None = None,
-                   step: int | None = None, unroll_limit: int = 1024, schedule: bool = True) -> TraceSet:
-    """The per-device TraceSet of a parsed module (durations from ``profile`` when given)."""
+                   step: int | None = None, unroll_limit: int = 1024, schedule: bool = True,
+                   device: str | None = None, idle_gaps: bool = True) -> TraceSet:
+    """The per-device TraceSet of a parsed module: durations from ``profile`` when given (with
+    ``[idle]`` gaps unless ``idle_gaps`` is false), else from the roofline of ``device`` (a name
+    of ``chakra_core.system.DEVICES``; default: the module's target, else h100)."""
     if devices is not None:
         check_limit("npus", devices, "devices", module.path, error=ConfigError)
     lowered = lower(module, devices, unroll_limit, schedule)
     check_limit("npus", lowered.devices, "devices", module.path, error=ConfigError)
-    durations = profile.durations(step) if profile is not None else {}
+    timings, notes = _timings(module, lowered, profile, step, device, idle_gaps)
+    _warn(module, lowered)
     meta = GlobalMetadata(version="0.0.4")
     meta.attr.extend([
         make_attr("source", module.path), make_attr("hlo_module", module.name),
         make_attr("devices", lowered.devices), make_attr("converter", "chakra-jax"),
     ])
+    meta.attr.extend(make_attr("note", n) for n in [*lowered.notes, *notes])
+    if lowered.unknown_targets:
+        meta.attr.append(make_attr("unknown_custom_calls", ",".join(sorted(lowered.unknown_targets))))
     if profile is not None:
         meta.attr.extend([make_attr("profile", profile.source), make_attr("profile_kind", profile.kind),
                           make_attr("profile_steps", len(profile.selected(step))),
                           make_attr("profile_step_us", profile.step_time_us(step))])
     templates = Templates(lowered)
     ranks = []
-    for device in range(lowered.devices):
+    for d in range(lowered.devices):
         own = GlobalMetadata()
         own.CopyFrom(meta)
-        own.attr.append(make_attr("device", device))
-        ranks.append(DeviceRank(device, own, templates, durations.get(device)))
+        own.attr.append(make_attr("device", d))
+        ranks.append(DeviceRank(d, own, templates, timings[d]))
     return TraceSet(ranks, process_groups=lowered.groups, source=module.path)
 
 
@@ -93,6 +135,10 @@ class JaxFormat(InputFormat):
                                "iterations; longer or unknown loops become one summed node", minimum=0),
         "schedule": Option("bool", True, "run each device's instructions as one stream in the module's "
                            "order (async collectives overlap it); off: data dependencies only"),
+        "device": Option("str", None, "without a profile, time compute on this device's roofline "
+                         "(chakra_core.system.DEVICES; default: the module's target, else h100)"),
+        "idle_gaps": Option("bool", True, "with a profile, the gaps between a device's ops become [idle] "
+                            "nodes so that its longest path is the measured step"),
     }
 
     def open(self, paths: Sequence[str], options: Mapping[str, Any]) -> TraceSet:
@@ -103,5 +149,7 @@ class JaxFormat(InputFormat):
         opts = dict(options)
         unroll = opts.get("unroll_limit")
         schedule = opts.get("schedule")
+        idle_gaps = opts.get("idle_gaps")
         return convert_module(module, profile, opts.get("devices"), opts.get("step"),
-                              1024 if unroll is None else unroll, True if schedule is None else schedule)
+                              1024 if unroll is None else unroll, True if schedule is None else schedule,
+                              opts.get("device"), True if idle_gaps is None else idle_gaps)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from chakra_core import ConfigError, TraceFormatError, decode_varint
 
 from .hlo_text import HloModule, parse_hlo_lines
+from .native import quiet_native_stderr
 
 __all__ = ["parse_hlo_proto"]
 
@@ -55,9 +56,10 @@ def parse_hlo_proto(path: str) -> HloModule:
     error = None
     for blob in candidates:
         try:
-            text = xla_client.hlo.HloModule.from_serialized_hlo_module_proto(blob).to_string()
+            with quiet_native_stderr():
+                text = xla_client.hlo.HloModule.from_serialized_hlo_module_proto(blob).to_string()
         except Exception as e:  # jaxlib raises its own status errors for a bad proto
             error = e
             continue
         return parse_hlo_lines(text.splitlines(), path)
-    raise TraceFormatError(f"not an HloModuleProto ({type(error).__name__}: {error})", path)
+    raise TraceFormatError(f"not an HloModuleProto ({type(error).__name__}: {str(error)[:200]})", path)

@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import os
 import re
+import zlib
 from collections.abc import Iterable
 
 from chakra_core import TraceFormatError
+
+from .shapes import ShapeError, arrays
 
 __all__ = ["Instruction", "Computation", "HloModule", "parse_hlo_text", "parse_hlo_lines", "split_attrs"]
 
@@ -242,6 +245,10 @@ def _parse_instruction(text: str, lineno: int, where: str) -> tuple[Instruction,
         raise TraceFormatError(f"instruction {name!r}: expected opcode(operands) after the shape",
                                where, f"line {lineno}")
     opcode = rest[:paren]
+    try:
+        arrays(shape)
+    except ShapeError as e:
+        raise TraceFormatError(f"instruction {name!r}: {e}", where, f"line {lineno}") from None
     close = _matching(rest, paren, "(", ")")
     if close < 0:
         raise TraceFormatError(f"instruction {name!r}: unbalanced parentheses in the operand list",
@@ -357,3 +364,5 @@ def parse_hlo_text(path: str | os.PathLike) -> HloModule:
             return parse_hlo_lines(lines, where)
     except OSError as e:
         raise TraceFormatError(f"cannot read: {e.strerror or e}", where) from None
+    except (zlib.error, EOFError) as e:
+        raise TraceFormatError(f"damaged gzip stream ({str(e)[:200]})", where) from None

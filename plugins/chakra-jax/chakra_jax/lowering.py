@@ -17,7 +17,12 @@ Rules (docs/jax.md explains each):
   summed cost of its iterations (one iteration when the trip count is unknown) and a note;
 - ``call`` is inlined; ``conditional`` is one compute operation with the cost of its most
   expensive branch and a note;
-- an instruction this converter does not know is a generic compute operation with a note.
+- an instruction this converter does not know is a generic compute operation with a note; a
+  ``custom-call`` whose target the cost model does not know (:data:`.cost.KNOWN_TARGETS`) is a
+  compute operation whose target is listed in ``Lowered.unknown_targets``;
+- every ``send`` of a channel has its ``recv`` on the target device (else the program is refused);
+- a module that states no device count and whose collectives name no device is one device, as
+  XLA reads it, with a note in ``Lowered.notes``.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from dataclasses import dataclass, field
 
 from chakra_core import TraceFormatError
 
-from .cost import CostModel
+from .cost import CostModel, custom_call_target, is_known_target
 from .groups import GroupError, device_groups, parse_pairs, parse_replica_groups, permute_pairs
 from .hlo_text import Computation, HloModule, Instruction
 from .opcodes import COLLECTIVES, FOLDED, KNOWN
@@ -37,6 +42,8 @@ from .shapes import array_bytes, arrays, shape_bytes
 __all__ = ["Op", "GroupLayout", "PermuteLayout", "Lowered", "lower", "COMPUTE", "COLLECTIVE", "PERMUTE"]
 
 COMPUTE, COLLECTIVE, PERMUTE = 0, 1, 2
+_INT64_MAX = (1 << 63) - 1
+_TAG_MAX = (1 << 31) - 1
 
 Value = tuple[int, ...] | list  # op ids, or one value per tuple element
 
@@ -76,6 +83,7 @@ class Op:
     note: str = ""
     opcode: str = ""
     tag: int = -1
+    dtype: str = ""
 
 
 @dataclass
@@ -86,6 +94,16 @@ class Lowered:
     devices: int
     groups: dict[str, list[int]] = field(default_factory=dict)
     group_names: dict[tuple[int, ...], str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    unknown_targets: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def next_free_id(self) -> int:
+        """The first node id after every operation's (a permute has two)."""
+        if not self.ops:
+            return 1
+        last = self.ops[-1]
+        return last.id + (2 if last.kind == PERMUTE else 1)
 
 
 def _flat(v: Value) -> list[int]:
@@ -134,6 +152,8 @@ class _Lowering:
         self.stream: list[int] = []
         self.layouts: dict[tuple, GroupLayout | PermuteLayout] = {}
         self.group_names: dict[tuple[int, ...], str] = {}
+        self.unknown_targets: dict[str, int] = {}
+        self.channels: dict[tuple[str, int], tuple[set[tuple[int, int]], Instruction]] = {}
 
     def fail(self, ins: Instruction, message: str) -> TraceFormatError:
         return TraceFormatError(f"instruction {ins.name!r}: {message}", self.module.path, f"line {ins.line}")
@@ -165,8 +185,9 @@ class _Lowering:
     def new_op(self, ins: Instruction, kind: int, prefix: str, deps: list[int], on_stream: bool = True,
                **fields: object) -> Op:
         ctrl = [c for c in self.stream if c not in deps] if self.schedule else []
+        out = arrays(ins.shape)
         op = Op(self.next_id, prefix + ins.name, kind, ins.name, deps, ctrl, opcode=ins.opcode,
-                **fields)  # type: ignore[arg-type]
+                dtype=out[0][0] if out else "", **fields)  # type: ignore[arg-type]
         self.next_id += 2 if kind == PERMUTE else 1
         self.ops.append(op)
         if on_stream and self.schedule:
@@ -207,6 +228,11 @@ class _Lowering:
         node = self.compute(ins, comp, env, prefix)
         if op not in KNOWN:
             node.note = f"instruction {op!r} is not known to the converter: kept as a generic compute node"
+        elif op == "custom-call" and not is_known_target(custom_call_target(ins)):
+            target = custom_call_target(ins)
+            self.unknown_targets[target] = self.unknown_targets.get(target, 0) + 1
+            node.note = (f"custom-call target {target!r} is not known to the cost model: a compute node "
+                         "without FLOPs; communication inside it is not in the trace")
         return (node.id,)
 
     def called(self, ins: Instruction, key: str) -> Computation:
@@ -241,8 +267,11 @@ class _Lowering:
 
     def compute(self, ins: Instruction, comp: Computation, env: dict[str, Value], prefix: str,
                 on_stream: bool = True) -> Op:
+        flops, size = self.cost.flops(ins, comp), self.cost.bytes(ins, comp)
+        if max(flops, size) > _INT64_MAX:
+            raise self.fail(ins, f"its cost ({flops} FLOPs, {size} bytes) does not fit a 64-bit integer")
         return self.new_op(ins, COMPUTE, prefix, self.operand_ids(ins, env), on_stream,
-                           num_ops=self.cost.flops(ins, comp), tensor_size=self.cost.bytes(ins, comp))
+                           num_ops=flops, tensor_size=size)
 
     def operand_bytes(self, ins: Instruction, comp: Computation, first_only: bool) -> int:
         names = ins.operands[:1] if first_only else ins.operands
@@ -291,10 +320,34 @@ class _Lowering:
             layout = PermuteLayout(none, full.source)
             received = arrays(ins.shape)
             size = array_bytes(*received[0]) if received else 0
-        channel = ins.attr("channel_id")
+        tag = self.channel_tag(ins)
+        if tag >= 0:
+            pairs = {(s, t) for s, t in enumerate(full.target) if t >= 0}
+            seen, _ = self.channels.get((ins.opcode, tag), (set(), ins))
+            self.channels[(ins.opcode, tag)] = (seen | pairs, ins)
         node = self.new_op(ins, PERMUTE, prefix, self.operand_ids(ins, env), False, comm_size=size,
-                           layout=layout, tag=int(channel) if channel and channel.isdigit() else -1)
+                           layout=layout, tag=tag)
         return _result(node)
+
+    def channel_tag(self, ins: Instruction) -> int:
+        """The ``channel_id`` of a send or recv as its messages' tag (-1 without one)."""
+        channel = ins.attr("channel_id")
+        if not channel:
+            return -1
+        if not channel.isdigit() or int(channel) > _TAG_MAX:
+            raise self.fail(ins, f"channel_id={channel[:40]} is not a tag in 0..{_TAG_MAX}")
+        return int(channel)
+
+    def check_channels(self) -> None:
+        """Refuse a program in which a send of a channel has no recv on its target, or the reverse."""
+        for (opcode, tag), (pairs, ins) in self.channels.items():
+            other = "recv" if opcode == "send" else "send"
+            match, _ = self.channels.get((other, tag), (set(), ins))
+            missing = sorted(pairs - match)
+            if missing:
+                s, t = missing[0]
+                raise self.fail(ins, f"{opcode} of channel {tag} from device {s} to {t} has no matching "
+                                     f"{other} (unmatched point-to-point messages)")
 
     def group_layout(self, spec: Instruction, base: str, has_channel: bool) -> GroupLayout:
         text = spec.attr("replica_groups")
@@ -442,23 +495,29 @@ def _largest_device_id(module: HloModule) -> tuple[int, bool]:
     return largest, channel
 
 
-def _layout(module: HloModule) -> tuple[int, int]:
-    """Replicas and partitions: from the header, else (an HloModuleProto carries neither) from
-    the largest device id the collectives name (partitions when they have channels)."""
+def _layout(module: HloModule) -> tuple[int, int, str]:
+    """Replicas, partitions and a note: from the header, else (an HloModuleProto carries
+    neither) from the largest device id the collectives name (partitions when they have
+    channels); one device when they name none."""
     if "replica_count" in module.header or "num_partitions" in module.header:
-        return module.header_int("replica_count", 1), module.header_int("num_partitions", 1)
+        return module.header_int("replica_count", 1), module.header_int("num_partitions", 1), ""
     largest, channel = _largest_device_id(module)
-    return (1, largest + 1) if channel else (largest + 1, 1)
+    if largest < 0:
+        return 1, 1, ("the module states no device count (replica_count, num_partitions) and its "
+                      "collectives name no device: one device, as XLA reads it (option devices=N to change)")
+    return (1, largest + 1, "") if channel else (largest + 1, 1, "")
 
 
 def lower(module: HloModule, devices: int | None = None, unroll_limit: int = 1024,
           schedule: bool = True) -> Lowered:
     """Lower ``module``'s entry computation; ``devices`` overrides replica_count x num_partitions."""
-    replicas, partitions = _layout(module)
+    replicas, partitions, note = _layout(module)
     count = devices if devices is not None else replicas * partitions
     if devices is not None and devices % partitions == 0 and replicas * partitions != devices:
         replicas = devices // partitions
     lowering = _Lowering(module, count, replicas, partitions, unroll_limit, schedule)
     lowering.computation(module.entry_computation, None, "")
+    lowering.check_channels()
     groups = {name: list(ranks) for ranks, name in lowering.group_names.items()}
-    return Lowered(lowering.ops, count, groups, lowering.group_names)
+    notes = [note] if note and devices is None else []
+    return Lowered(lowering.ops, count, groups, lowering.group_names, notes, lowering.unknown_targets)

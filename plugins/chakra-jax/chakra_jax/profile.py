@@ -12,11 +12,15 @@ start time; without ``run_id`` the whole profile is one step.
 from __future__ import annotations
 
 import re
+import zlib
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from chakra_core import ConfigError, TraceFormatError, open_binary
+
+from .native import quiet_native_stderr
+from .profile_schema import Event, chrome_event, xplane_event
 
 __all__ = ["Profile", "read_profile", "PROFILE_SUFFIXES"]
 
@@ -24,17 +28,18 @@ __all__ = ["Profile", "read_profile", "PROFILE_SUFFIXES"]
 PROFILE_SUFFIXES = (".xplane.pb", ".trace.json.gz", ".trace.json", "perfetto_trace.json.gz")
 _DEVICE = re.compile(r"/device:[A-Za-z_]+:(\d+)")
 
-Event = tuple[int, str, str, str, float, float]  # device, module, op, run, start us, duration us
+Timeline = list[tuple[float, float, str]]  # (start us, duration us, hlo_op) in start order
 
 
 @dataclass
 class Profile:
-    """Op events of one module: ``runs[run][device][op] = [durations in us]`` and each run's span."""
+    """Op events of one module: ``runs[run][device]`` = that device's timeline in the run
+    (``(start us, duration us, hlo_op)`` by start) and each run's span (first start, last end)."""
 
     source: str
     kind: str
     module: str
-    runs: dict[str, dict[int, dict[str, list[float]]]] = field(default_factory=dict)
+    runs: dict[str, dict[int, Timeline]] = field(default_factory=dict)
     spans: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     @property
@@ -56,10 +61,27 @@ class Profile:
         """``{device: {hlo_op: mean duration in us}}`` over the selected steps' occurrences."""
         acc: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
         for run in self.selected(step):
-            for device, ops in self.runs[run].items():
-                for op, values in ops.items():
-                    acc[device][op].extend(values)
+            for device, events in self.runs[run].items():
+                for _, dur, op in events:
+                    acc[device][op].append(dur)
         return {d: {op: sum(v) / len(v) for op, v in ops.items()} for d, ops in acc.items()}
+
+    def starts(self, step: int | None = None) -> dict[int, dict[str, list[float]]]:
+        """``{device: {hlo_op: [start of its k-th occurrence]}}``: us after the start of the run
+        (the first op of any device), the mean over the selected runs that have that occurrence."""
+        acc: dict[int, dict[str, list[list[float]]]] = defaultdict(lambda: defaultdict(list))
+        for run in self.selected(step):
+            origin = self.spans[run][0]
+            for device, events in self.runs[run].items():
+                seen: dict[str, int] = defaultdict(int)
+                for start, _, op in events:
+                    k = seen[op]
+                    seen[op] += 1
+                    per_k = acc[device][op]
+                    if k == len(per_k):
+                        per_k.append([])
+                    per_k[k].append(start - origin)
+        return {d: {op: [sum(v) / len(v) for v in per_k] for op, per_k in ops.items()} for d, ops in acc.items()}
 
     def step_time_us(self, step: int | None = None) -> float:
         """Mean wall time of the selected executions: first op start to last op end, all devices."""
@@ -74,14 +96,16 @@ def _collect(events: Iterable[Event], source: str, kind: str, module: str) -> Pr
         if mod and mod != module:
             others.add(mod)
             continue
-        ops = prof.runs.setdefault(run, {}).setdefault(device, {})
-        ops.setdefault(op, []).append(dur)
+        prof.runs.setdefault(run, {}).setdefault(device, []).append((start, dur, op))
         lo, hi = prof.spans.get(run, (start, start + dur))
         prof.spans[run] = (min(lo, start), max(hi, start + dur))
     if not prof.runs:
         seen = ", ".join(sorted(others)[:8]) or "none"
         raise TraceFormatError(f"the profile has no op events of module {module!r} (modules seen: {seen})",
                                source)
+    for devices in prof.runs.values():
+        for timeline in devices.values():
+            timeline.sort()
     return prof
 
 
@@ -92,24 +116,22 @@ def _xplane_events(path: str) -> Iterator[Event]:
         raise ConfigError(f"{path}: reading .xplane.pb needs jax/jaxlib (pip install jax); "
                           "or give the Chrome-trace JSON of the profile instead") from None
     try:
-        data = ProfileData.from_file(path)
+        with quiet_native_stderr():
+            data = ProfileData.from_file(path)
     except Exception as e:  # jaxlib raises its own status errors on a bad file
-        raise TraceFormatError(f"not an xplane profile ({type(e).__name__}: {e})", path) from None
+        raise TraceFormatError(f"not an xplane profile ({type(e).__name__}: {str(e)[:200]})", path) from None
+    index = 0
     for plane in data.planes:
         m = _DEVICE.search(plane.name)
         plane_device = int(m.group(1)) if m else None
         for line in plane.lines:
             xla_ops_line = line.name == "XLA Ops"
             for ev in line.events:
-                stats = dict(ev.stats)
-                op = stats.get("hlo_op") or (ev.name if xla_ops_line else None)
-                if not op:
-                    continue
-                device = stats.get("device_ordinal", plane_device)
-                if device is None:
-                    continue
-                yield (int(device), str(stats.get("hlo_module", "")), str(op), str(stats.get("run_id", "")),
-                       ev.start_ns / 1000.0, ev.duration_ns / 1000.0)
+                index += 1
+                got = xplane_event(dict(ev.stats), ev.name, xla_ops_line, plane_device, ev.start_ns,
+                                   ev.duration_ns, path, index - 1)
+                if got is not None:
+                    yield got
 
 
 def _json_events(path: str) -> Iterator[Event]:
@@ -118,24 +140,26 @@ def _json_events(path: str) -> Iterator[Event]:
     pid_device: dict[object, int] = {}
     try:
         with open_binary(path) as f:
-            for ev in ijson.items(f, "traceEvents.item", use_float=True):
-                args = ev.get("args") or {}
-                if ev.get("ph") == "M":
-                    if ev.get("name") == "process_name":
-                        m = _DEVICE.search(str(args.get("name", "")))
-                        if m:
-                            pid_device[ev.get("pid")] = int(m.group(1))
+            for index, ev in enumerate(ijson.items(f, "traceEvents.item", use_float=True)):
+                if isinstance(ev, dict) and ev.get("ph") == "M":
+                    _process_name(ev, pid_device)
                     continue
-                op = args.get("hlo_op")
-                if not op or ev.get("ph") != "X":
-                    continue
-                device = args.get("device_ordinal", pid_device.get(ev.get("pid")))
-                if device is None:
-                    continue
-                yield (int(device), str(args.get("hlo_module", "")), str(op), str(args.get("run_id", "")),
-                       float(ev.get("ts", 0.0)), float(ev.get("dur", 0.0)))
-    except (ijson.JSONError, ValueError, EOFError, OSError) as e:
-        raise TraceFormatError(f"not a Chrome-trace JSON profile ({e})", path) from None
+                got = chrome_event(ev, path, index, pid_device)
+                if got is not None:
+                    yield got
+    except (ijson.JSONError, ValueError, EOFError, OSError, zlib.error) as e:
+        raise TraceFormatError(f"not a Chrome-trace JSON profile ({str(e)[:200]})", path) from None
+
+
+def _process_name(ev: dict, pid_device: dict[object, int]) -> None:
+    """Record the device of a ``process_name`` metadata event (``/device:GPU:N``)."""
+    args = ev.get("args")
+    if ev.get("name") != "process_name" or not isinstance(args, dict):
+        return
+    m = _DEVICE.search(str(args.get("name", "")))
+    pid = ev.get("pid")
+    if m and isinstance(pid, (str, int)):
+        pid_device[pid] = int(m.group(1))
 
 
 def read_profile(path: str, module: str) -> Profile:

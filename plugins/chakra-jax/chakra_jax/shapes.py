@@ -2,6 +2,7 @@
 
 Only what the converter needs: the arrays a shape holds (element type and dimensions, layouts
 and tiling ignored) and their size in bytes. Dynamic dimensions (``<=8``) count at their bound.
+A dimension that is not a whole number of at most :data:`MAX_ELEMENTS` is a :class:`ShapeError`.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-__all__ = ["Array", "arrays", "array_bytes", "shape_bytes", "elements", "ELEMENT_BITS"]
+__all__ = ["Array", "arrays", "array_bytes", "shape_bytes", "elements", "ELEMENT_BITS", "ShapeError", "MAX_ELEMENTS"]
 
 #: bits per element of each XLA primitive type (``token`` and ``opaque`` hold no data).
 ELEMENT_BITS = {
@@ -21,6 +22,14 @@ ELEMENT_BITS = {
 }
 
 _ARRAY = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\]")
+_DIM = re.compile(r"(?:<=)?\d{1,16}")
+
+#: the most elements one array may hold (2**40; far beyond any device's memory).
+MAX_ELEMENTS = 1 << 40
+
+
+class ShapeError(ValueError):
+    """A shape whose dimensions are not whole numbers or hold more than MAX_ELEMENTS elements."""
 
 Array = tuple[str, tuple[int, ...]]
 
@@ -30,9 +39,17 @@ def arrays(shape: str) -> tuple[Array, ...]:
     """The arrays of ``shape`` in order: ``(element type, dimensions)`` each (a tuple flattened)."""
     out = []
     for dtype, dims in _ARRAY.findall(shape):
-        sizes = tuple(int(d.lstrip("<=")) for d in dims.split(",") if d.strip() and d.strip() != "?")
+        sizes = tuple(_dim(d.strip()) for d in dims.split(",") if d.strip() and d.strip() != "?")
+        if elements(sizes) > MAX_ELEMENTS:
+            raise ShapeError(f"shape {dtype}[{dims[:40]}] holds more than {MAX_ELEMENTS} elements")
         out.append((dtype, sizes))
     return tuple(out)
+
+
+def _dim(text: str) -> int:
+    if _DIM.fullmatch(text) is None:
+        raise ShapeError(f"dimension {text[:40]!r} is not a whole number")
+    return int(text.removeprefix("<="))
 
 
 def elements(dims: tuple[int, ...]) -> int:
