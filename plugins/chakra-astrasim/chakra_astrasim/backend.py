@@ -37,6 +37,7 @@ from .checks import OrderCheck, check_p2p
 from .collectives import RULES
 from .configs import (
     CUSTOM_DIR,
+    CUSTOM_KEY_SPELLINGS,
     custom_collectives,
     groups_json,
     memory_json,
@@ -92,6 +93,10 @@ class AstraSimExporter(Backend):
                                  minimum=0),
         "join_limit": Option("int", 16, "a removed node handing more kept ancestors than this to "
                                         "several dependents is kept as a 0-duration join", minimum=1),
+        "custom_keys": Option("str", "custom", "spelling of the custom-collective keys in system.json: "
+                                               "custom (*-implementation-custom, ASTRA-sim since June "
+                                               "2025) or chakra (*-implementation-chakra, older ASTRA-sim)",
+                              choices=CUSTOM_KEY_SPELLINGS),
     }
 
     def run(self, traces: TraceSet, options: Mapping[str, Any], output: Path | None) -> Result:
@@ -225,7 +230,7 @@ def export_astrasim(traces: TraceSet, output: str | Path, options: Mapping[str, 
     has_groups = bool(gp.written)
     one_dim = len(sd.dimensions) == 1
     cfg: dict[str, str | dict] = {
-        "system.json": system_json(sd, report, plan.roofline, plan.peak_perf),
+        "system.json": system_json(sd, report, plan.roofline, plan.peak_perf, opts["custom_keys"]),
         "network.yml": network_yml(sd),
         "memory.json": memory_json(sd),
     }

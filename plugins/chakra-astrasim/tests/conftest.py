@@ -105,7 +105,7 @@ def check_export(d: str | Path, prefix: str = "trace") -> list[str]:
             if not IMPL_RE.match(name) or (name == "doubleBinaryTree" and kind != "all-reduce"):
                 errs.append(f"system.json: {kind}-implementation entry {name!r}")
     for key, value in system.items():
-        if key.endswith("-implementation-chakra"):  # one ET prefix; a file per rank beside run.sh
+        if key.endswith(("-implementation-custom", "-implementation-chakra")):  # one ET prefix per rank
             if not (isinstance(value, list) and len(value) == 1 and isinstance(value[0], str)):
                 errs.append(f"system.json: {key} = {value!r}, want one path prefix")
             elif not all((d / f"{value[0]}.{r}.et").is_file() for r in range(npus)):
