@@ -96,11 +96,13 @@ def check_keys(data: Mapping[Any, Any], where: str, known: Iterable[str], what: 
             continue
         twin = by_norm.get(k.replace("_", "-"))
         if twin is not None:
-            message = (f"is read here as {twin!r}, but ASTRA-sim reads only {twin!r} and "
-                       "ignores this spelling")
+            reason = f"ASTRA-sim reads only {twin!r}"
+            warning = f"is read here as {twin!r}, but ASTRA-sim ignores it: it reads only {twin!r}"
         else:
-            message = f"is not an ASTRA-sim {what} key and is ignored{suggest(k, known)}"
+            reason = f"not an ASTRA-sim {what} key{suggest(k, known)}"
+            warning = f"is ignored: {reason}"
         if strict:
-            raise ConfigError(f"{message}; an error with strict keys ({STRICT_ENV})", where, f"key {k!r}")
-        out.append(f"{where}: key {k!r} {message}")
+            raise ConfigError(f"{reason}; unknown keys are errors in strict mode ({STRICT_ENV})",
+                              where, f"key {k!r}")
+        out.append(f"{where}: key {k!r} {warning}")
     return out

@@ -170,8 +170,8 @@ def test_a_misspelt_key_is_named_with_the_closest_known_one(chakra_cli, monkeypa
 
     monkeypatch.chdir(EXAMPLE)
     system = _variant(tmp_path, misspell)
-    warning = (f"{system}: key 'all-reduce-implementaton-custom' is not an ASTRA-sim system key and is "
-               "ignored (did you mean 'all-reduce-implementation-custom'?)")
+    warning = (f"{system}: key 'all-reduce-implementaton-custom' is ignored: not an ASTRA-sim system key "
+               "(did you mean 'all-reduce-implementation-custom'?)")
     status, out, err = _simulate(chakra_cli, system)
     assert status == 0, err
     assert f"note: {warning}" in out.splitlines()
