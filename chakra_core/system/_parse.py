@@ -9,6 +9,7 @@ the values of ASTRA-sim's sample configuration.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Collection
 from typing import Any
 
@@ -146,7 +147,9 @@ def _dims_from_lists(r: Reader) -> list[dict[str, Any]]:
     for k in keys:
         kk = r.key(k)
         if kk is None:
-            raise ConfigError(f"network key {k!r} is missing (one entry per dimension)", r.where,
+            close = difflib.get_close_matches(k, [str(x) for x in r.unknown(keys)], n=1, cutoff=0.6)
+            hint = f" (the file has {close[0]!r}: misspelt?)" if close else ""
+            raise ConfigError(f"network key {k!r} is missing (one entry per dimension){hint}", r.where,
                               r.loc(k))
         v = r.data[kk]
         if not isinstance(v, list) or not v:
