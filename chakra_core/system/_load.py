@@ -84,6 +84,15 @@ def sniff(data: Any, where: str, is_json: bool) -> str:
                       f"{suggest(first, every)}", where)
 
 
+def _refuse_unknown_memory_keys(mem: dict[str, Any], where: str) -> None:
+    """A ConfigError for the first key of our YAML's ``remote-memory`` that is not a memory key."""
+    extra_keys = Reader(mem, where).unknown(MEMORY_KEYS)
+    if extra_keys:
+        k = str(extra_keys[0]).replace("_", "-")
+        raise ConfigError(f"unknown remote-memory key{suggest(k, MEMORY_KEYS)}; accepted: "
+                          f"{', '.join(MEMORY_KEYS)}", where, f"key 'remote-memory.{extra_keys[0]}'")
+
+
 def _ours(data: Any, where: str, algorithms: Collection[str]) -> tuple[dict[str, Any], list[str]]:
     if isinstance(data, list):
         data = {"network": data}
@@ -124,11 +133,8 @@ def _ours(data: Any, where: str, algorithms: Collection[str]) -> tuple[dict[str,
         fields["dimensions"] = parse_network(extra["network"], where, astra=False)
     mem = extra.get("remote-memory", extra.get("memory"))
     if mem is not None:
-        extra_keys = Reader(mem, where, "remote-memory.").unknown(MEMORY_KEYS)
-        if extra_keys:
-            k = str(extra_keys[0]).replace("_", "-")
-            raise ConfigError(f"unknown remote-memory key{suggest(k, MEMORY_KEYS)}; accepted: "
-                              f"{', '.join(MEMORY_KEYS)}", where, f"key 'remote-memory.{extra_keys[0]}'")
+        if isinstance(mem, dict):
+            _refuse_unknown_memory_keys(mem, where)
         fields["remote_memory"] = parse_memory(mem, where)
     if "comm-groups" in extra:
         fields["comm_groups"] = parse_comm_groups(extra["comm-groups"], where)
