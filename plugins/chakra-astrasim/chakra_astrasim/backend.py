@@ -55,6 +55,9 @@ from .workload import idle_node
 __all__ = ["AstraSimExporter", "export_astrasim"]
 
 _PREFIX_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+#: what each spelling of the custom-collective keys means to ASTRA-sim (said in the report).
+_SPELLING_HINT = {"custom": " (ASTRA-sim since June 2025; for an older one export with -O custom_keys=chakra)",
+                  "chakra": " (ASTRA-sim before June 2025; a newer one ignores it)"}
 #: GlobalMetadata.version written in every workload file (as the Chakra tools write it).
 ET_VERSION = "0.0.4"
 
@@ -250,7 +253,9 @@ def export_astrasim(traces: TraceSet, output: str | Path, options: Mapping[str, 
             for r, src in enumerate(sources):
                 shutil.copyfile(src, stage / CUSTOM_DIR / f"{kind}.{r}.et")
             report.configs.append(f"custom {kind}: {len(sources)} ET files copied to {CUSTOM_DIR}/{kind}.<rank>.et "
-                                  f"(ASTRA-sim times them with the message sizes they hold)")
+                                  f"(ASTRA-sim times them with the message sizes they hold), named by "
+                                  f"'{kind}-implementation-{opts['custom_keys']}' in system.json"
+                                  + _SPELLING_HINT[opts["custom_keys"]])
         write_text(stage / "run.sh", run_sh(prefix, has_groups, one_dim), mode=0o755)
         report_data = {"report": report.to_dict(), "commands": commands,
                        "rules": {k.name: RULES[k] for k in RULES},

@@ -36,6 +36,10 @@ def _export(chakra_cli, monkeypatch, out: Path, *options: str) -> dict:
 def test_the_export_writes_the_current_key_and_the_old_one_on_request(tmp_path, chakra_cli, monkeypatch,
                                                                       astrasim_check):
     system = _export(chakra_cli, monkeypatch, tmp_path / "new")
+    configs = json.loads((tmp_path / "new" / "report.json").read_text())["report"]["configs"]
+    assert ("custom all-reduce: 8 ET files copied to custom/all-reduce.<rank>.et (ASTRA-sim times them with the "
+            "message sizes they hold), named by 'all-reduce-implementation-custom' in system.json (ASTRA-sim "
+            "since June 2025; for an older one export with -O custom_keys=chakra)") in configs
     astrasim_check(tmp_path / "new", "trace")
     assert system["all-reduce-implementation-custom"] == ["custom/all-reduce"]
     assert not any(k.endswith("-chakra") for k in system)
