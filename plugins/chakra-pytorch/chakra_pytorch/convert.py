@@ -19,6 +19,7 @@ from chakra_core import (
     with_process_groups,
 )
 
+from .extlink import link_host_ops
 from .graph import ConvertedRank, build_graph
 from .hostet import read_header, read_host_et, scan_groups
 from .hostrank import TraceRank, scan_rank
@@ -173,6 +174,7 @@ def convert_rank(files: RankFiles, world: int | None = None, data_deps: bool = F
             if op.comm is not None:
                 wanted.update(op.comm.worker_rfs)
         kt = read_kineto(files.kineto, wanted, files.distributed)
+        link_host_ops(kt, host, wanted)
         _warn_unfinished(kt)
     dist = kt.distributed if kt is not None else {}
     world = world or int(dist.get("world_size") or 0) or _world_from(host.groups) or 1
