@@ -40,7 +40,9 @@ from .linked import LinkedTiming
 
 __all__ = ["KEEP_ATTRS", "HostOp", "HostTrace", "read_host_et", "read_header", "iter_raw_nodes", "scan_groups"]
 
-_ROOT_NAMES = ("[pytorch|profiler|execution_trace|process]", "[pytorch|profiler|execution_trace|thread]")
+#: the root nodes (``execution_graph`` in the first PyTorch versions, schema 1.0.1)
+_ROOT_NAMES = ("[pytorch|profiler|execution_trace|process]", "[pytorch|profiler|execution_trace|thread]",
+               "[pytorch|profiler|execution_graph|process]", "[pytorch|profiler|execution_graph|thread]")
 PG_INIT = "## process_group:init ##"
 _NOT_OPS = ("autograd::", "torch::autograd::", "##", "[pytorch|", "ProfilerStep#", "Optimizer.")
 
