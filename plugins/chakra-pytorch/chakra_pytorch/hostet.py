@@ -196,9 +196,9 @@ def _keep(attrs: dict) -> tuple:
 
 
 def _is_operator(name: str, attrs: dict) -> bool:
-    """An ATen/c10d operator, or a compiled kernel call (Inductor's ``triton_*`` ops carry
-    ``kernel_backend`` and no ``op_schema``)."""
-    if attrs.get("kernel_backend"):
+    """An ATen/c10d operator, or a compiled kernel call: Inductor's ``triton_*`` ops carry no
+    ``op_schema`` but a ``kernel_backend`` (and ``kernel_file``) attribute."""
+    if attrs.get("kernel_backend") or attrs.get("kernel_file") or name.startswith("triton_"):
         return True
     if "op_schema" in attrs:
         return bool(attrs["op_schema"]) or name.startswith("c10d::")
