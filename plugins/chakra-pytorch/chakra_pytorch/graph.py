@@ -121,9 +121,6 @@ def _check_same_run(host: HostTrace, kt: KinetoTrace) -> None:
         raise TraceFormatError(
             f"Kineto trace is from another run: pid {kt.pid}, host ET pid {host.pid}; {found} of {total} "
             f"host ops ({100 * frac:.1f}%) found in it by {key} and name", kt.path)
-    if frac < 1.0:
-        b_note = f"{total - found} of {total} host ops not found in the Kineto trace by {key} and name"
-        warnings.warn(f"{host.path}: {b_note}: their duration is 0", PyTorchTraceWarning, stacklevel=3)
 
 
 def place_on_grid(b: RankBuild) -> None:
