@@ -72,19 +72,21 @@ def find_rank_files(paths: Sequence[str]) -> tuple[list[RankFiles], dict[str, An
     infos = {k: read_distributed_info(k) for k in kinetos}
     dist = next((i for i in infos.values() if i), {})
     if len(hosts) == 1 and len(kinetos) <= 1:
-        rf = _single_rank(hosts[0], kinetos[0] if kinetos else None, dist)
-        _check_world([rf], _world_of(dist, [hosts[0]]))
+        first = scan_rank(hosts[0])
+        rf = _single_rank(hosts[0], first, kinetos[0] if kinetos else None, dist)
+        _check_world([rf], _world_of(dist, hosts[0], first))
         return [rf], dist
     by_rank: dict[int, RankFiles] = {}
+    told = {h: scan_rank(h) for h in hosts}
     for h in hosts:
-        r = _claimed_rank(h, scan_rank(h), lone=False)
+        r = _claimed_rank(h, told[h], lone=False)
         if r in by_rank:
             raise TraceFormatError(f"two host traces claim rank {r} ({by_rank[r].host} and {h})", h)
         by_rank[r] = RankFiles(r, h)
     for k in kinetos:
         info = infos[k]
-        told = info.get("rank")
-        r = _claimed_rank(k, TraceRank(told, None, "distributedInfo.rank") if isinstance(told, int) else None,
+        said = info.get("rank")
+        r = _claimed_rank(k, TraceRank(said, None, "distributedInfo.rank") if isinstance(said, int) else None,
                           lone=False)
         if r not in by_rank:
             raise TraceFormatError(f"Kineto trace of rank {r} has no host execution trace", k)
@@ -92,18 +94,18 @@ def find_rank_files(paths: Sequence[str]) -> tuple[list[RankFiles], dict[str, An
             raise TraceFormatError(f"two Kineto traces claim rank {r} ({by_rank[r].kineto} and {k})", k)
         by_rank[r].kineto, by_rank[r].distributed = k, info
     out = [by_rank[r] for r in sorted(by_rank)]
-    _check_world(out, _world_of(dist, hosts))
+    _check_world(out, _world_of(dist, hosts[0], told[hosts[0]]))
     return out, dist
 
 
-def _single_rank(host: str, kineto: str | None, dist: dict[str, Any]) -> RankFiles:
-    """The files of a one-rank input: the Kineto trace's rank, else the host ET's own, else a
-    rank clearly in the host ET's name, else 0."""
+def _single_rank(host: str, own: TraceRank | None, kineto: str | None, dist: dict[str, Any]) -> RankFiles:
+    """The files of a one-rank input: the Kineto trace's rank, else the host ET's ``own``, else
+    a rank clearly in the host ET's name, else 0."""
     told = dist.get("rank") if kineto is not None else None
     if isinstance(told, int):
         r = told
     else:
-        r = _claimed_rank(host, scan_rank(host), lone=True)
+        r = _claimed_rank(host, own, lone=True)
     return RankFiles(r, host, kineto, dist if kineto else None)
 
 
@@ -129,16 +131,16 @@ def _claimed_rank(path: str, told: TraceRank | None, lone: bool) -> int:
     return told.rank
 
 
-def _world_of(dist: dict[str, Any], hosts: list[str]) -> tuple[int, str] | None:
+def _world_of(dist: dict[str, Any], host: str, told: TraceRank | None) -> tuple[int, str] | None:
     """The world size and where it was read: Kineto's ``distributedInfo.world_size``, else the
-    first host ET's default process group (``record_param_comms`` or pg-init node)."""
+    default process group of a host ET (its ``record_param_comms``, ``told``, or its pg-init
+    node)."""
     if isinstance(dist.get("world_size"), int):
         return dist["world_size"], "distributedInfo.world_size"
-    told = scan_rank(hosts[0]) if hosts else None
     if told is not None and told.world is not None:
-        return told.world, f"{hosts[0]}: {told.source}"
-    size = _world_from(scan_groups(hosts[0])) if hosts else None
-    return (size, f"{hosts[0]}: process group 0") if size else None
+        return told.world, f"{host}: {told.source}"
+    size = _world_from(scan_groups(host))
+    return (size, f"{host}: process group 0") if size else None
 
 
 def _check_world(ranks: list[RankFiles], world: tuple[int, str] | None) -> None:
