@@ -17,7 +17,7 @@ record function the other did not.  The offset is learned from names and order:
    name are tried in step 3;
 3. a walk from an offset: the thread's ops in ``rf_id`` order keep the offset while the names
    agree and the Kineto op is on the same Kineto thread after the previous one; else the next
-   Kineto op of that name on that thread (of the next 64) under whose offset the next two host
+   Kineto op of that name on that thread (of the next 16) under whose offset the next two host
    ops agree too gives the offset from there on (an op without one stays unmatched).  The walk
    that matches most ops, in the shortest span of time, wins.
 
@@ -40,7 +40,7 @@ __all__ = ["link_host_ops", "matched_fraction"]
 
 _VOTERS = 64
 _CANDIDATES = 32
-_JUMPS = 64
+_JUMPS = 16
 _WALKED = 8
 _CONFIRM = 2
 
@@ -81,20 +81,32 @@ def matched_fraction(kt: KinetoTrace) -> float:
     return kt.link[1] / kt.link[2]
 
 
+class _Index:
+    """The Kineto ops without ``Record function id``: name by External id, and the External ids
+    of each name, sorted, in all and on each Kineto thread."""
+
+    def __init__(self, kt: KinetoTrace) -> None:
+        self.kt = kt
+        self.names = {ext: rec[3] for ext, rec in kt.by_ext.items()}
+        self.exts: dict[str, list[int]] = defaultdict(list)
+        self.on_thread: dict[tuple[str, int], list[int]] = defaultdict(list)
+        for ext in sorted(self.names):
+            name = self.names[ext]
+            self.exts[name].append(ext)
+            self.on_thread[(name, kt.by_ext[ext][2])].append(ext)
+
+
 def _align(ops: list[tuple[int, str, int]], kt: KinetoTrace) -> list[tuple[int, int]]:
     """(rf_id, offset) of every host op (rf_id, name, thread) found under its thread's piecewise
     offset (module docstring), the thread of the first op first."""
-    names = {ext: rec[3] for ext, rec in kt.by_ext.items()}
-    exts: dict[str, list[int]] = defaultdict(list)
-    for ext in sorted(names):
-        exts[names[ext]].append(ext)
+    index = _Index(kt)
     threads: dict[int, list[tuple[int, str]]] = defaultdict(list)
     for rf, name, tid in ops:
         threads[tid].append((rf, name))
     out: list[tuple[int, int]] = []
     window: tuple[float, float] | None = None
     for pairs in sorted(threads.values(), key=lambda p: p[0][0]):
-        walks = [_walk(pairs, d, kt, exts) for d in _candidates(pairs, names, exts, kt, window)]
+        walks = [_walk(pairs, d, index) for d in _candidates(pairs, index, window)]
         if not walks:
             continue
         found = max(walks, key=lambda w: (len(w), -_span(w, kt)))
@@ -111,44 +123,43 @@ def _span(found: list[tuple[int, int]], kt: KinetoTrace) -> float:
     return max(times) - min(times) if times else 0.0
 
 
-def _walk(pairs: list[tuple[int, str]], d: int, kt: KinetoTrace, exts: dict[str, list[int]]
-          ) -> list[tuple[int, int]]:
+def _walk(pairs: list[tuple[int, str]], d: int, index: _Index) -> list[tuple[int, int]]:
     """(rf_id, offset) of the ops of one host thread found in order on one Kineto thread."""
+    by_ext = index.kt.by_ext
     out: list[tuple[int, int]] = []
     last, ktid = -1, None
     for i, (rf, name) in enumerate(pairs):
-        rec = kt.by_ext.get(rf + d)
+        rec = by_ext.get(rf + d)
         if rec is None or rf + d <= last or rec[3] != name or (ktid is not None and rec[2] != ktid):
-            ext = _jump(pairs, i, last, ktid, kt, exts)
+            ext = _jump(pairs, i, last, ktid, index)
             if ext is None:
                 continue
             d = ext - rf
-        last, ktid = rf + d, kt.by_ext[rf + d][2]
+        last, ktid = rf + d, by_ext[rf + d][2]
         out.append((rf, d))
     return out
 
 
-def _jump(pairs: list[tuple[int, str]], i: int, last: int, ktid: int | None, kt: KinetoTrace,
-          exts: dict[str, list[int]]) -> int | None:
+def _jump(pairs: list[tuple[int, str]], i: int, last: int, ktid: int | None, index: _Index) -> int | None:
     """The first External id after ``last`` on Kineto thread ``ktid`` whose op has the name of
     ``pairs[i]`` and under whose offset the next ``_CONFIRM`` host ops agree too."""
     rf, name = pairs[i]
-    same = exts.get(name, [])
+    same = index.exts.get(name, []) if ktid is None else index.on_thread.get((name, ktid), [])
+    names, after = index.names, pairs[i + 1:i + 1 + _CONFIRM]
     k = bisect.bisect_right(same, last)
     for cand in same[k:k + _JUMPS]:
-        if ktid is not None and kt.by_ext[cand][2] != ktid:
-            continue
         d = cand - rf
-        if all(kt.by_ext.get(r + d, (0, 0, 0, ""))[3] == n for r, n in pairs[i + 1:i + 1 + _CONFIRM]):
+        if all(names.get(r + d) == n for r, n in after):
             return cand
     return None
 
 
-def _candidates(pairs: list[tuple[int, str]], names: dict[int, str], exts: dict[str, list[int]],
-                 kt: KinetoTrace, window: tuple[float, float] | None) -> list[int]:
+def _candidates(pairs: list[tuple[int, str]], index: _Index, window: tuple[float, float] | None) -> list[int]:
     """The ``_WALKED`` candidate offsets under which most of ``pairs`` agree (the smallest
     first in a tie); with a ``window`` (the first thread's span of time, us), only Kineto ops
     inside it vote."""
+    kt, names, exts = index.kt, index.names, index.exts
+
     def inside(ext: int) -> bool:
         return window is None or window[0] <= kt.by_ext[ext][0] <= window[1]
 
@@ -157,7 +168,7 @@ def _candidates(pairs: list[tuple[int, str]], names: dict[int, str], exts: dict[
     for _n, rf, name in voters:
         votes.update(ext - rf for ext in exts[name] if inside(ext))
     if not votes:
-        return [] if window is None else _candidates(pairs, names, exts, kt, None)
+        return [] if window is None else _candidates(pairs, index, None)
     scored = sorted(((sum(1 for rf, name in pairs if names.get(rf + d) == name), -d)
                      for d, _v in votes.most_common(_CANDIDATES)), reverse=True)
     return [-neg for _n, neg in scored[:_WALKED]]
