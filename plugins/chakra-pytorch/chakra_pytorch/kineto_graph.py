@@ -4,7 +4,7 @@ The Kineto trace is turned into the two inputs of the host ET + Kineto conversio
 graph builder (:func:`build_graph`) runs on them, so both inputs follow one set of rules
 (docs/pytorch.md):
 
-* the host ops: on each CPU thread, an operator event (``ns::op`` name, or a ``cpu_op`` that
+* the host ops: on each CPU thread, an operator event (an ``ns::op`` name, or a ``cpu_op`` that
   launches GPU work) with no operator around it (nesting by time, see
   :mod:`kineto_graph_events`); ``c10d::*`` ops and a ``record_param_comms`` outside them are
   communication ops; a node's id is its event's start order;
@@ -20,6 +20,7 @@ graph builder (:func:`build_graph`) runs on them, so both inputs follow one set 
 from __future__ import annotations
 
 import bisect
+import re
 import warnings
 from collections.abc import Iterable
 from typing import Any
@@ -44,7 +45,10 @@ __all__ = ["KINETO_SCHEMA", "convert_kineto_rank"]
 #: the ``schema`` of a rank converted from Kineto alone
 KINETO_SCHEMA = "kineto"
 
-_NOT_OPS = ("autograd::", "torch::autograd::", "##", "[pytorch|", "ProfilerStep#", "Optimizer.")
+#: an operator's name: one namespace and the op (``aten::mm``, ``c10d::allreduce_``); record
+#: functions named like ``torch::distributed::reducer::mul_out`` are annotations
+_OPERATOR = re.compile(r"[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_][A-Za-z0-9_.]*")
+_NOT_OPS = ("autograd::",)
 _RECORD_CALLS = ("cudaEventRecord", "hipEventRecord", "cudaEventRecordWithFlags")
 _WAIT_CALLS = ("cudaStreamWaitEvent", "hipStreamWaitEvent")
 
@@ -58,9 +62,11 @@ def convert_kineto_rank(path: str, rank: int, world: int, groups: dict[str, list
         ts, name = min(kt.unfinished)
         warnings.warn(f"{path}: {len(kt.unfinished)} event(s) still running when the profiler stopped "
                       f"(Kineto 'finished': false), the first {name} at ts {ts:.3f} us: their end is the "
-                      "profiler's stop", PyTorchTraceWarning, stacklevel=2)
+                      "profiler's stop (a communication's node is then timed by its c10d op alone)",
+                      PyTorchTraceWarning, stacklevel=2)
     cpu = read_cpu_side(path, kt.pid)
     host = _host_trace(path, kt, cpu, world)
+    _warn_unsized(path, host)
     if not kt.stream_waits:
         kt.stream_waits = _event_waits(cpu, kt)
     _as_keys(kt, cpu)
@@ -69,8 +75,18 @@ def convert_kineto_rank(path: str, rank: int, world: int, groups: dict[str, list
                        min_idle_us=min_idle_us)
 
 
+def _warn_unsized(path: str, host: HostTrace) -> None:
+    """Warn when communication ops have no size in the trace (recorded without shapes)."""
+    unsized = [op.name for op in host.ops if op.comm is not None and not op.comm.size_bytes
+               and op.comm.kind != "barrier"]
+    if unsized:
+        warnings.warn(f"{path}: {len(unsized)} communication op(s) have no size in the trace (no 'Input "
+                      f"Dims' nor message sizes), the first {unsized[0]}: their comm_size is 0 (profile "
+                      "with record_shapes=True)", PyTorchTraceWarning, stacklevel=3)
+
+
 def _is_operator(e: CpuEvent) -> bool:
-    return "::" in e.name and not e.name.startswith(_NOT_OPS)
+    return _OPERATOR.fullmatch(e.name) is not None and not e.name.startswith(_NOT_OPS)
 
 
 def _host_trace(path: str, kt: KinetoTrace, cpu: CpuSide, world: int) -> HostTrace:
@@ -86,8 +102,8 @@ def _host_trace(path: str, kt: KinetoTrace, cpu: CpuSide, world: int) -> HostTra
             comms[e.key] = info
         elif info is not None:
             params.append((e.key, info))
-        elif e.name.startswith(("gloo:", "nccl:")):
-            workers.append(e)
+        elif e.name.startswith(("gloo:", "nccl:")) and e.args.get("finished") is not False:
+            workers.append(e)  # an unfinished one ends at the profiler's stop: its op keeps its own span
     owner = [-1] * len(events)
     for key, info in params:
         anchor = _anchor_above(events, comms, key)
