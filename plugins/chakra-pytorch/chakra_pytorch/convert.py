@@ -166,7 +166,7 @@ def open_pytorch(paths: Sequence[str], data_deps: bool = False, idle_gaps: bool 
 
     kinetos = kineto_only_paths(paths)
     if kinetos is not None:
-        return open_kineto_only(kinetos, idle_gaps=idle_gaps, min_idle_us=min_idle_us)
+        return open_kineto_only(kinetos, data_deps=data_deps, idle_gaps=idle_gaps, min_idle_us=min_idle_us)
     rank_files, dist = find_rank_files(paths)
     world = int(dist.get("world_size") or 0) or None
     if world is None and len(rank_files) > 1:

@@ -106,8 +106,13 @@ def _metadata(kr: KinetoRank) -> GlobalMetadata:
     return meta
 
 
-def open_kineto_only(files: Sequence[str], idle_gaps: bool = True, min_idle_us: int = 10) -> TraceSet:
-    """Open Kineto traces (one per rank) as a TraceSet; each rank is converted when read."""
+def open_kineto_only(files: Sequence[str], data_deps: bool = False, idle_gaps: bool = True,
+                     min_idle_us: int = 10) -> TraceSet:
+    """Open Kineto traces (one per rank) as a TraceSet; each rank is converted when read.
+    ``data_deps`` cannot be honoured (Kineto has no tensor ids): it is ignored with a warning."""
+    if data_deps:
+        warnings.warn(f"{files[0]}: data_deps ignored: a Kineto trace has no tensor ids (only a host "
+                      "execution trace gives data dependencies)", PyTorchTraceWarning, stacklevel=2)
     ranks, world = find_kineto_ranks(files)
     groups = _groups(ranks)
     listed = {k: v for k, v in groups.items() if k != "0"}

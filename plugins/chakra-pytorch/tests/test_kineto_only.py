@@ -136,3 +136,8 @@ def test_sizes_missing_from_the_trace_are_warned():
     kernels = [n for n in nodes if n.type == NodeType.COMM_COLL_NODE]
     assert sorted(n.name for n in kernels) == ["ncclDevKernel_AllGather_RING_LL",
                                                "ncclDevKernel_AllReduce_Sum_f32_RING_LL"]
+
+
+def test_data_deps_cannot_be_had_from_kineto_alone():
+    with pytest.warns(PyTorchTraceWarning, match="data_deps ignored"):
+        open_pytorch([str(DATA / "mlp" / "kineto.0.json.gz")], data_deps=True)
