@@ -30,6 +30,12 @@ __all__ = ["CpuEvent", "RuntimeCall", "CpuSide", "read_cpu_side"]
 
 _CPU_CATS = ("cpu_op", "user_annotation")
 _RUNTIME_CATS = ("cuda_runtime", "cuda_driver")
+#: the arguments of a CPU event that the conversion reads (the rest, e.g. ``Input Strides``, is dropped)
+_KEPT_ARGS = frozenset({
+    "Record function id", "External id", "Sequence number", "Fwd thread id", "finished", "Input Dims",
+    "Input type", "Concrete Inputs", "Collective name", "In msg nelems", "Out msg nelems", "dtype",
+    "Process Group Name", "Process Group Ranks", "Group size", "Global rank start", "Global rank stride",
+})
 
 
 @dataclass(slots=True)
@@ -118,7 +124,8 @@ def _take(ev: Any, pid: int | None, events: list[CpuEvent], calls: list[RuntimeC
     args = args if isinstance(args, dict) else {}
     ts, tid = event_time(ev.get("ts", 0.0), "ts"), int64_from_number(ev.get("tid"), 0)
     if cat in _CPU_CATS:
-        events.append(CpuEvent(name, tid, ts, max(0.0, event_time(ev.get("dur", 0.0), "dur")), args))
+        kept = {k: v for k, v in args.items() if k in _KEPT_ARGS}
+        events.append(CpuEvent(name, tid, ts, max(0.0, event_time(ev.get("dur", 0.0), "dur")), kept))
     else:
         calls.append(RuntimeCall(name, ts, tid, int64_from_number(args.get("correlation"))))
 

@@ -141,3 +141,14 @@ def test_sizes_missing_from_the_trace_are_warned():
 def test_data_deps_cannot_be_had_from_kineto_alone():
     with pytest.warns(PyTorchTraceWarning, match="data_deps ignored"):
         open_pytorch([str(DATA / "mlp" / "kineto.0.json.gz")], data_deps=True)
+
+
+def test_a_size_beyond_int64_is_a_located_error(tmp_path):
+    d = json.loads(gzip.decompress((DATA / "ddp" / "kineto.0.json.gz").read_bytes()))
+    op = next(e for e in d["traceEvents"] if e.get("name") == "c10d::allreduce_")
+    op["args"]["Input Dims"][0] = [[1 << 40, 1 << 40]]
+    (tmp_path / "kineto.0.json").write_text(json.dumps(d))
+    ts = open_pytorch([str(tmp_path)])
+    with pytest.raises(TraceFormatError, match=r"c10d::allreduce_: size in bytes \d+ is out of range") as e:
+        list(ts[0].nodes())
+    assert (e.value.where, e.value.location) == (str(tmp_path / "kineto.0.json"), f"event at ts {op['ts']:.3f} us")
