@@ -37,7 +37,7 @@ from .intmap import IntMap
 from .ints import int64_from_number
 from .kineto import KinetoTrace, StreamWait, read_kineto
 from .kineto_graph_comms import annotation_elem_bytes, c10d_comm, group_of, param_comm
-from .kineto_graph_events import CpuEvent, CpuSide, read_cpu_side
+from .kineto_graph_events import CpuCollector, CpuEvent, CpuSide
 from .schema_version import PyTorchTraceWarning
 
 __all__ = ["KINETO_SCHEMA", "convert_kineto_rank"]
@@ -57,14 +57,15 @@ def convert_kineto_rank(path: str, rank: int, world: int, groups: dict[str, list
                         distributed: dict[str, Any] | None = None, idle_gaps: bool = True,
                         min_idle_us: int = 10) -> ConvertedRank:
     """Convert one rank's Kineto trace to a :class:`ConvertedRank` (see the module docstring)."""
-    kt = read_kineto(path, frozenset(), distributed)
+    collector = CpuCollector()
+    kt = read_kineto(path, frozenset(), distributed, on_event=collector.take)
     if kt.unfinished:
         ts, name = min(kt.unfinished)
         warnings.warn(f"{path}: {len(kt.unfinished)} event(s) still running when the profiler stopped "
                       f"(Kineto 'finished': false), the first {name} at ts {ts:.3f} us: their end is the "
                       "profiler's stop (a communication's node is then timed by its c10d op alone)",
                       PyTorchTraceWarning, stacklevel=2)
-    cpu = read_cpu_side(path, kt.pid)
+    cpu = collector.finish(kt.pid)
     host = _host_trace(path, kt, cpu, world)
     _warn_unsized(path, host)
     if not kt.stream_waits:

@@ -13,20 +13,13 @@ threads (a parent before its children), which stands in for the host ET's node i
 
 from __future__ import annotations
 
-import gzip
-import zlib
 from dataclasses import dataclass
 from typing import Any
 
-import ijson
-
-from chakra_core import TraceFormatError
-
 from .ints import int64_from_number
-from .jsonitems import iter_items
 from .kineto import event_time
 
-__all__ = ["CpuEvent", "RuntimeCall", "CpuSide", "read_cpu_side"]
+__all__ = ["CpuEvent", "RuntimeCall", "CpuSide", "CpuCollector"]
 
 _CPU_CATS = ("cpu_op", "user_annotation")
 _RUNTIME_CATS = ("cuda_runtime", "cuda_driver")
@@ -87,47 +80,45 @@ class CpuSide:
     corr_owner: dict[int, int]
 
 
-def read_cpu_side(path: str, pid: int | None) -> CpuSide:
-    """Read the CPU events and runtime calls of process ``pid`` (every process when None)."""
-    events: list[CpuEvent] = []
-    calls: list[RuntimeCall] = []
-    count = 0
-    try:
-        for ev in iter_items(path, "traceEvents"):
-            count += 1
-            _take(ev, pid, events, calls)
-    except (ijson.JSONError, EOFError, gzip.BadGzipFile, zlib.error, OSError) as err:
-        raise TraceFormatError(f"malformed Kineto trace ({type(err).__name__})", path,
-                               f"after event {count}") from None
-    except (TypeError, ValueError) as err:
-        raise TraceFormatError(f"bad trace event ({err})", path, f"event {count}") from None
-    events.sort(key=lambda ev: (ev.ts, -ev.dur))
-    for k, ev in enumerate(events):
-        ev.key = k
-    _nest(events, calls)
-    corr_owner = {c.correlation: c.owner for c in calls if c.correlation >= 0 and c.owner >= 0}
-    return CpuSide(pid, events, calls, corr_owner)
+class CpuCollector:
+    """Collects the CPU events and runtime calls of a trace, one event at a time (pass
+    :meth:`take` as :func:`read_kineto`'s ``on_event``), then nests them (:meth:`finish`)."""
 
+    def __init__(self) -> None:
+        self.events: list[tuple[int, CpuEvent]] = []  # (pid, event)
+        self.calls: list[tuple[int, RuntimeCall]] = []
 
-def _take(ev: Any, pid: int | None, events: list[CpuEvent], calls: list[RuntimeCall]) -> None:
-    """Keep one event when it is a complete CPU event or runtime call of the traced process."""
-    if not isinstance(ev, dict) or ev.get("ph") != "X":
-        return
-    cat = ev.get("cat")
-    if cat not in _CPU_CATS and cat not in _RUNTIME_CATS:
-        return
-    if pid is not None and int64_from_number(ev.get("pid")) != pid:
-        return
-    name = ev.get("name")
-    name = name if isinstance(name, str) else ""
-    args = ev.get("args")
-    args = args if isinstance(args, dict) else {}
-    ts, tid = event_time(ev.get("ts", 0.0), "ts"), int64_from_number(ev.get("tid"), 0)
-    if cat in _CPU_CATS:
-        kept = {k: v for k, v in args.items() if k in _KEPT_ARGS}
-        events.append(CpuEvent(name, tid, ts, max(0.0, event_time(ev.get("dur", 0.0), "dur")), kept))
-    else:
-        calls.append(RuntimeCall(name, ts, tid, int64_from_number(args.get("correlation"))))
+    def take(self, ev: Any) -> None:
+        """Keep one trace event when it is a complete CPU event or runtime call (ValueError
+        when its time is not one)."""
+        if not isinstance(ev, dict) or ev.get("ph") != "X":
+            return
+        cat = ev.get("cat")
+        if cat not in _CPU_CATS and cat not in _RUNTIME_CATS:
+            return
+        name = ev.get("name")
+        name = name if isinstance(name, str) else ""
+        args = ev.get("args")
+        args = args if isinstance(args, dict) else {}
+        pid = int64_from_number(ev.get("pid"))
+        ts, tid = event_time(ev.get("ts", 0.0), "ts"), int64_from_number(ev.get("tid"), 0)
+        if cat in _CPU_CATS:
+            kept = {k: v for k, v in args.items() if k in _KEPT_ARGS}
+            dur = max(0.0, event_time(ev.get("dur", 0.0), "dur"))
+            self.events.append((pid, CpuEvent(name, tid, ts, dur, kept)))
+        else:
+            self.calls.append((pid, RuntimeCall(name, ts, tid, int64_from_number(args.get("correlation")))))
+
+    def finish(self, pid: int | None) -> CpuSide:
+        """The CPU side of process ``pid`` (every process when None), keyed and nested."""
+        events = [e for p, e in self.events if pid is None or p == pid]
+        calls = [c for p, c in self.calls if pid is None or p == pid]
+        events.sort(key=lambda ev: (ev.ts, -ev.dur))
+        for k, ev in enumerate(events):
+            ev.key = k
+        _nest(events, calls)
+        corr_owner = {c.correlation: c.owner for c in calls if c.correlation >= 0 and c.owner >= 0}
+        return CpuSide(pid, events, calls, corr_owner)
 
 
 def _nest(events: list[CpuEvent], calls: list[RuntimeCall]) -> None:
