@@ -15,6 +15,7 @@ import pytest
 from chakra_core import CommType, NodeType, TraceFormatError, get_int, validate
 from chakra_pytorch import convert_rank, find_rank_files, open_pytorch
 from chakra_pytorch.kineto_graph import convert_kineto_rank
+from chakra_pytorch.kineto_graph_comms import elem_bytes, group_of
 from chakra_pytorch.kineto_only import find_kineto_ranks, kineto_only_paths, open_kineto_only
 from chakra_pytorch.schema_version import PyTorchTraceWarning
 
@@ -152,3 +153,17 @@ def test_a_size_beyond_int64_is_a_located_error(tmp_path):
     with pytest.raises(TraceFormatError, match=r"c10d::allreduce_: size in bytes \d+ is out of range") as e:
         list(ts[0].nodes())
     assert (e.value.where, e.value.location) == (str(tmp_path / "kineto.0.json"), f"event at ts {op['ts']:.3f} us")
+
+
+@pytest.mark.parametrize("name, size", [("float", 4), ("c10::Half", 2), ("c10::BFloat16", 2), ("long int", 8),
+                                        ("unsigned char", 1), ("double", 8), ("bool", 1),
+                                        ("c10::complex<float>", 8), ("TensorList", None), ("Scalar", None)])
+def test_element_sizes_of_kineto_input_types(name, size):
+    assert elem_bytes(name) == size
+
+
+def test_group_named_by_an_event():
+    assert group_of({"Process Group Name": "3", "Process Group Ranks": "[1, 3]"}) == ("3", [1, 3])
+    assert group_of({"Process Group Name": 5, "Process Group Ranks": [0, 2]}) == ("5", [0, 2])
+    assert group_of({"Process Group Name": "3", "Process Group Ranks": "[1, -3]"}) is None
+    assert group_of({"Process Group Name": "3"}) is None
