@@ -4,8 +4,8 @@ The Kineto trace is turned into the two inputs of the host ET + Kineto conversio
 graph builder (:func:`build_graph`) runs on them, so both inputs follow one set of rules
 (docs/pytorch.md):
 
-* the host ops: on each CPU thread, an operator event (an ``ns::op`` name, or a ``cpu_op`` that
-  launches GPU work) with no operator around it (nesting by time, see
+* the host ops: on each CPU thread, an operator event (an ``ns::op`` name, or an event that
+  launches GPU work and has no operator inside it) with no operator around it (nesting by time, see
   :mod:`kineto_graph_events`); ``c10d::*`` ops and a ``record_param_comms`` outside them are
   communication ops; a node's id is its event's start order;
 * the timing: every CPU event, GPU kernel/memcpy/memset, sync call, ``cuda_sync`` event and
@@ -93,7 +93,8 @@ def _is_operator(e: CpuEvent) -> bool:
 def _host_trace(path: str, kt: KinetoTrace, cpu: CpuSide, world: int) -> HostTrace:
     """The host ops of the trace, with their communications and the owner of every event."""
     events = cpu.events
-    launchers = {cpu.corr_owner[g.correlation] for g in kt.gpu if g.correlation in cpu.corr_owner}
+    launchers = _leaf_launchers(events, {cpu.corr_owner[g.correlation] for g in kt.gpu
+                                         if g.correlation in cpu.corr_owner})
     comms: dict[int, CommInfo] = {}
     params: list[tuple[int, CommInfo]] = []
     workers: list[CpuEvent] = []
@@ -114,7 +115,7 @@ def _host_trace(path: str, kt: KinetoTrace, cpu: CpuSide, world: int) -> HostTra
             comms[key] = info
     for e in events:
         up = owner[e.parent] if e.parent >= 0 else -1
-        is_op = _is_operator(e) or (e.key in launchers and up < 0 and e.name != "")
+        is_op = _is_operator(e) or e.key in launchers
         owner[e.key] = e.key if e.key in comms or (is_op and up < 0) else up
     _attach_workers(events, comms, workers, path)
     _reduce_scatter_sizes(events, comms, world)
@@ -125,6 +126,16 @@ def _host_trace(path: str, kt: KinetoTrace, cpu: CpuSide, world: int) -> HostTra
         if o >= 0:
             rf_owner[k] = o
     return HostTrace(path, KINETO_SCHEMA, kt.pid, ops, rf_owner, {})
+
+
+def _leaf_launchers(events: list[CpuEvent], launchers: set[int]) -> set[int]:
+    """The events that launch GPU work and have no operator inside them (an Inductor/Triton
+    kernel call; not a step or ``## forward ##`` annotation around operators)."""
+    around_ops: set[int] = set()
+    for e in reversed(events):  # children come after their parents
+        if e.parent >= 0 and (e.key in around_ops or _is_operator(e)):
+            around_ops.add(e.parent)
+    return {k for k in launchers if k not in around_ops and events[k].name}
 
 
 def _comm_of(e: CpuEvent, path: str) -> CommInfo | None:
