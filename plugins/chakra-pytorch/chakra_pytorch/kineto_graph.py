@@ -106,19 +106,18 @@ def _host_trace(path: str, kt: KinetoTrace, cpu: CpuSide, world: int) -> HostTra
             params.append((e.key, info))
         elif e.name.startswith(("gloo:", "nccl:")) and e.args.get("finished") is not False:
             workers.append(e)  # an unfinished one ends at the profiler's stop: its op keeps its own span
+    anchors = [_anchor_above(events, comms, key) for key, _info in params]
+    anchored = [(a, info) for a, (_key, info) in zip(anchors, params) if a >= 0]
+    comms.update((key, info) for a, (key, info) in zip(anchors, params) if a < 0)
+    _attach_workers(events, comms, workers, path)
+    _reduce_scatter_sizes(events, comms, world)
+    for anchor, info in anchored:  # record_param_comms says the sizes and group: it wins
+        merge_param_comms(comms[anchor], info)
     owner = [-1] * len(events)
-    for key, info in params:
-        anchor = _anchor_above(events, comms, key)
-        if anchor >= 0:
-            merge_param_comms(comms[anchor], info)
-        else:
-            comms[key] = info
     for e in events:
         up = owner[e.parent] if e.parent >= 0 else -1
         is_op = _is_operator(e) or e.key in launchers
         owner[e.key] = e.key if e.key in comms or (is_op and up < 0) else up
-    _attach_workers(events, comms, workers, path)
-    _reduce_scatter_sizes(events, comms, world)
     ops = [_host_op(e, comms.get(e.key), owner[e.parent] if e.parent >= 0 else -1)
            for e in events if owner[e.key] == e.key]
     rf_owner = IntMap()
@@ -138,11 +137,12 @@ def _leaf_launchers(events: list[CpuEvent], launchers: set[int]) -> set[int]:
     return {k for k in launchers if k not in around_ops and events[k].name}
 
 
-def _comm_of(e: CpuEvent, path: str) -> CommInfo | None:
-    """The communication of a ``c10d::*`` or ``record_param_comms`` event, else None."""
+def _comm_of(e: CpuEvent, path: str, list_esize: int | None = None) -> CommInfo | None:
+    """The communication of a ``c10d::*`` or ``record_param_comms`` event, else None;
+    ``list_esize``: the element size of a ``c10d::*`` op's tensor lists (see :func:`c10d_comm`)."""
     try:
         if e.name.startswith("c10d::"):
-            return c10d_comm(e.name, e.args, None)
+            return c10d_comm(e.name, e.args, list_esize)
         if e.name == "record_param_comms":
             return param_comm(e.args)
     except ValueError as err:
@@ -174,16 +174,9 @@ def _attach_workers(events: list[CpuEvent], comms: dict[int, CommInfo], workers:
             continue
         esize = annotation_elem_bytes(events[info.worker_rfs[0]].args)
         if esize:
-            fixed = _comm_of_sized(e, esize, path)
+            fixed = _comm_of(e, path, esize)
             if fixed is not None:
                 info.size_bytes = fixed.size_bytes
-
-
-def _comm_of_sized(e: CpuEvent, esize: int, path: str) -> CommInfo | None:
-    try:
-        return c10d_comm(e.name, e.args, esize)
-    except ValueError as err:
-        raise TraceFormatError(f"{e.name}: {err}", path, f"event at ts {e.ts:.3f} us") from None
 
 
 def _reduce_scatter_sizes(events: list[CpuEvent], comms: dict[int, CommInfo], world: int) -> None:
