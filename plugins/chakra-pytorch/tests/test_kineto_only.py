@@ -167,3 +167,15 @@ def test_group_named_by_an_event():
     assert group_of({"Process Group Name": 5, "Process Group Ranks": [0, 2]}) == ("5", [0, 2])
     assert group_of({"Process Group Name": "3", "Process Group Ranks": "[1, -3]"}) is None
     assert group_of({"Process Group Name": "3"}) is None
+
+
+def test_events_of_other_processes_are_left_out(tmp_path):
+    """A dataloader worker's ops in the same trace (another pid) do not become nodes."""
+    src = DATA / "mlp" / "kineto.0.json.gz"
+    d = json.loads(gzip.decompress(src.read_bytes()))
+    ops = [e for e in d["traceEvents"] if e.get("cat") == "cpu_op"]
+    d["traceEvents"] += [{**e, "pid": e["pid"] + 1, "tid": e["tid"] + 1} for e in ops[:10]]
+    (tmp_path / "kineto.0.json").write_text(json.dumps(d))
+    alone = _quiet(convert_kineto_rank, str(src), 0, 1, {})
+    mixed = _quiet(convert_kineto_rank, str(tmp_path / "kineto.0.json"), 0, 1, {})
+    assert [(n.name, n.start, n.dur) for n in mixed.nodes] == [(n.name, n.start, n.dur) for n in alone.nodes]
