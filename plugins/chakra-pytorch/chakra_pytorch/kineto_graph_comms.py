@@ -77,7 +77,7 @@ def _values(args: dict[str, Any], list_esize: int) -> list:
         esize = elem_bytes(t)
         if isinstance(d, list) and d and all(isinstance(x, list) for x in d):
             values.append([_tensor(x, esize or list_esize) for x in d])
-        elif isinstance(d, list) and d and esize is not None:
+        elif isinstance(d, list) and esize is not None:  # dims [] with a dtype: a 0-d tensor
             values.append(_tensor(d, esize))
         else:
             values.append(_scalar(c))

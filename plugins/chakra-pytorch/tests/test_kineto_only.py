@@ -15,7 +15,7 @@ import pytest
 from chakra_core import CommType, NodeType, TraceFormatError, get_int, validate
 from chakra_pytorch import convert_rank, find_rank_files, open_pytorch
 from chakra_pytorch.kineto_graph import convert_kineto_rank
-from chakra_pytorch.kineto_graph_comms import elem_bytes, group_of
+from chakra_pytorch.kineto_graph_comms import c10d_comm, elem_bytes, group_of
 from chakra_pytorch.kineto_only import find_kineto_ranks, kineto_only_paths, open_kineto_only
 from chakra_pytorch.schema_version import PyTorchTraceWarning
 
@@ -179,3 +179,11 @@ def test_events_of_other_processes_are_left_out(tmp_path):
     alone = _quiet(convert_kineto_rank, str(src), 0, 1, {})
     mixed = _quiet(convert_kineto_rank, str(tmp_path / "kineto.0.json"), 0, 1, {})
     assert [(n.name, n.start, n.dur) for n in mixed.nodes] == [(n.name, n.start, n.dur) for n in alone.nodes]
+
+
+def test_a_zero_dim_tensor_is_one_element():
+    """``_allgather_base_`` of 0-d tensors, as Kineto writes its arguments."""
+    args = {"Input Dims": [[], [], [], [], []], "Input type": ["double", "double", "", "Scalar", "Scalar"],
+            "Concrete Inputs": ["", "", "", "False", "-1"]}
+    info = c10d_comm("c10d::_allgather_base_", args, None)
+    assert (info.kind, info.size_bytes, info.async_op) == ("all_gather", 8, False)
