@@ -215,7 +215,13 @@ def _metadata(files: RankFiles) -> GlobalMetadata:
 
 def open_pytorch(paths: Sequence[str], data_deps: bool = False, idle_gaps: bool = True,
                  min_idle_us: int = 10) -> TraceSet:
-    """Open PyTorch traces as a TraceSet; each rank is converted when its nodes are read."""
+    """Open PyTorch traces as a TraceSet; each rank is converted when its nodes are read.
+    Kineto traces without host execution traces are converted from Kineto alone."""
+    from .kineto_only import kineto_only_paths, open_kineto_only
+
+    kinetos = kineto_only_paths(paths)
+    if kinetos is not None:
+        return open_kineto_only(kinetos, data_deps=data_deps, idle_gaps=idle_gaps, min_idle_us=min_idle_us)
     rank_files, dist = find_rank_files(paths)
     world = int(dist.get("world_size") or 0) or None
     if world is None and len(rank_files) > 1:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gzip
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -174,9 +175,11 @@ def event_time(v: Any, what: str) -> float:
 
 
 def read_kineto(path: str, wanted_rfs: set[int] | frozenset[int] | None = None,
-                distributed: dict[str, Any] | None = None) -> KinetoTrace:
+                distributed: dict[str, Any] | None = None,
+                on_event: Callable[[Any], None] | None = None) -> KinetoTrace:
     """Read one Kineto trace; keep timings of ``wanted_rfs`` (all host ops when None);
-    ``distributed`` is :func:`read_distributed_info`'s answer when the caller has it already."""
+    ``distributed`` is :func:`read_distributed_info`'s answer when the caller has it already;
+    ``on_event`` is given every trace event too (another reader in the same pass)."""
     dist = read_distributed_info(path) if distributed is None else distributed
     kt = KinetoTrace(path, None, dist, {}, IntMap())
     pids: dict[int, int] = {}
@@ -185,6 +188,8 @@ def read_kineto(path: str, wanted_rfs: set[int] | frozenset[int] | None = None,
         for ev in iter_items(path, "traceEvents"):
             count += 1
             _take_event(kt, ev, wanted_rfs, pids)
+            if on_event is not None:
+                on_event(ev)
     except FileNotFoundError:
         raise TraceFormatError("no such file", path) from None
     except (ijson.IncompleteJSONError, EOFError, gzip.BadGzipFile, zlib.error) as e:

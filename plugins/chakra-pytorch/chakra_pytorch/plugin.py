@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from chakra_core import Register, expand_paths, hookimpl
 
-_DESC = "PyTorch execution trace (+ Kineto profiler trace) per rank, .json or .json.gz"
+_DESC = "PyTorch execution trace (+ Kineto trace) per rank, or Kineto traces alone, .json or .json.gz"
 
 
 @hookimpl
