@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import chakra_core as chakra
-from chakra_core.base._human import duration
 from chakra_core import NodeType
+from chakra_core.base._human import duration
 
 pytest.importorskip("chakra_pytorch")
 pytest.importorskip("chakra_simpy")

@@ -20,8 +20,8 @@ from chakra_core.pipeline._document import check_pipeline
 from chakra_core.pipeline._pipeline import load_pipeline
 from chakra_core.pipeline._schema import SYSTEM_HELP
 from chakra_core.sweeps._schema import PATH_PATTERN, full_schema
+from chakra_core.system._keys import SYSTEM_KEYS
 from chakra_core.system._load import OUR_KEYS
-from chakra_core.system._parse import SYSTEM_KEYS
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA_FILE = ROOT / "schema" / "pipeline.schema.json"

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from chakra_core.system._keys import SYSTEM_KEYS
 from chakra_core.system._load import OUR_KEYS
 from chakra_core.system._model import COLLECTIVE_KINDS
-from chakra_core.system._parse import SYSTEM_KEYS
 
 __all__ = ["TOP_KEYS", "INPUT_KEYS", "STAGE_KEYS", "BACKEND_KEYS", "SYSTEM_HELP", "SYSTEM", "closed", "pipeline_schema"]
 
@@ -97,8 +97,11 @@ SYSTEM_HELP: dict[str, str] = {
                                  "halvingDoubling, doubleBinaryTree (all-reduce only), oneRing, oneDirect, "
                                  "oneHalvingDoubling; one name means every dimension (default ring)."
        for kind in COLLECTIVE_KINDS},
-    **{f"{kind}-implementation-chakra": f"A custom {kind}: the path prefix of one Chakra ET per rank "
-                                        "(PREFIX.<rank>.et); a relative prefix is taken from the current directory."
+    **{f"{kind}-implementation-custom": f"A custom {kind}: the path prefix of one Chakra ET per rank "
+                                        "(PREFIX.<rank>.et); a relative prefix is taken from the working directory, "
+                                        "then from the system file's folder."
+       for kind in COLLECTIVE_KINDS},
+    **{f"{kind}-implementation-chakra": f"The spelling of {kind}-implementation-custom before June 2025."
        for kind in COLLECTIVE_KINDS},
 }
 

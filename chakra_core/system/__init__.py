@@ -5,7 +5,7 @@ only the standard library and PyYAML.
 
 Public API
 ----------
-:func:`load_system(system=None, network=None, memory=None, comm_groups=None, algorithms=())`
+:func:`load_system(system=None, network=None, memory=None, comm_groups=None, algorithms=(), strict=None)`
     Build a :class:`SystemDescription` from files (paths or parsed mappings).  Each file is
     recognised by its content: our YAML (any part of the description, see below), ASTRA-sim's
     ``system.json``, ``network.yml``, ``memory.json`` or comm-group JSON.  ASTRA-sim files get
@@ -13,7 +13,12 @@ Public API
     file and key (missing ``preferred-dataset-splits``, ``endpoint-delay`` 0, group key "0",
     network lists of unequal length, ``doubleBinaryTree`` for a collective other than
     all-reduce ...) or are recorded in ``SystemDescription.warnings`` (implementation lists
-    shorter than the network, unset ``scheduling-policy`` / ``collective-optimization``).
+    shorter than the network, unset ``scheduling-policy`` / ``collective-optimization``).  A
+    key of an ASTRA-sim file that ASTRA-sim does not read is a warning naming the closest known
+    key, an error with ``strict`` (default: the environment variable ``CHAKRA_STRICT_KEYS``).
+    Custom collectives: ``*-implementation-custom`` (ASTRA-sim since June 2025) or
+    ``*-implementation-chakra``, a relative ET prefix looked for from the working directory,
+    then from the file's folder.
 :class:`SystemDescription`
     ``dimensions`` (tuple of :class:`Dimension`), ``all_reduce_implementation``,
     ``all_gather_implementation``, ``reduce_scatter_implementation``,

@@ -12,8 +12,18 @@ from chakra_core.base._docparse import decode_text, parse_json, parse_yaml
 from chakra_core.base._errors import ConfigError
 from chakra_core.base._limits import check_limit
 from chakra_core.base._options import suggest
+from chakra_core.system._keys import (
+    ASTRA_IGNORED_KEYS,
+    ASTRA_UNMODELLED_KEYS,
+    MEMORY_KEYS,
+    NETWORK_KEYS,
+    SYSTEM_KEYS,
+    check_keys,
+    strict_default,
+)
 from chakra_core.system._model import COLLECTIVE_KINDS, SystemDescription
-from chakra_core.system._parse import SYSTEM_KEYS, parse_comm_groups, parse_memory, parse_network, parse_system
+from chakra_core.system._parse import parse_comm_groups, parse_memory, parse_network, parse_system
+from chakra_core.system._values import Reader
 
 __all__ = ["load_system", "read_config", "sniff", "check_system", "OUR_KEYS"]
 
@@ -56,7 +66,7 @@ def sniff(data: Any, where: str, is_json: bool) -> str:
     if not isinstance(data, dict) or not data:
         raise ConfigError("empty or not a mapping of keys", where)
     keys = {str(k).replace("_", "-") for k in data}
-    if keys & {"npus-count"} and not keys & {"network"}:
+    if keys & {k.replace("_", "-") for k in NETWORK_KEYS} and not keys & {"network", *SYSTEM_KEYS}:
         return "astra-network"
     if "memory-type" in keys and not keys & set(SYSTEM_KEYS):
         return "astra-memory"
@@ -68,7 +78,19 @@ def sniff(data: Any, where: str, is_json: bool) -> str:
         return "astra-system"
     if keys & set(SYSTEM_KEYS) or not is_json:
         return "ours"
-    raise ConfigError(f"not a system description: unknown keys {sorted(map(str, data))[:5]}", where)
+    first = sorted(map(str, data))[0]
+    every = (*SYSTEM_KEYS, *ASTRA_IGNORED_KEYS, *NETWORK_KEYS, *MEMORY_KEYS)
+    raise ConfigError(f"not a system description: unknown keys {sorted(map(str, data))[:5]}"
+                      f"{suggest(first, every)}", where)
+
+
+def _refuse_unknown_memory_keys(mem: dict[str, Any], where: str) -> None:
+    """A ConfigError for the first key of our YAML's ``remote-memory`` that is not a memory key."""
+    extra_keys = Reader(mem, where).unknown(MEMORY_KEYS)
+    if extra_keys:
+        k = str(extra_keys[0]).replace("_", "-")
+        raise ConfigError(f"unknown remote-memory key{suggest(k, MEMORY_KEYS)}; accepted: "
+                          f"{', '.join(MEMORY_KEYS)}", where, f"key 'remote-memory.{extra_keys[0]}'")
 
 
 def _ours(data: Any, where: str, algorithms: Collection[str]) -> tuple[dict[str, Any], list[str]]:
@@ -111,14 +133,24 @@ def _ours(data: Any, where: str, algorithms: Collection[str]) -> tuple[dict[str,
         fields["dimensions"] = parse_network(extra["network"], where, astra=False)
     mem = extra.get("remote-memory", extra.get("memory"))
     if mem is not None:
+        if isinstance(mem, dict):
+            _refuse_unknown_memory_keys(mem, where)
         fields["remote_memory"] = parse_memory(mem, where)
     if "comm-groups" in extra:
         fields["comm_groups"] = parse_comm_groups(extra["comm-groups"], where)
     return fields, warnings
 
 
+def _astra_keys(kind: str, data: Any, where: str, strict: bool) -> list[str]:
+    """:func:`check_keys` of an ASTRA-sim file of ``kind`` against the keys ASTRA-sim reads."""
+    known = {"astra-system": (*SYSTEM_KEYS, *ASTRA_IGNORED_KEYS, *ASTRA_UNMODELLED_KEYS),
+             "astra-network": NETWORK_KEYS, "astra-memory": MEMORY_KEYS}[kind]
+    return check_keys(data, where, known, kind.removeprefix("astra-"), strict)
+
+
 def load_system(system: Source = None, network: Source = None, memory: Source = None,
-                comm_groups: Source = None, algorithms: Collection[str] = ()) -> SystemDescription:
+                comm_groups: Source = None, algorithms: Collection[str] = (),
+                strict: bool | None = None) -> SystemDescription:
     """Build a :class:`SystemDescription` from files of either format.
 
     Each argument is a path, a parsed mapping, or None.  Every file is recognised by its
@@ -130,8 +162,11 @@ def load_system(system: Source = None, network: Source = None, memory: Source = 
     naming the file and the key for bad values and for ASTRA-sim's pitfalls.  ``algorithms``
     names collective algorithms the ``*-implementation`` keys may name besides ASTRA-sim's
     (:data:`ALGORITHMS`): those the backend that will run the description models
-    (:attr:`chakra_core.Backend.algorithms`).
+    (:attr:`chakra_core.Backend.algorithms`).  A key of an ASTRA-sim file that ASTRA-sim does not
+    read is a warning naming the closest known key, or with ``strict`` (default: the
+    environment variable ``CHAKRA_STRICT_KEYS``) a ConfigError; in our YAML it is always an error.
     """
+    strict = strict_default() if strict is None else strict
     fields: dict[str, Any] = {}
     warnings: list[str] = []
     sources: dict[str, str] = {}
@@ -142,6 +177,8 @@ def load_system(system: Source = None, network: Source = None, memory: Source = 
             continue
         data, where, is_json = read_config(source)
         kind = sniff(data, where, is_json)
+        if kind.startswith("astra-"):
+            warnings += _astra_keys(kind, data, where, strict)
         if kind == "ours":
             f, w = _ours(data, where, algorithms)
             parts = [p for p, present in (("system", f.pop("_has_system")), ("network", "dimensions" in f),

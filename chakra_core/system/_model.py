@@ -123,8 +123,9 @@ class SystemDescription:
     name ("1", "2", ...) to its ranks.  ``warnings`` lists questionable but accepted settings;
     ``custom_implementations`` maps a collective kind (``all-reduce`` ...) to the path prefix of its
     custom implementation, one Chakra ET per rank (``PREFIX.<rank>.et``, ASTRA-sim's
-    ``*-implementation-chakra`` keys).  ``sources`` names the file each part came from
-    (``system``, ``network``, ``memory``, ``comm_groups``).
+    ``*-implementation-custom`` keys, spelt ``*-implementation-chakra`` before June 2025).
+    ``sources`` names the file each part came from (``system``, ``network``, ``memory``,
+    ``comm_groups``).
     """
 
     dimensions: tuple[Dimension, ...] = ()
@@ -206,7 +207,7 @@ class SystemDescription:
         del d["dimensions"], d["warnings"], d["sources"]
         d["comm_groups"] = {k: list(v) for k, v in self.comm_groups.items()}
         for kind, prefix in d.pop("custom_implementations").items():
-            d[kind.replace("-", "_") + "_implementation_chakra"] = prefix
+            d[kind.replace("-", "_") + "_implementation_custom"] = prefix
         for kind in COLLECTIVE_KINDS:
             key = kind.replace("-", "_") + "_implementation"
             d[key] = list(d[key])

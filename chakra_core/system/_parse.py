@@ -9,12 +9,13 @@ the values of ASTRA-sim's sample configuration.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Collection
-from pathlib import Path
 from typing import Any
 
 from chakra_core.base._errors import ConfigError
 from chakra_core.base._limits import INT32_MAX, check_limit
+from chakra_core.system._keys import ASTRA_UNMODELLED_KEYS, CUSTOM_SPELLINGS
 from chakra_core.system._model import (
     ALGORITHMS,
     COLLECTIVE_KINDS,
@@ -26,35 +27,15 @@ from chakra_core.system._model import (
     RemoteMemory,
     algorithm_base,
 )
+from chakra_core.system._paths import resolve_prefix
 from chakra_core.system._values import Reader
 
 __all__ = [
-    "SYSTEM_KEYS",
-    "CUSTOM_KEYS",
-    "ASTRA_IGNORED_KEYS",
     "parse_system",
     "parse_network",
     "parse_memory",
     "parse_comm_groups",
 ]
-
-#: system.json keys naming a custom collective: a Chakra ET per rank (ASTRA-sim's Collective API).
-CUSTOM_KEYS = tuple(f"{k}-implementation-chakra" for k in COLLECTIVE_KINDS)
-
-#: system.json keys that we read.
-SYSTEM_KEYS = (
-    "scheduling-policy", "collective-optimization", "endpoint-delay", "local-reduction-delay",
-    "active-chunks-per-dimension", "preferred-dataset-splits", "local-mem-bw", "roofline-enabled",
-    "peak-perf", "replay-only", "trace-enabled",
-) + tuple(f"{k}-implementation" for k in COLLECTIVE_KINDS) + CUSTOM_KEYS
-
-#: system.json keys ASTRA-sim knows but that do not change the analytical model's timing.
-ASTRA_IGNORED_KEYS = (
-    "L", "o", "g", "G", "model-shared-bus", "boost-mode", "intra-dimension-scheduling",
-    "inter-dimension-scheduling", "track-local-mem", "local-mem-latency", "remote-mem-bw",
-    "remote-mem-latency",
-)
-
 
 def _implementation(r: Reader, kind: str, astra: bool, algorithms: Collection[str]) -> tuple[str, ...]:
     key = f"{kind}-implementation"
@@ -78,25 +59,29 @@ def _implementation(r: Reader, kind: str, astra: bool, algorithms: Collection[st
     return tuple(v)
 
 
-def _custom(r: Reader, kind: str) -> str | None:
-    """The ET prefix of a custom ``kind`` (``PREFIX.<rank>.et`` per rank), relative paths taken
-    from the file's directory; rank 0's file must exist."""
-    k = r.key(f"{kind}-implementation-chakra")
-    if k is None:
+def _custom(r: Reader, kind: str, astra: bool, warnings: list[str]) -> str | None:
+    """The ET prefix of a custom ``kind`` (``PREFIX.<rank>.et`` per rank) from either spelling of
+    its key; a relative prefix is taken from the working directory, then from the file's folder
+    (:func:`resolve_prefix`); rank 0's file must exist."""
+    found = [k for k in (r.key(f"{kind}-implementation-{s}") for s in CUSTOM_SPELLINGS) if k is not None]
+    if not found:
         return None
-    v = r.data[k]
+    k = found[0]
+    values = [r.data[x] for x in found]
+    if len(found) == 2 and values[0] != values[1]:
+        raise r.fail(found[1], f"names another ET than {found[0]!r}: give one of the two spellings, "
+                               "or both with the same prefix")
+    v = values[0]
     if isinstance(v, list) and len(v) == 1:
         v = v[0]
     if not isinstance(v, str) or not v:
         raise r.fail(k, f"wants one ET path prefix (the list takes exactly one: the ET holds every "
                         f"dimension), got {v!r}")
-    prefix = Path(v)
-    if not prefix.is_absolute() and r.where != "<mapping>":
-        prefix = Path(r.where).parent / prefix
-    if not Path(f"{prefix}.0.et").is_file():
-        raise r.fail(k, f"no file {prefix}.0.et: the custom {kind} needs one Chakra ET per rank, "
-                        f"PREFIX.<rank>.et")
-    return str(prefix)
+    if astra and found == [r.key(f"{kind}-implementation-chakra")]:
+        warnings.append(f"{r.where}: {k!r} is the key's spelling before June 2025: ASTRA-sim since then "
+                        f"reads '{kind}-implementation-custom' and runs its built-in {kind} otherwise")
+    return resolve_prefix(v, ".0.et", r.where, r.loc(k),
+                          f"the custom {kind} needs one Chakra ET per rank, PREFIX.<rank>.et")
 
 
 def parse_system(data: Any, where: str, astra: bool,
@@ -139,7 +124,7 @@ def parse_system(data: Any, where: str, astra: bool,
     custom = {}
     for kind in COLLECTIVE_KINDS:
         f[kind.replace("-", "_") + "_implementation"] = _implementation(r, kind, astra, algorithms)
-        prefix = _custom(r, kind)
+        prefix = _custom(r, kind, astra, warnings)
         if prefix is not None:
             custom[kind] = prefix
     if custom:
@@ -149,9 +134,10 @@ def parse_system(data: Any, where: str, astra: bool,
             raise r.fail("peak-perf", "roofline-enabled needs 'peak-perf' > 0 (TFLOPS)")
         if f["local_mem_bw"] <= 0:
             raise r.fail("local-mem-bw", "roofline-enabled needs 'local-mem-bw' > 0 (GB/s)")
-    if astra:
-        for k in r.unknown(SYSTEM_KEYS + ASTRA_IGNORED_KEYS):
-            warnings.append(f"{where}: key {k!r} is not an ASTRA-sim system key and is ignored")
+    for key in ASTRA_UNMODELLED_KEYS:
+        if r.has(key):
+            warnings.append(f"{where}: {key!r} ({r.raw(key)!r}) is not modelled: ASTRA-sim runs the "
+                            "collectives that file lists by their own ETs; here they run as the others do")
     return f, warnings
 
 
@@ -161,7 +147,9 @@ def _dims_from_lists(r: Reader) -> list[dict[str, Any]]:
     for k in keys:
         kk = r.key(k)
         if kk is None:
-            raise ConfigError(f"network key {k!r} is missing (one entry per dimension)", r.where,
+            close = difflib.get_close_matches(k, [str(x) for x in r.unknown(keys)], n=1, cutoff=0.6)
+            hint = f" (the file has {close[0]!r}: misspelt?)" if close else ""
+            raise ConfigError(f"network key {k!r} is missing (one entry per dimension){hint}", r.where,
                               r.loc(k))
         v = r.data[kk]
         if not isinstance(v, list) or not v:

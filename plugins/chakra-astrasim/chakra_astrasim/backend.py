@@ -37,6 +37,7 @@ from .checks import OrderCheck, check_p2p
 from .collectives import RULES
 from .configs import (
     CUSTOM_DIR,
+    CUSTOM_KEY_SPELLINGS,
     custom_collectives,
     groups_json,
     memory_json,
@@ -54,6 +55,9 @@ from .workload import idle_node
 __all__ = ["AstraSimExporter", "export_astrasim"]
 
 _PREFIX_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+#: what each spelling of the custom-collective keys means to ASTRA-sim (said in the report).
+_SPELLING_HINT = {"custom": " (ASTRA-sim since June 2025; for an older one export with -O custom_keys=chakra)",
+                  "chakra": " (ASTRA-sim before June 2025; a newer one ignores it)"}
 #: GlobalMetadata.version written in every workload file (as the Chakra tools write it).
 ET_VERSION = "0.0.4"
 
@@ -92,6 +96,10 @@ class AstraSimExporter(Backend):
                                  minimum=0),
         "join_limit": Option("int", 16, "a removed node handing more kept ancestors than this to "
                                         "several dependents is kept as a 0-duration join", minimum=1),
+        "custom_keys": Option("str", "custom", "spelling of the custom-collective keys in system.json: "
+                                               "custom (*-implementation-custom, ASTRA-sim since June "
+                                               "2025) or chakra (*-implementation-chakra, older ASTRA-sim)",
+                              choices=CUSTOM_KEY_SPELLINGS),
     }
 
     def run(self, traces: TraceSet, options: Mapping[str, Any], output: Path | None) -> Result:
@@ -225,7 +233,7 @@ def export_astrasim(traces: TraceSet, output: str | Path, options: Mapping[str, 
     has_groups = bool(gp.written)
     one_dim = len(sd.dimensions) == 1
     cfg: dict[str, str | dict] = {
-        "system.json": system_json(sd, report, plan.roofline, plan.peak_perf),
+        "system.json": system_json(sd, report, plan.roofline, plan.peak_perf, opts["custom_keys"]),
         "network.yml": network_yml(sd),
         "memory.json": memory_json(sd),
     }
@@ -245,7 +253,9 @@ def export_astrasim(traces: TraceSet, output: str | Path, options: Mapping[str, 
             for r, src in enumerate(sources):
                 shutil.copyfile(src, stage / CUSTOM_DIR / f"{kind}.{r}.et")
             report.configs.append(f"custom {kind}: {len(sources)} ET files copied to {CUSTOM_DIR}/{kind}.<rank>.et "
-                                  f"(ASTRA-sim times them with the message sizes they hold)")
+                                  f"(ASTRA-sim times them with the message sizes they hold), named by "
+                                  f"'{kind}-implementation-{opts['custom_keys']}' in system.json"
+                                  + _SPELLING_HINT[opts["custom_keys"]])
         write_text(stage / "run.sh", run_sh(prefix, has_groups, one_dim), mode=0o755)
         report_data = {"report": report.to_dict(), "commands": commands,
                        "rules": {k.name: RULES[k] for k in RULES},

@@ -30,10 +30,12 @@ from chakra_core.system import (
 from .report import ExportReport
 
 __all__ = ["system_json", "network_yml", "memory_json", "groups_json", "write_text", "custom_collectives",
-           "CUSTOM_DIR"]
+           "CUSTOM_DIR", "CUSTOM_KEY_SPELLINGS"]
 
 #: directory of the export holding the custom collectives' ETs: ``custom/<kind>.<rank>.et``.
 CUSTOM_DIR = "custom"
+#: spellings of the custom-collective keys an export can write: ASTRA-sim's current one first.
+CUSTOM_KEY_SPELLINGS = ("custom", "chakra")
 
 
 def _num(x: float) -> int | float:
@@ -80,8 +82,11 @@ def _implementations(sd: SystemDescription, report: ExportReport) -> dict[str, l
     return out
 
 
-def system_json(sd: SystemDescription, report: ExportReport, roofline: bool, peak_perf: float) -> dict:
-    """The ``system.json`` mapping; ``roofline``/``peak_perf`` (TFLOPS) as the export decided."""
+def system_json(sd: SystemDescription, report: ExportReport, roofline: bool, peak_perf: float,
+                custom_keys: str = "custom") -> dict:
+    """The ``system.json`` mapping; ``roofline``/``peak_perf`` (TFLOPS) as the export decided;
+    ``custom_keys``: the spelling of the custom-collective keys, ``custom``
+    (``*-implementation-custom``, ASTRA-sim since June 2025) or ``chakra`` (the older one)."""
     if sd.scheduling_policy not in SCHEDULING_POLICIES:
         raise ConfigError(f"scheduling-policy must be one of {', '.join(SCHEDULING_POLICIES)}")
     if sd.collective_optimization not in COLLECTIVE_OPTIMIZATIONS:
@@ -110,7 +115,7 @@ def system_json(sd: SystemDescription, report: ExportReport, roofline: bool, pea
     if roofline:
         out["peak-perf"] = _num(peak_perf)
     for kind in sd.custom_implementations:
-        out[f"{kind}-implementation-chakra"] = [f"{CUSTOM_DIR}/{kind}"]
+        out[f"{kind}-implementation-{custom_keys}"] = [f"{CUSTOM_DIR}/{kind}"]
     return out
 
 
@@ -124,7 +129,7 @@ def custom_collectives(sd: SystemDescription, npus: int) -> dict[str, list[Path]
         if missing:
             raise ConfigError(f"the custom {kind} has no ET for rank {files.index(missing[0])} ({missing[0]}); "
                               f"ASTRA-sim needs {prefix}.<rank>.et for every one of the {npus} NPUs",
-                              sd.sources.get("system"), f"key '{kind}-implementation-chakra'")
+                              sd.sources.get("system"), f"key '{kind}-implementation-custom'")
         out[kind] = files
     return out
 

@@ -8,7 +8,9 @@ checks each rule an ASTRA-sim 2.x analytical run depends on.
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 from collections import Counter
 from math import prod
 from pathlib import Path
@@ -16,6 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from chakra_astrasim import BINARIES
 from chakra_core import GlobalMetadata, Node
 
 RUNNABLE_TYPES = {2: "MEM_LOAD_NODE", 3: "MEM_STORE_NODE", 4: "COMP_NODE", 5: "COMM_SEND_NODE",
@@ -105,7 +108,7 @@ def check_export(d: str | Path, prefix: str = "trace") -> list[str]:
             if not IMPL_RE.match(name) or (name == "doubleBinaryTree" and kind != "all-reduce"):
                 errs.append(f"system.json: {kind}-implementation entry {name!r}")
     for key, value in system.items():
-        if key.endswith("-implementation-chakra"):  # one ET prefix; a file per rank beside run.sh
+        if key.endswith(("-implementation-custom", "-implementation-chakra")):  # one ET prefix per rank
             if not (isinstance(value, list) and len(value) == 1 and isinstance(value[0], str)):
                 errs.append(f"system.json: {key} = {value!r}, want one path prefix")
             elif not all((d / f"{value[0]}.{r}.et").is_file() for r in range(npus)):
@@ -280,3 +283,26 @@ def astrasim_check():
 def astrasim_errors():
     """``astrasim_errors(dir)``: the list of broken rules (for tests of the checker itself)."""
     return check_export
+
+
+def find_binary(mode: str) -> str | None:
+    """The ASTRA-sim binary of ``mode`` (``unaware`` or ``aware``): ``CHAKRA_ASTRASIM_BIN`` (a
+    name with ..._Congestion_Aware is the aware one, any other the unaware one), else the PATH."""
+    env = os.environ.get("CHAKRA_ASTRASIM_BIN")
+    if env:
+        return env if (BINARIES["aware"] in Path(env).name) == (mode == "aware") else None
+    return shutil.which(BINARIES[mode])
+
+
+@pytest.fixture
+def astrasim_binary():
+    """``astrasim_binary(mode)``: :func:`find_binary`, skipping the test when there is none."""
+
+    def find(mode: str) -> str:
+        binary = find_binary(mode)
+        if binary is None:
+            pytest.skip(f"no congestion-{mode} ASTRA-sim binary (CHAKRA_ASTRASIM_BIN or "
+                        f"{BINARIES[mode]} on the PATH): the exports were checked against the spec only")
+        return binary
+
+    return find

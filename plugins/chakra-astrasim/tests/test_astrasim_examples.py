@@ -13,15 +13,13 @@ Each export is checked against every rule of the spec (conftest.check_export), i
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from chakra_astrasim import BINARIES, export_astrasim
+from chakra_astrasim import export_astrasim
 from chakra_core import load_traces
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -38,13 +36,6 @@ SYSTEMS = {  # name -> (options, NPUs of the network)
 TEXT = {"resnet50_like.txt": {}, "dlrm_like.txt": {}, "gpt3_like.txt": {"mp_group": 8}}
 #: ranks of the text sets on the 1,024-NPU system (the others pad the network with idle ranks)
 RANKS_2D = 16
-
-
-def _binary(mode: str) -> str | None:
-    env = os.environ.get("CHAKRA_ASTRASIM_BIN")
-    if env:  # named ..._Congestion_Aware: the aware one; any other name: the unaware one
-        return env if (BINARIES["aware"] in Path(env).name) == (mode == "aware") else None
-    return shutil.which(BINARIES[mode])
 
 
 def _system(name: str, tmp_path: Path) -> dict:
@@ -105,11 +96,8 @@ def _finished(text: str) -> set[int]:
 
 @pytest.mark.parametrize("mode", ["unaware", "aware"])
 @pytest.mark.parametrize("case", list(_inputs()))
-def test_every_example_runs_in_astrasim(tmp_path, case, mode):
-    binary = _binary(mode)
-    if binary is None:
-        pytest.skip(f"no congestion-{mode} ASTRA-sim binary (CHAKRA_ASTRASIM_BIN or "
-                    f"{BINARIES[mode]} on the PATH): the exports were checked against the spec only")
+def test_every_example_runs_in_astrasim(tmp_path, case, mode, astrasim_binary):
+    binary = astrasim_binary(mode)
     out, summary = _export(case, tmp_path)
     args = json.loads((out / "report.json").read_text())["commands"][f"congestion_{mode}"]
     if args is None:

@@ -655,13 +655,14 @@ def test_edge_count_stays_linear(tmp_path):
 
 def test_custom_collective_files_are_copied_and_named(tmp_path, astrasim_check):
     """``all-reduce-implementation-chakra`` names one ET per rank (hand-made here: two ranks
-    sending each other their half); the export copies them and points the key at the copies."""
+    sending each other their half); the export copies them and points the key at the copies,
+    in the spelling asked for (the old one here, ``custom_keys=chakra``)."""
     per = {r: [node(1, T.COMM_SEND_NODE, comm_dst=1 - r, comm_size=512, comm_tag=0),
                node(2, T.COMM_RECV_NODE, comm_src=1 - r, comm_size=512, comm_tag=0)] for r in range(2)}
     tset(per).write(tmp_path / "custom" / "ar")
     sysf = write(tmp_path / "s.yaml", "all-reduce-implementation-chakra: custom/ar\n")
     work = {r: [coll(1, CommType.ALL_REDUCE, 1024)] for r in range(2)}
-    res, _ = export(tset(work), tmp_path / "o", system=sysf)
+    res, _ = export(tset(work), tmp_path / "o", system=sysf, custom_keys="chakra")
     astrasim_check(tmp_path / "o")
     sysj = json.loads((tmp_path / "o" / "system.json").read_text())
     assert sysj["all-reduce-implementation-chakra"] == ["custom/all-reduce"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -18,12 +19,14 @@ from chakra_core import (
     with_process_groups,
 )
 
+from .extlink import link_host_ops
 from .graph import ConvertedRank, build_graph
 from .hostet import read_header, read_host_et, scan_groups
+from .hostrank import TraceRank, scan_rank
 from .ints import MAX_RANKS
 from .kineto import KinetoTrace, read_distributed_info, read_kineto
 from .schema_version import PyTorchTraceWarning, check_schema
-from .sniff import JSON_SUFFIXES, is_linked, rank_from_name, sniff_kind
+from .sniff import JSON_SUFFIXES, classify_files, is_linked, rank_from_name
 
 __all__ = ["RankFiles", "find_rank_files", "convert_rank", "open_pytorch"]
 
@@ -44,58 +47,109 @@ class RankFiles:
 def find_rank_files(paths: Sequence[str]) -> tuple[list[RankFiles], dict[str, Any]]:
     """Sort ``paths`` (files or directories) into per-rank (host ET, Kineto) pairs.
 
-    The rank of a Kineto trace is its ``distributedInfo.rank``, else the rank in its name; a
-    host ET's is the rank in its name (see :func:`rank_from_name`).  A lone host ET with at most
-    one Kineto trace takes the Kineto trace's rank, else a rank clearly in its name
-    (``NAME.3.json``, ``rank3``), else 0.  Returns the pairs and the first ``distributedInfo``
-    seen.
+    Every JSON file is looked at; those that are neither a host ET nor a Kineto trace are
+    skipped with one warning naming them.  A file's rank is what the trace says first (a Kineto
+    trace's ``distributedInfo.rank``, a host ET's ``record_param_comms`` rank), else the rank in
+    its name (see :func:`rank_from_name`); a name that disagrees with the trace is overruled,
+    with a warning.  A lone host ET with at most one Kineto trace takes the Kineto trace's rank,
+    else its own, else a rank clearly in its name (``NAME.3.json``, ``rank3``), else 0.  Two
+    files claiming one rank, or a rank outside the world size, are a :class:`TraceFormatError`.
+    Returns the pairs and the first ``distributedInfo`` seen.
     """
     files = expand_paths(paths, JSON_SUFFIXES, required=".json or .json.gz files")
     if not files:
         raise TraceFormatError("no .json or .json.gz files", None)
-    hosts, kinetos = [], []
-    for f in files:
-        kind = sniff_kind(f)
-        if kind == "host":
-            hosts.append(f)
-        elif kind == "kineto":
-            kinetos.append(f)
-        else:
-            raise TraceFormatError("neither a PyTorch execution trace nor a Kineto trace", f)
-    if not hosts:
+    kinds = classify_files(files)
+    note = kinds.skipped_note()
+    if note is not None:
+        warnings.warn(f"{os.path.dirname(kinds.others[0]) or '.'}: {note}", PyTorchTraceWarning, stacklevel=2)
+    if not kinds.any_trace:
+        raise TraceFormatError("neither a PyTorch execution trace nor a Kineto trace", files[0])
+    if kinds.kineto_only:
         raise TraceFormatError("no host execution trace among the inputs (a Kineto trace alone is "
-                               "not enough)", files[0])
+                               "not enough)", kinds.kinetos[0])
+    hosts, kinetos = kinds.hosts, kinds.kinetos
+    infos = {k: read_distributed_info(k) for k in kinetos}
+    dist = next((i for i in infos.values() if i), {})
     if len(hosts) == 1 and len(kinetos) <= 1:
-        # one rank: the Kineto trace's distributedInfo.rank, else a rank in the name, else 0
-        infos = [read_distributed_info(k) for k in kinetos]
-        r = infos[0].get("rank") if infos and isinstance(infos[0].get("rank"), int) else None
-        if r is None:
-            r = rank_from_name(hosts[0], strict=True) or 0
-            r = r if r <= MAX_RANKS else 0
-        info = infos[0] if infos else {}
-        return [RankFiles(r, hosts[0], kinetos[0] if kinetos else None, info if kinetos else None)], info
+        first = scan_rank(hosts[0])
+        rf = _single_rank(hosts[0], first, kinetos[0] if kinetos else None, dist)
+        _check_world([rf], _world_of(dist, hosts[0], first))
+        return [rf], dist
     by_rank: dict[int, RankFiles] = {}
+    told = {h: scan_rank(h) for h in hosts}
     for h in hosts:
-        r = rank_from_name(h)
-        if r is None:
-            raise TraceFormatError("cannot tell the rank from the name (put the rank number in it)", h)
-        if r > MAX_RANKS:
-            raise TraceFormatError(f"the number {r} in the name is not a rank (at most {MAX_RANKS}): "
-                                   "put the rank number in it", h)
+        r = _claimed_rank(h, told[h], lone=False)
         if r in by_rank:
-            raise TraceFormatError(f"two host traces for rank {r} ({by_rank[r].host} and {h})", h)
+            raise TraceFormatError(f"two host traces claim rank {r} ({by_rank[r].host} and {h})", h)
         by_rank[r] = RankFiles(r, h)
-    dist: dict[str, Any] = {}
     for k in kinetos:
-        info = read_distributed_info(k)
-        dist = dist or info
-        r = info.get("rank") if isinstance(info.get("rank"), int) else rank_from_name(k)
-        if r is None or r not in by_rank:
+        info = infos[k]
+        said = info.get("rank")
+        r = _claimed_rank(k, TraceRank(said, None, "distributedInfo.rank") if isinstance(said, int) else None,
+                          lone=False)
+        if r not in by_rank:
             raise TraceFormatError(f"Kineto trace of rank {r} has no host execution trace", k)
         if by_rank[r].kineto is not None:
-            raise TraceFormatError(f"two Kineto traces for rank {r} ({by_rank[r].kineto} and {k})", k)
+            raise TraceFormatError(f"two Kineto traces claim rank {r} ({by_rank[r].kineto} and {k})", k)
         by_rank[r].kineto, by_rank[r].distributed = k, info
-    return [by_rank[r] for r in sorted(by_rank)], dist
+    out = [by_rank[r] for r in sorted(by_rank)]
+    _check_world(out, _world_of(dist, hosts[0], told[hosts[0]]))
+    return out, dist
+
+
+def _single_rank(host: str, own: TraceRank | None, kineto: str | None, dist: dict[str, Any]) -> RankFiles:
+    """The files of a one-rank input: the Kineto trace's rank, else the host ET's ``own``, else
+    a rank clearly in the host ET's name, else 0."""
+    told = dist.get("rank") if kineto is not None else None
+    if isinstance(told, int):
+        r = told
+    else:
+        r = _claimed_rank(host, own, lone=True)
+    return RankFiles(r, host, kineto, dist if kineto else None)
+
+
+def _claimed_rank(path: str, told: TraceRank | None, lone: bool) -> int:
+    """The rank of one file: what the trace says (``told``), else its name; a name that says
+    another rank than the trace is overruled with a warning.  A lone file reads only a rank
+    that is clearly one in its name (``NAME.3.json``, ``rank3``) and is rank 0 without either;
+    in a set, a file without either is a :class:`TraceFormatError`."""
+    named = rank_from_name(path, strict=lone)
+    if named is not None and named > MAX_RANKS:
+        if not lone:
+            raise TraceFormatError(f"the number {named} in the name is not a rank (at most {MAX_RANKS}): "
+                                   "put the rank number in it", path)
+        named = None
+    if told is None:
+        if named is None and not lone:
+            raise TraceFormatError("cannot tell the rank: the trace does not say it and the name has no "
+                                   "rank number (put it in the name)", path)
+        return named or 0
+    if named is not None and named != told.rank:
+        warnings.warn(f"{path}: the trace says rank {told.rank} ({told.source}); the number {named} in the "
+                      "file name is not taken for the rank", PyTorchTraceWarning, stacklevel=3)
+    return told.rank
+
+
+def _world_of(dist: dict[str, Any], host: str, told: TraceRank | None) -> tuple[int, str] | None:
+    """The world size and where it was read: Kineto's ``distributedInfo.world_size``, else the
+    default process group of a host ET (its ``record_param_comms``, ``told``, or its pg-init
+    node)."""
+    if isinstance(dist.get("world_size"), int):
+        return dist["world_size"], "distributedInfo.world_size"
+    if told is not None and told.world is not None:
+        return told.world, f"{host}: {told.source}"
+    size = _world_from(scan_groups(host))
+    return (size, f"{host}: process group 0") if size else None
+
+
+def _check_world(ranks: list[RankFiles], world: tuple[int, str] | None) -> None:
+    """Every rank must be below the world size when a trace records it."""
+    if world is None:
+        return
+    for rf in ranks:
+        if rf.rank >= world[0]:
+            raise TraceFormatError(f"rank {rf.rank} is outside the world size {world[0]} ({world[1]})", rf.host)
 
 
 def _groups(dist: dict[str, Any], host_groups: dict[str, dict[str, Any]], world: int
@@ -122,6 +176,7 @@ def convert_rank(files: RankFiles, world: int | None = None, data_deps: bool = F
             if op.comm is not None:
                 wanted.update(op.comm.worker_rfs)
         kt = read_kineto(files.kineto, wanted, files.distributed)
+        link_host_ops(kt, host, wanted)
         _warn_unfinished(kt)
     dist = kt.distributed if kt is not None else {}
     world = world or int(dist.get("world_size") or 0) or _world_from(host.groups) or 1
@@ -160,7 +215,13 @@ def _metadata(files: RankFiles) -> GlobalMetadata:
 
 def open_pytorch(paths: Sequence[str], data_deps: bool = False, idle_gaps: bool = True,
                  min_idle_us: int = 10) -> TraceSet:
-    """Open PyTorch traces as a TraceSet; each rank is converted when its nodes are read."""
+    """Open PyTorch traces as a TraceSet; each rank is converted when its nodes are read.
+    Kineto traces without host execution traces are converted from Kineto alone."""
+    from .kineto_only import kineto_only_paths, open_kineto_only
+
+    kinetos = kineto_only_paths(paths)
+    if kinetos is not None:
+        return open_kineto_only(kinetos, data_deps=data_deps, idle_gaps=idle_gaps, min_idle_us=min_idle_us)
     rank_files, dist = find_rank_files(paths)
     world = int(dist.get("world_size") or 0) or None
     if world is None and len(rank_files) > 1:

@@ -13,9 +13,10 @@ __all__ = ["PyTorchFormat"]
 
 
 class PyTorchFormat(InputFormat):
-    """PyTorch host execution traces (+ Kineto traces) to Chakra ETs, one rank per host ET."""
+    """PyTorch host execution traces (+ Kineto traces), or Kineto traces alone, to Chakra ETs, one
+    rank per file pair (or Kineto trace)."""
 
-    description = "PyTorch execution trace (+ Kineto profiler trace) per rank, .json or .json.gz"
+    description = "PyTorch execution trace (+ Kineto trace) per rank, or Kineto traces alone, .json or .json.gz"
     per_rank = True  # open() reads headers only; each rank's files are converted when its nodes are read
     options = {
         "data_deps": Option("bool", False, "add data dependencies from tensor producers to consumers"),

@@ -40,6 +40,7 @@ from chakra_core import GlobalMetadata, NodeType, TraceFormatError, make_attr
 
 from .comms import COLL_TYPES, CommInfo, kind_of_kernel
 from .deps import add_data_deps, add_stream_waits, add_syncs, cross_thread, insert_handoffs, insert_idle, main_lane
+from .extlink import matched_fraction
 from .hostet import HostOp, HostTrace
 from .kineto import KinetoTrace
 from .outnode import ConvertedRank, OutNode, pg_init_node, toposort
@@ -103,19 +104,23 @@ def build_graph(host: HostTrace, kt: KinetoTrace | None, rank: int, world: int,
     return finish(b)
 
 
+#: a Kineto trace in which fewer host ops are found is of another run; with another pid, fewer
+#: than the second fraction
+_SAME_RUN, _SAME_RUN_OTHER_PID = 0.5, 0.9
+
+
 def _check_same_run(host: HostTrace, kt: KinetoTrace) -> None:
-    if host.pid is not None and kt.pid is not None and host.pid != kt.pid:
-        raise TraceFormatError(f"Kineto trace is from another run (pid {kt.pid}, host ET pid {host.pid})",
-                               kt.path)
-    named = [(op.rf_id, op.name) for op in host.ops if op.rf_id >= 0]
-    if not named:
+    """Refuse a Kineto trace of another run, naming the evidence: both pids and the fraction of
+    host ops found in it (by Record function id, or External id for older traces)."""
+    if kt.link is None:
         return
-    found = [(rf, name) for rf, name in named if rf in kt.ops]
-    differ = sum(1 for rf, name in found if kt.ops[rf][3] != name)
-    if not found or differ > max(2, len(found) // 10):
+    key, found, total = kt.link
+    frac = matched_fraction(kt)
+    other_pid = host.pid is not None and kt.pid is not None and host.pid != kt.pid
+    if frac < _SAME_RUN or (other_pid and frac < _SAME_RUN_OTHER_PID):
         raise TraceFormatError(
-            f"Kineto trace is from another run ({len(found)} of {len(named)} host ops found, "
-            f"{differ} with another name)", kt.path)
+            f"Kineto trace is from another run: pid {kt.pid}, host ET pid {host.pid}; {found} of {total} "
+            f"host ops ({100 * frac:.1f}%) found in it by {key} and name", kt.path)
 
 
 def place_on_grid(b: RankBuild) -> None:
@@ -124,6 +129,7 @@ def place_on_grid(b: RankBuild) -> None:
     kt = b.kt
     if kt is None:
         return
+    _trim_to_host(b, kt)
     if kt.steps:
         first = min(kt.steps, key=lambda s: s[0])
         mine = [s for s in kt.steps if s[2] == first[2]]
@@ -143,6 +149,21 @@ def place_on_grid(b: RankBuild) -> None:
         b.span[op.id] = (b.grid(rec[0]), b.grid(rec[0] + rec[1]))
     if missing:
         b.notes.append(f"{missing} of {len(b.host.ops)} host ops have no Kineto event: their duration is 0")
+
+
+def _trim_to_host(b: RankBuild, kt: KinetoTrace) -> None:
+    """Keep the GPU activities launched, and the steps that ran, while the host ET's ops ran: a
+    profiler may record several iterations around the one the host ET holds."""
+    spans = [kt.ops[op.rf_id] for op in b.host.ops if op.rf_id in kt.ops]
+    if not spans:
+        return
+    lo, hi = min(s[0] for s in spans), max(s[0] + s[1] for s in spans)
+    kept = [g for g in kt.gpu if lo <= kt.corr_ts.get(g.correlation, g.ts) <= hi]
+    if len(kept) < len(kt.gpu):
+        b.notes.append(f"{len(kt.gpu) - len(kept)} of {len(kt.gpu)} GPU activities were launched outside the "
+                       "host ET's ops (another iteration): left out")
+        kt.gpu = kept
+    kt.steps = [s for s in kt.steps if s[0] < hi and s[0] + s[1] > lo]
 
 
 def gpu_owners(b: RankBuild) -> tuple[list[int], set[int]]:

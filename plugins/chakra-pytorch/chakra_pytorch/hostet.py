@@ -8,7 +8,8 @@ parent operator folds its children away at once (the memory stays proportional t
 nodes, not to all nodes).  Files in any other order convert the same, with more memory.
 
 Which host nodes become Chakra nodes (``select``): an *operator* (a node with an ``op_schema``,
-or for old schemas an ``ns::op`` name) with no operator above it; nested operators are folded
+a compiled kernel call with a ``kernel_backend`` such as Inductor's ``triton_*`` ops, or for old
+schemas an ``ns::op`` name) with no operator above it; nested operators are folded
 into it so durations are not counted twice.  Communication ops (``c10d::*`` and a
 ``record_param_comms`` outside any c10d op) always become nodes, even when nested; the operator
 around them then gets its exclusive time.
@@ -39,7 +40,9 @@ from .linked import LinkedTiming
 
 __all__ = ["KEEP_ATTRS", "HostOp", "HostTrace", "read_host_et", "read_header", "iter_raw_nodes", "scan_groups"]
 
-_ROOT_NAMES = ("[pytorch|profiler|execution_trace|process]", "[pytorch|profiler|execution_trace|thread]")
+#: the root nodes (``execution_graph`` in the first PyTorch versions, schema 1.0.1)
+_ROOT_NAMES = ("[pytorch|profiler|execution_trace|process]", "[pytorch|profiler|execution_trace|thread]",
+               "[pytorch|profiler|execution_graph|process]", "[pytorch|profiler|execution_graph|thread]")
 PG_INIT = "## process_group:init ##"
 _NOT_OPS = ("autograd::", "torch::autograd::", "##", "[pytorch|", "ProfilerStep#", "Optimizer.")
 
@@ -105,7 +108,7 @@ def read_header(path: str) -> dict[str, Any]:
                     out[prefix] = value
                 if prefix.startswith("nodes"):
                     break
-    except (ijson.JSONError, ijson.IncompleteJSONError, OSError, EOFError, zlib.error) as e:
+    except (ijson.JSONError, ijson.IncompleteJSONError, OSError, EOFError, zlib.error, UnicodeError) as e:
         raise _fail(path, f"not a PyTorch execution trace ({_short(e)})") from None
     return out
 
@@ -128,6 +131,8 @@ def iter_raw_nodes(path: str) -> Iterator[Any]:
         raise _fail(path, f"truncated or malformed JSON ({_short(e)})", f"after node {count}") from None
     except ijson.JSONError as e:
         raise _fail(path, f"malformed JSON ({_short(e)})", f"after node {count}") from None
+    except UnicodeError as e:
+        raise _fail(path, f"text that is not valid UTF-8 ({_short(e)})", f"after node {count}") from None
     if count == 0:
         raise _fail(path, "no 'nodes' list: not a PyTorch execution trace")
 
@@ -191,6 +196,10 @@ def _keep(attrs: dict) -> tuple:
 
 
 def _is_operator(name: str, attrs: dict) -> bool:
+    """An ATen/c10d operator, or a compiled kernel call: Inductor's ``triton_*`` ops carry no
+    ``op_schema`` but a ``kernel_backend`` (and ``kernel_file``) attribute."""
+    if attrs.get("kernel_backend") or attrs.get("kernel_file") or name.startswith("triton_"):
+        return True
     if "op_schema" in attrs:
         return bool(attrs["op_schema"]) or name.startswith("c10d::")
     return "::" in name and not name.startswith(_NOT_OPS)

@@ -1,7 +1,9 @@
 """Stream a Kineto (PyTorch profiler) chrome trace and keep what the conversion needs.
 
 Kept: the timing of the host ops the conversion asks for (by ``args["Record function id"]``), the
-owner of every CPU op's ``External id`` (to tie GPU kernels to the host node that launched them),
+owner of every CPU op's ``External id`` (to tie GPU kernels to the host node that launched them);
+from a Kineto trace without ``Record function id`` (PyTorch before 2.1), every CPU op by its
+``External id``, for :mod:`.extlink` to match with the host ET's ``rf_id``;
 GPU kernels/memcpys/memsets, synchronisation calls (``cuda_runtime`` sync calls and the
 ``cuda_sync`` events Kineto writes when ``enable_cuda_sync_events`` is on: "Stream Sync",
 "Event Sync", "Context Sync", "Stream Wait Event"), ``ProfilerStep#N`` spans and
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import gzip
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,6 +101,18 @@ class KinetoTrace:
     #: CPU ops and annotations still open when the profiler stopped (``finished: false``):
     #: (ts, name); their recorded end is the profiler's stop, not theirs
     unfinished: list[tuple[float, str]] = field(default_factory=list)
+    #: CPU ops and annotations that carry a ``Record function id``
+    rf_events: int = 0
+    #: External id -> (ts, dur, tid, name) of the CPU ops without ``Record function id``
+    by_ext: dict[int, tuple[float, float, int, str]] = field(default_factory=dict)
+    #: correlation -> host thread of the runtime call
+    corr_tid: dict[int, int] = field(default_factory=dict)
+    #: runtime calls whose External id is their correlation id (older Kineto), and the others
+    runtime_ext_is_corr: int = 0
+    runtime_ext_other: int = 0
+    #: how the host ops were found: (key used, host ops found, host ops looked for); set by
+    #: :func:`.extlink.link_host_ops`
+    link: tuple[str, int, int] | None = None
 
 
 def _short(e: Exception) -> str:
@@ -160,9 +175,11 @@ def event_time(v: Any, what: str) -> float:
 
 
 def read_kineto(path: str, wanted_rfs: set[int] | frozenset[int] | None = None,
-                distributed: dict[str, Any] | None = None) -> KinetoTrace:
+                distributed: dict[str, Any] | None = None,
+                on_event: Callable[[Any], None] | None = None) -> KinetoTrace:
     """Read one Kineto trace; keep timings of ``wanted_rfs`` (all host ops when None);
-    ``distributed`` is :func:`read_distributed_info`'s answer when the caller has it already."""
+    ``distributed`` is :func:`read_distributed_info`'s answer when the caller has it already;
+    ``on_event`` is given every trace event too (another reader in the same pass)."""
     dist = read_distributed_info(path) if distributed is None else distributed
     kt = KinetoTrace(path, None, dist, {}, IntMap())
     pids: dict[int, int] = {}
@@ -171,6 +188,8 @@ def read_kineto(path: str, wanted_rfs: set[int] | frozenset[int] | None = None,
         for ev in iter_items(path, "traceEvents"):
             count += 1
             _take_event(kt, ev, wanted_rfs, pids)
+            if on_event is not None:
+                on_event(ev)
     except FileNotFoundError:
         raise TraceFormatError("no such file", path) from None
     except (ijson.IncompleteJSONError, EOFError, gzip.BadGzipFile, zlib.error) as e:
@@ -228,12 +247,15 @@ def _host_op(kt: KinetoTrace, ev: dict, args: dict, name: str, ts: float, dur: f
     """A CPU op or annotation: its timing (when wanted), its external id, a ProfilerStep span."""
     rf = int64_from_number(args.get("Record function id"))
     tid = int64_from_number(ev.get("tid"), 0)
+    ext = int64_from_number(args.get("External id"))
     if rf >= 0:
+        kt.rf_events += 1
         if wanted_rfs is None or rf in wanted_rfs:
             kt.ops[rf] = (ts, dur, tid, name)
-        ext = int64_from_number(args.get("External id"))
         if ext >= 0:
             kt.ext_rf[ext] = rf
+    elif ext >= 0:
+        kt.by_ext[ext] = (ts, dur, tid, name)
     if name.startswith("ProfilerStep#"):
         kt.steps.append((ts, dur, tid, name))
     if args.get("finished") is False:
@@ -246,8 +268,13 @@ def _runtime_call(kt: KinetoTrace, ev: dict, args: dict, name: str, ts: float, d
     corr, ext = int64_from_number(args.get("correlation")), int64_from_number(args.get("External id"))
     if corr >= 0:
         kt.corr_ts[corr] = ts
+        kt.corr_tid[corr] = int64_from_number(ev.get("tid"), 0)
         if ext >= 0:
             kt.corr_ext[corr] = ext
+            if ext == corr:
+                kt.runtime_ext_is_corr += 1
+            else:
+                kt.runtime_ext_other += 1
     kind = _SYNC_CALLS.get(name)
     if kind:
         kt.syncs.append(SyncEvent(kind, ts, dur, int64_from_number(ev.get("tid"), 0), ext,

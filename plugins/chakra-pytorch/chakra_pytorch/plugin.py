@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from chakra_core import Register, expand_paths, hookimpl
 
-_DESC = "PyTorch execution trace (+ Kineto profiler trace) per rank, .json or .json.gz"
+_DESC = "PyTorch execution trace (+ Kineto trace) per rank, or Kineto traces alone, .json or .json.gz"
 
 
 @hookimpl
@@ -16,9 +16,9 @@ def chakra_register_formats(register: Register) -> None:
 
 @hookimpl
 def chakra_detect_format(paths: list[str]) -> str | None:
-    """``pytorch`` when the first JSON file the first path names is a host ET or Kineto trace."""
+    """``pytorch`` when a JSON file that the paths name is a host ET or a Kineto trace (every
+    file is looked at: a stray JSON file beside the traces does not hide them)."""
     from .sniff import JSON_SUFFIXES, sniff_kind
 
-    found = expand_paths(paths[0], JSON_SUFFIXES) if paths else []
-    first = next((f for f in found if f.endswith(JSON_SUFFIXES)), None)
-    return "pytorch" if first is not None and sniff_kind(first) is not None else None
+    found = expand_paths(paths, JSON_SUFFIXES) if paths else []
+    return "pytorch" if any(sniff_kind(f) is not None for f in found) else None

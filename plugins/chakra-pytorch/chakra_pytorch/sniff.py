@@ -6,8 +6,10 @@ import gzip
 import os
 import re
 import zlib
+from dataclasses import dataclass, field
 
-__all__ = ["sniff_kind", "rank_from_name", "is_json_name", "is_linked", "JSON_SUFFIXES"]
+__all__ = ["sniff_kind", "rank_from_name", "is_json_name", "is_linked", "JSON_SUFFIXES", "FileKinds",
+           "classify_files"]
 
 _HEAD = 4096
 _SCHEMA_KEY = re.compile(rb'"schema"\s*:')
@@ -79,3 +81,41 @@ def rank_from_name(path: str, strict: bool = False) -> int | None:
         if m:
             return int(m.group(1))
     return None
+
+
+@dataclass
+class FileKinds:
+    """The JSON files of an input sorted by :func:`sniff_kind`: host ETs, Kineto traces, and
+    files that are neither (to be skipped with a warning)."""
+
+    hosts: list[str] = field(default_factory=list)
+    kinetos: list[str] = field(default_factory=list)
+    others: list[str] = field(default_factory=list)
+
+    @property
+    def kineto_only(self) -> bool:
+        """True when the input is Kineto traces alone (no host ET)."""
+        return not self.hosts and bool(self.kinetos)
+
+    @property
+    def any_trace(self) -> bool:
+        """True when at least one file is a host ET or a Kineto trace."""
+        return bool(self.hosts or self.kinetos)
+
+    def skipped_note(self) -> str | None:
+        """One line naming the files that are not traces (None when there are none)."""
+        if not self.others:
+            return None
+        names = ", ".join(os.path.basename(f) for f in self.others[:5])
+        more = f" and {len(self.others) - 5} more" if len(self.others) > 5 else ""
+        return (f"skipped {len(self.others)} file(s) that are neither a PyTorch execution trace nor a "
+                f"Kineto trace: {names}{more}")
+
+
+def classify_files(files: list[str]) -> FileKinds:
+    """Sort every file of ``files`` by what its first 4 KiB say (see :func:`sniff_kind`)."""
+    kinds = FileKinds()
+    for f in files:
+        kind = sniff_kind(f)
+        (kinds.hosts if kind == "host" else kinds.kinetos if kind == "kineto" else kinds.others).append(f)
+    return kinds

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Collectives", "Instance", "SymmetryBroken"]
 
-#: the collective each ``*-implementation-chakra`` key replaces.
+#: the collective each ``*-implementation-custom`` key (or ``-chakra``) replaces.
 _CUSTOM_KIND = {"all-reduce": CommType.ALL_REDUCE, "all-gather": CommType.ALL_GATHER,
                 "reduce-scatter": CommType.REDUCE_SCATTER, "all-to-all": CommType.ALL_TO_ALL}
 

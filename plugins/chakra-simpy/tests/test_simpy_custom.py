@@ -11,6 +11,8 @@ delay 1,000 ns, m = 50,000 bytes reduced in 3 * floor(m / 50) = 3,000 ns.
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -94,3 +96,126 @@ def test_a_custom_et_with_a_collective_is_refused(kit, tmp_path):
     sysd = _system(kit, tmp_path, str(tmp_path / "bad" / "ar"))
     with pytest.raises(TraceFormatError, match="only sends, receives and compute"):
         kit.run(_workload(kit), sysd, tmp_path)
+
+
+
+# ASTRA-sim's own custom-collective example, its files as they lie in its repository (see
+# data/astra_sim_example/README.md): run from the repository's root, as ASTRA-sim's run script
+# does, its relative ET prefix is found from the working directory.
+EXAMPLE = Path(__file__).resolve().parent / "data" / "astra_sim_example"
+WORKLOAD = "examples/workload/microbenchmarks/all_reduce/8npus_1MB/all_reduce"
+SYSTEM = "examples/system/custom_collectives/custom_collective.json"
+NETWORK = "examples/network/analytical/Ring_8npus.yml"
+MEMORY = "examples/remote_memory/analytical/no_memory_expansion.json"
+#: ASTRA-sim's analytical binary on these files: every rank finishes at 90,174 cycles (ns)
+ASTRA_SIM_CYCLES = 90_174
+#: the built-in ring on the same network (what the run gave while the current key was ignored)
+BUILT_IN_RING = 96_365
+PREFIX = "examples/system/custom_collectives/custom_ring_allreduce_8npus_1MB/custom_allreduce"
+
+
+def _simulate(chakra_cli, system, *more: str) -> tuple[int, str, str]:
+    return chakra_cli("simulate", WORKLOAD, "--system", system, "--network", NETWORK, "--memory", MEMORY, *more)
+
+
+def _finish(out: str) -> list[int]:
+    return [r["finish_ns"] for r in json.loads(out)["ranks"]]
+
+
+def _variant(tmp_path, change) -> Path:
+    """The example's system.json with ``change`` applied, written under ``tmp_path``."""
+    data = json.loads((EXAMPLE / SYSTEM).read_text())
+    change(data)
+    path = tmp_path / "system.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_astra_sims_custom_collective_example_from_its_root(chakra_cli, monkeypatch):
+    monkeypatch.chdir(EXAMPLE)
+    status, out, err = _simulate(chakra_cli, SYSTEM, "--json")
+    assert status == 0, err
+    assert _finish(out) == [ASTRA_SIM_CYCLES] * 8
+    notes = json.loads(out)["notes"]
+    assert not any("not an ASTRA-sim" in n for n in notes)
+    assert any(f"custom implementation (all-reduce: {EXAMPLE / PREFIX})" in n for n in notes)
+
+
+def test_the_old_spelling_gives_the_same_cycles_and_says_it_is_old(chakra_cli, monkeypatch, tmp_path):
+    def rename(d):
+        d["all-reduce-implementation-chakra"] = d.pop("all-reduce-implementation-custom")
+
+    monkeypatch.chdir(EXAMPLE)
+    status, out, err = _simulate(chakra_cli, _variant(tmp_path, rename), "--json")
+    assert status == 0, err
+    assert _finish(out) == [ASTRA_SIM_CYCLES] * 8
+    assert any("spelling before June 2025" in n and "all-reduce-implementation-custom" in n
+               for n in json.loads(out)["notes"])
+
+
+def test_without_the_custom_key_the_built_in_ring_runs(chakra_cli, monkeypatch, tmp_path):
+    def built_in(d):
+        del d["all-reduce-implementation-custom"]
+        d["all-reduce-implementation"] = ["ring"]
+
+    monkeypatch.chdir(EXAMPLE)
+    status, out, err = _simulate(chakra_cli, _variant(tmp_path, built_in), "--json")
+    assert status == 0, err
+    assert _finish(out) == [BUILT_IN_RING] * 8
+
+
+def test_a_misspelt_key_is_named_with_the_closest_known_one(chakra_cli, monkeypatch, tmp_path):
+    def misspell(d):
+        d["all-reduce-implementaton-custom"] = d.pop("all-reduce-implementation-custom")
+
+    monkeypatch.chdir(EXAMPLE)
+    system = _variant(tmp_path, misspell)
+    warning = (f"{system}: key 'all-reduce-implementaton-custom' is ignored: not an ASTRA-sim system key "
+               "(did you mean 'all-reduce-implementation-custom'?)")
+    status, out, err = _simulate(chakra_cli, system)
+    assert status == 0, err
+    assert f"note: {warning}" in out.splitlines()
+    status, out, err = _simulate(chakra_cli, system, "--json")
+    assert warning in json.loads(out)["notes"]
+    assert _finish(out) == [BUILT_IN_RING] * 8  # as ASTRA-sim, which ignores the key
+    monkeypatch.setenv("CHAKRA_STRICT_KEYS", "1")
+    status, out, err = _simulate(chakra_cli, system)
+    assert status == 2 and out == ""
+    assert err.strip().count("\n") == 0 and "Traceback" not in err
+    assert f"{system}:key 'all-reduce-implementaton-custom'" in err
+    assert "did you mean 'all-reduce-implementation-custom'?" in err and "CHAKRA_STRICT_KEYS" in err
+
+
+def test_a_relative_prefix_is_looked_for_in_the_working_directory_then_beside_the_file(
+        chakra_cli, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    status, out, err = chakra_cli("simulate", EXAMPLE / WORKLOAD, "--system", EXAMPLE / SYSTEM,
+                                  "--network", EXAMPLE / NETWORK)
+    assert status == 2 and out == "" and len(err.strip().splitlines()) == 1
+    folder = EXAMPLE / SYSTEM.rsplit("/", 1)[0]
+    assert err.strip() == (
+        f"chakra simulate: error: {EXAMPLE / SYSTEM}:key 'all-reduce-implementation-custom': no file "
+        f"{PREFIX}.0.et from the working directory ({tmp_path / PREFIX}.0.et) nor from the folder of "
+        f"custom_collective.json ({folder / PREFIX}.0.et): the custom all-reduce needs one Chakra ET "
+        "per rank, PREFIX.<rank>.et")
+    # named from the system file's folder, the ETs are found from any working directory
+    beside = tmp_path / "elsewhere"
+    (beside / "ets").mkdir(parents=True)
+    for r in range(8):
+        shutil.copyfile(f"{EXAMPLE / PREFIX}.{r}.et", beside / "ets" / f"ar.{r}.et")
+    system = _variant(beside, lambda d: d.update({"all-reduce-implementation-custom": ["ets/ar"]}))
+    assert load_system(system).custom_implementations == {"all-reduce": str(beside / "ets" / "ar")}
+    # ... but the working directory comes first, as in ASTRA-sim
+    (tmp_path / "ets").mkdir()
+    shutil.copyfile(beside / "ets" / "ar.0.et", tmp_path / "ets" / "ar.0.et")
+    assert load_system(system).custom_implementations == {"all-reduce": str(tmp_path / "ets" / "ar")}
+
+
+def test_both_spellings_must_agree():
+    both = {"preferred-dataset-splits": 1, "all-reduce-implementation-custom": [str(EXAMPLE / PREFIX)],
+            "all-reduce-implementation-chakra": [str(EXAMPLE / PREFIX)]}
+    assert load_system(both).custom_implementations == {"all-reduce": str(EXAMPLE / PREFIX)}
+    both["all-reduce-implementation-chakra"] = ["elsewhere/x"]
+    with pytest.raises(ConfigError, match="'all-reduce-implementation-chakra': names another ET than "
+                                          "'all-reduce-implementation-custom'"):
+        load_system(both)

@@ -10,7 +10,7 @@ module                  algorithm
 ``halving_doubling``    ``halvingDoubling``
 ``double_binary_tree``  ``doubleBinaryTree`` (all-reduce, two alternating trees)
 ``custom``              a collective replaced by its own ET per rank
-                        (``*-implementation-chakra``; not a registered algorithm)
+                        (``*-implementation-custom``; not a registered algorithm)
 ======================  ===========================================================
 
 A new algorithm is one new module with an :class:`.base.Algorithm` subclass, registered with

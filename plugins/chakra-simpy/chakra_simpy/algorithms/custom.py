@@ -1,6 +1,7 @@
 """Custom collectives: a collective run as its own Chakra ET per rank (ASTRA-sim's Collective API).
 
-The system's ``*-implementation-chakra`` key names a path prefix; rank r's part of the
+The system's ``*-implementation-custom`` key (``*-implementation-chakra`` in ASTRA-sim before June
+2025) names a path prefix, resolved by the system description; rank r's part of the
 collective is ``PREFIX.r.et``, a graph of COMM_SEND, COMM_RECV and COMP nodes.  As ASTRA-sim's
 ``ChakraImpl`` does, every node whose dependencies are done is issued at once (no resource
 limits inside the collective), a send of ``comm_size`` bytes takes ``net(size)`` on the lowest

@@ -1,0 +1,84 @@
+"""The rank a host execution trace records of itself, read from its first ``record_param_comms``.
+
+PyTorch's ``record_param_comms`` node (every c10d collective and point-to-point op since 1.13)
+lists, before the collective's name, the calling rank *in the op's process group*, and after it
+the split sizes, (since 2.1) the group's first global rank and stride, and the group size.  The
+global rank is ``start + rank * stride`` (the rank itself when the start and stride are not
+recorded and the group is the default one).  The group size is the world size only for the
+default group (``pg_name`` ``"0"``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from chakra_core import open_binary
+
+from .comms import _PARAM_NAMES
+from .hostet import _attrs, _io, iter_raw_nodes
+from .ints import is_rank
+
+__all__ = ["TraceRank", "scan_rank"]
+
+_NEEDLE = b'"record_param_comms"'
+
+
+@dataclass(frozen=True)
+class TraceRank:
+    """A rank recorded in a trace: the global rank, the world size when the trace says it, and
+    where it was read (for messages)."""
+
+    rank: int
+    world: int | None
+    source: str
+
+
+def _contains(path: str, needle: bytes) -> bool:
+    tail = b""
+    try:
+        with open_binary(path) as f:
+            while chunk := f.read(1 << 20):
+                if needle in tail + chunk:
+                    return True
+                tail = chunk[-len(needle):]
+    except (OSError, EOFError, ValueError):
+        return False
+    return False
+
+
+def scan_rank(path: str) -> TraceRank | None:
+    """The global rank (and world size) the first ``record_param_comms`` node of the host ET
+    ``path`` records, None when there is none or it does not say (the bytes are searched for the
+    name first; only then are nodes parsed, up to that node)."""
+    if not _contains(path, _NEEDLE):
+        return None
+    for index, node in enumerate(iter_raw_nodes(path)):
+        if isinstance(node, dict) and node.get("name") == "record_param_comms":
+            return _rank_of(node, path, index)
+    return None
+
+
+def _rank_of(node: dict, path: str, index: int) -> TraceRank | None:
+    values = _io(node)[0]
+    k = next((i for i, v in enumerate(values) if isinstance(v, str) and v.lower() in _PARAM_NAMES), -1)
+    if k < 1 or not is_rank(values[k - 1]):
+        return None
+    rank = values[k - 1]
+    attrs = _attrs(node, path, index)
+    tail = values[k + 1:]
+    start, stride = attrs.get("global_rank_start"), attrs.get("global_rank_stride")
+    if start is None and len(tail) == 5:
+        start, stride = tail[2], tail[3]
+    size = attrs.get("pg_size", tail[-1] if tail else None)
+    pg = attrs.get("pg_name")
+    if pg is None and isinstance(values[k - 2], list) and values[k - 2]:
+        pg = values[k - 2][0]
+    default = pg in (None, "0", 0)
+    if is_rank(start) and is_rank(stride, 1):
+        rank = start + rank * stride
+    elif not default:
+        return None
+    world = size if default and is_rank(size, 1) else None
+    if not is_rank(rank):
+        return None
+    return TraceRank(rank, world, f"record_param_comms node {node.get('id')}")

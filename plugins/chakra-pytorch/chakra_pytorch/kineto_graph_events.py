@@ -1,0 +1,143 @@
+"""The CPU side of a Kineto trace read alone: host events, their nesting, and who launched what.
+
+A Kineto trace without its host execution trace has no parent links and, in older PyTorch, no
+``Record function id``; what every version has is time.  On each CPU thread the ``cpu_op`` and
+``user_annotation`` events nest by their spans (an event inside another one's span is its
+child), and a CUDA/HIP runtime call belongs to the innermost event around it on its thread.
+That is how the launching op of a kernel is found (the runtime call with the kernel's
+``correlation``, as the ``ac2g`` flow arrows draw it) in every Kineto version, whatever its
+``External id`` says.  Events of other processes than the traced one (the process most host
+events belong to) are left out.  Each event gets a key: its index in start order over all
+threads (a parent before its children), which stands in for the host ET's node id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .ints import int64_from_number
+from .kineto import event_time
+
+__all__ = ["CpuEvent", "RuntimeCall", "CpuSide", "CpuCollector"]
+
+_CPU_CATS = ("cpu_op", "user_annotation")
+_RUNTIME_CATS = ("cuda_runtime", "cuda_driver")
+#: the arguments of a CPU event that the conversion reads (the rest, e.g. ``Input Strides``, is dropped)
+_KEPT_ARGS = frozenset({
+    "Record function id", "External id", "Sequence number", "Fwd thread id", "finished", "Input Dims",
+    "Input type", "Concrete Inputs", "Collective name", "In msg nelems", "Out msg nelems", "dtype",
+    "Process Group Name", "Process Group Ranks", "Group size", "Global rank start", "Global rank stride",
+})
+
+
+@dataclass(slots=True)
+class CpuEvent:
+    """A ``cpu_op`` or ``user_annotation`` event of the traced process."""
+
+    name: str
+    tid: int
+    ts: float  # microseconds
+    dur: float  # microseconds
+    args: dict[str, Any]
+    key: int = -1  # index in start order over all threads
+    parent: int = -1  # key of the innermost event around it on its thread, -1 for none
+
+    @property
+    def end(self) -> float:
+        """End of the event, microseconds."""
+        return self.ts + self.dur
+
+    def order_id(self) -> int:
+        """The id that counts issue order: ``Record function id``, else ``External id``, else
+        the key (the first two are handed out when the event opens, on the issuing thread)."""
+        for field in ("Record function id", "External id"):
+            v = int64_from_number(self.args.get(field))
+            if v >= 0:
+                return v
+        return self.key
+
+
+@dataclass(slots=True)
+class RuntimeCall:
+    """A CUDA/HIP runtime or driver call: name, start, thread, correlation id."""
+
+    name: str
+    ts: float
+    tid: int
+    correlation: int
+    owner: int = -1  # key of the innermost CPU event around it
+
+
+@dataclass
+class CpuSide:
+    """The CPU events (by key), the runtime calls, and each correlation's launching event."""
+
+    pid: int | None
+    events: list[CpuEvent]
+    calls: list[RuntimeCall]
+    #: correlation id -> key of the CPU event around the runtime call
+    corr_owner: dict[int, int]
+
+
+class CpuCollector:
+    """Collects the CPU events and runtime calls of a trace, one event at a time (pass
+    :meth:`take` as :func:`read_kineto`'s ``on_event``), then nests them (:meth:`finish`)."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[int, CpuEvent]] = []  # (pid, event)
+        self.calls: list[tuple[int, RuntimeCall]] = []
+
+    def take(self, ev: Any) -> None:
+        """Keep one trace event when it is a complete CPU event or runtime call (ValueError
+        when its time is not one)."""
+        if not isinstance(ev, dict) or ev.get("ph") != "X":
+            return
+        cat = ev.get("cat")
+        if cat not in _CPU_CATS and cat not in _RUNTIME_CATS:
+            return
+        name = ev.get("name")
+        name = name if isinstance(name, str) else ""
+        args = ev.get("args")
+        args = args if isinstance(args, dict) else {}
+        pid = int64_from_number(ev.get("pid"))
+        ts, tid = event_time(ev.get("ts", 0.0), "ts"), int64_from_number(ev.get("tid"), 0)
+        if cat in _CPU_CATS:
+            kept = {k: v for k, v in args.items() if k in _KEPT_ARGS}
+            dur = max(0.0, event_time(ev.get("dur", 0.0), "dur"))
+            self.events.append((pid, CpuEvent(name, tid, ts, dur, kept)))
+        else:
+            self.calls.append((pid, RuntimeCall(name, ts, tid, int64_from_number(args.get("correlation")))))
+
+    def finish(self, pid: int | None) -> CpuSide:
+        """The CPU side of process ``pid`` (every process when None), keyed and nested."""
+        events = [e for p, e in self.events if pid is None or p == pid]
+        calls = [c for p, c in self.calls if pid is None or p == pid]
+        events.sort(key=lambda ev: (ev.ts, -ev.dur))
+        for k, ev in enumerate(events):
+            ev.key = k
+        _nest(events, calls)
+        corr_owner = {c.correlation: c.owner for c in calls if c.correlation >= 0 and c.owner >= 0}
+        return CpuSide(pid, events, calls, corr_owner)
+
+
+def _nest(events: list[CpuEvent], calls: list[RuntimeCall]) -> None:
+    """Set each event's parent and each runtime call's owner: the innermost event around it on
+    its thread (one sweep per thread, events and calls in start order)."""
+    per_tid: dict[int, list[tuple[float, int, int]]] = {}
+    for e in events:
+        per_tid.setdefault(e.tid, []).append((e.ts, 0, e.key))
+    for i, c in enumerate(calls):
+        per_tid.setdefault(c.tid, []).append((c.ts, 1, i))
+    for items in per_tid.values():
+        items.sort(key=lambda x: (x[0], x[1], x[2]))
+        stack: list[CpuEvent] = []
+        for ts, is_call, idx in items:
+            while stack and stack[-1].end <= ts:
+                stack.pop()
+            top = stack[-1].key if stack else -1
+            if is_call:
+                calls[idx].owner = top
+            else:
+                events[idx].parent = top
+                stack.append(events[idx])

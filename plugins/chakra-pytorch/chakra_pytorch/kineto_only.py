@@ -1,0 +1,129 @@
+"""Kineto traces alone (the PyTorch profiler's default output) as a lazily built TraceSet.
+
+An input is Kineto-only when its JSON files hold Kineto traces and no host execution trace;
+files that are neither are skipped with one warning.  One file per rank: the rank is the
+trace's ``distributedInfo.rank``, else the rank in the file name (for a lone file only a clear
+one, ``NAME.3.json`` or ``rank3``, else 0); the world size is ``distributedInfo.world_size``,
+else the highest rank plus one.  The groups are ``distributedInfo.pg_config``'s.  Each rank is
+converted by :func:`convert_kineto_rank` when its nodes are read.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from chakra_core import (
+    GeneratedRank,
+    GlobalMetadata,
+    Node,
+    TraceFormatError,
+    TraceSet,
+    expand_paths,
+    make_attr,
+    with_process_groups,
+)
+
+from .ints import MAX_RANKS
+from .kineto import read_distributed_info
+from .kineto_graph import KINETO_SCHEMA, convert_kineto_rank
+from .schema_version import PyTorchTraceWarning
+from .sniff import JSON_SUFFIXES, rank_from_name, sniff_kind
+
+__all__ = ["KinetoRank", "kineto_only_paths", "find_kineto_ranks", "open_kineto_only"]
+
+
+@dataclass
+class KinetoRank:
+    """One rank's Kineto trace and its ``distributedInfo`` ({} when it has none)."""
+
+    rank: int
+    path: str
+    distributed: dict[str, Any]
+
+
+def kineto_only_paths(paths: Sequence[str]) -> list[str] | None:
+    """The Kineto traces among ``paths`` (files or directories) when there is no host execution
+    trace among them, else None; other files are skipped with a warning naming them."""
+    files = expand_paths(paths, JSON_SUFFIXES)
+    kinds = [(f, sniff_kind(f)) for f in files]
+    if any(k == "host" for _, k in kinds):
+        return None
+    kinetos = [f for f, k in kinds if k == "kineto"]
+    others = [f for f, k in kinds if k is None]
+    if not kinetos:
+        return None
+    if others:
+        warnings.warn(f"{others[0]}: skipped {len(others)} file(s) that are not PyTorch traces "
+                      f"({', '.join(others[:3])}{', ...' if len(others) > 3 else ''})",
+                      PyTorchTraceWarning, stacklevel=2)
+    return kinetos
+
+
+def find_kineto_ranks(files: Sequence[str]) -> tuple[list[KinetoRank], int]:
+    """Each Kineto trace's rank, sorted, and the world size (see the module docstring)."""
+    ranks: dict[int, KinetoRank] = {}
+    worlds = set()
+    for f in files:
+        info = read_distributed_info(f)
+        r = info.get("rank")
+        if not isinstance(r, int):
+            r = rank_from_name(f, strict=len(files) == 1)
+            r = 0 if r is None and len(files) == 1 else r
+        if r is None or r > MAX_RANKS:
+            raise TraceFormatError("cannot tell the rank: no distributedInfo.rank and no rank number in "
+                                   "the name", f)
+        if r in ranks:
+            raise TraceFormatError(f"two Kineto traces claim rank {r} ({ranks[r].path} and {f})", f)
+        ranks[r] = KinetoRank(r, f, info)
+        if isinstance(info.get("world_size"), int):
+            worlds.add(info["world_size"])
+    if len(worlds) > 1:
+        raise TraceFormatError(f"the traces disagree on the world size ({sorted(worlds)})", files[0])
+    world = worlds.pop() if worlds else max(ranks) + 1
+    for kr in ranks.values():
+        if kr.rank >= world:
+            raise TraceFormatError(f"rank {kr.rank} is outside the world of {world} ranks", kr.path)
+    return [ranks[r] for r in sorted(ranks)], world
+
+
+def _groups(ranks: Sequence[KinetoRank]) -> dict[str, list[int]]:
+    """The explicit groups of ``distributedInfo.pg_config`` over all ranks."""
+    out: dict[str, list[int]] = {}
+    for kr in ranks:
+        for g in kr.distributed.get("pg_config") or []:
+            if isinstance(g, dict) and "pg_name" in g and isinstance(g.get("ranks"), list) and g["ranks"]:
+                out.setdefault(str(g["pg_name"]), [int(r) for r in g["ranks"]])
+    return out
+
+
+def _metadata(kr: KinetoRank) -> GlobalMetadata:
+    meta = GlobalMetadata(version="0.0.4")
+    meta.attr.extend([make_attr("source", "pytorch"), make_attr("schema", KINETO_SCHEMA),
+                      make_attr("rank", kr.rank)])
+    return meta
+
+
+def open_kineto_only(files: Sequence[str], data_deps: bool = False, idle_gaps: bool = True,
+                     min_idle_us: int = 10) -> TraceSet:
+    """Open Kineto traces (one per rank) as a TraceSet; each rank is converted when read.
+    ``data_deps`` cannot be honoured (Kineto has no tensor ids): it is ignored with a warning."""
+    if data_deps:
+        warnings.warn(f"{files[0]}: data_deps ignored: a Kineto trace has no tensor ids (only a host "
+                      "execution trace gives data dependencies)", PyTorchTraceWarning, stacklevel=2)
+    ranks, world = find_kineto_ranks(files)
+    groups = _groups(ranks)
+    listed = {k: v for k, v in groups.items() if k != "0"}
+    out = [GeneratedRank(kr.rank, with_process_groups(_metadata(kr), listed),
+                         _factory(kr, world, groups, idle_gaps, min_idle_us), path=kr.path) for kr in ranks]
+    return TraceSet(out, process_groups=listed, source=ranks[0].path)
+
+
+def _factory(kr: KinetoRank, world: int, groups: dict[str, list[int]], idle_gaps: bool, min_idle_us: int):
+    def nodes() -> Iterator[Node]:
+        """Convert the rank now and yield its nodes."""
+        return convert_kineto_rank(kr.path, kr.rank, world, groups, kr.distributed, idle_gaps,
+                                   min_idle_us).protobuf_nodes()
+    return nodes

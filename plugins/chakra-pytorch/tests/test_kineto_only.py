@@ -1,0 +1,189 @@
+"""Kineto traces alone: the repo's gloo recordings converted from their Kineto files only agree
+with the host ET + Kineto conversion of the same run; input detection, ranks and world size."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import warnings
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from chakra_core import CommType, NodeType, TraceFormatError, get_int, validate
+from chakra_pytorch import convert_rank, find_rank_files, open_pytorch
+from chakra_pytorch.kineto_graph import convert_kineto_rank
+from chakra_pytorch.kineto_graph_comms import c10d_comm, elem_bytes, group_of
+from chakra_pytorch.kineto_only import find_kineto_ranks, kineto_only_paths, open_kineto_only
+from chakra_pytorch.schema_version import PyTorchTraceWarning
+
+DATA = Path(__file__).resolve().parent / "data"
+RECORDED = ["mlp", "transformer", "threads", "ddp", "ddp_buckets", "ddp_buckets_queued", "ddp_steps",
+            "ddp_buckets_steps", "collectives", "collectives_steps"]
+COMM_TYPES = (NodeType.COMM_COLL_NODE, NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE)
+
+
+def _quiet(fn, *args):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*args)
+
+
+def _both(folder: str):
+    """(host ET + Kineto, Kineto alone) conversions of each rank of a recording."""
+    d = DATA / folder
+    kinetos = sorted(str(p) for p in d.glob("kineto.*.json*"))
+    pairs, _ = find_rank_files(sorted(str(p) for p in d.glob("pytorch_et.*.json*")) + kinetos)
+    ranks, world = find_kineto_ranks(kinetos)
+    groups = {}
+    for kr in ranks:
+        for g in kr.distributed.get("pg_config") or []:
+            groups[str(g["pg_name"])] = g["ranks"]
+    for rf, kr in zip(pairs, ranks):
+        assert rf.rank == kr.rank
+        yield (_quiet(convert_rank, rf, world),
+               _quiet(convert_kineto_rank, kr.path, kr.rank, world, groups, kr.distributed))
+
+
+def _comms(g):
+    out = Counter()
+    for n in g.nodes:
+        if n.type in COMM_TYPES:
+            a = dict(n.attrs())
+            out[(n.type, a.get("comm_type"), a.get("comm_size"), a.get("pg_name"), a.get("comm_src"),
+                 a.get("comm_dst"), a.get("comm_tag"))] += 1
+    return out
+
+
+def _cpu_compute_us(g) -> int:
+    return sum(n.dur for n in g.nodes if n.type == NodeType.COMP_NODE and n.cpu and n.name != "[idle]")
+
+
+@pytest.mark.parametrize("folder", RECORDED)
+def test_recordings_from_kineto_alone_match_the_host_et_conversion(folder):
+    for with_host, alone in _both(folder):
+        assert _comms(alone) == _comms(with_host)
+        assert alone.step_us == with_host.step_us
+        et_us, kineto_us = _cpu_compute_us(with_host), _cpu_compute_us(alone)
+        assert abs(kineto_us - et_us) <= 0.03 * et_us
+        assert abs(len(alone.nodes) - len(with_host.nodes)) <= 0.02 * len(with_host.nodes)
+
+
+def test_collective_sizes_from_input_dims():
+    """collectives/: record_collectives.py's sizes (float32), from Kineto's Input Dims/type."""
+    (_, r0), _ = _both("collectives")
+    sizes = {(get_int(n, "comm_type"), get_int(n, "comm_size")) for n in r0.protobuf_nodes()
+             if n.type == NodeType.COMM_COLL_NODE}
+    assert (CommType.ALL_REDUCE, 1000 * 4) in sizes
+    assert (CommType.BROADCAST, 200 * 4) in sizes
+    assert (CommType.ALL_GATHER, 30 * 4) in sizes  # the per-rank shard
+    assert (CommType.ALL_TO_ALL, 2 * 70 * 4) in sizes  # the whole send list
+    sends = [n for n in r0.nodes if n.type == NodeType.COMM_SEND_NODE]
+    assert {(dict(n.attrs())["comm_dst"], dict(n.attrs())["comm_tag"]) for n in sends} >= {(1, 7), (1, 11)}
+
+
+def test_folder_of_kineto_traces_opens_as_pytorch(tmp_path):
+    for f in (DATA / "ddp").glob("kineto.*.json.gz"):
+        shutil.copy(f, tmp_path / f.name)
+    (tmp_path / "expected.0.json").write_text('{"answer": 42}')
+    with pytest.warns(PyTorchTraceWarning, match="expected.0.json"):
+        ts = open_pytorch([str(tmp_path)])
+    assert ts.ranks == [0, 1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert [str(f) for f in validate(ts)] == []
+
+
+def test_host_et_in_the_input_is_not_kineto_only():
+    assert kineto_only_paths([str(DATA / "ddp")]) is None
+    assert kineto_only_paths([str(DATA / "ddp" / "kineto.1.json.gz")]) == [str(DATA / "ddp" / "kineto.1.json.gz")]
+
+
+def _with_rank(src: Path, dst: Path, rank: int, world: int | None = None) -> str:
+    d = json.loads(gzip.decompress(src.read_bytes()))
+    d["distributedInfo"]["rank"] = rank
+    if world is not None:
+        d["distributedInfo"]["world_size"] = world
+    dst.write_text(json.dumps(d))
+    return str(dst)
+
+
+def test_two_traces_claiming_one_rank_are_refused(tmp_path):
+    a = _with_rank(DATA / "ddp" / "kineto.0.json.gz", tmp_path / "a.json", 1)
+    b = str(DATA / "ddp" / "kineto.1.json.gz")
+    with pytest.raises(TraceFormatError, match="two Kineto traces claim rank 1"):
+        find_kineto_ranks([a, b])
+
+
+def test_rank_outside_the_world_is_refused(tmp_path):
+    a = _with_rank(DATA / "ddp" / "kineto.0.json.gz", tmp_path / "a.json", 3)
+    with pytest.raises(TraceFormatError, match="rank 3 is outside the world of 2"):
+        find_kineto_ranks([a])
+
+
+def test_rank_comes_from_distributed_info_not_the_name(tmp_path):
+    a = _with_rank(DATA / "ddp" / "kineto.0.json.gz", tmp_path / "trace.7.json", 1)
+    (kr,), world = find_kineto_ranks([a])
+    assert (kr.rank, world) == (1, 2)
+
+
+def test_sizes_missing_from_the_trace_are_warned():
+    """The hand-made NCCL Kineto files carry no shapes nor message sizes."""
+    with pytest.warns(PyTorchTraceWarning, match="no size in the trace"):
+        ts = open_kineto_only([str(DATA / "nccl" / "kineto.0.json"), str(DATA / "nccl" / "kineto.1.json")])
+        nodes = list(ts[0].nodes())
+    kernels = [n for n in nodes if n.type == NodeType.COMM_COLL_NODE]
+    assert sorted(n.name for n in kernels) == ["ncclDevKernel_AllGather_RING_LL",
+                                               "ncclDevKernel_AllReduce_Sum_f32_RING_LL"]
+
+
+def test_data_deps_cannot_be_had_from_kineto_alone():
+    with pytest.warns(PyTorchTraceWarning, match="data_deps ignored"):
+        open_pytorch([str(DATA / "mlp" / "kineto.0.json.gz")], data_deps=True)
+
+
+def test_a_size_beyond_int64_is_a_located_error(tmp_path):
+    d = json.loads(gzip.decompress((DATA / "ddp" / "kineto.0.json.gz").read_bytes()))
+    op = next(e for e in d["traceEvents"] if e.get("name") == "c10d::allreduce_")
+    op["args"]["Input Dims"][0] = [[1 << 40, 1 << 40]]
+    (tmp_path / "kineto.0.json").write_text(json.dumps(d))
+    ts = open_pytorch([str(tmp_path)])
+    with pytest.raises(TraceFormatError, match=r"c10d::allreduce_: size in bytes \d+ is out of range") as e:
+        list(ts[0].nodes())
+    assert (e.value.where, e.value.location) == (str(tmp_path / "kineto.0.json"), f"event at ts {op['ts']:.3f} us")
+
+
+@pytest.mark.parametrize("name, size", [("float", 4), ("c10::Half", 2), ("c10::BFloat16", 2), ("long int", 8),
+                                        ("unsigned char", 1), ("double", 8), ("bool", 1),
+                                        ("c10::complex<float>", 8), ("TensorList", None), ("Scalar", None)])
+def test_element_sizes_of_kineto_input_types(name, size):
+    assert elem_bytes(name) == size
+
+
+def test_group_named_by_an_event():
+    assert group_of({"Process Group Name": "3", "Process Group Ranks": "[1, 3]"}) == ("3", [1, 3])
+    assert group_of({"Process Group Name": 5, "Process Group Ranks": [0, 2]}) == ("5", [0, 2])
+    assert group_of({"Process Group Name": "3", "Process Group Ranks": "[1, -3]"}) is None
+    assert group_of({"Process Group Name": "3"}) is None
+
+
+def test_events_of_other_processes_are_left_out(tmp_path):
+    """A dataloader worker's ops in the same trace (another pid) do not become nodes."""
+    src = DATA / "mlp" / "kineto.0.json.gz"
+    d = json.loads(gzip.decompress(src.read_bytes()))
+    ops = [e for e in d["traceEvents"] if e.get("cat") == "cpu_op"]
+    d["traceEvents"] += [{**e, "pid": e["pid"] + 1, "tid": e["tid"] + 1} for e in ops[:10]]
+    (tmp_path / "kineto.0.json").write_text(json.dumps(d))
+    alone = _quiet(convert_kineto_rank, str(src), 0, 1, {})
+    mixed = _quiet(convert_kineto_rank, str(tmp_path / "kineto.0.json"), 0, 1, {})
+    assert [(n.name, n.start, n.dur) for n in mixed.nodes] == [(n.name, n.start, n.dur) for n in alone.nodes]
+
+
+def test_a_zero_dim_tensor_is_one_element():
+    """``_allgather_base_`` of 0-d tensors, as Kineto writes its arguments."""
+    args = {"Input Dims": [[], [], [], [], []], "Input type": ["double", "double", "", "Scalar", "Scalar"],
+            "Concrete Inputs": ["", "", "", "False", "-1"]}
+    info = c10d_comm("c10d::_allgather_base_", args, None)
+    assert (info.kind, info.size_bytes, info.async_op) == ("all_gather", 8, False)
