@@ -26,7 +26,8 @@ from chakra_core.system._load import OUR_KEYS
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA_FILE = ROOT / "schema" / "pipeline.schema.json"
 #: the pipelines of examples/ (the system files beside them are not pipelines)
-EXAMPLES = ["examples/quickstart/pipeline.yaml", "examples/sweep/pipeline.yaml", "examples/system/simulate_text.yaml"]
+EXAMPLES = ["examples/quickstart/pipeline.yaml", "examples/sweep/pipeline.yaml", "examples/sweep/algorithms.yaml",
+            "examples/system/simulate_text.yaml"]
 
 
 def _generator():

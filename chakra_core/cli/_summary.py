@@ -3,6 +3,7 @@ collectives by kind, a few ranks, notes; every number with its unit."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from chakra_core.base._human import count, duration, percent, size
@@ -21,8 +22,12 @@ def _spread(ranks: list[dict[str, Any]]) -> str:
             f"({duration(fast['finish_ns'])})")
 
 
-def _collectives_by_kind(colls: list[dict[str, Any]]) -> list[tuple[str, int, int, int, int]]:
-    """(kind, groups, count, bytes, total ns) per collective kind, the most time first."""
+def _collectives_by_kind(colls: Any) -> list[tuple[str, int, int, int, int | None]]:
+    """(kind, groups, count, bytes, total ns or None when untimed) per collective kind, the most
+    time first; ``colls`` is a simulator's list of rows (one per kind and group) or an emulator's
+    ``{kind: {count, bytes}}`` (what it observed, untimed)."""
+    if isinstance(colls, Mapping):
+        colls = [{"collective": kind, **row} for kind, row in colls.items() if isinstance(row, Mapping)]
     out: dict[str, list[int]] = {}
     for c in colls:
         acc = out.setdefault(str(c.get("collective", "?")), [0, 0, 0, 0])
@@ -30,8 +35,9 @@ def _collectives_by_kind(colls: list[dict[str, Any]]) -> list[tuple[str, int, in
         acc[1] += int(c.get("count", 0))
         acc[2] += int(c.get("bytes", 0))
         acc[3] += int(c.get("total_ns", 0))
-    rows = [(k, v[0], v[1], v[2], v[3]) for k, v in out.items()]
-    return sorted(rows, key=lambda r: -r[4])
+    timed = any("total_ns" in c for c in colls)
+    rows = [(k, v[0], v[1], v[2], v[3] if timed else None) for k, v in out.items()]
+    return sorted(rows, key=lambda r: -(r[4] or 0))
 
 
 def print_timed_result(result: Any, verbose: bool = False) -> None:
@@ -62,7 +68,8 @@ def print_timed_result(result: Any, verbose: bool = False) -> None:
     if colls:
         print(f"collectives by kind:{'':<9} {'groups':>6} {'count':>10} {'bytes':>10} {'total':>10}")
         for kind, groups, calls, nbytes, ns in colls:
-            print(f"  {kind:<26} {groups:>6} {count(calls):>10} {size(nbytes):>10} {duration(ns):>10}")
+            total = "-" if ns is None else duration(ns)
+            print(f"  {kind:<26} {groups:>6} {count(calls):>10} {size(nbytes):>10} {total:>10}")
     for r in shown_ranks(ranks, 8, verbose):
         print(f"rank {r['rank']}: finished at {duration(r['finish_ns'])}, compute {duration(r['compute_ns'])}, "
               f"exposed communication {duration(r['exposed_comm_ns'])}, idle {duration(r['idle_ns'])}")
