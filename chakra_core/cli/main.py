@@ -36,8 +36,12 @@ COMMANDS = {
 }
 
 
+#: longest error message printed in full (characters); a message echoing a huge input is cut
+MESSAGE_CHARS = 600
+
+
 def _format_warning(message, category, filename, lineno, file=None, line=None):
-    return f"chakra: warning: {message}\n"
+    return f"chakra: warning: {shorten(str(message))}\n"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -92,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     except ChakraError as e:
         if args.debug:
             raise
-        print(f"chakra {args.command}: error: {e}", file=sys.stderr)
+        print(f"chakra {args.command}: error: {shorten(str(e))}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # the reader of stdout went away (e.g. `| head`): not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -101,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             raise
         where = f"{e.filename}: " if e.filename else ""
-        print(f"chakra {args.command}: error: {where}{e.strerror or e}", file=sys.stderr)
+        print(f"chakra {args.command}: error: {shorten(f'{where}{e.strerror or e}')}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:  # a PluginInterrupt names the plugin that was running
         print(f"chakra: interrupted {e}".rstrip(), file=sys.stderr)
@@ -116,9 +120,19 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             raise
         where = _innermost_package(e)
-        print(f"chakra {args.command}: internal error{where}: {type(e).__name__}: {e} "
+        print(f"chakra {args.command}: internal error{where}: {type(e).__name__}: {shorten(str(e))} "
               f"(a bug, not bad input; chakra --debug {args.command} ... shows the traceback)", file=sys.stderr)
         return 1
+
+
+def shorten(message: str, most: int = MESSAGE_CHARS) -> str:
+    """``message`` on one line and at most about ``most`` characters: a longer one keeps its start
+    and its end around ``... (N characters left out) ...``."""
+    one = " ".join(message.split())
+    if len(one) <= most:
+        return one
+    head, tail = most * 2 // 3, most // 3
+    return f"{one[:head]} ... ({len(one) - head - tail} characters left out) ... {one[-tail:]}"
 
 
 def _innermost_package(e: BaseException) -> str:
