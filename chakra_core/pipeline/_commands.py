@@ -297,9 +297,11 @@ def jsonize(inputs: Inputs, output: str | os.PathLike, *, lines: bool = False, f
     """Write the JSON form (JSON Lines with ``lines`` or an ``output`` ending in ``.jsonl``).
 
     One rank: ``output`` is the file; several: ``output/trace.{rank}.json`` when ``output`` is a
-    directory (or ends in ``/``), else ``output.{rank}.json``.
+    directory (or ends in ``/``), else ``output.{rank}.json``.  The files are published together
+    (docs/formats.md): a failure (a full disk) leaves the earlier output as it was.
     """
     from chakra_core.io._jsonform import write_json
+    from chakra_core.io._publish import commit_files, publish_files
     from chakra_core.trace._traceset import with_process_groups
 
     pipe = _input_pipeline(inputs, format, input_options, host)
@@ -308,18 +310,15 @@ def jsonize(inputs: Inputs, output: str | os.PathLike, *, lines: bool = False, f
     lines = lines or str(output).endswith(".jsonl")
     ext = ".jsonl" if lines else ".json"
     as_dir = out.is_dir() or str(output).endswith(("/", os.sep))
-    files = []
-    with progress("writing JSON", total=len(traces)) as bar:
-        for rt in traces:
-            if as_dir:
-                target = out / f"trace.{rt.rank}{ext}"
-            elif len(traces) == 1:
-                target = out
-            else:
-                target = Path(f"{out}.{rt.rank}{ext}")
+    target = out / "trace" if as_dir else out
+    names = [f"trace.{r}{ext}" if as_dir else out.name if len(traces) == 1 else f"{out.name}.{r}{ext}"
+             for r in traces.ranks]
+    with publish_files(target) as stage, progress("writing JSON", total=len(traces)) as bar:
+        for rt, name in zip(traces, names):
             meta = with_process_groups(rt.metadata(), traces.process_groups)
-            write_json(target, meta, rt.nodes(), rank=rt.rank, lines=lines)
-            files.append(str(target))
+            write_json(stage / name, meta, rt.nodes(), rank=rt.rank, lines=lines)
             bar.advance()
+        commit_files(stage, names)
+    files = [str(target.parent / n) for n in names]
     return Result("jsonize", "converter", {"ranks": len(files)}, files=files,
                   provenance=pipe.provenance())
