@@ -2,12 +2,12 @@
 
 :func:`write_validated_set` writes the ranks into the staging directory of the output (as
 :meth:`TraceSet.write` does), checks the staged files by the structural rules of a set (the
-errors of ``chakra validate`` about the graph and its communication, :data:`STRUCTURAL_RULES`: cycles, dangling dependencies,
-duplicate ids, unmatched or misordered communication, deadlocks; not the content of a node,
-such as a node type a simulator does not know) and publishes them only when none is found; otherwise the output keeps
-what it held and a one-line error names the first finding and the count.  ``convert``,
-``transform``, ``generate`` and ``synth sample`` write through it; ``validate=False`` (the CLI's
-``--no-validate``) writes the set as it is.
+errors of ``chakra validate`` about the graph and its communication, :data:`STRUCTURAL_RULES`:
+cycles, dangling dependencies, duplicate ids, unmatched or misordered communication, deadlocks;
+not the content of a node, such as a node type a simulator does not know) and publishes them only
+when none is found; otherwise the output keeps what it held and a one-line error names the first
+finding and the count.  ``convert``, ``transform``, ``generate`` and ``synth sample`` write
+through it; ``validate=False`` (the CLI's ``--no-validate``) writes the set as it is.
 """
 
 from __future__ import annotations
