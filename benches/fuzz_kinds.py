@@ -132,7 +132,8 @@ def _mutate_spans(rng: random.Random, data: bytes) -> bytes:
         arrays[key] = col[: rng.randrange(len(col))]
     elif what == 1 and col.ndim == 1 and len(col) and col.dtype.kind in "iu":
         col = col.copy()
-        col[rng.randrange(len(col))] = rng.choice([-1, -2, 1 << 30, np.iinfo(col.dtype).max])
+        info = np.iinfo(col.dtype)
+        col[rng.randrange(len(col))] = min(max(rng.choice([-1, -2, 1 << 30, info.max]), info.min), info.max)
         arrays[key] = col
     elif what == 2:
         meta = json.loads(str(arrays["meta"]))
