@@ -85,7 +85,7 @@ def _connect(ray: Any, options: Mapping[str, Any]) -> bool:
     """Connect to the cluster; True when this call started a local one (to shut down after)."""
     if ray.is_initialized():
         return False
-    quiet = {"log_to_driver": False, "logging_level": logging.ERROR, "include_dashboard": False}
+    quiet: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR, "include_dashboard": False}
     try:
         if options["address"]:
             ray.init(address=options["address"], **quiet)
@@ -101,7 +101,7 @@ def _connect(ray: Any, options: Mapping[str, Any]) -> bool:
     if not options.get("listen_all") and node_ip != LOOPBACK:
         ray.shutdown()
         raise PluginError(f"executor 'ray': the local cluster did not start on {LOOPBACK} (node IP {node_ip}); "
-                          "set -E listen_all=true to run it on the network")
+                          "the executor option listen_all=true runs it on the network")
     return True
 
 
@@ -110,7 +110,7 @@ def _keep_on_loopback() -> None:
     import importlib
 
     os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
-    constants = importlib.import_module("ray._private.ray_constants")
+    constants: Any = importlib.import_module("ray._private.ray_constants")
     constants.ENABLE_RAY_CLUSTER = False
 
 
