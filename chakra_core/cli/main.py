@@ -12,6 +12,8 @@ import os
 import sys
 import warnings
 
+from chakra_core.cli._common import shorten
+
 __all__ = ["main", "COMMANDS"]
 
 #: command -> (module under chakra_core.cli, one-line help)
@@ -34,10 +36,6 @@ COMMANDS = {
     "graph": ("graph", "draw a rank's dependency graph or a node's neighbourhood (DOT, SVG, GraphML)"),
     "compare": ("compare", "fidelity report of trace set B against A (distributions, graph, simulated step time)"),
 }
-
-
-#: longest error message printed in full (characters); a message echoing a huge input is cut
-MESSAGE_CHARS = 600
 
 
 def _format_warning(message, category, filename, lineno, file=None, line=None):
@@ -123,16 +121,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"chakra {args.command}: internal error{where}: {type(e).__name__}: {shorten(str(e))} "
               f"(a bug, not bad input; chakra --debug {args.command} ... shows the traceback)", file=sys.stderr)
         return 1
-
-
-def shorten(message: str, most: int = MESSAGE_CHARS) -> str:
-    """``message`` on one line and at most about ``most`` characters: a longer one keeps its start
-    and its end around ``... (N characters left out) ...``."""
-    one = " ".join(message.split())
-    if len(one) <= most:
-        return one
-    head, tail = most * 2 // 3, most // 3
-    return f"{one[:head]} ... ({len(one) - head - tail} characters left out) ... {one[-tail:]}"
 
 
 def _innermost_package(e: BaseException) -> str:

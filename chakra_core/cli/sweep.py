@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from chakra_core.cli._common import add_plugin_options, host_of, print_json
+from chakra_core.cli._common import add_plugin_options, host_of, print_json, shorten
 
 
 def add_arguments(p) -> None:
@@ -39,7 +39,7 @@ def run(args) -> int:
                 plan_timeout_s=args.plan_timeout or PLAN_TIMEOUT_S)
     for row in out["rows"]:
         if row["status"] in ("failed", "timeout"):
-            print(f"point {row['point']}: {row['status']}: {row['error']}", file=sys.stderr)
+            print(f"point {row['point']}: {row['status']}: {shorten(str(row['error']))}", file=sys.stderr)
     if args.json:
         print_json(out)
     elif args.check:
