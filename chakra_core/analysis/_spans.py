@@ -215,7 +215,7 @@ def _check_indices(spans: Spans) -> None:
     n = len(spans)
     bounds = {"name": (0, len(spans.names)), "track": (0, len(spans.tracks)), "kind": (0, len(SPAN_KINDS)),
               "group": (-1, len(spans.strings)), "algorithm": (-1, len(spans.strings)),
-              "rank": (0, 1 << 31), "start_ns": (0, 1 << 62), "dur_ns": (0, 1 << 62)}
+              "rank": (0, 1 << 31), "start_ns": (0, 1 << 63), "dur_ns": (0, 1 << 63)}
     for key, (low, high) in bounds.items():
         col = getattr(spans, key)
         if n and (int(col.min()) < low or int(col.max()) >= high):
