@@ -4,8 +4,11 @@ A gloo trace does not say which group a ``c10d::allreduce_`` ran on (the group i
 ``<Object>`` input; gloo writes no ``record_param_comms``).  A collective is issued by exactly its
 group's members, in the same order on every member, so the groups are found by walking every
 rank's collectives in issue order: a group takes the next collective of each of its members
-when they all have one of the same kind and size; among the groups that can, the largest is
-taken, one collective at a time (the whole job, when every rank issues a matching one).  A collective left unmatched (a
+when they all have one of the same kind and size, one collective at a time.  Among the groups
+that can, one is taken unless a larger group holding its members may still take that call
+(each of the larger group's other ranks has the same kind and size yet to match): then the
+larger group waits for them, so a call that every rank issues goes to the whole job.  When
+every group that can take a call may grow, the largest takes it.  A collective left unmatched (a
 member's trace missing from the set, or calls that match no group) keeps the default group
 "0", with a warning.  Ops that name their group (``record_param_comms``' ``pg_name``, Kineto's
 ``Process Group Name``) are taken as they are and left out of the walk.
@@ -14,6 +17,7 @@ member's trace missing from the set, or calls that match no group) keeps the def
 from __future__ import annotations
 
 import warnings
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
 from .comms import CommInfo
@@ -41,9 +45,15 @@ def match_groups(calls: Mapping[int, Sequence[Call]], groups: Mapping[str, Seque
     order = [g for g in order if all(r in calls for r in g[1])]
     out: dict[int, list[str | None]] = {r: [None] * len(c) for r, c in calls.items()}
     pos = dict.fromkeys(calls, 0)
-    while (found := next((g for g in order if _fits(calls, pos, g[1])), None)) is not None:
-        name, members = found
+    ahead = {r: Counter(c) for r, c in calls.items()}  # each rank's calls not yet matched
+    while True:
+        fitting = [g for g in order if _fits(calls, pos, g[1])]
+        if not fitting:
+            break
+        name, members = next((g for g in fitting if not _may_grow(g[1], calls[g[1][0]][pos[g[1][0]]], order, ahead)),
+                             fitting[0])
         for r in members:
+            ahead[r][calls[r][pos[r]]] -= 1
             out[r][pos[r]] = name
             pos[r] += 1
     left = sum(len(c) - pos[r] for r, c in calls.items())
@@ -54,6 +64,15 @@ def _fits(calls: Mapping[int, Sequence[Call]], pos: Mapping[int, int], members: 
     """True when every member of a group has a next call and they are all the same."""
     nxt = [calls[r][pos[r]] if pos[r] < len(calls[r]) else None for r in members]
     return nxt[0] is not None and all(c == nxt[0] for c in nxt)
+
+
+def _may_grow(members: Sequence[int], call: Call, order: Sequence[tuple[str, tuple[int, ...]]],
+              ahead: Mapping[int, Counter]) -> bool:
+    """True when a larger group holding ``members`` may still take ``call``: each of its other
+    ranks has such a call yet to match (then the smaller group waits for it)."""
+    inside = set(members)
+    return any(len(big) > len(members) and inside <= set(big)
+               and all(ahead[r][call] > 0 for r in big if r not in inside) for _, big in order)
 
 
 def name_groups(comms: Sequence[CommInfo], names: Sequence[str | None]) -> None:
