@@ -256,11 +256,16 @@ def open_pytorch(paths: Sequence[str], data_deps: bool = False, idle_gaps: bool 
 
 def _set_groups(rank_files: Sequence[RankFiles], dist: dict[str, Any], host_groups: dict[str, dict[str, Any]],
                 world: int) -> dict[str, list[int]]:
-    """The groups of every rank together (each rank lists only the groups it is in)."""
+    """The groups of every rank together (each rank lists only the groups it is in): each
+    rank's Kineto ``pg_config``, else its host ET's pg-init node when the first rank's has one."""
     out = _groups(dist, host_groups, world)
     for rf in rank_files:
-        listed = (rf.distributed or {}).get("pg_config")
-        mine = _groups(rf.distributed or {}, {} if listed else scan_groups(rf.host), world)
+        if (rf.distributed or {}).get("pg_config"):
+            mine = _groups(rf.distributed or {}, {}, world)
+        elif host_groups and rf is not rank_files[0]:
+            mine = _groups({}, scan_groups(rf.host), world)
+        else:
+            continue
         out.update({k: v for k, v in mine.items() if k not in out})
     return out
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from chakra_core import NodeType, get_attr, load_traces
+from chakra_pytorch.comms import comm_from_param_comms
 from chakra_pytorch.groupmatch import match_groups
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -104,3 +105,23 @@ def test_groups_by_matching_take_the_largest_group_that_fits():
 def test_calls_that_match_no_group_are_counted():
     names, left = match_groups({0: [("all_reduce", 8)], 1: [("broadcast", 8)]}, {"0": [0, 1]})
     assert names == {0: [None], 1: [None]} and left == 2
+
+
+def test_record_param_comms_group_from_its_inputs():
+    # the inputs of a record_param_comms node of PARAM's resnet_2gpu host ET (schema 1.1.0),
+    # without its attributes: the (pg_name, pg_desc) pair names the group
+    values = [[[434, 435, 0, 53120, 4, "cuda:1"]], 33, ["0", "default_pg"], 0, "broadcast", [], [], 0, 1, 2]
+    info = comm_from_param_comms({}, values)
+    assert info is not None and (info.kind, info.pg_name, info.size_bytes) == ("broadcast", "0", 53120 * 4)
+
+
+def test_host_ets_alone_get_the_groups_too(tmp_path):
+    for f in PIPE.glob("pytorch_et.*.json.gz"):
+        shutil.copy(f, tmp_path / f.name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ts = load_traces([str(tmp_path)])
+        for rank in ts.ranks:
+            names = [get_attr(n, "pg_name") for n in ts[rank].nodes() if n.type == NodeType.COMM_COLL_NODE]
+            assert [ts.process_groups[p] for p in names] == [[0, 2] if rank % 2 == 0 else [1, 3]] * 2
+        assert all(_offset_ns(ts, r) is None for r in ts.ranks)  # no Kineto: no clock to say it
