@@ -243,7 +243,8 @@ def open_pytorch(paths: Sequence[str], data_deps: bool = False, idle_gaps: bool 
         world = _world_from(host_groups) or 1
     groups = {k: v for k, v in _set_groups(rank_files, dist, host_groups, world).items() if k != "0"}
     match = _set_match(rank_files, groups, world)
-    offsets = start_offsets_ns({rf.rank: first_step_us(rf.kineto) if rf.kineto else None for rf in rank_files})
+    offsets = start_offsets_ns({rf.rank: first_step_us(rf.kineto) if rf.kineto else None
+                                for rf in rank_files} if len(rank_files) > 1 else {})
     ranks = []
     for rf in rank_files:
         meta = with_process_groups(_metadata(rf), groups)

@@ -122,7 +122,7 @@ def open_kineto_only(files: Sequence[str], data_deps: bool = False, idle_gaps: b
     if has_subgroups(groups, world):
         hosts = {kr.rank: (lambda kr=kr: kineto_host(kr.path, world, kr.distributed)[0].ops) for kr in ranks}
         match = SetMatch(hosts, {**groups, "0": list(range(world))}, ranks[0].path)
-    offsets = start_offsets_ns({kr.rank: first_step_us(kr.path) for kr in ranks})
+    offsets = start_offsets_ns({kr.rank: first_step_us(kr.path) for kr in ranks} if len(ranks) > 1 else {})
     out = []
     for kr in ranks:
         meta = with_process_groups(_metadata(kr), listed)

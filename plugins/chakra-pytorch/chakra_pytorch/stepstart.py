@@ -19,27 +19,45 @@ __all__ = ["START_OFFSET_ATTR", "first_step_us", "start_offsets_ns"]
 #: the global-metadata attribute holding a rank's start offset (ns)
 START_OFFSET_ATTR = "start_offset_ns"
 
-_STEP_TS = re.compile(rb'"name"\s*:\s*"ProfilerStep#\d+"[^{}]*?"ts"\s*:\s*(-?[0-9.eE+]+)'
-                      rb'|"ts"\s*:\s*(-?[0-9.eE+]+)[^{}]*?"name"\s*:\s*"ProfilerStep#\d+"')
+_STEP = b'"ProfilerStep#'
+_TS = re.compile(rb'"ts"\s*:\s*(-?[0-9][0-9.eE+-]*)')
 _OVERLAP = 1 << 12
 
 
 def first_step_us(path: str) -> float | None:
     """The earliest ``ProfilerStep#N`` start (us, the trace's clock) of a Kineto trace, found by a
-    byte search of the decompressed file (no parse); None when it has no step or cannot be read."""
+    byte search of the decompressed file (no parse): the ``ts`` of the event around each
+    ``"ProfilerStep#`` name; None when it has no step or cannot be read."""
     best: float | None = None
     tail = b""
     try:
         with open_binary(path) as f:
             while chunk := f.read(1 << 22):
                 text = tail + chunk
-                for m in _STEP_TS.finditer(text):
-                    ts = float(m.group(1) or m.group(2))
+                for ts in _step_starts(text):
                     best = ts if best is None else min(best, ts)
                 tail = text[-_OVERLAP:]
-    except (OSError, EOFError, ValueError, zlib.error):
+    except (OSError, EOFError, zlib.error):
         return None
     return best
+
+
+def _step_starts(text: bytes) -> list[float]:
+    """The ``ts`` of each event of ``text`` named ``ProfilerStep#N`` (whole events only)."""
+    out = []
+    hit = text.find(_STEP)
+    while hit >= 0:
+        lo = text.rfind(b"{", 0, hit)
+        ends = [e for e in (text.find(b"{", hit), text.find(b"}", hit)) if e >= 0]
+        if lo >= 0 and ends:
+            m = _TS.search(text, lo, min(ends))
+            if m is not None:
+                try:
+                    out.append(float(m.group(1)))
+                except ValueError:
+                    pass
+        hit = text.find(_STEP, hit + 1)
+    return out
 
 
 def start_offsets_ns(starts: Mapping[int, float | None]) -> dict[int, int]:
