@@ -16,9 +16,11 @@ left out: it was not measured), per rank:
   ring all-reduce being two messages, the median of a 4 MiB one the bandwidth; needs torch,
   ``--latency-ns``/``--bandwidth`` give the network instead); and *replay* (``-O comm=replay``),
   each communication node's recorded duration, from when the last member issued it;
-  Each rank starts at its *offset* (``-O start_ns``): how much later than the earliest rank its
-  recorded steps began (the ranks of a recording share the host's clock); its simulated time is
-  its finish less its offset.
+  Each rank starts at its *offset*: how much later than the earliest rank its recorded steps
+  began (the ranks of a recording share the host's clock), which the conversion records in each
+  rank's metadata (``start_offset_ns``).  The replay is run as docs/pytorch.md shows it, without
+  ``-O start_ns`` (the simulator takes the recorded offsets); the network model is given them as
+  ``-O start_ns``.  A rank's simulated time is its finish less its offset.
 
 Prints one row per rank with the relative errors against the measured step, and writes them as
 JSON with ``--json FILE``.
@@ -132,6 +134,11 @@ def system_file(ranks: int, latency_ns: float, bandwidth: float, directory: Path
     return path
 
 
+def recorded_offset_ns(meta) -> int:
+    """A converted rank's start offset (ns): its metadata ``start_offset_ns``, else 0."""
+    return next((a.int64_val for a in meta.attr if a.name == "start_offset_ns"), 0)
+
+
 def _error_pct(step: float):
     """The relative error (%) of a time against ``step``."""
     return lambda x: round(100 * (x - step) / step, 2)
@@ -153,13 +160,11 @@ def rows_for(folder: Path, latency_ns: float, bandwidth: float, tmp: Path) -> li
     steps = {rank: recorded_steps(k) for rank, k in kineto.items()}
     system = str(system_file(len(traces), latency_ns, bandwidth, tmp)) if len(traces) > 1 else None
     streams = max(1, *(gloo_workers(k) for k in kineto.values()))
-    first = min(s for s, _ in steps.values())
-    offset = {rank: steps[rank][0] - first for rank in paths}
-    start_ns = [int(round(1000 * offset.get(r, 0))) for r in range(len(traces))]
+    start_ns = [recorded_offset_ns(traces[r].metadata()) for r in traces.ranks]
+    offset = {rank: start_ns[rank] / 1000 for rank in paths}
     finish = {}
-    for comm in ("model", "replay"):
-        sim = simulate(str(et), "simpy", system=system,
-                       options={"comm": comm, "streams": streams, "start_ns": start_ns})
+    for comm, options in (("model", {"start_ns": start_ns}), ("replay", {})):
+        sim = simulate(str(et), "simpy", system=system, options={"comm": comm, "streams": streams, **options})
         finish[comm] = {r["rank"]: r["finish_ns"] / 1000 - offset[r["rank"]] for r in sim.ranks}
     rows = []
     for rank in sorted(paths):

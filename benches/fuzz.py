@@ -43,7 +43,26 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 KINDS = ("et", "et.gz", "json", "pytorch", "text", "system", "pipeline")
 TRACE_COMMANDS = ("convert", "validate", "stats", "jsonize", "simulate", "export")
-BAD = ("internal", "crash", "hang", "garbage", "error-unlocated")
+BAD = ("internal", "crash", "hang", "garbage", "error-unlocated", "outside-write")
+
+
+def _load_kinds():
+    """benches/fuzz_kinds.py (the kinds of issue 32), loaded beside this file however it was loaded."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("chakra_fuzz_kinds", Path(__file__).with_name("fuzz_kinds.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_KINDS = _load_kinds()
+#: the kinds added for issue 32 (benches/fuzz_kinds.py), and every kind
+NEW_KINDS: tuple[str, ...] = _KINDS.KINDS
+ALL_KINDS = KINDS + NEW_KINDS
+#: files an escaping case would write outside its directory
+_OUTSIDE = ("/tmp/abs", "/tmp/ESC.json", "/tmp/ESCAPED.json")
 
 # -- seeds ---------------------------------------------------------------------------------------
 
@@ -122,7 +141,9 @@ def build_seeds(work: Path, small: bool = False) -> dict[str, list[Seed]]:
     seeds["pipeline"].append(Seed("pipeline", "system-of-pipeline", dict(seeds["pipeline"][0].files),
                                   "system.yaml"))
     if small:
-        return {k: [s for s in v if s.name in SMALL] for k, v in seeds.items()}
+        seeds = defaultdict(list, {k: [s for s in v if s.name in SMALL] for k, v in seeds.items()})
+    for kind, items in _KINDS.build(work, _cli, ROOT, small).items():
+        seeds[kind] += [Seed(kind, name, files, target, extra) for name, files, target, extra in items]
     return seeds
 
 
@@ -260,6 +281,10 @@ def make_case(seeds: dict[str, list[Seed]], seed: int, index: int, kinds: tuple[
     rng = random.Random(f"{seed}:{index}")
     kind = kinds[index % len(kinds)]
     s = rng.choice(seeds[kind])
+    if kind in NEW_KINDS:
+        command, argv, files = _KINDS.make(kind, rng, (s.name, s.files, s.target, s.args), mutate)
+        return {"index": index, "kind": kind, "seed": s.name, "command": command, "argv": argv,
+                "files": {k: v.hex() for k, v in files.items()}}
     files = dict(s.files)
     while True:
         files[s.target] = mutate(rng, s.files[s.target], kind)
@@ -323,6 +348,8 @@ def _classify(command: str, rc: int | None, out: str, err: str) -> str:
         return "internal"
     if rc == 0 or (command == "validate" and re.search(r"^FAILED: \d+ rank", out + err, re.M)):
         return "ok"  # validate: 2 with findings
+    if command == "sweep" and rc == 1:
+        return "ok"  # points failed, each with its one-line error
     if rc == 2:
         lines = [ln for ln in err.splitlines() if ": error: " in ln or ln.startswith("usage:")]
         if any(ln.startswith("usage:") for ln in err.splitlines()):
@@ -332,14 +359,27 @@ def _classify(command: str, rc: int | None, out: str, err: str) -> str:
 
 
 def _read_back(command: str) -> str | None:
-    """For a convert/jsonize that succeeded: the error reading its output back, if any."""
-    if command == "convert":
+    """For a command that wrote a trace set and succeeded: the error reading it back, or the
+    first structural error it has (a set written although invalid), if any."""
+    if command in ("convert", "transform", "generate"):
         rc, _, err = _call(["stats", "out", "--no-longest-path"])
     elif command == "jsonize":
         rc, _, err = _call(["stats", "--format", "json", "out", "--no-longest-path"])
     else:
         return None
-    return None if rc == 0 else err.strip()[-300:]
+    if rc != 0:
+        return err.strip()[-300:]
+    return _structural("out") if command != "jsonize" else None
+
+
+def _structural(path: str) -> str | None:
+    """The first structural validation error of the set at ``path`` (None when it has none)."""
+    from chakra_core.pipeline._validated import STRUCTURAL_RULES
+    from chakra_core.trace._traceset import open_traceset
+    from chakra_core.validation._validate import validate
+
+    found = [f for f in validate(open_traceset(path)) if f.severity == "error" and f.rule in STRUCTURAL_RULES]
+    return f"written although invalid: {found[0]}" if found else None
 
 
 def _run_case(case: dict, base: Path, timeout: float) -> dict:
@@ -352,6 +392,7 @@ def _run_case(case: dict, base: Path, timeout: float) -> dict:
     for name, hexdata in case["files"].items():
         (d / name).write_bytes(bytes.fromhex(hexdata))
     argv = [a if a != "SET" else str(base / "set") for a in case["argv"]]
+    around = set(os.listdir(base))
     os.chdir(d)
 
     def alarm(signum, frame):
@@ -373,9 +414,20 @@ def _run_case(case: dict, base: Path, timeout: float) -> dict:
         signal.setitimer(signal.ITIMER_REAL, 0)
         os.chdir(base)
         shutil.rmtree(d, ignore_errors=True)
+    escaped = _escaped(base, around)
+    if escaped:
+        outcome, err = "outside-write", f"wrote {escaped} outside its directory"
     last = err.strip().splitlines()[-1][:300] if err.strip() else ""
     return {"index": case["index"], "outcome": outcome, "rc": rc, "message": last,
             "seconds": time.perf_counter() - t0}
+
+
+def _escaped(base: Path, around: set[str]) -> list[str]:
+    """What a case wrote outside its directory (removed, so that later cases start clean)."""
+    found = [str(base / n) for n in set(os.listdir(base)) - around] + [p for p in _OUTSIDE if os.path.lexists(p)]
+    for p in found:
+        shutil.rmtree(p, ignore_errors=True) if os.path.isdir(p) else os.unlink(p)
+    return found
 
 
 def worker(base: str, timeout: float, memory_mb: int) -> None:
@@ -503,7 +555,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per case")
     p.add_argument("--memory-mb", type=int, default=3072, help="address-space limit of the worker")
-    p.add_argument("--kinds", default=",".join(KINDS), help=f"comma-separated subset of {', '.join(KINDS)}")
+    p.add_argument("--kinds", default=",".join(ALL_KINDS), help=f"comma-separated subset of {', '.join(ALL_KINDS)}")
     p.add_argument("--keep", type=Path, help="save the inputs of bad cases here")
     p.add_argument("--small", action="store_true", help="only the quickest seed of each kind")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")

@@ -38,6 +38,15 @@ def test_short_campaign_over_every_kind_and_command(fuzz):
     assert "ok" in outcomes and "error" in outcomes
 
 
+def test_short_campaign_over_the_kinds_of_issue_32(fuzz):
+    """Sweeps with hostile expressions, transform/generate/emulate options, report/diff on damaged
+    results and spans, graph, comm-group files: three cases of each."""
+    fig = fuzz.campaign(3 * len(fuzz.NEW_KINDS), seed=5, small=True, kinds=fuzz.NEW_KINDS)
+    assert fig["bad"] == []
+    assert sorted(fig["by_kind"]) == sorted(fuzz.NEW_KINDS)
+    assert {"sweep", "transform", "generate", "report", "graph", "simulate", "emulate"} <= set(fig["by_command"])
+
+
 def test_cases_are_reproduced_by_their_number(fuzz, tmp_path):
     with contextlib.redirect_stdout(io.StringIO()):
         seeds = fuzz.build_seeds(tmp_path, small=True)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from chakra_core.analysis._report import Report
+from chakra_core.analysis._report import Report, read_result
+from chakra_core.base._errors import TraceFormatError
 
 __all__ = ["Diff", "rows_report"]
 
@@ -81,23 +82,32 @@ def _operators(a: Report, b: Report) -> list[dict[str, Any]]:
 
 def rows_report(path: Path) -> Report:
     """A report of a result.json written without spans: totals and stragglers from its rows,
-    its summary's critical path and collectives."""
-    import json
-
+    its summary's critical path and collectives (a TraceFormatError naming ``path`` when a row or
+    a total is not a number)."""
     from chakra_core.analysis._tables import stragglers
 
-    data = json.loads(path.read_text())
-    rows = [r for r in data.get("ranks", []) if isinstance(r, dict) and "finish_ns" in r]
-    keys = {k for r in rows for k in r if k.endswith("_ns")}
-    summary = data.get("summary", {})
-    finish = int(summary.get("finish_ns", max((r["finish_ns"] for r in rows), default=0)))
-    totals = {k: sum(int(r.get(k, 0)) for r in rows) for k in keys}
+    data = read_result(path)
+    ranks = data.get("ranks", [])
+    rows = [r for r in ranks if isinstance(r, dict) and "finish_ns" in r] if isinstance(ranks, list) else []
+    summary = data["summary"]
+    try:
+        keys = {k for r in rows for k in r if k.endswith("_ns")}
+        finish = _whole(summary.get("finish_ns", max((_whole(r["finish_ns"]) for r in rows), default=0)))
+        totals = {k: sum(_whole(r.get(k, 0)) for r in rows) for k in keys}
+    except (TypeError, ValueError, OverflowError) as e:
+        raise TraceFormatError(f"a time of the result is not a whole number of ns ({e})", str(path)) from None
     totals["finish_ns"] = finish
     cp = summary.get("critical_path") if isinstance(summary.get("critical_path"), dict) else {}
-    colls = [c for c in summary.get("collectives", []) if isinstance(c, dict)]
+    colls = summary.get("collectives", [])
+    colls = [c for c in colls if isinstance(c, dict)] if isinstance(colls, list) else []
     return Report({"source": {"result": str(path), "backend": data.get("backend")}, "finish_ns": finish,
                    "totals": totals, "critical_path": cp, "collectives": colls, "ranks": rows,
                    "stragglers": stragglers(rows) if rows and "compute_ns" in rows[0] else [],
                    "rows_only": True}, None)  # type: ignore[arg-type]
 
 
+def _whole(value: Any) -> int:
+    """``value`` as an int when it is a finite number (bool excluded), else a ValueError."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or abs(value) == float("inf"):
+        raise ValueError(f"{value!r}")
+    return int(value)

@@ -8,7 +8,7 @@ simulator are at hand, are checked by simulating the scaled set.
 
 from __future__ import annotations
 
-import json
+import math
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -17,7 +17,7 @@ from typing import Any
 from chakra_core.analysis._spans import COMM_KINDS, SPAN_KINDS, Spans
 from chakra_core.base._errors import ConfigError, TraceFormatError
 
-__all__ = ["Report", "analyse", "spans_of_result", "parse_what_if"]
+__all__ = ["Report", "analyse", "spans_of_result", "read_result", "parse_what_if"]
 
 #: what-if targets: span kinds, and the ``scale`` transform option that checks them
 _TARGETS = {
@@ -79,8 +79,8 @@ def parse_what_if(specs: Sequence[str] | None) -> list[tuple[str, str, float]]:
             factor = float(value)
         except ValueError:
             factor = 0.0
-        if not sep or factor <= 0:
-            raise ConfigError(f"what-if {spec!r}: expected TARGET=FACTOR with FACTOR > 0 (e.g. compute=2, "
+        if not sep or not math.isfinite(factor) or factor <= 0:
+            raise ConfigError(f"what-if {spec!r}: expected TARGET=FACTOR with a finite FACTOR > 0 (e.g. compute=2, "
                               "name:aten::mm=1.5)")
         if target.startswith("name:"):
             out.append(("name", target[5:], factor))
@@ -184,17 +184,28 @@ def _what_if(spans: Spans, cp: Any, finish: int, kind: str, target: str, factor:
     return out
 
 
+def read_result(path: Path) -> dict[str, Any]:
+    """The object of a ``result.json`` (a TraceFormatError naming ``path`` when it is not one:
+    unreadable, malformed or nested past the depth limit, no ``summary`` object, ``files`` not a list)."""
+    from chakra_core.base._docparse import decode_text, parse_json
+
+    try:
+        data = parse_json(decode_text(path.read_bytes(), str(path), TraceFormatError), str(path), TraceFormatError)
+    except OSError as e:
+        raise TraceFormatError(f"cannot read a result ({e.strerror or e})", str(path)) from None
+    if not isinstance(data, dict) or not isinstance(data.get("summary"), dict):
+        raise TraceFormatError("not a result.json (no 'summary' object)", str(path))
+    if not isinstance(data.get("files", []), list):
+        raise TraceFormatError("'files' is not a list", str(path))
+    return data
+
+
 def spans_of_result(path: str | os.PathLike) -> tuple[dict[str, Any], Spans]:
     """A ``result.json`` and the spans written with it (``spans.npz`` listed in its files)."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        raise TraceFormatError(f"cannot read a result ({e})", str(path)) from None
-    if not isinstance(data, dict) or "summary" not in data:
-        raise TraceFormatError("not a result.json (no 'summary')", str(path))
+    data = read_result(path)
     for f in data.get("files", []):
-        if str(f).endswith("spans.npz"):
+        if isinstance(f, str) and f.endswith("spans.npz"):
             for candidate in (Path(f), path.parent / Path(f).name):
                 if candidate.is_file():
                     return data, Spans.load(candidate)

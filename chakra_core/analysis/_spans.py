@@ -9,6 +9,8 @@ are interned in tables and the columns hold their indices.
 from __future__ import annotations
 
 import json
+import zipfile
+import zlib
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -166,18 +168,24 @@ class Spans:
 
     @classmethod
     def load(cls, path: str | Path) -> Spans:
-        """Read spans written by :meth:`save` (a TraceFormatError naming ``path`` when it is not one)."""
+        """Read spans written by :meth:`save` (a TraceFormatError naming ``path`` when it is not one:
+        a damaged archive, a column of another length, an index past its table)."""
         try:
             with np.load(path, allow_pickle=False) as z:
                 meta = json.loads(str(z["meta"]))
-                if meta.get("format") != _FORMAT:
-                    raise ValueError(f"format {meta.get('format')!r}")
+                if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
+                    raise ValueError(f"format {meta.get('format') if isinstance(meta, dict) else meta!r}")
                 cols = {k: z[k] for k in _INT_COLUMNS}
                 flows = (z["flow_src"], z["flow_dst"], z["flow_kind"])
-        except (OSError, ValueError, KeyError, json.JSONDecodeError) as e:
-            raise TraceFormatError(f"not a spans file written by chakra ({e})", str(path)) from None
-        return cls(cols, meta["names"], meta["tracks"], meta["strings"], flows,
-                   {int(k): v for k, v in meta["ranks_of"].items()}, meta["nranks"])
+            spans = cls(cols, _strings(meta, "names"), _strings(meta, "tracks"), _strings(meta, "strings"),
+                        flows, {int(k): [int(r) for r in v] for k, v in dict(meta["ranks_of"]).items()},
+                        int(meta["nranks"]))
+            _check_indices(spans)
+        except (OSError, EOFError, ValueError, KeyError, TypeError, OverflowError, RecursionError,
+                zlib.error, zipfile.BadZipFile) as e:
+            raise TraceFormatError(f"not a spans file written by chakra ({type(e).__name__}: {e})",
+                                   str(path)) from None
+        return spans
 
     def frame(self) -> Any:
         """The spans as a pandas DataFrame (strings resolved; needs the ``report`` extra)."""
@@ -193,6 +201,33 @@ class Spans:
             "algorithm": _lookup(self.strings, self.algorithm), "match": self.match,
             "comm_type": self.comm_type,
         })
+
+
+def _strings(meta: Mapping[str, Any], key: str) -> list[str]:
+    values = meta[key]
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise ValueError(f"meta {key!r} is not a list of strings")
+    return values
+
+
+def _check_indices(spans: Spans) -> None:
+    """Raise ValueError when a column indexes past its table or a time is negative."""
+    n = len(spans)
+    bounds = {"name": (0, len(spans.names)), "track": (0, len(spans.tracks)), "kind": (0, len(SPAN_KINDS)),
+              "group": (-1, len(spans.strings)), "algorithm": (-1, len(spans.strings)),
+              "rank": (0, 1 << 31), "start_ns": (0, 1 << 63), "dur_ns": (0, 1 << 63)}
+    for key, (low, high) in bounds.items():
+        col = getattr(spans, key)
+        if n and (int(col.min()) < low or int(col.max()) >= high):
+            raise ValueError(f"column {key!r} holds values outside [{low}, {high})")
+    if not len(spans.flow_src) == len(spans.flow_dst) == len(spans.flow_kind):
+        raise ValueError("flow columns of different lengths")
+    for key, high in (("flow_src", n), ("flow_dst", n), ("flow_kind", len(FLOW_KINDS))):
+        col = getattr(spans, key)
+        if len(col) and (int(col.min()) < 0 or int(col.max()) >= high):
+            raise ValueError(f"column {key!r} holds values outside [0, {high})")
+    if spans.nranks < 0 or spans.nranks > 1 << 31:
+        raise ValueError(f"nranks {spans.nranks}")
 
 
 def _lookup(table: list[str], index: np.ndarray) -> np.ndarray:

@@ -25,7 +25,8 @@ class Option:
 
     ``type`` is one of int, float, str, path, bool, list, dict, any (a ``path`` is a string that
     a YAML pipeline resolves relative to the pipeline file); ``choices`` restricts the values;
-    ``unit`` documents the value's unit (e.g. "us", "bytes", "GB/s").
+    ``unit`` documents the value's unit (e.g. "us", "bytes", "GB/s"); ``inline`` lets a ``path``
+    option also take the file's content as a mapping (a pipeline's inline ``system:``).
     """
 
     type: str = "str"
@@ -35,6 +36,7 @@ class Option:
     required: bool = False
     unit: str = ""
     minimum: float | None = None
+    inline: bool = False
 
     def declaration_error(self) -> str | None:
         """What is wrong with this declaration (an unknown type, a default of the wrong type), or None."""
@@ -95,6 +97,8 @@ def _from_text(key: str, spec: Option, value: str, owner: str) -> Any:
 
 def _check_type(key: str, spec: Option, value: Any, owner: str) -> Any:
     want = spec.type
+    if want == "path" and spec.inline and isinstance(value, dict):
+        return value
     if want == "bool" and type(value) is int and value in (0, 1):
         return bool(value)
     if want == "float" and isinstance(value, int) and not isinstance(value, bool):
@@ -102,6 +106,9 @@ def _check_type(key: str, spec: Option, value: Any, owner: str) -> Any:
     typ = _TYPES[want]
     if want == "int" and isinstance(value, bool) or not isinstance(value, typ):
         raise ConfigError(f"{owner}: option {key!r} wants {want}, got {type(value).__name__} {value!r}")
+    if want == "int" and isinstance(value, int) and not -(1 << 63) <= value < 1 << 63:
+        raise ConfigError(f"{owner}: option {key!r} must be a whole number from -2**63 to 2**63-1, got a number "
+                          f"of about {int(value.bit_length() * 0.30103) + 1} digits")
     return value
 
 

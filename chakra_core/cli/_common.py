@@ -11,10 +11,12 @@ if TYPE_CHECKING:
     from chakra_core.host._plugins import PluginHost
 
 __all__ = ["add_plugin_options", "add_input_options", "add_output_options", "input_kwargs", "host_of",
-           "print_json", "print_paths", "print_traces", "print_written", "shown_ranks"]
+           "print_json", "print_paths", "print_traces", "print_written", "shown_ranks", "shorten"]
 
 #: longest list of paths printed in full without --verbose
 SHOWN_PATHS = 10
+#: longest error message printed in full (characters); a message echoing a huge input is cut
+MESSAGE_CHARS = 600
 
 
 def add_plugin_options(parser) -> None:
@@ -98,3 +100,13 @@ def shown_ranks(ranks: Sequence[Any], most: int, verbose: bool):
         if long and i == 4:
             print(f"... {len(ranks) - 8} more ranks (all of them with chakra --verbose, or --json)")
         yield r
+
+
+def shorten(message: str, most: int = MESSAGE_CHARS) -> str:
+    """``message`` on one line and at most about ``most`` characters: a longer one keeps its start
+    and its end around ``... (N characters left out) ...``."""
+    one = " ".join(message.split())
+    if len(one) <= most:
+        return one
+    head, tail = most * 2 // 3, most // 3
+    return f"{one[:head]} ... ({len(one) - head - tail} characters left out) ... {one[-tail:]}"

@@ -1,5 +1,5 @@
 """``chakra convert INPUT... [--format NAME] -o OUT [-O key=value ...] [-j N] [--executor NAME]
-[-E key=value ...]``."""
+[-E key=value ...] [--no-validate]``."""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ def add_arguments(p) -> None:
     p.add_argument("-E", dest="executor_opts", action="append", default=[], metavar="KEY=VALUE",
                    help="executor option, e.g. -E address=auto (repeatable)")
     add_plugin_options(p)
+    p.add_argument("--no-validate", action="store_true",
+                   help="write the set even when it has validation errors (cycles, dangling dependencies, ...)")
 
 
 def run(args) -> int:
@@ -30,7 +32,8 @@ def run(args) -> int:
 
     args.input_opts = args.opts + args.input_opts
     result = convert(args.inputs, args.output, gzip=args.gzip, jobs=args.jobs, executor=args.executor,
-                     executor_options=parse_kv(args.executor_opts), **input_kwargs(args))
+                     executor_options=parse_kv(args.executor_opts), validate=not args.no_validate,
+                     **input_kwargs(args))
     for note in result.notes:
         print(f"note: {note}", file=sys.stderr)
     print_written(result, args)

@@ -1,4 +1,4 @@
-"""``chakra generate NAME -o OUT [-O key=value ...] [--gzip] [--json]``."""
+"""``chakra generate NAME -o OUT [-O key=value ...] [--gzip] [--json] [--no-validate]``."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ def add_arguments(p) -> None:
     p.add_argument("name", metavar="NAME", help="a registered generator (chakra plugins lists them)")
     add_output_options(p)
     add_plugin_options(p)
+    p.add_argument("--no-validate", action="store_true",
+                   help="write the set even when it has validation errors (cycles, dangling dependencies, ...)")
 
 
 def run(args) -> int:
@@ -17,6 +19,7 @@ def run(args) -> int:
     from chakra_core.base._options import parse_kv
     from chakra_core.pipeline._commands import generate
 
-    traces = generate(args.name, parse_kv(args.opts), output=args.output, gzip=args.gzip, host=host_of(args))
+    traces = generate(args.name, parse_kv(args.opts), output=args.output, gzip=args.gzip,
+                      validate=not args.no_validate, host=host_of(args))
     print_traces(traces, args)
     return 0

@@ -12,6 +12,8 @@ import os
 import sys
 import warnings
 
+from chakra_core.cli._common import shorten
+
 __all__ = ["main", "COMMANDS"]
 
 #: command -> (module under chakra_core.cli, one-line help)
@@ -38,7 +40,7 @@ COMMANDS = {
 
 
 def _format_warning(message, category, filename, lineno, file=None, line=None):
-    return f"chakra: warning: {message}\n"
+    return f"chakra: warning: {shorten(str(message))}\n"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -93,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     except ChakraError as e:
         if args.debug:
             raise
-        print(f"chakra {args.command}: error: {e}", file=sys.stderr)
+        print(f"chakra {args.command}: error: {shorten(str(e))}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # the reader of stdout went away (e.g. `| head`): not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -102,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             raise
         where = f"{e.filename}: " if e.filename else ""
-        print(f"chakra {args.command}: error: {where}{e.strerror or e}", file=sys.stderr)
+        print(f"chakra {args.command}: error: {shorten(f'{where}{e.strerror or e}')}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:  # a PluginInterrupt names the plugin that was running
         print(f"chakra: interrupted {e}".rstrip(), file=sys.stderr)
@@ -117,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             raise
         where = _innermost_package(e)
-        print(f"chakra {args.command}: internal error{where}: {type(e).__name__}: {e} "
+        print(f"chakra {args.command}: internal error{where}: {type(e).__name__}: {shorten(str(e))} "
               f"(a bug, not bad input; chakra --debug {args.command} ... shows the traceback)", file=sys.stderr)
         return 1
 

@@ -1,11 +1,11 @@
 """``chakra sweep PIPELINE.yaml [--executor NAME] [-O key=value ...] [-o OUT] [-j N] [--resume]
-[--timeout S] [--check] [--json]``."""
+[--timeout S] [--check] [--max-points N] [--plan-timeout S] [--json]``."""
 
 from __future__ import annotations
 
 import sys
 
-from chakra_core.cli._common import add_plugin_options, host_of, print_json
+from chakra_core.cli._common import add_plugin_options, host_of, print_json, shorten
 
 
 def add_arguments(p) -> None:
@@ -21,20 +21,25 @@ def add_arguments(p) -> None:
     p.add_argument("--timeout", dest="timeout_s", type=float, metavar="S",
                    help="seconds per point (overrides sweep.timeout_s)")
     p.add_argument("--check", action="store_true", help="only validate every point")
+    p.add_argument("--max-points", type=int, default=None, metavar="N",
+                   help="the most points the sweep may have (default 10000)")
+    p.add_argument("--plan-timeout", type=float, default=None, metavar="S",
+                   help="seconds that planning the points may take (default 300)")
     p.add_argument("--json", action="store_true", help="print the summary and the table as JSON")
 
 
 def run(args) -> int:
     """Run the sweep; print the counts and the tables written; exit 1 when a point failed."""
     from chakra_core.base._options import parse_kv
-    from chakra_core.sweeps._sweep import sweep
+    from chakra_core.sweeps._sweep import MAX_POINTS, PLAN_TIMEOUT_S, sweep
 
     out = sweep(args.pipeline, args.output, executor=args.executor, executor_options=parse_kv(args.opts),
                 jobs=args.jobs, resume=args.resume, timeout_s=args.timeout_s, check=args.check,
-                host=host_of(args))
+                host=host_of(args), max_points=args.max_points or MAX_POINTS,
+                plan_timeout_s=args.plan_timeout or PLAN_TIMEOUT_S)
     for row in out["rows"]:
         if row["status"] in ("failed", "timeout"):
-            print(f"point {row['point']}: {row['status']}: {row['error']}", file=sys.stderr)
+            print(f"point {row['point']}: {row['status']}: {shorten(str(row['error']))}", file=sys.stderr)
     if args.json:
         print_json(out)
     elif args.check:

@@ -1,4 +1,4 @@
-"""``chakra transform PATH NAME... -o OUT [-O key=value ...] [--gzip] [--json]``."""
+"""``chakra transform PATH NAME... -o OUT [-O key=value ...] [--gzip] [--json] [--no-validate]``."""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ def add_arguments(p) -> None:
     add_output_options(p)
     add_input_options(p)
     add_plugin_options(p)
+    p.add_argument("--no-validate", action="store_true",
+                   help="write the set even when it has validation errors (cycles, dangling dependencies, ...)")
 
 
 def run(args) -> int:
@@ -26,6 +28,6 @@ def run(args) -> int:
     from chakra_core.pipeline._commands import transform
 
     traces = transform(args.input, args.names, parse_kv(args.opts), output=args.output, gzip=args.gzip,
-                       **input_kwargs(args))
+                       validate=not args.no_validate, **input_kwargs(args))
     print_traces(traces, args)
     return 0

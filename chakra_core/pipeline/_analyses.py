@@ -168,6 +168,10 @@ def graph(inputs: Any, output: str | os.PathLike, *, rank: int = 0, around: int 
     ``output``: ``.dot`` (Graphviz), ``.svg`` (drawn here, layered by dependency depth) or
     ``.graphml``.  Returns ``{"path", "format", "rank", "nodes", "edges", "rank_nodes"}``."""
     from chakra_core.pipeline._commands import _input_pipeline
+    if around is not None and not 0 <= around < 1 << 64:
+        raise ConfigError(f"--around {around}: a node id is a whole number from 0 to 2**64-1")
+    if depth < 0 or max_nodes < 1:
+        raise ConfigError(f"--depth must be >= 0 and --max-nodes >= 1, got {depth} and {max_nodes}")
     graph_format(output, depth)
     traces = _input_pipeline(inputs, format, input_options, host).load()
     return draw_graph(traces, output, rank=rank, around=around, depth=depth, max_nodes=max_nodes)

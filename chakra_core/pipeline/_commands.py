@@ -19,6 +19,7 @@ from chakra_core.base._progress import progress
 from chakra_core.host._api import Result
 from chakra_core.host._plugins import PluginHost, get_host
 from chakra_core.pipeline._pipeline import Pipeline, Stage, detect_format, resolve_stage
+from chakra_core.pipeline._validated import write_validated_set
 from chakra_core.trace._traceset import TraceSet
 from chakra_core.validation._validate import Finding
 
@@ -74,15 +75,16 @@ def _input_pipeline(inputs: Inputs, format: str | None, input_options: Mapping[s
 def convert(inputs: Inputs, output: str | os.PathLike, *, format: str | None = None,
             input_options: Mapping[str, Any] | None = None, gzip: bool = False, jobs: int | None = None,
             executor: str | None = None, executor_options: Mapping[str, Any] | None = None,
-            host: PluginHost | None = None) -> Result:
+            validate: bool = True, host: PluginHost | None = None) -> Result:
     """Convert to a ``.et`` set at ``output`` (a directory: ``trace.{rank}.et``; else a prefix).
 
     All ranks are published together; files of an earlier set at ``output`` that the new one
     lacks are removed.  With ``jobs`` (workers) or ``executor`` (a sweep executor: ``local``,
     ``ray``, ``dask``, with its ``executor_options``), a format whose ranks convert
     independently (``per_rank``) is converted in that many parts at once, to the same bytes;
-    another format is converted in this process (a note says so).  The Result lists the files;
-    ``summary`` is ``{"ranks": N}``.
+    another format is converted in this process (a note says so).  The set is written only when
+    it passes validation (unless ``validate`` is False; :func:`write_validated_set`).  The Result
+    lists the files; ``summary`` is ``{"ranks": N}``.
     """
     pipe = _input_pipeline(inputs, format, input_options, host)
     notes = []
@@ -96,14 +98,12 @@ def convert(inputs: Inputs, output: str | os.PathLike, *, format: str | None = N
             opts["workers"] = jobs
         checked = impl.check_options(opts)
         if can_fan_out(pipe):
-            paths = write_parts(pipe, output, impl, checked, compress=gzip, replace_stale=True)
+            paths = write_parts(pipe, output, impl, checked, compress=gzip, replace_stale=True, validate=validate)
             return Result("convert", "converter", {"ranks": len(paths)}, files=[str(p) for p in paths],
                           provenance=pipe.provenance())
         name = pipe.input.name if pipe.input is not None else "the opened set"
         notes.append(f"format {name} does not convert its ranks independently: converted in one process")
-    traces = pipe.load()
-    with progress("converting", total=len(traces)) as bar:
-        paths = traces.write(output, compress=gzip, progress=bar, replace_stale=True)
+    paths = write_validated_set(pipe.load(), output, compress=gzip, validate=validate)
     return Result("convert", "converter", {"ranks": len(paths)}, files=[str(p) for p in paths],
                   notes=notes, provenance=pipe.provenance())
 
@@ -111,13 +111,14 @@ def convert(inputs: Inputs, output: str | os.PathLike, *, format: str | None = N
 def transform(inputs: Inputs, name: str | Sequence[str],
               options: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None, *,
               output: str | os.PathLike | None = None, gzip: bool = False, format: str | None = None,
-              input_options: Mapping[str, Any] | None = None, host: PluginHost | None = None) -> TraceSet:
+              input_options: Mapping[str, Any] | None = None, validate: bool = True,
+              host: PluginHost | None = None) -> TraceSet:
     """Apply the registered transform ``name`` (or several names, in order) with ``options``.
 
     For several names, ``options`` is one mapping per name, or one mapping whose keys are
     ``NAME.key`` or a plain ``key`` that exactly one of the transforms declares.  The new set is
-    lazy; with ``output`` it is written there (as :func:`convert` writes) and the written set is
-    returned.
+    lazy; with ``output`` it is written there (as :func:`convert` writes, only when valid unless
+    ``validate`` is False) and the written set is returned.
     """
     names = [name] if isinstance(name, str) else list(name)
     if not names:
@@ -127,7 +128,7 @@ def transform(inputs: Inputs, name: str | Sequence[str],
     impls = [h.registry.get("transform", n) for n in names]
     for n, opts in zip(names, _route_options(names, impls, options)):
         pipe.transforms.append(resolve_stage(h, "transform", n, opts))
-    return _written(pipe.load(), output, gzip)
+    return _written(pipe.load(), output, gzip, validate)
 
 
 def _route_options(names: Sequence[str], impls: Sequence[Any],
@@ -155,24 +156,25 @@ def _route_options(names: Sequence[str], impls: Sequence[Any],
     return out
 
 
-def _written(traces: TraceSet, output: str | os.PathLike | None, gzip: bool) -> TraceSet:
-    """``traces`` itself, or written to ``output`` and opened from the files."""
+def _written(traces: TraceSet, output: str | os.PathLike | None, gzip: bool, validate: bool) -> TraceSet:
+    """``traces`` itself, or written to ``output`` (when valid, or ``validate`` is False) and
+    opened from the files."""
     if output is None:
         return traces
     from chakra_core.trace._traceset import open_traceset
 
-    with progress("writing", total=len(traces)) as bar:
-        paths = traces.write(output, compress=gzip, progress=bar, replace_stale=True)
+    paths = write_validated_set(traces, output, compress=gzip, validate=validate)
     return open_traceset([str(p) for p in paths])
 
 
 def generate(name: str, options: Mapping[str, Any] | None = None, *, output: str | os.PathLike | None = None,
-             gzip: bool = False, host: PluginHost | None = None) -> TraceSet:
+             gzip: bool = False, validate: bool = True, host: PluginHost | None = None) -> TraceSet:
     """Run the registered generator ``name`` with ``options``; the set is lazy (ranks are made
-    while they are read), or, with ``output``, written there and opened from the files."""
+    while they are read), or, with ``output``, written there (only when valid, unless ``validate``
+    is False) and opened from the files."""
     h = host or get_host()
     stage = resolve_stage(h, "generator", name, options)
-    return _written(Pipeline(None, [], stage, host=h).load(), output, gzip)
+    return _written(Pipeline(None, [], stage, host=h).load(), output, gzip, validate)
 
 
 def simulate(inputs: Inputs, backend: str = "simpy", *, options: Mapping[str, Any] | None = None,
@@ -295,9 +297,11 @@ def jsonize(inputs: Inputs, output: str | os.PathLike, *, lines: bool = False, f
     """Write the JSON form (JSON Lines with ``lines`` or an ``output`` ending in ``.jsonl``).
 
     One rank: ``output`` is the file; several: ``output/trace.{rank}.json`` when ``output`` is a
-    directory (or ends in ``/``), else ``output.{rank}.json``.
+    directory (or ends in ``/``), else ``output.{rank}.json``.  The files are published together
+    (docs/formats.md): a failure (a full disk) leaves the earlier output as it was.
     """
     from chakra_core.io._jsonform import write_json
+    from chakra_core.io._publish import commit_files, publish_files
     from chakra_core.trace._traceset import with_process_groups
 
     pipe = _input_pipeline(inputs, format, input_options, host)
@@ -306,18 +310,15 @@ def jsonize(inputs: Inputs, output: str | os.PathLike, *, lines: bool = False, f
     lines = lines or str(output).endswith(".jsonl")
     ext = ".jsonl" if lines else ".json"
     as_dir = out.is_dir() or str(output).endswith(("/", os.sep))
-    files = []
-    with progress("writing JSON", total=len(traces)) as bar:
-        for rt in traces:
-            if as_dir:
-                target = out / f"trace.{rt.rank}{ext}"
-            elif len(traces) == 1:
-                target = out
-            else:
-                target = Path(f"{out}.{rt.rank}{ext}")
+    target = out / "trace" if as_dir else out
+    names = [f"trace.{r}{ext}" if as_dir else out.name if len(traces) == 1 else f"{out.name}.{r}{ext}"
+             for r in traces.ranks]
+    with publish_files(target) as stage, progress("writing JSON", total=len(traces)) as bar:
+        for rt, name in zip(traces, names):
             meta = with_process_groups(rt.metadata(), traces.process_groups)
-            write_json(target, meta, rt.nodes(), rank=rt.rank, lines=lines)
-            files.append(str(target))
+            write_json(stage / name, meta, rt.nodes(), rank=rt.rank, lines=lines)
             bar.advance()
+        commit_files(stage, names)
+    files = [str(target.parent / n) for n in names]
     return Result("jsonize", "converter", {"ranks": len(files)}, files=files,
                   provenance=pipe.provenance())

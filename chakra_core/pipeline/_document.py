@@ -47,6 +47,7 @@ def check_pipeline(data: Any, source: str, lines: YamlLines | None,
     """Return ``data`` when it is a pipeline document by ``schema`` (default: the pipeline's,
     with any mapping as ``sweep:``); else raise ConfigError for its first violation."""
     _backends_listed(data, source, lines)
+    _no_nul(data, source, lines)
     first = _first_violation(data, schema or pipeline_schema(), lines)
     if first is not None:
         raise ConfigError(first[0], source, _line(lines, first[1]))
@@ -61,6 +62,26 @@ def _backends_listed(data: Any, source: str, lines: YamlLines | None) -> None:
     backends = data["backends"]
     if not (isinstance(backends, list) and backends):
         raise ConfigError("'backends' must be a non-empty list", source, _line(lines, ("backends",)))
+
+
+def _no_nul(data: Any, source: str, lines: YamlLines | None) -> None:
+    """Refuse a NUL character in any key or string of the document (no path or name holds one)."""
+    stack: list[tuple[Any, tuple]] = [(data, ())]
+    seen: set[int] = set()
+    while stack:
+        item, place = stack.pop()
+        if isinstance(item, str) and "\0" in item:
+            raise ConfigError(f"{_key_path(place)}: a NUL character is not allowed in a string", source,
+                              _line(lines, place))
+        if isinstance(item, (dict, list)):
+            if id(item) in seen:  # a YAML alias: its values were walked where it was first met
+                continue
+            seen.add(id(item))
+        if isinstance(item, dict):
+            stack.extend((k, (*place, k)) for k in item if isinstance(k, str))
+            stack.extend((v, (*place, k)) for k, v in item.items())
+        elif isinstance(item, list):
+            stack.extend((v, (*place, i)) for i, v in enumerate(item))
 
 
 def _first_violation(data: Any, schema: Mapping[str, Any], lines: YamlLines | None) -> tuple[str, tuple] | None:

@@ -366,8 +366,12 @@ def _use_inline_system(system: dict[str, Any], stages: Sequence[Stage], source: 
         where = f"system: {e.location}: " if e.location else "system: "
         raise ConfigError(where + e.message, source) from None
     for st in stages:
-        takes = all(k in (getattr(st.impl, "options", None) or {}) for k in SYSTEM_OPTIONS)
+        declared = getattr(st.impl, "options", None) or {}
+        takes = all(k in declared for k in SYSTEM_OPTIONS)
         if takes and all(st.options.get(k) is None for k in SYSTEM_OPTIONS):
+            if not declared["system"].inline:
+                raise ConfigError(f"system: {st.kind} {st.name!r} takes its system description as a file only "
+                                  "(its option 'system' is a path): give it options: {system: FILE}", source)
             st.options["system"] = system
 
 

@@ -22,6 +22,7 @@ from chakra_core.base import _errors
 from chakra_core.base._errors import ChakraError
 from chakra_core.base._progress import progress
 from chakra_core.pipeline._pipeline import Pipeline
+from chakra_core.pipeline._validated import refuse_staged
 from chakra_core.trace._traceset import publish_set
 
 __all__ = ["RankPart", "can_fan_out", "rank_parts", "convert_part", "part_error", "succeeded", "parts_for",
@@ -123,10 +124,11 @@ def parts_for(options: Mapping[str, Any]) -> int:
 
 
 def write_parts(pipe: Pipeline, output: str | os.PathLike, impl: Any, options: Mapping[str, Any],
-                compress: bool = False, replace_stale: bool = False) -> list[Path]:
+                compress: bool = False, replace_stale: bool = False, validate: bool = False) -> list[Path]:
     """Convert the pipeline's input (and transforms) to a ``.et`` set at ``output`` on the
     executor ``impl`` (its checked ``options``), as :meth:`TraceSet.write` would write it;
-    raises the first part's error (nothing is published then)."""
+    raises the first part's error, or with ``validate`` the set's first validation error
+    (nothing is published then)."""
     parts = parts_for(options)
 
     def write(stage: Path, name: str, suffix: str) -> list[str]:
@@ -142,6 +144,8 @@ def write_parts(pipe: Pipeline, output: str | os.PathLike, impl: Any, options: M
                     bar.advance()
             finally:
                 results.close()
+        if validate:
+            refuse_staged(stage, names, names, output)
         return names
 
     return publish_set(output, write, compress, replace_stale)

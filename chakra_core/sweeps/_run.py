@@ -12,13 +12,13 @@ timeout (:mod:`chakra_core.sweeps._workerpool`).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from chakra_core.base._deadline import PointTimeout, deadline
 from chakra_core.base._errors import ChakraError
+from chakra_core.sweeps._confine import confine_outputs, output_names, real_directory
 
 __all__ = ["PointTask", "PointTimeout", "run_point", "deadline", "output_names"]
 
@@ -37,17 +37,6 @@ class PointTask:
     output: str
     input_key: str | None = None
     timeout_s: float | None = None
-
-
-def output_names(names: Sequence[str]) -> list[str]:
-    """Each backend's directory inside a point's directory: its name, ``-2``, ``-3`` for repeats."""
-    out: list[str] = []
-    seen: dict[str, int] = {}
-    for name in names:
-        bare = name.rsplit(":", 1)[-1]
-        seen[bare] = seen.get(bare, 0) + 1
-        out.append(bare if seen[bare] == 1 else f"{bare}-{seen[bare]}")
-    return out
 
 
 def run_point(task: PointTask) -> dict[str, Any]:
@@ -80,9 +69,10 @@ def _run(task: PointTask) -> tuple[dict[str, Any], dict[str, Any]]:
 
     pipe = load_pipeline(task.document, base_dir=task.base_dir, source=task.source)
     out = Path(task.output)
-    point_dir = out / "points" / task.key
-    for b, name in zip(pipe.backends, output_names([b.name for b in pipe.backends])):
-        b.output = point_dir / name
+    point_dir = real_directory(out, "points", task.key)
+    confine_outputs(pipe.backends, task.document, point_dir)
+    for name in output_names([b.name for b in pipe.backends]):
+        real_directory(point_dir, name)
     traces = cached_traces(pipe, out / "cache", task.input_key)
     with validated(pipe, out / "cache", task.input_key):
         ran = pipe.run(traces)

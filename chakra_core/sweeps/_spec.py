@@ -64,6 +64,11 @@ class SweepSpec:
     timeout_s: float | None
 
     @property
+    def size(self) -> int:
+        """The number of points: the grid's combinations times the random draws (computed, not made)."""
+        return math.prod(len(v) for v in self.grid.values()) * (self.count if self.random_params else 1)
+
+    @property
     def parameters(self) -> list[str]:
         """The swept paths, grid first, in the order they were given."""
         return [*self.grid, *self.random_params]

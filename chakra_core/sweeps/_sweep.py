@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from chakra_core.base._deadline import PointTimeout, deadline
 from chakra_core.base._errors import ChakraError, ConfigError
 from chakra_core.base._progress import Progress, progress
 from chakra_core.host._plugins import PluginHost, get_host
@@ -30,6 +31,7 @@ from chakra_core.pipeline._document import check_pipeline, read_document
 from chakra_core.pipeline._inputcache import digests_of, input_key, runs_conversion
 from chakra_core.pipeline._pipeline import Pipeline, load_pipeline
 from chakra_core.pipeline._rankparts import can_fan_out
+from chakra_core.sweeps._confine import confine_outputs, real_directory
 from chakra_core.sweeps._convert import convert_inputs
 from chakra_core.sweeps._run import PointTask, run_point
 from chakra_core.sweeps._schema import full_schema
@@ -37,6 +39,12 @@ from chakra_core.sweeps._spec import Point, SweepSpec, expand, parse_sweep
 from chakra_core.sweeps._table import table_rows, write_tables
 
 __all__ = ["sweep", "plan_sweep", "SweepPlan"]
+
+#: the most points a sweep may have unless ``max_points`` (``--max-points``) raises it
+MAX_POINTS = 10_000
+#: seconds that planning (expanding the points, checking each one) may take unless
+#: ``plan_timeout_s`` (``--plan-timeout``) changes it
+PLAN_TIMEOUT_S = 300.0
 
 _MANIFEST = "sweep.json"
 _RECORD = "point.json"
@@ -101,9 +109,11 @@ def _fingerprint(doc: Mapping[str, Any], pipe: Pipeline, digests: dict[str, str]
 
 def plan_sweep(spec: str | os.PathLike | Mapping[str, Any], output: str | os.PathLike | None = None, *,
                timeout_s: float | None = None, host: PluginHost | None = None,
-               base_dir: str | os.PathLike | None = None) -> SweepPlan:
+               base_dir: str | os.PathLike | None = None, max_points: int = MAX_POINTS,
+               plan_timeout_s: float = PLAN_TIMEOUT_S) -> SweepPlan:
     """Expand a pipeline's sweep and validate every point's resolved pipeline; raises
-    ConfigError naming the first bad point and its values."""
+    ConfigError naming the first bad point and its values, or when the sweep has more than
+    ``max_points`` points, or when planning takes more than ``plan_timeout_s`` seconds."""
     host = host or get_host()
     data, source, base = _read(spec, base_dir)
     if "sweep" not in data:
@@ -113,9 +123,30 @@ def plan_sweep(spec: str | os.PathLike | Mapping[str, Any], output: str | os.Pat
         if timeout_s <= 0:
             raise ConfigError(f"the timeout must be > 0 seconds, got {timeout_s}")
         sweep_spec.timeout_s = timeout_s
+    _check_bounds(sweep_spec, source, max_points, plan_timeout_s)
+    out = Path(output) if output is not None else base / "out" / f"{Path(source).stem}-sweep"
+    try:
+        with deadline(plan_timeout_s):
+            return _plan(data, source, base, sweep_spec, out, host)
+    except PointTimeout:
+        raise ConfigError(f"planning the sweep took more than {plan_timeout_s:g} s (its points and their "
+                          "expressions; give more time with --plan-timeout S)", source) from None
+
+
+def _check_bounds(spec: SweepSpec, source: str, max_points: int, plan_timeout_s: float) -> None:
+    """Refuse a sweep of more than ``max_points`` points before any point is made."""
+    if not isinstance(plan_timeout_s, (int, float)) or not plan_timeout_s > 0:
+        raise ConfigError(f"the planning time limit must be > 0 seconds, got {plan_timeout_s}")
+    if spec.size > max_points:
+        size = str(spec.size) if spec.size < 10**15 else f"about 10**{len(str(spec.size)) - 1}"
+        raise ConfigError(f"the sweep has {size} points, more than the limit of {max_points} "
+                          f"(raise it with --max-points {spec.size}, or max_points= in Python)", source)
+
+
+def _plan(data: dict[str, Any], source: str, base: Path, sweep_spec: SweepSpec, out: Path,
+          host: PluginHost) -> SweepPlan:
     base_doc = {k: v for k, v in data.items() if k != "sweep"}
     points = expand(base_doc, sweep_spec, source)
-    out = Path(output) if output is not None else base / "out" / f"{Path(source).stem}-sweep"
     tasks: dict[int, PointTask] = {}
     inputs: dict[str, Pipeline] = {}
     digests: dict[str, str] = {}
@@ -125,6 +156,7 @@ def plan_sweep(spec: str | os.PathLike | Mapping[str, Any], output: str | os.Pat
         try:
             pipe = load_pipeline(p.document, host, base, source=source)
             key, ikey = _fingerprint(p.document, pipe, digests)
+            confine_outputs(pipe.backends, p.document, out / "points" / key)
         except ChakraError as e:
             inner = e.message if e.where == source and not e.location else str(e)
             raise ConfigError(f"{p.label}: {inner}", source) from None
@@ -140,6 +172,8 @@ def _check_output(out: Path) -> None:
         raise ConfigError("the sweep's output must be a directory", str(out))
     if out.is_dir() and any(out.iterdir()) and not (out / _MANIFEST).is_file():
         raise ConfigError(f"not empty and not a sweep's directory (no {_MANIFEST}); give another -o", str(out))
+    for part in ("points", "cache"):
+        real_directory(out, part)
 
 
 def _earlier(out: Path, tasks: Iterable[PointTask]) -> dict[int, dict[str, Any]]:
@@ -156,7 +190,7 @@ def _earlier(out: Path, tasks: Iterable[PointTask]) -> dict[int, dict[str, Any]]
 
 
 def _write_record(out: Path, rec: Mapping[str, Any]) -> None:
-    path = out / "points" / rec["key"] / _RECORD
+    path = real_directory(out, "points", rec["key"]) / _RECORD
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_output(path) as tmp:
         tmp.write_text(json.dumps(rec, indent=1, default=str) + "\n")
@@ -226,17 +260,20 @@ def _params(plan: SweepPlan, index: int) -> dict[str, Any]:
 def sweep(pipeline: str | os.PathLike | Mapping[str, Any], output: str | os.PathLike | None = None, *,
           executor: str = "local", executor_options: Mapping[str, Any] | None = None, jobs: int | None = None,
           resume: bool = False, timeout_s: float | None = None, check: bool = False,
-          host: PluginHost | None = None, base_dir: str | os.PathLike | None = None) -> dict[str, Any]:
+          host: PluginHost | None = None, base_dir: str | os.PathLike | None = None,
+          max_points: int = MAX_POINTS, plan_timeout_s: float = PLAN_TIMEOUT_S) -> dict[str, Any]:
     """Run every point of ``pipeline``'s ``sweep:`` on ``executor`` and write the results table.
 
     ``output``: the sweep's directory (default ``out/<pipeline stem>-sweep`` beside the
     pipeline); ``jobs``: points at once (the executor's ``workers`` option); ``resume``: skip
     points whose record exists for the same resolved pipeline; ``timeout_s``: per point
-    (overrides ``sweep.timeout_s``); ``check``: only validate every point.  Returns
+    (overrides ``sweep.timeout_s``); ``check``: only validate every point; ``max_points``: the
+    most points the sweep may have; ``plan_timeout_s``: seconds planning may take.  Returns
     ``{"output", "points", "ok", "failed", "timeout", "skipped", "reused", "files", "rows"}``.
     """
     host = host or get_host()
-    plan = plan_sweep(pipeline, output, timeout_s=timeout_s, host=host, base_dir=base_dir)
+    plan = plan_sweep(pipeline, output, timeout_s=timeout_s, host=host, base_dir=base_dir, max_points=max_points,
+                      plan_timeout_s=plan_timeout_s)
     impl = host.registry.get("executor", executor)
     opts = dict(executor_options or {})
     if jobs is not None:

@@ -14,7 +14,7 @@ __all__ = ["SYSTEM_OPTIONS", "system_from_options"]
 #: a backend that runs on a system description declares these (``options = {**SYSTEM_OPTIONS, ...}``);
 #: the CLI fills them from ``--system``, ``--network``, ``--memory``, ``--comm-groups``.
 SYSTEM_OPTIONS: dict[str, Option] = {
-    "system": Option("path", None, "system description: our YAML or ASTRA-sim's system.json"),
+    "system": Option("path", None, "system description: our YAML or ASTRA-sim's system.json", inline=True),
     "network": Option("path", None, "network: our YAML or ASTRA-sim's network.yml "
                                    "(default: a 1-D Ring of the set's ranks, 50 GB/s, 500 ns)"),
     "memory": Option("path", None, "remote memory: our YAML or ASTRA-sim's memory.json "

@@ -66,8 +66,10 @@ class Reader:
             v = float(text) if any(c in text for c in ".eE") else int(text)
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise self.fail(k, f"wants a number, got {v!r} (write numbers unquoted, e.g. 50, 2.5 or 1.0e-3)")
-        if isinstance(v, float) and not math.isfinite(v):
-            raise self.fail(k, f"wants a finite number, got {v!r}")
+        if isinstance(v, float) and not math.isfinite(v) or isinstance(v, int) and v.bit_length() > 1023:
+            shown = f"a number of about {int(v.bit_length() * math.log10(2)) + 1} digits" if isinstance(v, int) \
+                else repr(v)
+            raise self.fail(k, f"wants a finite number (below 1.8e308), got {shown}")
         if integer:
             if isinstance(v, float) and not v.is_integer():
                 raise self.fail(k, f"wants a whole number, got {v!r}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, overload
 
+from chakra_core.base._errors import TraceFormatError
 from chakra_core.io._schema import AttributeProto, Node
 
 __all__ = [
@@ -210,6 +211,10 @@ def _slot_for(name: str, value: Any) -> str:
     raise TypeError(f"attribute {name!r}: cannot store a value of type {type(value).__name__}")
 
 
+_RANGES = {"int32": "-2**31 to 2**31-1", "uint32": "0 to 2**32-1", "int64": "-2**63 to 2**63-1",
+           "uint64": "0 to 2**64-1", "sint32": "-2**31 to 2**31-1", "sint64": "-2**63 to 2**63-1"}
+
+
 def make_attr(name: str, value: Any, slot: str | None = None) -> AttributeProto:
     """Build an AttributeProto in the conventional slot (or ``slot`` when given)."""
     a = AttributeProto(name=name)
@@ -217,11 +222,23 @@ def make_attr(name: str, value: Any, slot: str | None = None) -> AttributeProto:
     return a
 
 
+class AttributeRangeError(TraceFormatError, ValueError):
+    """A value that does not fit its attribute's protobuf field (a number past int64, say): bad
+    input or options (exit 2), and still the ValueError protobuf raises for it."""
+
+
 def _fill(a: AttributeProto, value: Any, slot: str) -> None:
-    if slot in _LIST_SLOTS:
-        getattr(a, slot).values.extend(value)
-    else:
-        setattr(a, slot, value)
+    try:
+        if slot in _LIST_SLOTS:
+            getattr(a, slot).values.extend(value)
+        else:
+            setattr(a, slot, value)
+    except ValueError as e:
+        if "out of range" not in str(e):
+            raise
+        shown = value if isinstance(value, (int, float)) else "a value"
+        raise AttributeRangeError(f"attribute {a.name!r}: {shown} does not fit its field {slot} "
+                                  f"({_RANGES.get(slot.split('_')[0], 'a fixed-size number')})") from None
 
 
 def add_attr(node: Node, name: str, value: Any, slot: str | None = None) -> None:

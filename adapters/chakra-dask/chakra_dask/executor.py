@@ -2,7 +2,8 @@
 
 With ``address`` (``tcp://HOST:8786``) the sweep connects to that scheduler; without, it starts a
 ``LocalCluster`` of ``workers`` worker processes with ``threads`` threads each and closes it at
-the end.  Dask runs tasks in worker threads, so a point's timeout is raised asynchronously in
+the end; a local cluster's scheduler and workers listen on the loopback interface only, unless
+``listen_all`` is set.  Dask runs tasks in worker threads, so a point's timeout is raised asynchronously in
 its thread (it interrupts Python code).  The workers must see the sweep's directory (a shared
 file system on a multi-machine cluster): they write each point's backend outputs and the input
 cache there.
@@ -30,6 +31,8 @@ class DaskExecutor(Executor):
         "workers": Option("int", None, "worker processes of a local cluster (default: the machine's cores)",
                           minimum=1),
         "threads": Option("int", 1, "threads per worker process of a local cluster", minimum=1),
+        "listen_all": Option("bool", False, "let a local cluster listen on every network interface "
+                             "(default: loopback only; see docs/sweeps.md)"),
     }
 
     def __init__(self) -> None:
@@ -60,6 +63,7 @@ class DaskExecutor(Executor):
             else:
                 cluster = LocalCluster(n_workers=options["workers"] or os.cpu_count() or 1,
                                        threads_per_worker=options["threads"], processes=True,
+                                       host="0.0.0.0" if options.get("listen_all") else "127.0.0.1",
                                        dashboard_address=None, silence_logs=logging.ERROR)
                 client = Client(cluster)
         except (OSError, TimeoutError, ValueError) as e:

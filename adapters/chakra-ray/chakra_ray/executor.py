@@ -6,6 +6,15 @@ notebook or a test) or starts a local cluster of ``workers`` CPUs and shuts it d
 At most ``workers`` points (default: the cluster's CPUs) are in flight at once, so that an
 interrupted sweep cancels few.  The workers must see the sweep's directory (a shared file system
 on a multi-machine cluster): they write each point's backend outputs and the input cache there.
+
+A local cluster listens on the loopback interface only (Ray's RPC has no authentication: anyone
+who reaches a listening port can submit work), unless ``listen_all`` is set.  Ray binds its
+servers (GCS, raylet, object manager, every worker) to the node's IP, and ``ray.init`` replaces a
+loopback ``_node_ip_address`` by the host's routable IP unless
+``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` is false, which Ray reads once into the private constant
+``ray._private.ray_constants.ENABLE_RAY_CLUSTER``: the executor sets both before it starts the
+cluster (the only way to keep a local Linux cluster on loopback in Ray 2.x, checked on 2.60), and checks
+the node's IP once it has started.
 """
 
 from __future__ import annotations
@@ -30,6 +39,8 @@ class RayExecutor(Executor):
                           "(default: the runtime this process started, else a local cluster)"),
         "workers": Option("int", None, "points in flight, and the CPUs of a local cluster "
                           "(default: the cluster's CPUs)", minimum=1),
+        "listen_all": Option("bool", False, "let a local cluster listen on every network interface "
+                             "(default: loopback only; Ray's RPC has no authentication, see docs/sweeps.md)"),
     }
 
     def map(self, fn: Callable[[Any], Any], tasks: Sequence[Any],
@@ -66,20 +77,41 @@ class RayExecutor(Executor):
                 ray.shutdown()
 
 
+#: the address a local cluster listens on unless ``listen_all``
+LOOPBACK = "127.0.0.1"
+
+
 def _connect(ray: Any, options: Mapping[str, Any]) -> bool:
     """Connect to the cluster; True when this call started a local one (to shut down after)."""
     if ray.is_initialized():
         return False
-    quiet = {"log_to_driver": False, "logging_level": logging.ERROR, "include_dashboard": False}
+    quiet: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR, "include_dashboard": False}
     try:
         if options["address"]:
             ray.init(address=options["address"], **quiet)
             return False
+        if not options.get("listen_all"):
+            _keep_on_loopback()
+            quiet["_node_ip_address"] = LOOPBACK
         ray.init(num_cpus=options["workers"] or os.cpu_count() or 1, **quiet)
     except (ConnectionError, RuntimeError, ValueError) as e:
         raise PluginError(f"executor 'ray': cannot use the cluster ({e}); option 'address': "
                           f"{options['address'] or 'none (a local cluster)'}") from None
+    node_ip = ray.util.get_node_ip_address()
+    if not options.get("listen_all") and node_ip != LOOPBACK:
+        ray.shutdown()
+        raise PluginError(f"executor 'ray': the local cluster did not start on {LOOPBACK} (node IP {node_ip}); "
+                          "the executor option listen_all=true runs it on the network")
     return True
+
+
+def _keep_on_loopback() -> None:
+    """Make ``ray.init`` keep a loopback node IP (module docstring)."""
+    import importlib
+
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    constants: Any = importlib.import_module("ray._private.ray_constants")
+    constants.ENABLE_RAY_CLUSTER = False
 
 
 def _drain(ray: Any, remote: Any, tasks: Sequence[Any], queue: Iterator[int], pending: dict[Any, int],

@@ -42,6 +42,7 @@ from chakra_core import (
     RankTrace,
     TraceSet,
     Transform,
+    check_limit,
     get_int,
     get_str,
     process_groups_json,
@@ -122,7 +123,8 @@ def resized_groups(traces: TraceSet, lay: DpLayout, dp: int) -> tuple[dict[str, 
     sizes = {**lay.sizes, "dp": dp}
     old_n = lay.sizes["dp"]
     by_coords = {tuple(c[d] for d in _DIMS): r for r, c in zip(traces.ranks, lay.coords)}
-    world = sizes["tp"] * sizes["cp"] * dp * sizes["pp"]
+    world = check_limit("npus", sizes["tp"] * sizes["cp"] * dp * sizes["pp"], "ranks of the resized set",
+                        error=ConfigError)
     new_coords: list[dict[str, int]] = [{}] * world
     source = [0] * world
     for c in lay.coords:

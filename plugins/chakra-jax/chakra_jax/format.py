@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -15,6 +14,7 @@ from chakra_core import (
     TraceFormatError,
     TraceSet,
     check_limit,
+    expand_paths,
     make_attr,
 )
 
@@ -143,7 +143,7 @@ class JaxFormat(InputFormat):
 
     def open(self, paths: Sequence[str], options: Mapping[str, Any]) -> TraceSet:
         """Parse the program (and profile) in ``paths`` and return the lazily generated device set."""
-        program, profile_path = _split_inputs([os.fspath(p) for p in paths])
+        program, profile_path = _split_inputs(expand_paths(paths, required="an HLO program"))
         module = load_module(program)
         profile = read_profile(profile_path, module.name) if profile_path else None
         opts = dict(options)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from chakra_core import Register, hookimpl
+from chakra_core import Register, expand_paths, hookimpl
 
 from .profile import PROFILE_SUFFIXES
 
@@ -37,8 +37,8 @@ def _is_hlo_text(path: str) -> bool:
 @hookimpl
 def chakra_detect_format(paths: list[str]) -> str | None:
     """``jax`` for one HLO program (text starting with ``HloModule``, or ``*.hlo.pb``) plus at
-    most one profile file."""
-    names = [str(p) for p in paths]
+    most one profile file (given as files, or as the folder holding them)."""
+    names = expand_paths(paths)
     programs = [p for p in names if not p.endswith(PROFILE_SUFFIXES)]
     if len(programs) != 1 or len(names) - len(programs) > 2 or not os.path.isfile(programs[0]):
         return None

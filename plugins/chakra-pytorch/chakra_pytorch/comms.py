@@ -212,7 +212,8 @@ def comm_from_param_comms(attrs: dict, values: list, outputs: list | None = None
     name is the string among the inputs that names one, and the size comes from the input tensor
     list (``values[0]``); for scatter and recv from the output list, which PyTorch 2.1+ records
     as ``values[1]`` and earlier versions as the node's outputs (``values[1]`` is then the
-    sequence number).
+    sequence number).  The group is the ``pg_name`` attribute, else the ``(pg_name, pg_desc)``
+    pair among the inputs (``Tuple[String,String]``, PyTorch 2.1+).
     """
     kind = _PARAM_NAMES.get(str(attrs.get("collective_name", "")).lower())
     if kind is None and "collective_name" not in attrs:
@@ -236,6 +237,9 @@ def comm_from_param_comms(attrs: dict, values: list, outputs: list | None = None
         raise ValueError(f"size in bytes {size} is out of range (0..{_MAX_BYTES})")
     info = CommInfo(kind, 0 if kind == "barrier" else size)
     pg = attrs.get("pg_name")
+    if pg is None or pg == "":
+        pg = next((v[0] for v in values if isinstance(v, list) and len(v) == 2
+                   and all(isinstance(x, str) for x in v)), None)
     if pg is not None and pg != "":
         info.pg_name = str(pg)
     info.pg_size = _int(attrs.get("pg_size"))

@@ -21,12 +21,14 @@ from chakra_core import (
 
 from .extlink import link_host_ops
 from .graph import ConvertedRank, build_graph
+from .groupmatch import SetMatch, has_subgroups
 from .hostet import read_header, read_host_et, scan_groups
 from .hostrank import TraceRank, scan_rank
 from .ints import MAX_RANKS
 from .kineto import KinetoTrace, read_distributed_info, read_kineto
 from .schema_version import PyTorchTraceWarning, check_schema
 from .sniff import JSON_SUFFIXES, classify_files, is_linked, rank_from_name
+from .stepstart import START_OFFSET_ATTR, first_step_us, start_offsets_ns
 
 __all__ = ["RankFiles", "find_rank_files", "convert_rank", "open_pytorch"]
 
@@ -166,9 +168,12 @@ def _groups(dist: dict[str, Any], host_groups: dict[str, dict[str, Any]], world:
 
 
 def convert_rank(files: RankFiles, world: int | None = None, data_deps: bool = False,
-                 idle_gaps: bool = True, min_idle_us: int = 10) -> ConvertedRank:
-    """Convert one rank's files to a :class:`ConvertedRank` (all in memory for this rank)."""
+                 idle_gaps: bool = True, min_idle_us: int = 10, match: SetMatch | None = None) -> ConvertedRank:
+    """Convert one rank's files to a :class:`ConvertedRank` (all in memory for this rank);
+    ``match`` names the groups of collectives whose op does not."""
     host = read_host_et(files.host, files.header)
+    if match is not None:
+        match.apply(files.rank, host.ops)
     kt = host.linked
     if files.kineto:
         wanted = {op.rf_id for op in host.ops}
@@ -236,17 +241,48 @@ def open_pytorch(paths: Sequence[str], data_deps: bool = False, idle_gaps: bool 
     host_groups = {} if listed else scan_groups(rank_files[0].host)
     if world is None:
         world = _world_from(host_groups) or 1
-    groups = {k: v for k, v in _groups(dist, host_groups, world).items() if k != "0"}
+    groups = {k: v for k, v in _set_groups(rank_files, dist, host_groups, world).items() if k != "0"}
+    match = _set_match(rank_files, groups, world)
+    offsets = start_offsets_ns({rf.rank: first_step_us(rf.kineto) if rf.kineto else None
+                                for rf in rank_files} if len(rank_files) > 1 else {})
     ranks = []
     for rf in rank_files:
         meta = with_process_groups(_metadata(rf), groups)
-        ranks.append(GeneratedRank(rf.rank, meta, _factory(rf, world, data_deps, idle_gaps, min_idle_us),
+        if rf.rank in offsets:
+            meta.attr.append(make_attr(START_OFFSET_ATTR, offsets[rf.rank]))
+        ranks.append(GeneratedRank(rf.rank, meta, _factory(rf, world, data_deps, idle_gaps, min_idle_us, match),
                                    path=rf.host))
     return TraceSet(ranks, process_groups=groups, source=rank_files[0].host)
 
 
-def _factory(rf: RankFiles, world: int | None, data_deps: bool, idle_gaps: bool, min_idle_us: int):
+def _set_groups(rank_files: Sequence[RankFiles], dist: dict[str, Any], host_groups: dict[str, dict[str, Any]],
+                world: int) -> dict[str, list[int]]:
+    """The groups of every rank together (each rank lists only the groups it is in): each
+    rank's Kineto ``pg_config``, else its host ET's pg-init node when the first rank's has one."""
+    out = _groups(dist, host_groups, world)
+    for rf in rank_files:
+        if (rf.distributed or {}).get("pg_config"):
+            mine = _groups(rf.distributed or {}, {}, world)
+        elif host_groups and rf is not rank_files[0]:
+            mine = _groups({}, scan_groups(rf.host), world)
+        else:
+            continue
+        out.update({k: v for k, v in mine.items() if k not in out})
+    return out
+
+
+def _set_match(rank_files: Sequence[RankFiles], groups: dict[str, list[int]], world: int) -> SetMatch | None:
+    """The cross-rank matcher of collective groups, when the set has sub-groups."""
+    if not has_subgroups(groups, world):
+        return None
+    every = {**groups, "0": list(range(world))}
+    hosts = {rf.rank: (lambda rf=rf: read_host_et(rf.host, rf.header).ops) for rf in rank_files}
+    return SetMatch(hosts, every, rank_files[0].host)
+
+
+def _factory(rf: RankFiles, world: int | None, data_deps: bool, idle_gaps: bool, min_idle_us: int,
+             match: SetMatch | None):
     def nodes() -> Iterator[Node]:
         """Convert the rank now and yield its nodes."""
-        return convert_rank(rf, world, data_deps, idle_gaps, min_idle_us).protobuf_nodes()
+        return convert_rank(rf, world, data_deps, idle_gaps, min_idle_us, match).protobuf_nodes()
     return nodes

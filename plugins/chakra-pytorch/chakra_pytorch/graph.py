@@ -226,8 +226,9 @@ def _comm_node(b: RankBuild, op: HostOp, comm: CommInfo, lane: list[OutNode],
     if worker is not None:
         node.start, node.dur = worker[0], worker[1] - worker[0]
         if comm.kind in ("send", "recv") and 0 <= s < node.start:
-            # a point-to-point message leaves inside the c10d op; its annotation may open later
-            node.start = s
+            # a point-to-point message spans from its c10d op (the annotation may open later)
+            # to the end of the transfer (the annotation's end)
+            node.start, node.dur = s, worker[1] - s
     elif s >= 0:
         node.start, node.dur = s, e - s
     # after the lane node before it, or inside the host op around it; a communication

@@ -32,6 +32,7 @@ from chakra_core import TraceFormatError
 from .comms import CommInfo, merge_param_comms
 from .commwork import WorkAnnotation, attach_annotations
 from .graph import ConvertedRank, build_graph
+from .groupmatch import SetMatch
 from .hostet import HostOp, HostTrace
 from .intmap import IntMap
 from .ints import int64_from_number
@@ -40,7 +41,7 @@ from .kineto_graph_comms import annotation_elem_bytes, c10d_comm, group_of, para
 from .kineto_graph_events import CpuCollector, CpuEvent, CpuSide
 from .schema_version import PyTorchTraceWarning
 
-__all__ = ["KINETO_SCHEMA", "convert_kineto_rank"]
+__all__ = ["KINETO_SCHEMA", "convert_kineto_rank", "kineto_host"]
 
 #: the ``schema`` of a rank converted from Kineto alone
 KINETO_SCHEMA = "kineto"
@@ -55,18 +56,18 @@ _WAIT_CALLS = ("cudaStreamWaitEvent", "hipStreamWaitEvent")
 
 def convert_kineto_rank(path: str, rank: int, world: int, groups: dict[str, list[int]],
                         distributed: dict[str, Any] | None = None, idle_gaps: bool = True,
-                        min_idle_us: int = 10) -> ConvertedRank:
-    """Convert one rank's Kineto trace to a :class:`ConvertedRank` (see the module docstring)."""
-    collector = CpuCollector()
-    kt = read_kineto(path, frozenset(), distributed, on_event=collector.take)
+                        min_idle_us: int = 10, match: SetMatch | None = None) -> ConvertedRank:
+    """Convert one rank's Kineto trace to a :class:`ConvertedRank` (see the module docstring);
+    ``match`` names the groups of collectives whose op does not."""
+    host, kt, cpu = kineto_host(path, world, distributed)
     if kt.unfinished:
         ts, name = min(kt.unfinished)
         warnings.warn(f"{path}: {len(kt.unfinished)} event(s) still running when the profiler stopped "
                       f"(Kineto 'finished': false), the first {name} at ts {ts:.3f} us: their end is the "
                       "profiler's stop (a communication's node is then timed by its c10d op alone)",
                       PyTorchTraceWarning, stacklevel=2)
-    cpu = collector.finish(kt.pid)
-    host = _host_trace(path, kt, cpu, world)
+    if match is not None:
+        match.apply(rank, host.ops)
     _warn_unsized(path, host)
     if not kt.stream_waits:
         kt.stream_waits = _event_waits(cpu, kt)
@@ -74,6 +75,15 @@ def convert_kineto_rank(path: str, rank: int, world: int, groups: dict[str, list
     named = {g[0]: g[1] for e in cpu.events if (g := group_of(e.args)) is not None}
     return build_graph(host, kt, rank, world, {**named, **groups}, idle_gaps=idle_gaps,
                        min_idle_us=min_idle_us)
+
+
+def kineto_host(path: str, world: int, distributed: dict[str, Any] | None = None
+                ) -> tuple[HostTrace, KinetoTrace, CpuSide]:
+    """Read a Kineto trace: its host ops (as a host ET would give them), the trace, its CPU side."""
+    collector = CpuCollector()
+    kt = read_kineto(path, frozenset(), distributed, on_event=collector.take)
+    cpu = collector.finish(kt.pid)
+    return _host_trace(path, kt, cpu, world), kt, cpu
 
 
 def _warn_unsized(path: str, host: HostTrace) -> None:

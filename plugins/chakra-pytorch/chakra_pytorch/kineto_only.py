@@ -26,11 +26,13 @@ from chakra_core import (
     with_process_groups,
 )
 
+from .groupmatch import SetMatch, has_subgroups
 from .ints import MAX_RANKS
 from .kineto import read_distributed_info
-from .kineto_graph import KINETO_SCHEMA, convert_kineto_rank
+from .kineto_graph import KINETO_SCHEMA, convert_kineto_rank, kineto_host
 from .schema_version import PyTorchTraceWarning
 from .sniff import JSON_SUFFIXES, rank_from_name, sniff_kind
+from .stepstart import START_OFFSET_ATTR, first_step_us, start_offsets_ns
 
 __all__ = ["KinetoRank", "kineto_only_paths", "find_kineto_ranks", "open_kineto_only"]
 
@@ -116,14 +118,25 @@ def open_kineto_only(files: Sequence[str], data_deps: bool = False, idle_gaps: b
     ranks, world = find_kineto_ranks(files)
     groups = _groups(ranks)
     listed = {k: v for k, v in groups.items() if k != "0"}
-    out = [GeneratedRank(kr.rank, with_process_groups(_metadata(kr), listed),
-                         _factory(kr, world, groups, idle_gaps, min_idle_us), path=kr.path) for kr in ranks]
+    match = None
+    if has_subgroups(groups, world):
+        hosts = {kr.rank: (lambda kr=kr: kineto_host(kr.path, world, kr.distributed)[0].ops) for kr in ranks}
+        match = SetMatch(hosts, {**groups, "0": list(range(world))}, ranks[0].path)
+    offsets = start_offsets_ns({kr.rank: first_step_us(kr.path) for kr in ranks} if len(ranks) > 1 else {})
+    out = []
+    for kr in ranks:
+        meta = with_process_groups(_metadata(kr), listed)
+        if kr.rank in offsets:
+            meta.attr.append(make_attr(START_OFFSET_ATTR, offsets[kr.rank]))
+        out.append(GeneratedRank(kr.rank, meta, _factory(kr, world, groups, idle_gaps, min_idle_us, match),
+                                 path=kr.path))
     return TraceSet(out, process_groups=listed, source=ranks[0].path)
 
 
-def _factory(kr: KinetoRank, world: int, groups: dict[str, list[int]], idle_gaps: bool, min_idle_us: int):
+def _factory(kr: KinetoRank, world: int, groups: dict[str, list[int]], idle_gaps: bool, min_idle_us: int,
+             match: SetMatch | None):
     def nodes() -> Iterator[Node]:
         """Convert the rank now and yield its nodes."""
         return convert_kineto_rank(kr.path, kr.rank, world, groups, kr.distributed, idle_gaps,
-                                   min_idle_us).protobuf_nodes()
+                                   min_idle_us, match).protobuf_nodes()
     return nodes

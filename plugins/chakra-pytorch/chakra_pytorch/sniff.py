@@ -8,13 +8,17 @@ import re
 import zlib
 from dataclasses import dataclass, field
 
-__all__ = ["sniff_kind", "rank_from_name", "is_json_name", "is_linked", "JSON_SUFFIXES", "FileKinds",
-           "classify_files"]
+__all__ = ["sniff_kind", "rank_from_name", "is_json_name", "is_linked", "JSON_SUFFIXES", "HLO_SUFFIXES",
+           "FileKinds", "classify_files"]
 
 _HEAD = 4096
 _SCHEMA_KEY = re.compile(rb'"schema"\s*:')
 _NODES_KEY = re.compile(rb'"nodes"\s*:')
-_KINETO_KEY = re.compile(rb'"(?:traceEvents|schemaVersion|deviceProperties|distributedInfo)"\s*:')
+_KINETO_KEY = re.compile(rb'"(?:schemaVersion|deviceProperties|distributedInfo)"\s*:')
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:')
+_PYTORCH_EVENT = re.compile(rb'"cat"\s*:\s*"(?:cpu_op|user_annotation|cuda_runtime|python_function)"'
+                            rb'|"(?:External id|Record function id)"\s*:')
+_EVENTS_HEAD = 1 << 18
 _RANK = re.compile(r"(\d+)(?!.*\d)")
 _RANK_WORD = re.compile(r"(?:^|[^a-z])rank[._-]?(\d+)", re.IGNORECASE)
 _DOT_RANK = re.compile(r"\.(\d+)$")
@@ -22,6 +26,8 @@ _DOT_RANK = re.compile(r"\.(\d+)$")
 
 #: the names of PyTorch's trace files.
 JSON_SUFFIXES = (".json", ".json.gz")
+#: the names of XLA programs: a folder holding one is not a PyTorch trace set.
+HLO_SUFFIXES = (".hlo.txt", ".hlo.pb")
 
 
 def is_json_name(path: str) -> bool:
@@ -51,14 +57,20 @@ def is_linked(path: str) -> bool:
 def sniff_kind(path: str) -> str | None:
     """``"host"`` for a host execution trace, ``"kineto"`` for a profiler trace, else None.
 
-    Looks only at the first 4 KiB (decompressed): a host ET starts with ``"schema"`` and
-    ``"nodes"`` keys; a Kineto trace with ``schemaVersion``/``traceEvents``/``deviceProperties``.
+    Looks at the first 4 KiB (decompressed): a host ET starts with ``"schema"`` and ``"nodes"``
+    keys; a Kineto trace with ``schemaVersion``/``deviceProperties``/``distributedInfo``. A
+    ``traceEvents`` file without those keys is a Kineto trace only when its first 256 KiB hold a
+    PyTorch event (category ``cpu_op``/``user_annotation``/``cuda_runtime``/``python_function``,
+    or an ``External id``/``Record function id`` argument): other tools' Chrome traces (a JAX
+    profile) are not.
     """
     head = _head(path).lstrip()
     if not head.startswith(b"{") or b'"chakra-et-json"' in head:
         return None
     if _KINETO_KEY.search(head):
         return "kineto"
+    if _EVENTS_KEY.search(head):
+        return "kineto" if _PYTORCH_EVENT.search(_head(path, _EVENTS_HEAD)) else None
     if _SCHEMA_KEY.search(head) and (_NODES_KEY.search(head) or b'"pid"' in head):
         return "host"
     return None

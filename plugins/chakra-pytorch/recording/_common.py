@@ -1,4 +1,4 @@
-"""Shared helpers of the recording scripts: output folders and 2-rank gloo jobs on 127.0.0.1."""
+"""Shared helpers of the recording scripts: output folders and gloo jobs on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -40,21 +40,26 @@ def free_port() -> int:
 
 def run_two_ranks(fn, *args) -> None:
     """Run ``fn(rank, world_size, *args)`` in 2 processes joined by gloo over 127.0.0.1."""
+    run_ranks(2, fn, *args)
+
+
+def run_ranks(world: int, fn, *args) -> None:
+    """Run ``fn(rank, world, *args)`` in ``world`` processes joined by gloo over 127.0.0.1."""
     import torch.multiprocessing as mp
 
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(free_port())
-    mp.spawn(_entry, args=(fn, args), nprocs=2, join=True)
+    mp.spawn(_entry, args=(world, fn, args), nprocs=world, join=True)
 
 
-def _entry(rank: int, fn, args) -> None:
+def _entry(rank: int, world: int, fn, args) -> None:
     import torch
     import torch.distributed as dist
 
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", rank=rank, world_size=2)
+    dist.init_process_group("gloo", rank=rank, world_size=world)
     try:
-        fn(rank, 2, *args)
+        fn(rank, world, *args)
     finally:
         dist.destroy_process_group()
 

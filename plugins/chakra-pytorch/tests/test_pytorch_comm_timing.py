@@ -53,17 +53,27 @@ def _gloo_work(events: list[dict]) -> list[tuple[int, float, float]]:
                   and e["args"].get("finished", True))
 
 
+def _p2p_ops(events: list[dict]) -> set[int]:
+    """Record-function ids of the point-to-point c10d ops."""
+    return {e["args"]["Record function id"] for e in events
+            if e["cat"] == "cpu_op" and e["name"] in ("c10d::send", "c10d::recv_", "c10d::recv_any_source_")}
+
+
 def _kineto_spans(path: Path) -> dict[int, float]:
     """Record-function id of each c10d op -> the span (us) of its gloo annotations, or of the
-    op itself when none finished while profiling."""
+    op itself when none finished while profiling; a send or receive spans from its c10d op's
+    start to the end of its annotation (the transfer)."""
     events = _kineto(path)
     ops = _c10d_ops(events)
+    p2p = _p2p_ops(events)
     c10d = sorted(ops)
     work = _gloo_work(events)
     spans = {}
     for rf, nxt in zip(c10d, c10d[1:] + [float("inf")]):
         mine = [(s, e) for r, s, e in work if rf < r < nxt]
         start, end = (min(s for s, _ in mine), max(e for _, e in mine)) if mine else ops[rf]
+        if rf in p2p:
+            start = min(start, ops[rf][0])
         spans[rf] = end - start
     return spans
 

@@ -68,7 +68,8 @@ class SimpyBackend(Backend):
                        "(each communication node's recorded duration, from when its last member issued it)",
                        choices=("model", "replay")),
         "start_ns": Option("list", [], "when each rank starts (ns, in rank order; missing ones at 0), e.g. the "
-                           "ranks' start times of a recording", unit="ns"),
+                           "ranks' start times of a recording (with comm=replay, the default is each rank's recorded "
+                           "start offset, metadata start_offset_ns, when the trace set has them)", unit="ns"),
         "symmetry": Option("bool", True, "simulate each class of identical ranks once"),
         "streams": Option("int", 1, "compute and communication ops in flight per rank", minimum=1),
         "critical_path_nodes": Option("int", 200, "most critical-path nodes listed", minimum=0),
@@ -90,6 +91,8 @@ class SimpyBackend(Backend):
         sd = prepare_system(options, nranks)
         groups, differ = _groups(traces, sd, nranks)
         start_ns = _start_times(options["start_ns"], nranks)
+        if not options["start_ns"] and options["comm"] == "replay":
+            start_ns = _recorded_offsets(traces, nranks)
         trees = bool(options["symmetry"]) and members_finish_apart(sd)
         symmetry = bool(options["symmetry"]) and not trees and not any(start_ns)
         done, broken = _simulate_or_without_symmetry(traces, sd, groups, options, symmetry, start_ns)
@@ -97,6 +100,9 @@ class SimpyBackend(Backend):
         spans, rows, path = _analyse(done, options["critical_path_nodes"], keep_spans)
         notes = list(sd.warnings) + load_notes(done.progs, done.classes, sd, options)
         notes += run_notes(done.sim.coll.tally, sd, options, symmetry, broken, trees, start_ns, differ)
+        if any(start_ns) and not options["start_ns"]:
+            notes.append(f"start times: each rank's recorded start offset (metadata {START_OFFSET_ATTR}; "
+                         "-O start_ns overrides)")
         summary = _summary(done, nranks, rows, path, sd, options, symmetry and not broken)
         result = Result("simpy", self.kind, summary, rows, notes=notes)
         add_span_outputs(result, spans, options, "chakra simpy", output)
@@ -212,6 +218,23 @@ def _start_times(values: list, nranks: int) -> list[int]:
             raise ConfigError(f"start_ns: {t} is negative")
         out.append(t)
     return out + [0] * (nranks - len(out))
+
+
+#: the global-metadata attribute in which a converter records a rank's start offset (ns)
+START_OFFSET_ATTR = "start_offset_ns"
+
+
+def _recorded_offsets(traces: TraceSet, nranks: int) -> list[int]:
+    """Each rank's recorded start offset (metadata ``start_offset_ns``), the default start times
+    of ``comm=replay``; all 0 unless every rank has one."""
+    offsets = []
+    for r in traces.ranks:
+        found = [a for a in traces[r].metadata().attr if a.name == START_OFFSET_ATTR]
+        slot = found[0].WhichOneof("value") if found else None
+        offsets.append(getattr(found[0], slot) if slot in ("int64_val", "uint64_val", "int32_val") else -1)
+    if len(offsets) != nranks or min(offsets, default=-1) < 0:
+        return [0] * nranks
+    return offsets
 
 
 def _simulate(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[int, ...]],
