@@ -78,6 +78,7 @@ def write_report_html(data: Mapping[str, Any], spans: Spans, path: Path) -> Path
         timeline_figure,
         utilisation_figure,
     )
+    from chakra_core.analysis._report_text import source_notes
     from chakra_core.io._etio import atomic_output
 
     d = data
@@ -87,7 +88,8 @@ def write_report_html(data: Mapping[str, Any], spans: Spans, path: Path) -> Path
                f'per rank on average: compute {t["compute_ns"] / n / 1000:,.1f} us, exposed communication '
                f'{t["exposed_comm_ns"] / n / 1000:,.1f} us, exposed memory {t["exposed_mem_ns"] / n / 1000:,.1f} us, '
                f'idle {t["idle_ns"] / n / 1000:,.1f} us. Times in tables are in us.</p>'
-               f'<p>source: {html.escape(str(d["source"]))}</p>')
+               f'<p>source: {html.escape(str(d["source"]))}</p>'
+               + "".join(f'<p class="note">note: {html.escape(n)}</p>' for n in source_notes(d)))
     parts = [
         _section("summary", "Summary", summary),
         _section("breakdown", "Breakdown per rank", _img(figure_png(breakdown_figure(d["ranks"])), "breakdown")
