@@ -12,14 +12,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-T0=${EPOCHREALTIME/./}
+STEP_NAME=setup
+source scripts/_step.sh
 STAMP_FILE=.venv/.chakra-setup-stamp
-
-step() {
-  local now=${EPOCHREALTIME/./}
-  local tenths=$(((now - T0) / 100000))
-  printf 'chakra setup [%4d.%ds] %s\n' $((tenths / 10)) $((tenths % 10)) "$*" >&2
-}
 
 dists=(.)
 for d in plugins/*/ adapters/*/; do
@@ -27,7 +22,7 @@ for d in plugins/*/ adapters/*/; do
 done
 
 stamp() {
-  { cat scripts/setup.sh; for d in "${dists[@]}"; do cat "$d/pyproject.toml"; done; "$PY" --version; } \
+  { cat scripts/setup.sh scripts/_step.sh; for d in "${dists[@]}"; do cat "$d/pyproject.toml"; done; "$PY" --version; } \
     | sha256sum | cut -d' ' -f1
 }
 
