@@ -75,7 +75,7 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("chakra diff out/llm/ out/llm-whatif/ --system examples/system/any_size.yaml", "two sets side by side"),
     ),
     "graph": (
-        ("chakra graph out/ddp/ --rank 0 --around 5 --depth 2 -o out/node5.svg", "a node's neighbourhood"),
+        ("chakra graph out/ddp/ --rank 0 --around 13 --depth 2 -o out/node13.svg", "a node's neighbourhood"),
     ),
     "compare": (
         ("chakra compare out/gpt3/ out/synth/ --json", "fidelity of a sample against its source"),
