@@ -57,11 +57,11 @@ for line in sys.stdin:
     name = key.split(".", 1)[-1]
     if name in flags:
         out[name] = [flags[name] + "=" + v for v in shlex.split(value.strip("\x27\""))]
-print(" ".join(shlex.quote(a) for args in out.values() for a in args))'
+print("\n".join(a for args in out.values() for a in args))'
 }
 
 if [ "$installer" = uv ]; then
-  read -r -a settings <<< "$(uv_settings)"
+  mapfile -t settings < <(uv_settings)
   INSTALL=(.venv/bin/uv pip install --python .venv/bin/python --index-strategy unsafe-best-match "${settings[@]}")
   [ -t 2 ] || INSTALL+=(--quiet)
 else

@@ -59,3 +59,14 @@ def test_a_trace_set_prefix_is_an_input(tmp_path, chakra_cli):
     assert (tmp_path / "job.0.et").exists()
     status, out, err = chakra_cli("validate", tmp_path / "job")
     assert status == 0 and out.startswith("OK: 2 rank(s)"), err
+
+
+def test_a_malformed_system_file_is_named_before_the_set_is_read(tmp_path, chakra_cli):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("network:\n  - {topology: Ring, npus_count: 2\n")
+    status, _, err = chakra_cli("simulate", tmp_path / "no-set-here.0.et", "--system", bad)
+    assert status == 2 and "no-set-here.0.et: no such file" in err
+    bad_set = tmp_path / "broken.0.et"
+    bad_set.write_bytes(b"\xff\xff")  # would fail validation, were it read
+    status, _, err = chakra_cli("simulate", bad_set, "--system", bad)
+    assert status == 2 and err.startswith(f"chakra simulate: error: {bad}:line 3: malformed YAML")

@@ -1,5 +1,6 @@
-"""Checks made before a command starts its work: the inputs it names exist, and the optional
-packages it needs are installed (naming the extra of ``chakra-core`` that brings them)."""
+"""Checks made before a command starts its work: the inputs it names exist, its system files
+parse, and the optional packages it needs are installed (naming the extra of ``chakra-core``
+that brings them)."""
 
 from __future__ import annotations
 
@@ -9,14 +10,18 @@ from pathlib import Path
 from typing import Any
 
 from chakra_core.base._errors import ConfigError
+from chakra_core.system._load import read_config
 
-__all__ = ["INPUTS", "NEEDS", "preflight"]
+__all__ = ["INPUTS", "NEEDS", "SYSTEM_FILES", "preflight"]
 
 #: argument dest -> its name in messages: the arguments that name an existing file, directory,
 #: trace-set prefix or glob
 INPUTS = {"path": "PATH", "paths": "PATH", "inputs": "INPUT", "input": "PATH", "a": "A", "b": "B",
           "pipeline": "PIPELINE", "model": "MODEL", "result": "--result", "system": "--system",
           "network": "--network", "memory": "--memory", "comm_groups": "--comm-groups"}
+
+#: argument dests that name a system-description file (JSON or YAML), parsed before the work starts
+SYSTEM_FILES = ("system", "network", "memory", "comm_groups")
 
 #: command -> ``(module, extra, the argument dest that makes it needed, or None: always)``
 NEEDS: dict[str, tuple[tuple[str, str, str | None], ...]] = {
@@ -34,6 +39,10 @@ def preflight(command: str, args: Any) -> None:
         for value in values if isinstance(values, list) else [values]:
             if isinstance(value, str) and value and not _exists(value):
                 raise ConfigError(f"no such file, directory or trace-set prefix ({name})", value)
+    for dest in SYSTEM_FILES:
+        value = getattr(args, dest, None)
+        if isinstance(value, str) and value:
+            read_config(value)
     for module, extra, when in NEEDS.get(command, ()):
         if (when is None or getattr(args, when, None)) and importlib.util.find_spec(module) is None:
             raise ConfigError(f"chakra {command} needs {module}, which is not installed: "
