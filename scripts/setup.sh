@@ -38,11 +38,11 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 rm -f "$STAMP_FILE"
-PIP=(.venv/bin/python -m pip install --quiet --disable-pip-version-check)
+PIP=(.venv/bin/python -m pip install --disable-pip-version-check)
 installer=${CHAKRA_INSTALLER:-uv}
 if [ "$installer" = uv ]; then
   step "installing the installer (uv) into .venv"
-  "${PIP[@]}" uv || { step "uv could not be installed: using pip"; installer=pip; }
+  "${PIP[@]}" --quiet uv || { step "uv could not be installed: using pip"; installer=pip; }
 fi
 
 # pip's own settings (this machine's or the user's pip.conf and PIP_* variables), passed on to uv
@@ -63,10 +63,11 @@ print("\n".join(a for args in out.values() for a in args))'
 if [ "$installer" = uv ]; then
   mapfile -t settings < <(uv_settings)
   INSTALL=(.venv/bin/uv pip install --python .venv/bin/python --index-strategy unsafe-best-match "${settings[@]}")
-  [ -t 2 ] || INSTALL+=(--quiet)
 else
   INSTALL=("${PIP[@]}")
 fi
+# the installer's own progress on a terminal, only this script's step lines elsewhere
+[ -t 2 ] || INSTALL+=(--quiet)
 
 # torch only for recording real PyTorch traces in tests and the collection adapter; pin it so that
 # the installer never pulls a multi-GB CUDA build.
