@@ -1,6 +1,6 @@
 """The core without its extras: reading, writing, validating and converting work; a command that
-needs an extra names it.  The extras' modules are hidden from a subprocess by an import hook, as
-in a fresh environment where only ``pip install chakra-core chakra-pytorch`` ran."""
+needs an extra names it.  The extras' modules are hidden from a subprocess (None in
+``sys.modules``), as in a fresh environment where only ``pip install chakra-core chakra-pytorch`` ran."""
 
 from __future__ import annotations
 
@@ -17,18 +17,9 @@ EXTRAS = {"analysis": ("scipy", "pandas", "matplotlib", "perfetto"), "fast": ("n
           "tables": ("pyarrow",)}
 
 HIDE = '''
-import sys, importlib.abc
-hidden = set(sys.argv[1].split(","))
-class Hide(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name.partition(".")[0] in hidden:
-            raise ModuleNotFoundError(f"No module named {name!r}")
-for name in [m for m in sys.modules if m.partition(".")[0] in hidden]:
-    del sys.modules[name]
-sys.meta_path.insert(0, Hide())
-import importlib.util
-importlib.util.find_spec = lambda name, package=None, _find=importlib.util.find_spec: (
-    None if name.partition(".")[0] in hidden else _find(name, package))
+import sys
+for name in sys.argv[1].split(","):  # None in sys.modules: import fails, importlib.util.find_spec gives None
+    sys.modules[name] = None
 from chakra_core.cli.main import main
 raise SystemExit(main(sys.argv[2:]))
 '''
