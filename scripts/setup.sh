@@ -61,7 +61,8 @@ print("\n".join(a for args in out.values() for a in args))'
 }
 
 if [ "$installer" = uv ]; then
-  mapfile -t settings < <(uv_settings)
+  settings=()
+  while IFS= read -r line; do [ -n "$line" ] && settings+=("$line"); done < <(uv_settings)
   INSTALL=(.venv/bin/uv pip install --python .venv/bin/python --index-strategy unsafe-best-match "${settings[@]}")
 else
   INSTALL=("${PIP[@]}")
