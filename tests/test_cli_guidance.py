@@ -4,7 +4,6 @@ an example in every command's help (on bundled inputs), missing inputs named at 
 from __future__ import annotations
 
 import shlex
-import time
 from pathlib import Path
 
 import pytest
@@ -44,13 +43,14 @@ def test_misspelt_option_and_command_get_a_suggestion(chakra_cli):
 
 
 def test_missing_inputs_are_named_before_any_work(tmp_path, chakra_cli):
+    """A's and the set's bytes are broken: reading or validating them would fail first."""
+    broken = tmp_path / "broken.0.et"
+    broken.write_bytes(b"\xff\xff")
     missing = tmp_path / "llm-fast"
-    t0 = time.perf_counter()
-    status, _, err = chakra_cli("diff", DDP, missing)
+    status, _, err = chakra_cli("diff", broken, missing)
     assert status == 2 and err == f"chakra diff: error: {missing}: no such file, directory or trace-set prefix (B)\n"
-    status, _, err = chakra_cli("simulate", DDP, "--system", tmp_path / "nope.yaml")
+    status, _, err = chakra_cli("simulate", broken, "--system", tmp_path / "nope.yaml")
     assert status == 2 and err.endswith("nope.yaml: no such file, directory or trace-set prefix (--system)\n")
-    assert time.perf_counter() - t0 < 5  # neither set was validated nor simulated (seconds each)
 
 
 def test_a_trace_set_prefix_is_an_input(tmp_path, chakra_cli):
