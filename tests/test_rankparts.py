@@ -154,12 +154,18 @@ def chakra_register_backends(register):
 '''
 
 
+#: the sweep's timeout there: ten times what a point takes before its backend runs on an idle machine
+#: (reading its cached input, under 1 s), so that the stuck backend always blocks the alarm before it
+#: rings, and the ok points always finish, at a load of several times the cores
+STUCK_TIMEOUT_S = 8
+
+
 def test_sweep_points_stuck_in_native_code_or_dying_fail_alone(tmp_path, chakra_fake_dist):
     env = chakra_fake_dist("chakra-stuck", "1.0", {"stuck": "stuck_plugin"}, {"stuck_plugin": STUCK})
     doc = {"input": {"format": "text", "paths": [str(WORKLOAD)], "options": {"npus": 2}},
            "backends": [{"name": "stuck"}],
            "sweep": {"grid": {"backends.stuck.options.mode": ["stuck", "ok", "die"], "input.options.passes": [1, 2]},
-                     "timeout_s": 2}}
+                     "timeout_s": STUCK_TIMEOUT_S}}
     path = tmp_path / "stuck.yaml"
     path.write_text(yaml.safe_dump(doc))
     r = subprocess.run([sys.executable, "-m", "chakra_core.cli.main", "sweep", str(path), "-o", str(tmp_path / "out"),
@@ -171,7 +177,7 @@ def test_sweep_points_stuck_in_native_code_or_dying_fail_alone(tmp_path, chakra_
     for passes in (1, 2):  # one worker (-j 1): each point after a kill or a death ran on a new one
         assert by[("ok", passes)]["status"] == "ok" and by[("ok", passes)]["stuck.ranks"] == 2
         assert by[("stuck", passes)]["status"] == "timeout"
-        assert by[("stuck", passes)]["error"] == "did not finish within 2 s (killed 0.5 s after its timeout)"
+        assert by[("stuck", passes)]["error"] == f"did not finish within {STUCK_TIMEOUT_S} s (killed 0.5 s after its timeout)"
         assert by[("die", passes)]["status"] == "failed"
         assert by[("die", passes)]["error"] == ("the executor lost the point: RuntimeError: the worker process died "
                                                 "(exit code -9)")

@@ -182,13 +182,19 @@ def test_the_input_is_converted_and_validated_once_per_width(local_table):
         d.name for d in cache.iterdir() if d.is_dir())
 
 
+#: the sweep's timeout in the failing-and-hanging tests: ten times what the ok point takes on an idle
+#: machine (about 2 s), so that it passes at a load of several times the cores, while the hanging
+#: points (10^6 passes: many minutes of work) never finish within it
+HANG_TIMEOUT_S = 20
+
+
 def _fail_and_hang(tmp_path: Path) -> Path:
     """Four points: ok, failed (a ring of 3 NPUs for 2 ranks), and two that convert 10^6
-    passes (minutes of work) and must be stopped by the 4 s timeout."""
+    passes (minutes of work) and must be stopped by the timeout."""
     doc = {"input": {"format": "text", "paths": [str(WORKLOAD)], "options": {"npus": 2}},
            "system": SYSTEM, "backends": [{"name": "simpy"}],
            "sweep": {"grid": {"input.options.passes": [1, 1_000_000], "system.network[0].npus_count": [2, 3]},
-                     "timeout_s": 4}}
+                     "timeout_s": HANG_TIMEOUT_S}}
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(doc))
     return path
@@ -202,8 +208,8 @@ def check_fail_and_hang(out: dict) -> None:
     assert "the network has 3 NPUs but the trace set has 2 ranks" in status[(1, 3)]["error"]
     for npus in (2, 3):  # the two points share the input, converted in parts before the points run
         assert status[(1_000_000, npus)]["status"] == "timeout"
-        assert status[(1_000_000, npus)]["error"] == "converting the input: did not finish within 4 s"
-        assert status[(1_000_000, npus)]["seconds"] < 30
+        assert status[(1_000_000, npus)]["error"] == f"converting the input: did not finish within {HANG_TIMEOUT_S} s"
+        assert status[(1_000_000, npus)]["seconds"] < HANG_TIMEOUT_S + 26
     assert (out["ok"], out["failed"], out["timeout"]) == (1, 1, 2)
 
 
@@ -247,7 +253,8 @@ def test_cli_sweep_check_and_errors(tmp_path):
 
 
 def test_failing_and_hanging_points_are_reported(tmp_path):
-    r = _cli("sweep", _fail_and_hang(tmp_path), "-o", tmp_path / "out", "-j", "2", "--json")
+    # one worker: the ok point does not share the cores with the hanging conversion
+    r = _cli("sweep", _fail_and_hang(tmp_path), "-o", tmp_path / "out", "-j", "1", "--json")
     assert r.returncode == 1, r.stderr
     check_fail_and_hang(json.loads(r.stdout))
     assert "point 1: failed: " in r.stderr and "point 3: timeout: converting the input: did not finish" in r.stderr

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from chakra_core.base._need import need
 from chakra_core.io._schema import COMM_TYPE_NAMES, NodeType
 from chakra_core.trace._attrs import NodeAttrs
 from chakra_core.trace._graph import DepGraph
@@ -140,8 +141,8 @@ def profile_set(traces: TraceSet, progress: Callable[[int, int], None] | None = 
 
 
 def _distances(a: dict[str, list[int]], b: dict[str, list[int]], unit: str) -> dict[str, dict[str, Any]]:
-    from scipy.stats import ks_2samp, wasserstein_distance
-
+    stats = need("scipy.stats")
+    ks_2samp, wasserstein_distance = stats.ks_2samp, stats.wasserstein_distance
     out = {}
     for kind in sorted(set(a) & set(b)):
         va, vb = np.asarray(a[kind], dtype=np.float64), np.asarray(b[kind], dtype=np.float64)
@@ -153,8 +154,7 @@ def _distances(a: dict[str, list[int]], b: dict[str, list[int]], unit: str) -> d
 
 
 def _degree_ks(a: list[np.ndarray], b: list[np.ndarray]) -> dict[str, Any]:
-    from scipy.stats import ks_2samp
-
+    ks_2samp = need("scipy.stats").ks_2samp
     va = np.concatenate(a) if a else np.zeros(1)
     vb = np.concatenate(b) if b else np.zeros(1)
     return {"ks": round(float(ks_2samp(va, vb, method="asymp").statistic), 6), "mean_a": round(float(va.mean()), 4),
@@ -198,8 +198,7 @@ def fidelity(a: SetProfile, b: SetProfile, step_times: Sequence[tuple[str | None
         system, ta, tb = step_times[0]
         report["simulated"] = {"system": system, "a_ns": ta, "b_ns": tb, "relative_error": _relative(ta, tb)}
         if len(step_times) > 1:
-            from scipy.stats import spearmanr
-
+            spearmanr = need("scipy.stats").spearmanr
             report["simulated"]["sweep"] = [{"system": s, "a_ns": x, "b_ns": y, "relative_error": _relative(x, y)}
                                             for s, x, y in step_times]
             rho = spearmanr([x for _, x, _ in step_times], [y for _, _, y in step_times]).statistic

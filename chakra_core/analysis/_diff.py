@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from chakra_core.analysis._report import Report, read_result
+from chakra_core.analysis._report_text import source_notes
 from chakra_core.base._errors import TraceFormatError
 
 __all__ = ["Diff", "rows_report"]
@@ -61,6 +62,7 @@ def _compare(a: Report, b: Report) -> dict[str, Any]:
     ops = _operators(a, b) if a.spans is not None and b.spans is not None else []
     notes = [f"{side}: no spans in {d['source'].get('result')}: its totals come from the result's rows "
              "(each backend's own definitions)" for side, d in (("A", da), ("B", db)) if d.get("rows_only")]
+    notes += [f"{side}: {n}" for side, d in (("A", da), ("B", db)) for n in source_notes(d)]
     return {"time_unit": "ns", "a": {"source": da["source"], "finish_ns": da["finish_ns"]},
             "b": {"source": db["source"], "finish_ns": db["finish_ns"]}, "metrics": metrics, "operators": ops,
             "notes": notes}

@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from chakra_core.base._human import count, duration, percent, rate, readable, size
 
-__all__ = ["format_report", "format_diff", "us"]
+__all__ = ["format_report", "format_diff", "source_notes", "us"]
 
 
 def us(ns: float | int | None) -> str:
@@ -88,6 +89,7 @@ def format_report(d: dict[str, Any], top: int = 10) -> str:
         if w.get("resimulated_finish_ns") is not None:
             line += f"; re-simulated {duration(w['resimulated_finish_ns'])} ({w['resimulated_with']})"
         lines.append(line)
+    lines += [f"note: {n}" for n in source_notes(d)]
     return "\n".join(lines)
 
 
@@ -99,6 +101,12 @@ def _metric(name: str, v: Any) -> str:
     if name.endswith("bytes"):
         return size(v)
     return count(v) if isinstance(v, int) else f"{v:,.4g}"
+
+
+def source_notes(d: Mapping[str, Any]) -> list[str]:
+    """The notes of the run a report's data came from (defaults it fell back on, ...)."""
+    source = d.get("source")
+    return list(source.get("notes") or []) if isinstance(source, dict) else []
 
 
 def format_diff(d: dict[str, Any]) -> str:

@@ -9,12 +9,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 import warnings
 
 from chakra_core.cli._common import shorten
 
-__all__ = ["main", "COMMANDS"]
+__all__ = ["main", "COMMANDS", "Parser"]
 
 #: command -> (module under chakra_core.cli, one-line help)
 COMMANDS = {
@@ -43,9 +44,44 @@ def _format_warning(message, category, filename, lineno, file=None, line=None):
     return f"chakra: warning: {shorten(str(message))}\n"
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with "did you mean" for a misspelt option or command, and the help's epilog
+    printed as written."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str):
+        """Print the usage and the error with a suggestion (in place of the list of choices); exit 2."""
+        self.print_usage(sys.stderr)
+        hint = self._suggestion(message)
+        if hint:
+            message = message.split(" (choose from ")[0]
+        self.exit(2, f"{self.prog}: error: {message}{hint}\n")
+
+    def _suggestion(self, message: str) -> str:
+        from chakra_core.base._options import suggest
+
+        unknown = re.match(r"unrecognized arguments: (.*)", message)
+        if unknown:
+            flags = [a for a in unknown.group(1).split() if a.startswith("-")]
+            known = [o for action in self._actions for o in action.option_strings]
+            return "".join(suggest(flag.split("=")[0], known) for flag in flags[:1])
+        choice = re.search(r"invalid choice: '([^']*)'", message)
+        if choice:
+            choices = [c for action in self._actions for c in (action.choices or ())]
+            return suggest(choice.group(1), choices)
+        return ""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with one sub-parser per command (arguments added lazily)."""
-    p = argparse.ArgumentParser(prog="chakra", description="Chakra execution-trace tools.")
+    p = Parser(prog="chakra", description="Chakra execution-trace tools.",
+               epilog="examples (from the repository root):\n"
+                      "  chakra convert plugins/chakra-pytorch/tests/data/ddp -o out/ddp/\n"
+                      "  chakra simulate out/ddp/ --system examples/system/any_size.yaml\n"
+                      "  chakra COMMAND --help     more examples, per command")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     p.add_argument("--strict", action="store_true", help="fail when any plugin fails to load")
     p.add_argument("--version", action="store_true", help="print the version and exit")
@@ -78,7 +114,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     modname, helptext = COMMANDS[args.command]
     mod = importlib.import_module(f"chakra_core.cli.{modname}")
-    parser = argparse.ArgumentParser(prog=f"chakra {args.command}", description=helptext)
+    from chakra_core.cli._examples import epilog
+
+    parser = Parser(prog=f"chakra {args.command}", description=helptext, epilog=epilog(args.command))
     mod.add_arguments(parser)
     cargs = parser.parse_args(rest[1:])
     cargs.debug = args.debug
@@ -86,10 +124,12 @@ def main(argv: list[str] | None = None) -> int:
     cargs.verbose = args.verbose
     from chakra_core.base._errors import ChakraError
     from chakra_core.base._progress import set_progress_enabled
+    from chakra_core.cli._preflight import preflight
     from chakra_core.pipeline._provenance import command_line
 
     set_progress_enabled(not args.quiet)
     try:
+        preflight(args.command, cargs)
         with command_line(argv):
             return int(mod.run(cargs) or 0)
     except ChakraError as e:

@@ -11,7 +11,10 @@ these loops only read bytes.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from chakra_core.base._need import need
+
+njit = need("numba", "fast").njit
 
 __all__ = ["cut_frames", "walk_nodes", "gather", "GROUP", "BAD_FIELD", "BAD_VARINT", "BAD_PAST", "BAD_PACKED",
            "IN_ATTRIBUTE", "HIT_ROW", "HIT_START", "HIT_END", "HIT_SLOT", "HIT_AT", "HIT_LEN", "HIT_COUNT",

@@ -130,7 +130,9 @@ def _ours(data: Any, where: str, algorithms: Collection[str]) -> tuple[dict[str,
                             if isinstance(data.get(f"{kind}-implementation",
                                                    data.get(f"{kind.replace('-', '_')}_implementation")), str)}
     if "network" in extra:
-        fields["dimensions"] = parse_network(extra["network"], where, astra=False)
+        network, free = _free_dimension(extra["network"], where)
+        dims = parse_network(network, where, astra=False)
+        fields["dimensions"] = tuple(replace(d, npus_count=0) if i == free else d for i, d in enumerate(dims))
     mem = extra.get("remote-memory", extra.get("memory"))
     if mem is not None:
         if isinstance(mem, dict):
@@ -146,6 +148,22 @@ def _astra_keys(kind: str, data: Any, where: str, strict: bool) -> list[str]:
     known = {"astra-system": (*SYSTEM_KEYS, *ASTRA_IGNORED_KEYS, *ASTRA_UNMODELLED_KEYS),
              "astra-network": NETWORK_KEYS, "astra-memory": MEMORY_KEYS}[kind]
     return check_keys(data, where, known, kind.removeprefix("astra-"), strict)
+
+
+def _free_dimension(network: Any, where: str) -> tuple[Any, int | None]:
+    """Our network list with its one ``npus_count: auto`` (or ``npus: auto``) dimension given a
+    placeholder count, and that dimension's index (None: no free dimension)."""
+    if not isinstance(network, list):
+        return network, None
+    free = [i for i, item in enumerate(network) if isinstance(item, Mapping)
+            and "auto" in (item.get("npus_count"), item.get("npus"))]
+    if len(free) > 1:
+        raise ConfigError("only one dimension may be sized to the trace set (npus_count: auto)", where,
+                          f"network[{free[1]}]")
+    if not free:
+        return network, None
+    item = {k: v for k, v in network[free[0]].items() if k != "npus"}
+    return [*network[:free[0]], {**item, "npus_count": 1}, *network[free[0] + 1:]], free[0]
 
 
 def load_system(system: Source = None, network: Source = None, memory: Source = None,
@@ -252,7 +270,7 @@ def check_system(sd: SystemDescription) -> SystemDescription:
         npus = check_limit("npus", sd.npus, "NPU count (the product of npus_count)",
                            sd.sources.get("network"), error=ConfigError)
         gwhere = sd.sources.get("comm_groups", "<comm groups>")
-        for name, ranks in sd.comm_groups.items():
+        for name, ranks in sd.comm_groups.items() if sd.free_dimension is None else ():
             bad = [r for r in ranks if r >= npus]
             if bad:
                 raise ConfigError(f"group {name!r} names rank {bad[0]} but the network has {npus} NPUs",

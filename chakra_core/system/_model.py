@@ -75,6 +75,8 @@ class Dimension:
     """One network dimension (dimension 0 is innermost).
 
     ``bandwidth`` is GB/s per link and direction with GB = 2^30 bytes; ``latency`` is ns per link.
+    ``npus_count`` 0 (``npus_count: auto`` in our YAML) is a free dimension, sized to the trace set
+    by :meth:`SystemDescription.fit`.
     """
 
     topology: str
@@ -183,13 +185,40 @@ class SystemDescription:
             stride *= d.npus_count
         return rank
 
+    @property
+    def free_dimension(self) -> int | None:
+        """The index of the dimension sized to the trace set (``npus_count: auto``), or None."""
+        return next((i for i, d in enumerate(self.dimensions) if d.npus_count == 0), None)
+
+    def fit(self, npus: int) -> SystemDescription:
+        """A copy whose free dimension (``npus_count: auto``) makes the network ``npus`` NPUs;
+        ``self`` when it has none.  Raises ConfigError, naming both counts, when the other
+        dimensions' NPUs do not divide ``npus``."""
+        free = self.free_dimension
+        if free is None:
+            return self
+        fixed = prod(d.npus_count for i, d in enumerate(self.dimensions) if i != free)
+        if npus % fixed or npus < fixed:
+            from chakra_core.base._errors import ConfigError
+
+            raise ConfigError(f"the network's fixed dimensions have {fixed} NPUs, which does not divide the trace "
+                              f"set's {npus} ranks: make the set a multiple of {fixed} ranks, or give a network "
+                              "whose fixed dimensions divide it", self.sources.get("network"),
+                              f"network[{free}]")
+        dims = tuple(replace(d, npus_count=npus // fixed) if i == free else d for i, d in enumerate(self.dimensions))
+        return replace(self, dimensions=dims)
+
     def with_default_network(self, npus: int, topology: str = "Ring", bandwidth: float = 50.0,
                              latency: float = 500.0) -> SystemDescription:
-        """A copy completed for running: one dimension of ``npus`` NPUs (``topology``,
-        ``bandwidth`` GB/s, ``latency`` ns) when no network is set, and ``ring`` on every
-        dimension for each collective whose implementation list is empty (ASTRA-sim's sample
-        configurations use ring everywhere).  Returns ``self`` when nothing is missing.
+        """A copy completed for running: the free dimension sized to ``npus`` NPUs (:meth:`fit`),
+        one dimension of ``npus`` NPUs (``topology``, ``bandwidth`` GB/s, ``latency`` ns) when no
+        network is set, and ``ring`` on every dimension for each collective whose implementation
+        list is empty (ASTRA-sim's sample configurations use ring everywhere).  Returns ``self``
+        when nothing is missing.
         """
+        fitted = self.fit(npus)
+        if fitted is not self:
+            return fitted.with_default_network(npus, topology, bandwidth, latency)
         dims = self.dimensions or (Dimension(topology, npus, bandwidth, latency),)
         impl: dict[str, Any] = {}
         for kind in COLLECTIVE_KINDS:
@@ -203,7 +232,7 @@ class SystemDescription:
     def to_dict(self) -> dict[str, Any]:
         """Plain data in our YAML layout (readable back by :func:`load_system`)."""
         d = asdict(self)
-        d["network"] = [asdict(x) for x in self.dimensions]
+        d["network"] = [{**asdict(x), "npus_count": x.npus_count or "auto"} for x in self.dimensions]
         del d["dimensions"], d["warnings"], d["sources"]
         d["comm_groups"] = {k: list(v) for k, v in self.comm_groups.items()}
         for kind, prefix in d.pop("custom_implementations").items():

@@ -113,6 +113,12 @@ def _network(sd, trace_ranks: list[int], report: ExportReport, max_idle: int):
     """The description with its network: the given one (large enough, and not more than
     ``max_idle`` NPUs beyond the trace's ranks), or a default ring."""
     needed = max(trace_ranks) + 1
+    free = sd.free_dimension
+    if free is not None:
+        sd = sd.fit(needed)
+        d = sd.dimensions[free]
+        report.configs.append(f"network dimension {free} ({d.topology}, npus_count: auto) sized to {d.npus_count} "
+                              "NPUs for the trace set")
     if not sd.dimensions:
         npus = max(2, needed)
         sd = sd.with_default_network(npus)

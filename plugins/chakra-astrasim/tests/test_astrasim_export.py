@@ -674,3 +674,15 @@ def test_custom_collective_files_are_copied_and_named(tmp_path, astrasim_check):
     with pytest.raises(ConfigError, match="no ET for rank 2"):
         export(tset(work), tmp_path / "o4", system=sysf, network=net)
     assert not (tmp_path / "o4").exists()
+
+
+def test_a_free_network_dimension_is_sized_to_the_set(tmp_path, astrasim_check):
+    """A node of 2 NPUs inside a Switch of ``npus_count: auto`` nodes, for 6 ranks: 3 nodes."""
+    net = write(tmp_path / "net.yaml", "network:\n"
+                "  - {topology: FullyConnected, npus_count: 2, bandwidth: 100, latency: 100}\n"
+                "  - {topology: Switch, npus_count: auto, bandwidth: 25, latency: 1000}\n")
+    res, files = export(tset({r: [coll(1, C.ALL_REDUCE, 1 << 20)] for r in range(6)}), tmp_path / "o", network=net)
+    astrasim_check(tmp_path / "o")
+    assert "npus_count: [ 2, 3 ]" in (tmp_path / "o" / "network.yml").read_text() and len(files) == 6
+    assert "network dimension 1 (Switch, npus_count: auto) sized to 3 NPUs for the trace set" in \
+        res.summary["report"]["configs"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -35,7 +36,7 @@ from .symmetry import role_classes
 if TYPE_CHECKING:
     from .engine import Sim
 
-__all__ = ["SimpyBackend", "prepare_system"]
+__all__ = ["SimpyBackend", "prepare_system", "default_notes"]
 
 
 def prepare_system(options: Mapping[str, Any], nranks: int) -> SystemDescription:
@@ -46,11 +47,32 @@ def prepare_system(options: Mapping[str, Any], nranks: int) -> SystemDescription
     from .algorithms import REGISTRY
 
     sd = system_from_options(options, algorithms=tuple(REGISTRY))
+    given = sd
     sd = sd.with_default_network(nranks)
     if sd.npus != nranks:
-        raise ConfigError(f"the network has {sd.npus} NPUs but the trace set has {nranks} ranks",
-                          sd.sources.get("network"))
-    return sd
+        raise ConfigError(f"the network has {sd.npus} NPUs but the trace set has {nranks} ranks: give a network "
+                          f"of {nranks} NPUs, or write 'npus_count: auto' on one of its dimensions to size it to "
+                          "any set (examples/system/any_size.yaml)", sd.sources.get("network"))
+    return replace(sd, warnings=[*default_notes(given, sd), *sd.warnings])
+
+
+def default_notes(given: SystemDescription, sd: SystemDescription) -> list[str]:
+    """What ``sd`` (ready to run) took from defaults rather than from the files ``given`` came from."""
+    notes = []
+    if not given.dimensions:
+        d = sd.dimensions[0]
+        notes.append(f"no network given: the default, one {d.topology} of {d.npus_count} NPUs, "
+                     f"{d.bandwidth:g} GB/s and {d.latency:g} ns per link (choose one with --system or --network, "
+                     "e.g. examples/system/any_size.yaml)")
+    elif given.free_dimension is not None:
+        d = sd.dimensions[given.free_dimension]
+        notes.append(f"network dimension {given.free_dimension} ({d.topology}, npus_count: auto) sized to "
+                     f"{d.npus_count} NPUs for the trace set")
+    if "system" not in sd.sources:
+        notes.append("no system file given: ASTRA-sim's sample settings (ring collectives on every dimension, "
+                     f"{sd.preferred_dataset_splits} dataset splits, {sd.scheduling_policy}, local-mem-bw "
+                     f"{sd.local_mem_bw:g} GB/s, compute replayed from the trace)")
+    return notes
 
 
 class SimpyBackend(Backend):
