@@ -88,6 +88,9 @@ def format_report(d: dict[str, Any], top: int = 10) -> str:
         if w.get("resimulated_finish_ns") is not None:
             line += f"; re-simulated {duration(w['resimulated_finish_ns'])} ({w['resimulated_with']})"
         lines.append(line)
+    source = d.get("source")
+    if isinstance(source, dict):
+        lines += [f"note: {n}" for n in source.get("notes") or []]
     return "\n".join(lines)
 
 
