@@ -64,6 +64,14 @@ def test_progress_on_a_terminal_only(et_set, tmp_path, command, label):
     assert _untimed(r.stdout) == _untimed(out)
 
 
+def test_simulate_shows_nodes_simulated_time_and_ranks_finished(et_set, dp_set):
+    status, _, terminal = _chakra_on_a_terminal("simulate", et_set)
+    nodes = sum(len(list(rt.nodes())) for rt in dp_set)  # 2 ranks of 11 nodes, of different roles
+    finish_ns = chakra.simulate(str(et_set)).summary["finish_ns"]
+    assert status == 0 and "simulating:" in terminal and f"{nodes}/{nodes} [" in terminal
+    assert f"at {finish_ns / 1e6:,.3f} ms simulated, 2/2 ranks finished" in terminal
+
+
 def _untimed(text: str) -> list[str]:
     """The lines of a command's output, less the simulator's speed (events per wall second)."""
     return [line for line in text.splitlines() if not line.startswith("events_per_s:")]

@@ -19,6 +19,7 @@ import numpy as np
 
 from chakra_core.analysis._spans import COMM_KINDS, FLOW_KINDS, SPAN_KINDS, Spans
 from chakra_core.analysis._timeline_data import TimelineData
+from chakra_core.analysis._timeline_size import size_warning
 from chakra_core.base._errors import ConfigError
 from chakra_core.host._api import Result
 
@@ -51,7 +52,9 @@ def write_timeline(spans: Spans, path: str | Path, *, format: str | None = None,
     its edges); ``expand`` draws every rank a symmetric span set stands for; ``max_spans`` keeps
     the earliest spans only and says so in the timeline.  Returns what was written: ``path``,
     ``format``, ``spans`` (drawn), ``selected``, ``total``, ``truncated``, ``tracks``,
-    ``flows``, ``counters``, ``critical_path_segments``.
+    ``flows``, ``counters``, ``critical_path_segments``, ``notes``.  A timeline estimated
+    larger than ``CHAKRA_TIMELINE_WARN_MB`` (default 100 MB) is announced by a warning before it
+    is written, and in its ``notes``.
     """
     from chakra_core.io._etio import atomic_output
 
@@ -65,6 +68,7 @@ def write_timeline(spans: Spans, path: str | Path, *, format: str | None = None,
         ranks = sorted(parse_ranks(ranks.split(","), "timeline"))
     data, selected = _prepare(spans, ranks, parse_window(window_ns),
                               expand, flows, counters, critical, max_spans)
+    big = size_warning(data, fmt, str(path))
     with atomic_output(path) as tmp:
         if fmt == "perfetto":
             from chakra_core.analysis._perfetto import write_perfetto
@@ -77,7 +81,8 @@ def write_timeline(spans: Spans, path: str | Path, *, format: str | None = None,
     return {"path": str(path), "format": fmt, "spans": len(data.index), "selected": selected,
             "total": len(spans), "truncated": len(data.index) < selected, "tracks": len(data.lanes),
             "flows": len(data.flow_src), "counters": len(data.counter_ts),
-            "critical_path_segments": len(data.path_start), "notes": data.notes}
+            "critical_path_segments": len(data.path_start),
+            "notes": data.notes + ([big.replace("writing a timeline of", "written:", 1)] if big else [])}
 
 
 def _prepare(spans: Spans, ranks: list[int] | None, window: tuple[int, int] | None, expand: bool,

@@ -31,6 +31,7 @@ from .member_timing import WORK_LIMIT
 from .program import Program, load_program
 from .result_notes import load_notes, run_notes
 from .symmetry import role_classes
+from .watch import watched
 
 if TYPE_CHECKING:
     from .engine import Sim
@@ -235,7 +236,8 @@ def _simulate(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[i
     sim = Sim(actors, rank_actor, sd, groups, options["congestion"] == "aware", timeline,
               1 << 62, options["stagger_limit"], replay)
     t1 = time.perf_counter()
-    sim.run([start_ns[a.rank] for a in actors])
+    with watched(sim, nranks):
+        sim.run([start_ns[a.rank] for a in actors])
     return _Simulated(progs, classes, actors, sim, load_s, time.perf_counter() - t1)
 
 
