@@ -162,12 +162,16 @@ def compare(a: Inputs, b: Inputs, *, systems: Sequence[str] | None = None, backe
 
 
 def graph(inputs: Any, output: str | os.PathLike, *, rank: int = 0, around: int | None = None, depth: int = 2,
-          max_nodes: int = 2000, format: str | None = None, input_options: Mapping[str, Any] | None = None,
-          host: PluginHost | None = None) -> dict[str, Any]:
+          max_nodes: int = 2000, summary: bool | None = None, max_boxes: int = 30, format: str | None = None,
+          input_options: Mapping[str, Any] | None = None, host: PluginHost | None = None) -> dict[str, Any]:
     """Draw rank ``rank``'s graph (or the ``depth``-hop neighbourhood of node id ``around``) to
     ``output``: ``.dot`` (Graphviz), ``.svg`` (drawn here, layered by dependency depth) or
-    ``.graphml``.  Returns ``{"path", "format", "rank", "nodes", "edges", "rank_nodes"}``."""
+    ``.graphml``.  A whole rank of more than 100 nodes (or any, with ``summary=True``) is drawn
+    as a summary of at most ``max_boxes`` boxes, repeated layers folded with their counts;
+    ``summary=False`` draws every node.  Returns ``{"path", "format", "rank", "nodes", "edges",
+    "rank_nodes", "summary"}`` and, for a summary, ``folded``."""
     from chakra_core.pipeline._commands import _input_pipeline
-    graph_format(output, depth)
+    graph_format(output, depth, max_boxes)
     traces = _input_pipeline(inputs, format, input_options, host).load()
-    return draw_graph(traces, output, rank=rank, around=around, depth=depth, max_nodes=max_nodes)
+    return draw_graph(traces, output, rank=rank, around=around, depth=depth, max_nodes=max_nodes,
+                      summary=summary, max_boxes=max_boxes)
