@@ -16,6 +16,7 @@ import termios
 import pytest
 
 import chakra_core as chakra
+from chakra_core.validation._validate import CROSS_RANK_STATUS
 
 
 def _chakra_on_a_terminal(*args: str) -> tuple[int, str, str]:
@@ -70,6 +71,20 @@ def test_simulate_shows_nodes_simulated_time_and_ranks_finished(et_set, dp_set):
     finish_ns = chakra.simulate(str(et_set)).summary["finish_ns"]
     assert status == 0 and "simulating:" in terminal and f"{nodes}/{nodes} [" in terminal
     assert f"at {finish_ns / 1e6:,.3f} ms simulated, 2/2 ranks finished" in terminal
+
+
+def test_every_phase_of_a_simulation_with_a_timeline_is_shown(et_set, tmp_path):
+    status, _, terminal = _chakra_on_a_terminal("simulate", et_set, "--timeline", tmp_path / "t.pftrace")
+    assert status == 0
+    labels = ["validating:", CROSS_RANK_STATUS, "grouping ranks by role:", "loading ranks:", "simulating:",
+              "analysing the run:", "writing the timeline:"]
+    at = [terminal.find(label) for label in labels]
+    assert -1 not in at and at == sorted(at), dict(zip(labels, at))
+
+
+def test_validate_says_when_it_checks_across_ranks(et_set):
+    status, _, terminal = _chakra_on_a_terminal("validate", et_set)
+    assert status == 0 and "2/2 [" in terminal and CROSS_RANK_STATUS in terminal
 
 
 def _untimed(text: str) -> list[str]:

@@ -19,8 +19,9 @@ import numpy as np
 
 from chakra_core.analysis._spans import COMM_KINDS, FLOW_KINDS, SPAN_KINDS, Spans
 from chakra_core.analysis._timeline_data import TimelineData
-from chakra_core.analysis._timeline_size import size_warning
+from chakra_core.analysis._timeline_size import estimate_bytes, size_warning
 from chakra_core.base._errors import ConfigError
+from chakra_core.base._progress import progress
 from chakra_core.host._api import Result
 
 __all__ = ["write_timeline", "write_timeline_from_options", "add_span_outputs", "TimelineData", "parse_window",
@@ -69,15 +70,19 @@ def write_timeline(spans: Spans, path: str | Path, *, format: str | None = None,
     data, selected = _prepare(spans, ranks, parse_window(window_ns),
                               expand, flows, counters, critical, max_spans)
     big = size_warning(data, fmt, str(path))
-    with atomic_output(path) as tmp:
+    with atomic_output(path) as tmp, progress("writing the timeline", total=estimate_bytes(data, fmt) // 1000,
+                                              unit="kB") as bar:
+        def wrote(nbytes: int) -> None:
+            bar.advance(nbytes // 1000)
+
         if fmt == "perfetto":
             from chakra_core.analysis._perfetto import write_perfetto
 
-            write_perfetto(data, tmp, title)
+            write_perfetto(data, tmp, title, wrote)
         else:
             from chakra_core.analysis._chrome_trace import write_chrome
 
-            write_chrome(data, tmp, title)
+            write_chrome(data, tmp, title, wrote)
     return {"path": str(path), "format": fmt, "spans": len(data.index), "selected": selected,
             "total": len(spans), "truncated": len(data.index) < selected, "tracks": len(data.lanes),
             "flows": len(data.flow_src), "counters": len(data.counter_ts),

@@ -161,11 +161,16 @@ def _analyse(done: _Simulated, critical_path_nodes: int, keep_spans: bool) -> tu
     """The spans of the run, the per-rank rows and the critical path."""
     from .report import build_spans, path_summary, rank_rows
 
-    spans = build_spans(done.sim, names=keep_spans)
-    with ThreadPoolExecutor(1) as pool:  # mostly numpy, which runs outside the GIL
-        rows_of = pool.submit(rank_rows, spans, done.actors)
-        path = path_summary(spans, done.sim, critical_path_nodes, keep_spans)
-        rows = rows_of.result()
+    with progress("analysing the run", total=2, unit="step") as bar:
+        bar.status("spans")
+        spans = build_spans(done.sim, names=keep_spans)
+        bar.advance()
+        bar.status("critical path and per-rank times")
+        with ThreadPoolExecutor(1) as pool:  # mostly numpy, which runs outside the GIL
+            rows_of = pool.submit(rank_rows, spans, done.actors)
+            path = path_summary(spans, done.sim, critical_path_nodes, keep_spans)
+            rows = rows_of.result()
+        bar.advance()
     return spans, rows, path
 
 
