@@ -7,7 +7,7 @@ from chakra_core.analysis._graphfold import Fold, fold
 
 def _shape(units: list[Fold]) -> list:
     """Singles as their element, folds as ``(count, body shape)``."""
-    return [u.index if u.count == 1 and not u.body else (u.count, _shape(u.body)) for u in units]
+    return [u.start if u.count == 1 and not u.body else (u.count, _shape(u.body)) for u in units]
 
 
 def test_layers_of_micro_batches_fold_twice():

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["Fold", "fold", "leaves"]
+__all__ = ["Fold", "fold"]
 
 _BASE = 1_000_003
 _MOD = (1 << 61) - 1
@@ -22,7 +22,7 @@ _MOD = (1 << 61) - 1
 
 @dataclass
 class Fold:
-    """A unit of a folded sequence: one element (``index``, ``count`` 1, no ``body``), or
+    """A unit of a folded sequence: one element (``start``, ``count`` 1, no ``body``), or
     ``count`` repeats of ``body`` (the first instance, itself folded) covering elements
     ``start`` to ``end`` (exclusive)."""
 
@@ -30,11 +30,6 @@ class Fold:
     end: int
     count: int = 1
     body: list[Fold] = field(default_factory=list)
-
-    @property
-    def index(self) -> int:
-        """The element of a single unit (its ``start``)."""
-        return self.start
 
     @property
     def size(self) -> int:
@@ -53,11 +48,6 @@ def fold(tokens: Sequence[int], max_period: int = 512, candidates: int = 64) -> 
             return folded
         units = folded
         keys = [_key(u, tokens) for u in units]
-
-
-def leaves(unit: Fold) -> range:
-    """The elements a unit covers."""
-    return range(unit.start, unit.end)
 
 
 def _key(unit: Fold, tokens: Sequence[int]) -> object:
