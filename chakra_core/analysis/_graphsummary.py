@@ -2,8 +2,9 @@
 number of boxes.
 
 The rank's nodes in dependency order are folded by :func:`._graphfold.fold` (tokens: node type
-and name family, :func:`._opclass.family_of`).  Each fold of at least ``MIN_BLOCK`` nodes is a
-box (``8 x 11 nodes`` with its first and last names, its operator classes and its time); the
+and name family, :func:`._opclass.family_of`).  With room to spare, the first instance of a fold
+of folds is drawn box by box before a fold of the rest.  Each fold of at least ``MIN_BLOCK``
+nodes is a box (``8 x 11 nodes`` with its first and last names, its operator classes and its time); the
 units between them are collapsed into runs; while there are more than ``max_boxes`` boxes,
 neighbouring ones are merged into runs.  Edges join boxes where a node of one depends on a node
 of the other (data when any of those dependencies is a data dependency).
@@ -35,7 +36,7 @@ def summarise(order: np.ndarray, details: dict[int, dict[str, Any]], dep_ptr: np
     of the nodes at positions ``order`` (a dependency order) with ``details`` per position."""
     ids: dict[tuple[int, str], int] = {}
     tokens = [ids.setdefault((details[p]["type"], family_of(details[p]["name"])), len(ids)) for p in order.tolist()]
-    groups = _cap(_runs(fold(tokens)), max_boxes)
+    groups = _cap(_unrolled(_runs(fold(tokens)), max_boxes), max_boxes)
     box_of = np.empty(len(order), np.int64)
     boxes = {}
     for k, units in enumerate(groups):
@@ -62,6 +63,34 @@ def _runs(units: list[Fold]) -> list[list[Fold]]:
     if run:
         out.append(run)
     return out
+
+
+def _unrolled(groups: list[list[Fold]], max_boxes: int) -> list[list[Fold]]:
+    """While there are fewer than a third of ``max_boxes`` boxes, the first instance of a fold
+    that holds folds (micro-batches of layers), largest first, drawn box by box before the fold
+    of the other instances, unless that makes more than half of ``max_boxes`` boxes."""
+    done: set[int] = set()
+    while len(groups) < max_boxes // 3:
+        nested = [k for k, g in enumerate(groups) if len(g) == 1 and g[0].count > 1 and k not in done
+                  and any(b.count > 1 for b in g[0].body)]
+        if not nested:
+            return groups
+        k = max(nested, key=lambda i: groups[i][0].size)
+        u = groups[k][0]
+        period = u.size // u.count
+        rest = [_shifted(b, period) for b in u.body]
+        rest = [Fold(u.start + period, u.end, u.count - 1, rest)] if u.count > 2 else rest
+        first, later = _runs(u.body), _runs(rest)
+        if len(groups) - 1 + len(first) + len(later) > max_boxes // 2:
+            return groups
+        groups = groups[:k] + first + later + groups[k + 1:]
+        done = {i if i < k else i + len(first) + len(later) - 1 for i in done} | {k + len(first)}
+    return groups
+
+
+def _shifted(unit: Fold, by: int) -> Fold:
+    """``unit`` moved ``by`` elements later."""
+    return Fold(unit.start + by, unit.end + by, unit.count, [_shifted(b, by) for b in unit.body])
 
 
 def _cap(groups: list[list[Fold]], max_boxes: int) -> list[list[Fold]]:
