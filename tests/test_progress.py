@@ -53,6 +53,7 @@ def et_set(tmp_path, dp_set):
     (["jsonize", "{set}", "-o", "{tmp}/j/"], "writing JSON"),
     (["export", "{set}", "--to", "et", "-o", "{tmp}/e"], "validating"),
     (["export", "{set}", "--to", "astrasim", "-o", "{tmp}/a"], "writing the workload"),  # a plugin's ranks
+    (["report", "{set}", "-o", "{tmp}/r.html"], "building the report"),
     (["simulate", "{set}"], "loading ranks"),  # the simpy plugin's bar, through chakra_core.progress
 ])
 def test_progress_on_a_terminal_only(et_set, tmp_path, command, label):

@@ -59,11 +59,16 @@ def report(inputs: Any = None, *, result: str | os.PathLike | None = None, backe
             kw = dict(sim_kwargs, format=None, input_options=None)
             return int(_simulate_with_spans(scaled, backend, kw, keep=False).summary["finish_ns"])
     groups = _process_groups(inputs, format, input_options, host) if inputs is not None else None
-    rep = analyse(spans, what_if=what_if, top=top, threshold=threshold, source=source, resimulate=resim,
-                  groups=groups)
-    if output is not None:
-        rep.write_html(output)
-        rep.data["html"] = str(output)
+    with progress("building the report", total=1 + (output is not None), unit="step") as bar:
+        bar.status("breakdown, critical path, tables")
+        rep = analyse(spans, what_if=what_if, top=top, threshold=threshold, source=source, resimulate=resim,
+                      groups=groups)
+        bar.advance()
+        if output is not None:
+            bar.status("HTML page")
+            rep.write_html(output)
+            rep.data["html"] = str(output)
+            bar.advance()
     return rep
 
 
