@@ -273,7 +273,8 @@ def validate(inputs: Inputs, *, cross_rank: bool = True, format: str | None = No
     pipe = _input_pipeline(inputs, format, input_options, host)
     traces = pipe.load()
     with progress("validating", total=len(traces)) as bar:
-        findings = check(traces, cross_rank=cross_rank, progress=counted_then(bar, CROSS_RANK_STATUS))
+        findings = check(traces, cross_rank=cross_rank,
+                         progress=counted_then(bar, CROSS_RANK_STATUS) if cross_rank else bar)
     return Validation(findings, len(traces), pipe.provenance())
 
 
