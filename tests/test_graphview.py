@@ -63,3 +63,69 @@ def test_graph_cli_refuses_what_it_cannot_draw(tmp_path, chakra_cli):
     code, _, err = chakra_cli("graph", DDP, "-o", tmp_path / "x.png")
     assert code == 2 and ".dot, .svg or .graphml" in err
     assert not (tmp_path / "x.dot").exists()
+
+
+TRANSFORMER = Path(__file__).resolve().parents[1] / "plugins/chakra-pytorch/tests/data/transformer"
+
+
+def _boxes(dot: str) -> dict[str, str]:
+    """Box name -> its label (lines joined by newlines) of a DOT file."""
+    return {m[0]: m[1].replace("\\n", "\n") for m in re.findall(r'^  (n\w+) \[label="((?:[^"\\]|\\.)*)"', dot, re.M)}
+
+
+def _nodes_in(label: str) -> int:
+    """Nodes a summary box stands for: ``K x N nodes (M in all)`` or ``M nodes``."""
+    first = label.split("\n")[0]
+    m = re.search(r"\((\d+) in all\)", first) or re.match(r"(\d+) nodes?", first)
+    return int(m.group(1))
+
+
+def _svg_fits_its_labels(path: Path) -> None:
+    """Every box of an SVG drawing is at least 6 px per character of its longest line, and every
+    line of its label (the tooltip) is written out whole."""
+    ns = "{http://www.w3.org/2000/svg}"
+    for g in ET.parse(path).getroot().iter(ns + "g"):
+        lines = g.find(ns + "title").text.split("\n")
+        assert [t.text for t in g.findall(ns + "text")] == lines
+        assert float(g.find(ns + "rect").get("width")) >= 6 * max(map(len, lines))
+
+
+def test_a_generated_transformer_is_drawn_with_its_layers_folded(tmp_path):
+    pytest.importorskip("chakra_generate")
+    chakra.generate("transformer", {"layers": 8, "tp": 2, "dp": 2}, output=tmp_path / "tf")
+    nodes = list(chakra.load_traces(str(tmp_path / "tf"))[0].nodes())
+    per_layer = sum(n.name.startswith("s0.F0.c0.L0.") for n in nodes)  # ln1 ... residual with 2 all-reduces
+    out = chakra.graph(str(tmp_path / "tf"), tmp_path / "g.dot")
+    assert out["summary"] and out["rank_nodes"] == len(nodes) and out["nodes"] <= 30
+    boxes = _boxes((tmp_path / "g.dot").read_text())
+    assert len(boxes) == out["nodes"] and sum(map(_nodes_in, boxes.values())) == len(nodes)
+    # the forward layers of the last micro-batch: 8 layers of per_layer nodes
+    assert any(label.startswith(f"8 x {per_layer} nodes ({8 * per_layer} in all)\ns0.F7.c0.L0.ln1")
+               for label in boxes.values())
+    # the first micro-batch drawn layer block by layer block, the 6 after it folded as one block
+    # with their layers inside (the 8th, whose backward pass reduces the gradients, apart)
+    assert any(label.startswith(f"8 x {per_layer} nodes ({8 * per_layer} in all)\ns0.F0.c0.L0.ln1")
+               for label in boxes.values())
+    middle = next(label for label in boxes.values() if label.startswith("6 x "))
+    assert f"each with 8 x {per_layer} nodes: s#.F#.c#.L#.ln#" in middle and "s0.F1.c0.embedding" in middle
+    assert {"repeats": 8, "nodes": 8 * per_layer, "first": "s0.F7.c0.L0.ln1"} in out["folded"]
+    chakra.graph(str(tmp_path / "tf"), tmp_path / "g.svg")
+    _svg_fits_its_labels(tmp_path / "g.svg")
+
+
+def test_a_recorded_transformer_step_is_summarised_and_drawn_whole_on_request(tmp_path, chakra_cli):
+    nodes = list(chakra.load_traces(str(TRANSFORMER))[0].nodes())
+    adam_steps = sum(n.name == "aten::addcdiv_" for n in nodes)  # one per parameter tensor
+    code, out, err = chakra_cli("graph", TRANSFORMER, "-o", tmp_path / "g.dot", "--max-boxes", "12")
+    assert code == 0, err
+    boxes = _boxes((tmp_path / "g.dot").read_text())
+    assert f"summary of rank 0's {len(nodes)} nodes in {len(boxes)} boxes" in out and len(boxes) <= 12
+    assert sum(map(_nodes_in, boxes.values())) == len(nodes)
+    assert any(label.startswith(f"{adam_steps} x ") and "aten::addcdiv_" in label for label in boxes.values())
+    code, out, _ = chakra_cli("graph", TRANSFORMER, "-o", tmp_path / "g.svg")
+    assert code == 0
+    _svg_fits_its_labels(tmp_path / "g.svg")
+    code, out, _ = chakra_cli("graph", TRANSFORMER, "-o", tmp_path / "all.dot", "--full")
+    assert code == 0 and f"{len(nodes)} of rank 0's {len(nodes)} nodes" in out
+    code, _, err = chakra_cli("graph", TRANSFORMER, "-o", tmp_path / "x.dot", "--max-boxes", "0")
+    assert code == 2 and "--max-boxes 0" in err

@@ -16,6 +16,7 @@ import termios
 import pytest
 
 import chakra_core as chakra
+from chakra_core.validation._validate import CROSS_RANK_STATUS
 
 
 def _chakra_on_a_terminal(*args: str) -> tuple[int, str, str]:
@@ -51,6 +52,8 @@ def et_set(tmp_path, dp_set):
     (["convert", "{set}", "-o", "{tmp}/c/"], "converting"),
     (["jsonize", "{set}", "-o", "{tmp}/j/"], "writing JSON"),
     (["export", "{set}", "--to", "et", "-o", "{tmp}/e"], "validating"),
+    (["export", "{set}", "--to", "astrasim", "-o", "{tmp}/a"], "writing the workload"),  # a plugin's ranks
+    (["report", "{set}", "-o", "{tmp}/r.html"], "building the report"),
     (["simulate", "{set}"], "loading ranks"),  # the simpy plugin's bar, through chakra_core.progress
 ])
 def test_progress_on_a_terminal_only(et_set, tmp_path, command, label):
@@ -62,6 +65,28 @@ def test_progress_on_a_terminal_only(et_set, tmp_path, command, label):
     r = subprocess.run([sys.executable, "-m", "chakra_core.cli.main", *args], capture_output=True, text=True)
     assert r.returncode == 0 and r.stderr == ""
     assert _untimed(r.stdout) == _untimed(out)
+
+
+def test_simulate_shows_nodes_simulated_time_and_ranks_finished(et_set, dp_set):
+    status, _, terminal = _chakra_on_a_terminal("simulate", et_set)
+    nodes = sum(len(list(rt.nodes())) for rt in dp_set)  # 2 ranks of 11 nodes, of different roles
+    finish_ns = chakra.simulate(str(et_set)).summary["finish_ns"]
+    assert status == 0 and "simulating:" in terminal and f"{nodes}/{nodes} [" in terminal
+    assert f"at {finish_ns / 1e6:,.3f} ms simulated, 2/2 ranks finished" in terminal
+
+
+def test_every_phase_of_a_simulation_with_a_timeline_is_shown(et_set, tmp_path):
+    status, _, terminal = _chakra_on_a_terminal("simulate", et_set, "--timeline", tmp_path / "t.pftrace")
+    assert status == 0
+    labels = ["validating:", CROSS_RANK_STATUS, "grouping ranks by role:", "loading ranks:", "simulating:",
+              "analysing the run:", "writing the timeline:"]
+    at = [terminal.find(label) for label in labels]
+    assert -1 not in at and at == sorted(at), dict(zip(labels, at))
+
+
+def test_validate_says_when_it_checks_across_ranks(et_set):
+    status, _, terminal = _chakra_on_a_terminal("validate", et_set)
+    assert status == 0 and "2/2 [" in terminal and CROSS_RANK_STATUS in terminal
 
 
 def _untimed(text: str) -> list[str]:

@@ -11,6 +11,7 @@ import pytest
 import chakra_core as chakra
 from chakra_core import NodeType
 from chakra_core.base._human import duration
+from chakra_core.system import load_system
 
 pytest.importorskip("chakra_pytorch")
 pytest.importorskip("chakra_simpy")
@@ -124,3 +125,14 @@ def test_simulate_and_stats_text(chakra_cli):
     assert "collectives by kind:" in out and "ALL_REDUCE" in out and "c10d::broadcast_" in out
     code, out, _ = chakra_cli("stats", DDP)
     assert code == 0 and "longest path by recorded durations" in out and "chakra report" in out
+
+
+def test_report_text_lists_the_system_files_warnings(tmp_path, chakra_cli):
+    # an ASTRA-sim system.json naming three keys: ASTRA-sim's defaults for the others are warnings
+    (tmp_path / "system.json").write_text(json.dumps({"preferred-dataset-splits": 2, "local-mem-bw": 50,
+                                                          "all-reduce-implementation": ["ring"]}))
+    warnings = load_system(str(tmp_path / "system.json")).warnings
+    assert any("scheduling-policy" in w for w in warnings)
+    code, out, err = chakra_cli("report", DDP, "--system", tmp_path / "system.json")
+    assert code == 0, err
+    assert all(f"note: {w}" in out for w in warnings)

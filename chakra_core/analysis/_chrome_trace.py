@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -16,9 +17,10 @@ _CHUNK = 100_000
 _PATH_PID = 1 << 22
 
 
-def write_chrome(data: TimelineData, path: Path, title: str) -> None:
+def write_chrome(data: TimelineData, path: Path, title: str, wrote: Callable[[int], None] | None = None) -> None:
     """Write ``data`` to ``path`` (a new file): one process per rank, a thread per lane.  Events
-    are formatted as text directly (times in us with the ns kept as three decimals)."""
+    are formatted as text directly (times in us with the ns kept as three decimals);
+    ``wrote(nchars)`` is called after each part written."""
     with open(path, "w") as f:
         f.write('{"displayTimeUnit": "ns", "otherData": ')
         f.write(json.dumps({"time_unit": "us (ts, dur)", "source": title, "notes": data.notes}))
@@ -31,6 +33,8 @@ def write_chrome(data: TimelineData, path: Path, title: str) -> None:
             text = ",\n".join(events)
             f.write(text if first[0] else ",\n" + text)
             first[0] = False
+            if wrote is not None:
+                wrote(len(text))
 
         emit([json.dumps(e, separators=(",", ":")) for e in _metadata(data, title)])
         for lo in range(0, len(data.index), _CHUNK):

@@ -1,8 +1,12 @@
 """``chakra graph``: one rank's dependency graph, or a node's neighbourhood, as DOT, SVG or GraphML.
 
 Node kinds are drawn distinctly (shape and colour per node type); data dependencies are solid
-edges, control dependencies dashed.  A whole rank is drawn only up to ``max_nodes``; larger ranks
-are drawn through a neighbourhood (``around`` a node id, ``depth`` hops both ways).
+edges, control dependencies dashed.  A whole rank of more than ``SUMMARY_ABOVE`` nodes is drawn as
+a summary (:mod:`._graphsummary`: repeated layers folded with their counts, runs collapsed, at
+most ``max_boxes`` boxes); ``summary=False`` draws every node, up to ``max_nodes``; a node's
+neighbourhood (``around`` a node id, ``depth`` hops both ways) is always drawn node by node.
+SVG boxes are as wide as their labels; an SVG drawing more than ``TALL_LEVELS`` levels deep is
+laid out left to right, in bands of ``BAND_COLUMNS`` columns (Graphviz lays out DOT itself).
 """
 
 from __future__ import annotations
@@ -15,20 +19,31 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from chakra_core.analysis._graphsummary import FOLD, RUN, summarise
 from chakra_core.base._errors import ConfigError
 
 if TYPE_CHECKING:
     from chakra_core.trace._traceset import TraceSet
 
-__all__ = ["draw_graph", "graph_format", "GRAPH_FORMATS"]
+__all__ = ["draw_graph", "graph_format", "GRAPH_FORMATS", "SUMMARY_ABOVE", "TALL_LEVELS", "BAND_COLUMNS"]
 
 GRAPH_FORMATS = ("dot", "svg", "graphml")
+#: a whole rank with more nodes than this is drawn as a summary unless told otherwise
+SUMMARY_ABOVE = 100
+#: a drawing deeper than this many levels is laid out left to right
+TALL_LEVELS = 12
+#: levels side by side in one band of a drawing laid out left to right
+BAND_COLUMNS = 6
 
 #: NodeType value -> (DOT shape, fill colour): metadata a note, memory a cylinder, compute a box
 #: (lighter for CPU ops), send/receive a diamond, collective an ellipse
+#: (a summary's folded repeats a 3-D box, its runs of nodes a folder)
 _STYLE = {0: ("plaintext", "#ffffff"), 1: ("note", "#d9d9d9"), 2: ("cylinder", "#a1d99b"), 3: ("cylinder", "#c7e9c0"),
-          4: ("box", "#9ecae1"), 5: ("diamond", "#fdd0a2"), 6: ("diamond", "#fdae6b"), 7: ("ellipse", "#f16913")}
+          4: ("box", "#9ecae1"), 5: ("diamond", "#fdd0a2"), 6: ("diamond", "#fdae6b"), 7: ("ellipse", "#f16913"),
+          FOLD: ("box3d", "#fee391"), RUN: ("folder", "#f0f0f0")}
 _CPU_FILL = "#deebf7"
+#: the GraphML ``type`` of a summary's boxes
+_SUMMARY_TYPES = {FOLD: "FOLDED_REPEATS", RUN: "RUN_OF_NODES"}
 
 
 def _select(g: Any, around_pos: int | None, depth: int) -> np.ndarray:
@@ -77,6 +92,8 @@ def _details(rt: Any, keep: np.ndarray) -> dict[int, dict[str, Any]]:
 def _label(d: dict[str, Any]) -> str:
     from chakra_core.io._schema import NodeType
 
+    if "label" in d:
+        return d["label"]
     kind = NodeType(d["type"]).name if 0 <= d["type"] <= 7 else str(d["type"])
     parts = [d["name"][:48] or f"node {d['id']}", f"#{d['id']} {kind}"]
     if d["duration_micros"]:
@@ -87,50 +104,81 @@ def _label(d: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def graph_format(output: str | os.PathLike, depth: int) -> str:
+def graph_format(output: str | os.PathLike, depth: int, max_boxes: int = 1) -> str:
     """The drawing format ``output``'s name asks for (one of :data:`GRAPH_FORMATS`); a
-    ConfigError for another name or a negative ``depth``."""
+    ConfigError for another name, a negative ``depth`` or ``max_boxes`` under 1."""
     fmt = Path(output).suffix.lstrip(".").lower()
     if fmt not in GRAPH_FORMATS:
         raise ConfigError(f"graph output {output}: the name must end in .dot, .svg or .graphml")
     if depth < 0:
         raise ConfigError(f"--depth {depth}: must be 0 or more")
+    if max_boxes < 1:
+        raise ConfigError(f"--max-boxes {max_boxes}: must be 1 or more")
     return fmt
 
 
 def draw_graph(traces: TraceSet, output: str | os.PathLike, *, rank: int = 0, around: int | None = None,
-               depth: int = 2, max_nodes: int = 2000) -> dict[str, Any]:
+               depth: int = 2, max_nodes: int = 2000, summary: bool | None = None,
+               max_boxes: int = 30) -> dict[str, Any]:
     """Draw rank ``rank``'s graph of ``traces`` (or the ``depth``-hop neighbourhood of node id
     ``around``) to ``output``: ``.dot`` (Graphviz), ``.svg`` (drawn here, layered by dependency
-    depth) or ``.graphml``.  Returns ``{"path", "format", "rank", "nodes", "edges", "rank_nodes"}``."""
+    depth) or ``.graphml``.  A whole rank is summarised (at most ``max_boxes`` boxes) when
+    ``summary`` is true, or None and the rank has more than :data:`SUMMARY_ABOVE` nodes.
+    Returns ``{"path", "format", "rank", "nodes", "edges", "rank_nodes", "summary"}`` (``nodes``:
+    boxes drawn; a summary adds ``folded``, the boxes of repeats with their counts)."""
     from chakra_core.trace._graph import DepGraph
 
     out = Path(output)
-    fmt = graph_format(out, depth)
+    fmt = graph_format(out, depth, max_boxes)
     if rank not in traces.ranks:
         raise ConfigError(f"no rank {rank} in the trace set (ranks {traces.ranks[0]}..{traces.ranks[-1]})")
     rt = traces[rank]
-    ndata = array("q")
-    g = DepGraph.build(rt.batches(), visit=lambda n: ndata.append(len(n.data_deps)))
-    around_pos = None
-    if around is not None:
-        hits = np.flatnonzero(g.ids == np.uint64(around))
-        if not len(hits):
-            raise ConfigError(f"rank {rank} has no node {around}", rt.label)
-        around_pos = int(hits[0])
-    keep = _select(g, around_pos, depth)
-    if len(keep) > max_nodes:
-        raise ConfigError(f"{len(keep)} nodes to draw, more than max_nodes={max_nodes}: draw a neighbourhood "
-                          "(--around NODE --depth K) or raise --max-nodes", rt.label)
-    nodes = _details(rt, keep)
-    edges = _edges(g, keep, np.frombuffer(ndata, np.int64) if len(ndata) else np.zeros(0, np.int64))
+    ndata_list = array("q")
+    g = DepGraph.build(rt.batches(), visit=lambda n: ndata_list.append(len(n.data_deps)))
+    ndata = np.frombuffer(ndata_list, np.int64) if len(ndata_list) else np.zeros(0, np.int64)
+    around_pos = _around(g, around, rank, rt.label)
+    if summary is None:
+        summary = around_pos is None and len(g.ids) > SUMMARY_ABOVE
+    if summary and around_pos is None:
+        nodes, edges = _summary(g, rt, ndata, max_boxes)
+    else:
+        summary = False
+        keep = _select(g, around_pos, depth)
+        if len(keep) > max_nodes:
+            raise ConfigError(f"{len(keep)} nodes to draw, more than max_nodes={max_nodes}: draw a neighbourhood "
+                              "(--around NODE --depth K), a summary (--summary) or raise --max-nodes", rt.label)
+        nodes = _details(rt, keep)
+        edges = _edges(g, keep, ndata)
     from chakra_core.io._etio import atomic_output
 
     writer = {"dot": _write_dot, "svg": _write_svg, "graphml": _write_graphml}[fmt]
     with atomic_output(out) as tmp:
         tmp.write_text(writer(nodes, edges, around_pos))
-    return {"path": str(out), "format": fmt, "rank": rank, "nodes": len(nodes), "edges": len(edges),
-            "rank_nodes": len(g.ids)}
+    done = {"path": str(out), "format": fmt, "rank": rank, "nodes": len(nodes), "edges": len(edges),
+            "rank_nodes": len(g.ids), "summary": summary}
+    if summary:
+        done["folded"] = [{"repeats": d["repeats"], "nodes": d["nodes"], "first": d["name"]}
+                          for d in nodes.values() if d["type"] == FOLD]
+    return done
+
+
+def _around(g: Any, around: int | None, rank: int, label: str) -> int | None:
+    """The position of node id ``around`` (None for None); a ConfigError when there is none."""
+    if around is None:
+        return None
+    hits = np.flatnonzero(g.ids == np.uint64(around))
+    if not len(hits):
+        raise ConfigError(f"rank {rank} has no node {around}", label)
+    return int(hits[0])
+
+
+def _summary(g: Any, rt: Any, ndata: np.ndarray,
+             max_boxes: int) -> tuple[dict[int, dict[str, Any]], list[tuple[int, int, str]]]:
+    """The boxes and edges of the whole rank's summary (nodes on or behind a cycle come last)."""
+    order, left = g.topo_order()
+    order = np.concatenate((np.asarray(order, np.int64), np.asarray(left, np.int64)))
+    details = _details(rt, order)
+    return summarise(order, details, g.dep_ptr, g.deps, ndata, max_boxes)
 
 
 def _edges(g: Any, keep: np.ndarray, ndata: np.ndarray) -> list[tuple[int, int, str]]:
@@ -185,35 +233,70 @@ def _levels(nodes: dict[int, dict[str, Any]], edges: list[tuple[int, int, str]])
     return level
 
 
-def _write_svg(nodes: dict[int, dict[str, Any]], edges: list[tuple[int, int, str]], center: int | None) -> str:
+def _box_size(label: str) -> tuple[int, int]:
+    """Width and height (px) of a box holding ``label`` in 10 px Helvetica."""
+    lines = label.split("\n")
+    return max(200, 12 + 6 * max(len(line) for line in lines)), 10 + 12 * len(lines)
+
+
+def _positions(nodes: dict[int, dict[str, Any]], edges: list[tuple[int, int, str]],
+               sizes: dict[int, tuple[int, int]]) -> tuple[dict[int, tuple[int, int]], bool]:
+    """Top-left corner of each box, and whether levels run left to right: one row per level, or
+    for a drawing deeper than :data:`TALL_LEVELS` one column per level in bands of
+    :data:`BAND_COLUMNS`."""
     level = _levels(nodes, edges)
     rows: dict[int, list[int]] = {}
     for p in sorted(nodes):
         rows.setdefault(level[p], []).append(p)
-    w, h, gx, gy = 200, 58, 24, 46
+    gx, gy = 24, 46
     xy = {}
-    for lv, ps in rows.items():
-        for k, p in enumerate(ps):
-            xy[p] = (20 + k * (w + gx), 20 + lv * (h + gy))
-    width = 40 + max(len(ps) for ps in rows.values()) * (w + gx) if rows else 100
-    height = 40 + (max(rows) + 1) * (h + gy) if rows else 100
+    if len(rows) <= TALL_LEVELS:
+        y = 20
+        for lv in sorted(rows):
+            x = 20
+            for p in rows[lv]:
+                xy[p] = (x, y)
+                x += sizes[p][0] + gx
+            y += max(sizes[p][1] for p in rows[lv]) + gy
+        return xy, False
+    colw = max(w for w, _ in sizes.values()) + 2 * gx
+    y0 = 20
+    for band in range(0, len(rows), BAND_COLUMNS):
+        height = 0
+        for lv in range(band, min(band + BAND_COLUMNS, len(rows))):
+            y = y0
+            for p in rows.get(lv, []):
+                xy[p] = (20 + (lv - band) * colw, y)
+                y += sizes[p][1] + gx
+            height = max(height, y - y0)
+        y0 += height + gy
+    return xy, True
+
+
+def _write_svg(nodes: dict[int, dict[str, Any]], edges: list[tuple[int, int, str]], center: int | None) -> str:
+    sizes = {p: _box_size(_label(d)) for p, d in nodes.items()}
+    xy, across = _positions(nodes, edges, sizes)
+    width = 20 + max((x + sizes[p][0] for p, (x, _) in xy.items()), default=80)
+    height = 20 + max((y + sizes[p][1] for p, (_, y) in xy.items()), default=80)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="Helvetica" '
            'font-size="10"><defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="6" '
            'markerHeight="6" orient="auto"><path d="M0,0 L10,5 L0,10 z"/></marker></defs>']
     for a, b, kind in edges:
         (x1, y1), (x2, y2) = xy[a], xy[b]
+        (w1, h1), (w2, h2) = sizes[a], sizes[b]
+        ends = (x1 + w1, y1 + h1 / 2, x2, y2 + h2 / 2) if across else (x1 + w1 / 2, y1 + h1, x2 + w2 / 2, y2)
         dash = "" if kind == "data" else ' stroke-dasharray="5,3"'
-        out.append(f'<line x1="{x1 + w / 2}" y1="{y1 + h}" x2="{x2 + w / 2}" y2="{y2}" stroke="#555"{dash} '
+        out.append(f'<line x1="{ends[0]}" y1="{ends[1]}" x2="{ends[2]}" y2="{ends[3]}" stroke="#555"{dash} '
                    'marker-end="url(#arrow)"/>')
     for p, d in nodes.items():
-        x, y = xy[p]
+        (x, y), (w, h) = xy[p], sizes[p]
         shape = _STYLE.get(d["type"], ("box", ""))[0]
-        rx = 28 if shape == "ellipse" else 4 if shape in ("box", "note", "plaintext") else 14
+        rx = 28 if shape == "ellipse" else 4 if shape in ("box", "note", "plaintext", "box3d", "folder") else 14
         stroke = 3 if p == center else 1
         out.append(f'<g><rect x="{x}" y="{y}" width="{w}" height="{h}" rx="{rx}" fill="{_fill(d)}" stroke="#333" '
                    f'stroke-width="{stroke}"/>')
         for k, line in enumerate(_label(d).split("\n")):
-            out.append(f'<text x="{x + 6}" y="{y + 14 + 12 * k}">{html.escape(line[:36])}</text>')
+            out.append(f'<text x="{x + 6}" y="{y + 14 + 12 * k}">{html.escape(line)}</text>')
         out.append(f"<title>{html.escape(_label(d))}</title></g>")
     out.append("</svg>")
     return "\n".join(out) + "\n"
@@ -230,7 +313,9 @@ def _write_graphml(nodes: dict[int, dict[str, Any]], edges: list[tuple[int, int,
     out.append('<key id="dep" for="edge" attr.name="dep" attr.type="string"/>')
     out.append('<graph id="rank" edgedefault="directed">')
     for d in nodes.values():
-        vals = {"name": d["name"], "type": NodeType(d["type"]).name if 0 <= d["type"] <= 7 else str(d["type"]),
+        vals = {"name": d.get("label", d["name"]),
+                "type": NodeType(d["type"]).name if 0 <= d["type"] <= 7
+                else _SUMMARY_TYPES.get(d["type"], str(d["type"])),
                 "duration_micros": d["duration_micros"], "is_cpu_op": str(d["cpu"]).lower(),
                 "comm_type": d["comm_type"], "comm_size": d["comm_size"], "pg_name": d["pg_name"]}
         data = "".join(f'<data key="{k}">{html.escape(str(v))}</data>' for k, v in vals.items()

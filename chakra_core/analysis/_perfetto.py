@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO
@@ -67,15 +68,19 @@ def _local(ranks: np.ndarray) -> np.ndarray:
     return np.arange(len(ranks)) - np.repeat(starts, np.diff(np.concatenate((starts, [len(ranks)]))))
 
 
-def write_perfetto(data: TimelineData, path: Path, title: str) -> None:
-    """Write ``data`` to ``path`` (a new file)."""
+def write_perfetto(data: TimelineData, path: Path, title: str, wrote: Callable[[int], None] | None = None) -> None:
+    """Write ``data`` to ``path`` (a new file); ``wrote(nbytes)`` is called after each part written."""
     names = list(data.spans.names)
     path_names = list(dict.fromkeys(data.path_label))
     strings = list(data.spans.strings) + list(SPAN_KINDS)
     with open(path, "wb") as f:
         f.write(_descriptors(data, title))
         f.write(_interned(names + path_names + list(data.notes), strings))
-        _write_events(f, data, path_names, len(names))
+        _write_events(f, data, path_names, len(names), wrote or _ignore)
+
+
+def _ignore(nbytes: int) -> None:
+    """No progress reported."""
 
 
 def _packet(body: bytes) -> bytes:
@@ -216,9 +221,10 @@ _SHAPE_OF_LIST = np.array([0, 1, 0, 2, 0, 1, 0])
 _BEGINS, _ENDS, _COUNTERS = 0, 1, 2
 
 
-def _write_events(f: BinaryIO, data: TimelineData, path_names: list[str], name_count: int) -> None:
+def _write_events(f: BinaryIO, data: TimelineData, path_names: list[str], name_count: int,
+                  wrote: Callable[[int], None]) -> None:
     """Encode the events chunk by chunk (a few chunks at once on threads: numpy releases the GIL
-    in its loops) and write them in order."""
+    in its loops) and write them in order, calling ``wrote(nbytes)`` after each."""
     lists = _Lists(data, path_names, name_count)
     flows = _Flows(data)
     args = _Args(data)
@@ -229,18 +235,22 @@ def _write_events(f: BinaryIO, data: TimelineData, path_names: list[str], name_c
     def encode(lo: int) -> np.ndarray:
         return _encode_chunk(lists, lists.order[lo:lo + _CHUNK], data, uuids, flows, args)
 
+    def put(encoded: np.ndarray) -> None:
+        f.write(encoded.data)
+        wrote(encoded.nbytes)
+
     if workers < 2 or len(chunks) < 2:
         for lo in chunks:
-            f.write(encode(lo).data)
+            put(encode(lo))
         return
     with ThreadPoolExecutor(workers) as pool:
         pending: deque = deque()
         for lo in chunks:
             pending.append(pool.submit(encode, lo))
             if len(pending) > workers:
-                f.write(pending.popleft().result().data)
+                put(pending.popleft().result())
         while pending:
-            f.write(pending.popleft().result().data)
+            put(pending.popleft().result())
 
 
 def _encode_chunk(lists: _Lists, pick: np.ndarray, data: TimelineData, uuids: tuple[np.ndarray, np.ndarray],

@@ -19,7 +19,9 @@ import numpy as np
 
 from chakra_core.analysis._spans import COMM_KINDS, FLOW_KINDS, SPAN_KINDS, Spans
 from chakra_core.analysis._timeline_data import TimelineData
+from chakra_core.analysis._timeline_size import estimate_bytes, size_warning
 from chakra_core.base._errors import ConfigError
+from chakra_core.base._progress import progress
 from chakra_core.host._api import Result
 
 __all__ = ["write_timeline", "write_timeline_from_options", "add_span_outputs", "TimelineData", "parse_window",
@@ -51,7 +53,9 @@ def write_timeline(spans: Spans, path: str | Path, *, format: str | None = None,
     its edges); ``expand`` draws every rank a symmetric span set stands for; ``max_spans`` keeps
     the earliest spans only and says so in the timeline.  Returns what was written: ``path``,
     ``format``, ``spans`` (drawn), ``selected``, ``total``, ``truncated``, ``tracks``,
-    ``flows``, ``counters``, ``critical_path_segments``.
+    ``flows``, ``counters``, ``critical_path_segments``, ``notes``.  A timeline estimated
+    larger than ``CHAKRA_TIMELINE_WARN_MB`` (default 100 MB) is announced by a warning before it
+    is written, and in its ``notes``.
     """
     from chakra_core.io._etio import atomic_output
 
@@ -65,19 +69,25 @@ def write_timeline(spans: Spans, path: str | Path, *, format: str | None = None,
         ranks = sorted(parse_ranks(ranks.split(","), "timeline"))
     data, selected = _prepare(spans, ranks, parse_window(window_ns),
                               expand, flows, counters, critical, max_spans)
-    with atomic_output(path) as tmp:
+    big = size_warning(data, fmt, str(path))
+    with atomic_output(path) as tmp, progress("writing the timeline", total=estimate_bytes(data, fmt) // 1000,
+                                              unit="kB") as bar:
+        def wrote(nbytes: int) -> None:
+            bar.advance(nbytes // 1000)
+
         if fmt == "perfetto":
             from chakra_core.analysis._perfetto import write_perfetto
 
-            write_perfetto(data, tmp, title)
+            write_perfetto(data, tmp, title, wrote)
         else:
             from chakra_core.analysis._chrome_trace import write_chrome
 
-            write_chrome(data, tmp, title)
+            write_chrome(data, tmp, title, wrote)
     return {"path": str(path), "format": fmt, "spans": len(data.index), "selected": selected,
             "total": len(spans), "truncated": len(data.index) < selected, "tracks": len(data.lanes),
             "flows": len(data.flow_src), "counters": len(data.counter_ts),
-            "critical_path_segments": len(data.path_start), "notes": data.notes}
+            "critical_path_segments": len(data.path_start),
+            "notes": data.notes + ([big.replace("writing a timeline of", "written:", 1)] if big else [])}
 
 
 def _prepare(spans: Spans, ranks: list[int] | None, window: tuple[int, int] | None, expand: bool,

@@ -15,11 +15,11 @@ When nothing is shown (stderr is a file or a pipe, ``chakra -q``, or
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["Progress", "progress", "set_progress_enabled"]
+__all__ = ["Progress", "progress", "set_progress_enabled", "counted_then"]
 
 _ENABLED = [True]
 
@@ -58,6 +58,19 @@ class Progress:
         if total is not None and total != self._bar.total:
             self._bar.total = total
         self._bar.update(done - self._bar.n)
+
+
+def counted_then(bar: Progress, text: str) -> Callable[[int, int], None]:
+    """A ``progress(done, total)`` callback that sets ``bar`` and, once ``done`` reaches
+    ``total``, shows ``text``: what runs after the counted steps (the cross-rank checks after
+    the ranks, for example)."""
+
+    def step(done: int, total: int) -> None:
+        bar(done, total)
+        if done >= total:
+            bar.status(text)
+
+    return step
 
 
 @contextmanager

@@ -1,4 +1,4 @@
-"""``chakra graph PATH [--rank R] [--around NODE --depth K] -o FILE.{dot,svg,graphml}``."""
+"""``chakra graph PATH [--rank R] [--around NODE --depth K | --summary | --full] -o FILE.{dot,svg,graphml}``."""
 
 from __future__ import annotations
 
@@ -14,6 +14,13 @@ def add_arguments(p) -> None:
     p.add_argument("--depth", type=int, default=2, help="hops from --around, both ways (default: 2)")
     p.add_argument("--max-nodes", dest="max_nodes", type=int, default=2000,
                    help="most nodes drawn (default: 2000); a larger selection is refused")
+    view = p.add_mutually_exclusive_group()
+    view.add_argument("--summary", dest="summary", action="store_true", default=None,
+                      help="draw the rank as a summary: repeated layers folded with their counts, runs of nodes "
+                           "collapsed (the default for a rank of more than 100 nodes)")
+    view.add_argument("--full", dest="summary", action="store_false", help="draw every node of the rank")
+    p.add_argument("--max-boxes", dest="max_boxes", type=int, default=30,
+                   help="most boxes of a summary (default: 30)")
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="FILE.dot, FILE.svg or FILE.graphml")
     p.add_argument("--json", action="store_true", help="print what was written as JSON")
 
@@ -23,9 +30,13 @@ def run(args) -> int:
     from chakra_core.pipeline._analyses import graph
 
     out = graph(args.path, args.output, rank=args.rank, around=args.around, depth=args.depth,
-                max_nodes=args.max_nodes, **input_kwargs(args))
+                max_nodes=args.max_nodes, summary=args.summary, max_boxes=args.max_boxes, **input_kwargs(args))
     if args.json:
         print_json(out)
+    elif out["summary"]:
+        folded = ", ".join(f"{f['repeats']} x {f['nodes'] // f['repeats']}" for f in out["folded"]) or "none"
+        print(f"{out['path']}: summary of rank {out['rank']}'s {out['rank_nodes']} nodes in {out['nodes']} boxes, "
+              f"{out['edges']} edges; repeats folded (count x nodes): {folded}")
     else:
         print(f"{out['path']}: {out['nodes']} of rank {out['rank']}'s {out['rank_nodes']} nodes, {out['edges']} edges")
     return 0

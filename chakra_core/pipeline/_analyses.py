@@ -59,11 +59,16 @@ def report(inputs: Any = None, *, result: str | os.PathLike | None = None, backe
             kw = dict(sim_kwargs, format=None, input_options=None)
             return int(_simulate_with_spans(scaled, backend, kw, keep=False).summary["finish_ns"])
     groups = _process_groups(inputs, format, input_options, host) if inputs is not None else None
-    rep = analyse(spans, what_if=what_if, top=top, threshold=threshold, source=source, resimulate=resim,
-                  groups=groups)
-    if output is not None:
-        rep.write_html(output)
-        rep.data["html"] = str(output)
+    with progress("building the report", total=1 + (output is not None), unit="step") as bar:
+        bar.status("breakdown, critical path, tables")
+        rep = analyse(spans, what_if=what_if, top=top, threshold=threshold, source=source, resimulate=resim,
+                      groups=groups)
+        bar.advance()
+        if output is not None:
+            bar.status("HTML page")
+            rep.write_html(output)
+            rep.data["html"] = str(output)
+            bar.advance()
     return rep
 
 
@@ -162,16 +167,20 @@ def compare(a: Inputs, b: Inputs, *, systems: Sequence[str] | None = None, backe
 
 
 def graph(inputs: Any, output: str | os.PathLike, *, rank: int = 0, around: int | None = None, depth: int = 2,
-          max_nodes: int = 2000, format: str | None = None, input_options: Mapping[str, Any] | None = None,
-          host: PluginHost | None = None) -> dict[str, Any]:
+          max_nodes: int = 2000, summary: bool | None = None, max_boxes: int = 30, format: str | None = None,
+          input_options: Mapping[str, Any] | None = None, host: PluginHost | None = None) -> dict[str, Any]:
     """Draw rank ``rank``'s graph (or the ``depth``-hop neighbourhood of node id ``around``) to
     ``output``: ``.dot`` (Graphviz), ``.svg`` (drawn here, layered by dependency depth) or
-    ``.graphml``.  Returns ``{"path", "format", "rank", "nodes", "edges", "rank_nodes"}``."""
+    ``.graphml``.  A whole rank of more than 100 nodes (or any, with ``summary=True``) is drawn
+    as a summary of at most ``max_boxes`` boxes, repeated layers folded with their counts;
+    ``summary=False`` draws every node.  Returns ``{"path", "format", "rank", "nodes", "edges",
+    "rank_nodes", "summary"}`` and, for a summary, ``folded``."""
     from chakra_core.pipeline._commands import _input_pipeline
     if around is not None and not 0 <= around < 1 << 64:
         raise ConfigError(f"--around {around}: a node id is a whole number from 0 to 2**64-1")
     if depth < 0 or max_nodes < 1:
         raise ConfigError(f"--depth must be >= 0 and --max-nodes >= 1, got {depth} and {max_nodes}")
-    graph_format(output, depth)
+    graph_format(output, depth, max_boxes)
     traces = _input_pipeline(inputs, format, input_options, host).load()
-    return draw_graph(traces, output, rank=rank, around=around, depth=depth, max_nodes=max_nodes)
+    return draw_graph(traces, output, rank=rank, around=around, depth=depth, max_nodes=max_nodes,
+                      summary=summary, max_boxes=max_boxes)

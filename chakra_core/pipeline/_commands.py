@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from chakra_core.base._errors import ConfigError
-from chakra_core.base._progress import progress
+from chakra_core.base._progress import counted_then, progress
 from chakra_core.host._api import Result
 from chakra_core.host._plugins import PluginHost, get_host
 from chakra_core.pipeline._pipeline import Pipeline, Stage, detect_format, resolve_stage
@@ -269,12 +269,14 @@ def validate(inputs: Inputs, *, cross_rank: bool = True, format: str | None = No
              input_options: Mapping[str, Any] | None = None, host: PluginHost | None = None) -> Validation:
     """Check every rank (streaming) and, with ``cross_rank``, their consistency
     (docs/validation.md); the result is the list of findings."""
+    from chakra_core.validation._validate import CROSS_RANK_STATUS
     from chakra_core.validation._validate import validate as check
 
     pipe = _input_pipeline(inputs, format, input_options, host)
     traces = pipe.load()
     with progress("validating", total=len(traces)) as bar:
-        findings = check(traces, cross_rank=cross_rank, progress=bar)
+        findings = check(traces, cross_rank=cross_rank,
+                         progress=counted_then(bar, CROSS_RANK_STATUS) if cross_rank else bar)
     return Validation(findings, len(traces), pipe.provenance())
 
 

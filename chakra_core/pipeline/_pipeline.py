@@ -49,7 +49,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 
 from chakra_core.base._errors import ConfigError, PluginError, TraceFormatError
 from chakra_core.base._paths import expand_paths
-from chakra_core.base._progress import progress
+from chakra_core.base._progress import counted_then, progress
 from chakra_core.host._api import Backend, Result
 from chakra_core.host._plugins import PluginHost, get_host
 from chakra_core.io._publish import staged_output
@@ -240,10 +240,11 @@ def refuse_invalid(traces: TraceSet, backends: Sequence[str], *,
                    groups: Mapping[str, Sequence[int]] | None = None, streams: int = 1) -> None:
     """Raise TraceFormatError naming the first error and the count when ``traces`` has errors
     under the backends' ``groups`` (a comm-group file's) and ``streams``."""
-    from chakra_core.validation._validate import validate
+    from chakra_core.validation._validate import CROSS_RANK_STATUS, validate
 
     with progress("validating", total=len(traces)) as bar:
-        findings = validate(traces, progress=bar, groups=groups or None, streams=streams)
+        findings = validate(traces, progress=counted_then(bar, CROSS_RANK_STATUS), groups=groups or None,
+                            streams=streams)
     errors = [f for f in findings if f.severity == "error"]
     if errors:
         count = sum(f.count for f in errors)

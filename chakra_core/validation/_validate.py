@@ -46,7 +46,11 @@ from chakra_core.validation._rank_rules import ABSURD_BYTES, MAX_DURATION_US, MA
 from chakra_core.validation._set_rules import check_collectives, check_deadlocks, check_groups, check_p2p
 from chakra_core.validation._skeleton import scan_rank
 
-__all__ = ["Finding", "validate", "RULES", "ABSURD_BYTES", "MAX_DURATION_US", "MAX_RANK_DURATION_US"]
+__all__ = ["Finding", "validate", "RULES", "ABSURD_BYTES", "MAX_DURATION_US", "MAX_RANK_DURATION_US",
+           "CROSS_RANK_STATUS"]
+
+#: what a progress bar of :func:`validate` shows once every rank is read
+CROSS_RANK_STATUS = "now across ranks"
 
 RULES = (
     "duplicate-id", "missing-dep", "cycle", "invalid-type", "unknown-type", "unknown-attr",

@@ -29,6 +29,7 @@ from chakra_core import (
     TraceFormatError,
     TraceSet,
     output_directory,
+    progress,
     with_process_groups,
 )
 from chakra_core.system import SYSTEM_OPTIONS, system_from_options
@@ -191,30 +192,27 @@ def _write_workload(traces: TraceSet, plan: Plan, gp: GroupPlan, wdir: Path, pre
     # ASTRA-sim ignores metadata attributes; ours make the workload self-describing (its groups)
     meta = with_process_groups(GlobalMetadata(version=ET_VERSION), gp.written)
     present = set(traces.ranks)
-    padded = filled = 0
+    idle: Counter = Counter()  # ranks given an idle node: "padded" (no trace), "filled" (emptied)
     reuse = RankReuse(plan, report)
-    for rank in range(plan.npus):
-        if rank in present:
-            res = reuse.convert(rank, traces[rank])
-            raw = res.raw
+    with progress("writing the workload", total=plan.npus) as bar:
+        for rank in range(plan.npus):
+            res = reuse.convert(rank, traces[rank]) if rank in present else None
+            raw = res.raw if res is not None else []
             if not raw:
                 raw = [idle_node(rank, plan).SerializeToString()]
-                filled += 1
-        else:
-            res = Converted([], {}, [], [], ExportReport())
-            raw = [idle_node(rank, plan).SerializeToString()]
-            padded += 1
-        order.add(rank, res.collectives)
-        for key in res.sends:
-            p2p[key] += 1
-        for key in res.recvs:
-            p2p[key] -= 1
-        path = wdir / f"{prefix}.{rank}.et"
-        with EtWriter(path, meta) as w:
-            for b in raw:
-                w.write_raw(b)
-    report.ranks = {"trace": len(present), "network": plan.npus, "padded_with_idle_node": padded,
-                    "emptied_given_idle_node": filled, "converted_once_reused": reuse.reused,
+                idle["filled" if res is not None else "padded"] += 1
+            res = res if res is not None else Converted([], {}, [], [], ExportReport())
+            order.add(rank, res.collectives)
+            for key in res.sends:
+                p2p[key] += 1
+            for key in res.recvs:
+                p2p[key] -= 1
+            with EtWriter(wdir / f"{prefix}.{rank}.et", meta) as w:
+                for b in raw:
+                    w.write_raw(b)
+            bar.advance()
+    report.ranks = {"trace": len(present), "network": plan.npus, "padded_with_idle_node": idle["padded"],
+                    "emptied_given_idle_node": idle["filled"], "converted_once_reused": reuse.reused,
                     "converted_from_template": reuse.retargeted}
     order.finish()
     check_p2p(p2p, report)

@@ -22,7 +22,7 @@ from chakra_core import (
     add_span_outputs,
     progress,
 )
-from chakra_core.system import SYSTEM_OPTIONS
+from chakra_core.system import SYSTEM_OPTIONS, system_from_options
 
 from .plan import COMP, Plan, load_plan
 
@@ -89,6 +89,7 @@ class EmulatorBackend(Backend):
                                    "files: every rank needs its trace", traces.source or None)
         if options["realtime"]:
             check_realtime()
+        system_warnings = list(system_from_options(options).warnings)
         place = choose_placement(options["backend"], options["device"], nranks,
                                  probe_cuda() if options["backend"] != "gloo" and options["device"] != "cpu" else 0)
         t0 = time.perf_counter()
@@ -110,6 +111,7 @@ class EmulatorBackend(Backend):
         expected = _expected(traces, options) if options["expected"] else None
         result = _result(self.kind, plans, results, options, place, expected,
                          {"plan": round(plan_s, 3), "run": round(run_s, 3)})
+        result.notes[:0] = system_warnings
         if result.spans is not None and output is not None:
             result.files.append(str(result.spans.save(Path(output) / "spans.npz")))
         return result
@@ -118,8 +120,6 @@ class EmulatorBackend(Backend):
 def _groups(traces: TraceSet, options: Mapping[str, Any], nranks: int) -> dict[str, list[int]]:
     """The named process groups of the set (the comm-group file's override them); "0" and ""
     are the world, and so is a group listed without ranks (as PyTorch lists one of every rank)."""
-    from chakra_core.system import system_from_options
-
     groups = {k: sorted(v) or list(range(nranks)) for k, v in traces.process_groups.items()}
     if options.get("comm_groups"):
         sd = system_from_options(options)

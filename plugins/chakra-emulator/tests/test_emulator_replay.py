@@ -14,6 +14,7 @@ import pytest
 
 import chakra_core
 from chakra_core import SPAN_KINDS, CommType, NodeAttrs, NodeType, open_traceset
+from chakra_core.system import load_system
 
 #: record_collectives.py's SIZES (float32 elements) as Chakra sizes per rank, in bytes
 COLL_BYTES = {
@@ -224,3 +225,14 @@ def test_same_seed_gives_the_same_node_order_from_the_cli(ddp, recorded, chakra_
     assert order(again["summary"]["nodes"]) == order(result.summary["nodes"])
     assert again["summary"]["coverage"] == 1.0
     assert again["provenance"]["implementations"][-1]["name"] == "emulator"
+
+
+def test_the_system_files_warnings_are_notes(recorded, tmp_path):
+    # an ASTRA-sim system.json naming three keys: ASTRA-sim's defaults for the others are warnings
+    system = tmp_path / "system.json"
+    system.write_text(json.dumps({"preferred-dataset-splits": 2, "local-mem-bw": 50,
+                                  "all-reduce-implementation": ["ring"]}))
+    warnings = load_system(str(system)).warnings
+    assert any("scheduling-policy" in w for w in warnings)
+    result = chakra_core.emulate(str(recorded["ddp"]), system=str(system), options={"warmup": 0})
+    assert result.notes[:len(warnings)] == warnings

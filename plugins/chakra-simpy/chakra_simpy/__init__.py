@@ -16,6 +16,7 @@ module                             what it holds
 ``symmetry``                       classes of ranks simulated once
 ``actor``                          one simulated rank's state and busy-time accounting
 ``engine``                         the SimPy simulation: nodes, resources, memory, point to point
+``watch``                          the progress bar of a running simulation (simulated time, ranks done)
 ``compute_chains``                 a compute chain's node times in one compiled loop
 ``network``                        links shared by messages (congestion-aware mode)
 ``collectives``                    matching collectives by issue order per group, and their timing

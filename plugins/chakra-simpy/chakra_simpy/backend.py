@@ -32,6 +32,7 @@ from .member_timing import WORK_LIMIT
 from .program import Program, load_program
 from .result_notes import load_notes, run_notes
 from .symmetry import role_classes
+from .watch import watched
 
 if TYPE_CHECKING:
     from .engine import Sim
@@ -188,11 +189,16 @@ def _analyse(done: _Simulated, critical_path_nodes: int, keep_spans: bool) -> tu
     """The spans of the run, the per-rank rows and the critical path."""
     from .report import build_spans, path_summary, rank_rows
 
-    spans = build_spans(done.sim, names=keep_spans)
-    with ThreadPoolExecutor(1) as pool:  # mostly numpy, which runs outside the GIL
-        rows_of = pool.submit(rank_rows, spans, done.actors)
-        path = path_summary(spans, done.sim, critical_path_nodes, keep_spans)
-        rows = rows_of.result()
+    with progress("analysing the run", total=2, unit="step") as bar:
+        bar.status("spans")
+        spans = build_spans(done.sim, names=keep_spans)
+        bar.advance()
+        bar.status("critical path and per-rank times")
+        with ThreadPoolExecutor(1) as pool:  # mostly numpy, which runs outside the GIL
+            rows_of = pool.submit(rank_rows, spans, done.actors)
+            path = path_summary(spans, done.sim, critical_path_nodes, keep_spans)
+            rows = rows_of.result()
+        bar.advance()
     return spans, rows, path
 
 
@@ -280,7 +286,8 @@ def _simulate(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[i
     sim = Sim(actors, rank_actor, sd, groups, options["congestion"] == "aware", timeline,
               1 << 62, options["stagger_limit"], replay)
     t1 = time.perf_counter()
-    sim.run([start_ns[a.rank] for a in actors])
+    with watched(sim, nranks):
+        sim.run([start_ns[a.rank] for a in actors])
     return _Simulated(progs, classes, actors, sim, load_s, time.perf_counter() - t1)
 
 
