@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _stats(chakra_cli, *args):
@@ -66,7 +69,8 @@ def test_cli_refusals_say_what_to_do(tmp_path, dp_set, chakra_cli):
     status, _, err = chakra_cli("export", tmp_path / "job", "--to", "et", "-o", tmp_path / "o", "-O", "npus=4")
     assert status == 2 and "unknown option 'npus'" in err and "text" not in err  # .et has no npus
     status, _, err = chakra_cli("export", tmp_path / "job", "--to", "json", "-o", tmp_path / "o",
-                                "--system", "a.yaml", "-O", "system=b.yaml")
+                                "--system", ROOT / "examples/system/system.yaml", "-O",
+                                f"system={ROOT / 'examples/system/two_nodes.yaml'}")
     assert status == 2 and "'system' given twice" in err
     from chakra_core.host._plugins import PluginHost, PluginWarning
 

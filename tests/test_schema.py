@@ -70,7 +70,7 @@ def test_system_help_covers_exactly_the_system_loaders_keys():
     systems = {p.name: yaml.safe_load(p.read_text()) for p in files}
     systems.update({rel: yaml.safe_load((ROOT / rel).read_text()).get("system") for rel in EXAMPLES})
     systems = {name: s for name, s in systems.items() if s}
-    assert len(systems) == 4, sorted(systems)  # three system files, the sweep example's inline one
+    assert len(systems) == 6, sorted(systems)  # four system files, the two sweep examples' inline ones
     for name, system in systems.items():
         used = {str(k).replace("_", "-") for k in system}
         assert used <= described, (name, used - described)

@@ -16,7 +16,7 @@ __all__ = ["add_plugin_options", "add_input_options", "add_output_options", "inp
 #: longest list of paths printed in full without --verbose
 SHOWN_PATHS = 10
 #: longest error message printed in full (characters); a message echoing a huge input is cut
-MESSAGE_CHARS = 600
+MESSAGE_CHARS = 1000  # room for an error that names two absolute paths
 
 
 def add_plugin_options(parser) -> None:

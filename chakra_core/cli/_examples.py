@@ -35,6 +35,9 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("chakra plugins", "what is installed, and what failed"),
         ("chakra plugins --options simpy", "the options of one implementation"),
     ),
+    "plugin": (
+        ("chakra plugin new myfmt --dir out/", "a plugin to start from: format, simulator, transform, tests"),
+    ),
     "run": (
         ("chakra run examples/quickstart/pipeline.yaml", "convert, simulate and export a ResNet-50-like job"),
         ("chakra run examples/quickstart/pipeline.yaml --check", "check the pipeline without running it"),

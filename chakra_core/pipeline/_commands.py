@@ -103,7 +103,7 @@ def convert(inputs: Inputs, output: str | os.PathLike, *, format: str | None = N
                           provenance=pipe.provenance())
         name = pipe.input.name if pipe.input is not None else "the opened set"
         notes.append(f"format {name} does not convert its ranks independently: converted in one process")
-    paths = write_validated_set(pipe.load(), output, compress=gzip, validate=validate)
+    paths = write_validated_set(pipe.load(), output, compress=gzip, validate=validate, stage_name="converting")
     return Result("convert", "converter", {"ranks": len(paths)}, files=[str(p) for p in paths],
                   notes=notes, provenance=pipe.provenance())
 

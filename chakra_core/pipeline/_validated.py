@@ -60,12 +60,13 @@ def _rank_of_name(name: str) -> int:
 
 def write_validated_set(traces: TraceSet, output: str | os.PathLike, *, compress: bool = False,
                         validate: bool = True, replace_stale: bool = True,
-                        label: Callable[[int, str], str] | None = None) -> list[Path]:
+                        label: Callable[[int, str], str] | None = None, stage_name: str = "writing") -> list[Path]:
     """Write ``traces`` at ``output`` (a directory or a prefix, as :meth:`TraceSet.write`) when it
     passes validation (or ``validate`` is False); returns the paths written, by rank.  Messages
-    name each rank by ``label(rank, staged name)``, by default its source's path."""
+    name each rank by ``label(rank, staged name)``, by default its source's path; the progress
+    bar is named ``stage_name``."""
     def write(stage: Path, name: str, suffix: str) -> list[str]:
-        with progress("writing", total=len(traces)) as bar:
+        with progress(stage_name, total=len(traces)) as bar:
             names = traces.write_ranks(stage, traces.ranks, name, suffix, bar)
         if validate:
             labels = [label(r, n) if label else (traces[r].path or n) for r, n in zip(traces.ranks, names)]
