@@ -1,0 +1,283 @@
+"""Sampling one rank class of a ``learned`` model (see docs/synth.md, The learned model).
+
+Each step expands the block grammar with the requested counts.  Communication slots give one
+node each (kind, group or peer, size as fitted).  Each instance of a computation segment is drawn
+anew: an operator count around the fitted one, kinds from the segment's first-order chain mixed
+with its kind mix (weight ``level``), durations from each kind's quantile table at a uniform
+probability times log-normal noise, rescaled to the segment's mean total times a noise factor.
+Dependencies follow the fitted offsets through a map from source positions to drawn nodes (a
+drawn node that stands for no source node depends on the one before), so every dependency
+names an earlier node.  Structure (counts, kinds, sizes) comes from one random stream per class,
+timing from one per timing variant, so the variants of a class communicate alike.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from .emit import ClassStream, NodeBatch, Role, static_bytes
+from .expand import Expansion
+from .kinds import comm_type_number, node_label, type_number
+from .quantiles import lerp_rows
+from .tables import Padded, stat_rows
+
+__all__ = ["learned_stream", "learned_variants", "Noise"]
+
+BATCH = 8192
+
+
+class Noise:
+    """The spreads a privacy ``level`` (0 to 1) sets: ``mix`` (weight of the kind mix against
+    the chain), ``length`` (log-normal sigma of a segment's operator count), ``duration``
+    (log-normal sigma of one duration), ``total`` (normal sigma of a segment's total, relative)."""
+
+    def __init__(self, level: float):
+        self.mix = level
+        self.length = 0.3 * level
+        self.duration = 0.1 + 0.5 * level
+        self.total = 0.05 * level
+
+
+class _Segments:
+    """A class's segments as arrays: lengths, chains, mixes and totals of one variant."""
+
+    def __init__(self, segs: Sequence[dict[str, Any]], variant: int):
+        self.length = np.array([s["length"] for s in segs], dtype=np.int64)
+        self.first = [int(s["first"]) for s in segs]
+        self.total = np.array([s["total_by_rank"][variant] if "total_by_rank" in s else s["total"] for s in segs],
+                              dtype=np.float64)
+        self.mix_kinds = [[int(k) for k in s["mix"]] for s in segs]
+        self.mix_c = [_cumulative(s["mix"].values()) for s in segs]
+        self.next = [{int(a): ([int(b) for b in row], _cumulative(row.values())) for a, row in s["next"].items()}
+                     for s in segs]
+
+
+def _cumulative(counts) -> list[float]:
+    """Cumulative probabilities of ``counts``, for bisection."""
+    c = np.cumsum(np.asarray(list(counts), dtype=np.float64))
+    return (c / c[-1]).tolist()
+
+
+class _Sampler:
+    """The state of one class's draws; :meth:`batches` yields its nodes."""
+
+    def __init__(self, model: dict[str, Any], w: dict[str, Any], cls: dict[str, Any], counts: Sequence[int],
+                 rngs: tuple[np.random.Generator, np.random.Generator], noise: Noise, variant: int,
+                 statics: tuple[np.ndarray, np.ndarray]):
+        self.exp = Expansion(cls["motifs"], counts)
+        self.step = int(cls["step"])
+        slots = cls["slots"]
+        nkinds = len(model["kinds"])
+        self.segment = np.array([s.get("segment", -1) for s in slots], dtype=np.int64)
+        self.segs = _Segments(cls["segments"], variant)
+        self.data = [list(s["data"]) for s in slots]
+        self.ctrl = [list(s["ctrl"]) for s in slots]
+        self.kind = np.array([s.get("kind", -1) for s in slots], dtype=np.int64)
+        stats = w["kind_stats"]
+        self.tables = {name: stat_rows(stats, nkinds, name) for name in ("duration", "size", "num_ops")}
+        self.size_step = np.array([stats.get(str(k), {}).get("size_step", 1) for k in range(nkinds)],
+                                  dtype=np.int64)
+        self.size_knots = Padded([s.get("size") for s in slots])
+        self.exact = Padded([s.get("size_exact") for s in slots])
+        self.tags = Padded([s.get("tags") for s in slots])
+        self.seen = np.zeros(len(slots), dtype=np.int64)
+        self.struct_rng, self.time_rng = rngs
+        self.noise = noise
+        self.static_of_slot, self.role_of_slot = statics
+
+    def _table(self, name: str, kinds: np.ndarray, u: np.ndarray) -> np.ndarray:
+        t = self.tables[name]
+        out = np.full(len(kinds), -1, dtype=np.int64)
+        ok = t.present()[kinds]
+        if ok.any():
+            out[ok] = np.rint(np.maximum(lerp_rows(t.table, t.lengths, kinds[ok], u[ok]), 0)).astype(np.int64)
+        return out
+
+    def _durations(self, kinds: np.ndarray) -> np.ndarray:
+        rng = self.time_rng
+        base = self._table("duration", kinds, rng.random(len(kinds))).astype(np.float64)
+        return np.maximum(base, 0) * np.exp(rng.normal(0.0, self.noise.duration, len(kinds)))
+
+    def _kinds(self, seg: int, n: int) -> list[int]:
+        rng, segs, lam = self.struct_rng, self.segs, self.noise.mix
+        mk, mc = segs.mix_kinds[seg], segs.mix_c[seg]
+        draws = rng.random(2 * n).tolist()
+        prev = segs.first[seg] if draws[0] >= lam else mk[min(bisect_right(mc, draws[1]), len(mk) - 1)]
+        out = [prev]
+        chain = segs.next[seg]
+        for k in range(1, n):
+            row = chain.get(prev)
+            ks, cs = (mk, mc) if row is None or draws[2 * k] < lam else row
+            prev = ks[min(bisect_right(cs, draws[2 * k + 1]), len(ks) - 1)]
+            out.append(prev)
+        return out
+
+    def _segment(self, seg: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """One drawn instance of segment ``seg``: kinds, durations, sizes, num_ops."""
+        n0 = int(self.segs.length[seg])
+        n = max(1, int(round(n0 * float(np.exp(self.struct_rng.normal(0.0, self.noise.length)))))) \
+            if self.noise.length > 0 else n0
+        kinds = np.array(self._kinds(seg, n), dtype=np.int64)
+        u = self.struct_rng.random(n)
+        size = self._table("size", kinds, u)
+        step = self.size_step[kinds]
+        size = np.where(size > 0, np.maximum(np.rint(size / step), 1).astype(np.int64) * step, size)
+        ops = self._table("num_ops", kinds, u)
+        raw = self._durations(kinds)
+        total = self.segs.total[seg] * max(0.0, 1.0 + self.time_rng.normal(0.0, self.noise.total))
+        return kinds, _rescale(raw, total), size, ops
+
+    def _comm(self, s: int) -> tuple[int, int, int]:
+        """Duration, size and tag of the next node of communication slot ``s``."""
+        j = int(self.seen[s])
+        self.seen[s] += 1
+        k = np.array([self.kind[s]], dtype=np.int64)
+        dur = int(np.rint(self._durations(k)[0]))
+        if self.exact.lengths[s]:
+            size = int(self.exact.table[s, j % self.exact.lengths[s]])
+        elif self.size_knots.lengths[s]:
+            kn = self.size_knots.table[s, :self.size_knots.lengths[s]]
+            size = int(self._table("size", k, np.array([kn[int(self.struct_rng.integers(len(kn)))]]))[0])
+            stepsz = int(self.size_step[k[0]])
+            size = max(1, round(size / stepsz)) * stepsz if size > 0 else size
+        else:
+            size = -1
+        tag = int(self.tags.table[s, j % self.tags.lengths[s]]) if self.tags.lengths[s] else -1
+        return dur, size, tag
+
+    def _step(self, first_id: int) -> list[tuple]:
+        """The nodes of one step: ``(static, role, duration, size, num_ops, tag, data, ctrl)``
+        with absolute dependency ids."""
+        seq = np.concatenate(list(self.exp.body(self.step)) or [np.zeros(0, dtype=np.int64)]).tolist()
+        where = [-1] * len(seq)
+        nodes: list[tuple] = []
+        prev_last = first_id - 1
+
+        def target(t: int) -> int:
+            return first_id + where[t] if t >= 0 else prev_last
+
+        def deps(p: int, offs: list[int]) -> list[int]:
+            out = {target(p - o) for o in offs}
+            return sorted(d for d in out if d >= 1)
+        i = 0
+        while i < len(seq):
+            s = seq[i]
+            seg = int(self.segment[s])
+            if seg < 0:
+                dur, size, tag = self._comm(s)
+                data, ctrl = deps(i, self.data[s]), deps(i, self.ctrl[s])
+                if not data and not ctrl and prev_last >= 1:
+                    ctrl = [prev_last]
+                where[i] = len(nodes)
+                nodes.append((int(self.static_of_slot[s]), int(self.role_of_slot[s]), dur, size, -1, tag, data, ctrl))
+                i += 1
+                continue
+            n0 = int(self.segs.length[seg])
+            kinds, durs, sizes, ops = self._segment(seg)
+            n = len(kinds)
+            last_o = -1
+            for k in range(n):
+                o = k * n0 // n
+                if o != last_o:
+                    for skipped in range(last_o + 1, o):
+                        where[i + skipped] = len(nodes) - 1
+                    p = i + o
+                    sp = seq[p]
+                    data, ctrl = deps(p, self.data[sp]), deps(p, self.ctrl[sp])
+                    if not data and not ctrl and prev_last >= 1:
+                        ctrl = [prev_last]
+                    last_o = o
+                else:
+                    data, ctrl = [first_id + len(nodes) - 1], []
+                where[i + o] = len(nodes)
+                nodes.append((int(kinds[k]), 0, int(durs[k]), int(sizes[k]), int(ops[k]), -1, data, ctrl))
+            for skipped in range(last_o + 1, n0):
+                where[i + skipped] = len(nodes) - 1
+            i += n0
+        return nodes
+
+    def batches(self) -> Iterator[NodeBatch]:
+        """Every node of the class, in batches of about :data:`BATCH`."""
+        produced = 0
+        pending: list[tuple] = []
+        pending_first = 1
+        for _ in range(self.exp.counts[self.step]):
+            nodes = self._step(produced + 1)
+            produced += len(nodes)
+            pending += nodes
+            while len(pending) >= BATCH:
+                yield _batch(pending[:BATCH], pending_first)
+                pending = pending[BATCH:]
+                pending_first += BATCH
+        if pending:
+            yield _batch(pending, pending_first)
+
+
+def _rescale(raw: np.ndarray, total: float) -> np.ndarray:
+    """``raw`` scaled to sum to ``total``, rounded to integers that keep the rounded sum."""
+    s = float(raw.sum())
+    x = raw * (total / s) if s > 0 else np.full(len(raw), total / len(raw))
+    out = np.floor(x).astype(np.int64)
+    left = int(round(total)) - int(out.sum())
+    if left > 0:
+        out[np.argsort(out - x)[:left]] += 1
+    return out
+
+
+def _batch(nodes: list[tuple], first_id: int) -> NodeBatch:
+    cols = list(zip(*nodes))
+    arrays = [np.array(c, dtype=np.int64) for c in cols[:6]]
+    dptr = np.zeros(len(nodes) + 1, dtype=np.int64)
+    np.cumsum([len(d) for d in cols[6]], out=dptr[1:])
+    cptr = np.zeros(len(nodes) + 1, dtype=np.int64)
+    np.cumsum([len(c) for c in cols[7]], out=cptr[1:])
+    dids = np.fromiter((d for row in cols[6] for d in row), dtype=np.int64, count=int(dptr[-1]))
+    cids = np.fromiter((c for row in cols[7] for c in row), dtype=np.int64, count=int(cptr[-1]))
+    static, role, dur, size, ops, tag = arrays
+    return NodeBatch(first_id, static, dur, size, ops, tag, role.astype(np.uint16), dptr, dids, cptr, cids)
+
+
+def learned_variants(cls: dict[str, Any]) -> int:
+    """Timing variants of a class: one per source rank when its segment totals differ by rank."""
+    return len(cls["members"]) if any("total_by_rank" in s for s in cls["segments"]) else 1
+
+
+def learned_stream(model: dict[str, Any], w: dict[str, Any], cls: dict[str, Any], counts: Sequence[int],
+                   seed: np.random.SeedSequence, noise: Noise, variant: int = 0) -> ClassStream:
+    """The :class:`ClassStream` of one class: statics are the kinds (computation) followed by one
+    per communication slot (its root), roles those of the communication slots."""
+    kinds = model["kinds"]
+    statics = [static_bytes(node_label(kinds, k), type_number(kinds[k]), bool(kinds[k]["cpu"]),
+                            comm_type_number(kinds[k]), -1) for k in range(len(kinds))]
+    types = [type_number(k) for k in kinds]
+    comm_types = [comm_type_number(k) for k in kinds]
+    roles: list[Role] = [("", None)]
+    role_index: dict[Role, int] = {}
+    static_of_slot, role_of_slot = [], []
+    for s in cls["slots"]:
+        if "segment" in s:
+            static_of_slot.append(-1)
+            role_of_slot.append(0)
+            continue
+        k = int(s["kind"])
+        static_of_slot.append(len(statics))
+        statics.append(static_bytes(node_label(kinds, k), types[k], bool(kinds[k]["cpu"]), comm_types[k],
+                                    int(s.get("root", -1))))
+        types.append(types[k])
+        comm_types.append(comm_types[k])
+        key: Role = (str(s["role"][0]), s["role"][1])
+        if key not in role_index:
+            role_index[key] = len(roles)
+            roles.append(key)
+        role_of_slot.append(role_index[key])
+    arrays = (np.array(static_of_slot, dtype=np.int64), np.array(role_of_slot, dtype=np.int64))
+
+    def batches() -> Iterator[NodeBatch]:
+        own = np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, variant))
+        rngs = (np.random.default_rng(seed), np.random.default_rng(own))
+        return _Sampler(model, w, cls, counts, rngs, noise, variant, arrays).batches()
+    return ClassStream(statics, types, comm_types, roles, batches)
