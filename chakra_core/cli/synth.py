@@ -28,6 +28,8 @@ def add_arguments(p) -> None:
     sample.add_argument("--seed", type=int, help="random seed (same seed, same bytes; default 0)")
     sample.add_argument("--ranks", type=int, help="ranks of the new set (a multiple of the model's tile)")
     sample.add_argument("--gzip", action="store_true", help="write .et.gz files")
+    sample.add_argument("--no-validate", action="store_true",
+                        help="write the sample even when it has validation errors (default: refuse, exit 2)")
     add_plugin_options(sample)
     sample.add_argument("--json", action="store_true", help="print the files written as JSON")
     show = sub.add_parser("show", help="print what a model holds")
@@ -50,7 +52,8 @@ def run(args) -> int:
                   f"{result.summary['model_bytes']} bytes)")
     elif args.action == "sample":
         result = synth_sample(args.model, args.output, seed=args.seed, ranks=args.ranks,
-                              options=parse_kv(args.opts), gzip=args.gzip, host=host_of(args))
+                              options=parse_kv(args.opts), gzip=args.gzip, validate=not args.no_validate,
+                              host=host_of(args))
         print_written(result, args)
     else:
         shown = synth_show(args.model, host=host_of(args))

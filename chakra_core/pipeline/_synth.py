@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from chakra_core.base._docparse import decode_text, parse_json
-from chakra_core.base._errors import ConfigError
+from chakra_core.base._errors import ChakraError, ConfigError, TraceFormatError
 from chakra_core.base._progress import progress
 from chakra_core.host._api import Result
 from chakra_core.host._plugins import PluginHost, get_host
@@ -82,20 +82,44 @@ def _impl(stage: Stage) -> dict[str, Any]:
 
 def synth_sample(model: str | os.PathLike | Mapping[str, Any], output: str | os.PathLike, *,
                  seed: int | None = None, ranks: int | None = None, options: Mapping[str, Any] | None = None,
-                 gzip: bool = False, host: PluginHost | None = None) -> Result:
+                 gzip: bool = False, validate: bool = True, host: PluginHost | None = None) -> Result:
     """Generate a trace set from ``model`` (a model file or mapping) with the synthesizer that
     fitted it and write it to ``output`` (a directory: ``trace.{rank}.et``; else a prefix), all
     ranks published together.  ``seed`` and ``ranks`` are the synthesizer's options of those
-    names, ``options`` any others (``nodes_per_rank``, ...); ``summary`` is ``{"ranks": N}``."""
+    names, ``options`` any others (``nodes_per_rank``, ...); ``summary`` is ``{"ranks": N}``.
+    The set is validated before it is written (a TraceFormatError and nothing written when it
+    has errors) unless ``validate`` is false."""
     host = host or get_host()
     m = read_model(model)
     stage = _stage(host, m, _merge_flags(options, {"seed": seed, "ranks": ranks}))
-    traces = stage.impl.generate(m, stage.options)
+    picked = stage.options.get("seed")
+    if isinstance(picked, int) and not 0 <= picked < 2 ** 63:
+        raise ConfigError(f"seed {picked}: give a seed from 0 to 2**63-1")
+    where = None if isinstance(model, Mapping) else str(model)
+    try:
+        traces = stage.impl.generate(m, stage.options)
+    except ChakraError as e:
+        if e.where is None:
+            e.where = where
+        raise
+    if validate:
+        _refuse_invalid(traces, where)
     with progress("writing", total=len(traces)) as bar:
         paths = traces.write(output, compress=gzip, progress=bar, replace_stale=True)
     inputs = [] if isinstance(model, Mapping) else [str(model)]
     return Result("synth-sample", "synthesizer", {"ranks": len(paths)}, files=[str(p) for p in paths],
                   provenance=provenance(inputs, [_impl(stage)]))
+
+
+def _refuse_invalid(traces, where: str | None) -> None:
+    """Raise TraceFormatError (the first error and the count) when the sample has validation errors."""
+    from chakra_core.validation._validate import validate
+
+    with progress("validating", total=len(traces)) as bar:
+        errors = [f for f in validate(traces, progress=bar) if f.severity == "error"]
+    if errors:
+        raise TraceFormatError(f"the sampled set has {sum(f.count for f in errors)} validation error(s), so it was "
+                               f"not written; the first: {errors[0]} (--no-validate writes it anyway)", where)
 
 
 def synth_show(model: str | os.PathLike | Mapping[str, Any], *, host: PluginHost | None = None) -> dict[str, Any]:
@@ -104,4 +128,9 @@ def synth_show(model: str | os.PathLike | Mapping[str, Any], *, host: PluginHost
     host = host or get_host()
     m = read_model(model)
     stage = _stage(host, m, None)
-    return stage.impl.describe(m)
+    try:
+        return stage.impl.describe(m)
+    except ChakraError as e:
+        if e.where is None:
+            e.where = None if isinstance(model, Mapping) else str(model)
+        raise

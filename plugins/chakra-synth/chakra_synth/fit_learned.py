@@ -74,11 +74,15 @@ def _segment(slots: list[int], rows: list[np.ndarray], members: Sequence[RankPro
 
 def _comm_slot(members: Sequence[RankProfile], rows: np.ndarray, pops: dict, role: list[Any],
                exact: bool) -> dict[str, Any]:
-    """A communication slot as the structural model keeps it, without its duration positions
-    (durations are drawn from the kind's table)."""
+    """A communication slot as the structural model keeps it, with the mean of its durations (us;
+    per source rank when the ranks differ) in place of their positions."""
     slot = _slot(members, rows, pops, role, exact)
     for key in ("duration", "duration_by_rank", "num_ops", "num_ops_by_rank"):
         slot.pop(key, None)
+    per_rank = [float(np.maximum(m.duration[rows], 0).mean()) for m in members]
+    slot["mean_us"] = round(float(np.mean(per_rank)), 3)
+    if len(members) > 1 and max(per_rank) > 1.01 * max(min(per_rank), 1e-9):
+        slot["mean_us_by_rank"] = [round(x, 3) for x in per_rank]
     return slot
 
 

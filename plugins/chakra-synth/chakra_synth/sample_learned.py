@@ -33,13 +33,16 @@ BATCH = 8192
 class Noise:
     """The spreads a privacy ``level`` (0 to 1) sets: ``mix`` (weight of the kind mix against
     the chain), ``length`` (log-normal sigma of a segment's operator count), ``duration``
-    (log-normal sigma of one duration), ``total`` (normal sigma of a segment's total, relative)."""
+    (log-normal sigma of one computation's duration before its segment is rescaled), ``total``
+    (normal sigma of a segment's total, relative) and ``comm`` (log-normal sigma of a
+    communication node's duration around its slot's mean)."""
 
     def __init__(self, level: float):
         self.mix = level
         self.length = 0.3 * level
         self.duration = 0.1 + 0.5 * level
         self.total = 0.05 * level
+        self.comm = 0.02 + 0.05 * level
 
 
 class _Segments:
@@ -77,6 +80,8 @@ class _Sampler:
         self.data = [list(s["data"]) for s in slots]
         self.ctrl = [list(s["ctrl"]) for s in slots]
         self.kind = np.array([s.get("kind", -1) for s in slots], dtype=np.int64)
+        self.comm_mean = [s["mean_us_by_rank"][variant] if "mean_us_by_rank" in s else s.get("mean_us", 0.0)
+                          for s in slots]
         stats = w["kind_stats"]
         self.tables = {name: stat_rows(stats, nkinds, name) for name in ("duration", "size", "num_ops")}
         self.size_step = np.array([stats.get(str(k), {}).get("size_step", 1) for k in range(nkinds)],
@@ -136,7 +141,7 @@ class _Sampler:
         j = int(self.seen[s])
         self.seen[s] += 1
         k = np.array([self.kind[s]], dtype=np.int64)
-        dur = int(np.rint(self._durations(k)[0]))
+        dur = int(np.rint(self.comm_mean[s] * np.exp(self.time_rng.normal(0.0, self.noise.comm))))
         if self.exact.lengths[s]:
             size = int(self.exact.table[s, j % self.exact.lengths[s]])
         elif self.size_knots.lengths[s]:
@@ -242,8 +247,10 @@ def _batch(nodes: list[tuple], first_id: int) -> NodeBatch:
 
 
 def learned_variants(cls: dict[str, Any]) -> int:
-    """Timing variants of a class: one per source rank when its segment totals differ by rank."""
-    return len(cls["members"]) if any("total_by_rank" in s for s in cls["segments"]) else 1
+    """Timing variants of a class: one per source rank when its segment totals or communication
+    durations differ by rank."""
+    differ = any("total_by_rank" in s for s in cls["segments"]) or any("mean_us_by_rank" in s for s in cls["slots"])
+    return len(cls["members"]) if differ else 1
 
 
 def learned_stream(model: dict[str, Any], w: dict[str, Any], cls: dict[str, Any], counts: Sequence[int],

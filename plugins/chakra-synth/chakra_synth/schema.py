@@ -156,8 +156,9 @@ _STRUCT_SLOT = Obj({"kind": "count", "role": _ROLE, **_SLOT_NUMBERS, "duration":
                                        "duration_by_rank", "num_ops_by_rank"}))
 _LEARNED_SLOT = OneOf((
     Obj({"segment": "count", "index": "count", "data": List("count"), "ctrl": List("count")}),
-    Obj({"kind": "count", "role": Tuple(("str", OneOf(("str", "int")))), **_SLOT_NUMBERS},
-        optional=frozenset({"root", "size", "size_exact", "tags"}))))
+    Obj({"kind": "count", "role": Tuple(("str", OneOf(("str", "int")))), **_SLOT_NUMBERS, "mean_us": "num",
+         "mean_us_by_rank": List("num")},
+        optional=frozenset({"root", "size", "size_exact", "tags", "mean_us_by_rank"}))))
 _SEGMENT = Obj({"length": "count", "mix": Map("count"), "first": "count", "next": Map(Map("count")),
                 "total": "num", "cv": "num", "total_by_rank": List("num")}, optional=frozenset({"total_by_rank"}))
 _CLASS = {"ranks": "count", "members": List("count"), "nodes": "count", "step": "count", "motifs": List(_MOTIF)}
@@ -213,6 +214,8 @@ def _class_indices(c: Mapping[str, Any], nkinds: int, where: str) -> None:
     for s, slot in enumerate(slots):
         if "kind" in slot:
             _index(slot["kind"], nkinds, f"{where}.slots[{s}].kind", "kind")
+        if len(slot.get("mean_us_by_rank", c["members"])) != len(c["members"]) or slot.get("mean_us", 0) < 0:
+            raise ConfigError(f"model field {where}.slots[{s}]: wants a mean of 0 or more, one per member rank")
         if "segment" in slot:
             _index(slot["segment"], len(segs), f"{where}.slots[{s}].segment", "segment")
             _index(slot["index"], segs[slot["segment"]]["length"], f"{where}.slots[{s}].index", "index")
