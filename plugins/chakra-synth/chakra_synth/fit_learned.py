@@ -9,6 +9,7 @@ sequence, only distributions:
 - ``length``: its operator count (``chakra synth sample`` draws a count around it);
 - ``mix``: how often each kind occurs in it, ``first``: the kinds it starts with, ``next``:
   first-order transition counts between its kinds;
+- ``times``: per kind in it, a log-normal fit of its durations (mean us, sigma of ``log(1 + us)``);
 - ``total``: the mean of its summed durations (us) over its instances (``total_by_rank`` per
   source rank when the ranks run at different speeds), ``cv`` their coefficient of variation.
 
@@ -60,16 +61,25 @@ def _segment(slots: list[int], rows: list[np.ndarray], members: Sequence[RankPro
     nxt: dict[str, Counter] = {}
     for a, b in zip(kinds, kinds[1:]):
         nxt.setdefault(str(a), Counter())[str(b)] += 1
+    times: dict[int, list[np.ndarray]] = {}
+    for s, k in zip(slots, kinds):
+        times.setdefault(k, []).extend(np.maximum(m.duration[rows[s]], 0).astype(np.float64) for m in members)
     totals = [sum(np.maximum(m.duration[rows[s]], 0).astype(np.float64) for s in slots) for m in members]
     per_rank = [float(np.mean(t)) for t in totals]
     pooled = np.concatenate([np.atleast_1d(t) for t in totals])
     mean = float(pooled.mean())
     out: dict[str, Any] = {"length": len(slots), "mix": {str(k): n for k, n in sorted(Counter(kinds).items())},
                            "first": kinds[0], "next": {a: dict(sorted(c.items())) for a, c in sorted(nxt.items())},
-                           "total": round(mean, 3), "cv": round(float(pooled.std() / mean), 4) if mean > 0 else 0.0}
+                           "total": round(mean, 3), "cv": round(float(pooled.std() / mean), 4) if mean > 0 else 0.0,
+                           "times": {str(k): _lognormal(np.concatenate(v)) for k, v in sorted(times.items())}}
     if len(members) > 1 and max(per_rank) > 1.01 * max(min(per_rank), 1e-9):
         out["total_by_rank"] = [round(x, 3) for x in per_rank]
     return out
+
+
+def _lognormal(values: np.ndarray) -> list[float]:
+    """``[mean us, sigma]``: the mean and the standard deviation of ``log(1 + us)``."""
+    return [round(float(values.mean()), 3), round(float(np.log1p(values).std()), 4)]
 
 
 def _comm_slot(members: Sequence[RankProfile], rows: np.ndarray, pops: dict, role: list[Any],

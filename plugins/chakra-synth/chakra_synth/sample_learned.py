@@ -1,10 +1,11 @@
 """Sampling one rank class of a ``learned`` model (see docs/synth.md, The learned model).
 
 Each step expands the block grammar with the requested counts.  Communication slots give one
-node each (kind, group or peer, size as fitted).  Each instance of a computation segment is drawn
+node each (kind, group or peer; sizes in the fitted order, from a seeded starting point, so a
+slot keeps its bytes).  Each instance of a computation segment is drawn
 anew: an operator count around the fitted one, kinds from the segment's first-order chain mixed
-with its kind mix (weight ``level``), durations from each kind's quantile table at a uniform
-probability times log-normal noise, rescaled to the segment's mean total times a noise factor.
+with its kind mix (weight ``level``), durations from each kind's log-normal fit in the segment
+(its sigma widened by the level), rescaled to the segment's mean total times a noise factor.
 Dependencies follow the fitted offsets through a map from source positions to drawn nodes (a
 drawn node that stands for no source node depends on the one before), so every dependency
 names an earlier node.  Structure (counts, kinds, sizes) comes from one random stream per class,
@@ -53,6 +54,7 @@ class _Segments:
         self.first = [int(s["first"]) for s in segs]
         self.total = np.array([s["total_by_rank"][variant] if "total_by_rank" in s else s["total"] for s in segs],
                               dtype=np.float64)
+        self.times = [{int(k): (float(v[0]), float(v[1])) for k, v in s["times"].items()} for s in segs]
         self.mix_kinds = [[int(k) for k in s["mix"]] for s in segs]
         self.mix_c = [_cumulative(s["mix"].values()) for s in segs]
         self.next = [{int(a): ([int(b) for b in row], _cumulative(row.values())) for a, row in s["next"].items()}
@@ -91,6 +93,7 @@ class _Sampler:
         self.tags = Padded([s.get("tags") for s in slots])
         self.seen = np.zeros(len(slots), dtype=np.int64)
         self.struct_rng, self.time_rng = rngs
+        self.size_shift = self.struct_rng.integers(0, 1 << 30, len(slots))
         self.noise = noise
         self.static_of_slot, self.role_of_slot = statics
 
@@ -102,10 +105,21 @@ class _Sampler:
             out[ok] = np.rint(np.maximum(lerp_rows(t.table, t.lengths, kinds[ok], u[ok]), 0)).astype(np.int64)
         return out
 
-    def _durations(self, kinds: np.ndarray) -> np.ndarray:
+    def _durations(self, seg: int, kinds: np.ndarray) -> np.ndarray:
+        """Per kind, its log-normal fit in the segment (the kind's table where the segment has
+        no such kind) with the level's sigma added."""
         rng = self.time_rng
-        base = self._table("duration", kinds, rng.random(len(kinds))).astype(np.float64)
-        return np.maximum(base, 0) * np.exp(rng.normal(0.0, self.noise.duration, len(kinds)))
+        fits = self.segs.times[seg]
+        mean = np.empty(len(kinds))
+        sigma = np.empty(len(kinds))
+        for i, k in enumerate(kinds.tolist()):
+            m, sg = fits.get(k, (-1.0, 0.0))
+            mean[i], sigma[i] = m, sg
+        missing = mean < 0
+        if missing.any():
+            mean[missing] = np.maximum(self._table("duration", kinds[missing], rng.random(int(missing.sum()))), 0)
+        sd = np.sqrt(sigma ** 2 + self.noise.duration ** 2)
+        return mean * np.exp(rng.normal(0.0, 1.0, len(kinds)) * sd - sd ** 2 / 2)
 
     def _kinds(self, seg: int, n: int) -> list[int]:
         rng, segs, lam = self.struct_rng, self.segs, self.noise.mix
@@ -132,7 +146,7 @@ class _Sampler:
         step = self.size_step[kinds]
         size = np.where(size > 0, np.maximum(np.rint(size / step), 1).astype(np.int64) * step, size)
         ops = self._table("num_ops", kinds, u)
-        raw = self._durations(kinds)
+        raw = self._durations(seg, kinds)
         total = self.segs.total[seg] * max(0.0, 1.0 + self.time_rng.normal(0.0, self.noise.total))
         return kinds, _rescale(raw, total), size, ops
 
@@ -146,7 +160,7 @@ class _Sampler:
             size = int(self.exact.table[s, j % self.exact.lengths[s]])
         elif self.size_knots.lengths[s]:
             kn = self.size_knots.table[s, :self.size_knots.lengths[s]]
-            size = int(self._table("size", k, np.array([kn[int(self.struct_rng.integers(len(kn)))]]))[0])
+            size = int(self._table("size", k, np.array([kn[(j + int(self.size_shift[s])) % len(kn)]]))[0])
             stepsz = int(self.size_step[k[0]])
             size = max(1, round(size / stepsz)) * stepsz if size > 0 else size
         else:

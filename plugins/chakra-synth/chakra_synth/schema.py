@@ -160,6 +160,7 @@ _LEARNED_SLOT = OneOf((
          "mean_us_by_rank": List("num")},
         optional=frozenset({"root", "size", "size_exact", "tags", "mean_us_by_rank"}))))
 _SEGMENT = Obj({"length": "count", "mix": Map("count"), "first": "count", "next": Map(Map("count")),
+                "times": Map(Tuple(("num", "num"))),
                 "total": "num", "cv": "num", "total_by_rank": List("num")}, optional=frozenset({"total_by_rank"}))
 _CLASS = {"ranks": "count", "members": List("count"), "nodes": "count", "step": "count", "motifs": List(_MOTIF)}
 _LAYOUT = {"ranks": "count", "tile": "count", "tile_classes": List("count"), "kind_stats": _KIND_STATS}
@@ -223,7 +224,10 @@ def _class_indices(c: Mapping[str, Any], nkinds: int, where: str) -> None:
         here = f"{where}.segments[{g}]"
         if seg["length"] < 1 or not seg["mix"] or seg["total"] < 0:
             raise ConfigError(f"model field {here}: wants a length of 1 or more, a kind mix and a total of 0 or more")
-        for key in (str(seg["first"]), *seg["mix"], *seg["next"], *(b for r in seg["next"].values() for b in r)):
+        if any(m < 0 or sg < 0 or sg > 50 for m, sg in seg["times"].values()):
+            raise ConfigError(f"model field {here}.times: wants a mean of 0 or more and a sigma from 0 to 50")
+        keys = (*seg["mix"], *seg["next"], *(b for r in seg["next"].values() for b in r), *seg["times"])
+        for key in (str(seg["first"]), *keys):
             if not key.isdigit() or int(key) >= nkinds:
                 raise ConfigError(f"model field {here}: {key!r} is not a kind number (0..{nkinds - 1})")
         if any(sum(r.values()) <= 0 for r in (seg["mix"], *seg["next"].values())):
