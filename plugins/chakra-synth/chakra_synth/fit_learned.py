@@ -3,13 +3,18 @@
 The step of each rank class is a grammar of repeated blocks (:mod:`.motifs`, period detection on
 the (kind, group, peer) sequence): iteration -> phases (the step's body) -> repeated blocks ->
 operators.  A block's communication nodes stay anchored where they are (they must agree across
-ranks); the runs of computation between them are *segments*, and a segment keeps no node
-sequence, only distributions:
+ranks), and so do the nodes that wait on anything but the node before them (joins: where a
+thread waits for a collective or another thread); the chains of computation between anchors are
+*segments*, and a segment keeps no node sequence, only distributions:
 
 - ``length``: its operator count (``chakra synth sample`` draws a count around it);
-- ``mix``: how often each kind occurs in it, ``first``: the kinds it starts with, ``next``:
-  first-order transition counts between its kinds;
-- ``times``: per kind in it, a log-normal fit of its durations (mean us, sigma of ``log(1 + us)``);
+- ``mix``: how often each *op class* occurs in it (``"KIND.MAGNITUDE"``: a kind and the
+  magnitude of its mean duration, so a kind that is sometimes a long wait is two classes),
+  ``first``: the class it starts with, ``next`` and ``next2``: first- and second-order
+  transition counts between its classes;
+- ``times``: per op class in it, a log-normal fit of its durations (mean us, sigma of
+  ``log(1 + us)``);
+- dependencies as offsets back in the step, per slot (per occurrence where they differ);
 - ``total``: the mean of its summed durations (us) over its instances (``total_by_rank`` per
   source rank when the ranks run at different speeds), ``cv`` their coefficient of variation.
 
@@ -33,18 +38,28 @@ from .layout import find_tiling
 from .motifs import Grammar, discover
 from .profile import KindTable, RankProfile, read_profiles
 
-__all__ = ["fit_learned_workload"]
+__all__ = ["fit_learned_workload", "MAGNITUDE"]
+
+#: the ratio of mean durations between neighbouring op classes of one kind
+MAGNITUDE = 4.0
 
 
-def _segments(g: Grammar, comm: set[int]) -> tuple[list[list[int]], dict[int, tuple[int, int]]]:
-    """Runs of computation leaves in every body: the slots of each segment, and per slot its
-    ``(segment, index)``."""
+def _only_previous(deps: dict[str, Any]) -> bool:
+    """Whether a slot depends on the node just before it and on nothing else, in every occurrence."""
+    rows = [*(deps.get("data_seq") or [deps["data"]]), *(deps.get("ctrl_seq") or [deps["ctrl"]])]
+    return {o for r in rows for o in r} == {1}
+
+
+def _segments(g: Grammar, comm: set[int], chained: set[int]) -> tuple[list[list[int]], dict[int, tuple[int, int]]]:
+    """Runs of computation leaves in every body, each a chain (a leaf that waits on anything but
+    the node before it starts a run): the slots of each segment, and per slot its ``(segment,
+    index)``."""
     segs: list[list[int]] = []
     where: dict[int, tuple[int, int]] = {}
     for body, _count in g.motifs:
         run: list[int] = []
         for kind, v in [*body, ("m", -1)]:
-            if kind == "n" and v not in comm:
+            if kind == "n" and v not in comm and (not run or v in chained):
                 run.append(v)
                 continue
             if run:
@@ -52,26 +67,40 @@ def _segments(g: Grammar, comm: set[int]) -> tuple[list[list[int]], dict[int, tu
                     where[s] = (len(segs), i)
                 segs.append(run)
                 run = []
+            if kind == "n" and v not in comm:
+                run.append(v)
     return segs, where
+
+
+def _op_class(kind: int, durations: np.ndarray) -> str:
+    """``"KIND.MAGNITUDE"``: the kind and the magnitude of its mean duration, in steps of a
+    factor :data:`MAGNITUDE` (so one kind that is sometimes a long wait is two op classes)."""
+    mean = float(np.maximum(durations, 0).mean()) if len(durations) else 0.0
+    return f"{kind}.{int(np.log1p(mean) / np.log(MAGNITUDE))}"
 
 
 def _segment(slots: list[int], rows: list[np.ndarray], members: Sequence[RankProfile]) -> dict[str, Any]:
     rep = members[0]
-    kinds = [int(rep.kind[rows[s][0]]) for s in slots]
+    ops = [_op_class(int(rep.kind[rows[s][0]]), np.concatenate([m.duration[rows[s]] for m in members]))
+           for s in slots]
     nxt: dict[str, Counter] = {}
-    for a, b in zip(kinds, kinds[1:]):
-        nxt.setdefault(str(a), Counter())[str(b)] += 1
-    times: dict[int, list[np.ndarray]] = {}
-    for s, k in zip(slots, kinds):
+    for a, b in zip(ops, ops[1:]):
+        nxt.setdefault(a, Counter())[b] += 1
+    nxt2: dict[str, Counter] = {}
+    for a, b, c in zip(ops, ops[1:], ops[2:]):
+        nxt2.setdefault(f"{a},{b}", Counter())[c] += 1
+    times: dict[str, list[np.ndarray]] = {}
+    for s, k in zip(slots, ops):
         times.setdefault(k, []).extend(np.maximum(m.duration[rows[s]], 0).astype(np.float64) for m in members)
     totals = [sum(np.maximum(m.duration[rows[s]], 0).astype(np.float64) for s in slots) for m in members]
     per_rank = [float(np.mean(t)) for t in totals]
     pooled = np.concatenate([np.atleast_1d(t) for t in totals])
     mean = float(pooled.mean())
-    out: dict[str, Any] = {"length": len(slots), "mix": {str(k): n for k, n in sorted(Counter(kinds).items())},
-                           "first": kinds[0], "next": {a: dict(sorted(c.items())) for a, c in sorted(nxt.items())},
+    out: dict[str, Any] = {"length": len(slots), "mix": dict(sorted(Counter(ops).items())),
+                           "first": ops[0], "next": {a: dict(sorted(c.items())) for a, c in sorted(nxt.items())},
+                           "next2": {ab: dict(sorted(c.items())) for ab, c in sorted(nxt2.items())},
                            "total": round(mean, 3), "cv": round(float(pooled.std() / mean), 4) if mean > 0 else 0.0,
-                           "times": {str(k): _lognormal(np.concatenate(v)) for k, v in sorted(times.items())}}
+                           "times": {k: _lognormal(np.concatenate(v)) for k, v in sorted(times.items())}}
     if len(members) > 1 and max(per_rank) > 1.01 * max(min(per_rank), 1e-9):
         out["total_by_rank"] = [round(x, 3) for x in per_rank]
     return out
@@ -113,16 +142,18 @@ def fit_learned_workload(traces: TraceSet, kinds: KindTable, max_period: int) ->
         rows = [order[bounds[s]:bounds[s + 1]] for s in range(len(g.slot_symbol))]
         roles = [node_role(rep, int(r[0]), tiling, kinds) for r in rows]
         comm = {s for s, r in enumerate(roles) if r is not None}
-        segs, where = _segments(g, comm)
+        deps = [{**_deps("data", rep.data_ptr, rep.data_off, r), **_deps("ctrl", rep.ctrl_ptr, rep.ctrl_off, r)}
+                for r in rows]
+        chained = {s for s, d in enumerate(deps) if _only_previous(d)}
+        segs, where = _segments(g, comm, chained)
         slots: list[dict[str, Any]] = []
         for s, r in enumerate(rows):
-            deps = {"data": _common(rep.data_ptr, rep.data_off, r), "ctrl": _common(rep.ctrl_ptr, rep.ctrl_off, r)}
             if s in comm:
                 exact = roles[s][0] != "g" or not single  # type: ignore[index]
-                slots.append({**_comm_slot(members, r, pops, roles[s], exact), **deps})
+                slots.append({**_comm_slot(members, r, pops, roles[s], exact), **deps[s]})
             else:
                 seg, idx = where[s]
-                slots.append({"segment": seg, "index": idx, **deps})
+                slots.append({"segment": seg, "index": idx, **deps[s]})
         p2p = {s for s in comm if roles[s][0] != "g"}  # type: ignore[index]
         classes.append({"ranks": len(members), "members": [p.rank for p in members], "nodes": len(rep),
                         "step": g.step, "motifs": _motifs(g, p2p, comm), "slots": slots,
@@ -131,7 +162,13 @@ def fit_learned_workload(traces: TraceSet, kinds: KindTable, max_period: int) ->
             "kind_stats": kind_stats(pops), "classes": classes}
 
 
-def _common(ptr: np.ndarray, off: np.ndarray, rows: np.ndarray) -> list[int]:
-    """The most common dependency-offset tuple among ``rows``."""
-    seen = Counter(tuple(off[ptr[r]:ptr[r + 1]].tolist()) for r in rows.tolist())
-    return list(seen.most_common(1)[0][0])
+def _deps(name: str, ptr: np.ndarray, off: np.ndarray, rows: np.ndarray) -> dict[str, Any]:
+    """``{name: offsets}`` (the most common offsets among ``rows``) and, when the occurrences
+    differ, ``{name + "_seq": offsets of each occurrence}`` (a block's first instance may wait
+    on something its later instances do not)."""
+    each = [off[ptr[r]:ptr[r + 1]].tolist() for r in rows.tolist()]
+    common = Counter(tuple(x) for x in each).most_common(1)[0][0]
+    out: dict[str, Any] = {name: list(common)}
+    if any(tuple(x) != common for x in each):
+        out[name + "_seq"] = each
+    return out

@@ -3,10 +3,12 @@
 Each step expands the block grammar with the requested counts.  Communication slots give one
 node each (kind, group or peer; sizes in the fitted order, from a seeded starting point, so a
 slot keeps its bytes).  Each instance of a computation segment is drawn
-anew: an operator count around the fitted one, kinds from the segment's first-order chain mixed
-with its kind mix (weight ``level``), durations from each kind's log-normal fit in the segment
+anew: an operator count around the fitted one, op classes (kind and duration magnitude) from the
+segment's second-order chain (first-order where it has no row) mixed
+with its kind mix (weight ``level``), durations from each class's log-normal fit in the segment
 (its sigma widened by the level), rescaled to the segment's mean total times a noise factor.
-Dependencies follow the fitted offsets through a map from source positions to drawn nodes (a
+Dependencies follow the fitted offsets (of the slot's occurrence where they differ) through a
+map from source positions to drawn nodes (a
 drawn node that stands for no source node depends on the one before), so every dependency
 names an earlier node.  Structure (counts, kinds, sizes) comes from one random stream per class,
 timing from one per timing variant, so the variants of a class communicate alike.
@@ -51,14 +53,22 @@ class _Segments:
 
     def __init__(self, segs: Sequence[dict[str, Any]], variant: int):
         self.length = np.array([s["length"] for s in segs], dtype=np.int64)
-        self.first = [int(s["first"]) for s in segs]
+        self.first = [_op(s["first"]) for s in segs]
         self.total = np.array([s["total_by_rank"][variant] if "total_by_rank" in s else s["total"] for s in segs],
                               dtype=np.float64)
-        self.times = [{int(k): (float(v[0]), float(v[1])) for k, v in s["times"].items()} for s in segs]
-        self.mix_kinds = [[int(k) for k in s["mix"]] for s in segs]
+        self.times = [{_op(k): (float(v[0]), float(v[1])) for k, v in s["times"].items()} for s in segs]
+        self.mix_kinds = [[_op(k) for k in s["mix"]] for s in segs]
         self.mix_c = [_cumulative(s["mix"].values()) for s in segs]
-        self.next = [{int(a): ([int(b) for b in row], _cumulative(row.values())) for a, row in s["next"].items()}
+        self.next = [{_op(a): ([_op(b) for b in row], _cumulative(row.values())) for a, row in s["next"].items()}
                      for s in segs]
+        self.next2 = [{tuple(_op(x) for x in ab.split(",")): ([_op(c) for c in row], _cumulative(row.values()))
+                       for ab, row in s["next2"].items()} for s in segs]
+
+
+def _op(key: str) -> tuple[int, int]:
+    """An op class ``"KIND.MAGNITUDE"`` as ``(kind, magnitude)``."""
+    kind, _, magnitude = key.partition(".")
+    return int(kind), int(magnitude)
 
 
 def _cumulative(counts) -> list[float]:
@@ -79,8 +89,8 @@ class _Sampler:
         nkinds = len(model["kinds"])
         self.segment = np.array([s.get("segment", -1) for s in slots], dtype=np.int64)
         self.segs = _Segments(cls["segments"], variant)
-        self.data = [list(s["data"]) for s in slots]
-        self.ctrl = [list(s["ctrl"]) for s in slots]
+        self.data = [s.get("data_seq") or [s["data"]] for s in slots]
+        self.ctrl = [s.get("ctrl_seq") or [s["ctrl"]] for s in slots]
         self.kind = np.array([s.get("kind", -1) for s in slots], dtype=np.int64)
         self.comm_mean = [s["mean_us_by_rank"][variant] if "mean_us_by_rank" in s else s.get("mean_us", 0.0)
                           for s in slots]
@@ -105,31 +115,25 @@ class _Sampler:
             out[ok] = np.rint(np.maximum(lerp_rows(t.table, t.lengths, kinds[ok], u[ok]), 0)).astype(np.int64)
         return out
 
-    def _durations(self, seg: int, kinds: np.ndarray) -> np.ndarray:
-        """Per kind, its log-normal fit in the segment (the kind's table where the segment has
-        no such kind) with the level's sigma added."""
-        rng = self.time_rng
+    def _durations(self, seg: int, ops: list[tuple[int, int]]) -> np.ndarray:
+        """Per op class, its log-normal fit in the segment with the level's sigma added."""
         fits = self.segs.times[seg]
-        mean = np.empty(len(kinds))
-        sigma = np.empty(len(kinds))
-        for i, k in enumerate(kinds.tolist()):
-            m, sg = fits.get(k, (-1.0, 0.0))
-            mean[i], sigma[i] = m, sg
-        missing = mean < 0
-        if missing.any():
-            mean[missing] = np.maximum(self._table("duration", kinds[missing], rng.random(int(missing.sum()))), 0)
+        mean = np.array([fits[o][0] for o in ops], dtype=np.float64)
+        sigma = np.array([fits[o][1] for o in ops], dtype=np.float64)
+        rng = self.time_rng
         sd = np.sqrt(sigma ** 2 + self.noise.duration ** 2)
-        return mean * np.exp(rng.normal(0.0, 1.0, len(kinds)) * sd - sd ** 2 / 2)
+        return mean * np.exp(rng.normal(0.0, 1.0, len(ops)) * sd - sd ** 2 / 2)
 
-    def _kinds(self, seg: int, n: int) -> list[int]:
+    def _kinds(self, seg: int, n: int) -> list[tuple[int, int]]:
         rng, segs, lam = self.struct_rng, self.segs, self.noise.mix
         mk, mc = segs.mix_kinds[seg], segs.mix_c[seg]
         draws = rng.random(2 * n).tolist()
         prev = segs.first[seg] if draws[0] >= lam else mk[min(bisect_right(mc, draws[1]), len(mk) - 1)]
         out = [prev]
-        chain = segs.next[seg]
+        chain, chain2 = segs.next[seg], segs.next2[seg]
         for k in range(1, n):
-            row = chain.get(prev)
+            row = chain2.get((out[-2], prev)) if k > 1 else None
+            row = row or chain.get(prev)
             ks, cs = (mk, mc) if row is None or draws[2 * k] < lam else row
             prev = ks[min(bisect_right(cs, draws[2 * k + 1]), len(ks) - 1)]
             out.append(prev)
@@ -140,20 +144,20 @@ class _Sampler:
         n0 = int(self.segs.length[seg])
         n = max(1, int(round(n0 * float(np.exp(self.struct_rng.normal(0.0, self.noise.length)))))) \
             if self.noise.length > 0 else n0
-        kinds = np.array(self._kinds(seg, n), dtype=np.int64)
+        classes = self._kinds(seg, n)
+        kinds = np.array([k for k, _m in classes], dtype=np.int64)
         u = self.struct_rng.random(n)
         size = self._table("size", kinds, u)
         step = self.size_step[kinds]
         size = np.where(size > 0, np.maximum(np.rint(size / step), 1).astype(np.int64) * step, size)
         ops = self._table("num_ops", kinds, u)
-        raw = self._durations(seg, kinds)
+        raw = self._durations(seg, classes)
         total = self.segs.total[seg] * max(0.0, 1.0 + self.time_rng.normal(0.0, self.noise.total))
         return kinds, _rescale(raw, total), size, ops
 
     def _comm(self, s: int) -> tuple[int, int, int]:
         """Duration, size and tag of the next node of communication slot ``s``."""
         j = int(self.seen[s])
-        self.seen[s] += 1
         k = np.array([self.kind[s]], dtype=np.int64)
         dur = int(np.rint(self.comm_mean[s] * np.exp(self.time_rng.normal(0.0, self.noise.comm))))
         if self.exact.lengths[s]:
@@ -179,7 +183,8 @@ class _Sampler:
         def target(t: int) -> int:
             return first_id + where[t] if t >= 0 else prev_last
 
-        def deps(p: int, offs: list[int]) -> list[int]:
+        def deps(p: int, rows: list[list[int]]) -> list[int]:
+            offs = rows[int(self.seen[seq[p]]) % len(rows)]
             out = {target(p - o) for o in offs}
             return sorted(d for d in out if d >= 1)
         i = 0
@@ -193,6 +198,7 @@ class _Sampler:
                     ctrl = [prev_last]
                 where[i] = len(nodes)
                 nodes.append((int(self.static_of_slot[s]), int(self.role_of_slot[s]), dur, size, -1, tag, data, ctrl))
+                self.seen[s] += 1
                 i += 1
                 continue
             n0 = int(self.segs.length[seg])
@@ -216,6 +222,7 @@ class _Sampler:
                 nodes.append((int(kinds[k]), 0, int(durs[k]), int(sizes[k]), int(ops[k]), -1, data, ctrl))
             for skipped in range(last_o + 1, n0):
                 where[i + skipped] = len(nodes) - 1
+            self.seen[seq[i:i + n0]] += 1
             i += n0
         return nodes
 

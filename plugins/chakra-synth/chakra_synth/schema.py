@@ -148,18 +148,22 @@ _ROLE = Nullable(Tuple(("str", OneOf(("str", "int")))))
 _MOTIF = Obj({"body": List(Tuple(("str", "count"))), "count": "count", "comm": "bool", "p2p": "bool"})
 _KNOTS = List("prob")
 _HEADER = {"format": "str", "version": "int", "synthesizer": "str", "keep_names": "bool", "kinds": List(_KIND)}
-_SLOT_NUMBERS = {"data": List("count"), "ctrl": List("count"), "root": "int", "size": _KNOTS,
+_SLOT_NUMBERS = {"data": List("count"), "ctrl": List("count"), "data_seq": List(List("count")),
+                 "ctrl_seq": List(List("count")), "root": "int", "size": _KNOTS,
                  "size_exact": List("count"), "tags": List("count")}
 _STRUCT_SLOT = Obj({"kind": "count", "role": _ROLE, **_SLOT_NUMBERS, "duration": _KNOTS, "num_ops": _KNOTS,
                     "duration_by_rank": List(_KNOTS), "num_ops_by_rank": List(_KNOTS)},
                    optional=frozenset({"root", "size", "size_exact", "tags", "duration", "num_ops",
                                        "duration_by_rank", "num_ops_by_rank"}))
 _LEARNED_SLOT = OneOf((
-    Obj({"segment": "count", "index": "count", "data": List("count"), "ctrl": List("count")}),
+    Obj({"segment": "count", "index": "count", "data": List("count"), "ctrl": List("count"),
+         "data_seq": List(List("count")), "ctrl_seq": List(List("count"))},
+        optional=frozenset({"data_seq", "ctrl_seq"})),
     Obj({"kind": "count", "role": Tuple(("str", OneOf(("str", "int")))), **_SLOT_NUMBERS, "mean_us": "num",
          "mean_us_by_rank": List("num")},
-        optional=frozenset({"root", "size", "size_exact", "tags", "mean_us_by_rank"}))))
-_SEGMENT = Obj({"length": "count", "mix": Map("count"), "first": "count", "next": Map(Map("count")),
+        optional=frozenset({"root", "size", "size_exact", "tags", "mean_us_by_rank", "data_seq", "ctrl_seq"}))))
+_SEGMENT = Obj({"length": "count", "mix": Map("count"), "first": "str", "next": Map(Map("count")),
+                "next2": Map(Map("count")),
                 "times": Map(Tuple(("num", "num"))),
                 "total": "num", "cv": "num", "total_by_rank": List("num")}, optional=frozenset({"total_by_rank"}))
 _CLASS = {"ranks": "count", "members": List("count"), "nodes": "count", "step": "count", "motifs": List(_MOTIF)}
@@ -226,11 +230,18 @@ def _class_indices(c: Mapping[str, Any], nkinds: int, where: str) -> None:
             raise ConfigError(f"model field {here}: wants a length of 1 or more, a kind mix and a total of 0 or more")
         if any(m < 0 or sg < 0 or sg > 50 for m, sg in seg["times"].values()):
             raise ConfigError(f"model field {here}.times: wants a mean of 0 or more and a sigma from 0 to 50")
-        keys = (*seg["mix"], *seg["next"], *(b for r in seg["next"].values() for b in r), *seg["times"])
-        for key in (str(seg["first"]), *keys):
-            if not key.isdigit() or int(key) >= nkinds:
-                raise ConfigError(f"model field {here}: {key!r} is not a kind number (0..{nkinds - 1})")
-        if any(sum(r.values()) <= 0 for r in (seg["mix"], *seg["next"].values())):
+        pairs = [x for ab in seg["next2"] for x in ab.split(",")] if all(
+            ab.count(",") == 1 for ab in seg["next2"]) else ["pair"]
+        ops = {seg["first"], *seg["mix"], *seg["next"], *(b for r in (*seg["next"].values(),
+                                                                    *seg["next2"].values()) for b in r), *pairs}
+        for op in ops:
+            kind, dot, magnitude = op.partition(".")
+            if not (kind.isdigit() and dot and magnitude.isdigit() and int(kind) < nkinds):
+                raise ConfigError(f"model field {here}: {op!r} is not an op class KIND.MAGNITUDE "
+                                  f"(kinds 0..{nkinds - 1})")
+            if op not in seg["times"]:
+                raise ConfigError(f"model field {here}.times: no fit of op class {op!r}")
+        if any(sum(r.values()) <= 0 for r in (seg["mix"], *seg["next"].values(), *seg["next2"].values())):
             raise ConfigError(f"model field {here}: a kind mix or transition row sums to 0")
         if len(seg.get("total_by_rank", c["members"])) != len(c["members"]):
             raise ConfigError(f"model field {here}.total_by_rank: wants one total per member rank")
