@@ -30,7 +30,7 @@ class LearnedSynthesizer(Synthesizer):
     options = {
         **SAMPLE_OPTIONS,
         "max_period": Option("int", 256, "fit: longest block body searched, in nodes", minimum=1),
-        "level": Option("float", 0.3, "sample: privacy level, 0 to 1 (more: further from the source, "
+        "level": Option("float", 0.5, "sample: privacy level, 0 to 1 (more: further from the source, "
                         "less faithful)", minimum=0),
     }
 

@@ -43,7 +43,7 @@ class Noise:
     def __init__(self, level: float):
         self.mix = level
         self.length = 0.3 * level
-        self.duration = 0.1 + 0.5 * level
+        self.duration = 0.1 + 1.0 * level
         self.total = 0.05 * level
         self.comm = 0.02 + 0.05 * level
 
