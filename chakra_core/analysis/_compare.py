@@ -91,7 +91,7 @@ class _RankVisitor:
         p.durations.setdefault(kind, []).append(int(n.duration_micros))
         self.durations.append(int(n.duration_micros))
         t = int(n.type)
-        size = -1
+        size: int | None = -1
         if t in _COMM or t in _MEM:
             ix = NodeAttrs(n)
             size = ix.get_int("comm_size", None) if t in _COMM else None

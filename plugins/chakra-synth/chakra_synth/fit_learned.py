@@ -148,9 +148,10 @@ def fit_learned_workload(traces: TraceSet, kinds: KindTable, max_period: int) ->
         segs, where = _segments(g, comm, chained)
         slots: list[dict[str, Any]] = []
         for s, r in enumerate(rows):
-            if s in comm:
-                exact = roles[s][0] != "g" or not single  # type: ignore[index]
-                slots.append({**_comm_slot(members, r, pops, roles[s], exact), **deps[s]})
+            role = roles[s]
+            if role is not None:
+                exact = role[0] != "g" or not single
+                slots.append({**_comm_slot(members, r, pops, role, exact), **deps[s]})
             else:
                 seg, idx = where[s]
                 slots.append({"segment": seg, "index": idx, **deps[s]})
