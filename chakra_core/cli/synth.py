@@ -16,7 +16,9 @@ def add_arguments(p) -> None:
     """Arguments of ``synth`` and its three subcommands."""
     sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     fit = sub.add_parser("fit", help="learn a model from one or more trace sets (each PATH one set)")
-    fit.add_argument("paths", nargs="+", metavar="PATH", help="trace set: directory, prefix, file or glob")
+    fit.add_argument("paths", nargs="+", metavar="PATH",
+                     help="trace set: directory, prefix, file or glob; @FILE: a list of sets, one per line "
+                          "(PATH [KEY=NUMBER ...], the set's parameters)")
     fit.add_argument("-o", "--output", required=True, metavar="MODEL", help="model file to write (JSON)")
     fit.add_argument("--synthesizer", default="structural", help="registered synthesizer (default: structural)")
     add_plugin_options(fit)

@@ -111,11 +111,11 @@ def _lognormal(values: np.ndarray) -> list[float]:
     return [round(float(values.mean()), 3), round(float(np.log1p(values).std()), 4)]
 
 
-def _comm_slot(members: Sequence[RankProfile], rows: np.ndarray, pops: dict, role: list[Any],
-               exact: bool) -> dict[str, Any]:
-    """A communication slot as the structural model keeps it, with the mean of its durations (us;
-    per source rank when the ranks differ) in place of their positions."""
-    slot = _slot(members, rows, pops, role, exact)
+def _comm_slot(members: Sequence[RankProfile], rows: np.ndarray, pops: dict, role: list[Any]) -> dict[str, Any]:
+    """A communication slot as the structural model keeps it, with its sizes in order (what the
+    members of its group must agree on) and the mean of its durations (us; per source rank when
+    the ranks differ) in place of their positions."""
+    slot = _slot(members, rows, pops, role, True)
     for key in ("duration", "duration_by_rank", "num_ops", "num_ops_by_rank"):
         slot.pop(key, None)
     per_rank = [float(np.maximum(m.duration[rows], 0).mean()) for m in members]
@@ -130,7 +130,6 @@ def fit_learned_workload(traces: TraceSet, kinds: KindTable, max_period: int) ->
     profiles = read_profiles(traces, kinds)
     tiling = find_tiling(profiles, traces.process_groups)
     pops = populations(profiles)
-    single = len(set(tiling.classes)) == 1
     classes = []
     for c in range(max(tiling.classes) + 1):
         members = [p for p in profiles if tiling.classes[p.rank % tiling.tile] == c]
@@ -150,8 +149,7 @@ def fit_learned_workload(traces: TraceSet, kinds: KindTable, max_period: int) ->
         for s, r in enumerate(rows):
             role = roles[s]
             if role is not None:
-                exact = role[0] != "g" or not single
-                slots.append({**_comm_slot(members, r, pops, role, exact), **deps[s]})
+                slots.append({**_comm_slot(members, r, pops, role), **deps[s]})
             else:
                 seg, idx = where[s]
                 slots.append({"segment": seg, "index": idx, **deps[s]})

@@ -30,17 +30,28 @@ class LearnedSynthesizer(Synthesizer):
     options = {
         **SAMPLE_OPTIONS,
         "max_period": Option("int", 256, "fit: longest block body searched, in nodes", minimum=1),
+        "params": Option("list", None, "fit: per trace set, its parameters (KEY: number), over those of "
+                         "its metadata (a list file's KEY=NUMBER give them)"),
+        "target": Option("dict", None, "sample: parameters (KEY: number, e.g. {\"layers\": 40}) to sample "
+                         "for, from the nearest fitted set (docs/synth.md, Corpus)"),
         "level": Option("float", 0.5, "sample: privacy level, 0 to 1 (more: further from the source, "
                         "less faithful)", minimum=0),
     }
 
     def fit(self, corpus: Sequence[TraceSet], options: Mapping[str, Any]) -> dict[str, Any]:
         """The model of ``corpus`` (one workload per trace set)."""
+        from .corpus import set_params
         from .fit_learned import fit_learned_workload
         from .kinds import kinds_json
 
+        given = options["params"] or [{}] * len(corpus)
+        if len(given) != len(corpus) or not all(isinstance(g, dict) for g in given):
+            raise ConfigError(f"params: wants one mapping per trace set ({len(corpus)}), got {len(given)}")
         kinds = KindTable()
-        workloads = [fit_learned_workload(ts, kinds, int(options["max_period"])) for ts in corpus]
+        workloads = []
+        for ts, g in zip(corpus, given):
+            workloads.append({**fit_learned_workload(ts, kinds, int(options["max_period"])),
+                              "params": set_params(ts, g)})
         keep = bool(options["keep_names"])
         return {"format": MODEL_FORMAT, "version": MODEL_VERSION, "synthesizer": self.name or "learned",
                 "keep_names": keep, "kinds": kinds_json(kinds, keep), "workloads": workloads}
@@ -53,7 +64,12 @@ class LearnedSynthesizer(Synthesizer):
 
         check_model(model, "classes")
         check_schema(model, "learned")
-        w = pick_workload(model, int(options["workload"]))
+        if options["target"]:
+            from .corpus import condition
+
+            w = condition(model, options["target"])
+        else:
+            w = pick_workload(model, int(options["workload"]))
         ranks = int(options["ranks"] or w["ranks"])
         tile = int(w["tile"])
         if ranks % tile:

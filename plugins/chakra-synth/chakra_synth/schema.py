@@ -148,8 +148,7 @@ _ROLE = Nullable(Tuple(("str", OneOf(("str", "int")))))
 _MOTIF = Obj({"body": List(Tuple(("str", "count"))), "count": "count", "comm": "bool", "p2p": "bool"})
 _KNOTS = List("prob")
 _HEADER = {"format": "str", "version": "int", "synthesizer": "str", "keep_names": "bool", "kinds": List(_KIND)}
-_SLOT_NUMBERS = {"data": List("count"), "ctrl": List("count"), "data_seq": List(List("count")),
-                 "ctrl_seq": List(List("count")), "root": "int", "size": _KNOTS,
+_SLOT_NUMBERS = {"data": List("count"), "ctrl": List("count"), "root": "int", "size": _KNOTS,
                  "size_exact": List("count"), "tags": List("count")}
 _STRUCT_SLOT = Obj({"kind": "count", "role": _ROLE, **_SLOT_NUMBERS, "duration": _KNOTS, "num_ops": _KNOTS,
                     "duration_by_rank": List(_KNOTS), "num_ops_by_rank": List(_KNOTS)},
@@ -160,7 +159,7 @@ _LEARNED_SLOT = OneOf((
          "data_seq": List(List("count")), "ctrl_seq": List(List("count"))},
         optional=frozenset({"data_seq", "ctrl_seq"})),
     Obj({"kind": "count", "role": Tuple(("str", OneOf(("str", "int")))), **_SLOT_NUMBERS, "mean_us": "num",
-         "mean_us_by_rank": List("num")},
+         "mean_us_by_rank": List("num"), "data_seq": List(List("count")), "ctrl_seq": List(List("count"))},
         optional=frozenset({"root", "size", "size_exact", "tags", "mean_us_by_rank", "data_seq", "ctrl_seq"}))))
 _SEGMENT = Obj({"length": "count", "mix": Map("count"), "first": "str", "next": Map(Map("count")),
                 "next2": Map(Map("count")),
