@@ -12,11 +12,11 @@ it is asked to keep them.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from chakra_core import DepGraph, NodeAttrs, NodeType, RankTrace, TraceFormatError, TraceSet
+from chakra_core import DepGraph, NodeAttrs, NodeType, RankTrace, RoleKey, TraceFormatError, TraceSet, role_key
 
 __all__ = ["KindTable", "RankProfile", "read_profiles", "WORLD"]
 
@@ -142,8 +142,29 @@ def read_profile(rt: RankTrace, kinds: KindTable) -> RankProfile:
 
 
 def read_profiles(traces: TraceSet, kinds: KindTable) -> list[RankProfile]:
-    """Every rank of ``traces``, in rank order."""
-    return [read_profile(rt, kinds) for rt in traces]
+    """Every rank of ``traces``, in rank order.  Ranks of one role (:func:`chakra_core.role_key`:
+    equal traces up to the names of their groups and peers) are read once: the others share the
+    first one's arrays with their own group names and peers."""
+    keys = [role_key(rt) for rt in traces]
+    first: dict[bytes, int] = {}
+    out: list[RankProfile] = []
+    for i, (rt, key) in enumerate(zip(traces, keys)):
+        j = first.setdefault(key.digest, i)
+        out.append(read_profile(rt, kinds) if j == i else _relabelled(out[j], keys[j], key, rt.rank))
+    return out
+
+
+def _relabelled(p: RankProfile, pk: RoleKey, key: RoleKey, rank: int) -> RankProfile:
+    """``p`` (of role key ``pk``) as the rank ``rank`` of role key ``key`` sees it."""
+    names = dict(zip(pk.groups, key.groups))
+    group = [g if g is None or g == WORLD else names.get(g, g) for g in p.group]
+    peers = {**dict(zip(pk.peers, key.peers)), p.rank: rank}
+    peer = p.peer
+    if (peer >= 0).any():
+        peer = p.peer.copy()
+        for old in np.unique(p.peer[p.peer >= 0]).tolist():
+            peer[p.peer == old] = peers.get(old, old)
+    return replace(p, rank=rank, group=group, peer=peer)
 
 
 def _csr(rows: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
