@@ -1,5 +1,9 @@
 """Fitting the hierarchical model of one trace set (the ``learned`` synthesizer).
 
+Rank classes that are one role (equal up to the names of their groups and peers) share one
+grammar: it is found once per role (``roles`` in the model), then each class names its own
+groups and peers.
+
 The step of each rank class is a grammar of repeated blocks (:mod:`.motifs`, period detection on
 the (kind, group, peer) sequence): iteration -> phases (the step's body) -> repeated blocks ->
 operators.  A block's communication nodes stay anchored where they are (they must agree across
@@ -24,6 +28,7 @@ rescaled to the segment's drawn total, so a sample keeps the step time, not the 
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -125,24 +130,47 @@ def _comm_slot(members: Sequence[RankProfile], rows: np.ndarray, pops: dict, rol
     return slot
 
 
+#: a rank's grammar, the source positions of each slot, and each slot's dependency offsets
+_Shape = tuple[Grammar, list[np.ndarray], list[dict[str, Any]]]
+
+
+def _shape_key(p: RankProfile, symbols: np.ndarray) -> bytes:
+    """A digest of what the block grammar depends on: the symbols (numbered in first-appearance
+    order, so ranks of one role agree) and the dependency offsets."""
+    h = hashlib.blake2b(digest_size=20)
+    for a in (symbols, p.data_ptr, p.data_off, p.ctrl_ptr, p.ctrl_off):
+        h.update(np.ascontiguousarray(a, dtype=np.int64).tobytes())
+    return h.digest()
+
+
+def _shape(rep: RankProfile, symbols: np.ndarray, max_period: int) -> _Shape:
+    g = discover(symbols, max_period)
+    slot_of = np.fromiter(g.slots_of(g.step), dtype=np.int64, count=len(rep))
+    order = np.argsort(slot_of, kind="stable")
+    bounds = np.searchsorted(slot_of[order], np.arange(len(g.slot_symbol) + 1))
+    rows = [order[bounds[s]:bounds[s + 1]] for s in range(len(g.slot_symbol))]
+    deps = [{**_deps("data", rep.data_ptr, rep.data_off, r), **_deps("ctrl", rep.ctrl_ptr, rep.ctrl_off, r)}
+            for r in rows]
+    return g, rows, deps
+
+
 def fit_learned_workload(traces: TraceSet, kinds: KindTable, max_period: int) -> dict[str, Any]:
     """The hierarchical model of one trace set (module docstring)."""
     profiles = read_profiles(traces, kinds)
     tiling = find_tiling(profiles, traces.process_groups)
     pops = populations(profiles)
     classes = []
+    shapes: dict[bytes, _Shape] = {}
     for c in range(max(tiling.classes) + 1):
         members = [p for p in profiles if tiling.classes[p.rank % tiling.tile] == c]
         rep = members[0]
-        g = discover(_symbols(rep, tiling, kinds), max_period)
-        slot_of = np.fromiter(g.slots_of(g.step), dtype=np.int64, count=len(rep))
-        order = np.argsort(slot_of, kind="stable")
-        bounds = np.searchsorted(slot_of[order], np.arange(len(g.slot_symbol) + 1))
-        rows = [order[bounds[s]:bounds[s + 1]] for s in range(len(g.slot_symbol))]
+        symbols = _symbols(rep, tiling, kinds)
+        key = _shape_key(rep, symbols)
+        if key not in shapes:
+            shapes[key] = _shape(rep, symbols, max_period)
+        g, rows, deps = shapes[key]
         roles = [node_role(rep, int(r[0]), tiling, kinds) for r in rows]
         comm = {s for s, r in enumerate(roles) if r is not None}
-        deps = [{**_deps("data", rep.data_ptr, rep.data_off, r), **_deps("ctrl", rep.ctrl_ptr, rep.ctrl_off, r)}
-                for r in rows]
         chained = {s for s, d in enumerate(deps) if _only_previous(d)}
         segs, where = _segments(g, comm, chained)
         slots: list[dict[str, Any]] = []
@@ -157,7 +185,7 @@ def fit_learned_workload(traces: TraceSet, kinds: KindTable, max_period: int) ->
         classes.append({"ranks": len(members), "members": [p.rank for p in members], "nodes": len(rep),
                         "step": g.step, "motifs": _motifs(g, p2p, comm), "slots": slots,
                         "segments": [_segment(seg, rows, members) for seg in segs]})
-    return {"ranks": len(profiles), "tile": tiling.tile, "tile_classes": tiling.classes,
+    return {"ranks": len(profiles), "tile": tiling.tile, "tile_classes": tiling.classes, "roles": len(shapes),
             "kind_stats": kind_stats(pops), "classes": classes}
 
 

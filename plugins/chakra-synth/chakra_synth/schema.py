@@ -173,9 +173,10 @@ _PARAMS = Map("num")
 SCHEMAS: dict[str, Any] = {
     "structural": Obj({**_HEADER, "workloads": List(Obj({**_LAYOUT, "classes": List(Obj(
         {**_CLASS, "slots": List(_STRUCT_SLOT)}))}))}),
-    "learned": Obj({**_HEADER, "workloads": List(Obj({**_LAYOUT, "params": _PARAMS, "classes": List(Obj(
-        {**_CLASS, "slots": List(_LEARNED_SLOT), "segments": List(_SEGMENT)}))},
-        optional=frozenset({"params"})))}),
+    "learned": Obj({**_HEADER, "workloads": List(Obj({**_LAYOUT, "params": _PARAMS, "roles": "count",
+                                                      "classes": List(Obj({**_CLASS, "slots": List(_LEARNED_SLOT),
+                                                                           "segments": List(_SEGMENT)}))},
+                                                     optional=frozenset({"params", "roles"})))}),
     "markov": Obj({**_HEADER, "workloads": List(Obj({"ranks": "count", "nodes": "count", "start": Map("count"),
                                                      "transitions": Map(Map("count")), "kind_stats": _KIND_STATS}))}),
 }
