@@ -9,7 +9,6 @@ import pytest
 
 import chakra_core as chakra
 from chakra_core import EtWriter, GlobalMetadata, Node, NodeType
-from chakra_core.cli.main import main
 
 
 @pytest.fixture(scope="module")
@@ -23,10 +22,9 @@ def models(recorded, tmp_path_factory):
     return out
 
 
-def _run(capsys, argv):
-    code = main(argv)
-    err = capsys.readouterr().err.strip().splitlines()
-    return code, err
+def _run(chakra_cli, argv):
+    code, _out, err = chakra_cli(*argv)
+    return code, err.strip().splitlines()
 
 
 def _first_slot_with(model, key):
@@ -58,13 +56,13 @@ SHAPE_MUTATIONS = {
 
 @pytest.mark.parametrize("synthesizer", ["learned", "structural", "markov"])
 @pytest.mark.parametrize("case", sorted(MUTATIONS))
-def test_bad_model_is_a_located_error(models, tmp_path, capsys, synthesizer, case):
+def test_bad_model_is_a_located_error(models, tmp_path, chakra_cli, synthesizer, case):
     model = json.loads(json.dumps(models[synthesizer]))
     MUTATIONS[case](model)
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(model))
     for argv in (["synth", "sample", str(path), "-o", str(tmp_path / "out" / "")], ["synth", "show", str(path)]):
-        code, err = _run(capsys, argv)
+        code, err = _run(chakra_cli, argv)
         assert code == 2, (case, err)
         assert len(err) == 1 and str(path) in err[0] and "model field" in err[0], err
     assert not (tmp_path / "out").exists()
@@ -72,46 +70,46 @@ def test_bad_model_is_a_located_error(models, tmp_path, capsys, synthesizer, cas
 
 @pytest.mark.parametrize("synthesizer", ["learned", "structural"])
 @pytest.mark.parametrize("case", sorted(SHAPE_MUTATIONS))
-def test_bad_grammar_is_a_located_error(models, tmp_path, capsys, synthesizer, case):
+def test_bad_grammar_is_a_located_error(models, tmp_path, chakra_cli, synthesizer, case):
     model = json.loads(json.dumps(models[synthesizer]))
     SHAPE_MUTATIONS[case](model)
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(model))
-    code, err = _run(capsys, ["synth", "sample", str(path), "-o", str(tmp_path / "out" / "")])
+    code, err = _run(chakra_cli, ["synth", "sample", str(path), "-o", str(tmp_path / "out" / "")])
     assert code == 2 and len(err) == 1 and "workloads[0].classes[0]" in err[0], err
 
 
-def test_slot_duration_of_wrong_type(models, tmp_path, capsys):
+def test_slot_duration_of_wrong_type(models, tmp_path, chakra_cli):
     model = json.loads(json.dumps(models["structural"]))
     _first_slot_with(model, "duration")["duration"] = "fast"
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(model))
-    code, err = _run(capsys, ["synth", "sample", str(path), "-o", str(tmp_path / "out" / "")])
+    code, err = _run(chakra_cli, ["synth", "sample", str(path), "-o", str(tmp_path / "out" / "")])
     assert code == 2 and len(err) == 1 and ".duration: wants an array" in err[0], err
 
 
 @pytest.mark.parametrize("seed", [2 ** 64, 2 ** 63, -1])
-def test_seed_out_of_range(models, tmp_path, capsys, seed):
+def test_seed_out_of_range(models, tmp_path, chakra_cli, seed):
     path = tmp_path / "m.json"
     path.write_text(json.dumps(models["learned"]))
-    code, err = _run(capsys, ["synth", "sample", str(path), "-o", str(tmp_path / "out" / ""), "--seed", str(seed)])
+    code, err = _run(chakra_cli, ["synth", "sample", str(path), "-o", str(tmp_path / "out" / ""), "--seed", str(seed)])
     assert code == 2 and len(err) == 1 and "seed" in err[0], err
 
 
-def test_source_duration_beyond_int64(tmp_path, capsys):
+def test_source_duration_beyond_int64(tmp_path, chakra_cli):
     src = tmp_path / "src"
     src.mkdir()
     with EtWriter(src / "trace.0.et", GlobalMetadata(version="0.0.4")) as w:
         w.write(Node(id=1, name="a", type=NodeType.COMP_NODE, duration_micros=5))
         w.write(Node(id=2, name="b", type=NodeType.COMP_NODE, duration_micros=2 ** 64 - 1, data_deps=[1]))
     for name in ("learned", "structural", "markov"):
-        code, err = _run(capsys, ["synth", "fit", str(src), "-o", str(tmp_path / "m.json"), "--synthesizer", name])
+        code, err = _run(chakra_cli, ["synth", "fit", str(src), "-o", str(tmp_path / "m.json"), "--synthesizer", name])
         assert code == 2 and len(err) == 1, err
         assert "trace.0.et:node 2" in err[0] and "duration_micros 18446744073709551615" in err[0], err
         assert not (tmp_path / "m.json").exists()
 
 
-def test_mutated_markov_model_is_refused_unless_no_validate(models, tmp_path, capsys):
+def test_mutated_markov_model_is_refused_unless_no_validate(models, tmp_path, chakra_cli):
     model = json.loads(json.dumps(models["markov"]))
     for k in model["kinds"]:
         if k["type"] == "COMP_NODE":
@@ -119,8 +117,8 @@ def test_mutated_markov_model_is_refused_unless_no_validate(models, tmp_path, ca
     path = tmp_path / "mutated.json"
     path.write_text(json.dumps(model))
     out = tmp_path / "out"
-    code, err = _run(capsys, ["synth", "sample", str(path), "-o", str(out / "")])
+    code, err = _run(chakra_cli, ["synth", "sample", str(path), "-o", str(out / "")])
     assert code == 2 and len(err) == 1 and "validation error(s), so it was not written" in err[0], err
     assert not out.exists()
-    code, _err = _run(capsys, ["synth", "sample", str(path), "-o", str(out / ""), "--no-validate"])
+    code, _err = _run(chakra_cli, ["synth", "sample", str(path), "-o", str(out / ""), "--no-validate"])
     assert code == 0 and not chakra.validate(str(out)).ok

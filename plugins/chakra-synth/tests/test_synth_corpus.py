@@ -8,7 +8,6 @@ import json
 import pytest
 
 import chakra_core as chakra
-from chakra_core.cli.main import main
 
 #: a small tensor- and data-parallel transformer (4 ranks); only the depth varies
 BASE = {"hidden": 512, "heads": 8, "seq": 256, "micro_batches": 3, "tp": 2, "dp": 2, "vocab": 1000}
@@ -25,10 +24,10 @@ def generated(tmp_path_factory):
     return out
 
 
-def test_left_out_depth_within_ten_percent(generated, tmp_path):
+def test_left_out_depth_within_ten_percent(generated, tmp_path, chakra_cli):
     listing = tmp_path / "corpus.list"
     listing.write_text("# the corpus, 4 depths\n" + "".join(f"{generated[n]}\n" for n in (2, 3, 5, 6)))
-    assert main(["synth", "fit", f"@{listing}", "--synthesizer", "learned", "-o", str(tmp_path / "m.json")]) == 0
+    assert chakra_cli("synth", "fit", f"@{listing}", "--synthesizer", "learned", "-o", tmp_path / "m.json")[0] == 0
     model = json.loads((tmp_path / "m.json").read_text())
     assert [w["params"]["layers"] for w in model["workloads"]] == [2, 3, 5, 6]
     assert all(w["params"]["hidden"] == 512 and w["params"]["ranks"] == 4 for w in model["workloads"])
@@ -50,17 +49,17 @@ def test_list_file_parameters_override_metadata(generated, tmp_path):
 
 
 @pytest.mark.parametrize("line", ["{path} layers", "{path} layers=many", "{path} =3", "{path} x=1e400"])
-def test_bad_list_line_is_located(generated, tmp_path, capsys, line):
+def test_bad_list_line_is_located(generated, tmp_path, chakra_cli, line):
     listing = tmp_path / "bad.list"
     listing.write_text("# first line\n" + line.format(path=generated[2]) + "\n")
-    code = main(["synth", "fit", f"@{listing}", "--synthesizer", "learned", "-o", str(tmp_path / "m.json")])
-    err = capsys.readouterr().err.strip().splitlines()
+    code, _out, text = chakra_cli("synth", "fit", f"@{listing}", "--synthesizer", "learned", "-o", tmp_path / "m.json")
+    err = text.strip().splitlines()
     assert code == 2 and len(err) == 1 and f"{listing}:line 2" in err[0], err
 
 
-def test_target_without_a_fitted_parameter(generated, tmp_path, capsys):
+def test_target_without_a_fitted_parameter(generated, tmp_path, chakra_cli):
     chakra.synth_fit([str(generated[2])], tmp_path / "m.json", synthesizer="learned")
-    code = main(["synth", "sample", str(tmp_path / "m.json"), "-o", str(tmp_path / "o" / ""),
-                 "-O", 'target={"experts_per_gpu": 3}'])
-    err = capsys.readouterr().err.strip().splitlines()
+    code, _out, text = chakra_cli("synth", "sample", tmp_path / "m.json", "-o", str(tmp_path / "o") + "/",
+                                  "-O", 'target={"experts_per_gpu": 3}')
+    err = text.strip().splitlines()
     assert code == 2 and len(err) == 1 and "no fitted set has the parameters" in err[0], err
