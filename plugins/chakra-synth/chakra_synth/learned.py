@@ -99,13 +99,15 @@ class LearnedSynthesizer(Synthesizer):
         return build_traceset(streams, positions, stream_of, ranks, meta, f"synth:{model['synthesizer']}")
 
     def describe(self, model: Mapping[str, Any]) -> dict[str, Any]:
-        """Kinds, and per workload its tile, rank classes, blocks and segments."""
+        """Kinds, and per workload its parameters, roles, tile, rank classes, blocks and segments."""
         from .describe import describe_structural
         from .schema import check_schema
 
         check_schema(model, "learned")
         out = describe_structural(model)
         for wd, w in zip(out["workloads"], model["workloads"]):
+            wd["roles"] = w.get("roles")
+            wd["params"] = w.get("params", {})
             for cd, c in zip(wd["rank_classes"], w["classes"]):
                 cd["segments"] = len(c["segments"])
                 cd["segment_ops"] = sum(int(s["length"]) for s in c["segments"])
