@@ -26,6 +26,8 @@ BUNDLED = {
                    REPO / "plugins" / "chakra-jax" / "tests" / "data" / "mesh8" / "profile.xplane.pb"], "jax", {}),
 }
 RECORDED = ("ddp", "transformer", "mlp", "ddp_buckets", "collectives")
+#: a generated hybrid-parallel set (tp 2 x pp 2 x dp 2, sends and receives between stages)
+HYBRID = {"layers": 8, "hidden": 4096, "heads": 32, "seq": 2048, "micro_batches": 4, "tp": 2, "pp": 2, "dp": 2}
 LEVELS = (0.0, 0.3, 0.6, 1.0)
 SEEDS = (1, 2, 3)
 
@@ -74,6 +76,8 @@ def main() -> int:
                 sources.append((f"pytorch {name}", _convert([PYTORCH / name], None, {}, work / name), None))
         for name, (paths, fmt, opts) in BUNDLED.items():
             sources.append((name, _convert(paths, fmt, opts, work / name.replace(" ", "_")), None))
+        chakra.generate("transformer", HYBRID, output=str(work / "hybrid") + "/")
+        sources.append(("generated hybrid", work / "hybrid", None))
         for name, src, second in sources:
             print(_row(name, src, second, work, "structural", None), flush=True)
             for level in LEVELS:

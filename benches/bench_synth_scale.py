@@ -1,4 +1,4 @@
-"""Fit the learned synthesizer on a generated 64-rank set of about 100,000 nodes per rank (two
+"""Fit the learned synthesizer on a generated 64-rank set of about 102,000 nodes per rank (two
 pipeline stages), in a fresh process, and sample at 10x the nodes of a smaller set
 (docs/synth.md, Speed and memory).
 
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import chakra_core as chakra
 
-#: 64 ranks (tp 4 x dp 8 x pp 2), about 96,000 nodes per rank
-BIG = {"layers": 64, "hidden": 1024, "heads": 8, "seq": 512, "micro_batches": 128, "tp": 4, "pp": 2, "dp": 8,
+#: 64 ranks (tp 4 x dp 8 x pp 2), about 102,000 nodes per rank (6.5 M nodes)
+BIG = {"layers": 64, "hidden": 1024, "heads": 8, "seq": 512, "micro_batches": 144, "tp": 4, "pp": 2, "dp": 8,
        "vocab": 8000}
 SMALL = {**BIG, "layers": 8, "micro_batches": 4, "dp": 2}
 
