@@ -1,8 +1,8 @@
 """Sampling one rank class of a ``learned`` model (see docs/synth.md, The learned model).
 
 Each step expands the block grammar with the requested counts.  Communication slots give one
-node each (kind, group or peer; sizes in the fitted order, from a seeded starting point, so a
-slot keeps its bytes).  Each instance of a computation segment is drawn
+node each (kind, group or peer; sizes in the fitted order, cycled when the slot repeats more
+often than in the source).  Each instance of a computation segment is drawn
 anew: an operator count around the fitted one, op classes (kind and duration magnitude) from the
 segment's second-order chain (first-order where it has no row) mixed
 with its kind mix (weight ``level``), durations from each class's log-normal fit in the segment
@@ -77,6 +77,32 @@ def _cumulative(counts) -> list[float]:
     return (c / c[-1]).tolist()
 
 
+class _Step:
+    """One step being drawn: the source positions (slots), the drawn node each position maps to
+    (``where``; a position with none maps to the node before) and the nodes."""
+
+    def __init__(self, seq: list[int], first_id: int):
+        self.seq, self.first_id = seq, first_id
+        self.where = [-1] * len(seq)
+        self.nodes: list[tuple] = []
+
+    def add(self, position: int, node: tuple) -> None:
+        """Append ``node``, drawn for source ``position``."""
+        self.where[position] = len(self.nodes)
+        self.nodes.append(node)
+
+    def skip(self, start: int, stop: int) -> None:
+        """Source positions ``start..stop-1`` drew no node: they map to the last node."""
+        for p in range(start, stop):
+            self.where[p] = len(self.nodes) - 1
+
+    def targets(self, p: int, offsets: list[int]) -> list[int]:
+        """Absolute ids of the nodes standing for ``p - offset`` (the previous step's last node
+        for positions before this step)."""
+        out = {self.first_id + self.where[p - o] if p - o >= 0 else self.first_id - 1 for o in offsets}
+        return sorted(d for d in out if d >= 1)
+
+
 class _Sampler:
     """The state of one class's draws; :meth:`batches` yields its nodes."""
 
@@ -91,19 +117,16 @@ class _Sampler:
         self.segs = _Segments(cls["segments"], variant)
         self.data = [s.get("data_seq") or [s["data"]] for s in slots]
         self.ctrl = [s.get("ctrl_seq") or [s["ctrl"]] for s in slots]
-        self.kind = np.array([s.get("kind", -1) for s in slots], dtype=np.int64)
         self.comm_mean = [s["mean_us_by_rank"][variant] if "mean_us_by_rank" in s else s.get("mean_us", 0.0)
                           for s in slots]
         stats = w["kind_stats"]
         self.tables = {name: stat_rows(stats, nkinds, name) for name in ("duration", "size", "num_ops")}
         self.size_step = np.array([stats.get(str(k), {}).get("size_step", 1) for k in range(nkinds)],
                                   dtype=np.int64)
-        self.size_knots = Padded([s.get("size") for s in slots])
         self.exact = Padded([s.get("size_exact") for s in slots])
         self.tags = Padded([s.get("tags") for s in slots])
         self.seen = np.zeros(len(slots), dtype=np.int64)
         self.struct_rng, self.time_rng = rngs
-        self.size_shift = self.struct_rng.integers(0, 1 << 30, len(slots))
         self.noise = noise
         self.static_of_slot, self.role_of_slot = statics
 
@@ -158,17 +181,8 @@ class _Sampler:
     def _comm(self, s: int) -> tuple[int, int, int]:
         """Duration, size and tag of the next node of communication slot ``s``."""
         j = int(self.seen[s])
-        k = np.array([self.kind[s]], dtype=np.int64)
         dur = int(np.rint(self.comm_mean[s] * np.exp(self.time_rng.normal(0.0, self.noise.comm))))
-        if self.exact.lengths[s]:
-            size = int(self.exact.table[s, j % self.exact.lengths[s]])
-        elif self.size_knots.lengths[s]:
-            kn = self.size_knots.table[s, :self.size_knots.lengths[s]]
-            size = int(self._table("size", k, np.array([kn[(j + int(self.size_shift[s])) % len(kn)]]))[0])
-            stepsz = int(self.size_step[k[0]])
-            size = max(1, round(size / stepsz)) * stepsz if size > 0 else size
-        else:
-            size = -1
+        size = int(self.exact.table[s, j % self.exact.lengths[s]]) if self.exact.lengths[s] else -1
         tag = int(self.tags.table[s, j % self.tags.lengths[s]]) if self.tags.lengths[s] else -1
         return dur, size, tag
 
@@ -176,55 +190,49 @@ class _Sampler:
         """The nodes of one step: ``(static, role, duration, size, num_ops, tag, data, ctrl)``
         with absolute dependency ids."""
         seq = np.concatenate(list(self.exp.body(self.step)) or [np.zeros(0, dtype=np.int64)]).tolist()
-        where = [-1] * len(seq)
-        nodes: list[tuple] = []
-        prev_last = first_id - 1
-
-        def target(t: int) -> int:
-            return first_id + where[t] if t >= 0 else prev_last
-
-        def deps(p: int, rows: list[list[int]]) -> list[int]:
-            offs = rows[int(self.seen[seq[p]]) % len(rows)]
-            out = {target(p - o) for o in offs}
-            return sorted(d for d in out if d >= 1)
+        st = _Step(seq, first_id)
         i = 0
         while i < len(seq):
             s = seq[i]
             seg = int(self.segment[s])
             if seg < 0:
                 dur, size, tag = self._comm(s)
-                data, ctrl = deps(i, self.data[s]), deps(i, self.ctrl[s])
-                if not data and not ctrl and prev_last >= 1:
-                    ctrl = [prev_last]
-                where[i] = len(nodes)
-                nodes.append((int(self.static_of_slot[s]), int(self.role_of_slot[s]), dur, size, -1, tag, data, ctrl))
+                data, ctrl = self._deps(st, i)
+                st.add(i, (int(self.static_of_slot[s]), int(self.role_of_slot[s]), dur, size, -1, tag, data, ctrl))
                 self.seen[s] += 1
                 i += 1
-                continue
-            n0 = int(self.segs.length[seg])
-            kinds, durs, sizes, ops = self._segment(seg)
-            n = len(kinds)
-            last_o = -1
-            for k in range(n):
-                o = k * n0 // n
-                if o != last_o:
-                    for skipped in range(last_o + 1, o):
-                        where[i + skipped] = len(nodes) - 1
-                    p = i + o
-                    sp = seq[p]
-                    data, ctrl = deps(p, self.data[sp]), deps(p, self.ctrl[sp])
-                    if not data and not ctrl and prev_last >= 1:
-                        ctrl = [prev_last]
-                    last_o = o
-                else:
-                    data, ctrl = [first_id + len(nodes) - 1], []
-                where[i + o] = len(nodes)
-                nodes.append((int(kinds[k]), 0, int(durs[k]), int(sizes[k]), int(ops[k]), -1, data, ctrl))
-            for skipped in range(last_o + 1, n0):
-                where[i + skipped] = len(nodes) - 1
-            self.seen[seq[i:i + n0]] += 1
-            i += n0
-        return nodes
+            else:
+                i += self._segment_nodes(st, i, seg)
+        return st.nodes
+
+    def _deps(self, st: _Step, p: int) -> tuple[list[int], list[int]]:
+        """Data and control dependencies of the node drawn for source position ``p`` (its slot's
+        offsets for this occurrence; the previous step's last node for a root)."""
+        s = st.seq[p]
+        j = int(self.seen[s])
+        data, ctrl = (st.targets(p, rows[j % len(rows)]) for rows in (self.data[s], self.ctrl[s]))
+        if not data and not ctrl and st.first_id > 1:
+            ctrl = [st.first_id - 1]
+        return data, ctrl
+
+    def _segment_nodes(self, st: _Step, i: int, seg: int) -> int:
+        """Draw one instance of segment ``seg`` at source position ``i``; return its source length."""
+        n0 = int(self.segs.length[seg])
+        kinds, durs, sizes, ops = self._segment(seg)
+        n = len(kinds)
+        last_o = -1
+        for k in range(n):
+            o = k * n0 // n
+            if o != last_o:
+                st.skip(i + last_o + 1, i + o)
+                data, ctrl = self._deps(st, i + o)
+                last_o = o
+            else:
+                data, ctrl = [st.first_id + len(st.nodes) - 1], []
+            st.add(i + o, (int(kinds[k]), 0, int(durs[k]), int(sizes[k]), int(ops[k]), -1, data, ctrl))
+        st.skip(i + last_o + 1, i + n0)
+        self.seen[st.seq[i:i + n0]] += 1
+        return n0
 
     def batches(self) -> Iterator[NodeBatch]:
         """Every node of the class, in batches of about :data:`BATCH`."""
