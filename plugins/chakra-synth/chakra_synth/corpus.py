@@ -9,10 +9,11 @@ parameter but ``layers`` weighs as ``|log(target / fitted)|``, ``layers`` a hund
 so a set like the target but for its depth wins).  Where a second workload of the same shape
 lies on the other side of the target in one other parameter (``hidden``, ``seq``, ...), the
 segment and communication times and the collective sizes are interpolated between the two.  For
-another depth, the layer blocks (repeated ``layers / pp`` times: forward and backward layers)
-get the target's count, and what grows with the depth outside them (gradient all-reduces, the
-optimizer) is interpolated, or extrapolated, linearly in ``layers`` from a second workload that
-differs from the nearest in its depth only.
+another depth, a second workload that differs from the nearest in its depth only (same blocks,
+other counts) tells which blocks grow with the depth (layers, gradient buckets): their counts are
+scaled in proportion, and the times and sizes are interpolated, or extrapolated, linearly in
+``layers`` between the two; without such a workload, the blocks repeated ``layers / pp`` times
+(the layers of a stage) get the target's count.
 """
 
 from __future__ import annotations
@@ -64,17 +65,10 @@ def _distance(target: Mapping[str, float], params: Mapping[str, float]) -> float
     return d
 
 
-def _per_stage(w: Mapping[str, Any]) -> float:
-    p = w["params"]
-    return float(p.get("layers", 0)) / (float(p.get("pp", 1)) or 1.0)
-
-
 def _shape(w: Mapping[str, Any], depth_free: bool = False) -> str:
     """What must agree for two workloads' times to be interpolated: tile, classes, bodies,
-    counts (``depth_free``: a layer block's count left out), segment lengths."""
-    per = _per_stage(w) if depth_free else -1.0
-    counts = [[-1 if m["count"] == per and i != int(c["step"]) else m["count"] for i, m in enumerate(c["motifs"])]
-              for c in w["classes"]]
+    segment lengths and (unless ``depth_free``) repetition counts."""
+    counts = [] if depth_free else [[m["count"] for m in c["motifs"]] for c in w["classes"]]
     return json.dumps([w["tile"], w["tile_classes"], [[m["body"] for m in c["motifs"]] for c in w["classes"]],
                        counts, [[s["length"] for s in c["segments"]] for c in w["classes"]]], sort_keys=True)
 
@@ -132,19 +126,23 @@ def _bracket(ws: Sequence[Mapping[str, Any]], base: Mapping[str, Any], target: M
     return None
 
 
-def _scale_layers(w: dict[str, Any], old: float, new: float) -> None:
-    pp = int(w["params"].get("pp", 1)) or 1
-    per_old, per_new = old / pp, new / pp
-    if per_old != int(per_old) or per_new != int(per_new) or per_new < 1:
-        raise ConfigError(f"layers={new}: wants a multiple of pp={pp} (the layers per pipeline stage)")
+def _scale_layers(w: dict[str, Any], new: float, partner: Mapping[str, Any] | None) -> None:
+    """Give ``w`` the depth ``new``: the blocks whose count differs in ``partner`` (a workload
+    of another depth) are the ones that grow with it and are scaled in proportion; without a
+    partner, the blocks repeated ``layers / pp`` times (the layers of a stage)."""
+    old = float(w["params"]["layers"])
+    pp = float(w["params"].get("pp", 1)) or 1.0
     scaled = 0
-    for c in w["classes"]:
-        for m, motif in enumerate(c["motifs"]):
-            if m != int(c["step"]) and motif["count"] == per_old:
-                motif["count"] = int(per_new)
+    for c, cls in enumerate(w["classes"]):
+        other = partner["classes"][c]["motifs"] if partner is not None else None
+        for m, motif in enumerate(cls["motifs"]):
+            grows = (other[m]["count"] != motif["count"]) if other is not None else (
+                m != int(cls["step"]) and motif["count"] == old / pp)
+            if grows:
+                motif["count"] = max(1, int(round(motif["count"] * new / old)))
                 scaled += 1
     if not scaled:
-        raise ConfigError(f"the nearest fitted set has no block repeated {int(per_old)} times (its layers per "
+        raise ConfigError(f"the nearest fitted set has no block repeated {old / pp:g} times (its layers per "
                           "stage), so its depth cannot be changed")
     w["params"]["layers"] = new
 
@@ -168,6 +166,6 @@ def condition(model: Mapping[str, Any], target: Mapping[str, Any]) -> dict[str, 
         partner = _depth_partner(ws, base, float(target["layers"]))
         if partner is not None:
             _interpolate(w, partner[0], partner[1])
-        _scale_layers(w, w["params"]["layers"], target["layers"])
+        _scale_layers(w, float(target["layers"]), partner[0] if partner is not None else None)
     w["params"].update(target)
     return w
