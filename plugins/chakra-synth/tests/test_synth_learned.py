@@ -91,3 +91,16 @@ def test_model_holds_no_node_sequence(models):
     for cls in model["workloads"][0]["classes"]:
         assert all("kind" not in s for s in cls["slots"] if "segment" in s)
         assert all({"mix", "next", "times", "total"} <= set(seg) for seg in cls["segments"])
+
+
+@pytest.mark.parametrize("synthesizer", ["learned", "structural"])
+def test_kept_names_and_more_ranks_stay_valid(recorded, tmp_path, synthesizer):
+    """With names kept, the PyTorch process-group node keeps a generic name: a reader would
+    otherwise parse it for a group table the sample does not carry there."""
+    chakra.synth_fit([str(recorded["ddp_buckets"])], tmp_path / "m.json", synthesizer=synthesizer,
+                     options={"keep_names": True})
+    chakra.synth_sample(tmp_path / "m.json", tmp_path / "out" / "", seed=1, ranks=4)
+    check = chakra.validate(str(tmp_path / "out"))
+    assert check.ok, [str(f) for f in check]
+    names = {n.name for rt in open_traceset(str(tmp_path / "out")) for n in rt.nodes()}
+    assert chakra.PG_INIT_NAME not in names and "aten::empty" in names
