@@ -22,8 +22,8 @@ thread waits for a collective or another thread); the chains of computation betw
 - ``total``: the mean of its summed durations (us) over its instances (``total_by_rank`` per
   source rank when the ranks run at different speeds), ``cv`` their coefficient of variation.
 
-Durations per kind are drawn from the kind's quantile table with multiplicative noise and then
-rescaled to the segment's drawn total, so a sample keeps the step time, not the sequence.
+A sample draws each segment's durations from its op classes' fits and rescales them to the
+segment's total (:mod:`.sample_learned`), so it keeps the step time, not the sequence.
 """
 
 from __future__ import annotations
