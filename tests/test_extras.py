@@ -13,7 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DDP = ROOT / "plugins" / "chakra-pytorch" / "tests" / "data" / "ddp"
 #: extra -> the distributions it brings that the core must run without
-EXTRAS = {"analysis": ("scipy", "pandas", "matplotlib", "perfetto"), "fast": ("numba", "llvmlite"),
+EXTRAS = {"analysis": ("scipy", "pandas", "matplotlib", "plotly", "perfetto"), "fast": ("numba", "llvmlite"),
           "tables": ("pyarrow",)}
 
 HIDE = '''
@@ -48,7 +48,7 @@ def test_convert_and_validate_without_extras_and_the_extra_named(tmp_path):
     r = _bare("validate", tmp_path / "et/")
     assert (r.returncode, r.stdout) == (0, "OK: 2 rank(s), 0 error(s), 0 warning(s)\n"), r.stderr
     r = _bare("report", tmp_path / "et/", "-o", tmp_path / "r.html")
-    assert (r.returncode, r.stderr) == (2, "chakra report: error: chakra report needs matplotlib, which is not "
+    assert (r.returncode, r.stderr) == (2, "chakra report: error: chakra report needs plotly, which is not "
                                            "installed: pip install 'chakra-core[analysis]'\n")
     r = _bare("compare", tmp_path / "et/", tmp_path / "et/")
     assert r.returncode == 2 and "pip install 'chakra-core[analysis]'" in r.stderr

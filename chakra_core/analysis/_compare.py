@@ -15,7 +15,8 @@ docs/synth.md for every key):
 - ``collectives``: count and bytes per collective kind and group size, in each set;
 - ``simulated``: the step time (``finish_ns``) of both sets simulated on the same system, and
   ``relative_error`` (``|B - A| / A``); with several systems, ``sweep`` (one row per system)
-  and ``spearman``, the rank correlation of the two step times over the sweep.
+  and ``spearman``, the rank correlation of the two step times over the sweep;
+- ``privacy``: how far B's node sequences are from A's (:mod:`chakra_core.analysis._privacy`).
 
 Statistics are scipy's (``ks_2samp``, ``wasserstein_distance``, ``spearmanr``), imported when
 the report is computed.
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from chakra_core.analysis._privacy import WINDOW, format_privacy, privacy
 from chakra_core.base._need import need
 from chakra_core.io._schema import COMM_TYPE_NAMES, NodeType
 from chakra_core.trace._attrs import NodeAttrs
@@ -58,6 +60,7 @@ class SetProfile:
     in_degree: list[np.ndarray] = field(default_factory=list)
     out_degree: list[np.ndarray] = field(default_factory=list)
     collectives: dict[str, dict[str, int]] = field(default_factory=dict)
+    tokens: list[list[tuple[str, int, int]]] = field(default_factory=list)
 
 
 def node_kind(n) -> str:
@@ -80,6 +83,8 @@ class _RankVisitor:
         self.prof = prof
         self.traces = traces
         self.durations: list[int] = []
+        self.tokens: list[tuple[str, int, int]] = []
+        prof.tokens.append(self.tokens)
 
     def __call__(self, n) -> None:
         kind = node_kind(n)
@@ -87,6 +92,7 @@ class _RankVisitor:
         p.durations.setdefault(kind, []).append(int(n.duration_micros))
         self.durations.append(int(n.duration_micros))
         t = int(n.type)
+        size: int | None = -1
         if t in _COMM or t in _MEM:
             ix = NodeAttrs(n)
             size = ix.get_int("comm_size", None) if t in _COMM else None
@@ -97,6 +103,8 @@ class _RankVisitor:
                 c = p.collectives.setdefault(f"{kind.split(':')[1]}@{members}", {"count": 0, "bytes": 0})
                 c["count"] += 1
                 c["bytes"] += int(size or 0)
+        if len(self.tokens) < WINDOW:
+            self.tokens.append((kind, int(size if size is not None else 0), int(n.duration_micros)))
 
 
 def _levels(g: DepGraph) -> np.ndarray:
@@ -193,6 +201,7 @@ def fidelity(a: SetProfile, b: SetProfile, step_times: Sequence[tuple[str | None
             "out_degree": _degree_ks(a.out_degree, b.out_degree),
         },
         "collectives": {"a": dict(sorted(a.collectives.items())), "b": dict(sorted(b.collectives.items()))},
+        "privacy": privacy(a.tokens, b.tokens),
     }
     if step_times:
         system, ta, tb = step_times[0]
@@ -238,6 +247,8 @@ def format_report(r: dict[str, Any]) -> str:
             x, y = ca.get(k, {"count": 0, "bytes": 0}), cb.get(k, {"count": 0, "bytes": 0})
             lines.append(f"  {k:<28} {x['count']:>9} {y['count']:>9} {x['bytes']:>14} {y['bytes']:>14}")
         lines.append("")
+    if r.get("privacy"):
+        lines += format_privacy(r["privacy"]) + [""]
     sim = r.get("simulated")
     if sim:
         rows = sim.get("sweep") or [sim]

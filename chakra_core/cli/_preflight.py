@@ -25,7 +25,7 @@ SYSTEM_FILES = ("system", "network", "memory", "comm_groups")
 
 #: command -> ``(module, extra, the argument dest that makes it needed, or None: always)``
 NEEDS: dict[str, tuple[tuple[str, str, str | None], ...]] = {
-    "report": (("matplotlib", "analysis", "output"),),
+    "report": (("plotly", "analysis", "output"),),
     "compare": (("scipy", "analysis", None),),
     "sweep": (("pyarrow", "tables", None),),
 }
@@ -50,7 +50,10 @@ def preflight(command: str, args: Any) -> None:
 
 
 def _exists(value: str) -> bool:
-    """A file or directory, a glob that matches, or a prefix some file starts with."""
+    """A file or directory, a glob that matches, a prefix some file starts with, or ``@FILE`` (a
+    list file of ``chakra synth fit``) whose file exists."""
+    if value.startswith("@") and len(value) > 1:
+        return Path(value[1:]).is_file()
     if Path(value).exists():
         return True
     if glob.has_magic(value):

@@ -16,7 +16,9 @@ def add_arguments(p) -> None:
     """Arguments of ``synth`` and its three subcommands."""
     sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     fit = sub.add_parser("fit", help="learn a model from one or more trace sets (each PATH one set)")
-    fit.add_argument("paths", nargs="+", metavar="PATH", help="trace set: directory, prefix, file or glob")
+    fit.add_argument("paths", nargs="+", metavar="PATH",
+                     help="trace set: directory, prefix, file or glob; @FILE: a list of sets, one per line "
+                          "(PATH [KEY=NUMBER ...], the set's parameters)")
     fit.add_argument("-o", "--output", required=True, metavar="MODEL", help="model file to write (JSON)")
     fit.add_argument("--synthesizer", default="structural", help="registered synthesizer (default: structural)")
     add_plugin_options(fit)
@@ -28,6 +30,8 @@ def add_arguments(p) -> None:
     sample.add_argument("--seed", type=int, help="random seed (same seed, same bytes; default 0)")
     sample.add_argument("--ranks", type=int, help="ranks of the new set (a multiple of the model's tile)")
     sample.add_argument("--gzip", action="store_true", help="write .et.gz files")
+    sample.add_argument("--no-validate", action="store_true",
+                        help="write the sample even when it has validation errors (default: refuse, exit 2)")
     add_plugin_options(sample)
     sample.add_argument("--json", action="store_true", help="print the files written as JSON")
     show = sub.add_parser("show", help="print what a model holds")
@@ -50,7 +54,8 @@ def run(args) -> int:
                   f"{result.summary['model_bytes']} bytes)")
     elif args.action == "sample":
         result = synth_sample(args.model, args.output, seed=args.seed, ranks=args.ranks,
-                              options=parse_kv(args.opts), gzip=args.gzip, host=host_of(args))
+                              options=parse_kv(args.opts), gzip=args.gzip, validate=not args.no_validate,
+                              host=host_of(args))
         print_written(result, args)
     else:
         shown = synth_show(args.model, host=host_of(args))

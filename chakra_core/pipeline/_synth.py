@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from chakra_core.base._docparse import decode_text, parse_json
-from chakra_core.base._errors import ConfigError
+from chakra_core.base._errors import ChakraError, ConfigError, TraceFormatError
 from chakra_core.base._progress import progress
 from chakra_core.host._api import Result
 from chakra_core.host._plugins import PluginHost, get_host
@@ -30,13 +30,18 @@ def synth_fit(inputs: Sequence[Inputs], output: str | os.PathLike, *, synthesize
               options: Mapping[str, Any] | None = None, format: str | None = None,
               input_options: Mapping[str, Any] | None = None, host: PluginHost | None = None) -> Result:
     """Fit ``synthesizer`` on the trace sets ``inputs`` (each item one set, in any registered
-    input format) and write the model as JSON to ``output`` (atomically).
+    input format, or ``@FILE``: a list file of sets, :func:`_expand_lists`) and write the model as
+    JSON to ``output`` (atomically).  Parameters a list file gives its sets reach the synthesizer
+    as the option ``params`` (one mapping per set).
 
     ``summary`` holds ``workloads`` (sets fitted) and ``model_bytes``; ``files`` the model path.
     """
     host = host or get_host()
     if isinstance(inputs, (str, os.PathLike)) or not inputs:
         raise ConfigError("give a list of trace sets to fit (one item per set)")
+    inputs, given = _expand_lists(inputs)
+    if any(given):
+        options = {**(options or {}), "params": given}
     stage = resolve_stage(host, "synthesizer", synthesizer, options)
     pipes = [_input_pipeline(item, format, input_options, host) for item in inputs]
     with progress("reading", total=len(pipes)) as bar:
@@ -54,6 +59,47 @@ def synth_fit(inputs: Sequence[Inputs], output: str | os.PathLike, *, synthesize
     impls = [i for p in pipes for i in p.provenance()["implementations"]] + [_impl(stage)]
     return Result("synth-fit", "synthesizer", {"workloads": len(corpus), "model_bytes": len(text)},
                   files=[str(path)], provenance=provenance(inputs_seen, impls))
+
+
+def _expand_lists(inputs: Sequence[Inputs]) -> tuple[list[Inputs], list[dict[str, Any]]]:
+    """The sets of ``inputs`` with ``@FILE`` items replaced by the sets the file lists, one per
+    line: ``PATH [KEY=NUMBER ...]`` (``#`` starts a comment; a relative PATH is taken from the
+    file's folder), and per set the parameters its line gives (empty for other items)."""
+    sets: list[Inputs] = []
+    given: list[dict[str, Any]] = []
+    for item in inputs:
+        if not (isinstance(item, str) and item.startswith("@")):
+            sets.append(item)
+            given.append({})
+            continue
+        path = Path(item[1:])
+        try:
+            text = decode_text(path.read_bytes(), str(path))
+        except OSError as e:
+            raise ConfigError(f"cannot read the list of trace sets ({e.strerror or e})", str(path)) from None
+        for number, line in enumerate(text.splitlines(), 1):
+            words = line.split("#", 1)[0].split()
+            if not words:
+                continue
+            sets.append(str(path.parent / words[0]))
+            given.append(_line_params(words[1:], str(path), number))
+    if not sets:
+        raise ConfigError("the list of trace sets names no set")
+    return sets, given
+
+
+def _line_params(words: Sequence[str], where: str, number: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for w in words:
+        key, eq, value = w.partition("=")
+        try:
+            number_value = float(value)
+        except ValueError:
+            number_value = float("nan")
+        if not eq or not key or not (abs(number_value) < 2 ** 63):
+            raise ConfigError(f"{w!r}: wants KEY=NUMBER after the path", where, f"line {number}")
+        out[key] = int(number_value) if number_value.is_integer() else number_value
+    return out
 
 
 def read_model(model: str | os.PathLike | Mapping[str, Any]) -> dict[str, Any]:
@@ -82,20 +128,44 @@ def _impl(stage: Stage) -> dict[str, Any]:
 
 def synth_sample(model: str | os.PathLike | Mapping[str, Any], output: str | os.PathLike, *,
                  seed: int | None = None, ranks: int | None = None, options: Mapping[str, Any] | None = None,
-                 gzip: bool = False, host: PluginHost | None = None) -> Result:
+                 gzip: bool = False, validate: bool = True, host: PluginHost | None = None) -> Result:
     """Generate a trace set from ``model`` (a model file or mapping) with the synthesizer that
     fitted it and write it to ``output`` (a directory: ``trace.{rank}.et``; else a prefix), all
     ranks published together.  ``seed`` and ``ranks`` are the synthesizer's options of those
-    names, ``options`` any others (``nodes_per_rank``, ...); ``summary`` is ``{"ranks": N}``."""
+    names, ``options`` any others (``nodes_per_rank``, ...); ``summary`` is ``{"ranks": N}``.
+    The set is validated before it is written (a TraceFormatError and nothing written when it
+    has errors) unless ``validate`` is false."""
     host = host or get_host()
     m = read_model(model)
     stage = _stage(host, m, _merge_flags(options, {"seed": seed, "ranks": ranks}))
-    traces = stage.impl.generate(m, stage.options)
+    picked = stage.options.get("seed")
+    if isinstance(picked, int) and not 0 <= picked < 2 ** 63:
+        raise ConfigError(f"seed {picked}: give a seed from 0 to 2**63-1")
+    where = None if isinstance(model, Mapping) else str(model)
+    try:
+        traces = stage.impl.generate(m, stage.options)
+    except ChakraError as e:
+        if e.where is None:
+            e.where = where
+        raise
+    if validate:
+        _refuse_invalid(traces, where)
     with progress("writing", total=len(traces)) as bar:
         paths = traces.write(output, compress=gzip, progress=bar, replace_stale=True)
     inputs = [] if isinstance(model, Mapping) else [str(model)]
     return Result("synth-sample", "synthesizer", {"ranks": len(paths)}, files=[str(p) for p in paths],
                   provenance=provenance(inputs, [_impl(stage)]))
+
+
+def _refuse_invalid(traces, where: str | None) -> None:
+    """Raise TraceFormatError (the first error and the count) when the sample has validation errors."""
+    from chakra_core.validation._validate import validate
+
+    with progress("validating", total=len(traces)) as bar:
+        errors = [f for f in validate(traces, progress=bar) if f.severity == "error"]
+    if errors:
+        raise TraceFormatError(f"the sampled set has {sum(f.count for f in errors)} validation error(s), so it was "
+                               f"not written; the first: {errors[0]} (--no-validate writes it anyway)", where)
 
 
 def synth_show(model: str | os.PathLike | Mapping[str, Any], *, host: PluginHost | None = None) -> dict[str, Any]:
@@ -104,4 +174,9 @@ def synth_show(model: str | os.PathLike | Mapping[str, Any], *, host: PluginHost
     host = host or get_host()
     m = read_model(model)
     stage = _stage(host, m, None)
-    return stage.impl.describe(m)
+    try:
+        return stage.impl.describe(m)
+    except ChakraError as e:
+        if e.where is None:
+            e.where = None if isinstance(model, Mapping) else str(model)
+        raise

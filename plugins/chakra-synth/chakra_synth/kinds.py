@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from chakra_core import CommType, NodeType
+from chakra_core import PG_INIT_NAME, CommType, NodeType
 
 from .profile import KindTable, RankProfile
 from .quantiles import granularity, kind_table
@@ -42,9 +42,11 @@ def comm_type_number(kind: dict[str, Any]) -> int:
 
 
 def node_label(kinds: Sequence[dict[str, Any]], k: int) -> str:
-    """The name generated nodes of kind ``k`` get: the kept name, else ``<type>_<k>``."""
+    """The name generated nodes of kind ``k`` get: the kept name, else ``<type>_<k>`` (also for
+    the process-group node's name, which readers would parse for a group table the sample does
+    not carry there)."""
     kind = kinds[k]
-    if "name" in kind:
+    if "name" in kind and kind["name"] != PG_INIT_NAME:
         return str(kind["name"])
     base = str(kind["type"]).removesuffix("_NODE").lower()
     return f"{base}_{k}"

@@ -65,7 +65,10 @@ class MarkovSynthesizer(Synthesizer):
 
     def generate(self, model: Mapping[str, Any], options: Mapping[str, Any]) -> TraceSet:
         """Every rank the same walk of the chain (seeded), collectives on the world group."""
+        from .schema import check_schema
+
         check_model(model, "transitions")
+        check_schema(model, "markov")
         w = pick_workload(model, int(options["workload"]))
         if not w["start"]:
             raise ConfigError("the model's workload has no nodes to sample")
@@ -90,7 +93,9 @@ class MarkovSynthesizer(Synthesizer):
     def describe(self, model: Mapping[str, Any]) -> dict[str, Any]:
         """Kinds, and per workload its ranks, nodes and transition counts."""
         from .describe import describe_kinds
+        from .schema import check_schema
 
+        check_schema(model, "markov")
         return {**describe_kinds(model), "workloads": [
             {"ranks": w["ranks"], "nodes_per_rank": w["nodes"], "kinds_with_transitions": len(w["transitions"]),
              "transitions": sum(len(r) for r in w["transitions"].values())} for w in model["workloads"]]}

@@ -1,5 +1,5 @@
-"""Entry point of the ``chakra-synth`` distribution: registers the ``structural`` and ``markov``
-synthesizers and the ``obfuscate`` transform (nothing heavy is imported here)."""
+"""Entry point of the ``chakra-synth`` distribution: registers the ``learned``, ``structural`` and
+``markov`` synthesizers and the ``obfuscate`` transform (nothing heavy is imported here)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,11 @@ from chakra_core import Register, hookimpl
 
 @hookimpl
 def chakra_register_synthesizers(register: Register) -> None:
-    """Register the ``structural`` synthesizer and the ``markov`` baseline."""
+    """Register the ``learned`` synthesizer, the ``structural`` obfuscating copy and the
+    ``markov`` baseline."""
+    register("learned", "chakra_synth.learned:LearnedSynthesizer",
+             description="hierarchical model: blocks, communication anchors, per-segment op count, mix and time",
+             install_hint="pip install chakra-synth")
     register("structural", "chakra_synth.structural:StructuralSynthesizer",
              description="motifs, rank classes and per-kind distributions learnt from ET sets",
              install_hint="pip install chakra-synth")

@@ -12,17 +12,19 @@ it is asked to keep them.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from chakra_core import DepGraph, NodeAttrs, NodeType, RankTrace, TraceSet
+from chakra_core import DepGraph, NodeAttrs, NodeType, RankTrace, RoleKey, TraceFormatError, TraceSet, role_key
 
 __all__ = ["KindTable", "RankProfile", "read_profiles", "WORLD"]
 
 #: the group name of collectives on every rank of the set
 WORLD = ""
 _DIGITS = re.compile(r"\d+")
+_I64 = 2 ** 63
+_NUMBERS = ("duration_micros", "size", "num_ops", "comm_tag", "root", "peer")
 _COMM = (NodeType.COMM_COLL_NODE, NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE)
 _MEM = (NodeType.MEM_LOAD_NODE, NodeType.MEM_STORE_NODE)
 
@@ -74,8 +76,9 @@ class RankProfile:
 class _Collector:
     """Per-node numbers gathered in file order while the rank's DepGraph is built."""
 
-    def __init__(self, kinds: KindTable):
+    def __init__(self, kinds: KindTable, rank: RankTrace):
         self.kinds = kinds
+        self.where = rank.path or f"rank {rank.rank}"
         self.kind: list[int] = []
         self.numbers: list[tuple[int, int, int, int, int, int]] = []
         self.group: list[str | None] = []
@@ -99,8 +102,13 @@ class _Collector:
             peer = get("comm_dst", -1)
         elif t == NodeType.COMM_RECV_NODE:
             peer = get("comm_src", -1)
-        self.numbers.append((int(n.duration_micros), int(size), int(get("num_ops", -1)),
-                             int(get("comm_tag", -1)), int(get("root", -1)), int(peer)))
+        numbers = (int(n.duration_micros), int(size), int(get("num_ops", -1)), int(get("comm_tag", -1)),
+                   int(get("root", -1)), int(peer))
+        for name, v in zip(_NUMBERS, numbers):
+            if not -_I64 <= v < _I64:
+                raise TraceFormatError(f"{name} {v} is beyond the 64-bit signed range a model holds", self.where,
+                                       f"node {n.id}")
+        self.numbers.append(numbers)
         if t == NodeType.COMM_COLL_NODE:
             pg = ix.get_str("pg_name", "") if ix is not None else ""
             self.group.append(WORLD if pg in ("", "0", None) else str(pg))
@@ -111,7 +119,7 @@ class _Collector:
 
 def read_profile(rt: RankTrace, kinds: KindTable) -> RankProfile:
     """Read one rank (nodes on or behind a dependency cycle are left out)."""
-    col = _Collector(kinds)
+    col = _Collector(kinds, rt)
     g = DepGraph.build(rt.batches(), col.visit)
     order, _left = g.topo_order()
     at = np.full(len(g), -1, dtype=np.int64)
@@ -134,8 +142,29 @@ def read_profile(rt: RankTrace, kinds: KindTable) -> RankProfile:
 
 
 def read_profiles(traces: TraceSet, kinds: KindTable) -> list[RankProfile]:
-    """Every rank of ``traces``, in rank order."""
-    return [read_profile(rt, kinds) for rt in traces]
+    """Every rank of ``traces``, in rank order.  Ranks of one role (:func:`chakra_core.role_key`:
+    equal traces up to the names of their groups and peers) are read once: the others share the
+    first one's arrays with their own group names and peers."""
+    keys = [role_key(rt) for rt in traces]
+    first: dict[bytes, int] = {}
+    out: list[RankProfile] = []
+    for i, (rt, key) in enumerate(zip(traces, keys)):
+        j = first.setdefault(key.digest, i)
+        out.append(read_profile(rt, kinds) if j == i else _relabelled(out[j], keys[j], key, rt.rank))
+    return out
+
+
+def _relabelled(p: RankProfile, pk: RoleKey, key: RoleKey, rank: int) -> RankProfile:
+    """``p`` (of role key ``pk``) as the rank ``rank`` of role key ``key`` sees it."""
+    names = dict(zip(pk.groups, key.groups))
+    group = [g if g is None or g == WORLD else names.get(g, g) for g in p.group]
+    peers = {**dict(zip(pk.peers, key.peers)), p.rank: rank}
+    peer = p.peer
+    if (peer >= 0).any():
+        peer = p.peer.copy()
+        for old in np.unique(p.peer[p.peer >= 0]).tolist():
+            peer[p.peer == old] = peers.get(old, old)
+    return replace(p, rank=rank, group=group, peer=peer)
 
 
 def _csr(rows: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:

@@ -60,8 +60,10 @@ class StructuralSynthesizer(Synthesizer):
         """A new set from ``model`` (checked against the cross-rank rules before it is returned)."""
         from .emit import ClassStream, build_traceset
         from .sample_structure import class_stream, variants
+        from .schema import check_schema
 
         check_model(model, "classes")
+        check_schema(model, "structural")
         w = pick_workload(model, int(options["workload"]))
         ranks = int(options["ranks"] or w["ranks"])
         tile = int(w["tile"])
@@ -92,7 +94,9 @@ class StructuralSynthesizer(Synthesizer):
     def describe(self, model: Mapping[str, Any]) -> dict[str, Any]:
         """Kinds, and per workload its tile, rank classes and motifs (counts, bodies)."""
         from .describe import describe_structural
+        from .schema import check_schema
 
+        check_schema(model, "structural")
         return describe_structural(model)
 
 

@@ -23,6 +23,7 @@ SOURCES = {
     "transformer": ([PYTORCH / "transformer"], None, {}),
     "ddp": ([PYTORCH / "ddp"], None, {}),
     "ddp_buckets": ([PYTORCH / "ddp_buckets"], None, {}),
+    "ddp_buckets_queued": ([PYTORCH / "ddp_buckets_queued"], None, {}),
     "collectives": ([PYTORCH / "collectives"], None, {}),
     "gpt3_text": ([TEXT / "gpt3_like.txt"], None, {"npus": 8}),
     "resnet50_text": ([TEXT / "resnet50_like.txt"], None, {"npus": 4}),

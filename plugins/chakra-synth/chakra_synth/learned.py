@@ -1,0 +1,130 @@
+"""The ``learned`` synthesizer: a hierarchical model that samples new graphs, not the source's.
+
+``fit`` learns per trace set (a *workload*) the tile of ranks and rank classes (:mod:`.layout`),
+per class the grammar of repeated blocks with their communication anchors, and per block the
+distributions of its computation segments (:mod:`.fit_learned`); per kind quantile tables.
+``generate`` expands the blocks with the requested counts and draws every segment anew
+(:mod:`.sample_learned`), at the privacy ``level`` asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from chakra_core import ConfigError, GlobalMetadata, Option, Synthesizer, TraceSet, make_attr
+
+from .model import MODEL_FORMAT, MODEL_VERSION, check_model, pick_workload
+from .profile import KindTable
+from .structural import SAMPLE_OPTIONS, _class_counts
+
+__all__ = ["LearnedSynthesizer"]
+
+
+class LearnedSynthesizer(Synthesizer):
+    """Blocks found by period detection, segments drawn from fitted distributions."""
+
+    description = "hierarchical model: repeated blocks, communication anchors, per-segment op count, mix and time"
+    options = {
+        **SAMPLE_OPTIONS,
+        "max_period": Option("int", 256, "fit: longest block body searched, in nodes", minimum=1),
+        "params": Option("list", None, "fit: per trace set, its parameters (KEY: number), over those of "
+                         "its metadata (a list file's KEY=NUMBER give them)"),
+        "target": Option("dict", None, "sample: parameters (KEY: number, e.g. {\"layers\": 40}) to sample "
+                         "for, from the nearest fitted set (docs/synth.md, Corpus)"),
+        "level": Option("float", 0.5, "sample: privacy level, 0 to 1 (more: further from the source, "
+                        "less faithful)", minimum=0),
+    }
+
+    def fit(self, corpus: Sequence[TraceSet], options: Mapping[str, Any]) -> dict[str, Any]:
+        """The model of ``corpus`` (one workload per trace set)."""
+        from .corpus import set_params
+        from .fit_learned import fit_learned_workload
+        from .kinds import kinds_json
+
+        given = options["params"] or [{}] * len(corpus)
+        if len(given) != len(corpus) or not all(isinstance(g, dict) for g in given):
+            raise ConfigError(f"params: wants one mapping per trace set ({len(corpus)}), got {len(given)}")
+        kinds = KindTable()
+        workloads = []
+        for ts, g in zip(corpus, given):
+            workloads.append({**fit_learned_workload(ts, kinds, int(options["max_period"])),
+                              "params": set_params(ts, g)})
+        keep = bool(options["keep_names"])
+        return {"format": MODEL_FORMAT, "version": MODEL_VERSION, "synthesizer": self.name or "learned",
+                "keep_names": keep, "kinds": kinds_json(kinds, keep), "workloads": workloads}
+
+    def generate(self, model: Mapping[str, Any], options: Mapping[str, Any]) -> TraceSet:
+        """A new set from ``model`` (checked against the cross-rank rules before it is returned)."""
+        from .emit import ClassStream, build_traceset
+        from .sample_learned import Noise, learned_stream, learned_variants
+        from .schema import check_schema
+
+        check_model(model, "classes")
+        check_schema(model, "learned")
+        if options["target"]:
+            from .corpus import condition
+
+            w = condition(model, options["target"])
+        else:
+            w = pick_workload(model, int(options["workload"]))
+        ranks = int(options["ranks"] or w["ranks"])
+        tile = int(w["tile"])
+        if ranks % tile:
+            raise ConfigError(f"ranks={ranks}: the model repeats a tile of {tile} rank(s); give a multiple of {tile}")
+        level = float(options["level"])
+        if level > 1:
+            raise ConfigError(f"level={level}: give a value from 0 to 1")
+        noise = Noise(level)
+        seeds = np.random.SeedSequence(int(options["seed"])).spawn(len(w["classes"]))
+        streams: list[ClassStream] = []
+        first_stream: list[int] = []
+        for cls, counts, seed in zip(w["classes"], _counts(w, options["nodes_per_rank"]), seeds):
+            first_stream.append(len(streams))
+            streams += [learned_stream(dict(model), w, cls, counts, seed, noise, v)
+                        for v in range(learned_variants(cls))]
+        source_ranks = int(w["ranks"])
+
+        def stream_of(rank: int) -> int:
+            c = w["tile_classes"][rank % tile]
+            cls = w["classes"][c]
+            return first_stream[c] + (cls["members"].index(rank % source_ranks) if learned_variants(cls) > 1 else 0)
+        meta = GlobalMetadata(version="0.0.4")
+        meta.attr.extend([make_attr("source", "chakra-synth"), make_attr("synthesizer", str(model["synthesizer"])),
+                          make_attr("seed", int(options["seed"])), make_attr("workload", int(options["workload"])),
+                          make_attr("privacy_level", level)])
+        positions = [first_stream[c] for c in w["tile_classes"]]
+        return build_traceset(streams, positions, stream_of, ranks, meta, f"synth:{model['synthesizer']}")
+
+    def describe(self, model: Mapping[str, Any]) -> dict[str, Any]:
+        """Kinds, and per workload its parameters, roles, tile, rank classes, blocks and segments."""
+        from .describe import describe_structural
+        from .schema import check_schema
+
+        check_schema(model, "learned")
+        out = describe_structural(model)
+        for wd, w in zip(out["workloads"], model["workloads"]):
+            wd["roles"] = w.get("roles")
+            wd["params"] = w.get("params", {})
+            for cd, c in zip(wd["rank_classes"], w["classes"]):
+                cd["segments"] = len(c["segments"])
+                cd["segment_ops"] = sum(int(s["length"]) for s in c["segments"])
+        return out
+
+
+def _counts(w: Mapping[str, Any], target: int | None) -> list[list[int]]:
+    """Per class, the block counts for about ``target`` nodes per rank: at or above the source's
+    size only the number of steps grows (the op mix of a step is kept), below it the
+    structural synthesizer's scaling applies."""
+    nodes = int(w["classes"][int(w["tile_classes"][0])]["nodes"])
+    if target is None or target < nodes:
+        return _class_counts(w, target)
+    steps = max(1, round(target / max(nodes, 1)))
+    out = []
+    for c in w["classes"]:
+        counts = [int(m["count"]) for m in c["motifs"]]
+        counts[int(c["step"])] = steps
+        out.append(counts)
+    return out

@@ -1,0 +1,124 @@
+"""Bad models, seeds and sources (issue 32's synth findings): exit 2 with one located line, and a
+sample with validation errors is not written unless --no-validate."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import chakra_core as chakra
+from chakra_core import EtWriter, GlobalMetadata, Node, NodeType
+
+
+@pytest.fixture(scope="module")
+def models(recorded, tmp_path_factory):
+    """``{synthesizer: model dict}`` fitted on the recorded DDP set."""
+    base = tmp_path_factory.mktemp("models")
+    out = {}
+    for name in ("learned", "structural", "markov"):
+        chakra.synth_fit([str(recorded["ddp"])], base / f"{name}.json", synthesizer=name)
+        out[name] = json.loads((base / f"{name}.json").read_text())
+    return out
+
+
+def _run(chakra_cli, argv):
+    code, _out, err = chakra_cli(*argv)
+    return code, err.strip().splitlines()
+
+
+def _first_slot_with(model, key):
+    for s in model["workloads"][0]["classes"][0]["slots"]:
+        if key in s:
+            return s
+    raise AssertionError(key)
+
+
+def _set_duration(model, value):
+    model["workloads"][0]["kind_stats"]["0"]["duration"][0] = value
+
+
+MUTATIONS = {
+    "duration string": lambda m: _set_duration(m, "12"),
+    "duration dict": lambda m: _set_duration(m, {"us": 12}),
+    "duration null": lambda m: _set_duration(m, None),
+    "kind a string": lambda m: m["kinds"].__setitem__(0, "COMP_NODE"),
+    "kind without type": lambda m: m["kinds"][0].pop("type"),
+    "kind of an unknown type": lambda m: m["kinds"][0].__setitem__("type", "GPU_NODE"),
+}
+SHAPE_MUTATIONS = {
+    "short motif entry": lambda m: m["workloads"][0]["classes"][0]["motifs"][0]["body"].__setitem__(0, ["n"]),
+    "motif naming a later motif": lambda m: m["workloads"][0]["classes"][0]["motifs"][0]["body"].__setitem__(
+        0, ["m", 99]),
+    "slot kind out of range": lambda m: _first_slot_with(m, "kind").__setitem__("kind", 10 ** 6),
+}
+
+
+@pytest.mark.parametrize("synthesizer", ["learned", "structural", "markov"])
+@pytest.mark.parametrize("case", sorted(MUTATIONS))
+def test_bad_model_is_a_located_error(models, tmp_path, chakra_cli, synthesizer, case):
+    model = json.loads(json.dumps(models[synthesizer]))
+    MUTATIONS[case](model)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(model))
+    for argv in (["synth", "sample", str(path), "-o", str(tmp_path / "out" / "")], ["synth", "show", str(path)]):
+        code, err = _run(chakra_cli, argv)
+        assert code == 2, (case, err)
+        assert len(err) == 1 and str(path) in err[0] and "model field" in err[0], err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("synthesizer", ["learned", "structural"])
+@pytest.mark.parametrize("case", sorted(SHAPE_MUTATIONS))
+def test_bad_grammar_is_a_located_error(models, tmp_path, chakra_cli, synthesizer, case):
+    model = json.loads(json.dumps(models[synthesizer]))
+    SHAPE_MUTATIONS[case](model)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(model))
+    code, err = _run(chakra_cli, ["synth", "sample", str(path), "-o", str(tmp_path / "out" / "")])
+    assert code == 2 and len(err) == 1 and "workloads[0].classes[0]" in err[0], err
+
+
+def test_slot_duration_of_wrong_type(models, tmp_path, chakra_cli):
+    model = json.loads(json.dumps(models["structural"]))
+    _first_slot_with(model, "duration")["duration"] = "fast"
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(model))
+    code, err = _run(chakra_cli, ["synth", "sample", str(path), "-o", str(tmp_path / "out" / "")])
+    assert code == 2 and len(err) == 1 and ".duration: wants an array" in err[0], err
+
+
+@pytest.mark.parametrize("seed", [2 ** 64, 2 ** 63, -1])
+def test_seed_out_of_range(models, tmp_path, chakra_cli, seed):
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(models["learned"]))
+    code, err = _run(chakra_cli, ["synth", "sample", str(path), "-o", str(tmp_path / "out" / ""), "--seed", str(seed)])
+    assert code == 2 and len(err) == 1 and "seed" in err[0], err
+
+
+def test_source_duration_beyond_int64(tmp_path, chakra_cli):
+    src = tmp_path / "src"
+    src.mkdir()
+    with EtWriter(src / "trace.0.et", GlobalMetadata(version="0.0.4")) as w:
+        w.write(Node(id=1, name="a", type=NodeType.COMP_NODE, duration_micros=5))
+        w.write(Node(id=2, name="b", type=NodeType.COMP_NODE, duration_micros=2 ** 64 - 1, data_deps=[1]))
+    for name in ("learned", "structural", "markov"):
+        code, err = _run(chakra_cli, ["synth", "fit", str(src), "-o", str(tmp_path / "m.json"), "--synthesizer", name])
+        assert code == 2 and len(err) == 1, err
+        assert "trace.0.et:node 2" in err[0] and "duration_micros 18446744073709551615" in err[0], err
+        assert not (tmp_path / "m.json").exists()
+
+
+def test_mutated_markov_model_is_refused_unless_no_validate(models, tmp_path, chakra_cli):
+    model = json.loads(json.dumps(models["markov"]))
+    for k in model["kinds"]:
+        if k["type"] == "COMP_NODE":
+            k["type"] = "COMM_SEND_NODE"
+    path = tmp_path / "mutated.json"
+    path.write_text(json.dumps(model))
+    out = tmp_path / "out"
+    code, err = _run(chakra_cli, ["synth", "sample", str(path), "-o", str(out / "")])
+    assert code == 2 and len(err) == 1 and "validation error(s), so it was not written" in err[0], err
+    assert not out.exists()
+    code, _err = _run(chakra_cli, ["synth", "sample", str(path), "-o", str(out / ""), "--no-validate"])
+    assert code == 0 and not chakra.validate(str(out)).ok

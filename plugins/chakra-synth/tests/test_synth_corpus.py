@@ -1,0 +1,65 @@
+"""Fitting a corpus of generated sets and sampling a depth it was not fitted on
+(benches/bench_synth_corpus.py runs the same on 50 sets)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import chakra_core as chakra
+
+#: a small tensor- and data-parallel transformer (4 ranks); only the depth varies
+BASE = {"hidden": 512, "heads": 8, "seq": 256, "micro_batches": 3, "tp": 2, "dp": 2, "vocab": 1000}
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    """``{layers: directory}`` of generated sets."""
+    base = tmp_path_factory.mktemp("generated")
+    out = {}
+    for layers in (2, 3, 4, 5, 6):
+        out[layers] = base / f"l{layers}"
+        chakra.generate("transformer", {**BASE, "layers": layers}, output=str(out[layers]) + "/")
+    return out
+
+
+def test_left_out_depth_within_ten_percent(generated, tmp_path, chakra_cli):
+    listing = tmp_path / "corpus.list"
+    listing.write_text("# the corpus, 4 depths\n" + "".join(f"{generated[n]}\n" for n in (2, 3, 5, 6)))
+    assert chakra_cli("synth", "fit", f"@{listing}", "--synthesizer", "learned", "-o", tmp_path / "m.json")[0] == 0
+    model = json.loads((tmp_path / "m.json").read_text())
+    assert [w["params"]["layers"] for w in model["workloads"]] == [2, 3, 5, 6]
+    assert all(w["params"]["hidden"] == 512 and w["params"]["ranks"] == 4 for w in model["workloads"])
+    for seed in (1, 2):
+        out = tmp_path / f"s{seed}"
+        chakra.synth_sample(tmp_path / "m.json", str(out) + "/", seed=seed, options={"target": {"layers": 4}})
+        assert chakra.validate(str(out)).ok
+        r = chakra.compare(str(generated[4]), str(out))
+        assert r["simulated"]["relative_error"] <= 0.10, r["simulated"]
+        assert r["collectives"]["a"] == r["collectives"]["b"]
+
+
+def test_list_file_parameters_override_metadata(generated, tmp_path):
+    listing = tmp_path / "c.list"
+    listing.write_text(f"{generated[2]} layers=2 batch=8\n{generated[3]}  batch=16  # comment\n")
+    chakra.synth_fit([f"@{listing}"], tmp_path / "m.json", synthesizer="learned")
+    params = [w["params"] for w in json.loads((tmp_path / "m.json").read_text())["workloads"]]
+    assert [p["batch"] for p in params] == [8, 16] and [p["layers"] for p in params] == [2, 3]
+
+
+@pytest.mark.parametrize("line", ["{path} layers", "{path} layers=many", "{path} =3", "{path} x=1e400"])
+def test_bad_list_line_is_located(generated, tmp_path, chakra_cli, line):
+    listing = tmp_path / "bad.list"
+    listing.write_text("# first line\n" + line.format(path=generated[2]) + "\n")
+    code, _out, text = chakra_cli("synth", "fit", f"@{listing}", "--synthesizer", "learned", "-o", tmp_path / "m.json")
+    err = text.strip().splitlines()
+    assert code == 2 and len(err) == 1 and f"{listing}:line 2" in err[0], err
+
+
+def test_target_without_a_fitted_parameter(generated, tmp_path, chakra_cli):
+    chakra.synth_fit([str(generated[2])], tmp_path / "m.json", synthesizer="learned")
+    code, _out, text = chakra_cli("synth", "sample", tmp_path / "m.json", "-o", str(tmp_path / "o") + "/",
+                                  "-O", 'target={"experts_per_gpu": 3}')
+    err = text.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "no fitted set has the parameters" in err[0], err
