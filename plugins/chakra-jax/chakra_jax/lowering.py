@@ -12,7 +12,8 @@ Rules (docs/jax.md explains each):
   ``async-start``/``async-done`` wrapping a collective) is one communication operation issued
   at the start, off the stream, so compute scheduled before the done overlaps it; the first
   operation after the done waits for it. Explicit ``control-predecessors`` are kept;
-- ``while`` with ``known_trip_count`` up to ``unroll_limit`` is unrolled (the body once per
+- ``while`` with ``known_trip_count`` (or, without it, a counter loop: :mod:`.trip_count`) up
+  to ``unroll_limit`` is unrolled (the body once per
   iteration, the loop state threaded through); otherwise it is one compute operation with the
   summed cost of its iterations (one iteration when the trip count is unknown) and a note;
 - ``call`` is inlined; ``conditional`` is one compute operation with the cost of its most
