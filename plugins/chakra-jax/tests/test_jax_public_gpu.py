@@ -12,6 +12,7 @@ h100: bf16 peak 989.4 TFLOPS, 3350 GB/s."""
 
 from __future__ import annotations
 
+import gzip
 import math
 import warnings
 from pathlib import Path
@@ -146,3 +147,23 @@ def test_validates_and_simulates_with_its_compute(llama, tmp_path):
     # one stream per device: every compute node is on the critical path
     assert result.summary["critical_path"]["ns_by_category"]["compute_ns"] == compute_us * 1000
     assert result.summary["finish_ns"] > compute_us * 1000
+
+
+@pytest.mark.parametrize("old, new", [
+    # the forward body steps its counter by 2: not the canonical counter loop
+    ("%constant.129.clone = s32[] constant(1)", "%constant.129.clone = s32[] constant(2)"),
+    # the forward condition tests i != 32: not a bound the counter is known to reach
+    ("compare(%param.1#0, %constant.136.clone), direction=LT", "compare(%param.1#0, %constant.136.clone), direction=NE"),
+])
+def test_other_loops_stay_summarised(llama, tmp_path, old, new):
+    path, _, _, _ = llama
+    text = gzip.decompress(Path(path).read_bytes()).decode()
+    assert text.count(old) == 1
+    changed = tmp_path / "changed.hlo.txt"
+    changed.write_text(text.replace(old, new))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        nodes = {n.name: n for n in load_traces(str(changed), format="jax", options={})[0].nodes()}
+    assert "trip count unknown" in NodeAttrs(nodes["while.50"]).get_str("note")
+    assert "while.50[0]/dot.9" not in nodes
+    assert "while.51[31]/dot.22" in nodes  # the backward loop is still a counter loop
