@@ -113,22 +113,22 @@ class CostModel:
         """Bytes ``ins`` reads (its operands) and writes (its output)."""
         total = shape_bytes(ins.shape)
         for name in ins.operands:
-            producer = comp.by_name.get(name)
-            if producer is not None:
-                total += shape_bytes(producer.shape)
+            shape = comp.operand_shape(name)
+            if shape is not None:
+                total += shape_bytes(shape)
         return total
 
     def _operand_elements(self, comp: Computation, name: str) -> int:
-        producer = comp.by_name.get(name)
-        if producer is None:
+        shape = comp.operand_shape(name)
+        if shape is None:
             return 0
-        return sum(elements(d) for _, d in arrays(producer.shape))
+        return sum(elements(d) for _, d in arrays(shape))
 
     def _operand_dims(self, comp: Computation, ins: Instruction, i: int) -> tuple[int, ...]:
         if i >= len(ins.operands):
             return ()
-        producer = comp.by_name.get(ins.operands[i])
-        shape = arrays(producer.shape) if producer is not None else ()
+        text = comp.operand_shape(ins.operands[i])
+        shape = arrays(text) if text is not None else ()
         return shape[0][1] if shape else ()
 
     def _fusion_flops(self, name: str) -> int:

@@ -22,12 +22,15 @@ from chakra_core import TraceFormatError
 
 from .shapes import ShapeError, arrays
 
-__all__ = ["Instruction", "Computation", "HloModule", "parse_hlo_text", "parse_hlo_lines", "split_attrs"]
+__all__ = ["Instruction", "Computation", "HloModule", "parse_hlo_text", "parse_hlo_lines", "split_attrs",
+           "tuple_index", "tuple_element"]
 
 _TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 _STRUCT = re.compile(r'[{}()\[\]",\\]')
 _OPERAND = re.compile(r"%([^\s,()]+)")
 _BOUNDARY = re.compile(r",\s*(?=[A-Za-z_][\w.\-]*=)")
+_SCALAR = re.compile(r"-?\d+")
+_COMMENT = re.compile(r"/\*.*?\*/")
 _BRACED = re.compile(r"\{(?:[^{}\"]|\{(?:[^{}\"]|\{[^{}\"]*\})*\})*\}")
 
 
@@ -81,6 +84,16 @@ class Computation:
         self.by_name: dict[str, Instruction] = {}
         self.root: Instruction | None = None
 
+    def operand_shape(self, name: str) -> str | None:
+        """The shape text of operand ``name``: its producer's, or for ``base#k`` (the tuple-index
+        shorthand of newer XLA text, like a get-tuple-element) element ``k`` of ``base``'s tuple."""
+        producer = self.by_name.get(name)
+        if producer is not None:
+            return producer.shape
+        base, index = tuple_index(name)
+        producer = self.by_name.get(base) if index is not None else None
+        return tuple_element(producer.shape, index) if producer is not None and index is not None else None
+
 
 class HloModule:
     """A parsed module: header attributes, computations by name, the entry computation's name."""
@@ -107,6 +120,20 @@ class HloModule:
     def is_scheduled(self) -> bool:
         """True when the module carries a schedule (instructions are in execution order)."""
         return self.header.get("is_scheduled") == "true"
+
+
+def tuple_index(name: str) -> tuple[str, int | None]:
+    """``("x", 2)`` for the operand ``x#2`` (element 2 of tuple ``x``); ``(name, None)`` otherwise."""
+    base, sep, index = name.rpartition("#")
+    return (base, int(index)) if sep and base and index.isdigit() else (name, None)
+
+
+def tuple_element(shape: str, index: int) -> str | None:
+    """The shape text of element ``index`` of tuple shape ``(a, b, ...)``; None when out of range."""
+    if not shape.startswith("("):
+        return None
+    items = [_COMMENT.sub("", item).strip() for item in _split_items(shape[1:-1])]
+    return items[index] if index < len(items) else None
 
 
 def split_attrs(text: str) -> dict[str, str]:
@@ -256,8 +283,9 @@ def _parse_instruction(text: str, lineno: int, where: str) -> tuple[Instruction,
     operand_text = rest[paren + 1:close]
     operands = [] if opcode in ("constant", "parameter", "iota") else _operand_names(operand_text)
     attr_text = rest[close + 1:].lstrip().removeprefix(",").strip()
-    if opcode == "parameter":
-        attr_text = f"number={operand_text.strip()}" + (", " + attr_text if attr_text else "")
+    if opcode == "parameter" or (opcode == "constant" and _SCALAR.fullmatch(operand_text.strip())):
+        key = "number" if opcode == "parameter" else "value"
+        attr_text = f"{key}={operand_text.strip()}" + (", " + attr_text if attr_text else "")
     return Instruction(name, shape, opcode, operands, attr_text, lineno), root
 
 

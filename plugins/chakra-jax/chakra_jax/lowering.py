@@ -12,7 +12,8 @@ Rules (docs/jax.md explains each):
   ``async-start``/``async-done`` wrapping a collective) is one communication operation issued
   at the start, off the stream, so compute scheduled before the done overlaps it; the first
   operation after the done waits for it. Explicit ``control-predecessors`` are kept;
-- ``while`` with ``known_trip_count`` up to ``unroll_limit`` is unrolled (the body once per
+- ``while`` with ``known_trip_count`` (or, without it, a counter loop: :mod:`.trip_count`) up
+  to ``unroll_limit`` is unrolled (the body once per
   iteration, the loop state threaded through); otherwise it is one compute operation with the
   summed cost of its iterations (one iteration when the trip count is unknown) and a note;
 - ``call`` is inlined; ``conditional`` is one compute operation with the cost of its most
@@ -35,9 +36,10 @@ from chakra_core import TraceFormatError
 
 from .cost import CostModel, custom_call_target, is_known_target
 from .groups import GroupError, device_groups, parse_pairs, parse_replica_groups, permute_pairs
-from .hlo_text import Computation, HloModule, Instruction
+from .hlo_text import Computation, HloModule, Instruction, tuple_index
 from .opcodes import COLLECTIVES, FOLDED, KNOWN
 from .shapes import array_bytes, arrays, shape_bytes
+from .trip_count import counted_trip_count
 
 __all__ = ["Op", "GroupLayout", "PermuteLayout", "Lowered", "lower", "COMPUTE", "COLLECTIVE", "PERMUTE"]
 
@@ -166,9 +168,20 @@ class _Lowering:
 
     def operand(self, ins: Instruction, env: dict[str, Value], i: int) -> Value:
         name = ins.operands[i]
-        if name not in env:
+        if name in env:
+            return env[name]
+        base, index = tuple_index(name)
+        if index is None or base not in env:
             raise self.fail(ins, f"operand {name!r} is not defined before it")
-        return env[name]
+        return self.element(ins, env[base], index)
+
+    def element(self, ins: Instruction, v: Value, index: int) -> Value:
+        """Element ``index`` of tuple value ``v`` (``v`` itself when it is one node's output)."""
+        if not isinstance(v, list):
+            return v
+        if index >= len(v):
+            raise self.fail(ins, f"index={index} is outside a tuple of {len(v)}")
+        return v[index]
 
     def operand_ids(self, ins: Instruction, env: dict[str, Value]) -> list[int]:
         out: list[int] = []
@@ -200,7 +213,7 @@ class _Lowering:
         if op in FOLDED:
             return self.folded(ins, env, params)
         if op == "while":
-            return self.while_loop(ins, env, prefix)
+            return self.while_loop(ins, comp, env, prefix)
         if op == "call":
             called = self.called(ins, "to_apply")
             args = [self.operand(ins, env, i) for i in range(len(ins.operands))]
@@ -250,13 +263,7 @@ class _Lowering:
         if op == "tuple":
             return [self.operand(ins, env, i) for i in range(len(ins.operands))]
         if op == "get-tuple-element":
-            v = self.operand(ins, env, 0)
-            index = int(ins.attr("index") or 0)
-            if isinstance(v, list):
-                if index >= len(v):
-                    raise self.fail(ins, f"index={index} is outside a tuple of {len(v)}")
-                return v[index]
-            return v
+            return self.element(ins, self.operand(ins, env, 0), int(ins.attr("index") or 0))
         if op in ("bitcast", "optimization-barrier", "domain") and ins.operands:
             return self.operand(ins, env, 0)
         if op == "add-dependency" and ins.operands:
@@ -277,9 +284,9 @@ class _Lowering:
         names = ins.operands[:1] if first_only else ins.operands
         total = 0
         for name in names:
-            producer = comp.by_name.get(name)
-            if producer is not None:
-                total += shape_bytes(producer.shape)
+            shape = comp.operand_shape(name)
+            if shape is not None:
+                total += shape_bytes(shape)
         return total
 
     def collective(self, ins: Instruction, spec: Instruction, comp: Computation, env: dict[str, Value],
@@ -401,10 +408,12 @@ class _Lowering:
         self.layouts[key] = layout
         return layout
 
-    def while_loop(self, ins: Instruction, env: dict[str, Value], prefix: str) -> Value:
+    def while_loop(self, ins: Instruction, comp: Computation, env: dict[str, Value], prefix: str) -> Value:
         body = self.called(ins, "body")
         state = self.operand(ins, env, 0) if ins.operands else ()
         trip = _trip_count(ins)
+        if trip is None:
+            trip = counted_trip_count(ins, comp, self.module)
         if trip is not None and trip <= self.unroll_limit:
             for i in range(trip):
                 state = self.computation(body, [state], f"{prefix}{ins.name}[{i}]/")
