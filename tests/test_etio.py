@@ -132,3 +132,15 @@ def test_random_gzip_bytes_never_traceback(tmp_path, data):
         list(EtReader(p))
     except TraceFormatError as e:
         assert "\n" not in str(e)
+
+
+def test_a_gzip_input_closes_its_file(tmp_path):
+    """Closing what open_binary returned for a gzip file closes the file under the stream too."""
+    from chakra_core.io._etio import open_binary
+
+    path = tmp_path / "x.et.gz"
+    path.write_bytes(gzip.compress(b"abc"))
+    with open_binary(path) as f:
+        raw = f.fileobj  # type: ignore[attr-defined]
+        assert f.read() == b"abc"
+    assert raw.closed
