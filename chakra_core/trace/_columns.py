@@ -129,12 +129,16 @@ class NodeColumns:
     ``ids`` (uint64), ``types`` (int64, the NodeType value), ``duration_micros`` (uint64);
     node ``i`` depends on the ids ``dep_ids[dep_ptr[i]:dep_ptr[i+1]]`` (data deps, then ctrl
     deps) and is named ``name_bytes[name_ptr[i]:name_ptr[i+1]]`` (UTF-8, checked);
-    ``attrs[name]`` is the :class:`AttrColumn` of each attribute name asked for.
+    ``attrs[name]`` is the :class:`AttrColumn` of each attribute name asked for; ``flags``
+    (uint8) holds per node the bits ``FLAG_AGAIN`` (an attribute name asked for occurs more than
+    once: the column holds the first), ``FLAG_UNKNOWN`` (an attribute holds a field this schema
+    does not know) and ``FLAG_STRIPPED`` (the node was read without its unknown fields) of
+    :mod:`chakra_core.io._wirekernels`.
     """
 
     def __init__(self, ids: np.ndarray, types: np.ndarray, duration_micros: np.ndarray,
                  dep_ptr: np.ndarray, dep_ids: np.ndarray, name_ptr: np.ndarray, name_bytes: np.ndarray,
-                 attrs: dict[str, AttrColumn]):
+                 attrs: dict[str, AttrColumn], flags: np.ndarray | None = None):
         self.ids = ids
         self.types = types
         self.duration_micros = duration_micros
@@ -143,6 +147,7 @@ class NodeColumns:
         self.name_ptr = name_ptr
         self.name_bytes = name_bytes
         self.attrs = attrs
+        self.flags = np.zeros(len(ids), np.uint8) if flags is None else flags
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -208,16 +213,18 @@ def _walk_run(run: Run, names: tuple[str, ...], where: str) -> NodeColumns:
                                                                        _SLOT_OF_KEY, _KIND)
     if status in (wire.GROUP, wire.GROUP + wire.IN_ATTRIBUTE):
         data, start, end = _plain(data, start, sizes, where, index)
-        return _walk_run((data, start, end - start, index, -1), names, where)
+        cols = _walk_run((data, start, end - start, index, -1), names, where)
+        cols.flags |= wire.FLAG_STRIPPED
+        return cols
     if status:
         raise _bad(where, index + row, _wire_error(status, key))
-    ids, types, dur, name_at, name_len = nodes
+    ids, types, dur, name_at, name_len, flags = nodes
     name_bytes, name_ptr = _gather(buf, name_at, name_len), _offsets(name_len)
     if (name_bytes >= 0x80).any():
         _check_utf8(name_bytes, name_ptr, where, index)
     attrs = {name: _column(len(ids), hits[:, hit_ptr[j]:hit_ptr[j + 1]], data, where, index)
              for j, name in enumerate(names)}
-    return NodeColumns(ids, types, dur, deps[0], deps[1], name_ptr, name_bytes, attrs)
+    return NodeColumns(ids, types, dur, deps[0], deps[1], name_ptr, name_bytes, attrs, flags)
 
 
 def _name_table(names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -284,7 +291,10 @@ def _column(n: int, hits: np.ndarray, data: bytes, where: str, index: int) -> At
     col.is_int[owners if every else owners[fits]] = True
     if every:
         return col
-    for k in np.flatnonzero(~fits & (hits[wire.HIT_COUNT] > 0)).tolist():
+    plain = ~fits & (hits[wire.HIT_COUNT] == 1) & (hits[wire.HIT_SLOT] == _STRING)
+    if plain.any() and not _strings(col, owners[plain], hits[wire.HIT_AT][plain], hits[wire.HIT_LEN][plain], data):
+        plain[:] = False  # read one by one, so that the error names the first bad row
+    for k in np.flatnonzero(~fits & ~plain & (hits[wire.HIT_COUNT] > 0)).tolist():
         row = int(owners[k])
         try:
             got, value = _python_value(data, hits[:, k])
@@ -296,6 +306,21 @@ def _column(n: int, hits: np.ndarray, data: bytes, where: str, index: int) -> At
         elif got:
             col.others[row] = value
     return col
+
+
+def _strings(col: AttrColumn, rows: np.ndarray, at: np.ndarray, length: np.ndarray, data: bytes) -> bool:
+    """Put the ``string_val`` values held once (``data[at:at+length]``) of ``rows`` into ``col``,
+    each distinct value decoded once; False (nothing put) when one is not UTF-8."""
+    raw = [data[a:a + n] for a, n in zip(at.tolist(), length.tolist())]
+    text: dict[bytes, str] = {}
+    for b in raw:
+        if b not in text:
+            try:
+                text[b] = b.decode()
+            except UnicodeDecodeError:
+                return False
+    col.others.update(zip(rows.tolist(), map(text.__getitem__, raw)))
+    return True
 
 
 def _python_value(data: bytes, hit: np.ndarray) -> tuple[int, Any]:
@@ -335,7 +360,8 @@ def _join(runs: list[NodeColumns], names: tuple[str, ...]) -> NodeColumns:
                        np.concatenate([r.duration_micros for r in runs]), _join_ptr([r.dep_ptr for r in runs]),
                        np.concatenate([r.dep_ids for r in runs]), _join_ptr([r.name_ptr for r in runs]),
                        np.concatenate([r.name_bytes for r in runs]),
-                       {name: AttrColumn.joined([r.attrs[name] for r in runs], bases) for name in names})
+                       {name: AttrColumn.joined([r.attrs[name] for r in runs], bases) for name in names},
+                       np.concatenate([r.flags for r in runs]))
 
 
 def _join_ptr(ptrs: list[np.ndarray]) -> np.ndarray:
