@@ -1,0 +1,82 @@
+"""The columnar rank scan of validation (:mod:`chakra_core.validation._colscan`) against the
+per-node one, on recorded and converted traces: the same record, or no record where a rule has
+something to say."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from chakra_core.pipeline._pipeline import load_traces
+from chakra_core.trace._traceset import MemoryRank, TraceSet, open_traceset
+from chakra_core.validation._colscan import scan_columns
+from chakra_core.validation._rank_rules import RankCheck
+from chakra_core.validation._skeleton import scan_rank
+from chakra_core.validation._validate import validate
+
+ROOT = Path(__file__).resolve().parents[1]
+ALL_REDUCE = ROOT / "plugins/chakra-simpy/tests/data/astra_sim_example/examples/workload/microbenchmarks/all_reduce"
+_RECORD = ("colls", "sends", "recvs", "total_us", "saw_group_node", "skel_ids", "skel_kinds", "skel_a", "skel_tag",
+           "skel_size")
+
+
+def _checks(rt, nranks):
+    names: list[list[str]] = [[""], [""]]
+
+    def numbering(k):
+        number = {"": 0}
+
+        def group_number(pg):
+            if pg not in number:
+                number[pg] = len(number)
+                names[k].append(pg)
+            return number[pg]
+        return group_number
+
+    made = [RankCheck(rt.rank, rt.label, nranks, None, numbering(k), rt.rank_known) for k in (0, 1)]
+    return made, names
+
+
+def _same_as_per_node(traces):
+    nranks = max(traces.ranks) + 1
+    for rt in traces:
+        (fast, slow), names = _checks(rt, nranks)
+        got = scan_columns(rt, fast)
+        assert got is not None, rt.label
+        want = scan_rank(rt.batches, slow)
+        for f in _RECORD:
+            assert getattr(fast, f) == getattr(slow, f), (rt.label, f)
+        for f in ("count", "skel_pos", "skel_ptr", "skel_preds"):
+            assert getattr(got, f) == getattr(want, f), (rt.label, f)
+        assert names[0] == names[1]
+
+
+def test_astra_sim_all_reduce_example():
+    traces = open_traceset(str(ALL_REDUCE / "8npus_1MB" / "all_reduce"))
+    _same_as_per_node(traces)
+    assert validate(traces) == []
+
+
+@pytest.mark.parametrize("model", ["gpt3_like", "dlrm_like", "resnet50_like"])
+def test_converted_text_models(model, tmp_path):
+    load_traces(str(ROOT / "examples" / "text" / f"{model}.txt"), options={"npus": 16}).write(tmp_path / "t")
+    _same_as_per_node(open_traceset(str(tmp_path / "t")))
+
+
+def test_repeated_attribute_is_left_to_the_per_node_path(tmp_path):
+    """A collective whose comm_size is given twice: the per-node rules read the last one."""
+    src = open_traceset(str(ALL_REDUCE / "8npus_1MB" / "all_reduce"))
+    ranks = []
+    for rt in src:
+        nodes = list(rt.nodes())
+        if rt.rank == 3:
+            coll = next(n for n in nodes if n.type == 7)
+            coll.attr.add(name="comm_size", int64_val=-1)
+        ranks.append(MemoryRank(rt.rank, rt.metadata(), nodes))
+    TraceSet(ranks).write(tmp_path / "t")
+    traces = open_traceset(str(tmp_path / "t"))
+    (fast, _), _ = _checks(traces[3], 8)
+    assert scan_columns(traces[3], fast) is None
+    found = [f for f in validate(traces) if f.rule == "bad-size"]
+    assert [(f.rank, f.message) for f in found] == [(3, "comm_size = -1 bytes")]
