@@ -18,10 +18,10 @@ import numpy as np
 
 from chakra_core.base._errors import TraceFormatError
 from chakra_core.io._schema import COMM_TYPE_NAMES, PG_INIT_NAME
-from chakra_core.trace._columns import NodeColumns, node_columns
+from chakra_core.trace._columns import NodeColumns, column_runs
 from chakra_core.trace._traceset import FileRank, RankTrace
 from chakra_core.validation._deadlock import K_COLL, K_RECV, K_SEND, K_SLOT
-from chakra_core.validation._frontkernel import OK, skeleton_csr
+from chakra_core.validation._frontkernel import Frontiers
 from chakra_core.validation._rank_rules import ABSURD_BYTES, MAX_DURATION_US, MAX_RANK_DURATION_US, RankCheck
 from chakra_core.validation._skeleton import RankScan
 
@@ -35,58 +35,126 @@ _BROADCAST = 5
 #: nodes past which a uint64 sum of durations of at most 2^40 us could wrap
 _MAX_NODES = 1 << 23
 _COMM_TYPES = np.array(sorted(COMM_TYPE_NAMES), np.int64)
+_U64 = np.uint64
+
+
+class _Ids:
+    """The ids of a rank's nodes so far: only the first while they are consecutive, all of them
+    (8 bytes a node) once they are not."""
+
+    def __init__(self) -> None:
+        self.first = self.last = -1
+        self.count = 0
+        self.kept: np.ndarray | None = None
+
+    def add(self, ids: np.ndarray) -> bool:
+        """Take the next run's ids; False unless they ascend past the ones so far."""
+        if len(ids) > 1 and not bool((ids[1:] > ids[:-1]).all()):
+            return False
+        lo, hi = int(ids[0]), int(ids[-1])
+        if self.count and lo <= self.last:
+            return False
+        if self.count == 0:
+            self.first = lo
+        if self.kept is None and (hi - lo != len(ids) - 1 or (self.count and lo != self.last + 1)):
+            self.kept = np.arange(self.first, self.last + 1, dtype=np.uint64) if self.count else np.zeros(0, _U64)
+        if self.kept is not None:
+            need = self.count + len(ids)
+            if need > len(self.kept):  # grown by a quarter: the ids cost about 10 bytes a node
+                grown = np.empty(max(need, len(self.kept) * 5 // 4), _U64)
+                grown[:self.count] = self.kept[:self.count]
+                self.kept = grown
+            self.kept[self.count:need] = ids
+        self.count += len(ids)
+        self.last = hi
+        return True
+
+    def positions(self, deps: np.ndarray) -> np.ndarray | None:
+        """The positions of ``deps``; None when one is not among the ids so far."""
+        if self.kept is None:
+            if len(deps) and int(deps.min()) < self.first:
+                return None
+            return (deps - _U64(self.first)).astype(np.int64)
+        kept = self.kept[:self.count]
+        pos = np.searchsorted(kept, deps)
+        if len(deps) and not bool((kept[np.minimum(pos, len(kept) - 1)] == deps).all()):
+            return None
+        return pos.astype(np.int64)
+
+
+class _Record:
+    """A rank's record for the set checks, built a run at a time (put into a RankCheck at the
+    end, so that a rank left to the per-node path leaves it untouched)."""
+
+    def __init__(self) -> None:
+        self.colls: defaultdict[str, list[tuple[int, int, int]]] = defaultdict(list)
+        self.sends: list[tuple[int, int, int, int]] = []
+        self.recvs: list[tuple[int, int, int, int]] = []
+        self.total_us = 0
+        self.saw_group_node = False
+        self.skel_pos = array("q")
+        self.ids, self.kinds = array("Q"), bytearray()
+        self.a, self.tag, self.size = array("q"), array("q"), array("q")
+
+    def put(self, chk: RankCheck) -> None:
+        chk.colls, chk.sends, chk.recvs = self.colls, self.sends, self.recvs
+        chk.total_us, chk.saw_group_node = self.total_us, self.saw_group_node
+        chk.skel_ids, chk.skel_kinds = self.ids, self.kinds
+        chk.skel_a, chk.skel_tag, chk.skel_size = self.a, self.tag, self.size
 
 
 def scan_columns(rt: RankTrace, chk: RankCheck) -> RankScan | None:
     """The scan of a clean, ordered, file-backed rank, its record put into ``chk``; None for any
-    other rank (``chk`` untouched: the per-node path is to run)."""
+    other rank (``chk`` untouched: the per-node path is to run).  Memory: one run of columns,
+    plus 4 bytes a node (12 when ids are not consecutive) and the skeleton."""
     if not isinstance(rt, FileRank):
         return None
+    ids, rec, fronts = _Ids(), _Record(), Frontiers()
     try:
-        cols = node_columns(rt, _ATTRS)
+        for cols in column_runs(rt, _ATTRS):
+            if len(cols) and not _scan_run(cols, chk, ids, rec, fronts):
+                return None
     except TraceFormatError:
         return None
-    n = len(cols)
-    if n == 0 or n > _MAX_NODES or cols.flags.any():
+    if ids.count == 0 or ids.count > _MAX_NODES:
         return None
+    ptr, preds = fronts.csr()
+    rec.put(chk)
+    return RankScan(count=ids.count, skel_pos=rec.skel_pos, skel_ptr=array("q", ptr.tobytes()),
+                    skel_preds=array("q", preds.tobytes()))
+
+
+def _scan_run(cols: NodeColumns, chk: RankCheck, ids: _Ids, rec: _Record, fronts: Frontiers) -> bool:
+    """Check one run and add it to the record; False where the per-node path is to run."""
+    if cols.flags.any():
+        return False
     types = cols.types
     if types.min() < 1 or types.max() > _COLL:
-        return None
+        return False
     dur = cols.duration_micros
-    if int(dur.max()) > MAX_DURATION_US or int(dur.sum()) > MAX_RANK_DURATION_US:
-        return None
-    dep_pos = _dependency_positions(cols)
+    if int(dur.max()) > MAX_DURATION_US:
+        return False
+    rec.total_us += int(dur.sum())
+    if rec.total_us > MAX_RANK_DURATION_US:
+        return False
+    owner = np.repeat(cols.ids, np.diff(cols.dep_ptr))
+    if not bool((cols.dep_ids < owner).all()):
+        return False
+    start = ids.count
+    if not ids.add(cols.ids):
+        return False
+    dep_pos = ids.positions(cols.dep_ids)
     if dep_pos is None:
-        return None
+        return False
     comm = (types != _META) & (types != 4)
     v = _values(cols, comm)
     if v is None:
-        return None
+        return False
     kinds = _kinds(types, v, dur, chk)
-    if kinds is None:
-        return None
-    status, ptr, preds = skeleton_csr(dep_pos, cols.dep_ptr, kinds >= 0)
-    if status != OK:
-        return None
-    _record(chk, cols, v, kinds, int(dur.sum()))
-    skel = np.flatnonzero(kinds >= 0)
-    return RankScan(count=n, skel_pos=array("q", skel.astype(np.int64).tobytes()),
-                    skel_ptr=array("q", ptr.tobytes()), skel_preds=array("q", preds.tobytes()))
-
-
-def _dependency_positions(cols: NodeColumns) -> np.ndarray | None:
-    """The file position of each dependency; None unless ids ascend and every dependency names
-    an earlier node that is in the file."""
-    ids, deps = cols.ids, cols.dep_ids
-    if len(ids) > 1 and not bool((ids[1:] > ids[:-1]).all()):
-        return None
-    owner = np.repeat(ids, np.diff(cols.dep_ptr))
-    if not bool((deps < owner).all()):
-        return None
-    pos = np.searchsorted(ids, deps)
-    if not bool((ids[np.minimum(pos, len(ids) - 1)] == deps).all()):
-        return None
-    return pos.astype(np.int64)
+    if kinds is None or not fronts.add(dep_pos, cols.dep_ptr, kinds >= 0):
+        return False
+    _record(rec, chk, cols, v, kinds, start)
+    return True
 
 
 def _values(cols: NodeColumns, comm: np.ndarray) -> dict[str, np.ndarray] | None:
@@ -150,23 +218,23 @@ def _kinds(types: np.ndarray, v: dict[str, np.ndarray], dur: np.ndarray, chk: Ra
     return kinds
 
 
-def _record(chk: RankCheck, cols: NodeColumns, v: dict[str, np.ndarray], kinds: np.ndarray, total: int) -> None:
-    """Put the rank's record into ``chk``, as the per-node path builds it."""
+def _record(rec: _Record, chk: RankCheck, cols: NodeColumns, v: dict[str, np.ndarray], kinds: np.ndarray,
+            start: int) -> None:
+    """Add one run (its first node at position ``start`` of the rank) to ``rec``, as the
+    per-node path records it."""
     types, ids = cols.types, cols.ids
     pg_names = v["pg_names"].tolist()
     coll = np.flatnonzero(types == _COLL)
-    colls: defaultdict[str, list[tuple[int, int, int]]] = defaultdict(list)
     for nid, ct, size, g in zip(ids[coll].tolist(), v["comm_type"][coll].tolist(), v["comm_size"][coll].tolist(),
                                 v["pg"][coll].tolist()):
-        colls[pg_names[g]].append((nid, ct, size))
-    chk.colls = colls
+        rec.colls[pg_names[g]].append((nid, ct, size))
     number = np.zeros(len(pg_names), np.int64)
     seen = v["pg"][coll[kinds[coll] == K_COLL]]
     if len(seen):
         uniq, first = np.unique(seen, return_index=True)
         for g in uniq[np.argsort(first)].tolist():
             number[g] = chk.group_number(pg_names[g])
-    for t, peer, out in ((_SEND, "comm_dst", chk.sends), (_RECV, "comm_src", chk.recvs)):
+    for t, peer, out in ((_SEND, "comm_dst", rec.sends), (_RECV, "comm_src", rec.recvs)):
         rows = np.flatnonzero(types == t)
         out.extend(zip(v[peer][rows].tolist(), v["comm_tag"][rows].tolist(), v["comm_size"][rows].tolist(),
                        ids[rows].tolist()))
@@ -184,9 +252,10 @@ def _record(chk: RankCheck, cols: NodeColumns, v: dict[str, np.ndarray], kinds: 
         a[m] = v[peer][skel[m]]
         tag[m] = v["comm_tag"][skel[m]]
         size[m] = v["comm_size"][skel[m]]
-    chk.skel_ids = array("Q", ids[skel].astype(np.uint64).tobytes())
-    chk.skel_kinds = bytearray(k.astype(np.uint8).tobytes())
-    chk.skel_a, chk.skel_tag, chk.skel_size = (array("q", x.tobytes()) for x in (a, tag, size))
-    chk.total_us = total
+    rec.skel_pos.frombytes((skel + start).astype(np.int64).tobytes())
+    rec.ids.frombytes(ids[skel].astype(np.uint64).tobytes())
+    rec.kinds.extend(k.astype(np.uint8).tobytes())
+    for out, x in ((rec.a, a), (rec.tag, tag), (rec.size, size)):
+        out.frombytes(x.tobytes())
     meta = np.flatnonzero(types == _META)
-    chk.saw_group_node = any(cols.name(i) == PG_INIT_NAME for i in meta.tolist())
+    rec.saw_group_node = rec.saw_group_node or any(cols.name(i) == PG_INIT_NAME for i in meta.tolist())

@@ -71,10 +71,10 @@ def run_compiled(base, ids, kinds, group, channel, nchannels, pred_ptr, preds, m
     send's or receive's channel number; ``member_count[g]``: the members of group ``g``."""
     nranks = len(base) - 1
     n = base[nranks]
-    rank_of = np.empty(n, np.int64)
+    rank_of = np.empty(n, np.int32)
     for r in range(nranks):
         rank_of[base[r]:base[r + 1]] = r
-    indeg = np.empty(n, np.int64)
+    indeg = np.empty(n, np.int32)
     count = np.zeros(n + 1, np.int64)
     for x in range(n):
         indeg[x] = pred_ptr[x + 1] - pred_ptr[x]
@@ -82,20 +82,20 @@ def run_compiled(base, ids, kinds, group, channel, nchannels, pred_ptr, preds, m
             count[preds[j] + 1] += 1
     for x in range(n):
         count[x + 1] += count[x]
-    fill = count[:-1].copy()
-    kids = np.empty(len(preds), np.int64)
+    fill = count[:-1].astype(np.int32)
+    kids = np.empty(len(preds), np.int32)
     for x in range(n):
         for j in range(pred_ptr[x], pred_ptr[x + 1]):
             p = preds[j]
             kids[fill[p]] = x
             fill[p] += 1
-    state = np.zeros(n, np.int64)
-    seq_of = np.zeros(n, np.int64)
+    state = np.zeros(n, np.int8)
+    seq_of = np.zeros(n, np.int32)
     done = np.zeros(nranks, np.int64)
-    heap = np.empty(n, np.int64)
+    heap = np.empty(n, np.int32)
     hsize = np.zeros(nranks, np.int64)
     free = np.full(nranks, streams, np.int64)
-    finished = np.empty(n + 1, np.int64)
+    finished = np.empty(n + 1, np.int32)
     nfin = 0
     pump = np.empty(nranks + 1, np.int64)
     p_head = p_tail = 0
@@ -103,12 +103,12 @@ def run_compiled(base, ids, kinds, group, channel, nchannels, pred_ptr, preds, m
     sends = np.zeros(nchannels, np.int64)
     r_head = np.full(nchannels, -1, np.int64)
     r_tail = np.full(nchannels, -1, np.int64)
-    r_next = np.full(n, -1, np.int64)
+    r_next = np.full(n, -1, np.int32)
     seq = Dict.empty(key_type=types.int64, value_type=types.int64)
     slot = Dict.empty(key_type=types.int64, value_type=types.int64)
-    slot_count = np.zeros(n + 1, np.int64)
-    slot_head = np.full(n + 1, -1, np.int64)
-    a_next = np.full(n, -1, np.int64)
+    slot_count = np.zeros(n + 1, np.int32)
+    slot_head = np.full(n + 1, -1, np.int32)
+    a_next = np.full(n, -1, np.int32)
     nslots = 0
     ngroups = len(member_count)
     for r in range(nranks):

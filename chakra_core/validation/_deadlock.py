@@ -70,7 +70,7 @@ def run_abstract(skels: dict[int, Skeleton], members: list[tuple[int, ...]],
     base = np.zeros(len(parts) + 1, np.int64)
     np.cumsum(counts, out=base[1:])
     ids = _joined([s.ids for s in parts], np.uint64)
-    kinds = _joined([s.kinds for s in parts], np.uint8).astype(np.int64)
+    kinds = _joined([s.kinds for s in parts], np.uint8)
     peer = _joined([s.peer_or_group for s in parts], np.int64)
     tags = _joined([s.tags for s in parts], np.int64)
     sizes = _joined([s.sizes for s in parts], np.int64)
@@ -81,15 +81,18 @@ def run_abstract(skels: dict[int, Skeleton], members: list[tuple[int, ...]],
     send = kinds == K_SEND
     src, dst = np.where(send, own, peer), np.where(send, peer, own)
     p2p = send | (kinds == K_RECV)
-    channel = np.zeros(len(ids), np.int64)
+    channel = np.zeros(len(ids), np.int32)
     keys = np.stack([src[p2p], dst[p2p], tags[p2p], sizes[p2p]], axis=1)
     nchannels = 0
     if len(keys):
         uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
         channel[p2p], nchannels = inverse.reshape(-1), len(uniq)
+    del own, send, src, dst, p2p, keys, tags, sizes
     member_count = np.array([len(m) for m in members] or [0], np.int64)
-    done, state, seq_of = run_compiled(base, ids, kinds, np.where(kinds == K_COLL, peer, 0), channel, nchannels,
-                                       pred_ptr, preds, member_count, streams)
+    group = np.where(kinds == K_COLL, peer, 0).astype(np.int32)
+    del peer
+    done, state, seq_of = run_compiled(base, ids, kinds, group, channel, nchannels, pred_ptr,
+                                       preds, member_count, streams)
     finished = {r for r, d, c in zip(ranks, done.tolist(), counts.tolist()) if d == c}
     return _waits(ranks, base, state, seq_of, skels, members), finished
 

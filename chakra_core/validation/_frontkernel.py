@@ -4,7 +4,8 @@ The same computation as :class:`._skeleton._Frontiers` in :func:`._skeleton.scan
 each node carries a frontier (an interned set of skeleton nodes: the latest ones it waits for),
 the union of its dependencies' frontiers folded in their order, each union reduced by the members
 that another member waits for directly; a skeleton node passes on itself and waits for its
-frontier.  Sets are sorted rows of one growing pool, interned by a 64-bit hash.
+frontier.  Sets are sorted rows of one growing pool, interned by a 64-bit hash; the frontier
+number of each node (4 bytes) is the state that grows with the rank, a run of nodes at a time.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import numpy as np
 from numba import njit, types
 from numba.typed import Dict
 
-__all__ = ["skeleton_csr", "OK", "COLLISION"]
+__all__ = ["Frontiers", "advance", "csr", "OK", "COLLISION"]
 
 #: statuses: done; two different sets had the same hash (the caller takes the Python path)
 OK, COLLISION = 0, 1
@@ -41,25 +42,21 @@ def _hash(items, k):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def skeleton_csr(dep_pos, dep_ptr, is_skel):  # noqa: C901  # pragma: no cover - compiled
-    """What each skeleton node waits for, given per node (in an order where every dependency
-    comes first) the positions ``dep_pos[dep_ptr[i]:dep_ptr[i+1]]`` of its dependencies and
-    whether it is a skeleton node: ``(status, ptr, preds)`` in :class:`._skeleton.RankScan`'s form."""
+def advance(dep_pos, dep_ptr, is_skel, first, pool, start, size, counters, index, unions, waits,  # noqa: C901
+            fid):  # pragma: no cover - compiled
+    """Nodes ``first, first+1, ...`` (one per ``is_skel`` row) in an order where every dependency
+    comes first: ``dep_pos[dep_ptr[i]:dep_ptr[i+1]]`` are the positions of node ``first+i``'s.
+    ``counters`` = (sets, pool items used, skeleton nodes so far); returns ``(status, pool,
+    start, size, waits, fid)``, the arrays grown where they were short."""
     n = len(is_skel)
-    pool = np.empty(1024, np.int64)
-    start = np.zeros(1024, np.int64)
-    size = np.zeros(1024, np.int64)
-    nsets, used = 1, 0  # set 0 is the empty set
-    index = Dict.empty(key_type=types.int64, value_type=types.int64)
-    unions = Dict.empty(key_type=types.int64, value_type=types.int64)
-    nskel = 0
+    nsets, used, k_skel = counters[0], counters[1], counters[2]
+    more = 0
     for i in range(n):
-        nskel += is_skel[i]
-    waits = np.zeros(nskel, np.int64)
-    fid = np.zeros(n, np.int64)
+        more += is_skel[i]
+    waits = _grow(waits, k_skel + more)
+    fid = _grow(fid, first + n)
     a_buf = np.empty(64, np.int64)
     b_buf = np.empty(64, np.int64)
-    k_skel = 0
     for i in range(n):
         f = 0
         for j in range(dep_ptr[i], dep_ptr[i + 1]):
@@ -130,10 +127,10 @@ def skeleton_csr(dep_pos, dep_ptr, is_skel):  # noqa: C901  # pragma: no cover -
             got = index[h] if h in index else -1
             if got >= 0:
                 if size[got] != r:
-                    return COLLISION, np.zeros(1, np.int64), np.zeros(0, np.int64)
+                    return COLLISION, pool, start, size, waits, fid
                 for t in range(r):
                     if pool[start[got] + t] != a_buf[t]:
-                        return COLLISION, np.zeros(1, np.int64), np.zeros(0, np.int64)
+                        return COLLISION, pool, start, size, waits, fid
             else:
                 start, size = _grow(start, nsets + 1), _grow(size, nsets + 1)
                 pool = _grow(pool, used + r)
@@ -151,7 +148,7 @@ def skeleton_csr(dep_pos, dep_ptr, is_skel):  # noqa: C901  # pragma: no cover -
             got = index[h] if h in index else -1
             if got >= 0:
                 if size[got] != 1 or pool[start[got]] != k_skel:
-                    return COLLISION, np.zeros(1, np.int64), np.zeros(0, np.int64)
+                    return COLLISION, pool, start, size, waits, fid
             else:
                 start, size = _grow(start, nsets + 1), _grow(size, nsets + 1)
                 pool = _grow(pool, used + 1)
@@ -160,10 +157,17 @@ def skeleton_csr(dep_pos, dep_ptr, is_skel):  # noqa: C901  # pragma: no cover -
                 used += 1
                 got = index[h] = nsets
                 nsets += 1
-            fid[i] = got
+            fid[first + i] = got
             k_skel += 1
         else:
-            fid[i] = f
+            fid[first + i] = f
+    counters[0], counters[1], counters[2] = nsets, used, k_skel
+    return OK, pool, start, size, waits, fid
+
+
+@njit(cache=True, nogil=True)
+def csr(pool, start, size, waits, nskel):  # pragma: no cover - compiled
+    """What each of the ``nskel`` skeleton nodes waits for: ``(ptr, preds)``."""
     ptr = np.zeros(nskel + 1, np.int64)
     for k in range(nskel):
         ptr[k + 1] = ptr[k] + size[waits[k]]
@@ -171,4 +175,32 @@ def skeleton_csr(dep_pos, dep_ptr, is_skel):  # noqa: C901  # pragma: no cover -
     for k in range(nskel):
         w = waits[k]
         preds[ptr[k]:ptr[k + 1]] = pool[start[w]:start[w] + size[w]]
-    return OK, ptr, preds
+    return ptr, preds
+
+
+class Frontiers:
+    """The state of :func:`advance` over the runs of one rank."""
+
+    def __init__(self) -> None:
+        self.pool = np.empty(1024, np.int64)
+        self.start = np.zeros(1024, np.int64)
+        self.size = np.zeros(1024, np.int64)
+        self.counters = np.array([1, 0, 0], np.int64)  # set 0 is the empty set
+        self.index = Dict.empty(key_type=types.int64, value_type=types.int64)
+        self.unions = Dict.empty(key_type=types.int64, value_type=types.int64)
+        self.waits = np.zeros(1024, np.int64)
+        self.fid = np.zeros(1024, np.int32)
+        self.count = 0
+
+    def add(self, dep_pos: np.ndarray, dep_ptr: np.ndarray, is_skel: np.ndarray) -> bool:
+        """The next run of nodes (dependency positions over the whole rank); False when two sets
+        had the same hash."""
+        status, self.pool, self.start, self.size, self.waits, self.fid = advance(
+            dep_pos, dep_ptr, is_skel, self.count, self.pool, self.start, self.size, self.counters, self.index,
+            self.unions, self.waits, self.fid)
+        self.count += len(is_skel)
+        return bool(status == OK)
+
+    def csr(self) -> tuple[np.ndarray, np.ndarray]:
+        """What each skeleton node waits for, as (pointer, list)."""
+        return csr(self.pool, self.start, self.size, self.waits, int(self.counters[2]))
