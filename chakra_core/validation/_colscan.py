@@ -255,7 +255,7 @@ def _record(rec: _Record, chk: RankCheck, cols: NodeColumns, v: dict[str, np.nda
     rec.skel_pos.frombytes((skel + start).astype(np.int64).tobytes())
     rec.ids.frombytes(ids[skel].astype(np.uint64).tobytes())
     rec.kinds.extend(k.astype(np.uint8).tobytes())
-    for out, x in ((rec.a, a), (rec.tag, tag), (rec.size, size)):
-        out.frombytes(x.tobytes())
+    for column, x in ((rec.a, a), (rec.tag, tag), (rec.size, size)):
+        column.frombytes(x.tobytes())
     meta = np.flatnonzero(types == _META)
     rec.saw_group_node = rec.saw_group_node or any(cols.name(i) == PG_INIT_NAME for i in meta.tolist())
