@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from chakra_core import CommType, EtWriter, GlobalMetadata, Node, NodeType, make_attr
 from chakra_core.pipeline._pipeline import load_traces
 from chakra_core.trace._traceset import MemoryRank, TraceSet, open_traceset
 from chakra_core.validation._colscan import scan_columns
@@ -80,3 +81,23 @@ def test_repeated_attribute_is_left_to_the_per_node_path(tmp_path):
     assert scan_columns(traces[3], fast) is None
     found = [f for f in validate(traces) if f.rule == "bad-size"]
     assert [(f.rank, f.message) for f in found] == [(3, "comm_size = -1 bytes")]
+
+
+@pytest.mark.parametrize("step", [1, 3])
+def test_rank_of_several_runs(step, tmp_path):
+    """60,000 nodes (more than one 1 MiB run), ids consecutive or every third one."""
+    coll = [make_attr("comm_type", int(CommType.ALL_REDUCE)), make_attr("comm_size", 1 << 20)]
+    for rank, count in ((0, 60_000), (1, 60)):
+        with EtWriter(str(tmp_path / f"t.{rank}.et"), GlobalMetadata(version="0.0.4")) as w:
+            for i in range(1, count + 1):
+                is_coll = rank == 1 or i % 1000 == 0
+                n = Node(id=i * step, name="allreduce" if is_coll else "aten::linear" * 4,
+                         type=NodeType.COMM_COLL_NODE if is_coll else NodeType.COMP_NODE, duration_micros=i % 97)
+                n.data_deps.extend([(i - 1) * step] if i > 1 else [])
+                n.ctrl_deps.extend([(i - 8) * step] if i > 8 else [])
+                n.attr.extend(coll if is_coll else [make_attr("is_cpu_op", False)])
+                w.write(n)
+    assert (tmp_path / "t.0.et").stat().st_size > 2 << 20
+    traces = open_traceset(str(tmp_path / "t"))
+    _same_as_per_node(traces)
+    assert validate(traces) == []

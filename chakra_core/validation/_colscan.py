@@ -39,13 +39,14 @@ _U64 = np.uint64
 
 
 class _Ids:
-    """The ids of a rank's nodes so far: only the first while they are consecutive, all of them
-    (8 bytes a node) once they are not."""
+    """The ids of a rank's nodes so far: only the first while they are consecutive, then every
+    run's ids as they came (8 bytes a node, never copied into a larger array)."""
 
     def __init__(self) -> None:
         self.first = self.last = -1
         self.count = 0
-        self.kept: np.ndarray | None = None
+        self.runs: list[np.ndarray] | None = None
+        self.starts: list[int] = []  # position of each kept run's first node
 
     def add(self, ids: np.ndarray) -> bool:
         """Take the next run's ids; False unless they ascend past the ones so far."""
@@ -56,30 +57,35 @@ class _Ids:
             return False
         if self.count == 0:
             self.first = lo
-        if self.kept is None and (hi - lo != len(ids) - 1 or (self.count and lo != self.last + 1)):
-            self.kept = np.arange(self.first, self.last + 1, dtype=np.uint64) if self.count else np.zeros(0, _U64)
-        if self.kept is not None:
-            need = self.count + len(ids)
-            if need > len(self.kept):  # grown by a quarter: the ids cost about 10 bytes a node
-                grown = np.empty(max(need, len(self.kept) * 5 // 4), _U64)
-                grown[:self.count] = self.kept[:self.count]
-                self.kept = grown
-            self.kept[self.count:need] = ids
+        if self.runs is None and (hi - lo != len(ids) - 1 or (self.count and lo != self.last + 1)):
+            self.runs = [np.arange(self.first, self.last + 1, dtype=_U64)] if self.count else []
+            self.starts = [0] if self.count else []
+        if self.runs is not None:
+            self.runs.append(ids)
+            self.starts.append(self.count)
         self.count += len(ids)
         self.last = hi
         return True
 
     def positions(self, deps: np.ndarray) -> np.ndarray | None:
         """The positions of ``deps``; None when one is not among the ids so far."""
-        if self.kept is None:
+        if self.runs is None:
             if len(deps) and int(deps.min()) < self.first:
                 return None
             return (deps - _U64(self.first)).astype(np.int64)
-        kept = self.kept[:self.count]
-        pos = np.searchsorted(kept, deps)
-        if len(deps) and not bool((kept[np.minimum(pos, len(kept) - 1)] == deps).all()):
-            return None
-        return pos.astype(np.int64)
+        firsts = np.array([int(r[0]) if len(r) else 0 for r in self.runs], _U64)
+        which = np.searchsorted(firsts, deps, side="right") - 1
+        pos = np.empty(len(deps), np.int64)
+        for k in np.unique(which).tolist():
+            if k < 0:
+                return None
+            sel = which == k
+            run, want = self.runs[k], deps[sel]
+            at = np.minimum(np.searchsorted(run, want), len(run) - 1)
+            if not bool((run[at] == want).all()):
+                return None
+            pos[sel] = at + self.starts[k]
+        return pos
 
 
 class _Record:
