@@ -50,7 +50,7 @@ def _same_as_per_node(traces):
             assert getattr(fast, f) == getattr(slow, f), (rt.label, f)
         for f in ("count", "skel_pos", "skel_ptr", "skel_preds"):
             assert getattr(got, f) == getattr(want, f), (rt.label, f)
-        assert names[0] == names[1]
+        assert names[0] == names[1] and list(fast.colls) == list(slow.colls)
 
 
 def test_astra_sim_all_reduce_example():

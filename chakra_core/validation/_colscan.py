@@ -182,12 +182,16 @@ def _values(cols: NodeColumns, comm: np.ndarray) -> dict[str, np.ndarray] | None
     rows = np.flatnonzero(pg.present & comm)
     if len(rows) and bool((pg.slot[rows] != _STRING_SLOT).any()):
         return None
-    names = [pg.others[i] for i in rows.tolist()]
-    table = {"": 0, "0": 0}
+    names = list(map(pg.others.__getitem__, rows.tolist()))
+    table, pg_names = {"": 0, "0": 0}, [""]
+    for s in dict.fromkeys(names):
+        if s not in table:
+            table[s] = len(pg_names)
+            pg_names.append(s)
     number = np.zeros(len(comm), np.int64)
-    number[rows] = [table.setdefault(s, len(table) - 1) for s in names]
+    number[rows] = np.fromiter(map(table.__getitem__, names), np.int64, len(names))
     out["pg"] = number
-    out["pg_names"] = np.array([""] + [s for s in table if s not in ("", "0")], object)
+    out["pg_names"] = np.array(pg_names, object)
     return out
 
 
@@ -224,6 +228,14 @@ def _kinds(types: np.ndarray, v: dict[str, np.ndarray], dur: np.ndarray, chk: Ra
     return kinds
 
 
+def _first_seen(groups: np.ndarray) -> list[int]:
+    """The distinct values of ``groups`` in the order they first occur."""
+    if not len(groups):
+        return []
+    uniq, first = np.unique(groups, return_index=True)
+    return uniq[np.argsort(first)].tolist()
+
+
 def _record(rec: _Record, chk: RankCheck, cols: NodeColumns, v: dict[str, np.ndarray], kinds: np.ndarray,
             start: int) -> None:
     """Add one run (its first node at position ``start`` of the rank) to ``rec``, as the
@@ -231,15 +243,13 @@ def _record(rec: _Record, chk: RankCheck, cols: NodeColumns, v: dict[str, np.nda
     types, ids = cols.types, cols.ids
     pg_names = v["pg_names"].tolist()
     coll = np.flatnonzero(types == _COLL)
-    for nid, ct, size, g in zip(ids[coll].tolist(), v["comm_type"][coll].tolist(), v["comm_size"][coll].tolist(),
-                                v["pg"][coll].tolist()):
-        rec.colls[pg_names[g]].append((nid, ct, size))
+    for g in _first_seen(v["pg"][coll]):
+        rows = coll[v["pg"][coll] == g] if len(pg_names) > 1 else coll
+        rec.colls[pg_names[g]].extend(zip(ids[rows].tolist(), v["comm_type"][rows].tolist(),
+                                          v["comm_size"][rows].tolist()))
     number = np.zeros(len(pg_names), np.int64)
-    seen = v["pg"][coll[kinds[coll] == K_COLL]]
-    if len(seen):
-        uniq, first = np.unique(seen, return_index=True)
-        for g in uniq[np.argsort(first)].tolist():
-            number[g] = chk.group_number(pg_names[g])
+    for g in _first_seen(v["pg"][coll[kinds[coll] == K_COLL]]):
+        number[g] = chk.group_number(pg_names[g])
     for t, peer, out in ((_SEND, "comm_dst", rec.sends), (_RECV, "comm_src", rec.recvs)):
         rows = np.flatnonzero(types == t)
         out.extend(zip(v[peer][rows].tolist(), v["comm_tag"][rows].tolist(), v["comm_size"][rows].tolist(),
