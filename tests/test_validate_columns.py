@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from chakra_core import CommType, EtWriter, GlobalMetadata, Node, NodeType, make_attr
+from chakra_core import CommType, EtWriter, GlobalMetadata, Node, NodeType, TraceFormatError, encode_varint, make_attr
 from chakra_core.pipeline._pipeline import load_traces
 from chakra_core.trace._traceset import MemoryRank, TraceSet, open_traceset
 from chakra_core.validation._colscan import scan_columns
@@ -101,3 +101,24 @@ def test_rank_of_several_runs(step, tmp_path):
     traces = open_traceset(str(tmp_path / "t"))
     _same_as_per_node(traces)
     assert validate(traces) == []
+
+
+def test_nested_message_that_does_not_decode(tmp_path):
+    """A node whose ``inputs`` message is cut short: the columnar scan leaves the rank to the
+    per-node read, which names the file."""
+    src = ALL_REDUCE / "8npus_1MB" / "all_reduce.0.et"
+    data = src.read_bytes()
+    reader_nodes = list(open_traceset(str(src))[0].nodes())
+    first = reader_nodes[0].SerializeToString() + bytes([0x42, 4, 0x0A, 5, 0x61, 0x62])
+    head_len = len(data) - sum(len(_framed(n.SerializeToString())) for n in reader_nodes)
+    body = _framed(first) + b"".join(_framed(n.SerializeToString()) for n in reader_nodes[1:])
+    (tmp_path / "t.0.et").write_bytes(data[:head_len] + body)
+    rank = open_traceset(str(tmp_path / "t.0.et"))[0]
+    (fast, _), _ = _checks(rank, 0)
+    assert scan_columns(rank, fast) is None
+    with pytest.raises(TraceFormatError, match="t.0.et"):
+        validate(open_traceset(str(tmp_path / "t.0.et")))
+
+
+def _framed(message: bytes) -> bytes:
+    return encode_varint(len(message)) + message

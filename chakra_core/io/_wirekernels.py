@@ -13,10 +13,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["cut_frames", "walk_nodes", "gather", "GROUP", "BAD_FIELD", "BAD_VARINT", "BAD_PAST", "BAD_PACKED",
-           "IN_ATTRIBUTE", "FLAG_AGAIN", "FLAG_UNKNOWN", "FLAG_STRIPPED",
-           "HIT_ROW", "HIT_START", "HIT_END", "HIT_SLOT", "HIT_AT", "HIT_LEN", "HIT_COUNT",
-           "HIT_INT", "HIT_FITS"]
+__all__ = ["cut_frames", "walk_nodes", "gather", "as_repeated_field", "GROUP", "BAD_FIELD", "BAD_VARINT", "BAD_PAST",
+           "BAD_PACKED", "IN_ATTRIBUTE", "FLAG_AGAIN", "FLAG_UNKNOWN", "FLAG_STRIPPED", "HIT_ROW", "HIT_START",
+           "HIT_END", "HIT_SLOT", "HIT_AT", "HIT_LEN", "HIT_COUNT", "HIT_INT", "HIT_FITS"]
 
 #: the walk's status codes (0: every node read); IN_ATTRIBUTE is added for a field of an attribute
 GROUP, BAD_FIELD, BAD_VARINT, BAD_PAST, BAD_PACKED, IN_ATTRIBUTE = 1, 2, 3, 4, 5, 8
@@ -340,4 +339,34 @@ def gather(flat, start, length):  # pragma: no cover - compiled
         for j in range(length[i]):
             out[k + j] = flat[s + j]
         k += length[i]
+    return out
+
+
+@njit(cache=True, nogil=True)
+def as_repeated_field(buf, start, size):  # pragma: no cover - compiled
+    """The messages ``buf[start[i]:start[i]+size[i]]`` as the wire form of a repeated message
+    field number 1 (each one behind the key 0x0A and its length as a varint)."""
+    total = 0
+    for i in range(len(start)):
+        n, width = size[i], 1
+        while n >= 0x80:
+            n >>= 7
+            width += 1
+        total += 1 + width + size[i]
+    out = np.empty(total, np.uint8)
+    k = 0
+    for i in range(len(start)):
+        out[k] = 0x0A
+        k += 1
+        n = size[i]
+        while n >= 0x80:
+            out[k] = (n & 0x7F) | 0x80
+            n >>= 7
+            k += 1
+        out[k] = n
+        k += 1
+        s = start[i]
+        for j in range(size[i]):
+            out[k + j] = buf[s + j]
+        k += size[i]
     return out

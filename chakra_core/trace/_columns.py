@@ -20,6 +20,7 @@ from google.protobuf.message import DecodeError
 from chakra_core.base._errors import TraceFormatError
 from chakra_core.io import _wirekernels as wire
 from chakra_core.io._etruns import Run, file_runs
+from chakra_core.io._rundecode import run_decodes
 from chakra_core.io._schema import AttributeProto, Node
 from chakra_core.trace._attrs import attr_value
 from chakra_core.trace._graph import DepGraph
@@ -179,11 +180,18 @@ def node_columns(rt: RankTrace, attrs: Iterable[str] = ()) -> NodeColumns:
     return _join(list(column_runs(rt, names)), names)
 
 
-def column_runs(rt: RankTrace, attrs: Iterable[str] = ()) -> Iterator[NodeColumns]:
+def column_runs(rt: RankTrace, attrs: Iterable[str] = (), decoded: bool = False) -> Iterator[NodeColumns]:
     """:func:`node_columns` a run of nodes at a time (a chunk of 1 MiB of an ``.et`` file, or
-    65,536 nodes of another rank), in file order: memory for one run, not for the rank."""
+    65,536 nodes of another rank), in file order: memory for one run, not for the rank.
+
+    With ``decoded``, every node message of a file is also decoded whole by protobuf (a run in
+    one call, :func:`chakra_core.io._rundecode.run_decodes`), nested messages included; a run
+    that does not decode raises a TraceFormatError (without the node: read the rank node by
+    node for that)."""
     names = tuple(dict.fromkeys(attrs))
     for run in _runs(rt):
+        if decoded and isinstance(rt, FileRank) and not run_decodes(run):
+            raise TraceFormatError(f"a node message from node #{run[3]} on does not decode", rt.label)
         yield _walk_run(run, names, rt.label)
 
 

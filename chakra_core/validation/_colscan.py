@@ -3,7 +3,8 @@
 :func:`scan_columns` reads a file-backed rank once as :func:`~chakra_core.trace._columns.node_columns`
 (one compiled walk of the wire bytes) and settles the rules of :class:`._rank_rules.RankCheck`
 and the dependency checks of :func:`._skeleton.scan_rank` with array operations.  It gives the
-rank's record only when the rank is clean and ordered (ids ascend, every dependency names an
+rank's record only when every node message decodes (protobuf's C decoder, a run at a time, nested
+messages included) and the rank is clean and ordered (ids ascend, every dependency names an
 earlier node): then no per-node rule has anything to say and the record is the one the per-node
 path builds.  Any other rank (a finding to word, an attribute in an unusual form, a wire fault,
 a rank not backed by a file) is left to the per-node path, which words every finding.
@@ -117,7 +118,7 @@ def scan_columns(rt: RankTrace, chk: RankCheck) -> RankScan | None:
         return None
     ids, rec, fronts = _Ids(), _Record(), Frontiers()
     try:
-        for cols in column_runs(rt, _ATTRS):
+        for cols in column_runs(rt, _ATTRS, decoded=True):
             if len(cols) and not _scan_run(cols, chk, ids, rec, fronts):
                 return None
     except TraceFormatError:
