@@ -131,10 +131,9 @@ class NodeColumns:
     node ``i`` depends on the ids ``dep_ids[dep_ptr[i]:dep_ptr[i+1]]`` (data deps, then ctrl
     deps) and is named ``name_bytes[name_ptr[i]:name_ptr[i+1]]`` (UTF-8, checked);
     ``attrs[name]`` is the :class:`AttrColumn` of each attribute name asked for; ``flags``
-    (uint8) holds per node the bits ``FLAG_AGAIN`` (an attribute name asked for occurs more than
-    once: the column holds the first), ``FLAG_UNKNOWN`` (an attribute holds a field this schema
-    does not know) and ``FLAG_STRIPPED`` (the node was read without its unknown fields) of
-    :mod:`chakra_core.io._wirekernels`.
+    (uint8) holds per node the bits 1 (an attribute name asked for occurs more than once: the
+    column holds the first), 2 (an attribute holds a field this schema does not know) and 4 (the
+    node was read without its unknown fields).
     """
 
     def __init__(self, ids: np.ndarray, types: np.ndarray, duration_micros: np.ndarray,
