@@ -365,8 +365,6 @@ def as_repeated_field(buf, start, size):  # pragma: no cover - compiled
             k += 1
         out[k] = n
         k += 1
-        s = start[i]
-        for j in range(size[i]):
-            out[k + j] = buf[s + j]
+        out[k:k + size[i]] = buf[start[i]:start[i] + size[i]]
         k += size[i]
     return out
