@@ -13,9 +13,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["cut_frames", "walk_nodes", "gather", "as_repeated_field", "GROUP", "BAD_FIELD", "BAD_VARINT", "BAD_PAST",
-           "BAD_PACKED", "IN_ATTRIBUTE", "FLAG_AGAIN", "FLAG_UNKNOWN", "FLAG_STRIPPED", "HIT_ROW", "HIT_START",
-           "HIT_END", "HIT_SLOT", "HIT_AT", "HIT_LEN", "HIT_COUNT", "HIT_INT", "HIT_FITS"]
+__all__ = ["cut_frames", "walk_nodes", "gather", "as_repeated_field", "distinct_slices", "GROUP", "BAD_FIELD",
+           "BAD_VARINT", "BAD_PAST", "BAD_PACKED", "IN_ATTRIBUTE", "FLAG_AGAIN", "FLAG_UNKNOWN", "FLAG_STRIPPED",
+           "HIT_ROW", "HIT_START", "HIT_END", "HIT_SLOT", "HIT_AT", "HIT_LEN", "HIT_COUNT", "HIT_INT", "HIT_FITS"]
 
 #: the walk's status codes (0: every node read); IN_ATTRIBUTE is added for a field of an attribute
 GROUP, BAD_FIELD, BAD_VARINT, BAD_PAST, BAD_PACKED, IN_ATTRIBUTE = 1, 2, 3, 4, 5, 8
@@ -368,3 +368,43 @@ def as_repeated_field(buf, start, size):  # pragma: no cover - compiled
         out[k:k + size[i]] = buf[start[i]:start[i] + size[i]]
         k += size[i]
     return out
+
+
+@njit(cache=True, nogil=True)
+def distinct_slices(buf, at, length):  # pragma: no cover - compiled
+    """Number the distinct byte strings ``buf[at[i]:at[i]+length[i]]`` in order of first
+    occurrence: ``(number per slice, the first slice of each number)``."""
+    n = len(at)
+    number = np.empty(n, np.int64)
+    first = np.empty(n, np.int64)
+    size = 16
+    while size < 2 * n:  # a power of two at least twice the slices: short probe chains
+        size *= 2
+    table = np.full(size, -1, np.int64)
+    mask = len(table) - 1
+    count = 0
+    for i in range(n):
+        h = np.uint64(14695981039346656037)
+        for j in range(length[i]):
+            h = (h ^ np.uint64(buf[at[i] + j])) * np.uint64(1099511628211)
+        slot = np.int64(h & np.uint64(mask))
+        while True:
+            k = table[slot]
+            if k < 0:
+                table[slot] = count
+                first[count] = i
+                number[i] = count
+                count += 1
+                break
+            f = first[k]
+            same = length[f] == length[i]
+            if same:
+                for j in range(length[i]):
+                    if buf[at[f] + j] != buf[at[i] + j]:
+                        same = False
+                        break
+            if same:
+                number[i] = k
+                break
+            slot = (slot + 1) & mask
+    return number, first[:count].copy()
