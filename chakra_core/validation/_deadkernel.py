@@ -61,8 +61,105 @@ def _pop(heap, size, r, lo, ids):  # pragma: no cover - compiled
     return top
 
 
+#: the counters of a run: finished nodes on the stack, head and tail of the rank queue, slots
+_FIN, _HEAD, _TAIL, _SLOTS = range(4)
+
+
 @njit(cache=True, nogil=True)
-def run_compiled(base, ids, kinds, group, channel, nchannels, pred_ptr, preds, member_count,  # noqa: C901
+def _successors(pred_ptr, preds, n):  # pragma: no cover - compiled
+    """The nodes waiting for each node: ``(ptr, kids)``."""
+    count = np.zeros(n + 1, np.int64)
+    for j in range(len(preds)):
+        count[preds[j] + 1] += 1
+    for x in range(n):
+        count[x + 1] += count[x]
+    fill = count[:-1].astype(np.int32)
+    kids = np.empty(len(preds), np.int32)
+    for x in range(n):
+        for j in range(pred_ptr[x], pred_ptr[x + 1]):
+            p = preds[j]
+            kids[fill[p]] = x
+            fill[p] += 1
+    return count, kids
+
+
+@njit(cache=True, nogil=True)
+def _queue(r, queued, pump, ctr):  # pragma: no cover - compiled
+    """Put rank ``r`` on the queue of ranks to issue, unless it is there."""
+    if not queued[r]:
+        queued[r] = True
+        pump[ctr[_TAIL]] = r
+        ctr[_TAIL] = (ctr[_TAIL] + 1) % len(pump)
+
+
+@njit(cache=True, nogil=True)
+def _finish(x, finished, ctr):  # pragma: no cover - compiled
+    """Push node ``x`` on the stack of finished nodes."""
+    finished[ctr[_FIN]] = x
+    ctr[_FIN] += 1
+
+
+@njit(cache=True, nogil=True)
+def _ready(x, r, lo, ids, kinds, channel, heap, hsize, queued, pump, sends, recvs, state, finished,
+           ctr):  # pragma: no cover - compiled
+    """Node ``x`` of rank ``r`` has every dependency finished: a receive matches a send or
+    waits, anything else goes on the rank's heap (``heap[lo:]``)."""
+    if kinds[x] != _RECV:
+        _push(heap, hsize, r, lo, x, ids)
+        _queue(r, queued, pump, ctr)
+        return
+    ch = channel[x]
+    if sends[ch] > 0:
+        sends[ch] -= 1
+        _finish(x, finished, ctr)
+        return
+    head, tail, nxt = recvs
+    state[x] = 3
+    if tail[ch] < 0:
+        head[ch] = x
+    else:
+        nxt[tail[ch]] = x
+    tail[ch] = x
+
+
+@njit(cache=True, nogil=True)
+def _arrive(x, r, g, member_count, seq, slot, arrivals, free, state, seq_of, rank_of, finished, queued, pump,
+            ctr):  # pragma: no cover - compiled
+    """Collective ``x`` of rank ``r`` on group ``g`` starts; when the last member arrives, every
+    arrival finishes (in arrival order) and frees its slot."""
+    count, head, nxt = arrivals
+    key = r * len(member_count) + g
+    s = seq[key] if key in seq else 0
+    seq[key] = s + 1
+    free[r] -= 1
+    skey = g * (len(state) + 1) + s
+    if skey in slot:
+        z = slot[skey]
+    else:
+        z = slot[skey] = ctr[_SLOTS]
+        ctr[_SLOTS] += 1
+    nxt[x] = head[z]
+    head[z] = x
+    count[z] += 1
+    state[x] = 2
+    seq_of[x] = s
+    if count[z] != member_count[g]:
+        return
+    del slot[skey]
+    order = np.empty(count[z], np.int64)
+    y, m = head[z], count[z]
+    while y >= 0:  # the list was built newest first
+        m -= 1
+        order[m] = y
+        y = nxt[y]
+    for y in order:
+        free[rank_of[y]] += 1
+        _finish(y, finished, ctr)
+        _queue(rank_of[y], queued, pump, ctr)
+
+
+@njit(cache=True, nogil=True)
+def run_compiled(base, ids, kinds, group, channel, nchannels, pred_ptr, preds, member_count,
                  streams):  # pragma: no cover - compiled
     """Run the set: ``(done per rank, per node its state: 1 finished, 2 arrived at an unfinished
     collective, 3 a receive waiting, and its collective's sequence number)``.
@@ -74,21 +171,8 @@ def run_compiled(base, ids, kinds, group, channel, nchannels, pred_ptr, preds, m
     rank_of = np.empty(n, np.int32)
     for r in range(nranks):
         rank_of[base[r]:base[r + 1]] = r
-    indeg = np.empty(n, np.int32)
-    count = np.zeros(n + 1, np.int64)
-    for x in range(n):
-        indeg[x] = pred_ptr[x + 1] - pred_ptr[x]
-        for j in range(pred_ptr[x], pred_ptr[x + 1]):
-            count[preds[j] + 1] += 1
-    for x in range(n):
-        count[x + 1] += count[x]
-    fill = count[:-1].astype(np.int32)
-    kids = np.empty(len(preds), np.int32)
-    for x in range(n):
-        for j in range(pred_ptr[x], pred_ptr[x + 1]):
-            p = preds[j]
-            kids[fill[p]] = x
-            fill[p] += 1
+    indeg = (pred_ptr[1:] - pred_ptr[:-1]).astype(np.int32)
+    count, kids = _successors(pred_ptr, preds, n)
     state = np.zeros(n, np.int8)
     seq_of = np.zeros(n, np.int32)
     done = np.zeros(nranks, np.int64)
@@ -96,142 +180,63 @@ def run_compiled(base, ids, kinds, group, channel, nchannels, pred_ptr, preds, m
     hsize = np.zeros(nranks, np.int64)
     free = np.full(nranks, streams, np.int64)
     finished = np.empty(n + 1, np.int32)
-    nfin = 0
     pump = np.empty(nranks + 1, np.int64)
-    p_head = p_tail = 0
     queued = np.zeros(nranks, np.bool_)
+    ctr = np.zeros(4, np.int64)
     sends = np.zeros(nchannels, np.int64)
-    r_head = np.full(nchannels, -1, np.int64)
-    r_tail = np.full(nchannels, -1, np.int64)
-    r_next = np.full(n, -1, np.int32)
+    recvs = (np.full(nchannels, -1, np.int64), np.full(nchannels, -1, np.int64), np.full(n, -1, np.int64))
     seq = Dict.empty(key_type=types.int64, value_type=types.int64)
     slot = Dict.empty(key_type=types.int64, value_type=types.int64)
-    slot_count = np.zeros(n + 1, np.int32)
-    slot_head = np.full(n + 1, -1, np.int32)
-    a_next = np.full(n, -1, np.int32)
-    nslots = 0
-    ngroups = len(member_count)
+    arrivals = (np.zeros(n + 1, np.int64), np.full(n + 1, -1, np.int64), np.full(n, -1, np.int64))
     for r in range(nranks):
         for x in range(base[r], base[r + 1]):
             if indeg[x] == 0:
-                # ready(x)
-                if kinds[x] != _RECV:
-                    _push(heap, hsize, r, base[r], x, ids)
-                    if not queued[r]:
-                        queued[r] = True
-                        pump[p_tail] = r
-                        p_tail = (p_tail + 1) % (nranks + 1)
-                else:
-                    ch = channel[x]
-                    if sends[ch] > 0:
-                        sends[ch] -= 1
-                        finished[nfin] = x
-                        nfin += 1
-                    else:
-                        state[x] = 3
-                        if r_tail[ch] < 0:
-                            r_head[ch] = x
-                        else:
-                            r_next[r_tail[ch]] = x
-                        r_tail[ch] = x
-        if not queued[r]:
-            queued[r] = True
-            pump[p_tail] = r
-            p_tail = (p_tail + 1) % (nranks + 1)
-    while nfin > 0 or p_head != p_tail:
-        while nfin > 0:
-            nfin -= 1
-            x = finished[nfin]
-            r = rank_of[x]
+                _ready(x, r, base[r], ids, kinds, channel, heap, hsize, queued, pump, sends, recvs, state, finished,
+                       ctr)
+        _queue(r, queued, pump, ctr)
+    while ctr[_FIN] > 0 or ctr[_HEAD] != ctr[_TAIL]:
+        while ctr[_FIN] > 0:
+            ctr[_FIN] -= 1
+            x = finished[ctr[_FIN]]
             state[x] = 1
-            done[r] += 1
+            done[rank_of[x]] += 1
             for j in range(count[x], count[x + 1]):
                 c = kids[j]
                 indeg[c] -= 1
-                if indeg[c] != 0:
-                    continue
-                rc = rank_of[c]
-                if kinds[c] != _RECV:
-                    _push(heap, hsize, rc, base[rc], c, ids)
-                    if not queued[rc]:
-                        queued[rc] = True
-                        pump[p_tail] = rc
-                        p_tail = (p_tail + 1) % (nranks + 1)
-                else:
-                    ch = channel[c]
-                    if sends[ch] > 0:
-                        sends[ch] -= 1
-                        finished[nfin] = c
-                        nfin += 1
-                    else:
-                        state[c] = 3
-                        if r_tail[ch] < 0:
-                            r_head[ch] = c
-                        else:
-                            r_next[r_tail[ch]] = c
-                        r_tail[ch] = c
-        if p_head != p_tail:
-            r = pump[p_head]
-            p_head = (p_head + 1) % (nranks + 1)
+                if indeg[c] == 0:
+                    rc = rank_of[c]
+                    _ready(c, rc, base[rc], ids, kinds, channel, heap, hsize, queued, pump, sends, recvs, state,
+                           finished, ctr)
+        if ctr[_HEAD] != ctr[_TAIL]:
+            r = pump[ctr[_HEAD]]
+            ctr[_HEAD] = (ctr[_HEAD] + 1) % (nranks + 1)
             queued[r] = False
             while free[r] > 0 and hsize[r] > 0:
                 x = _pop(heap, hsize, r, base[r], ids)
-                k = kinds[x]
-                if k == _COLL:
-                    g = group[x]
-                    key = r * ngroups + g
-                    s = seq[key] if key in seq else 0
-                    seq[key] = s + 1
-                    free[r] -= 1
-                    skey = g * (n + 1) + s
-                    if skey in slot:
-                        z = slot[skey]
-                    else:
-                        z = slot[skey] = nslots
-                        nslots += 1
-                    a_next[x] = slot_head[z]
-                    slot_head[z] = x
-                    slot_count[z] += 1
-                    state[x] = 2
-                    seq_of[x] = s
-                    if slot_count[z] == member_count[g]:
-                        del slot[skey]
-                        y = slot_head[z]
-                        arrivals = np.empty(slot_count[z], np.int64)
-                        m = slot_count[z]
-                        while y >= 0:  # the arrivals in arrival order (the list was built newest first)
-                            m -= 1
-                            arrivals[m] = y
-                            y = a_next[y]
-                        for y in arrivals:
-                            ry = rank_of[y]
-                            free[ry] += 1
-                            finished[nfin] = y
-                            nfin += 1
-                            if not queued[ry]:
-                                queued[ry] = True
-                                pump[p_tail] = ry
-                                p_tail = (p_tail + 1) % (nranks + 1)
-                elif k == _SEND:
-                    ch = channel[x]
-                    if r_head[ch] >= 0:
-                        y = r_head[ch]
-                        r_head[ch] = r_next[y]
-                        if r_head[ch] < 0:
-                            r_tail[ch] = -1
-                        finished[nfin] = y
-                        nfin += 1
-                    else:
-                        sends[ch] += 1
-                    finished[nfin] = x
-                    nfin += 1
+                if kinds[x] == _COLL:
+                    _arrive(x, r, group[x], member_count, seq, slot, arrivals, free, state, seq_of, rank_of, finished,
+                            queued, pump, ctr)
+                elif kinds[x] == _SEND:
+                    _send(x, channel[x], sends, recvs, finished, ctr)
                 else:
-                    finished[nfin] = x
-                    nfin += 1
-                if nfin > 0:
-                    if not queued[r]:
-                        queued[r] = True
-                        pump[p_tail] = r
-                        p_tail = (p_tail + 1) % (nranks + 1)
+                    _finish(x, finished, ctr)
+                if ctr[_FIN] > 0:
+                    _queue(r, queued, pump, ctr)
                     break
     return done, state, seq_of
+
+
+@njit(cache=True, nogil=True)
+def _send(x, ch, sends, recvs, finished, ctr):  # pragma: no cover - compiled
+    """Send ``x`` starts (eager): the first receive waiting on its channel finishes, or the send
+    is counted for a later one; the send finishes."""
+    head, tail, nxt = recvs
+    if head[ch] >= 0:
+        y = head[ch]
+        head[ch] = nxt[y]
+        if head[ch] < 0:
+            tail[ch] = -1
+        _finish(y, finished, ctr)
+    else:
+        sends[ch] += 1
+    _finish(x, finished, ctr)

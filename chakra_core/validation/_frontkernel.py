@@ -43,21 +43,97 @@ def _hash(items, k):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def advance(dep_pos, dep_ptr, is_skel, first, pool, start, size, counters, index, unions, waits,  # noqa: C901
+def _merge(pool, sa, na, sb, nb, out):  # pragma: no cover - compiled
+    """The union of the sorted sets ``pool[sa:sa+na]`` and ``pool[sb:sb+nb]`` into ``out``;
+    its size."""
+    x = y = m = 0
+    while x < na or y < nb:
+        if y >= nb or (x < na and pool[sa + x] < pool[sb + y]):
+            v = pool[sa + x]
+            x += 1
+        elif x >= na or pool[sb + y] < pool[sa + x]:
+            v = pool[sb + y]
+            y += 1
+        else:
+            v = pool[sa + x]
+            x += 1
+            y += 1
+        out[m] = v
+        m += 1
+    return m
+
+
+@njit(cache=True, nogil=True)
+def _mark_common(pool, sw, nw, items, m, marks):  # pragma: no cover - compiled
+    """Mark in ``marks`` the members of ``items[:m]`` that are in ``pool[sw:sw+nw]`` (both
+    sorted); whether there was one."""
+    p = q = 0
+    hit = False
+    while p < nw and q < m:
+        if pool[sw + p] < items[q]:
+            p += 1
+        elif pool[sw + p] > items[q]:
+            q += 1
+        else:
+            marks[q] = 1
+            hit = True
+            p += 1
+            q += 1
+    return hit
+
+
+@njit(cache=True, nogil=True)
+def _reduce(pool, start, size, waits, items, m, marks):  # pragma: no cover - compiled
+    """``items[:m]`` without the members that another member waits for directly, in place;
+    the size left."""
+    marks[:m] = 0
+    for t in range(m):
+        w = waits[items[t]]
+        if w != 0:
+            _mark_common(pool, start[w], size[w], items, m, marks)
+    r = 0
+    for t in range(m):
+        if marks[t] == 0:
+            items[r] = items[t]
+            r += 1
+    return r
+
+
+@njit(cache=True, nogil=True)
+def _intern(items, r, pool, start, size, counters, index):  # pragma: no cover - compiled
+    """The number of the set ``items[:r]`` (sorted), added when new: ``(status, number, pool,
+    start, size)``; ``counters[0:2]`` = (sets, pool items used) are advanced."""
+    h = _hash(items, r)
+    if h in index:
+        got = index[h]
+        if size[got] != r:
+            return COLLISION, got, pool, start, size
+        for t in range(r):
+            if pool[start[got] + t] != items[t]:
+                return COLLISION, got, pool, start, size
+        return OK, got, pool, start, size
+    nsets, used = counters[0], counters[1]
+    start, size = _grow(start, nsets + 1), _grow(size, nsets + 1)
+    pool = _grow(pool, used + r)
+    pool[used:used + r] = items[:r]
+    start[nsets], size[nsets] = used, r
+    index[h] = nsets
+    counters[0], counters[1] = nsets + 1, used + r
+    return OK, nsets, pool, start, size
+
+
+@njit(cache=True, nogil=True)
+def advance(dep_pos, dep_ptr, is_skel, first, pool, start, size, counters, index, unions, waits,
             fid):  # pragma: no cover - compiled
     """Nodes ``first, first+1, ...`` (one per ``is_skel`` row) in an order where every dependency
     comes first: ``dep_pos[dep_ptr[i]:dep_ptr[i+1]]`` are the positions of node ``first+i``'s.
     ``counters`` = (sets, pool items used, skeleton nodes so far); returns ``(status, pool,
     start, size, waits, fid)``, the arrays grown where they were short."""
     n = len(is_skel)
-    nsets, used, k_skel = counters[0], counters[1], counters[2]
-    more = 0
-    for i in range(n):
-        more += is_skel[i]
-    waits = _grow(waits, k_skel + more)
+    waits = _grow(waits, counters[2] + np.sum(is_skel))
     fid = _grow(fid, first + n)
-    a_buf = np.empty(64, np.int64)
-    b_buf = np.empty(64, np.int64)
+    items = np.empty(64, np.int64)
+    marks = np.empty(64, np.int64)
     for i in range(n):
         f = 0
         for j in range(dep_ptr[i], dep_ptr[i + 1]):
@@ -71,98 +147,23 @@ def advance(dep_pos, dep_ptr, is_skel, first, pool, start, size, counters, index
             if key in unions:
                 f = unions[key]
                 continue
-            # merge the two sorted sets into a_buf
-            sa, na, sb, nb = start[f], size[f], start[g], size[g]
-            a_buf = _grow(a_buf, na + nb)
-            b_buf = _grow(b_buf, na + nb)
-            x = y = m = 0
-            while x < na or y < nb:
-                if y >= nb or (x < na and pool[sa + x] < pool[sb + y]):
-                    v = pool[sa + x]
-                    x += 1
-                elif x >= na or pool[sb + y] < pool[sa + x]:
-                    v = pool[sb + y]
-                    y += 1
-                else:
-                    v = pool[sa + x]
-                    x += 1
-                    y += 1
-                a_buf[m] = v
-                m += 1
-            # the members that another member waits for directly (implied), marked in b_buf
-            for t in range(m):
-                b_buf[t] = 0
-            for t in range(m):
-                w = waits[a_buf[t]]
-                if w == 0:
-                    continue
-                sw, nw = start[w], size[w]
-                hit = False
-                p = q = 0
-                while p < nw and q < m:
-                    if pool[sw + p] < a_buf[q]:
-                        p += 1
-                    elif pool[sw + p] > a_buf[q]:
-                        q += 1
-                    else:
-                        hit = True
-                        break
-                if not hit:
-                    continue
-                p = q = 0
-                while p < nw and q < m:
-                    if pool[sw + p] < a_buf[q]:
-                        p += 1
-                    elif pool[sw + p] > a_buf[q]:
-                        q += 1
-                    else:
-                        b_buf[q] = 1
-                        p += 1
-                        q += 1
-            r = 0
-            for t in range(m):
-                if b_buf[t] == 0:
-                    a_buf[r] = a_buf[t]
-                    r += 1
-            h = _hash(a_buf, r)
-            got = index[h] if h in index else -1
-            if got >= 0:
-                if size[got] != r:
-                    return COLLISION, pool, start, size, waits, fid
-                for t in range(r):
-                    if pool[start[got] + t] != a_buf[t]:
-                        return COLLISION, pool, start, size, waits, fid
-            else:
-                start, size = _grow(start, nsets + 1), _grow(size, nsets + 1)
-                pool = _grow(pool, used + r)
-                pool[used:used + r] = a_buf[:r]
-                start[nsets], size[nsets] = used, r
-                used += r
-                got = index[h] = nsets
-                nsets += 1
-            unions[key] = got
-            f = got
+            items = _grow(items, size[f] + size[g])
+            marks = _grow(marks, size[f] + size[g])
+            m = _merge(pool, start[f], size[f], start[g], size[g], items)
+            r = _reduce(pool, start, size, waits, items, m, marks)
+            status, f, pool, start, size = _intern(items, r, pool, start, size, counters, index)
+            if status != OK:
+                return status, pool, start, size, waits, fid
+            unions[key] = f
         if is_skel[i]:
-            waits[k_skel] = f
-            a_buf[0] = k_skel
-            h = _hash(a_buf, 1)
-            got = index[h] if h in index else -1
-            if got >= 0:
-                if size[got] != 1 or pool[start[got]] != k_skel:
-                    return COLLISION, pool, start, size, waits, fid
-            else:
-                start, size = _grow(start, nsets + 1), _grow(size, nsets + 1)
-                pool = _grow(pool, used + 1)
-                pool[used] = k_skel
-                start[nsets], size[nsets] = used, 1
-                used += 1
-                got = index[h] = nsets
-                nsets += 1
-            fid[first + i] = got
-            k_skel += 1
-        else:
-            fid[first + i] = f
-    counters[0], counters[1], counters[2] = nsets, used, k_skel
+            k = counters[2]
+            waits[k] = f
+            items[0] = k
+            status, f, pool, start, size = _intern(items, 1, pool, start, size, counters, index)
+            if status != OK:
+                return status, pool, start, size, waits, fid
+            counters[2] = k + 1
+        fid[first + i] = f
     return OK, pool, start, size, waits, fid
 
 
