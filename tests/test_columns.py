@@ -186,3 +186,22 @@ def test_truncated_file(tmp_path):
     path.write_bytes(path.read_bytes()[:-2])
     with pytest.raises(TraceFormatError, match="truncated"):
         node_columns(FileRank(0, path))
+
+
+def test_string_attribute_not_utf8_names_its_node(tmp_path):
+    """Distinct string values are decoded once: a bad one still names the first node holding it."""
+    from chakra_core import TraceFormatError
+
+    path = tmp_path / "s.0.et"
+    attr = b"\x0a\x07pg_name" + b"\xea\x01\x01\xff"  # name, then string_val of one byte that is not UTF-8
+    with EtWriter(path, GlobalMetadata(version="0.0.4")) as w:
+        for i in range(3):
+            node = Node(id=i + 1, type=NodeType.COMM_COLL_NODE)
+            node.attr.add(name="pg_name", string_val="tp_0")
+            w.write_raw(node.SerializeToString())
+        w.write_raw(Node(id=4).SerializeToString() + b"\x52" + bytes([len(attr)]) + attr)
+        w.write_raw(Node(id=5).SerializeToString() + b"\x52" + bytes([len(attr)]) + attr)
+    with pytest.raises(TraceFormatError) as e:
+        node_columns(FileRank(0, path), ["pg_name"])
+    assert "node #3" in str(e.value) and "attribute" in str(e.value)
+    assert node_columns(FileRank(0, path), ["comm_type"]).attrs["comm_type"].present.sum() == 0

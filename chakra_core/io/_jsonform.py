@@ -37,6 +37,7 @@ from chakra_core.base._errors import TraceFormatError
 from chakra_core.base._limits import check_limit
 from chakra_core.io._etio import atomic_output
 from chakra_core.io._jsonfast import node_from_dict
+from chakra_core.io._jsonnode import node_dict
 from chakra_core.io._schema import GlobalMetadata, Node
 from chakra_core.io._unknown import UNKNOWN_KEY, merge_unknown, unknown_fields
 
@@ -48,7 +49,9 @@ FORMAT_TAG = "chakra-et-json"
 def _to_dict(msg) -> dict:
     """protobuf's JSON mapping of ``msg``, plus ``unknown_fields`` (see :mod:`._unknown`) on the
     message and on each attribute that holds fields of a newer schema."""
-    d = json_format.MessageToDict(msg, preserving_proto_field_name=True)
+    d = node_dict(msg) if isinstance(msg, Node) else None
+    if d is None:
+        d = json_format.MessageToDict(msg, preserving_proto_field_name=True)
     extra = unknown_fields(msg)
     if extra:
         d[UNKNOWN_KEY] = extra

@@ -16,12 +16,16 @@ from chakra_core.base._need import need
 
 njit = need("numba", "fast").njit
 
-__all__ = ["cut_frames", "walk_nodes", "gather", "GROUP", "BAD_FIELD", "BAD_VARINT", "BAD_PAST", "BAD_PACKED",
-           "IN_ATTRIBUTE", "HIT_ROW", "HIT_START", "HIT_END", "HIT_SLOT", "HIT_AT", "HIT_LEN", "HIT_COUNT",
-           "HIT_INT", "HIT_FITS"]
+__all__ = ["cut_frames", "walk_nodes", "gather", "as_repeated_field", "distinct_slices", "GROUP", "BAD_FIELD",
+           "BAD_VARINT", "BAD_PAST", "BAD_PACKED", "IN_ATTRIBUTE", "FLAG_AGAIN", "FLAG_UNKNOWN", "FLAG_STRIPPED",
+           "HIT_ROW", "HIT_START", "HIT_END", "HIT_SLOT", "HIT_AT", "HIT_LEN", "HIT_COUNT", "HIT_INT", "HIT_FITS"]
 
 #: the walk's status codes (0: every node read); IN_ATTRIBUTE is added for a field of an attribute
 GROUP, BAD_FIELD, BAD_VARINT, BAD_PAST, BAD_PACKED, IN_ATTRIBUTE = 1, 2, 3, 4, 5, 8
+#: per-node flags: an attribute name asked for occurs again in the node; an attribute walked holds
+#: a field other than its name, doc string and known value slots (an unknown field); the node was
+#: re-serialized without its unknown fields before the walk (set by :mod:`._columns`)
+FLAG_AGAIN, FLAG_UNKNOWN, FLAG_STRIPPED = 1, 2, 4
 #: the walk's buffers are full (it is run again with room for every dependency and attribute)
 FULL = 6
 #: the rows of the attribute hit table: node, name index, attribute message start and end, value
@@ -94,8 +98,8 @@ def walk_nodes(buf, start, end, names, name_ptr, slot_of_key, kind_of_slot):  # 
     """Read the Node messages ``buf[start[i]:end[i]]`` (``buf`` zero-padded by 16 bytes or more).
 
     Returns ``(status, (row, key), nodes, deps, (hits, hit_ptr))``: ``nodes`` = (ids, types,
-    durations, name positions, name lengths); ``deps`` = (CSR offsets, ids: data deps, then
-    ctrl deps, each in file order); ``hits`` holds one column per attribute counted (the first
+    durations, name positions, name lengths, FLAG_* bits); ``deps`` = (CSR offsets, ids: data
+    deps, then ctrl deps, each in file order); ``hits`` holds one column per attribute counted (the first
     of each name asked for, ``names[name_ptr[j]:name_ptr[j+1]]``, in a node), those of name
     ``j`` in ``hit_ptr[j]:hit_ptr[j+1]`` in node order; its rows are the HIT_* fields.  A status
     other than 0 stops the walk at node ``row`` (``key``: the field's key; plus IN_ATTRIBUTE for
@@ -106,25 +110,26 @@ def walk_nodes(buf, start, end, names, name_ptr, slot_of_key, kind_of_slot):  # 
     dur = np.zeros(n, np.uint64)
     name_at = np.zeros(n, np.int64)
     name_len = np.zeros(n, np.int64)
+    flags = np.zeros(n, np.uint8)
     dep_ptr = np.zeros(n + 1, np.int64)
     sizes = np.zeros(2, np.int64)
     # room for 4 dependencies and 4 attributes a node; when that is short, for as many as the bytes
     # can hold (a dependency takes a byte or more, an attribute two or more): buffers that large
     # cost page faults
     deps, ctrl, hits, raw = _buffers(4 * n + 16, 4 * n + 16)
-    status, row, key = _walk(buf, start, end, names, name_ptr, slot_of_key, (ids, types, dur, name_at, name_len),
+    status, row, key = _walk(buf, start, end, names, name_ptr, slot_of_key, (ids, types, dur, name_at, name_len, flags),
                              dep_ptr, deps, ctrl, hits, raw, sizes)
     if status == FULL:
         deps, ctrl, hits, raw = _buffers(len(buf), len(buf) // 2 + 1)
         status, row, key = _walk(buf, start, end, names, name_ptr, slot_of_key,
-                                 (ids, types, dur, name_at, name_len), dep_ptr, deps, ctrl, hits, raw, sizes)
+                                 (ids, types, dur, name_at, name_len, flags), dep_ptr, deps, ctrl, hits, raw, sizes)
     if status:
-        z, u = np.zeros(0, np.int64), np.zeros(0, np.uint64)
-        return status, (row, key), (u, z, u, z, z), (z, u), (np.zeros((HIT_FIELDS, 0), np.int64), z)
+        z, u, b = np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(0, np.uint8)
+        return status, (row, key), (u, z, u, z, z, b), (z, u), (np.zeros((HIT_FIELDS, 0), np.int64), z)
     nd, nh = sizes[0], sizes[1]
     _values(hits[:, :nh], raw[:nh], kind_of_slot)
     grouped, hit_ptr = _by_name(hits[:, :nh], len(name_ptr) - 1)
-    return 0, (0, 0), (ids, types, dur, name_at, name_len), (dep_ptr, deps[:nd].copy()), (grouped, hit_ptr)
+    return 0, (0, 0), (ids, types, dur, name_at, name_len, flags), (dep_ptr, deps[:nd].copy()), (grouped, hit_ptr)
 
 
 @njit(cache=True, nogil=True)
@@ -190,7 +195,7 @@ def _walk(buf, start, end, names, name_ptr, slot_of_key, nodes, dep_ptr, deps, c
     name match written out: calls to numba functions here, even inlined ones, made it 2-3x slower
     (measured).  That is why it stays one function of high complexity instead of named steps:
     its steps are the numbered states of one compiled loop."""
-    ids, types, dur, name_at, name_len = nodes
+    ids, types, dur, name_at, name_len, flags = nodes
     nnames = len(name_ptr) - 1
     seen = np.full(max(nnames, 1), -1, np.int64)
     nd = nh = 0
@@ -227,6 +232,8 @@ def _walk(buf, start, end, names, name_ptr, slot_of_key, nodes, dep_ptr, deps, c
                         hits[HIT_COUNT, nh] = a_count
                         hit_raw[nh] = a_raw
                         nh += 1
+                    else:
+                        flags[i] |= FLAG_AGAIN
                     break
                 p, stop, depth = stop, node_stop, 0
                 continue
@@ -257,6 +264,8 @@ def _walk(buf, start, end, names, name_ptr, slot_of_key, nodes, dep_ptr, deps, c
                 elif key < len(slot_of_key) and slot_of_key[key]:
                     a_slot, a_raw, a_at, a_count = slot_of_key[key], value, at, a_count + 1
                     a_vlen = np.int64(value) if wire == 2 else 0
+                elif key != 0x12:
+                    flags[i] |= FLAG_UNKNOWN
             elif key == 0x08:
                 ids[i] = value
             elif key == 0x18:
@@ -334,3 +343,71 @@ def gather(flat, start, length):  # pragma: no cover - compiled
             out[k + j] = flat[s + j]
         k += length[i]
     return out
+
+
+@njit(cache=True, nogil=True)
+def as_repeated_field(buf, start, size):  # pragma: no cover - compiled
+    """The messages ``buf[start[i]:start[i]+size[i]]`` as the wire form of a repeated message
+    field number 1 (each one behind the key 0x0A and its length as a varint)."""
+    total = 0
+    for i in range(len(start)):
+        n, width = size[i], 1
+        while n >= 0x80:
+            n >>= 7
+            width += 1
+        total += 1 + width + size[i]
+    out = np.empty(total, np.uint8)
+    k = 0
+    for i in range(len(start)):
+        out[k] = 0x0A
+        k += 1
+        n = size[i]
+        while n >= 0x80:
+            out[k] = (n & 0x7F) | 0x80
+            n >>= 7
+            k += 1
+        out[k] = n
+        k += 1
+        out[k:k + size[i]] = buf[start[i]:start[i] + size[i]]
+        k += size[i]
+    return out
+
+
+@njit(cache=True, nogil=True)
+def distinct_slices(buf, at, length):  # pragma: no cover - compiled
+    """Number the distinct byte strings ``buf[at[i]:at[i]+length[i]]`` in order of first
+    occurrence: ``(number per slice, the first slice of each number)``."""
+    n = len(at)
+    number = np.empty(n, np.int64)
+    first = np.empty(n, np.int64)
+    size = 16
+    while size < 2 * n:  # a power of two at least twice the slices: short probe chains
+        size *= 2
+    table = np.full(size, -1, np.int64)
+    mask = len(table) - 1
+    count = 0
+    for i in range(n):
+        h = np.uint64(14695981039346656037)
+        for j in range(length[i]):
+            h = (h ^ np.uint64(buf[at[i] + j])) * np.uint64(1099511628211)
+        slot = np.int64(h & np.uint64(mask))
+        while True:
+            k = table[slot]
+            if k < 0:
+                table[slot] = count
+                first[count] = i
+                number[i] = count
+                count += 1
+                break
+            f = first[k]
+            same = length[f] == length[i]
+            if same:
+                for j in range(length[i]):
+                    if buf[at[f] + j] != buf[at[i] + j]:
+                        same = False
+                        break
+            if same:
+                number[i] = k
+                break
+            slot = (slot + 1) & mask
+    return number, first[:count].copy()

@@ -20,12 +20,13 @@ from google.protobuf.message import DecodeError
 from chakra_core.base._errors import TraceFormatError
 from chakra_core.io import _wirekernels as wire
 from chakra_core.io._etruns import Run, file_runs
+from chakra_core.io._rundecode import run_decodes
 from chakra_core.io._schema import AttributeProto, Node
 from chakra_core.trace._attrs import attr_value
 from chakra_core.trace._graph import DepGraph
 from chakra_core.trace._traceset import FileRank, RankTrace
 
-__all__ = ["NodeColumns", "AttrColumn", "node_columns"]
+__all__ = ["NodeColumns", "AttrColumn", "node_columns", "column_runs"]
 
 #: nodes walked at a time when they are not read from a file (memory: a few dozen bytes a node)
 _RUN = 1 << 16
@@ -129,12 +130,15 @@ class NodeColumns:
     ``ids`` (uint64), ``types`` (int64, the NodeType value), ``duration_micros`` (uint64);
     node ``i`` depends on the ids ``dep_ids[dep_ptr[i]:dep_ptr[i+1]]`` (data deps, then ctrl
     deps) and is named ``name_bytes[name_ptr[i]:name_ptr[i+1]]`` (UTF-8, checked);
-    ``attrs[name]`` is the :class:`AttrColumn` of each attribute name asked for.
+    ``attrs[name]`` is the :class:`AttrColumn` of each attribute name asked for; ``flags``
+    (uint8) holds per node the bits 1 (an attribute name asked for occurs more than once: the
+    column holds the first), 2 (an attribute holds a field this schema does not know) and 4 (the
+    node was read without its unknown fields).
     """
 
     def __init__(self, ids: np.ndarray, types: np.ndarray, duration_micros: np.ndarray,
                  dep_ptr: np.ndarray, dep_ids: np.ndarray, name_ptr: np.ndarray, name_bytes: np.ndarray,
-                 attrs: dict[str, AttrColumn]):
+                 attrs: dict[str, AttrColumn], flags: np.ndarray | None = None):
         self.ids = ids
         self.types = types
         self.duration_micros = duration_micros
@@ -143,6 +147,7 @@ class NodeColumns:
         self.name_ptr = name_ptr
         self.name_bytes = name_bytes
         self.attrs = attrs
+        self.flags = np.zeros(len(ids), np.uint8) if flags is None else flags
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -168,13 +173,25 @@ def node_columns(rt: RankTrace, attrs: Iterable[str] = ()) -> NodeColumns:
 
     The wire structure of every node and attribute message walked is checked (a TraceFormatError
     names the file and node); nested messages that are not read (``inputs``/``outputs``, an
-    attribute not asked for) are not decoded, so a damaged one goes unnoticed here: ``chakra
-    validate`` decodes everything.
+    attribute not asked for) are not decoded, so a damaged one goes unnoticed here.
     """
     names = tuple(dict.fromkeys(attrs))
-    where = rt.label
-    runs = [_walk_run(run, names, where) for run in _runs(rt)]
-    return _join(runs, names)
+    return _join(list(column_runs(rt, names)), names)
+
+
+def column_runs(rt: RankTrace, attrs: Iterable[str] = (), decoded: bool = False) -> Iterator[NodeColumns]:
+    """:func:`node_columns` a run of nodes at a time (a chunk of 1 MiB of an ``.et`` file, or
+    65,536 nodes of another rank), in file order: memory for one run, not for the rank.
+
+    With ``decoded``, every node message of a file is also decoded whole by protobuf (a run in
+    one call, :func:`chakra_core.io._rundecode.run_decodes`), nested messages included; a run
+    that does not decode raises a TraceFormatError (without the node: read the rank node by
+    node for that)."""
+    names = tuple(dict.fromkeys(attrs))
+    for run in _runs(rt):
+        if decoded and isinstance(rt, FileRank) and not run_decodes(run):
+            raise TraceFormatError(f"a node message from node #{run[3]} on does not decode", rt.label)
+        yield _walk_run(run, names, rt.label)
 
 
 def _runs(rt: RankTrace) -> Iterator[Run]:
@@ -208,16 +225,18 @@ def _walk_run(run: Run, names: tuple[str, ...], where: str) -> NodeColumns:
                                                                        _SLOT_OF_KEY, _KIND)
     if status in (wire.GROUP, wire.GROUP + wire.IN_ATTRIBUTE):
         data, start, end = _plain(data, start, sizes, where, index)
-        return _walk_run((data, start, end - start, index, -1), names, where)
+        cols = _walk_run((data, start, end - start, index, -1), names, where)
+        cols.flags |= wire.FLAG_STRIPPED
+        return cols
     if status:
         raise _bad(where, index + row, _wire_error(status, key))
-    ids, types, dur, name_at, name_len = nodes
+    ids, types, dur, name_at, name_len, flags = nodes
     name_bytes, name_ptr = _gather(buf, name_at, name_len), _offsets(name_len)
     if (name_bytes >= 0x80).any():
         _check_utf8(name_bytes, name_ptr, where, index)
     attrs = {name: _column(len(ids), hits[:, hit_ptr[j]:hit_ptr[j + 1]], data, where, index)
              for j, name in enumerate(names)}
-    return NodeColumns(ids, types, dur, deps[0], deps[1], name_ptr, name_bytes, attrs)
+    return NodeColumns(ids, types, dur, deps[0], deps[1], name_ptr, name_bytes, attrs, flags)
 
 
 def _name_table(names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -284,7 +303,10 @@ def _column(n: int, hits: np.ndarray, data: bytes, where: str, index: int) -> At
     col.is_int[owners if every else owners[fits]] = True
     if every:
         return col
-    for k in np.flatnonzero(~fits & (hits[wire.HIT_COUNT] > 0)).tolist():
+    plain = ~fits & (hits[wire.HIT_COUNT] == 1) & (hits[wire.HIT_SLOT] == _STRING)
+    if plain.any() and not _strings(col, owners[plain], hits[wire.HIT_AT][plain], hits[wire.HIT_LEN][plain], data):
+        plain[:] = False  # read one by one, so that the error names the first bad row
+    for k in np.flatnonzero(~fits & ~plain & (hits[wire.HIT_COUNT] > 0)).tolist():
         row = int(owners[k])
         try:
             got, value = _python_value(data, hits[:, k])
@@ -296,6 +318,22 @@ def _column(n: int, hits: np.ndarray, data: bytes, where: str, index: int) -> At
         elif got:
             col.others[row] = value
     return col
+
+
+def _strings(col: AttrColumn, rows: np.ndarray, at: np.ndarray, length: np.ndarray, data: bytes) -> bool:
+    """Put the ``string_val`` values held once (``data[at:at+length]``) of ``rows`` into ``col``,
+    each distinct value found by a compiled loop and decoded once; False (nothing put) when one
+    is not UTF-8."""
+    number, first = wire.distinct_slices(np.frombuffer(data, np.uint8), np.ascontiguousarray(at, np.int64),
+                                         np.ascontiguousarray(length, np.int64))
+    text = []
+    for a, n in zip(at[first].tolist(), length[first].tolist()):
+        try:
+            text.append(data[a:a + n].decode())
+        except UnicodeDecodeError:
+            return False
+    col.others.update(zip(rows.tolist(), np.array(text, object)[number].tolist()))
+    return True
 
 
 def _python_value(data: bytes, hit: np.ndarray) -> tuple[int, Any]:
@@ -335,7 +373,8 @@ def _join(runs: list[NodeColumns], names: tuple[str, ...]) -> NodeColumns:
                        np.concatenate([r.duration_micros for r in runs]), _join_ptr([r.dep_ptr for r in runs]),
                        np.concatenate([r.dep_ids for r in runs]), _join_ptr([r.name_ptr for r in runs]),
                        np.concatenate([r.name_bytes for r in runs]),
-                       {name: AttrColumn.joined([r.attrs[name] for r in runs], bases) for name in names})
+                       {name: AttrColumn.joined([r.attrs[name] for r in runs], bases) for name in names},
+                       np.concatenate([r.flags for r in runs]))
 
 
 def _join_ptr(ptrs: list[np.ndarray]) -> np.ndarray:

@@ -15,15 +15,18 @@ The model is the simulator's (``chakra-simpy``) with every computation taking no
 
 Ranks left unfinished wait on other ranks; a cycle of such waits is a deadlock, a wait on a rank
 that has finished is a collective or send that rank never reaches.  State is integer arrays per
-rank, sized by the skeleton (:mod:`._skeleton`), not by the node count.
+rank, sized by the skeleton (:mod:`._skeleton`), not by the node count; the run is one compiled
+loop (:mod:`._deadkernel`).
 """
 
 from __future__ import annotations
 
 from array import array
-from collections import deque
 from dataclasses import dataclass
-from heapq import heappop, heappush
+
+import numpy as np
+
+from chakra_core.validation._deadkernel import run_compiled
 
 __all__ = ["K_COLL", "K_SEND", "K_RECV", "K_SLOT", "Skeleton", "Wait", "run_abstract"]
 
@@ -54,132 +57,6 @@ class Wait:
     seq: int = 0  # for a collective: which one on its group (0-based)
 
 
-class _Run:
-    """The state of one abstract execution."""
-
-    def __init__(self, skels: dict[int, Skeleton], members: list[tuple[int, ...]], streams: int):
-        self.skels = skels
-        self.members = members
-        self.indeg = {r: array("q", (s.ptr[i + 1] - s.ptr[i] for i in range(len(s.ids)))) for r, s in skels.items()}
-        self.succ = {r: _successors(s) for r, s in skels.items()}
-        self.done = dict.fromkeys(skels, 0)
-        self.heap: dict[int, list[tuple[int, int]]] = {r: [] for r in skels}
-        self.free = dict.fromkeys(skels, streams)  # free communication slots
-        self.seq: dict[tuple[int, int], int] = {}
-        self.arrived: dict[tuple[int, int], list[tuple[int, int]]] = {}
-        self.sends: dict[tuple[int, int, int, int], deque] = {}
-        self.recvs: dict[tuple[int, int, int, int], deque] = {}
-        self.finished: list[tuple[int, int]] = []
-        self.pump: deque[int] = deque()
-        self.queued: set[int] = set()
-
-    def start(self) -> None:
-        for r, s in self.skels.items():
-            ind = self.indeg[r]
-            for i in range(len(s.ids)):
-                if ind[i] == 0:
-                    self.ready(r, i)
-            self._queue(r)
-        self.drain()
-
-    def _queue(self, r: int) -> None:
-        if r not in self.queued:
-            self.queued.add(r)
-            self.pump.append(r)
-
-    def ready(self, r: int, i: int) -> None:
-        s = self.skels[r]
-        if s.kinds[i] != K_RECV:
-            heappush(self.heap[r], (s.ids[i], i))
-            self._queue(r)
-            return
-        key = (s.peer_or_group[i], r, s.tags[i], s.sizes[i])
-        sent = self.sends.get(key)
-        if sent:
-            sent.popleft()
-            self.finished.append((r, i))
-        else:
-            self.recvs.setdefault(key, deque()).append(i)
-
-    def drain(self) -> None:
-        while self.finished or self.pump:
-            while self.finished:
-                r, i = self.finished.pop()
-                self.done[r] += 1
-                ind = self.indeg[r]
-                ptr, kids = self.succ[r]
-                for c in kids[ptr[i]:ptr[i + 1]]:
-                    ind[c] -= 1
-                    if ind[c] == 0:
-                        self.ready(r, c)
-            if self.pump:
-                r = self.pump.popleft()
-                self.queued.discard(r)
-                self.issue(r)
-
-    def issue(self, r: int) -> None:
-        s, heap = self.skels[r], self.heap[r]
-        while self.free[r] > 0 and heap:
-            _, i = heappop(heap)
-            k = s.kinds[i]
-            if k == K_COLL:
-                self._arrive(r, i)
-            elif k == K_SEND:
-                key = (r, s.peer_or_group[i], s.tags[i], s.sizes[i])
-                waiting = self.recvs.get(key)
-                if waiting:
-                    self.finished.append((key[1], waiting.popleft()))
-                else:
-                    self.sends.setdefault(key, deque()).append(i)
-                self.finished.append((r, i))
-            else:
-                self.finished.append((r, i))
-            if self.finished:
-                return self._queue(r)  # finish what that released before choosing the next node
-
-    def _arrive(self, r: int, i: int) -> None:
-        g = self.skels[r].peer_or_group[i]
-        k = self.seq.get((r, g), 0)
-        self.seq[r, g] = k + 1
-        self.free[r] -= 1
-        at = self.arrived.setdefault((g, k), [])
-        at.append((r, i))
-        if len(at) == len(self.members[g]):
-            del self.arrived[g, k]
-            for rr, ii in at:
-                self.free[rr] += 1
-                self.finished.append((rr, ii))
-                self._queue(rr)
-
-    def waits(self) -> list[Wait]:
-        """What each unfinished rank waits for: its collectives in progress and its receives."""
-        out: list[Wait] = []
-        for (g, k), at in self.arrived.items():
-            have = {r for r, _ in at}
-            missing = [m for m in self.members[g] if m not in have]
-            out.extend(Wait(r, i, missing, k) for r, i in at)
-        for (src, dst, _, _), q in self.recvs.items():
-            out.extend(Wait(dst, i, [src]) for i in q)
-        return sorted(out, key=lambda w: (w.rank, self.skels[w.rank].ids[w.index]))
-
-
-def _successors(s: Skeleton) -> tuple[array, array]:
-    n = len(s.ids)
-    count = array("q", bytes(8 * (n + 1)))
-    for p in s.preds:
-        count[p + 1] += 1
-    for i in range(n):
-        count[i + 1] += count[i]
-    fill = array("q", count[:-1])
-    kids = array("q", bytes(8 * len(s.preds)))
-    for i in range(n):
-        for j in range(s.ptr[i], s.ptr[i + 1]):
-            p = s.preds[j]
-            kids[fill[p]] = i
-            fill[p] += 1
-    return count, kids
-
-
 def run_abstract(skels: dict[int, Skeleton], members: list[tuple[int, ...]],
                  streams: int = 1) -> tuple[list[Wait], set[int]]:
     """Run the set; the waits of the ranks left unfinished, and the ranks that finished.
@@ -187,7 +64,69 @@ def run_abstract(skels: dict[int, Skeleton], members: list[tuple[int, ...]],
     ``members[g]`` are the ranks of group number ``g``; ``streams`` the communication slots
     per rank.
     """
-    run = _Run(skels, members, streams)
-    run.start()
-    finished = {r for r, s in skels.items() if run.done[r] == len(s.ids)}
-    return run.waits(), finished
+    ranks = list(skels)
+    parts = [skels[r] for r in ranks]
+    counts = np.array([len(s.ids) for s in parts], np.int64)
+    base = np.zeros(len(parts) + 1, np.int64)
+    np.cumsum(counts, out=base[1:])
+    ids = _joined([s.ids for s in parts], np.uint64)
+    kinds = _joined([s.kinds for s in parts], np.uint8)
+    peer = _joined([s.peer_or_group for s in parts], np.int64)
+    tags = _joined([s.tags for s in parts], np.int64)
+    sizes = _joined([s.sizes for s in parts], np.int64)
+    preds = np.concatenate([np.frombuffer(s.preds, np.int64) + b for s, b in zip(parts, base[:-1].tolist())]
+                           + [np.zeros(0, np.int64)])
+    pred_ptr = _joined_ptr([np.frombuffer(s.ptr, np.int64) for s in parts])
+    own = np.repeat(np.array(ranks, np.int64), counts)
+    send = kinds == K_SEND
+    src, dst = np.where(send, own, peer), np.where(send, peer, own)
+    p2p = send | (kinds == K_RECV)
+    channel = np.zeros(len(ids), np.int32)
+    keys = np.stack([src[p2p], dst[p2p], tags[p2p], sizes[p2p]], axis=1)
+    nchannels = 0
+    if len(keys):
+        uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+        channel[p2p], nchannels = inverse.reshape(-1), len(uniq)
+    del own, send, src, dst, p2p, keys, tags, sizes
+    member_count = np.array([len(m) for m in members] or [0], np.int64)
+    group = np.where(kinds == K_COLL, peer, 0).astype(np.int32)
+    del peer
+    done, state, seq_of = run_compiled(base, ids, kinds, group, channel, nchannels, pred_ptr,
+                                       preds, member_count, streams)
+    finished = {r for r, d, c in zip(ranks, done.tolist(), counts.tolist()) if d == c}
+    return _waits(ranks, base, state, seq_of, skels, members), finished
+
+
+def _joined(arrays: list, dtype: type) -> np.ndarray:
+    """The skeleton columns of every rank, one after the other."""
+    return np.concatenate([np.frombuffer(a, dtype) for a in arrays] + [np.zeros(0, dtype)])
+
+
+def _joined_ptr(ptrs: list[np.ndarray]) -> np.ndarray:
+    """CSR offsets of consecutive ranks as one."""
+    out = [np.zeros(1, np.int64)]
+    at = 0
+    for p in ptrs:
+        out.append(p[1:] + at)
+        at += int(p[-1])
+    return np.concatenate(out)
+
+
+def _waits(ranks: list[int], base: np.ndarray, state: np.ndarray, seq_of: np.ndarray, skels: dict[int, Skeleton],
+           members: list[tuple[int, ...]]) -> list[Wait]:
+    """What each unfinished rank waits for: its collectives in progress and its receives."""
+    out: list[Wait] = []
+    arrived: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    for x in np.flatnonzero(state >= 2).tolist():
+        k = int(np.searchsorted(base, x, side="right")) - 1
+        r, i = ranks[k], x - int(base[k])
+        s = skels[r]
+        if state[x] == 3:
+            out.append(Wait(r, i, [s.peer_or_group[i]]))
+        else:
+            arrived.setdefault((s.peer_or_group[i], int(seq_of[x])), []).append((r, i))
+    for (g, k), at in arrived.items():
+        have = {r for r, _ in at}
+        missing = [m for m in members[g] if m not in have]
+        out.extend(Wait(r, i, missing, k) for r, i in at)
+    return sorted(out, key=lambda w: (w.rank, skels[w.rank].ids[w.index]))

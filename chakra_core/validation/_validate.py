@@ -41,6 +41,7 @@ from dataclasses import asdict, dataclass, field
 
 from chakra_core.base._errors import TraceFormatError
 from chakra_core.trace._traceset import PG_ATTR, TraceSet
+from chakra_core.validation._colscan import scan_columns
 from chakra_core.validation._deadlock import Skeleton
 from chakra_core.validation._rank_rules import ABSURD_BYTES, MAX_DURATION_US, MAX_RANK_DURATION_US, RankCheck
 from chakra_core.validation._set_rules import check_collectives, check_deadlocks, check_groups, check_p2p
@@ -139,7 +140,8 @@ def validate(traces: TraceSet, cross_rank: bool = True,
 
 def _check_ranks(traces: TraceSet, add: _Collector, pg_names: list[str],
                  progress: Callable[[int, int], None] | None) -> tuple[dict[int, RankCheck], dict[int, Skeleton]]:
-    """Stream each rank once: per-rank rules, and each rank's record for the set checks."""
+    """Read each rank once (as columns; node by node when a rule has a finding there): per-rank
+    rules, and each rank's record for the set checks."""
     # a single file is one rank of a job of unknown size: peers are then only checked for sign/self
     nranks = max(traces.ranks) + 1 if len(traces) > 1 else 0
     pg_number = {"": 0}
@@ -155,7 +157,7 @@ def _check_ranks(traces: TraceSet, add: _Collector, pg_names: list[str],
     skels: dict[int, Skeleton] = {}
     for rt in traces:
         chk = RankCheck(rt.rank, rt.label, nranks, add, group_number, rt.rank_known)
-        scan = scan_rank(rt.batches, chk)
+        scan = scan_columns(rt, chk) or scan_rank(rt.batches, chk)
         checks[rt.rank] = chk
         if scan.count == 0:
             add("empty-rank", rt.label, None, "no nodes (ASTRA-sim aborts on an empty rank)", "warning", rt.rank)

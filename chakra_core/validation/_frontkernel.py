@@ -1,0 +1,208 @@
+"""The skeleton of a rank in dependency order, as one compiled loop (numba).
+
+The same computation as :class:`._skeleton._Frontiers` in :func:`._skeleton.scan_rank`'s pass:
+each node carries a frontier (an interned set of skeleton nodes: the latest ones it waits for),
+the union of its dependencies' frontiers folded in their order, each union reduced by the members
+that another member waits for directly; a skeleton node passes on itself and waits for its
+frontier.  Sets are sorted rows of one growing pool, interned by a 64-bit hash; the frontier
+number of each node (4 bytes) is the state that grows with the rank, a run of nodes at a time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, types
+from numba.typed import Dict
+
+__all__ = ["Frontiers", "advance", "csr", "OK", "COLLISION"]
+
+#: statuses: done; two different sets had the same hash (the caller takes the Python path)
+OK, COLLISION = 0, 1
+_FNV_OFFSET = np.uint64(14695981039346656037)
+_FNV_PRIME = np.uint64(1099511628211)
+
+
+@njit(cache=True, nogil=True)
+def _grow(arr, need):  # pragma: no cover - compiled
+    """``arr`` with room for ``need`` items (grown by a quarter when short: the frontier number
+    of every node is kept, and doubling would cost up to 4 more bytes a node)."""
+    if need <= len(arr):
+        return arr
+    out = np.empty(max(need, len(arr) + len(arr) // 4), arr.dtype)
+    out[:len(arr)] = arr
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _hash(items, k):  # pragma: no cover - compiled
+    """FNV-1a over ``items[:k]``, as a dictionary key."""
+    h = _FNV_OFFSET
+    for j in range(k):
+        h = (h ^ np.uint64(items[j])) * _FNV_PRIME
+    return np.int64(h)
+
+
+@njit(cache=True, nogil=True)
+def _merge(pool, sa, na, sb, nb, out):  # pragma: no cover - compiled
+    """The union of the sorted sets ``pool[sa:sa+na]`` and ``pool[sb:sb+nb]`` into ``out``;
+    its size."""
+    x = y = m = 0
+    while x < na or y < nb:
+        if y >= nb or (x < na and pool[sa + x] < pool[sb + y]):
+            v = pool[sa + x]
+            x += 1
+        elif x >= na or pool[sb + y] < pool[sa + x]:
+            v = pool[sb + y]
+            y += 1
+        else:
+            v = pool[sa + x]
+            x += 1
+            y += 1
+        out[m] = v
+        m += 1
+    return m
+
+
+@njit(cache=True, nogil=True)
+def _mark_common(pool, sw, nw, items, m, marks):  # pragma: no cover - compiled
+    """Mark in ``marks`` the members of ``items[:m]`` that are in ``pool[sw:sw+nw]`` (both
+    sorted); whether there was one."""
+    p = q = 0
+    hit = False
+    while p < nw and q < m:
+        if pool[sw + p] < items[q]:
+            p += 1
+        elif pool[sw + p] > items[q]:
+            q += 1
+        else:
+            marks[q] = 1
+            hit = True
+            p += 1
+            q += 1
+    return hit
+
+
+@njit(cache=True, nogil=True)
+def _reduce(pool, start, size, waits, items, m, marks):  # pragma: no cover - compiled
+    """``items[:m]`` without the members that another member waits for directly, in place;
+    the size left."""
+    marks[:m] = 0
+    for t in range(m):
+        w = waits[items[t]]
+        if w != 0:
+            _mark_common(pool, start[w], size[w], items, m, marks)
+    r = 0
+    for t in range(m):
+        if marks[t] == 0:
+            items[r] = items[t]
+            r += 1
+    return r
+
+
+@njit(cache=True, nogil=True)
+def _intern(items, r, pool, start, size, counters, index):  # pragma: no cover - compiled
+    """The number of the set ``items[:r]`` (sorted), added when new: ``(status, number, pool,
+    start, size)``; ``counters[0:2]`` = (sets, pool items used) are advanced."""
+    h = _hash(items, r)
+    if h in index:
+        got = index[h]
+        if size[got] != r:
+            return COLLISION, got, pool, start, size
+        for t in range(r):
+            if pool[start[got] + t] != items[t]:
+                return COLLISION, got, pool, start, size
+        return OK, got, pool, start, size
+    nsets, used = counters[0], counters[1]
+    start, size = _grow(start, nsets + 1), _grow(size, nsets + 1)
+    pool = _grow(pool, used + r)
+    pool[used:used + r] = items[:r]
+    start[nsets], size[nsets] = used, r
+    index[h] = nsets
+    counters[0], counters[1] = nsets + 1, used + r
+    return OK, nsets, pool, start, size
+
+
+@njit(cache=True, nogil=True)
+def advance(dep_pos, dep_ptr, is_skel, first, pool, start, size, counters, index, unions, waits,
+            fid):  # pragma: no cover - compiled
+    """Nodes ``first, first+1, ...`` (one per ``is_skel`` row) in an order where every dependency
+    comes first: ``dep_pos[dep_ptr[i]:dep_ptr[i+1]]`` are the positions of node ``first+i``'s.
+    ``counters`` = (sets, pool items used, skeleton nodes so far); returns ``(status, pool,
+    start, size, waits, fid)``, the arrays grown where they were short."""
+    n = len(is_skel)
+    waits = _grow(waits, counters[2] + np.sum(is_skel))
+    fid = _grow(fid, first + n)
+    items = np.empty(64, np.int64)
+    marks = np.empty(64, np.int64)
+    for i in range(n):
+        f = 0
+        for j in range(dep_ptr[i], dep_ptr[i + 1]):
+            g = fid[dep_pos[j]]
+            if g == f or g == 0:
+                continue
+            if f == 0:
+                f = g
+                continue
+            key = (min(f, g) << 31) | max(f, g)
+            if key in unions:
+                f = unions[key]
+                continue
+            items = _grow(items, size[f] + size[g])
+            marks = _grow(marks, size[f] + size[g])
+            m = _merge(pool, start[f], size[f], start[g], size[g], items)
+            r = _reduce(pool, start, size, waits, items, m, marks)
+            status, f, pool, start, size = _intern(items, r, pool, start, size, counters, index)
+            if status != OK:
+                return status, pool, start, size, waits, fid
+            unions[key] = f
+        if is_skel[i]:
+            k = counters[2]
+            waits[k] = f
+            items[0] = k
+            status, f, pool, start, size = _intern(items, 1, pool, start, size, counters, index)
+            if status != OK:
+                return status, pool, start, size, waits, fid
+            counters[2] = k + 1
+        fid[first + i] = f
+    return OK, pool, start, size, waits, fid
+
+
+@njit(cache=True, nogil=True)
+def csr(pool, start, size, waits, nskel):  # pragma: no cover - compiled
+    """What each of the ``nskel`` skeleton nodes waits for: ``(ptr, preds)``."""
+    ptr = np.zeros(nskel + 1, np.int64)
+    for k in range(nskel):
+        ptr[k + 1] = ptr[k] + size[waits[k]]
+    preds = np.empty(ptr[nskel], np.int64)
+    for k in range(nskel):
+        w = waits[k]
+        preds[ptr[k]:ptr[k + 1]] = pool[start[w]:start[w] + size[w]]
+    return ptr, preds
+
+
+class Frontiers:
+    """The state of :func:`advance` over the runs of one rank."""
+
+    def __init__(self) -> None:
+        self.pool = np.empty(1024, np.int64)
+        self.start = np.zeros(1024, np.int64)
+        self.size = np.zeros(1024, np.int64)
+        self.counters = np.array([1, 0, 0], np.int64)  # set 0 is the empty set
+        self.index = Dict.empty(key_type=types.int64, value_type=types.int64)
+        self.unions = Dict.empty(key_type=types.int64, value_type=types.int64)
+        self.waits = np.zeros(1024, np.int64)
+        self.fid = np.zeros(1024, np.int32)
+        self.count = 0
+
+    def add(self, dep_pos: np.ndarray, dep_ptr: np.ndarray, is_skel: np.ndarray) -> bool:
+        """The next run of nodes (dependency positions over the whole rank); False when two sets
+        had the same hash."""
+        status, self.pool, self.start, self.size, self.waits, self.fid = advance(
+            dep_pos, dep_ptr, is_skel, self.count, self.pool, self.start, self.size, self.counters, self.index,
+            self.unions, self.waits, self.fid)
+        self.count += len(is_skel)
+        return bool(status == OK)
+
+    def csr(self) -> tuple[np.ndarray, np.ndarray]:
+        """What each skeleton node waits for, as (pointer, list)."""
+        return csr(self.pool, self.start, self.size, self.waits, int(self.counters[2]))
