@@ -227,3 +227,23 @@ def test_graph_path_finds_the_same_skeleton_as_the_stream():
     forward = skeleton(nodes)
     assert len(forward) > 10 and any(forward.values())
     assert skeleton(nodes[::-1]) == forward
+
+
+@pytest.mark.parametrize("name", ["recv-before-send cross", *[n for n in DEADLOCKS if "coll" in n][:1]])
+def test_the_search_runs_interpreted_without_numba(tmp_path, name):
+    """Without the ``fast`` extra the same loops run as Python and find the same deadlock."""
+    import json
+    import subprocess
+    import sys
+
+    make, groups = DEADLOCKS[name]
+    traceset(make(), groups).write(tmp_path / "t")
+    hide = ("import sys\nsys.modules['numba'] = None\nfrom chakra_core.cli.main import main\n"
+            "raise SystemExit(main(sys.argv[1:]))")
+    bare = subprocess.run([sys.executable, "-c", hide, "validate", str(tmp_path / "t"), "--json"],
+                          capture_output=True, text=True, timeout=120)
+    compiled = subprocess.run([sys.executable, "-m", "chakra_core.cli.main", "validate", str(tmp_path / "t"),
+                               "--json"], capture_output=True, text=True, timeout=120)
+    assert bare.returncode == compiled.returncode == 2, bare.stderr
+    assert json.loads(bare.stdout)["findings"] == json.loads(compiled.stdout)["findings"]
+    assert any(f["rule"] == "deadlock" for f in json.loads(bare.stdout)["findings"])

@@ -10,8 +10,8 @@ channel (source, destination, tag, size), the arrivals of each collective per gr
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, types
-from numba.typed import Dict
+
+from chakra_core.base._jit import Dict, njit, types
 
 __all__ = ["run_compiled"]
 

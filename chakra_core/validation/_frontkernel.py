@@ -11,8 +11,8 @@ number of each node (4 bytes) is the state that grows with the rank, a run of no
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, types
-from numba.typed import Dict
+
+from chakra_core.base._jit import Dict, njit, types
 
 __all__ = ["Frontiers", "advance", "csr", "OK", "COLLISION"]
 
