@@ -18,23 +18,31 @@ __all__ = ["COMPILED", "njit", "Dict", "types"]
 #: whether numba is installed (the loops are compiled)
 COMPILED = importlib.util.find_spec("numba") is not None
 
+njit: Any
+Dict: Any
+types: Any
+
+
+def _plain_njit(*args: Any, **_options: Any) -> Any:
+    """``@njit`` and ``@njit(...)`` as no-ops: the function runs as Python."""
+    if len(args) == 1 and callable(args[0]):
+        return args[0]
+    return lambda f: f
+
+
+class _PlainDict(dict):
+    """numba's typed ``Dict`` as a plain dict."""
+
+    @staticmethod
+    def empty(key_type: Any = None, value_type: Any = None) -> dict:
+        """An empty dict (the types are numba's business)."""
+        return {}
+
+
 if COMPILED:
-    from numba import njit, types  # type: ignore[no-redef]
-    from numba.typed import Dict  # type: ignore[no-redef]
+    import numba
+    import numba.typed
+
+    njit, Dict, types = numba.njit, numba.typed.Dict, numba.types
 else:
-    def njit(*args: Any, **_options: Any) -> Any:  # type: ignore[no-redef]
-        """``@njit`` and ``@njit(...)`` as no-ops: the function runs as Python."""
-        if len(args) == 1 and callable(args[0]):
-            return args[0]
-        return lambda f: f
-
-    class Dict(dict):  # type: ignore[no-redef]
-        """numba's typed ``Dict`` as a plain dict."""
-
-        @staticmethod
-        def empty(key_type: Any = None, value_type: Any = None) -> dict:
-            """An empty dict (the types are numba's business)."""
-            return {}
-
-    types = SimpleNamespace(int64=int, int32=int, float64=float, boolean=bool)  # type: ignore[no-redef]
-
+    njit, Dict, types = _plain_njit, _PlainDict, SimpleNamespace(int64=int, int32=int, float64=float, boolean=bool)
