@@ -45,7 +45,8 @@ def open_binary(path: str | os.PathLike) -> BinaryIO:
     f = open(path, "rb")
     head = f.peek(2)[:2] if hasattr(f, "peek") else b""
     if head == _GZIP_MAGIC:
-        return gzip.GzipFile(fileobj=f, mode="rb")  # type: ignore[return-value]
+        f.close()
+        return gzip.open(path, "rb")  # type: ignore[return-value]
     return f
 
 

@@ -88,6 +88,23 @@ def test_slot_duration_of_wrong_type(models, tmp_path, chakra_cli):
     assert code == 2 and len(err) == 1 and ".duration: wants an array" in err[0], err
 
 
+@pytest.mark.parametrize("synthesizer", ["structural", "markov"])
+def test_kind_without_duration_table_samples_unset_durations(models, tmp_path, chakra_cli, synthesizer):
+    """A model whose kind_stats entry has no duration table (fuzz case: its key misspelt) samples
+    that kind's nodes with duration 0 (unset, as an absent size), not an internal error."""
+    model = json.loads(json.dumps(models[synthesizer]))
+    stats = model["workloads"][0]["kind_stats"]
+    for entry in stats.values():
+        entry.pop("duration", None)
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(model))
+    out = tmp_path / "out"
+    code, err = _run(chakra_cli, ["synth", "sample", str(path), "-o", str(out / ""), "--no-validate"])
+    assert code == 0, err
+    durations = {n.duration_micros for rank in chakra.open_traceset(str(out)) for n in rank.nodes()}
+    assert durations == {0}
+
+
 @pytest.mark.parametrize("seed", [2 ** 64, 2 ** 63, -1])
 def test_seed_out_of_range(models, tmp_path, chakra_cli, seed):
     path = tmp_path / "m.json"
