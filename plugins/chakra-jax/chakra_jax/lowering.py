@@ -158,6 +158,13 @@ class _Lowering:
     def fail(self, ins: Instruction, message: str) -> TraceFormatError:
         return TraceFormatError(f"instruction {ins.name!r}: {message}", self.module.path, f"line {ins.line}")
 
+    def index_attr(self, ins: Instruction, key: str) -> int:
+        """Attribute ``key`` of ``ins`` as a whole number (0 when absent); TraceFormatError else."""
+        text = (ins.attr(key) or "0").strip()
+        if not (text.isascii() and text.isdigit()):
+            raise self.fail(ins, f"{key}={text[:40]!r} is not a whole number")
+        return int(text)
+
     def computation(self, comp: Computation, params: Sequence[Value] | None, prefix: str) -> Value:
         env: dict[str, Value] = {}
         for ins in comp.instructions:
@@ -245,13 +252,13 @@ class _Lowering:
     def folded(self, ins: Instruction, env: dict[str, Value], params: Sequence[Value] | None) -> Value:
         op = ins.opcode
         if op == "parameter":
-            number = int(ins.attr("number") or 0)
+            number = self.index_attr(ins, "number")
             return params[number] if params is not None and number < len(params) else ()
         if op == "tuple":
             return [self.operand(ins, env, i) for i in range(len(ins.operands))]
         if op == "get-tuple-element":
             v = self.operand(ins, env, 0)
-            index = int(ins.attr("index") or 0)
+            index = self.index_attr(ins, "index")
             if isinstance(v, list):
                 if index >= len(v):
                     raise self.fail(ins, f"index={index} is outside a tuple of {len(v)}")

@@ -29,6 +29,22 @@ def test_shape_dimension_that_is_not_a_whole_number(jax_data, tmp_path, chakra_c
     assert f"{path}:line {line}" in err and "'1e-400' is not a whole number" in err
 
 
+@pytest.mark.parametrize("old, new, key", [
+    ("parameter(0)", "parameter(0, x)", "number"),
+    ("index=0", "index=0x", "index"),
+])
+def test_parameter_number_or_tuple_index_that_is_not_a_whole_number(jax_data, tmp_path, chakra_cli, old, new, key):
+    text = (jax_data / "mlp" / "program.hlo.txt").read_text()
+    lines = text.splitlines()
+    entry = next(i for i, s in enumerate(lines) if s.startswith("ENTRY"))
+    line = next(i for i, s in enumerate(lines[entry:], entry + 1) if old in s)
+    lines[line - 1] = lines[line - 1].replace(old, new, 1)
+    path = tmp_path / "bad.hlo.txt"
+    path.write_text("\n".join(lines) + "\n")
+    err = _refused(chakra_cli, tmp_path, path)
+    assert f"{path}:line {line}" in err and f"{key}=" in err and "is not a whole number" in err, err
+
+
 def test_profile_event_that_is_a_number(jax_data, tmp_path, chakra_cli):
     profile = tmp_path / "p.trace.json.gz"
     with gzip.open(profile, "wt") as f:
