@@ -31,7 +31,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from chakra_core import TraceFormatError
+from chakra_core import ConfigError, TraceFormatError, check_limit
 
 from .cost import CostModel, custom_call_target, is_known_target
 from .groups import GroupError, device_groups, parse_pairs, parse_replica_groups, permute_pairs
@@ -522,6 +522,7 @@ def lower(module: HloModule, devices: int | None = None, unroll_limit: int = 102
     count = devices if devices is not None else replicas * partitions
     if devices is not None and devices % partitions == 0 and replicas * partitions != devices:
         replicas = devices // partitions
+    check_limit("npus", count, "devices", module.path, error=ConfigError)  # before any per-device table
     lowering = _Lowering(module, count, replicas, partitions, unroll_limit, schedule)
     lowering.computation(module.entry_computation, None, "")
     lowering.check_channels()

@@ -45,6 +45,17 @@ def test_parameter_number_or_tuple_index_that_is_not_a_whole_number(jax_data, tm
     assert f"{path}:line {line}" in err and f"{key}=" in err and "is not a whole number" in err, err
 
 
+def test_device_count_past_the_limit_is_refused_before_lowering(jax_data, tmp_path, chakra_cli):
+    """num_partitions=2^32 in the header: one located line, not a per-device table of 2^32 entries."""
+    text = (jax_data / "handmade" / "p2p.hlo.txt").read_text()
+    path = tmp_path / "p2p.hlo.txt"
+    path.write_text(text.replace("num_partitions=4", "num_partitions=4294967296", 1))
+    status, _, stderr = chakra_cli("convert", str(path), "--format", "jax", "-o", f"{tmp_path / 'out'}/")
+    assert status == 2 and stderr.strip().count("\n") == 0, stderr
+    assert str(path) in stderr and "4294967296" in stderr, stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_profile_event_that_is_a_number(jax_data, tmp_path, chakra_cli):
     profile = tmp_path / "p.trace.json.gz"
     with gzip.open(profile, "wt") as f:
