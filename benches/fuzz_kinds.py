@@ -53,8 +53,8 @@ SYNTHESIZERS = ("structural", "markov", "learned")
 #: synth options that size the output: small or invalid values only
 SYNTH_SIZING = frozenset({"ranks", "nodes_per_rank", "max_period"})
 #: values put in place of one value of a model file
-LEAVES = [None, -1, 0, 1, 2**31, 2**63, 2**64, 10**30, 1e308, -1e308, 0.5, "", "x", "COMP_NODE", [], {}, [1, 2],
-          True, float("nan"), float("inf")]
+LEAVES: list[Any] = [None, -1, 0, 1, 2**31, 2**63, 2**64, 10**30, 1e308, -1e308, 0.5, "", "x", "COMP_NODE", [],
+                     {}, [1, 2], True, float("nan"), float("inf")]
 #: ``synth sample --seed`` values
 SEEDS = ["0", "1", "-1", "7", "2147483648", "4294967296", "9223372036854775807", "18446744073709551616",
          "1" + "0" * 400, "-" + "9" * 30, "x", "1.5", ""]
@@ -131,8 +131,8 @@ def _jax_seeds(root: Path, small: bool) -> dict[str, list[Any]]:
     texts = [data / r / "program.hlo.txt" for r in recorded] + [data / "handmade" / "p2p.hlo.txt"]
     if not small:
         texts += sorted((data / "handmade").glob("*.txt")) + sorted((data / "public").rglob("*.hlo.txt"))
-    hlo = [(str(p.relative_to(data)), {p.name: p.read_bytes()}, p.name, []) for p in dict.fromkeys(texts)]
-    proto = [("mlp/program.hlo.pb", {"program.hlo.pb": (data / "mlp" / "program.hlo.pb").read_bytes()},
+    hlo: list[Any] = [(str(p.relative_to(data)), {p.name: p.read_bytes()}, p.name, []) for p in dict.fromkeys(texts)]
+    proto: list[Any] = [("mlp/program.hlo.pb", {"program.hlo.pb": (data / "mlp" / "program.hlo.pb").read_bytes()},
               "program.hlo.pb", [])]
     profiles: dict[str, list[Any]] = {"jax-profile": [], "jax-xplane": []}
     for r in recorded:
@@ -148,7 +148,7 @@ def _synth_seeds(work: Path, cli: Callable[..., None], root: Path, et: dict[str,
     import gzip
 
     ddp = root / "plugins" / "chakra-pytorch" / "tests" / "data" / "ddp"
-    models = []
+    models: list[Any] = []
     for synthesizer in SYNTHESIZERS:
         path = work / f"{synthesizer}.model.json"
         cli("synth", "fit", str(ddp), "-o", str(path), "--synthesizer", synthesizer)
