@@ -74,6 +74,20 @@ def test_profile_field_of_the_wrong_type(jax_data, tmp_path, chakra_cli):
     assert f"{profile}:event 0" in err and "ts must be a number, got str" in err
 
 
+@pytest.mark.parametrize("key, value", [("dur", 1e308), ("ts", -1e300), ("dur", 2.0 ** 60)])
+def test_profile_time_past_2_to_the_53_us(jax_data, tmp_path, chakra_cli, key, value):
+    """A duration of 1e308 us made an [idle] node out of an ET's uint64 range (internal error)."""
+    with gzip.open(jax_data / "mlp" / "profile.trace.json.gz", "rt") as f:
+        trace = json.load(f)
+    index = next(i for i, ev in enumerate(trace["traceEvents"]) if ev.get("ph") == "X" and "hlo_op" in ev.get("args", {}))
+    trace["traceEvents"][index][key] = value
+    profile = tmp_path / "p.trace.json.gz"
+    with gzip.open(profile, "wt") as f:
+        json.dump(trace, f)
+    err = _refused(chakra_cli, tmp_path, jax_data / "mlp" / "program.hlo.txt", profile)
+    assert f"{profile}:event {index}" in err and f"{key}={value!r} is out of range" in err, err
+
+
 def test_corrupt_gzip_stream(jax_data, tmp_path, chakra_cli):
     data = bytearray((jax_data / "mlp" / "profile.trace.json.gz").read_bytes())
     for i in range(200, 260):

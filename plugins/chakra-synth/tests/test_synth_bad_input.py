@@ -51,7 +51,13 @@ SHAPE_MUTATIONS = {
     "motif naming a later motif": lambda m: m["workloads"][0]["classes"][0]["motifs"][0]["body"].__setitem__(
         0, ["m", 99]),
     "slot kind out of range": lambda m: _first_slot_with(m, "kind").__setitem__("kind", 10 ** 6),
+    "step repeated 2^62 times": lambda m: _step_motif(m).__setitem__("count", 2 ** 62),
 }
+
+
+def _step_motif(model):
+    cls = model["workloads"][0]["classes"][0]
+    return cls["motifs"][cls["step"]]
 
 
 @pytest.mark.parametrize("synthesizer", ["learned", "structural", "markov"])
@@ -103,6 +109,18 @@ def test_kind_without_duration_table_samples_unset_durations(models, tmp_path, c
     assert code == 0, err
     durations = {n.duration_micros for rank in chakra.open_traceset(str(out)) for n in rank.nodes()}
     assert durations == {0}
+
+
+def test_markov_transition_row_of_zeros(models, tmp_path, chakra_cli):
+    model = json.loads(json.dumps(models["markov"]))
+    transitions = model["workloads"][0]["transitions"]
+    kind = sorted(transitions, key=int)[0]
+    transitions[kind] = {b: 0 for b in transitions[kind]}
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(model))
+    code, err = _run(chakra_cli, ["synth", "sample", str(path), "-o", str(tmp_path / "out" / "")])
+    assert code == 2 and len(err) == 1, err
+    assert f"{path}: model field workloads[0].transitions.{kind}: the counts sum to 0" in err[0], err
 
 
 @pytest.mark.parametrize("seed", [2 ** 64, 2 ** 63, -1])
