@@ -172,6 +172,8 @@ class _Lowering:
         return env[comp.root.name] if comp.root is not None else ()
 
     def operand(self, ins: Instruction, env: dict[str, Value], i: int) -> Value:
+        if i >= len(ins.operands):
+            raise self.fail(ins, f"{ins.opcode} wants operand {i + 1}, got {len(ins.operands)}")
         name = ins.operands[i]
         if name not in env:
             raise self.fail(ins, f"operand {name!r} is not defined before it")

@@ -56,6 +56,17 @@ def test_device_count_past_the_limit_is_refused_before_lowering(jax_data, tmp_pa
     assert not (tmp_path / "out").exists()
 
 
+def test_done_without_its_operand(jax_data, tmp_path, chakra_cli):
+    text = (jax_data / "handmade" / "async.hlo.txt").read_text()
+    lines = text.splitlines()
+    line = next(i for i, s in enumerate(lines, 1) if "collective-permute-done(%cps)" in s)
+    lines[line - 1] = lines[line - 1].replace("collective-permute-done(%cps)", "collective-permute-done()")
+    path = tmp_path / "async.hlo.txt"
+    path.write_text("\n".join(lines) + "\n")
+    err = _refused(chakra_cli, tmp_path, path)
+    assert f"{path}:line {line}" in err and "collective-permute-done wants operand 1, got 0" in err, err
+
+
 def test_profile_event_that_is_a_number(jax_data, tmp_path, chakra_cli):
     profile = tmp_path / "p.trace.json.gz"
     with gzip.open(profile, "wt") as f:

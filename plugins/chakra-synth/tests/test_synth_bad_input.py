@@ -144,6 +144,27 @@ def test_source_duration_beyond_int64(tmp_path, chakra_cli):
         assert not (tmp_path / "m.json").exists()
 
 
+@pytest.mark.parametrize("node_type, comm_type", [(8, None), (255, None), (NodeType.COMM_COLL_NODE, 99)])
+def test_source_node_of_unknown_type(tmp_path, chakra_cli, node_type, comm_type):
+    """A source node of a type a model cannot store is refused by fit (it wrote a model that
+    show and sample then refused)."""
+    from chakra_core import make_attr
+
+    src = tmp_path / "src"
+    src.mkdir()
+    odd = Node(id=2, name="b", type=node_type, duration_micros=5, data_deps=[1])
+    if comm_type is not None:
+        odd.attr.append(make_attr("comm_type", comm_type))
+    with EtWriter(src / "trace.0.et", GlobalMetadata(version="0.0.4")) as w:
+        w.write(Node(id=1, name="a", type=NodeType.COMP_NODE, duration_micros=5))
+        w.write(odd)
+    for name in ("learned", "structural", "markov"):
+        code, err = _run(chakra_cli, ["synth", "fit", str(src), "-o", str(tmp_path / "m.json"), "--synthesizer", name])
+        assert code == 2 and len(err) == 1, err
+        assert "trace.0.et:node 2" in err[0] and f"type {int(node_type)}, comm_type" in err[0], err
+        assert not (tmp_path / "m.json").exists()
+
+
 def test_mutated_markov_model_is_refused_unless_no_validate(models, tmp_path, chakra_cli):
     model = json.loads(json.dumps(models["markov"]))
     for k in model["kinds"]:
