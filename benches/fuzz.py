@@ -15,7 +15,9 @@ stops answering.  Each case ends as one of:
 - ``error``: exit 2 with a one-line error (``error-unlocated`` when it names no file);
 - ``internal``: exit 1 with "internal error", or an exception that escaped ``main``;
 - ``crash``: the worker died of a signal; ``hang``: the case ran past its time limit;
-- ``garbage``: ``convert``/``jsonize`` exited 0 but their output does not read back.
+- ``garbage``: ``convert``/``jsonize``/``transform``/``generate``/``synth sample`` exited 0 but
+  their output does not read back or has a structural validation error, or ``synth fit`` exited
+  0 but ``synth show`` refuses its model.
 
 Run: ``python benches/fuzz.py --cases 10000 --seed 1`` (prints figures per kind and outcome;
 ``--keep DIR`` saves the inputs of bad cases).  tests/test_fuzz.py runs a short subset.
@@ -361,8 +363,11 @@ def _classify(command: str, rc: int | None, out: str, err: str) -> str:
 def _read_back(command: str) -> str | None:
     """For a command that wrote a trace set and succeeded: the error reading it back, or the
     first structural error it has (a set written although invalid), if any."""
-    if command in ("convert", "transform", "generate"):
+    if command in ("convert", "transform", "generate", "synth-sample"):
         rc, _, err = _call(["stats", "out", "--no-longest-path"])
+    elif command == "synth-fit":
+        rc, _, err = _call(["synth", "show", "model.json"])
+        return err.strip()[-300:] if rc != 0 else None
     elif command == "jsonize":
         rc, _, err = _call(["stats", "--format", "json", "out", "--no-longest-path"])
     else:

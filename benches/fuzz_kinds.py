@@ -1,5 +1,5 @@
 """The input kinds of ``benches/fuzz.py`` added for issue 32: sweeps, command options, results,
-graphs, comm-group files and emulation.
+graphs, comm-group files, emulation, JAX programs and profiles, and synth models.
 
 Each kind has seeds made from the repository's real inputs (:func:`build`) and a case maker
 (:func:`make`) that mutates one seed file or one command line and names the command it runs:
@@ -20,10 +20,26 @@ Each kind has seeds made from the repository's real inputs (:func:`build`) and a
 - ``emulate``: ``chakra emulate`` of a two-rank set with strange emulator options (not those that
   set how long a legal run lasts: ``warmup``, ``repeats``, ``node_timeout``, ``startup_timeout``,
   ``realtime``).
+- ``jax-hlo``, ``jax-proto``: an XLA program (HLO text of chakra-jax's recorded and public
+  modules; the ``.hlo.pb`` HloModuleProto) mutated, sometimes with strange ``-I`` options of
+  the jax format; ``convert`` (read back), ``validate``, ``stats``, ``jsonize``, ``simulate``;
+- ``jax-profile``, ``jax-xplane``: a recorded program with its Chrome-trace profile (one value
+  of its JSON replaced, its text mutated inside or outside its gzip) or its xplane; the same
+  commands (``simulate`` and ``jsonize`` given the case's directory, which holds both);
+- ``synth-model``: a model fitted by ``chakra synth fit`` (structural, markov, learned) on the
+  recorded PyTorch ``ddp`` pair, its JSON text or one of its values mutated (a number often to a
+  near legal one: 0, 1, negated, doubled, x1000, /3, 2^62); ``synth show``, or
+  ``synth sample`` with strange ``--seed``/``--ranks``/``-O`` values (the sample read back);
+- ``synth-fit``: ``chakra synth fit`` of the converted set or the recorded ``ddp`` pair, with
+  strange synthesizer options, sometimes a mutated input (the model written read back by
+  ``synth show``).
+
+No StableHLO kind: the jax format reads HLO text and HloModuleProto only.
 """
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import random
@@ -31,7 +47,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-KINDS = ("sweep", "transform", "generate", "result", "graph", "comm-groups", "emulate")
+KINDS = ("sweep", "transform", "generate", "result", "graph", "comm-groups", "emulate", "jax-hlo", "jax-proto",
+         "jax-profile", "jax-xplane", "synth-model", "synth-fit")
+SYNTHESIZERS = ("structural", "markov", "learned")
+#: synth options that size the output: small or invalid values only
+SYNTH_SIZING = frozenset({"ranks", "nodes_per_rank", "max_period"})
+#: values put in place of one value of a model file
+LEAVES: list[Any] = [None, -1, 0, 1, 2**31, 2**63, 2**64, 10**30, 1e308, -1e308, 0.5, "", "x", "COMP_NODE", [],
+                     {}, [1, 2], True, float("nan"), float("inf")]
+#: ``synth sample --seed`` values
+SEEDS = ["0", "1", "-1", "7", "2147483648", "4294967296", "9223372036854775807", "18446744073709551616",
+         "1" + "0" * 400, "-" + "9" * 30, "x", "1.5", ""]
+#: what the jax format's options are given (``-I``)
+JAX_OPTIONS = ("devices", "step", "unroll_limit", "schedule", "device", "idle_gaps")
 
 #: values given to options, as typed on a command line
 VALUES = ["0", "-1", "1", "2", "0.5", "1e-300", "1e300", "nan", "inf", "-inf", "2147483647", "2147483648",
@@ -91,7 +119,43 @@ def build(work: Path, cli: Callable[..., None], root: Path, small: bool) -> dict
         "comm-groups": [("groups", {"groups.json": groups.replace(b"4, 5, 6, 7", b"1").replace(
             b"0, 1, 2, 3", b"0, 1")}, "groups.json", [])],
         "emulate": [("dp-2", _tiny_set(), "", [])],
+        **_jax_seeds(root, small),
+        **_synth_seeds(work, cli, root, et),
     }
+
+
+def _jax_seeds(root: Path, small: bool) -> dict[str, list[Any]]:
+    """chakra-jax's recorded programs (and public HLO texts) alone, and with each profile."""
+    data = root / "plugins" / "chakra-jax" / "tests" / "data"
+    recorded = ["mlp"] if small else ["mlp", "mesh8", "scan", "shard_map", "control"]
+    texts = [data / r / "program.hlo.txt" for r in recorded] + [data / "handmade" / "p2p.hlo.txt"]
+    if not small:
+        texts += sorted((data / "handmade").glob("*.txt")) + sorted((data / "public").rglob("*.hlo.txt"))
+    hlo: list[Any] = [(str(p.relative_to(data)), {p.name: p.read_bytes()}, p.name, []) for p in dict.fromkeys(texts)]
+    proto: list[Any] = [("mlp/program.hlo.pb", {"program.hlo.pb": (data / "mlp" / "program.hlo.pb").read_bytes()},
+              "program.hlo.pb", [])]
+    profiles: dict[str, list[Any]] = {"jax-profile": [], "jax-xplane": []}
+    for r in recorded:
+        program = (data / r / "program.hlo.txt").read_bytes()
+        for kind, name in (("jax-profile", "profile.trace.json.gz"), ("jax-xplane", "profile.xplane.pb")):
+            profiles[kind].append((f"{r}/{name}", {"program.hlo.txt": program,
+                                                   name: (data / r / name).read_bytes()}, name, []))
+    return {"jax-hlo": hlo, "jax-proto": proto, **profiles}
+
+
+def _synth_seeds(work: Path, cli: Callable[..., None], root: Path, et: dict[str, bytes]) -> dict[str, list[Any]]:
+    """A model of each synthesizer fitted on the recorded ``ddp`` pair; the inputs of ``synth fit``."""
+    import gzip
+
+    ddp = root / "plugins" / "chakra-pytorch" / "tests" / "data" / "ddp"
+    models: list[Any] = []
+    for synthesizer in SYNTHESIZERS:
+        path = work / f"{synthesizer}.model.json"
+        cli("synth", "fit", str(ddp), "-o", str(path), "--synthesizer", synthesizer)
+        models.append((synthesizer, {"model.json": path.read_bytes()}, "model.json", []))
+    pairs = {p.name[: -len(".gz")]: gzip.decompress(p.read_bytes()) for p in sorted(ddp.glob("*.json.gz"))}
+    return {"synth-model": models,
+            "synth-fit": [("resnet-2", et, "trace.0.et", []), ("ddp", pairs, "pytorch_et.0.json", [])]}
 
 
 def _tiny_set() -> dict[str, bytes]:
@@ -188,6 +252,12 @@ def make(kind: str, rng: random.Random, seed: tuple, mutate: Callable[[random.Ra
         if rng.random() < 0.7:
             files[target] = mutate(rng, files[target], "json")
         return "simulate", ["simulate", "SET", "--comm-groups", target], files
+    if kind.startswith("jax-"):
+        return _jax_case(rng, kind, files, target, mutate)
+    if kind == "synth-model":
+        return _model_case(rng, name, files, target, mutate)
+    if kind == "synth-fit":
+        return _fit_case(rng, files, target, mutate)
     declared = _options("backend", "emulator")
     args = _option_args(rng, declared, rng.randint(1, 2), skip=TIMED | {"system", "network", "memory"})
     return "emulate", ["emulate", ".", "-O", "startup_timeout=60", "-O", "node_timeout=10", *args], files
@@ -212,3 +282,78 @@ def _sweep_case(rng: random.Random, files: dict[str, bytes], target: str,
         files[target] = mutate(rng, files[target], "pipeline")
     run = rng.random() < 0.125
     return "sweep", ["sweep", target, "-o", "out", "-j", "1", *([] if run else ["--check"])], files
+
+
+def _jax_case(rng: random.Random, kind: str, files: dict[str, bytes], target: str,
+              mutate: Callable[[random.Random, bytes, str], bytes]) -> tuple[str, list[str], dict[str, bytes]]:
+    data, what = files[target], rng.random()
+    if target.endswith(".gz") and what < 0.8:
+        inner = gzip.decompress(data)
+        inner = _mutate_leaf(rng, inner) if what < 0.4 else mutate(rng, inner, "json")
+        files[target] = gzip.compress(inner, mtime=0)
+    elif rng.random() < 0.9:
+        files[target] = mutate(rng, data, "pb" if target.endswith(".pb") else "hlo")
+    args = []
+    if rng.random() < 0.3:
+        for key in rng.sample(JAX_OPTIONS, rng.choice((1, 2))):
+            small = key in ("devices", "unroll_limit")
+            args += ["-I", f"{key}={rng.choice(SMALL if small else PLAIN if rng.random() < 0.5 else VALUES)}"]
+    command = rng.choice(["convert", "convert", "validate", "stats", "simulate", "jsonize"])
+    inputs = ["."] if command in ("simulate", "jsonize") else sorted(files)  # one PATH: the directory
+    out = {"convert": ["-o", "out/"], "jsonize": ["-o", "out/"]}.get(command, [])
+    return command, [command, *inputs, *args, *out], files
+
+
+def _model_case(rng: random.Random, synthesizer: str, files: dict[str, bytes], target: str,
+                mutate: Callable[[random.Random, bytes, str], bytes]) -> tuple[str, list[str], dict[str, bytes]]:
+    what = rng.random()
+    if what < 0.45:
+        files[target] = _mutate_leaf(rng, files[target])
+    elif what < 0.9:
+        files[target] = mutate(rng, files[target], "json")
+    if rng.random() < 0.25:
+        return "synth-show", ["synth", "show", target, *(["--json"] if rng.random() < 0.5 else [])], files
+    args = []
+    if rng.random() < 0.3:
+        args += ["--seed", rng.choice(SEEDS)]
+    if rng.random() < 0.3:
+        args += ["--ranks", rng.choice(SMALL)]
+    if rng.random() < 0.3:
+        args += _option_args(rng, _options("synthesizer", synthesizer), 1, skip=frozenset({"seed", "ranks"}),
+                             small=SYNTH_SIZING)
+    gz = ["--gzip"] if rng.random() < 0.2 else []
+    return "synth-sample", ["synth", "sample", target, "-o", "out/", *args, *gz], files
+
+
+def _mutate_leaf(rng: random.Random, data: bytes) -> bytes:
+    """One value of a JSON document (a model) replaced by a strange one."""
+    doc = json.loads(data)
+    leaves: list[tuple[Any, Any]] = []
+    stack = [doc]
+    while stack:
+        node = stack.pop()
+        for key in range(len(node)) if isinstance(node, list) else list(node) if isinstance(node, dict) else []:
+            leaves.append((node, key))
+            stack.append(node[key])
+    if leaves:
+        node, key = rng.choice(leaves)
+        if isinstance(node, dict) and rng.random() < 0.1:
+            node.pop(key)
+        elif isinstance(node[key], (int, float)) and not isinstance(node[key], bool) and rng.random() < 0.6:
+            value = node[key]
+            node[key] = rng.choice([0, 1, -value, value + 1, value * 2, value * 1000, value / 3, 2**62])
+        else:
+            node[key] = rng.choice(LEAVES)
+    return json.dumps(doc).encode()
+
+
+def _fit_case(rng: random.Random, files: dict[str, bytes], target: str,
+              mutate: Callable[[random.Random, bytes, str], bytes]) -> tuple[str, list[str], dict[str, bytes]]:
+    if rng.random() < 0.3:
+        files[target] = mutate(rng, files[target], "et" if target.endswith(".et") else "json")
+    synthesizer = rng.choice(SYNTHESIZERS)
+    declared = _options("synthesizer", synthesizer)
+    args = _option_args(rng, declared, rng.randint(1, 2), small=SYNTH_SIZING) if rng.random() < 0.5 else []
+    if rng.random() < 0.1:
+        args += ["--synthesizer", rng.choice(["nope", "", "STRUCTURAL", "../x"])]
+    return "synth-fit", ["synth", "fit", ".", "-o", "model.json", "--synthesizer", synthesizer, *args], files

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chakra_core.base._errors import TraceFormatError
-from chakra_core.io._etio import EtReader, EtWriter, read_et, write_et
+from chakra_core.io._etio import EtReader, EtWriter, open_binary, read_et, write_et
 from chakra_core.io._schema import GlobalMetadata, Node
 
 
@@ -54,6 +54,23 @@ def test_gzip_chosen_by_name_and_detected_by_magic(tmp_path):
     assert list(EtReader(renamed)) == nodes
     write_et(tmp_path / "p.et", None, nodes)
     assert plain == (tmp_path / "p.et").read_bytes()
+
+
+def test_open_binary_closes_the_file_under_a_gzip_stream(tmp_path):
+    """Closing what open_binary returned for a gzip file closes the file itself (no fd left for
+    the garbage collector, which warned "unclosed file" on a bad gzip profile read by chakra-jax)."""
+    import gc
+    import warnings
+
+    p = tmp_path / "p.json.gz"
+    p.write_bytes(gzip.compress(b'{"traceEvents": []}'))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always", ResourceWarning)
+        with open_binary(p) as f:
+            assert f.read() == b'{"traceEvents": []}'
+        del f
+        gc.collect()
+    assert [w for w in seen if issubclass(w.category, ResourceWarning)] == []
 
 
 def test_never_writes_zero_length_message(tmp_path):

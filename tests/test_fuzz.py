@@ -47,6 +47,17 @@ def test_short_campaign_over_the_kinds_of_issue_32(fuzz):
     assert {"sweep", "transform", "generate", "report", "graph", "simulate", "emulate"} <= set(fig["by_command"])
 
 
+def test_short_campaign_over_the_jax_and_synth_kinds(fuzz):
+    """HLO text and protos, Chrome-trace and xplane profiles, synth models of each synthesizer and
+    ``synth fit`` options: eight cases of each, every command they go through reached."""
+    kinds = ("jax-hlo", "jax-proto", "jax-profile", "jax-xplane", "synth-model", "synth-fit")
+    fig = fuzz.campaign(8 * len(kinds), seed=2, small=True, kinds=kinds)
+    assert fig["bad"] == []
+    assert sorted(fig["by_kind"]) == sorted(kinds)
+    assert {"convert", "validate", "stats", "jsonize", "simulate", "synth-fit", "synth-sample",
+            "synth-show"} <= set(fig["by_command"])
+
+
 def test_cases_are_reproduced_by_their_number(fuzz, tmp_path):
     with contextlib.redirect_stdout(io.StringIO()):
         seeds = fuzz.build_seeds(tmp_path, small=True)

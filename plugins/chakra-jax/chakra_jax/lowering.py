@@ -32,7 +32,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from chakra_core import TraceFormatError
+from chakra_core import ConfigError, TraceFormatError, check_limit
 
 from .cost import CostModel, custom_call_target, is_known_target
 from .groups import GroupError, device_groups, parse_pairs, parse_replica_groups, permute_pairs
@@ -160,6 +160,13 @@ class _Lowering:
     def fail(self, ins: Instruction, message: str) -> TraceFormatError:
         return TraceFormatError(f"instruction {ins.name!r}: {message}", self.module.path, f"line {ins.line}")
 
+    def index_attr(self, ins: Instruction, key: str) -> int:
+        """Attribute ``key`` of ``ins`` as a whole number (0 when absent); TraceFormatError else."""
+        text = (ins.attr(key) or "0").strip()
+        if not (text.isascii() and text.isdigit()):
+            raise self.fail(ins, f"{key}={text[:40]!r} is not a whole number")
+        return int(text)
+
     def computation(self, comp: Computation, params: Sequence[Value] | None, prefix: str) -> Value:
         env: dict[str, Value] = {}
         for ins in comp.instructions:
@@ -167,6 +174,8 @@ class _Lowering:
         return env[comp.root.name] if comp.root is not None else ()
 
     def operand(self, ins: Instruction, env: dict[str, Value], i: int) -> Value:
+        if i >= len(ins.operands):
+            raise self.fail(ins, f"{ins.opcode} wants operand {i + 1}, got {len(ins.operands)}")
         name = ins.operands[i]
         if name in env:
             return env[name]
@@ -258,12 +267,12 @@ class _Lowering:
     def folded(self, ins: Instruction, env: dict[str, Value], params: Sequence[Value] | None) -> Value:
         op = ins.opcode
         if op == "parameter":
-            number = int(ins.attr("number") or 0)
+            number = self.index_attr(ins, "number")
             return params[number] if params is not None and number < len(params) else ()
         if op == "tuple":
             return [self.operand(ins, env, i) for i in range(len(ins.operands))]
         if op == "get-tuple-element":
-            return self.element(ins, self.operand(ins, env, 0), int(ins.attr("index") or 0))
+            return self.element(ins, self.operand(ins, env, 0), self.index_attr(ins, "index"))
         if op in ("bitcast", "optimization-barrier", "domain") and ins.operands:
             return self.operand(ins, env, 0)
         if op == "add-dependency" and ins.operands:
@@ -524,6 +533,7 @@ def lower(module: HloModule, devices: int | None = None, unroll_limit: int = 102
     count = devices if devices is not None else replicas * partitions
     if devices is not None and devices % partitions == 0 and replicas * partitions != devices:
         replicas = devices // partitions
+    check_limit("npus", count, "devices", module.path, error=ConfigError)  # before any per-device table
     lowering = _Lowering(module, count, replicas, partitions, unroll_limit, schedule)
     lowering.computation(module.entry_computation, None, "")
     lowering.check_channels()

@@ -20,17 +20,21 @@ Event = tuple[int, str, str, str, float, float]  # device, module, op, run, star
 
 #: the largest device ordinal a profile event may name.
 MAX_DEVICE = 1 << 20
+#: the largest time or duration an event may give, in us (2^53 us, about 285 years: exact in a
+#: float, and a step built from such times still fits an ET's uint64 durations)
+MAX_US = float(1 << 53)
 
 
 def _fail(path: str, index: int, message: str) -> TraceFormatError:
     return TraceFormatError(message, path, f"event {index}")
 
 
-def _number(value: Any, key: str, path: str, index: int, minimum: float | None = None) -> float:
+def _number(value: Any, key: str, path: str, index: int, minimum: float | None = None,
+            maximum: float = MAX_US) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise _fail(path, index, f"{key} must be a number, got {type(value).__name__}")
     number = float(value)
-    if not math.isfinite(number) or (minimum is not None and number < minimum):
+    if not math.isfinite(number) or (minimum is not None and number < minimum) or abs(number) > maximum:
         raise _fail(path, index, f"{key}={value!r} is out of range")
     return number
 
@@ -84,5 +88,5 @@ def xplane_event(stats: Mapping[str, Any], name: str, xla_ops_line: bool, plane_
         return None
     return (_device(device, path, index), _text(stats.get("hlo_module", ""), "hlo_module", path, index),
             _text(op, "hlo_op", path, index), _text(stats.get("run_id", ""), "run_id", path, index),
-            _number(start_ns, "start_ns", path, index) / 1000.0,
-            _number(duration_ns, "duration_ns", path, index, 0.0) / 1000.0)
+            _number(start_ns, "start_ns", path, index, maximum=MAX_US * 1000) / 1000.0,
+            _number(duration_ns, "duration_ns", path, index, 0.0, MAX_US * 1000) / 1000.0)

@@ -29,6 +29,44 @@ def test_shape_dimension_that_is_not_a_whole_number(jax_data, tmp_path, chakra_c
     assert f"{path}:line {line}" in err and "'1e-400' is not a whole number" in err
 
 
+@pytest.mark.parametrize("old, new, key", [
+    ("parameter(0)", "parameter(0, x)", "number"),
+    ("index=0", "index=0x", "index"),
+])
+def test_parameter_number_or_tuple_index_that_is_not_a_whole_number(jax_data, tmp_path, chakra_cli, old, new, key):
+    text = (jax_data / "mlp" / "program.hlo.txt").read_text()
+    lines = text.splitlines()
+    entry = next(i for i, s in enumerate(lines) if s.startswith("ENTRY"))
+    line = next(i for i, s in enumerate(lines[entry:], entry + 1) if old in s)
+    lines[line - 1] = lines[line - 1].replace(old, new, 1)
+    path = tmp_path / "bad.hlo.txt"
+    path.write_text("\n".join(lines) + "\n")
+    err = _refused(chakra_cli, tmp_path, path)
+    assert f"{path}:line {line}" in err and f"{key}=" in err and "is not a whole number" in err, err
+
+
+def test_device_count_past_the_limit_is_refused_before_lowering(jax_data, tmp_path, chakra_cli):
+    """num_partitions=2^32 in the header: one located line, not a per-device table of 2^32 entries."""
+    text = (jax_data / "handmade" / "p2p.hlo.txt").read_text()
+    path = tmp_path / "p2p.hlo.txt"
+    path.write_text(text.replace("num_partitions=4", "num_partitions=4294967296", 1))
+    status, _, stderr = chakra_cli("convert", str(path), "--format", "jax", "-o", f"{tmp_path / 'out'}/")
+    assert status == 2 and stderr.strip().count("\n") == 0, stderr
+    assert str(path) in stderr and "4294967296" in stderr, stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_done_without_its_operand(jax_data, tmp_path, chakra_cli):
+    text = (jax_data / "handmade" / "async.hlo.txt").read_text()
+    lines = text.splitlines()
+    line = next(i for i, s in enumerate(lines, 1) if "collective-permute-done(%cps)" in s)
+    lines[line - 1] = lines[line - 1].replace("collective-permute-done(%cps)", "collective-permute-done()")
+    path = tmp_path / "async.hlo.txt"
+    path.write_text("\n".join(lines) + "\n")
+    err = _refused(chakra_cli, tmp_path, path)
+    assert f"{path}:line {line}" in err and "collective-permute-done wants operand 1, got 0" in err, err
+
+
 def test_profile_event_that_is_a_number(jax_data, tmp_path, chakra_cli):
     profile = tmp_path / "p.trace.json.gz"
     with gzip.open(profile, "wt") as f:
@@ -45,6 +83,20 @@ def test_profile_field_of_the_wrong_type(jax_data, tmp_path, chakra_cli):
         json.dump({"traceEvents": [event]}, f)
     err = _refused(chakra_cli, tmp_path, jax_data / "mlp" / "program.hlo.txt", profile)
     assert f"{profile}:event 0" in err and "ts must be a number, got str" in err
+
+
+@pytest.mark.parametrize("key, value", [("dur", 1e308), ("ts", -1e300), ("dur", 2.0 ** 60)])
+def test_profile_time_past_2_to_the_53_us(jax_data, tmp_path, chakra_cli, key, value):
+    """A duration of 1e308 us made an [idle] node out of an ET's uint64 range (internal error)."""
+    with gzip.open(jax_data / "mlp" / "profile.trace.json.gz", "rt") as f:
+        trace = json.load(f)
+    index = next(i for i, ev in enumerate(trace["traceEvents"]) if ev.get("ph") == "X" and "hlo_op" in ev.get("args", {}))
+    trace["traceEvents"][index][key] = value
+    profile = tmp_path / "p.trace.json.gz"
+    with gzip.open(profile, "wt") as f:
+        json.dump(trace, f)
+    err = _refused(chakra_cli, tmp_path, jax_data / "mlp" / "program.hlo.txt", profile)
+    assert f"{profile}:event {index}" in err and f"{key}={value!r} is out of range" in err, err
 
 
 def test_corrupt_gzip_stream(jax_data, tmp_path, chakra_cli):

@@ -103,7 +103,7 @@ def _serialize(b: NodeBatch, cls: ClassStream) -> list[bytes]:
     out = []
     log = cls.comm_log
     for i in range(len(st)):
-        n = Node(id=b.first_id + i, duration_micros=dur[i])
+        n = Node(id=b.first_id + i, duration_micros=max(dur[i], 0))  # none drawn (-1): unset, as size
         if dp[i + 1] > dp[i]:
             n.data_deps.extend(di[dp[i]:dp[i + 1]])
         if cp[i + 1] > cp[i]:
@@ -223,7 +223,11 @@ def build_traceset(classes: Sequence[ClassStream], tile_classes: Sequence[int], 
     rank ``r`` reads stream ``stream_of(r)``, which communicates exactly as stream
     ``tile_classes[r % tile]`` (the one the cross-rank check runs on)."""
     tmp = tempfile.TemporaryDirectory(prefix="chakra-synth-")
-    spills = [_spill(c, Path(tmp.name), k) for k, c in enumerate(classes)]
+    try:
+        spills = [_spill(c, Path(tmp.name), k) for k, c in enumerate(classes)]
+    except BaseException:
+        tmp.cleanup()
+        raise
     check_consistency(classes, tile_classes)
     tile = len(tile_classes)
     digests = [_digest_all(c.comm_log) for c in classes]

@@ -16,7 +16,17 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from chakra_core import DepGraph, NodeAttrs, NodeType, RankTrace, RoleKey, TraceFormatError, TraceSet, role_key
+from chakra_core import (
+    CommType,
+    DepGraph,
+    NodeAttrs,
+    NodeType,
+    RankTrace,
+    RoleKey,
+    TraceFormatError,
+    TraceSet,
+    role_key,
+)
 
 __all__ = ["KindTable", "RankProfile", "read_profiles", "WORLD"]
 
@@ -90,6 +100,9 @@ class _Collector:
         get = ix.get_int if ix is not None else (lambda _name, default=None: default)
         cpu = bool(ix.get_bool("is_cpu_op", False)) if ix is not None else False
         comm_type = get("comm_type", -1) if t == NodeType.COMM_COLL_NODE else -1
+        if t not in NodeType._value2member_map_ or comm_type not in (-1, *CommType._value2member_map_):
+            raise TraceFormatError(f"type {t}, comm_type {comm_type}: not a Chakra node type and collective type "
+                                   "(the only kinds a model holds)", self.where, f"node {n.id}")
         self.kind.append(self.kinds.id_of((t, int(comm_type), cpu, _DIGITS.sub("", n.name))))
         size = -1
         if t in _COMM:

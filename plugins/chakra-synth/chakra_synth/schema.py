@@ -215,6 +215,7 @@ def _class_indices(c: Mapping[str, Any], nkinds: int, where: str) -> None:
                 _index(v, len(slots), here, "slot")
             else:
                 raise ConfigError(f"model field {here}[0]: wants \"n\" or \"m\", got {kind!r}")
+    _expansion(c, where)
     segs = c.get("segments", [])
     for s, slot in enumerate(slots):
         if "kind" in slot:
@@ -247,6 +248,19 @@ def _class_indices(c: Mapping[str, Any], nkinds: int, where: str) -> None:
             raise ConfigError(f"model field {here}.total_by_rank: wants one total per member rank")
 
 
+def _expansion(c: Mapping[str, Any], where: str) -> None:
+    """The motifs (bodies already checked to name earlier motifs) must expand to the class's
+    ``nodes`` per rank, as fitted ones do (so a count of 2^62 is refused, not sampled)."""
+    lengths: list[int] = []
+    for motif in c["motifs"]:
+        lengths.append(motif["count"] * sum(1 if kind == "n" else lengths[v] for kind, v in motif["body"]))
+    got = lengths[c["step"]]
+    if got != c["nodes"]:
+        shown = got if got < 10**18 else "more than 10^18"
+        raise ConfigError(f"model field {where}.motifs: they expand to {shown} nodes per rank, not the "
+                          f"class's {c['nodes']}")
+
+
 def _layout(w: Mapping[str, Any], where: str) -> None:
     tile, ncls = w["tile"], len(w["classes"])
     if tile < 1 or w["ranks"] < 1 or w["ranks"] % tile or len(w["tile_classes"]) != tile:
@@ -272,6 +286,9 @@ def check_schema(model: Mapping[str, Any], synthesizer: str) -> None:
             for key in (*w["start"], *w["transitions"], *(b for r in w["transitions"].values() for b in r)):
                 if not key.isdigit() or int(key) >= nkinds:
                     raise ConfigError(f"model field {where}: {key!r} is not a kind number (0..{nkinds - 1})")
+            for name, row in (("start", w["start"]), *((f"transitions.{a}", r) for a, r in w["transitions"].items())):
+                if sum(row.values()) <= 0:
+                    raise ConfigError(f"model field {where}.{name}: the counts sum to 0")
             continue
         _layout(w, where)
         for c, cls in enumerate(w["classes"]):

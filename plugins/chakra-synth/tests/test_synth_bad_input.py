@@ -51,7 +51,13 @@ SHAPE_MUTATIONS = {
     "motif naming a later motif": lambda m: m["workloads"][0]["classes"][0]["motifs"][0]["body"].__setitem__(
         0, ["m", 99]),
     "slot kind out of range": lambda m: _first_slot_with(m, "kind").__setitem__("kind", 10 ** 6),
+    "step repeated 2^62 times": lambda m: _step_motif(m).__setitem__("count", 2 ** 62),
 }
+
+
+def _step_motif(model):
+    cls = model["workloads"][0]["classes"][0]
+    return cls["motifs"][cls["step"]]
 
 
 @pytest.mark.parametrize("synthesizer", ["learned", "structural", "markov"])
@@ -88,6 +94,35 @@ def test_slot_duration_of_wrong_type(models, tmp_path, chakra_cli):
     assert code == 2 and len(err) == 1 and ".duration: wants an array" in err[0], err
 
 
+@pytest.mark.parametrize("synthesizer", ["structural", "markov"])
+def test_kind_without_duration_table_samples_unset_durations(models, tmp_path, chakra_cli, synthesizer):
+    """A model whose kind_stats entry has no duration table (fuzz case: its key misspelt) samples
+    that kind's nodes with duration 0 (unset, as an absent size), not an internal error."""
+    model = json.loads(json.dumps(models[synthesizer]))
+    stats = model["workloads"][0]["kind_stats"]
+    for entry in stats.values():
+        entry.pop("duration", None)
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(model))
+    out = tmp_path / "out"
+    code, err = _run(chakra_cli, ["synth", "sample", str(path), "-o", str(out / ""), "--no-validate"])
+    assert code == 0, err
+    durations = {n.duration_micros for rank in chakra.open_traceset(str(out)) for n in rank.nodes()}
+    assert durations == {0}
+
+
+def test_markov_transition_row_of_zeros(models, tmp_path, chakra_cli):
+    model = json.loads(json.dumps(models["markov"]))
+    transitions = model["workloads"][0]["transitions"]
+    kind = sorted(transitions, key=int)[0]
+    transitions[kind] = {b: 0 for b in transitions[kind]}
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(model))
+    code, err = _run(chakra_cli, ["synth", "sample", str(path), "-o", str(tmp_path / "out" / "")])
+    assert code == 2 and len(err) == 1, err
+    assert f"{path}: model field workloads[0].transitions.{kind}: the counts sum to 0" in err[0], err
+
+
 @pytest.mark.parametrize("seed", [2 ** 64, 2 ** 63, -1])
 def test_seed_out_of_range(models, tmp_path, chakra_cli, seed):
     path = tmp_path / "m.json"
@@ -106,6 +141,27 @@ def test_source_duration_beyond_int64(tmp_path, chakra_cli):
         code, err = _run(chakra_cli, ["synth", "fit", str(src), "-o", str(tmp_path / "m.json"), "--synthesizer", name])
         assert code == 2 and len(err) == 1, err
         assert "trace.0.et:node 2" in err[0] and "duration_micros 18446744073709551615" in err[0], err
+        assert not (tmp_path / "m.json").exists()
+
+
+@pytest.mark.parametrize("node_type, comm_type", [(8, None), (255, None), (NodeType.COMM_COLL_NODE, 99)])
+def test_source_node_of_unknown_type(tmp_path, chakra_cli, node_type, comm_type):
+    """A source node of a type a model cannot store is refused by fit (it wrote a model that
+    show and sample then refused)."""
+    from chakra_core import make_attr
+
+    src = tmp_path / "src"
+    src.mkdir()
+    odd = Node(id=2, name="b", type=node_type, duration_micros=5, data_deps=[1])
+    if comm_type is not None:
+        odd.attr.append(make_attr("comm_type", comm_type))
+    with EtWriter(src / "trace.0.et", GlobalMetadata(version="0.0.4")) as w:
+        w.write(Node(id=1, name="a", type=NodeType.COMP_NODE, duration_micros=5))
+        w.write(odd)
+    for name in ("learned", "structural", "markov"):
+        code, err = _run(chakra_cli, ["synth", "fit", str(src), "-o", str(tmp_path / "m.json"), "--synthesizer", name])
+        assert code == 2 and len(err) == 1, err
+        assert "trace.0.et:node 2" in err[0] and f"type {int(node_type)}, comm_type" in err[0], err
         assert not (tmp_path / "m.json").exists()
 
 
