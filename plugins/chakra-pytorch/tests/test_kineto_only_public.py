@@ -18,7 +18,7 @@ from chakra_pytorch.kineto_graph import convert_kineto_rank
 from chakra_pytorch.kineto_only import find_kineto_ranks
 
 ALEXNET = Path(__file__).resolve().parent / "data" / "public" / "alexnet" / "benchmark_result_2869224_1695835535_trace.json.gz"
-NCCL = Path("/work/shared/data/public-traces/hta/nccl_kineto/nccl_data.json.gz")
+NCCL = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "public-traces" / "hta" / "nccl_kineto" / "nccl_data.json.gz"
 needs_nccl = pytest.mark.skipif(not NCCL.is_file(), reason="the shared public traces are not on this machine")
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 

@@ -16,7 +16,8 @@ from chakra_core import CommType, NodeType, TraceFormatError, detect_format, loa
 from chakra_pytorch import PyTorchTraceWarning, find_rank_files, open_pytorch
 
 PUBLIC = Path(__file__).resolve().parent / "data" / "public"
-SHARED = Path("/work/shared/data/public-traces")
+#: the shared public traces, beside the repository (../shared), as every developer and CI has them
+SHARED = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "public-traces"
 SIMPLE_ADD = PUBLIC / "simple_add"
 PT2 = PUBLIC / "pt2" / "pt2_et.json.gz"
 PT102 = PUBLIC / "pytorch_102" / "1.0.2-chakra.0.0.4.json.gz"
