@@ -31,7 +31,7 @@ from .ints import MAX_RANKS
 from .kineto import read_distributed_info
 from .kineto_graph import KINETO_SCHEMA, convert_kineto_rank, kineto_host
 from .schema_version import PyTorchTraceWarning
-from .sniff import JSON_SUFFIXES, rank_from_name, sniff_kind
+from .sniff import JSON_SUFFIXES, classify_files, rank_from_name
 from .stepstart import START_OFFSET_ATTR, first_step_us, start_offsets_ns
 
 __all__ = ["KinetoRank", "kineto_only_paths", "find_kineto_ranks", "open_kineto_only"]
@@ -49,19 +49,13 @@ class KinetoRank:
 def kineto_only_paths(paths: Sequence[str]) -> list[str] | None:
     """The Kineto traces among ``paths`` (files or directories) when there is no host execution
     trace among them, else None; other files are skipped with a warning naming them."""
-    files = expand_paths(paths, JSON_SUFFIXES)
-    kinds = [(f, sniff_kind(f)) for f in files]
-    if any(k == "host" for _, k in kinds):
+    kinds = classify_files(expand_paths(paths, JSON_SUFFIXES))
+    if not kinds.kineto_only:
         return None
-    kinetos = [f for f, k in kinds if k == "kineto"]
-    others = [f for f, k in kinds if k is None]
-    if not kinetos:
-        return None
-    if others:
-        warnings.warn(f"{others[0]}: skipped {len(others)} file(s) that are not PyTorch traces "
-                      f"({', '.join(others[:3])}{', ...' if len(others) > 3 else ''})",
-                      PyTorchTraceWarning, stacklevel=2)
-    return kinetos
+    note = kinds.skipped_note()
+    if note:
+        warnings.warn(f"{kinds.others[0]}: {note}", PyTorchTraceWarning, stacklevel=2)
+    return kinds.kinetos
 
 
 def find_kineto_ranks(files: Sequence[str]) -> tuple[list[KinetoRank], int]:
