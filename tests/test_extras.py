@@ -63,3 +63,15 @@ def test_the_compiled_reader_names_its_extra():
     r = subprocess.run([sys.executable, "-c", code, "numba,llvmlite"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 1 and "numba is needed for this and is not installed" in r.stderr
     assert "pip install 'chakra-core[fast]'" in r.stderr
+
+
+def test_the_sweep_api_names_its_extra_before_running_a_point(tmp_path):
+    code = HIDE.replace("from chakra_core.cli.main import main\nraise SystemExit(main(sys.argv[2:]))",
+                        "import chakra_core\ntry:\n    chakra_core.sweep(sys.argv[2], sys.argv[3])\n"
+                        "except chakra_core.ConfigError as e:\n    print(e)")
+    r = subprocess.run([sys.executable, "-c", code, "pyarrow", str(ROOT / "examples" / "sweep" / "pipeline.yaml"),
+                        str(tmp_path / "sweep")], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "pyarrow is needed for this and is not installed" in r.stdout
+    assert "pip install 'chakra-core[tables]'" in r.stdout
+    assert not (tmp_path / "sweep").exists()

@@ -17,6 +17,13 @@ from chakra_core.trace._traceset import TraceSet, with_process_groups
 __all__ = ["EtExporter", "JsonExporter"]
 
 
+def _place(backend: str, output: Path | None, options: Mapping[str, Any]) -> tuple[Path, Path]:
+    """``output`` and the ``prefix`` option as a path inside it (an exporter needs an output directory)."""
+    if output is None:
+        raise ConfigError(f"backend '{backend}' needs an output directory")
+    return output, inside_output(output, options["prefix"], "prefix")
+
+
 class EtExporter(Backend):
     """Write the set as ``<output>/<prefix>.{rank}.et`` (``prefix`` may name a subdirectory, never
     a place outside ``output``; the directory is replaced whole)."""
@@ -30,9 +37,7 @@ class EtExporter(Backend):
 
     def run(self, traces: TraceSet, options: Mapping[str, Any], output: Path | None) -> Result:
         """Write every rank; the result lists the files and node counts."""
-        if output is None:
-            raise ConfigError("backend 'et' needs an output directory")
-        prefix = inside_output(output, options["prefix"], "prefix")
+        output, prefix = _place("et", output, options)
         with output_directory(output) as stage:
             written = traces.write(stage / prefix.relative_to(output), compress=options["compress"])
         files = [str(prefix.parent / p.name) for p in written]
@@ -51,10 +56,9 @@ class JsonExporter(Backend):
 
     def run(self, traces: TraceSet, options: Mapping[str, Any], output: Path | None) -> Result:
         """Write every rank as JSON."""
-        if output is None:
-            raise ConfigError("backend 'json' needs an output directory")
+        output, prefix = _place("json", output, options)
+        prefix = prefix.relative_to(output)
         ext = ".jsonl" if options["lines"] else ".json"
-        prefix = inside_output(output, options["prefix"], "prefix").relative_to(output)
         files, nodes = [], 0
         with output_directory(output) as stage:
             for rt in traces:

@@ -24,6 +24,7 @@ from typing import Any
 
 from chakra_core.base._deadline import PointTimeout, deadline
 from chakra_core.base._errors import ChakraError, ConfigError
+from chakra_core.base._need import need
 from chakra_core.base._progress import Progress, progress
 from chakra_core.host._plugins import PluginHost, get_host
 from chakra_core.io._etio import atomic_output
@@ -283,6 +284,7 @@ def sweep(pipeline: str | os.PathLike | Mapping[str, Any], output: str | os.Path
               "skipped": sum(1 for p in plan.points if p.skipped)}
     if check:
         return {"output": str(plan.output), **counts, "files": [], "rows": []}
+    need("pyarrow", "tables")
     out = plan.output
     _check_output(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -12,9 +12,11 @@
   filter, with bias and activation) as the forward convolution, 2 x output elements x kernel
   elements per output feature (``dim_labels``), the output being the result for the forward
   direction, operand 0 (the output gradient) for backward input and operand 1 for backward
-  filter (whose result is the kernel); FFT targets (``ducc_fft``, ``dynamic_ducc_fft``,
-  ``__cufft*``) as an FFT over the last dimension of the operand. Other targets cost no FLOPs
-  (their bytes are counted) and are reported by the lowering;
+  filter (whose result is the kernel); cuDNN fused attention (``__cudnn$fmha*``, forward and
+  backward, :mod:`.attention`) as its GEMMs over the (query, key) pairs its mask keeps; FFT
+  targets (``ducc_fft``, ``dynamic_ducc_fft``, ``__cufft*``) as an FFT over the last dimension
+  of the operand. Other targets cost no FLOPs (their bytes are counted) and are reported by the
+  lowering;
 - ``fusion``: the sum over the instructions of its fused computation (nested fusions included);
 - elementwise and other arithmetic ops: one operation per output element; ``reduce`` and
   ``reduce-window``: one per input element; data movement (copy, transpose, slice, pad,
@@ -30,6 +32,7 @@ import json
 import math
 import re
 
+from .attention import fmha_flops, is_fmha
 from .hlo_text import Computation, HloModule, Instruction
 from .shapes import arrays, elements, shape_bytes
 
@@ -45,8 +48,8 @@ _REDUCES = frozenset({"reduce", "reduce-window", "select-and-scatter"})
 _DIMS = re.compile(r"\d+")
 
 #: custom-call targets the cost model prices (exact names, and prefixes ending in ``*``).
-KNOWN_TARGETS = ("__cublas$gemm", "__cublas$lt$matmul*", "__cudnn$conv*", "ducc_fft", "dynamic_ducc_fft",
-                 "__cufft*", "*gemm*", "*matmul*")
+KNOWN_TARGETS = ("__cublas$gemm", "__cublas$lt$matmul*", "__cudnn$conv*", "__cudnn$fmha*", "ducc_fft",
+                 "dynamic_ducc_fft", "__cufft*", "*gemm*", "*matmul*")
 #: custom-call targets XLA uses for bookkeeping, which do no work.
 _NO_WORK_TARGETS = frozenset({"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "MoveToHost",
                               "MoveToDevice", "AllocateBuffer", "LayoutConstraint"})
@@ -165,17 +168,15 @@ class CostModel:
         target = custom_call_target(ins).lower()
         if target.startswith("__cudnn$conv"):
             return self._cudnn_conv_flops(ins, comp, target)
+        if is_fmha(target):
+            config = _find_key(_backend_config(ins), "cudnn_fmha_backend_config") or {}
+            return fmha_flops(target, config, self._operand_dims(comp, ins, 0), self._operand_dims(comp, ins, 1))
         if "fft" in target and (target.startswith(("ducc", "dynamic_ducc", "__cufft"))):
             operand = self._operand_dims(comp, ins, 0)
             return self._fft_flops(ins, comp, [operand[-1]] if operand else [])
         if "gemm" not in target and "matmul" not in target:
             return 0
-        config = ins.attr("backend_config") or ""
-        try:
-            data: object = json.loads(json.loads(config) if config.startswith('"') else config)
-        except ValueError:
-            data = None
-        dims = _find_key(data, "dot_dimension_numbers")
+        dims = _find_key(_backend_config(ins), "dot_dimension_numbers")
         if dims is None:
             lhs = self._operand_dims(comp, ins, 0)
             return self._dot_flops(ins, comp, [len(lhs) - 1] if lhs else [])
@@ -194,6 +195,15 @@ class CostModel:
         else:
             output, kernel = result, self._operand_dims(comp, ins, 1)
         return _conv(ins.attr("dim_labels") or "", output, kernel)
+
+
+def _backend_config(ins: Instruction) -> object:
+    """The instruction's ``backend_config`` as JSON (None when it is absent or not JSON)."""
+    config = ins.attr("backend_config") or ""
+    try:
+        return json.loads(json.loads(config) if config.startswith('"') else config)
+    except ValueError:
+        return None
 
 
 def _conv(labels: str, output: tuple[int, ...], kernel: tuple[int, ...]) -> int:

@@ -126,15 +126,26 @@ def test_dot_durations_are_the_h100_roofline(llama):
     assert dot22.duration_micros == _roofline_us(2 * 4096 * 4096, size) == 21
 
 
-def test_cudnn_attention_named_as_unknown_custom_calls(llama):
-    path, _, _, caught = llama
-    # %dot_product_attention_fwd.5 in the forward body and .0 (rematerialised) in the backward
-    # body, %dot_product_attention_bwd.8 in the backward body: 32 iterations each
-    assert caught == [
-        f"{path}: device model h100 (default: the module names no target; option device= to change)",
-        f"{path}: custom-calls of unknown targets kept as compute nodes without FLOPs "
-        "('__cudnn$fmhaSoftmax' x64, '__cudnn$fmhaSoftmaxBackward' x32): "
-        "communication inside them is not in the trace"]
+def test_cudnn_flash_attention_priced_from_its_shapes(llama):
+    path, _, ranks, caught = llama
+    # %dot_product_attention_fwd.5 (forward body) and .0 (rematerialised in the backward body):
+    # __cudnn$fmhaSoftmax of q bf16[1,4096,32,128], k and v bf16[1,4096,8,128] (grouped-query),
+    # intermediate_tensor_shape [1,32,4096,4096], mask_type CAUSAL: 4096 x 4097 / 2 (query, key)
+    # pairs per head; forward = 2 GEMMs (QK^T, PV) of 2 x pairs x 128 FLOPs for each of 32
+    # heads, backward (%dot_product_attention_bwd.8, __cudnn$fmhaSoftmaxBackward) = 5 GEMMs
+    pairs = 4096 * 4097 // 2
+    forward, backward = 2 * 2 * 32 * pairs * 128, 5 * 2 * 32 * pairs * 128
+    assert caught == [f"{path}: device model h100 (default: the module names no target; option device= to change)"]
+    nodes = {n.name: n for n in ranks[0]}
+    for i in (0, 31):
+        for name, flops in ((f"while.50[{i}]/dot_product_attention_fwd.5", forward),
+                            (f"while.51[{i}]/dot_product_attention_fwd.0", forward),
+                            (f"while.51[{i}]/dot_product_attention_bwd.8", backward)):
+            attrs = NodeAttrs(nodes[name])
+            assert attrs.get("num_ops") == flops
+            # compute-bound at the bf16 peak: 137.5 GFLOP -> 139 us, 343.7 GFLOP -> 348 us
+            assert nodes[name].duration_micros == _roofline_us(flops, attrs.get("tensor_size"))
+    assert nodes["while.51[0]/dot_product_attention_bwd.8"].duration_micros == 348
 
 
 def test_validates_and_simulates_with_its_compute(llama, tmp_path):
