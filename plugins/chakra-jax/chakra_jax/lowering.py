@@ -48,6 +48,9 @@ _INT64_MAX = (1 << 63) - 1
 _TAG_MAX = (1 << 31) - 1
 
 Value = tuple[int, ...] | list  # op ids, or one value per tuple element
+#: a summarised computation: FLOPs, bytes, profiled op names with counts, collective bytes, and
+#: the output type of its instruction of most FLOPs
+Summary = tuple[int, int, list[tuple[str, int]], int, str]
 
 
 @dataclass(slots=True)
@@ -208,8 +211,9 @@ class _Lowering:
                **fields: object) -> Op:
         ctrl = [c for c in self.stream if c not in deps] if self.schedule else []
         out = arrays(ins.shape)
+        dtype = str(fields.pop("dtype", "") or (out[0][0] if out else ""))
         op = Op(self.next_id, prefix + ins.name, kind, ins.name, deps, ctrl, opcode=ins.opcode,
-                dtype=out[0][0] if out else "", **fields)  # type: ignore[arg-type]
+                dtype=dtype, **fields)  # type: ignore[arg-type]
         self.next_id += 2 if kind == PERMUTE else 1
         self.ops.append(op)
         if on_stream and self.schedule:
@@ -427,7 +431,7 @@ class _Lowering:
             for i in range(trip):
                 state = self.computation(body, [state], f"{prefix}{ins.name}[{i}]/")
             return state
-        flops, size, parts, comm = self.summary(body)
+        flops, size, parts, comm, dtype = self.summary(body)
         times = trip if trip is not None else 1
         why = (f"trip count {trip} is above unroll_limit={self.unroll_limit}" if trip is not None
                else "trip count unknown (no known_trip_count): the cost of one iteration")
@@ -435,7 +439,7 @@ class _Lowering:
         if comm:
             note += f"; its collectives ({comm * times} bytes in all) are folded into this node"
         node = self.new_op(ins, COMPUTE, prefix, _dedupe(_flat(state)), num_ops=flops * times,
-                           tensor_size=size * times, note=note,
+                           tensor_size=size * times, note=note, dtype=dtype,
                            profile_parts=tuple((n, c * times) for n, c in parts))
         return _relabel(state, (node.id,))
 
@@ -445,7 +449,7 @@ class _Lowering:
             branches = [n.strip().lstrip("%") for n in names.strip("{}").split(",")]
         else:
             branches = [(ins.attr(k) or "").lstrip("%") for k in ("true_computation", "false_computation")]
-        best: tuple[int, int, list[tuple[str, int]], int] = (0, 0, [], 0)
+        best: Summary = (0, 0, [], 0, "")
         for name in branches:
             called = self.module.computations.get(name)
             if called is None:
@@ -457,13 +461,16 @@ class _Lowering:
         if best[3]:
             note += f"; its collectives ({best[3]} bytes) are folded into this node"
         node = self.new_op(ins, COMPUTE, prefix, self.operand_ids(ins, env), num_ops=best[0],
-                           tensor_size=best[1] + shape_bytes(ins.shape), note=note, profile_parts=tuple(best[2]))
+                           tensor_size=best[1] + shape_bytes(ins.shape), note=note, dtype=best[4],
+                           profile_parts=tuple(best[2]))
         return (node.id,)
 
-    def summary(self, comp: Computation) -> tuple[int, int, list[tuple[str, int]], int]:
-        """FLOPs, bytes, profiled op names (with counts) and collective bytes of one run of ``comp``."""
+    def summary(self, comp: Computation) -> Summary:
+        """FLOPs, bytes, profiled op names (with counts), collective bytes of one run of ``comp``,
+        and the output type of its instruction of most FLOPs (whose peak times the summary)."""
         flops = size = comm = 0
         parts: list[tuple[str, int]] = []
+        heavy: tuple[int, str] = (0, "")
         for ins in comp.instructions:
             op = ins.opcode
             if op in FOLDED or op.endswith("-done") or op in ("async-done", "async-update"):
@@ -477,15 +484,19 @@ class _Lowering:
                 flops += inner[0] * times
                 size += inner[1] * times
                 comm += inner[3] * times
+                heavy = max(heavy, (inner[0] * times, inner[4]))
                 parts.extend((n, c * times) for n, c in inner[2])
                 continue
             if op in COLLECTIVES or op.endswith("-start"):
                 comm += self.operand_bytes(ins, comp, first_only=False)
             else:
-                flops += self.cost.flops(ins, comp)
+                own = self.cost.flops(ins, comp)
+                flops += own
                 size += self.cost.bytes(ins, comp)
+                out = arrays(ins.shape)
+                heavy = max(heavy, (own, out[0][0] if out else ""))
             parts.append((ins.name, 1))
-        return flops, size, parts, comm
+        return flops, size, parts, comm, heavy[1]
 
 
 def _result(node: Op) -> Value:
