@@ -298,3 +298,18 @@ def test_inside_output_refuses_escapes(tmp_path):
     for bad in ("..", "../x", "/x", "a/../../x"):
         with pytest.raises(ConfigError, match="option 'timeline'"):
             _publish.inside_output(tmp_path, bad, "timeline")
+
+
+def test_a_failed_write_to_a_new_directory_leaves_none_behind(tmp_path, monkeypatch, capsys):
+    from chakra_core.io import _etio
+
+    def full_disk(self, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(_etio.EtWriter, "write_raw", full_disk)
+    monkeypatch.setattr(_etio.EtWriter, "write_many", full_disk)
+    monkeypatch.setattr(_etio.EtWriter, "write_framed", lambda self, data, count: full_disk(self, data))
+    (tmp_path / "kept").mkdir()
+    assert convert(f"{tmp_path}/kept/new/deeper/", SMALL) == 2
+    assert "No space left on device" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["kept"]

@@ -1,7 +1,8 @@
 """A deadline for a block of Python code in any thread: :func:`deadline` raises
 :class:`PointTimeout` once its seconds have passed.
 
-By ``SIGALRM`` in the main thread, by an exception raised asynchronously in the block's thread
+By ``SIGALRM`` in the main thread (an interval timer set by the caller is re-armed afterwards
+with what is left of it), by an exception raised asynchronously in the block's thread
 elsewhere; both interrupt Python code, not a call blocked inside a C extension.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -57,11 +59,15 @@ def _alarm(seconds: float) -> Iterator[None]:
         raise PointTimeout
 
     previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds, _REPEAT_S)
+    started = time.monotonic()
+    outer_delay, outer_interval = signal.setitimer(signal.ITIMER_REAL, seconds, _REPEAT_S)
 
     def stop() -> None:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if outer_delay > 0:  # an enclosing timer is re-armed with what is left of it (due now: at once)
+            left = max(outer_delay - (time.monotonic() - started), 1e-6)
+            signal.setitimer(signal.ITIMER_REAL, left, outer_interval)
 
     try:
         yield

@@ -9,6 +9,7 @@ traces from other tools that only have that METADATA node are understood too.
 
 from __future__ import annotations
 
+import contextlib
 import glob as _glob
 import json
 import os
@@ -276,6 +277,27 @@ def publish_set(out: str | os.PathLike, write: Callable[[Path, str, str], list[s
     ``name.{rank}{suffix}`` files (returning their names), at ``out`` as :meth:`TraceSet.write`
     does; returns the paths, by rank."""
     as_dir = os.path.isdir(out) or str(out).endswith(("/", os.sep))
+    made = _new_directories(Path(out) if as_dir else Path(out).parent)
+    try:
+        return _publish_set(out, write, compress, replace_stale, as_dir)
+    except BaseException:
+        for d in made:  # a failed write leaves no empty directory of its own behind
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        raise
+
+
+def _new_directories(d: Path) -> list[Path]:
+    """``d`` and its parents that do not exist yet, deepest first."""
+    missing = []
+    while not d.exists() and d != d.parent:
+        missing.append(d)
+        d = d.parent
+    return missing
+
+
+def _publish_set(out: str | os.PathLike, write: Callable[[Path, str, str], list[str]], compress: bool,
+                 replace_stale: bool, as_dir: bool) -> list[Path]:
     prefix = _out_prefix(out)
     for ext in (".et.gz", ".et"):  # "out/job.et.gz" means prefix "out/job" (and gzip)
         if prefix.name.endswith(ext) and len(prefix.name) > len(ext):
