@@ -9,6 +9,7 @@ heads, 8 key/value heads, ffn 28672, vocabulary 32000: 68,976,648,192 parameters
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import pytest
@@ -123,6 +124,8 @@ def test_zero3_llama3_8b_dp4_reduce_scatters_every_micro_batch():
     # moves 2 Psi d gathered and Psi g reduce-scattered bytes, and a step m times that.
     s, dp, m, d, g = LLAMA["llama3-8b"], 4, 4, 2, 4
     traces = chakra.generate("transformer", {"preset": "llama3-8b", "dp": dp, "zero": 3, "micro_batches": m})
+    workload = json.loads(get_attr(traces[0].metadata(), "workload"))
+    assert (workload["zero"], workload["zero3_grad_reduce"]) == (3, "per_microbatch")  # the default, recorded
     cs = colls(traces, 0)
     dp_group = (0, 1, 2, 3)
     lp, emb, out = layer_params(s, 1), s["V"] * s["h"], s["h"] + s["V"] * s["h"]
