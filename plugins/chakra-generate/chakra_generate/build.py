@@ -8,7 +8,9 @@ Dependencies: compute runs in one stream (each compute node depends on the one b
 tensor-parallel, context-parallel or MoE collective and a ZeRO-3 parameter gather block that
 stream (the next compute depends on it); a pipeline receive blocks it, a send does not (sends
 are eager); data-parallel gradient collectives are issued when their bucket's last backward
-finishes and only the optimizer step waits for them.
+finishes (ZeRO-3 ``per_microbatch``: every micro-batch's backward of each layer) and only the
+optimizer step waits for them.  With recomputation a layer's ZeRO-3 gather comes before its
+recomputed forward, and its backward uses the same gathered parameters.
 """
 
 from __future__ import annotations
@@ -168,34 +170,36 @@ class _Stage:
             b.send(f"{pre}.send_activation", m.p2p_bytes, _tag(m, step, 0, mb, v), "next")
 
     def backward(self, step: int, mb: int, c: int, last: bool) -> None:
-        """One backward pass; ``last``: the step's final backward of chunk ``c`` (issues its
-        gradient buckets)."""
+        """One backward pass; ``last``: the step's final backward of chunk ``c``.  It reduces the
+        chunk's gradients when ``last``, or after every micro-batch (ZeRO-3 ``per_microbatch``)."""
         m, b, v = self.m, self.b, self.virtual(c)
         pre = f"s{step}.B{mb}.c{c}"
+        reduce = last or m.grad_reductions > 1
         if v == m.pp * m.chunks - 1:
             self.gather_params(f"{pre}.output", m.output_params(), 0)
             self.tp_regather(f"{pre}.output")
             b.comp(f"{pre}.output_loss", output_op(m, backward=True))
             self.tp_gather(f"{pre}.output", backward=True)
-            if last:
+            if reduce:
                 self.add_grads(m.output_params(), 0, step)
         else:
             b.recv(f"{pre}.recv_gradient", m.p2p_bytes, _tag(m, step, 1, mb, v + 1), "next")
         for layer in reversed(self.layers(c)):
+            self.gather_params(f"{pre}.L{layer}", *m.layer_params(layer))
             if m.recompute:
-                self.layer_forward(f"s{step}.R{mb}.c{c}.L{layer}", layer, recompute=True)
-            self.layer_backward(f"{pre}.L{layer}", layer)
-            if last:
+                self.layer_ops(f"s{step}.R{mb}.c{c}.L{layer}", forward_ops(m, m.is_moe(layer)), backward=False)
+            self.layer_ops(f"{pre}.L{layer}", backward_ops(m, m.is_moe(layer)), backward=True)
+            if reduce:
                 self.add_grads(*m.layer_params(layer), step)
         if v == 0:
             self.tp_reduce(f"{pre}.embedding", backward=True)
             self.gather_params(f"{pre}.embedding", m.embedding_params(), 0)
             b.comp(f"{pre}.embedding", embedding_op(m, backward=True))
-            if last:
+            if reduce:
                 self.add_grads(m.embedding_params(), 0, step)
         else:
             b.send(f"{pre}.send_gradient", m.p2p_bytes, _tag(m, step, 1, mb, v), "prev")
-        if last:
+        if reduce:
             self.flush(step)
 
     def tp_reduce(self, name: str, backward: bool = False) -> None:
@@ -239,18 +243,11 @@ class _Stage:
         if m.zero == 3 and expert and m.cp * m.dp // m.ep > 1:
             self.b.coll(f"{name}.zero3_expert_all_gather", CommType.ALL_GATHER, expert * m.dtype_bytes, "edp")
 
-    def layer_forward(self, name: str, layer: int, recompute: bool = False) -> None:
-        """One layer's forward (or its recomputation before the backward)."""
-        m = self.m
-        if not recompute:
-            self.gather_params(name, *m.layer_params(layer))
-        self.layer_ops(name, forward_ops(m, m.is_moe(layer)), backward=False)
-
-    def layer_backward(self, name: str, layer: int) -> None:
-        """One layer's backward: the mirror of its forward, in reverse order."""
+    def layer_forward(self, name: str, layer: int) -> None:
+        """One layer's forward."""
         m = self.m
         self.gather_params(name, *m.layer_params(layer))
-        self.layer_ops(name, backward_ops(m, m.is_moe(layer)), backward=True)
+        self.layer_ops(name, forward_ops(m, m.is_moe(layer)), backward=False)
 
     def layer_ops(self, name: str, ops: list[Op], backward: bool) -> None:
         """The compute of ``ops`` in order, each with the communication its markers stand for
@@ -317,8 +314,8 @@ class _Stage:
         if m.pp > 1 and m.tie_embeddings and first_or_last:
             b.coll(f"s{step}.embedding_grad_all_reduce", CommType.ALL_REDUCE,
                    m.vocab * m.hidden // m.tp * m.grad_bytes, "emb")
-        dense = sum(bk["dp"] for bk in self.buckets)
-        expert = sum(bk["edp"] for bk in self.buckets)
+        dense = sum(bk["dp"] for bk in self.buckets) // m.grad_reductions
+        expert = sum(bk["edp"] for bk in self.buckets) // m.grad_reductions
         if m.zero >= 1:
             dense //= m.dp * m.cp
             expert //= max(1, m.cp * m.dp // m.ep)

@@ -23,12 +23,15 @@ from typing import Any
 
 from chakra_core import ConfigError
 
-__all__ = ["Model", "model_from_options", "SCHEDULES", "DIMS", "MLPS", "NORMS", "POSITIONS"]
+__all__ = ["Model", "model_from_options", "SCHEDULES", "DIMS", "MLPS", "NORMS", "POSITIONS", "ZERO3_GRAD_REDUCES"]
 
 SCHEDULES = ("gpipe", "1f1b", "interleaved")
 MLPS = ("gelu", "swiglu")
 NORMS = ("layernorm", "rmsnorm")
 POSITIONS = ("learned", "rope")
+#: when ZeRO-3 reduce-scatters gradients: after every micro-batch's backward (DeepSpeed stage 3,
+#: PyTorch FSDP) or once per step after accumulating them in full (FSDP under ``no_sync``)
+ZERO3_GRAD_REDUCES = ("per_microbatch", "per_step")
 #: the parallel dimensions a rank order permutes
 DIMS = ("tp", "cp", "dp", "pp")
 
@@ -69,6 +72,7 @@ class Model:
     norm: str = "layernorm"
     bias: bool = True
     positions: str = "learned"
+    zero3_grad_reduce: str = "per_microbatch"
 
     @property
     def groups(self) -> int:
@@ -94,6 +98,13 @@ class Model:
     def norm_params(self) -> int:
         """Parameters of one norm: ``2h`` (layernorm: scale and shift) or ``h`` (rmsnorm)."""
         return 2 * self.hidden if self.norm == "layernorm" else self.hidden
+
+    @property
+    def grad_reductions(self) -> int:
+        """Gradient reductions of every parameter per step: ``micro_batches`` with ZeRO-3
+        ``per_microbatch``, else 1."""
+        per_microbatch = self.zero == 3 and self.zero3_grad_reduce == "per_microbatch"
+        return self.micro_batches if per_microbatch else 1
 
     @property
     def ranks(self) -> int:
@@ -217,7 +228,7 @@ def model_from_options(o: Mapping[str, Any]) -> Model:
         schedule=o["schedule"], virtual_stages=o["virtual_stages"], zero=o["zero"], recompute=o["recompute"],
         bucket_bytes=o["bucket_bytes"], tie_embeddings=o["tie_embeddings"], steps=o["steps"],
         order=_order(o["order"]), kv_heads=o["kv_heads"] or o["heads"], mlp=o["mlp"], norm=o["norm"],
-        bias=o["bias"], positions=o["positions"])
+        bias=o["bias"], positions=o["positions"], zero3_grad_reduce=o["zero3_grad_reduce"])
     check_model(m)
     return m
 
@@ -247,6 +258,8 @@ def check_model(m: Model) -> None:
              "as in Megatron-LM")
     _require(m.schedule == "interleaved" or m.virtual_stages == 1,
              "virtual_stages applies to schedule=interleaved only")
+    _require(m.zero == 3 or m.zero3_grad_reduce == "per_microbatch",
+             "zero3_grad_reduce applies to zero=3 only")
     _require(m.dp % m.ep == 0, f"ep {m.ep} does not divide dp {m.dp} (experts are split inside data parallelism)")
     _require(m.ep == 1 or m.experts > 0, "ep > 1 needs experts > 0")
     _require(m.experts == 0 or m.experts % m.ep == 0, f"experts {m.experts} is not a multiple of ep {m.ep}")

@@ -9,6 +9,7 @@ heads, 8 key/value heads, ffn 28672, vocabulary 32000: 68,976,648,192 parameters
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import pytest
@@ -101,7 +102,8 @@ def test_zero3_llama3_8b_three_times_the_parameters():
     # ZeRO-3 (Rajbhandari et al., 2020, section 7.2.2): per step, an all-gather of every parameter
     # before its forward and again before its backward, and a reduce-scatter of every gradient
     s, tp, dp, m, d, g = LLAMA["llama3-8b"], 2, 2, 2, 2, 4
-    traces = chakra.generate("transformer", {"preset": "llama3-8b", "tp": tp, "dp": dp, "zero": 3, "micro_batches": m})
+    traces = chakra.generate("transformer", {"preset": "llama3-8b", "tp": tp, "dp": dp, "zero": 3, "micro_batches": m,
+                                             "zero3_grad_reduce": "per_step"})
     cs = colls(traces, 0)
     dp_group = (0, 2)
     lp, emb, out = layer_params(s, tp), s["V"] * s["h"] // tp, s["h"] + s["V"] * s["h"] // tp
@@ -114,3 +116,41 @@ def test_zero3_llama3_8b_three_times_the_parameters():
     assert set(rs) == {("REDUCE_SCATTER", dp_group)} and len(rs) == s["L"] + 2  # per layer, embedding, output
     assert grads(cs) == psi * g
     assert not any("param_bucket" in n or t == "ALL_REDUCE" and mem == dp_group for n, t, _, mem in cs)
+
+
+def test_zero3_llama3_8b_dp4_reduce_scatters_every_micro_batch():
+    # DeepSpeed stage 3 (and FSDP without no_sync): each micro-batch's backward gathers every layer's
+    # parameters and reduce-scatters its gradients into the rank's partition, so one micro-batch
+    # moves 2 Psi d gathered and Psi g reduce-scattered bytes, and a step m times that.
+    s, dp, m, d, g = LLAMA["llama3-8b"], 4, 4, 2, 4
+    traces = chakra.generate("transformer", {"preset": "llama3-8b", "dp": dp, "zero": 3, "micro_batches": m})
+    workload = json.loads(get_attr(traces[0].metadata(), "workload"))
+    assert (workload["zero"], workload["zero3_grad_reduce"]) == (3, "per_microbatch")  # the default, recorded
+    cs = colls(traces, 0)
+    dp_group = (0, 1, 2, 3)
+    lp, emb, out = layer_params(s, 1), s["V"] * s["h"], s["h"] + s["V"] * s["h"]
+    assert (lp, emb, out) == (218_112_000, 525_336_576, 525_340_672)
+    psi = s["L"] * lp + emb + out
+    assert psi == s["params"]
+    gathers = Counter((t, sz, mem) for n, t, sz, mem in cs if "zero3_all_gather" in n)
+    assert gathers == Counter({("ALL_GATHER", lp * d, dp_group): 2 * s["L"] * m, ("ALL_GATHER", emb * d, dp_group): 2 * m,
+                               ("ALL_GATHER", out * d, dp_group): 2 * m})
+    rs = [(n, t, sz, mem) for n, t, sz, mem in cs if "grad_bucket" in n]
+    assert Counter((t, sz, mem) for _, t, sz, mem in rs) == Counter(
+        {("REDUCE_SCATTER", lp * g, dp_group): s["L"] * m, ("REDUCE_SCATTER", emb * g, dp_group): m,
+         ("REDUCE_SCATTER", out * g, dp_group): m})
+    assert sum(sz for n, t, sz, _ in cs if "zero3_all_gather" in n) == 2 * m * psi * d == 128_484_179_968
+    assert grads(cs) == m * psi * g == 128_484_179_968
+    # in issue order: each backward reduce-scatters the output layer, the layers last to first,
+    # then the embedding, before the next micro-batch's backward starts
+    one_backward = [out * g] + [lp * g] * s["L"] + [emb * g]
+    assert [sz for _, _, sz, _ in rs] == one_backward * m
+    micro_batch_of = {}
+    for n in traces[0].nodes():
+        if n.type == NodeType.COMP_NODE and ".B" in n.name:
+            current = int(n.name.split(".")[1][1:])
+        if n.type == NodeType.COMM_COLL_NODE and "grad_bucket" in n.name:
+            micro_batch_of[n.name] = current
+    assert list(micro_batch_of.values()) == [k for k in range(m) for _ in range(s["L"] + 2)]
+    optimizer = [get_attr(n, "num_ops") for n in traces[0].nodes() if n.name == "s0.optimizer"]
+    assert optimizer == [12 * psi // dp]  # Adam on the rank's partition, once per step

@@ -13,6 +13,9 @@ from collections import Counter
 
 import pytest
 
+import chakra_core as chakra
+from chakra_core import get_attr
+
 #: the tests' model (the same as conftest.SMALL)
 H, SEQ, V, L, M = 64, 32, 256, 8, 4
 F = 4 * H
@@ -128,7 +131,7 @@ def test_zero1_reduce_scatter_then_all_gather(h):
 
 def test_zero3_gathers_every_layer_before_forward_and_backward(h):
     tp, dp, d, g = 2, 2, 2, 4
-    traces = h.gen(tp=tp, dp=dp, zero=3)
+    traces = h.gen(tp=tp, dp=dp, zero=3, zero3_grad_reduce="per_step")
     cs = h.colls(traces, 0)
     lp = layer_params_per_tp_rank(tp)
     dp_members = (0, 2)
@@ -201,3 +204,48 @@ def test_sequence_parallel_embedding_and_output_collectives(h):
     # the output layer is column-parallel: its backward gathers its input again (weight gradient)
     assert h.by_kind(last, ".output.tp_") == Counter({("ALL_GATHER", act, (2, 3)): 2 * M,
                                                       ("REDUCE_SCATTER", act, (2, 3)): M})
+
+
+def test_zero3_recomputation_runs_after_the_gather(h):
+    tp, dp, d = 2, 2, 2
+    traces = h.gen(tp=tp, dp=dp, zero=3, recompute=True)
+    nodes = list(traces[0].nodes())
+    index = {n.name: i for i, n in enumerate(nodes)}
+    assert len(h.by_kind(h.colls(traces, 0), "zero3_all_gather")) == 3  # layers, embedding, output
+    assert sum(h.by_kind(h.colls(traces, 0), "zero3_all_gather").values()) == 2 * (L + 2) * M
+    for k in range(M):
+        for layer in range(L):
+            gather = nodes[index[f"s0.B{k}.c0.L{layer}.zero3_all_gather"]]
+            recomputed = [n for n in nodes if n.name.startswith(f"s0.R{k}.c0.L{layer}.")]
+            assert index[gather.name] < index[recomputed[0].name]
+            assert gather.id in recomputed[0].data_deps
+            assert get_attr(gather, "comm_size") == layer_params_per_tp_rank(tp) * d
+
+
+def test_zero3_grad_reduce_needs_zero3(h):
+    with pytest.raises(chakra.ConfigError, match="zero3_grad_reduce applies to zero=3 only"):
+        h.gen(dp=2, zero=1, zero3_grad_reduce="per_step")
+
+
+def test_zero3_moe_gathers_and_reduce_scatters_experts_over_edp_every_micro_batch(h):
+    dp, ep, experts, every, d, g = 4, 2, 4, 2, 2, 4
+    traces = h.gen(dp=dp, ep=ep, experts=experts, moe_every=every, zero=3)
+    cs = h.colls(traces, 0)
+    moe_layers, dense_layers = L // every, L - L // every
+    dp_members, edp_members = (0, 1, 2, 3), (0, 2)
+    dense, shared = layer_params_per_tp_rank(1), 4 * H * H + 3 * H + 5 * H + H * experts
+    expert = experts // ep * (2 * H * F + F + H)
+    emb, out = V * H + SEQ * H, 2 * H
+    assert (dense, shared, expert) == (49_984, 17_152, 66_176)
+    assert h.by_kind(cs, "zero3_all_gather") == Counter(
+        {("ALL_GATHER", dense * d, dp_members): 2 * dense_layers * M, ("ALL_GATHER", shared * d, dp_members): 2 * moe_layers * M,
+         ("ALL_GATHER", emb * d, dp_members): 2 * M, ("ALL_GATHER", out * d, dp_members): 2 * M})
+    assert h.by_kind(cs, "zero3_expert_all_gather") == Counter(
+        {("ALL_GATHER", expert * d, edp_members): 2 * moe_layers * M})
+    assert h.by_kind(cs, "grad_bucket") == Counter(
+        {("REDUCE_SCATTER", dense * g, dp_members): dense_layers * M, ("REDUCE_SCATTER", shared * g, dp_members): moe_layers * M,
+         ("REDUCE_SCATTER", expert * g, edp_members): moe_layers * M,
+         ("REDUCE_SCATTER", emb * g, dp_members): M, ("REDUCE_SCATTER", out * g, dp_members): M})
+    optimizer = [get_attr(n, "num_ops") for n in traces[0].nodes() if n.name == "s0.optimizer"]
+    partition = (dense_layers * dense + moe_layers * shared + emb + out) // dp + moe_layers * expert // (dp // ep)
+    assert optimizer == [12 * partition]
