@@ -23,8 +23,7 @@ from typing import Any
 
 from chakra_core import ConfigError
 
-__all__ = ["Model", "model_from_options", "SCHEDULES", "DIMS", "MLPS", "NORMS", "POSITIONS", "GRAD_REDUCES",
-           "resolve_grad_reduce"]
+__all__ = ["Model", "model_from_options", "SCHEDULES", "DIMS", "MLPS", "NORMS", "POSITIONS", "GRAD_REDUCES"]
 
 SCHEDULES = ("gpipe", "1f1b", "interleaved")
 MLPS = ("gelu", "swiglu")
