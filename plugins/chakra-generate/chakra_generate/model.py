@@ -38,8 +38,8 @@ DIMS = ("tp", "cp", "dp", "pp")
 
 @dataclass(frozen=True)
 class Model:
-    """A checked configuration (see :func:`model_from_options` for the option names; it stores
-    ``grad_reduce`` resolved, never ``auto``)."""
+    """A checked configuration (see :func:`model_from_options` for the option names); ``auto`` in
+    ``grad_reduce`` is resolved on construction (:func:`resolve_grad_reduce`)."""
 
     layers: int
     hidden: int
@@ -75,6 +75,9 @@ class Model:
     positions: str = "learned"
     grad_reduce: str = "auto"
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "grad_reduce", resolve_grad_reduce(self.grad_reduce, self.zero))
+
     @property
     def groups(self) -> int:
         """Key/value heads (query groups): ``kv_heads``, or ``heads`` when it is 0."""
@@ -102,10 +105,9 @@ class Model:
 
     @property
     def grad_reductions(self) -> int:
-        """Gradient reductions of every parameter per step: ``micro_batches`` when ``grad_reduce``
-        is (or ``auto`` resolves to) ``per_microbatch``, else 1."""
-        per_microbatch = resolve_grad_reduce(self.grad_reduce, self.zero) == "per_microbatch"
-        return self.micro_batches if per_microbatch else 1
+        """Gradient reductions of every parameter per step: ``micro_batches`` with ``grad_reduce``
+        ``per_microbatch``, else 1."""
+        return self.micro_batches if self.grad_reduce == "per_microbatch" else 1
 
     @property
     def ranks(self) -> int:
@@ -239,8 +241,7 @@ def model_from_options(o: Mapping[str, Any]) -> Model:
         schedule=o["schedule"], virtual_stages=o["virtual_stages"], zero=o["zero"], recompute=o["recompute"],
         bucket_bytes=o["bucket_bytes"], tie_embeddings=o["tie_embeddings"], steps=o["steps"],
         order=_order(o["order"]), kv_heads=o["kv_heads"] or o["heads"], mlp=o["mlp"], norm=o["norm"],
-        bias=o["bias"], positions=o["positions"],
-        grad_reduce=resolve_grad_reduce(o["grad_reduce"], o["zero"]))
+        bias=o["bias"], positions=o["positions"], grad_reduce=o["grad_reduce"])
     check_model(m)
     return m
 
