@@ -8,9 +8,11 @@ Dependencies: compute runs in one stream (each compute node depends on the one b
 tensor-parallel, context-parallel or MoE collective and a ZeRO-3 parameter gather block that
 stream (the next compute depends on it); a pipeline receive blocks it, a send does not (sends
 are eager); data-parallel gradient collectives are issued when their bucket's last backward
-finishes (ZeRO-3 ``per_microbatch``: every micro-batch's backward of each layer) and only the
-optimizer step waits for them.  With recomputation a layer's ZeRO-3 gather comes before its
-recomputed forward, and its backward uses the same gathered parameters.
+finishes (``grad_reduce=per_microbatch``: in every micro-batch's backward) and only the
+optimizer step waits for them; the optimizer and the ZeRO-1/2 parameter gathers take the
+buckets of the step's last backward of each chunk, so they run once per step either way.
+With recomputation a layer's ZeRO-3 gather comes before its recomputed forward, and its
+backward uses the same gathered parameters.
 """
 
 from __future__ import annotations
@@ -124,6 +126,11 @@ class _Stage:
                 last_b[c] = i
         self.last_backward = last_b
         self.open = _Bucket()
+        #: gradient buckets issued in this step (they name the collectives)
+        self.issued = 0
+        #: whether the backward being built is the step's last of its chunk
+        self.final = False
+        #: the buckets of those last backwards: what the optimizer updates and ZeRO-1/2 gathers
         self.buckets: list[dict[str, int]] = []
         #: gradient collectives the optimizer step waits for
         self.grad_colls: list[int] = []
@@ -171,10 +178,11 @@ class _Stage:
 
     def backward(self, step: int, mb: int, c: int, last: bool) -> None:
         """One backward pass; ``last``: the step's final backward of chunk ``c``.  It reduces the
-        chunk's gradients when ``last``, or after every micro-batch (ZeRO-3 ``per_microbatch``)."""
+        chunk's gradients when ``last``, or in every micro-batch (``grad_reduce=per_microbatch``)."""
         m, b, v = self.m, self.b, self.virtual(c)
         pre = f"s{step}.B{mb}.c{c}"
         reduce = last or m.grad_reductions > 1
+        self.final = last
         if v == m.pp * m.chunks - 1:
             self.gather_params(f"{pre}.output", m.output_params(), 0)
             self.tp_regather(f"{pre}.output")
@@ -286,19 +294,21 @@ class _Stage:
             self.flush(step)
 
     def flush(self, step: int) -> None:
-        """Issue the open bucket's gradient collectives (all-reduce at ZeRO 0, else reduce-scatter)."""
+        """Issue the open bucket's gradient collectives (all-reduce at ZeRO 0, else reduce-scatter);
+        keep the bucket for the optimizer when it comes from a chunk's last backward."""
         m, b = self.m, self.b
         bucket, self.open = self.open.params, _Bucket()
         if not any(bucket.values()):
             return
         kind = CommType.ALL_REDUCE if m.zero == 0 else CommType.REDUCE_SCATTER
         label = "all_reduce" if m.zero == 0 else "reduce_scatter"
-        index = len(self.buckets)
         for group, params in bucket.items():
             if params and self.group_exists(group):
-                self.grad_colls.append(b.coll(f"s{step}.grad_bucket{index}.{group}_{label}", kind,
+                self.grad_colls.append(b.coll(f"s{step}.grad_bucket{self.issued}.{group}_{label}", kind,
                                               params * m.grad_bytes, group, blocking=False))
-        self.buckets.append(bucket)
+        self.issued += 1
+        if self.final:
+            self.buckets.append(bucket)
 
     def group_exists(self, group: str) -> bool:
         """Whether this stage's ranks have a ``group`` of two or more ranks."""
@@ -314,8 +324,8 @@ class _Stage:
         if m.pp > 1 and m.tie_embeddings and first_or_last:
             b.coll(f"s{step}.embedding_grad_all_reduce", CommType.ALL_REDUCE,
                    m.vocab * m.hidden // m.tp * m.grad_bytes, "emb")
-        dense = sum(bk["dp"] for bk in self.buckets) // m.grad_reductions
-        expert = sum(bk["edp"] for bk in self.buckets) // m.grad_reductions
+        dense = sum(bk["dp"] for bk in self.buckets)
+        expert = sum(bk["edp"] for bk in self.buckets)
         if m.zero >= 1:
             dense //= m.dp * m.cp
             expert //= max(1, m.cp * m.dp // m.ep)
@@ -329,6 +339,7 @@ class _Stage:
                                                        CommType.ALL_GATHER, params * m.dtype_bytes, group,
                                                        blocking=False))
         self.buckets = []
+        self.issued = 0
 
 
 def build_stage(model: Model, device: Device, stage: int) -> Template:

@@ -23,22 +23,23 @@ from typing import Any
 
 from chakra_core import ConfigError
 
-__all__ = ["Model", "model_from_options", "SCHEDULES", "DIMS", "MLPS", "NORMS", "POSITIONS", "ZERO3_GRAD_REDUCES"]
+__all__ = ["Model", "model_from_options", "SCHEDULES", "DIMS", "MLPS", "NORMS", "POSITIONS", "GRAD_REDUCES"]
 
 SCHEDULES = ("gpipe", "1f1b", "interleaved")
 MLPS = ("gelu", "swiglu")
 NORMS = ("layernorm", "rmsnorm")
 POSITIONS = ("learned", "rope")
-#: when ZeRO-3 reduce-scatters gradients: after every micro-batch's backward (DeepSpeed stage 3,
-#: PyTorch FSDP) or once per step after accumulating them in full (FSDP under ``no_sync``)
-ZERO3_GRAD_REDUCES = ("per_microbatch", "per_step")
+#: when data-parallel gradients are reduced: ``auto`` (by ZeRO stage, :func:`resolve_grad_reduce`),
+#: in every micro-batch's backward, or once per step at the accumulation boundary
+GRAD_REDUCES = ("auto", "per_microbatch", "per_step")
 #: the parallel dimensions a rank order permutes
 DIMS = ("tp", "cp", "dp", "pp")
 
 
 @dataclass(frozen=True)
 class Model:
-    """A checked configuration (see :func:`model_from_options` for the option names)."""
+    """A checked configuration (see :func:`model_from_options` for the option names); ``auto`` in
+    ``grad_reduce`` is resolved on construction (:func:`resolve_grad_reduce`)."""
 
     layers: int
     hidden: int
@@ -72,7 +73,10 @@ class Model:
     norm: str = "layernorm"
     bias: bool = True
     positions: str = "learned"
-    zero3_grad_reduce: str = "per_microbatch"
+    grad_reduce: str = "auto"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "grad_reduce", resolve_grad_reduce(self.grad_reduce, self.zero))
 
     @property
     def groups(self) -> int:
@@ -101,10 +105,9 @@ class Model:
 
     @property
     def grad_reductions(self) -> int:
-        """Gradient reductions of every parameter per step: ``micro_batches`` with ZeRO-3
+        """Gradient reductions of every parameter per step: ``micro_batches`` with ``grad_reduce``
         ``per_microbatch``, else 1."""
-        per_microbatch = self.zero == 3 and self.zero3_grad_reduce == "per_microbatch"
-        return self.micro_batches if per_microbatch else 1
+        return self.micro_batches if self.grad_reduce == "per_microbatch" else 1
 
     @property
     def ranks(self) -> int:
@@ -218,6 +221,16 @@ def _order(text: str) -> tuple[str, ...]:
     return dims
 
 
+def resolve_grad_reduce(grad_reduce: str, zero: int) -> str:
+    """``grad_reduce`` with ``auto`` resolved for ZeRO stage ``zero``: ``per_microbatch`` at stages 2
+    and 3 (DeepSpeed partitions the gradients and reduce-scatters them in every micro-batch's
+    backward), ``per_step`` at 0 and 1 (Megatron-LM's DDP and distributed optimizer, DeepSpeed
+    stage 1: once, at the accumulation boundary)."""
+    if grad_reduce != "auto":
+        return grad_reduce
+    return "per_microbatch" if zero >= 2 else "per_step"
+
+
 def model_from_options(o: Mapping[str, Any]) -> Model:
     """Build and check a :class:`Model` from the generator's checked options."""
     m = Model(
@@ -228,7 +241,7 @@ def model_from_options(o: Mapping[str, Any]) -> Model:
         schedule=o["schedule"], virtual_stages=o["virtual_stages"], zero=o["zero"], recompute=o["recompute"],
         bucket_bytes=o["bucket_bytes"], tie_embeddings=o["tie_embeddings"], steps=o["steps"],
         order=_order(o["order"]), kv_heads=o["kv_heads"] or o["heads"], mlp=o["mlp"], norm=o["norm"],
-        bias=o["bias"], positions=o["positions"], zero3_grad_reduce=o["zero3_grad_reduce"])
+        bias=o["bias"], positions=o["positions"], grad_reduce=o["grad_reduce"])
     check_model(m)
     return m
 
@@ -258,8 +271,6 @@ def check_model(m: Model) -> None:
              "as in Megatron-LM")
     _require(m.schedule == "interleaved" or m.virtual_stages == 1,
              "virtual_stages applies to schedule=interleaved only")
-    _require(m.zero == 3 or m.zero3_grad_reduce == "per_microbatch",
-             "zero3_grad_reduce applies to zero=3 only")
     _require(m.dp % m.ep == 0, f"ep {m.ep} does not divide dp {m.dp} (experts are split inside data parallelism)")
     _require(m.ep == 1 or m.experts > 0, "ep > 1 needs experts > 0")
     _require(m.experts == 0 or m.experts % m.ep == 0, f"experts {m.experts} is not a multiple of ep {m.ep}")

@@ -20,7 +20,7 @@ from chakra_core.system import get_device
 from .build import Template, build_stage
 from .emit import TemplateRank, segments
 from .layout import ParallelLayout
-from .model import MLPS, NORMS, POSITIONS, SCHEDULES, ZERO3_GRAD_REDUCES, Model, model_from_options
+from .model import GRAD_REDUCES, MLPS, NORMS, POSITIONS, SCHEDULES, Model, model_from_options
 from .presets import PRESETS, with_preset
 
 __all__ = ["TransformerGenerator", "generate_model", "assemble", "reduced", "SHAPE_OPTIONS"]
@@ -70,9 +70,10 @@ class TransformerGenerator(Generator):
         "schedule": _opt("str", "1f1b", "pipeline schedule", choices=SCHEDULES),
         "virtual_stages": _opt("int", 1, "model chunks per stage (schedule=interleaved)", minimum=1),
         "zero": _opt("int", 0, "ZeRO stage (0: gradient all-reduce)", choices=(0, 1, 2, 3)),
-        "zero3_grad_reduce": _opt("str", "per_microbatch", "ZeRO-3 gradient reduce-scatter: after every "
-                                  "micro-batch's backward (DeepSpeed stage 3, FSDP) or once per step (FSDP "
-                                  "no_sync)", choices=ZERO3_GRAD_REDUCES),
+        "grad_reduce": _opt("str", "auto", "when gradients are reduced: per_microbatch (in every micro-batch's "
+                            "backward: DeepSpeed stage 2 and 3, FSDP, DDP without no_sync) or per_step (at the "
+                            "accumulation boundary: Megatron-LM, DeepSpeed stage 1, FSDP under no_sync); auto: "
+                            "per_microbatch at zero 2 and 3, per_step at zero 0 and 1", choices=GRAD_REDUCES),
         "recompute": _opt("bool", False, "full activation recomputation before each layer's backward"),
         "bucket_bytes": _opt("int", 160_000_000, "gradient bucket size (Megatron-LM: 40M parameters of 4 B)",
                              unit="B", minimum=1),

@@ -103,7 +103,7 @@ def test_zero3_llama3_8b_three_times_the_parameters():
     # before its forward and again before its backward, and a reduce-scatter of every gradient
     s, tp, dp, m, d, g = LLAMA["llama3-8b"], 2, 2, 2, 2, 4
     traces = chakra.generate("transformer", {"preset": "llama3-8b", "tp": tp, "dp": dp, "zero": 3, "micro_batches": m,
-                                             "zero3_grad_reduce": "per_step"})
+                                             "grad_reduce": "per_step"})
     cs = colls(traces, 0)
     dp_group = (0, 2)
     lp, emb, out = layer_params(s, tp), s["V"] * s["h"] // tp, s["h"] + s["V"] * s["h"] // tp
@@ -125,7 +125,7 @@ def test_zero3_llama3_8b_dp4_reduce_scatters_every_micro_batch():
     s, dp, m, d, g = LLAMA["llama3-8b"], 4, 4, 2, 4
     traces = chakra.generate("transformer", {"preset": "llama3-8b", "dp": dp, "zero": 3, "micro_batches": m})
     workload = json.loads(get_attr(traces[0].metadata(), "workload"))
-    assert (workload["zero"], workload["zero3_grad_reduce"]) == (3, "per_microbatch")  # the default, recorded
+    assert (workload["zero"], workload["grad_reduce"]) == (3, "per_microbatch")  # the default, recorded
     cs = colls(traces, 0)
     dp_group = (0, 1, 2, 3)
     lp, emb, out = layer_params(s, 1), s["V"] * s["h"], s["h"] + s["V"] * s["h"]

@@ -97,6 +97,9 @@ def test_cli_generate_and_pipeline_give_the_same_files(tmp_path, chakra_cli):
     (["-O", "device=h1000"], "unknown device 'h1000' (did you mean 'h100'"),
     (["-O", "layres=4"], "did you mean 'layers'"),
     (["-O", "order=tp-dp-pp"], "must name tp, cp, dp and pp once each"),
+    (["-O", "zero=3", "-O", "zero3_grad_reduce=per_step"],
+     "unknown option 'zero3_grad_reduce' (did you mean 'grad_reduce'?)"),
+    (["-O", "grad_reduce=per_layer"], "option 'grad_reduce' must be one of auto, per_microbatch, per_step"),
 ])
 def test_bad_options_one_line_exit_2(tmp_path, chakra_cli, args, message):
     status, out, err = chakra_cli("generate", "transformer", "-o", str(tmp_path / "x/"), *args)

@@ -131,7 +131,7 @@ def test_zero1_reduce_scatter_then_all_gather(h):
 
 def test_zero3_gathers_every_layer_before_forward_and_backward(h):
     tp, dp, d, g = 2, 2, 2, 4
-    traces = h.gen(tp=tp, dp=dp, zero=3, zero3_grad_reduce="per_step")
+    traces = h.gen(tp=tp, dp=dp, zero=3, grad_reduce="per_step")
     cs = h.colls(traces, 0)
     lp = layer_params_per_tp_rank(tp)
     dp_members = (0, 2)
@@ -222,9 +222,9 @@ def test_zero3_recomputation_runs_after_the_gather(h):
             assert get_attr(gather, "comm_size") == layer_params_per_tp_rank(tp) * d
 
 
-def test_zero3_grad_reduce_needs_zero3(h):
-    with pytest.raises(chakra.ConfigError, match="zero3_grad_reduce applies to zero=3 only"):
-        h.gen(dp=2, zero=1, zero3_grad_reduce="per_step")
+def test_zero3_grad_reduce_is_an_unknown_option(h):
+    with pytest.raises(chakra.ConfigError, match=r"unknown option 'zero3_grad_reduce' \(did you mean 'grad_reduce'\?\)"):
+        h.gen(dp=2, zero=3, zero3_grad_reduce="per_step")
 
 
 def test_zero3_moe_gathers_and_reduce_scatters_experts_over_edp_every_micro_batch(h):
@@ -249,3 +249,87 @@ def test_zero3_moe_gathers_and_reduce_scatters_experts_over_edp_every_micro_batc
     optimizer = [get_attr(n, "num_ops") for n in traces[0].nodes() if n.name == "s0.optimizer"]
     partition = (dense_layers * dense + moe_layers * shared + emb + out) // dp + moe_layers * expert // (dp // ep)
     assert optimizer == [12 * partition]
+
+
+def backward_of_each_gradient_collective(traces, rank):
+    """``{name: micro-batch}``: the backward whose compute last ran before each gradient collective."""
+    current, out = None, {}
+    for n in traces[rank].nodes():
+        if n.type == chakra.NodeType.COMP_NODE and ".B" in n.name:
+            current = int(n.name.split(".")[1][1:])
+        elif n.type == chakra.NodeType.COMM_COLL_NODE and "grad_bucket" in n.name:
+            out[n.name] = current
+    return out
+
+
+def optimizer_ops(traces, rank):
+    return [get_attr(n, "num_ops") for n in traces[rank].nodes() if n.name == "s0.optimizer"]
+
+
+def grad_reduce_recorded(traces, rank):
+    import json
+
+    return json.loads(get_attr(traces[rank].metadata(), "workload"))["grad_reduce"]
+
+
+def test_zero2_auto_reduce_scatters_every_micro_batch_and_gathers_once(h):
+    # DeepSpeed stage 2: every micro-batch's backward reduce-scatters its gradient buckets into the
+    # rank's partition (m P_s g); the optimizer updates the partition and the parameters are
+    # all-gathered once after it (P_s d)
+    tp, dp, d, g = 2, 4, 2, 4
+    traces = h.gen(tp=tp, dp=dp, zero=2)
+    assert grad_reduce_recorded(traces, 0) == "per_microbatch"  # auto, recorded resolved
+    cs = h.colls(traces, 0)
+    params = L * layer_params_per_tp_rank(tp) + V * H // tp + SEQ * H + 2 * H
+    assert params == 211_840  # 8 x 25,184 + 8,192 + 2,048 + 128
+    dp_members = tuple(h.megatron_rank(0, 0, x, 0, tp, 1, dp) for x in range(dp))
+    assert h.by_kind(cs, "grad_bucket") == Counter({("REDUCE_SCATTER", params * g, dp_members): M})
+    assert h.by_kind(cs, "param_bucket") == Counter({("ALL_GATHER", params * d, dp_members): 1})
+    assert sum(s for n, _, s, _ in cs if "grad_bucket" in n) == M * params * g == 3_389_440
+    assert list(backward_of_each_gradient_collective(traces, 0).values()) == list(range(M))
+    assert optimizer_ops(traces, 0) == [12 * params // dp]
+
+
+def test_zero1_auto_reduce_scatters_once_per_step(h):
+    # DeepSpeed stage 1 and Megatron-LM's distributed optimizer: one reduce-scatter at the
+    # accumulation boundary, after the last micro-batch's backward
+    tp, dp, d, g = 2, 4, 2, 4
+    traces = h.gen(tp=tp, dp=dp, zero=1)
+    assert grad_reduce_recorded(traces, 0) == "per_step"
+    cs = h.colls(traces, 0)
+    params = L * layer_params_per_tp_rank(tp) + V * H // tp + SEQ * H + 2 * H
+    dp_members = tuple(h.megatron_rank(0, 0, x, 0, tp, 1, dp) for x in range(dp))
+    assert h.by_kind(cs, "grad_bucket") == Counter({("REDUCE_SCATTER", params * g, dp_members): 1})
+    assert h.by_kind(cs, "param_bucket") == Counter({("ALL_GATHER", params * d, dp_members): 1})
+    assert list(backward_of_each_gradient_collective(traces, 0).values()) == [M - 1]
+    assert optimizer_ops(traces, 0) == [12 * params // dp]
+
+
+def test_zero0_per_microbatch_all_reduces_every_micro_batch(h):
+    # PyTorch DDP without no_sync: every micro-batch's backward all-reduces the buckets (m P_s g);
+    # the optimizer updates every parameter, once
+    tp, dp, g = 2, 2, 4
+    traces = h.gen(tp=tp, dp=dp, grad_reduce="per_microbatch")
+    assert grad_reduce_recorded(traces, 0) == "per_microbatch"
+    cs = h.colls(traces, 0)
+    params = L * layer_params_per_tp_rank(tp) + V * H // tp + SEQ * H + 2 * H
+    assert h.by_kind(cs, "grad_bucket") == Counter({("ALL_REDUCE", params * g, (0, 2)): M})
+    assert sum(s for n, _, s, _ in cs if "grad_bucket" in n) == M * params * g == 3_389_440
+    assert not h.by_kind(cs, "param_bucket")
+    assert list(backward_of_each_gradient_collective(traces, 0).values()) == list(range(M))
+    assert optimizer_ops(traces, 0) == [12 * params]
+
+
+def test_zero2_interleaved_reduces_each_chunk_every_micro_batch_and_gathers_each_once(h):
+    # pp 2 x v 2: stage 0 holds virtual stage 0 (layers 0-1 and the embedding) and virtual stage 2
+    # (layers 4-5); each backward of a chunk reduce-scatters that chunk's gradients
+    pp, v, dp, d, g = 2, 2, 2, 2, 4
+    traces = h.gen(pp=pp, dp=dp, zero=2, schedule="interleaved", virtual_stages=v)
+    cs = h.colls(traces, 0)
+    lp, emb = layer_params_per_tp_rank(1), V * H + SEQ * H
+    dp_members = (0, 1)
+    assert h.by_kind(cs, "grad_bucket") == Counter({("REDUCE_SCATTER", (2 * lp + emb) * g, dp_members): M,
+                                                    ("REDUCE_SCATTER", 2 * lp * g, dp_members): M})
+    assert h.by_kind(cs, "param_bucket") == Counter({("ALL_GATHER", (2 * lp + emb) * d, dp_members): 1,
+                                                     ("ALL_GATHER", 2 * lp * d, dp_members): 1})
+    assert optimizer_ops(traces, 0) == [12 * (4 * lp + emb) // dp]
