@@ -162,6 +162,19 @@ def test_null_options_are_refused(opts, match):
         EtExporter().check_options(opts)
 
 
+@pytest.mark.parametrize("key, message", [
+    # a close name is the hint; the et exporter's options are prefix and compress
+    ("prefx", "unknown option 'prefx' (did you mean 'prefix'?)"),
+    ("level", "unknown option 'level'; accepted: compress, prefix"),
+])
+def test_unknown_options_name_a_close_one_or_every_one(key, message):
+    from chakra_core.builtin.backends import EtExporter
+
+    with pytest.raises(ConfigError) as caught:
+        EtExporter().check_options({key: 1})
+    assert str(caught.value).split(": ", 1)[1] == message
+
+
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), "nan"])
 def test_non_finite_numbers_are_refused(value):
     from chakra_core.builtin.transforms import ScaleTransform

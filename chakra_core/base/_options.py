@@ -115,15 +115,16 @@ def _check_type(key: str, spec: Option, value: Any, owner: str) -> Any:
 def check_options(owner: str, specs: Mapping[str, Option], options: Mapping[str, Any] | None) -> dict:
     """Validate ``options`` against ``specs``; return them with defaults filled in.
 
-    Raises :class:`ConfigError` naming ``owner`` for unknown keys (with a suggestion and the
-    accepted keys), wrong types, values outside ``choices`` and missing required options.
+    Raises :class:`ConfigError` naming ``owner`` for unknown keys (with a suggestion, or the
+    accepted keys when none is close), wrong types, values outside ``choices`` and missing required options.
     """
     options = dict(options or {})
     out: dict[str, Any] = {}
     for key in options:
         if key not in specs:
-            known = ", ".join(sorted(specs)) or "none"
-            raise ConfigError(f"{owner}: unknown option {key!r}{suggest(key, specs)}; accepted: {known}")
+            hint = suggest(key, specs)  # a close name is enough; else every accepted name
+            known = hint or f"; accepted: {', '.join(sorted(specs)) or 'none'}"
+            raise ConfigError(f"{owner}: unknown option {key!r}{known}")
     for key, spec in specs.items():
         problem = spec.declaration_error()
         if problem:
