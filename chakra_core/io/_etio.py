@@ -499,7 +499,7 @@ _SERIALIZE = methodcaller("SerializeToString")
 @cache
 def _prefixes() -> list[bytes]:
     """The varint length prefix of every length below 16 KiB (one or two bytes)."""
-    return [encode_varint(n) for n in range(1 << 14)]
+    return [bytes((n,)) for n in range(0x80)] + [bytes((n & 0x7F | 0x80, n >> 7)) for n in range(0x80, 1 << 14)]
 
 
 class EtWriter:
