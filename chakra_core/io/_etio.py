@@ -8,9 +8,9 @@ Speed: the reader parses framed nodes in batches.  The framing ``varint(len) + m
 with one tag byte (``0x0a``) in front, the encoding of one element of ``repeated Node nodes = 1``,
 so a run of frames becomes one ``NodeBatch`` message that protobuf's C parser decodes in one call.
 Memory stays flat: the file is read in fixed-size chunks and only one batch is alive at a time.
-With numba installed, a large file (or any file once numba is loaded) is cut into frames by a
-compiled loop (:func:`._etruns.file_runs`) and each batch rewritten into that repeated form by
-another (:func:`._wirekernels.as_repeated_field`), so no Python code runs per node.
+With numba installed, a large file (or any file once numba is loaded) is cut and rewritten into
+that repeated form by one compiled loop (:func:`._etcut.frame_chunk`), so no Python code runs
+per node.
 """
 
 from __future__ import annotations
@@ -114,43 +114,36 @@ class EtReader:
             yield self._decode(offset, index, frames)
 
     def _run_batches(self) -> Iterator[Iterable[Node]]:
-        """The batches of the file's runs (see the module docstring): the same batches, checks
-        and errors, in the same order, as the Python cut."""
-        import numpy as np
-
-        from chakra_core.io._etruns import file_runs
-
+        """The batches cut by the compiled loop: the same batches, checks and errors, in the same
+        order, as the Python cut."""
         _ = self.metadata
         size = max(self.batch_size, 1)
-        framer = _Framer(self)
-        pending: list[_Segment] = []
+        pending: list[tuple[_Piece, int, int]] = []
         count = 0
-        for data, starts, sizes, index, base in file_runs(self.path, checked=False):
-            odd = np.flatnonzero((sizes == 0) | (sizes > framer.max_deps)).tolist()
-            lo, n = 0, len(starts)
+        for piece in _Framer(self).compiled():
+            lo, n = 0, len(piece.in_at)
             while lo < n:
                 hi = min(n, lo + size - count)
-                seg = _Segment(data, starts, sizes, index, base, lo, hi)
-                while odd and odd[0] < hi:
-                    seg.check(framer, odd.pop(0))
-                pending.append(seg)
+                pending.append((piece, lo, hi))
                 count += hi - lo
                 lo = hi
                 if count == size:
-                    yield self._decode_segments(pending)
+                    yield self._decode_pieces(pending)
                     pending, count = [], 0
         if pending:
-            yield self._decode_segments(pending)
+            yield self._decode_pieces(pending)
 
-    def _decode_segments(self, segments: list[_Segment]) -> Iterable[Node]:
-        """One batch of the nodes of ``segments``; the first node that does not decode is an error."""
+    def _decode_pieces(self, parts: list[tuple[_Piece, int, int]]) -> Iterable[Node]:
+        """One batch of the frames ``lo`` to ``hi`` of each piece; the first node that does not
+        decode is an error."""
         try:
-            return NodeBatch.FromString(b"".join(seg.framed() for seg in segments)).nodes
+            return NodeBatch.FromString(b"".join(piece.framed(lo, hi) for piece, lo, hi in parts)).nodes
         except DecodeError:
-            for seg in segments:
-                seg.locate_bad(self.path)
+            for piece, lo, hi in parts:
+                piece.locate_bad(self.path, lo, hi)
+            piece, lo, _ = parts[0]
             raise TraceFormatError("not a Chakra node message", self.path,
-                                   f"byte {segments[0].frame_at(segments[0].lo)}") from None
+                                   f"byte {piece.base + int(piece.in_at[lo])}") from None
 
     def raw(self) -> Iterator[bytes]:
         """Yield each node's serialized bytes (for fast copies); each batch is checked to decode."""
@@ -188,46 +181,31 @@ class EtReader:
             raise TraceFormatError(f"cannot read ({e.strerror or e})", self.path) from None
 
 
-class _Segment:
-    """Messages ``lo`` to ``hi`` of a run of :func:`._etruns.file_runs` (positions in the file)."""
+class _Piece:
+    """Frames of one buffer rewritten by :func:`._etcut.frame_chunk`: the rewritten bytes, where
+    each frame starts in them and in the buffer, the buffer, its file offset, the first node's
+    index."""
 
-    def __init__(self, data: bytes, starts, sizes, index: int, base: int, lo: int, hi: int):
-        self.data, self.starts, self.sizes = data, starts, sizes
-        self.index, self.base, self.lo, self.hi = index, base, lo, hi
+    def __init__(self, out, out_at, in_at, data: bytes, base: int, index: int):
+        self.out, self.out_at, self.in_at = out, out_at, in_at
+        self.data, self.base, self.index = data, base, index
 
-    def frame_at(self, k: int) -> int:
-        """The file offset of message ``k``'s frame (its length prefix)."""
-        if k:
-            return self.base + int(self.starts[k - 1] + self.sizes[k - 1])
-        if self.base:
-            return self.base
-        ln, hp = decode_varint(self.data)  # the first run starts with the metadata message
-        return hp + ln
+    def framed(self, lo: int, hi: int) -> bytes:
+        """Frames ``lo`` to ``hi`` in the repeated-field form."""
+        stop = int(self.out_at[hi]) if hi < len(self.out_at) else len(self.out)
+        return self.out[int(self.out_at[lo]):stop].tobytes()
 
-    def framed(self) -> bytes:
-        """The messages in the wire form of a repeated message field number 1."""
-        import numpy as np
-
-        from chakra_core.io._wirekernels import as_repeated_field
-
-        buf = np.frombuffer(self.data, np.uint8)
-        return as_repeated_field(buf, self.starts[self.lo:self.hi], self.sizes[self.lo:self.hi]).tobytes()
-
-    def check(self, framer: _Framer, k: int) -> None:
-        """The reader's per-node limits on message ``k``."""
-        at = self.frame_at(k) - self.base
-        end = int(self.starts[k] + self.sizes[k])
-        framer.check_node(self.data[at:end], int(self.starts[k]) - at, self.base + at, self.index + k)
-
-    def locate_bad(self, path: str) -> None:
-        """Raise the located error of the first message that does not decode as a Node, if any."""
-        for k in range(self.lo, self.hi):
-            at = int(self.starts[k])
+    def locate_bad(self, path: str, lo: int, hi: int) -> None:
+        """Raise the located error of the first of frames ``lo`` to ``hi`` that does not decode
+        as a Node, if any."""
+        for k in range(lo, hi):
+            at = int(self.in_at[k])
+            ln, hp = decode_varint(self.data, at)
             try:
-                Node.FromString(self.data[at:at + int(self.sizes[k])])
+                Node.FromString(self.data[hp:hp + ln])
             except DecodeError as e:
                 raise TraceFormatError(f"node #{self.index + k} is not a Chakra node message ({e})",
-                                       path, f"byte {self.frame_at(k)}") from None
+                                       path, f"byte {self.base + at}") from None
 
 
 def _compiled_cut(path: str) -> bool:
@@ -374,6 +352,54 @@ class _Framer:
                 batch = []
         if batch:
             yield batch_off, batch_index, batch
+
+    def compiled(self) -> Iterator[_Piece]:
+        """The node frames in pieces cut by the compiled loop (the metadata message skipped: the
+        reader has read it); frames the loop leaves are checked here as :meth:`_cut` does."""
+        with open(self.path, "rb") as raw:
+            gz = raw.peek(2)[:2] == _GZIP_MAGIC
+            f: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb") if gz else raw  # type: ignore[assignment]
+            with f:
+                yield from self._compiled_cut(f, raw if gz else None)
+
+    def _compiled_cut(self, f: BinaryIO, gz_raw: BinaryIO | None) -> Iterator[_Piece]:
+        import numpy as np
+
+        from chakra_core.io._etcut import frame_chunk
+
+        buf = f.read(_CHUNK)
+        ln, hp = decode_varint(buf)
+        while hp + ln > len(buf):
+            buf += f.read(max(_CHUNK, hp + ln - len(buf)))
+        pos, base, index, eof = hp + ln, 0, 0, False
+        longest = min(self.max_deps, MAX_MESSAGE)
+        while True:
+            end = len(buf)
+            out, out_at, in_at, pos = frame_chunk(np.frombuffer(buf, np.uint8), pos, end, longest)
+            if len(in_at):
+                yield _Piece(out, out_at, in_at, buf, base, index)
+                index += len(in_at)
+            try:
+                ln, hp = decode_varint(buf, pos, end)
+            except EOFError:  # the prefix is cut short: read on
+                ln, hp = -1, pos
+            except ValueError:
+                raise self.fail("bad length prefix", base + pos) from None
+            if ln > MAX_MESSAGE:
+                raise self.fail(f"message length {ln} exceeds 256 MiB (corrupt length prefix?)", base + pos)
+            if ln < 0 or hp + ln > end:
+                refilled = self._refill(f, gz_raw, buf, pos, base, ln, eof)
+                if refilled is None:
+                    return
+                buf, base, eof = refilled
+                pos = 0
+                continue
+            frame = buf[pos:hp + ln]  # empty, or longer than the deps limit
+            self.check_node(frame, hp - pos, base + pos, index)
+            yield _Piece(np.frombuffer(b"\n" + frame, np.uint8), np.zeros(1, np.int64), np.array([pos], np.int64),
+                         buf, base, index)
+            index += 1
+            pos = hp + ln
 
     def _refill(self, f: BinaryIO, gz_raw: BinaryIO | None, buf: bytes, pos: int, base: int, ln: int,
                 eof: bool) -> tuple[bytes, int, bool] | None:

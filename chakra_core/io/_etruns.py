@@ -32,16 +32,15 @@ _GZIP_MAGIC = b"\x1f\x8b"
 Run = tuple[bytes, "np.ndarray", "np.ndarray", int, int]
 
 
-def file_runs(path: str, checked: bool = True) -> Iterator[Run]:
-    """The node messages of ``path`` in runs of one chunk each (the metadata message skipped);
-    with ``checked`` False the per-node limits (empty messages, dependencies) are the caller's."""
+def file_runs(path: str) -> Iterator[Run]:
+    """The node messages of ``path`` in runs of one chunk each (the metadata message skipped)."""
     framer = _Framer(EtReader(path))
     try:
         with open(path, "rb") as raw:
             gz = raw.peek(2)[:2] == _GZIP_MAGIC
             f: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb") if gz else raw  # type: ignore[assignment]
             with f:
-                yield from _runs(f, framer, raw if gz else None, checked)
+                yield from _runs(f, framer, raw if gz else None)
     except (OSError, EOFError, zlib.error) as e:
         if isinstance(e, FileNotFoundError):
             raise TraceFormatError("no such file", path) from None
@@ -50,7 +49,7 @@ def file_runs(path: str, checked: bool = True) -> Iterator[Run]:
         raise TraceFormatError(f"cannot read ({e.strerror or e})", path) from None
 
 
-def _runs(f: BinaryIO, framer: _Framer, gz_raw: BinaryIO | None, checked: bool) -> Iterator[Run]:
+def _runs(f: BinaryIO, framer: _Framer, gz_raw: BinaryIO | None) -> Iterator[Run]:
     import numpy as np
 
     from chakra_core.io._wirekernels import cut_frames
@@ -69,8 +68,7 @@ def _runs(f: BinaryIO, framer: _Framer, gz_raw: BinaryIO | None, checked: bool) 
     while True:
         at, starts, sizes, stop = cut_frames(np.frombuffer(data, np.uint8), pos, len(data))
         if len(at):
-            if checked:
-                _check(data, at, starts, sizes, base, index, framer)
+            _check(data, at, starts, sizes, base, index, framer)
             yield data, starts, sizes, index, base
             index += len(at)
         try:
