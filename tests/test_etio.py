@@ -259,3 +259,18 @@ def test_write_many_keeps_the_nodes_before_a_failing_producer(tmp_path):
         with pytest.raises(RuntimeError):
             w.write_many(some())
     assert [n.id for n in EtReader(p)] == [1, 2]
+
+
+def test_write_many_takes_any_object_that_serializes(tmp_path):
+    class Wrapped:
+        def __init__(self, node):
+            self.node = node
+
+        def SerializeToString(self):
+            return self.node.SerializeToString()
+
+    nodes = _nodes(5)
+    p = tmp_path / "wrapped.0.et"
+    with EtWriter(p) as w:
+        w.write_many([nodes[0], Wrapped(nodes[1]), *nodes[2:]])
+    assert list(EtReader(p)) == nodes

@@ -24,7 +24,6 @@ import zlib
 from collections.abc import Iterable, Iterator
 from functools import cache
 from itertools import chain, islice
-from operator import methodcaller
 from pathlib import Path
 from typing import BinaryIO, NoReturn
 
@@ -519,7 +518,9 @@ class atomic_output:
             self.commit()
 
 
-_SERIALIZE = methodcaller("SerializeToString")
+#: the serializer of every message of protobuf's C backend (a method of its base class), called
+#: without a method lookup per node
+_SERIALIZE = Node.SerializeToString
 
 
 @cache
@@ -573,12 +574,16 @@ class EtWriter:
         and framed with one join per batch."""
         it = iter(nodes)
         while True:
-            msgs: list[bytes] = []
+            batch: list[Node] = []
             try:
-                msgs.extend(map(_SERIALIZE, islice(it, _BATCH)))
+                batch.extend(islice(it, _BATCH))
             finally:
+                try:
+                    msgs = list(map(_SERIALIZE, batch))
+                except TypeError:  # not all messages of protobuf's C backend
+                    msgs = [n.SerializeToString() for n in batch]
                 self._append_many(msgs)
-            if len(msgs) < _BATCH:
+            if len(batch) < _BATCH:
                 return
 
     def _append_many(self, msgs: list[bytes]) -> None:
