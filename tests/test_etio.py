@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import os
 
 import pytest
@@ -274,3 +275,21 @@ def test_write_many_takes_any_object_that_serializes(tmp_path):
     with EtWriter(p) as w:
         w.write_many([nodes[0], Wrapped(nodes[1]), *nodes[2:]])
     assert list(EtReader(p)) == nodes
+
+
+def test_reader_keeps_the_python_cut_when_the_compiled_loop_cannot_load(tmp_path, monkeypatch):
+    from chakra_core.io import _etio
+
+    p = tmp_path / "t.0.et"
+    write_et(p, None, _nodes(100))
+    monkeypatch.setattr(_etio, "COMPILED_FROM", 0)
+
+    def broken(name):
+        raise ImportError(f"no {name}")
+
+    monkeypatch.setattr(_etio.importlib, "import_module", broken)
+    assert not _etio._compiled_cut(str(p))
+    assert list(EtReader(p)) == _nodes(100)
+    monkeypatch.undo()
+    monkeypatch.setattr(_etio, "COMPILED_FROM", 0)
+    assert _etio._compiled_cut(str(p)) == (importlib.util.find_spec("numba") is not None)

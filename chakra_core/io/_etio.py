@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import errno
 import gzip
-import importlib.util
+import importlib
 import os
 import sys
 import zlib
@@ -29,7 +29,7 @@ from typing import BinaryIO, NoReturn
 
 from google.protobuf.message import DecodeError
 
-from chakra_core.base._errors import TraceFormatError
+from chakra_core.base._errors import ConfigError, TraceFormatError
 from chakra_core.base._limits import get_limit, limit_message
 from chakra_core.io._proto.et_batch_pb2 import NodeBatch
 from chakra_core.io._schema import GlobalMetadata, Node
@@ -208,15 +208,20 @@ class _Piece:
 
 
 def _compiled_cut(path: str) -> bool:
-    """Whether to read ``path`` with the compiled loops: numba installed, and loaded already or
-    the file at least :data:`COMPILED_FROM` bytes."""
+    """Whether to read ``path`` with the compiled loop: numba loaded already, or the file at
+    least :data:`COMPILED_FROM` bytes; and the loop's module imports (numba installed and
+    working)."""
     if "numba" not in sys.modules:
         try:
             if os.path.getsize(path) < COMPILED_FROM:
                 return False
         except OSError:
             return False
-    return importlib.util.find_spec("numba") is not None
+    try:
+        importlib.import_module("chakra_core.io._etcut")
+    except (ImportError, ConfigError):
+        return False
+    return True
 
 
 #: bytes that end a varint (high bit clear), deleted to count the others
