@@ -293,3 +293,15 @@ def test_reader_keeps_the_python_cut_when_the_compiled_loop_cannot_load(tmp_path
     monkeypatch.undo()
     monkeypatch.setattr(_etio, "COMPILED_FROM", 0)
     assert _etio._compiled_cut(str(p)) == (importlib.util.find_spec("numba") is not None)
+
+
+def test_compiled_cut_reads_gzip_as_the_python_cut(tmp_path, monkeypatch):
+    pytest.importorskip("numba")
+    gz = tmp_path / "t.0.et.gz"
+    write_et(gz, GlobalMetadata(version="0.0.4"), _nodes(3000))
+    python, compiled = _read_both(monkeypatch, gz, 333)
+    assert python == compiled and len(python) == 3000
+    cut = tmp_path / "cut.0.et.gz"
+    cut.write_bytes(gz.read_bytes()[:-40])
+    python, compiled = _read_both(monkeypatch, cut, 333)
+    assert python == compiled and "gzip" in python
