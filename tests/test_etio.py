@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import os
 
 import pytest
@@ -161,3 +162,146 @@ def test_a_gzip_input_closes_its_file(tmp_path):
         raw = f.fileobj  # type: ignore[attr-defined]
         assert f.read() == b"abc"
     assert raw.closed
+
+
+def _read_both(monkeypatch, path, batch_size=4096):
+    """What EtReader gives for ``path`` with the Python cut and with the compiled one: the nodes
+    or the error's message, each."""
+    from chakra_core.io import _etio
+
+    out = []
+    for compiled in (False, True):
+        monkeypatch.setattr(_etio, "_compiled_cut", lambda _path, c=compiled: c)
+        try:
+            out.append([n.SerializeToString() for n in EtReader(path, batch_size=batch_size)])
+        except TraceFormatError as e:
+            out.append(str(e))
+    return out
+
+
+def _damaged(tmp_path):
+    """A recorded-style rank of 3,000 nodes, then copies damaged at a node deep inside it."""
+    good = tmp_path / "good.0.et"
+    write_et(good, GlobalMetadata(version="0.0.4"), _nodes(3000))
+    data = good.read_bytes()
+    mid = data.index(Node(id=1700, name="n1700" * (1 + 1700 % 70), type=4, duration_micros=1700,
+                          data_deps=[1699]).SerializeToString())
+    yield good
+    for name, body in [("bad_utf8", data[:mid + 4] + b"\xff" + data[mid + 5:]),
+                       ("bad_wire", data[:mid] + b"\xff\xff" + data[mid + 2:]),
+                       ("empty", data[:mid - 2] + b"\x00" + data[mid - 2:]),
+                       ("cut", data[:mid + 5])]:
+        p = tmp_path / f"{name}.0.et"
+        p.write_bytes(body)
+        yield p
+
+
+def test_compiled_cut_reads_as_the_python_cut(tmp_path, monkeypatch):
+    """The compiled frame cut (large files, numba) gives the same nodes, and the same located
+    errors for damaged files, as the Python one, at several batch sizes."""
+    pytest.importorskip("numba")
+    for path in _damaged(tmp_path):
+        for size in (1, 333, 4096):
+            python, compiled = _read_both(monkeypatch, path, size)
+            assert python == compiled
+            if path.name == "good.0.et":
+                assert len(python) == 3000
+            else:
+                assert isinstance(python, str) and "byte " in python and "\n" not in python
+
+
+@pytest.mark.parametrize("content", [b"", b"\x05\x0a\x03a", b"\x02\x0a\x00\x10\x08\x01", b"\x02\x0a\x00\x03\xff\xff\xff",
+                                     b"\xff" * 11, b"\x02\x0a\x00\x02\x08\x01\x80", b"\x02\x0a\x00\x00\x02\x08\x01"])
+def test_compiled_cut_words_bad_input_as_the_python_cut(tmp_path, monkeypatch, content):
+    pytest.importorskip("numba")
+    p = tmp_path / "bad.et"
+    p.write_bytes(content)
+    python, compiled = _read_both(monkeypatch, p)
+    assert python == compiled
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.binary(max_size=300))
+def test_compiled_cut_agrees_on_random_bytes(tmp_path, monkeypatch, data):
+    pytest.importorskip("numba")
+    p = tmp_path / "fuzz.et"
+    p.write_bytes(b"\x02\x0a\x00" + data)
+    python, compiled = _read_both(monkeypatch, p, 3)
+    assert python == compiled
+
+
+def test_write_many_frames_every_length_as_one_at_a_time(tmp_path):
+    """Batches of short, two-byte-prefix, long (16 KiB and more) and all-default nodes are framed
+    as the format says: each message behind its varint length, ``id = 0`` for an empty one."""
+    from chakra_core.io._varint import encode_varint
+
+    nodes = [Node(id=i, name="x" * (i * 37 % 20_000), type=4) for i in range(1, 9000)]
+    nodes[5000] = Node()
+    p = tmp_path / "many.0.et"
+    with EtWriter(p, GlobalMetadata(version="0.0.4")) as w:
+        w.write_many(nodes[:20])
+        w.write(nodes[20])
+        w.write_many(iter(nodes[21:]))
+    meta = GlobalMetadata(version="0.0.4").SerializeToString()
+    body = [n.SerializeToString() or b"\x08\x00" for n in nodes]
+    assert p.read_bytes() == b"".join(encode_varint(len(m)) + m for m in [meta, *body])
+    assert w.count == len(nodes)
+    assert list(EtReader(p))[:5000] == nodes[:5000]
+
+
+def test_write_many_keeps_the_nodes_before_a_failing_producer(tmp_path):
+    def some():
+        yield Node(id=1, type=4)
+        yield Node(id=2, type=4)
+        raise RuntimeError("producer failed")
+
+    p = tmp_path / "part.0.et"
+    with EtWriter(p) as w:
+        with pytest.raises(RuntimeError):
+            w.write_many(some())
+    assert [n.id for n in EtReader(p)] == [1, 2]
+
+
+def test_write_many_takes_any_object_that_serializes(tmp_path):
+    class Wrapped:
+        def __init__(self, node):
+            self.node = node
+
+        def SerializeToString(self):
+            return self.node.SerializeToString()
+
+    nodes = _nodes(5)
+    p = tmp_path / "wrapped.0.et"
+    with EtWriter(p) as w:
+        w.write_many([nodes[0], Wrapped(nodes[1]), *nodes[2:]])
+    assert list(EtReader(p)) == nodes
+
+
+def test_reader_keeps_the_python_cut_when_the_compiled_loop_cannot_load(tmp_path, monkeypatch):
+    from chakra_core.io import _etio
+
+    p = tmp_path / "t.0.et"
+    write_et(p, None, _nodes(100))
+    monkeypatch.setattr(_etio, "COMPILED_FROM", 0)
+
+    def broken(name):
+        raise ImportError(f"no {name}")
+
+    monkeypatch.setattr(_etio.importlib, "import_module", broken)
+    assert not _etio._compiled_cut(str(p))
+    assert list(EtReader(p)) == _nodes(100)
+    monkeypatch.undo()
+    monkeypatch.setattr(_etio, "COMPILED_FROM", 0)
+    assert _etio._compiled_cut(str(p)) == (importlib.util.find_spec("numba") is not None)
+
+
+def test_compiled_cut_reads_gzip_as_the_python_cut(tmp_path, monkeypatch):
+    pytest.importorskip("numba")
+    gz = tmp_path / "t.0.et.gz"
+    write_et(gz, GlobalMetadata(version="0.0.4"), _nodes(3000))
+    python, compiled = _read_both(monkeypatch, gz, 333)
+    assert python == compiled and len(python) == 3000
+    cut = tmp_path / "cut.0.et.gz"
+    cut.write_bytes(gz.read_bytes()[:-40])
+    python, compiled = _read_both(monkeypatch, cut, 333)
+    assert python == compiled and "gzip" in python

@@ -8,21 +8,28 @@ Speed: the reader parses framed nodes in batches.  The framing ``varint(len) + m
 with one tag byte (``0x0a``) in front, the encoding of one element of ``repeated Node nodes = 1``,
 so a run of frames becomes one ``NodeBatch`` message that protobuf's C parser decodes in one call.
 Memory stays flat: the file is read in fixed-size chunks and only one batch is alive at a time.
+With numba installed, a large file (or any file once numba is loaded) is cut and rewritten into
+that repeated form by one compiled loop (:func:`._etcut.frame_chunk`), so no Python code runs
+per node.
 """
 
 from __future__ import annotations
 
 import errno
 import gzip
+import importlib
 import os
+import sys
 import zlib
 from collections.abc import Iterable, Iterator
+from functools import cache
+from itertools import chain, islice
 from pathlib import Path
 from typing import BinaryIO, NoReturn
 
 from google.protobuf.message import DecodeError
 
-from chakra_core.base._errors import TraceFormatError
+from chakra_core.base._errors import ConfigError, TraceFormatError
 from chakra_core.base._limits import get_limit, limit_message
 from chakra_core.io._proto.et_batch_pb2 import NodeBatch
 from chakra_core.io._schema import GlobalMetadata, Node
@@ -38,6 +45,10 @@ _GZIP_MAGIC = b"\x1f\x8b"
 #: explicit encodings of an all-default message, so that no zero-length message is ever written.
 _EMPTY_NODE = b"\x08\x00"  # id = 0
 _EMPTY_META = b"\x0a\x00"  # version = ""
+#: files from this size on (bytes on disk) are cut by the compiled loop when numba is installed
+#: and not loaded yet: loading it takes about 0.35 s of CPU (measured), which the compiled cut
+#: (about 0.2 us less per node) repays from about 2 M nodes of about 50 bytes.
+COMPILED_FROM = 96 << 20
 
 
 def open_binary(path: str | os.PathLike) -> BinaryIO:
@@ -95,8 +106,43 @@ class EtReader:
 
     def batches(self) -> Iterator[Iterable[Node]]:
         """Yield the nodes in batches (protobuf repeated containers) of up to ``batch_size``."""
+        if _compiled_cut(self.path):
+            yield from self._run_batches()
+            return
         for offset, index, frames in self._frames():
             yield self._decode(offset, index, frames)
+
+    def _run_batches(self) -> Iterator[Iterable[Node]]:
+        """The batches cut by the compiled loop: the same batches, checks and errors, in the same
+        order, as the Python cut."""
+        _ = self.metadata
+        size = max(self.batch_size, 1)
+        pending: list[tuple[_Piece, int, int]] = []
+        count = 0
+        for piece in _Framer(self).compiled():
+            lo, n = 0, len(piece.in_at)
+            while lo < n:
+                hi = min(n, lo + size - count)
+                pending.append((piece, lo, hi))
+                count += hi - lo
+                lo = hi
+                if count == size:
+                    yield self._decode_pieces(pending)
+                    pending, count = [], 0
+        if pending:
+            yield self._decode_pieces(pending)
+
+    def _decode_pieces(self, parts: list[tuple[_Piece, int, int]]) -> Iterable[Node]:
+        """One batch of the frames ``lo`` to ``hi`` of each piece; the first node that does not
+        decode is an error."""
+        try:
+            return NodeBatch.FromString(b"".join(piece.framed(lo, hi) for piece, lo, hi in parts)).nodes
+        except DecodeError:
+            for piece, lo, hi in parts:
+                piece.locate_bad(self.path, lo, hi)
+            piece, lo, _ = parts[0]
+            raise TraceFormatError("not a Chakra node message", self.path,
+                                   f"byte {piece.base + int(piece.in_at[lo])}") from None
 
     def raw(self) -> Iterator[bytes]:
         """Yield each node's serialized bytes (for fast copies); each batch is checked to decode."""
@@ -132,6 +178,50 @@ class EtReader:
             if isinstance(e, (gzip.BadGzipFile, EOFError, zlib.error)):
                 raise TraceFormatError(f"bad gzip data ({e})", self.path) from None
             raise TraceFormatError(f"cannot read ({e.strerror or e})", self.path) from None
+
+
+class _Piece:
+    """Frames of one buffer rewritten by :func:`._etcut.frame_chunk`: the rewritten bytes, where
+    each frame starts in them and in the buffer, the buffer, its file offset, the first node's
+    index."""
+
+    def __init__(self, out, out_at, in_at, data: bytes, base: int, index: int):
+        self.out, self.out_at, self.in_at = out, out_at, in_at
+        self.data, self.base, self.index = data, base, index
+
+    def framed(self, lo: int, hi: int) -> bytes:
+        """Frames ``lo`` to ``hi`` in the repeated-field form."""
+        stop = int(self.out_at[hi]) if hi < len(self.out_at) else len(self.out)
+        return self.out[int(self.out_at[lo]):stop].tobytes()
+
+    def locate_bad(self, path: str, lo: int, hi: int) -> None:
+        """Raise the located error of the first of frames ``lo`` to ``hi`` that does not decode
+        as a Node, if any."""
+        for k in range(lo, hi):
+            at = int(self.in_at[k])
+            ln, hp = decode_varint(self.data, at)
+            try:
+                Node.FromString(self.data[hp:hp + ln])
+            except DecodeError as e:
+                raise TraceFormatError(f"node #{self.index + k} is not a Chakra node message ({e})",
+                                       path, f"byte {self.base + at}") from None
+
+
+def _compiled_cut(path: str) -> bool:
+    """Whether to read ``path`` with the compiled loop: numba loaded already, or the file at
+    least :data:`COMPILED_FROM` bytes; and the loop's module imports (numba installed and
+    working)."""
+    if "numba" not in sys.modules:
+        try:
+            if os.path.getsize(path) < COMPILED_FROM:
+                return False
+        except OSError:
+            return False
+    try:
+        importlib.import_module("chakra_core.io._etcut")
+    except (ImportError, ConfigError):
+        return False
+    return True
 
 
 #: bytes that end a varint (high bit clear), deleted to count the others
@@ -267,6 +357,54 @@ class _Framer:
         if batch:
             yield batch_off, batch_index, batch
 
+    def compiled(self) -> Iterator[_Piece]:
+        """The node frames in pieces cut by the compiled loop (the metadata message skipped: the
+        reader has read it); frames the loop leaves are checked here as :meth:`_cut` does."""
+        with open(self.path, "rb") as raw:
+            gz = raw.peek(2)[:2] == _GZIP_MAGIC
+            f: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb") if gz else raw  # type: ignore[assignment]
+            with f:
+                yield from self._compiled_cut(f, raw if gz else None)
+
+    def _compiled_cut(self, f: BinaryIO, gz_raw: BinaryIO | None) -> Iterator[_Piece]:
+        import numpy as np
+
+        from chakra_core.io._etcut import frame_chunk
+
+        buf = f.read(_CHUNK)
+        ln, hp = decode_varint(buf)
+        while hp + ln > len(buf):
+            buf += f.read(max(_CHUNK, hp + ln - len(buf)))
+        pos, base, index, eof = hp + ln, 0, 0, False
+        longest = min(self.max_deps, MAX_MESSAGE)
+        while True:
+            end = len(buf)
+            out, out_at, in_at, pos = frame_chunk(np.frombuffer(buf, np.uint8), pos, end, longest)
+            if len(in_at):
+                yield _Piece(out, out_at, in_at, buf, base, index)
+                index += len(in_at)
+            try:
+                ln, hp = decode_varint(buf, pos, end)
+            except EOFError:  # the prefix is cut short: read on
+                ln, hp = -1, pos
+            except ValueError:
+                raise self.fail("bad length prefix", base + pos) from None
+            if ln > MAX_MESSAGE:
+                raise self.fail(f"message length {ln} exceeds 256 MiB (corrupt length prefix?)", base + pos)
+            if ln < 0 or hp + ln > end:
+                refilled = self._refill(f, gz_raw, buf, pos, base, ln, eof)
+                if refilled is None:
+                    return
+                buf, base, eof = refilled
+                pos = 0
+                continue
+            frame = buf[pos:hp + ln]  # empty, or longer than the deps limit
+            self.check_node(frame, hp - pos, base + pos, index)
+            yield _Piece(np.frombuffer(b"\n" + frame, np.uint8), np.zeros(1, np.int64), np.array([pos], np.int64),
+                         buf, base, index)
+            index += 1
+            pos = hp + ln
+
     def _refill(self, f: BinaryIO, gz_raw: BinaryIO | None, buf: bytes, pos: int, base: int, ln: int,
                 eof: bool) -> tuple[bytes, int, bool] | None:
         """The buffer from ``pos`` on with the next chunk (at least the ``ln`` bytes of the cut
@@ -385,6 +523,17 @@ class atomic_output:
             self.commit()
 
 
+#: the serializer of every message of protobuf's C backend (a method of its base class), called
+#: without a method lookup per node
+_SERIALIZE = Node.SerializeToString
+
+
+@cache
+def _prefixes() -> list[bytes]:
+    """The varint length prefix of every length below 16 KiB (one or two bytes)."""
+    return [bytes((n,)) for n in range(0x80)] + [bytes((n & 0x7F | 0x80, n >> 7)) for n in range(0x80, 1 << 14)]
+
+
 class EtWriter:
     """Write one ``.et`` file: metadata first, then nodes; atomic (temp file + rename).
 
@@ -403,6 +552,7 @@ class EtWriter:
         self._atomic: atomic_output | None = None
         self._f: BinaryIO | gzip.GzipFile | None = None
         self._pending: list[bytes] = []
+        self._pending_count = 0
 
     def __enter__(self) -> EtWriter:
         self._atomic = atomic_output(self.path, defer=self.defer)
@@ -425,9 +575,35 @@ class EtWriter:
         self.write_raw(node.SerializeToString())
 
     def write_many(self, nodes: Iterable[Node]) -> None:
-        """Append many nodes."""
-        for n in nodes:
-            self.write_raw(n.SerializeToString())
+        """Append many nodes: serialized a batch at a time (one C call per node, no Python code)
+        and framed with one join per batch."""
+        it = iter(nodes)
+        while True:
+            batch: list[Node] = []
+            try:
+                batch.extend(islice(it, _BATCH))
+            finally:
+                try:
+                    msgs = list(map(_SERIALIZE, batch))
+                except TypeError:  # not all messages of protobuf's C backend
+                    msgs = [n.SerializeToString() for n in batch]
+                self._append_many(msgs)
+            if len(batch) < _BATCH:
+                return
+
+    def _append_many(self, msgs: list[bytes]) -> None:
+        """Append serialized node messages, framed together when every length has a prefix in
+        the table (none empty, none of 16 KiB or more), else one by one."""
+        lens = list(map(len, msgs))
+        prefixes = _prefixes()
+        if not lens or min(lens) == 0 or max(lens) >= len(prefixes):
+            for data in msgs:
+                self.write_raw(data)
+            return
+        self._pending.append(b"".join(chain.from_iterable(zip(map(prefixes.__getitem__, lens), msgs))))
+        self._pending_count += len(msgs)
+        if self._pending_count >= _BATCH:
+            self._flush()
 
     def write_raw(self, data: bytes) -> None:
         """Append one already serialized node message."""
@@ -439,7 +615,8 @@ class EtWriter:
             raise TraceFormatError(f"node message of {ln} bytes exceeds 256 MiB", str(self.path))
         else:
             self._pending.append(encode_varint(ln) + data)
-        if len(self._pending) >= _BATCH:
+        self._pending_count += 1
+        if self._pending_count >= _BATCH:
             self._flush()
 
     def write_framed(self, data: bytes, count: int) -> None:
@@ -453,9 +630,10 @@ class EtWriter:
     def _flush(self) -> None:
         if self._pending:
             assert self._f is not None
-            self.count += len(self._pending)
+            self.count += self._pending_count
             self._f.write(b"".join(self._pending))
             self._pending = []
+            self._pending_count = 0
 
     @property
     def atomic(self) -> atomic_output:
