@@ -23,8 +23,8 @@ from chakra_core.pipeline._validated import write_validated_set
 from chakra_core.trace._traceset import TraceSet
 from chakra_core.validation._validate import Finding
 
-__all__ = ["Inputs", "Validation", "convert", "simulate", "emulate", "export", "transform", "generate",
-           "validate", "stats", "jsonize"]
+__all__ = ["Inputs", "Validation", "convert", "simulate", "simulation_pipeline", "emulate", "export", "transform",
+           "generate", "validate", "stats", "jsonize"]
 
 #: a trace set as a user names it, or one already opened
 Inputs = Union[str, os.PathLike, Sequence[Union[str, os.PathLike]], TraceSet]  # noqa: UP007 - a runtime alias
