@@ -136,3 +136,20 @@ def test_report_text_lists_the_system_files_warnings(tmp_path, chakra_cli):
     code, out, err = chakra_cli("report", DDP, "--system", tmp_path / "system.json")
     assert code == 0, err
     assert all(f"note: {w}" in out for w in warnings)
+
+
+def test_report_of_a_trace_set_opens_it_once(chakra_register):
+    # the group shapes come from the set the simulation loaded: one input stage, one backend
+    from chakra_core.hookspecs import hookimpl
+
+    seen = []
+
+    class Observer:
+        @hookimpl
+        def chakra_stage_started(self, stage, name, context):
+            seen.append((stage, name))
+
+    chakra_register(Observer(), name="observer")
+    rep = chakra.report(str(DDP))
+    assert seen == [("input", "pytorch"), ("backend", "simpy")]
+    assert [r["rank"] for r in rep.to_dict()["ranks"]] == [0, 1]

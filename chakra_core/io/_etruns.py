@@ -1,7 +1,7 @@
 """An ``.et`` file's node messages in runs: one bytes object and the messages' offsets.
 
 For readers of the wire format (:mod:`chakra_core.trace._columns`): the file (plain or gzip) is read
-in chunks of 1 MiB and each chunk's complete frames are cut by one compiled loop over their
+in chunks of 1 MiB (of :data:`WHOLE_CHUNK` for a reader that keeps the whole rank) and each chunk's complete frames are cut by one compiled loop over their
 length prefixes (:func:`._wirekernels.cut_frames`), without a bytes object per node.  The
 limits of :class:`EtReader` apply (message size, empty messages, dependencies per node, gzip
 inflation), with its messages; the node messages themselves are not decoded here.
@@ -21,10 +21,12 @@ from chakra_core.io._varint import decode_varint
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["Run", "file_runs"]
+__all__ = ["Run", "file_runs", "WHOLE_CHUNK"]
 
 #: bytes read at a time: a run's arrays (a few dozen bytes per node) stay in the CPU's caches
 _CHUNK = 1 << 20
+#: bytes read at a time by a reader that keeps the whole rank anyway (fewer runs to join)
+WHOLE_CHUNK = 64 << 20
 _GZIP_MAGIC = b"\x1f\x8b"
 
 #: (the bytes, start of each message in them, its length (int64 arrays), index of the first
@@ -32,15 +34,16 @@ _GZIP_MAGIC = b"\x1f\x8b"
 Run = tuple[bytes, "np.ndarray", "np.ndarray", int, int]
 
 
-def file_runs(path: str) -> Iterator[Run]:
-    """The node messages of ``path`` in runs of one chunk each (the metadata message skipped)."""
+def file_runs(path: str, chunk: int | None = None) -> Iterator[Run]:
+    """The node messages of ``path`` in runs of one chunk each, ``chunk`` bytes (1 MiB when
+    None; the metadata message skipped)."""
     framer = _Framer(EtReader(path))
     try:
         with open(path, "rb") as raw:
             gz = raw.peek(2)[:2] == _GZIP_MAGIC
             f: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb") if gz else raw  # type: ignore[assignment]
             with f:
-                yield from _runs(f, framer, raw if gz else None)
+                yield from _runs(f, framer, raw if gz else None, chunk or _CHUNK)
     except (OSError, EOFError, zlib.error) as e:
         if isinstance(e, FileNotFoundError):
             raise TraceFormatError("no such file", path) from None
@@ -49,16 +52,16 @@ def file_runs(path: str) -> Iterator[Run]:
         raise TraceFormatError(f"cannot read ({e.strerror or e})", path) from None
 
 
-def _runs(f: BinaryIO, framer: _Framer, gz_raw: BinaryIO | None) -> Iterator[Run]:
+def _runs(f: BinaryIO, framer: _Framer, gz_raw: BinaryIO | None, chunk: int) -> Iterator[Run]:
     import numpy as np
 
     from chakra_core.io._wirekernels import cut_frames
 
     _ = EtReader(framer.path).metadata  # checks the GlobalMetadata message as the reader does
-    data = f.read(_CHUNK)
+    data = f.read(chunk)
     ln, hp = decode_varint(data)
     while hp + ln > len(data):
-        more = f.read(_CHUNK)
+        more = f.read(chunk)
         if not more:
             raise framer.fail("truncated message at end of file", 0)
         data += more
@@ -83,7 +86,7 @@ def _runs(f: BinaryIO, framer: _Framer, gz_raw: BinaryIO | None) -> Iterator[Run
             return
         if need > MAX_MESSAGE:
             raise framer.fail(f"message length {need} exceeds 256 MiB (corrupt length prefix?)", base + stop)
-        more = f.read(max(_CHUNK, need + 16))
+        more = f.read(max(chunk, need + 16))
         eof = not more
         base += stop
         data, pos = data[stop:] + more, 0

@@ -19,10 +19,12 @@ from chakra_core.analysis._report import Report, analyse, spans_of_result
 from chakra_core.analysis._spans import Spans
 from chakra_core.base._errors import ConfigError
 from chakra_core.base._progress import progress
+from chakra_core.host._api import Result
 from chakra_core.host._plugins import PluginHost, get_host
-from chakra_core.pipeline._commands import Inputs, _input_pipeline, transform
+from chakra_core.pipeline._commands import Inputs, _input_pipeline, simulation_pipeline, transform
 from chakra_core.pipeline._commands import simulate as run_simulation
 from chakra_core.pipeline._provenance import provenance
+from chakra_core.trace._traceset import TraceSet
 
 __all__ = ["report", "diff", "compare", "graph"]
 
@@ -44,21 +46,24 @@ def report(inputs: Any = None, *, result: str | os.PathLike | None = None, backe
     sim_kwargs = {"options": options, "system": system, "network": network, "memory": memory,
                   "comm_groups": comm_groups, "format": format, "input_options": input_options,
                   "validate": validate, "host": host}
+    groups = None
     if result is not None:
         res_data, spans = spans_of_result(result)
         source = {"result": str(result), "backend": res_data.get("backend")}
     else:
-        res = _simulate_with_spans(inputs, backend, sim_kwargs)
+        res, traces = _simulate_with_spans(inputs, backend, sim_kwargs)
         spans = res.spans
         source = {"traces": _describe(inputs), "backend": res.backend, "notes": res.notes}
+        groups = traces.process_groups
     resim = None
     if inputs is not None and what_if:
         def resim(option: str, value: float) -> int:
             scaled = transform(inputs, "scale", {option: value}, format=format, input_options=input_options,
                                host=host)
             kw = dict(sim_kwargs, format=None, input_options=None)
-            return int(_simulate_with_spans(scaled, backend, kw, keep=False).summary["finish_ns"])
-    groups = _process_groups(inputs, format, input_options, host) if inputs is not None else None
+            return int(_simulate_with_spans(scaled, backend, kw, keep=False)[0].summary["finish_ns"])
+    if groups is None and inputs is not None:
+        groups = _process_groups(inputs, format, input_options, host)
     with progress("building the report", total=1 + (output is not None), unit="step") as bar:
         bar.status("breakdown, critical path, tables")
         rep = analyse(spans, what_if=what_if, top=top, threshold=threshold, source=source, resimulate=resim,
@@ -75,21 +80,19 @@ def report(inputs: Any = None, *, result: str | os.PathLike | None = None, backe
 def _process_groups(inputs: Any, format: str | None, input_options: Mapping[str, Any] | None,
                     host: PluginHost | None) -> dict[str, list[int]]:
     """The process groups of the trace set ``inputs`` (read from its first rank)."""
-    from chakra_core.pipeline._commands import _input_pipeline
-
     return _input_pipeline(inputs, format, input_options, host).load().process_groups
 
 
 def _describe(inputs: Any) -> Any:
-    from chakra_core.trace._traceset import TraceSet
-
     if isinstance(inputs, TraceSet):
         return inputs.source or f"{len(inputs)} ranks"
     return str(inputs) if isinstance(inputs, (str, os.PathLike)) else [str(p) for p in inputs]
 
 
-def _simulate_with_spans(inputs: Any, backend: str, kwargs: Mapping[str, Any], keep: bool = True) -> Any:
-    """Simulate (or emulate) ``inputs`` with ``backend``, asking it to keep its spans."""
+def _simulate_with_spans(inputs: Any, backend: str, kwargs: Mapping[str, Any],
+                         keep: bool = True) -> tuple[Result, TraceSet]:
+    """Simulate (or emulate) ``inputs`` with ``backend``, asking it to keep its spans; the
+    Result and the set as loaded (opened once, for the simulation and the group shapes)."""
     host = kwargs.get("host") or get_host()
     impl = host.registry.get("backend", backend)
     opts = dict(kwargs.get("options") or {})
@@ -98,10 +101,12 @@ def _simulate_with_spans(inputs: Any, backend: str, kwargs: Mapping[str, Any], k
             raise ConfigError(f"backend {backend!r} keeps no spans (it has no 'spans' option): report on its "
                               "result.json if it writes spans.npz, or use a backend that does (simpy)")
         opts["spans"] = True
-    res = run_simulation(inputs, backend, **dict(kwargs, options=opts, host=host))
+    pipe = simulation_pipeline(inputs, backend, **dict(kwargs, options=opts, host=host))
+    traces = pipe.load()
+    res = pipe.run_backends(traces)[0]
     if keep and res.spans is None:
         raise ConfigError(f"backend {backend!r} returned no spans")
-    return res
+    return res, traces
 
 
 def _side(x: Any, kwargs: Mapping[str, Any]) -> Report:

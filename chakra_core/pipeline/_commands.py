@@ -23,8 +23,8 @@ from chakra_core.pipeline._validated import write_validated_set
 from chakra_core.trace._traceset import TraceSet
 from chakra_core.validation._validate import Finding
 
-__all__ = ["Inputs", "Validation", "convert", "simulate", "emulate", "export", "transform", "generate",
-           "validate", "stats", "jsonize"]
+__all__ = ["Inputs", "Validation", "convert", "simulate", "simulation_pipeline", "emulate", "export", "transform",
+           "generate", "validate", "stats", "jsonize"]
 
 #: a trace set as a user names it, or one already opened
 Inputs = Union[str, os.PathLike, Sequence[Union[str, os.PathLike]], TraceSet]  # noqa: UP007 - a runtime alias
@@ -186,8 +186,20 @@ def simulate(inputs: Inputs, backend: str = "simpy", *, options: Mapping[str, An
     ``output`` when given.  With ``validate`` (the default) a set with validation errors is refused."""
     flags = {"system": system, "network": network, "memory": memory, "comm_groups": comm_groups,
              "timeline": timeline}
-    return _run_one(inputs, backend, ("simulator", "emulator"), options, flags, output, format, input_options,
-                    validate, host)
+    return _backend_pipeline(inputs, backend, ("simulator", "emulator"), options, flags, output, format,
+                             input_options, validate, host).run_backends()[0]
+
+
+def simulation_pipeline(inputs: Inputs, backend: str = "simpy", *, options: Mapping[str, Any] | None = None,
+                        system: str | None = None, network: str | None = None, memory: str | None = None,
+                        comm_groups: str | None = None, format: str | None = None,
+                        input_options: Mapping[str, Any] | None = None, validate: bool = True,
+                        host: PluginHost | None = None) -> Pipeline:
+    """The one-backend pipeline :func:`simulate` runs (no output directory), for a caller that
+    loads the set itself (:meth:`Pipeline.load`) and hands it to :meth:`Pipeline.run_backends`."""
+    flags = {"system": system, "network": network, "memory": memory, "comm_groups": comm_groups}
+    return _backend_pipeline(inputs, backend, ("simulator", "emulator"), options, flags, None, format,
+                             input_options, validate, host)
 
 
 def emulate(inputs: Inputs, backend: str = "emulator", *, options: Mapping[str, Any] | None = None,
@@ -219,6 +231,15 @@ def _run_one(inputs: Inputs, name: str, kinds: tuple[str, ...], options: Mapping
              flags: Mapping[str, Any], output: str | os.PathLike | None, format: str | None,
              input_options: Mapping[str, Any] | None, validate: bool, host: PluginHost | None) -> Result:
     """Run one backend as a one-backend pipeline (observer hooks, validation, provenance)."""
+    return _backend_pipeline(inputs, name, kinds, options, flags, output, format, input_options, validate,
+                             host).run_backends()[0]
+
+
+def _backend_pipeline(inputs: Inputs, name: str, kinds: tuple[str, ...], options: Mapping[str, Any] | None,
+                      flags: Mapping[str, Any], output: str | os.PathLike | None, format: str | None,
+                      input_options: Mapping[str, Any] | None, validate: bool,
+                      host: PluginHost | None) -> Pipeline:
+    """The pipeline of the input and the one backend ``name`` (of one of ``kinds``)."""
     host = host or get_host()
     impl = host.registry.get("backend", name)
     if impl.kind not in kinds:
@@ -232,7 +253,7 @@ def _run_one(inputs: Inputs, name: str, kinds: tuple[str, ...], options: Mapping
     stage.output = Path(output) if output is not None else None
     stage.validate = validate
     pipe.backends.append(stage)
-    return pipe.run_backends()[0]
+    return pipe
 
 
 def _merge_flags(options: Mapping[str, Any] | None, flags: Mapping[str, Any]) -> dict[str, Any]:

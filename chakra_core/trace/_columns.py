@@ -19,7 +19,7 @@ from google.protobuf.message import DecodeError
 
 from chakra_core.base._errors import TraceFormatError
 from chakra_core.io import _wirekernels as wire
-from chakra_core.io._etruns import Run, file_runs
+from chakra_core.io._etruns import WHOLE_CHUNK, Run, file_runs
 from chakra_core.io._rundecode import run_decodes
 from chakra_core.io._schema import AttributeProto, Node
 from chakra_core.trace._attrs import attr_value
@@ -168,15 +168,15 @@ class NodeColumns:
 
 def node_columns(rt: RankTrace, attrs: Iterable[str] = ()) -> NodeColumns:
     """The :class:`NodeColumns` of rank ``rt`` with the attributes named in ``attrs``, in one
-    pass over its serialized nodes (an ``.et`` file's bytes as they are, a chunk of 1 MiB
-    at a time; other ranks' nodes serialized).
+    pass over its serialized nodes (an ``.et`` file's bytes as they are, 64 MiB at a time:
+    the rank is kept whole, so in as few runs as its size allows; other ranks' nodes serialized).
 
     The wire structure of every node and attribute message walked is checked (a TraceFormatError
     names the file and node); nested messages that are not read (``inputs``/``outputs``, an
     attribute not asked for) are not decoded, so a damaged one goes unnoticed here.
     """
     names = tuple(dict.fromkeys(attrs))
-    return _join(list(column_runs(rt, names)), names)
+    return _join([_walk_run(run, names, rt.label) for run in _runs(rt, WHOLE_CHUNK)], names)
 
 
 def column_runs(rt: RankTrace, attrs: Iterable[str] = (), decoded: bool = False) -> Iterator[NodeColumns]:
@@ -194,10 +194,10 @@ def column_runs(rt: RankTrace, attrs: Iterable[str] = (), decoded: bool = False)
         yield _walk_run(run, names, rt.label)
 
 
-def _runs(rt: RankTrace) -> Iterator[Run]:
-    """The rank's node messages in runs."""
+def _runs(rt: RankTrace, chunk: int | None = None) -> Iterator[Run]:
+    """The rank's node messages in runs (of a file: ``chunk`` bytes each, 1 MiB by default)."""
     if isinstance(rt, FileRank):
-        yield from file_runs(rt.file)
+        yield from file_runs(rt.file, chunk)
         return
     index = 0
     messages: list[bytes] = []

@@ -25,7 +25,7 @@ from .classify import CollectiveArgs
 from .collective_context import CollectiveTally
 from .lockstep import FlowShop
 from .member_phases import MemberPhases
-from .member_timing import plan_finish
+from .member_timing import FinishPlans
 from .message_run import MessageRun
 from .planner import KIND_NAME, PlannedPhase
 from .program import ASTRA_KIND
@@ -82,6 +82,7 @@ class Collectives:
         self.stats: dict[tuple[str, str], dict] = {}
         self.tally = CollectiveTally()
         self.active = ctx.sd.active_chunks_per_dimension
+        self.plans = FinishPlans()
         self.flow = FlowShop(ctx, self.tally, self.active, self._finish)
         self.member_phases = MemberPhases(ctx)
         #: phases of alternating algorithms each dimension ran so far (chunk by chunk)
@@ -234,7 +235,7 @@ class Collectives:
         if work > ctx.stagger_limit:
             self.tally.approximated += 1
             return None
-        fin = plan_finish(issue, phases, inst.n, self.active)
+        fin = self.plans.finish(issue, phases, inst.n, self.active)
         out: dict[int, int] = {}
         for r, t in zip(ranks, fin):
             ai = ctx.rank_actor[r]

@@ -22,6 +22,8 @@ class MemberPhases:
     def __init__(self, ctx: CollectiveContext):
         self.ctx = ctx
         self.cache: dict[tuple, MemberPhase] = {}
+        #: per group (its ranks), whether its ring's links are even
+        self.even: dict[tuple[int, ...], bool] = {}
 
     def lockstep(self, specs: list[PhaseSpec], ranks: list[int], bases: dict[int, int], issue: list[int]) -> bool:
         """Whether the closed form is exact: members issued it together, and a group ring's
@@ -29,9 +31,16 @@ class MemberPhases:
         if len(set(issue)) != 1:
             return False
         if specs[0].dim is None:
-            hop = self.ctx.planner.hop
-            return len({hop(ranks[j - 1], ranks[j]) for j in range(len(ranks))}) == 1
+            return self._even(tuple(ranks))
         return not bases
+
+    def _even(self, ranks: tuple[int, ...]) -> bool:
+        """Whether every link of the ring over ``ranks`` is the same path (remembered per group)."""
+        even = self.even.get(ranks)
+        if even is None:
+            hop = self.ctx.planner.hop
+            even = self.even[ranks] = len({hop(ranks[j - 1], ranks[j]) for j in range(len(ranks))}) == 1
+        return even
 
     def build(self, specs: list[PhaseSpec], ranks: list[int], bases: dict[int, int], issue: list[int],
               chunks: int) -> tuple[list[MemberPhase], int] | None:

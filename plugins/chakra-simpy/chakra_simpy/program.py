@@ -115,9 +115,9 @@ def load_program(rt: RankTrace, sd: SystemDescription, replay_comm: bool = False
     cat[kind == K_RECV] = R_COMM  # a receive holds no resource but counts as communication
     child_ptr, child_idx = g.children()
     indeg = g.in_degree()
-    prog.ids = array("Q", g.ids.tobytes())
+    prog.ids = _array("Q", g.ids, "u8")
     prog.kind, prog.resource, prog.cat = bytearray(kind.tobytes()), bytearray(res.tobytes()), bytearray(cat.tobytes())
-    prog.dur = array("q", dur.tobytes())
+    prog.dur = _array("q", dur, "i8")
     prog.indeg = _longs(indeg)
     prog.child_ptr = _longs(child_ptr)
     prog.child_idx = _longs(child_idx)
@@ -195,4 +195,11 @@ def _by_id(cols) -> DepGraph:
 
 def _longs(a: np.ndarray) -> array:
     """An ``array('l')`` (fast scalar indexing in the engine) of an integer numpy array."""
-    return array("l", np.ascontiguousarray(a, dtype=np.int64).tobytes())
+    return _array("l", a, "i8")
+
+
+def _array(code: str, a: np.ndarray, dtype: str) -> array:
+    """``a`` as numpy type ``dtype`` (8 bytes) in an ``array(code)`` (8 bytes), copied once."""
+    out = array(code)
+    out.frombytes(np.ascontiguousarray(a, dtype=dtype).data.cast("B"))
+    return out

@@ -31,6 +31,11 @@ def _kind_codes(kind: np.ndarray, res: np.ndarray) -> np.ndarray:
     return code
 
 
+#: :func:`_kind_codes` of every (kind, resource) pair of bytes, looked up by ``[kind, resource]``
+_KIND_CODES = _kind_codes(np.repeat(np.arange(256, dtype=np.uint8), 256),
+                          np.tile(np.arange(256, dtype=np.uint8), 256)).reshape(256, 256)
+
+
 def build_spans(sim: Sim, names: bool = True) -> Spans:
     """One span per node of every simulated rank (times in ns), with bytes, group, peer,
     algorithm and the match of collectives (by issue order per group) and of send/receive pairs
@@ -78,7 +83,7 @@ def _time_columns(cols: dict[str, np.ndarray], bounds: list[tuple], track_of: np
         cols["start_ns"][lo:hi] = start
         np.subtract(np.frombuffer(a.end, np.int64), start, out=cols["dur_ns"][lo:hi])
         cols["track"][lo:hi] = track_of[np.frombuffer(prog.cat, np.uint8)]
-        cols["kind"][lo:hi] = _kind_codes(np.frombuffer(prog.kind, np.uint8), np.frombuffer(prog.resource, np.uint8))
+        cols["kind"][lo:hi] = _KIND_CODES[np.frombuffer(prog.kind, np.uint8), np.frombuffer(prog.resource, np.uint8)]
         cols["node_id"][lo:hi] = np.frombuffer(prog.ids, np.uint64)
 
 

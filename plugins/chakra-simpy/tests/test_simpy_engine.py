@@ -333,6 +333,19 @@ def test_per_rank_ring_timing_agrees_with_the_closed_forms(kit):
     assert plan_finish([0] * 8, [ring8, other], 3, 1) == [f1] * 8
 
 
+def test_a_plan_issued_later_with_the_same_skew_is_reused_shifted(kit):
+    # the ring of the closed-form test above, issued at 0 and again 1,000 ns later: one plan kept
+    from chakra_simpy.member_timing import FinishPlans, Phase, Step
+
+    e, n1, r = 10, 1110, 1965
+    pred = [(j - 1) % 8 for j in range(8)]
+    ring8 = Phase(0, e, [Step(pred, [n1] * 8, e + (r if s < 7 else 0)) for s in range(14)])
+    plans = FinishPlans()
+    assert plans.finish([0] * 8, [ring8], 4, 1) == [4 * 29445] * 8
+    assert plans.finish([1000] * 8, [ring8], 4, 1) == [1000 + 4 * 29445] * 8
+    assert len(plans.known) == 1
+
+
 @pytest.mark.parametrize("impl", ["ring", "direct", "halvingDoubling"])
 @pytest.mark.parametrize("kind", ["AR", "RS", "AG", "A2A"])
 @pytest.mark.parametrize("topo", ["Ring", "FullyConnected", "Switch"])

@@ -57,7 +57,9 @@ class MemberPhase(Protocol):
         """Evaluations per member per chunk."""
 
     def run(self, start: list[int], chunk: int) -> list[int]:
-        """Finish time (ns) of every member of chunk ``chunk``, each started at ``start[j]``."""
+        """Finish time (ns) of every member of chunk ``chunk``, each started at ``start[j]``;
+        starts all later by ``t`` give finishes all later by ``t`` (a plan is reused shifted:
+        :class:`..member_timing.FinishPlans`)."""
 
 
 #: one step of a member: (members sent to, in order; members received from; bytes; ns after)
