@@ -47,13 +47,13 @@ class Labels:
 
     def __init__(self, rank: int):
         self.rank = rank
-        self.pool = np.zeros(0, np.uint8)
-        self.ptr = np.zeros(1, np.int64)
-        self.order = np.zeros(0, np.int64)
+        self.pool = np.zeros(1024, np.uint8)
+        self.ptr = np.zeros(65, np.int64)
+        self.order = np.zeros(64, np.int64)
         self.used = np.zeros(3, np.int64)
-        self.gslots = np.zeros(0, np.int64)
-        self.pkeys = np.zeros(0, np.int64)
-        self.pslots = np.zeros(0, np.int64)
+        self.gslots = np.zeros(128, np.int64)
+        self.pkeys = np.zeros(128, np.int64)
+        self.pslots = np.zeros(128, np.int64)
 
     def room(self, nbytes: int) -> None:
         """Grow the arrays (doubling) for a node of ``nbytes`` bytes: that many more bytes of
@@ -157,11 +157,28 @@ def _slot_int(slot, v):  # pragma: no cover - compiled
     return 0, False
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
+def _name_kind(buf, at, ln):  # pragma: no cover - compiled
+    """_GROUP, _SRC or _DST for the attribute name ``buf[at:at+ln]``, else 0."""
+    if ln == 7:
+        return _GROUP if _same(buf, at, ln, _PG_NAME) else 0
+    if ln != 8 or buf[at] != 0x63:  # "c"
+        return 0
+    if _same(buf, at, ln, _COMM_SRC):
+        return _SRC
+    return _DST if _same(buf, at, ln, _COMM_DST) else 0
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _attribute(buf, p, end):  # pragma: no cover - compiled
     """What the attribute message ``buf[p:end]`` is to the walk: (kind, a, b) with kind 0 (not
     relabelled), _GROUP (name at ``a``, ``b`` bytes), _SRC/_DST (peer ``a``) or -1 (a
-    relabelled name in another form, or fields that do not read)."""
+    relabelled name in another form, or fields that do not read).  An attribute whose first
+    field is another name with too few bytes after it for a name field of 7 or 8 bytes (9 or
+    more) is settled without reading on."""
+    first = int(buf[p + 1]) if end - p >= 2 and buf[p] == 0x0A else 0x80
+    if first < 0x80 and end - p - 2 - first < 9 and _name_kind(buf, p + 2, first) == 0:
+        return 0, 0, 0
     name_at, name_len, values, slot, at, ln, raw, other = -1, 0, 0, 0, 0, 0, 0, False
     while p < end:
         key, n = _varint(buf, p, end)
@@ -181,13 +198,8 @@ def _attribute(buf, p, end):  # pragma: no cover - compiled
         else:
             other = True
         p = q
-    if _same(buf, name_at, name_len, _PG_NAME):
-        kind = _GROUP
-    elif _same(buf, name_at, name_len, _COMM_SRC):
-        kind = _SRC
-    elif _same(buf, name_at, name_len, _COMM_DST):
-        kind = _DST
-    else:
+    kind = _name_kind(buf, name_at, name_len)
+    if kind == 0:
         return 0, 0, 0
     if other or values != 1:
         return -1, 0, 0
@@ -197,7 +209,7 @@ def _attribute(buf, p, end):  # pragma: no cover - compiled
     return (kind, v, 0) if ok and slot & 7 == 0 else (-1, 0, 0)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _hash(buf, at, ln):  # pragma: no cover - compiled
     """A polynomial hash of ``buf[at:at+ln]`` (probed on: equal hashes are compared)."""
     h = ln
@@ -206,7 +218,7 @@ def _hash(buf, at, ln):  # pragma: no cover - compiled
     return h
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _group_slot(buf, at, ln, state):  # pragma: no cover - compiled
     """The slot of ``gslots`` holding the group named ``buf[at:at+ln]``, or the empty one
     where it goes."""
@@ -218,7 +230,7 @@ def _group_slot(buf, at, ln, state):  # pragma: no cover - compiled
     return h
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _peer_slot(peer, state):  # pragma: no cover - compiled
     """The slot of ``pslots`` holding peer ``peer``, or the empty one where it goes."""
     _, _, _, _, pkeys, pslots, _, _ = state
@@ -240,7 +252,7 @@ def _rehash(state):  # pragma: no cover - compiled
         pkeys[h], pslots[h] = order[k], k + 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def group_code(buf, at, ln, state):  # pragma: no cover - compiled
     """The code of the group named ``buf[at:at+ln]`` (labelling it when new; the arrays have
     room)."""
@@ -260,7 +272,7 @@ def group_code(buf, at, ln, state):  # pragma: no cover - compiled
     return gslots[h] + 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def peer_code(peer, state):  # pragma: no cover - compiled
     """The code of peer rank ``peer`` (labelling it when new; the arrays have room)."""
     rank, _, _, _, pkeys, pslots, order, used = state
@@ -275,7 +287,7 @@ def peer_code(peer, state):  # pragma: no cover - compiled
     return pslots[h]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _put_varint(out, o, v):  # pragma: no cover - compiled
     """Write the varint of ``v`` >= 0 at ``out[o]``; the position after it."""
     while v >= 0x80:
@@ -286,7 +298,7 @@ def _put_varint(out, o, v):  # pragma: no cover - compiled
     return o + 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _marks(buf, s, e, marks):  # pragma: no cover - compiled
     """The relabelled attributes of node ``buf[s:e]`` as rows of ``marks`` (field start, field
     end, kind, a, b); their count, -1 for an attribute in another form, -2 for a node that does
@@ -313,7 +325,7 @@ def _marks(buf, s, e, marks):  # pragma: no cover - compiled
     return m
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _write(buf, s, e, marks, m, out, o, state):  # pragma: no cover - compiled
     """Node ``buf[s:e]`` with its ``m`` marked attributes as tokens, written at ``out[o]``
     (labels given in attribute order); the position after it."""
@@ -335,7 +347,7 @@ def _write(buf, s, e, marks, m, out, o, state):  # pragma: no cover - compiled
     return o + e - p
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _short(state, m, nbytes):  # pragma: no cover - compiled
     """Whether ``state``'s arrays lack room for ``m`` new labels and ``nbytes`` bytes of names."""
     _, gslots, pool, ptr, _, _, order, used = state

@@ -82,7 +82,7 @@ class RoleHasher:
             if status == FULL:
                 labels.room(int(size[i]))
                 continue
-            self._bytes.update(out[:at])
+            self._bytes.update(out[:at].data)
             if status == DONE:
                 break
             node = _decoded(data[start[i]:start[i] + size[i]], labels)
