@@ -22,7 +22,7 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from chakra_core.base._jit import COMPILED
-from chakra_core.io._schema import Node
+from chakra_core.io._schema import AttributeProto, Node
 from chakra_core.io._varint import encode_varint
 from chakra_core.trace._attrs import int_value, str_value
 from chakra_core.trace._rolekernel import DONE, FULL, TOKEN, Labels, group_code, peer_code, relabel_run
@@ -130,8 +130,9 @@ def _joined(chunk: list[bytes]) -> tuple[bytes, np.ndarray, np.ndarray]:
 
 
 def _decoded(raw: bytes, labels: Labels) -> bytes:
-    """The labelled form of a node the compiled walk left to the caller: the node without its
-    group and peer attributes, then their tokens in attribute order."""
+    """The labelled form of a node the compiled walk left to the caller: the node without the
+    group and peer attributes whose value reads as a name or a rank within int64 (the others are
+    kept as they are), then their tokens in attribute order."""
     try:
         node = Node.FromString(raw)
     except DecodeError:
@@ -139,23 +140,28 @@ def _decoded(raw: bytes, labels: Labels) -> bytes:
     tokens = []
     keep = []
     for a in node.attr:
-        kind = _KINDS.get(a.name)
-        if kind is None:
+        code = _code(a, labels)
+        if code is None:
             keep.append(a)
-        elif kind == b"g":
-            name = np.frombuffer((str_value(a) or "").encode(), np.uint8)
-            labels.room(len(name))
-            tokens.append(kind + encode_varint(group_code(name, 0, len(name), labels.state())))
         else:
-            peer = int_value(a)
-            tokens.append(kind + _peer_token(peer, labels))
+            tokens.append(_KINDS[a.name] + encode_varint(code))
     del node.attr[:]
     node.attr.extend(keep)
     return _DECODED + node.SerializeToString() + bytes([TOKEN]).join([b"", *tokens])
 
 
-def _peer_token(peer: int | None, labels: Labels) -> bytes:
-    """The code of a peer read by the caller (one without an integer, or past int64: itself)."""
+def _code(a: AttributeProto, labels: Labels) -> int | None:
+    """The label code of a group or peer attribute; None for any other attribute, and for one
+    whose value is not a name or a rank within int64."""
+    kind = _KINDS.get(a.name)
+    if kind == b"g":
+        name = str_value(a)
+        if name is None:
+            return None
+        arr = np.frombuffer(name.encode(), np.uint8)
+        labels.room(len(arr))
+        return int(group_code(arr, 0, len(arr), labels.state()))
+    peer = None if kind is None else int_value(a)
     if peer is None or not -(1 << 63) <= peer < 1 << 63:
-        return b"N%d" % (peer if peer is not None else -1) if peer is not None else b"N"
-    return encode_varint(peer_code(peer, labels.state()))
+        return None
+    return int(peer_code(peer, labels.state()))
