@@ -155,3 +155,20 @@ def test_plain_python_stand_in_gives_the_same_keys(tmp_path):
                          check=True, timeout=300).stdout
     compiled = [role_key(FileRank(r, p)) for r, p in enumerate(paths)]
     assert json.loads(out) == [[k.digest.hex(), list(k.groups), list(k.peers)] for k in compiled]
+
+
+def test_group_or_peer_that_is_not_a_name_or_rank_is_kept_as_it_is():
+    ranks = [MemoryRank(0, GlobalMetadata(), [_node(1, NodeType.COMM_COLL_NODE, ("pg_name", flag, "bool_val"))])
+             for flag in (False, True, True)]
+    keys = [role_key(rt) for rt in ranks]
+    assert _classes(keys) == [[0], [1, 2]]
+    assert all(k.groups == () for k in keys)
+
+
+def test_rewritten_file_gets_a_new_key(tmp_path):
+    path = tmp_path / "ring.0.et"
+    write_et(path, GlobalMetadata(version="0.0.4"), _ring_nodes(0, 4))
+    first = role_key(FileRank(0, path))
+    assert role_key(FileRank(0, path)) == first
+    write_et(path, GlobalMetadata(version="0.0.4"), _ring_nodes(0, 4, size=65))
+    assert role_key(FileRank(0, path)).digest != first.digest

@@ -14,6 +14,7 @@ labelled here.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import islice
@@ -32,6 +33,9 @@ __all__ = ["RoleKey", "RoleHasher", "role_key"]
 
 #: nodes relabelled at a time when they are not read from a file
 _CHUNK = 4096
+#: keys of file-backed ranks kept (by :func:`_seen`), and how many at most
+_KEPT: dict[tuple, RoleKey] = {}
+_KEEP = 1 << 16
 #: the token kinds of the relabelled attributes (as :mod:`._rolekernel` writes them)
 _KINDS = {"pg_name": b"g", "comm_src": b"s", "comm_dst": b"d"}
 #: the first bytes of a node the caller labelled, and of one that did not decode
@@ -102,11 +106,32 @@ class RoleHasher:
 def role_key(rt: RankTrace) -> RoleKey:
     """The :class:`RoleKey` of rank ``rt`` (one pass over its serialized nodes: an ``.et``
     file's bytes a chunk of 1 MiB at a time when numba is installed, else 4,096 nodes at a
-    time)."""
+    time).  The key of a file-backed rank is kept for the process while its file is unchanged
+    (same device, inode, size and modification time): validation and a simulator's symmetry
+    ask for the same keys."""
+    seen = _seen(rt)
+    if seen is not None and seen in _KEPT:
+        return _KEPT[seen]
     hasher = RoleHasher(rt.rank)
     for run in _runs(rt):
         hasher.add_run(*run)
-    return hasher.key()
+    key = hasher.key()
+    if seen is not None:
+        if len(_KEPT) >= _KEEP:
+            _KEPT.clear()
+        _KEPT[seen] = key
+    return key
+
+
+def _seen(rt: RankTrace) -> tuple | None:
+    """What identifies a file-backed rank's bytes (None for other ranks)."""
+    if not isinstance(rt, FileRank):
+        return None
+    try:
+        st = os.stat(rt.file)
+    except OSError:
+        return None  # the read names the problem
+    return rt.file, rt.rank, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def _runs(rt: RankTrace) -> Iterator[tuple[bytes, np.ndarray, np.ndarray]]:
