@@ -70,9 +70,9 @@ class RoleHasher:
 
     def add(self, chunk: list[bytes]) -> None:
         """Feed the next run of node messages, in file order."""
-        self.add_run(*_joined(chunk))
+        self._add_run(*_joined(chunk))
 
-    def add_run(self, data: bytes, start: np.ndarray, size: np.ndarray) -> None:
+    def _add_run(self, data: bytes, start: np.ndarray, size: np.ndarray) -> None:
         """Feed the next run of node messages as one bytes object and each message's start and
         length (int64 arrays)."""
         labels = self._labels
@@ -114,7 +114,7 @@ def role_key(rt: RankTrace) -> RoleKey:
         return _KEPT[seen]
     hasher = RoleHasher(rt.rank)
     for run in _runs(rt):
-        hasher.add_run(*run)
+        hasher._add_run(*run)
     key = hasher.key()
     if seen is not None:
         if len(_KEPT) >= _KEEP:
