@@ -76,14 +76,16 @@ def _node(i, kind, *attrs):
     return n
 
 
-def _ring(tmp_path, n, far=None):
-    """A ring of ``n`` ranks written as files: an all-reduce on the rank's pair, a send to the
-    next rank (rank ``far`` sends to rank ``n + 3`` instead), a receive from the previous one."""
+def _ring(tmp_path, n, far=None, distinct=False):
+    """A ring of ``n`` ranks written as files: an all-reduce on the rank's pair (of 64 bytes, or
+    64 + the rank with ``distinct``), a send to the next rank (rank ``far`` sends to rank
+    ``n + 3`` instead), a receive from the previous one."""
     ranks = []
     for r in range(n):
         dst = n + 3 if r == far else (r + 1) % n
+        size = 64 + r if distinct else 64
         ranks.append(MemoryRank(r, GlobalMetadata(version="0.0.4"), [
-            _node(1, NodeType.COMM_COLL_NODE, ("comm_type", 0), ("comm_size", 64), ("pg_name", f"pair{r // 2}")),
+            _node(1, NodeType.COMM_COLL_NODE, ("comm_type", 0), ("comm_size", size), ("pg_name", f"pair{r // 2}")),
             _node(2, NodeType.COMM_SEND_NODE, ("comm_dst", dst), ("comm_tag", 7), ("comm_size", 8)),
             _node(3, NodeType.COMM_RECV_NODE, ("comm_src", (r - 1) % n), ("comm_tag", 7), ("comm_size", 8)),
         ]))
@@ -111,3 +113,13 @@ def test_finding_in_the_first_rank_of_a_role_is_reported_and_not_shared(tmp_path
     scanned = _same_both_ways(traces, monkeypatch)
     assert scanned == 2  # rank 0 (its finding keeps it from standing for its role) and rank 1
     assert [(f.rule, f.rank) for f in V.validate(traces) if f.rule == "bad-peer"] == [("bad-peer", 0)]
+
+
+def test_sharing_goes_off_when_the_first_ranks_share_nothing(tmp_path, monkeypatch):
+    traces = _ring(tmp_path, 8, distinct=True)
+    keyed = []
+    real = _roleshare.role_key
+    monkeypatch.setattr(_roleshare, "TRIAL", 2)
+    monkeypatch.setattr(_roleshare, "role_key", lambda rt: keyed.append(rt.rank) or real(rt))
+    assert V.validate(traces) == []
+    assert keyed == [0, 1]

@@ -27,7 +27,10 @@ from chakra_core.validation._deadlock import K_COLL, K_RECV, K_SEND
 from chakra_core.validation._rank_rules import RankCheck
 from chakra_core.validation._skeleton import RankScan
 
-__all__ = ["RoleShare"]
+__all__ = ["RoleShare", "TRIAL"]
+
+#: ranks keyed before sharing goes off when none of them was shared
+TRIAL = 64
 
 
 @dataclass
@@ -48,12 +51,17 @@ class RoleShare:
     def __init__(self, traces: TraceSet):
         self.on = COMPILED and len(traces) > 1 and all(isinstance(rt, FileRank) for rt in traces)
         self._reps: dict[tuple[bytes, bool], _Rep] = {}
+        self._keyed = self._shared = 0
 
     def key(self, rt: RankTrace) -> RoleKey | None:
         """The rank's role key (None when sharing is off or the rank does not read: its own
-        scan reports that)."""
+        scan reports that).  Sharing goes off when the first TRIAL ranks share nothing (a set
+        of distinct ranks: a key costs about a third of a scan)."""
+        if self.on and self._keyed >= TRIAL and not self._shared:
+            self.on = False
         if not self.on:
             return None
+        self._keyed += 1
         try:
             return role_key(rt)
         except TraceFormatError:
@@ -85,6 +93,7 @@ class RoleShare:
         peers = {rep.check.rank: rt.rank, **dict(zip(rep.key.peers, key.peers))}
         numbers = {chk.group_number(pg): chk.group_number(groups[pg]) for pg in rep.numbered}
         _relabelled(rep.check, chk, groups, peers, numbers)
+        self._shared += 1
         return replace(rep.scan)
 
     def offer(self, key: RoleKey | None, rt: RankTrace, chk: RankCheck, scan: RankScan, clean: bool,
