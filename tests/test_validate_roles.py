@@ -121,5 +121,5 @@ def test_sharing_goes_off_when_the_first_ranks_share_nothing(tmp_path, monkeypat
     real = _roleshare.role_key
     monkeypatch.setattr(_roleshare, "TRIAL", 2)
     monkeypatch.setattr(_roleshare, "role_key", lambda rt: keyed.append(rt.rank) or real(rt))
-    assert V.validate(traces) == []
+    assert [(f.rule, f.rank) for f in V.validate(traces)] == [("coll-order", r) for r in (1, 3, 5, 7)]
     assert keyed == [0, 1]
