@@ -94,6 +94,8 @@ def _grown(arr: np.ndarray, need: int) -> np.ndarray:
 def _varint(buf, p, end):  # pragma: no cover - compiled
     """The varint at ``p`` of ``buf[:end]`` as a signed 64-bit value (protobuf keeps the low 64
     bits) and its length in bytes (0: it does not end within 10 bytes and before ``end``)."""
+    if p < end and buf[p] < 0x80:
+        return int(buf[p]), 1
     value = 0
     for k in range(10):
         if p + k >= end:
@@ -356,17 +358,18 @@ def _short(state, m, nbytes):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def relabel_run(buf, start, size, first, out, o, sizes, state):  # pragma: no cover - compiled
+def relabel_run(buf, start, size, walk, first, out, o, sizes, state):  # pragma: no cover - compiled
     """Write the nodes ``buf[start[i]:start[i]+size[i]]``, ``i`` from ``first`` on, relabelled
     into ``out`` from position ``o`` (``out`` as long as the nodes: a token is shorter than the
-    attribute it replaces), each one's length in ``sizes[i]``.  Returns (status, node, position
-    in ``out``): DONE after the last node, UNUSUAL at a node the caller labels, FULL at a node
-    that needs more room in ``state``'s arrays."""
+    attribute it replaces), each one's length in ``sizes[i]``; a node whose ``walk`` is False
+    holds none of the three names and is copied as it is.  Returns (status, node, position in
+    ``out``): DONE after the last node, UNUSUAL at a node the caller labels, FULL at a node that
+    needs more room in ``state``'s arrays."""
     marks = np.zeros((MAX_MARKS, 5), np.int64)
     for i in range(first, len(start)):
         s = start[i]
         e = s + size[i]
-        m = _marks(buf, s, e, marks)
+        m = _marks(buf, s, e, marks) if walk[i] else 0
         if m == -1:
             return UNUSUAL, i, o
         if m == -2:

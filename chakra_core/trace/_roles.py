@@ -18,6 +18,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import islice
+from typing import Any
 
 import numpy as np
 from google.protobuf.message import DecodeError
@@ -76,17 +77,17 @@ class RoleHasher:
         """Feed the next run of node messages as one bytes object and each message's start and
         length (int64 arrays)."""
         labels = self._labels
-        buf = np.frombuffer(data, np.uint8)
-        out = np.empty(len(data), np.uint8)
+        buf, out = _buffers(data)
         sizes = np.zeros(len(start), np.int64)
+        walk = np.ones(len(start), bool) if COMPILED else _named(data, start, size)
         first, at = 0, 0
         while True:
-            status, i, at = relabel_run(buf, start, size, first, out, at, sizes, labels.state())
+            status, i, at = relabel_run(buf, start, size, walk, first, out, at, sizes, labels.state())
             first = i
             if status == FULL:
                 labels.room(int(size[i]))
                 continue
-            self._bytes.update(out[:at].data)
+            self._bytes.update(memoryview(out)[:at])
             if status == DONE:
                 break
             node = _decoded(data[start[i]:start[i] + size[i]], labels)
@@ -146,6 +147,30 @@ def _runs(rt: RankTrace) -> Iterator[tuple[bytes, np.ndarray, np.ndarray]]:
     raws = raw() if raw is not None else (n.SerializeToString() for n in rt.nodes())
     while chunk := list(islice(raws, _CHUNK)):
         yield _joined(chunk)
+
+
+def _buffers(data: bytes) -> tuple[Any, Any]:
+    """The run's bytes and room for its relabelled copy, as the walk reads them fastest: numpy
+    arrays for the compiled loops, a memoryview and a bytearray for the interpreted ones (whose
+    items are Python ints)."""
+    if COMPILED:
+        return np.frombuffer(data, np.uint8), np.empty(len(data), np.uint8)
+    return memoryview(data), bytearray(len(data))
+
+
+def _named(data: bytes, start: np.ndarray, size: np.ndarray) -> np.ndarray:
+    """Per node of a run, whether its bytes hold ``pg_name``, ``comm_src`` or ``comm_dst`` (the
+    others are copied as they are: the interpreted walk is slow, a search of the run is not)."""
+    walk = np.zeros(len(start), bool)
+    ends = start + size
+    for name in _KINDS:
+        mark = name.encode()
+        at = data.find(mark)
+        while at >= 0:
+            k = int(np.searchsorted(ends, at, side="right"))
+            walk[k] = True
+            at = data.find(mark, int(ends[k]))
+    return walk
 
 
 def _joined(chunk: list[bytes]) -> tuple[bytes, np.ndarray, np.ndarray]:
