@@ -374,7 +374,12 @@ def relabel_run(buf, start, size, walk, first, out, o, sizes, state):  # pragma:
             return UNUSUAL, i, o
         if m == -2:
             m = 0
-        if m and _short(state, m, e - s):
+        if m == 0:
+            out[o:o + e - s] = buf[s:e]
+            sizes[i] = e - s
+            o += e - s
+            continue
+        if _short(state, m, e - s):
             return FULL, i, o
         o2 = _write(buf, s, e, marks, m, out, o, state)
         sizes[i] = o2 - o
