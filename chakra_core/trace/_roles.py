@@ -4,32 +4,43 @@ Hybrid-parallel ranks differ only in which groups they talk to (``pg_name``) and
 they send to or receive from: the ranks of one tensor-parallel position across data-parallel
 replicas, or the stages of a pipeline with their neighbours, have traces that are equal once
 every group name and peer rank is replaced by the order in which the rank first names it.
-:func:`role_key` computes that from the serialized node bytes, decoding only the nodes that name
-a peer (send/recv) or hold ``pg_name`` in an unusual form, so that a simulator can group ranks
-before it builds anything per rank.
+:func:`role_key` computes that from the serialized node bytes with one compiled walk a run at a
+time (:mod:`._rolekernel`: each such attribute becomes a label token, nothing else is decoded),
+so that a simulator can group ranks before it builds anything per rank.  A node holding such an
+attribute in an unusual form (a group name in an integer slot, a doc string, ...) is decoded and
+labelled here.
 """
 
 from __future__ import annotations
 
 import hashlib
-from array import array
-from bisect import bisect_right
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from itertools import accumulate, islice
+from itertools import islice
+from typing import Any
 
-from chakra_core.io._schema import Node
-from chakra_core.trace._attrs import get_int, get_str
-from chakra_core.trace._traceset import RankTrace
+import numpy as np
+from google.protobuf.message import DecodeError
+
+from chakra_core.base._jit import COMPILED
+from chakra_core.io._schema import AttributeProto, Node
+from chakra_core.io._varint import encode_varint
+from chakra_core.trace._attrs import int_value, str_value
+from chakra_core.trace._rolekernel import DONE, FULL, TOKEN, Labels, group_code, peer_code, relabel_run
+from chakra_core.trace._traceset import FileRank, RankTrace
 
 __all__ = ["RoleKey", "RoleHasher", "role_key"]
 
-#: an attribute named pg_name holding a string (AttributeProto name = 1, string_val = 29):
-#: the value's one-byte length follows.
-_PG_VALUE = b"\x0a\x07pg_name\xea\x01"
-_PEER_MARKS = (b"comm_src", b"comm_dst")
-#: nodes hashed at a time.
+#: nodes relabelled at a time when they are not read from a file
 _CHUNK = 4096
+#: keys of file-backed ranks kept (by :func:`_seen`), and how many at most
+_KEPT: dict[tuple, RoleKey] = {}
+_KEEP = 1 << 16
+#: the token kinds of the relabelled attributes (as :mod:`._rolekernel` writes them)
+_KINDS = {"pg_name": b"g", "comm_src": b"s", "comm_dst": b"d"}
+#: the first bytes of a node the caller labelled, and of one that did not decode
+_DECODED, _UNREAD = bytes([TOKEN]) + b"U", bytes([TOKEN]) + b"B"
 
 
 @dataclass(frozen=True)
@@ -49,130 +60,158 @@ class RoleKey:
     peers: tuple[int, ...]
 
 
-class _Labels:
-    """First-naming labels of one rank's groups and peers."""
-
-    def __init__(self, rank: int):
-        self.rank = rank
-        self.groups: dict[str, int] = {}
-        self.peers: dict[int, int] = {}
-
-    def group(self, name: str) -> bytes:
-        if name in ("", "0"):
-            return name.encode()
-        return b"#%d" % self.groups.setdefault(name, len(self.groups))
-
-    def peer(self, rank: int) -> int:
-        if rank == self.rank:
-            return -1
-        return self.peers.setdefault(rank, len(self.peers))
-
-
-def _raws(rt: RankTrace) -> Iterator[bytes]:
-    raw = getattr(rt, "raw", None)
-    if raw is not None:
-        return raw()
-    return (n.SerializeToString() for n in rt.nodes())
-
-
-def _relabel_pg(b: bytes, labels: _Labels) -> bytes | None:
-    """``b`` with its string ``pg_name`` values replaced by labels, and the length byte of each
-    such attribute left out (it only follows the value's length); None when a ``pg_name`` is
-    held some other way (the caller decodes the node)."""
-    if b.count(b"pg_name") != b.count(_PG_VALUE):
-        return None
-    parts = []
-    pos = 0
-    at = b.find(_PG_VALUE)
-    while at >= 0:
-        end = at + len(_PG_VALUE)
-        if end >= len(b) or b[end] & 0x80 or at < 1 or b[at - 1] != len(_PG_VALUE) + 1 + b[end]:
-            return None  # a long value, or an attribute with more fields than name and value
-        length = b[end]
-        parts.append(b[pos:at - 1])
-        parts.append(labels.group(b[end + 1:end + 1 + length].decode("utf-8", "replace")))
-        pos = end + 1 + length
-        at = b.find(_PG_VALUE, pos)
-    parts.append(b[pos:])
-    return b"\x00".join(parts)
-
-
-def _relabel_node(b: bytes, labels: _Labels) -> bytes:
-    """A decoded node's labelled form: its bytes without group and peer attributes, then the
-    labels of those, in attribute order."""
-    node = Node.FromString(b)
-    marks = []
-    keep = []
-    for a in node.attr:
-        if a.name == "pg_name":
-            marks.append(b"g" + labels.group(get_str(node, "pg_name", "") or ""))
-        elif a.name in ("comm_src", "comm_dst"):
-            peer = get_int(node, a.name)
-            marks.append(b"p%d" % (labels.peer(peer) if peer is not None else -2))
-        else:
-            keep.append(a)
-    del node.attr[:]
-    node.attr.extend(keep)
-    return node.SerializeToString() + b"\x00" + b",".join(marks)
-
-
-def _marked(joined: bytes, ends: list[int]) -> list[int]:
-    """Indices of the nodes of a run (joined bytes, cumulative end offsets) that name a group
-    or a peer, ascending."""
-    hits = set()
-    for mark in (b"pg_name", *_PEER_MARKS):
-        at = joined.find(mark)
-        while at >= 0:
-            k = bisect_right(ends, at)
-            hits.add(k)
-            at = joined.find(mark, ends[k])
-    return sorted(hits)
-
-
-def _hash_run(h, chunk: list[bytes], labels: _Labels) -> None:
-    """Feed one run of nodes, relabelled, to ``h``."""
-    ends = list(accumulate(map(len, chunk)))
-    joined = b"".join(chunk)
-    marked = _marked(joined, ends)
-    if marked:
-        chunk = list(chunk)
-        for k in marked:
-            b = chunk[k]
-            if b"comm_src" in b or b"comm_dst" in b:
-                chunk[k] = _relabel_node(b, labels)
-            else:
-                chunk[k] = _relabel_pg(b, labels) or _relabel_node(b, labels)
-        joined = b"".join(chunk)
-        ends = list(accumulate(map(len, chunk)))
-    h.update(array("Q", ends).tobytes())
-    h.update(joined)
-
-
 class RoleHasher:
     """:func:`role_key` fed by the caller, one run of serialized nodes at a time (for a reader
     that passes over the rank's bytes anyway)."""
 
     def __init__(self, rank: int):
-        self._labels = _Labels(rank)
-        self._h = hashlib.blake2b(digest_size=20, person=b"chakra-role")
+        self._labels = Labels(rank)
+        self._bytes = hashlib.blake2b(digest_size=20)
+        self._sizes = hashlib.blake2b(digest_size=20)
 
     def add(self, chunk: list[bytes]) -> None:
         """Feed the next run of node messages, in file order."""
-        _hash_run(self._h, chunk, self._labels)
+        self._add_run(*_joined(chunk))
+
+    def _add_run(self, data: bytes, start: np.ndarray, size: np.ndarray) -> None:
+        """Feed the next run of node messages as one bytes object and each message's start and
+        length (int64 arrays)."""
+        labels = self._labels
+        buf, out = _buffers(data)
+        sizes = np.zeros(len(start), np.int64)
+        walk = np.ones(len(start), bool) if COMPILED else _named(data, start, size)
+        first, at = 0, 0
+        while True:
+            status, i, at = relabel_run(buf, start, size, walk, first, out, at, sizes, labels.state())
+            first = i
+            if status == FULL:
+                labels.room(int(size[i]))
+                continue
+            self._bytes.update(memoryview(out)[:at])
+            if status == DONE:
+                break
+            node = _decoded(data[start[i]:start[i] + size[i]], labels)
+            sizes[i] = len(node)
+            self._bytes.update(node)
+            first, at = i + 1, 0
+        self._sizes.update(sizes.tobytes())
 
     def key(self) -> RoleKey:
-        """The :class:`RoleKey` of the nodes fed so far (the same runs give the same key)."""
-        return RoleKey(self._h.digest(), tuple(self._labels.groups), tuple(self._labels.peers))
+        """The :class:`RoleKey` of the nodes fed so far (the same nodes give the same key, however
+        they were cut into runs)."""
+        digest = hashlib.blake2b(self._bytes.digest() + self._sizes.digest(), digest_size=20,
+                                 person=b"chakra-role").digest()
+        return RoleKey(digest, self._labels.groups(), self._labels.peer_ranks())
 
 
 def role_key(rt: RankTrace) -> RoleKey:
-    """The :class:`RoleKey` of rank ``rt`` (one pass over its serialized nodes, a run of
-    4,096 at a time; only nodes naming a group or a peer are looked at one by one)."""
+    """The :class:`RoleKey` of rank ``rt`` (one pass over its serialized nodes: an ``.et``
+    file's bytes a chunk of 1 MiB at a time when numba is installed, else 4,096 nodes at a
+    time).  The key of a file-backed rank is kept for the process while its file is unchanged
+    (same device, inode, size and modification time): validation and a simulator's symmetry
+    ask for the same keys."""
+    seen = _seen(rt)
+    if seen is not None and seen in _KEPT:
+        return _KEPT[seen]
     hasher = RoleHasher(rt.rank)
-    raws = _raws(rt)
-    while True:
-        chunk = list(islice(raws, _CHUNK))
-        if not chunk:
-            break
-        hasher.add(chunk)
-    return hasher.key()
+    for run in _runs(rt):
+        hasher._add_run(*run)
+    key = hasher.key()
+    if seen is not None:
+        if len(_KEPT) >= _KEEP:
+            _KEPT.clear()
+        _KEPT[seen] = key
+    return key
+
+
+def _seen(rt: RankTrace) -> tuple | None:
+    """What identifies a file-backed rank's bytes (None for other ranks)."""
+    if not isinstance(rt, FileRank):
+        return None
+    try:
+        st = os.stat(rt.file)
+    except OSError:
+        return None  # the read names the problem
+    return rt.file, rt.rank, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _runs(rt: RankTrace) -> Iterator[tuple[bytes, np.ndarray, np.ndarray]]:
+    """The rank's node messages in runs: bytes, each message's start and length."""
+    if COMPILED and isinstance(rt, FileRank):
+        from chakra_core.io._etruns import file_runs
+
+        for data, start, size, _, _ in file_runs(rt.file):
+            yield data, start, size
+        return
+    raw = getattr(rt, "raw", None)
+    raws = raw() if raw is not None else (n.SerializeToString() for n in rt.nodes())
+    while chunk := list(islice(raws, _CHUNK)):
+        yield _joined(chunk)
+
+
+def _buffers(data: bytes) -> tuple[Any, Any]:
+    """The run's bytes and room for its relabelled copy, as the walk reads them fastest: numpy
+    arrays for the compiled loops, a memoryview and a bytearray for the interpreted ones (whose
+    items are Python ints)."""
+    if COMPILED:
+        return np.frombuffer(data, np.uint8), np.empty(len(data), np.uint8)
+    return memoryview(data), bytearray(len(data))
+
+
+def _named(data: bytes, start: np.ndarray, size: np.ndarray) -> np.ndarray:
+    """Per node of a run, whether its bytes hold ``pg_name``, ``comm_src`` or ``comm_dst`` (the
+    others are copied as they are: the interpreted walk is slow, a search of the run is not)."""
+    walk = np.zeros(len(start), bool)
+    ends = start + size
+    for name in _KINDS:
+        mark = name.encode()
+        at = data.find(mark)
+        while at >= 0:
+            k = int(np.searchsorted(ends, at, side="right"))
+            walk[k] = True
+            at = data.find(mark, int(ends[k]))
+    return walk
+
+
+def _joined(chunk: list[bytes]) -> tuple[bytes, np.ndarray, np.ndarray]:
+    """A run of messages as one bytes object, starts and lengths."""
+    size = np.fromiter(map(len, chunk), np.int64, len(chunk))
+    return b"".join(chunk), np.cumsum(size) - size, size
+
+
+def _decoded(raw: bytes, labels: Labels) -> bytes:
+    """The labelled form of a node the compiled walk left to the caller: the node without the
+    group and peer attributes whose value reads as a name or a rank within int64 (the others are
+    kept as they are), then their tokens in attribute order."""
+    try:
+        node = Node.FromString(raw)
+    except DecodeError:
+        return _UNREAD + raw
+    tokens = []
+    keep = []
+    for a in node.attr:
+        code = _code(a, labels)
+        if code is None:
+            keep.append(a)
+        else:
+            tokens.append(_KINDS[a.name] + encode_varint(code))
+    del node.attr[:]
+    node.attr.extend(keep)
+    return _DECODED + node.SerializeToString() + bytes([TOKEN]).join([b"", *tokens])
+
+
+def _code(a: AttributeProto, labels: Labels) -> int | None:
+    """The label code of a group or peer attribute; None for any other attribute, and for one
+    whose value is not a name or a rank within int64."""
+    kind = _KINDS.get(a.name)
+    if kind == b"g":
+        name = str_value(a)
+        if name is None:
+            return None
+        arr = np.frombuffer(name.encode(), np.uint8)
+        labels.room(len(arr))
+        return int(group_code(arr, 0, len(arr), labels.state()))
+    peer = None if kind is None else int_value(a)
+    if peer is None or not -(1 << 63) <= peer < 1 << 63:
+        return None
+    return int(peer_code(peer, labels.state()))

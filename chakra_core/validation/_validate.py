@@ -44,6 +44,7 @@ from chakra_core.trace._traceset import PG_ATTR, TraceSet
 from chakra_core.validation._colscan import scan_columns
 from chakra_core.validation._deadlock import Skeleton
 from chakra_core.validation._rank_rules import ABSURD_BYTES, MAX_DURATION_US, MAX_RANK_DURATION_US, RankCheck
+from chakra_core.validation._roleshare import RoleShare
 from chakra_core.validation._set_rules import check_collectives, check_deadlocks, check_groups, check_p2p
 from chakra_core.validation._skeleton import scan_rank
 
@@ -116,6 +117,10 @@ class _Collector:
         summary.count = n
         summary.message = f"{n} more '{rule}' finding(s) in this file not shown"
 
+    def total(self) -> int:
+        """How many findings were added so far (shown or not)."""
+        return sum(self.counts.values())
+
     def unclear(self) -> bool:
         """Whether an error so far leaves the meaning of the set unclear."""
         return any(rule in _UNCLEAR for rule, _ in self.counts)
@@ -141,7 +146,8 @@ def validate(traces: TraceSet, cross_rank: bool = True,
 def _check_ranks(traces: TraceSet, add: _Collector, pg_names: list[str],
                  progress: Callable[[int, int], None] | None) -> tuple[dict[int, RankCheck], dict[int, Skeleton]]:
     """Read each rank once (as columns; node by node when a rule has a finding there): per-rank
-    rules, and each rank's record for the set checks."""
+    rules, and each rank's record for the set checks.  A rank of a role already read without a
+    finding is not scanned again: its record is that rank's relabelled (:mod:`._roleshare`)."""
     # a single file is one rank of a job of unknown size: peers are then only checked for sign/self
     nranks = max(traces.ranks) + 1 if len(traces) > 1 else 0
     pg_number = {"": 0}
@@ -155,9 +161,14 @@ def _check_ranks(traces: TraceSet, add: _Collector, pg_names: list[str],
 
     checks: dict[int, RankCheck] = {}
     skels: dict[int, Skeleton] = {}
+    roles = RoleShare(traces)
     for rt in traces:
-        chk = RankCheck(rt.rank, rt.label, nranks, add, group_number, rt.rank_known)
-        scan = scan_columns(rt, chk) or scan_rank(rt.batches, chk)
+        key = roles.key(rt)
+        before = add.total()
+        numbered: list[str] = []
+        chk = RankCheck(rt.rank, rt.label, nranks, add, roles.numbering(key, rt, group_number, numbered),
+                        rt.rank_known)
+        scan = roles.derived(key, rt, chk) or scan_columns(rt, chk) or scan_rank(rt.batches, chk)
         checks[rt.rank] = chk
         if scan.count == 0:
             add("empty-rank", rt.label, None, "no nodes (ASTRA-sim aborts on an empty rank)", "warning", rt.rank)
@@ -171,6 +182,7 @@ def _check_ranks(traces: TraceSet, add: _Collector, pg_names: list[str],
                 rank=rt.rank)
         if scan.skel_ptr is not None and scan.skel_preds is not None:
             skels[rt.rank] = chk.skeleton(scan.skel_ptr, scan.skel_preds)
+        roles.offer(key, rt, chk, scan, add.total() == before, numbered)
         if progress:
             progress(len(checks), len(traces))
     return checks, skels

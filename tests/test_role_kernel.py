@@ -1,0 +1,174 @@
+"""role_key as a compiled walk of the wire bytes: the same roles as the per-node relabelling it
+replaced, however the nodes are cut into runs, and the same keys from its plain-Python stand-in.
+
+Inputs: the golden trace, the GPT-3-like text workload at 64 NPUs, the recorded PyTorch
+pipeline-parallel set (its ranks, groups and peers as the previous implementation labelled them),
+and hand-built ranks whose groups and peers are held in every slot a writer may use.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from chakra_core import (
+    FileRank,
+    GlobalMetadata,
+    MemoryRank,
+    Node,
+    NodeType,
+    RoleHasher,
+    add_attr,
+    load_traces,
+    role_key,
+    write_et,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+GOLDEN = ROOT / "tests" / "data" / "golden.0.et"
+PIPELINE = ROOT / "plugins" / "chakra-pytorch" / "tests" / "data" / "pipeline_dp"
+
+
+def _classes(keys):
+    by: dict[bytes, list[int]] = {}
+    for r, k in enumerate(keys):
+        by.setdefault(k.digest, []).append(r)
+    return sorted(by.values())
+
+
+def test_golden_rank_names_its_peer():
+    key = role_key(FileRank(0, GOLDEN))
+    assert key.groups == () and key.peers == (1,)
+    assert len(key.digest) == 20
+
+
+def test_gpt3_like_ranks_are_one_role(tmp_path):
+    pytest.importorskip("chakra_text")
+    ts = load_traces([str(ROOT / "examples" / "text" / "gpt3_like.txt")], "text", {"npus": 64})
+    keys = [role_key(rt) for rt in ts]
+    assert _classes(keys) == [list(range(64))]
+    assert [k.groups for k in keys[:4]] == [("1", "9"), ("1", "10"), ("1", "11"), ("1", "12")]
+    assert all(k.peers == () for k in keys)
+
+
+def test_recorded_pipeline_ranks():
+    pytest.importorskip("chakra_pytorch")
+    keys = [role_key(rt) for rt in load_traces([str(PIPELINE)])]
+    assert _classes(keys) == [[0], [1], [2], [3]]
+    assert [(k.groups, k.peers) for k in keys] == [(("1",), (1,)), (("2",), (0,)), (("1",), (3,)),
+                                                   (("2",), (2,))]
+
+
+def _node(i, kind, *attrs):
+    n = Node(id=i, name=f"n{i}", type=kind)
+    if i > 1:
+        n.data_deps.append(i - 1)
+    for name, value, slot in attrs:
+        add_attr(n, name, value, slot)
+    return n
+
+
+def _ring_nodes(r, n, slot="int64_val", pg_slot="string_val", size=64):
+    """Rank ``r`` of a ring of ``n``: an all-reduce of ``size`` bytes on its pair's group, a send
+    to the next rank, a receive from the previous one, an all-reduce on the whole set ("0")."""
+    group = f"pair{r // 2}" if pg_slot == "string_val" else 100 + r // 2
+    return [
+        _node(1, NodeType.COMM_COLL_NODE, ("comm_size", size, None), ("pg_name", group, pg_slot)),
+        _node(2, NodeType.COMM_SEND_NODE, ("comm_dst", (r + 1) % n, slot), ("comm_size", 8, None)),
+        _node(3, NodeType.COMM_RECV_NODE, ("comm_src", (r - 1) % n, slot), ("comm_size", 8, None)),
+        _node(4, NodeType.COMM_COLL_NODE, ("pg_name", "0", None), ("comm_size", 64, None)),
+    ]
+
+
+def _ring_rank(r, n, slot="int64_val", pg_slot="string_val", size=64):
+    return MemoryRank(r, GlobalMetadata(version="0.0.4"), _ring_nodes(r, n, slot, pg_slot, size))
+
+
+@pytest.mark.parametrize("slot", ["int64_val", "int32_val", "uint32_val", "uint64_val", "sint32_val",
+                                  "sint64_val", "fixed64_val"])
+def test_ring_ranks_are_one_role_in_every_peer_slot(slot):
+    keys = [role_key(_ring_rank(r, 4, slot)) for r in range(4)]
+    assert _classes(keys) == [[0, 1, 2, 3]]
+    assert [k.peers for k in keys] == [(1, 3), (2, 0), (3, 1), (0, 2)]
+    assert [k.groups for k in keys] == [("pair0",), ("pair0",), ("pair1",), ("pair1",)]
+
+
+def test_group_held_as_an_integer_is_labelled_by_its_decimal_form():
+    keys = [role_key(_ring_rank(r, 4, pg_slot="int64_val")) for r in range(4)]
+    assert _classes(keys) == [[0, 1, 2, 3]]
+    assert [k.groups for k in keys] == [("100",), ("100",), ("101",), ("101",)]
+
+
+def test_rank_itself_and_other_contents_tell_roles_apart():
+    self_send = MemoryRank(0, GlobalMetadata(), [_node(1, NodeType.COMM_SEND_NODE, ("comm_dst", 0, None))])
+    other_send = MemoryRank(0, GlobalMetadata(), [_node(1, NodeType.COMM_SEND_NODE, ("comm_dst", 5, None))])
+    other_rank = MemoryRank(5, GlobalMetadata(), [_node(1, NodeType.COMM_SEND_NODE, ("comm_dst", 0, None))])
+    keys = [role_key(rt) for rt in (self_send, other_send, other_rank)]
+    assert [k.peers for k in keys] == [(), (5,), (0,)]
+    assert _classes(keys) == [[0], [1, 2]]
+    assert _classes([role_key(_ring_rank(0, 4)), role_key(_ring_rank(2, 4, size=65))]) == [[0], [1]]
+
+
+def test_key_does_not_depend_on_how_the_nodes_are_cut(tmp_path):
+    nodes = [n for k in range(8000) for n in _ring_nodes(k % 4, 4)]
+    for i, n in enumerate(nodes):
+        n.id = i + 1
+        del n.data_deps[:]
+    path = tmp_path / "big.0.et"
+    write_et(path, GlobalMetadata(version="0.0.4"), nodes)
+    whole = role_key(FileRank(0, path))
+    raws = [n.SerializeToString() for n in nodes]
+    for step in (1, 7, 5000):
+        hasher = RoleHasher(0)
+        for at in range(0, len(raws), step):
+            hasher.add(raws[at:at + step])
+        assert hasher.key() == whole
+    assert role_key(MemoryRank(0, GlobalMetadata(), nodes)) == whole
+    assert whole.groups == ("pair0", "pair1") and whole.peers == (1, 3, 2)
+
+
+_PLAIN = """
+import json, sys
+sys.modules["numba"] = None
+from chakra_core.base._jit import COMPILED
+from chakra_core import FileRank, role_key
+assert not COMPILED
+keys = [role_key(FileRank(r, p)) for r, p in enumerate(sys.argv[1:])]
+print(json.dumps([[k.digest.hex(), list(k.groups), list(k.peers)] for k in keys]))
+"""
+
+
+def test_plain_python_stand_in_gives_the_same_keys(tmp_path):
+    paths = []
+    for r in range(4):
+        paths.append(str(tmp_path / f"ring.{r}.et"))
+        write_et(paths[-1], GlobalMetadata(version="0.0.4"),
+                 _ring_nodes(r, 4, "sint64_val" if r % 2 else "fixed64_val", "int64_val" if r == 3 else "string_val"))
+    paths.append(str(GOLDEN))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, "-c", _PLAIN, *paths], capture_output=True, text=True, env=env,
+                         check=True, timeout=300).stdout
+    compiled = [role_key(FileRank(r, p)) for r, p in enumerate(paths)]
+    assert json.loads(out) == [[k.digest.hex(), list(k.groups), list(k.peers)] for k in compiled]
+
+
+def test_group_or_peer_that_is_not_a_name_or_rank_is_kept_as_it_is():
+    ranks = [MemoryRank(0, GlobalMetadata(), [_node(1, NodeType.COMM_COLL_NODE, ("pg_name", flag, "bool_val"))])
+             for flag in (False, True, True)]
+    keys = [role_key(rt) for rt in ranks]
+    assert _classes(keys) == [[0], [1, 2]]
+    assert all(k.groups == () for k in keys)
+
+
+def test_rewritten_file_gets_a_new_key(tmp_path):
+    path = tmp_path / "ring.0.et"
+    write_et(path, GlobalMetadata(version="0.0.4"), _ring_nodes(0, 4))
+    first = role_key(FileRank(0, path))
+    assert role_key(FileRank(0, path)) == first
+    write_et(path, GlobalMetadata(version="0.0.4"), _ring_nodes(0, 4, size=65))
+    assert role_key(FileRank(0, path)).digest != first.digest
