@@ -120,9 +120,10 @@ def test_overflow_same_error(tmp_path, monkeypatch):
     assert errors[0] == errors[1] and "node 2" in errors[0]
 
 
-@pytest.mark.parametrize("step", [1, 2])
+@pytest.mark.parametrize("step", [1, 2, 1 << 40])
 def test_path_memory_per_node(step):
-    """12 bytes a node with consecutive ids, 20 with others; the path of a chain is its length."""
+    """12 bytes a node with consecutive ids, 16 with others, 20 with ids spanning 2^32 or more;
+    the path of a chain is its length."""
     n = 100_000
     ids = np.arange(1, n + 1, dtype=np.uint64) * np.uint64(step)
     path = _pathkernel.PathRuns()
@@ -131,7 +132,8 @@ def test_path_memory_per_node(step):
         ptr = np.concatenate([[0], np.cumsum(run > ids[0])]).astype(np.int64)
         assert path.add(run, ptr, run[run > ids[0]] - np.uint64(step), np.full(len(run), 3, np.uint64)) == -1
     assert path.ok and path.result() == (3 * n, n)
-    assert path.finish.nbytes + path.count.nbytes + path.known.nbytes == (12 if step == 1 else 20) * n
+    assert path.finish.nbytes + path.count.nbytes + path.known.nbytes == {1: 12, 2: 16}.get(step, 20) * n
+    assert path.id_at(n - 1) == n * step
 
 
 def test_plain_python_path_same(monkeypatch):
@@ -147,7 +149,7 @@ def test_plain_python_path_same(monkeypatch):
     results = []
     for kernel in (plain.relax_run, _pathkernel.relax_run):
         finish, count = np.zeros(5, np.int64), np.zeros(5, np.int32)
-        results.append((kernel(ptr, deps, durations, 0, np.uint64(2), ids, finish, count), finish.tolist(),
+        results.append((kernel(ptr, deps, durations, 0, np.uint64(2), ids - np.uint64(2), finish, count), finish.tolist(),
                         count.tolist()))
     assert results[0] == results[1]
     assert results[0][1] == [5, 6, 13, 15, 24] and results[0][2] == [1, 2, 3, 4, 5]

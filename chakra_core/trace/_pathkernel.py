@@ -4,7 +4,8 @@ per run (numba when installed, else the same loop as Python: :mod:`chakra_core.b
 The rule is :func:`chakra_core.trace._graph.longest_path`'s: a node finishes at the largest
 finish among its dependencies (the first such one is followed) plus its duration, and counts
 the nodes on that path.  Held per node: its finish (8 bytes) and count (4 bytes); the ids only
-when they are not consecutive (:class:`PathRuns`).
+when they are not consecutive, as offsets from the first id (4 bytes while they fit in 32 bits,
+else 8: :class:`PathRuns`).
 """
 
 from __future__ import annotations
@@ -23,28 +24,31 @@ _MAX = np.uint64((1 << 63) - 1)
 
 @njit(cache=True, nogil=True)
 def _position(dep, first, known, own):  # pragma: no cover - compiled
-    """The position of id ``dep`` among the nodes before position ``own`` (ids ``first``,
-    ``first + 1``, ... when ``known`` is empty, else ``known``, ascending); -1 when none."""
+    """The position of id ``dep`` among the nodes before position ``own``: ids ``first``,
+    ``first + 1``, ... when ``known`` is empty, else ``first`` plus ``known`` (ascending);
+    -1 when none."""
+    if dep < first:
+        return -1
+    offset = dep - first
     if len(known) == 0:
-        if dep < first or dep - first >= np.uint64(own):
-            return -1
-        return np.int64(dep - first)
+        return np.int64(offset) if offset < np.uint64(own) else -1
     lo, hi = 0, own
     while lo < hi:
         mid = (lo + hi) // 2
-        if known[mid] < dep:
+        if np.uint64(known[mid]) < offset:
             lo = mid + 1
         else:
             hi = mid
-    return lo if lo < own and known[lo] == dep else -1
+    return lo if lo < own and np.uint64(known[lo]) == offset else -1
 
 
 @njit(cache=True, nogil=True)
 def relax_run(dep_ptr, dep_ids, durations, base, first, known, finish, count):  # pragma: no cover - compiled
     """Relax the run's nodes (positions ``base``, ``base + 1``, ...; node ``j`` depends on the
-    ids ``dep_ids[dep_ptr[j]:dep_ptr[j+1]]`` and lasts ``durations[j]`` us) into ``finish`` and
-    ``count``; returns ``(status, position)``: UNRESOLVED (nothing relaxed) when a dependency
-    names no earlier node, OVERFLOW at the first node whose finish passes 2^63-1 us."""
+    ids ``dep_ids[dep_ptr[j]:dep_ptr[j+1]]`` and lasts ``durations[j]`` us; the ids of the nodes
+    so far as :func:`_position` reads them) into ``finish`` and ``count``; returns ``(status,
+    position)``: UNRESOLVED (nothing relaxed) when a dependency names no earlier node, OVERFLOW
+    at the first node whose finish passes 2^63-1 us."""
     n = len(durations)
     at = np.empty(len(dep_ids), np.int64)
     for j in range(n):
@@ -69,7 +73,7 @@ class PathRuns:
     """The longest path of a rank whose nodes arrive in runs in a topological order with
     increasing ids (:meth:`add`); ``ok`` turns False (and stays) otherwise, as
     :class:`chakra_core.trace._graph.PathStream`, whose answer this gives.  Memory: 12 bytes a
-    node, 20 when the ids are not consecutive."""
+    node; 16 when the ids are not consecutive (20 when they span 2^32 or more)."""
 
     def __init__(self) -> None:
         self.ok = True
@@ -93,10 +97,13 @@ class PathRuns:
         base, self.size = self.size, self.size + len(ids)
         consecutive = ids[-1] - self.first == np.uint64(self.size - 1)
         if len(self.known) or not consecutive:
+            wide = ids[-1] - self.first >= np.uint64(1 << 32)
             if not len(self.known):
-                self.known = np.arange(base, dtype=np.uint64) + self.first
+                self.known = np.arange(base, dtype=np.uint64 if wide else np.uint32)
+            elif wide and self.known.dtype == np.uint32:
+                self.known = self.known.astype(np.uint64)
             self.known.resize(self.size, refcheck=False)
-            self.known[base:] = ids
+            self.known[base:] = ids - self.first
         self.last = ids[-1]
         self.finish.resize(self.size, refcheck=False)
         self.count.resize(self.size, refcheck=False)
@@ -114,4 +121,4 @@ class PathRuns:
 
     def id_at(self, position: int) -> int:
         """The id of the node at ``position``."""
-        return int(self.known[position]) if len(self.known) else int(self.first) + position
+        return int(self.first) + (int(self.known[position]) if len(self.known) else position)
