@@ -8,15 +8,17 @@ tally: the attributes read as :func:`get_int` reads them, sums as Python integer
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from chakra_core.io._schema import COMM_TYPE_NAMES, NodeType
-from chakra_core.trace._columns import AttrColumn, NodeColumns, column_runs
 from chakra_core.trace._graph import PathStream
 from chakra_core.trace._pathkernel import PathRuns
 from chakra_core.trace._traceset import FileRank
+
+if TYPE_CHECKING:
+    from chakra_core.trace._columns import AttrColumn, NodeColumns
 
 __all__ = ["RankTally", "tally_columns"]
 
@@ -107,6 +109,8 @@ def tally_columns(rt: Any, longest_path: bool) -> RankTally | None:
     damaged one is not passed over); None for a rank not read from an ``.et`` file."""
     if type(rt) is not FileRank:
         return None
+    from chakra_core.trace._columns import column_runs  # needs numba
+
     tally = RankTally(longest_path)
     for cols in column_runs(rt, ("comm_size", "comm_type"), decoded=True):
         tally.add(cols)
