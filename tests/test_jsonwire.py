@@ -199,6 +199,16 @@ def test_plain_python_kernel_same_output(tmp_path, monkeypatch):
         assert _transcoded(path, plain.transcode) == _transcoded(path)
 
 
+def test_large_node(tmp_path):
+    """A node whose JSON might pass the transcoder's buffer (64 MiB, 16 bytes a wire byte) is
+    written from its Node object, between transcoded ones."""
+    big = Node(id=2, name="big", inputs=IOInfo(values="[" + "1, " * 1_500_000 + "]"))
+    src = _raw_et(tmp_path / "big.0.et", [Node(id=1, name="a").SerializeToString(), big.SerializeToString(),
+                                          Node(id=3, name="c").SerializeToString()])
+    wire, objects = _both(src, tmp_path, False)
+    assert wire == objects and wire.count(b"\n") == 5
+
+
 @pytest.mark.parametrize("damage", [b"\x12\x02\xc3\x28", b"\x0a\x05ab"])
 def test_bad_node_same_error(tmp_path, damage):
     """A node that does not decode (a name that is not UTF-8, a field past its message) gives

@@ -2,10 +2,10 @@
 
 A run of node messages (1 MiB of the file, :func:`._etruns.file_runs`) goes through the compiled
 transcoder (:func:`._jsonkernel.transcode`) into one buffer, written as it is; a node the
-transcoder leaves (a float, a string past ASCII, an unknown field: :mod:`._jsonkernel`) is
-decoded and written by the caller's ``to_json`` in its place, so the output is the same as
-writing every node with ``to_json``.  A file that does not read cleanly this way (a node that
-does not decode, a framing error) raises :class:`Reread`: the caller reads it with
+transcoder leaves (a float, a string past ASCII, an unknown field: :mod:`._jsonkernel`; a node
+of over 4 MiB) is decoded and written by the caller's ``to_json`` in its place, so the output
+is the same as writing every node with ``to_json``.  A file that does not read cleanly this way
+(a node that does not decode, a framing error) raises :class:`Reread`: the caller reads it with
 :class:`EtReader`, whose errors name the byte and node.
 """
 
@@ -26,6 +26,8 @@ __all__ = ["Reread", "write_nodes"]
 
 #: past the end of a run: a varint or fixed value read at the end of a message stays in the buffer
 _PAD = bytes(16)
+#: the most bytes of JSON held at a time (a node that might write more is written from its Node)
+_BUFFER = 64 << 20
 
 
 class Reread(Exception):
@@ -60,9 +62,8 @@ def write_nodes(f: BinaryIO, path: str, pre: bytes, post: bytes, to_json: Callab
     count = 0
     try:
         for data, start, sizes, _, _ in file_runs(path):
-            need = max(room(int(sizes.max())), min(room(len(data)), 64 << 20))
-            if len(buffer) < need:
-                buffer = np.empty(need, np.uint8)
+            if len(buffer) < min(room(len(data)), _BUFFER):
+                buffer = np.empty(min(room(len(data)), _BUFFER), np.uint8)
             _run(out, data, start, sizes, buffer, marks, to_json)
             count += len(start)
     except TraceFormatError:
@@ -88,6 +89,9 @@ def _run(out: _Output, data: bytes, start: np.ndarray, sizes: np.ndarray, buffer
             at = int(ends[j])
             out.write(_one(data, int(start[j]), int(sizes[j]), marks, to_json))
         out.write(view[at:k])
+        if nxt == i:  # a node too large for the buffer: written from its Node object
+            out.write(_one(data, int(start[i]), int(sizes[i]), marks, to_json))
+            nxt += 1
         i = nxt
 
 
