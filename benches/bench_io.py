@@ -1,7 +1,10 @@
 """Read/write throughput (nodes/s) and peak memory of the .et reader and writer.
 
 Each measurement runs in a fresh subprocess so that its peak RSS (ru_maxrss) is its own.
-Usage: python benches/bench_io.py [--sizes 250000,500000,1000000] [--json-size 200000] [--json]
+``jsonize`` writes the JSON form of an ``.et`` file (the compiled transcoder from the wire
+bytes when numba is installed); ``jsonize_objects`` writes it from Node objects (the path of
+other ranks, and of every rank before the transcoder) and checks that both files are the same.
+Usage: python benches/bench_io.py [--sizes 250000,500000,1000000] [--json-sizes 200000,1000000] [--json]
 """
 
 from __future__ import annotations
@@ -21,6 +24,10 @@ from chakra_core import GlobalMetadata, Node
 
 mode, path, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+if mode.startswith("jsonize"):  # numba's import and the kernels' load, outside the timing
+    import chakra_core.io._jsonform
+_use = resource.getrusage(resource.RUSAGE_SELF)
+cpu0 = _use.ru_utime + _use.ru_stime
 
 def nodes():
     cpu, ops = make_attr("is_cpu_op", False), make_attr("num_ops", 1 << 20)
@@ -76,6 +83,11 @@ elif mode == "jsonize":  # .et -> JSON form
     from chakra_core import write_json
     r = EtReader(path)
     count = write_json(path + ".json", r.metadata, r)
+elif mode == "jsonize_objects":  # the same from Node objects, same bytes
+    from chakra_core import write_json
+    r = EtReader(path)
+    count = write_json(path + ".objects.json", r.metadata, iter(r))
+    assert open(path + ".objects.json", "rb").read() == open(path + ".json", "rb").read()
 elif mode == "unjsonize":  # JSON form -> .et (the exact inverse)
     from chakra_core import read_json
     meta, it, _ = read_json(path + ".json")
@@ -87,8 +99,11 @@ elif mode == "memory":
     meta, all_nodes = read_et(path)
     count = len(all_nodes)
 dt = time.perf_counter() - t
+use = resource.getrusage(resource.RUSAGE_SELF)
+cpu = use.ru_utime + use.ru_stime - cpu0
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(json.dumps({"mode": mode, "nodes": count, "seconds": dt, "nodes_per_s": count / dt,
+print(json.dumps({"mode": mode, "nodes": count, "seconds": dt, "nodes_per_s": count / dt, "cpu_s": cpu,
+                  "nodes_per_cpu_s": count / max(cpu, 1e-9),
                   "peak_rss_mb": peak / 1024, "baseline_rss_mb": base / 1024}))
 """
 
@@ -101,7 +116,8 @@ def run(mode: str, path: str, n: int) -> dict:
 
 
 def _print_row(n: int, mode: str, r: dict) -> None:
-    print(f"{n:>9} nodes  {mode:<14} {r['nodes_per_s']:>12,.0f} nodes/s  {r['seconds']:7.2f} s  "
+    print(f"{n:>9} nodes  {mode:<15} {r['nodes_per_s']:>12,.0f} nodes/s  {r['seconds']:7.2f} s  "
+          f"({r['nodes_per_cpu_s']:>12,.0f} nodes per CPU s)  "
           f"peak RSS {r['peak_rss_mb']:7.1f} MB (interpreter+libs {r['baseline_rss_mb']:.1f} MB)", flush=True)
 
 
@@ -109,24 +125,25 @@ def main() -> int:
     """Print a table of figures (and JSON with --json)."""
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--sizes", default="250000,500000,1000000")
-    ap.add_argument("--json-size", type=int, default=200000, help="nodes for the JSON-form rows")
+    ap.add_argument("--json-sizes", default="200000,1000000", help="nodes for the JSON-form rows")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as d:
-        for n in map(int, args.sizes.split(",")):
+        for n in map(int, filter(None, args.sizes.split(","))):
             path = os.path.join(d, f"bench{n}.0.et")
             for mode in ("build", "write", "plain", "stream", "stream_fields", "memory", "validate", "stats"):
                 r = run(mode, path, n)
                 r["file_mb"] = os.path.getsize(path) / 2**20 if os.path.exists(path) else 0
                 rows.append(r)
                 _print_row(n, mode, r)
-        path = os.path.join(d, "json.0.et")
-        for mode in ("write", "jsonize", "unjsonize"):
-            r = run(mode, path, args.json_size)
-            if mode != "write":
-                rows.append(r)
-                _print_row(args.json_size, mode, r)
+        for n in map(int, filter(None, args.json_sizes.split(","))):
+            path = os.path.join(d, f"json{n}.0.et")
+            for mode in ("write", "jsonize", "jsonize_objects", "unjsonize"):
+                r = run(mode, path, n)
+                if mode != "write":
+                    rows.append(r)
+                    _print_row(n, mode, r)
     if args.json:
         print(json.dumps(rows, indent=2))
     return 0

@@ -1,12 +1,17 @@
-"""Peak memory of ``validate`` on a large rank: bytes per node above the interpreter's own.
+"""Peak memory of ``validate`` (or ``stats``: ``--command stats``) on a large rank: bytes per
+node above the interpreter's own.
 
 Writes, in a temporary directory, a 2-rank set with chakra_core's writer: rank 0 has ``--nodes``
 compute nodes (a data dep on the previous node, a ctrl dep 8 back, two attributes each) with an
 all-reduce every 1,000 nodes; rank 1 has the matching all-reduces only.  ``validate`` then runs
 on it in a fresh subprocess (its ru_maxrss is its own), all rules and the deadlock search
-included.  ``--sparse`` numbers the nodes 2, 4, 6, ... (non-consecutive ids); ``--ref DIR``
-imports chakra_core from DIR instead (another checkout, for a before/after comparison).
-Usage: python benches/bench_validate_memory.py [--nodes 5000000] [--sparse] [--ref DIR]
+included; ``stats`` is ``compute_stats`` with the longest path.  ``--sparse`` numbers the nodes
+2, 4, 6, ... (non-consecutive ids); ``--warm`` runs the command once on a 2,000-node set before
+the baseline is taken (numba's runtime and the compiled kernels loaded, about 85 MB: the figure
+is then per node above start-up); ``--ref DIR`` imports chakra_core from DIR instead (another
+checkout, for a before/after comparison).
+Usage: python benches/bench_validate_memory.py [--nodes 5000000] [--sparse] [--command stats] [--warm]
+                                              [--ref DIR]
 """
 
 from __future__ import annotations
@@ -56,14 +61,19 @@ MEASURE = r"""
 import json, resource, sys, time
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 import chakra_core
-from chakra_core import open_traceset, validate
+from chakra_core import compute_stats, open_traceset, validate
+if len(sys.argv) > 3:  # --warm
+    compute_stats(open_traceset(sys.argv[3])) if sys.argv[2] == "stats" else validate(open_traceset(sys.argv[3]))
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-t = time.perf_counter()
-findings = validate(open_traceset(sys.argv[1]))
-dt = time.perf_counter() - t
-assert not findings, [str(f) for f in findings[:3]]
+t, c = time.perf_counter(), time.process_time()
+if sys.argv[2] == "stats":
+    assert compute_stats(open_traceset(sys.argv[1]))["nodes"] > 0
+else:
+    findings = validate(open_traceset(sys.argv[1]))
+    assert not findings, [str(f) for f in findings[:3]]
+dt, cpu = time.perf_counter() - t, time.process_time() - c
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(json.dumps({"seconds": dt, "peak_rss_mb": peak / 1024, "baseline_rss_mb": base / 1024,
+print(json.dumps({"seconds": dt, "cpu_s": cpu, "peak_rss_mb": peak / 1024, "baseline_rss_mb": base / 1024,
                   "core": chakra_core.__file__}))
 """
 
@@ -73,6 +83,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nodes", type=int, default=5_000_000, help="nodes of rank 0")
     ap.add_argument("--sparse", action="store_true", help="non-consecutive node ids")
+    ap.add_argument("--command", choices=("validate", "stats"), default="validate")
+    ap.add_argument("--warm", action="store_true", help="take the baseline after a run on a small set")
     ap.add_argument("--ref", help="import chakra_core from this directory for the measurement")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
@@ -83,16 +95,21 @@ def main() -> int:
         prefix = os.path.join(d, "bench")
         subprocess.run([sys.executable, "-c", WRITE, prefix, str(args.nodes), "2" if args.sparse else "1"],
                        check=True)
-        out = subprocess.run([sys.executable, "-c", MEASURE, prefix], capture_output=True, text=True,
-                             env=env, cwd=d, check=True)
+        warm = []
+        if args.warm:
+            warm = [os.path.join(d, "warm")]
+            subprocess.run([sys.executable, "-c", WRITE, warm[0], "2000", "1"], check=True)
+        out = subprocess.run([sys.executable, "-c", MEASURE, prefix, args.command, *warm], capture_output=True,
+                             text=True, env=env, cwd=d, check=True)
     r = json.loads(out.stdout)
     r["nodes"] = args.nodes
     r["bytes_per_node"] = (r["peak_rss_mb"] - r["baseline_rss_mb"]) * 2**20 / args.nodes
     if args.json:
         print(json.dumps(r))
     else:
-        print(f"validate, {args.nodes:,} nodes ({'sparse' if args.sparse else 'consecutive'} ids): "
-              f"{r['seconds']:.1f} s, peak RSS {r['peak_rss_mb']:.1f} MB (after imports "
+        print(f"{args.command}, {args.nodes:,} nodes ({'sparse' if args.sparse else 'consecutive'} ids): "
+              f"{r['seconds']:.1f} s ({r['cpu_s']:.1f} s CPU), peak RSS {r['peak_rss_mb']:.1f} MB (after "
+              f"{'a warm-up run' if args.warm else 'imports'} "
               f"{r['baseline_rss_mb']:.1f} MB): {r['bytes_per_node']:.1f} bytes/node  [{r['core']}]")
     return 0
 

@@ -34,10 +34,12 @@ from google.protobuf import json_format
 
 from chakra_core.base._docparse import parse_json, parse_json_values
 from chakra_core.base._errors import TraceFormatError
+from chakra_core.base._jit import COMPILED
 from chakra_core.base._limits import check_limit
-from chakra_core.io._etio import atomic_output
+from chakra_core.io._etio import EtReader, atomic_output
 from chakra_core.io._jsonfast import node_from_dict
 from chakra_core.io._jsonnode import node_dict
+from chakra_core.io._jsonwire import Reread, write_nodes
 from chakra_core.io._schema import GlobalMetadata, Node
 from chakra_core.io._unknown import UNKNOWN_KEY, merge_unknown, unknown_fields
 
@@ -65,29 +67,62 @@ def _to_dict(msg) -> dict:
 def write_json(path: str | os.PathLike, metadata: GlobalMetadata, nodes: Iterable[Node],
                rank: int | None = None, lines: bool | None = None) -> int:
     """Write one rank as JSON, or JSON Lines (``lines``; by default when the name ends in
-    ``.jsonl``); return the node count."""
+    ``.jsonl``); return the node count.  ``nodes`` given as an :class:`EtReader` are written
+    from the file's wire bytes by a compiled transcoder when numba is installed (same output)."""
     if lines is None:
         lines = str(path).endswith(".jsonl")
     header = {"format": FORMAT_TAG, "version": 1}
     if rank is not None:
         header["rank"] = rank
     header["metadata"] = _to_dict(metadata)
+    with atomic_output(path) as tmp:
+        count = None
+        if isinstance(nodes, EtReader) and COMPILED and (os.path.isfile(tmp) or not os.path.exists(tmp)):
+            count = _write_wire(tmp, header, nodes.path, lines)
+        if count is None:
+            count = _write_nodes(tmp, header, nodes, lines)
+    return count
+
+
+def _node_json(n: Node) -> str:
+    return json.dumps(_to_dict(n))
+
+
+def _write_nodes(tmp: Path, header: dict, nodes: Iterable[Node], lines: bool) -> int:
+    """Write the file from node objects; the node count."""
     count = 0
-    with atomic_output(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
+    with open(tmp, "w", encoding="utf-8") as f:
         if lines:
             f.write(json.dumps(header) + "\n")
             for n in nodes:
-                f.write(json.dumps(_to_dict(n)) + "\n")
+                f.write(_node_json(n) + "\n")
                 count += 1
         else:
             f.write(json.dumps(header)[:-1] + ', "nodes": [')
             sep = "\n"
             for n in nodes:
-                f.write(sep + json.dumps(_to_dict(n)))
+                f.write(sep + _node_json(n))
                 sep = ",\n"
                 count += 1
             f.write("\n]}\n")
     return count
+
+
+def _write_wire(tmp: Path, header: dict, source: str, lines: bool) -> int | None:
+    """Write the file from the wire bytes of the ``.et`` file ``source`` (:mod:`._jsonwire`);
+    the node count, or None when it is to be read node by node instead (a regular file is
+    written again from the start; the output is not a pipe here)."""
+    with open(tmp, "wb") as f:
+        try:
+            if lines:
+                f.write((json.dumps(header) + "\n").encode())
+                return write_nodes(f, source, b"", b"\n", _node_json)
+            f.write((json.dumps(header)[:-1] + ', "nodes": [').encode())
+            count = write_nodes(f, source, b",\n", b"", _node_json, skip_first=True)
+            f.write(b"\n]}\n")
+            return count
+        except Reread:
+            return None
 
 
 #: the start of ``chakra_jsonizer`` output: a GlobalMetadata object (its version string or its

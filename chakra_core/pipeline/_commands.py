@@ -321,11 +321,13 @@ def jsonize(inputs: Inputs, output: str | os.PathLike, *, lines: bool = False, f
 
     One rank: ``output`` is the file; several: ``output/trace.{rank}.json`` when ``output`` is a
     directory (or ends in ``/``), else ``output.{rank}.json``.  The files are published together
-    (docs/formats.md): a failure (a full disk) leaves the earlier output as it was.
+    (docs/formats.md): a failure (a full disk) leaves the earlier output as it was.  A rank read
+    from an ``.et`` file is written from its wire bytes (``write_json`` of an ``EtReader``).
     """
+    from chakra_core.io._etio import EtReader
     from chakra_core.io._jsonform import write_json
     from chakra_core.io._publish import commit_files, publish_files
-    from chakra_core.trace._traceset import with_process_groups
+    from chakra_core.trace._traceset import FileRank, with_process_groups
 
     pipe = _input_pipeline(inputs, format, input_options, host)
     traces = pipe.load()
@@ -339,7 +341,8 @@ def jsonize(inputs: Inputs, output: str | os.PathLike, *, lines: bool = False, f
     with publish_files(target) as stage, progress("writing JSON", total=len(traces)) as bar:
         for rt, name in zip(traces, names):
             meta = with_process_groups(rt.metadata(), traces.process_groups)
-            write_json(stage / name, meta, rt.nodes(), rank=rt.rank, lines=lines)
+            nodes = EtReader(rt.file) if type(rt) is FileRank else rt.nodes()
+            write_json(stage / name, meta, nodes, rank=rt.rank, lines=lines)
             bar.advance()
         commit_files(stage, names)
     files = [str(target.parent / n) for n in names]

@@ -15,9 +15,12 @@ from typing import Any
 import numpy as np
 
 from chakra_core.base._errors import TraceFormatError
+from chakra_core.base._jit import COMPILED
 from chakra_core.io._schema import COMM_TYPE_NAMES, Node, NodeType
 from chakra_core.trace._attrs import get_int
+from chakra_core.trace._colstats import RankTally, tally_columns
 from chakra_core.trace._graph import DepGraph, PathOverflow, PathStream
+from chakra_core.trace._pathkernel import PathRuns
 from chakra_core.trace._traceset import RankTrace, TraceSet
 
 __all__ = ["compute_stats", "format_stats"]
@@ -43,35 +46,19 @@ def compute_stats(traces: TraceSet, longest_path: bool = True,
     colls: dict[str, dict[str, int]] = {}
     per_rank = []
     for rt in traces:
-        tally = {"compute_us": 0, "comm_bytes": 0}
-
-        def visit(n, tally=tally):
-            t = n.type
-            if 0 <= t <= 7:
-                by_type[NodeType(t).name] += 1
-            else:
-                by_type[str(t)] += 1
-                unknown[str(t)] += 1
-            if t == NodeType.COMP_NODE:
-                tally["compute_us"] += n.duration_micros
-            elif t in _COMM:
-                size = get_int(n, "comm_size", 0) or 0
-                tally["comm_bytes"] += size
-                if t == NodeType.COMM_COLL_NODE:
-                    ct = get_int(n, "comm_type", -1)
-                    kind = COMM_TYPE_NAMES.get(ct, f"UNKNOWN_{ct}")
-                elif t == NodeType.COMM_SEND_NODE:
-                    kind = "SEND"
-                else:
-                    kind = "RECV"
-                c = colls.setdefault(kind, {"count": 0, "bytes": 0})
-                c["count"] += 1
-                c["bytes"] += size
-
-        count, path = _stream(rt, visit, longest_path)
-        row: dict[str, Any] = {"rank": rt.rank, "nodes": count, **tally}
-        if path is not None:
-            row["longest_path_us"], row["longest_path_nodes"] = path
+        tally = _columnar(rt, longest_path)
+        if tally is None:
+            tally = _objects(rt, longest_path)
+        by_type.update(tally.by_type)
+        unknown.update(tally.unknown)
+        for kind, c in tally.colls.items():
+            into = colls.setdefault(kind, {"count": 0, "bytes": 0})
+            into["count"] += c["count"]
+            into["bytes"] += c["bytes"]
+        row: dict[str, Any] = {"rank": rt.rank, "nodes": tally.nodes, "compute_us": tally.compute_us,
+                               "comm_bytes": tally.comm_bytes}
+        if tally.path is not None:
+            row["longest_path_us"], row["longest_path_nodes"] = _path(rt, tally)
         per_rank.append(row)
         if progress:
             progress(len(per_rank), len(traces))
@@ -88,18 +75,26 @@ def compute_stats(traces: TraceSet, longest_path: bool = True,
     return out
 
 
-def _stream(rt: RankTrace, visit: Callable[[Node], None],
-            longest_path: bool) -> tuple[int, tuple[int, int] | None]:
-    """Visit every node of ``rt`` once; return the node count and the longest path
-    ``(us, nodes)`` (None unless ``longest_path``): streamed when the file is in a topological
-    order with increasing ids, else from the rank's :class:`DepGraph` (a second read)."""
+def _columnar(rt: RankTrace, longest_path: bool) -> RankTally | None:
+    """The rank's tally from its columns (:mod:`._colstats`); None for a rank held otherwise
+    than in an ``.et`` file, without numba, or whose file does not read cleanly that way (the
+    node-by-node read then gives the error)."""
+    if not COMPILED:
+        return None
+    try:
+        return tally_columns(rt, longest_path)
+    except TraceFormatError:
+        return None
+
+
+def _objects(rt: RankTrace, longest_path: bool) -> RankTally:
+    """The rank's tally from its Node objects, streamed once."""
+    tally = RankTally(False)
     stream = PathStream() if longest_path else None
-    count = 0
     for batch in rt.batches():
         ids, durs, deps, ptr = array("Q"), array("Q"), array("Q"), array("q", [0])
         for n in batch:
-            visit(n)
-            count += 1
+            _visit(tally, n)
             if stream is not None and stream.ok:
                 ids.append(n.id)
                 durs.append(n.duration_micros)
@@ -111,10 +106,42 @@ def _stream(rt: RankTrace, visit: Callable[[Node], None],
                 stream.add(ids, ptr, deps, durs)
             except PathOverflow as e:
                 raise _overflow(rt, int(stream.ids[e.position])) from None
-    if stream is None:
-        return count, None
-    if stream.ok:
-        return count, stream.result()[:2]
+    tally.path = stream
+    return tally
+
+
+def _visit(tally: RankTally, n: Node) -> None:
+    """Count node ``n``."""
+    tally.nodes += 1
+    t = n.type
+    if 0 <= t <= 7:
+        tally.by_type[NodeType(t).name] += 1
+    else:
+        tally.by_type[str(t)] += 1
+        tally.unknown[str(t)] += 1
+    if t == NodeType.COMP_NODE:
+        tally.compute_us += n.duration_micros
+    elif t in _COMM:
+        size = get_int(n, "comm_size", 0) or 0
+        tally.comm_bytes += size
+        if t == NodeType.COMM_COLL_NODE:
+            ct = get_int(n, "comm_type", -1)
+            kind = COMM_TYPE_NAMES.get(ct, f"UNKNOWN_{ct}")
+        elif t == NodeType.COMM_SEND_NODE:
+            kind = "SEND"
+        else:
+            kind = "RECV"
+        tally.add_comm(kind, 1, size)
+
+
+def _path(rt: RankTrace, tally: RankTally) -> tuple[int, int]:
+    """The rank's longest path ``(us, nodes)``: streamed when the file is in a topological
+    order with increasing ids, else from the rank's :class:`DepGraph` (a second read)."""
+    stream = tally.path
+    if isinstance(stream, PathRuns) and tally.overflow >= 0:
+        raise _overflow(rt, stream.id_at(tally.overflow))
+    if stream is not None and stream.ok:
+        return stream.result()[:2]
     durations = array("Q")
     g = DepGraph.build(rt.batches(), visit=lambda n: durations.append(n.duration_micros))
     try:
@@ -122,7 +149,7 @@ def _stream(rt: RankTrace, visit: Callable[[Node], None],
                                            else np.zeros(0, np.uint64))
     except PathOverflow as e:
         raise _overflow(rt, int(g.ids[e.position])) from None
-    return count, (length, nodes)
+    return length, nodes
 
 
 def _overflow(rt: RankTrace, node_id: int) -> TraceFormatError:

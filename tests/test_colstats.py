@@ -1,0 +1,155 @@
+"""``chakra stats`` from columns (a run of nodes at a time) gives the node-by-node statistics:
+known values of the golden trace and a recorded PyTorch set, and ranks with what the columnar
+read must get right (non-consecutive ids, forward and missing dependencies, unknown node types,
+communication attributes of every integer kind, past int64, as strings, named twice)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from chakra_core.base import _jit
+from chakra_core.base._errors import TraceFormatError
+from chakra_core.io._etio import EtWriter
+from chakra_core.io._schema import AttributeProto, GlobalMetadata, Node, NodeType
+from chakra_core.trace import _pathkernel, _stats
+from chakra_core.trace._attrs import make_attr
+from chakra_core.trace._traceset import open_traceset
+
+pytest.importorskip("numba")
+from chakra_core.trace._colstats import tally_columns  # noqa: E402  (needs numba)
+
+ROOT = Path(__file__).resolve().parents[1]
+GOLDEN = ROOT / "tests" / "data" / "golden.0.et"
+
+
+def _node_by_node(traces, monkeypatch) -> dict:
+    with monkeypatch.context() as m:
+        m.setattr(_stats, "_columnar", lambda rt, longest_path: None)
+        return _stats.compute_stats(traces)
+
+
+def _write(path: Path, nodes: list[Node]) -> Path:
+    with EtWriter(str(path), GlobalMetadata(version="0.0.4")) as w:
+        w.write_many(nodes)
+    return path
+
+
+def test_golden_trace_known_values(monkeypatch):
+    traces = open_traceset(str(GOLDEN))
+    assert tally_columns(next(iter(traces)), True) is not None
+    s = _stats.compute_stats(traces)
+    assert s["nodes"] == 9 and s["longest_path_us"] == 30
+    assert s["collectives"] == {"ALL_REDUCE": {"count": 1, "bytes": 1048576}, "RECV": {"count": 1, "bytes": 1024},
+                                "SEND": {"count": 1, "bytes": 1024}}
+    assert s == _node_by_node(traces, monkeypatch)
+
+
+def test_recorded_pytorch_set_known_values(tmp_path, monkeypatch):
+    pytest.importorskip("chakra_pytorch")
+    from chakra_core.pipeline._pipeline import load_traces
+
+    for rt in load_traces([str(ROOT / "plugins" / "chakra-pytorch" / "tests" / "data" / "ddp")], "pytorch"):
+        with EtWriter(str(tmp_path / f"ddp.{rt.rank}.et"), rt.metadata()) as w:
+            w.write_many(rt.nodes())
+    traces = open_traceset(str(tmp_path / "ddp.*.et"))
+    s = _stats.compute_stats(traces)
+    assert (s["nodes"], s["ranks"], s["longest_path_us"]) == (172, 2, 13165)
+    assert s["collectives"] == {"ALL_REDUCE": {"count": 2, "bytes": 5408}, "BROADCAST": {"count": 4, "bytes": 48}}
+    assert s == _node_by_node(traces, monkeypatch)
+
+
+def _unusual() -> list[Node]:
+    """Nodes with non-consecutive ids, unknown types and communication attributes of every kind."""
+    comm = [
+        [make_attr("comm_type", 0), make_attr("comm_size", 100)],
+        [AttributeProto(name="comm_type", uint64_val=1), AttributeProto(name="comm_size", uint64_val=(1 << 64) - 1)],
+        [AttributeProto(name="comm_type", int32_val=77), AttributeProto(name="comm_size", sint64_val=-5)],
+        [AttributeProto(name="comm_size", string_val="9"), AttributeProto(name="comm_type", string_val="x")],
+        [AttributeProto(name="comm_size", bool_val=True), AttributeProto(name="comm_size", int64_val=50)],
+        [AttributeProto(name="comm_size", fixed64_val=1 << 63)],
+        [],
+    ]
+    nodes = []
+    for i in range(1, 400):
+        kind = (NodeType.COMP_NODE, NodeType.COMM_COLL_NODE, NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE,
+                99, NodeType.MEM_LOAD_NODE)[i % 6]
+        n = Node(id=3 * i, name=f"n{i}", type=kind, duration_micros=(i * 37) % 101)
+        if i > 1:
+            n.data_deps.append(3 * (i - 1))
+        if i > 5:
+            n.ctrl_deps.extend([3 * (i - 5), 3 * (i - 3)])
+        n.attr.extend(comm[i % len(comm)])
+        nodes.append(n)
+    return nodes
+
+
+@pytest.mark.parametrize("change", ["none", "forward", "missing", "decreasing"])
+def test_unusual_ranks_same_as_node_by_node(tmp_path, monkeypatch, change):
+    nodes = _unusual()
+    if change == "forward":
+        nodes[10].data_deps.append(nodes[20].id)
+    elif change == "missing":
+        nodes[10].data_deps.append(2)
+    elif change == "decreasing":
+        nodes[5], nodes[6] = nodes[6], nodes[5]
+    _write(tmp_path / "u.0.et", nodes)
+    _write(tmp_path / "u.1.et", _unusual()[:50])
+    traces = open_traceset(str(tmp_path / "u.*.et"))
+    for rt in traces:
+        tally = tally_columns(rt, True)
+        assert tally is not None and tally.path.ok == (change == "none" or rt.rank == 1)
+    s = _stats.compute_stats(traces)
+    assert s == _node_by_node(traces, monkeypatch)
+    assert s["unknown_types"] == {"99": 66 + 8}
+    assert s["collectives"]["UNKNOWN_77"]["count"] > 0 and s["collectives"]["UNKNOWN_-1"]["count"] > 0
+
+
+def test_overflow_same_error(tmp_path, monkeypatch):
+    _write(tmp_path / "o.0.et", [Node(id=1, type=4, duration_micros=1 << 62), Node(id=2, type=4, data_deps=[1],
+                                                                                    duration_micros=1 << 62)])
+    traces = open_traceset(str(tmp_path / "o.0.et"))
+    errors = []
+    for run in (_stats.compute_stats, lambda t: _node_by_node(t, monkeypatch)):
+        with pytest.raises(TraceFormatError) as e:
+            run(traces)
+        errors.append(str(e.value))
+    assert errors[0] == errors[1] and "node 2" in errors[0]
+
+
+@pytest.mark.parametrize("step", [1, 2, 1 << 40])
+def test_path_memory_per_node(step):
+    """12 bytes a node with consecutive ids, 16 with others, 20 with ids spanning 2^32 or more;
+    the path of a chain is its length."""
+    n = 100_000
+    ids = np.arange(1, n + 1, dtype=np.uint64) * np.uint64(step)
+    path = _pathkernel.PathRuns()
+    for lo in range(0, n, 30_000):
+        run = ids[lo:lo + 30_000]
+        ptr = np.concatenate([[0], np.cumsum(run > ids[0])]).astype(np.int64)
+        assert path.add(run, ptr, run[run > ids[0]] - np.uint64(step), np.full(len(run), 3, np.uint64)) == -1
+    assert path.ok and path.result() == (3 * n, n)
+    assert path.finish.nbytes + path.count.nbytes + path.known.nbytes == {1: 12, 2: 16}.get(step, 20) * n
+    assert path.id_at(n - 1) == n * step
+
+
+def test_plain_python_path_same(monkeypatch):
+    """The relaxation run as Python (numba absent) gives the same finishes and counts."""
+    monkeypatch.setattr(_jit, "njit", _jit._plain_njit)
+    spec = importlib.util.spec_from_file_location("plain_pathkernel", _pathkernel.__file__)
+    plain = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(plain)
+    ids = np.array([2, 4, 6, 8, 10], np.uint64)
+    ptr = np.array([0, 0, 1, 3, 4, 6], np.int64)
+    deps = np.array([2, 2, 4, 6, 4, 8], np.uint64)
+    durations = np.array([5, 1, 7, 2, 9], np.uint64)
+    results = []
+    for kernel in (plain.relax_run, _pathkernel.relax_run):
+        finish, count = np.zeros(5, np.int64), np.zeros(5, np.int32)
+        results.append((kernel(ptr, deps, durations, 0, np.uint64(2), ids - np.uint64(2), finish, count), finish.tolist(),
+                        count.tolist()))
+    assert results[0] == results[1]
+    assert results[0][1] == [5, 6, 13, 15, 24] and results[0][2] == [1, 2, 3, 4, 5]
