@@ -19,7 +19,6 @@ import errno
 import gzip
 import importlib
 import os
-import sys
 import zlib
 from collections.abc import Iterable, Iterator
 from functools import cache
@@ -30,6 +29,7 @@ from typing import BinaryIO, NoReturn
 from google.protobuf.message import DecodeError
 
 from chakra_core.base._errors import ConfigError, TraceFormatError
+from chakra_core.base._jitchoice import compiled_worthwhile
 from chakra_core.base._limits import get_limit, limit_message
 from chakra_core.io._proto.et_batch_pb2 import NodeBatch
 from chakra_core.io._schema import GlobalMetadata, Node
@@ -211,12 +211,8 @@ def _compiled_cut(path: str) -> bool:
     """Whether to read ``path`` with the compiled loop: numba loaded already, or the file at
     least :data:`COMPILED_FROM` bytes; and the loop's module imports (numba installed and
     working)."""
-    if "numba" not in sys.modules:
-        try:
-            if os.path.getsize(path) < COMPILED_FROM:
-                return False
-        except OSError:
-            return False
+    if not compiled_worthwhile(path, COMPILED_FROM):
+        return False
     try:
         importlib.import_module("chakra_core.io._etcut")
     except (ImportError, ConfigError):

@@ -1,10 +1,11 @@
 """An ``.et`` file's node messages in runs: one bytes object and the messages' offsets.
 
-For readers of the wire format (:mod:`chakra_core.trace._columns`): the file (plain or gzip) is read
-in chunks of 1 MiB (of :data:`WHOLE_CHUNK` for a reader that keeps the whole rank) and each chunk's complete frames are cut by one compiled loop over their
-length prefixes (:func:`._wirekernels.cut_frames`), without a bytes object per node.  The
-limits of :class:`EtReader` apply (message size, empty messages, dependencies per node, gzip
-inflation), with its messages; the node messages themselves are not decoded here.
+For readers of the wire format (:mod:`chakra_core.trace._columns`): the file (plain or gzip) is
+read in chunks of 1 MiB (of :data:`WHOLE_CHUNK` for a reader that keeps the whole rank) and each
+chunk's complete frames are cut by one compiled loop over their length prefixes
+(:func:`._wirekernels.cut_frames`), without a bytes object per node. The limits of
+:class:`EtReader` apply (message size, empty messages, dependencies per node, gzip inflation), with
+its messages; the node messages themselves are not decoded here.
 """
 
 from __future__ import annotations

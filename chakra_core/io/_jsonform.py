@@ -34,18 +34,20 @@ from google.protobuf import json_format
 
 from chakra_core.base._docparse import parse_json, parse_json_values
 from chakra_core.base._errors import TraceFormatError
-from chakra_core.base._jit import COMPILED
+from chakra_core.base._jitchoice import compiled_worthwhile
 from chakra_core.base._limits import check_limit
 from chakra_core.io._etio import EtReader, atomic_output
 from chakra_core.io._jsonfast import node_from_dict
 from chakra_core.io._jsonnode import node_dict
-from chakra_core.io._jsonwire import Reread, write_nodes
 from chakra_core.io._schema import GlobalMetadata, Node
 from chakra_core.io._unknown import UNKNOWN_KEY, merge_unknown, unknown_fields
 
 __all__ = ["write_json", "read_json", "FORMAT_TAG", "sniff_json"]
 
 FORMAT_TAG = "chakra-et-json"
+#: an ``.et`` file from this size on is transcoded by the compiled loop even when numba is not
+#: loaded yet (loading it costs about 0.35 s, what the node-by-node path takes for ~2 MiB)
+TRANSCODE_FROM = 8 << 20
 
 
 def _to_dict(msg) -> dict:
@@ -77,7 +79,7 @@ def write_json(path: str | os.PathLike, metadata: GlobalMetadata, nodes: Iterabl
     header["metadata"] = _to_dict(metadata)
     with atomic_output(path) as tmp:
         count = None
-        if isinstance(nodes, EtReader) and COMPILED and (os.path.isfile(tmp) or not os.path.exists(tmp)):
+        if isinstance(nodes, EtReader) and _transcoder(nodes.path) and (os.path.isfile(tmp) or not os.path.exists(tmp)):
             count = _write_wire(tmp, header, nodes.path, lines)
         if count is None:
             count = _write_nodes(tmp, header, nodes, lines)
@@ -108,10 +110,18 @@ def _write_nodes(tmp: Path, header: dict, nodes: Iterable[Node], lines: bool) ->
     return count
 
 
+def _transcoder(source: str) -> bool:
+    """Whether to write ``source`` with the compiled transcoder (:func:`compiled_worthwhile` from
+    :data:`TRANSCODE_FROM` bytes)."""
+    return compiled_worthwhile(source, TRANSCODE_FROM)
+
+
 def _write_wire(tmp: Path, header: dict, source: str, lines: bool) -> int | None:
     """Write the file from the wire bytes of the ``.et`` file ``source`` (:mod:`._jsonwire`);
     the node count, or None when it is to be read node by node instead (a regular file is
     written again from the start; the output is not a pipe here)."""
+    from chakra_core.io._jsonwire import Reread, write_nodes
+
     with open(tmp, "wb") as f:
         try:
             if lines:

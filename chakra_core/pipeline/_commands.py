@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 from chakra_core.base._errors import ConfigError
 from chakra_core.base._progress import counted_then, progress
@@ -21,7 +21,9 @@ from chakra_core.host._plugins import PluginHost, get_host
 from chakra_core.pipeline._pipeline import Pipeline, Stage, detect_format, resolve_stage
 from chakra_core.pipeline._validated import write_validated_set
 from chakra_core.trace._traceset import TraceSet
-from chakra_core.validation._validate import Finding
+
+if TYPE_CHECKING:
+    from chakra_core.validation._validate import Finding
 
 __all__ = ["Inputs", "Validation", "convert", "simulate", "simulation_pipeline", "emulate", "export", "transform",
            "generate", "validate", "stats", "jsonize"]
@@ -322,10 +324,12 @@ def jsonize(inputs: Inputs, output: str | os.PathLike, *, lines: bool = False, f
     One rank: ``output`` is the file; several: ``output/trace.{rank}.json`` when ``output`` is a
     directory (or ends in ``/``), else ``output.{rank}.json``.  The files are published together
     (docs/formats.md): a failure (a full disk) leaves the earlier output as it was.  A rank read
-    from an ``.et`` file is written from its wire bytes (``write_json`` of an ``EtReader``).
+    from an ``.et`` file is written from its wire bytes (``write_json`` of an ``EtReader``; by the
+    compiled transcoder when the set's files hold 8 MiB or more).
     """
+    from chakra_core.base._jitchoice import compiled_worthwhile
     from chakra_core.io._etio import EtReader
-    from chakra_core.io._jsonform import write_json
+    from chakra_core.io._jsonform import TRANSCODE_FROM, write_json
     from chakra_core.io._publish import commit_files, publish_files
     from chakra_core.trace._traceset import FileRank, with_process_groups
 
@@ -338,6 +342,8 @@ def jsonize(inputs: Inputs, output: str | os.PathLike, *, lines: bool = False, f
     target = out / "trace" if as_dir else out
     names = [f"trace.{r}{ext}" if as_dir else out.name if len(traces) == 1 else f"{out.name}.{r}{ext}"
              for r in traces.ranks]
+    if compiled_worthwhile((rt.file for rt in traces if type(rt) is FileRank), TRANSCODE_FROM):
+        import chakra_core.io._jsonwire  # noqa: F401  (numba loaded: every rank is transcoded)
     with publish_files(target) as stage, progress("writing JSON", total=len(traces)) as bar:
         for rt, name in zip(traces, names):
             meta = with_process_groups(rt.metadata(), traces.process_groups)

@@ -14,11 +14,11 @@ import numpy as np
 
 from chakra_core.io._schema import COMM_TYPE_NAMES, NodeType
 from chakra_core.trace._graph import PathStream
-from chakra_core.trace._pathkernel import PathRuns
 from chakra_core.trace._traceset import FileRank
 
 if TYPE_CHECKING:
     from chakra_core.trace._columns import AttrColumn, NodeColumns
+    from chakra_core.trace._pathkernel import PathRuns
 
 __all__ = ["RankTally", "tally_columns"]
 
@@ -41,7 +41,11 @@ class RankTally:
         self.colls: dict[str, dict[str, int]] = {}
         self.compute_us = 0
         self.comm_bytes = 0
-        self.path: PathRuns | PathStream | None = PathRuns() if longest_path else None
+        self.path: PathRuns | PathStream | None = None
+        if longest_path:
+            from chakra_core.trace._pathkernel import PathRuns  # compiled (numba)
+
+            self.path = PathRuns()
         self.overflow = -1
 
     def add(self, cols: NodeColumns) -> None:
@@ -57,7 +61,7 @@ class RankTally:
         comm = np.flatnonzero((cols.types == _SEND) | (cols.types == _RECV) | (cols.types == _COLL))
         if len(comm):
             self._comm(cols, comm)
-        if isinstance(self.path, PathRuns) and self.overflow < 0:
+        if self.path is not None and not isinstance(self.path, PathStream) and self.overflow < 0:
             self.overflow = self.path.add(cols.ids, cols.dep_ptr, cols.dep_ids, cols.duration_micros)
 
     def _comm(self, cols: NodeColumns, rows: np.ndarray) -> None:

@@ -15,16 +15,18 @@ from typing import Any
 import numpy as np
 
 from chakra_core.base._errors import TraceFormatError
-from chakra_core.base._jit import COMPILED
+from chakra_core.base._jitchoice import compiled_worthwhile
 from chakra_core.io._schema import COMM_TYPE_NAMES, Node, NodeType
 from chakra_core.trace._attrs import get_int
 from chakra_core.trace._colstats import RankTally, tally_columns
 from chakra_core.trace._graph import DepGraph, PathOverflow, PathStream
-from chakra_core.trace._pathkernel import PathRuns
-from chakra_core.trace._traceset import RankTrace, TraceSet
+from chakra_core.trace._traceset import FileRank, RankTrace, TraceSet
 
 __all__ = ["compute_stats", "format_stats"]
 
+#: a set of ``.et`` files from this size on is read as columns (compiled loops, numba): below it
+#: the node-by-node read costs less than loading numba
+COLUMNS_FROM = 8 << 20
 _COMM = (NodeType.COMM_COLL_NODE, NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE)
 
 
@@ -45,8 +47,9 @@ def compute_stats(traces: TraceSet, longest_path: bool = True,
     unknown: Counter = Counter()
     colls: dict[str, dict[str, int]] = {}
     per_rank = []
+    columns = compiled_worthwhile((rt.file for rt in traces if isinstance(rt, FileRank)), COLUMNS_FROM)
     for rt in traces:
-        tally = _columnar(rt, longest_path)
+        tally = _columnar(rt, longest_path) if columns else None
         if tally is None:
             tally = _objects(rt, longest_path)
         by_type.update(tally.by_type)
@@ -77,10 +80,8 @@ def compute_stats(traces: TraceSet, longest_path: bool = True,
 
 def _columnar(rt: RankTrace, longest_path: bool) -> RankTally | None:
     """The rank's tally from its columns (:mod:`._colstats`); None for a rank held otherwise
-    than in an ``.et`` file, without numba, or whose file does not read cleanly that way (the
-    node-by-node read then gives the error)."""
-    if not COMPILED:
-        return None
+    than in an ``.et`` file, or whose file does not read cleanly that way (the node-by-node read
+    then gives the error)."""
     try:
         return tally_columns(rt, longest_path)
     except TraceFormatError:
@@ -138,7 +139,7 @@ def _path(rt: RankTrace, tally: RankTally) -> tuple[int, int]:
     """The rank's longest path ``(us, nodes)``: streamed when the file is in a topological
     order with increasing ids, else from the rank's :class:`DepGraph` (a second read)."""
     stream = tally.path
-    if isinstance(stream, PathRuns) and tally.overflow >= 0:
+    if stream is not None and not isinstance(stream, PathStream) and tally.overflow >= 0:
         raise _overflow(rt, stream.id_at(tally.overflow))
     if stream is not None and stream.ok:
         return stream.result()[:2]

@@ -1,0 +1,30 @@
+"""Whether a compiled loop is worth loading numba for: loading it costs about 0.35 s of CPU and
+85 MB once per process, which a small input never pays back.  Kept apart from
+:mod:`chakra_core.base._jit`, whose import loads numba."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from collections.abc import Iterable
+
+__all__ = ["compiled_worthwhile"]
+
+
+def compiled_worthwhile(paths: str | os.PathLike | Iterable[str | os.PathLike], from_bytes: int) -> bool:
+    """True when numba is installed and either loaded already in this process or the files
+    ``paths`` (one path or several) hold at least ``from_bytes`` bytes together (a path that
+    cannot be sized counts 0)."""
+    if "numba" not in sys.modules:
+        total = 0
+        for path in [paths] if isinstance(paths, (str, os.PathLike)) else paths:
+            try:
+                total += os.path.getsize(path)
+            except OSError:
+                continue
+            if total >= from_bytes:
+                break
+        if total < from_bytes:
+            return False
+    return importlib.util.find_spec("numba") is not None

@@ -1,0 +1,58 @@
+"""A small input is read without loading numba (about 0.35 s of CPU and 85 MB a process); a large
+one, or any input once numba is loaded, takes the compiled loops.  Each case runs in a fresh
+interpreter so that what loads numba is this command alone."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from chakra_core.base._jitchoice import compiled_worthwhile
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = ROOT / "examples" / "text" / "dlrm_like.txt"
+RUN = '''
+import sys
+from chakra_core.cli.main import main
+status = main(sys.argv[1:])
+print("numba loaded" if "numba" in sys.modules else "numba not loaded", status)
+'''
+
+pytest.importorskip("numba")
+
+
+def _run(*args) -> str:
+    r = subprocess.run([sys.executable, "-c", RUN, *map(str, args)], capture_output=True, text=True,
+                       cwd=ROOT, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.strip().splitlines()[-1]
+
+
+@pytest.fixture(scope="module")
+def small_set(tmp_path_factory):
+    out = tmp_path_factory.mktemp("small")
+    assert _run("convert", SMALL, "-I", "npus=2", "-o", f"{out}/et/").endswith(" 0")
+    return out / "et"
+
+
+@pytest.mark.parametrize("command", [["jsonize", "-o", "{tmp}/json/"], ["stats"]])
+def test_a_small_set_is_read_without_numba(small_set, tmp_path, command):
+    args = [a.format(tmp=tmp_path) for a in command]
+    assert _run(args[0], small_set, *args[1:]) == "numba not loaded 0"
+
+
+def test_worthwhile_from_the_files_together(small_set):
+    files = sorted(small_set.glob("*.et"))
+    size = sum(f.stat().st_size for f in files)
+    code = ("import sys; from chakra_core.base._jitchoice import compiled_worthwhile as w; "
+            f"print(w({[str(f) for f in files]}, {size}), w({[str(f) for f in files]}, {size + 1}), "
+            f"w({str(files[0])!r}, {size}), w('/nonexistent', 0), 'numba' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.stdout.split() == ["True", "False", "False", "True", "False"], r.stderr
+    # in this process numba is loaded (the import above skips otherwise): any input qualifies
+    import numba  # noqa: F401
+
+    assert compiled_worthwhile("/nonexistent", 1 << 40)
