@@ -42,6 +42,7 @@ from .comms import COLL_TYPES, CommInfo, kind_of_kernel
 from .deps import add_data_deps, add_stream_waits, add_syncs, cross_thread, insert_handoffs, insert_idle, main_lane
 from .extlink import matched_fraction
 from .hostet import HostOp, HostTrace
+from .intmap import IntMap
 from .kineto import KinetoTrace
 from .outnode import ConvertedRank, OutNode, pg_init_node, toposort
 from .schema_version import PyTorchTraceWarning
@@ -84,7 +85,8 @@ class RankBuild:
 def build_graph(host: HostTrace, kt: KinetoTrace | None, rank: int, world: int,
                 groups: dict[str, list[int]], data_deps: bool = False, idle_gaps: bool = True,
                 min_idle_us: int = 10) -> ConvertedRank:
-    """Convert one rank (see the module docstring for the rules), pass by pass."""
+    """Convert one rank (see the module docstring for the rules), pass by pass; ``host`` and
+    ``kt`` are consumed (their per-op tables are emptied once the graph is built)."""
     if kt is not None:
         _check_same_run(host, kt)
     b = RankBuild(host, kt, rank, world, groups, next_id=max([op.id for op in host.ops], default=0) + 1)
@@ -94,11 +96,14 @@ def build_graph(host: HostTrace, kt: KinetoTrace | None, rank: int, world: int,
     cross_thread(b.lanes)
     add_comm_waiters(b)
     streams = add_gpu_nodes(b, gpu_owner)
+    main_tid = None
     if kt is not None:
         add_syncs(kt, host, streams, b.out, b.grid)
         add_stream_waits(kt, streams)
-        if idle_gaps:
-            add_idle_gaps(b, kt, min_idle_us)
+        main_tid = main_lane(b.lanes, kt, b.step, host)
+    let_go(b)
+    if kt is not None and idle_gaps:
+        add_idle_gaps(b, main_tid, min_idle_us)
     if data_deps:
         add_data_deps(b.lanes)
     return finish(b)
@@ -310,10 +315,10 @@ def add_gpu_nodes(b: RankBuild, gpu_owner: list[int]) -> dict[tuple[int, int], l
     return streams
 
 
-def add_idle_gaps(b: RankBuild, kt: KinetoTrace, min_idle_us: int) -> None:
-    """``[idle]`` nodes where a lane waited for nothing, the main lane covering the step."""
+def add_idle_gaps(b: RankBuild, main_tid: int | None, min_idle_us: int) -> None:
+    """``[idle]`` nodes where a lane waited for nothing, the main lane (host tid ``main_tid``)
+    covering the step."""
     step = b.step
-    main_tid = main_lane(b.lanes, kt, step, b.host)
     for tid, lane in b.lanes.items():
         window = (b.grid(step[0]), b.grid(step[0] + step[1])) if (step and tid == main_tid) else None
         b.next_id = insert_idle(lane, b.out, window, b.next_id, min_idle_us, b.unwaited.get(tid, []))
@@ -325,6 +330,7 @@ def finish(b: RankBuild) -> ConvertedRank:
     """The nodes in topological order behind the process-group node, the rank's metadata, and
     one warning for the notes."""
     nodes = toposort(b.out)
+    b.out = {}
     if b.groups:
         nodes.insert(0, pg_init_node(b.next_id, b.groups, b.world))
     notes = b.notes
@@ -337,6 +343,25 @@ def finish(b: RankBuild) -> ConvertedRank:
         meta.attr.append(make_attr("pid", b.host.pid))
     step_us = b.grid(b.step[0] + b.step[1]) - b.grid(b.step[0]) if b.step is not None else None
     return ConvertedRank(b.rank, nodes, meta, b.groups, step_us, notes)
+
+
+def let_go(b: RankBuild) -> None:
+    """Empty the per-op tables of the inputs and of the timing passes once every node is placed
+    and timed: the last passes (idle gaps, data dependencies, the order) work on the nodes alone,
+    and their own memory does not come on top of these (:func:`build_graph` consumes its host
+    trace and Kineto trace)."""
+    b.span.clear()
+    b.lane_pos.clear()
+    b.host.ops.clear()
+    b.host.rf_owner = IntMap()
+    kt = b.kt
+    if kt is not None:
+        for table in (kt.ops, kt.by_ext, kt.corr_ext, kt.corr_ts, kt.corr_tid):
+            table.clear()
+        kt.ext_rf = IntMap()
+        kt.gpu.clear()
+        kt.syncs.clear()
+        kt.stream_waits.clear()
 
 
 def _global(rank_in_group: int | None, ranks: Sequence[int]) -> int | None:
