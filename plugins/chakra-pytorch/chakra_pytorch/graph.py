@@ -69,8 +69,10 @@ class RankBuild:
     out: dict[int, OutNode] = field(default_factory=dict)
     #: host tid -> its lane of CPU nodes in start order
     lanes: dict[int, list[OutNode]] = field(default_factory=dict)
-    #: node id -> (tid, index in its lane) where waits apply from
-    lane_pos: dict[int, tuple[int, int]] = field(default_factory=dict)
+    #: host-op id -> communication info, of the ops that have one
+    comm_ops: dict[int, CommInfo] = field(default_factory=dict)
+    #: communication node id -> index in its thread's lane where waits for it apply from
+    lane_pos: dict[int, int] = field(default_factory=dict)
     #: off-lane communication nodes: (node, tid, blocking)
     comm_waits: list[tuple[OutNode, int, bool]] = field(default_factory=list)
     #: tid -> communication nodes no lane node waits for
@@ -189,14 +191,24 @@ def gpu_owners(b: RankBuild) -> tuple[list[int], set[int]]:
 
 
 def build_lanes(b: RankBuild, comm_kernel_owner: set[int]) -> None:
-    """Each host thread's lane of CPU nodes, and the communication nodes beside the lanes."""
+    """Each host thread's lane of CPU nodes, and the communication nodes beside the lanes.
+
+    The host ops are handed over one by one: each op (and its span) is let go as soon as its
+    node exists, so that the two are never held whole together; ``b.comm_ops`` keeps the
+    communication info of the ops that have one.
+    """
     nested: dict[int, int] = {}
     for op in b.host.ops:
         if op.parent_sel >= 0 and op.id in b.span and op.parent_sel in b.span:
             s, e = b.span[op.id]
             nested[op.parent_sel] = nested.get(op.parent_sel, 0) + (e - s)
     last_comm: dict[int, OutNode] = {}
-    for op in b.host.ops:
+    ops = b.host.ops
+    ops.reverse()
+    while ops:
+        op = ops.pop()
+        if op.comm is not None:
+            b.comm_ops[op.id] = op.comm
         lane = b.lanes.setdefault(op.tid, [])
         if op.comm is not None and op.id not in comm_kernel_owner:
             _comm_node(b, op, op.comm, lane, last_comm)
@@ -208,14 +220,13 @@ def _lane_node(b: RankBuild, op: HostOp, lane: list[OutNode], nested_us: int) ->
     """A CPU node on its thread's lane, after the lane's last node; an op around a nested
     communication keeps its exclusive time."""
     node = OutNode(op.id, op.name, NodeType.COMP_NODE, io=op.io, host=op.keep)
-    s, e = b.span.get(op.id, (-1, -1))
+    s, e = b.span.pop(op.id, (-1, -1))
     if s >= 0:
         node.start, node.dur = s, max(0, e - s - nested_us)
     elif lane and lane[-1].start >= 0:
         node.start = lane[-1].end
     if lane:
         node.ctrl.append(lane[-1].id)
-    b.lane_pos[node.id] = (op.tid, len(lane))
     lane.append(node)
     b.out[node.id] = node
 
@@ -225,7 +236,7 @@ def _comm_node(b: RankBuild, op: HostOp, comm: CommInfo, lane: list[OutNode],
     """A communication node beside its thread's lane, timed by its own gloo/NCCL work."""
     node = OutNode(op.id, op.name, comm.node_type, io=op.io, host=op.keep,
                    extra=_comm_attrs(comm, b.rank, b.groups, b.world))
-    s, e = b.span.get(op.id, (-1, -1))
+    s, e = b.span.pop(op.id, (-1, -1))
     node.issued = s
     worker = _worker_span(comm, b.kt, b.grid)
     if worker is not None:
@@ -257,7 +268,7 @@ def _comm_node(b: RankBuild, op: HostOp, comm: CommInfo, lane: list[OutNode],
     blocking = comm.kind in ("send", "recv") or comm.async_op is False
     b.comm_waits.append((node, op.tid, blocking))
     b.out[node.id] = node
-    b.lane_pos[node.id] = (op.tid, len(lane))  # waits apply to lane nodes from here on
+    b.lane_pos[node.id] = len(lane)  # waits apply to lane nodes from here on
 
 
 def add_comm_waiters(b: RankBuild) -> None:
@@ -266,7 +277,7 @@ def add_comm_waiters(b: RankBuild) -> None:
     latest: dict[int, list[int]] = {}  # tid -> running maximum of the lane's starts
     for comm_node, tid, blocking in b.comm_waits:
         lane = b.lanes.get(tid, [])
-        after = b.lane_pos[comm_node.id][1]
+        after = b.lane_pos[comm_node.id]
         waiter = None
         if blocking:
             waiter = lane[after] if after < len(lane) else None
@@ -290,7 +301,6 @@ def add_gpu_nodes(b: RankBuild, gpu_owner: list[int]) -> dict[tuple[int, int], l
     kt = b.kt
     if kt is None:
         return streams
-    by_id = {op.id: op for op in b.host.ops}
     for g, owner in zip(kt.gpu, gpu_owner):
         node = OutNode(b.next_id, g.name, NodeType.COMP_NODE, start=b.grid(g.ts),
                        dur=b.grid(g.ts + g.dur) - b.grid(g.ts))
@@ -298,8 +308,7 @@ def add_gpu_nodes(b: RankBuild, gpu_owner: list[int]) -> dict[tuple[int, int], l
         node.cpu = False
         node.extra = [("stream", g.stream), ("device", g.device)]
         if kind_of_kernel(g.name) is not None:
-            owner_op = by_id.get(owner)
-            comm = owner_op.comm if owner_op is not None else None
+            comm = b.comm_ops.get(owner)
             if comm is None:
                 b.notes.append(f"NCCL kernel {g.name} has no communication op: kept as compute")
             else:
