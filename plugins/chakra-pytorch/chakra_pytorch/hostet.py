@@ -170,7 +170,7 @@ def _io(node: dict) -> tuple[list, list, list, list, list, list]:
         # schema 1.0.1: lists plus input_shapes/input_types keys
         parts = (ins, node.get("input_shapes"), node.get("input_types"),
                  outs, node.get("output_shapes"), node.get("output_types"))
-    return tuple(p if isinstance(p, list) else [] for p in parts)  # type: ignore[return-value]
+    return tuple([p if isinstance(p, list) else [] for p in parts])  # type: ignore[return-value]
 
 
 def _parent(node: dict, path: str, index: int) -> int:

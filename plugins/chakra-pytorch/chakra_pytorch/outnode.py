@@ -16,7 +16,7 @@ from chakra_core import (
     Node,
     NodeType,
     TraceFormatError,
-    make_attr,
+    add_attr,
     process_groups_json,
 )
 
@@ -68,7 +68,8 @@ class OutNode:
             n.start_time_micros = self.start
         n.ctrl_deps.extend(self.ctrl)
         n.data_deps.extend(self.data)
-        n.attr.extend(make_attr(k, v) for k, v in self.attrs())
+        for k, v in self.attrs():
+            add_attr(n, k, v)
         if self.io is not None:
             iv, ish, ity, ov, osh, oty = orjson.loads(self.io)
             n.inputs.values, n.inputs.shapes, n.inputs.types = repr(iv), repr(ish), repr(ity)
