@@ -14,9 +14,10 @@ __all__ = ["LazyRank"]
 class LazyRank(GeneratedRank):
     """A rank whose graph ``convert()`` builds on each read.
 
-    ``raw()`` hands each node's message to the writer as soon as it is serialized, so writing a
-    rank never holds more than one protobuf node besides the compact graph (``batches()``, for
-    readers that want Node objects, gathers them 4096 at a time).
+    ``raw()`` hands each node's message to the writer as soon as it is serialized and lets the
+    compact node go, so writing a rank holds one protobuf node at a time and the graph shrinks as
+    it is written (``batches()``, for readers that want Node objects, gathers them 4096 at a
+    time).
     """
 
     def __init__(self, rank: int, metadata: GlobalMetadata, convert: Callable[[], ConvertedRank],
@@ -26,5 +27,7 @@ class LazyRank(GeneratedRank):
 
     def raw(self) -> Iterator[bytes]:
         """The serialized node messages, in the order :meth:`nodes` yields them."""
-        for n in self._convert().protobuf_nodes():
-            yield n.SerializeToString()
+        nodes = self._convert().nodes
+        nodes.reverse()  # taken from the end: each node is let go once it is serialized
+        while nodes:
+            yield nodes.pop().to_node().SerializeToString()

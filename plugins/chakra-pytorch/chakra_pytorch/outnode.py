@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -101,16 +102,20 @@ def toposort(out: dict[int, OutNode]) -> list[OutNode]:
     started it: ranks match collectives by their order in the file, which is the issue order
     (a worker can start the first of two queued collectives after the second was issued)."""
     nodes = list(out.values())
-    ptr: list[int] = [0]
-    dep_ids: list[int] = []
+    # integer columns in arrays (8 bytes each), the dependency lists cut to their length: this
+    # is the conversion's peak of memory
+    ptr = array("q", [0])
+    dep_ids = array("q")
     for n in nodes:
         dep_ids.extend(d for d in dict.fromkeys(n.ctrl + n.data) if d in out)
         ptr.append(len(dep_ids))
-        n.ctrl = [d for d in dict.fromkeys(n.ctrl) if d in out]
-        n.data = [d for d in dict.fromkeys(n.data) if d in out and d not in n.ctrl]
-    ids = np.array([n.id for n in nodes], dtype=np.uint64)
-    g = DepGraph(ids, np.array(ptr, dtype=np.int64), np.array(dep_ids, dtype=np.uint64))
-    starts = np.array([max(n.issued if n.issued >= 0 else n.start, 0) for n in nodes], dtype=np.int64)
+        n.ctrl = list(dict.fromkeys(d for d in n.ctrl if d in out))
+        n.data = list(dict.fromkeys(d for d in n.data if d in out and d not in n.ctrl))
+    count = len(nodes)
+    ids = np.fromiter((n.id for n in nodes), dtype=np.uint64, count=count)
+    g = DepGraph(ids, np.frombuffer(ptr, dtype=np.int64), np.frombuffer(dep_ids, dtype=np.int64).astype(np.uint64))
+    starts = np.fromiter((max(n.issued if n.issued >= 0 else n.start, 0) for n in nodes), dtype=np.int64,
+                         count=count)
     order, left = g.topo_order(priority=np.lexsort((ids, starts)).argsort())
     if left:
         raise TraceFormatError("the converted graph has a dependency cycle")
