@@ -339,7 +339,6 @@ def finish(b: RankBuild) -> ConvertedRank:
     """The nodes in topological order behind the process-group node, the rank's metadata, and
     one warning for the notes."""
     nodes = toposort(b.out)
-    b.out = {}
     if b.groups:
         nodes.insert(0, pg_init_node(b.next_id, b.groups, b.world))
     notes = b.notes

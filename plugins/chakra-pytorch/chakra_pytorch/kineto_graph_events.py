@@ -13,6 +13,7 @@ threads (a parent before its children), which stands in for the host ET's node i
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,7 +98,7 @@ class CpuCollector:
         if cat not in _CPU_CATS and cat not in _RUNTIME_CATS:
             return
         name = ev.get("name")
-        name = name if isinstance(name, str) else ""
+        name = sys.intern(name) if isinstance(name, str) else ""  # names repeat: one copy each
         args = ev.get("args")
         args = args if isinstance(args, dict) else {}
         pid = int64_from_number(ev.get("pid"))

@@ -100,7 +100,8 @@ def toposort(out: dict[int, OutNode]) -> list[OutNode]:
     among the ready ones, then lowest id; repeated and dangling dependencies are dropped from
     the nodes.  A communication sorts by the time its op was issued, not by when gloo's worker
     started it: ranks match collectives by their order in the file, which is the issue order
-    (a worker can start the first of two queued collectives after the second was issued)."""
+    (a worker can start the first of two queued collectives after the second was issued).
+    ``out`` is emptied (the order is the last use of the table, and its memory is let go)."""
     nodes = list(out.values())
     # integer columns in arrays (8 bytes each), the dependency lists cut to their length: this
     # is the conversion's peak of memory
@@ -111,6 +112,7 @@ def toposort(out: dict[int, OutNode]) -> list[OutNode]:
         ptr.append(len(dep_ids))
         n.ctrl = list(dict.fromkeys(d for d in n.ctrl if d in out))
         n.data = list(dict.fromkeys(d for d in n.data if d in out and d not in n.ctrl))
+    out.clear()
     count = len(nodes)
     ids = np.fromiter((n.id for n in nodes), dtype=np.uint64, count=count)
     g = DepGraph(ids, np.frombuffer(ptr, dtype=np.int64), np.frombuffer(dep_ids, dtype=np.int64).astype(np.uint64))
