@@ -31,6 +31,16 @@ _KEPT_ARGS = frozenset({
     "Process Group Name", "Process Group Ranks", "Group size", "Global rank start", "Global rank stride",
 })
 
+#: kept arguments that list short strings which repeat from event to event (types, scalars)
+_STRING_LISTS = frozenset({"Input type", "Concrete Inputs"})
+
+
+def _shared(v: Any) -> Any:
+    """A list of strings with each string interned (one copy of each); anything else as is."""
+    if isinstance(v, list):
+        return [sys.intern(x) if type(x) is str else x for x in v]
+    return v
+
 
 @dataclass(slots=True)
 class CpuEvent:
@@ -104,7 +114,7 @@ class CpuCollector:
         pid = int64_from_number(ev.get("pid"))
         ts, tid = event_time(ev.get("ts", 0.0), "ts"), int64_from_number(ev.get("tid"), 0)
         if cat in _CPU_CATS:
-            kept = {k: v for k, v in args.items() if k in _KEPT_ARGS}
+            kept = {k: _shared(v) if k in _STRING_LISTS else v for k, v in args.items() if k in _KEPT_ARGS}
             dur = max(0.0, event_time(ev.get("dur", 0.0), "dur"))
             self.events.append((pid, CpuEvent(name, tid, ts, dur, kept)))
         else:
