@@ -2,18 +2,20 @@
 
 1. a real trace: records one training step of a 24-layer transformer encoder (d_model 512,
    8 heads, AdamW foreach=False) on the CPU with torch 2.13.0 (about 24k host-ET nodes), then
-   converts host ET + Kineto to Chakra ETs;
+   converts host ET + Kineto to Chakra ETs (``--layers 24,48`` records and converts both sizes);
 2. synthetic traces of 250,000 and 1,000,000 host-ET nodes (plus a Kineto trace with an event
    for every node) in PyTorch's layout, to show that memory grows linearly with the nodes, and
    one of 250,000 nodes with an asynchronous gloo all-reduce after every 10th operator (time
    linear in the communications too).
 
-Each conversion runs in a fresh process that reports its wall time and peak RSS; the RSS of the
-same process after the imports alone is printed too, so the conversion's own share is visible.
+Each conversion runs in a fresh process that reports its wall and CPU seconds and peak RSS; the
+RSS of the same process after the imports alone is printed too, so the conversion's own share is
+visible (bytes per host node above the imports), and between two sizes of one kind of trace the
+growth per host node (what the conversion keeps per node, without the fixed costs).
 Targets (docs/pytorch.md): the real trace in <= 1.55 s (10x faster than 15.5 s) and <= 107 MB
 (1/4 of 429 MB).
 
-    python benches/bench_pytorch.py [--layers 24] [--synthetic 250000,1000000]
+    python benches/bench_pytorch.py [--layers 24[,48]] [--synthetic 250000,1000000]
                                     [--comm-synthetic 250000] [--keep DIR]
 """
 
@@ -52,14 +54,15 @@ import resource, sys, tempfile, time, warnings
 warnings.simplefilter("ignore")
 from chakra_pytorch import open_pytorch
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-t = time.perf_counter()
+t, c = time.perf_counter(), time.process_time()
 ts = open_pytorch(sys.argv[1:])
 with tempfile.TemporaryDirectory() as d:
     paths = ts.write(d)
-    secs = time.perf_counter() - t
+    secs, cpu = time.perf_counter() - t, time.process_time() - c
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     from chakra_core import EtReader
     n = sum(sum(1 for _ in EtReader(p).raw()) for p in paths)
-print(f"{secs:.3f} {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.1f} {base:.1f} {n}")
+print(f"{secs:.3f} {cpu:.3f} {peak:.1f} {base:.1f} {n}")
 '''
 
 
@@ -163,12 +166,14 @@ def synthesize(out: Path, n_nodes: int, comm_every: int = 0) -> tuple[Path, Path
 
 
 def convert(paths: list[Path]) -> dict:
-    """Convert in a fresh process: seconds, peak RSS MB, RSS after imports MB, nodes written."""
+    """Convert in a fresh process: wall and CPU seconds, peak RSS MB, RSS after imports MB,
+    nodes written."""
     env = dict(os.environ)
     r = subprocess.run([sys.executable, "-c", _CONVERT, *map(str, paths)], check=True, env=env,
                        capture_output=True, text=True)
-    secs, peak, base, n = r.stdout.split()
-    return {"seconds": float(secs), "peak_mb": float(peak), "import_mb": float(base), "nodes_out": int(n)}
+    secs, cpu, peak, base, n = r.stdout.split()
+    return {"seconds": float(secs), "cpu_seconds": float(cpu), "peak_mb": float(peak), "import_mb": float(base),
+            "nodes_out": int(n)}
 
 
 def _count_host_nodes(path: Path) -> int:
@@ -181,7 +186,7 @@ def _count_host_nodes(path: Path) -> int:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--layers", type=int, default=24, help="encoder layers of the real trace")
+    ap.add_argument("--layers", default="24", help="encoder layers of the real traces (comma-separated)")
     ap.add_argument("--synthetic", default="250000,1000000", help="synthetic sizes (host-ET nodes)")
     ap.add_argument("--comm-synthetic", default="250000",
                     help="synthetic sizes with an async gloo all-reduce after every 10th operator")
@@ -190,17 +195,17 @@ def main() -> None:
     args = ap.parse_args()
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench_pytorch_"))
     rows = []
-    real = work / "real"
     # find torch without importing it: an import would raise this process's peak RSS, which the
     # conversion subprocesses inherit as their starting high-water mark
     if importlib.util.find_spec("torch") is not None:
-        if not (real / "pytorch_et.0.json.gz").exists():
-            t = time.perf_counter()
-            record_real(real, args.layers)
-            print(f"recorded the real trace in {time.perf_counter() - t:.1f} s", file=sys.stderr)
-        n = _count_host_nodes(real / "pytorch_et.0.json.gz")
-        rows.append({"trace": f"real: {args.layers}-layer encoder, 1 step", "host_nodes": n,
-                     **convert([real])})
+        for layers in [int(x) for x in args.layers.split(",") if x]:
+            real = work / ("real" if layers == 24 else f"real{layers}")
+            if not (real / "pytorch_et.0.json.gz").exists():
+                t = time.perf_counter()
+                record_real(real, layers)
+                print(f"recorded the real trace in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+            n = _count_host_nodes(real / "pytorch_et.0.json.gz")
+            rows.append({"trace": f"real: {layers}-layer encoder, 1 step", "host_nodes": n, **convert([real])})
     else:
         print("torch is not installed: skipping the real trace", file=sys.stderr)
     sizes = [(int(s), 0) for s in args.synthetic.split(",") if s]
@@ -214,15 +219,34 @@ def main() -> None:
             et.unlink()
             kin.unlink()
     for r in rows:
-        r["mb_per_1k_nodes"] = round((r["peak_mb"] - r["import_mb"]) / r["host_nodes"] * 1000, 3)
+        r["bytes_per_node"] = round((r["peak_mb"] - r["import_mb"]) * 2**20 / r["host_nodes"])
+    growth = _growth(rows)
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(json.dumps({"rows": rows, "growth": growth}, indent=2))
         return
-    print(f"{'trace':34} {'host nodes':>10} {'out nodes':>9} {'seconds':>8} {'peak MB':>8} "
-          f"{'imports MB':>10} {'MB/1k nodes':>11}")
+    print(f"{'trace':34} {'host nodes':>10} {'out nodes':>9} {'wall s':>7} {'CPU s':>7} {'peak MB':>8} "
+          f"{'imports MB':>10} {'B/node':>7}")
     for r in rows:
-        print(f"{r['trace']:34} {r['host_nodes']:>10} {r['nodes_out']:>9} {r['seconds']:>8.2f} "
-              f"{r['peak_mb']:>8.1f} {r['import_mb']:>10.1f} {r['mb_per_1k_nodes']:>11.3f}")
+        print(f"{r['trace']:34} {r['host_nodes']:>10} {r['nodes_out']:>9} {r['seconds']:>7.2f} "
+              f"{r['cpu_seconds']:>7.2f} {r['peak_mb']:>8.1f} {r['import_mb']:>10.1f} {r['bytes_per_node']:>7}")
+    for g in growth:
+        print(f"growth {g['from']} -> {g['to']} host nodes ({g['trace']}): {g['bytes_per_node']} B of peak RSS "
+              f"and {g['cpu_us_per_node']} us of CPU per host node")
+
+
+def _growth(rows: list[dict]) -> list[dict]:
+    """Between consecutive sizes of one kind of trace: peak RSS bytes and CPU microseconds per
+    added host node (the per-node cost, without the fixed costs)."""
+    out = []
+    for a, b in zip(rows, rows[1:]):
+        kind = a["trace"].split(":")[0]
+        if kind != b["trace"].split(":")[0] or b["host_nodes"] <= a["host_nodes"]:
+            continue
+        dn = b["host_nodes"] - a["host_nodes"]
+        out.append({"trace": kind, "from": a["host_nodes"], "to": b["host_nodes"],
+                    "bytes_per_node": round((b["peak_mb"] - a["peak_mb"]) * 2**20 / dn),
+                    "cpu_us_per_node": round((b["cpu_seconds"] - a["cpu_seconds"]) * 1e6 / dn, 1)})
+    return out
 
 
 if __name__ == "__main__":

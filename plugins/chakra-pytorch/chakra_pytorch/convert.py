@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from chakra_core import (
-    GeneratedRank,
     GlobalMetadata,
-    Node,
     TraceFormatError,
     TraceSet,
     expand_paths,
@@ -26,6 +24,7 @@ from .hostet import read_header, read_host_et, scan_groups
 from .hostrank import TraceRank, scan_rank
 from .ints import MAX_RANKS
 from .kineto import KinetoTrace, read_distributed_info, read_kineto
+from .lazyrank import LazyRank
 from .schema_version import PyTorchTraceWarning, check_schema
 from .sniff import JSON_SUFFIXES, classify_files, is_linked, rank_from_name
 from .stepstart import START_OFFSET_ATTR, first_step_us, start_offsets_ns
@@ -250,8 +249,8 @@ def open_pytorch(paths: Sequence[str], data_deps: bool = False, idle_gaps: bool 
         meta = with_process_groups(_metadata(rf), groups)
         if rf.rank in offsets:
             meta.attr.append(make_attr(START_OFFSET_ATTR, offsets[rf.rank]))
-        ranks.append(GeneratedRank(rf.rank, meta, _factory(rf, world, data_deps, idle_gaps, min_idle_us, match),
-                                   path=rf.host))
+        ranks.append(LazyRank(rf.rank, meta, _factory(rf, world, data_deps, idle_gaps, min_idle_us, match),
+                              path=rf.host))
     return TraceSet(ranks, process_groups=groups, source=rank_files[0].host)
 
 
@@ -282,7 +281,7 @@ def _set_match(rank_files: Sequence[RankFiles], groups: dict[str, list[int]], wo
 
 def _factory(rf: RankFiles, world: int | None, data_deps: bool, idle_gaps: bool, min_idle_us: int,
              match: SetMatch | None):
-    def nodes() -> Iterator[Node]:
-        """Convert the rank now and yield its nodes."""
-        return convert_rank(rf, world, data_deps, idle_gaps, min_idle_us, match).protobuf_nodes()
-    return nodes
+    def convert() -> ConvertedRank:
+        """Convert the rank now."""
+        return convert_rank(rf, world, data_deps, idle_gaps, min_idle_us, match)
+    return convert

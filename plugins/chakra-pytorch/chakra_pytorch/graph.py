@@ -42,6 +42,7 @@ from .comms import COLL_TYPES, CommInfo, kind_of_kernel
 from .deps import add_data_deps, add_stream_waits, add_syncs, cross_thread, insert_handoffs, insert_idle, main_lane
 from .extlink import matched_fraction
 from .hostet import HostOp, HostTrace
+from .intmap import IntMap
 from .kineto import KinetoTrace
 from .outnode import ConvertedRank, OutNode, pg_init_node, toposort
 from .schema_version import PyTorchTraceWarning
@@ -68,8 +69,10 @@ class RankBuild:
     out: dict[int, OutNode] = field(default_factory=dict)
     #: host tid -> its lane of CPU nodes in start order
     lanes: dict[int, list[OutNode]] = field(default_factory=dict)
-    #: node id -> (tid, index in its lane) where waits apply from
-    lane_pos: dict[int, tuple[int, int]] = field(default_factory=dict)
+    #: host-op id -> communication info, of the ops that have one
+    comm_ops: dict[int, CommInfo] = field(default_factory=dict)
+    #: communication node id -> index in its thread's lane where waits for it apply from
+    lane_pos: dict[int, int] = field(default_factory=dict)
     #: off-lane communication nodes: (node, tid, blocking)
     comm_waits: list[tuple[OutNode, int, bool]] = field(default_factory=list)
     #: tid -> communication nodes no lane node waits for
@@ -84,7 +87,8 @@ class RankBuild:
 def build_graph(host: HostTrace, kt: KinetoTrace | None, rank: int, world: int,
                 groups: dict[str, list[int]], data_deps: bool = False, idle_gaps: bool = True,
                 min_idle_us: int = 10) -> ConvertedRank:
-    """Convert one rank (see the module docstring for the rules), pass by pass."""
+    """Convert one rank (see the module docstring for the rules), pass by pass; ``host`` and
+    ``kt`` are consumed (their per-op tables are emptied once the graph is built)."""
     if kt is not None:
         _check_same_run(host, kt)
     b = RankBuild(host, kt, rank, world, groups, next_id=max([op.id for op in host.ops], default=0) + 1)
@@ -94,11 +98,14 @@ def build_graph(host: HostTrace, kt: KinetoTrace | None, rank: int, world: int,
     cross_thread(b.lanes)
     add_comm_waiters(b)
     streams = add_gpu_nodes(b, gpu_owner)
+    main_tid = None
     if kt is not None:
         add_syncs(kt, host, streams, b.out, b.grid)
         add_stream_waits(kt, streams)
-        if idle_gaps:
-            add_idle_gaps(b, kt, min_idle_us)
+        main_tid = main_lane(b.lanes, kt, b.step, host)
+    let_go(b)
+    if kt is not None and idle_gaps:
+        add_idle_gaps(b, main_tid, min_idle_us)
     if data_deps:
         add_data_deps(b.lanes)
     return finish(b)
@@ -184,14 +191,24 @@ def gpu_owners(b: RankBuild) -> tuple[list[int], set[int]]:
 
 
 def build_lanes(b: RankBuild, comm_kernel_owner: set[int]) -> None:
-    """Each host thread's lane of CPU nodes, and the communication nodes beside the lanes."""
+    """Each host thread's lane of CPU nodes, and the communication nodes beside the lanes.
+
+    The host ops are handed over one by one: each op (and its span) is let go as soon as its
+    node exists, so that the two are never held whole together; ``b.comm_ops`` keeps the
+    communication info of the ops that have one.
+    """
     nested: dict[int, int] = {}
     for op in b.host.ops:
         if op.parent_sel >= 0 and op.id in b.span and op.parent_sel in b.span:
             s, e = b.span[op.id]
             nested[op.parent_sel] = nested.get(op.parent_sel, 0) + (e - s)
     last_comm: dict[int, OutNode] = {}
-    for op in b.host.ops:
+    ops = b.host.ops
+    ops.reverse()
+    while ops:
+        op = ops.pop()
+        if op.comm is not None:
+            b.comm_ops[op.id] = op.comm
         lane = b.lanes.setdefault(op.tid, [])
         if op.comm is not None and op.id not in comm_kernel_owner:
             _comm_node(b, op, op.comm, lane, last_comm)
@@ -203,14 +220,13 @@ def _lane_node(b: RankBuild, op: HostOp, lane: list[OutNode], nested_us: int) ->
     """A CPU node on its thread's lane, after the lane's last node; an op around a nested
     communication keeps its exclusive time."""
     node = OutNode(op.id, op.name, NodeType.COMP_NODE, io=op.io, host=op.keep)
-    s, e = b.span.get(op.id, (-1, -1))
+    s, e = b.span.pop(op.id, (-1, -1))
     if s >= 0:
         node.start, node.dur = s, max(0, e - s - nested_us)
     elif lane and lane[-1].start >= 0:
         node.start = lane[-1].end
     if lane:
         node.ctrl.append(lane[-1].id)
-    b.lane_pos[node.id] = (op.tid, len(lane))
     lane.append(node)
     b.out[node.id] = node
 
@@ -220,7 +236,7 @@ def _comm_node(b: RankBuild, op: HostOp, comm: CommInfo, lane: list[OutNode],
     """A communication node beside its thread's lane, timed by its own gloo/NCCL work."""
     node = OutNode(op.id, op.name, comm.node_type, io=op.io, host=op.keep,
                    extra=_comm_attrs(comm, b.rank, b.groups, b.world))
-    s, e = b.span.get(op.id, (-1, -1))
+    s, e = b.span.pop(op.id, (-1, -1))
     node.issued = s
     worker = _worker_span(comm, b.kt, b.grid)
     if worker is not None:
@@ -252,7 +268,7 @@ def _comm_node(b: RankBuild, op: HostOp, comm: CommInfo, lane: list[OutNode],
     blocking = comm.kind in ("send", "recv") or comm.async_op is False
     b.comm_waits.append((node, op.tid, blocking))
     b.out[node.id] = node
-    b.lane_pos[node.id] = (op.tid, len(lane))  # waits apply to lane nodes from here on
+    b.lane_pos[node.id] = len(lane)  # waits apply to lane nodes from here on
 
 
 def add_comm_waiters(b: RankBuild) -> None:
@@ -261,7 +277,7 @@ def add_comm_waiters(b: RankBuild) -> None:
     latest: dict[int, list[int]] = {}  # tid -> running maximum of the lane's starts
     for comm_node, tid, blocking in b.comm_waits:
         lane = b.lanes.get(tid, [])
-        after = b.lane_pos[comm_node.id][1]
+        after = b.lane_pos[comm_node.id]
         waiter = None
         if blocking:
             waiter = lane[after] if after < len(lane) else None
@@ -285,7 +301,6 @@ def add_gpu_nodes(b: RankBuild, gpu_owner: list[int]) -> dict[tuple[int, int], l
     kt = b.kt
     if kt is None:
         return streams
-    by_id = {op.id: op for op in b.host.ops}
     for g, owner in zip(kt.gpu, gpu_owner):
         node = OutNode(b.next_id, g.name, NodeType.COMP_NODE, start=b.grid(g.ts),
                        dur=b.grid(g.ts + g.dur) - b.grid(g.ts))
@@ -293,8 +308,7 @@ def add_gpu_nodes(b: RankBuild, gpu_owner: list[int]) -> dict[tuple[int, int], l
         node.cpu = False
         node.extra = [("stream", g.stream), ("device", g.device)]
         if kind_of_kernel(g.name) is not None:
-            owner_op = by_id.get(owner)
-            comm = owner_op.comm if owner_op is not None else None
+            comm = b.comm_ops.get(owner)
             if comm is None:
                 b.notes.append(f"NCCL kernel {g.name} has no communication op: kept as compute")
             else:
@@ -310,10 +324,10 @@ def add_gpu_nodes(b: RankBuild, gpu_owner: list[int]) -> dict[tuple[int, int], l
     return streams
 
 
-def add_idle_gaps(b: RankBuild, kt: KinetoTrace, min_idle_us: int) -> None:
-    """``[idle]`` nodes where a lane waited for nothing, the main lane covering the step."""
+def add_idle_gaps(b: RankBuild, main_tid: int | None, min_idle_us: int) -> None:
+    """``[idle]`` nodes where a lane waited for nothing, the main lane (host tid ``main_tid``)
+    covering the step."""
     step = b.step
-    main_tid = main_lane(b.lanes, kt, step, b.host)
     for tid, lane in b.lanes.items():
         window = (b.grid(step[0]), b.grid(step[0] + step[1])) if (step and tid == main_tid) else None
         b.next_id = insert_idle(lane, b.out, window, b.next_id, min_idle_us, b.unwaited.get(tid, []))
@@ -337,6 +351,25 @@ def finish(b: RankBuild) -> ConvertedRank:
         meta.attr.append(make_attr("pid", b.host.pid))
     step_us = b.grid(b.step[0] + b.step[1]) - b.grid(b.step[0]) if b.step is not None else None
     return ConvertedRank(b.rank, nodes, meta, b.groups, step_us, notes)
+
+
+def let_go(b: RankBuild) -> None:
+    """Empty the per-op tables of the inputs and of the timing passes once every node is placed
+    and timed: the last passes (idle gaps, data dependencies, the order) work on the nodes alone,
+    and their own memory does not come on top of these (:func:`build_graph` consumes its host
+    trace and Kineto trace)."""
+    b.span.clear()
+    b.lane_pos.clear()
+    b.host.ops.clear()
+    b.host.rf_owner = IntMap()
+    kt = b.kt
+    if kt is not None:
+        for table in (kt.ops, kt.by_ext, kt.corr_ext, kt.corr_ts, kt.corr_tid):
+            table.clear()
+        kt.ext_rf = IntMap()
+        kt.gpu.clear()
+        kt.syncs.clear()
+        kt.stream_waits.clear()
 
 
 def _global(rank_in_group: int | None, ranks: Sequence[int]) -> int | None:

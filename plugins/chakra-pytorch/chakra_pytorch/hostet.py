@@ -37,13 +37,14 @@ from .ints import MAX_RANKS, int64, is_rank
 from .jsonitems import iter_items
 from .kineto import KinetoTrace
 from .linked import LinkedTiming
+from .needles import PG_INIT_NEEDLE, holds
 
 __all__ = ["KEEP_ATTRS", "HostOp", "HostTrace", "read_host_et", "read_header", "iter_raw_nodes", "scan_groups"]
 
 #: the root nodes (``execution_graph`` in the first PyTorch versions, schema 1.0.1)
 _ROOT_NAMES = ("[pytorch|profiler|execution_trace|process]", "[pytorch|profiler|execution_trace|thread]",
                "[pytorch|profiler|execution_graph|process]", "[pytorch|profiler|execution_graph|thread]")
-PG_INIT = "## process_group:init ##"
+PG_INIT = PG_INIT_NEEDLE.decode()
 _NOT_OPS = ("autograd::", "torch::autograd::", "##", "[pytorch|", "ProfilerStep#", "Optimizer.")
 
 F_SEEN, F_OP, F_ROOT, F_ANCHOR = 1, 2, 4, 8
@@ -169,7 +170,7 @@ def _io(node: dict) -> tuple[list, list, list, list, list, list]:
         # schema 1.0.1: lists plus input_shapes/input_types keys
         parts = (ins, node.get("input_shapes"), node.get("input_types"),
                  outs, node.get("output_shapes"), node.get("output_types"))
-    return tuple(p if isinstance(p, list) else [] for p in parts)  # type: ignore[return-value]
+    return tuple([p if isinstance(p, list) else [] for p in parts])  # type: ignore[return-value]
 
 
 def _parent(node: dict, path: str, index: int) -> int:
@@ -285,7 +286,7 @@ class _HostReader:
                    io: tuple) -> None:
         """Keep a candidate node until its parent arrives (then it may be folded into it)."""
         tid = attrs.get("tid", 0)
-        self.kept[nid] = (name, tid if isinstance(tid, int) else 0, self.cols.rf[nid], _keep(attrs),
+        self.kept[nid] = (sys.intern(name), tid if isinstance(tid, int) else 0, self.cols.rf[nid], _keep(attrs),
                           _dump_io(io, self.path, index))
         if parent >= 0 and not self.cols.flags[parent] & F_SEEN:
             self.waiting.setdefault(parent, []).append(nid)
@@ -357,22 +358,11 @@ def _linked_gpu_copy(linked: LinkedTiming, node: dict, attrs: dict, name: str, p
 def scan_groups(path: str) -> dict[str, dict[str, Any]]:
     """The process groups of the host ET's pg-init node, found without converting the file.
 
-    The decompressed bytes are searched for the node's name first (fast); only when it is there
-    are the nodes parsed, up to that node.
+    The decompressed bytes are searched for the node's name first (:func:`.needles.holds`, one
+    pass shared with the rank scan); only when it is there are the nodes parsed, up to that node.
+    A file that cannot be read has none (the conversion itself reports it).
     """
-    needle = PG_INIT.encode()
-    found = False
-    tail = b""
-    try:
-        with open_binary(path) as f:
-            while chunk := f.read(1 << 20):
-                if needle in tail + chunk:
-                    found = True
-                    break
-                tail = chunk[-len(needle):]
-    except (OSError, EOFError, zlib.error):
-        return {}  # the conversion itself reports the broken file
-    if not found:
+    if not holds(path, PG_INIT_NEEDLE):
         return {}
     for index, node in enumerate(iter_raw_nodes(path)):
         if isinstance(node, dict) and node.get("name") == PG_INIT:

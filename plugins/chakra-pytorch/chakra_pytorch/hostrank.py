@@ -12,16 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from chakra_core import open_binary
-
 from .comms import _PARAM_NAMES
 from .hostet import _attrs, _io, iter_raw_nodes
 from .ints import is_rank
+from .needles import PARAM_COMMS, holds
 
 __all__ = ["TraceRank", "scan_rank"]
-
-_NEEDLE = b'"record_param_comms"'
-
 
 @dataclass(frozen=True)
 class TraceRank:
@@ -33,24 +29,11 @@ class TraceRank:
     source: str
 
 
-def _contains(path: str, needle: bytes) -> bool:
-    tail = b""
-    try:
-        with open_binary(path) as f:
-            while chunk := f.read(1 << 20):
-                if needle in tail + chunk:
-                    return True
-                tail = chunk[-len(needle):]
-    except (OSError, EOFError, ValueError):
-        return False
-    return False
-
-
 def scan_rank(path: str) -> TraceRank | None:
     """The global rank (and world size) the first ``record_param_comms`` node of the host ET
     ``path`` records, None when there is none or it does not say (the bytes are searched for the
     name first; only then are nodes parsed, up to that node)."""
-    if not _contains(path, _NEEDLE):
+    if not holds(path, PARAM_COMMS):
         return None
     for index, node in enumerate(iter_raw_nodes(path)):
         if isinstance(node, dict) and node.get("name") == "record_param_comms":

@@ -14,6 +14,8 @@ _INT64 = 1 << 63
 
 def int64(v: Any) -> int | None:
     """``v`` when it is an integer (not a bool) that fits a signed 64-bit slot, else None."""
+    if type(v) is int:  # the common case: a plain int (not a bool)
+        return v if -_INT64 <= v < _INT64 else None
     return v if isinstance(v, int) and not isinstance(v, bool) and -_INT64 <= v < _INT64 else None
 
 

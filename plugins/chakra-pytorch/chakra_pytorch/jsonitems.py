@@ -29,6 +29,8 @@ _CHUNK = 1 << 20
 _MAX_ELEMENT = 64 << 20  # bytes searched for one element's end before handing over to ijson
 _WS = b" \t\r\n"
 _NON_BLANK = re.compile(rb"[^ \t\r\n]")
+#: the comma between two elements and the brace that opens the next, within the buffer
+_NEXT = re.compile(rb"[ \t\r\n]*,[ \t\r\n]*\{")
 
 
 class _NotThisLayout(Exception):
@@ -85,6 +87,10 @@ def _fast(path: str, key: str) -> Iterator[object]:
             if not isinstance(item, dict):
                 raise _NotThisLayout
             yield item
+            m = _NEXT.match(reader.buf, stop)
+            if m is not None:  # the common case, in one step
+                start = reader.pos = m.end() - 1
+                continue
             reader.pos = stop
             j = reader.skip_ws()
             c = reader.byte(j)

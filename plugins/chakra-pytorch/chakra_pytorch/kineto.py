@@ -13,6 +13,7 @@ GPU kernels/memcpys/memsets, synchronisation calls (``cuda_runtime`` sync calls 
 from __future__ import annotations
 
 import gzip
+import sys
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -223,8 +224,7 @@ def _take_event(kt: KinetoTrace, ev: Any, wanted_rfs: set[int] | frozenset[int] 
     if not isinstance(args, dict):
         args = {}
     name = ev.get("name")
-    if not isinstance(name, str):
-        name = ""
+    name = sys.intern(name) if isinstance(name, str) else ""  # names repeat: one copy each
     ts, dur = event_time(ev.get("ts", 0.0), "ts"), event_time(ev.get("dur", 0.0), "dur")
     if cat in _HOST_CATS:
         pid = int64_from_number(ev.get("pid"))

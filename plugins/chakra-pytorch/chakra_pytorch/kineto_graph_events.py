@@ -13,6 +13,7 @@ threads (a parent before its children), which stands in for the host ET's node i
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +30,16 @@ _KEPT_ARGS = frozenset({
     "Input type", "Concrete Inputs", "Collective name", "In msg nelems", "Out msg nelems", "dtype",
     "Process Group Name", "Process Group Ranks", "Group size", "Global rank start", "Global rank stride",
 })
+
+#: kept arguments that list short strings which repeat from event to event (types, scalars)
+_STRING_LISTS = frozenset({"Input type", "Concrete Inputs"})
+
+
+def _shared(v: Any) -> Any:
+    """A list of strings with each string interned (one copy of each); anything else as is."""
+    if isinstance(v, list):
+        return [sys.intern(x) if type(x) is str else x for x in v]
+    return v
 
 
 @dataclass(slots=True)
@@ -97,13 +108,13 @@ class CpuCollector:
         if cat not in _CPU_CATS and cat not in _RUNTIME_CATS:
             return
         name = ev.get("name")
-        name = name if isinstance(name, str) else ""
+        name = sys.intern(name) if isinstance(name, str) else ""  # names repeat: one copy each
         args = ev.get("args")
         args = args if isinstance(args, dict) else {}
         pid = int64_from_number(ev.get("pid"))
         ts, tid = event_time(ev.get("ts", 0.0), "ts"), int64_from_number(ev.get("tid"), 0)
         if cat in _CPU_CATS:
-            kept = {k: v for k, v in args.items() if k in _KEPT_ARGS}
+            kept = {k: _shared(v) if k in _STRING_LISTS else v for k, v in args.items() if k in _KEPT_ARGS}
             dur = max(0.0, event_time(ev.get("dur", 0.0), "dur"))
             self.events.append((pid, CpuEvent(name, tid, ts, dur, kept)))
         else:

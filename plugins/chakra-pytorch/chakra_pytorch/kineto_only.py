@@ -11,14 +11,12 @@ converted by :func:`convert_kineto_rank` when its nodes are read.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from chakra_core import (
-    GeneratedRank,
     GlobalMetadata,
-    Node,
     TraceFormatError,
     TraceSet,
     expand_paths,
@@ -30,6 +28,8 @@ from .groupmatch import SetMatch, has_subgroups
 from .ints import MAX_RANKS
 from .kineto import read_distributed_info
 from .kineto_graph import KINETO_SCHEMA, convert_kineto_rank, kineto_host
+from .lazyrank import LazyRank
+from .outnode import ConvertedRank
 from .schema_version import PyTorchTraceWarning
 from .sniff import JSON_SUFFIXES, classify_files, rank_from_name
 from .stepstart import START_OFFSET_ATTR, first_step_us, start_offsets_ns
@@ -122,15 +122,15 @@ def open_kineto_only(files: Sequence[str], data_deps: bool = False, idle_gaps: b
         meta = with_process_groups(_metadata(kr), listed)
         if kr.rank in offsets:
             meta.attr.append(make_attr(START_OFFSET_ATTR, offsets[kr.rank]))
-        out.append(GeneratedRank(kr.rank, meta, _factory(kr, world, groups, idle_gaps, min_idle_us, match),
-                                 path=kr.path))
+        out.append(LazyRank(kr.rank, meta, _factory(kr, world, groups, idle_gaps, min_idle_us, match),
+                            path=kr.path))
     return TraceSet(out, process_groups=listed, source=ranks[0].path)
 
 
 def _factory(kr: KinetoRank, world: int, groups: dict[str, list[int]], idle_gaps: bool, min_idle_us: int,
              match: SetMatch | None):
-    def nodes() -> Iterator[Node]:
-        """Convert the rank now and yield its nodes."""
+    def convert() -> ConvertedRank:
+        """Convert the rank now."""
         return convert_kineto_rank(kr.path, kr.rank, world, groups, kr.distributed, idle_gaps,
-                                   min_idle_us, match).protobuf_nodes()
-    return nodes
+                                   min_idle_us, match)
+    return convert

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,7 +17,7 @@ from chakra_core import (
     Node,
     NodeType,
     TraceFormatError,
-    make_attr,
+    add_attr,
     process_groups_json,
 )
 
@@ -68,7 +69,8 @@ class OutNode:
             n.start_time_micros = self.start
         n.ctrl_deps.extend(self.ctrl)
         n.data_deps.extend(self.data)
-        n.attr.extend(make_attr(k, v) for k, v in self.attrs())
+        for k, v in self.attrs():
+            add_attr(n, k, v)
         if self.io is not None:
             iv, ish, ity, ov, osh, oty = orjson.loads(self.io)
             n.inputs.values, n.inputs.shapes, n.inputs.types = repr(iv), repr(ish), repr(ity)
@@ -98,18 +100,24 @@ def toposort(out: dict[int, OutNode]) -> list[OutNode]:
     among the ready ones, then lowest id; repeated and dangling dependencies are dropped from
     the nodes.  A communication sorts by the time its op was issued, not by when gloo's worker
     started it: ranks match collectives by their order in the file, which is the issue order
-    (a worker can start the first of two queued collectives after the second was issued)."""
+    (a worker can start the first of two queued collectives after the second was issued).
+    ``out`` is emptied (the order is the last use of the table, and its memory is let go)."""
     nodes = list(out.values())
-    ptr: list[int] = [0]
-    dep_ids: list[int] = []
+    # integer columns in arrays (8 bytes each), the dependency lists cut to their length: this
+    # is the conversion's peak of memory
+    ptr = array("q", [0])
+    dep_ids = array("q")
     for n in nodes:
         dep_ids.extend(d for d in dict.fromkeys(n.ctrl + n.data) if d in out)
         ptr.append(len(dep_ids))
-        n.ctrl = [d for d in dict.fromkeys(n.ctrl) if d in out]
-        n.data = [d for d in dict.fromkeys(n.data) if d in out and d not in n.ctrl]
-    ids = np.array([n.id for n in nodes], dtype=np.uint64)
-    g = DepGraph(ids, np.array(ptr, dtype=np.int64), np.array(dep_ids, dtype=np.uint64))
-    starts = np.array([max(n.issued if n.issued >= 0 else n.start, 0) for n in nodes], dtype=np.int64)
+        n.ctrl = list(dict.fromkeys(d for d in n.ctrl if d in out))
+        n.data = list(dict.fromkeys(d for d in n.data if d in out and d not in n.ctrl))
+    out.clear()
+    count = len(nodes)
+    ids = np.fromiter((n.id for n in nodes), dtype=np.uint64, count=count)
+    g = DepGraph(ids, np.frombuffer(ptr, dtype=np.int64), np.frombuffer(dep_ids, dtype=np.int64).astype(np.uint64))
+    starts = np.fromiter((max(n.issued if n.issued >= 0 else n.start, 0) for n in nodes), dtype=np.int64,
+                         count=count)
     order, left = g.topo_order(priority=np.lexsort((ids, starts)).argsort())
     if left:
         raise TraceFormatError("the converted graph has a dependency cycle")
