@@ -235,12 +235,12 @@ def test_a_symlinked_points_directory_is_not_followed(tmp_path, chakra_cli):
 # -- jsonize on a full disk ----------------------------------------------------------------------
 
 def test_jsonize_on_a_full_disk_keeps_the_earlier_output(tmp_path, chakra_cli, monkeypatch):
-    import chakra_core.io._jsonform as jsonform
+    import chakra_core.trace._jsonset as jsonset
 
     assert chakra_cli("convert", TEXT, "-I", "npus=2", "-o", _dir(tmp_path / "set"))[0] == 0
     assert chakra_cli("jsonize", tmp_path / "set", "-o", _dir(tmp_path / "js"))[0] == 0
     before = {p.name: p.read_bytes() for p in (tmp_path / "js").iterdir()}
-    real, calls = jsonform.write_json, []
+    real, calls = jsonset.write_json, []
 
     def full_disk(path, *args, **kwargs):
         calls.append(path)
@@ -248,7 +248,7 @@ def test_jsonize_on_a_full_disk_keeps_the_earlier_output(tmp_path, chakra_cli, m
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
         return real(path, *args, **kwargs)
 
-    monkeypatch.setattr(jsonform, "write_json", full_disk)
+    monkeypatch.setattr(jsonset, "write_json", full_disk)
     status, _, err = chakra_cli("jsonize", tmp_path / "set", "-o", _dir(tmp_path / "js"))
     _one_error(status, err, "No space left on device")
     assert len(calls) == 2

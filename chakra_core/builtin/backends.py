@@ -10,9 +10,9 @@ from chakra_core.base._errors import ConfigError
 from chakra_core.base._options import Option
 from chakra_core.hookspecs import hookimpl
 from chakra_core.host._api import Backend, Result
-from chakra_core.io._jsonform import write_json
 from chakra_core.io._publish import inside_output, output_directory
-from chakra_core.trace._traceset import TraceSet, with_process_groups
+from chakra_core.trace._jsonset import write_set_json
+from chakra_core.trace._traceset import TraceSet
 
 __all__ = ["EtExporter", "JsonExporter"]
 
@@ -59,13 +59,10 @@ class JsonExporter(Backend):
         output, prefix = _place("json", output, options)
         prefix = prefix.relative_to(output)
         ext = ".jsonl" if options["lines"] else ".json"
-        files, nodes = [], 0
+        names = [f"{prefix}.{rank}{ext}" for rank in traces.ranks]
         with output_directory(output) as stage:
-            for rt in traces:
-                name = f"{prefix}.{rt.rank}{ext}"
-                meta = with_process_groups(rt.metadata(), traces.process_groups)
-                nodes += write_json(stage / name, meta, rt.nodes(), rank=rt.rank, lines=options["lines"])
-                files.append(str(Path(output) / name))
+            nodes = write_set_json(traces, stage, names, options["lines"])
+        files = [str(Path(output) / name) for name in names]
         return Result("json", self.kind, {"ranks": len(files), "nodes": nodes}, files=files)
 
 

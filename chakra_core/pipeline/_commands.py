@@ -327,11 +327,8 @@ def jsonize(inputs: Inputs, output: str | os.PathLike, *, lines: bool = False, f
     from an ``.et`` file is written from its wire bytes (``write_json`` of an ``EtReader``; by the
     compiled transcoder when the set's files hold 8 MiB or more).
     """
-    from chakra_core.base._jitchoice import compiled_worthwhile
-    from chakra_core.io._etio import EtReader
-    from chakra_core.io._jsonform import TRANSCODE_FROM, write_json
     from chakra_core.io._publish import commit_files, publish_files
-    from chakra_core.trace._traceset import FileRank, with_process_groups
+    from chakra_core.trace._jsonset import write_set_json
 
     pipe = _input_pipeline(inputs, format, input_options, host)
     traces = pipe.load()
@@ -342,14 +339,8 @@ def jsonize(inputs: Inputs, output: str | os.PathLike, *, lines: bool = False, f
     target = out / "trace" if as_dir else out
     names = [f"trace.{r}{ext}" if as_dir else out.name if len(traces) == 1 else f"{out.name}.{r}{ext}"
              for r in traces.ranks]
-    if compiled_worthwhile((rt.file for rt in traces if type(rt) is FileRank), TRANSCODE_FROM):
-        import chakra_core.io._jsonwire  # noqa: F401  (numba loaded: every rank is transcoded)
     with publish_files(target) as stage, progress("writing JSON", total=len(traces)) as bar:
-        for rt, name in zip(traces, names):
-            meta = with_process_groups(rt.metadata(), traces.process_groups)
-            nodes = EtReader(rt.file) if type(rt) is FileRank else rt.nodes()
-            write_json(stage / name, meta, nodes, rank=rt.rank, lines=lines)
-            bar.advance()
+        write_set_json(traces, stage, names, lines, bar.advance)
         commit_files(stage, names)
     files = [str(target.parent / n) for n in names]
     return Result("jsonize", "converter", {"ranks": len(files)}, files=files,
