@@ -37,14 +37,14 @@ The reference (github.com/mlcommons/chakra) is not on PyPI under that name, and 
 ``pyproject.toml`` pins HolisticTraceAnalysis to a git commit.  What worked (Python 3.11, in a
 virtual environment of its own, outside the repository)::
 
-    python3.11 -m venv /work/refvenv
-    /work/refvenv/bin/pip install HolisticTraceAnalysis protobuf graphviz networkx pydot
-    git clone https://github.com/mlcommons/chakra /tmp/chakra-ref      # or any copy of its tree
-    /work/refvenv/bin/pip install --no-deps /tmp/chakra-ref             # builds with setuptools-grpc
-                                                                        # and grpcio-tools from PyPI
+    python3.11 -m venv ~/chakra-reference
+    ~/chakra-reference/bin/pip install HolisticTraceAnalysis protobuf graphviz networkx pydot
+    git clone https://github.com/mlcommons/chakra /tmp/chakra-ref   # or any copy of its tree
+    ~/chakra-reference/bin/pip install --no-deps /tmp/chakra-ref    # builds with setuptools-grpc
+                                                                    # and grpcio-tools from PyPI
 
 (HolisticTraceAnalysis from PyPI, 0.5.0 here, in place of the pinned git commit.)  Then give that
-interpreter to the bench: ``--reference-python /work/refvenv/bin/python`` or
+interpreter to the bench: ``--reference-python ~/chakra-reference/bin/python`` or
 ``CHAKRA_REFERENCE_PYTHON``; by default the bench's own interpreter is tried.  Without the
 reference each row prints our figures alone and says how to install it.
 
