@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from chakra_core import CommType
+
 from .emit import ClassStream, NodeBatch, Role, static_bytes
 from .expand import Expansion
 from .kinds import comm_type_number, node_label, type_number
@@ -37,15 +39,20 @@ class Noise:
     """The spreads a privacy ``level`` (0 to 1) sets: ``mix`` (weight of the kind mix against
     the chain), ``length`` (log-normal sigma of a segment's operator count), ``duration``
     (log-normal sigma of one computation's duration before its segment is rescaled), ``total``
-    (normal sigma of a segment's total, relative) and ``comm`` (log-normal sigma of a
-    communication node's duration around its slot's mean)."""
+    (normal sigma of a segment's total, relative), ``share`` (log-normal sigma of a segment's
+    share of the time of the segments between the same two communication nodes), ``comm``
+    (log-normal sigma of a replayed communication node's duration around its slot's mean: a
+    broadcast, whose recorded duration the simulators replay) and ``comm_free`` (the same for
+    every other communication node, whose time the simulators model from its bytes)."""
 
     def __init__(self, level: float):
         self.mix = level
         self.length = 0.3 * level
         self.duration = 0.1 + 1.0 * level
         self.total = 0.05 * level
+        self.share = 4.0 * level
         self.comm = 0.02 + 0.05 * level
+        self.comm_free = 0.1 + 3.0 * level
 
 
 class _Segments:
@@ -117,8 +124,11 @@ class _Sampler:
         self.segs = _Segments(cls["segments"], variant)
         self.data = [s.get("data_seq") or [s["data"]] for s in slots]
         self.ctrl = [s.get("ctrl_seq") or [s["ctrl"]] for s in slots]
+        self.offsets = [sorted({o for rows in (d, c) for r in rows for o in r}) for d, c in zip(self.data, self.ctrl)]
         self.comm_mean = [s["mean_us_by_rank"][variant] if "mean_us_by_rank" in s else s.get("mean_us", 0.0)
                           for s in slots]
+        replayed = {k for k, kind in enumerate(model["kinds"]) if comm_type_number(kind) == CommType.BROADCAST}
+        self.comm_sigma = [noise.comm if s.get("kind") in replayed else noise.comm_free for s in slots]
         stats = w["kind_stats"]
         self.tables = {name: stat_rows(stats, nkinds, name) for name in ("duration", "size", "num_ops")}
         self.size_step = np.array([stats.get(str(k), {}).get("size_step", 1) for k in range(nkinds)],
@@ -162,8 +172,9 @@ class _Sampler:
             out.append(prev)
         return out
 
-    def _segment(self, seg: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """One drawn instance of segment ``seg``: kinds, durations, sizes, num_ops."""
+    def _segment(self, seg: int, share: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """One drawn instance of segment ``seg`` whose total is ``share`` times the fitted one:
+        kinds, durations, sizes, num_ops."""
         n0 = int(self.segs.length[seg])
         n = max(1, int(round(n0 * float(np.exp(self.struct_rng.normal(0.0, self.noise.length)))))) \
             if self.noise.length > 0 else n0
@@ -175,13 +186,14 @@ class _Sampler:
         size = np.where(size > 0, np.maximum(np.rint(size / step), 1).astype(np.int64) * step, size)
         ops = self._table("num_ops", kinds, u)
         raw = self._durations(seg, classes)
-        total = self.segs.total[seg] * max(0.0, 1.0 + self.time_rng.normal(0.0, self.noise.total))
+        total = self.segs.total[seg] * share * max(0.0, 1.0 + self.time_rng.normal(0.0, self.noise.total))
         return kinds, _rescale(raw, total), size, ops
 
     def _comm(self, s: int) -> tuple[int, int, int]:
         """Duration, size and tag of the next node of communication slot ``s``."""
         j = int(self.seen[s])
-        dur = int(np.rint(self.comm_mean[s] * np.exp(self.time_rng.normal(0.0, self.noise.comm))))
+        sd = self.comm_sigma[s]
+        dur = int(np.rint(self.comm_mean[s] * np.exp(self.time_rng.normal(0.0, sd) - sd ** 2 / 2)))
         size = int(self.exact.table[s, j % self.exact.lengths[s]]) if self.exact.lengths[s] else -1
         tag = int(self.tags.table[s, j % self.tags.lengths[s]]) if self.tags.lengths[s] else -1
         return dur, size, tag
@@ -191,6 +203,7 @@ class _Sampler:
         with absolute dependency ids."""
         seq = np.concatenate(list(self.exp.body(self.step)) or [np.zeros(0, dtype=np.int64)]).tolist()
         st = _Step(seq, first_id)
+        shares = iter(self._shares(seq))
         i = 0
         while i < len(seq):
             s = seq[i]
@@ -202,8 +215,53 @@ class _Sampler:
                 self.seen[s] += 1
                 i += 1
             else:
-                i += self._segment_nodes(st, i, seg)
+                i += self._segment_nodes(st, i, seg, next(shares))
         return st.nodes
+
+    def _shares(self, seq: list[int]) -> list[float]:
+        """Per segment instance of a step, in order, the factor on its fitted total: log-normal
+        draws rescaled so that each group of segments keeps its summed total (module docstring)."""
+        groups = self._groups(seq)
+        out: list[float] = []
+        for g in groups:
+            fitted = self.segs.total[g]
+            f = np.exp(self.time_rng.normal(0.0, self.noise.share, len(g))) if self.noise.share > 0 else np.ones(len(g))
+            drawn = float((f * fitted).sum())
+            out += (f * (float(fitted.sum()) / drawn) if drawn > 0 else np.ones(len(g))).tolist()
+        return out
+
+    def _groups(self, seq: list[int]) -> list[list[int]]:
+        """The segment instances of a step in serial stretches between two communication nodes.
+        A node *waits* on a dependency that is not already an ancestor of the node before it
+        (through the chain of nodes that each depend on the one before); a segment whose first
+        node waits or does not depend on the node before starts a stretch, and so does one after
+        a node that a later node waits on, so time moves only where nothing else starts or ends
+        on it."""
+        chain = np.zeros(len(seq), dtype=np.int64)
+        cut = np.zeros(len(seq) + 1, dtype=bool)
+        for q, s in enumerate(seq):
+            offsets = self.offsets[s]
+            serial = q > 0 and 1 in offsets
+            chain[q] = chain[q - 1] if serial else q
+            waits = [q - o for o in offsets if o > 1 and q - o < chain[q]]
+            cut[q] |= not serial or bool(waits)
+            for t in waits:
+                cut[max(t, -1) + 1] = True
+        groups: list[list[int]] = []
+        prev = -1
+        i = 0
+        while i < len(seq):
+            seg = int(self.segment[seq[i]])
+            if seg < 0:
+                prev = -1
+                i += 1
+                continue
+            if prev < 0 or cut[prev + 1:i + 1].any():
+                groups.append([])
+            groups[-1].append(seg)
+            prev = i
+            i += int(self.segs.length[seg])
+        return groups
 
     def _deps(self, st: _Step, p: int) -> tuple[list[int], list[int]]:
         """Data and control dependencies of the node drawn for source position ``p`` (its slot's
@@ -215,10 +273,11 @@ class _Sampler:
             ctrl = [st.first_id - 1]
         return data, ctrl
 
-    def _segment_nodes(self, st: _Step, i: int, seg: int) -> int:
-        """Draw one instance of segment ``seg`` at source position ``i``; return its source length."""
+    def _segment_nodes(self, st: _Step, i: int, seg: int, share: float) -> int:
+        """Draw one instance of segment ``seg`` at source position ``i`` (its total times
+        ``share``); return its source length."""
         n0 = int(self.segs.length[seg])
-        kinds, durs, sizes, ops = self._segment(seg)
+        kinds, durs, sizes, ops = self._segment(seg, share)
         n = len(kinds)
         last_o = -1
         for k in range(n):
