@@ -50,9 +50,9 @@ class Noise:
         self.length = 0.3 * level
         self.duration = 0.1 + 1.0 * level
         self.total = 0.05 * level
-        self.share = 4.0 * level
+        self.share = 4.0 * level ** 0.5
         self.comm = 0.02 + 0.05 * level
-        self.comm_free = 0.1 + 3.0 * level
+        self.comm_free = 0.1 + 3.0 * level ** 0.5
 
 
 class _Segments:
