@@ -31,7 +31,7 @@ RECORDED = ("ddp", "transformer", "mlp", "ddp_buckets", "collectives")
 JAX_FILES = ("program.hlo.txt", "profile.xplane.pb")
 #: a generated hybrid-parallel set (tp 2 x pp 2 x dp 2, sends and receives between stages)
 HYBRID = {"layers": 8, "hidden": 4096, "heads": 32, "seq": 2048, "micro_batches": 4, "tp": 2, "pp": 2, "dp": 2}
-LEVELS = (0.0, 0.3, 0.6, 1.0)
+LEVELS = (0.0, 0.3, 0.5, 0.6, 1.0)
 SEEDS = (1, 2, 3)
 
 

@@ -33,6 +33,8 @@ from .tables import Padded, stat_rows
 __all__ = ["learned_stream", "learned_variants", "Noise"]
 
 BATCH = 8192
+#: the share of a step's computation time that its shortest segments, drawn freely, may hold
+SMALL = 0.02
 
 
 class Noise:
@@ -41,18 +43,20 @@ class Noise:
     (log-normal sigma of one computation's duration before its segment is rescaled), ``total``
     (normal sigma of a segment's total, relative), ``share`` (log-normal sigma of a segment's
     share of the time of the segments between the same two communication nodes), ``comm``
-    (log-normal sigma of a replayed communication node's duration around its slot's mean: a
+    (the spread of a replayed communication node's duration around its slot's mean: a
     broadcast, whose recorded duration the simulators replay) and ``comm_free`` (the same for
-    every other communication node, whose time the simulators model from its bytes)."""
+    every other communication node, whose time the simulators model from its bytes).  A
+    communication slot's occurrences are drawn in pairs, ``1 + tanh(u)`` and ``1 - tanh(u)``
+    times the mean with ``u`` uniform within the spread, so each pair keeps the slot's time."""
 
     def __init__(self, level: float):
         self.mix = level
         self.length = 0.3 * level
         self.duration = 0.1 + 1.0 * level
-        self.total = 0.05 * level
+        self.total = 0.03 * level
         self.share = 4.0 * level ** 0.5
         self.comm = 0.02 + 0.05 * level
-        self.comm_free = 0.1 + 3.0 * level ** 0.5
+        self.comm_free = 0.1 + 2.0 * level ** 0.5
 
 
 class _Segments:
@@ -136,6 +140,7 @@ class _Sampler:
         self.exact = Padded([s.get("size_exact") for s in slots])
         self.tags = Padded([s.get("tags") for s in slots])
         self.seen = np.zeros(len(slots), dtype=np.int64)
+        self.paired = np.zeros(len(slots), dtype=np.float64)
         self.struct_rng, self.time_rng = rngs
         self.noise = noise
         self.static_of_slot, self.role_of_slot = statics
@@ -176,8 +181,8 @@ class _Sampler:
         """One drawn instance of segment ``seg`` whose total is ``share`` times the fitted one:
         kinds, durations, sizes, num_ops."""
         n0 = int(self.segs.length[seg])
-        n = max(1, int(round(n0 * float(np.exp(self.struct_rng.normal(0.0, self.noise.length)))))) \
-            if self.noise.length > 0 else n0
+        sd = self.noise.length
+        n = max(1, int(round(n0 * float(np.exp(self.struct_rng.normal(0.0, sd) - sd ** 2 / 2))))) if sd > 0 else n0
         classes = self._kinds(seg, n)
         kinds = np.array([k for k, _m in classes], dtype=np.int64)
         u = self.struct_rng.random(n)
@@ -192,8 +197,9 @@ class _Sampler:
     def _comm(self, s: int) -> tuple[int, int, int]:
         """Duration, size and tag of the next node of communication slot ``s``."""
         j = int(self.seen[s])
-        sd = self.comm_sigma[s]
-        dur = int(np.rint(self.comm_mean[s] * np.exp(self.time_rng.normal(0.0, sd) - sd ** 2 / 2)))
+        if j % 2 == 0:
+            self.paired[s] = float(np.tanh(self.time_rng.uniform(-1.0, 1.0) * self.comm_sigma[s]))
+        dur = int(np.rint(self.comm_mean[s] * (1.0 + self.paired[s] * (1 if j % 2 == 0 else -1))))
         size = int(self.exact.table[s, j % self.exact.lengths[s]]) if self.exact.lengths[s] else -1
         tag = int(self.tags.table[s, j % self.tags.lengths[s]]) if self.tags.lengths[s] else -1
         return dur, size, tag
@@ -220,14 +226,25 @@ class _Sampler:
 
     def _shares(self, seq: list[int]) -> list[float]:
         """Per segment instance of a step, in order, the factor on its fitted total: log-normal
-        draws rescaled so that each group of segments keeps its summed total (module docstring)."""
+        draws rescaled so that each group of segments keeps its summed total (module docstring).
+        The shortest segments, together at most :data:`SMALL` of the step's computation time,
+        are drawn freely: a factor uniform in ``1 +- min(1, share)`` (so they move the step by at
+        most that share)."""
         groups = self._groups(seq)
+        sd = self.noise.share
+        fitted = [self.segs.total[g] for g in groups]
+        draws = [np.exp(self.time_rng.normal(0.0, sd, len(g))) if sd > 0 else np.ones(len(g)) for g in groups]
+        flat = np.concatenate(fitted) if fitted else np.zeros(0)
+        order = np.argsort(flat, kind="stable")
+        free = np.zeros(len(flat), dtype=bool)
+        free[order] = np.cumsum(flat[order]) <= SMALL * float(flat.sum())
         out: list[float] = []
-        for g in groups:
-            fitted = self.segs.total[g]
-            f = np.exp(self.time_rng.normal(0.0, self.noise.share, len(g))) if self.noise.share > 0 else np.ones(len(g))
-            drawn = float((f * fitted).sum())
-            out += (f * (float(fitted.sum()) / drawn) if drawn > 0 else np.ones(len(g))).tolist()
+        for t, f in zip(fitted, draws):
+            drawn = float((f * t).sum())
+            shares = f * (float(t.sum()) / drawn) if drawn > 0 else np.ones(len(t))
+            own = free[len(out):len(out) + len(t)]
+            spread = 1.0 + min(sd, 1.0) * (2.0 * self.time_rng.random(len(t)) - 1.0)
+            out += np.where(own, spread, shares).tolist()
         return out
 
     def _groups(self, seq: list[int]) -> list[list[int]]:
@@ -342,9 +359,11 @@ def learned_variants(cls: dict[str, Any]) -> int:
 
 
 def learned_stream(model: dict[str, Any], w: dict[str, Any], cls: dict[str, Any], counts: Sequence[int],
-                   seed: np.random.SeedSequence, noise: Noise, variant: int = 0) -> ClassStream:
+                   seed: np.random.SeedSequence, noise: Noise, variant: int = 0, position: int = 0) -> ClassStream:
     """The :class:`ClassStream` of one class: statics are the kinds (computation) followed by one
-    per communication slot (its root), roles those of the communication slots."""
+    per communication slot (its root), roles those of the communication slots.  Structure comes
+    from ``seed`` (alike for every tile position of the class), timing from ``seed``, the
+    ``variant`` and the ``position`` (the n-th group of tile positions of the class)."""
     kinds = model["kinds"]
     statics = [static_bytes(node_label(kinds, k), type_number(kinds[k]), bool(kinds[k]["cpu"]),
                             comm_type_number(kinds[k]), -1) for k in range(len(kinds))]
@@ -372,7 +391,8 @@ def learned_stream(model: dict[str, Any], w: dict[str, Any], cls: dict[str, Any]
     arrays = (np.array(static_of_slot, dtype=np.int64), np.array(role_of_slot, dtype=np.int64))
 
     def batches() -> Iterator[NodeBatch]:
-        own = np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, variant))
+        key = (*seed.spawn_key, variant, *([position] if position else []))
+        own = np.random.SeedSequence(seed.entropy, spawn_key=key)
         rngs = (np.random.default_rng(seed), np.random.default_rng(own))
         return _Sampler(model, w, cls, counts, rngs, noise, variant, arrays).batches()
     return ClassStream(statics, types, comm_types, roles, batches)
