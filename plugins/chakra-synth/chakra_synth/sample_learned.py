@@ -34,7 +34,7 @@ __all__ = ["learned_stream", "learned_variants", "Noise"]
 
 BATCH = 8192
 #: the share of a step's computation time that its shortest segments, drawn freely, may hold
-SMALL = 0.02
+SMALL = 0.005
 
 
 class Noise:
