@@ -54,7 +54,7 @@ class Noise:
         self.length = 0.3 * level
         self.duration = 0.1 + 1.0 * level
         self.total = 0.03 * level
-        self.share = 4.0 * level ** 0.5
+        self.share = 4.0 * min(level, 0.5) ** 0.5
         self.comm = 0.02 + 0.05 * level
         self.comm_free = 0.1 + 2.0 * level ** 0.5
 
@@ -228,8 +228,8 @@ class _Sampler:
         """Per segment instance of a step, in order, the factor on its fitted total: log-normal
         draws rescaled so that each group of segments keeps its summed total (module docstring).
         The shortest segments, together at most :data:`SMALL` of the step's computation time,
-        are drawn freely: a factor uniform in ``1 +- min(1, share)`` (so they move the step by at
-        most that share)."""
+        are drawn freely: a factor uniform in ``1 +- min(1, share)`` (where the step is a chain,
+        they move it by at most that share)."""
         groups = self._groups(seq)
         sd = self.noise.share
         fitted = [self.segs.total[g] for g in groups]
