@@ -272,6 +272,11 @@ def _layout(w: Mapping[str, Any], where: str) -> None:
         _index(c, ncls, f"{where}.tile_classes[{p}]", "class")
     if len(w.get("tile_relabel", w["tile_classes"])) != tile:
         raise ConfigError(f"model field {where}.tile_relabel: wants one renaming per tile position ({tile})")
+    for p, pairs in enumerate(w.get("tile_relabel", [])):
+        for i, (a, b) in enumerate(pairs):
+            if a[0] != b[0] or a[0] not in ("g", "send", "recv"):
+                raise ConfigError(f"model field {where}.tile_relabel[{p}][{i}]: wants a group renamed to a "
+                                  f"group or a peer to a peer of the same direction, got {a!r} -> {b!r}")
     for i, c in enumerate(w["classes"]):
         if not c["members"] or any(m >= w["ranks"] for m in c["members"]):
             raise ConfigError(f"model field {where}.classes[{i}].members: wants source ranks (0..{w['ranks'] - 1})")
