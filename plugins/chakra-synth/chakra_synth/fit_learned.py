@@ -1,8 +1,9 @@
 """Fitting the hierarchical model of one trace set (the ``learned`` synthesizer).
 
 Rank classes that are one role (equal up to the names of their groups and peers) share one
-grammar: it is found once per role (``roles`` in the model), then each class names its own
-groups and peers.
+grammar, found once per role (``roles`` in the model), and are one class of the model, fitted on
+all their ranks; each tile position keeps how it renames the class's groups and peers
+(``tile_relabel``).
 
 The step of each rank class is a grammar of repeated blocks (:mod:`.motifs`, period detection on
 the (kind, group, peer) sequence): iteration -> phases (the step's body) -> repeated blocks ->

@@ -6,12 +6,16 @@ often than in the source).  Each instance of a computation segment is drawn
 anew: an operator count around the fitted one, op classes (kind and duration magnitude) from the
 segment's second-order chain (first-order where it has no row) mixed
 with its kind mix (weight ``level``), durations from each class's log-normal fit in the segment
-(its sigma widened by the level), rescaled to the segment's mean total times a noise factor.
+(its sigma widened by the level), rescaled to the segment's total: the fitted total times its
+share of its serial stretch (the segments between two communication nodes that form one chain
+keep their summed time, :meth:`_Sampler._groups`) and a small noise factor.  Communication
+durations, which the simulators model from bytes (but a broadcast's), vary around their slot's
+mean in pairs that keep its time.
 Dependencies follow the fitted offsets (of the slot's occurrence where they differ) through a
 map from source positions to drawn nodes (a
 drawn node that stands for no source node depends on the one before), so every dependency
 names an earlier node.  Structure (counts, kinds, sizes) comes from one random stream per class,
-timing from one per timing variant, so the variants of a class communicate alike.
+timing from one per timing variant and renaming, so the variants of a class communicate alike.
 """
 
 from __future__ import annotations
