@@ -3,7 +3,8 @@ level, the simulated step-time error of ``learned`` samples and their distance t
 beside the distance between two recordings of the same job.
 
 Usage: ``python benches/bench_synth_privacy.py [RECORDINGS]`` where RECORDINGS is the folder
-``benches/record_twice.py`` wrote (``NAME/run1``, ``NAME/run2``); without it, only the sources
+``benches/record_twice.py`` wrote (``NAME/run1``, ``NAME/run2``, the JAX mesh program as
+``jax_mesh8``); without it, only the sources
 bundled in the repo are measured and the two-recording column is empty.  Prints one row per
 (source, synthesizer, level): worst step error and mean privacy figures over three seeds.
 """
@@ -26,9 +27,11 @@ BUNDLED = {
                    REPO / "plugins" / "chakra-jax" / "tests" / "data" / "mesh8" / "profile.xplane.pb"], "jax", {}),
 }
 RECORDED = ("ddp", "transformer", "mlp", "ddp_buckets", "collectives")
+#: the JAX program recorded twice (``benches/record_twice.py OUT jax_mesh8``): the files given to ``convert``
+JAX_FILES = ("program.hlo.txt", "profile.xplane.pb")
 #: a generated hybrid-parallel set (tp 2 x pp 2 x dp 2, sends and receives between stages)
 HYBRID = {"layers": 8, "hidden": 4096, "heads": 32, "seq": 2048, "micro_batches": 4, "tp": 2, "pp": 2, "dp": 2}
-LEVELS = (0.0, 0.3, 0.6, 1.0)
+LEVELS = (0.0, 0.3, 0.5, 0.6, 1.0)
 SEEDS = (1, 2, 3)
 
 
@@ -74,7 +77,13 @@ def main() -> int:
                 sources.append((f"pytorch {name}", a, b))
             else:
                 sources.append((f"pytorch {name}", _convert([PYTORCH / name], None, {}, work / name), None))
+        jax_runs = recordings / "jax_mesh8" if recordings else None
         for name, (paths, fmt, opts) in BUNDLED.items():
+            if name == "jax mesh8" and jax_runs and (jax_runs / "run2").is_dir():
+                a, b = (_convert([jax_runs / run / f for f in JAX_FILES], "jax", {}, work / f"jax.{run}")
+                        for run in ("run1", "run2"))
+                sources.append((name, a, b))
+                continue
             sources.append((name, _convert(paths, fmt, opts, work / name.replace(" ", "_")), None))
         chakra.generate("transformer", HYBRID, output=str(work / "hybrid") + "/")
         sources.append(("generated hybrid", work / "hybrid", None))

@@ -4,7 +4,7 @@ pipeline stages), in a fresh process, and sample at 10x the nodes of a smaller s
 
 Usage: ``python benches/bench_synth_scale.py [OUT]``: generates the set into OUT (default a
 temporary folder), then prints the fit's wall and CPU seconds, peak RSS, the rank classes
-found, and the 10x sampling's mean duration per node against the source's.
+found, the model's size, and the 10x sampling's mean duration per node against the source's.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ w = m["workloads"][0]
 print(json.dumps({"wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                   "ranks": w["ranks"], "tile": w["tile"], "classes": len(w["classes"]), "roles": w["roles"],
-                  "nodes_per_rank": [c["nodes"] for c in w["classes"]]}))
+                  "nodes_per_rank": [c["nodes"] for c in w["classes"]],
+                  "model_mb": round(__import__("os").path.getsize(sys.argv[2]) / 1e6, 2)}))
 """
 
 

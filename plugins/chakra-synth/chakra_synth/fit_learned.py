@@ -1,8 +1,9 @@
 """Fitting the hierarchical model of one trace set (the ``learned`` synthesizer).
 
 Rank classes that are one role (equal up to the names of their groups and peers) share one
-grammar: it is found once per role (``roles`` in the model), then each class names its own
-groups and peers.
+grammar, found once per role (``roles`` in the model), and are one class of the model, fitted on
+all their ranks; each tile position keeps how it renames the class's groups and peers
+(``tile_relabel``).
 
 The step of each rank class is a grammar of repeated blocks (:mod:`.motifs`, period detection on
 the (kind, group, peer) sequence): iteration -> phases (the step's body) -> repeated blocks ->
@@ -39,7 +40,7 @@ from chakra_core import TraceSet
 
 from .fit_structure import _motifs, _slot, _symbols, node_role
 from .kinds import kind_stats, populations
-from .layout import find_tiling
+from .layout import RankTiling, find_tiling
 from .motifs import Grammar, discover
 from .profile import KindTable, RankProfile, read_profiles
 
@@ -154,39 +155,96 @@ def _shape(rep: RankProfile, symbols: np.ndarray, max_period: int) -> _Shape:
     return g, rows, deps
 
 
+def _relabel(rep: RankProfile, other: RankProfile, rows: list[np.ndarray], roles: list[Any], tiling: RankTiling,
+             kinds: KindTable) -> list[list[Any]] | None:
+    """How ``other`` (a rank of the same role as ``rep``: same grammar and dependencies) names
+    the groups and peers ``rep`` names: ``[[rep's role, other's role], ...]`` (the pairs that
+    differ), or None when it is not a renaming (one role of ``rep`` is two of ``other``'s) or
+    their communication differs in sizes, tags or roots."""
+    pairs: dict[str, tuple[Any, Any]] = {}
+    for s, r in enumerate(rows):
+        if roles[s] is None:
+            continue
+        theirs = node_role(other, int(r[0]), tiling, kinds)
+        if pairs.setdefault(repr(roles[s]), (roles[s], theirs))[1] != theirs:
+            return None
+        if any(not np.array_equal(getattr(rep, a)[r], getattr(other, a)[r]) for a in ("size", "tag", "root")):
+            return None
+    return [[a, b] for a, b in pairs.values() if a != b]
+
+
+def _role_classes(by_class: list[tuple[list[RankProfile], bytes]], shapes: dict[bytes, _Shape], tiling: RankTiling,
+                  kinds: KindTable) -> list[tuple[list[int], list[list[list[Any]]]]]:
+    """The tiling's rank classes merged by role: per merged class, the tiling classes it holds
+    and how each renames the first one's groups and peers."""
+    merged: list[tuple[list[int], list[list[list[Any]]]]] = []
+    open_by_key: dict[bytes, list[int]] = {}
+    for c, (members, key) in enumerate(by_class):
+        _g, rows, _deps = shapes[key]
+        for m in open_by_key.get(key, []):
+            first = by_class[merged[m][0][0]][0][0]
+            roles = [node_role(first, int(r[0]), tiling, kinds) for r in rows]
+            pairs = _relabel(first, members[0], rows, roles, tiling, kinds)
+            if pairs is not None:
+                merged[m][0].append(c)
+                merged[m][1].append(pairs)
+                break
+        else:
+            open_by_key.setdefault(key, []).append(len(merged))
+            merged.append(([c], [[]]))
+    return merged
+
+
 def fit_learned_workload(traces: TraceSet, kinds: KindTable, max_period: int) -> dict[str, Any]:
-    """The hierarchical model of one trace set (module docstring)."""
+    """The hierarchical model of one trace set (module docstring): one class per role, each
+    tile position of the role renaming the class's groups and peers (``tile_relabel``)."""
     profiles = read_profiles(traces, kinds)
     tiling = find_tiling(profiles, traces.process_groups)
     pops = populations(profiles)
-    classes = []
     shapes: dict[bytes, _Shape] = {}
+    by_class: list[tuple[list[RankProfile], bytes]] = []
     for c in range(max(tiling.classes) + 1):
         members = [p for p in profiles if tiling.classes[p.rank % tiling.tile] == c]
-        rep = members[0]
-        symbols = _symbols(rep, tiling, kinds)
-        key = _shape_key(rep, symbols)
+        symbols = _symbols(members[0], tiling, kinds)
+        key = _shape_key(members[0], symbols)
         if key not in shapes:
-            shapes[key] = _shape(rep, symbols, max_period)
-        g, rows, deps = shapes[key]
-        roles = [node_role(rep, int(r[0]), tiling, kinds) for r in rows]
-        comm = {s for s, r in enumerate(roles) if r is not None}
-        chained = {s for s, d in enumerate(deps) if _only_previous(d)}
-        segs, where = _segments(g, comm, chained)
-        slots: list[dict[str, Any]] = []
-        for s, r in enumerate(rows):
-            role = roles[s]
-            if role is not None:
-                slots.append({**_comm_slot(members, r, pops, role), **deps[s]})
-            else:
-                seg, idx = where[s]
-                slots.append({"segment": seg, "index": idx, **deps[s]})
-        p2p = {s for s in comm if roles[s][0] != "g"}  # type: ignore[index]
-        classes.append({"ranks": len(members), "members": [p.rank for p in members], "nodes": len(rep),
-                        "step": g.step, "motifs": _motifs(g, p2p, comm), "slots": slots,
-                        "segments": [_segment(seg, rows, members) for seg in segs]})
-    return {"ranks": len(profiles), "tile": tiling.tile, "tile_classes": tiling.classes, "roles": len(shapes),
-            "kind_stats": kind_stats(pops), "classes": classes}
+            shapes[key] = _shape(members[0], symbols, max_period)
+        by_class.append((members, key))
+    merged = _role_classes(by_class, shapes, tiling, kinds)
+    model_class = {c: m for m, (held, _pairs) in enumerate(merged) for c in held}
+    renames = {c: pairs for held, renamed in merged for c, pairs in zip(held, renamed)}
+    classes = [_class([p for c in held for p in by_class[c][0]], shapes[by_class[held[0]][1]], pops, tiling, kinds)
+               for held, _renamed in merged]
+    out = {"ranks": len(profiles), "tile": tiling.tile,
+           "tile_classes": [model_class[c] for c in tiling.classes], "roles": len(shapes),
+           "kind_stats": kind_stats(pops), "classes": classes}
+    if any(renames.values()):
+        out["tile_relabel"] = [renames[c] for c in tiling.classes]
+    return out
+
+
+def _class(members: list[RankProfile], shape: _Shape, pops: dict, tiling: RankTiling,
+           kinds: KindTable) -> dict[str, Any]:
+    """One class: its blocks, communication anchors and segments, fitted on ``members`` (the
+    first names the groups and peers)."""
+    g, rows, deps = shape
+    rep = members[0]
+    roles = [node_role(rep, int(r[0]), tiling, kinds) for r in rows]
+    comm = {s for s, r in enumerate(roles) if r is not None}
+    chained = {s for s, d in enumerate(deps) if _only_previous(d)}
+    segs, where = _segments(g, comm, chained)
+    slots: list[dict[str, Any]] = []
+    for s, r in enumerate(rows):
+        role = roles[s]
+        if role is not None:
+            slots.append({**_comm_slot(members, r, pops, role), **deps[s]})
+        else:
+            seg, idx = where[s]
+            slots.append({"segment": seg, "index": idx, **deps[s]})
+    p2p = {s for s in comm if roles[s][0] != "g"}  # type: ignore[index]
+    return {"ranks": len(members), "members": [p.rank for p in members], "nodes": len(rep),
+            "step": g.step, "motifs": _motifs(g, p2p, comm), "slots": slots,
+            "segments": [_segment(seg, rows, members) for seg in segs]}
 
 
 def _deps(name: str, ptr: np.ndarray, off: np.ndarray, rows: np.ndarray) -> dict[str, Any]:

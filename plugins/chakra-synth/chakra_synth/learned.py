@@ -79,23 +79,32 @@ class LearnedSynthesizer(Synthesizer):
             raise ConfigError(f"level={level}: give a value from 0 to 1")
         noise = Noise(level)
         seeds = np.random.SeedSequence(int(options["seed"])).spawn(len(w["classes"]))
+        counts = _counts(w, options["nodes_per_rank"])
+        source_ranks = int(w["ranks"])
+        groups = _position_groups(w)
         streams: list[ClassStream] = []
         first_stream: list[int] = []
-        for cls, counts, seed in zip(w["classes"], _counts(w, options["nodes_per_rank"]), seeds):
+        variants_of: list[list[int]] = []
+        for c, nth, held, pairs in groups:
+            cls = _renamed(w["classes"][c], pairs)
+            own = [v for v, r in enumerate(cls["members"]) if r % tile in held]
+            variants_of.append(own if learned_variants(cls) > 1 else [0])
             first_stream.append(len(streams))
-            streams += [learned_stream(dict(model), w, cls, counts, seed, noise, v)
-                        for v in range(learned_variants(cls))]
-        source_ranks = int(w["ranks"])
+            streams += [learned_stream(dict(model), w, cls, counts[c], seeds[c], noise, v, nth)
+                        for v in variants_of[-1]]
+        group_of = {p: g for g, (_c, _nth, held, _pairs) in enumerate(groups) for p in held}
 
         def stream_of(rank: int) -> int:
-            c = w["tile_classes"][rank % tile]
-            cls = w["classes"][c]
-            return first_stream[c] + (cls["members"].index(rank % source_ranks) if learned_variants(cls) > 1 else 0)
+            g = group_of[rank % tile]
+            cls = w["classes"][groups[g][0]]
+            if len(variants_of[g]) == 1:
+                return first_stream[g]
+            return first_stream[g] + variants_of[g].index(cls["members"].index(rank % source_ranks))
         meta = GlobalMetadata(version="0.0.4")
         meta.attr.extend([make_attr("source", "chakra-synth"), make_attr("synthesizer", str(model["synthesizer"])),
                           make_attr("seed", int(options["seed"])), make_attr("workload", int(options["workload"])),
                           make_attr("privacy_level", level)])
-        positions = [first_stream[c] for c in w["tile_classes"]]
+        positions = [first_stream[group_of[p]] for p in range(tile)]
         return build_traceset(streams, positions, stream_of, ranks, meta, f"synth:{model['synthesizer']}")
 
     def describe(self, model: Mapping[str, Any]) -> dict[str, Any]:
@@ -112,6 +121,30 @@ class LearnedSynthesizer(Synthesizer):
                 cd["segments"] = len(c["segments"])
                 cd["segment_ops"] = sum(int(s["length"]) for s in c["segments"])
         return out
+
+
+def _position_groups(w: Mapping[str, Any]) -> list[tuple[int, int, set[int], list[Any]]]:
+    """The tile positions that sample alike: ``(class, how many groups of the class come
+    before, positions, renaming of the class's groups and peers)`` per group."""
+    relabel = w.get("tile_relabel") or [[] for _ in w["tile_classes"]]
+    out: list[tuple[int, int, set[int], list[Any]]] = []
+    index: dict[tuple[int, str], int] = {}
+    for p, (c, pairs) in enumerate(zip(w["tile_classes"], relabel)):
+        key = (int(c), repr(pairs))
+        if key not in index:
+            index[key] = len(out)
+            out.append((int(c), sum(1 for g in out if g[0] == c), set(), pairs))
+        out[index[key]][2].add(p)
+    return out
+
+
+def _renamed(cls: Mapping[str, Any], pairs: list[Any]) -> dict[str, Any]:
+    """``cls`` with its communication slots' roles renamed by ``pairs`` (``[[from, to], ...]``)."""
+    if not pairs:
+        return dict(cls)
+    to = {repr(list(a)): list(b) for a, b in pairs}
+    slots = [{**s, "role": to.get(repr(list(s["role"])), s["role"])} if "role" in s else s for s in cls["slots"]]
+    return {**cls, "slots": slots}
 
 
 def _counts(w: Mapping[str, Any], target: int | None) -> list[list[int]]:

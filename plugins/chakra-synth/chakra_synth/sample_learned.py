@@ -6,12 +6,16 @@ often than in the source).  Each instance of a computation segment is drawn
 anew: an operator count around the fitted one, op classes (kind and duration magnitude) from the
 segment's second-order chain (first-order where it has no row) mixed
 with its kind mix (weight ``level``), durations from each class's log-normal fit in the segment
-(its sigma widened by the level), rescaled to the segment's mean total times a noise factor.
+(its sigma widened by the level), rescaled to the segment's total: the fitted total times its
+share of its serial stretch (the segments between two communication nodes that form one chain
+keep their summed time, :meth:`_Sampler._groups`) and a small noise factor.  Communication
+durations, which the simulators model from bytes (but a broadcast's), vary around their slot's
+mean in pairs that keep its time.
 Dependencies follow the fitted offsets (of the slot's occurrence where they differ) through a
 map from source positions to drawn nodes (a
 drawn node that stands for no source node depends on the one before), so every dependency
 names an earlier node.  Structure (counts, kinds, sizes) comes from one random stream per class,
-timing from one per timing variant, so the variants of a class communicate alike.
+timing from one per timing variant and renaming, so the variants of a class communicate alike.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from chakra_core import CommType
+
 from .emit import ClassStream, NodeBatch, Role, static_bytes
 from .expand import Expansion
 from .kinds import comm_type_number, node_label, type_number
@@ -31,21 +37,30 @@ from .tables import Padded, stat_rows
 __all__ = ["learned_stream", "learned_variants", "Noise"]
 
 BATCH = 8192
+#: the share of a step's computation time that its shortest segments, drawn freely, may hold
+SMALL = 0.005
 
 
 class Noise:
     """The spreads a privacy ``level`` (0 to 1) sets: ``mix`` (weight of the kind mix against
     the chain), ``length`` (log-normal sigma of a segment's operator count), ``duration``
     (log-normal sigma of one computation's duration before its segment is rescaled), ``total``
-    (normal sigma of a segment's total, relative) and ``comm`` (log-normal sigma of a
-    communication node's duration around its slot's mean)."""
+    (normal sigma of a segment's total, relative), ``share`` (log-normal sigma of a segment's
+    share of the time of the segments between the same two communication nodes), ``comm``
+    (the spread of a replayed communication node's duration around its slot's mean: a
+    broadcast, whose recorded duration the simulators replay) and ``comm_free`` (the same for
+    every other communication node, whose time the simulators model from its bytes).  A
+    communication slot's occurrences are drawn in pairs, ``1 + tanh(u)`` and ``1 - tanh(u)``
+    times the mean with ``u`` uniform within the spread, so each pair keeps the slot's time."""
 
     def __init__(self, level: float):
         self.mix = level
         self.length = 0.3 * level
         self.duration = 0.1 + 1.0 * level
-        self.total = 0.05 * level
+        self.total = 0.03 * level
+        self.share = 4.0 * min(level, 0.5) ** 0.5
         self.comm = 0.02 + 0.05 * level
+        self.comm_free = 0.1 + 2.0 * level ** 0.5
 
 
 class _Segments:
@@ -117,8 +132,11 @@ class _Sampler:
         self.segs = _Segments(cls["segments"], variant)
         self.data = [s.get("data_seq") or [s["data"]] for s in slots]
         self.ctrl = [s.get("ctrl_seq") or [s["ctrl"]] for s in slots]
+        self.offsets = [sorted({o for rows in (d, c) for r in rows for o in r}) for d, c in zip(self.data, self.ctrl)]
         self.comm_mean = [s["mean_us_by_rank"][variant] if "mean_us_by_rank" in s else s.get("mean_us", 0.0)
                           for s in slots]
+        replayed = {k for k, kind in enumerate(model["kinds"]) if comm_type_number(kind) == CommType.BROADCAST}
+        self.comm_sigma = [noise.comm if s.get("kind") in replayed else noise.comm_free for s in slots]
         stats = w["kind_stats"]
         self.tables = {name: stat_rows(stats, nkinds, name) for name in ("duration", "size", "num_ops")}
         self.size_step = np.array([stats.get(str(k), {}).get("size_step", 1) for k in range(nkinds)],
@@ -126,6 +144,7 @@ class _Sampler:
         self.exact = Padded([s.get("size_exact") for s in slots])
         self.tags = Padded([s.get("tags") for s in slots])
         self.seen = np.zeros(len(slots), dtype=np.int64)
+        self.paired = np.zeros(len(slots), dtype=np.float64)
         self.struct_rng, self.time_rng = rngs
         self.noise = noise
         self.static_of_slot, self.role_of_slot = statics
@@ -162,11 +181,12 @@ class _Sampler:
             out.append(prev)
         return out
 
-    def _segment(self, seg: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """One drawn instance of segment ``seg``: kinds, durations, sizes, num_ops."""
+    def _segment(self, seg: int, share: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """One drawn instance of segment ``seg`` whose total is ``share`` times the fitted one:
+        kinds, durations, sizes, num_ops."""
         n0 = int(self.segs.length[seg])
-        n = max(1, int(round(n0 * float(np.exp(self.struct_rng.normal(0.0, self.noise.length)))))) \
-            if self.noise.length > 0 else n0
+        sd = self.noise.length
+        n = max(1, int(round(n0 * float(np.exp(self.struct_rng.normal(0.0, sd) - sd ** 2 / 2))))) if sd > 0 else n0
         classes = self._kinds(seg, n)
         kinds = np.array([k for k, _m in classes], dtype=np.int64)
         u = self.struct_rng.random(n)
@@ -175,13 +195,15 @@ class _Sampler:
         size = np.where(size > 0, np.maximum(np.rint(size / step), 1).astype(np.int64) * step, size)
         ops = self._table("num_ops", kinds, u)
         raw = self._durations(seg, classes)
-        total = self.segs.total[seg] * max(0.0, 1.0 + self.time_rng.normal(0.0, self.noise.total))
+        total = self.segs.total[seg] * share * max(0.0, 1.0 + self.time_rng.normal(0.0, self.noise.total))
         return kinds, _rescale(raw, total), size, ops
 
     def _comm(self, s: int) -> tuple[int, int, int]:
         """Duration, size and tag of the next node of communication slot ``s``."""
         j = int(self.seen[s])
-        dur = int(np.rint(self.comm_mean[s] * np.exp(self.time_rng.normal(0.0, self.noise.comm))))
+        if j % 2 == 0:
+            self.paired[s] = float(np.tanh(self.time_rng.uniform(-1.0, 1.0) * self.comm_sigma[s]))
+        dur = int(np.rint(self.comm_mean[s] * (1.0 + self.paired[s] * (1 if j % 2 == 0 else -1))))
         size = int(self.exact.table[s, j % self.exact.lengths[s]]) if self.exact.lengths[s] else -1
         tag = int(self.tags.table[s, j % self.tags.lengths[s]]) if self.tags.lengths[s] else -1
         return dur, size, tag
@@ -191,6 +213,7 @@ class _Sampler:
         with absolute dependency ids."""
         seq = np.concatenate(list(self.exp.body(self.step)) or [np.zeros(0, dtype=np.int64)]).tolist()
         st = _Step(seq, first_id)
+        shares = iter(self._shares(seq))
         i = 0
         while i < len(seq):
             s = seq[i]
@@ -202,8 +225,64 @@ class _Sampler:
                 self.seen[s] += 1
                 i += 1
             else:
-                i += self._segment_nodes(st, i, seg)
+                i += self._segment_nodes(st, i, seg, next(shares))
         return st.nodes
+
+    def _shares(self, seq: list[int]) -> list[float]:
+        """Per segment instance of a step, in order, the factor on its fitted total: log-normal
+        draws rescaled so that each group of segments keeps its summed total (module docstring).
+        The shortest segments, together at most :data:`SMALL` of the step's computation time,
+        are drawn freely: a factor uniform in ``1 +- min(1, share)`` (where the step is a chain,
+        they move it by at most that share)."""
+        groups = self._groups(seq)
+        sd = self.noise.share
+        fitted = [self.segs.total[g] for g in groups]
+        draws = [np.exp(self.time_rng.normal(0.0, sd, len(g))) if sd > 0 else np.ones(len(g)) for g in groups]
+        flat = np.concatenate(fitted) if fitted else np.zeros(0)
+        order = np.argsort(flat, kind="stable")
+        free = np.zeros(len(flat), dtype=bool)
+        free[order] = np.cumsum(flat[order]) <= SMALL * float(flat.sum())
+        out: list[float] = []
+        for t, f in zip(fitted, draws):
+            drawn = float((f * t).sum())
+            shares = f * (float(t.sum()) / drawn) if drawn > 0 else np.ones(len(t))
+            own = free[len(out):len(out) + len(t)]
+            spread = 1.0 + min(sd, 1.0) * (2.0 * self.time_rng.random(len(t)) - 1.0)
+            out += np.where(own, spread, shares).tolist()
+        return out
+
+    def _groups(self, seq: list[int]) -> list[list[int]]:
+        """The segment instances of a step in serial stretches between two communication nodes.
+        A node *waits* on a dependency that is not already an ancestor of the node before it
+        (through the chain of nodes that each depend on the one before); a segment whose first
+        node waits or does not depend on the node before starts a stretch, and so does one after
+        a node that a later node waits on, so time moves only where nothing else starts or ends
+        on it."""
+        chain = np.zeros(len(seq), dtype=np.int64)
+        cut = np.zeros(len(seq) + 1, dtype=bool)
+        for q, s in enumerate(seq):
+            offsets = self.offsets[s]
+            serial = q > 0 and 1 in offsets
+            chain[q] = chain[q - 1] if serial else q
+            waits = [q - o for o in offsets if o > 1 and q - o < chain[q]]
+            cut[q] |= not serial or bool(waits)
+            for t in waits:
+                cut[max(t, -1) + 1] = True
+        groups: list[list[int]] = []
+        prev = -1
+        i = 0
+        while i < len(seq):
+            seg = int(self.segment[seq[i]])
+            if seg < 0:
+                prev = -1
+                i += 1
+                continue
+            if prev < 0 or cut[prev + 1:i + 1].any():
+                groups.append([])
+            groups[-1].append(seg)
+            prev = i
+            i += int(self.segs.length[seg])
+        return groups
 
     def _deps(self, st: _Step, p: int) -> tuple[list[int], list[int]]:
         """Data and control dependencies of the node drawn for source position ``p`` (its slot's
@@ -215,10 +294,11 @@ class _Sampler:
             ctrl = [st.first_id - 1]
         return data, ctrl
 
-    def _segment_nodes(self, st: _Step, i: int, seg: int) -> int:
-        """Draw one instance of segment ``seg`` at source position ``i``; return its source length."""
+    def _segment_nodes(self, st: _Step, i: int, seg: int, share: float) -> int:
+        """Draw one instance of segment ``seg`` at source position ``i`` (its total times
+        ``share``); return its source length."""
         n0 = int(self.segs.length[seg])
-        kinds, durs, sizes, ops = self._segment(seg)
+        kinds, durs, sizes, ops = self._segment(seg, share)
         n = len(kinds)
         last_o = -1
         for k in range(n):
@@ -283,9 +363,11 @@ def learned_variants(cls: dict[str, Any]) -> int:
 
 
 def learned_stream(model: dict[str, Any], w: dict[str, Any], cls: dict[str, Any], counts: Sequence[int],
-                   seed: np.random.SeedSequence, noise: Noise, variant: int = 0) -> ClassStream:
+                   seed: np.random.SeedSequence, noise: Noise, variant: int = 0, position: int = 0) -> ClassStream:
     """The :class:`ClassStream` of one class: statics are the kinds (computation) followed by one
-    per communication slot (its root), roles those of the communication slots."""
+    per communication slot (its root), roles those of the communication slots.  Structure comes
+    from ``seed`` (alike for every tile position of the class), timing from ``seed``, the
+    ``variant`` and the ``position`` (the n-th group of tile positions of the class)."""
     kinds = model["kinds"]
     statics = [static_bytes(node_label(kinds, k), type_number(kinds[k]), bool(kinds[k]["cpu"]),
                             comm_type_number(kinds[k]), -1) for k in range(len(kinds))]
@@ -313,7 +395,8 @@ def learned_stream(model: dict[str, Any], w: dict[str, Any], cls: dict[str, Any]
     arrays = (np.array(static_of_slot, dtype=np.int64), np.array(role_of_slot, dtype=np.int64))
 
     def batches() -> Iterator[NodeBatch]:
-        own = np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, variant))
+        key = (*seed.spawn_key, variant, *([position] if position else []))
+        own = np.random.SeedSequence(seed.entropy, spawn_key=key)
         rngs = (np.random.default_rng(seed), np.random.default_rng(own))
         return _Sampler(model, w, cls, counts, rngs, noise, variant, arrays).batches()
     return ClassStream(statics, types, comm_types, roles, batches)

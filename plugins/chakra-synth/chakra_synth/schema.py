@@ -144,7 +144,8 @@ _KIND = Obj({"type": _TYPE, "cpu": "bool", "comm_type": OneOf(("count", "str")),
 _TABLE = List("num")
 _KIND_STATS = Map(Obj({"duration": _TABLE, "size": _TABLE, "num_ops": _TABLE, "size_step": "count"},
                       optional=frozenset({"duration", "size", "num_ops", "size_step"})))
-_ROLE = Nullable(Tuple(("str", OneOf(("str", "int")))))
+_COMM_ROLE = Tuple(("str", OneOf(("str", "int"))))
+_ROLE = Nullable(_COMM_ROLE)
 _MOTIF = Obj({"body": List(Tuple(("str", "count"))), "count": "count", "comm": "bool", "p2p": "bool"})
 _KNOTS = List("prob")
 _HEADER = {"format": "str", "version": "int", "synthesizer": "str", "keep_names": "bool", "kinds": List(_KIND)}
@@ -174,9 +175,10 @@ SCHEMAS: dict[str, Any] = {
     "structural": Obj({**_HEADER, "workloads": List(Obj({**_LAYOUT, "classes": List(Obj(
         {**_CLASS, "slots": List(_STRUCT_SLOT)}))}))}),
     "learned": Obj({**_HEADER, "workloads": List(Obj({**_LAYOUT, "params": _PARAMS, "roles": "count",
+                                                      "tile_relabel": List(List(Tuple((_COMM_ROLE, _COMM_ROLE)))),
                                                       "classes": List(Obj({**_CLASS, "slots": List(_LEARNED_SLOT),
                                                                            "segments": List(_SEGMENT)}))},
-                                                     optional=frozenset({"params", "roles"})))}),
+                                                     optional=frozenset({"params", "roles", "tile_relabel"})))}),
     "markov": Obj({**_HEADER, "workloads": List(Obj({"ranks": "count", "nodes": "count", "start": Map("count"),
                                                      "transitions": Map(Map("count")), "kind_stats": _KIND_STATS}))}),
 }
@@ -268,6 +270,13 @@ def _layout(w: Mapping[str, Any], where: str) -> None:
                           "per tile position")
     for p, c in enumerate(w["tile_classes"]):
         _index(c, ncls, f"{where}.tile_classes[{p}]", "class")
+    if len(w.get("tile_relabel", w["tile_classes"])) != tile:
+        raise ConfigError(f"model field {where}.tile_relabel: wants one renaming per tile position ({tile})")
+    for p, pairs in enumerate(w.get("tile_relabel", [])):
+        for i, (a, b) in enumerate(pairs):
+            if a[0] != b[0] or a[0] not in ("g", "send", "recv"):
+                raise ConfigError(f"model field {where}.tile_relabel[{p}][{i}]: wants a group renamed to a "
+                                  f"group or a peer to a peer of the same direction, got {a!r} -> {b!r}")
     for i, c in enumerate(w["classes"]):
         if not c["members"] or any(m >= w["ranks"] for m in c["members"]):
             raise ConfigError(f"model field {where}.classes[{i}].members: wants source ranks (0..{w['ranks'] - 1})")

@@ -2,7 +2,8 @@
 
 PyTorch: the real recordings of chakra-pytorch (``plugins/chakra-pytorch/tests/data``, recorded
 by the scripts in its ``recording/``); text: the bundled ASTRA-sim workloads of ``examples/text``;
-JAX: the recorded 8-device mesh program of chakra-jax (``plugins/chakra-jax/tests/data/mesh8``).
+JAX: the recorded 8-device mesh program of chakra-jax (``plugins/chakra-jax/tests/data/mesh8``);
+second recordings of the every-collective and the JAX mesh jobs (``tests/data``, its README).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ REPO = Path(__file__).resolve().parents[3]
 PYTORCH = REPO / "plugins" / "chakra-pytorch" / "tests" / "data"
 TEXT = REPO / "examples" / "text"
 JAX = REPO / "plugins" / "chakra-jax" / "tests" / "data" / "mesh8"
+RERUNS = Path(__file__).resolve().parent / "data"
 
 #: source name -> (input paths, input format or None, input options)
 SOURCES = {
@@ -28,6 +30,9 @@ SOURCES = {
     "gpt3_text": ([TEXT / "gpt3_like.txt"], None, {"npus": 8}),
     "resnet50_text": ([TEXT / "resnet50_like.txt"], None, {"npus": 4}),
     "jax_mesh8": ([JAX / "program.hlo.txt", JAX / "profile.xplane.pb"], "jax", {}),
+    **{f"collectives_rerun{i}": ([RERUNS / f"collectives_rerun{i}"], None, {}) for i in (1, 2)},
+    **{f"jax_mesh8_rerun{i}": ([RERUNS / f"jax_mesh8_rerun{i}" / f for f in ("program.hlo.txt", "profile.xplane.pb")],
+                               "jax", {}) for i in (1, 2)},
 }
 
 

@@ -178,3 +178,18 @@ def test_mutated_markov_model_is_refused_unless_no_validate(models, tmp_path, ch
     assert not out.exists()
     code, _err = _run(chakra_cli, ["synth", "sample", str(path), "-o", str(out / ""), "--no-validate"])
     assert code == 0 and not chakra.validate(str(out)).ok
+
+
+@pytest.mark.parametrize("pairs, message", [
+    ([[["g", "w"], ["send", 1]]], "wants a group renamed to a group"),
+    ([[["send", 1], ["recv", 1]]], "wants a group renamed to a group"),
+    ("x", "wants an array"),
+])
+def test_bad_tile_renaming_is_a_located_error(models, tmp_path, chakra_cli, pairs, message):
+    model = json.loads(json.dumps(models["learned"]))
+    w = model["workloads"][0]
+    w["tile_relabel"] = [pairs] + [[] for _ in w["tile_classes"][1:]]
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(model))
+    code, err = _run(chakra_cli, ["synth", "sample", str(path), "-o", str(tmp_path / "out" / "")])
+    assert code == 2 and len(err) == 1 and "tile_relabel[0]" in err[0] and message in err[0], err
