@@ -174,6 +174,10 @@ def _suffix(role: Role, rank: int, tile: int, names: GroupNames) -> bytes:
     return n.SerializeToString()
 
 
+#: why a generated set can fail the cross-rank check: the model is read as it is
+_DISAGREE = "(the rank classes disagree: a model file changed by hand, or a synthesizer bug)"
+
+
 def check_consistency(classes: Sequence[ClassStream], tile_classes: Sequence[int]) -> None:
     """Raise PluginError unless the generated classes pass the cross-rank rules (module doc)."""
     tile = len(tile_classes)
@@ -187,7 +191,7 @@ def check_consistency(classes: Sequence[ClassStream], tile_classes: Sequence[int
                        for q in sorted(members)}
             if len(set(digests.values())) > 1:
                 raise PluginError(f"generated collectives of group {ref!r} (of tile position {p}) differ between "
-                                  f"tile positions {sorted(digests)} (a synthesizer bug)")
+                                  f"tile positions {sorted(digests)} {_DISAGREE}")
     sends: Counter = Counter()
     recvs: Counter = Counter()
     for p, c in enumerate(tile_classes):
@@ -198,8 +202,7 @@ def check_consistency(classes: Sequence[ClassStream], tile_classes: Sequence[int
                 (sends if role[0] == "send" else recvs).update((*pair, tag, size) for _ct, size, tag in log)
     if sends != recvs:
         odd = next(iter((sends - recvs) or (recvs - sends)))
-        raise PluginError(f"a generated send or receive (src, dst, tag, size) {odd} has no partner "
-                          "(a synthesizer bug)")
+        raise PluginError(f"a generated send or receive (src, dst, tag, size) {odd} has no partner {_DISAGREE}")
 
 
 def _ref_from(ref: str, positions: set[int], q: int, tile: int) -> str:
@@ -233,7 +236,7 @@ def build_traceset(classes: Sequence[ClassStream], tile_classes: Sequence[int], 
     digests = [_digest_all(c.comm_log) for c in classes]
     for rank in range(ranks):
         if digests[stream_of(rank)] != digests[tile_classes[rank % tile]]:
-            raise PluginError(f"generated rank {rank} communicates unlike its rank class (a synthesizer bug)")
+            raise PluginError(f"generated rank {rank} communicates unlike its rank class {_DISAGREE}")
     names = GroupNames(tile, ranks)
     out = []
     for rank in range(ranks):
