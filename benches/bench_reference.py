@@ -27,8 +27,9 @@ life, start-up included, from ``os.wait4``):
   transformer encoder step recorded with torch (about 24k host-ET nodes, as ``bench_pytorch.py``
   records it; needs torch and ``adapters/chakra-collect``), converted by ``chakra convert`` /
   ``chakra_trace_link`` then ``chakra_converter PyTorch`` (CPU summed, peak RSS the larger);
-  both read the same plain JSON.  ``chakra_trace_link`` imports ``et_replay`` (PARAM's, from its
-  git repository only); without it the bench says so and adds a row converting the host ET alone
+  both read the same plain JSON; then the node count of each ``.et`` written.
+  ``chakra_trace_link`` imports ``et_replay`` (PARAM's, from its git repository only; install
+  steps below); without it the bench says so and adds a row converting the host ET alone
   (``chakra convert`` / ``chakra_converter PyTorch``);
 - memory at ``--memory`` node counts (default 1 M and 5 M): peak RSS of ``chakra validate`` and
   ``chakra stats`` of a rank of that many nodes, and the growth per node between the counts.
@@ -43,8 +44,19 @@ virtual environment of its own, outside the repository)::
     ~/chakra-reference/bin/pip install --no-deps /tmp/chakra-ref    # builds with setuptools-grpc
                                                                     # and grpcio-tools from PyPI
 
-(HolisticTraceAnalysis from PyPI, 0.5.0 here, in place of the pinned git commit.)  Then give that
-interpreter to the bench: ``--reference-python ~/chakra-reference/bin/python`` or
+(HolisticTraceAnalysis from PyPI, 0.5.0 here, in place of the pinned git commit.)  For the
+PyTorch row with ``chakra_trace_link``, PARAM's ``et_replay`` too.  Its ``et_replay/pyproject.toml``
+maps the package to ``et_replay/`` below itself (the layout of meta-pytorch/chakra_replay), so
+``pip install`` of param's ``et_replay`` folder fails ("package directory 'et_replay' does not
+exist"); install it from a folder that holds that file and the package beside it::
+
+    git clone https://github.com/facebookresearch/param /tmp/param   # or any copy of its tree
+    mkdir /tmp/et-replay && cp /tmp/param/et_replay/pyproject.toml /tmp/et-replay/
+    cp -r /tmp/param/et_replay /tmp/et-replay/et_replay
+    ~/chakra-reference/bin/pip install intervaltree                  # its one dependency missing
+    ~/chakra-reference/bin/pip install --no-deps /tmp/et-replay      # (numpy, pydot: above)
+
+Then give that interpreter to the bench: ``--reference-python ~/chakra-reference/bin/python`` or
 ``CHAKRA_REFERENCE_PYTHON``; by default the bench's own interpreter is tried.  Without the
 reference each row prints our figures alone and says how to install it.
 
@@ -337,16 +349,19 @@ def pytorch_row(ref: str | None, tmp: Path, recorded: str | None) -> None:
                                                 check=False).returncode == 0
     ours = _convert([str(host), str(kineto)], tmp / "ours_pt")
     theirs = None
-    if linked:
+    if ref is not None and linked:
         link = command([ref, "-m", _TRACE_LINK, "--rank", "0", "--chakra-host-trace", str(host),
                         "--chakra-device-trace", str(kineto), "--output-file", str(tmp / "linked.json")])
         conv = _their_convert(ref, tmp / "linked.json", tmp)
         theirs = {"cpu": link["cpu"] + conv["cpu"], "peak_mb": max(link["peak_mb"], conv["peak_mb"]),
                   "wall": link["wall"] + conv["wall"]}
     row(f"PyTorch host ET + Kineto -> .et ({host_nodes:,} host nodes)", None, ours, theirs)
+    if ref is not None and linked:
+        print(f"(nodes written: ours {child(sys.executable, 'ours-decode', str(tmp / 'ours_pt.0.et'))['value']:,}, "
+              f"reference {child(ref, 'theirs-decode', str(tmp / 'theirs_pt.0.et'))['value']:,})")
     if ref is not None and not linked:
-        print("(chakra_trace_link needs et_replay, from github.com/facebookresearch/param, not installed: the "
-              "reference's converter alone on the host ET instead, and ours on the same)")
+        print("(chakra_trace_link needs et_replay, from github.com/facebookresearch/param, not installed (steps: "
+              "this bench's docstring): the reference's converter alone on the host ET instead, and ours on the same)")
         row("PyTorch host ET alone -> .et", None, _convert([str(host)], tmp / "ours_host"),
             _their_convert(ref, host, tmp))
 
