@@ -313,18 +313,11 @@ class _Framer:
         batch: list[bytes] = []
         batch_off = batch_index = 0
         while True:
-            try:
-                if pos < end and buf[pos] < 0x80:
-                    ln = buf[pos]
-                    hp = pos + 1
-                else:
-                    ln, hp = decode_varint(buf, pos, end)
-            except EOFError:  # the prefix is cut short: read on
-                ln, hp = -1, pos
-            except ValueError:
-                raise self.fail("bad length prefix", base + pos) from None
-            if ln > MAX_MESSAGE:
-                raise self.fail(f"message length {ln} exceeds 256 MiB (corrupt length prefix?)", base + pos)
+            if pos < end and buf[pos] < 0x80:
+                ln = buf[pos]
+                hp = pos + 1
+            else:
+                ln, hp = self._prefix(buf, pos, end, base)
             if ln < 0 or hp + ln > end:
                 refilled = self._refill(f, gz_raw, buf, pos, base, ln, eof)
                 if refilled is None:
@@ -353,6 +346,19 @@ class _Framer:
         if batch:
             yield batch_off, batch_index, batch
 
+    def _prefix(self, buf: bytes, pos: int, end: int, base: int) -> tuple[int, int]:
+        """The length prefix at ``pos`` and where its message starts; ``(-1, pos)`` when the
+        prefix is cut short by ``end`` (read on)."""
+        try:
+            ln, hp = decode_varint(buf, pos, end)
+        except EOFError:
+            return -1, pos
+        except ValueError:
+            raise self.fail("bad length prefix", base + pos) from None
+        if ln > MAX_MESSAGE:
+            raise self.fail(f"message length {ln} exceeds 256 MiB (corrupt length prefix?)", base + pos)
+        return ln, hp
+
     def compiled(self) -> Iterator[_Piece]:
         """The node frames in pieces cut by the compiled loop (the metadata message skipped: the
         reader has read it); frames the loop leaves are checked here as :meth:`_cut` does."""
@@ -379,14 +385,7 @@ class _Framer:
             if len(in_at):
                 yield _Piece(out, out_at, in_at, buf, base, index)
                 index += len(in_at)
-            try:
-                ln, hp = decode_varint(buf, pos, end)
-            except EOFError:  # the prefix is cut short: read on
-                ln, hp = -1, pos
-            except ValueError:
-                raise self.fail("bad length prefix", base + pos) from None
-            if ln > MAX_MESSAGE:
-                raise self.fail(f"message length {ln} exceeds 256 MiB (corrupt length prefix?)", base + pos)
+            ln, hp = self._prefix(buf, pos, end, base)
             if ln < 0 or hp + ln > end:
                 refilled = self._refill(f, gz_raw, buf, pos, base, ln, eof)
                 if refilled is None:
