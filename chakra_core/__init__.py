@@ -108,7 +108,7 @@ if TYPE_CHECKING:
         process_groups_json,
         with_process_groups,
     )
-    from chakra_core.validation._validate import Finding
+    from chakra_core.validation._finding import Finding
 
 __all__ = [
     "Node", "GlobalMetadata", "NodeType", "CommType", "AttributeProto", "IOInfo", "PG_INIT_NAME",
@@ -156,7 +156,7 @@ _EXPORTS = {
     "host._plugins": ("get_host", "PluginHost", "PluginInfo"),
     "base._lazy": ("lazy_getattr", "lazy_exports"),
     "base._errors": ("ChakraError", "TraceFormatError", "ConfigError", "PluginError"),
-    "validation._validate": ("Finding",),
+    "validation._finding": ("Finding",),
     "trace._stats": ("compute_stats",),
     "trace._graph": ("DepGraph",),
     "pipeline._pipeline": ("detect_format", "load_traces", "run_pipeline", "load_pipeline", "Pipeline", "Stage"),

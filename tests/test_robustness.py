@@ -396,6 +396,18 @@ def test_gzip_inflation_is_bounded(tmp_path, chakra_cli, monkeypatch):
     assert status == 0 and json.loads(out)["nodes"] == 20_000, err
 
 
+def test_group_discovery_searches_the_bytes_within_the_inflation_limit(tmp_path, monkeypatch):
+    import gzip
+
+    big = Node(id=1, name="x" * 4000, type=NodeType.COMP_NODE).SerializeToString()
+    p = tmp_path / "bomb.0.et.gz"
+    p.write_bytes(gzip.compress(_frame(_META) + _frame(big) * 20_000, 9))
+    with pytest.raises(TraceFormatError, match="gzip data expands by a factor of"):
+        open_traceset(str(p)).process_groups  # noqa: B018  (the property reads the file)
+    monkeypatch.setenv("CHAKRA_MAX_INFLATION", "100000")
+    assert open_traceset(str(p)).process_groups == {}
+
+
 @pytest.mark.parametrize("name, content, words", [
     ("s.yaml", b"endpoint-delay: 10\n\xff\n", ["s.yaml:line 2", "not UTF-8 text"]),
     ("s.yaml", b"network: " + b"[" * 5000 + b"]" * 5000 + b"\n",

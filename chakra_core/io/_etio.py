@@ -144,6 +144,11 @@ class EtReader:
             raise TraceFormatError("not a Chakra node message", self.path,
                                    f"byte {piece.base + int(piece.in_at[lo])}") from None
 
+    def may_contain(self, needle: bytes) -> bool:
+        """False when the file's bytes (decompressed) do not hold ``needle``: a search a chunk at
+        a time, nothing cut or decoded (True may also be the metadata's bytes, or two messages')."""
+        return _Framer(self).may_contain(needle)
+
     def raw(self) -> Iterator[bytes]:
         """Yield each node's serialized bytes (for fast copies); each batch is checked to decode."""
         for offset, index, frames in self._frames():
@@ -276,6 +281,24 @@ class _Framer:
         if expanded > _INFLATION_FLOOR and expanded > self.max_inflation * packed:
             raise self.fail(limit_message("inflation", expanded // packed, "gzip data expands by a factor of"),
                             expanded)
+
+    def may_contain(self, needle: bytes) -> bool:
+        """Whether the file's bytes hold ``needle`` (:meth:`EtReader.may_contain`)."""
+        keep = len(needle) - 1
+        with open(self.path, "rb") as raw:
+            gz = raw.peek(2)[:2] == _GZIP_MAGIC
+            f: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb") if gz else raw  # type: ignore[assignment]
+            with f:
+                tail, expanded = b"", 0
+                while chunk := f.read(_CHUNK):
+                    expanded += len(chunk)
+                    if gz:
+                        self.check_inflation(raw, expanded)
+                    data = tail + chunk
+                    if needle in data:
+                        return True
+                    tail = data[len(data) - keep:] if keep else b""
+        return False
 
     def check_node(self, frame: bytes, start: int, offset: int, index: int) -> None:
         """Refuse an empty node message, and a node with more dependencies than the limit."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Union
+from typing import Any, Union
 
 from chakra_core.base._errors import ConfigError
 from chakra_core.base._progress import counted_then, progress
@@ -21,9 +21,7 @@ from chakra_core.host._plugins import PluginHost, get_host
 from chakra_core.pipeline._pipeline import Pipeline, Stage, detect_format, resolve_stage
 from chakra_core.pipeline._validated import write_validated_set
 from chakra_core.trace._traceset import TraceSet
-
-if TYPE_CHECKING:
-    from chakra_core.validation._validate import Finding
+from chakra_core.validation._finding import Finding
 
 __all__ = ["Inputs", "Validation", "convert", "simulate", "simulation_pipeline", "emulate", "export", "transform",
            "generate", "validate", "stats", "jsonize"]

@@ -118,6 +118,10 @@ class FileRank(RankTrace):
         """Serialized node messages, undecoded."""
         return self._reader.raw()
 
+    def may_contain(self, needle: bytes) -> bool:
+        """False when no node message of the file holds the bytes ``needle`` (nothing decoded)."""
+        return self._reader.may_contain(needle)
+
 
 class MemoryRank(RankTrace):
     """A rank held in memory as a list of nodes."""
@@ -390,8 +394,10 @@ def _discover_groups(rt: RankTrace) -> dict[str, list[int]]:
             return parse_groups_json(a.string_val, rt.label)
     # traces of other tools: the METADATA node named "## process_group:init ##"
     raw = getattr(rt, "raw", None)
+    key = PG_INIT_NAME.encode()
+    if isinstance(rt, FileRank) and not rt.may_contain(key):  # a run of frames at a time
+        return {}
     if raw is not None:  # look for the name in the undecoded bytes first (cheap)
-        key = PG_INIT_NAME.encode()
         nodes: Iterable[Node] = (Node.FromString(data) for data in raw() if key in data)
     else:
         nodes = rt.nodes()

@@ -37,12 +37,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
 
 from chakra_core.base._errors import TraceFormatError
 from chakra_core.trace._traceset import PG_ATTR, TraceSet
 from chakra_core.validation._colscan import scan_columns
 from chakra_core.validation._deadlock import Skeleton
+from chakra_core.validation._finding import Finding
 from chakra_core.validation._rank_rules import ABSURD_BYTES, MAX_DURATION_US, MAX_RANK_DURATION_US, RankCheck
 from chakra_core.validation._roleshare import RoleShare
 from chakra_core.validation._set_rules import check_collectives, check_deadlocks, check_groups, check_p2p
@@ -68,31 +68,6 @@ _UNCLEAR = frozenset({
 _MAX_PER_RULE = 20
 
 
-@dataclass
-class Finding:
-    """One problem: ``severity`` is "error" or "warning"; ``node_id`` is None for whole-file rules.
-
-    After 20 findings of one rule in one file, one summary finding stands for the rest
-    (``count`` says how many).  ``involved`` lists the ``(rank, node id)`` pairs of a
-    ``deadlock`` or ``never-reached`` finding.
-    """
-
-    rule: str
-    file: str
-    node_id: int | None
-    message: str
-    severity: str = "error"
-    rank: int | None = None
-    count: int = 1  # how many problems this finding stands for (more than 1 on a "not shown" summary)
-    involved: list[tuple[int, int]] = field(default_factory=list)
-
-    def __str__(self) -> str:
-        where = self.file + (f":node {self.node_id}" if self.node_id is not None else "")
-        return f"{where}: {self.severity}: [{self.rule}] {self.message}"
-
-    def to_dict(self) -> dict:
-        """Plain data for ``--json``."""
-        return asdict(self)
 
 
 class _Collector:
