@@ -4,7 +4,8 @@ Cases: every text workload of examples/text/ on examples/system/system.yaml (8 N
 and the GPT-3-like one on examples/system/system_2d.yaml (1,024 NPUs, roofline). Each set is
 written as .et files first. For each case and congestion mode it prints the simpy backend's
 wall and CPU seconds and simulated events per second, and, when an ASTRA-sim binary of that
-mode is found (``CHAKRA_ASTRASIM_BIN`` or the usual name on the PATH), the binary's wall time
+mode is found (``CHAKRA_ASTRASIM_BIN``, which names one binary, or the usual names on the PATH:
+put both there to time both modes), the binary's wall time
 (``astrasim-run``: export + run + parse) and how many ranks' cycles differ, with the largest
 difference. Without a binary it says so and times simpy alone.
 
