@@ -27,7 +27,7 @@ from .kineto import KinetoTrace, read_distributed_info, read_kineto
 from .lazyrank import LazyRank
 from .schema_version import PyTorchTraceWarning, check_schema
 from .sniff import JSON_SUFFIXES, classify_files, is_linked, rank_from_name
-from .stepstart import START_OFFSET_ATTR, first_step_us, start_offsets_ns
+from .stepstart import first_step_us, start_offsets_ns, with_start_offset
 
 __all__ = ["RankFiles", "find_rank_files", "convert_rank", "open_pytorch"]
 
@@ -246,9 +246,7 @@ def open_pytorch(paths: Sequence[str], data_deps: bool = False, idle_gaps: bool 
                                 for rf in rank_files} if len(rank_files) > 1 else {})
     ranks = []
     for rf in rank_files:
-        meta = with_process_groups(_metadata(rf), groups)
-        if rf.rank in offsets:
-            meta.attr.append(make_attr(START_OFFSET_ATTR, offsets[rf.rank]))
+        meta = with_start_offset(with_process_groups(_metadata(rf), groups), offsets, rf.rank)
         ranks.append(LazyRank(rf.rank, meta, _factory(rf, world, data_deps, idle_gaps, min_idle_us, match),
                               path=rf.host))
     return TraceSet(ranks, process_groups=groups, source=rank_files[0].host)

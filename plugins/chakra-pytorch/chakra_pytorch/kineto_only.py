@@ -32,7 +32,7 @@ from .lazyrank import LazyRank
 from .outnode import ConvertedRank
 from .schema_version import PyTorchTraceWarning
 from .sniff import JSON_SUFFIXES, classify_files, rank_from_name
-from .stepstart import START_OFFSET_ATTR, first_step_us, start_offsets_ns
+from .stepstart import first_step_us, start_offsets_ns, with_start_offset
 
 __all__ = ["KinetoRank", "kineto_only_paths", "find_kineto_ranks", "open_kineto_only"]
 
@@ -119,9 +119,7 @@ def open_kineto_only(files: Sequence[str], data_deps: bool = False, idle_gaps: b
     offsets = start_offsets_ns({kr.rank: first_step_us(kr.path) for kr in ranks} if len(ranks) > 1 else {})
     out = []
     for kr in ranks:
-        meta = with_process_groups(_metadata(kr), listed)
-        if kr.rank in offsets:
-            meta.attr.append(make_attr(START_OFFSET_ATTR, offsets[kr.rank]))
+        meta = with_start_offset(with_process_groups(_metadata(kr), listed), offsets, kr.rank)
         out.append(LazyRank(kr.rank, meta, _factory(kr, world, groups, idle_gaps, min_idle_us, match),
                             path=kr.path))
     return TraceSet(out, process_groups=listed, source=ranks[0].path)

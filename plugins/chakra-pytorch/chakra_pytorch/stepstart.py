@@ -12,9 +12,9 @@ import re
 import zlib
 from collections.abc import Mapping
 
-from chakra_core import open_binary
+from chakra_core import GlobalMetadata, make_attr, open_binary
 
-__all__ = ["START_OFFSET_ATTR", "first_step_us", "start_offsets_ns"]
+__all__ = ["START_OFFSET_ATTR", "first_step_us", "start_offsets_ns", "with_start_offset"]
 
 #: the global-metadata attribute holding a rank's start offset (ns)
 START_OFFSET_ATTR = "start_offset_ns"
@@ -67,3 +67,11 @@ def start_offsets_ns(starts: Mapping[int, float | None]) -> dict[int, int]:
         return {}
     first = min(s for s in starts.values() if s is not None)
     return {r: int(round(1000 * (s - first))) for r, s in starts.items() if s is not None}
+
+
+def with_start_offset(meta: GlobalMetadata, offsets: Mapping[int, int], rank: int) -> GlobalMetadata:
+    """``meta`` with rank ``rank``'s start offset (ns) of ``offsets`` as :data:`START_OFFSET_ATTR`,
+    when it has one."""
+    if rank in offsets:
+        meta.attr.append(make_attr(START_OFFSET_ATTR, offsets[rank]))
+    return meta

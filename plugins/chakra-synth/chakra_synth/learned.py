@@ -16,7 +16,7 @@ import numpy as np
 
 from chakra_core import ConfigError, GlobalMetadata, Option, Synthesizer, TraceSet, make_attr
 
-from .model import MODEL_FORMAT, MODEL_VERSION, check_model, pick_workload
+from .model import check_model, new_model, pick_workload
 from .profile import KindTable
 from .structural import SAMPLE_OPTIONS, _class_counts
 
@@ -53,8 +53,7 @@ class LearnedSynthesizer(Synthesizer):
             workloads.append({**fit_learned_workload(ts, kinds, int(options["max_period"])),
                               "params": set_params(ts, g)})
         keep = bool(options["keep_names"])
-        return {"format": MODEL_FORMAT, "version": MODEL_VERSION, "synthesizer": self.name or "learned",
-                "keep_names": keep, "kinds": kinds_json(kinds, keep), "workloads": workloads}
+        return new_model(self.name or "learned", keep, kinds_json(kinds, keep), workloads)
 
     def generate(self, model: Mapping[str, Any], options: Mapping[str, Any]) -> TraceSet:
         """A new set from ``model`` (checked against the cross-rank rules before it is returned)."""

@@ -22,7 +22,7 @@ from chakra_core import ConfigError, GlobalMetadata, NodeType, Synthesizer, Trac
 from .emit import ClassStream, NodeBatch, Role, build_traceset, static_bytes
 from .kinds import comm_type_number, kind_stats, kinds_json, node_label, populations, type_number
 from .layout import WORLD_REF
-from .model import MODEL_FORMAT, MODEL_VERSION, check_model, pick_workload
+from .model import check_model, new_model, pick_workload
 from .profile import KindTable, read_profiles
 from .quantiles import ppf
 from .structural import SAMPLE_OPTIONS
@@ -60,8 +60,7 @@ class MarkovSynthesizer(Synthesizer):
             workloads.append({"ranks": len(profiles), "nodes": nodes, "start": starts, "transitions": trans,
                               "kind_stats": kind_stats(populations(profiles))})
         keep = bool(options["keep_names"])
-        return {"format": MODEL_FORMAT, "version": MODEL_VERSION, "synthesizer": self.name or "markov",
-                "keep_names": keep, "kinds": kinds_json(kinds, keep), "workloads": workloads}
+        return new_model(self.name or "markov", keep, kinds_json(kinds, keep), workloads)
 
     def generate(self, model: Mapping[str, Any], options: Mapping[str, Any]) -> TraceSet:
         """Every rank the same walk of the chain (seeded), collectives on the world group."""

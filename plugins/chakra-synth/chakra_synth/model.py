@@ -7,10 +7,18 @@ from typing import Any
 
 from chakra_core import ConfigError
 
-__all__ = ["MODEL_FORMAT", "MODEL_VERSION", "check_model", "pick_workload"]
+__all__ = ["MODEL_FORMAT", "MODEL_VERSION", "new_model", "check_model", "pick_workload"]
 
 MODEL_FORMAT = "chakra-synth-model"
 MODEL_VERSION = 1
+
+
+def new_model(synthesizer: str, keep_names: bool, kinds: list[dict[str, Any]],
+              workloads: list[dict[str, Any]]) -> dict[str, Any]:
+    """A model file's content: the format marker, the synthesizer's name, whether names were kept,
+    the kind table (``kinds_json``) and one entry per fitted workload."""
+    return {"format": MODEL_FORMAT, "version": MODEL_VERSION, "synthesizer": synthesizer,
+            "keep_names": keep_names, "kinds": kinds, "workloads": workloads}
 
 
 def check_model(model: Mapping[str, Any], needs: str) -> None:

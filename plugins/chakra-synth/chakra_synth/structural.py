@@ -18,7 +18,7 @@ import numpy as np
 from chakra_core import ConfigError, GlobalMetadata, Option, Synthesizer, TraceSet, make_attr
 
 from .expand import fit_factor, scaled_counts
-from .model import MODEL_FORMAT, MODEL_VERSION, check_model, pick_workload
+from .model import check_model, new_model, pick_workload
 from .profile import KindTable
 
 __all__ = ["StructuralSynthesizer", "SAMPLE_OPTIONS"]
@@ -52,9 +52,8 @@ class StructuralSynthesizer(Synthesizer):
 
         kinds = KindTable()
         workloads = [fit_workload(ts, kinds, int(options["max_period"])) for ts in corpus]
-        return {"format": MODEL_FORMAT, "version": MODEL_VERSION, "synthesizer": self.name or "structural",
-                "keep_names": bool(options["keep_names"]), "kinds": kinds_json(kinds, bool(options["keep_names"])),
-                "workloads": workloads}
+        keep = bool(options["keep_names"])
+        return new_model(self.name or "structural", keep, kinds_json(kinds, keep), workloads)
 
     def generate(self, model: Mapping[str, Any], options: Mapping[str, Any]) -> TraceSet:
         """A new set from ``model`` (checked against the cross-rank rules before it is returned)."""
