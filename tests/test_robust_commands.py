@@ -240,7 +240,7 @@ def test_jsonize_on_a_full_disk_keeps_the_earlier_output(tmp_path, chakra_cli, m
     assert chakra_cli("convert", TEXT, "-I", "npus=2", "-o", _dir(tmp_path / "set"))[0] == 0
     assert chakra_cli("jsonize", tmp_path / "set", "-o", _dir(tmp_path / "js"))[0] == 0
     before = {p.name: p.read_bytes() for p in (tmp_path / "js").iterdir()}
-    real, calls = jsonset.write_json, []
+    real, calls = jsonset.write_rank_json, []
 
     def full_disk(path, *args, **kwargs):
         calls.append(path)
@@ -248,7 +248,7 @@ def test_jsonize_on_a_full_disk_keeps_the_earlier_output(tmp_path, chakra_cli, m
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
         return real(path, *args, **kwargs)
 
-    monkeypatch.setattr(jsonset, "write_json", full_disk)
+    monkeypatch.setattr(jsonset, "write_rank_json", full_disk)
     status, _, err = chakra_cli("jsonize", tmp_path / "set", "-o", _dir(tmp_path / "js"))
     _one_error(status, err, "No space left on device")
     assert len(calls) == 2

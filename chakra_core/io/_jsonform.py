@@ -42,7 +42,7 @@ from chakra_core.io._jsonnode import node_dict
 from chakra_core.io._schema import GlobalMetadata, Node
 from chakra_core.io._unknown import UNKNOWN_KEY, merge_unknown, unknown_fields
 
-__all__ = ["write_json", "read_json", "FORMAT_TAG", "sniff_json"]
+__all__ = ["write_json", "write_rank_json", "read_json", "FORMAT_TAG", "sniff_json"]
 
 FORMAT_TAG = "chakra-et-json"
 #: an ``.et`` file from this size on is transcoded by the compiled loop even when numba is not
@@ -71,6 +71,13 @@ def write_json(path: str | os.PathLike, metadata: GlobalMetadata, nodes: Iterabl
     """Write one rank as JSON, or JSON Lines (``lines``; by default when the name ends in
     ``.jsonl``); return the node count.  ``nodes`` given as an :class:`EtReader` are written
     from the file's wire bytes by a compiled transcoder when numba is installed (same output)."""
+    return write_rank_json(path, metadata, nodes, rank, lines)
+
+
+def write_rank_json(path: str | os.PathLike, metadata: GlobalMetadata, nodes: Iterable[Node],
+                    rank: int | None = None, lines: bool | None = None, transcode: bool | None = None) -> int:
+    """:func:`write_json`; ``transcode``: whether an :class:`EtReader`'s file goes through the
+    compiled transcoder (None: when :func:`compiled_worthwhile` says so for this file alone)."""
     if lines is None:
         lines = str(path).endswith(".jsonl")
     header = {"format": FORMAT_TAG, "version": 1}
@@ -79,8 +86,9 @@ def write_json(path: str | os.PathLike, metadata: GlobalMetadata, nodes: Iterabl
     header["metadata"] = _to_dict(metadata)
     with atomic_output(path) as tmp:
         count = None
-        if isinstance(nodes, EtReader) and _transcoder(nodes.path) and (os.path.isfile(tmp) or not os.path.exists(tmp)):
-            count = _write_wire(tmp, header, nodes.path, lines)
+        if isinstance(nodes, EtReader) and (os.path.isfile(tmp) or not os.path.exists(tmp)):
+            if compiled_worthwhile(nodes.path, TRANSCODE_FROM) if transcode is None else transcode:
+                count = _write_wire(tmp, header, nodes.path, lines)
         if count is None:
             count = _write_nodes(tmp, header, nodes, lines)
     return count
@@ -108,12 +116,6 @@ def _write_nodes(tmp: Path, header: dict, nodes: Iterable[Node], lines: bool) ->
                 count += 1
             f.write("\n]}\n")
     return count
-
-
-def _transcoder(source: str) -> bool:
-    """Whether to write ``source`` with the compiled transcoder (:func:`compiled_worthwhile` from
-    :data:`TRANSCODE_FROM` bytes)."""
-    return compiled_worthwhile(source, TRANSCODE_FROM)
 
 
 def _write_wire(tmp: Path, header: dict, source: str, lines: bool) -> int | None:
