@@ -11,6 +11,7 @@ module                             what it holds
 ``backend``                        options, loading, symmetry, running, the Result
 ``result_notes``                   the Result's notes
 ``loading``                        loading many ranks' programs on threads
+``beside``                         two pieces of work side by side (a thread only for large ones)
 ``program``                        a rank's trace in flat arrays, compute chains
 ``classify``                       what each node is to the simulator: kind, resource, arguments
 ``symmetry``                       classes of ranks simulated once
