@@ -22,7 +22,7 @@ import os
 import zlib
 from collections.abc import Iterable, Iterator
 from functools import cache
-from itertools import islice
+from itertools import chain, islice
 from pathlib import Path
 from typing import BinaryIO, NoReturn
 
@@ -101,8 +101,9 @@ class EtReader:
         return self._meta
 
     def __iter__(self) -> Iterator[Node]:
-        for batch in self.batches():
-            yield from batch
+        """The nodes, one after another (the batches flattened at C speed: no generator step per
+        node)."""
+        return chain.from_iterable(self.batches())
 
     def batches(self) -> Iterator[Iterable[Node]]:
         """Yield the nodes in batches (protobuf repeated containers) of up to ``batch_size``."""
