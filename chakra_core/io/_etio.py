@@ -65,8 +65,12 @@ def frame_nodes(messages: Iterable[bytes]) -> bytes:
     """Serialized node messages framed as an ``.et`` body holds them: each preceded by its
     varint length (an empty message written as ``id = 0``, as :class:`EtWriter` does), for
     :meth:`EtWriter.write_framed`.  Raises TraceFormatError for a message over 256 MiB."""
+    msgs = list(messages)
+    framed = _framed(msgs)
+    if framed is not None:
+        return framed
     out = []
-    for data in messages:
+    for data in msgs:
         data = data or _EMPTY_NODE
         ln = len(data)
         if ln > MAX_MESSAGE:
