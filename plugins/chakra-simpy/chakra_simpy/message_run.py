@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Sequence
-from functools import partial
 from typing import TYPE_CHECKING
 
 from .algorithms import lookup
@@ -78,9 +77,10 @@ class MessageRun:
         self.running: dict[tuple[int, int], int] = {}
         self.queued: dict[tuple[int, int], deque] = {}
         self.chunks_left: dict[int, int] = {}
+        #: messages that reached their member before it posted their receive
         self.arrived: set[tuple] = set()
-        self.waiting: dict[tuple, tuple[int, int]] = {}
-        self.needed: dict[tuple[int, int, int], int] = {}
+        #: message -> [messages its step still waits for, ns after the step, the next step's key]
+        self.waiting: dict[tuple, list] = {}
         self.phase_start: dict[tuple[int, int, int], int] = {}
         self.left_per_actor: dict[int, int] = {}
         for r in ranks:
@@ -89,6 +89,10 @@ class MessageRun:
         self.finish: dict[int, int] = {}
         self.members_left = len(ranks)
         self.packets: dict[tuple[int, int, int], PacketMember] = {}
+        net = ctx.network
+        assert net is not None  # message runs exist in the congestion-aware mode only
+        self.net = net
+        self.loop = net.loop
 
     def _phases(self, per_member: Sequence[PhaseSpec], tree_bases: dict[int, int], ranks: list[int],
                 group: bool) -> list[_Phase]:
@@ -118,8 +122,7 @@ class MessageRun:
                 self._enter(j, c, 0)
 
     def _later(self, delay: int, callback, value) -> None:
-        ev = self.ctx.env.timeout(delay, value)
-        ev.callbacks.append(callback)
+        self.loop.call(delay, callback, value)
         self.tally.events += 1
 
     def _enter(self, j: int, c: int, p: int) -> None:
@@ -132,12 +135,13 @@ class MessageRun:
     def _go(self, j: int, c: int, p: int) -> None:
         q = (j, self.phases[p].queue)
         self.running[q] = self.running.get(q, 0) + 1
-        self.phase_start[(j, c, p)] = int(self.ctx.env.now)
+        self.phase_start[(j, c, p)] = self.loop.now
         if isinstance(self.phases[p].messages, PacketMessages):
             for delay in self._member(j, c, p).start():
                 self._later(delay, self._packet_ready, (j, c, p))
             return
-        self._later(self.phases[p].part(c, j)[0], self._step_due, (j, c, p, 0))
+        delay, steps = self.phases[p].part(c, j)
+        self._later(delay, self._step_due, (j, c, p, 0, steps))
 
     # -- packet by packet ---------------------------------------------------------------
     def _packets(self, p: int) -> PacketMessages:
@@ -151,15 +155,14 @@ class MessageRun:
             me = self.packets[(j, c, p)] = self._packets(p).member()
         return me
 
-    def _packet_ready(self, ev) -> None:
-        j, c, p = ev.value
+    def _packet_ready(self, key: tuple[int, int, int]) -> None:
+        j, c, p = key
         msgs = self._packets(p)
-        net = self.ctx.network
-        assert net is not None  # message runs exist in the congestion-aware mode only
-        me = self.packets[(j, c, p)]
+        net = self.net
+        me = self.packets[key]
         for k in me.packet_ready():
             dst = msgs.layout.offset(j, k)
-            net.send(self.rank_of[j], self.rank_of[dst], msgs.m, partial(self._packet_in, (dst, c, p, k)))
+            net.send(self.rank_of[j], self.rank_of[dst], msgs.m, self._packet_in, (dst, c, p, k))
             if me.post(k):
                 self._later(me.receive(), self._packet_ready, (j, c, p))
         if me.done:
@@ -174,48 +177,50 @@ class MessageRun:
             self._later(me.receive(), self._packet_ready, (j, c, p))
 
     # -- step by step -------------------------------------------------------------------
-    def _step_due(self, ev) -> None:
-        j, c, p, s = ev.value
-        steps = self.phases[p].part(c, j)[1]
+    def _step_due(self, key: tuple[int, int, int, int, list]) -> None:
+        """Member ``j`` takes step ``s`` of its ``steps`` for chunk ``c`` of phase ``p`` (``key``
+        = ``(j, c, p, s, steps)``): it sends, and waits for what it receives."""
+        j, c, p, s, steps = key
         if s == len(steps):
             self._phase_done(j, c, p)
             return
         to, frm, m, add = steps[s]
-        net = self.ctx.network
-        assert net is not None  # message runs exist in the congestion-aware mode only
-        src = self.rank_of[j]
+        send = self.net.send
+        rank_of = self.rank_of
+        src = rank_of[j]
+        delivered = self._delivered
         for k, n in to:
-            net.send(src, self.rank_of[k], m, partial(self._delivered, (c, p, j, k, n)))
-        need = 0
+            send(src, rank_of[k], m, delivered, (c, p, j, k, n))
+        arrived = self.arrived
+        waiting = self.waiting
+        wait = None
         for k, n in frm:
-            key = (c, p, k, j, n)
-            if key in self.arrived:
-                self.arrived.discard(key)
+            got = (c, p, k, j, n)
+            if got in arrived:
+                arrived.remove(got)
             else:
-                self.waiting[key] = (j, s)
-                need += 1
-        if need:
-            self.needed[(c, p, j)] = need
-        else:
-            self._later(add, self._step_due, (j, c, p, s + 1))
+                if wait is None:
+                    wait = [0, add, (j, c, p, s + 1, steps)]
+                wait[0] += 1
+                waiting[got] = wait
+        if wait is None:
+            self.loop.call(add, self._step_due, (j, c, p, s + 1, steps))
+            self.tally.events += 1
 
-    def _delivered(self, key: tuple) -> None:
-        got = self.waiting.pop(key, None)
-        if got is None:
+    def _delivered(self, key: tuple[int, int, int, int, int]) -> None:
+        """Message ``key`` = ``(c, p, src, dst, n)`` reached its member."""
+        wait = self.waiting.pop(key, None)
+        if wait is None:
             self.arrived.add(key)
             return
-        c, p, _src, j, _n = key
-        need = self.needed[(c, p, j)] - 1
-        if need:
-            self.needed[(c, p, j)] = need
-        else:
-            del self.needed[(c, p, j)]
-            s = got[1]
-            self._later(self.phases[p].part(c, j)[1][s][3], self._step_due, (j, c, p, s + 1))
+        wait[0] -= 1
+        if wait[0] == 0:
+            self.loop.call(wait[1], self._step_due, wait[2])
+            self.tally.events += 1
 
     def _phase_done(self, j: int, c: int, p: int) -> None:
         ctx = self.ctx
-        now = int(ctx.env.now)
+        now = self.loop.now
         ph = self.phases[p]
         start = self.phase_start.pop((j, c, p))
         r = self.rank_of[j]
