@@ -7,7 +7,7 @@ The engine's events are :class:`Timeout` objects (``callbacks``, ``value``: what
 read of a SimPy timeout, :meth:`EventLoop.timeout`); the network and the message runs schedule
 a plain call instead (:meth:`EventLoop.call`), and may take a scheduling order without putting
 an event on the queue, to put it there later, only if something turns out to wait for it
-(:meth:`EventLoop.take`, :meth:`EventLoop.call_at`): the queue then holds exactly the events the
+(:meth:`EventLoop.call_and_take`, :meth:`EventLoop.call_at`): the queue then holds exactly the events the
 model would have run that matter, each at its own place.
 """
 
@@ -66,14 +66,16 @@ class EventLoop:
         heappush(self.queue, (self.now + delay, eid, fn, arg))
         self.eid = eid + 1
 
-    def take(self) -> int:
-        """Take the next scheduling order for an event not (yet) put on the queue."""
+    def call_and_take(self, delay: int, fn: Callable[[Any], None], arg: Any) -> int:
+        """:meth:`call`, then take the next scheduling order for an event not (yet) put on the
+        queue, and return it."""
         eid = self.eid
-        self.eid = eid + 1
-        return eid
+        heappush(self.queue, (self.now + delay, eid, fn, arg))
+        self.eid = eid + 2
+        return eid + 1
 
     def call_at(self, due: int, eid: int, fn: Callable[[Any], None], arg: Any) -> None:
-        """Call ``fn(arg)`` at ``due`` ns, at scheduling order ``eid`` (one :meth:`take` gave,
+        """Call ``fn(arg)`` at ``due`` ns, at scheduling order ``eid`` (one taken earlier,
         not yet run: ``(due, eid)`` after the event being run)."""
         heappush(self.queue, (due, eid, fn, arg))
 

@@ -23,7 +23,7 @@ from .algorithms import lookup
 from .algorithms.base import Messages, PacketMember, PacketMessages, Part, TreeTurn
 from .chunk_phases import PhaseSpec, tree_turns
 from .formulas import GROUP_ENDPOINT_DELAY
-from .layouts import MemberLayout, dim_layout, group_layout
+from .layouts import dim_layout, group_layout
 
 if TYPE_CHECKING:
     from .collective_context import CollectiveContext, CollectiveTally
@@ -58,12 +58,15 @@ class MessageRun:
     (:meth:`issue`); ``on_done(inst, actor, last)`` runs when the ranks of an actor have
     finished it (``last``: the whole collective has), and ``broken`` is raised when ranks
     simulated as one finish at different times.  SimPy events it schedules are counted in
-    ``tally``."""
+    ``tally``; ``memo`` keeps the messages of every phase built, for the collectives after it
+    (one per simulation)."""
 
     def __init__(self, ctx: CollectiveContext, tally: CollectiveTally, inst: Instance,
                  per_member: Sequence[PhaseSpec], tree_bases: dict[int, int],
-                 on_done: Callable[[Instance, int, bool], None], broken: type[Exception]):
+                 on_done: Callable[[Instance, int, bool], None], broken: type[Exception],
+                 memo: dict[tuple, Messages]):
         self.ctx = ctx
+        self.memo = memo
         self.tally = tally
         self.inst = inst
         self.on_done = on_done
@@ -96,20 +99,27 @@ class MessageRun:
 
     def _phases(self, per_member: Sequence[PhaseSpec], tree_bases: dict[int, int], ranks: list[int],
                 group: bool) -> list[_Phase]:
-        """Every phase's messages, from its algorithm, on its member layout."""
-        ctx = self.ctx
-        sd = ctx.sd
-        layouts: dict[int | None, MemberLayout] = {}
+        """Every phase's messages, from its algorithm on its member layout (once per phase
+        spec and group in ``memo``)."""
+        memo = self.memo
+        members = tuple(ranks) if group else None
         out = []
         for spec, turn, planned in zip(per_member, tree_turns(per_member, tree_bases), self.inst.phases):
-            lay = layouts.get(spec.dim)
-            if lay is None:
-                lay = layouts[spec.dim] = (group_layout(ranks, ctx.planner.hop) if spec.dim is None
-                                           else dim_layout(ctx.planner.dims, spec.dim, ctx.planner.total))
-            e = GROUP_ENDPOINT_DELAY if group else sd.endpoint_delay
-            msgs = lookup(spec.impl).algorithm.messages(spec.kind, spec.data, lay, e, sd.local_mem_bw)
+            key = (spec, members)
+            msgs = memo.get(key)
+            if msgs is None:
+                msgs = memo[key] = self._messages(spec, ranks, group)
             out.append(_Phase(planned.queue, planned.label, msgs, turn))
         return out
+
+    def _messages(self, spec: PhaseSpec, ranks: list[int], group: bool) -> Messages:
+        """A phase's messages from its algorithm, on its member layout."""
+        ctx = self.ctx
+        sd = ctx.sd
+        lay = (group_layout(ranks, ctx.planner.hop) if spec.dim is None
+               else dim_layout(ctx.planner.dims, spec.dim, ctx.planner.total))
+        e = GROUP_ENDPOINT_DELAY if group else sd.endpoint_delay
+        return lookup(spec.impl).algorithm.messages(spec.kind, spec.data, lay, e, sd.local_mem_bw)
 
     def issue(self, ai: int) -> None:
         """The ranks of actor ``ai`` issue the collective now: their chunks enter their first phase."""

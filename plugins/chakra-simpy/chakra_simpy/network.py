@@ -81,16 +81,18 @@ class Network:
         self.dims = dims
         self.coords = coords
         self.links: dict[tuple, Link] = {}
-        self.routes: dict[tuple[int, int], tuple[Link, ...]] = {}
+        #: ``src * len(coords) + dst`` -> the links of the route from rank src to rank dst
+        self.routes: dict[int, tuple[Link, ...]] = {}
         self.messages = 0
         #: events of the model scheduled (two per hop)
         self.events = 0
 
     def route(self, src: int, dst: int) -> tuple[Link, ...]:
         """The links a message from rank ``src`` to rank ``dst`` crosses, in order."""
-        got = self.routes.get((src, dst))
+        key = src * len(self.coords) + dst
+        got = self.routes.get(key)
         if got is None:
-            got = self.routes[(src, dst)] = tuple(self._route(src, dst))
+            got = self.routes[key] = tuple(self._route(src, dst))
         return got
 
     def _route(self, src: int, dst: int) -> list[Link]:
@@ -124,7 +126,7 @@ class Network:
         """Send ``size`` bytes from rank ``src`` to rank ``dst`` now; ``done(arg)`` runs when the
         message has reached ``dst``."""
         self.messages += 1
-        links = self.routes.get((src, dst)) or self.route(src, dst)
+        links = self.routes.get(src * len(self.coords) + dst) or self.route(src, dst)
         if len(links) == 1:
             self._offer(links[0], size, done, arg)
         else:
@@ -147,10 +149,8 @@ class Network:
     def _start(self, link: Link, size: int, fn: Callable[[Any], None], arg: Any) -> None:
         serial = size / link.bytes_per_ns
         loop = self.loop
-        now = loop.now
-        loop.call(int(link.latency + serial), fn, arg)
-        link.free_at = now + int(serial)
-        link.free_eid = loop.take()
+        link.free_at = loop.now + int(serial)
+        link.free_eid = loop.call_and_take(int(link.latency + serial), fn, arg)
         self.events += 2
         if link.waiting:
             link.pending = True
