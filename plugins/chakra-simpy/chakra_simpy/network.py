@@ -133,28 +133,24 @@ class Network:
             self._offer(links[0], size, self._arrived, _Message(size, links, done, arg))
 
     def _offer(self, link: Link, size: int, fn: Callable[[Any], None], arg: Any) -> None:
-        """Hand a message of ``size`` bytes to ``link``; ``fn(arg)`` runs at the link's end."""
+        """Hand a message of ``size`` bytes to ``link``: it starts now if the link is free and
+        no message waits for it, else waits; ``fn(arg)`` runs when it reaches the link's end."""
+        loop = self.loop
+        now = loop.now
         if link.pending:
             link.waiting.append((size, fn, arg))
-            return
-        loop = self.loop
-        free_at = link.free_at
-        if loop.now < free_at or (loop.now == free_at and loop.running < link.free_eid):
-            link.pending = True
-            loop.call_at(free_at, link.free_eid, self._freed, link)
-            link.waiting.append((size, fn, arg))
-        else:
-            self._start(link, size, fn, arg)
-
-    def _start(self, link: Link, size: int, fn: Callable[[Any], None], arg: Any) -> None:
-        serial = size / link.bytes_per_ns
-        loop = self.loop
-        link.free_at = loop.now + int(serial)
-        link.free_eid = loop.call_and_take(int(link.latency + serial), fn, arg)
-        self.events += 2
-        if link.waiting:
+        elif now < link.free_at or (now == link.free_at and loop.running < link.free_eid):
             link.pending = True
             loop.call_at(link.free_at, link.free_eid, self._freed, link)
+            link.waiting.append((size, fn, arg))
+        else:
+            serial = size / link.bytes_per_ns
+            link.free_at = now + int(serial)
+            link.free_eid = loop.call_and_take(int(link.latency + serial), fn, arg)
+            self.events += 2
+            if link.waiting:
+                link.pending = True
+                loop.call_at(link.free_at, link.free_eid, self._freed, link)
 
     def _arrived(self, msg: _Message) -> None:
         msg.hop += 1
@@ -165,6 +161,7 @@ class Network:
             self._offer(links[msg.hop], msg.size, self._arrived, msg)
 
     def _freed(self, link: Link) -> None:
+        """The end of serialization of ``link`` that a message waits for: the first waiting
+        message starts (the link is free at this event)."""
         link.pending = False
-        if link.waiting:
-            self._start(link, *link.waiting.popleft())
+        self._offer(link, *link.waiting.popleft())
