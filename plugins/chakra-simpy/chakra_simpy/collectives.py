@@ -85,7 +85,7 @@ class Collectives:
         self.active = ctx.sd.active_chunks_per_dimension
         self.plans = FinishPlans()
         #: the messages of each message-run phase built (:class:`MessageRun`)
-        self.phase_messages: dict[tuple, Messages] = {}
+        self.phase_messages: dict[tuple, tuple[Messages, dict]] = {}
         self.flow = FlowShop(ctx, self.tally, self.active, self._finish)
         self.member_phases = MemberPhases(ctx)
         #: phases of alternating algorithms each dimension ran so far (chunk by chunk)

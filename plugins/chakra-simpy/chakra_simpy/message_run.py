@@ -20,10 +20,11 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from .algorithms import lookup
-from .algorithms.base import Messages, PacketMember, PacketMessages, Part, TreeTurn
+from .algorithms.base import Messages, PacketMember, PacketMessages, TreeTurn
 from .chunk_phases import PhaseSpec, tree_turns
 from .formulas import GROUP_ENDPOINT_DELAY
 from .layouts import dim_layout, group_layout
+from .network import Link
 
 if TYPE_CHECKING:
     from .collective_context import CollectiveContext, CollectiveTally
@@ -32,25 +33,39 @@ if TYPE_CHECKING:
 __all__ = ["MessageRun"]
 
 
+#: a member's part of a chunk phase with the route of every message it sends: ns before its
+#: first step, and its steps: ((links, peer, number) per message sent; (peer, number) per message
+#: received; bytes; ns after)
+Routed = tuple[int, list[tuple[tuple[tuple[tuple[Link, ...], int, int], ...], tuple[tuple[int, int], ...], int, int]]]
+
+
 class _Phase:
-    """One chunk phase of a plan: its queue and label, its algorithm's messages and, for an
-    alternating algorithm, its turn."""
+    """One chunk phase of a plan: its queue and label, its algorithm's messages, for an
+    alternating algorithm its turn, and the members' parts with routes built so far
+    (``routed``, shared by the phases of the same messages)."""
 
-    __slots__ = ("queue", "label", "messages", "turn")
+    __slots__ = ("queue", "label", "messages", "turn", "routed")
 
-    def __init__(self, queue: int, label: str, messages: Messages, turn: TreeTurn | None):
+    def __init__(self, queue: int, label: str, messages: Messages, turn: TreeTurn | None,
+                 routed: dict[tuple[int, int], Routed]):
         self.queue = queue
         self.label = label
         self.messages = messages
         self.turn = turn
+        self.routed = routed
 
-    def part(self, c: int, j: int) -> Part:
-        """Member ``j``'s part for chunk ``c`` (a phase run by steps)."""
+    def part(self, c: int, j: int, links: Callable[[int, int], tuple[Link, ...]]) -> Routed:
+        """Member ``j``'s part for chunk ``c`` (a phase run by steps), every message with its
+        route (``links(j, k)``: from member j to member k)."""
         msgs = self.messages
         assert not isinstance(msgs, PacketMessages)
-        if self.turn is None:
-            return msgs.choices[0][j]
-        return msgs.choices[self.turn.choice(c)][j]
+        choice = 0 if self.turn is None else self.turn.choice(c)
+        got = self.routed.get((choice, j))
+        if got is None:
+            delay, steps = msgs.choices[choice][j]
+            got = self.routed[(choice, j)] = (delay, [(tuple((links(j, k), k, n) for k, n in to), frm, m, add)
+                                                      for to, frm, m, add in steps])
+        return got
 
 
 class MessageRun:
@@ -58,13 +73,13 @@ class MessageRun:
     (:meth:`issue`); ``on_done(inst, actor, last)`` runs when the ranks of an actor have
     finished it (``last``: the whole collective has), and ``broken`` is raised when ranks
     simulated as one finish at different times.  SimPy events it schedules are counted in
-    ``tally``; ``memo`` keeps the messages of every phase built, for the collectives after it
-    (one per simulation)."""
+    ``tally``; ``memo`` keeps the messages of every phase built and the members' routed parts,
+    for the collectives after it (one per simulation)."""
 
     def __init__(self, ctx: CollectiveContext, tally: CollectiveTally, inst: Instance,
                  per_member: Sequence[PhaseSpec], tree_bases: dict[int, int],
                  on_done: Callable[[Instance, int, bool], None], broken: type[Exception],
-                 memo: dict[tuple, Messages]):
+                 memo: dict[tuple, tuple[Messages, dict]]):
         self.ctx = ctx
         self.memo = memo
         self.tally = tally
@@ -106,10 +121,10 @@ class MessageRun:
         out = []
         for spec, turn, planned in zip(per_member, tree_turns(per_member, tree_bases), self.inst.phases):
             key = (spec, members)
-            msgs = memo.get(key)
-            if msgs is None:
-                msgs = memo[key] = self._messages(spec, ranks, group)
-            out.append(_Phase(planned.queue, planned.label, msgs, turn))
+            got = memo.get(key)
+            if got is None:
+                got = memo[key] = (self._messages(spec, ranks, group), {})
+            out.append(_Phase(planned.queue, planned.label, got[0], turn, got[1]))
         return out
 
     def _messages(self, spec: PhaseSpec, ranks: list[int], group: bool) -> Messages:
@@ -150,8 +165,13 @@ class MessageRun:
             for delay in self._member(j, c, p).start():
                 self._later(delay, self._packet_ready, (j, c, p))
             return
-        delay, steps = self.phases[p].part(c, j)
+        delay, steps = self.phases[p].part(c, j, self._links)
         self._later(delay, self._step_due, (j, c, p, 0, steps))
+        self.tally.events += len(steps)  # the events of its steps, counted here at once
+
+    def _links(self, j: int, k: int) -> tuple[Link, ...]:
+        """The links from member j to member k."""
+        return self.net.route(self.rank_of[j], self.rank_of[k])
 
     # -- packet by packet ---------------------------------------------------------------
     def _packets(self, p: int) -> PacketMessages:
@@ -195,12 +215,10 @@ class MessageRun:
             self._phase_done(j, c, p)
             return
         to, frm, m, add = steps[s]
-        send = self.net.send
-        rank_of = self.rank_of
-        src = rank_of[j]
+        carry = self.net.carry
         delivered = self._delivered
-        for k, n in to:
-            send(src, rank_of[k], m, delivered, (c, p, j, k, n))
+        for links, k, n in to:
+            carry(links, m, delivered, (c, p, j, k, n))
         arrived = self.arrived
         waiting = self.waiting
         wait = None
@@ -215,7 +233,6 @@ class MessageRun:
                 waiting[got] = wait
         if wait is None:
             self.loop.call(add, self._step_due, (j, c, p, s + 1, steps))
-            self.tally.events += 1
 
     def _delivered(self, key: tuple[int, int, int, int, int]) -> None:
         """Message ``key`` = ``(c, p, src, dst, n)`` reached its member."""
@@ -226,7 +243,6 @@ class MessageRun:
         wait[0] -= 1
         if wait[0] == 0:
             self.loop.call(wait[1], self._step_due, wait[2])
-            self.tally.events += 1
 
     def _phase_done(self, j: int, c: int, p: int) -> None:
         ctx = self.ctx

@@ -83,7 +83,6 @@ class Network:
         self.links: dict[tuple, Link] = {}
         #: ``src * len(coords) + dst`` -> the links of the route from rank src to rank dst
         self.routes: dict[int, tuple[Link, ...]] = {}
-        self.messages = 0
         #: events of the model scheduled (two per hop)
         self.events = 0
 
@@ -125,8 +124,11 @@ class Network:
     def send(self, src: int, dst: int, size: int, done: Callable[[Any], None], arg: Any = None) -> None:
         """Send ``size`` bytes from rank ``src`` to rank ``dst`` now; ``done(arg)`` runs when the
         message has reached ``dst``."""
-        self.messages += 1
-        links = self.routes.get(src * len(self.coords) + dst) or self.route(src, dst)
+        self.carry(self.routes.get(src * len(self.coords) + dst) or self.route(src, dst), size, done, arg)
+
+    def carry(self, links: tuple[Link, ...], size: int, done: Callable[[Any], None], arg: Any) -> None:
+        """Send ``size`` bytes now over ``links`` (a route); ``done(arg)`` runs when the message
+        has crossed the last one."""
         if len(links) == 1:
             self._offer(links[0], size, done, arg)
         else:
