@@ -5,10 +5,12 @@ events are scheduled); events run in ``(due, eid)`` order, so events due at one 
 order they were scheduled, exactly as SimPy's ``Environment`` runs timeouts of one priority.
 The engine's events are :class:`Timeout` objects (``callbacks``, ``value``: what its callbacks
 read of a SimPy timeout, :meth:`EventLoop.timeout`); the network and the message runs schedule
-a plain call instead (:meth:`EventLoop.call`), and may take a scheduling order without putting
-an event on the queue, to put it there later, only if something turns out to wait for it
-(:meth:`EventLoop.call_and_take`, :meth:`EventLoop.call_at`): the queue then holds exactly the events the
-model would have run that matter, each at its own place.
+a plain call instead (:meth:`EventLoop.call`, or on their busiest paths the same push of
+``(due, eid, function, argument)`` onto ``queue`` with ``eid`` advanced, one call less).  The
+network also takes scheduling orders for events it leaves off the queue (``eid`` advanced past
+them) and puts one there later, at its place, only if something turns out to wait for it
+(:meth:`EventLoop.call_at`): the queue then holds the events that matter, each at the place the
+model gives it.
 """
 
 from __future__ import annotations
@@ -65,14 +67,6 @@ class EventLoop:
         eid = self.eid
         heappush(self.queue, (self.now + delay, eid, fn, arg))
         self.eid = eid + 1
-
-    def call_and_take(self, delay: int, fn: Callable[[Any], None], arg: Any) -> int:
-        """:meth:`call`, then take the next scheduling order for an event not (yet) put on the
-        queue, and return it."""
-        eid = self.eid
-        heappush(self.queue, (self.now + delay, eid, fn, arg))
-        self.eid = eid + 2
-        return eid + 1
 
     def call_at(self, due: int, eid: int, fn: Callable[[Any], None], arg: Any) -> None:
         """Call ``fn(arg)`` at ``due`` ns, at scheduling order ``eid`` (one taken earlier,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Sequence
+from heapq import heappush
 from typing import TYPE_CHECKING
 
 from .algorithms import lookup
@@ -215,24 +216,28 @@ class MessageRun:
             self._phase_done(j, c, p)
             return
         to, frm, m, add = steps[s]
-        carry = self.net.carry
+        net = self.net
         delivered = self._delivered
         for links, k, n in to:
-            carry(links, m, delivered, (c, p, j, k, n))
+            if len(links) == 1:
+                net.offer(links[0], m, delivered, (c, p, j, k, n))
+            else:
+                net.carry(links, m, delivered, (c, p, j, k, n))
         arrived = self.arrived
         waiting = self.waiting
-        wait = None
+        wait = [0, add, (j, c, p, s + 1, steps)]
         for k, n in frm:
             got = (c, p, k, j, n)
             if got in arrived:
                 arrived.remove(got)
             else:
-                if wait is None:
-                    wait = [0, add, (j, c, p, s + 1, steps)]
-                wait[0] += 1
                 waiting[got] = wait
-        if wait is None:
-            self.loop.call(add, self._step_due, (j, c, p, s + 1, steps))
+                wait[0] += 1
+        if not wait[0]:
+            loop = self.loop
+            eid = loop.eid
+            heappush(loop.queue, (loop.now + add, eid, self._step_due, wait[2]))
+            loop.eid = eid + 1
 
     def _delivered(self, key: tuple[int, int, int, int, int]) -> None:
         """Message ``key`` = ``(c, p, src, dst, n)`` reached its member."""
@@ -242,7 +247,10 @@ class MessageRun:
             return
         wait[0] -= 1
         if wait[0] == 0:
-            self.loop.call(wait[1], self._step_due, wait[2])
+            loop = self.loop
+            eid = loop.eid
+            heappush(loop.queue, (loop.now + wait[1], eid, self._step_due, wait[2]))
+            loop.eid = eid + 1
 
     def _phase_done(self, j: int, c: int, p: int) -> None:
         ctx = self.ctx

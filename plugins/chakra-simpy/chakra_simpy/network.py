@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from heapq import heappush
 from typing import Any
 
 from chakra_core.system import Dimension
@@ -37,15 +38,17 @@ SWITCH = -1
 
 class Link:
     """One direction of one physical link: its bandwidth (bytes/ns) and latency (ns), the
+    times of the message sizes seen (``times[m]``: ns it holds the link, ns to cross it), the
     messages waiting for it in arrival order, and the end of serialization of the message that
     last started on it: due at ``free_at`` ns (-1: none yet) with scheduling order ``free_eid``,
     on the event queue only while ``pending`` (a message waits for it)."""
 
-    __slots__ = ("bytes_per_ns", "latency", "waiting", "free_at", "free_eid", "pending")
+    __slots__ = ("bytes_per_ns", "latency", "times", "waiting", "free_at", "free_eid", "pending")
 
     def __init__(self, dim: Dimension):
         self.bytes_per_ns = dim.bytes_per_ns
         self.latency = dim.latency
+        self.times: dict[int, tuple[int, int]] = {}
         self.waiting: deque = deque()
         self.free_at = -1
         self.free_eid = -1
@@ -69,11 +72,12 @@ class _Message:
 class Network:
     """The links of system ``dims`` (``coords[r]`` = coordinates of rank r) on event loop ``loop``.
 
-    Each hop of a message is two events of the model: its arrival at the end of the link and
-    the link's end of serialization (``events`` counts both).  The end of serialization is put
-    on the queue only when a message waits for the link; otherwise it keeps its time and
-    scheduling order on the link, and the link is free once the loop has passed that place, so
-    every event keeps its time and order.
+    Each hop of a message is two events of the model: its arrival at the end of the link (on
+    the last link, the call ``done(arg)`` itself) and the link's end of serialization
+    (``events`` counts both).  The end of serialization is put on the queue only when a message
+    waits for the link; otherwise it keeps its time and scheduling order on the link
+    (``free_at``, ``free_eid``), and the link is free once the loop has run past that place, so
+    every event keeps the time and order SimPy would give it.
     """
 
     def __init__(self, loop: EventLoop, dims: tuple[Dimension, ...], coords: list[tuple[int, ...]]):
@@ -130,11 +134,11 @@ class Network:
         """Send ``size`` bytes now over ``links`` (a route); ``done(arg)`` runs when the message
         has crossed the last one."""
         if len(links) == 1:
-            self._offer(links[0], size, done, arg)
+            self.offer(links[0], size, done, arg)
         else:
-            self._offer(links[0], size, self._arrived, _Message(size, links, done, arg))
+            self.offer(links[0], size, self._arrived, _Message(size, links, done, arg))
 
-    def _offer(self, link: Link, size: int, fn: Callable[[Any], None], arg: Any) -> None:
+    def offer(self, link: Link, size: int, fn: Callable[[Any], None], arg: Any) -> None:
         """Hand a message of ``size`` bytes to ``link``: it starts now if the link is free and
         no message waits for it, else waits; ``fn(arg)`` runs when it reaches the link's end."""
         loop = self.loop
@@ -146,24 +150,34 @@ class Network:
             loop.call_at(link.free_at, link.free_eid, self._freed, link)
             link.waiting.append((size, fn, arg))
         else:
-            serial = size / link.bytes_per_ns
-            link.free_at = now + int(serial)
-            link.free_eid = loop.call_and_take(int(link.latency + serial), fn, arg)
+            busy, cross = link.times.get(size) or self._times(link, size)
+            link.free_at = now + busy
+            eid = loop.eid
+            heappush(loop.queue, (now + cross, eid, fn, arg))
+            link.free_eid = eid + 1
+            loop.eid = eid + 2
             self.events += 2
-            if link.waiting:
-                link.pending = True
-                loop.call_at(link.free_at, link.free_eid, self._freed, link)
+
+    @staticmethod
+    def _times(link: Link, size: int) -> tuple[int, int]:
+        """A message of ``size`` bytes on ``link``: ns it holds the link, ns to cross it."""
+        serial = size / link.bytes_per_ns
+        got = link.times[size] = (int(serial), int(link.latency + serial))
+        return got
 
     def _arrived(self, msg: _Message) -> None:
         msg.hop += 1
         links = msg.links
         if msg.hop == len(links) - 1:
-            self._offer(links[-1], msg.size, msg.done, msg.arg)
+            self.offer(links[-1], msg.size, msg.done, msg.arg)
         else:
-            self._offer(links[msg.hop], msg.size, self._arrived, msg)
+            self.offer(links[msg.hop], msg.size, self._arrived, msg)
 
     def _freed(self, link: Link) -> None:
         """The end of serialization of ``link`` that a message waits for: the first waiting
         message starts (the link is free at this event)."""
         link.pending = False
-        self._offer(link, *link.waiting.popleft())
+        self.offer(link, *link.waiting.popleft())
+        if link.waiting:
+            link.pending = True
+            self.loop.call_at(link.free_at, link.free_eid, self._freed, link)
