@@ -50,7 +50,8 @@ class Sim:
     def __init__(self, actors: list[Actor], rank_actor: list[int], sd: SystemDescription,
                  groups: dict[str, tuple[int, ...]], aware: bool, timeline: list | None,
                  max_spans: int, stagger_limit: int = WORK_LIMIT, replay: bool = False):
-        self.env: simpy.Environment | EventLoop = EventLoop() if aware else simpy.Environment()
+        loop = EventLoop() if aware else None
+        self.env: simpy.Environment | EventLoop = simpy.Environment() if loop is None else loop
         self.actors = actors
         self.rank_actor = rank_actor
         self.sd = sd
@@ -62,9 +63,9 @@ class Sim:
         #: whose link sharing depends on the order of messages starting at one instant
         self.chains = not aware
         #: the shared links of the congestion-aware mode (:mod:`network`)
-        self.network = Network(self.env, sd.dimensions, [sd.coords(r) for r in range(sd.npus)]) \
-            if isinstance(self.env, EventLoop) else None
-        #: SimPy events this engine and its network scheduled (the collectives count their own)
+        self.network = None if loop is None else Network(loop, sd.dimensions,
+                                                         [sd.coords(r) for r in range(sd.npus)])
+        #: SimPy events this engine scheduled (the network and the collectives count their own)
         self.events = 0
         self.sends: dict[tuple, deque] = {}
         self.recvs: dict[tuple, deque] = {}

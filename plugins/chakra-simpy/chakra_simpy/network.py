@@ -54,6 +54,12 @@ class Link:
         self.free_eid = -1
         self.pending = False
 
+    def time(self, size: int) -> tuple[int, int]:
+        """A message of ``size`` bytes: ns it holds the link, ns to cross it (kept in ``times``)."""
+        serial = size / self.bytes_per_ns
+        got = self.times[size] = (int(serial), int(self.latency + serial))
+        return got
+
 
 class _Message:
     """A message of several hops on its way: bytes, the links of its route, the hop it is on,
@@ -149,21 +155,14 @@ class Network:
             link.pending = True
             loop.call_at(link.free_at, link.free_eid, self._freed, link)
             link.waiting.append((size, fn, arg))
-        else:
-            busy, cross = link.times.get(size) or self._times(link, size)
+        else:  # it starts: its arrival queued, the end of serialization's place kept on the link
+            busy, cross = link.times.get(size) or link.time(size)
             link.free_at = now + busy
             eid = loop.eid
             heappush(loop.queue, (now + cross, eid, fn, arg))
             link.free_eid = eid + 1
             loop.eid = eid + 2
             self.events += 2
-
-    @staticmethod
-    def _times(link: Link, size: int) -> tuple[int, int]:
-        """A message of ``size`` bytes on ``link``: ns it holds the link, ns to cross it."""
-        serial = size / link.bytes_per_ns
-        got = link.times[size] = (int(serial), int(link.latency + serial))
-        return got
 
     def _arrived(self, msg: _Message) -> None:
         msg.hop += 1
