@@ -219,7 +219,7 @@ class MessageRun:
         net = self.net
         delivered = self._delivered
         for links, k, n in to:
-            if len(links) == 1:
+            if len(links) == 1:  # net.carry's one-hop case, one call less
                 net.offer(links[0], m, delivered, (c, p, j, k, n))
             else:
                 net.carry(links, m, delivered, (c, p, j, k, n))
