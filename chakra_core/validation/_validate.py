@@ -69,8 +69,8 @@ _UNCLEAR = frozenset({
 })
 _MAX_PER_RULE = 20
 #: a set of ``.et`` files from this size on is checked by the compiled loops even when numba is
-#: not loaded yet (loading it and its first calls cost about 0.5 s of CPU and 140 MB, what the
-#: per-node path takes for about 6 MiB of a multi-rank set)
+#: not loaded yet (loading it and its first calls cost about 0.6 s of CPU and 130 MB: what the
+#: per-node path takes for about 8 MiB of a multi-rank set, and for more of a single rank)
 COMPILED_FROM = 8 << 20
 
 
