@@ -55,10 +55,7 @@ def compiled(fn: Callable) -> Any:
     kernel is compiled, or loaded from numba's cache, once per process on its first call)."""
     got = _COMPILED.get(fn)
     if got is None:
-        from chakra_core.base._need import need
-
-        numba = need("numba", "fast")
-        need("numba.typed", "fast")
+        numba = _numba()
         stand_in = {id(Dict): numba.typed.Dict, id(types): numba.types}
         scope = dict(fn.__globals__)
         for name in fn.__code__.co_names:
@@ -83,8 +80,15 @@ def int_dict(compile_it: bool) -> Any:
     ``Dict``) or its Python form (a dict)."""
     if not compile_it:
         return {}
+    numba = _numba()
+    return numba.typed.Dict.empty(key_type=numba.types.int64, value_type=numba.types.int64)
+
+
+def _numba() -> Any:
+    """numba with its typed containers loaded (a ConfigError naming the ``fast`` extra when it is
+    not installed)."""
     from chakra_core.base._need import need
 
     numba = need("numba", "fast")
     need("numba.typed", "fast")
-    return numba.typed.Dict.empty(key_type=numba.types.int64, value_type=numba.types.int64)
+    return numba
