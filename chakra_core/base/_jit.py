@@ -1,26 +1,23 @@
-"""numba for the core's compiled loops when the ``fast`` extra is installed, else plain-Python
-stand-ins, so that the same loops run interpreted (same steps and results, slower).
-
-Loops that must be compiled to be worth running (the wire walk of ``node_columns``) ask for numba
-with :func:`chakra_core.base._need.need` instead; loops that a command cannot do without (the
-deadlock search of ``chakra validate``, which ``convert`` runs too) import ``njit``, ``Dict`` and
-``types`` from here.
+"""numba's ``njit`` for the core's loops that run only compiled, imported when their module is:
+the transcoder of ``jsonize`` (:mod:`chakra_core.io._jsonkernel`) and the longest-path pass of
+``stats`` (:mod:`chakra_core.trace._pathkernel`), whose callers import them only once they chose
+the compiled path.  Without numba installed ``njit`` is a no-op, so that the same loops run as
+Python.  Loops that also run as Python by choice (validation's, the role key's) are kernels of
+:mod:`chakra_core.base._kernels` instead, which load numba only when one is compiled.
 """
 
 from __future__ import annotations
 
-import importlib.util
-from types import SimpleNamespace
 from typing import Any
 
-__all__ = ["COMPILED", "njit", "Dict", "types"]
+from chakra_core.base._kernels import INSTALLED
+
+__all__ = ["COMPILED", "njit"]
 
 #: whether numba is installed (the loops are compiled)
-COMPILED = importlib.util.find_spec("numba") is not None
+COMPILED = INSTALLED
 
 njit: Any
-Dict: Any
-types: Any
 
 
 def _plain_njit(*args: Any, **_options: Any) -> Any:
@@ -30,19 +27,9 @@ def _plain_njit(*args: Any, **_options: Any) -> Any:
     return lambda f: f
 
 
-class _PlainDict(dict):
-    """numba's typed ``Dict`` as a plain dict."""
-
-    @staticmethod
-    def empty(key_type: Any = None, value_type: Any = None) -> dict:
-        """An empty dict (the types are numba's business)."""
-        return {}
-
-
 if COMPILED:
     import numba
-    import numba.typed
 
-    njit, Dict, types = numba.njit, numba.typed.Dict, numba.types
+    njit = numba.njit
 else:
-    njit, Dict, types = _plain_njit, _PlainDict, SimpleNamespace(int64=int, int32=int, float64=float, boolean=bool)
+    njit = _plain_njit

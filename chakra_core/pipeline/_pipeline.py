@@ -45,8 +45,6 @@ from importlib import metadata as md
 from pathlib import Path
 from typing import Any
 
-from packaging.requirements import InvalidRequirement, Requirement
-
 from chakra_core.base._errors import ConfigError, PluginError, TraceFormatError
 from chakra_core.base._paths import expand_paths
 from chakra_core.base._progress import counted_then, progress
@@ -255,6 +253,8 @@ def refuse_invalid(traces: TraceSet, backends: Sequence[str], *,
 
 
 def _check_requires(reqs: list[str], source: str) -> None:
+    from packaging.requirements import InvalidRequirement, Requirement  # 35 ms to import: only here
+
     problems = []
     for text in reqs:
         try:

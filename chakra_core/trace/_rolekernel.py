@@ -1,5 +1,5 @@
-"""The relabelling walk of :func:`chakra_core.role_key` as compiled loops (numba; plain Python
-with the same steps when numba is absent).
+"""The relabelling walk of :func:`chakra_core.role_key` as kernels (:mod:`chakra_core.base._kernels`:
+compiled by numba when it is installed, run as Python otherwise).
 
 :func:`relabel_run` reads a run of Node messages field by field and copies each node's bytes
 with every top-level attribute named ``pg_name``, ``comm_src`` or ``comm_dst`` replaced by a
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from chakra_core.base._jit import njit
+from chakra_core.base._kernels import chosen, kernel
 
 __all__ = ["Labels", "relabel_run", "group_code", "peer_code", "DONE", "UNUSUAL", "FULL", "TOKEN", "MAX_MARKS"]
 
@@ -45,8 +45,9 @@ class Labels:
     them: ``gslots`` by a hash of the name, ``pslots`` (keys ``pkeys``) by the peer rank, each
     slot holding label + 1 (0: empty), half of the slots or more left empty."""
 
-    def __init__(self, rank: int):
+    def __init__(self, rank: int, compile_it: bool):
         self.rank = rank
+        self.compile_it = compile_it
         self.pool = np.zeros(1024, np.uint8)
         self.ptr = np.zeros(65, np.int64)
         self.order = np.zeros(64, np.int64)
@@ -65,7 +66,7 @@ class Labels:
         if need > len(self.gslots):
             size = 1 << need.bit_length()
             self.gslots, self.pkeys, self.pslots = (np.zeros(size, np.int64) for _ in range(3))
-            _rehash(self.state())
+            chosen(_rehash, self.compile_it)(self.state())
 
     def groups(self) -> tuple[str, ...]:
         """The group names by label (UTF-8, undecodable bytes replaced)."""
@@ -77,7 +78,7 @@ class Labels:
         return tuple(int(p) for p in self.order[:int(self.used[2])])
 
     def state(self) -> tuple:
-        """The arrays the compiled loops take."""
+        """The arrays the kernels take."""
         return self.rank, self.gslots, self.pool, self.ptr, self.pkeys, self.pslots, self.order, self.used
 
 
@@ -90,7 +91,7 @@ def _grown(arr: np.ndarray, need: int) -> np.ndarray:
     return out
 
 
-@njit(cache=True, nogil=True, inline="always")
+@kernel(cache=True, nogil=True, inline="always")
 def _varint(buf, p, end):  # pragma: no cover - compiled
     """The varint at ``p`` of ``buf[:end]`` as a signed 64-bit value (protobuf keeps the low 64
     bits) and its length in bytes (0: it does not end within 10 bytes and before ``end``)."""
@@ -110,7 +111,7 @@ def _varint(buf, p, end):  # pragma: no cover - compiled
     return 0, 0
 
 
-@njit(cache=True, nogil=True, inline="always")
+@kernel(cache=True, nogil=True, inline="always")
 def _skip(buf, p, end, wt):  # pragma: no cover - compiled
     """(start of the payload, end of the field) of a field of wire type ``wt`` whose value
     starts at ``p``; (-1, -1) when it does not read."""
@@ -128,7 +129,7 @@ def _skip(buf, p, end, wt):  # pragma: no cover - compiled
     return -1, -1
 
 
-@njit(cache=True, nogil=True, inline="always")
+@kernel(cache=True, nogil=True, inline="always")
 def _same(buf, at, ln, word):  # pragma: no cover - compiled
     """Whether ``buf[at:at+ln]`` is ``word``."""
     if ln != len(word):
@@ -139,7 +140,7 @@ def _same(buf, at, ln, word):  # pragma: no cover - compiled
     return True
 
 
-@njit(cache=True, nogil=True, inline="always")
+@kernel(cache=True, nogil=True, inline="always")
 def _slot_int(slot, v):  # pragma: no cover - compiled
     """The integer an integer varint slot holds (as :func:`int_value` reads it) and whether the
     walk reads it (uint64 past int64 and non-integer slots: no)."""
@@ -159,7 +160,7 @@ def _slot_int(slot, v):  # pragma: no cover - compiled
     return 0, False
 
 
-@njit(cache=True, nogil=True, inline="always")
+@kernel(cache=True, nogil=True, inline="always")
 def _name_kind(buf, at, ln):  # pragma: no cover - compiled
     """_GROUP, _SRC or _DST for the attribute name ``buf[at:at+ln]``, else 0."""
     if ln == 7:
@@ -171,7 +172,7 @@ def _name_kind(buf, at, ln):  # pragma: no cover - compiled
     return _DST if _same(buf, at, ln, _COMM_DST) else 0
 
 
-@njit(cache=True, nogil=True, inline="always")
+@kernel(cache=True, nogil=True, inline="always")
 def _attribute(buf, p, end):  # pragma: no cover - compiled
     """What the attribute message ``buf[p:end]`` is to the walk: (kind, a, b) with kind 0 (not
     relabelled), _GROUP (name at ``a``, ``b`` bytes), _SRC/_DST (peer ``a``) or -1 (a
@@ -211,7 +212,7 @@ def _attribute(buf, p, end):  # pragma: no cover - compiled
     return (kind, v, 0) if ok and slot & 7 == 0 else (-1, 0, 0)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@kernel(cache=True, nogil=True, inline="always")
 def _hash(buf, at, ln):  # pragma: no cover - compiled
     """A polynomial hash of ``buf[at:at+ln]`` (probed on: equal hashes are compared)."""
     h = ln
@@ -220,7 +221,7 @@ def _hash(buf, at, ln):  # pragma: no cover - compiled
     return h
 
 
-@njit(cache=True, nogil=True, inline="always")
+@kernel(cache=True, nogil=True, inline="always")
 def _group_slot(buf, at, ln, state):  # pragma: no cover - compiled
     """The slot of ``gslots`` holding the group named ``buf[at:at+ln]``, or the empty one
     where it goes."""
@@ -232,7 +233,7 @@ def _group_slot(buf, at, ln, state):  # pragma: no cover - compiled
     return h
 
 
-@njit(cache=True, nogil=True, inline="always")
+@kernel(cache=True, nogil=True, inline="always")
 def _peer_slot(peer, state):  # pragma: no cover - compiled
     """The slot of ``pslots`` holding peer ``peer``, or the empty one where it goes."""
     _, _, _, _, pkeys, pslots, _, _ = state
@@ -243,7 +244,7 @@ def _peer_slot(peer, state):  # pragma: no cover - compiled
     return h
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _rehash(state):  # pragma: no cover - compiled
     """Fill the (empty) tables with every label so far."""
     _, gslots, pool, ptr, pkeys, pslots, order, used = state
@@ -254,7 +255,7 @@ def _rehash(state):  # pragma: no cover - compiled
         pkeys[h], pslots[h] = order[k], k + 1
 
 
-@njit(cache=True, nogil=True, inline="always")
+@kernel(cache=True, nogil=True, inline="always")
 def group_code(buf, at, ln, state):  # pragma: no cover - compiled
     """The code of the group named ``buf[at:at+ln]`` (labelling it when new; the arrays have
     room)."""
@@ -274,7 +275,7 @@ def group_code(buf, at, ln, state):  # pragma: no cover - compiled
     return gslots[h] + 1
 
 
-@njit(cache=True, nogil=True, inline="always")
+@kernel(cache=True, nogil=True, inline="always")
 def peer_code(peer, state):  # pragma: no cover - compiled
     """The code of peer rank ``peer`` (labelling it when new; the arrays have room)."""
     rank, _, _, _, pkeys, pslots, order, used = state
@@ -289,7 +290,7 @@ def peer_code(peer, state):  # pragma: no cover - compiled
     return pslots[h]
 
 
-@njit(cache=True, nogil=True, inline="always")
+@kernel(cache=True, nogil=True, inline="always")
 def _put_varint(out, o, v):  # pragma: no cover - compiled
     """Write the varint of ``v`` >= 0 at ``out[o]``; the position after it."""
     while v >= 0x80:
@@ -300,7 +301,7 @@ def _put_varint(out, o, v):  # pragma: no cover - compiled
     return o + 1
 
 
-@njit(cache=True, nogil=True, inline="always")
+@kernel(cache=True, nogil=True, inline="always")
 def _marks(buf, s, e, marks):  # pragma: no cover - compiled
     """The relabelled attributes of node ``buf[s:e]`` as rows of ``marks`` (field start, field
     end, kind, a, b); their count, -1 for an attribute in another form, -2 for a node that does
@@ -327,7 +328,7 @@ def _marks(buf, s, e, marks):  # pragma: no cover - compiled
     return m
 
 
-@njit(cache=True, nogil=True, inline="always")
+@kernel(cache=True, nogil=True, inline="always")
 def _write(buf, s, e, marks, m, out, o, state):  # pragma: no cover - compiled
     """Node ``buf[s:e]`` with its ``m`` marked attributes as tokens, written at ``out[o]``
     (labels given in attribute order); the position after it."""
@@ -349,7 +350,7 @@ def _write(buf, s, e, marks, m, out, o, state):  # pragma: no cover - compiled
     return o + e - p
 
 
-@njit(cache=True, nogil=True, inline="always")
+@kernel(cache=True, nogil=True, inline="always")
 def _short(state, m, nbytes):  # pragma: no cover - compiled
     """Whether ``state``'s arrays lack room for ``m`` new labels and ``nbytes`` bytes of names."""
     _, gslots, pool, ptr, _, _, order, used = state
@@ -357,7 +358,7 @@ def _short(state, m, nbytes):  # pragma: no cover - compiled
             or 2 * (max(used[0], used[2]) + m) > len(gslots))
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def relabel_run(buf, start, size, walk, first, out, o, sizes, state):  # pragma: no cover - compiled
     """Write the nodes ``buf[start[i]:start[i]+size[i]]``, ``i`` from ``first`` on, relabelled
     into ``out`` from position ``o`` (``out`` as long as the nodes: a token is shorter than the

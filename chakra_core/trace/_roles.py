@@ -4,11 +4,11 @@ Hybrid-parallel ranks differ only in which groups they talk to (``pg_name``) and
 they send to or receive from: the ranks of one tensor-parallel position across data-parallel
 replicas, or the stages of a pipeline with their neighbours, have traces that are equal once
 every group name and peer rank is replaced by the order in which the rank first names it.
-:func:`role_key` computes that from the serialized node bytes with one compiled walk a run at a
-time (:mod:`._rolekernel`: each such attribute becomes a label token, nothing else is decoded),
-so that a simulator can group ranks before it builds anything per rank.  A node holding such an
-attribute in an unusual form (a group name in an integer slot, a doc string, ...) is decoded and
-labelled here.
+:func:`role_key` computes that from the serialized node bytes with one walk a run at a time
+(:mod:`._rolekernel`, compiled when numba is installed: each such attribute becomes a label
+token, nothing else is decoded), so that a simulator can group ranks before it builds anything
+per rank.  A node holding such an attribute in an unusual form (a group name in an integer slot,
+a doc string, ...) is decoded and labelled here.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from chakra_core.base._jit import COMPILED
+from chakra_core.base._kernels import INSTALLED, chosen
 from chakra_core.io._schema import AttributeProto, Node
 from chakra_core.io._varint import encode_varint
 from chakra_core.trace._attrs import int_value, str_value
@@ -65,7 +65,7 @@ class RoleHasher:
     that passes over the rank's bytes anyway)."""
 
     def __init__(self, rank: int):
-        self._labels = Labels(rank)
+        self._labels = Labels(rank, INSTALLED)
         self._bytes = hashlib.blake2b(digest_size=20)
         self._sizes = hashlib.blake2b(digest_size=20)
 
@@ -79,10 +79,11 @@ class RoleHasher:
         labels = self._labels
         buf, out = _buffers(data)
         sizes = np.zeros(len(start), np.int64)
-        walk = np.ones(len(start), bool) if COMPILED else _named(data, start, size)
+        walk = np.ones(len(start), bool) if INSTALLED else _named(data, start, size)
         first, at = 0, 0
+        relabel = chosen(relabel_run, INSTALLED)
         while True:
-            status, i, at = relabel_run(buf, start, size, walk, first, out, at, sizes, labels.state())
+            status, i, at = relabel(buf, start, size, walk, first, out, at, sizes, labels.state())
             first = i
             if status == FULL:
                 labels.room(int(size[i]))
@@ -137,7 +138,7 @@ def _seen(rt: RankTrace) -> tuple | None:
 
 def _runs(rt: RankTrace) -> Iterator[tuple[bytes, np.ndarray, np.ndarray]]:
     """The rank's node messages in runs: bytes, each message's start and length."""
-    if COMPILED and isinstance(rt, FileRank):
+    if INSTALLED and isinstance(rt, FileRank):
         from chakra_core.io._etruns import file_runs
 
         for data, start, size, _, _ in file_runs(rt.file):
@@ -153,7 +154,7 @@ def _buffers(data: bytes) -> tuple[Any, Any]:
     """The run's bytes and room for its relabelled copy, as the walk reads them fastest: numpy
     arrays for the compiled loops, a memoryview and a bytearray for the interpreted ones (whose
     items are Python ints)."""
-    if COMPILED:
+    if INSTALLED:
         return np.frombuffer(data, np.uint8), np.empty(len(data), np.uint8)
     return memoryview(data), bytearray(len(data))
 
@@ -210,8 +211,8 @@ def _code(a: AttributeProto, labels: Labels) -> int | None:
             return None
         arr = np.frombuffer(name.encode(), np.uint8)
         labels.room(len(arr))
-        return int(group_code(arr, 0, len(arr), labels.state()))
+        return int(chosen(group_code, INSTALLED)(arr, 0, len(arr), labels.state()))
     peer = None if kind is None else int_value(a)
     if peer is None or not -(1 << 63) <= peer < 1 << 63:
         return None
-    return int(peer_code(peer, labels.state()))
+    return int(chosen(peer_code, INSTALLED)(peer, labels.state()))

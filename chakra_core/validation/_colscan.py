@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from chakra_core.base._errors import TraceFormatError
-from chakra_core.base._jit import COMPILED
 from chakra_core.io._schema import COMM_TYPE_NAMES, PG_INIT_NAME
 from chakra_core.trace._traceset import FileRank, RankTrace
 from chakra_core.validation._deadlock import K_COLL, K_RECV, K_SEND, K_SLOT
@@ -114,10 +113,10 @@ class _Record:
 
 def scan_columns(rt: RankTrace, chk: RankCheck) -> RankScan | None:
     """The scan of a clean, ordered, file-backed rank, its record put into ``chk``; None for any
-    other rank, or without numba (the ``fast`` extra; ``chk`` untouched: the per-node path is to
-    run).  Memory: one run of columns, plus 4 bytes a node (12 when ids are not consecutive) and
-    the skeleton."""
-    if not COMPILED or not isinstance(rt, FileRank):
+    other rank (``chk`` untouched: the per-node path is to run).  Needs numba (the ``fast``
+    extra): the caller chose the compiled loops.  Memory: one run of columns, plus 4 bytes a node
+    (12 when ids are not consecutive) and the skeleton."""
+    if not isinstance(rt, FileRank):
         return None
     from chakra_core.trace._columns import column_runs
 

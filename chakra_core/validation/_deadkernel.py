@@ -1,4 +1,5 @@
-"""The abstract execution of :mod:`._deadlock` as one compiled loop (numba).
+"""The abstract execution of :mod:`._deadlock` as one loop (a kernel of
+:mod:`chakra_core.base._kernels`: compiled by numba for a large set, run as Python for a small one).
 
 Every rank's skeleton is concatenated (node ``base[r] + i`` is node ``i`` of rank number ``r``);
 the steps, their order and the data structures are :class:`._deadlock._Run`'s: a stack of
@@ -11,20 +12,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from chakra_core.base._jit import Dict, njit, types
+from chakra_core.base._kernels import Dict, kernel, types
 
 __all__ = ["run_compiled"]
 
 _COLL, _SEND, _RECV = 0, 1, 2
 
 
-@njit(cache=True, nogil=True, inline="always")
+@kernel(cache=True, nogil=True, inline="always")
 def _less(ids, x, y):  # pragma: no cover - compiled
     """Whether node ``x`` comes before node ``y`` in a heap (smaller id, then number)."""
     return ids[x] < ids[y] or (ids[x] == ids[y] and x < y)
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _push(heap, size, r, lo, x, ids):  # pragma: no cover - compiled
     """Push node ``x`` on the heap of rank ``r`` (``heap[lo:lo+size[r]]``)."""
     k = size[r]
@@ -38,7 +39,7 @@ def _push(heap, size, r, lo, x, ids):  # pragma: no cover - compiled
     heap[lo + k] = x
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _pop(heap, size, r, lo, ids):  # pragma: no cover - compiled
     """Pop the first node of the heap of rank ``r``."""
     top = heap[lo]
@@ -65,7 +66,7 @@ def _pop(heap, size, r, lo, ids):  # pragma: no cover - compiled
 _FIN, _HEAD, _TAIL, _SLOTS = range(4)
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _successors(pred_ptr, preds, n):  # pragma: no cover - compiled
     """The nodes waiting for each node: ``(ptr, kids)``."""
     count = np.zeros(n + 1, np.int64)
@@ -83,7 +84,7 @@ def _successors(pred_ptr, preds, n):  # pragma: no cover - compiled
     return count, kids
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _queue(r, queued, pump, ctr):  # pragma: no cover - compiled
     """Put rank ``r`` on the queue of ranks to issue, unless it is there."""
     if not queued[r]:
@@ -92,14 +93,14 @@ def _queue(r, queued, pump, ctr):  # pragma: no cover - compiled
         ctr[_TAIL] = (ctr[_TAIL] + 1) % len(pump)
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _finish(x, finished, ctr):  # pragma: no cover - compiled
     """Push node ``x`` on the stack of finished nodes."""
     finished[ctr[_FIN]] = x
     ctr[_FIN] += 1
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _ready(x, r, lo, ids, kinds, channel, heap, hsize, queued, pump, sends, recvs, state, finished,
            ctr):  # pragma: no cover - compiled
     """Node ``x`` of rank ``r`` has every dependency finished: a receive matches a send or
@@ -122,7 +123,7 @@ def _ready(x, r, lo, ids, kinds, channel, heap, hsize, queued, pump, sends, recv
     tail[ch] = x
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _arrive(x, r, g, member_count, seq, slot, arrivals, free, state, seq_of, rank_of, finished, queued, pump,
             ctr):  # pragma: no cover - compiled
     """Collective ``x`` of rank ``r`` on group ``g`` starts; when the last member arrives, every
@@ -158,7 +159,7 @@ def _arrive(x, r, g, member_count, seq, slot, arrivals, free, state, seq_of, ran
         _queue(rank_of[y], queued, pump, ctr)
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def run_compiled(base, ids, kinds, group, channel, nchannels, pred_ptr, preds, member_count,
                  streams):  # pragma: no cover - compiled
     """Run the set: ``(done per rank, per node its state: 1 finished, 2 arrived at an unfinished
@@ -226,7 +227,7 @@ def run_compiled(base, ids, kinds, group, channel, nchannels, pred_ptr, preds, m
     return done, state, seq_of
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _send(x, ch, sends, recvs, finished, ctr):  # pragma: no cover - compiled
     """Send ``x`` starts (eager): the first receive waiting on its channel finishes, or the send
     is counted for a later one; the send finishes."""

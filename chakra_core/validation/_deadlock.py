@@ -15,8 +15,8 @@ The model is the simulator's (``chakra-simpy``) with every computation taking no
 
 Ranks left unfinished wait on other ranks; a cycle of such waits is a deadlock, a wait on a rank
 that has finished is a collective or send that rank never reaches.  State is integer arrays per
-rank, sized by the skeleton (:mod:`._skeleton`), not by the node count; the run is one compiled
-loop (:mod:`._deadkernel`).
+rank, sized by the skeleton (:mod:`._skeleton`), not by the node count; the run is one loop
+(:mod:`._deadkernel`), compiled or run as Python as the caller chooses.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from chakra_core.base._kernels import chosen
 from chakra_core.validation._deadkernel import run_compiled
 
 __all__ = ["K_COLL", "K_SEND", "K_RECV", "K_SLOT", "Skeleton", "Wait", "run_abstract"]
@@ -58,11 +59,11 @@ class Wait:
 
 
 def run_abstract(skels: dict[int, Skeleton], members: list[tuple[int, ...]],
-                 streams: int = 1) -> tuple[list[Wait], set[int]]:
+                 streams: int = 1, compile_it: bool = True) -> tuple[list[Wait], set[int]]:
     """Run the set; the waits of the ranks left unfinished, and the ranks that finished.
 
     ``members[g]`` are the ranks of group number ``g``; ``streams`` the communication slots
-    per rank.
+    per rank; ``compile_it``: whether the loop runs compiled (numba) or as Python.
     """
     ranks = list(skels)
     parts = [skels[r] for r in ranks]
@@ -91,7 +92,7 @@ def run_abstract(skels: dict[int, Skeleton], members: list[tuple[int, ...]],
     member_count = np.array([len(m) for m in members] or [0], np.int64)
     group = np.where(kinds == K_COLL, peer, 0).astype(np.int32)
     del peer
-    done, state, seq_of = run_compiled(base, ids, kinds, group, channel, nchannels, pred_ptr,
+    done, state, seq_of = chosen(run_compiled, compile_it)(base, ids, kinds, group, channel, nchannels, pred_ptr,
                                        preds, member_count, streams)
     finished = {r for r, d, c in zip(ranks, done.tolist(), counts.tolist()) if d == c}
     return _waits(ranks, base, state, seq_of, skels, members), finished

@@ -1,4 +1,5 @@
-"""The skeleton of a rank in dependency order, as one compiled loop (numba).
+"""The skeleton of a rank in dependency order, as one compiled loop (a numba kernel of
+:mod:`chakra_core.base._kernels`).
 
 The same computation as :class:`._skeleton._Frontiers` in :func:`._skeleton.scan_rank`'s pass:
 each node carries a frontier (an interned set of skeleton nodes: the latest ones it waits for),
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from chakra_core.base._jit import Dict, njit, types
+from chakra_core.base._kernels import compiled, int_dict, kernel
 
 __all__ = ["Frontiers", "advance", "csr", "OK", "COLLISION"]
 
@@ -22,7 +23,7 @@ _FNV_OFFSET = np.uint64(14695981039346656037)
 _FNV_PRIME = np.uint64(1099511628211)
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _grow(arr, need):  # pragma: no cover - compiled
     """``arr`` with room for ``need`` items (grown by a quarter when short: the frontier number
     of every node is kept, and doubling would cost up to 4 more bytes a node)."""
@@ -33,7 +34,7 @@ def _grow(arr, need):  # pragma: no cover - compiled
     return out
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _hash(items, k):  # pragma: no cover - compiled
     """FNV-1a over ``items[:k]``, as a dictionary key."""
     h = _FNV_OFFSET
@@ -42,7 +43,7 @@ def _hash(items, k):  # pragma: no cover - compiled
     return np.int64(h)
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _merge(pool, sa, na, sb, nb, out):  # pragma: no cover - compiled
     """The union of the sorted sets ``pool[sa:sa+na]`` and ``pool[sb:sb+nb]`` into ``out``;
     its size."""
@@ -63,7 +64,7 @@ def _merge(pool, sa, na, sb, nb, out):  # pragma: no cover - compiled
     return m
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _mark_common(pool, sw, nw, items, m, marks):  # pragma: no cover - compiled
     """Mark in ``marks`` the members of ``items[:m]`` that are in ``pool[sw:sw+nw]`` (both
     sorted); whether there was one."""
@@ -82,7 +83,7 @@ def _mark_common(pool, sw, nw, items, m, marks):  # pragma: no cover - compiled
     return hit
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _reduce(pool, start, size, waits, items, m, marks):  # pragma: no cover - compiled
     """``items[:m]`` without the members that another member waits for directly, in place;
     the size left."""
@@ -99,7 +100,7 @@ def _reduce(pool, start, size, waits, items, m, marks):  # pragma: no cover - co
     return r
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _intern(items, r, pool, start, size, counters, index):  # pragma: no cover - compiled
     """The number of the set ``items[:r]`` (sorted), added when new: ``(status, number, pool,
     start, size)``; ``counters[0:2]`` = (sets, pool items used) are advanced."""
@@ -122,7 +123,7 @@ def _intern(items, r, pool, start, size, counters, index):  # pragma: no cover -
     return OK, nsets, pool, start, size
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def advance(dep_pos, dep_ptr, is_skel, first, pool, start, size, counters, index, unions, waits,
             fid):  # pragma: no cover - compiled
     """Nodes ``first, first+1, ...`` (one per ``is_skel`` row) in an order where every dependency
@@ -167,7 +168,7 @@ def advance(dep_pos, dep_ptr, is_skel, first, pool, start, size, counters, index
     return OK, pool, start, size, waits, fid
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def csr(pool, start, size, waits, nskel):  # pragma: no cover - compiled
     """What each of the ``nskel`` skeleton nodes waits for: ``(ptr, preds)``."""
     ptr = np.zeros(nskel + 1, np.int64)
@@ -181,15 +182,15 @@ def csr(pool, start, size, waits, nskel):  # pragma: no cover - compiled
 
 
 class Frontiers:
-    """The state of :func:`advance` over the runs of one rank."""
+    """The state of :func:`advance` over the runs of one rank (its compiled form)."""
 
     def __init__(self) -> None:
         self.pool = np.empty(1024, np.int64)
         self.start = np.zeros(1024, np.int64)
         self.size = np.zeros(1024, np.int64)
         self.counters = np.array([1, 0, 0], np.int64)  # set 0 is the empty set
-        self.index = Dict.empty(key_type=types.int64, value_type=types.int64)
-        self.unions = Dict.empty(key_type=types.int64, value_type=types.int64)
+        self.index = int_dict(True)
+        self.unions = int_dict(True)
         self.waits = np.zeros(1024, np.int64)
         self.fid = np.zeros(1024, np.int32)
         self.count = 0
@@ -197,7 +198,7 @@ class Frontiers:
     def add(self, dep_pos: np.ndarray, dep_ptr: np.ndarray, is_skel: np.ndarray) -> bool:
         """The next run of nodes (dependency positions over the whole rank); False when two sets
         had the same hash."""
-        status, self.pool, self.start, self.size, self.waits, self.fid = advance(
+        status, self.pool, self.start, self.size, self.waits, self.fid = compiled(advance)(
             dep_pos, dep_ptr, is_skel, self.count, self.pool, self.start, self.size, self.counters, self.index,
             self.unions, self.waits, self.fid)
         self.count += len(is_skel)
@@ -205,4 +206,4 @@ class Frontiers:
 
     def csr(self) -> tuple[np.ndarray, np.ndarray]:
         """What each skeleton node waits for, as (pointer, list)."""
-        return csr(self.pool, self.start, self.size, self.waits, int(self.counters[2]))
+        return compiled(csr)(self.pool, self.start, self.size, self.waits, int(self.counters[2]))

@@ -20,7 +20,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from chakra_core.base._errors import TraceFormatError
-from chakra_core.base._jit import COMPILED
 from chakra_core.trace._roles import RoleKey, role_key
 from chakra_core.trace._traceset import FileRank, RankTrace, TraceSet
 from chakra_core.validation._deadlock import K_COLL, K_RECV, K_SEND
@@ -46,10 +45,11 @@ class _Rep:
 
 class RoleShare:
     """The representatives of the roles met so far in one validation (file-backed sets of more
-    than one rank, with numba: the role key is a compiled walk)."""
+    than one rank validated by the compiled loops, ``compile_it``: the role key is a compiled
+    walk)."""
 
-    def __init__(self, traces: TraceSet):
-        self.on = COMPILED and len(traces) > 1 and all(isinstance(rt, FileRank) for rt in traces)
+    def __init__(self, traces: TraceSet, compile_it: bool):
+        self.on = compile_it and len(traces) > 1 and all(isinstance(rt, FileRank) for rt in traces)
         self._reps: dict[tuple[bytes, bool], _Rep] = {}
         self._keyed = self._shared = 0
 

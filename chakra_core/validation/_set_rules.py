@@ -122,10 +122,11 @@ def check_p2p(traces: TraceSet, checks: dict[int, RankCheck], add: Add) -> None:
 
 
 def check_deadlocks(checks: dict[int, RankCheck], skels: dict[int, Skeleton], pg_names: list[str],
-                    members: list[tuple[int, ...]], add: Add, streams: int = 1) -> None:
+                    members: list[tuple[int, ...]], add: Add, streams: int = 1, compile_it: bool = True) -> None:
     """``deadlock`` for ranks that wait on each other, ``never-reached`` for a wait on a rank
-    that finishes without the matching collective or send (see :mod:`._deadlock`)."""
-    waits, finished = run_abstract(skels, members, streams)
+    that finishes without the matching collective or send (see :mod:`._deadlock`; ``compile_it``:
+    whether its loop runs compiled)."""
+    waits, finished = run_abstract(skels, members, streams, compile_it)
 
     def what(w: Wait) -> str:
         s = skels[w.rank]

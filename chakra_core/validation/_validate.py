@@ -39,7 +39,8 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
 from chakra_core.base._errors import TraceFormatError
-from chakra_core.trace._traceset import PG_ATTR, TraceSet
+from chakra_core.base._jitchoice import compiled_worthwhile
+from chakra_core.trace._traceset import PG_ATTR, FileRank, TraceSet
 from chakra_core.validation._colscan import scan_columns
 from chakra_core.validation._deadlock import Skeleton
 from chakra_core.validation._finding import Finding
@@ -48,7 +49,8 @@ from chakra_core.validation._roleshare import RoleShare
 from chakra_core.validation._set_rules import check_collectives, check_deadlocks, check_groups, check_p2p
 from chakra_core.validation._skeleton import scan_rank
 
-__all__ = ["Finding", "validate", "RULES", "ABSURD_BYTES", "MAX_DURATION_US", "MAX_RANK_DURATION_US",
+__all__ = ["Finding", "validate", "validate_as", "compiled_pays", "COMPILED_FROM",
+           "RULES", "ABSURD_BYTES", "MAX_DURATION_US", "MAX_RANK_DURATION_US",
            "CROSS_RANK_STATUS"]
 
 #: what a progress bar of :func:`validate` shows once every rank is read
@@ -66,7 +68,10 @@ _UNCLEAR = frozenset({
     "pg-unparseable", "pg-bad-rank", "pg-undefined", "coll-not-member",
 })
 _MAX_PER_RULE = 20
-
+#: a set of ``.et`` files from this size on is checked by the compiled loops even when numba is
+#: not loaded yet (loading it and its first calls cost about 0.6 s of CPU and 130 MB: what the
+#: per-node path takes for about 8 MiB of a multi-rank set, and for more of a single rank)
+COMPILED_FROM = 8 << 20
 
 
 
@@ -110,19 +115,36 @@ def validate(traces: TraceSet, cross_rank: bool = True,
     the set's own (and wins over them, as a simulator's comm-group file); ``streams`` is the
     number of communication ops in flight per rank that the deadlock search assumes.
     """
+    return validate_as(traces, compiled_pays(traces), cross_rank, progress, groups=groups, streams=streams)
+
+
+def compiled_pays(traces: TraceSet) -> bool:
+    """Whether :func:`validate` runs the compiled loops on ``traces``: numba installed, and the
+    set is at least :data:`COMPILED_FROM` bytes of files, or not all files, or numba is loaded
+    already (:func:`~chakra_core.base._jitchoice.compiled_worthwhile`)."""
+    files = [rt.file for rt in traces if isinstance(rt, FileRank)]
+    return compiled_worthwhile(files, 0 if len(files) < len(traces) else COMPILED_FROM)
+
+
+def validate_as(traces: TraceSet, compile_it: bool, cross_rank: bool = True,
+                progress: Callable[[int, int], None] | None = None, *,
+                groups: Mapping[str, Sequence[int]] | None = None, streams: int = 1) -> list[Finding]:
+    """:func:`validate` by the compiled loops (``compile_it``: numba must be installed) or by the
+    per-node path and the loops run as Python (the same findings)."""
     add = _Collector()
     pg_names: list[str] = [""]
-    checks, skels = _check_ranks(traces, add, pg_names, progress)
+    checks, skels = _check_ranks(traces, add, pg_names, progress, compile_it)
     if cross_rank and traces.ranks:
-        _check_set(traces, checks, skels, pg_names, add, groups, streams)
+        _check_set(traces, checks, skels, pg_names, add, groups, streams, compile_it)
     return add.findings
 
 
-def _check_ranks(traces: TraceSet, add: _Collector, pg_names: list[str],
-                 progress: Callable[[int, int], None] | None) -> tuple[dict[int, RankCheck], dict[int, Skeleton]]:
-    """Read each rank once (as columns; node by node when a rule has a finding there): per-rank
-    rules, and each rank's record for the set checks.  A rank of a role already read without a
-    finding is not scanned again: its record is that rank's relabelled (:mod:`._roleshare`)."""
+def _check_ranks(traces: TraceSet, add: _Collector, pg_names: list[str], progress: Callable[[int, int], None] | None,
+                 compile_it: bool = True) -> tuple[dict[int, RankCheck], dict[int, Skeleton]]:
+    """Read each rank once (as columns by the compiled loops when ``compile_it``; node by node
+    otherwise, and where a rule has a finding): per-rank rules, and each rank's record for the
+    set checks.  A rank of a role already read without a finding is not scanned again: its record
+    is that rank's relabelled (:mod:`._roleshare`)."""
     # a single file is one rank of a job of unknown size: peers are then only checked for sign/self
     nranks = max(traces.ranks) + 1 if len(traces) > 1 else 0
     pg_number = {"": 0}
@@ -136,14 +158,15 @@ def _check_ranks(traces: TraceSet, add: _Collector, pg_names: list[str],
 
     checks: dict[int, RankCheck] = {}
     skels: dict[int, Skeleton] = {}
-    roles = RoleShare(traces)
+    roles = RoleShare(traces, compile_it)
     for rt in traces:
         key = roles.key(rt)
         before = add.total()
         numbered: list[str] = []
         chk = RankCheck(rt.rank, rt.label, nranks, add, roles.numbering(key, rt, group_number, numbered),
                         rt.rank_known)
-        scan = roles.derived(key, rt, chk) or scan_columns(rt, chk) or scan_rank(rt.batches, chk)
+        scan = (roles.derived(key, rt, chk) or (compile_it and scan_columns(rt, chk))
+                or scan_rank(rt.batches, chk))
         checks[rt.rank] = chk
         if scan.count == 0:
             add("empty-rank", rt.label, None, "no nodes (ASTRA-sim aborts on an empty rank)", "warning", rt.rank)
@@ -164,7 +187,7 @@ def _check_ranks(traces: TraceSet, add: _Collector, pg_names: list[str],
 
 
 def _check_set(traces: TraceSet, checks: dict[int, RankCheck], skels: dict[int, Skeleton], pg_names: list[str],
-               add: _Collector, extra: Mapping[str, Sequence[int]] | None, streams: int) -> None:
+               add: _Collector, extra: Mapping[str, Sequence[int]] | None, streams: int, compile_it: bool) -> None:
     """The cross-rank rules, the deadlock search last."""
     groups = _groups(traces, checks, add, extra)
     if len(traces) > 1:
@@ -177,7 +200,7 @@ def _check_set(traces: TraceSet, checks: dict[int, RankCheck], skels: dict[int, 
         check_collectives(view, checks, add)
         if not add.unclear() and len(skels) == len(traces):
             members = [tuple(view.group_members(pg)) for pg in pg_names]
-            check_deadlocks(checks, skels, pg_names, members, add, streams)
+            check_deadlocks(checks, skels, pg_names, members, add, streams, compile_it)
 
 
 def _groups(traces: TraceSet, checks: dict[int, RankCheck], add: _Collector,

@@ -20,7 +20,7 @@ from chakra_core import (
 from .extlink import link_host_ops
 from .graph import ConvertedRank, build_graph
 from .groupmatch import SetMatch, has_subgroups
-from .hostet import read_header, read_host_et, scan_groups
+from .hostet import HostTrace, read_header, read_host_et, scan_groups
 from .hostrank import TraceRank, scan_rank
 from .ints import MAX_RANKS
 from .kineto import KinetoTrace, read_distributed_info, read_kineto
@@ -173,20 +173,25 @@ def convert_rank(files: RankFiles, world: int | None = None, data_deps: bool = F
     host = read_host_et(files.host, files.header)
     if match is not None:
         match.apply(files.rank, host.ops)
-    kt = host.linked
-    if files.kineto:
-        wanted = {op.rf_id for op in host.ops}
-        for op in host.ops:
-            if op.comm is not None:
-                wanted.update(op.comm.worker_rfs)
-        kt = read_kineto(files.kineto, wanted, files.distributed)
-        link_host_ops(kt, host, wanted)
-        _warn_unfinished(kt)
+    kt = _kineto_of(files.kineto, files.distributed, host) if files.kineto else host.linked
     dist = kt.distributed if kt is not None else {}
     world = world or int(dist.get("world_size") or 0) or _world_from(host.groups) or 1
     groups = _groups(dist, host.groups, world)
     return build_graph(host, kt, files.rank, world, groups, data_deps=data_deps, idle_gaps=idle_gaps,
                        min_idle_us=min_idle_us)
+
+
+def _kineto_of(path: str, distributed: dict[str, Any] | None, host: HostTrace) -> KinetoTrace:
+    """The Kineto trace ``path``, read for the timings of the host ops and linked to them (the
+    set of rf_ids looked for is let go before the graph is built)."""
+    wanted = {op.rf_id for op in host.ops}
+    for op in host.ops:
+        if op.comm is not None:
+            wanted.update(op.comm.worker_rfs)
+    kt = read_kineto(path, wanted, distributed)
+    link_host_ops(kt, host, wanted)
+    _warn_unfinished(kt)
+    return kt
 
 
 def _warn_unfinished(kt: KinetoTrace) -> None:

@@ -22,6 +22,8 @@ def int64(v: Any) -> int | None:
 def int64_from_number(v: Any, default: int = -1) -> int:
     """An id or number of a trace (an integer, or a float with an integral value) as a signed
     64-bit int, else ``default``."""
+    if type(v) is int and -_INT64 <= v < _INT64:  # the common case, without a call
+        return v
     if isinstance(v, float) and v.is_integer():
         v = int(v)
     found = int64(v)

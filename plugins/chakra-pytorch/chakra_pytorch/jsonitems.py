@@ -5,10 +5,10 @@ Two ways, same result:
 * fast: PyTorch writes both of its trace files pretty-printed, one array element per block of
   lines that ends with a line holding only the element's closing brace at the element's own
   indentation.  JSON strings cannot contain a raw newline, so ``"\\n" + indent + "}"`` can only
-  be that line: the bytes between are cut there and decoded by orjson (C speed, one element in
-  memory at a time);
+  be that line: the bytes are cut there after the last element that ends within 16 KiB and
+  decoded by orjson as one list (C speed; the elements of those bytes in memory at a time);
 * general: ijson's C backend, for every other layout (hand-written, one element per line,
-  re-indented).  The fast way hands over to it whenever a cut does not decode as one object,
+  re-indented).  The fast way hands over to it whenever a cut does not decode as a list of objects,
   re-reading from the start and skipping the elements already yielded, so a file is never
   misread, only read twice; genuine errors are then reported by ijson.
 """
@@ -27,6 +27,8 @@ __all__ = ["iter_items"]
 
 _CHUNK = 1 << 20
 _MAX_ELEMENT = 64 << 20  # bytes searched for one element's end before handing over to ijson
+#: bytes of consecutive elements decoded by one orjson call (as a list; at least one element)
+_BATCH = 1 << 14
 _WS = b" \t\r\n"
 _NON_BLANK = re.compile(rb"[^ \t\r\n]")
 #: the comma between two elements and the brace that opens the next, within the buffer
@@ -79,14 +81,14 @@ def _fast(path: str, key: str) -> Iterator[object]:
         while True:
             k = reader.find(end, start)
             start = reader.pos  # find may have moved the buffer
-            stop = k + len(end)
+            stop = max(k, reader.buf.rfind(end, k, start + _BATCH)) + len(end)
             try:
-                item = orjson.loads(reader.buf[start:stop])
+                items = orjson.loads(b"[" + reader.buf[start:stop] + b"]")
             except orjson.JSONDecodeError:
                 raise _NotThisLayout from None
-            if not isinstance(item, dict):
+            if not all(isinstance(item, dict) for item in items):
                 raise _NotThisLayout
-            yield item
+            yield from items
             m = _NEXT.match(reader.buf, stop)
             if m is not None:  # the common case, in one step
                 start = reader.pos = m.end() - 1

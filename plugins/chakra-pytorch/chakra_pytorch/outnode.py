@@ -50,11 +50,7 @@ class OutNode:
         """The node's attributes as (name, value) pairs, in the order they are written."""
         yield "is_cpu_op", self.cpu
         if self.host is not None:
-            for k, v in zip(KEEP_ATTRS, self.host):
-                if isinstance(v, int) and not isinstance(v, bool):
-                    yield k, v
-                elif k == "op_schema" and isinstance(v, str) and v:
-                    yield k, v
+            yield from _host_attrs(self.host)
         yield from self.extra
 
     @property
@@ -69,13 +65,31 @@ class OutNode:
             n.start_time_micros = self.start
         n.ctrl_deps.extend(self.ctrl)
         n.data_deps.extend(self.data)
-        for k, v in self.attrs():
+        # the slots add_attr takes for these names (the spec's), set by one call each
+        add = n.attr.add
+        add(name="is_cpu_op", bool_val=self.cpu)
+        if self.host is not None:
+            for k, v in _host_attrs(self.host):
+                if k == "op_schema":
+                    add(name=k, string_val=v)
+                else:
+                    add(name=k, int64_val=v)
+        for k, v in self.extra:
             add_attr(n, k, v)
         if self.io is not None:
             iv, ish, ity, ov, osh, oty = orjson.loads(self.io)
             n.inputs.values, n.inputs.shapes, n.inputs.types = repr(iv), repr(ish), repr(ity)
             n.outputs.values, n.outputs.shapes, n.outputs.types = repr(ov), repr(osh), repr(oty)
         return n
+
+
+def _host_attrs(host: tuple) -> Iterator[tuple[str, Any]]:
+    """The KEEP_ATTRS values of a host op that are set: integers, and a non-empty schema."""
+    for k, v in zip(KEEP_ATTRS, host):
+        if isinstance(v, int) and not isinstance(v, bool):
+            yield k, v
+        elif k == "op_schema" and isinstance(v, str) and v:
+            yield k, v
 
 
 @dataclass

@@ -1,0 +1,94 @@
+"""Loops written once as plain Python that numba compiles only when a caller chooses it.
+
+A function marked :func:`kernel` stays the plain function: calling it runs Python (a small input
+pays nothing to load numba: about 0.35 s of CPU and 85 MB a process, plus its first calls).
+:func:`compiled` gives its numba form: a copy of the function compiled with ``njit`` and the
+marked options, in whose globals every other kernel is replaced by its compiled form, and the
+stand-ins :data:`Dict` and :data:`types` by numba's typed ``Dict`` and ``numba.types``, so that
+kernels calling kernels compile as one.  The copy keeps the function's code object, so numba's
+on-disk cache finds what it compiled before.  Which form runs is the caller's choice
+(:func:`chakra_core.base._jitchoice.compiled_worthwhile` is the core's rule).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable
+from types import FunctionType, SimpleNamespace
+from typing import Any, TypeVar
+
+__all__ = ["kernel", "compiled", "chosen", "int_dict", "INSTALLED", "Dict", "types"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: whether numba is installed (the kernels can be compiled)
+INSTALLED = importlib.util.find_spec("numba") is not None
+_OPTIONS = "__kernel_options__"
+_COMPILED: dict[Callable, Any] = {}
+
+
+class Dict(dict):
+    """numba's typed ``Dict`` as a plain dict, for the Python form of a kernel."""
+
+    @staticmethod
+    def empty(key_type: Any = None, value_type: Any = None) -> dict:
+        """An empty dict (the types are numba's business)."""
+        return {}
+
+
+#: numba's type names for the Python form of a kernel
+types = SimpleNamespace(int64=int, int32=int, float64=float, boolean=bool)
+
+
+def kernel(**options: Any) -> Callable[[F], F]:
+    """Mark a function as a kernel: ``options`` are numba's ``njit`` options for its compiled
+    form (``cache``, ``nogil``, ``inline``); the function itself is returned unchanged."""
+    def mark(fn: F) -> F:
+        setattr(fn, _OPTIONS, options)
+        return fn
+
+    return mark
+
+
+def compiled(fn: Callable) -> Any:
+    """The numba-compiled form of kernel ``fn`` (numba is imported on the first call; each
+    kernel is compiled, or loaded from numba's cache, once per process on its first call)."""
+    got = _COMPILED.get(fn)
+    if got is None:
+        numba = _numba()
+        stand_in = {id(Dict): numba.typed.Dict, id(types): numba.types}
+        scope = dict(fn.__globals__)
+        for name in fn.__code__.co_names:
+            value = scope.get(name)
+            if callable(value) and hasattr(value, _OPTIONS):
+                scope[name] = compiled(value)
+            elif id(value) in stand_in:
+                scope[name] = stand_in[id(value)]
+        copy = FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
+        copy.__qualname__, copy.__module__, copy.__doc__ = fn.__qualname__, fn.__module__, fn.__doc__
+        got = _COMPILED[fn] = numba.njit(**getattr(fn, _OPTIONS))(copy)
+    return got
+
+
+def chosen(fn: F, compile_it: bool) -> F:
+    """``fn``'s compiled form when ``compile_it``, else ``fn`` itself."""
+    return compiled(fn) if compile_it else fn
+
+
+def int_dict(compile_it: bool) -> Any:
+    """An empty int64 -> int64 dict for a kernel's compiled form (``compile_it``: numba's typed
+    ``Dict``) or its Python form (a dict)."""
+    if not compile_it:
+        return {}
+    numba = _numba()
+    return numba.typed.Dict.empty(key_type=numba.types.int64, value_type=numba.types.int64)
+
+
+def _numba() -> Any:
+    """numba with its typed containers loaded (a ConfigError naming the ``fast`` extra when it is
+    not installed)."""
+    from chakra_core.base._need import need
+
+    numba = need("numba", "fast")
+    need("numba.typed", "fast")
+    return numba

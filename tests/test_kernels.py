@@ -1,0 +1,47 @@
+"""Kernels written once (:mod:`chakra_core.base._kernels`): the plain function runs as Python,
+its compiled form is numba's, with the kernels it calls compiled too; closed-form answers."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from chakra_core.base._kernels import chosen, compiled, int_dict
+from chakra_core.validation import _frontkernel
+
+pytest.importorskip("numba")
+
+
+@pytest.mark.parametrize("compile_it", [False, True])
+def test_union_of_two_sorted_sets(compile_it):
+    pool = np.array([1, 3, 5, 2, 3, 6], np.int64)
+    out = np.zeros(6, np.int64)
+    m = chosen(_frontkernel._merge, compile_it)(pool, 0, 3, 3, 3, out)
+    assert out[:m].tolist() == [1, 2, 3, 5, 6]
+
+
+def test_compiled_form_calls_compiled_kernels():
+    import numba
+
+    reduce = compiled(_frontkernel._reduce)
+    assert compiled(_frontkernel._reduce) is reduce and isinstance(reduce, numba.core.dispatcher.Dispatcher)
+    assert reduce.py_func.__globals__["_mark_common"] is compiled(_frontkernel._mark_common)
+    assert _frontkernel._reduce.__globals__["_mark_common"] is _frontkernel._mark_common  # the module's stays plain
+    # set 1 = {0}; skeleton node 1 waits for set 1, node 0 for nothing: of {0, 1}, 0 goes
+    pool, start, size = np.array([0], np.int64), np.array([0, 0], np.int64), np.array([0, 1], np.int64)
+    waits = np.array([0, 1], np.int64)
+    for compile_it in (False, True):
+        items, marks = np.array([0, 1], np.int64), np.zeros(2, np.int64)
+        r = chosen(_frontkernel._reduce, compile_it)(pool, start, size, waits, items, 2, marks)
+        assert items[:r].tolist() == [1]
+    assert int_dict(False) == {} and len(int_dict(True)) == 0
+
+
+def test_importing_the_validator_does_not_load_numba():
+    code = ("import sys; import chakra_core.validation._validate, chakra_core.trace._roles; "
+            "print('numba' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.stdout.strip() == "False", r.stderr
