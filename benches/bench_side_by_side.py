@@ -1,15 +1,19 @@
 """The simpy backend side by side with ASTRA-sim's analytical binary, when one is found.
 
-Cases: every text workload of examples/text/ on examples/system/system.yaml (8 NPUs, replay)
-and the GPT-3-like one on examples/system/system_2d.yaml (1,024 NPUs, roofline). Each set is
-written as .et files first. For each case and congestion mode it prints the simpy backend's
-wall and CPU seconds and simulated events per second, and, when an ASTRA-sim binary of that
-mode is found (``CHAKRA_ASTRASIM_BIN``, which names one binary, or the usual names on the PATH:
-put both there to time both modes), the binary's wall time
+Cases: every text workload of examples/text/ on examples/system/system.yaml (8 NPUs, replay);
+the ResNet-50-like and GPT-3-like ones on examples/system/system_2d.yaml (1,024 NPUs, roofline);
+and a generated 256-rank transformer (``chakra generate transformer -O tp=8 -O pp=4 -O dp=8``)
+on system_2d.yaml's two dimensions sized to it (8 NPUs a node, ``npus_count: auto`` nodes). Each
+set is written as .et files first. One untimed run on another set comes first (this process's
+one-time loads: compiled kernels, SimPy, the plugins); a whole ``chakra simulate`` command adds
+about 1 s of start-up to the times printed (docs/benchmarks.md). For each case and congestion
+mode it prints the simpy backend's wall and CPU seconds and simulated events per second, and,
+when an ASTRA-sim binary of that mode is found (``CHAKRA_ASTRASIM_BIN``, which names one binary,
+or the usual names on the PATH: put both there to time both modes), the binary's wall time
 (``astrasim-run``: export + run + parse) and how many ranks' cycles differ, with the largest
 difference. Without a binary it says so and times simpy alone.
 
-    .venv/bin/python benches/bench_side_by_side.py [--skip-1024] [--aware]
+    .venv/bin/python benches/bench_side_by_side.py [--skip-1024] [--aware] [--binary-timeout S]
 """
 
 from __future__ import annotations
@@ -19,11 +23,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from chakra_core import load_traces, open_traceset
+from chakra_core import generate, load_traces, open_traceset
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = [("resnet50_like.txt", {"npus": 8}, "system.yaml"), ("dlrm_like.txt", {"npus": 8}, "system.yaml"),
          ("gpt3_like.txt", {"npus": 8, "mp_group": 8}, "system.yaml"),
+         ("transformer", {"tp": 8, "pp": 4, "dp": 8}, "auto_2d.yaml"),
+         ("resnet50_like.txt", {"npus": 1024}, "system_2d.yaml"),
          ("gpt3_like.txt", {"npus": 1024, "mp_group": 8}, "system_2d.yaml")]
 
 
@@ -39,6 +45,15 @@ def _binary(mode: str) -> str | None:
     return found
 
 
+def _system(name: str, tmp: Path) -> str:
+    """The path of an example system, or of system_2d.yaml with its nodes sized to the set."""
+    if name != "auto_2d.yaml":
+        return str(ROOT / "examples" / "system" / name)
+    text = (ROOT / "examples" / "system" / "system_2d.yaml").read_text()
+    (tmp / name).write_text(text.replace("npus_count: 128", "npus_count: auto"))
+    return str(tmp / name)
+
+
 def _run(backend_name: str, traces, options: dict):
     if backend_name == "simpy":
         from chakra_simpy import SimpyBackend as cls
@@ -51,11 +66,20 @@ def _run(backend_name: str, traces, options: dict):
     return res, time.perf_counter() - t0, time.process_time() - c0
 
 
+def _warm_up(where: Path) -> None:
+    """One untimed run on a set of its own, so that no case pays this process's one-time loads
+    (compiled kernels, SimPy, the plugins) while the binary's times include its start."""
+    load_traces(str(ROOT / "examples" / "text" / "dlrm_like.txt"), "text", {"npus": 8}).write(f"{where}/trace")
+    _run("simpy", open_traceset(str(where)), {"system": _system("system.yaml", where)})
+
+
 def main() -> None:
     """Run every case in each asked congestion mode."""
     ap = argparse.ArgumentParser()
-    ap.add_argument("--skip-1024", action="store_true", help="leave out the 1,024-NPU case")
+    ap.add_argument("--skip-1024", action="store_true", help="leave out the 1,024-NPU cases")
     ap.add_argument("--aware", action="store_true", help="also the congestion-aware mode (1-D networks)")
+    ap.add_argument("--binary-timeout", type=float, default=None, metavar="S",
+                    help="give the binary up after S seconds on a case (its line says so)")
     args = ap.parse_args()
     modes = ["unaware"] + (["aware"] if args.aware else [])
     binaries = {m: _binary(m) for m in modes}
@@ -63,27 +87,40 @@ def main() -> None:
         print(f"congestion-{m} ASTRA-sim binary: {b or 'none found (CHAKRA_ASTRASIM_BIN or PATH): simpy only'}",
               flush=True)
     with tempfile.TemporaryDirectory() as tmp:
+        _warm_up(Path(tmp) / "warm")
         for k, (name, opts, system) in enumerate(CASES):
-            if args.skip_1024 and opts["npus"] > 8:
+            if args.skip_1024 and opts.get("npus", 0) > 8:
                 continue
-            load_traces(str(ROOT / "examples" / "text" / name), "text", opts).write(f"{tmp}/{k}/trace")
+            if name.endswith(".txt"):
+                load_traces(str(ROOT / "examples" / "text" / name), "text", opts).write(f"{tmp}/{k}/trace")
+            else:
+                generate(name, opts, output=f"{tmp}/{k}/trace")
             traces = open_traceset(f"{tmp}/{k}")
-            sysf = str(ROOT / "examples" / "system" / system)
+            sysf = _system(system, Path(tmp))
             for mode in modes:
                 if mode == "aware" and system != "system.yaml":
                     continue
                 res, wall, cpu = _run("simpy", traces, {"system": sysf, "congestion": mode})
                 s = res.summary
-                line = (f"{name} x {opts['npus']} on {system}, {mode}: simpy wall {wall:.2f} s (CPU {cpu:.2f} s), "
+                line = (f"{name} x {len(traces)} on {system}, {mode}: simpy wall {wall:.3f} s (CPU {cpu:.3f} s), "
                         f"{s['events']} events, {s['events_per_s']} events/s, classes {s['symmetry']['classes']}")
-                binary = binaries[mode]
-                if binary:
-                    astra, awall, _ = _run("astrasim-run", traces, {"system": sysf, "congestion": mode,
-                                                                    "binary": binary})
-                    diff = [abs(a["finish_ns"] - b["finish_ns"]) for a, b in zip(res.ranks, astra.ranks)]
-                    line += (f"; ASTRA-sim wall {awall:.2f} s ({awall / wall:.1f}x simpy), ranks differing "
-                             f"{sum(1 for d in diff if d)}/{len(diff)}, largest difference {max(diff, default=0)} ns")
+                if binaries[mode]:
+                    line += _beside(res, wall, traces, {"system": sysf, "congestion": mode, "binary": binaries[mode],
+                                                        "timeout_s": args.binary_timeout})
                 print(line, flush=True)
+
+
+def _beside(res, wall: float, traces, options: dict) -> str:
+    """The binary's wall time on the same set, its ratio to ours and how many ranks differ."""
+    from chakra_core import ChakraError
+
+    try:
+        astra, awall, _ = _run("astrasim-run", traces, options)
+    except ChakraError as e:
+        return f"; ASTRA-sim: {e}"
+    diff = [abs(a["finish_ns"] - b["finish_ns"]) for a, b in zip(res.ranks, astra.ranks)]
+    return (f"; ASTRA-sim wall {awall:.3f} s ({awall / wall:.1f}x simpy), ranks differing "
+            f"{sum(1 for d in diff if d)}/{len(diff)}, largest difference {max(diff, default=0)} ns")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chakra_core.base._errors import TraceFormatError
-from chakra_core.io._etio import EtReader, EtWriter, open_binary, read_et, write_et
+from chakra_core.io._etio import EtReader, EtWriter, frame_nodes, open_binary, read_et, write_et
 from chakra_core.io._schema import GlobalMetadata, Node
 
 
@@ -247,6 +247,20 @@ def test_write_many_frames_every_length_as_one_at_a_time(tmp_path):
     assert p.read_bytes() == b"".join(encode_varint(len(m)) + m for m in [meta, *body])
     assert w.count == len(nodes)
     assert list(EtReader(p))[:5000] == nodes[:5000]
+
+
+def test_write_many_frames_short_nodes_behind_one_length_byte(tmp_path):
+    """A batch of messages of 1 to 127 bytes each is framed as one length byte then the message,
+    by EtWriter and by frame_nodes alike."""
+    nodes = [Node(id=i, name="n" * (i % 100), type=4) for i in range(1, 5000)]
+    msgs = [n.SerializeToString() for n in nodes]
+    assert 0 < min(map(len, msgs)) and max(map(len, msgs)) < 0x80
+    body = b"".join(bytes((len(m),)) + m for m in msgs)
+    p = tmp_path / "short.0.et"
+    with EtWriter(p, GlobalMetadata(version="0.0.4")) as w:
+        w.write_many(nodes)
+    assert p.read_bytes() == b"\x07\x0a\x050.0.4" + body
+    assert frame_nodes(msgs) == body
 
 
 def test_write_many_keeps_the_nodes_before_a_failing_producer(tmp_path):

@@ -65,8 +65,12 @@ def frame_nodes(messages: Iterable[bytes]) -> bytes:
     """Serialized node messages framed as an ``.et`` body holds them: each preceded by its
     varint length (an empty message written as ``id = 0``, as :class:`EtWriter` does), for
     :meth:`EtWriter.write_framed`.  Raises TraceFormatError for a message over 256 MiB."""
+    msgs = list(messages)
+    framed = _framed(msgs)
+    if framed is not None:
+        return framed
     out = []
-    for data in messages:
+    for data in msgs:
         data = data or _EMPTY_NODE
         ln = len(data)
         if ln > MAX_MESSAGE:
@@ -101,8 +105,9 @@ class EtReader:
         return self._meta
 
     def __iter__(self) -> Iterator[Node]:
-        for batch in self.batches():
-            yield from batch
+        """The nodes, one after another (the batches flattened at C speed: no generator step per
+        node)."""
+        return chain.from_iterable(self.batches())
 
     def batches(self) -> Iterator[Iterable[Node]]:
         """Yield the nodes in batches (protobuf repeated containers) of up to ``batch_size``."""
@@ -547,9 +552,47 @@ _SERIALIZE = Node.SerializeToString
 
 
 @cache
-def _prefixes() -> list[bytes]:
-    """The varint length prefix of every length below 16 KiB (one or two bytes)."""
-    return [bytes((n,)) for n in range(0x80)] + [bytes((n & 0x7F | 0x80, n >> 7)) for n in range(0x80, 1 << 14)]
+def _heads() -> list[bytes]:
+    """The bytes that go before a message of each length below 16 KiB: its varint length (one or
+    two bytes); before an empty message, the whole frame of the explicit ``id = 0`` written in
+    its place (the empty message adds nothing after it)."""
+    heads = [bytes((n,)) for n in range(0x80)] + [bytes((n & 0x7F | 0x80, n >> 7)) for n in range(0x80, 1 << 14)]
+    heads[0] = bytes((len(_EMPTY_NODE),)) + _EMPTY_NODE
+    return heads
+
+
+def _framed(msgs: list[bytes]) -> bytes | None:
+    """``msgs`` framed as an ``.et`` body holds them, in one join with no Python code per message;
+    None when one is 16 KiB or longer (no head in the table)."""
+    parts = msgs * 2
+    parts[1::2] = msgs
+    try:
+        parts[0::2] = _heads_of(list(map(len, msgs)))
+    except IndexError:
+        return None
+    return b"".join(parts)
+
+
+def _heads_of(lens: list[int]) -> list[bytes]:
+    """The heads (:func:`_heads`) of messages of lengths ``lens``: when all are one byte (every
+    length from 1 to 127), cut from one ``bytes`` of the lengths at C speed, else looked up in
+    the table (IndexError for a length of 16 KiB or more)."""
+    try:
+        short = bytes(lens)
+    except ValueError:  # a length of 256 or more
+        short = b"\x80"
+    if short.isascii() and 0 not in short:
+        return memoryview(short).cast("c").tolist()  # type: ignore[return-value]  # format "c": bytes
+    return list(map(_heads().__getitem__, lens))
+
+
+def _serialized(batch: list[Node]) -> list[bytes]:
+    """The messages of ``batch``: one C call per node when all are messages of protobuf's C
+    backend, else each one's own method."""
+    try:
+        return list(map(_SERIALIZE, batch))
+    except TypeError:
+        return [n.SerializeToString() for n in batch]
 
 
 class EtWriter:
@@ -601,24 +644,19 @@ class EtWriter:
             try:
                 batch.extend(islice(it, _BATCH))
             finally:
-                try:
-                    msgs = list(map(_SERIALIZE, batch))
-                except TypeError:  # not all messages of protobuf's C backend
-                    msgs = [n.SerializeToString() for n in batch]
-                self._append_many(msgs)
+                self._append_many(_serialized(batch))
             if len(batch) < _BATCH:
                 return
 
     def _append_many(self, msgs: list[bytes]) -> None:
-        """Append serialized node messages, framed together when every length has a prefix in
-        the table (none empty, none of 16 KiB or more), else one by one."""
-        lens = list(map(len, msgs))
-        prefixes = _prefixes()
-        if not lens or min(lens) == 0 or max(lens) >= len(prefixes):
+        """Append serialized node messages, framed together when all have a head in the table
+        (each below 16 KiB), else one by one."""
+        framed = _framed(msgs)
+        if framed is None:
             for data in msgs:
                 self.write_raw(data)
             return
-        self._pending.append(b"".join(chain.from_iterable(zip(map(prefixes.__getitem__, lens), msgs))))
+        self._pending.append(framed)
         self._pending_count += len(msgs)
         if self._pending_count >= _BATCH:
             self._flush()

@@ -11,6 +11,7 @@ module                             what it holds
 ``backend``                        options, loading, symmetry, running, the Result
 ``result_notes``                   the Result's notes
 ``loading``                        loading many ranks' programs on threads
+``beside``                         two pieces of work side by side (a thread only for large ones)
 ``program``                        a rank's trace in flat arrays, compute chains
 ``classify``                       what each node is to the simulator: kind, resource, arguments
 ``symmetry``                       classes of ranks simulated once
@@ -18,6 +19,7 @@ module                             what it holds
 ``engine``                         the SimPy simulation: nodes, resources, memory, point to point
 ``watch``                          the progress bar of a running simulation (simulated time, ranks done)
 ``compute_chains``                 a compute chain's node times in one compiled loop
+``event_loop``                     the congestion-aware mode's event loop (SimPy's order, calls without event objects)
 ``network``                        links shared by messages (congestion-aware mode)
 ``collectives``                    matching collectives by issue order per group, and their timing
 ``collective_context``             what the collective code sees of the simulation, and its tally

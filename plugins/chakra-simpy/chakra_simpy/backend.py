@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -24,6 +23,7 @@ from chakra_core import (
 from chakra_core.system import SYSTEM_OPTIONS, SystemDescription, system_from_options
 
 from .actor import Actor
+from .beside import both
 from .chunk_phases import members_finish_apart
 from .collectives import SymmetryBroken
 from .formulas import NoLocalMemBandwidth
@@ -194,10 +194,8 @@ def _analyse(done: _Simulated, critical_path_nodes: int, keep_spans: bool) -> tu
         spans = build_spans(done.sim, names=keep_spans)
         bar.advance()
         bar.status("critical path and per-rank times")
-        with ThreadPoolExecutor(1) as pool:  # mostly numpy, which runs outside the GIL
-            rows_of = pool.submit(rank_rows, spans, done.actors)
-            path = path_summary(spans, done.sim, critical_path_nodes, keep_spans)
-            rows = rows_of.result()
+        rows, path = both(lambda: rank_rows(spans, done.actors),
+                          lambda: path_summary(spans, done.sim, critical_path_nodes, keep_spans), len(spans))
         bar.advance()
     return spans, rows, path
 

@@ -32,6 +32,7 @@ from .program import ASTRA_KIND
 
 if TYPE_CHECKING:
     from .actor import Actor
+    from .algorithms.base import Messages
     from .chunk_phases import PhaseSpec
     from .collective_context import CollectiveContext
 
@@ -83,6 +84,8 @@ class Collectives:
         self.tally = CollectiveTally()
         self.active = ctx.sd.active_chunks_per_dimension
         self.plans = FinishPlans()
+        #: the messages of each message-run phase built (:class:`MessageRun`)
+        self.phase_messages: dict[tuple, tuple[Messages, dict]] = {}
         self.flow = FlowShop(ctx, self.tally, self.active, self._finish)
         self.member_phases = MemberPhases(ctx)
         #: phases of alternating algorithms each dimension ran so far (chunk by chunk)
@@ -182,7 +185,8 @@ class Collectives:
             specs = self.ctx.planner.one_star_phases(kind, size) * len(inst.phases)
         if specs is not None and (not world or inst.args.comm_type not in self.custom):
             bases = self._take_trees(specs if world else None, inst.n)
-            inst.run = MessageRun(self.ctx, self.tally, inst, specs, bases, self._members_done, SymmetryBroken)
+            inst.run = MessageRun(self.ctx, self.tally, inst, specs, bases, self._members_done, SymmetryBroken,
+                                  self.phase_messages)
             self.tally.by_message += 1
             self.tally.phase_events += inst.n * len(inst.phases)
         else:

@@ -4,7 +4,10 @@ Every timed thing is one SimPy timeout whose callback finishes it: a node, a poi
 message, a collective chunk phase on one dimension (see :mod:`collectives`).  Nodes that
 become ready are issued in ascending id order as soon as their resource (one CPU op, ``streams``
 accelerator compute ops, ``streams`` communication ops) has a free slot.  Only SimPy's public
-API is used (``Environment.timeout``, ``Event.callbacks``, ``Event.value``).
+API is used (``Environment.timeout``, ``Event.callbacks``, ``Event.value``).  The
+congestion-aware mode runs on :class:`event_loop.EventLoop` instead, which runs events in SimPy's
+order and lets the network and the message runs schedule calls without event objects, and leave
+out the events nothing waits for (:mod:`network`).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from .classify import MAX_NS, MemoryArgs, MessageArgs
 from .collective_context import CollectiveContext, SpanSink
 from .collectives import Collectives
 from .compute_chains import fill_chain
+from .event_loop import EventLoop, Timeout
 from .member_timing import WORK_LIMIT
 from .network import Network
 from .planner import Planner
@@ -46,7 +50,8 @@ class Sim:
     def __init__(self, actors: list[Actor], rank_actor: list[int], sd: SystemDescription,
                  groups: dict[str, tuple[int, ...]], aware: bool, timeline: list | None,
                  max_spans: int, stagger_limit: int = WORK_LIMIT, replay: bool = False):
-        self.env = simpy.Environment()
+        loop = EventLoop() if aware else None
+        self.env: simpy.Environment | EventLoop = simpy.Environment() if loop is None else loop
         self.actors = actors
         self.rank_actor = rank_actor
         self.sd = sd
@@ -58,9 +63,9 @@ class Sim:
         #: whose link sharing depends on the order of messages starting at one instant
         self.chains = not aware
         #: the shared links of the congestion-aware mode (:mod:`network`)
-        self.network = Network(self.env, sd.dimensions, [sd.coords(r) for r in range(sd.npus)],
-                               self._count) if aware else None
-        #: SimPy events this engine and its network scheduled (the collectives count their own)
+        self.network = None if loop is None else Network(loop, sd.dimensions,
+                                                         [sd.coords(r) for r in range(sd.npus)])
+        #: SimPy events this engine scheduled (the network and the collectives count their own)
         self.events = 0
         self.sends: dict[tuple, deque] = {}
         self.recvs: dict[tuple, deque] = {}
@@ -72,18 +77,15 @@ class Sim:
     @property
     def simpy_events(self) -> int:
         """SimPy events scheduled in all: the engine's, the network's and the collectives'."""
-        return self.events + self.coll.tally.events
+        return self.events + self.coll.tally.events + (self.network.events if self.network else 0)
 
     # -- scheduling -------------------------------------------------------------------
-    def after(self, a: Actor, i: int, delay: int) -> Event:
+    def after(self, a: Actor, i: int, delay: int) -> Event | Timeout:
         """End node ``i`` of actor ``a`` ``delay`` ns from now (one SimPy event, returned)."""
         ev = self.env.timeout(delay, (a, i))
         ev.callbacks.append(self._on_end)
         self.events += 1
         return ev
-
-    def _count(self) -> None:
-        self.events += 1
 
     def _on_end(self, ev) -> None:
         a, i = ev.value
@@ -264,7 +266,7 @@ class Sim:
             return
         key = (a.rank, peer, tag, size)
         if self.network is not None:
-            self.network.send(a.rank, peer, size, lambda: self._delivered(a, i, key))
+            self.network.send(a.rank, peer, size, self._delivered, (a, i, key))
             return
         delay = self.planner.p2p_cost(a.rank, peer, size)
         self.after(a, i, delay)
@@ -275,9 +277,11 @@ class Sim:
         else:
             self.sends.setdefault(key, deque()).append(int(self.env.now) + delay)
 
-    def _delivered(self, a: Actor, i: int, key: tuple) -> None:
-        """A send's message reached its destination (congestion-aware mode): the send ends,
-        and the first receive waiting for it, else the next receive posted."""
+    def _delivered(self, sent: tuple[Actor, int, tuple]) -> None:
+        """A send's message reached its destination (congestion-aware mode): the send (node
+        ``i`` of actor ``a``; ``sent`` = ``(a, i, key)``) ends, and the first receive waiting
+        for it, else the next receive posted."""
+        a, i, key = sent
         self.end_node(a, i)
         waiting = self.recvs.get(key)
         if waiting:

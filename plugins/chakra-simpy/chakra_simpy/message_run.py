@@ -17,14 +17,15 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Sequence
-from functools import partial
+from heapq import heappush
 from typing import TYPE_CHECKING
 
 from .algorithms import lookup
-from .algorithms.base import Messages, PacketMember, PacketMessages, Part, TreeTurn
+from .algorithms.base import Messages, PacketMember, PacketMessages, TreeTurn
 from .chunk_phases import PhaseSpec, tree_turns
 from .formulas import GROUP_ENDPOINT_DELAY
-from .layouts import MemberLayout, dim_layout, group_layout
+from .layouts import dim_layout, group_layout
+from .network import Link
 
 if TYPE_CHECKING:
     from .collective_context import CollectiveContext, CollectiveTally
@@ -33,25 +34,39 @@ if TYPE_CHECKING:
 __all__ = ["MessageRun"]
 
 
+#: a member's part of a chunk phase with the route of every message it sends: ns before its
+#: first step, and its steps: ((links, peer, number) per message sent; (peer, number) per message
+#: received; bytes; ns after)
+Routed = tuple[int, list[tuple[tuple[tuple[tuple[Link, ...], int, int], ...], tuple[tuple[int, int], ...], int, int]]]
+
+
 class _Phase:
-    """One chunk phase of a plan: its queue and label, its algorithm's messages and, for an
-    alternating algorithm, its turn."""
+    """One chunk phase of a plan: its queue and label, its algorithm's messages, for an
+    alternating algorithm its turn, and the members' parts with routes built so far
+    (``routed``, shared by the phases of the same messages)."""
 
-    __slots__ = ("queue", "label", "messages", "turn")
+    __slots__ = ("queue", "label", "messages", "turn", "routed")
 
-    def __init__(self, queue: int, label: str, messages: Messages, turn: TreeTurn | None):
+    def __init__(self, queue: int, label: str, messages: Messages, turn: TreeTurn | None,
+                 routed: dict[tuple[int, int], Routed]):
         self.queue = queue
         self.label = label
         self.messages = messages
         self.turn = turn
+        self.routed = routed
 
-    def part(self, c: int, j: int) -> Part:
-        """Member ``j``'s part for chunk ``c`` (a phase run by steps)."""
+    def part(self, c: int, j: int, links: Callable[[int, int], tuple[Link, ...]]) -> Routed:
+        """Member ``j``'s part for chunk ``c`` (a phase run by steps), every message with its
+        route (``links(j, k)``: from member j to member k)."""
         msgs = self.messages
         assert not isinstance(msgs, PacketMessages)
-        if self.turn is None:
-            return msgs.choices[0][j]
-        return msgs.choices[self.turn.choice(c)][j]
+        choice = 0 if self.turn is None else self.turn.choice(c)
+        got = self.routed.get((choice, j))
+        if got is None:
+            delay, steps = msgs.choices[choice][j]
+            got = self.routed[(choice, j)] = (delay, [(tuple((links(j, k), k, n) for k, n in to), frm, m, add)
+                                                      for to, frm, m, add in steps])
+        return got
 
 
 class MessageRun:
@@ -59,12 +74,15 @@ class MessageRun:
     (:meth:`issue`); ``on_done(inst, actor, last)`` runs when the ranks of an actor have
     finished it (``last``: the whole collective has), and ``broken`` is raised when ranks
     simulated as one finish at different times.  SimPy events it schedules are counted in
-    ``tally``."""
+    ``tally``; ``memo`` keeps the messages of every phase built and the members' routed parts,
+    for the collectives after it (one per simulation)."""
 
     def __init__(self, ctx: CollectiveContext, tally: CollectiveTally, inst: Instance,
                  per_member: Sequence[PhaseSpec], tree_bases: dict[int, int],
-                 on_done: Callable[[Instance, int, bool], None], broken: type[Exception]):
+                 on_done: Callable[[Instance, int, bool], None], broken: type[Exception],
+                 memo: dict[tuple, tuple[Messages, dict]]):
         self.ctx = ctx
+        self.memo = memo
         self.tally = tally
         self.inst = inst
         self.on_done = on_done
@@ -78,9 +96,10 @@ class MessageRun:
         self.running: dict[tuple[int, int], int] = {}
         self.queued: dict[tuple[int, int], deque] = {}
         self.chunks_left: dict[int, int] = {}
+        #: messages that reached their member before it posted their receive
         self.arrived: set[tuple] = set()
-        self.waiting: dict[tuple, tuple[int, int]] = {}
-        self.needed: dict[tuple[int, int, int], int] = {}
+        #: message -> [messages its step still waits for, ns after the step, the next step's key]
+        self.waiting: dict[tuple, list] = {}
         self.phase_start: dict[tuple[int, int, int], int] = {}
         self.left_per_actor: dict[int, int] = {}
         for r in ranks:
@@ -89,23 +108,34 @@ class MessageRun:
         self.finish: dict[int, int] = {}
         self.members_left = len(ranks)
         self.packets: dict[tuple[int, int, int], PacketMember] = {}
+        net = ctx.network
+        assert net is not None  # message runs exist in the congestion-aware mode only
+        self.net = net
+        self.loop = net.loop
 
     def _phases(self, per_member: Sequence[PhaseSpec], tree_bases: dict[int, int], ranks: list[int],
                 group: bool) -> list[_Phase]:
-        """Every phase's messages, from its algorithm, on its member layout."""
-        ctx = self.ctx
-        sd = ctx.sd
-        layouts: dict[int | None, MemberLayout] = {}
+        """Every phase's messages, from its algorithm on its member layout (once per phase
+        spec and group in ``memo``)."""
+        memo = self.memo
+        members = tuple(ranks) if group else None
         out = []
         for spec, turn, planned in zip(per_member, tree_turns(per_member, tree_bases), self.inst.phases):
-            lay = layouts.get(spec.dim)
-            if lay is None:
-                lay = layouts[spec.dim] = (group_layout(ranks, ctx.planner.hop) if spec.dim is None
-                                           else dim_layout(ctx.planner.dims, spec.dim, ctx.planner.total))
-            e = GROUP_ENDPOINT_DELAY if group else sd.endpoint_delay
-            msgs = lookup(spec.impl).algorithm.messages(spec.kind, spec.data, lay, e, sd.local_mem_bw)
-            out.append(_Phase(planned.queue, planned.label, msgs, turn))
+            key = (spec, members)
+            got = memo.get(key)
+            if got is None:
+                got = memo[key] = (self._messages(spec, ranks, group), {})
+            out.append(_Phase(planned.queue, planned.label, got[0], turn, got[1]))
         return out
+
+    def _messages(self, spec: PhaseSpec, ranks: list[int], group: bool) -> Messages:
+        """A phase's messages from its algorithm, on its member layout."""
+        ctx = self.ctx
+        sd = ctx.sd
+        lay = (group_layout(ranks, ctx.planner.hop) if spec.dim is None
+               else dim_layout(ctx.planner.dims, spec.dim, ctx.planner.total))
+        e = GROUP_ENDPOINT_DELAY if group else sd.endpoint_delay
+        return lookup(spec.impl).algorithm.messages(spec.kind, spec.data, lay, e, sd.local_mem_bw)
 
     def issue(self, ai: int) -> None:
         """The ranks of actor ``ai`` issue the collective now: their chunks enter their first phase."""
@@ -118,8 +148,7 @@ class MessageRun:
                 self._enter(j, c, 0)
 
     def _later(self, delay: int, callback, value) -> None:
-        ev = self.ctx.env.timeout(delay, value)
-        ev.callbacks.append(callback)
+        self.loop.call(delay, callback, value)
         self.tally.events += 1
 
     def _enter(self, j: int, c: int, p: int) -> None:
@@ -132,12 +161,18 @@ class MessageRun:
     def _go(self, j: int, c: int, p: int) -> None:
         q = (j, self.phases[p].queue)
         self.running[q] = self.running.get(q, 0) + 1
-        self.phase_start[(j, c, p)] = int(self.ctx.env.now)
+        self.phase_start[(j, c, p)] = self.loop.now
         if isinstance(self.phases[p].messages, PacketMessages):
             for delay in self._member(j, c, p).start():
                 self._later(delay, self._packet_ready, (j, c, p))
             return
-        self._later(self.phases[p].part(c, j)[0], self._step_due, (j, c, p, 0))
+        delay, steps = self.phases[p].part(c, j, self._links)
+        self._later(delay, self._step_due, (j, c, p, 0, steps))
+        self.tally.events += len(steps)  # the events of its steps, counted here at once
+
+    def _links(self, j: int, k: int) -> tuple[Link, ...]:
+        """The links from member j to member k."""
+        return self.net.route(self.rank_of[j], self.rank_of[k])
 
     # -- packet by packet ---------------------------------------------------------------
     def _packets(self, p: int) -> PacketMessages:
@@ -151,15 +186,14 @@ class MessageRun:
             me = self.packets[(j, c, p)] = self._packets(p).member()
         return me
 
-    def _packet_ready(self, ev) -> None:
-        j, c, p = ev.value
+    def _packet_ready(self, key: tuple[int, int, int]) -> None:
+        j, c, p = key
         msgs = self._packets(p)
-        net = self.ctx.network
-        assert net is not None  # message runs exist in the congestion-aware mode only
-        me = self.packets[(j, c, p)]
+        net = self.net
+        me = self.packets[key]
         for k in me.packet_ready():
             dst = msgs.layout.offset(j, k)
-            net.send(self.rank_of[j], self.rank_of[dst], msgs.m, partial(self._packet_in, (dst, c, p, k)))
+            net.send(self.rank_of[j], self.rank_of[dst], msgs.m, self._packet_in, (dst, c, p, k))
             if me.post(k):
                 self._later(me.receive(), self._packet_ready, (j, c, p))
         if me.done:
@@ -174,48 +208,53 @@ class MessageRun:
             self._later(me.receive(), self._packet_ready, (j, c, p))
 
     # -- step by step -------------------------------------------------------------------
-    def _step_due(self, ev) -> None:
-        j, c, p, s = ev.value
-        steps = self.phases[p].part(c, j)[1]
+    def _step_due(self, key: tuple[int, int, int, int, list]) -> None:
+        """Member ``j`` takes step ``s`` of its ``steps`` for chunk ``c`` of phase ``p`` (``key``
+        = ``(j, c, p, s, steps)``): it sends, and waits for what it receives."""
+        j, c, p, s, steps = key
         if s == len(steps):
             self._phase_done(j, c, p)
             return
         to, frm, m, add = steps[s]
-        net = self.ctx.network
-        assert net is not None  # message runs exist in the congestion-aware mode only
-        src = self.rank_of[j]
-        for k, n in to:
-            net.send(src, self.rank_of[k], m, partial(self._delivered, (c, p, j, k, n)))
-        need = 0
-        for k, n in frm:
-            key = (c, p, k, j, n)
-            if key in self.arrived:
-                self.arrived.discard(key)
+        net = self.net
+        delivered = self._delivered
+        for links, k, n in to:
+            if len(links) == 1:  # net.carry's one-hop case, one call less
+                net.offer(links[0], m, delivered, (c, p, j, k, n))
             else:
-                self.waiting[key] = (j, s)
-                need += 1
-        if need:
-            self.needed[(c, p, j)] = need
-        else:
-            self._later(add, self._step_due, (j, c, p, s + 1))
+                net.carry(links, m, delivered, (c, p, j, k, n))
+        arrived = self.arrived
+        waiting = self.waiting
+        wait = [0, add, (j, c, p, s + 1, steps)]
+        for k, n in frm:
+            got = (c, p, k, j, n)
+            if got in arrived:
+                arrived.remove(got)
+            else:
+                waiting[got] = wait
+                wait[0] += 1
+        if not wait[0]:
+            loop = self.loop
+            eid = loop.eid
+            heappush(loop.queue, (loop.now + add, eid, self._step_due, wait[2]))
+            loop.eid = eid + 1
 
-    def _delivered(self, key: tuple) -> None:
-        got = self.waiting.pop(key, None)
-        if got is None:
+    def _delivered(self, key: tuple[int, int, int, int, int]) -> None:
+        """Message ``key`` = ``(c, p, src, dst, n)`` reached its member."""
+        wait = self.waiting.pop(key, None)
+        if wait is None:
             self.arrived.add(key)
             return
-        c, p, _src, j, _n = key
-        need = self.needed[(c, p, j)] - 1
-        if need:
-            self.needed[(c, p, j)] = need
-        else:
-            del self.needed[(c, p, j)]
-            s = got[1]
-            self._later(self.phases[p].part(c, j)[1][s][3], self._step_due, (j, c, p, s + 1))
+        wait[0] -= 1
+        if wait[0] == 0:
+            loop = self.loop
+            eid = loop.eid
+            heappush(loop.queue, (loop.now + wait[1], eid, self._step_due, wait[2]))
+            loop.eid = eid + 1
 
     def _phase_done(self, j: int, c: int, p: int) -> None:
         ctx = self.ctx
-        now = int(ctx.env.now)
+        now = self.loop.now
         ph = self.phases[p]
         start = self.phase_start.pop((j, c, p))
         r = self.rank_of[j]

@@ -23,8 +23,12 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from heapq import heappush
+from typing import Any
 
 from chakra_core.system import Dimension
+
+from .event_loop import EventLoop
 
 __all__ = ["Network", "Link"]
 
@@ -33,51 +37,71 @@ SWITCH = -1
 
 
 class Link:
-    """One direction of one physical link: ``busy`` while a message serializes onto it, and the
-    messages waiting for it in arrival order."""
+    """One direction of one physical link: its bandwidth (bytes/ns) and latency (ns), the
+    times of the message sizes seen (``times[m]``: ns it holds the link, ns to cross it), the
+    messages waiting for it in arrival order, and the end of serialization of the message that
+    last started on it: due at ``free_at`` ns (-1: none yet) with scheduling order ``free_eid``,
+    on the event queue only while ``pending`` (a message waits for it)."""
 
-    __slots__ = ("dim", "busy", "waiting")
+    __slots__ = ("bytes_per_ns", "latency", "times", "waiting", "free_at", "free_eid", "pending")
 
     def __init__(self, dim: Dimension):
-        self.dim = dim
-        self.busy = False
+        self.bytes_per_ns = dim.bytes_per_ns
+        self.latency = dim.latency
+        self.times: dict[int, tuple[int, int]] = {}
         self.waiting: deque = deque()
+        self.free_at = -1
+        self.free_eid = -1
+        self.pending = False
+
+    def time(self, size: int) -> tuple[int, int]:
+        """A message of ``size`` bytes: ns it holds the link, ns to cross it (kept in ``times``)."""
+        serial = size / self.bytes_per_ns
+        got = self.times[size] = (int(serial), int(self.latency + serial))
+        return got
 
 
 class _Message:
-    """A message on its way: bytes, the links of its route still to cross, and what to call on
-    arrival."""
+    """A message of several hops on its way: bytes, the links of its route, the hop it is on,
+    and ``done(arg)`` to call on arrival."""
 
-    __slots__ = ("size", "links", "hop", "done")
+    __slots__ = ("size", "links", "hop", "done", "arg")
 
-    def __init__(self, size: int, links: list[Link], done: Callable[[], None]):
+    def __init__(self, size: int, links: tuple[Link, ...], done: Callable[[Any], None], arg: Any):
         self.size = size
         self.links = links
         self.hop = 0
         self.done = done
+        self.arg = arg
 
 
 class Network:
-    """The links of system ``dims`` (``coords[r]`` = coordinates of rank r) on SimPy ``env``.
+    """The links of system ``dims`` (``coords[r]`` = coordinates of rank r) on event loop ``loop``.
 
-    ``count`` is called once per scheduled SimPy event (the simulation's event counter).
+    Each hop of a message is two events of the model: its arrival at the end of the link (on
+    the last link, the call ``done(arg)`` itself) and the link's end of serialization
+    (``events`` counts both).  The end of serialization is put on the queue only when a message
+    waits for the link; otherwise it keeps its time and scheduling order on the link
+    (``free_at``, ``free_eid``), and the link is free once the loop has run past that place, so
+    every event keeps the time and order SimPy would give it.
     """
 
-    def __init__(self, env, dims: tuple[Dimension, ...], coords: list[tuple[int, ...]],
-                 count: Callable[[], None]):
-        self.env = env
+    def __init__(self, loop: EventLoop, dims: tuple[Dimension, ...], coords: list[tuple[int, ...]]):
+        self.loop = loop
         self.dims = dims
         self.coords = coords
-        self.count = count
         self.links: dict[tuple, Link] = {}
-        self.routes: dict[tuple[int, int], list[Link]] = {}
-        self.messages = 0
+        #: ``src * len(coords) + dst`` -> the links of the route from rank src to rank dst
+        self.routes: dict[int, tuple[Link, ...]] = {}
+        #: events of the model scheduled (two per hop)
+        self.events = 0
 
-    def route(self, src: int, dst: int) -> list[Link]:
+    def route(self, src: int, dst: int) -> tuple[Link, ...]:
         """The links a message from rank ``src`` to rank ``dst`` crosses, in order."""
-        got = self.routes.get((src, dst))
+        key = src * len(self.coords) + dst
+        got = self.routes.get(key)
         if got is None:
-            got = self.routes[(src, dst)] = self._route(src, dst)
+            got = self.routes[key] = tuple(self._route(src, dst))
         return got
 
     def _route(self, src: int, dst: int) -> list[Link]:
@@ -107,40 +131,52 @@ class Network:
             link = self.links[key] = Link(self.dims[d])
         return link
 
-    def send(self, src: int, dst: int, size: int, done: Callable[[], None]) -> None:
-        """Send ``size`` bytes from rank ``src`` to rank ``dst`` now; ``done()`` runs when the
+    def send(self, src: int, dst: int, size: int, done: Callable[[Any], None], arg: Any = None) -> None:
+        """Send ``size`` bytes from rank ``src`` to rank ``dst`` now; ``done(arg)`` runs when the
         message has reached ``dst``."""
-        self.messages += 1
-        self._offer(_Message(size, self.route(src, dst), done))
+        self.carry(self.routes.get(src * len(self.coords) + dst) or self.route(src, dst), size, done, arg)
 
-    def _offer(self, msg: _Message) -> None:
-        link = msg.links[msg.hop]
-        if link.busy:
-            link.waiting.append(msg)
+    def carry(self, links: tuple[Link, ...], size: int, done: Callable[[Any], None], arg: Any) -> None:
+        """Send ``size`` bytes now over ``links`` (a route); ``done(arg)`` runs when the message
+        has crossed the last one."""
+        if len(links) == 1:
+            self.offer(links[0], size, done, arg)
         else:
-            self._start(link, msg)
+            self.offer(links[0], size, self._arrived, _Message(size, links, done, arg))
 
-    def _start(self, link: Link, msg: _Message) -> None:
-        link.busy = True
-        dim = link.dim
-        serial = msg.size / dim.bytes_per_ns
-        arrive = self.env.timeout(int(dim.latency + serial), msg)
-        arrive.callbacks.append(self._arrived)
-        free = self.env.timeout(int(serial), link)
-        free.callbacks.append(self._freed)
-        self.count()
-        self.count()
+    def offer(self, link: Link, size: int, fn: Callable[[Any], None], arg: Any) -> None:
+        """Hand a message of ``size`` bytes to ``link``: it starts now if the link is free and
+        no message waits for it, else waits; ``fn(arg)`` runs when it reaches the link's end."""
+        loop = self.loop
+        now = loop.now
+        if link.pending:
+            link.waiting.append((size, fn, arg))
+        elif now < link.free_at or (now == link.free_at and loop.running < link.free_eid):
+            link.pending = True
+            loop.call_at(link.free_at, link.free_eid, self._freed, link)
+            link.waiting.append((size, fn, arg))
+        else:  # it starts: its arrival queued, the end of serialization's place kept on the link
+            busy, cross = link.times.get(size) or link.time(size)
+            link.free_at = now + busy
+            eid = loop.eid
+            heappush(loop.queue, (now + cross, eid, fn, arg))
+            link.free_eid = eid + 1
+            loop.eid = eid + 2
+            self.events += 2
 
-    def _arrived(self, ev) -> None:
-        msg = ev.value
+    def _arrived(self, msg: _Message) -> None:
         msg.hop += 1
-        if msg.hop == len(msg.links):
-            msg.done()
+        links = msg.links
+        if msg.hop == len(links) - 1:
+            self.offer(links[-1], msg.size, msg.done, msg.arg)
         else:
-            self._offer(msg)
+            self.offer(links[msg.hop], msg.size, self._arrived, msg)
 
-    def _freed(self, ev) -> None:
-        link = ev.value
-        link.busy = False
+    def _freed(self, link: Link) -> None:
+        """The end of serialization of ``link`` that a message waits for: the first waiting
+        message starts (the link is free at this event)."""
+        link.pending = False
+        self.offer(link, *link.waiting.popleft())
         if link.waiting:
-            self._start(link, link.waiting.popleft())
+            link.pending = True
+            self.loop.call_at(link.free_at, link.free_eid, self._freed, link)

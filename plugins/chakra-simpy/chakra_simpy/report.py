@@ -4,12 +4,11 @@ path and timeline (the core's analysis: :func:`chakra_core.breakdown`,
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 
 from chakra_core import SPAN_KINDS, CommType, SpanBuilder, Spans, breakdown, critical_path
 
+from .beside import both
 from .engine import Sim
 from .program import K_COLL, K_COMP, K_MEM, K_NOP, K_RECV, K_SEND, R_COMM, R_CPU
 
@@ -52,26 +51,30 @@ def build_spans(sim: Sim, names: bool = True) -> Spans:
     cols = _empty_columns(offsets[-1])
     cols["rank"] = np.repeat(np.array([a.rank for a in sim.actors], np.int64), sizes)
     bounds = list(zip(sim.actors, offsets[:-1], offsets[1:]))
-    with ThreadPoolExecutor(1) as pool:  # the times and kinds (numpy) while the rest is filled here
-        times = pool.submit(_time_columns, cols, bounds, np.asarray(tracks, np.int32))
-        for a, lo, hi in bounds:
-            prog = a.prog
-            if len(a.ranks) > 1:
-                b.ranks_of[a.rank] = list(a.ranks)
-            if lo == hi:
-                continue
-            at = {k: v[lo:hi] for k, v in cols.items()}
-            at["name"][:] = _names_of(b, prog) if names else b.intern("names", "")
-            _comm_columns(b, a, np.frombuffer(a.start, np.int64), matches, algorithms, at)
-            resource = np.frombuffer(prog.resource, np.uint8)
-            replayed = (np.frombuffer(prog.kind, np.uint8) == K_COMP) & (resource == R_COMM)
-            at["comm_type"][replayed] = int(CommType.BROADCAST)  # a broadcast that replays its duration
-        times.result()
+    both(lambda: _time_columns(cols, bounds, np.asarray(tracks, np.int32)),
+         lambda: _fill_rest(b, bounds, cols, names, matches, algorithms), offsets[-1])
     if offsets[-1]:
         b.extend(cols)
     _dependency_flows(b, sim, offsets)
     _queue_phases(b, sim)
     return b.build()
+
+
+def _fill_rest(b: SpanBuilder, bounds: list[tuple], cols: dict[str, np.ndarray], names: bool, matches: _Matches,
+               algorithms: dict) -> None:
+    """Fill the names, communication columns and stand-for ranks of every actor's rows."""
+    for a, lo, hi in bounds:
+        prog = a.prog
+        if len(a.ranks) > 1:
+            b.ranks_of[a.rank] = list(a.ranks)
+        if lo == hi:
+            continue
+        at = {k: v[lo:hi] for k, v in cols.items()}
+        at["name"][:] = _names_of(b, prog) if names else b.intern("names", "")
+        _comm_columns(b, a, np.frombuffer(a.start, np.int64), matches, algorithms, at)
+        resource = np.frombuffer(prog.resource, np.uint8)
+        replayed = (np.frombuffer(prog.kind, np.uint8) == K_COMP) & (resource == R_COMM)
+        at["comm_type"][replayed] = int(CommType.BROADCAST)  # a broadcast that replays its duration
 
 
 def _time_columns(cols: dict[str, np.ndarray], bounds: list[tuple], track_of: np.ndarray) -> None:

@@ -20,20 +20,20 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import simpy
 
 from chakra_core import load_traces, open_traceset
 from chakra_core.system import Dimension
+from chakra_simpy.event_loop import EventLoop
 from chakra_simpy.network import Network
 
 MIB = 1 << 20
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def _network(topology: str, npus: int = 16) -> tuple[simpy.Environment, Network]:
-    env = simpy.Environment()
+def _network(topology: str, npus: int = 16) -> tuple[EventLoop, Network]:
+    env = EventLoop()
     dims = (Dimension(topology, npus, 50.0, 500.0),)
-    return env, Network(env, dims, [(r,) for r in range(npus)], lambda: None)
+    return env, Network(env, dims, [(r,) for r in range(npus)])
 
 
 @pytest.mark.parametrize(("topology", "want"), [("Ring", 60_093), ("FullyConnected", 20_031),
@@ -43,7 +43,7 @@ def test_astra_sim_published_single_message(topology, want):
     store and forward; FullyConnected: one link; Switch: up and down, 2 links)."""
     env, net = _network(topology)
     got = []
-    net.send(1, 4, MIB, lambda: got.append(env.now))
+    net.send(1, 4, MIB, lambda _: got.append(env.now))
     env.run()
     assert got == [want]
 
@@ -56,7 +56,7 @@ def test_astra_sim_published_all_to_all_on_ring():
     for i in range(16):
         for j in range(16):
             if i != j:
-                net.send(i, j, MIB, lambda: None)
+                net.send(i, j, MIB, lambda _: None)
     env.run()
     assert env.now == 704_116
 

@@ -1,0 +1,44 @@
+"""The YAML parser's two loaders (libyaml's scanner under PyYAML's composer, and pure PyYAML) read
+every YAML file in the repository to the same document with the same lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from chakra_core.base import _docparse
+from chakra_core.base._limits import get_limit
+
+ROOT = Path(__file__).resolve().parents[1]
+FILES = sorted(p for p in ROOT.rglob("*.yaml") if ".venv" not in p.parts and ".git" not in p.parts)
+
+
+def _read(loader: type, text: str) -> tuple:
+    doc, lines = _docparse._document(loader(text, get_limit("depth")))
+    return doc, [lines.line(path) for path in _paths(doc)]
+
+
+def _paths(doc, prefix=()):
+    yield prefix
+    items = doc.items() if isinstance(doc, dict) else enumerate(doc) if isinstance(doc, list) else ()
+    for k, v in items:
+        yield from _paths(v, (*prefix, k))
+
+
+@pytest.mark.skipif(_docparse._FAST_LOADER is None, reason="PyYAML built without libyaml")
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_both_loaders_read_the_same(path):
+    text = path.read_text()
+    assert _read(_docparse._FAST_LOADER, text) == _read(_docparse._BoundedLoader, text)
+
+
+@pytest.mark.skipif(_docparse._FAST_LOADER is None, reason="PyYAML built without libyaml")
+@pytest.mark.parametrize("text", ["a: [1, 2\nb: 3\n", "a: " + "[" * 150 + "]" * 150, "x: \x07\n", "a: *nope\n",
+                                  "- !!int abc\n", "a: 'open\n"])
+def test_the_fast_loader_leaves_errors_to_the_python_one(text):
+    with pytest.raises((yaml.YAMLError, ValueError)):
+        _read(_docparse._FAST_LOADER, text)
+    with pytest.raises(_docparse.ConfigError):
+        _docparse.parse_yaml(text, "t.yaml")
