@@ -1,9 +1,11 @@
-"""Compiled loops (numba) over the protobuf wire format of Chakra ``.et`` files.
+"""Loops over the protobuf wire format of Chakra ``.et`` files, run compiled (numba) or as Python.
 
 :func:`cut_frames` finds the length-prefixed frames of a chunk of a file; :func:`walk_nodes`
 reads the fields of a run of Node messages, and of the attribute messages whose names are
-asked for, one node after the other.  Both are compiled once per machine (numba's on-disk
-cache, beside this module or in the user's cache directory) and hold no Python object per node.
+asked for, one node after the other.  They are kernels (:mod:`chakra_core.base._kernels`):
+the caller runs them as Python (a small input: no numba to load) or compiled, once per machine
+(numba's on-disk cache, beside this module or in the user's cache directory), holding no Python
+object per node.
 The rules of the walk (which key sets what, which attribute counts) are :mod:`._columns`'s;
 these loops only read bytes.
 """
@@ -12,9 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from chakra_core.base._need import need
-
-njit = need("numba", "fast").njit
+from chakra_core.base._kernels import kernel
 
 __all__ = ["cut_frames", "walk_nodes", "gather", "as_repeated_field", "distinct_slices", "GROUP", "BAD_FIELD",
            "BAD_VARINT", "BAD_PAST", "BAD_PACKED", "IN_ATTRIBUTE", "FLAG_AGAIN", "FLAG_UNKNOWN", "FLAG_STRIPPED",
@@ -38,7 +38,7 @@ _FAR = 1 << 40
 _U64 = np.uint64
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def cut_frames(buf, pos, end):  # pragma: no cover - compiled
     """The whole frames of ``buf[pos:end]`` (a varint length, then that many bytes): their
     positions, payload starts and payload sizes (int64), and the position after the last one
@@ -59,7 +59,7 @@ def cut_frames(buf, pos, end):  # pragma: no cover - compiled
     return at[:k].copy(), start[:k].copy(), size[:k].copy(), pos
 
 
-@njit(cache=True, nogil=True, inline="always")
+@kernel(cache=True, nogil=True, inline="always")
 def _read_varint(buf, pos, end):  # pragma: no cover - compiled
     """The varint at ``pos`` of ``buf[:end]``: (value, position after, whether it ended within
     10 bytes and before ``end``).  The compiled loops' own decoder: numba compiles only what it
@@ -78,7 +78,7 @@ def _read_varint(buf, pos, end):  # pragma: no cover - compiled
     return value, pos, False
 
 
-@njit(cache=True, nogil=True, inline="always")
+@kernel(cache=True, nogil=True, inline="always")
 def _varint(buf, p):  # pragma: no cover - compiled
     """The varint at ``p`` of a zero-padded buffer: (value, byte length; 11 when it does not end
     within 10 bytes).  :func:`_read_varint` without its bound: the walk reads every key and value
@@ -93,7 +93,7 @@ def _varint(buf, p):  # pragma: no cover - compiled
     return value, 11
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def walk_nodes(buf, start, end, names, name_ptr, slot_of_key, kind_of_slot):  # pragma: no cover - compiled
     """Read the Node messages ``buf[start[i]:end[i]]`` (``buf`` zero-padded by 16 bytes or more).
 
@@ -132,14 +132,14 @@ def walk_nodes(buf, start, end, names, name_ptr, slot_of_key, kind_of_slot):  # 
     return 0, (0, 0), (ids, types, dur, name_at, name_len, flags), (dep_ptr, deps[:nd].copy()), (grouped, hit_ptr)
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _buffers(deps, hits):  # pragma: no cover - compiled
     """The walk's buffers for ``deps`` dependencies and ``hits`` attributes."""
     return (np.empty(deps, np.uint64), np.empty(deps, np.uint64), np.empty((HIT_FIELDS, hits), np.int64),
             np.empty(hits, np.uint64))
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _values(hits, raw, kind_of_slot):  # pragma: no cover - compiled
     """Fill HIT_INT and HIT_FITS: the value as its slot's integer type reads it (bool as 0/1,
     zigzag for sint, the low 32 bits for 32-bit slots), and whether it is that, held once, and
@@ -164,13 +164,13 @@ def _values(hits, raw, kind_of_slot):  # pragma: no cover - compiled
         hits[HIT_FITS, h] = hits[HIT_COUNT, h] == 1 and kind > 0 and not (kind == 4 and r >= _U64(1 << 63))
 
 
-@njit(cache=True, nogil=True, inline="always")
+@kernel(cache=True, nogil=True, inline="always")
 def _zigzag(r):  # pragma: no cover - compiled
     """The zigzag-decoded value of ``r``."""
     return np.int64(r >> _U64(1)) ^ -np.int64(r & _U64(1))
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _by_name(hits, nnames):  # pragma: no cover - compiled
     """The hit columns grouped by name (node order kept within a name) and the group offsets."""
     ptr = np.zeros(nnames + 1, np.int64)
@@ -187,7 +187,7 @@ def _by_name(hits, nnames):  # pragma: no cover - compiled
     return out, ptr
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _walk(buf, start, end, names, name_ptr, slot_of_key, nodes, dep_ptr, deps, ctrl, hits, hit_raw,  # noqa: C901
           sizes):  # pragma: no cover - compiled
     """The loop of :func:`walk_nodes`: one field at a time, of a node (depth 0) or of the
@@ -307,7 +307,7 @@ def _walk(buf, start, end, names, name_ptr, slot_of_key, nodes, dep_ptr, deps, c
     return 0, 0, 0
 
 
-@njit(cache=True, nogil=True, inline="always")
+@kernel(cache=True, nogil=True, inline="always")
 def _fixed(buf, at, width):  # pragma: no cover - compiled
     """The little-endian value of ``width`` bytes at ``at``."""
     value = _U64(0)
@@ -316,7 +316,7 @@ def _fixed(buf, at, width):  # pragma: no cover - compiled
     return value
 
 
-@njit(cache=True, nogil=True, inline="always")
+@kernel(cache=True, nogil=True, inline="always")
 def _packed(buf, p, stop, out, k):  # pragma: no cover - compiled
     """Append the varints packed in ``buf[p:stop]`` to ``out`` from ``k`` on; return the count
     after them, -1 when one is cut by ``stop`` or is over 10 bytes, -2 when ``out`` is full."""
@@ -332,7 +332,7 @@ def _packed(buf, p, stop, out, k):  # pragma: no cover - compiled
     return k
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def gather(flat, start, length):  # pragma: no cover - compiled
     """The slices ``flat[start[i]:start[i]+length[i]]`` concatenated."""
     out = np.empty(length.sum(), flat.dtype)
@@ -345,7 +345,7 @@ def gather(flat, start, length):  # pragma: no cover - compiled
     return out
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def as_repeated_field(buf, start, size):  # pragma: no cover - compiled
     """The messages ``buf[start[i]:start[i]+size[i]]`` as the wire form of a repeated message
     field number 1 (each one behind the key 0x0A and its length as a varint)."""
@@ -373,7 +373,7 @@ def as_repeated_field(buf, start, size):  # pragma: no cover - compiled
     return out
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def distinct_slices(buf, at, length):  # pragma: no cover - compiled
     """Number the distinct byte strings ``buf[at[i]:at[i]+length[i]]`` in order of first
     occurrence: ``(number per slice, the first slice of each number)``."""
