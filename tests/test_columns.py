@@ -1,7 +1,8 @@
 """node_columns against protobuf's own decoder: every column and attribute getter equals what
 the C parser and the node getters give, on the recorded golden trace, on the text examples
 and on seeded random nodes that use every attribute slot, repeated and oddly ordered fields,
-unknown fields and long varints (all written through the wire format)."""
+unknown fields and long varints (all written through the wire format), with the loops run as
+Python and compiled."""
 
 from __future__ import annotations
 
@@ -39,6 +40,20 @@ _SCALARS = {
     "string_val": lambda r: r.choice(["", "0", "tp_3", "dp_12", "ünï"]), "bytes_val": lambda r: b"\x00\xff",
     "double_val": lambda r: r.random(), "float_val": lambda r: 0.5,
 }
+
+
+@pytest.fixture(autouse=True, params=["python", "compiled"])
+def walk_form(request, monkeypatch):
+    """Every test twice: the loops run as Python, then compiled (what ``node_columns`` chooses
+    by default for every rank here)."""
+    import chakra_core.trace._columns as columns
+
+    compile_it = request.param == "compiled"
+    if compile_it:
+        pytest.importorskip("numba")
+    monkeypatch.setattr(columns, "compiled_worthwhile", lambda *_args: compile_it)
+    monkeypatch.setattr(columns, "INSTALLED", compile_it)
+    return request.param
 
 
 def _attr(rng: random.Random) -> AttributeProto:
