@@ -220,3 +220,28 @@ def test_string_attribute_not_utf8_names_its_node(tmp_path):
         node_columns(FileRank(0, path), ["pg_name"])
     assert "node #3" in str(e.value) and "attribute" in str(e.value)
     assert node_columns(FileRank(0, path), ["comm_type"]).attrs["comm_type"].present.sum() == 0
+
+
+def test_varints_past_64_bits_keep_their_low_64_bits_as_protobuf(tmp_path):
+    """A 10-byte varint whose last byte holds more than bit 63 (a dependency, a duration) reads
+    as protobuf reads it: its low 64 bits."""
+    path = tmp_path / "v.0.et"
+    messages = [Node(id=1, name="a").SerializeToString() + b"\x28" + b"\xff" * 9 + b"\x7f",
+                Node(id=2, name="b").SerializeToString() + b"\x38" + b"\x80" * 9 + b"\x7e"]
+    with EtWriter(path, GlobalMetadata(version="0.0.4")) as w:
+        for m in messages:
+            w.write_raw(m)
+    cols = node_columns(FileRank(0, path), NAMES)
+    _check(cols, [Node.FromString(m) for m in messages])
+    assert cols.dep_ids.tolist() == [2**64 - 1] and cols.duration_micros.tolist() == [0, 0]
+
+
+def test_a_key_past_int64_is_no_field(tmp_path):
+    from chakra_core import TraceFormatError
+
+    path = tmp_path / "k.0.et"
+    with EtWriter(path, GlobalMetadata(version="0.0.4")) as w:
+        w.write_raw(Node(id=1, name="a").SerializeToString() + b"\x80" * 9 + b"\x01\x00")
+    with pytest.raises(TraceFormatError) as e:
+        node_columns(FileRank(0, path), ["is_cpu_op"])
+    assert "node #0" in str(e.value) and "wire type 0" in str(e.value)

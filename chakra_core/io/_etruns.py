@@ -74,7 +74,7 @@ def _runs(f: BinaryIO, framer: _Framer, gz_raw: BinaryIO | None, chunk: int, com
     base, index = 0, 0  # file offset of data[0], index of the next node
     eof = False
     while True:
-        at, starts, sizes, stop = cut(np.frombuffer(data, np.uint8), pos, len(data))
+        at, starts, sizes, stop = cut(np.frombuffer(data, np.uint8) if compile_it else memoryview(data), pos, len(data))
         if len(at):
             _check(data, at, starts, sizes, base, index, framer)
             yield data, starts, sizes, index, base

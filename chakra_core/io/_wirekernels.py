@@ -5,7 +5,9 @@ reads the fields of a run of Node messages, and of the attribute messages whose 
 asked for, one node after the other.  They are kernels (:mod:`chakra_core.base._kernels`):
 the caller runs them as Python (a small input: no numba to load) or compiled, once per machine
 (numba's on-disk cache, beside this module or in the user's cache directory), holding no Python
-object per node.
+object per node.  Their integer casts are :data:`~chakra_core.base._kernels.types`' (numba's
+when compiled, Python's ``int`` as Python, with a varint's value cut to its low 64 bits in both),
+so that as Python they read Python ints: bytes through a memoryview, positions from lists.
 The rules of the walk (which key sets what, which attribute counts) are :mod:`._columns`'s;
 these loops only read bytes.
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from chakra_core.base._kernels import kernel
+from chakra_core.base._kernels import types as ktypes
 
 __all__ = ["cut_frames", "walk_nodes", "gather", "as_repeated_field", "distinct_slices", "GROUP", "BAD_FIELD",
            "BAD_VARINT", "BAD_PAST", "BAD_PACKED", "IN_ATTRIBUTE", "FLAG_AGAIN", "FLAG_UNKNOWN", "FLAG_STRIPPED",
@@ -35,6 +38,10 @@ HIT_ROW, HIT_NAME, HIT_START, HIT_END, HIT_SLOT, HIT_AT, HIT_LEN, HIT_COUNT, HIT
 HIT_FIELDS = 10
 #: longer than any message: a length past it runs past its message
 _FAR = 1 << 40
+#: a key from here on is no field (read as int64 it is negative)
+_SIGN = 1 << 63
+#: the low 64 bits: a varint's value as the compiled loops keep it
+_MASK = (1 << 64) - 1
 _U64 = np.uint64
 
 
@@ -51,11 +58,11 @@ def cut_frames(buf, pos, end):  # pragma: no cover - compiled
     k = 0
     while pos < end:
         value, p, ok = _read_varint(buf, pos, end)
-        if not ok or value > _U64(end - p):
+        if not ok or value > ktypes.uint64(end - p):
             break
-        at[k], start[k], size[k] = pos, p, np.int64(value)
+        at[k], start[k], size[k] = pos, p, ktypes.int64(value)
         k += 1
-        pos = p + np.int64(value)
+        pos = p + ktypes.int64(value)
     return at[:k].copy(), start[:k].copy(), size[:k].copy(), pos
 
 
@@ -65,17 +72,17 @@ def _read_varint(buf, pos, end):  # pragma: no cover - compiled
     10 bytes and before ``end``).  The compiled loops' own decoder: numba compiles only what it
     can type, so they cannot call the Python codec (:func:`chakra_core.decode_varint`), whose
     rules (little-endian groups of 7 bits, at most 10 bytes, the low 64 bits kept) this repeats."""
-    value = _U64(0)
+    value = ktypes.uint64(0)
     p = pos
     for k in range(10):
         if p >= end:
             return value, pos, False
         b = buf[p]
-        value |= _U64(b & 0x7F) << _U64(7 * k)
+        value |= ktypes.uint64(b & 0x7F) << ktypes.uint64(7 * k)
         p += 1
         if b < 0x80:
-            return value, p, True
-    return value, pos, False
+            return value & ktypes.uint64(_MASK), p, True
+    return value & ktypes.uint64(_MASK), pos, False
 
 
 @kernel(cache=True, nogil=True, inline="always")
@@ -84,13 +91,13 @@ def _varint(buf, p):  # pragma: no cover - compiled
     within 10 bytes).  :func:`_read_varint` without its bound: the walk reads every key and value
     through this one, and a test against the end at each byte made :func:`walk_nodes` 15-20%
     slower (``node_columns`` of 10 attributes over 1M nodes: 0.59 s against 0.70 s)."""
-    value = _U64(0)
+    value = ktypes.uint64(0)
     for k in range(10):
         b = buf[p + k]
-        value |= _U64(b & 0x7F) << _U64(7 * k)
+        value |= ktypes.uint64(b & 0x7F) << ktypes.uint64(7 * k)
         if b < 0x80:
-            return value, k + 1
-    return value, 11
+            return value & ktypes.uint64(_MASK), k + 1
+    return value & ktypes.uint64(_MASK), 11
 
 
 @kernel(cache=True, nogil=True)
@@ -200,7 +207,7 @@ def _walk(buf, start, end, names, name_ptr, slot_of_key, nodes, dep_ptr, deps, c
     seen = np.full(max(nnames, 1), -1, np.int64)
     nd = nh = 0
     a_first = a_name = a_len = a_slot = a_at = a_vlen = a_count = 0
-    a_raw = _U64(0)
+    a_raw = ktypes.uint64(0)
     for i in range(len(start)):
         p, stop, node_stop, depth, nc = start[i], end[i], end[i], 0, 0
         while True:
@@ -239,17 +246,17 @@ def _walk(buf, start, end, names, name_ptr, slot_of_key, nodes, dep_ptr, deps, c
                 continue
             # the field at p: its key, its value (varint, length or fixed) at `at`, the next field at `nxt`
             raw, kl = _varint(buf, p)
-            key = np.int64(raw)
+            key = ktypes.int64(raw)
             wire = key & 7
             if wire == 3 or wire == 4:
                 return GROUP + depth * IN_ATTRIBUTE, i, key
-            if key < 8 or wire > 5:
-                return BAD_FIELD + depth * IN_ATTRIBUTE, i, key
+            if key < 8 or wire > 5 or raw >= ktypes.uint64(_SIGN):
+                return BAD_FIELD + depth * IN_ATTRIBUTE, i, np.int64(np.uint64(raw))
             at = p + kl
             if wire == 0 or wire == 2:
                 value, vl = _varint(buf, at)
                 at += vl
-                nxt = at + (np.int64(min(value, _U64(_FAR))) if wire == 2 else 0)
+                nxt = at + (ktypes.int64(min(value, ktypes.uint64(_FAR))) if wire == 2 else 0)
             else:
                 vl = 0
                 value = _fixed(buf, at, 8 if wire == 1 else 4)
@@ -260,20 +267,20 @@ def _walk(buf, start, end, names, name_ptr, slot_of_key, nodes, dep_ptr, deps, c
                 return BAD_PAST + depth * IN_ATTRIBUTE, i, key
             if depth:
                 if key == 0x0A:
-                    a_name, a_len = at, np.int64(value)
+                    a_name, a_len = at, ktypes.int64(value)
                 elif key < len(slot_of_key) and slot_of_key[key]:
                     a_slot, a_raw, a_at, a_count = slot_of_key[key], value, at, a_count + 1
-                    a_vlen = np.int64(value) if wire == 2 else 0
+                    a_vlen = ktypes.int64(value) if wire == 2 else 0
                 elif key != 0x12:
                     flags[i] |= FLAG_UNKNOWN
             elif key == 0x08:
                 ids[i] = value
             elif key == 0x18:
-                types[i] = np.int64(np.int32(np.uint32(value & _U64(0xFFFFFFFF))))
+                types[i] = np.int64(np.int32(np.uint32(value & ktypes.uint64(0xFFFFFFFF))))
             elif key == 0x38:
                 dur[i] = value
             elif key == 0x12:
-                name_at[i], name_len[i] = at, np.int64(value)
+                name_at[i], name_len[i] = at, ktypes.int64(value)
             elif key == 0x28:
                 if nd >= len(deps):
                     return FULL, i, key
@@ -295,7 +302,7 @@ def _walk(buf, start, end, names, name_ptr, slot_of_key, nodes, dep_ptr, deps, c
             elif key == 0x52 and nnames:  # read the attribute's fields next
                 a_first, depth, stop, nxt = at, 1, nxt, at
                 a_name = a_len = a_slot = a_at = a_vlen = a_count = 0
-                a_raw = _U64(0)
+                a_raw = ktypes.uint64(0)
             p = nxt
         if nd + nc > len(deps):
             return FULL, i, 0
@@ -310,9 +317,9 @@ def _walk(buf, start, end, names, name_ptr, slot_of_key, nodes, dep_ptr, deps, c
 @kernel(cache=True, nogil=True, inline="always")
 def _fixed(buf, at, width):  # pragma: no cover - compiled
     """The little-endian value of ``width`` bytes at ``at``."""
-    value = _U64(0)
+    value = ktypes.uint64(0)
     for k in range(width):
-        value |= _U64(buf[at + k]) << _U64(8 * k)
+        value |= ktypes.uint64(buf[at + k]) << ktypes.uint64(8 * k)
     return value
 
 

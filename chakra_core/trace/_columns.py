@@ -236,8 +236,11 @@ def _walk_run(run: Run, names: tuple[str, ...], where: str, compile_it: bool) ->
     data, start, sizes, index, _ = run
     flat, ptr = _name_table(names)
     buf = np.frombuffer(data + _PAD, np.uint8)
-    walk = chosen(wire.walk_nodes, compile_it)
-    status, (row, key), nodes, deps, (hits, hit_ptr) = walk(buf, start, start + sizes, flat, ptr, _SLOT_OF_KEY, _KIND)
+    end = start + sizes
+    # the interpreted loop reads Python ints fastest: bytes through memoryviews, positions in lists
+    args = ((buf, start, end, flat, ptr, _SLOT_OF_KEY) if compile_it else
+            (memoryview(buf), start.tolist(), end.tolist(), memoryview(flat), ptr.tolist(), _SLOT_OF_KEY.tolist()))
+    status, (row, key), nodes, deps, (hits, hit_ptr) = chosen(wire.walk_nodes, compile_it)(*args, _KIND)
     if status in (wire.GROUP, wire.GROUP + wire.IN_ATTRIBUTE):
         data, start, end = _plain(data, start, sizes, where, index)
         cols = _walk_run((data, start, end - start, index, -1), names, where, compile_it)
