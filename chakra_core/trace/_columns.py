@@ -20,7 +20,7 @@ from google.protobuf.message import DecodeError
 
 from chakra_core.base._errors import TraceFormatError
 from chakra_core.base._jitchoice import compiled_worthwhile
-from chakra_core.base._kernels import INSTALLED, chosen
+from chakra_core.base._kernels import INSTALLED, chosen, compiled
 from chakra_core.io import _wirekernels as wire
 from chakra_core.io._etruns import WHOLE_CHUNK, Run, file_runs
 from chakra_core.io._rundecode import run_decodes
@@ -237,10 +237,12 @@ def _walk_run(run: Run, names: tuple[str, ...], where: str, compile_it: bool) ->
     flat, ptr = _name_table(names)
     buf = np.frombuffer(data + _PAD, np.uint8)
     end = start + sizes
-    # the interpreted loop reads Python ints fastest: bytes through memoryviews, positions in lists
-    args = ((buf, start, end, flat, ptr, _SLOT_OF_KEY) if compile_it else
-            (memoryview(buf), start.tolist(), end.tolist(), memoryview(flat), ptr.tolist(), _SLOT_OF_KEY.tolist()))
-    status, (row, key), nodes, deps, (hits, hit_ptr) = chosen(wire.walk_nodes, compile_it)(*args, _KIND)
+    if compile_it:
+        walked = compiled(wire.walk_nodes)(buf, start, end, flat, ptr, _SLOT_OF_KEY, _KIND)
+    else:  # the interpreted loop reads Python ints fastest: bytes through memoryviews, positions in lists
+        walked = wire.walk_nodes(buf.data, start.tolist(), end.tolist(), flat.data, ptr.tolist(),
+                                 _SLOT_OF_KEY.tolist(), _KIND)
+    status, (row, key), nodes, deps, (hits, hit_ptr) = walked
     if status in (wire.GROUP, wire.GROUP + wire.IN_ATTRIBUTE):
         data, start, end = _plain(data, start, sizes, where, index)
         cols = _walk_run((data, start, end - start, index, -1), names, where, compile_it)
