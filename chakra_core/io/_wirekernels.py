@@ -345,10 +345,9 @@ def gather(flat, start, length):  # pragma: no cover - compiled
     out = np.empty(length.sum(), flat.dtype)
     k = 0
     for i in range(len(start)):
-        s = start[i]
-        for j in range(length[i]):
-            out[k + j] = flat[s + j]
-        k += length[i]
+        s, n = start[i], length[i]
+        out[k:k + n] = flat[s:s + n]
+        k += n
     return out
 
 
