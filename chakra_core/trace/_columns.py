@@ -32,8 +32,8 @@ from chakra_core.trace._traceset import FileRank, RankTrace
 __all__ = ["NodeColumns", "AttrColumn", "node_columns", "column_runs", "COMPILED_FROM"]
 
 #: a rank's ``.et`` file of at least this many bytes is walked by the compiled loop unless told
-#: otherwise (as Python the walk takes about 1 s a MB; loading numba and its first calls about 0.6 s)
-COMPILED_FROM = 512 << 10
+#: otherwise (as Python the walk takes about 0.4 s a MB; loading numba and its first calls about 0.6 s)
+COMPILED_FROM = 1 << 20
 
 #: nodes walked at a time when they are not read from a file (memory: a few dozen bytes a node)
 _RUN = 1 << 16

@@ -34,7 +34,8 @@ from chakra_core.trace._traceset import FileRank, RankTrace
 __all__ = ["RoleKey", "RoleHasher", "role_key", "COMPILED_FROM"]
 
 #: a rank's ``.et`` file of at least this many bytes is keyed by the compiled loops unless told otherwise
-COMPILED_FROM = 512 << 10
+#: (as Python about 25 ms a MB; loading numba and its first calls about 0.5 s)
+COMPILED_FROM = 16 << 20
 
 #: nodes relabelled at a time when they are not read from a file
 _CHUNK = 4096

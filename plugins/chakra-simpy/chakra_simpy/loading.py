@@ -25,9 +25,9 @@ __all__ = ["load_programs", "compiled_for", "PARALLEL_BYTES", "COMPILED_FROM"]
 #: with ``jobs`` 0, ranks are loaded in parallel when their .et files hold at least this many bytes
 PARALLEL_BYTES = 8 << 20
 #: the ranks loaded are read (and their compute chains timed) by compiled loops when their .et files
-#: hold at least this many bytes (as Python the core's walk takes about 1 s a MB; loading numba
+#: hold at least this many bytes (as Python the core's walk takes about 0.4 s a MB; loading numba
 #: and its first calls about 0.6 s)
-COMPILED_FROM = 512 << 10
+COMPILED_FROM = 1 << 20
 
 
 def load_programs(traces: TraceSet, ranks: list[int], sd: SystemDescription, replay: bool, jobs: int,
