@@ -37,6 +37,7 @@ Public API (everything else is private; docs/api.md describes each name):
 - columns: :func:`node_columns`, :class:`NodeColumns`, :class:`AttrColumn` (a rank's nodes as
   numpy arrays, decoded from the wire format); :func:`classify_nodes` (:class:`NodeClasses`,
   :class:`NodeKind`, :class:`NodeResource`: what each node is to a replay and what it occupies)
+- compiled loops: :func:`compiled_worthwhile` (whether an input is large enough to load numba for)
 - analysis (docs/report.md): :class:`Spans`, :class:`SpanBuilder`, :data:`SPAN_KINDS`,
   :data:`FLOW_KINDS`, :func:`breakdown`, :func:`critical_path` (:class:`CriticalPath`),
   :func:`write_timeline`, :func:`report` (:class:`Report`), :func:`diff` (:class:`Diff`),
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
     from chakra_core.analysis._timeline import add_span_outputs, write_timeline, write_timeline_from_options
     from chakra_core.analysis._timeline_options import TIMELINE_OPTIONS
     from chakra_core.base._errors import ChakraError, ConfigError, PluginError, TraceFormatError
+    from chakra_core.base._jitchoice import compiled_worthwhile
     from chakra_core.base._limits import check_limit, get_limit
     from chakra_core.base._options import Option
     from chakra_core.base._paths import expand_paths
@@ -128,7 +130,7 @@ __all__ = [
     "set_progress_enabled",
     "check_limit", "get_limit",
     "role_key", "RoleKey", "RoleHasher", "node_columns", "NodeColumns", "AttrColumn",
-    "classify_nodes", "NodeClasses", "NodeKind", "NodeResource",
+    "classify_nodes", "NodeClasses", "NodeKind", "NodeResource", "compiled_worthwhile",
     "synth_fit", "synth_sample", "synth_show", "read_model", "compare",
     "SELECTION_OPTIONS", "NODE_KINDS", "node_selection", "parse_ranks",
     "sweep", "Executor",
@@ -166,6 +168,7 @@ _EXPORTS = {
     "trace._roles": ("role_key", "RoleKey", "RoleHasher"),
     "trace._columns": ("node_columns", "NodeColumns", "AttrColumn"),
     "trace._kinds": ("classify_nodes", "NodeClasses", "NodeKind", "NodeResource"),
+    "base._jitchoice": ("compiled_worthwhile",),
     "pipeline._synth": ("synth_fit", "synth_sample", "synth_show", "read_model"),
     "sweeps._sweep": ("sweep",),
     "analysis._spans": ("Spans", "SpanBuilder", "SPAN_KINDS", "FLOW_KINDS"),

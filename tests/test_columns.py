@@ -1,7 +1,8 @@
 """node_columns against protobuf's own decoder: every column and attribute getter equals what
 the C parser and the node getters give, on the recorded golden trace, on the text examples
 and on seeded random nodes that use every attribute slot, repeated and oddly ordered fields,
-unknown fields and long varints (all written through the wire format)."""
+unknown fields and long varints (all written through the wire format), with the loops run as
+Python and compiled."""
 
 from __future__ import annotations
 
@@ -39,6 +40,20 @@ _SCALARS = {
     "string_val": lambda r: r.choice(["", "0", "tp_3", "dp_12", "ünï"]), "bytes_val": lambda r: b"\x00\xff",
     "double_val": lambda r: r.random(), "float_val": lambda r: 0.5,
 }
+
+
+@pytest.fixture(autouse=True, params=["python", "compiled"])
+def walk_form(request, monkeypatch):
+    """Every test twice: the loops run as Python, then compiled (what ``node_columns`` chooses
+    by default for every rank here)."""
+    import chakra_core.trace._columns as columns
+
+    compile_it = request.param == "compiled"
+    if compile_it:
+        pytest.importorskip("numba")
+    monkeypatch.setattr(columns, "compiled_worthwhile", lambda *_args: compile_it)
+    monkeypatch.setattr(columns, "INSTALLED", compile_it)
+    return request.param
 
 
 def _attr(rng: random.Random) -> AttributeProto:
@@ -205,3 +220,28 @@ def test_string_attribute_not_utf8_names_its_node(tmp_path):
         node_columns(FileRank(0, path), ["pg_name"])
     assert "node #3" in str(e.value) and "attribute" in str(e.value)
     assert node_columns(FileRank(0, path), ["comm_type"]).attrs["comm_type"].present.sum() == 0
+
+
+def test_varints_past_64_bits_keep_their_low_64_bits_as_protobuf(tmp_path):
+    """A 10-byte varint whose last byte holds more than bit 63 (a dependency, a duration) reads
+    as protobuf reads it: its low 64 bits."""
+    path = tmp_path / "v.0.et"
+    messages = [Node(id=1, name="a").SerializeToString() + b"\x28" + b"\xff" * 9 + b"\x7f",
+                Node(id=2, name="b").SerializeToString() + b"\x38" + b"\x80" * 9 + b"\x7e"]
+    with EtWriter(path, GlobalMetadata(version="0.0.4")) as w:
+        for m in messages:
+            w.write_raw(m)
+    cols = node_columns(FileRank(0, path), NAMES)
+    _check(cols, [Node.FromString(m) for m in messages])
+    assert cols.dep_ids.tolist() == [2**64 - 1] and cols.duration_micros.tolist() == [0, 0]
+
+
+def test_a_key_past_int64_is_no_field(tmp_path):
+    from chakra_core import TraceFormatError
+
+    path = tmp_path / "k.0.et"
+    with EtWriter(path, GlobalMetadata(version="0.0.4")) as w:
+        w.write_raw(Node(id=1, name="a").SerializeToString() + b"\x80" * 9 + b"\x01\x00")
+    with pytest.raises(TraceFormatError) as e:
+        node_columns(FileRank(0, path), ["is_cpu_op"])
+    assert "node #0" in str(e.value) and "wire type 0" in str(e.value)

@@ -59,7 +59,8 @@ def test_convert_and_validate_without_extras_and_the_extra_named(tmp_path):
 
 def test_the_compiled_reader_names_its_extra():
     code = HIDE.replace("from chakra_core.cli.main import main\nraise SystemExit(main(sys.argv[2:]))",
-                        "import chakra_core.io._wirekernels")
+                        "from chakra_core.base._kernels import compiled\n"
+                        "from chakra_core.io._wirekernels import walk_nodes\ncompiled(walk_nodes)")
     r = subprocess.run([sys.executable, "-c", code, "numba,llvmlite"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 1 and "numba is needed for this and is not installed" in r.stderr
     assert "pip install 'chakra-core[fast]'" in r.stderr

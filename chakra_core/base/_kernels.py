@@ -37,7 +37,7 @@ class Dict(dict):
 
 
 #: numba's type names for the Python form of a kernel
-types = SimpleNamespace(int64=int, int32=int, float64=float, boolean=bool)
+types = SimpleNamespace(int64=int, int32=int, uint64=int, float64=float, boolean=bool)
 
 
 def kernel(**options: Any) -> Callable[[F], F]:

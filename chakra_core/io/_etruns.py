@@ -35,16 +35,17 @@ _GZIP_MAGIC = b"\x1f\x8b"
 Run = tuple[bytes, "np.ndarray", "np.ndarray", int, int]
 
 
-def file_runs(path: str, chunk: int | None = None) -> Iterator[Run]:
+def file_runs(path: str, chunk: int | None = None, compile_it: bool = True) -> Iterator[Run]:
     """The node messages of ``path`` in runs of one chunk each, ``chunk`` bytes (1 MiB when
-    None; the metadata message skipped)."""
+    None; the metadata message skipped); ``compile_it``: the frames are cut by the compiled
+    loop (numba), else by the same loop as Python."""
     framer = _Framer(EtReader(path))
     try:
         with open(path, "rb") as raw:
             gz = raw.peek(2)[:2] == _GZIP_MAGIC
             f: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb") if gz else raw  # type: ignore[assignment]
             with f:
-                yield from _runs(f, framer, raw if gz else None, chunk or _CHUNK)
+                yield from _runs(f, framer, raw if gz else None, chunk or _CHUNK, compile_it)
     except (OSError, EOFError, zlib.error) as e:
         if isinstance(e, FileNotFoundError):
             raise TraceFormatError("no such file", path) from None
@@ -53,10 +54,13 @@ def file_runs(path: str, chunk: int | None = None) -> Iterator[Run]:
         raise TraceFormatError(f"cannot read ({e.strerror or e})", path) from None
 
 
-def _runs(f: BinaryIO, framer: _Framer, gz_raw: BinaryIO | None, chunk: int) -> Iterator[Run]:
+def _runs(f: BinaryIO, framer: _Framer, gz_raw: BinaryIO | None, chunk: int, compile_it: bool) -> Iterator[Run]:
     import numpy as np
 
+    from chakra_core.base._kernels import chosen
     from chakra_core.io._wirekernels import cut_frames
+
+    cut = chosen(cut_frames, compile_it)
 
     _ = EtReader(framer.path).metadata  # checks the GlobalMetadata message as the reader does
     data = f.read(chunk)
@@ -70,7 +74,7 @@ def _runs(f: BinaryIO, framer: _Framer, gz_raw: BinaryIO | None, chunk: int) -> 
     base, index = 0, 0  # file offset of data[0], index of the next node
     eof = False
     while True:
-        at, starts, sizes, stop = cut_frames(np.frombuffer(data, np.uint8), pos, len(data))
+        at, starts, sizes, stop = cut(np.frombuffer(data, np.uint8) if compile_it else memoryview(data), pos, len(data))
         if len(at):
             _check(data, at, starts, sizes, base, index, framer)
             yield data, starts, sizes, index, base

@@ -14,6 +14,7 @@ import numpy as np
 from google.protobuf import descriptor_pb2, message_factory
 from google.protobuf.message import DecodeError
 
+from chakra_core.base._kernels import compiled
 from chakra_core.io import _wirekernels as wire
 from chakra_core.io._etruns import Run
 from chakra_core.io._schema import Node
@@ -43,7 +44,7 @@ _NodeRun = _run_class()
 def run_decodes(run: Run) -> bool:
     """Whether every node message of ``run`` decodes as a Node (nested messages included)."""
     data, start, sizes, _, _ = run
-    framed = wire.as_repeated_field(np.frombuffer(data, np.uint8), start, sizes)
+    framed = compiled(wire.as_repeated_field)(np.frombuffer(data, np.uint8), start, sizes)
     try:
         _NodeRun.FromString(framed.tobytes())
     except DecodeError:

@@ -1,9 +1,13 @@
-"""Compiled loops (numba) over the protobuf wire format of Chakra ``.et`` files.
+"""Loops over the protobuf wire format of Chakra ``.et`` files, run compiled (numba) or as Python.
 
 :func:`cut_frames` finds the length-prefixed frames of a chunk of a file; :func:`walk_nodes`
 reads the fields of a run of Node messages, and of the attribute messages whose names are
-asked for, one node after the other.  Both are compiled once per machine (numba's on-disk
-cache, beside this module or in the user's cache directory) and hold no Python object per node.
+asked for, one node after the other.  They are kernels (:mod:`chakra_core.base._kernels`):
+the caller runs them as Python (a small input: no numba to load) or compiled, once per machine
+(numba's on-disk cache, beside this module or in the user's cache directory), holding no Python
+object per node.  Their integer casts are :data:`~chakra_core.base._kernels.types`' (numba's
+when compiled, Python's ``int`` as Python, with a varint's value cut to its low 64 bits in both),
+so that as Python they read Python ints: bytes through a memoryview, positions from lists.
 The rules of the walk (which key sets what, which attribute counts) are :mod:`._columns`'s;
 these loops only read bytes.
 """
@@ -12,9 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from chakra_core.base._need import need
-
-njit = need("numba", "fast").njit
+from chakra_core.base._kernels import kernel
+from chakra_core.base._kernels import types as ktypes
 
 __all__ = ["cut_frames", "walk_nodes", "gather", "as_repeated_field", "distinct_slices", "GROUP", "BAD_FIELD",
            "BAD_VARINT", "BAD_PAST", "BAD_PACKED", "IN_ATTRIBUTE", "FLAG_AGAIN", "FLAG_UNKNOWN", "FLAG_STRIPPED",
@@ -35,10 +38,14 @@ HIT_ROW, HIT_NAME, HIT_START, HIT_END, HIT_SLOT, HIT_AT, HIT_LEN, HIT_COUNT, HIT
 HIT_FIELDS = 10
 #: longer than any message: a length past it runs past its message
 _FAR = 1 << 40
+#: a key from here on is no field (read as int64 it is negative)
+_SIGN = 1 << 63
+#: the low 64 bits: a varint's value as the compiled loops keep it
+_MASK = (1 << 64) - 1
 _U64 = np.uint64
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def cut_frames(buf, pos, end):  # pragma: no cover - compiled
     """The whole frames of ``buf[pos:end]`` (a varint length, then that many bytes): their
     positions, payload starts and payload sizes (int64), and the position after the last one
@@ -51,49 +58,49 @@ def cut_frames(buf, pos, end):  # pragma: no cover - compiled
     k = 0
     while pos < end:
         value, p, ok = _read_varint(buf, pos, end)
-        if not ok or value > _U64(end - p):
+        if not ok or value > ktypes.uint64(end - p):
             break
-        at[k], start[k], size[k] = pos, p, np.int64(value)
+        at[k], start[k], size[k] = pos, p, ktypes.int64(value)
         k += 1
-        pos = p + np.int64(value)
+        pos = p + ktypes.int64(value)
     return at[:k].copy(), start[:k].copy(), size[:k].copy(), pos
 
 
-@njit(cache=True, nogil=True, inline="always")
+@kernel(cache=True, nogil=True, inline="always")
 def _read_varint(buf, pos, end):  # pragma: no cover - compiled
     """The varint at ``pos`` of ``buf[:end]``: (value, position after, whether it ended within
     10 bytes and before ``end``).  The compiled loops' own decoder: numba compiles only what it
     can type, so they cannot call the Python codec (:func:`chakra_core.decode_varint`), whose
     rules (little-endian groups of 7 bits, at most 10 bytes, the low 64 bits kept) this repeats."""
-    value = _U64(0)
+    value = ktypes.uint64(0)
     p = pos
     for k in range(10):
         if p >= end:
             return value, pos, False
         b = buf[p]
-        value |= _U64(b & 0x7F) << _U64(7 * k)
+        value |= ktypes.uint64(b & 0x7F) << ktypes.uint64(7 * k)
         p += 1
         if b < 0x80:
-            return value, p, True
-    return value, pos, False
+            return value & ktypes.uint64(_MASK), p, True
+    return value & ktypes.uint64(_MASK), pos, False
 
 
-@njit(cache=True, nogil=True, inline="always")
+@kernel(cache=True, nogil=True, inline="always")
 def _varint(buf, p):  # pragma: no cover - compiled
     """The varint at ``p`` of a zero-padded buffer: (value, byte length; 11 when it does not end
     within 10 bytes).  :func:`_read_varint` without its bound: the walk reads every key and value
     through this one, and a test against the end at each byte made :func:`walk_nodes` 15-20%
     slower (``node_columns`` of 10 attributes over 1M nodes: 0.59 s against 0.70 s)."""
-    value = _U64(0)
+    value = ktypes.uint64(0)
     for k in range(10):
         b = buf[p + k]
-        value |= _U64(b & 0x7F) << _U64(7 * k)
+        value |= ktypes.uint64(b & 0x7F) << ktypes.uint64(7 * k)
         if b < 0x80:
-            return value, k + 1
-    return value, 11
+            return value & ktypes.uint64(_MASK), k + 1
+    return value & ktypes.uint64(_MASK), 11
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def walk_nodes(buf, start, end, names, name_ptr, slot_of_key, kind_of_slot):  # pragma: no cover - compiled
     """Read the Node messages ``buf[start[i]:end[i]]`` (``buf`` zero-padded by 16 bytes or more).
 
@@ -132,14 +139,14 @@ def walk_nodes(buf, start, end, names, name_ptr, slot_of_key, kind_of_slot):  # 
     return 0, (0, 0), (ids, types, dur, name_at, name_len, flags), (dep_ptr, deps[:nd].copy()), (grouped, hit_ptr)
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _buffers(deps, hits):  # pragma: no cover - compiled
     """The walk's buffers for ``deps`` dependencies and ``hits`` attributes."""
     return (np.empty(deps, np.uint64), np.empty(deps, np.uint64), np.empty((HIT_FIELDS, hits), np.int64),
             np.empty(hits, np.uint64))
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _values(hits, raw, kind_of_slot):  # pragma: no cover - compiled
     """Fill HIT_INT and HIT_FITS: the value as its slot's integer type reads it (bool as 0/1,
     zigzag for sint, the low 32 bits for 32-bit slots), and whether it is that, held once, and
@@ -164,13 +171,13 @@ def _values(hits, raw, kind_of_slot):  # pragma: no cover - compiled
         hits[HIT_FITS, h] = hits[HIT_COUNT, h] == 1 and kind > 0 and not (kind == 4 and r >= _U64(1 << 63))
 
 
-@njit(cache=True, nogil=True, inline="always")
+@kernel(cache=True, nogil=True, inline="always")
 def _zigzag(r):  # pragma: no cover - compiled
     """The zigzag-decoded value of ``r``."""
     return np.int64(r >> _U64(1)) ^ -np.int64(r & _U64(1))
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _by_name(hits, nnames):  # pragma: no cover - compiled
     """The hit columns grouped by name (node order kept within a name) and the group offsets."""
     ptr = np.zeros(nnames + 1, np.int64)
@@ -187,7 +194,7 @@ def _by_name(hits, nnames):  # pragma: no cover - compiled
     return out, ptr
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _walk(buf, start, end, names, name_ptr, slot_of_key, nodes, dep_ptr, deps, ctrl, hits, hit_raw,  # noqa: C901
           sizes):  # pragma: no cover - compiled
     """The loop of :func:`walk_nodes`: one field at a time, of a node (depth 0) or of the
@@ -200,7 +207,7 @@ def _walk(buf, start, end, names, name_ptr, slot_of_key, nodes, dep_ptr, deps, c
     seen = np.full(max(nnames, 1), -1, np.int64)
     nd = nh = 0
     a_first = a_name = a_len = a_slot = a_at = a_vlen = a_count = 0
-    a_raw = _U64(0)
+    a_raw = ktypes.uint64(0)
     for i in range(len(start)):
         p, stop, node_stop, depth, nc = start[i], end[i], end[i], 0, 0
         while True:
@@ -239,17 +246,17 @@ def _walk(buf, start, end, names, name_ptr, slot_of_key, nodes, dep_ptr, deps, c
                 continue
             # the field at p: its key, its value (varint, length or fixed) at `at`, the next field at `nxt`
             raw, kl = _varint(buf, p)
-            key = np.int64(raw)
+            key = ktypes.int64(raw)
             wire = key & 7
             if wire == 3 or wire == 4:
                 return GROUP + depth * IN_ATTRIBUTE, i, key
-            if key < 8 or wire > 5:
-                return BAD_FIELD + depth * IN_ATTRIBUTE, i, key
+            if key < 8 or wire > 5 or raw >= ktypes.uint64(_SIGN):
+                return BAD_FIELD + depth * IN_ATTRIBUTE, i, np.int64(np.uint64(raw))
             at = p + kl
             if wire == 0 or wire == 2:
                 value, vl = _varint(buf, at)
                 at += vl
-                nxt = at + (np.int64(min(value, _U64(_FAR))) if wire == 2 else 0)
+                nxt = at + (ktypes.int64(min(value, ktypes.uint64(_FAR))) if wire == 2 else 0)
             else:
                 vl = 0
                 value = _fixed(buf, at, 8 if wire == 1 else 4)
@@ -260,20 +267,20 @@ def _walk(buf, start, end, names, name_ptr, slot_of_key, nodes, dep_ptr, deps, c
                 return BAD_PAST + depth * IN_ATTRIBUTE, i, key
             if depth:
                 if key == 0x0A:
-                    a_name, a_len = at, np.int64(value)
+                    a_name, a_len = at, ktypes.int64(value)
                 elif key < len(slot_of_key) and slot_of_key[key]:
                     a_slot, a_raw, a_at, a_count = slot_of_key[key], value, at, a_count + 1
-                    a_vlen = np.int64(value) if wire == 2 else 0
+                    a_vlen = ktypes.int64(value) if wire == 2 else 0
                 elif key != 0x12:
                     flags[i] |= FLAG_UNKNOWN
             elif key == 0x08:
                 ids[i] = value
             elif key == 0x18:
-                types[i] = np.int64(np.int32(np.uint32(value & _U64(0xFFFFFFFF))))
+                types[i] = np.int64(np.int32(np.uint32(value & ktypes.uint64(0xFFFFFFFF))))
             elif key == 0x38:
                 dur[i] = value
             elif key == 0x12:
-                name_at[i], name_len[i] = at, np.int64(value)
+                name_at[i], name_len[i] = at, ktypes.int64(value)
             elif key == 0x28:
                 if nd >= len(deps):
                     return FULL, i, key
@@ -295,7 +302,7 @@ def _walk(buf, start, end, names, name_ptr, slot_of_key, nodes, dep_ptr, deps, c
             elif key == 0x52 and nnames:  # read the attribute's fields next
                 a_first, depth, stop, nxt = at, 1, nxt, at
                 a_name = a_len = a_slot = a_at = a_vlen = a_count = 0
-                a_raw = _U64(0)
+                a_raw = ktypes.uint64(0)
             p = nxt
         if nd + nc > len(deps):
             return FULL, i, 0
@@ -307,16 +314,16 @@ def _walk(buf, start, end, names, name_ptr, slot_of_key, nodes, dep_ptr, deps, c
     return 0, 0, 0
 
 
-@njit(cache=True, nogil=True, inline="always")
+@kernel(cache=True, nogil=True, inline="always")
 def _fixed(buf, at, width):  # pragma: no cover - compiled
     """The little-endian value of ``width`` bytes at ``at``."""
-    value = _U64(0)
+    value = ktypes.uint64(0)
     for k in range(width):
-        value |= _U64(buf[at + k]) << _U64(8 * k)
+        value |= ktypes.uint64(buf[at + k]) << ktypes.uint64(8 * k)
     return value
 
 
-@njit(cache=True, nogil=True, inline="always")
+@kernel(cache=True, nogil=True, inline="always")
 def _packed(buf, p, stop, out, k):  # pragma: no cover - compiled
     """Append the varints packed in ``buf[p:stop]`` to ``out`` from ``k`` on; return the count
     after them, -1 when one is cut by ``stop`` or is over 10 bytes, -2 when ``out`` is full."""
@@ -332,20 +339,19 @@ def _packed(buf, p, stop, out, k):  # pragma: no cover - compiled
     return k
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def gather(flat, start, length):  # pragma: no cover - compiled
     """The slices ``flat[start[i]:start[i]+length[i]]`` concatenated."""
     out = np.empty(length.sum(), flat.dtype)
     k = 0
     for i in range(len(start)):
-        s = start[i]
-        for j in range(length[i]):
-            out[k + j] = flat[s + j]
-        k += length[i]
+        s, n = start[i], length[i]
+        out[k:k + n] = flat[s:s + n]
+        k += n
     return out
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def as_repeated_field(buf, start, size):  # pragma: no cover - compiled
     """The messages ``buf[start[i]:start[i]+size[i]]`` as the wire form of a repeated message
     field number 1 (each one behind the key 0x0A and its length as a varint)."""
@@ -373,7 +379,7 @@ def as_repeated_field(buf, start, size):  # pragma: no cover - compiled
     return out
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def distinct_slices(buf, at, length):  # pragma: no cover - compiled
     """Number the distinct byte strings ``buf[at[i]:at[i]+length[i]]`` in order of first
     occurrence: ``(number per slice, the first slice of each number)``."""

@@ -1,7 +1,8 @@
 """One rank's nodes as numpy columns, decoded straight from their serialized messages.
 
-A run of node messages is read by one compiled loop (:func:`._wirekernels.walk_nodes`), so a
-node costs no Python call of its own.  Scalars follow protobuf's rules (the last occurrence of
+A run of node messages is read by one loop (:func:`._wirekernels.walk_nodes`), compiled so that a
+node costs no Python call of its own, or run as Python for a small rank (no numba to load:
+:data:`COMPILED_FROM`).  Scalars follow protobuf's rules (the last occurrence of
 a field wins, a field with an unexpected wire type is an unknown field), dependencies keep their
 file order (data deps, then ctrl deps, as :meth:`DepGraph.build`), and an attribute is the first
 of its name (as :func:`get_attr`).  The bytes are those the reader already checked to decode; a
@@ -18,6 +19,8 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from chakra_core.base._errors import TraceFormatError
+from chakra_core.base._jitchoice import compiled_worthwhile
+from chakra_core.base._kernels import INSTALLED, chosen, compiled
 from chakra_core.io import _wirekernels as wire
 from chakra_core.io._etruns import WHOLE_CHUNK, Run, file_runs
 from chakra_core.io._rundecode import run_decodes
@@ -26,7 +29,11 @@ from chakra_core.trace._attrs import attr_value
 from chakra_core.trace._graph import DepGraph
 from chakra_core.trace._traceset import FileRank, RankTrace
 
-__all__ = ["NodeColumns", "AttrColumn", "node_columns", "column_runs"]
+__all__ = ["NodeColumns", "AttrColumn", "node_columns", "column_runs", "COMPILED_FROM"]
+
+#: a rank's ``.et`` file of at least this many bytes is walked by the compiled loop unless told
+#: otherwise (as Python the walk takes about 0.4 s a MB; loading numba and its first calls about 0.6 s)
+COMPILED_FROM = 1 << 20
 
 #: nodes walked at a time when they are not read from a file (memory: a few dozen bytes a node)
 _RUN = 1 << 16
@@ -133,12 +140,13 @@ class NodeColumns:
     ``attrs[name]`` is the :class:`AttrColumn` of each attribute name asked for; ``flags``
     (uint8) holds per node the bits 1 (an attribute name asked for occurs more than once: the
     column holds the first), 2 (an attribute holds a field this schema does not know) and 4 (the
-    node was read without its unknown fields).
+    node was read without its unknown fields).  ``compiled``: the loops run compiled (numba) for
+    these columns, else as Python.
     """
 
     def __init__(self, ids: np.ndarray, types: np.ndarray, duration_micros: np.ndarray,
                  dep_ptr: np.ndarray, dep_ids: np.ndarray, name_ptr: np.ndarray, name_bytes: np.ndarray,
-                 attrs: dict[str, AttrColumn], flags: np.ndarray | None = None):
+                 attrs: dict[str, AttrColumn], flags: np.ndarray | None = None, compiled: bool = True):
         self.ids = ids
         self.types = types
         self.duration_micros = duration_micros
@@ -148,6 +156,7 @@ class NodeColumns:
         self.name_bytes = name_bytes
         self.attrs = attrs
         self.flags = np.zeros(len(ids), np.uint8) if flags is None else flags
+        self.compiled = compiled
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -163,20 +172,26 @@ class NodeColumns:
     def names_in(self, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(name_ptr, name_bytes)`` with the nodes in ``order`` (positions)."""
         length = np.diff(self.name_ptr)[order]
-        return _offsets(length), _gather(self.name_bytes, self.name_ptr[:-1][order], length)
+        return _offsets(length), _gather(self.name_bytes, self.name_ptr[:-1][order], length, self.compiled)
 
 
-def node_columns(rt: RankTrace, attrs: Iterable[str] = ()) -> NodeColumns:
+def node_columns(rt: RankTrace, attrs: Iterable[str] = (), compile_it: bool | None = None) -> NodeColumns:
     """The :class:`NodeColumns` of rank ``rt`` with the attributes named in ``attrs``, in one
     pass over its serialized nodes (an ``.et`` file's bytes as they are, 64 MiB at a time:
     the rank is kept whole, so in as few runs as its size allows; other ranks' nodes serialized).
+    ``compile_it``: the loops run compiled (numba), else as Python, with the same columns; None:
+    compiled when numba is installed and either loaded already or ``rt`` is not a file or a file
+    of :data:`COMPILED_FROM` bytes or more.
 
     The wire structure of every node and attribute message walked is checked (a TraceFormatError
     names the file and node); nested messages that are not read (``inputs``/``outputs``, an
     attribute not asked for) are not decoded, so a damaged one goes unnoticed here.
     """
     names = tuple(dict.fromkeys(attrs))
-    return _join([_walk_run(run, names, rt.label) for run in _runs(rt, WHOLE_CHUNK)], names)
+    if compile_it is None:
+        compile_it = compiled_worthwhile(rt.file, COMPILED_FROM) if isinstance(rt, FileRank) else INSTALLED
+    runs = _runs(rt, WHOLE_CHUNK, compile_it)
+    return _join([_walk_run(run, names, rt.label, compile_it) for run in runs], names, compile_it)
 
 
 def column_runs(rt: RankTrace, attrs: Iterable[str] = (), decoded: bool = False) -> Iterator[NodeColumns]:
@@ -191,13 +206,13 @@ def column_runs(rt: RankTrace, attrs: Iterable[str] = (), decoded: bool = False)
     for run in _runs(rt):
         if decoded and isinstance(rt, FileRank) and not run_decodes(run):
             raise TraceFormatError(f"a node message from node #{run[3]} on does not decode", rt.label)
-        yield _walk_run(run, names, rt.label)
+        yield _walk_run(run, names, rt.label, True)
 
 
-def _runs(rt: RankTrace, chunk: int | None = None) -> Iterator[Run]:
+def _runs(rt: RankTrace, chunk: int | None = None, compile_it: bool = True) -> Iterator[Run]:
     """The rank's node messages in runs (of a file: ``chunk`` bytes each, 1 MiB by default)."""
     if isinstance(rt, FileRank):
-        yield from file_runs(rt.file, chunk)
+        yield from file_runs(rt.file, chunk, compile_it)
         return
     index = 0
     messages: list[bytes] = []
@@ -216,27 +231,32 @@ def _run_of(messages: list[bytes], index: int) -> Run:
     return b"".join(messages), np.cumsum(sizes) - sizes, sizes, index, -1
 
 
-def _walk_run(run: Run, names: tuple[str, ...], where: str) -> NodeColumns:
-    """Columns of one run of node messages."""
+def _walk_run(run: Run, names: tuple[str, ...], where: str, compile_it: bool) -> NodeColumns:
+    """Columns of one run of node messages (``compile_it``: by the compiled loops)."""
     data, start, sizes, index, _ = run
     flat, ptr = _name_table(names)
     buf = np.frombuffer(data + _PAD, np.uint8)
-    status, (row, key), nodes, deps, (hits, hit_ptr) = wire.walk_nodes(buf, start, start + sizes, flat, ptr,
-                                                                       _SLOT_OF_KEY, _KIND)
+    end = start + sizes
+    if compile_it:
+        walked = compiled(wire.walk_nodes)(buf, start, end, flat, ptr, _SLOT_OF_KEY, _KIND)
+    else:  # the interpreted loop reads Python ints fastest: bytes through memoryviews, positions in lists
+        walked = wire.walk_nodes(buf.data, start.tolist(), end.tolist(), flat.data, ptr.tolist(),
+                                 _SLOT_OF_KEY.tolist(), _KIND)
+    status, (row, key), nodes, deps, (hits, hit_ptr) = walked
     if status in (wire.GROUP, wire.GROUP + wire.IN_ATTRIBUTE):
         data, start, end = _plain(data, start, sizes, where, index)
-        cols = _walk_run((data, start, end - start, index, -1), names, where)
+        cols = _walk_run((data, start, end - start, index, -1), names, where, compile_it)
         cols.flags |= wire.FLAG_STRIPPED
         return cols
     if status:
         raise _bad(where, index + row, _wire_error(status, key))
     ids, types, dur, name_at, name_len, flags = nodes
-    name_bytes, name_ptr = _gather(buf, name_at, name_len), _offsets(name_len)
+    name_bytes, name_ptr = _gather(buf, name_at, name_len, compile_it), _offsets(name_len)
     if (name_bytes >= 0x80).any():
         _check_utf8(name_bytes, name_ptr, where, index)
-    attrs = {name: _column(len(ids), hits[:, hit_ptr[j]:hit_ptr[j + 1]], data, where, index)
+    attrs = {name: _column(len(ids), hits[:, hit_ptr[j]:hit_ptr[j + 1]], data, where, index, compile_it)
              for j, name in enumerate(names)}
-    return NodeColumns(ids, types, dur, deps[0], deps[1], name_ptr, name_bytes, attrs, flags)
+    return NodeColumns(ids, types, dur, deps[0], deps[1], name_ptr, name_bytes, attrs, flags, compile_it)
 
 
 def _name_table(names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -289,8 +309,9 @@ def _strip(message: bytes, where: str, index: int) -> bytes:
     return node.SerializeToString()
 
 
-def _column(n: int, hits: np.ndarray, data: bytes, where: str, index: int) -> AttrColumn:
-    """The :class:`AttrColumn` of one name from the walk's hit columns (one hit per node)."""
+def _column(n: int, hits: np.ndarray, data: bytes, where: str, index: int, compile_it: bool) -> AttrColumn:
+    """The :class:`AttrColumn` of one name from the walk's hit columns (one hit per node;
+    ``compile_it``: by the compiled loops)."""
     col = AttrColumn(n)
     if not hits.shape[1]:
         return col
@@ -304,7 +325,8 @@ def _column(n: int, hits: np.ndarray, data: bytes, where: str, index: int) -> At
     if every:
         return col
     plain = ~fits & (hits[wire.HIT_COUNT] == 1) & (hits[wire.HIT_SLOT] == _STRING)
-    if plain.any() and not _strings(col, owners[plain], hits[wire.HIT_AT][plain], hits[wire.HIT_LEN][plain], data):
+    if plain.any() and not _strings(col, owners[plain], hits[wire.HIT_AT][plain], hits[wire.HIT_LEN][plain], data,
+                                    compile_it):
         plain[:] = False  # read one by one, so that the error names the first bad row
     for k in np.flatnonzero(~fits & ~plain & (hits[wire.HIT_COUNT] > 0)).tolist():
         row = int(owners[k])
@@ -320,12 +342,14 @@ def _column(n: int, hits: np.ndarray, data: bytes, where: str, index: int) -> At
     return col
 
 
-def _strings(col: AttrColumn, rows: np.ndarray, at: np.ndarray, length: np.ndarray, data: bytes) -> bool:
+def _strings(col: AttrColumn, rows: np.ndarray, at: np.ndarray, length: np.ndarray, data: bytes,
+             compile_it: bool) -> bool:
     """Put the ``string_val`` values held once (``data[at:at+length]``) of ``rows`` into ``col``,
-    each distinct value found by a compiled loop and decoded once; False (nothing put) when one
-    is not UTF-8."""
-    number, first = wire.distinct_slices(np.frombuffer(data, np.uint8), np.ascontiguousarray(at, np.int64),
-                                         np.ascontiguousarray(length, np.int64))
+    each distinct value found by a loop (compiled with ``compile_it``) and decoded once; False
+    (nothing put) when one is not UTF-8."""
+    with np.errstate(over="ignore"):  # the hash wraps at 2**64, as compiled
+        number, first = chosen(wire.distinct_slices, compile_it)(
+            np.frombuffer(data, np.uint8), np.ascontiguousarray(at, np.int64), np.ascontiguousarray(length, np.int64))
     text = []
     for a, n in zip(at[first].tolist(), length[first].tolist()):
         try:
@@ -355,26 +379,28 @@ def _offsets(length: np.ndarray) -> np.ndarray:
     return out
 
 
-def _gather(flat: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.ndarray:
-    """The slices ``flat[start[i]:start[i]+length[i]]`` concatenated."""
-    return wire.gather(flat, np.ascontiguousarray(start, np.int64), np.ascontiguousarray(length, np.int64))
+def _gather(flat: np.ndarray, start: np.ndarray, length: np.ndarray, compile_it: bool) -> np.ndarray:
+    """The slices ``flat[start[i]:start[i]+length[i]]`` concatenated (``compile_it``: by the
+    compiled loop)."""
+    return chosen(wire.gather, compile_it)(flat, np.ascontiguousarray(start, np.int64),
+                                           np.ascontiguousarray(length, np.int64))
 
 
-def _join(runs: list[NodeColumns], names: tuple[str, ...]) -> NodeColumns:
-    """The columns of consecutive runs as one."""
+def _join(runs: list[NodeColumns], names: tuple[str, ...], compile_it: bool) -> NodeColumns:
+    """The columns of consecutive runs as one (``compile_it``: theirs)."""
     if len(runs) == 1:
         return runs[0]
     if not runs:
         z, one = np.zeros(0, _U64), np.zeros(1, np.int64)
         return NodeColumns(z, np.zeros(0, np.int64), z, one, z, one, np.zeros(0, np.uint8),
-                           {name: AttrColumn(0) for name in names})
+                           {name: AttrColumn(0) for name in names}, compiled=compile_it)
     bases = np.cumsum([0] + [len(r) for r in runs[:-1]]).tolist()
     return NodeColumns(np.concatenate([r.ids for r in runs]), np.concatenate([r.types for r in runs]),
                        np.concatenate([r.duration_micros for r in runs]), _join_ptr([r.dep_ptr for r in runs]),
                        np.concatenate([r.dep_ids for r in runs]), _join_ptr([r.name_ptr for r in runs]),
                        np.concatenate([r.name_bytes for r in runs]),
                        {name: AttrColumn.joined([r.attrs[name] for r in runs], bases) for name in names},
-                       np.concatenate([r.flags for r in runs]))
+                       np.concatenate([r.flags for r in runs]), compile_it)
 
 
 def _join_ptr(ptrs: list[np.ndarray]) -> np.ndarray:

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from google.protobuf.message import DecodeError
 
+from chakra_core.base._jitchoice import compiled_worthwhile
 from chakra_core.base._kernels import INSTALLED, chosen
 from chakra_core.io._schema import AttributeProto, Node
 from chakra_core.io._varint import encode_varint
@@ -30,7 +31,11 @@ from chakra_core.trace._attrs import int_value, str_value
 from chakra_core.trace._rolekernel import DONE, FULL, TOKEN, Labels, group_code, peer_code, relabel_run
 from chakra_core.trace._traceset import FileRank, RankTrace
 
-__all__ = ["RoleKey", "RoleHasher", "role_key"]
+__all__ = ["RoleKey", "RoleHasher", "role_key", "COMPILED_FROM"]
+
+#: a rank's ``.et`` file of at least this many bytes is keyed by the compiled loops unless told otherwise
+#: (as Python about 25 ms a MB; loading numba and its first calls about 0.5 s)
+COMPILED_FROM = 16 << 20
 
 #: nodes relabelled at a time when they are not read from a file
 _CHUNK = 4096
@@ -62,10 +67,11 @@ class RoleKey:
 
 class RoleHasher:
     """:func:`role_key` fed by the caller, one run of serialized nodes at a time (for a reader
-    that passes over the rank's bytes anyway)."""
+    that passes over the rank's bytes anyway; ``compile_it``: the loops run compiled, else as
+    Python)."""
 
-    def __init__(self, rank: int):
-        self._labels = Labels(rank, INSTALLED)
+    def __init__(self, rank: int, compile_it: bool = INSTALLED):
+        self._labels = Labels(rank, compile_it)
         self._bytes = hashlib.blake2b(digest_size=20)
         self._sizes = hashlib.blake2b(digest_size=20)
 
@@ -77,11 +83,11 @@ class RoleHasher:
         """Feed the next run of node messages as one bytes object and each message's start and
         length (int64 arrays)."""
         labels = self._labels
-        buf, out = _buffers(data)
+        buf, out = _buffers(data, labels.compile_it)
         sizes = np.zeros(len(start), np.int64)
-        walk = np.ones(len(start), bool) if INSTALLED else _named(data, start, size)
+        walk = np.ones(len(start), bool) if labels.compile_it else _named(data, start, size)
         first, at = 0, 0
-        relabel = chosen(relabel_run, INSTALLED)
+        relabel = chosen(relabel_run, labels.compile_it)
         while True:
             status, i, at = relabel(buf, start, size, walk, first, out, at, sizes, labels.state())
             first = i
@@ -105,17 +111,21 @@ class RoleHasher:
         return RoleKey(digest, self._labels.groups(), self._labels.peer_ranks())
 
 
-def role_key(rt: RankTrace) -> RoleKey:
+def role_key(rt: RankTrace, compile_it: bool | None = None) -> RoleKey:
     """The :class:`RoleKey` of rank ``rt`` (one pass over its serialized nodes: an ``.et``
-    file's bytes a chunk of 1 MiB at a time when numba is installed, else 4,096 nodes at a
-    time).  The key of a file-backed rank is kept for the process while its file is unchanged
-    (same device, inode, size and modification time): validation and a simulator's symmetry
-    ask for the same keys."""
+    file's bytes a chunk of 1 MiB at a time by the compiled loops, else 4,096 nodes at a
+    time).  ``compile_it``: the loops run compiled (numba), else as Python, with the same key;
+    None: compiled when numba is installed and either loaded already or ``rt`` is not a file or
+    a file of :data:`COMPILED_FROM` bytes or more.  The key of a file-backed rank is kept for the
+    process while its file is unchanged (same device, inode, size and modification time):
+    validation and a simulator's symmetry ask for the same keys."""
     seen = _seen(rt)
     if seen is not None and seen in _KEPT:
         return _KEPT[seen]
-    hasher = RoleHasher(rt.rank)
-    for run in _runs(rt):
+    if compile_it is None:
+        compile_it = compiled_worthwhile(rt.file, COMPILED_FROM) if isinstance(rt, FileRank) else INSTALLED
+    hasher = RoleHasher(rt.rank, compile_it)
+    for run in _runs(rt, compile_it):
         hasher._add_run(*run)
     key = hasher.key()
     if seen is not None:
@@ -136,9 +146,10 @@ def _seen(rt: RankTrace) -> tuple | None:
     return rt.file, rt.rank, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 
-def _runs(rt: RankTrace) -> Iterator[tuple[bytes, np.ndarray, np.ndarray]]:
-    """The rank's node messages in runs: bytes, each message's start and length."""
-    if INSTALLED and isinstance(rt, FileRank):
+def _runs(rt: RankTrace, compile_it: bool) -> Iterator[tuple[bytes, np.ndarray, np.ndarray]]:
+    """The rank's node messages in runs: bytes, each message's start and length (of a file cut
+    by the compiled loop with ``compile_it``)."""
+    if compile_it and isinstance(rt, FileRank):
         from chakra_core.io._etruns import file_runs
 
         for data, start, size, _, _ in file_runs(rt.file):
@@ -150,11 +161,11 @@ def _runs(rt: RankTrace) -> Iterator[tuple[bytes, np.ndarray, np.ndarray]]:
         yield _joined(chunk)
 
 
-def _buffers(data: bytes) -> tuple[Any, Any]:
+def _buffers(data: bytes, compile_it: bool) -> tuple[Any, Any]:
     """The run's bytes and room for its relabelled copy, as the walk reads them fastest: numpy
-    arrays for the compiled loops, a memoryview and a bytearray for the interpreted ones (whose
-    items are Python ints)."""
-    if INSTALLED:
+    arrays for the compiled loops (``compile_it``), a memoryview and a bytearray for the
+    interpreted ones (whose items are Python ints)."""
+    if compile_it:
         return np.frombuffer(data, np.uint8), np.empty(len(data), np.uint8)
     return memoryview(data), bytearray(len(data))
 
@@ -211,8 +222,8 @@ def _code(a: AttributeProto, labels: Labels) -> int | None:
             return None
         arr = np.frombuffer(name.encode(), np.uint8)
         labels.room(len(arr))
-        return int(chosen(group_code, INSTALLED)(arr, 0, len(arr), labels.state()))
+        return int(chosen(group_code, labels.compile_it)(arr, 0, len(arr), labels.state()))
     peer = None if kind is None else int_value(a)
     if peer is None or not -(1 << 63) <= peer < 1 << 63:
         return None
-    return int(chosen(peer_code, INSTALLED)(peer, labels.state()))
+    return int(chosen(peer_code, labels.compile_it)(peer, labels.state()))

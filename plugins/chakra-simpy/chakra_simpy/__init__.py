@@ -18,7 +18,7 @@ module                             what it holds
 ``actor``                          one simulated rank's state and busy-time accounting
 ``engine``                         the SimPy simulation: nodes, resources, memory, point to point
 ``watch``                          the progress bar of a running simulation (simulated time, ranks done)
-``compute_chains``                 a compute chain's node times in one compiled loop
+``compute_chains``                 a compute chain's node times in one loop (compiled for large sets)
 ``event_loop``                     the congestion-aware mode's event loop (SimPy's order, calls without event objects)
 ``network``                        links shared by messages (congestion-aware mode)
 ``collectives``                    matching collectives by issue order per group, and their timing

@@ -27,7 +27,7 @@ from .beside import both
 from .chunk_phases import members_finish_apart
 from .collectives import SymmetryBroken
 from .formulas import NoLocalMemBandwidth
-from .loading import load_programs
+from .loading import COMPILED_FROM, compiled_for, load_programs
 from .member_timing import WORK_LIMIT
 from .program import Program, load_program
 from .result_notes import load_notes, run_notes
@@ -271,8 +271,8 @@ def _simulate(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[i
     t0 = time.perf_counter()
     nranks = len(traces)
     replay = options["comm"] == "replay"
-    progs, classes = _load(traces, sd, groups, symmetry, options["congestion"] == "aware", replay,
-                           options["jobs"])
+    progs, classes, compile_it = _load(traces, sd, groups, symmetry, options["congestion"] == "aware", replay,
+                                       options["jobs"])
     load_s = time.perf_counter() - t0
     actors = []
     rank_actor = [0] * nranks
@@ -282,7 +282,7 @@ def _simulate(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[i
             rank_actor[r] = k
     timeline: list[tuple] | None = [] if options["timeline"] else None
     sim = Sim(actors, rank_actor, sd, groups, options["congestion"] == "aware", timeline,
-              1 << 62, options["stagger_limit"], replay)
+              1 << 62, options["stagger_limit"], replay, compile_it)
     t1 = time.perf_counter()
     with watched(sim, nranks):
         sim.run([start_ns[a.rank] for a in actors])
@@ -290,9 +290,11 @@ def _simulate(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[i
 
 
 def _load(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[int, ...]],
-          symmetry: bool, aware: bool, replay: bool = False, jobs: int = 1) -> tuple[list[Program], list[list[int]]]:
-    """Programs of the ranks to simulate and the ranks each stands for (:mod:`.symmetry`),
-    loaded by ``jobs`` threads (:func:`.loading.load_programs`).
+          symmetry: bool, aware: bool, replay: bool = False,
+          jobs: int = 1) -> tuple[list[Program], list[list[int]], bool]:
+    """Programs of the ranks to simulate, the ranks each stands for (:mod:`.symmetry`), and
+    whether the loops over them run compiled (:func:`.loading.compiled_for`); loaded by ``jobs``
+    threads (:func:`.loading.load_programs`).
 
     Members of a class whose representative has memory nodes on a shared remote memory
     (PER_NODE_MEMORY_EXPANSION, MEMORY_POOL) queue for it one by one: each is simulated.
@@ -307,13 +309,15 @@ def _load(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[int, 
     shared_mem = sd.remote_memory.memory_type in ("PER_NODE_MEMORY_EXPANSION", "MEMORY_POOL")
     progs: list[Program] = []
     out: list[list[int]] = []
+    reps = [c[0] for c in classes]
+    compile_it = compiled_for(traces, reps, COMPILED_FROM)
     with progress("loading ranks", total=len(classes)) as bar:
-        first = load_programs(traces, [c[0] for c in classes], sd, replay, jobs, bar.advance)
+        first = load_programs(traces, reps, sd, replay, jobs, bar.advance, compile_it)
         for prog, ranks in zip(first, classes):
             if len(ranks) > 1 and shared_mem and prog.has_mem:
-                progs += [prog] + [load_program(traces[r], sd, replay) for r in ranks[1:]]
+                progs += [prog] + [load_program(traces[r], sd, replay, compile_it) for r in ranks[1:]]
                 out += [[r] for r in ranks]
             else:
                 progs.append(prog)
                 out.append(ranks)
-    return progs, out
+    return progs, out, compile_it

@@ -1,16 +1,33 @@
-"""A compute chain's per-node times in one compiled loop (numba), for :meth:`Sim._run_chain`."""
+"""A compute chain's per-node times in one loop, for :meth:`Sim._run_chain`: run as Python, or
+compiled by numba (imported only then) when the programs are large enough to pay for loading it
+(:func:`chain_filler`)."""
 
 from __future__ import annotations
 
-from numba import njit
+from collections.abc import Callable
+from functools import cache
+from typing import Any
 
 from .classify import MAX_NS
 
-__all__ = ["fill_chain"]
+__all__ = ["fill_chain", "chain_filler"]
 
 
-@njit(cache=True, nogil=True)
-def fill_chain(start, end, readyby, why, indeg, seq, cum, first, last, waiting, now):  # pragma: no cover
+def chain_filler(compile_it: bool) -> Callable[..., tuple[int, int]]:
+    """:func:`fill_chain`, compiled by numba (``nogil``, kept in numba's on-disk cache) when
+    ``compile_it``, else as it is."""
+    return _compiled() if compile_it else fill_chain
+
+
+@cache
+def _compiled() -> Any:
+    """:func:`fill_chain` compiled (numba is imported here, once)."""
+    from numba import njit
+
+    return njit(cache=True, nogil=True)(fill_chain)
+
+
+def fill_chain(start, end, readyby, why, indeg, seq, cum, first, last, waiting, now):
     """Run chain positions ``first..last`` of ``seq`` from ``now``, stopping before the first
     node whose index is ``waiting`` or more (-1: none waits): each node after the first starts
     when the one before ends (``cum``: durations summed along ``seq``), depends on it alone and

@@ -26,7 +26,7 @@ from .actor import Actor
 from .classify import MAX_NS, MemoryArgs, MessageArgs
 from .collective_context import CollectiveContext, SpanSink
 from .collectives import Collectives
-from .compute_chains import fill_chain
+from .compute_chains import chain_filler
 from .event_loop import EventLoop, Timeout
 from .member_timing import WORK_LIMIT
 from .network import Network
@@ -44,12 +44,12 @@ class Sim:
     ``(actor, tid, name, start_ns, dur_ns)`` spans to (or None), at most ``max_spans``;
     ``stagger_limit`` the most chunk x step x member evaluations of a staggered collective;
     ``replay`` times communication by the recorded durations (``-O comm=replay``) instead of
-    the network.
+    the network; ``compile_it`` times compute chains by the compiled loop (numba), else as Python.
     """
 
     def __init__(self, actors: list[Actor], rank_actor: list[int], sd: SystemDescription,
                  groups: dict[str, tuple[int, ...]], aware: bool, timeline: list | None,
-                 max_spans: int, stagger_limit: int = WORK_LIMIT, replay: bool = False):
+                 max_spans: int, stagger_limit: int = WORK_LIMIT, replay: bool = False, compile_it: bool = False):
         loop = EventLoop() if aware else None
         self.env: simpy.Environment | EventLoop = simpy.Environment() if loop is None else loop
         self.actors = actors
@@ -62,6 +62,7 @@ class Sim:
         #: compute chains as one event (:meth:`_run_chain`); not in the congestion-aware mode,
         #: whose link sharing depends on the order of messages starting at one instant
         self.chains = not aware
+        self.fill_chain = chain_filler(compile_it)
         #: the shared links of the congestion-aware mode (:mod:`network`)
         self.network = None if loop is None else Network(loop, sd.dimensions,
                                                          [sd.coords(r) for r in range(sd.npus)])
@@ -175,8 +176,9 @@ class Sim:
         first = prog.chain_pos[i]
         waiting = a.ready[prog.resource[i]]
         start, end, readyby, why, indeg = a.views
-        last, t = fill_chain(start, end, readyby, why, indeg, prog.chain_seq, prog.chain_cum, first,
-                             prog.chain_end[first], waiting[0] if waiting else -1, now)
+        last, t = self.fill_chain(start, end, readyby, why, indeg, prog.chain_seq, prog.chain_cum, first,
+                                  prog.chain_end[first], waiting[0] if waiting else -1, now)
+        last, t = int(last), int(t)
         if t < 0:
             self._past_int64(a, int(prog.chain_seq[last]))
         if last > first:

@@ -5,7 +5,8 @@ outside the GIL (the core's compiled walk over the wire format, numpy's array op
 threads load ranks in parallel: 64 ranks of 100,000 nodes on 2 cores load in 1.7-1.8 s on two
 threads against 2.8-2.9 s on one (forked worker processes reached 2.5-2.7 s: the programs came
 back through a pipe and each worker started the compiled kernels again).  The programs, and the
-first error in rank order, are those of loading one rank after the other.
+first error in rank order, are those of loading one rank after the other.  The core's loops run
+compiled (numba) only for ranks large enough to pay for loading numba (:func:`compiled_for`).
 """
 
 from __future__ import annotations
@@ -14,31 +15,36 @@ import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from chakra_core import FileRank, TraceSet
+from chakra_core import FileRank, TraceSet, compiled_worthwhile
 from chakra_core.system import SystemDescription
 
 from .program import Program, load_program
 
-__all__ = ["load_programs", "PARALLEL_BYTES"]
+__all__ = ["load_programs", "compiled_for", "PARALLEL_BYTES", "COMPILED_FROM"]
 
 #: with ``jobs`` 0, ranks are loaded in parallel when their .et files hold at least this many bytes
 PARALLEL_BYTES = 8 << 20
+#: the ranks loaded are read (and their compute chains timed) by compiled loops when their .et files
+#: hold at least this many bytes (as Python the core's walk takes about 0.4 s a MB; loading numba
+#: and its first calls about 0.6 s)
+COMPILED_FROM = 1 << 20
 
 
 def load_programs(traces: TraceSet, ranks: list[int], sd: SystemDescription, replay: bool, jobs: int,
-                  advance: Callable[[], None]) -> list[Program]:
+                  advance: Callable[[], None], compile_it: bool | None = None) -> list[Program]:
     """The programs of ``ranks`` (in that order), loaded by ``jobs`` threads (0: one per CPU
     core this process may use, when the ranks' .et files hold :data:`PARALLEL_BYTES` or more;
-    1: this thread alone); ``advance`` is called once per rank loaded, in rank order."""
+    1: this thread alone); ``advance`` is called once per rank loaded, in rank order;
+    ``compile_it``: the core's loops run compiled, else as Python (None: the core's rule per rank)."""
     threads = _threads(traces, ranks, jobs)
     if threads < 2:
         out = []
         for r in ranks:
-            out.append(load_program(traces[r], sd, replay))
+            out.append(load_program(traces[r], sd, replay, compile_it))
             advance()
         return out
     with ThreadPoolExecutor(threads, thread_name_prefix="chakra-load") as pool:
-        futures = [pool.submit(load_program, traces[r], sd, replay) for r in ranks]
+        futures = [pool.submit(load_program, traces[r], sd, replay, compile_it) for r in ranks]
         try:
             progs = []
             for f in futures:
@@ -48,6 +54,14 @@ def load_programs(traces: TraceSet, ranks: list[int], sd: SystemDescription, rep
             for f in futures:
                 f.cancel()
     return progs
+
+
+def compiled_for(traces: TraceSet, ranks: list[int], from_bytes: int) -> bool:
+    """Whether the loops over ``ranks`` pay for numba: :func:`chakra_core.compiled_worthwhile`
+    of their .et files and ``from_bytes``; when not every rank is a file, whenever numba is
+    installed."""
+    files = [rt.file for rt in (traces[r] for r in ranks) if isinstance(rt, FileRank)]
+    return compiled_worthwhile(files, from_bytes if len(files) == len(ranks) else 0)
 
 
 def _threads(traces: TraceSet, ranks: list[int], jobs: int) -> int:

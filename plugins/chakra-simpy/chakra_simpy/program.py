@@ -87,14 +87,15 @@ class Program(RankFacts):
         return [raw[a:b].decode() for a, b in zip(at[:-1], at[1:])]
 
 
-def load_program(rt: RankTrace, sd: SystemDescription, replay_comm: bool = False) -> Program:
+def load_program(rt: RankTrace, sd: SystemDescription, replay_comm: bool = False,
+                 compile_it: bool | None = None) -> Program:
     """Read one rank's nodes into a :class:`Program`, from the core's columns in one pass
     (raises TraceFormatError on a bad node, a dependency on a missing id or a duplicate id,
     naming the file and node); with ``replay_comm`` communication nodes keep their recorded
-    durations (``-O comm=replay``)."""
+    durations (``-O comm=replay``); ``compile_it``: as :func:`chakra_core.node_columns`."""
     where = rt.label
     prog = Program(rt.rank, where)
-    cols = node_columns(rt, ATTRS)
+    cols = node_columns(rt, ATTRS, compile_it)
     c = classify(cols, sd, where, replay_comm)
     g = _by_id(cols)
     if g.duplicates:

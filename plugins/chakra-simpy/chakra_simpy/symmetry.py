@@ -21,18 +21,26 @@ from collections.abc import Sequence
 
 from chakra_core import Progress, RoleKey, TraceSet, role_key
 
+from .loading import compiled_for
 from .planner import Planner
 
-__all__ = ["role_classes"]
+__all__ = ["role_classes", "KEYS_COMPILED_FROM"]
+
+#: the role keys of a set whose .et files hold at least this many bytes are taken by compiled loops
+#: (as Python about 25 ms a MB; loading numba and its first calls about 0.5 s)
+KEYS_COMPILED_FROM = 16 << 20
 
 
 def role_classes(traces: TraceSet, planner: Planner, groups: dict[str, tuple[int, ...]],
                  aware: bool, bar: Progress) -> list[list[int]]:
-    """Classes of ranks (each ascending, its representative first), in representative order."""
+    """Classes of ranks (each ascending, its representative first), in representative order
+    (the role keys by compiled loops when the set's .et files hold :data:`KEYS_COMPILED_FROM`
+    bytes or more, or numba is loaded already)."""
     n = len(traces)
     keys: list[RoleKey] = []
+    compile_it = compiled_for(traces, traces.ranks, KEYS_COMPILED_FROM)
     for rt in traces:
-        keys.append(role_key(rt))
+        keys.append(role_key(rt, compile_it))
         bar.advance()
     signature = _Signatures(planner, groups, n)
     by_key: dict[tuple, list[int]] = {}
