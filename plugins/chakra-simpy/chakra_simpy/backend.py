@@ -27,9 +27,9 @@ from .beside import both
 from .chunk_phases import members_finish_apart
 from .collectives import SymmetryBroken
 from .formulas import NoLocalMemBandwidth
-from .loading import COMPILED_FROM, compiled_for, load_programs
+from .loading import COMPILED_FROM, compiled_for, load_programs, program_of
 from .member_timing import WORK_LIMIT
-from .program import Program, load_program
+from .program import Program
 from .result_notes import load_notes, run_notes
 from .symmetry import role_classes
 from .watch import watched
@@ -315,7 +315,7 @@ def _load(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[int, 
         first = load_programs(traces, reps, sd, replay, jobs, bar.advance, compile_it)
         for prog, ranks in zip(first, classes):
             if len(ranks) > 1 and shared_mem and prog.has_mem:
-                progs += [prog] + [load_program(traces[r], sd, replay, compile_it) for r in ranks[1:]]
+                progs += [prog] + [program_of(traces[r], sd, replay, compile_it) for r in ranks[1:]]
                 out += [[r] for r in ranks]
             else:
                 progs.append(prog)

@@ -27,7 +27,8 @@ from chakra_core import (
 from chakra_core.system import SystemDescription, roofline_ns
 
 __all__ = ["ATTRS", "MAX_NS", "K_COMP", "K_MEM", "K_COLL", "K_SEND", "K_RECV", "K_NOP", "R_CPU", "R_COMP", "R_COMM",
-           "R_NONE", "CollectiveArgs", "MessageArgs", "MemoryArgs", "NodeArgs", "RankFacts", "Classified", "classify"]
+           "R_NONE", "CollectiveArgs", "MessageArgs", "MemoryArgs", "NodeArgs", "RankFacts", "Classified", "classify",
+           "system_inputs"]
 
 K_COMP, K_MEM, K_COLL, K_SEND, K_RECV, K_NOP = (int(k) for k in NodeKind)
 R_CPU, R_COMP, R_COMM, R_NONE = (int(r) for r in NodeResource)
@@ -98,6 +99,12 @@ class Classified(RankFacts):
         self.kind = kind
         self.resource = resource
         self.dur_ns = np.zeros(len(kind), np.int64)
+
+
+def system_inputs(sd: SystemDescription) -> tuple[bool, float, float]:
+    """What :func:`classify` reads of ``sd``: whether the roofline is on, the peak (TFLOP/s) and
+    the local memory bandwidth (GB/s)."""
+    return sd.roofline_enabled, sd.peak_perf, sd.local_mem_bw
 
 
 def classify(cols: NodeColumns, sd: SystemDescription, where: str, replay_comm: bool = False) -> Classified:

@@ -7,20 +7,29 @@ threads against 2.8-2.9 s on one (forked worker processes reached 2.5-2.7 s: the
 back through a pipe and each worker started the compiled kernels again).  The programs, and the
 first error in rank order, are those of loading one rank after the other.  The core's loops run
 compiled (numba) only for ranks large enough to pay for loading numba (:func:`compiled_for`).
+
+A small rank's program is kept, by its file's content, the rank, its label, what
+:func:`.classify.classify` reads of the system and the timing mode (:func:`program_of`), so that
+the many small simulations of a sweep read and classify each file once (a program is read-only
+once built); ranks loaded on several threads, large sets, are read anew.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from chakra_core import FileRank, TraceSet, compiled_worthwhile
+from chakra_core import FileRank, RankTrace, TraceSet, compiled_worthwhile
 from chakra_core.system import SystemDescription
 
+from .classify import system_inputs
 from .program import Program, load_program
 
-__all__ = ["load_programs", "compiled_for", "PARALLEL_BYTES", "COMPILED_FROM"]
+__all__ = ["load_programs", "program_of", "compiled_for", "PARALLEL_BYTES", "COMPILED_FROM", "KEPT_BYTES"]
 
 #: with ``jobs`` 0, ranks are loaded in parallel when their .et files hold at least this many bytes
 PARALLEL_BYTES = 8 << 20
@@ -28,19 +37,25 @@ PARALLEL_BYTES = 8 << 20
 #: hold at least this many bytes (as Python the core's walk takes about 0.4 s a MB; loading numba
 #: and its first calls about 0.6 s)
 COMPILED_FROM = 1 << 20
+#: programs are kept for .et files under :data:`COMPILED_FROM` bytes, the most recently used
+#: while their files hold at most this many bytes together
+KEPT_BYTES = 16 << 20
+
+_kept: OrderedDict[tuple, tuple[Program, int]] = OrderedDict()
+_kept_lock = threading.Lock()
 
 
 def load_programs(traces: TraceSet, ranks: list[int], sd: SystemDescription, replay: bool, jobs: int,
                   advance: Callable[[], None], compile_it: bool | None = None) -> list[Program]:
     """The programs of ``ranks`` (in that order), loaded by ``jobs`` threads (0: one per CPU
     core this process may use, when the ranks' .et files hold :data:`PARALLEL_BYTES` or more;
-    1: this thread alone); ``advance`` is called once per rank loaded, in rank order;
+    1: this thread alone, through :func:`program_of`); ``advance`` is called once per rank loaded, in rank order;
     ``compile_it``: the core's loops run compiled, else as Python (None: the core's rule per rank)."""
     threads = _threads(traces, ranks, jobs)
     if threads < 2:
         out = []
         for r in ranks:
-            out.append(load_program(traces[r], sd, replay, compile_it))
+            out.append(program_of(traces[r], sd, replay, compile_it))
             advance()
         return out
     with ThreadPoolExecutor(threads, thread_name_prefix="chakra-load") as pool:
@@ -54,6 +69,44 @@ def load_programs(traces: TraceSet, ranks: list[int], sd: SystemDescription, rep
             for f in futures:
                 f.cancel()
     return progs
+
+
+def program_of(rt: RankTrace, sd: SystemDescription, replay: bool, compile_it: bool | None) -> Program:
+    """:func:`.program.load_program` of ``rt``, or the program kept from an earlier call on a
+    file of the same content (of under :data:`COMPILED_FROM` bytes) for the same rank, label,
+    system inputs (:func:`.classify.system_inputs`) and ``replay``; the program returned is
+    shared: read it only."""
+    content = _small_content(rt)
+    if content is None:
+        return load_program(rt, sd, replay, compile_it)
+    key = (hashlib.blake2b(content, digest_size=16).digest(), len(content), rt.rank, rt.label,
+           system_inputs(sd), replay)
+    with _kept_lock:
+        hit = _kept.get(key)
+        if hit is not None:
+            _kept.move_to_end(key)
+            return hit[0]
+    prog = load_program(rt, sd, replay, compile_it)
+    with _kept_lock:
+        _kept[key] = (prog, len(content))
+        held = sum(size for _, size in _kept.values())
+        while held > KEPT_BYTES:
+            held -= _kept.popitem(last=False)[1][1]
+    return prog
+
+
+def _small_content(rt: RankTrace) -> bytes | None:
+    """The bytes of the .et file of ``rt`` when it is a file of under :data:`COMPILED_FROM` bytes
+    (else None, also when it cannot be read: the loader reports that)."""
+    if not isinstance(rt, FileRank):
+        return None
+    try:
+        if os.path.getsize(rt.file) >= COMPILED_FROM:
+            return None
+        with open(rt.file, "rb") as f:
+            return f.read(COMPILED_FROM)
+    except OSError:
+        return None
 
 
 def compiled_for(traces: TraceSet, ranks: list[int], from_bytes: int) -> bool:
