@@ -299,11 +299,11 @@ def _load(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[int, 
     Members of a class whose representative has memory nodes on a shared remote memory
     (PER_NODE_MEMORY_EXPANSION, MEMORY_POOL) queue for it one by one: each is simulated.
     """
-    from .planner import Planner
+    from .planner import planner_for
 
     if symmetry:
         with progress("grouping ranks by role", total=len(traces)) as bar:
-            classes = role_classes(traces, Planner(sd), groups, aware, bar)
+            classes = role_classes(traces, planner_for(sd), groups, aware, bar)
     else:
         classes = [[r] for r in traces.ranks]
     shared_mem = sd.remote_memory.memory_type in ("PER_NODE_MEMORY_EXPANSION", "MEMORY_POOL")

@@ -30,7 +30,7 @@ from .compute_chains import chain_filler
 from .event_loop import EventLoop, Timeout
 from .member_timing import WORK_LIMIT
 from .network import Network
-from .planner import Planner
+from .planner import planner_for
 from .program import K_COLL, K_MEM, K_RECV, K_SEND, R_NONE
 
 __all__ = ["Sim"]
@@ -55,7 +55,7 @@ class Sim:
         self.actors = actors
         self.rank_actor = rank_actor
         self.sd = sd
-        self.planner = Planner(sd)
+        self.planner = planner_for(sd)
         self.timeline = timeline
         self.max_spans = max_spans
         self.replay = replay

@@ -6,10 +6,16 @@ in the queue of its network dimension (group rings use dimension 0's queue, as A
 ``per_member`` lists what each phase is built from (:class:`chunk_phases.PhaseSpec`), from which
 :mod:`member_timing` times every member and :mod:`message_run` sends every message; None for the
 one* variants.
+
+Plans depend on nothing but the system's planning inputs (:func:`planning_inputs`) and the
+collective, so :func:`planner_for` shares one :class:`Planner`, and the plans it made, among the
+runs of a process on systems of the same inputs (a sweep's many small simulations).
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import NamedTuple
 
 from chakra_core import ConfigError
@@ -20,7 +26,8 @@ from .algorithms.ring import Ring, group_cost
 from .chunk_phases import PhaseSpec, one_phase_cost, phase_cost
 from .formulas import Cost, chunking, final_size, net, peer_hops
 
-__all__ = ["Planner", "Plan", "PlannedPhase", "KIND_NAME", "MAX_CHUNKS"]
+__all__ = ["Planner", "Plan", "PlannedPhase", "KIND_NAME", "MAX_CHUNKS", "planner_for", "planning_inputs",
+           "KEPT_PLANNERS", "KEPT_PLANS"]
 
 #: most chunks one collective may split into (each chunk phase is an event; beyond this a
 #: mistyped preferred-dataset-splits would exhaust memory instead of failing).
@@ -49,6 +56,38 @@ class Plan(NamedTuple):
 
 
 _NOTHING = Plan(0, [], None)
+
+#: planners kept for the systems most recently planned for (:func:`planner_for`)
+KEPT_PLANNERS = 8
+#: plans a planner keeps; it starts afresh past this many
+KEPT_PLANS = 4096
+
+_kept: OrderedDict[tuple, Planner] = OrderedDict()
+_kept_lock = threading.Lock()
+
+
+def planning_inputs(sd: SystemDescription) -> tuple:
+    """What a :class:`Planner` reads of ``sd``: the dimensions, the collective implementations,
+    the dataset splits, the collective optimization, the endpoint delay, the local memory
+    bandwidth and the system file its errors name."""
+    return (sd.dimensions, sd.all_reduce_implementation, sd.all_gather_implementation,
+            sd.reduce_scatter_implementation, sd.all_to_all_implementation, sd.preferred_dataset_splits,
+            sd.collective_optimization, sd.endpoint_delay, sd.local_mem_bw, sd.sources.get("system"))
+
+
+def planner_for(sd: SystemDescription) -> Planner:
+    """A :class:`Planner` for ``sd``: the one made for an earlier system of the same
+    :func:`planning_inputs`, among the :data:`KEPT_PLANNERS` most recent, else a new one."""
+    key = planning_inputs(sd)
+    with _kept_lock:
+        got = _kept.get(key)
+        if got is None:
+            got = _kept[key] = Planner(sd)
+            if len(_kept) > KEPT_PLANNERS:
+                _kept.popitem(last=False)
+        else:
+            _kept.move_to_end(key)
+        return got
 
 
 class Planner:
@@ -88,6 +127,8 @@ class Planner:
         key = (kind, size, involved, members)
         got = self._cache.get(key)
         if got is None:
+            if len(self._cache) >= KEPT_PLANS:
+                self._cache.clear()
             got = self._cache[key] = self._plan(kind, size, involved, members)
         return got
 
