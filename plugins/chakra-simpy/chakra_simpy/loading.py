@@ -87,6 +87,8 @@ def program_of(rt: RankTrace, sd: SystemDescription, replay: bool, compile_it: b
             _kept.move_to_end(key)
             return hit[0]
     prog = load_program(rt, sd, replay, compile_it)
+    if _small_content(rt) != content:  # rewritten while it was read: not kept
+        return prog
     with _kept_lock:
         _kept[key] = (prog, len(content))
         held = sum(size for _, size in _kept.values())
