@@ -74,8 +74,8 @@ def load_programs(traces: TraceSet, ranks: list[int], sd: SystemDescription, rep
 def program_of(rt: RankTrace, sd: SystemDescription, replay: bool, compile_it: bool | None) -> Program:
     """:func:`.program.load_program` of ``rt``, or the program kept from an earlier call on a
     file of the same content (of under :data:`COMPILED_FROM` bytes) for the same rank, label,
-    system inputs (:func:`.classify.system_inputs`) and ``replay``; the program returned is
-    shared: read it only."""
+    system inputs (:func:`.classify.system_inputs`) and ``replay`` (one whose file changed while
+    it was read is not kept); the program returned is shared: read it only."""
     content = _small_content(rt)
     if content is None:
         return load_program(rt, sd, replay, compile_it)
