@@ -4,21 +4,25 @@ Cases: every text workload of examples/text/ on examples/system/system.yaml (8 N
 the ResNet-50-like and GPT-3-like ones on examples/system/system_2d.yaml (1,024 NPUs, roofline);
 and a generated 256-rank transformer (``chakra generate transformer -O tp=8 -O pp=4 -O dp=8``)
 on system_2d.yaml's two dimensions sized to it (8 NPUs a node, ``npus_count: auto`` nodes). Each
-set is written as .et files first. One untimed run on another set comes first (this process's
-one-time loads: compiled kernels, SimPy, the plugins); a whole ``chakra simulate`` command adds
-about 1 s of start-up to the times printed (docs/benchmarks.md). For each case and congestion
-mode it prints the simpy backend's wall and CPU seconds and simulated events per second, and,
-when an ASTRA-sim binary of that mode is found (``CHAKRA_ASTRASIM_BIN``, which names one binary,
-or the usual names on the PATH: put both there to time both modes), the binary's wall time
+set is written as .et files first. One untimed run on another set comes first, with numba
+loaded (this process's one-time loads: numba, SimPy, the plugins; once numba is loaded a small set
+runs the core's compiled loops as a large one does; ``--python-loops`` leaves it unloaded, as in
+a fresh ``chakra simulate`` of a small set, which adds 0.3-0.45 s of start-up, docs/benchmarks.md).
+For each case and congestion mode it prints the simpy backend's wall and CPU seconds and
+simulated events per second, and, when an ASTRA-sim binary of that mode is found
+(``CHAKRA_ASTRASIM_BIN``, which names one binary, or the usual names on the PATH: put both there
+to time both modes), the binary's wall time
 (``astrasim-run``: export + run + parse) and how many ranks' cycles differ, with the largest
 difference. Without a binary it says so and times simpy alone.
 
-    .venv/bin/python benches/bench_side_by_side.py [--skip-1024] [--aware] [--binary-timeout S]
+    .venv/bin/python benches/bench_side_by_side.py [--skip-1024] [--aware] [--python-loops] [--binary-timeout S]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import tempfile
 import time
 from pathlib import Path
@@ -66,9 +70,12 @@ def _run(backend_name: str, traces, options: dict):
     return res, time.perf_counter() - t0, time.process_time() - c0
 
 
-def _warm_up(where: Path) -> None:
+def _warm_up(where: Path, compiled: bool) -> None:
     """One untimed run on a set of its own, so that no case pays this process's one-time loads
-    (compiled kernels, SimPy, the plugins) while the binary's times include its start."""
+    (SimPy, the plugins; with ``compiled``, numba, whose loops a small set then runs as a set of
+    any size does once numba is loaded) while the binary's times include its start."""
+    if compiled and importlib.util.find_spec("numba") is not None:
+        importlib.import_module("numba")
     load_traces(str(ROOT / "examples" / "text" / "dlrm_like.txt"), "text", {"npus": 8}).write(f"{where}/trace")
     _run("simpy", open_traceset(str(where)), {"system": _system("system.yaml", where)})
 
@@ -78,6 +85,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--skip-1024", action="store_true", help="leave out the 1,024-NPU cases")
     ap.add_argument("--aware", action="store_true", help="also the congestion-aware mode (1-D networks)")
+    ap.add_argument("--python-loops", action="store_true",
+                    help="leave numba unloaded: small sets run the core's loops as Python (as a fresh process does)")
     ap.add_argument("--binary-timeout", type=float, default=None, metavar="S",
                     help="give the binary up after S seconds on a case (its line says so)")
     args = ap.parse_args()
@@ -87,7 +96,7 @@ def main() -> None:
         print(f"congestion-{m} ASTRA-sim binary: {b or 'none found (CHAKRA_ASTRASIM_BIN or PATH): simpy only'}",
               flush=True)
     with tempfile.TemporaryDirectory() as tmp:
-        _warm_up(Path(tmp) / "warm")
+        _warm_up(Path(tmp) / "warm", not args.python_loops)
         for k, (name, opts, system) in enumerate(CASES):
             if args.skip_1024 and opts.get("npus", 0) > 8:
                 continue
