@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from array import array
+import heapq
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import orjson
 
 from chakra_core import (
     PG_INIT_NAME,
-    DepGraph,
     GlobalMetadata,
     Node,
     NodeType,
@@ -117,25 +115,37 @@ def toposort(out: dict[int, OutNode]) -> list[OutNode]:
     (a worker can start the first of two queued collectives after the second was issued).
     ``out`` is emptied (the order is the last use of the table, and its memory is let go)."""
     nodes = list(out.values())
-    # integer columns in arrays (8 bytes each), the dependency lists cut to their length: this
-    # is the conversion's peak of memory
-    ptr = array("q", [0])
-    dep_ids = array("q")
-    for n in nodes:
-        dep_ids.extend(d for d in dict.fromkeys(n.ctrl + n.data) if d in out)
-        ptr.append(len(dep_ids))
+    pos = {nid: i for i, nid in enumerate(out)}
+    # each node's rank in (issue, id) order: the heap of ready nodes holds plain integers
+    by_rank = sorted(range(len(nodes)), key=lambda i: (max(nodes[i].issued if nodes[i].issued >= 0
+                                                           else nodes[i].start, 0), nodes[i].id))
+    rank = [0] * len(nodes)
+    for r, i in enumerate(by_rank):
+        rank[i] = r
+    waiting = [0] * len(nodes)  # dependencies not yet placed
+    kids: list[list[int]] = [[] for _ in nodes]
+    for i, n in enumerate(nodes):
+        deps = [pos[d] for d in dict.fromkeys(n.ctrl + n.data) if d in pos]
+        waiting[i] = len(deps)
+        for p in deps:
+            kids[p].append(i)
         n.ctrl = list(dict.fromkeys(d for d in n.ctrl if d in out))
         n.data = list(dict.fromkeys(d for d in n.data if d in out and d not in n.ctrl))
     out.clear()
-    count = len(nodes)
-    ids = np.fromiter((n.id for n in nodes), dtype=np.uint64, count=count)
-    g = DepGraph(ids, np.frombuffer(ptr, dtype=np.int64), np.frombuffer(dep_ids, dtype=np.int64).astype(np.uint64))
-    starts = np.fromiter((max(n.issued if n.issued >= 0 else n.start, 0) for n in nodes), dtype=np.int64,
-                         count=count)
-    order, left = g.topo_order(priority=np.lexsort((ids, starts)).argsort())
-    if left:
+    ready = [rank[i] for i, w in enumerate(waiting) if w == 0]
+    heapq.heapify(ready)
+    order: list[OutNode] = []
+    pop, push = heapq.heappop, heapq.heappush
+    while ready:
+        i = by_rank[pop(ready)]
+        order.append(nodes[i])
+        for c in kids[i]:
+            waiting[c] -= 1
+            if not waiting[c]:
+                push(ready, rank[c])
+    if len(order) < len(nodes):
         raise TraceFormatError("the converted graph has a dependency cycle")
-    return [nodes[i] for i in order.tolist()]
+    return order
 
 
 def pg_init_node(nid: int, groups: dict[str, list[int]], world: int) -> OutNode:
