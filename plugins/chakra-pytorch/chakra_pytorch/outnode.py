@@ -25,6 +25,7 @@ __all__ = ["OutNode", "ConvertedRank", "toposort", "pg_init_node", "IDLE_NAME", 
 
 IDLE_NAME = "[idle]"
 IDLE_ATTRS = (("idle", True),)
+_INT_KEEP = KEEP_ATTRS[:-1]  # the integer attributes; op_schema is the last
 
 
 @dataclass(slots=True)
@@ -66,18 +67,21 @@ class OutNode:
         # the slots add_attr takes for these names (the spec's), set by one call each
         add = n.attr.add
         add(name="is_cpu_op", bool_val=self.cpu)
-        if self.host is not None:
-            for k, v in _host_attrs(self.host):
-                if k == "op_schema":
-                    add(name=k, string_val=v)
-                else:
+        host = self.host
+        if host is not None:
+            for k, v in zip(_INT_KEEP, host):
+                if type(v) is int:  # an integer attribute that is set (not None, not a bool)
                     add(name=k, int64_val=v)
+            schema = host[-1]
+            if isinstance(schema, str) and schema:
+                add(name="op_schema", string_val=schema)
         for k, v in self.extra:
             add_attr(n, k, v)
         if self.io is not None:
-            iv, ish, ity, ov, osh, oty = orjson.loads(self.io)
-            n.inputs.values, n.inputs.shapes, n.inputs.types = repr(iv), repr(ish), repr(ity)
-            n.outputs.values, n.outputs.shapes, n.outputs.types = repr(ov), repr(osh), repr(oty)
+            iv, ish, ity, ov, osh, oty = map(repr, orjson.loads(self.io))
+            inputs, outputs = n.inputs, n.outputs
+            inputs.values, inputs.shapes, inputs.types = iv, ish, ity
+            outputs.values, outputs.shapes, outputs.types = ov, osh, oty
         return n
 
 
