@@ -245,7 +245,8 @@ class _HostReader:
         if "inclusive_dur" in node and _linked_gpu_copy(self.linked, node, attrs, name, self.path, index):
             return
         cols = self.cols
-        cols.ensure(max(nid, parent))
+        if nid >= len(cols.flags) or parent >= len(cols.flags):
+            cols.ensure(max(nid, parent))
         if cols.flags[nid] & F_SEEN:
             raise _fail(self.path, f"node id {nid} appears twice", f"node {index}")
         cols.parent[nid] = parent if parent != nid else -1
@@ -270,7 +271,7 @@ class _HostReader:
             name = node["name"]
         except (KeyError, TypeError):
             raise _fail(path, "node without 'id' and 'name'", f"node {index}") from None
-        if not isinstance(nid, int) or isinstance(nid, bool) or nid < 0:
+        if type(nid) is not int or nid < 0:  # JSON numbers decode to int or float, never a subclass
             raise _fail(path, "node 'id' must be a non-negative integer", f"node {index}")
         if not isinstance(name, str):
             raise _fail(path, f"node 'name' must be a string, not {type(name).__name__}", f"node {index}")

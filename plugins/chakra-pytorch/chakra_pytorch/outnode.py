@@ -129,12 +129,13 @@ def toposort(out: dict[int, OutNode]) -> list[OutNode]:
     waiting = [0] * len(nodes)  # dependencies not yet placed
     kids: list[list[int]] = [[] for _ in nodes]
     for i, n in enumerate(nodes):
-        deps = [pos[d] for d in dict.fromkeys(n.ctrl + n.data) if d in pos]
-        waiting[i] = len(deps)
-        for p in deps:
-            kids[p].append(i)
-        n.ctrl = list(dict.fromkeys(d for d in n.ctrl if d in out))
-        n.data = list(dict.fromkeys(d for d in n.data if d in out and d not in n.ctrl))
+        if not n.ctrl and not n.data:
+            continue
+        ctrl = n.ctrl = [d for d in dict.fromkeys(n.ctrl) if d in pos]
+        data = n.data = [d for d in dict.fromkeys(n.data) if d in pos and d not in ctrl]
+        waiting[i] = len(ctrl) + len(data)
+        for d in ctrl + data:
+            kids[pos[d]].append(i)
     out.clear()
     ready = [rank[i] for i, w in enumerate(waiting) if w == 0]
     heapq.heapify(ready)
