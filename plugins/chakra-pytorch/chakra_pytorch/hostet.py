@@ -438,8 +438,14 @@ def _owners(path: str, cols: _Arrays) -> array:
     parent, flags = cols.parent, cols.flags
     sel = array("q", b"\xff" * 8 * n)
     state = bytearray(n)  # 0 todo, 1 in progress, 2 done
-    for i in range(n):
-        if not flags[i] & F_SEEN or state[i] == 2:
+    for i, f in enumerate(flags):
+        if not f & F_SEEN or state[i] == 2:
+            continue
+        p = parent[i]
+        in_file = 0 <= p < n and flags[p] & F_SEEN
+        if not in_file or state[p] == 2:  # the usual case: PyTorch numbers a parent before its children
+            sel[i] = _owner(i, f, sel[p] if in_file else -1)
+            state[i] = 2
             continue
         stack = [i]
         while stack:
@@ -484,10 +490,9 @@ def _host_ops(kept: dict[int, tuple], comms: dict[int, CommInfo], parent: array,
 def _rf_owners(cols: _Arrays, sel: array) -> IntMap:
     """rf_id -> the selected node that owns the node carrying it."""
     rf_owner = IntMap()
-    flags, rfs = cols.flags, cols.rf
-    for i in range(len(flags)):
-        if flags[i] & F_SEEN and rfs[i] >= 0 and sel[i] >= 0:
-            rf_owner[rfs[i]] = sel[i]
+    for rf, owner in zip(cols.rf, sel):
+        if rf >= 0 and owner >= 0:  # an id that is not in the file has neither
+            rf_owner[rf] = owner
     return rf_owner
 
 
