@@ -119,23 +119,8 @@ def toposort(out: dict[int, OutNode]) -> list[OutNode]:
     (a worker can start the first of two queued collectives after the second was issued).
     ``out`` is emptied (the order is the last use of the table, and its memory is let go)."""
     nodes = list(out.values())
-    pos = {nid: i for i, nid in enumerate(out)}
-    # each node's rank in (issue, id) order: the heap of ready nodes holds plain integers
-    by_rank = sorted(range(len(nodes)), key=lambda i: (max(nodes[i].issued if nodes[i].issued >= 0
-                                                           else nodes[i].start, 0), nodes[i].id))
-    rank = [0] * len(nodes)
-    for r, i in enumerate(by_rank):
-        rank[i] = r
-    waiting = [0] * len(nodes)  # dependencies not yet placed
-    kids: list[list[int]] = [[] for _ in nodes]
-    for i, n in enumerate(nodes):
-        if not n.ctrl and not n.data:
-            continue
-        ctrl = n.ctrl = [d for d in dict.fromkeys(n.ctrl) if d in pos]
-        data = n.data = [d for d in dict.fromkeys(n.data) if d in pos and d not in ctrl]
-        waiting[i] = len(ctrl) + len(data)
-        for d in ctrl + data:
-            kids[pos[d]].append(i)
+    by_rank, rank = _issue_ranks(nodes)
+    waiting, kids = _dependencies(nodes, {nid: i for i, nid in enumerate(out)})
     out.clear()
     ready = [rank[i] for i, w in enumerate(waiting) if w == 0]
     heapq.heapify(ready)
@@ -151,6 +136,34 @@ def toposort(out: dict[int, OutNode]) -> list[OutNode]:
     if len(order) < len(nodes):
         raise TraceFormatError("the converted graph has a dependency cycle")
     return order
+
+
+def _issue_ranks(nodes: list[OutNode]) -> tuple[list[int], list[int]]:
+    """The positions in (issue time, id) order, and each position's rank in it (the heap of
+    ready nodes holds ranks: plain integers)."""
+    by_rank = sorted(range(len(nodes)), key=lambda i: (max(nodes[i].issued if nodes[i].issued >= 0
+                                                           else nodes[i].start, 0), nodes[i].id))
+    rank = [0] * len(nodes)
+    for r, i in enumerate(by_rank):
+        rank[i] = r
+    return by_rank, rank
+
+
+def _dependencies(nodes: list[OutNode], pos: dict[int, int]) -> tuple[list[int], list[list[int]]]:
+    """Per position the number of its dependencies and the positions that depend on it; each
+    node's lists lose repeated ids and ids not in ``pos`` (a data dependency also a control one
+    is kept as control only)."""
+    waiting = [0] * len(nodes)
+    kids: list[list[int]] = [[] for _ in nodes]
+    for i, n in enumerate(nodes):
+        if not n.ctrl and not n.data:
+            continue
+        ctrl = n.ctrl = [d for d in dict.fromkeys(n.ctrl) if d in pos]
+        data = n.data = [d for d in dict.fromkeys(n.data) if d in pos and d not in ctrl]
+        waiting[i] = len(ctrl) + len(data)
+        for d in ctrl + data:
+            kids[pos[d]].append(i)
+    return waiting, kids
 
 
 def pg_init_node(nid: int, groups: dict[str, list[int]], world: int) -> OutNode:
