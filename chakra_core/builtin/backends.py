@@ -11,7 +11,6 @@ from chakra_core.base._options import Option
 from chakra_core.hookspecs import hookimpl
 from chakra_core.host._api import Backend, Result
 from chakra_core.io._publish import inside_output, output_directory
-from chakra_core.trace._jsonset import write_set_json
 from chakra_core.trace._traceset import TraceSet
 
 __all__ = ["EtExporter", "JsonExporter"]
@@ -56,6 +55,8 @@ class JsonExporter(Backend):
 
     def run(self, traces: TraceSet, options: Mapping[str, Any], output: Path | None) -> Result:
         """Write every rank as JSON."""
+        from chakra_core.trace._jsonset import write_set_json  # protobuf's json_format: only for JSON
+
         output, prefix = _place("json", output, options)
         prefix = prefix.relative_to(output)
         ext = ".jsonl" if options["lines"] else ".json"

@@ -17,7 +17,6 @@ from chakra_core.base._errors import TraceFormatError
 from chakra_core.base._paths import expand_paths
 from chakra_core.hookspecs import hookimpl
 from chakra_core.host._api import InputFormat
-from chakra_core.io._jsonform import read_json, sniff_json
 from chakra_core.io._schema import Node
 from chakra_core.trace._traceset import GeneratedRank, TraceSet, open_traceset
 
@@ -46,6 +45,8 @@ class JsonFormat(InputFormat):
 
     def open(self, paths: Sequence[str], options: Mapping[str, Any]) -> TraceSet:
         """Open each file as one rank (rank from the file's header, else its position)."""
+        from chakra_core.io._jsonform import read_json
+
         files = _json_files(paths)
         ranks = []
         for i, f in enumerate(files):
@@ -62,10 +63,14 @@ class JsonFormat(InputFormat):
 
 
 def _json_nodes(path: str) -> Iterator[Node]:
+    from chakra_core.io._jsonform import read_json
+
     return read_json(path)[1]
 
 
 def _json_files(paths: Sequence[str]) -> list[str]:
+    from chakra_core.io._jsonform import sniff_json
+
     out: list[str] = []
     for p in paths:
         if os.path.isfile(p):  # a file named explicitly is read whatever its name
@@ -95,6 +100,10 @@ def chakra_detect_format(paths):
     if any(f.endswith(_ET) for f in found):
         return "et"
     json_files = [f for f in found if f.endswith(_JSON)]
+    if not json_files:
+        return None
+    from chakra_core.io._jsonform import sniff_json  # YAML and protobuf's json_format: only for JSON files
+
     if any(sniff_json(f) for f in json_files[:64]):
         return "json"
     return None

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from chakra_core.base._errors import ConfigError
-from chakra_core.system._load import read_config
 
 __all__ = ["INPUTS", "NEEDS", "SYSTEM_FILES", "preflight"]
 
@@ -42,6 +41,8 @@ def preflight(command: str, args: Any) -> None:
     for dest in SYSTEM_FILES:
         value = getattr(args, dest, None)
         if isinstance(value, str) and value:
+            from chakra_core.system._load import read_config  # YAML and the device table: only for these
+
             read_config(value)
     for module, extra, when in NEEDS.get(command, ()):
         if (when is None or getattr(args, when, None)) and importlib.util.find_spec(module) is None:

@@ -51,7 +51,6 @@ from chakra_core.base._progress import counted_then, progress
 from chakra_core.host._api import Backend, Result
 from chakra_core.host._plugins import PluginHost, get_host
 from chakra_core.io._publish import staged_output
-from chakra_core.pipeline._document import check_pipeline, read_document
 from chakra_core.pipeline._provenance import implementation, provenance
 from chakra_core.trace._traceset import FileRank, MemoryRank, TraceSet
 
@@ -333,6 +332,8 @@ def load_pipeline(spec: str | os.PathLike | Mapping[str, Any], host: PluginHost 
     messages and provenance call ``source``, default ``<pipeline>``): first against the pipeline's
     JSON Schema (``schema/pipeline.schema.json``), then names, options, requirements and the inline
     system; one with a ``sweep:`` section is refused (it runs with :func:`chakra_core.sweep`)."""
+    from chakra_core.pipeline._document import check_pipeline, read_document  # YAML: only for pipelines
+
     host = host or get_host()
     data, source, lines = read_document(spec, source)
     data = check_pipeline(data, source, lines)

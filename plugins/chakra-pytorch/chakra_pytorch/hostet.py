@@ -245,7 +245,8 @@ class _HostReader:
         if "inclusive_dur" in node and _linked_gpu_copy(self.linked, node, attrs, name, self.path, index):
             return
         cols = self.cols
-        cols.ensure(max(nid, parent))
+        if nid >= len(cols.flags) or parent >= len(cols.flags):
+            cols.ensure(max(nid, parent))
         if cols.flags[nid] & F_SEEN:
             raise _fail(self.path, f"node id {nid} appears twice", f"node {index}")
         cols.parent[nid] = parent if parent != nid else -1
@@ -270,7 +271,7 @@ class _HostReader:
             name = node["name"]
         except (KeyError, TypeError):
             raise _fail(path, "node without 'id' and 'name'", f"node {index}") from None
-        if not isinstance(nid, int) or isinstance(nid, bool) or nid < 0:
+        if type(nid) is not int or nid < 0:  # JSON numbers decode to int or float, never a subclass
             raise _fail(path, "node 'id' must be a non-negative integer", f"node {index}")
         if not isinstance(name, str):
             raise _fail(path, f"node 'name' must be a string, not {type(name).__name__}", f"node {index}")
@@ -437,8 +438,14 @@ def _owners(path: str, cols: _Arrays) -> array:
     parent, flags = cols.parent, cols.flags
     sel = array("q", b"\xff" * 8 * n)
     state = bytearray(n)  # 0 todo, 1 in progress, 2 done
-    for i in range(n):
-        if not flags[i] & F_SEEN or state[i] == 2:
+    for i, f in enumerate(flags):
+        if not f & F_SEEN or state[i] == 2:
+            continue
+        p = parent[i]
+        in_file = 0 <= p < n and flags[p] & F_SEEN
+        if not in_file or state[p] == 2:  # the usual case: PyTorch numbers a parent before its children
+            sel[i] = _owner(i, f, sel[p] if in_file else -1)
+            state[i] = 2
             continue
         stack = [i]
         while stack:
@@ -483,10 +490,9 @@ def _host_ops(kept: dict[int, tuple], comms: dict[int, CommInfo], parent: array,
 def _rf_owners(cols: _Arrays, sel: array) -> IntMap:
     """rf_id -> the selected node that owns the node carrying it."""
     rf_owner = IntMap()
-    flags, rfs = cols.flags, cols.rf
-    for i in range(len(flags)):
-        if flags[i] & F_SEEN and rfs[i] >= 0 and sel[i] >= 0:
-            rf_owner[rfs[i]] = sel[i]
+    for rf, owner in zip(cols.rf, sel):
+        if rf >= 0 and owner >= 0:  # an id that is not in the file has neither
+            rf_owner[rf] = owner
     return rf_owner
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from itertools import repeat
 
 import ijson
 import orjson
@@ -86,7 +87,7 @@ def _fast(path: str, key: str) -> Iterator[object]:
                 items = orjson.loads(b"[" + reader.buf[start:stop] + b"]")
             except orjson.JSONDecodeError:
                 raise _NotThisLayout from None
-            if not all(isinstance(item, dict) for item in items):
+            if not all(map(isinstance, items, repeat(dict))):
                 raise _NotThisLayout
             yield from items
             m = _NEXT.match(reader.buf, stop)

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from array import array
+import heapq
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import orjson
 
 from chakra_core import (
     PG_INIT_NAME,
-    DepGraph,
     GlobalMetadata,
     Node,
     NodeType,
@@ -27,6 +25,7 @@ __all__ = ["OutNode", "ConvertedRank", "toposort", "pg_init_node", "IDLE_NAME", 
 
 IDLE_NAME = "[idle]"
 IDLE_ATTRS = (("idle", True),)
+_INT_KEEP = KEEP_ATTRS[:-1]  # the integer attributes; op_schema is the last
 
 
 @dataclass(slots=True)
@@ -68,18 +67,21 @@ class OutNode:
         # the slots add_attr takes for these names (the spec's), set by one call each
         add = n.attr.add
         add(name="is_cpu_op", bool_val=self.cpu)
-        if self.host is not None:
-            for k, v in _host_attrs(self.host):
-                if k == "op_schema":
-                    add(name=k, string_val=v)
-                else:
+        host = self.host
+        if host is not None:
+            for k, v in zip(_INT_KEEP, host):
+                if type(v) is int:  # an integer attribute that is set (not None, not a bool)
                     add(name=k, int64_val=v)
+            schema = host[-1]
+            if isinstance(schema, str) and schema:
+                add(name="op_schema", string_val=schema)
         for k, v in self.extra:
             add_attr(n, k, v)
         if self.io is not None:
-            iv, ish, ity, ov, osh, oty = orjson.loads(self.io)
-            n.inputs.values, n.inputs.shapes, n.inputs.types = repr(iv), repr(ish), repr(ity)
-            n.outputs.values, n.outputs.shapes, n.outputs.types = repr(ov), repr(osh), repr(oty)
+            iv, ish, ity, ov, osh, oty = map(repr, orjson.loads(self.io))
+            inputs, outputs = n.inputs, n.outputs
+            inputs.values, inputs.shapes, inputs.types = iv, ish, ity
+            outputs.values, outputs.shapes, outputs.types = ov, osh, oty
         return n
 
 
@@ -117,25 +119,51 @@ def toposort(out: dict[int, OutNode]) -> list[OutNode]:
     (a worker can start the first of two queued collectives after the second was issued).
     ``out`` is emptied (the order is the last use of the table, and its memory is let go)."""
     nodes = list(out.values())
-    # integer columns in arrays (8 bytes each), the dependency lists cut to their length: this
-    # is the conversion's peak of memory
-    ptr = array("q", [0])
-    dep_ids = array("q")
-    for n in nodes:
-        dep_ids.extend(d for d in dict.fromkeys(n.ctrl + n.data) if d in out)
-        ptr.append(len(dep_ids))
-        n.ctrl = list(dict.fromkeys(d for d in n.ctrl if d in out))
-        n.data = list(dict.fromkeys(d for d in n.data if d in out and d not in n.ctrl))
+    by_rank, rank = _issue_ranks(nodes)
+    waiting, kids = _dependencies(nodes, {nid: i for i, nid in enumerate(out)})
     out.clear()
-    count = len(nodes)
-    ids = np.fromiter((n.id for n in nodes), dtype=np.uint64, count=count)
-    g = DepGraph(ids, np.frombuffer(ptr, dtype=np.int64), np.frombuffer(dep_ids, dtype=np.int64).astype(np.uint64))
-    starts = np.fromiter((max(n.issued if n.issued >= 0 else n.start, 0) for n in nodes), dtype=np.int64,
-                         count=count)
-    order, left = g.topo_order(priority=np.lexsort((ids, starts)).argsort())
-    if left:
+    ready = [rank[i] for i, w in enumerate(waiting) if w == 0]
+    heapq.heapify(ready)
+    order: list[OutNode] = []
+    pop, push = heapq.heappop, heapq.heappush
+    while ready:
+        i = by_rank[pop(ready)]
+        order.append(nodes[i])
+        for c in kids[i]:
+            waiting[c] -= 1
+            if not waiting[c]:
+                push(ready, rank[c])
+    if len(order) < len(nodes):
         raise TraceFormatError("the converted graph has a dependency cycle")
-    return [nodes[i] for i in order.tolist()]
+    return order
+
+
+def _issue_ranks(nodes: list[OutNode]) -> tuple[list[int], list[int]]:
+    """The positions in (issue time, id) order, and each position's rank in it (the heap of
+    ready nodes holds ranks: plain integers)."""
+    by_rank = sorted(range(len(nodes)), key=lambda i: (max(nodes[i].issued if nodes[i].issued >= 0
+                                                           else nodes[i].start, 0), nodes[i].id))
+    rank = [0] * len(nodes)
+    for r, i in enumerate(by_rank):
+        rank[i] = r
+    return by_rank, rank
+
+
+def _dependencies(nodes: list[OutNode], pos: dict[int, int]) -> tuple[list[int], list[list[int]]]:
+    """Per position the number of its dependencies and the positions that depend on it; each
+    node's lists lose repeated ids and ids not in ``pos`` (a data dependency also a control one
+    is kept as control only)."""
+    waiting = [0] * len(nodes)
+    kids: list[list[int]] = [[] for _ in nodes]
+    for i, n in enumerate(nodes):
+        if not n.ctrl and not n.data:
+            continue
+        ctrl = n.ctrl = [d for d in dict.fromkeys(n.ctrl) if d in pos]
+        data = n.data = [d for d in dict.fromkeys(n.data) if d in pos and d not in ctrl]
+        waiting[i] = len(ctrl) + len(data)
+        for d in ctrl + data:
+            kids[pos[d]].append(i)
+    return waiting, kids
 
 
 def pg_init_node(nid: int, groups: dict[str, list[int]], world: int) -> OutNode:
