@@ -15,8 +15,9 @@ import pytest
 
 from chakra_core import GlobalMetadata, Node, NodeType, add_attr
 from chakra_core.pipeline._pipeline import load_traces
+from chakra_core.trace import _roles
 from chakra_core.trace._traceset import MemoryRank, TraceSet, open_traceset
-from chakra_core.validation import _roleshare
+from chakra_core.validation import _colscan, _roleshare
 from chakra_core.validation import _validate as V
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,14 +29,14 @@ def _records(traces, monkeypatch, shared):
     """Each rank's RankCheck and skeleton, the group names in number order, and how many ranks
     were scanned (the others derived)."""
     scanned = Counter()
-    for name in ("scan_columns", "scan_rank"):
-        real = getattr(V, name)
+    for mod, name in ((_colscan, "scan_columns"), (V, "scan_rank")):
+        real = getattr(mod, name)
 
         def counted(*args, _real=real, _name=name):
             scanned[_name] += 1
             return _real(*args)
 
-        monkeypatch.setattr(V, name, counted)
+        monkeypatch.setattr(mod, name, counted)
     if not shared:
         monkeypatch.setattr(_roleshare.RoleShare, "key", lambda self, rt: None)
     pg_names = [""]
@@ -118,8 +119,8 @@ def test_finding_in_the_first_rank_of_a_role_is_reported_and_not_shared(tmp_path
 def test_sharing_goes_off_when_the_first_ranks_share_nothing(tmp_path, monkeypatch):
     traces = _ring(tmp_path, 8, distinct=True)
     keyed = []
-    real = _roleshare.role_key
+    real = _roles.role_key
     monkeypatch.setattr(_roleshare, "TRIAL", 2)
-    monkeypatch.setattr(_roleshare, "role_key", lambda rt: keyed.append(rt.rank) or real(rt))
+    monkeypatch.setattr(_roles, "role_key", lambda rt: keyed.append(rt.rank) or real(rt))
     assert [(f.rule, f.rank) for f in V.validate(traces)] == [("coll-order", r) for r in (1, 3, 5, 7)]
     assert keyed == [0, 1]

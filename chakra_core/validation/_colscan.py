@@ -21,10 +21,10 @@ import numpy as np
 from chakra_core.base._errors import TraceFormatError
 from chakra_core.io._schema import COMM_TYPE_NAMES, PG_INIT_NAME
 from chakra_core.trace._traceset import FileRank, RankTrace
-from chakra_core.validation._deadlock import K_COLL, K_RECV, K_SEND, K_SLOT
 from chakra_core.validation._frontkernel import Frontiers
 from chakra_core.validation._rank_rules import ABSURD_BYTES, MAX_DURATION_US, MAX_RANK_DURATION_US, RankCheck
 from chakra_core.validation._skeleton import RankScan
+from chakra_core.validation._skelrecord import K_COLL, K_RECV, K_SEND, K_SLOT
 
 if TYPE_CHECKING:
     from chakra_core.trace._columns import NodeColumns

@@ -15,47 +15,19 @@ The model is the simulator's (``chakra-simpy``) with every computation taking no
 
 Ranks left unfinished wait on other ranks; a cycle of such waits is a deadlock, a wait on a rank
 that has finished is a collective or send that rank never reaches.  State is integer arrays per
-rank, sized by the skeleton (:mod:`._skeleton`), not by the node count; the run is one loop
-(:mod:`._deadkernel`), compiled or run as Python as the caller chooses.
+rank, sized by the skeleton (:mod:`._skeleton`, :mod:`._skelrecord`), not by the node count;
+the run is one loop (:mod:`._deadkernel`), compiled or run as Python as the caller chooses.
 """
 
 from __future__ import annotations
-
-from array import array
-from dataclasses import dataclass
 
 import numpy as np
 
 from chakra_core.base._kernels import chosen
 from chakra_core.validation._deadkernel import run_compiled
+from chakra_core.validation._skelrecord import K_COLL, K_RECV, K_SEND, Skeleton, Wait
 
-__all__ = ["K_COLL", "K_SEND", "K_RECV", "K_SLOT", "Skeleton", "Wait", "run_abstract"]
-
-K_COLL, K_SEND, K_RECV, K_SLOT = range(4)
-
-
-@dataclass
-class Skeleton:
-    """One rank's skeleton: per node its id, kind and ``(a, tag, size)`` (``a`` = peer rank, or
-    the group number of a collective), and the skeleton nodes it waits for (CSR)."""
-
-    ids: array
-    kinds: bytearray
-    peer_or_group: array
-    tags: array
-    sizes: array
-    ptr: array
-    preds: array
-
-
-@dataclass
-class Wait:
-    """Rank ``rank`` is stuck at skeleton node ``index`` waiting for ``ranks``."""
-
-    rank: int
-    index: int
-    ranks: list[int]
-    seq: int = 0  # for a collective: which one on its group (0-based)
+__all__ = ["run_abstract"]
 
 
 def run_abstract(skels: dict[int, Skeleton], members: list[tuple[int, ...]],

@@ -16,7 +16,7 @@ from typing import Any
 
 from chakra_core.io._schema import COMM_TYPE_NAMES, PG_INIT_NAME, AttributeProto, CommType, Node, NodeType
 from chakra_core.trace._attrs import int_value
-from chakra_core.validation._deadlock import K_COLL, K_RECV, K_SEND, K_SLOT, Skeleton
+from chakra_core.validation._skelrecord import K_COLL, K_RECV, K_SEND, K_SLOT, Skeleton
 
 __all__ = ["RankCheck", "ABSURD_BYTES", "MAX_DURATION_US", "MAX_RANK_DURATION_US"]
 

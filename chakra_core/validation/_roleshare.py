@@ -16,15 +16,16 @@ from array import array
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from chakra_core.base._errors import TraceFormatError
-from chakra_core.trace._roles import RoleKey, role_key
 from chakra_core.trace._traceset import FileRank, RankTrace, TraceSet
-from chakra_core.validation._deadlock import K_COLL, K_RECV, K_SEND
 from chakra_core.validation._rank_rules import RankCheck
 from chakra_core.validation._skeleton import RankScan
+from chakra_core.validation._skelrecord import K_COLL, K_RECV, K_SEND
+
+if TYPE_CHECKING:
+    from chakra_core.trace._roles import RoleKey
 
 __all__ = ["RoleShare", "TRIAL"]
 
@@ -61,6 +62,8 @@ class RoleShare:
             self.on = False
         if not self.on:
             return None
+        from chakra_core.trace._roles import role_key  # numpy: only when sharing is on
+
         self._keyed += 1
         try:
             return role_key(rt)
@@ -110,6 +113,8 @@ class RoleShare:
 def _relabelled(rep: RankCheck, chk: RankCheck, groups: dict[str, str], peers: dict[int, int],
                 numbers: dict[int, int]) -> None:
     """Put ``rep``'s record into ``chk`` with groups, peers and group numbers relabelled."""
+    import numpy as np
+
     chk.colls = defaultdict(list, {groups[pg]: calls for pg, calls in rep.colls.items()})
     chk.sends = [(peers[p], tag, size, nid) for p, tag, size, nid in rep.sends]
     chk.recvs = [(peers[p], tag, size, nid) for p, tag, size, nid in rep.recvs]

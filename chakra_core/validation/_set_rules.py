@@ -7,8 +7,8 @@ from collections.abc import Callable, Mapping
 
 from chakra_core.io._schema import COMM_TYPE_NAMES
 from chakra_core.trace._traceset import TraceSet
-from chakra_core.validation._deadlock import K_COLL, Skeleton, Wait, run_abstract
 from chakra_core.validation._rank_rules import RankCheck
+from chakra_core.validation._skelrecord import K_COLL, Skeleton, Wait
 
 __all__ = ["check_groups", "check_collectives", "check_p2p", "check_deadlocks"]
 
@@ -126,6 +126,8 @@ def check_deadlocks(checks: dict[int, RankCheck], skels: dict[int, Skeleton], pg
     """``deadlock`` for ranks that wait on each other, ``never-reached`` for a wait on a rank
     that finishes without the matching collective or send (see :mod:`._deadlock`; ``compile_it``:
     whether its loop runs compiled)."""
+    from chakra_core.validation._deadlock import run_abstract  # numpy: loaded for sets of more than one rank
+
     waits, finished = run_abstract(skels, members, streams, compile_it)
 
     def what(w: Wait) -> str:

@@ -5,11 +5,14 @@ The skeleton keeps only the nodes that can wait on another rank or on the commun
 chain of other nodes.  Every other node finishes on its own, so this is all a deadlock search
 needs (:mod:`._deadlock`).
 
-When node ids ascend in file order and every dependency names an earlier node (what every
-writer of this project and the PyTorch converter produce), one pass suffices and the state is 4
-bytes per node (a frontier number; 12 with non-consecutive ids, which are kept for a binary
-search), plus the distinct frontiers.  Otherwise the rank is read once more into a
-:class:`~._graph.DepGraph` for duplicate ids, missing dependencies and cycles.
+When every dependency names an earlier node (what every writer of this project and the PyTorch
+converter produce), one pass suffices.  While node ids ascend in file order the state is 4 bytes
+per node (a frontier number; 12 with non-consecutive ids, which are kept for a binary search),
+plus the distinct frontiers; from the first id that does not ascend (the PyTorch converter's
+dependency order), a position per id in a dict.  Otherwise (a dependency on a later node, a
+repeated id, or a missing dependency in a rank whose ids do not ascend) the rank is read once
+more into a :class:`~._graph.DepGraph` (numpy) for duplicate ids, missing dependencies and
+cycles, with the findings in that read's order.
 """
 
 from __future__ import annotations
@@ -19,11 +22,12 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import chain
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from chakra_core.io._schema import Node
-from chakra_core.trace._graph import DepGraph, _arr
+
+if TYPE_CHECKING:
+    from chakra_core.trace._graph import DepGraph
 
 __all__ = ["RankScan", "scan_rank"]
 
@@ -104,12 +108,14 @@ class _Frontiers:
 def scan_rank(batches: Callable[[], Iterable[Iterable[Node]]], visit: Callable[[Node], bool]) -> RankScan:
     """Stream ``batches()`` once, calling ``visit(node)`` (True: a skeleton node) on each node.
 
-    Reads the rank a second time only when ids do not ascend or a dependency points forward.
+    Reads the rank a second time only when a dependency does not name an earlier node, an id
+    repeats, or a dependency is missing from a rank whose ids do not ascend.
     """
     out = RankScan()
     fr = _Frontiers()
     fid = array("i")  # frontier number per node position
     ids: array | None = None  # node ids, kept once they stop being consecutive
+    pos_of: dict[int, int] | None = None  # position per id, once ids stop ascending
     first = prev = -1
     ordered = True
     pos = out.skel_pos
@@ -124,8 +130,23 @@ def scan_rank(batches: Callable[[], Iterable[Iterable[Node]]], visit: Callable[[
             if not ordered:
                 continue
             nid = n.id
-            if nid <= prev:
-                ordered = False
+            cd = n.ctrl_deps
+            deps = chain(n.data_deps, cd) if cd else n.data_deps
+            if pos_of is None and nid <= prev:
+                if out.missing:
+                    ordered = False
+                    continue
+                pos_of = _positions(first, prev, ids)
+            if pos_of is not None:
+                if nid in pos_of:
+                    ordered = False
+                    continue
+                f = _frontier_by_id(deps, pos_of, fid, union)
+                if f < 0:
+                    ordered = False
+                    continue
+                pos_of[nid] = count - 1
+                fid.append(fr.add_skeleton(len(pos) - 1, f) if is_skel else f)
                 continue
             if first < 0:
                 first = nid
@@ -135,8 +156,7 @@ def scan_rank(batches: Callable[[], Iterable[Iterable[Node]]], visit: Callable[[
                 ids.append(nid)
             prev = nid
             f = 0
-            cd = n.ctrl_deps
-            for d in chain(n.data_deps, cd) if cd else n.data_deps:
+            for d in deps:
                 if d >= nid:
                     ordered = False
                     break
@@ -158,13 +178,48 @@ def scan_rank(batches: Callable[[], Iterable[Iterable[Node]]], visit: Callable[[
         if not out.missing:
             out.skel_ptr, out.skel_preds = fr.csr(len(pos))
         return out
-    del fid, ids
-    _scan_graph(DepGraph.build(batches()), out)
+    del fid, ids, pos_of
+    _scan_graph(_graph(batches()), out)
     return out
+
+
+def _positions(first: int, last: int, ids: array | None) -> dict[int, int]:
+    """The position of each id read so far: ``first..last`` consecutive, else ``ids``."""
+    if first < 0:
+        return {}
+    read = range(first, last + 1) if ids is None else ids
+    return dict(zip(read, range(len(read))))
+
+
+def _frontier_by_id(deps: Iterable[int], pos_of: dict[int, int], fid: array,
+                    union: Callable[[int, int], int]) -> int:
+    """The frontier a node passes its dependencies' union to; -1 when one of them is not an
+    earlier node (later, or missing: the second read tells)."""
+    f = 0
+    get = pos_of.get
+    for d in deps:
+        p = get(d)
+        if p is None:
+            return -1
+        g = fid[p]
+        if g != f:
+            f = g if f == 0 else union(f, g)
+    return f
+
+
+def _graph(nodes: Iterable[Iterable[Node]]) -> DepGraph:
+    """The rank's :class:`~chakra_core.trace._graph.DepGraph` (numpy: loaded for this read only)."""
+    from chakra_core.trace._graph import DepGraph
+
+    return DepGraph.build(nodes)
 
 
 def _scan_graph(g: DepGraph, out: RankScan) -> None:
     """Structure checks and skeleton of a rank whose file order is not a dependency order."""
+    import numpy as np
+
+    from chakra_core.trace._graph import _arr
+
     out.duplicates, out.missing = g.duplicates, g.missing
     order, left = g.topo_order()
     if left:

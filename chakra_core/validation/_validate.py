@@ -40,14 +40,13 @@ from collections.abc import Callable, Mapping, Sequence
 
 from chakra_core.base._errors import TraceFormatError
 from chakra_core.base._jitchoice import compiled_worthwhile
-from chakra_core.trace._traceset import PG_ATTR, FileRank, TraceSet
-from chakra_core.validation._colscan import scan_columns
-from chakra_core.validation._deadlock import Skeleton
+from chakra_core.trace._traceset import PG_ATTR, FileRank, RankTrace, TraceSet
 from chakra_core.validation._finding import Finding
 from chakra_core.validation._rank_rules import ABSURD_BYTES, MAX_DURATION_US, MAX_RANK_DURATION_US, RankCheck
 from chakra_core.validation._roleshare import RoleShare
 from chakra_core.validation._set_rules import check_collectives, check_deadlocks, check_groups, check_p2p
-from chakra_core.validation._skeleton import scan_rank
+from chakra_core.validation._skeleton import RankScan, scan_rank
+from chakra_core.validation._skelrecord import Skeleton
 
 __all__ = ["Finding", "validate", "validate_as", "compiled_pays", "COMPILED_FROM",
            "RULES", "ABSURD_BYTES", "MAX_DURATION_US", "MAX_RANK_DURATION_US",
@@ -159,13 +158,14 @@ def _check_ranks(traces: TraceSet, add: _Collector, pg_names: list[str], progres
     checks: dict[int, RankCheck] = {}
     skels: dict[int, Skeleton] = {}
     roles = RoleShare(traces, compile_it)
+    scan_columns = _column_scan() if compile_it else None
     for rt in traces:
         key = roles.key(rt)
         before = add.total()
         numbered: list[str] = []
         chk = RankCheck(rt.rank, rt.label, nranks, add, roles.numbering(key, rt, group_number, numbered),
                         rt.rank_known)
-        scan = (roles.derived(key, rt, chk) or (compile_it and scan_columns(rt, chk))
+        scan = (roles.derived(key, rt, chk) or (scan_columns and scan_columns(rt, chk))
                 or scan_rank(rt.batches, chk))
         checks[rt.rank] = chk
         if scan.count == 0:
@@ -184,6 +184,13 @@ def _check_ranks(traces: TraceSet, add: _Collector, pg_names: list[str], progres
         if progress:
             progress(len(checks), len(traces))
     return checks, skels
+
+
+def _column_scan() -> Callable[[RankTrace, RankCheck], RankScan | None]:
+    """:func:`._colscan.scan_columns`, loaded (with numpy) only for the compiled loops."""
+    from chakra_core.validation._colscan import scan_columns
+
+    return scan_columns
 
 
 def _check_set(traces: TraceSet, checks: dict[int, RankCheck], skels: dict[int, Skeleton], pg_names: list[str],

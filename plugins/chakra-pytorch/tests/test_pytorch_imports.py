@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+import chakra_core
+
 DATA = Path(__file__).resolve().parent / "data"
 CODE = """
 import sys
@@ -25,3 +27,27 @@ def test_convert_imports(tmp_path, validate, loaded):
     assert r.returncode == 0, r.stderr
     assert r.stdout.split("\n")[-2] == loaded
     assert sorted(p.name for p in (tmp_path / "et").iterdir()) == ["trace.0.et", "trace.1.et"]
+
+
+VALIDATE = """
+import sys
+import chakra_core
+v = chakra_core.validate(sys.argv[1])
+print(len(v), sorted(m for m in ("numpy", "numba", "chakra_core.trace._graph") if m in sys.modules))
+"""
+
+
+@pytest.mark.parametrize("name", ["mlp", "transformer", "threads"])
+def test_one_rank_validates_without_numpy(tmp_path, name):
+    """A converted rank is in dependency order with its ids not ascending: converting it with
+    validation, and validating the written file, read it once (no DepGraph) and load no numpy."""
+    r = subprocess.run([sys.executable, "-c", CODE, str(DATA / name), str(tmp_path / "et"), "1"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split("\n")[-2] == "[]"
+    ids = [n.id for n in chakra_core.open_traceset(str(tmp_path / "et" / "trace.0.et"))[0].nodes()]
+    assert ids != sorted(ids)
+    r = subprocess.run([sys.executable, "-c", VALIDATE, str(tmp_path / "et" / "trace.0.et")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split("\n")[-2] == "0 []"
