@@ -156,13 +156,12 @@ def _values(hits, raw, kind_of_slot):  # pragma: no cover - compiled
     for h in range(hits.shape[1]):
         kind = kind_of_slot[hits[HIT_SLOT, h]]
         r = raw[h]
-        low = r & _U64(0xFFFFFFFF)
         if kind == 1:
-            v = np.int64(np.int32(np.uint32(low)))
+            v = np.int64(np.int32(np.uint32(r & _U64(0xFFFFFFFF))))
         elif kind == 3:
-            v = np.int64(low)
+            v = np.int64(r & _U64(0xFFFFFFFF))
         elif kind == 5:
-            v = _zigzag(low)
+            v = _zigzag(r & _U64(0xFFFFFFFF))
         elif kind == 6:
             v = _zigzag(r)
         elif kind == 7:
