@@ -254,12 +254,8 @@ def _walk(buf, start, end, names, name_ptr, slot_of_key, nodes, dep_ptr, deps, c
                 if raw >= ktypes.uint64(_SIGN) and (key & 7 != 3 and key & 7 != 4):
                     return BAD_FIELD + depth * IN_ATTRIBUTE, i, np.int64(np.uint64(raw))
             wire = key & 7
-            if wire == 3 or wire == 4:
-                return GROUP + depth * IN_ATTRIBUTE, i, key
-            if key < 8 or wire > 5:
-                return BAD_FIELD + depth * IN_ATTRIBUTE, i, key
             at = p + kl
-            if wire == 0 or wire == 2:
+            if wire == 0 or wire == 2:  # the usual wire types first: one test a field
                 value, vl = buf[at], 1
                 if value >= 0x80:
                     value, vl = _varint(buf, at)
@@ -267,10 +263,14 @@ def _walk(buf, start, end, names, name_ptr, slot_of_key, nodes, dep_ptr, deps, c
                 nxt = at
                 if wire == 2:
                     nxt += ktypes.int64(value) if value < ktypes.uint64(_FAR) else _FAR
-            else:
+            elif wire == 1 or wire == 5:
                 vl = 0
                 value = _fixed(buf, at, 8 if wire == 1 else 4)
                 nxt = at + (8 if wire == 1 else 4)
+            else:
+                return (GROUP if wire == 3 or wire == 4 else BAD_FIELD) + depth * IN_ATTRIBUTE, i, key
+            if key < 8:
+                return BAD_FIELD + depth * IN_ATTRIBUTE, i, key
             if kl > 10 or vl > 10:
                 return BAD_VARINT + depth * IN_ATTRIBUTE, i, key
             if nxt > stop:
