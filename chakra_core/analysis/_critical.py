@@ -91,8 +91,7 @@ class CriticalPath:
         if 0 <= limit < len(span):
             keep = np.sort(np.argsort(-path_ns, kind="stable")[:limit])
         kinds = spans.kind[span]
-        present, first = np.unique(kinds, return_index=True)
-        by_kind = {SPAN_KINDS[k]: int(path_ns[kinds == k].sum()) for k in present[np.argsort(first)].tolist()}
+        by_kind = {SPAN_KINDS[k]: int(path_ns[kinds == k].sum()) for k in dict.fromkeys(kinds.tolist())}
         return {"finish_ns": self.finish_ns, "length": self.operations(), "shown": len(keep),
                 "crossings": self.crossings, "ns_by_category": self.ns_by_category(), "ns_by_kind": by_kind,
                 "ns_by_rank": {str(r): v for r, v in self.ns_by_rank().items()},
@@ -101,7 +100,7 @@ class CriticalPath:
 
     def operations(self) -> int:
         """How many operations (spans) the path goes through."""
-        return len(np.unique(self.span[self.span >= 0]))
+        return len(set(self.span[self.span >= 0].tolist()))
 
     def nodes(self, spans: Spans) -> list[dict[str, Any]]:
         """The operations on the path in path order: ``rank``, ``id`` (ET node), ``name``,
