@@ -132,6 +132,25 @@ def test_key_does_not_depend_on_how_the_nodes_are_cut(tmp_path):
     assert whole.groups == ("pair0", "pair1") and whole.peers == (1, 3, 2)
 
 
+
+def test_runs_naming_no_group_or_peer_give_the_same_key_as_python():
+    nodes = []
+    for k in range(300):
+        nodes += [Node(name=f"c{k}", type=NodeType.COMP_NODE, duration_micros=k), Node(name="d", type=NodeType.COMP_NODE)]
+        nodes += _ring_nodes(k % 4, 4)
+    for i, n in enumerate(nodes):
+        n.id = i + 1
+    raws = [n.SerializeToString() for n in nodes]
+    compiled = RoleHasher(0)  # compiled where numba is installed
+    compiled.add(raws)
+    whole = compiled.key()
+    for step in (1, 2, 3, 500):  # runs of 1 and 2 nodes: some hold only compute nodes
+        hasher = RoleHasher(0, compile_it=False)
+        for at in range(0, len(raws), step):
+            hasher.add(raws[at:at + step])
+        assert hasher.key() == whole
+    assert whole.groups == ("pair0", "pair1") and whole.peers == (1, 3, 2)
+
 _PLAIN = """
 import json, sys
 sys.modules["numba"] = None

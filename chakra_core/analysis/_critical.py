@@ -91,8 +91,7 @@ class CriticalPath:
         if 0 <= limit < len(span):
             keep = np.sort(np.argsort(-path_ns, kind="stable")[:limit])
         kinds = spans.kind[span]
-        present, first = np.unique(kinds, return_index=True)
-        by_kind = {SPAN_KINDS[k]: int(path_ns[kinds == k].sum()) for k in present[np.argsort(first)].tolist()}
+        by_kind = {SPAN_KINDS[k]: int(path_ns[kinds == k].sum()) for k in dict.fromkeys(kinds.tolist())}
         return {"finish_ns": self.finish_ns, "length": self.operations(), "shown": len(keep),
                 "crossings": self.crossings, "ns_by_category": self.ns_by_category(), "ns_by_kind": by_kind,
                 "ns_by_rank": {str(r): v for r, v in self.ns_by_rank().items()},
@@ -101,7 +100,7 @@ class CriticalPath:
 
     def operations(self) -> int:
         """How many operations (spans) the path goes through."""
-        return len(np.unique(self.span[self.span >= 0]))
+        return len(set(self.span[self.span >= 0].tolist()))
 
     def nodes(self, spans: Spans) -> list[dict[str, Any]]:
         """The operations on the path in path order: ``rank``, ``id`` (ET node), ``name``,
@@ -218,19 +217,17 @@ class _Walk:
         return a + int(np.flatnonzero(self.order[a:b] == i)[0])
 
     def _groups(self, ops: np.ndarray) -> None:
-        """Per collective or send/receive pair (spans sharing a ``match``): its last member to
-        start and the start of the one before (``group_last[k]``, ``group_second[k]``; -1 for a
-        group of one), ``keys`` sorted."""
+        """Per collective or send/receive pair (spans sharing a ``match``) with other members: its
+        last member to start and the start of the one before (``groups[match]``, a dict: the
+        walk looks one up per step)."""
         s = self.s
         matched = ops[(s.match[ops] >= 0) & np.isin(s.kind[ops], COMM_KINDS)]
         morder = matched[np.lexsort((s.start_ns[matched], s.match[matched]))]
-        self.keys, first = np.unique(s.match[morder], return_index=True)
+        keys, first = np.unique(s.match[morder], return_index=True)
         stop = np.append(first[1:], len(morder)).astype(np.int64)[:len(first)]
         two = stop - first >= 2
-        self.group_last = np.full(len(first), -1, np.int64)
-        self.group_second = np.full(len(first), -1, np.int64)
-        self.group_last[two] = morder[stop[two] - 1]
-        self.group_second[two] = s.start_ns[morder[stop[two] - 2]]
+        last, second = morder[stop[two] - 1], s.start_ns[morder[stop[two] - 2]]
+        self.groups = dict(zip(keys[two].tolist(), zip(last.tolist(), second.tolist())))
 
     def add(self, rank: int, span: int, start: int, end: int, cat: int) -> None:
         if end <= start:
@@ -251,13 +248,6 @@ class _Walk:
         self.ends.append(end)
         self.cats.append(cat)
 
-    def _group(self, i: int, match: int, kind: int) -> int:
-        """The group index of span ``i`` when it has other members, else -1."""
-        if match < 0 or kind not in COMM_KINDS:
-            return -1
-        k = int(np.searchsorted(self.keys, match))
-        return k if self.group_last[k] >= 0 else -1
-
     def run(self) -> None:
         """Walk back from the finish on the rank of the operation that ends last (of those
         ending together, on the last rank)."""
@@ -275,10 +265,9 @@ class _Walk:
             p = order[g]
             start, end = sstart[p], send[p]
             self.add(rank, -1, end, t, _IDLE)
-            k = self._group(p, smatch[p], skind[p])
-            if k >= 0:
-                last = int(self.group_last[k])
-                second = int(self.group_second[k])
+            group = self.groups.get(smatch[p]) if skind[p] in COMM_KINDS else None
+            if group is not None:
+                last, second = group
                 arrive = sstart[last]
                 if start < arrive < end and srank[last] != rank:
                     self.add(srank[last], last, arrive, end, 1)

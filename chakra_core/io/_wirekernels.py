@@ -57,7 +57,9 @@ def cut_frames(buf, pos, end):  # pragma: no cover - compiled
     size = np.empty(cap, np.int64)
     k = 0
     while pos < end:
-        value, p, ok = _read_varint(buf, pos, end)
+        value, p, ok = buf[pos], pos + 1, True
+        if value >= 0x80:
+            value, p, ok = _read_varint(buf, pos, end)
         if not ok or value > ktypes.uint64(end - p):
             break
         at[k], start[k], size[k] = pos, p, ktypes.int64(value)
@@ -154,13 +156,12 @@ def _values(hits, raw, kind_of_slot):  # pragma: no cover - compiled
     for h in range(hits.shape[1]):
         kind = kind_of_slot[hits[HIT_SLOT, h]]
         r = raw[h]
-        low = r & _U64(0xFFFFFFFF)
         if kind == 1:
-            v = np.int64(np.int32(np.uint32(low)))
+            v = np.int64(np.int32(np.uint32(r & _U64(0xFFFFFFFF))))
         elif kind == 3:
-            v = np.int64(low)
+            v = np.int64(r & _U64(0xFFFFFFFF))
         elif kind == 5:
-            v = _zigzag(low)
+            v = _zigzag(r & _U64(0xFFFFFFFF))
         elif kind == 6:
             v = _zigzag(r)
         elif kind == 7:
@@ -245,22 +246,31 @@ def _walk(buf, start, end, names, name_ptr, slot_of_key, nodes, dep_ptr, deps, c
                 p, stop, depth = stop, node_stop, 0
                 continue
             # the field at p: its key, its value (varint, length or fixed) at `at`, the next field at `nxt`
-            raw, kl = _varint(buf, p)
-            key = ktypes.int64(raw)
+            # a one-byte varint (most keys and many values) is read here: a call a field as Python
+            key, kl = buf[p], 1
+            if key >= 0x80:
+                raw, kl = _varint(buf, p)
+                key = ktypes.int64(raw)
+                if raw >= ktypes.uint64(_SIGN) and (key & 7 != 3 and key & 7 != 4):
+                    return BAD_FIELD + depth * IN_ATTRIBUTE, i, np.int64(np.uint64(raw))
             wire = key & 7
-            if wire == 3 or wire == 4:
-                return GROUP + depth * IN_ATTRIBUTE, i, key
-            if key < 8 or wire > 5 or raw >= ktypes.uint64(_SIGN):
-                return BAD_FIELD + depth * IN_ATTRIBUTE, i, np.int64(np.uint64(raw))
             at = p + kl
-            if wire == 0 or wire == 2:
-                value, vl = _varint(buf, at)
+            if wire == 0 or wire == 2:  # the usual wire types first: one test a field
+                value, vl = buf[at], 1
+                if value >= 0x80:
+                    value, vl = _varint(buf, at)
                 at += vl
-                nxt = at + (ktypes.int64(min(value, ktypes.uint64(_FAR))) if wire == 2 else 0)
-            else:
+                nxt = at
+                if wire == 2:
+                    nxt += ktypes.int64(value) if value < ktypes.uint64(_FAR) else _FAR
+            elif wire == 1 or wire == 5:
                 vl = 0
                 value = _fixed(buf, at, 8 if wire == 1 else 4)
                 nxt = at + (8 if wire == 1 else 4)
+            else:
+                return (GROUP if wire == 3 or wire == 4 else BAD_FIELD) + depth * IN_ATTRIBUTE, i, key
+            if key < 8:
+                return BAD_FIELD + depth * IN_ATTRIBUTE, i, key
             if kl > 10 or vl > 10:
                 return BAD_VARINT + depth * IN_ATTRIBUTE, i, key
             if nxt > stop:
@@ -328,7 +338,9 @@ def _packed(buf, p, stop, out, k):  # pragma: no cover - compiled
     """Append the varints packed in ``buf[p:stop]`` to ``out`` from ``k`` on; return the count
     after them, -1 when one is cut by ``stop`` or is over 10 bytes, -2 when ``out`` is full."""
     while p < stop:
-        value, vl = _varint(buf, p)
+        value, vl = buf[p], 1
+        if value >= 0x80:
+            value, vl = _varint(buf, p)
         if vl > 10 or p + vl > stop:
             return -1
         if k >= len(out):

@@ -241,7 +241,7 @@ def _walk_run(run: Run, names: tuple[str, ...], where: str, compile_it: bool) ->
         walked = compiled(wire.walk_nodes)(buf, start, end, flat, ptr, _SLOT_OF_KEY, _KIND)
     else:  # the interpreted loop reads Python ints fastest: bytes through memoryviews, positions in lists
         walked = wire.walk_nodes(buf.data, start.tolist(), end.tolist(), flat.data, ptr.tolist(),
-                                 _SLOT_OF_KEY.tolist(), _KIND)
+                                 _SLOT_OF_KEY.tolist(), _KIND.tolist())
     status, (row, key), nodes, deps, (hits, hit_ptr) = walked
     if status in (wire.GROUP, wire.GROUP + wire.IN_ATTRIBUTE):
         data, start, end = _plain(data, start, sizes, where, index)

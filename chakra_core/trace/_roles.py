@@ -83,13 +83,21 @@ class RoleHasher:
         """Feed the next run of node messages as one bytes object and each message's start and
         length (int64 arrays)."""
         labels = self._labels
+        if labels.compile_it:
+            spans = start, size, np.ones(len(start), bool)
+        else:  # the interpreted loop reads Python ints fastest: positions and choices in lists
+            walk = _named(data, start, size)
+            if not walk.any() and int(size.sum()) == len(data):  # the run is its own relabelled copy
+                self._bytes.update(data)
+                self._sizes.update(size.astype(np.int64).tobytes())
+                return
+            spans = start.tolist(), size.tolist(), walk.tolist()
         buf, out = _buffers(data, labels.compile_it)
         sizes = np.zeros(len(start), np.int64)
-        walk = np.ones(len(start), bool) if labels.compile_it else _named(data, start, size)
         first, at = 0, 0
         relabel = chosen(relabel_run, labels.compile_it)
         while True:
-            status, i, at = relabel(buf, start, size, walk, first, out, at, sizes, labels.state())
+            status, i, at = relabel(buf, *spans, first, out, at, sizes, labels.state())
             first = i
             if status == FULL:
                 labels.room(int(size[i]))

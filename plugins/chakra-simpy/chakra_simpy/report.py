@@ -173,9 +173,8 @@ def _coll_columns(b: SpanBuilder, coll: np.ndarray, extra: list[tuple], matches:
         sel = coll[code == c]
         cols["match"][sel] = matches.collectives(pg, len(sel))
         cols["group"][sel] = b.intern("strings", pg or "all")
-    pairs = np.unique(np.stack((code, ct)), axis=1).T.tolist()
     names = list(table)
-    for c, t in pairs:
+    for c, t in sorted(set(zip(code.tolist(), ct.tolist()))):
         algo = algorithms.get((CommType(t).name, names[c]))
         if algo:
             cols["algorithm"][coll[(code == c) & (ct == t)]] = b.intern("strings", algo)
