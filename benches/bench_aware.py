@@ -4,7 +4,8 @@ Cases: the text workloads of examples/text/ on examples/system/system.yaml (a Ri
 50 GB/s, 500 ns) and the recorded PyTorch traces of plugins/chakra-pytorch/tests/data (DDP and
 the every-collective set, 2 ranks each) on the default network (a Ring of all ranks). For each
 case and mode it prints every rank's finish (ns), the wall and CPU seconds of the run, the
-simulated events and the messages the aware mode sent over its links.
+simulated events and the events of the event loop (SimPy's, or the aware mode's own, which
+count each message's steps and arrivals on the links).
 
     .venv/bin/python benches/bench_aware.py
 """
