@@ -437,7 +437,7 @@ def _owners(path: str, cols: _Arrays) -> array:
     n = len(cols.flags)
     parent, flags = cols.parent, cols.flags
     sel = array("q", b"\xff" * 8 * n)
-    state = bytearray(n)  # 0 todo, 1 in progress, 2 done
+    state = bytearray(n)  # 0 not visited, 1 in progress, 2 done
     for i, f in enumerate(flags):
         if not f & F_SEEN or state[i] == 2:
             continue
