@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
-import os
 import time
 from collections.abc import Mapping
 from dataclasses import replace
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -40,10 +37,7 @@ from .watch import watched
 if TYPE_CHECKING:
     from .engine import Sim
 
-__all__ = ["SimpyBackend", "prepare_system", "default_notes", "KEPT_SYSTEMS"]
-
-#: system descriptions kept, by the files the system options name and their content
-KEPT_SYSTEMS = 8
+__all__ = ["SimpyBackend", "prepare_system", "default_notes"]
 
 
 def prepare_system(options: Mapping[str, Any], nranks: int) -> SystemDescription:
@@ -51,7 +45,9 @@ def prepare_system(options: Mapping[str, Any], nranks: int) -> SystemDescription
     options (file paths), with a one-dimension Ring of ``nranks`` NPUs when no network is given
     and ring collectives where no implementation is given; its implementations may name any
     registered algorithm (:mod:`.algorithms`)."""
-    sd = _described(options)
+    from .algorithms import REGISTRY
+
+    sd = system_from_options(options, algorithms=tuple(REGISTRY))
     given = sd
     sd = sd.with_default_network(nranks)
     if sd.npus != nranks:
@@ -59,39 +55,6 @@ def prepare_system(options: Mapping[str, Any], nranks: int) -> SystemDescription
                           f"of {nranks} NPUs, or write 'npus_count: auto' on one of its dimensions to size it to "
                           "any set (examples/system/any_size.yaml)", sd.sources.get("network"))
     return replace(sd, warnings=[*default_notes(given, sd), *sd.warnings])
-
-
-def _described(options: Mapping[str, Any]) -> SystemDescription:
-    """:func:`system_from_options` of ``options`` with every registered algorithm; when every
-    system option is a path or None, the one read before from files of the same paths and content
-    (and the same ``CHAKRA_STRICT_KEYS``), copied so that its dicts and lists are the caller's."""
-    files = []
-    for name in SYSTEM_OPTIONS:
-        value = options.get(name)
-        if value is not None and not isinstance(value, (str, os.PathLike)):
-            return _read_system(tuple((k, options.get(k)) for k in SYSTEM_OPTIONS))
-        try:
-            digest = None if value is None else hashlib.blake2b(Path(value).read_bytes(), digest_size=16).digest()
-        except OSError:
-            return _read_system(tuple((k, options.get(k)) for k in SYSTEM_OPTIONS))
-        files.append((name, None if value is None else str(value), digest))
-    sd = _kept_system(tuple(files), os.environ.get("CHAKRA_STRICT_KEYS"))
-    return replace(sd, comm_groups=dict(sd.comm_groups), custom_implementations=dict(sd.custom_implementations),
-                   warnings=list(sd.warnings), sources=dict(sd.sources))
-
-
-@lru_cache(KEPT_SYSTEMS)
-def _kept_system(files: tuple[tuple[str, str | None, bytes | None], ...], _strict: str | None) -> SystemDescription:
-    """:func:`_read_system` of the files ``(option, path, content digest)`` (the digest and the
-    ``CHAKRA_STRICT_KEYS`` value only key the cache)."""
-    return _read_system(tuple((name, path) for name, path, _digest in files))
-
-
-def _read_system(options: tuple[tuple[str, Any], ...]) -> SystemDescription:
-    """:func:`system_from_options` of the ``(option, value)`` pairs with every registered algorithm."""
-    from .algorithms import REGISTRY
-
-    return system_from_options(dict(options), algorithms=tuple(REGISTRY))
 
 
 def default_notes(given: SystemDescription, sd: SystemDescription) -> list[str]:

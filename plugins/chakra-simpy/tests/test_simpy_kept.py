@@ -1,4 +1,4 @@
-"""What runs in one process keep (programs, planners, system descriptions) follows the files:
+"""What runs in one process keep (programs, planners) and the system they read follow the files:
 a file rewritten in place, another system or a changed system file is read anew."""
 
 from __future__ import annotations
