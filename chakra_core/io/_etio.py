@@ -472,7 +472,7 @@ class atomic_output:
     On an exception the temporary file is removed and any existing ``path`` is left untouched;
     an OSError (disk full, read-only, a directory in the way) is raised again naming ``path``,
     not the temporary file.  Temporaries that killed runs left beside ``path`` (named
-    ``.NAME.chakra-file-PID-XXXXXXXX.tmp``, PID a process that no longer runs) are removed.  A
+    ``.NAME.chakra-file-PID-RANDOM.tmp``, PID a process that no longer runs) are removed.  A
     symbolic link is followed (the link stays, its target is replaced); a target that exists but
     is not a regular file (``/dev/stdout``, a FIFO) is written directly.  The new file gets the
     old file's permissions, or ``0o666`` less the umask.  With ``defer=True`` the rename waits for

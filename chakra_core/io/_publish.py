@@ -2,9 +2,9 @@
 
 Every output is built beside its target under a temporary name, then put in place by renames:
 
-- one file: ``.NAME.chakra-file-PID-XXXXXXXX.tmp``, renamed over ``NAME``
+- one file: ``.NAME.chakra-file-PID-RANDOM.tmp``, renamed over ``NAME``
   (:class:`chakra_core.io._etio.atomic_output`);
-- a directory: built whole in ``.NAME.chakra-new-PID-XXXXXXXX.tmp`` and swapped with ``NAME`` in one
+- a directory: built whole in ``.NAME.chakra-new-PID-RANDOM.tmp`` and swapped with ``NAME`` in one
   step (Linux ``renameat2(RENAME_EXCHANGE)``); elsewhere the old directory is renamed aside
   (``.NAME.chakra-old-...``), the new one renamed in and the old one removed, and a run killed
   between the two renames gets the old directory back on the next run (:func:`output_directory`);

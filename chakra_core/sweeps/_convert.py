@@ -43,12 +43,12 @@ class _Input:
                             "seconds": value.get("seconds") if isinstance(value, dict) else None}
 
 
-def convert_inputs(plan: Any, impl: Any, options: Mapping[str, Any], todo: Sequence[PointTask]
+def convert_inputs(plan: Any, impl: Any, options: Mapping[str, Any], pending: Sequence[PointTask]
                    ) -> dict[str, dict[str, Any]]:
-    """Convert the inputs of ``todo`` that ``plan.inputs`` lists and the cache lacks; return
+    """Convert the inputs of ``pending`` that ``plan.inputs`` lists and the cache lacks; return
     ``{input key: {"status", "error"}}`` for those that failed."""
     cache = Path(plan.output) / "cache"
-    keys = sorted({t.input_key for t in todo
+    keys = sorted({t.input_key for t in pending
                    if t.input_key is not None and t.input_key in plan.inputs and not is_cached(cache, t.input_key)})
     if not keys:
         return {}

@@ -225,15 +225,15 @@ def _lost(task: PointTask, error: BaseException) -> dict[str, Any]:
             "seconds": None, "error": text}
 
 
-def _run(plan: SweepPlan, impl: Any, options: Mapping[str, Any], todo: list[PointTask],
+def _run(plan: SweepPlan, impl: Any, options: Mapping[str, Any], pending: list[PointTask],
          records: dict[int, dict[str, Any]]) -> None:
-    """Run ``todo`` on the executor, writing each record as its point finishes."""
+    """Run ``pending`` on the executor, writing each record as its point finishes."""
     workers = options.get("workers") or os.cpu_count() or 1
-    with _bar(len(todo), min(workers, len(todo))) as (bar, counts):
-        results = impl.map(run_point, todo, options)
+    with _bar(len(pending), min(workers, len(pending))) as (bar, counts):
+        results = impl.map(run_point, pending, options)
         try:
             for i, value in results:
-                task = todo[i]
+                task = pending[i]
                 rec = _lost(task, value) if isinstance(value, BaseException) else dict(value)
                 rec["params"] = _params(plan, task.index)
                 _write_record(plan.output, rec)
@@ -295,20 +295,20 @@ def sweep(pipeline: str | os.PathLike | Mapping[str, Any], output: str | os.Path
     for rec in records.values():
         rec["params"] = _params(plan, rec["index"])
     reused = len(records)
-    todo = [t for i, t in plan.tasks.items() if i not in records]
+    pending = [t for i, t in plan.tasks.items() if i not in records]
     try:
-        if todo:
+        if pending:
             with impl.session(options):
-                unconverted = convert_inputs(plan, impl, options, todo)
-                for task in todo:
+                unconverted = convert_inputs(plan, impl, options, pending)
+                for task in pending:
                     if task.input_key in unconverted:
                         rec = {"index": task.index, "key": task.key, "metrics": {}, "provenance": None,
                                "seconds": None, **unconverted[task.input_key], "params": _params(plan, task.index)}
                         _write_record(plan.output, rec)
                         records[task.index] = rec
-                todo = [t for t in todo if t.input_key not in unconverted]
-                if todo:
-                    _run(plan, impl, options, todo, records)
+                pending = [t for t in pending if t.input_key not in unconverted]
+                if pending:
+                    _run(plan, impl, options, pending, records)
     finally:
         rows = table_rows([*records.values(), *_skipped(plan)], plan.columns)
         files = write_tables(out, rows, manifest)

@@ -152,7 +152,7 @@ def _astra_keys(kind: str, data: Any, where: str, strict: bool) -> list[str]:
 
 def _free_dimension(network: Any, where: str) -> tuple[Any, int | None]:
     """Our network list with its one ``npus_count: auto`` (or ``npus: auto``) dimension given a
-    placeholder count, and that dimension's index (None: no free dimension)."""
+    provisional count, and that dimension's index (None: no free dimension)."""
     if not isinstance(network, list):
         return network, None
     free = [i for i, item in enumerate(network) if isinstance(item, Mapping)

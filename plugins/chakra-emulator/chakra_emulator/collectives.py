@@ -42,6 +42,11 @@ _PRIMITIVE = {
 }
 
 
+class NoPrimitive(RuntimeError):
+    """The process group has no primitive for this call as asked; the call is composed of
+    point-to-point messages instead."""
+
+
 class _Done:
     """A finished piece of work (what a composed collective returns after running)."""
 
@@ -116,7 +121,7 @@ class Comms:
         if not composed:
             try:
                 work, used = self._primitive(kind, size, group, members, root), [call]
-            except (RuntimeError, NotImplementedError) as e:
+            except (RuntimeError, NotImplementedError) as e:  # NoPrimitive is a RuntimeError
                 if not _is_unsupported(e):
                     raise
                 self.unsupported.add(call)
@@ -162,7 +167,7 @@ class Comms:
             return pg.alltoall_base(received, self._buf(size, 0), [splits[me]] * p, splits,
                                     _opts(dist.AllToAllOptions))
         if size % p:
-            raise NotImplementedError("reduce-scatter of a size members cannot split evenly")
+            raise NoPrimitive("reduce-scatter of a size members cannot split evenly")
         return pg._reduce_scatter_base(self._buf(size // p, 1), self._buf(size, 0), _opts(dist.ReduceScatterOptions))
 
     def _composed(self, kind: str, size: int, group: Any, members: list[int], root: int) -> tuple[Any, list[str]]:
@@ -264,5 +269,5 @@ def _splits(size: int, p: int, itemsize: int) -> list[int]:
 
 def _is_unsupported(e: BaseException) -> bool:
     text = str(e).lower()
-    return isinstance(e, NotImplementedError) or "not supported" in text or "unsupported" in text \
+    return isinstance(e, (NotImplementedError, NoPrimitive)) or "not supported" in text or "unsupported" in text \
         or "does not support" in text

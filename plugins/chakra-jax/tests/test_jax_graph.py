@@ -16,15 +16,15 @@ def _by_name(rank):
 def _reaches(rank, source_id, target_id):
     """True when ``target_id`` waits (through data or control deps) on ``source_id``."""
     nodes = {n.id: n for n in rank.nodes()}
-    seen, todo = set(), [target_id]
-    while todo:
-        n = nodes[todo.pop()]
+    seen, pending = set(), [target_id]
+    while pending:
+        n = nodes[pending.pop()]
         for d in list(n.data_deps) + list(n.ctrl_deps):
             if d == source_id:
                 return True
             if d not in seen:
                 seen.add(d)
-                todo.append(d)
+                pending.append(d)
     return False
 
 

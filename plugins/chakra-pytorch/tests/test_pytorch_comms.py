@@ -145,12 +145,12 @@ def test_ddp_small_buckets_split_the_gradients(rank):
     by_id = {m.id: m for m in g.nodes}
 
     def ancestors(m) -> set[int]:
-        seen, todo = set(), list(m.ctrl)
-        while todo:
-            d = todo.pop()
+        seen, pending = set(), list(m.ctrl)
+        while pending:
+            d = pending.pop()
             if d not in seen:
                 seen.add(d)
-                todo += by_id[d].ctrl
+                pending += by_id[d].ctrl
         return seen
 
     for prev, n in zip(reduces, reduces[1:]):
