@@ -138,7 +138,7 @@ def _warm() -> float:
     from chakra_core.io._etcut import frame_chunk
 
     t = _cpu()
-    frame_chunk(np.zeros(2, np.uint8), 0, 2, 2)
+    compiled(frame_chunk)(np.zeros(2, np.uint8), 0, 2, 2)
     compiled(wire.as_repeated_field)(np.zeros(2, np.uint8), np.zeros(1, np.int64), np.zeros(1, np.int64))
     return _cpu() - t
 

@@ -5,14 +5,13 @@ communication attributes of every integer kind, past int64, as strings, named tw
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from chakra_core.base import _jit
 from chakra_core.base._errors import TraceFormatError
+from chakra_core.base._kernels import compiled
 from chakra_core.io._etio import EtWriter
 from chakra_core.io._schema import AttributeProto, GlobalMetadata, Node, NodeType
 from chakra_core.trace import _pathkernel, _stats
@@ -126,7 +125,7 @@ def test_path_memory_per_node(step):
     the path of a chain is its length."""
     n = 100_000
     ids = np.arange(1, n + 1, dtype=np.uint64) * np.uint64(step)
-    path = _pathkernel.PathRuns()
+    path = _pathkernel.PathRuns(compile_it=True)
     for lo in range(0, n, 30_000):
         run = ids[lo:lo + 30_000]
         ptr = np.concatenate([[0], np.cumsum(run > ids[0])]).astype(np.int64)
@@ -136,18 +135,15 @@ def test_path_memory_per_node(step):
     assert path.id_at(n - 1) == n * step
 
 
-def test_plain_python_path_same(monkeypatch):
-    """The relaxation run as Python (numba absent) gives the same finishes and counts."""
-    monkeypatch.setattr(_jit, "njit", _jit._plain_njit)
-    spec = importlib.util.spec_from_file_location("plain_pathkernel", _pathkernel.__file__)
-    plain = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(plain)
+def test_plain_python_path_same():
+    """The relaxation run as Python (the kernel itself) gives the finishes and counts of its
+    compiled form."""
     ids = np.array([2, 4, 6, 8, 10], np.uint64)
     ptr = np.array([0, 0, 1, 3, 4, 6], np.int64)
     deps = np.array([2, 2, 4, 6, 4, 8], np.uint64)
     durations = np.array([5, 1, 7, 2, 9], np.uint64)
     results = []
-    for kernel in (plain.relax_run, _pathkernel.relax_run):
+    for kernel in (_pathkernel.relax_run, compiled(_pathkernel.relax_run)):
         finish, count = np.zeros(5, np.int64), np.zeros(5, np.int32)
         results.append((kernel(ptr, deps, durations, 0, np.uint64(2), ids - np.uint64(2), finish, count), finish.tolist(),
                         count.tolist()))

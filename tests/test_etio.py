@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from chakra_core.base._errors import TraceFormatError
 from chakra_core.io._etio import EtReader, EtWriter, frame_nodes, open_binary, read_et, write_et
 from chakra_core.io._schema import GlobalMetadata, Node
+from chakra_core.io._varint import encode_varint
 
 
 def _nodes(n):
@@ -292,6 +293,7 @@ def test_write_many_takes_any_object_that_serializes(tmp_path):
 
 
 def test_reader_keeps_the_python_cut_when_the_compiled_loop_cannot_load(tmp_path, monkeypatch):
+    from chakra_core.base import _kernels, _need
     from chakra_core.io import _etio
 
     p = tmp_path / "t.0.et"
@@ -301,7 +303,8 @@ def test_reader_keeps_the_python_cut_when_the_compiled_loop_cannot_load(tmp_path
     def broken(name):
         raise ImportError(f"no {name}")
 
-    monkeypatch.setattr(_etio.importlib, "import_module", broken)
+    monkeypatch.setattr(_kernels, "_COMPILED", {})  # no kernel compiled in this process yet
+    monkeypatch.setattr(_need.importlib, "import_module", broken)
     assert not _etio._compiled_cut(str(p))
     assert list(EtReader(p)) == _nodes(100)
     monkeypatch.undo()
@@ -319,3 +322,23 @@ def test_compiled_cut_reads_gzip_as_the_python_cut(tmp_path, monkeypatch):
     cut.write_bytes(gz.read_bytes()[:-40])
     python, compiled = _read_both(monkeypatch, cut, 333)
     assert python == compiled and "gzip" in python
+
+
+def test_frame_cut_as_python_is_the_compiled_one(tmp_path):
+    """The reader's cut (:func:`._etcut.frame_chunk`) run as Python rewrites the frames as its
+    compiled form does: each whole frame behind the key 0x0A, stopping at the empty one."""
+    pytest.importorskip("numba")
+    import numpy as np
+
+    from chakra_core.base._kernels import compiled
+    from chakra_core.io._etcut import frame_chunk
+
+    frames = [encode_varint(len(m)) + m for m in (n.SerializeToString() for n in _nodes(50))]
+    body = b"".join(frames) + b"\x00" + frames[0]
+    buf = np.frombuffer(body, np.uint8)
+    plain, fast = frame_chunk(buf, 0, len(body), 1 << 20), compiled(frame_chunk)(buf, 0, len(body), 1 << 20)
+    assert [a.tolist() if hasattr(a, "tolist") else a for a in plain] == \
+        [a.tolist() if hasattr(a, "tolist") else a for a in fast]
+    assert plain[0].tobytes() == b"".join(b"\x0a" + f for f in frames)
+    assert plain[2].tolist() == np.cumsum([0] + [len(f) for f in frames[:-1]]).tolist()
+    assert plain[3] == len(b"".join(frames))

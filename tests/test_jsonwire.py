@@ -6,7 +6,6 @@ never makes (repeated scalars, unpacked dependencies, unknown fields)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -14,8 +13,8 @@ import numpy as np
 import pytest
 from google.protobuf import json_format
 
-from chakra_core.base import _jit
 from chakra_core.base._errors import TraceFormatError
+from chakra_core.base._kernels import compiled
 from chakra_core.io import _jsonkernel
 from chakra_core.io._etio import EtReader, EtWriter
 from chakra_core.io._jsonform import write_json
@@ -42,8 +41,10 @@ def _both(src: Path, tmp: Path, lines: bool) -> tuple[bytes, bytes]:
     return (tmp / f"wire{ext}").read_bytes(), (tmp / f"objects{ext}").read_bytes()
 
 
-def _transcoded(src: Path, kernel=_jsonkernel.transcode) -> tuple[list[bytes], list[bytes | None]]:
-    """Every node message of ``src`` and the JSON the transcoder writes for it (None: left)."""
+def _transcoded(src: Path, plain: bool = False) -> tuple[list[bytes], list[bytes | None]]:
+    """Every node message of ``src`` and the JSON the transcoder writes for it (None: left); by
+    its compiled form, or as Python (``plain``)."""
+    kernel = _jsonkernel.transcode if plain else compiled(_jsonkernel.transcode)
     messages: list[bytes] = []
     written: list[bytes | None] = []
     for data, start, sizes, _, _ in file_runs(str(src)):
@@ -186,17 +187,13 @@ def test_wire_forms(tmp_path):
             assert w.decode() == _reference(Node.FromString(m))
 
 
-def test_plain_python_kernel_same_output(tmp_path, monkeypatch):
-    """The transcoder run as Python (numba absent: :mod:`chakra_core.base._jit`'s stand-in)
-    writes the same bytes and leaves the same nodes."""
-    monkeypatch.setattr(_jit, "njit", _jit._plain_njit)
-    spec = importlib.util.spec_from_file_location("plain_jsonkernel", _jsonkernel.__file__)
-    plain = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(plain)
-    assert plain.transcode is not _jsonkernel.transcode and not hasattr(plain.transcode, "py_func")
+def test_plain_python_kernel_same_output(tmp_path):
+    """The transcoder run as Python (the kernel itself) writes the bytes of its compiled form
+    and leaves the same nodes."""
+    assert not hasattr(_jsonkernel.transcode, "py_func") and hasattr(compiled(_jsonkernel.transcode), "py_func")
     src = _raw_et(tmp_path / "all.0.et", [n.SerializeToString() for n in _every_kind()] + _wire_forms())
     for path in (src, GOLDEN):
-        assert _transcoded(path, plain.transcode) == _transcoded(path)
+        assert _transcoded(path, plain=True) == _transcoded(path)
 
 
 def test_large_node(tmp_path):

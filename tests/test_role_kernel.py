@@ -154,7 +154,7 @@ def test_runs_naming_no_group_or_peer_give_the_same_key_as_python():
 _PLAIN = """
 import json, sys
 sys.modules["numba"] = None
-from chakra_core.base._jit import COMPILED
+from chakra_core.base._kernels import INSTALLED as COMPILED
 from chakra_core import FileRank, role_key
 assert not COMPILED
 keys = [role_key(FileRank(r, p)) for r, p in enumerate(sys.argv[1:])]

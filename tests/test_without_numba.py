@@ -20,7 +20,7 @@ import importlib.util, json, sys
 found = importlib.util.find_spec
 importlib.util.find_spec = lambda name, *a: None if name.split(".")[0] == "numba" else found(name, *a)
 sys.modules["numba"] = None  # import numba fails
-from chakra_core.base._jit import COMPILED
+from chakra_core.base._kernels import INSTALLED as COMPILED
 from chakra_core.io._etio import EtReader
 from chakra_core.io._jsonform import write_json
 from chakra_core.trace._stats import compute_stats

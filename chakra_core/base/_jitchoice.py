@@ -1,6 +1,6 @@
 """Whether a compiled loop is worth loading numba for: loading it costs about 0.35 s of CPU and
-85 MB once per process, which a small input never pays back.  Kept apart from
-:mod:`chakra_core.base._jit`, whose import loads numba."""
+85 MB once per process, which a small input never pays back: the rule by which callers choose a
+kernel's compiled form or the kernel itself (:mod:`chakra_core.base._kernels`)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,8 @@ marked options, in whose globals every other kernel is replaced by its compiled 
 stand-ins :data:`Dict` and :data:`types` by numba's typed ``Dict`` and ``numba.types``, so that
 kernels calling kernels compile as one.  The copy keeps the function's code object, so numba's
 on-disk cache finds what it compiled before.  Which form runs is the caller's choice
-(:func:`chakra_core.base._jitchoice.compiled_worthwhile` is the core's rule).
+(:func:`chakra_core.base._jitchoice.compiled_worthwhile` is the core's rule).  The core uses
+numba nowhere else.
 """
 
 from __future__ import annotations

@@ -2,24 +2,23 @@
 pass into the wire form of a repeated message field number 1 (each frame behind the key
 ``0x0A``), which protobuf's C decoder parses as a batch of nodes.
 
-Compiled once per machine with numba (its on-disk cache); used by :class:`._etio.EtReader`
-when numba is installed (see there).  The checks and messages stay the reader's: the loop stops
-at any frame it does not copy plainly (an empty message, one longer than the ``deps`` limit,
-a length prefix cut short, bad or running past the chunk) and leaves it to the caller.
+A kernel (:mod:`chakra_core.base._kernels`): :class:`._etio.EtReader` runs its compiled form,
+kept in numba's on-disk cache, for a file large enough to pay for loading numba (see there).
+The checks and messages stay the reader's: the loop stops at any frame it does not copy plainly
+(an empty message, one longer than the ``deps`` limit, a length prefix cut short, bad or running
+past the chunk) and leaves it to the caller.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from chakra_core.base._need import need
-
-njit = need("numba", "fast").njit
+from chakra_core.base._kernels import kernel
 
 __all__ = ["frame_chunk"]
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def frame_chunk(buf, pos, end, longest):  # pragma: no cover - compiled
     """The whole frames of ``buf[pos:end]`` in the repeated-field form, up to the first frame
     that is empty, longer than ``longest`` bytes, or not whole within ``end``: ``(out, out_at,

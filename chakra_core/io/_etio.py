@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import errno
 import gzip
-import importlib
 import os
 import zlib
 from collections.abc import Iterable, Iterator
@@ -30,6 +29,7 @@ from google.protobuf.message import DecodeError
 
 from chakra_core.base._errors import ConfigError, TraceFormatError
 from chakra_core.base._jitchoice import compiled_worthwhile
+from chakra_core.base._kernels import compiled
 from chakra_core.base._limits import get_limit, limit_message
 from chakra_core.io._proto.et_batch_pb2 import NodeBatch
 from chakra_core.io._schema import GlobalMetadata, Node
@@ -219,13 +219,14 @@ class _Piece:
 
 def _compiled_cut(path: str) -> bool:
     """Whether to read ``path`` with the compiled loop: numba loaded already, or the file at
-    least :data:`COMPILED_FROM` bytes; and the loop's module imports (numba installed and
-    working)."""
+    least :data:`COMPILED_FROM` bytes; and numba imports (installed and working)."""
     if not compiled_worthwhile(path, COMPILED_FROM):
         return False
+    from chakra_core.io._etcut import frame_chunk
+
     try:
-        importlib.import_module("chakra_core.io._etcut")
-    except (ImportError, ConfigError):
+        compiled(frame_chunk)
+    except ConfigError:
         return False
     return True
 
@@ -401,6 +402,7 @@ class _Framer:
 
         from chakra_core.io._etcut import frame_chunk
 
+        cut = compiled(frame_chunk)
         buf = f.read(_CHUNK)
         ln, hp = decode_varint(buf)
         while hp + ln > len(buf):
@@ -409,7 +411,7 @@ class _Framer:
         longest = min(self.max_deps, MAX_MESSAGE)
         while True:
             end = len(buf)
-            out, out_at, in_at, pos = frame_chunk(np.frombuffer(buf, np.uint8), pos, end, longest)
+            out, out_at, in_at, pos = cut(np.frombuffer(buf, np.uint8), pos, end, longest)
             if len(in_at):
                 yield _Piece(out, out_at, in_at, buf, base, index)
                 index += len(in_at)

@@ -9,15 +9,16 @@ anything else is left to the caller (its ``done`` flag stays 0, nothing written 
 string with a byte past ASCII, a float, double or bytes attribute, an attribute with two value
 fields or two names, a field this schema does not know or with an unexpected wire type (unknown
 fields), a group, a type number without a name, ``inputs``/``outputs`` given twice, a damaged
-message.  Runs compiled with numba when it is installed, as Python otherwise
-(:mod:`chakra_core.base._jit`), with the same output.
+message.  Its loops are kernels (:mod:`chakra_core.base._kernels`): the caller runs
+``compiled(transcode)`` (:mod:`._jsonwire`), or :func:`transcode` itself as Python, with the same
+output.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from chakra_core.base._jit import njit
+from chakra_core.base._kernels import kernel
 from chakra_core.io._schema import AttributeProto, IOInfo, Node, NodeType
 
 __all__ = ["transcode", "room"]
@@ -68,7 +69,7 @@ def room(size: int) -> int:
     return 16 * size + _SLACK
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def transcode(buf, start, end, first, out, pre, post, done, ends):  # pragma: no cover - compiled
     """Write the nodes ``buf[start[i]:end[i]]`` from ``first`` on into ``out`` (``buf``
     zero-padded by 16 bytes): ``pre``, the node's JSON, ``post`` for each node written
@@ -90,7 +91,7 @@ def transcode(buf, start, end, first, out, pre, post, done, ends):  # pragma: no
     return len(start), k
 
 
-@njit(cache=True, nogil=True, inline="always")
+@kernel(cache=True, nogil=True, inline="always")
 def _copy(out, k, src, lo, hi):  # pragma: no cover - compiled
     """``src[lo:hi]`` written at ``out[k]``; the position after it."""
     for j in range(lo, hi):
@@ -99,19 +100,19 @@ def _copy(out, k, src, lo, hi):  # pragma: no cover - compiled
     return k
 
 
-@njit(cache=True, nogil=True, inline="always")
+@kernel(cache=True, nogil=True, inline="always")
 def _key(out, k, number):  # pragma: no cover - compiled
     """The ``"name": `` of field entry ``number`` (see ``_KEY_PTR``)."""
     return _copy(out, k, _KEY_BYTES, _KEY_PTR[number], _KEY_PTR[number + 1])
 
 
-@njit(cache=True, nogil=True, inline="always")
+@kernel(cache=True, nogil=True, inline="always")
 def _lit(out, k, which):  # pragma: no cover - compiled
     """One of the literals (``_OPEN_LIST``...)."""
     return _copy(out, k, _LIT_BYTES, _LIT_PTR[which], _LIT_PTR[which + 1])
 
 
-@njit(cache=True, nogil=True, inline="always")
+@kernel(cache=True, nogil=True, inline="always")
 def _varint(buf, p):  # pragma: no cover - compiled
     """The varint at ``p`` of a zero-padded buffer: (value, byte length; 11 when it does not
     end within 10 bytes)."""
@@ -124,7 +125,7 @@ def _varint(buf, p):  # pragma: no cover - compiled
     return value, 11
 
 
-@njit(cache=True, nogil=True, inline="always")
+@kernel(cache=True, nogil=True, inline="always")
 def _fixed(buf, at, width):  # pragma: no cover - compiled
     """The little-endian value of ``width`` bytes at ``at``."""
     value = _U64(0)
@@ -133,7 +134,7 @@ def _fixed(buf, at, width):  # pragma: no cover - compiled
     return value
 
 
-@njit(cache=True, nogil=True, inline="always")
+@kernel(cache=True, nogil=True, inline="always")
 def _field(buf, p, stop):  # pragma: no cover - compiled
     """The field at ``p`` of a message ending at ``stop``: (field number, wire type, value or
     length, where the value or bytes start, where the next field starts); number -1 for a
@@ -159,7 +160,7 @@ def _field(buf, p, stop):  # pragma: no cover - compiled
     return number, wire, value, at, nxt
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _unsigned(out, k, v):  # pragma: no cover - compiled
     """``v`` (uint64) in decimal."""
     n = 1
@@ -174,7 +175,7 @@ def _unsigned(out, k, v):  # pragma: no cover - compiled
     return k + n
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _number(out, k, negative, magnitude):  # pragma: no cover - compiled
     """``-magnitude`` (``negative``) or ``magnitude`` in decimal."""
     if negative:
@@ -183,7 +184,7 @@ def _number(out, k, negative, magnitude):  # pragma: no cover - compiled
     return _unsigned(out, k, magnitude)
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _value(out, k, kind, v):  # pragma: no cover - compiled
     """A scalar of value kind ``kind`` whose varint or fixed bits are ``v``: 64-bit integers
     quoted, as protobuf's JSON mapping writes them."""
@@ -207,7 +208,7 @@ def _value(out, k, kind, v):  # pragma: no cover - compiled
     return k + 1
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _string(buf, at, n, out, k):  # pragma: no cover - compiled
     """``buf[at:at+n]`` as ``json.dumps`` writes the string; -1 for a byte past ASCII."""
     out[k] = 34
@@ -234,7 +235,7 @@ def _string(buf, at, n, out, k):  # pragma: no cover - compiled
     return k + 1
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _packed_count(buf, p, stop):  # pragma: no cover - compiled
     """How many varints ``buf[p:stop]`` packs; -1 when one is cut by ``stop`` or over 10 bytes."""
     n = 0
@@ -247,7 +248,7 @@ def _packed_count(buf, p, stop):  # pragma: no cover - compiled
     return n
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _deps(buf, p, stop, number, out, k):  # pragma: no cover - compiled
     """The values of the repeated uint64 field ``number`` of the message ``buf[p:stop]`` (packed
     and not, in file order), each quoted, between ``", "`` (the message already checked)."""
@@ -268,7 +269,7 @@ def _deps(buf, p, stop, number, out, k):  # pragma: no cover - compiled
     return k
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _io(buf, p, stop, out, k):  # pragma: no cover - compiled
     """An IOInfo message (three strings, the last of each number counts) as its JSON object;
     -1 for any other field or a string past ASCII."""
@@ -296,7 +297,7 @@ def _io(buf, p, stop, out, k):  # pragma: no cover - compiled
     return k + 1
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _list(buf, p, stop, kind, out, k):  # pragma: no cover - compiled
     """A list attribute's message (values of value kind ``kind``, packed or not) as
     ``{"values": [...]}``, or ``{}`` when it holds none; -1 for another field or a string past
@@ -335,7 +336,7 @@ def _list(buf, p, stop, kind, out, k):  # pragma: no cover - compiled
     return _lit(out, k, _CLOSE_LIST)
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _attr(buf, p, stop, out, k):  # pragma: no cover - compiled
     """An AttributeProto message as its JSON object (name, doc string, value); -1 for a value
     kind left to the caller, two value fields, an unknown field or a string past ASCII."""
@@ -377,7 +378,7 @@ def _attr(buf, p, stop, out, k):  # pragma: no cover - compiled
     return k + 1
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _node(buf, p0, stop, out, k):  # noqa: C901  # pragma: no cover - compiled
     """A Node message as its JSON object; -1 when it is left to the caller (module docstring)."""
     node_id = kind = begin = duration = _U64(0)
@@ -458,13 +459,13 @@ def _node(buf, p0, stop, out, k):  # noqa: C901  # pragma: no cover - compiled
     return k + 1
 
 
-@njit(cache=True, nogil=True, inline="always")
+@kernel(cache=True, nogil=True, inline="always")
 def _comma(out, k, first):  # pragma: no cover - compiled
     """``", "`` when something was written since ``first``."""
     return _lit(out, k, _COMMA) if k > first else k
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _attrs(buf, p, stop, out, k):  # pragma: no cover - compiled
     """The node's attributes (field 10 of ``buf[p:stop]``) as a JSON list; -1 as :func:`_attr`."""
     out[k] = 91

@@ -1,12 +1,12 @@
 """The nodes of an ``.et`` file written as JSON straight from their wire bytes.
 
-A run of node messages (1 MiB of the file, :func:`._etruns.file_runs`) goes through the compiled
-transcoder (:func:`._jsonkernel.transcode`) into one buffer, written as it is; a node the
-transcoder leaves (a float, a string past ASCII, an unknown field: :mod:`._jsonkernel`; a node
-of over 4 MiB) is decoded and written by the caller's ``to_json`` in its place, so the output
-is the same as writing every node with ``to_json``.  A file that does not read cleanly this way
-(a node that does not decode, a framing error) raises :class:`Reread`: the caller reads it with
-:class:`EtReader`, whose errors name the byte and node.
+A run of node messages (1 MiB of the file, :func:`._etruns.file_runs`) goes through the
+transcoder's compiled form (the kernel :func:`._jsonkernel.transcode`) into one buffer, written
+as it is; a node the transcoder leaves (a float, a string past ASCII, an unknown field:
+:mod:`._jsonkernel`; a node of over 4 MiB) is decoded and written by the caller's ``to_json``
+in its place, so the output is the same as writing every node with ``to_json``.  A file that
+does not read cleanly this way (a node that does not decode, a framing error) raises
+:class:`Reread`: the caller reads it with :class:`EtReader`, whose errors name the byte and node.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from chakra_core.base._errors import TraceFormatError
+from chakra_core.base._kernels import compiled
 from chakra_core.io._etruns import file_runs
 from chakra_core.io._jsonkernel import room, transcode
 from chakra_core.io._schema import Node
@@ -79,9 +80,10 @@ def _run(out: _Output, data: bytes, start: np.ndarray, sizes: np.ndarray, buffer
     done = np.zeros(len(start), np.uint8)
     ends = np.zeros(len(start), np.int64)
     view = buffer.data
+    run = compiled(transcode)
     i = 0
     while i < len(start):
-        nxt, k = transcode(buf, start, end, i, buffer, marks[0], marks[1], done, ends)
+        nxt, k = run(buf, start, end, i, buffer, marks[0], marks[1], done, ends)
         at = 0
         for j in np.flatnonzero(done[i:nxt] == 0).tolist():
             j += i

@@ -14,11 +14,11 @@ import numpy as np
 
 from chakra_core.io._schema import COMM_TYPE_NAMES, NodeType
 from chakra_core.trace._graph import PathStream
+from chakra_core.trace._pathkernel import PathRuns
 from chakra_core.trace._traceset import FileRank
 
 if TYPE_CHECKING:
     from chakra_core.trace._columns import AttrColumn, NodeColumns
-    from chakra_core.trace._pathkernel import PathRuns
 
 __all__ = ["RankTally", "tally_columns"]
 
@@ -31,10 +31,10 @@ class RankTally:
     """What one rank adds to the statistics: node count, counts by type name and of unknown
     type numbers, collectives by kind ({"count", "bytes"}), compute microseconds and
     communication bytes, and the longest path so far (``path``: a :class:`PathRuns`, or the
-    :class:`PathStream` of a rank read node by node; None when not asked; ``overflow``: the
-    position where it passed 2^63-1 us, else -1)."""
+    :class:`PathStream` of a rank read node by node; None when not asked, as it starts;
+    ``overflow``: the position where it passed 2^63-1 us, else -1)."""
 
-    def __init__(self, longest_path: bool):
+    def __init__(self) -> None:
         self.nodes = 0
         self.by_type: Counter = Counter()
         self.unknown: Counter = Counter()
@@ -42,10 +42,6 @@ class RankTally:
         self.compute_us = 0
         self.comm_bytes = 0
         self.path: PathRuns | PathStream | None = None
-        if longest_path:
-            from chakra_core.trace._pathkernel import PathRuns  # compiled (numba)
-
-            self.path = PathRuns()
         self.overflow = -1
 
     def add(self, cols: NodeColumns) -> None:
@@ -115,7 +111,9 @@ def tally_columns(rt: Any, longest_path: bool) -> RankTally | None:
         return None
     from chakra_core.trace._columns import column_runs  # needs numba
 
-    tally = RankTally(longest_path)
+    tally = RankTally()
+    if longest_path:
+        tally.path = PathRuns(compile_it=True)  # column_runs runs its loops compiled too
     for cols in column_runs(rt, ("comm_size", "comm_type"), decoded=True):
         tally.add(cols)
     return tally

@@ -1,5 +1,6 @@
 """The longest dependency path of a rank streamed a run of nodes at a time, as one compiled loop
-per run (numba when installed, else the same loop as Python: :mod:`chakra_core.base._jit`).
+per run: kernels (:mod:`chakra_core.base._kernels`) that :class:`PathRuns` runs compiled (numba)
+or as Python, as its caller chooses, with the same answer.
 
 The rule is :func:`chakra_core.trace._graph.longest_path`'s: a node finishes at the largest
 finish among its dependencies (the first such one is followed) plus its duration, and counts
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from chakra_core.base._jit import njit
+from chakra_core.base._kernels import chosen, kernel
 
 __all__ = ["PathRuns", "relax_run", "RESOLVED", "UNRESOLVED", "OVERFLOW"]
 
@@ -22,7 +23,7 @@ RESOLVED, UNRESOLVED, OVERFLOW = 0, 1, 2
 _MAX = np.uint64((1 << 63) - 1)
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _position(dep, first, known, own):  # pragma: no cover - compiled
     """The position of id ``dep`` among the nodes before position ``own``: ids ``first``,
     ``first + 1``, ... when ``known`` is empty, else ``first`` plus ``known`` (ascending);
@@ -42,7 +43,7 @@ def _position(dep, first, known, own):  # pragma: no cover - compiled
     return lo if lo < own and np.uint64(known[lo]) == offset else -1
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def relax_run(dep_ptr, dep_ids, durations, base, first, known, finish, count):  # pragma: no cover - compiled
     """Relax the run's nodes (positions ``base``, ``base + 1``, ...; node ``j`` depends on the
     ids ``dep_ids[dep_ptr[j]:dep_ptr[j+1]]`` and lasts ``durations[j]`` us; the ids of the nodes
@@ -73,9 +74,11 @@ class PathRuns:
     """The longest path of a rank whose nodes arrive in runs in a topological order with
     increasing ids (:meth:`add`); ``ok`` turns False (and stays) otherwise, as
     :class:`chakra_core.trace._graph.PathStream`, whose answer this gives.  Memory: 12 bytes a
-    node; 16 when the ids are not consecutive (20 when they span 2^32 or more)."""
+    node; 16 when the ids are not consecutive (20 when they span 2^32 or more).
+    ``compile_it``: :func:`relax_run` runs compiled (numba), else as Python."""
 
-    def __init__(self) -> None:
+    def __init__(self, compile_it: bool) -> None:
+        self.relax = chosen(relax_run, compile_it)
         self.ok = True
         self.size = 0
         self.first = np.uint64(0)
@@ -107,7 +110,7 @@ class PathRuns:
         self.last = ids[-1]
         self.finish.resize(self.size, refcheck=False)
         self.count.resize(self.size, refcheck=False)
-        status, at = relax_run(dep_ptr, dep_ids, durations, base, self.first, self.known, self.finish, self.count)
+        status, at = self.relax(dep_ptr, dep_ids, durations, base, self.first, self.known, self.finish, self.count)
         if status == UNRESOLVED:
             self.ok = False
         return at if status == OVERFLOW else -1

@@ -90,7 +90,7 @@ def _columnar(rt: RankTrace, longest_path: bool) -> RankTally | None:
 
 def _objects(rt: RankTrace, longest_path: bool) -> RankTally:
     """The rank's tally from its Node objects, streamed once."""
-    tally = RankTally(False)
+    tally = RankTally()
     stream = PathStream() if longest_path else None
     for batch in rt.batches():
         ids, durs, deps, ptr = array("Q"), array("Q"), array("Q"), array("q", [0])
