@@ -11,13 +11,11 @@ import orjson
 
 from chakra_core import (
     PG_INIT_NAME,
-    AttributeProto,
     GlobalMetadata,
     Node,
     NodeType,
     TraceFormatError,
-    encode_varint,
-    make_attr,
+    add_attr,
     process_groups_json,
 )
 
@@ -28,21 +26,6 @@ __all__ = ["OutNode", "ConvertedRank", "toposort", "pg_init_node", "IDLE_NAME", 
 IDLE_NAME = "[idle]"
 IDLE_ATTRS = (("idle", True),)
 _INT_KEEP = KEEP_ATTRS[:-1]  # the integer attributes; op_schema is the last
-_RF_ID = _INT_KEEP.index("rf_id")
-
-#: the key of a Node's ``attr`` entry; the entries are its last field, so a node's message is the
-#: message of its other fields followed by its attribute entries (protobuf writes fields in
-#: field-number order)
-_ATTR_KEY = encode_varint(Node.DESCRIPTOR.fields_by_name["attr"].number << 3 | 2)
-#: an AttributeProto ``rf_id`` with its int64 key, the value's varint to follow
-_RF_HEAD = (AttributeProto(name="rf_id").SerializeToString()
-            + encode_varint(AttributeProto.DESCRIPTOR.fields_by_name["int64_val"].number << 3))
-_MASK64 = (1 << 64) - 1
-#: attribute entries by (name, slot, type, value): the host attributes but rf_id, the op schemas
-#: and the extras repeat across nodes, so each is serialized once (the table starts over when full)
-_PIECES: dict[tuple, bytes] = {}
-_MAX_PIECES = 1 << 12
-_CACHED_TYPES = (int, bool, str)
 
 
 @dataclass(slots=True)
@@ -76,58 +59,30 @@ class OutNode:
 
     def to_node(self) -> Node:
         """The protobuf Node."""
-        return Node.FromString(self.to_bytes())
-
-    def to_bytes(self) -> bytes:
-        """The serialized Node message: its fields but the attributes as a protobuf message,
-        then each attribute entry (host attributes in the slots the spec gives these names)."""
         n = Node(id=self.id, name=self.name, type=self.type, duration_micros=max(self.dur, 0))
         if self.start >= 0:
             n.start_time_micros = self.start
         n.ctrl_deps.extend(self.ctrl)
         n.data_deps.extend(self.data)
+        # the slots add_attr takes for these names (the spec's), set by one call each
+        add = n.attr.add
+        add(name="is_cpu_op", bool_val=self.cpu)
+        host = self.host
+        if host is not None:
+            for k, v in zip(_INT_KEEP, host):
+                if type(v) is int:  # an integer attribute that is set (not None, not a bool)
+                    add(name=k, int64_val=v)
+            schema = host[-1]
+            if isinstance(schema, str) and schema:
+                add(name="op_schema", string_val=schema)
+        for k, v in self.extra:
+            add_attr(n, k, v)
         if self.io is not None:
             iv, ish, ity, ov, osh, oty = map(repr, orjson.loads(self.io))
             inputs, outputs = n.inputs, n.outputs
             inputs.values, inputs.shapes, inputs.types = iv, ish, ity
             outputs.values, outputs.shapes, outputs.types = ov, osh, oty
-        parts = [n.SerializeToString(), _attr_piece("is_cpu_op", self.cpu, "bool_val")]
-        host = self.host
-        if host is not None:
-            for i, (k, v) in enumerate(zip(_INT_KEEP, host)):
-                if type(v) is int:  # an integer attribute that is set (not None, not a bool)
-                    parts.append(_rf_piece(v) if i == _RF_ID else _attr_piece(k, v, "int64_val"))
-            schema = host[-1]
-            if isinstance(schema, str) and schema:
-                parts.append(_attr_piece("op_schema", schema, "string_val"))
-        for k, v in self.extra:
-            parts.append(_attr_piece(k, v, None))
-        return b"".join(parts)
-
-
-def _entry(attr: AttributeProto) -> bytes:
-    """``attr`` as one entry of a Node's ``attr`` field."""
-    body = attr.SerializeToString()
-    return _ATTR_KEY + encode_varint(len(body)) + body
-
-
-def _rf_piece(rf: int) -> bytes:
-    """The ``rf_id`` entry (one per node: not kept in the table)."""
-    body = _RF_HEAD + encode_varint(rf & _MASK64)
-    return _ATTR_KEY + encode_varint(len(body)) + body
-
-
-def _attr_piece(name: str, value: Any, slot: str | None) -> bytes:
-    """The entry of attribute ``name`` = ``value`` (in ``slot``, else the conventional one)."""
-    if type(value) not in _CACHED_TYPES:
-        return _entry(make_attr(name, value, slot))
-    key = (name, slot, type(value), value)
-    piece = _PIECES.get(key)
-    if piece is None:
-        if len(_PIECES) >= _MAX_PIECES:
-            _PIECES.clear()
-        piece = _PIECES[key] = _entry(make_attr(name, value, slot))
-    return piece
+        return n
 
 
 def _host_attrs(host: tuple) -> Iterator[tuple[str, Any]]:
