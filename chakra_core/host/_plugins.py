@@ -100,6 +100,15 @@ def _core_version() -> str:
         return "0+unknown"
 
 
+def _dist_of(ep: md.EntryPoint) -> tuple[str, str]:
+    """(name, version) of the distribution of ``ep``, ``("?", "?")`` without one; its metadata
+    file is parsed once (each ``Distribution.name`` or ``.version`` parses it anew)."""
+    if not ep.dist:
+        return "?", "?"
+    meta = ep.dist.metadata
+    return meta["Name"], meta["Version"]
+
+
 class _GuardedPlugin:
     """The object pluggy registers for a plugin: its hook implementations as attributes."""
 
@@ -139,15 +148,13 @@ class PluginHost:
     def _load_entry_points(self) -> None:
         only = _env_list("CHAKRA_LOAD_PLUGINS")
         disabled = _env_list("CHAKRA_DISABLE_PLUGINS") or set()
-        eps = sorted(md.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name)
-        known = {e.name for e in eps} | {e.dist.name for e in eps if e.dist}
+        eps = [(ep, *_dist_of(ep)) for ep in sorted(md.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name)]
+        known = {ep.name for ep, _, _ in eps} | {dist for ep, dist, _ in eps if ep.dist}
         for var, names in (("CHAKRA_LOAD_PLUGINS", only or set()), ("CHAKRA_DISABLE_PLUGINS", disabled)):
             unknown = sorted(names - known)
             if unknown:
                 warnings.warn(f"{var} names no installed plugin: {', '.join(unknown)}", PluginWarning, stacklevel=3)
-        for ep in eps:
-            dist = ep.dist.name if ep.dist else "?"
-            version = ep.dist.version if ep.dist else "?"
+        for ep, dist, version in eps:
             if only is not None and ep.name not in only and dist not in only:
                 continue
             if ep.name in disabled or dist in disabled:

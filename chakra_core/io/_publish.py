@@ -19,12 +19,10 @@ processes that no longer run, and nothing else.  Errors name the target, never a
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import json
 import os
 import re
-import secrets
 import shutil
 from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
@@ -47,7 +45,7 @@ _RENAME_EXCHANGE = 2
 
 def temp_sibling(target: Path, kind: str) -> Path:
     """A fresh temporary name beside ``target`` (``kind``: file, new, old or set)."""
-    return target.parent / f".{target.name}.chakra-{kind}-{os.getpid()}-{secrets.token_hex(4)}.tmp"
+    return target.parent / f".{target.name}.chakra-{kind}-{os.getpid()}-{os.urandom(4).hex()}.tmp"
 
 
 def is_temporary(name: str) -> bool:
@@ -128,6 +126,8 @@ def inside_output(output: str | os.PathLike, name: str, option: str) -> Path:
 
 def _exchange(a: Path, b: Path) -> bool:
     """Swap ``a`` and ``b`` atomically; False where the system or file system cannot."""
+    import ctypes
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         fn = libc.renameat2
