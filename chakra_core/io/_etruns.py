@@ -11,6 +11,7 @@ its messages; the node messages themselves are not decoded here.
 from __future__ import annotations
 
 import gzip
+import os
 import zlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, BinaryIO
@@ -44,8 +45,11 @@ def file_runs(path: str, chunk: int | None = None, compile_it: bool = True) -> I
         with open(path, "rb") as raw:
             gz = raw.peek(2)[:2] == _GZIP_MAGIC
             f: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb") if gz else raw  # type: ignore[assignment]
+            chunk = chunk or _CHUNK
+            if not gz:  # no larger buffer than the file needs (a large read costs even when short)
+                chunk = min(chunk, os.fstat(raw.fileno()).st_size + 1)
             with f:
-                yield from _runs(f, framer, raw if gz else None, chunk or _CHUNK, compile_it)
+                yield from _runs(f, framer, raw if gz else None, chunk, compile_it)
     except (OSError, EOFError, zlib.error) as e:
         if isinstance(e, FileNotFoundError):
             raise TraceFormatError("no such file", path) from None
@@ -62,9 +66,8 @@ def _runs(f: BinaryIO, framer: _Framer, gz_raw: BinaryIO | None, chunk: int, com
 
     cut = chosen(cut_frames, compile_it)
 
-    _ = EtReader(framer.path).metadata  # checks the GlobalMetadata message as the reader does
     data = f.read(chunk)
-    ln, hp = decode_varint(data)
+    ln, hp = _metadata(data, framer)
     while hp + ln > len(data):
         more = f.read(chunk)
         if not more:
@@ -97,6 +100,21 @@ def _runs(f: BinaryIO, framer: _Framer, gz_raw: BinaryIO | None, chunk: int, com
         data, pos = data[stop:] + more, 0
         if gz_raw is not None:
             framer.check_inflation(gz_raw, base + len(data))
+
+
+def _metadata(data: bytes, framer: _Framer) -> tuple[int, int]:
+    """The length of the GlobalMetadata message at the start of ``data`` (the file's first bytes)
+    and where it starts, checked as the reader checks it: from ``data`` when it holds the whole
+    message, else by a reader of the file (which names a bad or cut message)."""
+    try:
+        ln, hp = decode_varint(data)
+    except (EOFError, ValueError):
+        ln, hp = MAX_MESSAGE + 1, 0
+    if ln > MAX_MESSAGE or hp + ln > len(data):
+        _ = EtReader(framer.path).metadata
+        return decode_varint(data)
+    framer._metadata(data[hp:hp + ln])
+    return ln, hp
 
 
 def _check(data: bytes, frames, starts, sizes, base: int, index: int, framer: _Framer) -> None:
