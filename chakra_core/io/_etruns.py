@@ -67,35 +67,32 @@ def _runs(f: BinaryIO, framer: _Framer, gz_raw: BinaryIO | None, chunk: int, com
     cut = chosen(cut_frames, compile_it)
 
     data = f.read(chunk)
+    eof = len(data) < chunk  # a short read of a buffered file is its end
     ln, hp = _metadata(data, framer)
     while hp + ln > len(data):
         more = f.read(chunk)
         if not more:
             raise framer.fail("truncated message at end of file", 0)
         data += more
+        eof = len(more) < chunk
     pos = hp + ln
     base, index = 0, 0  # file offset of data[0], index of the next node
-    eof = False
     while True:
         at, starts, sizes, stop = cut(np.frombuffer(data, np.uint8) if compile_it else memoryview(data), pos, len(data))
         if len(at):
             _check(data, at, starts, sizes, base, index, framer)
             yield data, starts, sizes, index, base
             index += len(at)
-        try:
-            need, _ = decode_varint(data, stop)
-        except EOFError:  # no whole length prefix left: read on
-            need = 0
-        except ValueError:
-            raise framer.fail("bad length prefix", base + stop) from None
+        need = _length_at(data, stop, base, framer)
+        if need > MAX_MESSAGE:
+            raise framer.fail(f"message length {need} exceeds 256 MiB (corrupt length prefix?)", base + stop)
         if eof:
             if stop < len(data):
                 raise framer.fail("truncated message at end of file", base + stop)
             return
-        if need > MAX_MESSAGE:
-            raise framer.fail(f"message length {need} exceeds 256 MiB (corrupt length prefix?)", base + stop)
-        more = f.read(max(chunk, need + 16))
-        eof = not more
+        want = max(chunk, need + 16)
+        more = f.read(want)
+        eof = len(more) < want
         base += stop
         data, pos = data[stop:] + more, 0
         if gz_raw is not None:
@@ -115,6 +112,18 @@ def _metadata(data: bytes, framer: _Framer) -> tuple[int, int]:
         return decode_varint(data)
     framer._metadata(data[hp:hp + ln])
     return ln, hp
+
+
+def _length_at(data: bytes, stop: int, base: int, framer: _Framer) -> int:
+    """The length prefix at ``stop`` (0 when no whole prefix is left there: read on)."""
+    if stop == len(data):
+        return 0
+    try:
+        return decode_varint(data, stop)[0]
+    except EOFError:
+        return 0
+    except ValueError:
+        raise framer.fail("bad length prefix", base + stop) from None
 
 
 def _check(data: bytes, frames, starts, sizes, base: int, index: int, framer: _Framer) -> None:
