@@ -4,7 +4,8 @@ Cases: every text workload of examples/text/ on examples/system/system.yaml (8 N
 the ResNet-50-like and GPT-3-like ones on examples/system/system_2d.yaml (1,024 NPUs, roofline);
 and a generated 256-rank transformer (``chakra generate transformer -O tp=8 -O pp=4 -O dp=8``)
 on system_2d.yaml's two dimensions sized to it (8 NPUs a node, ``npus_count: auto`` nodes). Each
-set is written as .et files first. One untimed run on another set comes first, with numba
+set is written as .et files first, and each case reads a copy of its system file of its own (so
+that no case reuses an earlier case's plans). One untimed run on another set comes first, with numba
 loaded (this process's one-time loads: numba, SimPy, the plugins; once numba is loaded a small set
 runs the core's compiled loops as a large one does; ``--python-loops`` leaves it unloaded, as in
 a fresh ``chakra simulate`` of a small set, which adds 0.3-0.45 s of start-up, docs/benchmarks.md).
@@ -49,13 +50,18 @@ def _binary(mode: str) -> str | None:
     return found
 
 
-def _system(name: str, tmp: Path) -> str:
-    """The path of an example system, or of system_2d.yaml with its nodes sized to the set."""
+def _system(name: str, where: Path) -> str:
+    """The path of a copy, in ``where``, of an example system, or of system_2d.yaml with its nodes
+    sized to the set (``auto_2d.yaml``): each case reads a system file of its own, so that no case
+    reuses what an earlier one planned on the same system (a fresh command plans anew)."""
     if name != "auto_2d.yaml":
-        return str(ROOT / "examples" / "system" / name)
-    text = (ROOT / "examples" / "system" / "system_2d.yaml").read_text()
-    (tmp / name).write_text(text.replace("npus_count: 128", "npus_count: auto"))
-    return str(tmp / name)
+        text = (ROOT / "examples" / "system" / name).read_text()
+    else:
+        text = (ROOT / "examples" / "system" / "system_2d.yaml").read_text().replace("npus_count: 128",
+                                                                                      "npus_count: auto")
+    where.mkdir(parents=True, exist_ok=True)
+    (where / name).write_text(text)
+    return str(where / name)
 
 
 def _run(backend_name: str, traces, options: dict):
@@ -73,11 +79,13 @@ def _run(backend_name: str, traces, options: dict):
 def _warm_up(where: Path, compiled: bool) -> None:
     """One untimed run on a set of its own, so that no case pays this process's one-time loads
     (SimPy, the plugins; with ``compiled``, numba, whose loops a small set then runs as a set of
-    any size does once numba is loaded) while the binary's times include its start."""
+    any size does once numba is loaded) while the binary's times include its start. The set
+    (DLRM-like x 4 on any_size.yaml) has no trace bytes, system file or path in common with a
+    case, so no case reuses what the warm-up read, keyed or planned."""
     if compiled and importlib.util.find_spec("numba") is not None:
         importlib.import_module("numba")
-    load_traces(str(ROOT / "examples" / "text" / "dlrm_like.txt"), "text", {"npus": 8}).write(f"{where}/trace")
-    _run("simpy", open_traceset(str(where)), {"system": _system("system.yaml", where)})
+    load_traces(str(ROOT / "examples" / "text" / "dlrm_like.txt"), "text", {"npus": 4}).write(f"{where}/trace")
+    _run("simpy", open_traceset(str(where)), {"system": _system("any_size.yaml", where)})
 
 
 def main() -> None:
@@ -105,7 +113,7 @@ def main() -> None:
             else:
                 generate(name, opts, output=f"{tmp}/{k}/trace")
             traces = open_traceset(f"{tmp}/{k}")
-            sysf = _system(system, Path(tmp))
+            sysf = _system(system, Path(tmp) / f"system{k}")
             for mode in modes:
                 if mode == "aware" and system != "system.yaml":
                     continue
