@@ -8,7 +8,10 @@ set is written as .et files first, and each case reads a copy of its system file
 that no case reuses an earlier case's plans). One untimed run on another set comes first, with numba
 loaded (this process's one-time loads: numba, SimPy, the plugins; once numba is loaded a small set
 runs the core's compiled loops as a large one does; ``--python-loops`` leaves it unloaded, as in
-a fresh ``chakra simulate`` of a small set, which adds 0.3-0.45 s of start-up, docs/benchmarks.md).
+a fresh ``chakra simulate`` of a small set, which adds 0.3-0.45 s of start-up, docs/benchmarks.md;
+the binaries' exporter loads numba, so with ``--python-loops`` every simpy case runs before the
+first binary). One untimed ``astrasim-run`` on the warm-up set likewise comes before the first
+timed binary, so that neither side's times hold this process's first loads.
 For each case and congestion mode it prints the simpy backend's wall and CPU seconds and
 simulated events per second, and, when an ASTRA-sim binary of that mode is found
 (``CHAKRA_ASTRASIM_BIN``, which names one binary, or the usual names on the PATH: put both there
@@ -22,6 +25,7 @@ difference. Without a binary it says so and times simpy alone.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.util
 import tempfile
@@ -104,7 +108,11 @@ def main() -> None:
         print(f"congestion-{m} ASTRA-sim binary: {b or 'none found (CHAKRA_ASTRASIM_BIN or PATH): simpy only'}",
               flush=True)
     with tempfile.TemporaryDirectory() as tmp:
-        _warm_up(Path(tmp) / "warm", not args.python_loops)
+        warm = Path(tmp) / "warm"
+        _warm_up(warm, not args.python_loops)
+        if not args.python_loops:
+            _warm_up_binaries(warm, binaries)
+        held = []
         for k, (name, opts, system) in enumerate(CASES):
             if args.skip_1024 and opts.get("npus", 0) > 8:
                 continue
@@ -121,10 +129,35 @@ def main() -> None:
                 s = res.summary
                 line = (f"{name} x {len(traces)} on {system}, {mode}: simpy wall {wall:.3f} s (CPU {cpu:.3f} s), "
                         f"{s['events']} events, {s['events_per_s']} events/s, classes {s['symmetry']['classes']}")
-                if binaries[mode]:
-                    line += _beside(res, wall, traces, {"system": sysf, "congestion": mode, "binary": binaries[mode],
-                                                        "timeout_s": args.binary_timeout})
-                print(line, flush=True)
+                options = {"system": sysf, "congestion": mode, "binary": binaries[mode],
+                           "timeout_s": args.binary_timeout}
+                held.append((line, res, wall, traces, options))
+                if not args.python_loops:
+                    _report(*held.pop())
+        if args.python_loops:  # the binaries' exporter loads numba: it runs after every simpy case
+            _warm_up_binaries(warm, binaries)
+            for run in held:
+                _report(*run)
+
+
+def _warm_up_binaries(where: Path, binaries: dict[str, str | None]) -> None:
+    """One untimed ``astrasim-run`` per binary on the warm-up set, so that no case's binary time
+    holds this process's first loads of the runner and its exporter (the binary itself starts
+    anew on every case)."""
+    from chakra_core import ChakraError
+
+    for mode, binary in binaries.items():
+        if binary:
+            with contextlib.suppress(ChakraError):  # a failing binary is reported on each case
+                _run("astrasim-run", open_traceset(str(where)),
+                     {"system": str(where / "any_size.yaml"), "congestion": mode, "binary": binary})
+
+
+def _report(line: str, res, wall: float, traces, options: dict) -> None:
+    """Print a case's line, with the binary's time beside it when there is a binary."""
+    if options["binary"]:
+        line += _beside(res, wall, traces, options)
+    print(line, flush=True)
 
 
 def _beside(res, wall: float, traces, options: dict) -> str:
