@@ -11,6 +11,7 @@ its messages; the node messages themselves are not decoded here.
 from __future__ import annotations
 
 import gzip
+import io
 import os
 import zlib
 from collections.abc import Iterator
@@ -23,7 +24,7 @@ from chakra_core.io._varint import decode_varint
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["Run", "file_runs", "WHOLE_CHUNK"]
+__all__ = ["Run", "file_runs", "bytes_runs", "WHOLE_CHUNK"]
 
 #: bytes read at a time: a run's arrays (a few dozen bytes per node) stay in the CPU's caches
 _CHUNK = 1 << 20
@@ -56,6 +57,15 @@ def file_runs(path: str, chunk: int | None = None, compile_it: bool = True) -> I
         if isinstance(e, (gzip.BadGzipFile, EOFError, zlib.error)):
             raise TraceFormatError(f"bad gzip data ({e})", path) from None
         raise TraceFormatError(f"cannot read ({e.strerror or e})", path) from None
+
+
+def bytes_runs(path: str, data: bytes, compile_it: bool = True) -> Iterator[Run]:
+    """:func:`file_runs` of ``data``, the bytes of the plain ``.et`` file ``path`` read already:
+    one run, the same checks, errors naming ``path``."""
+    try:
+        yield from _runs(io.BytesIO(data), _Framer(EtReader(path)), None, len(data) + 1, compile_it)
+    except EOFError:
+        raise TraceFormatError("truncated message at end of file", path) from None
 
 
 def _runs(f: BinaryIO, framer: _Framer, gz_raw: BinaryIO | None, chunk: int, compile_it: bool) -> Iterator[Run]:
