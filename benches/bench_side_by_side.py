@@ -5,7 +5,7 @@ the ResNet-50-like and GPT-3-like ones on examples/system/system_2d.yaml (1,024 
 and a generated 256-rank transformer (``chakra generate transformer -O tp=8 -O pp=4 -O dp=8``)
 on system_2d.yaml's two dimensions sized to it (8 NPUs a node, ``npus_count: auto`` nodes). Each
 set is written as .et files first, and each case reads a copy of its system file of its own (so
-that no case reuses an earlier case's plans). One untimed run on another set comes first, with numba
+that no case reuses an earlier case's parse or plans). One untimed run on another set comes first, with numba
 loaded (this process's one-time loads: numba, SimPy, the plugins; once numba is loaded a small set
 runs the core's compiled loops as a large one does; ``--python-loops`` leaves it unloaded, as in
 a fresh ``chakra simulate`` of a small set, which adds 0.3-0.45 s of start-up, docs/benchmarks.md;
@@ -56,15 +56,16 @@ def _binary(mode: str) -> str | None:
 
 def _system(name: str, where: Path) -> str:
     """The path of a copy, in ``where``, of an example system, or of system_2d.yaml with its nodes
-    sized to the set (``auto_2d.yaml``): each case reads a system file of its own, so that no case
-    reuses what an earlier one planned on the same system (a fresh command plans anew)."""
+    sized to the set (``auto_2d.yaml``), ending in a comment naming ``where``: each case reads a
+    system file and text of its own, so that no case reuses what an earlier one parsed or planned
+    on the same system (a fresh command parses and plans anew)."""
     if name != "auto_2d.yaml":
         text = (ROOT / "examples" / "system" / name).read_text()
     else:
         text = (ROOT / "examples" / "system" / "system_2d.yaml").read_text().replace("npus_count: 128",
                                                                                       "npus_count: auto")
     where.mkdir(parents=True, exist_ok=True)
-    (where / name).write_text(text)
+    (where / name).write_text(f"{text}\n# {where}\n")
     return str(where / name)
 
 
