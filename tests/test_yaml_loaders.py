@@ -35,6 +35,24 @@ def test_both_loaders_read_the_same(path):
     assert _read(_docparse._FAST_LOADER, text) == _read(_docparse._BoundedLoader, text)
 
 
+@pytest.mark.skipif(_docparse._C_LOADER is None, reason="PyYAML built without libyaml")
+@pytest.mark.parametrize("path", [p for p in FILES if _docparse._nesting_bound(p.read_text()) <= get_limit("depth")],
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_libyamls_composer_reads_a_shallow_file_as_the_python_loader(path):
+    text = path.read_text()
+    assert _read(_docparse._C_LOADER, text) == _read(_docparse._BoundedLoader, text)
+
+
+@pytest.mark.skipif(_docparse._C_LOADER is None, reason="PyYAML built without libyaml")
+@pytest.mark.parametrize("text", ["a: &x 1\nb: &x 2\nc: *x\n", "---\na: 1\n---\nb: 2\n", "a: !!int abc\n",
+                                  "a: !!python/object:os.system x\n"])
+def test_libyamls_composer_leaves_errors_to_the_python_loader(text):
+    with pytest.raises((yaml.YAMLError, ValueError)):
+        _read(_docparse._C_LOADER, text)
+    with pytest.raises(_docparse.ConfigError):
+        _docparse.parse_yaml(text, "t.yaml")
+
+
 @pytest.mark.skipif(_docparse._FAST_LOADER is None, reason="PyYAML built without libyaml")
 @pytest.mark.parametrize("text", ["a: [1, 2\nb: 3\n", "a: " + "[" * 150 + "]" * 150, "x: \x07\n", "a: *nope\n",
                                   "- !!int abc\n", "a: 'open\n"])

@@ -111,6 +111,34 @@ def _fast_loader() -> type | None:
 _FAST_LOADER = _fast_loader()
 
 
+def _c_loader() -> type | None:
+    """The safe loader with libyaml's composer too (its nodes keep their lines), for a text whose
+    nesting cannot pass the ``depth`` limit (:func:`_nesting_bound`), as the composer does not
+    count it; None when PyYAML lacks libyaml."""
+    if not yaml.__with_libyaml__:
+        return None
+    from yaml._yaml import CParser
+
+    class _CLoader(_Bounds, CParser, SafeConstructor, Resolver):
+        def __init__(self, stream: str, limit: int):
+            yaml.reader.Reader(stream)  # the characters YAML does not allow, as the Python loader sees them
+            CParser.__init__(self, stream)
+            SafeConstructor.__init__(self)
+            Resolver.__init__(self)
+            self.depth_limit, self.depth = limit, 0
+
+    return _CLoader
+
+
+_C_LOADER = _c_loader()
+
+
+def _nesting_bound(text: str) -> int:
+    """An upper bound on how deep the collections of YAML ``text`` nest: every collection starts
+    at one of ``[``, ``{``, ``-``, ``?`` or a key's ``:``."""
+    return sum(map(text.count, "[{-?:"))
+
+
 def decode_text(data: bytes, where: str, error: type[ChakraError] = ConfigError) -> str:
     """``data`` as UTF-8 text; bytes that are not UTF-8 are an error naming line and byte."""
     try:
@@ -185,6 +213,11 @@ _KEPT_BELOW = 64 << 10
 
 def _parsed(text: str, where: str, error: type[ChakraError], depth: int) -> tuple[Any, YamlLines]:
     """The data of YAML ``text`` and where its values are; errors name ``where`` and the line."""
+    if _C_LOADER is not None and _nesting_bound(text) <= depth:
+        try:
+            return _document(_C_LOADER(text, depth))
+        except (yaml.YAMLError, RecursionError, UnicodeError):
+            pass  # the bounded loaders below read it again and name the error
     if _FAST_LOADER is not None:
         try:
             return _document(_FAST_LOADER(text, depth))
