@@ -131,6 +131,9 @@ def _c_loader() -> type | None:
 
 
 _C_LOADER = _c_loader()
+#: libyaml's composer recurses in C, unchecked, a level of nesting at a time: a text that might nest
+#: deeper than this (even under a raised ``depth`` limit) is read by the bounded loaders
+_C_NESTING = 100
 
 
 def _nesting_bound(text: str) -> int:
@@ -213,7 +216,7 @@ _KEPT_BELOW = 64 << 10
 
 def _parsed(text: str, where: str, error: type[ChakraError], depth: int) -> tuple[Any, YamlLines]:
     """The data of YAML ``text`` and where its values are; errors name ``where`` and the line."""
-    if _C_LOADER is not None and _nesting_bound(text) <= depth:
+    if _C_LOADER is not None and _nesting_bound(text) <= min(depth, _C_NESTING):
         try:
             return _document(_C_LOADER(text, depth))
         except (yaml.YAMLError, RecursionError, UnicodeError):
