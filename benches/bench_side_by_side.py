@@ -4,10 +4,14 @@ Cases: every text workload of examples/text/ on examples/system/system.yaml (8 N
 the ResNet-50-like and GPT-3-like ones on examples/system/system_2d.yaml (1,024 NPUs, roofline);
 and a generated 256-rank transformer (``chakra generate transformer -O tp=8 -O pp=4 -O dp=8``)
 on system_2d.yaml's two dimensions sized to it (8 NPUs a node, ``npus_count: auto`` nodes). Each
-set is written as .et files first. One untimed run on another set comes first, with numba
+set is written as .et files first, and each case reads a copy of its system file of its own (so
+that no case reuses an earlier case's parse or plans). One untimed run on another set comes first, with numba
 loaded (this process's one-time loads: numba, SimPy, the plugins; once numba is loaded a small set
 runs the core's compiled loops as a large one does; ``--python-loops`` leaves it unloaded, as in
-a fresh ``chakra simulate`` of a small set, which adds 0.3-0.45 s of start-up, docs/benchmarks.md).
+a fresh ``chakra simulate`` of a small set, which adds 0.3-0.45 s of start-up, docs/benchmarks.md;
+the binaries' exporter loads numba, so with ``--python-loops`` every simpy case runs before the
+first binary). One untimed ``astrasim-run`` on the warm-up set likewise comes before the first
+timed binary, so that neither side's times hold this process's first loads.
 For each case and congestion mode it prints the simpy backend's wall and CPU seconds and
 simulated events per second, and, when an ASTRA-sim binary of that mode is found
 (``CHAKRA_ASTRASIM_BIN``, which names one binary, or the usual names on the PATH: put both there
@@ -21,6 +25,7 @@ difference. Without a binary it says so and times simpy alone.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.util
 import tempfile
@@ -49,13 +54,19 @@ def _binary(mode: str) -> str | None:
     return found
 
 
-def _system(name: str, tmp: Path) -> str:
-    """The path of an example system, or of system_2d.yaml with its nodes sized to the set."""
+def _system(name: str, where: Path) -> str:
+    """The path of a copy, in ``where``, of an example system, or of system_2d.yaml with its nodes
+    sized to the set (``auto_2d.yaml``), ending in a comment naming ``where``: each case reads a
+    system file and text of its own, so that no case reuses what an earlier one parsed or planned
+    on the same system (a fresh command parses and plans anew)."""
     if name != "auto_2d.yaml":
-        return str(ROOT / "examples" / "system" / name)
-    text = (ROOT / "examples" / "system" / "system_2d.yaml").read_text()
-    (tmp / name).write_text(text.replace("npus_count: 128", "npus_count: auto"))
-    return str(tmp / name)
+        text = (ROOT / "examples" / "system" / name).read_text()
+    else:
+        text = (ROOT / "examples" / "system" / "system_2d.yaml").read_text().replace("npus_count: 128",
+                                                                                      "npus_count: auto")
+    where.mkdir(parents=True, exist_ok=True)
+    (where / name).write_text(f"{text}\n# {where}\n")
+    return str(where / name)
 
 
 def _run(backend_name: str, traces, options: dict):
@@ -73,11 +84,13 @@ def _run(backend_name: str, traces, options: dict):
 def _warm_up(where: Path, compiled: bool) -> None:
     """One untimed run on a set of its own, so that no case pays this process's one-time loads
     (SimPy, the plugins; with ``compiled``, numba, whose loops a small set then runs as a set of
-    any size does once numba is loaded) while the binary's times include its start."""
+    any size does once numba is loaded) while the binary's times include its start. The set
+    (DLRM-like x 4 on any_size.yaml) has no trace bytes, system file or path in common with a
+    case, so no case reuses what the warm-up read, keyed or planned."""
     if compiled and importlib.util.find_spec("numba") is not None:
         importlib.import_module("numba")
-    load_traces(str(ROOT / "examples" / "text" / "dlrm_like.txt"), "text", {"npus": 8}).write(f"{where}/trace")
-    _run("simpy", open_traceset(str(where)), {"system": _system("system.yaml", where)})
+    load_traces(str(ROOT / "examples" / "text" / "dlrm_like.txt"), "text", {"npus": 4}).write(f"{where}/trace")
+    _run("simpy", open_traceset(str(where)), {"system": _system("any_size.yaml", where)})
 
 
 def main() -> None:
@@ -96,7 +109,11 @@ def main() -> None:
         print(f"congestion-{m} ASTRA-sim binary: {b or 'none found (CHAKRA_ASTRASIM_BIN or PATH): simpy only'}",
               flush=True)
     with tempfile.TemporaryDirectory() as tmp:
-        _warm_up(Path(tmp) / "warm", not args.python_loops)
+        warm = Path(tmp) / "warm"
+        _warm_up(warm, not args.python_loops)
+        if not args.python_loops:
+            _warm_up_binaries(warm, binaries)
+        held = []
         for k, (name, opts, system) in enumerate(CASES):
             if args.skip_1024 and opts.get("npus", 0) > 8:
                 continue
@@ -105,7 +122,7 @@ def main() -> None:
             else:
                 generate(name, opts, output=f"{tmp}/{k}/trace")
             traces = open_traceset(f"{tmp}/{k}")
-            sysf = _system(system, Path(tmp))
+            sysf = _system(system, Path(tmp) / f"system{k}")
             for mode in modes:
                 if mode == "aware" and system != "system.yaml":
                     continue
@@ -113,10 +130,35 @@ def main() -> None:
                 s = res.summary
                 line = (f"{name} x {len(traces)} on {system}, {mode}: simpy wall {wall:.3f} s (CPU {cpu:.3f} s), "
                         f"{s['events']} events, {s['events_per_s']} events/s, classes {s['symmetry']['classes']}")
-                if binaries[mode]:
-                    line += _beside(res, wall, traces, {"system": sysf, "congestion": mode, "binary": binaries[mode],
-                                                        "timeout_s": args.binary_timeout})
-                print(line, flush=True)
+                options = {"system": sysf, "congestion": mode, "binary": binaries[mode],
+                           "timeout_s": args.binary_timeout}
+                held.append((line, res, wall, traces, options))
+                if not args.python_loops:
+                    _report(*held.pop())
+        if args.python_loops:  # the binaries' exporter loads numba: it runs after every simpy case
+            _warm_up_binaries(warm, binaries)
+            for run in held:
+                _report(*run)
+
+
+def _warm_up_binaries(where: Path, binaries: dict[str, str | None]) -> None:
+    """One untimed ``astrasim-run`` per binary on the warm-up set, so that no case's binary time
+    holds this process's first loads of the runner and its exporter (the binary itself starts
+    anew on every case)."""
+    from chakra_core import ChakraError
+
+    for mode, binary in binaries.items():
+        if binary:
+            with contextlib.suppress(ChakraError):  # a failing binary is reported on each case
+                _run("astrasim-run", open_traceset(str(where)),
+                     {"system": str(where / "any_size.yaml"), "congestion": mode, "binary": binary})
+
+
+def _report(line: str, res, wall: float, traces, options: dict) -> None:
+    """Print a case's line, with the binary's time beside it when there is a binary."""
+    if options["binary"]:
+        line += _beside(res, wall, traces, options)
+    print(line, flush=True)
 
 
 def _beside(res, wall: float, traces, options: dict) -> str:

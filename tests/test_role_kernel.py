@@ -191,3 +191,26 @@ def test_rewritten_file_gets_a_new_key(tmp_path):
     assert role_key(FileRank(0, path)) == first
     write_et(path, GlobalMetadata(version="0.0.4"), _ring_nodes(0, 4, size=65))
     assert role_key(FileRank(0, path)).digest != first.digest
+
+
+def test_same_bytes_at_other_ranks_are_keyed_as_each_ranks_own_walk(tmp_path):
+    """A small file naming no peer is keyed once by its bytes (its key depends on no rank); a
+    file naming a peer is keyed per rank (the rank itself is no peer)."""
+    grouped = [_node(1, NodeType.COMM_COLL_NODE, ("pg_name", "tp1", None), ("comm_size", 64, None)),
+               _node(2, NodeType.COMP_NODE)]
+    sending = [_node(1, NodeType.COMM_SEND_NODE, ("comm_dst", 0, None), ("comm_size", 8, None))]
+    for name, nodes in (("grouped", grouped), ("sending", sending)):
+        for r in (0, 5):
+            write_et(tmp_path / f"{name}.{r}.et", GlobalMetadata(version="0.0.4"), nodes)
+    walked = []
+    for r in (0, 5):
+        hasher = RoleHasher(r)
+        hasher.add([n.SerializeToString() for n in grouped])
+        walked.append(hasher.key())
+    keys = [role_key(FileRank(r, tmp_path / f"grouped.{r}.et")) for r in (0, 5)]
+    assert keys == walked and keys[0].groups == ("tp1",) and keys[0].peers == ()
+    sends = [role_key(FileRank(r, tmp_path / f"sending.{r}.et")) for r in (0, 5)]
+    assert [k.peers for k in sends] == [(), (0,)]
+    assert sends[0].digest != sends[1].digest
+    write_et(tmp_path / "grouped.5.et", GlobalMetadata(version="0.0.4"), grouped[:1])
+    assert role_key(FileRank(5, tmp_path / "grouped.5.et")).digest != keys[1].digest

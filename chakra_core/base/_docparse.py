@@ -9,6 +9,7 @@ key and list item is, for messages about the values (a pipeline's schema errors)
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections.abc import Sequence
@@ -110,6 +111,37 @@ def _fast_loader() -> type | None:
 _FAST_LOADER = _fast_loader()
 
 
+def _c_loader() -> type | None:
+    """The safe loader with libyaml's composer too (its nodes keep their lines), for a text whose
+    nesting cannot pass the ``depth`` limit (:func:`_nesting_bound`), as the composer does not
+    count it; None when PyYAML lacks libyaml."""
+    if not yaml.__with_libyaml__:
+        return None
+    from yaml._yaml import CParser
+
+    class _CLoader(_Bounds, CParser, SafeConstructor, Resolver):
+        def __init__(self, stream: str, limit: int):
+            yaml.reader.Reader(stream)  # the characters YAML does not allow, as the Python loader sees them
+            CParser.__init__(self, stream)
+            SafeConstructor.__init__(self)
+            Resolver.__init__(self)
+            self.depth_limit, self.depth = limit, 0
+
+    return _CLoader
+
+
+_C_LOADER = _c_loader()
+#: libyaml's composer recurses in C, unchecked, a level of nesting at a time: a text that might nest
+#: deeper than this (even under a raised ``depth`` limit) is read by the bounded loaders
+_C_NESTING = 100
+
+
+def _nesting_bound(text: str) -> int:
+    """An upper bound on how deep the collections of YAML ``text`` nest: every collection starts
+    at one of ``[``, ``{``, ``-``, ``?`` or a key's ``:``."""
+    return sum(map(text.count, "[{-?:"))
+
+
 def decode_text(data: bytes, where: str, error: type[ChakraError] = ConfigError) -> str:
     """``data`` as UTF-8 text; bytes that are not UTF-8 are an error naming line and byte."""
     try:
@@ -158,14 +190,44 @@ def _entry(node: yaml.Node, key: str | int) -> tuple[int, yaml.Node] | None:
 
 
 def parse_yaml_lines(text: str, where: str, error: type[ChakraError] = ConfigError) -> tuple[Any, YamlLines]:
-    """:func:`parse_yaml`, and where each value of the document is."""
+    """:func:`parse_yaml`, and where each value of the document is.  A text of under
+    :data:`_KEPT_BELOW` characters parsed before (under the same ``depth`` limit) is not parsed
+    again: the caller gets a copy of its data (its own to change), as the same text parses the
+    same (a system file read by each of many small simulations; a text that failed is never kept)."""
+    depth = get_limit("depth")
+    small = len(text) < _KEPT_BELOW
+    hit = _KEPT.get((text, depth)) if small else None
+    if hit is not None:
+        return copy.deepcopy(hit[0]), hit[1]
+    data, lines = _parsed(text, where, error, depth)
+    if small:
+        if len(_KEPT) >= _KEEP:
+            _KEPT.pop(next(iter(_KEPT)))
+        _KEPT[(text, depth)] = (copy.deepcopy(data), lines)
+    return data, lines
+
+
+#: YAML texts parsed, the oldest dropped past _KEEP: (text, depth limit) -> (data, where its values are)
+_KEPT: dict[tuple[str, int], tuple[Any, YamlLines]] = {}
+_KEEP = 16
+#: texts of at least this many characters are parsed each time
+_KEPT_BELOW = 64 << 10
+
+
+def _parsed(text: str, where: str, error: type[ChakraError], depth: int) -> tuple[Any, YamlLines]:
+    """The data of YAML ``text`` and where its values are; errors name ``where`` and the line."""
+    if _C_LOADER is not None and _nesting_bound(text) <= min(depth, _C_NESTING):
+        try:
+            return _document(_C_LOADER(text, depth))
+        except (yaml.YAMLError, RecursionError, UnicodeError):
+            pass  # the bounded loaders below read it again and name the error
     if _FAST_LOADER is not None:
         try:
-            return _document(_FAST_LOADER(text, get_limit("depth")))
+            return _document(_FAST_LOADER(text, depth))
         except (yaml.YAMLError, RecursionError, UnicodeError):
             pass  # the pure-Python loader below reads it again and names the error
     try:
-        loader = _BoundedLoader(text, get_limit("depth"))
+        loader = _BoundedLoader(text, depth)
     except yaml.reader.ReaderError as e:  # a character YAML does not allow, found up front
         line = text.count("\n", 0, e.position) + 1
         raise error(f"malformed YAML ({e.reason} #x{e.character:04x})", where, f"line {line}") from None

@@ -11,6 +11,8 @@ its messages; the node messages themselves are not decoded here.
 from __future__ import annotations
 
 import gzip
+import io
+import os
 import zlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, BinaryIO
@@ -22,7 +24,7 @@ from chakra_core.io._varint import decode_varint
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["Run", "file_runs", "WHOLE_CHUNK"]
+__all__ = ["Run", "file_runs", "bytes_runs", "WHOLE_CHUNK"]
 
 #: bytes read at a time: a run's arrays (a few dozen bytes per node) stay in the CPU's caches
 _CHUNK = 1 << 20
@@ -44,14 +46,26 @@ def file_runs(path: str, chunk: int | None = None, compile_it: bool = True) -> I
         with open(path, "rb") as raw:
             gz = raw.peek(2)[:2] == _GZIP_MAGIC
             f: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb") if gz else raw  # type: ignore[assignment]
+            chunk = chunk or _CHUNK
+            if not gz:  # no larger buffer than the file needs (a large read costs even when short)
+                chunk = min(chunk, os.fstat(raw.fileno()).st_size + 1)
             with f:
-                yield from _runs(f, framer, raw if gz else None, chunk or _CHUNK, compile_it)
+                yield from _runs(f, framer, raw if gz else None, chunk, compile_it)
     except (OSError, EOFError, zlib.error) as e:
         if isinstance(e, FileNotFoundError):
             raise TraceFormatError("no such file", path) from None
         if isinstance(e, (gzip.BadGzipFile, EOFError, zlib.error)):
             raise TraceFormatError(f"bad gzip data ({e})", path) from None
         raise TraceFormatError(f"cannot read ({e.strerror or e})", path) from None
+
+
+def bytes_runs(path: str, data: bytes, compile_it: bool = True) -> Iterator[Run]:
+    """:func:`file_runs` of ``data``, the bytes of the plain ``.et`` file ``path`` read already:
+    one run, the same checks, errors naming ``path``."""
+    try:
+        yield from _runs(io.BytesIO(data), _Framer(EtReader(path)), None, len(data) + 1, compile_it)
+    except EOFError:
+        raise TraceFormatError("truncated message at end of file", path) from None
 
 
 def _runs(f: BinaryIO, framer: _Framer, gz_raw: BinaryIO | None, chunk: int, compile_it: bool) -> Iterator[Run]:
@@ -62,41 +76,64 @@ def _runs(f: BinaryIO, framer: _Framer, gz_raw: BinaryIO | None, chunk: int, com
 
     cut = chosen(cut_frames, compile_it)
 
-    _ = EtReader(framer.path).metadata  # checks the GlobalMetadata message as the reader does
     data = f.read(chunk)
-    ln, hp = decode_varint(data)
+    eof = len(data) < chunk  # a short read of a buffered file is its end
+    ln, hp = _metadata(data, framer)
     while hp + ln > len(data):
         more = f.read(chunk)
         if not more:
             raise framer.fail("truncated message at end of file", 0)
         data += more
+        eof = len(more) < chunk
     pos = hp + ln
     base, index = 0, 0  # file offset of data[0], index of the next node
-    eof = False
     while True:
         at, starts, sizes, stop = cut(np.frombuffer(data, np.uint8) if compile_it else memoryview(data), pos, len(data))
         if len(at):
             _check(data, at, starts, sizes, base, index, framer)
             yield data, starts, sizes, index, base
             index += len(at)
-        try:
-            need, _ = decode_varint(data, stop)
-        except EOFError:  # no whole length prefix left: read on
-            need = 0
-        except ValueError:
-            raise framer.fail("bad length prefix", base + stop) from None
+        need = _length_at(data, stop, base, framer)
+        if need > MAX_MESSAGE:
+            raise framer.fail(f"message length {need} exceeds 256 MiB (corrupt length prefix?)", base + stop)
         if eof:
             if stop < len(data):
                 raise framer.fail("truncated message at end of file", base + stop)
             return
-        if need > MAX_MESSAGE:
-            raise framer.fail(f"message length {need} exceeds 256 MiB (corrupt length prefix?)", base + stop)
-        more = f.read(max(chunk, need + 16))
-        eof = not more
+        want = max(chunk, need + 16)
+        more = f.read(want)
+        eof = len(more) < want
         base += stop
         data, pos = data[stop:] + more, 0
         if gz_raw is not None:
             framer.check_inflation(gz_raw, base + len(data))
+
+
+def _metadata(data: bytes, framer: _Framer) -> tuple[int, int]:
+    """The length of the GlobalMetadata message at the start of ``data`` (the file's first bytes)
+    and where it starts, checked as the reader checks it: from ``data`` when it holds the whole
+    message, else by a reader of the file (which names a bad or cut message)."""
+    try:
+        ln, hp = decode_varint(data)
+    except (EOFError, ValueError):
+        ln, hp = MAX_MESSAGE + 1, 0
+    if ln > MAX_MESSAGE or hp + ln > len(data):
+        _ = EtReader(framer.path).metadata
+        return decode_varint(data)
+    framer._metadata(data[hp:hp + ln])
+    return ln, hp
+
+
+def _length_at(data: bytes, stop: int, base: int, framer: _Framer) -> int:
+    """The length prefix at ``stop`` (0 when no whole prefix is left there: read on)."""
+    if stop == len(data):
+        return 0
+    try:
+        return decode_varint(data, stop)[0]
+    except EOFError:
+        return 0
+    except ValueError:
+        raise framer.fail("bad length prefix", base + stop) from None
 
 
 def _check(data: bytes, frames, starts, sizes, base: int, index: int, framer: _Framer) -> None:

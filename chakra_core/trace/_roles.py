@@ -42,6 +42,14 @@ _CHUNK = 4096
 #: keys of file-backed ranks kept (by :func:`_seen`), and how many at most
 _KEPT: dict[tuple, RoleKey] = {}
 _KEEP = 1 << 16
+#: keys of small plain files that name no peer, by a digest of the file's bytes (at most _KEEP)
+_BY_CONTENT: dict[bytes, RoleKey] = {}
+#: files of at least this many bytes are not kept by their content (hashing a file costs about as much
+#: a byte as its walk: only the walk's fixed costs, which dominate on small files, are saved)
+_CONTENT_BELOW = 16 << 10
+#: the attributes whose values are labelled relative to the rank (as they appear in a node's bytes)
+_PEER_NAMES = (b"comm_src", b"comm_dst")
+_GZIP_MAGIC = b"\x1f\x8b"
 #: the token kinds of the relabelled attributes (as :mod:`._rolekernel` writes them)
 _KINDS = {"pg_name": b"g", "comm_src": b"s", "comm_dst": b"d"}
 #: the first bytes of a node the caller labelled, and of one that did not decode
@@ -126,21 +134,60 @@ def role_key(rt: RankTrace, compile_it: bool | None = None) -> RoleKey:
     None: compiled when numba is installed and either loaded already or ``rt`` is not a file or
     a file of :data:`COMPILED_FROM` bytes or more.  The key of a file-backed rank is kept for the
     process while its file is unchanged (same device, inode, size and modification time):
-    validation and a simulator's symmetry ask for the same keys."""
+    validation and a simulator's symmetry ask for the same keys; that of a plain file of under
+    16 KiB that names no peer (no ``comm_src``/``comm_dst``), whose key depends on its bytes
+    alone, is also kept by its bytes, for the files of other ranks and sets with the same bytes."""
     seen = _seen(rt)
     if seen is not None and seen in _KEPT:
         return _KEPT[seen]
-    if compile_it is None:
-        compile_it = compiled_worthwhile(rt.file, COMPILED_FROM) if isinstance(rt, FileRank) else INSTALLED
-    hasher = RoleHasher(rt.rank, compile_it)
-    for run in _runs(rt, compile_it):
-        hasher._add_run(*run)
-    key = hasher.key()
+    content = _rankless_content(seen)
+    digest = None if content is None else hashlib.blake2b(content, digest_size=20).digest()
+    key = _BY_CONTENT.get(digest) if digest is not None else None
+    if key is None:
+        key, from_content = _computed(rt, compile_it, content)
+        if digest is not None and (from_content or _rankless_content(seen) == content):  # unchanged while walked
+            if len(_BY_CONTENT) >= _KEEP:
+                _BY_CONTENT.clear()
+            _BY_CONTENT[digest] = key
     if seen is not None:
         if len(_KEPT) >= _KEEP:
             _KEPT.clear()
         _KEPT[seen] = key
     return key
+
+
+def _computed(rt: RankTrace, compile_it: bool | None, content: bytes | None) -> tuple[RoleKey, bool]:
+    """The :class:`RoleKey` of ``rt`` from one walk of its nodes, and whether the walk read
+    ``content`` (the file's bytes, read already) rather than the file: the compiled loops cut
+    those bytes as they would cut the file's."""
+    if compile_it is None:
+        compile_it = compiled_worthwhile(rt.file, COMPILED_FROM) if isinstance(rt, FileRank) else INSTALLED
+    hasher = RoleHasher(rt.rank, compile_it)
+    if compile_it and content is not None and isinstance(rt, FileRank):
+        from chakra_core.io._etruns import bytes_runs
+
+        for data, start, size, _, _ in bytes_runs(rt.file, content):
+            hasher._add_run(data, start, size)
+        return hasher.key(), True
+    for run in _runs(rt, compile_it):
+        hasher._add_run(*run)
+    return hasher.key(), False
+
+
+def _rankless_content(seen: tuple | None) -> bytes | None:
+    """The bytes of the plain ``.et`` file of a rank (identified by ``seen``, :func:`_seen`)
+    when it is under :data:`_CONTENT_BELOW` bytes and names no peer: its key then depends on
+    its bytes alone, not on its rank (only peers are labelled relative to the rank); else None."""
+    if seen is None or seen[4] >= _CONTENT_BELOW:
+        return None
+    try:
+        with open(seen[0], "rb") as f:
+            data = f.read(seen[4] + 1)
+    except OSError:
+        return None  # the walk names the problem
+    if len(data) != seen[4] or data[:2] == _GZIP_MAGIC or any(name in data for name in _PEER_NAMES):
+        return None
+    return data
 
 
 def _seen(rt: RankTrace) -> tuple | None:

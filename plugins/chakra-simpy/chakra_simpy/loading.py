@@ -42,6 +42,9 @@ COMPILED_FROM = 1 << 20
 KEPT_BYTES = 16 << 20
 
 _kept: OrderedDict[tuple, tuple[Program, int]] = OrderedDict()
+#: the file bytes of the programs kept, together (summed as they come and go: a sum over the kept
+#: programs on each insertion grew with them)
+_held = [0]
 _kept_lock = threading.Lock()
 
 
@@ -90,10 +93,11 @@ def program_of(rt: RankTrace, sd: SystemDescription, replay: bool, compile_it: b
     if _small_content(rt) != content:  # rewritten while it was read: not kept
         return prog
     with _kept_lock:
+        _held[0] -= _kept.pop(key, (None, 0))[1]
         _kept[key] = (prog, len(content))
-        held = sum(size for _, size in _kept.values())
-        while held > KEPT_BYTES:
-            held -= _kept.popitem(last=False)[1][1]
+        _held[0] += len(content)
+        while _held[0] > KEPT_BYTES:
+            _held[0] -= _kept.popitem(last=False)[1][1]
     return prog
 
 

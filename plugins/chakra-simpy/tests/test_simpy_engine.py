@@ -458,3 +458,19 @@ def test_validation_before_simulate_uses_the_comm_group_file(kit):
     res = chakra_core.simulate(ts, system=str(astra / "system.json"), network=str(astra / "network.yml"),
                                comm_groups=str(astra / "groups.json"))
     assert {s["group"] for s in res.summary["collectives"]} == {"1", "2"}
+
+
+def test_a_collective_of_an_unknown_comm_type_is_an_error(kit, tmp_path):
+    from chakra_core import TraceFormatError, set_attr
+
+    for value in (10, -1, 2**40):
+        def nodes(value=value):
+            n = kit.coll(1, MIB)
+            set_attr(n, "comm_type", value)
+            return [n]
+        with pytest.raises(TraceFormatError, match=rf"collective without a valid comm_type \({value}\)") as e:
+            kit.run(kit.same(2, nodes), kit.system([("Ring", 2, 50, 500)]), tmp_path)
+        assert e.value.location == "node 1"
+    barrier = kit.run(kit.same(2, lambda: [kit.coll(1, 0, kit.CommType.BARRIER)]), kit.system([("Ring", 2, 50, 500)]),
+                      tmp_path)
+    assert barrier.summary["collectives"][0]["collective"] == "BARRIER"

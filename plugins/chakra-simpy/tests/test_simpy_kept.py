@@ -80,3 +80,17 @@ def test_systems_of_the_same_planning_inputs_share_a_planner(tmp_path):
     slower.write_text(SYSTEM.read_text().replace("bandwidth: 50,", "bandwidth: 25,"))
     plan = planner_for(prepare_system({"system": str(slower)}, 8)).plan("AR", 1 << 20, None, None)
     assert plan.phases[0].cost != planner_for(here).plan("AR", 1 << 20, None, None).phases[0].cost
+
+
+def test_the_least_recently_used_programs_go_past_the_byte_bound(tmp_path, monkeypatch):
+    from chakra_simpy import loading
+
+    _write("dlrm_like", tmp_path)
+    ts = open_traceset(str(tmp_path))
+    sd = prepare_system({"system": str(SYSTEM)}, 8)
+    monkeypatch.setattr(loading, "KEPT_BYTES", 2 * Path(ts[0].file).stat().st_size)  # two ranks' files
+    p0, p1, p2 = (program_of(ts[r], sd, False, None) for r in range(3))
+    assert program_of(ts[2], sd, False, None) is p2 and program_of(ts[1], sd, False, None) is p1
+    again = program_of(ts[0], sd, False, None)
+    assert again is not p0 and again.rank == 0 and len(again) == len(p0)
+    assert program_of(ts[1], sd, False, None) is p1 and program_of(ts[2], sd, False, None) is not p2
