@@ -17,12 +17,13 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Sequence
-from heapq import heappush
+from heapq import heapify, heappush
 from typing import TYPE_CHECKING
 
 from .algorithms import lookup
 from .algorithms.base import Messages, PacketMember, PacketMessages, TreeTurn
 from .chunk_phases import PhaseSpec, tree_turns
+from .closed_runs import ClosedRun, Recording, closed, links_free, outcome, split
 from .formulas import GROUP_ENDPOINT_DELAY
 from .layouts import dim_layout, group_layout
 from .network import Link
@@ -75,14 +76,16 @@ class MessageRun:
     finished it (``last``: the whole collective has), and ``broken`` is raised when ranks
     simulated as one finish at different times.  SimPy events it schedules are counted in
     ``tally``; ``memo`` keeps the messages of every phase built and the members' routed parts,
-    for the collectives after it (one per simulation)."""
+    and ``closed_runs`` the outcomes of closed runs (:mod:`closed_runs`), for the collectives
+    after it (one of each per simulation)."""
 
     def __init__(self, ctx: CollectiveContext, tally: CollectiveTally, inst: Instance,
                  per_member: Sequence[PhaseSpec], tree_bases: dict[int, int],
                  on_done: Callable[[Instance, int, bool], None], broken: type[Exception],
-                 memo: dict[tuple, tuple[Messages, dict]]):
+                 memo: dict[tuple, tuple[Messages, dict]], closed_runs: dict[tuple, ClosedRun | tuple]):
         self.ctx = ctx
         self.memo = memo
+        self.closed_runs = closed_runs
         self.tally = tally
         self.inst = inst
         self.on_done = on_done
@@ -91,7 +94,12 @@ class MessageRun:
         ranks = list(inst.members)
         self.rank_of = ranks if group else list(range(ctx.planner.total))
         self.pos = {r: j for j, r in enumerate(self.rank_of)}
+        #: the memo key of each phase's messages
+        self.phase_keys: list[tuple] = []
         self.phases = self._phases(per_member, tree_bases, ranks, group)
+        #: the actors in the order they issued it
+        self.issued: list[int] = []
+        self.recording: Recording | None = None
         self.active = ctx.sd.active_chunks_per_dimension
         self.running: dict[tuple[int, int], int] = {}
         self.queued: dict[tuple[int, int], deque] = {}
@@ -122,6 +130,7 @@ class MessageRun:
         out = []
         for spec, turn, planned in zip(per_member, tree_turns(per_member, tree_bases), self.inst.phases):
             key = (spec, members)
+            self.phase_keys.append(key)
             got = memo.get(key)
             if got is None:
                 got = memo[key] = (self._messages(spec, ranks, group), {})
@@ -146,6 +155,92 @@ class MessageRun:
             self.chunks_left[j] = self.inst.n
             for c in range(self.inst.n):
                 self._enter(j, c, 0)
+        self.issued.append(ai)
+        if len(self.issued) == len(self.left_per_actor):
+            self._closed_check()
+
+    # -- closed runs (:mod:`closed_runs`) ----------------------------------------------
+    def _closed_check(self) -> None:
+        """Every member has issued it: if all at this ns and no timeline is drawn, check just
+        before its first own event whether it runs closed."""
+        now = self.loop.now
+        if self.ctx.spans.spans is not None or any(t != now for _a, _i, t in self.inst.arrived.values()):
+            return
+        first = min((e[0] for e in self.loop.queue if getattr(e[2], "__self__", None) is self), default=None)
+        if first is not None:
+            self.loop.call_first(first, self._check, None)
+
+    def _kind(self) -> tuple:
+        """What fixes a closed run's course from its check on."""
+        n = self.inst.n
+        turns = tuple(None if ph.turn is None else tuple(ph.turn.choice(c) for c in range(n)) for ph in self.phases)
+        ctx = self.ctx
+        return (tuple(self.phase_keys), tuple(ph.queue for ph in self.phases), turns, n, self.inst.members,
+                tuple(ctx.rank_actor[r] for r in self.inst.members), tuple(self.issued))
+
+    def _run_links(self, kind: tuple) -> tuple[Link, ...]:
+        """Every link a message of this run can cross (kept per kind)."""
+        key = ("links", kind)
+        got = self.closed_runs.get(key)
+        if got is None:
+            seen: dict[Link, None] = {}
+            for ph in self.phases:
+                if isinstance(ph.messages, PacketMessages):
+                    lay = ph.messages.layout
+                    for j in self.pos.values():
+                        for k in range(1, lay.size):
+                            seen.update(dict.fromkeys(self._links(j, lay.offset(j, k))))
+                    continue
+                for c in range(self.inst.n):
+                    for j in self.pos.values():
+                        for to, _frm, _m, _add in ph.part(c, j, self._links)[1]:
+                            for links, _k, _n in to:
+                                seen.update(dict.fromkeys(links))
+            got = self.closed_runs[key] = tuple(seen)
+        assert isinstance(got, tuple)
+        return got
+
+    def _check(self, _arg: None) -> None:
+        """Just before this run's first own event: replay its kept outcome when it runs closed,
+        or run it event by event and keep the outcome when it may."""
+        loop = self.loop
+        now = loop.now
+        kind = self._kind()
+        links = self._run_links(kind)
+        if not links_free(links, now):
+            return
+        others, own, real, stand = split(loop.queue, self, MessageRun._close)
+        got = self.closed_runs.get(kind)
+        if got is None:
+            self.recording = Recording(now, own, real, stand, self.tally.events, self.net.events)
+            return
+        assert isinstance(got, ClosedRun)
+        if not closed(now + got.duration, real, stand):
+            return
+        loop.queue[:] = others
+        heapify(loop.queue)
+        self.tally.events += got.tally_events
+        self.net.events += got.net_events
+        for link, free in got.links:
+            link.free_at = now + free
+        loop.call(got.duration, self._close, got.order)
+
+    def _close(self, order: tuple[int, ...]) -> None:
+        """The end of a replayed closed run: its actors' ranks are handed back in ``order``."""
+        last = len(order) - 1
+        for k, ai in enumerate(order):
+            self.on_done(self.inst, ai, k == last)
+
+    def _hand_back(self, rec: Recording, ai: int) -> None:
+        """Actor ``ai``'s ranks are about to be handed back: note it in ``rec``; after the last,
+        keep the outcome if the run ran closed."""
+        loop = self.loop
+        kind = self._kind()
+        rec.hand_back(ai, loop.now, loop.eid, self._run_links(kind), self.tally.events, self.net.events)
+        if self.members_left == 0:
+            got = outcome(rec, loop.now, loop.running)
+            if got is not None:
+                self.closed_runs[kind] = got
 
     def _later(self, delay: int, callback, value) -> None:
         self.loop.call(delay, callback, value)
@@ -281,4 +376,6 @@ class MessageRun:
         self.members_left -= 1
         self.left_per_actor[ai] -= 1
         if self.left_per_actor[ai] == 0:
+            if self.recording is not None:
+                self._hand_back(self.recording, ai)
             self.on_done(self.inst, ai, self.members_left == 0)
