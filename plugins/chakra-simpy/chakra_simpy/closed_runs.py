@@ -34,37 +34,50 @@ from typing import Any, NamedTuple
 
 from .network import Link
 
-__all__ = ["ClosedRun", "Recording", "split", "closed", "links_free", "outcome"]
+__all__ = ["Issue", "ClosedRun", "Recording", "split", "closed", "links_free", "outcome"]
 
 #: a queue entry: (due ns, eid, function, argument)
 Entry = tuple[int, int, Callable[[Any], None], Any]
 
 
+class Issue(NamedTuple):
+    """What issuing a run did, when one actor issued all of it (else ``events`` is -1): ns from
+    the issue to the check, the collectives' events it counted and the scheduling orders it
+    took."""
+
+    first: int
+    events: int
+    eids: int
+
+
 class ClosedRun(NamedTuple):
     """The outcome of a closed run, from its check on: ns to its end, the actors in the order
-    they finish, the collectives' and the network's events it scheduled, and each link it used
-    with the ns after the check at which it is free again."""
+    they finish, the collectives' and the network's events it scheduled, each link it used
+    with the ns after the check at which it is free again, and what its issue did."""
 
     duration: int
     order: tuple[int, ...]
     tally_events: int
     net_events: int
     links: tuple[tuple[Link, int], ...]
+    issue: Issue
 
 
 class Recording:
     """A run being run event by event to keep its outcome: its check (``start`` ns), the
     latest due of its own events then (``own``), the earliest due of other events then
-    (``real``) and of replayed ends (``stand_in``), the event counts then; from the first
-    hand-back on (:meth:`hand_back`), the actors in the order they finish, the scheduling
-    order the first hand-back found (``first_eid``), its ns (``end``), the events counted until
-    then and the links used (None: one was not free again)."""
+    (``real``) and of replayed ends (``stand_in``), the event counts then, what its issue did;
+    from the first hand-back on (:meth:`hand_back`), the actors in the order they finish, the
+    scheduling order the first hand-back found (``first_eid``), its ns (``end``), the events
+    counted until then and the links used (None: one was not free again)."""
 
-    __slots__ = ("start", "own", "real", "stand_in", "tally_events", "net_events", "order", "first_eid",
+    __slots__ = ("start", "own", "real", "stand_in", "tally_events", "net_events", "issue", "order", "first_eid",
                  "end", "links")
 
-    def __init__(self, start: int, own: int, real: float, stand_in: float, tally_events: int, net_events: int):
+    def __init__(self, start: int, own: int, real: float, stand_in: float, tally_events: int, net_events: int,
+                 issue: Issue):
         self.start = start
+        self.issue = issue
         self.own = own
         self.real = real
         self.stand_in = stand_in
@@ -135,4 +148,4 @@ def outcome(rec: Recording, now: int, running: int) -> ClosedRun | None:
         return None
     if not now < min(rec.real, rec.stand_in) or running >= rec.first_eid:
         return None
-    return ClosedRun(now - rec.start, tuple(rec.order), rec.tally_events, rec.net_events, rec.links)
+    return ClosedRun(now - rec.start, tuple(rec.order), rec.tally_events, rec.net_events, rec.links, rec.issue)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from .algorithms import lookup
 from .algorithms.base import Messages, PacketMember, PacketMessages, TreeTurn
 from .chunk_phases import PhaseSpec, tree_turns
-from .closed_runs import ClosedRun, Recording, closed, links_free, outcome, split
+from .closed_runs import ClosedRun, Issue, Recording, closed, links_free, outcome, split
 from .formulas import GROUP_ENDPOINT_DELAY
 from .layouts import dim_layout, group_layout
 from .network import Link
@@ -99,6 +99,10 @@ class MessageRun:
         self.phases = self._phases(per_member, tree_bases, ranks, group)
         #: the actors in the order they issued it
         self.issued: list[int] = []
+        #: what its issue did (:meth:`issue`), its check being due
+        self.issue_did = Issue(0, -1, 0)
+        #: a deferred issue's ns and first scheduling order (:meth:`_defer`)
+        self.deferred: tuple[int, int] | None = None
         self.recording: Recording | None = None
         self.active = ctx.sd.active_chunks_per_dimension
         self.running: dict[tuple[int, int], int] = {}
@@ -148,6 +152,21 @@ class MessageRun:
 
     def issue(self, ai: int) -> None:
         """The ranks of actor ``ai`` issue the collective now: their chunks enter their first phase."""
+        self.issued.append(ai)
+        alone = len(self.left_per_actor) == 1
+        if alone and self._defer():
+            return
+        loop = self.loop
+        events, eid = self.tally.events, loop.eid
+        self._enter_all(ai)
+        if len(self.issued) == len(self.left_per_actor) and self._may_close():
+            first = min((e[0] for e in loop.queue if getattr(e[2], "__self__", None) is self), default=None)
+            if first is not None:
+                self.issue_did = Issue(first - loop.now, self.tally.events - events if alone else -1, loop.eid - eid)
+                loop.call_first(first, self._check, None)
+
+    def _enter_all(self, ai: int) -> None:
+        """The chunks of the ranks of actor ``ai`` enter their first phase."""
         for r in self.ctx.actors[ai].ranks:
             j = self.pos.get(r)
             if j is None:
@@ -155,20 +174,38 @@ class MessageRun:
             self.chunks_left[j] = self.inst.n
             for c in range(self.inst.n):
                 self._enter(j, c, 0)
-        self.issued.append(ai)
-        if len(self.issued) == len(self.left_per_actor):
-            self._closed_check()
 
     # -- closed runs (:mod:`closed_runs`) ----------------------------------------------
-    def _closed_check(self) -> None:
-        """Every member has issued it: if all at this ns and no timeline is drawn, check just
-        before its first own event whether it runs closed."""
+    def _may_close(self) -> bool:
+        """Whether every member issued it at this ns and no timeline is drawn."""
         now = self.loop.now
-        if self.ctx.spans.spans is not None or any(t != now for _a, _i, t in self.inst.arrived.values()):
-            return
-        first = min((e[0] for e in self.loop.queue if getattr(e[2], "__self__", None) is self), default=None)
-        if first is not None:
-            self.loop.call_first(first, self._check, None)
+        return self.ctx.spans.spans is None and all(t == now for _a, _i, t in self.inst.arrived.values())
+
+    def _defer(self) -> bool:
+        """One actor issues all of it now: when a kept outcome of its kind says what its issue
+        does, take the scheduling orders of the events its issue schedules and leave them
+        unbuilt until its check (:meth:`_build`, unless it is replayed)."""
+        if not self._may_close():
+            return False
+        got = self.closed_runs.get(self._kind())
+        if not isinstance(got, ClosedRun) or got.issue.events < 0:
+            return False
+        loop = self.loop
+        self.deferred = (loop.now, loop.eid)
+        loop.eid += got.issue.eids
+        loop.call_first(loop.now + got.issue.first, self._check, None)
+        return True
+
+    def _build(self) -> None:
+        """Build the events of a deferred issue as the issue would have, at its ns and with the
+        scheduling orders it took (the clock and the order counter set back meanwhile)."""
+        assert self.deferred is not None
+        loop = self.loop
+        now, eid = loop.now, loop.eid
+        loop.now, loop.eid = self.deferred
+        self.deferred = None
+        self._enter_all(self.issued[0])
+        loop.now, loop.eid = now, eid
 
     def _kind(self) -> tuple:
         """What fixes a closed run's course from its check on."""
@@ -206,17 +243,19 @@ class MessageRun:
         loop = self.loop
         now = loop.now
         kind = self._kind()
-        links = self._run_links(kind)
-        if not links_free(links, now):
-            return
-        others, own, real, stand = split(loop.queue, self, MessageRun._close)
         got = self.closed_runs.get(kind)
+        others, own, real, stand = split(loop.queue, self, MessageRun._close)
+        busy = got is not None and not closed(now + got.duration, real, stand)
+        if busy or not links_free(self._run_links(kind), now):
+            if self.deferred is not None:
+                self._build()
+            return
         if got is None:
-            self.recording = Recording(now, own, real, stand, self.tally.events, self.net.events)
+            self.recording = Recording(now, own, real, stand, self.tally.events, self.net.events, self.issue_did)
             return
         assert isinstance(got, ClosedRun)
-        if not closed(now + got.duration, real, stand):
-            return
+        if self.deferred is not None:
+            self.tally.events += got.issue.events
         loop.queue[:] = others
         heapify(loop.queue)
         self.tally.events += got.tally_events
