@@ -34,7 +34,7 @@ from typing import Any, NamedTuple
 
 from .network import Link
 
-__all__ = ["Issue", "ClosedRun", "Recording", "split", "closed", "links_free", "outcome"]
+__all__ = ["Issue", "ClosedRun", "Kept", "Recording", "split", "closed", "links_free", "outcome"]
 
 #: a queue entry: (due ns, eid, function, argument)
 Entry = tuple[int, int, Callable[[Any], None], Any]
@@ -61,6 +61,17 @@ class ClosedRun(NamedTuple):
     net_events: int
     links: tuple[tuple[Link, int], ...]
     issue: Issue
+
+
+class Kept:
+    """What a simulation keeps of its closed runs, per kind: the outcome (``outcomes``) and every
+    link a message of the kind can cross (``links``)."""
+
+    __slots__ = ("outcomes", "links")
+
+    def __init__(self) -> None:
+        self.outcomes: dict[tuple, ClosedRun] = {}
+        self.links: dict[tuple, tuple[Link, ...]] = {}
 
 
 class Recording:

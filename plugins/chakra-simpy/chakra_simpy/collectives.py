@@ -22,6 +22,7 @@ from chakra_core import ChakraError, CommType, TraceFormatError
 from .algorithms.custom import CustomCollective
 from .chunk_phases import tree_visits
 from .classify import CollectiveArgs
+from .closed_runs import Kept
 from .collective_context import CollectiveTally
 from .lockstep import FlowShop
 from .member_phases import MemberPhases
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
     from .actor import Actor
     from .algorithms.base import Messages
     from .chunk_phases import PhaseSpec
-    from .closed_runs import ClosedRun
     from .collective_context import CollectiveContext
 
 __all__ = ["Collectives", "Instance", "SymmetryBroken"]
@@ -88,7 +88,7 @@ class Collectives:
         #: the messages of each message-run phase built (:class:`MessageRun`)
         self.phase_messages: dict[tuple, tuple[Messages, dict]] = {}
         #: the outcomes of closed message runs (:mod:`closed_runs`)
-        self.closed_runs: dict[tuple, ClosedRun | tuple] = {}
+        self.closed_runs = Kept()
         self.flow = FlowShop(ctx, self.tally, self.active, self._finish)
         self.member_phases = MemberPhases(ctx)
         #: phases of alternating algorithms each dimension ran so far (chunk by chunk)

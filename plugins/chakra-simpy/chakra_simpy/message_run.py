@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from .algorithms import lookup
 from .algorithms.base import Messages, PacketMember, PacketMessages, TreeTurn
 from .chunk_phases import PhaseSpec, tree_turns
-from .closed_runs import ClosedRun, Issue, Recording, closed, links_free, outcome, split
+from .closed_runs import Issue, Kept, Recording, closed, links_free, outcome, split
 from .formulas import GROUP_ENDPOINT_DELAY
 from .layouts import dim_layout, group_layout
 from .network import Link
@@ -82,7 +82,7 @@ class MessageRun:
     def __init__(self, ctx: CollectiveContext, tally: CollectiveTally, inst: Instance,
                  per_member: Sequence[PhaseSpec], tree_bases: dict[int, int],
                  on_done: Callable[[Instance, int, bool], None], broken: type[Exception],
-                 memo: dict[tuple, tuple[Messages, dict]], closed_runs: dict[tuple, ClosedRun | tuple]):
+                 memo: dict[tuple, tuple[Messages, dict]], closed_runs: Kept):
         self.ctx = ctx
         self.memo = memo
         self.closed_runs = closed_runs
@@ -187,8 +187,8 @@ class MessageRun:
         unbuilt until its check (:meth:`_build`, unless it is replayed)."""
         if not self._may_close():
             return False
-        got = self.closed_runs.get(self._kind())
-        if not isinstance(got, ClosedRun) or got.issue.events < 0:
+        got = self.closed_runs.outcomes.get(self._kind())
+        if got is None or got.issue.events < 0:
             return False
         loop = self.loop
         self.deferred = (loop.now, loop.eid)
@@ -217,8 +217,7 @@ class MessageRun:
 
     def _run_links(self, kind: tuple) -> tuple[Link, ...]:
         """Every link a message of this run can cross (kept per kind)."""
-        key = ("links", kind)
-        got = self.closed_runs.get(key)
+        got = self.closed_runs.links.get(kind)
         if got is None:
             seen: dict[Link, None] = {}
             for ph in self.phases:
@@ -233,8 +232,7 @@ class MessageRun:
                         for to, _frm, _m, _add in ph.part(c, j, self._links)[1]:
                             for links, _k, _n in to:
                                 seen.update(dict.fromkeys(links))
-            got = self.closed_runs[key] = tuple(seen)
-        assert isinstance(got, tuple)
+            got = self.closed_runs.links[kind] = tuple(seen)
         return got
 
     def _check(self, _arg: None) -> None:
@@ -243,7 +241,7 @@ class MessageRun:
         loop = self.loop
         now = loop.now
         kind = self._kind()
-        got = self.closed_runs.get(kind)
+        got = self.closed_runs.outcomes.get(kind)
         others, own, real, stand = split(loop.queue, self, MessageRun._close)
         busy = got is not None and not closed(now + got.duration, real, stand)
         if busy or not links_free(self._run_links(kind), now):
@@ -253,7 +251,6 @@ class MessageRun:
         if got is None:
             self.recording = Recording(now, own, real, stand, self.tally.events, self.net.events, self.issue_did)
             return
-        assert isinstance(got, ClosedRun)
         if self.deferred is not None:
             self.tally.events += got.issue.events
         loop.queue[:] = others
@@ -279,7 +276,7 @@ class MessageRun:
         if self.members_left == 0:
             got = outcome(rec, loop.now, loop.running)
             if got is not None:
-                self.closed_runs[kind] = got
+                self.closed_runs.outcomes[kind] = got
 
     def _later(self, delay: int, callback, value) -> None:
         self.loop.call(delay, callback, value)
