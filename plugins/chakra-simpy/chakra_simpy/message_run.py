@@ -104,6 +104,8 @@ class MessageRun:
         #: a deferred issue's ns and first scheduling order (:meth:`_defer`)
         self.deferred: tuple[int, int] | None = None
         self.recording: Recording | None = None
+        #: what fixes its course (:meth:`_kind`), once it is being recorded
+        self.kind: tuple = ()
         self.active = ctx.sd.active_chunks_per_dimension
         self.running: dict[tuple[int, int], int] = {}
         self.queued: dict[tuple[int, int], deque] = {}
@@ -249,6 +251,7 @@ class MessageRun:
                 self._build()
             return
         if got is None:
+            self.kind = kind
             self.recording = Recording(now, own, real, stand, self.tally.events, self.net.events, self.issue_did)
             return
         if self.deferred is not None:
@@ -271,12 +274,11 @@ class MessageRun:
         """Actor ``ai``'s ranks are about to be handed back: note it in ``rec``; after the last,
         keep the outcome if the run ran closed."""
         loop = self.loop
-        kind = self._kind()
-        rec.hand_back(ai, loop.now, loop.eid, self._run_links(kind), self.tally.events, self.net.events)
+        rec.hand_back(ai, loop.now, loop.eid, self._run_links(self.kind), self.tally.events, self.net.events)
         if self.members_left == 0:
             got = outcome(rec, loop.now, loop.running)
             if got is not None:
-                self.closed_runs.outcomes[kind] = got
+                self.closed_runs.outcomes[self.kind] = got
 
     def _later(self, delay: int, callback, value) -> None:
         self.loop.call(delay, callback, value)
