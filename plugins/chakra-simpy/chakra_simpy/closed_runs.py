@@ -3,7 +3,8 @@
 A message-run collective runs *closed* when, at its *check* (``start`` ns: just before its
 first own event, ahead of every other event of that ns):
 
-- every member issued it at the same ns, and no timeline is drawn (no spans to place);
+- every member issued it at the same ns, its first own event is due after that ns (so none
+  has run at the check), and no timeline is drawn (no spans to place);
 - every link its messages can cross is free (its last serialization ended before ``start``)
   and no message waits for it;
 - no other event is due before its end (``start + duration``), so nothing else runs, sends or

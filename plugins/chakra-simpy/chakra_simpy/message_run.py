@@ -163,7 +163,7 @@ class MessageRun:
         self._enter_all(ai)
         if len(self.issued) == len(self.left_per_actor) and self._may_close():
             first = min((e[0] for e in loop.queue if getattr(e[2], "__self__", None) is self), default=None)
-            if first is not None:
+            if first is not None and first > loop.now:  # none of its events can have run yet
                 self.issue_did = Issue(first - loop.now, self.tally.events - events if alone else -1, loop.eid - eid)
                 loop.call_first(first, self._check, None)
 
