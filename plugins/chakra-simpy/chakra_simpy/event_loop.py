@@ -10,7 +10,8 @@ a plain call instead (:meth:`EventLoop.call`, or on their busiest paths the same
 network also takes scheduling orders for events it leaves off the queue (``eid`` advanced past
 them) and puts one there later, at its place, only if something turns out to wait for it
 (:meth:`EventLoop.call_at`): the queue then holds the events that matter, each at the place the
-model gives it.
+model gives it.  A call that must come ahead of every event of its ns (the checks of
+:mod:`closed_runs`) takes a negative scheduling order of its own (:meth:`EventLoop.call_first`).
 """
 
 from __future__ import annotations
