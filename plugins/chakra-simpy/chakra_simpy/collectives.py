@@ -22,6 +22,7 @@ from chakra_core import ChakraError, CommType, TraceFormatError
 from .algorithms.custom import CustomCollective
 from .chunk_phases import tree_visits
 from .classify import CollectiveArgs
+from .closed_runs import Kept
 from .collective_context import CollectiveTally
 from .lockstep import FlowShop
 from .member_phases import MemberPhases
@@ -86,6 +87,8 @@ class Collectives:
         self.plans = FinishPlans()
         #: the messages of each message-run phase built (:class:`MessageRun`)
         self.phase_messages: dict[tuple, tuple[Messages, dict]] = {}
+        #: the outcomes of closed message runs (:mod:`closed_runs`)
+        self.closed_runs = Kept()
         self.flow = FlowShop(ctx, self.tally, self.active, self._finish)
         self.member_phases = MemberPhases(ctx)
         #: phases of alternating algorithms each dimension ran so far (chunk by chunk)
@@ -186,7 +189,7 @@ class Collectives:
         if specs is not None and (not world or inst.args.comm_type not in self.custom):
             bases = self._take_trees(specs if world else None, inst.n)
             inst.run = MessageRun(self.ctx, self.tally, inst, specs, bases, self._members_done, SymmetryBroken,
-                                  self.phase_messages)
+                                  self.phase_messages, self.closed_runs)
             self.tally.by_message += 1
             self.tally.phase_events += inst.n * len(inst.phases)
         else:

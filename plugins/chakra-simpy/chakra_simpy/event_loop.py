@@ -10,7 +10,8 @@ a plain call instead (:meth:`EventLoop.call`, or on their busiest paths the same
 network also takes scheduling orders for events it leaves off the queue (``eid`` advanced past
 them) and puts one there later, at its place, only if something turns out to wait for it
 (:meth:`EventLoop.call_at`): the queue then holds the events that matter, each at the place the
-model gives it.
+model gives it.  A call that must come ahead of every event of its ns (the checks of
+:mod:`closed_runs`) takes a negative scheduling order of its own (:meth:`EventLoop.call_first`).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ class EventLoop:
     """Events due at integer ns, run in ``(due, eid)`` order; ``now`` is the time in ns and
     ``running`` the scheduling order of the event being run (-1 before the first)."""
 
-    __slots__ = ("now", "running", "eid", "queue")
+    __slots__ = ("now", "running", "eid", "queue", "early")
 
     def __init__(self) -> None:
         self.now = 0
@@ -51,6 +52,8 @@ class EventLoop:
         self.eid = 0
         #: ``(due ns, eid, function, argument)`` entries, a heap
         self.queue: list[tuple[int, int, Callable[[Any], None], Any]] = []
+        #: the scheduling order the next call ahead of its ns takes (:meth:`call_first`)
+        self.early = -(1 << 62)
 
     def timeout(self, delay: int, value: Any = None) -> Timeout:
         """An event due ``delay`` ns from now (``delay`` >= 0), as SimPy's
@@ -72,6 +75,13 @@ class EventLoop:
         """Call ``fn(arg)`` at ``due`` ns, at scheduling order ``eid`` (one taken earlier,
         not yet run: ``(due, eid)`` after the event being run)."""
         heappush(self.queue, (due, eid, fn, arg))
+
+    def call_first(self, due: int, fn: Callable[[Any], None], arg: Any) -> None:
+        """Call ``fn(arg)`` at ``due`` ns (not before the event being run) ahead of every event
+        scheduled by :meth:`timeout`, :meth:`call` or :meth:`call_at` for that ns; such calls
+        run in the order they were asked for and take no scheduling order from the others."""
+        heappush(self.queue, (due, self.early, fn, arg))
+        self.early += 1
 
     def run(self) -> None:
         """Run every event, in order, until none is left."""

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Sequence
-from heapq import heappush
+from heapq import heapify, heappush
 from typing import TYPE_CHECKING
 
 from .algorithms import lookup
 from .algorithms.base import Messages, PacketMember, PacketMessages, TreeTurn
 from .chunk_phases import PhaseSpec, tree_turns
+from .closed_runs import Issue, Kept, Recording, closed, links_free, outcome, split
 from .formulas import GROUP_ENDPOINT_DELAY
 from .layouts import dim_layout, group_layout
 from .network import Link
@@ -75,14 +76,16 @@ class MessageRun:
     finished it (``last``: the whole collective has), and ``broken`` is raised when ranks
     simulated as one finish at different times.  SimPy events it schedules are counted in
     ``tally``; ``memo`` keeps the messages of every phase built and the members' routed parts,
-    for the collectives after it (one per simulation)."""
+    and ``closed_runs`` the outcomes of closed runs (:mod:`closed_runs`), for the collectives
+    after it (one of each per simulation)."""
 
     def __init__(self, ctx: CollectiveContext, tally: CollectiveTally, inst: Instance,
                  per_member: Sequence[PhaseSpec], tree_bases: dict[int, int],
                  on_done: Callable[[Instance, int, bool], None], broken: type[Exception],
-                 memo: dict[tuple, tuple[Messages, dict]]):
+                 memo: dict[tuple, tuple[Messages, dict]], closed_runs: Kept):
         self.ctx = ctx
         self.memo = memo
+        self.closed_runs = closed_runs
         self.tally = tally
         self.inst = inst
         self.on_done = on_done
@@ -91,7 +94,18 @@ class MessageRun:
         ranks = list(inst.members)
         self.rank_of = ranks if group else list(range(ctx.planner.total))
         self.pos = {r: j for j, r in enumerate(self.rank_of)}
+        #: the memo key of each phase's messages
+        self.phase_keys: list[tuple] = []
         self.phases = self._phases(per_member, tree_bases, ranks, group)
+        #: the actors in the order they issued it
+        self.issued: list[int] = []
+        #: what its issue did (:meth:`issue`), its check being due
+        self.issue_did = Issue(0, -1, 0)
+        #: a deferred issue's ns and first scheduling order (:meth:`_defer`)
+        self.deferred: tuple[int, int] | None = None
+        self.recording: Recording | None = None
+        #: what fixes its course (:meth:`_kind`), once it is being recorded
+        self.kind: tuple = ()
         self.active = ctx.sd.active_chunks_per_dimension
         self.running: dict[tuple[int, int], int] = {}
         self.queued: dict[tuple[int, int], deque] = {}
@@ -122,6 +136,7 @@ class MessageRun:
         out = []
         for spec, turn, planned in zip(per_member, tree_turns(per_member, tree_bases), self.inst.phases):
             key = (spec, members)
+            self.phase_keys.append(key)
             got = memo.get(key)
             if got is None:
                 got = memo[key] = (self._messages(spec, ranks, group), {})
@@ -139,6 +154,21 @@ class MessageRun:
 
     def issue(self, ai: int) -> None:
         """The ranks of actor ``ai`` issue the collective now: their chunks enter their first phase."""
+        self.issued.append(ai)
+        alone = len(self.left_per_actor) == 1
+        if alone and self._defer():
+            return
+        loop = self.loop
+        events, eid = self.tally.events, loop.eid
+        self._enter_all(ai)
+        if len(self.issued) == len(self.left_per_actor) and self._may_close():
+            first = min((e[0] for e in loop.queue if getattr(e[2], "__self__", None) is self), default=None)
+            if first is not None and first > loop.now:  # none of its events can have run yet
+                self.issue_did = Issue(first - loop.now, self.tally.events - events if alone else -1, loop.eid - eid)
+                loop.call_first(first, self._check, None)
+
+    def _enter_all(self, ai: int) -> None:
+        """The chunks of the ranks of actor ``ai`` enter their first phase."""
         for r in self.ctx.actors[ai].ranks:
             j = self.pos.get(r)
             if j is None:
@@ -146,6 +176,109 @@ class MessageRun:
             self.chunks_left[j] = self.inst.n
             for c in range(self.inst.n):
                 self._enter(j, c, 0)
+
+    # -- closed runs (:mod:`closed_runs`) ----------------------------------------------
+    def _may_close(self) -> bool:
+        """Whether every member issued it at this ns and no timeline is drawn."""
+        now = self.loop.now
+        return self.ctx.spans.spans is None and all(t == now for _a, _i, t in self.inst.arrived.values())
+
+    def _defer(self) -> bool:
+        """One actor issues all of it now: when a kept outcome of its kind says what its issue
+        does, take the scheduling orders of the events its issue schedules and leave them
+        unbuilt until its check (:meth:`_build`, unless it is replayed)."""
+        if not self._may_close():
+            return False
+        got = self.closed_runs.outcomes.get(self._kind())
+        if got is None or got.issue.events < 0:
+            return False
+        loop = self.loop
+        self.deferred = (loop.now, loop.eid)
+        loop.eid += got.issue.eids
+        loop.call_first(loop.now + got.issue.first, self._check, None)
+        return True
+
+    def _build(self) -> None:
+        """Build the events of a deferred issue as the issue would have, at its ns and with the
+        scheduling orders it took (the clock and the order counter set back meanwhile)."""
+        assert self.deferred is not None
+        loop = self.loop
+        now, eid = loop.now, loop.eid
+        loop.now, loop.eid = self.deferred
+        self.deferred = None
+        self._enter_all(self.issued[0])
+        loop.now, loop.eid = now, eid
+
+    def _kind(self) -> tuple:
+        """What fixes a closed run's course from its check on."""
+        n = self.inst.n
+        turns = tuple(None if ph.turn is None else tuple(ph.turn.choice(c) for c in range(n)) for ph in self.phases)
+        ctx = self.ctx
+        return (tuple(self.phase_keys), tuple(ph.queue for ph in self.phases), turns, n, self.inst.members,
+                tuple(ctx.rank_actor[r] for r in self.inst.members), tuple(self.issued))
+
+    def _run_links(self, kind: tuple) -> tuple[Link, ...]:
+        """Every link a message of this run can cross (kept per kind)."""
+        got = self.closed_runs.links.get(kind)
+        if got is None:
+            seen: dict[Link, None] = {}
+            for ph in self.phases:
+                if isinstance(ph.messages, PacketMessages):
+                    lay = ph.messages.layout
+                    for j in self.pos.values():
+                        for k in range(1, lay.size):
+                            seen.update(dict.fromkeys(self._links(j, lay.offset(j, k))))
+                    continue
+                for c in range(self.inst.n):
+                    for j in self.pos.values():
+                        for to, _frm, _m, _add in ph.part(c, j, self._links)[1]:
+                            for links, _k, _n in to:
+                                seen.update(dict.fromkeys(links))
+            got = self.closed_runs.links[kind] = tuple(seen)
+        return got
+
+    def _check(self, _arg: None) -> None:
+        """Just before this run's first own event: replay its kept outcome when it runs closed,
+        or run it event by event and keep the outcome when it may."""
+        loop = self.loop
+        now = loop.now
+        kind = self._kind()
+        got = self.closed_runs.outcomes.get(kind)
+        others, own, real, stand = split(loop.queue, self, MessageRun._close)
+        busy = got is not None and not closed(now + got.duration, real, stand)
+        if busy or not links_free(self._run_links(kind), now):
+            if self.deferred is not None:
+                self._build()
+            return
+        if got is None:
+            self.kind = kind
+            self.recording = Recording(now, own, real, stand, self.tally.events, self.net.events, self.issue_did)
+            return
+        if self.deferred is not None:
+            self.tally.events += got.issue.events
+        loop.queue[:] = others
+        heapify(loop.queue)
+        self.tally.events += got.tally_events
+        self.net.events += got.net_events
+        for link, free in got.links:
+            link.free_at = now + free
+        loop.call(got.duration, self._close, got.order)
+
+    def _close(self, order: tuple[int, ...]) -> None:
+        """The end of a replayed closed run: its actors' ranks are handed back in ``order``."""
+        last = len(order) - 1
+        for k, ai in enumerate(order):
+            self.on_done(self.inst, ai, k == last)
+
+    def _hand_back(self, rec: Recording, ai: int) -> None:
+        """Actor ``ai``'s ranks are about to be handed back: note it in ``rec``; after the last,
+        keep the outcome if the run ran closed."""
+        loop = self.loop
+        rec.hand_back(ai, loop.now, loop.eid, self._run_links(self.kind), self.tally.events, self.net.events)
+        if self.members_left == 0:
+            got = outcome(rec, loop.now, loop.running)
+            if got is not None:
+                self.closed_runs.outcomes[self.kind] = got
 
     def _later(self, delay: int, callback, value) -> None:
         self.loop.call(delay, callback, value)
@@ -281,4 +414,6 @@ class MessageRun:
         self.members_left -= 1
         self.left_per_actor[ai] -= 1
         if self.left_per_actor[ai] == 0:
+            if self.recording is not None:
+                self._hand_back(self.recording, ai)
             self.on_done(self.inst, ai, self.members_left == 0)

@@ -1,0 +1,103 @@
+"""Closed runs (:mod:`chakra_simpy.closed_runs`): collectives replayed from the outcome of one run
+event by event give the per-rank cycles and event counts of running every one event by event.
+
+The examples are the bundled text workloads on examples/system/system.yaml (a Ring of 8, 50
+GB/s, 500 ns): on the GPT-3-like one every collective runs alone on the links; on the
+ResNet-50-like one about half of them overlap the next layer's compute.  Their cycles are those
+of ``test_simpy_aware.py`` (the aware mode gives the unaware cycles there) and their event
+counts those ``benches/bench_aware.py`` printed before closed runs existed.  Two small sets
+(8 ranks, 1 MiB ring all-reduces of 4 chunks, 117,780 ns alone) have a collective of a kind
+already run alone start while other traffic is under way: a collective issued meanwhile, or a
+64 MiB send still serializing on its links; replaying it there would be wrong, and is, with
+either part of the guard taken away.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from chakra_core import load_traces, open_traceset
+from chakra_simpy import closed_runs, message_run
+from chakra_simpy.message_run import MessageRun
+
+ROOT = Path(__file__).resolve().parents[3]
+SYSTEM = str(ROOT / "examples" / "system" / "system.yaml")
+EXAMPLES = [("resnet50_like.txt", {"npus": 8}, 8_354_096, 74_465),
+            ("gpt3_like.txt", {"npus": 8, "mp_group": 8}, 6_077_152_563, 781_050)]
+MIB = 1 << 20
+
+
+def _outcome(run, monkeypatch, slow=False):
+    """Per-rank finish ns, events and SimPy events of ``run()``, and how many runs it replayed
+    (``slow``: none, every collective event by event)."""
+    replays = []
+    close = MessageRun._close
+
+    def counted(self, order):
+        replays.append(order)
+        close(self, order)
+
+    with monkeypatch.context() as m:
+        m.setattr(MessageRun, "_close", counted)
+        if slow:
+            m.setattr(MessageRun, "_check", lambda self, arg: None)
+        res = run()
+    return [r["finish_ns"] for r in res.ranks], res.summary["events"], res.summary["simpy_events"], len(replays)
+
+
+def _example(kit, tmp_path, name, opts, symmetry):
+    where = tmp_path / name
+    if not where.exists():
+        load_traces(str(ROOT / "examples" / "text" / name), "text", opts).write(where / "trace")
+    return lambda: kit.run(open_traceset(str(where)), congestion="aware", system=SYSTEM, symmetry=symmetry)
+
+
+@pytest.mark.parametrize("symmetry", [True, False])
+@pytest.mark.parametrize(("name", "opts", "finish", "simpy_events"), EXAMPLES)
+def test_replayed_runs_give_the_cycles_and_counts_of_running_every_event(kit, tmp_path, monkeypatch, name, opts,
+                                                                          finish, simpy_events, symmetry):
+    run = _example(kit, tmp_path, name, opts, symmetry)
+    fast = _outcome(run, monkeypatch)
+    slow = _outcome(run, monkeypatch, slow=True)
+    assert fast[3] > 0 and slow[3] == 0
+    assert fast[:3] == slow[:3]
+    assert fast[0] == [finish] * 8
+    if symmetry:
+        assert fast[2] == simpy_events
+
+
+def _overlapping(kit, tmp_path):
+    """Each rank: all-reduces 0 and 1 in turn, then all-reduce 2 and, 5 us after all-reduce 1,
+    all-reduce 4 (two in flight: ``streams`` 2)."""
+    def nodes():
+        return [kit.coll(0, MIB), kit.coll(1, MIB, deps=[0]), kit.coll(2, MIB, deps=[1]),
+                kit.comp(3, 5, deps=[1]), kit.coll(4, MIB, deps=[3])]
+    ts = kit.traces([nodes() for _ in range(8)])
+    return lambda: kit.run(ts, kit.system([("Ring", 8, 50, 500)]), tmp_path, congestion="aware", streams=2)
+
+
+def _send_under_way(kit, tmp_path):
+    """Each rank: all-reduces 0 and 1 in turn, then a 64 MiB send to the next rank (about 1.25
+    ms on the link the all-reduce's messages take too) and all-reduce 4 at once."""
+    def nodes(r):
+        return [kit.coll(0, MIB), kit.coll(1, MIB, deps=[0]), kit.p2p(2, True, (r + 1) % 8, 64 * MIB, deps=[1]),
+                kit.p2p(3, False, (r - 1) % 8, 64 * MIB, deps=[1]), kit.coll(4, MIB, deps=[1])]
+    ts = kit.traces([nodes(r) for r in range(8)])
+    return lambda: kit.run(ts, kit.system([("Ring", 8, 50, 500)]), tmp_path, congestion="aware", streams=2)
+
+
+@pytest.mark.parametrize(("case", "part", "broken"),
+                         [(_overlapping, "closed", lambda end, real, stand_in: True),
+                          (_send_under_way, "links_free", lambda links, now: True)])
+def test_without_its_guard_a_replay_gets_a_busy_network_wrong(kit, tmp_path, monkeypatch, case, part, broken):
+    run = case(kit, tmp_path)
+    fast = _outcome(run, monkeypatch)
+    slow = _outcome(run, monkeypatch, slow=True)
+    assert fast[3] > 0 and fast[:3] == slow[:3]
+    assert fast[0][0] > 2 * 117_780
+    monkeypatch.setattr(closed_runs, part, broken)
+    monkeypatch.setattr(message_run, part, broken)
+    wrong = _outcome(run, monkeypatch)
+    assert wrong[3] > fast[3] and wrong[0] != fast[0]
