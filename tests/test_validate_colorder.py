@@ -67,8 +67,15 @@ def _copies(nodes: list[Node], mirror: bool = False, ascending_first: int = 0) -
             number = {n.id: top + len(out) + i + 1 for i, n in enumerate(nodes)}
             out += _moved(nodes, number.__getitem__)
         else:
-            out += _moved(nodes, (lambda i, off=off: top - i - off) if mirror else (lambda i, off=off: i + off))
+            out += _moved(nodes, _offset(off, top if mirror else None))
     return out
+
+
+def _offset(off: int, top: int | None) -> Callable[[int], int]:
+    """Id ``i`` moved up by ``off`` (and mapped to ``top - i - off`` when ``top`` is given)."""
+    if top is None:
+        return lambda i: i + off
+    return lambda i: top - i - off
 
 
 def _write(tmp_path, ranks: dict[int, list[Node]], groups=None) -> str:
@@ -104,7 +111,7 @@ def _same_record(prefix: str) -> None:
     traces = open_traceset(prefix)
     nranks = max(traces.ranks) + 1 if len(traces) > 1 else 0
     for rt in traces:
-        fast, slow = (RankCheck(rt.rank, rt.label, nranks, None, lambda pg: 0, rt.rank_known) for _ in range(2))
+        fast, slow = (RankCheck(rt.rank, rt.label, nranks, print, lambda pg: 0, rt.rank_known) for _ in range(2))
         got = _colscan.scan_columns(rt, fast)
         assert got is not None, rt.label
         want = scan_rank(rt.batches, slow)
