@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from chakra_core.base._kernels import compiled, int_dict, kernel
+from chakra_core.validation._inplace import GrowingTable
 
 __all__ = ["Frontiers", "advance", "csr", "OK", "COLLISION", "UNPLACED"]
 
@@ -197,8 +198,8 @@ def csr(pool, start, size, waits, nskel):  # pragma: no cover - compiled
 
 
 class Frontiers:
-    """The state of :func:`advance` over the runs of one rank (its compiled form).  ``fid`` is
-    the slot table: it grows in place (zero-filled) and, for a table by id, downward too."""
+    """The state of :func:`advance` over the runs of one rank (its compiled form).  The slot
+    table grows in place (:class:`._inplace.GrowingTable`) and, for a table by id, downward too."""
 
     def __init__(self) -> None:
         self.pool = np.empty(1024, np.int64)
@@ -208,27 +209,27 @@ class Frontiers:
         self.index = int_dict(True)
         self.unions = int_dict(True)
         self.waits = np.zeros(1024, np.int64)
-        self.fid = np.zeros(1024, np.int32)
+        self.table = GrowingTable(1024)
 
     def reserve(self, low: int, high: int) -> int:
         """Slots ``low`` to ``high - 1`` in the table (numbered from its slot 0 now; ``low`` < 0:
         under it); how far the slots so far moved up for that.  An eighth of the table more is
         kept each way when it grows, so that a table grown run by run moves few times."""
-        have = len(self.fid)
+        have = len(self.table.array)
         shift = max(-low, have // 8) if low < 0 else 0
         need = max(high, have if shift else 0) + shift
         if need > have:
-            self.fid.resize(max(need, have + have // 8), refcheck=False)
+            self.table.grow(max(need, have + have // 8))
         if shift:
-            compiled(_shift_up)(self.fid, shift, have)
+            compiled(_shift_up)(self.table.array, shift, have)
         return shift
 
     def reslot(self, slots: np.ndarray, size: int) -> None:
         """A table of ``size`` slots in which the frontier of slot ``i`` so far is in slot
         ``slots[i]``."""
-        table = np.zeros(size, np.int32)
-        table[slots] = self.fid[:len(slots)]
-        self.fid = table
+        table = GrowingTable(size)
+        table.array[slots] = self.table.array[:len(slots)]
+        self.table = table
 
     def add(self, dep_at: np.ndarray, dep_ptr: np.ndarray, is_skel: np.ndarray, at: np.ndarray) -> bool:
         """The next run of nodes (their slots ``at`` and their dependencies' ``dep_at``, all
@@ -236,7 +237,7 @@ class Frontiers:
         had the same hash."""
         status, self.pool, self.start, self.size, self.waits = compiled(advance)(
             dep_at, dep_ptr, is_skel, at, self.pool, self.start, self.size, self.counters, self.index,
-            self.unions, self.waits, self.fid)
+            self.unions, self.waits, self.table.array)
         return bool(status == OK)
 
     def csr(self) -> tuple[np.ndarray, np.ndarray]:
