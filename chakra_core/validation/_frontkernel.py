@@ -198,8 +198,10 @@ def csr(pool, start, size, waits, nskel):  # pragma: no cover - compiled
 
 
 class Frontiers:
-    """The state of :func:`advance` over the runs of one rank (its compiled form).  The slot
-    table grows in place (:class:`._inplace.GrowingTable`) and, for a table by id, downward too."""
+    """The state of :func:`advance` over the runs of one rank (its compiled form).  ``fid`` is
+    the slot table, zero-filled as it grows: by position, a larger copy; by id (after
+    :meth:`reslot`), in place (:class:`._inplace.GrowingTable`: a table that can take 4 slots a
+    node is never held twice), downward too."""
 
     def __init__(self) -> None:
         self.pool = np.empty(1024, np.int64)
@@ -209,27 +211,37 @@ class Frontiers:
         self.index = int_dict(True)
         self.unions = int_dict(True)
         self.waits = np.zeros(1024, np.int64)
-        self.table = GrowingTable(1024)
+        self.fid = np.zeros(1024, np.int32)
+        self._by_id: GrowingTable | None = None
 
     def reserve(self, low: int, high: int) -> int:
         """Slots ``low`` to ``high - 1`` in the table (numbered from its slot 0 now; ``low`` < 0:
-        under it); how far the slots so far moved up for that.  An eighth of the table more is
-        kept each way when it grows, so that a table grown run by run moves few times."""
-        have = len(self.table.array)
-        shift = max(-low, have // 8) if low < 0 else 0
-        need = max(high, have if shift else 0) + shift
-        if need > have:
-            self.table.grow(max(need, have + have // 8))
+        under it); how far the slots so far moved up for that.  A quarter of the table more is
+        made each way it grows, so that a table grown run by run moves few times."""
+        have = len(self.fid)
+        shift = max(-low, have // 4) if low < 0 else 0
+        need = max(high, have) + shift
+        if need <= have:
+            return 0
+        size = max(need, have + have // 4)
+        if self._by_id is None:
+            table = np.zeros(size, np.int32)
+            table[shift:shift + have] = self.fid
+            self.fid = table
+            return shift
+        self.fid = np.zeros(0, np.int32)  # the table moves only when no other view of it is held
+        self._by_id.grow(size)
+        self.fid = self._by_id.array
         if shift:
-            compiled(_shift_up)(self.table.array, shift, have)
+            compiled(_shift_up)(self.fid, shift, have)
         return shift
 
     def reslot(self, slots: np.ndarray, size: int) -> None:
         """A table of ``size`` slots in which the frontier of slot ``i`` so far is in slot
         ``slots[i]``."""
-        table = GrowingTable(size)
-        table.array[slots] = self.table.array[:len(slots)]
-        self.table = table
+        self._by_id = GrowingTable(size)
+        self._by_id.array[slots] = self.fid[:len(slots)]
+        self.fid = self._by_id.array
 
     def add(self, dep_at: np.ndarray, dep_ptr: np.ndarray, is_skel: np.ndarray, at: np.ndarray) -> bool:
         """The next run of nodes (their slots ``at`` and their dependencies' ``dep_at``, all
@@ -237,7 +249,7 @@ class Frontiers:
         had the same hash."""
         status, self.pool, self.start, self.size, self.waits = compiled(advance)(
             dep_at, dep_ptr, is_skel, at, self.pool, self.start, self.size, self.counters, self.index,
-            self.unions, self.waits, self.table.array)
+            self.unions, self.waits, self.fid)
         return bool(status == OK)
 
     def csr(self) -> tuple[np.ndarray, np.ndarray]:
