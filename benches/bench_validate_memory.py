@@ -6,12 +6,14 @@ compute nodes (a data dep on the previous node, a ctrl dep 8 back, two attribute
 all-reduce every 1,000 nodes; rank 1 has the matching all-reduces only.  ``validate`` then runs
 on it in a fresh subprocess (its ru_maxrss is its own), all rules and the deadlock search
 included; ``stats`` is ``compute_stats`` with the longest path.  ``--sparse`` numbers the nodes
-2, 4, 6, ... (non-consecutive ids); ``--warm`` runs the command once on a 2,000-node set before
+2, 4, 6, ... (non-consecutive ids); ``--descending`` numbers them from the highest down (each
+dependency still names an earlier node, as the PyTorch converter writes; the compiled loops keep
+a table by id); ``--warm`` runs the command once on a 2,000-node set before
 the baseline is taken (numba's runtime and the compiled kernels loaded, about 85 MB: the figure
 is then per node above start-up); ``--ref DIR`` imports chakra_core from DIR instead (another
 checkout, for a before/after comparison).
-Usage: python benches/bench_validate_memory.py [--nodes 5000000] [--sparse] [--command stats] [--warm]
-                                              [--ref DIR]
+Usage: python benches/bench_validate_memory.py [--nodes 5000000] [--sparse] [--descending] [--command stats]
+                                              [--warm] [--ref DIR]
 """
 
 from __future__ import annotations
@@ -27,20 +29,21 @@ WRITE = r"""
 import sys
 from chakra_core import CommType, EtWriter, GlobalMetadata, Node, NodeType, make_attr
 
-prefix, n, step = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+prefix, n, step, down = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
+ident = (lambda i: (n + 1 - i) * step) if down else (lambda i: i * step)
 cpu, ops = make_attr("is_cpu_op", False), make_attr("num_ops", 1 << 20)
 coll = [make_attr("comm_type", int(CommType.ALL_REDUCE)), make_attr("comm_size", 1 << 20)]
 
 def rank0():
     for i in range(1, n + 1):
-        nid = i * step
+        nid = ident(i)
         is_coll = i % 1000 == 0
         node = Node(id=nid, name="allreduce" if is_coll else "aten::linear",
                     type=NodeType.COMM_COLL_NODE if is_coll else NodeType.COMP_NODE, duration_micros=i % 97)
         if i > 1:
-            node.data_deps.append(nid - step)
+            node.data_deps.append(ident(i - 1))
         if i > 8:
-            node.ctrl_deps.append(nid - 8 * step)
+            node.ctrl_deps.append(ident(i - 8))
         node.attr.extend(coll if is_coll else (cpu, ops))
         yield node
 
@@ -62,7 +65,8 @@ import json, resource, sys, time
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 import chakra_core
 from chakra_core import compute_stats, open_traceset, validate
-if len(sys.argv) > 3:  # --warm
+if len(sys.argv) > 3:  # --warm: numba loaded first, so that the small set takes the compiled loops too
+    import numba
     compute_stats(open_traceset(sys.argv[3])) if sys.argv[2] == "stats" else validate(open_traceset(sys.argv[3]))
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 t, c = time.perf_counter(), time.process_time()
@@ -83,6 +87,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nodes", type=int, default=5_000_000, help="nodes of rank 0")
     ap.add_argument("--sparse", action="store_true", help="non-consecutive node ids")
+    ap.add_argument("--descending", action="store_true", help="node ids descending in file order")
     ap.add_argument("--command", choices=("validate", "stats"), default="validate")
     ap.add_argument("--warm", action="store_true", help="take the baseline after a run on a small set")
     ap.add_argument("--ref", help="import chakra_core from this directory for the measurement")
@@ -93,12 +98,14 @@ def main() -> int:
         env["PYTHONPATH"] = os.path.abspath(args.ref) + os.pathsep + env.get("PYTHONPATH", "")
     with tempfile.TemporaryDirectory() as d:
         prefix = os.path.join(d, "bench")
-        subprocess.run([sys.executable, "-c", WRITE, prefix, str(args.nodes), "2" if args.sparse else "1"],
+        subprocess.run([sys.executable, "-c", WRITE, prefix, str(args.nodes), "2" if args.sparse else "1",
+                        str(int(args.descending))],
                        check=True)
         warm = []
         if args.warm:
             warm = [os.path.join(d, "warm")]
-            subprocess.run([sys.executable, "-c", WRITE, warm[0], "2000", "1"], check=True)
+            subprocess.run([sys.executable, "-c", WRITE, warm[0], "2000", "1", str(int(args.descending))],
+                           check=True)
         out = subprocess.run([sys.executable, "-c", MEASURE, prefix, args.command, *warm], capture_output=True,
                              text=True, env=env, cwd=d, check=True)
     r = json.loads(out.stdout)
@@ -107,7 +114,8 @@ def main() -> int:
     if args.json:
         print(json.dumps(r))
     else:
-        print(f"{args.command}, {args.nodes:,} nodes ({'sparse' if args.sparse else 'consecutive'} ids): "
+        ids = ("sparse" if args.sparse else "consecutive") + (", descending" if args.descending else "")
+        print(f"{args.command}, {args.nodes:,} nodes ({ids} ids): "
               f"{r['seconds']:.1f} s ({r['cpu_s']:.1f} s CPU), peak RSS {r['peak_rss_mb']:.1f} MB (after "
               f"{'a warm-up run' if args.warm else 'imports'} "
               f"{r['baseline_rss_mb']:.1f} MB): {r['bytes_per_node']:.1f} bytes/node  [{r['core']}]")

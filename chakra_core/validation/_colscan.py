@@ -4,10 +4,11 @@
 (one compiled walk of the wire bytes) and settles the rules of :class:`._rank_rules.RankCheck`
 and the dependency checks of :func:`._skeleton.scan_rank` with array operations.  It gives the
 rank's record only when every node message decodes (protobuf's C decoder, a run at a time, nested
-messages included) and the rank is clean and ordered (ids ascend, every dependency names an
-earlier node): then no per-node rule has anything to say and the record is the one the per-node
-path builds.  Any other rank (a finding to word, an attribute in an unusual form, a wire fault,
-a rank not backed by a file) is left to the per-node path, which words every finding.
+messages included) and the rank is clean and in dependency order (every dependency names an
+earlier node, ids in any order; see :class:`_Slots` for how sparse they may be): then no per-node
+rule has anything to say and the record is the one the per-node path builds.  Any other rank (a
+finding to word, an attribute in an unusual form, a wire fault, a rank not backed by a file) is
+left to the per-node path, which words every finding.
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ _STRING_SLOT = 29
 _BROADCAST = 5
 _COMM_TYPES = np.array(sorted(COMM_TYPE_NAMES), np.int64)
 _U64 = np.uint64
+#: a table of slots by id is kept while it has at most this many slots (4 bytes each) a node,
+#: plus _SLACK: sparser ids are left to the per-node path
+_SLOTS_PER_NODE = 8
+_SLACK = 1 << 20
 
 
 class _Ids:
@@ -69,10 +74,16 @@ class _Ids:
         self.last = hi
         return True
 
+    def all(self) -> np.ndarray:
+        """The ids so far, in file order."""
+        if self.runs is None:
+            return np.arange(self.first, self.last + 1, dtype=_U64) if self.count else np.zeros(0, _U64)
+        return np.concatenate(self.runs) if self.runs else np.zeros(0, _U64)
+
     def positions(self, deps: np.ndarray) -> np.ndarray | None:
         """The positions of ``deps``; None when one is not among the ids so far."""
         if self.runs is None:
-            if len(deps) and int(deps.min()) < self.first:
+            if len(deps) and (int(deps.min()) < self.first or int(deps.max()) > self.last):
                 return None
             return (deps - _U64(self.first)).astype(np.int64)
         firsts = np.array([int(r[0]) if len(r) else 0 for r in self.runs], _U64)
@@ -88,6 +99,59 @@ class _Ids:
                 return None
             pos[sel] = at + self.starts[k]
         return pos
+
+
+class _Slots:
+    """Which slot of the frontier table (:class:`~._frontkernel.Frontiers`) keeps each node's
+    frontier: its position while the ids ascend (:class:`_Ids`); from the first run whose ids do
+    not, its id less the lowest id so far (4 bytes a slot, at most :data:`_SLOTS_PER_NODE` slots
+    a node: the ids of a converted PyTorch rank take about 4)."""
+
+    def __init__(self, fronts: Frontiers) -> None:
+        self.fronts = fronts
+        self.ids = _Ids()
+        self.by_id = False
+        self.lo = self.hi = 0  # the id of slot 0 and the highest id so far, once slots are by id
+        self.count = 0
+
+    def place(self, ids: np.ndarray, deps: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """The slots of a run's nodes and of their dependencies, reserved; None where the
+        per-node path is to run (a dependency outside the ids so far, or ids too sparse)."""
+        n = len(ids)
+        if not self.by_id:
+            start = self.ids.count
+            if self.ids.add(ids):
+                pos = self.ids.positions(deps)
+                if pos is None:
+                    return None
+                self.fronts.reserve(0, start + n)
+                self.count += n
+                return np.arange(start, start + n, dtype=np.int64), pos
+            if not self._by_id(int(ids.min()), n):
+                return None
+        lo, hi = min(self.lo, int(ids.min())), max(self.hi, int(ids.max()))
+        if len(deps) and (int(deps.min()) < lo or int(deps.max()) > hi):
+            return None
+        self.count += n
+        if hi - lo >= _SLOTS_PER_NODE * self.count + _SLACK:
+            return None
+        self.lo -= self.fronts.reserve(lo - self.lo, hi - self.lo + 1)
+        self.hi = hi
+        base = _U64(self.lo % (1 << 64))  # slot 0 may lie under id 0: differences wrap back
+        return (ids - base).astype(np.int64), (deps - base).astype(np.int64)
+
+    def _by_id(self, low: int, n: int) -> bool:
+        """Move the frontiers so far to slots by id (``low``: the lowest id of the run that does
+        not ascend, of ``n`` nodes); False when the ids so far are too sparse for a table."""
+        old = self.ids.all()
+        self.lo = min(low, int(old[0])) if len(old) else low
+        self.hi = int(old[-1]) if len(old) else low
+        if self.hi - self.lo >= _SLOTS_PER_NODE * (self.count + n) + _SLACK:
+            return False
+        self.fronts.reslot((old - _U64(self.lo)).astype(np.int64), self.hi - self.lo + 1)
+        self.ids = _Ids()
+        self.by_id = True
+        return True
 
 
 class _Record:
@@ -115,27 +179,29 @@ def scan_columns(rt: RankTrace, chk: RankCheck) -> RankScan | None:
     """The scan of a clean, ordered, file-backed rank, its record put into ``chk``; None for any
     other rank (``chk`` untouched: the per-node path is to run).  Needs numba (the ``fast``
     extra): the caller chose the compiled loops.  Memory: one run of columns, plus 4 bytes a node
-    (12 when ids are not consecutive) and the skeleton."""
+    (12 when ids ascend and are not consecutive; 4 bytes an id from the lowest to the highest
+    when they do not ascend) and the skeleton."""
     if not isinstance(rt, FileRank):
         return None
     from chakra_core.trace._columns import column_runs
 
-    ids, rec, fronts = _Ids(), _Record(), Frontiers()
+    rec, fronts = _Record(), Frontiers()
+    slots = _Slots(fronts)
     try:
         for cols in column_runs(rt, _ATTRS, decoded=True):
-            if len(cols) and not _scan_run(cols, chk, ids, rec, fronts):
+            if len(cols) and not _scan_run(cols, chk, slots, rec, fronts):
                 return None
     except TraceFormatError:
         return None
-    if ids.count == 0:
+    if slots.count == 0:
         return None
     ptr, preds = fronts.csr()
     rec.put(chk)
-    return RankScan(count=ids.count, skel_pos=rec.skel_pos, skel_ptr=array("q", ptr.tobytes()),
+    return RankScan(count=slots.count, skel_pos=rec.skel_pos, skel_ptr=array("q", ptr.tobytes()),
                     skel_preds=array("q", preds.tobytes()))
 
 
-def _scan_run(cols: NodeColumns, chk: RankCheck, ids: _Ids, rec: _Record, fronts: Frontiers) -> bool:
+def _scan_run(cols: NodeColumns, chk: RankCheck, slots: _Slots, rec: _Record, fronts: Frontiers) -> bool:
     """Check one run and add it to the record; False where the per-node path is to run."""
     if cols.flags.any():
         return False
@@ -148,21 +214,17 @@ def _scan_run(cols: NodeColumns, chk: RankCheck, ids: _Ids, rec: _Record, fronts
     rec.total_us += int(dur.sum())  # a run's sum of durations of at most 2^40 us fits in uint64
     if rec.total_us > MAX_RANK_DURATION_US:
         return False
-    owner = np.repeat(cols.ids, np.diff(cols.dep_ptr))
-    if not bool((cols.dep_ids < owner).all()):
+    start = slots.count
+    placed = slots.place(cols.ids, cols.dep_ids)
+    if placed is None:
         return False
-    start = ids.count
-    if not ids.add(cols.ids):
-        return False
-    dep_pos = ids.positions(cols.dep_ids)
-    if dep_pos is None:
-        return False
+    at, dep_at = placed
     comm = (types != _META) & (types != 4)
     v = _values(cols, comm)
     if v is None:
         return False
     kinds = _kinds(types, v, dur, chk)
-    if kinds is None or not fronts.add(dep_pos, cols.dep_ptr, kinds >= 0):
+    if kinds is None or not fronts.add(dep_at, cols.dep_ptr, kinds >= 0, at):
         return False
     _record(rec, chk, cols, v, kinds, start)
     return True

@@ -5,8 +5,10 @@ The same computation as :class:`._skeleton._Frontiers` in :func:`._skeleton.scan
 each node carries a frontier (an interned set of skeleton nodes: the latest ones it waits for),
 the union of its dependencies' frontiers folded in their order, each union reduced by the members
 that another member waits for directly; a skeleton node passes on itself and waits for its
-frontier.  Sets are sorted rows of one growing pool, interned by a 64-bit hash; the frontier
-number of each node (4 bytes) is the state that grows with the rank, a run of nodes at a time.
+frontier.  Sets are sorted rows of one growing pool, interned by a 64-bit hash.  Each node's
+frontier number is kept in a slot of a table of 4-byte entries that the caller chooses (the
+node's position, or its id less the lowest); a slot read before it is written (a dependency on
+no earlier node) or written twice (a repeated id) stops the loop.
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ from __future__ import annotations
 import numpy as np
 
 from chakra_core.base._kernels import compiled, int_dict, kernel
+from chakra_core.validation._inplace import GrowingTable
 
-__all__ = ["Frontiers", "advance", "csr", "OK", "COLLISION"]
+__all__ = ["Frontiers", "advance", "csr", "OK", "COLLISION", "UNPLACED"]
 
-#: statuses: done; two different sets had the same hash (the caller takes the Python path)
-OK, COLLISION = 0, 1
+#: statuses: done; two different sets had the same hash; a dependency's slot was empty or a
+#: node's was taken (the caller takes the Python path on either of the last two)
+OK, COLLISION, UNPLACED = 0, 1, 2
 _FNV_OFFSET = np.uint64(14695981039346656037)
 _FNV_PRIME = np.uint64(1099511628211)
 
@@ -124,21 +128,23 @@ def _intern(items, r, pool, start, size, counters, index):  # pragma: no cover -
 
 
 @kernel(cache=True, nogil=True)
-def advance(dep_pos, dep_ptr, is_skel, first, pool, start, size, counters, index, unions, waits,
+def advance(dep_at, dep_ptr, is_skel, at, pool, start, size, counters, index, unions, waits,
             fid):  # pragma: no cover - compiled
-    """Nodes ``first, first+1, ...`` (one per ``is_skel`` row) in an order where every dependency
-    comes first: ``dep_pos[dep_ptr[i]:dep_ptr[i+1]]`` are the positions of node ``first+i``'s.
-    ``counters`` = (sets, pool items used, skeleton nodes so far); returns ``(status, pool,
-    start, size, waits, fid)``, the arrays grown where they were short."""
+    """Nodes in an order where every dependency comes first (one per ``is_skel`` row): node
+    ``i``'s frontier goes to slot ``at[i]`` of ``fid`` (0: empty, else the frontier number + 1),
+    its dependencies' are read from slots ``dep_at[dep_ptr[i]:dep_ptr[i+1]]``.  ``counters`` =
+    (sets, pool items used, skeleton nodes so far); returns ``(status, pool, start, size,
+    waits)``, the arrays grown where they were short."""
     n = len(is_skel)
     waits = _grow(waits, counters[2] + np.sum(is_skel))
-    fid = _grow(fid, first + n)
     items = np.empty(64, np.int64)
     marks = np.empty(64, np.int64)
     for i in range(n):
         f = 0
         for j in range(dep_ptr[i], dep_ptr[i + 1]):
-            g = fid[dep_pos[j]]
+            g = fid[dep_at[j]] - 1
+            if g < 0:
+                return UNPLACED, pool, start, size, waits
             if g == f or g == 0:
                 continue
             if f == 0:
@@ -154,7 +160,7 @@ def advance(dep_pos, dep_ptr, is_skel, first, pool, start, size, counters, index
             r = _reduce(pool, start, size, waits, items, m, marks)
             status, f, pool, start, size = _intern(items, r, pool, start, size, counters, index)
             if status != OK:
-                return status, pool, start, size, waits, fid
+                return status, pool, start, size, waits
             unions[key] = f
         if is_skel[i]:
             k = counters[2]
@@ -162,10 +168,20 @@ def advance(dep_pos, dep_ptr, is_skel, first, pool, start, size, counters, index
             items[0] = k
             status, f, pool, start, size = _intern(items, 1, pool, start, size, counters, index)
             if status != OK:
-                return status, pool, start, size, waits, fid
+                return status, pool, start, size, waits
             counters[2] = k + 1
-        fid[first + i] = f
-    return OK, pool, start, size, waits, fid
+        if fid[at[i]] != 0:
+            return UNPLACED, pool, start, size, waits
+        fid[at[i]] = f + 1
+    return OK, pool, start, size, waits
+
+
+@kernel(cache=True, nogil=True)
+def _shift_up(arr, k, used):  # pragma: no cover - compiled
+    """Move ``arr[:used]`` to ``arr[k:k+used]`` and empty ``arr[:k]``, in place."""
+    for t in range(used - 1, -1, -1):
+        arr[t + k] = arr[t]
+    arr[:min(k, used)] = 0
 
 
 @kernel(cache=True, nogil=True)
@@ -182,7 +198,10 @@ def csr(pool, start, size, waits, nskel):  # pragma: no cover - compiled
 
 
 class Frontiers:
-    """The state of :func:`advance` over the runs of one rank (its compiled form)."""
+    """The state of :func:`advance` over the runs of one rank (its compiled form).  ``fid`` is
+    the slot table, zero-filled as it grows: by position, a larger copy; by id (after
+    :meth:`reslot`), in place (:class:`._inplace.GrowingTable`: a table that can take 4 slots a
+    node is never held twice), downward too."""
 
     def __init__(self) -> None:
         self.pool = np.empty(1024, np.int64)
@@ -193,15 +212,44 @@ class Frontiers:
         self.unions = int_dict(True)
         self.waits = np.zeros(1024, np.int64)
         self.fid = np.zeros(1024, np.int32)
-        self.count = 0
+        self._by_id: GrowingTable | None = None
 
-    def add(self, dep_pos: np.ndarray, dep_ptr: np.ndarray, is_skel: np.ndarray) -> bool:
-        """The next run of nodes (dependency positions over the whole rank); False when two sets
+    def reserve(self, low: int, high: int) -> int:
+        """Slots ``low`` to ``high - 1`` in the table (numbered from its slot 0 now; ``low`` < 0:
+        under it); how far the slots so far moved up for that.  A quarter of the table more is
+        made each way it grows, so that a table grown run by run moves few times."""
+        have = len(self.fid)
+        shift = max(-low, have // 4) if low < 0 else 0
+        need = max(high, have) + shift
+        if need <= have:
+            return 0
+        size = max(need, have + have // 4)
+        if self._by_id is None:
+            table = np.zeros(size, np.int32)
+            table[shift:shift + have] = self.fid
+            self.fid = table
+            return shift
+        self.fid = np.zeros(0, np.int32)  # the table moves only when no other view of it is held
+        self._by_id.grow(size)
+        self.fid = self._by_id.array
+        if shift:
+            compiled(_shift_up)(self.fid, shift, have)
+        return shift
+
+    def reslot(self, slots: np.ndarray, size: int) -> None:
+        """A table of ``size`` slots in which the frontier of slot ``i`` so far is in slot
+        ``slots[i]``."""
+        self._by_id = GrowingTable(size)
+        self._by_id.array[slots] = self.fid[:len(slots)]
+        self.fid = self._by_id.array
+
+    def add(self, dep_at: np.ndarray, dep_ptr: np.ndarray, is_skel: np.ndarray, at: np.ndarray) -> bool:
+        """The next run of nodes (their slots ``at`` and their dependencies' ``dep_at``, all
+        reserved); False when a dependency's slot was empty, a node's slot was taken, or two sets
         had the same hash."""
-        status, self.pool, self.start, self.size, self.waits, self.fid = compiled(advance)(
-            dep_pos, dep_ptr, is_skel, self.count, self.pool, self.start, self.size, self.counters, self.index,
+        status, self.pool, self.start, self.size, self.waits = compiled(advance)(
+            dep_at, dep_ptr, is_skel, at, self.pool, self.start, self.size, self.counters, self.index,
             self.unions, self.waits, self.fid)
-        self.count += len(is_skel)
         return bool(status == OK)
 
     def csr(self) -> tuple[np.ndarray, np.ndarray]:
