@@ -37,7 +37,8 @@ Public API (everything else is private; docs/api.md describes each name):
 - columns: :func:`node_columns`, :class:`NodeColumns`, :class:`AttrColumn` (a rank's nodes as
   numpy arrays, decoded from the wire format); :func:`classify_nodes` (:class:`NodeClasses`,
   :class:`NodeKind`, :class:`NodeResource`: what each node is to a replay and what it occupies)
-- compiled loops: :func:`compiled_worthwhile` (whether an input is large enough to load numba for)
+- compiled loops: :func:`compiled_worthwhile` (whether an input is large enough to load numba for),
+  :func:`kernel`, :func:`compiled`, :func:`chosen` (a loop written once, run as Python or compiled)
 - analysis (docs/report.md): :class:`Spans`, :class:`SpanBuilder`, :data:`SPAN_KINDS`,
   :data:`FLOW_KINDS`, :func:`breakdown`, :func:`critical_path` (:class:`CriticalPath`),
   :func:`write_timeline`, :func:`report` (:class:`Report`), :func:`diff` (:class:`Diff`),
@@ -65,6 +66,7 @@ if TYPE_CHECKING:
     from chakra_core.analysis._timeline_options import TIMELINE_OPTIONS
     from chakra_core.base._errors import ChakraError, ConfigError, PluginError, TraceFormatError
     from chakra_core.base._jitchoice import compiled_worthwhile
+    from chakra_core.base._kernels import chosen, compiled, kernel
     from chakra_core.base._limits import check_limit, get_limit
     from chakra_core.base._options import Option
     from chakra_core.base._paths import expand_paths
@@ -137,6 +139,7 @@ __all__ = [
     "Spans", "SpanBuilder", "SPAN_KINDS", "FLOW_KINDS", "breakdown", "critical_path", "CriticalPath",
     "write_timeline", "write_timeline_from_options", "add_span_outputs", "TIMELINE_OPTIONS",
     "report", "Report", "diff", "Diff", "plot", "graph",
+    "kernel", "compiled", "chosen",
 ]
 
 #: public name -> the private module (relative to this package) that defines it
@@ -180,6 +183,7 @@ _EXPORTS = {
     "analysis._report": ("Report",),
     "analysis._diff": ("Diff",),
     "analysis._plots": ("plot",),
+    "base._kernels": ("kernel", "compiled", "chosen"),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 

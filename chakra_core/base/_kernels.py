@@ -7,8 +7,8 @@ marked options, in whose globals every other kernel is replaced by its compiled 
 stand-ins :data:`Dict` and :data:`types` by numba's typed ``Dict`` and ``numba.types``, so that
 kernels calling kernels compile as one.  The copy keeps the function's code object, so numba's
 on-disk cache finds what it compiled before.  Which form runs is the caller's choice
-(:func:`chakra_core.base._jitchoice.compiled_worthwhile` is the core's rule).  The core uses
-numba nowhere else.
+(:func:`chakra_core.compiled_worthwhile` is the core's rule).  The core uses numba nowhere else;
+:func:`kernel`, :func:`compiled` and :func:`chosen` are public (``chakra_core``), for plugins.
 """
 
 from __future__ import annotations
@@ -16,11 +16,9 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Callable
 from types import FunctionType, SimpleNamespace
-from typing import Any, TypeVar
+from typing import Any
 
 __all__ = ["kernel", "compiled", "chosen", "int_dict", "INSTALLED", "Dict", "types"]
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 #: whether numba is installed (the kernels can be compiled)
 INSTALLED = importlib.util.find_spec("numba") is not None
@@ -41,10 +39,10 @@ class Dict(dict):
 types = SimpleNamespace(int64=int, int32=int, uint64=int, float64=float, boolean=bool)
 
 
-def kernel(**options: Any) -> Callable[[F], F]:
+def kernel(**options: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Mark a function as a kernel: ``options`` are numba's ``njit`` options for its compiled
     form (``cache``, ``nogil``, ``inline``); the function itself is returned unchanged."""
-    def mark(fn: F) -> F:
+    def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
         setattr(fn, _OPTIONS, options)
         return fn
 
@@ -71,7 +69,7 @@ def compiled(fn: Callable) -> Any:
     return got
 
 
-def chosen(fn: F, compile_it: bool) -> F:
+def chosen(fn: Callable[..., Any], compile_it: bool) -> Callable[..., Any]:
     """``fn``'s compiled form when ``compile_it``, else ``fn`` itself."""
     return compiled(fn) if compile_it else fn
 

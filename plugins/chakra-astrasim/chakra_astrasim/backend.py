@@ -49,7 +49,7 @@ from .configs import (
 from .groups import GroupPlan, plan_groups
 from .plan import Plan
 from .report import ExportReport
-from .reuse import Converted, RankReuse
+from .reuse import Converted, RankReuse, keys_compiled
 from .runscript import BINARIES, command, run_sh
 from .workload import idle_node
 
@@ -193,7 +193,7 @@ def _write_workload(traces: TraceSet, plan: Plan, gp: GroupPlan, wdir: Path, pre
     meta = with_process_groups(GlobalMetadata(version=ET_VERSION), gp.written)
     present = set(traces.ranks)
     idle: Counter = Counter()  # ranks given an idle node: "padded" (no trace), "filled" (emptied)
-    reuse = RankReuse(plan, report)
+    reuse = RankReuse(plan, report, keys_compiled(traces, sorted(present)))
     with progress("writing the workload", total=plan.npus) as bar:
         for rank in range(plan.npus):
             res = reuse.convert(rank, traces[rank]) if rank in present else None

@@ -24,11 +24,14 @@ from google.protobuf.message import DecodeError
 
 from chakra_core import (
     AttributeProto,
+    FileRank,
     Node,
     RankTrace,
     RoleHasher,
     RoleKey,
     TraceFormatError,
+    TraceSet,
+    compiled_worthwhile,
     encode_varint,
     get_str,
 )
@@ -38,12 +41,23 @@ from .report import ExportReport
 from .spill import NodeSpill, PatchedNodes
 from .workload import RankInput, RankOutput, convert_rank, read_rank
 
-__all__ = ["Converted", "RankReuse"]
+__all__ = ["Converted", "RankReuse", "keys_compiled", "KEYS_COMPILED_FROM"]
 
 #: how many conversions of each kind (exact, template) are kept for reuse.
 CACHE_LIMIT = 16
 #: how many bytes of converted ranks (on disk, see :mod:`.spill`) are kept for reuse in all.
 CACHE_BYTES = 1 << 31
+#: the role keys of a set whose .et files hold at least this many bytes are taken by compiled loops
+#: (as Python about 25 ms a MB; loading numba and its first calls 0.35-1 s of CPU)
+KEYS_COMPILED_FROM = 16 << 20
+
+
+def keys_compiled(traces: TraceSet, ranks: list[int]) -> bool:
+    """Whether the role keys of ``ranks`` of ``traces`` are taken by compiled loops:
+    :func:`chakra_core.compiled_worthwhile` of their .et files and :data:`KEYS_COMPILED_FROM`
+    (so a small set loads no numba); when not every rank is a file, whenever numba is installed."""
+    files = [rt.file for rt in (traces[r] for r in ranks) if isinstance(rt, FileRank)]
+    return compiled_worthwhile(files, KEYS_COMPILED_FROM if len(files) == len(ranks) else 0)
 
 
 class SerializedNodes(Sized, Iterable[bytes], Protocol):
@@ -126,11 +140,13 @@ def _splice(raw: bytes) -> tuple[bytes, bytes] | bytes:
 
 
 class RankReuse:
-    """Converts ranks, reusing earlier conversions (at most ``limit`` of each kind kept)."""
+    """Converts ranks, reusing earlier conversions (at most ``limit`` of each kind kept);
+    ``compile_it``: role keys by compiled loops (numba), else as Python (the same keys)."""
 
-    def __init__(self, plan: Plan, report: ExportReport, limit: int | None = None):
+    def __init__(self, plan: Plan, report: ExportReport, compile_it: bool, limit: int | None = None):
         self.plan = plan
         self.report = report
+        self.compile_it = compile_it
         self.limit = CACHE_LIMIT if limit is None else limit
         self.exact: dict[RoleKey, Converted] = {}
         self.templates: dict[bytes, _Template] = {}
@@ -140,7 +156,7 @@ class RankReuse:
 
     def convert(self, rank: int, rt: RankTrace) -> Converted:
         """The converted ``rank`` (``raw`` is empty when no node is left)."""
-        hasher = RoleHasher(rank)
+        hasher = RoleHasher(rank, self.compile_it)
         inp = read_rank(rt, hasher.add)
         role = hasher.key()
         try:

@@ -1,32 +1,18 @@
-"""A compute chain's per-node times in one loop, for :meth:`Sim._run_chain`: run as Python, or
-compiled by numba (imported only then) when the programs are large enough to pay for loading it
-(:func:`chain_filler`)."""
+"""A compute chain's per-node times in one loop, for :meth:`Sim._run_chain`: a kernel
+(:func:`chakra_core.kernel`) that runs as Python, or compiled by numba (``nogil``, kept in numba's
+on-disk cache) when the programs are large enough to pay for loading it
+(``chakra_core.chosen(fill_chain, compile_it)``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import cache
-from typing import Any
+from chakra_core import kernel
 
 from .classify import MAX_NS
 
-__all__ = ["fill_chain", "chain_filler"]
+__all__ = ["fill_chain"]
 
 
-def chain_filler(compile_it: bool) -> Callable[..., tuple[int, int]]:
-    """:func:`fill_chain`, compiled by numba (``nogil``, kept in numba's on-disk cache) when
-    ``compile_it``, else as it is."""
-    return _compiled() if compile_it else fill_chain
-
-
-@cache
-def _compiled() -> Any:
-    """:func:`fill_chain` compiled (numba is imported here, once)."""
-    from numba import njit
-
-    return njit(cache=True, nogil=True)(fill_chain)
-
-
+@kernel(cache=True, nogil=True)
 def fill_chain(start, end, readyby, why, indeg, seq, cum, first, last, waiting, now):
     """Run chain positions ``first..last`` of ``seq`` from ``now``, stopping before the first
     node whose index is ``waiting`` or more (-1: none waits): each node after the first starts

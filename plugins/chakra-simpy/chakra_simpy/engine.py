@@ -19,14 +19,14 @@ import numpy as np
 import simpy
 from simpy.events import Event
 
-from chakra_core import ChakraError
+from chakra_core import ChakraError, chosen
 from chakra_core.system import SystemDescription
 
 from .actor import Actor
 from .classify import MAX_NS, MemoryArgs, MessageArgs
 from .collective_context import CollectiveContext, SpanSink
 from .collectives import Collectives
-from .compute_chains import chain_filler
+from .compute_chains import fill_chain
 from .event_loop import EventLoop, Timeout
 from .member_timing import WORK_LIMIT
 from .network import Network
@@ -62,7 +62,7 @@ class Sim:
         #: compute chains as one event (:meth:`_run_chain`); not in the congestion-aware mode,
         #: whose link sharing depends on the order of messages starting at one instant
         self.chains = not aware
-        self.fill_chain = chain_filler(compile_it)
+        self.fill_chain = chosen(fill_chain, compile_it)
         #: the shared links of the congestion-aware mode (:mod:`network`)
         self.network = None if loop is None else Network(loop, sd.dimensions,
                                                          [sd.coords(r) for r in range(sd.npus)])
