@@ -148,13 +148,19 @@ def profile_set(traces: TraceSet, progress: Callable[[int, int], None] | None = 
     return prof
 
 
+def _ks(va: np.ndarray, vb: np.ndarray) -> float:
+    """The two-sample Kolmogorov-Smirnov statistic of ``va`` and ``vb`` (its p-value is not used:
+    the division by zero scipy's p-value meets on one-value samples is not the user's business)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return round(float(need("scipy.stats").ks_2samp(va, vb, method="asymp").statistic), 6)
+
+
 def _distances(a: dict[str, list[int]], b: dict[str, list[int]], unit: str) -> dict[str, dict[str, Any]]:
-    stats = need("scipy.stats")
-    ks_2samp, wasserstein_distance = stats.ks_2samp, stats.wasserstein_distance
+    wasserstein_distance = need("scipy.stats").wasserstein_distance
     out = {}
     for kind in sorted(set(a) & set(b)):
         va, vb = np.asarray(a[kind], dtype=np.float64), np.asarray(b[kind], dtype=np.float64)
-        out[kind] = {"ks": round(float(ks_2samp(va, vb, method="asymp").statistic), 6),
+        out[kind] = {"ks": _ks(va, vb),
                      f"wasserstein_{unit}": round(float(wasserstein_distance(va, vb)), 3),
                      "count_a": len(va), "count_b": len(vb),
                      f"mean_a_{unit}": round(float(va.mean()), 3), f"mean_b_{unit}": round(float(vb.mean()), 3)}
@@ -162,10 +168,9 @@ def _distances(a: dict[str, list[int]], b: dict[str, list[int]], unit: str) -> d
 
 
 def _degree_ks(a: list[np.ndarray], b: list[np.ndarray]) -> dict[str, Any]:
-    ks_2samp = need("scipy.stats").ks_2samp
     va = np.concatenate(a) if a else np.zeros(1)
     vb = np.concatenate(b) if b else np.zeros(1)
-    return {"ks": round(float(ks_2samp(va, vb, method="asymp").statistic), 6), "mean_a": round(float(va.mean()), 4),
+    return {"ks": _ks(va, vb), "mean_a": round(float(va.mean()), 4),
             "mean_b": round(float(vb.mean()), 4)}
 
 

@@ -48,6 +48,19 @@ def test_report_figures_in_closed_form():
     assert "simulated" not in r
 
 
+def test_one_value_samples_compare_without_a_warning():
+    """A kind with one node on each side (one all-reduce each) has a KS statistic of 0 when the
+    values are equal and 1 when not, and no numeric warning from the p-value the report drops."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        same = chakra.compare(_chain([10], coll_size=1000), _chain([10], coll_size=1000), simulate=False)
+        apart = chakra.compare(_chain([10]), _chain([30]), simulate=False)
+    assert same["durations"]["COMM_COLL_NODE:ALL_REDUCE"]["ks"] == 0
+    assert apart["durations"]["COMP_NODE"]["ks"] == 1
+
+
 def test_identical_sets_have_zero_distance(recorded):
     r = chakra.compare(str(recorded["ddp"]), str(recorded["ddp"]))
     assert r["kinds"]["histogram_distance"] == 0 and r["max_ks"] == 0
