@@ -23,7 +23,19 @@ from typing import TYPE_CHECKING
 from .algorithms import lookup
 from .algorithms.base import Messages, PacketMember, PacketMessages, TreeTurn
 from .chunk_phases import PhaseSpec, tree_turns
-from .closed_runs import Issue, Kept, Recording, closed, links_free, outcome, split
+from .closed_runs import (
+    ClosedRun,
+    Issue,
+    Kept,
+    Recording,
+    Undecided,
+    closed,
+    earliest_loud,
+    links_free,
+    outcome,
+    quiet,
+    split,
+)
 from .formulas import GROUP_ENDPOINT_DELAY
 from .layouts import dim_layout, group_layout
 from .network import Link
@@ -238,20 +250,25 @@ class MessageRun:
         return got
 
     def _check(self, _arg: None) -> None:
-        """Just before this run's first own event: replay its kept outcome when it runs closed,
-        or run it event by event and keep the outcome when it may."""
+        """Just before this run's first own event: replay its kept outcome when it runs closed
+        (alone, or among quiet events), or run it event by event and keep the outcome when it
+        may."""
         loop = self.loop
         now = loop.now
         kind = self._kind()
         got = self.closed_runs.outcomes.get(kind)
-        others, own, real, stand = split(loop.queue, self, MessageRun._close)
-        busy = got is not None and not closed(now + got.duration, real, stand)
-        if busy or not links_free(self._run_links(kind), now):
+        others, own, real, stand = split(loop.queue, self, (MessageRun._close, MessageRun._mark))
+        among = got is not None and not closed(now + got.duration, real, stand)
+        if got is not None and among and not self._among_quiet(got, others, now + got.duration, stand) or \
+                not links_free(self._run_links(kind), now):
             if self.deferred is not None:
                 self._build()
             return
         if got is None:
             self.kind = kind
+            node_end = self.ctx.node_end
+            if self.closed_runs.quiet and node_end is not None:
+                real = earliest_loud(others, node_end, self.inst.actor_ids)
             self.recording = Recording(now, own, real, stand, self.tally.events, self.net.events, self.issue_did)
             return
         if self.deferred is not None:
@@ -262,7 +279,36 @@ class MessageRun:
         self.net.events += got.net_events
         for link, free in got.links:
             link.free_at = now + free
-        loop.call(got.duration, self._close, got.order)
+        if among:
+            loop.call_first(max(now, now + got.duration - got.lead), self._mark, (now + got.duration, got.order))
+        else:
+            loop.call(got.duration, self._close, got.order)
+
+    def _among_quiet(self, got: ClosedRun, others: list, end: int, stand: float) -> bool:
+        """Whether a run of kept outcome ``got`` ending at ``end`` ns runs closed among quiet
+        events (:mod:`closed_runs`), ``others`` being the other events queued and ``stand`` the
+        earliest due of a replayed end."""
+        node_end = self.ctx.node_end
+        return (self.closed_runs.quiet and got.lead >= 0 and end < stand and node_end is not None
+                and quiet(others, end, node_end, self.inst.actor_ids))
+
+    def _mark(self, arg: tuple[int, tuple[int, ...]]) -> None:
+        """``lead`` ns before the end of a run replayed among quiet events (ahead of that ns): its
+        hand-back call takes its scheduling order now; the end is checked (:meth:`_verify`)."""
+        end, order = arg
+        loop = self.loop
+        eid = loop.eid
+        heappush(loop.queue, (end, eid, self._close, order))
+        loop.eid = eid + 1
+        loop.call_first(end, self._verify, eid)
+
+    def _verify(self, eid: int) -> None:
+        """At the end of a run replayed among quiet events, ahead of that ns: raise
+        :class:`Undecided` when an event due now was scheduled after its hand-back call (order
+        ``eid``), before this ns."""
+        now = self.loop.now
+        if any(due == now and e > eid for due, e, _fn, _arg in self.loop.queue):
+            raise Undecided(f"collective #{self.inst.key[1] + 1} of group {self.inst.key[0] or 'all'!r}")
 
     def _close(self, order: tuple[int, ...]) -> None:
         """The end of a replayed closed run: its actors' ranks are handed back in ``order``."""
@@ -274,11 +320,28 @@ class MessageRun:
         """Actor ``ai``'s ranks are about to be handed back: note it in ``rec``; after the last,
         keep the outcome if the run ran closed."""
         loop = self.loop
-        rec.hand_back(ai, loop.now, loop.eid, self._run_links(self.kind), self.tally.events, self.net.events)
+        now = loop.now
+        tie = not rec.order and any(due == now and getattr(fn, "__self__", None) is not self
+                                    for due, _eid, fn, _arg in loop.queue)
+        rec.hand_back(ai, now, loop.eid, self._run_links(self.kind), self.tally.events, self.net.events, tie)
         if self.members_left == 0:
-            got = outcome(rec, loop.now, loop.running)
+            got = outcome(rec, loop.now, loop.running, self._lead())
             if got is not None:
                 self.closed_runs.outcomes[self.kind] = got
+
+    def _lead(self) -> int:
+        """The most ns before its end at which a member's last event is scheduled: the delay after
+        the last step of a member's part of the last phase (its first delay when it has no step);
+        -1 when one of them is 0 or the last phase runs packets."""
+        ph = self.phases[-1]
+        if isinstance(ph.messages, PacketMessages):
+            return -1
+        adds = []
+        for c in range(self.inst.n):
+            for j in self.pos.values():
+                delay, steps = ph.part(c, j, self._links)
+                adds.append(steps[-1][3] if steps else delay)
+        return max(adds) if min(adds) > 0 else -1
 
     def _later(self, delay: int, callback, value) -> None:
         self.loop.call(delay, callback, value)
