@@ -101,3 +101,79 @@ def test_without_its_guard_a_replay_gets_a_busy_network_wrong(kit, tmp_path, mon
     monkeypatch.setattr(message_run, part, broken)
     wrong = _outcome(run, monkeypatch)
     assert wrong[3] > fast[3] and wrong[0] != fast[0]
+
+
+def _beside_compute(kit, tmp_path, first_us):
+    """Each rank (``streams`` 1; Ring 8 of 50 GB/s, 35 ns, endpoint delay 1,000 ns: an all-reduce
+    of 800,000 bytes alone takes 130,000 ns, its last step's delay being 1,000 ns): all-reduces
+    0 and 1 in turn; beside all-reduce 1, compute of ``first_us`` then 1 us; 5 us of compute
+    after all-reduce 1 (node 4), then all-reduce 6, and 5 us after the 1 us (node 5).  When the
+    1 us ends with all-reduce 1, nodes 4 and 5 become ready at one ns, and the one released
+    first runs first."""
+    def nodes():
+        return [kit.coll(0, 800_000), kit.coll(1, 800_000, deps=[0]), kit.comp(2, first_us, deps=[0]),
+                kit.comp(3, 1, deps=[2]), kit.comp(4, 5, deps=[1]), kit.comp(5, 5, deps=[3]),
+                kit.coll(6, 800_000, deps=[4])]
+    ts = kit.traces([nodes() for _ in range(8)])
+    system = kit.system([("Ring", 8, 50, 35)], **{"endpoint-delay": 1000})
+    return lambda: kit.run(ts, system, tmp_path, congestion="aware")
+
+
+def _quiet_outcome(run, monkeypatch, slow=False):
+    """:func:`_outcome`, and how many replays among quiet events began and were undecided."""
+    marks, undecided = [], []
+    mark, verify = MessageRun._mark, MessageRun._verify
+
+    def marked(self, arg):
+        marks.append(arg)
+        mark(self, arg)
+
+    def verified(self, eid):
+        try:
+            verify(self, eid)
+        except closed_runs.Undecided:
+            undecided.append(eid)
+            raise
+
+    with monkeypatch.context() as m:
+        m.setattr(MessageRun, "_mark", marked)
+        m.setattr(MessageRun, "_verify", verified)
+        got = _outcome(run, monkeypatch, slow)
+    return got, len(marks), len(undecided)
+
+
+@pytest.mark.parametrize(("first_us", "finish", "undecided"), [(50, 395_000, 0), (129, 400_000, 1)])
+def test_a_run_beside_its_own_ranks_compute_is_replayed_as_if_run_event_by_event(kit, tmp_path, monkeypatch,
+                                                                                 first_us, finish, undecided):
+    run = _beside_compute(kit, tmp_path, first_us)
+    fast, marks, left = _quiet_outcome(run, monkeypatch)
+    slow, _, _ = _quiet_outcome(run, monkeypatch, slow=True)
+    assert fast[:3] == slow[:3]
+    assert fast[0] == [finish] * 8
+    assert marks >= 1 and left == undecided
+
+
+def test_an_undecided_end_taken_as_decided_gets_the_order_of_ready_nodes_wrong(kit, tmp_path, monkeypatch):
+    run = _beside_compute(kit, tmp_path, 129)
+    monkeypatch.setattr(MessageRun, "_verify", lambda self, eid: None)
+    wrong = _outcome(run, monkeypatch)
+    assert wrong[0] == [395_000] * 8
+
+
+@pytest.mark.parametrize("symmetry", [True, False])
+def test_resnet_like_runs_beside_the_next_layers_compute_are_replayed(kit, tmp_path, monkeypatch, symmetry):
+    name, opts, finish, simpy_events = EXAMPLES[0]
+    run = _example(kit, tmp_path, name, opts, symmetry)
+    fast, marks, undecided = _quiet_outcome(run, monkeypatch)
+    assert marks > 0 and undecided == 0
+    assert fast[0] == [finish] * 8
+    if symmetry:
+        assert fast[2] == simpy_events
+
+
+def test_taking_other_ranks_events_for_quiet_ones_gets_a_busy_network_wrong(kit, tmp_path, monkeypatch):
+    run = _overlapping(kit, tmp_path)
+    fast = _outcome(run, monkeypatch)
+    monkeypatch.setattr(message_run, "quiet", lambda others, end, node_end, actors: True)
+    wrong = _outcome(run, monkeypatch)
+    assert wrong[3] > fast[3] and wrong[0] != fast[0]
