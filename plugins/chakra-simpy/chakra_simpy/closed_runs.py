@@ -77,7 +77,7 @@ class ClosedRun(NamedTuple):
     its end, or the run ends with packets, and it does not run closed among quiet events)."""
 
     duration: int
-    order: tuple[int, ...]
+    order: tuple
     tally_events: int
     net_events: int
     links: tuple[tuple[Link, int], ...]
@@ -124,15 +124,15 @@ class Recording:
         self.stand_in = stand_in
         self.tally_events = tally_events
         self.net_events = net_events
-        self.order: list[int] = []
+        self.order: list[Any] = []
         self.first_eid = -1
         self.end = -1
         self.links: tuple[tuple[Link, int], ...] | None = None
 
-    def hand_back(self, ai: int, now: int, eid: int, links: tuple[Link, ...], tally_events: int,
+    def hand_back(self, ai: object, now: int, eid: int, links: tuple[Link, ...], tally_events: int,
                   net_events: int, tie: bool) -> None:
-        """Actor ``ai``'s ranks are handed back now (``now`` ns; ``eid``: the scheduling order
-        the next event takes); at the first, before anything it starts: the events counted
+        """Actor ``ai``'s ranks (of a group: ``(run, actor)``) are handed back now (``now`` ns;
+        ``eid``: the scheduling order the next event takes); at the first, before anything it starts: the events counted
         since the check (``tally_events``, ``net_events``: the counts now) and the state of
         ``links``; ``tie``: another event is due now (it is not kept then)."""
         self.order.append(ai)
@@ -152,17 +152,18 @@ class Recording:
         self.links = tuple(used)
 
 
-def split(queue: list[Entry], owner: object,
+def split(queue: list[Entry], owners: tuple[object, ...],
           stand_in: tuple[Callable[..., Any], ...]) -> tuple[list[Entry], int, float, float]:
-    """The entries of ``queue`` not scheduled by ``owner`` (a bound method of it), the latest
-    due of its own, the earliest due among the others that are real events, and among the
-    replayed ends (calls of a function of ``stand_in``) (ns; -1 or infinity when none)."""
+    """The entries of ``queue`` not scheduled by one of ``owners`` (a bound method of it), the
+    latest due of their own, the earliest due among the others that are real events, and among
+    the replayed ends (calls of a function of ``stand_in``) (ns; -1 or infinity when none)."""
     others = []
     own = -1
     real = stand = float("inf")
+    ids = {id(owner) for owner in owners}
     for entry in queue:
         due, _eid, fn, _arg = entry
-        if getattr(fn, "__self__", None) is owner:
+        if id(getattr(fn, "__self__", None)) in ids:
             own = max(own, due)
             continue
         others.append(entry)

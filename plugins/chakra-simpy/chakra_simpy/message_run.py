@@ -118,6 +118,9 @@ class MessageRun:
         self.recording: Recording | None = None
         #: what fixes its course (:meth:`_kind`), once it is being recorded
         self.kind: tuple = ()
+        #: recorded with other runs starting with it (:meth:`_check_group`): the runs, its place
+        #: among them, the group's kind and how many of them have not ended
+        self.group: tuple[tuple[MessageRun, ...], int, tuple, list[int]] | None = None
         self.active = ctx.sd.active_chunks_per_dimension
         self.running: dict[tuple[int, int], int] = {}
         self.queued: dict[tuple[int, int], deque] = {}
@@ -253,11 +256,16 @@ class MessageRun:
         """Just before this run's first own event: replay its kept outcome when it runs closed
         (alone, or among quiet events), or run it event by event and keep the outcome when it
         may."""
+        if self.recording is not None:  # recorded with its group
+            return
         loop = self.loop
         now = loop.now
+        runs = self._starting()
+        if len(runs) > 1 and self._check_group(runs):
+            return
         kind = self._kind()
         got = self.closed_runs.outcomes.get(kind)
-        others, own, real, stand = split(loop.queue, self, (MessageRun._close, MessageRun._mark))
+        others, own, real, stand = split(loop.queue, (self,), _STAND_INS)
         among = got is not None and not closed(now + got.duration, real, stand)
         if got is not None and among and not self._among_quiet(got, others, now + got.duration, stand) or \
                 not links_free(self._run_links(kind), now):
@@ -283,6 +291,56 @@ class MessageRun:
             loop.call_first(max(now, now + got.duration - got.lead), self._mark, (now + got.duration, got.order))
         else:
             loop.call(got.duration, self._close, got.order)
+
+    def _starting(self) -> list[MessageRun]:
+        """This run and the runs whose checks are due now after it, none of them deferred."""
+        loop = self.loop
+        now = loop.now
+        checks = sorted((eid, getattr(fn, "__self__", None)) for due, eid, fn, _arg in loop.queue
+                        if due == now and eid < 0 and getattr(fn, "__func__", None) is MessageRun._check)
+        runs = [self] + [run for _eid, run in checks if isinstance(run, MessageRun) and run is not self]
+        return runs if all(run.deferred is None for run in runs) else [self]
+
+    def _check_group(self, runs: list[MessageRun]) -> bool:
+        """Runs starting together on disjoint links and ranks: replay their kept joint outcome
+        when they run closed together, or record them together; False when they may not."""
+        loop = self.loop
+        now = loop.now
+        links = [link for run in runs for link in run._run_links(run._kind())]
+        actors = [ai for run in runs for ai in run.inst.actor_ids]
+        if len(set(links)) < len(links) or len(set(actors)) < len(actors):
+            return False
+        others, own, real, stand = split(loop.queue, tuple(runs), _STAND_INS)
+        place = {id(run): k for k, run in enumerate(runs)}
+        owner = [(due, eid, place.get(id(getattr(fn, "__self__", None)))) for due, eid, fn, _arg in loop.queue]
+        order = tuple((due - now, k) for due, eid, k in sorted(owner) if k is not None and eid >= 0)
+        kind = (tuple(run._kind() for run in runs), order)
+        got = self.closed_runs.outcomes.get(kind)
+        if got is not None and not closed(now + got.duration, real, stand) or not links_free(tuple(links), now):
+            return False
+        if got is None:
+            rec = Recording(now, own, real, stand, self.tally.events, self.net.events, self.issue_did)
+            left = [len(runs)]
+            for k, run in enumerate(runs):
+                run.kind, run.recording, run.group = run._kind(), rec, (tuple(runs), k, kind, left)
+            return True
+        loop.queue[:] = others
+        heapify(loop.queue)
+        self.tally.events += got.tally_events
+        self.net.events += got.net_events
+        for link, free in got.links:
+            link.free_at = now + free
+        loop.call(got.duration, self._close_group, (tuple(runs), got.order))
+        return True
+
+    def _close_group(self, arg: tuple[tuple[MessageRun, ...], tuple]) -> None:
+        """The end of runs replayed together: their actors' ranks are handed back in ``order``
+        (``(run, actor)`` pairs)."""
+        runs, order = arg
+        last = {k: n for n, (k, _ai) in enumerate(order)}
+        for n, (k, ai) in enumerate(order):
+            run = runs[k]
+            run.on_done(run.inst, ai, last[k] == n)
 
     def _among_quiet(self, got: ClosedRun, others: list, end: int, stand: float) -> bool:
         """Whether a run of kept outcome ``got`` ending at ``end`` ns runs closed among quiet
@@ -321,6 +379,9 @@ class MessageRun:
         keep the outcome if the run ran closed."""
         loop = self.loop
         now = loop.now
+        if self.group is not None:
+            self._group_hand_back(rec, ai, self.group)
+            return
         tie = not rec.order and any(due == now and getattr(fn, "__self__", None) is not self
                                     for due, _eid, fn, _arg in loop.queue)
         rec.hand_back(ai, now, loop.eid, self._run_links(self.kind), self.tally.events, self.net.events, tie)
@@ -328,6 +389,23 @@ class MessageRun:
             got = outcome(rec, loop.now, loop.running, self._lead())
             if got is not None:
                 self.closed_runs.outcomes[self.kind] = got
+
+    def _group_hand_back(self, rec: Recording, ai: int, group: tuple) -> None:
+        """:meth:`_hand_back` for a run recorded with its group."""
+        loop = self.loop
+        now = loop.now
+        runs, k, kind, left = group
+        ids = {id(run) for run in runs}
+        tie = not rec.order and any(due == now and id(getattr(fn, "__self__", None)) not in ids
+                                    for due, _eid, fn, _arg in loop.queue)
+        links = tuple(link for run in runs for link in run._run_links(run.kind))
+        rec.hand_back((k, ai), now, loop.eid, links, self.tally.events, self.net.events, tie)
+        if self.members_left == 0:
+            left[0] -= 1
+            if left[0] == 0:
+                got = outcome(rec, now, loop.running, -1)
+                if got is not None:
+                    self.closed_runs.outcomes[kind] = got
 
     def _lead(self) -> int:
         """The most ns before its end at which a member's last event is scheduled: the delay after
@@ -480,3 +558,7 @@ class MessageRun:
             if self.recording is not None:
                 self._hand_back(self.recording, ai)
             self.on_done(self.inst, ai, self.members_left == 0)
+
+
+#: the calls that stand for the ends of replayed runs (:func:`closed_runs.split`)
+_STAND_INS = (MessageRun._close, MessageRun._mark, MessageRun._close_group)
