@@ -42,6 +42,15 @@ replay's hand-back call takes its scheduling order at ``end - lead`` (a call ahe
 and at the end a call ahead of that ns looks for quiet events due then that were scheduled in
 between; finding one, whose place among the hand-backs only running every event would tell, the
 simulation stops with :class:`Undecided`, and the caller runs it again without this rule.
+
+Runs whose checks fall at one ns (the first of them checks for all, none of them deferred, no
+rank in two of them) run closed *together* under the same guard, with the events of all of them
+as their own and every link any of them can cross.  Their joint course from the check on is
+fixed by their kinds and by how their queued events interleave (``(due - check, run)`` in queue
+order): whether or not their messages meet on a link, only their own events run meanwhile, in
+``(due, eid)`` order.  Their joint outcome is kept when all of them end at one ns (else the first
+to end hands its ranks back while the others run), and a replay hands the actors of all of them
+back in the recorded order, ``(run, actor)`` pairs, with one call.
 """
 
 from __future__ import annotations

@@ -306,9 +306,9 @@ class MessageRun:
         when they run closed together, or record them together; False when they may not."""
         loop = self.loop
         now = loop.now
-        links = [link for run in runs for link in run._run_links(run._kind())]
+        links = tuple(dict.fromkeys(link for run in runs for link in run._run_links(run._kind())))
         actors = [ai for run in runs for ai in run.inst.actor_ids]
-        if len(set(links)) < len(links) or len(set(actors)) < len(actors):
+        if len(set(actors)) < len(actors):
             return False
         others, own, real, stand = split(loop.queue, tuple(runs), _STAND_INS)
         place = {id(run): k for k, run in enumerate(runs)}
@@ -316,7 +316,7 @@ class MessageRun:
         order = tuple((due - now, k) for due, eid, k in sorted(owner) if k is not None and eid >= 0)
         kind = (tuple(run._kind() for run in runs), order)
         got = self.closed_runs.outcomes.get(kind)
-        if got is not None and not closed(now + got.duration, real, stand) or not links_free(tuple(links), now):
+        if got is not None and not closed(now + got.duration, real, stand) or not links_free(links, now):
             return False
         if got is None:
             rec = Recording(now, own, real, stand, self.tally.events, self.net.events, self.issue_did)
@@ -398,7 +398,7 @@ class MessageRun:
         ids = {id(run) for run in runs}
         tie = not rec.order and any(due == now and id(getattr(fn, "__self__", None)) not in ids
                                     for due, _eid, fn, _arg in loop.queue)
-        links = tuple(link for run in runs for link in run._run_links(run.kind))
+        links = tuple(dict.fromkeys(link for run in runs for link in run._run_links(run.kind)))
         rec.hand_back((k, ai), now, loop.eid, links, self.tally.events, self.net.events, tie)
         if self.members_left == 0:
             left[0] -= 1

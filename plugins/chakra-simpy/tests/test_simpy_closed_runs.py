@@ -10,6 +10,14 @@ counts those ``benches/bench_aware.py`` printed before closed runs existed.  Two
 already run alone start while other traffic is under way: a collective issued meanwhile, or a
 64 MiB send still serializing on its links; replaying it there would be wrong, and is, with
 either part of the guard taken away.
+
+Runs beside their own ranks' compute (quiet events): the ResNet-50-like example, and a set whose
+compute beside an all-reduce ends exactly at its end, released late enough that only running
+every event tells the order of the ready nodes (the simulation runs again without the rule; taking
+the end as decided gets it wrong).  Runs starting together (replayed as one unit): the GPT-3-like
+example with ``mp_group`` 4 (its cycles and events those of ``main`` before) and two groups of a
+Ring of 8 sharing links, whose pair of 128 KiB all-reduces takes 37,444 ns; a send under way on
+their links makes the replay wrong without the free-links part of the guard.
 """
 
 from __future__ import annotations
@@ -177,3 +185,67 @@ def test_taking_other_ranks_events_for_quiet_ones_gets_a_busy_network_wrong(kit,
     monkeypatch.setattr(message_run, "quiet", lambda others, end, node_end, actors: True)
     wrong = _outcome(run, monkeypatch)
     assert wrong[3] > fast[3] and wrong[0] != fast[0]
+
+
+def _grouped(run, monkeypatch, slow=False):
+    """:func:`_outcome`, and how many runs were replayed together."""
+    together = []
+    close = MessageRun._close_group
+
+    def counted(self, arg):
+        together.append(arg)
+        close(self, arg)
+
+    with monkeypatch.context() as m:
+        m.setattr(MessageRun, "_close_group", counted)
+        got = _outcome(run, monkeypatch, slow)
+    return got, len(together)
+
+
+def _two_groups(kit, tmp_path, send=False):
+    """Groups a (even ranks) and b (odd ranks) on a Ring of 8, whose messages share links: each
+    rank runs three 128 KiB all-reduces of its group in turn, 37,444 ns a pair of them (see
+    ``test_simpy_aware.py``); with ``send``, ``streams`` 2 and a 64 MiB send to the next rank
+    (about 1.3 ms on the link the group's messages take first) beside the third."""
+    groups = {"a": [0, 2, 4, 6], "b": [1, 3, 5, 7]}
+
+    def nodes(r):
+        pg = "a" if r % 2 == 0 else "b"
+        out = [kit.coll(0, 128 * 1024, pg=pg), kit.coll(1, 128 * 1024, pg=pg, deps=[0]),
+               kit.coll(2, 128 * 1024, pg=pg, deps=[1])]
+        if send:
+            out += [kit.p2p(3, True, (r + 1) % 8, 64 * MIB, deps=[1]),
+                    kit.p2p(4, False, (r - 1) % 8, 64 * MIB, deps=[1])]
+        return out
+    ts = kit.traces({r: nodes(r) for r in range(8)}, groups)
+    return lambda: kit.run(ts, kit.system([("Ring", 8, 50, 500)]), tmp_path, congestion="aware",
+                           streams=2 if send else 1)
+
+
+def test_groups_starting_together_are_replayed_together_as_if_run_event_by_event(kit, tmp_path, monkeypatch):
+    run = _two_groups(kit, tmp_path)
+    fast, together = _grouped(run, monkeypatch)
+    slow, _ = _grouped(run, monkeypatch, slow=True)
+    assert together == 2 and fast[:3] == slow[:3]
+    assert fast[0] == [3 * 37_444] * 8
+
+
+@pytest.mark.parametrize("symmetry", [True, False])
+def test_gpt3_like_model_parallel_groups_are_replayed_together(kit, tmp_path, monkeypatch, symmetry):
+    run = _example(kit, tmp_path, "gpt3_like.txt", {"npus": 8, "mp_group": 4}, symmetry)
+    fast, together = _grouped(run, monkeypatch)
+    slow, _ = _grouped(run, monkeypatch, slow=True)
+    assert together > 500 and fast[:3] == slow[:3]
+    assert fast[0] == [9_427_790_805] * 8
+    if symmetry:
+        assert fast[2] == 700_144
+
+
+def test_without_free_links_a_group_replay_gets_a_send_under_way_wrong(kit, tmp_path, monkeypatch):
+    run = _two_groups(kit, tmp_path, send=True)
+    fast, together = _grouped(run, monkeypatch)
+    slow, _ = _grouped(run, monkeypatch, slow=True)
+    assert together == 1 and fast[:3] == slow[:3]
+    monkeypatch.setattr(message_run, "links_free", lambda links, now: True)
+    wrong, more = _grouped(run, monkeypatch)
+    assert more == 2 and wrong[0] != fast[0]
