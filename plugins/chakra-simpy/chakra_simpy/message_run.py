@@ -267,7 +267,8 @@ class MessageRun:
         got = self.closed_runs.outcomes.get(kind)
         others, own, real, stand = split(loop.queue, (self,), _STAND_INS)
         among = got is not None and not closed(now + got.duration, real, stand)
-        if got is not None and among and not self._among_quiet(got, others, now + got.duration, stand) or \
+        if got is not None and among and not self._among_quiet(got, others, now + got.duration, stand,
+                                                                self.inst.actor_ids) or \
                 not links_free(self._run_links(kind), now):
             if self.deferred is not None:
                 self._build()
@@ -288,7 +289,8 @@ class MessageRun:
         for link, free in got.links:
             link.free_at = now + free
         if among:
-            loop.call_first(max(now, now + got.duration - got.lead), self._mark, (now + got.duration, got.order))
+            loop.call_first(max(now, now + got.duration - got.lead), self._mark,
+                            (now + got.duration, self._close, got.order))
         else:
             loop.call(got.duration, self._close, got.order)
 
@@ -308,7 +310,8 @@ class MessageRun:
         now = loop.now
         links = tuple(dict.fromkeys(link for run in runs for link in run._run_links(run._kind())))
         actors = [ai for run in runs for ai in run.inst.actor_ids]
-        if len(set(actors)) < len(actors):
+        ais = set(actors)
+        if len(ais) < len(actors):
             return False
         others, own, real, stand = split(loop.queue, tuple(runs), _STAND_INS)
         place = {id(run): k for k, run in enumerate(runs)}
@@ -316,9 +319,14 @@ class MessageRun:
         order = tuple((due - now, k) for due, eid, k in sorted(owner) if k is not None and eid >= 0)
         kind = (tuple(run._kind() for run in runs), order)
         got = self.closed_runs.outcomes.get(kind)
-        if got is not None and not closed(now + got.duration, real, stand) or not links_free(links, now):
+        among = got is not None and not closed(now + got.duration, real, stand)
+        if got is not None and among and not self._among_quiet(got, others, now + got.duration, stand, ais) or \
+                not links_free(links, now):
             return False
         if got is None:
+            node_end = self.ctx.node_end
+            if self.closed_runs.quiet and node_end is not None:
+                real = earliest_loud(others, node_end, ais)
             rec = Recording(now, own, real, stand, self.tally.events, self.net.events, self.issue_did)
             left = [len(runs)]
             for k, run in enumerate(runs):
@@ -330,7 +338,11 @@ class MessageRun:
         self.net.events += got.net_events
         for link, free in got.links:
             link.free_at = now + free
-        loop.call(got.duration, self._close_group, (tuple(runs), got.order))
+        if among:
+            loop.call_first(max(now, now + got.duration - got.lead), self._mark,
+                            (now + got.duration, self._close_group, (tuple(runs), got.order)))
+        else:
+            loop.call(got.duration, self._close_group, (tuple(runs), got.order))
         return True
 
     def _close_group(self, arg: tuple[tuple[MessageRun, ...], tuple]) -> None:
@@ -342,21 +354,22 @@ class MessageRun:
             run = runs[k]
             run.on_done(run.inst, ai, last[k] == n)
 
-    def _among_quiet(self, got: ClosedRun, others: list, end: int, stand: float) -> bool:
-        """Whether a run of kept outcome ``got`` ending at ``end`` ns runs closed among quiet
-        events (:mod:`closed_runs`), ``others`` being the other events queued and ``stand`` the
-        earliest due of a replayed end."""
+    def _among_quiet(self, got: ClosedRun, others: list, end: int, stand: float, actors: set[int]) -> bool:
+        """Whether a run (or group) of kept outcome ``got`` ending at ``end`` ns, of ``actors``,
+        runs closed among quiet events (:mod:`closed_runs`), ``others`` being the other events
+        queued and ``stand`` the earliest due of a replayed end."""
         node_end = self.ctx.node_end
         return (self.closed_runs.quiet and got.lead >= 0 and end < stand and node_end is not None
-                and quiet(others, end, node_end, self.inst.actor_ids))
+                and quiet(others, end, node_end, actors))
 
-    def _mark(self, arg: tuple[int, tuple[int, ...]]) -> None:
+    def _mark(self, arg: tuple[int, Callable, object]) -> None:
         """``lead`` ns before the end of a run replayed among quiet events (ahead of that ns): its
-        hand-back call takes its scheduling order now; the end is checked (:meth:`_verify`)."""
-        end, order = arg
+        hand-back call (``close(what)``, ``arg = (end, close, what)``) takes its scheduling order
+        now; the end is checked (:meth:`_verify`)."""
+        end, close, what = arg
         loop = self.loop
         eid = loop.eid
-        heappush(loop.queue, (end, eid, self._close, order))
+        heappush(loop.queue, (end, eid, close, what))
         loop.eid = eid + 1
         loop.call_first(end, self._verify, eid)
 
@@ -403,7 +416,8 @@ class MessageRun:
         if self.members_left == 0:
             left[0] -= 1
             if left[0] == 0:
-                got = outcome(rec, now, loop.running, -1)
+                leads = [run._lead() for run in runs]
+                got = outcome(rec, now, loop.running, -1 if min(leads) < 0 else max(leads))
                 if got is not None:
                     self.closed_runs.outcomes[kind] = got
 
