@@ -304,8 +304,9 @@ class MessageRun:
         return runs if all(run.deferred is None for run in runs) else [self]
 
     def _check_group(self, runs: list[MessageRun]) -> bool:
-        """Runs starting together on disjoint links and ranks: replay their kept joint outcome
-        when they run closed together, or record them together; False when they may not."""
+        """Runs starting together (``runs``, their checks due now, no rank in two of them): replay
+        their kept joint outcome when they run closed together (alone, or among quiet events), or
+        record them together; False when they may not (this run is then checked alone)."""
         loop = self.loop
         now = loop.now
         links = tuple(dict.fromkeys(link for run in runs for link in run._run_links(run._kind())))
