@@ -27,7 +27,7 @@ module                             what it holds
 ``member_phases``                  per-member phases of a collective not in lockstep (cached)
 ``member_timing``                  per-member timing: step chains, queues over chunks
 ``message_run``                    a collective message by message on the shared links
-``closed_runs``                    collectives alone on their links: timed once, replayed
+``closed_runs``                    collectives alone, beside quiet events or together: timed once, replayed
 ``planner``                        plans: chunks and phases per collective
 ``chunk_phases``                   a chunk phase through the algorithm registry: cost, per member
 ``layouts``                        member layouts: the logical rings a phase runs on

@@ -24,7 +24,7 @@ class Actor:
     __slots__ = ("index", "prog", "rank", "ranks", "indeg", "ready", "free", "start", "end",
                  "why", "readyby", "last_rel", "done", "finish", "seq", "last_t", "active",
                  "cpu_ns", "compute_ns", "comm_ns", "overlap_ns", "busy_ns", "n", "inflight",
-                 "chain_heads", "views")
+                 "chain_heads", "views", "streams")
 
     def __init__(self, index: int, prog: Program, ranks: list[int], streams: int):
         n = len(prog)
@@ -35,6 +35,8 @@ class Actor:
         self.indeg = array("l", prog.indeg)
         self.ready: list[list[int]] = [[], [], [], []]
         self.free = [1, streams, streams, 1 << 30]
+        #: compute and communication ops in flight at most
+        self.streams = streams
         self.start = array("q", bytes(8 * n))
         self.end = array("q", bytes(8 * n))
         self.why = array("l", [-1]) * n

@@ -25,6 +25,7 @@ from chakra_core.system import SYSTEM_OPTIONS, SystemDescription, system_from_op
 from .actor import Actor
 from .beside import both
 from .chunk_phases import members_finish_apart
+from .closed_runs import Undecided
 from .collectives import SymmetryBroken
 from .formulas import NoLocalMemBandwidth
 from .loading import COMPILED_FROM, compiled_for, load_programs, program_of
@@ -274,18 +275,24 @@ def _simulate(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[i
     progs, classes, compile_it = _load(traces, sd, groups, symmetry, options["congestion"] == "aware", replay,
                                        options["jobs"])
     load_s = time.perf_counter() - t0
-    actors = []
-    rank_actor = [0] * nranks
-    for k, (prog, ranks) in enumerate(zip(progs, classes)):
-        actors.append(Actor(k, prog, ranks, options["streams"]))
-        for r in ranks:
-            rank_actor[r] = k
-    timeline: list[tuple] | None = [] if options["timeline"] else None
-    sim = Sim(actors, rank_actor, sd, groups, options["congestion"] == "aware", timeline,
-              1 << 62, options["stagger_limit"], replay, compile_it)
     t1 = time.perf_counter()
-    with watched(sim, nranks):
-        sim.run([start_ns[a.rank] for a in actors])
+    for among_quiet in (True, False):  # again without it when a replay's end was left undecided
+        actors = []
+        rank_actor = [0] * nranks
+        for k, (prog, ranks) in enumerate(zip(progs, classes)):
+            actors.append(Actor(k, prog, ranks, options["streams"]))
+            for r in ranks:
+                rank_actor[r] = k
+        timeline: list[tuple] | None = [] if options["timeline"] else None
+        sim = Sim(actors, rank_actor, sd, groups, options["congestion"] == "aware", timeline,
+                  1 << 62, options["stagger_limit"], replay, compile_it)
+        sim.coll.closed_runs.quiet = among_quiet
+        try:
+            with watched(sim, nranks):
+                sim.run([start_ns[a.rank] for a in actors])
+        except Undecided:
+            continue
+        break
     return _Simulated(progs, classes, actors, sim, load_s, time.perf_counter() - t1)
 
 

@@ -56,6 +56,8 @@ class CollectiveContext(NamedTuple):
     end_node: Callable[[Actor, int], None]
     stagger_limit: int
     replay: bool
+    #: the engine's callback ending a node at its event (congestion-aware mode: :func:`closed_runs.quiet`)
+    node_end: Callable | None = None
 
 
 @dataclass

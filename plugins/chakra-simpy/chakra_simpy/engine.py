@@ -72,7 +72,7 @@ class Sim:
         self.recvs: dict[tuple, deque] = {}
         self.mem_free: dict[int, int] = {}
         ctx = CollectiveContext(self.env, sd, self.planner, SpanSink(timeline, max_spans), actors, rank_actor,
-                                self.network, self.end_node, stagger_limit, replay)
+                                self.network, self.end_node, stagger_limit, replay, self._on_end)
         self.coll = Collectives(ctx, groups)
 
     @property

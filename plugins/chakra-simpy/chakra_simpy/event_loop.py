@@ -20,7 +20,7 @@ from collections.abc import Callable
 from heapq import heappop, heappush
 from typing import Any
 
-__all__ = ["EventLoop", "Timeout"]
+__all__ = ["EventLoop", "Timeout", "fire"]
 
 
 class Timeout:
@@ -34,7 +34,8 @@ class Timeout:
         self.value = value
 
 
-def _fire(ev: Timeout) -> None:
+def fire(ev: Timeout) -> None:
+    """Run the callbacks of event ``ev`` (the queue's function of every :meth:`EventLoop.timeout`)."""
     for callback in ev.callbacks:
         callback(ev)
 
@@ -61,7 +62,7 @@ class EventLoop:
         if delay < 0:
             raise ValueError(f"negative delay {delay}")
         ev = Timeout(value)
-        heappush(self.queue, (self.now + delay, self.eid, _fire, ev))
+        heappush(self.queue, (self.now + delay, self.eid, fire, ev))
         self.eid += 1
         return ev
 

@@ -23,7 +23,19 @@ from typing import TYPE_CHECKING
 from .algorithms import lookup
 from .algorithms.base import Messages, PacketMember, PacketMessages, TreeTurn
 from .chunk_phases import PhaseSpec, tree_turns
-from .closed_runs import Issue, Kept, Recording, closed, links_free, outcome, split
+from .closed_runs import (
+    ClosedRun,
+    Issue,
+    Kept,
+    Recording,
+    Undecided,
+    closed,
+    earliest_loud,
+    links_free,
+    outcome,
+    quiet,
+    split,
+)
 from .formulas import GROUP_ENDPOINT_DELAY
 from .layouts import dim_layout, group_layout
 from .network import Link
@@ -106,6 +118,9 @@ class MessageRun:
         self.recording: Recording | None = None
         #: what fixes its course (:meth:`_kind`), once it is being recorded
         self.kind: tuple = ()
+        #: recorded with other runs starting with it (:meth:`_check_group`): the runs, its place
+        #: among them, the group's kind and how many of them have not ended
+        self.group: tuple[tuple[MessageRun, ...], int, tuple, list[int]] | None = None
         self.active = ctx.sd.active_chunks_per_dimension
         self.running: dict[tuple[int, int], int] = {}
         self.queued: dict[tuple[int, int], deque] = {}
@@ -238,20 +253,31 @@ class MessageRun:
         return got
 
     def _check(self, _arg: None) -> None:
-        """Just before this run's first own event: replay its kept outcome when it runs closed,
-        or run it event by event and keep the outcome when it may."""
+        """Just before this run's first own event: replay its kept outcome when it runs closed
+        (alone, or among quiet events), or run it event by event and keep the outcome when it
+        may."""
+        if self.recording is not None:  # recorded with its group
+            return
         loop = self.loop
         now = loop.now
+        runs = self._starting()
+        if len(runs) > 1 and self._check_group(runs):
+            return
         kind = self._kind()
         got = self.closed_runs.outcomes.get(kind)
-        others, own, real, stand = split(loop.queue, self, MessageRun._close)
-        busy = got is not None and not closed(now + got.duration, real, stand)
-        if busy or not links_free(self._run_links(kind), now):
+        others, own, real, stand = split(loop.queue, (self,), _STAND_INS)
+        among = got is not None and not closed(now + got.duration, real, stand)
+        if got is not None and among and not self._among_quiet(got, others, now + got.duration, stand,
+                                                                self.inst.actor_ids) or \
+                not links_free(self._run_links(kind), now):
             if self.deferred is not None:
                 self._build()
             return
         if got is None:
             self.kind = kind
+            node_end = self.ctx.node_end
+            if self.closed_runs.quiet and node_end is not None:
+                real = earliest_loud(others, node_end, self.inst.actor_ids)
             self.recording = Recording(now, own, real, stand, self.tally.events, self.net.events, self.issue_did)
             return
         if self.deferred is not None:
@@ -262,7 +288,99 @@ class MessageRun:
         self.net.events += got.net_events
         for link, free in got.links:
             link.free_at = now + free
-        loop.call(got.duration, self._close, got.order)
+        if among:
+            loop.call_first(max(now, now + got.duration - got.lead), self._mark,
+                            (now + got.duration, self._close, got.order))
+        else:
+            loop.call(got.duration, self._close, got.order)
+
+    def _starting(self) -> list[MessageRun]:
+        """This run and the runs whose checks are due now after it, none of them deferred."""
+        loop = self.loop
+        now = loop.now
+        checks = sorted((eid, getattr(fn, "__self__", None)) for due, eid, fn, _arg in loop.queue
+                        if due == now and eid < 0 and getattr(fn, "__func__", None) is MessageRun._check)
+        runs = [self] + [run for _eid, run in checks if isinstance(run, MessageRun) and run is not self]
+        return runs if all(run.deferred is None for run in runs) else [self]
+
+    def _check_group(self, runs: list[MessageRun]) -> bool:
+        """Runs starting together (``runs``, their checks due now, no rank in two of them): replay
+        their kept joint outcome when they run closed together (alone, or among quiet events), or
+        record them together; False when they may not (this run is then checked alone)."""
+        loop = self.loop
+        now = loop.now
+        links = tuple(dict.fromkeys(link for run in runs for link in run._run_links(run._kind())))
+        actors = [ai for run in runs for ai in run.inst.actor_ids]
+        ais = set(actors)
+        if len(ais) < len(actors):
+            return False
+        others, own, real, stand = split(loop.queue, tuple(runs), _STAND_INS)
+        place = {id(run): k for k, run in enumerate(runs)}
+        owner = [(due, eid, place.get(id(getattr(fn, "__self__", None)))) for due, eid, fn, _arg in loop.queue]
+        order = tuple((due - now, k) for due, eid, k in sorted(owner) if k is not None and eid >= 0)
+        kind = (tuple(run._kind() for run in runs), order)
+        got = self.closed_runs.outcomes.get(kind)
+        among = got is not None and not closed(now + got.duration, real, stand)
+        if got is not None and among and not self._among_quiet(got, others, now + got.duration, stand, ais) or \
+                not links_free(links, now):
+            return False
+        if got is None:
+            node_end = self.ctx.node_end
+            if self.closed_runs.quiet and node_end is not None:
+                real = earliest_loud(others, node_end, ais)
+            rec = Recording(now, own, real, stand, self.tally.events, self.net.events, self.issue_did)
+            left = [len(runs)]
+            for k, run in enumerate(runs):
+                run.kind, run.recording, run.group = run._kind(), rec, (tuple(runs), k, kind, left)
+            return True
+        loop.queue[:] = others
+        heapify(loop.queue)
+        self.tally.events += got.tally_events
+        self.net.events += got.net_events
+        for link, free in got.links:
+            link.free_at = now + free
+        if among:
+            loop.call_first(max(now, now + got.duration - got.lead), self._mark,
+                            (now + got.duration, self._close_group, (tuple(runs), got.order)))
+        else:
+            loop.call(got.duration, self._close_group, (tuple(runs), got.order))
+        return True
+
+    def _close_group(self, arg: tuple[tuple[MessageRun, ...], tuple]) -> None:
+        """The end of runs replayed together: their actors' ranks are handed back in ``order``
+        (``(run, actor)`` pairs)."""
+        runs, order = arg
+        last = {k: n for n, (k, _ai) in enumerate(order)}
+        for n, (k, ai) in enumerate(order):
+            run = runs[k]
+            run.on_done(run.inst, ai, last[k] == n)
+
+    def _among_quiet(self, got: ClosedRun, others: list, end: int, stand: float, actors: set[int]) -> bool:
+        """Whether a run (or group) of kept outcome ``got`` ending at ``end`` ns, of ``actors``,
+        runs closed among quiet events (:mod:`closed_runs`), ``others`` being the other events
+        queued and ``stand`` the earliest due of a replayed end."""
+        node_end = self.ctx.node_end
+        return (self.closed_runs.quiet and got.lead >= 0 and end < stand and node_end is not None
+                and quiet(others, end, node_end, actors))
+
+    def _mark(self, arg: tuple[int, Callable, object]) -> None:
+        """``lead`` ns before the end of a run replayed among quiet events (ahead of that ns): its
+        hand-back call (``close(what)``, ``arg = (end, close, what)``) takes its scheduling order
+        now; the end is checked (:meth:`_verify`)."""
+        end, close, what = arg
+        loop = self.loop
+        eid = loop.eid
+        heappush(loop.queue, (end, eid, close, what))
+        loop.eid = eid + 1
+        loop.call_first(end, self._verify, eid)
+
+    def _verify(self, eid: int) -> None:
+        """At the end of a run replayed among quiet events, ahead of that ns: raise
+        :class:`Undecided` when an event due now was scheduled after its hand-back call (order
+        ``eid``), before this ns."""
+        now = self.loop.now
+        if any(due == now and e > eid for due, e, _fn, _arg in self.loop.queue):
+            raise Undecided(f"collective #{self.inst.key[1] + 1} of group {self.inst.key[0] or 'all'!r}")
 
     def _close(self, order: tuple[int, ...]) -> None:
         """The end of a replayed closed run: its actors' ranks are handed back in ``order``."""
@@ -274,11 +392,49 @@ class MessageRun:
         """Actor ``ai``'s ranks are about to be handed back: note it in ``rec``; after the last,
         keep the outcome if the run ran closed."""
         loop = self.loop
-        rec.hand_back(ai, loop.now, loop.eid, self._run_links(self.kind), self.tally.events, self.net.events)
+        now = loop.now
+        if self.group is not None:
+            self._group_hand_back(rec, ai, self.group)
+            return
+        tie = not rec.order and any(due == now and getattr(fn, "__self__", None) is not self
+                                    for due, _eid, fn, _arg in loop.queue)
+        rec.hand_back(ai, now, loop.eid, self._run_links(self.kind), self.tally.events, self.net.events, tie)
         if self.members_left == 0:
-            got = outcome(rec, loop.now, loop.running)
+            got = outcome(rec, loop.now, loop.running, self._lead())
             if got is not None:
                 self.closed_runs.outcomes[self.kind] = got
+
+    def _group_hand_back(self, rec: Recording, ai: int, group: tuple) -> None:
+        """:meth:`_hand_back` for a run recorded with its group."""
+        loop = self.loop
+        now = loop.now
+        runs, k, kind, left = group
+        ids = {id(run) for run in runs}
+        tie = not rec.order and any(due == now and id(getattr(fn, "__self__", None)) not in ids
+                                    for due, _eid, fn, _arg in loop.queue)
+        links = tuple(dict.fromkeys(link for run in runs for link in run._run_links(run.kind)))
+        rec.hand_back((k, ai), now, loop.eid, links, self.tally.events, self.net.events, tie)
+        if self.members_left == 0:
+            left[0] -= 1
+            if left[0] == 0:
+                leads = [run._lead() for run in runs]
+                got = outcome(rec, now, loop.running, -1 if min(leads) < 0 else max(leads))
+                if got is not None:
+                    self.closed_runs.outcomes[kind] = got
+
+    def _lead(self) -> int:
+        """The most ns before its end at which a member's last event is scheduled: the delay after
+        the last step of a member's part of the last phase (its first delay when it has no step);
+        -1 when one of them is 0 or the last phase runs packets."""
+        ph = self.phases[-1]
+        if isinstance(ph.messages, PacketMessages):
+            return -1
+        adds = []
+        for c in range(self.inst.n):
+            for j in self.pos.values():
+                delay, steps = ph.part(c, j, self._links)
+                adds.append(steps[-1][3] if steps else delay)
+        return max(adds) if min(adds) > 0 else -1
 
     def _later(self, delay: int, callback, value) -> None:
         self.loop.call(delay, callback, value)
@@ -417,3 +573,7 @@ class MessageRun:
             if self.recording is not None:
                 self._hand_back(self.recording, ai)
             self.on_done(self.inst, ai, self.members_left == 0)
+
+
+#: the calls that stand for the ends of replayed runs (:func:`closed_runs.split`)
+_STAND_INS = (MessageRun._close, MessageRun._mark, MessageRun._close_group)
