@@ -4,6 +4,8 @@ path and timeline (the core's analysis: :func:`chakra_core.breakdown`,
 
 from __future__ import annotations
 
+from bisect import bisect_left
+
 import numpy as np
 
 from chakra_core import SPAN_KINDS, CommType, SpanBuilder, Spans, breakdown, critical_path
@@ -221,7 +223,7 @@ def path_summary(spans: Spans, sim: Sim, limit: int, named: bool) -> dict:
     nodes on the path are taken from the programs first."""
     cp = critical_path(spans)
     if not named:
-        on_path = np.unique(cp.span[cp.span >= 0])
+        on_path = sorted(set(cp.span.tolist()) - {-1})
         table = {name: k for k, name in enumerate(spans.names)}
         codes = []
         for name in _names_on(spans, sim, on_path):
@@ -234,15 +236,18 @@ def path_summary(spans: Spans, sim: Sim, limit: int, named: bool) -> dict:
     return cp.to_dict(spans, limit)
 
 
-def _names_on(spans: Spans, sim: Sim, at: np.ndarray) -> list[str]:
+def _names_on(spans: Spans, sim: Sim, at: list[int]) -> list[str]:
     """The names of the spans at ``at`` (ascending; build_spans' order: actor after actor,
     every node of each, then spans of no node) from the programs ("node ID" for none)."""
-    sizes = np.array([len(a.prog) for a in sim.actors], np.int64)
-    ends = np.cumsum(sizes)
-    actor = np.searchsorted(ends, at, side="right")
     out: list[str] = []
-    for k in np.unique(actor).tolist():
-        sel = at[actor == k]
-        names = sim.actors[k].prog.names(sel - ends[k] + sizes[k]) if k < len(sizes) else [""] * len(sel)
-        out += [nm or f"node {i}" for nm, i in zip(names, spans.node_id[sel].tolist())]
+    lo = base = 0
+    for a in sim.actors:
+        end = base + len(a.prog)
+        hi = bisect_left(at, end, lo)
+        if hi > lo:
+            names = a.prog.names(np.asarray(at[lo:hi], np.int64) - base)
+            out += [nm or f"node {i}" for nm, i in zip(names, spans.node_id[at[lo:hi]].tolist())]
+        lo, base = hi, end
+    if lo < len(at):
+        out += [f"node {i}" for i in spans.node_id[at[lo:]].tolist()]
     return out
