@@ -17,8 +17,13 @@ from chakra_core.analysis._spans import COMM_KINDS, COMPUTE_KINDS, SPAN_KINDS, S
 __all__ = ["breakdown", "union_ns"]
 
 _MEM = (SPAN_KINDS.index("memory"),)
+_NONE = np.iinfo(np.int64).min
 #: per kind code (uint8): whether it is compute, communication, memory
 _IS_COMPUTE, _IS_COMM, _IS_MEM = (np.isin(np.arange(256), k) for k in (COMPUTE_KINDS, COMM_KINDS, _MEM))
+#: per kind code (uint8), whether it is in each set whose union a row measures: compute, communication,
+#: both, all three, memory, CPU, accelerator
+_SETS = np.stack((_IS_COMPUTE, _IS_COMM, _IS_COMPUTE | _IS_COMM, _IS_COMPUTE | _IS_COMM | _IS_MEM, _IS_MEM,
+                  np.arange(256) == SPAN_KINDS.index("cpu"), np.arange(256) == SPAN_KINDS.index("compute")))
 
 
 def union_ns(starts: np.ndarray, ends: np.ndarray) -> int:
@@ -76,16 +81,8 @@ def _rank_row(spans: Spans, part: np.ndarray | slice, wait: np.ndarray) -> dict[
         start = spans.start_ns[part]
     end = start + spans.dur_ns[part]
     kind = spans.kind[part]
-    comp = _IS_COMPUTE[kind]
-    cpu = kind == SPAN_KINDS.index("cpu")
-    acc = kind == SPAN_KINDS.index("compute")
-    comm = _IS_COMM[kind]
-    mem = _IS_MEM[kind]
+    u_comp, u_comm, u_cc, u_all, u_mem, u_cpu, u_acc = _unions_sorted(start, end, _SETS[:, kind])
     finish = int(end.max())
-    u_comp = _union_sorted(start[comp], end[comp])
-    u_comm = _union_sorted(start[comm], end[comm])
-    u_cc = _union_sorted(start[comp | comm], end[comp | comm])
-    u_all = _union_sorted(start[comp | comm | mem], end[comp | comm | mem])
     return {
         "finish_ns": finish,
         "compute_ns": u_comp,
@@ -93,24 +90,36 @@ def _rank_row(spans: Spans, part: np.ndarray | slice, wait: np.ndarray) -> dict[
         "exposed_mem_ns": u_all - u_cc,
         "idle_ns": finish - u_all,
         "comm_ns": u_comm,
-        "mem_ns": _union_sorted(start[mem], end[mem]),
-        "cpu_ns": _union_sorted(start[cpu], end[cpu]),
-        "accelerator_ns": _union_sorted(start[acc], end[acc]),
+        "mem_ns": u_mem,
+        "cpu_ns": u_cpu,
+        "accelerator_ns": u_acc,
         "overlap_ns": u_comp + u_comm - u_cc,
         "skew_ns": int(wait[part].sum()),
         "ops": ops,
     }
 
 
+def _unions_sorted(s: np.ndarray, e: np.ndarray, masks: np.ndarray) -> list[int]:
+    """Per row of ``masks`` (one bool per interval): :func:`union_ns` of the intervals it selects
+    of ``[s[i], e[i])``, sorted by start; each interval adds what it reaches past the ends of
+    the selected ones before it."""
+    reach = np.maximum.accumulate(np.where(masks, e, _NONE), axis=1)
+    before = np.concatenate((np.full((len(masks), 1), _NONE), reach[:, :-1]), axis=1)
+    added = np.maximum(e - np.maximum(s, before), 0)
+    return (added * masks).sum(axis=1).tolist()
+
+
 def _arrival_wait(spans: Spans) -> np.ndarray:
     """Per span: the time from its start to the start of the last member of its match (0 unmatched)."""
     wait = np.zeros(len(spans), np.int64)
-    sel = np.flatnonzero((spans.match >= 0) & np.isin(spans.kind, COMM_KINDS))
+    sel = np.flatnonzero((spans.match >= 0) & _IS_COMM[spans.kind])
     if not len(sel):
         return wait
     keys = spans.match[sel]
-    uniq, inv = np.unique(keys, return_inverse=True)
-    last = np.full(len(uniq), np.iinfo(np.int64).min, np.int64)
-    np.maximum.at(last, inv, spans.start_ns[sel])
-    wait[sel] = np.minimum(np.maximum(last[inv] - spans.start_ns[sel], 0), spans.dur_ns[sel])
+    if int(keys.max()) >= 2 * len(keys) + 64:  # sparse match numbers: numbered densely first
+        keys = np.unique(keys, return_inverse=True)[1]
+    start = spans.start_ns[sel]
+    last = np.full(int(keys.max()) + 1, _NONE, np.int64)
+    np.maximum.at(last, keys, start)
+    wait[sel] = np.minimum(np.maximum(last[keys] - start, 0), spans.dur_ns[sel])
     return wait
