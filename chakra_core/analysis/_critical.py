@@ -25,6 +25,8 @@ PATH_CATEGORIES = ("compute", "exposed_comm", "exposed_mem", "skew", "idle")
 _CATEGORY_OF_KIND = np.array([0 if k in COMPUTE_KINDS else 1 if k in COMM_KINDS else
                               2 if k == SPAN_KINDS.index("memory") else 4 for k in range(len(SPAN_KINDS))])
 _IDLE, _SKEW = 4, 3
+#: per kind code (uint8): whether it is communication
+_IS_COMM = np.isin(np.arange(256), COMM_KINDS)
 
 
 @dataclass
@@ -137,10 +139,8 @@ def critical_path(spans: Spans) -> CriticalPath:
     out = _Walk(spans, spans.ops())
     if out.finish is not None:
         out.run()
-    rev = slice(None, None, -1)
-    return CriticalPath(out.finish or 0, np.array(out.ranks[rev], np.int64), np.array(out.spans[rev], np.int64),
-                        np.array(out.starts[rev], np.int64), np.array(out.ends[rev], np.int64),
-                        np.array(out.cats[rev], np.int8), out.crossings)
+    rank, span, start, end, cat = np.array(out.segments[::-1], np.int64).reshape(-1, 5).T.copy()
+    return CriticalPath(out.finish or 0, rank, span, start, end, cat.astype(np.int8), out.crossings)
 
 
 class _Walk:
@@ -148,8 +148,8 @@ class _Walk:
     order) with, for each, the position of the operation the walk steps back to from its start
     (``back``; -1: none on its rank); ``blocks[rank]`` is the rank's slice of the order,
     ``sorted_ends`` the end times in that order and ``finish`` the end of the last operation
-    (None without any).  ``ranks``, ``spans``, ``starts``, ``ends`` and ``cats`` collect the
-    path's segments from the finish back."""
+    (None without any).  ``segments`` collects the path's segments (rank, span, start, end,
+    category) from the finish back."""
 
     def __init__(self, spans: Spans, ops: np.ndarray):
         self.s = spans
@@ -168,11 +168,7 @@ class _Walk:
         for lo, hi in zip(cuts[:-1], cuts[1:]):
             if hi > lo:
                 self._block(int(rank[lo]), lo, hi)
-        self.ranks: list[int] = []
-        self.spans: list[int] = []
-        self.starts: list[int] = []
-        self.ends: list[int] = []
-        self.cats: list[int] = []
+        self.segments: list[tuple[int, int, int, int, int]] = []
         self.skew_floor = -1
         self.crossings = 0
 
@@ -210,7 +206,7 @@ class _Walk:
         last member to start and the start of the one before (``groups[match]``, a dict: the
         walk looks one up per step)."""
         s = self.s
-        matched = ops[(s.match[ops] >= 0) & np.isin(s.kind[ops], COMM_KINDS)]
+        matched = ops[(s.match[ops] >= 0) & _IS_COMM[s.kind[ops]]]
         morder = matched[np.lexsort((s.start_ns[matched], s.match[matched]))]
         keys, first = np.unique(s.match[morder], return_index=True)
         stop = np.append(first[1:], len(morder)).astype(np.int64)[:len(first)]
@@ -224,18 +220,11 @@ class _Walk:
         floor = self.skew_floor
         if cat != 1 and end > floor >= 0:
             cut = max(start, floor)
-            self._append(rank, span, cut, end, _SKEW)
+            self.segments.append((rank, span, cut, end, _SKEW))
             end = cut
             if end <= start:
                 return
-        self._append(rank, span, start, end, cat)
-
-    def _append(self, rank: int, span: int, start: int, end: int, cat: int) -> None:
-        self.ranks.append(rank)
-        self.spans.append(span)
-        self.starts.append(start)
-        self.ends.append(end)
-        self.cats.append(cat)
+        self.segments.append((rank, span, start, end, cat))
 
     def run(self) -> None:
         """Walk back from the finish on the rank of the operation that ends last (of those
