@@ -43,6 +43,11 @@ _COMM_TYPES = np.array(sorted(int(c) for c in CommType), np.int64)
 _MODELLED = (CommType.ALL_REDUCE, CommType.ALL_GATHER, CommType.REDUCE_SCATTER, CommType.ALL_TO_ALL)
 #: exact in float64: roofline inputs below this are timed in numpy, larger ones one by one
 _EXACT = 1 << 53
+#: node types and the broadcast comm type as plain ints (numpy compares an array with an IntEnum
+#: member about 2.5 us slower, a few dozen times a rank)
+_COMP, _LOAD, _STORE, _COLL, _SEND, _RECV, _BROADCAST = (int(v) for v in (
+    NodeType.COMP_NODE, NodeType.MEM_LOAD_NODE, NodeType.MEM_STORE_NODE, NodeType.COMM_COLL_NODE,
+    NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE, CommType.BROADCAST))
 
 
 class CollectiveArgs(NamedTuple):
@@ -119,21 +124,21 @@ def classify(cols: NodeColumns, sd: SystemDescription, where: str, replay_comm: 
     micros = cols.duration_micros
     _check_nodes(cols, types, micros, cpu, sd.roofline_enabled, where)
     us = np.minimum(micros, np.uint64(MAX_NS // 1000)).astype(np.int64) * 1000
-    comp = types == NodeType.COMP_NODE
+    comp = types == _COMP
     _compute(out, cols, comp, cpu, us, sd, where)
-    mem = (types == NodeType.MEM_LOAD_NODE) | (types == NodeType.MEM_STORE_NODE)
+    mem = (types == _LOAD) | (types == _STORE)
     if mem.any():
         out.has_mem = True
         out.dur_ns[mem] = us[mem]
         size = cols.attrs["tensor_size"]
         for i in np.flatnonzero(mem).tolist():
             out.extra[i] = MemoryArgs(size.get_int(i, 0) or 0)
-    _collectives(out, cols, np.flatnonzero(types == NodeType.COMM_COLL_NODE), us, replay_comm)
-    p2p = np.flatnonzero((types == NodeType.COMM_SEND_NODE) | (types == NodeType.COMM_RECV_NODE))
+    _collectives(out, cols, np.flatnonzero(types == _COLL), us, replay_comm)
+    p2p = np.flatnonzero((types == _SEND) | (types == _RECV))
     _p2p(out, cols, p2p)
     if replay_comm:
         out.dur_ns[p2p] = us[p2p]
-    out.unknown_types.update(np.unique(types[types > NodeType.COMM_COLL_NODE]).tolist())
+    out.unknown_types.update(np.unique(types[types > _COLL]).tolist())
     return out
 
 
@@ -142,14 +147,14 @@ def _check_nodes(cols: NodeColumns, types: np.ndarray, micros: np.ndarray, cpu: 
     """The first node in file order whose replayed duration passes 2**63-1 ns, or whose
     collective or message lacks what it needs, raises (as reading node by node would)."""
     long = micros > np.uint64(MAX_NS // 1000)
-    timed = (types == NodeType.COMP_NODE) | (types == NodeType.MEM_LOAD_NODE) | (types == NodeType.MEM_STORE_NODE)
+    timed = (types == _COMP) | (types == _LOAD) | (types == _STORE)
     ct = cols.attrs["comm_type"]
-    coll = types == NodeType.COMM_COLL_NODE
-    broadcast = coll & ct.is_int & (ct.ints == CommType.BROADCAST) & (micros > 0)
-    send, recv = types == NodeType.COMM_SEND_NODE, types == NodeType.COMM_RECV_NODE
+    coll = types == _COLL
+    broadcast = coll & ct.is_int & (ct.ints == _BROADCAST) & (micros > 0)
+    send, recv = types == _SEND, types == _RECV
     bad_ct = coll & ~(ct.is_int & _is_comm_type(ct.ints))
     no_peer = (send & ~_has_int(cols.attrs["comm_dst"])) | (recv & ~_has_int(cols.attrs["comm_src"]))
-    timed_by_roofline = (types == NodeType.COMP_NODE) & ~cpu & _has_int(cols.attrs["num_ops"]) & roofline
+    timed_by_roofline = (types == _COMP) & ~cpu & _has_int(cols.attrs["num_ops"]) & roofline
     bad = (long & (timed | broadcast) & ~timed_by_roofline) | bad_ct | no_peer
     if not bad.any():
         return
@@ -251,7 +256,7 @@ def _p2p(out: Classified, cols: NodeColumns, rows: np.ndarray) -> None:
     out.has_p2p = True
     a = cols.attrs
     dst, src, tag_col, size_col, tensor = a["comm_dst"], a["comm_src"], a["comm_tag"], a["comm_size"], a["tensor_size"]
-    send = cols.types == NodeType.COMM_SEND_NODE
+    send = cols.types == _SEND
     for i in rows.tolist():
         s = bool(send[i])
         comm_size = size_col.get_int(i, None)
