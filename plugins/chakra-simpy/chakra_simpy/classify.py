@@ -230,10 +230,9 @@ def _collectives(out: Classified, cols: NodeColumns, rows: np.ndarray, us: np.nd
     ct_col, size_col, pg_col, inv_col = a["comm_type"], a["comm_size"], a["pg_name"], a["involved_dim"]
     names: dict[int, str] = {}
     kind, dur = out.kind, out.dur_ns
-    for i in rows.tolist():
-        ct = int(ct_col.ints[i])
-        if ct == CommType.BROADCAST and us[i] > 0 and not replay:
-            kind[i], dur[i] = K_COMP, us[i]
+    for i, ct, recorded in zip(rows.tolist(), ct_col.ints[rows].tolist(), us[rows].tolist()):
+        if ct == _BROADCAST and recorded > 0 and not replay:
+            kind[i], dur[i] = K_COMP, recorded
             continue
         if ct not in names:
             names[ct] = CommType(ct).name
@@ -244,7 +243,7 @@ def _collectives(out: Classified, cols: NodeColumns, rows: np.ndarray, us: np.nd
         inv = inv_col.get(i) if inv_col.present[i] else None
         out.groups.add(pg)
         if replay:
-            dur[i] = us[i]
+            dur[i] = recorded
         dims = tuple(bool(x) for x in inv) if isinstance(inv, list) else None
         out.extra[i] = CollectiveArgs(ct, size_col.get_int(i, 0) or 0, pg, dims)
 
