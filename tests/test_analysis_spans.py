@@ -12,19 +12,19 @@ import pytest
 from chakra_core import SpanBuilder, Spans, breakdown, critical_path
 
 
-def slow_rank_set() -> Spans:
-    """Three ranks, one all-reduce (match 1); rank 1 computes for 180 ns where the others need
+def slow_rank_set(match: int = 1) -> Spans:
+    """Three ranks, one all-reduce (match ``match``); rank 1 computes for 180 ns where the others need
     less, so the all-reduce starts when rank 1 arrives at 300 ns and ends at 350 ns."""
     b = SpanBuilder()
     b.add(0, "compute", 0, 100, "fwd", "compute", node_id=1)
-    b.add(0, "comm", 100, 250, "allreduce", "collective", node_id=2, bytes=1 << 20, group="dp", match=1)
+    b.add(0, "comm", 100, 250, "allreduce", "collective", node_id=2, bytes=1 << 20, group="dp", match=match)
     b.add(0, "compute", 350, 50, "opt", "compute", node_id=3)
     b.add(1, "compute", 0, 100, "fwd", "compute", node_id=1)
     b.add(1, "compute", 120, 180, "slow_kernel", "compute", node_id=4)
-    b.add(1, "comm", 300, 50, "allreduce", "collective", node_id=2, bytes=1 << 20, group="dp", match=1)
+    b.add(1, "comm", 300, 50, "allreduce", "collective", node_id=2, bytes=1 << 20, group="dp", match=match)
     b.add(1, "compute", 350, 30, "opt", "compute", node_id=3)
     b.add(2, "compute", 0, 150, "fwd", "compute", node_id=1)
-    b.add(2, "comm", 150, 200, "allreduce", "collective", node_id=2, bytes=1 << 20, group="dp", match=1)
+    b.add(2, "comm", 150, 200, "allreduce", "collective", node_id=2, bytes=1 << 20, group="dp", match=match)
     b.add(2, "compute", 350, 40, "opt", "compute", node_id=3)
     return b.build()
 
@@ -37,6 +37,12 @@ def test_breakdown_sums_to_finish_and_matches_hand_computation():
     # rank 1: compute 100 + 180 + 30, idle 100..120, the all-reduce 300..350
     assert rows[1] == dict(rows[1], finish_ns=380, compute_ns=310, exposed_comm_ns=50, idle_ns=20, skew_ns=0)
     assert rows[2] == dict(rows[2], finish_ns=390, compute_ns=190, exposed_comm_ns=200, skew_ns=150)
+
+
+def test_breakdown_skew_with_a_sparse_match_number():
+    # match numbers far past the number of spans are renumbered before the last arrivals are found
+    rows = breakdown(slow_rank_set(match=1 << 40))
+    assert [(r["rank"], r["skew_ns"], r["exposed_comm_ns"]) for r in rows] == [(0, 200, 250), (1, 0, 50), (2, 150, 200)]
 
 
 def test_critical_path_crosses_to_the_slow_rank():
