@@ -207,6 +207,10 @@ class _Walk:
         walk looks one up per step)."""
         s = self.s
         matched = ops[(s.match[ops] >= 0) & _IS_COMM[s.kind[ops]]]
+        numbers = s.match[matched].tolist()
+        if len(set(numbers)) == len(numbers):  # no match has two members (one rank, or one per class)
+            self.groups = {}
+            return
         morder = matched[np.lexsort((s.start_ns[matched], s.match[matched]))]
         keys, first = np.unique(s.match[morder], return_index=True)
         stop = np.append(first[1:], len(morder)).astype(np.int64)[:len(first)]
