@@ -240,7 +240,7 @@ def _collectives(out: Classified, cols: NodeColumns, rows: np.ndarray, us: np.nd
                 out.unmodelled.add(names[ct])
         pg = pg_col.get_str(i, "") or ""
         pg = "" if pg == "0" else pg
-        inv = inv_col.get(i) if inv_col.present[i] else None
+        inv = inv_col.get(i)
         out.groups.add(pg)
         if replay:
             dur[i] = recorded
