@@ -45,32 +45,35 @@ class CriticalPath:
 
     def ns_by_category(self) -> dict[str, int]:
         """Time (ns) per category; the values sum to ``finish_ns``."""
-        ns = [0] * len(PATH_CATEGORIES)
-        for c, d in zip(self.category.tolist(), (self.end_ns - self.start_ns).tolist()):
-            ns[c] += d
-        return {f"{name}_ns": v for name, v in zip(PATH_CATEGORIES, ns)}
+        dur = self.end_ns - self.start_ns
+        return {f"{name}_ns": int(dur[self.category == k].sum()) for k, name in enumerate(PATH_CATEGORIES)}
 
     def ns_by_rank(self) -> dict[int, int]:
         """Time (ns) of the path spent on each rank (idle included)."""
-        ns: dict[int, int] = {}
-        for r, d in zip(self.rank.tolist(), (self.end_ns - self.start_ns).tolist()):
-            ns[r] = ns.get(r, 0) + d
-        return {r: ns[r] for r in sorted(ns)}
+        ranks, at = np.unique(self.rank, return_inverse=True)
+        return dict(zip(ranks.tolist(), _sums(at, self.end_ns - self.start_ns, len(ranks)).tolist()))
 
     def top(self, spans: Spans, n: int = 10) -> list[dict[str, Any]]:
         """The ``n`` operations (by name and kind) with the most time on the path."""
         has = self.span >= 0
+        if not has.any():
+            return []
         idx = self.span[has]
-        names = spans.names
-        found: dict[tuple, list] = {}  # (name, kind, category): [ns, segments], in first-seen order
-        for nm, k, c, d in zip(spans.name[idx].tolist(), spans.kind[idx].tolist(), self.category[has].tolist(),
-                               (self.end_ns - self.start_ns)[has].tolist()):
-            acc = found.setdefault((names[nm], k, c), [0, 0])
-            acc[0] += d
-            acc[1] += 1
-        rows = sorted(found.items(), key=lambda kv: -kv[1][0])[:n]
-        return [{"name": nm, "kind": SPAN_KINDS[k], "category": PATH_CATEGORIES[c], "ns": ns, "segments": count}
-                for (nm, k, c), (ns, count) in rows]
+        dur = (self.end_ns - self.start_ns)[has]
+        name = _same_names(spans, spans.name[idx])
+        key = (name * len(SPAN_KINDS) + spans.kind[idx]) * len(PATH_CATEGORIES) + self.category[has]
+        keys, first, at = np.unique(key, return_index=True, return_inverse=True)
+        ns = _sums(at, dur, len(keys))
+        count = np.bincount(at, minlength=len(keys))
+        seen = np.argsort(first, kind="stable")
+        rows = seen[np.argsort(-ns[seen], kind="stable")][:n]
+        out = []
+        for k in rows.tolist():
+            i = int(idx[first[k]])
+            out.append({"name": spans.names[spans.name[i]], "kind": SPAN_KINDS[spans.kind[i]],
+                        "category": PATH_CATEGORIES[int(self.category[has][first[k]])], "ns": int(ns[k]),
+                        "segments": int(count[k])})
+        return out
 
     def weighted_ns(self, spans: Spans, kinds: tuple[str, ...] = (), names: tuple[str, ...] = ()) -> int:
         """Time (ns) of the path in spans of the given kinds or names (skew time excluded)."""
@@ -86,50 +89,58 @@ class CriticalPath:
         """JSON-able form: totals, time per category and rank, top contributors, and the operations
         on the path (``nodes``: the ``limit`` longest, in path order; ``shown`` of ``length``)."""
         span, path_ns = self._operations()
-        keep = list(range(len(span)))
+        keep = np.arange(len(span))
         if 0 <= limit < len(span):
-            keep = sorted(sorted(keep, key=lambda i: -path_ns[i])[:limit])
-        by_kind: dict[str, int] = {}
-        for k, d in zip(spans.kind[np.asarray(span, np.int64)].tolist(), path_ns):
-            by_kind[SPAN_KINDS[k]] = by_kind.get(SPAN_KINDS[k], 0) + d
+            keep = np.sort(np.argsort(-path_ns, kind="stable")[:limit])
+        kinds = spans.kind[span]
+        by_kind = {SPAN_KINDS[k]: int(path_ns[kinds == k].sum()) for k in dict.fromkeys(kinds.tolist())}
         return {"finish_ns": self.finish_ns, "length": self.operations(), "shown": len(keep),
                 "crossings": self.crossings, "ns_by_category": self.ns_by_category(), "ns_by_kind": by_kind,
                 "ns_by_rank": {str(r): v for r, v in self.ns_by_rank().items()},
-                "top": self.top(spans),
-                "nodes": _node_dicts(spans, [span[i] for i in keep], [path_ns[i] for i in keep]),
+                "top": self.top(spans), "nodes": _node_dicts(spans, span[keep], path_ns[keep]),
                 "notes": self.notes}
 
     def operations(self) -> int:
         """How many operations (spans) the path goes through."""
-        return len(set(self.span.tolist()) - {-1})
+        return len(set(self.span[self.span >= 0].tolist()))
 
     def nodes(self, spans: Spans) -> list[dict[str, Any]]:
         """The operations on the path in path order: ``rank``, ``id`` (ET node), ``name``,
         ``kind``, the span's ``start_ns``/``end_ns`` and ``path_ns`` (its time on the path)."""
         return _node_dicts(spans, *self._operations())
 
-    def _operations(self) -> tuple[list[int], list[int]]:
-        """The spans on the path in path order, consecutive segments of one span joined (idle
-        time between them left out), and the time (ns) of each on the path."""
-        span: list[int] = []
-        path_ns: list[int] = []
-        for p, d in zip(self.span.tolist(), (self.end_ns - self.start_ns).tolist()):
-            if p < 0:
-                continue
-            if span and span[-1] == p:
-                path_ns[-1] += d
-            else:
-                span.append(p)
-                path_ns.append(d)
-        return span, path_ns
+    def _operations(self) -> tuple[np.ndarray, np.ndarray]:
+        """The spans on the path in path order, consecutive segments of one span joined, and the
+        time (ns) of each on the path."""
+        has = np.flatnonzero(self.span >= 0)
+        span = self.span[has]
+        if not len(span):
+            return span, np.zeros(0, np.int64)
+        heads = np.flatnonzero(np.concatenate(([True], span[1:] != span[:-1])))
+        return span[heads], np.add.reduceat((self.end_ns - self.start_ns)[has], heads)
 
 
-def _node_dicts(spans: Spans, span: list[int], path_ns: list[int]) -> list[dict[str, Any]]:
+def _sums(at: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """Per group ``0..n-1``, the sum (int64, exact) of ``values`` where ``at`` is the group."""
+    out = np.zeros(n, np.int64)
+    np.add.at(out, at, values)
+    return out
+
+
+def _same_names(spans: Spans, name: np.ndarray) -> np.ndarray:
+    """Name indices with equal names made equal (the first index of each string)."""
+    used = np.unique(name)
+    first: dict[str, int] = {}
+    canon = [first.setdefault(spans.names[i], i) for i in used.tolist()]
+    return np.asarray(canon, np.int64)[np.searchsorted(used, name)]
+
+
+def _node_dicts(spans: Spans, span: np.ndarray, path_ns: np.ndarray) -> list[dict[str, Any]]:
     """The dicts of :meth:`CriticalPath.nodes` for ``span`` with their times on the path."""
     names, kinds = spans.names, SPAN_KINDS
-    at = np.asarray(span, np.int64)
-    cols = zip(spans.rank[at].tolist(), spans.node_id[at].tolist(), spans.name[at].tolist(),
-               spans.kind[at].tolist(), spans.start_ns[at].tolist(), spans.end_ns[at].tolist(), path_ns)
+    cols = zip(spans.rank[span].tolist(), spans.node_id[span].tolist(), spans.name[span].tolist(),
+               spans.kind[span].tolist(), spans.start_ns[span].tolist(), spans.end_ns[span].tolist(),
+               path_ns.tolist())
     return [{"rank": r, "id": i, "name": names[nm], "kind": kinds[k], "start_ns": a, "end_ns": e, "path_ns": d}
             for r, i, nm, k, a, e, d in cols]
 
