@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Sequence
 from heapq import heapify, heappush
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .algorithms import lookup
 from .algorithms.base import Messages, PacketMember, PacketMessages, TreeTurn
@@ -282,6 +282,14 @@ class MessageRun:
             return
         if self.deferred is not None:
             self.tally.events += got.issue.events
+        self._replay(got, others, among, self._close, got.order)
+
+    def _replay(self, got: ClosedRun, others: list, among: bool, close: Callable[[Any], None], arg: Any) -> None:
+        """Replay kept outcome ``got`` from now: the queue keeps ``others`` only, the outcome's
+        event counts are added and its links' final state set, and ``close(arg)`` runs at its end
+        (after the quiet events due then when ``among``)."""
+        loop = self.loop
+        now = loop.now
         loop.queue[:] = others
         heapify(loop.queue)
         self.tally.events += got.tally_events
@@ -289,10 +297,9 @@ class MessageRun:
         for link, free in got.links:
             link.free_at = now + free
         if among:
-            loop.call_first(max(now, now + got.duration - got.lead), self._mark,
-                            (now + got.duration, self._close, got.order))
+            loop.call_first(max(now, now + got.duration - got.lead), self._mark, (now + got.duration, close, arg))
         else:
-            loop.call(got.duration, self._close, got.order)
+            loop.call(got.duration, close, arg)
 
     def _starting(self) -> list[MessageRun]:
         """This run and the runs whose checks are due now after it, none of them deferred."""
@@ -333,17 +340,7 @@ class MessageRun:
             for k, run in enumerate(runs):
                 run.kind, run.recording, run.group = run._kind(), rec, (tuple(runs), k, kind, left)
             return True
-        loop.queue[:] = others
-        heapify(loop.queue)
-        self.tally.events += got.tally_events
-        self.net.events += got.net_events
-        for link, free in got.links:
-            link.free_at = now + free
-        if among:
-            loop.call_first(max(now, now + got.duration - got.lead), self._mark,
-                            (now + got.duration, self._close_group, (tuple(runs), got.order)))
-        else:
-            loop.call(got.duration, self._close_group, (tuple(runs), got.order))
+        self._replay(got, others, among, self._close_group, (tuple(runs), got.order))
         return True
 
     def _close_group(self, arg: tuple[tuple[MessageRun, ...], tuple]) -> None:
