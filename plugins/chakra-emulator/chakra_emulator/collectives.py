@@ -121,7 +121,7 @@ class Comms:
         if not composed:
             try:
                 work, used = self._primitive(kind, size, group, members, root), [call]
-            except (RuntimeError, NotImplementedError) as e:  # NoPrimitive is a RuntimeError
+            except RuntimeError as e:  # torch's "not implemented" errors and NoPrimitive included
                 if not _is_unsupported(e):
                     raise
                 self.unsupported.add(call)
@@ -268,6 +268,8 @@ def _splits(size: int, p: int, itemsize: int) -> list[int]:
 
 
 def _is_unsupported(e: BaseException) -> bool:
+    """Whether ``e`` says the process group lacks the primitive (torch's own class for an operation
+    a backend does not implement, ours, or a backend's "not supported" message)."""
     text = str(e).lower()
     return isinstance(e, (NotImplementedError, NoPrimitive)) or "not supported" in text or "unsupported" in text \
         or "does not support" in text
