@@ -56,3 +56,18 @@ def test_worthwhile_from_the_files_together(small_set):
     import numba  # noqa: F401
 
     assert compiled_worthwhile("/nonexistent", 1 << 40)
+
+
+def test_ranks_worthwhile_from_their_files_or_whenever_installed(small_set):
+    """Ranks of a set: their files' bytes together against the bound; a rank that is not a file
+    (in memory: size unknown before reading) makes any bound met, numba being installed."""
+    files = sorted(small_set.glob("*.et"))
+    size = sum(f.stat().st_size for f in files)
+    code = ("import sys; from chakra_core import open_traceset, ranks_compiled_worthwhile as w, "
+            "MemoryRank, GlobalMetadata, TraceSet; "
+            f"ts = open_traceset({str(small_set)!r}); "
+            "mem = TraceSet([MemoryRank(0, GlobalMetadata(version='0.0.4'), [])]); "
+            f"print(w(ts, ts.ranks, {size}), w(ts, ts.ranks, {size + 1}), w(ts, ts.ranks[:1], {size}), "
+            "w(mem, [0], 1 << 40), 'numba' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.stdout.split() == ["True", "False", "False", "True", "False"], r.stderr

@@ -12,17 +12,17 @@ from typing import Any
 
 import numpy as np
 
-from chakra_core.analysis._spans import COMM_KINDS, COMPUTE_KINDS, SPAN_KINDS, Spans
+from chakra_core.analysis._spans import COMPUTE_KINDS, IS_COMM, SPAN_KINDS, Spans
 
 __all__ = ["breakdown", "union_ns"]
 
 _MEM = (SPAN_KINDS.index("memory"),)
 _NONE = np.iinfo(np.int64).min
-#: per kind code (uint8): whether it is compute, communication, memory
-_IS_COMPUTE, _IS_COMM, _IS_MEM = (np.isin(np.arange(256), k) for k in (COMPUTE_KINDS, COMM_KINDS, _MEM))
+#: per kind code (uint8): whether it is compute, memory (communication: IS_COMM)
+_IS_COMPUTE, _IS_MEM = (np.isin(np.arange(256), k) for k in (COMPUTE_KINDS, _MEM))
 #: per kind code (uint8), whether it is in each set whose union a row measures: compute, communication,
 #: both, all three, memory, CPU, accelerator
-_SETS = np.stack((_IS_COMPUTE, _IS_COMM, _IS_COMPUTE | _IS_COMM, _IS_COMPUTE | _IS_COMM | _IS_MEM, _IS_MEM,
+_SETS = np.stack((_IS_COMPUTE, IS_COMM, _IS_COMPUTE | IS_COMM, _IS_COMPUTE | IS_COMM | _IS_MEM, _IS_MEM,
                   np.arange(256) == SPAN_KINDS.index("cpu"), np.arange(256) == SPAN_KINDS.index("compute")))
 
 
@@ -112,7 +112,7 @@ def _unions_sorted(s: np.ndarray, e: np.ndarray, masks: np.ndarray) -> list[int]
 def _arrival_wait(spans: Spans) -> np.ndarray:
     """Per span: the time from its start to the start of the last member of its match (0 unmatched)."""
     wait = np.zeros(len(spans), np.int64)
-    sel = np.flatnonzero((spans.match >= 0) & _IS_COMM[spans.kind])
+    sel = np.flatnonzero((spans.match >= 0) & IS_COMM[spans.kind])
     if not len(sel):
         return wait
     keys = spans.match[sel]

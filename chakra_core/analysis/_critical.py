@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from chakra_core.analysis._spans import COMM_KINDS, COMPUTE_KINDS, SPAN_KINDS, Spans
+from chakra_core.analysis._spans import COMM_KINDS, COMPUTE_KINDS, IS_COMM, SPAN_KINDS, Spans
 
 __all__ = ["CriticalPath", "critical_path", "PATH_CATEGORIES"]
 
@@ -25,8 +25,6 @@ PATH_CATEGORIES = ("compute", "exposed_comm", "exposed_mem", "skew", "idle")
 _CATEGORY_OF_KIND = np.array([0 if k in COMPUTE_KINDS else 1 if k in COMM_KINDS else
                               2 if k == SPAN_KINDS.index("memory") else 4 for k in range(len(SPAN_KINDS))])
 _IDLE, _SKEW = 4, 3
-#: per kind code (uint8): whether it is communication
-_IS_COMM = np.isin(np.arange(256), COMM_KINDS)
 
 
 @dataclass
@@ -217,7 +215,7 @@ class _Walk:
         last member to start and the start of the one before (``groups[match]``, a dict: the
         walk looks one up per step)."""
         s = self.s
-        matched = ops[(s.match[ops] >= 0) & _IS_COMM[s.kind[ops]]]
+        matched = ops[(s.match[ops] >= 0) & IS_COMM[s.kind[ops]]]
         numbers = s.match[matched].tolist()
         if len(set(numbers)) == len(numbers):  # no match has two members (one rank, or one per class)
             self.groups = {}

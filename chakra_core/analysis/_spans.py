@@ -20,7 +20,7 @@ import numpy as np
 
 from chakra_core.base._errors import TraceFormatError
 
-__all__ = ["Spans", "SpanBuilder", "SPAN_KINDS", "FLOW_KINDS", "OP_KINDS", "COMPUTE_KINDS", "COMM_KINDS"]
+__all__ = ["Spans", "SpanBuilder", "SPAN_KINDS", "FLOW_KINDS", "OP_KINDS", "COMPUTE_KINDS", "COMM_KINDS", "IS_COMM"]
 
 #: what a span is; ``phase`` marks a part of a collective drawn on a queue track (a chunk on one
 #: network dimension), which the analyses do not count again
@@ -29,6 +29,8 @@ SPAN_KINDS = ("compute", "cpu", "memory", "collective", "send", "recv", "other",
 FLOW_KINDS = ("dependency", "collective", "p2p")
 COMPUTE_KINDS = (0, 1)
 COMM_KINDS = (3, 4, 5)
+#: per kind code (uint8): whether it is communication
+IS_COMM = np.isin(np.arange(256), COMM_KINDS)
 #: the kinds of operations (everything but ``phase``)
 OP_KINDS = (0, 1, 2, 3, 4, 5, 6)
 

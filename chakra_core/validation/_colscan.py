@@ -45,6 +45,11 @@ _SLOTS_PER_NODE = 8
 _SLACK = 1 << 20
 
 
+def _too_sparse(span: int, count: int) -> bool:
+    """Whether ids spread over ``span`` for ``count`` nodes are too sparse for a table by id."""
+    return span >= _SLOTS_PER_NODE * count + _SLACK
+
+
 class _Ids:
     """The ids of a rank's nodes so far: only the first while they are consecutive, then every
     run's ids as they came (8 bytes a node, never copied into a larger array)."""
@@ -133,7 +138,7 @@ class _Slots:
         if len(deps) and (int(deps.min()) < lo or int(deps.max()) > hi):
             return None
         self.count += n
-        if hi - lo >= _SLOTS_PER_NODE * self.count + _SLACK:
+        if _too_sparse(hi - lo, self.count):
             return None
         self.lo -= self.fronts.reserve(lo - self.lo, hi - self.lo + 1)
         self.hi = hi
@@ -146,7 +151,7 @@ class _Slots:
         old = self.ids.all()
         self.lo = min(low, int(old[0])) if len(old) else low
         self.hi = int(old[-1]) if len(old) else low
-        if self.hi - self.lo >= _SLOTS_PER_NODE * (self.count + n) + _SLACK:
+        if _too_sparse(self.hi - self.lo, self.count + n):
             return False
         self.fronts.reslot((old - _U64(self.lo)).astype(np.int64), self.hi - self.lo + 1)
         self.ids = _Ids()
@@ -185,23 +190,22 @@ def scan_columns(rt: RankTrace, chk: RankCheck) -> RankScan | None:
         return None
     from chakra_core.trace._columns import column_runs
 
-    rec, fronts = _Record(), Frontiers()
-    slots = _Slots(fronts)
+    rec, slots = _Record(), _Slots(Frontiers())
     try:
         for cols in column_runs(rt, _ATTRS, decoded=True):
-            if len(cols) and not _scan_run(cols, chk, slots, rec, fronts):
+            if len(cols) and not _scan_run(cols, chk, slots, rec):
                 return None
     except TraceFormatError:
         return None
     if slots.count == 0:
         return None
-    ptr, preds = fronts.csr()
+    ptr, preds = slots.fronts.csr()
     rec.put(chk)
     return RankScan(count=slots.count, skel_pos=rec.skel_pos, skel_ptr=array("q", ptr.tobytes()),
                     skel_preds=array("q", preds.tobytes()))
 
 
-def _scan_run(cols: NodeColumns, chk: RankCheck, slots: _Slots, rec: _Record, fronts: Frontiers) -> bool:
+def _scan_run(cols: NodeColumns, chk: RankCheck, slots: _Slots, rec: _Record) -> bool:
     """Check one run and add it to the record; False where the per-node path is to run."""
     if cols.flags.any():
         return False
@@ -224,7 +228,7 @@ def _scan_run(cols: NodeColumns, chk: RankCheck, slots: _Slots, rec: _Record, fr
     if v is None:
         return False
     kinds = _kinds(types, v, dur, chk)
-    if kinds is None or not fronts.add(dep_at, cols.dep_ptr, kinds >= 0, at):
+    if kinds is None or not slots.fronts.add(dep_at, cols.dep_ptr, kinds >= 0, at):
         return False
     _record(rec, chk, cols, v, kinds, start)
     return True

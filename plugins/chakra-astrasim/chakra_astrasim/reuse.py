@@ -24,16 +24,15 @@ from google.protobuf.message import DecodeError
 
 from chakra_core import (
     AttributeProto,
-    FileRank,
     Node,
     RankTrace,
     RoleHasher,
     RoleKey,
     TraceFormatError,
     TraceSet,
-    compiled_worthwhile,
     encode_varint,
     get_str,
+    ranks_compiled_worthwhile,
 )
 
 from .plan import Plan
@@ -54,10 +53,9 @@ KEYS_COMPILED_FROM = 16 << 20
 
 def keys_compiled(traces: TraceSet, ranks: list[int]) -> bool:
     """Whether the role keys of ``ranks`` of ``traces`` are taken by compiled loops:
-    :func:`chakra_core.compiled_worthwhile` of their .et files and :data:`KEYS_COMPILED_FROM`
-    (so a small set loads no numba); when not every rank is a file, whenever numba is installed."""
-    files = [rt.file for rt in (traces[r] for r in ranks) if isinstance(rt, FileRank)]
-    return compiled_worthwhile(files, KEYS_COMPILED_FROM if len(files) == len(ranks) else 0)
+    :func:`chakra_core.ranks_compiled_worthwhile` with :data:`KEYS_COMPILED_FROM` (so a small set
+    loads no numba)."""
+    return ranks_compiled_worthwhile(traces, ranks, KEYS_COMPILED_FROM)
 
 
 class SerializedNodes(Sized, Iterable[bytes], Protocol):

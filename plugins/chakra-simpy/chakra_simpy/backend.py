@@ -19,6 +19,7 @@ from chakra_core import (
     TraceSet,
     add_span_outputs,
     progress,
+    ranks_compiled_worthwhile,
 )
 from chakra_core.system import SYSTEM_OPTIONS, SystemDescription, system_from_options
 
@@ -28,7 +29,7 @@ from .chunk_phases import members_finish_apart
 from .closed_runs import Undecided
 from .collectives import SymmetryBroken
 from .formulas import NoLocalMemBandwidth
-from .loading import COMPILED_FROM, compiled_for, load_programs, program_of
+from .loading import COMPILED_FROM, load_programs, program_of
 from .member_timing import WORK_LIMIT
 from .program import Program
 from .result_notes import load_notes, run_notes
@@ -300,8 +301,8 @@ def _load(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[int, 
           symmetry: bool, aware: bool, replay: bool = False,
           jobs: int = 1) -> tuple[list[Program], list[list[int]], bool]:
     """Programs of the ranks to simulate, the ranks each stands for (:mod:`.symmetry`), and
-    whether the loops over them run compiled (:func:`.loading.compiled_for`); loaded by ``jobs``
-    threads (:func:`.loading.load_programs`).
+    whether the loops over them run compiled (:func:`chakra_core.ranks_compiled_worthwhile`);
+    loaded by ``jobs`` threads (:func:`.loading.load_programs`).
 
     Members of a class whose representative has memory nodes on a shared remote memory
     (PER_NODE_MEMORY_EXPANSION, MEMORY_POOL) queue for it one by one: each is simulated.
@@ -317,7 +318,7 @@ def _load(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[int, 
     progs: list[Program] = []
     out: list[list[int]] = []
     reps = [c[0] for c in classes]
-    compile_it = compiled_for(traces, reps, COMPILED_FROM)
+    compile_it = ranks_compiled_worthwhile(traces, reps, COMPILED_FROM)
     with progress("loading ranks", total=len(classes)) as bar:
         first = load_programs(traces, reps, sd, replay, jobs, bar.advance, compile_it)
         for prog, ranks in zip(first, classes):

@@ -6,7 +6,8 @@ threads load ranks in parallel: 64 ranks of 100,000 nodes on 2 cores load in 1.7
 threads against 2.8-2.9 s on one (forked worker processes reached 2.5-2.7 s: the programs came
 back through a pipe and each worker started the compiled kernels again).  The programs, and the
 first error in rank order, are those of loading one rank after the other.  The core's loops run
-compiled (numba) only for ranks large enough to pay for loading numba (:func:`compiled_for`).
+compiled (numba) only for ranks large enough to pay for loading numba
+(:func:`chakra_core.ranks_compiled_worthwhile`).
 
 A small rank's program is kept, by its file's content, the rank, its label, what
 :func:`.classify.classify` reads of the system and the timing mode (:func:`program_of`), so that
@@ -23,13 +24,13 @@ from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from chakra_core import FileRank, RankTrace, TraceSet, compiled_worthwhile
+from chakra_core import FileRank, RankTrace, TraceSet
 from chakra_core.system import SystemDescription
 
 from .classify import system_inputs
 from .program import Program, load_program
 
-__all__ = ["load_programs", "program_of", "compiled_for", "PARALLEL_BYTES", "COMPILED_FROM", "KEPT_BYTES"]
+__all__ = ["load_programs", "program_of", "PARALLEL_BYTES", "COMPILED_FROM", "KEPT_BYTES"]
 
 #: with ``jobs`` 0, ranks are loaded in parallel when their .et files hold at least this many bytes
 PARALLEL_BYTES = 8 << 20
@@ -113,14 +114,6 @@ def _small_content(rt: RankTrace) -> bytes | None:
             return f.read(COMPILED_FROM)
     except OSError:
         return None
-
-
-def compiled_for(traces: TraceSet, ranks: list[int], from_bytes: int) -> bool:
-    """Whether the loops over ``ranks`` pay for numba: :func:`chakra_core.compiled_worthwhile`
-    of their .et files and ``from_bytes``; when not every rank is a file, whenever numba is
-    installed."""
-    files = [rt.file for rt in (traces[r] for r in ranks) if isinstance(rt, FileRank)]
-    return compiled_worthwhile(files, from_bytes if len(files) == len(ranks) else 0)
 
 
 def _threads(traces: TraceSet, ranks: list[int], jobs: int) -> int:

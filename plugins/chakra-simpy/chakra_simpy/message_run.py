@@ -120,7 +120,7 @@ class MessageRun:
         self.kind: tuple = ()
         #: recorded with other runs starting with it (:meth:`_check_group`): the runs, its place
         #: among them, the group's kind and how many of them have not ended
-        self.group: tuple[tuple[MessageRun, ...], int, tuple, list[int]] | None = None
+        self.group: tuple[tuple[MessageRun, ...], int, tuple, list[int], tuple[Link, ...]] | None = None
         self.active = ctx.sd.active_chunks_per_dimension
         self.running: dict[tuple[int, int], int] = {}
         self.queued: dict[tuple[int, int], deque] = {}
@@ -316,7 +316,8 @@ class MessageRun:
         record them together; False when they may not (this run is then checked alone)."""
         loop = self.loop
         now = loop.now
-        links = tuple(dict.fromkeys(link for run in runs for link in run._run_links(run._kind())))
+        kinds = [run._kind() for run in runs]
+        links = tuple(dict.fromkeys(link for run, k in zip(runs, kinds) for link in run._run_links(k)))
         actors = [ai for run in runs for ai in run.inst.actor_ids]
         ais = set(actors)
         if len(ais) < len(actors):
@@ -325,7 +326,7 @@ class MessageRun:
         place = {id(run): k for k, run in enumerate(runs)}
         owner = [(due, eid, place.get(id(getattr(fn, "__self__", None)))) for due, eid, fn, _arg in loop.queue]
         order = tuple((due - now, k) for due, eid, k in sorted(owner) if k is not None and eid >= 0)
-        kind = (tuple(run._kind() for run in runs), order)
+        kind = (tuple(kinds), order)
         got = self.closed_runs.outcomes.get(kind)
         among = got is not None and not closed(now + got.duration, real, stand)
         if got is not None and among and not self._among_quiet(got, others, now + got.duration, stand, ais) or \
@@ -338,7 +339,7 @@ class MessageRun:
             rec = Recording(now, own, real, stand, self.tally.events, self.net.events, self.issue_did)
             left = [len(runs)]
             for k, run in enumerate(runs):
-                run.kind, run.recording, run.group = run._kind(), rec, (tuple(runs), k, kind, left)
+                run.kind, run.recording, run.group = kinds[k], rec, (tuple(runs), k, kind, left, links)
             return True
         self._replay(got, others, among, self._close_group, (tuple(runs), got.order))
         return True
@@ -405,11 +406,10 @@ class MessageRun:
         """:meth:`_hand_back` for a run recorded with its group."""
         loop = self.loop
         now = loop.now
-        runs, k, kind, left = group
+        runs, k, kind, left, links = group
         ids = {id(run) for run in runs}
         tie = not rec.order and any(due == now and id(getattr(fn, "__self__", None)) not in ids
                                     for due, _eid, fn, _arg in loop.queue)
-        links = tuple(dict.fromkeys(link for run in runs for link in run._run_links(run.kind)))
         rec.hand_back((k, ai), now, loop.eid, links, self.tally.events, self.net.events, tie)
         if self.members_left == 0:
             left[0] -= 1

@@ -19,9 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from chakra_core import Progress, RoleKey, TraceSet, role_key
+from chakra_core import Progress, RoleKey, TraceSet, ranks_compiled_worthwhile, role_key
 
-from .loading import compiled_for
 from .planner import Planner
 
 __all__ = ["role_classes", "KEYS_COMPILED_FROM"]
@@ -38,7 +37,7 @@ def role_classes(traces: TraceSet, planner: Planner, groups: dict[str, tuple[int
     bytes or more, or numba is loaded already)."""
     n = len(traces)
     keys: list[RoleKey] = []
-    compile_it = compiled_for(traces, traces.ranks, KEYS_COMPILED_FROM)
+    compile_it = ranks_compiled_worthwhile(traces, traces.ranks, KEYS_COMPILED_FROM)
     for rt in traces:
         keys.append(role_key(rt, compile_it))
         bar.advance()
