@@ -6,14 +6,15 @@ compute nodes (a data dep on the previous node, a ctrl dep 8 back, two attribute
 all-reduce every 1,000 nodes; rank 1 has the matching all-reduces only.  ``validate`` then runs
 on it in a fresh subprocess (its ru_maxrss is its own), all rules and the deadlock search
 included; ``stats`` is ``compute_stats`` with the longest path.  ``--sparse`` numbers the nodes
-2, 4, 6, ... (non-consecutive ids); ``--descending`` numbers them from the highest down (each
-dependency still names an earlier node, as the PyTorch converter writes; the compiled loops keep
-a table by id); ``--warm`` runs the command once on a 2,000-node set before
-the baseline is taken (numba's runtime and the compiled kernels loaded, about 85 MB: the figure
-is then per node above start-up); ``--ref DIR`` imports chakra_core from DIR instead (another
-checkout, for a before/after comparison).
-Usage: python benches/bench_validate_memory.py [--nodes 5000000] [--sparse] [--descending] [--command stats]
-                                              [--warm] [--ref DIR]
+2, 4, 6, ... (non-consecutive ids), ``--step K`` K, 2K, 3K, ...; ``--descending`` numbers them
+from the highest down (each dependency still names an earlier node, as the PyTorch converter
+writes; the compiled loops keep a table by id; ``--step 4 --descending`` spreads the ids over 4
+times their count, as a converted PyTorch rank's are); ``--warm`` runs the command once on a
+2,000-node set before the baseline is taken (numba's runtime and the compiled kernels loaded,
+about 85 MB: the figure is then per node above start-up); ``--ref DIR`` imports chakra_core from
+DIR instead (another checkout, for a before/after comparison).
+Usage: python benches/bench_validate_memory.py [--nodes 5000000] [--sparse | --step K] [--descending]
+                                              [--command stats] [--warm] [--ref DIR]
 """
 
 from __future__ import annotations
@@ -86,19 +87,21 @@ def main() -> int:
     """Write the set, measure validate once, print the figures (JSON with --json)."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nodes", type=int, default=5_000_000, help="nodes of rank 0")
-    ap.add_argument("--sparse", action="store_true", help="non-consecutive node ids")
+    ap.add_argument("--sparse", action="store_true", help="non-consecutive node ids (--step 2)")
+    ap.add_argument("--step", type=int, default=1, help="node ids K apart")
     ap.add_argument("--descending", action="store_true", help="node ids descending in file order")
     ap.add_argument("--command", choices=("validate", "stats"), default="validate")
     ap.add_argument("--warm", action="store_true", help="take the baseline after a run on a small set")
     ap.add_argument("--ref", help="import chakra_core from this directory for the measurement")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    step = 2 if args.sparse else args.step
     env = dict(os.environ)
     if args.ref:
         env["PYTHONPATH"] = os.path.abspath(args.ref) + os.pathsep + env.get("PYTHONPATH", "")
     with tempfile.TemporaryDirectory() as d:
         prefix = os.path.join(d, "bench")
-        subprocess.run([sys.executable, "-c", WRITE, prefix, str(args.nodes), "2" if args.sparse else "1",
+        subprocess.run([sys.executable, "-c", WRITE, prefix, str(args.nodes), str(step),
                         str(int(args.descending))],
                        check=True)
         warm = []
@@ -114,7 +117,7 @@ def main() -> int:
     if args.json:
         print(json.dumps(r))
     else:
-        ids = ("sparse" if args.sparse else "consecutive") + (", descending" if args.descending else "")
+        ids = (f"{step} apart" if step > 1 else "consecutive") + (", descending" if args.descending else "")
         print(f"{args.command}, {args.nodes:,} nodes ({ids} ids): "
               f"{r['seconds']:.1f} s ({r['cpu_s']:.1f} s CPU), peak RSS {r['peak_rss_mb']:.1f} MB (after "
               f"{'a warm-up run' if args.warm else 'imports'} "

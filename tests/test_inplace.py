@@ -21,3 +21,19 @@ def test_growing_keeps_the_slots_and_zero_fills(mremap, monkeypatch):
         assert t.array[:1000].tolist() == list(range(1000)) and not t.array[1000:].any()
     t.array[-1] = 7
     assert t.array[-1] == 7
+
+
+@pytest.mark.parametrize("mremap", [True, False])
+def test_widening_keeps_every_value_and_the_zeros(mremap, monkeypatch):
+    monkeypatch.setattr(_inplace, "_MREMAP", mremap and _inplace._MREMAP)
+    t = _inplace.GrowingTable(70_000, np.uint16)
+    values = np.arange(70_000, dtype=np.int64) % 65_536
+    values[::7] = 0
+    t.array[:] = values
+    t.widen(np.int32)
+    assert t.array.dtype == np.int32 and len(t.array) == 70_000
+    assert (t.array == values).all()
+    t.grow(100_000)
+    assert (t.array[:70_000] == values).all() and not t.array[70_000:].any()
+    t.array[-1] = 1 << 30
+    assert t.array[-1] == 1 << 30

@@ -201,3 +201,21 @@ def test_broken_copies_have_the_per_node_findings(edit, mirror, converted, tmp_p
         assert [f[0] for f in plain] == ["cycle"] and str(want[0][1]) in plain[0][3]
     else:
         assert got == sorted(want)
+
+
+@pytest.mark.parametrize("mirror,ascending_first", [(False, 0), (True, 15), (False, 15)])
+def test_the_table_widens_between_two_nodes_with_the_same_record(mirror, ascending_first, converted, tmp_path,
+                                                                  monkeypatch):
+    """The frontier table's 2-byte entries held at most 40 here (65,535 in use): the scan widens
+    them to 4 bytes part-way through a run (by id, or by position while the ids ascend) and gives
+    the per-node scan's record."""
+    from chakra_core.validation import _frontkernel as fk
+
+    nodes = _copies(converted["ddp"][1][0], mirror, ascending_first)
+    prefix = _write(tmp_path, {0: nodes})
+    widths: list[str] = []
+    real = fk.Frontiers.csr
+    monkeypatch.setattr(fk, "ENTRY_MAX", {**fk.ENTRY_MAX, fk.np.dtype(fk.np.uint16): 40})
+    monkeypatch.setattr(fk.Frontiers, "csr", lambda self: (widths.append(str(self.fid.dtype)), real(self))[1])
+    _same_record(prefix)
+    assert widths == ["int32"]

@@ -39,7 +39,8 @@ _STRING_SLOT = 29
 _BROADCAST = 5
 _COMM_TYPES = np.array(sorted(COMM_TYPE_NAMES), np.int64)
 _U64 = np.uint64
-#: a table of slots by id is kept while it has at most this many slots (4 bytes each) a node,
+#: a table of slots by id is kept while it has at most this many slots (2 bytes each, 4 once
+#: widened: ._frontkernel.Frontiers) a node,
 #: plus _SLACK: sparser ids are left to the per-node path
 _SLOTS_PER_NODE = 8
 _SLACK = 1 << 20
@@ -109,8 +110,8 @@ class _Ids:
 class _Slots:
     """Which slot of the frontier table (:class:`~._frontkernel.Frontiers`) keeps each node's
     frontier: its position while the ids ascend (:class:`_Ids`); from the first run whose ids do
-    not, its id less the lowest id so far (4 bytes a slot, at most :data:`_SLOTS_PER_NODE` slots
-    a node: the ids of a converted PyTorch rank take about 4)."""
+    not, its id less the lowest id so far (2 bytes a slot, 4 once widened; at most
+    :data:`_SLOTS_PER_NODE` slots a node: the ids of a converted PyTorch rank take about 4)."""
 
     def __init__(self, fronts: Frontiers) -> None:
         self.fronts = fronts
@@ -183,8 +184,8 @@ class _Record:
 def scan_columns(rt: RankTrace, chk: RankCheck) -> RankScan | None:
     """The scan of a clean, ordered, file-backed rank, its record put into ``chk``; None for any
     other rank (``chk`` untouched: the per-node path is to run).  Needs numba (the ``fast``
-    extra): the caller chose the compiled loops.  Memory: one run of columns, plus 4 bytes a node
-    (12 when ids ascend and are not consecutive; 4 bytes an id from the lowest to the highest
+    extra): the caller chose the compiled loops.  Memory: one run of columns, plus 2 bytes a node
+    (10 when ids ascend and are not consecutive; 2 bytes an id from the lowest to the highest
     when they do not ascend) and the skeleton."""
     if not isinstance(rt, FileRank):
         return None

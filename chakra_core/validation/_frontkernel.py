@@ -6,9 +6,11 @@ each node carries a frontier (an interned set of skeleton nodes: the latest ones
 the union of its dependencies' frontiers folded in their order, each union reduced by the members
 that another member waits for directly; a skeleton node passes on itself and waits for its
 frontier.  Sets are sorted rows of one growing pool, interned by a 64-bit hash.  Each node's
-frontier number is kept in a slot of a table of 4-byte entries that the caller chooses (the
-node's position, or its id less the lowest); a slot read before it is written (a dependency on
-no earlier node) or written twice (a repeated id) stops the loop.
+frontier number is kept in a slot of a table that the caller chooses (the node's position, or
+its id less the lowest); a slot read before it is written (a dependency on no earlier node) or
+written twice (a repeated id) stops the loop.  The table has 2-byte entries while the frontier
+numbers fit them (the sets of a rank are few: a converted PyTorch rank of 5 M nodes has a few
+thousand) and is widened to 4 bytes, between two nodes, when they would not.
 """
 
 from __future__ import annotations
@@ -18,11 +20,14 @@ import numpy as np
 from chakra_core.base._kernels import compiled, int_dict, kernel
 from chakra_core.validation._inplace import GrowingTable
 
-__all__ = ["Frontiers", "advance", "csr", "OK", "COLLISION", "UNPLACED"]
+__all__ = ["Frontiers", "advance", "csr", "OK", "COLLISION", "UNPLACED", "WIDEN"]
 
 #: statuses: done; two different sets had the same hash; a dependency's slot was empty or a
-#: node's was taken (the caller takes the Python path on either of the last two)
-OK, COLLISION, UNPLACED = 0, 1, 2
+#: node's was taken (the caller takes the Python path on either of the two); the next node's
+#: frontier might not fit the table's entries (the caller widens them and goes on from it)
+OK, COLLISION, UNPLACED, WIDEN = 0, 1, 2, 3
+#: the highest value a table entry of each width holds (an entry is a frontier number + 1)
+ENTRY_MAX = {np.dtype(np.uint16): (1 << 16) - 1, np.dtype(np.int32): (1 << 31) - 1}
 _FNV_OFFSET = np.uint64(14695981039346656037)
 _FNV_PRIME = np.uint64(1099511628211)
 
@@ -129,22 +134,25 @@ def _intern(items, r, pool, start, size, counters, index):  # pragma: no cover -
 
 @kernel(cache=True, nogil=True)
 def advance(dep_at, dep_ptr, is_skel, at, pool, start, size, counters, index, unions, waits,
-            fid):  # pragma: no cover - compiled
-    """Nodes in an order where every dependency comes first (one per ``is_skel`` row): node
-    ``i``'s frontier goes to slot ``at[i]`` of ``fid`` (0: empty, else the frontier number + 1),
-    its dependencies' are read from slots ``dep_at[dep_ptr[i]:dep_ptr[i+1]]``.  ``counters`` =
-    (sets, pool items used, skeleton nodes so far); returns ``(status, pool, start, size,
-    waits)``, the arrays grown where they were short."""
+            fid, entry_max, first):  # pragma: no cover - compiled
+    """Nodes ``first`` on, in an order where every dependency comes first (one per ``is_skel``
+    row): node ``i``'s frontier goes to slot ``at[i]`` of ``fid`` (0: empty, else the frontier
+    number + 1, at most ``entry_max``), its dependencies' are read from slots
+    ``dep_at[dep_ptr[i]:dep_ptr[i+1]]``.  ``counters`` = (sets, pool items used, skeleton nodes
+    so far); returns ``(status, pool, start, size, waits, i)``, the arrays grown where they were
+    short and ``i`` the node a WIDEN status stopped before (nothing of it done)."""
     n = len(is_skel)
-    waits = _grow(waits, counters[2] + np.sum(is_skel))
+    waits = _grow(waits, counters[2] + np.sum(is_skel[first:]))
     items = np.empty(64, np.int64)
     marks = np.empty(64, np.int64)
-    for i in range(n):
+    for i in range(first, n):
+        if counters[0] + (dep_ptr[i + 1] - dep_ptr[i]) + 1 > entry_max:  # each dep and the node add a set at most
+            return WIDEN, pool, start, size, waits, i
         f = 0
         for j in range(dep_ptr[i], dep_ptr[i + 1]):
-            g = fid[dep_at[j]] - 1
+            g = np.int64(fid[dep_at[j]]) - 1
             if g < 0:
-                return UNPLACED, pool, start, size, waits
+                return UNPLACED, pool, start, size, waits, i
             if g == f or g == 0:
                 continue
             if f == 0:
@@ -160,7 +168,7 @@ def advance(dep_at, dep_ptr, is_skel, at, pool, start, size, counters, index, un
             r = _reduce(pool, start, size, waits, items, m, marks)
             status, f, pool, start, size = _intern(items, r, pool, start, size, counters, index)
             if status != OK:
-                return status, pool, start, size, waits
+                return status, pool, start, size, waits, i
             unions[key] = f
         if is_skel[i]:
             k = counters[2]
@@ -168,12 +176,12 @@ def advance(dep_at, dep_ptr, is_skel, at, pool, start, size, counters, index, un
             items[0] = k
             status, f, pool, start, size = _intern(items, 1, pool, start, size, counters, index)
             if status != OK:
-                return status, pool, start, size, waits
+                return status, pool, start, size, waits, i
             counters[2] = k + 1
         if fid[at[i]] != 0:
-            return UNPLACED, pool, start, size, waits
+            return UNPLACED, pool, start, size, waits, i
         fid[at[i]] = f + 1
-    return OK, pool, start, size, waits
+    return OK, pool, start, size, waits, n
 
 
 @kernel(cache=True, nogil=True)
@@ -201,7 +209,8 @@ class Frontiers:
     """The state of :func:`advance` over the runs of one rank (its compiled form).  ``fid`` is
     the slot table, zero-filled as it grows: by position, a larger copy; by id (after
     :meth:`reslot`), in place (:class:`._inplace.GrowingTable`: a table that can take 4 slots a
-    node is never held twice), downward too."""
+    node is never held twice), downward too.  Its entries are 2 bytes until a frontier number
+    would not fit them, then 4 (:meth:`_widen`: by id in place, by position by a copy)."""
 
     def __init__(self) -> None:
         self.pool = np.empty(1024, np.int64)
@@ -211,7 +220,7 @@ class Frontiers:
         self.index = int_dict(True)
         self.unions = int_dict(True)
         self.waits = np.zeros(1024, np.int64)
-        self.fid = np.zeros(1024, np.int32)
+        self.fid = np.zeros(1024, np.uint16)
         self._by_id: GrowingTable | None = None
 
     def reserve(self, low: int, high: int) -> int:
@@ -225,11 +234,11 @@ class Frontiers:
             return 0
         size = max(need, have + have // 4)
         if self._by_id is None:
-            table = np.zeros(size, np.int32)
+            table = np.zeros(size, self.fid.dtype)
             table[shift:shift + have] = self.fid
             self.fid = table
             return shift
-        self.fid = np.zeros(0, np.int32)  # the table moves only when no other view of it is held
+        self.fid = np.zeros(0, self.fid.dtype)  # the table moves only when no other view of it is held
         self._by_id.grow(size)
         self.fid = self._by_id.array
         if shift:
@@ -239,7 +248,7 @@ class Frontiers:
     def reslot(self, slots: np.ndarray, size: int) -> None:
         """A table of ``size`` slots in which the frontier of slot ``i`` so far is in slot
         ``slots[i]``."""
-        self._by_id = GrowingTable(size)
+        self._by_id = GrowingTable(size, self.fid.dtype)
         self._by_id.array[slots] = self.fid[:len(slots)]
         self.fid = self._by_id.array
 
@@ -247,10 +256,25 @@ class Frontiers:
         """The next run of nodes (their slots ``at`` and their dependencies' ``dep_at``, all
         reserved); False when a dependency's slot was empty, a node's slot was taken, or two sets
         had the same hash."""
-        status, self.pool, self.start, self.size, self.waits = compiled(advance)(
-            dep_at, dep_ptr, is_skel, at, self.pool, self.start, self.size, self.counters, self.index,
-            self.unions, self.waits, self.fid)
-        return bool(status == OK)
+        first = 0
+        while True:
+            status, self.pool, self.start, self.size, self.waits, first = compiled(advance)(
+                dep_at, dep_ptr, is_skel, at, self.pool, self.start, self.size, self.counters, self.index,
+                self.unions, self.waits, self.fid, ENTRY_MAX[self.fid.dtype], first)
+            if status != WIDEN:
+                return bool(status == OK)
+            if self.fid.dtype != np.uint16:
+                return False
+            self._widen()
+
+    def _widen(self) -> None:
+        """The table with 4-byte entries, the frontiers so far kept."""
+        if self._by_id is None:
+            self.fid = self.fid.astype(np.int32)
+            return
+        self.fid = np.zeros(0, np.int32)  # the table moves only when no other view of it is held
+        self._by_id.widen(np.int32)
+        self.fid = self._by_id.array
 
     def csr(self) -> tuple[np.ndarray, np.ndarray]:
         """What each skeleton node waits for, as (pointer, list)."""

@@ -1,42 +1,76 @@
-"""A zero-filled table of 4-byte integers that grows in place.
+"""A zero-filled table of integers that grows, and widens from 2-byte to 4-byte entries, in place.
 
 On Linux the table is a private anonymous memory map that ``mremap`` enlarges: its pages move
 without being copied, so a growing table never holds its old and its new copy at once (a table
 of 4 bytes a slot would otherwise take up to 8 at each growth).  Elsewhere numpy's in-place
-``resize`` (``realloc``) grows it.  New slots read 0 either way.
+``resize`` (``realloc``) grows it.  New slots read 0 either way.  Widening enlarges the bytes
+the same way and moves each entry to its wider place from the last one down, so that no entry is
+overwritten before it is read.
 """
 
 from __future__ import annotations
 
+import gc
 import mmap
 import sys
 
 import numpy as np
+
+from chakra_core.base._kernels import compiled, kernel
 
 __all__ = ["GrowingTable"]
 
 _MREMAP = sys.platform.startswith("linux")
 
 
-class GrowingTable:
-    """``array``: the table's slots (int32); :meth:`grow` enlarges it, and makes a new array
-    (hold no other view of the old one)."""
+@kernel(cache=True, nogil=True)
+def _spread(narrow, wide):  # pragma: no cover - compiled
+    """Each of ``narrow``'s entries into the same place of ``wide``, a wider view of the same
+    bytes (from the last entry down: entry ``t`` of ``wide`` covers no narrow entry above ``t``)."""
+    for t in range(len(narrow) - 1, -1, -1):
+        wide[t] = narrow[t]
 
-    def __init__(self, slots: int) -> None:
+
+class GrowingTable:
+    """``array``: the table's slots (of ``dtype``, int32 unless told); :meth:`grow` enlarges it
+    and :meth:`widen` doubles its entries' width, each making a new array (hold no other view of
+    the old one)."""
+
+    def __init__(self, slots: int, dtype: np.dtype | type = np.int32) -> None:
+        self.dtype = np.dtype(dtype)
+        size = self.dtype.itemsize * slots
         if _MREMAP:
-            self._map: mmap.mmap | None = mmap.mmap(-1, 4 * slots, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-            self.array = np.frombuffer(self._map, np.int32)
+            self._map: mmap.mmap | None = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+            self._raw = np.zeros(0, np.uint8)
+            self.array = np.frombuffer(self._map, self.dtype)
         else:
-            self._map = None
-            self.array = np.zeros(slots, np.int32)
+            self._map, self._raw = None, np.zeros(size, np.uint8)
+            self.array = self._raw.view(self.dtype)
 
     def grow(self, slots: int) -> None:
         """At least ``slots`` slots, the ones so far kept."""
-        if slots <= len(self.array):
-            return
+        if slots > len(self.array):
+            self._bytes(slots * self.dtype.itemsize)
+
+    def widen(self, dtype: np.dtype | type) -> None:
+        """The same slots with entries of ``dtype`` (twice the width of the current ones), their
+        values kept."""
+        wide, slots = np.dtype(dtype), len(self.array)
+        self._bytes(slots * wide.itemsize)
+        narrow, self.dtype = self.array[:slots], wide
+        self.array = self.array.view(wide)
+        compiled(_spread)(narrow, self.array)
+
+    def _bytes(self, size: int) -> None:
+        """The table's bytes grown to ``size`` (the new ones 0), ``array`` viewing them."""
+        self.array = np.zeros(0, self.dtype)  # the bytes cannot move while a view of them is held
         if self._map is None:
-            self.array.resize(slots, refcheck=False)
+            self._raw.resize(size, refcheck=False)
+            self.array = self._raw.view(self.dtype)
             return
-        self.array = np.zeros(0, np.int32)  # the map cannot move while a view of it is held
-        self._map.resize(4 * slots)
-        self.array = np.frombuffer(self._map, np.int32)
+        try:
+            self._map.resize(size)
+        except BufferError:  # a view kept alive by a reference cycle (a first compile's frames hold its arguments)
+            gc.collect()
+            self._map.resize(size)
+        self.array = np.frombuffer(self._map, self.dtype)
