@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from chakra_core.validation import _inplace
+from chakra_core.base import _inplace
 
 
 @pytest.mark.parametrize("mremap", [True, False])
@@ -37,3 +37,16 @@ def test_widening_keeps_every_value_and_the_zeros(mremap, monkeypatch):
     assert (t.array[:70_000] == values).all() and not t.array[70_000:].any()
     t.array[-1] = 1 << 30
     assert t.array[-1] == 1 << 30
+
+
+@pytest.mark.parametrize("mremap", [True, False])
+@pytest.mark.parametrize("tight", [np.uint32, np.uint64])
+def test_offsets_in_place_narrow_and_cut(mremap, tight, monkeypatch):
+    monkeypatch.setattr(_inplace, "_MREMAP", mremap and _inplace._MREMAP)
+    t = _inplace.GrowingTable(200_000, np.uint64)
+    low = (1 << 40) + 5
+    values = np.uint64(low) + (np.arange(150_000, dtype=np.uint64) * np.uint64(7919)) % np.uint64(1 << 32)
+    t.array[:150_000] = values
+    t.offsets(tight, 150_000, low)
+    assert t.array.dtype == tight and len(t.array) == 150_000
+    assert (t.array.astype(np.uint64) == values - np.uint64(low)).all()

@@ -1,8 +1,10 @@
 """One rank's statistics (:func:`chakra_core.trace._stats.compute_stats`) from its columns: a run
 of nodes at a time (:func:`._columns.column_runs`, 1 MiB of the file), the counts and sums as
-array operations and the longest path by :class:`._pathkernel.PathRuns`, so that memory stays
-flat (the path's 12 bytes a node and one run's columns).  Values are those of the node-by-node
-tally: the attributes read as :func:`get_int` reads them, sums as Python integers.
+array operations and the longest path by :class:`._pathkernel.PathRuns` (ids ascending) or, for
+a rank whose ids do not, by :class:`._pathsorted.SortedPath` in a second pass, so that memory
+stays flat (the path's 12 bytes a node, 16 for ids out of order, and one run's columns).
+Values are those of the node-by-node tally: the attributes read as :func:`get_int` reads them,
+sums as Python integers.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import numpy as np
 from chakra_core.io._schema import COMM_TYPE_NAMES, NodeType
 from chakra_core.trace._graph import PathStream
 from chakra_core.trace._pathkernel import PathRuns
+from chakra_core.trace._pathsorted import SortedPath
 from chakra_core.trace._traceset import FileRank
 
 if TYPE_CHECKING:
@@ -30,7 +33,8 @@ _NAMES = {int(t): t.name for t in NodeType}
 class RankTally:
     """What one rank adds to the statistics: node count, counts by type name and of unknown
     type numbers, collectives by kind ({"count", "bytes"}), compute microseconds and
-    communication bytes, and the longest path so far (``path``: a :class:`PathRuns`, or the
+    communication bytes, and the longest path so far (``path``: a :class:`PathRuns`, from the
+    first run whose ids do not ascend a :class:`SortedPath` (its first pass), or the
     :class:`PathStream` of a rank read node by node; None when not asked, as it starts;
     ``overflow``: the position where it passed 2^63-1 us, else -1)."""
 
@@ -41,7 +45,7 @@ class RankTally:
         self.colls: dict[str, dict[str, int]] = {}
         self.compute_us = 0
         self.comm_bytes = 0
-        self.path: PathRuns | PathStream | None = None
+        self.path: PathRuns | SortedPath | PathStream | None = None
         self.overflow = -1
 
     def add(self, cols: NodeColumns) -> None:
@@ -57,8 +61,13 @@ class RankTally:
         comm = np.flatnonzero((cols.types == _SEND) | (cols.types == _RECV) | (cols.types == _COLL))
         if len(comm):
             self._comm(cols, comm)
-        if self.path is not None and not isinstance(self.path, PathStream) and self.overflow < 0:
+        if isinstance(self.path, PathRuns) and self.overflow < 0:
             self.overflow = self.path.add(cols.ids, cols.dep_ptr, cols.dep_ids, cols.duration_micros)
+            if self.path.unordered:  # ids out of order: the path is taken in two passes
+                self.path = SortedPath(self.path.ids())
+                self.path.collect(cols.ids)
+        elif isinstance(self.path, SortedPath):
+            self.path.collect(cols.ids)
 
     def _comm(self, cols: NodeColumns, rows: np.ndarray) -> None:
         """The communication nodes ``rows`` of a run: bytes and kinds."""

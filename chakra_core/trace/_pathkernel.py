@@ -80,6 +80,7 @@ class PathRuns:
     def __init__(self, compile_it: bool) -> None:
         self.relax = chosen(relax_run, compile_it)
         self.ok = True
+        self.unordered = False  # ``ok`` turned False because the ids did not ascend
         self.size = 0
         self.first = np.uint64(0)
         self.last = np.uint64(0)
@@ -93,7 +94,7 @@ class PathRuns:
         if not self.ok or not len(ids):
             return -1
         if (self.size and ids[0] <= self.last) or bool((ids[1:] <= ids[:-1]).any()):
-            self.ok = False
+            self.ok, self.unordered = False, True
             return -1
         if not self.size:
             self.first = ids[0]
@@ -125,3 +126,9 @@ class PathRuns:
     def id_at(self, position: int) -> int:
         """The id of the node at ``position``."""
         return int(self.first) + (int(self.known[position]) if len(self.known) else position)
+
+    def ids(self) -> np.ndarray:
+        """The ids of the nodes so far (uint64), in file order."""
+        if len(self.known):
+            return self.known.astype(np.uint64) + self.first
+        return np.arange(self.size, dtype=np.uint64) + self.first

@@ -20,6 +20,8 @@ from chakra_core.io._schema import COMM_TYPE_NAMES, Node, NodeType
 from chakra_core.trace._attrs import get_int
 from chakra_core.trace._colstats import RankTally, tally_columns
 from chakra_core.trace._graph import DepGraph, PathOverflow, PathStream
+from chakra_core.trace._pathkernel import PathRuns
+from chakra_core.trace._pathsorted import SortedPath
 from chakra_core.trace._traceset import FileRank, RankTrace, TraceSet
 
 __all__ = ["compute_stats", "format_stats"]
@@ -137,12 +139,17 @@ def _visit(tally: RankTally, n: Node) -> None:
 
 def _path(rt: RankTrace, tally: RankTally) -> tuple[int, int]:
     """The rank's longest path ``(us, nodes)``: streamed when the file is in a topological
-    order with increasing ids, else from the rank's :class:`DepGraph` (a second read)."""
+    order with increasing ids, in a second pass over its columns when it is in such an order
+    with ids out of order (:class:`SortedPath`), else from the rank's :class:`DepGraph` (a
+    second read)."""
     stream = tally.path
-    if stream is not None and not isinstance(stream, PathStream) and tally.overflow >= 0:
+    if isinstance(stream, PathRuns) and tally.overflow >= 0:
         raise _overflow(rt, stream.id_at(tally.overflow))
+    if isinstance(stream, SortedPath):
+        _second_pass(rt, stream)
     if stream is not None and stream.ok:
         return stream.result()[:2]
+    tally.path = stream = None  # its memory freed before the graph is built
     durations = array("Q")
     g = DepGraph.build(rt.batches(), visit=lambda n: durations.append(n.duration_micros))
     try:
@@ -151,6 +158,17 @@ def _path(rt: RankTrace, tally: RankTally) -> tuple[int, int]:
     except PathOverflow as e:
         raise _overflow(rt, int(g.ids[e.position])) from None
     return length, nodes
+
+
+def _second_pass(rt: RankTrace, path: SortedPath) -> None:
+    """Relax the rank's runs of columns into ``path`` (its ids collected), until it is not ok."""
+    from chakra_core.trace._columns import column_runs  # needs numba
+
+    path.seal()
+    for cols in column_runs(rt):
+        path.relax(cols.ids, cols.dep_ptr, cols.dep_ids, cols.duration_micros)
+        if not path.ok:
+            return
 
 
 def _overflow(rt: RankTrace, node_id: int) -> TraceFormatError:

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from chakra_core.base._inplace import GrowingTable
 from chakra_core.base._kernels import compiled, int_dict, kernel
-from chakra_core.validation._inplace import GrowingTable
 
 __all__ = ["Frontiers", "advance", "csr", "OK", "COLLISION", "UNPLACED", "WIDEN"]
 
@@ -208,8 +208,8 @@ def csr(pool, start, size, waits, nskel):  # pragma: no cover - compiled
 class Frontiers:
     """The state of :func:`advance` over the runs of one rank (its compiled form).  ``fid`` is
     the slot table, zero-filled as it grows: by position, a larger copy; by id (after
-    :meth:`reslot`), in place (:class:`._inplace.GrowingTable`: a table that can take 4 slots a
-    node is never held twice), downward too.  Its entries are 2 bytes until a frontier number
+    :meth:`reslot`), in place (:class:`chakra_core.base._inplace.GrowingTable`: a table that can
+    take 4 slots a node is never held twice), downward too.  Its entries are 2 bytes until a frontier number
     would not fit them, then 4 (:meth:`_widen`: by id in place, by position by a copy)."""
 
     def __init__(self) -> None:

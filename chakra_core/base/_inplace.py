@@ -1,11 +1,13 @@
-"""A zero-filled table of integers that grows, and widens from 2-byte to 4-byte entries, in place.
+"""A zero-filled table of integers that grows, widens its entries (2 bytes to 4) and turns them
+into narrower offsets (8 bytes to 4), in place.
 
 On Linux the table is a private anonymous memory map that ``mremap`` enlarges: its pages move
 without being copied, so a growing table never holds its old and its new copy at once (a table
 of 4 bytes a slot would otherwise take up to 8 at each growth).  Elsewhere numpy's in-place
 ``resize`` (``realloc``) grows it.  New slots read 0 either way.  Widening enlarges the bytes
 the same way and moves each entry to its wider place from the last one down, so that no entry is
-overwritten before it is read.
+overwritten before it is read; narrowing goes from the first entry up, for the same reason, and
+gives back the bytes past the narrowed entries.
 """
 
 from __future__ import annotations
@@ -31,10 +33,19 @@ def _spread(narrow, wide):  # pragma: no cover - compiled
         wide[t] = narrow[t]
 
 
+@kernel(cache=True, nogil=True)
+def _squeeze(wide, narrow, low):  # pragma: no cover - compiled
+    """Each of ``wide``'s entries less ``low`` into the same place of ``narrow``, a view of the
+    same bytes as narrow or narrower entries (from the first entry up: entry ``t`` of ``narrow``
+    covers no wide entry above ``t``)."""
+    for t in range(len(narrow)):
+        narrow[t] = wide[t] - low
+
+
 class GrowingTable:
-    """``array``: the table's slots (of ``dtype``, int32 unless told); :meth:`grow` enlarges it
-    and :meth:`widen` doubles its entries' width, each making a new array (hold no other view of
-    the old one)."""
+    """``array``: the table's slots (of ``dtype``, int32 unless told); :meth:`grow` enlarges it,
+    :meth:`widen` doubles its entries' width and :meth:`offsets` halves it, each making a new
+    array (hold no other view of the old one)."""
 
     def __init__(self, slots: int, dtype: np.dtype | type = np.int32) -> None:
         self.dtype = np.dtype(dtype)
@@ -61,8 +72,18 @@ class GrowingTable:
         self.array = self.array.view(wide)
         compiled(_spread)(narrow, self.array)
 
+    def offsets(self, dtype: np.dtype | type, used: int, low: int) -> None:
+        """The first ``used`` entries less ``low`` as entries of ``dtype`` (as wide as the
+        current ones or half as wide; every difference fits it), the table cut to them."""
+        tight = np.dtype(dtype)
+        wide, narrow = self.array[:used], self.array.view(tight)[:used]
+        compiled(_squeeze)(wide, narrow, self.dtype.type(low))
+        del wide, narrow
+        self.dtype = tight
+        self._bytes(used * tight.itemsize)
+
     def _bytes(self, size: int) -> None:
-        """The table's bytes grown to ``size`` (the new ones 0), ``array`` viewing them."""
+        """The table's bytes grown (the new ones 0) or cut to ``size``, ``array`` viewing them."""
         self.array = np.zeros(0, self.dtype)  # the bytes cannot move while a view of them is held
         if self._map is None:
             self._raw.resize(size, refcheck=False)

@@ -1,0 +1,121 @@
+"""The longest dependency path of a rank whose ids do not ascend (the PyTorch converter's order:
+every dependency on an earlier node, ids out of order), in two passes over its runs of columns
+and flat memory.
+
+The first pass collects the ids (:meth:`SortedPath.collect`, 8 bytes a node in a table grown in
+place); they are then sorted as offsets from the lowest, narrowed in place (4 bytes a node while
+they span less than 2^32, else 8), and
+the second pass (:meth:`SortedPath.relax`) keeps each node's finish (8 bytes) and path length (4)
+at the place of its id among them, found by binary search.  The rule and the answer are those of
+:meth:`chakra_core.trace._graph.DepGraph.longest_path` on a rank in dependency order: a node
+finishes at the largest finish among its dependencies (the first such one is followed) plus its
+duration; the path ends at the first node, in file order, with the largest finish.  A dependency
+on no earlier node (missing, later, or a repeated id), or a path past 2^63-1 us, stops the pass:
+the caller then builds the graph, which takes the first and words the error of the second.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from chakra_core.base._inplace import GrowingTable
+from chakra_core.base._kernels import compiled, kernel
+
+__all__ = ["SortedPath", "relax_sorted", "RESOLVED", "UNRESOLVED", "OVERFLOW"]
+
+#: :func:`relax_sorted`'s status codes: the run relaxed; a dependency names no earlier node, or
+#: an id came twice; a path sums past 2^63-1 us
+RESOLVED, UNRESOLVED, OVERFLOW = 0, 1, 2
+_MAX = np.uint64((1 << 63) - 1)
+
+
+@kernel(cache=True, nogil=True)
+def _place(keys, offset):  # pragma: no cover - compiled
+    """The place of ``offset`` in the sorted ``keys``; -1 when it is not there."""
+    lo, hi = 0, len(keys)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if np.uint64(keys[mid]) < offset:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo if lo < len(keys) and np.uint64(keys[lo]) == offset else -1
+
+
+@kernel(cache=True, nogil=True)
+def relax_sorted(ids, dep_ptr, dep_ids, durations, low, keys, finish, count, best):  # pragma: no cover - compiled
+    """Relax a run's nodes (node ``j``: id ``ids[j]``, dependencies ``dep_ids[dep_ptr[j]:
+    dep_ptr[j+1]]``, ``durations[j]`` us) into ``finish`` and ``count`` at the places of their
+    ids (as offsets from ``low``) in ``keys``; ``best`` = (finish, path length) of the first
+    node with the largest finish so far, updated.  Returns ``(status, j)``: the node a status
+    other than RESOLVED stopped at."""
+    for j in range(len(durations)):
+        top, arg = np.int64(0), -1
+        for d in range(dep_ptr[j], dep_ptr[j + 1]):
+            k = _place(keys, dep_ids[d] - low) if dep_ids[d] >= low else -1
+            if k < 0 or count[k] == 0:
+                return UNRESOLVED, j
+            if arg < 0 or finish[k] > top:
+                top, arg = finish[k], k
+        own = _place(keys, ids[j] - low)
+        if own < 0 or count[own] != 0:
+            return UNRESOLVED, j
+        if durations[j] > _MAX - np.uint64(top):
+            return OVERFLOW, j
+        finish[own] = top + np.int64(durations[j])
+        count[own] = count[arg] + 1 if arg >= 0 else 1
+        if finish[own] > best[0] or best[1] == 0:
+            best[0], best[1] = finish[own], count[own]
+    return RESOLVED, 0
+
+
+class SortedPath:
+    """The longest path of a rank in dependency order whose ids do not ascend: :meth:`collect`
+    every run's ids, then :meth:`relax` every run again, in the same order; ``ok`` turns False
+    where the rank is not in dependency order (or repeats an id)."""
+
+    def __init__(self, ids: np.ndarray) -> None:
+        self._ids = GrowingTable(max(len(ids), 1 << 16), np.uint64)
+        self.size = 0
+        self.keys = np.zeros(0, np.uint32)
+        self.low = np.uint64(0)
+        self.finish = np.zeros(0, np.int64)
+        self.count = np.zeros(0, np.uint32)
+        self.best = np.zeros(2, np.int64)
+        self.ok = True
+        self.collect(ids)
+
+    def collect(self, ids: np.ndarray) -> None:
+        """The first pass: a run's ids (8 bytes a node, in a table grown in place)."""
+        need = self.size + len(ids)
+        if need > len(self._ids.array):
+            self._ids.grow(max(need, len(self._ids.array) * 5 // 4))
+        self._ids.array[self.size:need] = ids
+        self.size = need
+
+    def seal(self) -> None:
+        """The end of the first pass: the ids sorted as offsets from the lowest (narrowed in
+        place), and a place for each node's finish and path length."""
+        if not self.size:
+            return
+        ids = self._ids.array[:self.size]
+        self.low, span = ids.min(), ids.max() - ids.min()
+        del ids
+        self._ids.offsets(np.uint32 if span < np.uint64(1 << 32) else np.uint64, self.size, int(self.low))
+        self.keys = self._ids.array
+        self.keys.sort()
+        self.finish = np.zeros(self.size, np.int64)
+        self.count = np.zeros(self.size, np.uint32)
+
+    def relax(self, ids: np.ndarray, dep_ptr: np.ndarray, dep_ids: np.ndarray, durations: np.ndarray) -> None:
+        """The second pass: a run's nodes.  ``ok`` turns False where the rank is not in dependency
+        order or a path sums past 2^63-1 us (the graph then gives the answer, or the error at the
+        node the graph's order reaches first)."""
+        if self.ok and len(ids):
+            status, _ = compiled(relax_sorted)(ids, dep_ptr, dep_ids, durations, self.low, self.keys, self.finish,
+                                               self.count, self.best)
+            self.ok = status == RESOLVED
+
+    def result(self) -> tuple[int, int]:
+        """``(length in us, nodes on the path)`` of the longest path (the first one found)."""
+        return int(self.best[0]), int(self.best[1])
