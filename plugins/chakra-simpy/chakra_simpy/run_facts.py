@@ -1,0 +1,89 @@
+"""What the closed-run side (:mod:`closed_check`, :mod:`group_check`, :mod:`replay_ends`) reads
+of a message run (:mod:`message_run`), and what follows from it: the run's kind, every link its
+messages can cross, and its lead."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .algorithms.base import PacketMessages
+from .message_phases import Phase
+from .network import Link
+
+if TYPE_CHECKING:
+    from .collectives import Instance
+
+__all__ = ["RunFacts"]
+
+
+@dataclass(frozen=True, eq=False)
+class RunFacts:
+    """A message run as its closed-run side sees it.  :class:`message_run.MessageRun` builds it
+    once; after that only the run writes to it, appending each actor to ``issued`` as it issues
+    the collective.  It holds:
+
+    - ``run``: the run itself, for identity only: the queue entries whose function is a method
+      bound to it are its own events;
+    - ``check``: the run's check, the call its closed-run check takes in the queue;
+    - ``inst``, ``phases`` and ``phase_keys``: the instance, its chunk phases and the memo key
+      of each phase's messages;
+    - ``pos``: each member rank's place; ``links(j, k)``: the links from member j to member k;
+    - ``issued``: the actors in the order they issued it;
+    - ``enter_all(ai)``: the chunks of actor ``ai``'s ranks enter their first phase;
+    - ``on_done(inst, ai, last)``: actor ``ai``'s ranks are handed back to the engine
+      (``last``: the whole collective has finished).
+    """
+
+    run: object
+    check: Callable[[None], None]
+    inst: Instance
+    phases: list[Phase]
+    phase_keys: list[tuple]
+    pos: dict[int, int]
+    links: Callable[[int, int], tuple[Link, ...]]
+    issued: list[int]
+    enter_all: Callable[[int], None]
+    on_done: Callable[[Instance, int, bool], None]
+
+    def kind(self, rank_actor: list[int]) -> tuple:
+        """What fixes a closed run's course from its check on (``rank_actor``: each rank's actor)."""
+        n = self.inst.n
+        turns = tuple(None if ph.turn is None else tuple(ph.turn.choice(c) for c in range(n)) for ph in self.phases)
+        return (tuple(self.phase_keys), tuple(ph.queue for ph in self.phases), turns, n, self.inst.members,
+                tuple(rank_actor[r] for r in self.inst.members), tuple(self.issued))
+
+    def run_links(self, kind: tuple, kept: dict[tuple, tuple[Link, ...]]) -> tuple[Link, ...]:
+        """Every link a message of this run can cross (kept per kind in ``kept``)."""
+        got = kept.get(kind)
+        if got is None:
+            seen: dict[Link, None] = {}
+            for ph in self.phases:
+                if isinstance(ph.messages, PacketMessages):
+                    lay = ph.messages.layout
+                    for j in self.pos.values():
+                        for k in range(1, lay.size):
+                            seen.update(dict.fromkeys(self.links(j, lay.offset(j, k))))
+                    continue
+                for c in range(self.inst.n):
+                    for j in self.pos.values():
+                        for to, _frm, _m, _add in ph.part(c, j, self.links)[1]:
+                            for links, _k, _n in to:
+                                seen.update(dict.fromkeys(links))
+            got = kept[kind] = tuple(seen)
+        return got
+
+    def lead(self) -> int:
+        """The most ns before its end at which a member's last event is scheduled: the delay after
+        the last step of a member's part of the last phase (its first delay when it has no step);
+        -1 when one of them is 0 or the last phase runs packets."""
+        ph = self.phases[-1]
+        if isinstance(ph.messages, PacketMessages):
+            return -1
+        adds = []
+        for c in range(self.inst.n):
+            for j in self.pos.values():
+                delay, steps = ph.part(c, j, self.links)
+                adds.append(steps[-1][3] if steps else delay)
+        return max(adds) if min(adds) > 0 else -1
