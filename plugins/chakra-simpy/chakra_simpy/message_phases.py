@@ -51,7 +51,7 @@ class Phase:
         got = self.routed.get((choice, j))
         if got is None:
             delay, steps = msgs.choices[choice][j]
-            got = self.routed[(choice, j)] = (delay, [(tuple((links(j, k), k, n) for k, n in to), frm, m, add)
+            got = self.routed[(choice, j)] = (delay, [(tuple([(links(j, k), k, n) for k, n in to]), frm, m, add)
                                                       for to, frm, m, add in steps])
         return got
 

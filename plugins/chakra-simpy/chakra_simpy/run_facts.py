@@ -66,7 +66,7 @@ class RunFacts:
                         for k in range(1, lay.size):
                             seen.update(dict.fromkeys(self.links(j, lay.offset(j, k))))
                     continue
-                for c in range(self.inst.n):
+                for c in self._one_per_choice(ph):
                     for j in self.pos.values():
                         for to, _frm, _m, _add in ph.part(c, j, self.links)[1]:
                             for links, _k, _n in to:
@@ -82,8 +82,16 @@ class RunFacts:
         if isinstance(ph.messages, PacketMessages):
             return -1
         adds = []
-        for c in range(self.inst.n):
+        for c in self._one_per_choice(ph):
             for j in self.pos.values():
                 delay, steps = ph.part(c, j, self.links)
                 adds.append(steps[-1][3] if steps else delay)
         return max(adds) if min(adds) > 0 else -1
+
+    def _one_per_choice(self, ph: Phase) -> list[int]:
+        """The first chunk to take each of phase ``ph``'s structures (of an alternating algorithm;
+        else chunk 0): a member's part depends on its chunk's structure only (:meth:`Phase.part`)."""
+        first: dict[int, int] = {}
+        for c in range(self.inst.n):
+            first.setdefault(0 if ph.turn is None else ph.turn.choice(c), c)
+        return list(first.values())
