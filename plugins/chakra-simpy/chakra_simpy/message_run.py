@@ -25,7 +25,6 @@ from .chunk_phases import PhaseSpec
 from .closed_check import RunCheck
 from .closed_runs import Kept
 from .message_phases import plan_phases
-from .network import Link
 from .run_facts import RunFacts
 
 if TYPE_CHECKING:
@@ -81,20 +80,21 @@ class MessageRun:
         assert net is not None  # message runs exist in the congestion-aware mode only
         self.net = net
         self.loop = net.loop
-        facts = RunFacts(self, self._check, inst, self.phases, phase_keys, self.pos, self._links, self.issued,
-                         self._enter_all, on_done)
+        facts = RunFacts(inst, self.phases, phase_keys, self.pos, self.rank_of, net, self.issued, on_done)
+        #: the links from member j to member k (``links(j, k)``)
+        self.links = facts.links
         self.closed = RunCheck(facts, ctx, tally, closed_runs)
 
     def issue(self, ai: int) -> None:
         """The ranks of actor ``ai`` issue the collective now: their chunks enter their first phase."""
         self.issued.append(ai)
         alone = len(self.left_per_actor) == 1
-        if alone and self.closed.defer():
+        if alone and self.closed.defer(self._check):
             return
         events, eid = self.tally.events, self.loop.eid
         self._enter_all(ai)
         if len(self.issued) == len(self.left_per_actor):
-            self.closed.issued(events, eid, alone)
+            self.closed.issued(self, self._check, events, eid, alone)
 
     def _enter_all(self, ai: int) -> None:
         """The chunks of the ranks of actor ``ai`` enter their first phase."""
@@ -108,7 +108,7 @@ class MessageRun:
 
     def _check(self, _arg: None) -> None:
         """Its closed-run check (:meth:`closed_check.RunCheck.check`), queued as its own event."""
-        self.closed.check()
+        self.closed.check(self, self._enter_all)
 
     def _later(self, delay: int, callback, value) -> None:
         self.loop.call(delay, callback, value)
@@ -129,13 +129,9 @@ class MessageRun:
             for delay in self._member(j, c, p).start():
                 self._later(delay, self._packet_ready, (j, c, p))
             return
-        delay, steps = self.phases[p].part(c, j, self._links)
+        delay, steps = self.phases[p].part(c, j, self.links)
         self._later(delay, self._step_due, (j, c, p, 0, steps))
         self.tally.events += len(steps)  # the events of its steps, counted here at once
-
-    def _links(self, j: int, k: int) -> tuple[Link, ...]:
-        """The links from member j to member k."""
-        return self.net.route(self.rank_of[j], self.rank_of[k])
 
     # -- packet by packet ---------------------------------------------------------------
     def _packets(self, p: int) -> PacketMessages:
@@ -244,6 +240,6 @@ class MessageRun:
         self.members_left -= 1
         self.left_per_actor[ai] -= 1
         if self.left_per_actor[ai] == 0:
-            self.closed.hand_back(ai, self.members_left == 0)
+            self.closed.hand_back(self, ai, self.members_left == 0)
             self.on_done(self.inst, ai, self.members_left == 0)
 

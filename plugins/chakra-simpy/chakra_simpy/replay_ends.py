@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from heapq import heappush
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from .closed_runs import Undecided
+from .closed_runs import ClosedRun, Undecided
 
 if TYPE_CHECKING:
     from .event_loop import EventLoop
@@ -18,13 +18,23 @@ __all__ = ["ReplayEnds", "STAND_INS"]
 
 
 class ReplayEnds:
-    """The ends of the replays that the check of the run of ``facts`` starts, on ``loop``."""
+    """The end of a replay that the check of the run of ``facts`` starts now, on ``loop``."""
 
     __slots__ = ("loop", "facts")
 
     def __init__(self, loop: EventLoop, facts: RunFacts):
         self.loop = loop
         self.facts = facts
+
+    def at_end(self, got: ClosedRun, among: bool, close: Callable[[Any], None], arg: Any) -> None:
+        """Call ``close(arg)`` at the end of the replay of kept outcome ``got`` starting now (after
+        the quiet events due then when ``among``: :meth:`mark`)."""
+        loop = self.loop
+        now = loop.now
+        if among:
+            loop.call_first(max(now, now + got.duration - got.lead), self.mark, (now + got.duration, close, arg))
+        else:
+            loop.call(got.duration, close, arg)
 
     def close(self, order: tuple[int, ...]) -> None:
         """The end of a replayed closed run: its actors' ranks are handed back in ``order``."""

@@ -1,6 +1,6 @@
 """What the closed-run side (:mod:`closed_check`, :mod:`group_check`, :mod:`replay_ends`) reads
-of a message run (:mod:`message_run`), and what follows from it: the run's kind, every link its
-messages can cross, and its lead."""
+of a message run (:mod:`message_run`), and what follows from it: the routes between its members,
+the run's kind, every link its messages can cross, and its lead."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from .algorithms.base import PacketMessages
 from .message_phases import Phase
-from .network import Link
+from .network import Link, Network
 
 if TYPE_CHECKING:
     from .collectives import Instance
@@ -18,34 +18,33 @@ if TYPE_CHECKING:
 __all__ = ["RunFacts"]
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, slots=True)
 class RunFacts:
     """A message run as its closed-run side sees it.  :class:`message_run.MessageRun` builds it
     once; after that only the run writes to it, appending each actor to ``issued`` as it issues
-    the collective.  It holds:
+    the collective.  It holds no reference to the run (the run passes itself where its identity
+    matters), so a finished run is freed at once:
 
-    - ``run``: the run itself, for identity only: the queue entries whose function is a method
-      bound to it are its own events;
-    - ``check``: the run's check, the call its closed-run check takes in the queue;
     - ``inst``, ``phases`` and ``phase_keys``: the instance, its chunk phases and the memo key
       of each phase's messages;
-    - ``pos``: each member rank's place; ``links(j, k)``: the links from member j to member k;
+    - ``pos``: each member rank's place; ``rank_of``: each member's rank on ``net`` (the links);
     - ``issued``: the actors in the order they issued it;
-    - ``enter_all(ai)``: the chunks of actor ``ai``'s ranks enter their first phase;
     - ``on_done(inst, ai, last)``: actor ``ai``'s ranks are handed back to the engine
       (``last``: the whole collective has finished).
     """
 
-    run: object
-    check: Callable[[None], None]
     inst: Instance
     phases: list[Phase]
     phase_keys: list[tuple]
     pos: dict[int, int]
-    links: Callable[[int, int], tuple[Link, ...]]
+    rank_of: list[int]
+    net: Network
     issued: list[int]
-    enter_all: Callable[[int], None]
     on_done: Callable[[Instance, int, bool], None]
+
+    def links(self, j: int, k: int) -> tuple[Link, ...]:
+        """The links from member j to member k."""
+        return self.net.route(self.rank_of[j], self.rank_of[k])
 
     def kind(self, rank_actor: list[int]) -> tuple:
         """What fixes a closed run's course from its check on (``rank_actor``: each rank's actor)."""
