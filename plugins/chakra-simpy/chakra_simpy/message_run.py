@@ -81,8 +81,8 @@ class MessageRun:
         self.net = net
         self.loop = net.loop
         facts = RunFacts(inst, self.phases, phase_keys, self.pos, self.rank_of, net, self.issued, on_done)
-        #: the links from member j to member k (``links(j, k)``)
-        self.links = facts.links
+        #: what its closed-run check reads of it, and the links between its members (:meth:`RunFacts.links`)
+        self.facts = facts
         self.closed = RunCheck(facts, ctx, tally, closed_runs)
 
     def issue(self, ai: int) -> None:
@@ -129,7 +129,7 @@ class MessageRun:
             for delay in self._member(j, c, p).start():
                 self._later(delay, self._packet_ready, (j, c, p))
             return
-        delay, steps = self.phases[p].part(c, j, self.links)
+        delay, steps = self.phases[p].part(c, j, self.facts.links)
         self._later(delay, self._step_due, (j, c, p, 0, steps))
         self.tally.events += len(steps)  # the events of its steps, counted here at once
 
