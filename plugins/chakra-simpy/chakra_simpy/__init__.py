@@ -29,7 +29,7 @@ module                             what it holds
 ``message_run``                    a collective message by message on the shared links
 ``message_phases``                 a message run's chunk phases: messages, members' routed parts
 ``closed_runs``                    collectives alone, beside quiet events or together: timed once, replayed
-``run_facts``                      what the closed-run side reads of a message run: kind, links, lead
+``run_facts``                      what the closed-run side reads of a message run: routes, kind, links, lead
 ``closed_check``                   a message run's closed-run check: replay, or record to keep
 ``group_check``                    message runs starting together, checked and recorded together
 ``replay_ends``                    the ends of replayed runs: hand-backs, and checks among quiet events
