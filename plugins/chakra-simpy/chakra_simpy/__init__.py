@@ -27,7 +27,12 @@ module                             what it holds
 ``member_phases``                  per-member phases of a collective not in lockstep (cached)
 ``member_timing``                  per-member timing: step chains, queues over chunks
 ``message_run``                    a collective message by message on the shared links
+``message_phases``                 a message run's chunk phases: messages, members' routed parts
 ``closed_runs``                    collectives alone, beside quiet events or together: timed once, replayed
+``run_facts``                      what the closed-run side reads of a message run: routes, kind, links, lead
+``closed_check``                   a message run's closed-run check: replay, or record to keep
+``group_check``                    message runs starting together, checked and recorded together
+``replay_ends``                    the ends of replayed runs: hand-backs, and checks among quiet events
 ``planner``                        plans: chunks and phases per collective
 ``chunk_phases``                   a chunk phase through the algorithm registry: cost, per member
 ``layouts``                        member layouts: the logical rings a phase runs on

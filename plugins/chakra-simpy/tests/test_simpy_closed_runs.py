@@ -27,8 +27,9 @@ from pathlib import Path
 import pytest
 
 from chakra_core import load_traces, open_traceset
-from chakra_simpy import closed_runs, message_run
+from chakra_simpy import closed_check, closed_runs, group_check
 from chakra_simpy.message_run import MessageRun
+from chakra_simpy.replay_ends import ReplayEnds
 
 ROOT = Path(__file__).resolve().parents[3]
 SYSTEM = str(ROOT / "examples" / "system" / "system.yaml")
@@ -41,14 +42,14 @@ def _outcome(run, monkeypatch, slow=False):
     """Per-rank finish ns, events and SimPy events of ``run()``, and how many runs it replayed
     (``slow``: none, every collective event by event)."""
     replays = []
-    close = MessageRun._close
+    close = ReplayEnds.close
 
     def counted(self, order):
         replays.append(order)
         close(self, order)
 
     with monkeypatch.context() as m:
-        m.setattr(MessageRun, "_close", counted)
+        m.setattr(ReplayEnds, "close", counted)
         if slow:
             m.setattr(MessageRun, "_check", lambda self, arg: None)
         res = run()
@@ -106,7 +107,8 @@ def test_without_its_guard_a_replay_gets_a_busy_network_wrong(kit, tmp_path, mon
     assert fast[3] > 0 and fast[:3] == slow[:3]
     assert fast[0][0] > 2 * 117_780
     monkeypatch.setattr(closed_runs, part, broken)
-    monkeypatch.setattr(message_run, part, broken)
+    monkeypatch.setattr(closed_check, part, broken)
+    monkeypatch.setattr(group_check, part, broken)
     wrong = _outcome(run, monkeypatch)
     assert wrong[3] > fast[3] and wrong[0] != fast[0]
 
@@ -130,7 +132,7 @@ def _beside_compute(kit, tmp_path, first_us):
 def _quiet_outcome(run, monkeypatch, slow=False):
     """:func:`_outcome`, and how many replays among quiet events began and were undecided."""
     marks, undecided = [], []
-    mark, verify = MessageRun._mark, MessageRun._verify
+    mark, verify = ReplayEnds.mark, ReplayEnds.verify
 
     def marked(self, arg):
         marks.append(arg)
@@ -144,8 +146,8 @@ def _quiet_outcome(run, monkeypatch, slow=False):
             raise
 
     with monkeypatch.context() as m:
-        m.setattr(MessageRun, "_mark", marked)
-        m.setattr(MessageRun, "_verify", verified)
+        m.setattr(ReplayEnds, "mark", marked)
+        m.setattr(ReplayEnds, "verify", verified)
         got = _outcome(run, monkeypatch, slow)
     return got, len(marks), len(undecided)
 
@@ -163,7 +165,7 @@ def test_a_run_beside_its_own_ranks_compute_is_replayed_as_if_run_event_by_event
 
 def test_an_undecided_end_taken_as_decided_gets_the_order_of_ready_nodes_wrong(kit, tmp_path, monkeypatch):
     run = _beside_compute(kit, tmp_path, 129)
-    monkeypatch.setattr(MessageRun, "_verify", lambda self, eid: None)
+    monkeypatch.setattr(ReplayEnds, "verify", lambda self, eid: None)
     wrong = _outcome(run, monkeypatch)
     assert wrong[0] == [395_000] * 8
 
@@ -182,7 +184,7 @@ def test_resnet_like_runs_beside_the_next_layers_compute_are_replayed(kit, tmp_p
 def test_taking_other_ranks_events_for_quiet_ones_gets_a_busy_network_wrong(kit, tmp_path, monkeypatch):
     run = _overlapping(kit, tmp_path)
     fast = _outcome(run, monkeypatch)
-    monkeypatch.setattr(message_run, "quiet", lambda others, end, node_end, actors: True)
+    monkeypatch.setattr(closed_check, "quiet", lambda others, end, node_end, actors: True)
     wrong = _outcome(run, monkeypatch)
     assert wrong[3] > fast[3] and wrong[0] != fast[0]
 
@@ -190,14 +192,14 @@ def test_taking_other_ranks_events_for_quiet_ones_gets_a_busy_network_wrong(kit,
 def _grouped(run, monkeypatch, slow=False):
     """:func:`_outcome`, and how many runs were replayed together."""
     together = []
-    close = MessageRun._close_group
+    close = ReplayEnds.close_group
 
     def counted(self, arg):
         together.append(arg)
         close(self, arg)
 
     with monkeypatch.context() as m:
-        m.setattr(MessageRun, "_close_group", counted)
+        m.setattr(ReplayEnds, "close_group", counted)
         got = _outcome(run, monkeypatch, slow)
     return got, len(together)
 
@@ -246,6 +248,7 @@ def test_without_free_links_a_group_replay_gets_a_send_under_way_wrong(kit, tmp_
     fast, together = _grouped(run, monkeypatch)
     slow, _ = _grouped(run, monkeypatch, slow=True)
     assert together == 1 and fast[:3] == slow[:3]
-    monkeypatch.setattr(message_run, "links_free", lambda links, now: True)
+    monkeypatch.setattr(closed_check, "links_free", lambda links, now: True)
+    monkeypatch.setattr(group_check, "links_free", lambda links, now: True)
     wrong, more = _grouped(run, monkeypatch)
     assert more == 2 and wrong[0] != fast[0]
