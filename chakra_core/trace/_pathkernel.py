@@ -15,7 +15,7 @@ import numpy as np
 
 from chakra_core.base._kernels import chosen, kernel
 
-__all__ = ["PathRuns", "relax_run", "RESOLVED", "UNRESOLVED", "OVERFLOW"]
+__all__ = ["PathRuns", "relax_run", "id_position", "RESOLVED", "UNRESOLVED", "OVERFLOW"]
 
 #: :func:`relax_run`'s status codes: every node relaxed; a dependency names no earlier node
 #: (the rank is not streamable); a path sums past 2^63-1 us
@@ -24,7 +24,7 @@ _MAX = np.uint64((1 << 63) - 1)
 
 
 @kernel(cache=True, nogil=True)
-def _position(dep, first, known, own):  # pragma: no cover - compiled
+def id_position(dep, first, known, own):  # pragma: no cover - compiled
     """The position of id ``dep`` among the nodes before position ``own``: ids ``first``,
     ``first + 1``, ... when ``known`` is empty, else ``first`` plus ``known`` (ascending);
     -1 when none."""
@@ -47,14 +47,14 @@ def _position(dep, first, known, own):  # pragma: no cover - compiled
 def relax_run(dep_ptr, dep_ids, durations, base, first, known, finish, count):  # pragma: no cover - compiled
     """Relax the run's nodes (positions ``base``, ``base + 1``, ...; node ``j`` depends on the
     ids ``dep_ids[dep_ptr[j]:dep_ptr[j+1]]`` and lasts ``durations[j]`` us; the ids of the nodes
-    so far as :func:`_position` reads them) into ``finish`` and ``count``; returns ``(status,
+    so far as :func:`id_position` reads them) into ``finish`` and ``count``; returns ``(status,
     position)``: UNRESOLVED (nothing relaxed) when a dependency names no earlier node, OVERFLOW
     at the first node whose finish passes 2^63-1 us."""
     n = len(durations)
     at = np.empty(len(dep_ids), np.int64)
     for j in range(n):
         for d in range(dep_ptr[j], dep_ptr[j + 1]):
-            at[d] = _position(dep_ids[d], first, known, base + j)
+            at[d] = id_position(dep_ids[d], first, known, base + j)
             if at[d] < 0:
                 return UNRESOLVED, base + j
     for j in range(n):

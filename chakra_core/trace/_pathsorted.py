@@ -20,6 +20,7 @@ import numpy as np
 
 from chakra_core.base._inplace import GrowingTable
 from chakra_core.base._kernels import compiled, kernel
+from chakra_core.trace._pathkernel import id_position
 
 __all__ = ["SortedPath", "relax_sorted", "RESOLVED", "UNRESOLVED", "OVERFLOW"]
 
@@ -27,19 +28,6 @@ __all__ = ["SortedPath", "relax_sorted", "RESOLVED", "UNRESOLVED", "OVERFLOW"]
 #: an id came twice; a path sums past 2^63-1 us
 RESOLVED, UNRESOLVED, OVERFLOW = 0, 1, 2
 _MAX = np.uint64((1 << 63) - 1)
-
-
-@kernel(cache=True, nogil=True)
-def _place(keys, offset):  # pragma: no cover - compiled
-    """The place of ``offset`` in the sorted ``keys``; -1 when it is not there."""
-    lo, hi = 0, len(keys)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if np.uint64(keys[mid]) < offset:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo if lo < len(keys) and np.uint64(keys[lo]) == offset else -1
 
 
 @kernel(cache=True, nogil=True)
@@ -52,12 +40,12 @@ def relax_sorted(ids, dep_ptr, dep_ids, durations, low, keys, finish, count, bes
     for j in range(len(durations)):
         top, arg = np.int64(0), -1
         for d in range(dep_ptr[j], dep_ptr[j + 1]):
-            k = _place(keys, dep_ids[d] - low) if dep_ids[d] >= low else -1
+            k = id_position(dep_ids[d], low, keys, len(keys))
             if k < 0 or count[k] == 0:
                 return UNRESOLVED, j
             if arg < 0 or finish[k] > top:
                 top, arg = finish[k], k
-        own = _place(keys, ids[j] - low)
+        own = id_position(ids[j], low, keys, len(keys))
         if own < 0 or count[own] != 0:
             return UNRESOLVED, j
         if durations[j] > _MAX - np.uint64(top):
