@@ -2,21 +2,18 @@
 
 Before converting, the inputs are sorted and described: the rank a host ET records (its first
 ``record_param_comms``) and its process groups (the ``## process_group:init ##`` node).  Each
-scan parses nodes only when the decompressed bytes hold the name it looks for; the file is read
-once for all the names (a plain one searched in place, mapped into memory, a compressed one a
-chunk at a time), and the answer is kept per file version (path, size and modification time), so
-the set-up reads a large trace through once, not once per scan.
+scan parses nodes only when the decompressed bytes hold the name it looks for; the bytes are
+searched once for all the names, and the answer is kept per file version (path, size and
+modification time), so the set-up reads a large trace through once, not once per scan.
 """
 
 from __future__ import annotations
 
 import io
-import mmap
 import os
-import stat
 import zlib
 from functools import lru_cache
-from typing import BinaryIO
+from typing import cast
 
 from chakra_core import open_binary
 
@@ -40,28 +37,22 @@ def holds(path: str, needle: bytes) -> bool:
 
 @lru_cache(maxsize=64)
 def _found(path: str, size: int, mtime_ns: int) -> frozenset[bytes]:
-    """The names the file holds, in one pass (``size`` and ``mtime_ns`` key the file version)."""
-    try:
-        with open_binary(path) as f:
-            if isinstance(f, io.BufferedReader) and size > 0 and stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-                    return frozenset(n for n in _NEEDLES if m.find(n) >= 0)
-            return _found_in_chunks(f)
-    except (OSError, EOFError, ValueError, zlib.error):
-        return frozenset()
+    """The names the file holds, in one pass (``size`` and ``mtime_ns`` key the file version).
 
-
-def _found_in_chunks(f: BinaryIO) -> frozenset[bytes]:
-    """The names a stream (a decompressed one) holds, read a chunk at a time; a name across two
-    chunks is found in the joint of the end of one and the start of the next."""
+    The bytes are read into one reused buffer (no new chunk each time, no chunk copied into a
+    window); a name across two reads is found in the joint of the end of one and the start of
+    the next."""
     found: set[bytes] = set()
     keep = max(map(len, _NEEDLES)) - 1
+    buf = bytearray(_CHUNK)
     tail = b""
     try:
-        while len(found) < len(_NEEDLES) and (chunk := f.read(_CHUNK)):
-            joint = tail + chunk[:keep]
-            found.update(n for n in _NEEDLES if n in chunk or n in joint)
-            tail = chunk[-keep:] if len(chunk) >= keep else (tail + chunk)[-keep:]
+        with open_binary(path) as f:
+            readinto = cast(io.BufferedIOBase, f).readinto  # a buffered file or a GzipFile
+            while len(found) < len(_NEEDLES) and (n := readinto(buf)):
+                joint = tail + buf[:min(n, keep)]
+                found.update(x for x in _NEEDLES if buf.find(x, 0, n) >= 0 or x in joint)
+                tail = bytes(buf[n - keep:n]) if n >= keep else joint[-keep:]
     except (OSError, EOFError, ValueError, zlib.error):
         pass
     return frozenset(found)
