@@ -55,8 +55,8 @@ def test_one_rank_validates_without_numpy(tmp_path, name):
 
 def test_plain_json_inputs_load_no_yaml(tmp_path):
     """Plain ``.json`` inputs are told apart from Chakra's own JSON form by their first bytes:
-    detecting the format loads neither YAML nor the JSON form's reader."""
-    code = CODE.replace('print(', 'print("chakra_core.io._jsonform" in sys.modules, ')
+    detecting the format loads neither YAML nor protobuf's JSON mapping (the JSON form's reader)."""
+    code = CODE.replace('print(', 'print("google.protobuf.json_format" in sys.modules, ')
     r = subprocess.run([sys.executable, "-c", code, str(DATA / "nccl"), str(tmp_path / "et"), "0"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
