@@ -4,14 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from chakra_core import GeneratedRank, GlobalMetadata, frame_nodes
+from chakra_core import GeneratedRank, GlobalMetadata
 
 from .outnode import ConvertedRank
 
 __all__ = ["LazyRank"]
-
-#: serialized nodes framed together for the writer
-_FRAME = 1024
 
 
 class LazyRank(GeneratedRank):
@@ -20,7 +17,7 @@ class LazyRank(GeneratedRank):
     ``raw()`` hands each node's message to the writer as soon as it is serialized and lets the
     compact node go, so writing a rank holds one protobuf node at a time and the graph shrinks as
     it is written (``batches()``, for readers that want Node objects, gathers them 4096 at a
-    time); ``framed()`` hands them over 1024 at a time, framed as an ``.et`` body holds them.
+    time).
     """
 
     def __init__(self, rank: int, metadata: GlobalMetadata, convert: Callable[[], ConvertedRank],
@@ -34,16 +31,3 @@ class LazyRank(GeneratedRank):
         nodes.reverse()  # taken from the end: each node is let go once it is serialized
         while nodes:
             yield nodes.pop().to_node().SerializeToString()
-
-    def framed(self) -> Iterator[tuple[bytes, int]]:
-        """What :meth:`raw` yields, framed as an ``.et`` body holds it (each message after its
-        varint length), up to 1024 messages at a time, with their count: the writer then spends
-        no Python call on each node."""
-        msgs: list[bytes] = []
-        for data in self.raw():
-            msgs.append(data)
-            if len(msgs) == _FRAME:
-                yield frame_nodes(msgs), _FRAME
-                msgs = []
-        if msgs:
-            yield frame_nodes(msgs), len(msgs)
