@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 from collections.abc import Mapping
@@ -52,6 +51,8 @@ class Option:
 
 def suggest(name: str, candidates) -> str:
     """``" (did you mean 'x'?)"`` for the closest candidate, or "" when none is close."""
+    import difflib  # only on a mistake: not loaded by every command
+
     close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
 

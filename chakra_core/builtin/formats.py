@@ -69,7 +69,7 @@ def _json_nodes(path: str) -> Iterator[Node]:
 
 
 def _json_files(paths: Sequence[str]) -> list[str]:
-    from chakra_core.io._jsonform import sniff_json
+    from chakra_core.io._jsonsniff import sniff_json
 
     out: list[str] = []
     for p in paths:
@@ -102,7 +102,7 @@ def chakra_detect_format(paths):
     json_files = [f for f in found if f.endswith(_JSON)]
     if not json_files:
         return None
-    from chakra_core.io._jsonform import sniff_json  # YAML and protobuf's json_format: only for JSON files
+    from chakra_core.io._jsonsniff import sniff_json
 
     if any(sniff_json(f) for f in json_files[:64]):
         return "json"

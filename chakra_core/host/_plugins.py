@@ -115,6 +115,11 @@ class _GuardedPlugin:
     def __init__(self, impls: dict[str, Any]):
         self.__dict__.update(impls)
 
+    def __dir__(self) -> list[str]:
+        """The hook implementations alone: pluggy looks at every name ``dir`` gives when it
+        registers a plugin, and an object's own methods are none."""
+        return list(self.__dict__)
+
 
 class PluginHost:
     """The pluggy manager, the registry and the list of plugins, loaded once per process.

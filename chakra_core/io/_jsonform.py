@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -39,12 +38,13 @@ from chakra_core.base._limits import check_limit
 from chakra_core.io._etio import EtReader, atomic_output
 from chakra_core.io._jsonfast import node_from_dict
 from chakra_core.io._jsonnode import node_dict
+from chakra_core.io._jsonsniff import FORMAT_TAG, JSONIZER_START
+from chakra_core.io._jsonsniff import head as _head
 from chakra_core.io._schema import GlobalMetadata, Node
 from chakra_core.io._unknown import UNKNOWN_KEY, merge_unknown, unknown_fields
 
-__all__ = ["write_json", "write_rank_json", "read_json", "FORMAT_TAG", "sniff_json"]
+__all__ = ["write_json", "write_rank_json", "read_json"]
 
-FORMAT_TAG = "chakra-et-json"
 #: an ``.et`` file from this size on is transcoded by the compiled loop even when numba is not
 #: loaded yet (loading it costs about 0.35 s, what the node-by-node path takes for ~2 MiB)
 TRANSCODE_FROM = 8 << 20
@@ -137,26 +137,6 @@ def _write_wire(tmp: Path, header: dict, source: str, lines: bool) -> int | None
             return None
 
 
-#: the start of ``chakra_jsonizer`` output: a GlobalMetadata object (its version string or its
-#: attribute list first), or an empty one followed by the first node
-_JSONIZER_START = re.compile(rb'\A\s*\{\s*(?:"version"\s*:\s*"|"attr"\s*:\s*\[|\}\s*\{)')
-
-
-def _head(path: str | os.PathLike) -> bytes:
-    try:
-        with open(path, "rb") as f:
-            return f.read(256)
-    except OSError:
-        return b""
-
-
-def sniff_json(path: str | os.PathLike) -> bool:
-    """True when ``path`` starts like a file written by :func:`write_json` or by the MLCommons
-    ``chakra_jsonizer``."""
-    head = _head(path)
-    return FORMAT_TAG.encode() in head or _JSONIZER_START.match(head) is not None
-
-
 def _parse(cls, obj, path, where):
     if cls is Node:
         node = node_from_dict(obj)
@@ -184,7 +164,7 @@ def read_json(path: str | os.PathLike) -> tuple[GlobalMetadata, Iterator[Node], 
     is loaded whole.
     """
     path = Path(path)
-    if _JSONIZER_START.match(_head(path)):
+    if JSONIZER_START.match(_head(path)):
         return _read_concatenated(path)
     try:
         f = open(path, encoding="utf-8")

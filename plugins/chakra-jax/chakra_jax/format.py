@@ -22,7 +22,8 @@ from .device_model import DEFAULT_DEVICE, choose_device, model_durations
 from .emit import DeviceRank, Templates, Timing
 from .hlo_text import HloModule, parse_hlo_text
 from .lowering import Lowered, lower
-from .profile import PROFILE_SUFFIXES, Profile, read_profile
+from .profile import Profile, read_profile
+from .suffixes import PROFILE_SUFFIXES
 
 __all__ = ["JaxFormat", "JaxWarning", "convert_module", "load_module", "HLO_SUFFIXES"]
 

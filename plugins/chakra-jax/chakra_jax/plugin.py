@@ -10,7 +10,7 @@ import os
 
 from chakra_core import Register, expand_paths, hookimpl
 
-from .profile import PROFILE_SUFFIXES
+from .suffixes import PROFILE_SUFFIXES
 
 
 @hookimpl

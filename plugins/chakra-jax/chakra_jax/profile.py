@@ -22,10 +22,8 @@ from chakra_core import ConfigError, TraceFormatError, open_binary
 from .native import quiet_native_stderr
 from .profile_schema import Event, chrome_event, xplane_event
 
-__all__ = ["Profile", "read_profile", "PROFILE_SUFFIXES"]
+__all__ = ["Profile", "read_profile"]
 
-#: file names taken as profiles.
-PROFILE_SUFFIXES = (".xplane.pb", ".trace.json.gz", ".trace.json", "perfetto_trace.json.gz")
 _DEVICE = re.compile(r"/device:[A-Za-z_]+:(\d+)")
 
 Timeline = list[tuple[float, float, str]]  # (start us, duration us, hlo_op) in start order

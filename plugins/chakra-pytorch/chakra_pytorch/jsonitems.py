@@ -109,10 +109,13 @@ def _fast(path: str, key: str) -> Iterator[object]:
 
 
 class _Buffer:
-    """A sliding window over a binary stream: ``buf[pos:]`` is what is not consumed yet."""
+    """A sliding window over a binary stream: ``buf[pos:]`` is what is not consumed yet.
+
+    The window is one bytearray that drops what was consumed from its front and grows at its
+    end, so reading on does not build a new megabyte-sized string each time."""
 
     def __init__(self, f, buf: bytes, pos: int):
-        self.f, self.buf, self.pos = f, buf, pos
+        self.f, self.buf, self.pos = f, bytearray(buf), pos
         self.eof = False
 
     def _more(self) -> None:
@@ -121,7 +124,8 @@ class _Buffer:
         more = self.f.read(_CHUNK)
         if not more:
             self.eof = True
-        self.buf = self.buf[self.pos:] + more
+        del self.buf[:self.pos]
+        self.buf += more
         self.pos = 0
 
     def skip_ws(self) -> int:
@@ -134,8 +138,8 @@ class _Buffer:
             self.pos = len(self.buf)
             self._more()
 
-    def byte(self, i: int) -> bytes:
-        """The byte at ``i`` as a one-byte string."""
+    def byte(self, i: int) -> bytearray:
+        """The byte at ``i`` as a one-byte string (equal to the ``bytes`` of it)."""
         return self.buf[i:i + 1]
 
     def find(self, pattern: bytes, start: int) -> int:
