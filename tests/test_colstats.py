@@ -192,8 +192,9 @@ def test_ids_out_of_order_take_two_passes_with_the_graphs_answer(tmp_path, monke
     traces = open_traceset(str(_converted(tmp_path, name, mirror, copies) / f"{name}.*.et"))
     for rt in traces:
         tally = tally_columns(rt, True)
-        assert isinstance(tally.path, SortedPath) and tally.path.ok
-        assert _stats._path(rt, tally) == (tally.path.result()) and tally.path.ok
+        path = tally.path
+        assert isinstance(path, SortedPath) and path.ok
+        assert _stats._path(rt, tally) == path.result() and path.ok and tally.path is None
     monkeypatch.setattr(_stats, "COLUMNS_FROM", 0)
     s = _stats.compute_stats(traces)
     assert s == _node_by_node(traces, monkeypatch)

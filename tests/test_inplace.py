@@ -1,4 +1,5 @@
-"""The growing table of validation's frontiers: slots kept and new ones 0, by mremap (Linux) and
+"""A table of integers that grows, widens and narrows in place (validation's frontiers, the
+longest path of ranks whose ids do not ascend): slots kept and new ones 0, by mremap (Linux) and
 by numpy's realloc."""
 
 from __future__ import annotations

@@ -67,6 +67,8 @@ class GrowingTable:
         """The same slots with entries of ``dtype`` (twice the width of the current ones), their
         values kept."""
         wide, slots = np.dtype(dtype), len(self.array)
+        if wide.itemsize != 2 * self.dtype.itemsize:  # the order of the moves holds for twice the width only
+            raise ValueError(f"cannot widen {self.dtype} entries to {wide}")
         self._bytes(slots * wide.itemsize)
         narrow, self.dtype = self.array[:slots], wide
         self.array = self.array.view(wide)
@@ -76,6 +78,8 @@ class GrowingTable:
         """The first ``used`` entries less ``low`` as entries of ``dtype`` (as wide as the
         current ones or half as wide; every difference fits it), the table cut to them."""
         tight = np.dtype(dtype)
+        if self.dtype.itemsize not in (tight.itemsize, 2 * tight.itemsize):  # the moves' order holds for these
+            raise ValueError(f"cannot turn {self.dtype} entries into {tight} offsets")
         wide, narrow = self.array[:used], self.array.view(tight)[:used]
         compiled(_squeeze)(wide, narrow, self.dtype.type(low))
         del wide, narrow
@@ -91,7 +95,9 @@ class GrowingTable:
             return
         try:
             self._map.resize(size)
-        except BufferError:  # a view kept alive by a reference cycle (a first compile's frames hold its arguments)
+        except BufferError:
+            # a view outliving its last use in a reference cycle (seen once numba had first compiled
+            # a kernel given the table, in this process): a collection frees it
             gc.collect()
             self._map.resize(size)
         self.array = np.frombuffer(self._map, self.dtype)

@@ -15,7 +15,7 @@ import numpy as np
 
 from chakra_core.base._kernels import chosen, kernel
 
-__all__ = ["PathRuns", "relax_run", "id_position", "RESOLVED", "UNRESOLVED", "OVERFLOW"]
+__all__ = ["PathRuns", "relax_run", "settle", "id_position", "RESOLVED", "UNRESOLVED", "OVERFLOW"]
 
 #: :func:`relax_run`'s status codes: every node relaxed; a dependency names no earlier node
 #: (the rank is not streamable); a path sums past 2^63-1 us
@@ -58,16 +58,26 @@ def relax_run(dep_ptr, dep_ids, durations, base, first, known, finish, count):  
             if at[d] < 0:
                 return UNRESOLVED, base + j
     for j in range(n):
-        best, arg = np.int64(0), -1
-        for d in range(dep_ptr[j], dep_ptr[j + 1]):
-            k = at[d]
-            if arg < 0 or finish[k] > best:
-                best, arg = finish[k], k
-        if durations[j] > _MAX - np.uint64(best):
+        if not settle(at, dep_ptr[j], dep_ptr[j + 1], durations[j], base + j, finish, count):
             return OVERFLOW, base + j
-        finish[base + j] = best + np.int64(durations[j])
-        count[base + j] = count[arg] + 1 if arg >= 0 else 1
     return RESOLVED, 0
+
+
+@kernel(cache=True, nogil=True)
+def settle(at, start, end, duration, own, finish, count):  # pragma: no cover - compiled
+    """The finish and path length of the node at place ``own``, whose dependencies are at the
+    places ``at[start:end]`` (all settled): the largest finish among them (the first such one is
+    followed) plus ``duration`` us; False, with nothing written, when that passes 2^63-1 us."""
+    best, arg = np.int64(0), -1
+    for d in range(start, end):
+        k = at[d]
+        if arg < 0 or finish[k] > best:
+            best, arg = finish[k], k
+    if duration > _MAX - np.uint64(best):
+        return False
+    finish[own] = best + np.int64(duration)
+    count[own] = count[arg] + 1 if arg >= 0 else 1
+    return True
 
 
 class PathRuns:

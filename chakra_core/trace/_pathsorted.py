@@ -20,14 +20,9 @@ import numpy as np
 
 from chakra_core.base._inplace import GrowingTable
 from chakra_core.base._kernels import compiled, kernel
-from chakra_core.trace._pathkernel import id_position
+from chakra_core.trace._pathkernel import OVERFLOW, RESOLVED, UNRESOLVED, id_position, settle
 
-__all__ = ["SortedPath", "relax_sorted", "RESOLVED", "UNRESOLVED", "OVERFLOW"]
-
-#: :func:`relax_sorted`'s status codes: the run relaxed; a dependency names no earlier node, or
-#: an id came twice; a path sums past 2^63-1 us
-RESOLVED, UNRESOLVED, OVERFLOW = 0, 1, 2
-_MAX = np.uint64((1 << 63) - 1)
+__all__ = ["SortedPath", "relax_sorted"]
 
 
 @kernel(cache=True, nogil=True)
@@ -35,26 +30,25 @@ def relax_sorted(ids, dep_ptr, dep_ids, durations, low, keys, finish, count, bes
     """Relax a run's nodes (node ``j``: id ``ids[j]``, dependencies ``dep_ids[dep_ptr[j]:
     dep_ptr[j+1]]``, ``durations[j]`` us) into ``finish`` and ``count`` at the places of their
     ids (as offsets from ``low``) in ``keys``; ``best`` = (finish, path length) of the first
-    node with the largest finish so far, updated.  Returns ``(status, j)``: the node a status
-    other than RESOLVED stopped at."""
+    node with the largest finish so far, updated.  Returns RESOLVED, UNRESOLVED (a dependency
+    on no node settled before, or an id settled twice) or OVERFLOW (a path past 2^63-1 us)."""
+    at = np.empty(len(dep_ids), np.int64)
+    for d in range(len(dep_ids)):
+        at[d] = id_position(dep_ids[d], low, keys, len(keys))
+        if at[d] < 0:
+            return UNRESOLVED
     for j in range(len(durations)):
-        top, arg = np.int64(0), -1
-        for d in range(dep_ptr[j], dep_ptr[j + 1]):
-            k = id_position(dep_ids[d], low, keys, len(keys))
-            if k < 0 or count[k] == 0:
-                return UNRESOLVED, j
-            if arg < 0 or finish[k] > top:
-                top, arg = finish[k], k
         own = id_position(ids[j], low, keys, len(keys))
         if own < 0 or count[own] != 0:
-            return UNRESOLVED, j
-        if durations[j] > _MAX - np.uint64(top):
-            return OVERFLOW, j
-        finish[own] = top + np.int64(durations[j])
-        count[own] = count[arg] + 1 if arg >= 0 else 1
+            return UNRESOLVED
+        for d in range(dep_ptr[j], dep_ptr[j + 1]):
+            if count[at[d]] == 0:
+                return UNRESOLVED
+        if not settle(at, dep_ptr[j], dep_ptr[j + 1], durations[j], own, finish, count):
+            return OVERFLOW
         if finish[own] > best[0] or best[1] == 0:
             best[0], best[1] = finish[own], count[own]
-    return RESOLVED, 0
+    return RESOLVED
 
 
 class SortedPath:
@@ -87,7 +81,8 @@ class SortedPath:
         if not self.size:
             return
         ids = self._ids.array[:self.size]
-        self.low, span = ids.min(), ids.max() - ids.min()
+        self.low = ids.min()
+        span = ids.max() - self.low
         del ids
         self._ids.offsets(np.uint32 if span < np.uint64(1 << 32) else np.uint64, self.size, int(self.low))
         self.keys = self._ids.array
@@ -100,9 +95,8 @@ class SortedPath:
         order or a path sums past 2^63-1 us (the graph then gives the answer, or the error at the
         node the graph's order reaches first)."""
         if self.ok and len(ids):
-            status, _ = compiled(relax_sorted)(ids, dep_ptr, dep_ids, durations, self.low, self.keys, self.finish,
-                                               self.count, self.best)
-            self.ok = status == RESOLVED
+            self.ok = compiled(relax_sorted)(ids, dep_ptr, dep_ids, durations, self.low, self.keys, self.finish,
+                                             self.count, self.best) == RESOLVED
 
     def result(self) -> tuple[int, int]:
         """``(length in us, nodes on the path)`` of the longest path (the first one found)."""

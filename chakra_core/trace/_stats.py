@@ -147,9 +147,10 @@ def _path(rt: RankTrace, tally: RankTally) -> tuple[int, int]:
         raise _overflow(rt, stream.id_at(tally.overflow))
     if isinstance(stream, SortedPath):
         _second_pass(rt, stream)
+    tally.path = None  # its memory freed before the next rank is read, or the graph built
     if stream is not None and stream.ok:
         return stream.result()[:2]
-    tally.path = stream = None  # its memory freed before the graph is built
+    del stream
     durations = array("Q")
     g = DepGraph.build(rt.batches(), visit=lambda n: durations.append(n.duration_micros))
     try:

@@ -39,9 +39,9 @@ def holds(path: str, needle: bytes) -> bool:
 def _found(path: str, size: int, mtime_ns: int) -> frozenset[bytes]:
     """The names the file holds, in one pass (``size`` and ``mtime_ns`` key the file version).
 
-    The bytes are read into one reused buffer (no new chunk each time, no chunk copied into a
-    window); a name across two reads is found in the joint of the end of one and the start of
-    the next."""
+    The bytes are read into one reused buffer (a plain file straight into it; a compressed one
+    through the decompressor's own chunks, then copied in), never joined into a window; a name
+    across two reads is found in the joint of the end of one and the start of the next."""
     found: set[bytes] = set()
     keep = max(map(len, _NEEDLES)) - 1
     buf = bytearray(_CHUNK)

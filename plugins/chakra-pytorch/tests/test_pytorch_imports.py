@@ -56,9 +56,9 @@ def test_one_rank_validates_without_numpy(tmp_path, name):
 def test_plain_json_inputs_load_no_yaml(tmp_path):
     """Plain ``.json`` inputs are told apart from Chakra's own JSON form by their first bytes:
     detecting the format loads neither YAML nor protobuf's JSON mapping (the JSON form's reader)."""
-    code = CODE.replace('print(', 'print("google.protobuf.json_format" in sys.modules, ')
+    code = CODE.replace('print(', 'print("google.protobuf.json_format" in sys.modules, "yaml" in sys.modules, ')
     r = subprocess.run([sys.executable, "-c", code, str(DATA / "nccl"), str(tmp_path / "et"), "0"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.split("\n")[-2] == "False []"
+    assert r.stdout.split("\n")[-2] == "False False []"
     assert sorted(p.name for p in (tmp_path / "et").iterdir()) == ["trace.0.et", "trace.1.et"]
