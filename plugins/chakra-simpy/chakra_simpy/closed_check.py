@@ -11,7 +11,7 @@ from heapq import heapify
 from typing import TYPE_CHECKING
 
 from .closed_runs import ClosedRun, Issue, Kept, Recording, closed, earliest_loud, links_free, outcome, quiet, split
-from .group_check import check_group, group_hand_back, starting
+from .group_check import GroupRecording, check_group, group_hand_back, starting
 from .replay_ends import STAND_INS, ReplayEnds
 
 if TYPE_CHECKING:
@@ -33,16 +33,14 @@ class ReplayState:
     - ``deferred``: a deferred issue's ns and first scheduling order (:meth:`RunCheck.defer`);
     - ``recording``: the recording of its run event by event, once it is being recorded;
     - ``kind``: what fixes its course (:meth:`RunFacts.kind`), once it is being recorded;
-    - ``group``: recorded with other runs starting with it: the runs' facts, its place among
-      them, the group's kind, how many of them have not ended, every link any of them can
-      cross, and the runs themselves (whose methods are their queued events).
+    - ``group``: recorded with other runs starting with it (:class:`group_check.GroupRecording`).
     """
 
     issue_did: Issue = Issue(0, -1, 0)
     deferred: tuple[int, int] | None = None
     recording: Recording | None = None
     kind: tuple = ()
-    group: tuple[tuple[RunFacts, ...], int, tuple, list[int], tuple[Link, ...], tuple[Checked, ...]] | None = None
+    group: GroupRecording | None = None
 
 
 class RunCheck:

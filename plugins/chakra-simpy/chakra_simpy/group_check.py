@@ -5,25 +5,42 @@ writes only the :class:`closed_check.ReplayState` of the runs it records."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, cast
 
 from .closed_runs import Recording, closed, links_free, outcome, split
 from .replay_ends import STAND_INS, ReplayEnds
+from .run_facts import RunFacts
 
 if TYPE_CHECKING:
     from .closed_check import RunCheck
+    from .network import Link
 
-__all__ = ["Checked", "starting", "check_group", "group_hand_back"]
+__all__ = ["Checked", "GroupRecording", "starting", "check_group", "group_hand_back"]
 
 
 class Checked(Protocol):
     """A message run as the runs starting with it see it: its closed-run check (``closed``) and
-    the call of it that it queues as its own event (``_check``)."""
+    the call of it that it queues as its own event (``check_due``)."""
 
     closed: RunCheck
 
-    def _check(self, _arg: None) -> None:
+    def check_due(self, _arg: None) -> None:
         """The run's check (:meth:`closed_check.RunCheck.check`)."""
+
+
+@dataclass(slots=True, eq=False)
+class GroupRecording:
+    """A run recorded with the runs starting with it: their facts, its ``place`` among them, the
+    group's ``kind``, how many of them have not ended (``left``, one list shared by all), every
+    link any of them can cross, and the runs themselves (whose methods are their queued events)."""
+
+    facts: tuple[RunFacts, ...]
+    place: int
+    kind: tuple
+    left: list[int]
+    links: tuple[Link, ...]
+    runs: tuple[Checked, ...]
 
 
 def starting(first: RunCheck, run: Checked) -> list[Checked]:
@@ -31,7 +48,7 @@ def starting(first: RunCheck, run: Checked) -> list[Checked]:
     of them deferred."""
     loop = first.loop
     now = loop.now
-    check = type(run)._check
+    check = type(run).check_due
     checks = sorted((eid, getattr(fn, "__self__", None)) for due, eid, fn, _arg in loop.queue
                     if due == now and eid < 0 and getattr(fn, "__func__", None) is check)
     runs = [run] + [cast(Checked, other) for _eid, other in checks if other is not run]
@@ -64,7 +81,7 @@ def check_group(first: RunCheck, runs: list[Checked]) -> bool:
         return False
     if got is None:
         rec = first.record(others, own, real, stand, ais)
-        _record(checks, kinds, (kind, links, tuple(runs)), rec)
+        _record(checks, kinds, kind, links, tuple(runs), rec)
         return True
     first.replay(got, others)
     ends = ReplayEnds(loop, first.facts)
@@ -72,30 +89,30 @@ def check_group(first: RunCheck, runs: list[Checked]) -> bool:
     return True
 
 
-def _record(checks: list[RunCheck], kinds: list[tuple], joint: tuple, rec: Recording) -> None:
-    """Every run of ``checks`` (of ``kinds``) is recorded with the others in ``rec``; ``joint``:
-    the group's kind, every link any of them can cross, and the runs."""
-    kind, links, runs = joint
+def _record(checks: list[RunCheck], kinds: list[tuple], kind: tuple, links: tuple[Link, ...],
+            runs: tuple[Checked, ...], rec: Recording) -> None:
+    """Every run of ``checks`` (of ``kinds``) is recorded with the others in ``rec`` (the group's
+    ``kind``, every link any of them can cross, the runs)."""
     left = [len(checks)]
     facts = tuple(check.facts for check in checks)
     for k, check in enumerate(checks):
         state = check.state
-        state.kind, state.recording, state.group = kinds[k], rec, (facts, k, kind, left, links, runs)
+        state.kind, state.recording = kinds[k], rec
+        state.group = GroupRecording(facts, k, kind, left, links, runs)
 
 
-def group_hand_back(check: RunCheck, rec: Recording, ai: int, last: bool, group: tuple) -> None:
+def group_hand_back(check: RunCheck, rec: Recording, ai: int, last: bool, group: GroupRecording) -> None:
     """:meth:`closed_check.RunCheck.hand_back` for a run recorded with its group."""
     loop = check.loop
     now = loop.now
-    facts, k, kind, left, links, runs = group
-    ids = {id(run) for run in runs}
+    ids = {id(run) for run in group.runs}
     tie = not rec.order and any(due == now and id(getattr(fn, "__self__", None)) not in ids
                                 for due, _eid, fn, _arg in loop.queue)
-    rec.hand_back((k, ai), now, loop.eid, links, check.tally.events, check.net.events, tie)
+    rec.hand_back((group.place, ai), now, loop.eid, group.links, check.tally.events, check.net.events, tie)
     if last:
-        left[0] -= 1
-        if left[0] == 0:
-            leads = [one.lead() for one in facts]
+        group.left[0] -= 1
+        if group.left[0] == 0:
+            leads = [one.lead() for one in group.facts]
             got = outcome(rec, now, loop.running, -1 if min(leads) < 0 else max(leads))
             if got is not None:
-                check.kept.outcomes[kind] = got
+                check.kept.outcomes[group.kind] = got

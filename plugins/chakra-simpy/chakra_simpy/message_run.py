@@ -89,12 +89,12 @@ class MessageRun:
         """The ranks of actor ``ai`` issue the collective now: their chunks enter their first phase."""
         self.issued.append(ai)
         alone = len(self.left_per_actor) == 1
-        if alone and self.closed.defer(self._check):
+        if alone and self.closed.defer(self.check_due):
             return
         events, eid = self.tally.events, self.loop.eid
         self._enter_all(ai)
         if len(self.issued) == len(self.left_per_actor):
-            self.closed.issued(self, self._check, events, eid, alone)
+            self.closed.issued(self, self.check_due, events, eid, alone)
 
     def _enter_all(self, ai: int) -> None:
         """The chunks of the ranks of actor ``ai`` enter their first phase."""
@@ -106,7 +106,7 @@ class MessageRun:
             for c in range(self.inst.n):
                 self._enter(j, c, 0)
 
-    def _check(self, _arg: None) -> None:
+    def check_due(self, _arg: None) -> None:
         """Its closed-run check (:meth:`closed_check.RunCheck.check`), queued as its own event."""
         self.closed.check(self, self._enter_all)
 

@@ -51,7 +51,7 @@ def _outcome(run, monkeypatch, slow=False):
     with monkeypatch.context() as m:
         m.setattr(ReplayEnds, "close", counted)
         if slow:
-            m.setattr(MessageRun, "_check", lambda self, arg: None)
+            m.setattr(MessageRun, "check_due", lambda self, arg: None)
         res = run()
     return [r["finish_ns"] for r in res.ranks], res.summary["events"], res.summary["simpy_events"], len(replays)
 
