@@ -158,15 +158,15 @@ def role_key(rt: RankTrace, compile_it: bool | None = None) -> RoleKey:
 
 def _computed(rt: RankTrace, compile_it: bool | None, content: bytes | None) -> tuple[RoleKey, bool]:
     """The :class:`RoleKey` of ``rt`` from one walk of its nodes, and whether the walk read
-    ``content`` (the file's bytes, read already) rather than the file: the compiled loops cut
-    those bytes as they would cut the file's."""
+    ``content`` (the file's bytes, read already) rather than the file: those bytes are cut as
+    the compiled loops would cut the file's."""
     if compile_it is None:
         compile_it = compiled_worthwhile(rt.file, COMPILED_FROM) if isinstance(rt, FileRank) else INSTALLED
     hasher = RoleHasher(rt.rank, compile_it)
-    if compile_it and content is not None and isinstance(rt, FileRank):
+    if content is not None and isinstance(rt, FileRank):
         from chakra_core.io._etruns import bytes_runs
 
-        for data, start, size, _, _ in bytes_runs(rt.file, content):
+        for data, start, size, _, _ in bytes_runs(rt.file, content, compile_it):
             hasher._add_run(data, start, size)
         return hasher.key(), True
     for run in _runs(rt, compile_it):
