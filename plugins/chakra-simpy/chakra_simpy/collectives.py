@@ -285,12 +285,11 @@ class Collectives:
         ctx.spans.add(rep.index, 10, (inst.phases[0].label + " (per rank)", "all", inst.key), now,
                       times[rep.index] - now)
         for t in sorted(by_time):
-            ev = ctx.env.timeout(t - now, (inst, by_time[t]))
-            ev.callbacks.append(self._end_some)
+            ctx.env.call(t - now, self._end_some, (inst, by_time[t]))
             self.tally.events += 1
 
-    def _end_some(self, ev) -> None:
-        inst, members = ev.value
+    def _end_some(self, batch: tuple[Instance, list]) -> None:
+        inst, members = batch
         inst.done += 1
         if inst.done == inst.batches:
             self._record(inst, int(self.ctx.env.now))
