@@ -93,6 +93,8 @@ class Collectives:
         self.member_phases = MemberPhases(ctx)
         #: phases of alternating algorithms each dimension ran so far (chunk by chunk)
         self.tree_count: dict[int, int] = {}
+        #: :func:`chunk_phases.tree_visits` of each per-member list timed so far
+        self.visits: dict[tuple[PhaseSpec, ...], dict[int, int]] = {}
         self.custom: dict[int, CustomCollective] = {_CUSTOM_KIND[k]: CustomCollective(k, prefix, ctx.sd, ctx.planner)
                        for k, prefix in ctx.sd.custom_implementations.items()}
 
@@ -198,7 +200,12 @@ class Collectives:
     def _take_trees(self, specs: list[PhaseSpec] | None, chunks: int) -> dict[int, int]:
         """The tree counts of the dimensions a world collective's alternating phases visit,
         before it; every chunk takes the next tree of the dimension, per visit."""
-        visits = tree_visits(specs)
+        if not specs:
+            return {}
+        key = tuple(specs)
+        visits = self.visits.get(key)
+        if visits is None:
+            visits = self.visits[key] = tree_visits(specs)
         bases = {d: self.tree_count.get(d, 0) for d in visits}
         for d, v in visits.items():
             self.tree_count[d] = bases[d] + chunks * v

@@ -69,9 +69,11 @@ class FlowShop:
         run.running[q] = run.running.get(q, 0) + 1
         dur = cost.fixed
         ctx.env.call(dur, self._phase_end, (run, c, p))
-        self.tally.events += 1
-        self.tally.phase_events += 1
-        ctx.spans.add(inst.actors[0].index, 10 + q, (label, c, inst.key), int(ctx.env.now), dur)
+        tally = self.tally
+        tally.events += 1
+        tally.phase_events += 1
+        if ctx.spans.spans is not None:
+            ctx.spans.add(inst.actors[0].index, 10 + q, (label, c, inst.key), int(ctx.env.now), dur)
 
     def _phase_end(self, at: tuple[_Run, int, int]) -> None:
         run, c, p = at
