@@ -29,7 +29,7 @@ from .member_phases import MemberPhases
 from .member_timing import FinishPlans
 from .message_run import MessageRun
 from .planner import KIND_NAME, PlannedPhase
-from .program import ASTRA_KIND
+from .program import ASTRA_KIND, COMM_NAME
 
 if TYPE_CHECKING:
     from .actor import Actor
@@ -318,7 +318,7 @@ class Collectives:
 
     def _record(self, inst: Instance, now: int) -> None:
         pg = inst.key[0]
-        name = CommType(inst.args.comm_type).name
+        name = COMM_NAME[inst.args.comm_type]
         st = self.stats.get((name, pg))
         if st is None:
             st = self.stats[(name, pg)] = {"collective": name, "group": pg or "all", "count": 0,
