@@ -118,7 +118,7 @@ def _metadata(data: bytes, framer: _Framer) -> tuple[int, int]:
     except (EOFError, ValueError):
         ln, hp = MAX_MESSAGE + 1, 0
     if ln > MAX_MESSAGE or hp + ln > len(data):
-        _ = EtReader(framer.path).metadata
+        _ = framer.meta_sink.metadata
         return decode_varint(data)
     framer._metadata(data[hp:hp + ln])
     return ln, hp

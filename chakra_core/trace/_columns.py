@@ -254,8 +254,7 @@ def _walk_run(run: Run, names: tuple[str, ...], where: str, compile_it: bool) ->
     name_bytes, name_ptr = _gather(buf, name_at, name_len, compile_it), _offsets(name_len)
     if (name_bytes >= 0x80).any():
         _check_utf8(name_bytes, name_ptr, where, index)
-    attrs = {name: _column(len(ids), hits[:, hit_ptr[j]:hit_ptr[j + 1]], data, where, index, compile_it)
-             for j, name in enumerate(names)}
+    attrs = _columns(len(ids), names, hits, hit_ptr, data, where, index, compile_it)
     return NodeColumns(ids, types, dur, deps[0], deps[1], name_ptr, name_bytes, attrs, flags, compile_it)
 
 
@@ -309,21 +308,45 @@ def _strip(message: bytes, where: str, index: int) -> bytes:
     return node.SerializeToString()
 
 
-def _column(n: int, hits: np.ndarray, data: bytes, where: str, index: int, compile_it: bool) -> AttrColumn:
-    """The :class:`AttrColumn` of one name from the walk's hit columns (one hit per node;
-    ``compile_it``: by the compiled loops)."""
-    col = AttrColumn(n)
+def _columns(n: int, names: tuple[str, ...], hits: np.ndarray, hit_ptr: np.ndarray, data: bytes, where: str,
+             index: int, compile_it: bool) -> dict[str, AttrColumn]:
+    """The :class:`AttrColumn` of each name from the walk's hit columns (one hit per node and
+    name; those of name ``j`` at ``hit_ptr[j]:hit_ptr[j+1]``): the arrays of every name filled at
+    once, as rows of one array per field; values that are not an integer within int64 read per
+    name (``compile_it``: by the compiled loops)."""
+    shape = (len(names), n)
+    present, slot = np.zeros(shape, bool), np.zeros(shape, np.uint8)
+    ints, is_int = np.zeros(shape, np.int64), np.zeros(shape, bool)
+    cols = {name: _column_of(present[j], slot[j], ints[j], is_int[j]) for j, name in enumerate(names)}
     if not hits.shape[1]:
-        return col
-    owners = hits[wire.HIT_ROW]
-    col.present[owners] = True
-    col.slot[owners] = hits[wire.HIT_SLOT]
+        return cols
+    name, owners = hits[wire.HIT_NAME], hits[wire.HIT_ROW]
+    present[name, owners] = True
+    slot[name, owners] = hits[wire.HIT_SLOT]
     fits = hits[wire.HIT_FITS].astype(bool)
-    every = bool(fits.all())
-    col.ints[owners if every else owners[fits]] = hits[wire.HIT_INT] if every else hits[wire.HIT_INT][fits]
-    col.is_int[owners if every else owners[fits]] = True
-    if every:
-        return col
+    if fits.all():
+        ints[name, owners] = hits[wire.HIT_INT]
+        is_int[name, owners] = True
+        return cols
+    ints[name[fits], owners[fits]] = hits[wire.HIT_INT][fits]
+    is_int[name[fits], owners[fits]] = True
+    for j in np.unique(name[~fits]).tolist():
+        _other_values(cols[names[j]], hits[:, hit_ptr[j]:hit_ptr[j + 1]], data, where, index, compile_it)
+    return cols
+
+
+def _column_of(present: np.ndarray, slot: np.ndarray, ints: np.ndarray, is_int: np.ndarray) -> AttrColumn:
+    """An :class:`AttrColumn` of the given arrays (rows of :func:`_columns`), no other values yet."""
+    col = AttrColumn.__new__(AttrColumn)
+    col.present, col.slot, col.ints, col.is_int, col.others = present, slot, ints, is_int, {}
+    return col
+
+
+def _other_values(col: AttrColumn, hits: np.ndarray, data: bytes, where: str, index: int, compile_it: bool) -> None:
+    """Put the values of one name's hits (``hits``) that are not an integer within int64 into
+    ``col``: strings held once at a time by :func:`_strings`, the others decoded one by one."""
+    owners = hits[wire.HIT_ROW]
+    fits = hits[wire.HIT_FITS].astype(bool)
     plain = ~fits & (hits[wire.HIT_COUNT] == 1) & (hits[wire.HIT_SLOT] == _STRING)
     if plain.any() and not _strings(col, owners[plain], hits[wire.HIT_AT][plain], hits[wire.HIT_LEN][plain], data,
                                     compile_it):
@@ -339,7 +362,6 @@ def _column(n: int, hits: np.ndarray, data: bytes, where: str, index: int, compi
             col.ints[row], col.is_int[row] = int(value), True
         elif got:
             col.others[row] = value
-    return col
 
 
 def _strings(col: AttrColumn, rows: np.ndarray, at: np.ndarray, length: np.ndarray, data: bytes,

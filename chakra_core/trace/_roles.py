@@ -44,6 +44,8 @@ _KEPT: dict[tuple, RoleKey] = {}
 _KEEP = 1 << 16
 #: keys of small plain files that name no peer, by a digest of the file's bytes (at most _KEEP)
 _BY_CONTENT: dict[bytes, RoleKey] = {}
+#: the bytes and key of the file last keyed by its content (:func:`_by_content`)
+_LAST: list[tuple[bytes, RoleKey] | None] = [None]
 #: files of at least this many bytes are not kept by their content (hashing a file costs about as much
 #: a byte as its walk: only the walk's fixed costs, which dominate on small files, are saved)
 _CONTENT_BELOW = 16 << 10
@@ -141,14 +143,7 @@ def role_key(rt: RankTrace, compile_it: bool | None = None) -> RoleKey:
     if seen is not None and seen in _KEPT:
         return _KEPT[seen]
     content = _rankless_content(seen)
-    digest = None if content is None else hashlib.blake2b(content, digest_size=20).digest()
-    key = _BY_CONTENT.get(digest) if digest is not None else None
-    if key is None:
-        key, from_content = _computed(rt, compile_it, content)
-        if digest is not None and (from_content or _rankless_content(seen) == content):  # unchanged while walked
-            if len(_BY_CONTENT) >= _KEEP:
-                _BY_CONTENT.clear()
-            _BY_CONTENT[digest] = key
+    key = _computed(rt, compile_it, None) if content is None else _by_content(rt, compile_it, content)
     if seen is not None:
         if len(_KEPT) >= _KEEP:
             _KEPT.clear()
@@ -156,22 +151,40 @@ def role_key(rt: RankTrace, compile_it: bool | None = None) -> RoleKey:
     return key
 
 
-def _computed(rt: RankTrace, compile_it: bool | None, content: bytes | None) -> tuple[RoleKey, bool]:
-    """The :class:`RoleKey` of ``rt`` from one walk of its nodes, and whether the walk read
-    ``content`` (the file's bytes, read already) rather than the file: the compiled loops cut
-    those bytes as they would cut the file's."""
+def _by_content(rt: RankTrace, compile_it: bool | None, content: bytes) -> RoleKey:
+    """The :class:`RoleKey` of a rank whose key depends on the bytes ``content`` of its file
+    alone: the last such file's when it has the same bytes (comparing them costs less than
+    hashing them: the ranks of a set often have the same bytes), else the one kept by their
+    digest, else one walk of ``content``."""
+    last = _LAST[0]
+    if last is not None and last[0] == content:
+        return last[1]
+    digest = hashlib.blake2b(content, digest_size=20).digest()
+    key = _BY_CONTENT.get(digest)
+    if key is None:
+        key = _computed(rt, compile_it, content)
+        if len(_BY_CONTENT) >= _KEEP:
+            _BY_CONTENT.clear()
+        _BY_CONTENT[digest] = key
+    _LAST[0] = (content, key)
+    return key
+
+
+def _computed(rt: RankTrace, compile_it: bool | None, content: bytes | None) -> RoleKey:
+    """The :class:`RoleKey` of ``rt`` from one walk of its nodes: of ``content``, the bytes of its
+    file read already, when given (cut as the compiled loops would cut the file's)."""
     if compile_it is None:
         compile_it = compiled_worthwhile(rt.file, COMPILED_FROM) if isinstance(rt, FileRank) else INSTALLED
     hasher = RoleHasher(rt.rank, compile_it)
-    if compile_it and content is not None and isinstance(rt, FileRank):
+    if content is not None and isinstance(rt, FileRank):
         from chakra_core.io._etruns import bytes_runs
 
-        for data, start, size, _, _ in bytes_runs(rt.file, content):
+        for data, start, size, _, _ in bytes_runs(rt.file, content, compile_it):
             hasher._add_run(data, start, size)
-        return hasher.key(), True
+        return hasher.key()
     for run in _runs(rt, compile_it):
         hasher._add_run(*run)
-    return hasher.key(), False
+    return hasher.key()
 
 
 def _rankless_content(seen: tuple | None) -> bytes | None:
@@ -180,9 +193,12 @@ def _rankless_content(seen: tuple | None) -> bytes | None:
     its bytes alone, not on its rank (only peers are labelled relative to the rank); else None."""
     if seen is None or seen[4] >= _CONTENT_BELOW:
         return None
-    try:
-        with open(seen[0], "rb") as f:
-            data = f.read(seen[4] + 1)
+    try:  # unbuffered: a buffered reader's set-up costs more than reading a few kB
+        fd = os.open(seen[0], os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        try:
+            data = os.read(fd, seen[4] + 1)
+        finally:
+            os.close(fd)
     except OSError:
         return None  # the walk names the problem
     if len(data) != seen[4] or data[:2] == _GZIP_MAGIC or any(name in data for name in _PEER_NAMES):

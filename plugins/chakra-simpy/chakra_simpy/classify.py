@@ -138,7 +138,9 @@ def classify(cols: NodeColumns, sd: SystemDescription, where: str, replay_comm: 
     _p2p(out, cols, p2p)
     if replay_comm:
         out.dur_ns[p2p] = us[p2p]
-    out.unknown_types.update(np.unique(types[types > _COLL]).tolist())
+    unknown = types > _COLL
+    if unknown.any():
+        out.unknown_types.update(np.unique(types[unknown]).tolist())
     return out
 
 
@@ -177,6 +179,8 @@ def _is_comm_type(values: np.ndarray) -> np.ndarray:
 
 def _has_int(col: AttrColumn) -> np.ndarray:
     """Rows where ``get_int`` finds an integer (a bool counts)."""
+    if not col.others:
+        return col.is_int
     wide = np.zeros(len(col.is_int), bool)
     wide[[i for i in col.others if col.get_int(i) is not None]] = True
     return col.is_int | wide
@@ -230,7 +234,9 @@ def _collectives(out: Classified, cols: NodeColumns, rows: np.ndarray, us: np.nd
     ct_col, size_col, pg_col, inv_col = a["comm_type"], a["comm_size"], a["pg_name"], a["involved_dim"]
     names: dict[int, str] = {}
     kind, dur = out.kind, out.dur_ns
-    for i, ct, recorded in zip(rows.tolist(), ct_col.ints[rows].tolist(), us[rows].tolist()):
+    # per row as lists: a size that is an integer within int64, and whether involved_dim is there
+    sized, size, has_inv = size_col.is_int[rows].tolist(), size_col.ints[rows].tolist(), inv_col.present[rows].tolist()
+    for k, (i, ct, recorded) in enumerate(zip(rows.tolist(), ct_col.ints[rows].tolist(), us[rows].tolist())):
         if ct == _BROADCAST and recorded > 0 and not replay:
             kind[i], dur[i] = K_COMP, recorded
             continue
@@ -240,12 +246,13 @@ def _collectives(out: Classified, cols: NodeColumns, rows: np.ndarray, us: np.nd
                 out.unmodelled.add(names[ct])
         pg = pg_col.get_str(i, "") or ""
         pg = "" if pg == "0" else pg
-        inv = inv_col.get(i)
+        inv = inv_col.get(i) if has_inv[k] else None
         out.groups.add(pg)
         if replay:
             dur[i] = recorded
         dims = tuple(bool(x) for x in inv) if isinstance(inv, list) else None
-        out.extra[i] = CollectiveArgs(ct, size_col.get_int(i, 0) or 0, pg, dims)
+        nbytes = size[k] if sized[k] else size_col.get_int(i, 0) or 0
+        out.extra[i] = CollectiveArgs(ct, nbytes, pg, dims)
 
 
 def _p2p(out: Classified, cols: NodeColumns, rows: np.ndarray) -> None:

@@ -29,7 +29,7 @@ from .member_phases import MemberPhases
 from .member_timing import FinishPlans
 from .message_run import MessageRun
 from .planner import KIND_NAME, PlannedPhase
-from .program import ASTRA_KIND
+from .program import ASTRA_KIND, COMM_NAME
 
 if TYPE_CHECKING:
     from .actor import Actor
@@ -93,6 +93,8 @@ class Collectives:
         self.member_phases = MemberPhases(ctx)
         #: phases of alternating algorithms each dimension ran so far (chunk by chunk)
         self.tree_count: dict[int, int] = {}
+        #: :func:`chunk_phases.tree_visits` of each per-member list timed so far
+        self.visits: dict[tuple[PhaseSpec, ...], dict[int, int]] = {}
         self.custom: dict[int, CustomCollective] = {_CUSTOM_KIND[k]: CustomCollective(k, prefix, ctx.sd, ctx.planner)
                        for k, prefix in ctx.sd.custom_implementations.items()}
 
@@ -198,7 +200,12 @@ class Collectives:
     def _take_trees(self, specs: list[PhaseSpec] | None, chunks: int) -> dict[int, int]:
         """The tree counts of the dimensions a world collective's alternating phases visit,
         before it; every chunk takes the next tree of the dimension, per visit."""
-        visits = tree_visits(specs)
+        if not specs:
+            return {}
+        key = tuple(specs)
+        visits = self.visits.get(key)
+        if visits is None:
+            visits = self.visits[key] = tree_visits(specs)
         bases = {d: self.tree_count.get(d, 0) for d in visits}
         for d, v in visits.items():
             self.tree_count[d] = bases[d] + chunks * v
@@ -285,12 +292,11 @@ class Collectives:
         ctx.spans.add(rep.index, 10, (inst.phases[0].label + " (per rank)", "all", inst.key), now,
                       times[rep.index] - now)
         for t in sorted(by_time):
-            ev = ctx.env.timeout(t - now, (inst, by_time[t]))
-            ev.callbacks.append(self._end_some)
+            ctx.env.call(t - now, self._end_some, (inst, by_time[t]))
             self.tally.events += 1
 
-    def _end_some(self, ev) -> None:
-        inst, members = ev.value
+    def _end_some(self, batch: tuple[Instance, list]) -> None:
+        inst, members = batch
         inst.done += 1
         if inst.done == inst.batches:
             self._record(inst, int(self.ctx.env.now))
@@ -312,7 +318,7 @@ class Collectives:
 
     def _record(self, inst: Instance, now: int) -> None:
         pg = inst.key[0]
-        name = CommType(inst.args.comm_type).name
+        name = COMM_NAME[inst.args.comm_type]
         st = self.stats.get((name, pg))
         if st is None:
             st = self.stats[(name, pg)] = {"collective": name, "group": pg or "all", "count": 0,

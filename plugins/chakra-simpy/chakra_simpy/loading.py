@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
@@ -28,6 +26,7 @@ from chakra_core import FileRank, RankTrace, TraceSet
 from chakra_core.system import SystemDescription
 
 from .classify import system_inputs
+from .lru import LruStore
 from .program import Program, load_program
 
 __all__ = ["load_programs", "program_of", "PARALLEL_BYTES", "COMPILED_FROM", "KEPT_BYTES"]
@@ -42,11 +41,7 @@ COMPILED_FROM = 1 << 20
 #: while their files hold at most this many bytes together
 KEPT_BYTES = 16 << 20
 
-_kept: OrderedDict[tuple, tuple[Program, int]] = OrderedDict()
-#: the file bytes of the programs kept, together (summed as they come and go: a sum over the kept
-#: programs on each insertion grew with them)
-_held = [0]
-_kept_lock = threading.Lock()
+_kept: LruStore[Program] = LruStore()
 
 
 def load_programs(traces: TraceSet, ranks: list[int], sd: SystemDescription, replay: bool, jobs: int,
@@ -80,40 +75,46 @@ def program_of(rt: RankTrace, sd: SystemDescription, replay: bool, compile_it: b
     file of the same content (of under :data:`COMPILED_FROM` bytes) for the same rank, label,
     system inputs (:func:`.classify.system_inputs`) and ``replay`` (one whose file changed while
     it was read is not kept); the program returned is shared: read it only."""
-    content = _small_content(rt)
+    seen = _small_file(rt)
+    content = None if seen is None else _content(seen)
     if content is None:
         return load_program(rt, sd, replay, compile_it)
     key = (hashlib.blake2b(content, digest_size=16).digest(), len(content), rt.rank, rt.label,
            system_inputs(sd), replay)
-    with _kept_lock:
-        hit = _kept.get(key)
-        if hit is not None:
-            _kept.move_to_end(key)
-            return hit[0]
+    hit = _kept.get(key)
+    if hit is not None:
+        return hit
     prog = load_program(rt, sd, replay, compile_it)
-    if _small_content(rt) != content:  # rewritten while it was read: not kept
-        return prog
-    with _kept_lock:
-        _held[0] -= _kept.pop(key, (None, 0))[1]
-        _kept[key] = (prog, len(content))
-        _held[0] += len(content)
-        while _held[0] > KEPT_BYTES:
-            _held[0] -= _kept.popitem(last=False)[1][1]
+    if _small_file(rt) == seen:  # else rewritten while it was read: not kept
+        _kept.put(key, prog, KEPT_BYTES, len(content))
     return prog
 
 
-def _small_content(rt: RankTrace) -> bytes | None:
-    """The bytes of the .et file of ``rt`` when it is a file of under :data:`COMPILED_FROM` bytes
-    (else None, also when it cannot be read: the loader reports that)."""
+def _small_file(rt: RankTrace) -> tuple[str, int, int, int, int] | None:
+    """What identifies the bytes of the .et file of ``rt`` (its path, device, inode, size and
+    modification time) when it is a file of under :data:`COMPILED_FROM` bytes; else None, also
+    when it cannot be read (the loader reports that)."""
     if not isinstance(rt, FileRank):
         return None
     try:
-        if os.path.getsize(rt.file) >= COMPILED_FROM:
-            return None
-        with open(rt.file, "rb") as f:
-            return f.read(COMPILED_FROM)
+        st = os.stat(rt.file)
     except OSError:
         return None
+    if st.st_size >= COMPILED_FROM:
+        return None
+    return rt.file, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _content(seen: tuple[str, int, int, int, int]) -> bytes | None:
+    """The bytes of the file that ``seen`` (:func:`_small_file`) identifies; None when it cannot
+    be read or now holds another number of bytes."""
+    size = seen[3]
+    try:
+        with open(seen[0], "rb") as f:
+            data = f.read(size + 1)
+    except OSError:
+        return None
+    return data if len(data) == size else None
 
 
 def _threads(traces: TraceSet, ranks: list[int], jobs: int) -> int:

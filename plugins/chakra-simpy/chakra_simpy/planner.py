@@ -14,8 +14,6 @@ runs of a process on systems of the same inputs (a sweep's many small simulation
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from typing import NamedTuple
 
 from chakra_core import ConfigError
@@ -25,6 +23,7 @@ from .algorithms import all_npus, find, lookup
 from .algorithms.ring import Ring, group_cost
 from .chunk_phases import PhaseSpec, one_phase_cost, phase_cost
 from .formulas import Cost, chunking, final_size, net, peer_hops
+from .lru import LruStore
 
 __all__ = ["Planner", "Plan", "PlannedPhase", "KIND_NAME", "MAX_CHUNKS", "planner_for", "planning_inputs",
            "KEPT_PLANNERS", "KEPT_PLANS"]
@@ -62,8 +61,7 @@ KEPT_PLANNERS = 8
 #: plans a planner keeps; it starts afresh past this many
 KEPT_PLANS = 4096
 
-_kept: OrderedDict[tuple, Planner] = OrderedDict()
-_kept_lock = threading.Lock()
+_kept: LruStore[Planner] = LruStore()
 
 
 def planning_inputs(sd: SystemDescription) -> tuple:
@@ -78,16 +76,7 @@ def planning_inputs(sd: SystemDescription) -> tuple:
 def planner_for(sd: SystemDescription) -> Planner:
     """A :class:`Planner` for ``sd``: the one made for an earlier system of the same
     :func:`planning_inputs`, among the :data:`KEPT_PLANNERS` most recent, else a new one."""
-    key = planning_inputs(sd)
-    with _kept_lock:
-        got = _kept.get(key)
-        if got is None:
-            got = _kept[key] = Planner(sd)
-            if len(_kept) > KEPT_PLANNERS:
-                _kept.popitem(last=False)
-        else:
-            _kept.move_to_end(key)
-        return got
+    return _kept.get_or_make(planning_inputs(sd), lambda: Planner(sd), KEPT_PLANNERS)
 
 
 class Planner:

@@ -38,7 +38,7 @@ from .classify import (
 )
 
 __all__ = ["Program", "load_program", "K_COMP", "K_MEM", "K_COLL", "K_SEND", "K_RECV", "K_NOP",
-           "R_CPU", "R_COMP", "R_COMM", "R_NONE", "ASTRA_KIND"]
+           "R_CPU", "R_COMP", "R_COMM", "R_NONE", "ASTRA_KIND", "COMM_NAME"]
 
 #: CommType -> (modelled kind, how comm_size maps to the modelled collective).
 ASTRA_KIND = {
@@ -46,6 +46,8 @@ ASTRA_KIND = {
     CommType.ALL_TO_ALL: "A2A", CommType.REDUCE: "AR", CommType.REDUCE_SCATTER_BLOCK: "RS",
     CommType.BARRIER: "AR", CommType.GATHER: "AG", CommType.SCATTER: "AG", CommType.BROADCAST: "AG",
 }
+#: each comm type's name by its value
+COMM_NAME = {int(c): c.name for c in CommType}
 
 
 class Program(RankFacts):
@@ -115,7 +117,7 @@ def load_program(rt: RankTrace, sd: SystemDescription, replay_comm: bool = False
     cat = res.copy()
     cat[kind == K_RECV] = R_COMM  # a receive holds no resource but counts as communication
     child_ptr, child_idx = g.children()
-    indeg = g.in_degree()
+    indeg = np.bincount(child_idx, minlength=len(kind))  # each dependency once, under its dependent
     prog.ids = _array("Q", g.ids, "u8")
     prog.kind, prog.resource, prog.cat = bytearray(kind.tobytes()), bytearray(res.tobytes()), bytearray(cat.tobytes())
     prog.dur = _array("q", dur, "i8")

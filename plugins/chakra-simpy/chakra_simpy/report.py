@@ -12,13 +12,11 @@ from chakra_core import SPAN_KINDS, CommType, SpanBuilder, Spans, breakdown, cri
 
 from .beside import both
 from .engine import Sim
-from .program import K_COLL, K_COMP, K_MEM, K_NOP, K_RECV, K_SEND, R_COMM, R_CPU
+from .program import COMM_NAME, K_COLL, K_COMP, K_MEM, K_NOP, K_RECV, K_SEND, R_COMM, R_CPU
 
 __all__ = ["build_spans", "rank_rows", "path_summary"]
 
 _TRACKS = ("cpu", "compute", "comm", "other")
-#: each comm type's name by its value
-_COMM_NAMES = {int(c): c.name for c in CommType}
 
 
 def _kind_codes(kind: np.ndarray, res: np.ndarray) -> np.ndarray:
@@ -179,7 +177,7 @@ def _coll_columns(b: SpanBuilder, coll: np.ndarray, extra: list[tuple], matches:
         cols["group"][sel] = b.intern("strings", pg or "all")
     names = list(table)
     for c, t in sorted(set(zip(code.tolist(), ct.tolist()))):
-        algo = algorithms.get((_COMM_NAMES[t], names[c]))
+        algo = algorithms.get((COMM_NAME[t], names[c]))
         if algo:
             cols["algorithm"][coll[(code == c) & (ct == t)]] = b.intern("strings", algo)
 

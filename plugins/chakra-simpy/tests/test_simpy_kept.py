@@ -94,3 +94,18 @@ def test_the_least_recently_used_programs_go_past_the_byte_bound(tmp_path, monke
     again = program_of(ts[0], sd, False, None)
     assert again is not p0 and again.rank == 0 and len(again) == len(p0)
     assert program_of(ts[1], sd, False, None) is p1 and program_of(ts[2], sd, False, None) is not p2
+
+
+def test_the_store_drops_the_least_recently_used_past_its_bound():
+    from chakra_simpy.lru import LruStore
+
+    store: LruStore[str] = LruStore()
+    store.put("a", "A", bound=10, size=4)
+    store.put("b", "B", bound=10, size=4)
+    assert store.get("a") == "A"  # now the most recently used
+    store.put("c", "C", bound=10, size=4)  # 12 > 10: "b" goes
+    assert (store.get("a"), store.get("b"), store.get("c")) == ("A", None, "C")
+    made = []
+    assert store.get_or_make("c", lambda: made.append(1) or "other", bound=10) == "C" and not made
+    assert store.get_or_make("d", lambda: "D", bound=8) == "D"  # 4 + 4 + 1 > 8: "a" goes
+    assert (store.get("a"), store.get("c"), store.get("d")) == (None, "C", "D")
