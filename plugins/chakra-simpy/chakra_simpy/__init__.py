@@ -16,10 +16,10 @@ module                             what it holds
 ``classify``                       what each node is to the simulator: kind, resource, arguments
 ``symmetry``                       classes of ranks simulated once
 ``actor``                          one simulated rank's state and busy-time accounting
-``engine``                         the simulation: nodes, resources, memory, point to point
+``engine``                         the SimPy simulation: nodes, resources, memory, point to point
 ``watch``                          the progress bar of a running simulation (simulated time, ranks done)
 ``compute_chains``                 a compute chain's node times in one loop (compiled for large sets)
-``event_loop``                     the event loop (SimPy's order, calls without event objects)
+``event_loop``                     the congestion-aware mode's event loop (SimPy's order, calls without event objects)
 ``network``                        links shared by messages (congestion-aware mode)
 ``collectives``                    matching collectives by issue order per group, and their timing
 ``collective_context``             what the collective code sees of the simulation, and its tally

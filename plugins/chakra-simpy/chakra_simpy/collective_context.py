@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
+    import simpy
+
     from chakra_core.system import SystemDescription
 
     from .actor import Actor
@@ -37,13 +39,14 @@ class SpanSink:
 
 
 class CollectiveContext(NamedTuple):
-    """The simulation as the collective code sees it: the event loop, the system and its planner,
-    the span sink, the actors and the actor standing for each rank (``actors[rank_actor[r]]``),
-    the shared links (congestion-aware mode, else None), how to end a node now
-    (``end_node(actor, node)``), the most per-member evaluations of a staggered collective
-    (``stagger_limit``) and whether communication replays its recorded durations."""
+    """The simulation as the collective code sees it: the SimPy environment (the congestion-aware
+    mode's event loop), the system and its planner, the span sink, the actors and the actor
+    standing for each rank (``actors[rank_actor[r]]``), the shared links (congestion-aware mode,
+    else None), how to end a node now (``end_node(actor, node)``), the most per-member
+    evaluations of a staggered collective (``stagger_limit``) and whether communication replays
+    its recorded durations."""
 
-    env: EventLoop
+    env: simpy.Environment | EventLoop
     sd: SystemDescription
     planner: Planner
     spans: SpanSink

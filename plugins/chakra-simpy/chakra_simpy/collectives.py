@@ -292,11 +292,12 @@ class Collectives:
         ctx.spans.add(rep.index, 10, (inst.phases[0].label + " (per rank)", "all", inst.key), now,
                       times[rep.index] - now)
         for t in sorted(by_time):
-            ctx.env.call(t - now, self._end_some, (inst, by_time[t]))
+            ev = ctx.env.timeout(t - now, (inst, by_time[t]))
+            ev.callbacks.append(self._end_some)
             self.tally.events += 1
 
-    def _end_some(self, batch: tuple[Instance, list]) -> None:
-        inst, members = batch
+    def _end_some(self, ev) -> None:
+        inst, members = ev.value
         inst.done += 1
         if inst.done == inst.batches:
             self._record(inst, int(self.ctx.env.now))

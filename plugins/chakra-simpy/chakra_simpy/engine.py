@@ -1,13 +1,13 @@
-"""The discrete-event core: node issue and completion, resources, memory, p2p.
+"""The discrete-event core on SimPy: node issue and completion, resources, memory, p2p.
 
-Every timed thing is one timeout of :class:`event_loop.EventLoop` whose callback finishes it: a
-node, a point-to-point message, a collective chunk phase on one dimension (see
-:mod:`collectives`).  The loop runs events in SimPy's order (by due ns, then in the order they
-were scheduled) without SimPy's objects per event; the congestion-aware mode's network and
-message runs also schedule plain calls on it and leave out the events nothing waits for
-(:mod:`network`).  Nodes that become ready are issued in ascending id order as soon as their
-resource (one CPU op, ``streams`` accelerator compute ops, ``streams`` communication ops) has a
-free slot.
+Every timed thing is one SimPy timeout whose callback finishes it: a node, a point-to-point
+message, a collective chunk phase on one dimension (see :mod:`collectives`).  Nodes that
+become ready are issued in ascending id order as soon as their resource (one CPU op, ``streams``
+accelerator compute ops, ``streams`` communication ops) has a free slot.  Only SimPy's public
+API is used (``Environment.timeout``, ``Event.callbacks``, ``Event.value``).  The
+congestion-aware mode runs on :class:`event_loop.EventLoop` instead, which runs events in SimPy's
+order and lets the network and the message runs schedule calls without event objects, and leave
+out the events nothing waits for (:mod:`network`).
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from collections import deque
 from heapq import heappop, heappush
 
 import numpy as np
+import simpy
+from simpy.events import Event
 
 from chakra_core import ChakraError, chosen
 from chakra_core.system import SystemDescription
@@ -48,7 +50,8 @@ class Sim:
     def __init__(self, actors: list[Actor], rank_actor: list[int], sd: SystemDescription,
                  groups: dict[str, tuple[int, ...]], aware: bool, timeline: list | None,
                  max_spans: int, stagger_limit: int = WORK_LIMIT, replay: bool = False, compile_it: bool = False):
-        self.env = EventLoop()
+        loop = EventLoop() if aware else None
+        self.env: simpy.Environment | EventLoop = simpy.Environment() if loop is None else loop
         self.actors = actors
         self.rank_actor = rank_actor
         self.sd = sd
@@ -61,8 +64,9 @@ class Sim:
         self.chains = not aware
         self.fill_chain = chosen(fill_chain, compile_it)
         #: the shared links of the congestion-aware mode (:mod:`network`)
-        self.network = Network(self.env, sd.dimensions, [sd.coords(r) for r in range(sd.npus)]) if aware else None
-        #: events this engine scheduled (the network and the collectives count their own)
+        self.network = None if loop is None else Network(loop, sd.dimensions,
+                                                         [sd.coords(r) for r in range(sd.npus)])
+        #: SimPy events this engine scheduled (the network and the collectives count their own)
         self.events = 0
         self.sends: dict[tuple, deque] = {}
         self.recvs: dict[tuple, deque] = {}
@@ -73,13 +77,12 @@ class Sim:
 
     @property
     def simpy_events(self) -> int:
-        """Events scheduled in all (those a run on SimPy schedules): the engine's, the network's and
-        the collectives'."""
+        """SimPy events scheduled in all: the engine's, the network's and the collectives'."""
         return self.events + self.coll.tally.events + (self.network.events if self.network else 0)
 
     # -- scheduling -------------------------------------------------------------------
-    def after(self, a: Actor, i: int, delay: int) -> Timeout:
-        """End node ``i`` of actor ``a`` ``delay`` ns from now (one event, returned)."""
+    def after(self, a: Actor, i: int, delay: int) -> Event | Timeout:
+        """End node ``i`` of actor ``a`` ``delay`` ns from now (one SimPy event, returned)."""
         ev = self.env.timeout(delay, (a, i))
         ev.callbacks.append(self._on_end)
         self.events += 1

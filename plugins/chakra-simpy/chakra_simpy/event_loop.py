@@ -1,4 +1,4 @@
-"""The event loop of the simulation: SimPy's order without an object per event.
+"""The event loop of the congestion-aware mode: SimPy's order without an object per event.
 
 An event is due at an integer ns and carries its scheduling order (``eid``: 0, 1, 2, ... as
 events are scheduled); events run in ``(due, eid)`` order, so events due at one ns run in the

@@ -47,7 +47,8 @@ class FlowShop:
     def run(self, inst: Instance) -> None:
         """Start every chunk of ``inst`` now (a collective of no chunk finishes now)."""
         if inst.n == 0:
-            self.ctx.env.call(0, self.finish, inst)
+            ev = self.ctx.env.timeout(0, inst)
+            ev.callbacks.append(lambda ev: self.finish(ev.value))
             self.tally.events += 1
             return
         run = _Run(inst)
@@ -68,15 +69,16 @@ class FlowShop:
         assert cost is not None  # a planned phase
         run.running[q] = run.running.get(q, 0) + 1
         dur = cost.fixed
-        ctx.env.call(dur, self._phase_end, (run, c, p))
+        ev = ctx.env.timeout(dur, (run, c, p))
+        ev.callbacks.append(self._phase_end)
         tally = self.tally
         tally.events += 1
         tally.phase_events += 1
         if ctx.spans.spans is not None:
             ctx.spans.add(inst.actors[0].index, 10 + q, (label, c, inst.key), int(ctx.env.now), dur)
 
-    def _phase_end(self, at: tuple[_Run, int, int]) -> None:
-        run, c, p = at
+    def _phase_end(self, ev) -> None:
+        run, c, p = ev.value
         inst = run.inst
         q = inst.phases[p].queue
         run.running[q] -= 1
