@@ -66,3 +66,24 @@ def installed_example(tmp_path_factory) -> dict[str, str]:
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
                     "--target", str(target), str(EXAMPLE_PLUGIN)], check=True)
     return dict(os.environ, PYTHONPATH=os.pathsep.join([str(target), os.environ.get("PYTHONPATH", "")]))
+
+
+@pytest.fixture
+def same_scan():
+    """A check that validation's columnar scan of rank ``rt`` (into the RankCheck ``fast``) gives
+    the per-node scan's record (into ``slow``) and skeleton."""
+    from chakra_core.validation import _colscan
+    from chakra_core.validation._skeleton import scan_rank
+
+    record = ("colls", "sends", "recvs", "total_us", "saw_group_node", "skel_ids", "skel_kinds", "skel_a",
+              "skel_tag", "skel_size")
+
+    def check(rt, fast, slow) -> None:
+        got = _colscan.scan_columns(rt, fast)
+        assert got is not None, rt.label
+        want = scan_rank(rt.batches, slow)
+        for f in record:
+            assert getattr(fast, f) == getattr(slow, f), (rt.label, f)
+        for f in ("count", "skel_pos", "skel_ptr", "skel_preds"):
+            assert getattr(got, f) == getattr(want, f), (rt.label, f)
+    return check

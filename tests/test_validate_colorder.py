@@ -20,15 +20,12 @@ from chakra_core.trace._traceset import MemoryRank, TraceSet, open_traceset
 from chakra_core.validation import _colscan
 from chakra_core.validation import _validate as V
 from chakra_core.validation._rank_rules import RankCheck
-from chakra_core.validation._skeleton import scan_rank
 
 pytest.importorskip("chakra_pytorch")
 pytest.importorskip("numba")
 
 DATA = Path(__file__).resolve().parents[1] / "plugins" / "chakra-pytorch" / "tests" / "data"
 COPIES = 40
-_RECORD = ("colls", "sends", "recvs", "total_us", "saw_group_node", "skel_ids", "skel_kinds", "skel_a", "skel_tag",
-           "skel_size")
 
 
 @pytest.fixture(scope="module")
@@ -106,42 +103,36 @@ def _spy(real, taken, rt, chk):
     return got
 
 
-def _same_record(prefix: str) -> None:
+def _same_record(prefix: str, same_scan) -> None:
     """The columnar scan of every rank gives the per-node scan's record."""
     traces = open_traceset(prefix)
     nranks = max(traces.ranks) + 1 if len(traces) > 1 else 0
     for rt in traces:
-        fast, slow = (RankCheck(rt.rank, rt.label, nranks, print, lambda pg: 0, rt.rank_known) for _ in range(2))
-        got = _colscan.scan_columns(rt, fast)
-        assert got is not None, rt.label
-        want = scan_rank(rt.batches, slow)
-        for f in _RECORD:
-            assert getattr(fast, f) == getattr(slow, f), (rt.label, f)
-        for f in ("count", "skel_pos", "skel_ptr", "skel_preds"):
-            assert getattr(got, f) == getattr(want, f), (rt.label, f)
+        same_scan(rt, *(RankCheck(rt.rank, rt.label, nranks, print, lambda pg: 0, rt.rank_known) for _ in range(2)))
 
 
 @pytest.mark.parametrize("name", ["transformer", "ddp", "pipeline_dp"])
-def test_converted_sets_take_the_columns(name, converted, tmp_path, monkeypatch):
+def test_converted_sets_take_the_columns(name, converted, tmp_path, monkeypatch, same_scan):
     traces, ranks = converted[name]
     ids = [n.id for n in ranks[0]]
     assert ids != sorted(ids)
     prefix = _write(tmp_path, ranks, traces.process_groups)
-    _same_record(prefix)
+    _same_record(prefix, same_scan)
     plain, compiled, taken = _both(prefix, monkeypatch)
     assert plain == compiled == []
     assert taken == [True] * len(ranks)
 
 
 @pytest.mark.parametrize("mirror,ascending_first", [(False, 0), (True, 0), (False, 15), (True, 15)])
-def test_copies_over_several_runs_take_the_columns(mirror, ascending_first, converted, tmp_path, monkeypatch):
+def test_copies_over_several_runs_take_the_columns(mirror, ascending_first, converted, tmp_path, monkeypatch,
+                                                    same_scan):
     """11,000 nodes in 3 runs: ids out of order from the start, or ascending for the first
     4,110 nodes (then moved to slots by id)."""
     nodes = _copies(converted["transformer"][1][0], mirror, ascending_first)
     assert len(nodes) == 274 * COPIES
     prefix = _write(tmp_path, {0: nodes})
     assert (tmp_path / "t.0.et").stat().st_size > 2 << 20
-    _same_record(prefix)
+    _same_record(prefix, same_scan)
     plain, compiled, taken = _both(prefix, monkeypatch)
     assert plain == compiled == [] and taken == [True]
 
@@ -205,7 +196,7 @@ def test_broken_copies_have_the_per_node_findings(edit, mirror, converted, tmp_p
 
 @pytest.mark.parametrize("mirror,ascending_first", [(False, 0), (True, 15), (False, 15)])
 def test_the_table_widens_between_two_nodes_with_the_same_record(mirror, ascending_first, converted, tmp_path,
-                                                                  monkeypatch):
+                                                                  monkeypatch, same_scan):
     """The frontier table's 2-byte entries held at most 40 here (65,535 in use): the scan widens
     them to 4 bytes part-way through a run (by id, or by position while the ids ascend) and gives
     the per-node scan's record."""
@@ -217,5 +208,5 @@ def test_the_table_widens_between_two_nodes_with_the_same_record(mirror, ascendi
     real = fk.Frontiers.csr
     monkeypatch.setattr(fk, "ENTRY_MAX", {**fk.ENTRY_MAX, fk.np.dtype(fk.np.uint16): 40})
     monkeypatch.setattr(fk.Frontiers, "csr", lambda self: (widths.append(str(self.fid.dtype)), real(self))[1])
-    _same_record(prefix)
+    _same_record(prefix, same_scan)
     assert widths == ["int32"]

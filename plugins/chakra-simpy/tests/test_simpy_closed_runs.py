@@ -38,18 +38,24 @@ EXAMPLES = [("resnet50_like.txt", {"npus": 8}, 8_354_096, 74_465),
 MIB = 1 << 20
 
 
+def _counting(m, name: str, into: list) -> None:
+    """Patch ``ReplayEnds.<name>`` (through the monkeypatch context ``m``) to note its argument in
+    ``into`` before it runs."""
+    real = getattr(ReplayEnds, name)
+
+    def counted(self, arg):
+        into.append(arg)
+        real(self, arg)
+
+    m.setattr(ReplayEnds, name, counted)
+
+
 def _outcome(run, monkeypatch, slow=False):
     """Per-rank finish ns, events and SimPy events of ``run()``, and how many runs it replayed
     (``slow``: none, every collective event by event)."""
-    replays = []
-    close = ReplayEnds.close
-
-    def counted(self, order):
-        replays.append(order)
-        close(self, order)
-
+    replays: list = []
     with monkeypatch.context() as m:
-        m.setattr(ReplayEnds, "close", counted)
+        _counting(m, "close", replays)
         if slow:
             m.setattr(MessageRun, "check_due", lambda self, arg: None)
         res = run()
@@ -191,15 +197,9 @@ def test_taking_other_ranks_events_for_quiet_ones_gets_a_busy_network_wrong(kit,
 
 def _grouped(run, monkeypatch, slow=False):
     """:func:`_outcome`, and how many runs were replayed together."""
-    together = []
-    close = ReplayEnds.close_group
-
-    def counted(self, arg):
-        together.append(arg)
-        close(self, arg)
-
+    together: list = []
     with monkeypatch.context() as m:
-        m.setattr(ReplayEnds, "close_group", counted)
+        _counting(m, "close_group", together)
         got = _outcome(run, monkeypatch, slow)
     return got, len(together)
 
