@@ -50,13 +50,10 @@ class GrowingTable:
     def __init__(self, slots: int, dtype: np.dtype | type = np.int32) -> None:
         self.dtype = np.dtype(dtype)
         size = self.dtype.itemsize * slots
-        if _MREMAP:
-            self._map: mmap.mmap | None = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-            self._raw = np.zeros(0, np.uint8)
-            self.array = np.frombuffer(self._map, self.dtype)
-        else:
-            self._map, self._raw = None, np.zeros(size, np.uint8)
-            self.array = self._raw.view(self.dtype)
+        #: the bytes: a memory map (grown by mremap) or a numpy byte array (grown by realloc)
+        self._bytes_of: mmap.mmap | np.ndarray = (
+            mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS) if _MREMAP else np.zeros(size, np.uint8))
+        self.array = self._view()
 
     def grow(self, slots: int) -> None:
         """At least ``slots`` slots, the ones so far kept."""
@@ -89,15 +86,20 @@ class GrowingTable:
     def _bytes(self, size: int) -> None:
         """The table's bytes grown (the new ones 0) or cut to ``size``, ``array`` viewing them."""
         self.array = np.zeros(0, self.dtype)  # the bytes cannot move while a view of them is held
-        if self._map is None:
-            self._raw.resize(size, refcheck=False)
-            self.array = self._raw.view(self.dtype)
-            return
-        try:
-            self._map.resize(size)
-        except BufferError:
-            # a view outliving its last use in a reference cycle (seen once numba had first compiled
-            # a kernel given the table, in this process): a collection frees it
-            gc.collect()
-            self._map.resize(size)
-        self.array = np.frombuffer(self._map, self.dtype)
+        store = self._bytes_of
+        if isinstance(store, np.ndarray):
+            store.resize(size, refcheck=False)
+        else:
+            try:
+                store.resize(size)
+            except BufferError:
+                # a view outliving its last use in a reference cycle (seen once numba had first
+                # compiled a kernel given the table, in this process): a collection frees it
+                gc.collect()
+                store.resize(size)
+        self.array = self._view()
+
+    def _view(self) -> np.ndarray:
+        """The table's bytes as entries of its dtype."""
+        store = self._bytes_of
+        return store.view(self.dtype) if isinstance(store, np.ndarray) else np.frombuffer(store, self.dtype)

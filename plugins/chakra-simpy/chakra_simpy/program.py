@@ -117,7 +117,7 @@ def load_program(rt: RankTrace, sd: SystemDescription, replay_comm: bool = False
     cat = res.copy()
     cat[kind == K_RECV] = R_COMM  # a receive holds no resource but counts as communication
     child_ptr, child_idx = g.children()
-    indeg = np.bincount(child_idx, minlength=len(kind))  # each dependency once, under its dependent
+    indeg = g.in_degree()
     prog.ids = _array("Q", g.ids, "u8")
     prog.kind, prog.resource, prog.cat = bytearray(kind.tobytes()), bytearray(res.tobytes()), bytearray(cat.tobytes())
     prog.dur = _array("q", dur, "i8")
