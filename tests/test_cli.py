@@ -34,6 +34,15 @@ def test_jsonize_then_convert_back_is_byte_identical(et_prefix, tmp_path, chakra
         assert (tmp_path / f"back.{r}.et").read_bytes() == (tmp_path / f"job.{r}.et").read_bytes()
 
 
+def test_jsonize_loads_no_yaml(et_prefix, tmp_path):
+    """Writing JSON needs the JSON parser alone: PyYAML (about 10 ms to import) stays out."""
+    code = ("import sys; from chakra_core.cli.main import main; main(['jsonize', sys.argv[1], '-o', sys.argv[2]])\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'yaml'))")
+    r = subprocess.run([sys.executable, "-c", code, str(et_prefix), f"{tmp_path}/js/"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1] == "[]" and (tmp_path / "js" / "trace.0.json").exists()
+
+
 def test_convert_to_directory_with_format_and_gzip(et_prefix, tmp_path, chakra_cli):
     status, out, _ = chakra_cli("convert", et_prefix, "--format", "et", "-o", f"{tmp_path}/outdir/", "--gzip")
     assert status == 0

@@ -19,13 +19,13 @@ import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib import metadata as md
 from typing import Any
 
 import pluggy
 
 from chakra_core import hookspecs
 from chakra_core.base._errors import PluginError
+from chakra_core.host._entrypoints import FoundEntryPoint, installed_entry_points
 from chakra_core.host._guard import describe, guarded, slow_watch
 from chakra_core.host._registry import KINDS, Registry
 
@@ -93,22 +93,6 @@ def _truthy(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def _core_version() -> str:
-    try:
-        return md.version(CORE_DIST)
-    except md.PackageNotFoundError:
-        return "0+unknown"
-
-
-def _dist_of(ep: md.EntryPoint) -> tuple[str, str]:
-    """(name, version) of the distribution of ``ep``, ``("?", "?")`` without one; its metadata
-    file is parsed once (each ``Distribution.name`` or ``.version`` parses it anew)."""
-    if not ep.dist:
-        return "?", "?"
-    meta = ep.dist.metadata
-    return meta["Name"], meta["Version"]
-
-
 class _GuardedPlugin:
     """The object pluggy registers for a plugin: its hook implementations as attributes."""
 
@@ -143,30 +127,30 @@ class PluginHost:
         if self.trace:
             self.pm.trace.root.setwriter(lambda s: sys.stderr.write("chakra-trace: " + s))
             self.pm.enable_tracing()
-        version = _core_version()
+        eps, version = installed_entry_points(ENTRY_POINT_GROUP, CORE_DIST)
         for modname in DEFAULT_PLUGINS:
-            info = PluginInfo(modname.rsplit(".", 1)[-1], CORE_DIST, version, modname)
+            info = PluginInfo(modname.rsplit(".", 1)[-1], CORE_DIST, version or "0+unknown", modname)
             self._add(importlib.import_module(modname), info)
         if entry_points:
-            self._load_entry_points()
+            self._load_entry_points(eps)
 
-    def _load_entry_points(self) -> None:
+    def _load_entry_points(self, eps: list[FoundEntryPoint]) -> None:
         only = _env_list("CHAKRA_LOAD_PLUGINS")
         disabled = _env_list("CHAKRA_DISABLE_PLUGINS") or set()
-        eps = [(ep, *_dist_of(ep)) for ep in sorted(md.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name)]
-        known = {ep.name for ep, _, _ in eps} | {dist for ep, dist, _ in eps if ep.dist}
+        known = {ep.name for ep in eps} | {ep.distribution for ep in eps if ep.has_distribution}
         for var, names in (("CHAKRA_LOAD_PLUGINS", only or set()), ("CHAKRA_DISABLE_PLUGINS", disabled)):
             unknown = sorted(names - known)
             if unknown:
                 warnings.warn(f"{var} names no installed plugin: {', '.join(unknown)}", PluginWarning, stacklevel=3)
-        for ep, dist, version in eps:
+        for ep in eps:
+            dist = ep.distribution
             if only is not None and ep.name not in only and dist not in only:
                 continue
             if ep.name in disabled or dist in disabled:
                 continue
-            self._load(ep, PluginInfo(ep.name, dist, version, ep.value))
+            self._load(ep, PluginInfo(ep.name, dist, ep.version, ep.value))
 
-    def _load(self, ep: md.EntryPoint, info: PluginInfo) -> None:
+    def _load(self, ep: FoundEntryPoint, info: PluginInfo) -> None:
         """Import one entry point and register it, guarded and watched for slowness."""
         with slow_watch(info.label):
             try:

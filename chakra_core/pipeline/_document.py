@@ -14,9 +14,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from chakra_core.base._docparse import YamlLines, decode_text, parse_yaml_lines
+from chakra_core.base._docparse import decode_text
 from chakra_core.base._errors import ConfigError
 from chakra_core.base._options import suggest
+from chakra_core.base._yamlparse import YamlLines, parse_yaml_lines
 from chakra_core.pipeline._schema import pipeline_schema
 
 __all__ = ["read_document", "check_pipeline"]

@@ -41,7 +41,6 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import partial
-from importlib import metadata as md
 from pathlib import Path
 from typing import Any
 
@@ -252,6 +251,8 @@ def refuse_invalid(traces: TraceSet, backends: Sequence[str], *,
 
 
 def _check_requires(reqs: list[str], source: str) -> None:
+    from importlib import metadata as md  # about 20 ms to import: only here
+
     from packaging.requirements import InvalidRequirement, Requirement  # 35 ms to import: only here
 
     problems = []

@@ -8,10 +8,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from chakra_core.base._docparse import decode_text, parse_json, parse_yaml
+from chakra_core.base._docparse import decode_text, parse_json
 from chakra_core.base._errors import ConfigError
 from chakra_core.base._limits import check_limit
 from chakra_core.base._options import suggest
+from chakra_core.base._yamlparse import parse_yaml
 from chakra_core.system._keys import (
     ASTRA_IGNORED_KEYS,
     ASTRA_UNMODELLED_KEYS,
