@@ -74,16 +74,21 @@ def numbered(delay: int, steps: list[MessageStep]) -> Part:
     is told apart from the others between the same two members in one chunk phase."""
     sent: dict[int, int] = {}
     got: dict[int, int] = {}
-    out = []
-    for to, frm, m, add in steps:
-        to_n = tuple((k, sent.get(k, 0)) for k in to)
-        frm_n = tuple((k, got.get(k, 0)) for k in frm)
-        for k in to:
-            sent[k] = sent.get(k, 0) + 1
-        for k in frm:
-            got[k] = got.get(k, 0) + 1
-        out.append((to_n, frm_n, m, add))
-    return delay, out
+    return delay, [(_counted(to, sent), _counted(frm, got), m, add) for to, frm, m, add in steps]
+
+
+def _counted(peers: tuple[int, ...], seen: dict[int, int]) -> tuple[tuple[int, int], ...]:
+    """Each peer paired with the messages counted for it in ``seen`` before this step; ``seen``
+    then counts one more for each (a peer named twice in one step has one number)."""
+    if len(peers) == 1:  # the usual step: one peer
+        k = peers[0]
+        n = seen.get(k, 0)
+        seen[k] = n + 1
+        return ((k, n),)
+    out = tuple([(k, seen.get(k, 0)) for k in peers])
+    for k in peers:
+        seen[k] = seen.get(k, 0) + 1
+    return out
 
 
 class StepMessages(NamedTuple):
