@@ -429,7 +429,7 @@ def test_bad_system_files(tmp_path, dp_set, chakra_cli, name, content, words):
 
 
 def test_yaml_aliases_are_walked_once(tmp_path):
-    from chakra_core.base._docparse import parse_yaml
+    from chakra_core.base._yamlparse import parse_yaml
 
     # 3^40 paths through shared lists: a walk that does not remember them would never end
     text = "a0: &a0 [1]\n" + "".join(f"a{i}: &a{i} [*a{i - 1}, *a{i - 1}, *a{i - 1}]\n" for i in range(1, 41))
