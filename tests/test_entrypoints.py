@@ -147,9 +147,10 @@ def test_a_value_that_is_no_object_reference_is_refused(value: str) -> None:
 def test_a_command_does_not_import_importlib_metadata_once_kept(tmp_path: Path) -> None:
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path))
     env.pop("CHAKRA_NO_PLUGIN_CACHE", None)
-    code = ("import sys; from chakra_core import get_host; get_host(); "
-            "print('importlib.metadata' in sys.modules, len(get_host().plugins))")
+    code = ("import sys; before = 'importlib.metadata' in sys.modules; from chakra_core import get_host; get_host(); "
+            "print(before, 'importlib.metadata' in sys.modules, len(get_host().plugins))")
     runs = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.split()
             for _ in range(2)]
-    assert runs[0][0] == "True" and runs[1][0] == "False"
-    assert runs[0][1] == runs[1][1] and int(runs[1][1]) >= 10  # the same plugins, the project's all found
+    assert runs[0][1] == "True"  # asked, the first time
+    assert runs[1][1] == runs[1][0]  # the second time: not imported by the host (a site hook may have already)
+    assert runs[0][2] == runs[1][2] and int(runs[1][2]) >= 10  # the same plugins, the project's all found
