@@ -59,11 +59,11 @@ class OutNode:
 
     def to_node(self) -> Node:
         """The protobuf Node."""
-        n = Node(id=self.id, name=self.name, type=self.type, duration_micros=max(self.dur, 0))
+        n = Node(id=self.id, name=self.name, type=self.type, duration_micros=max(self.dur, 0), ctrl_deps=self.ctrl)
         if self.start >= 0:
             n.start_time_micros = self.start
-        n.ctrl_deps.extend(self.ctrl)
-        n.data_deps.extend(self.data)
+        if self.data:
+            n.data_deps.extend(self.data)
         # the slots add_attr takes for these names (the spec's), set by one call each
         add = n.attr.add
         add(name="is_cpu_op", bool_val=self.cpu)
@@ -75,8 +75,11 @@ class OutNode:
             schema = host[-1]
             if isinstance(schema, str) and schema:
                 add(name="op_schema", string_val=schema)
-        for k, v in self.extra:
-            add_attr(n, k, v)
+        if self.extra is IDLE_ATTRS:  # the most common extra, in add_attr's slot by one call
+            add(name="idle", bool_val=True)
+        else:
+            for k, v in self.extra:
+                add_attr(n, k, v)
         if self.io is not None:
             iv, ish, ity, ov, osh, oty = map(repr, orjson.loads(self.io))
             inputs, outputs = n.inputs, n.outputs
