@@ -42,8 +42,8 @@ from .needles import PG_INIT_NEEDLE, holds
 __all__ = ["KEEP_ATTRS", "HostOp", "HostTrace", "read_host_et", "read_header", "iter_raw_nodes", "scan_groups"]
 
 #: the root nodes (``execution_graph`` in the first PyTorch versions, schema 1.0.1)
-_ROOT_NAMES = ("[pytorch|profiler|execution_trace|process]", "[pytorch|profiler|execution_trace|thread]",
-               "[pytorch|profiler|execution_graph|process]", "[pytorch|profiler|execution_graph|thread]")
+_ROOT_NAMES = frozenset(("[pytorch|profiler|execution_trace|process]", "[pytorch|profiler|execution_trace|thread]",
+                         "[pytorch|profiler|execution_graph|process]", "[pytorch|profiler|execution_graph|thread]"))
 PG_INIT = PG_INIT_NEEDLE.decode()
 _NOT_OPS = ("autograd::", "torch::autograd::", "##", "[pytorch|", "ProfilerStep#", "Optimizer.")
 
@@ -520,9 +520,7 @@ def _host_ops(kept: dict[int, tuple], comms: dict[int, CommInfo], parent: array,
 def _rf_owners(cols: _Arrays, sel: array) -> IntMap:
     """rf_id -> the selected node that owns the node carrying it."""
     rf_owner = IntMap()
-    for rf, owner in zip(cols.rf, sel):
-        if rf >= 0 and owner >= 0:  # an id that is not in the file has neither
-            rf_owner[rf] = owner
+    rf_owner.set_pairs(cols.rf, sel)  # an id that is not in the file has neither (-1)
     return rf_owner
 
 

@@ -144,8 +144,8 @@ def toposort(out: dict[int, OutNode]) -> list[OutNode]:
 def _issue_ranks(nodes: list[OutNode]) -> tuple[list[int], list[int]]:
     """The positions in (issue time, id) order, and each position's rank in it (the heap of
     ready nodes holds ranks: plain integers)."""
-    by_rank = sorted(range(len(nodes)), key=lambda i: (max(nodes[i].issued if nodes[i].issued >= 0
-                                                           else nodes[i].start, 0), nodes[i].id))
+    keys = [(max(n.issued if n.issued >= 0 else n.start, 0), n.id) for n in nodes]
+    by_rank = sorted(range(len(nodes)), key=keys.__getitem__)
     rank = [0] * len(nodes)
     for r, i in enumerate(by_rank):
         rank[i] = r
@@ -159,6 +159,14 @@ def _dependencies(nodes: list[OutNode], pos: dict[int, int]) -> tuple[list[int],
     waiting = [0] * len(nodes)
     kids: list[list[int]] = [[] for _ in nodes]
     for i, n in enumerate(nodes):
+        if not n.data and len(n.ctrl) == 1:  # the common case: the node before it on its lane
+            d = n.ctrl[0]
+            if d in pos:
+                waiting[i] = 1
+                kids[pos[d]].append(i)
+            else:
+                n.ctrl = []
+            continue
         if not n.ctrl and not n.data:
             continue
         ctrl = n.ctrl = [d for d in dict.fromkeys(n.ctrl) if d in pos]
