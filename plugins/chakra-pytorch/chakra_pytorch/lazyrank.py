@@ -30,4 +30,4 @@ class LazyRank(GeneratedRank):
         nodes = self._convert().nodes
         nodes.reverse()  # taken from the end: each node is let go once it is serialized
         while nodes:
-            yield nodes.pop().to_node().SerializeToString()
+            yield nodes.pop().serialized()

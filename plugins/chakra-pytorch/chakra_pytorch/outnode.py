@@ -59,14 +59,9 @@ class OutNode:
 
     def to_node(self) -> Node:
         """The protobuf Node."""
-        n = Node(id=self.id, name=self.name, type=self.type, duration_micros=max(self.dur, 0), ctrl_deps=self.ctrl)
-        if self.start >= 0:
-            n.start_time_micros = self.start
-        if self.data:
-            n.data_deps.extend(self.data)
+        n = self._head()
         # the slots add_attr takes for these names (the spec's), set by one call each
         add = n.attr.add
-        add(name="is_cpu_op", bool_val=self.cpu)
         host = self.host
         if host is not None:
             for k, v in zip(_INT_KEEP, host):
@@ -80,12 +75,67 @@ class OutNode:
         else:
             for k, v in self.extra:
                 add_attr(n, k, v)
+        return n
+
+    def serialized(self) -> bytes:
+        """``to_node().SerializeToString()``, made faster for a host op: the attributes are the
+        Node's last field, so the records of those after ``rf_id`` (values that repeat from
+        node to node) are appended as bytes encoded once (:func:`_attr_record`)."""
+        host = self.host
+        if host is None or self.extra:
+            return self.to_node().SerializeToString()
+        n = self._head()
+        rf = host[0]
+        if type(rf) is int:
+            n.attr.add(name="rf_id", int64_val=rf)
+        parts = [n.SerializeToString()]
+        for k, v in zip(_REPEATING_INTS, host[1:-1]):
+            if type(v) is int:
+                parts.append(_attr_record(k, v))
+        schema = host[-1]
+        if isinstance(schema, str) and schema:
+            parts.append(_attr_record("op_schema", schema))
+        return b"".join(parts)
+
+    def _head(self) -> Node:
+        """The protobuf Node up to its first attribute (``is_cpu_op``), inputs and outputs included."""
+        n = Node(id=self.id, name=self.name, type=self.type, duration_micros=max(self.dur, 0), ctrl_deps=self.ctrl)
+        if self.start >= 0:
+            n.start_time_micros = self.start
+        if self.data:
+            n.data_deps.extend(self.data)
+        n.attr.add(name="is_cpu_op", bool_val=self.cpu)
         if self.io is not None:
             iv, ish, ity, ov, osh, oty = map(repr, orjson.loads(self.io))
             inputs, outputs = n.inputs, n.outputs
             inputs.values, inputs.shapes, inputs.types = iv, ish, ity
             outputs.values, outputs.shapes, outputs.types = ov, osh, oty
         return n
+
+
+#: the host attributes after rf_id, whose values repeat from node to node
+_REPEATING_INTS = _INT_KEEP[1:]
+#: per attribute name, value -> the encoded attribute record (field 10 of Node: tag, length,
+#: message), up to _MAX_RECORDS values per name; other values are encoded each time
+_RECORDS: dict[str, dict[Any, bytes]] = {k: {} for k in KEEP_ATTRS[1:]}
+_MAX_RECORDS = 4096
+
+
+def _attr_record(name: str, value: int | str) -> bytes:
+    """The bytes protobuf writes for attribute ``name`` = ``value`` in a Node (an op_schema as a
+    string, an integer as int64, the slots :meth:`OutNode.to_node` takes)."""
+    records = _RECORDS[name]
+    rec = records.get(value)
+    if rec is None:
+        one = Node()
+        if isinstance(value, str):
+            one.attr.add(name=name, string_val=value)
+        else:
+            one.attr.add(name=name, int64_val=value)
+        rec = one.SerializeToString()
+        if len(records) < _MAX_RECORDS:
+            records[value] = rec
+    return rec
 
 
 def _host_attrs(host: tuple) -> Iterator[tuple[str, Any]]:
