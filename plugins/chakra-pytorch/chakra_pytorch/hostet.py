@@ -5,7 +5,9 @@ dict.  What is kept per node is a few integers in arrays indexed by node id (par
 flags); per *operator* node the input/output lists are kept as compact JSON bytes only until its
 parent arrives: PyTorch writes a node when it finishes, so children come before parents and a
 parent operator folds its children away at once (the memory stays proportional to the selected
-nodes, not to all nodes).  Files in any other order convert the same, with more memory.
+nodes, not to all nodes).  The newest candidates (at most ``_RAW_WINDOW``) wait with their
+attributes as read, so that those folded away are never put in compact form.  Files in any other
+order convert the same, with more memory.
 
 Which host nodes become Chakra nodes (``select``): an *operator* (a node with an ``op_schema``,
 a compiled kernel call with a ``kernel_backend`` such as Inductor's ``triton_*`` ops, or for old
@@ -55,7 +57,7 @@ _ID_FACTOR = 64
 _INT64 = 1 << 63
 #: operator candidates held with their attributes as read, before the compact form is made: most
 #: are folded into their parent operator, which PyTorch writes right after them
-_RAW_WINDOW = 256
+_RAW_WINDOW = 64
 
 
 @dataclass(slots=True)
