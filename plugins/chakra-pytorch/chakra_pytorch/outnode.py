@@ -78,10 +78,12 @@ class OutNode:
         return n
 
     def serialized(self) -> bytes:
-        """``to_node().SerializeToString()``, made faster for a host op: the attributes are the
-        Node's last field, so the records of those after ``rf_id`` (values that repeat from
-        node to node) are appended as bytes encoded once (:func:`_attr_record`)."""
+        """``to_node().SerializeToString()``, made faster for a host op and an ``[idle]`` node: the
+        attributes are the Node's last field, so the records of those after ``rf_id`` (values
+        that repeat from node to node) are appended as bytes encoded once (:func:`_attr_record`)."""
         host = self.host
+        if host is None and self.extra is IDLE_ATTRS:
+            return self._head().SerializeToString() + _IDLE_RECORD
         if host is None or self.extra:
             return self.to_node().SerializeToString()
         n = self._head()
@@ -91,10 +93,10 @@ class OutNode:
         parts = [n.SerializeToString()]
         for k, v in zip(_REPEATING_INTS, host[1:-1]):
             if type(v) is int:
-                parts.append(_attr_record(k, v))
+                parts.append(_RECORDS[k].get(v) or _attr_record(k, v))
         schema = host[-1]
         if isinstance(schema, str) and schema:
-            parts.append(_attr_record("op_schema", schema))
+            parts.append(_RECORDS["op_schema"].get(schema) or _attr_record("op_schema", schema))
         return b"".join(parts)
 
     def _head(self) -> Node:
@@ -119,6 +121,15 @@ _REPEATING_INTS = _INT_KEEP[1:]
 #: message), up to _MAX_RECORDS values per name; other values are encoded each time
 _RECORDS: dict[str, dict[Any, bytes]] = {k: {} for k in KEEP_ATTRS[1:]}
 _MAX_RECORDS = 4096
+
+
+def _idle_record() -> bytes:
+    one = Node()
+    one.attr.add(name="idle", bool_val=True)
+    return one.SerializeToString()
+
+
+_IDLE_RECORD = _idle_record()  # the attribute record of an [idle] node
 
 
 def _attr_record(name: str, value: int | str) -> bytes:
