@@ -249,7 +249,7 @@ class _HostReader:
         self.path = path
         self.cols = _Arrays()
         self.kept: dict[int, tuple] = {}  # id -> (name, tid, rf, attrs, io) for operator candidates
-        self.raw: dict[int, tuple] = {}  # the same, the newest candidates, with their attrs dict as read
+        self.raw: dict[int, tuple] = {}  # id -> (name, attrs dict, io) for the newest candidates
         self.waiting: dict[int, list[int]] = {}  # parent id -> kept children that arrived before it
         self.comms: dict[int, CommInfo] = {}  # c10d op id -> info
         self.param_comms: list[tuple[int, CommInfo]] = []  # (record_param_comms id, info)
@@ -308,9 +308,8 @@ class _HostReader:
         """Keep a candidate node until its parent arrives (then it may be folded into it); its
         inputs/outputs are written at once, its attributes only when the candidates as read
         overflow their window (:meth:`compact`)."""
-        tid = attrs.get("tid", 0)
         raw = self.raw
-        raw[nid] = (name, tid if isinstance(tid, int) else 0, self.cols.rf[nid], attrs, _dump_io(io, self.path, index))
+        raw[nid] = (name, attrs, _dump_io(io, self.path, index))
         if len(raw) > _RAW_WINDOW:
             self.compact()
         if parent >= 0 and not self.cols.flags[parent] & F_SEEN:
@@ -337,9 +336,11 @@ class _HostReader:
 
     def compact(self) -> None:
         """Put the candidates held as read into their compact form (:func:`_keep`)."""
-        kept = self.kept
-        for nid, (name, tid, rf, attrs, io) in self.raw.items():
-            kept[nid] = (sys.intern(name), tid, rf, _keep(attrs), bytes(memoryview(io)))  # no spare room
+        kept, rfs = self.kept, self.cols.rf
+        for nid, (name, attrs, io) in self.raw.items():
+            tid = attrs.get("tid", 0)
+            kept[nid] = (sys.intern(name), tid if isinstance(tid, int) else 0, rfs[nid], _keep(attrs),
+                         bytes(memoryview(io)))  # a copy without orjson's spare room
         self.raw.clear()
 
     def _annotation(self, index: int, node: Any, nid: int, name: str, parent: int, attrs: dict) -> None:
