@@ -21,7 +21,7 @@ from chakra_core import (
 
 from .hostet import KEEP_ATTRS
 
-__all__ = ["OutNode", "ConvertedRank", "toposort", "pg_init_node", "IDLE_NAME", "IDLE_ATTRS"]
+__all__ = ["OutNode", "ConvertedRank", "toposort", "pg_init_node", "attr_records", "IDLE_NAME", "IDLE_ATTRS"]
 
 IDLE_NAME = "[idle]"
 IDLE_ATTRS = (("idle", True),)
@@ -77,10 +77,11 @@ class OutNode:
                 add_attr(n, k, v)
         return n
 
-    def serialized(self) -> bytes:
+    def serialized(self, records: dict[str, dict[Any, bytes]]) -> bytes:
         """``to_node().SerializeToString()``, made faster for a host op and an ``[idle]`` node: the
         attributes are the Node's last field, so the records of those after ``rf_id`` (values
-        that repeat from node to node) are appended as bytes encoded once (:func:`_attr_record`)."""
+        that repeat from node to node) are appended as bytes encoded once, kept in ``records``
+        (:func:`attr_records`, one table for the nodes written together)."""
         host = self.host
         if host is None and self.extra is IDLE_ATTRS:
             return self._head().SerializeToString() + _IDLE_RECORD
@@ -93,10 +94,10 @@ class OutNode:
         parts = [n.SerializeToString()]
         for k, v in zip(_REPEATING_INTS, host[1:-1]):
             if type(v) is int:
-                parts.append(_RECORDS[k].get(v) or _attr_record(k, v))
+                parts.append(records[k].get(v) or _attr_record(records, k, v))
         schema = host[-1]
         if isinstance(schema, str) and schema:
-            parts.append(_RECORDS["op_schema"].get(schema) or _attr_record("op_schema", schema))
+            parts.append(records["op_schema"].get(schema) or _attr_record(records, "op_schema", schema))
         return b"".join(parts)
 
     def _head(self) -> Node:
@@ -116,11 +117,17 @@ class OutNode:
 
 
 #: the host attributes after rf_id, whose values repeat from node to node
+_REPEATING = KEEP_ATTRS[1:]
 _REPEATING_INTS = _INT_KEEP[1:]
-#: per attribute name, value -> the encoded attribute record (field 10 of Node: tag, length,
-#: message), up to _MAX_RECORDS values per name; other values are encoded each time
-_RECORDS: dict[str, dict[Any, bytes]] = {k: {} for k in KEEP_ATTRS[1:]}
+#: the most values per attribute name whose records are kept; others are encoded each time
 _MAX_RECORDS = 4096
+
+
+def attr_records() -> dict[str, dict[Any, bytes]]:
+    """An empty table for :meth:`OutNode.serialized`: per attribute name, value -> the encoded
+    attribute record (field 10 of Node: tag, length, message).  Let it go with the nodes: its
+    small bytes, made while the nodes are written, would otherwise hold on to memory pages."""
+    return {k: {} for k in _REPEATING}
 
 
 def _idle_record() -> bytes:
@@ -132,11 +139,11 @@ def _idle_record() -> bytes:
 _IDLE_RECORD = _idle_record()  # the attribute record of an [idle] node
 
 
-def _attr_record(name: str, value: int | str) -> bytes:
+def _attr_record(records: dict[str, dict[Any, bytes]], name: str, value: int | str) -> bytes:
     """The bytes protobuf writes for attribute ``name`` = ``value`` in a Node (an op_schema as a
-    string, an integer as int64, the slots :meth:`OutNode.to_node` takes)."""
-    records = _RECORDS[name]
-    rec = records.get(value)
+    string, an integer as int64, the slots :meth:`OutNode.to_node` takes), kept in ``records``."""
+    table = records[name]
+    rec = table.get(value)
     if rec is None:
         one = Node()
         if isinstance(value, str):
@@ -144,8 +151,8 @@ def _attr_record(name: str, value: int | str) -> bytes:
         else:
             one.attr.add(name=name, int64_val=value)
         rec = one.SerializeToString()
-        if len(records) < _MAX_RECORDS:
-            records[value] = rec
+        if len(table) < _MAX_RECORDS:
+            table[value] = rec
     return rec
 
 

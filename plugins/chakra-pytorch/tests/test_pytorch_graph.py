@@ -165,9 +165,11 @@ def test_serialized_nodes_are_the_protobuf_bytes(monkeypatch, name, records):
     from chakra_pytorch import outnode
 
     monkeypatch.setattr(outnode, "_MAX_RECORDS", records)
-    monkeypatch.setattr(outnode, "_RECORDS", {k: {} for k in outnode.KEEP_ATTRS[1:]})
     rank_files, _ = find_rank_files([str(DATA / name)])
     for rf in rank_files:
         nodes = convert_rank(rf).nodes
         assert any(n.host is not None for n in nodes)
-        assert [n.serialized() for n in nodes] == [n.to_node().SerializeToString() for n in nodes]
+        table = outnode.attr_records()
+        assert [n.serialized(table) for n in nodes] == [n.to_node().SerializeToString() for n in nodes]
+        assert sum(map(len, table.values())) == (0 if records == 0 else len(
+            {(k, v) for n in nodes if n.host is not None and not n.extra for k, v in n.attrs() if k in table}))
