@@ -217,10 +217,10 @@ def _keep(attrs: dict) -> tuple:
 def _is_operator(name: str, attrs: dict) -> bool:
     """An ATen/c10d operator, or a compiled kernel call: Inductor's ``triton_*`` ops carry no
     ``op_schema`` but a ``kernel_backend`` (and ``kernel_file``) attribute."""
-    if attrs.get("kernel_backend") or attrs.get("kernel_file") or name.startswith("triton_"):
-        return True
-    if "op_schema" in attrs:
-        return bool(attrs["op_schema"]) or name.startswith("c10d::")
+    if attrs.get("op_schema") or attrs.get("kernel_backend") or attrs.get("kernel_file") or name.startswith("triton_"):
+        return True  # a schema first: most nodes have one
+    if "op_schema" in attrs:  # an empty one
+        return name.startswith("c10d::")
     return "::" in name and not name.startswith(_NOT_OPS)
 
 
