@@ -95,8 +95,9 @@ def _fail(path: str, msg: str, where: str | None = None) -> TraceFormatError:
 
 
 def _dump_io(io: tuple, path: str, index: int) -> bytes:
-    """A node's inputs/outputs as compact JSON; values orjson cannot write (nested deeper than
-    255 levels, integers past 64 bits) are an error naming the node."""
+    """A node's inputs/outputs as compact JSON (orjson's bytes, with spare room: what is kept is
+    copied); values orjson cannot write (nested deeper than 255 levels, integers past 64 bits)
+    are an error naming the node."""
     try:
         return orjson.dumps(io)
     except orjson.JSONEncodeError as e:
