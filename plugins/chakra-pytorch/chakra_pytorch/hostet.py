@@ -5,7 +5,9 @@ dict.  What is kept per node is a few integers in arrays indexed by node id (par
 flags); per *operator* node the input/output lists are kept as compact JSON bytes only until its
 parent arrives: PyTorch writes a node when it finishes, so children come before parents and a
 parent operator folds its children away at once (the memory stays proportional to the selected
-nodes, not to all nodes).  Files in any other order convert the same, with more memory.
+nodes, not to all nodes).  The newest candidates (at most ``_RAW_WINDOW``) wait with their
+attributes as read, so that those folded away are never put in compact form.  Files in any other
+order convert the same, with more memory.
 
 Which host nodes become Chakra nodes (``select``): an *operator* (a node with an ``op_schema``,
 a compiled kernel call with a ``kernel_backend`` such as Inductor's ``triton_*`` ops, or for old
@@ -42,8 +44,8 @@ from .needles import PG_INIT_NEEDLE, holds
 __all__ = ["KEEP_ATTRS", "HostOp", "HostTrace", "read_host_et", "read_header", "iter_raw_nodes", "scan_groups"]
 
 #: the root nodes (``execution_graph`` in the first PyTorch versions, schema 1.0.1)
-_ROOT_NAMES = ("[pytorch|profiler|execution_trace|process]", "[pytorch|profiler|execution_trace|thread]",
-               "[pytorch|profiler|execution_graph|process]", "[pytorch|profiler|execution_graph|thread]")
+_ROOT_NAMES = frozenset(("[pytorch|profiler|execution_trace|process]", "[pytorch|profiler|execution_trace|thread]",
+                         "[pytorch|profiler|execution_graph|process]", "[pytorch|profiler|execution_graph|thread]"))
 PG_INIT = PG_INIT_NEEDLE.decode()
 _NOT_OPS = ("autograd::", "torch::autograd::", "##", "[pytorch|", "ProfilerStep#", "Optimizer.")
 
@@ -52,6 +54,10 @@ F_SEEN, F_OP, F_ROOT, F_ANCHOR = 1, 2, 4, 8
 #: factor times the nodes read so far is refused (PyTorch's ids count nodes and tensors from 1)
 _ID_FLOOR = 1 << 22
 _ID_FACTOR = 64
+_INT64 = 1 << 63
+#: operator candidates held with their attributes as read, before the compact form is made: most
+#: are folded into their parent operator, which PyTorch writes right after them
+_RAW_WINDOW = 64
 
 
 @dataclass(slots=True)
@@ -89,10 +95,11 @@ def _fail(path: str, msg: str, where: str | None = None) -> TraceFormatError:
 
 
 def _dump_io(io: tuple, path: str, index: int) -> bytes:
-    """A node's inputs/outputs as compact JSON; values orjson cannot write (nested deeper than
-    255 levels, integers past 64 bits) are an error naming the node."""
+    """A node's inputs/outputs as compact JSON (orjson's bytes, with spare room: what is kept is
+    copied); values orjson cannot write (nested deeper than 255 levels, integers past 64 bits)
+    are an error naming the node."""
     try:
-        return bytes(memoryview(orjson.dumps(io)))
+        return orjson.dumps(io)
     except orjson.JSONEncodeError as e:
         raise _fail(path, f"inputs/outputs cannot be kept ({e})", f"node {index}") from None
 
@@ -170,7 +177,19 @@ def _io(node: dict) -> tuple[list, list, list, list, list, list]:
         # schema 1.0.1: lists plus input_shapes/input_types keys
         parts = (ins, node.get("input_shapes"), node.get("input_types"),
                  outs, node.get("output_shapes"), node.get("output_types"))
+    a, b, c, d, e, f = parts
+    if isinstance(a, list) and isinstance(b, list) and isinstance(c, list) and isinstance(d, list) \
+            and isinstance(e, list) and isinstance(f, list):
+        return parts  # type: ignore[return-value]
     return tuple([p if isinstance(p, list) else [] for p in parts])  # type: ignore[return-value]
+
+
+def _rf(v: Any) -> int:
+    """An rf_id attribute as a non-negative int64, -1 for none."""
+    if type(v) is int and 0 <= v < _INT64:
+        return v
+    rf = int64(v)
+    return rf if rf is not None and rf >= 0 else -1
 
 
 def _parent(node: dict, path: str, index: int) -> int:
@@ -199,10 +218,10 @@ def _keep(attrs: dict) -> tuple:
 def _is_operator(name: str, attrs: dict) -> bool:
     """An ATen/c10d operator, or a compiled kernel call: Inductor's ``triton_*`` ops carry no
     ``op_schema`` but a ``kernel_backend`` (and ``kernel_file``) attribute."""
-    if attrs.get("kernel_backend") or attrs.get("kernel_file") or name.startswith("triton_"):
-        return True
-    if "op_schema" in attrs:
-        return bool(attrs["op_schema"]) or name.startswith("c10d::")
+    if attrs.get("op_schema") or attrs.get("kernel_backend") or attrs.get("kernel_file") or name.startswith("triton_"):
+        return True  # a schema first: most nodes have one
+    if "op_schema" in attrs:  # an empty one
+        return name.startswith("c10d::")
     return "::" in name and not name.startswith(_NOT_OPS)
 
 
@@ -231,6 +250,7 @@ class _HostReader:
         self.path = path
         self.cols = _Arrays()
         self.kept: dict[int, tuple] = {}  # id -> (name, tid, rf, attrs, io) for operator candidates
+        self.raw: dict[int, tuple] = {}  # id -> (name, attrs dict, io) for the newest candidates
         self.waiting: dict[int, list[int]] = {}  # parent id -> kept children that arrived before it
         self.comms: dict[int, CommInfo] = {}  # c10d op id -> info
         self.param_comms: list[tuple[int, CommInfo]] = []  # (record_param_comms id, info)
@@ -250,8 +270,7 @@ class _HostReader:
         if cols.flags[nid] & F_SEEN:
             raise _fail(self.path, f"node id {nid} appears twice", f"node {index}")
         cols.parent[nid] = parent if parent != nid else -1
-        rf = int64(attrs.get("rf_id"))
-        cols.rf[nid] = rf if rf is not None and rf >= 0 else -1
+        cols.rf[nid] = _rf(attrs.get("rf_id"))
         flags = F_SEEN
         if name in _ROOT_NAMES:
             flags |= F_ROOT
@@ -275,8 +294,10 @@ class _HostReader:
             raise _fail(path, "node 'id' must be a non-negative integer", f"node {index}")
         if not isinstance(name, str):
             raise _fail(path, f"node 'name' must be a string, not {type(name).__name__}", f"node {index}")
-        parent = _parent(node, path, index)
-        limit = max(_ID_FLOOR, _ID_FACTOR * (index + 1))
+        parent = node.get("ctrl_deps")
+        if type(parent) is not int:  # a list, another key, or an error
+            parent = _parent(node, path, index)
+        limit = max(_ID_FLOOR, _ID_FACTOR * (index + 1)) if nid > _ID_FLOOR or parent > _ID_FLOOR else _ID_FLOOR
         if nid > limit or parent > limit:
             what = f"node id {nid}" if nid > limit else f"parent id {parent}"
             raise _fail(path, f"{what} is far beyond the {index + 1} nodes read so far (PyTorch "
@@ -285,10 +306,13 @@ class _HostReader:
 
     def _keep_node(self, index: int, node: Any, nid: int, name: str, parent: int, attrs: dict,
                    io: tuple) -> None:
-        """Keep a candidate node until its parent arrives (then it may be folded into it)."""
-        tid = attrs.get("tid", 0)
-        self.kept[nid] = (sys.intern(name), tid if isinstance(tid, int) else 0, self.cols.rf[nid], _keep(attrs),
-                          _dump_io(io, self.path, index))
+        """Keep a candidate node until its parent arrives (then it may be folded into it); its
+        inputs/outputs are written at once, its attributes only when the candidates as read
+        overflow their window (:meth:`compact`)."""
+        raw = self.raw
+        raw[nid] = (name, attrs, _dump_io(io, self.path, index))
+        if len(raw) > _RAW_WINDOW:
+            self.compact()
         if parent >= 0 and not self.cols.flags[parent] & F_SEEN:
             self.waiting.setdefault(parent, []).append(nid)
 
@@ -307,9 +331,18 @@ class _HostReader:
         self._keep_node(index, node, nid, name, parent, attrs, io)
         # children that arrived first are folded into this operator (comm anchors stay)
         for c in self.waiting.pop(nid, ()):
-            if not self.cols.flags[c] & F_ANCHOR:
+            if not self.cols.flags[c] & F_ANCHOR and self.raw.pop(c, None) is None:
                 self.kept.pop(c, None)
         return flags
+
+    def compact(self) -> None:
+        """Put the candidates held as read into their compact form (:func:`_keep`)."""
+        kept, rfs = self.kept, self.cols.rf
+        for nid, (name, attrs, io) in self.raw.items():
+            tid = attrs.get("tid", 0)
+            kept[nid] = (sys.intern(name), tid if isinstance(tid, int) else 0, rfs[nid], _keep(attrs),
+                         bytes(memoryview(io)))  # a copy without orjson's spare room
+        self.raw.clear()
 
     def _annotation(self, index: int, node: Any, nid: int, name: str, parent: int, attrs: dict) -> None:
         """A node that is not an operator: ``record_param_comms``, a gloo/NCCL work annotation,
@@ -342,6 +375,7 @@ def read_host_et(path: str, header: dict[str, Any] | None = None) -> HostTrace:
     reader = _HostReader(path)
     for index, node in enumerate(iter_raw_nodes(path)):
         reader.take(index, node)
+    reader.compact()
     host = _resolve(reader, header, schema)
     host.linked = reader.linked.as_kineto(path, host.pid)
     return host
@@ -490,9 +524,7 @@ def _host_ops(kept: dict[int, tuple], comms: dict[int, CommInfo], parent: array,
 def _rf_owners(cols: _Arrays, sel: array) -> IntMap:
     """rf_id -> the selected node that owns the node carrying it."""
     rf_owner = IntMap()
-    for rf, owner in zip(cols.rf, sel):
-        if rf >= 0 and owner >= 0:  # an id that is not in the file has neither
-            rf_owner[rf] = owner
+    rf_owner.set_pairs(cols.rf, sel)  # an id that is not in the file has neither (-1)
     return rf_owner
 
 

@@ -4,6 +4,7 @@ a dict for the few keys far beyond them."""
 from __future__ import annotations
 
 from array import array
+from collections.abc import Iterable
 
 __all__ = ["IntMap"]
 
@@ -46,6 +47,21 @@ class IntMap:
                 a[k] = self._far.pop(k)
             return
         self._far[key] = value
+
+    def set_pairs(self, keys: Iterable[int], values: Iterable[int]) -> None:
+        """``map[k] = v`` for the pairs of ``keys`` and ``values`` in turn, leaving out those
+        with a negative key or value (one loop: the same as setting them one by one)."""
+        a = self._a
+        n = len(a)
+        for k, v in zip(keys, values):
+            if k < 0 or v < 0:
+                continue
+            if k < n:
+                a[k] = v
+                self._count += 1
+            else:
+                self[k] = v
+                n = len(a)  # the array grows in place
 
     def get(self, key: int, default: int = -1) -> int:
         """The value of ``key``, or ``default`` when it was never set (or is negative)."""

@@ -246,18 +246,17 @@ def _host_op(kt: KinetoTrace, ev: dict, args: dict, name: str, ts: float, dur: f
              wanted_rfs: set[int] | frozenset[int] | None) -> None:
     """A CPU op or annotation: its timing (when wanted), its external id, a ProfilerStep span."""
     rf = int64_from_number(args.get("Record function id"))
-    tid = int64_from_number(ev.get("tid"), 0)
     ext = int64_from_number(args.get("External id"))
     if rf >= 0:
         kt.rf_events += 1
         if wanted_rfs is None or rf in wanted_rfs:
-            kt.ops[rf] = (ts, dur, tid, name)
+            kt.ops[rf] = (ts, dur, int64_from_number(ev.get("tid"), 0), name)
         if ext >= 0:
             kt.ext_rf[ext] = rf
     elif ext >= 0:
-        kt.by_ext[ext] = (ts, dur, tid, name)
+        kt.by_ext[ext] = (ts, dur, int64_from_number(ev.get("tid"), 0), name)
     if name.startswith("ProfilerStep#"):
-        kt.steps.append((ts, dur, tid, name))
+        kt.steps.append((ts, dur, int64_from_number(ev.get("tid"), 0), name))
     if args.get("finished") is False:
         kt.unfinished.append((ts, name))
 

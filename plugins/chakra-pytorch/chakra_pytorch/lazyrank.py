@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 
 from chakra_core import GeneratedRank, GlobalMetadata
 
-from .outnode import ConvertedRank
+from .outnode import ConvertedRank, attr_records
 
 __all__ = ["LazyRank"]
 
@@ -29,5 +29,6 @@ class LazyRank(GeneratedRank):
         """The serialized node messages, in the order :meth:`nodes` yields them."""
         nodes = self._convert().nodes
         nodes.reverse()  # taken from the end: each node is let go once it is serialized
+        records = attr_records()
         while nodes:
-            yield nodes.pop().to_node().SerializeToString()
+            yield nodes.pop().serialized(records)

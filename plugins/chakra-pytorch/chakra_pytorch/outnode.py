@@ -21,7 +21,7 @@ from chakra_core import (
 
 from .hostet import KEEP_ATTRS
 
-__all__ = ["OutNode", "ConvertedRank", "toposort", "pg_init_node", "IDLE_NAME", "IDLE_ATTRS"]
+__all__ = ["OutNode", "ConvertedRank", "toposort", "pg_init_node", "attr_records", "IDLE_NAME", "IDLE_ATTRS"]
 
 IDLE_NAME = "[idle]"
 IDLE_ATTRS = (("idle", True),)
@@ -59,14 +59,9 @@ class OutNode:
 
     def to_node(self) -> Node:
         """The protobuf Node."""
-        n = Node(id=self.id, name=self.name, type=self.type, duration_micros=max(self.dur, 0))
-        if self.start >= 0:
-            n.start_time_micros = self.start
-        n.ctrl_deps.extend(self.ctrl)
-        n.data_deps.extend(self.data)
+        n = self._head()
         # the slots add_attr takes for these names (the spec's), set by one call each
         add = n.attr.add
-        add(name="is_cpu_op", bool_val=self.cpu)
         host = self.host
         if host is not None:
             for k, v in zip(_INT_KEEP, host):
@@ -75,14 +70,90 @@ class OutNode:
             schema = host[-1]
             if isinstance(schema, str) and schema:
                 add(name="op_schema", string_val=schema)
-        for k, v in self.extra:
-            add_attr(n, k, v)
+        if self.extra is IDLE_ATTRS:  # the most common extra, in add_attr's slot by one call
+            add(name="idle", bool_val=True)
+        else:
+            for k, v in self.extra:
+                add_attr(n, k, v)
+        return n
+
+    def serialized(self, records: dict[str, dict[Any, bytes]]) -> bytes:
+        """``to_node().SerializeToString()``, made faster for a host op and an ``[idle]`` node: the
+        attributes are the Node's last field, so the records of those after ``rf_id`` (values
+        that repeat from node to node) are appended as bytes encoded once, kept in ``records``
+        (:func:`attr_records`, one table for the nodes written together)."""
+        host = self.host
+        if host is None and self.extra is IDLE_ATTRS:
+            return self._head().SerializeToString() + _IDLE_RECORD
+        if host is None or self.extra:
+            return self.to_node().SerializeToString()
+        n = self._head()
+        rf = host[0]
+        if type(rf) is int:
+            n.attr.add(name="rf_id", int64_val=rf)
+        parts = [n.SerializeToString()]
+        for k, v in zip(_REPEATING_INTS, host[1:-1]):
+            if type(v) is int:
+                parts.append(records[k].get(v) or _attr_record(records, k, v))
+        schema = host[-1]
+        if isinstance(schema, str) and schema:
+            parts.append(records["op_schema"].get(schema) or _attr_record(records, "op_schema", schema))
+        return b"".join(parts)
+
+    def _head(self) -> Node:
+        """The protobuf Node up to its first attribute (``is_cpu_op``), inputs and outputs included."""
+        n = Node(id=self.id, name=self.name, type=self.type, duration_micros=max(self.dur, 0), ctrl_deps=self.ctrl)
+        if self.start >= 0:
+            n.start_time_micros = self.start
+        if self.data:
+            n.data_deps.extend(self.data)
+        n.attr.add(name="is_cpu_op", bool_val=self.cpu)
         if self.io is not None:
             iv, ish, ity, ov, osh, oty = map(repr, orjson.loads(self.io))
             inputs, outputs = n.inputs, n.outputs
             inputs.values, inputs.shapes, inputs.types = iv, ish, ity
             outputs.values, outputs.shapes, outputs.types = ov, osh, oty
         return n
+
+
+#: the host attributes after rf_id, whose values repeat from node to node
+_REPEATING = KEEP_ATTRS[1:]
+_REPEATING_INTS = _INT_KEEP[1:]
+#: the most values per attribute name whose records are kept; others are encoded each time
+_MAX_RECORDS = 4096
+
+
+def attr_records() -> dict[str, dict[Any, bytes]]:
+    """An empty table for :meth:`OutNode.serialized`: per attribute name, value -> the encoded
+    attribute record (field 10 of Node: tag, length, message).  Let it go with the nodes: its
+    small bytes, made while the nodes are written, would otherwise hold on to memory pages."""
+    return {k: {} for k in _REPEATING}
+
+
+def _idle_record() -> bytes:
+    one = Node()
+    one.attr.add(name="idle", bool_val=True)
+    return one.SerializeToString()
+
+
+_IDLE_RECORD = _idle_record()  # the attribute record of an [idle] node
+
+
+def _attr_record(records: dict[str, dict[Any, bytes]], name: str, value: int | str) -> bytes:
+    """The bytes protobuf writes for attribute ``name`` = ``value`` in a Node (an op_schema as a
+    string, an integer as int64, the slots :meth:`OutNode.to_node` takes), kept in ``records``."""
+    table = records[name]
+    rec = table.get(value)
+    if rec is None:
+        one = Node()
+        if isinstance(value, str):
+            one.attr.add(name=name, string_val=value)
+        else:
+            one.attr.add(name=name, int64_val=value)
+        rec = one.SerializeToString()
+        if len(table) < _MAX_RECORDS:
+            table[value] = rec
+    return rec
 
 
 def _host_attrs(host: tuple) -> Iterator[tuple[str, Any]]:
@@ -141,8 +212,8 @@ def toposort(out: dict[int, OutNode]) -> list[OutNode]:
 def _issue_ranks(nodes: list[OutNode]) -> tuple[list[int], list[int]]:
     """The positions in (issue time, id) order, and each position's rank in it (the heap of
     ready nodes holds ranks: plain integers)."""
-    by_rank = sorted(range(len(nodes)), key=lambda i: (max(nodes[i].issued if nodes[i].issued >= 0
-                                                           else nodes[i].start, 0), nodes[i].id))
+    keys = [(max(n.issued if n.issued >= 0 else n.start, 0), n.id) for n in nodes]
+    by_rank = sorted(range(len(nodes)), key=keys.__getitem__)
     rank = [0] * len(nodes)
     for r, i in enumerate(by_rank):
         rank[i] = r
@@ -156,6 +227,14 @@ def _dependencies(nodes: list[OutNode], pos: dict[int, int]) -> tuple[list[int],
     waiting = [0] * len(nodes)
     kids: list[list[int]] = [[] for _ in nodes]
     for i, n in enumerate(nodes):
+        if not n.data and len(n.ctrl) == 1:  # the common case: the node before it on its lane
+            d = n.ctrl[0]
+            if d in pos:
+                waiting[i] = 1
+                kids[pos[d]].append(i)
+            else:
+                n.ctrl = []
+            continue
         if not n.ctrl and not n.data:
             continue
         ctrl = n.ctrl = [d for d in dict.fromkeys(n.ctrl) if d in pos]

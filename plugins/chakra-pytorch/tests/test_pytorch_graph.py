@@ -155,3 +155,21 @@ def test_critical_path_of_a_ddp_rank_excludes_peer_waits(rank):
     # waiting for the other rank is not local work: a rank's own path is shorter than its step
     # but covers most of it (the recorded all-reduce waits about 6 ms of a 12-13 ms step)
     assert 0.5 * g.step_us < _critical_path(g) <= g.step_us
+
+
+@pytest.mark.parametrize("records", [4096, 0])
+@pytest.mark.parametrize("name", ["mlp", "transformer", "threads", "public/pt2", "ddp"])
+def test_serialized_nodes_are_the_protobuf_bytes(monkeypatch, name, records):
+    # the writer appends the encoded records of repeating host attributes (kept or not kept,
+    # ``records`` of them per name): the bytes must be protobuf's own, node by node
+    from chakra_pytorch import outnode
+
+    monkeypatch.setattr(outnode, "_MAX_RECORDS", records)
+    rank_files, _ = find_rank_files([str(DATA / name)])
+    for rf in rank_files:
+        nodes = convert_rank(rf).nodes
+        assert any(n.host is not None for n in nodes)
+        table = outnode.attr_records()
+        assert [n.serialized(table) for n in nodes] == [n.to_node().SerializeToString() for n in nodes]
+        assert sum(map(len, table.values())) == (0 if records == 0 else len(
+            {(k, v) for n in nodes if n.host is not None and not n.extra for k, v in n.attrs() if k in table}))

@@ -118,6 +118,14 @@ def test_intmap_dense_and_far_keys():
         m[-1] = 0
 
 
+def test_intmap_set_pairs_leaves_out_negatives_and_keeps_the_last():
+    m = IntMap()
+    m.set_pairs([3, -1, 5, 3, 2**62, 7, 6_000_000], [30, 9, -1, 31, 8, 70, 60])
+    assert [m.get(k) for k in (3, 5, 2**62, 7, 6_000_000, 4)] == [31, -1, 8, 70, 60, -1]
+    m.set_pairs(range(2_000_000), range(1, 2_000_001))  # the array grows while a far key waits
+    assert (m.get(6_000_000), m.get(1_999_999), m.get(3)) == (60, 2_000_000, 4)
+
+
 def test_first_start_at_finds_the_waiter_of_an_async_communication():
     # the waiter of a non-blocking communication: the first lane node from its position that
     # starts when it has ended (found by bisection on the running maximum of the starts)
