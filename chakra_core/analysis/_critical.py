@@ -43,13 +43,16 @@ class CriticalPath:
 
     def ns_by_category(self) -> dict[str, int]:
         """Time (ns) per category; the values sum to ``finish_ns``."""
-        dur = self.end_ns - self.start_ns
-        return {f"{name}_ns": int(dur[self.category == k].sum()) for k, name in enumerate(PATH_CATEGORIES)}
+        ns = _sums(self.category, self.end_ns - self.start_ns, len(PATH_CATEGORIES)).tolist()
+        return {f"{name}_ns": v for name, v in zip(PATH_CATEGORIES, ns)}
 
     def ns_by_rank(self) -> dict[int, int]:
-        """Time (ns) of the path spent on each rank (idle included)."""
-        ranks, at = np.unique(self.rank, return_inverse=True)
-        return dict(zip(ranks.tolist(), _sums(at, self.end_ns - self.start_ns, len(ranks)).tolist()))
+        """Time (ns) of the path spent on each rank (idle included), by ascending rank."""
+        if not len(self.rank):
+            return {}
+        n = int(self.rank.max()) + 1
+        ranks = np.flatnonzero(np.bincount(self.rank, minlength=n))
+        return dict(zip(ranks.tolist(), _sums(self.rank, self.end_ns - self.start_ns, n)[ranks].tolist()))
 
     def top(self, spans: Spans, n: int = 10) -> list[dict[str, Any]]:
         """The ``n`` operations (by name and kind) with the most time on the path."""
@@ -60,18 +63,20 @@ class CriticalPath:
         dur = (self.end_ns - self.start_ns)[has]
         name = _same_names(spans, spans.name[idx])
         key = (name * len(SPAN_KINDS) + spans.kind[idx]) * len(PATH_CATEGORIES) + self.category[has]
-        keys, first, at = np.unique(key, return_index=True, return_inverse=True)
-        ns = _sums(at, dur, len(keys))
-        count = np.bincount(at, minlength=len(keys))
+        order = np.argsort(key, kind="stable")  # each key's segments in path order
+        sorted_key = key[order]
+        heads = np.flatnonzero(np.concatenate(([True], sorted_key[1:] != sorted_key[:-1])))
+        first = order[heads]  # each key's first segment
+        ns = np.add.reduceat(dur[order], heads)
+        count = np.diff(np.append(heads, len(key)))
         seen = np.argsort(first, kind="stable")
         rows = seen[np.argsort(-ns[seen], kind="stable")][:n]
-        out = []
-        for k in rows.tolist():
-            i = int(idx[first[k]])
-            out.append({"name": spans.names[spans.name[i]], "kind": SPAN_KINDS[spans.kind[i]],
-                        "category": PATH_CATEGORIES[int(self.category[has][first[k]])], "ns": int(ns[k]),
-                        "segments": int(count[k])})
-        return out
+        at = first[rows]
+        span = idx[at]
+        cols = zip(spans.name[span].tolist(), spans.kind[span].tolist(), self.category[has][at].tolist(),
+                   ns[rows].tolist(), count[rows].tolist())
+        return [{"name": spans.names[nm], "kind": SPAN_KINDS[k], "category": PATH_CATEGORIES[c], "ns": v,
+                 "segments": m} for nm, k, c, v, m in cols]
 
     def weighted_ns(self, spans: Spans, kinds: tuple[str, ...] = (), names: tuple[str, ...] = ()) -> int:
         """Time (ns) of the path in spans of the given kinds or names (skew time excluded)."""

@@ -233,6 +233,7 @@ def _collectives(out: Classified, cols: NodeColumns, rows: np.ndarray, us: np.nd
     a = cols.attrs
     ct_col, size_col, pg_col, inv_col = a["comm_type"], a["comm_size"], a["pg_name"], a["involved_dim"]
     names: dict[int, str] = {}
+    pg_names = pg_col.others
     kind, dur = out.kind, out.dur_ns
     # per row as lists: a size that is an integer within int64, and whether involved_dim is there
     sized, size, has_inv = size_col.is_int[rows].tolist(), size_col.ints[rows].tolist(), inv_col.present[rows].tolist()
@@ -244,7 +245,9 @@ def _collectives(out: Classified, cols: NodeColumns, rows: np.ndarray, us: np.nd
             names[ct] = CommType(ct).name
             if CommType(ct) not in _MODELLED:
                 out.unmodelled.add(names[ct])
-        pg = pg_col.get_str(i, "") or ""
+        pg = pg_names.get(i)  # a string value as it is, any other through get_str
+        if not isinstance(pg, str):
+            pg = pg_col.get_str(i, "") or ""
         pg = "" if pg == "0" else pg
         inv = inv_col.get(i) if has_inv[k] else None
         out.groups.add(pg)

@@ -40,9 +40,10 @@ _KIND_CODES = _kind_codes(np.repeat(np.arange(256, dtype=np.uint8), 256),
 def build_spans(sim: Sim, names: bool = True) -> Spans:
     """One span per node of every simulated rank (times in ns), with bytes, group, peer,
     algorithm and the match of collectives (by issue order per group) and of send/receive pairs
-    (by order per source, destination, tag and size), dependency flows across tracks, and the
-    collective chunk phases recorded for the timeline on per-dimension queue tracks, and with
-    ``names`` the node names."""
+    (by order per source, destination, tag and size), and the collective chunk phases recorded
+    for the timeline on per-dimension queue tracks; with ``names`` (the spans are kept for the
+    Result or a timeline) also the node names and the dependency flows across tracks, which the
+    per-rank rows and the critical path do not read (:func:`path_summary` names the path's nodes)."""
     b = SpanBuilder(nranks=len(sim.rank_actor))
     tracks = [b.intern("tracks", t) for t in _TRACKS]
     matches = _Matches()
@@ -57,7 +58,8 @@ def build_spans(sim: Sim, names: bool = True) -> Spans:
          lambda: _fill_rest(b, bounds, cols, names, matches, algorithms), offsets[-1])
     if offsets[-1]:
         b.extend(cols)
-    _dependency_flows(b, sim, offsets)
+    if names:
+        _dependency_flows(b, sim, offsets)
     _queue_phases(b, sim)
     return b.build()
 
