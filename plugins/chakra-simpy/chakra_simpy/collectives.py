@@ -239,13 +239,11 @@ class Collectives:
         when the closed form is exact or the collective is too large to time per rank."""
         ctx = self.ctx
         arrived = {a.index: t for a, _i, t in inst.arrived.values()}
-        group = specs[0].dim is None
-        ranks = list(inst.members) if group else list(range(ctx.planner.total))
-        issue = [arrived[ctx.rank_actor[r]] for r in ranks]
-        built = self.member_phases.build(specs, ranks, bases, issue, inst.n)
-        if built is None:
+        if self.member_phases.lockstep(specs, inst.members, bases, len(set(arrived.values())) == 1):
             return None
-        phases, work = built
+        ranks = list(inst.members) if specs[0].dim is None else list(range(ctx.planner.total))
+        issue = [arrived[ctx.rank_actor[r]] for r in ranks]
+        phases, work = self.member_phases.build(specs, ranks, bases, inst.n)
         if work > ctx.stagger_limit:
             self.tally.approximated += 1
             return None
