@@ -132,9 +132,11 @@ def _sums(at: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
 
 def _same_names(spans: Spans, name: np.ndarray) -> np.ndarray:
     """Name indices with equal names made equal (the first index of each string)."""
-    used = np.unique(name)
+    used = np.unique(name).tolist()
     first: dict[str, int] = {}
-    canon = [first.setdefault(spans.names[i], i) for i in used.tolist()]
+    canon = [first.setdefault(spans.names[i], i) for i in used]
+    if len(first) == len(used):  # no two of them name the same string
+        return name.astype(np.int64)
     return np.asarray(canon, np.int64)[np.searchsorted(used, name)]
 
 

@@ -161,7 +161,7 @@ class Collectives:
         if ctx.replay:
             return
         ct = inst.args.comm_type
-        kind = ASTRA_KIND[CommType(ct)]
+        kind = ASTRA_KIND[ct]
         p = len(inst.members)
         size = inst.args.size
         # GATHER and SCATTER: comm_size is the per-rank piece, as for an all-gather (the

@@ -40,8 +40,8 @@ from .classify import (
 __all__ = ["Program", "load_program", "K_COMP", "K_MEM", "K_COLL", "K_SEND", "K_RECV", "K_NOP",
            "R_CPU", "R_COMP", "R_COMM", "R_NONE", "ASTRA_KIND", "COMM_NAME"]
 
-#: CommType -> (modelled kind, how comm_size maps to the modelled collective).
-ASTRA_KIND = {
+#: CommType (found by its plain value too) -> (modelled kind, how comm_size maps to the modelled collective).
+ASTRA_KIND: dict[int, str] = {
     CommType.ALL_REDUCE: "AR", CommType.ALL_GATHER: "AG", CommType.REDUCE_SCATTER: "RS",
     CommType.ALL_TO_ALL: "A2A", CommType.REDUCE: "AR", CommType.REDUCE_SCATTER_BLOCK: "RS",
     CommType.BARRIER: "AR", CommType.GATHER: "AG", CommType.SCATTER: "AG", CommType.BROADCAST: "AG",
