@@ -81,6 +81,8 @@ class Collectives:
         self.groups = groups
         self.all = tuple(range(len(ctx.rank_actor)))
         self.open: dict[tuple, Instance] = {}
+        #: per group, the actors standing for its members (shared by its instances: read only)
+        self.member_actors: dict[str, set[int]] = {}
         self.stats: dict[tuple[str, str], dict] = {}
         self.tally = CollectiveTally()
         self.active = ctx.sd.active_chunks_per_dimension
@@ -135,7 +137,10 @@ class Collectives:
                                    "not define (give its ranks with --comm-groups)", a.prog.label,
                                    f"node {a.prog.ids[i]}")
         members = self.members(pg)
-        inst = Instance(key, args, members, {self.ctx.rank_actor[r] for r in members})
+        ids = self.member_actors.get(pg)
+        if ids is None:
+            ids = self.member_actors[pg] = {self.ctx.rank_actor[r] for r in members}
+        inst = Instance(key, args, members, ids)
         self._plan(inst)
         return inst
 
