@@ -237,6 +237,7 @@ def _collectives(out: Classified, cols: NodeColumns, rows: np.ndarray, us: np.nd
     kind, dur = out.kind, out.dur_ns
     # per row as lists: a size that is an integer within int64, and whether involved_dim is there
     sized, size, has_inv = size_col.is_int[rows].tolist(), size_col.ints[rows].tolist(), inv_col.present[rows].tolist()
+    has_pg = pg_col.present[rows].tolist()
     for k, (i, ct, recorded) in enumerate(zip(rows.tolist(), ct_col.ints[rows].tolist(), us[rows].tolist())):
         if ct == _BROADCAST and recorded > 0 and not replay:
             kind[i], dur[i] = K_COMP, recorded
@@ -245,8 +246,8 @@ def _collectives(out: Classified, cols: NodeColumns, rows: np.ndarray, us: np.nd
             names[ct] = CommType(ct).name
             if CommType(ct) not in _MODELLED:
                 out.unmodelled.add(names[ct])
-        pg = pg_names.get(i)  # a string value as it is, any other through get_str
-        if not isinstance(pg, str):
+        pg = pg_names.get(i) if has_pg[k] else ""  # none, or a string value as it is
+        if not isinstance(pg, str):  # any other value through get_str
             pg = pg_col.get_str(i, "") or ""
         pg = "" if pg == "0" else pg
         inv = inv_col.get(i) if has_inv[k] else None
