@@ -167,12 +167,12 @@ def _coll_columns(b: SpanBuilder, coll: np.ndarray, extra: list[tuple], matches:
                   algorithms: dict[tuple[str, str], str], cols: dict[str, np.ndarray]) -> None:
     """The columns of collectives ``coll`` (in issue order; ``extra``: their comm type, bytes,
     group and invocation): the k-th of a group is match ``matches.collectives(group, ..)[k]``."""
-    n = len(coll)
-    ct = np.fromiter((x[0] for x in extra), np.int64, n)
+    comm_types, sizes, groups = list(zip(*extra))[:3]
+    ct = np.array(comm_types, np.int64)
     cols["comm_type"][coll] = ct
-    cols["bytes"][coll] = np.fromiter((x[1] for x in extra), np.int64, n)
+    cols["bytes"][coll] = np.array(sizes, np.int64)
     table: dict[str, int] = {}
-    code = np.fromiter((table.setdefault(x[2], len(table)) for x in extra), np.int64, n)
+    code = np.array([table.setdefault(pg, len(table)) for pg in groups], np.int64)
     for pg, c in table.items():
         sel = coll[code == c]
         cols["match"][sel] = matches.collectives(pg, len(sel))
