@@ -51,7 +51,7 @@ class CriticalPath:
         if not len(self.rank):
             return {}
         n = int(self.rank.max()) + 1
-        ranks = np.flatnonzero(np.bincount(self.rank, minlength=n))
+        ranks = np.bincount(self.rank, minlength=n).nonzero()[0]
         return dict(zip(ranks.tolist(), _sums(self.rank, self.end_ns - self.start_ns, n)[ranks].tolist()))
 
     def top(self, spans: Spans, n: int = 10) -> list[dict[str, Any]]:
@@ -65,7 +65,7 @@ class CriticalPath:
         key = (name * len(SPAN_KINDS) + spans.kind[idx]) * len(PATH_CATEGORIES) + self.category[has]
         order = np.argsort(key, kind="stable")  # each key's segments in path order
         sorted_key = key[order]
-        heads = np.flatnonzero(np.concatenate(([True], sorted_key[1:] != sorted_key[:-1])))
+        heads = np.concatenate(([True], sorted_key[1:] != sorted_key[:-1])).nonzero()[0]
         first = order[heads]  # each key's first segment
         ns = np.add.reduceat(dur[order], heads)
         count = np.diff(np.append(heads, len(key)))
@@ -115,11 +115,11 @@ class CriticalPath:
     def _operations(self) -> tuple[np.ndarray, np.ndarray]:
         """The spans on the path in path order, consecutive segments of one span joined, and the
         time (ns) of each on the path."""
-        has = np.flatnonzero(self.span >= 0)
+        has = (self.span >= 0).nonzero()[0]
         span = self.span[has]
         if not len(span):
             return span, np.zeros(0, np.int64)
-        heads = np.flatnonzero(np.concatenate(([True], span[1:] != span[:-1])))
+        heads = np.concatenate(([True], span[1:] != span[:-1])).nonzero()[0]
         return span[heads], np.add.reduceat((self.end_ns - self.start_ns)[has], heads)
 
 
@@ -174,7 +174,7 @@ class _Walk:
         if (rank[1:] < rank[:-1]).any():
             by_rank = np.argsort(rank, kind="stable")
             ops, rank = ops[by_rank], rank[by_rank]
-        cuts = np.concatenate(([0], np.flatnonzero(rank[1:] != rank[:-1]) + 1, [len(ops)])).tolist()
+        cuts = np.concatenate(([0], (rank[1:] != rank[:-1]).nonzero()[0] + 1, [len(ops)])).tolist()
         self.order = ops.copy()
         self.back = np.empty(len(ops), np.int64)
         self.sorted_ends = np.empty(len(ops), np.int64)
@@ -200,7 +200,7 @@ class _Walk:
             idx[:] = idx[by_end]
             e, st = e[by_end], st[by_end]
         back = np.arange(lo - 1, hi - 1)  # the one before, where it ends by the start
-        far = np.flatnonzero(e[:-1] > st[1:]) + 1
+        far = (e[:-1] > st[1:]).nonzero()[0] + 1
         back[far] = np.minimum(np.searchsorted(e, st[far], side="right"), far) - 1 + lo
         back[back < lo] = -1
         self.back[lo:hi] = back

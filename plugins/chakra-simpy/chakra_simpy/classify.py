@@ -133,8 +133,8 @@ def classify(cols: NodeColumns, sd: SystemDescription, where: str, replay_comm: 
         size = cols.attrs["tensor_size"]
         for i in np.flatnonzero(mem).tolist():
             out.extra[i] = MemoryArgs(size.get_int(i, 0) or 0)
-    _collectives(out, cols, np.flatnonzero(types == _COLL), us, replay_comm)
-    p2p = np.flatnonzero((types == _SEND) | (types == _RECV))
+    _collectives(out, cols, (types == _COLL).nonzero()[0], us, replay_comm)
+    p2p = ((types == _SEND) | (types == _RECV)).nonzero()[0]
     _p2p(out, cols, p2p)
     if replay_comm:
         out.dur_ns[p2p] = us[p2p]

@@ -137,7 +137,7 @@ def _chain_next(kind: np.ndarray, resource: np.ndarray, indeg: np.ndarray, child
     out = np.full(len(kind), -1, dtype=np.int64)
     if not len(kind):
         return out
-    one = np.flatnonzero((np.diff(child_ptr) == 1) & (kind == K_COMP))
+    one = ((np.diff(child_ptr) == 1) & (kind == K_COMP)).nonzero()[0]
     child = np.asarray(child_idx)[np.asarray(child_ptr)[one]]
     ok = (kind[child] == K_COMP) & (np.asarray(indeg)[child] == 1) & (resource[child] == resource[one])
     out[one[ok]] = child[ok]
@@ -160,7 +160,7 @@ def _chains(prog: Program, nxt: np.ndarray, dur: np.ndarray) -> None:
         nxt = np.where(unlinked, -1, nxt)
     pos = np.full(n, -1, np.int64)
     pos[seq] = np.arange(len(seq))
-    last = np.flatnonzero(nxt[seq] < 0)
+    last = (nxt[seq] < 0).nonzero()[0]
     prog.chain_next = _longs(nxt)
     prog.chain_pos = _longs(pos)
     prog.chain_end = _longs(last[np.searchsorted(last, np.arange(len(seq)))])
@@ -172,7 +172,7 @@ def _chain_order(nxt: np.ndarray, member: np.ndarray) -> np.ndarray:
     """The nodes of ``member`` chain by chain (chains by their first node), each in chain
     order, leaving out links that close a cycle; chains of consecutive nodes are read off as
     they are, others ranked by pointer jumping."""
-    idx = np.flatnonzero(member)
+    idx = member.nonzero()[0]
     links = idx[nxt[idx] >= 0]
     if (nxt[links] == links + 1).all():
         return idx
