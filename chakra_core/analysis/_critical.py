@@ -63,14 +63,14 @@ class CriticalPath:
         dur = (self.end_ns - self.start_ns)[has]
         name = _same_names(spans, spans.name[idx])
         key = (name * len(SPAN_KINDS) + spans.kind[idx]) * len(PATH_CATEGORIES) + self.category[has]
-        order = np.argsort(key, kind="stable")  # each key's segments in path order
+        order = key.argsort(kind="stable")  # each key's segments in path order
         sorted_key = key[order]
         heads = np.concatenate(([True], sorted_key[1:] != sorted_key[:-1])).nonzero()[0]
         first = order[heads]  # each key's first segment
         ns = np.add.reduceat(dur[order], heads)
-        count = np.diff(np.append(heads, len(key)))
-        seen = np.argsort(first, kind="stable")
-        rows = seen[np.argsort(-ns[seen], kind="stable")][:n]
+        count = np.concatenate((heads[1:], [len(key)])) - heads
+        seen = first.argsort(kind="stable")
+        rows = seen[(-ns[seen]).argsort(kind="stable")][:n]
         at = first[rows]
         span = idx[at]
         cols = zip(spans.name[span].tolist(), spans.kind[span].tolist(), self.category[has][at].tolist(),

@@ -84,8 +84,8 @@ class Program(RankFacts):
         """The names of ``nodes`` (indices) as the file has them ("" for none)."""
         lo, hi = self.name_ptr[nodes], self.name_ptr[nodes + 1]
         length = hi - lo
-        at = np.concatenate(([0], np.cumsum(length))).tolist()
-        raw = self.name_bytes[np.repeat(lo - at[:-1], length) + np.arange(at[-1])].tobytes()
+        at = np.concatenate(([0], length.cumsum())).tolist()
+        raw = self.name_bytes[(lo - at[:-1]).repeat(length) + np.arange(at[-1])].tobytes()
         return [raw[a:b].decode() for a, b in zip(at[:-1], at[1:])]
 
 
@@ -137,7 +137,7 @@ def _chain_next(kind: np.ndarray, resource: np.ndarray, indeg: np.ndarray, child
     out = np.full(len(kind), -1, dtype=np.int64)
     if not len(kind):
         return out
-    one = ((np.diff(child_ptr) == 1) & (kind == K_COMP)).nonzero()[0]
+    one = ((child_ptr[1:] - child_ptr[:-1] == 1) & (kind == K_COMP)).nonzero()[0]
     child = np.asarray(child_idx)[np.asarray(child_ptr)[one]]
     ok = (kind[child] == K_COMP) & (np.asarray(indeg)[child] == 1) & (resource[child] == resource[one])
     out[one[ok]] = child[ok]
@@ -165,7 +165,7 @@ def _chains(prog: Program, nxt: np.ndarray, dur: np.ndarray) -> None:
     prog.chain_pos = _longs(pos)
     prog.chain_end = _longs(last[np.searchsorted(last, np.arange(len(seq)))])
     prog.chain_seq = seq
-    prog.chain_cum = np.concatenate(([0], np.cumsum(dur[seq]))).astype(np.int64)
+    prog.chain_cum = np.concatenate(([0], dur[seq].cumsum())).astype(np.int64)
 
 
 def _chain_order(nxt: np.ndarray, member: np.ndarray) -> np.ndarray:

@@ -52,7 +52,7 @@ def build_spans(sim: Sim, names: bool = True) -> Spans:
     sizes = [len(a.prog) for a in sim.actors]
     offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64).tolist()
     cols = _empty_columns(offsets[-1])
-    cols["rank"] = np.repeat(np.array([a.rank for a in sim.actors], np.int64), sizes)
+    cols["rank"] = np.array([a.rank for a in sim.actors], np.int64).repeat(sizes)
     bounds = list(zip(sim.actors, offsets[:-1], offsets[1:]))
     both(lambda: _time_columns(cols, bounds, np.asarray(tracks, np.int32)),
          lambda: _fill_rest(b, bounds, cols, names, matches, algorithms), offsets[-1])
