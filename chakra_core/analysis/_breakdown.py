@@ -59,7 +59,7 @@ def breakdown(spans: Spans) -> list[dict[str, Any]]:
     if (rank[1:] < rank[:-1]).any():
         order = np.argsort(rank, kind="stable")
         ops, rank, whole = ops[order], rank[order], False
-    cuts = np.concatenate(([0], np.flatnonzero(rank[1:] != rank[:-1]) + 1, [len(ops)])).tolist()
+    cuts = np.concatenate(([0], (rank[1:] != rank[:-1]).nonzero()[0] + 1, [len(ops)])).tolist()
     wait = _arrival_wait(spans)
     rows = []
     for lo, hi in zip(cuts[:-1], cuts[1:]) if len(ops) else ():
@@ -112,7 +112,7 @@ def _unions_sorted(s: np.ndarray, e: np.ndarray, masks: np.ndarray) -> list[int]
 def _arrival_wait(spans: Spans) -> np.ndarray:
     """Per span: the time from its start to the start of the last member of its match (0 unmatched)."""
     wait = np.zeros(len(spans), np.int64)
-    sel = np.flatnonzero((spans.match >= 0) & IS_COMM[spans.kind])
+    sel = ((spans.match >= 0) & IS_COMM[spans.kind]).nonzero()[0]
     if not len(sel):
         return wait
     keys = spans.match[sel]

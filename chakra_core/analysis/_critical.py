@@ -43,13 +43,16 @@ class CriticalPath:
 
     def ns_by_category(self) -> dict[str, int]:
         """Time (ns) per category; the values sum to ``finish_ns``."""
-        dur = self.end_ns - self.start_ns
-        return {f"{name}_ns": int(dur[self.category == k].sum()) for k, name in enumerate(PATH_CATEGORIES)}
+        ns = _sums(self.category, self.end_ns - self.start_ns, len(PATH_CATEGORIES)).tolist()
+        return {f"{name}_ns": v for name, v in zip(PATH_CATEGORIES, ns)}
 
     def ns_by_rank(self) -> dict[int, int]:
-        """Time (ns) of the path spent on each rank (idle included)."""
-        ranks, at = np.unique(self.rank, return_inverse=True)
-        return dict(zip(ranks.tolist(), _sums(at, self.end_ns - self.start_ns, len(ranks)).tolist()))
+        """Time (ns) of the path spent on each rank (idle included), by ascending rank."""
+        if not len(self.rank):
+            return {}
+        n = int(self.rank.max()) + 1
+        ranks = np.bincount(self.rank, minlength=n).nonzero()[0]
+        return dict(zip(ranks.tolist(), _sums(self.rank, self.end_ns - self.start_ns, n)[ranks].tolist()))
 
     def top(self, spans: Spans, n: int = 10) -> list[dict[str, Any]]:
         """The ``n`` operations (by name and kind) with the most time on the path."""
@@ -60,18 +63,20 @@ class CriticalPath:
         dur = (self.end_ns - self.start_ns)[has]
         name = _same_names(spans, spans.name[idx])
         key = (name * len(SPAN_KINDS) + spans.kind[idx]) * len(PATH_CATEGORIES) + self.category[has]
-        keys, first, at = np.unique(key, return_index=True, return_inverse=True)
-        ns = _sums(at, dur, len(keys))
-        count = np.bincount(at, minlength=len(keys))
-        seen = np.argsort(first, kind="stable")
-        rows = seen[np.argsort(-ns[seen], kind="stable")][:n]
-        out = []
-        for k in rows.tolist():
-            i = int(idx[first[k]])
-            out.append({"name": spans.names[spans.name[i]], "kind": SPAN_KINDS[spans.kind[i]],
-                        "category": PATH_CATEGORIES[int(self.category[has][first[k]])], "ns": int(ns[k]),
-                        "segments": int(count[k])})
-        return out
+        order = key.argsort(kind="stable")  # each key's segments in path order
+        sorted_key = key[order]
+        heads = np.concatenate(([True], sorted_key[1:] != sorted_key[:-1])).nonzero()[0]
+        first = order[heads]  # each key's first segment
+        ns = np.add.reduceat(dur[order], heads)
+        count = np.concatenate((heads[1:], [len(key)])) - heads
+        seen = first.argsort(kind="stable")
+        rows = seen[(-ns[seen]).argsort(kind="stable")][:n]
+        at = first[rows]
+        span = idx[at]
+        cols = zip(spans.name[span].tolist(), spans.kind[span].tolist(), self.category[has][at].tolist(),
+                   ns[rows].tolist(), count[rows].tolist())
+        return [{"name": spans.names[nm], "kind": SPAN_KINDS[k], "category": PATH_CATEGORIES[c], "ns": v,
+                 "segments": m} for nm, k, c, v, m in cols]
 
     def weighted_ns(self, spans: Spans, kinds: tuple[str, ...] = (), names: tuple[str, ...] = ()) -> int:
         """Time (ns) of the path in spans of the given kinds or names (skew time excluded)."""
@@ -110,11 +115,11 @@ class CriticalPath:
     def _operations(self) -> tuple[np.ndarray, np.ndarray]:
         """The spans on the path in path order, consecutive segments of one span joined, and the
         time (ns) of each on the path."""
-        has = np.flatnonzero(self.span >= 0)
+        has = (self.span >= 0).nonzero()[0]
         span = self.span[has]
         if not len(span):
             return span, np.zeros(0, np.int64)
-        heads = np.flatnonzero(np.concatenate(([True], span[1:] != span[:-1])))
+        heads = np.concatenate(([True], span[1:] != span[:-1])).nonzero()[0]
         return span[heads], np.add.reduceat((self.end_ns - self.start_ns)[has], heads)
 
 
@@ -127,9 +132,11 @@ def _sums(at: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
 
 def _same_names(spans: Spans, name: np.ndarray) -> np.ndarray:
     """Name indices with equal names made equal (the first index of each string)."""
-    used = np.unique(name)
+    used = np.unique(name).tolist()
     first: dict[str, int] = {}
-    canon = [first.setdefault(spans.names[i], i) for i in used.tolist()]
+    canon = [first.setdefault(spans.names[i], i) for i in used]
+    if len(first) == len(used):  # no two of them name the same string
+        return name.astype(np.int64)
     return np.asarray(canon, np.int64)[np.searchsorted(used, name)]
 
 
@@ -167,7 +174,7 @@ class _Walk:
         if (rank[1:] < rank[:-1]).any():
             by_rank = np.argsort(rank, kind="stable")
             ops, rank = ops[by_rank], rank[by_rank]
-        cuts = np.concatenate(([0], np.flatnonzero(rank[1:] != rank[:-1]) + 1, [len(ops)])).tolist()
+        cuts = np.concatenate(([0], (rank[1:] != rank[:-1]).nonzero()[0] + 1, [len(ops)])).tolist()
         self.order = ops.copy()
         self.back = np.empty(len(ops), np.int64)
         self.sorted_ends = np.empty(len(ops), np.int64)
@@ -193,7 +200,7 @@ class _Walk:
             idx[:] = idx[by_end]
             e, st = e[by_end], st[by_end]
         back = np.arange(lo - 1, hi - 1)  # the one before, where it ends by the start
-        far = np.flatnonzero(e[:-1] > st[1:]) + 1
+        far = (e[:-1] > st[1:]).nonzero()[0] + 1
         back[far] = np.minimum(np.searchsorted(e, st[far], side="right"), far) - 1 + lo
         back[back < lo] = -1
         self.back[lo:hi] = back

@@ -133,7 +133,7 @@ class Spans:
 
     def ops(self) -> np.ndarray:
         """Indices of the spans that are operations (not collective phases)."""
-        return np.flatnonzero(self.kind != SPAN_KINDS.index("phase"))
+        return (self.kind != SPAN_KINDS.index("phase")).nonzero()[0]
 
     def take(self, index: np.ndarray) -> Spans:
         """The spans at ``index`` (flows between kept spans are kept, renumbered)."""

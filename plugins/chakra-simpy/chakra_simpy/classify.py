@@ -133,8 +133,8 @@ def classify(cols: NodeColumns, sd: SystemDescription, where: str, replay_comm: 
         size = cols.attrs["tensor_size"]
         for i in np.flatnonzero(mem).tolist():
             out.extra[i] = MemoryArgs(size.get_int(i, 0) or 0)
-    _collectives(out, cols, np.flatnonzero(types == _COLL), us, replay_comm)
-    p2p = np.flatnonzero((types == _SEND) | (types == _RECV))
+    _collectives(out, cols, (types == _COLL).nonzero()[0], us, replay_comm)
+    p2p = ((types == _SEND) | (types == _RECV)).nonzero()[0]
     _p2p(out, cols, p2p)
     if replay_comm:
         out.dur_ns[p2p] = us[p2p]
@@ -233,9 +233,11 @@ def _collectives(out: Classified, cols: NodeColumns, rows: np.ndarray, us: np.nd
     a = cols.attrs
     ct_col, size_col, pg_col, inv_col = a["comm_type"], a["comm_size"], a["pg_name"], a["involved_dim"]
     names: dict[int, str] = {}
+    pg_names = pg_col.others
     kind, dur = out.kind, out.dur_ns
     # per row as lists: a size that is an integer within int64, and whether involved_dim is there
     sized, size, has_inv = size_col.is_int[rows].tolist(), size_col.ints[rows].tolist(), inv_col.present[rows].tolist()
+    has_pg = pg_col.present[rows].tolist()
     for k, (i, ct, recorded) in enumerate(zip(rows.tolist(), ct_col.ints[rows].tolist(), us[rows].tolist())):
         if ct == _BROADCAST and recorded > 0 and not replay:
             kind[i], dur[i] = K_COMP, recorded
@@ -244,7 +246,9 @@ def _collectives(out: Classified, cols: NodeColumns, rows: np.ndarray, us: np.nd
             names[ct] = CommType(ct).name
             if CommType(ct) not in _MODELLED:
                 out.unmodelled.add(names[ct])
-        pg = pg_col.get_str(i, "") or ""
+        pg = pg_names.get(i) if has_pg[k] else ""  # none, or a string value as it is
+        if not isinstance(pg, str):  # any other value through get_str
+            pg = pg_col.get_str(i, "") or ""
         pg = "" if pg == "0" else pg
         inv = inv_col.get(i) if has_inv[k] else None
         out.groups.add(pg)

@@ -81,6 +81,8 @@ class Collectives:
         self.groups = groups
         self.all = tuple(range(len(ctx.rank_actor)))
         self.open: dict[tuple, Instance] = {}
+        #: per group, the actors standing for its members (shared by its instances: read only)
+        self.member_actors: dict[str, set[int]] = {}
         self.stats: dict[tuple[str, str], dict] = {}
         self.tally = CollectiveTally()
         self.active = ctx.sd.active_chunks_per_dimension
@@ -135,7 +137,10 @@ class Collectives:
                                    "not define (give its ranks with --comm-groups)", a.prog.label,
                                    f"node {a.prog.ids[i]}")
         members = self.members(pg)
-        inst = Instance(key, args, members, {self.ctx.rank_actor[r] for r in members})
+        ids = self.member_actors.get(pg)
+        if ids is None:
+            ids = self.member_actors[pg] = {self.ctx.rank_actor[r] for r in members}
+        inst = Instance(key, args, members, ids)
         self._plan(inst)
         return inst
 
@@ -161,7 +166,7 @@ class Collectives:
         if ctx.replay:
             return
         ct = inst.args.comm_type
-        kind = ASTRA_KIND[CommType(ct)]
+        kind = ASTRA_KIND[ct]
         p = len(inst.members)
         size = inst.args.size
         # GATHER and SCATTER: comm_size is the per-rank piece, as for an all-gather (the
@@ -239,13 +244,11 @@ class Collectives:
         when the closed form is exact or the collective is too large to time per rank."""
         ctx = self.ctx
         arrived = {a.index: t for a, _i, t in inst.arrived.values()}
-        group = specs[0].dim is None
-        ranks = list(inst.members) if group else list(range(ctx.planner.total))
-        issue = [arrived[ctx.rank_actor[r]] for r in ranks]
-        built = self.member_phases.build(specs, ranks, bases, issue, inst.n)
-        if built is None:
+        if self.member_phases.lockstep(specs, inst.members, bases, len(set(arrived.values())) == 1):
             return None
-        phases, work = built
+        ranks = list(inst.members) if specs[0].dim is None else list(range(ctx.planner.total))
+        issue = [arrived[ctx.rank_actor[r]] for r in ranks]
+        phases, work = self.member_phases.build(specs, ranks, bases, inst.n)
         if work > ctx.stagger_limit:
             self.tally.approximated += 1
             return None

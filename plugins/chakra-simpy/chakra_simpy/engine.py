@@ -96,7 +96,7 @@ class Sim:
         """Run to the end, actor k from ``start_ns[k]`` (default 0); raise ChakraError with a
         deadlock report if ranks are left waiting."""
         for k, a in enumerate(self.actors):
-            first = np.flatnonzero(a.views[4] == 0)  # ascending: each list is a heap
+            first = (a.views[4] == 0).nonzero()[0]  # ascending: each list is a heap
             res = np.frombuffer(a.prog.resource, np.uint8)[first]
             for r, heap in enumerate(a.ready):
                 heap.extend(first[res == r].tolist())

@@ -21,7 +21,7 @@ from chakra_core import ConfigError
 from chakra_core.system import Dimension
 
 __all__ = ["Cost", "NoLocalMemBandwidth", "ring_hops", "peer_hops", "net", "red", "final_size", "chunking",
-           "chain_cost", "link_net", "GROUP_ENDPOINT_DELAY"]
+           "chain_cost", "same_steps_cost", "link_net", "GROUP_ENDPOINT_DELAY"]
 
 #: endpoint delay (ns) that ASTRA-sim uses for rings over a communicator group, whatever
 #: ``endpoint-delay`` says.
@@ -106,6 +106,13 @@ def chain_cost(e: int, n_e: int, msgs: list[tuple[int, Dimension, int]], reds: i
     """Cost of a chain: ``n_e`` endpoint delays, messages ``(bytes, dimension, hops)`` one after
     the other, ``reds`` ns of reductions."""
     return Cost(n_e * e + sum(net(dim, m, h) for m, dim, h in msgs) + reds)
+
+
+def same_steps_cost(e: int, steps: int, m: int, dim: Dimension, hops: int, reds: int) -> Cost:
+    """:func:`chain_cost` of ``steps`` equal messages of ``m`` bytes over ``hops`` links of ``dim``
+    with ``steps + 1`` endpoint delays: each message's time is floored alike, so they sum to
+    ``steps`` times one."""
+    return Cost((steps + 1) * e + steps * net(dim, m, hops) + reds)
 
 
 def link_net(dim_hops: tuple[Dimension, int], m: int) -> int:

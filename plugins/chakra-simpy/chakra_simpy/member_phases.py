@@ -25,13 +25,15 @@ class MemberPhases:
         #: per group (its ranks), whether its ring's links are even
         self.even: dict[tuple[int, ...], bool] = {}
 
-    def lockstep(self, specs: list[PhaseSpec], ranks: list[int], bases: dict[int, int], issue: list[int]) -> bool:
-        """Whether the closed form is exact: members issued it together, and a group ring's
-        links are even (world collectives: and no alternating algorithm)."""
-        if len(set(issue)) != 1:
+    def lockstep(self, specs: list[PhaseSpec], members: tuple[int, ...], bases: dict[int, int],
+                 together: bool) -> bool:
+        """Whether the closed form is exact: the members issued it ``together`` (at one time), and
+        the links of a group ring over ``members`` are even (world collectives: and no alternating
+        algorithm)."""
+        if not together:
             return False
         if specs[0].dim is None:
-            return self._even(tuple(ranks))
+            return self._even(members)
         return not bases
 
     def _even(self, ranks: tuple[int, ...]) -> bool:
@@ -42,14 +44,12 @@ class MemberPhases:
             even = self.even[ranks] = len({hop(ranks[j - 1], ranks[j]) for j in range(len(ranks))}) == 1
         return even
 
-    def build(self, specs: list[PhaseSpec], ranks: list[int], bases: dict[int, int], issue: list[int],
-              chunks: int) -> tuple[list[MemberPhase], int] | None:
+    def build(self, specs: list[PhaseSpec], ranks: list[int], bases: dict[int, int],
+              chunks: int) -> tuple[list[MemberPhase], int]:
         """The phases of ``specs`` over ``ranks`` (a group's members, or every rank) and the
-        evaluations timing them takes (``chunks`` x per-member work x members); None when the
-        closed form is exact (:meth:`lockstep`).  ``bases``: phases each dimension's
+        evaluations timing them takes (``chunks`` x per-member work x members), for a collective
+        whose closed form is not exact (:meth:`lockstep`).  ``bases``: phases each dimension's
         alternating algorithm ran before this collective."""
-        if self.lockstep(specs, ranks, bases, issue):
-            return None
         sd = self.ctx.sd
         planner = self.ctx.planner
         group = specs[0].dim is None

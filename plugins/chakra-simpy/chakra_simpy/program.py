@@ -40,8 +40,8 @@ from .classify import (
 __all__ = ["Program", "load_program", "K_COMP", "K_MEM", "K_COLL", "K_SEND", "K_RECV", "K_NOP",
            "R_CPU", "R_COMP", "R_COMM", "R_NONE", "ASTRA_KIND", "COMM_NAME"]
 
-#: CommType -> (modelled kind, how comm_size maps to the modelled collective).
-ASTRA_KIND = {
+#: CommType (found by its plain value too) -> (modelled kind, how comm_size maps to the modelled collective).
+ASTRA_KIND: dict[int, str] = {
     CommType.ALL_REDUCE: "AR", CommType.ALL_GATHER: "AG", CommType.REDUCE_SCATTER: "RS",
     CommType.ALL_TO_ALL: "A2A", CommType.REDUCE: "AR", CommType.REDUCE_SCATTER_BLOCK: "RS",
     CommType.BARRIER: "AR", CommType.GATHER: "AG", CommType.SCATTER: "AG", CommType.BROADCAST: "AG",
@@ -84,8 +84,8 @@ class Program(RankFacts):
         """The names of ``nodes`` (indices) as the file has them ("" for none)."""
         lo, hi = self.name_ptr[nodes], self.name_ptr[nodes + 1]
         length = hi - lo
-        at = np.concatenate(([0], np.cumsum(length))).tolist()
-        raw = self.name_bytes[np.repeat(lo - at[:-1], length) + np.arange(at[-1])].tobytes()
+        at = np.concatenate(([0], length.cumsum())).tolist()
+        raw = self.name_bytes[(lo - at[:-1]).repeat(length) + np.arange(at[-1])].tobytes()
         return [raw[a:b].decode() for a, b in zip(at[:-1], at[1:])]
 
 
@@ -137,7 +137,7 @@ def _chain_next(kind: np.ndarray, resource: np.ndarray, indeg: np.ndarray, child
     out = np.full(len(kind), -1, dtype=np.int64)
     if not len(kind):
         return out
-    one = np.flatnonzero((np.diff(child_ptr) == 1) & (kind == K_COMP))
+    one = ((child_ptr[1:] - child_ptr[:-1] == 1) & (kind == K_COMP)).nonzero()[0]
     child = np.asarray(child_idx)[np.asarray(child_ptr)[one]]
     ok = (kind[child] == K_COMP) & (np.asarray(indeg)[child] == 1) & (resource[child] == resource[one])
     out[one[ok]] = child[ok]
@@ -160,19 +160,19 @@ def _chains(prog: Program, nxt: np.ndarray, dur: np.ndarray) -> None:
         nxt = np.where(unlinked, -1, nxt)
     pos = np.full(n, -1, np.int64)
     pos[seq] = np.arange(len(seq))
-    last = np.flatnonzero(nxt[seq] < 0)
+    last = (nxt[seq] < 0).nonzero()[0]
     prog.chain_next = _longs(nxt)
     prog.chain_pos = _longs(pos)
     prog.chain_end = _longs(last[np.searchsorted(last, np.arange(len(seq)))])
     prog.chain_seq = seq
-    prog.chain_cum = np.concatenate(([0], np.cumsum(dur[seq]))).astype(np.int64)
+    prog.chain_cum = np.concatenate(([0], dur[seq].cumsum())).astype(np.int64)
 
 
 def _chain_order(nxt: np.ndarray, member: np.ndarray) -> np.ndarray:
     """The nodes of ``member`` chain by chain (chains by their first node), each in chain
     order, leaving out links that close a cycle; chains of consecutive nodes are read off as
     they are, others ranked by pointer jumping."""
-    idx = np.flatnonzero(member)
+    idx = member.nonzero()[0]
     links = idx[nxt[idx] >= 0]
     if (nxt[links] == links + 1).all():
         return idx

@@ -40,9 +40,10 @@ _KIND_CODES = _kind_codes(np.repeat(np.arange(256, dtype=np.uint8), 256),
 def build_spans(sim: Sim, names: bool = True) -> Spans:
     """One span per node of every simulated rank (times in ns), with bytes, group, peer,
     algorithm and the match of collectives (by issue order per group) and of send/receive pairs
-    (by order per source, destination, tag and size), dependency flows across tracks, and the
-    collective chunk phases recorded for the timeline on per-dimension queue tracks, and with
-    ``names`` the node names."""
+    (by order per source, destination, tag and size), and the collective chunk phases recorded
+    for the timeline on per-dimension queue tracks; with ``names`` (the spans are kept for the
+    Result or a timeline) also the node names and the dependency flows across tracks, which the
+    per-rank rows and the critical path do not read (:func:`path_summary` names the path's nodes)."""
     b = SpanBuilder(nranks=len(sim.rank_actor))
     tracks = [b.intern("tracks", t) for t in _TRACKS]
     matches = _Matches()
@@ -51,13 +52,14 @@ def build_spans(sim: Sim, names: bool = True) -> Spans:
     sizes = [len(a.prog) for a in sim.actors]
     offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64).tolist()
     cols = _empty_columns(offsets[-1])
-    cols["rank"] = np.repeat(np.array([a.rank for a in sim.actors], np.int64), sizes)
+    cols["rank"] = np.array([a.rank for a in sim.actors], np.int64).repeat(sizes)
     bounds = list(zip(sim.actors, offsets[:-1], offsets[1:]))
     both(lambda: _time_columns(cols, bounds, np.asarray(tracks, np.int32)),
          lambda: _fill_rest(b, bounds, cols, names, matches, algorithms), offsets[-1])
     if offsets[-1]:
         b.extend(cols)
-    _dependency_flows(b, sim, offsets)
+    if names:
+        _dependency_flows(b, sim, offsets)
     _queue_phases(b, sim)
     return b.build()
 
@@ -165,12 +167,12 @@ def _coll_columns(b: SpanBuilder, coll: np.ndarray, extra: list[tuple], matches:
                   algorithms: dict[tuple[str, str], str], cols: dict[str, np.ndarray]) -> None:
     """The columns of collectives ``coll`` (in issue order; ``extra``: their comm type, bytes,
     group and invocation): the k-th of a group is match ``matches.collectives(group, ..)[k]``."""
-    n = len(coll)
-    ct = np.fromiter((x[0] for x in extra), np.int64, n)
+    comm_types, sizes, groups = list(zip(*extra))[:3]
+    ct = np.array(comm_types, np.int64)
     cols["comm_type"][coll] = ct
-    cols["bytes"][coll] = np.fromiter((x[1] for x in extra), np.int64, n)
+    cols["bytes"][coll] = np.array(sizes, np.int64)
     table: dict[str, int] = {}
-    code = np.fromiter((table.setdefault(x[2], len(table)) for x in extra), np.int64, n)
+    code = np.array([table.setdefault(pg, len(table)) for pg in groups], np.int64)
     for pg, c in table.items():
         sel = coll[code == c]
         cols["match"][sel] = matches.collectives(pg, len(sel))

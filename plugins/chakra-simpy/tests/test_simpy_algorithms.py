@@ -99,3 +99,18 @@ def test_a_pipeline_names_the_toy_in_its_inline_system(kit, tmp_path, relay):
     assert out["backends"][0]["result"]["summary"]["finish_ns"] == 4 * per_chunk
     with pytest.raises(ConfigError, match="unknown implementation 'toyRelay'"):
         chakra_core.load_pipeline(dict(pipeline, backends=[{"name": "et", "output": str(tmp_path / "x")}]))
+
+
+def test_an_algorithm_taken_out_of_the_registry_is_no_longer_found():
+    algorithms.register(Relay())
+    try:
+        found = algorithms.find("toyRelay")
+        assert found is not None and found.algorithm.name == "toyRelay" and algorithms.find("toyRelay") is found
+    finally:
+        algorithms.REGISTRY.pop("toyRelay")
+    assert algorithms.find("toyRelay") is None
+    algorithms.register(Relay())  # registered again: the new one is found
+    try:
+        assert algorithms.find("toyRelay").algorithm is algorithms.REGISTRY["toyRelay"]
+    finally:
+        algorithms.REGISTRY.pop("toyRelay")

@@ -268,3 +268,14 @@ def test_three_dims_local_bw_aware_queue_is_first_come_first_served(kit, tmp_pat
     res = kit.run(late, sysd, tmp_path)
     assert [r["finish_ns"] for r in res.ranks] == [expect + 1] + [expect] * 7
     assert any("timed per rank" in n for n in res.notes)
+
+
+def test_equal_steps_add_up_their_floored_times():
+    from chakra_core.system import Dimension
+    from chakra_simpy.formulas import chain_cost, same_steps_cost
+
+    dim = Dimension("Ring", 4, 1.0, 0.5)  # 1 GB/s: 2**30 / 1e9 bytes per ns
+    # one message of 20 bytes over 2 links: floor(2 * 0.5 + 20 / 1.073741824) = floor(19.63) = 19 ns,
+    # so three of them take 57 ns (not the 58 ns of the unfloored sum), with 4 endpoint delays of 10 ns
+    assert same_steps_cost(10, 3, 20, dim, 2, 7).fixed == 4 * 10 + 3 * 19 + 7
+    assert chain_cost(10, 4, [(20, dim, 2)] * 3, 7).fixed == 4 * 10 + 3 * 19 + 7

@@ -48,14 +48,21 @@ def not_modelled(name: str) -> ConfigError:
                        f"(modelled: {', '.join(REGISTRY)} and their one* variants)")
 
 
+#: implementations found so far by name (each valid while its algorithm is the one registered)
+_found: dict[str, Implementation] = {}
+
+
 def find(name: str) -> Implementation | None:
     """The registered algorithm of an implementation name (``ring``, ``oneRing``, ``direct8``,
     ...); None when none models it."""
-    base, window = algorithm_base(name)
-    algorithm = REGISTRY.get(base)
-    if algorithm is None:
-        return None
-    return Implementation(name, algorithm, window, all_npus(name))
+    got = _found.get(name)
+    if got is None or REGISTRY.get(got.algorithm.name) is not got.algorithm:
+        base, window = algorithm_base(name)
+        algorithm = REGISTRY.get(base)
+        if algorithm is None:
+            return None
+        got = _found[name] = Implementation(name, algorithm, window, all_npus(name))
+    return got
 
 
 def lookup(name: str) -> Implementation:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from chakra_core.system import Dimension
 
-from ..formulas import GROUP_ENDPOINT_DELAY, Cost, chain_cost, link_net, net, red
+from ..formulas import GROUP_ENDPOINT_DELAY, Cost, link_net, net, red, same_steps_cost
 from ..layouts import MemberLayout
 from ..member_timing import Phase, Step
 from .base import Algorithm, Implementation, Link, StepMessages, TreeTurn, numbered
@@ -42,7 +42,7 @@ class Ring(Algorithm):
         steps, nred, div = ring_steps(kind, p)
         m = d // div
         dim, h = link(1)
-        return chain_cost(e, steps + 1, [(m, dim, h)] * steps, nred * red(m, local_mem_bw) if nred else 0).fixed
+        return same_steps_cost(e, steps, m, dim, h, nred * red(m, local_mem_bw) if nred else 0).fixed
 
     def member_phase(self, kind: str, data: int, lay: MemberLayout, queue: int, e: int, local_mem_bw: float,
                      turn: TreeTurn | None) -> Phase:
