@@ -122,14 +122,52 @@ def test_a_cache_that_cannot_be_written_costs_only_the_time(tmp_path: Path, monk
 
 
 def test_the_switch_turns_the_cache_off(cache: Path, asked: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CHAKRA_NO_PLUGIN_CACHE", "1")
+    monkeypatch.setenv("CHAKRA_NO_PLUGIN_CACHE", "Yes")  # any case, as the other CHAKRA_* switches
     _found()
     _found()
     assert len(asked) == 2
     assert not cache.exists()
 
 
+def test_path_objects_and_folders_without_distributions(
+        cache: Path, asked: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pathlib.Path on sys.path is a folder like any other; a folder holding no distribution
+    (the current one, a source checkout) does not change the answer, so leaving it keeps it."""
+    site = tmp_path / "pathsite"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(tmp_path / "unused"))
+    monkeypatch.setattr(sys, "path", [site, *sys.path])
+    _install(site, "chakra-y", "2.0", {"y": "y_plugin"})
+    assert ("y", "y_plugin", "chakra-y", "2.0") in _found()
+    for empty in ("a", "b"):
+        (tmp_path / empty).mkdir()
+        (tmp_path / empty / "out.json").write_text("{}")
+        monkeypatch.chdir(tmp_path / empty)
+        monkeypatch.setattr(sys, "path", ["", *sys.path])
+        assert ("y", "y_plugin", "chakra-y", "2.0") in _found()
+    assert len(asked) == 1
+
+
+def test_egg_folders_and_upper_case_names_are_watched(
+        cache: Path, asked: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    egg = tmp_path / "chakra_z-1.0-py3.11.egg"
+    (egg / "EGG-INFO").mkdir(parents=True)
+    monkeypatch.syspath_prepend(str(egg))
+    (egg / "EGG-INFO" / "PKG-INFO").write_text("Metadata-Version: 1.1\nName: chakra-z\nVersion: 1.0\n")
+    (egg / "EGG-INFO" / "entry_points.txt").write_text("[chakra]\nz = z_plugin\n")
+    assert _found() == _metadata_answer("chakra")
+    (egg / "EGG-INFO" / "entry_points.txt").write_text("[chakra]\nz = z_other\n")
+    assert ("z", "z_other", "chakra-z", "1.0") in _found()
+    site = _site(tmp_path, monkeypatch)
+    (site / "Chakra_W-1.0.DIST-INFO").mkdir()
+    (site / "Chakra_W-1.0.DIST-INFO" / "METADATA").write_text("Metadata-Version: 2.1\nName: chakra-w\nVersion: 1.0\n")
+    (site / "Chakra_W-1.0.DIST-INFO" / "entry_points.txt").write_text("[chakra]\nw = w_plugin\n")
+    assert _found() == _metadata_answer("chakra")
+    assert len(asked) == 3
+
+
 @pytest.mark.parametrize("value", ["os.path:join", "json", "os.path", "os.path:join [extra1, extra2]",
+                                   "json [a] [b]",
                                    "collections:OrderedDict.fromkeys", "json :  dumps"])
 def test_load_is_entry_point_load(value: str) -> None:
     found = ep.FoundEntryPoint("n", value, "d", "1")

@@ -48,11 +48,8 @@ class CriticalPath:
 
     def ns_by_rank(self) -> dict[int, int]:
         """Time (ns) of the path spent on each rank (idle included), by ascending rank."""
-        if not len(self.rank):
-            return {}
-        n = int(self.rank.max()) + 1
-        ranks = np.bincount(self.rank, minlength=n).nonzero()[0]
-        return dict(zip(ranks.tolist(), _sums(self.rank, self.end_ns - self.start_ns, n)[ranks].tolist()))
+        ranks, at = np.unique(self.rank, return_inverse=True)  # any rank numbers, a loaded result's too
+        return dict(zip(ranks.tolist(), _sums(at, self.end_ns - self.start_ns, len(ranks)).tolist()))
 
     def top(self, spans: Spans, n: int = 10) -> list[dict[str, Any]]:
         """The ``n`` operations (by name and kind) with the most time on the path."""

@@ -2,20 +2,26 @@
 
 Asking ``importlib.metadata`` costs about 25 ms of CPU in every process: importing it pulls in
 the ``email`` package and more, and it then reads every installed distribution.  Its answer is
-kept in ``$XDG_CACHE_HOME/chakra/`` (default ``~/.cache``), one file per interpreter and
-group, with a fingerprint of what the answer depends on: for every folder on
-``sys.path``, the names of the ``*.dist-info`` and ``*.egg-info`` in it and, for each, a checksum
-of its ``entry_points.txt`` and of the head of its ``METADATA`` (or ``PKG-INFO``: name and version
-come first) with that file's modification time (an entry that is not a folder, such as a zip
-file: its own time).  Installing, removing, upgrading or re-installing a distribution (editable
-included) changes one of these, and the next command asks ``importlib.metadata`` again; files
-written beside them (a command's outputs in the current folder) do not.  Contents are compared,
-not only times, because a file's time moves in steps of a clock tick: a plugin re-installed
-within the same few milliseconds (a test) keeps its time.  Taking the fingerprint lists those
-folders and reads two small files a distribution (about 2 ms for 100 distributions).
+kept in ``$XDG_CACHE_HOME/chakra/`` (default ``~/.cache``), one file per interpreter and group,
+with a fingerprint of what the answer depends on: for every ``sys.path`` entry that holds
+distributions, the names of its ``*.dist-info`` and ``*.egg-info`` (and ``EGG-INFO`` in an
+``.egg`` folder) and, for each, a checksum of its ``entry_points.txt`` and of the head of its
+``METADATA`` (or ``PKG-INFO``: name and version come first) with that file's modification time;
+for an entry that is not a folder (a zip file), its own time.  Installing, removing, upgrading
+or re-installing a distribution (editable included) changes one of these, and the next command
+asks ``importlib.metadata`` again.  Folders without distributions (the current folder, a source
+checkout on ``PYTHONPATH``) add nothing to the answer and are left out, so files written there
+and a change of folder keep it.  Contents are compared, not only times, because a file's time
+moves in steps of a clock tick: a plugin re-installed within the same few milliseconds (a test)
+keeps its time.  Taking the fingerprint lists the folders and reads two small files a
+distribution (about 2 ms for 100 distributions).
 
 A cache file that cannot be read, or written, is passed over: the answer is then asked for
 anew, the same as without a cache.  ``CHAKRA_NO_PLUGIN_CACHE=1`` turns the cache off.
+
+An entry point's value is loaded as ``importlib.metadata`` loads it (``module`` or
+``module:attr.attr``, then extras in brackets); a value that is neither fails to load with a
+message that says so.
 """
 
 from __future__ import annotations
@@ -30,11 +36,11 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["FoundEntryPoint", "installed_entry_points"]
+__all__ = ["FoundEntryPoint", "installed_entry_points", "env_flag"]
 
 _FORMAT = 1
 #: an entry point's value: the packaging spec's object reference, optionally followed by extras
-_REFERENCE = re.compile(r"(?P<module>[\w.]+)\s*(?::\s*(?P<attr>[\w.]+)\s*)?(?:\[[^\]]*\]\s*)?$")
+_REFERENCE = re.compile(r"(?P<module>[\w.]+)\s*(?::\s*(?P<attr>[\w.]+)\s*)?(?:\[.*\]\s*)?$")
 
 
 @dataclass(frozen=True)
@@ -63,17 +69,19 @@ def installed_entry_points(group: str, distribution: str) -> tuple[list[FoundEnt
     """The entry points of ``group`` (in name order) and the version of ``distribution`` (None
     when it is not installed), from the cache when nothing installed has changed since it was
     written."""
-    path = None if os.environ.get("CHAKRA_NO_PLUGIN_CACHE", "").strip() in ("1", "true", "yes", "on") \
-        else _cache_path(group)
-    print_ = _fingerprint()
-    if path is not None:
-        found = _read(path, print_)
-        if found is not None:
-            return found
-    eps, version = _ask(group, distribution)
-    if path is not None:
-        _write(path, print_, eps, version)
-    return eps, version
+    if env_flag("CHAKRA_NO_PLUGIN_CACHE"):
+        return _ask(group, distribution)
+    path, print_ = _cache_path(group), _fingerprint()
+    found = _read(path, print_)
+    if found is None:
+        found = _ask(group, distribution)
+        _write(path, print_, *found)
+    return found
+
+
+def env_flag(name: str) -> bool:
+    """Whether environment variable ``name`` is set to a true value (1, true, yes, on; any case)."""
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def _ask(group: str, distribution: str) -> tuple[list[FoundEntryPoint], str | None]:
@@ -95,32 +103,37 @@ def _ask(group: str, distribution: str) -> tuple[list[FoundEntryPoint], str | No
 
 
 def _cache_path(group: str) -> str:
-    """The cache file of this interpreter and group (one ``sys.path`` at a time: the fingerprint
-    holds it)."""
+    """The cache file of this interpreter and group."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     key = zlib.crc32(json.dumps([sys.executable, group]).encode())
     return os.path.join(base, "chakra", f"entry-points-{key:08x}.json")
 
 
 def _fingerprint() -> list:
-    """What the answer depends on, per ``sys.path`` entry (see the module docstring)."""
+    """What the answer depends on (see the module docstring)."""
     out: list = []
     for entry in sys.path:
-        folder = entry or "."
+        try:
+            folder = os.fsdecode(entry) or "."
+        except TypeError:  # not a path: importlib.metadata passes over it too
+            continue
         try:
             with os.scandir(folder) as it:
-                dists = sorted(e.name for e in it if e.name.endswith((".dist-info", ".egg-info")))
+                dists = sorted(e.name for e in it if e.name.lower().endswith((".dist-info", ".egg-info")))
         except OSError:  # missing, a zip file, unreadable: its time (or None) alone
-            out.append([entry, _mtime(folder)])
+            out.append([folder, _mtime(folder)])
             continue
-        out.append([entry, [[d, *_dist_print(os.path.join(folder, d))] for d in dists]])
+        if folder.lower().endswith(".egg"):
+            dists.append("EGG-INFO")
+        if dists:
+            out.append([folder, [[d, *_dist_print(os.path.join(folder, d))] for d in dists]])
     return out
 
 
 def _dist_print(info: str) -> list:
     """The fingerprint of one ``*.dist-info``/``*.egg-info`` (a folder, or an egg-info file that
     is the metadata itself): checksums of its entry points and metadata head, the metadata's time."""
-    out = [_checksum(os.path.join(info, "entry_points.txt"), -1)]
+    out = [_checksum(os.path.join(info, "entry_points.txt"))]
     for meta in (os.path.join(info, "METADATA"), os.path.join(info, "PKG-INFO"), info):
         try:
             with open(meta, "rb") as f:
@@ -130,11 +143,11 @@ def _dist_print(info: str) -> list:
     return [*out, None, None]
 
 
-def _checksum(path: str, size: int) -> int | None:
-    """CRC-32 of the first ``size`` bytes of a file (-1: all), None when it cannot be read."""
+def _checksum(path: str) -> int | None:
+    """CRC-32 of a file's bytes, None when it cannot be read."""
     try:
         with open(path, "rb") as f:
-            return zlib.crc32(f.read(size))
+            return zlib.crc32(f.read())
     except OSError:
         return None
 
@@ -159,17 +172,23 @@ def _read(path: str, print_: list) -> tuple[list[FoundEntryPoint], str | None] |
 
 
 def _write(path: str, print_: list, eps: list[FoundEntryPoint], version: str | None) -> None:
-    """Keep the answer (whole or not at all: written beside and renamed into place)."""
-    data = {"format": _FORMAT, "fingerprint": print_, "version": version,
-            "entry_points": [[e.name, e.value, e.distribution, e.version, e.has_distribution] for e in eps]}
-    tmp = f"{path}.{os.getpid()}.tmp"
+    """Keep the answer (whole or not at all: written to a file of its own beside the cache file,
+    then renamed into place)."""
+    import tempfile  # only when the answer changed
+
+    text = json.dumps({"format": _FORMAT, "fingerprint": print_, "version": version,
+                       "entry_points": [[e.name, e.value, e.distribution, e.version, e.has_distribution]
+                                        for e in eps]})
+    tmp = None
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(data, f)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".entry-points-", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
         os.replace(tmp, path)
     except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass

@@ -25,7 +25,7 @@ import pluggy
 
 from chakra_core import hookspecs
 from chakra_core.base._errors import PluginError
-from chakra_core.host._entrypoints import FoundEntryPoint, installed_entry_points
+from chakra_core.host._entrypoints import FoundEntryPoint, env_flag, installed_entry_points
 from chakra_core.host._guard import describe, guarded, slow_watch
 from chakra_core.host._registry import KINDS, Registry
 
@@ -89,10 +89,6 @@ def _env_list(name: str) -> set[str] | None:
     return {v.strip() for v in value.split(",") if v.strip()}
 
 
-def _truthy(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
-
-
 class _GuardedPlugin:
     """The object pluggy registers for a plugin: its hook implementations as attributes."""
 
@@ -116,8 +112,8 @@ class PluginHost:
     """
 
     def __init__(self, strict: bool | None = None, entry_points: bool = True):
-        self.strict = _truthy("CHAKRA_STRICT_PLUGINS") if strict is None else strict
-        self.trace = _truthy("CHAKRA_TRACE_PLUGINS")
+        self.strict = env_flag("CHAKRA_STRICT_PLUGINS") if strict is None else strict
+        self.trace = env_flag("CHAKRA_TRACE_PLUGINS")
         self.pm = pluggy.PluginManager(hookspecs.PROJECT)
         self.pm.add_hookspecs(hookspecs)
         self.registry = Registry()

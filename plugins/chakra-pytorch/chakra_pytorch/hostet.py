@@ -35,7 +35,7 @@ from chakra_core import TraceFormatError, open_binary
 from .comms import CommInfo, comm_from_c10d, comm_from_param_comms, merge_param_comms, tensors_in
 from .commwork import WorkAnnotation, attach_annotations
 from .intmap import IntMap
-from .ints import MAX_RANKS, int64, is_rank
+from .ints import MAX_RANKS, int64, is_rank, node_ref
 from .jsonitems import iter_items
 from .kineto import KinetoTrace
 from .linked import LinkedTiming
@@ -54,7 +54,6 @@ F_SEEN, F_OP, F_ROOT, F_ANCHOR = 1, 2, 4, 8
 #: factor times the nodes read so far is refused (PyTorch's ids count nodes and tensors from 1)
 _ID_FLOOR = 1 << 22
 _ID_FACTOR = 64
-_INT64 = 1 << 63
 #: operator candidates held with their attributes as read, before the compact form is made: most
 #: are folded into their parent operator, which PyTorch writes right after them
 _RAW_WINDOW = 64
@@ -184,14 +183,6 @@ def _io(node: dict) -> tuple[list, list, list, list, list, list]:
     return tuple([p if isinstance(p, list) else [] for p in parts])  # type: ignore[return-value]
 
 
-def _rf(v: Any) -> int:
-    """An rf_id attribute as a non-negative int64, -1 for none."""
-    if type(v) is int and 0 <= v < _INT64:
-        return v
-    rf = int64(v)
-    return rf if rf is not None and rf >= 0 else -1
-
-
 def _parent(node: dict, path: str, index: int) -> int:
     p = node.get("ctrl_deps", node.get("parent"))
     if isinstance(p, list):
@@ -270,7 +261,7 @@ class _HostReader:
         if cols.flags[nid] & F_SEEN:
             raise _fail(self.path, f"node id {nid} appears twice", f"node {index}")
         cols.parent[nid] = parent if parent != nid else -1
-        cols.rf[nid] = _rf(attrs.get("rf_id"))
+        cols.rf[nid] = node_ref(attrs.get("rf_id"))
         flags = F_SEEN
         if name in _ROOT_NAMES:
             flags |= F_ROOT
@@ -383,9 +374,9 @@ def read_host_et(path: str, header: dict[str, Any] | None = None) -> HostTrace:
 
 def _linked_gpu_copy(linked: LinkedTiming, node: dict, attrs: dict, name: str, path: str, index: int) -> bool:
     """Take the timing chakra_trace_link put on ``node``; True for a GPU activity it added."""
-    rf, tid = int64(attrs.get("rf_id")), attrs.get("tid", 0)
+    tid = attrs.get("tid", 0)
     try:
-        return linked.add(node, rf if rf is not None and rf >= 0 else -1, tid if isinstance(tid, int) else 0, name)
+        return linked.add(node, node_ref(attrs.get("rf_id")), tid if isinstance(tid, int) else 0, name)
     except (TypeError, ValueError) as e:
         raise _fail(path, f"bad timing of a chakra_trace_link node ({_short(e)})", f"node {index}") from None
 

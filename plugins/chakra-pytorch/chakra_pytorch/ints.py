@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["MAX_RANKS", "int64", "int64_from_number", "is_rank"]
+__all__ = ["MAX_RANKS", "int64", "int64_from_number", "is_rank", "node_ref"]
 
 #: the most ranks a job may have here (the process-group node lists every rank of the world)
 MAX_RANKS = 1 << 20
@@ -17,6 +17,14 @@ def int64(v: Any) -> int | None:
     if type(v) is int:  # the common case: a plain int (not a bool)
         return v if -_INT64 <= v < _INT64 else None
     return v if isinstance(v, int) and not isinstance(v, bool) and -_INT64 <= v < _INT64 else None
+
+
+def node_ref(v: Any) -> int:
+    """An id a node refers to (its ``rf_id``) as a non-negative signed 64-bit int, -1 for none."""
+    if type(v) is int and 0 <= v < _INT64:  # the common case, without a call
+        return v
+    found = int64(v)
+    return found if found is not None and found >= 0 else -1
 
 
 def int64_from_number(v: Any, default: int = -1) -> int:

@@ -48,20 +48,23 @@ def not_modelled(name: str) -> ConfigError:
                        f"(modelled: {', '.join(REGISTRY)} and their one* variants)")
 
 
-#: implementations found so far by name (each valid while its algorithm is the one registered)
-_found: dict[str, Implementation] = {}
+#: implementations found so far by name, with the registry key they were found under (each
+#: valid while the registry holds its algorithm under that key)
+_found: dict[str, tuple[str, Implementation]] = {}
 
 
 def find(name: str) -> Implementation | None:
     """The registered algorithm of an implementation name (``ring``, ``oneRing``, ``direct8``,
     ...); None when none models it."""
-    got = _found.get(name)
-    if got is None or REGISTRY.get(got.algorithm.name) is not got.algorithm:
-        base, window = algorithm_base(name)
-        algorithm = REGISTRY.get(base)
-        if algorithm is None:
-            return None
-        got = _found[name] = Implementation(name, algorithm, window, all_npus(name))
+    kept = _found.get(name)
+    if kept is not None and REGISTRY.get(kept[0]) is kept[1].algorithm:
+        return kept[1]
+    base, window = algorithm_base(name)
+    algorithm = REGISTRY.get(base)
+    if algorithm is None:
+        return None
+    got = Implementation(name, algorithm, window, all_npus(name))
+    _found[name] = (base, got)
     return got
 
 
