@@ -76,6 +76,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -311,7 +312,7 @@ def _best(runs: int, ours: Callable[[], dict], theirs: Callable[[], dict] | None
 
 
 def io_rows(n: int, ref: str | None, tmp: Path, jsonize: list[int], runs: int = 1) -> None:
-    """The write, read and jsonize rows (the read and write rows: the best of ``runs`` each)."""
+    """The write, read and jsonize rows (each side the best of ``runs``)."""
     py = sys.executable
     made = child(py, "make", str(tmp / "rank.0.et"), str(n))
     child(py, "make", str(tmp / "small.0.et"), "2000")
@@ -334,16 +335,18 @@ def io_rows(n: int, ref: str | None, tmp: Path, jsonize: list[int], runs: int = 
         path = rank if count == n else str(tmp / f"json{count}.0.et")
         if count != n:
             child(py, "make", path, str(count))
-        ours = command([py, "-m", "chakra_core.cli.main", "jsonize", path, "-o", str(tmp / "ours.json")])
-        theirs = command([ref, "-m", _JSONIZER, "--input_filename", path, "--output_filename",
-                          str(tmp / "theirs.json")]) if ref else None
+        ours, theirs = _best(runs, partial(command, [py, "-m", "chakra_core.cli.main", "jsonize", path, "-o",
+                                                    str(tmp / "ours.json")]),
+                             partial(command, [ref, "-m", _JSONIZER, "--input_filename", path, "--output_filename",
+                                               str(tmp / "theirs.json")]) if ref else None)
         row(f"jsonize, {count:,} nodes (whole command)", count, ours, theirs)
     print(f"(our compiled loops loaded before the timing: {warm:.2f} s for the reader's, "
           f"{cols['warm_cpu']:.2f} s for node_columns, once per process)")
 
 
-def pytorch_row(ref: str | None, tmp: Path, recorded: str | None) -> None:
-    """Record the 24k-node transformer step (or take ``recorded``), convert it with both tool chains."""
+def pytorch_row(ref: str | None, tmp: Path, recorded: str | None, runs: int = 1) -> None:
+    """Record the 24k-node transformer step (or take ``recorded``), convert it with both tool chains
+    (each side the best of ``runs``)."""
     import gzip
     import shutil
 
@@ -363,14 +366,8 @@ def pytorch_row(ref: str | None, tmp: Path, recorded: str | None) -> None:
     host_nodes = _count_host_nodes(host)
     linked = ref is not None and subprocess.run([ref, "-c", "import et_replay"], capture_output=True,
                                                 check=False).returncode == 0
-    ours = _convert([str(host), str(kineto)], tmp / "ours_pt")
-    theirs = None
-    if ref is not None and linked:
-        link = command([ref, "-m", _TRACE_LINK, "--rank", "0", "--chakra-host-trace", str(host),
-                        "--chakra-device-trace", str(kineto), "--output-file", str(tmp / "linked.json")])
-        conv = _their_convert(ref, tmp / "linked.json", tmp)
-        theirs = {"cpu": link["cpu"] + conv["cpu"], "peak_mb": max(link["peak_mb"], conv["peak_mb"]),
-                  "wall": link["wall"] + conv["wall"]}
+    ours, theirs = _best(runs, lambda: _convert([str(host), str(kineto)], tmp / "ours_pt"),
+                         (lambda: _their_link_convert(ref, host, kineto, tmp)) if ref is not None and linked else None)
     row(f"PyTorch host ET + Kineto -> .et ({host_nodes:,} host nodes)", None, ours, theirs)
     if ref is not None and linked:
         print(f"(nodes written: ours {child(sys.executable, 'ours-decode', str(tmp / 'ours_pt.0.et'))['value']:,}, "
@@ -380,6 +377,15 @@ def pytorch_row(ref: str | None, tmp: Path, recorded: str | None) -> None:
               "this bench's docstring): the reference's converter alone on the host ET instead, and ours on the same)")
         row("PyTorch host ET alone -> .et", None, _convert([str(host)], tmp / "ours_host"),
             _their_convert(ref, host, tmp))
+
+
+def _their_link_convert(ref: str, host: Path, kineto: Path, tmp: Path) -> dict:
+    """``chakra_trace_link`` then ``chakra_converter PyTorch``: the figures of the two together."""
+    link = command([ref, "-m", _TRACE_LINK, "--rank", "0", "--chakra-host-trace", str(host),
+                    "--chakra-device-trace", str(kineto), "--output-file", str(tmp / "linked.json")])
+    conv = _their_convert(ref, tmp / "linked.json", tmp)
+    return {"cpu": link["cpu"] + conv["cpu"], "peak_mb": max(link["peak_mb"], conv["peak_mb"]),
+            "wall": link["wall"] + conv["wall"]}
 
 
 def _convert(inputs: list[str], out: Path) -> dict:
@@ -422,8 +428,8 @@ def main() -> int:
     ap.add_argument("--recorded", help="a folder with pytorch_et.0.json.gz and kineto.0.json.gz to convert "
                     "instead of recording (implies --pytorch)")
     ap.add_argument("--memory", default="1000000,5000000", help="node counts of the memory rows ('' for none)")
-    ap.add_argument("--runs", type=int, default=1, help="run each side of the read and write rows this many "
-                    "times, taking turns, and print the best of each (the machine's noise)")
+    ap.add_argument("--runs", type=int, default=1, help="run each side of every row but the memory rows this "
+                    "many times, taking turns, and print the best of each (the machine's noise)")
     ap.add_argument("--task", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.task:
@@ -439,7 +445,7 @@ def main() -> int:
         tmp = Path(d)
         io_rows(args.nodes, ref, tmp, [int(c) for c in args.jsonize.split(",") if c.strip()], args.runs)
         if args.pytorch or args.recorded:
-            pytorch_row(ref, tmp, args.recorded)
+            pytorch_row(ref, tmp, args.recorded, args.runs)
         counts = [int(c) for c in args.memory.split(",") if c.strip()]
         if counts:
             memory_rows(counts, tmp)
