@@ -288,7 +288,7 @@ class _HostReader:
         parent = node.get("ctrl_deps")
         if type(parent) is not int:  # a list, another key, or an error
             parent = _parent(node, path, index)
-        limit = max(_ID_FLOOR, _ID_FACTOR * (index + 1)) if nid > _ID_FLOOR or parent > _ID_FLOOR else _ID_FLOOR
+        limit = max(_ID_FLOOR, _ID_FACTOR * (index + 1))
         if nid > limit or parent > limit:
             what = f"node id {nid}" if nid > limit else f"parent id {parent}"
             raise _fail(path, f"{what} is far beyond the {index + 1} nodes read so far (PyTorch "

@@ -141,18 +141,17 @@ _IDLE_RECORD = _idle_record()  # the attribute record of an [idle] node
 
 def _attr_record(records: dict[str, dict[Any, bytes]], name: str, value: int | str) -> bytes:
     """The bytes protobuf writes for attribute ``name`` = ``value`` in a Node (an op_schema as a
-    string, an integer as int64, the slots :meth:`OutNode.to_node` takes), kept in ``records``."""
+    string, an integer as int64, the slots :meth:`OutNode.to_node` takes), not yet in ``records``
+    (the caller looked): made, and kept there while the table has room."""
+    one = Node()
+    if isinstance(value, str):
+        one.attr.add(name=name, string_val=value)
+    else:
+        one.attr.add(name=name, int64_val=value)
+    rec = one.SerializeToString()
     table = records[name]
-    rec = table.get(value)
-    if rec is None:
-        one = Node()
-        if isinstance(value, str):
-            one.attr.add(name=name, string_val=value)
-        else:
-            one.attr.add(name=name, int64_val=value)
-        rec = one.SerializeToString()
-        if len(table) < _MAX_RECORDS:
-            table[value] = rec
+    if len(table) < _MAX_RECORDS:
+        table[value] = rec
     return rec
 
 

@@ -52,11 +52,8 @@ class FlowShop:
             self.tally.events += 1
             return
         run = _Run(inst)
-        going = min(inst.n, self.active)  # the first chunks take the first queue's free places
-        for c in range(going):
-            self._go(run, c, 0)
-        if going < inst.n:
-            run.waiting[inst.phases[0].queue] = deque((c, 0) for c in range(going, inst.n))
+        for c in range(inst.n):
+            self._enter(run, c, 0)
 
     def _enter(self, run: _Run, c: int, p: int) -> None:
         q = run.inst.phases[p].queue
