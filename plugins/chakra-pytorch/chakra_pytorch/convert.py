@@ -25,6 +25,7 @@ from .hostrank import TraceRank, scan_rank
 from .ints import MAX_RANKS
 from .kineto import KinetoTrace, read_distributed_info, read_kineto
 from .lazyrank import LazyRank
+from .nogc import without_cycle_collection
 from .schema_version import PyTorchTraceWarning, check_schema
 from .sniff import JSON_SUFFIXES, classify_files, is_linked, rank_from_name
 from .stepstart import first_step_us, start_offsets_ns, with_start_offset
@@ -166,6 +167,7 @@ def _groups(dist: dict[str, Any], host_groups: dict[str, dict[str, Any]], world:
     return out
 
 
+@without_cycle_collection
 def convert_rank(files: RankFiles, world: int | None = None, data_deps: bool = False,
                  idle_gaps: bool = True, min_idle_us: int = 10, match: SetMatch | None = None) -> ConvertedRank:
     """Convert one rank's files to a :class:`ConvertedRank` (all in memory for this rank);

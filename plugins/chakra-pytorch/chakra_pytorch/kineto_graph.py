@@ -39,6 +39,7 @@ from .ints import int64_from_number
 from .kineto import KinetoTrace, StreamWait, read_kineto
 from .kineto_graph_comms import annotation_elem_bytes, c10d_comm, group_of, param_comm
 from .kineto_graph_events import CpuCollector, CpuEvent, CpuSide
+from .nogc import without_cycle_collection
 from .schema_version import PyTorchTraceWarning
 
 __all__ = ["KINETO_SCHEMA", "convert_kineto_rank", "kineto_host"]
@@ -54,6 +55,7 @@ _RECORD_CALLS = ("cudaEventRecord", "hipEventRecord", "cudaEventRecordWithFlags"
 _WAIT_CALLS = ("cudaStreamWaitEvent", "hipStreamWaitEvent")
 
 
+@without_cycle_collection
 def convert_kineto_rank(path: str, rank: int, world: int, groups: dict[str, list[int]],
                         distributed: dict[str, Any] | None = None, idle_gaps: bool = True,
                         min_idle_us: int = 10, match: SetMatch | None = None) -> ConvertedRank:
