@@ -192,3 +192,14 @@ def test_a_command_does_not_import_importlib_metadata_once_kept(tmp_path: Path) 
     assert runs[0][1] == "True"  # asked, the first time
     assert runs[1][1] == runs[1][0]  # the second time: not imported by the host (a site hook may have already)
     assert runs[0][2] == runs[1][2] and int(runs[1][2]) >= 10  # the same plugins, the project's all found
+
+
+def test_the_test_session_keeps_its_entry_points_in_a_folder_of_its_own(tmp_path_factory):
+    # the root conftest.py points XDG_CACHE_HOME at the session's temporary folder, for the
+    # children the tests start too: a command run by a test leaves the user's cache alone
+    session = Path(os.environ["XDG_CACHE_HOME"]).resolve()
+    assert session.is_relative_to(tmp_path_factory.getbasetemp().resolve())
+    env = {k: v for k, v in os.environ.items() if k != "CHAKRA_NO_PLUGIN_CACHE"}
+    subprocess.run([sys.executable, "-m", "chakra_core.cli.main", "plugins"], env=env, check=True,
+                   capture_output=True)
+    assert list((session / "chakra").glob("entry-points-*.json"))

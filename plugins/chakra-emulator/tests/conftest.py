@@ -1,5 +1,5 @@
-"""Shared inputs of the emulator tests: the recorded PyTorch fixtures converted once, and a
-calibration cache of the test session's own (so that tests never read or write the user's)."""
+"""Shared inputs of the emulator tests: the recorded PyTorch fixtures converted once (the session's
+own cache folder, for the calibration, is set up by the repository's root ``conftest.py``)."""
 
 from __future__ import annotations
 
@@ -11,15 +11,6 @@ import chakra_core
 
 ROOT = Path(__file__).resolve().parents[3]
 PYTORCH_DATA = ROOT / "plugins" / "chakra-pytorch" / "tests" / "data"
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _own_cache(tmp_path_factory):
-    """Point the calibration cache at a temporary directory for the whole session."""
-    mp = pytest.MonkeyPatch()
-    mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
-    yield
-    mp.undo()
 
 
 @pytest.fixture(scope="session")
