@@ -25,7 +25,7 @@ from .hostrank import TraceRank, scan_rank
 from .ints import MAX_RANKS
 from .kineto import KinetoTrace, read_distributed_info, read_kineto
 from .lazyrank import LazyRank
-from .nogc import without_cycle_collection
+from .nogc import cycle_collection_off
 from .schema_version import PyTorchTraceWarning, check_schema
 from .sniff import JSON_SUFFIXES, classify_files, is_linked, rank_from_name
 from .stepstart import first_step_us, start_offsets_ns, with_start_offset
@@ -167,20 +167,21 @@ def _groups(dist: dict[str, Any], host_groups: dict[str, dict[str, Any]], world:
     return out
 
 
-@without_cycle_collection
 def convert_rank(files: RankFiles, world: int | None = None, data_deps: bool = False,
                  idle_gaps: bool = True, min_idle_us: int = 10, match: SetMatch | None = None) -> ConvertedRank:
-    """Convert one rank's files to a :class:`ConvertedRank` (all in memory for this rank);
-    ``match`` names the groups of collectives whose op does not."""
-    host = read_host_et(files.host, files.header)
-    if match is not None:
-        match.apply(files.rank, host.ops)
-    kt = _kineto_of(files.kineto, files.distributed, host) if files.kineto else host.linked
-    dist = kt.distributed if kt is not None else {}
-    world = world or int(dist.get("world_size") or 0) or _world_from(host.groups) or 1
-    groups = _groups(dist, host.groups, world)
-    return build_graph(host, kt, files.rank, world, groups, data_deps=data_deps, idle_gaps=idle_gaps,
-                       min_idle_us=min_idle_us)
+    """Convert one rank's files to a :class:`ConvertedRank` (all in memory for this rank; read
+    with the cyclic garbage collector off, :func:`.nogc.cycle_collection_off`); ``match`` names
+    the groups of collectives whose op does not."""
+    with cycle_collection_off():
+        host = read_host_et(files.host, files.header)
+        if match is not None:
+            match.apply(files.rank, host.ops)
+        kt = _kineto_of(files.kineto, files.distributed, host) if files.kineto else host.linked
+        dist = kt.distributed if kt is not None else {}
+        world = world or int(dist.get("world_size") or 0) or _world_from(host.groups) or 1
+        groups = _groups(dist, host.groups, world)
+        return build_graph(host, kt, files.rank, world, groups, data_deps=data_deps, idle_gaps=idle_gaps,
+                           min_idle_us=min_idle_us)
 
 
 def _kineto_of(path: str, distributed: dict[str, Any] | None, host: HostTrace) -> KinetoTrace:

@@ -39,7 +39,7 @@ from .ints import int64_from_number
 from .kineto import KinetoTrace, StreamWait, read_kineto
 from .kineto_graph_comms import annotation_elem_bytes, c10d_comm, group_of, param_comm
 from .kineto_graph_events import CpuCollector, CpuEvent, CpuSide
-from .nogc import without_cycle_collection
+from .nogc import cycle_collection_off
 from .schema_version import PyTorchTraceWarning
 
 __all__ = ["KINETO_SCHEMA", "convert_kineto_rank", "kineto_host"]
@@ -55,28 +55,29 @@ _RECORD_CALLS = ("cudaEventRecord", "hipEventRecord", "cudaEventRecordWithFlags"
 _WAIT_CALLS = ("cudaStreamWaitEvent", "hipStreamWaitEvent")
 
 
-@without_cycle_collection
 def convert_kineto_rank(path: str, rank: int, world: int, groups: dict[str, list[int]],
                         distributed: dict[str, Any] | None = None, idle_gaps: bool = True,
                         min_idle_us: int = 10, match: SetMatch | None = None) -> ConvertedRank:
-    """Convert one rank's Kineto trace to a :class:`ConvertedRank` (see the module docstring);
-    ``match`` names the groups of collectives whose op does not."""
-    host, kt, cpu = kineto_host(path, world, distributed)
-    if kt.unfinished:
-        ts, name = min(kt.unfinished)
-        warnings.warn(f"{path}: {len(kt.unfinished)} event(s) still running when the profiler stopped "
-                      f"(Kineto 'finished': false), the first {name} at ts {ts:.3f} us: their end is the "
-                      "profiler's stop (a communication's node is then timed by its c10d op alone)",
-                      PyTorchTraceWarning, stacklevel=2)
-    if match is not None:
-        match.apply(rank, host.ops)
-    _warn_unsized(path, host)
-    if not kt.stream_waits:
-        kt.stream_waits = _event_waits(cpu, kt)
-    _as_keys(kt, cpu)
-    named = {g[0]: g[1] for e in cpu.events if (g := group_of(e.args)) is not None}
-    return build_graph(host, kt, rank, world, {**named, **groups}, idle_gaps=idle_gaps,
-                       min_idle_us=min_idle_us)
+    """Convert one rank's Kineto trace to a :class:`ConvertedRank` (see the module docstring;
+    read with the cyclic garbage collector off, :func:`.nogc.cycle_collection_off`); ``match``
+    names the groups of collectives whose op does not."""
+    with cycle_collection_off():
+        host, kt, cpu = kineto_host(path, world, distributed)
+        if kt.unfinished:
+            ts, name = min(kt.unfinished)
+            warnings.warn(f"{path}: {len(kt.unfinished)} event(s) still running when the profiler stopped "
+                          f"(Kineto 'finished': false), the first {name} at ts {ts:.3f} us: their end is the "
+                          "profiler's stop (a communication's node is then timed by its c10d op alone)",
+                          PyTorchTraceWarning, stacklevel=2)
+        if match is not None:
+            match.apply(rank, host.ops)
+        _warn_unsized(path, host)
+        if not kt.stream_waits:
+            kt.stream_waits = _event_waits(cpu, kt)
+        _as_keys(kt, cpu)
+        named = {g[0]: g[1] for e in cpu.events if (g := group_of(e.args)) is not None}
+        return build_graph(host, kt, rank, world, {**named, **groups}, idle_gaps=idle_gaps,
+                           min_idle_us=min_idle_us)
 
 
 def kineto_host(path: str, world: int, distributed: dict[str, Any] | None = None

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import gc
-import weakref
+import threading
+import warnings
 from pathlib import Path
 
 import pytest
@@ -13,9 +14,11 @@ import chakra_pytorch.kineto_graph as kineto_graph_mod
 from chakra_core import TraceFormatError
 from chakra_pytorch import open_pytorch
 from chakra_pytorch.kineto_only import open_kineto_only
-from chakra_pytorch.nogc import without_cycle_collection
+from chakra_pytorch.nogc import cycle_collection_off
+from chakra_pytorch.schema_version import PyTorchTraceWarning
 
 DATA = Path(__file__).resolve().parent / "data"
+NCCL_KINETO = [str(DATA / "nccl" / "kineto.0.json"), str(DATA / "nccl" / "kineto.1.json")]
 
 
 @pytest.fixture
@@ -24,7 +27,9 @@ def collector_on():
     was = gc.isenabled()
     gc.enable()
     yield
-    if not was:
+    if was:
+        gc.enable()
+    else:
         gc.disable()
 
 
@@ -50,9 +55,19 @@ def test_host_et_and_kineto_are_read_with_the_collector_off(monkeypatch, collect
 
 def test_kineto_alone_is_read_with_the_collector_off(monkeypatch, collector_on):
     seen = _spy(monkeypatch, kineto_graph_mod, "read_kineto")
-    ts = open_kineto_only([str(DATA / "nccl" / "kineto.0.json"), str(DATA / "nccl" / "kineto.1.json")])
-    assert len(list(ts[1].nodes())) > 10 and seen == [False]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PyTorchTraceWarning)
+        ts = open_kineto_only(NCCL_KINETO)
+        assert len(list(ts[1].nodes())) > 10 and seen == [False]
     assert gc.isenabled()
+
+
+def test_warnings_inside_still_name_the_caller(collector_on):
+    # the nccl recordings have no message sizes: the warning is issued inside the block and, with
+    # its stack level, names the line that called the conversion, as it did before the block
+    with pytest.warns(PyTorchTraceWarning, match="have no size") as got:
+        kineto_graph_mod.convert_kineto_rank(NCCL_KINETO[0], 0, 2, {})
+    assert {Path(w.filename).name for w in got} == {Path(__file__).name}
 
 
 @pytest.mark.filterwarnings("ignore:.*no Kineto trace")
@@ -64,27 +79,37 @@ def test_the_collector_is_back_on_after_an_error(tmp_path, collector_on):
     assert gc.isenabled()
 
 
-def test_a_collector_turned_off_by_the_caller_stays_off():
-    was = gc.isenabled()
+def test_a_collector_turned_off_by_the_caller_stays_off(collector_on):
     gc.disable()
-    try:
-        assert without_cycle_collection(gc.isenabled)() is False
+    with cycle_collection_off():
         assert not gc.isenabled()
-    finally:
-        if was:
-            gc.enable()
+    assert not gc.isenabled()
 
 
-def test_a_cycle_made_while_off_is_collected_once_back_on(collector_on):
-    class Cycle:
-        other: Cycle
+def test_overlapping_blocks_keep_it_off_until_the_last_ends(collector_on):
+    # two conversions on two threads: the first to end leaves the collector off for the other
+    entered, first_done, states = threading.Barrier(2), threading.Event(), []
 
-    def make() -> weakref.ref:
-        a, b = Cycle(), Cycle()
-        a.other, b.other = b, a
-        return weakref.ref(a)
+    def first() -> None:
+        with cycle_collection_off():
+            entered.wait()
+        first_done.set()
 
-    made = without_cycle_collection(make)()
-    assert made() is not None  # the cycle outlived the call: nothing collected it
-    gc.collect()
-    assert made() is None
+    def second() -> None:
+        with cycle_collection_off():
+            entered.wait()
+            first_done.wait()
+            states.append(gc.isenabled())
+        states.append(gc.isenabled())
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert states == [False, True]
+    with cycle_collection_off():  # and nested on one thread
+        with cycle_collection_off():
+            pass
+        assert not gc.isenabled()
+    assert gc.isenabled()
