@@ -25,8 +25,6 @@ import warnings
 from collections.abc import Iterable
 from typing import Any
 
-import orjson
-
 from chakra_core import TraceFormatError
 
 from .comms import CommInfo, merge_param_comms
@@ -35,7 +33,6 @@ from .graph import ConvertedRank, build_graph
 from .groupmatch import SetMatch
 from .hostet import HostOp, HostTrace
 from .intmap import IntMap
-from .ints import int64_from_number
 from .kineto import KinetoTrace, StreamWait, read_kineto
 from .kineto_graph_comms import annotation_elem_bytes, c10d_comm, group_of, param_comm
 from .kineto_graph_events import CpuCollector, CpuEvent, CpuSide
@@ -75,7 +72,7 @@ def convert_kineto_rank(path: str, rank: int, world: int, groups: dict[str, list
         if not kt.stream_waits:
             kt.stream_waits = _event_waits(cpu, kt)
         _as_keys(kt, cpu)
-        named = {g[0]: g[1] for e in cpu.events if (g := group_of(e.args)) is not None}
+        named = {g[0]: g[1] for e in cpu.events if e.args is not None and (g := group_of(e.args)) is not None}
         return build_graph(host, kt, rank, world, {**named, **groups}, idle_gaps=idle_gaps,
                            min_idle_us=min_idle_us)
 
@@ -117,7 +114,7 @@ def _host_trace(path: str, kt: KinetoTrace, cpu: CpuSide, world: int) -> HostTra
             comms[e.key] = info
         elif info is not None:
             params.append((e.key, info))
-        elif e.name.startswith(("gloo:", "nccl:")) and e.args.get("finished") is not False:
+        elif e.name.startswith(("gloo:", "nccl:")) and not e.unfinished:
             workers.append(e)  # an unfinished one ends at the profiler's stop: its op keeps its own span
     anchors = [_anchor_above(events, comms, key) for key, _info in params]
     anchored = [(a, info) for a, (_key, info) in zip(anchors, params) if a >= 0]
@@ -155,9 +152,9 @@ def _comm_of(e: CpuEvent, path: str, list_esize: int | None = None) -> CommInfo 
     ``list_esize``: the element size of a ``c10d::*`` op's tensor lists (see :func:`c10d_comm`)."""
     try:
         if e.name.startswith("c10d::"):
-            return c10d_comm(e.name, e.args, list_esize)
+            return c10d_comm(e.name, e.args or {}, list_esize)
         if e.name == "record_param_comms":
-            return param_comm(e.args)
+            return param_comm(e.args or {})
     except ValueError as err:
         raise TraceFormatError(f"{e.name}: {err}", path, f"event at ts {e.ts:.3f} us") from None
     return None
@@ -182,10 +179,10 @@ def _attach_workers(events: list[CpuEvent], comms: dict[int, CommInfo], workers:
     for key, info in comms.items():
         info.worker_rfs = [order[o] for o in info.worker_rfs if o in order]
         e = events[key]
-        types = e.args.get("Input type")
+        types = (e.args or {}).get("Input type")
         if not info.worker_rfs or not isinstance(types, list) or "TensorList" not in types:
             continue
-        esize = annotation_elem_bytes(events[info.worker_rfs[0]].args)
+        esize = annotation_elem_bytes(events[info.worker_rfs[0]].args or {})
         if esize:
             fixed = _comm_of(e, path, esize)
             if fixed is not None:
@@ -198,7 +195,7 @@ def _reduce_scatter_sizes(events: list[CpuEvent], comms: dict[int, CommInfo], wo
     for key, info in comms.items():
         if info.kind != "reduce_scatter" or info.size_bytes:
             continue
-        shard = c10d_comm("c10d::allreduce_", events[key].args, None)
+        shard = c10d_comm("c10d::allreduce_", events[key].args or {}, None)
         size = info.pg_size or world
         if shard is not None:
             info.size_bytes = shard.size_bytes * size
@@ -207,19 +204,8 @@ def _reduce_scatter_sizes(events: list[CpuEvent], comms: dict[int, CommInfo], wo
 def _host_op(e: CpuEvent, comm: CommInfo | None, parent_sel: int) -> HostOp:
     """The host op of an event: its key as node id and record-function id, Kineto's sequence
     number and forward thread, and its input dims and types as the node's inputs."""
-    args = e.args
-    keep = (e.key, None, _int(args.get("Sequence number")), None, e.tid, _int(args.get("Fwd thread id")), None)
-    dims, types, values = args.get("Input Dims"), args.get("Input type"), args.get("Concrete Inputs")
-    dims = dims if isinstance(dims, list) else []
-    types = types if isinstance(types, list) else []
-    values = values if isinstance(values, list) and len(values) == len(dims) else [""] * len(dims)
-    io = bytes(memoryview(orjson.dumps([values, dims, types, [], [], []])))
-    return HostOp(e.key, e.name, e.tid, e.key, keep, io, comm, parent_sel)
-
-
-def _int(v: Any) -> int | None:
-    n = int64_from_number(v, -1)
-    return n if n >= 0 else None
+    keep = (e.key, None, e.seq, None, e.tid, e.fwd_tid, None)
+    return HostOp(e.key, e.name, e.tid, e.key, keep, e.io, comm, parent_sel)
 
 
 def _event_waits(cpu: CpuSide, kt: KinetoTrace) -> list[StreamWait]:

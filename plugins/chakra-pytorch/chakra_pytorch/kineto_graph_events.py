@@ -17,10 +17,12 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from .ints import int64_from_number
 from .kineto import event_time
 
-__all__ = ["CpuEvent", "RuntimeCall", "CpuSide", "CpuCollector"]
+__all__ = ["CpuEvent", "RuntimeCall", "CpuSide", "CpuCollector", "keeps_args"]
 
 _CPU_CATS = ("cpu_op", "user_annotation")
 _RUNTIME_CATS = ("cuda_runtime", "cuda_driver")
@@ -44,13 +46,20 @@ def _shared(v: Any) -> Any:
 
 @dataclass(slots=True)
 class CpuEvent:
-    """A ``cpu_op`` or ``user_annotation`` event of the traced process."""
+    """A ``cpu_op`` or ``user_annotation`` event of the traced process, in compact form: what
+    the conversion reads of its arguments, and all of them (:data:`_KEPT_ARGS`) only for a
+    communication event (:func:`keeps_args`)."""
 
     name: str
     tid: int
     ts: float  # microseconds
     dur: float  # microseconds
-    args: dict[str, Any]
+    issued: int  # ``Record function id``, else ``External id``, else -1 (see :meth:`order_id`)
+    seq: int | None  # ``Sequence number`` (None when absent or negative)
+    fwd_tid: int | None  # ``Fwd thread id`` (the same)
+    unfinished: bool  # ``finished`` is false: still running when the profiler stopped
+    io: bytes  # orjson of [input values, input dims, input types, [], [], []], as a host op has them
+    args: dict[str, Any] | None  # the kept arguments of a communication event, else None
     key: int = -1  # index in start order over all threads
     parent: int = -1  # key of the innermost event around it on its thread, -1 for none
 
@@ -62,11 +71,29 @@ class CpuEvent:
     def order_id(self) -> int:
         """The id that counts issue order: ``Record function id``, else ``External id``, else
         the key (the first two are handed out when the event opens, on the issuing thread)."""
-        for field in ("Record function id", "External id"):
-            v = int64_from_number(self.args.get(field))
-            if v >= 0:
-                return v
-        return self.key
+        return self.issued if self.issued >= 0 else self.key
+
+
+def keeps_args(name: str, args: dict[str, Any]) -> bool:
+    """Whether a CPU event keeps its arguments: a communication op (``c10d::*``,
+    ``record_param_comms``), a gloo/NCCL work annotation, or an event naming a process group."""
+    return (name.startswith(("c10d::", "gloo:", "nccl:")) or name == "record_param_comms"
+            or ("Process Group Name" in args and "Process Group Ranks" in args))
+
+
+def _event_io(args: dict[str, Any]) -> bytes:
+    """The inputs of an event as a host op's compact JSON: its concrete values (empty strings
+    when they do not match the dims one for one), dims and types; no outputs."""
+    dims, types, values = args.get("Input Dims"), args.get("Input type"), args.get("Concrete Inputs")
+    dims = dims if isinstance(dims, list) else []
+    types = types if isinstance(types, list) else []
+    values = values if isinstance(values, list) and len(values) == len(dims) else [""] * len(dims)
+    return bytes(memoryview(orjson.dumps([values, dims, types, [], [], []])))
+
+
+def _id_or_none(v: Any) -> int | None:
+    n = int64_from_number(v, -1)
+    return n if n >= 0 else None
 
 
 @dataclass(slots=True)
@@ -114,9 +141,8 @@ class CpuCollector:
         pid = int64_from_number(ev.get("pid"))
         ts, tid = event_time(ev.get("ts", 0.0), "ts"), int64_from_number(ev.get("tid"), 0)
         if cat in _CPU_CATS:
-            kept = {k: _shared(v) if k in _STRING_LISTS else v for k, v in args.items() if k in _KEPT_ARGS}
             dur = max(0.0, event_time(ev.get("dur", 0.0), "dur"))
-            self.events.append((pid, CpuEvent(name, tid, ts, dur, kept)))
+            self.events.append((pid, _cpu_event(name, tid, ts, dur, args)))
         else:
             self.calls.append((pid, RuntimeCall(name, ts, tid, int64_from_number(args.get("correlation")))))
 
@@ -130,6 +156,15 @@ class CpuCollector:
         _nest(events, calls)
         corr_owner = {c.correlation: c.owner for c in calls if c.correlation >= 0 and c.owner >= 0}
         return CpuSide(pid, events, calls, corr_owner)
+
+
+def _cpu_event(name: str, tid: int, ts: float, dur: float, args: dict[str, Any]) -> CpuEvent:
+    """The compact form of a CPU event with arguments ``args``."""
+    rf, ext = int64_from_number(args.get("Record function id")), int64_from_number(args.get("External id"))
+    kept = ({k: _shared(v) if k in _STRING_LISTS else v for k, v in args.items() if k in _KEPT_ARGS}
+            if keeps_args(name, args) else None)
+    return CpuEvent(name, tid, ts, dur, rf if rf >= 0 else ext, _id_or_none(args.get("Sequence number")),
+                    _id_or_none(args.get("Fwd thread id")), args.get("finished") is False, _event_io(args), kept)
 
 
 def _nest(events: list[CpuEvent], calls: list[RuntimeCall]) -> None:

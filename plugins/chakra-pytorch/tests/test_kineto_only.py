@@ -187,3 +187,34 @@ def test_a_zero_dim_tensor_is_one_element():
             "Concrete Inputs": ["", "", "", "False", "-1"]}
     info = c10d_comm("c10d::_allgather_base_", args, None)
     assert (info.kind, info.size_bytes, info.async_op) == ("all_gather", 8, False)
+
+
+def test_only_communication_events_keep_their_arguments():
+    # the DDP recording's rank 0: CPU events keep what the conversion reads of them in compact
+    # form; the whole argument dict stays only on c10d ops, record_param_comms and gloo annotations
+    from chakra_pytorch.kineto_graph import kineto_host
+
+    _host, _kt, cpu = kineto_host(str(DATA / "ddp" / "kineto.0.json.gz"), 2)
+    kept = [e for e in cpu.events if e.args is not None]
+    assert kept and len(kept) < len(cpu.events) // 4
+    assert all(e.name.startswith(("c10d::", "gloo:")) or e.name == "record_param_comms" for e in kept)
+    linear = next(e for e in cpu.events if e.name == "aten::linear")
+    # nn.Linear(16, 32) on a batch of 8: input, weight and bias, as Kineto's args list them
+    assert json.loads(linear.io) == [["", "", ""], [[8, 16], [32, 16], [32]], ["float"] * 3, [], [], []]
+    assert linear.seq is not None and linear.order_id() >= 0 and not linear.unfinished
+
+
+def test_input_dims_nested_deeper_than_orjson_writes_name_the_event(tmp_path):
+    # an op's Input Dims nested 300 deep (a corrupt file): orjson reads it but cannot write it
+    # back; this ended in an internal error (TypeError) when the op's node was written, and is
+    # now a one-line error naming the event, as it is in a host ET
+    src = DATA / "mlp" / "kineto.0.json.gz"
+    trace = json.loads(gzip.decompress(src.read_bytes()))
+    index, ev = next((i, e) for i, e in enumerate(trace["traceEvents"])
+                     if e.get("cat") == "cpu_op" and e["name"] == "aten::linear")
+    ev["args"]["Input Dims"] = "DEEP"
+    p = tmp_path / "kineto.0.json"
+    p.write_text(json.dumps(trace, indent=2).replace('"DEEP"', "[" * 300 + "]" * 300, 1))
+    with pytest.raises(TraceFormatError) as got:
+        _quiet(lambda: list(open_kineto_only([str(p)])[0].nodes()))
+    assert got.value.location == f"event {index + 1}" and "bad trace event" in got.value.message
