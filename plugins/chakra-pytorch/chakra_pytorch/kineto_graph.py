@@ -83,6 +83,9 @@ def kineto_host(path: str, world: int, distributed: dict[str, Any] | None = None
     collector = CpuCollector()
     kt = read_kineto(path, frozenset(), distributed, on_event=collector.take)
     cpu = collector.finish(kt.pid)
+    if cpu.unwritable:  # the traced process's events only: the others are left out
+        e, why = cpu.unwritable[0]
+        raise TraceFormatError(f"{e.name}: inputs cannot be kept ({why})", path, f"event at ts {e.ts:.3f} us")
     return _host_trace(path, kt, cpu, world), kt, cpu
 
 
@@ -152,12 +155,20 @@ def _comm_of(e: CpuEvent, path: str, list_esize: int | None = None) -> CommInfo 
     ``list_esize``: the element size of a ``c10d::*`` op's tensor lists (see :func:`c10d_comm`)."""
     try:
         if e.name.startswith("c10d::"):
-            return c10d_comm(e.name, e.args or {}, list_esize)
+            return c10d_comm(e.name, _kept_args(e), list_esize)
         if e.name == "record_param_comms":
-            return param_comm(e.args or {})
+            return param_comm(_kept_args(e))
     except ValueError as err:
         raise TraceFormatError(f"{e.name}: {err}", path, f"event at ts {e.ts:.3f} us") from None
     return None
+
+
+def _kept_args(e: CpuEvent) -> dict[str, Any]:
+    """The arguments of a communication event or annotation, which keeps them (see
+    :class:`CpuEvent`); a reader asking for those of another event is a bug."""
+    if e.args is None:
+        raise AssertionError(f"{e.name}: its arguments were not kept")
+    return e.args
 
 
 def _anchor_above(events: list[CpuEvent], comms: dict[int, CommInfo], key: int) -> int:
@@ -179,10 +190,10 @@ def _attach_workers(events: list[CpuEvent], comms: dict[int, CommInfo], workers:
     for key, info in comms.items():
         info.worker_rfs = [order[o] for o in info.worker_rfs if o in order]
         e = events[key]
-        types = (e.args or {}).get("Input type")
+        types = _kept_args(e).get("Input type")
         if not info.worker_rfs or not isinstance(types, list) or "TensorList" not in types:
             continue
-        esize = annotation_elem_bytes(events[info.worker_rfs[0]].args or {})
+        esize = annotation_elem_bytes(_kept_args(events[info.worker_rfs[0]]))
         if esize:
             fixed = _comm_of(e, path, esize)
             if fixed is not None:
@@ -195,7 +206,7 @@ def _reduce_scatter_sizes(events: list[CpuEvent], comms: dict[int, CommInfo], wo
     for key, info in comms.items():
         if info.kind != "reduce_scatter" or info.size_bytes:
             continue
-        shard = c10d_comm("c10d::allreduce_", events[key].args or {}, None)
+        shard = c10d_comm("c10d::allreduce_", _kept_args(events[key]), None)
         size = info.pg_size or world
         if shard is not None:
             info.size_bytes = shard.size_bytes * size

@@ -22,7 +22,7 @@ import orjson
 from .ints import int64_from_number
 from .kineto import event_time
 
-__all__ = ["CpuEvent", "RuntimeCall", "CpuSide", "CpuCollector", "keeps_args"]
+__all__ = ["CpuEvent", "RuntimeCall", "CpuSide", "CpuCollector"]
 
 _CPU_CATS = ("cpu_op", "user_annotation")
 _RUNTIME_CATS = ("cuda_runtime", "cuda_driver")
@@ -47,18 +47,19 @@ def _shared(v: Any) -> Any:
 @dataclass(slots=True)
 class CpuEvent:
     """A ``cpu_op`` or ``user_annotation`` event of the traced process, in compact form: what
-    the conversion reads of its arguments, and all of them (:data:`_KEPT_ARGS`) only for a
-    communication event (:func:`keeps_args`)."""
+    the conversion reads of its arguments, and the kept ones (:data:`_KEPT_ARGS`) only for a
+    communication event (:func:`_keeps_args`)."""
 
     name: str
     tid: int
     ts: float  # microseconds
     dur: float  # microseconds
-    issued: int  # ``Record function id``, else ``External id``, else -1 (see :meth:`order_id`)
-    seq: int | None  # ``Sequence number`` (None when absent or negative)
-    fwd_tid: int | None  # ``Fwd thread id`` (the same)
+    issued: int  # ``Record function id`` when one, else ``External id`` (negative: neither; :meth:`order_id`)
+    seq: int | None  # ``Sequence number``; None unless a non-negative 64-bit integer
+    fwd_tid: int | None  # ``Fwd thread id``; the same
     unfinished: bool  # ``finished`` is false: still running when the profiler stopped
     io: bytes  # orjson of [input values, input dims, input types, [], [], []], as a host op has them
+    # (empty when orjson cannot write them: :attr:`CpuSide.unwritable`)
     args: dict[str, Any] | None  # the kept arguments of a communication event, else None
     key: int = -1  # index in start order over all threads
     parent: int = -1  # key of the innermost event around it on its thread, -1 for none
@@ -74,7 +75,7 @@ class CpuEvent:
         return self.issued if self.issued >= 0 else self.key
 
 
-def keeps_args(name: str, args: dict[str, Any]) -> bool:
+def _keeps_args(name: str, args: dict[str, Any]) -> bool:
     """Whether a CPU event keeps its arguments: a communication op (``c10d::*``,
     ``record_param_comms``), a gloo/NCCL work annotation, or an event naming a process group."""
     return (name.startswith(("c10d::", "gloo:", "nccl:")) or name == "record_param_comms"
@@ -116,6 +117,8 @@ class CpuSide:
     calls: list[RuntimeCall]
     #: correlation id -> key of the CPU event around the runtime call
     corr_owner: dict[int, int]
+    #: events whose inputs orjson cannot write (nested deeper than it writes), with its message
+    unwritable: list[tuple[CpuEvent, str]]
 
 
 class CpuCollector:
@@ -125,6 +128,7 @@ class CpuCollector:
     def __init__(self) -> None:
         self.events: list[tuple[int, CpuEvent]] = []  # (pid, event)
         self.calls: list[tuple[int, RuntimeCall]] = []
+        self.unwritable: list[tuple[int, CpuEvent, str]] = []  # (pid, event, orjson's message)
 
     def take(self, ev: Any) -> None:
         """Keep one trace event when it is a complete CPU event or runtime call (ValueError
@@ -142,7 +146,10 @@ class CpuCollector:
         ts, tid = event_time(ev.get("ts", 0.0), "ts"), int64_from_number(ev.get("tid"), 0)
         if cat in _CPU_CATS:
             dur = max(0.0, event_time(ev.get("dur", 0.0), "dur"))
-            self.events.append((pid, _cpu_event(name, tid, ts, dur, args)))
+            event, unwritable = _cpu_event(name, tid, ts, dur, args)
+            self.events.append((pid, event))
+            if unwritable is not None:
+                self.unwritable.append((pid, event, unwritable))
         else:
             self.calls.append((pid, RuntimeCall(name, ts, tid, int64_from_number(args.get("correlation")))))
 
@@ -155,16 +162,22 @@ class CpuCollector:
             ev.key = k
         _nest(events, calls)
         corr_owner = {c.correlation: c.owner for c in calls if c.correlation >= 0 and c.owner >= 0}
-        return CpuSide(pid, events, calls, corr_owner)
+        bad = sorted(((e, why) for p, e, why in self.unwritable if pid is None or p == pid), key=lambda x: x[0].key)
+        return CpuSide(pid, events, calls, corr_owner, bad)
 
 
-def _cpu_event(name: str, tid: int, ts: float, dur: float, args: dict[str, Any]) -> CpuEvent:
-    """The compact form of a CPU event with arguments ``args``."""
+def _cpu_event(name: str, tid: int, ts: float, dur: float, args: dict[str, Any]) -> tuple[CpuEvent, str | None]:
+    """The compact form of a CPU event with arguments ``args``, and orjson's message when it
+    cannot write the event's inputs (else None)."""
     rf, ext = int64_from_number(args.get("Record function id")), int64_from_number(args.get("External id"))
     kept = ({k: _shared(v) if k in _STRING_LISTS else v for k, v in args.items() if k in _KEPT_ARGS}
-            if keeps_args(name, args) else None)
+            if _keeps_args(name, args) else None)
+    try:
+        io, unwritable = _event_io(args), None
+    except orjson.JSONEncodeError as e:
+        io, unwritable = b"", str(e)
     return CpuEvent(name, tid, ts, dur, rf if rf >= 0 else ext, _id_or_none(args.get("Sequence number")),
-                    _id_or_none(args.get("Fwd thread id")), args.get("finished") is False, _event_io(args), kept)
+                    _id_or_none(args.get("Fwd thread id")), args.get("finished") is False, io, kept), unwritable
 
 
 def _nest(events: list[CpuEvent], calls: list[RuntimeCall]) -> None:

@@ -191,7 +191,7 @@ def test_a_zero_dim_tensor_is_one_element():
 
 def test_only_communication_events_keep_their_arguments():
     # the DDP recording's rank 0: CPU events keep what the conversion reads of them in compact
-    # form; the whole argument dict stays only on c10d ops, record_param_comms and gloo annotations
+    # form; their kept arguments stay only on c10d ops, record_param_comms and gloo annotations
     from chakra_pytorch.kineto_graph import kineto_host
 
     _host, _kt, cpu = kineto_host(str(DATA / "ddp" / "kineto.0.json.gz"), 2)
@@ -204,17 +204,32 @@ def test_only_communication_events_keep_their_arguments():
     assert linear.seq is not None and linear.order_id() >= 0 and not linear.unfinished
 
 
-def test_input_dims_nested_deeper_than_orjson_writes_name_the_event(tmp_path):
-    # an op's Input Dims nested 300 deep (a corrupt file): orjson reads it but cannot write it
-    # back; this ended in an internal error (TypeError) when the op's node was written, and is
-    # now a one-line error naming the event, as it is in a host ET
-    src = DATA / "mlp" / "kineto.0.json.gz"
-    trace = json.loads(gzip.decompress(src.read_bytes()))
-    index, ev = next((i, e) for i, e in enumerate(trace["traceEvents"])
-                     if e.get("cat") == "cpu_op" and e["name"] == "aten::linear")
+def _deep_dims(tmp_path, name: str, other_pid: bool = False):
+    """The mlp recording's Kineto trace with the Input Dims of its first ``name`` op nested 300
+    deep (a corrupt file: orjson reads it but cannot write it back), optionally moved to another
+    process; the file and the event."""
+    trace = json.loads(gzip.decompress((DATA / "mlp" / "kineto.0.json.gz").read_bytes()))
+    ev = next(e for e in trace["traceEvents"] if e.get("cat") == "cpu_op" and e["name"] == name)
     ev["args"]["Input Dims"] = "DEEP"
+    if other_pid:
+        ev["pid"] = 99999
     p = tmp_path / "kineto.0.json"
     p.write_text(json.dumps(trace, indent=2).replace('"DEEP"', "[" * 300 + "]" * 300, 1))
+    return p, ev
+
+
+@pytest.mark.parametrize("name", ["aten::linear", "aten::t"])  # a node, and an op folded into one
+def test_input_dims_nested_deeper_than_orjson_writes_name_the_event(tmp_path, name):
+    # this ended in an internal error (TypeError) when the op's node was written, and passed
+    # unseen inside an op folded away; it is now a one-line error naming the event, as in a host ET
+    p, ev = _deep_dims(tmp_path, name)
     with pytest.raises(TraceFormatError) as got:
         _quiet(lambda: list(open_kineto_only([str(p)])[0].nodes()))
-    assert got.value.location == f"event {index + 1}" and "bad trace event" in got.value.message
+    assert got.value.message == f"{name}: inputs cannot be kept (Recursion limit reached)"
+    assert got.value.location == f"event at ts {ev['ts']:.3f} us"
+
+
+def test_deep_input_dims_of_another_process_are_left_out_with_it(tmp_path):
+    p, _ev = _deep_dims(tmp_path, "aten::linear", other_pid=True)
+    nodes = _quiet(lambda: list(open_kineto_only([str(p)])[0].nodes()))
+    assert sum(n.name == "aten::linear" for n in nodes) == 1  # of the two, the traced process's
