@@ -204,6 +204,17 @@ def test_only_communication_events_keep_their_arguments():
     assert linear.seq is not None and linear.order_id() >= 0 and not linear.unfinished
 
 
+def test_events_with_the_same_inputs_share_one_copy():
+    # the DDP recording's rank 0 (one step of the MLP): 175 CPU events, 97 distinct inputs;
+    # equal inputs are one bytes object, so memory grows with the distinct ones, not the events
+    from chakra_pytorch.kineto_graph import kineto_host
+
+    _host, _kt, cpu = kineto_host(str(DATA / "ddp" / "kineto.0.json.gz"), 2)
+    distinct = {e.io for e in cpu.events}
+    assert len(distinct) == 97 and len(cpu.events) == 175
+    assert len({id(e.io) for e in cpu.events}) == len(distinct)
+
+
 def _deep_dims(tmp_path, name: str, other_pid: bool = False):
     """The mlp recording's Kineto trace with the Input Dims of its first ``name`` op nested 300
     deep (a corrupt file: orjson reads it but cannot write it back), optionally moved to another
