@@ -8,7 +8,8 @@ Public API (everything else is private; docs/api.md describes each name):
   :func:`open_binary`, :func:`write_json`, :func:`read_json`, :func:`encode_varint`,
   :func:`decode_varint` (protobuf varints)
 - outputs: :class:`atomic_output` (one file), :func:`output_directory` (a directory built aside
-  and swapped into place), :func:`inside_output` (an option naming a file in the output directory)
+  and swapped into place), :func:`inside_output` (an option naming a file in the output directory),
+  :func:`cache_dir` (the folder of Chakra's caches)
 - trace sets: :class:`TraceSet`, :class:`RankTrace`, :class:`FileRank`, :class:`MemoryRank`,
   :class:`GeneratedRank`, :func:`open_traceset`, :func:`expand_paths`,
   :func:`with_process_groups`, :func:`process_groups_json`
@@ -65,6 +66,7 @@ if TYPE_CHECKING:
     from chakra_core.analysis._spans import FLOW_KINDS, SPAN_KINDS, SpanBuilder, Spans
     from chakra_core.analysis._timeline import add_span_outputs, write_timeline, write_timeline_from_options
     from chakra_core.analysis._timeline_options import TIMELINE_OPTIONS
+    from chakra_core.base._cachedir import cache_dir
     from chakra_core.base._errors import ChakraError, ConfigError, PluginError, TraceFormatError
     from chakra_core.base._jitchoice import compiled_worthwhile
     from chakra_core.base._kernels import chosen, compiled, kernel
@@ -119,7 +121,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Node", "GlobalMetadata", "NodeType", "CommType", "AttributeProto", "IOInfo", "PG_INIT_NAME",
     "EtReader", "EtWriter", "read_et", "write_et", "open_binary", "atomic_output", "frame_nodes",
-    "output_directory", "inside_output", "encode_varint", "decode_varint",
+    "output_directory", "inside_output", "cache_dir", "encode_varint", "decode_varint",
     "TraceSet", "RankTrace", "FileRank", "MemoryRank", "GeneratedRank", "open_traceset",
     "expand_paths", "with_process_groups", "process_groups_json",
     "write_json", "read_json",
@@ -154,6 +156,7 @@ _EXPORTS = {
     "trace._traceset": ("TraceSet", "RankTrace", "FileRank", "MemoryRank", "GeneratedRank", "open_traceset",
                         "with_process_groups", "process_groups_json"),
     "base._paths": ("expand_paths",),
+    "base._cachedir": ("cache_dir",),
     "io._jsonform": ("write_json", "read_json"),
     "trace._attrs": ("get_attr", "get_int", "get_str", "get_bool", "set_attr", "add_attr", "make_attr", "NodeAttrs"),
     "hookspecs": ("hookimpl", "Register"),

@@ -58,8 +58,9 @@ class CriticalPath:
             return []
         idx = self.span[has]
         dur = (self.end_ns - self.start_ns)[has]
+        cat = self.category[has]
         name = _same_names(spans, spans.name[idx])
-        key = (name * len(SPAN_KINDS) + spans.kind[idx]) * len(PATH_CATEGORIES) + self.category[has]
+        key = (name * len(SPAN_KINDS) + spans.kind[idx]) * len(PATH_CATEGORIES) + cat
         order = key.argsort(kind="stable")  # each key's segments in path order
         sorted_key = key[order]
         heads = np.concatenate(([True], sorted_key[1:] != sorted_key[:-1])).nonzero()[0]
@@ -70,7 +71,7 @@ class CriticalPath:
         rows = seen[(-ns[seen]).argsort(kind="stable")][:n]
         at = first[rows]
         span = idx[at]
-        cols = zip(spans.name[span].tolist(), spans.kind[span].tolist(), self.category[has][at].tolist(),
+        cols = zip(spans.name[span].tolist(), spans.kind[span].tolist(), cat[at].tolist(),
                    ns[rows].tolist(), count[rows].tolist())
         return [{"name": spans.names[nm], "kind": SPAN_KINDS[k], "category": PATH_CATEGORIES[c], "ns": v,
                  "segments": m} for nm, k, c, v, m in cols]

@@ -1,20 +1,21 @@
 """The installed entry points of one group, kept between commands.
 
 Asking ``importlib.metadata`` costs about 25 ms of CPU in every process: importing it pulls in
-the ``email`` package and more, and it then reads every installed distribution.  Its answer is
-kept in ``$XDG_CACHE_HOME/chakra/`` (default ``~/.cache``), one file per interpreter and group,
-with a fingerprint of what the answer depends on: for every ``sys.path`` entry that holds
-distributions, the names of its ``*.dist-info`` and ``*.egg-info`` (and ``EGG-INFO`` in an
-``.egg`` folder) and, for each, a checksum of its ``entry_points.txt`` and of the head of its
-``METADATA`` (or ``PKG-INFO``: name and version come first) with that file's modification time;
-for an entry that is not a folder (a zip file), its own time.  Installing, removing, upgrading
-or re-installing a distribution (editable included) changes one of these, and the next command
-asks ``importlib.metadata`` again.  Folders without distributions (the current folder, a source
-checkout on ``PYTHONPATH``) add nothing to the answer and are left out, so files written there
-and a change of folder keep it.  Contents are compared, not only times, because a file's time
-moves in steps of a clock tick: a plugin re-installed within the same few milliseconds (a test)
-keeps its time.  Taking the fingerprint lists the folders and reads two small files a
-distribution (about 2 ms for 100 distributions).
+the ``email`` package and more, and it then reads every installed distribution. Its answer is
+kept in ``$XDG_CACHE_HOME/chakra/`` (default ``~/.cache``; :func:`~chakra_core.cache_dir`), one
+file per interpreter, group and distribution whose version is asked, with a fingerprint of what
+the answer depends on: for every ``sys.path`` entry that holds distributions, the names of its
+``*.dist-info`` and ``*.egg-info`` (and ``EGG-INFO`` in an ``.egg`` folder) and, for each, a
+checksum of its ``entry_points.txt`` and of the head of its ``METADATA`` (or ``PKG-INFO``: name
+and version come first) with that file's modification time; for an entry that is not a folder (a
+zip file), its own time. Installing, removing, upgrading or re-installing a distribution
+(editable included) changes one of these, and the next command asks ``importlib.metadata``
+again. Folders without distributions (the current folder, a source checkout on ``PYTHONPATH``)
+add nothing to the answer and are left out, so files written there and a change of folder keep
+it. Contents are compared, not only times, because a file's time moves in steps of a clock tick:
+a plugin re-installed within the same few milliseconds (a test) keeps its time. Taking the
+fingerprint lists the folders and reads two small files a distribution (about 2 ms for 100
+distributions).
 
 A cache file that cannot be read, or written, is passed over: the answer is then asked for
 anew, the same as without a cache.  ``CHAKRA_NO_PLUGIN_CACHE=1`` turns the cache off.
@@ -35,6 +36,8 @@ import sys
 import zlib
 from dataclasses import dataclass
 from typing import Any
+
+from chakra_core.base._cachedir import cache_dir
 
 __all__ = ["FoundEntryPoint", "installed_entry_points", "env_flag"]
 
@@ -71,7 +74,7 @@ def installed_entry_points(group: str, distribution: str) -> tuple[list[FoundEnt
     written."""
     if env_flag("CHAKRA_NO_PLUGIN_CACHE"):
         return _ask(group, distribution)
-    path, print_ = _cache_path(group), _fingerprint()
+    path, print_ = _cache_path(group, distribution), _fingerprint()
     found = _read(path, print_)
     if found is None:
         found = _ask(group, distribution)
@@ -102,11 +105,10 @@ def _ask(group: str, distribution: str) -> tuple[list[FoundEntryPoint], str | No
     return eps, version
 
 
-def _cache_path(group: str) -> str:
-    """The cache file of this interpreter and group."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    key = zlib.crc32(json.dumps([sys.executable, group]).encode())
-    return os.path.join(base, "chakra", f"entry-points-{key:08x}.json")
+def _cache_path(group: str, distribution: str) -> str:
+    """The cache file of this interpreter, group and distribution (whose version it keeps)."""
+    key = zlib.crc32(json.dumps([sys.executable, group, distribution]).encode())
+    return os.path.join(cache_dir(), f"entry-points-{key:08x}.json")
 
 
 def _fingerprint() -> list:

@@ -12,7 +12,6 @@ from chakra_core.base._docparse import decode_text, parse_json
 from chakra_core.base._errors import ConfigError
 from chakra_core.base._limits import check_limit
 from chakra_core.base._options import suggest
-from chakra_core.base._yamlparse import parse_yaml
 from chakra_core.system._keys import (
     ASTRA_IGNORED_KEYS,
     ASTRA_UNMODELLED_KEYS,
@@ -56,6 +55,8 @@ def read_config(source: str | os.PathLike | Mapping[str, Any]) -> tuple[Any, str
         except ConfigError:
             if where.endswith(".json"):
                 raise
+    from chakra_core.base._yamlparse import parse_yaml  # PyYAML only for a YAML file
+
     return parse_yaml(text, where), where, False
 
 

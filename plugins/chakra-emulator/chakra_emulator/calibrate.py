@@ -5,14 +5,13 @@ measured once per machine, device and torch version and cached in the user's cac
 from __future__ import annotations
 
 import json
-import os
 import platform
 import statistics
 import time
 from pathlib import Path
 from typing import Any
 
-from chakra_core import atomic_output
+from chakra_core import atomic_output, cache_dir
 
 __all__ = ["cache_path", "calibration_key", "load_or_measure"]
 
@@ -23,8 +22,7 @@ _PER_SAMPLE = 20
 
 def cache_path() -> Path:
     """Where calibrations are cached."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "chakra" / "emulator-calibration.json"
+    return Path(cache_dir()) / "emulator-calibration.json"
 
 
 def calibration_key(device: str) -> str:

@@ -145,14 +145,13 @@ def insert_idle(lane: list[OutNode], out: dict[int, OutNode], window, next_id: i
     for n in lane:
         if n.start < 0:
             continue
-        if len(n.ctrl) == 1 and (last is not None or prev_end is None):  # the common case, without lists
-            p = out.get(n.ctrl[0])
-            ready = p.start + p.dur if p is not None and p.start >= 0 else None
-        else:
-            ends = [out[d].end for d in n.ctrl if d in out and out[d].start >= 0]
-            if last is None and prev_end is not None:
-                ends.append(prev_end)
-            ready = max(ends) if ends else None
+        ready = None  # the latest end of its timed dependencies (and of the window, for the first)
+        for d in n.ctrl:
+            p = out.get(d)
+            if p is not None and p.start >= 0 and (ready is None or p.start + p.dur > ready):
+                ready = p.start + p.dur
+        if last is None and prev_end is not None and (ready is None or prev_end > ready):
+            ready = prev_end
         if ready is not None and ready < n.start < ready + min_idle:
             n.dur += n.start - ready  # a short gap: counted as the node's own overhead
             n.start = ready

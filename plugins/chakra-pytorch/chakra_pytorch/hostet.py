@@ -295,8 +295,7 @@ class _HostReader:
                         "numbers nodes with a counter): not a PyTorch execution trace", f"node {index}")
         return nid, name, parent
 
-    def _keep_node(self, index: int, node: Any, nid: int, name: str, parent: int, attrs: dict,
-                   io: tuple) -> None:
+    def _keep_node(self, index: int, nid: int, name: str, parent: int, attrs: dict, io: tuple) -> None:
         """Keep a candidate node until its parent arrives (then it may be folded into it); its
         inputs/outputs are written at once, its attributes only when the candidates as read
         overflow their window (:meth:`compact`)."""
@@ -319,7 +318,7 @@ class _HostReader:
             if info is not None:
                 self.comms[nid] = info
                 flags |= F_ANCHOR
-        self._keep_node(index, node, nid, name, parent, attrs, io)
+        self._keep_node(index, nid, name, parent, attrs, io)
         # children that arrived first are folded into this operator (comm anchors stay)
         for c in self.waiting.pop(nid, ()):
             if not self.cols.flags[c] & F_ANCHOR and self.raw.pop(c, None) is None:
@@ -346,7 +345,7 @@ class _HostReader:
                 raise _fail(self.path, f"{name}: {e}", f"node {index}") from None
             if info is not None:
                 self.param_comms.append((nid, info))
-                self._keep_node(index, node, nid, name, parent, attrs, io)
+                self._keep_node(index, nid, name, parent, attrs, io)
         elif name.startswith(("gloo:", "nccl:")):
             tensors = frozenset((t[0], t[1]) for t in tensors_in(_io(node)[0]))
             tid = attrs.get("tid", 0)

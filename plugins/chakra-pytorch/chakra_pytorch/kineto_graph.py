@@ -22,7 +22,6 @@ from __future__ import annotations
 import bisect
 import re
 import warnings
-from collections.abc import Iterable
 from typing import Any
 
 from chakra_core import TraceFormatError
@@ -134,9 +133,7 @@ def _host_trace(path: str, kt: KinetoTrace, cpu: CpuSide, world: int) -> HostTra
     ops = [_host_op(e, comms.get(e.key), owner[e.parent] if e.parent >= 0 else -1)
            for e in events if owner[e.key] == e.key]
     rf_owner = IntMap()
-    for k, o in enumerate(owner):
-        if o >= 0:
-            rf_owner[k] = o
+    rf_owner.set_pairs(range(len(owner)), owner)
     return HostTrace(path, KINETO_SCHEMA, kt.pid, ops, rf_owner, {})
 
 
@@ -258,16 +255,11 @@ def _as_keys(kt: KinetoTrace, cpu: CpuSide) -> None:
     """Re-key the timing by event key: every CPU event's span, each GPU activity and sync
     owned by the event around its runtime call (its ``External id`` is not used)."""
     kt.ops = {e.key: (e.ts, e.dur, e.tid, e.name) for e in cpu.events}
-    kt.ext_rf = _identity(e.key for e in cpu.events)
+    kt.ext_rf = IntMap()
+    kt.ext_rf.set_pairs(range(len(cpu.events)), range(len(cpu.events)))  # the keys are 0..n-1
     kt.corr_ext = dict(cpu.corr_owner)
     for g in kt.gpu:
         g.external = cpu.corr_owner.get(g.correlation, -1)
     for sy in kt.syncs:
         sy.external = cpu.corr_owner.get(sy.correlation, -1)
 
-
-def _identity(keys: Iterable[int]) -> IntMap:
-    m = IntMap()
-    for k in keys:
-        m[k] = k
-    return m

@@ -193,7 +193,7 @@ def _analyse(done: _Simulated, critical_path_nodes: int, keep_spans: bool) -> tu
 
     with progress("analysing the run", total=2, unit="step") as bar:
         bar.status("spans")
-        spans = build_spans(done.sim, names=keep_spans)
+        spans = build_spans(done.sim, kept=keep_spans)
         bar.advance()
         bar.status("critical path and per-rank times")
         rows, path = both(lambda: rank_rows(spans, done.actors),

@@ -37,11 +37,11 @@ _KIND_CODES = _kind_codes(np.repeat(np.arange(256, dtype=np.uint8), 256),
                           np.tile(np.arange(256, dtype=np.uint8), 256)).reshape(256, 256)
 
 
-def build_spans(sim: Sim, names: bool = True) -> Spans:
+def build_spans(sim: Sim, kept: bool = True) -> Spans:
     """One span per node of every simulated rank (times in ns), with bytes, group, peer,
     algorithm and the match of collectives (by issue order per group) and of send/receive pairs
     (by order per source, destination, tag and size), and the collective chunk phases recorded
-    for the timeline on per-dimension queue tracks; with ``names`` (the spans are kept for the
+    for the timeline on per-dimension queue tracks; with ``kept`` (the spans are kept for the
     Result or a timeline) also the node names and the dependency flows across tracks, which the
     per-rank rows and the critical path do not read (:func:`path_summary` names the path's nodes)."""
     b = SpanBuilder(nranks=len(sim.rank_actor))
@@ -55,10 +55,10 @@ def build_spans(sim: Sim, names: bool = True) -> Spans:
     cols["rank"] = np.array([a.rank for a in sim.actors], np.int64).repeat(sizes)
     bounds = list(zip(sim.actors, offsets[:-1], offsets[1:]))
     both(lambda: _time_columns(cols, bounds, np.asarray(tracks, np.int32)),
-         lambda: _fill_rest(b, bounds, cols, names, matches, algorithms), offsets[-1])
+         lambda: _fill_rest(b, bounds, cols, kept, matches, algorithms), offsets[-1])
     if offsets[-1]:
         b.extend(cols)
-    if names:
+    if kept:
         _dependency_flows(b, sim, offsets)
     _queue_phases(b, sim)
     return b.build()
