@@ -50,7 +50,7 @@ class _IssueOrder:
 
 
 def attach_annotations(annotations: Iterable[WorkAnnotation], comms: Mapping[int, CommInfo],
-                       rf_of: Sequence[int], tid_of: Mapping[int, int]) -> None:
+                       rf_of: Sequence[int] | Mapping[int, int], tid_of: Mapping[int, int]) -> None:
     """Append each annotation's record-function id to ``worker_rfs`` of the op it works for.
 
     ``comms`` maps the host-node id of each communication op to its info, ``rf_of[op]`` is the

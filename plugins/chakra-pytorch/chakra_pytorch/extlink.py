@@ -59,13 +59,15 @@ def link_host_ops(kt: KinetoTrace, host: HostTrace, wanted: Iterable[int]) -> No
     kt.link = ("External id", len(matched), len(ops))
     if not matched:
         return
+    ops_of = kt.ops
+    assert isinstance(ops_of, dict)  # a trace read with its host ET: filled while read
     by_rf = [rf for rf, _d in matched]
     by_ext = sorted((rf + d, d) for rf, d in matched)
     ext_keys = [e for e, _d in by_ext]
     for rf in wanted:
         ext = rf + matched[max(0, bisect.bisect_right(by_rf, rf) - 1)][1]
         if ext in kt.by_ext:
-            kt.ops[rf] = kt.by_ext[ext]
+            ops_of[rf] = kt.by_ext[ext]
     for ext in kt.by_ext:
         rf = ext - by_ext[max(0, bisect.bisect_right(ext_keys, ext) - 1)][1]
         if host.rf_owner.get(rf, -1) >= 0:

@@ -364,7 +364,8 @@ def let_go(b: RankBuild) -> None:
     b.host.rf_owner = IntMap()
     kt = b.kt
     if kt is not None:
-        for table in (kt.ops, kt.by_ext, kt.corr_ext, kt.corr_ts, kt.corr_tid):
+        kt.ops = {}
+        for table in (kt.by_ext, kt.corr_ext, kt.corr_ts, kt.corr_tid):
             table.clear()
         kt.ext_rf = IntMap()
         kt.gpu.clear()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import gzip
 import sys
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,8 +85,9 @@ class KinetoTrace:
     path: str
     pid: int | None
     distributed: dict[str, Any]
-    #: rf_id -> (ts, dur, tid, name) for the rf_ids asked for
-    ops: dict[int, tuple[float, float, int, str]]
+    #: rf_id -> (ts, dur, tid, name) for the rf_ids asked for (a dict while the trace is read; a
+    #: Kineto trace read alone is keyed by its events, and answers from them: EventSpans)
+    ops: Mapping[int, tuple[float, float, int, str]]
     #: External id -> rf_id of every CPU op and annotation
     ext_rf: IntMap
     gpu: list[GpuEvent] = field(default_factory=list)
@@ -250,7 +251,9 @@ def _host_op(kt: KinetoTrace, ev: dict, args: dict, name: str, ts: float, dur: f
     if rf >= 0:
         kt.rf_events += 1
         if wanted_rfs is None or rf in wanted_rfs:
-            kt.ops[rf] = (ts, dur, int64_from_number(ev.get("tid"), 0), name)
+            ops = kt.ops
+            assert isinstance(ops, dict)  # filled while read
+            ops[rf] = (ts, dur, int64_from_number(ev.get("tid"), 0), name)
         if ext >= 0:
             kt.ext_rf[ext] = rf
     elif ext >= 0:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import bisect
 import re
 import warnings
+from array import array
 from typing import Any
 
 from chakra_core import TraceFormatError
@@ -34,7 +35,7 @@ from .hostet import HostOp, HostTrace
 from .intmap import IntMap
 from .kineto import KinetoTrace, StreamWait, read_kineto
 from .kineto_graph_comms import annotation_elem_bytes, c10d_comm, group_of, param_comm
-from .kineto_graph_events import CpuCollector, CpuEvent, CpuSide
+from .kineto_graph_events import CpuCollector, CpuSide, EventSpans
 from .nogc import cycle_collection_off
 from .schema_version import PyTorchTraceWarning
 
@@ -71,7 +72,8 @@ def convert_kineto_rank(path: str, rank: int, world: int, groups: dict[str, list
         if not kt.stream_waits:
             kt.stream_waits = _event_waits(cpu, kt)
         _as_keys(kt, cpu)
-        named = {g[0]: g[1] for e in cpu.events if e.args is not None and (g := group_of(e.args)) is not None}
+        named = {g[0]: g[1] for args in cpu.events.args.values() if (g := group_of(args)) is not None}
+        del cpu  # its events go when build_graph lets the timing go (kt.ops reads from them till then)
         return build_graph(host, kt, rank, world, {**named, **groups}, idle_gaps=idle_gaps,
                            min_idle_us=min_idle_us)
 
@@ -83,8 +85,9 @@ def kineto_host(path: str, world: int, distributed: dict[str, Any] | None = None
     kt = read_kineto(path, frozenset(), distributed, on_event=collector.take)
     cpu = collector.finish(kt.pid)
     if cpu.unwritable:  # the traced process's events only: the others are left out
-        e, why = cpu.unwritable[0]
-        raise TraceFormatError(f"{e.name}: inputs cannot be kept ({why})", path, f"event at ts {e.ts:.3f} us")
+        key, why = cpu.unwritable[0]
+        raise TraceFormatError(f"{cpu.events.names[key]}: inputs cannot be kept ({why})", path,
+                               f"event at ts {cpu.events.ts[key]:.3f} us")
     return _host_trace(path, kt, cpu, world), kt, cpu
 
 
@@ -98,122 +101,117 @@ def _warn_unsized(path: str, host: HostTrace) -> None:
                       "with record_shapes=True)", PyTorchTraceWarning, stacklevel=3)
 
 
-def _is_operator(e: CpuEvent) -> bool:
-    return _OPERATOR.fullmatch(e.name) is not None and not e.name.startswith(_NOT_OPS)
+def _is_operator(name: str) -> bool:
+    return _OPERATOR.fullmatch(name) is not None and not name.startswith(_NOT_OPS)
 
 
 def _host_trace(path: str, kt: KinetoTrace, cpu: CpuSide, world: int) -> HostTrace:
     """The host ops of the trace, with their communications and the owner of every event."""
-    events = cpu.events
-    launchers = _leaf_launchers(events, {cpu.corr_owner[g.correlation] for g in kt.gpu
-                                         if g.correlation in cpu.corr_owner})
+    names, parent = cpu.events.names, cpu.parent
+    launchers = _leaf_launchers(cpu, {cpu.corr_owner[g.correlation] for g in kt.gpu
+                                      if g.correlation in cpu.corr_owner})
     comms: dict[int, CommInfo] = {}
     params: list[tuple[int, CommInfo]] = []
-    workers: list[CpuEvent] = []
-    for e in events:
-        info = _comm_of(e, path)
-        if info is not None and e.name.startswith("c10d::"):
-            comms[e.key] = info
+    workers: list[int] = []
+    for key, name in enumerate(names):
+        info = _comm_of(cpu, key, path)
+        if info is not None and name.startswith("c10d::"):
+            comms[key] = info
         elif info is not None:
-            params.append((e.key, info))
-        elif e.name.startswith(("gloo:", "nccl:")) and not e.unfinished:
-            workers.append(e)  # an unfinished one ends at the profiler's stop: its op keeps its own span
-    anchors = [_anchor_above(events, comms, key) for key, _info in params]
+            params.append((key, info))
+        elif name.startswith(("gloo:", "nccl:")) and not cpu.events.unfinished[key]:
+            workers.append(key)  # an unfinished one ends at the profiler's stop: its op keeps its own span
+    anchors = [_anchor_above(parent, comms, key) for key, _info in params]
     anchored = [(a, info) for a, (_key, info) in zip(anchors, params) if a >= 0]
     comms.update((key, info) for a, (key, info) in zip(anchors, params) if a < 0)
-    _attach_workers(events, comms, workers, path)
-    _reduce_scatter_sizes(events, comms, world)
+    _attach_workers(cpu, comms, workers, path)
+    _reduce_scatter_sizes(cpu, comms, world)
     for anchor, info in anchored:  # record_param_comms says the sizes and group: it wins
         merge_param_comms(comms[anchor], info)
-    owner = [-1] * len(events)
-    for e in events:
-        up = owner[e.parent] if e.parent >= 0 else -1
-        is_op = _is_operator(e) or e.key in launchers
-        owner[e.key] = e.key if e.key in comms or (is_op and up < 0) else up
-    ops = [_host_op(e, comms.get(e.key), owner[e.parent] if e.parent >= 0 else -1)
-           for e in events if owner[e.key] == e.key]
+    owner = array("q", bytes(8 * len(names)))
+    for key, (name, up_key) in enumerate(zip(names, parent)):
+        up = owner[up_key] if up_key >= 0 else -1
+        is_op = _is_operator(name) or key in launchers
+        owner[key] = key if key in comms or (is_op and up < 0) else up
+    ops = [_host_op(cpu, key, comms.get(key), owner[parent[key]] if parent[key] >= 0 else -1)
+           for key in range(len(names)) if owner[key] == key]
     rf_owner = IntMap()
     rf_owner.set_pairs(range(len(owner)), owner)
     return HostTrace(path, KINETO_SCHEMA, kt.pid, ops, rf_owner, {})
 
 
-def _leaf_launchers(events: list[CpuEvent], launchers: set[int]) -> set[int]:
+def _leaf_launchers(cpu: CpuSide, launchers: set[int]) -> set[int]:
     """The events that launch GPU work and have no operator inside them (an Inductor/Triton
     kernel call; not a step or ``## forward ##`` annotation around operators)."""
+    names, parent = cpu.events.names, cpu.parent
     around_ops: set[int] = set()
-    for e in reversed(events):  # children come after their parents
-        if e.parent >= 0 and (e.key in around_ops or _is_operator(e)):
-            around_ops.add(e.parent)
-    return {k for k in launchers if k not in around_ops and events[k].name}
+    for key in reversed(range(len(names))):  # children come after their parents
+        up = parent[key]
+        if up >= 0 and (key in around_ops or _is_operator(names[key])):
+            around_ops.add(up)
+    return {k for k in launchers if k not in around_ops and names[k]}
 
 
-def _comm_of(e: CpuEvent, path: str, list_esize: int | None = None) -> CommInfo | None:
+def _comm_of(cpu: CpuSide, key: int, path: str, list_esize: int | None = None) -> CommInfo | None:
     """The communication of a ``c10d::*`` or ``record_param_comms`` event, else None;
     ``list_esize``: the element size of a ``c10d::*`` op's tensor lists (see :func:`c10d_comm`)."""
+    name = cpu.events.names[key]
     try:
-        if e.name.startswith("c10d::"):
-            return c10d_comm(e.name, _kept_args(e), list_esize)
-        if e.name == "record_param_comms":
-            return param_comm(_kept_args(e))
+        if name.startswith("c10d::"):
+            return c10d_comm(name, cpu.kept_args(key), list_esize)
+        if name == "record_param_comms":
+            return param_comm(cpu.kept_args(key))
     except ValueError as err:
-        raise TraceFormatError(f"{e.name}: {err}", path, f"event at ts {e.ts:.3f} us") from None
+        raise TraceFormatError(f"{name}: {err}", path, f"event at ts {cpu.events.ts[key]:.3f} us") from None
     return None
 
 
-def _kept_args(e: CpuEvent) -> dict[str, Any]:
-    """The arguments of a communication event or annotation, which keeps them (see
-    :class:`CpuEvent`); a reader asking for those of another event is a bug."""
-    if e.args is None:
-        raise AssertionError(f"{e.name}: its arguments were not kept")
-    return e.args
-
-
-def _anchor_above(events: list[CpuEvent], comms: dict[int, CommInfo], key: int) -> int:
+def _anchor_above(parent: array, comms: dict[int, CommInfo], key: int) -> int:
     """The nearest ``c10d::*`` communication event around event ``key``, -1 for none."""
-    p = events[key].parent
+    p = parent[key]
     while p >= 0 and p not in comms:
-        p = events[p].parent
+        p = parent[p]
     return p
 
 
-def _attach_workers(events: list[CpuEvent], comms: dict[int, CommInfo], workers: list[CpuEvent],
-                    path: str) -> None:
+def _attach_workers(cpu: CpuSide, comms: dict[int, CommInfo], workers: list[int], path: str) -> None:
     """Tie each ``gloo:*``/``nccl:*`` annotation to its op (by issue order, as for a host ET);
     a tensor list whose dtype the op does not name takes the annotation's."""
-    order = {e.order_id(): e.key for e in workers}
-    rf_of = [e.order_id() for e in events]
-    attach_annotations((WorkAnnotation(e.order_id(), e.tid, frozenset()) for e in workers), comms, rf_of,
-                       {k: events[k].tid for k in comms})
+    tids = cpu.events.tids
+    order = {cpu.order_id(k): k for k in workers}
+    attach_annotations((WorkAnnotation(cpu.order_id(k), tids[k], frozenset()) for k in workers), comms,
+                       {k: cpu.order_id(k) for k in comms}, {k: tids[k] for k in comms})
     for key, info in comms.items():
         info.worker_rfs = [order[o] for o in info.worker_rfs if o in order]
-        e = events[key]
-        types = _kept_args(e).get("Input type")
+        types = cpu.kept_args(key).get("Input type")
         if not info.worker_rfs or not isinstance(types, list) or "TensorList" not in types:
             continue
-        esize = annotation_elem_bytes(_kept_args(events[info.worker_rfs[0]]))
+        esize = annotation_elem_bytes(cpu.kept_args(info.worker_rfs[0]))
         if esize:
-            fixed = _comm_of(e, path, esize)
+            fixed = _comm_of(cpu, key, path, esize)
             if fixed is not None:
                 info.size_bytes = fixed.size_bytes
 
 
-def _reduce_scatter_sizes(events: list[CpuEvent], comms: dict[int, CommInfo], world: int) -> None:
+def _reduce_scatter_sizes(cpu: CpuSide, comms: dict[int, CommInfo], world: int) -> None:
     """A reduce-scatter's input is a list of lists, whose dims Kineto leaves empty: its size is
     then the output shard times the group size (the world's when the group is not named)."""
     for key, info in comms.items():
         if info.kind != "reduce_scatter" or info.size_bytes:
             continue
-        shard = c10d_comm("c10d::allreduce_", _kept_args(events[key]), None)
+        shard = c10d_comm("c10d::allreduce_", cpu.kept_args(key), None)
         size = info.pg_size or world
         if shard is not None:
             info.size_bytes = shard.size_bytes * size
 
 
-def _host_op(e: CpuEvent, comm: CommInfo | None, parent_sel: int) -> HostOp:
+def _host_op(cpu: CpuSide, key: int, comm: CommInfo | None, parent_sel: int) -> HostOp:
     """The host op of an event: its key as node id and record-function id, Kineto's sequence
     number and forward thread, and its input dims and types as the node's inputs."""
-    keep = (e.key, None, e.seq, None, e.tid, e.fwd_tid, None)
-    return HostOp(e.key, e.name, e.tid, e.key, keep, e.io, comm, parent_sel)
+    e = cpu.events
+    seq, fwd, tid = e.seq[key], e.fwd_tid[key], e.tids[key]
+    keep = (key, None, seq if seq >= 0 else None, None, tid, fwd if fwd >= 0 else None, None)
+    return HostOp(key, e.names[key], tid, key, keep, e.io[key], comm, parent_sel)
 
 
 def _event_waits(cpu: CpuSide, kt: KinetoTrace) -> list[StreamWait]:
@@ -254,7 +252,7 @@ def _one_wait(launches: list[tuple[float, int, int]], record: Any, wait: Any) ->
 def _as_keys(kt: KinetoTrace, cpu: CpuSide) -> None:
     """Re-key the timing by event key: every CPU event's span, each GPU activity and sync
     owned by the event around its runtime call (its ``External id`` is not used)."""
-    kt.ops = {e.key: (e.ts, e.dur, e.tid, e.name) for e in cpu.events}
+    kt.ops = EventSpans(cpu.events)  # the events are in key order: key k is events[k]
     kt.ext_rf = IntMap()
     kt.ext_rf.set_pairs(range(len(cpu.events)), range(len(cpu.events)))  # the keys are 0..n-1
     kt.corr_ext = dict(cpu.corr_owner)

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import sys
 from array import array
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -23,7 +24,7 @@ import orjson
 from .ints import int64_from_number
 from .kineto import event_time
 
-__all__ = ["CpuEvent", "RuntimeCall", "CpuSide", "CpuCollector"]
+__all__ = ["CpuColumns", "RuntimeCall", "CpuSide", "CpuCollector", "EventSpans"]
 
 _CPU_CATS = ("cpu_op", "user_annotation")
 _RUNTIME_CATS = ("cuda_runtime", "cuda_driver")
@@ -47,35 +48,57 @@ def _shared(v: Any) -> Any:
     return v
 
 
-@dataclass(slots=True)
-class CpuEvent:
-    """A ``cpu_op`` or ``user_annotation`` event of the traced process, in compact form: what
-    the conversion reads of its arguments, and the kept ones (:data:`_KEPT_ARGS`) only for a
-    communication event (:func:`_keeps_args`)."""
+@dataclass
+class CpuColumns:
+    """The ``cpu_op`` and ``user_annotation`` events of a trace in compact form, one column per
+    field (an event is a row: its index), so an event costs about 90 bytes, not an object with a
+    boxed number per field: what the conversion reads of its arguments, and the kept ones
+    (:data:`_KEPT_ARGS`) only for a communication event (:func:`_keeps_args`)."""
 
-    name: str
-    tid: int
-    ts: float  # microseconds
-    dur: float  # microseconds
-    issued: int  # ``Record function id`` when one, else ``External id`` (negative: neither; :meth:`order_id`)
-    seq: int | None  # ``Sequence number``; None unless a non-negative 64-bit integer
-    fwd_tid: int | None  # ``Fwd thread id``; the same
-    unfinished: bool  # ``finished`` is false: still running when the profiler stopped
-    io: bytes  # orjson of [input values, input dims, input types, [], [], []], as a host op has them
-    # (empty when orjson cannot write them: :attr:`CpuSide.unwritable`)
-    args: dict[str, Any] | None  # the kept arguments of a communication event, else None
-    key: int = -1  # index in start order over all threads
-    parent: int = -1  # key of the innermost event around it on its thread, -1 for none
+    names: list[str] = field(default_factory=list)
+    tids: array = field(default_factory=lambda: array("q"))
+    ts: array = field(default_factory=lambda: array("d"))  # microseconds
+    dur: array = field(default_factory=lambda: array("d"))  # microseconds
+    #: ``Record function id`` when one, else ``External id`` (negative: neither; :meth:`CpuSide.order_id`)
+    issued: array = field(default_factory=lambda: array("q"))
+    #: ``Sequence number``; -1 unless a non-negative 64-bit integer
+    seq: array = field(default_factory=lambda: array("q"))
+    fwd_tid: array = field(default_factory=lambda: array("q"))  # ``Fwd thread id``; the same
+    unfinished: bytearray = field(default_factory=bytearray)  # 1: ``finished`` is false (still running at the stop)
+    #: orjson of [input values, input dims, input types, [], [], []], as a host op has them (empty
+    #: when orjson cannot write them: :attr:`CpuSide.unwritable`)
+    io: list[bytes] = field(default_factory=list)
+    args: dict[int, dict[str, Any]] = field(default_factory=dict)  # row -> kept arguments of a communication event
 
-    @property
-    def end(self) -> float:
-        """End of the event, microseconds."""
-        return self.ts + self.dur
+    def __len__(self) -> int:
+        return len(self.names)
 
-    def order_id(self) -> int:
-        """The id that counts issue order: ``Record function id``, else ``External id``, else
-        the key (the first two are handed out when the event opens, on the issuing thread)."""
-        return self.issued if self.issued >= 0 else self.key
+    def append(self, name: str, tid: int, ts: float, dur: float, args: dict[str, Any], io: bytes) -> None:
+        """Add the event ``name`` with arguments ``args`` and inputs ``io`` as the last row."""
+        rf, ext = int64_from_number(args.get("Record function id")), int64_from_number(args.get("External id"))
+        if _keeps_args(name, args):
+            self.args[len(self.names)] = {k: _shared(v) if k in _STRING_LISTS else v
+                                          for k, v in args.items() if k in _KEPT_ARGS}
+        self.names.append(name)
+        self.tids.append(tid)
+        self.ts.append(ts)
+        self.dur.append(dur)
+        self.issued.append(rf if rf >= 0 else ext)
+        self.seq.append(max(int64_from_number(args.get("Sequence number"), -1), -1))
+        self.fwd_tid.append(max(int64_from_number(args.get("Fwd thread id"), -1), -1))
+        self.unfinished.append(args.get("finished") is False)
+        self.io.append(io)
+
+    def rows(self, order: list[int]) -> CpuColumns:
+        """The rows ``order`` (old row numbers) as a new table, in that order."""
+        out = CpuColumns([self.names[i] for i in order], array("q", map(self.tids.__getitem__, order)),
+                         array("d", map(self.ts.__getitem__, order)), array("d", map(self.dur.__getitem__, order)),
+                         array("q", map(self.issued.__getitem__, order)), array("q", map(self.seq.__getitem__, order)),
+                         array("q", map(self.fwd_tid.__getitem__, order)),
+                         bytearray(map(self.unfinished.__getitem__, order)), [self.io[i] for i in order])
+        if self.args:
+            out.args = {k: self.args[i] for k, i in enumerate(order) if i in self.args}
+        return out
 
 
 def _keeps_args(name: str, args: dict[str, Any]) -> bool:
@@ -96,11 +119,6 @@ def _event_io(args: dict[str, Any]) -> bytes:
     return orjson.dumps([values, dims, types, [], [], []])
 
 
-def _id_or_none(v: Any) -> int | None:
-    n = int64_from_number(v, -1)
-    return n if n >= 0 else None
-
-
 @dataclass(slots=True)
 class RuntimeCall:
     """A CUDA/HIP runtime or driver call: name, start, thread, correlation id."""
@@ -114,15 +132,36 @@ class RuntimeCall:
 
 @dataclass
 class CpuSide:
-    """The CPU events (by key), the runtime calls, and each correlation's launching event."""
+    """The CPU events of the traced process by key (their row in :attr:`events`: start order), the
+    innermost event around each, the runtime calls, and each correlation's launching event."""
 
     pid: int | None
-    events: list[CpuEvent]
+    events: CpuColumns
+    #: key of the innermost event around each event on its thread, -1 for none
+    parent: array
     calls: list[RuntimeCall]
     #: correlation id -> key of the CPU event around the runtime call
     corr_owner: dict[int, int]
-    #: events whose inputs orjson cannot write (nested deeper than it writes), with its message
-    unwritable: list[tuple[CpuEvent, str]]
+    #: (key, orjson's message) of the events whose inputs orjson cannot write (nested deeper
+    #: than it writes)
+    unwritable: list[tuple[int, str]]
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    def order_id(self, key: int) -> int:
+        """The id that counts issue order: ``Record function id``, else ``External id``, else
+        the key (the first two are handed out when the event opens, on the issuing thread)."""
+        issued = self.events.issued[key]
+        return issued if issued >= 0 else key
+
+    def kept_args(self, key: int) -> dict[str, Any]:
+        """The arguments of a communication event or annotation, which keeps them (see
+        :class:`CpuColumns`); a reader asking for those of another event is a bug."""
+        args = self.events.args.get(key)
+        if args is None:
+            raise AssertionError(f"{self.events.names[key]}: its arguments were not kept")
+        return args
 
 
 class CpuCollector:
@@ -130,11 +169,11 @@ class CpuCollector:
     :meth:`take` as :func:`read_kineto`'s ``on_event``), then nests them (:meth:`finish`)."""
 
     def __init__(self) -> None:
-        self.events: list[CpuEvent] = []
+        self.events = CpuColumns()
         self.event_pids = array("q")  # the process of each event
         self.calls: list[RuntimeCall] = []
         self.call_pids = array("q")
-        self.unwritable: list[tuple[int, CpuEvent, str]] = []  # (pid, event, orjson's message)
+        self.unwritable: list[tuple[int, int, str]] = []  # (pid, row, orjson's message)
         self._inputs: dict[bytes, bytes] = {}  # one copy of each inputs' JSON (see _one_copy)
 
     def take(self, ev: Any) -> None:
@@ -153,12 +192,13 @@ class CpuCollector:
         ts, tid = event_time(ev.get("ts", 0.0), "ts"), int64_from_number(ev.get("tid"), 0)
         if cat in _CPU_CATS:
             dur = max(0.0, event_time(ev.get("dur", 0.0), "dur"))
-            event, unwritable = _cpu_event(name, tid, ts, dur, args)
-            event.io = self._one_copy(event.io)
-            self.events.append(event)
+            try:
+                io = self._one_copy(_event_io(args))
+            except orjson.JSONEncodeError as e:
+                io = b""
+                self.unwritable.append((pid, len(self.events), str(e)))
+            self.events.append(name, tid, ts, dur, args, io)
             self.event_pids.append(pid)
-            if unwritable is not None:
-                self.unwritable.append((pid, event, unwritable))
         else:
             self.calls.append(RuntimeCall(name, ts, tid, int64_from_number(args.get("correlation"))))
             self.call_pids.append(pid)
@@ -176,48 +216,79 @@ class CpuCollector:
 
     def finish(self, pid: int | None) -> CpuSide:
         """The CPU side of process ``pid`` (every process when None), keyed and nested."""
-        events = [e for p, e in zip(self.event_pids, self.events) if pid is None or p == pid]
+        cols = self.events
+        rows = [i for i, p in enumerate(self.event_pids) if pid is None or p == pid]
+        # start order, the longer first at one start (two stable sorts: no key tuple per event)
+        rows.sort(key=cols.dur.__getitem__, reverse=True)
+        rows.sort(key=cols.ts.__getitem__)
+        events = cols.rows(rows)
+        self.events = CpuColumns()  # the unsorted rows go
         calls = [c for p, c in zip(self.call_pids, self.calls) if pid is None or p == pid]
-        events.sort(key=lambda ev: (ev.ts, -ev.dur))
-        for k, ev in enumerate(events):
-            ev.key = k
-        _nest(events, calls)
+        parent = _nest(events, calls)
         corr_owner = {c.correlation: c.owner for c in calls if c.correlation >= 0 and c.owner >= 0}
-        bad = sorted(((e, why) for p, e, why in self.unwritable if pid is None or p == pid), key=lambda x: x[0].key)
-        return CpuSide(pid, events, calls, corr_owner, bad)
+        key_of = {i: k for k, i in enumerate(rows)} if self.unwritable else {}
+        bad = sorted((key_of[i], why) for p, i, why in self.unwritable if pid is None or p == pid)
+        return CpuSide(pid, events, parent, calls, corr_owner, bad)
 
 
-def _cpu_event(name: str, tid: int, ts: float, dur: float, args: dict[str, Any]) -> tuple[CpuEvent, str | None]:
-    """The compact form of a CPU event with arguments ``args``, and orjson's message when it
-    cannot write the event's inputs (else None)."""
-    rf, ext = int64_from_number(args.get("Record function id")), int64_from_number(args.get("External id"))
-    kept = ({k: _shared(v) if k in _STRING_LISTS else v for k, v in args.items() if k in _KEPT_ARGS}
-            if _keeps_args(name, args) else None)
-    try:
-        io, unwritable = _event_io(args), None
-    except orjson.JSONEncodeError as e:
-        io, unwritable = b"", str(e)
-    return CpuEvent(name, tid, ts, dur, rf if rf >= 0 else ext, _id_or_none(args.get("Sequence number")),
-                    _id_or_none(args.get("Fwd thread id")), args.get("finished") is False, io, kept), unwritable
-
-
-def _nest(events: list[CpuEvent], calls: list[RuntimeCall]) -> None:
-    """Set each event's parent and each runtime call's owner: the innermost event around it on
-    its thread (one sweep per thread, events and calls in start order)."""
-    per_tid: dict[int, list[tuple[float, int, int]]] = {}
-    for e in events:
-        per_tid.setdefault(e.tid, []).append((e.ts, 0, e.key))
-    for i, c in enumerate(calls):
-        per_tid.setdefault(c.tid, []).append((c.ts, 1, i))
-    for items in per_tid.values():
-        items.sort(key=lambda x: (x[0], x[1], x[2]))
-        stack: list[CpuEvent] = []
-        for ts, is_call, idx in items:
-            while stack and stack[-1].end <= ts:
+def _nest(events: CpuColumns, calls: list[RuntimeCall]) -> array:
+    """The parent of each event and the owner of each runtime call: the innermost event around
+    it on its thread (one sweep per thread, events and calls in start order, an event before a
+    call at one start)."""
+    per_tid: dict[int, list[int]] = {}
+    for k, tid in enumerate(events.tids):
+        per_tid.setdefault(tid, []).append(k)  # in key order: start order
+    calls_of: dict[int, list[int]] = {}
+    for i in sorted(range(len(calls)), key=lambda i: calls[i].ts):
+        calls_of.setdefault(calls[i].tid, []).append(i)
+    parent = array("q", bytes(8 * len(events)))
+    ts, dur = events.ts, events.dur
+    for tid in per_tid.keys() | calls_of.keys():
+        keys, mine = per_tid.get(tid, []), calls_of.get(tid, [])
+        stack: list[tuple[float, int]] = []  # (end, key) of the events open at this point
+        j = 0
+        for k in keys:
+            t = ts[k]
+            while j < len(mine) and calls[mine[j]].ts < t:
+                _own(calls[mine[j]], stack)
+                j += 1
+            while stack and stack[-1][0] <= t:
                 stack.pop()
-            top = stack[-1].key if stack else -1
-            if is_call:
-                calls[idx].owner = top
-            else:
-                events[idx].parent = top
-                stack.append(events[idx])
+            parent[k] = stack[-1][1] if stack else -1
+            stack.append((t + dur[k], k))
+        for i in mine[j:]:
+            _own(calls[i], stack)
+    return parent
+
+
+def _own(call: RuntimeCall, stack: list[tuple[float, int]]) -> None:
+    """Set a runtime call's owner: the innermost open event that has not ended by its start."""
+    while stack and stack[-1][0] <= call.ts:
+        stack.pop()
+    call.owner = stack[-1][1] if stack else -1
+
+
+class EventSpans(Mapping[int, tuple[float, float, int, str]]):
+    """Event key -> (ts, dur, tid, name) of the CPU events, read from their columns: what a
+    Kineto trace's ``ops`` table holds, without a dict entry and a tuple per event (each span is
+    made when asked for; the conversion asks once per host op)."""
+
+    __slots__ = ("_events",)
+
+    def __init__(self, events: CpuColumns) -> None:
+        self._events = events
+
+    def __getitem__(self, key: int) -> tuple[float, float, int, str]:
+        if key not in self:
+            raise KeyError(key)
+        e = self._events
+        return e.ts[key], e.dur[key], e.tids[key], e.names[key]
+
+    def __contains__(self, key: object) -> bool:
+        return type(key) is int and 0 <= key < len(self._events)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(range(len(self._events)))
+
+    def __len__(self) -> int:
+        return len(self._events)

@@ -195,13 +195,18 @@ def test_only_communication_events_keep_their_arguments():
     from chakra_pytorch.kineto_graph import kineto_host
 
     _host, _kt, cpu = kineto_host(str(DATA / "ddp" / "kineto.0.json.gz"), 2)
-    kept = [e for e in cpu.events if e.args is not None]
-    assert kept and len(kept) < len(cpu.events) // 4
-    assert all(e.name.startswith(("c10d::", "gloo:")) or e.name == "record_param_comms" for e in kept)
-    linear = next(e for e in cpu.events if e.name == "aten::linear")
+    events = cpu.events
+    kept = [events.names[k] for k in events.args]
+    assert kept and len(kept) < len(events) // 4
+    assert all(name.startswith(("c10d::", "gloo:")) or name == "record_param_comms" for name in kept)
+    linear = events.names.index("aten::linear")
     # nn.Linear(16, 32) on a batch of 8: input, weight and bias, as Kineto's args list them
-    assert json.loads(linear.io) == [["", "", ""], [[8, 16], [32, 16], [32]], ["float"] * 3, [], [], []]
-    assert linear.seq is not None and linear.order_id() >= 0 and not linear.unfinished
+    assert json.loads(events.io[linear]) == [["", "", ""], [[8, 16], [32, 16], [32]], ["float"] * 3, [], [], []]
+    assert events.seq[linear] >= 0 and cpu.order_id(linear) >= 0 and not events.unfinished[linear]
+    # keys are start order, and an event's parent (the event around it) starts before it
+    assert all(a <= b for a, b in zip(events.ts, events.ts[1:]))
+    assert all(cpu.parent[k] < k and events.ts[cpu.parent[k]] <= events.ts[k]
+               for k in range(len(events)) if cpu.parent[k] >= 0)
 
 
 def test_events_with_the_same_inputs_share_one_copy():
@@ -210,9 +215,9 @@ def test_events_with_the_same_inputs_share_one_copy():
     from chakra_pytorch.kineto_graph import kineto_host
 
     _host, _kt, cpu = kineto_host(str(DATA / "ddp" / "kineto.0.json.gz"), 2)
-    distinct = {e.io for e in cpu.events}
+    distinct = set(cpu.events.io)
     assert len(distinct) == 97 and len(cpu.events) == 175
-    assert len({id(e.io) for e in cpu.events}) == len(distinct)
+    assert len({id(io) for io in cpu.events.io}) == len(distinct)
 
 
 def _deep_dims(tmp_path, name: str, other_pid: bool = False):
