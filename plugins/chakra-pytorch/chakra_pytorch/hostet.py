@@ -1,13 +1,16 @@
 """Stream a PyTorch host execution trace (``.json`` / ``.json.gz``) into compact records.
 
-The file is parsed node by node with ijson's C backend; no node outlives the pass as a Python
-dict.  What is kept per node is a few integers in arrays indexed by node id (parent, rf_id,
-flags); per *operator* node the input/output lists are kept as compact JSON bytes only until its
-parent arrives: PyTorch writes a node when it finishes, so children come before parents and a
-parent operator folds its children away at once (the memory stays proportional to the selected
-nodes, not to all nodes).  The newest candidates (at most ``_RAW_WINDOW``) wait with their
-attributes as read, so that those folded away are never put in compact form.  Files in any other
-order convert the same, with more memory.
+The file is parsed a batch of nodes at a time (:mod:`.jsonitems`); the conversion's pass reads
+each node with only the keys it uses, its inputs and outputs as their JSON text, unparsed
+(:func:`_node_decoder`), and no node outlives the pass as a Python dict.  What is kept per node
+is a few integers in arrays indexed by node id (parent, rf_id, flags); per *operator* node the
+input/output lists are kept as compact JSON bytes only until its parent arrives: PyTorch writes
+a node when it finishes, so children come before parents and a parent operator folds its
+children away at once (the memory stays proportional to the selected nodes, not to all nodes).
+The newest candidates (at most ``_RAW_WINDOW``) wait as read, so that those folded away never
+have their attributes put in compact form nor their inputs and outputs parsed (inputs that
+could not be written are an error only for a node that keeps them).  Files in any other order
+convert the same, with more memory.
 
 Which host nodes become Chakra nodes (``select``): an *operator* (a node with an ``op_schema``,
 a compiled kernel call with a ``kernel_backend`` such as Inductor's ``triton_*`` ops, or for old
@@ -23,8 +26,9 @@ import gzip
 import sys
 import zlib
 from array import array
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import ijson
@@ -36,7 +40,7 @@ from .comms import CommInfo, comm_from_c10d, comm_from_param_comms, merge_param_
 from .commwork import WorkAnnotation, attach_annotations
 from .intmap import IntMap
 from .ints import MAX_RANKS, int64, is_rank, node_ref
-from .jsonitems import iter_items
+from .jsonitems import iter_items, json_value, keyed_type, typed_decoder
 from .kineto import KinetoTrace
 from .linked import LinkedTiming
 from .needles import PG_INIT_NEEDLE, holds
@@ -125,11 +129,12 @@ def _short(e: Exception) -> str:
     return text[0][:120] if text else type(e).__name__
 
 
-def iter_raw_nodes(path: str) -> Iterator[Any]:
-    """Yield the host ET's nodes as dicts, one at a time; TraceFormatError on broken JSON."""
+def iter_raw_nodes(path: str, decode: Callable[[bytes], list] | None = None) -> Iterator[Any]:
+    """Yield the host ET's nodes as dicts, one at a time (``decode``: as :func:`iter_items`);
+    TraceFormatError on broken JSON."""
     count = 0
     try:
-        for node in iter_items(path, "nodes"):
+        for node in iter_items(path, "nodes", decode):
             count += 1
             yield node
     except FileNotFoundError:
@@ -150,23 +155,27 @@ def _attrs(node: dict, path: str, index: int) -> dict[str, Any]:
         try:
             if not isinstance(a, list):
                 raise TypeError
+            if a and type(a[0]) is not dict:  # read as attr records (:func:`_node_decoder`)
+                return {x.name: x.value for x in a}
             out = {}
             for x in a:
                 if "type" not in x:
                     raise KeyError
                 out[x["name"]] = x["value"]
             return out
-        except (TypeError, KeyError):
+        except (TypeError, KeyError, AttributeError):
             raise _fail(path, "'attrs' must be a list of {name, type, value}", f"node {index}") from None
     # schema 1.0.1: attributes are keys of the node itself
     return {k: node[k] for k in ("rf_id", "fw_parent", "seq_id", "scope", "tid", "fw_tid", "op_schema")
             if k in node}
 
 
-def _io(node: dict) -> tuple[list, list, list, list, list, list]:
+def _io(node: dict, path: str, index: int) -> tuple[list, list, list, list, list, list]:
     """(input values, shapes, types, output values, shapes, types); a part that is not a list
-    (a malformed node) reads as empty."""
-    ins, outs = node.get("inputs"), node.get("outputs")
+    (a malformed node) reads as empty.  Inputs/outputs read as their JSON text
+    (:func:`_node_decoder`) are parsed here; nested deeper than orjson reads, they are an error
+    naming the node."""
+    ins, outs = _parsed(node.get("inputs"), path, index), _parsed(node.get("outputs"), path, index)
     if isinstance(ins, dict) or ins is None:
         ins = ins or {}
         outs = outs if isinstance(outs, dict) else {}
@@ -183,6 +192,20 @@ def _io(node: dict) -> tuple[list, list, list, list, list, list]:
     return tuple([p if isinstance(p, list) else [] for p in parts])  # type: ignore[return-value]
 
 
+#: the types of a JSON value as parsed (bool is an int)
+_PLAIN = (dict, list, str, int, float)
+
+
+def _parsed(v: Any, path: str, index: int) -> Any:
+    """``v``, or the value of its JSON text when it was read as such (a ``msgspec.Raw``)."""
+    if v is None or isinstance(v, _PLAIN):
+        return v
+    try:
+        return orjson.loads(memoryview(v))
+    except orjson.JSONDecodeError as e:
+        raise _fail(path, f"inputs/outputs cannot be kept ({_short(e)})", f"node {index}") from None
+
+
 def _parent(node: dict, path: str, index: int) -> int:
     p = node.get("ctrl_deps", node.get("parent"))
     if isinstance(p, list):
@@ -193,6 +216,12 @@ def _parent(node: dict, path: str, index: int) -> int:
         raise _fail(path, f"'ctrl_deps' must be a node id, not {type(p).__name__}", f"node {index}")
     return p
 
+
+#: the keys of a node the conversion's pass reads: its identity, schema 1.0.1's attributes and
+#: input/output lists, and the timing chakra_trace_link adds (besides attrs, inputs, outputs)
+NODE_KEYS = ("id", "name", "ctrl_deps", "parent", "rf_id", "fw_parent", "seq_id", "scope", "tid", "fw_tid",
+             "op_schema", "input_shapes", "input_types", "output_shapes", "output_types", "inclusive_dur",
+             "ts", "cat", "stream")
 
 #: host attributes copied to Chakra nodes (the integer ones first, then op_schema)
 KEEP_ATTRS = ("rf_id", "fw_parent", "seq_id", "scope", "tid", "fw_tid", "op_schema")
@@ -295,12 +324,12 @@ class _HostReader:
                         "numbers nodes with a counter): not a PyTorch execution trace", f"node {index}")
         return nid, name, parent
 
-    def _keep_node(self, index: int, nid: int, name: str, parent: int, attrs: dict, io: tuple) -> None:
-        """Keep a candidate node until its parent arrives (then it may be folded into it); its
-        inputs/outputs are written at once, its attributes only when the candidates as read
-        overflow their window (:meth:`compact`)."""
+    def _keep_node(self, index: int, nid: int, name: str, parent: int, attrs: dict, node: Any) -> None:
+        """Keep a candidate node until its parent arrives (then it may be folded into it), as
+        read: its attributes and inputs/outputs are put in compact form only when the candidates
+        as read overflow their window (:meth:`compact`), so those folded away never are."""
         raw = self.raw
-        raw[nid] = (name, attrs, _dump_io(io, self.path, index))
+        raw[nid] = (name, attrs, node, index)
         if len(raw) > _RAW_WINDOW:
             self.compact()
         if parent >= 0 and not self.cols.flags[parent] & F_SEEN:
@@ -309,16 +338,15 @@ class _HostReader:
     def _operator(self, index: int, node: Any, nid: int, name: str, parent: int, attrs: dict) -> int:
         """An operator (a c10d one is a communication anchor); returns its flags."""
         flags = F_OP
-        io = _io(node)
         if name.startswith("c10d::"):
             try:
-                info = comm_from_c10d(name, io[0])
+                info = comm_from_c10d(name, _io(node, self.path, index)[0])
             except ValueError as e:
                 raise _fail(self.path, f"{name}: {e}", f"node {index}") from None
             if info is not None:
                 self.comms[nid] = info
                 flags |= F_ANCHOR
-        self._keep_node(index, nid, name, parent, attrs, io)
+        self._keep_node(index, nid, name, parent, attrs, node)
         # children that arrived first are folded into this operator (comm anchors stay)
         for c in self.waiting.pop(nid, ()):
             if not self.cols.flags[c] & F_ANCHOR and self.raw.pop(c, None) is None:
@@ -326,10 +354,12 @@ class _HostReader:
         return flags
 
     def compact(self) -> None:
-        """Put the candidates held as read into their compact form (:func:`_keep`)."""
-        kept, rfs = self.kept, self.cols.rf
-        for nid, (name, attrs, io) in self.raw.items():
+        """Put the candidates held as read into their compact form (:func:`_keep`, and the
+        inputs/outputs as compact JSON)."""
+        kept, rfs, path = self.kept, self.cols.rf, self.path
+        for nid, (name, attrs, node, index) in self.raw.items():
             tid = attrs.get("tid", 0)
+            io = _dump_io(_io(node, path, index), path, index)
             kept[nid] = (sys.intern(name), tid if isinstance(tid, int) else 0, rfs[nid], _keep(attrs),
                          bytes(memoryview(io)))  # a copy without orjson's spare room
         self.raw.clear()
@@ -338,16 +368,16 @@ class _HostReader:
         """A node that is not an operator: ``record_param_comms``, a gloo/NCCL work annotation,
         or another annotation, which passes its waiting children up to its own parent."""
         if name == "record_param_comms":
-            io = _io(node)
+            io = _io(node, self.path, index)
             try:
                 info = comm_from_param_comms(attrs, io[0], io[3])
             except ValueError as e:
                 raise _fail(self.path, f"{name}: {e}", f"node {index}") from None
             if info is not None:
                 self.param_comms.append((nid, info))
-                self._keep_node(index, nid, name, parent, attrs, io)
+                self._keep_node(index, nid, name, parent, attrs, node)
         elif name.startswith(("gloo:", "nccl:")):
-            tensors = frozenset((t[0], t[1]) for t in tensors_in(_io(node)[0]))
+            tensors = frozenset((t[0], t[1]) for t in tensors_in(_io(node, self.path, index)[0]))
             tid = attrs.get("tid", 0)
             self.workers.append(WorkAnnotation(self.cols.rf[nid], tid if isinstance(tid, int) else 0, tensors))
         moved = self.waiting.pop(nid, None)
@@ -363,12 +393,26 @@ def read_host_et(path: str, header: dict[str, Any] | None = None) -> HostTrace:
     if not isinstance(schema, str):
         raise _fail(path, "no 'schema' string at the top: not a PyTorch execution trace")
     reader = _HostReader(path)
-    for index, node in enumerate(iter_raw_nodes(path)):
+    for index, node in enumerate(iter_raw_nodes(path, _node_decoder())):
         reader.take(index, node)
     reader.compact()
     host = _resolve(reader, header, schema)
     host.linked = reader.linked.as_kineto(path, host.pid)
     return host
+
+
+@cache
+def _node_decoder() -> Callable[[bytes], list]:
+    """The batch decoder of the conversion's pass: each node with only the keys the pass reads
+    (:data:`NODE_KEYS`), its inputs and outputs as their JSON text (parsed only for the nodes
+    kept: :func:`_io`)."""
+    import msgspec
+
+    value = json_value()
+    attr = msgspec.defstruct("attr", [("name", value), ("type", value), ("value", value)], gc=False)
+    fields: dict[str, Any] = dict.fromkeys(NODE_KEYS, value)
+    fields.update(attrs=list[attr], inputs=msgspec.Raw, outputs=msgspec.Raw)  # type: ignore[valid-type]
+    return typed_decoder(keyed_type("node", fields))
 
 
 def _linked_gpu_copy(linked: LinkedTiming, node: dict, attrs: dict, name: str, path: str, index: int) -> bool:
@@ -396,7 +440,7 @@ def scan_groups(path: str) -> dict[str, dict[str, Any]]:
 
 
 def _groups(node: dict, path: str, index: int) -> dict[str, dict[str, Any]]:
-    values = _io(node)[0]
+    values = _io(node, path, index)[0]
     text = values[0] if values and isinstance(values[0], str) else None
     if text is None:
         return {}

@@ -42,7 +42,7 @@ def scan_rank(path: str) -> TraceRank | None:
 
 
 def _rank_of(node: dict, path: str, index: int) -> TraceRank | None:
-    values = _io(node)[0]
+    values = _io(node, path, index)[0]
     k = next((i for i, v in enumerate(values) if isinstance(v, str) and v.lower() in _PARAM_NAMES), -1)
     if k < 1 or not is_rank(values[k - 1]):
         return None

@@ -11,20 +11,25 @@ Two ways, same result:
   re-indented).  The fast way hands over to it whenever a cut does not decode as a list of objects,
   re-reading from the start and skipping the elements already yielded, so a file is never
   misread, only read twice; genuine errors are then reported by ijson.
+
+A reader that uses a few keys of each element decodes the batches with msgspec into plain dicts
+of those keys only (:func:`typed_decoder`): the others are skipped without building their
+values, and a value it names as ``msgspec.Raw`` is kept as its JSON text.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import repeat
+from typing import Any, cast
 
 import ijson
 import orjson
 
 from chakra_core import open_binary
 
-__all__ = ["iter_items"]
+__all__ = ["iter_items", "typed_decoder", "json_value", "keyed_type"]
 
 _CHUNK = 1 << 20
 _MAX_ELEMENT = 64 << 20  # bytes searched for one element's end before handing over to ijson
@@ -40,15 +45,16 @@ class _NotThisLayout(Exception):
     """The fast way cannot read this file (from this point on)."""
 
 
-def iter_items(path: str, key: str) -> Iterator[object]:
+def iter_items(path: str, key: str, decode: Callable[[bytes], list] | None = None) -> Iterator[object]:
     """Yield the elements of the array under top-level ``key`` of the JSON file ``path``.
 
-    ``path`` may be gzip-compressed.  Numbers with a fraction come back as floats.  Errors are
+    ``path`` may be gzip-compressed.  Numbers with a fraction come back as floats.  ``decode``
+    decodes a batch of the fast way instead of orjson (:func:`typed_decoder`).  Errors are
     ijson's (``ijson.JSONError``/``IncompleteJSONError``) or I/O errors, for the caller to word.
     """
     done = 0
     try:
-        for item in _fast(path, key):
+        for item in _fast(path, key, decode or orjson.loads):
             yield item
             done += 1
         return
@@ -60,7 +66,7 @@ def iter_items(path: str, key: str) -> Iterator[object]:
                 yield item
 
 
-def _fast(path: str, key: str) -> Iterator[object]:
+def _fast(path: str, key: str, decode: Callable[[bytes], list]) -> Iterator[object]:
     with open_binary(path) as f:
         buf = f.read(_CHUNK)
         m = re.search(b'"' + re.escape(key.encode()) + rb'"\s*:\s*\[', buf)
@@ -84,7 +90,7 @@ def _fast(path: str, key: str) -> Iterator[object]:
             start = reader.pos  # find may have moved the buffer
             stop = max(k, reader.buf.rfind(end, k, start + _BATCH)) + len(end)
             try:
-                items = orjson.loads(b"[" + reader.buf[start:stop] + b"]")
+                items = decode(b"[" + reader.buf[start:stop] + b"]")
             except orjson.JSONDecodeError:
                 raise _NotThisLayout from None
             if not all(map(isinstance, items, repeat(dict))):
@@ -158,3 +164,42 @@ class _Buffer:
         rest = self.buf[i:] + self.f.read()
         if not rest.rstrip(_WS).endswith(b"}"):
             raise _NotThisLayout
+
+
+def typed_decoder(item: Any) -> Callable[[bytes], list]:
+    """A batch decoder for :func:`iter_items` that reads each element as ``item`` (a msgspec
+    type: a ``TypedDict`` keeps only the keys it names, so the others cost nothing, and a
+    ``msgspec.Raw`` value is kept as its JSON text, unparsed).  A batch that is not of that shape
+    (or nested deeper than msgspec reads) is decoded by orjson as plain JSON instead, and so is
+    malformed JSON, which orjson then refuses: a reader must take both forms."""
+    import msgspec
+
+    typed = msgspec.json.Decoder(list[item]).decode
+
+    def decode(batch: bytes) -> list:
+        try:
+            return typed(batch)
+        except (msgspec.DecodeError, RecursionError):  # ValidationError included; nested too deep
+            return orjson.loads(batch)
+    return decode
+
+
+def json_value() -> Any:
+    """The msgspec type of a JSON value, for the fields of a :func:`typed_decoder`'s type: an
+    integer outside the signed 64-bit range is not one (orjson reads one past 64 bits as a
+    float; msgspec checks no wider range), so its batch is read by orjson, and both read a
+    file alike."""
+    from typing import Annotated, Union
+
+    import msgspec
+
+    int64 = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]
+    return Union[int64, float, str, bool, None, list[Any], dict[str, Any]]  # noqa: UP007 (built at run time)
+
+
+def keyed_type(name: str, fields: dict[str, Any]) -> Any:
+    """A ``TypedDict`` type (made at run time) of JSON objects read as plain dicts holding only
+    the keys ``fields`` names, each of its type; the keys are all optional."""
+    from typing import TypedDict
+
+    return cast(Any, TypedDict)(name, fields, total=False)

@@ -251,17 +251,37 @@ def test_inputs_of_the_wrong_shape_read_as_empty(tmp_path, inputs):
     assert get_int(comm, "comm_size") == 0 and comm.inputs.values == "[]"
 
 
-@pytest.mark.parametrize("depth", [300, 5000])
-def test_inputs_nested_deeper_than_orjson_writes_name_the_node(tmp_path, depth):
-    # a host ET string nested 300 deep ended in orjson's "Recursion limit reached" (internal error)
+def _deep_inputs(tmp_path, name: str, depth: int) -> tuple[list[Path], int]:
+    """The MLP recording with the first ``name`` op's first input value nested ``depth`` deep
+    (a corrupt file: orjson reads 300 levels but writes at most 255, and reads at most 1,024);
+    the files and the op's index."""
     host = _load(MLP_ET)
-    index, node = next((i, n) for i, n in enumerate(host["nodes"]) if n["name"] == "aten::addmm")
+    index, node = next((i, n) for i, n in enumerate(host["nodes"]) if n["name"] == name)
     node["inputs"]["values"][0] = "DEEP"
     text = json.dumps(host, indent=2).replace('"DEEP"', "[" * depth + "]" * depth, 1)
     h, k = _write(tmp_path)
     h.write_text(text)
-    err = _error([h, k])
+    return [h, k], index
+
+
+@pytest.mark.parametrize("depth", [300, 5000])
+def test_inputs_nested_deeper_than_orjson_writes_name_the_node(tmp_path, depth):
+    # a host ET string nested 300 deep ended in orjson's "Recursion limit reached" (internal
+    # error); aten::linear is a node of its own in the MLP (its inputs are written)
+    paths, index = _deep_inputs(tmp_path, "aten::linear", depth)
+    err = _error(paths)
     assert err.location == f"node {index}" and "inputs/outputs cannot be kept" in err.message
+
+
+@pytest.mark.parametrize("depth", [300, 5000])
+def test_inputs_of_a_folded_op_are_not_read(tmp_path, depth):
+    # aten::addmm runs inside aten::linear, which it is folded into: its inputs are never
+    # written, so they are not read either, however deep (the rest converts as recorded)
+    paths, _index = _deep_inputs(tmp_path, "aten::addmm", depth)
+    (tmp_path / "plain").mkdir()
+    names = [n.name for n in _nodes(paths)]
+    assert names == [n.name for n in _nodes(_write(tmp_path / "plain"))]
+    assert "aten::addmm" not in names and names.count("aten::linear") == 2
 
 
 def test_invalid_utf8_in_a_host_et_string_names_the_place(tmp_path):

@@ -64,9 +64,9 @@ def test_each_file_is_read_through_once(monkeypatch):
     for module in (hostet, kineto):
         real = module.iter_items
 
-        def counted(path, key, real=real):
+        def counted(path, key, decode=None, real=real):
             passes.append(Path(path).name)
-            return real(path, key)
+            return real(path, key, decode)
         monkeypatch.setattr(module, "iter_items", counted)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
