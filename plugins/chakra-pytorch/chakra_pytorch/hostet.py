@@ -58,8 +58,8 @@ F_SEEN, F_OP, F_ROOT, F_ANCHOR = 1, 2, 4, 8
 #: factor times the nodes read so far is refused (PyTorch's ids count nodes and tensors from 1)
 _ID_FLOOR = 1 << 22
 _ID_FACTOR = 64
-#: operator candidates held with their attributes as read, before the compact form is made: most
-#: are folded into their parent operator, which PyTorch writes right after them
+#: operator candidates held as read (attributes, inputs and outputs), before the compact form is
+#: made: most are folded into their parent operator, which PyTorch writes right after them
 _RAW_WINDOW = 64
 
 
@@ -172,8 +172,8 @@ def _attrs(node: dict, path: str, index: int) -> dict[str, Any]:
 
 def _io(node: dict, path: str, index: int) -> tuple[list, list, list, list, list, list]:
     """(input values, shapes, types, output values, shapes, types); a part that is not a list
-    (a malformed node) reads as empty.  Inputs/outputs read as their JSON text
-    (:func:`_node_decoder`) are parsed here; nested deeper than orjson reads, they are an error
+    (a malformed node) reads as empty.  Parts read as their JSON text (:data:`IO_KEYS`, by
+    :func:`_node_decoder`) are parsed here; nested deeper than orjson reads, they are an error
     naming the node."""
     ins, outs = _parsed(node.get("inputs"), path, index), _parsed(node.get("outputs"), path, index)
     if isinstance(ins, dict) or ins is None:
@@ -183,8 +183,8 @@ def _io(node: dict, path: str, index: int) -> tuple[list, list, list, list, list
                  outs.get("values"), outs.get("shapes"), outs.get("types"))
     else:
         # schema 1.0.1: lists plus input_shapes/input_types keys
-        parts = (ins, node.get("input_shapes"), node.get("input_types"),
-                 outs, node.get("output_shapes"), node.get("output_types"))
+        parts = (ins, *(_parsed(node.get(k), path, index) for k in ("input_shapes", "input_types")),
+                 outs, *(_parsed(node.get(k), path, index) for k in ("output_shapes", "output_types")))
     a, b, c, d, e, f = parts
     if isinstance(a, list) and isinstance(b, list) and isinstance(c, list) and isinstance(d, list) \
             and isinstance(e, list) and isinstance(f, list):
@@ -220,8 +220,9 @@ def _parent(node: dict, path: str, index: int) -> int:
 #: the keys of a node the conversion's pass reads: its identity, schema 1.0.1's attributes and
 #: input/output lists, and the timing chakra_trace_link adds (besides attrs, inputs, outputs)
 NODE_KEYS = ("id", "name", "ctrl_deps", "parent", "rf_id", "fw_parent", "seq_id", "scope", "tid", "fw_tid",
-             "op_schema", "input_shapes", "input_types", "output_shapes", "output_types", "inclusive_dur",
-             "ts", "cat", "stream")
+             "op_schema", "inclusive_dur", "ts", "cat", "stream")
+#: the keys of a node that make its inputs/outputs, kept as their JSON text until used
+IO_KEYS = ("inputs", "outputs", "input_shapes", "input_types", "output_shapes", "output_types")
 
 #: host attributes copied to Chakra nodes (the integer ones first, then op_schema)
 KEEP_ATTRS = ("rf_id", "fw_parent", "seq_id", "scope", "tid", "fw_tid", "op_schema")
@@ -270,7 +271,7 @@ class _HostReader:
         self.path = path
         self.cols = _Arrays()
         self.kept: dict[int, tuple] = {}  # id -> (name, tid, rf, attrs, io) for operator candidates
-        self.raw: dict[int, tuple] = {}  # id -> (name, attrs dict, io) for the newest candidates
+        self.raw: dict[int, tuple] = {}  # id -> (name, attrs dict, node as read, index) for the newest candidates
         self.waiting: dict[int, list[int]] = {}  # parent id -> kept children that arrived before it
         self.comms: dict[int, CommInfo] = {}  # c10d op id -> info
         self.param_comms: list[tuple[int, CommInfo]] = []  # (record_param_comms id, info)
@@ -404,14 +405,14 @@ def read_host_et(path: str, header: dict[str, Any] | None = None) -> HostTrace:
 @cache
 def _node_decoder() -> Callable[[bytes], list]:
     """The batch decoder of the conversion's pass: each node with only the keys the pass reads
-    (:data:`NODE_KEYS`), its inputs and outputs as their JSON text (parsed only for the nodes
-    kept: :func:`_io`)."""
+    (:data:`NODE_KEYS`), its inputs and outputs as their JSON text (:data:`IO_KEYS`, parsed only
+    for the nodes kept: :func:`_io`), each attribute as a record of name, type and value."""
     import msgspec
 
     value = json_value()
     attr = msgspec.defstruct("attr", [("name", value), ("type", value), ("value", value)], gc=False)
-    fields: dict[str, Any] = dict.fromkeys(NODE_KEYS, value)
-    fields.update(attrs=list[attr], inputs=msgspec.Raw, outputs=msgspec.Raw)  # type: ignore[valid-type]
+    fields: dict[str, Any] = {**dict.fromkeys(NODE_KEYS, value), **dict.fromkeys(IO_KEYS, msgspec.Raw)}
+    fields["attrs"] = list[attr]  # type: ignore[valid-type]
     return typed_decoder(keyed_type("node", fields))
 
 

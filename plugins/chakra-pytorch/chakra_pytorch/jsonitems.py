@@ -171,30 +171,35 @@ def typed_decoder(item: Any) -> Callable[[bytes], list]:
     type: a ``TypedDict`` keeps only the keys it names, so the others cost nothing, and a
     ``msgspec.Raw`` value is kept as its JSON text, unparsed).  A batch that is not of that shape
     (or nested deeper than msgspec reads) is decoded by orjson as plain JSON instead, and so is
-    malformed JSON, which orjson then refuses: a reader must take both forms."""
+    malformed JSON, which orjson then refuses, and text that is not UTF-8 anywhere in the batch:
+    a reader must take both forms.  What msgspec skips is checked for its syntax only: a number
+    past the float range in a key the reader does not name is not refused (orjson refuses it)."""
     import msgspec
 
     typed = msgspec.json.Decoder(list[item]).decode
 
     def decode(batch: bytes) -> list:
         try:
+            if not batch.isascii():
+                batch.decode()  # msgspec does not check the text of what it skips or keeps raw
             return typed(batch)
-        except (msgspec.DecodeError, RecursionError):  # ValidationError included; nested too deep
+        except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):  # ValidationError included
             return orjson.loads(batch)
     return decode
 
 
 def json_value() -> Any:
-    """The msgspec type of a JSON value, for the fields of a :func:`typed_decoder`'s type: an
-    integer outside the signed 64-bit range is not one (orjson reads one past 64 bits as a
-    float; msgspec checks no wider range), so its batch is read by orjson, and both read a
-    file alike."""
+    """The msgspec type of a JSON value, for the fields of a :func:`typed_decoder`'s type: a
+    scalar, or a list or object of scalars, where an integer outside the signed 64-bit range is
+    not one (orjson reads one past 64 bits as a float; msgspec checks no wider range), nor is a
+    deeper value; such a batch is read by orjson, so both read a file alike."""
     from typing import Annotated, Union
 
     import msgspec
 
     int64 = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]
-    return Union[int64, float, str, bool, None, list[Any], dict[str, Any]]  # noqa: UP007 (built at run time)
+    scalar = Union[int64, float, str, bool, None]  # noqa: UP007 (built at run time)
+    return Union[int64, float, str, bool, None, list[scalar], dict[str, scalar]]  # noqa: UP007
 
 
 def keyed_type(name: str, fields: dict[str, Any]) -> Any:

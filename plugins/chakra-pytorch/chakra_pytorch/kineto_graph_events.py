@@ -169,12 +169,16 @@ class CpuCollector:
     :meth:`take` as :func:`read_kineto`'s ``on_event``), then nests them (:meth:`finish`)."""
 
     def __init__(self) -> None:
+        self._empty()
+
+    def _empty(self) -> None:
+        """No events and no calls collected."""
+        self._inputs: dict[bytes, bytes] = {}  # one copy of each inputs' JSON (see _one_copy)
         self.events = CpuColumns()
         self.event_pids = array("q")  # the process of each event
         self.calls: list[RuntimeCall] = []
         self.call_pids = array("q")
         self.unwritable: list[tuple[int, int, str]] = []  # (pid, row, orjson's message)
-        self._inputs: dict[bytes, bytes] = {}  # one copy of each inputs' JSON (see _one_copy)
 
     def take(self, ev: Any) -> None:
         """Keep one trace event when it is a complete CPU event or runtime call (ValueError
@@ -215,19 +219,20 @@ class CpuCollector:
         return kept
 
     def finish(self, pid: int | None) -> CpuSide:
-        """The CPU side of process ``pid`` (every process when None), keyed and nested."""
+        """The CPU side of process ``pid`` (every process when None), keyed and nested; once:
+        the collector lets its rows go."""
         cols = self.events
         rows = [i for i, p in enumerate(self.event_pids) if pid is None or p == pid]
         # start order, the longer first at one start (two stable sorts: no key tuple per event)
         rows.sort(key=cols.dur.__getitem__, reverse=True)
         rows.sort(key=cols.ts.__getitem__)
         events = cols.rows(rows)
-        self.events = CpuColumns()  # the unsorted rows go
         calls = [c for p, c in zip(self.call_pids, self.calls) if pid is None or p == pid]
         parent = _nest(events, calls)
         corr_owner = {c.correlation: c.owner for c in calls if c.correlation >= 0 and c.owner >= 0}
         key_of = {i: k for k, i in enumerate(rows)} if self.unwritable else {}
         bad = sorted((key_of[i], why) for p, i, why in self.unwritable if pid is None or p == pid)
+        self._empty()  # the unsorted rows go
         return CpuSide(pid, events, parent, calls, corr_owner, bad)
 
 
@@ -271,7 +276,7 @@ def _own(call: RuntimeCall, stack: list[tuple[float, int]]) -> None:
 class EventSpans(Mapping[int, tuple[float, float, int, str]]):
     """Event key -> (ts, dur, tid, name) of the CPU events, read from their columns: what a
     Kineto trace's ``ops`` table holds, without a dict entry and a tuple per event (each span is
-    made when asked for; the conversion asks once per host op)."""
+    made when asked for, for the host ops and the comm workers only)."""
 
     __slots__ = ("_events",)
 

@@ -13,7 +13,8 @@ import msgspec
 import orjson
 import pytest
 
-from chakra_pytorch import hostet, kineto
+from chakra_core import TraceFormatError
+from chakra_pytorch import hostet, jsonitems, kineto
 from chakra_pytorch.jsonitems import iter_items
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -36,9 +37,32 @@ def _host_ets() -> list[Path]:
     return [p for p in HOSTS if b'"nodes"' in gzip.decompress(p.read_bytes())[:4096]]
 
 
+class _CountedOrjson:
+    """orjson, counting the batches read as plain JSON (the typed decoders' fall-back)."""
+
+    JSONDecodeError = orjson.JSONDecodeError
+
+    def __init__(self) -> None:
+        self.plain = 0
+
+    def loads(self, data):
+        self.plain += 1
+        return orjson.loads(data)
+
+
+def _typed(monkeypatch, read, path):
+    """``read(path)`` with the typed decoders, checking that no batch fell back to orjson."""
+    counted = _CountedOrjson()
+    monkeypatch.setattr(jsonitems, "orjson", counted)
+    out = read(str(path))
+    monkeypatch.setattr(jsonitems, "orjson", orjson)
+    assert counted.plain == 0
+    return out
+
+
 @pytest.mark.parametrize("path", _host_ets(), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_host_et_reads_the_same_typed(path, monkeypatch):
-    typed = hostet.read_host_et(str(path))
+    typed = _typed(monkeypatch, hostet.read_host_et, path)
     _plain(monkeypatch)
     plain = hostet.read_host_et(str(path))
     assert typed.ops and [dataclasses.astuple(op) for op in typed.ops] == [dataclasses.astuple(op) for op in plain.ops]
@@ -48,10 +72,12 @@ def test_host_et_reads_the_same_typed(path, monkeypatch):
 
 @pytest.mark.parametrize("path", KINETOS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_kineto_reads_the_same_typed(path, monkeypatch):
-    typed = kineto.read_kineto(str(path))
+    typed = _typed(monkeypatch, kineto.read_kineto, path)
     _plain(monkeypatch)
     plain = kineto.read_kineto(str(path))
     assert typed.ops and typed.ops == plain.ops and typed.steps == plain.steps
+    assert (typed.unfinished, typed.rf_events, typed.runtime_ext_is_corr, typed.runtime_ext_other) == \
+           (plain.unfinished, plain.rf_events, plain.runtime_ext_is_corr, plain.runtime_ext_other)
     assert typed.gpu == plain.gpu and typed.syncs == plain.syncs and typed.stream_waits == plain.stream_waits
     assert (typed.corr_ext, typed.corr_ts, typed.corr_tid, typed.by_ext) == \
            (plain.corr_ext, plain.corr_ts, plain.corr_tid, plain.by_ext)
@@ -70,15 +96,34 @@ def test_a_node_is_read_with_the_keys_the_pass_uses_and_its_inputs_as_text():
     assert {a.name: a.value for a in typed["attrs"]} == {a["name"]: a["value"] for a in plain["attrs"]}
 
 
-@pytest.mark.parametrize("value", [1 << 64, -(1 << 63) - 1, 1 << 70])
-def test_an_integer_outside_64_bits_reads_as_orjson_reads_it(tmp_path, value):
-    # msgspec reads it exactly where orjson reads a float (or refuses it): such a batch is read
-    # by orjson, so the conversion keeps what it kept before
+def _mlp_with(tmp_path, edit) -> Path:
+    """The MLP recording's host ET with ``edit`` applied to its first aten::linear node."""
     host = json.loads(gzip.decompress((DATA / "mlp" / "pytorch_et.0.json.gz").read_bytes()))
-    node = next(n for n in host["nodes"] if n["name"] == "aten::linear")
-    next(a for a in node["attrs"] if a["name"] == "tid")["value"] = value
+    edit(next(n for n in host["nodes"] if n["name"] == "aten::linear"))
     p = tmp_path / "pytorch_et.0.json"
     p.write_text(json.dumps(host, indent=2))
+    return p
+
+
+@pytest.mark.parametrize("value", [1 << 64, -(1 << 63) - 1, 1 << 70, [3, 1 << 64], {"a": 1 << 70}, [[1 << 64]]])
+def test_an_integer_outside_64_bits_reads_as_orjson_reads_it(tmp_path, value):
+    # msgspec reads it exactly where orjson reads a float (or refuses it), also inside a list or
+    # an object: such a batch is read by orjson, so the conversion keeps what it kept before
+    def edit(node):
+        next(a for a in node["attrs"] if a["name"] == "tid")["value"] = value
+    p = _mlp_with(tmp_path, edit)
     typed = next(n for n in iter_items(str(p), "nodes", hostet._node_decoder()) if n["name"] == "aten::linear")
-    tid = next(a for a in typed["attrs"] if a["name"] == "tid")["value"]
-    assert tid == orjson.loads(str(value)) and type(tid) is type(orjson.loads(str(value)))
+    plain = next(n for n in iter_items(str(p), "nodes") if n["name"] == "aten::linear")
+    got = next(a for a in typed["attrs"] if a["name"] == "tid")["value"]
+    want = next(a for a in plain["attrs"] if a["name"] == "tid")["value"]
+    assert repr(got) == repr(want) and isinstance(want, (float, list, dict))
+
+
+def test_text_that_is_not_utf8_in_a_key_the_pass_skips_is_refused(tmp_path):
+    # msgspec checks only the syntax of what it skips: the batch goes to orjson, which refuses
+    # it, and the file is refused as before (ijson names the place)
+    p = _mlp_with(tmp_path, lambda node: node.update(extra="DEAD"))
+    p.write_bytes(p.read_bytes().replace(b'"DEAD"', b'"\xff"', 1))
+    with pytest.raises(TraceFormatError) as e:
+        hostet.read_host_et(str(p))
+    assert "invalid bytes in UTF8" in e.value.message and e.value.location.startswith("after node")
