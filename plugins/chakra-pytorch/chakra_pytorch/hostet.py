@@ -217,8 +217,8 @@ def _parent(node: dict, path: str, index: int) -> int:
     return p
 
 
-#: the keys of a node the conversion's pass reads: its identity, schema 1.0.1's attributes and
-#: input/output lists, and the timing chakra_trace_link adds (besides attrs, inputs, outputs)
+#: the keys of a node the conversion's pass reads as values: its identity, schema 1.0.1's
+#: attributes, and the timing chakra_trace_link adds (besides ``attrs`` and :data:`IO_KEYS`)
 NODE_KEYS = ("id", "name", "ctrl_deps", "parent", "rf_id", "fw_parent", "seq_id", "scope", "tid", "fw_tid",
              "op_schema", "inclusive_dur", "ts", "cat", "stream")
 #: the keys of a node that make its inputs/outputs, kept as their JSON text until used
