@@ -28,8 +28,8 @@ from .intmap import IntMap
 from .ints import MAX_RANKS, int64_from_number, is_rank
 from .jsonitems import iter_items, json_value, keyed_type, typed_decoder
 
-__all__ = ["KinetoTrace", "GpuEvent", "SyncEvent", "StreamWait", "read_kineto", "read_distributed_info",
-           "event_time"]
+__all__ = ["KinetoTrace", "GpuEvent", "SyncEvent", "StreamWait", "OnEvent", "read_kineto",
+           "read_distributed_info", "event_time"]
 
 _GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 _HOST_CATS = ("cpu_op", "user_annotation", "cuda_runtime", "cuda_driver", "cuda_sync")
@@ -177,12 +177,18 @@ def event_time(v: Any, what: str) -> float:
     return t
 
 
+#: what :func:`read_kineto` hands ``on_event`` for each complete CPU event and runtime call:
+#: category, name (interned), start and duration (microseconds), arguments, process, the event
+OnEvent = Callable[[str, str, float, float, dict, int, Any], None]
+
+
 def read_kineto(path: str, wanted_rfs: set[int] | frozenset[int] | None = None,
-                distributed: dict[str, Any] | None = None,
-                on_event: Callable[[Any], None] | None = None) -> KinetoTrace:
+                distributed: dict[str, Any] | None = None, on_event: OnEvent | None = None) -> KinetoTrace:
     """Read one Kineto trace; keep timings of ``wanted_rfs`` (all host ops when None);
-    ``distributed`` is :func:`read_distributed_info`'s answer when the caller has it already;
-    ``on_event`` is given every trace event too (another reader in the same pass)."""
+    ``distributed`` is :func:`read_distributed_info`'s answer when the caller has it already.
+    ``on_event`` is another reader in the same pass, given each CPU event and runtime call as
+    read (:data:`OnEvent`), that keys the host ops itself: the trace's own links of host ops
+    (``ops``, ``ext_rf``, ``by_ext``) are not kept then."""
     dist = read_distributed_info(path) if distributed is None else distributed
     kt = KinetoTrace(path, None, dist, {}, IntMap())
     pids: dict[int, int] = {}
@@ -190,9 +196,7 @@ def read_kineto(path: str, wanted_rfs: set[int] | frozenset[int] | None = None,
     try:
         for ev in iter_items(path, "traceEvents", _event_decoder() if on_event is None else None):
             count += 1
-            _take_event(kt, ev, wanted_rfs, pids)
-            if on_event is not None:
-                on_event(ev)
+            _take_event(kt, ev, wanted_rfs, pids, on_event)
     except FileNotFoundError:
         raise TraceFormatError("no such file", path) from None
     except (ijson.IncompleteJSONError, EOFError, gzip.BadGzipFile, zlib.error) as e:
@@ -230,7 +234,7 @@ _READ_ARGS = ("Record function id", "External id", "finished", "device", "stream
 
 
 def _take_event(kt: KinetoTrace, ev: Any, wanted_rfs: set[int] | frozenset[int] | None,
-                pids: dict[int, int]) -> None:
+                pids: dict[int, int], on_event: OnEvent | None) -> None:
     """Keep what the conversion uses of one trace event (complete events of the used kinds)."""
     if not isinstance(ev, dict) or ev.get("ph") != "X":
         return
@@ -243,18 +247,25 @@ def _take_event(kt: KinetoTrace, ev: Any, wanted_rfs: set[int] | frozenset[int] 
     name = ev.get("name")
     name = sys.intern(name) if isinstance(name, str) else ""  # names repeat: one copy each
     ts, dur = event_time(ev.get("ts", 0.0), "ts"), event_time(ev.get("dur", 0.0), "dur")
+    pid = -1
     if cat in _HOST_CATS:
         pid = int64_from_number(ev.get("pid"))
         if pid >= 0:
             pids[pid] = pids.get(pid, 0) + 1
     if cat in ("cpu_op", "user_annotation"):
-        _host_op(kt, ev, args, name, ts, dur, wanted_rfs)
+        if on_event is None:
+            _host_op(kt, ev, args, name, ts, dur, wanted_rfs)
+        else:
+            _step_or_unfinished(kt, ev, args, name, ts, dur)
+            on_event(cat, name, ts, dur, args, pid, ev)
     elif cat in _GPU_CATS:
         kt.gpu.append(GpuEvent(name, ts, dur, int64_from_number(args.get("device"), 0),
                                int64_from_number(args.get("stream"), 0), int64_from_number(args.get("correlation")),
                                int64_from_number(args.get("External id"))))
     elif cat in ("cuda_runtime", "cuda_driver"):
         _runtime_call(kt, ev, args, name, ts, dur)
+        if on_event is not None:
+            on_event(cat, name, ts, dur, args, pid, ev)
     else:
         _sync_event(kt, ev, args, name, ts, dur)
 
@@ -274,6 +285,11 @@ def _host_op(kt: KinetoTrace, ev: dict, args: dict, name: str, ts: float, dur: f
             kt.ext_rf[ext] = rf
     elif ext >= 0:
         kt.by_ext[ext] = (ts, dur, int64_from_number(ev.get("tid"), 0), name)
+    _step_or_unfinished(kt, ev, args, name, ts, dur)
+
+
+def _step_or_unfinished(kt: KinetoTrace, ev: dict, args: dict, name: str, ts: float, dur: float) -> None:
+    """A CPU op or annotation: a ProfilerStep span, or one still running at the profiler's stop."""
     if name.startswith("ProfilerStep#"):
         kt.steps.append((ts, dur, int64_from_number(ev.get("tid"), 0), name))
     if args.get("finished") is False:

@@ -22,12 +22,10 @@ from typing import Any
 import orjson
 
 from .ints import int64_from_number
-from .kineto import event_time
 
 __all__ = ["CpuColumns", "RuntimeCall", "CpuSide", "CpuCollector", "EventSpans"]
 
 _CPU_CATS = ("cpu_op", "user_annotation")
-_RUNTIME_CATS = ("cuda_runtime", "cuda_driver")
 #: the arguments of a CPU event that the conversion reads (the rest, e.g. ``Input Strides``, is dropped)
 _KEPT_ARGS = frozenset({
     "Record function id", "External id", "Sequence number", "Fwd thread id", "finished", "Input Dims",
@@ -180,22 +178,11 @@ class CpuCollector:
         self.call_pids = array("q")
         self.unwritable: list[tuple[int, int, str]] = []  # (pid, row, orjson's message)
 
-    def take(self, ev: Any) -> None:
-        """Keep one trace event when it is a complete CPU event or runtime call (ValueError
-        when its time is not one)."""
-        if not isinstance(ev, dict) or ev.get("ph") != "X":
-            return
-        cat = ev.get("cat")
-        if cat not in _CPU_CATS and cat not in _RUNTIME_CATS:
-            return
-        name = ev.get("name")
-        name = sys.intern(name) if isinstance(name, str) else ""  # names repeat: one copy each
-        args = ev.get("args")
-        args = args if isinstance(args, dict) else {}
-        pid = int64_from_number(ev.get("pid"))
-        ts, tid = event_time(ev.get("ts", 0.0), "ts"), int64_from_number(ev.get("tid"), 0)
+    def take(self, cat: str, name: str, ts: float, dur: float, args: dict, pid: int, ev: Any) -> None:
+        """Keep one CPU event or runtime call as :func:`read_kineto` read it (its ``on_event``)."""
+        tid = int64_from_number(ev.get("tid"), 0)
         if cat in _CPU_CATS:
-            dur = max(0.0, event_time(ev.get("dur", 0.0), "dur"))
+            dur = max(0.0, dur)
             try:
                 io = self._one_copy(_event_io(args))
             except orjson.JSONEncodeError as e:
