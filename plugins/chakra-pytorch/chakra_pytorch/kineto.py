@@ -7,7 +7,9 @@ from a Kineto trace without ``Record function id`` (PyTorch before 2.1), every C
 GPU kernels/memcpys/memsets, synchronisation calls (``cuda_runtime`` sync calls and the
 ``cuda_sync`` events Kineto writes when ``enable_cuda_sync_events`` is on: "Stream Sync",
 "Event Sync", "Context Sync", "Stream Wait Event"), ``ProfilerStep#N`` spans and
-``distributedInfo``.  Times stay in microseconds as Kineto writes them.
+``distributedInfo``.  Times stay in microseconds as Kineto writes them.  A trace read for a
+reader that keys the host ops itself (``on_event``: a Kineto trace converted alone) keeps none of
+the host-op links (``ops``, ``ext_rf``, ``by_ext``, ``rf_events``).
 """
 
 from __future__ import annotations
@@ -179,7 +181,7 @@ def event_time(v: Any, what: str) -> float:
 
 #: what :func:`read_kineto` hands ``on_event`` for each complete CPU event and runtime call:
 #: category, name (interned), start and duration (microseconds), arguments, process, the event
-OnEvent = Callable[[str, str, float, float, dict, int, Any], None]
+OnEvent = Callable[[str, str, float, float, dict, int, dict], None]
 
 
 def read_kineto(path: str, wanted_rfs: set[int] | frozenset[int] | None = None,
@@ -187,8 +189,9 @@ def read_kineto(path: str, wanted_rfs: set[int] | frozenset[int] | None = None,
     """Read one Kineto trace; keep timings of ``wanted_rfs`` (all host ops when None);
     ``distributed`` is :func:`read_distributed_info`'s answer when the caller has it already.
     ``on_event`` is another reader in the same pass, given each CPU event and runtime call as
-    read (:data:`OnEvent`), that keys the host ops itself: the trace's own links of host ops
-    (``ops``, ``ext_rf``, ``by_ext``) are not kept then."""
+    read (:data:`OnEvent`), that keys the host ops itself: ``wanted_rfs`` is not used then, and
+    the trace's own links of host ops (``ops``, ``ext_rf``, ``by_ext``, ``rf_events``) stay
+    empty."""
     dist = read_distributed_info(path) if distributed is None else distributed
     kt = KinetoTrace(path, None, dist, {}, IntMap())
     pids: dict[int, int] = {}

@@ -178,7 +178,7 @@ class CpuCollector:
         self.call_pids = array("q")
         self.unwritable: list[tuple[int, int, str]] = []  # (pid, row, orjson's message)
 
-    def take(self, cat: str, name: str, ts: float, dur: float, args: dict, pid: int, ev: Any) -> None:
+    def take(self, cat: str, name: str, ts: float, dur: float, args: dict, pid: int, ev: dict) -> None:
         """Keep one CPU event or runtime call as :func:`read_kineto` read it (its ``on_event``)."""
         tid = int64_from_number(ev.get("tid"), 0)
         if cat in _CPU_CATS:
