@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 from array import array
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import orjson
@@ -89,14 +89,16 @@ class CpuColumns:
 
     def rows(self, order: list[int]) -> CpuColumns:
         """The rows ``order`` (old row numbers) as a new table, in that order."""
-        out = CpuColumns([self.names[i] for i in order], array("q", map(self.tids.__getitem__, order)),
-                         array("d", map(self.ts.__getitem__, order)), array("d", map(self.dur.__getitem__, order)),
-                         array("q", map(self.issued.__getitem__, order)), array("q", map(self.seq.__getitem__, order)),
-                         array("q", map(self.fwd_tid.__getitem__, order)),
-                         bytearray(map(self.unfinished.__getitem__, order)), [self.io[i] for i in order])
+        out = CpuColumns(*(_picked(getattr(self, f.name), order) for f in fields(self) if f.name != "args"))
         if self.args:
             out.args = {k: self.args[i] for k, i in enumerate(order) if i in self.args}
         return out
+
+
+def _picked(column: Any, order: list[int]) -> Any:
+    """The items ``order`` of a column, as a column of its kind (list, array or bytearray)."""
+    items = map(column.__getitem__, order)
+    return array(column.typecode, items) if isinstance(column, array) else type(column)(items)
 
 
 def _keeps_args(name: str, args: dict[str, Any]) -> bool:
@@ -143,9 +145,6 @@ class CpuSide:
     #: (key, orjson's message) of the events whose inputs orjson cannot write (nested deeper
     #: than it writes)
     unwritable: list[tuple[int, str]]
-
-    def __len__(self) -> int:
-        return len(self.events)
 
     def order_id(self, key: int) -> int:
         """The id that counts issue order: ``Record function id``, else ``External id``, else
