@@ -112,10 +112,13 @@ def add_data_deps(lanes: dict[int, list[OutNode]]) -> None:
         if n.io is None:
             continue
         iv, _ish, _ity, ov, _osh, _oty = orjson.loads(n.io)
+        data = list(n.data)
         for t in tensors_in(iv):
             p = producer.get((t[0], t[1]))
-            if p is not None and p != n.id and p not in n.data and p not in n.ctrl:
-                n.data.append(p)
+            if p is not None and p != n.id and p not in data and p not in n.ctrl:
+                data.append(p)
+        if data:
+            n.data = data
         for t in tensors_in(ov):
             producer[(t[0], t[1])] = n.id
 

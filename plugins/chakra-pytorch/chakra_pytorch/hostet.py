@@ -361,7 +361,10 @@ class _HostReader:
         for nid, (name, attrs, node, index) in self.raw.items():
             tid = attrs.get("tid", 0)
             io = _dump_io(_io(node, path, index), path, index)
-            kept[nid] = (sys.intern(name), tid if isinstance(tid, int) else 0, rfs[nid], _keep(attrs),
+            keep, rf = _keep(attrs), rfs[nid]
+            if rf == keep[0]:
+                rf = keep[0]  # one int object for both
+            kept[nid] = (sys.intern(name), tid if isinstance(tid, int) else 0, rf, keep,
                          bytes(memoryview(io)))  # a copy without orjson's spare room
         self.raw.clear()
 

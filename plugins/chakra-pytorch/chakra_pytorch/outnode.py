@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator
+from array import array
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,7 +40,7 @@ class OutNode:
     dur: int = 0
     issued: int = -1  # when its op was issued (a communication's c10d op), -1: at its start
     ctrl: list[int] = field(default_factory=list)
-    data: list[int] = field(default_factory=list)
+    data: list[int] | tuple[()] = ()  # most nodes have none: no list each
     cpu: bool = True  # is_cpu_op
     host: tuple | None = None  # KEEP_ATTRS values of the host op (copied when written)
     extra: list[tuple[str, Any]] | tuple = ()
@@ -187,11 +188,12 @@ def toposort(out: dict[int, OutNode]) -> list[OutNode]:
     the nodes.  A communication sorts by the time its op was issued, not by when gloo's worker
     started it: ranks match collectives by their order in the file, which is the issue order
     (a worker can start the first of two queued collectives after the second was issued).
-    ``out`` is emptied (the order is the last use of the table, and its memory is let go)."""
+    ``out`` is emptied (the order is the last use of the table, and its memory is let go); the
+    tables of the order are integer arrays, a few bytes per node."""
     nodes = list(out.values())
-    by_rank, rank = _issue_ranks(nodes)
-    waiting, kids = _dependencies(nodes, {nid: i for i, nid in enumerate(out)})
+    waiting, first, more = _dependencies(nodes, {nid: i for i, nid in enumerate(out)})
     out.clear()
+    by_rank, rank = _issue_ranks(nodes)
     ready = [rank[i] for i, w in enumerate(waiting) if w == 0]
     heapq.heapify(ready)
     order: list[OutNode] = []
@@ -199,7 +201,9 @@ def toposort(out: dict[int, OutNode]) -> list[OutNode]:
     while ready:
         i = by_rank[pop(ready)]
         order.append(nodes[i])
-        for c in kids[i]:
+        c = first[i]
+        kids: Sequence[int] = more.get(i) or ((c,) if c >= 0 else ())
+        for c in kids:
             waiting[c] -= 1
             if not waiting[c]:
                 push(ready, rank[c])
@@ -208,40 +212,55 @@ def toposort(out: dict[int, OutNode]) -> list[OutNode]:
     return order
 
 
-def _issue_ranks(nodes: list[OutNode]) -> tuple[list[int], list[int]]:
+def _issue_ranks(nodes: list[OutNode]) -> tuple[array, array]:
     """The positions in (issue time, id) order, and each position's rank in it (the heap of
-    ready nodes holds ranks: plain integers)."""
-    keys = [(max(n.issued if n.issued >= 0 else n.start, 0), n.id) for n in nodes]
-    by_rank = sorted(range(len(nodes)), key=keys.__getitem__)
-    rank = [0] * len(nodes)
-    for r, i in enumerate(by_rank):
+    ready nodes holds ranks: plain integers).  Two stable sorts on keys the nodes hold (by id,
+    then by issue time) make no key object per node."""
+    ids = [n.id for n in nodes]
+    by_rank = sorted(range(len(nodes)), key=ids.__getitem__)
+    del ids
+    issue = [n.issued if n.issued >= 0 else max(n.start, 0) for n in nodes]
+    by_rank.sort(key=issue.__getitem__)
+    del issue
+    order = array("q", by_rank)
+    del by_rank
+    rank = array("q", bytes(8 * len(nodes)))
+    for r, i in enumerate(order):
         rank[i] = r
-    return by_rank, rank
+    return order, rank
 
 
-def _dependencies(nodes: list[OutNode], pos: dict[int, int]) -> tuple[list[int], list[list[int]]]:
-    """Per position the number of its dependencies and the positions that depend on it; each
-    node's lists lose repeated ids and ids not in ``pos`` (a data dependency also a control one
-    is kept as control only)."""
-    waiting = [0] * len(nodes)
-    kids: list[list[int]] = [[] for _ in nodes]
+def _dependencies(nodes: list[OutNode], pos: dict[int, int]) -> tuple[array, array, dict[int, list[int]]]:
+    """Per position the number of its dependencies, and the positions that depend on it: the
+    first in an array (-1: none), all of them in a dict for the positions with two or more;
+    each node's lists lose repeated ids and ids not in ``pos`` (a data dependency also a
+    control one is kept as control only)."""
+    waiting = array("q", bytes(8 * len(nodes)))
+    first = array("q", b"\xff" * 8 * len(nodes))
+    more: dict[int, list[int]] = {}
+    deps: tuple[int, ...]
     for i, n in enumerate(nodes):
         if not n.data and len(n.ctrl) == 1:  # the common case: the node before it on its lane
-            d = n.ctrl[0]
-            if d in pos:
-                waiting[i] = 1
-                kids[pos[d]].append(i)
-            else:
+            p = pos.get(n.ctrl[0])
+            if p is None:
                 n.ctrl = []
+                continue
+            deps = (p,)
+        elif not n.ctrl and not n.data:
             continue
-        if not n.ctrl and not n.data:
-            continue
-        ctrl = n.ctrl = [d for d in dict.fromkeys(n.ctrl) if d in pos]
-        data = n.data = [d for d in dict.fromkeys(n.data) if d in pos and d not in ctrl]
-        waiting[i] = len(ctrl) + len(data)
-        for d in ctrl + data:
-            kids[pos[d]].append(i)
-    return waiting, kids
+        else:
+            ctrl = n.ctrl = [d for d in dict.fromkeys(n.ctrl) if d in pos]
+            data = n.data = [d for d in dict.fromkeys(n.data) if d in pos and d not in ctrl]
+            deps = tuple(pos[d] for d in ctrl + data)
+        waiting[i] = len(deps)
+        for p in deps:
+            if first[p] < 0:
+                first[p] = i
+            elif p in more:
+                more[p].append(i)
+            else:
+                more[p] = [first[p], i]
+    return waiting, first, more
 
 
 def pg_init_node(nid: int, groups: dict[str, list[int]], world: int) -> OutNode:

@@ -135,7 +135,7 @@ def test_hand_off_between_threads():
 def _critical_path(graph) -> int:
     finish: dict[int, int] = {}
     for n in graph.nodes:  # topological order
-        finish[n.id] = max((finish[d] for d in n.ctrl + n.data if d in finish), default=0) + n.dur
+        finish[n.id] = max((finish[d] for d in (*n.ctrl, *n.data) if d in finish), default=0) + n.dur
     return max(finish.values())
 
 
