@@ -3,6 +3,8 @@ repeated and dangling dependencies dropped; a cycle refused."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from chakra_core import NodeType, TraceFormatError
@@ -34,3 +36,47 @@ def test_issue_time_before_start():
 def test_cycle_is_refused(nodes):
     with pytest.raises(TraceFormatError, match="dependency cycle"):
         toposort(_graph(*nodes))
+
+
+def _greedy_order(out: dict[int, OutNode]) -> list[int] | None:
+    """The order the docstring defines, found the slow way: at every step, of the nodes whose
+    every (existing) dependency is placed, the one with the earliest issue, then the lowest id;
+    None when nodes remain and none is ready (a cycle)."""
+    def key(n: OutNode) -> tuple[int, int]:
+        return (n.issued if n.issued >= 0 else max(n.start, 0), n.id)
+    left, placed, order = dict(out), set(), []
+    while left:
+        ready = [n for n in left.values() if all(d in placed or d not in out for d in (*n.ctrl, *n.data))]
+        if not ready:
+            return None
+        best = min(ready, key=key)
+        order.append(best.id)
+        placed.add(best.id)
+        del left[best.id]
+    return order
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_order_is_the_greedy_one_on_random_graphs(seed):
+    """Random graphs (repeated, dangling and forward dependencies, equal issue times, cycles):
+    the order is the greedy one found step by step, each node's lists keep its existing
+    dependencies once each (data ones not also control), and a cycle is refused."""
+    rng = random.Random(seed)
+    ids = rng.sample(range(1000), rng.randint(1, 80))
+    out = {}
+    for k, nid in enumerate(ids):
+        pool = ids[:k] + [rng.randint(0, 1100)] + ([rng.choice(ids)] if rng.random() < 0.03 else [])
+        out[nid] = OutNode(nid, "op", NodeType.COMP_NODE, start=rng.choice([-1, 0, 7, rng.randint(0, 40)]),
+                           issued=rng.choice([-1, -1, 5, rng.randint(0, 40)]),
+                           ctrl=[rng.choice(pool) for _ in range(rng.choice([0, 1, 1, 2, 3]))],
+                           data=[rng.choice(pool) for _ in range(rng.choice([0, 0, 1, 2]))])
+    want = _greedy_order(out)
+    deps = {nid: ([d for d in dict.fromkeys(n.ctrl) if d in out],
+                  [d for d in dict.fromkeys(n.data) if d in out and d not in n.ctrl]) for nid, n in out.items()}
+    if want is None:
+        with pytest.raises(TraceFormatError, match="dependency cycle"):
+            toposort(out)
+        return
+    order = toposort(out)
+    assert [n.id for n in order] == want
+    assert all((list(n.ctrl), list(n.data)) == deps[n.id] for n in order)
