@@ -35,6 +35,7 @@ from collections.abc import Iterable
 
 from .hostet import HostTrace
 from .kineto import KinetoTrace
+from .spantable import SpanTable, spans_of
 
 __all__ = ["link_host_ops", "matched_fraction"]
 
@@ -52,7 +53,8 @@ def link_host_ops(kt: KinetoTrace, host: HostTrace, wanted: Iterable[int]) -> No
     were found."""
     ops = sorted((op.rf_id, op.name, op.tid) for op in host.ops if op.rf_id >= 0)
     if kt.rf_events or not kt.by_ext:
-        found = sum(1 for rf, name, _tid in ops if rf in kt.ops and kt.ops[rf][3] == name)
+        spans = spans_of(kt.ops, [rf for rf, _name, _tid in ops])
+        found = sum(1 for (_rf, name, _tid), rec in zip(ops, spans) if rec is not None and rec[3] == name)
         kt.link = ("Record function id", found, len(ops))
         return
     matched = _align(ops, kt)
@@ -60,14 +62,14 @@ def link_host_ops(kt: KinetoTrace, host: HostTrace, wanted: Iterable[int]) -> No
     if not matched:
         return
     ops_of = kt.ops
-    assert isinstance(ops_of, dict)  # a trace read with its host ET: filled while read
+    assert isinstance(ops_of, SpanTable)  # a trace read with its host ET: filled while read
     by_rf = [rf for rf, _d in matched]
     by_ext = sorted((rf + d, d) for rf, d in matched)
     ext_keys = [e for e, _d in by_ext]
     for rf in wanted:
         ext = rf + matched[max(0, bisect.bisect_right(by_rf, rf) - 1)][1]
         if ext in kt.by_ext:
-            ops_of[rf] = kt.by_ext[ext]
+            ops_of.put(rf, *kt.by_ext[ext])
     for ext in kt.by_ext:
         rf = ext - by_ext[max(0, bisect.bisect_right(ext_keys, ext) - 1)][1]
         if host.rf_owner.get(rf, -1) >= 0:

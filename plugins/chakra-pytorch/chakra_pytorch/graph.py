@@ -32,7 +32,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +46,7 @@ from .intmap import IntMap
 from .kineto import KinetoTrace
 from .outnode import ConvertedRank, OutNode, pg_init_node, toposort
 from .schema_version import PyTorchTraceWarning
+from .spantable import Span, spans_of
 
 __all__ = ["OutNode", "ConvertedRank", "build_graph"]
 
@@ -136,20 +137,22 @@ def place_on_grid(b: RankBuild) -> None:
     kt = b.kt
     if kt is None:
         return
-    _trim_to_host(b, kt)
+    bounds = _host_bounds(b.host.ops, kt.ops)
+    if bounds is not None:
+        _trim_to_host(b, kt, *bounds)
     if kt.steps:
         first = min(kt.steps, key=lambda s: s[0])
         mine = [s for s in kt.steps if s[2] == first[2]]
         end = max(s[0] + s[1] for s in mine)
         b.step = (first[0], end - first[0], first[2], first[3])
-    starts = [kt.ops[op.rf_id][0] for op in b.host.ops if op.rf_id in kt.ops]
-    starts += [g.ts for g in kt.gpu]
+    starts = [g.ts for g in kt.gpu]
+    if bounds is not None:
+        starts.append(bounds[0])
     if b.step is not None:
         starts.append(b.step[0])
     b.t0 = min(starts) if starts else 0.0
     missing = 0
-    for op in b.host.ops:
-        rec = kt.ops.get(op.rf_id)
+    for op, rec in zip(b.host.ops, spans_of(kt.ops, [op.rf_id for op in b.host.ops])):
         if rec is None:
             missing += 1
             continue
@@ -158,13 +161,21 @@ def place_on_grid(b: RankBuild) -> None:
         b.notes.append(f"{missing} of {len(b.host.ops)} host ops have no Kineto event: their duration is 0")
 
 
-def _trim_to_host(b: RankBuild, kt: KinetoTrace) -> None:
-    """Keep the GPU activities launched, and the steps that ran, while the host ET's ops ran: a
-    profiler may record several iterations around the one the host ET holds."""
-    spans = [kt.ops[op.rf_id] for op in b.host.ops if op.rf_id in kt.ops]
-    if not spans:
-        return
-    lo, hi = min(s[0] for s in spans), max(s[0] + s[1] for s in spans)
+def _host_bounds(ops: list[HostOp], spans: Mapping[int, Span]) -> tuple[float, float] | None:
+    """The earliest start and the latest end of the host ops' Kineto spans (None: none has one)."""
+    lo = hi = None
+    for rec in spans_of(spans, [op.rf_id for op in ops]):
+        if rec is not None:
+            s, e = rec[0], rec[0] + rec[1]
+            lo = s if lo is None or s < lo else lo
+            hi = e if hi is None or e > hi else hi
+    return None if lo is None or hi is None else (lo, hi)
+
+
+def _trim_to_host(b: RankBuild, kt: KinetoTrace, lo: float, hi: float) -> None:
+    """Keep the GPU activities launched, and the steps that ran, while the host ET's ops ran
+    (from ``lo`` to ``hi``): a profiler may record several iterations around the one the host
+    ET holds."""
     kept = [g for g in kt.gpu if lo <= kt.corr_ts.get(g.correlation, g.ts) <= hi]
     if len(kept) < len(kt.gpu):
         b.notes.append(f"{len(kt.gpu) - len(kept)} of {len(kt.gpu)} GPU activities were launched outside the "
@@ -420,7 +431,7 @@ def _comm_attrs(comm: CommInfo, rank: int, groups: dict[str, list[int]], world: 
 def _worker_span(comm: CommInfo, kt: KinetoTrace | None, grid) -> tuple[int, int] | None:
     if kt is None or not comm.worker_rfs:
         return None
-    spans = [kt.ops[rf] for rf in comm.worker_rfs if rf in kt.ops]
+    spans = [rec for rf in comm.worker_rfs if (rec := kt.ops.get(rf)) is not None]
     if not spans:
         return None
     return grid(min(s[0] for s in spans)), grid(max(s[0] + s[1] for s in spans))

@@ -4,7 +4,7 @@ a dict for the few keys far beyond them."""
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 __all__ = ["IntMap"]
 
@@ -62,6 +62,32 @@ class IntMap:
             else:
                 self[k] = v
                 n = len(a)  # the array grows in place
+
+    def setdefault(self, key: int, value: int) -> int:
+        """The value of ``key`` when it was set, else ``value``, set now (``key`` and ``value``
+        non-negative)."""
+        a = self._a
+        if 0 <= key < len(a):  # the common case, without a call
+            old = a[key]
+            if old >= 0:
+                return old
+            a[key] = value
+            self._count += 1
+            return value
+        old = self.get(key)
+        if old >= 0:
+            return old
+        self[key] = value
+        return value
+
+    def get_many(self, keys: Iterable[int], default: int = -1) -> Iterator[int]:
+        """:meth:`get` of each of ``keys`` in turn, without a call per key (while the map is not
+        changed)."""
+        a, far = self._a, self._far
+        n = len(a)
+        for key in keys:
+            v = a[key] if 0 <= key < n else far.get(key, -1)
+            yield default if v < 0 else v
 
     def get(self, key: int, default: int = -1) -> int:
         """The value of ``key``, or ``default`` when it was never set (or is negative)."""

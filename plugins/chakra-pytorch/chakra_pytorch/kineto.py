@@ -29,6 +29,7 @@ from chakra_core import TraceFormatError, open_binary
 from .intmap import IntMap
 from .ints import MAX_RANKS, int64_from_number, is_rank
 from .jsonitems import iter_items, json_value, keyed_type, typed_decoder
+from .spantable import SpanTable
 
 __all__ = ["KinetoTrace", "GpuEvent", "SyncEvent", "StreamWait", "OnEvent", "read_kineto",
            "read_distributed_info", "event_time"]
@@ -88,8 +89,8 @@ class KinetoTrace:
     path: str
     pid: int | None
     distributed: dict[str, Any]
-    #: rf_id -> (ts, dur, tid, name) for the rf_ids asked for (a dict while the trace is read; a
-    #: Kineto trace read alone is keyed by its events, and answers from them: EventSpans)
+    #: rf_id -> (ts, dur, tid, name) for the rf_ids asked for (a SpanTable while the trace is read;
+    #: a Kineto trace read alone is keyed by its events, and answers from them: EventSpans)
     ops: Mapping[int, tuple[float, float, int, str]]
     #: External id -> rf_id of every CPU op and annotation
     ext_rf: IntMap
@@ -193,7 +194,7 @@ def read_kineto(path: str, wanted_rfs: set[int] | frozenset[int] | None = None,
     the trace's own links of host ops (``ops``, ``ext_rf``, ``by_ext``, ``rf_events``) stay
     empty."""
     dist = read_distributed_info(path) if distributed is None else distributed
-    kt = KinetoTrace(path, None, dist, {}, IntMap())
+    kt = KinetoTrace(path, None, dist, SpanTable(), IntMap())
     pids: dict[int, int] = {}
     count = 0
     try:
@@ -282,8 +283,8 @@ def _host_op(kt: KinetoTrace, ev: dict, args: dict, name: str, ts: float, dur: f
         kt.rf_events += 1
         if wanted_rfs is None or rf in wanted_rfs:
             ops = kt.ops
-            assert isinstance(ops, dict)  # filled while read
-            ops[rf] = (ts, dur, int64_from_number(ev.get("tid"), 0), name)
+            assert isinstance(ops, SpanTable)  # filled while read
+            ops.put(rf, ts, dur, int64_from_number(ev.get("tid"), 0), name)
         if ext >= 0:
             kt.ext_rf[ext] = rf
     elif ext >= 0:

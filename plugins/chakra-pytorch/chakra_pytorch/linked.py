@@ -17,6 +17,7 @@ from typing import Any
 
 from .intmap import IntMap
 from .kineto import GpuEvent, KinetoTrace, event_time
+from .spantable import SpanTable
 
 __all__ = ["LINK_KEYS", "GPU_CATS", "LinkedTiming"]
 
@@ -30,7 +31,7 @@ class LinkedTiming:
     """The Kineto timing found in a linked host ET, collected node by node."""
 
     def __init__(self) -> None:
-        self.ops: dict[int, tuple[float, float, int, str]] = {}
+        self.ops = SpanTable()
         self.gpu: list[GpuEvent] = []
         self.steps: list[tuple[float, float, int, str]] = []
 
@@ -42,8 +43,7 @@ class LinkedTiming:
             stream = stream if isinstance(stream, int) and not isinstance(stream, bool) else 0
             self.gpu.append(GpuEvent(name, ts, dur, 0, stream, -1, rf))
             return True
-        if rf >= 0:
-            self.ops[rf] = (ts, dur, tid, name)
+        self.ops.put(rf, ts, dur, tid, name)  # an op without rf_id (-1) is left out
         if name.startswith("ProfilerStep#"):
             self.steps.append((ts, dur, tid, name))
         return False

@@ -16,6 +16,7 @@ import pytest
 from chakra_core import TraceFormatError, get_int
 from chakra_pytorch import open_pytorch
 from chakra_pytorch.intmap import IntMap
+from chakra_pytorch.spantable import SpanTable, spans_of
 
 DATA = Path(__file__).resolve().parent / "data"
 MLP_ET = DATA / "mlp" / "pytorch_et.0.json.gz"
@@ -125,6 +126,33 @@ def test_intmap_set_pairs_leaves_out_negatives_and_keeps_the_last():
     m.set_pairs(range(2_000_000), range(1, 2_000_001))  # the array grows while a far key waits
     assert (m.get(6_000_000), m.get(1_999_999), m.get(3)) == (60, 2_000_000, 4)
 
+
+
+def test_intmap_setdefault_and_get_many():
+    m = IntMap()
+    assert [m.setdefault(k, v) for k, v in ((4, 40), (4, 41), (2**62, 7), (2**62, 8), (0, 0))] == [40, 40, 7, 7, 0]
+    keys = [4, 2**62, 0, 5, 2**63 - 1, -3]
+    assert list(m.get_many(keys)) == [m.get(k) for k in keys] == [40, 7, 0, -1, -1, -1]
+    assert list(m.get_many(keys, -9)) == [40, 7, 0, -9, -9, -9]
+
+
+def test_span_table_reads_as_the_dict_it_replaces():
+    # puts of a Kineto read (dense ids, a repeated id, a far one, negative ones): every read is
+    # the dict's, except that a negative id, which no host op has, is never kept
+    puts = [(3, 1.5, 2.0, 7, "a"), (9, 0.25, 1.0, 8, "b"), (3, 4.0, 0.5, 7, "c"), (2**62, 9.0, 1.0, 1, "d"),
+            (-1, 5.0, 5.0, 5, "e"), (0, 0.0, 0.0, 0, "f")]
+    table, want = SpanTable(), {}
+    for key, *span in puts:
+        table.put(key, *span)
+        if key >= 0:
+            want[key] = tuple(span)
+    keys = [3, 9, 2**62, 0, -1, 4, 2**62 + 1]
+    assert dict(table) == want and len(table) == 4 and list(table) == [3, 9, 2**62, 0]
+    assert [table.get(k) for k in keys] == [want.get(k) for k in keys]
+    assert [k in table for k in keys + ["3", 3.0]] == [k in want for k in keys] + [False, False]
+    assert list(spans_of(table, keys)) == list(spans_of(want, keys)) == [want.get(k) for k in keys]
+    with pytest.raises(KeyError):
+        table[-1]
 
 def test_first_start_at_finds_the_waiter_of_an_async_communication():
     # the waiter of a non-blocking communication: the first lane node from its position that
