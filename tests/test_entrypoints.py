@@ -86,9 +86,33 @@ def test_installing_changing_and_removing_a_distribution_is_seen(
         f.unlink()
     info.rmdir()
     assert "x" not in {name for name, *_ in _found()}
-    assert len(asked) == 5  # every change asked again
+    # every change asked again, but the last: the state before the install, whose answer is kept
+    assert len(asked) == 4
     assert _found() == _metadata_answer("chakra")
-    assert len(asked) == 5  # and nothing else did
+    assert len(asked) == 4  # and nothing else did
+
+
+def test_two_sets_of_folders_in_turns_keep_an_answer_each(
+        cache: Path, asked: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A checkout whose ``*.egg-info`` is on sys.path in one command (``python -m`` in it) and
+    not in the next (the ``chakra`` script): each asks once, then both are answered from the
+    cache; at most the latest four answers are kept."""
+    site = tmp_path / "checkout"
+    site.mkdir()
+    _install(site, "chakra-x", "1.0", {"x": "x_plugin"})
+    plain = list(sys.path)
+    for _ in range(3):
+        monkeypatch.setattr(sys, "path", [str(site), *plain])
+        assert ("x", "x_plugin", "chakra-x", "1.0") in _found()
+        monkeypatch.setattr(sys, "path", plain)
+        assert _found() == _metadata_answer("chakra")
+    assert len(asked) == 2
+    assert len(list((cache / "chakra").glob("entry-points-*.json"))) == 2
+    for k in range(5):  # five more states: the oldest answers go
+        _install(site, "chakra-x", f"2.{k}", {"x": "x_plugin"})
+        monkeypatch.setattr(sys, "path", [str(site), *plain])
+        _found()
+    assert len(list((cache / "chakra").glob("entry-points-*.json"))) == ep._KEPT
 
 
 def test_outputs_written_beside_the_distributions_keep_the_answer(

@@ -3,19 +3,24 @@
 Asking ``importlib.metadata`` costs about 25 ms of CPU in every process: importing it pulls in
 the ``email`` package and more, and it then reads every installed distribution. Its answer is
 kept in ``$XDG_CACHE_HOME/chakra/`` (default ``~/.cache``; :func:`~chakra_core.cache_dir`), one
-file per interpreter, group and distribution whose version is asked, with a fingerprint of what
-the answer depends on: for every ``sys.path`` entry that holds distributions, the names of its
-``*.dist-info`` and ``*.egg-info`` (and ``EGG-INFO`` in an ``.egg`` folder) and, for each, a
-checksum of its ``entry_points.txt`` and of the head of its ``METADATA`` (or ``PKG-INFO``: name
-and version come first) with that file's modification time; for an entry that is not a folder (a
-zip file), its own time. Installing, removing, upgrading or re-installing a distribution
-(editable included) changes one of these, and the next command asks ``importlib.metadata``
-again. Folders without distributions (the current folder, a source checkout on ``PYTHONPATH``)
-add nothing to the answer and are left out, so files written there and a change of folder keep
-it. Contents are compared, not only times, because a file's time moves in steps of a clock tick:
-a plugin re-installed within the same few milliseconds (a test) keeps its time. Taking the
-fingerprint lists the folders and reads two small files a distribution (about 2 ms for 100
-distributions).
+file per interpreter, group, distribution whose version is asked, and fingerprint of what the
+answer depends on (the fingerprint is in the file too, and compared whole): for every
+``sys.path`` entry that holds distributions, the names of its ``*.dist-info`` and
+``*.egg-info`` (and ``EGG-INFO`` in an ``.egg`` folder) and, for each, a checksum of its
+``entry_points.txt`` and of the head of its ``METADATA`` (or ``PKG-INFO``: name and version come
+first) with that file's modification time; for an entry that is not a folder (a zip file), its
+own time. Installing, removing, upgrading or re-installing a distribution (editable included)
+changes one of these, and the next command asks ``importlib.metadata`` again. Folders without
+distributions (the current folder, a source checkout on ``PYTHONPATH``) add nothing to the
+answer and are left out, so files written there and a change of folder keep it. Contents are
+compared, not only times, because a file's time moves in steps of a clock tick: a plugin
+re-installed within the same few milliseconds (a test) keeps its time. Taking the fingerprint
+lists the folders and reads two small files a distribution (about 2 ms for 100 distributions).
+
+The answers of the :data:`_KEPT` latest fingerprints are kept side by side: commands run in a
+source checkout whose ``*.egg-info`` is on ``sys.path`` (``python -m ...`` there) and commands
+run from elsewhere (the ``chakra`` script) each find their own, where one file per interpreter
+made each ask anew after the other (25-35 ms a command).
 
 A cache file that cannot be read, or written, is passed over: the answer is then asked for
 anew, the same as without a cache.  ``CHAKRA_NO_PLUGIN_CACHE=1`` turns the cache off.
@@ -42,6 +47,8 @@ from chakra_core.base._cachedir import cache_dir
 __all__ = ["FoundEntryPoint", "installed_entry_points", "env_flag"]
 
 _FORMAT = 1
+#: the most answers kept per interpreter, group and distribution (the latest written)
+_KEPT = 4
 #: an entry point's value: the packaging spec's object reference, optionally followed by extras
 _REFERENCE = re.compile(r"(?P<module>[\w.]+)\s*(?::\s*(?P<attr>[\w.]+)\s*)?(?:\[.*\]\s*)?$")
 
@@ -74,7 +81,8 @@ def installed_entry_points(group: str, distribution: str) -> tuple[list[FoundEnt
     written."""
     if env_flag("CHAKRA_NO_PLUGIN_CACHE"):
         return _ask(group, distribution)
-    path, print_ = _cache_path(group, distribution), _fingerprint()
+    print_ = _fingerprint()
+    path = _cache_path(group, distribution, print_)
     found = _read(path, print_)
     if found is None:
         found = _ask(group, distribution)
@@ -105,10 +113,11 @@ def _ask(group: str, distribution: str) -> tuple[list[FoundEntryPoint], str | No
     return eps, version
 
 
-def _cache_path(group: str, distribution: str) -> str:
-    """The cache file of this interpreter, group and distribution (whose version it keeps)."""
+def _cache_path(group: str, distribution: str, print_: list) -> str:
+    """The cache file of this interpreter, group and distribution (whose version it keeps), for
+    the fingerprint ``print_``."""
     key = zlib.crc32(json.dumps([sys.executable, group, distribution]).encode())
-    return os.path.join(cache_dir(), f"entry-points-{key:08x}.json")
+    return os.path.join(cache_dir(), f"entry-points-{key:08x}-{zlib.crc32(json.dumps(print_).encode()):08x}.json")
 
 
 def _fingerprint() -> list:
@@ -194,3 +203,22 @@ def _write(path: str, print_: list, eps: list[FoundEntryPoint], version: str | N
                 os.unlink(tmp)
             except OSError:
                 pass
+        return
+    _prune(path)
+
+
+def _prune(path: str) -> None:
+    """Delete the answers of the same interpreter, group and distribution beyond the
+    :data:`_KEPT` latest (``path`` is the one just written); one that goes away meanwhile, or a
+    folder that cannot be listed, ends the pruning."""
+    folder, name = os.path.split(path)
+    prefix = name.rsplit("-", 1)[0] + "-"
+    try:
+        with os.scandir(folder) as it:
+            mine = [e for e in it if e.name.startswith(prefix) and e.name.endswith(".json")]
+        mine.sort(key=lambda e: e.stat().st_mtime_ns, reverse=True)
+        for e in mine[_KEPT:]:
+            if e.path != path:
+                os.unlink(e.path)
+    except OSError:
+        pass
