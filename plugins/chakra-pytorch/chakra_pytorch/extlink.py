@@ -67,6 +67,8 @@ def link_host_ops(kt: KinetoTrace, host: HostTrace, wanted: Iterable[int]) -> No
     by_ext = sorted((rf + d, d) for rf, d in matched)
     ext_keys = [e for e, _d in by_ext]
     for rf in wanted:
+        if rf < 0:  # a host op without rf_id: no External id stands for it
+            continue
         ext = rf + matched[max(0, bisect.bisect_right(by_rf, rf) - 1)][1]
         if ext in kt.by_ext:
             ops_of.put(rf, *kt.by_ext[ext])

@@ -81,8 +81,8 @@ class IntMap:
         return value
 
     def get_many(self, keys: Iterable[int], default: int = -1) -> Iterator[int]:
-        """:meth:`get` of each of ``keys`` in turn, without a call per key (while the map is not
-        changed)."""
+        """:meth:`get` of each of ``keys`` (integers) in turn, without a call per key (while the
+        map is not changed)."""
         a, far = self._a, self._far
         n = len(a)
         for key in keys:

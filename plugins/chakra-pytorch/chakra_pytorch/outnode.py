@@ -201,8 +201,8 @@ def toposort(out: dict[int, OutNode]) -> list[OutNode]:
     while ready:
         i = by_rank[pop(ready)]
         order.append(nodes[i])
-        c = first[i]
-        kids: Sequence[int] = more.get(i) or ((c,) if c >= 0 else ())
+        only = first[i]
+        kids: Sequence[int] = more.get(i) or ((only,) if only >= 0 else ())
         for c in kids:
             waiting[c] -= 1
             if not waiting[c]:
@@ -250,7 +250,8 @@ def _dependencies(nodes: list[OutNode], pos: dict[int, int]) -> tuple[array, arr
             continue
         else:
             ctrl = n.ctrl = [d for d in dict.fromkeys(n.ctrl) if d in pos]
-            data = n.data = [d for d in dict.fromkeys(n.data) if d in pos and d not in ctrl]
+            data = [d for d in dict.fromkeys(n.data) if d in pos and d not in ctrl]
+            n.data = data or ()
             deps = tuple(pos[d] for d in ctrl + data)
         waiting[i] = len(deps)
         for p in deps:

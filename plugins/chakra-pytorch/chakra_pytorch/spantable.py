@@ -1,9 +1,10 @@
 """The Kineto timing of the host ops, by ``Record function id``: columns, not a tuple per op.
 
 A dict of ``rf_id -> (ts, dur, tid, name)`` costs about 250 bytes an op (the dict entry, its
-key, a tuple, two floats and a thread id); these columns cost about 40 (8 bytes of each column,
-and the rows' index, an :class:`.intmap.IntMap` over the dense record-function counter).  Each
-row is made a tuple only when a reader asks for it.
+key, a tuple, two floats and a thread id); these columns cost 40 (8 bytes of each column), and
+the rows' index, an :class:`.intmap.IntMap` over the record-function counter, 8 bytes for every
+id up to the largest (about 48 bytes an op when the ops' ids are dense, as PyTorch's counter
+makes them).  Each row is made a tuple only when a reader asks for it.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ class SpanTable(Mapping[int, Span]):
         return self._ts[row], self._dur[row], self._tids[row], self._names[row]
 
     def spans(self, keys: Iterable[int]) -> Iterator[Span | None]:
-        """:meth:`get` of each of ``keys`` in turn, without a call per key."""
+        """:meth:`get` of each of ``keys`` (integers) in turn, without a call per key."""
         ts, dur, tids, names = self._ts, self._dur, self._tids, self._names
         for row in self._rows.get_many(keys):
             yield None if row < 0 else (ts[row], dur[row], tids[row], names[row])

@@ -154,6 +154,7 @@ def test_span_table_reads_as_the_dict_it_replaces():
     with pytest.raises(KeyError):
         table[-1]
 
+
 def test_first_start_at_finds_the_waiter_of_an_async_communication():
     # the waiter of a non-blocking communication: the first lane node from its position that
     # starts when it has ended (found by bisection on the running maximum of the starts)

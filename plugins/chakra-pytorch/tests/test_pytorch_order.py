@@ -21,8 +21,8 @@ def test_order_and_cleaned_dependencies():
                  (1, 10, [], []))
     order = toposort(out)
     # 9 starts first; 1 and 5 tie at 10 (lowest id first); 3 waits for 5 and 9; 7 (start 1) for 3
-    assert [(n.id, n.ctrl, n.data) for n in order] == [(9, [], []), (1, [], []), (5, [], []), (3, [5, 9], []),
-                                                       (7, [], [3])]
+    assert [(n.id, n.ctrl, list(n.data)) for n in order] == [(9, [], []), (1, [], []), (5, [], []), (3, [5, 9], []),
+                                                             (7, [], [3])]
     assert out == {}
 
 

@@ -89,6 +89,43 @@ def test_simple_add_links_by_external_id():
     assert [n.duration_micros for n in cpu] == [dur[_attr(n, "rf_id").int64_val] for n in cpu]
 
 
+
+def _simple_add_shifted(folder: Path, drop: int | None) -> list:
+    """HTA's simple_add pair with the host ET's rf_ids two below Kineto's External ids (so the
+    External-id alignment has an offset), the ``drop``-th ``aten::add`` without rf_id; its nodes."""
+    folder.mkdir()
+    shutil.copy(SIMPLE_ADD / "benchmark_simple_add_trace.json.gz", folder)
+    doc = json.loads(gzip.open(SIMPLE_ADD / "benchmark_simple_add_et.json.gz").read())
+    for n in doc["nodes"]:
+        if n.get("rf_id", 0) >= 2:
+            n["rf_id"] -= 2
+        elif n.get("rf_id") == 1:
+            n.pop("rf_id")
+    if drop is not None:
+        [n for n in doc["nodes"] if n["name"] == "aten::add"][drop].pop("rf_id")
+    with gzip.open(folder / "benchmark_simple_add_et.json.gz", "wt") as f:
+        json.dump(doc, f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return list(open_pytorch([str(folder)], idle_gaps=False)[0].nodes())
+
+
+def test_an_op_without_rf_id_takes_no_kineto_span_by_external_id(tmp_path):
+    # the op is looked for by External id = rf_id + offset; without an rf_id it has no External
+    # id, so it is untimed (duration 0, after the node before it), and the other nodes keep the
+    # times they have without it
+    # (an earlier version gave every such op the span of the event at External id -1 + offset,
+    # which also moved the trace's origin and so every start)
+    whole = _simple_add_shifted(tmp_path / "whole", None)
+    dropped = _simple_add_shifted(tmp_path / "dropped", 1)
+    adds = [n for n in dropped if n.name == "aten::add"]
+    assert len(adds) == 2 and adds[1].duration_micros == 0 and not any(a.name == "rf_id" for a in adds[1].attr)
+    assert adds[0].duration_micros > 0
+    timed = {n.id: (n.start_time_micros, n.duration_micros) for n in whole}
+    others = [n for n in dropped if n is not adds[1]]  # its kernel, whose launcher is unknown now, is left out
+    assert len(others) == len(whole) - 2 and {n.id for n in others} <= set(timed)
+    assert [(n.start_time_micros, n.duration_micros) for n in others] == [timed[n.id] for n in others]
+
 def test_param_linear_links_one_iteration_of_several():
     # ET schema 1.0.1 of one iteration; the Kineto trace holds 13; per-thread External id blocks
     d = _shared("param/linear")
