@@ -32,6 +32,8 @@ def int64_from_number(v: Any, default: int = -1) -> int:
     64-bit int, else ``default``."""
     if type(v) is int and -_INT64 <= v < _INT64:  # the common case, without a call
         return v
+    if v is None:  # an absent key (a Kineto op outside autograd has no sequence number)
+        return default
     if isinstance(v, float) and v.is_integer():
         v = int(v)
     found = int64(v)
