@@ -64,7 +64,7 @@ class RankBuild:
     #: microseconds of the trace at the origin of the integer grid
     t0: float = 0.0
     #: the recorded steps: (start, duration, Kineto tid, name), or None
-    step: tuple[float, float, int, str] | None = None
+    step: Span | None = None
     #: host-op id -> (start, end) on the grid, for the ops Kineto recorded
     span: dict[int, tuple[int, int]] = field(default_factory=dict)
     out: dict[int, OutNode] = field(default_factory=dict)
@@ -137,7 +137,8 @@ def place_on_grid(b: RankBuild) -> None:
     kt = b.kt
     if kt is None:
         return
-    bounds = _host_bounds(b.host.ops, kt.ops)
+    rfs = [op.rf_id for op in b.host.ops]
+    bounds = _host_bounds(kt.ops, rfs)
     if bounds is not None:
         _trim_to_host(b, kt, *bounds)
     if kt.steps:
@@ -152,7 +153,7 @@ def place_on_grid(b: RankBuild) -> None:
         starts.append(b.step[0])
     b.t0 = min(starts) if starts else 0.0
     missing = 0
-    for op, rec in zip(b.host.ops, spans_of(kt.ops, [op.rf_id for op in b.host.ops])):
+    for op, rec in zip(b.host.ops, spans_of(kt.ops, rfs)):
         if rec is None:
             missing += 1
             continue
@@ -161,10 +162,11 @@ def place_on_grid(b: RankBuild) -> None:
         b.notes.append(f"{missing} of {len(b.host.ops)} host ops have no Kineto event: their duration is 0")
 
 
-def _host_bounds(ops: list[HostOp], spans: Mapping[int, Span]) -> tuple[float, float] | None:
-    """The earliest start and the latest end of the host ops' Kineto spans (None: none has one)."""
+def _host_bounds(spans: Mapping[int, Span], rfs: list[int]) -> tuple[float, float] | None:
+    """The earliest start and the latest end of the Kineto spans of the host ops with rf_ids
+    ``rfs`` (None: none has one)."""
     lo = hi = None
-    for rec in spans_of(spans, [op.rf_id for op in ops]):
+    for rec in spans_of(spans, rfs):
         if rec is not None:
             s, e = rec[0], rec[0] + rec[1]
             lo = s if lo is None or s < lo else lo

@@ -29,7 +29,7 @@ from chakra_core import TraceFormatError, open_binary
 from .intmap import IntMap
 from .ints import MAX_RANKS, int64_from_number, is_rank
 from .jsonitems import iter_items, json_value, keyed_type, typed_decoder
-from .spantable import SpanTable
+from .spantable import Span, SpanTable
 
 __all__ = ["KinetoTrace", "GpuEvent", "SyncEvent", "StreamWait", "OnEvent", "read_kineto",
            "read_distributed_info", "event_time"]
@@ -91,7 +91,7 @@ class KinetoTrace:
     distributed: dict[str, Any]
     #: rf_id -> (ts, dur, tid, name) for the rf_ids asked for (a SpanTable while the trace is read;
     #: a Kineto trace read alone is keyed by its events, and answers from them: EventSpans)
-    ops: Mapping[int, tuple[float, float, int, str]]
+    ops: Mapping[int, Span]
     #: External id -> rf_id of every CPU op and annotation
     ext_rf: IntMap
     gpu: list[GpuEvent] = field(default_factory=list)
@@ -103,14 +103,14 @@ class KinetoTrace:
     #: GPU -> GPU waits between streams
     stream_waits: list[StreamWait] = field(default_factory=list)
     #: ProfilerStep#N spans: (ts, dur, tid, name)
-    steps: list[tuple[float, float, int, str]] = field(default_factory=list)
+    steps: list[Span] = field(default_factory=list)
     #: CPU ops and annotations still open when the profiler stopped (``finished: false``):
     #: (ts, name); their recorded end is the profiler's stop, not theirs
     unfinished: list[tuple[float, str]] = field(default_factory=list)
     #: CPU ops and annotations that carry a ``Record function id``
     rf_events: int = 0
     #: External id -> (ts, dur, tid, name) of the CPU ops without ``Record function id``
-    by_ext: dict[int, tuple[float, float, int, str]] = field(default_factory=dict)
+    by_ext: dict[int, Span] = field(default_factory=dict)
     #: correlation -> host thread of the runtime call
     corr_tid: dict[int, int] = field(default_factory=dict)
     #: runtime calls whose External id is their correlation id (older Kineto), and the others

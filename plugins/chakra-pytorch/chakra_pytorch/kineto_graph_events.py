@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 
 from .ints import int64_from_number
+from .spantable import Span
 
 __all__ = ["CpuColumns", "RuntimeCall", "CpuSide", "CpuCollector", "EventSpans"]
 
@@ -259,7 +260,7 @@ def _own(call: RuntimeCall, stack: list[tuple[float, int]]) -> None:
     call.owner = stack[-1][1] if stack else -1
 
 
-class EventSpans(Mapping[int, tuple[float, float, int, str]]):
+class EventSpans(Mapping[int, Span]):
     """Event key -> (ts, dur, tid, name) of the CPU events, read from their columns: what a
     Kineto trace's ``ops`` table holds, without a dict entry and a tuple per event (each span is
     made when asked for, for the host ops and the comm workers only)."""
@@ -269,7 +270,7 @@ class EventSpans(Mapping[int, tuple[float, float, int, str]]):
     def __init__(self, events: CpuColumns) -> None:
         self._events = events
 
-    def __getitem__(self, key: int) -> tuple[float, float, int, str]:
+    def __getitem__(self, key: int) -> Span:
         if key not in self:
             raise KeyError(key)
         e = self._events

@@ -17,7 +17,7 @@ from typing import Any
 
 from .intmap import IntMap
 from .kineto import GpuEvent, KinetoTrace, event_time
-from .spantable import SpanTable
+from .spantable import Span, SpanTable
 
 __all__ = ["LINK_KEYS", "GPU_CATS", "LinkedTiming"]
 
@@ -33,7 +33,7 @@ class LinkedTiming:
     def __init__(self) -> None:
         self.ops = SpanTable()
         self.gpu: list[GpuEvent] = []
-        self.steps: list[tuple[float, float, int, str]] = []
+        self.steps: list[Span] = []
 
     def add(self, node: dict[str, Any], rf: int, tid: int, name: str) -> bool:
         """Take the timing of one host node; True when it is a GPU activity (not a host op)."""

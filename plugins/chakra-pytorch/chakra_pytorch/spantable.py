@@ -50,15 +50,19 @@ class SpanTable(Mapping[int, Span]):
             return
         self._ts[row], self._dur[row], self._tids[row], self._names[row] = ts, dur, tid, name
 
+    def _row(self, key: object) -> int:
+        """The row of ``key``, -1 when it has none (a key that is not an int has none)."""
+        return self._rows.get(key) if type(key) is int else -1
+
     def __getitem__(self, key: int) -> Span:
-        row = self._rows.get(key) if type(key) is int else -1
-        if row < 0:
+        span = self.get(key)
+        if span is None:
             raise KeyError(key)
-        return self._ts[row], self._dur[row], self._tids[row], self._names[row]
+        return span
 
     def get(self, key: int, default: None = None) -> Span | None:  # type: ignore[override]
         """The span of ``key``, None when it has none (one lookup, for the readers in a loop)."""
-        row = self._rows.get(key) if type(key) is int else -1
+        row = self._row(key)
         if row < 0:
             return default
         return self._ts[row], self._dur[row], self._tids[row], self._names[row]
@@ -70,7 +74,7 @@ class SpanTable(Mapping[int, Span]):
             yield None if row < 0 else (ts[row], dur[row], tids[row], names[row])
 
     def __contains__(self, key: object) -> bool:
-        return type(key) is int and self._rows.get(key) >= 0
+        return self._row(key) >= 0
 
     def __iter__(self) -> Iterator[int]:
         return iter(self._keys)
