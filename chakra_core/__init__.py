@@ -33,8 +33,8 @@ Public API (everything else is private; docs/api.md describes each name):
 - limits: :func:`check_limit`, :func:`get_limit` (resource limits, docs/limits.md)
 - node selection for transforms: :data:`SELECTION_OPTIONS`, :func:`node_selection`,
   :data:`NODE_KINDS`, :func:`parse_ranks`
-- roles: :func:`role_key`, :class:`RoleKey`, :class:`RoleHasher` (a rank's trace up to
-  relabelled groups and peers)
+- roles: :func:`role_key`, :func:`role_keys`, :class:`RoleKey`, :class:`RoleHasher` (a rank's
+  trace up to relabelled groups and peers)
 - columns: :func:`node_columns`, :class:`NodeColumns`, :class:`AttrColumn` (a rank's nodes as
   numpy arrays, decoded from the wire format); :func:`classify_nodes` (:class:`NodeClasses`,
   :class:`NodeKind`, :class:`NodeResource`: what each node is to a replay and what it occupies)
@@ -102,7 +102,7 @@ if TYPE_CHECKING:
     from chakra_core.trace._columns import AttrColumn, NodeColumns, node_columns
     from chakra_core.trace._graph import DepGraph
     from chakra_core.trace._kinds import NodeClasses, NodeKind, NodeResource, classify_nodes
-    from chakra_core.trace._roles import RoleHasher, RoleKey, role_key
+    from chakra_core.trace._roles import RoleHasher, RoleKey, role_key, role_keys
     from chakra_core.trace._selection import NODE_KINDS, SELECTION_OPTIONS, node_selection, parse_ranks
     from chakra_core.trace._setchoice import ranks_compiled_worthwhile
     from chakra_core.trace._stats import compute_stats
@@ -135,7 +135,7 @@ __all__ = [
     "convert", "simulate", "emulate", "export", "transform", "stats", "jsonize", "Validation", "progress", "Progress",
     "set_progress_enabled",
     "check_limit", "get_limit",
-    "role_key", "RoleKey", "RoleHasher", "node_columns", "NodeColumns", "AttrColumn",
+    "role_key", "role_keys", "RoleKey", "RoleHasher", "node_columns", "NodeColumns", "AttrColumn",
     "classify_nodes", "NodeClasses", "NodeKind", "NodeResource", "compiled_worthwhile",
     "ranks_compiled_worthwhile",
     "synth_fit", "synth_sample", "synth_show", "read_model", "compare",
@@ -174,7 +174,7 @@ _EXPORTS = {
     "base._progress": ("progress", "Progress", "set_progress_enabled"),
     "base._limits": ("check_limit", "get_limit"),
     "trace._selection": ("SELECTION_OPTIONS", "NODE_KINDS", "node_selection", "parse_ranks"),
-    "trace._roles": ("role_key", "RoleKey", "RoleHasher"),
+    "trace._roles": ("role_key", "role_keys", "RoleKey", "RoleHasher"),
     "trace._setchoice": ("ranks_compiled_worthwhile",),
     "trace._columns": ("node_columns", "NodeColumns", "AttrColumn"),
     "trace._kinds": ("classify_nodes", "NodeClasses", "NodeKind", "NodeResource"),

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from chakra_core.base._kernels import chosen, compiled, int_dict
+from chakra_core.base._kernels import chosen, compiled, int_dict, kernel
 from chakra_core.validation import _frontkernel
 
 pytest.importorskip("numba")
@@ -45,3 +45,30 @@ def test_importing_the_validator_does_not_load_numba():
             "print('numba' in sys.modules)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.stdout.strip() == "False", r.stderr
+
+
+@kernel()
+def _twice(x):  # pragma: no cover - compiled by the test below
+    return 2 * x
+
+
+def test_compiled_form_is_made_once_when_threads_ask_at_once(monkeypatch):
+    """Threads asking for a kernel's compiled form at once (the role keys' threads at their first
+    key) get one dispatcher: made under a lock, while the others wait (a slow numba import, as on a
+    cold machine, holds the first thread in the middle)."""
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from chakra_core.base import _kernels
+
+    real = _kernels._numba
+
+    def slow():
+        time.sleep(0.05)
+        return real()
+
+    monkeypatch.setattr(_kernels, "_numba", slow)
+    with ThreadPoolExecutor(4) as pool:
+        forms = list(pool.map(lambda _: compiled(_twice), range(8)))
+    assert all(f is forms[0] for f in forms)
+    assert forms[0](21) == 42

@@ -23,11 +23,15 @@ from chakra_core import (
     Node,
     NodeType,
     RoleHasher,
+    TraceFormatError,
     add_attr,
     load_traces,
+    open_traceset,
     role_key,
+    role_keys,
     write_et,
 )
+from chakra_core.trace import _roles
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "tests" / "data" / "golden.0.et"
@@ -214,3 +218,55 @@ def test_same_bytes_at_other_ranks_are_keyed_as_each_ranks_own_walk(tmp_path):
     assert sends[0].digest != sends[1].digest
     write_et(tmp_path / "grouped.5.et", GlobalMetadata(version="0.0.4"), grouped[:1])
     assert role_key(FileRank(5, tmp_path / "grouped.5.et")).digest != keys[1].digest
+
+
+def _outcome(get):
+    """A rank's key as comparable values, or the error its key raises."""
+    try:
+        k = get()
+    except TraceFormatError as e:
+        return ("error", str(e))
+    return (k.digest, k.groups, k.peers)
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_keys_taken_ahead_on_threads_are_each_ranks_own(tmp_path, workers):
+    """role_keys hands each rank with its own key, in the set's order, however many threads take
+    them (one, two or three), a rank that does not read with its own error
+    and the ranks after it with theirs; compared with role_key one rank after the other."""
+    pytest.importorskip("chakra_text")
+    load_traces([str(ROOT / "examples" / "text" / "gpt3_like.txt")], "text", {"npus": 16}).write(
+        str(tmp_path / "trace"))
+    (tmp_path / "trace.5.et").write_bytes((tmp_path / "trace.5.et").read_bytes()[:-3])  # cut short
+    ranks = list(open_traceset(str(tmp_path)))
+    _roles._KEPT.clear()
+    expected = [(rt.rank, _outcome(lambda rt=rt: role_key(rt, True))) for rt in ranks]
+    assert expected[5][1][0] == "error" and "truncated" in expected[5][1][1]
+    assert len({o[0] for _, o in expected if o[0] != "error"}) == 1  # one role: the labels differ
+    _roles._KEPT.clear()  # each key taken anew, on the threads
+    got = [(rt.rank, _outcome(get)) for rt, get in role_keys(ranks, True, workers)]
+    assert got == expected
+
+
+def test_keys_not_yet_taken_are_dropped_when_the_caller_stops(monkeypatch):
+    """Closing role_keys after the first key cancels the keys queued behind the two being taken
+    (held on an event here, so that none finishes early): three keys are taken, not five."""
+    import threading
+
+    started = []
+    release = threading.Event()
+
+    def held_key(rt, compile_it=None):
+        started.append(rt.rank)
+        if rt.rank:
+            release.wait(10)
+        return role_key(rt, compile_it)
+
+    monkeypatch.setattr(_roles, "role_key", held_key)
+    ranks = [_ring_rank(r, 4) for r in range(4)] * 2
+    ahead = role_keys(ranks, True, 2)
+    rt, get = next(ahead)
+    assert rt is ranks[0] and get() == role_key(ranks[0], True)
+    threading.Timer(0.3, release.set).start()
+    ahead.close()  # returns once the two keys being taken are done
+    assert sorted(started) == [0, 1, 2]

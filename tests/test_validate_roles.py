@@ -121,6 +121,6 @@ def test_sharing_goes_off_when_the_first_ranks_share_nothing(tmp_path, monkeypat
     keyed = []
     real = _roles.role_key
     monkeypatch.setattr(_roleshare, "TRIAL", 2)
-    monkeypatch.setattr(_roles, "role_key", lambda rt: keyed.append(rt.rank) or real(rt))
+    monkeypatch.setattr(_roles, "role_key", lambda rt, *a: keyed.append(rt.rank) or real(rt, *a))
     assert [(f.rule, f.rank) for f in V.validate(traces)] == [("coll-order", r) for r in (1, 3, 5, 7)]
-    assert keyed == [0, 1]
+    assert sorted(keyed) == [0, 1]  # taken ahead on threads: in either order, none past the trial

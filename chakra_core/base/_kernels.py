@@ -14,6 +14,7 @@ on-disk cache finds what it compiled before.  Which form runs is the caller's ch
 from __future__ import annotations
 
 import importlib.util
+import threading
 from collections.abc import Callable
 from types import FunctionType, SimpleNamespace
 from typing import Any
@@ -24,6 +25,8 @@ __all__ = ["kernel", "compiled", "chosen", "int_dict", "INSTALLED", "Dict", "typ
 INSTALLED = importlib.util.find_spec("numba") is not None
 _OPTIONS = "__kernel_options__"
 _COMPILED: dict[Callable, Any] = {}
+#: held while a kernel's compiled form is made (re-entered for the kernels it calls)
+_LOCK = threading.RLock()
 
 
 class Dict(dict):
@@ -51,21 +54,30 @@ def kernel(**options: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]
 
 def compiled(fn: Callable) -> Any:
     """The numba-compiled form of kernel ``fn`` (numba is imported on the first call; each
-    kernel is compiled, or loaded from numba's cache, once per process on its first call)."""
+    kernel is compiled, or loaded from numba's cache, once per process on its first call, also
+    when threads ask for it at once)."""
     got = _COMPILED.get(fn)
     if got is None:
-        numba = _numba()
-        stand_in = {id(Dict): numba.typed.Dict, id(types): numba.types}
-        scope = dict(fn.__globals__)
-        for name in fn.__code__.co_names:
-            value = scope.get(name)
-            if callable(value) and hasattr(value, _OPTIONS):
-                scope[name] = compiled(value)
-            elif id(value) in stand_in:
-                scope[name] = stand_in[id(value)]
-        copy = FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
-        copy.__qualname__, copy.__module__, copy.__doc__ = fn.__qualname__, fn.__module__, fn.__doc__
-        got = _COMPILED[fn] = numba.njit(**getattr(fn, _OPTIONS))(copy)
+        with _LOCK:
+            got = _COMPILED.get(fn) or _compile(fn)
+    return got
+
+
+def _compile(fn: Callable) -> Any:
+    """:func:`compiled` of ``fn``, made (the caller holds :data:`_LOCK`, which the kernels it
+    calls take again)."""
+    numba = _numba()
+    stand_in = {id(Dict): numba.typed.Dict, id(types): numba.types}
+    scope = dict(fn.__globals__)
+    for name in fn.__code__.co_names:
+        value = scope.get(name)
+        if callable(value) and hasattr(value, _OPTIONS):
+            scope[name] = compiled(value)
+        elif id(value) in stand_in:
+            scope[name] = stand_in[id(value)]
+    copy = FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
+    copy.__qualname__, copy.__module__, copy.__doc__ = fn.__qualname__, fn.__module__, fn.__doc__
+    got = _COMPILED[fn] = numba.njit(**getattr(fn, _OPTIONS))(copy)
     return got
 
 

@@ -15,8 +15,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterator
+import sys
+from collections import deque
+from collections.abc import Callable, Generator, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from itertools import islice
 from typing import Any
 
@@ -31,12 +35,15 @@ from chakra_core.trace._attrs import int_value, str_value
 from chakra_core.trace._rolekernel import DONE, FULL, TOKEN, Labels, group_code, peer_code, relabel_run
 from chakra_core.trace._traceset import FileRank, RankTrace
 
-__all__ = ["RoleKey", "RoleHasher", "role_key", "COMPILED_FROM"]
+__all__ = ["RoleKey", "RoleHasher", "role_key", "role_keys", "COMPILED_FROM", "THREADS_FROM"]
 
 #: a rank's ``.et`` file of at least this many bytes is keyed by the compiled loops unless told otherwise
 #: (as Python about 25 ms a MB; loading numba and its first calls about 0.5 s)
 COMPILED_FROM = 16 << 20
 
+#: the ranks' files hold at least this many bytes for :func:`role_keys` to take their keys on
+#: threads (a rank of the 8-rank text examples costs 0.1 ms more on a thread than in the caller's)
+THREADS_FROM = 8 << 20
 #: nodes relabelled at a time when they are not read from a file
 _CHUNK = 4096
 #: keys of file-backed ranks kept (by :func:`_seen`), and how many at most
@@ -149,6 +156,68 @@ def role_key(rt: RankTrace, compile_it: bool | None = None) -> RoleKey:
             _KEPT.clear()
         _KEPT[seen] = key
     return key
+
+
+def role_keys(ranks: Iterable[RankTrace], compile_it: bool | None = None,
+              workers: int | None = None) -> Generator[tuple[RankTrace, Callable[[], RoleKey]], None, None]:
+    """Each rank of ``ranks`` in order, with a call that returns its :func:`role_key` (or raises
+    what ``role_key`` raises for it), the keys taken ahead on ``workers`` threads: the compiled
+    walk, the hashing and the reads release the GIL, so each thread keys a rank at once (on 2
+    cores, the 1,024 ranks of the GPT-3-like set in 0.62 s of wall against 0.96 s, for 1.18 s of
+    CPU against 0.96).  None: the CPUs this process may use when the keys are taken by compiled
+    loops (``compile_it``, or None with numba loaded) and the ranks' files hold
+    :data:`THREADS_FROM` bytes or more, else 1 (the caller's thread: keys as Python would hold
+    the GIL, and handing a small rank to a thread costs more than its key).  At most
+    two keys a thread are taken ahead of the caller; a key kept for the process already is not
+    handed to a thread.  Closing the iterator early drops the keys not started."""
+    ranks = list(ranks)
+    if workers is None:
+        compiled_keys = compile_it if compile_it is not None else "numba" in sys.modules
+        workers = _usable_cpus() if compiled_keys and _file_bytes(ranks) >= THREADS_FROM else 1
+    if workers < 2 or len(ranks) < 2:
+        for rt in ranks:
+            yield rt, partial(role_key, rt, compile_it)
+        return
+    ahead: deque[tuple[RankTrace, Future | RoleKey]] = deque()
+    with ThreadPoolExecutor(workers, thread_name_prefix="chakra-role-key") as pool:
+        try:
+            for rt in ranks:
+                kept = _KEPT.get(_seen(rt) or ())
+                ahead.append((rt, kept if kept is not None else pool.submit(role_key, rt, compile_it)))
+                if len(ahead) > 2 * workers:
+                    yield _handed(*ahead.popleft())
+            while ahead:
+                yield _handed(*ahead.popleft())
+        finally:
+            for _, got in ahead:
+                if isinstance(got, Future):
+                    got.cancel()
+
+
+def _handed(rt: RankTrace, got: Future | RoleKey) -> tuple[RankTrace, Callable[[], RoleKey]]:
+    """A rank and the call that returns its key: the thread's result, or the key kept already."""
+    return rt, (got.result if isinstance(got, Future) else partial(_given, got))
+
+
+def _given(key: RoleKey) -> RoleKey:
+    return key
+
+
+def _file_bytes(ranks: list[RankTrace]) -> int:
+    """The bytes of the ``.et`` files of ``ranks`` (other ranks count none)."""
+    total = 0
+    for rt in ranks:
+        if isinstance(rt, FileRank):
+            try:
+                total += os.path.getsize(rt.file)
+            except OSError:
+                pass  # its key names the problem
+    return total
+
+
+def _usable_cpus() -> int:
+    """The CPUs this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def _by_content(rt: RankTrace, compile_it: bool | None, content: bytes) -> RoleKey:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from array import array
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -53,22 +53,40 @@ class RoleShare:
         self.on = compile_it and len(traces) > 1 and all(isinstance(rt, FileRank) for rt in traces)
         self._reps: dict[tuple[bytes, bool], _Rep] = {}
         self._keyed = self._shared = 0
+        self._traces = traces
+        self._ahead: Generator[tuple[RankTrace, Callable[[], RoleKey]], None, None] | None = None
 
     def key(self, rt: RankTrace) -> RoleKey | None:
         """The rank's role key (None when sharing is off or the rank does not read: its own
-        scan reports that).  Sharing goes off when the first TRIAL ranks share nothing (a set
-        of distinct ranks: a key costs about a third of a scan)."""
+        scan reports that); ``rt`` is the next rank of the set (keys are taken ahead, in set
+        order, by :func:`chakra_core.role_keys`: within the first TRIAL ranks, then among the
+        others).  Sharing goes off when the first TRIAL ranks share nothing (a set of distinct
+        ranks: a key costs about a third of a scan)."""
         if self.on and self._keyed >= TRIAL and not self._shared:
             self.on = False
+            self.close()
         if not self.on:
             return None
-        from chakra_core.trace._roles import role_key  # numpy: only when sharing is on
+        if self._keyed in (0, TRIAL):  # keys taken ahead within the trial, then for the rest once it paid
+            from chakra_core.trace._roles import role_keys  # numpy: only when sharing is on
 
+            self.close()
+            ranks = list(self._traces)
+            self._ahead = role_keys(ranks[:TRIAL] if self._keyed == 0 else ranks[TRIAL:], compile_it=True)
+        assert self._ahead is not None
         self._keyed += 1
+        keyed, get = next(self._ahead)
+        assert keyed is rt, "ranks keyed in the order of the set"
         try:
-            return role_key(rt)
+            return get()
         except TraceFormatError:
             return None
+
+    def close(self) -> None:
+        """Stop taking keys ahead (those not started are dropped)."""
+        if self._ahead is not None:
+            self._ahead.close()
+            self._ahead = None
 
     def numbering(self, key: RoleKey | None, rt: RankTrace, group_number: Callable[[str], int],
                   numbered: list[str]) -> Callable[[str], int]:

@@ -159,31 +159,39 @@ def _check_ranks(traces: TraceSet, add: _Collector, pg_names: list[str], progres
     skels: dict[int, Skeleton] = {}
     roles = RoleShare(traces, compile_it)
     scan_columns = _column_scan() if compile_it else None
-    for rt in traces:
-        key = roles.key(rt)
-        before = add.total()
-        numbered: list[str] = []
-        chk = RankCheck(rt.rank, rt.label, nranks, add, roles.numbering(key, rt, group_number, numbered),
-                        rt.rank_known)
-        scan = (roles.derived(key, rt, chk) or (scan_columns and scan_columns(rt, chk))
-                or scan_rank(rt.batches, chk))
-        checks[rt.rank] = chk
-        if scan.count == 0:
-            add("empty-rank", rt.label, None, "no nodes (ASTRA-sim aborts on an empty rank)", "warning", rt.rank)
-        for d in scan.duplicates:
-            add("duplicate-id", rt.label, d, f"id {d} is used by more than one node", rank=rt.rank)
-        for nid, dep in scan.missing:
-            add("missing-dep", rt.label, nid, f"depends on id {dep}, which is not in the file", rank=rt.rank)
-        if scan.cycle:
-            cyc = scan.cycle
-            add("cycle", rt.label, cyc[0], "dependency cycle: " + " -> ".join(map(str, cyc + cyc[:1])),
-                rank=rt.rank)
-        if scan.skel_ptr is not None and scan.skel_preds is not None:
-            skels[rt.rank] = chk.skeleton(scan.skel_ptr, scan.skel_preds)
-        roles.offer(key, rt, chk, scan, add.total() == before, numbered)
-        if progress:
-            progress(len(checks), len(traces))
+    try:
+        for rt in traces:
+            key = roles.key(rt)
+            before = add.total()
+            numbered: list[str] = []
+            chk = RankCheck(rt.rank, rt.label, nranks, add, roles.numbering(key, rt, group_number, numbered),
+                            rt.rank_known)
+            scan = (roles.derived(key, rt, chk) or (scan_columns and scan_columns(rt, chk))
+                    or scan_rank(rt.batches, chk))
+            checks[rt.rank] = chk
+            _structure_findings(add, rt, scan)
+            if scan.skel_ptr is not None and scan.skel_preds is not None:
+                skels[rt.rank] = chk.skeleton(scan.skel_ptr, scan.skel_preds)
+            roles.offer(key, rt, chk, scan, add.total() == before, numbered)
+            if progress:
+                progress(len(checks), len(traces))
+    finally:
+        roles.close()  # the role keys taken ahead, on threads
     return checks, skels
+
+
+def _structure_findings(add: _Collector, rt: RankTrace, scan: RankScan) -> None:
+    """The findings of a rank's dependency structure: empty, repeated ids, missing dependencies,
+    a cycle."""
+    if scan.count == 0:
+        add("empty-rank", rt.label, None, "no nodes (ASTRA-sim aborts on an empty rank)", "warning", rt.rank)
+    for d in scan.duplicates:
+        add("duplicate-id", rt.label, d, f"id {d} is used by more than one node", rank=rt.rank)
+    for nid, dep in scan.missing:
+        add("missing-dep", rt.label, nid, f"depends on id {dep}, which is not in the file", rank=rt.rank)
+    if scan.cycle:
+        cyc = scan.cycle
+        add("cycle", rt.label, cyc[0], "dependency cycle: " + " -> ".join(map(str, cyc + cyc[:1])), rank=rt.rank)
 
 
 def _column_scan() -> Callable[[RankTrace, RankCheck], RankScan | None]:

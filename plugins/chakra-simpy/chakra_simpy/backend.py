@@ -98,8 +98,8 @@ class SimpyBackend(Backend):
         "symmetry": Option("bool", True, "simulate each class of identical ranks once"),
         "streams": Option("int", 1, "compute and communication ops in flight per rank", minimum=1),
         "critical_path_nodes": Option("int", 200, "most critical-path nodes listed", minimum=0),
-        "jobs": Option("int", 0, "threads loading ranks at once (0: one per CPU core when the ranks' .et files "
-                       "hold 8 MiB or more; 1: one)", minimum=0),
+        "jobs": Option("int", 0, "threads loading ranks, and taking their role keys, at once (0: one per CPU "
+                       "core when the ranks' .et files hold 8 MiB or more; 1: one)", minimum=0),
         "stagger_limit": Option("int", WORK_LIMIT, "most chunk x step x member evaluations to time a "
                                 "staggered collective per rank (larger ones, or 0: a barrier)", minimum=0),
     }
@@ -302,7 +302,8 @@ def _load(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[int, 
           jobs: int = 1) -> tuple[list[Program], list[list[int]], bool]:
     """Programs of the ranks to simulate, the ranks each stands for (:mod:`.symmetry`), and
     whether the loops over them run compiled (:func:`chakra_core.ranks_compiled_worthwhile`);
-    loaded by ``jobs`` threads (:func:`.loading.load_programs`).
+    keyed and loaded by ``jobs`` threads (:func:`chakra_core.role_keys`,
+    :func:`.loading.load_programs`; 0: as many as they choose).
 
     Members of a class whose representative has memory nodes on a shared remote memory
     (PER_NODE_MEMORY_EXPANSION, MEMORY_POOL) queue for it one by one: each is simulated.
@@ -311,7 +312,7 @@ def _load(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[int, 
 
     if symmetry:
         with progress("grouping ranks by role", total=len(traces)) as bar:
-            classes = role_classes(traces, planner_for(sd), groups, aware, bar)
+            classes = role_classes(traces, planner_for(sd), groups, aware, bar, jobs)
     else:
         classes = [[r] for r in traces.ranks]
     shared_mem = sd.remote_memory.memory_type in ("PER_NODE_MEMORY_EXPANSION", "MEMORY_POOL")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from chakra_core import Progress, RoleKey, TraceSet, ranks_compiled_worthwhile, role_key
+from chakra_core import Progress, RoleKey, TraceSet, ranks_compiled_worthwhile, role_keys
 
 from .planner import Planner
 
@@ -31,15 +31,16 @@ KEYS_COMPILED_FROM = 16 << 20
 
 
 def role_classes(traces: TraceSet, planner: Planner, groups: dict[str, tuple[int, ...]],
-                 aware: bool, bar: Progress) -> list[list[int]]:
+                 aware: bool, bar: Progress, jobs: int = 0) -> list[list[int]]:
     """Classes of ranks (each ascending, its representative first), in representative order
     (the role keys by compiled loops when the set's .et files hold :data:`KEYS_COMPILED_FROM`
-    bytes or more, or numba is loaded already)."""
+    bytes or more, or numba is loaded already; on ``jobs`` threads, 0: as
+    :func:`chakra_core.role_keys` chooses)."""
     n = len(traces)
     keys: list[RoleKey] = []
     compile_it = ranks_compiled_worthwhile(traces, traces.ranks, KEYS_COMPILED_FROM)
-    for rt in traces:
-        keys.append(role_key(rt, compile_it))
+    for _, get in role_keys(traces, compile_it, jobs or None):
+        keys.append(get())
         bar.advance()
     signature = _Signatures(planner, groups, n)
     by_key: dict[tuple, list[int]] = {}

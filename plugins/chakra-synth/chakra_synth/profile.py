@@ -25,7 +25,7 @@ from chakra_core import (
     RoleKey,
     TraceFormatError,
     TraceSet,
-    role_key,
+    role_keys,
 )
 
 __all__ = ["KindTable", "RankProfile", "read_profiles", "WORLD"]
@@ -158,7 +158,7 @@ def read_profiles(traces: TraceSet, kinds: KindTable) -> list[RankProfile]:
     """Every rank of ``traces``, in rank order.  Ranks of one role (:func:`chakra_core.role_key`:
     equal traces up to the names of their groups and peers) are read once: the others share the
     first one's arrays with their own group names and peers."""
-    keys = [role_key(rt) for rt in traces]
+    keys = [get() for _, get in role_keys(traces)]
     first: dict[bytes, int] = {}
     out: list[RankProfile] = []
     for i, (rt, key) in enumerate(zip(traces, keys)):
