@@ -200,6 +200,7 @@ def _handed(rt: RankTrace, got: Future | RoleKey) -> tuple[RankTrace, Callable[[
 
 
 def _given(key: RoleKey) -> RoleKey:
+    """``key`` itself (the call handed for a key kept already)."""
     return key
 
 
