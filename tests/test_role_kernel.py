@@ -234,6 +234,7 @@ def test_keys_taken_ahead_on_threads_are_each_ranks_own(tmp_path, workers):
     """role_keys hands each rank with its own key, in the set's order, however many threads take
     them (one, two or three), a rank that does not read with its own error
     and the ranks after it with theirs; compared with role_key one rank after the other."""
+    pytest.importorskip("numba")
     pytest.importorskip("chakra_text")
     load_traces([str(ROOT / "examples" / "text" / "gpt3_like.txt")], "text", {"npus": 16}).write(
         str(tmp_path / "trace"))
@@ -253,6 +254,7 @@ def test_keys_not_yet_taken_are_dropped_when_the_caller_stops(monkeypatch):
     (held on an event here, so that none finishes early): three keys are taken, not five."""
     import threading
 
+    pytest.importorskip("numba")
     started = []
     release = threading.Event()
 

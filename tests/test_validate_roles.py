@@ -8,6 +8,7 @@ peer lies outside the set differs from the others only by that label).
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from pathlib import Path
 
@@ -114,6 +115,35 @@ def test_finding_in_the_first_rank_of_a_role_is_reported_and_not_shared(tmp_path
     scanned = _same_both_ways(traces, monkeypatch)
     assert scanned == 2  # rank 0 (its finding keeps it from standing for its role) and rank 1
     assert [(f.rule, f.rank) for f in V.validate(traces) if f.rule == "bad-peer"] == [("bad-peer", 0)]
+
+
+def test_keys_taken_on_threads_give_the_same_records(tmp_path, monkeypatch):
+    """Validation's role keys taken ahead on three threads (forced: the set is far under the 8 MiB
+    from which role_keys uses them by itself), ranks past the trial included: the same records
+    and findings as without sharing, and the first rank of the role scanned once."""
+    pytest.importorskip("numba")
+    monkeypatch.setattr(_roleshare, "TRIAL", 4)
+    load_traces(str(ROOT / "examples" / "text" / "gpt3_like.txt"), options={"npus": 16}).write(tmp_path / "t")
+    traces = open_traceset(str(tmp_path / "t"))
+    taken = []
+    real = _roles.role_key
+
+    def on_thread(rt, *a):
+        taken.append(threading.current_thread().name)
+        return real(rt, *a)
+
+    with monkeypatch.context() as m:
+        m.setattr(_roles, "THREADS_FROM", 0)
+        m.setattr(_roles, "_usable_cpus", lambda: 3)
+        m.setattr(_roles, "role_key", on_thread)
+        _roles._KEPT.clear()
+        a_checks, a_skels, a_names, a_found, scanned = _records(traces, m, True)
+    assert len(taken) == 16 and all(name.startswith("chakra-role-key") for name in taken)
+    b_checks, b_skels, b_names, b_found, _ = _records(traces, monkeypatch, False)
+    assert scanned == 1 and a_names == b_names and a_found == b_found
+    for r in traces.ranks:
+        assert all(getattr(a_checks[r], f) == getattr(b_checks[r], f) for f in _RECORD), r
+        assert a_skels[r] == b_skels[r]
 
 
 def test_sharing_goes_off_when_the_first_ranks_share_nothing(tmp_path, monkeypatch):

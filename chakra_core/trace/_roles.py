@@ -35,7 +35,7 @@ from chakra_core.trace._attrs import int_value, str_value
 from chakra_core.trace._rolekernel import DONE, FULL, TOKEN, Labels, group_code, peer_code, relabel_run
 from chakra_core.trace._traceset import FileRank, RankTrace
 
-__all__ = ["RoleKey", "RoleHasher", "role_key", "role_keys", "COMPILED_FROM", "THREADS_FROM"]
+__all__ = ["RoleKey", "RoleHasher", "role_key", "role_keys", "COMPILED_FROM", "THREADS_FROM", "MAX_THREADS"]
 
 #: a rank's ``.et`` file of at least this many bytes is keyed by the compiled loops unless told otherwise
 #: (as Python about 25 ms a MB; loading numba and its first calls about 0.5 s)
@@ -44,6 +44,9 @@ COMPILED_FROM = 16 << 20
 #: the ranks' files hold at least this many bytes for :func:`role_keys` to take their keys on
 #: threads (a rank of the 8-rank text examples costs 0.1 ms more on a thread than in the caller's)
 THREADS_FROM = 8 << 20
+#: the most threads :func:`role_keys` takes by itself: about a quarter of a key holds the GIL, so
+#: more threads than this add memory (two keys in flight each), hardly speed
+MAX_THREADS = 8
 #: nodes relabelled at a time when they are not read from a file
 _CHUNK = 4096
 #: keys of file-backed ranks kept (by :func:`_seen`), and how many at most
@@ -147,8 +150,9 @@ def role_key(rt: RankTrace, compile_it: bool | None = None) -> RoleKey:
     16 KiB that names no peer (no ``comm_src``/``comm_dst``), whose key depends on its bytes
     alone, is also kept by its bytes, for the files of other ranks and sets with the same bytes."""
     seen = _seen(rt)
-    if seen is not None and seen in _KEPT:
-        return _KEPT[seen]
+    kept = _KEPT.get(seen) if seen is not None else None  # one lookup: another thread may clear it
+    if kept is not None:
+        return kept
     content = _rankless_content(seen)
     key = _computed(rt, compile_it, None) if content is None else _by_content(rt, compile_it, content)
     if seen is not None:
@@ -164,16 +168,16 @@ def role_keys(ranks: Iterable[RankTrace], compile_it: bool | None = None,
     what ``role_key`` raises for it), the keys taken ahead on ``workers`` threads: the compiled
     walk, the hashing and the reads release the GIL, so each thread keys a rank at once (on 2
     cores, the 1,024 ranks of the GPT-3-like set in 0.62 s of wall against 0.96 s, for 1.18 s of
-    CPU against 0.96).  None: the CPUs this process may use when the keys are taken by compiled
-    loops (``compile_it``, or None with numba loaded) and the ranks' files hold
-    :data:`THREADS_FROM` bytes or more, else 1 (the caller's thread: keys as Python would hold
-    the GIL, and handing a small rank to a thread costs more than its key).  At most
+    CPU against 0.96).  None: the CPUs this process may use, at most :data:`MAX_THREADS`, when the
+    keys are taken by compiled loops (``compile_it``, or None with numba loaded) and the ranks'
+    files hold :data:`THREADS_FROM` bytes or more, else 1 (the caller's thread: keys as Python
+    would hold the GIL, and handing a small rank to a thread costs more than its key).  At most
     two keys a thread are taken ahead of the caller; a key kept for the process already is not
     handed to a thread.  Closing the iterator early drops the keys not started."""
     ranks = list(ranks)
     if workers is None:
         compiled_keys = compile_it if compile_it is not None else "numba" in sys.modules
-        workers = _usable_cpus() if compiled_keys and _file_bytes(ranks) >= THREADS_FROM else 1
+        workers = min(_usable_cpus(), MAX_THREADS) if compiled_keys and _file_bytes(ranks) >= THREADS_FROM else 1
     if workers < 2 or len(ranks) < 2:
         for rt in ranks:
             yield rt, partial(role_key, rt, compile_it)
