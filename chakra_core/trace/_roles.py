@@ -18,11 +18,10 @@ import os
 import sys
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from google.protobuf.message import DecodeError
@@ -34,6 +33,9 @@ from chakra_core.io._varint import encode_varint
 from chakra_core.trace._attrs import int_value, str_value
 from chakra_core.trace._rolekernel import DONE, FULL, TOKEN, Labels, group_code, peer_code, relabel_run
 from chakra_core.trace._traceset import FileRank, RankTrace
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 __all__ = ["RoleKey", "RoleHasher", "role_key", "role_keys", "COMPILED_FROM", "THREADS_FROM", "MAX_THREADS"]
 
@@ -182,25 +184,26 @@ def role_keys(ranks: Iterable[RankTrace], compile_it: bool | None = None,
         for rt in ranks:
             yield rt, partial(role_key, rt, compile_it)
         return
-    ahead: deque[tuple[RankTrace, Future | RoleKey]] = deque()
+    from concurrent.futures import ThreadPoolExecutor  # loaded only for threads
+
+    ahead: deque[tuple[RankTrace, Callable[[], RoleKey], Future | None]] = deque()
     with ThreadPoolExecutor(workers, thread_name_prefix="chakra-role-key") as pool:
         try:
             for rt in ranks:
                 kept = _KEPT.get(_seen(rt) or ())
-                ahead.append((rt, kept if kept is not None else pool.submit(role_key, rt, compile_it)))
+                if kept is not None:
+                    ahead.append((rt, partial(_given, kept), None))
+                else:
+                    future = pool.submit(role_key, rt, compile_it)
+                    ahead.append((rt, future.result, future))
                 if len(ahead) > 2 * workers:
-                    yield _handed(*ahead.popleft())
+                    yield ahead.popleft()[:2]
             while ahead:
-                yield _handed(*ahead.popleft())
+                yield ahead.popleft()[:2]
         finally:
-            for _, got in ahead:
-                if isinstance(got, Future):
-                    got.cancel()
-
-
-def _handed(rt: RankTrace, got: Future | RoleKey) -> tuple[RankTrace, Callable[[], RoleKey]]:
-    """A rank and the call that returns its key: the thread's result, or the key kept already."""
-    return rt, (got.result if isinstance(got, Future) else partial(_given, got))
+            for _, _, started in ahead:
+                if started is not None:
+                    started.cancel()
 
 
 def _given(key: RoleKey) -> RoleKey:
