@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from chakra_core.base._jitchoice import compiled_worthwhile
+from chakra_core.base._jitchoice import compiled_worthwhile, files_hold
 from chakra_core.base._kernels import INSTALLED, chosen
 from chakra_core.io._schema import AttributeProto, Node
 from chakra_core.io._varint import encode_varint
@@ -179,7 +179,8 @@ def role_keys(ranks: Iterable[RankTrace], compile_it: bool | None = None,
     ranks = list(ranks)
     if workers is None:
         compiled_keys = compile_it if compile_it is not None else "numba" in sys.modules
-        workers = min(_usable_cpus(), MAX_THREADS) if compiled_keys and _file_bytes(ranks) >= THREADS_FROM else 1
+        files = [rt.file for rt in ranks if isinstance(rt, FileRank)]
+        workers = min(_usable_cpus(), MAX_THREADS) if compiled_keys and files_hold(files, THREADS_FROM) else 1
     if workers < 2 or len(ranks) < 2:
         for rt in ranks:
             yield rt, partial(role_key, rt, compile_it)
@@ -209,18 +210,6 @@ def role_keys(ranks: Iterable[RankTrace], compile_it: bool | None = None,
 def _given(key: RoleKey) -> RoleKey:
     """``key`` itself (the call handed for a key kept already)."""
     return key
-
-
-def _file_bytes(ranks: list[RankTrace]) -> int:
-    """The bytes of the ``.et`` files of ``ranks`` (other ranks count none)."""
-    total = 0
-    for rt in ranks:
-        if isinstance(rt, FileRank):
-            try:
-                total += os.path.getsize(rt.file)
-            except OSError:
-                pass  # its key names the problem
-    return total
 
 
 def _usable_cpus() -> int:
