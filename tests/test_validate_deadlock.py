@@ -98,6 +98,10 @@ FINISHING = {
     "ring exchange after a collective": (lambda: [[coll(1), p2p(2, True, (r + 1) % 3, [1]),
                                                    p2p(3, False, (r - 1) % 3, [1]), coll(4, deps=[3])]
                                                   for r in range(3)], None),
+    # rank 0 may start its second collective on A (two streams) before rank 1 reaches its first
+    "a group's next sequence started early": (lambda: [[coll(1, "A"), coll(2, "A")],
+                                                       [coll(1, "A"), comp(2, [1]), coll(3, "A", [2])]],
+                                              {"A": [0, 1]}),
 }
 
 
@@ -247,3 +251,36 @@ def test_the_search_runs_interpreted_without_numba(tmp_path, name):
     assert bare.returncode == compiled.returncode == 2, bare.stderr
     assert json.loads(bare.stdout)["findings"] == json.loads(compiled.stdout)["findings"]
     assert any(f["rule"] == "deadlock" for f in json.loads(bare.stdout)["findings"])
+
+
+def _searched(ts, monkeypatch, streams=1):
+    """The deadlock search's inputs for ``ts`` as validate builds them: (skeletons, members)."""
+    from chakra_core.validation import _deadlock
+
+    seen = []
+    real = _deadlock.run_abstract
+
+    def keep(skels, members, *args, **kwargs):
+        seen.append((skels, members))
+        return real(skels, members, *args, **kwargs)
+
+    monkeypatch.setattr(_deadlock, "run_abstract", keep)
+    validate(ts, streams=streams)
+    return seen
+
+
+
+@pytest.mark.parametrize("case", sorted(DEADLOCKS) + sorted(FINISHING))
+@pytest.mark.parametrize("streams", [1, 2])
+def test_compiled_search_finds_what_the_interpreted_one_does(case, streams, monkeypatch):
+    # the loop compiled by numba (its tables in arrays sized by the most collectives a rank has
+    # on a group) and run as Python: the same waits and finished ranks
+    pytest.importorskip("numba")
+    from chakra_core.validation._deadlock import run_abstract
+
+    make, groups = {**DEADLOCKS, **FINISHING}[case]
+    searched = _searched(traceset(make(), groups), monkeypatch, streams)
+    assert searched
+    for skels, members in searched:
+        compiled = run_abstract(skels, members, streams, compile_it=True)
+        assert compiled == run_abstract(skels, members, streams, compile_it=False)

@@ -6,13 +6,20 @@ the steps, their order and the data structures are :class:`._deadlock._Run`'s: a
 finished nodes, a queue of ranks to issue, a binary heap of ready nodes per rank (smallest id
 first), a first-in first-out queue of waiting receives and a count of unmatched sends per
 channel (source, destination, tag, size), the arrivals of each collective per group and sequence.
+
+The helpers are inlined into the loop and the tables are arrays, not numba's typed dicts: a
+rank's count of collectives started on a group is at ``pair[x]`` (one entry per rank and group),
+and the arrivals at sequence ``s`` of group ``g`` gather in slot ``off[g] + s`` (the caller
+sizes ``off`` by the most collectives any rank has on each group, so every sequence a rank can
+reach has a slot).  On the 1,024-rank GPT-3-like set (975,872 skeleton nodes) the loop took
+0.47 s with calls and dicts, 0.32 s this way (measured).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from chakra_core.base._kernels import Dict, kernel, types
+from chakra_core.base._kernels import kernel
 
 __all__ = ["run_compiled"]
 
@@ -25,7 +32,7 @@ def _less(ids, x, y):  # pragma: no cover - compiled
     return ids[x] < ids[y] or (ids[x] == ids[y] and x < y)
 
 
-@kernel(cache=True, nogil=True)
+@kernel(cache=True, nogil=True, inline="always")
 def _push(heap, size, r, lo, x, ids):  # pragma: no cover - compiled
     """Push node ``x`` on the heap of rank ``r`` (``heap[lo:lo+size[r]]``)."""
     k = size[r]
@@ -39,7 +46,7 @@ def _push(heap, size, r, lo, x, ids):  # pragma: no cover - compiled
     heap[lo + k] = x
 
 
-@kernel(cache=True, nogil=True)
+@kernel(cache=True, nogil=True, inline="always")
 def _pop(heap, size, r, lo, ids):  # pragma: no cover - compiled
     """Pop the first node of the heap of rank ``r``."""
     top = heap[lo]
@@ -62,8 +69,8 @@ def _pop(heap, size, r, lo, ids):  # pragma: no cover - compiled
     return top
 
 
-#: the counters of a run: finished nodes on the stack, head and tail of the rank queue, slots
-_FIN, _HEAD, _TAIL, _SLOTS = range(4)
+#: the counters of a run: finished nodes on the stack, head and tail of the rank queue
+_FIN, _HEAD, _TAIL = range(3)
 
 
 @kernel(cache=True, nogil=True)
@@ -84,7 +91,7 @@ def _successors(pred_ptr, preds, n):  # pragma: no cover - compiled
     return count, kids
 
 
-@kernel(cache=True, nogil=True)
+@kernel(cache=True, nogil=True, inline="always")
 def _queue(r, queued, pump, ctr):  # pragma: no cover - compiled
     """Put rank ``r`` on the queue of ranks to issue, unless it is there."""
     if not queued[r]:
@@ -93,14 +100,14 @@ def _queue(r, queued, pump, ctr):  # pragma: no cover - compiled
         ctr[_TAIL] = (ctr[_TAIL] + 1) % len(pump)
 
 
-@kernel(cache=True, nogil=True)
+@kernel(cache=True, nogil=True, inline="always")
 def _finish(x, finished, ctr):  # pragma: no cover - compiled
     """Push node ``x`` on the stack of finished nodes."""
     finished[ctr[_FIN]] = x
     ctr[_FIN] += 1
 
 
-@kernel(cache=True, nogil=True)
+@kernel(cache=True, nogil=True, inline="always")
 def _ready(x, r, lo, ids, kinds, channel, heap, hsize, queued, pump, sends, recvs, state, finished,
            ctr):  # pragma: no cover - compiled
     """Node ``x`` of rank ``r`` has every dependency finished: a receive matches a send or
@@ -123,22 +130,17 @@ def _ready(x, r, lo, ids, kinds, channel, heap, hsize, queued, pump, sends, recv
     tail[ch] = x
 
 
-@kernel(cache=True, nogil=True)
-def _arrive(x, r, g, member_count, seq, slot, arrivals, free, state, seq_of, rank_of, finished, queued, pump,
+@kernel(cache=True, nogil=True, inline="always")
+def _arrive(x, r, g, member_count, seq, at, arrivals, free, state, seq_of, rank_of, finished, queued, pump,
             ctr):  # pragma: no cover - compiled
-    """Collective ``x`` of rank ``r`` on group ``g`` starts; when the last member arrives, every
-    arrival finishes (in arrival order) and frees its slot."""
-    count, head, nxt = arrivals
-    key = r * len(member_count) + g
-    s = seq[key] if key in seq else 0
-    seq[key] = s + 1
+    """Collective ``x`` of rank ``r`` on group ``g`` starts (its rank's count on ``g`` at
+    ``seq[at]``); when the last member arrives, every arrival finishes (in arrival order), frees
+    its rank's slot, and the sequence's slot of arrivals is empty again."""
+    count, head, nxt, off = arrivals
+    s = seq[at]
+    seq[at] = s + 1
     free[r] -= 1
-    skey = g * (len(state) + 1) + s
-    if skey in slot:
-        z = slot[skey]
-    else:
-        z = slot[skey] = ctr[_SLOTS]
-        ctr[_SLOTS] += 1
+    z = off[g] + s
     nxt[x] = head[z]
     head[z] = x
     count[z] += 1
@@ -146,9 +148,10 @@ def _arrive(x, r, g, member_count, seq, slot, arrivals, free, state, seq_of, ran
     seq_of[x] = s
     if count[z] != member_count[g]:
         return
-    del slot[skey]
     order = np.empty(count[z], np.int64)
     y, m = head[z], count[z]
+    count[z] = 0
+    head[z] = -1
     while y >= 0:  # the list was built newest first
         m -= 1
         order[m] = y
@@ -160,13 +163,16 @@ def _arrive(x, r, g, member_count, seq, slot, arrivals, free, state, seq_of, ran
 
 
 @kernel(cache=True, nogil=True)
-def run_compiled(base, ids, kinds, group, channel, nchannels, pred_ptr, preds, member_count,
-                 streams):  # pragma: no cover - compiled
+def run_compiled(base, ids, kinds, group, channel, nchannels, pred_ptr, preds, member_count, streams, pair,
+                 npairs, off):  # pragma: no cover - compiled
     """Run the set: ``(done per rank, per node its state: 1 finished, 2 arrived at an unfinished
     collective, 3 a receive waiting, and its collective's sequence number)``.
 
     ``preds`` are global node numbers; ``group``: a collective's group number; ``channel``: a
-    send's or receive's channel number; ``member_count[g]``: the members of group ``g``."""
+    send's or receive's channel number; ``member_count[g]``: the members of group ``g``;
+    ``pair[x]``: a collective's (rank, group) number, below ``npairs``; ``off[g]``: the first
+    slot of group ``g``'s sequences (``off[g + 1] - off[g]``: the most collectives a rank has on
+    ``g``)."""
     nranks = len(base) - 1
     n = base[nranks]
     rank_of = np.empty(n, np.int32)
@@ -183,12 +189,12 @@ def run_compiled(base, ids, kinds, group, channel, nchannels, pred_ptr, preds, m
     finished = np.empty(n + 1, np.int32)
     pump = np.empty(nranks + 1, np.int64)
     queued = np.zeros(nranks, np.bool_)
-    ctr = np.zeros(4, np.int64)
+    ctr = np.zeros(3, np.int64)
     sends = np.zeros(nchannels, np.int64)
     recvs = (np.full(nchannels, -1, np.int64), np.full(nchannels, -1, np.int64), np.full(n, -1, np.int64))
-    seq = Dict.empty(key_type=types.int64, value_type=types.int64)
-    slot = Dict.empty(key_type=types.int64, value_type=types.int64)
-    arrivals = (np.zeros(n + 1, np.int64), np.full(n + 1, -1, np.int64), np.full(n, -1, np.int64))
+    seq = np.zeros(npairs, np.int64)
+    slots = off[len(off) - 1]
+    arrivals = (np.zeros(slots, np.int64), np.full(slots, -1, np.int64), np.full(n, -1, np.int64), off)
     for r in range(nranks):
         for x in range(base[r], base[r + 1]):
             if indeg[x] == 0:
@@ -215,8 +221,8 @@ def run_compiled(base, ids, kinds, group, channel, nchannels, pred_ptr, preds, m
             while free[r] > 0 and hsize[r] > 0:
                 x = _pop(heap, hsize, r, base[r], ids)
                 if kinds[x] == _COLL:
-                    _arrive(x, r, group[x], member_count, seq, slot, arrivals, free, state, seq_of, rank_of, finished,
-                            queued, pump, ctr)
+                    _arrive(x, r, group[x], member_count, seq, pair[x], arrivals, free, state, seq_of, rank_of,
+                            finished, queued, pump, ctr)
                 elif kinds[x] == _SEND:
                     _send(x, channel[x], sends, recvs, finished, ctr)
                 else:
@@ -227,7 +233,7 @@ def run_compiled(base, ids, kinds, group, channel, nchannels, pred_ptr, preds, m
     return done, state, seq_of
 
 
-@kernel(cache=True, nogil=True)
+@kernel(cache=True, nogil=True, inline="always")
 def _send(x, ch, sends, recvs, finished, ctr):  # pragma: no cover - compiled
     """Send ``x`` starts (eager): the first receive waiting on its channel finishes, or the send
     is counted for a later one; the send finishes."""

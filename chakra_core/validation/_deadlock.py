@@ -64,10 +64,36 @@ def run_abstract(skels: dict[int, Skeleton], members: list[tuple[int, ...]],
     member_count = np.array([len(m) for m in members] or [0], np.int64)
     group = np.where(kinds == K_COLL, peer, 0).astype(np.int32)
     del peer
+    pair, npairs, off = _sequence_tables(counts, kinds, group, len(member_count))
     done, state, seq_of = chosen(run_compiled, compile_it)(base, ids, kinds, group, channel, nchannels, pred_ptr,
-                                       preds, member_count, streams)
+                                       preds, member_count, streams, pair, npairs, off)
     finished = {r for r, d, c in zip(ranks, done.tolist(), counts.tolist()) if d == c}
     return _waits(ranks, base, state, seq_of, skels, members), finished
+
+
+def _sequence_tables(counts: np.ndarray, kinds: np.ndarray, group: np.ndarray,
+                     ngroups: int) -> tuple[np.ndarray, int, np.ndarray]:
+    """The tables of the collectives' sequences (:mod:`._deadkernel`): each collective's (rank,
+    group) number, how many numbers there are, and the first slot of each group's sequences,
+    sized by the most collectives any rank has on the group.  The numbers are ``rank * ngroups
+    + group`` while that range is small next to the collectives (a table of counts), else the
+    distinct ones in order."""
+    coll = kinds == K_COLL
+    key = (np.repeat(np.arange(len(counts), dtype=np.int64), counts) * ngroups + group)[coll]
+    if len(counts) * ngroups <= max(4 * len(key), 1 << 16):
+        per = np.bincount(key, minlength=len(counts) * ngroups)
+        at, npairs = key, len(per)
+        most = per.reshape(-1, ngroups).max(axis=0, initial=0)
+    else:
+        uniq, at, per = np.unique(key, return_inverse=True, return_counts=True)
+        npairs = len(uniq)
+        most = np.zeros(ngroups, np.int64)
+        np.maximum.at(most, uniq % ngroups, per)
+    pair = np.zeros(len(kinds), np.int64)
+    pair[coll] = at
+    off = np.zeros(ngroups + 1, np.int64)
+    np.cumsum(most, out=off[1:])
+    return pair, npairs, off
 
 
 def _joined(arrays: list, dtype: type) -> np.ndarray:
