@@ -101,6 +101,9 @@ def _every_kind() -> list[Node]:
     for slot, values in lists.items():
         getattr(n.attr.add(name=slot), slot).values.extend(values)
     n.attr.add(name="empty").bool_list.SetInParent()
+    # decimal widths at each power of ten (one digit written at once, the others counted)
+    n.attr.add(name="widths").uint64_list.values.extend([p + d for k in range(20) for p in [10 ** k]
+                                                         for d in (-1, 0) if p + d < 1 << 64])
     left = [AttributeProto(name="f", float_val=0.5), AttributeProto(name="g", double_val=0.1),
             AttributeProto(name="y", bytes_val=b"\x00\xff"), AttributeProto(name="é", int64_val=1)]
     plain = [Node(), Node(id=1), Node(id=2, type=4, inputs=IOInfo()), Node(id=3, name="ü"), Node(id=4, type=99)]
