@@ -9,7 +9,8 @@ import sys
 import numpy as np
 import pytest
 
-from chakra_core.base._kernels import chosen, compiled, int_dict, kernel
+from chakra_core.base._inttable import new_table, table_get, table_put
+from chakra_core.base._kernels import chosen, compiled, kernel
 from chakra_core.validation import _frontkernel
 
 pytest.importorskip("numba")
@@ -37,7 +38,32 @@ def test_compiled_form_calls_compiled_kernels():
         items, marks = np.array([0, 1], np.int64), np.zeros(2, np.int64)
         r = chosen(_frontkernel._reduce, compile_it)(pool, start, size, waits, items, 2, marks)
         assert items[:r].tolist() == [1]
-    assert int_dict(False) == {} and len(int_dict(True)) == 0
+
+
+@pytest.mark.parametrize("compile_it", [False, True])
+def test_int_table_keeps_every_key_as_it_grows(compile_it):
+    # keys that share their low bits, negative ones, and the extremes: a dict is the reference
+    get, put = chosen(table_get, compile_it), chosen(table_put, compile_it)
+    keys = [k << 31 | 7 for k in range(300)] + [-k for k in range(1, 300)] + [-(1 << 63), (1 << 63) - 1, 0]
+    table, kept = new_table(4), {}
+    for v, key in enumerate(keys):
+        assert get(table, key) == -1
+        table = put(table, len(kept), key, v)
+        kept[key] = v
+    assert table.shape[1] == 2048  # doubled from 4 before half full: 901 keys
+    assert {k: int(get(table, k)) for k in keys} == kept
+    assert get(table, 12345) == -1
+
+
+@pytest.mark.parametrize("compile_it", [False, True])
+def test_int_table_puts_in_the_same_slots_either_way(compile_it):
+    table = new_table(64)
+    for v, key in enumerate([3, 1 << 40, -5, 3 << 31]):
+        table = chosen(table_put, compile_it)(table, v, key, v)
+    plain = new_table(64)
+    for v, key in enumerate([3, 1 << 40, -5, 3 << 31]):
+        plain = table_put(plain, v, key, v)
+    assert np.array_equal(table, plain)
 
 
 def test_importing_the_validator_does_not_load_numba():

@@ -4,11 +4,11 @@ A function marked :func:`kernel` stays the plain function: calling it runs Pytho
 pays nothing to load numba: about 0.35 s of CPU and 85 MB a process, plus its first calls).
 :func:`compiled` gives its numba form: a copy of the function compiled with ``njit`` and the
 marked options, in whose globals every other kernel is replaced by its compiled form, and the
-stand-ins :data:`Dict` and :data:`types` by numba's typed ``Dict`` and ``numba.types``, so that
-kernels calling kernels compile as one.  The copy keeps the function's code object, so numba's
-on-disk cache finds what it compiled before.  Which form runs is the caller's choice
-(:func:`chakra_core.compiled_worthwhile` is the core's rule).  The core uses numba nowhere else;
-:func:`kernel`, :func:`compiled` and :func:`chosen` are public (``chakra_core``), for plugins.
+stand-in :data:`types` by ``numba.types``, so that kernels calling kernels compile as one.  The
+copy keeps the function's code object, so numba's on-disk cache finds what it compiled before.
+Which form runs is the caller's choice (:func:`chakra_core.compiled_worthwhile` is the core's
+rule).  The core uses numba nowhere else; :func:`kernel`, :func:`compiled` and :func:`chosen`
+are public (``chakra_core``), for plugins.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Callable
 from types import FunctionType, SimpleNamespace
 from typing import Any
 
-__all__ = ["kernel", "compiled", "chosen", "int_dict", "INSTALLED", "Dict", "types"]
+__all__ = ["kernel", "compiled", "chosen", "INSTALLED", "types"]
 
 #: whether numba is installed (the kernels can be compiled)
 INSTALLED = importlib.util.find_spec("numba") is not None
@@ -27,15 +27,6 @@ _OPTIONS = "__kernel_options__"
 _COMPILED: dict[Callable, Any] = {}
 #: held while a kernel's compiled form is made (re-entered for the kernels it calls)
 _LOCK = threading.RLock()
-
-
-class Dict(dict):
-    """numba's typed ``Dict`` as a plain dict, for the Python form of a kernel."""
-
-    @staticmethod
-    def empty(key_type: Any = None, value_type: Any = None) -> dict:
-        """An empty dict (the types are numba's business)."""
-        return {}
 
 
 #: numba's type names for the Python form of a kernel
@@ -67,14 +58,13 @@ def _compile(fn: Callable) -> Any:
     """:func:`compiled` of ``fn``, made (the caller holds :data:`_LOCK`, which the kernels it
     calls take again)."""
     numba = _numba()
-    stand_in = {id(Dict): numba.typed.Dict, id(types): numba.types}
     scope = dict(fn.__globals__)
     for name in fn.__code__.co_names:
         value = scope.get(name)
         if callable(value) and hasattr(value, _OPTIONS):
             scope[name] = compiled(value)
-        elif id(value) in stand_in:
-            scope[name] = stand_in[id(value)]
+        elif value is types:
+            scope[name] = numba.types
     copy = FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
     copy.__qualname__, copy.__module__, copy.__doc__ = fn.__qualname__, fn.__module__, fn.__doc__
     got = _COMPILED[fn] = numba.njit(**getattr(fn, _OPTIONS))(copy)
@@ -86,20 +76,8 @@ def chosen(fn: Callable[..., Any], compile_it: bool) -> Callable[..., Any]:
     return compiled(fn) if compile_it else fn
 
 
-def int_dict(compile_it: bool) -> Any:
-    """An empty int64 -> int64 dict for a kernel's compiled form (``compile_it``: numba's typed
-    ``Dict``) or its Python form (a dict)."""
-    if not compile_it:
-        return {}
-    numba = _numba()
-    return numba.typed.Dict.empty(key_type=numba.types.int64, value_type=numba.types.int64)
-
-
 def _numba() -> Any:
-    """numba with its typed containers loaded (a ConfigError naming the ``fast`` extra when it is
-    not installed)."""
+    """numba (a ConfigError naming the ``fast`` extra when it is not installed)."""
     from chakra_core.base._need import need
 
-    numba = need("numba", "fast")
-    need("numba.typed", "fast")
-    return numba
+    return need("numba", "fast")

@@ -5,12 +5,14 @@ The same computation as :class:`._skeleton._Frontiers` in :func:`._skeleton.scan
 each node carries a frontier (an interned set of skeleton nodes: the latest ones it waits for),
 the union of its dependencies' frontiers folded in their order, each union reduced by the members
 that another member waits for directly; a skeleton node passes on itself and waits for its
-frontier.  Sets are sorted rows of one growing pool, interned by a 64-bit hash.  Each node's
-frontier number is kept in a slot of a table that the caller chooses (the node's position, or
-its id less the lowest); a slot read before it is written (a dependency on no earlier node) or
-written twice (a repeated id) stops the loop.  The table has 2-byte entries while the frontier
-numbers fit them (the sets of a rank are few: a converted PyTorch rank of 5 M nodes has a few
-thousand) and is widened to 4 bytes, between two nodes, when they would not.
+frontier.  Sets are sorted rows of one growing pool, interned by a 64-bit hash; the sets by
+hash and the unions already made are tables in arrays (:mod:`chakra_core.base._inttable`), not
+numba's typed dicts, whose making from Python compiled code in every process (0.13 s of CPU).
+Each node's frontier number is kept in a slot of a table that the caller chooses (the node's
+position, or its id less the lowest); a slot read before it is written (a dependency on no
+earlier node) or written twice (a repeated id) stops the loop.  The table has 2-byte entries
+while the frontier numbers fit them (the sets of a rank are few: a converted PyTorch rank of 5 M
+nodes has a few thousand) and is widened to 4 bytes, between two nodes, when they would not.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from __future__ import annotations
 import numpy as np
 
 from chakra_core.base._inplace import GrowingTable
-from chakra_core.base._kernels import compiled, int_dict, kernel
+from chakra_core.base._inttable import new_table, table_get, table_put
+from chakra_core.base._kernels import compiled, kernel
 
 __all__ = ["Frontiers", "advance", "csr", "OK", "COLLISION", "UNPLACED", "WIDEN"]
 
@@ -112,76 +115,81 @@ def _reduce(pool, start, size, waits, items, m, marks):  # pragma: no cover - co
 @kernel(cache=True, nogil=True)
 def _intern(items, r, pool, start, size, counters, index):  # pragma: no cover - compiled
     """The number of the set ``items[:r]`` (sorted), added when new: ``(status, number, pool,
-    start, size)``; ``counters[0:2]`` = (sets, pool items used) are advanced."""
+    start, size, index)``; ``counters[0:2]`` = (sets, pool items used) are advanced.  ``index``
+    keeps every set but the empty one (set 0) by its hash: ``counters[0] - 1`` keys."""
     h = _hash(items, r)
-    if h in index:
-        got = index[h]
+    got = table_get(index, h)
+    if got >= 0:
         if size[got] != r:
-            return COLLISION, got, pool, start, size
+            return COLLISION, got, pool, start, size, index
         for t in range(r):
             if pool[start[got] + t] != items[t]:
-                return COLLISION, got, pool, start, size
-        return OK, got, pool, start, size
+                return COLLISION, got, pool, start, size, index
+        return OK, got, pool, start, size, index
     nsets, used = counters[0], counters[1]
     start, size = _grow(start, nsets + 1), _grow(size, nsets + 1)
     pool = _grow(pool, used + r)
     pool[used:used + r] = items[:r]
     start[nsets], size[nsets] = used, r
-    index[h] = nsets
+    index = table_put(index, nsets - 1, h, nsets)
     counters[0], counters[1] = nsets + 1, used + r
-    return OK, nsets, pool, start, size
+    return OK, nsets, pool, start, size, index
 
 
 @kernel(cache=True, nogil=True)
-def advance(dep_at, dep_ptr, is_skel, at, pool, start, size, counters, index, unions, waits,
+def advance(dep_at, dep_ptr, is_skel, at, pool, start, size, counters, tables, waits,
             fid, entry_max, first):  # pragma: no cover - compiled
     """Nodes ``first`` on, in an order where every dependency comes first (one per ``is_skel``
     row): node ``i``'s frontier goes to slot ``at[i]`` of ``fid`` (0: empty, else the frontier
     number + 1, at most ``entry_max``), its dependencies' are read from slots
     ``dep_at[dep_ptr[i]:dep_ptr[i+1]]``.  ``counters`` = (sets, pool items used, skeleton nodes
-    so far); returns ``(status, pool, start, size, waits, i)``, the arrays grown where they were
-    short and ``i`` the node a WIDEN status stopped before (nothing of it done)."""
+    so far, unions kept); ``tables`` = (sets by hash, unions by pair of sets).  Returns
+    ``(status, pool, start, size, waits, tables, i)``, the arrays grown where they were short
+    and ``i`` the node a WIDEN status stopped before (nothing of it done)."""
+    index, unions = tables
     n = len(is_skel)
     waits = _grow(waits, counters[2] + np.sum(is_skel[first:]))
     items = np.empty(64, np.int64)
     marks = np.empty(64, np.int64)
     for i in range(first, n):
         if counters[0] + (dep_ptr[i + 1] - dep_ptr[i]) + 1 > entry_max:  # each dep and the node add a set at most
-            return WIDEN, pool, start, size, waits, i
+            return WIDEN, pool, start, size, waits, (index, unions), i
         f = 0
         for j in range(dep_ptr[i], dep_ptr[i + 1]):
             g = np.int64(fid[dep_at[j]]) - 1
             if g < 0:
-                return UNPLACED, pool, start, size, waits, i
+                return UNPLACED, pool, start, size, waits, (index, unions), i
             if g == f or g == 0:
                 continue
             if f == 0:
                 f = g
                 continue
             key = (min(f, g) << 31) | max(f, g)
-            if key in unions:
-                f = unions[key]
+            known = table_get(unions, key)
+            if known >= 0:
+                f = known
                 continue
             items = _grow(items, size[f] + size[g])
             marks = _grow(marks, size[f] + size[g])
             m = _merge(pool, start[f], size[f], start[g], size[g], items)
             r = _reduce(pool, start, size, waits, items, m, marks)
-            status, f, pool, start, size = _intern(items, r, pool, start, size, counters, index)
+            status, f, pool, start, size, index = _intern(items, r, pool, start, size, counters, index)
             if status != OK:
-                return status, pool, start, size, waits, i
-            unions[key] = f
+                return status, pool, start, size, waits, (index, unions), i
+            unions = table_put(unions, counters[3], key, f)
+            counters[3] += 1
         if is_skel[i]:
             k = counters[2]
             waits[k] = f
             items[0] = k
-            status, f, pool, start, size = _intern(items, 1, pool, start, size, counters, index)
+            status, f, pool, start, size, index = _intern(items, 1, pool, start, size, counters, index)
             if status != OK:
-                return status, pool, start, size, waits, i
+                return status, pool, start, size, waits, (index, unions), i
             counters[2] = k + 1
         if fid[at[i]] != 0:
-            return UNPLACED, pool, start, size, waits, i
+            return UNPLACED, pool, start, size, waits, (index, unions), i
         fid[at[i]] = f + 1
-    return OK, pool, start, size, waits, n
+    return OK, pool, start, size, waits, (index, unions), n
 
 
 @kernel(cache=True, nogil=True)
@@ -216,9 +224,8 @@ class Frontiers:
         self.pool = np.empty(1024, np.int64)
         self.start = np.zeros(1024, np.int64)
         self.size = np.zeros(1024, np.int64)
-        self.counters = np.array([1, 0, 0], np.int64)  # set 0 is the empty set
-        self.index = int_dict(True)
-        self.unions = int_dict(True)
+        self.counters = np.array([1, 0, 0, 0], np.int64)  # set 0 is the empty set
+        self.tables = (new_table(), new_table())
         self.waits = np.zeros(1024, np.int64)
         self.fid = np.zeros(1024, np.uint16)
         self._by_id: GrowingTable | None = None
@@ -258,9 +265,9 @@ class Frontiers:
         had the same hash."""
         first = 0
         while True:
-            status, self.pool, self.start, self.size, self.waits, first = compiled(advance)(
-                dep_at, dep_ptr, is_skel, at, self.pool, self.start, self.size, self.counters, self.index,
-                self.unions, self.waits, self.fid, ENTRY_MAX[self.fid.dtype], first)
+            status, self.pool, self.start, self.size, self.waits, self.tables, first = compiled(advance)(
+                dep_at, dep_ptr, is_skel, at, self.pool, self.start, self.size, self.counters, self.tables,
+                self.waits, self.fid, ENTRY_MAX[self.fid.dtype], first)
             if status != WIDEN:
                 return bool(status == OK)
             if self.fid.dtype != np.uint16:
