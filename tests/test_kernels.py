@@ -55,15 +55,15 @@ def test_int_table_keeps_every_key_as_it_grows(compile_it):
     assert get(table, 12345) == -1
 
 
-@pytest.mark.parametrize("compile_it", [False, True])
-def test_int_table_puts_in_the_same_slots_either_way(compile_it):
-    table = new_table(64)
-    for v, key in enumerate([3, 1 << 40, -5, 3 << 31]):
-        table = chosen(table_put, compile_it)(table, v, key, v)
-    plain = new_table(64)
-    for v, key in enumerate([3, 1 << 40, -5, 3 << 31]):
+def test_int_table_puts_in_the_same_slots_either_way():
+    # the compiled form against the plain one, key after key, through two doublings
+    keys = [3, 1 << 40, -5, 3 << 31, -(1 << 63), (1 << 63) - 1] + [k * 7919 - 500 for k in range(60)]
+    table, plain = new_table(32), new_table(32)
+    for v, key in enumerate(keys):
+        table = compiled(table_put)(table, v, key, v)
         plain = table_put(plain, v, key, v)
-    assert np.array_equal(table, plain)
+        assert np.array_equal(table, plain), key
+    assert table.shape[1] == 256
 
 
 def test_importing_the_validator_does_not_load_numba():

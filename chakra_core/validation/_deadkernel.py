@@ -2,7 +2,7 @@
 :mod:`chakra_core.base._kernels`: compiled by numba for a large set, run as Python for a small one).
 
 Every rank's skeleton is concatenated (node ``base[r] + i`` is node ``i`` of rank number ``r``);
-the steps, their order and the data structures are :class:`._deadlock._Run`'s: a stack of
+the steps and their order are the model's of :mod:`._deadlock`, kept in a stack of
 finished nodes, a queue of ranks to issue, a binary heap of ready nodes per rank (smallest id
 first), a first-in first-out queue of waiting receives and a count of unmatched sends per
 channel (source, destination, tag, size), the arrivals of each collective per group and sequence.
