@@ -16,6 +16,7 @@ from array import array
 from collections import defaultdict
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, replace
+from itertools import islice
 from typing import TYPE_CHECKING
 
 from chakra_core.base._errors import TraceFormatError
@@ -71,8 +72,8 @@ class RoleShare:
             from chakra_core.trace._roles import role_keys  # numpy: only when sharing is on
 
             self.close()
-            ranks = list(self._traces)
-            self._ahead = role_keys(ranks[:TRIAL] if self._keyed == 0 else ranks[TRIAL:], compile_it=True)
+            part = islice(self._traces, TRIAL) if self._keyed == 0 else islice(self._traces, TRIAL, None)
+            self._ahead = role_keys(part, compile_it=True)
         assert self._ahead is not None
         self._keyed += 1
         keyed, get = next(self._ahead)
