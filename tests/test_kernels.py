@@ -98,3 +98,74 @@ def test_compiled_form_is_made_once_when_threads_ask_at_once(monkeypatch):
         forms = list(pool.map(lambda _: compiled(_twice), range(8)))
     assert all(f is forms[0] for f in forms)
     assert forms[0](21) == 42
+
+
+def _copy_cases():
+    """(dst, at, src, start, count) runs between arrays and within one, overlapping either way,
+    empty, at both ends, of bytes and of int64 (numpy's slice assignment is the reference)."""
+    rng = np.random.default_rng(7)
+    cases = []
+    for dtype in (np.uint8, np.int64):
+        for _ in range(60):
+            n = int(rng.integers(1, 90))
+            src = rng.integers(0, 250, n).astype(dtype)
+            dst = rng.integers(0, 250, int(rng.integers(1, 90))).astype(dtype)
+            count = int(rng.integers(0, min(n, len(dst)) + 1))
+            start, at = int(rng.integers(0, n - count + 1)), int(rng.integers(0, len(dst) - count + 1))
+            cases.append((dst, at, src, start, count))
+            same = src.copy()  # within one array: the runs overlap in either direction or not at all
+            cases.append((same, int(rng.integers(0, n - count + 1)), same, start, count))
+    return cases
+
+
+@pytest.mark.parametrize("compile_it", [False, True])
+def test_copy_run_copies_as_a_slice_assignment_does(compile_it):
+    from chakra_core.base._copyrun import copy_run
+
+    copy = chosen(copy_run, compile_it)
+    for dst, at, src, start, count in _copy_cases():
+        want = dst.copy()
+        want[at:at + count] = (want if src is dst else src)[start:start + count].copy()
+        copy(dst, at, src, start, count)
+        assert dst.tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("compile_it", [False, True])
+def test_copy_run_takes_strided_and_read_only_arrays(compile_it):
+    from chakra_core.base._copyrun import copy_run
+
+    copy = chosen(copy_run, compile_it)
+    base = np.arange(40, dtype=np.int64)
+    dst = np.zeros(12, np.int64)
+    copy(dst, 1, base[::3], 2, 10)  # every third item: items 6, 9, ..., 33
+    assert dst.tolist() == [0, 6, 9, 12, 15, 18, 21, 24, 27, 30, 33, 0]
+    frozen = np.frombuffer(b"\x01\x02\x03\x04\x05", np.uint8)
+    out = np.zeros(4, np.uint8)
+    copy(out, 0, frozen, 1, 4)
+    assert out.tolist() == [2, 3, 4, 5]
+    view = np.zeros(10, np.uint8)[::2]  # a strided destination
+    copy(view, 1, frozen, 0, 3)
+    assert view.tolist() == [0, 1, 2, 3, 0]
+
+
+@pytest.mark.parametrize("compile_it", [False, True])
+@pytest.mark.parametrize("run", [(-1, 0, 2), (0, -1, 2), (0, 0, -1), (3, 0, 2), (0, 4, 2), (0, 0, 6)])
+def test_copy_run_refuses_a_run_outside_an_array(compile_it, run):
+    from chakra_core.base._copyrun import copy_run
+
+    dst, src = np.zeros(4, np.uint8), np.arange(5, dtype=np.uint8)
+    with pytest.raises(IndexError, match="outside an array"):
+        chosen(copy_run, compile_it)(dst, run[0], src, run[1], run[2])
+    assert dst.tolist() == [0, 0, 0, 0]
+
+
+def test_copy_run_compiles_into_one_memmove():
+    import numba
+
+    from chakra_core.base._copyrun import copy_run
+
+    native = compiled(copy_run)
+    assert isinstance(native, numba.core.dispatcher.Dispatcher) and native is compiled(copy_run)
+    native(np.zeros(8, np.uint8), 0, np.ones(8, np.uint8), 0, 8)
+    llvm = next(iter(native.inspect_llvm().values()))
+    assert "llvm.memmove" in llvm

@@ -35,7 +35,9 @@ types = SimpleNamespace(int64=int, int32=int, uint64=int, float64=float, boolean
 
 def kernel(**options: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Mark a function as a kernel: ``options`` are numba's ``njit`` options for its compiled
-    form (``cache``, ``nogil``, ``inline``); the function itself is returned unchanged."""
+    form (``cache``, ``nogil``, ``inline``), or ``native``: a function that returns the compiled
+    form itself (for what numba reaches only through its extension API); the function itself is
+    returned unchanged."""
     def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
         setattr(fn, _OPTIONS, options)
         return fn
@@ -58,6 +60,11 @@ def _compile(fn: Callable) -> Any:
     """:func:`compiled` of ``fn``, made (the caller holds :data:`_LOCK`, which the kernels it
     calls take again)."""
     numba = _numba()
+    options = dict(getattr(fn, _OPTIONS))
+    native = options.pop("native", None)
+    if native is not None:
+        got = _COMPILED[fn] = native()
+        return got
     scope = dict(fn.__globals__)
     for name in fn.__code__.co_names:
         value = scope.get(name)
@@ -67,7 +74,7 @@ def _compile(fn: Callable) -> Any:
             scope[name] = numba.types
     copy = FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
     copy.__qualname__, copy.__module__, copy.__doc__ = fn.__qualname__, fn.__module__, fn.__doc__
-    got = _COMPILED[fn] = numba.njit(**getattr(fn, _OPTIONS))(copy)
+    got = _COMPILED[fn] = numba.njit(**options)(copy)
     return got
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from chakra_core.base._copyrun import copy_run
 from chakra_core.base._kernels import kernel
 
 __all__ = ["frame_chunk"]
@@ -49,7 +50,7 @@ def frame_chunk(buf, pos, end, longest):  # pragma: no cover - compiled
         out_at[k] = o
         in_at[k] = pos
         out[o] = 0x0A
-        out[o + 1:o + 1 + n] = buf[pos:pos + n]
+        copy_run(out, o + 1, buf, pos, n)
         o += 1 + n
         k += 1
         pos += n

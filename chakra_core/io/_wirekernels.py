@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from chakra_core.base._copyrun import copy_run
 from chakra_core.base._kernels import kernel
 from chakra_core.base._kernels import types as ktypes
 
@@ -358,7 +359,7 @@ def gather(flat, start, length):  # pragma: no cover - compiled
     k = 0
     for i in range(len(start)):
         s, n = start[i], length[i]
-        out[k:k + n] = flat[s:s + n]
+        copy_run(out, k, flat, s, n)
         k += n
     return out
 

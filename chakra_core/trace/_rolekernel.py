@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from chakra_core.base._copyrun import copy_run
 from chakra_core.base._kernels import chosen, kernel
 
 __all__ = ["Labels", "relabel_run", "group_code", "peer_code", "DONE", "UNUSUAL", "FULL", "TOKEN", "MAX_MARKS"]
@@ -272,7 +273,7 @@ def group_code(buf, at, ln, state):  # pragma: no cover - compiled
     h = _group_slot(buf, at, ln, state)
     if gslots[h] == 0:
         k = used[0]
-        pool[used[1]:used[1] + ln] = buf[at:at + ln]
+        copy_run(pool, used[1], buf, at, ln)
         used[1] += ln
         ptr[k + 1] = used[1]
         used[0] += 1
@@ -337,7 +338,7 @@ def _write(buf, s, e, marks, m, out, o, state):  # pragma: no cover - compiled
     p = s
     for j in range(m):
         q = marks[j, 0]
-        out[o:o + q - p] = buf[p:q]
+        copy_run(out, o, buf, p, q - p)
         o += q - p
         kind = marks[j, 2]
         if kind == _GROUP:
@@ -348,7 +349,7 @@ def _write(buf, s, e, marks, m, out, o, state):  # pragma: no cover - compiled
         out[o + 1] = _KIND_BYTE[kind]
         o = _put_varint(out, o + 2, code)
         p = marks[j, 1]
-    out[o:o + e - p] = buf[p:e]
+    copy_run(out, o, buf, p, e - p)
     return o + e - p
 
 
@@ -378,7 +379,7 @@ def relabel_run(buf, start, size, walk, first, out, o, sizes, state):  # pragma:
         if m == -2:
             m = 0
         if m == 0:
-            out[o:o + e - s] = buf[s:e]
+            copy_run(out, o, buf, s, e - s)
             sizes[i] = e - s
             o += e - s
             continue

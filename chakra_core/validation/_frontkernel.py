@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from chakra_core.base._copyrun import copy_run
 from chakra_core.base._inplace import GrowingTable
 from chakra_core.base._inttable import new_table, table_get, table_put
 from chakra_core.base._kernels import compiled, kernel
@@ -129,7 +130,7 @@ def _intern(items, r, pool, start, size, counters, index):  # pragma: no cover -
     nsets, used = counters[0], counters[1]
     start, size = _grow(start, nsets + 1), _grow(size, nsets + 1)
     pool = _grow(pool, used + r)
-    pool[used:used + r] = items[:r]
+    copy_run(pool, used, items, 0, r)
     start[nsets], size[nsets] = used, r
     index = table_put(index, nsets - 1, h, nsets)
     counters[0], counters[1] = nsets + 1, used + r
@@ -195,8 +196,7 @@ def advance(dep_at, dep_ptr, is_skel, at, pool, start, size, counters, tables, w
 @kernel(cache=True, nogil=True)
 def _shift_up(arr, k, used):  # pragma: no cover - compiled
     """Move ``arr[:used]`` to ``arr[k:k+used]`` and empty ``arr[:k]``, in place."""
-    for t in range(used - 1, -1, -1):
-        arr[t + k] = arr[t]
+    copy_run(arr, k, arr, 0, used)
     arr[:min(k, used)] = 0
 
 
@@ -209,7 +209,7 @@ def csr(pool, start, size, waits, nskel):  # pragma: no cover - compiled
     preds = np.empty(ptr[nskel], np.int64)
     for k in range(nskel):
         w = waits[k]
-        preds[ptr[k]:ptr[k + 1]] = pool[start[w]:start[w] + size[w]]
+        copy_run(preds, ptr[k], pool, start[w], size[w])
     return ptr, preds
 
 

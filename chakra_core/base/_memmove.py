@@ -1,0 +1,71 @@
+"""The compiled form of :func:`chakra_core.base._copyrun.copy_run` (imported with numba only).
+
+For arrays whose items lie next to each other (numba's layout ``C``), one ``memmove`` emitted
+through an intrinsic (numba's public extension API, for code its Python subset cannot say);
+for any other layout, numba's slice assignment.  The choice is made when the caller compiles
+(an overload): a branch between the two at run time made numba's code for the caller's whole
+loop five times slower (measured on the reader's cut).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numba
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic, overload
+
+__all__ = ["copy_run"]
+
+
+@intrinsic
+def _memmove(typingctx: Any, dst: Any, at: Any, src: Any, start: Any, count: Any) -> Any:
+    """Typing and code of ``_memmove(dst, at, src, start, count)``: the items
+    ``src[start:start+count]`` moved to ``dst[at:at+count]`` (the caller checks the bounds)."""
+    same = (isinstance(dst, types.Array) and isinstance(src, types.Array) and dst.ndim == src.ndim == 1
+            and dst.dtype == src.dtype and dst.mutable)
+    if not same or not all(isinstance(t, types.Integer) for t in (at, start, count)):
+        return None
+    sig = types.void(dst, at, src, start, count)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        d, a, s, st, c = args
+        ty = signature.args
+        d_at, s_at, n = (context.cast(builder, v, t, types.intp) for v, t in ((a, ty[1]), (st, ty[3]), (c, ty[4])))
+        dptr = builder.gep(context.make_array(ty[0])(context, builder, d).data, [d_at])
+        sptr = builder.gep(context.make_array(ty[2])(context, builder, s).data, [s_at])
+        size = context.get_abi_sizeof(context.get_data_type(ty[0].dtype))
+        cgutils.raw_memmove(builder, dptr, sptr, n, size)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+def _copy(dst, at, src, start, count):
+    """The name numba's overload below gives code to (never called as Python; no annotations,
+    which numba would find differing from the code's)."""
+    raise NotImplementedError("compiled only")
+
+
+@overload(_copy, inline="always")
+def _copy_code(dst, at, src, start, count):
+    """The code of :func:`_copy` for the arrays' layouts."""
+    if getattr(dst, "layout", "") == "C" and getattr(src, "layout", "") == "C":
+        def contiguous(dst, at, src, start, count):  # pragma: no cover - compiled
+            if at < 0 or start < 0 or count < 0 or at + count > len(dst) or start + count > len(src):
+                raise IndexError("copy_run: the run lies outside an array")
+            _memmove(dst, at, src, start, count)  # type: ignore[call-arg]  # numba gives the typing context
+        return contiguous
+
+    def strided(dst, at, src, start, count):  # pragma: no cover - compiled
+        if at < 0 or start < 0 or count < 0 or at + count > len(dst) or start + count > len(src):
+            raise IndexError("copy_run: the run lies outside an array")
+        dst[at:at + count] = src[start:start + count]
+    return strided
+
+
+@numba.njit(nogil=True, inline="always")
+def copy_run(dst, at, src, start, count):  # pragma: no cover - compiled
+    """:func:`chakra_core.base._copyrun.copy_run`, compiled."""
+    _copy(dst, at, src, start, count)
