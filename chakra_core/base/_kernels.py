@@ -4,7 +4,8 @@ A function marked :func:`kernel` stays the plain function: calling it runs Pytho
 pays nothing to load numba: about 0.35 s of CPU and 85 MB a process, plus its first calls).
 :func:`compiled` gives its numba form: a copy of the function compiled with ``njit`` and the
 marked options, in whose globals every other kernel is replaced by its compiled form, and the
-stand-in :data:`types` by ``numba.types``, so that kernels calling kernels compile as one.  The
+stand-in :data:`types` by ``numba.types``, so that kernels calling kernels compile as one (or,
+for a kernel marked ``native``, the form that option makes: :mod:`._copyrun`).  The
 copy keeps the function's code object, so numba's on-disk cache finds what it compiled before.
 Which form runs is the caller's choice (:func:`chakra_core.compiled_worthwhile` is the core's
 rule).  The core uses numba nowhere else; :func:`kernel`, :func:`compiled` and :func:`chosen`
