@@ -149,7 +149,8 @@ def test_copy_run_takes_strided_and_read_only_arrays(compile_it):
 
 
 @pytest.mark.parametrize("compile_it", [False, True])
-@pytest.mark.parametrize("run", [(-1, 0, 2), (0, -1, 2), (0, 0, -1), (3, 0, 2), (0, 4, 2), (0, 0, 6)])
+@pytest.mark.parametrize("run", [(-1, 0, 2), (0, -1, 2), (0, 0, -1), (3, 0, 2), (0, 4, 2), (0, 0, 6),
+                                 (1, 1, 2**63 - 1)])  # the last: an end past int64's range
 def test_copy_run_refuses_a_run_outside_an_array(compile_it, run):
     from chakra_core.base._copyrun import copy_run
 
@@ -159,13 +160,35 @@ def test_copy_run_refuses_a_run_outside_an_array(compile_it, run):
     assert dst.tolist() == [0, 0, 0, 0]
 
 
-def test_copy_run_compiles_into_one_memmove():
+def test_copy_run_compiles_to_a_memmove_for_contiguous_arrays():
     import numba
 
     from chakra_core.base._copyrun import copy_run
 
     native = compiled(copy_run)
     assert isinstance(native, numba.core.dispatcher.Dispatcher) and native is compiled(copy_run)
-    native(np.zeros(8, np.uint8), 0, np.ones(8, np.uint8), 0, 8)
-    llvm = next(iter(native.inspect_llvm().values()))
-    assert "llvm.memmove" in llvm
+    src = np.ones(8, np.uint8)
+    for dst, memmove in ((np.zeros(8, np.uint8), True), (np.zeros(16, np.uint8)[::2], False)):
+        native(dst, 0, src, 0, 8)  # the strided destination: numba's own slice copy
+        sig = tuple(numba.typeof(v) for v in (dst, 0, src, 0, 8))
+        assert ("llvm.memmove" in native.inspect_llvm(sig)) is memmove
+
+
+@pytest.mark.parametrize("args", ["read-only destination", "item types differ", "two dimensions",
+                                  "unsigned count"])
+def test_compiled_copy_run_refuses_what_it_cannot_copy(args):
+    import numba
+
+    from chakra_core.base._copyrun import copy_run
+
+    dst, src, count = np.zeros(4, np.uint8), np.arange(4, dtype=np.uint8), 2
+    if args == "read-only destination":
+        dst = np.frombuffer(b"\0\0\0\0", np.uint8)
+    elif args == "item types differ":
+        dst = np.zeros(4, np.int64)
+    elif args == "two dimensions":
+        dst, src = np.zeros((2, 2), np.uint8), np.zeros((2, 2), np.uint8)
+    else:
+        count = np.uint64(2)
+    with pytest.raises(numba.core.errors.TypingError):
+        compiled(copy_run)(dst, 0, src, 0, count)

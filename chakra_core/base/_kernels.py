@@ -36,9 +36,12 @@ types = SimpleNamespace(int64=int, int32=int, uint64=int, float64=float, boolean
 
 def kernel(**options: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Mark a function as a kernel: ``options`` are numba's ``njit`` options for its compiled
-    form (``cache``, ``nogil``, ``inline``), or ``native``: a function that returns the compiled
-    form itself (for what numba reaches only through its extension API); the function itself is
-    returned unchanged."""
+    form (``cache``, ``nogil``, ``inline``), or ``native`` alone: a function that returns the
+    compiled form itself (for what numba reaches only through its extension API); the function
+    itself is returned unchanged."""
+    if "native" in options and len(options) > 1:
+        raise TypeError("kernel: 'native' makes the compiled form; it takes no other option")
+
     def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
         setattr(fn, _OPTIONS, options)
         return fn

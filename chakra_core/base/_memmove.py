@@ -50,16 +50,22 @@ def _copy(dst, at, src, start, count):
 
 @overload(_copy, inline="always")
 def _copy_code(dst, at, src, start, count):
-    """The code of :func:`_copy` for the arrays' layouts."""
-    if getattr(dst, "layout", "") == "C" and getattr(src, "layout", "") == "C":
+    """The code of :func:`_copy` for the arrays' layouts; none (numba's typing error) unless both
+    are one-dimensional arrays of one item type, ``dst`` is writable and the positions and count
+    are signed integers (the bounds check subtracts them)."""
+    if not (isinstance(dst, types.Array) and isinstance(src, types.Array) and dst.ndim == src.ndim == 1
+            and dst.dtype == src.dtype and dst.mutable
+            and all(isinstance(t, types.Integer) and getattr(t, "signed", False) for t in (at, start, count))):
+        return None
+    if dst.layout == "C" and src.layout == "C":
         def contiguous(dst, at, src, start, count):  # pragma: no cover - compiled
-            if at < 0 or start < 0 or count < 0 or at + count > len(dst) or start + count > len(src):
+            if at < 0 or start < 0 or count < 0 or at > len(dst) - count or start > len(src) - count:
                 raise IndexError("copy_run: the run lies outside an array")
             _memmove(dst, at, src, start, count)  # type: ignore[call-arg]  # numba gives the typing context
         return contiguous
 
     def strided(dst, at, src, start, count):  # pragma: no cover - compiled
-        if at < 0 or start < 0 or count < 0 or at + count > len(dst) or start + count > len(src):
+        if at < 0 or start < 0 or count < 0 or at > len(dst) - count or start > len(src) - count:
             raise IndexError("copy_run: the run lies outside an array")
         dst[at:at + count] = src[start:start + count]
     return strided
