@@ -42,6 +42,14 @@ def _memmove(typingctx: Any, dst: Any, at: Any, src: Any, start: Any, count: Any
     return sig, codegen
 
 
+@numba.njit(nogil=True)
+def _outside():  # pragma: no cover - compiled
+    """The error of a run outside an array: raised here, a call away from the loop, since a
+    ``raise`` inlined into a loop made numba's code for a loop of short copies fifteen times
+    slower (23 against 1.6 ns a copy, ``benches/bench_copy.py``)."""
+    raise IndexError("copy_run: the run lies outside an array")
+
+
 def _copy(dst, at, src, start, count):
     """The name numba's overload below gives code to (never called as Python; no annotations,
     which numba would find differing from the code's)."""
@@ -60,14 +68,16 @@ def _copy_code(dst, at, src, start, count):
     if dst.layout == "C" and src.layout == "C":
         def contiguous(dst, at, src, start, count):  # pragma: no cover - compiled
             if at < 0 or start < 0 or count < 0 or at > len(dst) - count or start > len(src) - count:
-                raise IndexError("copy_run: the run lies outside an array")
-            _memmove(dst, at, src, start, count)  # type: ignore[call-arg]  # numba gives the typing context
+                _outside()
+            else:
+                _memmove(dst, at, src, start, count)  # type: ignore[call-arg]  # numba gives the typing context
         return contiguous
 
     def strided(dst, at, src, start, count):  # pragma: no cover - compiled
         if at < 0 or start < 0 or count < 0 or at > len(dst) - count or start > len(src) - count:
-            raise IndexError("copy_run: the run lies outside an array")
-        dst[at:at + count] = src[start:start + count]
+            _outside()
+        else:
+            dst[at:at + count] = src[start:start + count]
     return strided
 
 
