@@ -155,6 +155,30 @@ def test_runs_naming_no_group_or_peer_give_the_same_key_as_python():
         assert hasher.key() == whole
     assert whole.groups == ("pair0", "pair1") and whole.peers == (1, 3, 2)
 
+def _unreadable_attribute_node(i):
+    """A compute node whose attribute does not read: its first field's key is made wire type 7,
+    which no protobuf writer emits (hand-made: no framework here writes a broken node)."""
+    raw = bytearray(_node(i, NodeType.COMP_NODE, ("num_ops", 7, None)).SerializeToString())
+    at = raw.index(b"\x0a\x07num_ops")  # the attribute's name field, inside its record
+    raw[at] = 0x0F
+    return bytes(raw)
+
+
+@pytest.mark.parametrize("with_peers", [False, True])
+def test_a_node_naming_no_group_or_peer_is_keyed_alike_when_it_does_not_read(with_peers):
+    # the compiled walk stops at the unreadable attribute; the interpreted one never walks a node
+    # that names no group or peer: both hash its bytes as they are
+    raws = [n.SerializeToString() for n in _ring_nodes(0, 4)] if with_peers else []
+    raws += [_unreadable_attribute_node(9), _node(10, NodeType.COMP_NODE).SerializeToString()]
+    keys = []
+    for compile_it in (True, False):
+        hasher = RoleHasher(0, compile_it=compile_it)
+        hasher.add(raws)
+        keys.append(hasher.key())
+    assert keys[0] == keys[1]
+    assert keys[0].peers == ((1, 3) if with_peers else ())
+
+
 _PLAIN = """
 import json, sys
 sys.modules["numba"] = None

@@ -66,6 +66,7 @@ _PEER_NAMES = (b"comm_src", b"comm_dst")
 _GZIP_MAGIC = b"\x1f\x8b"
 #: the token kinds of the relabelled attributes (as :mod:`._rolekernel` writes them)
 _KINDS = {"pg_name": b"g", "comm_src": b"s", "comm_dst": b"d"}
+_NAMES = tuple(name.encode() for name in _KINDS)
 #: the first bytes of a node the caller labelled, and of one that did not decode
 _DECODED, _UNREAD = bytes([TOKEN]) + b"U", bytes([TOKEN]) + b"B"
 
@@ -105,15 +106,16 @@ class RoleHasher:
         """Feed the next run of node messages as one bytes object and each message's start and
         length (int64 arrays)."""
         labels = self._labels
+        named = None  # per node, whether its bytes hold a name of _KINDS (else hashed as they are)
         if labels.compile_it:
             spans = start, size, np.ones(len(start), bool)
         else:  # the interpreted loop reads Python ints fastest: positions and choices in lists
-            walk = _named(data, start, size)
-            if not walk.any() and int(size.sum()) == len(data):  # the run is its own relabelled copy
+            named = _named(data, start, size)
+            if not named.any() and int(size.sum()) == len(data):  # the run is its own relabelled copy
                 self._bytes.update(data)
                 self._sizes.update(size.astype(np.int64).tobytes())
                 return
-            spans = start.tolist(), size.tolist(), walk.tolist()
+            spans = start.tolist(), size.tolist(), named.tolist()
         buf, out = _buffers(data, labels.compile_it)
         sizes = np.zeros(len(start), np.int64)
         first, at = 0, 0
@@ -127,7 +129,11 @@ class RoleHasher:
             self._bytes.update(memoryview(out)[:at])
             if status == DONE:
                 break
-            node = _decoded(data[start[i]:start[i] + size[i]], labels)
+            node = data[start[i]:start[i] + size[i]]
+            if named is None:  # the compiled walk left a node: taken as the interpreted one takes it
+                named = _named(data, start, size)
+            if named[i]:
+                node = _decoded(node, labels)
             sizes[i] = len(node)
             self._bytes.update(node)
             first, at = i + 1, 0
@@ -312,8 +318,7 @@ def _named(data: bytes, start: np.ndarray, size: np.ndarray) -> np.ndarray:
     others are copied as they are: the interpreted walk is slow, a search of the run is not)."""
     walk = np.zeros(len(start), bool)
     ends = start + size
-    for name in _KINDS:
-        mark = name.encode()
+    for mark in _NAMES:
         at = data.find(mark)
         while at >= 0:
             k = int(np.searchsorted(ends, at, side="right"))
