@@ -52,6 +52,23 @@ def dp_set() -> TraceSet:
     return TraceSet([MemoryRank(r, GlobalMetadata(version="0.0.4"), dp_rank(r)) for r in range(2)])
 
 
+@pytest.fixture(scope="session")
+def load_script():
+    """``load(relpath, name)``: a script of the repository (``benches/``, ``schema/``) imported by
+    its path as module ``name`` (registered in ``sys.modules``: dataclasses look it up there)."""
+    import importlib.util
+
+    def load(relpath: str, name: str):
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[1] / relpath)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        return module
+
+    return load
+
+
 @pytest.fixture
 def golden_path() -> Path:
     """The committed golden trace (see tests/data/make_golden.py)."""

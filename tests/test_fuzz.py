@@ -7,24 +7,14 @@ docs/limits.md.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import io
-import sys
-from pathlib import Path
 
 import pytest
 
-_PATH = Path(__file__).resolve().parent.parent / "benches" / "fuzz.py"
-
 
 @pytest.fixture(scope="module")
-def fuzz():
-    spec = importlib.util.spec_from_file_location("chakra_fuzz", _PATH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+def fuzz(load_script):
+    return load_script("benches/fuzz.py", "chakra_fuzz")
 
 
 def test_short_campaign_over_every_kind_and_command(fuzz):

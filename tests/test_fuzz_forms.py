@@ -9,26 +9,16 @@ campaigns: ``python benches/fuzz_forms.py --cases 1500``.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import io
-import sys
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip("numba")
 
-_PATH = Path(__file__).resolve().parent.parent / "benches" / "fuzz_forms.py"
-
 
 @pytest.fixture(scope="module")
-def fuzz_forms():
-    spec = importlib.util.spec_from_file_location("chakra_fuzz_forms", _PATH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+def fuzz_forms(load_script):
+    return load_script("benches/fuzz_forms.py", "chakra_fuzz_forms")
 
 
 def test_short_campaign_gives_the_same_answers_both_ways(fuzz_forms):
