@@ -52,14 +52,20 @@ def seed_sets(work: Path) -> list[Path]:
     return [golden, resnet]
 
 
-def _role_key(folder: Path, rank: int, compile_it: bool) -> Any:
-    from chakra_core import open_traceset
+def _forget_keys() -> None:
+    """Empty the process's role keys (kept by file and by content), so that each form takes its own."""
     from chakra_core.trace import _roles
 
     _roles._KEPT.clear()
     _roles._BY_CONTENT.clear()
     _roles._LAST[0] = None
-    return repr(_roles.role_key(open_traceset(str(folder))[rank], compile_it=compile_it))
+
+
+def _role_key(folder: Path, rank: int, compile_it: bool) -> Any:
+    from chakra_core import open_traceset, role_key
+
+    _forget_keys()
+    return repr(role_key(open_traceset(str(folder))[rank], compile_it=compile_it))
 
 
 def _columns(folder: Path, rank: int, compile_it: bool) -> Any:
@@ -74,10 +80,9 @@ def _columns(folder: Path, rank: int, compile_it: bool) -> Any:
 
 def _validate(folder: Path, rank: int, compile_it: bool) -> Any:
     from chakra_core import open_traceset
-    from chakra_core.trace import _roles
     from chakra_core.validation._validate import validate_as
 
-    _roles._KEPT.clear()
+    _forget_keys()
     return sorted((f.rule, f.rank, str(f.message)) for f in validate_as(open_traceset(str(folder)), compile_it))
 
 

@@ -16,6 +16,8 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
+from chakra_core.base import _copyrun
+
 __all__ = ["copy_run"]
 
 
@@ -50,15 +52,10 @@ def _outside():  # pragma: no cover - compiled
     raise IndexError("copy_run: the run lies outside an array")
 
 
-def _copy(dst, at, src, start, count):
-    """The name numba's overload below gives code to (never called as Python; no annotations,
-    which numba would find differing from the code's)."""
-    raise NotImplementedError("compiled only")
-
-
-@overload(_copy, inline="always")
+@overload(_copyrun.copy_run, inline="always")
 def _copy_code(dst, at, src, start, count):
-    """The code of :func:`_copy` for the arrays' layouts; none (numba's typing error) unless both
+    """The compiled code of the Python :func:`~chakra_core.base._copyrun.copy_run` (no
+    annotations: numba compares them with the code's) for the arrays' layouts; none (numba's typing error) unless both
     are one-dimensional arrays of one item type, ``dst`` is writable and the positions and count
     are signed integers (the bounds check subtracts them)."""
     if not (isinstance(dst, types.Array) and isinstance(src, types.Array) and dst.ndim == src.ndim == 1
@@ -84,4 +81,4 @@ def _copy_code(dst, at, src, start, count):
 @numba.njit(nogil=True, inline="always")
 def copy_run(dst, at, src, start, count):  # pragma: no cover - compiled
     """:func:`chakra_core.base._copyrun.copy_run`, compiled."""
-    _copy(dst, at, src, start, count)
+    _copyrun.copy_run(dst, at, src, start, count)
