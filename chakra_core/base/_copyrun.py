@@ -18,9 +18,9 @@ __all__ = ["copy_run"]
 
 def _native() -> Any:
     """The compiled form of :func:`copy_run` (imports numba)."""
-    from chakra_core.base._memmove import copy_run as native
+    from chakra_core.base._memmove import compiled_copy_run
 
-    return native
+    return compiled_copy_run(copy_run)
 
 
 @kernel(native=_native)

@@ -16,9 +16,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
-from chakra_core.base import _copyrun
-
-__all__ = ["copy_run"]
+__all__ = ["compiled_copy_run"]
 
 
 @intrinsic
@@ -52,12 +50,11 @@ def _outside():  # pragma: no cover - compiled
     raise IndexError("copy_run: the run lies outside an array")
 
 
-@overload(_copyrun.copy_run, inline="always")
 def _copy_code(dst, at, src, start, count):
-    """The compiled code of the Python :func:`~chakra_core.base._copyrun.copy_run` (no
-    annotations: numba compares them with the code's) for the arrays' layouts; none (numba's typing error) unless both
-    are one-dimensional arrays of one item type, ``dst`` is writable and the positions and count
-    are signed integers (the bounds check subtracts them)."""
+    """The compiled code of the Python ``copy_run`` (no annotations: numba compares them with the
+    code's) for the arrays' layouts; none (numba's typing error) unless both are one-dimensional
+    arrays of one item type, ``dst`` is writable and the positions and count are signed integers
+    (the bounds check subtracts them)."""
     if not (isinstance(dst, types.Array) and isinstance(src, types.Array) and dst.ndim == src.ndim == 1
             and dst.dtype == src.dtype and dst.mutable
             and all(isinstance(t, types.Integer) and getattr(t, "signed", False) for t in (at, start, count))):
@@ -78,7 +75,14 @@ def _copy_code(dst, at, src, start, count):
     return strided
 
 
-@numba.njit(nogil=True, inline="always")
-def copy_run(dst, at, src, start, count):  # pragma: no cover - compiled
-    """:func:`chakra_core.base._copyrun.copy_run`, compiled."""
-    _copyrun.copy_run(dst, at, src, start, count)
+def compiled_copy_run(plain: Any) -> Any:
+    """The compiled form of :func:`chakra_core.base._copyrun.copy_run` (``plain``, its Python
+    form, given by the caller: this module does not import it): numba's overload of ``plain``,
+    called by one inlined function."""
+    overload(plain, inline="always")(_copy_code)
+
+    @numba.njit(nogil=True, inline="always")
+    def copy_run(dst, at, src, start, count):  # pragma: no cover - compiled
+        plain(dst, at, src, start, count)
+
+    return copy_run
