@@ -293,6 +293,10 @@ def test_keys_not_yet_taken_are_dropped_when_the_caller_stops(monkeypatch):
     ahead = role_keys(ranks, True, 2)
     rt, get = next(ahead)
     assert rt is ranks[0] and get() == role_key(ranks[0], True)
+    for _ in range(1000):  # the thread that took rank 0's key takes the next one (rank 2)
+        if len(started) >= 3:
+            break
+        threading.Event().wait(0.01)
     threading.Timer(0.3, release.set).start()
     ahead.close()  # returns once the two keys being taken are done
     assert sorted(started) == [0, 1, 2]
