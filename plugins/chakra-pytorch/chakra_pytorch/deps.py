@@ -5,12 +5,11 @@ from __future__ import annotations
 import bisect
 import itertools
 
-import orjson
-
 from chakra_core import NodeType
 
 from .comms import tensors_in
 from .hostet import HostTrace
+from .iotext import io_values
 from .kineto import KinetoTrace
 from .outnode import IDLE_ATTRS, IDLE_NAME, OutNode
 
@@ -111,7 +110,7 @@ def add_data_deps(lanes: dict[int, list[OutNode]]) -> None:
     for n in order:
         if n.io is None:
             continue
-        iv, _ish, _ity, ov, _osh, _oty = orjson.loads(n.io)
+        iv, ov = io_values(n.io)
         data = list(n.data)
         for t in tensors_in(iv):
             p = producer.get((t[0], t[1]))

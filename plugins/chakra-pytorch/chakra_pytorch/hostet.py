@@ -40,6 +40,7 @@ from .comms import CommInfo, comm_from_c10d, comm_from_param_comms, merge_param_
 from .commwork import WorkAnnotation, attach_annotations
 from .intmap import IntMap
 from .ints import MAX_RANKS, int64, is_rank, node_ref
+from .iotext import dump_io
 from .jsonitems import iter_items, json_value, keyed_type, typed_decoder
 from .kineto import KinetoTrace
 from .linked import LinkedTiming
@@ -72,7 +73,7 @@ class HostOp:
     tid: int
     rf_id: int
     keep: tuple  # values of KEEP_ATTRS (None when absent)
-    io: bytes  # orjson of [in_values, in_shapes, in_types, out_values, out_shapes, out_types]
+    io: bytes  # the six lists of inputs/outputs as kept (:mod:`.iotext`)
     comm: CommInfo | None = None
     parent_sel: int = -1  # nearest selected ancestor (for exclusive time of nested nodes)
 
@@ -98,11 +99,10 @@ def _fail(path: str, msg: str, where: str | None = None) -> TraceFormatError:
 
 
 def _dump_io(io: tuple, path: str, index: int) -> bytes:
-    """A node's inputs/outputs as compact JSON (orjson's bytes, with spare room: what is kept is
-    copied); values orjson cannot write (nested deeper than 255 levels, integers past 64 bits)
-    are an error naming the node."""
+    """A node's inputs/outputs as kept (:func:`.iotext.dump_io`); values orjson cannot write
+    (nested deeper than 255 levels, integers past 64 bits) are an error naming the node."""
     try:
-        return orjson.dumps(io)
+        return dump_io(io)
     except orjson.JSONEncodeError as e:
         raise _fail(path, f"inputs/outputs cannot be kept ({e})", f"node {index}") from None
 
@@ -356,7 +356,7 @@ class _HostReader:
 
     def compact(self) -> None:
         """Put the candidates held as read into their compact form (:func:`_keep`, and the
-        inputs/outputs as compact JSON)."""
+        inputs/outputs as text: :mod:`.iotext`)."""
         kept, rfs, path = self.kept, self.cols.rf, self.path
         for nid, (name, attrs, node, index) in self.raw.items():
             tid = attrs.get("tid", 0)
@@ -364,8 +364,7 @@ class _HostReader:
             keep, rf = _keep(attrs), rfs[nid]
             if rf == keep[0]:
                 rf = keep[0]  # one int object for both
-            kept[nid] = (sys.intern(name), tid if isinstance(tid, int) else 0, rf, keep,
-                         bytes(memoryview(io)))  # a copy without orjson's spare room
+            kept[nid] = (sys.intern(name), tid if isinstance(tid, int) else 0, rf, keep, io)
         self.raw.clear()
 
     def _annotation(self, index: int, node: Any, nid: int, name: str, parent: int, attrs: dict) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 
 from .ints import int64_from_number
+from .iotext import dump_io
 from .spantable import Span
 
 __all__ = ["CpuColumns", "RuntimeCall", "CpuSide", "CpuCollector", "EventSpans"]
@@ -64,8 +65,8 @@ class CpuColumns:
     seq: array = field(default_factory=lambda: array("q"))
     fwd_tid: array = field(default_factory=lambda: array("q"))  # ``Fwd thread id``; the same
     unfinished: bytearray = field(default_factory=bytearray)  # 1: ``finished`` is false (still running at the stop)
-    #: orjson of [input values, input dims, input types, [], [], []], as a host op has them (empty
-    #: when orjson cannot write them: :attr:`CpuSide.unwritable`)
+    #: [input values, input dims, input types, [], [], []] as a host op keeps them (:mod:`.iotext`;
+    #: empty when orjson cannot write them: :attr:`CpuSide.unwritable`)
     io: list[bytes] = field(default_factory=list)
     args: dict[int, dict[str, Any]] = field(default_factory=dict)  # row -> kept arguments of a communication event
 
@@ -110,14 +111,13 @@ def _keeps_args(name: str, args: dict[str, Any]) -> bool:
 
 
 def _event_io(args: dict[str, Any]) -> bytes:
-    """The inputs of an event as a host op's compact JSON: its concrete values (empty strings
-    when they do not match the dims one for one), dims and types; no outputs (orjson's bytes,
-    with spare room: :meth:`CpuCollector._one_copy` keeps a copy)."""
+    """The inputs of an event as a host op keeps them (:mod:`.iotext`): its concrete values
+    (empty strings when they do not match the dims one for one), dims and types; no outputs."""
     dims, types, values = args.get("Input Dims"), args.get("Input type"), args.get("Concrete Inputs")
     dims = dims if isinstance(dims, list) else []
     types = types if isinstance(types, list) else []
     values = values if isinstance(values, list) and len(values) == len(dims) else [""] * len(dims)
-    return orjson.dumps([values, dims, types, [], [], []])
+    return dump_io((values, dims, types, [], [], []))
 
 
 @dataclass(slots=True)
@@ -195,14 +195,14 @@ class CpuCollector:
             self.call_pids.append(pid)
 
     def _one_copy(self, io: bytes) -> bytes:
-        """The equal bytes an earlier event keeps, else a copy of ``io`` without orjson's spare
-        room: the events of one op repeat its inputs (300 distinct among 24,080 events of the
-        24-layer recording); at most :data:`_MAX_INPUTS` distinct ones are shared."""
+        """The equal bytes an earlier event keeps, else ``io``: the events of one op repeat its
+        inputs (300 distinct among 24,080 events of the 24-layer recording); at most
+        :data:`_MAX_INPUTS` distinct ones are shared."""
         kept = self._inputs.get(io)
         if kept is None:
-            kept = bytes(memoryview(io))
+            kept = io
             if len(self._inputs) < _MAX_INPUTS:
-                self._inputs[kept] = kept
+                self._inputs[io] = io
         return kept
 
     def finish(self, pid: int | None) -> CpuSide:

@@ -39,9 +39,10 @@ def holds(path: str, needle: bytes) -> bool:
 def _found(path: str, size: int, mtime_ns: int) -> frozenset[bytes]:
     """The names the file holds, in one pass (``size`` and ``mtime_ns`` key the file version).
 
-    The bytes are read into one reused buffer (a plain file straight into it; a compressed one
-    through the decompressor's own chunks, then copied in), never joined into a window; a name
-    across two reads is found in the joint of the end of one and the start of the next."""
+    A name found is not looked for again. The bytes are read into one reused buffer (a plain
+    file straight into it; a compressed one through the decompressor's own chunks, then copied
+    in), never joined into a window; a name across two reads is found in the joint of the end of
+    one and the start of the next."""
     found: set[bytes] = set()
     keep = max(map(len, _NEEDLES)) - 1
     buf = bytearray(_CHUNK)
@@ -51,7 +52,7 @@ def _found(path: str, size: int, mtime_ns: int) -> frozenset[bytes]:
             readinto = cast(io.BufferedIOBase, f).readinto  # a buffered file or a GzipFile
             while len(found) < len(_NEEDLES) and (n := readinto(buf)):
                 joint = tail + buf[:min(n, keep)]
-                found.update(x for x in _NEEDLES if buf.find(x, 0, n) >= 0 or x in joint)
+                found.update(x for x in _NEEDLES if x not in found and (buf.find(x, 0, n) >= 0 or x in joint))
                 tail = bytes(buf[n - keep:n]) if n >= keep else joint[-keep:]
     except (OSError, EOFError, ValueError, zlib.error):
         pass

@@ -8,8 +8,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from chakra_core import (
     PG_INIT_NAME,
     GlobalMetadata,
@@ -21,6 +19,7 @@ from chakra_core import (
 )
 
 from .hostet import KEEP_ATTRS
+from .iotext import dump_io, io_texts
 
 __all__ = ["OutNode", "ConvertedRank", "toposort", "pg_init_node", "attr_records", "IDLE_NAME", "IDLE_ATTRS"]
 
@@ -58,9 +57,10 @@ class OutNode:
         """Observed end (start + duration) in microseconds."""
         return self.start + self.dur
 
-    def to_node(self) -> Node:
-        """The protobuf Node."""
-        n = self._head()
+    def to_node(self, printed: dict[bytes, str] | None = None) -> Node:
+        """The protobuf Node (``printed``: as :func:`.iotext.io_texts` takes it, else a table of
+        its own)."""
+        n = self._head({} if printed is None else printed)
         # the slots add_attr takes for these names (the spec's), set by one call each
         add = n.attr.add
         host = self.host
@@ -78,17 +78,18 @@ class OutNode:
                 add_attr(n, k, v)
         return n
 
-    def serialized(self, records: dict[str, dict[Any, bytes]]) -> bytes:
+    def serialized(self, records: dict[str, dict[Any, Any]]) -> bytes:
         """``to_node().SerializeToString()``, made faster for a host op and an ``[idle]`` node: the
         attributes are the Node's last field, so the records of those after ``rf_id`` (values
         that repeat from node to node) are appended as bytes encoded once, kept in ``records``
-        (:func:`attr_records`, one table for the nodes written together)."""
-        host = self.host
+        (:func:`attr_records`, one table for the nodes written together, which also keeps the
+        printed shapes and types of the inputs and outputs)."""
+        host, printed = self.host, records[_PRINTED]
         if host is None and self.extra is IDLE_ATTRS:
-            return self._head().SerializeToString() + _IDLE_RECORD
+            return self._head(printed).SerializeToString() + _IDLE_RECORD
         if host is None or self.extra:
-            return self.to_node().SerializeToString()
-        n = self._head()
+            return self.to_node(printed).SerializeToString()
+        n = self._head(printed)
         rf = host[0]
         if type(rf) is int:
             n.attr.add(name="rf_id", int64_val=rf)
@@ -101,8 +102,9 @@ class OutNode:
             parts.append(records["op_schema"].get(schema) or _attr_record(records, "op_schema", schema))
         return b"".join(parts)
 
-    def _head(self) -> Node:
-        """The protobuf Node up to its first attribute (``is_cpu_op``), inputs and outputs included."""
+    def _head(self, printed: dict[bytes, str]) -> Node:
+        """The protobuf Node up to its first attribute (``is_cpu_op``), inputs and outputs included
+        (``printed``: as :func:`.iotext.io_texts` takes it)."""
         n = Node(id=self.id, name=self.name, type=self.type, duration_micros=max(self.dur, 0), ctrl_deps=self.ctrl)
         if self.start >= 0:
             n.start_time_micros = self.start
@@ -110,7 +112,7 @@ class OutNode:
             n.data_deps.extend(self.data)
         n.attr.add(name="is_cpu_op", bool_val=self.cpu)
         if self.io is not None:
-            iv, ish, ity, ov, osh, oty = map(repr, orjson.loads(self.io))
+            iv, ish, ity, ov, osh, oty = io_texts(self.io, printed)
             inputs, outputs = n.inputs, n.outputs
             inputs.values, inputs.shapes, inputs.types = iv, ish, ity
             outputs.values, outputs.shapes, outputs.types = ov, osh, oty
@@ -120,15 +122,18 @@ class OutNode:
 #: the host attributes after rf_id, whose values repeat from node to node
 _REPEATING = KEEP_ATTRS[1:]
 _REPEATING_INTS = _INT_KEEP[1:]
+#: the key of the printed inputs and outputs in :func:`attr_records`' table (no attribute's name)
+_PRINTED = "inputs/outputs"
 #: the most values per attribute name whose records are kept; others are encoded each time
 _MAX_RECORDS = 4096
 
 
-def attr_records() -> dict[str, dict[Any, bytes]]:
+def attr_records() -> dict[str, dict[Any, Any]]:
     """An empty table for :meth:`OutNode.serialized`: per attribute name, value -> the encoded
-    attribute record (field 10 of Node: tag, length, message).  Let it go with the nodes: its
-    small bytes, made while the nodes are written, would otherwise hold on to memory pages."""
-    return {k: {} for k in _REPEATING}
+    attribute record (field 10 of Node: tag, length, message), and the printed shapes and types
+    of inputs and outputs (:func:`.iotext.io_texts`).  Let it go with the nodes: its small
+    objects, made while the nodes are written, would otherwise hold on to memory pages."""
+    return {_PRINTED: {}, **{k: {} for k in _REPEATING}}
 
 
 def _idle_record() -> bytes:
@@ -140,7 +145,7 @@ def _idle_record() -> bytes:
 _IDLE_RECORD = _idle_record()  # the attribute record of an [idle] node
 
 
-def _attr_record(records: dict[str, dict[Any, bytes]], name: str, value: int | str) -> bytes:
+def _attr_record(records: dict[str, dict[Any, Any]], name: str, value: int | str) -> bytes:
     """The bytes protobuf writes for attribute ``name`` = ``value`` in a Node (an op_schema as a
     string, an integer as int64, the slots :meth:`OutNode.to_node` takes), not yet in ``records``
     (the caller looked): made, and kept there while the table has room."""
@@ -178,8 +183,9 @@ class ConvertedRank:
 
     def protobuf_nodes(self) -> Iterator[Node]:
         """Yield the nodes as protobuf messages."""
+        printed: dict[bytes, str] = {}
         for n in self.nodes:
-            yield n.to_node()
+            yield n.to_node(printed)
 
 
 def toposort(out: dict[int, OutNode]) -> list[OutNode]:
@@ -269,5 +275,5 @@ def pg_init_node(nid: int, groups: dict[str, list[int]], world: int) -> OutNode:
     listed = {"0": list(range(world)), **{k: v for k, v in groups.items() if k != "0"}}
     text = process_groups_json(listed, {"0": "default_pg"})
     node = OutNode(nid, PG_INIT_NAME, NodeType.METADATA_NODE)
-    node.io = orjson.dumps([[text], [[]], ["String"], [], [], []])
+    node.io = dump_io(([text], [[]], ["String"], [], [], []))
     return node

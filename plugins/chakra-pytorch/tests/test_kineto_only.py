@@ -201,7 +201,8 @@ def test_only_communication_events_keep_their_arguments():
     assert all(name.startswith(("c10d::", "gloo:")) or name == "record_param_comms" for name in kept)
     linear = events.names.index("aten::linear")
     # nn.Linear(16, 32) on a batch of 8: input, weight and bias, as Kineto's args list them
-    assert json.loads(events.io[linear]) == [["", "", ""], [[8, 16], [32, 16], [32]], ["float"] * 3, [], [], []]
+    assert list(map(json.loads, events.io[linear].split(b"\n"))) == [
+        ["", "", ""], [[8, 16], [32, 16], [32]], ["float"] * 3, [], [], []]
     assert events.seq[linear] >= 0 and cpu.order_id(linear) >= 0 and not events.unfinished[linear]
     # keys are start order, and an event's parent (the event around it) starts before it
     assert all(a <= b for a, b in zip(events.ts, events.ts[1:]))
