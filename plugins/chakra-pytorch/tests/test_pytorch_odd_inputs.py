@@ -282,7 +282,7 @@ def test_inputs_of_the_wrong_shape_read_as_empty(tmp_path, inputs):
 
 def _deep_inputs(tmp_path, name: str, depth: int) -> tuple[list[Path], int]:
     """The MLP recording with the first ``name`` op's first input value nested ``depth`` deep
-    (a corrupt file: orjson reads 300 levels but writes at most 255, and reads at most 1,024);
+    (a corrupt file: orjson reads 300 levels but writes at most 254, and reads at most 1,024);
     the files and the op's index."""
     host = _load(MLP_ET)
     index, node = next((i, n) for i, n in enumerate(host["nodes"]) if n["name"] == name)
@@ -300,6 +300,20 @@ def test_inputs_nested_deeper_than_orjson_writes_name_the_node(tmp_path, depth):
     paths, index = _deep_inputs(tmp_path, "aten::linear", depth)
     err = _error(paths)
     assert err.location == f"node {index}" and "inputs/outputs cannot be kept" in err.message
+
+
+@pytest.mark.parametrize("depth", [253, 254])
+def test_inputs_as_deep_as_orjson_writes_are_kept(tmp_path, depth):
+    # each of an op's six lists is written by orjson on its own (chakra_pytorch/iotext.py): the
+    # input values holding a value nested 253 deep (254 levels, the most orjson writes) are kept
+    # and written as Python prints them; one level deeper is the error naming the node
+    paths, index = _deep_inputs(tmp_path, "aten::linear", depth)
+    if depth == 254:
+        err = _error(paths)
+        assert err.location == f"node {index}" and "inputs/outputs cannot be kept" in err.message
+        return
+    linear = next(n for n in _nodes(paths) if n.name == "aten::linear")
+    assert linear.inputs.values.startswith("[" + "[" * depth + "]" * depth + ", [")
 
 
 @pytest.mark.parametrize("depth", [300, 5000])
