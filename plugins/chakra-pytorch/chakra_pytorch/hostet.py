@@ -100,7 +100,7 @@ def _fail(path: str, msg: str, where: str | None = None) -> TraceFormatError:
 
 def _dump_io(io: tuple, path: str, index: int) -> bytes:
     """A node's inputs/outputs as kept (:func:`.iotext.dump_io`); values orjson cannot write
-    (nested deeper than 255 levels, integers past 64 bits) are an error naming the node."""
+    (a list nested deeper than 254 levels, integers past 64 bits) are an error naming the node."""
     try:
         return dump_io(io)
     except orjson.JSONEncodeError as e:

@@ -23,7 +23,7 @@ _MAX_PRINTED = 4096
 
 def dump_io(parts: Sequence[list]) -> bytes:
     """The six lists as kept (an exact-size ``bytes``); ``orjson.JSONEncodeError`` for a value
-    orjson cannot write (nested deeper than 255 levels, an integer past 64 bits)."""
+    orjson cannot write (a list nested deeper than 254 levels, an integer past 64 bits)."""
     return b"\n".join(map(orjson.dumps, parts))
 
 
