@@ -31,6 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from pycache import compile_project
+
 ROOT = Path(__file__).resolve().parents[1]
 
 _RECORD = r'''
@@ -199,6 +201,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=1, help="conversions of each trace; the smallest figures are shown")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = ap.parse_args()
+    compile_project()
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench_pytorch_"))
     rows = []
     # find torch without importing it: an import would raise this process's peak RSS, which the

@@ -417,19 +417,6 @@ def memory_rows(counts: list[int], tmp: Path) -> None:
             print(f"chakra {cmd}: {grow:.1f} bytes per node from {counts[0]:,} to {counts[-1]:,} nodes")
 
 
-def _compiled_modules() -> None:
-    """Every module of the project compiled to its ``.pyc``, and the children allowed to write
-    theirs: with ``PYTHONDONTWRITEBYTECODE`` set, a module changed since its ``.pyc`` was written
-    is compiled from source at every start of a whole-command row (about 15 ms for the PyTorch
-    plugin), which an installed package never does."""
-    import compileall
-
-    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    for top in [ROOT / "chakra_core", *sorted((ROOT / "plugins").iterdir()), *sorted((ROOT / "adapters").iterdir())]:
-        if top.is_dir():
-            compileall.compile_dir(str(top), quiet=2)
-
-
 def main() -> int:
     """Run the rows, print the table."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -448,7 +435,10 @@ def main() -> int:
     if args.task:
         print(json.dumps(_task(args.task[0], args.task[1:])))
         return 0
-    _compiled_modules()
+    sys.path.insert(0, str(ROOT / "benches"))
+    from pycache import compile_project
+
+    compile_project()
     ref = reference_python(args.reference_python)
     if ref is None:
         print(f"the MLCommons chakra tools are not installed here: our figures alone ({_INSTALL})")

@@ -18,6 +18,8 @@ import subprocess
 import sys
 import time
 
+from pycache import compile_project
+
 COMMANDS = (["--help"], ["plugins"], ["plugins", "--json"])
 
 
@@ -37,6 +39,7 @@ def main() -> None:
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--core", help="a directory holding another chakra_core to time")
     args = p.parse_args()
+    compile_project([args.core] if args.core else [])
     env = dict(os.environ)
     if args.core:
         env["PYTHONPATH"] = os.pathsep.join([args.core, env.get("PYTHONPATH", "")])
