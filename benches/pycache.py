@@ -1,6 +1,6 @@
 """Bytecode for the benches that time fresh processes: the project's modules compiled first.
 
-With ``PYTHONDONTWRITEBYTECODE`` set (this repository's development shell sets it), a module
+With ``PYTHONDONTWRITEBYTECODE`` set (the development machine's shell sets it), a module
 changed since its ``.pyc`` was written is compiled from source at every start of a child
 process, which an installed package never does: about 15 ms for the PyTorch plugin, enough to
 hide or fake a change's gain (docs/benchmarks.md, *A PyTorch op's inputs and outputs one line a
