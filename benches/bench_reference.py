@@ -80,6 +80,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from pycache import compile_project  # this script's folder (benches/) is on sys.path
+
 ROOT = Path(__file__).resolve().parents[1]
 #: the reference's modules (package layout of chakra @21585d8)
 _SCHEMA, _PROTOLIB, _JSONIZER = ("chakra.schema.protobuf.et_def_pb2", "chakra.src.third_party.utils.protolib",
@@ -350,7 +352,6 @@ def pytorch_row(ref: str | None, tmp: Path, recorded: str | None, runs: int = 1)
     import gzip
     import shutil
 
-    sys.path.insert(0, str(ROOT / "benches"))
     from bench_pytorch import _count_host_nodes, record_real
 
     if recorded:
@@ -435,9 +436,6 @@ def main() -> int:
     if args.task:
         print(json.dumps(_task(args.task[0], args.task[1:])))
         return 0
-    sys.path.insert(0, str(ROOT / "benches"))
-    from pycache import compile_project
-
     compile_project()
     ref = reference_python(args.reference_python)
     if ref is None:

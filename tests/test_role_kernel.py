@@ -155,6 +155,7 @@ def test_runs_naming_no_group_or_peer_give_the_same_key_as_python():
         assert hasher.key() == whole
     assert whole.groups == ("pair0", "pair1") and whole.peers == (1, 3, 2)
 
+
 def _unreadable_attribute_node(i):
     """A compute node whose attribute does not read: its first field's key is made wire type 7,
     which no protobuf writer emits (hand-made: no framework here writes a broken node)."""

@@ -199,11 +199,11 @@ class CpuCollector:
         inputs (300 distinct among 24,080 events of the 24-layer recording); at most
         :data:`_MAX_INPUTS` distinct ones are shared."""
         kept = self._inputs.get(io)
-        if kept is None:
-            kept = io
-            if len(self._inputs) < _MAX_INPUTS:
-                self._inputs[io] = io
-        return kept
+        if kept is not None:
+            return kept
+        if len(self._inputs) < _MAX_INPUTS:
+            self._inputs[io] = io
+        return io
 
     def finish(self, pid: int | None) -> CpuSide:
         """The CPU side of process ``pid`` (every process when None), keyed and nested; once:
