@@ -658,10 +658,10 @@ class EtWriter:
             for data in msgs:
                 self.write_raw(data)
             return
-        self._pending.append(framed)
-        self._pending_count += len(msgs)
-        if self._pending_count >= _BATCH:
-            self._flush()
+        self._flush()  # a framed batch goes out whole: joined again with the next one, the copies'
+        assert self._f is not None  # memory went back to the system and was faulted in anew
+        self._f.write(framed)
+        self.count += len(msgs)
 
     def write_raw(self, data: bytes) -> None:
         """Append one already serialized node message."""
