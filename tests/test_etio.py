@@ -324,6 +324,22 @@ def test_compiled_cut_reads_gzip_as_the_python_cut(tmp_path, monkeypatch):
     assert python == compiled and "gzip" in python
 
 
+@pytest.mark.parametrize("chunk", [4096, 1 << 20])
+def test_a_cut_gzip_read_in_many_chunks_is_named_by_both_cuts(tmp_path, monkeypatch, chunk):
+    """A gzip stream cut short after the first chunk: both cuts raise the reader's one-line
+    error (the compiled one raised gzip's own EOFError)."""
+    pytest.importorskip("numba")
+    from chakra_core.io import _etio
+
+    gz = tmp_path / "t.0.et.gz"
+    write_et(gz, GlobalMetadata(version="0.0.4"), _nodes(3000))
+    cut = tmp_path / "cut.0.et.gz"
+    cut.write_bytes(gz.read_bytes()[:-40])
+    monkeypatch.setattr(_etio, "_CHUNK", chunk)
+    python, compiled = _read_both(monkeypatch, cut, 333)
+    assert python == compiled and "bad gzip data" in python and str(cut) in python
+
+
 def test_frame_cut_as_python_is_the_compiled_one(tmp_path):
     """The reader's cut (:func:`._etcut.frame_chunk`) run as Python rewrites the frames as its
     compiled form does: each whole frame behind the key 0x0A, stopping at the empty one."""
