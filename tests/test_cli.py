@@ -43,6 +43,23 @@ def test_jsonize_loads_no_yaml(et_prefix, tmp_path):
     assert r.stdout.splitlines()[-1] == "[]" and (tmp_path / "js" / "trace.0.json").exists()
 
 
+@pytest.mark.parametrize("preset, kept", [(None, "4"), ("30", "30")])
+def test_the_blas_threads_are_told_not_to_spin_before_numpy_loads(et_prefix, preset, kept):
+    """OpenBLAS reads OPENBLAS_THREAD_TIMEOUT when numpy first loads: the command line sets it
+    before any import of numpy (``stats`` imports it), and keeps a value the user set."""
+    import os
+
+    code = ("import sys, os; from chakra_core.cli.main import main; before = 'numpy' in sys.modules; "
+            "main(['stats', sys.argv[1]]); "
+            "print(before, 'numpy' in sys.modules, os.environ['OPENBLAS_THREAD_TIMEOUT'])")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+    if preset is not None:
+        env["OPENBLAS_THREAD_TIMEOUT"] = preset
+    r = subprocess.run([sys.executable, "-c", code, str(et_prefix)], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1] == f"False True {kept}"
+
+
 def test_convert_to_directory_with_format_and_gzip(et_prefix, tmp_path, chakra_cli):
     status, out, _ = chakra_cli("convert", et_prefix, "--format", "et", "-o", f"{tmp_path}/outdir/", "--gzip")
     assert status == 0

@@ -40,6 +40,14 @@ COMMANDS = {
 }
 
 
+#: OpenBLAS, in numpy's and scipy's wheels, starts a thread per core when it loads, and each one
+#: spins about 2**28 cycles waiting for work before it sleeps: about 0.1 s of CPU per further core
+#: for every command that imports numpy (twice that with numba, which loads scipy's copy too).
+#: No command calls BLAS; with the shortest wait (2**4 cycles) the threads sleep at once and are
+#: still there for a plugin that does. A value the user set is kept.
+_BLAS_SPIN = ("OPENBLAS_THREAD_TIMEOUT", "4")
+
+
 def _format_warning(message, category, filename, lineno, file=None, line=None):
     return f"chakra: warning: {shorten(str(message))}\n"
 
@@ -96,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the exit status (0 ok, 1 findings, 2 bad input or usage)."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    os.environ.setdefault(*_BLAS_SPIN)  # read when numpy first loads, after this
     warnings.formatwarning = _format_warning  # type: ignore[assignment]
     top = build_parser()
     # split global flags from the command's own arguments
