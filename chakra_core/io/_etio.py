@@ -145,8 +145,7 @@ class EtReader:
         """One batch of the frames ``lo`` to ``hi`` of each piece; the first node that does not
         decode is an error."""
         try:
-            views = [piece.framed(lo, hi) for piece, lo, hi in parts]
-            return NodeBatch.FromString(views[0] if len(views) == 1 else b"".join(views)).nodes
+            return NodeBatch.FromString(b"".join(piece.framed(lo, hi) for piece, lo, hi in parts)).nodes
         except DecodeError:
             for piece, lo, hi in parts:
                 piece.locate_bad(self.path, lo, hi)
