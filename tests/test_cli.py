@@ -60,6 +60,42 @@ def test_the_blas_threads_are_told_not_to_spin_before_numpy_loads(et_prefix, pre
     assert r.stdout.splitlines()[-1] == f"False True {kept}"
 
 
+_HEAP_PROBE = """
+import ctypes, sys
+from chakra_core.cli.main import main
+main(['stats', sys.argv[1]])
+class Info(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in
+                ('arena', 'ordblks', 'smblks', 'hblks', 'hblkhd', 'usmblks', 'fsmblks', 'uordblks', 'fordblks', 'keepcost')]
+libc = ctypes.CDLL(None)
+libc.mallinfo2.restype = Info
+libc.malloc.restype = ctypes.c_void_p
+before = libc.mallinfo2()
+block = libc.malloc(20 << 20)
+held = libc.mallinfo2()
+libc.free(ctypes.c_void_p(block))
+after = libc.mallinfo2()
+print(held.hblkhd - before.hblkhd, after.fordblks >= 16 << 20)
+"""
+
+
+def test_a_command_keeps_glibc_s_heap(et_prefix):
+    """On glibc, a command's process serves a 20 MiB block from the heap (not a mapping of its
+    own) and keeps 16 MiB free at the heap's top once it is freed (mallinfo2's counters)."""
+    import ctypes
+    import os
+
+    try:
+        glibc = (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc")
+    except (ValueError, OSError):
+        glibc = False
+    if not glibc or not hasattr(ctypes.CDLL(None), "mallinfo2"):
+        pytest.skip("glibc 2.33 or later only")
+    r = subprocess.run([sys.executable, "-c", _HEAP_PROBE, str(et_prefix)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1] == "0 True"
+
+
 def test_convert_to_directory_with_format_and_gzip(et_prefix, tmp_path, chakra_cli):
     status, out, _ = chakra_cli("convert", et_prefix, "--format", "et", "-o", f"{tmp_path}/outdir/", "--gzip")
     assert status == 0

@@ -14,6 +14,7 @@ import sys
 import warnings
 
 from chakra_core.cli._common import shorten
+from chakra_core.cli._process import settle
 
 __all__ = ["main", "COMMANDS", "Parser"]
 
@@ -38,14 +39,6 @@ COMMANDS = {
     "graph": ("graph", "draw a rank's dependency graph or a node's neighbourhood (DOT, SVG, GraphML)"),
     "compare": ("compare", "fidelity report of trace set B against A (distributions, graph, simulated step time)"),
 }
-
-
-#: OpenBLAS, in numpy's and scipy's wheels, starts a thread per core when it loads, and each one
-#: spins about 2**28 cycles waiting for work before it sleeps: about 0.1 s of CPU per further core
-#: for every command that imports numpy (twice that with numba, which loads scipy's copy too).
-#: No command calls BLAS; with the shortest wait (2**4 cycles) the threads sleep at once and are
-#: still there for a plugin that does. A value the user set is kept.
-_BLAS_SPIN = ("OPENBLAS_THREAD_TIMEOUT", "4")
 
 
 def _format_warning(message, category, filename, lineno, file=None, line=None):
@@ -104,7 +97,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the exit status (0 ok, 1 findings, 2 bad input or usage)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    os.environ.setdefault(*_BLAS_SPIN)  # read when numpy first loads, after this
     warnings.formatwarning = _format_warning  # type: ignore[assignment]
     top = build_parser()
     # split global flags from the command's own arguments
@@ -122,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         top.print_help()
         return 0
     modname, helptext = COMMANDS[args.command]
+    settle()  # before the command imports numpy or reads a trace
     mod = importlib.import_module(f"chakra_core.cli.{modname}")
     from chakra_core.cli._examples import epilog
 
