@@ -6,12 +6,13 @@
   command calls BLAS; with OpenBLAS's shortest wait (2**4 cycles) the threads sleep at once and
   still serve a plugin that does. A value the user set is kept.
 - glibc's malloc hands the top of its heap back to the system whenever more than its trim
-  threshold is free there, and serves blocks from 128 KiB up (a threshold it raises as such
-  blocks are freed) with a mapping of their own: the columns of one run of nodes, freed and
-  allocated again for the next run, were faulted in anew each time. Keeping 16 MiB free at the top
-  of the heap and serving blocks under 32 MiB (the ceiling of glibc's own adaptive threshold) from
-  it took the page faults of ``chakra validate`` of a 1 M-node rank from about 95,000 to 32,000
-  and a third of its system time (docs/benchmarks.md). Other C libraries are left alone.
+  threshold is free there, so memory freed by one run of nodes and allocated again by the next
+  was faulted in anew each time. Keeping 16 MiB free at the top of the heap took the page faults
+  of ``chakra validate`` of a 1 M-node rank from about 95,000 to 34,000 and half its system time
+  (docs/benchmarks.md). Setting it also fixes glibc's threshold for blocks with a mapping of their
+  own at 128 KiB (no longer raised as such blocks are freed), so large arrays still go back to the
+  system when freed: the peaks stay where they were (a 32 MiB threshold, tried too, kept 19 MB
+  more at the peak of ``chakra stats`` of 5 M nodes). Other C libraries are left alone.
 """
 
 from __future__ import annotations
@@ -19,16 +20,13 @@ from __future__ import annotations
 import os
 import sys
 
-__all__ = ["settle", "BLAS_SPIN", "HEAP_TOP_PAD", "HEAP_MMAP_FROM"]
+__all__ = ["settle", "BLAS_SPIN", "HEAP_TOP_PAD"]
 
 #: the variable OpenBLAS reads when it loads, and the value set when the user set none
 BLAS_SPIN = ("OPENBLAS_THREAD_TIMEOUT", "4")
 #: bytes kept free at the top of glibc's heap (``mallopt(M_TOP_PAD)``)
 HEAP_TOP_PAD = 16 << 20
-#: blocks from this size on get a mapping of their own (``mallopt(M_MMAP_THRESHOLD)``)
-HEAP_MMAP_FROM = 32 << 20
 _M_TOP_PAD = -2
-_M_MMAP_THRESHOLD = -3
 
 
 def settle() -> None:
@@ -37,9 +35,7 @@ def settle() -> None:
     if sys.platform == "linux" and _glibc():
         import ctypes
 
-        libc = ctypes.CDLL(None)
-        libc.mallopt(_M_TOP_PAD, HEAP_TOP_PAD)
-        libc.mallopt(_M_MMAP_THRESHOLD, HEAP_MMAP_FROM)
+        ctypes.CDLL(None).mallopt(_M_TOP_PAD, HEAP_TOP_PAD)
 
 
 def _glibc() -> bool:
