@@ -192,6 +192,30 @@ def test_bad_wire_data_names_the_file_and_node(tmp_path, tail, what):
     assert str(path) in str(e.value) and "node #1" in str(e.value) and what in str(e.value)
 
 
+def test_the_compiled_walk_reads_a_run_in_place_unless_its_last_messages_are_refused(walk_form):
+    """The compiled walk reads a run's own bytes (no padded copy of the rank) once the messages
+    near their end walk without error; a refused one there gets the padded copy (whose walk
+    then names it)."""
+    if walk_form != "compiled":
+        pytest.skip("the compiled walk's buffer")
+    from chakra_core.io._wirekernels import PAD
+    from chakra_core.trace._columns import _in_place, _name_table
+
+    flat, ptr = _name_table(("is_cpu_op",))
+    for last in (b"", b"\x08\x07", Node(id=3, name="x" * 40).SerializeToString()):
+        msgs = [Node(id=i, name="n", type=NodeType.COMP_NODE, data_deps=[i - 1] if i else []).SerializeToString()
+                for i in range(40)] + ([last] if last else [])
+        data = b"".join(msgs)
+        sizes = np.array([len(m) for m in msgs], np.int64)
+        start = np.cumsum(sizes) - sizes
+        buf = _in_place(data, start, start + sizes, flat, ptr)
+        assert buf.base is data and len(buf) == len(data)
+        bad = data + Node(id=99).SerializeToString() + b"\x52\x05\x0a\x01"  # an attribute past its node's end
+        at = np.append(start, len(data))
+        buf = _in_place(bad, at, np.append(start + sizes, len(bad)), flat, ptr)
+        assert buf.base is not bad and buf.tobytes() == bad + PAD
+
+
 def test_truncated_file(tmp_path):
     from chakra_core import TraceFormatError
 

@@ -72,7 +72,7 @@ def room(size: int) -> int:
 @kernel(cache=True, nogil=True)
 def transcode(buf, start, end, first, out, pre, post, done, ends):  # pragma: no cover - compiled
     """Write the nodes ``buf[start[i]:end[i]]`` from ``first`` on into ``out`` (``buf``
-    zero-padded by 16 bytes): ``pre``, the node's JSON, ``post`` for each node written
+    followed by :data:`._wirekernels.PAD`): ``pre``, the node's JSON, ``post`` for each node written
     (``done[i] = 1``), nothing for a node left to the caller; ``ends[i]`` is where ``out`` stands
     after node ``i``.  Stops before a node that might not fit (see :func:`room`); returns
     ``(next node, bytes written)``."""

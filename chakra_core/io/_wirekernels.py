@@ -22,7 +22,13 @@ from chakra_core.base._kernels import types as ktypes
 
 __all__ = ["cut_frames", "walk_nodes", "gather", "as_repeated_field", "distinct_slices", "GROUP", "BAD_FIELD",
            "BAD_VARINT", "BAD_PAST", "BAD_PACKED", "IN_ATTRIBUTE", "FLAG_AGAIN", "FLAG_UNKNOWN", "FLAG_STRIPPED",
-           "HIT_ROW", "HIT_START", "HIT_END", "HIT_SLOT", "HIT_AT", "HIT_LEN", "HIT_COUNT", "HIT_INT", "HIT_FITS"]
+           "HIT_ROW", "HIT_START", "HIT_END", "HIT_SLOT", "HIT_AT", "HIT_LEN", "HIT_COUNT", "HIT_INT", "HIT_FITS",
+           "PAD"]
+
+#: zero bytes after a buffer the compiled walks read varints from without a bound: read from a
+#: message's last byte on, a 10-byte key and then a 10-byte value reach 19 bytes past its end
+#: before the walk finds the field running past it (the JSON transcoder's walk, 18)
+PAD = bytes(32)
 
 #: the walk's status codes (0: every node read); IN_ATTRIBUTE is added for a field of an attribute
 GROUP, BAD_FIELD, BAD_VARINT, BAD_PAST, BAD_PACKED, IN_ATTRIBUTE = 1, 2, 3, 4, 5, 8
@@ -105,7 +111,7 @@ def _varint(buf, p):  # pragma: no cover - compiled
 
 @kernel(cache=True, nogil=True)
 def walk_nodes(buf, start, end, names, name_ptr, slot_of_key, kind_of_slot):  # pragma: no cover - compiled
-    """Read the Node messages ``buf[start[i]:end[i]]`` (``buf`` zero-padded by 16 bytes or more).
+    """Read the Node messages ``buf[start[i]:end[i]]`` (``buf`` followed by :data:`PAD` or more).
 
     Returns ``(status, (row, key), nodes, deps, (hits, hit_ptr))``: ``nodes`` = (ids, types,
     durations, name positions, name lengths, FLAG_* bits); ``deps`` = (CSR offsets, ids: data

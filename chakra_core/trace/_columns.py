@@ -37,8 +37,6 @@ COMPILED_FROM = 1 << 20
 
 #: nodes walked at a time when they are not read from a file (memory: a few dozen bytes a node)
 _RUN = 1 << 16
-#: past the end of a run: a varint or fixed value read at the end of a message stays in the buffer
-_PAD = bytes(16)
 _U64 = np.uint64
 #: AttributeProto value slots by field number: (name, wire type of the scalar, kind)
 _SLOTS: dict[int, tuple[str, int, str]] = {
@@ -231,15 +229,32 @@ def _run_of(messages: list[bytes], index: int) -> Run:
     return b"".join(messages), np.cumsum(sizes) - sizes, sizes, index, -1
 
 
+def _in_place(data: bytes, start: np.ndarray, end: np.ndarray, flat: np.ndarray, ptr: np.ndarray) -> np.ndarray:
+    """The compiled walk's buffer for the messages ``data[start:end]``: ``data`` itself when that
+    is safe, else a copy padded with :data:`wire.PAD` (64 MB more for a 64 MB rank, and its pages
+    faulted in). The walk reads past a message's end only in a field that runs past it, and then
+    refuses the message; so the messages ending within the pad's length of the end of ``data``
+    are walked first on a padded copy of their own bytes, and when none is refused no read of
+    the whole walk leaves ``data``."""
+    tail = int(np.searchsorted(end, len(data) - len(wire.PAD), side="right"))
+    if tail < len(end):
+        lo = int(start[tail])
+        piece = np.frombuffer(data[lo:] + wire.PAD, np.uint8)
+        if compiled(wire.walk_nodes)(piece, start[tail:] - lo, end[tail:] - lo, flat, ptr, _SLOT_OF_KEY, _KIND)[0]:
+            return np.frombuffer(data + wire.PAD, np.uint8)
+    return np.frombuffer(data, np.uint8)
+
+
 def _walk_run(run: Run, names: tuple[str, ...], where: str, compile_it: bool) -> NodeColumns:
     """Columns of one run of node messages (``compile_it``: by the compiled loops)."""
     data, start, sizes, index, _ = run
     flat, ptr = _name_table(names)
-    buf = np.frombuffer(data + _PAD, np.uint8)
     end = start + sizes
     if compile_it:
+        buf = _in_place(data, start, end, flat, ptr)
         walked = compiled(wire.walk_nodes)(buf, start, end, flat, ptr, _SLOT_OF_KEY, _KIND)
     else:  # the interpreted loop reads Python ints fastest: bytes through memoryviews, positions in lists
+        buf = np.frombuffer(data + wire.PAD, np.uint8)
         walked = wire.walk_nodes(buf.data, start.tolist(), end.tolist(), flat.data, ptr.tolist(),
                                  _SLOT_OF_KEY.tolist(), _KIND.tolist())
     status, (row, key), nodes, deps, (hits, hit_ptr) = walked
