@@ -29,10 +29,11 @@ HEAP_TOP_PAD = 16 << 20
 _M_TOP_PAD = -2
 
 
-def settle() -> None:
-    """Make this process's settings: OpenBLAS's threads told not to spin, glibc's heap kept."""
+def settle(heap: bool = True) -> None:
+    """Make this process's settings: OpenBLAS's threads told not to spin; with ``heap``, glibc's
+    heap kept (a command that reads no trace leaves it: loading ctypes costs about 3 ms)."""
     os.environ.setdefault(*BLAS_SPIN)
-    if sys.platform == "linux" and _glibc():
+    if heap and sys.platform == "linux" and _glibc():
         import ctypes
 
         ctypes.CDLL(None).mallopt(_M_TOP_PAD, HEAP_TOP_PAD)

@@ -41,6 +41,10 @@ COMMANDS = {
 }
 
 
+#: the commands that read no trace
+_NO_TRACES = ("plugins", "plugin")
+
+
 def _format_warning(message, category, filename, lineno, file=None, line=None):
     return f"chakra: warning: {shorten(str(message))}\n"
 
@@ -114,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         top.print_help()
         return 0
     modname, helptext = COMMANDS[args.command]
-    settle()  # before the command imports numpy or reads a trace
+    settle(heap=args.command not in _NO_TRACES)  # before the command imports numpy or reads a trace
     mod = importlib.import_module(f"chakra_core.cli.{modname}")
     from chakra_core.cli._examples import epilog
 
