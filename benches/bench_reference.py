@@ -141,8 +141,9 @@ def _warm() -> float:
     from chakra_core.io._etcut import frame_chunk
 
     t = _cpu()
-    compiled(frame_chunk)(np.zeros(2, np.uint8), 0, 2, 2)
-    compiled(wire.as_repeated_field)(np.zeros(2, np.uint8), np.zeros(1, np.int64), np.zeros(1, np.int64))
+    read_only = np.frombuffer(bytes(2), np.uint8)  # the type of what the reader passes: a view of bytes
+    compiled(frame_chunk)(read_only, 0, 2, 2)
+    compiled(wire.as_repeated_field)(read_only, np.zeros(1, np.int64), np.zeros(1, np.int64))
     return _cpu() - t
 
 
