@@ -216,6 +216,44 @@ def test_the_compiled_walk_reads_a_run_in_place_unless_its_last_messages_are_ref
         assert buf.base is not bad and buf.tobytes() == bad + PAD
 
 
+_TAILS = (b"\x80", b"\x80" * 9, b"\x80" * 10, b"\xff" * 11, b"\x52\x05\x0a\x01", b"\x2a\x02\x81\x82",
+          b"\x0a", b"\x11\x01\x02", b"\x55\x01", b"\x52\x03\x0a\x01\x80", b"\x52\x02\x38\x80")
+
+
+def test_the_walk_never_reads_past_a_run_it_walks_in_place(walk_form):
+    """Whenever ``_in_place`` lets the compiled walk read a run's own bytes, the walk's Python
+    form over those bare bytes (a read past them raises IndexError) reads none past them: random
+    runs whose last messages are whole, cut short, or end in long varints and fields running past
+    their end, some followed by bytes that continue a varint and a few small whole messages."""
+    if walk_form != "compiled":
+        pytest.skip("the compiled walk's buffer")
+    from chakra_core.io import _wirekernels as wire
+    from chakra_core.trace._columns import _KIND, _SLOT_OF_KEY, _in_place, _name_table
+
+    rng = random.Random(33)
+    flat, ptr = _name_table(NAMES)
+    in_place = 0
+    for _ in range(400):
+        msgs = [_random_node(rng, i) for i in range(rng.randint(1, 4))]
+        for k in range(len(msgs) - rng.randint(1, len(msgs)), len(msgs)):
+            if rng.random() < 0.6:
+                msgs[k] = msgs[k][:rng.randint(0, len(msgs[k]))] + rng.choice(_TAILS)
+        if rng.random() < 0.5:  # more after them, so that a damaged one ends just before the end:
+            if rng.random() < 0.5:  # bytes that continue any varint read into them
+                msgs.append(b"\xff" * rng.randint(1, 6))
+            msgs += rng.choices([b"\x08\x01", Node(id=2**64 - 1).SerializeToString()], k=rng.randint(1, 9))
+        msgs = [m for m in msgs if m] or [b"\x08\x01"]
+        data = b"".join(msgs)
+        sizes = np.array([len(m) for m in msgs], np.int64)
+        start = np.cumsum(sizes) - sizes
+        if _in_place(data, start, start + sizes, flat, ptr).base is not data:
+            continue
+        in_place += 1
+        wire.walk_nodes(memoryview(data), start.tolist(), (start + sizes).tolist(), flat.data, ptr.tolist(),
+                        _SLOT_OF_KEY.tolist(), _KIND.tolist())
+    assert in_place > 100
+
+
 def test_truncated_file(tmp_path):
     from chakra_core import TraceFormatError
 

@@ -20,6 +20,7 @@ from chakra_core.io._etio import EtReader, EtWriter
 from chakra_core.io._jsonform import write_json
 from chakra_core.io._schema import AttributeProto, GlobalMetadata, IOInfo, Node
 from chakra_core.io._varint import encode_varint
+from chakra_core.io._wirekernels import PAD
 
 pytest.importorskip("numba")
 from chakra_core.io._etruns import file_runs  # noqa: E402  (needs numba)
@@ -48,7 +49,7 @@ def _transcoded(src: Path, plain: bool = False) -> tuple[list[bytes], list[bytes
     messages: list[bytes] = []
     written: list[bytes | None] = []
     for data, start, sizes, _, _ in file_runs(str(src)):
-        buf = np.frombuffer(data + bytes(16), np.uint8)
+        buf = np.frombuffer(data + PAD, np.uint8)
         out = np.empty(_jsonkernel.room(len(data)) + _jsonkernel.room(int(sizes.max())), np.uint8)
         done, ends = np.zeros(len(start), np.uint8), np.zeros(len(start), np.int64)
         nxt, k = kernel(buf, start, start + sizes, 0, out, np.zeros(0, np.uint8),

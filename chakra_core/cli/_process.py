@@ -9,10 +9,16 @@
   threshold is free there, so memory freed by one run of nodes and allocated again by the next
   was faulted in anew each time. Keeping 16 MiB free at the top of the heap took the page faults
   of ``chakra validate`` of a 1 M-node rank from about 95,000 to 34,000 and half its system time
-  (docs/benchmarks.md). Setting it also fixes glibc's threshold for blocks with a mapping of their
-  own at 128 KiB (no longer raised as such blocks are freed), so large arrays still go back to the
-  system when freed: the peaks stay where they were (a 32 MiB threshold, tried too, kept 19 MB
-  more at the peak of ``chakra stats`` of 5 M nodes). Other C libraries are left alone.
+  (docs/benchmarks.md). Setting it fixes glibc's threshold for blocks with a mapping of their own
+  where it stands (glibc raises it as such blocks are freed, up to 32 MiB), so the threshold is
+  set too, to 1 MiB: a block below it comes from the heap (a loop of 256 KiB reads faulted 47,000
+  pages in with the pad alone, 320 with both), a larger one still goes back to the system when
+  freed, so the peaks stay where they were (a 32 MiB threshold kept 19 MB more at the peak of
+  ``chakra stats`` of 5 M nodes). Other C libraries are left alone.
+
+Only a process that is the command's own makes them (:func:`chakra_core.cli.main.command`, the
+``chakra`` console script); :func:`chakra_core.cli.main.main` called in a caller's process leaves
+that process as it is.
 """
 
 from __future__ import annotations
@@ -20,26 +26,30 @@ from __future__ import annotations
 import os
 import sys
 
-__all__ = ["settle", "BLAS_SPIN", "HEAP_TOP_PAD"]
+__all__ = ["settle", "BLAS_SPIN", "HEAP_TOP_PAD", "HEAP_MMAP_FROM", "glibc"]
 
 #: the variable OpenBLAS reads when it loads, and the value set when the user set none
 BLAS_SPIN = ("OPENBLAS_THREAD_TIMEOUT", "4")
 #: bytes kept free at the top of glibc's heap (``mallopt(M_TOP_PAD)``)
 HEAP_TOP_PAD = 16 << 20
-_M_TOP_PAD = -2
+#: blocks from this size on get a mapping of their own (``mallopt(M_MMAP_THRESHOLD)``)
+HEAP_MMAP_FROM = 1 << 20
+_M_TOP_PAD, _M_MMAP_THRESHOLD = -2, -3
 
 
 def settle(heap: bool = True) -> None:
     """Make this process's settings: OpenBLAS's threads told not to spin; with ``heap``, glibc's
     heap kept (a command that reads no trace leaves it: loading ctypes costs about 3 ms)."""
     os.environ.setdefault(*BLAS_SPIN)
-    if heap and sys.platform == "linux" and _glibc():
+    if heap and sys.platform == "linux" and glibc():
         import ctypes
 
-        ctypes.CDLL(None).mallopt(_M_TOP_PAD, HEAP_TOP_PAD)
+        libc = ctypes.CDLL(None)
+        libc.mallopt(_M_TOP_PAD, HEAP_TOP_PAD)
+        libc.mallopt(_M_MMAP_THRESHOLD, HEAP_MMAP_FROM)
 
 
-def _glibc() -> bool:
+def glibc() -> bool:
     """Whether this process runs on glibc (whose ``mallopt`` takes the settings above)."""
     try:
         return (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc")

@@ -16,7 +16,7 @@ import warnings
 from chakra_core.cli._common import shorten
 from chakra_core.cli._process import settle
 
-__all__ = ["main", "COMMANDS", "Parser"]
+__all__ = ["main", "command", "COMMANDS", "Parser"]
 
 #: command -> (module under chakra_core.cli, one-line help)
 COMMANDS = {
@@ -98,8 +98,16 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; return the exit status (0 ok, 1 findings, 2 bad input or usage)."""
+def command() -> int:
+    """The ``chakra`` console script and ``python -m chakra_core.cli.main``: :func:`main` on
+    ``sys.argv`` in a process of the command's own, whose settings it makes (:mod:`._process`)."""
+    return main(own_process=True)
+
+
+def main(argv: list[str] | None = None, *, own_process: bool = False) -> int:
+    """Run the CLI; return the exit status (0 ok, 1 findings, 2 bad input or usage).
+    ``own_process``: the process is the command's own (:func:`command`), so its settings are made
+    before the command is imported; a caller's process (a test, a notebook) is left as it is."""
     argv = list(sys.argv[1:] if argv is None else argv)
     warnings.formatwarning = _format_warning  # type: ignore[assignment]
     top = build_parser()
@@ -118,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
         top.print_help()
         return 0
     modname, helptext = COMMANDS[args.command]
-    settle(heap=args.command not in _NO_TRACES)  # before the command imports numpy or reads a trace
+    if own_process:  # before the command imports numpy or reads a trace
+        settle(heap=args.command not in _NO_TRACES)
     mod = importlib.import_module(f"chakra_core.cli.{modname}")
     from chakra_core.cli._examples import epilog
 
@@ -186,4 +195,4 @@ def _innermost_package(e: BaseException) -> str:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(command())

@@ -666,8 +666,10 @@ class EtWriter:
             for data in msgs:
                 self.write_raw(data)
             return
-        self._flush()  # a framed batch goes out whole: joined again with the next one, the copies'
-        assert self._f is not None  # memory went back to the system and was faulted in anew
+        # a framed batch goes out whole: joined again with the next one, the copies' memory went
+        # back to the system and was faulted in anew
+        self._flush()
+        assert self._f is not None
         self._f.write(framed)
         self.count += len(msgs)
 

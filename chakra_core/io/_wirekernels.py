@@ -25,9 +25,12 @@ __all__ = ["cut_frames", "walk_nodes", "gather", "as_repeated_field", "distinct_
            "HIT_ROW", "HIT_START", "HIT_END", "HIT_SLOT", "HIT_AT", "HIT_LEN", "HIT_COUNT", "HIT_INT", "HIT_FITS",
            "PAD"]
 
-#: zero bytes after a buffer the compiled walks read varints from without a bound: read from a
-#: message's last byte on, a 10-byte key and then a 10-byte value reach 19 bytes past its end
-#: before the walk finds the field running past it (the JSON transcoder's walk, 18)
+#: zero bytes after a buffer the compiled walks read varints from without a bound. After zeros a
+#: varint ends at the first of them, so 10 would do; past a message's end followed by other bytes,
+#: :func:`walk_nodes` reads up to 20 (a key of 11 bytes whose 10 all continue, then a value of
+#: 10), the JSON transcoder's walk 19, before they find the field running past it. As long as
+#: that reach, so that a run walked in place can be checked by walking its last messages on a
+#: padded copy (:func:`chakra_core.trace._columns._in_place`).
 PAD = bytes(32)
 
 #: the walk's status codes (0: every node read); IN_ATTRIBUTE is added for a field of an attribute
@@ -209,7 +212,12 @@ def _walk(buf, start, end, names, name_ptr, slot_of_key, nodes, dep_ptr, deps, c
     attribute being read (depth 1); returns (status, row, key).  One loop with the field and the
     name match written out: calls to numba functions here, even inlined ones, made it 2-3x slower
     (measured).  That is why it stays one function of high complexity instead of named steps:
-    its steps are the numbered states of one compiled loop."""
+    its steps are the numbered states of one compiled loop.
+
+    It reads at or past a message's end only within a field that runs past it, and then returns
+    a status other than 0 for that message: a run whose last messages walk without one on a
+    padded copy is walked in place (``_columns._in_place``; a test runs the Python form over the
+    bare bytes, where a read past them raises). Keep it so."""
     ids, types, dur, name_at, name_len, flags = nodes
     nnames = len(name_ptr) - 1
     seen = np.full(max(nnames, 1), -1, np.int64)
