@@ -22,7 +22,7 @@ from chakra_core.base._kernels import compiled
 from chakra_core.io._etruns import file_runs
 from chakra_core.io._jsonkernel import room, transcode
 from chakra_core.io._schema import Node
-from chakra_core.io._wirekernels import PAD
+from chakra_core.io._wirekernels import padded
 
 __all__ = ["Reread", "write_nodes"]
 
@@ -74,7 +74,7 @@ def write_nodes(f: BinaryIO, path: str, pre: bytes, post: bytes, to_json: Callab
 def _run(out: _Output, data: bytes, start: np.ndarray, sizes: np.ndarray, buffer: np.ndarray,
          marks: tuple[np.ndarray, np.ndarray], to_json: Callable[[Node], str]) -> None:
     """Write one run of node messages (``data[start[i]:start[i]+sizes[i]]``)."""
-    buf = np.frombuffer(data + PAD, np.uint8)
+    buf = padded(data)
     end = start + sizes
     done = np.zeros(len(start), np.uint8)
     ends = np.zeros(len(start), np.int64)

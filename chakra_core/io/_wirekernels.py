@@ -23,7 +23,7 @@ from chakra_core.base._kernels import types as ktypes
 __all__ = ["cut_frames", "walk_nodes", "gather", "as_repeated_field", "distinct_slices", "GROUP", "BAD_FIELD",
            "BAD_VARINT", "BAD_PAST", "BAD_PACKED", "IN_ATTRIBUTE", "FLAG_AGAIN", "FLAG_UNKNOWN", "FLAG_STRIPPED",
            "HIT_ROW", "HIT_START", "HIT_END", "HIT_SLOT", "HIT_AT", "HIT_LEN", "HIT_COUNT", "HIT_INT", "HIT_FITS",
-           "PAD"]
+           "PAD", "padded"]
 
 #: zero bytes after a buffer the compiled walks read varints from without a bound. After zeros a
 #: varint ends at the first of them, so 10 would do; past a message's end followed by other bytes,
@@ -32,6 +32,11 @@ __all__ = ["cut_frames", "walk_nodes", "gather", "as_repeated_field", "distinct_
 #: that reach, so that a run walked in place can be checked by walking its last messages on a
 #: padded copy (:func:`chakra_core.trace._columns._in_place`).
 PAD = bytes(32)
+
+
+def padded(data: bytes) -> np.ndarray:
+    """``data`` followed by :data:`PAD`, as the walks' buffer (a copy)."""
+    return np.frombuffer(data + PAD, np.uint8)
 
 #: the walk's status codes (0: every node read); IN_ATTRIBUTE is added for a field of an attribute
 GROUP, BAD_FIELD, BAD_VARINT, BAD_PAST, BAD_PACKED, IN_ATTRIBUTE = 1, 2, 3, 4, 5, 8

@@ -239,9 +239,9 @@ def _in_place(data: bytes, start: np.ndarray, end: np.ndarray, flat: np.ndarray,
     tail = int(np.searchsorted(end, len(data) - len(wire.PAD), side="right"))
     if tail < len(end):
         lo = int(start[tail])
-        piece = np.frombuffer(data[lo:] + wire.PAD, np.uint8)
+        piece = wire.padded(data[lo:])
         if compiled(wire.walk_nodes)(piece, start[tail:] - lo, end[tail:] - lo, flat, ptr, _SLOT_OF_KEY, _KIND)[0]:
-            return np.frombuffer(data + wire.PAD, np.uint8)
+            return wire.padded(data)
     return np.frombuffer(data, np.uint8)
 
 
@@ -254,7 +254,7 @@ def _walk_run(run: Run, names: tuple[str, ...], where: str, compile_it: bool) ->
         buf = _in_place(data, start, end, flat, ptr)
         walked = compiled(wire.walk_nodes)(buf, start, end, flat, ptr, _SLOT_OF_KEY, _KIND)
     else:  # the interpreted loop reads Python ints fastest: bytes through memoryviews, positions in lists
-        buf = np.frombuffer(data + wire.PAD, np.uint8)
+        buf = wire.padded(data)
         walked = wire.walk_nodes(buf.data, start.tolist(), end.tolist(), flat.data, ptr.tolist(),
                                  _SLOT_OF_KEY.tolist(), _KIND.tolist())
     status, (row, key), nodes, deps, (hits, hit_ptr) = walked
