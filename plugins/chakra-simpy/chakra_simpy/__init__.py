@@ -31,6 +31,7 @@ module                             what it holds
 ``closed_runs``                    collectives alone, beside quiet events or together: timed once, replayed
 ``run_facts``                      what the closed-run side reads of a message run: routes, kind, links, lead
 ``closed_check``                   a message run's closed-run check: replay, or record to keep
+``rotation_runs``                  closed runs of members that rotate on a ring: timed by member 0 alone
 ``group_check``                    message runs starting together, checked and recorded together
 ``replay_ends``                    the ends of replayed runs: hand-backs, and checks among quiet events
 ``planner``                        plans: chunks and phases per collective

@@ -73,13 +73,23 @@ class RunCheck:
         """Every link a message of the run can cross (:meth:`RunFacts.run_links`)."""
         return self.facts.run_links(kind, self.kept.links)
 
-    def defer(self, check: Callable[[None], None]) -> bool:
+    def defer(self, check: Callable[[None], None], rotated: Callable[[], ClosedRun | None] | None = None) -> bool:
         """One actor issues all of it now: when a kept outcome of its kind says what its issue
         does, take the scheduling orders of the events its issue schedules and leave them
-        unbuilt until its check (``check``, the run's; :meth:`build`, unless it is replayed)."""
+        unbuilt until its check (``check``, the run's; :meth:`build`, unless it is replayed).
+        With none kept, ``rotated()`` may time the run by one member (:mod:`rotation_runs`):
+        its outcome is kept then."""
         if not self.may_close():
             return False
-        got = self.kept.outcomes.get(self.kind())
+        kind = self.kind()
+        kept = self.kept
+        got = kept.outcomes.get(kind)
+        if got is None and rotated is not None and kind not in kept.unrotated:
+            got = rotated()
+            if got is None:
+                kept.unrotated.add(kind)
+            else:
+                kept.outcomes[kind] = got
         if got is None or got.issue.events < 0:
             return False
         loop = self.loop

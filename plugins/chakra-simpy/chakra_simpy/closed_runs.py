@@ -100,15 +100,17 @@ class Undecided(Exception):
 
 
 class Kept:
-    """What a simulation keeps of its closed runs, per kind: the outcome (``outcomes``) and every
-    link a message of the kind can cross (``links``); whether runs may be replayed among quiet
-    events (``quiet``)."""
+    """What a simulation keeps of its closed runs, per kind: the outcome (``outcomes``), every
+    link a message of the kind can cross (``links``) and the kinds that cannot be timed by one
+    member (``unrotated``, :mod:`rotation_runs`); whether runs may be replayed among quiet events
+    (``quiet``)."""
 
-    __slots__ = ("outcomes", "links", "quiet")
+    __slots__ = ("outcomes", "links", "unrotated", "quiet")
 
     def __init__(self, quiet: bool = True) -> None:
         self.outcomes: dict[tuple, ClosedRun] = {}
         self.links: dict[tuple, tuple[Link, ...]] = {}
+        self.unrotated: set[tuple] = set()
         self.quiet = quiet
 
 

@@ -28,6 +28,9 @@ class Checked(Protocol):
     def check_due(self, _arg: None) -> None:
         """The run's check (:meth:`closed_check.RunCheck.check`)."""
 
+    def build_issue(self) -> None:
+        """Build the events of the run's deferred issue (:meth:`closed_check.RunCheck.build`)."""
+
 
 @dataclass(slots=True, eq=False)
 class GroupRecording:
@@ -44,15 +47,20 @@ class GroupRecording:
 
 
 def starting(first: RunCheck, run: Checked) -> list[Checked]:
-    """``run`` (whose check is ``first``) and the runs whose checks are due now after it, none
-    of them deferred."""
+    """``run`` (whose check is ``first``) and the runs whose checks are due now after it; when
+    there are several, the events of those whose issue was deferred are built (each at the
+    scheduling orders its issue took), so that they are checked as issued."""
     loop = first.loop
     now = loop.now
     check = type(run).check_due
     checks = sorted((eid, getattr(fn, "__self__", None)) for due, eid, fn, _arg in loop.queue
                     if due == now and eid < 0 and getattr(fn, "__func__", None) is check)
     runs = [run] + [cast(Checked, other) for _eid, other in checks if other is not run]
-    return runs if all(other.closed.state.deferred is None for other in runs) else [run]
+    if len(runs) > 1:
+        for other in runs:
+            if other.closed.state.deferred is not None:
+                other.build_issue()
+    return runs
 
 
 def check_group(first: RunCheck, runs: list[Checked]) -> bool:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from .algorithms import lookup
-from .algorithms.base import Messages, PacketMessages, TreeTurn
+from .algorithms.base import Messages, PacketMessages, RotatedParts, TreeTurn
 from .chunk_phases import PhaseSpec, tree_turns
 from .formulas import GROUP_ENDPOINT_DELAY
 from .layouts import dim_layout, group_layout
@@ -41,6 +41,15 @@ class Phase:
         self.messages = messages
         self.turn = turn
         self.routed = routed
+
+    def rotated(self, c: int) -> RotatedParts | None:
+        """The members' parts for chunk ``c`` when they are member 0's rotated (a phase run by
+        steps on one ring in index order), else None."""
+        msgs = self.messages
+        if isinstance(msgs, PacketMessages):
+            return None
+        parts = msgs.choices[0 if self.turn is None else self.turn.choice(c)]
+        return parts if isinstance(parts, RotatedParts) else None
 
     def part(self, c: int, j: int, links: Callable[[int, int], tuple[Link, ...]]) -> Routed:
         """Member ``j``'s part for chunk ``c`` (a phase run by steps), every message with its

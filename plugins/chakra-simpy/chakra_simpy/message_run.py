@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from .algorithms.base import Messages, PacketMember, PacketMessages
 from .chunk_phases import PhaseSpec
 from .closed_check import RunCheck
-from .closed_runs import Kept
+from .closed_runs import ClosedRun, Kept
 from .message_phases import plan_phases
 from .run_facts import RunFacts
 
@@ -89,7 +89,7 @@ class MessageRun:
         """The ranks of actor ``ai`` issue the collective now: their chunks enter their first phase."""
         self.issued.append(ai)
         alone = len(self.left_per_actor) == 1
-        if alone and self.closed.defer(self.check_due):
+        if alone and self.closed.defer(self.check_due, self._rotated):
             return
         events, eid = self.tally.events, self.loop.eid
         self._enter_all(ai)
@@ -105,6 +105,17 @@ class MessageRun:
             self.chunks_left[j] = self.inst.n
             for c in range(self.inst.n):
                 self._enter(j, c, 0)
+
+    def _rotated(self) -> ClosedRun | None:
+        """This run's outcome timed by member 0 alone, where its members are rotations of member
+        0 (:mod:`rotation_runs`, which builds on this class)."""
+        from .rotation_runs import rotated_outcome
+
+        return rotated_outcome(self)
+
+    def build_issue(self) -> None:
+        """Build the events of its deferred issue (:meth:`closed_check.RunCheck.build`)."""
+        self.closed.build(self._enter_all)
 
     def check_due(self, _arg: None) -> None:
         """Its closed-run check (:meth:`closed_check.RunCheck.check`), queued as its own event."""

@@ -66,6 +66,13 @@ class RunFacts:
                             seen.update(dict.fromkeys(self.links(j, lay.offset(j, k))))
                     continue
                 for c in self._one_per_choice(ph):
+                    rotated = ph.rotated(c)
+                    if rotated is not None:  # member j's routes: member 0's peers moved j places on
+                        offsets = {k for to, _frm, _m, _add in rotated.first[1] for k, _n in to}
+                        for j in self.pos.values():
+                            for o in offsets:
+                                seen.update(dict.fromkeys(self.links(j, (j + o) % rotated.size)))
+                        continue
                     for j in self.pos.values():
                         for to, _frm, _m, _add in ph.part(c, j, self.links)[1]:
                             for links, _k, _n in to:
@@ -82,7 +89,9 @@ class RunFacts:
             return -1
         adds = []
         for c in self._one_per_choice(ph):
-            for j in self.pos.values():
+            # members whose parts are member 0's rotated have its last delay
+            members = [0] if ph.rotated(c) is not None else self.pos.values()
+            for j in members:
                 delay, steps = ph.part(c, j, self.links)
                 adds.append(steps[-1][3] if steps else delay)
         return max(adds) if min(adds) > 0 else -1

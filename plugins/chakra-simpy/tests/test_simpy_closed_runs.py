@@ -58,6 +58,7 @@ def _outcome(run, monkeypatch, slow=False):
         _counting(m, "close", replays)
         if slow:
             m.setattr(MessageRun, "check_due", lambda self, arg: None)
+            m.setattr(MessageRun, "_rotated", lambda self: None)
         res = run()
     return [r["finish_ns"] for r in res.ranks], res.summary["events"], res.summary["simpy_events"], len(replays)
 
@@ -107,6 +108,11 @@ def _send_under_way(kit, tmp_path):
                          [(_overlapping, "closed", lambda end, real, stand_in: True),
                           (_send_under_way, "links_free", lambda links, now: True)])
 def test_without_its_guard_a_replay_gets_a_busy_network_wrong(kit, tmp_path, monkeypatch, case, part, broken):
+    if case is _overlapping:
+        # outcomes recorded event by event: a link that only a replay of one timed by member 0
+        # (rotation_runs) has used keeps no scheduling order, which only a replay the guard wrongly
+        # lets through would then need (it would fail instead of giving wrong cycles)
+        monkeypatch.setattr(MessageRun, "_rotated", lambda self: None)
     run = case(kit, tmp_path)
     fast = _outcome(run, monkeypatch)
     slow = _outcome(run, monkeypatch, slow=True)
@@ -189,6 +195,7 @@ def test_resnet_like_runs_beside_the_next_layers_compute_are_replayed(kit, tmp_p
 
 def test_taking_other_ranks_events_for_quiet_ones_gets_a_busy_network_wrong(kit, tmp_path, monkeypatch):
     run = _overlapping(kit, tmp_path)
+    monkeypatch.setattr(MessageRun, "_rotated", lambda self: None)  # as in the test above
     fast = _outcome(run, monkeypatch)
     monkeypatch.setattr(closed_check, "quiet", lambda others, end, node_end, actors: True)
     wrong = _outcome(run, monkeypatch)

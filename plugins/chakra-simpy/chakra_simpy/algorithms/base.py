@@ -16,7 +16,7 @@ An :class:`Algorithm` answers four questions about one chunk phase of a collecti
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from chakra_core.system import Dimension
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ..layouts import MemberLayout
 
 __all__ = ["Algorithm", "Implementation", "TreeTurn", "MemberPhase", "Link", "MessageStep", "Part", "numbered",
-           "StepMessages", "PacketMember", "PacketMessages", "Messages"]
+           "RotatedParts", "StepMessages", "PacketMember", "PacketMessages", "Messages"]
 
 #: ``link(distance)``: the ``(Dimension, hops)`` a message to the member that many places away
 #: is charged on
@@ -91,11 +91,41 @@ def _counted(peers: tuple[int, ...], seen: dict[int, int]) -> tuple[tuple[int, i
     return out
 
 
+class RotatedParts(Sequence[Part]):
+    """Every member's part of a chunk phase on one ring of ``size`` members in index order
+    (member j sends to member ``(j + 1) % size``, not to a member of another ring) where member
+    j's part is member 0's (``first``) with every peer moved j places on: member 0's part is
+    built at once, another member's when it is asked for.  A message run of such phases may be
+    timed by member 0 alone (:mod:`..rotation_runs`)."""
+
+    __slots__ = ("size", "first", "made")
+
+    def __init__(self, size: int, first: Part):
+        self.size = size
+        self.first = first
+        self.made: dict[int, Part] = {0: first}
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, j):  # type: ignore[override]  # members by index only
+        got = self.made.get(j)
+        if got is None:
+            if not 0 <= j < self.size:
+                raise IndexError(j)
+            size = self.size
+            delay, steps = self.first
+            got = self.made[j] = (delay, [(tuple([((k + j) % size, n) for k, n in to]),
+                                           tuple([((k + j) % size, n) for k, n in frm]), m, add)
+                                          for to, frm, m, add in steps])
+        return got
+
+
 class StepMessages(NamedTuple):
     """Every member's part (by member index) of a chunk phase run step by step; an alternating
-    algorithm gives one list per structure (``choices``, picked by a :class:`TreeTurn`)."""
+    algorithm gives one sequence per structure (``choices``, picked by a :class:`TreeTurn`)."""
 
-    choices: list[list[Part]]
+    choices: list[Sequence[Part]]
 
 
 class PacketMember(Protocol):

@@ -15,7 +15,7 @@ from chakra_core.system import Dimension
 from ..formulas import GROUP_ENDPOINT_DELAY, Cost, link_net, net, red, same_steps_cost
 from ..layouts import MemberLayout
 from ..member_timing import Phase, Step
-from .base import Algorithm, Implementation, Link, StepMessages, TreeTurn, numbered
+from .base import Algorithm, Implementation, Link, Part, RotatedParts, StepMessages, TreeTurn, numbered
 
 __all__ = ["Ring", "ring_steps", "group_cost"]
 
@@ -60,8 +60,13 @@ class Ring(Algorithm):
         count, nred, div = ring_steps(kind, lay.size)
         m = data // div
         r = red(m, local_mem_bw) if nred else 0
-        return StepMessages([[numbered(e, [((lay.offset(j, 1),), (lay.offset(j, -1),), m, e + (r if s < nred else 0))
-                                           for s in range(count)]) for j in range(len(lay.index))]])
+
+        def part(j: int) -> Part:
+            return numbered(e, [((lay.offset(j, 1),), (lay.offset(j, -1),), m, e + (r if s < nred else 0))
+                                for s in range(count)])
+        if len(lay.slices) == 1 and lay.index == list(range(lay.size)):  # one ring, members in index order
+            return StepMessages([RotatedParts(lay.size, part(0))])
+        return StepMessages([[part(j) for j in range(len(lay.index))]])
 
 
 def group_cost(kind: str, members: list[int], hop_cost: Callable[[int, int], tuple[Dimension, int]], d: int,

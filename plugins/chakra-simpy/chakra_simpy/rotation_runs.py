@@ -1,0 +1,175 @@
+"""Closed runs timed by one member: a collective whose members are a ring's rotations of member 0
+(congestion-aware mode).
+
+A message run is timed by member 0 alone, and its outcome kept as a closed run's
+(:class:`closed_runs.ClosedRun`), when one actor issues all of it, every phase is run by steps on
+one ring of members in index order with each member's part member 0's moved j places on
+(:class:`algorithms.base.RotatedParts`: ring algorithms), and its members' routes are rotations
+of one another: member j's route to the member o places on has as many links as member 0's, each
+of the same bandwidth and latency, and no link carries two members' messages.  Then, for as long
+as the run is closed, member j's messages queue behind its own only, on links like member 0's,
+and what it receives from the member o places before arrives when member 0's message to the
+member o places on does: member 0's course is every member's, shifted.  So member 0 runs alone
+on links of its own (a private :class:`network.Network` and event loop), each arrival of a
+message it sent standing for the arrival of the rotated message it receives, and the outcome is
+its course with every count multiplied by the members and every link's final state given to its
+rotations.
+
+Events at one ns run in the order they were scheduled.  Member 0's own events keep that order
+among themselves, but a message it receives is scheduled by its sender, at another place in the
+whole run's order; so the time is taken only when no arrival shares its ns with another event of
+member 0 (else the run is timed event by event).  The outcome is used as a kept one is
+(:mod:`closed_check`): only where the run runs closed, the guard checked at its time.
+"""
+
+from __future__ import annotations
+
+from heapq import heappop
+from typing import TYPE_CHECKING
+
+from .closed_runs import ClosedRun, Issue
+from .collective_context import CollectiveTally
+from .event_loop import EventLoop
+from .message_phases import Phase
+from .message_run import MessageRun
+from .network import Link, Network
+from .run_facts import RunFacts
+
+if TYPE_CHECKING:
+    from .algorithms.base import Part, RotatedParts
+
+__all__ = ["rotated_outcome"]
+
+
+class _Member0(MessageRun):
+    """Member 0 of ``run`` on its own event loop and network: the message it sent to the member
+    ``o`` places on arrives as the one it receives from the member ``o`` places before."""
+
+    def __init__(self, run: MessageRun, size: int):  # noqa: D107  (the fields of a MessageRun, its own)
+        self.__dict__.update(run.__dict__)
+        self.size = size
+        self.loop = loop = EventLoop()
+        loop.now = run.loop.now
+        self.net = net = Network(loop, run.net.dims, run.net.coords)
+        self.tally = CollectiveTally()
+        self.phases = [Phase(ph.queue, ph.label, ph.messages, ph.turn, {}) for ph in run.phases]
+        f = run.facts
+        self.facts = RunFacts(f.inst, self.phases, f.phase_keys, f.pos, f.rank_of, net, f.issued, f.on_done)
+        self.running, self.queued, self.chunks_left, self.phase_start = {}, {}, {}, {}
+        self.arrived, self.waiting = set(), {}
+        self.finished = -1
+
+    def enter(self) -> None:
+        """Member 0's chunks enter their first phase, now."""
+        self.chunks_left[0] = self.inst.n
+        for c in range(self.inst.n):
+            self._enter(0, c, 0)
+
+    def _delivered(self, key: tuple[int, int, int, int, int]) -> None:
+        c, p, _src, dst, n = key
+        super()._delivered((c, p, (self.size - dst) % self.size, 0, n))
+
+    def _member_done(self, ai: int, now: int) -> None:
+        self.finished = now
+
+    def run_alone(self) -> bool:
+        """Run every event; False when an arrival shares its ns with another event (the order
+        of the whole run would have to tell which runs first)."""
+        loop = self.loop
+        queue = loop.queue
+        arrival = self._delivered
+        last, last_arrival = -1, False
+        while queue:
+            due, eid, fn, arg = heappop(queue)
+            is_arrival = fn == arrival
+            if due == last and (is_arrival or last_arrival):
+                return False
+            loop.now, loop.running = due, eid
+            fn(arg)
+            last, last_arrival = due, is_arrival
+        return self.finished >= 0
+
+
+def rotated_outcome(run: MessageRun) -> ClosedRun | None:
+    """The outcome of ``run`` from its check on, timed by member 0 alone (module docstring), or
+    None when its members are not rotations of member 0 or the order of its events at one ns
+    would depend on the others'.  Called when one actor issues all of it, before its events are
+    built; the check then comes ``issue.first`` ns later."""
+    size = _ring_size(run)
+    if size is None:
+        return None
+    me = _Member0(run, size)
+    images = _rotations(run, me, size)
+    if images is None:
+        return None
+    start = me.loop.now
+    me.enter()
+    entered, eids = me.tally.events, me.loop.eid
+    first = min((e[0] for e in me.loop.queue), default=start) - start
+    if first <= 0 or not me.run_alone():
+        return None
+    check = start + first
+    end = me.finished
+    used: list[tuple[Link, int]] = []
+    for link, rotations in images.items():
+        if link.pending or link.waiting or link.free_at >= end:
+            return None
+        if link.free_at >= check:
+            used.extend((real, link.free_at - check) for real in rotations)
+    if end <= check:
+        return None
+    return ClosedRun(end - check, (run.issued[0],), size * (me.tally.events - entered), size * me.net.events,
+                     tuple(used), Issue(first, size * entered, size * eids), run.facts.lead())
+
+
+def _ring_size(run: MessageRun) -> int | None:
+    """The members of ``run`` when every phase is run by steps with parts rotated on one ring
+    of all of them, else None."""
+    sizes = set()
+    for ph in run.phases:
+        for c in range(run.inst.n):
+            rotated: RotatedParts | None = ph.rotated(c)
+            if rotated is None:
+                return None
+            sizes.add(rotated.size)
+    if len(sizes) != 1:
+        return None
+    size = sizes.pop()
+    return size if sorted(run.pos.values()) == list(range(size)) else None
+
+
+def _first(ph: Phase, c: int) -> Part:
+    """Member 0's part of phase ``ph`` for chunk ``c`` (a phase of rotated parts)."""
+    rotated = ph.rotated(c)
+    assert rotated is not None  # checked by _ring_size
+    return rotated.first
+
+
+def _rotations(run: MessageRun, me: _Member0, size: int) -> dict[Link, list[Link]] | None:
+    """Each link of member 0's routes (on its own network) with the links of ``run``'s network
+    that are its rotations, one per member; None when the members' routes are not rotations of
+    member 0's (module docstring)."""
+    offsets = {k for ph in run.phases for c in range(run.inst.n) for to, _frm, _m, _add in _first(ph, c)[1]
+               for k, _n in to}
+    images: dict[Link, list[Link]] = {}
+    owner: dict[Link, tuple[int, Link]] = {}
+    for o in sorted(offsets):
+        mine = me.facts.links(0, o)
+        for j in range(size):
+            theirs = run.facts.links(j, (j + o) % size)
+            if len(theirs) != len(mine):
+                return None
+            for link, real in zip(mine, theirs):
+                if (real.bytes_per_ns, real.latency) != (link.bytes_per_ns, link.latency):
+                    return None
+                if owner.setdefault(real, (j, link)) != (j, link):
+                    return None
+                rotations = images.setdefault(link, [])
+                if len(rotations) == j:
+                    rotations.append(real)
+                elif rotations[j] is not real:  # member 0's routes share a link where member j's do not
+                    return None
+    for rotations in images.values():
+        if len(rotations) != size:
+            return None
+    return images
