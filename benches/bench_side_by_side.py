@@ -1,6 +1,8 @@
 """The simpy backend side by side with ASTRA-sim's analytical binary, when one is found.
 
 Cases: every text workload of examples/text/ on examples/system/system.yaml (8 NPUs, replay);
+the ResNet-50-like one on that system's Ring made 16 and 64 NPUs (``ring_N.yaml``; both
+congestion modes, as the 8-NPU cases: ASTRA-sim's congestion-aware backend builds one dimension);
 the ResNet-50-like and GPT-3-like ones on examples/system/system_2d.yaml (1,024 NPUs, roofline);
 and a generated 256-rank transformer (``chakra generate transformer -O tp=8 -O pp=4 -O dp=8``)
 on system_2d.yaml's two dimensions sized to it (8 NPUs a node, ``npus_count: auto`` nodes). Each
@@ -37,6 +39,7 @@ from chakra_core import generate, load_traces, open_traceset
 ROOT = Path(__file__).resolve().parents[1]
 CASES = [("resnet50_like.txt", {"npus": 8}, "system.yaml"), ("dlrm_like.txt", {"npus": 8}, "system.yaml"),
          ("gpt3_like.txt", {"npus": 8, "mp_group": 8}, "system.yaml"),
+         ("resnet50_like.txt", {"npus": 16}, "ring_16.yaml"), ("resnet50_like.txt", {"npus": 64}, "ring_64.yaml"),
          ("transformer", {"tp": 8, "pp": 4, "dp": 8}, "auto_2d.yaml"),
          ("resnet50_like.txt", {"npus": 1024}, "system_2d.yaml"),
          ("gpt3_like.txt", {"npus": 1024, "mp_group": 8}, "system_2d.yaml")]
@@ -59,7 +62,10 @@ def _system(name: str, where: Path) -> str:
     sized to the set (``auto_2d.yaml``), ending in a comment naming ``where``: each case reads a
     system file and text of its own, so that no case reuses what an earlier one parsed or planned
     on the same system (a fresh command parses and plans anew)."""
-    if name != "auto_2d.yaml":
+    if name.startswith("ring_"):  # system.yaml's Ring of 8 made a Ring of N (ring_N.yaml)
+        text = (ROOT / "examples" / "system" / "system.yaml").read_text().replace(
+            "npus_count: 8", f"npus_count: {name[5:-5]}")
+    elif name != "auto_2d.yaml":
         text = (ROOT / "examples" / "system" / name).read_text()
     else:
         text = (ROOT / "examples" / "system" / "system_2d.yaml").read_text().replace("npus_count: 128",
@@ -115,7 +121,7 @@ def main() -> None:
             _warm_up_binaries(warm, binaries)
         held = []
         for k, (name, opts, system) in enumerate(CASES):
-            if args.skip_1024 and opts.get("npus", 0) > 8:
+            if args.skip_1024 and opts.get("npus", 0) >= 1024:
                 continue
             if name.endswith(".txt"):
                 load_traces(str(ROOT / "examples" / "text" / name), "text", opts).write(f"{tmp}/{k}/trace")
@@ -124,7 +130,7 @@ def main() -> None:
             traces = open_traceset(f"{tmp}/{k}")
             sysf = _system(system, Path(tmp) / f"system{k}")
             for mode in modes:
-                if mode == "aware" and system != "system.yaml":
+                if mode == "aware" and system != "system.yaml" and not system.startswith("ring_"):
                     continue
                 res, wall, cpu = _run("simpy", traces, {"system": sysf, "congestion": mode})
                 s = res.summary
