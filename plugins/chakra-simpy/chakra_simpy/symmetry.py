@@ -77,6 +77,8 @@ class _Signatures:
     def _ring(self, members: Sequence[int]) -> tuple | None:
         if len(members) == self.n:
             return ("all",)
+        if len(members) == 1:  # a group of one sends nothing
+            return (1,)
         links = set()
         for j in range(len(members)):
             dim, hops = self.planner.hop(members[j - 1], members[j])
