@@ -45,18 +45,18 @@ class _Member0(MessageRun):
     """Member 0 of ``run`` on its own event loop and network: the message it sent to the member
     ``o`` places on arrives as the one it receives from the member ``o`` places before."""
 
-    def __init__(self, run: MessageRun, size: int):  # noqa: D107  (the fields of a MessageRun, its own)
-        self.__dict__.update(run.__dict__)
+    def __init__(self, run: MessageRun, size: int):  # noqa: D107  (what the steps read; all state its own)
         self.size = size
+        self.ctx, self.inst, self.rank_of, self.pos, self.active = run.ctx, run.inst, run.rank_of, run.pos, run.active
         self.loop = loop = EventLoop()
         loop.now = run.loop.now
         self.net = net = Network(loop, run.net.dims, run.net.coords)
         self.tally = CollectiveTally()
         self.phases = [Phase(ph.queue, ph.label, ph.messages, ph.turn, {}) for ph in run.phases]
         f = run.facts
-        self.facts = RunFacts(f.inst, self.phases, f.phase_keys, f.pos, f.rank_of, net, f.issued, f.on_done)
+        self.facts = RunFacts(f.inst, self.phases, f.phase_keys, f.pos, f.rank_of, net, [], f.on_done)
         self.running, self.queued, self.chunks_left, self.phase_start = {}, {}, {}, {}
-        self.arrived, self.waiting = set(), {}
+        self.arrived, self.waiting, self.packets = set(), {}, {}
         self.finished = -1
 
     def enter(self) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol, overload
 
 from chakra_core.system import Dimension
 
@@ -108,7 +108,16 @@ class RotatedParts(Sequence[Part]):
     def __len__(self) -> int:
         return self.size
 
-    def __getitem__(self, j):  # type: ignore[override]  # members by index only
+    @overload
+    def __getitem__(self, j: int) -> Part: ...
+
+    @overload
+    def __getitem__(self, j: slice) -> Sequence[Part]: ...
+
+    def __getitem__(self, j: int | slice) -> Part | Sequence[Part]:
+        """Member ``j``'s part (built on first use), or the parts of a slice of members."""
+        if isinstance(j, slice):
+            return [self[i] for i in range(self.size)[j]]
         got = self.made.get(j)
         if got is None:
             if not 0 <= j < self.size:
