@@ -94,7 +94,7 @@ def test_runs_timed_by_member_0_give_the_cycles_and_counts_of_every_event(kit, t
 @pytest.mark.parametrize("kind", ["AR", "RS", "AG", "A2A"])
 def test_the_ring_parts_are_member_0s_rotated(kind):
     members = list(range(6))
-    for lay in (group_layout(members, lambda a, b: (None, 1)), dim_layout((_Dim(6),), 0, 6)):
+    for lay in (group_layout(members, lambda a, b: (None, 1)), dim_layout((_dim(6),), 0, 6)):
         parts = Ring().messages(kind, 6_000, lay, 10, 50.0).choices[0]
         assert isinstance(parts, RotatedParts)
         for j in members:  # each member's part as the ring builds it for that member
@@ -107,10 +107,10 @@ def test_the_ring_parts_are_member_0s_rotated(kind):
 
 
 def test_two_dimensions_do_not_rotate():
-    dims = (_Dim(2), _Dim(3))
+    dims = (_dim(2), _dim(3))
     parts = Ring().messages("AR", 6_000, dim_layout(dims, 1, 6), 10, 50.0).choices[0]
     assert not isinstance(parts, RotatedParts) and len(parts) == 6
 
 
-def _Dim(p: int) -> Dimension:
+def _dim(p: int) -> Dimension:
     return Dimension("Ring", p, 50.0, 500.0)
