@@ -62,8 +62,15 @@ class RunCheck:
 
     def may_close(self) -> bool:
         """Whether every member issued it at this ns and no timeline is drawn."""
+        return not self.drawn() and self._issued_now()
+
+    def drawn(self) -> bool:
+        """Whether a timeline is drawn (then only outcomes holding their spans are replayed)."""
+        return self.ctx.spans.spans is not None
+
+    def _issued_now(self) -> bool:
         now = self.loop.now
-        return self.ctx.spans.spans is None and all(t == now for _a, _i, t in self.facts.inst.arrived.values())
+        return all(t == now for _a, _i, t in self.facts.inst.arrived.values())
 
     def kind(self) -> tuple:
         """What fixes the run's course from its check on (:meth:`RunFacts.kind`)."""
@@ -78,8 +85,9 @@ class RunCheck:
         does, take the scheduling orders of the events its issue schedules and leave them
         unbuilt until its check (``check``, the run's; :meth:`build`, unless it is replayed).
         With none kept, ``rotated()`` may time the run by one member (:mod:`rotation_runs`):
-        its outcome is kept then."""
-        if not self.may_close():
+        its outcome is kept then.  With a timeline drawn, only an outcome holding its spans is
+        taken."""
+        if not self._issued_now():
             return False
         kind = self.kind()
         kept = self.kept
@@ -90,7 +98,7 @@ class RunCheck:
                 kept.unrotated.add(kind)
             else:
                 kept.outcomes[kind] = got
-        if got is None or got.issue.events < 0:
+        if got is None or got.issue.events < 0 or (got.spans is None and self.drawn()):
             return False
         loop = self.loop
         self.state.deferred = (loop.now, loop.eid)
@@ -143,6 +151,10 @@ class RunCheck:
         actors = self.facts.inst.actor_ids
         kind = self.kind()
         got = self.kept.outcomes.get(kind)
+        if self.drawn() and (got is None or got.spans is None):  # nothing to draw its spans from
+            if state.deferred is not None:
+                self.build(enter_all)
+            return
         others, own, real, stand = split(loop.queue, (run,), STAND_INS)
         among = got is not None and not closed(now + got.duration, real, stand)
         if got is not None and among and not self.among_quiet(got, others, now + got.duration, stand, actors) or \
@@ -180,6 +192,10 @@ class RunCheck:
         self.net.events += got.net_events
         for link, free in got.links:
             link.free_at = now + free
+        if got.spans:  # the chunk phases its one actor draws (a run alone, timed by member 0)
+            add, key, ai = self.ctx.spans.add, self.facts.inst.key, got.order[0]
+            for track, label, c, at, dur in got.spans:
+                add(ai, track, (label, c, key), now + at, dur)
 
     def among_quiet(self, got: ClosedRun, others: list, end: int, stand: float, actors: set[int]) -> bool:
         """Whether a run (or group) of kept outcome ``got`` ending at ``end`` ns, of ``actors``,

@@ -4,7 +4,8 @@ A message-run collective runs *closed* when, at its *check* (``start`` ns: just 
 first own event, ahead of every other event of that ns):
 
 - every member issued it at the same ns, its first own event is due after that ns (so none
-  has run at the check), and no timeline is drawn (no spans to place);
+  has run at the check), and no timeline is drawn (no spans to place), unless its outcome
+  holds the spans its actor draws (a run timed by member 0, :mod:`rotation_runs`);
 - every link its messages can cross is free (its last serialization ended before ``start``)
   and no message waits for it;
 - no other event is due before its end (``start + duration``), so nothing else runs, sends or
@@ -83,7 +84,10 @@ class ClosedRun(NamedTuple):
     they finish, the collectives' and the network's events it scheduled, each link it used
     with the ns after the check at which it is free again, what its issue did, and the most ns
     before its end at which a hand-back event is scheduled (``lead``; -1: one may be scheduled at
-    its end, or the run ends with packets, and it does not run closed among quiet events)."""
+    its end, or the run ends with packets, and it does not run closed among quiet events); with
+    a timeline drawn, the chunk phases its one actor draws, ``(track, label, chunk, ns after the
+    check, ns)`` (None: not kept, as for a run recorded event by event, which no timeline lets
+    run closed)."""
 
     duration: int
     order: tuple
@@ -92,6 +96,7 @@ class ClosedRun(NamedTuple):
     links: tuple[tuple[Link, int], ...]
     issue: Issue
     lead: int
+    spans: tuple[tuple[int, str, int, int, int], ...] | None = None
 
 
 class Undecided(Exception):

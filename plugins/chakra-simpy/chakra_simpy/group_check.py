@@ -68,6 +68,8 @@ def check_group(first: RunCheck, runs: list[Checked]) -> bool:
     checks due now, no rank in two of them): replay their kept joint outcome when they run closed
     together (alone, or among quiet events), or record them together; False when they may not
     (the first is then checked alone)."""
+    if first.drawn():  # a joint outcome keeps no spans
+        return False
     loop = first.loop
     now = loop.now
     checks = [run.closed for run in runs]

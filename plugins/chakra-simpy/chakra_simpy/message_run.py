@@ -229,7 +229,7 @@ class MessageRun:
         start = self.phase_start.pop((j, c, p))
         r = self.rank_of[j]
         a = ctx.actors[ctx.rank_actor[r]]
-        if r == a.rank:
+        if self._draws(r, a.rank):
             ctx.spans.add(a.index, 10 + ph.queue, (ph.label, c, self.inst.key), start, now - start)
         q = (j, ph.queue)
         self.running[q] -= 1
@@ -242,6 +242,10 @@ class MessageRun:
         self.chunks_left[j] -= 1
         if self.chunks_left[j] == 0:
             self._member_done(a.index, now)
+
+    def _draws(self, r: int, actor_rank: int) -> bool:
+        """Whether member rank ``r`` draws its chunk phases: the rank its actor is named by."""
+        return r == actor_rank
 
     def _member_done(self, ai: int, now: int) -> None:
         if self.finish.setdefault(ai, now) != now:

@@ -28,7 +28,7 @@ from heapq import heappop
 from typing import TYPE_CHECKING
 
 from .closed_runs import ClosedRun, Issue
-from .collective_context import CollectiveTally
+from .collective_context import CollectiveTally, SpanSink
 from .event_loop import EventLoop
 from .message_phases import Phase
 from .message_run import MessageRun
@@ -47,7 +47,9 @@ class _Member0(MessageRun):
 
     def __init__(self, run: MessageRun, size: int):  # noqa: D107  (what the steps read; all state its own)
         self.size = size
-        self.ctx, self.inst, self.rank_of, self.pos, self.active = run.ctx, run.inst, run.rank_of, run.pos, run.active
+        self.inst, self.rank_of, self.pos, self.active = run.inst, run.rank_of, run.pos, run.active
+        # its chunk phases drawn into a list of its own, when a timeline is drawn
+        self.ctx = run.ctx._replace(spans=SpanSink(None if run.ctx.spans.spans is None else [], 1 << 62))
         self.loop = loop = EventLoop()
         loop.now = run.loop.now
         self.net = net = Network(loop, run.net.dims, run.net.coords)
@@ -69,8 +71,19 @@ class _Member0(MessageRun):
         c, p, _src, dst, n = key
         super()._delivered((c, p, (self.size - dst) % self.size, 0, n))
 
+    def _draws(self, r: int, actor_rank: int) -> bool:
+        return actor_rank in self.pos  # member 0's phases are those of every member, its actor's rank's too
+
     def _member_done(self, ai: int, now: int) -> None:
         self.finished = now
+
+    def spans(self, check: int) -> tuple[tuple[int, str, int, int, int], ...] | None:
+        """The chunk phases its actor draws, ``(track, label, chunk, ns after check, ns)``; None
+        when no timeline is drawn."""
+        drawn = self.ctx.spans.spans
+        if drawn is None:
+            return None
+        return tuple((track, label, c, start - check, dur) for _ai, track, (label, c, _key), start, dur in drawn)
 
     def run_alone(self) -> bool:
         """Run every event; False when an arrival shares its ns with another event (the order
@@ -119,7 +132,7 @@ def rotated_outcome(run: MessageRun) -> ClosedRun | None:
     if end <= check:
         return None
     return ClosedRun(end - check, (run.issued[0],), size * (me.tally.events - entered), size * me.net.events,
-                     tuple(used), Issue(first, size * entered, size * eids), run.facts.lead())
+                     tuple(used), Issue(first, size * entered, size * eids), run.facts.lead(), me.spans(check))
 
 
 def _ring_size(run: MessageRun) -> int | None:

@@ -11,6 +11,7 @@ recorded event by event, the closed runs of before); and with no replay at all (
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -91,6 +92,33 @@ def test_runs_timed_by_member_0_give_the_cycles_and_counts_of_every_event(kit, t
     # most sets have runs of 3 members or more that are timed by member 0 (on 2, the member before
     # is the member after): the comparison is not vacuous
     assert rotated >= 40, rotated
+
+
+def _with_timeline(kit, path, ts, system, opts):
+    """Finish ns, events, SimPy events and the timeline's events of a run drawing one to ``path``."""
+    res = kit.run(ts, system, path.parent, congestion="aware", timeline=str(path), **opts)
+    events = json.loads(path.read_text())["traceEvents"]
+    return [r["finish_ns"] for r in res.ranks], res.summary["events"], res.summary["simpy_events"], events
+
+
+def test_with_a_timeline_runs_timed_by_member_0_draw_the_chunk_phases_of_every_event(kit, tmp_path, monkeypatch):
+    # a timeline lets no run recorded event by event be replayed (it keeps no spans): one timed by
+    # member 0 keeps the chunk phases its actor draws, and the timeline is that of every event
+    rotated = phases = 0
+    real = rotation_runs.rotated_outcome
+    for seed in range(30):
+        ts, system, opts = _set(kit, random.Random(seed))
+        timed: list = []
+        with monkeypatch.context() as m:
+            m.setattr(rotation_runs, "rotated_outcome", lambda run, into=timed: into.append(real(run)) or into[-1])
+            shipped = _with_timeline(kit, tmp_path / f"shipped{seed}.json", ts, system, opts)
+        with monkeypatch.context() as m:
+            m.setattr(MessageRun, "_rotated", lambda self: None)
+            every = _with_timeline(kit, tmp_path / f"every{seed}.json", ts, system, opts)
+        assert shipped == every, seed
+        rotated += sum(got is not None and bool(got.spans) for got in timed)
+        phases += sum(" chunk " in e.get("name", "") for e in every[3])
+    assert rotated >= 20 and phases >= 300
 
 
 @pytest.mark.parametrize("kind", ["AR", "RS", "AG", "A2A"])
