@@ -158,7 +158,7 @@ class RunCheck:
         others, own, real, stand = split(loop.queue, (run,), STAND_INS)
         among = got is not None and not closed(now + got.duration, real, stand)
         if got is not None and among and not self.among_quiet(got, others, now + got.duration, stand, actors) or \
-                not links_free(self.run_links(kind), now):
+                not links_free(self.run_links(kind), now) or got is not None and self._drawn_late(got, others):
             if state.deferred is not None:
                 self.build(enter_all)
             return
@@ -171,6 +171,12 @@ class RunCheck:
         self.replay(got, others)
         ends = ReplayEnds(loop, self.facts)
         ends.at_end(got, among, ends.close, got.order)
+
+    def _drawn_late(self, got: ClosedRun, others: list) -> bool:
+        """Whether replaying ``got`` would draw its chunk phases before one that another event due
+        at its end draws when every event runs (the replay draws them all at its check)."""
+        end = self.loop.now + got.duration
+        return bool(got.spans) and any(due == end for due, _eid, _fn, _arg in others)
 
     def record(self, others: list, own: int, real: float, stand: float, actors: set[int]) -> Recording:
         """A recording of the run (or group) of ``actors`` from now, ``others`` being the other

@@ -121,6 +121,26 @@ def test_with_a_timeline_runs_timed_by_member_0_draw_the_chunk_phases_of_every_e
     assert rotated >= 20 and phases >= 300
 
 
+def test_a_replay_whose_end_meets_another_phase_end_is_not_drawn_ahead_of_it(kit, tmp_path, monkeypatch):
+    # group lo (ranks 0, 1): 40 one-byte reduce-scatters in turn, each timed by member 0 and
+    # replayed; group hi (ranks 2, 3): one 256-byte reduce-scatter whose reduction (local-mem-bw
+    # 1) lasts until one of lo's runs ends. Running every event draws hi's phase first at that
+    # ns; a replay draws its phases at its check, so that run must run event by event instead
+    def nodes(r):
+        if r < 2:
+            return [kit.coll(i, 1, ct=CommType.REDUCE_SCATTER, deps=[i - 1] if i else [], pg="lo") for i in range(40)]
+        return [kit.coll(0, 256, ct=CommType.REDUCE_SCATTER, pg="hi")]
+    ts = kit.traces({r: nodes(r) for r in range(4)}, {"lo": [0, 1], "hi": [2, 3]})
+    system = kit.system([("FullyConnected", 4, 200, 1)], **{"endpoint-delay": 1, "preferred-dataset-splits": 1,
+                                                           "local-mem-bw": 1})
+    shipped = _with_timeline(kit, tmp_path / "shipped.json", ts, system, {})
+    with monkeypatch.context() as m:
+        m.setattr(MessageRun, "_rotated", lambda self: None)
+        every = _with_timeline(kit, tmp_path / "every.json", ts, system, {})
+    assert shipped == every
+    assert sum(e.get("name", "").startswith("reduce_scatter") or " chunk " in e.get("name", "") for e in every[3]) > 40
+
+
 @pytest.mark.parametrize("kind", ["AR", "RS", "AG", "A2A"])
 def test_the_ring_parts_are_member_0s_rotated(kind):
     members = list(range(6))
