@@ -36,7 +36,7 @@ from .network import Link, Network
 from .run_facts import RunFacts
 
 if TYPE_CHECKING:
-    from .algorithms.base import Part, RotatedParts
+    from .algorithms.base import RotatedParts
 
 __all__ = ["rotated_outcome"]
 
@@ -108,11 +108,12 @@ def rotated_outcome(run: MessageRun) -> ClosedRun | None:
     None when its members are not rotations of member 0 or the order of its events at one ns
     would depend on the others'.  Called when one actor issues all of it, before its events are
     built; the check then comes ``issue.first`` ns later."""
-    size = _ring_size(run)
-    if size is None:
+    parts = _rotated_parts(run)
+    if parts is None:
         return None
+    size = parts[0].size
     me = _Member0(run, size)
-    images = _rotations(run, me, size)
+    images = _rotations(run, me, size, set().union(*(p.peers() for p in parts)))
     if images is None:
         return None
     start = me.loop.now
@@ -135,35 +136,28 @@ def rotated_outcome(run: MessageRun) -> ClosedRun | None:
                      tuple(used), Issue(first, size * entered, size * eids), run.facts.lead(), me.spans(check))
 
 
-def _ring_size(run: MessageRun) -> int | None:
-    """The members of ``run`` when every phase is run by steps with parts rotated on one ring
-    of all of them, else None."""
-    sizes = set()
+def _rotated_parts(run: MessageRun) -> list[RotatedParts] | None:
+    """The parts of every phase and chunk of ``run`` (each once) when all are rotated on one ring
+    of all its members, else None."""
+    parts: dict[int, RotatedParts] = {}
     for ph in run.phases:
         for c in range(run.inst.n):
-            rotated: RotatedParts | None = ph.rotated(c)
+            rotated = ph.rotated(c)
             if rotated is None:
                 return None
-            sizes.add(rotated.size)
-    if len(sizes) != 1:
+            parts[id(rotated)] = rotated
+    if not parts:
         return None
-    size = sizes.pop()
-    return size if sorted(run.pos.values()) == list(range(size)) else None
+    size = next(iter(parts.values())).size
+    if any(p.size != size for p in parts.values()) or sorted(run.pos.values()) != list(range(size)):
+        return None
+    return list(parts.values())
 
 
-def _first(ph: Phase, c: int) -> Part:
-    """Member 0's part of phase ``ph`` for chunk ``c`` (a phase of rotated parts)."""
-    rotated = ph.rotated(c)
-    assert rotated is not None  # checked by _ring_size
-    return rotated.first
-
-
-def _rotations(run: MessageRun, me: _Member0, size: int) -> dict[Link, list[Link]] | None:
-    """Each link of member 0's routes (on its own network) with the links of ``run``'s network
-    that are its rotations, one per member; None when the members' routes are not rotations of
-    member 0's (module docstring)."""
-    offsets = {k for ph in run.phases for c in range(run.inst.n) for to, _frm, _m, _add in _first(ph, c)[1]
-               for k, _n in to}
+def _rotations(run: MessageRun, me: _Member0, size: int, offsets: set[int]) -> dict[Link, list[Link]] | None:
+    """Each link of member 0's routes to the members ``offsets`` places on (on its own network)
+    with the links of ``run``'s network that are its rotations, one per member; None when the
+    members' routes are not rotations of member 0's (module docstring)."""
     images: dict[Link, list[Link]] = {}
     owner: dict[Link, tuple[int, Link]] = {}
     for o in sorted(offsets):

@@ -68,7 +68,7 @@ class RunFacts:
                 for c in self._one_per_choice(ph):
                     rotated = ph.rotated(c)
                     if rotated is not None:  # member j's routes: member 0's peers moved j places on
-                        offsets = {k for to, _frm, _m, _add in rotated.first[1] for k, _n in to}
+                        offsets = rotated.peers()
                         for j in self.pos.values():
                             for o in offsets:
                                 seen.update(dict.fromkeys(self.links(j, (j + o) % rotated.size)))

@@ -108,6 +108,10 @@ class RotatedParts(Sequence[Part]):
     def __len__(self) -> int:
         return self.size
 
+    def peers(self) -> set[int]:
+        """The members member 0 sends to (member j sends to each moved j places on)."""
+        return {k for to, _frm, _m, _add in self.first[1] for k, _n in to}
+
     @overload
     def __getitem__(self, j: int) -> Part: ...
 
