@@ -1,8 +1,9 @@
 """The simpy backend side by side with ASTRA-sim's analytical binary, when one is found.
 
 Cases: every text workload of examples/text/ on examples/system/system.yaml (8 NPUs, replay);
-the ResNet-50-like one on that system's Ring made 16 and 64 NPUs (``ring_N.yaml``; both
-congestion modes, as the 8-NPU cases: ASTRA-sim's congestion-aware backend builds one dimension);
+the ResNet-50-like one and the GPT-3-like one (model-parallel groups of 8 consecutive ranks) on
+that system's Ring made 16 and 64 NPUs (``ring_N.yaml``; both congestion modes, as the 8-NPU
+cases: ASTRA-sim's congestion-aware backend builds one dimension);
 the ResNet-50-like and GPT-3-like ones on examples/system/system_2d.yaml (1,024 NPUs, roofline);
 and a generated 256-rank transformer (``chakra generate transformer -O tp=8 -O pp=4 -O dp=8``)
 on system_2d.yaml's two dimensions sized to it (8 NPUs a node, ``npus_count: auto`` nodes). Each
@@ -19,7 +20,9 @@ simulated events per second, and, when an ASTRA-sim binary of that mode is found
 (``CHAKRA_ASTRASIM_BIN``, which names one binary, or the usual names on the PATH: put both there
 to time both modes), the binary's wall time
 (``astrasim-run``: export + run + parse) and how many ranks' cycles differ, with the largest
-difference. Without a binary it says so and times simpy alone.
+difference; when the binary fails, its time until then and its error (the GPT-3-like sets on
+Rings of 16 NPUs or more: it aborts in glibc's heap checks as it exits, after printing every
+rank). Without a binary it says so and times simpy alone.
 
     .venv/bin/python benches/bench_side_by_side.py [--skip-1024] [--aware] [--python-loops] [--binary-timeout S]
 """
@@ -40,6 +43,8 @@ ROOT = Path(__file__).resolve().parents[1]
 CASES = [("resnet50_like.txt", {"npus": 8}, "system.yaml"), ("dlrm_like.txt", {"npus": 8}, "system.yaml"),
          ("gpt3_like.txt", {"npus": 8, "mp_group": 8}, "system.yaml"),
          ("resnet50_like.txt", {"npus": 16}, "ring_16.yaml"), ("resnet50_like.txt", {"npus": 64}, "ring_64.yaml"),
+         ("gpt3_like.txt", {"npus": 16, "mp_group": 8}, "ring_16.yaml"),
+         ("gpt3_like.txt", {"npus": 64, "mp_group": 8}, "ring_64.yaml"),
          ("transformer", {"tp": 8, "pp": 4, "dp": 8}, "auto_2d.yaml"),
          ("resnet50_like.txt", {"npus": 1024}, "system_2d.yaml"),
          ("gpt3_like.txt", {"npus": 1024, "mp_group": 8}, "system_2d.yaml")]
@@ -168,13 +173,16 @@ def _report(line: str, res, wall: float, traces, options: dict) -> None:
 
 
 def _beside(res, wall: float, traces, options: dict) -> str:
-    """The binary's wall time on the same set, its ratio to ours and how many ranks differ."""
+    """The binary's wall time on the same set, its ratio to ours and how many ranks differ (when
+    it fails: its time until then and its error)."""
     from chakra_core import ChakraError
 
+    t0 = time.perf_counter()
     try:
         astra, awall, _ = _run("astrasim-run", traces, options)
     except ChakraError as e:
-        return f"; ASTRA-sim: {e}"
+        failed = time.perf_counter() - t0
+        return f"; ASTRA-sim failed after {failed:.3f} s ({failed / wall:.1f}x simpy), ranks not compared: {e}"
     diff = [abs(a["finish_ns"] - b["finish_ns"]) for a, b in zip(res.ranks, astra.ranks)]
     return (f"; ASTRA-sim wall {awall:.3f} s ({awall / wall:.1f}x simpy), ranks differing "
             f"{sum(1 for d in diff if d)}/{len(diff)}, largest difference {max(diff, default=0)} ns")

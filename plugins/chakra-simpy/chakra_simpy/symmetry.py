@@ -4,7 +4,11 @@ Two ranks are in one class when their traces are equal up to a consistent relabe
 process groups and peers (:func:`chakra_core.role_key`, from the serialized nodes, before any
 Program is built) and every relabelled group and peer is timed alike: a group of the same size
 whose ring links are all the same kind (so that all its members finish together), a peer on the
-same dimension at the same hop count.  The lowest rank of a class stands for it (its
+same dimension at the same hop count.  Without congestion, a group's ring only times its
+collectives (each link by its latency, bandwidth and hops), so a group whose links differ is
+seen from each member as their kinds around the ring from that member on: two ranks at the same
+place of such rings (the model-parallel groups of consecutive ranks on a ring network, the
+longer link closing each) are timed alike too.  The lowest rank of a class stands for it (its
 representative) and runs its own trace, with its own groups and peers; for that to be the
 simulation of every rank of the class, the representatives must be closed: each member of a
 group a representative issues on is stood for by a representative in that group that names the
@@ -18,6 +22,7 @@ traces, groups and no point-to-point messages are merged).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from chakra_core import Progress, RoleKey, TraceSet, ranks_compiled_worthwhile, role_keys
 
@@ -42,29 +47,41 @@ def role_classes(traces: TraceSet, planner: Planner, groups: dict[str, tuple[int
     for _, get in role_keys(traces, compile_it, jobs or None):
         keys.append(get())
         bar.advance()
-    signature = _Signatures(planner, groups, n)
-    by_key: dict[tuple, list[int]] = {}
-    for r, k in enumerate(keys):
-        by_key.setdefault(_class_key(r, k, signature, aware), []).append(r)
-    rep = [0] * n
-    for ranks in by_key.values():
-        for r in ranks:
-            rep[r] = ranks[0]
-    _close(rep, keys, groups)
+    signature = _Signatures(planner, groups, n, aware)
+    rep = _partition([_class_key(r, k, signature, aware) for r, k in enumerate(keys)])
+    around = _Neighbours(keys, groups)
+    while True:
+        rep = around.refine(rep)
+        if not _close(rep, keys, groups):
+            break
     classes: dict[int, list[int]] = {}
     for r in range(n):
         classes.setdefault(rep[r], []).append(r)
     return list(classes.values())
 
 
+class _Around(NamedTuple):
+    """A group's ring whose links differ: the kind of the link into each member, by place."""
+
+    kinds: list[tuple[int, float, int]]
+    place: dict[int, int]
+
+    def seen_from(self, rank: int) -> tuple:
+        """The kinds of the ring's links from ``rank``'s on: equal for members timed alike."""
+        j = self.place[rank]
+        return ("from", *self.kinds[j:], *self.kinds[:j])
+
+
 class _Signatures:
     """What the timing of a group or a peer depends on, seen from one rank (None: unique)."""
 
-    def __init__(self, planner: Planner, groups: dict[str, tuple[int, ...]], n: int):
+    def __init__(self, planner: Planner, groups: dict[str, tuple[int, ...]], n: int, aware: bool):
         self.planner = planner
         self.groups = groups
         self.n = n
-        self._cache: dict[str, tuple | None] = {}
+        self.aware = aware
+        #: per group: its signature when every member sees the same, else its ring as each sees it
+        self._cache: dict[str, tuple | _Around | None] = {}
 
     def group(self, name: str, rank: int) -> tuple | None:
         members = self.groups.get(name)
@@ -72,18 +89,23 @@ class _Signatures:
             return None  # the engine names the error
         if name not in self._cache:
             self._cache[name] = self._ring(members)
-        return self._cache[name]
+        got = self._cache[name]
+        return got.seen_from(rank) if isinstance(got, _Around) else got
 
-    def _ring(self, members: Sequence[int]) -> tuple | None:
+    def _ring(self, members: Sequence[int]) -> tuple | _Around | None:
         if len(members) == self.n:
             return ("all",)
         if len(members) == 1:  # a group of one sends nothing
             return (1,)
-        links = set()
+        kinds = []
         for j in range(len(members)):
             dim, hops = self.planner.hop(members[j - 1], members[j])
-            links.add((dim.latency, dim.bytes_per_ns, hops))
-        return (len(members), *links) if len(links) == 1 else None
+            kinds.append((dim.latency, dim.bytes_per_ns, hops))
+        if len(set(kinds)) == 1:
+            return (len(members), kinds[0])
+        if self.aware:  # links shared with other traffic: the member's place is not enough
+            return None
+        return _Around(kinds, {r: j for j, r in enumerate(members)})
 
     def peer(self, rank: int, peer: int) -> tuple | None:
         if not 0 <= peer < self.n or peer == rank:
@@ -101,10 +123,55 @@ def _class_key(rank: int, key: RoleKey, sig: _Signatures, aware: bool) -> tuple:
     return (key.digest, key.groups) if aware else (key.digest, groups, peers)
 
 
-def _close(rep: list[int], keys: list[RoleKey], groups: dict[str, tuple[int, ...]]) -> None:
-    """Dissolve classes until the representatives are closed (module docstring)."""
+def _partition(keys: Sequence) -> list[int]:
+    """Each rank's representative: the lowest rank with its key."""
+    first: dict = {}
+    return [first.setdefault(k, r) for r, k in enumerate(keys)]
+
+
+class _Neighbours:
+    """The classes around each rank: in each of its groups from its own place on, and at each of
+    its peers (module docstring)."""
+
+    def __init__(self, keys: list[RoleKey], groups: dict[str, tuple[int, ...]]):
+        self.keys = keys
+        n = len(keys)
+        #: the groups whose members the simulation may leave out: all but the whole set's, whose
+        #: every member is simulated (the engine then checks that ranks simulated as one finish
+        #: together)
+        self.groups = {g: m for g, m in groups.items() if 1 < len(m) < n}
+        self.place = {g: {r: j for j, r in enumerate(m)} for g, m in self.groups.items()}
+
+    def refine(self, rep: list[int]) -> list[int]:
+        """Split the classes of ``rep`` until the ranks of each see the same classes around them."""
+        count = len(set(rep))
+        while True:
+            seen = {g: [rep[m] for m in members] for g, members in self.groups.items()}
+            rep = _partition([(rep[r], tuple(self._around(seen, g, r) for g in key.groups),
+                               tuple(rep[p] if 0 <= p < len(rep) else -1 for p in key.peers))
+                              for r, key in enumerate(self.keys)])
+            now = len(set(rep))
+            if now == count:
+                return rep
+            count = now
+
+    def _around(self, seen: dict[str, list[int]], g: str, rank: int) -> tuple:
+        classes = seen.get(g)
+        if classes is None:
+            return ()
+        if classes.count(classes[0]) == len(classes):
+            return (classes[0],)
+        j = self.place[g].get(rank)
+        if j is None:  # a rank naming a group it is not in is alone (the engine names the error)
+            return ()
+        return (*classes[j:], *classes[:j])
+
+
+def _close(rep: list[int], keys: list[RoleKey], groups: dict[str, tuple[int, ...]]) -> bool:
+    """Dissolve classes until the representatives are closed (module docstring); whether any was."""
     label = [{g: i for i, g in enumerate(k.groups)} for k in keys]
     checked: set[int] = set()
+    dissolved = False
     while True:
         broken = set()
         for r in sorted(set(rep) - checked):
@@ -119,7 +186,8 @@ def _close(rep: list[int], keys: list[RoleKey], groups: dict[str, tuple[int, ...
             checked.add(r)
         broken = {q for q in broken if rep.count(q) > 1}
         if not broken:
-            return
+            return dissolved
+        dissolved = True
         for r in range(len(rep)):
             if rep[r] in broken:
                 rep[r] = r

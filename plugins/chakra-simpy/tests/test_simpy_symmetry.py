@@ -129,6 +129,62 @@ def test_groups_timed_differently_are_not_merged(kit, tmp_path):
     assert isinstance(ts[0], MemoryRank)
 
 
+def test_groups_of_consecutive_ranks_on_a_ring_are_classes_by_place(kit, tmp_path):
+    """Model-parallel groups of 4 consecutive ranks on a Ring of 16: each group's ring has three
+    1-hop links and a 3-hop one closing it, the same from the member at one place of every
+    group (data-parallel groups {r, r+4, r+8, r+12} are uniform): 4 classes, stood for by the
+    first group (16 before)."""
+    ts = _hybrid(tmp_path, 16)
+    sysd = kit.system([("Ring", 16, 50, 500)], collective_optimization="localBWAware")
+    on = kit.run(ts, sysd, tmp_path)
+    off = kit.run(ts, sysd, tmp_path, symmetry=False)
+    assert on.summary["symmetry"]["classes"] == 4 and off.summary["symmetry"]["classes"] == 16
+    assert [r["simulated_as"] for r in on.ranks] == [r % 4 for r in range(16)]
+    assert not any("symmetry turned off" in n for n in on.notes)
+    assert _rows(on) == _rows(off)
+    aware = kit.run(ts, sysd, tmp_path, congestion="aware")  # links shared: no classes by place
+    assert aware.summary["symmetry"]["classes"] == 16
+
+
+def test_groups_whose_rings_differ_are_not_classes_by_place(kit, tmp_path):
+    """Two groups of 4 on a Ring of 10 (the simulator orders a group's ring by rank): [0, 1, 2,
+    3] has links of 3, 1, 1 and 1 hops, [4, 5, 6, 8] of 4, 1, 1 and 2; no member of one is
+    timed as a member of the other.  [4, 5, 6, 7] is the first ring 4 places on: each place is
+    a class."""
+    def run(b):
+        per = {r: [kit.comp(0, 5), kit.coll(1, 1 << 20, pg="a" if r < 4 else "b", deps=[0]), kit.comp(2, 7, deps=[1])]
+               for r in (0, 1, 2, 3, *b)}
+        per.update({r: [kit.comp(0, 5)] for r in range(10) if r not in per})
+        ts = kit.traces(per, {"a": [0, 1, 2, 3], "b": b})
+        sysd = kit.system([("Ring", 10, 50, 500)])
+        on = kit.run(ts, sysd, tmp_path)
+        assert _rows(on) == _rows(kit.run(ts, sysd, tmp_path, symmetry=False))
+        return on
+
+    on = run([4, 5, 6, 8])
+    assert on.summary["symmetry"]["classes"] == 9  # 4 places of each group, the idle ranks 7 and 9
+    assert {r["finish_ns"] for r in on.ranks[:4]}.isdisjoint({on.ranks[r]["finish_ns"] for r in (4, 5, 6, 8)})
+    on = run([4, 5, 6, 7])
+    assert on.summary["symmetry"]["classes"] == 5
+    assert [r["simulated_as"] for r in on.ranks[:8]] == [0, 1, 2, 3, 0, 1, 2, 3]
+
+
+def test_a_class_is_split_where_its_groups_hold_other_classes(kit, tmp_path):
+    """Groups of 2 on a switch: rank 1 and rank 5 compute 500 us, the others 5 us.  Ranks 0, 2,
+    3 and 4 have one role, but only 0 and 4 wait for a slow partner: ranks 2 and 3 (a group
+    with none) are a class of their own.  Before, all four were simulated as rank 0 and ranks 2
+    and 3 finished at rank 0's time."""
+    groups = {"g0": [0, 1], "g1": [2, 3], "g2": [4, 5]}
+    per = {r: [kit.comp(0, 500 if r in (1, 5) else 5), kit.coll(1, 1 << 20, pg=f"g{r // 2}", deps=[0]),
+               kit.comp(2, 7, deps=[1])] for r in range(6)}
+    ts = kit.traces(per, groups)
+    sysd = kit.system([("Switch", 6, 50, 500)])
+    on = kit.run(ts, sysd, tmp_path)
+    assert [r["simulated_as"] for r in on.ranks] == [0, 1, 2, 2, 0, 1]
+    assert _rows(on) == _rows(kit.run(ts, sysd, tmp_path, symmetry=False))
+    assert on.ranks[2]["finish_ns"] + 400_000 < on.ranks[0]["finish_ns"]  # no slow partner to wait for
+
+
 @pytest.mark.parametrize("congestion", ["unaware", "aware"])
 @pytest.mark.parametrize("symmetry", [True, False])
 def test_a_collective_in_a_group_of_one_rank_sends_nothing(kit, tmp_path, congestion, symmetry):
