@@ -5,7 +5,8 @@ Each case draws a network (one or two dimensions of Ring, Switch or FullyConnect
 NPUs), a group size and a layout of model-parallel groups (consecutive blocks, some reversed,
 strided, or a random permutation), the data-parallel groups across them, collective sizes and
 compute times, and, in some cases, slow ranks (random, or the member at one place of some
-groups), no data-parallel collective, or a ring of sends inside each data-parallel group.  The
+groups), no data-parallel collective, a ring of sends inside each data-parallel group, or ranks
+whose collectives take their two groups the other way round.  The
 sets are built in memory (no framework here writes traces of chosen group layouts; the nodes
 are what ``chakra_core`` documents for collectives, sends and receives).  A case is ``bad`` when
 the rows differ; ``merged`` counts the cases simulated with fewer classes than ranks, ``broken``
@@ -88,16 +89,23 @@ def _case(rnd: random.Random) -> tuple[TraceSet, dict] | None:
         place = rnd.randrange(g)
         slow = {grp[place] for grp in rnd.sample(mp, rnd.randint(1, len(mp)))}
     no_dp, sends = rnd.random() < 0.35, rnd.random() < 0.3
+    swapped = {r for r in range(n) if rnd.random() < 0.5} if rnd.random() < 0.3 else set()
     size = [rnd.choice([1 << 12, 1 << 16, 1 << 20, 3 << 20]) for _ in range(4)]
     us = [rnd.choice([1, 5, 50, 500]) for _ in range(4)]
     ranks = []
     for r in range(n):
         mpn = next(k for k, m in groups.items() if k.startswith("mp") and r in m)
         dpn = next(k for k, m in groups.items() if k.startswith("dp") and r in m)
+        if r in swapped:  # the same trace up to relabelling, its groups in the other roles
+            mpn, dpn = dpn, mpn
         nodes = [_comp(1, us[0] + (700 if r in slow else 0), []), _coll(2, size[0], mpn, [1]),
                  _comp(3, us[1], [2]), _coll(4, size[1], mpn, [3]),
                  _comp(5, 1, [3]) if no_dp else _coll(5, size[2], dpn, [3]), _comp(6, us[2], [4]),
                  _coll(7, size[3], mpn, [6], CommType.ALL_GATHER), _comp(8, us[3], [5, 7])]
+        if swapped:  # one collective per group, on two branches of different lengths
+            nodes = [_comp(1, us[0] + (700 if r in slow else 0), []), _comp(2, us[1], []),
+                     _coll(3, size[0], mpn, [1]), _coll(4, size[0], dpn, [2]), _comp(5, us[2], [3]),
+                     _comp(8, us[3], [4, 5])]
         if sends:
             ring = groups[dpn]
             j = ring.index(r)
@@ -118,21 +126,31 @@ def _rows(result) -> list[dict]:
 
 def check(seed: int, where: Path) -> dict | None:
     """Run case ``seed`` with symmetry on and off; its figures, or None when the draw is empty."""
-    from chakra_simpy import SimpyBackend
-
     got = _case(random.Random(seed))
     if got is None:
         return None
     traces, system = got
     path = where / f"system-{seed}.yaml"
     path.write_text(yaml.safe_dump(system))
-    backend = SimpyBackend()
-    backend.name = "simpy"
-    on, off = (backend.run(traces, backend.check_options({"system": str(path), "symmetry": s}), None)
-               for s in (True, False))
+    on, off = (_run(traces, path, s) for s in (True, False))
+    if isinstance(on, str) or isinstance(off, str):  # an error: the same one both ways
+        return {"seed": seed, "ranks": len(traces), "classes": len(traces), "equal": on == off, "broken": False}
     classes = on.summary["symmetry"]["classes"]
     return {"seed": seed, "ranks": len(traces), "classes": classes, "equal": _rows(on) == _rows(off),
             "broken": any("symmetry turned off" in n for n in on.notes)}
+
+
+def _run(traces: TraceSet, system: Path, symmetry: bool):
+    """The result, or the error's first words (a deadlock's report names the ranks simulated)."""
+    from chakra_core import ChakraError
+    from chakra_simpy import SimpyBackend
+
+    backend = SimpyBackend()
+    backend.name = "simpy"
+    try:
+        return backend.run(traces, backend.check_options({"system": str(system), "symmetry": symmetry}), None)
+    except ChakraError as e:
+        return str(e).split(":")[0]
 
 
 def campaign(seeds: range) -> dict:

@@ -1,6 +1,8 @@
 """A short run of benches/fuzz_symmetry.py: random group layouts, networks and slow ranks give the
-same per-rank rows with symmetry on and off.  Seeds 127, 235 and 239 of this range differed
-before classes were split by the classes around their ranks (2026-12-06)."""
+same per-rank rows (or the same error) with symmetry on and off.  Seeds 127, 235, 239 and 281
+of this range differed before classes were split by the classes around their ranks, and 281
+(ranks taking their groups the other way round) with that split but without the members'
+labels of their groups (2026-12-06)."""
 
 from __future__ import annotations
 

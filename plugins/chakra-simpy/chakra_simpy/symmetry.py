@@ -8,7 +8,11 @@ same dimension at the same hop count.  Without congestion, a group's ring only t
 collectives (each link by its latency, bandwidth and hops), so a group whose links differ is
 seen from each member as their kinds around the ring from that member on: two ranks at the same
 place of such rings (the model-parallel groups of consecutive ranks on a ring network, the
-longer link closing each) are timed alike too.  The lowest rank of a class stands for it (its
+longer link closing each) are timed alike too.  The ranks of a class must also see the same
+classes around them, each with the same part: in each of their groups (but the whole set's,
+whose every member is simulated), the members' classes from their own place on, each with the
+label it gives the group; at each of their peers, its class and the label it gives them.
+Classes are split until they do.  The lowest rank of a class stands for it (its
 representative) and runs its own trace, with its own groups and peers; for that to be the
 simulation of every rank of the class, the representatives must be closed: each member of a
 group a representative issues on is stood for by a representative in that group that names the
@@ -49,10 +53,11 @@ def role_classes(traces: TraceSet, planner: Planner, groups: dict[str, tuple[int
         bar.advance()
     signature = _Signatures(planner, groups, n, aware)
     rep = _partition([_class_key(r, k, signature, aware) for r, k in enumerate(keys)])
-    around = _Neighbours(keys, groups)
+    label = [{g: i for i, g in enumerate(k.groups)} for k in keys]
+    around = _Neighbours(keys, groups, label)
     while True:
         rep = around.refine(rep)
-        if not _close(rep, keys, groups):
+        if not _close(rep, keys, groups, label):
             break
     classes: dict[int, list[int]] = {}
     for r in range(n):
@@ -60,10 +65,10 @@ def role_classes(traces: TraceSet, planner: Planner, groups: dict[str, tuple[int
     return list(classes.values())
 
 
-class _Around(NamedTuple):
+class _UnevenRing(NamedTuple):
     """A group's ring whose links differ: the kind of the link into each member, by place."""
 
-    kinds: list[tuple[int, float, int]]
+    kinds: tuple[tuple[int, float, int], ...]
     place: dict[int, int]
 
     def seen_from(self, rank: int) -> tuple:
@@ -81,7 +86,7 @@ class _Signatures:
         self.n = n
         self.aware = aware
         #: per group: its signature when every member sees the same, else its ring as each sees it
-        self._cache: dict[str, tuple | _Around | None] = {}
+        self._cache: dict[str, tuple | _UnevenRing | None] = {}
 
     def group(self, name: str, rank: int) -> tuple | None:
         members = self.groups.get(name)
@@ -90,9 +95,9 @@ class _Signatures:
         if name not in self._cache:
             self._cache[name] = self._ring(members)
         got = self._cache[name]
-        return got.seen_from(rank) if isinstance(got, _Around) else got
+        return got.seen_from(rank) if isinstance(got, _UnevenRing) else got
 
-    def _ring(self, members: Sequence[int]) -> tuple | _Around | None:
+    def _ring(self, members: Sequence[int]) -> tuple | _UnevenRing | None:
         if len(members) == self.n:
             return ("all",)
         if len(members) == 1:  # a group of one sends nothing
@@ -105,7 +110,7 @@ class _Signatures:
             return (len(members), kinds[0])
         if self.aware:  # links shared with other traffic: the member's place is not enough
             return None
-        return _Around(kinds, {r: j for j, r in enumerate(members)})
+        return _UnevenRing(tuple(kinds), {r: j for j, r in enumerate(members)})
 
     def peer(self, rank: int, peer: int) -> tuple | None:
         if not 0 <= peer < self.n or peer == rank:
@@ -130,46 +135,59 @@ def _partition(keys: Sequence) -> list[int]:
 
 
 class _Neighbours:
-    """The classes around each rank: in each of its groups from its own place on, and at each of
-    its peers (module docstring)."""
+    """The classes around each rank: in each of its groups from its own place on, each member
+    with the label it gives the group, and at each of its peers, with the label the peer gives
+    it (module docstring); ``label[r]``: rank r's label of each group it names."""
 
-    def __init__(self, keys: list[RoleKey], groups: dict[str, tuple[int, ...]]):
+    def __init__(self, keys: list[RoleKey], groups: dict[str, tuple[int, ...]], label: list[dict[str, int]]):
         self.keys = keys
+        self.label = label
         n = len(keys)
         #: the groups whose members the simulation may leave out: all but the whole set's, whose
         #: every member is simulated (the engine then checks that ranks simulated as one finish
         #: together)
         self.groups = {g: m for g, m in groups.items() if 1 < len(m) < n}
         self.place = {g: {r: j for j, r in enumerate(m)} for g, m in self.groups.items()}
+        self.peer_label = [{p: i for i, p in enumerate(k.peers)} for k in keys]
 
     def refine(self, rep: list[int]) -> list[int]:
         """Split the classes of ``rep`` until the ranks of each see the same classes around them."""
+        n = len(rep)
         count = len(set(rep))
-        while True:
-            seen = {g: [rep[m] for m in members] for g, members in self.groups.items()}
+        while count < n:
+            seen = {g: self._members(rep, g, members) for g, members in self.groups.items()}
             rep = _partition([(rep[r], tuple(self._around(seen, g, r) for g in key.groups),
-                               tuple(rep[p] if 0 <= p < len(rep) else -1 for p in key.peers))
+                               tuple((rep[p], self.peer_label[p].get(r)) if 0 <= p < n else -1 for p in key.peers))
                               for r, key in enumerate(self.keys)])
             now = len(set(rep))
             if now == count:
-                return rep
+                break
             count = now
+        return rep
 
-    def _around(self, seen: dict[str, list[int]], g: str, rank: int) -> tuple:
-        classes = seen.get(g)
-        if classes is None:
+    def _members(self, rep: list[int], g: str, members: Sequence[int]) -> tuple[list, bool]:
+        """The class of each member of group ``g`` with its label of ``g``, by place; whether all
+        are alike."""
+        seen = [(rep[m], self.label[m].get(g)) for m in members]
+        return seen, seen.count(seen[0]) == len(seen)
+
+    def _around(self, seen: dict[str, tuple[list, bool]], g: str, rank: int) -> tuple:
+        got = seen.get(g)
+        if got is None:
             return ()
-        if classes.count(classes[0]) == len(classes):
-            return (classes[0],)
+        members, alike = got
+        if alike:
+            return (members[0],)
         j = self.place[g].get(rank)
         if j is None:  # a rank naming a group it is not in is alone (the engine names the error)
             return ()
-        return (*classes[j:], *classes[:j])
+        return (*members[j:], *members[:j])
 
 
-def _close(rep: list[int], keys: list[RoleKey], groups: dict[str, tuple[int, ...]]) -> bool:
-    """Dissolve classes until the representatives are closed (module docstring); whether any was."""
-    label = [{g: i for i, g in enumerate(k.groups)} for k in keys]
+def _close(rep: list[int], keys: list[RoleKey], groups: dict[str, tuple[int, ...]],
+           label: list[dict[str, int]]) -> bool:
+    """Dissolve classes until the representatives are closed (module docstring); True when it
+    dissolved any."""
     checked: set[int] = set()
     dissolved = False
     while True:

@@ -185,6 +185,43 @@ def test_a_class_is_split_where_its_groups_hold_other_classes(kit, tmp_path):
     assert on.ranks[2]["finish_ns"] + 400_000 < on.ranks[0]["finish_ns"]  # no slow partner to wait for
 
 
+def test_a_class_is_split_where_its_groups_play_other_parts(kit, tmp_path):
+    """A 2 x 2 grid of groups (rows and columns) on a switch; every rank all-reduces on one
+    group, computes 100 us, all-reduces on the other, but rank 3 takes its column first where
+    the others take their row: one role, yet its partners wait for it at other times.  The
+    classes must hold the label each member gives a group (a reviewer's case: before, all four
+    ranks were one class and finished at 206,400 ns)."""
+    names = {0: ("row0", "col0"), 1: ("row0", "col1"), 2: ("row1", "col0"), 3: ("col1", "row1")}
+    per = {r: [kit.comp(1, 1), kit.coll(2, 1 << 20, deps=[1], pg=a), kit.comp(3, 100, deps=[2]),
+               kit.coll(4, 1 << 20, deps=[3], pg=b)] for r, (a, b) in names.items()}
+    ts = kit.traces(per, {"row0": [0, 1], "row1": [2, 3], "col0": [0, 2], "col1": [1, 3]})
+    sysd = kit.system([("Switch", 4, 50, 100)])
+    on = kit.run(ts, sysd, tmp_path)
+    assert on.summary["symmetry"]["classes"] == 4
+    assert _rows(on) == _rows(kit.run(ts, sysd, tmp_path, symmetry=False))
+    assert len({r["finish_ns"] for r in on.ranks}) > 1
+
+
+@pytest.mark.parametrize("case", ["groups", "peers"])
+def test_a_deadlock_is_found_with_symmetry_on(kit, tmp_path, case):
+    """Sets that deadlock (a group one member never issues on; a receive whose sender sends
+    elsewhere) must not run to the end because their ranks were merged (a reviewer's cases)."""
+    if case == "groups":
+        per = {r: [kit.comp(1, 1), kit.coll(2, 1 << 20, deps=[1], pg=g)] for r, g in enumerate("AABH")}
+        ts = kit.traces(per, {"A": [0, 1], "B": [2, 3], "H": [1, 3]})
+        nranks, match = 4, "never issue it"
+    else:
+        m = 1 << 16
+        per = {0: [kit.p2p(1, False, 2, m)], 1: [kit.p2p(1, False, 3, m)], 4: [kit.p2p(1, False, 3, m)],
+               2: [kit.p2p(1, True, 0, m)], 3: [kit.p2p(1, True, 4, m)], 5: [kit.comp(1, 1)]}
+        ts = kit.traces(per)
+        nranks, match = 6, "waits for a send from rank 3"
+    from chakra_core import ChakraError
+
+    with pytest.raises(ChakraError, match=match):
+        kit.run(ts, kit.system([("Switch", nranks, 50, 100)]), tmp_path)
+
+
 @pytest.mark.parametrize("congestion", ["unaware", "aware"])
 @pytest.mark.parametrize("symmetry", [True, False])
 def test_a_collective_in_a_group_of_one_rank_sends_nothing(kit, tmp_path, congestion, symmetry):
