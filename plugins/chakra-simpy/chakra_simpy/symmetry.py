@@ -146,7 +146,8 @@ class _Neighbours:
         #: the groups whose members the simulation may leave out: all but the whole set's, whose
         #: every member is simulated (the engine then checks that ranks simulated as one finish
         #: together)
-        self.groups = {g: m for g, m in groups.items() if 1 < len(m) < n}
+        named = {g for k in keys for g in k.groups}
+        self.groups = {g: m for g, m in groups.items() if 1 < len(m) < n and g in named}
         self.place = {g: {r: j for j, r in enumerate(m)} for g, m in self.groups.items()}
         self.peer_label = [{p: i for i, p in enumerate(k.peers)} for k in keys]
 

@@ -222,6 +222,21 @@ def test_a_deadlock_is_found_with_symmetry_on(kit, tmp_path, case):
         kit.run(ts, kit.system([("Switch", nranks, 50, 100)]), tmp_path)
 
 
+@pytest.mark.parametrize("symmetry", [True, False])
+@pytest.mark.parametrize(("group", "match"), [([-5, 0], "names rank -5 but there are ranks 0 to 3"),
+                                              ([0, 0, 1, 2], "lists rank 0 twice")])
+def test_a_group_naming_a_rank_twice_or_below_0_is_an_error(kit, tmp_path, symmetry, group, match):
+    """Trace-set groups that validation would report (pg-bad-rank), run without it: a one-line
+    error, not an internal one (a reviewer's cases: an IndexError in the symmetry classes, a
+    KeyError in the engine, or -5 silently read as rank -5 % 4)."""
+    from chakra_core import ConfigError
+
+    per = {r: [kit.comp(1, 1), kit.coll(2, 1 << 20, deps=[1], pg="B" if r < 2 else "C")] for r in range(4)}
+    ts = kit.traces(per, {"A": group, "B": [0, 1], "C": [2, 3]})
+    with pytest.raises(ConfigError, match=match):
+        kit.run(ts, kit.system([("Ring", 4, 50, 100)]), tmp_path, symmetry=symmetry)
+
+
 @pytest.mark.parametrize("congestion", ["unaware", "aware"])
 @pytest.mark.parametrize("symmetry", [True, False])
 def test_a_collective_in_a_group_of_one_rank_sends_nothing(kit, tmp_path, congestion, symmetry):
