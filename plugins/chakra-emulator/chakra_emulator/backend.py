@@ -128,8 +128,12 @@ def _groups(traces: TraceSet, options: Mapping[str, Any], nranks: int) -> dict[s
     for name, ranks in groups.items():
         if name in ("", "0"):
             continue
-        if ranks and (ranks[-1] >= nranks or ranks[0] < 0):
-            raise ConfigError(f"group {name!r} names rank {ranks[-1]} but there are {nranks} ranks")
+        if ranks and not 0 <= ranks[0] <= ranks[-1] < nranks:
+            bad = ranks[0] if ranks[0] < 0 else ranks[-1]
+            raise ConfigError(f"group {name!r} names rank {bad} but there are ranks 0 to {nranks - 1}")
+        twice = next((a for a, b in zip(ranks, ranks[1:]) if a == b), None)
+        if twice is not None:
+            raise ConfigError(f"group {name!r} lists rank {twice} twice")
         out[name] = ranks
     return out
 

@@ -56,3 +56,17 @@ def test_unknown_compose_kind_is_refused(tmp_path):
 def test_simulate_refuses_an_exporter_and_names_both_kinds(chakra_cli, tmp_path):
     status, _, err = chakra_cli("simulate", tmp_path, "--backend", "et")
     assert status == 2 and "not 'simulator' or 'emulator'" in err
+
+
+@pytest.mark.parametrize("group, message", [([0, 0, 1], "lists rank 0 twice"),
+                                            ([-1, 1], "names rank -1 but there are ranks 0 to 1"),
+                                            ([1, 2], "names rank 2 but there are ranks 0 to 1")])
+def test_a_group_naming_a_rank_twice_or_out_of_range_is_refused(group, message):
+    # validation reports such groups (pg-bad-rank); without it the backend refuses them before
+    # any worker starts (a repeated rank once reached torch.distributed.new_group)
+    from chakra_core import GlobalMetadata, MemoryRank, Node, NodeType, TraceSet
+
+    ts = TraceSet([MemoryRank(r, GlobalMetadata(), [Node(id=1, name="n", type=NodeType.COMP_NODE)]) for r in (0, 1)],
+                  {"g": group})
+    with pytest.raises(ConfigError, match=message):
+        chakra_core.emulate(ts, validate=False)
