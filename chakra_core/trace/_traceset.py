@@ -18,7 +18,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-from chakra_core.base._errors import TraceFormatError
+from chakra_core.base._errors import ConfigError, TraceFormatError
 from chakra_core.base._limits import get_limit, limit_message
 from chakra_core.base._paths import expand_paths, is_glob
 from chakra_core.io._etio import EtReader, EtWriter
@@ -377,6 +377,18 @@ def process_groups_json(groups: Mapping[str, Sequence[int]], descriptions: Mappi
     items = [{"pg_name": k, "ranks": list(v), **({"pg_desc": desc[k]} if k in desc else {})}
              for k, v in groups.items()]
     return json.dumps(items, separators=(",", ":"))
+
+
+def check_group_ranks(name: str, ranks: Sequence[int], nranks: int) -> None:
+    """Refuse (ConfigError) group ``name`` when its ``ranks`` (ascending) name one outside 0 to
+    ``nranks - 1`` or one twice: what a backend checks before it runs a set whose validation was
+    skipped (validation reports both as ``pg-bad-rank``)."""
+    if ranks and not 0 <= ranks[0] <= ranks[-1] < nranks:
+        bad = ranks[0] if ranks[0] < 0 else ranks[-1]
+        raise ConfigError(f"group {name!r} names rank {bad} but there are ranks 0 to {nranks - 1}")
+    twice = next((a for a, b in zip(ranks, ranks[1:]) if a == b), None)
+    if twice is not None:
+        raise ConfigError(f"group {name!r} lists rank {twice} twice")
 
 
 def parse_groups_json(text: str, where: str) -> dict[str, list[int]]:

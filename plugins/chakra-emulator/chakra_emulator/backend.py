@@ -20,6 +20,7 @@ from chakra_core import (
     TraceFormatError,
     TraceSet,
     add_span_outputs,
+    check_group_ranks,
     progress,
 )
 from chakra_core.system import SYSTEM_OPTIONS, system_from_options
@@ -128,12 +129,7 @@ def _groups(traces: TraceSet, options: Mapping[str, Any], nranks: int) -> dict[s
     for name, ranks in groups.items():
         if name in ("", "0"):
             continue
-        if ranks and not 0 <= ranks[0] <= ranks[-1] < nranks:
-            bad = ranks[0] if ranks[0] < 0 else ranks[-1]
-            raise ConfigError(f"group {name!r} names rank {bad} but there are ranks 0 to {nranks - 1}")
-        twice = next((a for a, b in zip(ranks, ranks[1:]) if a == b), None)
-        if twice is not None:
-            raise ConfigError(f"group {name!r} lists rank {twice} twice")
+        check_group_ranks(name, ranks, nranks)
         out[name] = ranks
     return out
 

@@ -18,6 +18,7 @@ from chakra_core import (
     TraceFormatError,
     TraceSet,
     add_span_outputs,
+    check_group_ranks,
     progress,
     ranks_compiled_worthwhile,
 )
@@ -168,12 +169,7 @@ def _groups(traces: TraceSet, sd: SystemDescription, nranks: int) -> tuple[dict[
     differ = sorted(k for k, v in sd.comm_groups.items() if k in groups and groups[k] != tuple(sorted(v)))
     groups.update({k: tuple(sorted(v)) for k, v in sd.comm_groups.items()})
     for name, ranks in groups.items():
-        if ranks and not 0 <= ranks[0] <= ranks[-1] < nranks:
-            bad = ranks[0] if ranks[0] < 0 else ranks[-1]
-            raise ConfigError(f"group {name!r} names rank {bad} but there are ranks 0 to {nranks - 1}")
-        twice = next((a for a, b in zip(ranks, ranks[1:]) if a == b), None)
-        if twice is not None:
-            raise ConfigError(f"group {name!r} lists rank {twice} twice")
+        check_group_ranks(name, ranks, nranks)
     return groups, differ
 
 
