@@ -51,10 +51,10 @@ def role_classes(traces: TraceSet, planner: Planner, groups: dict[str, tuple[int
     for _, get in role_keys(traces, compile_it, jobs or None):
         keys.append(get())
         bar.advance()
-    signature = _Signatures(planner, groups, n, aware)
-    rep = _partition([_class_key(r, k, signature, aware) for r, k in enumerate(keys)])
     label = [{g: i for i, g in enumerate(k.groups)} for k in keys]
     around = _Neighbours(keys, groups, label)
+    signature = _Signatures(planner, groups, n, aware, around.place)
+    rep = _partition([_class_key(r, k, signature, aware) for r, k in enumerate(keys)])
     while True:
         rep = around.refine(rep)
         if not _close(rep, keys, groups, label):
@@ -80,11 +80,14 @@ class _UnevenRing(NamedTuple):
 class _Signatures:
     """What the timing of a group or a peer depends on, seen from one rank (None: unique)."""
 
-    def __init__(self, planner: Planner, groups: dict[str, tuple[int, ...]], n: int, aware: bool):
+    def __init__(self, planner: Planner, groups: dict[str, tuple[int, ...]], n: int, aware: bool,
+                 place: dict[str, dict[int, int]]):
         self.planner = planner
         self.groups = groups
         self.n = n
         self.aware = aware
+        #: each member's place in each group named of more than one rank and fewer than all
+        self.place = place
         #: per group: its signature when every member sees the same, else its ring as each sees it
         self._cache: dict[str, tuple | _UnevenRing | None] = {}
 
@@ -93,11 +96,11 @@ class _Signatures:
         if members is None or rank not in members:
             return None  # the engine names the error
         if name not in self._cache:
-            self._cache[name] = self._ring(members)
+            self._cache[name] = self._ring(name, members)
         got = self._cache[name]
         return got.seen_from(rank) if isinstance(got, _UnevenRing) else got
 
-    def _ring(self, members: Sequence[int]) -> tuple | _UnevenRing | None:
+    def _ring(self, name: str, members: Sequence[int]) -> tuple | _UnevenRing | None:
         if len(members) == self.n:
             return ("all",)
         if len(members) == 1:  # a group of one sends nothing
@@ -110,7 +113,7 @@ class _Signatures:
             return (len(members), kinds[0])
         if self.aware:  # links shared with other traffic: the member's place is not enough
             return None
-        return _UnevenRing(tuple(kinds), {r: j for j, r in enumerate(members)})
+        return _UnevenRing(tuple(kinds), self.place[name])
 
     def peer(self, rank: int, peer: int) -> tuple | None:
         if not 0 <= peer < self.n or peer == rank:
