@@ -88,7 +88,10 @@ def chosen(fn: Callable[..., Any], compile_it: bool) -> Callable[..., Any]:
 
 
 def _numba() -> Any:
-    """numba (a ConfigError naming the ``fast`` extra when it is not installed)."""
+    """numba (a ConfigError naming the ``fast`` extra when it is not installed), its BLAS probe
+    skipped (:mod:`._blasprobe`)."""
+    from chakra_core.base._blasprobe import install
     from chakra_core.base._need import need
 
+    install()
     return need("numba", "fast")

@@ -254,8 +254,9 @@ def _packed_count(buf, p, stop):  # pragma: no cover - compiled
 
 @kernel(cache=True, nogil=True)
 def _deps(buf, p, stop, number, out, k):  # pragma: no cover - compiled
-    """The values of the repeated uint64 field ``number`` of the message ``buf[p:stop]`` (packed
-    and not, in file order), each quoted, between ``", "`` (the message already checked)."""
+    """The values of the repeated uint64 field ``number`` among the fields ``buf[p:stop]`` of a
+    message (packed and not, in file order), each quoted, between ``", "`` (the message already
+    checked)."""
     first = k
     while p < stop:
         got, wire, v, at, nxt = _field(buf, p, stop)
@@ -388,9 +389,21 @@ def _node(buf, p0, stop, out, k):  # noqa: C901  # pragma: no cover - compiled
     node_id = kind = begin = duration = _U64(0)
     name_at = name_len = in_at = out_at = nctrl = ndata = nattr = 0
     in_len = out_len = -1
+    # the bytes holding the fields of each list (from the first one's key to the last one's
+    # end): what its writer walks again, instead of the whole message
+    c_lo = d_lo = a_lo = stop
+    c_hi = d_hi = a_hi = p0
     p = p0
     while p < stop:
         number, wire, v, a, nxt = _field(buf, p, stop)
+        if number < 0:  # a field that does not decode, or runs past the message
+            return -1
+        if number == 4:
+            c_lo, c_hi = min(c_lo, p), nxt
+        elif number == 5:
+            d_lo, d_hi = min(d_lo, p), nxt
+        elif number == 10:
+            a_lo, a_hi = min(a_lo, p), nxt
         if wire == 0 and number < 8 and number != 2:
             if number == 1:
                 node_id = v
@@ -440,11 +453,11 @@ def _node(buf, p0, stop, out, k):  # noqa: C901  # pragma: no cover - compiled
         k = _copy(out, k + 1, _TYPE_BYTES, _TYPE_PTR[t], _TYPE_PTR[t + 1])
         out[k] = 34
         k += 1
-    for number, count in ((4, nctrl), (5, ndata)):
+    for number, count, lo, hi in ((4, nctrl, c_lo, c_hi), (5, ndata, d_lo, d_hi)):
         if count:
             k = _key(out, _comma(out, k, first), number)
             out[k] = 91
-            k = _deps(buf, p0, stop, number, out, k + 1)
+            k = _deps(buf, lo, hi, number, out, k + 1)
             out[k] = 93
             k += 1
     if begin:
@@ -456,7 +469,7 @@ def _node(buf, p0, stop, out, k):  # noqa: C901  # pragma: no cover - compiled
     if out_len >= 0 and k >= 0:
         k = _io(buf, out_at, out_at + out_len, out, _key(out, _comma(out, k, first), 9))
     if nattr and k >= 0:
-        k = _attrs(buf, p0, stop, out, _key(out, _comma(out, k, first), 10))
+        k = _attrs(buf, a_lo, a_hi, out, _key(out, _comma(out, k, first), 10))
     if k < 0:
         return -1
     out[k] = 125
@@ -471,7 +484,8 @@ def _comma(out, k, first):  # pragma: no cover - compiled
 
 @kernel(cache=True, nogil=True)
 def _attrs(buf, p, stop, out, k):  # pragma: no cover - compiled
-    """The node's attributes (field 10 of ``buf[p:stop]``) as a JSON list; -1 as :func:`_attr`."""
+    """The node's attributes (the fields 10 among the fields ``buf[p:stop]`` of its message) as a
+    JSON list; -1 as :func:`_attr`."""
     out[k] = 91
     k += 1
     first = k
