@@ -213,6 +213,29 @@ def test_group_or_peer_that_is_not_a_name_or_rank_is_kept_as_it_is():
     assert all(k.groups == () for k in keys)
 
 
+@pytest.mark.parametrize("compile_it", [False, True])
+def test_group_names_that_are_not_utf8_are_told_apart(tmp_path, compile_it):
+    """A ``pg_name`` whose bytes are not UTF-8 (a file protobuf refuses; hand-made bytes, as no
+    writer here makes them) is written with U+FFFD, as is a valid name holding U+FFFD: the two
+    ranks are still two roles, and two bad names differing only in bytes the replacement hides
+    too, so a rank that does not load is never stood for by one that does."""
+    from chakra_core.io._etio import EtWriter
+
+    def rank(r, name: bytes) -> FileRank:
+        msg = _node(1, NodeType.COMM_COLL_NODE, ("comm_size", 64, None), ("pg_name", "QQQQ", None))
+        path = tmp_path / f"t.{r}.et"
+        with EtWriter(str(path), GlobalMetadata(version="0.0.4")) as w:
+            w.write_raw(msg.SerializeToString().replace(b"QQQQ", name))
+        return FileRank(r, str(path))
+
+    names = ["\ufffdA".encode(), b"\xf0\x9f\x98A", b"\xf0\x9f\x98A", b"\xf0\x9f\x99A"]  # 4 bytes each
+    keys = [role_key(rank(r, name), compile_it=compile_it) for r, name in enumerate(names)]
+    assert [k.groups for k in keys] == [("\ufffdA",)] * 4
+    assert _classes(keys) == [[0], [1, 2], [3]]
+    with pytest.raises(TraceFormatError):
+        list(FileRank(1, str(tmp_path / "t.1.et")).nodes())
+
+
 def test_rewritten_file_gets_a_new_key(tmp_path):
     path = tmp_path / "ring.0.et"
     write_et(path, GlobalMetadata(version="0.0.4"), _ring_nodes(0, 4))

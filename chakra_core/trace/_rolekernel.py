@@ -69,10 +69,19 @@ class Labels:
             self.gslots, self.pkeys, self.pslots = (np.zeros(size, np.int64) for _ in range(3))
             chosen(_rehash, self.compile_it)(self.state())
 
-    def groups(self) -> tuple[str, ...]:
-        """The group names by label (UTF-8, undecodable bytes replaced)."""
-        return tuple(self.pool[self.ptr[k]:self.ptr[k + 1]].tobytes().decode("utf-8", "replace")
-                     for k in range(int(self.used[0])))
+    def groups(self) -> tuple[tuple[str, ...], bytes]:
+        """The group names by label (UTF-8, undecodable bytes replaced), and the bytes of each
+        name that is not UTF-8, after its label and length (empty when every name is): what
+        tells apart names that the replacement writes alike."""
+        names, bad = [], []
+        for k in range(int(self.used[0])):
+            raw = self.pool[self.ptr[k]:self.ptr[k + 1]].tobytes()
+            try:
+                names.append(raw.decode("utf-8"))
+            except UnicodeDecodeError:
+                names.append(raw.decode("utf-8", "replace"))
+                bad.append(b"%d:%d:" % (k, len(raw)) + raw)
+        return tuple(names), b"".join(bad)
 
     def peer_ranks(self) -> tuple[int, ...]:
         """The peer ranks by label."""

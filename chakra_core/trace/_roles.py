@@ -76,9 +76,10 @@ class RoleKey:
     """One rank's role.
 
     ``digest``: 20 bytes over every node's bytes in file order, with each ``pg_name`` value and
-    each peer rank (``comm_src``/``comm_dst``) replaced by its label; ``groups``: the ``pg_name``
-    values in the order the rank first names them (label i is ``groups[i]``; "" and "0", the
-    whole set, keep their own name); ``peers``: the peer ranks in first-naming order (the rank
+    each peer rank (``comm_src``/``comm_dst``) replaced by its label, and over the bytes of each
+    name that is not UTF-8; ``groups``: the ``pg_name`` values in the order the rank first names
+    them (label i is ``groups[i]``; "" and "0", the whole set, keep their own name; bytes that
+    are not UTF-8 replaced by U+FFFD); ``peers``: the peer ranks in first-naming order (the rank
     itself is labelled ``self``).  Two ranks with equal ``digest`` have equal traces up to the
     relabelling ``groups[i] -> other.groups[i]``, ``peers[i] -> other.peers[i]``.
     """
@@ -142,9 +143,10 @@ class RoleHasher:
     def key(self) -> RoleKey:
         """The :class:`RoleKey` of the nodes fed so far (the same nodes give the same key, however
         they were cut into runs)."""
-        digest = hashlib.blake2b(self._bytes.digest() + self._sizes.digest(), digest_size=20,
+        groups, undecodable = self._labels.groups()
+        digest = hashlib.blake2b(self._bytes.digest() + self._sizes.digest() + undecodable, digest_size=20,
                                  person=b"chakra-role").digest()
-        return RoleKey(digest, self._labels.groups(), self._labels.peer_ranks())
+        return RoleKey(digest, groups, self._labels.peer_ranks())
 
 
 def role_key(rt: RankTrace, compile_it: bool | None = None) -> RoleKey:
