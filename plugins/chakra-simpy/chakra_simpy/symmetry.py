@@ -153,32 +153,98 @@ class _Neighbours:
         self.groups = {g: m for g, m in groups.items() if 1 < len(m) < n and g in named}
         self.place = {g: {r: j for j, r in enumerate(m)} for g, m in self.groups.items()}
         self.peer_label = [{p: i for i, p in enumerate(k.peers)} for k in keys]
+        #: what a rank's class is seen by: the groups of :attr:`groups` it is in, the ranks
+        #: naming each such group, and the ranks naming it as a peer
+        self.groups_of: list[list[str]] = [[] for _ in range(n)]
+        for g, members in self.groups.items():
+            for m in set(members):
+                if 0 <= m < n:
+                    self.groups_of[m].append(g)
+        self.namers: dict[str, list[int]] = {g: [] for g in self.groups}
+        self.peer_namers: list[list[int]] = [[] for _ in range(n)]
+        for r, key in enumerate(keys):
+            for g in key.groups:
+                if g in self.namers:
+                    self.namers[g].append(r)
+            for p in set(key.peers):
+                if 0 <= p < n:
+                    self.peer_namers[p].append(r)
 
     def refine(self, rep: list[int]) -> list[int]:
-        """Split the classes of ``rep`` until the ranks of each see the same classes around them."""
-        n = len(rep)
-        count = len(set(rep))
-        while count < n:
-            seen = {g: self._members(rep, g, members) for g, members in self.groups.items()}
-            rep = _partition([(rep[r], tuple(self._around(seen, g, r) for g in key.groups),
-                               tuple((rep[p], self.peer_label[p].get(r)) if 0 <= p < n else -1 for p in key.peers))
-                              for r, key in enumerate(self.keys)])
-            now = len(set(rep))
-            if now == count:
-                break
-            count = now
-        return rep
+        """Split the classes of ``rep`` until the ranks of each see the same classes around them
+        (the coarsest such split, which is unique); each rank's representative, the lowest rank
+        of its class.  Round by round, only the ranks that see a class that changed in the last
+        round are looked at again (at first, every rank): the others see what they saw, which
+        is what their class saw, so a chain of groups costs a few ranks a round, not the set."""
+        ids = list(rep)
+        classes: dict[int, list[int]] = {}
+        for r, c in enumerate(ids):
+            classes.setdefault(c, []).append(r)
+        dirty = set(range(len(ids)))
+        while dirty:
+            moved = self._split(ids, classes, dirty)
+            dirty = set(moved)
+            for r in moved:
+                dirty.update(self.peer_namers[r])
+            for g in {g for r in moved for g in self.groups_of[r]}:
+                dirty.update(self.namers[g])
+        lowest = {c: min(members) for c, members in classes.items()}
+        return [lowest[c] for c in ids]
 
-    def _members(self, rep: list[int], g: str, members: Sequence[int]) -> tuple[list, bool]:
+    def _split(self, ids: list[int], classes: dict[int, list[int]], dirty: set[int]) -> list[int]:
+        """One round: split each class by what its ``dirty`` ranks see now (its other ranks see
+        what one of them sees); the ranks given a new class (a new id beyond every rank)."""
+        seen: dict[str, tuple[list, bool]] = {}
+        by_class: dict[int, list[int]] = {}
+        for r in sorted(dirty):
+            if len(classes[ids[r]]) > 1:
+                by_class.setdefault(ids[r], []).append(r)
+        parts_of = []
+        for c, looked in by_class.items():
+            members = classes[c]
+            parts: dict[tuple, list[int]] = {}
+            if len(looked) < len(members):  # the part of the ranks not looked at keeps the class
+                rest = next(m for m in members if m not in dirty)
+                parts[self._sees(ids, seen, rest)] = []
+            for r in looked:
+                parts.setdefault(self._sees(ids, seen, r), []).append(r)
+            if len(parts) > 1:
+                parts_of.append((c, list(parts.values())))
+        moved: list[int] = []
+        fresh = max(max(classes), len(ids) - 1) + 1
+        for c, pieces in parts_of:
+            keep = pieces[0] if len(by_class[c]) < len(classes[c]) else max(pieces, key=len)
+            for part in pieces:
+                if part is keep:
+                    continue
+                for r in part:
+                    ids[r] = fresh
+                classes[fresh] = part
+                moved.extend(part)
+                fresh += 1
+            classes[c] = [m for m in classes[c] if ids[m] == c]
+        return moved
+
+    def _sees(self, ids: list[int], seen: dict[str, tuple[list, bool]], r: int) -> tuple:
+        """What rank ``r`` sees around it under the classes ``ids`` (``seen``: each group's
+        members as :meth:`_members` gives them, filled as asked)."""
+        key = self.keys[r]
+        n = len(ids)
+        return (ids[r], tuple(self._around(ids, seen, g, r) for g in key.groups),
+                tuple((ids[p], self.peer_label[p].get(r)) if 0 <= p < n else -1 for p in key.peers))
+
+    def _members(self, ids: list[int], g: str) -> tuple[list, bool]:
         """The class of each member of group ``g`` with its label of ``g``, by place; whether all
         are alike."""
-        seen = [(rep[m], self.label[m].get(g)) for m in members]
+        seen = [(ids[m], self.label[m].get(g)) for m in self.groups[g]]
         return seen, seen.count(seen[0]) == len(seen)
 
-    def _around(self, seen: dict[str, tuple[list, bool]], g: str, rank: int) -> tuple:
+    def _around(self, ids: list[int], seen: dict[str, tuple[list, bool]], g: str, rank: int) -> tuple:
+        if g not in self.groups:
+            return ()
         got = seen.get(g)
         if got is None:
-            return ()
+            got = seen[g] = self._members(ids, g)
         members, alike = got
         if alike:
             return (members[0],)

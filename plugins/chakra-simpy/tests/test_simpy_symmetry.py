@@ -202,6 +202,27 @@ def test_a_class_is_split_where_its_groups_play_other_parts(kit, tmp_path):
     assert len({r["finish_ns"] for r in on.ranks}) > 1
 
 
+def test_classes_split_along_chains_of_groups(kit, tmp_path):
+    """Two chains of 12 ranks on a switch, each rank all-reducing with the rank before it in its
+    chain, then with the one after it (groups of 2).  The inner ranks of a chain have one role;
+    only the chain's ends tell them apart, one more rank a round from each end: 12 classes, each
+    rank stood for by the same place of the first chain (the refinement looks again only at
+    the ranks beside those that changed class)."""
+    m = 12
+    groups = {f"c{k}": [k, k + 1] for k in range(2 * m - 1) if (k + 1) % m}
+    per = {}
+    for r in range(2 * m):
+        names = [g for g in (f"c{r - 1}", f"c{r}") if g in groups and r in groups[g]]
+        per[r] = [kit.comp(1, 3)] + [kit.coll(2 + i, 1 << 16, deps=[1 + i], pg=g) for i, g in enumerate(names)]
+    ts = kit.traces(per, groups)
+    sysd = kit.system([("Switch", 2 * m, 50, 500)])
+    on = kit.run(ts, sysd, tmp_path)
+    assert on.summary["symmetry"]["classes"] == m
+    assert [r["simulated_as"] for r in on.ranks] == [r % m for r in range(2 * m)]
+    assert _rows(on) == _rows(kit.run(ts, sysd, tmp_path, symmetry=False))
+    assert len({r["finish_ns"] for r in on.ranks}) == m
+
+
 @pytest.mark.parametrize("case", ["groups", "peers"])
 def test_a_deadlock_is_found_with_symmetry_on(kit, tmp_path, case):
     """Sets that deadlock (a group one member never issues on; a receive whose sender sends
