@@ -177,6 +177,7 @@ def test_graph_of_columns(dup):
     (b"\x2a\x02\x81\x82", "packed dependency"),  # a dependency varint cut by its list's end
     (b"\x0f\x01", "wire type 7"),  # no such wire type
     (b"\x12\x01\xff", "name"),  # a name that is not UTF-8
+    (b"\x80\x80\x80\x80\x10\x00", "field 536870912"),  # past protobuf's last field number, 2**29 - 1
 ])
 def test_bad_wire_data_names_the_file_and_node(tmp_path, tail, what):
     from chakra_core import TraceFormatError
@@ -190,6 +191,16 @@ def test_bad_wire_data_names_the_file_and_node(tmp_path, tail, what):
     with pytest.raises(TraceFormatError) as e:
         node_columns(FileRank(0, path), ["is_cpu_op"])
     assert str(path) in str(e.value) and "node #1" in str(e.value) and what in str(e.value)
+
+
+def test_the_last_field_number_is_an_unknown_field(tmp_path):
+    """Field 2**29 - 1, protobuf's last, is read as protobuf reads it: an unknown field."""
+    path = tmp_path / "last.0.et"
+    raw = Node(id=7, type=NodeType.COMP_NODE).SerializeToString() + b"\xf8\xff\xff\xff\x0f\x00"
+    assert Node.FromString(raw).id == 7
+    with EtWriter(path, GlobalMetadata(version="0.0.4")) as w:
+        w.write_raw(raw)
+    assert node_columns(FileRank(0, path), ["is_cpu_op"]).ids.tolist() == [7]
 
 
 def test_the_compiled_walk_reads_a_run_in_place_unless_its_last_messages_are_refused(walk_form):

@@ -236,6 +236,30 @@ def test_group_names_that_are_not_utf8_are_told_apart(tmp_path, compile_it):
         list(FileRank(1, str(tmp_path / "t.1.et")).nodes())
 
 
+@pytest.mark.parametrize("compile_it", [False, True])
+def test_a_group_attribute_named_twice_is_read_by_protobuf(tmp_path, compile_it):
+    """An attribute holding two names, the first one not UTF-8 and the last ``pg_name`` (the
+    last wins: a file protobuf refuses; hand-made bytes, as no writer here makes them), is not
+    the group attribute of a valid rank: before, the walk kept the last name only, and the two
+    ranks were one role (a reviewer's case: validation then read one of them for both)."""
+    from chakra_core.io._etio import EtWriter
+
+    head = Node(id=1, name="ar", type=NodeType.COMM_COLL_NODE).SerializeToString()
+    group = b"\x0a\x07pg_name\xea\x01\x01a"
+    tails = [b"\x52" + bytes([len(group)]) + group, b"\x52" + bytes([len(group) + 3]) + b"\x0a\x01\xff" + group]
+    ranks = []
+    for r, tail in enumerate(tails):
+        path = tmp_path / f"t.{r}.et"
+        with EtWriter(str(path), GlobalMetadata(version="0.0.4")) as w:
+            w.write_raw(head + tail)
+        ranks.append(FileRank(r, str(path)))
+    keys = [role_key(rt, compile_it=compile_it) for rt in ranks]
+    assert keys[0].groups == ("a",)
+    assert _classes(keys) == [[0], [1]]
+    with pytest.raises(TraceFormatError):
+        list(ranks[1].nodes())
+
+
 def test_rewritten_file_gets_a_new_key(tmp_path):
     path = tmp_path / "ring.0.et"
     write_et(path, GlobalMetadata(version="0.0.4"), _ring_nodes(0, 4))

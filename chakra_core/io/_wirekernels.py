@@ -55,6 +55,8 @@ HIT_FIELDS = 10
 _FAR = 1 << 40
 #: a key from here on is no field (read as int64 it is negative)
 _SIGN = 1 << 63
+#: the least key past protobuf's highest field number (2**29 - 1)
+_MAX_KEY = 1 << 32
 #: the low 64 bits: a varint's value as the compiled loops keep it
 _MASK = (1 << 64) - 1
 _U64 = np.uint64
@@ -289,7 +291,7 @@ def _walk(buf, start, end, names, name_ptr, slot_of_key, nodes, dep_ptr, deps, c
                 nxt = at + (8 if wire == 1 else 4)
             else:
                 return (GROUP if wire == 3 or wire == 4 else BAD_FIELD) + depth * IN_ATTRIBUTE, i, key
-            if key < 8:
+            if key < 8 or key >= _MAX_KEY:  # field 0, or past protobuf's last field number
                 return BAD_FIELD + depth * IN_ATTRIBUTE, i, key
             if kl > 10 or vl > 10:
                 return BAD_VARINT + depth * IN_ATTRIBUTE, i, key

@@ -194,13 +194,13 @@ def _name_kind(buf, at, ln):  # pragma: no cover - compiled
 def _attribute(buf, p, end):  # pragma: no cover - compiled
     """What the attribute message ``buf[p:end]`` is to the walk: (kind, a, b) with kind 0 (not
     relabelled), _GROUP (name at ``a``, ``b`` bytes), _SRC/_DST (peer ``a``) or -1 (a
-    relabelled name in another form, or fields that do not read).  An attribute whose first
+    relabelled name in another form or named twice, or fields that do not read).  An attribute whose first
     field is another name with too few bytes after it for a name field of 7 or 8 bytes (9 or
     more) is settled without reading on."""
     first = int(buf[p + 1]) if end - p >= 2 and buf[p] == 0x0A else 0x80
     if first < 0x80 and end - p - 2 - first < 9 and _name_kind(buf, p + 2, first) == 0:
         return 0, 0, 0
-    name_at, name_len, values, slot, at, ln, raw, other = -1, 0, 0, 0, 0, 0, 0, False
+    name_at, name_len, names, values, slot, at, ln, raw, other = -1, 0, 0, 0, 0, 0, 0, 0, False
     while p < end:
         key, a, q = _field(buf, p, end)
         if key < 0:
@@ -208,6 +208,7 @@ def _attribute(buf, p, end):  # pragma: no cover - compiled
         f, wt = key >> 3, key & 7
         if f == 1 and wt == 2:
             name_at, name_len = a, q - a
+            names += 1
         elif 3 <= f <= 32:
             values += 1
             slot, at, ln = f * 8 + wt, a, q - a
@@ -219,7 +220,7 @@ def _attribute(buf, p, end):  # pragma: no cover - compiled
     kind = _name_kind(buf, name_at, name_len)
     if kind == 0:
         return 0, 0, 0
-    if other or values != 1:
+    if other or values != 1 or names != 1:  # an earlier name is read by protobuf (its UTF-8 checked)
         return -1, 0, 0
     if kind == _GROUP:
         return (kind, at, ln) if slot == (29 << 3 | 2) else (-1, 0, 0)
