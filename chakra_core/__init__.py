@@ -39,7 +39,8 @@ Public API (everything else is private; docs/api.md describes each name):
   numpy arrays, decoded from the wire format); :func:`classify_nodes` (:class:`NodeClasses`,
   :class:`NodeKind`, :class:`NodeResource`: what each node is to a replay and what it occupies)
 - compiled loops: :func:`compiled_worthwhile` (whether an input is large enough to load numba for;
-  :func:`ranks_compiled_worthwhile` for ranks of a trace set),
+  :func:`ranks_compiled_worthwhile` for ranks of a trace set, :func:`keys_compiled_worthwhile`
+  for their role keys),
   :func:`kernel`, :func:`compiled`, :func:`chosen` (a loop written once, run as Python or compiled)
 - analysis (docs/report.md): :class:`Spans`, :class:`SpanBuilder`, :data:`SPAN_KINDS`,
   :data:`FLOW_KINDS`, :func:`breakdown`, :func:`critical_path` (:class:`CriticalPath`),
@@ -104,7 +105,7 @@ if TYPE_CHECKING:
     from chakra_core.trace._kinds import NodeClasses, NodeKind, NodeResource, classify_nodes
     from chakra_core.trace._roles import RoleHasher, RoleKey, role_key, role_keys
     from chakra_core.trace._selection import NODE_KINDS, SELECTION_OPTIONS, node_selection, parse_ranks
-    from chakra_core.trace._setchoice import ranks_compiled_worthwhile
+    from chakra_core.trace._setchoice import keys_compiled_worthwhile, ranks_compiled_worthwhile
     from chakra_core.trace._stats import compute_stats
     from chakra_core.trace._traceset import (
         FileRank,
@@ -138,7 +139,7 @@ __all__ = [
     "check_limit", "get_limit",
     "role_key", "role_keys", "RoleKey", "RoleHasher", "node_columns", "NodeColumns", "AttrColumn",
     "classify_nodes", "NodeClasses", "NodeKind", "NodeResource", "compiled_worthwhile",
-    "ranks_compiled_worthwhile",
+    "ranks_compiled_worthwhile", "keys_compiled_worthwhile",
     "synth_fit", "synth_sample", "synth_show", "read_model", "compare",
     "SELECTION_OPTIONS", "NODE_KINDS", "node_selection", "parse_ranks",
     "sweep", "Executor",
@@ -176,7 +177,7 @@ _EXPORTS = {
     "base._limits": ("check_limit", "get_limit"),
     "trace._selection": ("SELECTION_OPTIONS", "NODE_KINDS", "node_selection", "parse_ranks"),
     "trace._roles": ("role_key", "role_keys", "RoleKey", "RoleHasher"),
-    "trace._setchoice": ("ranks_compiled_worthwhile",),
+    "trace._setchoice": ("ranks_compiled_worthwhile", "keys_compiled_worthwhile"),
     "trace._columns": ("node_columns", "NodeColumns", "AttrColumn"),
     "trace._kinds": ("classify_nodes", "NodeClasses", "NodeKind", "NodeResource"),
     "base._jitchoice": ("compiled_worthwhile",),

@@ -71,3 +71,21 @@ def test_ranks_worthwhile_from_their_files_or_whenever_installed(small_set):
             "w(mem, [0], 1 << 40), 'numba' in sys.modules)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.stdout.split() == ["True", "False", "False", "True", "False"], r.stderr
+
+
+def test_keys_worthwhile_from_the_files_keyed_by_their_walk(small_set, tmp_path):
+    """The role keys' rule counts the files of 16 KiB or more only (a smaller file naming no
+    peer is keyed by its bytes): the 2-rank DLRM-like set's files are under 16 KiB; a GPT-3-like
+    set's are not."""
+    files = sorted(small_set.glob("*.et"))
+    assert all(f.stat().st_size < 16 << 10 for f in files)
+    big = tmp_path / "gpt3"
+    assert _run("convert", ROOT / "examples" / "text" / "gpt3_like.txt", "-I", "npus=2", "-I", "mp_group=2", "-o", f"{big}/").endswith(" 0")
+    sizes = [f.stat().st_size for f in sorted(big.glob("*.et"))]
+    assert min(sizes) >= 16 << 10
+    code = ("import sys; from chakra_core import open_traceset, keys_compiled_worthwhile as w; "
+            f"small, big = open_traceset({str(small_set)!r}), open_traceset({str(big)!r}); "
+            f"print(w(small, small.ranks, 1), w(big, big.ranks, {sum(sizes)}), w(big, big.ranks, {sum(sizes) + 1}), "
+            f"w(big, big.ranks[:1], {sizes[0]}), 'numba' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.stdout.split() == ["False", "True", "False", "True", "False"], r.stderr

@@ -60,7 +60,7 @@ _BY_CONTENT: dict[bytes, RoleKey] = {}
 _LAST: list[tuple[bytes, RoleKey] | None] = [None]
 #: files of at least this many bytes are not kept by their content (hashing a file costs about as much
 #: a byte as its walk: only the walk's fixed costs, which dominate on small files, are saved)
-_CONTENT_BELOW = 16 << 10
+CONTENT_BELOW = 16 << 10
 #: the attributes whose values are labelled relative to the rank (as they appear in a node's bytes)
 _PEER_NAMES = (b"comm_src", b"comm_dst")
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -263,9 +263,9 @@ def _computed(rt: RankTrace, compile_it: bool | None, content: bytes | None) -> 
 
 def _rankless_content(seen: tuple | None) -> bytes | None:
     """The bytes of the plain ``.et`` file of a rank (identified by ``seen``, :func:`_seen`)
-    when it is under :data:`_CONTENT_BELOW` bytes and names no peer: its key then depends on
+    when it is under :data:`CONTENT_BELOW` bytes and names no peer: its key then depends on
     its bytes alone, not on its rank (only peers are labelled relative to the rank); else None."""
-    if seen is None or seen[4] >= _CONTENT_BELOW:
+    if seen is None or seen[4] >= CONTENT_BELOW:
         return None
     try:  # unbuffered: a buffered reader's set-up costs more than reading a few kB
         fd = os.open(seen[0], os.O_RDONLY | getattr(os, "O_BINARY", 0))

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from chakra_core.base._jitchoice import compiled_worthwhile
+from chakra_core.trace._roles import CONTENT_BELOW
 from chakra_core.trace._traceset import FileRank, TraceSet
 
-__all__ = ["ranks_compiled_worthwhile"]
+__all__ = ["ranks_compiled_worthwhile", "keys_compiled_worthwhile"]
 
 
 def ranks_compiled_worthwhile(traces: TraceSet, ranks: Sequence[int], from_bytes: int) -> bool:
@@ -17,3 +19,21 @@ def ranks_compiled_worthwhile(traces: TraceSet, ranks: Sequence[int], from_bytes
     held in memory, whose size is not known before they are read), whenever numba is installed."""
     files = [rt.file for rt in (traces[r] for r in ranks) if isinstance(rt, FileRank)]
     return compiled_worthwhile(files, from_bytes if len(files) == len(ranks) else 0)
+
+
+def keys_compiled_worthwhile(traces: TraceSet, ranks: Sequence[int], from_bytes: int) -> bool:
+    """:func:`ranks_compiled_worthwhile` for the role keys of ``ranks``: the files of under
+    16 KiB, whose keys :func:`chakra_core.role_key` takes from their bytes when they name no peer
+    (the same bytes keyed once, fast as Python), are not counted."""
+    files = [rt.file for rt in (traces[r] for r in ranks) if isinstance(rt, FileRank)]
+    if len(files) < len(ranks):
+        return compiled_worthwhile(files, 0)
+    return compiled_worthwhile([f for f in files if _size(f) >= CONTENT_BELOW], from_bytes)
+
+
+def _size(path: str) -> int:
+    """The size of file ``path`` (0 when it cannot be sized: its reader names the error)."""
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0

@@ -28,26 +28,28 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from chakra_core import Progress, RoleKey, TraceSet, ranks_compiled_worthwhile, role_keys
+from chakra_core import Progress, RoleKey, TraceSet, keys_compiled_worthwhile, role_keys
 
 from .planner import Planner
 
 __all__ = ["role_classes", "KEYS_COMPILED_FROM"]
 
-#: the role keys of a set whose .et files hold at least this many bytes are taken by compiled loops
-#: (as Python about 25 ms a MB; loading numba and its first calls about 0.5 s)
-KEYS_COMPILED_FROM = 16 << 20
+#: the role keys of a set whose .et files of 16 KiB or more hold at least this many bytes are taken
+#: by compiled loops (:func:`chakra_core.keys_compiled_worthwhile`; as Python 55-110 ms a MB of a
+#: set of collectives, against about 0.35 s to load numba, which the programs of such a set
+#: mostly load anyway: 0.35 s less for GPT-3-like x 16 on a Ring, 3.4 MB)
+KEYS_COMPILED_FROM = 2 << 20
 
 
 def role_classes(traces: TraceSet, planner: Planner, groups: dict[str, tuple[int, ...]],
                  aware: bool, bar: Progress, jobs: int = 0) -> list[list[int]]:
     """Classes of ranks (each ascending, its representative first), in representative order
-    (the role keys by compiled loops when the set's .et files hold :data:`KEYS_COMPILED_FROM`
-    bytes or more, or numba is loaded already; on ``jobs`` threads, 0: as
+    (the role keys by compiled loops when the set's .et files of 16 KiB or more hold
+    :data:`KEYS_COMPILED_FROM` bytes or more, or numba is loaded already; on ``jobs`` threads, 0: as
     :func:`chakra_core.role_keys` chooses)."""
     n = len(traces)
     keys: list[RoleKey] = []
-    compile_it = ranks_compiled_worthwhile(traces, traces.ranks, KEYS_COMPILED_FROM)
+    compile_it = keys_compiled_worthwhile(traces, traces.ranks, KEYS_COMPILED_FROM)
     for _, get in role_keys(traces, compile_it, jobs or None):
         keys.append(get())
         bar.advance()

@@ -40,7 +40,7 @@ def test_the_python_and_compiled_loops_simulate_alike(ddp_set, monkeypatch, tmp_
     results = []
     for compile_it in (False, True):
         monkeypatch.setattr(backend, "ranks_compiled_worthwhile", lambda *_a, c=compile_it: c)
-        monkeypatch.setattr(symmetry, "ranks_compiled_worthwhile", lambda *_a, c=compile_it: c)
+        monkeypatch.setattr(symmetry, "keys_compiled_worthwhile", lambda *_a, c=compile_it: c)
         timeline = tmp_path / f"timeline_{compile_it}.json"
         got = simulate(str(ddp_set), system=str(SYSTEM), timeline=str(timeline), options={"symmetry": symmetric})
         summary = {k: v for k, v in got.summary.items() if k not in ("wall_s", "events_per_s")}
