@@ -178,6 +178,7 @@ def test_graph_of_columns(dup):
     (b"\x0f\x01", "wire type 7"),  # no such wire type
     (b"\x12\x01\xff", "name"),  # a name that is not UTF-8
     (b"\x80\x80\x80\x80\x10\x00", "field 536870912"),  # past protobuf's last field number, 2**29 - 1
+    (b"\x88\x80\x80\x80\x80\x00\x07", "key over 5 bytes"),  # field 1's key padded to 6 bytes
 ])
 def test_bad_wire_data_names_the_file_and_node(tmp_path, tail, what):
     from chakra_core import TraceFormatError

@@ -89,3 +89,16 @@ def test_keys_worthwhile_from_the_files_keyed_by_their_walk(small_set, tmp_path)
             f"w(big, big.ranks[:1], {sizes[0]}), 'numba' in sys.modules)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.stdout.split() == ["False", "True", "False", "True", "False"], r.stderr
+
+
+def test_keys_worthwhile_from_small_files_together(tmp_path):
+    """Small files that name peers are not keyed by their bytes: all the files together still
+    count, from 16 MiB (1,100 files of 15.5 KiB: 17 MB; 1,000: 15.9 MB).  Sizes only: the files
+    are not read."""
+    for r in range(1100):
+        (tmp_path / f"trace.{r}.et").write_bytes(bytes(15872))
+    code = ("import sys; from chakra_core import open_traceset, keys_compiled_worthwhile as w; "
+            f"ts = open_traceset({str(tmp_path)!r}); "
+            "print(w(ts, ts.ranks, 1 << 40), w(ts, ts.ranks[:1000], 1 << 40), 'numba' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.stdout.split() == ["True", "False", "False"], r.stderr

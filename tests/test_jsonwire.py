@@ -210,11 +210,12 @@ def test_large_node(tmp_path):
     assert wire == objects and wire.count(b"\n") == 5
 
 
-@pytest.mark.parametrize("damage", [b"\x12\x02\xc3\x28", b"\x0a\x05ab", b"\x38\x80", b"\x20\xff\xff"])
+@pytest.mark.parametrize("damage", [b"\x12\x02\xc3\x28", b"\x0a\x05ab", b"\x38\x80", b"\x20\xff\xff",
+                                    b"\x88\x80\x80\x80\x80\x00\x07"])
 def test_bad_node_same_error(tmp_path, damage):
     """A node that does not decode (a name that is not UTF-8, a field past its message, a
-    varint cut by the end of its message: the duration's, a dependency's) gives the error of
-    the node-by-node path, naming the node."""
+    varint cut by the end of its message: the duration's, a dependency's; a key padded past the
+    5 bytes protobuf reads) gives the error of the node-by-node path, naming the node."""
     src = _raw_et(tmp_path / "bad.0.et", [Node(id=1).SerializeToString(), b"\x08\x02" + damage])
     errors = []
     for nodes in (EtReader(str(src)), iter(EtReader(str(src)))):

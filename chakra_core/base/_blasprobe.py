@@ -4,8 +4,10 @@ When numba compiles or loads its first function, it imports ``numba.np.arraymath
 code asks once whether a BLAS is there by importing ``scipy.linalg.cython_blas``. With scipy
 installed (the ``analysis`` extra) that import runs the whole ``scipy`` and ``scipy.linalg``
 packages' start-up: 0.13-0.21 s of CPU on this project's machine, against 0.13 s for the rest of
-numba's first load. The answer changes one thing: whether ``np.correlate`` and ``np.convolve``
-compiled by numba use BLAS for float arrays or a loop of their own (the same values). Every other
+numba's first load. The answer changes one thing, for the whole process (the user's own numba
+code too, once a kernel here loaded numba first): whether ``np.correlate`` and ``np.convolve``
+compiled by numba use BLAS for float arrays or a loop of their own (the same values up to the
+rounding of a sum in another order: 5.7e-13 at most on a 4,000 x 3,000 correlation). Every other
 use of BLAS in numba (``np.dot``, ``np.linalg``) imports scipy itself when it is compiled, which
 this does not touch. (numba's own import still imports the ``scipy`` package, for a version
 check: about 10 ms.)

@@ -143,7 +143,7 @@ def _field(buf, p, stop):  # pragma: no cover - compiled
     wire = np.int64(key & _U64(7))
     number = np.int64(key >> _U64(3)) if key < _U64(1 << 32) else np.int64(0)
     at = p + kl
-    if kl > 10 or number == 0 or wire == 3 or wire == 4 or wire > 5:
+    if kl > 5 or number == 0 or wire == 3 or wire == 4 or wire > 5:  # a key: 5 bytes at most
         return -1, wire, _U64(0), at, stop + 1
     if wire == 0 or wire == 2:
         value, vl = _varint(buf, at)

@@ -293,7 +293,7 @@ def _walk(buf, start, end, names, name_ptr, slot_of_key, nodes, dep_ptr, deps, c
                 return (GROUP if wire == 3 or wire == 4 else BAD_FIELD) + depth * IN_ATTRIBUTE, i, key
             if key < 8 or key >= _MAX_KEY:  # field 0, or past protobuf's last field number
                 return BAD_FIELD + depth * IN_ATTRIBUTE, i, key
-            if kl > 10 or vl > 10:
+            if kl > 5 or vl > 10:  # protobuf reads a key of 5 bytes at most (32 bits), a value of 10
                 return BAD_VARINT + depth * IN_ATTRIBUTE, i, key
             if nxt > stop:
                 return BAD_PAST + depth * IN_ATTRIBUTE, i, key

@@ -284,7 +284,7 @@ def _wire_error(status: int, key: int) -> str:
     inside = status > wire.IN_ATTRIBUTE
     status -= wire.IN_ATTRIBUTE if inside else 0
     what = (f"field {key >> 3}, wire type {key & 7}" if status == wire.BAD_FIELD else
-            "a varint over 10 bytes" if status == wire.BAD_VARINT else
+            "a key over 5 bytes or a varint over 10 bytes" if status == wire.BAD_VARINT else
             "a field runs past the end of its message" if status == wire.BAD_PAST else
             "a packed dependency list ends inside a varint or holds one over 10 bytes")
     return f"attribute: {what}" if inside else what

@@ -7,7 +7,7 @@ import os
 from collections.abc import Sequence
 
 from chakra_core.base._jitchoice import compiled_worthwhile
-from chakra_core.trace._roles import CONTENT_BELOW
+from chakra_core.trace._roles import COMPILED_FROM, CONTENT_BELOW
 from chakra_core.trace._traceset import FileRank, TraceSet
 
 __all__ = ["ranks_compiled_worthwhile", "keys_compiled_worthwhile"]
@@ -22,13 +22,17 @@ def ranks_compiled_worthwhile(traces: TraceSet, ranks: Sequence[int], from_bytes
 
 
 def keys_compiled_worthwhile(traces: TraceSet, ranks: Sequence[int], from_bytes: int) -> bool:
-    """:func:`ranks_compiled_worthwhile` for the role keys of ``ranks``: the files of under
-    16 KiB, whose keys :func:`chakra_core.role_key` takes from their bytes when they name no peer
-    (the same bytes keyed once, fast as Python), are not counted."""
+    """:func:`ranks_compiled_worthwhile` for the role keys of ``ranks``: their files of 16 KiB
+    or more hold ``from_bytes``, or all their files hold :data:`chakra_core.trace._roles.COMPILED_FROM`
+    (16 MiB). A file under 16 KiB that names no peer is keyed by its bytes (the same bytes keyed
+    once, fast as Python); one that names peers is not, hence the second bound."""
     files = [rt.file for rt in (traces[r] for r in ranks) if isinstance(rt, FileRank)]
     if len(files) < len(ranks):
         return compiled_worthwhile(files, 0)
-    return compiled_worthwhile([f for f in files if _size(f) >= CONTENT_BELOW], from_bytes)
+    sizes = [_size(f) for f in files]
+    if sum(z for z in sizes if z >= CONTENT_BELOW) >= from_bytes or sum(sizes) >= COMPILED_FROM:
+        return compiled_worthwhile(files, 0)
+    return compiled_worthwhile([], 1)  # numba loaded already
 
 
 def _size(path: str) -> int:

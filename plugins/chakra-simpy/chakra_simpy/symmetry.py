@@ -179,12 +179,13 @@ class _Neighbours:
         round are looked at again (at first, every rank): the others see what they saw, which
         is what their class saw, so a chain of groups costs a few ranks a round, not the set."""
         ids = list(rep)
-        classes: dict[int, list[int]] = {}
+        classes: dict[int, set[int]] = {}
         for r, c in enumerate(ids):
-            classes.setdefault(c, []).append(r)
+            classes.setdefault(c, set()).add(r)
         dirty = set(range(len(ids)))
+        fresh = [max(max(classes, default=0), len(ids) - 1) + 1]  # the next new class id
         while dirty:
-            moved = self._split(ids, classes, dirty)
+            moved = self._split(ids, classes, dirty, fresh)
             dirty = set(moved)
             for r in moved:
                 dirty.update(self.peer_namers[r])
@@ -193,9 +194,10 @@ class _Neighbours:
         lowest = {c: min(members) for c, members in classes.items()}
         return [lowest[c] for c in ids]
 
-    def _split(self, ids: list[int], classes: dict[int, list[int]], dirty: set[int]) -> list[int]:
+    def _split(self, ids: list[int], classes: dict[int, set[int]], dirty: set[int], fresh: list[int]) -> list[int]:
         """One round: split each class by what its ``dirty`` ranks see now (its other ranks see
-        what one of them sees); the ranks given a new class (a new id beyond every rank)."""
+        what one of them sees); the ranks given a new class (ids from ``fresh[0]`` on, which is
+        moved past them)."""
         seen: dict[str, tuple[list, bool]] = {}
         by_class: dict[int, list[int]] = {}
         for r in sorted(dirty):
@@ -206,25 +208,24 @@ class _Neighbours:
             members = classes[c]
             parts: dict[tuple, list[int]] = {}
             if len(looked) < len(members):  # the part of the ranks not looked at keeps the class
-                rest = next(m for m in members if m not in dirty)
+                rest = next(m for m in members if m not in dirty)  # few are looked at, or all
                 parts[self._sees(ids, seen, rest)] = []
             for r in looked:
                 parts.setdefault(self._sees(ids, seen, r), []).append(r)
             if len(parts) > 1:
                 parts_of.append((c, list(parts.values())))
         moved: list[int] = []
-        fresh = max(max(classes), len(ids) - 1) + 1
         for c, pieces in parts_of:
             keep = pieces[0] if len(by_class[c]) < len(classes[c]) else max(pieces, key=len)
             for part in pieces:
                 if part is keep:
                     continue
                 for r in part:
-                    ids[r] = fresh
-                classes[fresh] = part
+                    ids[r] = fresh[0]
+                classes[fresh[0]] = set(part)
+                classes[c].difference_update(part)
                 moved.extend(part)
-                fresh += 1
-            classes[c] = [m for m in classes[c] if ids[m] == c]
+                fresh[0] += 1
         return moved
 
     def _sees(self, ids: list[int], seen: dict[str, tuple[list, bool]], r: int) -> tuple:
