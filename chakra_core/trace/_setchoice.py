@@ -23,9 +23,10 @@ def ranks_compiled_worthwhile(traces: TraceSet, ranks: Sequence[int], from_bytes
 
 def keys_compiled_worthwhile(traces: TraceSet, ranks: Sequence[int], from_bytes: int) -> bool:
     """:func:`ranks_compiled_worthwhile` for the role keys of ``ranks``: their files of 16 KiB
-    or more hold ``from_bytes``, or all their files hold :data:`chakra_core.trace._roles.COMPILED_FROM`
-    (16 MiB). A file under 16 KiB that names no peer is keyed by its bytes (the same bytes keyed
-    once, fast as Python); one that names peers is not, hence the second bound."""
+    or more hold ``from_bytes``, or all their files hold 16 MiB (the bound of
+    :func:`chakra_core.role_key`'s own rule for one file). A file under 16 KiB that names no peer
+    is keyed by its bytes (the same bytes keyed once, fast as Python); one that names peers is
+    not, hence the second bound."""
     files = [rt.file for rt in (traces[r] for r in ranks) if isinstance(rt, FileRank)]
     if len(files) < len(ranks):
         return compiled_worthwhile(files, 0)
