@@ -121,13 +121,12 @@ def validate(traces: TraceSet, cross_rank: bool = True,
     return validate_as(traces, compiled_pays(traces), cross_rank, progress, groups=groups, streams=streams)
 
 
-def compiled_pays(traces: TraceSet, from_bytes: int | None = None) -> bool:
+def compiled_pays(traces: TraceSet, from_bytes: int = COMPILED_FROM) -> bool:
     """Whether :func:`validate` runs the compiled loops on ``traces``: numba installed, and the
-    set is at least ``from_bytes`` bytes of files (None: :data:`COMPILED_FROM`), or not all
-    files, or numba is loaded already (:func:`~chakra_core.base._jitchoice.compiled_worthwhile`)."""
+    set is at least ``from_bytes`` bytes of files, or not all files, or numba is loaded already
+    (:func:`~chakra_core.base._jitchoice.compiled_worthwhile`)."""
     files = [rt.file for rt in traces if isinstance(rt, FileRank)]
-    bound = COMPILED_FROM if from_bytes is None else from_bytes
-    return compiled_worthwhile(files, 0 if len(files) < len(traces) else bound)
+    return compiled_worthwhile(files, 0 if len(files) < len(traces) else from_bytes)
 
 
 def validate_as(traces: TraceSet, compile_it: bool, cross_rank: bool = True,
