@@ -102,20 +102,3 @@ def test_keys_worthwhile_from_small_files_together(tmp_path):
             "print(w(ts, ts.ranks, 1 << 40), w(ts, ts.ranks[:1000], 1 << 40), 'numba' in sys.modules)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.stdout.split() == ["True", "False", "False"], r.stderr
-
-
-def test_a_validation_before_a_run_takes_the_compiled_loops_from_2_mib(tmp_path):
-    """A 2.5 MB set (GPT-3-like x 12): validated alone, as Python (from 8 MiB); before a backend
-    runs it, by the compiled loops (from 2 MiB), since the run mostly loads numba anyway."""
-    out = tmp_path / "set"
-    assert _run("convert", ROOT / "examples" / "text" / "gpt3_like.txt", "-I", "npus=12", "-I", "mp_group=4",
-                "-o", f"{out}/").endswith(" 0")
-    size = sum(f.stat().st_size for f in out.glob("*.et"))
-    assert 2 << 20 <= size < 8 << 20
-    for call, loaded in (("validate(ts)", "False"), ("refuse_invalid(ts, ['simpy'])", "True")):
-        code = ("import sys; from chakra_core import open_traceset; "
-                "from chakra_core.validation._validate import validate; "
-                "from chakra_core.pipeline._pipeline import refuse_invalid; "
-                f"ts = open_traceset({str(out)!r}); {call}; print('numba' in sys.modules)")
-        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-        assert r.stdout.split() == [loaded], r.stderr

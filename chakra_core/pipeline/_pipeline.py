@@ -235,19 +235,12 @@ def _validation_assumptions(backends: Sequence[Stage]) -> dict[tuple[tuple, int]
 def refuse_invalid(traces: TraceSet, backends: Sequence[str], *,
                    groups: Mapping[str, Sequence[int]] | None = None, streams: int = 1) -> None:
     """Raise TraceFormatError naming the first error and the count when ``traces`` has errors
-    under the backends' ``groups`` (a comm-group file's) and ``streams`` (by the compiled loops
-    from 2 MiB of files, where a validation alone takes them from 8 MiB: the backend that runs
-    the set mostly loads numba for it anyway)."""
-    from chakra_core.validation._validate import (
-        BEFORE_RUN_COMPILED_FROM,
-        CROSS_RANK_STATUS,
-        compiled_pays,
-        validate_as,
-    )
+    under the backends' ``groups`` (a comm-group file's) and ``streams``."""
+    from chakra_core.validation._validate import CROSS_RANK_STATUS, validate
 
     with progress("validating", total=len(traces)) as bar:
-        findings = validate_as(traces, compiled_pays(traces, BEFORE_RUN_COMPILED_FROM),
-                               progress=counted_then(bar, CROSS_RANK_STATUS), groups=groups or None, streams=streams)
+        findings = validate(traces, progress=counted_then(bar, CROSS_RANK_STATUS), groups=groups or None,
+                            streams=streams)
     errors = [f for f in findings if f.severity == "error"]
     if errors:
         count = sum(f.count for f in errors)

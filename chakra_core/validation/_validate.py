@@ -48,7 +48,7 @@ from chakra_core.validation._set_rules import check_collectives, check_deadlocks
 from chakra_core.validation._skeleton import RankScan, scan_rank
 from chakra_core.validation._skelrecord import Skeleton
 
-__all__ = ["Finding", "validate", "validate_as", "compiled_pays", "COMPILED_FROM", "BEFORE_RUN_COMPILED_FROM",
+__all__ = ["Finding", "validate", "validate_as", "compiled_pays", "COMPILED_FROM",
            "RULES", "ABSURD_BYTES", "MAX_DURATION_US", "MAX_RANK_DURATION_US",
            "CROSS_RANK_STATUS"]
 
@@ -71,10 +71,6 @@ _MAX_PER_RULE = 20
 #: not loaded yet (loading it and its first calls cost about 0.6 s of CPU and 130 MB: what the
 #: per-node path takes for about 8 MiB of a multi-rank set, and for more of a single rank)
 COMPILED_FROM = 8 << 20
-#: the same bound for a validation before a backend runs the set (:func:`refuse_invalid` of the
-#: pipeline): the backends read the files with the compiled loops from 1 MiB (the simpy
-#: backend's representatives, a rank of ``node_columns``), so numba is mostly loaded anyway
-BEFORE_RUN_COMPILED_FROM = 2 << 20
 
 
 
@@ -121,12 +117,12 @@ def validate(traces: TraceSet, cross_rank: bool = True,
     return validate_as(traces, compiled_pays(traces), cross_rank, progress, groups=groups, streams=streams)
 
 
-def compiled_pays(traces: TraceSet, from_bytes: int = COMPILED_FROM) -> bool:
+def compiled_pays(traces: TraceSet) -> bool:
     """Whether :func:`validate` runs the compiled loops on ``traces``: numba installed, and the
-    set is at least ``from_bytes`` bytes of files, or not all files, or numba is loaded already
-    (:func:`~chakra_core.base._jitchoice.compiled_worthwhile`)."""
+    set is at least :data:`COMPILED_FROM` bytes of files, or not all files, or numba is loaded
+    already (:func:`~chakra_core.base._jitchoice.compiled_worthwhile`)."""
     files = [rt.file for rt in traces if isinstance(rt, FileRank)]
-    return compiled_worthwhile(files, 0 if len(files) < len(traces) else from_bytes)
+    return compiled_worthwhile(files, 0 if len(files) < len(traces) else COMPILED_FROM)
 
 
 def validate_as(traces: TraceSet, compile_it: bool, cross_rank: bool = True,
