@@ -28,12 +28,10 @@ def keys_compiled_worthwhile(traces: TraceSet, ranks: Sequence[int], from_bytes:
     is keyed by its bytes (the same bytes keyed once, fast as Python); one that names peers is
     not, hence the second bound."""
     files = [rt.file for rt in (traces[r] for r in ranks) if isinstance(rt, FileRank)]
-    if len(files) < len(ranks):
-        return compiled_worthwhile(files, 0)
     sizes = [_size(f) for f in files]
-    if sum(z for z in sizes if z >= CONTENT_BELOW) >= from_bytes or sum(sizes) >= COMPILED_FROM:
-        return compiled_worthwhile(files, 0)
-    return compiled_worthwhile([], 1)  # numba loaded already
+    enough = (len(files) < len(ranks) or sum(z for z in sizes if z >= CONTENT_BELOW) >= from_bytes
+              or sum(sizes) >= COMPILED_FROM)
+    return compiled_worthwhile([], 0 if enough else 1)  # weighed above: numba installed (and, if not enough, loaded)
 
 
 def _size(path: str) -> int:

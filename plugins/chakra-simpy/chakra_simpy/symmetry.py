@@ -25,7 +25,8 @@ traces, groups and no point-to-point messages are merged).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from itertools import count
 from typing import NamedTuple
 
 from chakra_core import Progress, RoleKey, TraceSet, keys_compiled_worthwhile, role_keys
@@ -183,7 +184,7 @@ class _Neighbours:
         for r, c in enumerate(ids):
             classes.setdefault(c, set()).add(r)
         dirty = set(range(len(ids)))
-        fresh = [max(max(classes, default=0), len(ids) - 1) + 1]  # the next new class id
+        fresh = count(max(max(classes, default=0), len(ids) - 1) + 1)  # new class ids
         while dirty:
             moved = self._split(ids, classes, dirty, fresh)
             dirty = set(moved)
@@ -194,10 +195,9 @@ class _Neighbours:
         lowest = {c: min(members) for c, members in classes.items()}
         return [lowest[c] for c in ids]
 
-    def _split(self, ids: list[int], classes: dict[int, set[int]], dirty: set[int], fresh: list[int]) -> list[int]:
+    def _split(self, ids: list[int], classes: dict[int, set[int]], dirty: set[int], fresh: Iterator[int]) -> list[int]:
         """One round: split each class by what its ``dirty`` ranks see now (its other ranks see
-        what one of them sees); the ranks given a new class (ids from ``fresh[0]`` on, which is
-        moved past them)."""
+        what one of them sees); the ranks given a new class (its id drawn from ``fresh``)."""
         seen: dict[str, tuple[list, bool]] = {}
         by_class: dict[int, list[int]] = {}
         for r in sorted(dirty):
@@ -207,25 +207,26 @@ class _Neighbours:
         for c, looked in by_class.items():
             members = classes[c]
             parts: dict[tuple, list[int]] = {}
-            if len(looked) < len(members):  # the part of the ranks not looked at keeps the class
+            if len(looked) < len(members):  # the ranks not looked at see what any one of them sees
                 rest = next(m for m in members if m not in dirty)  # few are looked at, or all
                 parts[self._sees(ids, seen, rest)] = []
             for r in looked:
                 parts.setdefault(self._sees(ids, seen, r), []).append(r)
             if len(parts) > 1:
-                parts_of.append((c, list(parts.values())))
+                pieces = list(parts.values())
+                # the part of the ranks not looked at keeps the id, else the largest part
+                parts_of.append((c, pieces, pieces[0] if len(looked) < len(members) else max(pieces, key=len)))
         moved: list[int] = []
-        for c, pieces in parts_of:
-            keep = pieces[0] if len(by_class[c]) < len(classes[c]) else max(pieces, key=len)
+        for c, pieces, keep in parts_of:
             for part in pieces:
                 if part is keep:
                     continue
+                new = next(fresh)
                 for r in part:
-                    ids[r] = fresh[0]
-                classes[fresh[0]] = set(part)
+                    ids[r] = new
+                classes[new] = set(part)
                 classes[c].difference_update(part)
                 moved.extend(part)
-                fresh[0] += 1
         return moved
 
     def _sees(self, ids: list[int], seen: dict[str, tuple[list, bool]], r: int) -> tuple:
