@@ -224,3 +224,53 @@ def test_bad_node_same_error(tmp_path, damage):
         errors.append(str(e.value))
     assert errors[0] == errors[1] and "node #1" in errors[0]
     assert not (tmp_path / "out.json").exists()
+
+
+def _many_runs(monkeypatch) -> None:
+    """Files read in runs of 4 KiB (1 MiB otherwise), so that a small file spans many runs:
+    several transcoded by the worker threads at once, and their buffers used again."""
+    from chakra_core.io import _etruns
+
+    monkeypatch.setattr(_etruns, "_CHUNK", 4096)
+
+
+def _mixed(count: int) -> list[bytes]:
+    """``count`` node messages: plain ones with the nodes the transcoder writes and leaves of
+    :func:`_every_kind` and :func:`_wire_forms` among them."""
+    special = [n.SerializeToString() for n in _every_kind()] + _wire_forms()
+    plain = [Node(id=i, name=f"op{i}", type=4, duration_micros=i * 7, data_deps=[i - 1] if i else []).SerializeToString()
+             for i in range(count)]
+    for k, m in enumerate(special):
+        plain.insert(1 + k * count // len(special), m)
+    return plain
+
+
+@pytest.mark.parametrize("lines", [False, True])
+def test_many_runs_written_in_order(tmp_path, monkeypatch, lines):
+    """Runs transcoded ahead by the worker threads are written in the file's order, with the nodes
+    the transcoder leaves (and a node too large for its buffer) written in their places."""
+    _many_runs(monkeypatch)
+    big = Node(id=2, name="big", inputs=IOInfo(values="[" + "1, " * 1_500_000 + "]")).SerializeToString()
+    messages = _mixed(3000)
+    messages.insert(2500, big)
+    src = _raw_et(tmp_path / "runs.0.et", messages)
+    assert sum(1 for _ in file_runs(str(src))) > 10
+    wire, objects = _both(src, tmp_path, lines)
+    assert wire == objects
+    assert wire.count(b"\n") == len(messages) + (1 if lines else 2)
+
+
+def test_bad_node_in_a_late_run(tmp_path, monkeypatch):
+    """A node that does not decode, runs after the first: the node-by-node path's error naming
+    it, and nothing written."""
+    _many_runs(monkeypatch)
+    messages = _mixed(3000)
+    messages.insert(2900, b"\x08\x02\x12\x02\xc3\x28")  # a name that is not UTF-8
+    src = _raw_et(tmp_path / "bad.0.et", messages)
+    errors = []
+    for nodes in (EtReader(str(src)), iter(EtReader(str(src)))):
+        with pytest.raises(TraceFormatError) as e:
+            write_json(tmp_path / "out.json", GlobalMetadata(), nodes)
+        errors.append(str(e.value))
+    assert errors[0] == errors[1] and "node #2900" in errors[0]
+    assert not (tmp_path / "out.json").exists()

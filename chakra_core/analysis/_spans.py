@@ -157,14 +157,14 @@ class Spans:
 
     def save(self, path: str | Path) -> Path:
         """Write the spans to ``path`` (a compressed numpy ``.npz``), atomically."""
-        from chakra_core.io._etio import atomic_output
+        from chakra_core.io._etio import atomic_output, open_fresh
 
         path = Path(path)
         meta = {"format": _FORMAT, "names": self.names, "tracks": self.tracks, "strings": self.strings,
                 "ranks_of": {str(k): v for k, v in self.ranks_of.items()}, "nranks": self.nranks}
         arrays = {k: getattr(self, k) for k in _INT_COLUMNS}
         arrays.update(flow_src=self.flow_src, flow_dst=self.flow_dst, flow_kind=self.flow_kind)
-        with atomic_output(path) as tmp, open(tmp, "wb") as f:
+        with atomic_output(path) as tmp, open_fresh(tmp) as f:
             np.savez_compressed(f, meta=np.array(json.dumps(meta)), **arrays)
         return path
 

@@ -16,6 +16,11 @@
   freed, so the peaks stay where they were (a 32 MiB threshold kept 19 MB more at the peak of
   ``chakra stats`` of 5 M nodes). Other C libraries are left alone.
 
+- As the command ends, every object is moved to the collector's permanent generation
+  (``gc.freeze``), so that the interpreter's last collections as it exits do not walk the
+  objects numba's and protobuf's imports made: about 0.09 s of every command that loaded numba.
+  Objects are still freed as their modules are cleared; only the cycle search is skipped.
+
 Only a process that is the command's own makes them (:func:`chakra_core.cli.main.command`, the
 ``chakra`` console script); :func:`chakra_core.cli.main.main` called in a caller's process leaves
 that process as it is.
@@ -23,10 +28,11 @@ that process as it is.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 
-__all__ = ["settle", "BLAS_SPIN", "HEAP_TOP_PAD", "HEAP_MMAP_FROM", "glibc"]
+__all__ = ["settle", "leave", "BLAS_SPIN", "HEAP_TOP_PAD", "HEAP_MMAP_FROM", "glibc"]
 
 #: the variable OpenBLAS reads when it loads, and the value set when the user set none
 BLAS_SPIN = ("OPENBLAS_THREAD_TIMEOUT", "4")
@@ -55,3 +61,8 @@ def glibc() -> bool:
         return (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc")
     except (ValueError, OSError):
         return False
+
+
+def leave() -> None:
+    """Before the process exits: every object frozen out of the cyclic collector's walks."""
+    gc.freeze()

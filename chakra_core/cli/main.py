@@ -14,7 +14,7 @@ import sys
 import warnings
 
 from chakra_core.cli._common import shorten
-from chakra_core.cli._process import settle
+from chakra_core.cli._process import leave, settle
 
 __all__ = ["main", "command", "COMMANDS", "Parser"]
 
@@ -101,7 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
 def command() -> int:
     """The ``chakra`` console script and ``python -m chakra_core.cli.main``: :func:`main` on
     ``sys.argv`` in a process of the command's own, whose settings it makes (:mod:`._process`)."""
-    return main(own_process=True)
+    status = main(own_process=True)
+    leave()
+    return status
 
 
 def main(argv: list[str] | None = None, *, own_process: bool = False) -> int:

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator
 from functools import cache
 from itertools import chain, islice
 from pathlib import Path
-from typing import BinaryIO, NoReturn, TypeVar
+from typing import Any, BinaryIO, NoReturn, TypeVar
 
 from google.protobuf.message import DecodeError
 
@@ -476,6 +476,20 @@ def _umask() -> int:
     return mask
 
 
+def open_fresh(path: str | os.PathLike, mode: str = "wb", **kwargs: Any) -> Any:
+    """``open(path, mode, **kwargs)`` for writing the path :class:`atomic_output` gives (a fresh
+    empty file, or a target that is not a regular file), without truncating it: ext4 writes out
+    at its close every page of a regular file that was truncated to zero (its ``auto_da_alloc``
+    rule, meant for files rewritten in place), about 0.12 s for 234 MB; a fresh file needs no
+    truncation."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    try:
+        return open(fd, mode, **kwargs)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 class atomic_output:
     """Context manager giving a temporary path beside ``path``, renamed into place on success.
 
@@ -628,7 +642,7 @@ class EtWriter:
     def __enter__(self) -> EtWriter:
         self._atomic = atomic_output(self.path, defer=self.defer)
         tmp = self._atomic.__enter__()
-        raw = open(tmp, "wb", buffering=1 << 20)
+        raw = open_fresh(tmp, "wb", buffering=1 << 20)
         if self.compress:
             f: BinaryIO | gzip.GzipFile = gzip.GzipFile(filename="", fileobj=raw, mode="wb",
                                                         compresslevel=self.compresslevel, mtime=0)

@@ -35,7 +35,7 @@ from chakra_core.base._docparse import parse_json, parse_json_values
 from chakra_core.base._errors import TraceFormatError
 from chakra_core.base._jitchoice import compiled_worthwhile
 from chakra_core.base._limits import check_limit
-from chakra_core.io._etio import EtReader, atomic_output
+from chakra_core.io._etio import EtReader, atomic_output, open_fresh
 from chakra_core.io._jsonfast import node_from_dict
 from chakra_core.io._jsonnode import node_dict
 from chakra_core.io._jsonsniff import FORMAT_TAG, JSONIZER_START
@@ -124,7 +124,7 @@ def _write_wire(tmp: Path, header: dict, source: str, lines: bool) -> int | None
     written again from the start; the output is not a pipe here)."""
     from chakra_core.io._jsonwire import Reread, write_nodes
 
-    with open(tmp, "wb") as f:
+    with open_fresh(tmp) as f:
         try:
             if lines:
                 f.write((json.dumps(header) + "\n").encode())

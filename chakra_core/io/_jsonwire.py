@@ -4,15 +4,19 @@ A run of node messages (1 MiB of the file, :func:`._etruns.file_runs`) goes thro
 transcoder's compiled form (the kernel :func:`._jsonkernel.transcode`) into one buffer, written
 as it is; a node the transcoder leaves (a float, a string past ASCII, an unknown field:
 :mod:`._jsonkernel`; a node of over 4 MiB) is decoded and written by the caller's ``to_json``
-in its place, so the output is the same as writing every node with ``to_json``.  A file that
+in its place, so the output is the same as writing every node with ``to_json``.  Up to two
+worker threads transcode the next runs (the compiled loop releases the GIL) while this thread
+cuts the file's frames and writes the runs before them, in order.  A file that
 does not read cleanly this way (a node that does not decode, a framing error) raises
 :class:`Reread`: the caller reads it with :class:`EtReader`, whose errors name the byte and node.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
-from typing import BinaryIO
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import BinaryIO, NamedTuple
 
 import numpy as np
 from google.protobuf.message import DecodeError
@@ -28,6 +32,8 @@ __all__ = ["Reread", "write_nodes"]
 
 #: the most bytes of JSON held at a time (a node that might write more is written from its Node)
 _BUFFER = 64 << 20
+#: worker threads transcoding runs ahead of the writes (a run's compiled loop releases the GIL)
+_WORKERS = 2
 
 
 class Reread(Exception):
@@ -58,42 +64,78 @@ def write_nodes(f: BinaryIO, path: str, pre: bytes, post: bytes, to_json: Callab
     writes a node the transcoder leaves; raises :class:`Reread` (see the module docstring)."""
     out = _Output(f, skip_first)
     marks = (np.frombuffer(pre, np.uint8).copy(), np.frombuffer(post, np.uint8).copy())
-    buffer = np.empty(0, np.uint8)
+    spare: list[np.ndarray] = []
     count = 0
-    try:
-        for data, start, sizes, _, _ in file_runs(path):
-            if len(buffer) < min(room(len(data)), _BUFFER):
-                buffer = np.empty(min(room(len(data)), _BUFFER), np.uint8)
-            _run(out, data, start, sizes, buffer, marks, to_json)
-            count += len(start)
-    except TraceFormatError:
-        raise Reread from None
+    run = compiled(transcode)  # loaded here, not by two workers at once
+    with ThreadPoolExecutor(_WORKERS) as pool:
+        pending: deque[Future[_Pass]] = deque()
+        try:
+            for data, start, sizes, _, _ in file_runs(path):
+                size = min(room(len(data)), _BUFFER)
+                buffer = spare.pop() if spare else None
+                if buffer is None or len(buffer) < size:
+                    buffer = np.empty(size, np.uint8)
+                pending.append(pool.submit(_first_pass, run, data, start, sizes, buffer, marks))
+                count += len(start)
+                if len(pending) > _WORKERS:
+                    spare.append(_finish(out, run, pending.popleft().result(), marks, to_json))
+        except TraceFormatError:
+            raise Reread from None
+        while pending:
+            _finish(out, run, pending.popleft().result(), marks, to_json)
     return count
 
 
-def _run(out: _Output, data: bytes, start: np.ndarray, sizes: np.ndarray, buffer: np.ndarray,
-         marks: tuple[np.ndarray, np.ndarray], to_json: Callable[[Node], str]) -> None:
-    """Write one run of node messages (``data[start[i]:start[i]+sizes[i]]``)."""
+class _Pass(NamedTuple):
+    """A run (``data``, ``start``, ``end``, its buffer ``buf``) after the transcoder's first call
+    into ``buffer``: the next node ``nxt``, the bytes written ``k``, ``done`` and ``ends``."""
+
+    data: bytes
+    buf: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    buffer: np.ndarray
+    done: np.ndarray
+    ends: np.ndarray
+    nxt: int
+    k: int
+
+
+def _first_pass(run: Callable, data: bytes, start: np.ndarray, sizes: np.ndarray, buffer: np.ndarray,
+                marks: tuple[np.ndarray, np.ndarray]) -> _Pass:
+    """The first call of ``run`` (the compiled transcoder) on one run of node messages
+    (``data[start[i]:start[i]+sizes[i]]``), in a worker thread."""
     buf = padded(data)
     end = start + sizes
     done = np.zeros(len(start), np.uint8)
     ends = np.zeros(len(start), np.int64)
+    nxt, k = run(buf, start, end, 0, buffer, marks[0], marks[1], done, ends)
+    return _Pass(data, buf, start, end, buffer, done, ends, nxt, k)
+
+
+def _finish(out: _Output, transcoder: Callable, run: _Pass, marks: tuple[np.ndarray, np.ndarray],
+            to_json: Callable[[Node], str]) -> np.ndarray:
+    """Write one run from its first pass on, with the nodes the transcoder left written by
+    ``to_json`` and the further calls of ``transcoder`` a full buffer needs; the buffer, free
+    again."""
+    data, buf, start, end, buffer, done, ends, nxt, k = run
     view = buffer.data
-    run = compiled(transcode)
     i = 0
-    while i < len(start):
-        nxt, k = run(buf, start, end, i, buffer, marks[0], marks[1], done, ends)
+    while True:
         at = 0
         for j in np.flatnonzero(done[i:nxt] == 0).tolist():
             j += i
             out.write(view[at:ends[j]])
             at = int(ends[j])
-            out.write(_one(data, int(start[j]), int(sizes[j]), marks, to_json))
+            out.write(_one(data, int(start[j]), int(end[j] - start[j]), marks, to_json))
         out.write(view[at:k])
         if nxt == i:  # a node too large for the buffer: written from its Node object
-            out.write(_one(data, int(start[i]), int(sizes[i]), marks, to_json))
+            out.write(_one(data, int(start[i]), int(end[i] - start[i]), marks, to_json))
             nxt += 1
+        if nxt == len(start):
+            return buffer
         i = nxt
+        nxt, k = transcoder(buf, start, end, i, buffer, marks[0], marks[1], done, ends)
 
 
 def _one(data: bytes, start: int, size: int, marks: tuple[np.ndarray, np.ndarray],
