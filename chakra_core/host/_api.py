@@ -89,6 +89,14 @@ class Backend(Component):
     def run(self, traces: TraceSet, options: Mapping[str, Any], output: Path | None) -> Result:
         """Run on ``traces``; write files under ``output`` (a directory, may be None)."""
 
+    def loads_compiled(self, traces: TraceSet, options: Mapping[str, Any]) -> bool:
+        """Whether :meth:`run` on ``traces`` with ``options`` (checked) loads the core's compiled
+        loops (numba) whatever comes before it: the validation before the run then takes them
+        too, on a set a validation alone reads as Python (under 8 MiB of ``.et`` files,
+        docs/validation.md), since loading numba is paid once.  Answer from the set's sizes, not
+        by reading it; False (the default) when not sure."""
+        return False
+
     def algorithms(self) -> tuple[str, ...]:
         """Names of the collective algorithms this backend models besides ASTRA-sim's
         (:data:`chakra_core.system.ALGORITHMS`): a system description given to it may name them

@@ -150,8 +150,9 @@ class Pipeline:
         with ExitStack() as stack:
             if _is_lazy(traces) and len(self.backends) + bool(checked) > 1:
                 traces = materialise(traces, stack.enter_context(tempfile.TemporaryDirectory(prefix="chakra-")))
+            compiled = bool(checked) and any(b.impl.loads_compiled(traces, b.options) for b in self.backends)
             for (groups, streams), names in _validation_assumptions(checked).items():
-                refuse_invalid(traces, names, groups=dict(groups), streams=streams)
+                refuse_invalid(traces, names, groups=dict(groups), streams=streams, compiled=compiled)
             results = []
             with progress("backends", total=len(self.backends), unit="backend") as bar:
                 for b in self.backends:
@@ -233,14 +234,17 @@ def _validation_assumptions(backends: Sequence[Stage]) -> dict[tuple[tuple, int]
 
 
 def refuse_invalid(traces: TraceSet, backends: Sequence[str], *,
-                   groups: Mapping[str, Sequence[int]] | None = None, streams: int = 1) -> None:
+                   groups: Mapping[str, Sequence[int]] | None = None, streams: int = 1,
+                   compiled: bool = False) -> None:
     """Raise TraceFormatError naming the first error and the count when ``traces`` has errors
-    under the backends' ``groups`` (a comm-group file's) and ``streams``."""
-    from chakra_core.validation._validate import CROSS_RANK_STATUS, validate
+    under the backends' ``groups`` (a comm-group file's) and ``streams``; by the compiled loops
+    with ``compiled`` (a backend to run loads them anyway, :meth:`Backend.loads_compiled`), else
+    as a validation alone chooses."""
+    from chakra_core.validation._validate import CROSS_RANK_STATUS, compiled_pays, validate_as
 
     with progress("validating", total=len(traces)) as bar:
-        findings = validate(traces, progress=counted_then(bar, CROSS_RANK_STATUS), groups=groups or None,
-                            streams=streams)
+        findings = validate_as(traces, compiled or compiled_pays(traces), progress=counted_then(bar, CROSS_RANK_STATUS),
+                               groups=groups or None, streams=streams)
     errors = [f for f in findings if f.severity == "error"]
     if errors:
         count = sum(f.count for f in errors)

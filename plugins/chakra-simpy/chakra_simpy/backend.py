@@ -19,6 +19,7 @@ from chakra_core import (
     TraceSet,
     add_span_outputs,
     check_group_ranks,
+    keys_compiled_worthwhile,
     progress,
     ranks_compiled_worthwhile,
 )
@@ -34,7 +35,7 @@ from .loading import COMPILED_FROM, load_programs, program_of
 from .member_timing import WORK_LIMIT
 from .program import Program
 from .result_notes import load_notes, run_notes
-from .symmetry import role_classes
+from .symmetry import KEYS_COMPILED_FROM, role_classes
 from .watch import watched
 
 if TYPE_CHECKING:
@@ -104,6 +105,14 @@ class SimpyBackend(Backend):
         "stagger_limit": Option("int", WORK_LIMIT, "most chunk x step x member evaluations to time a "
                                 "staggered collective per rank (larger ones, or 0: a barrier)", minimum=0),
     }
+
+    def loads_compiled(self, traces: TraceSet, options: Mapping[str, Any]) -> bool:
+        """Whether the run loads the core's compiled loops: with symmetry, when the ranks' files
+        are enough for their role keys to be taken compiled (:data:`.symmetry.KEYS_COMPILED_FROM`);
+        without, when they hold :data:`.loading.COMPILED_FROM` (the loading's rule)."""
+        if options.get("symmetry", True):
+            return keys_compiled_worthwhile(traces, traces.ranks, KEYS_COMPILED_FROM)
+        return ranks_compiled_worthwhile(traces, traces.ranks, COMPILED_FROM)
 
     def algorithms(self) -> tuple[str, ...]:
         """Every registered algorithm's name (:mod:`.algorithms`): ASTRA-sim's and any added."""
