@@ -226,12 +226,15 @@ def test_bad_node_same_error(tmp_path, damage):
     assert not (tmp_path / "out.json").exists()
 
 
-def _many_runs(monkeypatch) -> None:
+def _many_runs(monkeypatch, ahead: int | None = None) -> None:
     """Files read in runs of 4 KiB (1 MiB otherwise), so that a small file spans many runs:
-    several transcoded by the worker threads at once, and their buffers used again."""
-    from chakra_core.io import _etruns
+    several transcoded by the worker threads at once, and their buffers used again; ``ahead``:
+    the most bytes of runs held at once (4 MiB otherwise)."""
+    from chakra_core.io import _etruns, _jsonwire
 
     monkeypatch.setattr(_etruns, "_CHUNK", 4096)
+    if ahead is not None:
+        monkeypatch.setattr(_jsonwire, "_AHEAD_BYTES", ahead)
 
 
 def _mixed(count: int) -> list[bytes]:
@@ -245,11 +248,12 @@ def _mixed(count: int) -> list[bytes]:
     return plain
 
 
-@pytest.mark.parametrize("lines", [False, True])
-def test_many_runs_written_in_order(tmp_path, monkeypatch, lines):
+@pytest.mark.parametrize(("lines", "ahead"), [(False, None), (True, None), (False, 10_000)])
+def test_many_runs_written_in_order(tmp_path, monkeypatch, lines, ahead):
     """Runs transcoded ahead by the worker threads are written in the file's order, with the nodes
-    the transcoder leaves (and a node too large for its buffer) written in their places."""
-    _many_runs(monkeypatch)
+    the transcoder leaves (and a node too large for its buffer, its run held alone) written in
+    their places; so too when only about two runs may be held at once."""
+    _many_runs(monkeypatch, ahead)
     big = Node(id=2, name="big", inputs=IOInfo(values="[" + "1, " * 1_500_000 + "]")).SerializeToString()
     messages = _mixed(3000)
     messages.insert(2500, big)

@@ -6,7 +6,7 @@ as it is; a node the transcoder leaves (a float, a string past ASCII, an unknown
 :mod:`._jsonkernel`; a node of over 4 MiB) is decoded and written by the caller's ``to_json``
 in its place, so the output is the same as writing every node with ``to_json``.  Up to two
 worker threads transcode the next runs (the compiled loop releases the GIL) while this thread
-cuts the file's frames and writes the runs before them, in order.  A file that
+cuts the file's frames and writes the runs before them, in order (:class:`_Ahead`).  A file that
 does not read cleanly this way (a node that does not decode, a framing error) raises
 :class:`Reread`: the caller reads it with :class:`EtReader`, whose errors name the byte and node.
 """
@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import ExitStack
 from typing import BinaryIO, NamedTuple
 
 import numpy as np
@@ -34,6 +35,8 @@ __all__ = ["Reread", "write_nodes"]
 _BUFFER = 64 << 20
 #: worker threads transcoding runs ahead of the writes (a run's compiled loop releases the GIL)
 _WORKERS = 2
+#: the most bytes of runs held at once (transcoded or waiting for it) besides one larger run alone
+_AHEAD_BYTES = 4 << 20
 
 
 class Reread(Exception):
@@ -62,28 +65,69 @@ def write_nodes(f: BinaryIO, path: str, pre: bytes, post: bytes, to_json: Callab
     """Write ``pre`` + JSON + ``post`` for every node of the ``.et`` file ``path`` into ``f``
     (without the first byte with ``skip_first``); return the node count.  ``to_json(node)``
     writes a node the transcoder leaves; raises :class:`Reread` (see the module docstring)."""
-    out = _Output(f, skip_first)
     marks = (np.frombuffer(pre, np.uint8).copy(), np.frombuffer(post, np.uint8).copy())
-    spare: list[np.ndarray] = []
     count = 0
-    run = compiled(transcode)  # loaded here, not by two workers at once
-    with ThreadPoolExecutor(_WORKERS) as pool:
-        pending: deque[Future[_Pass]] = deque()
+    with ExitStack() as stack:
+        ahead = _Ahead(_Output(f, skip_first), marks, to_json, stack)
         try:
             for data, start, sizes, _, _ in file_runs(path):
-                size = min(room(len(data)), _BUFFER)
-                buffer = spare.pop() if spare else None
-                if buffer is None or len(buffer) < size:
-                    buffer = np.empty(size, np.uint8)
-                pending.append(pool.submit(_first_pass, run, data, start, sizes, buffer, marks))
+                ahead.add(data, start, sizes)
                 count += len(start)
-                if len(pending) > _WORKERS:
-                    spare.append(_finish(out, run, pending.popleft().result(), marks, to_json))
+            ahead.finish()
         except TraceFormatError:
             raise Reread from None
-        while pending:
-            _finish(out, run, pending.popleft().result(), marks, to_json)
     return count
+
+
+class _Ahead:
+    """Runs transcoded ahead of their writes, written in the order added: the first run by this
+    thread, the later ones by :data:`_WORKERS` worker threads, started at the second run (a file of
+    one run starts none); at most :data:`_WORKERS` + 1 runs and :data:`_AHEAD_BYTES` of their
+    bytes held, and a larger run (one holding a large node) written before the next is read, as
+    when every run was written in turn."""
+
+    def __init__(self, out: _Output, marks: tuple[np.ndarray, np.ndarray], to_json: Callable[[Node], str],
+                 stack: ExitStack):
+        self.out, self.marks, self.to_json, self.stack = out, marks, to_json, stack
+        self.run = compiled(transcode)
+        self.pool: ThreadPoolExecutor | None = None
+        self.pending: deque[tuple[Future[_Pass], int]] = deque()
+        self.held = 0
+        self.spare: list[np.ndarray] = []
+        self.started = False
+
+    def add(self, data: bytes, start: np.ndarray, sizes: np.ndarray) -> None:
+        """Transcode the run of node messages ``data[start[i]:start[i]+sizes[i]]``, once the runs
+        held leave room for it."""
+        while self.pending and (len(self.pending) > _WORKERS or self.held + len(data) > _AHEAD_BYTES):
+            self._write_oldest()
+        size = min(room(len(data)), _BUFFER)
+        buffer = self.spare.pop() if self.spare else None
+        if buffer is None or len(buffer) < size:
+            buffer = np.empty(size, np.uint8)
+        args = (self.run, data, start, sizes, buffer, self.marks)
+        if not self.started:  # the first run, here
+            self.started = True
+            done: Future[_Pass] = Future()
+            done.set_result(_first_pass(*args))
+            self.pending.append((done, len(data)))
+        else:
+            if self.pool is None:
+                self.pool = self.stack.enter_context(ThreadPoolExecutor(_WORKERS))
+            self.pending.append((self.pool.submit(_first_pass, *args), len(data)))
+        self.held += len(data)
+        while self.held > _AHEAD_BYTES:  # a large run is written before the file is read on
+            self._write_oldest()
+
+    def finish(self) -> None:
+        """Write the runs still held."""
+        while self.pending:
+            self._write_oldest()
+
+    def _write_oldest(self) -> None:
+        future, size = self.pending.popleft()
+        self.held -= size
+        self.spare.append(_finish(self.out, self.run, future.result(), self.marks, self.to_json))
 
 
 class _Pass(NamedTuple):

@@ -150,7 +150,7 @@ class Pipeline:
         with ExitStack() as stack:
             if _is_lazy(traces) and len(self.backends) + bool(checked) > 1:
                 traces = materialise(traces, stack.enter_context(tempfile.TemporaryDirectory(prefix="chakra-")))
-            compiled = bool(checked) and any(b.impl.loads_compiled(traces, b.options) for b in self.backends)
+            compiled = bool(checked) and any(_loads_compiled(b, traces) for b in self.backends)
             for (groups, streams), names in _validation_assumptions(checked).items():
                 refuse_invalid(traces, names, groups=dict(groups), streams=streams, compiled=compiled)
             results = []
@@ -188,6 +188,17 @@ class Pipeline:
                         "result_file": str(b.output / "result.json") if b.output else None,
                         "result": result.to_dict()})
         return {"pipeline": self.source, "backends": out}
+
+
+def _loads_compiled(b: Stage, traces: TraceSet) -> bool:
+    """What backend ``b`` says of its run on ``traces`` (:meth:`Backend.loads_compiled`): False
+    for an implementation without the method (one that does not subclass Backend) or whose answer
+    fails; a hint for the validation's way, which gives the same findings either way."""
+    ask = getattr(b.impl, "loads_compiled", None)
+    try:
+        return bool(ask(traces, b.options)) if callable(ask) else False
+    except Exception:  # noqa: BLE001 - a failing hint is no answer
+        return False
 
 
 def _run_observed(host: PluginHost, s: Stage, fn: Callable[[], Any]) -> Any:
@@ -238,12 +249,14 @@ def refuse_invalid(traces: TraceSet, backends: Sequence[str], *,
                    compiled: bool = False) -> None:
     """Raise TraceFormatError naming the first error and the count when ``traces`` has errors
     under the backends' ``groups`` (a comm-group file's) and ``streams``; by the compiled loops
-    with ``compiled`` (a backend to run loads them anyway, :meth:`Backend.loads_compiled`), else
-    as a validation alone chooses."""
+    with ``compiled`` (a backend to run loads them anyway, :meth:`Backend.loads_compiled`) when
+    numba is installed, else as a validation alone chooses."""
+    from chakra_core.base._jitchoice import compiled_worthwhile
     from chakra_core.validation._validate import CROSS_RANK_STATUS, compiled_pays, validate_as
 
+    compile_it = (compiled and compiled_worthwhile([], 0)) or compiled_pays(traces)
     with progress("validating", total=len(traces)) as bar:
-        findings = validate_as(traces, compiled or compiled_pays(traces), progress=counted_then(bar, CROSS_RANK_STATUS),
+        findings = validate_as(traces, compile_it, progress=counted_then(bar, CROSS_RANK_STATUS),
                                groups=groups or None, streams=streams)
     errors = [f for f in findings if f.severity == "error"]
     if errors:
