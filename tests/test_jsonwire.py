@@ -216,14 +216,19 @@ def test_bad_node_same_error(tmp_path, damage):
     """A node that does not decode (a name that is not UTF-8, a field past its message, a
     varint cut by the end of its message: the duration's, a dependency's; a key padded past the
     5 bytes protobuf reads) gives the error of the node-by-node path, naming the node."""
-    src = _raw_et(tmp_path / "bad.0.et", [Node(id=1).SerializeToString(), b"\x08\x02" + damage])
+    _same_error(_raw_et(tmp_path / "bad.0.et", [Node(id=1).SerializeToString(), b"\x08\x02" + damage]), 1)
+
+
+def _same_error(src: Path, node: int) -> None:
+    """Writing ``src`` from its wire bytes fails as writing it from Node objects does, naming node
+    #``node``, and leaves no output."""
     errors = []
     for nodes in (EtReader(str(src)), iter(EtReader(str(src)))):
         with pytest.raises(TraceFormatError) as e:
-            write_json(tmp_path / "out.json", GlobalMetadata(), nodes)
+            write_json(src.parent / "out.json", GlobalMetadata(), nodes)
         errors.append(str(e.value))
-    assert errors[0] == errors[1] and "node #1" in errors[0]
-    assert not (tmp_path / "out.json").exists()
+    assert errors[0] == errors[1] and f"node #{node}" in errors[0]
+    assert not (src.parent / "out.json").exists()
 
 
 def _many_runs(monkeypatch, ahead: int | None = None) -> None:
@@ -270,11 +275,4 @@ def test_bad_node_in_a_late_run(tmp_path, monkeypatch):
     _many_runs(monkeypatch)
     messages = _mixed(3000)
     messages.insert(2900, b"\x08\x02\x12\x02\xc3\x28")  # a name that is not UTF-8
-    src = _raw_et(tmp_path / "bad.0.et", messages)
-    errors = []
-    for nodes in (EtReader(str(src)), iter(EtReader(str(src)))):
-        with pytest.raises(TraceFormatError) as e:
-            write_json(tmp_path / "out.json", GlobalMetadata(), nodes)
-        errors.append(str(e.value))
-    assert errors[0] == errors[1] and "node #2900" in errors[0]
-    assert not (tmp_path / "out.json").exists()
+    _same_error(_raw_et(tmp_path / "bad.0.et", messages), 2900)

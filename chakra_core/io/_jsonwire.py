@@ -148,7 +148,8 @@ class _Pass(NamedTuple):
 def _first_pass(run: Callable, data: bytes, start: np.ndarray, sizes: np.ndarray, buffer: np.ndarray,
                 marks: tuple[np.ndarray, np.ndarray]) -> _Pass:
     """The first call of ``run`` (the compiled transcoder) on one run of node messages
-    (``data[start[i]:start[i]+sizes[i]]``), in a worker thread."""
+    (``data[start[i]:start[i]+sizes[i]]``), in a worker thread (the file's first run: in the
+    writing thread)."""
     buf = padded(data)
     end = start + sizes
     done = np.zeros(len(start), np.uint8)
@@ -173,7 +174,7 @@ def _finish(out: _Output, transcoder: Callable, run: _Pass, marks: tuple[np.ndar
             at = int(ends[j])
             out.write(_one(data, int(start[j]), int(end[j] - start[j]), marks, to_json))
         out.write(view[at:k])
-        if nxt == i:  # a node too large for the buffer: written from its Node object
+        if nxt == i < len(start):  # a node too large for the buffer: written from its Node object
             out.write(_one(data, int(start[i]), int(end[i] - start[i]), marks, to_json))
             nxt += 1
         if nxt == len(start):
