@@ -6,6 +6,7 @@ generator numbers past their fields.  Every error is one line, exit 2."""
 from __future__ import annotations
 
 import errno
+import gzip
 import json
 import os
 import shutil
@@ -288,3 +289,21 @@ def test_a_system_number_past_float_range(tmp_path, run_dir, chakra_cli):
     f.write_text(SYSTEM.read_text().replace("local-mem-bw: 50", "local-mem-bw: 1" + "0" * 400))
     status, _, err = chakra_cli("simulate", run_dir / "set", "--system", f)
     _one_error(status, err, "system.yaml", "'local-mem-bw'", "about 401 digits")
+
+
+@pytest.mark.parametrize("command", [["jsonize", "-o", "out.json"], ["validate"], ["stats"]])
+def test_a_truncated_gzip_rank_is_a_located_error(tmp_path, chakra_cli, command):
+    """A gzip ``.et`` cut before its end (a small one, whose metadata names no process groups:
+    its bytes are searched for a process-group node first) is bad input naming the file, not an
+    internal error."""
+    src = tmp_path / "trace.0.et"
+    write_et(src, GlobalMetadata(version="0.0.4"),  # 4 MB: past the first read, which takes the metadata
+             [Node(id=i, name=f"op{i}" * 20_000, type=NodeType.COMP_NODE, duration_micros=i) for i in range(40)])
+    data = gzip.compress(src.read_bytes())
+    cut = tmp_path / "cut" / "trace.0.et.gz"
+    cut.parent.mkdir()
+    cut.write_bytes(data[:-100])
+    name, *rest = command
+    status, _, err = chakra_cli(name, cut, *[str(tmp_path / r) if r.endswith(".json") else r for r in rest])
+    _one_error(status, err, "trace.0.et.gz", "bad gzip data")
+    assert not (tmp_path / "out.json").exists()

@@ -156,7 +156,10 @@ class EtReader:
     def may_contain(self, needle: bytes) -> bool:
         """False when the file's bytes (decompressed) do not hold ``needle``: a search a chunk at
         a time, nothing cut or decoded (True may also be the metadata's bytes, or two messages')."""
-        return _Framer(self).may_contain(needle)
+        try:
+            return _Framer(self).may_contain(needle)
+        except (OSError, EOFError, zlib.error) as e:
+            raise self._read_error(e) from None
 
     def raw(self) -> Iterator[bytes]:
         """Yield each node's serialized bytes (for fast copies); each batch is checked to decode."""
@@ -191,11 +194,15 @@ class EtReader:
         try:
             yield from items
         except (OSError, EOFError, zlib.error) as e:
-            if isinstance(e, FileNotFoundError):
-                raise TraceFormatError("no such file", self.path) from None
-            if isinstance(e, (gzip.BadGzipFile, EOFError, zlib.error)):
-                raise TraceFormatError(f"bad gzip data ({e})", self.path) from None
-            raise TraceFormatError(f"cannot read ({e.strerror or e})", self.path) from None
+            raise self._read_error(e) from None
+
+    def _read_error(self, e: OSError | EOFError | zlib.error) -> TraceFormatError:
+        """A failed read or bad gzip data as a TraceFormatError naming the file."""
+        if isinstance(e, FileNotFoundError):
+            return TraceFormatError("no such file", self.path)
+        if isinstance(e, (gzip.BadGzipFile, EOFError, zlib.error)):
+            return TraceFormatError(f"bad gzip data ({e})", self.path)
+        return TraceFormatError(f"cannot read ({e.strerror or e})", self.path)
 
 
 class _Piece:
