@@ -80,11 +80,12 @@ def write_nodes(f: BinaryIO, path: str, pre: bytes, post: bytes, to_json: Callab
 
 
 class _Ahead:
-    """Runs transcoded ahead of their writes, written in the order added: the first run by this
-    thread, the later ones by :data:`_WORKERS` worker threads, started at the second run (a file of
-    one run starts none); at most :data:`_WORKERS` + 1 runs and :data:`_AHEAD_BYTES` of their
-    bytes held, and a larger run (one holding a large node) written before the next is read, as
-    when every run was written in turn."""
+    """Runs transcoded ahead of their writes, written in the order added: a run added when none is
+    held and no worker runs (the first) by this thread, the later ones by :data:`_WORKERS` worker
+    threads, started at the first run added while another is held (a file of one run starts
+    none); at most :data:`_WORKERS` + 1 runs and :data:`_AHEAD_BYTES` of their bytes held, and a
+    larger run (one holding a large node) written before the next is read, as when every run was
+    written in turn."""
 
     def __init__(self, out: _Output, marks: tuple[np.ndarray, np.ndarray], to_json: Callable[[Node], str],
                  stack: ExitStack):
@@ -94,7 +95,6 @@ class _Ahead:
         self.pending: deque[tuple[Future[_Pass], int]] = deque()
         self.held = 0
         self.spare: list[np.ndarray] = []
-        self.started = False
 
     def add(self, data: bytes, start: np.ndarray, sizes: np.ndarray) -> None:
         """Transcode the run of node messages ``data[start[i]:start[i]+sizes[i]]``, once the runs
@@ -106,8 +106,7 @@ class _Ahead:
         if buffer is None or len(buffer) < size:
             buffer = np.empty(size, np.uint8)
         args = (self.run, data, start, sizes, buffer, self.marks)
-        if not self.started:  # the first run, here
-            self.started = True
+        if self.pool is None and not self.pending:  # the first run (or one after large runs), here
             done: Future[_Pass] = Future()
             done.set_result(_first_pass(*args))
             self.pending.append((done, len(data)))

@@ -251,10 +251,10 @@ def refuse_invalid(traces: TraceSet, backends: Sequence[str], *,
     under the backends' ``groups`` (a comm-group file's) and ``streams``; by the compiled loops
     with ``compiled`` (a backend to run loads them anyway, :meth:`Backend.loads_compiled`) when
     numba is installed, else as a validation alone chooses."""
-    from chakra_core.base._jitchoice import compiled_worthwhile
+    from chakra_core.base._kernels import INSTALLED
     from chakra_core.validation._validate import CROSS_RANK_STATUS, compiled_pays, validate_as
 
-    compile_it = (compiled and compiled_worthwhile([], 0)) or compiled_pays(traces)
+    compile_it = (compiled and INSTALLED) or compiled_pays(traces)
     with progress("validating", total=len(traces)) as bar:
         findings = validate_as(traces, compile_it, progress=counted_then(bar, CROSS_RANK_STATUS),
                                groups=groups or None, streams=streams)
