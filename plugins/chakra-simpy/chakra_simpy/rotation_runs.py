@@ -24,6 +24,7 @@ member 0 (else the run is timed event by event).  The outcome is used as a kept 
 
 from __future__ import annotations
 
+from collections import deque
 from heapq import heappop
 from typing import TYPE_CHECKING
 
@@ -85,6 +86,50 @@ class _Member0(MessageRun):
             return None
         return tuple((track, label, c, start - check, dur) for _ai, track, (label, c, _key), start, dur in drawn)
 
+    def run_in_turn(self) -> bool:
+        """Time member 0 without its event loop where its course is one chain: one chunk phase
+        at a time (one queue, one active chunk), each step sending one message and receiving the
+        rotation of it, every hop finding its link free and every arrival strictly after the
+        event before it and before the one after it (no time shared with an arrival, as
+        :meth:`run_alone` requires).  Called after :meth:`MessageRun.enter`, before any event
+        ran; on True its outcome is set as running every event sets it (finish, counts, the
+        links' final state), on False nothing is changed."""
+        if self.active != 1 or self.ctx.spans.spans is not None or len({ph.queue for ph in self.phases}) != 1:
+            return False
+        size, phases, links_to = self.size, self.phases, self.facts.links
+        order = deque((c, 0) for c in range(self.inst.n))
+        free: dict[Link, int] = {}
+        now, events, hops, entered = self.loop.now, 0, 0, False
+        while order:
+            c, p = order.popleft()
+            delay, steps = phases[p].part(c, 0, links_to)
+            events += (1 + len(steps)) if entered else 0  # the first phase's were counted as it entered
+            entered = True
+            now += delay
+            for to, frm, m, add in steps:
+                if len(to) != 1 or len(frm) != 1 or add <= 0:
+                    return False
+                route, k, n = to[0]
+                if frm[0] != ((size - k) % size, n):
+                    return False
+                for link in route:
+                    busy, cross = link.times.get(m) or link.time(m)
+                    if cross <= 0 or free.get(link, link.free_at) >= now:
+                        return False
+                    free[link] = now + busy
+                    now += cross
+                hops += len(route)
+                now += add
+            if p + 1 < len(phases):
+                order.append((c, p + 1))
+        for link, at in free.items():
+            link.free_at = at
+        self.tally.events += events
+        self.net.events += 2 * hops
+        self.finished = now
+        self.loop.queue.clear()
+        return True
+
     def run_alone(self) -> bool:
         """Run every event; False when an arrival shares its ns with another event (the order
         of the whole run would have to tell which runs first)."""
@@ -120,7 +165,7 @@ def rotated_outcome(run: MessageRun) -> ClosedRun | None:
     me.enter()
     entered, eids = me.tally.events, me.loop.eid
     first = min((e[0] for e in me.loop.queue), default=start) - start
-    if first <= 0 or not me.run_alone():
+    if first <= 0 or not (me.run_in_turn() or me.run_alone()):
         return None
     check = start + first
     end = me.finished

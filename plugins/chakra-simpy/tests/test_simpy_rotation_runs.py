@@ -164,3 +164,33 @@ def test_two_dimensions_do_not_rotate():
 
 def _dim(p: int) -> Dimension:
     return Dimension("Ring", p, 50.0, 500.0)
+
+
+def test_member_0_timed_in_turn_gives_the_outcome_of_running_its_events(kit, tmp_path, monkeypatch):
+    """:meth:`rotation_runs._Member0.run_in_turn` (member 0's course as one chain, no event loop)
+    against :meth:`run_alone` (every event of member 0) on the random sets above: each run timed
+    by member 0 is timed both ways, the outcomes must be equal, and the chain must be taken often
+    (it needs one active chunk) and refused sometimes (ties at one ns, several active chunks)."""
+    taken = refused = 0
+    real = rotation_runs.rotated_outcome
+
+    def both(run):
+        nonlocal taken, refused
+        with monkeypatch.context() as m:
+            m.setattr(rotation_runs._Member0, "run_in_turn", lambda self: False)
+            alone = real(run)
+        chained: list[bool] = []
+        in_turn = rotation_runs._Member0.run_in_turn
+        with monkeypatch.context() as m:
+            m.setattr(rotation_runs._Member0, "run_in_turn", lambda self: chained.append(in_turn(self)) or chained[-1])
+            got = real(run)
+        assert got == alone
+        taken += chained == [True]
+        refused += chained == [False]
+        return got
+    for seed in range(60):
+        ts, system, opts = _set(kit, random.Random(seed))
+        with monkeypatch.context() as m:
+            m.setattr(rotation_runs, "rotated_outcome", both)
+            kit.run(ts, system, tmp_path, congestion="aware", **opts)
+    assert taken >= 30 and refused >= 10, (taken, refused)
