@@ -22,9 +22,13 @@ to time both modes), the binary's wall time
 (``astrasim-run``: export + run + parse) and how many ranks' cycles differ, with the largest
 difference; when the binary fails, its time until then and its error (the GPT-3-like sets on
 Rings of 16 NPUs or more: it aborts in glibc's heap checks as it exits, after printing every
-rank). Without a binary it says so and times simpy alone.
+rank). Without a binary it says so and times simpy alone. Each simpy run reads a copy of the set
+and a system file of its own, so that no run reuses what an earlier one loaded or planned. With
+``--repeat N`` each side runs every case N times and the medians of its wall and CPU times are
+printed (the cases of a few ms move by 20-30% from one run to the next).
 
     .venv/bin/python benches/bench_side_by_side.py [--skip-1024] [--aware] [--python-loops] [--binary-timeout S]
+                                                   [--repeat N]
 """
 
 from __future__ import annotations
@@ -33,9 +37,11 @@ import argparse
 import contextlib
 import importlib
 import importlib.util
+import shutil
 import tempfile
 import time
 from pathlib import Path
+from statistics import median
 
 from chakra_core import generate, load_traces, open_traceset
 
@@ -80,6 +86,14 @@ def _system(name: str, where: Path) -> str:
     return str(where / name)
 
 
+def _copy(case: Path, name: str) -> str:
+    """A copy of the case's set (``case/set``) in ``case/name``: a set at a path of its own, whose
+    programs no earlier run in this process kept (the simpy backend keeps a small file's program
+    by its path and content)."""
+    shutil.copytree(case / "set", case / name)
+    return str(case / name)
+
+
 def _run(backend_name: str, traces, options: dict):
     if backend_name == "simpy":
         from chakra_simpy import SimpyBackend as cls
@@ -113,7 +127,11 @@ def main() -> None:
                     help="leave numba unloaded: small sets run the core's loops as Python (as a fresh process does)")
     ap.add_argument("--binary-timeout", type=float, default=None, metavar="S",
                     help="give the binary up after S seconds on a case (its line says so)")
+    ap.add_argument("--repeat", type=int, default=1, metavar="N",
+                    help="run each side of every case N times and print the medians")
     args = ap.parse_args()
+    if args.repeat < 1:
+        ap.error("--repeat must be 1 or more")
     modes = ["unaware"] + (["aware"] if args.aware else [])
     binaries = {m: _binary(m) for m in modes}
     for m, b in binaries.items():
@@ -129,21 +147,23 @@ def main() -> None:
             if args.skip_1024 and opts.get("npus", 0) >= 1024:
                 continue
             if name.endswith(".txt"):
-                load_traces(str(ROOT / "examples" / "text" / name), "text", opts).write(f"{tmp}/{k}/trace")
+                load_traces(str(ROOT / "examples" / "text" / name), "text", opts).write(f"{tmp}/{k}/set/trace")
             else:
-                generate(name, opts, output=f"{tmp}/{k}/trace")
-            traces = open_traceset(f"{tmp}/{k}")
-            sysf = _system(system, Path(tmp) / f"system{k}")
+                generate(name, opts, output=f"{tmp}/{k}/set/trace")
             for mode in modes:
                 if mode == "aware" and system != "system.yaml" and not system.startswith("ring_"):
                     continue
-                res, wall, cpu = _run("simpy", traces, {"system": sysf, "congestion": mode})
+                runs = [_run("simpy", open_traceset(_copy(Path(tmp) / str(k), f"{mode}-{i}")),
+                             {"system": _system(system, Path(tmp) / f"system{k}-{mode}-{i}"), "congestion": mode})
+                        for i in range(args.repeat)]
+                res, wall, cpu = runs[0][0], median(r[1] for r in runs), median(r[2] for r in runs)
                 s = res.summary
-                line = (f"{name} x {len(traces)} on {system}, {mode}: simpy wall {wall:.3f} s (CPU {cpu:.3f} s), "
+                line = (f"{name} x {s['ranks']} on {system}, {mode}: simpy wall {wall:.3f} s (CPU {cpu:.3f} s)"
+                        f"{f' (medians of {args.repeat})' if args.repeat > 1 else ''}, "
                         f"{s['events']} events, {s['events_per_s']} events/s, classes {s['symmetry']['classes']}")
-                options = {"system": sysf, "congestion": mode, "binary": binaries[mode],
-                           "timeout_s": args.binary_timeout}
-                held.append((line, res, wall, traces, options))
+                options = {"system": _system(system, Path(tmp) / f"system{k}-{mode}"), "congestion": mode,
+                           "binary": binaries[mode], "timeout_s": args.binary_timeout}
+                held.append((line, res, wall, open_traceset(f"{tmp}/{k}/set"), options, args.repeat))
                 if not args.python_loops:
                     _report(*held.pop())
         if args.python_loops:  # the binaries' exporter loads numba: it runs after every simpy case
@@ -165,25 +185,29 @@ def _warm_up_binaries(where: Path, binaries: dict[str, str | None]) -> None:
                      {"system": str(where / "any_size.yaml"), "congestion": mode, "binary": binary})
 
 
-def _report(line: str, res, wall: float, traces, options: dict) -> None:
+def _report(line: str, res, wall: float, traces, options: dict, repeat: int) -> None:
     """Print a case's line, with the binary's time beside it when there is a binary."""
     if options["binary"]:
-        line += _beside(res, wall, traces, options)
+        line += _beside(res, wall, traces, options, repeat)
     print(line, flush=True)
 
 
-def _beside(res, wall: float, traces, options: dict) -> str:
-    """The binary's wall time on the same set, its ratio to ours and how many ranks differ (when
-    it fails: its time until then and its error)."""
+def _beside(res, wall: float, traces, options: dict, repeat: int) -> str:
+    """The binary's wall time on the same set (the median of ``repeat`` runs), its ratio to ours and
+    how many ranks differ (when it fails: its time until then and its error)."""
     from chakra_core import ChakraError
 
-    t0 = time.perf_counter()
-    try:
-        astra, awall, _ = _run("astrasim-run", traces, options)
-    except ChakraError as e:
-        failed = time.perf_counter() - t0
-        return f"; ASTRA-sim failed after {failed:.3f} s ({failed / wall:.1f}x simpy), ranks not compared: {e}"
-    diff = [abs(a["finish_ns"] - b["finish_ns"]) for a, b in zip(res.ranks, astra.ranks)]
+    walls = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        try:
+            astra, awall, _ = _run("astrasim-run", traces, options)
+        except ChakraError as e:
+            failed = time.perf_counter() - t0
+            return f"; ASTRA-sim failed after {failed:.3f} s ({failed / wall:.1f}x simpy), ranks not compared: {e}"
+        walls.append(awall)
+        diff = [abs(a["finish_ns"] - b["finish_ns"]) for a, b in zip(res.ranks, astra.ranks)]
+    awall = median(walls)
     return (f"; ASTRA-sim wall {awall:.3f} s ({awall / wall:.1f}x simpy), ranks differing "
             f"{sum(1 for d in diff if d)}/{len(diff)}, largest difference {max(diff, default=0)} ns")
 
