@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -129,3 +130,19 @@ def test_a_recorded_transformer_step_is_summarised_and_drawn_whole_on_request(tm
     assert code == 0 and f"{len(nodes)} of rank 0's {len(nodes)} nodes" in out
     code, _, err = chakra_cli("graph", TRANSFORMER, "-o", tmp_path / "x.dot", "--max-boxes", "0")
     assert code == 2 and "--max-boxes 0" in err
+
+
+@pytest.mark.parametrize("suffix", ["svg", "graphml"])
+def test_names_with_characters_xml_does_not_allow_give_well_formed_files(tmp_path, suffix):
+    # hand-made (our JSON form, which no framework writes): control characters, U+FFFE and an
+    # astral character in node names; the files must parse as XML, each bad character shown as U+FFFD
+    names = ["a\x01b", "c\x00d\x1f", "e\ufffef", "g\U0001f600h"]
+    nodes = [{"id": str(i + 1), "name": n, "type": "COMP_NODE", "duration_micros": "5",
+              **({"data_deps": [str(i)]} if i else {})} for i, n in enumerate(names)]
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "trace.0.json").write_text(json.dumps(
+        {"format": "chakra-et-json", "version": 1, "rank": 0, "metadata": {"version": "0.0.4"}, "nodes": nodes}))
+    chakra.graph(str(tmp_path / "t"), tmp_path / f"g.{suffix}")
+    text = "".join(ET.parse(tmp_path / f"g.{suffix}").getroot().itertext())
+    for shown in ("a\ufffdb", "c\ufffdd\ufffd", "e\ufffdf", "g\U0001f600h"):
+        assert shown in text

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from google.protobuf import json_format
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -67,3 +68,24 @@ def test_unknown_shapes_fall_back():
     assert node_from_dict({"id": 1.5}) is None
     assert node_from_dict({"attr": [{"name": "x", "int64_val": True}]}) is None
     assert node_from_dict([1]) is None
+
+
+@pytest.mark.parametrize("attr", [{"name": "x", "int64_val": "7", "bool_val": True},
+                                  {"name": "x", "bool_val": True, "int64_val": "7"},
+                                  {"name": "y", "float_val": 1e39},
+                                  {"name": "z", "float_list": {"values": [1.0, -1e39]}}])
+def test_what_parsedict_refuses_is_left_to_it(attr):
+    # two members of the value oneof (one would be lost), a float past float32's range (it would
+    # be stored as infinity): the fast path leaves them to ParseDict, which words the error
+    d = {"id": "1", "attr": [attr]}
+    assert node_from_dict(d) is None
+    with pytest.raises(json_format.ParseError):
+        json_format.ParseDict(d, Node())
+
+
+def test_the_largest_float32_as_jsonize_writes_it_is_taken():
+    # its shortest repr, 3.4028235e38, is a double just past the float32 maximum, which ParseDict refuses
+    got = node_from_dict({"id": "1", "attr": [{"name": "m", "float_val": 3.4028235e38},
+                                              {"name": "l", "float_list": {"values": [-3.4028235e38]}}]})
+    assert got is not None
+    assert got.attr[0].float_val == 3.4028234663852886e38 and got.attr[1].float_list.values[0] == -3.4028234663852886e38

@@ -4,6 +4,7 @@ plugins/chakra-pytorch/recording/record_ddp.py), simulated by the simpy backend.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -153,3 +154,19 @@ def test_report_of_a_trace_set_opens_it_once(chakra_register):
     rep = chakra.report(str(DDP))
     assert seen == [("input", "pytorch"), ("backend", "simpy")]
     assert [r["rank"] for r in rep.to_dict()["ranks"]] == [0, 1]
+
+
+def test_a_node_name_cannot_end_or_hide_the_pages_scripts(tmp_path, chakra_cli):
+    # hand-made (our JSON form, which no framework writes): one node named to comment out or
+    # close the <script> elements that hold the charts' data
+    name = "x<!--<script></script>"
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "trace.0.json").write_text(json.dumps(
+        {"format": "chakra-et-json", "version": 1, "rank": 0, "metadata": {"version": "0.0.4"},
+         "nodes": [{"id": "1", "name": name, "type": "COMP_NODE", "duration_micros": "5"}]}))
+    code, _, err = chakra_cli("report", tmp_path / "t", "-o", tmp_path / "r.html")
+    assert code == 0, err
+    page = (tmp_path / "r.html").read_text()
+    specs = re.findall(r'<script type="application/json" id="[^"]*">(.*?)</script>', page, re.S)
+    assert specs and not any("<" in s for s in specs)
+    assert any(name in json.dumps(json.loads(s), ensure_ascii=False) for s in specs)

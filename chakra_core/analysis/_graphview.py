@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 import os
+import re
 from array import array
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -87,6 +88,15 @@ def _details(rt: Any, keep: np.ndarray) -> dict[int, dict[str, Any]]:
                             "pg_name": ix.get_str("pg_name", "") or ""}
             pos += 1
     return out
+
+
+#: characters XML 1.0 does not allow in a document (control characters, U+FFFE, U+FFFF, lone surrogates)
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _xml(text: str) -> str:
+    """``text`` escaped for XML, each character XML does not allow shown as U+FFFD."""
+    return html.escape(_NOT_XML.sub("\ufffd", text))
 
 
 def _label(d: dict[str, Any]) -> str:
@@ -296,8 +306,8 @@ def _write_svg(nodes: dict[int, dict[str, Any]], edges: list[tuple[int, int, str
         out.append(f'<g><rect x="{x}" y="{y}" width="{w}" height="{h}" rx="{rx}" fill="{_fill(d)}" stroke="#333" '
                    f'stroke-width="{stroke}"/>')
         for k, line in enumerate(_label(d).split("\n")):
-            out.append(f'<text x="{x + 6}" y="{y + 14 + 12 * k}">{html.escape(line)}</text>')
-        out.append(f"<title>{html.escape(_label(d))}</title></g>")
+            out.append(f'<text x="{x + 6}" y="{y + 14 + 12 * k}">{_xml(line)}</text>')
+        out.append(f"<title>{_xml(_label(d))}</title></g>")
     out.append("</svg>")
     return "\n".join(out) + "\n"
 
@@ -318,7 +328,7 @@ def _write_graphml(nodes: dict[int, dict[str, Any]], edges: list[tuple[int, int,
                 else _SUMMARY_TYPES.get(d["type"], str(d["type"])),
                 "duration_micros": d["duration_micros"], "is_cpu_op": str(d["cpu"]).lower(),
                 "comm_type": d["comm_type"], "comm_size": d["comm_size"], "pg_name": d["pg_name"]}
-        data = "".join(f'<data key="{k}">{html.escape(str(v))}</data>' for k, v in vals.items()
+        data = "".join(f'<data key="{k}">{_xml(str(v))}</data>' for k, v in vals.items()
                        if v not in (None, ""))
         out.append(f'<node id="n{d["id"]}">{data}</node>')
     for a, b, kind in edges:

@@ -42,7 +42,9 @@ window.addEventListener('load',chakraDraw);"""
 
 
 def _chart(cid: str, spec: Mapping[str, Any]) -> str:
-    text = json.dumps(spec, separators=(",", ":"), default=float).replace("</", "<\\/")
+    # "<" only occurs inside JSON strings, where \u003c reads the same: no "</script" nor "<!--"
+    # (which would change how an HTML parser ends the script) can appear in the element
+    text = json.dumps(spec, separators=(",", ":"), default=float).replace("<", "\\u003c")
     return f'<div class="chart" id="{cid}"></div><script type="application/json" id="{cid}-spec">{text}</script>'
 
 

@@ -7,6 +7,7 @@ import os
 from collections.abc import Iterable, Sequence
 
 from chakra_core.base._errors import TraceFormatError
+from chakra_core.base._inputguard import note_inputs
 
 __all__ = ["expand_paths", "is_glob"]
 
@@ -30,6 +31,7 @@ def expand_paths(paths: PathArg | Sequence[PathArg], suffixes: tuple[str, ...] =
         if not found and required:
             raise TraceFormatError(_nothing(os.fspath(arg), required), os.fspath(arg))
         out += found
+    note_inputs(out)
     return out
 
 

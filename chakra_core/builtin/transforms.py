@@ -44,7 +44,7 @@ class ScaleTransform(Transform):
     def apply(self, traces: TraceSet, options: Mapping[str, Any]) -> TraceSet:
         """Return the lazily scaled set."""
         speed, comm, mem = options["compute_speedup"], options["comm_scale"], options["memory_scale"]
-        selected = node_selection(options, "transform 'scale'")
+        selected = node_selection(options, "transform 'scale'", traces.ranks)
 
         def scaled(n: Node, key: str, v: int, factor: float, name: str) -> int:
             out = int(round(v * factor))

@@ -140,6 +140,7 @@ def main(argv: list[str] | None = None, *, own_process: bool = False) -> int:
     cargs.strict = args.strict
     cargs.verbose = args.verbose
     from chakra_core.base._errors import ChakraError
+    from chakra_core.base._inputguard import guarding_inputs
     from chakra_core.base._progress import set_progress_enabled
     from chakra_core.cli._preflight import preflight
     from chakra_core.pipeline._provenance import command_line
@@ -147,7 +148,7 @@ def main(argv: list[str] | None = None, *, own_process: bool = False) -> int:
     set_progress_enabled(not args.quiet)
     try:
         preflight(args.command, cargs)
-        with command_line(argv):
+        with command_line(argv), guarding_inputs():
             return int(mod.run(cargs) or 0)
     except ChakraError as e:
         if args.debug:

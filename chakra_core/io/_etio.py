@@ -28,6 +28,7 @@ from typing import Any, BinaryIO, NoReturn, TypeVar
 from google.protobuf.message import DecodeError
 
 from chakra_core.base._errors import ConfigError, TraceFormatError
+from chakra_core.base._inputguard import refuse_replacing_input
 from chakra_core.base._jitchoice import compiled_worthwhile
 from chakra_core.base._kernels import compiled
 from chakra_core.base._limits import get_limit, limit_message
@@ -523,6 +524,7 @@ class atomic_output:
                 raise IsADirectoryError(errno.EISDIR, "a directory is in the way", str(target))
             self.tmp = None
             return target
+        refuse_replacing_input(self.path)
         try:
             self.tmp = self._create(target)
         except OSError as e:
@@ -531,14 +533,17 @@ class atomic_output:
 
     @staticmethod
     def _create(target: Path) -> Path:
-        from chakra_core.io._publish import in_staging, remove_stale, temp_sibling
+        from chakra_core.io._publish import in_staging, remove_stale, renamed_error, temp_sibling
 
         target.parent.mkdir(parents=True, exist_ok=True)
         if not in_staging(target):
             remove_stale(target)
         tmp = temp_sibling(target, "file")
         mode = (target.stat().st_mode & 0o7777) if target.exists() else (0o666 & ~_umask())
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except OSError as e:  # named as the output, not the temporary file
+            raise renamed_error(e, tmp, target) from None
         try:
             os.fchmod(fd, mode)
         finally:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import struct
 from typing import Any
 
 from chakra_core.io._schema import AttributeProto, Node, NodeType
@@ -73,6 +74,14 @@ def _float(v: Any) -> float:
     raise _Unknown
 
 
+def _float32(v: Any) -> float:
+    """A float field's value: past float32's range (1e39) it would be stored as infinity, so
+    :class:`OverflowError` sends it to ``ParseDict``, which refuses it."""
+    f = _float(v)
+    struct.pack("<f", f)
+    return f
+
+
 def _bytes(v: Any) -> bytes:
     if not isinstance(v, str):
         raise _Unknown
@@ -85,16 +94,22 @@ def _bytes(v: Any) -> bytes:
 def _attr(d: Any, a: AttributeProto) -> None:
     if not isinstance(d, dict):
         raise _Unknown
+    valued = False
     for k, v in d.items():
         k = _PROTO_NAMES.get(k, k)
         if k == "name" or k == "doc_string":
             if not isinstance(v, str):
                 raise _Unknown
             setattr(a, k, v)
-        elif k in _INT_SLOTS:
+            continue
+        if k != UNKNOWN_KEY:
+            if valued:  # a second member of the value oneof: ParseDict refuses it
+                raise _Unknown
+            valued = True
+        if k in _INT_SLOTS:
             setattr(a, k, _int(v))
         elif k in _FLOAT_SLOTS:
-            setattr(a, k, _float(v))
+            setattr(a, k, _float32(v) if k == "float_val" else _float(v))
         elif k == "bool_val" or k == "string_val":
             if not isinstance(v, bool if k == "bool_val" else str):
                 raise _Unknown
@@ -119,7 +134,7 @@ def _list(v: Any, k: str, field: Any) -> None:
     if k in _INT_LISTS:
         field.values.extend(_int(x) for x in values)
     elif k in _FLOAT_LISTS:
-        field.values.extend(_float(x) for x in values)
+        field.values.extend((_float32 if k == "float_list" else _float)(x) for x in values)
     elif k == "bytes_list":
         field.values.extend(_bytes(x) for x in values)
     else:

@@ -29,6 +29,7 @@ from contextvars import ContextVar
 from pathlib import Path
 
 from chakra_core.base._errors import ConfigError
+from chakra_core.base._inputguard import refuse_replacing_input, refuse_replacing_inputs_in
 
 __all__ = ["output_directory", "inside_output", "staged_output", "StagedOutput", "temp_sibling",
            "remove_stale", "is_temporary", "in_staging", "renamed_error", "publish_files", "commit_files",
@@ -172,6 +173,7 @@ def _check_target(final: Path, marker: bool) -> None:
         return
     if not final.is_dir():
         raise ConfigError("a file is in the way of the output directory", str(final))
+    refuse_replacing_inputs_in(final)
     if not marker or (final / MARKER).is_file():
         return
     with os.scandir(final) as it:
@@ -348,5 +350,6 @@ def commit_files(stage: Path, names: Sequence[str], remove: Sequence[str] = ()) 
     for name in names:
         if (directory / name).is_dir() and not (directory / name).is_symlink():
             raise ConfigError("a directory is in the way of an output file", str(directory / name))
+        refuse_replacing_input(directory / name)
     _write_journal(stage, names, remove)
     _roll_forward(stage, directory)

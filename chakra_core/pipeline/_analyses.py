@@ -41,6 +41,8 @@ def report(inputs: Any = None, *, result: str | os.PathLike | None = None, backe
     backend's own).  ``output`` writes the HTML page there."""
     if inputs is None and result is None:
         raise ConfigError("give a trace set, a result (--result RESULT.json), or both")
+    if top < 0:
+        raise ConfigError(f"top: {top} operators: give 0 or more")
     if isinstance(inputs, Spans):
         return analyse(inputs, what_if=what_if, top=top, threshold=threshold, source={"spans": len(inputs)})
     sim_kwargs = {"options": options, "system": system, "network": network, "memory": memory,

@@ -39,6 +39,10 @@ SELECTION_OPTIONS = {
 }
 
 
+#: the most ranks one ``"a-b"`` range may span (the ranks are held as a set)
+MAX_RANK_RANGE = 1 << 24
+
+
 def parse_ranks(values: Sequence[Any], owner: str) -> set[int]:
     """Rank numbers and ``"a-b"`` ranges as a set (ConfigError naming ``owner`` for anything else)."""
     out: set[int] = set()
@@ -51,12 +55,17 @@ def parse_ranks(values: Sequence[Any], owner: str) -> set[int]:
             raise ConfigError(f"{owner}: ranks: {v!r} is not a rank or an 'a-b' range") from None
         if first < 0 or last < first:
             raise ConfigError(f"{owner}: ranks: {v!r} is not a rank or an 'a-b' range")
+        if last - first >= MAX_RANK_RANGE:
+            raise ConfigError(f"{owner}: ranks: {v!r} spans more than {MAX_RANK_RANGE:,} ranks")
         out.update(range(first, last + 1))
     return out
 
 
-def node_selection(options: Mapping[str, Any], owner: str) -> Callable[[int, Node], bool]:
-    """``selected(rank, node)`` for the checked :data:`SELECTION_OPTIONS` in ``options``."""
+def node_selection(options: Mapping[str, Any], owner: str,
+                   ranks_of_set: Sequence[int] | None = None) -> Callable[[int, Node], bool]:
+    """``selected(rank, node)`` for the checked :data:`SELECTION_OPTIONS` in ``options``; with
+    ``ranks_of_set`` (the set's ranks), a ``ranks`` option naming a rank not among them is refused
+    (ConfigError naming ``owner``), since it would select nothing there."""
     kinds = [str(k) for k in options.get("kinds") or []]
     for k in kinds:
         if k not in NODE_KINDS:
@@ -70,6 +79,9 @@ def node_selection(options: Mapping[str, Any], owner: str) -> Callable[[int, Nod
     except re.error as e:
         raise ConfigError(f"{owner}: names: {options['names']!r} is not a regular expression ({e})") from None
     ranks = parse_ranks(options["ranks"], owner) if options.get("ranks") is not None else None
+    if ranks is not None and ranks_of_set is not None and not ranks <= set(ranks_of_set):
+        missing = min(ranks - set(ranks_of_set))
+        raise ConfigError(f"{owner}: rank {missing} is not in the set (ranks {_span(ranks_of_set)})")
 
     def selected(rank: int, node: Node) -> bool:
         if ranks is not None and rank not in ranks:
@@ -83,3 +95,11 @@ def node_selection(options: Mapping[str, Any], owner: str) -> Callable[[int, Nod
         return pattern is None or pattern.search(node.name) is not None
 
     return selected
+
+
+def _span(ranks: Sequence[int]) -> str:
+    """``0..N-1`` for ranks 0 to N-1, else the ranks listed (at most 8)."""
+    ranks = sorted(ranks)
+    if ranks == list(range(len(ranks))):
+        return f"0..{len(ranks) - 1}"
+    return ", ".join(map(str, ranks[:8])) + (" ..." if len(ranks) > 8 else "")

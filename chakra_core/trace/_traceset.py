@@ -251,7 +251,7 @@ class TraceSet:
         ``.et.gz``), byte for byte as :meth:`write` writes them; returns the file names.  A rank
         with ``framed()`` (yielding ``(bytes, node_count)`` pieces of an ``.et`` body) is written
         from those pieces, one with ``raw()`` from its serialized nodes."""
-        pgs = self.process_groups
+        pgs = _listed(self.process_groups)
         text = process_groups_json(pgs) if pgs else None
         names = []
         for i, rank in enumerate(ranks):
@@ -353,8 +353,11 @@ def _out_prefix(out: str | os.PathLike) -> Path:
 
 def with_process_groups(meta: GlobalMetadata, pgs: Mapping[str, Sequence[int]],
                         text: str | None = None) -> GlobalMetadata:
-    """A copy of ``meta`` whose ``process_groups`` attribute lists ``pgs`` (when not empty);
-    ``text``, when given, is ``process_groups_json(pgs)`` already made (for many ranks)."""
+    """A copy of ``meta`` whose ``process_groups`` attribute lists ``pgs`` (when any is left:
+    groups "" and "0", all ranks on a collective, are not listed, as converters leave PyTorch's
+    default group out); ``text``, when given, is ``process_groups_json`` of those already made
+    (for many ranks)."""
+    pgs = _listed(pgs)
     out = GlobalMetadata()
     out.CopyFrom(meta)
     keep = [a for a in out.attr if a.name != PG_ATTR]
@@ -364,6 +367,11 @@ def with_process_groups(meta: GlobalMetadata, pgs: Mapping[str, Sequence[int]],
         if pgs:
             out.attr.append(make_attr(PG_ATTR, text if text is not None else process_groups_json(pgs)))
     return out
+
+
+def _listed(pgs: Mapping[str, Sequence[int]]) -> Mapping[str, Sequence[int]]:
+    """``pgs`` without groups "" and "0" (all ranks)."""
+    return pgs if not ("" in pgs or "0" in pgs) else {k: v for k, v in pgs.items() if k not in ("", "0")}
 
 
 def process_groups_json(groups: Mapping[str, Sequence[int]], descriptions: Mapping[str, str] | None = None) -> str:

@@ -58,7 +58,7 @@ class Retime(Transform):
         ratio = None
         if options["from_device"]:
             ratio = get_device(options["from_device"], options["devices"]).peak(dtype) / device.peak(dtype)
-        selected = node_selection(options, "transform 'retime'")
+        selected = node_selection(options, "transform 'retime'", traces.ranks)
 
         def fn(rank: int, n: Node) -> Node:
             if n.type != NodeType.COMP_NODE or not selected(rank, n):

@@ -13,14 +13,12 @@ from typing import Any
 
 from chakra_core import (
     SELECTION_OPTIONS,
-    ConfigError,
     Node,
     NodeType,
     Option,
     TraceSet,
     Transform,
     node_selection,
-    parse_ranks,
 )
 
 __all__ = ["Straggler"]
@@ -39,12 +37,8 @@ class Straggler(Transform):
 
     def apply(self, traces: TraceSet, options: Mapping[str, Any]) -> TraceSet:
         """The lazily slowed-down set."""
-        selected = node_selection(options, "transform 'straggler'")
+        selected = node_selection(options, "transform 'straggler'", traces.ranks)
         factor = options["factor"]
-        missing = sorted(parse_ranks(options["ranks"], "transform 'straggler'") - set(traces.ranks))
-        if missing:
-            raise ConfigError(f"transform 'straggler': rank {missing[0]} is not in the set "
-                              f"(ranks 0..{len(traces) - 1})")
 
         def fn(rank: int, n: Node) -> Node:
             if n.type == NodeType.COMP_NODE and n.duration_micros and selected(rank, n):

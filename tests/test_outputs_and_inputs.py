@@ -1,0 +1,105 @@
+"""What a command writes never replaces what it reads; outputs that cannot be written are named
+as given; options that would hold or print garbage are refused (exit 2, one line)."""
+
+from __future__ import annotations
+
+import filecmp
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TEXT = ROOT / "examples" / "text" / "resnet50_like.txt"
+SYSTEM = ROOT / "examples" / "system" / "any_size.yaml"
+DDP = ROOT / "plugins" / "chakra-pytorch" / "tests" / "data" / "ddp"
+
+pytest.importorskip("chakra_text")
+
+
+def _one_error(status: int, err: str, *words: str) -> None:
+    lines = err.strip().splitlines()
+    assert status == 2 and len(lines) == 1, err
+    assert "internal error" not in err and all(w in lines[0] for w in words), lines[0]
+
+
+@pytest.fixture
+def ets(tmp_path, chakra_cli):
+    """A 2-rank set converted from the text example, and a copy of its bytes to compare with."""
+    code, _, err = chakra_cli("convert", TEXT, "-I", "npus=2", "-o", f"{tmp_path / 'set'}/")
+    assert code == 0, err
+    return tmp_path / "set", {p.name: p.read_bytes() for p in (tmp_path / "set").iterdir()}
+
+
+@pytest.mark.parametrize("args", [
+    ["jsonize", "{set}/trace.0.et", "-o", "{set}/trace.0.et"],
+    ["simulate", "{set}", "--system", str(SYSTEM), "--timeline", "{set}/trace.1.et"],
+    ["report", "{set}", "--system", str(SYSTEM), "-o", "{set}/trace.0.et"],
+    ["convert", "{set}", "-o", "{set}/"],
+])
+def test_an_output_never_replaces_an_input(ets, chakra_cli, args):
+    path, before = ets
+    code, _, err = chakra_cli(*[a.format(set=path) for a in args])
+    _one_error(code, err, "is an input of this command", str(path))
+    assert {p.name: p.read_bytes() for p in path.iterdir()} == before
+
+
+def test_a_pipelines_timeline_over_its_input_is_refused(ets, tmp_path, chakra_cli):
+    path, before = ets
+    (tmp_path / "p.yaml").write_text(json.dumps({
+        "input": {"paths": [str(path)]},
+        "backends": [{"name": "simpy", "output": str(tmp_path / "out"),
+                      "options": {"system": str(SYSTEM), "timeline": str(path / "trace.0.et")}}]}))
+    code, _, err = chakra_cli("run", tmp_path / "p.yaml")
+    _one_error(code, err, "trace.0.et", "is an input of this command")
+    assert {p.name: p.read_bytes() for p in path.iterdir()} == before
+
+
+def test_writing_beside_the_inputs_is_still_allowed(ets, chakra_cli):
+    path, _ = ets
+    code, _, err = chakra_cli("jsonize", path, "-o", f"{path}/")
+    assert code == 0, err
+    assert sorted(p.name for p in path.iterdir()) == ["trace.0.et", "trace.0.json", "trace.1.et", "trace.1.json"]
+
+
+def test_an_output_that_cannot_be_created_is_named_as_given(ets, chakra_cli):
+    path, _ = ets
+    code, _, err = chakra_cli("graph", path, "-o", "/proc/chakra-no-such.dot")
+    _one_error(code, err, "/proc/chakra-no-such.dot:")
+    assert ".tmp" not in err
+
+
+@pytest.mark.parametrize("args", [
+    ["transform", "{set}", "scale", "-O", "ranks=0-1000000000", "-O", "compute_speedup=2", "-o", "{out}/"],
+    ["simulate", "{set}", "--system", str(SYSTEM), "--timeline", "{out}.json", "-O", "timeline_ranks=0-99999999999"],
+])
+def test_a_rank_range_past_the_bound_is_refused(ets, tmp_path, chakra_cli, args):
+    path, _ = ets
+    code, _, err = chakra_cli(*[a.format(set=path, out=tmp_path / "o") for a in args])
+    _one_error(code, err, "spans more than 16,777,216 ranks")
+
+
+def test_report_top_below_zero_is_refused(ets, chakra_cli):
+    path, _ = ets
+    code, _, err = chakra_cli("report", path, "--system", SYSTEM, "--top", "-1", "--json")
+    _one_error(code, err, "top: -1")
+
+
+def test_a_pytorch_conversion_round_trips_through_json_byte_for_byte(tmp_path, chakra_cli):
+    pytest.importorskip("chakra_pytorch")
+    for args in (["convert", DDP, "-o", f"{tmp_path / 'et'}/"], ["jsonize", tmp_path / "et", "-o", f"{tmp_path / 'js'}/"],
+                 ["convert", tmp_path / "js", "-o", f"{tmp_path / 'back'}/"]):
+        code, _, err = chakra_cli(*args)
+        assert code == 0, err
+    names = sorted(p.name for p in (tmp_path / "et").iterdir())
+    assert names == ["trace.0.et", "trace.1.et"]
+    assert all(filecmp.cmp(tmp_path / "et" / n, tmp_path / "back" / n, shallow=False) for n in names)
+
+
+@pytest.mark.parametrize("transform", [["scale", "-O", "compute_speedup=2"], ["straggler"]])
+def test_a_transform_on_a_rank_not_in_the_set_is_refused(ets, tmp_path, chakra_cli, transform):
+    # it would select nothing there and write the set unchanged
+    path, _ = ets
+    code, _, err = chakra_cli("transform", path, *transform, "-O", "ranks=9", "-o", f"{tmp_path / 'out'}/")
+    _one_error(code, err, "rank 9 is not in the set (ranks 0..1)")
+    assert not (tmp_path / "out").exists()
