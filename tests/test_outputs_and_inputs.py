@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import filecmp
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -103,3 +104,47 @@ def test_a_transform_on_a_rank_not_in_the_set_is_refused(ets, tmp_path, chakra_c
     code, _, err = chakra_cli("transform", path, *transform, "-O", "ranks=9", "-o", f"{tmp_path / 'out'}/")
     _one_error(code, err, "rank 9 is not in the set (ranks 0..1)")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_rank_given_twice_names_both_files(ets, tmp_path, chakra_cli):
+    path, _ = ets
+    code, _, err = chakra_cli("convert", TEXT, "-I", "npus=3", "-o", f"{tmp_path / 's3'}/")
+    assert code == 0, err
+    code, _, err = chakra_cli("jsonize", tmp_path / "s3", "-o", f"{tmp_path / 'j'}/")
+    assert code == 0, err
+    one = tmp_path / "j" / "trace.1.json"
+    one.write_text(one.read_text().replace('"rank": 1', '"rank": 2', 1))
+    code, _, err = chakra_cli("validate", tmp_path / "j")
+    _one_error(code, err, f"{tmp_path / 'j' / 'trace.2.json'}: rank 2 given twice", f"also by {one}")
+
+
+def test_a_what_if_on_a_name_no_operation_has_says_so(ets, chakra_cli):
+    path, _ = ets
+    code, out, err = chakra_cli("report", path, "--system", SYSTEM, "--what-if", "name:NOSUCH=2", "--json")
+    assert code == 0, err
+    w = json.loads(out)["what_if"][0]
+    assert w["estimated_change_ns"] == 0 and "no operation is named 'NOSUCH'" in w["note"]
+    code, _, err = chakra_cli("report", path, "--system", SYSTEM, "--what-if", "name:=2")
+    _one_error(code, err, "'name:'", "name:OPERATOR")
+
+
+@pytest.mark.parametrize("option", ["timeline_ranks=9", "timeline_window=99999999999:999999999999"])
+def test_a_timeline_that_selects_no_span_says_so(ets, tmp_path, chakra_cli, option):
+    path, _ = ets
+    code, out, err = chakra_cli("simulate", path, "--system", SYSTEM, "--timeline", tmp_path / "t.json", "-O", option)
+    assert code == 0, err
+    assert re.search(r"timeline empty: none of the \d+ spans is on the ranks and in the time window selected", out)
+    assert "(the run: ranks 0-1, ending at" in out
+
+
+def test_replaying_communication_that_was_never_recorded_says_so(ets, chakra_cli):
+    # the text workload records no communication durations: 54 all-reduces on each of 2 ranks;
+    # the DDP recording (gloo, plugins/chakra-pytorch/recording) records all of its own
+    path, _ = ets
+    code, out, err = chakra_cli("simulate", path, "--system", SYSTEM, "-O", "comm=replay")
+    assert code == 0, err
+    assert "comm=replay: 108 communication node(s) have no recorded duration and took 0 ns" in out
+    pytest.importorskip("chakra_pytorch")
+    code, out, err = chakra_cli("simulate", DDP, "-O", "comm=replay")
+    assert code == 0, err
+    assert "comm=replay: communication lasted" in out and "no recorded duration" not in out

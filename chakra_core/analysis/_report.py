@@ -82,7 +82,7 @@ def parse_what_if(specs: Sequence[str] | None) -> list[tuple[str, str, float]]:
         if not sep or not math.isfinite(factor) or factor <= 0:
             raise ConfigError(f"what-if {spec!r}: expected TARGET=FACTOR with a finite FACTOR > 0 (e.g. compute=2, "
                               "name:aten::mm=1.5)")
-        if target.startswith("name:"):
+        if target.startswith("name:") and target[5:]:
             out.append(("name", target[5:], factor))
         elif target in _TARGETS:
             out.append(("kind", target, factor))
@@ -181,6 +181,8 @@ def _what_if(spans: Spans, cp: Any, finish: int, kind: str, target: str, factor:
     elif resimulate is not None:
         out["resimulated_with"] = None
         out["note"] = "no transform scales this target alone: estimate only"
+    if kind == "name" and target not in spans.names:
+        out["note"] = f"no operation is named {target!r}: nothing to scale (names are exact; see top_operators)"
     return out
 
 

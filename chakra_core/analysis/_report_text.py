@@ -88,6 +88,8 @@ def format_report(d: dict[str, Any], top: int = 10) -> str:
                 f"({w['estimated_change_pct']:+.1f}%, from the critical path)")
         if w.get("resimulated_finish_ns") is not None:
             line += f"; re-simulated {duration(w['resimulated_finish_ns'])} ({w['resimulated_with']})"
+        if w.get("note"):
+            line += f" ({w['note']})"
         lines.append(line)
     lines += [f"note: {n}" for n in source_notes(d)]
     return "\n".join(lines)

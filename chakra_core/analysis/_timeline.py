@@ -106,6 +106,9 @@ def _prepare(spans: Spans, ranks: list[int] | None, window: tuple[int, int] | No
         start, end = np.maximum(spans.start_ns[index], lo), np.minimum(spans.end_ns[index], hi)
     selected = len(index)
     notes = []
+    if not selected and len(spans):
+        notes.append(f"empty: none of the {len(spans)} spans is on the ranks and in the time window selected "
+                     f"(the run: ranks 0-{spans.nranks - 1}, ending at {spans.finish_ns()} ns)")
     if max_spans is not None and selected > max_spans:
         first = np.sort(np.argsort(start, kind="stable")[:max_spans])
         index, rank, copy, start, end = index[first], rank[first], _take(copy, first), start[first], end[first]

@@ -56,9 +56,13 @@ class JsonFormat(InputFormat):
         found = sorted(r.rank for r in ranks)
         if len(found) > 1 and found != list(range(len(found))):
             dup = sorted({r for r in found if found.count(r) > 1})
+            if dup:
+                twice = [f for f, r in zip(files, ranks) if r.rank == dup[0]]
+                raise TraceFormatError(f"rank {dup[0]} given twice (also by {twice[0]}; ranks must be 0..N-1)",
+                                       twice[1])
             missing = sorted(set(range(max(found) + 1)) - set(found))
-            what = f"rank {dup[0]} given twice" if dup else f"missing ranks {', '.join(map(str, missing[:10]))}"
-            raise TraceFormatError(f"{what} (ranks must be 0..N-1)", files[0])
+            raise TraceFormatError(f"missing ranks {', '.join(map(str, missing[:10]))} (ranks must be 0..N-1)",
+                                   files[0])
         return TraceSet(ranks, source=files[0])
 
 

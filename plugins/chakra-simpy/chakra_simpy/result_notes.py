@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from chakra_core.system import SystemDescription
 
 from .collective_context import CollectiveTally
-from .program import Program
+from .program import K_COLL, K_RECV, K_SEND, Program
 
 __all__ = ["load_notes", "run_notes"]
 
@@ -36,10 +38,21 @@ def load_notes(progs: list[Program], classes: list[list[int]], sd: SystemDescrip
         notes.append("comm=replay: communication lasted its recorded durations (a collective or a "
                      "send/receive pair the shortest of its members', from when the last member issued "
                      "it); the network description timed no communication")
+        unrecorded = sum(_unrecorded_comm(p) * len(c) for p, c in zip(progs, classes))
+        if unrecorded:
+            notes.append(f"comm=replay: {unrecorded} communication node(s) have no recorded duration and took 0 ns "
+                         "(comm=model times them by the network)")
     if options["congestion"] == "aware":
         notes.append("congestion-aware: every message crosses the links of its route first come first "
                      "served, latency plus serialization on each (ASTRA-sim's congestion-aware network)")
     return notes
+
+
+def _unrecorded_comm(prog: Program) -> int:
+    """The communication nodes (collectives, sends, receives) of ``prog`` whose duration is 0."""
+    kind = np.frombuffer(prog.kind, np.uint8)
+    dur = np.frombuffer(prog.dur, np.int64) if len(prog.dur) else np.zeros(0, np.int64)
+    return int((np.isin(kind, (K_COLL, K_SEND, K_RECV)) & (dur == 0)).sum())
 
 
 def run_notes(tally: CollectiveTally, sd: SystemDescription, options: Mapping[str, Any], symmetry: bool,
