@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+import chakra_core as chakra
+
 ROOT = Path(__file__).resolve().parent.parent
 TEXT = ROOT / "examples" / "text" / "resnet50_like.txt"
 SYSTEM = ROOT / "examples" / "system" / "any_size.yaml"
@@ -148,3 +150,17 @@ def test_replaying_communication_that_was_never_recorded_says_so(ets, chakra_cli
     code, out, err = chakra_cli("simulate", DDP, "-O", "comm=replay")
     assert code == 0, err
     assert "comm=replay: communication lasted" in out and "no recorded duration" not in out
+
+
+def test_stats_says_which_nodes_a_cycle_keeps_off_the_longest_path(tmp_path, chakra_cli):
+    # hand-made (our JSON form): 1 <- 2 <-> 3; only node 1 (10 us) is on no cycle
+    nodes = [{"id": "1", "name": "a", "type": "COMP_NODE", "duration_micros": "10"},
+             {"id": "2", "name": "b", "type": "COMP_NODE", "data_deps": ["1", "3"], "duration_micros": "20"},
+             {"id": "3", "name": "c", "type": "COMP_NODE", "data_deps": ["2"], "duration_micros": "30"}]
+    (tmp_path / "trace.0.json").write_text(json.dumps(
+        {"format": "chakra-et-json", "version": 1, "rank": 0, "metadata": {"version": "0.0.4"}, "nodes": nodes}))
+    code, out, err = chakra_cli("stats", tmp_path / "trace.0.json")
+    assert code == 0, err
+    assert "note: rank 0: 2 node(s) on or behind a dependency cycle are left out of its longest path" in out
+    row = chakra.stats(str(tmp_path / "trace.0.json"))["per_rank"][0]
+    assert (row["longest_path_us"], row["longest_path_nodes"], row["longest_path_left_out"]) == (10, 1, 2)

@@ -42,8 +42,9 @@ def compute_stats(traces: TraceSet, longest_path: bool = True,
     {type number: count} (node types this schema does not know, a newer one's), ``collectives``
     {kind: {"count", "bytes"}}, ``per_rank`` [{rank, nodes, compute_us, comm_bytes,
     longest_path_us, longest_path_nodes}] (the rank's longest dependency path by recorded
-    durations and its node count), ``longest_path_us`` (the longest over ranks; both absent
-    unless ``longest_path``).
+    durations and its node count; ``longest_path_left_out``: the nodes on or behind a dependency
+    cycle, left out of it, when there are any), ``longest_path_us`` (the longest over ranks; both
+    absent unless ``longest_path``).
     """
     by_type: Counter = Counter()
     unknown: Counter = Counter()
@@ -63,7 +64,9 @@ def compute_stats(traces: TraceSet, longest_path: bool = True,
         row: dict[str, Any] = {"rank": rt.rank, "nodes": tally.nodes, "compute_us": tally.compute_us,
                                "comm_bytes": tally.comm_bytes}
         if tally.path is not None:
-            row["longest_path_us"], row["longest_path_nodes"] = _path(rt, tally)
+            row["longest_path_us"], row["longest_path_nodes"], left_out = _path(rt, tally)
+            if left_out:
+                row["longest_path_left_out"] = left_out
         per_rank.append(row)
         if progress:
             progress(len(per_rank), len(traces))
@@ -137,11 +140,11 @@ def _visit(tally: RankTally, n: Node) -> None:
         tally.add_comm(kind, 1, size)
 
 
-def _path(rt: RankTrace, tally: RankTally) -> tuple[int, int]:
-    """The rank's longest path ``(us, nodes)``: streamed when the file is in a topological
-    order with increasing ids, in a second pass over its columns when it is in such an order
-    with ids out of order (:class:`SortedPath`), else from the rank's :class:`DepGraph` (a
-    second read)."""
+def _path(rt: RankTrace, tally: RankTally) -> tuple[int, int, int]:
+    """The rank's longest path ``(us, nodes, nodes left out)``: streamed when the file is in a
+    topological order with increasing ids, in a second pass over its columns when it is in such
+    an order with ids out of order (:class:`SortedPath`), else from the rank's :class:`DepGraph`
+    (a second read), which leaves out the nodes on or behind a dependency cycle."""
     stream = tally.path
     if isinstance(stream, PathRuns) and tally.overflow >= 0:
         raise _overflow(rt, stream.id_at(tally.overflow))
@@ -149,7 +152,8 @@ def _path(rt: RankTrace, tally: RankTally) -> tuple[int, int]:
         _second_pass(rt, stream)
     tally.path = None  # its memory freed before the next rank is read, or the graph built
     if stream is not None and stream.ok:
-        return stream.result()[:2]
+        length, nodes = stream.result()[:2]
+        return length, nodes, 0
     del stream
     durations = array("Q")
     g = DepGraph.build(rt.batches(), visit=lambda n: durations.append(n.duration_micros))
@@ -158,7 +162,7 @@ def _path(rt: RankTrace, tally: RankTally) -> tuple[int, int]:
                                            else np.zeros(0, np.uint64))
     except PathOverflow as e:
         raise _overflow(rt, int(g.ids[e.position])) from None
-    return length, nodes
+    return length, nodes, len(g.topo_order()[1])
 
 
 def _second_pass(rt: RankTrace, path: SortedPath) -> None:
@@ -195,4 +199,7 @@ def format_stats(s: dict[str, Any]) -> str:
     for r in s["per_rank"]:
         lines.append(f"  {r['rank']:>12} {r['nodes']:>12} {r['compute_us']:>12} {r['comm_bytes']:>14}"
                      f"  {r.get('longest_path_us', '-'):>16}")
+    lines += [f"note: rank {r['rank']}: {r['longest_path_left_out']} node(s) on or behind a dependency cycle are "
+              "left out of its longest path (chakra validate names the cycle)"
+              for r in s["per_rank"] if r.get("longest_path_left_out")]
     return "\n".join(lines)
