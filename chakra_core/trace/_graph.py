@@ -192,14 +192,16 @@ class DepGraph:
             i = next(k for k in self.deps_of(i) if k in on)
         return [int(self.ids[k]) for k in reversed(path[seen[i]:])]
 
-    def longest_path(self, durations: np.ndarray) -> tuple[int, int, int]:
+    def longest_path(self, durations: np.ndarray, order: np.ndarray | None = None) -> tuple[int, int, int]:
         """Longest path by ``durations`` (us, per position) through the DAG: ``(length in us,
         nodes on it, position of its last node)``; ``(0, 0, -1)`` for an empty graph.
 
-        Nodes on or behind cycles are left out (validation reports cycles).  Raises
-        :class:`PathOverflow` when a path sums past 2^63-1 us.
+        Nodes on or behind cycles are left out (validation reports cycles); ``order`` is
+        :meth:`topo_order`'s order when the caller has it.  Raises :class:`PathOverflow` when a
+        path sums past 2^63-1 us.
         """
-        order, _ = self.topo_order()
+        if order is None:
+            order, _ = self.topo_order()
         if not len(order):
             return 0, 0, -1
         if len(order) == len(self.ids) and self.in_file_order():

@@ -81,7 +81,7 @@ def node_selection(options: Mapping[str, Any], owner: str,
     ranks = parse_ranks(options["ranks"], owner) if options.get("ranks") is not None else None
     if ranks is not None and ranks_of_set is not None and not ranks <= set(ranks_of_set):
         missing = min(ranks - set(ranks_of_set))
-        raise ConfigError(f"{owner}: rank {missing} is not in the set (ranks {_span(ranks_of_set)})")
+        raise ConfigError(f"{owner}: rank {missing} is not in the set (ranks {min(ranks_of_set)}..{max(ranks_of_set)})")
 
     def selected(rank: int, node: Node) -> bool:
         if ranks is not None and rank not in ranks:
@@ -96,10 +96,3 @@ def node_selection(options: Mapping[str, Any], owner: str,
 
     return selected
 
-
-def _span(ranks: Sequence[int]) -> str:
-    """``0..N-1`` for ranks 0 to N-1, else the ranks listed (at most 8)."""
-    ranks = sorted(ranks)
-    if ranks == list(range(len(ranks))):
-        return f"0..{len(ranks) - 1}"
-    return ", ".join(map(str, ranks[:8])) + (" ..." if len(ranks) > 8 else "")

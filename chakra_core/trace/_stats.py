@@ -157,12 +157,13 @@ def _path(rt: RankTrace, tally: RankTally) -> tuple[int, int, int]:
     del stream
     durations = array("Q")
     g = DepGraph.build(rt.batches(), visit=lambda n: durations.append(n.duration_micros))
+    order, left_out = g.topo_order()
     try:
         length, nodes, _ = g.longest_path(np.frombuffer(durations, dtype=np.uint64) if durations
-                                           else np.zeros(0, np.uint64))
+                                           else np.zeros(0, np.uint64), order)
     except PathOverflow as e:
         raise _overflow(rt, int(g.ids[e.position])) from None
-    return length, nodes, len(g.topo_order()[1])
+    return length, nodes, len(left_out)
 
 
 def _second_pass(rt: RankTrace, path: SortedPath) -> None:
