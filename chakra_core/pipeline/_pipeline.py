@@ -51,7 +51,7 @@ from chakra_core.host._api import Backend, Result
 from chakra_core.host._plugins import PluginHost, get_host
 from chakra_core.io._publish import staged_output
 from chakra_core.pipeline._provenance import implementation, provenance
-from chakra_core.trace._traceset import FileRank, MemoryRank, TraceSet
+from chakra_core.trace._traceset import FileRank, MemoryRank, TraceSet, check_group_ranks
 
 __all__ = ["load_traces", "Pipeline", "Stage", "resolve_stage", "run_pipeline", "load_pipeline", "detect_format",
            "materialise", "refuse_invalid"]
@@ -91,6 +91,8 @@ class Stage:
     output: Path | None = None
     entry: Any = None
     validate: bool = True
+    #: where a pipeline file gives it (``backends[0]``); "" for a stage of a command
+    where: str = ""
 
     @property
     def label(self) -> str:
@@ -151,6 +153,7 @@ class Pipeline:
             if _is_lazy(traces) and len(self.backends) + bool(checked) > 1:
                 traces = materialise(traces, stack.enter_context(tempfile.TemporaryDirectory(prefix="chakra-")))
             compiled = bool(checked) and any(_loads_compiled(b, traces) for b in self.backends)
+            _check_comm_groups(checked, traces)
             for (groups, streams), names in _validation_assumptions(checked).items():
                 refuse_invalid(traces, names, groups=dict(groups), streams=streams, compiled=compiled)
             results = []
@@ -161,6 +164,15 @@ class Pipeline:
         return results
 
     def _run_backend(self, host: PluginHost, b: Stage, traces: TraceSet) -> Result:
+        try:
+            return self._run_backend_here(host, b, traces)
+        except ConfigError as e:
+            if e.where or not (self.source and b.where):
+                raise
+            place = f"{e.location}: " if e.location else ""
+            raise ConfigError(f"{b.where} ({b.name}): {place}{e.message}", self.source) from None
+
+    def _run_backend_here(self, host: PluginHost, b: Stage, traces: TraceSet) -> Result:
         if b.output is None:
             result = _run_observed(host, b, lambda: b.impl.run(traces, b.options, None))
             result.provenance = self.provenance([b])
@@ -244,6 +256,18 @@ def _validation_assumptions(backends: Sequence[Stage]) -> dict[tuple[tuple, int]
     return out
 
 
+def _check_comm_groups(backends: Sequence[Stage], traces: TraceSet) -> None:
+    """Refuse, naming the file, a ``comm_groups`` file of ``backends`` with a group that names a
+    rank outside ``traces`` or one twice (validation would name the set's first file)."""
+    from chakra_core.system import load_system
+
+    if len(traces) < 2:  # one file is one rank of a job of unknown size
+        return
+    for path in {b.options["comm_groups"] for b in backends if b.options.get("comm_groups")}:
+        for name, ranks in load_system(comm_groups=path).comm_groups.items():
+            check_group_ranks(name, sorted(ranks), max(traces.ranks) + 1, path)
+
+
 def refuse_invalid(traces: TraceSet, backends: Sequence[str], *,
                    groups: Mapping[str, Sequence[int]] | None = None, streams: int = 1,
                    compiled: bool = False) -> None:
@@ -303,9 +327,14 @@ def _stage_from_yaml(host: PluginHost, kind: str, entry: Mapping[str, Any], wher
                      prefer: Mapping[str, str]) -> Stage:
     """Resolve one checked ``{name, options, ...}`` mapping of a pipeline file into a Stage."""
     try:
-        return resolve_stage(host, kind, entry["name"], entry.get("options") or {}, base, prefer)
+        stage = resolve_stage(host, kind, entry["name"], entry.get("options") or {}, base, prefer)
     except (PluginError, ConfigError) as e:
         raise ConfigError(f"{where}: {e.message}", source) from None
+    stage.where = where
+    system = stage.options.get("system")
+    if isinstance(system, Mapping) and getattr(stage.impl, "options", {}).get("system") is not None:
+        _check_system(system, [stage], f"{where}.options.system", source)
+    return stage
 
 
 def _input_stage(host: PluginHost, inp: Mapping[str, Any], source: str, base: Path,
@@ -377,14 +406,9 @@ def _file_base(spec: str | os.PathLike, base_dir: str | os.PathLike | None) -> P
 def _use_inline_system(system: dict[str, Any], stages: Sequence[Stage], source: str) -> None:
     """Check the pipeline's inline ``system:`` and give it to every stage that takes a system
     description (declares :data:`chakra_core.system.SYSTEM_OPTIONS`) and names no file of its own."""
-    from chakra_core.system import SYSTEM_OPTIONS, load_system
+    from chakra_core.system import SYSTEM_OPTIONS
 
-    algorithms = {name for st in stages if st.kind == "backend" for name in st.impl.algorithms()}
-    try:
-        load_system(system, algorithms=algorithms)
-    except ConfigError as e:
-        where = f"system: {e.location}: " if e.location else "system: "
-        raise ConfigError(where + e.message, source) from None
+    _check_system(system, stages, "system", source)
     for st in stages:
         declared = getattr(st.impl, "options", None) or {}
         takes = all(k in declared for k in SYSTEM_OPTIONS)
@@ -393,6 +417,19 @@ def _use_inline_system(system: dict[str, Any], stages: Sequence[Stage], source: 
                 raise ConfigError(f"system: {st.kind} {st.name!r} takes its system description as a file only "
                                   "(its option 'system' is a path): give it options: {system: FILE}", source)
             st.options["system"] = system
+
+
+def _check_system(system: Mapping[str, Any], stages: Sequence[Stage], where: str, source: str) -> None:
+    """Refuse (ConfigError naming ``source`` and ``where``) an inline system description that the
+    backends among ``stages`` could not load."""
+    from chakra_core.system import load_system
+
+    algorithms = {name for st in stages if st.kind == "backend" for name in st.impl.algorithms()}
+    try:
+        load_system(system, algorithms=algorithms)
+    except ConfigError as e:
+        place = f"{where}: {e.location}: " if e.location else f"{where}: "
+        raise ConfigError(place + e.message, source) from None
 
 
 def run_pipeline(spec: str | os.PathLike | Mapping[str, Any], host: PluginHost | None = None,

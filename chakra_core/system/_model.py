@@ -232,7 +232,8 @@ class SystemDescription:
     def to_dict(self) -> dict[str, Any]:
         """Plain data in our YAML layout (readable back by :func:`load_system`)."""
         d = asdict(self)
-        d["network"] = [{**asdict(x), "npus_count": x.npus_count or "auto"} for x in self.dimensions]
+        if self.dimensions:  # none: the default network, which an empty list would not mean
+            d["network"] = [{**asdict(x), "npus_count": x.npus_count or "auto"} for x in self.dimensions]
         del d["dimensions"], d["warnings"], d["sources"]
         d["comm_groups"] = {k: list(v) for k, v in self.comm_groups.items()}
         for kind, prefix in d.pop("custom_implementations").items():

@@ -167,6 +167,9 @@ def parse_network(data: Any, where: str, astra: bool) -> tuple[Dimension, ...]:
     """Network dimensions from ASTRA-sim's ``network.yml`` lists, or (ours) a list of
     ``{topology, npus_count (or npus), bandwidth, latency}`` mappings."""
     if isinstance(data, list) and not astra:
+        if not data:
+            raise ConfigError("an empty list: give one {topology, npus_count, bandwidth, latency} mapping per "
+                              "dimension, or leave 'network' out for the default", where, "key 'network'")
         items, prefix = data, "network"
     else:
         r = Reader(data, where)

@@ -387,16 +387,17 @@ def process_groups_json(groups: Mapping[str, Sequence[int]], descriptions: Mappi
     return json.dumps(items, separators=(",", ":"))
 
 
-def check_group_ranks(name: str, ranks: Sequence[int], nranks: int) -> None:
-    """Refuse (ConfigError) group ``name`` when its ``ranks`` (ascending) name one outside 0 to
-    ``nranks - 1`` or one twice: what a backend checks before it runs a set whose validation was
-    skipped (validation reports both as ``pg-bad-rank``)."""
+def check_group_ranks(name: str, ranks: Sequence[int], nranks: int, where: str | None = None) -> None:
+    """Refuse (ConfigError naming ``where``, the file that defines the group, when given) group
+    ``name`` when its ``ranks`` (ascending) name one outside 0 to ``nranks - 1`` or one twice:
+    what a backend checks before it runs a set whose validation was skipped (validation reports
+    both as ``pg-bad-rank``)."""
     if ranks and not 0 <= ranks[0] <= ranks[-1] < nranks:
         bad = ranks[0] if ranks[0] < 0 else ranks[-1]
-        raise ConfigError(f"group {name!r} names rank {bad} but there are ranks 0 to {nranks - 1}")
+        raise ConfigError(f"group {name!r} names rank {bad} but there are ranks 0 to {nranks - 1}", where)
     twice = next((a for a, b in zip(ranks, ranks[1:]) if a == b), None)
     if twice is not None:
-        raise ConfigError(f"group {name!r} lists rank {twice} twice")
+        raise ConfigError(f"group {name!r} lists rank {twice} twice", where)
 
 
 def parse_groups_json(text: str, where: str) -> dict[str, list[int]]:
@@ -470,10 +471,22 @@ def _from_files(files: list[str], where: str) -> TraceSet:
     return TraceSet([FileRank(r, f) for r, f in by_rank.items()], source=where)
 
 
+def _refuse_listed(specs: list[str]) -> None:
+    """Refuse a list of several paths that names one twice or holds a directory: a list names
+    the files of one set."""
+    for i, spec in enumerate(specs):
+        if spec in specs[:i]:
+            raise TraceFormatError("named twice in the list of paths", spec)
+        if os.path.isdir(spec):
+            raise TraceFormatError("a directory in a list of several paths: give the directory alone, or the "
+                                   "files of one set", spec)
+
+
 def open_traceset(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> TraceSet:
     """Open a set from a file, a directory, a glob, a ``prefix`` or a list of files."""
     specs = [os.fspath(paths)] if isinstance(paths, (str, os.PathLike)) else [os.fspath(p) for p in paths]
     if len(specs) > 1:
+        _refuse_listed(specs)
         return _from_files(specs, specs[0])
     spec = specs[0]
     finish_interrupted(Path(spec, "x") if os.path.isdir(spec) else Path(spec), any_name=os.path.isdir(spec))

@@ -122,14 +122,16 @@ def _groups(traces: TraceSet, options: Mapping[str, Any], nranks: int) -> dict[s
     """The named process groups of the set (the comm-group file's override them); "0" and ""
     are the world, and so is a group listed without ranks (as PyTorch lists one of every rank)."""
     groups = {k: sorted(v) or list(range(nranks)) for k, v in traces.process_groups.items()}
+    where = dict.fromkeys(groups, traces[traces.ranks[0]].label)
     if options.get("comm_groups"):
         sd = system_from_options(options)
         groups.update({k: sorted(v) for k, v in sd.comm_groups.items()})
+        where.update(dict.fromkeys(sd.comm_groups, sd.sources.get("comm_groups")))
     out = {}
     for name, ranks in groups.items():
         if name in ("", "0"):
             continue
-        check_group_ranks(name, ranks, nranks)
+        check_group_ranks(name, ranks, nranks, where[name])
         out[name] = ranks
     return out
 

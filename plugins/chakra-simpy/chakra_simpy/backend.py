@@ -74,7 +74,9 @@ def default_notes(given: SystemDescription, sd: SystemDescription) -> list[str]:
         notes.append(f"network dimension {given.free_dimension} ({d.topology}, npus_count: auto) sized to "
                      f"{d.npus_count} NPUs for the trace set")
     if "system" not in sd.sources:
-        notes.append("no system file given: ASTRA-sim's sample settings (ring collectives on every dimension, "
+        given_files = sorted(set(sd.sources.values()))
+        what = f"no system settings in {', '.join(given_files)}" if given_files else "no system file given"
+        notes.append(f"{what}: ASTRA-sim's sample settings (ring collectives on every dimension, "
                      f"{sd.preferred_dataset_splits} dataset splits, {sd.scheduling_policy}, local-mem-bw "
                      f"{sd.local_mem_bw:g} GB/s, compute replayed from the trace)")
     return notes
@@ -177,8 +179,9 @@ def _groups(traces: TraceSet, sd: SystemDescription, nranks: int) -> tuple[dict[
     groups = {k: tuple(sorted(v)) for k, v in traces.process_groups.items()}
     differ = sorted(k for k, v in sd.comm_groups.items() if k in groups and groups[k] != tuple(sorted(v)))
     groups.update({k: tuple(sorted(v)) for k, v in sd.comm_groups.items()})
+    first = traces[traces.ranks[0]].label
     for name, ranks in groups.items():
-        check_group_ranks(name, ranks, nranks)
+        check_group_ranks(name, ranks, nranks, sd.sources.get("comm_groups") if name in sd.comm_groups else first)
     return groups, differ
 
 

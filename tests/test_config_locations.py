@@ -1,0 +1,94 @@
+"""A mistake in a pipeline, a system description or a comm-group file is named where it is: the
+pipeline file and the stage's key path, the file that holds the bad group; an empty network is
+refused rather than replaced by the default; a list of trace paths names the entry it refuses."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TEXT = ROOT / "examples" / "text" / "resnet50_like.txt"
+SYSTEM = ROOT / "examples" / "system" / "any_size.yaml"
+
+pytest.importorskip("chakra_text")
+pytest.importorskip("chakra_simpy")
+
+
+def _one_error(status: int, err: str) -> str:
+    lines = err.strip().splitlines()
+    assert status == 2 and len(lines) == 1, err
+    assert "internal error" not in err and "Traceback" not in err, err
+    return lines[0]
+
+
+@pytest.fixture
+def four(tmp_path, chakra_cli):
+    """A 4-rank set converted from the text example."""
+    code, _, err = chakra_cli("convert", TEXT, "-I", "npus=4", "-o", f"{tmp_path / 'set'}/")
+    assert code == 0, err
+    return tmp_path / "set"
+
+
+def _pipeline(tmp_path: Path, options: dict) -> Path:
+    path = tmp_path / "p.yaml"
+    path.write_text(json.dumps({
+        "input": {"format": "text", "paths": [str(TEXT)], "options": {"npus": 4}},
+        "backends": [{"name": "simpy", "output": str(tmp_path / "out"), "options": options}]}))
+    return path
+
+
+def test_an_inline_system_of_a_backend_is_checked_where_the_pipeline_gives_it(tmp_path, chakra_cli):
+    bad = {"network": [{"topology": "Ring", "npus_count": 4, "bandwidth": -50, "latency": 500}]}
+    code, _, err = chakra_cli("run", _pipeline(tmp_path, {"system": bad}))
+    line = _one_error(code, err)
+    assert line.startswith(f"chakra run: error: {tmp_path / 'p.yaml'}: backends[0].options.system:"), line
+    assert "network[0].bandwidth" in line and "<mapping>" not in line
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("start, words", [([-5], "-5 is negative"), ([1, 2, 3, 4, 5, 6], "6 start times for 4")])
+def test_a_backend_option_refused_while_running_names_the_pipeline_and_stage(tmp_path, chakra_cli, start, words):
+    code, _, err = chakra_cli("run", _pipeline(tmp_path, {"system": str(SYSTEM), "start_ns": start}))
+    line = _one_error(code, err)
+    assert f"{tmp_path / 'p.yaml'}: backends[0] (simpy): start_ns" in line and words in line, line
+
+
+def test_an_empty_network_is_refused_not_replaced_by_the_default(four, tmp_path, chakra_cli):
+    (tmp_path / "net.yaml").write_text("network: []\n")
+    code, out, err = chakra_cli("simulate", four, "--system", tmp_path / "net.yaml")
+    line = _one_error(code, err)
+    assert f"{tmp_path / 'net.yaml'}:key 'network': an empty list" in line, line
+    assert "finish" not in out
+
+
+def test_a_network_file_without_system_settings_is_named_in_the_note(four, tmp_path, chakra_cli):
+    (tmp_path / "net.yaml").write_text("network: [{topology: Ring, npus_count: 4, bandwidth: 50, latency: 500}]\n")
+    code, out, err = chakra_cli("simulate", four, "--system", tmp_path / "net.yaml")
+    assert code == 0, err
+    notes = [line for line in out.splitlines() if line.startswith("note:")]
+    assert any(f"no system settings in {tmp_path / 'net.yaml'}: ASTRA-sim's sample settings" in n for n in notes), notes
+    assert not any("no system file given" in n or "no network given" in n for n in notes), notes
+
+
+@pytest.mark.parametrize("validate", [[], ["--no-validate"]])
+def test_a_comm_group_outside_the_set_names_the_groups_file(four, tmp_path, chakra_cli, validate):
+    groups = tmp_path / "groups.json"
+    groups.write_text('{"1": [0, 9]}')
+    code, _, err = chakra_cli("simulate", four, "--system", SYSTEM, "--comm-groups", groups, *validate)
+    line = _one_error(code, err)
+    assert f"{groups}: group '1' names rank 9 but there are ranks 0 to 3" in line, line
+    assert "trace.0.et" not in line
+
+
+@pytest.mark.parametrize("paths, words", [
+    (["{set}", "{set}"], "{set}: a directory in a list of several paths"),
+    (["{set}/trace.0.et", "{set}"], "{set}: a directory in a list of several paths"),
+    (["{set}/trace.0.et", "{set}/trace.1.et", "{set}/trace.0.et"], "{set}/trace.0.et: named twice"),
+])
+def test_a_list_of_trace_paths_names_the_entry_it_refuses(four, chakra_cli, paths, words):
+    code, _, err = chakra_cli("stats", *[p.format(set=four) for p in paths])
+    line = _one_error(code, err)
+    assert words.format(set=four) in line, line
