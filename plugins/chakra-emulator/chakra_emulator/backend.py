@@ -122,7 +122,7 @@ def _groups(traces: TraceSet, options: Mapping[str, Any], nranks: int) -> dict[s
     """The named process groups of the set (the comm-group file's override them); "0" and ""
     are the world, and so is a group listed without ranks (as PyTorch lists one of every rank)."""
     groups = {k: sorted(v) or list(range(nranks)) for k, v in traces.process_groups.items()}
-    where = dict.fromkeys(groups, traces[traces.ranks[0]].label)
+    where: dict[str, str | None] = dict.fromkeys(groups, traces[traces.ranks[0]].label)
     if options.get("comm_groups"):
         sd = system_from_options(options)
         groups.update({k: sorted(v) for k, v in sd.comm_groups.items()})
