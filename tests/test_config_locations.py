@@ -92,3 +92,27 @@ def test_a_list_of_trace_paths_names_the_entry_it_refuses(four, chakra_cli, path
     code, _, err = chakra_cli("stats", *[p.format(set=four) for p in paths])
     line = _one_error(code, err)
     assert words.format(set=four) in line, line
+
+
+def test_a_pipelines_inline_system_refused_while_running_is_named_system(tmp_path, chakra_cli):
+    path = tmp_path / "p.yaml"
+    path.write_text(json.dumps({
+        "input": {"format": "text", "paths": [str(TEXT)], "options": {"npus": 8}},
+        "system": {"network": [{"topology": "Ring", "npus_count": 4, "bandwidth": 50, "latency": 500}]},
+        "backends": [{"name": "simpy", "output": str(tmp_path / "out")}]}))
+    code, _, err = chakra_cli("run", path)
+    line = _one_error(code, err)
+    assert line.startswith(f"chakra run: error: {path}: system: the network has 4 NPUs but the trace set has 8"), line
+
+
+@pytest.mark.parametrize("system, said", [(None, "no system file given"), ("net", "no system settings in {net}")])
+def test_an_export_on_astrasims_sample_settings_says_so(four, tmp_path, chakra_cli, system, said):
+    pytest.importorskip("chakra_astrasim")
+    net = tmp_path / "net.yaml"
+    net.write_text("network: [{topology: Ring, npus_count: 4, bandwidth: 50, latency: 500}]\n")
+    args = ["--system", net] if system else []
+    code, out, err = chakra_cli("export", four, "--to", "astrasim", "-o", tmp_path / "astra", *args)
+    assert code == 0, err
+    assert f"{said.format(net=net)}: ASTRA-sim's sample settings" in out, out
+    system_json = json.loads((tmp_path / "astra" / "system.json").read_text())
+    assert system_json["scheduling-policy"] == "LIFO" and system_json["preferred-dataset-splits"] == 4

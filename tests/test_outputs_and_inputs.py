@@ -39,6 +39,7 @@ def ets(tmp_path, chakra_cli):
     ["simulate", "{set}", "--system", str(SYSTEM), "--timeline", "{set}/trace.1.et"],
     ["report", "{set}", "--system", str(SYSTEM), "-o", "{set}/trace.0.et"],
     ["convert", "{set}", "-o", "{set}/"],
+    ["convert", "{set}/trace", "-o", "{set}/trace", "--gzip"],  # the .et files would be stale: deleted
 ])
 def test_an_output_never_replaces_an_input(ets, chakra_cli, args):
     path, before = ets

@@ -351,5 +351,7 @@ def commit_files(stage: Path, names: Sequence[str], remove: Sequence[str] = ()) 
         if (directory / name).is_dir() and not (directory / name).is_symlink():
             raise ConfigError("a directory is in the way of an output file", str(directory / name))
         refuse_replacing_input(directory / name)
+    for name in remove:  # a file of the earlier set that this command reads is not deleted either
+        refuse_replacing_input(directory / name)
     _write_journal(stage, names, remove)
     _roll_forward(stage, directory)

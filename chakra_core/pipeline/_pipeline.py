@@ -93,6 +93,9 @@ class Stage:
     validate: bool = True
     #: where a pipeline file gives it (``backends[0]``); "" for a stage of a command
     where: str = ""
+    #: where a pipeline file gives its system description as data (``system``,
+    #: ``backends[0].options.system``); "" for none
+    system_where: str = ""
 
     @property
     def label(self) -> str:
@@ -166,11 +169,13 @@ class Pipeline:
     def _run_backend(self, host: PluginHost, b: Stage, traces: TraceSet) -> Result:
         try:
             return self._run_backend_here(host, b, traces)
-        except ConfigError as e:
-            if e.where or not (self.source and b.where):
+        except ConfigError as e:  # one that names no file is about the stage or its inline system
+            inline = e.where == "<mapping>" and b.system_where
+            if not (self.source and b.where) or (e.where and not inline):
                 raise
             place = f"{e.location}: " if e.location else ""
-            raise ConfigError(f"{b.where} ({b.name}): {place}{e.message}", self.source) from None
+            raise ConfigError(f"{b.system_where if inline else f'{b.where} ({b.name})'}: {place}{e.message}",
+                              self.source) from None
 
     def _run_backend_here(self, host: PluginHost, b: Stage, traces: TraceSet) -> Result:
         if b.output is None:
@@ -333,7 +338,8 @@ def _stage_from_yaml(host: PluginHost, kind: str, entry: Mapping[str, Any], wher
     stage.where = where
     system = stage.options.get("system")
     if isinstance(system, Mapping) and getattr(stage.impl, "options", {}).get("system") is not None:
-        _check_system(system, [stage], f"{where}.options.system", source)
+        stage.system_where = f"{where}.options.system"
+        _check_system(system, [stage], stage.system_where, source)
     return stage
 
 
@@ -417,6 +423,7 @@ def _use_inline_system(system: dict[str, Any], stages: Sequence[Stage], source: 
                 raise ConfigError(f"system: {st.kind} {st.name!r} takes its system description as a file only "
                                   "(its option 'system' is a path): give it options: {system: FILE}", source)
             st.options["system"] = system
+            st.system_where = "system"
 
 
 def _check_system(system: Mapping[str, Any], stages: Sequence[Stage], where: str, source: str) -> None:

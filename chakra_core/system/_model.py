@@ -208,6 +208,17 @@ class SystemDescription:
         dims = tuple(replace(d, npus_count=npus // fixed) if i == free else d for i, d in enumerate(self.dimensions))
         return replace(self, dimensions=dims)
 
+    def sample_settings_note(self) -> str | None:
+        """The note that says the description's system settings are ASTRA-sim's sample ones (no
+        system file, or files with other parts alone), or None when a file gave them."""
+        if "system" in self.sources:
+            return None
+        files = sorted(set(self.sources.values()))
+        what = f"no system settings in {', '.join(files)}" if files else "no system file given"
+        return (f"{what}: ASTRA-sim's sample settings (ring collectives on every dimension, "
+                f"{self.preferred_dataset_splits} dataset splits, {self.scheduling_policy}, local-mem-bw "
+                f"{self.local_mem_bw:g} GB/s, compute replayed from the trace)")
+
     def with_default_network(self, npus: int, topology: str = "Ring", bandwidth: float = 50.0,
                              latency: float = 500.0) -> SystemDescription:
         """A copy completed for running: the free dimension sized to ``npus`` NPUs (:meth:`fit`),

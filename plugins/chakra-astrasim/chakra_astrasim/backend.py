@@ -231,6 +231,9 @@ def export_astrasim(traces: TraceSet, output: str | Path, options: Mapping[str, 
     report = ExportReport()
     sd = system_from_options(opts)
     report.configs += [f"system description: {w}" for w in sd.warnings]
+    sample = sd.sample_settings_note()
+    if sample:
+        report.configs.append(sample)
     sd = _aware_safe(_network(sd, traces.ranks, report, opts["max_idle_ranks"]), report)
     plan, gp = _plan(traces, opts, sd, report)
     # configuration files first: a description ASTRA-sim cannot run fails before any work

@@ -73,12 +73,9 @@ def default_notes(given: SystemDescription, sd: SystemDescription) -> list[str]:
         d = sd.dimensions[given.free_dimension]
         notes.append(f"network dimension {given.free_dimension} ({d.topology}, npus_count: auto) sized to "
                      f"{d.npus_count} NPUs for the trace set")
-    if "system" not in sd.sources:
-        given_files = sorted(set(sd.sources.values()))
-        what = f"no system settings in {', '.join(given_files)}" if given_files else "no system file given"
-        notes.append(f"{what}: ASTRA-sim's sample settings (ring collectives on every dimension, "
-                     f"{sd.preferred_dataset_splits} dataset splits, {sd.scheduling_policy}, local-mem-bw "
-                     f"{sd.local_mem_bw:g} GB/s, compute replayed from the trace)")
+    sample = sd.sample_settings_note()
+    if sample:
+        notes.append(sample)
     return notes
 
 
