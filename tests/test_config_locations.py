@@ -116,3 +116,40 @@ def test_an_export_on_astrasims_sample_settings_says_so(four, tmp_path, chakra_c
     assert f"{said.format(net=net)}: ASTRA-sim's sample settings" in out, out
     system_json = json.loads((tmp_path / "astra" / "system.json").read_text())
     assert system_json["scheduling-policy"] == "LIFO" and system_json["preferred-dataset-splits"] == 4
+
+
+def _without_read_rights() -> list[str]:
+    """A command prefix under which the file modes hold (root reads every file otherwise)."""
+    import os
+    import shutil
+
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("root without setpriv: the file modes do not hold")
+    return [setpriv, "--bounding-set=-dac_override,-dac_read_search", "--inh-caps=-dac_override,-dac_read_search"]
+
+
+@pytest.mark.parametrize("kind, words", [("file", "cannot read (Permission denied)"),
+                                         ("folder", "no trace files can be read in this directory")])
+def test_an_input_that_cannot_be_read_is_named_so(four, tmp_path, kind, words):
+    import subprocess
+    import sys
+
+    if kind == "file":
+        path = tmp_path / "noread.0.et"
+        path.write_bytes((four / "trace.0.et").read_bytes())
+        path.chmod(0)
+    else:
+        path = tmp_path / "noexec"
+        path.mkdir()
+        (path / "trace.0.et").write_bytes((four / "trace.0.et").read_bytes())
+        path.chmod(0o600)
+    try:
+        run = subprocess.run([*_without_read_rights(), sys.executable, "-m", "chakra_core.cli.main", "convert",
+                              str(path), "-o", str(tmp_path / "out") + "/"], capture_output=True, text=True, timeout=120)
+    finally:
+        path.chmod(0o700)
+    line = _one_error(run.returncode, run.stderr)
+    assert f"{path}: {words}" in line, line

@@ -49,7 +49,10 @@ def test_a_new_plugin_installs_and_passes_its_tests(tmp_path, capsys):
 
 @pytest.mark.parametrize("name, message", [("9x", "want 1-40 lower-case letters"),
                                            ("My-Fmt", "want 1-40 lower-case letters"),
-                                           ("class", "want 1-40 lower-case letters")])
+                                           ("class", "want 1-40 lower-case letters"),
+                                           ("core", "the distribution chakra-core is installed"),
+                                           ("et", "an installed plugin registers the format 'et'"),
+                                           ("text", "the distribution chakra-text is installed")])
 def test_bad_names_are_refused(tmp_path, capsys, name, message):
     assert main(["plugin", "new", name, "--dir", str(tmp_path)]) == 2
     err = capsys.readouterr().err

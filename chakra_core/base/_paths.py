@@ -30,9 +30,20 @@ def expand_paths(paths: PathArg | Sequence[PathArg], suffixes: tuple[str, ...] =
         found = _expand_one(os.fspath(arg), suffixes)
         if not found and required:
             raise TraceFormatError(_nothing(os.fspath(arg), required), os.fspath(arg))
+        for f in found:
+            _refuse_unreadable(f)
         out += found
     note_inputs(out)
     return out
+
+
+def _refuse_unreadable(path: str) -> None:
+    """TraceFormatError naming ``path`` when it cannot be opened for reading (rather than a
+    format that does not recognise what it could not read)."""
+    try:
+        os.close(os.open(path, os.O_RDONLY))
+    except OSError as e:
+        raise TraceFormatError(f"cannot read ({e.strerror or e})", path) from None
 
 
 def _expand_one(spec: str, suffixes: tuple[str, ...]) -> list[str]:
@@ -41,7 +52,11 @@ def _expand_one(spec: str, suffixes: tuple[str, ...]) -> list[str]:
     if os.path.isfile(spec):
         return [spec]
     if os.path.isdir(spec):
-        names: Iterable[str] = (os.path.join(spec, n) for n in os.listdir(spec))
+        try:
+            listed = os.listdir(spec)
+        except OSError as e:
+            raise TraceFormatError(f"cannot read this directory ({e.strerror or e})", spec) from None
+        names: Iterable[str] = (os.path.join(spec, n) for n in listed)
     elif is_glob(spec):
         names = glob.iglob(spec)
     else:
@@ -56,6 +71,8 @@ def is_glob(spec: str) -> bool:
 
 def _nothing(spec: str, required: str) -> str:
     if os.path.isdir(spec):
+        if not os.access(spec, os.X_OK):  # names listed, but none of them can be opened
+            return f"no {required} can be read in this directory (permission denied to enter it)"
         return f"no {required} in this directory"
     if is_glob(spec):
         return f"no {required} match this pattern"

@@ -59,6 +59,7 @@ def write_plugin(name: str, directory: str | Path) -> tuple[Path, list[str]]:
     from chakra_core.io._publish import output_directory
 
     values = fields(name)
+    _refuse_taken(name, values)
     target = Path(directory) / values["dist"]
     if target.exists() or target.is_symlink():
         raise ConfigError("already exists: give another NAME or --dir", str(target))
@@ -68,6 +69,28 @@ def write_plugin(name: str, directory: str | Path) -> tuple[Path, list[str]]:
             (stage / rel).parent.mkdir(parents=True, exist_ok=True)
             (stage / rel).write_text(text, encoding="utf-8")
     return target, sorted(files)
+
+
+def _refuse_taken(name: str, values: dict[str, str]) -> None:
+    """ConfigError when the new plugin's distribution or package is installed already, or an
+    installed plugin registers one of its names (installing it would replace or shadow that)."""
+    import importlib.metadata
+    import importlib.util
+
+    from chakra_core.base._errors import ConfigError
+    from chakra_core.host._plugins import get_host
+
+    try:
+        importlib.metadata.distribution(values["dist"])
+        taken = f"the distribution {values['dist']} is installed"
+    except importlib.metadata.PackageNotFoundError:
+        taken = f"the package {values['pkg']} is installed" if importlib.util.find_spec(values["pkg"]) else ""
+    registry = get_host().registry
+    for kind, what in (("format", name), ("backend", f"{name}_sim"), ("transform", f"{name}_scale")):
+        if not taken and what in registry.names(kind):
+            taken = f"an installed plugin registers the {kind} {what!r}"
+    if taken:
+        raise ConfigError(f"plugin name {name!r}: {taken}; choose another NAME")
 
 
 def run(args) -> int:

@@ -59,6 +59,7 @@ __all__ = ["load_traces", "Pipeline", "Stage", "resolve_stage", "run_pipeline", 
 def detect_format(paths: Sequence[str], host: PluginHost | None = None) -> str:
     """The input format of ``paths`` as the installed plugins detect it (raises when none does)."""
     host = host or get_host()
+    expand_paths(list(paths))  # a file that cannot be read is named so (no format would claim it)
     name = host.detect_format(list(paths))
     if name is None:
         if paths:

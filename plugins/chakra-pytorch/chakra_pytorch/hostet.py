@@ -171,8 +171,8 @@ def _attrs(node: dict, path: str, index: int) -> dict[str, Any]:
 
 
 def _io(node: dict, path: str, index: int) -> tuple[list, list, list, list, list, list]:
-    """(input values, shapes, types, output values, shapes, types); a part that is not a list
-    (a malformed node) reads as empty.  Parts read as their JSON text (:data:`IO_KEYS`, by
+    """(input values, shapes, types, output values, shapes, types); a part that is missing reads
+    as empty, one of another type is an error naming the node.  Parts read as their JSON text (:data:`IO_KEYS`, by
     :func:`_node_decoder`) are parsed here; nested deeper than orjson reads, they are an error
     naming the node."""
     ins, outs = _parsed(node.get("inputs"), path, index), _parsed(node.get("outputs"), path, index)
@@ -185,12 +185,22 @@ def _io(node: dict, path: str, index: int) -> tuple[list, list, list, list, list
         # schema 1.0.1: lists plus input_shapes/input_types keys
         parts = (ins, *(_parsed(node.get(k), path, index) for k in ("input_shapes", "input_types")),
                  outs, *(_parsed(node.get(k), path, index) for k in ("output_shapes", "output_types")))
+    names = _DICT_PARTS if isinstance(ins, dict) else _LIST_PARTS
+    bad = next((k for k, p in zip(names, parts) if p is not None and not isinstance(p, list)), None)
+    if bad is not None:
+        got = parts[names.index(bad)]
+        raise _fail(path, f"{bad!r} must be a list, not {type(got).__name__}", f"node {index}")
     a, b, c, d, e, f = parts
     if isinstance(a, list) and isinstance(b, list) and isinstance(c, list) and isinstance(d, list) \
             and isinstance(e, list) and isinstance(f, list):
         return parts  # type: ignore[return-value]
     return tuple([p if isinstance(p, list) else [] for p in parts])  # type: ignore[return-value]
 
+
+#: the parts of a node's inputs and outputs, as :func:`_io` reads them (schema 1.0.2 and later;
+#: schema 1.0.1)
+_DICT_PARTS = ("inputs.values", "inputs.shapes", "inputs.types", "outputs.values", "outputs.shapes", "outputs.types")
+_LIST_PARTS = ("inputs", "input_shapes", "input_types", "outputs", "output_shapes", "output_types")
 
 #: the types of a JSON value as parsed (bool is an int)
 _PLAIN = (dict, list, str, int, float)
@@ -290,6 +300,8 @@ class _HostReader:
             cols.ensure(max(nid, parent))
         if cols.flags[nid] & F_SEEN:
             raise _fail(self.path, f"node id {nid} appears twice", f"node {index}")
+        if parent == nid and name not in _ROOT_NAMES:  # PyTorch's root (process) node is its own parent
+            raise _fail(self.path, f"node id {nid} ({name}) is its own parent", f"node {index}")
         cols.parent[nid] = parent if parent != nid else -1
         cols.rf[nid] = node_ref(attrs.get("rf_id"))
         flags = F_SEEN

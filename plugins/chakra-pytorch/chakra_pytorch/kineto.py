@@ -32,7 +32,7 @@ from .jsonitems import iter_items, json_value, keyed_type, typed_decoder
 from .spantable import Span, SpanTable
 
 __all__ = ["KinetoTrace", "GpuEvent", "SyncEvent", "StreamWait", "OnEvent", "read_kineto",
-           "read_distributed_info", "event_time"]
+           "read_distributed_info", "event_time", "event_duration"]
 
 _GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 _HOST_CATS = ("cpu_op", "user_annotation", "cuda_runtime", "cuda_driver", "cuda_sync")
@@ -180,6 +180,14 @@ def event_time(v: Any, what: str) -> float:
     return t
 
 
+def event_duration(v: Any, what: str) -> float:
+    """A duration of an event, in microseconds (ValueError when not a sane one or negative)."""
+    t = event_time(v, what)
+    if t < 0:
+        raise ValueError(f"{what} {v!r} is negative")
+    return t
+
+
 #: what :func:`read_kineto` hands ``on_event`` for each complete CPU event and runtime call:
 #: category, name (interned), start and duration (microseconds), arguments, process, the event
 OnEvent = Callable[[str, str, float, float, dict, int, dict], None]
@@ -250,7 +258,7 @@ def _take_event(kt: KinetoTrace, ev: Any, wanted_rfs: set[int] | frozenset[int] 
         args = {}
     name = ev.get("name")
     name = sys.intern(name) if isinstance(name, str) else ""  # names repeat: one copy each
-    ts, dur = event_time(ev.get("ts", 0.0), "ts"), event_time(ev.get("dur", 0.0), "dur")
+    ts, dur = event_time(ev.get("ts", 0.0), "ts"), event_duration(ev.get("dur", 0.0), "dur")
     pid = -1
     if cat in _HOST_CATS:
         pid = int64_from_number(ev.get("pid"))

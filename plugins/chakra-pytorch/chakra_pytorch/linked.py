@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from .intmap import IntMap
-from .kineto import GpuEvent, KinetoTrace, event_time
+from .kineto import GpuEvent, KinetoTrace, event_duration, event_time
 from .spantable import Span, SpanTable
 
 __all__ = ["LINK_KEYS", "GPU_CATS", "LinkedTiming"]
@@ -37,7 +37,7 @@ class LinkedTiming:
 
     def add(self, node: dict[str, Any], rf: int, tid: int, name: str) -> bool:
         """Take the timing of one host node; True when it is a GPU activity (not a host op)."""
-        ts, dur = event_time(node.get("ts", 0.0), "ts"), event_time(node.get("inclusive_dur", 0.0), "inclusive_dur")
+        ts, dur = event_time(node.get("ts", 0.0), "ts"), event_duration(node.get("inclusive_dur", 0.0), "inclusive_dur")
         if node.get("cat") in GPU_CATS:
             stream = node.get("stream")
             stream = stream if isinstance(stream, int) and not isinstance(stream, bool) else 0

@@ -82,9 +82,10 @@ def test_huge_record_function_ids_convert(tmp_path):
     assert sum(1 for n in host_nodes if n.name == "aten::linear") == 2
 
 
-@pytest.mark.parametrize("field, value", [("ts", 1e300), ("dur", 1e300), ("ts", -1e300), ("dur", "x")])
+@pytest.mark.parametrize("field, value", [("ts", 1e300), ("dur", 1e300), ("ts", -1e300), ("dur", "x"), ("dur", -5)])
 def test_kineto_time_out_of_range_names_the_event(tmp_path, field, value):
-    # a huge time used to reach the protobuf writer as an out-of-range uint64 (ValueError)
+    # a huge time used to reach the protobuf writer as an out-of-range uint64 (ValueError); a
+    # negative duration was taken as it came (other spans, other nodes)
     kineto = _load(MLP_KINETO)
     ev = _first_cpu_op(kineto)
     ev[field] = value
@@ -267,17 +268,30 @@ def test_c10d_peer_beyond_the_ranks_names_the_node(tmp_path):
     assert err.location == f"node {index}" and "c10d::send: peer rank 2199023255552" in err.message
 
 
-@pytest.mark.parametrize("inputs", [{"values": 7, "shapes": [], "types": []}, "abc", 5])
-def test_inputs_of_the_wrong_shape_read_as_empty(tmp_path, inputs):
-    # a c10d op whose input values are not a list used to raise TypeError (len of an int)
+@pytest.mark.parametrize("inputs, part, got", [({"values": 7, "shapes": [], "types": []}, "inputs.values", "int"),
+                                                ("abc", "inputs", "str"), (5, "inputs", "int")])
+def test_inputs_of_the_wrong_shape_name_the_node(tmp_path, inputs, part, got):
+    # a c10d op whose input values are not a list used to raise TypeError (len of an int), then
+    # was read as empty: an all-reduce of 0 bytes, silently
     host = _load(DATA / "collectives" / "pytorch_et.0.json.gz")
-    node = next(n for n in host["nodes"] if n["name"] == "c10d::allreduce_")
+    index, node = next((i, n) for i, n in enumerate(host["nodes"]) if n["name"] == "c10d::allreduce_")
     node["inputs"] = inputs
     p = tmp_path / "pytorch_et.0.json"
     p.write_text(json.dumps(host, indent=2))
-    nodes = _nodes([p])
-    comm = next(n for n in nodes if n.id == node["id"])
-    assert get_int(comm, "comm_size") == 0 and comm.inputs.values == "[]"
+    err = _error([p])
+    assert err.location == f"node {index}" and f"{part!r} must be a list, not {got}" in err.message
+
+
+def test_a_node_that_is_its_own_parent_names_the_node(tmp_path):
+    # PyTorch's process node is its own parent; any other such node would be dropped with its
+    # subtree (a corrupt file)
+    host = _load(DATA / "collectives" / "pytorch_et.0.json.gz")
+    index, node = next((i, n) for i, n in enumerate(host["nodes"]) if n["name"] == "c10d::allreduce_")
+    node["ctrl_deps"] = node["id"]
+    p = tmp_path / "pytorch_et.0.json"
+    p.write_text(json.dumps(host, indent=2))
+    err = _error([p])
+    assert err.location == f"node {index}" and f"node id {node['id']} (c10d::allreduce_) is its own parent" in err.message
 
 
 def _deep_inputs(tmp_path, name: str, depth: int) -> tuple[list[Path], int]:
