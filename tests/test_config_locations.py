@@ -153,3 +153,11 @@ def test_an_input_that_cannot_be_read_is_named_so(four, tmp_path, kind, words):
         path.chmod(0o700)
     line = _one_error(run.returncode, run.stderr)
     assert f"{path}: {words}" in line, line
+
+
+def test_a_comm_group_file_holding_a_list_is_refused_as_such(four, tmp_path, chakra_cli):
+    groups = tmp_path / "groups.json"
+    groups.write_text("[1]")  # read as our network list, it was refused at 'network[0].'
+    code, _, err = chakra_cli("simulate", four, "--system", SYSTEM, "--comm-groups", groups)
+    line = _one_error(code, err)
+    assert f"{groups}: a comm-group file wants an object of group names" in line and "network" not in line, line

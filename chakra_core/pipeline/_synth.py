@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from chakra_core.base._docparse import decode_text, parse_json
-from chakra_core.base._errors import ChakraError, ConfigError, TraceFormatError
+from chakra_core.base._errors import ChakraError, ConfigError, PluginError, TraceFormatError
 from chakra_core.base._progress import progress
 from chakra_core.host._api import Result
 from chakra_core.host._plugins import PluginHost, get_host
@@ -84,7 +84,8 @@ def _expand_lists(inputs: Sequence[Inputs]) -> tuple[list[Inputs], list[dict[str
             sets.append(str(path.parent / words[0]))
             given.append(_line_params(words[1:], str(path), number))
     if not sets:
-        raise ConfigError("the list of trace sets names no set")
+        lists = [i[1:] for i in inputs if isinstance(i, str) and i.startswith("@")]
+        raise ConfigError("the list of trace sets names no set", lists[0] if lists else None)
     return sets, given
 
 
@@ -98,6 +99,8 @@ def _line_params(words: Sequence[str], where: str, number: int) -> dict[str, Any
             number_value = float("nan")
         if not eq or not key or not (abs(number_value) < 2 ** 63):
             raise ConfigError(f"{w!r}: wants KEY=NUMBER after the path", where, f"line {number}")
+        if key in out:
+            raise ConfigError(f"{key!r} is given twice", where, f"line {number}")
         out[key] = int(number_value) if number_value.is_integer() else number_value
     return out
 
@@ -118,8 +121,16 @@ def read_model(model: str | os.PathLike | Mapping[str, Any]) -> dict[str, Any]:
     return obj
 
 
-def _stage(host: PluginHost, model: Mapping[str, Any], options: Mapping[str, Any] | None) -> Stage:
-    return resolve_stage(host, "synthesizer", str(model["synthesizer"]), options)
+def _stage(host: PluginHost, model: Mapping[str, Any], options: Mapping[str, Any] | None,
+           where: str | None = None) -> Stage:
+    """The stage of the synthesizer that fitted ``model`` (a PluginError naming the model file
+    ``where`` when none of that name is installed)."""
+    try:
+        return resolve_stage(host, "synthesizer", str(model["synthesizer"]), options)
+    except PluginError as e:
+        if e.where is None:
+            e.where = where
+        raise
 
 
 def _impl(stage: Stage) -> dict[str, Any]:
@@ -137,11 +148,11 @@ def synth_sample(model: str | os.PathLike | Mapping[str, Any], output: str | os.
     has errors) unless ``validate`` is false."""
     host = host or get_host()
     m = read_model(model)
-    stage = _stage(host, m, _merge_flags(options, {"seed": seed, "ranks": ranks}))
+    where = None if isinstance(model, Mapping) else str(model)
+    stage = _stage(host, m, _merge_flags(options, {"seed": seed, "ranks": ranks}), where)
     picked = stage.options.get("seed")
     if isinstance(picked, int) and not 0 <= picked < 2 ** 63:
         raise ConfigError(f"seed {picked}: give a seed from 0 to 2**63-1")
-    where = None if isinstance(model, Mapping) else str(model)
     try:
         traces = stage.impl.generate(m, stage.options)
     except ChakraError as e:
@@ -173,10 +184,11 @@ def synth_show(model: str | os.PathLike | Mapping[str, Any], *, host: PluginHost
     (:meth:`Synthesizer.describe`)."""
     host = host or get_host()
     m = read_model(model)
-    stage = _stage(host, m, None)
+    where = None if isinstance(model, Mapping) else str(model)
+    stage = _stage(host, m, None, where)
     try:
         return stage.impl.describe(m)
     except ChakraError as e:
         if e.where is None:
-            e.where = None if isinstance(model, Mapping) else str(model)
+            e.where = where
         raise

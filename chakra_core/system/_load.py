@@ -196,6 +196,9 @@ def load_system(system: Source = None, network: Source = None, memory: Source = 
         if source is None:
             continue
         data, where, is_json = read_config(source)
+        if source is comm_groups and isinstance(data, list):  # our network list otherwise
+            raise ConfigError("a comm-group file wants an object of group names and their ranks "
+                              '({"1": [0, 1]}), not a list', where)
         kind = sniff(data, where, is_json)
         if kind.startswith("astra-"):
             warnings += _astra_keys(kind, data, where, strict)

@@ -111,6 +111,7 @@ class LearnedSynthesizer(Synthesizer):
         from .describe import describe_structural
         from .schema import check_schema
 
+        check_model(model, "classes")  # what sample refuses is not shown either
         check_schema(model, "learned")
         out = describe_structural(model)
         for wd, w in zip(out["workloads"], model["workloads"]):

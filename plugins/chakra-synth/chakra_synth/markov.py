@@ -94,6 +94,7 @@ class MarkovSynthesizer(Synthesizer):
         from .describe import describe_kinds
         from .schema import check_schema
 
+        check_model(model, "transitions")  # what sample refuses is not shown either
         check_schema(model, "markov")
         return {**describe_kinds(model), "workloads": [
             {"ranks": w["ranks"], "nodes_per_rank": w["nodes"], "kinds_with_transitions": len(w["transitions"]),

@@ -29,7 +29,9 @@ def check_model(model: Mapping[str, Any], needs: str) -> None:
     if model.get("version") != MODEL_VERSION:
         raise ConfigError(f"chakra-synth model version {model.get('version')!r}; this version reads {MODEL_VERSION}")
     ws = model.get("workloads")
-    if not isinstance(ws, list) or not ws or any(not isinstance(w, dict) or needs not in w for w in ws):
+    if isinstance(ws, list) and not ws:
+        raise ConfigError("the model holds no workload: fit it on one trace set or more")
+    if not isinstance(ws, list) or any(not isinstance(w, dict) or needs not in w for w in ws):
         raise ConfigError(f"the model was not fitted by this synthesizer (synthesizer {model.get('synthesizer')!r})")
 
 

@@ -95,6 +95,7 @@ class StructuralSynthesizer(Synthesizer):
         from .describe import describe_structural
         from .schema import check_schema
 
+        check_model(model, "classes")  # what sample refuses is not shown either
         check_schema(model, "structural")
         return describe_structural(model)
 

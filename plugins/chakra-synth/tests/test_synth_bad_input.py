@@ -193,3 +193,36 @@ def test_bad_tile_renaming_is_a_located_error(models, tmp_path, chakra_cli, pair
     path.write_text(json.dumps(model))
     code, err = _run(chakra_cli, ["synth", "sample", str(path), "-o", str(tmp_path / "out" / "")])
     assert code == 2 and len(err) == 1 and "tile_relabel[0]" in err[0] and message in err[0], err
+
+
+HEADER_MUTATIONS = {
+    "a later version": (lambda m: m.__setitem__("version", 99), "chakra-synth model version 99; this version reads 1"),
+    "another format": (lambda m: m.__setitem__("format", "x"), "not a chakra-synth model (format 'x')"),
+    "no workload": (lambda m: m.__setitem__("workloads", []), "the model holds no workload"),
+    "an unknown synthesizer": (lambda m: m.__setitem__("synthesizer", "nope"), "unknown synthesizer 'nope'"),
+}
+
+
+@pytest.mark.parametrize("synthesizer", ["learned", "structural", "markov"])
+@pytest.mark.parametrize("case", sorted(HEADER_MUTATIONS))
+def test_a_model_sample_refuses_is_not_shown_either(models, tmp_path, chakra_cli, synthesizer, case):
+    model = json.loads(json.dumps(models[synthesizer]))
+    mutate, message = HEADER_MUTATIONS[case]
+    mutate(model)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(model))
+    for argv in (["synth", "sample", str(path), "-o", str(tmp_path / "out" / "")], ["synth", "show", str(path)]):
+        code, err = _run(chakra_cli, argv)
+        assert code == 2 and len(err) == 1, (case, err)
+        assert err[0].startswith(f"chakra synth: error: {path}: ") and message in err[0], err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("text, message", [("\n\n# nothing\n", "{list}: the list of trace sets names no set"),
+                                           ("{set} npus=2 npus=3\n", "{list}:line 1: 'npus' is given twice")])
+def test_a_list_of_sets_names_itself_when_refused(recorded, tmp_path, chakra_cli, text, message):
+    listed = tmp_path / "sets.list"
+    listed.write_text(text.format(set=recorded["ddp"]))
+    code, err = _run(chakra_cli, ["synth", "fit", f"@{listed}", "-o", str(tmp_path / "m.json")])
+    assert code == 2 and len(err) == 1 and message.format(list=listed) in err[0], err
+    assert not (tmp_path / "m.json").exists()
