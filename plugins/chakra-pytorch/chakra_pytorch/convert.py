@@ -62,6 +62,7 @@ def find_rank_files(paths: Sequence[str]) -> tuple[list[RankFiles], dict[str, An
     if not files:
         raise TraceFormatError("no .json or .json.gz files", None)
     kinds = classify_files(files)
+    kinds.refuse_empty()
     note = kinds.skipped_note()
     if note is not None:
         warnings.warn(f"{os.path.dirname(kinds.others[0]) or '.'}: {note}", PyTorchTraceWarning, stacklevel=2)

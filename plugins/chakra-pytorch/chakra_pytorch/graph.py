@@ -112,20 +112,21 @@ def build_graph(host: HostTrace, kt: KinetoTrace | None, rank: int, world: int,
     return finish(b)
 
 
-#: a Kineto trace in which fewer host ops are found is of another run; with another pid, fewer
-#: than the second fraction
-_SAME_RUN, _SAME_RUN_OTHER_PID = 0.5, 0.9
+#: a Kineto trace in which fewer host ops are found is of another run
+_SAME_RUN = 0.5
 
 
 def _check_same_run(host: HostTrace, kt: KinetoTrace) -> None:
     """Refuse a Kineto trace of another run, naming the evidence: both pids and the fraction of
-    host ops found in it (by Record function id, or External id for older traces)."""
+    host ops found in it (by Record function id, or External id for older traces).  One process
+    records both files of a pair, so another pid is another run (or another rank), however many
+    host ops a run of the same program finds."""
     if kt.link is None:
         return
     key, found, total = kt.link
     frac = matched_fraction(kt)
     other_pid = host.pid is not None and kt.pid is not None and host.pid != kt.pid
-    if frac < _SAME_RUN or (other_pid and frac < _SAME_RUN_OTHER_PID):
+    if frac < _SAME_RUN or other_pid:
         raise TraceFormatError(
             f"Kineto trace is from another run: pid {kt.pid}, host ET pid {host.pid}; {found} of {total} "
             f"host ops ({100 * frac:.1f}%) found in it by {key} and name", kt.path)

@@ -8,6 +8,8 @@ import re
 import zlib
 from dataclasses import dataclass, field
 
+from chakra_core import TraceFormatError
+
 __all__ = ["sniff_kind", "rank_from_name", "is_json_name", "is_linked", "JSON_SUFFIXES", "HLO_SUFFIXES",
            "FileKinds", "classify_files"]
 
@@ -113,6 +115,13 @@ class FileKinds:
     def any_trace(self) -> bool:
         """True when at least one file is a host ET or a Kineto trace."""
         return bool(self.hosts or self.kinetos)
+
+    def refuse_empty(self) -> None:
+        """TraceFormatError naming the first skipped file that holds nothing (an empty or damaged
+        trace: skipped, it would leave its rank without durations or without its trace)."""
+        for f in self.others:
+            if not _head(f, 64).strip():
+                raise TraceFormatError("empty, or its compressed data is damaged: not a trace to skip", f)
 
     def skipped_note(self) -> str | None:
         """One line naming the files that are not traces (None when there are none)."""

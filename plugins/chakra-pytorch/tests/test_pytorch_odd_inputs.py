@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 import warnings
 from pathlib import Path
 
@@ -346,3 +347,27 @@ def test_invalid_utf8_in_a_host_et_string_names_the_place(tmp_path):
     h.write_bytes(h.read_bytes().replace(b'"aten::addmm"', b'"aten::addmm\xff"', 1))
     err = _error([h, k])
     assert "invalid bytes in UTF8" in err.message and err.location.startswith("after node")
+
+
+@pytest.mark.parametrize("kineto", [DATA / "ddp_steps" / "kineto.0.json.gz",  # the same program, another run
+                                    DATA / "ddp" / "kineto.1.json.gz"])  # the other rank of the same run
+def test_a_kineto_trace_of_another_process_is_refused(tmp_path, kineto):
+    # both find every host op of rank 0 by record function id and name; only the pid tells them
+    # apart (one process writes both files of a pair), and they used to convert with its spans
+    shutil.copy(DATA / "ddp" / "pytorch_et.0.json.gz", tmp_path / "pytorch_et.0.json.gz")
+    shutil.copy(kineto, tmp_path / "kineto.0.json.gz")
+    with pytest.raises(TraceFormatError) as e, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for rank in open_pytorch([str(tmp_path)]):  # the lone host ET takes the Kineto trace's rank
+            list(rank.nodes())
+    assert "Kineto trace is from another run" in e.value.message and "host ET pid 5893" in e.value.message
+
+
+def test_an_empty_file_among_the_traces_is_refused_not_skipped(tmp_path):
+    # skipped, it left rank 0 without durations beside a rank 1 with them
+    for f in (DATA / "ddp").iterdir():
+        shutil.copy(f, tmp_path / f.name)
+    (tmp_path / "kineto.0.json.gz").unlink()
+    (tmp_path / "kineto.0.json").write_bytes(b"")
+    err = _error([tmp_path])
+    assert err.where == str(tmp_path / "kineto.0.json") and "empty" in err.message
