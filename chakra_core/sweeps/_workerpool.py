@@ -159,7 +159,9 @@ class WorkerPool:
             elif not ready:
                 self.start_failures += 1
                 if self.start_failures >= _START_FAILURES:
-                    raise PluginError(f"executor 'local': worker processes die as they start (exit code {code})")
+                    raise PluginError(f"executor 'local': worker processes die as they start (exit code {code}; "
+                                      "a script that runs a sweep must guard its top level with "
+                                      "'if __name__ == \"__main__\":')")
             return
         if kind == _READY:
             w.ready = True

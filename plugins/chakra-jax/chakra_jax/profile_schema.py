@@ -58,12 +58,12 @@ def chrome_event(ev: Any, path: str, index: int, pid_device: Mapping[Any, int]) 
     if not isinstance(ev, Mapping):
         raise _fail(path, index, f"a trace event must be an object, got {type(ev).__name__}")
     args = ev.get("args", {})
-    if args is None:
-        args = {}
     if not isinstance(args, Mapping):
         raise _fail(path, index, f"args must be an object, got {type(args).__name__}")
-    op = args.get("hlo_op")
-    if ev.get("ph") != "X" or not op:
+    if ev.get("ph") != "X" or "hlo_op" not in args:
+        return None
+    op = args["hlo_op"]
+    if op == "":
         return None
     device = args.get("device_ordinal", pid_device.get(ev.get("pid")) if _hashable(ev.get("pid")) else None)
     if device is None:

@@ -85,6 +85,25 @@ def test_profile_field_of_the_wrong_type(jax_data, tmp_path, chakra_cli):
     assert f"{profile}:event 0" in err and "ts must be a number, got str" in err
 
 
+@pytest.mark.parametrize("where, value, message", [("args", None, "args must be an object, got NoneType"),
+                                                    ("hlo_op", None, "hlo_op must be a string or an integer, got NoneType")])
+def test_profile_op_event_with_null_args_or_op(jax_data, tmp_path, chakra_cli, where, value, message):
+    """Such an event was left out without a word (its op then took no measured time)."""
+    with gzip.open(jax_data / "mlp" / "profile.trace.json.gz", "rt") as f:
+        trace = json.load(f)
+    index = next(i for i, ev in enumerate(trace["traceEvents"]) if ev.get("ph") == "X" and "hlo_op" in ev.get("args", {}))
+    event = trace["traceEvents"][index]
+    if where == "args":
+        event["args"] = value
+    else:
+        event["args"]["hlo_op"] = value
+    profile = tmp_path / "p.trace.json.gz"
+    with gzip.open(profile, "wt") as f:
+        json.dump(trace, f)
+    err = _refused(chakra_cli, tmp_path, jax_data / "mlp" / "program.hlo.txt", profile)
+    assert f"{profile}:event {index}" in err and message in err, err
+
+
 @pytest.mark.parametrize("key, value", [("dur", 1e308), ("ts", -1e300), ("dur", 2.0 ** 60)])
 def test_profile_time_past_2_to_the_53_us(jax_data, tmp_path, chakra_cli, key, value):
     """A duration of 1e308 us made an [idle] node out of an ET's uint64 range (internal error)."""
