@@ -303,7 +303,11 @@ class _HostReader:
         if parent == nid and name not in _ROOT_NAMES:  # PyTorch's root (process) node is its own parent
             raise _fail(self.path, f"node id {nid} ({name}) is its own parent", f"node {index}")
         cols.parent[nid] = parent if parent != nid else -1
-        cols.rf[nid] = node_ref(attrs.get("rf_id"))
+        rf = attrs.get("rf_id")
+        if rf is not None and (isinstance(rf, bool) or not isinstance(rf, int)):  # its Kineto spans would be lost
+            raise _fail(self.path, f"node id {nid}: rf_id must be an integer, not {type(rf).__name__}",
+                        f"node {index}")
+        cols.rf[nid] = node_ref(rf)
         flags = F_SEEN
         if name in _ROOT_NAMES:
             flags |= F_ROOT

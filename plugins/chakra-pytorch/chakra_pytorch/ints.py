@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["MAX_RANKS", "int64", "int64_from_number", "is_rank", "node_ref"]
+__all__ = ["MAX_RANKS", "int64", "int64_from_number", "event_int", "is_rank", "node_ref"]
 
 #: the most ranks a job may have here (the process-group node lists every rank of the world)
 MAX_RANKS = 1 << 20
@@ -38,6 +38,22 @@ def int64_from_number(v: Any, default: int = -1) -> int:
         v = int(v)
     found = int64(v)
     return default if found is None else found
+
+
+def event_int(v: Any, key: str, default: int = -1) -> int:
+    """An integer field of a trace event (an id, a thread, a stream, a device): ``default`` when
+    absent (None); ValueError naming ``key`` when present but not an integer (a string, a
+    fraction, a list), which :func:`int64_from_number` would take for absent."""
+    if type(v) is int and -_INT64 <= v < _INT64:  # the common case, without a call
+        return v
+    if v is None:
+        return default
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    found = int64(v)
+    if found is None:
+        raise ValueError(f"{key} {str(v)[:40]!r} is not an integer")
+    return found
 
 
 def is_rank(v: Any, low: int = 0) -> bool:

@@ -27,7 +27,7 @@ import ijson
 from chakra_core import TraceFormatError, open_binary
 
 from .intmap import IntMap
-from .ints import MAX_RANKS, int64_from_number, is_rank
+from .ints import MAX_RANKS, event_int, int64_from_number, is_rank
 from .jsonitems import iter_items, json_value, keyed_type, typed_decoder
 from .spantable import Span, SpanTable
 
@@ -271,9 +271,9 @@ def _take_event(kt: KinetoTrace, ev: Any, wanted_rfs: set[int] | frozenset[int] 
             _step_or_unfinished(kt, ev, args, name, ts, dur)
             on_event(cat, name, ts, dur, args, pid, ev)
     elif cat in _GPU_CATS:
-        kt.gpu.append(GpuEvent(name, ts, dur, int64_from_number(args.get("device"), 0),
-                               int64_from_number(args.get("stream"), 0), int64_from_number(args.get("correlation")),
-                               int64_from_number(args.get("External id"))))
+        kt.gpu.append(GpuEvent(name, ts, dur, event_int(args.get("device"), "device", 0),
+                               event_int(args.get("stream"), "stream", 0), event_int(args.get("correlation"), "correlation"),
+                               event_int(args.get("External id"), "External id")))
     elif cat in ("cuda_runtime", "cuda_driver"):
         _runtime_call(kt, ev, args, name, ts, dur)
         if on_event is not None:
@@ -285,25 +285,25 @@ def _take_event(kt: KinetoTrace, ev: Any, wanted_rfs: set[int] | frozenset[int] 
 def _host_op(kt: KinetoTrace, ev: dict, args: dict, name: str, ts: float, dur: float,
              wanted_rfs: set[int] | frozenset[int] | None) -> None:
     """A CPU op or annotation: its timing (when wanted), its external id, a ProfilerStep span."""
-    rf = int64_from_number(args.get("Record function id"))
-    ext = int64_from_number(args.get("External id"))
+    rf = event_int(args.get("Record function id"), "Record function id")
+    ext = event_int(args.get("External id"), "External id")
     if rf >= 0:
         kt.rf_events += 1
         if wanted_rfs is None or rf in wanted_rfs:
             ops = kt.ops
             assert isinstance(ops, SpanTable)  # filled while read
-            ops.put(rf, ts, dur, int64_from_number(ev.get("tid"), 0), name)
+            ops.put(rf, ts, dur, event_int(ev.get("tid"), "tid", 0), name)
         if ext >= 0:
             kt.ext_rf[ext] = rf
     elif ext >= 0:
-        kt.by_ext[ext] = (ts, dur, int64_from_number(ev.get("tid"), 0), name)
+        kt.by_ext[ext] = (ts, dur, event_int(ev.get("tid"), "tid", 0), name)
     _step_or_unfinished(kt, ev, args, name, ts, dur)
 
 
 def _step_or_unfinished(kt: KinetoTrace, ev: dict, args: dict, name: str, ts: float, dur: float) -> None:
     """A CPU op or annotation: a ProfilerStep span, or one still running at the profiler's stop."""
     if name.startswith("ProfilerStep#"):
-        kt.steps.append((ts, dur, int64_from_number(ev.get("tid"), 0), name))
+        kt.steps.append((ts, dur, event_int(ev.get("tid"), "tid", 0), name))
     if args.get("finished") is False:
         kt.unfinished.append((ts, name))
 
@@ -311,10 +311,10 @@ def _step_or_unfinished(kt: KinetoTrace, ev: dict, args: dict, name: str, ts: fl
 def _runtime_call(kt: KinetoTrace, ev: dict, args: dict, name: str, ts: float, dur: float) -> None:
     """A CUDA/HIP runtime or driver call: the launch time and external id of its correlation,
     and a synchronisation when it is a sync call."""
-    corr, ext = int64_from_number(args.get("correlation")), int64_from_number(args.get("External id"))
+    corr, ext = event_int(args.get("correlation"), "correlation"), event_int(args.get("External id"), "External id")
     if corr >= 0:
         kt.corr_ts[corr] = ts
-        kt.corr_tid[corr] = int64_from_number(ev.get("tid"), 0)
+        kt.corr_tid[corr] = event_int(ev.get("tid"), "tid", 0)
         if ext >= 0:
             kt.corr_ext[corr] = ext
             if ext == corr:
@@ -323,20 +323,20 @@ def _runtime_call(kt: KinetoTrace, ev: dict, args: dict, name: str, ts: float, d
                 kt.runtime_ext_other += 1
     kind = _SYNC_CALLS.get(name)
     if kind:
-        kt.syncs.append(SyncEvent(kind, ts, dur, int64_from_number(ev.get("tid"), 0), ext,
-                                  int64_from_number(args.get("stream")), corr))
+        kt.syncs.append(SyncEvent(kind, ts, dur, event_int(ev.get("tid"), "tid", 0), ext,
+                                  event_int(args.get("stream"), "stream"), corr))
 
 
 def _sync_event(kt: KinetoTrace, ev: dict, args: dict, name: str, ts: float, dur: float) -> None:
     """A ``cuda_sync`` event: a stream waiting for another, or a host sync naming its stream."""
     if "Wait" in name:  # "Stream Wait Event": one stream waits for another
         kt.stream_waits.append(StreamWait(
-            ts, int64_from_number(args.get("device"), 0), int64_from_number(args.get("stream")),
-            int64_from_number(args.get("wait_on_stream")),
-            int64_from_number(args.get("wait_on_cuda_event_record_corr_id"))))
+            ts, event_int(args.get("device"), "device", 0), event_int(args.get("stream"), "stream"),
+            event_int(args.get("wait_on_stream"), "wait_on_stream"),
+            event_int(args.get("wait_on_cuda_event_record_corr_id"), "wait_on_cuda_event_record_corr_id")))
         return
     kind = "device" if "Context" in name or "Device" in name else ("event" if "Event" in name else "stream")
-    stream = int64_from_number(args.get("wait_on_stream", args.get("stream")))
-    kt.syncs.append(SyncEvent(kind, ts, dur, int64_from_number(ev.get("tid"), 0),
-                              int64_from_number(args.get("External id")), stream,
-                              int64_from_number(args.get("correlation")), True))
+    stream = event_int(args.get("wait_on_stream", args.get("stream")), "wait_on_stream")
+    kt.syncs.append(SyncEvent(kind, ts, dur, event_int(ev.get("tid"), "tid", 0),
+                              event_int(args.get("External id"), "External id"), stream,
+                              event_int(args.get("correlation"), "correlation"), True))

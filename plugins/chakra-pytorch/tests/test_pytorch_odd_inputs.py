@@ -371,3 +371,42 @@ def test_an_empty_file_among_the_traces_is_refused_not_skipped(tmp_path):
     (tmp_path / "kineto.0.json").write_bytes(b"")
     err = _error([tmp_path])
     assert err.where == str(tmp_path / "kineto.0.json") and "empty" in err.message
+
+
+@pytest.mark.parametrize("cat, key, in_args", [("cpu_op", "External id", True), ("cpu_op", "tid", False),
+                                              ("cpu_op", "Record function id", True)])
+def test_kineto_id_of_the_wrong_type_names_the_event(tmp_path, cat, key, in_args):
+    # such a value was taken for an absent one: an op lost its timing or its launch edge, a
+    # kernel its stream
+    kineto = _load(MLP_KINETO)
+    ev = next(e for e in kineto["traceEvents"] if e.get("cat") == cat and e.get("ph") == "X")
+    (ev["args"] if in_args else ev)[key] = "x"
+    index = kineto["traceEvents"].index(ev) + 1
+    err = _error(_write(tmp_path, kineto=kineto))
+    assert err.location == f"event {index}" and f"{key} 'x' is not an integer" in err.message
+
+
+def test_host_op_rf_id_of_the_wrong_type_names_the_node(tmp_path):
+    # it used to read as no rf_id: the op lost its Kineto span and its kernels
+    host = _load(MLP_ET)
+    index, node = next((i, n) for i, n in enumerate(host["nodes"]) if n["name"] == "aten::linear")
+    for attr in node["attrs"]:
+        if attr["name"] == "rf_id":
+            attr["value"] = "abc"
+    err = _error(_write(tmp_path, host=host))
+    assert err.location == f"node {index}" and "rf_id must be an integer, not str" in err.message
+
+
+def test_kernel_stream_of_the_wrong_type_names_the_event(tmp_path):
+    # the kernel used to land on stream 0 and lose its stream's order
+    for f in (DATA / "nccl").iterdir():
+        shutil.copy(f, tmp_path / f.name)
+    name = "kineto.0.json"  # plain JSON in this folder
+    kineto = json.loads((tmp_path / name).read_text())
+    ev = next(e for e in kineto["traceEvents"] if e.get("cat") == "kernel")
+    ev["args"]["stream"] = "x"
+    index = kineto["traceEvents"].index(ev) + 1
+    (tmp_path / name).write_text(json.dumps(kineto))
+    err = _error([tmp_path])
+    assert err.where == str(tmp_path / "kineto.0.json") and err.location == f"event {index}"
+    assert "stream 'x' is not an integer" in err.message
