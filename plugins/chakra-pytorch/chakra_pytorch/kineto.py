@@ -272,7 +272,8 @@ def _take_event(kt: KinetoTrace, ev: Any, wanted_rfs: set[int] | frozenset[int] 
             on_event(cat, name, ts, dur, args, pid, ev)
     elif cat in _GPU_CATS:
         kt.gpu.append(GpuEvent(name, ts, dur, event_int(args.get("device"), "device", 0),
-                               event_int(args.get("stream"), "stream", 0), event_int(args.get("correlation"), "correlation"),
+                               event_int(args.get("stream"), "stream", 0),
+                               event_int(args.get("correlation"), "correlation"),
                                event_int(args.get("External id"), "External id")))
     elif cat in ("cuda_runtime", "cuda_driver"):
         _runtime_call(kt, ev, args, name, ts, dur)
