@@ -188,22 +188,11 @@ class MessageRun:
         to, frm, m, add = steps[s]
         net = self.net
         delivered = self._delivered
-        loop = self.loop
-        now = loop.now
         for links, k, n in to:
-            link = links[0]
-            if len(links) > 1:
+            if len(links) == 1:  # net.carry's one-hop case, one call less
+                net.offer(links[0], m, delivered, (c, p, j, k, n))
+            else:
                 net.carry(links, m, delivered, (c, p, j, k, n))
-            elif link.pending or now < link.free_at or (now == link.free_at and loop.running < link.free_eid):
-                net.offer(link, m, delivered, (c, p, j, k, n))
-            else:  # net.offer's start on a free link, written out (the mode's busiest call)
-                busy, cross = link.times.get(m) or link.time(m)
-                link.free_at = now + busy
-                eid = loop.eid
-                heappush(loop.queue, (now + cross, eid, delivered, (c, p, j, k, n)))
-                link.free_eid = eid + 1
-                loop.eid = eid + 2
-                net.events += 2
         arrived = self.arrived
         waiting = self.waiting
         wait = [0, add, (j, c, p, s + 1, steps)]
@@ -215,8 +204,9 @@ class MessageRun:
                 waiting[got] = wait
                 wait[0] += 1
         if not wait[0]:
+            loop = self.loop
             eid = loop.eid
-            heappush(loop.queue, (now + add, eid, self._step_due, wait[2]))
+            heappush(loop.queue, (loop.now + add, eid, self._step_due, wait[2]))
             loop.eid = eid + 1
 
     def _delivered(self, key: tuple[int, int, int, int, int]) -> None:

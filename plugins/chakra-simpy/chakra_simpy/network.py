@@ -165,27 +165,12 @@ class Network:
             self.events += 2
 
     def _arrived(self, msg: _Message) -> None:
-        """Message ``msg`` reached the end of a link of its route: it is handed to the next
-        (:meth:`offer`'s case of a free link written out here, the busiest path of the mode)."""
-        hop = msg.hop = msg.hop + 1
+        msg.hop += 1
         links = msg.links
-        link = links[hop]
-        if hop == len(links) - 1:
-            fn, arg = msg.done, msg.arg
+        if msg.hop == len(links) - 1:
+            self.offer(links[-1], msg.size, msg.done, msg.arg)
         else:
-            fn, arg = self._arrived, msg
-        loop = self.loop
-        now = loop.now
-        if link.pending or now < link.free_at or (now == link.free_at and loop.running < link.free_eid):
-            self.offer(link, msg.size, fn, arg)
-            return
-        busy, cross = link.times.get(msg.size) or link.time(msg.size)
-        link.free_at = now + busy
-        eid = loop.eid
-        heappush(loop.queue, (now + cross, eid, fn, arg))
-        link.free_eid = eid + 1
-        loop.eid = eid + 2
-        self.events += 2
+            self.offer(links[msg.hop], msg.size, self._arrived, msg)
 
     def _freed(self, link: Link) -> None:
         """The end of serialization of ``link`` that a message waits for: the first waiting
