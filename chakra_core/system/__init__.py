@@ -31,7 +31,8 @@ Public API
     ``comm_groups`` ({"1": (ranks...)}), ``warnings``, ``sources``; methods ``npus``,
     ``implementation(kind)``, ``coords(rank)``, ``rank_of(coords)``,
     ``with_default_network(npus)``, ``free_dimension``, ``fit(npus)`` (the ``npus_count: auto``
-    dimension sized to a trace set), ``to_dict()``.
+    dimension sized to a trace set), ``sample_settings_note()`` (the note a command prints when
+    the system settings are ASTRA-sim's sample ones, None when a file gave them), ``to_dict()``.
 :class:`Dimension`
     ``topology`` (Ring | FullyConnected | Switch), ``npus_count``, ``bandwidth`` (GB/s per link
     and direction, GB = 2^30 bytes), ``latency`` (ns per link); ``bytes_per_ns``, ``hops``.
