@@ -474,9 +474,11 @@ def _from_files(files: list[str], where: str) -> TraceSet:
 def _refuse_listed(specs: list[str]) -> None:
     """Refuse a list of several paths that names one twice or holds a directory: a list names
     the files of one set."""
-    for i, spec in enumerate(specs):
-        if spec in specs[:i]:
+    seen: set[str] = set()
+    for spec in specs:
+        if spec in seen:
             raise TraceFormatError("named twice in the list of paths", spec)
+        seen.add(spec)
         if os.path.isdir(spec):
             raise TraceFormatError("a directory in a list of several paths: give the directory alone, or the "
                                    "files of one set", spec)
