@@ -21,17 +21,19 @@ def expand_paths(paths: PathArg | Sequence[PathArg], suffixes: tuple[str, ...] =
     A file is taken whatever its name.  A directory (not recursive), a glob (``*``, ``?``,
     ``[``) or a prefix (``out/job`` for ``out/job.*``) gives its files that end in one of
     ``suffixes`` (every file when empty), sorted.  With ``required`` (what the caller wants,
-    e.g. ``".et files"``), an argument that gives no file raises :class:`TraceFormatError`
-    naming it; without, it gives nothing.
+    e.g. ``".et files"``, a caller about to read them), an argument that gives no file, or a
+    file that cannot be opened for reading, raises :class:`TraceFormatError` naming it; without,
+    it gives nothing and opens nothing (a format's detection looks at what it can read).
     """
     args = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     out: list[str] = []
     for arg in args:
         found = _expand_one(os.fspath(arg), suffixes)
-        if not found and required:
-            raise TraceFormatError(_nothing(os.fspath(arg), required), os.fspath(arg))
-        for f in found:
-            _refuse_unreadable(f)
+        if required:
+            if not found:
+                raise TraceFormatError(_nothing(os.fspath(arg), required), os.fspath(arg))
+            for f in found:
+                _refuse_unreadable(f)
         out += found
     note_inputs(out)
     return out

@@ -59,11 +59,10 @@ __all__ = ["load_traces", "Pipeline", "Stage", "resolve_stage", "run_pipeline", 
 def detect_format(paths: Sequence[str], host: PluginHost | None = None) -> str:
     """The input format of ``paths`` as the installed plugins detect it (raises when none does)."""
     host = host or get_host()
-    expand_paths(list(paths))  # a file that cannot be read is named so (no format would claim it)
     name = host.detect_format(list(paths))
     if name is None:
-        if paths:
-            expand_paths(paths[0], required="trace files")  # raises when it names no file
+        for p in paths:  # raises for a path that names no file, or a file that cannot be read
+            expand_paths(p, required="trace files")
         known = ", ".join(host.registry.names("format"))
         raise TraceFormatError(f"cannot tell the input format; name one with --format ({known})",
                                paths[0] if paths else None)
@@ -157,8 +156,7 @@ class Pipeline:
             if _is_lazy(traces) and len(self.backends) + bool(checked) > 1:
                 traces = materialise(traces, stack.enter_context(tempfile.TemporaryDirectory(prefix="chakra-")))
             compiled = bool(checked) and any(_loads_compiled(b, traces) for b in self.backends)
-            _check_comm_groups(checked, traces)
-            for (groups, streams), names in _validation_assumptions(checked).items():
+            for (groups, streams), names in _validation_assumptions(checked, traces).items():
                 refuse_invalid(traces, names, groups=dict(groups), streams=streams, compiled=compiled)
             results = []
             with progress("backends", total=len(self.backends), unit="backend") as bar:
@@ -248,30 +246,25 @@ def materialise(traces: TraceSet, directory: str) -> TraceSet:
     return TraceSet(ranks, traces.process_groups, traces.source)
 
 
-def _validation_assumptions(backends: Sequence[Stage]) -> dict[tuple[tuple, int], list[str]]:
+def _validation_assumptions(backends: Sequence[Stage],
+                            traces: TraceSet | None = None) -> dict[tuple[tuple, int], list[str]]:
     """The backends grouped by what their validation assumes: the process groups their
-    ``comm_groups`` file adds and the ``streams`` (ops in flight per rank) they run with."""
+    ``comm_groups`` file adds and the ``streams`` (ops in flight per rank) they run with.  With
+    ``traces``, a group that names a rank outside the set, or one twice, is refused naming the
+    groups file (validation would name the set's first file); one file is one rank of a job of
+    unknown size, so a set of one is not checked."""
     from chakra_core.system import load_system
 
     out: dict[tuple[tuple, int], list[str]] = {}
     for b in backends:
         path = b.options.get("comm_groups")
         groups = tuple(sorted(load_system(comm_groups=path).comm_groups.items())) if path else ()
+        if traces is not None and len(traces) > 1:
+            for name, ranks in groups:
+                check_group_ranks(name, sorted(ranks), max(traces.ranks) + 1, path)
         streams = b.options.get("streams", 1)
         out.setdefault((groups, streams if isinstance(streams, int) else 1), []).append(b.name)
     return out
-
-
-def _check_comm_groups(backends: Sequence[Stage], traces: TraceSet) -> None:
-    """Refuse, naming the file, a ``comm_groups`` file of ``backends`` with a group that names a
-    rank outside ``traces`` or one twice (validation would name the set's first file)."""
-    from chakra_core.system import load_system
-
-    if len(traces) < 2:  # one file is one rank of a job of unknown size
-        return
-    for path in {b.options["comm_groups"] for b in backends if b.options.get("comm_groups")}:
-        for name, ranks in load_system(comm_groups=path).comm_groups.items():
-            check_group_ranks(name, sorted(ranks), max(traces.ranks) + 1, path)
 
 
 def refuse_invalid(traces: TraceSet, backends: Sequence[str], *,

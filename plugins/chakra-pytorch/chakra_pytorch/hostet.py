@@ -186,10 +186,9 @@ def _io(node: dict, path: str, index: int) -> tuple[list, list, list, list, list
         parts = (ins, *(_parsed(node.get(k), path, index) for k in ("input_shapes", "input_types")),
                  outs, *(_parsed(node.get(k), path, index) for k in ("output_shapes", "output_types")))
     names = _DICT_PARTS if isinstance(ins, dict) else _LIST_PARTS
-    bad = next((k for k, p in zip(names, parts) if p is not None and not isinstance(p, list)), None)
+    bad = next(((k, p) for k, p in zip(names, parts) if p is not None and not isinstance(p, list)), None)
     if bad is not None:
-        got = parts[names.index(bad)]
-        raise _fail(path, f"{bad!r} must be a list, not {type(got).__name__}", f"node {index}")
+        raise _fail(path, f"{bad[0]!r} must be a list, not {type(bad[1]).__name__}", f"node {index}")
     a, b, c, d, e, f = parts
     if isinstance(a, list) and isinstance(b, list) and isinstance(c, list) and isinstance(d, list) \
             and isinstance(e, list) and isinstance(f, list):
