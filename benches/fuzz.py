@@ -362,7 +362,7 @@ def _classify(command: str, rc: int | None, out: str, err: str) -> str:
 
 def _read_back(command: str) -> str | None:
     """For a command that wrote a trace set and succeeded: the error reading it back, or the
-    first structural error it has (a set written although invalid), if any."""
+    first error it has that keeps a set from being written (a set written although invalid), if any."""
     if command in ("convert", "transform", "generate", "synth-sample"):
         rc, _, err = _call(["stats", "out", "--no-longest-path"])
     elif command == "synth-fit":
@@ -374,16 +374,17 @@ def _read_back(command: str) -> str | None:
         return None
     if rc != 0:
         return err.strip()[-300:]
-    return _structural("out") if command != "jsonize" else None
+    return _refused("out") if command != "jsonize" else None
 
 
-def _structural(path: str) -> str | None:
-    """The first structural validation error of the set at ``path`` (None when it has none)."""
-    from chakra_core.pipeline._validated import STRUCTURAL_RULES
+def _refused(path: str) -> str | None:
+    """The first validation error of the set at ``path`` that keeps a set from being written
+    (None when it has none)."""
+    from chakra_core.pipeline._validated import REFUSED_RULES
     from chakra_core.trace._traceset import open_traceset
     from chakra_core.validation._validate import validate
 
-    found = [f for f in validate(open_traceset(path)) if f.severity == "error" and f.rule in STRUCTURAL_RULES]
+    found = [f for f in validate(open_traceset(path)) if f.severity == "error" and f.rule in REFUSED_RULES]
     return f"written although invalid: {found[0]}" if found else None
 
 

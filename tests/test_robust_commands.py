@@ -116,7 +116,7 @@ def test_a_set_with_a_cycle_and_a_dangling_dependency_is_not_written(tmp_path, c
     _broken_set(tmp_path / "in")
     name, *rest = command
     status, _, err = chakra_cli(name, tmp_path / "in", *rest, "-o", tmp_path / "out.et")
-    _one_error(status, err, "structural error(s)", "not written", "--no-validate")
+    _one_error(status, err, "validation error(s)", "not written", "--no-validate")
     assert not list(tmp_path.glob("out*"))
     status, out, _ = chakra_cli(name, tmp_path / "in", *rest, "-o", tmp_path / "out.et", "--no-validate")
     assert status == 0 and (tmp_path / "out.0.et").is_file()
@@ -127,8 +127,21 @@ def test_an_invalid_set_leaves_the_earlier_output(tmp_path, chakra_cli):
     before = {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()}
     _broken_set(tmp_path / "in")
     status, _, err = chakra_cli("convert", tmp_path / "in", "-o", _dir(tmp_path / "out"))
-    _one_error(status, err, "2 structural error(s)")
+    _one_error(status, err, "2 validation error(s)")
     assert {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()} == before
+
+
+@pytest.mark.parametrize("column, value, rule", [(2, "1000000000000000000", "bad-duration"),
+                                                 (10, str((1 << 63) - 1), "bad-size")])
+def test_a_value_no_simulator_can_add_up_is_not_written(tmp_path, chakra_cli, column, value, rule):
+    """A text workload's compute time or collective size past the limits of ``validate``:
+    convert wrote it before, and every simulator then overflowed or refused it."""
+    fields = TEXT.read_text().splitlines()[2].split("\t")
+    fields[column] = value
+    (tmp_path / "w.txt").write_text("DATA\n1\n" + "\t".join(fields) + "\n")
+    status, _, err = chakra_cli("convert", tmp_path / "w.txt", "-I", "npus=2", "-o", tmp_path / "out")
+    _one_error(status, err, "validation error(s)", "not written", f"[{rule}]", value[:12])
+    assert not list(tmp_path.glob("out*"))
 
 
 def test_generate_past_a_protobuf_field_is_refused(tmp_path, chakra_cli):

@@ -1,10 +1,11 @@
 """Writing a trace set only when it is valid: the one door of every command that writes a set.
 
 :func:`write_validated_set` writes the ranks into the staging directory of the output (as
-:meth:`TraceSet.write` does), checks the staged files by the structural rules of a set (the
-errors of ``chakra validate`` about the graph and its communication, :data:`STRUCTURAL_RULES`:
-cycles, dangling dependencies, duplicate ids, unmatched or misordered communication, deadlocks;
-not the content of a node, such as a node type a simulator does not know) and publishes them only
+:meth:`TraceSet.write` does), checks the staged files by the rules of a set that no simulator can
+run past (the errors of ``chakra validate`` in :data:`REFUSED_RULES`: cycles, dangling
+dependencies, duplicate ids, unmatched or misordered communication, deadlocks, and durations or
+sizes past the limits a simulator's sums can hold; not the content of a node, such as a node type
+a simulator does not know) and publishes them only
 when none is found; otherwise the output keeps what it held and a one-line error names the first
 finding and the count.  ``convert``, ``transform``, ``generate`` and ``synth sample`` write
 through it; ``validate=False`` (the CLI's ``--no-validate``) writes the set as it is.
@@ -20,12 +21,13 @@ from chakra_core.base._errors import TraceFormatError
 from chakra_core.base._progress import progress
 from chakra_core.trace._traceset import FileRank, TraceSet, publish_set
 
-__all__ = ["write_validated_set", "refuse_staged", "STRUCTURAL_RULES"]
+__all__ = ["write_validated_set", "refuse_staged", "REFUSED_RULES"]
 
-#: the rules of :mod:`chakra_core.validation` whose errors keep a set from being written
-STRUCTURAL_RULES = frozenset({
+#: the rules of :mod:`chakra_core.validation` whose errors keep a set from being written: its
+#: structure, and values past what a simulator can add up (``bad-duration``, ``bad-size``)
+REFUSED_RULES = frozenset({
     "cycle", "missing-dep", "duplicate-id", "deadlock", "never-reached", "bad-peer", "coll-order",
-    "coll-not-member", "pg-bad-rank", "pg-undefined", "pg-unparseable",
+    "coll-not-member", "pg-bad-rank", "pg-undefined", "pg-unparseable", "bad-duration", "bad-size",
 })
 
 
@@ -44,10 +46,10 @@ def refuse_staged(stage: Path, names: Sequence[str], labels: Sequence[str], outp
     traces = TraceSet(ranks, process_groups, str(output))
     with progress("validating", total=len(traces)) as bar:
         findings = validate(traces, progress=bar)
-    errors = [f for f in findings if f.severity == "error" and f.rule in STRUCTURAL_RULES]
+    errors = [f for f in findings if f.severity == "error" and f.rule in REFUSED_RULES]
     if errors:
         count = sum(f.count for f in errors)
-        raise TraceFormatError(f"the trace set to write has {count} structural error(s), so it was not written; "
+        raise TraceFormatError(f"the trace set to write has {count} validation error(s), so it was not written; "
                                f"the first: {errors[0]} (see chakra validate; --no-validate writes it anyway)",
                                os.fspath(output))
 

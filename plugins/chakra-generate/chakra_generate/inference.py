@@ -20,7 +20,7 @@ from chakra_core.system import Device, get_device
 
 from .build import Builder, Template
 from .flops import embedding_op, forward_ops, output_op
-from .model import Model, check_shape
+from .model import Model, check_shape, require
 from .presets import with_preset
 from .transformer import SHAPE_OPTIONS, TransformerGenerator, assemble
 
@@ -80,18 +80,13 @@ class InferenceGenerator(Generator):
         return generate_inference(options)
 
 
-def _require(cond: bool, message: str) -> None:
-    if not cond:
-        raise ConfigError(f"generator 'inference': {message}")
-
-
 def inference_model(o: Mapping[str, Any]) -> Model:
     """The :class:`Model` of the checked options: one micro-batch is ``batch / micro_batches``
     sequences; ``seq`` is the longest context (``prompt + decode``)."""
-    _require(o["batch"] % o["micro_batches"] == 0,
-             f"batch {o['batch']} is not a multiple of micro_batches {o['micro_batches']}")
-    _require(o["prefill"] or o["decode"] > 0, "nothing to run: prefill is false and decode is 0")
-    _require(o["layers"] % o["pp"] == 0, f"layers {o['layers']} is not a multiple of pp {o['pp']}")
+    require(o["batch"] % o["micro_batches"] == 0,
+            f"batch {o['batch']} is not a multiple of micro_batches {o['micro_batches']}", "inference")
+    require(o["prefill"] or o["decode"] > 0, "nothing to run: prefill is false and decode is 0", "inference")
+    require(o["layers"] % o["pp"] == 0, f"layers {o['layers']} is not a multiple of pp {o['pp']}", "inference")
     m = Model(
         layers=o["layers"], hidden=o["hidden"], heads=o["heads"], ffn=o["ffn"] or 4 * o["hidden"],
         vocab=o["vocab"], seq=o["prompt"] + o["decode"], micro_batch=o["batch"] // o["micro_batches"],
@@ -100,7 +95,7 @@ def inference_model(o: Mapping[str, Any]) -> Model:
         virtual_stages=1, zero=0, recompute=False, bucket_bytes=1, tie_embeddings=False, steps=1,
         order=("tp", "cp", "dp", "pp"), kv_heads=o["kv_heads"] or o["heads"], mlp=o["mlp"], norm=o["norm"],
         bias=o["bias"], positions=o["positions"])
-    check_shape(m)
+    check_shape(m, "inference")
     return m
 
 

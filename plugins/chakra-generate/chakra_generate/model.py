@@ -21,9 +21,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from chakra_core import ConfigError
+from chakra_core import ConfigError, check_limit
 
-__all__ = ["Model", "model_from_options", "SCHEDULES", "DIMS", "MLPS", "NORMS", "POSITIONS", "GRAD_REDUCES"]
+__all__ = ["Model", "model_from_options", "check_shape", "check_model", "require", "SCHEDULES", "DIMS", "MLPS",
+           "NORMS", "POSITIONS", "GRAD_REDUCES"]
 
 SCHEDULES = ("gpipe", "1f1b", "interleaved")
 MLPS = ("gelu", "swiglu")
@@ -209,14 +210,15 @@ class Model:
         return dtype_of_bytes(self.dtype_bytes)
 
 
-def _require(cond: bool, message: str) -> None:
+def require(cond: bool, message: str, generator: str = "transformer") -> None:
+    """Raise :class:`ConfigError` with ``message``, naming ``generator``, unless ``cond``."""
     if not cond:
-        raise ConfigError(f"generator 'transformer': {message}")
+        raise ConfigError(f"generator {generator!r}: {message}")
 
 
 def _order(text: str) -> tuple[str, ...]:
     dims = tuple(d.strip() for d in text.replace(",", "-").split("-"))
-    _require(sorted(dims) == sorted(DIMS), f"order {text!r} must name tp, cp, dp and pp once each, "
+    require(sorted(dims) == sorted(DIMS), f"order {text!r} must name tp, cp, dp and pp once each, "
              "fastest first (default tp-cp-dp-pp)")
     return dims
 
@@ -246,32 +248,34 @@ def model_from_options(o: Mapping[str, Any]) -> Model:
     return m
 
 
-def check_shape(m: Model) -> None:
-    """Raise :class:`ConfigError` unless the model's shape splits over its tp and pp."""
-    _require(m.hidden % m.heads == 0, f"hidden {m.hidden} is not a multiple of heads {m.heads}")
-    _require(m.heads % m.tp == 0, f"heads {m.heads} is not a multiple of tp {m.tp}")
-    _require(m.heads % m.groups == 0, f"heads {m.heads} is not a multiple of kv_heads {m.groups}")
-    _require(m.groups % m.tp == 0, f"kv_heads {m.groups} is not a multiple of tp {m.tp} (Megatron-LM "
-             "splits the key/value heads over tensor-parallel ranks)")
-    _require(m.ffn % m.tp == 0 and m.vocab % m.tp == 0,
-             f"ffn {m.ffn} and vocab {m.vocab} must be multiples of tp {m.tp}")
+def check_shape(m: Model, generator: str = "transformer") -> None:
+    """Raise :class:`ConfigError` (naming ``generator``) unless the model's shape splits over
+    its tp and pp, and its world (``tp * cp * dp * pp``) is within the NPU limit (``CHAKRA_MAX_NPUS``)."""
+    check_limit("npus", m.ranks, f"generator {generator!r}: ranks tp * cp * dp * pp =", error=ConfigError)
+    require(m.hidden % m.heads == 0, f"hidden {m.hidden} is not a multiple of heads {m.heads}", generator)
+    require(m.heads % m.tp == 0, f"heads {m.heads} is not a multiple of tp {m.tp}", generator)
+    require(m.heads % m.groups == 0, f"heads {m.heads} is not a multiple of kv_heads {m.groups}", generator)
+    require(m.groups % m.tp == 0, f"kv_heads {m.groups} is not a multiple of tp {m.tp} (Megatron-LM "
+             "splits the key/value heads over tensor-parallel ranks)", generator)
+    require(m.ffn % m.tp == 0 and m.vocab % m.tp == 0,
+             f"ffn {m.ffn} and vocab {m.vocab} must be multiples of tp {m.tp}", generator)
 
 
 def check_model(m: Model) -> None:
     """Raise :class:`ConfigError` unless the training configuration is consistent."""
     check_shape(m)
-    _require(m.seq % m.cp == 0, f"seq {m.seq} is not a multiple of cp {m.cp}")
-    _require(not m.sp or m.tokens % m.tp == 0,
+    require(m.seq % m.cp == 0, f"seq {m.seq} is not a multiple of cp {m.cp}")
+    require(not m.sp or m.tokens % m.tp == 0,
              f"with sp, micro_batch * seq / cp = {m.tokens} must be a multiple of tp {m.tp}")
-    _require(m.layers % (m.pp * m.chunks) == 0,
+    require(m.layers % (m.pp * m.chunks) == 0,
              f"layers {m.layers} is not a multiple of pp * virtual_stages = {m.pp * m.chunks}")
-    _require(m.schedule != "interleaved" or m.pp > 1, "the interleaved schedule needs pp > 1")
-    _require(m.schedule != "interleaved" or m.micro_batches % m.pp == 0,
+    require(m.schedule != "interleaved" or m.pp > 1, "the interleaved schedule needs pp > 1")
+    require(m.schedule != "interleaved" or m.micro_batches % m.pp == 0,
              f"the interleaved schedule needs micro_batches ({m.micro_batches}) to be a multiple of pp ({m.pp}), "
              "as in Megatron-LM")
-    _require(m.schedule == "interleaved" or m.virtual_stages == 1,
+    require(m.schedule == "interleaved" or m.virtual_stages == 1,
              "virtual_stages applies to schedule=interleaved only")
-    _require(m.dp % m.ep == 0, f"ep {m.ep} does not divide dp {m.dp} (experts are split inside data parallelism)")
-    _require(m.ep == 1 or m.experts > 0, "ep > 1 needs experts > 0")
-    _require(m.experts == 0 or m.experts % m.ep == 0, f"experts {m.experts} is not a multiple of ep {m.ep}")
-    _require(m.experts == 0 or 1 <= m.topk <= m.experts, f"topk {m.topk} must be between 1 and experts {m.experts}")
+    require(m.dp % m.ep == 0, f"ep {m.ep} does not divide dp {m.dp} (experts are split inside data parallelism)")
+    require(m.ep == 1 or m.experts > 0, "ep > 1 needs experts > 0")
+    require(m.experts == 0 or m.experts % m.ep == 0, f"experts {m.experts} is not a multiple of ep {m.ep}")
+    require(m.experts == 0 or 1 <= m.topk <= m.experts, f"topk {m.topk} must be between 1 and experts {m.experts}")

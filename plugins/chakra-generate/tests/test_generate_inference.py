@@ -85,6 +85,8 @@ def test_single_rank_has_no_communication():
     (["-O", "batch=6", "-O", "micro_batches=4"], "batch 6 is not a multiple of micro_batches 4"),
     (["-O", "prefill=false", "-O", "decode=0"], "nothing to run"),
     (["-O", "preset=llama9"], "preset 'llama9' is not one of"),
+    (["-O", "tp=2000000"], "generator 'inference': ranks tp * cp * dp * pp = 2000000 exceeds the limit"),
+    (["-O", "tp=3"], "generator 'inference': heads 16 is not a multiple of tp 3"),
 ])
 def test_bad_options_one_line_exit_2(tmp_path, chakra_cli, args, message):
     status, _, err = chakra_cli("generate", "inference", "-o", str(tmp_path / "x/"), *args)

@@ -100,6 +100,8 @@ def test_cli_generate_and_pipeline_give_the_same_files(tmp_path, chakra_cli):
     (["-O", "zero=3", "-O", "zero3_grad_reduce=per_step"],
      "unknown option 'zero3_grad_reduce' (did you mean 'grad_reduce'?)"),
     (["-O", "grad_reduce=per_layer"], "option 'grad_reduce' must be one of auto, per_microbatch, per_step"),
+    # a world past CHAKRA_MAX_NPUS used to be built rank by rank (minutes, then memory)
+    (["-O", "dp=2000000"], "ranks tp * cp * dp * pp = 2000000 exceeds the limit of 1048576"),
 ])
 def test_bad_options_one_line_exit_2(tmp_path, chakra_cli, args, message):
     status, out, err = chakra_cli("generate", "transformer", "-o", str(tmp_path / "x/"), *args)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -44,8 +45,10 @@ def _split_inputs(paths: Sequence[str]) -> tuple[str, str | None]:
     profiles = [p for p in paths if str(p).endswith(PROFILE_SUFFIXES)]
     programs = [p for p in paths if p not in profiles]
     if len(programs) != 1:
+        listed = f" ({', '.join(os.path.basename(str(p)) for p in programs[:4])})" if programs else ""
         raise TraceFormatError(f"the jax format takes one HLO program (.hlo.txt, .txt or .hlo.pb) and at "
-                               f"most one profile, got {len(programs)} programs",
+                               f"most one profile, got {len(programs)} programs{listed}",
+                               os.path.dirname(str(programs[0])) if len(programs) > 1 else
                                str(paths[0]) if paths else None)
     xplanes = [p for p in profiles if str(p).endswith(".xplane.pb")]
     if len(xplanes) > 1 or (not xplanes and len(profiles) > 1):

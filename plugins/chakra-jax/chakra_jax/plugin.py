@@ -7,8 +7,9 @@ looks at names and the first bytes of one file.
 from __future__ import annotations
 
 import os
+import zlib
 
-from chakra_core import Register, expand_paths, hookimpl
+from chakra_core import Register, expand_paths, hookimpl, open_binary
 
 from .suffixes import PROFILE_SUFFIXES
 
@@ -22,10 +23,11 @@ def chakra_register_formats(register: Register) -> None:
 
 
 def _is_hlo_text(path: str) -> bool:
+    """Whether ``path`` (plain or gzip-compressed) starts, past ``//`` comments, with ``HloModule``."""
     try:
-        with open(path, "rb") as f:
+        with open_binary(path) as f:
             head = f.read(4096)
-    except OSError:
+    except (OSError, EOFError, zlib.error):
         return False
     for line in head.splitlines():
         text = line.strip()

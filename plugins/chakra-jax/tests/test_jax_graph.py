@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+
 import pytest
 
 from chakra_core import CommType, NodeAttrs, NodeType, TraceFormatError, detect_format, load_traces, validate
@@ -125,6 +127,23 @@ def test_detection(jax_data):
     assert detect_format([str(d / "program.hlo.txt")]) == "jax"
     assert detect_format([str(d / "program.hlo.txt"), str(d / "profile.xplane.pb")]) == "jax"
     assert detect_format([str(jax_data / "mlp" / "program.hlo.pb")]) == "jax"
+
+
+def test_a_gzipped_program_is_detected_and_converts_like_the_text(jax_data, tmp_path):
+    # a .hlo.txt.gz used to convert only with format="jax": detection read its compressed bytes
+    gz = tmp_path / "program.hlo.txt.gz"
+    gz.write_bytes(gzip.compress((jax_data / "shard_map" / "program.hlo.txt").read_bytes()))
+    assert detect_format([str(gz)]) == "jax"
+    text = load_traces(str(jax_data / "shard_map" / "program.hlo.txt"), format="jax")
+    packed = load_traces(str(gz))
+    assert packed.ranks == text.ranks and len(text.ranks) > 1
+    assert all(list(packed[r].nodes()) == list(text[r].nodes()) for r in text.ranks)
+
+
+def test_a_folder_of_two_programs_names_them(jax_data):
+    with pytest.raises(TraceFormatError, match=r"got 2 programs \(program.hlo.pb, program.hlo.txt\)") as err:
+        load_traces(str(jax_data / "mlp"), format="jax")
+    assert err.value.where == str(jax_data / "mlp")
 
 
 def test_devices_override(jax_convert):

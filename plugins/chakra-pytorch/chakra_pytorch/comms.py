@@ -17,6 +17,7 @@ message for send/recv; 0 for barrier.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -198,6 +199,14 @@ def comm_from_c10d(name: str, values: list) -> CommInfo | None:
     return info
 
 
+def _nelems(attrs: dict, key: str) -> int:
+    """The element count under ``key`` (0 when absent); ValueError when it is not a count."""
+    v = attrs.get(key, 0)
+    if _int(v) is None:
+        raise ValueError(f"{key} {json.dumps(v, default=str)} is not a count of elements")
+    return v
+
+
 def _dtype_bytes(dtype: Any) -> int | None:
     if not isinstance(dtype, str):
         return None
@@ -227,8 +236,7 @@ def comm_from_param_comms(attrs: dict, values: list, outputs: list | None = None
         if esize is None:
             ts = list(tensors_in(values))
             esize = int(ts[0][4]) if ts else 1
-        n = _int(attrs.get("out_msg_nelems" if operand else "in_msg_nelems")) or 0
-        size = n * esize
+        size = _nelems(attrs, "out_msg_nelems" if operand else "in_msg_nelems") * esize
     else:
         size = _bytes(values[operand]) if operand < len(values) else 0
         if operand and not size and outputs:

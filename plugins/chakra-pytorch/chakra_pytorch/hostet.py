@@ -217,11 +217,14 @@ def _parsed(v: Any, path: str, index: int) -> Any:
 
 def _parent(node: dict, path: str, index: int) -> int:
     p = node.get("ctrl_deps", node.get("parent"))
-    if isinstance(p, list):
+    if isinstance(p, list):  # a list of the one parent, as some writers give it
+        if len(p) > 1:
+            raise _fail(path, f"'ctrl_deps' names {len(p)} parents; a node of the host ET has one",
+                        f"node {index}")
         p = p[0] if p else -1
     if p is None:
         return -1
-    if not isinstance(p, int):
+    if type(p) is not int:  # JSON numbers decode to int or float; true is not an id
         raise _fail(path, f"'ctrl_deps' must be a node id, not {type(p).__name__}", f"node {index}")
     return p
 
@@ -459,11 +462,11 @@ def scan_groups(path: str) -> dict[str, dict[str, Any]]:
 
 def _groups(node: dict, path: str, index: int) -> dict[str, dict[str, Any]]:
     values = _io(node, path, index)[0]
-    text = values[0] if values and isinstance(values[0], str) else None
-    if text is None:
-        return {}
     try:
-        items = orjson.loads(text)
+        if not values or not isinstance(values[0], str):
+            raise ValueError(f"its first input is {orjson.dumps(values[:1]).decode()[1:-1] or 'missing'}, "
+                             "not the JSON text of the groups")
+        items = orjson.loads(values[0])
         if not isinstance(items, list):
             raise ValueError("not a list of groups")
         out = {}

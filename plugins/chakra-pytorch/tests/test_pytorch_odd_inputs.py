@@ -410,3 +410,40 @@ def test_kernel_stream_of_the_wrong_type_names_the_event(tmp_path):
     err = _error([tmp_path])
     assert err.where == str(tmp_path / "kineto.0.json") and err.location == f"event {index}"
     assert "stream 'x' is not an integer" in err.message
+
+
+@pytest.mark.parametrize("value, words", [([1, 2], "'ctrl_deps' names 2 parents"),
+                                          (True, "'ctrl_deps' must be a node id, not bool")])
+def test_a_parent_that_is_not_one_node_id_names_the_node(tmp_path, value, words):
+    # a list of two parents used to be read as its first, a boolean as node 1
+    host = _load(MLP_ET)
+    host["nodes"][5]["ctrl_deps"] = value
+    err = _error(_write(tmp_path, host))
+    assert err.location == "node 5" and words in err.message
+
+
+@pytest.mark.parametrize("values, words", [([5], "first input is 5"), ([None], "first input is null"),
+                                           ([], "first input is missing")])
+def test_a_process_group_node_without_its_description_names_the_node(tmp_path, values, words):
+    # the recorded ddp rank's groups node with its JSON text replaced: the groups were ignored
+    host = _load(DATA / "ddp" / "pytorch_et.0.json.gz")
+    index, node = next((i, n) for i, n in enumerate(host["nodes"]) if n["name"] == "## process_group:init ##")
+    node["inputs"]["values"] = values
+    p = tmp_path / "pytorch_et.0.json"
+    p.write_text(json.dumps(host, indent=2))
+    err = _error([p])
+    assert err.location == f"node {index}" and "bad '## process_group:init ##' description" in err.message
+    assert words in err.message
+
+
+@pytest.mark.parametrize("value, shown", [("x", '"x"'), (None, "null"), (1024.0, "1024.0"), (True, "true")])
+def test_a_message_size_that_is_not_a_count_names_the_node(tmp_path, value, shown):
+    # the hand-made NCCL fixture (tests/data/README.md) with its all-reduce's in_msg_nelems
+    # replaced: the size used to fall back silently on the c10d op's tensors
+    host = json.loads((DATA / "nccl" / "pytorch_et.0.json").read_text())
+    index, node = next((i, n) for i, n in enumerate(host["nodes"]) if n["name"] == "record_param_comms")
+    next(a for a in node["attrs"] if a["name"] == "in_msg_nelems")["value"] = value
+    p = tmp_path / "pytorch_et.0.json"
+    p.write_text(json.dumps(host, indent=2))
+    err = _error([p])
+    assert err.location == f"node {index}" and f"in_msg_nelems {shown} is not a count of elements" in err.message
