@@ -62,6 +62,11 @@ def test_an_empty_network_is_refused_not_replaced_by_the_default(four, tmp_path,
     line = _one_error(code, err)
     assert f"{tmp_path / 'net.yaml'}:key 'network': an empty list" in line, line
     assert "finish" not in out
+    # a file that is an empty list holds no key 'network': it is empty, as "{}" is
+    for name in ("sys.json", "sys.yaml"):
+        (tmp_path / name).write_text("[]\n")
+        code, out, err = chakra_cli("simulate", four, "--system", tmp_path / name)
+        assert f"{tmp_path / name}: empty or not a mapping of keys" in _one_error(code, err)
 
 
 def test_a_network_file_without_system_settings_is_named_in_the_note(four, tmp_path, chakra_cli):
@@ -161,3 +166,66 @@ def test_a_comm_group_file_holding_a_list_is_refused_as_such(four, tmp_path, cha
     code, _, err = chakra_cli("simulate", four, "--system", SYSTEM, "--comm-groups", groups)
     line = _one_error(code, err)
     assert f"{groups}: a comm-group file wants an object of group names" in line and "network" not in line, line
+
+
+ASTRA = ROOT / "examples" / "system" / "astra"
+
+
+def _twice(text: str, line: str, changed: str) -> str:
+    """``text`` with ``changed`` added after its line ``line`` (a key given a second time)."""
+    assert line in text
+    return text.replace(line, line + changed, 1)
+
+
+@pytest.mark.parametrize("name, option, make, words", [
+    ("sys.yaml", "--system", lambda: _twice((ROOT / "examples" / "system" / "system.yaml").read_text(),
+                                             "endpoint-delay: 10", "\nendpoint-delay: 100000"),
+     ":line 14: key 'endpoint-delay' given twice (first at line 13)"),
+    ("inline.yaml", "--system", lambda: "network:\n  - {topology: Ring, npus_count: 4, bandwidth: 50, bandwidth: 5, "
+                                        "latency: 500}\n", ":line 2: key 'bandwidth' given twice (first at line 2)"),
+    ("system.json", "--system", lambda: _twice((ASTRA / "system.json").read_text(), '"endpoint-delay": 10,',
+                                               ' "endpoint-delay": 100000,'),
+     ": key 'endpoint-delay' given twice in one object"),
+    ("network.yml", "--network", lambda: _twice((ASTRA / "network.yml").read_text(), "latency: [ 500 ]",
+                                                "\nlatency: [ 5.0 ]"), "key 'latency' given twice"),
+    ("groups.json", "--comm-groups", lambda: '{"1": [0, 1], "1": [2, 3]}', ": key '1' given twice in one object"),
+])
+def test_a_key_given_twice_in_a_system_file_is_refused(tmp_path, chakra_cli, four, name, option, make, words):
+    # JSON and PyYAML keep the last value silently: 50 GB/s read as 5, a delay of 10 ns as 100 us
+    path = tmp_path / name
+    path.write_text(make())
+    args = [] if option == "--system" else ["--system", SYSTEM]
+    code, _, err = chakra_cli("simulate", four, *args, option, path)
+    line = _one_error(code, err)
+    assert f"{path}" in line and words in line, line
+
+
+def test_a_merged_mapping_may_still_override_a_key(tmp_path, chakra_cli, four):
+    # YAML's merge key (<<) copies a mapping whose keys the mapping itself then overrides: not a repeat
+    path = tmp_path / "merge.yaml"
+    path.write_text("network:\n  - &b {topology: Ring, npus_count: 2, bandwidth: 5, latency: 500}\n"
+                    "  - {<<: *b, bandwidth: 50}\n")
+    finish = {}
+    for name, second in (("merge", None), ("5_50", 50), ("5_5", 5)):
+        if second is not None:
+            path = tmp_path / f"{name}.yaml"
+            path.write_text("network:\n  - {topology: Ring, npus_count: 2, bandwidth: 5, latency: 500}\n"
+                            f"  - {{topology: Ring, npus_count: 2, bandwidth: {second}, latency: 500}}\n")
+        code, out, err = chakra_cli("simulate", four, "--system", path, "--json")
+        assert code == 0, err
+        finish[name] = json.loads(out)["summary"]["finish_ns"]
+    assert finish["merge"] == finish["5_50"] < finish["5_5"]
+
+
+@pytest.mark.parametrize("value, words", [
+    ("[]", "an empty list: give one algorithm name per dimension, or leave the key out for ring"),
+    ("direct99999999999999999999", "the window of 'direct99999999999999999999' is past 2147483647"),
+])
+def test_an_implementation_no_run_can_take_is_refused_at_its_key(tmp_path, chakra_cli, four, value, words):
+    # an empty list ran as ring without a word; a window past int32 ran here and was exported as is
+    path = tmp_path / "sys.yaml"
+    path.write_text("network:\n  - {topology: Ring, npus_count: 4, bandwidth: 50, latency: 500}\n"
+                    f"all-reduce-implementation: {value}\n")
+    code, _, err = chakra_cli("simulate", four, "--system", path)
+    line = _one_error(code, err)
+    assert f"{path}:key 'all-reduce-implementation': {words}" in line, line

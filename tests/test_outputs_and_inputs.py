@@ -165,3 +165,17 @@ def test_stats_says_which_nodes_a_cycle_keeps_off_the_longest_path(tmp_path, cha
     assert "note: rank 0: 2 node(s) on or behind a dependency cycle are left out of its longest path" in out
     row = chakra.stats(str(tmp_path / "trace.0.json"))["per_rank"][0]
     assert (row["longest_path_us"], row["longest_path_nodes"], row["longest_path_left_out"]) == (10, 1, 2)
+
+
+@pytest.mark.parametrize("lines", [[], ["--lines"]])
+def test_jsonize_replaces_an_earlier_set_whole(tmp_path, chakra_cli, lines):
+    # an 8-rank set jsonized where a 2-rank one had been left ranks 2-7 behind: the folder then
+    # read as one set of 8 mixed ranks (as convert does, the ranks the new set lacks are removed)
+    for npus in (8, 2):
+        assert chakra_cli("convert", TEXT, "-I", f"npus={npus}", "-o", f"{tmp_path / f'set{npus}'}/")[0] == 0
+    assert chakra_cli("jsonize", tmp_path / "set8", "-o", f"{tmp_path / 'js'}/", *lines)[0] == 0
+    (tmp_path / "js" / "notes.txt").write_text("kept")
+    assert chakra_cli("jsonize", tmp_path / "set2", "-o", f"{tmp_path / 'js'}/")[0] == 0
+    assert sorted(p.name for p in (tmp_path / "js").iterdir()) == ["notes.txt", "trace.0.json", "trace.1.json"]
+    status, out, err = chakra_cli("stats", "--format", "json", f"{tmp_path / 'js'}/", "--json")
+    assert status == 0 and json.loads(out)["ranks"] == 2, err

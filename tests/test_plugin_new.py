@@ -49,7 +49,7 @@ def test_a_new_plugin_installs_and_passes_its_tests(tmp_path, capsys):
 
 @pytest.mark.parametrize("name, message", [("9x", "want 1-40 lower-case letters"),
                                            ("My-Fmt", "want 1-40 lower-case letters"),
-                                           ("class", "want 1-40 lower-case letters"),
+                                           ("class", "is a Python keyword: choose another"),
                                            ("core", "the distribution chakra-core is installed"),
                                            ("et", "an installed plugin registers the format 'et'"),
                                            ("text", "the distribution chakra-text is installed")])

@@ -69,6 +69,13 @@ def test_coordinates_dimension_zero_innermost():
     assert sd.npus == 12
     assert sd.coords(7) == (3, 1)
     assert all(sd.rank_of(sd.coords(r)) == r for r in range(12))
+    # outside the network: an error, not coordinates of another rank (12 read as rank 0's)
+    for rank in (12, -1):
+        with pytest.raises(ConfigError, match=f"rank {rank} is outside the network's 12 NPUs"):
+            sd.coords(rank)
+    for coords in ((4, 0), (0, -1), (1,), (0, 0, 0)):
+        with pytest.raises(ConfigError, match="outside the network's dimensions"):
+            sd.rank_of(coords)
 
 
 def test_astra_defaults(tmp_path):

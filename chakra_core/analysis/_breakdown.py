@@ -8,6 +8,7 @@ only memory operations run, ``idle_ns`` the rest up to ``finish_ns``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -43,8 +44,14 @@ def _union_sorted(s: np.ndarray, e: np.ndarray) -> int:
     return int(reach[-1] - s[0] - gaps.sum())
 
 
-def breakdown(spans: Spans) -> list[dict[str, Any]]:
-    """One row per rank of the run (ranks a symmetric span set stands for are expanded), in ns.
+#: the keys of a row whose rank ran nothing, all 0
+_ROW_KEYS = ("finish_ns", "compute_ns", "exposed_comm_ns", "exposed_mem_ns", "idle_ns", "comm_ns", "mem_ns",
+             "cpu_ns", "accelerator_ns", "overlap_ns", "skew_ns", "ops")
+
+
+def breakdown(spans: Spans, ranks: Iterable[int] = ()) -> list[dict[str, Any]]:
+    """One row per rank of the run (ranks a symmetric span set stands for are expanded), in ns;
+    each of ``ranks`` that has no span gets a row of zeros too (a rank without nodes).
 
     Keys: ``rank``, ``finish_ns``, ``compute_ns``, ``exposed_comm_ns``, ``exposed_mem_ns``,
     ``idle_ns`` (these four sum to ``finish_ns``), ``comm_ns`` (any communication in flight),
@@ -67,6 +74,9 @@ def breakdown(spans: Spans) -> list[dict[str, Any]]:
         row = _rank_row(spans, slice(lo, hi) if whole else ops[lo:hi], wait)
         for member in spans.stands_for(r):
             rows.append({"rank": member, **row, "simulated_as": r})
+    seen = {row["rank"] for row in rows}
+    rows += [{"rank": r, **dict.fromkeys(_ROW_KEYS, 0), "simulated_as": r}
+             for r in dict.fromkeys(ranks) if r not in seen]
     rows.sort(key=lambda row: row["rank"])
     return rows
 

@@ -89,27 +89,40 @@ def rows_report(path: Path) -> Report:
     from chakra_core.analysis._tables import stragglers
 
     data = read_result(path)
-    ranks = data.get("ranks", [])
-    rows = [r for r in ranks if isinstance(r, dict) and "finish_ns" in r] if isinstance(ranks, list) else []
     summary = data["summary"]
+    rows = [r for r in _listed(data.get("ranks", []), "ranks", path) if "finish_ns" in r]
+    cp = summary.get("critical_path") if isinstance(summary.get("critical_path"), dict) else {}
+    colls = _listed(summary.get("collectives", []), "summary.collectives", path)
     try:
         keys = {k for r in rows for k in r if k.endswith("_ns")}
         finish = _whole(summary.get("finish_ns", max((_whole(r["finish_ns"]) for r in rows), default=0)))
         totals = {k: sum(_whole(r.get(k, 0)) for r in rows) for k in keys}
+        if not isinstance(cp.get("ns_by_category", {}), dict):
+            raise ValueError("critical_path.ns_by_category is not an object")
+        for value in [*cp.get("ns_by_category", {}).values(),
+                      *(c[k] for c in colls for k in ("bytes", "total_ns", "wait_ns") if k in c)]:
+            _whole(value)
     except (TypeError, ValueError, OverflowError) as e:
-        raise TraceFormatError(f"a time of the result is not a whole number of ns ({e})", str(path)) from None
+        raise TraceFormatError(f"a time or size of the result is not a whole number >= 0 ({e})", str(path)) from None
     totals["finish_ns"] = finish
-    cp = summary.get("critical_path") if isinstance(summary.get("critical_path"), dict) else {}
-    colls = summary.get("collectives", [])
-    colls = [c for c in colls if isinstance(c, dict)] if isinstance(colls, list) else []
     return Report({"source": {"result": str(path), "backend": data.get("backend")}, "finish_ns": finish,
                    "totals": totals, "critical_path": cp, "collectives": colls, "ranks": rows,
                    "stragglers": stragglers(rows) if rows and "compute_ns" in rows[0] else [],
                    "rows_only": True}, None)  # type: ignore[arg-type]
 
 
+def _listed(value: Any, key: str, path: Path) -> list[dict[str, Any]]:
+    """The objects of the list ``value`` (the result's ``key``); a TraceFormatError for a list of
+    anything else (its numbers would be left out silently)."""
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise TraceFormatError(f"'{key}' is not a list of objects", str(path))
+    return value
+
+
 def _whole(value: Any) -> int:
-    """``value`` as an int when it is a finite number (bool excluded), else a ValueError."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or abs(value) == float("inf"):
+    """``value`` as an int when it is a whole number >= 0 (bool excluded; a float without a
+    fraction is taken), else a ValueError."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf") \
+            or value != int(value):
         raise ValueError(f"{value!r}")
     return int(value)

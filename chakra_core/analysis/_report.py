@@ -110,7 +110,7 @@ def analyse(spans: Spans, *, what_if: Sequence[str] | None = None, top: int = 20
         variance,
     )
 
-    rows = breakdown(spans)
+    rows = breakdown(spans, range(spans.nranks))
     cp = critical_path(spans)
     roles = rank_roles(spans)
     finish = cp.finish_ns
@@ -190,7 +190,9 @@ def read_result(path: Path) -> dict[str, Any]:
     """The object of a ``result.json`` (a TraceFormatError naming ``path`` when it is not one:
     unreadable, malformed or nested past the depth limit, no ``summary`` object, ``files`` not a list)."""
     from chakra_core.base._docparse import decode_text, parse_json
+    from chakra_core.base._inputguard import note_inputs
 
+    note_inputs([str(path)])
     try:
         data = parse_json(decode_text(path.read_bytes(), str(path), TraceFormatError), str(path), TraceFormatError)
     except OSError as e:
@@ -202,15 +204,30 @@ def read_result(path: Path) -> dict[str, Any]:
     return data
 
 
+def _matching_spans(data: dict[str, Any], spans_path: Path, path: Path) -> Spans:
+    """The spans at ``spans_path`` when they hold the ranks of the result ``data`` (read from ``path``)."""
+    from chakra_core.base._inputguard import note_inputs
+
+    note_inputs([str(spans_path)])
+    spans = Spans.load(spans_path)
+    ranks = data["summary"].get("ranks")
+    if isinstance(ranks, int) and ranks != spans.nranks:
+        raise TraceFormatError(f"{spans_path} holds spans of {spans.nranks} rank(s), the result {ranks}: "
+                               "spans of another run", str(path))
+    return spans
+
+
 def spans_of_result(path: str | os.PathLike) -> tuple[dict[str, Any], Spans]:
-    """A ``result.json`` and the spans written with it (``spans.npz`` listed in its files)."""
+    """A ``result.json`` and the spans written with it (``spans.npz`` listed in its files): the
+    file beside it first (a result moved or archived with its directory), else the path listed;
+    a TraceFormatError when their rank counts differ (spans of another run)."""
     path = Path(path)
     data = read_result(path)
     for f in data.get("files", []):
         if isinstance(f, str) and f.endswith("spans.npz"):
-            for candidate in (Path(f), path.parent / Path(f).name):
+            for candidate in (path.parent / Path(f).name, Path(f)):
                 if candidate.is_file():
-                    return data, Spans.load(candidate)
+                    return data, _matching_spans(data, candidate, path)
     raise ConfigError(f"{path}: the result has no spans; run the backend with -O spans=true and -o DIR "
                       "(it writes DIR/spans.npz next to result.json)")
 

@@ -363,6 +363,10 @@ def write_timeline_from_options(spans: Spans, options: Mapping[str, Any], title:
                           max_spans=options.get("timeline_max_spans"))
 
 
+#: the options of ``TIMELINE_OPTIONS`` that select what a timeline draws
+TIMELINE_SELECTION = ("timeline_format", "timeline_ranks", "timeline_window", "timeline_expand", "timeline_max_spans")
+
+
 def add_span_outputs(result: Result, spans: Spans, options: Mapping[str, Any], title: str,
                      output: str | Path | None = None) -> None:
     """What a backend's ``TIMELINE_OPTIONS`` and ``spans`` option ask of its ``result``: the
@@ -374,6 +378,11 @@ def add_span_outputs(result: Result, spans: Spans, options: Mapping[str, Any], t
         result.timeline = str(options["timeline"])
         result.files.append(str(options["timeline"]))
         result.notes += [f"timeline {n}" for n in written["notes"]]
+    else:
+        unused = [k for k in TIMELINE_SELECTION if options.get(k) not in (None, False)]
+        if unused:
+            result.notes.append(f"{', '.join(unused)} select what a timeline draws: ignored, as no timeline "
+                                "was asked for (--timeline FILE, -O timeline=FILE)")
     if options.get("spans"):
         result.spans = spans
         if output is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from typing import Any
 
 from chakra_core.base._errors import ChakraError, ConfigError
@@ -46,15 +47,30 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+class _DuplicateKey(ValueError):
+    """An object of a JSON document that gives one key twice (json keeps the last silently)."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """The object of ``pairs``; :class:`_DuplicateKey` when a key comes twice."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        key = next(k for k, n in Counter(k for k, _ in pairs).items() if n > 1)
+        raise _DuplicateKey(f"key {key!r} given twice in one object")
+    return obj
+
+
 def parse_json(text: str, where: str, error: type[ChakraError] = ConfigError,
                line: int | None = None) -> Any:
-    """Parse JSON ``text`` strictly (no NaN/Infinity) and bound its nesting.
+    """Parse JSON ``text`` strictly (no NaN/Infinity, no key twice in one object) and bound its nesting.
 
     ``line`` is the text's line in the file when it is one line of a larger file; otherwise the
     error names the line the parser stopped at.
     """
     try:
-        obj = json.loads(text, parse_constant=_no_constant)
+        obj = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as e:
+        raise error(str(e), where, f"line {line}" if line else None) from None
     except RecursionError:  # deeper than the limit, unless the limit is raised past the parser's
         limit = get_limit("depth")
         why = too_deep_message(limit + 1) if limit < _JSON_PARSER_DEPTH else PARSER_DEPTH_MESSAGE
@@ -72,7 +88,7 @@ def parse_json(text: str, where: str, error: type[ChakraError] = ConfigError,
     return obj
 
 
-_STRICT_DECODER = json.JSONDecoder(parse_constant=_no_constant)
+_STRICT_DECODER = json.JSONDecoder(parse_constant=_no_constant, object_pairs_hook=_unique_keys)
 
 
 def parse_json_values(text: str, where: str, error: type[ChakraError] = ConfigError,
@@ -92,6 +108,8 @@ def parse_json_values(text: str, where: str, error: type[ChakraError] = ConfigEr
         at = line + text.count("\n", 0, pos)
         try:
             value, pos = _STRICT_DECODER.raw_decode(text, pos)
+        except _DuplicateKey as e:
+            raise error(str(e), where, f"line {at}") from None
         except RecursionError:
             limit = get_limit("depth")
             why = too_deep_message(limit + 1) if limit < _JSON_PARSER_DEPTH else PARSER_DEPTH_MESSAGE

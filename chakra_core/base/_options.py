@@ -24,8 +24,9 @@ class Option:
 
     ``type`` is one of int, float, str, path, bool, list, dict, any (a ``path`` is a string that
     a YAML pipeline resolves relative to the pipeline file); ``choices`` restricts the values;
-    ``unit`` documents the value's unit (e.g. "us", "bytes", "GB/s"); ``inline`` lets a ``path``
-    option also take the file's content as a mapping (a pipeline's inline ``system:``).
+    ``unit`` documents the value's unit (e.g. "us", "bytes", "GB/s"); ``minimum`` and ``maximum``
+    bound a number; ``inline`` lets a ``path`` option also take the file's content as a mapping
+    (a pipeline's inline ``system:``).
     """
 
     type: str = "str"
@@ -36,6 +37,7 @@ class Option:
     unit: str = ""
     minimum: float | None = None
     inline: bool = False
+    maximum: float | None = None
 
     def declaration_error(self) -> str | None:
         """What is wrong with this declaration (an unknown type, a default of the wrong type), or None."""
@@ -143,6 +145,8 @@ def check_options(owner: str, specs: Mapping[str, Option], options: Mapping[str,
             )
         if spec.minimum is not None and isinstance(value, (int, float)) and value < spec.minimum:
             raise ConfigError(f"{owner}: option {key!r} must be >= {spec.minimum}, got {value!r}")
+        if spec.maximum is not None and isinstance(value, (int, float)) and value > spec.maximum:
+            raise ConfigError(f"{owner}: option {key!r} must be <= {spec.maximum}, got {value!r}")
         out[key] = value
     return out
 

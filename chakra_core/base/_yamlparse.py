@@ -33,6 +33,13 @@ class _BadValue(yaml.MarkedYAMLError):
     """A tagged YAML value that the tag's constructor cannot convert."""
 
 
+class _DuplicateKey(yaml.MarkedYAMLError):
+    """A mapping that gives one key twice (PyYAML keeps the last silently)."""
+
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
 if TYPE_CHECKING:  # what the mixin below is mixed into, as the type checker sees it
     _Loader = yaml.SafeLoader
 else:
@@ -58,6 +65,18 @@ class _Bounds(_Loader):
             return super().compose_node(parent, index)
         finally:
             self.depth -= 1
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        """Construct a mapping whose own keys are unique (a ``<<`` merge may still be overridden)."""
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[tuple[str, str], Any] = {}
+            for key, _ in node.value:
+                if isinstance(key, yaml.ScalarNode) and key.tag != _MERGE_TAG:
+                    first = seen.setdefault((key.tag, key.value), key)
+                    if first is not key:
+                        raise _DuplicateKey(problem=f"key {key.value!r} given twice (first at line "
+                                            f"{first.start_mark.line + 1})", problem_mark=key.start_mark)
+        return super().construct_mapping(node, deep)
 
     def construct_object(self, node: Any, deep: bool = False) -> Any:
         """Construct one value; a tag that cannot convert it becomes a located YAML error."""
@@ -214,7 +233,7 @@ def _parsed(text: str, where: str, error: type[ChakraError], depth: int) -> tupl
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         problem = getattr(e, "problem", None) or e
-        forms: dict[type, str] = {_BadValue: "bad YAML value ({})", _TooDeep: "{}"}
+        forms: dict[type, str] = {_BadValue: "bad YAML value ({})", _TooDeep: "{}", _DuplicateKey: "{}"}
         what = forms.get(type(e), "malformed YAML ({})")
         raise error(what.format(problem), where, f"line {mark.line + 1}" if mark else None) from None
     except RecursionError:

@@ -46,27 +46,27 @@ class ScaleTransform(Transform):
         speed, comm, mem = options["compute_speedup"], options["comm_scale"], options["memory_scale"]
         selected = node_selection(options, "transform 'scale'", traces.ranks)
 
-        def scaled(n: Node, key: str, v: int, factor: float, name: str) -> int:
-            out = int(round(v * factor))
+        def checked(rank: int, n: Node, key: str, v: int, out: int, option: str) -> int:
             if out > _INT64_MAX:
-                raise ConfigError(f"transform 'scale': {name} = {factor} makes {key} of node {n.id} "
-                                  f"overflow 64 bits ({v} bytes before scaling)")
+                raise ConfigError(f"transform 'scale': {option} = {options[option]} makes {key} of node {n.id} of "
+                                  f"rank {rank} overflow 64 bits ({v} before scaling)")
             return out
 
         def fn(rank: int, n: Node) -> Node:
             if not selected(rank, n):
                 return n
             if n.type == NodeType.COMP_NODE and speed != 1.0 and n.duration_micros:
-                n.duration_micros = max(1, round(n.duration_micros / speed))
+                n.duration_micros = max(1, checked(rank, n, "duration_micros", n.duration_micros,
+                                                   round(n.duration_micros / speed), "compute_speedup"))
             elif n.type in _COMM and comm != 1.0:
                 for key in ("comm_size", "tensor_size"):
                     v = get_int(n, key)
                     if v is not None:
-                        set_attr(n, key, scaled(n, key, v, comm, "comm_scale"))
+                        set_attr(n, key, checked(rank, n, key, v, round(v * comm), "comm_scale"))
             elif n.type in _MEM and mem != 1.0:
                 v = get_int(n, "tensor_size")
                 if v is not None:
-                    set_attr(n, "tensor_size", scaled(n, "tensor_size", v, mem, "memory_scale"))
+                    set_attr(n, "tensor_size", checked(rank, n, "tensor_size", v, round(v * mem), "memory_scale"))
             return n
 
         return traces.map_nodes(fn)

@@ -32,9 +32,11 @@ def fields(name: str) -> dict[str, str]:
     """The template's fields for plugin ``name``; ConfigError for a name that cannot be a package."""
     from chakra_core.base._errors import ConfigError
 
-    if not _NAME.fullmatch(name) or keyword.iskeyword(name):
+    if not _NAME.fullmatch(name):
         raise ConfigError(f"plugin name {name!r}: want 1-40 lower-case letters, digits or '_', starting "
                           "with a letter (it names the package chakra_NAME and the format NAME)")
+    if keyword.iskeyword(name):
+        raise ConfigError(f"plugin name {name!r} is a Python keyword: choose another")
     return {"name": name, "dist": "chakra-" + name.replace("_", "-"), "pkg": "chakra_" + name,
             "cls": "".join(part.capitalize() for part in name.split("_"))}
 

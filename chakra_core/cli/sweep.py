@@ -35,8 +35,8 @@ def run(args) -> int:
 
     out = sweep(args.pipeline, args.output, executor=args.executor, executor_options=parse_kv(args.opts),
                 jobs=args.jobs, resume=args.resume, timeout_s=args.timeout_s, check=args.check,
-                host=host_of(args), max_points=args.max_points or MAX_POINTS,
-                plan_timeout_s=args.plan_timeout or PLAN_TIMEOUT_S)
+                host=host_of(args), max_points=MAX_POINTS if args.max_points is None else args.max_points,
+                plan_timeout_s=PLAN_TIMEOUT_S if args.plan_timeout is None else args.plan_timeout)
     for row in out["rows"]:
         if row["status"] in ("failed", "timeout"):
             print(f"point {row['point']}: {row['status']}: {shorten(str(row['error']))}", file=sys.stderr)

@@ -9,7 +9,9 @@ opened :class:`TraceSet`.  ``input_options`` are the input format's options (the
 
 from __future__ import annotations
 
+import glob
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Union
@@ -315,6 +317,16 @@ def stats(inputs: Inputs, *, longest_path: bool = True, format: str | None = Non
     return out
 
 
+def _stale_json(target: Path, names: list[str]) -> list[str]:
+    """The ranks of an earlier JSON set at prefix ``target`` (``PREFIX.RANK.json[l]``) that the
+    new one, written as ``names``, does not have: removed with the publish, as convert does."""
+    if names == [target.name]:  # one file named as given: no set at this prefix
+        return []
+    ranked = re.compile(re.escape(target.name) + r"\.[0-9]+\.jsonl?")
+    return sorted(p.name for p in target.parent.glob(glob.escape(target.name) + ".*.json*")
+                  if ranked.fullmatch(p.name) and p.name not in names and p.is_file())
+
+
 def jsonize(inputs: Inputs, output: str | os.PathLike, *, lines: bool = False, format: str | None = None,
             input_options: Mapping[str, Any] | None = None, host: PluginHost | None = None) -> Result:
     """Write the JSON form (JSON Lines with ``lines`` or an ``output`` ending in ``.jsonl``).
@@ -339,7 +351,7 @@ def jsonize(inputs: Inputs, output: str | os.PathLike, *, lines: bool = False, f
              for r in traces.ranks]
     with publish_files(target) as stage, progress("writing JSON", total=len(traces)) as bar:
         write_set_json(traces, stage, names, lines, bar.advance)
-        commit_files(stage, names)
+        commit_files(stage, names, _stale_json(target, names))
     files = [str(target.parent / n) for n in names]
     return Result("jsonize", "converter", {"ranks": len(files)}, files=files,
                   provenance=pipe.provenance())

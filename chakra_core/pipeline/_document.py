@@ -16,6 +16,7 @@ from typing import Any
 
 from chakra_core.base._docparse import decode_text
 from chakra_core.base._errors import ConfigError
+from chakra_core.base._inputguard import note_inputs
 from chakra_core.base._options import suggest
 from chakra_core.base._yamlparse import YamlLines, parse_yaml_lines
 from chakra_core.pipeline._schema import pipeline_schema
@@ -35,6 +36,7 @@ def read_document(spec: str | os.PathLike | Mapping[str, Any],
     if isinstance(spec, Mapping):
         return dict(spec), source or "<pipeline>", None
     source = str(spec)
+    note_inputs([source])
     try:
         raw = Path(spec).read_bytes()
     except OSError as e:

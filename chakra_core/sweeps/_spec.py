@@ -40,7 +40,7 @@ from chakra_core.base._options import suggest
 from chakra_core.sweeps._expr import evaluate
 from chakra_core.sweeps._schema import CONSTRAINT_KEYS, RANDOM_KEYS, RANGE_KEYS, SWEEP_KEYS
 
-__all__ = ["SweepSpec", "Point", "parse_sweep", "expand"]
+__all__ = ["SweepSpec", "Point", "parse_sweep", "expand", "check_seconds", "MAX_SECONDS"]
 
 
 @dataclass(frozen=True)
@@ -158,12 +158,22 @@ def _derive(section: dict[str, Any], source: str) -> dict[str, str]:
     return dict(derive)
 
 
+#: the longest time limit a sweep takes (about 31 years; past it a timer cannot be set)
+MAX_SECONDS = 1e9
+
+
+def check_seconds(value: Any, what: str, source: str | None = None) -> float:
+    """``value`` when it is a number of seconds in (0, :data:`MAX_SECONDS`]; else a ConfigError
+    naming ``what`` (NaN and infinity are refused: no timer takes them)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MAX_SECONDS:
+        raise ConfigError(f"{what} must be a number of seconds > 0 and <= {MAX_SECONDS:g}, got {value!r}", source)
+    return value
+
+
 def _timeout(section: dict[str, Any], source: str) -> float | None:
     """``sweep.timeout_s``: seconds > 0, or None."""
     timeout = section.get("timeout_s")
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
-        raise ConfigError(f"sweep.timeout_s must be a number of seconds > 0, got {timeout!r}", source)
-    return timeout
+    return None if timeout is None else check_seconds(timeout, "sweep.timeout_s", source)
 
 
 def _check_random_param(path: str, spec: Any, source: str) -> None:

@@ -36,7 +36,7 @@ from chakra_core.sweeps._confine import confine_outputs, real_directory
 from chakra_core.sweeps._convert import convert_inputs
 from chakra_core.sweeps._run import PointTask, run_point
 from chakra_core.sweeps._schema import full_schema
-from chakra_core.sweeps._spec import Point, SweepSpec, expand, parse_sweep
+from chakra_core.sweeps._spec import Point, SweepSpec, check_seconds, expand, parse_sweep
 from chakra_core.sweeps._table import table_rows, write_tables
 
 __all__ = ["sweep", "plan_sweep", "SweepPlan"]
@@ -121,9 +121,7 @@ def plan_sweep(spec: str | os.PathLike | Mapping[str, Any], output: str | os.Pat
         raise ConfigError("the pipeline has no sweep: section (chakra run runs it once)", source)
     sweep_spec = parse_sweep(data["sweep"], source)
     if timeout_s is not None:
-        if timeout_s <= 0:
-            raise ConfigError(f"the timeout must be > 0 seconds, got {timeout_s}")
-        sweep_spec.timeout_s = timeout_s
+        sweep_spec.timeout_s = check_seconds(timeout_s, "the timeout")
     _check_bounds(sweep_spec, source, max_points, plan_timeout_s)
     out = Path(output) if output is not None else base / "out" / f"{Path(source).stem}-sweep"
     try:
@@ -136,8 +134,9 @@ def plan_sweep(spec: str | os.PathLike | Mapping[str, Any], output: str | os.Pat
 
 def _check_bounds(spec: SweepSpec, source: str, max_points: int, plan_timeout_s: float) -> None:
     """Refuse a sweep of more than ``max_points`` points before any point is made."""
-    if not isinstance(plan_timeout_s, (int, float)) or not plan_timeout_s > 0:
-        raise ConfigError(f"the planning time limit must be > 0 seconds, got {plan_timeout_s}")
+    check_seconds(plan_timeout_s, "the planning time limit")
+    if isinstance(max_points, bool) or not isinstance(max_points, int) or max_points < 1:
+        raise ConfigError(f"the most points a sweep may have must be a whole number >= 1, got {max_points!r}")
     if spec.size > max_points:
         size = str(spec.size) if spec.size < 10**15 else f"about 10**{len(str(spec.size)) - 1}"
         raise ConfigError(f"the sweep has {size} points, more than the limit of {max_points} "

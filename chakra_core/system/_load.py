@@ -10,6 +10,7 @@ from typing import Any
 
 from chakra_core.base._docparse import decode_text, parse_json
 from chakra_core.base._errors import ConfigError
+from chakra_core.base._inputguard import note_inputs
 from chakra_core.base._limits import check_limit
 from chakra_core.base._options import suggest
 from chakra_core.system._keys import (
@@ -43,6 +44,7 @@ def read_config(source: str | os.PathLike | Mapping[str, Any]) -> tuple[Any, str
     if isinstance(source, Mapping):
         return dict(source), "<mapping>", False
     where = str(source)
+    note_inputs([where])
     try:
         data = Path(where).read_bytes()
     except OSError as e:
@@ -63,7 +65,7 @@ def read_config(source: str | os.PathLike | Mapping[str, Any]) -> tuple[Any, str
 def sniff(data: Any, where: str, is_json: bool) -> str:
     """Which kind of file this is: ``ours``, ``astra-system``, ``astra-network``,
     ``astra-memory`` or ``comm-groups`` (by its keys, then by its extension)."""
-    if isinstance(data, list):
+    if isinstance(data, list) and data:  # our network's list of dimensions alone
         return "ours"
     if not isinstance(data, dict) or not data:
         raise ConfigError("empty or not a mapping of keys", where)

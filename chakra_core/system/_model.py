@@ -170,7 +170,12 @@ class SystemDescription:
         return getattr(self, key)
 
     def coords(self, rank: int) -> tuple[int, ...]:
-        """Coordinates of ``rank`` per dimension (dimension 0 innermost)."""
+        """Coordinates of ``rank`` per dimension (dimension 0 innermost); ConfigError for a rank
+        outside the network (or a network with a free dimension not sized yet)."""
+        if not 0 <= rank < self.npus:
+            from chakra_core.base._errors import ConfigError
+
+            raise ConfigError(f"rank {rank} is outside the network's {self.npus} NPUs", self.sources.get("network"))
         out = []
         for d in self.dimensions:
             out.append(rank % d.npus_count)
@@ -178,7 +183,14 @@ class SystemDescription:
         return tuple(out)
 
     def rank_of(self, coords: tuple[int, ...]) -> int:
-        """The rank at ``coords`` (inverse of :meth:`coords`)."""
+        """The rank at ``coords`` (inverse of :meth:`coords`); ConfigError for coordinates
+        outside the network's dimensions."""
+        if len(coords) != len(self.dimensions) or any(not 0 <= c < d.npus_count
+                                                          for c, d in zip(coords, self.dimensions)):
+            from chakra_core.base._errors import ConfigError
+
+            raise ConfigError(f"coordinates {tuple(coords)} are outside the network's dimensions "
+                              f"{tuple(d.npus_count for d in self.dimensions)}", self.sources.get("network"))
         rank, stride = 0, 1
         for c, d in zip(coords, self.dimensions):
             rank += c * stride

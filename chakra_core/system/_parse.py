@@ -47,8 +47,12 @@ def _implementation(r: Reader, kind: str, astra: bool, algorithms: Collection[st
         v = [v]
     if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
         raise r.fail(k, f"wants a list of algorithm names (one per dimension), got {v!r}")
+    if not v and not astra:  # our YAML's default is the key left out (ring everywhere)
+        raise r.fail(k, "an empty list: give one algorithm name per dimension, or leave the key out for ring")
     for name in v:
-        base, _ = algorithm_base(name)
+        base, window = algorithm_base(name)
+        if window is not None and window > INT32_MAX:
+            raise r.fail(k, f"the window of {name!r} is past {INT32_MAX} (ASTRA-sim reads it as an int)")
         if base in algorithms and base not in ALGORITHMS:
             continue
         if base not in ALGORITHMS or (name.startswith("one") and base == "doubleBinaryTree"):

@@ -63,7 +63,8 @@ class EmulatorBackend(Backend):
                                minimum=0.1),
         "startup_timeout": Option("float", 300.0, "most time for a worker to start (torch import, rendezvous, "
                                   "groups, preparation)", unit="s", minimum=1.0),
-        "threads": Option("int", 1, "torch intra-op threads per worker", minimum=1),
+        "threads": Option("int", 1, "torch intra-op threads per worker (torch's pools crash far past a machine's "
+                          "cores)", minimum=1, maximum=1024),
         "realtime": Option("bool", False, "every thread of the workers runs SCHED_FIFO (priority 1) once the "
                            "process groups exist, so that a woken thread preempts other jobs' threads at once "
                            "(Linux; needs root, CAP_SYS_NICE or an RLIMIT_RTPRIO of 1 or more)"),

@@ -64,11 +64,10 @@ def build_spans(measured: list[Measured], results: list[dict[str, Any]]) -> Span
 def rank_rows(spans: Spans, plans: list[Plan]) -> list[dict[str, Any]]:
     """The core's breakdown per rank (ns; compute + exposed comm + exposed memory + idle =
     finish) plus ``nodes``; a rank without nodes finishes at 0."""
-    rows = {row["rank"]: row for row in breakdown(spans)}
+    rows = {row["rank"]: row for row in breakdown(spans, [plan.rank for plan in plans])}
     out = []
     for plan in plans:
-        row = rows.get(plan.rank) or {"rank": plan.rank, "finish_ns": 0, "compute_ns": 0, "exposed_comm_ns": 0,
-                                      "exposed_mem_ns": 0, "idle_ns": 0}
+        row = rows[plan.rank]
         row.pop("simulated_as", None)
         row["nodes"] = len(plan)
         out.append(row)

@@ -107,3 +107,12 @@ def test_a_hung_rank_is_reported_after_the_node_timeout(chakra_cli, tmp_path):
                            "in flight longer than the node timeout of 1.5 s"), line
     assert "done with their nodes: ranks [1]" in line and line.endswith("all ranks stopped")
     assert _workers() == {}
+
+
+def test_threads_past_the_bound_are_refused_before_any_worker_starts(chakra_cli, tmp_path):
+    # 100,000 intra-op threads used to start the workers, which died in torch's pools (SIGSEGV)
+    _set([[_host(1, 1000)], [_host(1, 1000)]]).write(f"{tmp_path}/")
+    status, out, err = chakra_cli("emulate", tmp_path, "-O", "threads=100000")
+    assert status == 2 and len(err.strip().splitlines()) == 1, err
+    assert "option 'threads' must be <= 1024, got 100000" in err
+    assert _workers() == {}

@@ -13,6 +13,7 @@ from typing import Any
 
 from chakra_core import (
     SELECTION_OPTIONS,
+    ConfigError,
     Node,
     NodeType,
     Option,
@@ -42,7 +43,11 @@ class Straggler(Transform):
 
         def fn(rank: int, n: Node) -> Node:
             if n.type == NodeType.COMP_NODE and n.duration_micros and selected(rank, n):
-                n.duration_micros = max(1, round(n.duration_micros * factor))
+                d = round(n.duration_micros * factor)
+                if d >= 1 << 63:
+                    raise ConfigError(f"transform 'straggler': factor {factor:g} makes node {n.id} of rank {rank} "
+                                      f"last {d:.3g} us, past 64 bits")
+                n.duration_micros = max(1, d)
             return n
 
         return traces.map_nodes(fn)

@@ -247,14 +247,24 @@ def _start_times(values: list, nranks: int) -> list[int]:
         raise ConfigError(f"start_ns gives {len(values)} start times for {nranks} ranks")
     out = []
     for v in values:
-        try:
-            t = int(v)
-        except (TypeError, ValueError):
-            raise ConfigError(f"start_ns: {v!r} is not a whole number of ns") from None
+        t = _whole(v)
+        if t is None:
+            raise ConfigError(f"start_ns: {v!r} is not a whole number of ns")
         if t < 0:
             raise ConfigError(f"start_ns: {t} is negative")
         out.append(t)
     return out + [0] * (nranks - len(out))
+
+
+def _whole(v: Any) -> int | None:
+    """``v`` as a whole number (an int, a float without a fraction, or its decimal text); None
+    for anything else (a fraction, a boolean, a word)."""
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    digits = v.strip().removeprefix("-") if isinstance(v, str) else ""
+    if digits.isascii() and digits.isdigit():
+        return int(v)
+    return v if type(v) is int else None
 
 
 #: the global-metadata attribute in which a converter records a rank's start offset (ns)

@@ -132,10 +132,15 @@ class Planner:
         if not impl:
             raise ConfigError(f"no '{KIND_NAME[kind]}-implementation' in the system description",
                               self.sd.sources.get("system"))
-        if all_npus(impl[0]):
-            return self._all_npus_plan(kind, n, c, impl)
-        steps = self._steps(kind, impl, involved)
-        return self._dimension_plan(n, c, impl, steps)
+        try:
+            if all_npus(impl[0]):
+                return self._all_npus_plan(kind, n, c, impl)
+            return self._dimension_plan(n, c, impl, self._steps(kind, impl, involved))
+        except ConfigError as e:  # an implementation the algorithm does not model here, named where it is given
+            if e.where is not None or type(e) is not ConfigError:  # located, or a kind its caller locates
+                raise
+            raise ConfigError(e.message, self.sd.sources.get("system"),
+                              f"key '{KIND_NAME[kind]}-implementation'") from None
 
     def _chunks(self, kind: str, size: int) -> tuple[int, int]:
         """``(chunks, chunk bytes)``; a ConfigError beyond :data:`MAX_CHUNKS`."""

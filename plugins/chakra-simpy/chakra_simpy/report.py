@@ -211,12 +211,12 @@ def _queue_phases(b: SpanBuilder, sim: Sim) -> None:
 def rank_rows(spans: Spans, actors) -> list[dict]:
     """One dict per rank (ns): the core's breakdown (``compute_ns`` is CPU and accelerator
     compute; the four parts sum to ``finish_ns``) plus ``nodes``; a rank without nodes finishes at 0."""
-    rows = {row["rank"]: row for row in breakdown(spans)}
+    rows = {row["rank"]: row for row in breakdown(spans, [r for a in actors for r in a.ranks])}
     for a in actors:
         for r in a.ranks:
-            row = rows.setdefault(r, {"rank": r, "finish_ns": 0, "compute_ns": 0, "exposed_comm_ns": 0,
-                                      "exposed_mem_ns": 0, "idle_ns": 0, "simulated_as": a.rank})
-            row["nodes"] = len(a.prog)
+            rows[r]["nodes"] = len(a.prog)
+            if not rows[r]["ops"]:
+                rows[r]["simulated_as"] = a.rank
     return [rows[r] for r in sorted(rows)]
 
 

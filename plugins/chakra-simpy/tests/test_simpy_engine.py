@@ -204,8 +204,10 @@ def test_bad_input_is_a_one_line_error(kit, tmp_path):
     with pytest.raises(ConfigError, match="network has 8 NPUs but the trace set has 2 ranks"):
         kit.run(kit.same(2, lambda: [kit.comp(1, 1)]), ring8(kit), tmp_path)
     sysd = kit.system([("Ring", 8, 50, 500)], all_reduce_implementation=["direct4"])
-    with pytest.raises(ConfigError, match="is not modelled by the simpy backend"):
+    with pytest.raises(ConfigError, match="is not modelled by the simpy backend") as e:
         kit.run(kit.same(8, lambda: [kit.coll(1, MIB)]), sysd, tmp_path)
+    # named where the system gives it (the message named neither the file nor the key)
+    assert str(e.value.where).endswith(".yaml") and e.value.location == "key 'all-reduce-implementation'"
     sysd = kit.system([("Ring", 6, 50, 500)], all_reduce_implementation=["doubleBinaryTree"])
     with pytest.raises(ConfigError, match="doubleBinaryTree needs a power-of-two NPU count"):
         kit.run(kit.same(6, lambda: [kit.coll(1, MIB)]), sysd, tmp_path)

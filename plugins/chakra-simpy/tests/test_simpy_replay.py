@@ -75,3 +75,10 @@ def test_ranks_start_at_their_start_times(kit, tmp_path):
         kit.run(_two_ranks(kit, 50, 40), sysd, tmp_path, start_ns="0,-1")
     with pytest.raises(ConfigError):
         kit.run(_two_ranks(kit, 50, 40), sysd, tmp_path, start_ns="0,1,2")
+    # given as numbers through the API: a whole float is taken; a fraction or a boolean is
+    # refused as the CLI refuses "1.5" (a fraction used to be cut off silently)
+    assert _finish(kit.run(_two_ranks(kit, 50, 40), sysd, tmp_path, comm="replay", start_ns=[0, 80000.0])) == \
+        {0: 150_000, 1: 150_000}
+    for bad in ([0, 80000.7], [0, True], ["0", "8\u00b2"]):
+        with pytest.raises(ConfigError, match="is not a whole number of ns"):
+            kit.run(_two_ranks(kit, 50, 40), sysd, tmp_path, start_ns=bad)

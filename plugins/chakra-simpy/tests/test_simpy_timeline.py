@@ -120,3 +120,13 @@ def test_spans_match_the_kth_collective_of_each_group_and_the_nth_send_of_each_p
         {1: 0, 2: 4096, 3: 8192, 4: 4096, 5: 512, 6: 512, 7: 512, 8: 512}
     assert {int(s.node_id[i]): int(s.peer[i]) for i in range(len(s)) if s.rank[i] == 3 and s.peer[i] >= 0} == \
         {5: 2, 6: 2, 7: 2, 8: 2}
+
+
+def test_timeline_selections_without_a_timeline_are_said_to_be_ignored(kit, tmp_path):
+    # they used to be dropped without a word (and not even parsed: a typo went unnoticed)
+    ts = kit.same(2, lambda: [kit.comp(1, 10), kit.coll(2, MIB, deps=[1])])
+    sysd = kit.system([("Ring", 2, 50, 500)])
+    res = kit.run(ts, sysd, tmp_path, timeline_ranks="0", timeline_expand=True)
+    said = [n for n in res.notes if "ignored, as no timeline was asked for" in n]
+    assert len(said) == 1 and said[0].startswith("timeline_ranks, timeline_expand select"), res.notes
+    assert not any("no timeline was asked" in n for n in kit.run(ts, sysd, tmp_path).notes)
