@@ -229,3 +229,22 @@ def test_an_implementation_no_run_can_take_is_refused_at_its_key(tmp_path, chakr
     code, _, err = chakra_cli("simulate", four, "--system", path)
     line = _one_error(code, err)
     assert f"{path}:key 'all-reduce-implementation': {words}" in line, line
+
+
+@pytest.mark.parametrize("outputs, words", [
+    (["o", "o"], "backends[1].output {o} overlaps backends[0].output {o}"),
+    (["o", "o/inner"], "backends[1].output {o}/inner overlaps backends[0].output {o}"),
+    (["", None], "backends[0].output: an empty path"),
+])
+def test_stages_sharing_an_output_are_refused(tmp_path, chakra_cli, outputs, words):
+    # the later stage replaced the earlier one's result.json, or wrote its timeline into its set;
+    # an empty output wrote into the pipeline's folder
+    stages = [{"name": name, **({"output": out} if out is not None else {})}
+              for name, out in zip(("et", "simpy"), outputs)]
+    path = tmp_path / "p.yaml"
+    path.write_text(json.dumps({"input": {"format": "text", "paths": [str(TEXT)], "options": {"npus": 4}},
+                                "backends": stages}))
+    code, _, err = chakra_cli("run", path)
+    line = _one_error(code, err)
+    assert words.format(o=tmp_path / "o") in line, line
+    assert not (tmp_path / "o").exists()

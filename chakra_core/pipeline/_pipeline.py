@@ -368,9 +368,23 @@ def _backend_stages(host: PluginHost, backends: Sequence[Mapping[str, Any]], val
         taken = sum(1 for other in stages if other.name == st.name)
         out = entry.get("output", f"out/{st.name}" + (f"-{taken + 1}" if taken else ""))
         st.output = Path(out) if os.path.isabs(out) else Path(os.path.normpath(base / out))
+        if not str(out).strip():
+            raise ConfigError(f"backends[{i}].output: an empty path (leave the key out for out/{st.name})", source)
+        _refuse_shared_output(stages, st, i, source)
         st.validate = entry.get("validate", validate_all)
         stages.append(st)
     return stages
+
+
+def _refuse_shared_output(stages: Sequence[Stage], st: Stage, i: int, source: str) -> None:
+    """Refuse a stage whose output directory is an earlier stage's, or inside or around one: the
+    later stage would replace the earlier one's files (its result.json, its set)."""
+    assert st.output is not None
+    for j, other in enumerate(stages):
+        assert other.output is not None
+        if st.output == other.output or other.output in st.output.parents or st.output in other.output.parents:
+            raise ConfigError(f"backends[{i}].output {st.output} overlaps backends[{j}].output {other.output}: "
+                              "give each stage a directory of its own", source)
 
 
 def load_pipeline(spec: str | os.PathLike | Mapping[str, Any], host: PluginHost | None = None,
