@@ -219,7 +219,7 @@ def require(cond: bool, message: str, generator: str = "transformer") -> None:
 def _order(text: str) -> tuple[str, ...]:
     dims = tuple(d.strip() for d in text.replace(",", "-").split("-"))
     require(sorted(dims) == sorted(DIMS), f"order {text!r} must name tp, cp, dp and pp once each, "
-             "fastest first (default tp-cp-dp-pp)")
+            "fastest first (default tp-cp-dp-pp)")
     return dims
 
 
@@ -256,9 +256,9 @@ def check_shape(m: Model, generator: str = "transformer") -> None:
     require(m.heads % m.tp == 0, f"heads {m.heads} is not a multiple of tp {m.tp}", generator)
     require(m.heads % m.groups == 0, f"heads {m.heads} is not a multiple of kv_heads {m.groups}", generator)
     require(m.groups % m.tp == 0, f"kv_heads {m.groups} is not a multiple of tp {m.tp} (Megatron-LM "
-             "splits the key/value heads over tensor-parallel ranks)", generator)
+            "splits the key/value heads over tensor-parallel ranks)", generator)
     require(m.ffn % m.tp == 0 and m.vocab % m.tp == 0,
-             f"ffn {m.ffn} and vocab {m.vocab} must be multiples of tp {m.tp}", generator)
+            f"ffn {m.ffn} and vocab {m.vocab} must be multiples of tp {m.tp}", generator)
 
 
 def check_model(m: Model) -> None:
@@ -266,15 +266,15 @@ def check_model(m: Model) -> None:
     check_shape(m)
     require(m.seq % m.cp == 0, f"seq {m.seq} is not a multiple of cp {m.cp}")
     require(not m.sp or m.tokens % m.tp == 0,
-             f"with sp, micro_batch * seq / cp = {m.tokens} must be a multiple of tp {m.tp}")
+            f"with sp, micro_batch * seq / cp = {m.tokens} must be a multiple of tp {m.tp}")
     require(m.layers % (m.pp * m.chunks) == 0,
-             f"layers {m.layers} is not a multiple of pp * virtual_stages = {m.pp * m.chunks}")
+            f"layers {m.layers} is not a multiple of pp * virtual_stages = {m.pp * m.chunks}")
     require(m.schedule != "interleaved" or m.pp > 1, "the interleaved schedule needs pp > 1")
     require(m.schedule != "interleaved" or m.micro_batches % m.pp == 0,
-             f"the interleaved schedule needs micro_batches ({m.micro_batches}) to be a multiple of pp ({m.pp}), "
-             "as in Megatron-LM")
+            f"the interleaved schedule needs micro_batches ({m.micro_batches}) to be a multiple of pp ({m.pp}), "
+            "as in Megatron-LM")
     require(m.schedule == "interleaved" or m.virtual_stages == 1,
-             "virtual_stages applies to schedule=interleaved only")
+            "virtual_stages applies to schedule=interleaved only")
     require(m.dp % m.ep == 0, f"ep {m.ep} does not divide dp {m.dp} (experts are split inside data parallelism)")
     require(m.ep == 1 or m.experts > 0, "ep > 1 needs experts > 0")
     require(m.experts == 0 or m.experts % m.ep == 0, f"experts {m.experts} is not a multiple of ep {m.ep}")
