@@ -16,6 +16,7 @@ from typing import Any
 
 from chakra_core.analysis._spans import COMM_KINDS, SPAN_KINDS, Spans
 from chakra_core.base._errors import ConfigError, TraceFormatError
+from chakra_core.base._inputguard import note_inputs
 
 __all__ = ["Report", "analyse", "spans_of_result", "read_result", "parse_what_if"]
 
@@ -190,7 +191,6 @@ def read_result(path: Path) -> dict[str, Any]:
     """The object of a ``result.json`` (a TraceFormatError naming ``path`` when it is not one:
     unreadable, malformed or nested past the depth limit, no ``summary`` object, ``files`` not a list)."""
     from chakra_core.base._docparse import decode_text, parse_json
-    from chakra_core.base._inputguard import note_inputs
 
     note_inputs([str(path)])
     try:
@@ -206,8 +206,6 @@ def read_result(path: Path) -> dict[str, Any]:
 
 def _matching_spans(data: dict[str, Any], spans_path: Path, path: Path) -> Spans:
     """The spans at ``spans_path`` when they hold the ranks of the result ``data`` (read from ``path``)."""
-    from chakra_core.base._inputguard import note_inputs
-
     note_inputs([str(spans_path)])
     spans = Spans.load(spans_path)
     ranks = data["summary"].get("ranks")

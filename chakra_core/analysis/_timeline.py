@@ -19,6 +19,7 @@ import numpy as np
 
 from chakra_core.analysis._spans import COMM_KINDS, FLOW_KINDS, SPAN_KINDS, Spans
 from chakra_core.analysis._timeline_data import TimelineData
+from chakra_core.analysis._timeline_options import TIMELINE_OPTIONS
 from chakra_core.analysis._timeline_size import estimate_bytes, size_warning
 from chakra_core.base._errors import ConfigError
 from chakra_core.base._progress import progress
@@ -363,8 +364,8 @@ def write_timeline_from_options(spans: Spans, options: Mapping[str, Any], title:
                           max_spans=options.get("timeline_max_spans"))
 
 
-#: the options of ``TIMELINE_OPTIONS`` that select what a timeline draws
-TIMELINE_SELECTION = ("timeline_format", "timeline_ranks", "timeline_window", "timeline_expand", "timeline_max_spans")
+#: the options of ``TIMELINE_OPTIONS`` that select what a timeline draws (all but its path)
+TIMELINE_SELECTION = tuple(k for k in TIMELINE_OPTIONS if k != "timeline")
 
 
 def add_span_outputs(result: Result, spans: Spans, options: Mapping[str, Any], title: str,
