@@ -114,6 +114,15 @@ def test_report_cli_on_a_result_and_errors(tmp_path, chakra_cli):
     assert dd["operators"] == [] and "no spans" in dd["notes"][0]
     code, _, err = chakra_cli("report", str(DDP), "--what-if", "compute=zero")
     assert code == 2 and "TARGET=FACTOR" in err
+    # a factor past a million times faster or slower: refused (1e-300 was an internal error, an
+    # overflow of the estimate; 1e300 printed an estimate from a compute time of nothing)
+    for factor in ("1e-300", "1e-7", "2e6", "nan", "inf", "-1"):
+        code, _, err = chakra_cli("report", "--result", tmp_path / "r" / "result.json", "--what-if", f"compute={factor}")
+        assert code == 2 and "FACTOR from 1e-06 to 1e+06" in err and "Traceback" not in err, (factor, err)
+    code, out, err = chakra_cli("report", "--result", tmp_path / "r" / "result.json", "--what-if", "comm=1e-6", "--json")
+    assert code == 0, err
+    w = json.loads(out)["what_if"][0]
+    assert w["estimated_change_ns"] == round(w["on_critical_path_ns"] * (1e6 - 1))
 
 
 def test_simulate_and_stats_text(chakra_cli):
@@ -170,3 +179,32 @@ def test_a_node_name_cannot_end_or_hide_the_pages_scripts(tmp_path, chakra_cli):
     specs = re.findall(r'<script type="application/json" id="[^"]*">(.*?)</script>', page, re.S)
     assert specs and not any("<" in s for s in specs)
     assert any(name in json.dumps(json.loads(s), ensure_ascii=False) for s in specs)
+
+
+def test_report_of_a_result_refuses_another_trace_set(tmp_path, chakra_cli):
+    """A trace set given with --result must be the one the result ran: the report otherwise mixed
+    one job's times with another's process groups and what-if re-simulations, silently."""
+    chakra.simulate(str(DDP), options={"spans": True}, output=tmp_path / "r")
+    result = tmp_path / "r" / "result.json"
+    code, out, err = chakra_cli("report", DDP, "--result", result, "--json")
+    assert code == 0, err
+    other = ROOT / "plugins/chakra-pytorch/tests/data/collectives"  # also 2 recorded ranks
+    code, _, err = chakra_cli("report", other, "--result", result)
+    assert code == 2 and "Traceback" not in err
+    assert err.startswith(f"chakra report: error: {result}: the result is not a run of this trace set: its rank 0")
+    # the same ids, one node renamed (through the wire format): its name is checked
+    traces = chakra.load_traces(str(DDP))
+    nodes = list(traces[0].nodes())
+    renamed = next(n for n in nodes if n.type == NodeType.COMP_NODE).id
+    (tmp_path / "renamed").mkdir()
+    for rank in (0, 1):
+        with chakra.EtWriter(tmp_path / "renamed" / f"trace.{rank}.et", traces[rank].metadata()) as w:
+            for n in traces[rank].nodes():
+                if rank == 0 and n.id == renamed:
+                    n.name = "another_op"
+                w.write(n)
+    code, _, err = chakra_cli("report", tmp_path / "renamed", "--result", result)
+    assert code == 2 and f"ran node {renamed} " in err and "'another_op' there" in err
+    # another rank count
+    code, _, err = chakra_cli("report", ROOT / "examples/text/dlrm_like.txt", "-I", "npus=4", "--result", result)
+    assert code == 2 and "a run of 2 rank(s), the trace set" in err and "has 4" in err

@@ -250,6 +250,13 @@ def test_cli_sweep_check_and_errors(tmp_path):
     r = _cli("sweep", path, "-o", tmp_path / "taken")
     assert r.returncode == 2 and "not a sweep's directory" in r.stderr
     assert (tmp_path / "taken" / "mine.txt").read_text() == "x"
+    # a pool past 1,024 processes is refused before anything starts (-j 100000 started one
+    # process per point); convert's -j is the same pool
+    r = _cli("sweep", path, "-o", tmp_path / "many", "-j", "100000")
+    assert r.returncode == 2 and "option 'workers' must be <= 1024, got 100000" in r.stderr
+    assert not (tmp_path / "many").exists()
+    r = _cli("convert", ROOT / "examples/text/dlrm_like.txt", "-I", "npus=4", "-o", tmp_path / "conv", "-j", "5000")
+    assert r.returncode == 2 and "must be <= 1024, got 5000" in r.stderr and not (tmp_path / "conv").exists()
 
 
 def test_failing_and_hanging_points_are_reported(tmp_path):

@@ -8,17 +8,20 @@ simulator are at hand, are checked by simulating the scaled set.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from chakra_core.analysis._spans import COMM_KINDS, SPAN_KINDS, Spans
 from chakra_core.base._errors import ConfigError, TraceFormatError
 from chakra_core.base._inputguard import note_inputs
+from chakra_core.trace._columns import node_columns
+from chakra_core.trace._traceset import TraceSet
 
-__all__ = ["Report", "analyse", "spans_of_result", "read_result", "parse_what_if"]
+__all__ = ["Report", "analyse", "spans_of_result", "read_result", "parse_what_if", "check_run_of"]
 
 #: what-if targets: span kinds, and the ``scale`` transform option that checks them
 _TARGETS = {
@@ -71,6 +74,11 @@ class Report:
         return write_report_html(self.data, self.spans, Path(path))
 
 
+#: the what-if factors taken (times faster): a million times faster or slower, beyond any design
+#: studied, and a step time that still fits the 64-bit nanoseconds of results
+WHAT_IF_FACTORS = (1e-6, 1e6)
+
+
 def parse_what_if(specs: Sequence[str] | None) -> list[tuple[str, str, float]]:
     """``["compute=2", "name:aten::mm=1.5"]`` as ``[(kind, target, factor)]`` (kind ``kind`` or ``name``)."""
     out = []
@@ -80,9 +88,9 @@ def parse_what_if(specs: Sequence[str] | None) -> list[tuple[str, str, float]]:
             factor = float(value)
         except ValueError:
             factor = 0.0
-        if not sep or not math.isfinite(factor) or factor <= 0:
-            raise ConfigError(f"what-if {spec!r}: expected TARGET=FACTOR with a finite FACTOR > 0 (e.g. compute=2, "
-                              "name:aten::mm=1.5)")
+        if not sep or not WHAT_IF_FACTORS[0] <= factor <= WHAT_IF_FACTORS[1]:  # nan too
+            raise ConfigError(f"what-if {spec!r}: expected TARGET=FACTOR with FACTOR from {WHAT_IF_FACTORS[0]:g} to "
+                              f"{WHAT_IF_FACTORS[1]:g} (times faster; e.g. compute=2, name:aten::mm=1.5, comm=0.5)")
         if target.startswith("name:") and target[5:]:
             out.append(("name", target[5:], factor))
         elif target in _TARGETS:
@@ -230,3 +238,45 @@ def spans_of_result(path: str | os.PathLike) -> tuple[dict[str, Any], Spans]:
                       "(it writes DIR/spans.npz next to result.json)")
 
 
+
+
+def check_run_of(traces: TraceSet, spans: Spans, result: str | os.PathLike) -> None:
+    """Check that ``spans`` (of the result at ``result``) are a run of ``traces``: as many ranks,
+    each span of a node names a node id of its rank, and the names agree (those of up to
+    :data:`NAMES_CHECKED` spans per rank, spread over its spans); a ConfigError naming both
+    otherwise: a report would mix one job's times with another's operations."""
+    if len(traces) != spans.nranks:
+        raise ConfigError(f"the result is a run of {spans.nranks} rank(s), the trace set "
+                          f"{traces.source or ''} has {len(traces)}: give the set it was run on", str(result))
+    for r in spans.ranks():
+        if r not in traces.ranks:
+            raise ConfigError(f"the result is not a run of this trace set: it has spans of rank {r}, the set "
+                              f"ranks {traces.ranks[0]}-{traces.ranks[-1]}", str(result))
+        mine = np.flatnonzero((spans.rank == r) & (spans.node_id >= 0))
+        if len(mine):
+            _check_rank_run(traces[r], spans, mine, r, result)
+
+
+#: the spans per rank whose names :func:`check_run_of` compares with their nodes'
+NAMES_CHECKED = 256
+
+
+def _check_rank_run(rt: Any, spans: Spans, mine: np.ndarray, r: int, result: str | os.PathLike) -> None:
+    """Check the spans ``mine`` of rank ``r`` against its trace ``rt`` (:func:`check_run_of`)."""
+    cols = node_columns(rt)
+    ids = spans.node_id[mine].astype(np.uint64)
+    order = np.argsort(cols.ids, kind="stable")
+    at = np.searchsorted(cols.ids, ids, sorter=order)
+    known = at < len(order)
+    position = order[np.where(known, at, 0)] if len(order) else at
+    known &= cols.ids[position] == ids if len(order) else known
+    checked = [(j, None) for j in np.flatnonzero(~known)[:1].tolist()]
+    if not checked:
+        spread = np.unique(np.linspace(0, len(mine) - 1, NAMES_CHECKED).astype(np.int64)).tolist()
+        checked = [(j, cols.name(int(position[j]))) for j in spread]
+    for j, there in checked:
+        i = int(mine[j])
+        if there != spans.name_of(i):
+            found = "no such node" if there is None else f"{there!r} there"
+            raise ConfigError(f"the result is not a run of this trace set: its rank {r} ran node {int(ids[j])} "
+                              f"{spans.name_of(i)!r}, {rt.label} has {found}", str(result))

@@ -22,7 +22,8 @@ class LocalExecutor(Executor):
 
     description = "a process pool on this machine (chakra sweep -j N)"
     options = {
-        "workers": Option("int", None, "worker processes (default: the machine's cores)", minimum=1),
+        "workers": Option("int", None, "worker processes (default: the machine's cores)", minimum=1,
+                          maximum=1024),
         "kill_after_s": Option("float", 10.0, "seconds past a point's timeout after which a worker still "
                                "running it is killed", minimum=0),
     }

@@ -15,7 +15,7 @@ from typing import Any
 from chakra_core.analysis._compare import fidelity, profile_set
 from chakra_core.analysis._diff import Diff, rows_report
 from chakra_core.analysis._graphview import draw_graph, graph_format
-from chakra_core.analysis._report import Report, analyse, spans_of_result
+from chakra_core.analysis._report import Report, analyse, check_run_of, spans_of_result
 from chakra_core.analysis._spans import Spans
 from chakra_core.base._errors import ConfigError
 from chakra_core.base._progress import progress
@@ -65,7 +65,9 @@ def report(inputs: Any = None, *, result: str | os.PathLike | None = None, backe
             kw = dict(sim_kwargs, format=None, input_options=None)
             return int(_simulate_with_spans(scaled, backend, kw, keep=False)[0].summary["finish_ns"])
     if groups is None and inputs is not None:
-        groups = _process_groups(inputs, format, input_options, host)
+        traces = _input_pipeline(inputs, format, input_options, host).load()
+        check_run_of(traces, spans, str(result))
+        groups = traces.process_groups
     with progress("building the report", total=1 + (output is not None), unit="step") as bar:
         bar.status("breakdown, critical path, tables")
         rep = analyse(spans, what_if=what_if, top=top, threshold=threshold, source=source, resimulate=resim,
@@ -77,12 +79,6 @@ def report(inputs: Any = None, *, result: str | os.PathLike | None = None, backe
             rep.data["html"] = str(output)
             bar.advance()
     return rep
-
-
-def _process_groups(inputs: Any, format: str | None, input_options: Mapping[str, Any] | None,
-                    host: PluginHost | None) -> dict[str, list[int]]:
-    """The process groups of the trace set ``inputs`` (read from its first rank)."""
-    return _input_pipeline(inputs, format, input_options, host).load().process_groups
 
 
 def _describe(inputs: Any) -> Any:

@@ -29,8 +29,8 @@ class DaskExecutor(Executor):
     options = {
         "address": Option("str", None, "scheduler to connect to, tcp://HOST:8786 (default: a local cluster)"),
         "workers": Option("int", None, "worker processes of a local cluster (default: the machine's cores)",
-                          minimum=1),
-        "threads": Option("int", 1, "threads per worker process of a local cluster", minimum=1),
+                          minimum=1, maximum=1024),
+        "threads": Option("int", 1, "threads per worker process of a local cluster", minimum=1, maximum=1024),
         "listen_all": Option("bool", False, "let a local cluster listen on every network interface "
                              "(default: loopback only; see docs/sweeps.md)"),
     }
