@@ -181,8 +181,8 @@ def _trim_to_host(b: RankBuild, kt: KinetoTrace, lo: float, hi: float) -> None:
     ET holds."""
     kept = [g for g in kt.gpu if lo <= kt.corr_ts.get(g.correlation, g.ts) <= hi]
     if len(kept) < len(kt.gpu):
-        b.notes.append(f"{len(kt.gpu) - len(kept)} of {len(kt.gpu)} GPU activities were launched outside the "
-                       "host ET's ops (another iteration): left out")
+        b.notes.append(f"{len(kt.gpu) - len(kept)} of {len(kt.gpu)} GPU activities were launched before the "
+                       "first or after the last host op (in another iteration, or with no op around): left out")
         kt.gpu = kept
     kt.steps = [s for s in kt.steps if s[0] < hi and s[0] + s[1] > lo]
 

@@ -119,6 +119,8 @@ class KinetoTrace:
     #: how the host ops were found: (key used, host ops found, host ops looked for); set by
     #: :func:`.extlink.link_host_ops`
     link: tuple[str, int, int] | None = None
+    #: complete events of the kinds read (CPU ops, annotations, GPU activities, runtime calls, syncs)
+    used: int = 0
 
 
 def _short(e: Exception) -> str:
@@ -127,8 +129,9 @@ def _short(e: Exception) -> str:
 
 
 def read_distributed_info(path: str) -> dict[str, Any]:
-    """The ``distributedInfo`` object of a Kineto trace ({} if absent); reads only up to it (and
-    no further than the start of ``traceEvents``), in one pass."""
+    """The ``distributedInfo`` object of a Kineto trace ({} if absent): read up to it where it
+    comes before ``traceEvents`` (PyTorch 2.1 on), else from the keys after ``traceEvents``
+    (PyTorch 2.0 writes it there: :func:`_trailing_distributed`)."""
     try:
         with open_binary(path) as f:
             builder = None
@@ -142,10 +145,41 @@ def read_distributed_info(path: str) -> dict[str, Any]:
                     builder = ijson.ObjectBuilder()
                     builder.event(event, value)
                 elif prefix == "traceEvents" and event == "start_array":
-                    return {}
+                    info = _trailing_distributed(path)
+                    return _checked_distributed(info, path) if info else {}
     except (ijson.JSONError, ijson.IncompleteJSONError, OSError, EOFError, zlib.error) as e:
         raise TraceFormatError(f"not a Kineto trace ({_short(e)})", path) from None
     return {}
+
+
+#: the bytes at the end of a trace in which :func:`_trailing_distributed` looks for the keys
+#: after ``traceEvents`` (PyTorch 2.0 writes ``distributedInfo`` and ``traceName`` there: a
+#: few hundred bytes, more with many process groups)
+_TAIL_BYTES = 1 << 20
+
+
+def _trailing_distributed(path: str) -> dict[str, Any] | None:
+    """``distributedInfo`` among the top-level keys after ``traceEvents`` of the trace at ``path``:
+    the last ``"distributedInfo"`` of its last :data:`_TAIL_BYTES` whose text from there to the
+    end of the file is keys and values closing the top-level object (the same key inside an
+    event's arguments is not: an event and the list's end follow it)."""
+    import json
+
+    tail = b""
+    with open_binary(path) as f:
+        if not isinstance(f, gzip.GzipFile):
+            f.seek(max(0, f.seek(0, 2) - _TAIL_BYTES))
+        while chunk := f.read(1 << 22):
+            tail = (tail + chunk)[-_TAIL_BYTES:]
+    at = tail.rfind(b'"distributedInfo"')
+    if at < 0:
+        return None
+    try:
+        rest = json.loads(b"{" + tail[at:])
+    except (ValueError, RecursionError):
+        return None
+    info = rest.get("distributedInfo") if isinstance(rest, dict) else None
+    return info if isinstance(info, dict) else None
 
 
 def _checked_distributed(info: dict[str, Any], path: str) -> dict[str, Any]:
@@ -220,6 +254,9 @@ def read_kineto(path: str, wanted_rfs: set[int] | frozenset[int] | None = None,
         raise TraceFormatError(f"bad trace event ({_short(e)})", path, f"event {count}") from None
     if count == 0:
         raise TraceFormatError("no 'traceEvents' list: not a Kineto trace", path)
+    if not kt.used:
+        raise TraceFormatError(f"none of its {count} trace events is a complete event ('ph': 'X') of a kind "
+                               f"read ({', '.join(sorted(_USED_CATS))}): nothing to convert", path)
     if pids:
         kt.pid = max(pids, key=pids.__getitem__)
     kt.gpu.sort(key=lambda g: g.ts)
@@ -257,8 +294,15 @@ def _take_event(kt: KinetoTrace, ev: Any, wanted_rfs: set[int] | frozenset[int] 
     if not isinstance(args, dict):
         args = {}
     name = ev.get("name")
+    needed = ("name", "ts", "dur") if on_event is not None else ("ts", "dur")  # alone, its name makes an op
+    missing = [k for k in needed if k not in ev]
+    if missing:
+        raise ValueError(f"a complete {cat!r} event without {' and '.join(repr(k) for k in missing)}")
+    if not isinstance(name, str) and on_event is not None:
+        raise ValueError(f"a {cat!r} event's name {name!r} is not a string")
     name = sys.intern(name) if isinstance(name, str) else ""  # names repeat: one copy each
-    ts, dur = event_time(ev.get("ts", 0.0), "ts"), event_duration(ev.get("dur", 0.0), "dur")
+    kt.used += 1
+    ts, dur = event_time(ev["ts"], "ts"), event_duration(ev["dur"], "dur")
     pid = -1
     if cat in _HOST_CATS:
         pid = int64_from_number(ev.get("pid"))

@@ -20,7 +20,6 @@ graph builder (:func:`build_graph`) runs on them, so both inputs follow one set 
 from __future__ import annotations
 
 import bisect
-import re
 import warnings
 from array import array
 from typing import Any
@@ -35,7 +34,7 @@ from .hostet import HostOp, HostTrace
 from .intmap import IntMap
 from .kineto import KinetoTrace, StreamWait, read_kineto
 from .kineto_graph_comms import annotation_elem_bytes, c10d_comm, group_of, param_comm
-from .kineto_graph_events import CpuCollector, CpuSide, EventSpans
+from .kineto_graph_events import CpuCollector, CpuSide, EventSpans, is_operator
 from .nogc import cycle_collection_off
 from .schema_version import PyTorchTraceWarning
 
@@ -44,10 +43,6 @@ __all__ = ["KINETO_SCHEMA", "convert_kineto_rank", "kineto_host"]
 #: the ``schema`` of a rank converted from Kineto alone
 KINETO_SCHEMA = "kineto"
 
-#: an operator's name: one namespace and the op (``aten::mm``, ``c10d::allreduce_``); record
-#: functions named like ``torch::distributed::reducer::mul_out`` are annotations
-_OPERATOR = re.compile(r"[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_][A-Za-z0-9_.]*")
-_NOT_OPS = ("autograd::",)
 _RECORD_CALLS = ("cudaEventRecord", "hipEventRecord", "cudaEventRecordWithFlags")
 _WAIT_CALLS = ("cudaStreamWaitEvent", "hipStreamWaitEvent")
 
@@ -66,6 +61,7 @@ def convert_kineto_rank(path: str, rank: int, world: int, groups: dict[str, list
                           f"(Kineto 'finished': false), the first {name} at ts {ts:.3f} us: their end is the "
                           "profiler's stop (a communication's node is then timed by its c10d op alone)",
                           PyTorchTraceWarning, stacklevel=2)
+        _warn_outlasting(path, cpu)
         if match is not None:
             match.apply(rank, host.ops)
         _warn_unsized(path, host)
@@ -91,6 +87,18 @@ def kineto_host(path: str, world: int, distributed: dict[str, Any] | None = None
     return _host_trace(path, kt, cpu, world), kt, cpu
 
 
+def _warn_outlasting(path: str, cpu: CpuSide) -> None:
+    """Warn of operators that end after the event they started in (not nested in it)."""
+    if cpu.outlasting:
+        k, up = cpu.outlasting[0]
+        e = cpu.events
+        warnings.warn(f"{path}: {len(cpu.outlasting)} operator(s) start inside another event on their thread "
+                      f"and end after it, the first {e.names[k]} at ts {e.ts[k]:.3f} us inside {e.names[up]} "
+                      f"(ending {e.ts[k] + e.dur[k] - e.ts[up] - e.dur[up]:.3f} us after it): each is taken "
+                      "as not inside the events it outlasts (their times overlap on the thread)",
+                      PyTorchTraceWarning, stacklevel=3)
+
+
 def _warn_unsized(path: str, host: HostTrace) -> None:
     """Warn when communication ops have no size in the trace (recorded without shapes)."""
     unsized = [op.name for op in host.ops if op.comm is not None and not op.comm.size_bytes
@@ -99,10 +107,6 @@ def _warn_unsized(path: str, host: HostTrace) -> None:
         warnings.warn(f"{path}: {len(unsized)} communication op(s) have no size in the trace (no 'Input "
                       f"Dims' nor message sizes), the first {unsized[0]}: their comm_size is 0 (profile "
                       "with record_shapes=True)", PyTorchTraceWarning, stacklevel=3)
-
-
-def _is_operator(name: str) -> bool:
-    return _OPERATOR.fullmatch(name) is not None and not name.startswith(_NOT_OPS)
 
 
 def _host_trace(path: str, kt: KinetoTrace, cpu: CpuSide, world: int) -> HostTrace:
@@ -131,7 +135,7 @@ def _host_trace(path: str, kt: KinetoTrace, cpu: CpuSide, world: int) -> HostTra
     owner = array("q", bytes(8 * len(names)))
     for key, (name, up_key) in enumerate(zip(names, parent)):
         up = owner[up_key] if up_key >= 0 else -1
-        is_op = _is_operator(name) or key in launchers
+        is_op = is_operator(name) or key in launchers
         owner[key] = key if key in comms or (is_op and up < 0) else up
     ops = [_host_op(cpu, key, comms.get(key), owner[parent[key]] if parent[key] >= 0 else -1)
            for key in range(len(names)) if owner[key] == key]
@@ -147,7 +151,7 @@ def _leaf_launchers(cpu: CpuSide, launchers: set[int]) -> set[int]:
     around_ops: set[int] = set()
     for key in reversed(range(len(names))):  # children come after their parents
         up = parent[key]
-        if up >= 0 and (key in around_ops or _is_operator(names[key])):
+        if up >= 0 and (key in around_ops or is_operator(names[key])):
             around_ops.add(up)
     return {k for k in launchers if k not in around_ops and names[k]}
 

@@ -13,6 +13,7 @@ threads (a parent before its children), which stands in for the host ET's node i
 
 from __future__ import annotations
 
+import re
 import sys
 from array import array
 from collections.abc import Iterator, Mapping
@@ -146,6 +147,9 @@ class CpuSide:
     #: (key, orjson's message) of the events whose inputs orjson cannot write (nested deeper
     #: than it writes)
     unwritable: list[tuple[int, str]]
+    #: (key, key of the event it started in) of each operator that outlasts the event it started
+    #: in by more than :data:`OUTLAST_US` (not nested in it, see :func:`_nest`)
+    outlasting: list[tuple[int, int]] = field(default_factory=list)
 
     def order_id(self, key: int) -> int:
         """The id that counts issue order: ``Record function id``, else ``External id``, else
@@ -215,18 +219,37 @@ class CpuCollector:
         rows.sort(key=cols.ts.__getitem__)
         events = cols.rows(rows)
         calls = [c for p, c in zip(self.call_pids, self.calls) if pid is None or p == pid]
-        parent = _nest(events, calls)
+        outlasting: list[tuple[int, int]] = []
+        parent = _nest(events, calls, outlasting)
         corr_owner = {c.correlation: c.owner for c in calls if c.correlation >= 0 and c.owner >= 0}
         key_of = {i: k for k, i in enumerate(rows)} if self.unwritable else {}
         bad = sorted((key_of[i], why) for p, i, why in self.unwritable if pid is None or p == pid)
         self._empty()  # the unsorted rows go
-        return CpuSide(pid, events, parent, calls, corr_owner, bad)
+        return CpuSide(pid, events, parent, calls, corr_owner, bad, outlasting)
 
 
-def _nest(events: CpuColumns, calls: list[RuntimeCall]) -> array:
+#: an operator's name: one namespace and the op (``aten::mm``, ``c10d::allreduce_``); record
+#: functions named like ``torch::distributed::reducer::mul_out`` are annotations
+_OPERATOR = re.compile(r"[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_][A-Za-z0-9_.]*")
+_NOT_OPS = ("autograd::",)
+
+#: microseconds an operator may end past the event it started in and still be nested in it: the
+#: rounding of Kineto's times (a float of microseconds since the epoch is exact to 0.25 us)
+OUTLAST_US = 1.0
+
+
+def is_operator(name: str) -> bool:
+    """Whether an event's name is an operator's (``ns::op``, not ``autograd::``)."""
+    return _OPERATOR.fullmatch(name) is not None and not name.startswith(_NOT_OPS)
+
+
+def _nest(events: CpuColumns, calls: list[RuntimeCall], outlasting: list[tuple[int, int]]) -> array:
     """The parent of each event and the owner of each runtime call: the innermost event around
     it on its thread (one sweep per thread, events and calls in start order, an event before a
-    call at one start)."""
+    call at one start).  An operator that starts in an event and ends after it (past
+    :data:`OUTLAST_US`) is not inside it: the events it outlasts end there (nothing after it
+    nests in them), and each such operator is listed in ``outlasting`` with the event it started
+    in.  Other events may outlast theirs (a ``gloo:*`` annotation of asynchronous work)."""
     per_tid: dict[int, list[int]] = {}
     for k, tid in enumerate(events.tids):
         per_tid.setdefault(tid, []).append(k)  # in key order: start order
@@ -246,8 +269,13 @@ def _nest(events: CpuColumns, calls: list[RuntimeCall]) -> array:
                 j += 1
             while stack and stack[-1][0] <= t:
                 stack.pop()
+            end = t + dur[k]
+            if stack and end > stack[-1][0] + OUTLAST_US and is_operator(events.names[k]):
+                outlasting.append((k, stack[-1][1]))
+                while stack and end > stack[-1][0] + OUTLAST_US:
+                    stack.pop()
             parent[k] = stack[-1][1] if stack else -1
-            stack.append((t + dur[k], k))
+            stack.append((end, k))
         for i in mine[j:]:
             _own(calls[i], stack)
     return parent

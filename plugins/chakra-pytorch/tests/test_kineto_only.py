@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import shutil
 import warnings
 from collections import Counter
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from chakra_core import CommType, NodeType, TraceFormatError, get_int, validate
+from chakra_core import CommType, NodeType, TraceFormatError, get_int, load_traces, validate
 from chakra_pytorch import convert_rank, find_rank_files, open_pytorch
 from chakra_pytorch.kineto_graph import convert_kineto_rank
 from chakra_pytorch.kineto_graph_comms import c10d_comm, elem_bytes, group_of
@@ -250,3 +251,104 @@ def test_deep_input_dims_of_another_process_are_left_out_with_it(tmp_path):
     p, _ev = _deep_dims(tmp_path, "aten::linear", other_pid=True)
     nodes = _quiet(lambda: list(open_kineto_only([str(p)])[0].nodes()))
     assert sum(n.name == "aten::linear" for n in nodes) == 1  # of the two, the traced process's
+
+
+def _moved_to_the_end(src: Path, dst: Path, rank: int, world: int) -> str:
+    """The recorded trace with ``distributedInfo`` (rank and world as given) written after
+    ``traceEvents``, where PyTorch 2.0 writes it (HTA's simple_add trace has it there)."""
+    doc = json.loads(gzip.open(src).read())
+    info = {**doc.pop("distributedInfo"), "rank": rank, "world_size": world}
+    doc["distributedInfo"] = info  # dicts keep their order: after traceEvents now
+    text = json.dumps(doc)
+    assert text.index('"traceEvents"') < text.index('"distributedInfo"')
+    dst.write_text(text)
+    return str(dst)
+
+
+def test_distributed_info_after_the_events_gives_the_rank_and_world(tmp_path):
+    # it was read only before traceEvents: such a trace was rank 0 of a world of 1, silently, and
+    # two of them could not tell their ranks
+    a = _moved_to_the_end(DATA / "ddp" / "kineto.1.json.gz", tmp_path / "a.json", 1, 2)
+    b = _moved_to_the_end(DATA / "ddp" / "kineto.0.json.gz", tmp_path / "b.json", 0, 2)
+    ranks, world = find_kineto_ranks([a, b])
+    assert [(kr.rank, kr.path) for kr in ranks] == [(0, b), (1, a)] and world == 2
+    (kr,), world = find_kineto_ranks([a])
+    assert (kr.rank, world) == (1, 2)
+    bad = _moved_to_the_end(DATA / "ddp" / "kineto.0.json.gz", tmp_path / "c.json", 3, 2)
+    with pytest.raises(TraceFormatError, match="rank 3 is outside the world of 2"):
+        find_kineto_ranks([bad])
+    neg = _moved_to_the_end(DATA / "ddp" / "kineto.0.json.gz", tmp_path / "d.json", -1, 2)
+    with pytest.raises(TraceFormatError, match="bad distributedInfo: rank -1"):
+        find_kineto_ranks([neg])
+    # the same key inside an event's arguments is not the trace's
+    doc = json.loads(gzip.open(DATA / "ddp" / "kineto.0.json.gz").read())
+    del doc["distributedInfo"]
+    doc["traceEvents"].append({"ph": "i", "name": "x", "ts": 1, "args": {"distributedInfo": {"rank": 1}}})
+    (tmp_path / "e.json").write_text(json.dumps(doc))
+    assert find_kineto_ranks([str(tmp_path / "e.json")])[0][0].distributed == {}
+
+
+@pytest.mark.parametrize("field", ["ts", "dur", "name"])
+def test_a_cpu_op_without_its_time_or_name_is_a_located_error(tmp_path, field):
+    # a cpu_op without ts started at 0 (a longest path of 53 years); without dur it lasted 0 and
+    # the ops after it nested in others; without a name it was no op (4 nodes of 23)
+    doc = json.loads(gzip.open(DATA / "mlp" / "kineto.0.json.gz").read())
+    at, ev = next((i, e) for i, e in enumerate(doc["traceEvents"]) if e.get("cat") == "cpu_op")
+    del ev[field]
+    (tmp_path / "k.json").write_text(json.dumps(doc))
+    with pytest.raises(TraceFormatError) as err:
+        _quiet(_read, tmp_path / "k.json")
+    assert err.value.location == f"event {at + 1}"
+    assert f"a complete 'cpu_op' event without '{field}'" in err.value.message
+
+
+def test_a_trace_of_no_complete_event_is_refused(tmp_path):
+    doc = json.loads(gzip.open(DATA / "mlp" / "kineto.0.json.gz").read())
+    for ev in doc["traceEvents"]:
+        ev.pop("ph", None)
+    (tmp_path / "k.json").write_text(json.dumps(doc))
+    with pytest.raises(TraceFormatError, match=f"none of its {len(doc['traceEvents'])} trace events is a complete"):
+        _quiet(_read, tmp_path / "k.json")
+
+
+def _read(path: Path) -> list:
+    """The nodes of the one rank of the trace at ``path`` (a rank converts when read)."""
+    return list(load_traces(str(path))[0].nodes())
+
+
+def _siblings(events: list[dict]) -> tuple[dict, dict]:
+    """Two operators one after the other with the same parent on the first CPU thread (the
+    second at least 2 us long)."""
+    tid = next(e["tid"] for e in events if e.get("cat") == "cpu_op")
+    mine = sorted((e for e in events if e.get("ph") == "X" and e.get("tid") == tid
+                   and e.get("cat") in ("cpu_op", "user_annotation")), key=lambda e: (e["ts"], -e["dur"]))
+    stack: list[dict] = []
+    last_child: dict[int, dict] = {}  # id of the parent (0: none) -> its last child seen
+    for e in mine:
+        while stack and stack[-1]["ts"] + stack[-1]["dur"] <= e["ts"]:
+            stack.pop()
+        up = id(stack[-1]) if stack else 0
+        before = last_child.get(up)
+        if before is not None and "::" in before["name"] and "::" in e["name"] and e["dur"] >= 2:
+            return before, e
+        last_child[up] = e
+        stack.append(e)
+    raise AssertionError("no two sibling operators")
+
+
+def test_an_operator_outlasting_the_event_it_started_in_is_not_inside_it(tmp_path):
+    # an op whose end was moved into the next op: that op started inside it and was taken as its
+    # child (dropped from the graph), without a word
+    doc = json.loads(gzip.open(DATA / "mlp" / "kineto.0.json.gz").read())
+    a, b = _siblings(doc["traceEvents"])
+    (tmp_path / "k.json").write_text(json.dumps(doc))
+    before = Counter(n.name for n in _quiet(_read, tmp_path / "k.json"))
+    a["dur"] = b["ts"] - a["ts"] + b["dur"] / 2  # a now ends in the middle of b
+    (tmp_path / "k.json").write_text(json.dumps(doc))
+    with pytest.warns(PyTorchTraceWarning, match=rf"1 operator\(s\) start inside another event on their thread "
+                      rf"and end after it, the first {re.escape(b['name'])} at ts {b['ts']:.3f} us inside "
+                      rf"{re.escape(a['name'])} \(ending ([0-9.]+) us after it\)") as got:
+        after = Counter(n.name for n in _read(tmp_path / "k.json"))
+    ending = re.search(r"ending ([0-9.]+) us", str(got[0].message))
+    assert ending is not None and float(ending.group(1)) == pytest.approx(b["dur"] / 2, abs=2e-3)
+    assert after[b["name"]] == before[b["name"]] and after[a["name"]] == before[a["name"]]
