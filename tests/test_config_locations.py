@@ -231,6 +231,21 @@ def test_an_implementation_no_run_can_take_is_refused_at_its_key(tmp_path, chakr
     assert f"{path}:key 'all-reduce-implementation': {words}" in line, line
 
 
+def test_an_empty_implementation_list_of_astra_sim_is_refused(tmp_path, chakra_cli, four):
+    # ASTRA-sim's system.json with "all-reduce-implementation": [] ran ring on every dimension
+    # here while its note said ASTRA-sim would run the first 0 dimension(s)
+    path = tmp_path / "system.json"
+    path.write_text(json.dumps({"scheduling-policy": "LIFO", "endpoint-delay": 10, "active-chunks-per-dimension": 1,
+                                "preferred-dataset-splits": 4, "all-reduce-implementation": [],
+                                "all-gather-implementation": ["ring"], "reduce-scatter-implementation": ["ring"],
+                                "all-to-all-implementation": ["ring"], "collective-optimization": "baseline"}))
+    net = tmp_path / "network.yml"
+    net.write_text("topology: [ Ring ]\nnpus_count: [ 4 ]\nbandwidth: [ 50.0 ]\nlatency: [ 500.0 ]\n")
+    code, _, err = chakra_cli("simulate", four, "--system", path, "--network", net)
+    line = _one_error(code, err)
+    assert f"{path}:key 'all-reduce-implementation': an empty list: ASTRA-sim would run the collective" in line
+
+
 @pytest.mark.parametrize("outputs, words", [
     (["o", "o"], "backends[1].output {o} overlaps backends[0].output {o}"),
     (["o", "o/inner"], "backends[1].output {o}/inner overlaps backends[0].output {o}"),

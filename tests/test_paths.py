@@ -54,6 +54,28 @@ def test_output_named_like_a_file(tmp_path, dp_set, chakra_cli):
     assert status == 0 and sorted(os.listdir(tmp_path / "o")) == ["run.0.et.gz", "run.1.et.gz"]
 
 
+def test_output_naming_an_existing_file_or_nothing_is_refused(tmp_path, chakra_cli):
+    # ASTRA-sim's microbenchmark (other team's files): "-o DIR/all_reduce.0.et" was read as the
+    # prefix DIR/all_reduce.0 and wrote a second set into the input's folder, after which every
+    # command on that folder failed ("several trace sets here"); "-o ''" wrote into the working
+    # directory
+    src = ROOT.parent / "shared/data/public-traces/astrasim/microbenchmarks/all_reduce/8npus_1MB"
+    folder = tmp_path / "ar"
+    folder.mkdir()
+    for f in src.glob("*.et"):
+        (folder / f.name).write_bytes(f.read_bytes())
+    before = sorted(os.listdir(folder))
+    status, _, err = chakra_cli("convert", folder, "-o", folder / "all_reduce.0.et")
+    assert status == 2 and err.strip() == (f"chakra convert: error: {folder / 'all_reduce.0.et'}: an existing file: "
+                                           "give a directory, or a prefix that names no file (PREFIX.<rank>.et "
+                                           "are written)")
+    status, _, err = chakra_cli("transform", folder, "scale", "-o", "")
+    assert status == 2 and "an empty output path" in err
+    assert sorted(os.listdir(folder)) == before and len(before) == 8
+    status, s = _stats(chakra_cli, folder)
+    assert status == 0 and s["ranks"] == 8
+
+
 def test_empty_directory(tmp_path, chakra_cli):
     (tmp_path / "empty").mkdir()
     status, err = _stats(chakra_cli, tmp_path / "empty")

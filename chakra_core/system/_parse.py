@@ -49,6 +49,9 @@ def _implementation(r: Reader, kind: str, astra: bool, algorithms: Collection[st
         raise r.fail(k, f"wants a list of algorithm names (one per dimension), got {v!r}")
     if not v and not astra:  # our YAML's default is the key left out (ring everywhere)
         raise r.fail(k, "an empty list: give one algorithm name per dimension, or leave the key out for ring")
+    if not v:  # ASTRA-sim runs a collective on as many dimensions as the list names: none
+        raise r.fail(k, "an empty list: ASTRA-sim would run the collective on no dimension; give one "
+                     "algorithm name per dimension")
     for name in v:
         base, window = algorithm_base(name)
         if window is not None and window > INT32_MAX:

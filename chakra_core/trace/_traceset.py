@@ -343,7 +343,15 @@ def _stale_names(prefix: Path, keep: set[str]) -> list[str]:
 
 
 def _out_prefix(out: str | os.PathLike) -> Path:
+    """The prefix of the set to write at ``out`` (a directory: ``DIR/trace``; made as needed);
+    a ConfigError for an empty path or one naming an existing file (read as a prefix, it wrote
+    a second set beside that file, as ``NAME.0.et`` and on)."""
+    if not str(out):
+        raise ConfigError("an empty output path: give a directory or a prefix")
     p = Path(out)
+    if p.is_file():
+        raise ConfigError("an existing file: give a directory, or a prefix that names no file (PREFIX.<rank>.et "
+                          "are written)", str(out))
     if p.is_dir() or str(out).endswith(("/", os.sep)):
         p.mkdir(parents=True, exist_ok=True)
         return p / "trace"
