@@ -208,3 +208,19 @@ def test_report_of_a_result_refuses_another_trace_set(tmp_path, chakra_cli):
     # another rank count
     code, _, err = chakra_cli("report", ROOT / "examples/text/dlrm_like.txt", "-I", "npus=4", "--result", result)
     assert code == 2 and "a run of 2 rank(s), the trace set" in err and "has 4" in err
+
+
+def test_a_result_beside_the_spans_of_another_run_is_refused(tmp_path, chakra_cli):
+    """spans.npz of one run beside result.json of another (both of 2 ranks) made the report's
+    step time the other run's, and diff found a change between two copies of one result."""
+    chakra.simulate(str(DDP), options={"spans": True}, output=tmp_path / "a")
+    scaled = chakra.transform(str(DDP), "scale", {"compute_speedup": 0.5})
+    chakra.simulate(scaled, options={"spans": True}, output=tmp_path / "b")
+    (tmp_path / "mix").mkdir()
+    (tmp_path / "mix" / "result.json").write_bytes((tmp_path / "a" / "result.json").read_bytes())
+    (tmp_path / "mix" / "spans.npz").write_bytes((tmp_path / "b" / "spans.npz").read_bytes())
+    finish = json.loads((tmp_path / "a" / "result.json").read_text())["summary"]["finish_ns"]
+    for cmd in (["report", "--result", tmp_path / "mix" / "result.json"],
+                ["diff", tmp_path / "a" / "result.json", tmp_path / "mix" / "result.json"]):
+        code, _, err = chakra_cli(*cmd)
+        assert code == 2 and f"the result at {finish} ns: spans of another run" in err, err

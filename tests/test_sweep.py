@@ -90,6 +90,9 @@ def test_grid_random_derive_and_constraints():
     ({"grid": {"a": [1]}, "constraints": ["__import__('os')"]}, "only min, max"),
     ({"grid": {"a": [1]}, "constraints": ["a.__class__"]}, "is inside a int"),
     ({"gird": {}}, "did you mean 'grid'"),
+    # an internal error (randrange's empty range) before
+    ({"random": {"seed": 1, "count": 3, "params": {"n": {"low": 4.2, "high": 4.9, "integer": True}}}},
+     "sweep.random.params.n: integer: true, but no whole number lies from 4.2 to 4.9"),
 ])
 def test_bad_sweep_sections_are_refused(section, message):
     with pytest.raises(ConfigError, match=message):

@@ -220,6 +220,10 @@ def _matching_spans(data: dict[str, Any], spans_path: Path, path: Path) -> Spans
     if isinstance(ranks, int) and ranks != spans.nranks:
         raise TraceFormatError(f"{spans_path} holds spans of {spans.nranks} rank(s), the result {ranks}: "
                                "spans of another run", str(path))
+    finish = data["summary"].get("finish_ns")
+    if isinstance(finish, int) and len(spans) and spans.finish_ns() != finish:
+        raise TraceFormatError(f"{spans_path} ends at {spans.finish_ns()} ns, the result at {finish} ns: "
+                               "spans of another run", str(path))
     return spans
 
 
@@ -270,7 +274,7 @@ def _check_rank_run(rt: Any, spans: Spans, mine: np.ndarray, r: int, result: str
     known = at < len(order)
     position = order[np.where(known, at, 0)] if len(order) else at
     known &= cols.ids[position] == ids if len(order) else known
-    checked = [(j, None) for j in np.flatnonzero(~known)[:1].tolist()]
+    checked: list[tuple[int, str | None]] = [(j, None) for j in np.flatnonzero(~known)[:1].tolist()]
     if not checked:
         spread = np.unique(np.linspace(0, len(mine) - 1, NAMES_CHECKED).astype(np.int64)).tolist()
         checked = [(j, cols.name(int(position[j]))) for j in spread]

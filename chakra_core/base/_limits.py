@@ -45,7 +45,9 @@ LIMITS: dict[str, Limit] = {
 
 def get_limit(name: str) -> int:
     """The current value of limit ``name`` (its environment variable, else the default)."""
-    lim = LIMITS[name]
+    lim = LIMITS.get(name) if isinstance(name, str) else None
+    if lim is None:
+        raise ValueError(f"no limit named {name!r}; the limits: {', '.join(LIMITS)}")
     text = os.environ.get(lim.env)
     if text is None or not text.strip():
         return lim.default
@@ -80,6 +82,8 @@ def check_limit(name: str, value: int, subject: str, where: str | None = None,
     ``subject`` words the value in the message (``"rank"``, ``"npus"``); ``where`` and
     ``location`` name the file and the place.  The message names the environment variable.
     """
+    if not value >= 0:  # nan too
+        raise error(f"{subject} {value!r} is not a count (0 or more)", where, location)
     if value > get_limit(name):
         raise error(limit_message(name, value, subject), where, location)
     return value

@@ -40,7 +40,9 @@ def decode_varint(data: bytes | bytearray | memoryview, pos: int = 0, end: int |
     Raises EOFError when the bytes end inside the varint (a reader of a stream reads on and tries
     again) and ValueError for a varint that does not end within 10 bytes.
     """
-    stop = len(data) if end is None else end
+    stop = len(data) if end is None else min(end, len(data))
+    if pos < 0:
+        raise ValueError(f"a varint at byte {pos}: positions start at 0")
     value = shift = 0
     p = pos
     while p < stop:

@@ -14,6 +14,7 @@ from typing import Any
 
 from chakra_core.base._docparse import decode_text, parse_json
 from chakra_core.base._errors import ChakraError, ConfigError, PluginError, TraceFormatError
+from chakra_core.base._limits import check_limit
 from chakra_core.base._progress import progress
 from chakra_core.host._api import Result
 from chakra_core.host._plugins import PluginHost, get_host
@@ -153,6 +154,8 @@ def synth_sample(model: str | os.PathLike | Mapping[str, Any], output: str | os.
     picked = stage.options.get("seed")
     if isinstance(picked, int) and not 0 <= picked < 2 ** 63:
         raise ConfigError(f"seed {picked}: give a seed from 0 to 2**63-1")
+    if isinstance(stage.options.get("ranks"), int):
+        check_limit("npus", stage.options["ranks"], "ranks", error=ConfigError)
     try:
         traces = stage.impl.generate(m, stage.options)
     except ChakraError as e:

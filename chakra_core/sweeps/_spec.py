@@ -191,6 +191,8 @@ def _check_random_param(path: str, spec: Any, source: str) -> None:
         raise ConfigError(f"{where}: low {low} is above high {high}", source)
     if spec.get("log") and low <= 0:
         raise ConfigError(f"{where}: log: true needs low > 0", source)
+    if spec.get("integer") and math.ceil(low) > math.floor(high):
+        raise ConfigError(f"{where}: integer: true, but no whole number lies from {low} to {high}", source)
 
 
 def _constraints(items: Any, source: str) -> list[Constraint]:

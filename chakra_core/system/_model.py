@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass, field, replace
 from math import prod
 from typing import Any
 
+from chakra_core.base._errors import ConfigError
+
 __all__ = [
     "TOPOLOGIES",
     "COLLECTIVE_KINDS",
@@ -49,11 +51,25 @@ def roofline_ns(num_ops: int, tensor_size: int, peak_tflops: float, local_mem_bw
     in ASTRA-sim's floating-point order (operational intensity first, then times the bandwidth
     in bytes/s; seconds times 1e9) so that the truncation agrees to the ns.  ``tensor_size`` 0:
     compute-bound; ``num_ops`` <= 0: 0 ns."""
+    if not (peak_tflops > 0 and local_mem_bw > 0):  # nan too
+        raise ValueError(f"roofline: peak {peak_tflops!r} TFLOPS and memory bandwidth {local_mem_bw!r} GB/s must "
+                         "be above 0")
     if num_ops <= 0:
         return 0
     peak = peak_tflops * 1e12
     perf = peak if tensor_size <= 0 else min(local_mem_bw * 1e9 * (num_ops / tensor_size), peak)
     return int(num_ops / perf * 1e9)
+
+
+def _check_default_network(npus: Any, topology: Any, bandwidth: Any, latency: Any) -> None:
+    """Refuse a default network no system file could describe (a ConfigError naming the value)."""
+    if not isinstance(npus, int) or isinstance(npus, bool) or npus < 1:
+        raise ConfigError(f"default network: {npus!r} NPUs: give a whole number of 1 or more")
+    if topology not in TOPOLOGIES:
+        raise ConfigError(f"default network: topology {topology!r}: expected one of {', '.join(TOPOLOGIES)}")
+    if not 0 < bandwidth < float("inf") or not 0 <= latency < float("inf"):
+        raise ConfigError(f"default network: bandwidth {bandwidth!r} GB/s must be above 0 and latency {latency!r} ns "
+                         "0 or more, both finite")
 
 
 def algorithm_base(name: str) -> tuple[str, int | None]:
@@ -164,10 +180,10 @@ class SystemDescription:
 
     def implementation(self, kind: str) -> tuple[str, ...]:
         """Implementation list of collective ``kind`` (``all-reduce``, ``all_reduce`` ...)."""
-        key = kind.replace("-", "_").lower() + "_implementation"
-        if not hasattr(self, key):
-            raise KeyError(kind)
-        return getattr(self, key)
+        name = str(kind).replace("_", "-").lower()
+        if name not in COLLECTIVE_KINDS:
+            raise ConfigError(f"no collective {kind!r}: expected one of {', '.join(COLLECTIVE_KINDS)}")
+        return getattr(self, name.replace("-", "_") + "_implementation")
 
     def coords(self, rank: int) -> tuple[int, ...]:
         """Coordinates of ``rank`` per dimension (dimension 0 innermost); ConfigError for a rank
@@ -242,6 +258,8 @@ class SystemDescription:
         fitted = self.fit(npus)
         if fitted is not self:
             return fitted.with_default_network(npus, topology, bandwidth, latency)
+        if not self.dimensions:
+            _check_default_network(npus, topology, bandwidth, latency)
         dims = self.dimensions or (Dimension(topology, npus, bandwidth, latency),)
         impl: dict[str, Any] = {}
         for kind in COLLECTIVE_KINDS:

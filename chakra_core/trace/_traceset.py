@@ -400,6 +400,10 @@ def check_group_ranks(name: str, ranks: Sequence[int], nranks: int, where: str |
     ``name`` when its ``ranks`` (ascending) name one outside 0 to ``nranks - 1`` or one twice:
     what a backend checks before it runs a set whose validation was skipped (validation reports
     both as ``pg-bad-rank``)."""
+    down = next((a for a, b in zip(ranks, ranks[1:]) if a > b), None)
+    if down is not None:
+        raise ConfigError(f"group {name!r}: its ranks are not in ascending order (rank {down} before a lower one)",
+                          where)
     if ranks and not 0 <= ranks[0] <= ranks[-1] < nranks:
         bad = ranks[0] if ranks[0] < 0 else ranks[-1]
         raise ConfigError(f"group {name!r} names rank {bad} but there are ranks 0 to {nranks - 1}", where)
@@ -495,6 +499,8 @@ def _refuse_listed(specs: list[str]) -> None:
 def open_traceset(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> TraceSet:
     """Open a set from a file, a directory, a glob, a ``prefix`` or a list of files."""
     specs = [os.fspath(paths)] if isinstance(paths, (str, os.PathLike)) else [os.fspath(p) for p in paths]
+    if not specs:
+        raise TraceFormatError("no paths given: name a file, a directory, a glob or a prefix", None)
     if len(specs) > 1:
         _refuse_listed(specs)
         return _from_files(specs, specs[0])

@@ -44,10 +44,22 @@ def set_params(traces: TraceSet, given: Mapping[str, Any] | None) -> dict[str, f
                 if isinstance(data, dict):
                     out.update({k: v for k, v in data.items() if _number(v)})
     for k, v in (given or {}).items():
-        if not _number(v):
-            raise ConfigError(f"params: {k}={v!r} is not a number")
+        _check_param("params", k, v)
         out[str(k)] = v
     return out
+
+
+#: how many times the depth of the nearest fitted set a target may ask for
+MAX_DEPTH_FACTOR = 100
+
+
+def _check_param(what: str, k: Any, v: Any) -> None:
+    """A parameter of a set (a size or a count): a number above 0 below 2**63; ``layers`` whole."""
+    if not _number(v) or v <= 0:
+        raise ConfigError(f"{what}: {k}={v!r} is not a number above 0 and below 2**63 (parameters are sizes and "
+                          "counts)")
+    if k == "layers" and v != int(v):
+        raise ConfigError(f"{what}: layers={v!r} is not a whole number")
 
 
 def _number(v: Any) -> bool:
@@ -150,8 +162,7 @@ def _scale_layers(w: dict[str, Any], new: float, partner: Mapping[str, Any] | No
 def condition(model: Mapping[str, Any], target: Mapping[str, Any]) -> dict[str, Any]:
     """A workload for the ``target`` parameters (module docstring)."""
     for k, v in target.items():
-        if not _number(v):
-            raise ConfigError(f"target: {k}={v!r} is not a number")
+        _check_param("target", k, v)
     ws = [w for w in model["workloads"] if "params" in w]
     scored = sorted(ws, key=lambda w: _distance(target, w["params"]))
     if not scored or math.isinf(_distance(target, scored[0]["params"])):
@@ -163,6 +174,9 @@ def condition(model: Mapping[str, Any], target: Mapping[str, Any]) -> dict[str, 
     if pair is not None:
         _interpolate(w, pair[0], pair[1])
     if "layers" in target and "layers" in w["params"] and target["layers"] != w["params"]["layers"]:
+        if target["layers"] > MAX_DEPTH_FACTOR * w["params"]["layers"]:
+            raise ConfigError(f"target: layers={target['layers']:g} is over {MAX_DEPTH_FACTOR} times the depth of the "
+                              f"nearest fitted set ({w['params']['layers']:g} layers): fit a deeper set")
         partner = _depth_partner(ws, base, float(target["layers"]))
         if partner is not None:
             _interpolate(w, partner[0], partner[1])

@@ -63,7 +63,8 @@ class Obfuscate(Transform):
                         choices=("hash", "kind", "keep")),
         "salt": Option("str", None, "salt of the name hashes (default: a random one, not recorded)"),
         "keep_attrs": Option("list", [], "attribute names kept beside the default ones"),
-        "quantize": Option("float", 0.0, "relative grid step for durations and sizes (0: off)", minimum=0),
+        "quantize": Option("float", 0.0, "relative grid step for durations and sizes (0: off; at most 1, a grid of "
+                           "powers of two)", minimum=0, maximum=1),
         "perturb": Option("float", 0.0, "durations times a seeded factor within 1 +- this bound (0: off)",
                           minimum=0),
         "drop_ctrl_deps": Option("float", 0.0, "share of compute-to-compute control deps removed", minimum=0),

@@ -83,3 +83,8 @@ def test_in_a_pipeline(recorded, tmp_path, chakra_pipeline):
 def test_bounds_are_checked():
     with pytest.raises(ConfigError, match="perturb"):
         chakra.get_host().registry.get("transform", "obfuscate").check_options({"perturb": 1.5})
+    # a step of 1e300 made every duration and size 1 (an all-reduce of 5,408 bytes became 2)
+    check = chakra.get_host().registry.get("transform", "obfuscate").check_options
+    with pytest.raises(ConfigError, match="option 'quantize' must be <= 1, got 1e"):
+        check({"quantize": 1e300})
+    assert check({"quantize": 1})["quantize"] == 1

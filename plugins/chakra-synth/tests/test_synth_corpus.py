@@ -63,3 +63,28 @@ def test_target_without_a_fitted_parameter(generated, tmp_path, chakra_cli):
                                   "-O", 'target={"experts_per_gpu": 3}')
     err = text.strip().splitlines()
     assert code == 2 and len(err) == 1 and "no fitted set has the parameters" in err[0], err
+
+
+@pytest.mark.parametrize("target, words", [
+    ('{"layers": -100}', "target: layers=-100 is not a number above 0"),
+    ('{"layers": 0}', "target: layers=0 is not a number above 0"),
+    ('{"layers": 1e300}', "target: layers=1e+300 is not a number above 0 and below 2**63"),
+    ('{"layers": 3.5}', "target: layers=3.5 is not a whole number"),
+    ('{"layers": 1000000}', "target: layers=1e+06 is over 100 times the depth of the nearest fitted set (3 layers)"),
+])
+def test_targets_no_set_could_have_are_refused(generated, tmp_path, chakra_cli, target, words):
+    # -100 and 0 layers wrote a set of the blocks around the layers, 3.5 more nodes than 4
+    # layers, 1,000,000 ran past 30 s and 1.2 GB; all without a word
+    chakra.synth_fit([str(generated[2]), str(generated[3])], tmp_path / "m.json", synthesizer="learned")
+    code, _out, text = chakra_cli("synth", "sample", tmp_path / "m.json", "-o", str(tmp_path / "o") + "/",
+                                  "-O", f"target={target}")
+    err = text.strip().splitlines()
+    assert code == 2 and len(err) == 1 and words in err[0], err
+    assert not (tmp_path / "o").exists()
+
+
+def test_sample_ranks_within_the_npus_limit(generated, tmp_path, chakra_cli):
+    chakra.synth_fit([str(generated[2])], tmp_path / "m.json")
+    code, _out, text = chakra_cli("synth", "sample", tmp_path / "m.json", "-o", str(tmp_path / "o") + "/",
+                                  "--ranks", "1000000000")
+    assert code == 2 and "ranks 1000000000 exceeds the limit of 1048576" in text and not (tmp_path / "o").exists()

@@ -1,0 +1,88 @@
+"""Public helpers given values no input could hold: each names the value in a documented error
+(they returned garbage, read bytes from the end, or raised a bare KeyError/IndexError)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from chakra_core import (
+    ConfigError,
+    TraceFormatError,
+    check_limit,
+    decode_varint,
+    encode_varint,
+    get_limit,
+    open_traceset,
+)
+from chakra_core.system import load_system, roofline_ns
+
+
+def test_decode_varint_positions():
+    # a negative position read from the end: (2, 0), a position before the start
+    with pytest.raises(ValueError, match="a varint at byte -1: positions start at 0"):
+        decode_varint(b"\x01\x02", -1)
+    # an end past the bytes is the end of the bytes: EOFError as documented, not IndexError
+    with pytest.raises(EOFError, match="the bytes end inside the varint at byte 0"):
+        decode_varint(b"\x81", 0, 100)
+    assert decode_varint(encode_varint(300) + b"\x07", 0, 100) == (300, 2)
+
+
+@pytest.mark.parametrize("peak, bw", [(-1, 1), (0, 1), (math.nan, 1), (1, 0), (1, -5), (1, math.nan)])
+def test_roofline_refuses_a_machine_without_speed(peak, bw):
+    # a negative peak gave -1000 ns; nan gave 1 ns
+    with pytest.raises(ValueError, match="must be above 0"):
+        roofline_ns(10**6, 1, peak, bw)
+
+
+def test_roofline_closed_form():
+    # 2 * 4096^3 FLOPs on 3 * 4096^2 * 2 bytes at 1000 TFLOPS and 100 GB/s: memory-bound,
+    # ops / (bw * 1e9 * ops / bytes) = bytes / (bw * 1e9) s = 100,663,296 / 1e11 s
+    assert roofline_ns(2 * 4096**3, 3 * 4096**2 * 2, 1000, 100) == int(3 * 4096**2 * 2 / 100)
+
+
+@pytest.mark.parametrize("args, words", [
+    ((-2,), "-2 NPUs"), ((2.5,), "2.5 NPUs"), ((0,), "0 NPUs"), ((4, "Torus"), "topology 'Torus'"),
+    ((4, "Ring", 0), "bandwidth 0 GB/s"), ((4, "Ring", math.nan), "bandwidth nan GB/s"),
+    ((4, "Ring", math.inf), "bandwidth inf GB/s"), ((4, "Ring", 50, -1), "latency -1 ns"),
+])
+def test_default_network_takes_what_a_system_file_could_say(args, words):
+    # each gave a Dimension no file could describe (a Ring of -2 NPUs, a Torus, 0 GB/s)
+    with pytest.raises(ConfigError, match=words):
+        load_system().with_default_network(*args)
+    dims = load_system().with_default_network(4).dimensions
+    assert [(d.topology, d.npus_count, d.bandwidth, d.latency) for d in dims] == [("Ring", 4, 50.0, 500.0)]
+
+
+def test_limits_by_name_and_counts():
+    with pytest.raises(ValueError, match="no limit named 'bogus'; the limits: rank, npus, deps, depth, inflation"):
+        get_limit("bogus")
+    for bad in (-1, math.nan):
+        with pytest.raises(TraceFormatError, match="is not a count"):
+            check_limit("rank", bad, "rank")
+    assert check_limit("rank", 0, "rank") == 0
+
+
+def test_an_empty_list_of_paths():
+    with pytest.raises(TraceFormatError, match="no paths given"):
+        open_traceset([])
+
+
+def test_implementation_of_a_collective_by_name():
+    sd = load_system()
+    assert sd.implementation("all-reduce") == sd.implementation("ALL_REDUCE") == sd.all_reduce_implementation
+    for bad in ("", "bogus", "all-reduce-implementation"):
+        with pytest.raises(ConfigError, match=f"no collective {bad!r}: expected one of all-reduce"):
+            sd.implementation(bad)
+
+
+def test_group_ranks_out_of_order_are_named_so():
+    # [1, 0] was said to name "rank 0 but there are ranks 0 to 3"
+    from chakra_core import check_group_ranks
+
+    with pytest.raises(ConfigError, match=r"group 'g': its ranks are not in ascending order \(rank 1 before"):
+        check_group_ranks("g", [1, 0], 4)
+    with pytest.raises(ConfigError, match="group 'g' names rank 7 but there are ranks 0 to 3"):
+        check_group_ranks("g", [0, 7], 4)
+    check_group_ranks("g", [0, 3], 4)
