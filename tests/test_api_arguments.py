@@ -86,3 +86,11 @@ def test_group_ranks_out_of_order_are_named_so():
     with pytest.raises(ConfigError, match="group 'g' names rank 7 but there are ranks 0 to 3"):
         check_group_ranks("g", [0, 7], 4)
     check_group_ranks("g", [0, 3], 4)
+
+
+def test_a_model_mapping_without_its_synthesizer():
+    # synth_show({}) raised KeyError: 'synthesizer'; a file without one was already refused so
+    from chakra_core import synth_show
+
+    with pytest.raises(ConfigError, match='not a synthesizer model'):
+        synth_show({})

@@ -109,14 +109,16 @@ def _line_params(words: Sequence[str], where: str, number: int) -> dict[str, Any
 def read_model(model: str | os.PathLike | Mapping[str, Any]) -> dict[str, Any]:
     """A model from a JSON file (or the mapping itself); a ConfigError naming the file when it
     is not a JSON object with a ``synthesizer``."""
+    where = None
     if isinstance(model, Mapping):
-        return dict(model)
-    where = str(model)
-    try:
-        data = Path(model).read_bytes()
-    except OSError as e:
-        raise ConfigError(f"cannot read the model ({e.strerror or e})", where) from None
-    obj = parse_json(decode_text(data, where), where)
+        obj: Any = dict(model)
+    else:
+        where = str(model)
+        try:
+            data = Path(model).read_bytes()
+        except OSError as e:
+            raise ConfigError(f"cannot read the model ({e.strerror or e})", where) from None
+        obj = parse_json(decode_text(data, where), where)
     if not isinstance(obj, dict) or not isinstance(obj.get("synthesizer"), str):
         raise ConfigError("not a synthesizer model (a JSON object with a \"synthesizer\" name)", where)
     return obj
