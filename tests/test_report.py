@@ -219,8 +219,8 @@ def test_a_result_beside_the_spans_of_another_run_is_refused(tmp_path, chakra_cl
     (tmp_path / "mix").mkdir()
     (tmp_path / "mix" / "result.json").write_bytes((tmp_path / "a" / "result.json").read_bytes())
     (tmp_path / "mix" / "spans.npz").write_bytes((tmp_path / "b" / "spans.npz").read_bytes())
-    finish = json.loads((tmp_path / "a" / "result.json").read_text())["summary"]["finish_ns"]
+    finish = json.loads((tmp_path / "a" / "result.json").read_text())["summary"]["critical_path"]["finish_ns"]
     for cmd in (["report", "--result", tmp_path / "mix" / "result.json"],
                 ["diff", tmp_path / "a" / "result.json", tmp_path / "mix" / "result.json"]):
         code, _, err = chakra_cli(*cmd)
-        assert code == 2 and f"the result at {finish} ns: spans of another run" in err, err
+        assert code == 2 and f"the result's critical path at {finish} ns: spans of another run" in err, err

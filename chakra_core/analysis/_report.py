@@ -89,8 +89,9 @@ def parse_what_if(specs: Sequence[str] | None) -> list[tuple[str, str, float]]:
         except ValueError:
             factor = 0.0
         if not sep or not WHAT_IF_FACTORS[0] <= factor <= WHAT_IF_FACTORS[1]:  # nan too
-            raise ConfigError(f"what-if {spec!r}: expected TARGET=FACTOR with FACTOR from {WHAT_IF_FACTORS[0]:g} to "
-                              f"{WHAT_IF_FACTORS[1]:g} (times faster; e.g. compute=2, name:aten::mm=1.5, comm=0.5)")
+            low, high = WHAT_IF_FACTORS
+            raise ConfigError(f"what-if {spec!r}: expected TARGET=FACTOR with a finite FACTOR from {low:g} to "
+                              f"{high:g} (times faster; e.g. compute=2, name:aten::mm=1.5, comm=0.5)")
         if target.startswith("name:") and target[5:]:
             out.append(("name", target[5:], factor))
         elif target in _TARGETS:
@@ -220,10 +221,11 @@ def _matching_spans(data: dict[str, Any], spans_path: Path, path: Path) -> Spans
     if isinstance(ranks, int) and ranks != spans.nranks:
         raise TraceFormatError(f"{spans_path} holds spans of {spans.nranks} rank(s), the result {ranks}: "
                                "spans of another run", str(path))
-    finish = data["summary"].get("finish_ns")
+    path_of = data["summary"].get("critical_path")  # drawn from these spans by the backend
+    finish = path_of.get("finish_ns") if isinstance(path_of, dict) else None
     if isinstance(finish, int) and len(spans) and spans.finish_ns() != finish:
-        raise TraceFormatError(f"{spans_path} ends at {spans.finish_ns()} ns, the result at {finish} ns: "
-                               "spans of another run", str(path))
+        raise TraceFormatError(f"{spans_path} ends at {spans.finish_ns()} ns, the result's critical path at {finish} "
+                               "ns: spans of another run", str(path))
     return spans
 
 
