@@ -19,6 +19,7 @@ from chakra_core.analysis._spans import COMM_KINDS, SPAN_KINDS, Spans
 from chakra_core.base._errors import ConfigError, TraceFormatError
 from chakra_core.base._inputguard import note_inputs
 from chakra_core.trace._columns import node_columns
+from chakra_core.trace._graph import positions_of
 from chakra_core.trace._traceset import TraceSet
 
 __all__ = ["Report", "analyse", "spans_of_result", "read_result", "parse_what_if", "check_run_of"]
@@ -275,12 +276,8 @@ def _check_rank_run(rt: Any, spans: Spans, mine: np.ndarray, r: int, result: str
     """Check the spans ``mine`` of rank ``r`` against its trace ``rt`` (:func:`check_run_of`)."""
     cols = node_columns(rt)
     ids = spans.node_id[mine].astype(np.uint64)
-    order = np.argsort(cols.ids, kind="stable")
-    at = np.searchsorted(cols.ids, ids, sorter=order)
-    known = at < len(order)
-    position = order[np.where(known, at, 0)] if len(order) else at
-    known &= cols.ids[position] == ids if len(order) else known
-    checked: list[tuple[int, str | None]] = [(j, None) for j in np.flatnonzero(~known)[:1].tolist()]
+    position = positions_of(cols.ids, ids)
+    checked: list[tuple[int, str | None]] = [(j, None) for j in np.flatnonzero(position < 0)[:1].tolist()]
     if not checked:
         spread = np.unique(np.linspace(0, len(mine) - 1, NAMES_CHECKED).astype(np.int64)).tolist()
         checked = [(j, cols.name(int(position[j]))) for j in spread]

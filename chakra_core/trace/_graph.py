@@ -78,27 +78,19 @@ class DepGraph:
 
     def _resolve(self, dep_ids: np.ndarray) -> np.ndarray:
         ids = self.ids
-        n = len(ids)
-        if n == 0:
+        if len(ids) == 0:
             return np.zeros(len(dep_ids), dtype=np.int64)
-        first = ids[0]
-        if np.array_equal(ids - first, np.arange(n, dtype=np.uint64)):  # consecutive ids (uint64 math)
-            off = dep_ids - first  # wraps around for dep ids below ``first``: caught by ``< first``
-            bad = (dep_ids < first) | (off >= np.uint64(n))
-            pos = np.where(bad, 0, off).astype(np.int64)
-        else:
-            order = np.argsort(ids, kind="stable")
-            sorted_ids = ids[order]
-            if (sorted_ids[1:] == sorted_ids[:-1]).any():
-                self.duplicates = _later_repeats(ids)
-            at = np.minimum(np.searchsorted(sorted_ids, dep_ids), n - 1)
-            bad = sorted_ids[at] != dep_ids
-            pos = order[at].astype(np.int64)
+        pos, bad = _positions(ids, dep_ids, self._note_repeats)
         pos[bad] = -1
         if bad.any():
             owner = np.searchsorted(self.dep_ptr, np.flatnonzero(bad), side="right") - 1
             self.missing = [(int(ids[o]), int(d)) for o, d in zip(owner, dep_ids[bad])]
         return pos
+
+    def _note_repeats(self, sorted_ids: np.ndarray) -> None:
+        """Keep the ids given more than once (``sorted_ids``: the ids ascending)."""
+        if (sorted_ids[1:] == sorted_ids[:-1]).any():
+            self.duplicates = _later_repeats(self.ids)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -314,6 +306,34 @@ def _take_rows(ptr: np.ndarray, values: np.ndarray, rows: np.ndarray) -> tuple[n
     np.cumsum(sizes, out=out[1:])
     take = np.repeat(ptr[rows] - out[:-1], sizes) + np.arange(out[-1], dtype=np.int64)
     return out, values[take]
+
+
+def positions_of(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """The position in ``ids`` (uint64) of each id of ``wanted`` (the first where an id repeats),
+    -1 where it is not there."""
+    if len(ids) == 0:
+        return np.full(len(wanted), -1, dtype=np.int64)
+    pos, bad = _positions(ids, wanted.astype(np.uint64, copy=False), None)
+    pos[bad] = -1
+    return pos
+
+
+def _positions(ids: np.ndarray, wanted: np.ndarray, on_sorted: Callable[[np.ndarray], None] | None
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """``(position, absent)`` of each id of ``wanted`` in the non-empty ``ids`` (an absent one's
+    position is any); ``on_sorted`` sees the ids ascending when they had to be sorted."""
+    n = len(ids)
+    first = ids[0]
+    if np.array_equal(ids - first, np.arange(n, dtype=np.uint64)):  # consecutive ids (uint64 math)
+        off = wanted - first  # wraps around for ids below ``first``: caught by ``< first``
+        bad = (wanted < first) | (off >= np.uint64(n))
+        return np.where(bad, 0, off).astype(np.int64), bad
+    order = np.argsort(ids, kind="stable")
+    sorted_ids = ids[order]
+    if on_sorted is not None:
+        on_sorted(sorted_ids)
+    at = np.minimum(np.searchsorted(sorted_ids, wanted), n - 1)
+    return order[at].astype(np.int64), sorted_ids[at] != wanted
 
 
 def _later_repeats(ids: np.ndarray) -> list[int]:

@@ -15,6 +15,7 @@ the host-op links (``ops``, ``ext_rf``, ``by_ext``, ``rf_events``).
 from __future__ import annotations
 
 import gzip
+import json
 import sys
 import zlib
 from collections.abc import Callable, Mapping
@@ -163,8 +164,6 @@ def _trailing_distributed(path: str) -> dict[str, Any] | None:
     the last ``"distributedInfo"`` of its last :data:`_TAIL_BYTES` whose text from there to the
     end of the file is keys and values closing the top-level object (the same key inside an
     event's arguments is not: an event and the list's end follow it)."""
-    import json
-
     tail = b""
     with open_binary(path) as f:
         if not isinstance(f, gzip.GzipFile):
