@@ -19,6 +19,7 @@ pytest.importorskip("chakra_simpy")
 
 ROOT = Path(__file__).resolve().parents[1]
 DDP = ROOT / "plugins/chakra-pytorch/tests/data/ddp"
+SYSTEM = ROOT / "examples/system/any_size.yaml"
 
 
 def compute_ns(traces, rank, factor=1):
@@ -123,6 +124,26 @@ def test_report_cli_on_a_result_and_errors(tmp_path, chakra_cli):
     assert code == 0, err
     w = json.loads(out)["what_if"][0]
     assert w["estimated_change_ns"] == round(w["on_critical_path_ns"] * (1e6 - 1))
+
+
+def test_simulation_flags_where_nothing_is_simulated_are_refused(tmp_path, chakra_cli):
+    # --system, --backend and -O with --result (no trace set to re-simulate for a what-if), or a
+    # diff of two results, were ignored without a word: the report was that of the run made
+    chakra.simulate(str(DDP), options={"spans": True}, output=tmp_path / "r")
+    res = tmp_path / "r" / "result.json"
+    for extra, said in ((["--system", SYSTEM], "--system"), (["-O", "congestion=aware"], "-O"),
+                        (["--backend", "emulator", "--system", SYSTEM], "--backend, --system")):
+        code, _, err = chakra_cli("report", "--result", res, *extra)
+        assert code == 2 and f"{said}: nothing is simulated with --result" in err and "Traceback" not in err, err
+        code, _, err = chakra_cli("report", DDP, "--result", res, *extra)
+        assert code == 2 and said in err, err
+        code, _, err = chakra_cli("diff", res, res, *extra)
+        assert code == 2 and f"{said}: nothing is simulated with two results" in err, err
+    # where something is simulated they are taken: the what-if's re-simulation, a trace set's side
+    code, out, err = chakra_cli("report", DDP, "--result", res, "--system", SYSTEM, "--what-if", "compute=2", "--json")
+    assert code == 0 and "resimulated_finish_ns" in json.loads(out)["what_if"][0], err
+    code, _, err = chakra_cli("diff", DDP, res, "--system", SYSTEM)
+    assert code == 0, err
 
 
 def test_simulate_and_stats_text(chakra_cli):

@@ -50,6 +50,9 @@ def report(inputs: Any = None, *, result: str | os.PathLike | None = None, backe
                   "validate": validate, "host": host}
     groups = None
     if result is not None:
+        if inputs is None or not what_if:
+            _refuse_unsimulated(dict(sim_kwargs, backend=backend), f"--result {result}",
+                               "give the trace set with --what-if to re-simulate it")
         res_data, spans = spans_of_result(result)
         source = {"result": str(result), "backend": res_data.get("backend")}
     else:
@@ -107,11 +110,33 @@ def _simulate_with_spans(inputs: Any, backend: str, kwargs: Mapping[str, Any],
     return res, traces
 
 
+#: the settings of the simulation a report or diff runs on a trace set, as their flags, with
+#: their values when not given (``backend``: the default simulator)
+_SIMULATION_FLAGS = {"backend": ("--backend", "simpy"), "system": ("--system", None),
+                     "network": ("--network", None), "memory": ("--memory", None),
+                     "comm_groups": ("--comm-groups", None), "options": ("-O", None)}
+
+
+def _refuse_unsimulated(kwargs: Mapping[str, Any], why: str, instead: str) -> None:
+    """Refuse simulation settings in ``kwargs`` where nothing is simulated (``why`` says what
+    was given, ``instead`` what would simulate): they would be ignored without a word."""
+    given = [flag for k, (flag, unset) in _SIMULATION_FLAGS.items() if kwargs.get(k) not in (unset, {})]
+    if given:
+        raise ConfigError(f"{', '.join(given)}: nothing is simulated with {why} (runs already made), so "
+                          f"{'this' if len(given) == 1 else 'these'} would be ignored; leave "
+                          f"{'it' if len(given) == 1 else 'them'} out, or {instead}")
+
+
+def _is_result_file(x: Any) -> bool:
+    """Whether ``x`` names a ``result.json`` file."""
+    return isinstance(x, (str, os.PathLike)) and Path(x).is_file() and str(x).endswith(".json") and _is_result(Path(x))
+
+
 def _side(x: Any, kwargs: Mapping[str, Any]) -> Report:
     """A report of a Report, Spans, a result.json (with its spans) or a trace set."""
     if isinstance(x, Report):
         return x
-    if isinstance(x, (str, os.PathLike)) and Path(x).is_file() and str(x).endswith(".json") and _is_result(Path(x)):
+    if _is_result_file(x):
         try:
             return report(result=x)
         except ConfigError as e:
@@ -138,6 +163,8 @@ def diff(a: Any, b: Any, *, backend: str = "simpy", options: Mapping[str, Any] |
     kwargs = {"backend": backend, "options": options, "system": system, "network": network, "memory": memory,
               "comm_groups": comm_groups, "format": format, "input_options": input_options,
               "validate": validate, "host": host}
+    if all(isinstance(x, (Report, Spans)) or _is_result_file(x) for x in (a, b)):
+        _refuse_unsimulated(kwargs, "two results", "give a trace set in place of a result to simulate it")
     return Diff(_side(a, kwargs), _side(b, kwargs))
 
 
