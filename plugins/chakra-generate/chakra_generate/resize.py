@@ -27,6 +27,7 @@ loader or the optimizer's sharded size (ZeRO 1-3: ``P/dp``) would change: those 
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -49,7 +50,7 @@ from chakra_core import (
     set_attr,
 )
 
-__all__ = ["ResizeDp", "DpLayout", "resized_groups"]
+__all__ = ["ResizeDp", "ResizeWarning", "DpLayout", "replica_size", "resized_groups"]
 
 _DIMS = ("tp", "cp", "dp", "pp")
 _GROWING = ("dp", "edp")
@@ -79,13 +80,14 @@ def _attrs(meta: GlobalMetadata) -> dict[str, str]:
     return {a.name: a.string_val for a in meta.attr if a.WhichOneof("value") == "string_val"}
 
 
-def _layout(traces: TraceSet) -> DpLayout:
-    """The layout a generated set records, or pure data parallelism."""
+def _layout(traces: TraceSet, replica_ranks: int | None) -> DpLayout:
+    """The layout a generated set records, or a recording's (:func:`_recorded_layout`)."""
     first = _attrs(traces[traces.ranks[0]].metadata())
     if "parallel_coords" not in first or "workload" not in first:
-        n = len(traces)
-        return DpLayout({"tp": 1, "cp": 1, "dp": n, "pp": 1}, _DIMS,
-                        [{"tp": 0, "cp": 0, "dp": r, "pp": 0} for r in traces.ranks], {})
+        return _recorded_layout(traces, replica_ranks)
+    if replica_ranks is not None:
+        raise ConfigError("transform 'resize_dp': replica_ranks is for a recording; this set was generated and "
+                          "records where its ranks sit")
     workload = json.loads(first["workload"])
     coords, kinds = [], {}
     for rt in traces:
@@ -95,6 +97,47 @@ def _layout(traces: TraceSet) -> DpLayout:
             kinds[name] = kind
     sizes = {d: int(workload[d]) for d in _DIMS}
     return DpLayout(sizes, tuple(workload["order"].split("-")), coords, kinds, workload)
+
+
+def _recorded_layout(traces: TraceSet, replica_ranks: int | None) -> DpLayout:
+    """A recording as replicas of ``k`` consecutive ranks (rank = replica * k + place): ``k`` is
+    ``replica_ranks``, else told by its process groups (:func:`replica_size`)."""
+    n = len(traces)
+    if traces.ranks != list(range(n)):
+        raise ConfigError(f"transform 'resize_dp': the set's ranks are not 0 to {n - 1}")
+    k = replica_size(traces.process_groups, n) if replica_ranks is None else replica_ranks
+    if n % k:
+        raise ConfigError(f"transform 'resize_dp': replica_ranks={k} does not divide the set's {n} ranks")
+    if replica_ranks is None and k > 1:
+        warnings.warn(f"resize_dp: the recording's process groups are the ranks {_classes(n, k)}: taken as "
+                      f"{n // k} data-parallel replicas of {k} ranks (-O replica_ranks=1 for one rank a replica)",
+                      ResizeWarning, stacklevel=2)
+    return DpLayout({"tp": 1, "cp": 1, "dp": n // k, "pp": k}, ("tp", "cp", "pp", "dp"),
+                    [{"tp": 0, "cp": 0, "dp": r // k, "pp": r % k} for r in range(n)], {})
+
+
+def replica_size(groups: Mapping[str, list[int]], n: int) -> int:
+    """The ranks per data-parallel replica of a recording of ``n`` ranks with process ``groups``:
+    ``k`` > 1 when its groups include every residue class mod ``k`` of the ranks (each of
+    ``n / k`` >= 2 ranks: the gradient groups of replicas of ``k`` consecutive ranks, such as
+    pipeline stages), else 1 (pure data parallelism).  Two such ``k`` are refused."""
+    found = {tuple(sorted(m)) for m in groups.values() if m}
+    ks = [k for k in range(2, n // 2 + 1) if n % k == 0
+          and all(tuple(range(e, n, k)) in found for e in range(k))]
+    if len(ks) > 1:
+        raise ConfigError(f"transform 'resize_dp': cannot tell the data-parallel groups of the recording: its process "
+                          f"groups are the ranks {_classes(n, ks[0])} and {_classes(n, ks[1])}; give -O "
+                          "replica_ranks=K (ranks per replica)")
+    return ks[0] if ks else 1
+
+
+def _classes(n: int, k: int) -> str:
+    """The residue classes mod ``k`` of ``n`` ranks, as text: ``0,2 / 1,3``."""
+    return " / ".join(",".join(map(str, range(e, n, k))) for e in range(k))
+
+
+class ResizeWarning(UserWarning):
+    """How ``resize_dp`` took a recording's layout."""
 
 
 def _mode(name: str, members: list[int], lay: DpLayout) -> tuple[str, int]:
@@ -163,12 +206,14 @@ class ResizeDp(Transform):
     """Change the data-parallel width of a recorded or generated set (module docstring)."""
 
     description = "what-if: change the data-parallel width (replicate ranks, re-size groups)"
-    options = {"dp": Option("int", None, "the new data-parallel width", required=True, minimum=1)}
+    options = {"dp": Option("int", None, "the new data-parallel width", required=True, minimum=1),
+               "replica_ranks": Option("int", None, "a recording's ranks per data-parallel replica (default: "
+                                       "told by its process groups, else 1)", minimum=1)}
 
     def apply(self, traces: TraceSet, options: Mapping[str, Any]) -> TraceSet:
         """The resized set (lazy: each new rank streams its source rank)."""
         dp = options["dp"]
-        lay = _layout(traces)
+        lay = _layout(traces, options.get("replica_ranks"))
         if lay.sizes["dp"] == 1:
             raise ConfigError("transform 'resize_dp': the set has no data parallelism (width 1), so no "
                               "gradient collective to resize; generate it with dp >= 2")

@@ -96,6 +96,44 @@ def test_resize_dp_of_the_p2p_recording_writes_own_endpoints(tmp_path):
     assert found == {("own-endpoint", 2), ("own-endpoint", 3)}
 
 
+def test_resize_dp_of_the_pipeline_dp_recording_keeps_its_stages(tmp_path):
+    # 2 stages x 2 replicas on 4 gloo ranks: gradient groups {0, 2} and {1, 3}, sends 0 -> 1 and
+    # 2 -> 3.  dp=4 is 4 replicas of the 2 stages (8 ranks), not 4 ranks (one rank a replica)
+    src = tmp_path / "pdp"
+    chakra.convert(str(DATA / "pipeline_dp"), f"{src}/")
+    before = chakra.open_traceset(str(src))
+    assert sorted(before.process_groups.values()) == [[0, 2], [1, 3]]
+    with pytest.warns(UserWarning, match="taken as 2 data-parallel replicas of 2 ranks"):
+        after = chakra.transform(str(src), "resize_dp", {"dp": 4}, output=f"{tmp_path}/dp4/")
+    assert len(after) == 8
+    assert sorted(after.process_groups.values()) == [[0, 2, 4, 6], [1, 3, 5, 7]]
+    for r in range(8):
+        stage, old = r % 2, r % 4  # the source: the same stage of replica r // 2 mod 2
+        assert [(t, s) for t, s, _ in collectives(after, r)] == [(t, s) for t, s, _ in collectives(before, old)]
+        assert {m for _, _, m in collectives(after, r)} == {(0, 2, 4, 6) if stage == 0 else (1, 3, 5, 7)}
+        sends = [p for t, p, _, _ in peers(after, r) if t == NodeType.COMM_SEND_NODE]
+        assert sends and set(sends) == {r + 1 if stage == 0 else r - 1}  # its own replica's other stage
+    assert chakra.validate(after).ok
+    # one rank a replica, as before, when asked
+    plain = chakra.transform(str(src), "resize_dp", {"dp": 8, "replica_ranks": 1})
+    assert len(plain) == 8 and sorted(plain.process_groups.values()) == [[0, 2, 4, 6], [1, 3, 5, 7]]
+    with pytest.raises(chakra.ConfigError, match="replica_ranks=3 does not divide the set's 4 ranks"):
+        chakra.transform(str(src), "resize_dp", {"dp": 2, "replica_ranks": 3})
+
+
+def test_replica_size_from_the_groups():
+    from chakra_generate.resize import replica_size
+
+    assert replica_size({"0": [0, 1, 2, 3]}, 4) == 1  # DDP: all ranks
+    assert replica_size({"1": [0, 2], "2": [1, 3], "3": [0, 1], "4": [2, 3]}, 4) == 2  # stride-2 classes
+    assert replica_size({"1": [0, 3, 6], "2": [1, 4, 7], "3": [2, 5, 8]}, 9) == 3
+    assert replica_size({"1": [0, 2]}, 4) == 1  # one class of two is not a partition
+    with pytest.raises(chakra.ConfigError, match="replica_ranks=K"):  # mod 2 and mod 4: which is dp?
+        replica_size({"a": [0, 2, 4, 6], "b": [1, 3, 5, 7], "c": [0, 4], "d": [1, 5], "e": [2, 6], "f": [3, 7]}, 8)
+    with pytest.raises(chakra.ConfigError, match="replica_ranks is for a recording"):
+        chakra.transform(chakra.generate("transformer", {**TINY, "dp": 2}), "resize_dp", {"dp": 4, "replica_ranks": 2})
+
+
 def test_resize_dp_refuses_a_set_without_data_parallelism():
     with pytest.raises(chakra.ConfigError, match="no data parallelism"):
         chakra.transform(chakra.generate("transformer", {**TINY, "tp": 2}), "resize_dp", {"dp": 4})
