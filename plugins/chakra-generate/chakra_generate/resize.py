@@ -1,8 +1,9 @@
 """The ``resize_dp`` transform: the same job with another data-parallel width.
 
 Where the ranks sit: a set made by the ``transformer`` generator says it in each rank's metadata
-(``parallel_coords``, ``parallel_groups``, ``workload``: sizes and rank order); any other set
-(a recording) is taken as pure data parallelism, one rank per replica.  New rank ``r'`` with
+(``parallel_coords``, ``parallel_groups``, ``workload``: sizes and rank order); a recording is
+taken as replicas of ``k`` consecutive ranks, ``k`` told by its process groups
+(:func:`replica_size`) or ``replica_ranks``; 1 (pure data parallelism) otherwise.  New rank ``r'`` with
 coordinates ``(tp, cp, dp', pp)`` (the same rank order, the new width) runs the trace of the rank
 with ``dp = dp' mod dp_old`` and the same other coordinates: replicas are copied round-robin when
 growing, the first ``dp`` kept when shrinking.
