@@ -33,6 +33,11 @@ if TYPE_CHECKING:
 
 __all__ = ["EmulatorBackend"]
 
+#: the most warm-up or measured iterations of one run
+MOST_ITERATIONS = 1_000_000
+#: the longest timeout taken (a week): past it torch's and gloo's own timeouts overflow
+MOST_SECONDS = 7 * 24 * 3600.0
+
 
 class EmulatorBackend(Backend):
     """Replay a trace set on this machine: one torch.distributed worker per rank."""
@@ -56,13 +61,14 @@ class EmulatorBackend(Backend):
                                 "does its num_ops and moves its tensor_size", choices=("duration", "work")),
         "compose": Option("list", [], "collective kinds (ALL_TO_ALL, REDUCE_SCATTER, ...) to compose from "
                           "other primitives even where the backend has them"),
-        "warmup": Option("int", 1, "iterations run before the measured ones", minimum=0),
-        "repeats": Option("int", 1, "measured iterations (mean and spread reported)", minimum=1),
+        "warmup": Option("int", 1, "iterations run before the measured ones", minimum=0, maximum=MOST_ITERATIONS),
+        "repeats": Option("int", 1, "measured iterations (mean and spread reported)", minimum=1,
+                          maximum=MOST_ITERATIONS),
         "seed": Option("int", 0, "seed of every tensor's contents"),
         "node_timeout": Option("float", 60.0, "a node in flight longer than this stops the run", unit="s",
-                               minimum=0.1),
+                               minimum=0.1, maximum=MOST_SECONDS),
         "startup_timeout": Option("float", 300.0, "most time for a worker to start (torch import, rendezvous, "
-                                  "groups, preparation)", unit="s", minimum=1.0),
+                                  "groups, preparation)", unit="s", minimum=1.0, maximum=MOST_SECONDS),
         "threads": Option("int", 1, "torch intra-op threads per worker (torch's pools crash far past a machine's "
                           "cores)", minimum=1, maximum=1024),
         "realtime": Option("bool", False, "every thread of the workers runs SCHED_FIFO (priority 1) once the "

@@ -116,3 +116,16 @@ def test_threads_past_the_bound_are_refused_before_any_worker_starts(chakra_cli,
     assert status == 2 and len(err.strip().splitlines()) == 1, err
     assert "option 'threads' must be <= 1024, got 100000" in err
     assert _workers() == {}
+
+
+@pytest.mark.parametrize("option,said", [
+    ("startup_timeout=1e300", "option 'startup_timeout' must be <= 604800.0, got 1e+300"),  # was an internal error
+    ("node_timeout=1e20", "option 'node_timeout' must be <= 604800.0, got 1e+20"),  # gloo's OverflowError
+    ("repeats=1000000000", "option 'repeats' must be <= 1000000, got 1000000000"),  # ran until killed
+    ("warmup=1000000000", "option 'warmup' must be <= 1000000, got 1000000000"),
+])
+def test_timeouts_and_iterations_past_their_bounds_are_refused(chakra_cli, tmp_path, option, said):
+    _set([[_host(1, 1000)], [_host(1, 1000)]]).write(f"{tmp_path}/")
+    status, out, err = chakra_cli("emulate", tmp_path, "-O", option)
+    assert status == 2 and len(err.strip().splitlines()) == 1 and said in err, err
+    assert _workers() == {}
