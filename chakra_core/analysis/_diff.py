@@ -92,7 +92,7 @@ def rows_report(path: Path) -> Report:
     summary = data["summary"]
     rows = [r for r in _listed(data.get("ranks", []), "ranks", path) if "finish_ns" in r]
     cp = summary.get("critical_path") if isinstance(summary.get("critical_path"), dict) else {}
-    colls = _listed(summary.get("collectives", []), "summary.collectives", path)
+    colls = _collective_rows(summary.get("collectives", []), path)
     try:
         keys = {k for r in rows for k in r if k.endswith("_ns")}
         finish = _whole(summary.get("finish_ns", max((_whole(r["finish_ns"]) for r in rows), default=0)))
@@ -117,6 +117,14 @@ def _listed(value: Any, key: str, path: Path) -> list[dict[str, Any]]:
     if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
         raise TraceFormatError(f"'{key}' is not a list of objects", str(path))
     return value
+
+
+def _collective_rows(value: Any, path: Path) -> list[dict[str, Any]]:
+    """A result's ``summary.collectives`` as a list of objects: the simulators' list, or the
+    emulator's object of kinds (``{"ALL_REDUCE": {"count", "bytes"}}``), one row a kind."""
+    if isinstance(value, dict) and all(isinstance(v, dict) for v in value.values()):
+        return [{"collective": kind, **row} for kind, row in value.items()]
+    return _listed(value, "summary.collectives", path)
 
 
 def _whole(value: Any) -> int:
