@@ -69,6 +69,25 @@ def test_report_on_a_shortened_spans_column(run_dir, tmp_path, chakra_cli):
         _one_error(status, err, "spans.npz", "'dur_ns'")
 
 
+@pytest.mark.parametrize("column,change,said", [
+    ("comm_type", lambda c: np.where(c >= 0, 65536, c), "'comm_type' holds values outside [-1, 10)"),  # IndexError
+    ("comm_type", lambda c: np.where(c >= 0, 99, c), "'comm_type'"),  # a collective counted as memory
+    ("comm_type", lambda c: np.where(c >= 0, -5, c), "'comm_type'"),
+    ("dur_ns", lambda c: c.reshape(-1, 1), "'dur_ns' has 2 dimensions"),  # TypeError in the breakdown
+    ("rank", lambda c: c.reshape(-1, 1), "'rank' has 2 dimensions"),
+])
+def test_report_on_a_foreign_spans_column(run_dir, tmp_path, chakra_cli, column, change, said):
+    d = _copy_result(run_dir, tmp_path / "r")
+    with np.load(d / "spans.npz") as z:
+        arrays = dict(z)
+    assert (arrays["comm_type"] >= 0).any()  # the set's collectives
+    arrays[column] = change(arrays[column])
+    with open(d / "spans.npz", "wb") as f:
+        np.savez_compressed(f, **arrays)
+    status, _, err = chakra_cli("report", "--result", d / "result.json")
+    _one_error(status, err, "spans.npz", said)
+
+
 def test_report_on_a_damaged_zip(run_dir, tmp_path, chakra_cli):
     d = _copy_result(run_dir, tmp_path / "r")
     data = bytearray((d / "spans.npz").read_bytes())

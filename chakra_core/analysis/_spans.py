@@ -213,11 +213,18 @@ def _strings(meta: Mapping[str, Any], key: str) -> list[str]:
 
 
 def _check_indices(spans: Spans) -> None:
-    """Raise ValueError when a column indexes past its table or a time is negative."""
+    """Raise ValueError when a column is not a list of numbers, indexes past its table, names no
+    communication type, or a time is negative."""
+    from chakra_core.io._schema import CommType
+
+    for key in (*_INT_COLUMNS, "flow_src", "flow_dst", "flow_kind"):
+        if getattr(spans, key).ndim != 1:
+            raise ValueError(f"column {key!r} has {getattr(spans, key).ndim} dimensions, not 1")
     n = len(spans)
     bounds = {"name": (0, len(spans.names)), "track": (0, len(spans.tracks)), "kind": (0, len(SPAN_KINDS)),
               "group": (-1, len(spans.strings)), "algorithm": (-1, len(spans.strings)),
-              "rank": (0, 1 << 31), "start_ns": (0, 1 << 63), "dur_ns": (0, 1 << 63)}
+              "rank": (0, 1 << 31), "start_ns": (0, 1 << 63), "dur_ns": (0, 1 << 63),
+              "comm_type": (-1, len(CommType))}
     for key, (low, high) in bounds.items():
         col = getattr(spans, key)
         if n and (int(col.min()) < low or int(col.max()) >= high):
