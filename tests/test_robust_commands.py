@@ -88,6 +88,18 @@ def test_report_on_a_foreign_spans_column(run_dir, tmp_path, chakra_cli, column,
     _one_error(status, err, "spans.npz", said)
 
 
+def test_report_page_of_a_set_whose_path_is_not_utf8(run_dir, tmp_path, chakra_cli):
+    # a folder named with the byte 0xff (a Latin-1 name on a Linux disk): the HTML page was an
+    # internal error (UnicodeEncodeError) while every other output took the name
+    pytest.importorskip("plotly")
+    odd = tmp_path / os.fsdecode(b"d\xffir")
+    shutil.copytree(run_dir / "set", odd)
+    status, out, err = chakra_cli("report", odd, "-o", tmp_path / "page.html")
+    assert status == 0, err
+    page = (tmp_path / "page.html").read_bytes().decode("utf-8")  # valid UTF-8
+    assert "d\\udcffir" in page
+
+
 def test_report_on_a_damaged_zip(run_dir, tmp_path, chakra_cli):
     d = _copy_result(run_dir, tmp_path / "r")
     data = bytearray((d / "spans.npz").read_bytes())

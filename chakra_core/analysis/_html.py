@@ -191,6 +191,6 @@ def write_report_html(data: Mapping[str, Any], spans: Spans, path: Path) -> Path
     page = ('<!DOCTYPE html><html><head><meta charset="utf-8"><title>chakra report</title>'
             f"<style>{_STYLE}</style><script>{plotly_js}</script><script>{_SCRIPT}</script></head>"
             "<body><h1>chakra report</h1>" + "".join(_body(data, spans)) + "</body></html>\n")
-    with atomic_output(path) as tmp:
-        tmp.write_text(page)
+    with atomic_output(path) as tmp:  # a path's undecodable bytes (surrogates) shown as \xNN escapes
+        tmp.write_text(page, encoding="utf-8", errors="backslashreplace")
     return path
