@@ -41,7 +41,7 @@ from .commwork import WorkAnnotation, attach_annotations
 from .intmap import IntMap
 from .ints import MAX_RANKS, int64, is_rank, node_ref
 from .iotext import dump_io
-from .jsonitems import iter_items, json_value, keyed_type, typed_decoder
+from .jsonitems import broken_json, iter_items, json_value, keyed_type, short_error, typed_decoder
 from .kineto import KinetoTrace
 from .linked import LinkedTiming
 from .needles import PG_INIT_NEEDLE, holds
@@ -120,13 +120,9 @@ def read_header(path: str) -> dict[str, Any]:
                 if prefix.startswith("nodes"):
                     break
     except (ijson.JSONError, ijson.IncompleteJSONError, OSError, EOFError, zlib.error, UnicodeError) as e:
-        raise _fail(path, f"not a PyTorch execution trace ({_short(e)})") from None
+        raise _fail(path, f"not a PyTorch execution trace ({short_error(e)})") from None
     return out
 
-
-def _short(e: Exception) -> str:
-    text = str(e).strip().splitlines()
-    return text[0][:120] if text else type(e).__name__
 
 
 def iter_raw_nodes(path: str, decode: Callable[[bytes], list] | None = None) -> Iterator[Any]:
@@ -140,11 +136,11 @@ def iter_raw_nodes(path: str, decode: Callable[[bytes], list] | None = None) -> 
     except FileNotFoundError:
         raise _fail(path, "no such file") from None
     except (ijson.IncompleteJSONError, EOFError, gzip.BadGzipFile, zlib.error) as e:
-        raise _fail(path, f"truncated or malformed JSON ({_short(e)})", f"after node {count}") from None
+        raise _fail(path, broken_json(e), f"after node {count}") from None
     except ijson.JSONError as e:
-        raise _fail(path, f"malformed JSON ({_short(e)})", f"after node {count}") from None
+        raise _fail(path, f"malformed JSON ({short_error(e)})", f"after node {count}") from None
     except UnicodeError as e:
-        raise _fail(path, f"text that is not valid UTF-8 ({_short(e)})", f"after node {count}") from None
+        raise _fail(path, f"text that is not valid UTF-8 ({short_error(e)})", f"after node {count}") from None
     if count == 0:
         raise _fail(path, "no 'nodes' list: not a PyTorch execution trace")
 
@@ -212,7 +208,7 @@ def _parsed(v: Any, path: str, index: int) -> Any:
     try:
         return orjson.loads(memoryview(v))
     except orjson.JSONDecodeError as e:
-        raise _fail(path, f"inputs/outputs cannot be kept ({_short(e)})", f"node {index}") from None
+        raise _fail(path, f"inputs/outputs cannot be kept ({short_error(e)})", f"node {index}") from None
 
 
 def _parent(node: dict, path: str, index: int) -> int:
@@ -442,7 +438,7 @@ def _linked_gpu_copy(linked: LinkedTiming, node: dict, attrs: dict, name: str, p
     try:
         return linked.add(node, node_ref(attrs.get("rf_id")), tid if isinstance(tid, int) else 0, name)
     except (TypeError, ValueError) as e:
-        raise _fail(path, f"bad timing of a chakra_trace_link node ({_short(e)})", f"node {index}") from None
+        raise _fail(path, f"bad timing of a chakra_trace_link node ({short_error(e)})", f"node {index}") from None
 
 
 def scan_groups(path: str) -> dict[str, dict[str, Any]]:
@@ -478,7 +474,7 @@ def _groups(node: dict, path: str, index: int) -> dict[str, dict[str, Any]]:
             out[str(d["pg_name"])] = {"ranks": ranks, "size": size, "desc": str(d.get("pg_desc", ""))}
         return out
     except (orjson.JSONDecodeError, TypeError, KeyError, ValueError) as e:
-        raise _fail(path, f"bad '## process_group:init ##' description ({_short(e)})",
+        raise _fail(path, f"bad '## process_group:init ##' description ({short_error(e)})",
                     f"node {index}") from None
 
 

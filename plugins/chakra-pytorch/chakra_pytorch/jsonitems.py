@@ -29,7 +29,7 @@ import orjson
 
 from chakra_core import open_binary
 
-__all__ = ["iter_items", "typed_decoder", "json_value", "keyed_type"]
+__all__ = ["iter_items", "typed_decoder", "json_value", "keyed_type", "short_error", "broken_json"]
 
 _CHUNK = 1 << 20
 _MAX_ELEMENT = 64 << 20  # bytes searched for one element's end before handing over to ijson
@@ -43,6 +43,21 @@ _NEXT = re.compile(rb"[ \t\r\n]*,[ \t\r\n]*\{")
 
 class _NotThisLayout(Exception):
     """The fast way cannot read this file (from this point on)."""
+
+
+def short_error(e: Exception) -> str:
+    """The first line of an exception's message (at most 120 characters), or its class name."""
+    text = str(e).strip().splitlines()
+    return text[0][:120] if text else type(e).__name__
+
+
+def broken_json(e: Exception) -> str:
+    """What the JSON parser refused, in words: a whole number past 64 bits (valid JSON that no
+    field of these traces holds), or truncated or malformed JSON."""
+    text = short_error(e)
+    if "integer overflow" in text:
+        return f"a whole number too large for 64 bits ({text})"
+    return f"truncated or malformed JSON ({text})"
 
 
 def iter_items(path: str, key: str, decode: Callable[[bytes], list] | None = None) -> Iterator[object]:

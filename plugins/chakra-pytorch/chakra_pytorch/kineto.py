@@ -29,7 +29,7 @@ from chakra_core import TraceFormatError, open_binary
 
 from .intmap import IntMap
 from .ints import MAX_RANKS, event_int, int64_from_number, is_rank
-from .jsonitems import iter_items, json_value, keyed_type, typed_decoder
+from .jsonitems import broken_json, iter_items, json_value, keyed_type, short_error, typed_decoder
 from .spantable import Span, SpanTable
 
 __all__ = ["KinetoTrace", "GpuEvent", "SyncEvent", "StreamWait", "OnEvent", "read_kineto",
@@ -124,10 +124,6 @@ class KinetoTrace:
     used: int = 0
 
 
-def _short(e: Exception) -> str:
-    text = str(e).strip().splitlines()
-    return text[0][:120] if text else type(e).__name__
-
 
 def read_distributed_info(path: str) -> dict[str, Any]:
     """The ``distributedInfo`` object of a Kineto trace ({} if absent): read up to it where it
@@ -149,7 +145,7 @@ def read_distributed_info(path: str) -> dict[str, Any]:
                     info = _trailing_distributed(path)
                     return _checked_distributed(info, path) if info else {}
     except (ijson.JSONError, ijson.IncompleteJSONError, OSError, EOFError, zlib.error) as e:
-        raise TraceFormatError(f"not a Kineto trace ({_short(e)})", path) from None
+        raise TraceFormatError(f"not a Kineto trace ({short_error(e)})", path) from None
     return {}
 
 
@@ -245,12 +241,12 @@ def read_kineto(path: str, wanted_rfs: set[int] | frozenset[int] | None = None,
     except FileNotFoundError:
         raise TraceFormatError("no such file", path) from None
     except (ijson.IncompleteJSONError, EOFError, gzip.BadGzipFile, zlib.error) as e:
-        raise TraceFormatError(f"truncated or malformed JSON ({_short(e)})", path,
+        raise TraceFormatError(broken_json(e), path,
                                f"after event {count}") from None
     except ijson.JSONError as e:
-        raise TraceFormatError(f"malformed JSON ({_short(e)})", path, f"after event {count}") from None
+        raise TraceFormatError(f"malformed JSON ({short_error(e)})", path, f"after event {count}") from None
     except (TypeError, ValueError) as e:
-        raise TraceFormatError(f"bad trace event ({_short(e)})", path, f"event {count}") from None
+        raise TraceFormatError(f"bad trace event ({short_error(e)})", path, f"event {count}") from None
     if count == 0:
         raise TraceFormatError("no 'traceEvents' list: not a Kineto trace", path)
     if not kt.used:

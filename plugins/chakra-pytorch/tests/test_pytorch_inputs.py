@@ -168,6 +168,22 @@ def test_truncated_json(tmp_path):
     assert "\n" not in str(err)
 
 
+@pytest.mark.parametrize("which", ["host", "kineto"])
+def test_a_number_past_64_bits_is_not_called_truncated(tmp_path, which):
+    # valid JSON, a whole number of 2**64 (a node id, an event's ts): it was reported as
+    # "truncated or malformed JSON (parse error: integer overflow)"
+    et, kt = _load(MLP_ET), _load(MLP_KINETO)
+    if which == "host":
+        et["nodes"][3]["id"] = 1 << 64
+    else:
+        next(e for e in kt["traceEvents"] if e.get("ph") == "X")["ts"] = 1 << 64
+    (tmp_path / "pytorch_et.0.json").write_text(json.dumps(et))
+    (tmp_path / "kineto.0.json").write_text(json.dumps(kt))
+    err = _first_error([tmp_path / "pytorch_et.0.json", tmp_path / "kineto.0.json"])
+    assert "a whole number too large for 64 bits" in str(err) and "truncated" not in str(err), err
+    assert f"{which if which == 'kineto' else 'pytorch_et'}.0.json" in str(err) and "\n" not in str(err)
+
+
 def test_truncated_gzip(tmp_path):
     data = MLP_ET.read_bytes()
     p = tmp_path / "cut.0.json.gz"
