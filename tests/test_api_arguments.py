@@ -94,3 +94,21 @@ def test_a_model_mapping_without_its_synthesizer():
 
     with pytest.raises(ConfigError, match='not a synthesizer model'):
         synth_show({})
+
+
+_DDP = __import__("pathlib").Path(__file__).resolve().parents[1] / "plugins/chakra-pytorch/tests/data/ddp"
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda c, out: c.convert(str(_DDP), f"{out}/", gzip="no"), "gzip"),  # wrote .et.gz: "no" is true
+    (lambda c, out: c.convert(str(_DDP), f"{out}/", validate=None), "validate"),
+    (lambda c, out: c.simulate(str(_DDP), validate="no"), "validate"),
+    (lambda c, out: c.export(str(_DDP), "astrasim", out, validate=0), "validate"),
+    (lambda c, out: c.validate(str(_DDP), cross_rank="no"), "cross_rank"),
+])
+def test_yes_or_no_arguments_take_true_or_false_only(tmp_path, call, name):
+    import chakra_core
+
+    with pytest.raises(ConfigError, match=f"^{name} must be True or False, got "):
+        call(chakra_core, tmp_path / "out")
+    assert not (tmp_path / "out").exists()

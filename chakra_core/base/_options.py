@@ -10,7 +10,7 @@ from typing import Any
 
 from chakra_core.base._errors import ConfigError, PluginError
 
-__all__ = ["Option", "check_options", "suggest", "parse_kv"]
+__all__ = ["Option", "check_options", "check_flags", "suggest", "parse_kv"]
 
 _TYPES = {
     "int": int, "float": float, "str": str, "path": str, "bool": bool, "list": list, "dict": dict,
@@ -149,6 +149,14 @@ def check_options(owner: str, specs: Mapping[str, Option], options: Mapping[str,
             raise ConfigError(f"{owner}: option {key!r} must be <= {spec.maximum}, got {value!r}")
         out[key] = value
     return out
+
+
+def check_flags(**flags: Any) -> None:
+    """Refuse a yes-or-no argument of the Python API that is not ``True`` or ``False`` (taken by
+    its truth, ``"no"`` would mean yes): a ConfigError naming it."""
+    for name, value in flags.items():
+        if not isinstance(value, bool):
+            raise ConfigError(f"{name} must be True or False, got {value!r}")
 
 
 def parse_kv(pairs: list[str] | None) -> dict[str, str]:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from chakra_core.base._errors import ConfigError
+from chakra_core.base._options import check_flags
 from chakra_core.base._progress import counted_then, progress
 from chakra_core.host._api import Result
 from chakra_core.host._plugins import PluginHost, get_host
@@ -88,6 +89,7 @@ def convert(inputs: Inputs, output: str | os.PathLike, *, format: str | None = N
     it passes validation (unless ``validate`` is False; :func:`write_validated_set`).  The Result
     lists the files; ``summary`` is ``{"ranks": N}``.
     """
+    check_flags(gzip=gzip, validate=validate)
     pipe = _input_pipeline(inputs, format, input_options, host)
     notes = []
     if jobs is not None or executor is not None:
@@ -242,6 +244,7 @@ def _backend_pipeline(inputs: Inputs, name: str, kinds: tuple[str, ...], options
                       input_options: Mapping[str, Any] | None, validate: bool,
                       host: PluginHost | None) -> Pipeline:
     """The pipeline of the input and the one backend ``name`` (of one of ``kinds``)."""
+    check_flags(validate=validate)
     host = host or get_host()
     impl = host.registry.get("backend", name)
     if impl.kind not in kinds:
@@ -295,6 +298,7 @@ def validate(inputs: Inputs, *, cross_rank: bool = True, format: str | None = No
     from chakra_core.validation._validate import CROSS_RANK_STATUS
     from chakra_core.validation._validate import validate as check
 
+    check_flags(cross_rank=cross_rank)
     pipe = _input_pipeline(inputs, format, input_options, host)
     traces = pipe.load()
     with progress("validating", total=len(traces)) as bar:
