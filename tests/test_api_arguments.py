@@ -56,7 +56,7 @@ def test_default_network_takes_what_a_system_file_could_say(args, words):
 
 
 def test_limits_by_name_and_counts():
-    with pytest.raises(ValueError, match="no limit named 'bogus'; the limits: rank, npus, deps, depth, inflation"):
+    with pytest.raises(ValueError, match="no limit named 'bogus'; the limits: rank, npus, deps, nodes, depth, inflation"):
         get_limit("bogus")
     for bad in (-1, math.nan):
         with pytest.raises(TraceFormatError, match="is not a count"):

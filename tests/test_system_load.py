@@ -246,11 +246,11 @@ def test_exponent_numbers_that_pyyaml_reads_as_strings(tmp_path):
     # YAML 1.1 (PyYAML) wants a dot in an exponent float: 1e-30 arrives as the string '1e-30'
     import yaml
 
-    text = ("network:\n  - {topology: Ring, npus_count: 8e0, bandwidth: 1e-30, latency: 5E2}\n"
+    text = ("network:\n  - {topology: Ring, npus_count: 8e0, bandwidth: 1e-3, latency: 5E2}\n"
             "local-mem-bw: 5e1\nendpoint-delay: 1e1\n")
     assert yaml.safe_load(text)["local-mem-bw"] == "5e1"
     sd = load_system(_yaml(tmp_path, "s.yaml", text))
-    assert sd.dimensions == (Dimension("Ring", 8, 1e-30, 500.0),)
+    assert sd.dimensions == (Dimension("Ring", 8, 1e-3, 500.0),)
     assert sd.local_mem_bw == 50.0 and sd.endpoint_delay == 10 and isinstance(sd.endpoint_delay, int)
     with pytest.raises(ConfigError, match="finite number") as e:
         load_system(_yaml(tmp_path, "b.yaml", "local-mem-bw: 1e400\n"))
@@ -271,3 +271,22 @@ def test_system_options_are_declared_once_and_load_the_files():
     astra = EX / "astra"
     opts = {"system": str(astra / "system.json"), "network": str(astra / "network.yml"), "memory": None}
     assert system_from_options(opts) == load_system(astra / "system.json", astra / "network.yml")
+
+
+@pytest.mark.parametrize("text, key", [
+    ("network:\n  - {topology: Ring, npus_count: 8, bandwidth: 1.0e-300, latency: 500}\n", "network[0].bandwidth"),
+    ("local-mem-bw: 1.0e-300\n", "local-mem-bw"),
+])
+def test_bandwidth_too_low_to_simulate_names_the_file_and_key(tmp_path, text, key):
+    """A bandwidth at which one byte takes past 2**63-1 ns failed in the simulator, naming a trace node."""
+    path = _yaml(tmp_path, "s.yaml", text)
+    with pytest.raises(ConfigError, match="1e-300 GB/s is too low: one byte would take past 2\\*\\*63-1 ns") as e:
+        load_system(system=path)
+    assert e.value.where == path and e.value.location == f"key {key!r}"
+
+
+def test_memory_bandwidth_too_low_to_simulate_names_the_key(tmp_path):
+    path = _json(tmp_path, "m.json", {"memory-type": "PER_NPU_MEMORY_EXPANSION", "remote-mem-bw": 1e-300})
+    with pytest.raises(ConfigError, match="too low") as e:
+        load_system(memory=path)
+    assert e.value.where == path and e.value.location == "key 'remote-mem-bw'"

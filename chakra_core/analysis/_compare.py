@@ -13,9 +13,10 @@ docs/synth.md for every key):
   one level of the longest-path layering), ``critical_path_us`` (by ``duration_micros``), and the
   KS statistic of the in- and out-degree distributions;
 - ``collectives``: count and bytes per collective kind and group size, in each set;
-- ``simulated``: the step time (``finish_ns``) of both sets simulated on the same system, and
-  ``relative_error`` (``|B - A| / A``); with several systems, ``sweep`` (one row per system)
-  and ``spearman``, the rank correlation of the two step times over the sweep;
+- ``simulated``: the step time (``finish_ns``) of both sets simulated on the same system (or,
+  with an emulator backend, measured replays on this machine), ``relative_error``
+  (``|B - A| / A``), the ``backend`` and its ``kind``; with several systems, ``sweep`` (one row
+  per system) and ``spearman``, the rank correlation of the two step times over the sweep;
 - ``privacy``: how far B's node sequences are from A's (:mod:`chakra_core.analysis._privacy`).
 
 Statistics are scipy's (``ks_2samp``, ``wasserstein_distance``, ``spearmanr``), imported when
@@ -188,8 +189,10 @@ def _relative(a: float, b: float) -> float | None:
     return round(abs(b - a) / a, 6) if a else None
 
 
-def fidelity(a: SetProfile, b: SetProfile, step_times: Sequence[tuple[str | None, int, int]]) -> dict[str, Any]:
-    """The report of B against A (module docstring); ``step_times`` are ``(system, A ns, B ns)``."""
+def fidelity(a: SetProfile, b: SetProfile, step_times: Sequence[tuple[str | None, int, int]],
+             backend: str | None = None, kind: str = "simulator") -> dict[str, Any]:
+    """The report of B against A (module docstring); ``step_times`` are ``(system, A ns, B ns)``
+    from ``backend``, a backend of ``kind`` (``simulator``, or ``emulator``: measured replays)."""
     durations = _distances(a.durations, b.durations, "us")
     sizes = _distances(a.sizes, b.sizes, "bytes")
     report: dict[str, Any] = {
@@ -210,7 +213,8 @@ def fidelity(a: SetProfile, b: SetProfile, step_times: Sequence[tuple[str | None
     }
     if step_times:
         system, ta, tb = step_times[0]
-        report["simulated"] = {"system": system, "a_ns": ta, "b_ns": tb, "relative_error": _relative(ta, tb)}
+        report["simulated"] = {"system": system, "a_ns": ta, "b_ns": tb, "relative_error": _relative(ta, tb),
+                               "backend": backend, "kind": kind}
         if len(step_times) > 1:
             spearmanr = need("scipy.stats").spearmanr
             report["simulated"]["sweep"] = [{"system": s, "a_ns": x, "b_ns": y, "relative_error": _relative(x, y)}
@@ -218,6 +222,14 @@ def fidelity(a: SetProfile, b: SetProfile, step_times: Sequence[tuple[str | None
             rho = spearmanr([x for _, x, _ in step_times], [y for _, _, y in step_times]).statistic
             report["simulated"]["spearman"] = None if np.isnan(rho) else round(float(rho), 6)
     return report
+
+
+def _step_source(sim: dict[str, Any], row: dict[str, Any]) -> str:
+    """Where a row's step times come from: a replay measured on this machine (an emulator, which
+    runs on no system description), or a simulation on the row's system."""
+    if sim.get("kind") == "emulator":
+        return f"step time measured by a replay ({sim.get('backend') or 'emulator'}, on this machine)"
+    return f"simulated step time on {row['system'] or 'the default system'}"
 
 
 def format_report(r: dict[str, Any]) -> str:
@@ -259,7 +271,7 @@ def format_report(r: dict[str, Any]) -> str:
         rows = sim.get("sweep") or [sim]
         for row in rows:
             err = row["relative_error"]
-            lines.append(f"simulated step time on {row['system'] or 'the default system'}: A {duration(row['a_ns'])}, "
+            lines.append(f"{_step_source(sim, row)}: A {duration(row['a_ns'])}, "
                          f"B {duration(row['b_ns'])}, relative error {err if err is None else f'{err:+.2%}'}")
         if "spearman" in sim:
             lines.append(f"rank correlation of the step times over the sweep (Spearman): {sim['spearman']}")

@@ -15,7 +15,6 @@ per node.
 
 from __future__ import annotations
 
-import errno
 import gzip
 import os
 import zlib
@@ -502,8 +501,8 @@ class atomic_output:
     """Context manager giving a temporary path beside ``path``, renamed into place on success.
 
     On an exception the temporary file is removed and any existing ``path`` is left untouched;
-    an OSError (disk full, read-only, a directory in the way) is raised again naming ``path``,
-    not the temporary file.  Temporaries that killed runs left beside ``path`` (named
+    an OSError (disk full, read-only) is raised again naming ``path``, not the temporary file;
+    a directory in the way is a ConfigError naming ``path``.  Temporaries that killed runs left beside ``path`` (named
     ``.NAME.chakra-file-PID-RANDOM.tmp``, PID a process that no longer runs) are removed.  A
     symbolic link is followed (the link stays, its target is replaced); a target that exists but
     is not a regular file (``/dev/stdout``, a FIFO) is written directly.  The new file gets the
@@ -520,8 +519,9 @@ class atomic_output:
         target = Path(os.path.realpath(self.path)) if self.path.is_symlink() else self.path
         self.target = target
         if target.exists() and not target.is_file():
-            if target.is_dir():
-                raise IsADirectoryError(errno.EISDIR, "a directory is in the way", str(target))
+            from chakra_core.io._publish import refuse_directory_in_the_way
+
+            refuse_directory_in_the_way(target)
             self.tmp = None
             return target
         refuse_replacing_input(self.path)

@@ -31,7 +31,8 @@ from pathlib import Path
 from chakra_core.base._errors import ConfigError
 from chakra_core.base._inputguard import refuse_replacing_input, refuse_replacing_inputs_in
 
-__all__ = ["output_directory", "inside_output", "staged_output", "StagedOutput", "temp_sibling",
+__all__ = ["output_directory", "inside_output", "staged_output", "StagedOutput", "temp_sibling", "new_directories",
+           "refuse_directory_in_the_way",
            "remove_stale", "is_temporary", "in_staging", "renamed_error", "publish_files", "commit_files",
            "finish_interrupted", "MARKER"]
 
@@ -168,11 +169,44 @@ def _recover(final: Path) -> None:
     remove_stale(final, ("new", "old", "file"))
 
 
+def _refuse_file_in_the_way(directory: Path) -> None:
+    """A ConfigError naming ``directory`` (an output directory) when it exists and is not one."""
+    if os.path.lexists(directory) and not directory.is_dir():
+        raise ConfigError("a file is in the way of the output directory", str(directory))
+
+
+def refuse_directory_in_the_way(path: Path) -> None:
+    """A ConfigError naming ``path`` (an output file) when a directory is there."""
+    if path.is_dir() and not path.is_symlink():
+        raise ConfigError("a directory is in the way of an output file", str(path))
+
+
+@contextlib.contextmanager
+def new_directories(directory: str | os.PathLike) -> Iterator[None]:
+    """Run the block that writes an output in ``directory``.  A file in the way (``directory``
+    or its nearest parent that exists) is a ConfigError naming it.  When the block fails,
+    ``directory`` and the parents of it that did not exist before are removed where empty
+    (deepest first): a failed write leaves no empty directory of its own behind, and never
+    removes one that was there."""
+    d = Path(directory)
+    missing = []
+    while not os.path.lexists(d) and d != d.parent:
+        missing.append(d)
+        d = d.parent
+    _refuse_file_in_the_way(d)
+    try:
+        yield
+    except BaseException:
+        for made in missing:
+            with contextlib.suppress(OSError):
+                made.rmdir()
+        raise
+
+
 def _check_target(final: Path, marker: bool) -> None:
     if not os.path.lexists(final):
         return
-    if not final.is_dir():
-        raise ConfigError("a file is in the way of the output directory", str(final))
+    _refuse_file_in_the_way(final)
     refuse_replacing_inputs_in(final)
     if not marker or (final / MARKER).is_file():
         return
@@ -348,8 +382,7 @@ def commit_files(stage: Path, names: Sequence[str], remove: Sequence[str] = ()) 
     """
     directory = stage.parent
     for name in names:
-        if (directory / name).is_dir() and not (directory / name).is_symlink():
-            raise ConfigError("a directory is in the way of an output file", str(directory / name))
+        refuse_directory_in_the_way(directory / name)
         refuse_replacing_input(directory / name)
     for name in remove:  # a file of the earlier set that this command reads is not deleted either
         refuse_replacing_input(directory / name)

@@ -184,12 +184,13 @@ def compare(a: Inputs, b: Inputs, *, systems: Sequence[str] | None = None, backe
         profiles = [profile_set(ts, lambda _d, _t: bar.advance()) for ts in sets]
     step_times = []
     impls: list[dict[str, Any]] = []
+    kind = "simulator"
     if simulate:
         for system in (list(systems) if systems else [None]):
             ra, rb = (run_simulation(ts, backend, system=system, host=host) for ts in sets)
             step_times.append((system, int(ra.summary["finish_ns"]), int(rb.summary["finish_ns"])))
-            impls = ra.provenance["implementations"][-1:]
-    report = fidelity(profiles[0], profiles[1], step_times)
+            impls, kind = ra.provenance["implementations"][-1:], ra.kind
+    report = fidelity(profiles[0], profiles[1], step_times, backend, kind)
     prov = [p.provenance() for p in pipes]
     report["provenance"] = provenance([i for p in prov for i in p["inputs"]],
                                       [i for p in prov for i in p["implementations"]] + impls)

@@ -49,7 +49,7 @@ from chakra_core.base._paths import expand_paths
 from chakra_core.base._progress import counted_then, progress
 from chakra_core.host._api import Backend, Result
 from chakra_core.host._plugins import PluginHost, get_host
-from chakra_core.io._publish import staged_output
+from chakra_core.io._publish import new_directories, staged_output
 from chakra_core.pipeline._provenance import implementation, provenance
 from chakra_core.trace._traceset import FileRank, MemoryRank, TraceSet, check_group_ranks
 
@@ -181,11 +181,12 @@ class Pipeline:
             result = _run_observed(host, b, lambda: b.impl.run(traces, b.options, None))
             result.provenance = self.provenance([b])
             return result
-        b.output.mkdir(parents=True, exist_ok=True)
-        with staged_output(b.output) as staged:  # result.json is published with the backend's files
-            result = _run_observed(host, b, lambda: b.impl.run(traces, b.options, b.output))
-            result.provenance = self.provenance([b])
-            result.write_json(staged.file("result.json"))
+        with new_directories(b.output):  # a failed backend leaves no directory it made
+            b.output.mkdir(parents=True, exist_ok=True)
+            with staged_output(b.output) as staged:  # result.json is published with the backend's files
+                result = _run_observed(host, b, lambda: b.impl.run(traces, b.options, b.output))
+                result.provenance = self.provenance([b])
+                result.write_json(staged.file("result.json"))
         return result
 
     def provenance(self, backends: Sequence[Stage] = ()) -> dict[str, Any]:

@@ -6,9 +6,10 @@ A model is the JSON a synthesizer's ``fit`` returns; the file records which synt
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,15 +41,17 @@ def synth_fit(inputs: Sequence[Inputs], output: str | os.PathLike, *, synthesize
     host = host or get_host()
     if isinstance(inputs, (str, os.PathLike)) or not inputs:
         raise ConfigError("give a list of trace sets to fit (one item per set)")
-    inputs, given = _expand_lists(inputs)
+    inputs, given, origins = _expand_lists(inputs)
     if any(given):
         options = {**(options or {}), "params": given}
     stage = resolve_stage(host, "synthesizer", synthesizer, options)
-    pipes = [_input_pipeline(item, format, input_options, host) for item in inputs]
-    with progress("reading", total=len(pipes)) as bar:
+    pipes = []
+    with progress("reading", total=len(inputs)) as bar:
         corpus = []
-        for p in pipes:
-            corpus.append(p.load())
+        for item, origin in zip(inputs, origins):
+            with _listed_at(origin):
+                pipes.append(_input_pipeline(item, format, input_options, host))
+                corpus.append(pipes[-1].load())
             bar.advance()
     model = stage.impl.fit(corpus, stage.options)
     model.setdefault("synthesizer", stage.name)
@@ -62,16 +65,19 @@ def synth_fit(inputs: Sequence[Inputs], output: str | os.PathLike, *, synthesize
                   files=[str(path)], provenance=provenance(inputs_seen, impls))
 
 
-def _expand_lists(inputs: Sequence[Inputs]) -> tuple[list[Inputs], list[dict[str, Any]]]:
+def _expand_lists(inputs: Sequence[Inputs]) -> tuple[list[Inputs], list[dict[str, Any]], list[tuple[str, int] | None]]:
     """The sets of ``inputs`` with ``@FILE`` items replaced by the sets the file lists, one per
     line: ``PATH [KEY=NUMBER ...]`` (``#`` starts a comment; a relative PATH is taken from the
-    file's folder), and per set the parameters its line gives (empty for other items)."""
+    file's folder; a list does not name other lists), per set the parameters its line gives
+    (empty for other items), and per set its list file and line (None for other items)."""
     sets: list[Inputs] = []
     given: list[dict[str, Any]] = []
+    origins: list[tuple[str, int] | None] = []
     for item in inputs:
         if not (isinstance(item, str) and item.startswith("@")):
             sets.append(item)
             given.append({})
+            origins.append(None)
             continue
         path = Path(item[1:])
         try:
@@ -82,12 +88,29 @@ def _expand_lists(inputs: Sequence[Inputs]) -> tuple[list[Inputs], list[dict[str
             words = line.split("#", 1)[0].split()
             if not words:
                 continue
+            if words[0].startswith("@"):
+                raise ConfigError(f"{words[0]!r}: a list file names trace sets, not other lists; list that "
+                                  "file's sets here, or give it as another @FILE argument", str(path),
+                                  f"line {number}")
             sets.append(str(path.parent / words[0]))
             given.append(_line_params(words[1:], str(path), number))
+            origins.append((str(path), number))
     if not sets:
         lists = [i[1:] for i in inputs if isinstance(i, str) and i.startswith("@")]
         raise ConfigError("the list of trace sets names no set", lists[0] if lists else None)
-    return sets, given
+    return sets, given, origins
+
+
+@contextlib.contextmanager
+def _listed_at(origin: tuple[str, int] | None) -> Iterator[None]:
+    """Run the block that opens one set; an error about a set that a list file names is raised
+    again prefixed with the list file and the line (``LIST:line N: SET: message``)."""
+    try:
+        yield
+    except ChakraError as e:
+        if origin is None:
+            raise
+        raise type(e)(str(e), origin[0], f"line {origin[1]}") from None
 
 
 def _line_params(words: Sequence[str], where: str, number: int) -> dict[str, Any]:

@@ -13,7 +13,6 @@ vendors' dense (no sparsity) peaks; a YAML file adds or overrides devices::
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from typing import Any
 from chakra_core.base._errors import ConfigError
 from chakra_core.base._options import suggest
 from chakra_core.system._model import roofline_ns
+from chakra_core.system._values import Reader
 
 __all__ = ["Device", "DEVICES", "DTYPES", "load_devices", "get_device", "dtype_of_bytes"]
 
@@ -90,17 +90,23 @@ def _parse_device(name: str, spec: Any, where: str) -> Device:
     if not isinstance(spec, Mapping) or set(spec) - {"peak_tflops", "memory_gbs"}:
         raise ConfigError(f"device {name!r} must be a mapping of peak_tflops and memory_gbs", where)
     peaks = spec.get("peak_tflops")
-    bw = spec.get("memory_gbs")
     if not isinstance(peaks, Mapping) or not peaks:
         raise ConfigError(f"device {name!r}: peak_tflops must map data types to TFLOPS", where)
-    for dtype, value in peaks.items():
+    for dtype in peaks:
         if dtype not in DTYPES:
             raise ConfigError(f"device {name!r}: unknown data type {dtype!r}{suggest(str(dtype), DTYPES)}", where)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
-            raise ConfigError(f"device {name!r}: peak_tflops.{dtype} must be a positive number", where)
-    if isinstance(bw, bool) or not isinstance(bw, (int, float)) or not 0 < bw < math.inf:
-        raise ConfigError(f"device {name!r}: memory_gbs must be a positive number (decimal GB/s)", where)
-    return Device(name, {k: float(v) for k, v in peaks.items()}, float(bw))
+    per_dtype = Reader(dict(peaks), where, f"{name}.peak_tflops.")
+    tflops = {str(d): _positive(per_dtype, str(d), "TFLOPS") for d in peaks}
+    return Device(name, tflops, _positive(Reader(dict(spec), where, f"{name}."), "memory_gbs", "decimal GB/s"))
+
+
+def _positive(r: Reader, key: str, unit: str) -> float:
+    """The positive number ``key`` (a ConfigError naming the file and the key, with the form of
+    number wanted, otherwise)."""
+    value = r.number(key, None)
+    if value is None or not value > 0:
+        raise r.fail(key, f"must be a positive number ({unit}), got {value!r}")
+    return float(value)
 
 
 def load_devices(path: str | os.PathLike | Mapping[str, Any] | None = None) -> dict[str, Device]:

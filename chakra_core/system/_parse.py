@@ -30,6 +30,9 @@ from chakra_core.system._model import (
 from chakra_core.system._paths import resolve_prefix
 from chakra_core.system._values import Reader
 
+#: the simulators' clock: int64 nanoseconds
+_CLOCK_NS = (1 << 63) - 1
+
 __all__ = [
     "parse_system",
     "parse_network",
@@ -120,7 +123,7 @@ def parse_system(data: Any, where: str, astra: bool,
                                                 maximum=INT32_MAX)
     f["preferred_dataset_splits"] = r.number("preferred-dataset-splits", 4, 1, integer=True,
                                              why="chunk size is size / splits", maximum=INT32_MAX)
-    f["local_mem_bw"] = float(r.number("local-mem-bw", 0.0 if astra else 50.0, 0))
+    f["local_mem_bw"] = _bandwidth(r, "local-mem-bw", 0.0 if astra else 50.0, 1e9)
     if astra and not r.has("local-mem-bw"):
         warnings.append(f"{where}: 'local-mem-bw' not set; ASTRA-sim takes 0 GB/s, so any "
                         "reduction or roofline timing divides by zero")
@@ -170,6 +173,16 @@ def _dims_from_lists(r: Reader) -> list[dict[str, Any]]:
     return [{k: lists[k][i] for k in keys} for i in range(n)]
 
 
+def _bandwidth(r: Reader, key: str, default: float, gigabyte: float) -> float:
+    """``key`` in GB/s (of ``gigabyte`` bytes), 0 or more; a positive one so low that one byte
+    takes past 2**63-1 ns (the simulators' clock) is refused naming the file and the key."""
+    bw = float(r.number(key, default, 0))
+    if 0 < bw and bw * gigabyte * _CLOCK_NS < 1e9:
+        raise r.fail(r.key(key) or key, f"{bw!r} GB/s is too low: one byte would take past 2**63-1 ns, "
+                     f"the simulated clock's range; give at least {1e9 / (gigabyte * _CLOCK_NS):.2g} GB/s")
+    return bw
+
+
 def parse_network(data: Any, where: str, astra: bool) -> tuple[Dimension, ...]:
     """Network dimensions from ASTRA-sim's ``network.yml`` lists, or (ours) a list of
     ``{topology, npus_count (or npus), bandwidth, latency}`` mappings."""
@@ -194,7 +207,7 @@ def parse_network(data: Any, where: str, astra: bool) -> tuple[Dimension, ...]:
         npus = ir.number("npus_count", 0, 2 if astra else 1, integer=True,
                          why="ASTRA-sim needs more than one NPU per dimension")
         check_limit("npus", npus, "npus_count", where, ir.loc("npus_count"), ConfigError)
-        bw = float(ir.number("bandwidth", 0, 0))
+        bw = _bandwidth(ir, "bandwidth", 0, 2**30)
         if bw <= 0:
             raise ir.fail("bandwidth", f"must be > 0 GB/s, got {bw!r}")
         lat = float(ir.number("latency", 0, 0))
@@ -212,7 +225,7 @@ def parse_memory(data: Any, where: str) -> RemoteMemory:
     r = Reader(data, where)
     mtype = r.choice("memory-type", "NO_MEMORY_EXPANSION", MEMORY_TYPES)
     lat = float(r.number("remote-mem-latency", 0.0, 0))
-    bw = float(r.number("remote-mem-bw", 0.0, 0))
+    bw = _bandwidth(r, "remote-mem-bw", 0.0, 1e9)
     nodes = r.number("num-nodes", 0, 0, integer=True, maximum=INT32_MAX)
     per_node = r.number("num-npus-per-node", 0, 0, integer=True, maximum=INT32_MAX)
     if mtype != "NO_MEMORY_EXPANSION" and bw <= 0:

@@ -9,7 +9,6 @@ traces from other tools that only have that METADATA node are understood too.
 
 from __future__ import annotations
 
-import contextlib
 import glob as _glob
 import json
 import os
@@ -22,7 +21,14 @@ from chakra_core.base._errors import ConfigError, TraceFormatError
 from chakra_core.base._limits import get_limit, limit_message
 from chakra_core.base._paths import expand_paths, is_glob
 from chakra_core.io._etio import EtReader, EtWriter
-from chakra_core.io._publish import commit_files, finish_interrupted, is_temporary, output_directory, publish_files
+from chakra_core.io._publish import (
+    commit_files,
+    finish_interrupted,
+    is_temporary,
+    new_directories,
+    output_directory,
+    publish_files,
+)
 from chakra_core.io._schema import PG_INIT_NAME, GlobalMetadata, Node, NodeType
 from chakra_core.trace._attrs import make_attr
 
@@ -281,23 +287,8 @@ def publish_set(out: str | os.PathLike, write: Callable[[Path, str, str], list[s
     ``name.{rank}{suffix}`` files (returning their names), at ``out`` as :meth:`TraceSet.write`
     does; returns the paths, by rank."""
     as_dir = os.path.isdir(out) or str(out).endswith(("/", os.sep))
-    made = _new_directories(Path(out) if as_dir else Path(out).parent)
-    try:
+    with new_directories(Path(out) if as_dir else Path(out).parent):
         return _publish_set(out, write, compress, replace_stale, as_dir)
-    except BaseException:
-        for d in made:  # a failed write leaves no empty directory of its own behind
-            with contextlib.suppress(OSError):
-                d.rmdir()
-        raise
-
-
-def _new_directories(d: Path) -> list[Path]:
-    """``d`` and its parents that do not exist yet, deepest first."""
-    missing = []
-    while not d.exists() and d != d.parent:
-        missing.append(d)
-        d = d.parent
-    return missing
 
 
 def _publish_set(out: str | os.PathLike, write: Callable[[Path, str, str], list[str]], compress: bool,

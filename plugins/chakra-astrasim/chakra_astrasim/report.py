@@ -71,6 +71,17 @@ class ExportReport:
                                ("changed", self.changed), ("dependencies", self.dependencies)):
             if counter:
                 out.append(f"{title}: " + ", ".join(f"{k} {v}" for k, v in sorted(counter.items())))
+        renamed = self._renamed_groups()
+        if renamed:
+            out.append("groups (ASTRA-sim numbers them from 1; report.json: groups): " + renamed)
         out += [f"config: {c}" for c in self.configs]
         out += [f"warning: {w}" for w in self.warnings]
         return out
+
+    def _renamed_groups(self, shown: int = 8) -> str:
+        """``"'abc' -> 1, 'xy' -> all ranks, ..."`` for the process groups written under
+        another name (at most ``shown``, then the count of the others); "" when none."""
+        words = {"": "all ranks"}
+        pairs = [f"{name!r} -> {words.get(gid, gid)}" for name, gid in self.groups.items() if name != gid]
+        more = f", and {len(pairs) - shown} more" if len(pairs) > shown else ""
+        return ", ".join(pairs[:shown]) + more

@@ -686,3 +686,18 @@ def test_a_free_network_dimension_is_sized_to_the_set(tmp_path, astrasim_check):
     assert "npus_count: [ 2, 3 ]" in (tmp_path / "o" / "network.yml").read_text() and len(files) == 6
     assert "network dimension 1 (Switch, npus_count: auto) sized to 3 NPUs for the trace set" in \
         res.summary["report"]["configs"]
+
+
+def test_groups_written_under_another_name_are_said(tmp_path, astrasim_check):
+    """ASTRA-sim's ids are integers from 1: a group 'abc' becomes 1, and the output says so."""
+    per = {r: [coll(1, C.ALL_REDUCE, 64, pg="abc" if r < 2 else "xy")] for r in range(4)}
+    res, _ = export(tset(per, {"abc": [0, 1], "xy": [2, 3]}), tmp_path)
+    astrasim_check(tmp_path)
+    assert "groups (ASTRA-sim numbers them from 1; report.json: groups): 'abc' -> 1, 'xy' -> 2" in res.notes
+    assert json.loads((tmp_path / "report.json").read_text())["report"]["groups"] == {"abc": "1", "xy": "2"}
+
+
+def test_groups_keeping_their_names_are_not_listed(tmp_path):
+    per = {r: [coll(1, C.ALL_REDUCE, 64, pg="1" if r < 2 else "2")] for r in range(4)}
+    res, _ = export(tset(per, {"1": [0, 1], "2": [2, 3]}), tmp_path)
+    assert not [n for n in res.notes if n.startswith("groups")]

@@ -20,14 +20,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from chakra_core import CommType, Node, NodeType, make_attr
+from chakra_core import CommType, ConfigError, Node, NodeType, check_limit, make_attr
 from chakra_core.system import Device
 
 from .flops import Op, backward_ops, embedding_op, forward_ops, optimizer_op, output_op
 from .model import Model
 from .schedule import schedule
 
-__all__ = ["Template", "Builder", "build_stage", "SLOTS", "NO_SLOT"]
+__all__ = ["Template", "Builder", "build_stage", "check_nodes", "SLOTS", "NO_SLOT"]
 
 NO_SLOT = 0
 #: slot number -> (attribute, what it names): group kinds give ``pg_name``, peers a rank
@@ -340,6 +340,16 @@ class _Stage:
                                                        blocking=False))
         self.buckets = []
         self.issued = 0
+
+
+def check_nodes(m: Model, layer_passes: int, generator: str, counted: str) -> None:
+    """Raise ConfigError unless a rank's compute nodes, ``layer_passes`` times the compute ops of
+    one layer's forward (a lower bound of its nodes), are within the ``nodes`` limit
+    (``CHAKRA_MAX_NODES``); ``counted`` words the passes (``"steps * micro_batches * ..."``).
+    Checked before any template is built, so that an absurd size fails at once."""
+    ops = len(forward_ops(m, False))
+    check_limit("nodes", layer_passes * ops, f"generator {generator!r}: compute nodes per rank {counted} * "
+                f"{ops} ops of a layer =", error=ConfigError)
 
 
 def build_stage(model: Model, device: Device, stage: int) -> Template:

@@ -18,7 +18,7 @@ from typing import Any
 from chakra_core import CommType, ConfigError, Generator, Option, TraceSet, validate
 from chakra_core.system import Device, get_device
 
-from .build import Builder, Template
+from .build import Builder, Template, check_nodes
 from .flops import embedding_op, forward_ops, output_op
 from .model import Model, check_shape, require
 from .presets import with_preset
@@ -64,8 +64,11 @@ class InferenceGenerator(Generator):
     def check_options(self, options: Mapping[str, Any] | None) -> dict[str, Any]:
         """The options with defaults (under a ``preset``'s values), checked together."""
         out = super().check_options(with_preset(f"generator {self.name!r}", self.options, options))
-        inference_model(out)
-        get_device(out["device"], out["devices"]).peak(inference_model(out).dtype_name())
+        m = inference_model(out)
+        steps = int(out["prefill"]) + out["decode"]
+        check_nodes(m, steps * m.micro_batches * (m.layers // m.pp), self.name,
+                    "(prefill + decode) * micro_batches * layers / pp")
+        get_device(out["device"], out["devices"]).peak(m.dtype_name())
         return out
 
     def generate(self, options: Mapping[str, Any]) -> TraceSet:

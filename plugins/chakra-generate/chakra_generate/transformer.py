@@ -17,7 +17,7 @@ from typing import Any
 from chakra_core import ConfigError, Generator, GlobalMetadata, Option, TraceSet, make_attr, validate
 from chakra_core.system import get_device
 
-from .build import Template, build_stage
+from .build import Template, build_stage, check_nodes
 from .emit import TemplateRank, segments
 from .layout import ParallelLayout
 from .model import GRAD_REDUCES, MLPS, NORMS, POSITIONS, SCHEDULES, Model, model_from_options
@@ -90,8 +90,10 @@ class TransformerGenerator(Generator):
         """The options with defaults (under a ``preset``'s values), checked together (sizes that
         must divide, ...)."""
         out = super().check_options(with_preset(f"generator {self.name!r}", self.options, options))
-        model_from_options(out)
-        get_device(out["device"], out["devices"]).peak(model_from_options(out).dtype_name())
+        m = model_from_options(out)
+        check_nodes(m, m.steps * m.micro_batches * 2 * (m.layers // m.pp), self.name,
+                    "steps * micro_batches * 2 passes * layers / pp")
+        get_device(out["device"], out["devices"]).peak(m.dtype_name())
         return out
 
     def generate(self, options: Mapping[str, Any]) -> TraceSet:

@@ -128,3 +128,48 @@ def test_device_file_extends_the_table(tmp_path):
     f.write_text("bad:\n  peak_tflops: {bf17: 1}\n  memory_gbs: 10\n")
     with pytest.raises(chakra.ConfigError, match="unknown data type 'bf17'"):
         chakra.generate("transformer", {**TINY, "device": "bad", "devices": str(f)})
+
+
+@pytest.mark.parametrize("text, message", [
+    ("fast:\n  peak_tflops: {bf16: fast}\n  memory_gbs: 10\n",
+     "key 'fast.peak_tflops.bf16': wants a number, got 'fast' (write numbers unquoted, e.g. 50, 2.5 or 1.0e-3)"),
+    ("fast:\n  peak_tflops: {bf16: 1}\n  memory_gbs: 0\n",
+     "key 'fast.memory_gbs': must be a positive number (decimal GB/s), got 0"),
+])
+def test_device_file_numbers_name_the_key_and_the_form_wanted(tmp_path, text, message):
+    f = tmp_path / "dev.yaml"
+    f.write_text(text)
+    with pytest.raises(chakra.ConfigError) as e:
+        chakra.generate("transformer", {**TINY, "device": "fast", "devices": str(f)})
+    assert str(e.value) == f"{f}:{message}"
+
+
+def test_device_file_number_that_yaml_reads_as_text_is_a_number(tmp_path):
+    """PyYAML reads ``1e3`` (no dot) as a string; it is the number a system file takes it for."""
+    f = tmp_path / "dev.yaml"
+    f.write_text("fast:\n  peak_tflops: {bf16: 1e3}\n  memory_gbs: 2e3\n")
+    device = get_device("fast", str(f))
+    assert device.peak("bf16") == 1000.0 and device.memory_gbs == 2000.0
+
+
+@pytest.mark.parametrize("generator, options, counted", [
+    ("transformer", {"micro_batches": 10 ** 8}, "steps * micro_batches * 2 passes * layers / pp"),
+    ("transformer", {"steps": 10 ** 6}, "steps * micro_batches * 2 passes * layers / pp"),
+    ("inference", {"decode": 10 ** 8}, "(prefill + decode) * micro_batches * layers / pp"),
+])
+def test_absurd_node_counts_are_refused_before_building(generator, options, counted):
+    shape = {k: TINY[k] for k in ("layers", "hidden", "heads", "vocab")}
+    with pytest.raises(chakra.ConfigError) as e:
+        chakra.generate(generator, {**shape, **options})
+    message = str(e.value)
+    assert message.startswith(f"generator {generator!r}: compute nodes per rank {counted} * "), message
+    assert "exceeds the limit of 4194304" in message and "raise it with CHAKRA_MAX_NODES=" in message
+
+
+def test_node_limit_is_raised_by_its_variable(monkeypatch):
+    options = {**TINY, "micro_batches": 100}
+    monkeypatch.setenv("CHAKRA_MAX_NODES", "1000")
+    with pytest.raises(chakra.ConfigError, match="exceeds the limit of 1000 "):
+        chakra.generate("transformer", options)
+    monkeypatch.setenv("CHAKRA_MAX_NODES", "100000")
+    assert len(chakra.generate("transformer", options)) == 1

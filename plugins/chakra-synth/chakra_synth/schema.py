@@ -1,9 +1,10 @@
 """The model files' schemas, one per synthesizer, checked when a model is read.
 
 A schema is a nested spec: ``"int"`` (an integer in the int64 range, not a bool), ``"count"``
-(an integer from 0), ``"num"`` (a finite number in the int64 range), ``"prob"`` (a number from 0
-to 1), ``"bool"``, ``"str"``, ``"any"``; ``List(spec)``, ``Tuple(spec, ...)``, ``Obj({key:
-spec}, optional=...)``, ``Map(spec)`` (an object of any keys), ``OneOf(spec, ...)``, ``Nullable(spec)``.
+(an integer from 0), ``"num"`` (a finite number in the int64 range), ``"amount"`` (a ``num`` from
+0: a duration, size or op count), ``"prob"`` (a number from 0 to 1), ``"bool"``, ``"str"``,
+``"any"``; ``List(spec)``, ``Tuple(spec, ...)``, ``Obj({key: spec}, optional=...)``, ``Map(spec)``
+(an object of any keys), ``OneOf(spec, ...)``, ``Nullable(spec)``.
 A mismatch is a ConfigError naming the place in the model (``workloads[0].classes[1].slots[3].kind``).
 Indices a model holds (kinds, motifs, slots, segments, classes) are checked against what they index.
 """
@@ -77,6 +78,9 @@ def _scalar_error(spec: str, v: Any) -> str | None:
         return None if lo <= v < _I64 else f"an integer from {lo} to 2**63-1"
     if spec == "num":
         return None if is_num and -_I64 < v < _I64 else "a finite number below 2**63 in size"
+    if spec == "amount":
+        return None if is_num and 0 <= v < _I64 else ("a finite number from 0 to below 2**63 (durations, sizes "
+                                                      "and op counts are not negative)")
     if spec == "prob":
         return None if is_num and 0 <= v <= 1 else "a number from 0 to 1"
     if spec == "bool":
@@ -141,7 +145,7 @@ def _check(spec: Any, v: Any, where: str) -> None:
 _TYPE = OneOf(("count", "str"))
 _KIND = Obj({"type": _TYPE, "cpu": "bool", "comm_type": OneOf(("count", "str")), "name": "str"},
             optional=frozenset({"comm_type", "name"}))
-_TABLE = List("num")
+_TABLE = List("amount")
 _KIND_STATS = Map(Obj({"duration": _TABLE, "size": _TABLE, "num_ops": _TABLE, "size_step": "count"},
                       optional=frozenset({"duration", "size", "num_ops", "size_step"})))
 _COMM_ROLE = Tuple(("str", OneOf(("str", "int"))))
@@ -160,12 +164,12 @@ _LEARNED_SLOT = OneOf((
          "data_seq": List(List("count")), "ctrl_seq": List(List("count"))},
         optional=frozenset({"data_seq", "ctrl_seq"})),
     Obj({"kind": "count", "role": Tuple(("str", OneOf(("str", "int")))), **_SLOT_NUMBERS, "mean_us": "num",
-         "mean_us_by_rank": List("num"), "data_seq": List(List("count")), "ctrl_seq": List(List("count"))},
+         "mean_us_by_rank": List("amount"), "data_seq": List(List("count")), "ctrl_seq": List(List("count"))},
         optional=frozenset({"root", "size", "size_exact", "tags", "mean_us_by_rank", "data_seq", "ctrl_seq"}))))
 _SEGMENT = Obj({"length": "count", "mix": Map("count"), "first": "str", "next": Map(Map("count")),
                 "next2": Map(Map("count")),
                 "times": Map(Tuple(("num", "num"))),
-                "total": "num", "cv": "num", "total_by_rank": List("num")}, optional=frozenset({"total_by_rank"}))
+                "total": "num", "cv": "num", "total_by_rank": List("amount")}, optional=frozenset({"total_by_rank"}))
 _CLASS = {"ranks": "count", "members": List("count"), "nodes": "count", "step": "count", "motifs": List(_MOTIF)}
 _LAYOUT = {"ranks": "count", "tile": "count", "tile_classes": List("count"), "kind_stats": _KIND_STATS}
 _PARAMS = Map("num")

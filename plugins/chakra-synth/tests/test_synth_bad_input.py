@@ -226,3 +226,38 @@ def test_a_list_of_sets_names_itself_when_refused(recorded, tmp_path, chakra_cli
     code, err = _run(chakra_cli, ["synth", "fit", f"@{listed}", "-o", str(tmp_path / "m.json")])
     assert code == 2 and len(err) == 1 and message.format(list=listed) in err[0], err
     assert not (tmp_path / "m.json").exists()
+
+
+@pytest.mark.parametrize("synthesizer", ["structural", "markov"])
+@pytest.mark.parametrize("table", ["duration", "size"])
+def test_negative_duration_or_size_is_refused(models, tmp_path, chakra_cli, synthesizer, table):
+    """A kind_stats table with a negative value was sampled as 0 without a word."""
+    model = json.loads(json.dumps(models[synthesizer]))
+    stats = model["workloads"][0]["kind_stats"]
+    kind = next(k for k, entry in stats.items() if entry.get(table))
+    stats[kind][table][0] = -5
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(model))
+    code, err = _run(chakra_cli, ["synth", "sample", str(path), "-o", str(tmp_path / "out" / "")])
+    assert code == 2 and len(err) == 1, err
+    assert f"{path}: model field workloads[0].kind_stats.{kind}.{table}[0]: wants a finite number from 0" in err[0]
+    assert "got -5" in err[0] and not (tmp_path / "out").exists()
+
+
+def test_a_bad_line_of_a_list_names_the_list_and_the_line(recorded, tmp_path, chakra_cli):
+    listed = tmp_path / "sets.list"
+    listed.write_text(f"{recorded['ddp']}\n# a comment\n{tmp_path / 'missing'}\n")
+    code, err = _run(chakra_cli, ["synth", "fit", f"@{listed}", "-o", str(tmp_path / "m.json")])
+    assert code == 2 and len(err) == 1, err
+    assert err[0].startswith(f"chakra synth: error: {listed}:line 3: {tmp_path / 'missing'}: no such file"), err
+    assert not (tmp_path / "m.json").exists()
+
+
+def test_a_list_naming_another_list_is_refused_at_its_line(recorded, tmp_path, chakra_cli):
+    inner = tmp_path / "inner.list"
+    inner.write_text(f"{recorded['ddp']}\n")
+    outer = tmp_path / "outer.list"
+    outer.write_text(f"{recorded['ddp']}\n@{inner}\n")
+    code, err = _run(chakra_cli, ["synth", "fit", f"@{outer}", "-o", str(tmp_path / "m.json")])
+    assert code == 2 and len(err) == 1, err
+    assert f"{outer}:line 2: '@{inner}': a list file names trace sets, not other lists" in err[0], err

@@ -109,3 +109,30 @@ def test_cli_compare_json_and_table(recorded, tmp_path, chakra_cli):
     assert r["graph"]["depth"]["b"] == r["b"]["nodes"] // 2  # the baseline is one chain per rank
     status, out, _ = chakra_cli("compare", recorded["ddp"], tmp_path / "s")
     assert status == 0 and "relative error" in out and "histogram distance" in out
+
+
+def test_an_emulator_step_time_is_worded_as_a_measured_replay(chakra_register, chakra_cli, tmp_path):
+    """The emulator replays on this machine: its step times are not "simulated on a system"."""
+
+    class Replay(chakra.Backend):
+        kind = "emulator"
+        description = "a stand-in replay: 1 us per node"
+        options: dict = {}
+
+        def run(self, traces, options, output):
+            nodes = sum(1 for rt in traces for _ in rt.nodes())
+            return chakra.Result("replay", "emulator", {"finish_ns": 1000 * nodes})
+
+    class Plugin:
+        @chakra.hookimpl
+        def chakra_register_backends(self, register):
+            register("replay", Replay)
+
+    chakra_register(Plugin(), name="replay")
+    _chain([10, 20]).write(tmp_path / "a" / "")
+    _chain([10, 20, 30, 40]).write(tmp_path / "b" / "")
+    r = chakra.compare(str(tmp_path / "a"), str(tmp_path / "b"), backend="replay")
+    assert r["simulated"]["backend"] == "replay" and r["simulated"]["kind"] == "emulator"
+    status, out, _ = chakra_cli("compare", tmp_path / "a", tmp_path / "b", "--backend", "replay")
+    assert status == 0 and "step time measured by a replay (replay, on this machine): A 2.00 us, B 4.00 us" in out
+    assert "simulated" not in out and "default system" not in out
