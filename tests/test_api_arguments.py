@@ -112,3 +112,27 @@ def test_yes_or_no_arguments_take_true_or_false_only(tmp_path, call, name):
     with pytest.raises(ConfigError, match=f"^{name} must be True or False, got "):
         call(chakra_core, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda c: c.compare(str(_DDP), str(_DDP), simulate="no"), "simulate"),  # simulated: "no" is true
+    (lambda c: c.report(str(_DDP), validate="no"), "validate"),
+    (lambda c: c.diff(str(_DDP), str(_DDP), validate="no"), "validate"),
+])
+def test_yes_or_no_arguments_of_the_analyses(call, name):
+    import chakra_core
+
+    with pytest.raises(ConfigError, match=f"^{name} must be True or False, got 'no'"):
+        call(chakra_core)
+
+
+def test_compare_takes_one_system_file_as_a_path(chakra_cli):
+    # a string was iterated as a list of files, its first "file" the character "/"
+    import chakra_core
+
+    system = str(_DDP.parents[4] / "examples/system/any_size.yaml")
+    report = chakra_core.compare(str(_DDP), str(_DDP), systems=system)
+    assert report["simulated"]["system"] == system and report["simulated"]["relative_error"] == 0
+    # with nothing simulated, a system is refused rather than ignored
+    code, _, err = chakra_cli("compare", _DDP, _DDP, "--no-simulate", "--system", system)
+    assert code == 2 and "--system: nothing is simulated with --no-simulate" in err, err

@@ -18,6 +18,7 @@ from chakra_core.analysis._graphview import draw_graph, graph_format
 from chakra_core.analysis._report import Report, analyse, check_run_of, spans_of_result
 from chakra_core.analysis._spans import Spans
 from chakra_core.base._errors import ConfigError
+from chakra_core.base._options import check_flags
 from chakra_core.base._progress import progress
 from chakra_core.host._api import Result
 from chakra_core.host._plugins import PluginHost, get_host
@@ -39,6 +40,7 @@ def report(inputs: Any = None, *, result: str | os.PathLike | None = None, backe
     (``result``: a ``result.json`` with its ``spans.npz``), or both (the trace set then checks
     the what-if estimates by re-simulation), or on :class:`Spans` given as ``inputs`` (a
     backend's own).  ``output`` writes the HTML page there."""
+    check_flags(validate=validate)
     if inputs is None and result is None:
         raise ConfigError("give a trace set, a result (--result RESULT.json), or both")
     if top < 0:
@@ -160,6 +162,7 @@ def diff(a: Any, b: Any, *, backend: str = "simpy", options: Mapping[str, Any] |
     """Compare two runs: each of ``a`` and ``b`` is a trace set (simulated with ``backend`` on
     the given system), a ``result.json`` (with its spans; without them, e.g. ``astrasim-run``'s,
     the totals come from its rows), a :class:`Report` or :class:`Spans`."""
+    check_flags(validate=validate)
     kwargs = {"backend": backend, "options": options, "system": system, "network": network, "memory": memory,
               "comm_groups": comm_groups, "format": format, "input_options": input_options,
               "validate": validate, "host": host}
@@ -168,15 +171,24 @@ def diff(a: Any, b: Any, *, backend: str = "simpy", options: Mapping[str, Any] |
     return Diff(_side(a, kwargs), _side(b, kwargs))
 
 
-def compare(a: Inputs, b: Inputs, *, systems: Sequence[str] | None = None, backend: str = "simpy",
+def compare(a: Inputs, b: Inputs, *, systems: Sequence[str] | str | None = None, backend: str = "simpy",
             simulate: bool = True, format: str | None = None, input_options: Mapping[str, Any] | None = None,
             host: PluginHost | None = None) -> dict[str, Any]:
     """The fidelity report of ``b`` against ``a`` (module docstring), with ``provenance``.
 
-    ``systems`` are system-description files (docs/system.md) both sets are simulated on with the
-    simulator ``backend`` (the backend's default system when None); ``simulate=False`` leaves the
-    ``simulated`` section out.  ``format``/``input_options`` apply to both inputs.
+    ``systems`` are system-description files (docs/system.md; one may be given as a path) both
+    sets are simulated on with the simulator ``backend`` (the backend's default system when
+    None); ``simulate=False`` leaves the ``simulated`` section out (no ``systems`` then).
+    ``format``/``input_options`` apply to both inputs.
     """
+    check_flags(simulate=simulate)
+    if isinstance(systems, (str, os.PathLike)):
+        systems = [systems]  # one system file, not a list of its characters
+    given = [flag for flag, value in (("--system", systems), ("--backend", backend != "simpy")) if value]
+    if not simulate and given:
+        raise ConfigError(f"{', '.join(given)}: nothing is simulated with --no-simulate (simulate=False), so "
+                          f"{'this' if len(given) == 1 else 'these'} would be ignored; leave "
+                          f"{'it' if len(given) == 1 else 'them'} out")
     host = host or get_host()
     pipes = [_input_pipeline(x, format, input_options, host) for x in (a, b)]
     sets = [p.load() for p in pipes]
