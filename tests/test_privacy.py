@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import chakra_core as chakra
-from chakra_core.analysis._privacy import longest_run, privacy
+from chakra_core.analysis._privacy import format_privacy, longest_run, privacy
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -26,6 +26,18 @@ def test_identical_and_disjoint_sequences():
     other = [[("MEM_LOAD_NODE", 8, 1000), ("MEM_LOAD_NODE", 8, 2000)]]
     apart = privacy(a, other)
     assert apart["distance"] == 1.0 and apart["aligned"] == 0.0 and apart["longest_verbatim_run"] == 0
+    assert apart["exact_durations"] is None and apart["exact_sizes"] is None  # no aligned pair: not known
+
+
+def test_a_set_with_no_sized_node_has_no_share_of_exact_sizes():
+    # compare of a set without sizes against itself said "sizes 0.00%" exact, as if none matched
+    a = [[("COMP_NODE", -1, 10), ("COMP_NODE", -1, 12)], [("COMP_NODE", -1, 7)]]
+    same = privacy(a, a)
+    assert same["exact_sizes"] is None and same["exact_durations"] == 1.0
+    assert "sizes n/a" in format_privacy(same)[1]
+    # ranks without sized pairs do not lower the mean of those with them
+    b = [[("COMM_COLL_NODE:ALL_REDUCE", 64, 5)], [("COMP_NODE", -1, 7)]]
+    assert privacy(b, b)["exact_sizes"] == 1.0
 
 
 def test_durations_in_other_buckets_keep_the_structure():

@@ -9,7 +9,7 @@ A over the first :data:`WINDOW` nodes of each, for at most :data:`RANKS` ranks:
   sequence, 1: nothing in common), ``structure_distance`` the same without the duration bucket;
 - ``aligned``: the share of nodes the structure alignment pairs (matched blocks over the longer
   sequence); ``exact_durations`` / ``exact_sizes``: of the aligned pairs (with a size), the share
-  whose duration (size) is the same number;
+  whose duration (size) is the same number (None where there is no such pair: nothing sized);
 - ``longest_duration_run``: the longest run of consecutive nodes whose exact durations appear
   consecutively in A too; ``longest_verbatim_run``: the same for (kind, size, duration).
 
@@ -74,8 +74,8 @@ def _rank(a: Tokens, b: Tokens) -> dict[str, float]:
         "distance": 1.0 - difflib.SequenceMatcher(None, full_a, full_b, autojunk=False).ratio(),
         "structure_distance": 1.0 - sm.ratio(),
         "aligned": len(pairs) / max(len(a), len(b), 1),
-        "exact_durations": sum(a[i][2] == b[j][2] for i, j in pairs) / len(pairs) if pairs else 0.0,
-        "exact_sizes": sum(a[i][1] == b[j][1] for i, j in sized) / len(sized) if sized else 0.0,
+        "exact_durations": sum(a[i][2] == b[j][2] for i, j in pairs) / len(pairs) if pairs else None,
+        "exact_sizes": sum(a[i][1] == b[j][1] for i, j in sized) / len(sized) if sized else None,
         "longest_duration_run": longest_run([t[2] for t in a], [t[2] for t in b]),
         "longest_verbatim_run": longest_run(list(a), list(b)),
     }
@@ -88,7 +88,8 @@ def privacy(a: Sequence[Tokens], b: Sequence[Tokens]) -> dict[str, Any]:
     rows = [_rank(a[r][:WINDOW], b[r][:WINDOW]) for r in range(ranks)]
     out: dict[str, Any] = {"window": WINDOW, "ranks_compared": ranks}
     for key in ("distance", "structure_distance", "aligned", "exact_durations", "exact_sizes"):
-        out[key] = round(float(np.mean([r[key] for r in rows])), 6) if rows else None
+        known = [r[key] for r in rows if r[key] is not None]  # a share of no pair is not known
+        out[key] = round(float(np.mean(known)), 6) if known else None
     for key in ("longest_duration_run", "longest_verbatim_run"):
         out[key] = int(max((r[key] for r in rows), default=0))
     return out
@@ -101,5 +102,11 @@ def format_privacy(p: dict[str, Any]) -> list[str]:
     return [f"privacy (first {p['window']} nodes of {p['ranks_compared']} rank(s), B aligned on A): "
             f"distance {p['distance']:.4f}, structure distance {p['structure_distance']:.4f}, "
             f"aligned {p['aligned']:.2%}",
-            f"  exact at aligned positions: durations {p['exact_durations']:.2%}, sizes {p['exact_sizes']:.2%}; "
+            f"  exact at aligned positions: durations {_share(p['exact_durations'])}, "
+            f"sizes {_share(p['exact_sizes'])}; "
             f"longest run copied: durations {p['longest_duration_run']}, nodes {p['longest_verbatim_run']}"]
+
+
+def _share(value: float | None) -> str:
+    """A share as a percentage, or ``n/a`` where there was nothing to count (no sized node)."""
+    return "n/a" if value is None else f"{value:.2%}"
