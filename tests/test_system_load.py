@@ -124,6 +124,14 @@ def test_comm_group_pitfalls(tmp_path):
         load_system(EX / "astra/network.yml", comm_groups=_json(tmp_path, "g2.json", {"1": [0, 9]}))
     sd = load_system(comm_groups=_json(tmp_path, "g3.json", {"1": {"ranks": [2, 3], "dimensions": [2]}}))
     assert sd.comm_groups == {"1": (2, 3)}
+    # a key that is not a number: the file was called "not a system description", naming the
+    # good keys among the unknown ones
+    for i, groups in enumerate(({"1": [0, 1], "foo": [2, 3]}, {"1": [0, 1], "1 ": [2, 3]}, {"": [0, 1]},
+                                {"x": {"ranks": [0, 1]}})):
+        bad = next(k for k in groups if not k.isdigit())
+        with pytest.raises(ConfigError, match=f"group key {bad!r} must be a whole number") as e:
+            load_system(comm_groups=_json(tmp_path, f"k{i}.json", groups))
+        assert e.value.location == f"key {bad!r}"
 
 
 def test_short_implementation_list_warns(tmp_path):

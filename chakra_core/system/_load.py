@@ -74,8 +74,9 @@ def sniff(data: Any, where: str, is_json: bool) -> str:
         return "astra-network"
     if "memory-type" in keys and not keys & set(SYSTEM_KEYS):
         return "astra-memory"
-    if all(str(k).isdigit() for k in data):
-        return "comm-groups"
+    if all(str(k).isdigit() for k in data) or (not keys & {*OUR_KEYS, *SYSTEM_KEYS} and all(
+            isinstance(v, list) or (isinstance(v, dict) and "ranks" in v) for v in data.values())):
+        return "comm-groups"  # every value a list of ranks: a group file, whose keys are then checked
     if keys & set(OUR_KEYS):
         return "ours"
     if is_json and any("-" in str(k) for k in data) and keys & set(SYSTEM_KEYS):

@@ -242,6 +242,8 @@ def parse_comm_groups(data: Any, where: str) -> dict[str, tuple[int, ...]]:
     out: dict[str, tuple[int, ...]] = {}
     for key, value in r.data.items():
         name = str(key)
+        if not name.isdigit() or not name.isascii():
+            raise r.fail(name, f"group key {name!r} must be a whole number (ASTRA-sim numbers groups from 1)")
         if name == "0":
             raise r.fail(name, "group key '0' crashes ASTRA-sim ('0' means all ranks); "
                                "number groups from 1")
