@@ -63,7 +63,7 @@ def longest_run(a: Sequence[Any], b: Sequence[Any]) -> int:
     return best
 
 
-def _rank(a: Tokens, b: Tokens) -> dict[str, float]:
+def _rank(a: Tokens, b: Tokens) -> dict[str, Any]:
     full_a = [(k, _bucket(s), _bucket(d)) for k, s, d in a]
     full_b = [(k, _bucket(s), _bucket(d)) for k, s, d in b]
     shape_a, shape_b = [t[:2] for t in full_a], [t[:2] for t in full_b]
