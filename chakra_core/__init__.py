@@ -24,7 +24,8 @@ Public API (everything else is private; docs/api.md describes each name):
 - commands (one call each, as the CLI): :func:`convert`, :func:`validate` (:class:`Validation`),
   :func:`stats`, :func:`jsonize`, :func:`transform`, :func:`generate`, :func:`simulate`,
   :func:`emulate`, :func:`export`
-- work: :class:`Finding`, :func:`compute_stats`, :class:`DepGraph`, :func:`detect_format`,
+- work: :class:`Finding`, :func:`custom_collective` (a system's custom-collective ETs, checked),
+  :func:`compute_stats`, :class:`DepGraph`, :func:`detect_format`,
   :func:`load_traces`, :func:`run_pipeline`, :func:`load_pipeline`, :class:`Pipeline`
   (:class:`Stage`)
 - sweeps: :func:`sweep` (every point of a pipeline's ``sweep:``, one results table)
@@ -118,6 +119,7 @@ if TYPE_CHECKING:
         process_groups_json,
         with_process_groups,
     )
+    from chakra_core.validation._custom import custom_collective
     from chakra_core.validation._finding import Finding
 
 __all__ = [
@@ -133,7 +135,7 @@ __all__ = [
     "get_host", "PluginHost", "PluginInfo", "lazy_getattr", "lazy_exports",
     "ChakraError", "TraceFormatError", "ConfigError", "PluginError",
     "validate", "Finding", "compute_stats", "DepGraph", "detect_format", "load_traces", "run_pipeline",
-    "load_pipeline", "Pipeline", "Stage",
+    "load_pipeline", "Pipeline", "Stage", "custom_collective",
     "convert", "simulate", "emulate", "export", "transform", "stats", "jsonize", "Validation", "progress", "Progress",
     "set_progress_enabled",
     "check_limit", "get_limit",
@@ -170,6 +172,7 @@ _EXPORTS = {
     "base._lazy": ("lazy_getattr", "lazy_exports"),
     "base._errors": ("ChakraError", "TraceFormatError", "ConfigError", "PluginError"),
     "validation._finding": ("Finding",),
+    "validation._custom": ("custom_collective",),
     "trace._stats": ("compute_stats",),
     "trace._graph": ("DepGraph",),
     "pipeline._pipeline": ("detect_format", "load_traces", "run_pipeline", "load_pipeline", "Pipeline", "Stage"),

@@ -15,7 +15,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from chakra_core import ConfigError, atomic_output
+from chakra_core import ConfigError, atomic_output, custom_collective
 from chakra_core.system import (
     ALGORITHMS,
     COLLECTIVE_KINDS,
@@ -121,17 +121,11 @@ def system_json(sd: SystemDescription, report: ExportReport, roofline: bool, pea
 
 def custom_collectives(sd: SystemDescription, npus: int) -> dict[str, list[Path]]:
     """Per custom collective kind, its ET files for ranks 0..npus-1 (copied into the export as
-    ``custom/<kind>.<rank>.et``); a missing one is a ConfigError naming it."""
-    out = {}
-    for kind, prefix in sd.custom_implementations.items():
-        files = [Path(f"{prefix}.{r}.et") for r in range(npus)]
-        missing = [f for f in files if not f.is_file()]
-        if missing:
-            raise ConfigError(f"the custom {kind} has no ET for rank {files.index(missing[0])} ({missing[0]}); "
-                              f"ASTRA-sim needs {prefix}.<rank>.et for every one of the {npus} NPUs",
-                              sd.sources.get("system"), f"key '{kind}-implementation-custom'")
-        out[kind] = files
-    return out
+    ``custom/<kind>.<rank>.et``), checked as the simulator checks them
+    (:func:`chakra_core.custom_collective`: a missing file, a bad peer, a cycle, a bad
+    duration, an unmatched message ... raises, naming the file and node)."""
+    return {kind: [Path(rt.label) for rt in custom_collective(sd, kind, npus)]
+            for kind in sd.custom_implementations}
 
 
 def network_yml(sd: SystemDescription) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -93,3 +94,96 @@ def test_the_export_runs_in_astrasim_with_its_cycles(tmp_path, chakra_cli, monke
     cycles = {int(m.group(1)): int(m.group(2))
               for m in re.finditer(r"sys\[(\d+)\] finished, (\d+) cycles", proc.stdout + proc.stderr)}
     assert cycles == {r: ASTRA_SIM_CYCLES for r in range(8)}
+
+
+# Custom ETs that the simulator refuses are refused by the export too, before it writes anything:
+# rank 3 of the example's custom all-reduce edited through its JSON form (jsonize, edit, convert).
+PREFIX = EXAMPLE / "examples/system/custom_collectives/custom_ring_allreduce_8npus_1MB/custom_allreduce"
+
+
+def _set_comm_dst(nodes: list[dict]) -> None:
+    """Node 3 (a send) sends to rank 99, outside the 8 NPUs."""
+    for attr in nodes[3]["attr"]:
+        if attr["name"] == "comm_dst":
+            attr["int32_val"] = 99
+
+
+#: edit of rank 3's JSON nodes -> (node named, what the one-line error says)
+BAD_RANK_3 = {
+    "cycle": (lambda nodes: nodes[0].update(data_deps=["4"]), "node 1",
+              "[cycle] dependency cycle: 1 -> 2 -> 3 -> 4 -> 0 -> 1"),
+    "peer": (_set_comm_dst, "node 3", "[bad-peer] comm_dst = 99 (rank 3 of 8)"),
+    "duration": (lambda nodes: nodes[2].update(duration_micros=str(9 * 10**18)), "node 2",
+                 "[bad-duration] duration_micros = 9000000000000000000 us, more than 2^40 us (12.7 days)"),
+}
+
+
+def _edited_custom(chakra_cli, tmp_path: Path, edit) -> Path:
+    """The example's custom all-reduce copied to ``tmp_path/cc`` with rank 3's file jsonized,
+    edited by ``edit(nodes)`` and converted back; returns a system.json naming the copy."""
+    (tmp_path / "cc").mkdir()
+    for r in range(8):
+        shutil.copyfile(f"{PREFIX}.{r}.et", tmp_path / "cc" / f"custom_allreduce.{r}.et")
+    assert chakra_cli("jsonize", f"{PREFIX}.3.et", "-o", tmp_path / "r3.json")[0] == 0
+    data = json.loads((tmp_path / "r3.json").read_text())
+    edit(data["nodes"])
+    (tmp_path / "r3.json").write_text(json.dumps(data))
+    assert chakra_cli("convert", tmp_path / "r3.json", "-o", f"{tmp_path / 'r3'}/", "--no-validate")[0] == 0
+    shutil.copyfile(tmp_path / "r3" / "trace.3.et", tmp_path / "cc" / "custom_allreduce.3.et")
+    system = tmp_path / "system.json"
+    system.write_text(json.dumps({**json.loads((EXAMPLE / ARGS[2]).read_text()),
+                                  "all-reduce-implementation-custom": [str(tmp_path / "cc" / "custom_allreduce")]}))
+    return system
+
+
+def _refused(chakra_cli, *args: str | Path) -> str:
+    """The one-line error of ``chakra ARGS...``, which must refuse its input."""
+    status, stdout, stderr = chakra_cli(*args)
+    assert status == 2 and stdout == "" and len(stderr.strip().splitlines()) == 1, stderr
+    return stderr.strip()
+
+
+def _export_refused(chakra_cli, tmp_path: Path, workload: str | Path, system: str | Path,
+                    network: str | Path) -> str:
+    """The one-line error of an export that must refuse its input, leaving its output directory
+    (one file written there beforehand) as it was."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep").write_text("earlier")
+    err = _refused(chakra_cli, "export", workload, "--system", system, "--network", network, "--to", "astrasim",
+                   "-o", out)
+    assert [p.name for p in out.iterdir()] == ["keep"] and (out / "keep").read_text() == "earlier"
+    return err
+
+
+@pytest.mark.parametrize("bad", sorted(BAD_RANK_3))
+def test_the_export_refuses_a_bad_custom_et_naming_its_file_and_node(bad, tmp_path, chakra_cli, monkeypatch):
+    edit, node, says = BAD_RANK_3[bad]
+    system = _edited_custom(chakra_cli, tmp_path, edit)
+    monkeypatch.chdir(EXAMPLE)
+    err = _export_refused(chakra_cli, tmp_path, ARGS[0], system, ARGS[4])
+    assert err == (f"chakra export: error: {tmp_path / 'cc' / 'custom_allreduce.3.et'}:{node}: "
+                   f"the custom all-reduce (8 ranks): {says}")
+
+
+@pytest.mark.parametrize("bad", sorted(BAD_RANK_3))
+def test_the_export_and_the_simulator_refuse_a_bad_custom_et_alike(bad, tmp_path, chakra_cli, monkeypatch):
+    pytest.importorskip("chakra_simpy")
+    system = _edited_custom(chakra_cli, tmp_path, BAD_RANK_3[bad][0])
+    monkeypatch.chdir(EXAMPLE)
+    exported = _export_refused(chakra_cli, tmp_path, ARGS[0], system, ARGS[4])
+    simulated = _refused(chakra_cli, "simulate", ARGS[0], "--system", system, "--network", ARGS[4])
+    assert exported.removeprefix("chakra export: ") == simulated.removeprefix("chakra simulate: ")
+
+
+def test_the_8_rank_custom_et_on_a_4_npu_network_is_refused(tmp_path, chakra_cli, monkeypatch):
+    """The example's ETs name peers up to rank 7: on 4 NPUs, rank 0 receives from rank 7."""
+    (tmp_path / "wl").mkdir()
+    for r in range(4):
+        shutil.copyfile(EXAMPLE / f"{ARGS[0]}.{r}.et", tmp_path / "wl" / f"all_reduce.{r}.et")
+    ring4 = tmp_path / "ring4.yml"
+    ring4.write_text("topology: [ Ring ]\nnpus_count: [ 4 ]\nbandwidth: [ 50.0 ]\nlatency: [ 500.0 ]\n")
+    monkeypatch.chdir(EXAMPLE)
+    err = _export_refused(chakra_cli, tmp_path, tmp_path / "wl" / "all_reduce", ARGS[2], ring4)
+    assert err == (f"chakra export: error: {PREFIX}.0.et:node 1: the custom all-reduce (4 ranks): "
+                   "[bad-peer] comm_src = 7 (rank 0 of 4)")

@@ -17,12 +17,12 @@ from __future__ import annotations
 from collections import deque
 from heapq import heappop, heappush
 
-from chakra_core import FileRank, TraceFormatError
+from chakra_core import TraceFormatError, custom_collective
 from chakra_core.system import SystemDescription
 
 from ..classify import MessageArgs
 from ..planner import Planner
-from ..program import K_COMP, K_RECV, K_SEND, Program, load_program
+from ..program import K_COMP, K_SEND, Program, load_program
 
 __all__ = ["CustomCollective"]
 
@@ -38,22 +38,11 @@ class CustomCollective:
         self._progs: list[Program] | None = None
 
     def programs(self) -> list[Program]:
-        """Rank r's part, for every rank of the network."""
+        """Rank r's part, for every rank of the network, checked first as
+        :func:`chakra_core.custom_collective` checks every consumer's."""
         if self._progs is None:
-            progs = []
-            for r in range(self.planner.total):
-                path = f"{self.prefix}.{r}.et"
-                try:
-                    prog = load_program(FileRank(r, path), self.sd)
-                except FileNotFoundError:
-                    raise TraceFormatError(f"the custom {self.kind} has no ET for rank {r}",
-                                           path) from None
-                for i in range(len(prog)):
-                    if prog.kind[i] not in (K_COMP, K_SEND, K_RECV):
-                        raise TraceFormatError("a custom collective holds only sends, receives and "
-                                               "compute nodes", path, f"node {prog.ids[i]}")
-                progs.append(prog)
-            self._progs = progs
+            traces = custom_collective(self.sd, self.kind, self.planner.total)
+            self._progs = [load_program(rt, self.sd) for rt in traces]
         return self._progs
 
     def finish(self, issue: list[int]) -> list[int]:
@@ -67,12 +56,6 @@ class CustomCollective:
                                    f"(tag {tag}, {size} bytes) that its ET never sends",
                                    f"{self.prefix}.{dst}.et", f"node {run.progs[dst].ids[q[0][1]]}")
         return run.done
-
-    def check_peer(self, r: int, peer: int, prog: Program, i: int) -> None:
-        """A TraceFormatError unless ``peer`` is another rank of the network."""
-        if not 0 <= peer < self.planner.total or peer == r:
-            raise TraceFormatError(f"the custom {self.kind}: bad peer rank {peer}", f"{self.prefix}.{r}.et",
-                                   f"node {prog.ids[i]}")
 
 
 class _Run:
@@ -122,7 +105,6 @@ class _Run:
     def _send(self, r: int, i: int, now: int) -> None:
         prog = self.progs[r]
         peer, tag, size = _message(prog, i)
-        self.coll.check_peer(r, peer, prog, i)
         end = now + self.coll.planner.p2p_cost(r, peer, size)
         key = (r, peer, tag, size)
         q = self.waiting.get(key)
@@ -136,7 +118,6 @@ class _Run:
     def _recv(self, r: int, i: int, now: int) -> None:
         prog = self.progs[r]
         peer, tag, size = _message(prog, i)
-        self.coll.check_peer(r, peer, prog, i)
         key = (peer, r, tag, size)
         q = self.sent.get(key)
         if q:
