@@ -16,6 +16,9 @@ Fixtures:
                        returns ``(exit_status, stdout, stderr)``.
 ``chakra_roundtrip``   ``chakra_roundtrip(traceset, tmp_dir)`` writes a set as .et files and
                        opens it again (what a backend sees after ``chakra convert``).
+``chakra_edited_rank`` ``chakra_edited_rank(path, edit, out)`` writes ``path``'s nodes, changed by
+                       ``edit(nodes)`` in their JSON form (``chakra jsonize``), to ``out`` as an
+                       ``.et`` file, without validation: a bad input made as a user would.
 ``chakra_fake_dist``   ``chakra_fake_dist(dist, version, entry_points, sources)`` installs a fake
                        distribution with ``chakra`` entry points for one test; returns an
                        environment for running ``chakra`` as a subprocess.
@@ -26,8 +29,11 @@ from __future__ import annotations
 import contextlib
 import importlib
 import io
+import json
 import os
+import shutil
 import sys
+import tempfile
 import textwrap
 import warnings
 from collections.abc import Callable, Iterator, Mapping
@@ -136,6 +142,30 @@ def chakra_roundtrip() -> Callable[..., Any]:
         return open_traceset([str(p) for p in paths])
 
     return roundtrip
+
+
+@pytest.fixture
+def chakra_edited_rank(tmp_path: Path) -> Callable[..., Path]:
+    """Edit one ``.et`` file through its JSON form: ``chakra_edited_rank(path, edit, out)`` writes
+    to ``out`` the nodes of ``path`` after ``edit(nodes)`` (the JSON nodes of ``chakra jsonize``,
+    changed in place), converted back without validation (a bad input made as a user would)."""
+    from chakra_core.cli.main import main
+
+    def edited(path: str | os.PathLike, edit: Callable[[list[dict[str, Any]]], Any],
+               out: str | os.PathLike) -> Path:
+        work = Path(tempfile.mkdtemp(dir=tmp_path))
+        if main(["-q", "jsonize", str(path), "-o", str(work / "rank.json")]) != 0:
+            raise RuntimeError(f"chakra jsonize {path} failed")
+        data = json.loads((work / "rank.json").read_text())
+        edit(data["nodes"])
+        (work / "rank.json").write_text(json.dumps(data))
+        if main(["-q", "convert", str(work / "rank.json"), "-o", f"{work / 'et'}/", "--no-validate"]) != 0:
+            raise RuntimeError(f"chakra convert of the edited {path} failed")
+        (only,) = (work / "et").glob("*.et")
+        shutil.copyfile(only, out)
+        return Path(out)
+
+    return edited
 
 
 @pytest.fixture

@@ -118,18 +118,13 @@ BAD_RANK_3 = {
 }
 
 
-def _edited_custom(chakra_cli, tmp_path: Path, edit) -> Path:
-    """The example's custom all-reduce copied to ``tmp_path/cc`` with rank 3's file jsonized,
-    edited by ``edit(nodes)`` and converted back; returns a system.json naming the copy."""
+def _edited_custom(chakra_edited_rank, tmp_path: Path, edit) -> Path:
+    """The example's custom all-reduce copied to ``tmp_path/cc`` with rank 3's file edited by
+    ``edit(nodes)`` (through its JSON form); returns a system.json naming the copy."""
     (tmp_path / "cc").mkdir()
     for r in range(8):
         shutil.copyfile(f"{PREFIX}.{r}.et", tmp_path / "cc" / f"custom_allreduce.{r}.et")
-    assert chakra_cli("jsonize", f"{PREFIX}.3.et", "-o", tmp_path / "r3.json")[0] == 0
-    data = json.loads((tmp_path / "r3.json").read_text())
-    edit(data["nodes"])
-    (tmp_path / "r3.json").write_text(json.dumps(data))
-    assert chakra_cli("convert", tmp_path / "r3.json", "-o", f"{tmp_path / 'r3'}/", "--no-validate")[0] == 0
-    shutil.copyfile(tmp_path / "r3" / "trace.3.et", tmp_path / "cc" / "custom_allreduce.3.et")
+    chakra_edited_rank(f"{PREFIX}.3.et", edit, tmp_path / "cc" / "custom_allreduce.3.et")
     system = tmp_path / "system.json"
     system.write_text(json.dumps({**json.loads((EXAMPLE / ARGS[2]).read_text()),
                                   "all-reduce-implementation-custom": [str(tmp_path / "cc" / "custom_allreduce")]}))
@@ -157,9 +152,10 @@ def _export_refused(chakra_cli, tmp_path: Path, workload: str | Path, system: st
 
 
 @pytest.mark.parametrize("bad", sorted(BAD_RANK_3))
-def test_the_export_refuses_a_bad_custom_et_naming_its_file_and_node(bad, tmp_path, chakra_cli, monkeypatch):
+def test_the_export_refuses_a_bad_custom_et_naming_its_file_and_node(bad, tmp_path, chakra_cli, chakra_edited_rank,
+                                                                      monkeypatch):
     edit, node, says = BAD_RANK_3[bad]
-    system = _edited_custom(chakra_cli, tmp_path, edit)
+    system = _edited_custom(chakra_edited_rank, tmp_path, edit)
     monkeypatch.chdir(EXAMPLE)
     err = _export_refused(chakra_cli, tmp_path, ARGS[0], system, ARGS[4])
     assert err == (f"chakra export: error: {tmp_path / 'cc' / 'custom_allreduce.3.et'}:{node}: "
@@ -167,9 +163,10 @@ def test_the_export_refuses_a_bad_custom_et_naming_its_file_and_node(bad, tmp_pa
 
 
 @pytest.mark.parametrize("bad", sorted(BAD_RANK_3))
-def test_the_export_and_the_simulator_refuse_a_bad_custom_et_alike(bad, tmp_path, chakra_cli, monkeypatch):
+def test_the_export_and_the_simulator_refuse_a_bad_custom_et_alike(bad, tmp_path, chakra_cli, chakra_edited_rank,
+                                                                   monkeypatch):
     pytest.importorskip("chakra_simpy")
-    system = _edited_custom(chakra_cli, tmp_path, BAD_RANK_3[bad][0])
+    system = _edited_custom(chakra_edited_rank, tmp_path, BAD_RANK_3[bad][0])
     monkeypatch.chdir(EXAMPLE)
     exported = _export_refused(chakra_cli, tmp_path, ARGS[0], system, ARGS[4])
     simulated = _refused(chakra_cli, "simulate", ARGS[0], "--system", system, "--network", ARGS[4])

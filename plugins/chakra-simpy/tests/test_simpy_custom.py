@@ -221,18 +221,13 @@ def test_both_spellings_must_agree():
         load_system(both)
 
 
-def _edited_example(chakra_cli, tmp_path, edit) -> Path:
-    """The example's custom all-reduce copied to ``tmp_path/cc`` with rank 3's file jsonized,
-    edited by ``edit(nodes)`` (its JSON nodes) and converted back; returns a system.json naming it."""
+def _edited_example(chakra_edited_rank, tmp_path, edit) -> Path:
+    """The example's custom all-reduce copied to ``tmp_path/cc`` with rank 3's file edited by
+    ``edit(nodes)`` (through its JSON form); returns a system.json naming it."""
     (tmp_path / "cc").mkdir()
     for r in range(8):
         shutil.copyfile(f"{EXAMPLE / PREFIX}.{r}.et", tmp_path / "cc" / f"ar.{r}.et")
-    assert chakra_cli("jsonize", f"{EXAMPLE / PREFIX}.3.et", "-o", tmp_path / "r3.json")[0] == 0
-    data = json.loads((tmp_path / "r3.json").read_text())
-    edit(data["nodes"])
-    (tmp_path / "r3.json").write_text(json.dumps(data))
-    assert chakra_cli("convert", tmp_path / "r3.json", "-o", f"{tmp_path / 'r3'}/", "--no-validate")[0] == 0
-    shutil.copyfile(tmp_path / "r3" / "trace.3.et", tmp_path / "cc" / "ar.3.et")
+    chakra_edited_rank(f"{EXAMPLE / PREFIX}.3.et", edit, tmp_path / "cc" / "ar.3.et")
     return _variant(tmp_path, lambda d: d.update({"all-reduce-implementation-custom": [str(tmp_path / "cc" / "ar")]}))
 
 
@@ -248,10 +243,11 @@ def _send_to_99(nodes: list[dict]) -> None:
                                                      "cycle: 1 -> 2 -> 3 -> 4 -> 0 -> 1"),
     (_send_to_99, "node 3: the custom all-reduce (8 ranks): [bad-peer] comm_dst = 99 (rank 3 of 8)"),
 ], ids=["cycle", "peer"])
-def test_a_bad_custom_et_is_reported_in_its_own_file(edit, says, chakra_cli, monkeypatch, tmp_path):
+def test_a_bad_custom_et_is_reported_in_its_own_file(edit, says, chakra_cli, chakra_edited_rank, monkeypatch,
+                                                     tmp_path):
     """A cycle in rank 3's file is that file's error (not rank 4's wait for a message rank 3's
     stuck nodes never send); the checks are chakra_core.custom_collective's."""
-    system = _edited_example(chakra_cli, tmp_path, edit)
+    system = _edited_example(chakra_edited_rank, tmp_path, edit)
     monkeypatch.chdir(EXAMPLE)
     status, out, err = _simulate(chakra_cli, system)
     assert status == 2 and out == "" and len(err.strip().splitlines()) == 1
