@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 
@@ -136,3 +137,37 @@ def test_compare_takes_one_system_file_as_a_path(chakra_cli):
     # with nothing simulated, a system is refused rather than ignored
     code, _, err = chakra_cli("compare", _DDP, _DDP, "--no-simulate", "--system", system)
     assert code == 2 and "--system: nothing is simulated with --no-simulate" in err, err
+
+
+@pytest.mark.parametrize("call, said", [
+    # bare TypeError/ValueError from a comparison or dict(), or a contradiction ("no rank 0 ...
+    # (ranks 0..1)" for rank="0")
+    (lambda c, d: c.graph(str(_DDP), d / "g.svg", rank="0"), "rank must be a whole number, got '0'"),
+    (lambda c, d: c.graph(str(_DDP), d / "g.svg", around="5"), "around must be a whole number, got '5'"),
+    (lambda c, d: c.graph(str(_DDP), d / "g.svg", depth=None), "depth must be a whole number, got None"),
+    (lambda c, d: c.graph(str(_DDP), d / "g.svg", max_boxes="3"), "max_boxes must be a whole number"),
+    (lambda c, d: c.report(str(_DDP), top="3"), "top must be a whole number, got '3'"),
+    (lambda c, d: c.transform(str(_DDP), "scale", "compute_speedup=2"),
+     "transform: options are a mapping of names to values"),
+    (lambda c, d: c.transform(str(_DDP), ["scale", "straggler"], [{"compute_speedup": 2}, "x"]),
+     "transform 'straggler': options are a mapping"),
+    (lambda c, d: c.generate("transformer", [1]), "generator 'transformer': options are a mapping"),
+    (lambda c, d: c.simulate(str(_DDP), options=[1]), "backend: options are a mapping"),
+])
+def test_arguments_of_the_wrong_type_are_named(tmp_path, call, said):
+    import chakra_core
+
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        call(chakra_core, tmp_path)
+    assert not (tmp_path / "g.svg").exists()
+
+
+@pytest.mark.parametrize("call", [
+    lambda c, d: c.simulate(str(_DDP), None),
+    lambda c, d: c.export(str(_DDP), None, d / "o"),
+])
+def test_a_backend_named_by_something_else_than_a_string(tmp_path, call):
+    import chakra_core
+
+    with pytest.raises(chakra_core.PluginError, match="a backend is named by a string, got None; installed: .*simpy"):
+        call(chakra_core, tmp_path)

@@ -10,7 +10,7 @@ from typing import Any
 
 from chakra_core.base._errors import ConfigError, PluginError
 
-__all__ = ["Option", "check_options", "check_flags", "suggest", "parse_kv"]
+__all__ = ["Option", "check_options", "check_flags", "check_whole", "options_dict", "suggest", "parse_kv"]
 
 _TYPES = {
     "int": int, "float": float, "str": str, "path": str, "bool": bool, "list": list, "dict": dict,
@@ -121,7 +121,7 @@ def check_options(owner: str, specs: Mapping[str, Option], options: Mapping[str,
     Raises :class:`ConfigError` naming ``owner`` for unknown keys (with a suggestion, or the
     accepted keys when none is close), wrong types, values outside ``choices`` and missing required options.
     """
-    options = dict(options or {})
+    options = options_dict(owner, options)
     out: dict[str, Any] = {}
     for key in options:
         if key not in specs:
@@ -157,6 +157,22 @@ def check_flags(**flags: Any) -> None:
     for name, value in flags.items():
         if not isinstance(value, bool):
             raise ConfigError(f"{name} must be True or False, got {value!r}")
+
+
+def options_dict(owner: str, options: Any) -> dict[str, Any]:
+    """``options`` (a mapping, or None for none) as a new dict; anything else (a ``"key=value"``
+    string, a list) is a ConfigError naming ``owner``."""
+    if options is not None and not isinstance(options, Mapping):
+        raise ConfigError(f"{owner}: options are a mapping of names to values ({{'key': value}}), got {options!r}")
+    return dict(options or {})
+
+
+def check_whole(**values: Any) -> None:
+    """Refuse a whole-number argument of the Python API that is not an ``int`` (a string, a
+    float, None, a bool): a ConfigError naming it, where a comparison would raise TypeError."""
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{name} must be a whole number, got {value!r}")
 
 
 def parse_kv(pairs: list[str] | None) -> dict[str, str]:

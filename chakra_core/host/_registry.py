@@ -187,6 +187,9 @@ class Registry:
         an error naming every qualified name.  Unknown names raise with "did you mean" and the
         installed alternatives.
         """
+        if not isinstance(name, str):
+            raise PluginError(f"a {kind} is named by a string, got {name!r}; installed: "
+                              f"{', '.join(self.names(kind)) or 'none'}")
         if ":" in name:
             return self._qualified(kind, name)
         same = self._entries[kind].get(name)

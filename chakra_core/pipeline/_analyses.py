@@ -18,7 +18,7 @@ from chakra_core.analysis._graphview import draw_graph, graph_format
 from chakra_core.analysis._report import Report, analyse, check_run_of, spans_of_result
 from chakra_core.analysis._spans import Spans
 from chakra_core.base._errors import ConfigError
-from chakra_core.base._options import check_flags
+from chakra_core.base._options import check_flags, check_whole
 from chakra_core.base._progress import progress
 from chakra_core.host._api import Result
 from chakra_core.host._plugins import PluginHost, get_host
@@ -41,6 +41,7 @@ def report(inputs: Any = None, *, result: str | os.PathLike | None = None, backe
     the what-if estimates by re-simulation), or on :class:`Spans` given as ``inputs`` (a
     backend's own).  ``output`` writes the HTML page there."""
     check_flags(validate=validate)
+    check_whole(top=top)
     if inputs is None and result is None:
         raise ConfigError("give a trace set, a result (--result RESULT.json), or both")
     if top < 0:
@@ -219,6 +220,8 @@ def graph(inputs: Any, output: str | os.PathLike, *, rank: int = 0, around: int 
     ``summary=False`` draws every node.  Returns ``{"path", "format", "rank", "nodes", "edges",
     "rank_nodes", "summary"}`` and, for a summary, ``folded``."""
     from chakra_core.pipeline._commands import _input_pipeline
+    check_whole(rank=rank, depth=depth, max_nodes=max_nodes, max_boxes=max_boxes,
+                **({} if around is None else {"around": around}))
     if around is not None and not 0 <= around < 1 << 64:
         raise ConfigError(f"--around {around}: a node id is a whole number from 0 to 2**64-1")
     if depth < 0 or max_nodes < 1:

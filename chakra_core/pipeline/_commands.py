@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from chakra_core.base._errors import ConfigError
-from chakra_core.base._options import check_flags
+from chakra_core.base._options import check_flags, options_dict
 from chakra_core.base._progress import counted_then, progress
 from chakra_core.host._api import Result
 from chakra_core.host._plugins import PluginHost, get_host
@@ -139,10 +139,12 @@ def _route_options(names: Sequence[str], impls: Sequence[Any],
                    options: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
     """One options mapping per transform (see :func:`transform`)."""
     if options is not None and not isinstance(options, Mapping):
-        per = [dict(o) for o in options]
-        if len(per) != len(names):
-            raise ConfigError(f"{len(per)} option mappings for {len(names)} transforms")
-        return per
+        if isinstance(options, (str, bytes)):  # "key=value": not a list of mappings either
+            options_dict("transform", options)
+        listed = list(options)
+        if len(listed) != len(names):
+            raise ConfigError(f"{len(listed)} option mappings for {len(names)} transforms")
+        return [options_dict(f"transform {n!r}", o) for n, o in zip(names, listed)]
     if len(names) == 1:
         return [dict(options or {})]
     out: list[dict[str, Any]] = [{} for _ in names]
@@ -263,7 +265,7 @@ def _backend_pipeline(inputs: Inputs, name: str, kinds: tuple[str, ...], options
 
 def _merge_flags(options: Mapping[str, Any] | None, flags: Mapping[str, Any]) -> dict[str, Any]:
     """Backend options with the keyword flags added; the same key given twice differently is refused."""
-    opts = dict(options or {})
+    opts = options_dict("backend", options)
     for key, value in flags.items():
         if value is None:
             continue

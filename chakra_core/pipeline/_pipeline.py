@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from chakra_core.base._errors import ConfigError, PluginError, TraceFormatError
+from chakra_core.base._options import options_dict
 from chakra_core.base._paths import expand_paths
 from chakra_core.base._progress import counted_then, progress
 from chakra_core.host._api import Backend, Result
@@ -110,7 +111,7 @@ def resolve_stage(host: PluginHost, kind: str, name: str, options: Mapping[str, 
     raises PluginError or ConfigError."""
     entry = host.registry.entry(kind, name, prefer)
     impl = entry.load()
-    checked = impl.check_options(options)
+    checked = impl.check_options(options_dict(f"{kind} {name!r}", options))
     return Stage(kind, name, impl, _resolve_paths(impl, checked, base) if base else checked, entry=entry)
 
 
