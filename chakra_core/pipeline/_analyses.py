@@ -54,7 +54,7 @@ def report(inputs: Any = None, *, result: str | os.PathLike | None = None, backe
     groups = None
     if result is not None:
         if inputs is None or not what_if:
-            _refuse_unsimulated(dict(sim_kwargs, backend=backend), f"--result {result}",
+            _refuse_unsimulated(dict(sim_kwargs, backend=backend), f"--result {result} (runs already made)",
                                "give the trace set with --what-if to re-simulate it")
         res_data, spans = spans_of_result(result)
         source = {"result": str(result), "backend": res_data.get("backend")}
@@ -120,14 +120,15 @@ _SIMULATION_FLAGS = {"backend": ("--backend", "simpy"), "system": ("--system", N
                      "comm_groups": ("--comm-groups", None), "options": ("-O", None)}
 
 
-def _refuse_unsimulated(kwargs: Mapping[str, Any], why: str, instead: str) -> None:
+def _refuse_unsimulated(kwargs: Mapping[str, Any], why: str, instead: str = "") -> None:
     """Refuse simulation settings in ``kwargs`` where nothing is simulated (``why`` says what
     was given, ``instead`` what would simulate): they would be ignored without a word."""
-    given = [flag for k, (flag, unset) in _SIMULATION_FLAGS.items() if kwargs.get(k) not in (unset, {})]
+    given = [flag for k, (flag, unset) in _SIMULATION_FLAGS.items() if kwargs.get(k) not in (unset, {}, [])]
     if given:
-        raise ConfigError(f"{', '.join(given)}: nothing is simulated with {why} (runs already made), so "
-                          f"{'this' if len(given) == 1 else 'these'} would be ignored; leave "
-                          f"{'it' if len(given) == 1 else 'them'} out, or {instead}")
+        one = len(given) == 1
+        alternative = f", or {instead}" if instead else ""
+        raise ConfigError(f"{', '.join(given)}: nothing is simulated with {why}, so {'this' if one else 'these'} "
+                          f"would be ignored; leave {'it' if one else 'them'} out{alternative}")
 
 
 def _is_result_file(x: Any) -> bool:
@@ -168,7 +169,8 @@ def diff(a: Any, b: Any, *, backend: str = "simpy", options: Mapping[str, Any] |
               "comm_groups": comm_groups, "format": format, "input_options": input_options,
               "validate": validate, "host": host}
     if all(isinstance(x, (Report, Spans)) or _is_result_file(x) for x in (a, b)):
-        _refuse_unsimulated(kwargs, "two results", "give a trace set in place of a result to simulate it")
+        _refuse_unsimulated(kwargs, "two results (runs already made)",
+                            "give a trace set in place of a result to simulate it")
     return Diff(_side(a, kwargs), _side(b, kwargs))
 
 
@@ -185,11 +187,8 @@ def compare(a: Inputs, b: Inputs, *, systems: Sequence[str] | str | None = None,
     check_flags(simulate=simulate)
     if isinstance(systems, (str, os.PathLike)):
         systems = [systems]  # one system file, not a list of its characters
-    given = [flag for flag, value in (("--system", systems), ("--backend", backend != "simpy")) if value]
-    if not simulate and given:
-        raise ConfigError(f"{', '.join(given)}: nothing is simulated with --no-simulate (simulate=False), so "
-                          f"{'this' if len(given) == 1 else 'these'} would be ignored; leave "
-                          f"{'it' if len(given) == 1 else 'them'} out")
+    if not simulate:
+        _refuse_unsimulated({"system": systems, "backend": backend}, "--no-simulate (simulate=False)")
     host = host or get_host()
     pipes = [_input_pipeline(x, format, input_options, host) for x in (a, b)]
     sets = [p.load() for p in pipes]
