@@ -181,7 +181,8 @@ def compare(a: Inputs, b: Inputs, *, systems: Sequence[str] | str | None = None,
 
     ``systems`` are system-description files (docs/system.md; one may be given as a path) both
     sets are simulated on with the simulator ``backend`` (the backend's default system when
-    None); ``simulate=False`` leaves the ``simulated`` section out (no ``systems`` then).
+    None; none with an emulator backend, which measures its replays on this machine);
+    ``simulate=False`` leaves the ``simulated`` section out (no ``systems`` then).
     ``format``/``input_options`` apply to both inputs.
     """
     check_flags(simulate=simulate)
@@ -190,6 +191,11 @@ def compare(a: Inputs, b: Inputs, *, systems: Sequence[str] | str | None = None,
     if not simulate:
         _refuse_unsimulated({"system": systems, "backend": backend}, "--no-simulate (simulate=False)")
     host = host or get_host()
+    if simulate and systems and host.registry.get("backend", backend).kind == "emulator":
+        raise ConfigError(f"--system: backend {backend!r} replays both sets on this machine and measures their step "
+                          "times there, whatever the system file says (it sets only the expected times, which "
+                          "compare does not show); leave --system out, or compare on a system with a simulator "
+                          "backend (--backend simpy)")
     pipes = [_input_pipeline(x, format, input_options, host) for x in (a, b)]
     sets = [p.load() for p in pipes]
     with progress("reading", total=len(sets[0]) + len(sets[1])) as bar:

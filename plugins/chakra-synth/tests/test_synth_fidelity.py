@@ -4,11 +4,14 @@ recorded sources (step time within 5 %, KS < 0.1 per kind, histogram distance < 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 import chakra_core as chakra
 from chakra_core import CommType, GlobalMetadata, MemoryRank, Node, NodeType, TraceSet, make_attr
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _chain(durations, coll_size=None):
@@ -136,3 +139,9 @@ def test_an_emulator_step_time_is_worded_as_a_measured_replay(chakra_register, c
     status, out, _ = chakra_cli("compare", tmp_path / "a", tmp_path / "b", "--backend", "replay")
     assert status == 0 and "step time measured by a replay (replay, on this machine): A 2.00 us, B 4.00 us" in out
     assert "simulated" not in out and "default system" not in out
+    # a system file would change nothing of what it measures: refused, not swept over
+    status, _, err = chakra_cli("compare", tmp_path / "a", tmp_path / "b", "--backend", "replay",
+                                "--system", ROOT / "examples" / "system" / "any_size.yaml")
+    assert status == 2 and "--system: backend 'replay' replays both sets on this machine" in err
+    with pytest.raises(chakra.ConfigError, match="leave --system out"):
+        chakra.compare(str(tmp_path / "a"), str(tmp_path / "b"), backend="replay", systems=["x.yaml"])
