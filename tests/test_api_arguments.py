@@ -106,6 +106,7 @@ _DDP = __import__("pathlib").Path(__file__).resolve().parents[1] / "plugins/chak
     (lambda c, out: c.simulate(str(_DDP), validate="no"), "validate"),
     (lambda c, out: c.export(str(_DDP), "astrasim", out, validate=0), "validate"),
     (lambda c, out: c.validate(str(_DDP), cross_rank="no"), "cross_rank"),
+    (lambda c, out: c.stats(str(_DDP), longest_path="no"), "longest_path"),  # computed it: "no" is true
 ])
 def test_yes_or_no_arguments_take_true_or_false_only(tmp_path, call, name):
     import chakra_core
@@ -153,6 +154,15 @@ def test_compare_takes_one_system_file_as_a_path(chakra_cli):
      "transform 'straggler': options are a mapping"),
     (lambda c, d: c.generate("transformer", [1]), "generator 'transformer': options are a mapping"),
     (lambda c, d: c.simulate(str(_DDP), options=[1]), "backend: options are a mapping"),
+    (lambda c, d: c.convert(str(_DDP), f"{d}/g.svg/", jobs="2"), "jobs must be a whole number, got '2'"),
+    # a TypeError from "int + str" deep in the stragglers' table
+    (lambda c, d: c.report(str(_DDP), threshold="x"), "threshold must be a number of 0 or more, got 'x'"),
+    (lambda c, d: c.report(str(_DDP), threshold=-0.5), "threshold must be a number of 0 or more, got -0.5"),
+    # "'int' object is not iterable", "'NoneType' object is not iterable"
+    (lambda c, d: c.convert(5, f"{d}/g.svg/"), "inputs: give a path, a list of paths or an opened TraceSet, got 5"),
+    (lambda c, d: c.simulate(None), "inputs: give a path, a list of paths or an opened TraceSet, got None"),
+    (lambda c, d: c.validate([str(_DDP), 7]), "inputs: item 1 of the list is 7, not a path"),
+    (lambda c, d: c.stats(3), "inputs: give a path"),
 ])
 def test_arguments_of_the_wrong_type_are_named(tmp_path, call, said):
     import chakra_core
@@ -160,6 +170,13 @@ def test_arguments_of_the_wrong_type_are_named(tmp_path, call, said):
     with pytest.raises(ConfigError, match=re.escape(said)):
         call(chakra_core, tmp_path)
     assert not (tmp_path / "g.svg").exists()
+
+
+def test_paths_from_any_iterable_still_read():
+    import chakra_core
+
+    files = sorted(str(p) for p in _DDP.iterdir())
+    assert chakra_core.stats(iter(files))["ranks"] == chakra_core.stats(tuple(files))["ranks"] == len(files) // 2
 
 
 @pytest.mark.parametrize("call", [

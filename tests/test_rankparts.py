@@ -181,3 +181,19 @@ def test_sweep_points_stuck_in_native_code_or_dying_fail_alone(tmp_path, chakra_
         assert by[("die", passes)]["status"] == "failed"
         assert by[("die", passes)]["error"] == ("the executor lost the point: RuntimeError: the worker process died "
                                                 "(exit code -9)")
+
+
+def test_a_script_without_a_main_guard_is_told_to_add_one(tmp_path):
+    """The local executor's workers import the caller's script as ``multiprocessing`` does: a
+    script whose top level calls ``convert(jobs=2)`` ran again in each worker, whose own call
+    printed multiprocessing's RuntimeError traceback; they now die quietly and the call says why."""
+    script = tmp_path / "noguard.py"
+    script.write_text(f"import chakra_core\nchakra_core.convert({str(DDP)!r}, {str(tmp_path / 'out')!r} + '/', jobs=2)\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("chakra_core.base._errors.PluginError: executor 'local': worker processes die as they "
+                           "start"), done.stderr
+    assert "must guard its top level with 'if __name__ == \"__main__\":'" in last
+    assert "bootstrapping phase" not in done.stderr and done.stderr.count("Traceback") == 1, done.stderr
+    assert not (tmp_path / "out").exists()

@@ -10,7 +10,8 @@ from typing import Any
 
 from chakra_core.base._errors import ConfigError, PluginError
 
-__all__ = ["Option", "check_options", "check_flags", "check_whole", "options_dict", "suggest", "parse_kv"]
+__all__ = ["Option", "check_options", "check_flags", "check_whole", "check_amount", "options_dict", "suggest",
+           "parse_kv"]
 
 _TYPES = {
     "int": int, "float": float, "str": str, "path": str, "bool": bool, "list": list, "dict": dict,
@@ -173,6 +174,14 @@ def check_whole(**values: Any) -> None:
     for name, value in values.items():
         if isinstance(value, bool) or not isinstance(value, int):
             raise ConfigError(f"{name} must be a whole number, got {value!r}")
+
+
+def check_amount(**values: Any) -> None:
+    """Refuse a real-number argument of the Python API that is not a finite ``int`` or ``float``
+    of 0 or more (a string, a bool, NaN, a negative number): a ConfigError naming it."""
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise ConfigError(f"{name} must be a number of 0 or more, got {value!r}")
 
 
 def parse_kv(pairs: list[str] | None) -> dict[str, str]:

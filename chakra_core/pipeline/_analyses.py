@@ -18,7 +18,7 @@ from chakra_core.analysis._graphview import draw_graph, graph_format
 from chakra_core.analysis._report import Report, analyse, check_run_of, spans_of_result
 from chakra_core.analysis._spans import Spans
 from chakra_core.base._errors import ConfigError
-from chakra_core.base._options import check_flags, check_whole
+from chakra_core.base._options import check_amount, check_flags, check_whole
 from chakra_core.base._progress import progress
 from chakra_core.host._api import Result
 from chakra_core.host._plugins import PluginHost, get_host
@@ -42,6 +42,7 @@ def report(inputs: Any = None, *, result: str | os.PathLike | None = None, backe
     backend's own).  ``output`` writes the HTML page there."""
     check_flags(validate=validate)
     check_whole(top=top)
+    check_amount(threshold=threshold)
     if inputs is None and result is None:
         raise ConfigError("give a trace set, a result (--result RESULT.json), or both")
     if top < 0:

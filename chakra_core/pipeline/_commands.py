@@ -12,12 +12,12 @@ from __future__ import annotations
 import glob
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Union
 
 from chakra_core.base._errors import ConfigError
-from chakra_core.base._options import check_flags, options_dict
+from chakra_core.base._options import check_flags, check_whole, options_dict
 from chakra_core.base._progress import counted_then, progress
 from chakra_core.host._api import Result
 from chakra_core.host._plugins import PluginHost, get_host
@@ -70,9 +70,23 @@ def _input_pipeline(inputs: Inputs, format: str | None, input_options: Mapping[s
         if format is not None or input_options:
             raise ConfigError("format and input options apply to paths, not to an opened TraceSet")
         return Pipeline(None, [], None, host=host, traces=inputs)
-    paths = [str(inputs)] if isinstance(inputs, (str, os.PathLike)) else [str(p) for p in inputs]
+    paths = _input_paths(inputs)
     stage = resolve_stage(host, "format", format or detect_format(paths, host), input_options)
     return Pipeline(None, paths, stage, host=host)
+
+
+def _input_paths(inputs: Any) -> list[str]:
+    """``inputs`` (a path or a list of paths) as a list of strings; anything else (a number,
+    None, a list holding something else) is a ConfigError."""
+    if isinstance(inputs, (str, os.PathLike)):
+        return [str(inputs)]
+    if not isinstance(inputs, Iterable) or isinstance(inputs, (bytes, Mapping)):
+        raise ConfigError(f"inputs: give a path, a list of paths or an opened TraceSet, got {inputs!r}")
+    items = list(inputs)
+    for k, p in enumerate(items):
+        if not isinstance(p, (str, os.PathLike)):
+            raise ConfigError(f"inputs: item {k} of the list is {p!r}, not a path")
+    return [str(p) for p in items]
 
 
 def convert(inputs: Inputs, output: str | os.PathLike, *, format: str | None = None,
@@ -90,6 +104,8 @@ def convert(inputs: Inputs, output: str | os.PathLike, *, format: str | None = N
     lists the files; ``summary`` is ``{"ranks": N}``.
     """
     check_flags(gzip=gzip, validate=validate)
+    if jobs is not None:
+        check_whole(jobs=jobs)
     pipe = _input_pipeline(inputs, format, input_options, host)
     notes = []
     if jobs is not None or executor is not None:
@@ -315,6 +331,7 @@ def stats(inputs: Inputs, *, longest_path: bool = True, format: str | None = Non
     ``provenance``."""
     from chakra_core.trace._stats import compute_stats
 
+    check_flags(longest_path=longest_path)
     pipe = _input_pipeline(inputs, format, input_options, host)
     traces = pipe.load()
     with progress("reading", total=len(traces)) as bar:

@@ -24,6 +24,9 @@ __all__ = ["WorkerPool"]
 _READY, _VALUE = "ready", "value"
 #: workers in a row that may die before they are ready before the pool gives up
 _START_FAILURES = 3
+#: what to do when a worker dies as it starts because it ran the caller's script again
+_GUARD = ("a script that starts worker processes (a sweep, convert with jobs or an executor) must guard its "
+          "top level with 'if __name__ == \"__main__\":'")
 
 
 def _serve(conn: Connection, initializer: Callable[[], Any] | None) -> None:
@@ -56,7 +59,12 @@ class _Worker:
         self.conn, child = context.Pipe()
         # not daemonic: a task may start processes of its own (the emulator's ranks)
         self.process = context.Process(target=_serve, args=(child, initializer))
-        self.process.start()
+        try:
+            self.process.start()
+        except RuntimeError as e:  # a worker that re-ran an unguarded script starts workers itself
+            if "bootstrapping phase" not in str(e):
+                raise
+            raise SystemExit(f"chakra: a worker process ran its parent's script again: {_GUARD}") from None
         child.close()
         self.ready = False
         self.task: int | None = None
@@ -160,8 +168,7 @@ class WorkerPool:
                 self.start_failures += 1
                 if self.start_failures >= _START_FAILURES:
                     raise PluginError(f"executor 'local': worker processes die as they start (exit code {code}; "
-                                      "a script that runs a sweep must guard its top level with "
-                                      "'if __name__ == \"__main__\":')")
+                                      f"{_GUARD})")
             return
         if kind == _READY:
             w.ready = True
