@@ -112,3 +112,22 @@ def test_own_endpoint_of_another_rank(recorded, tmp_path, kind, key):
     f = [x for x in validate(_edit(recorded, tmp_path, 1, edit)) if x.severity == "error"]
     assert [(x.rule, x.rank) for x in f] == [("own-endpoint", 1)]
     assert f"{key} = 0" in f[0].message
+
+
+def test_one_rank_of_the_recording_alone_is_said_to_be_part_of_a_job(recorded, tmp_path, chakra_cli):
+    """Rank 1 of the 2-rank recording, alone: it validates (the cross-rank rules cannot see rank
+    0) with one warning saying so, and the simulator's refusal says what the set is."""
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "trace.1.et").write_bytes(Path(f"{recorded}.1.et").read_bytes())
+    findings = validate(open_traceset(str(alone)))
+    assert [(f.rule, f.severity, f.rank) for f in findings] == [("partial-set", "warning", 1)]
+    assert "holds rank 1 only, but its process groups name 1 other rank(s), up to rank 0" in findings[0].message
+    status, out, _ = chakra_cli("validate", alone)
+    assert status == 0 and "OK: 1 rank(s), 0 error(s), 1 warning(s)" in out
+    assert not validate(open_traceset(str(recorded)))  # both ranks: nothing to say
+    (alone / "trace.1.et").unlink()
+    (alone / "trace.0.et").write_bytes(Path(f"{recorded}.0.et").read_bytes())
+    status, _, err = chakra_cli("simulate", alone)
+    assert status == 2 and "names rank 1 but there are ranks 0 to 0 (the set looks like part of a job of 2 or more " \
+        "ranks: give every rank's file)" in err, err

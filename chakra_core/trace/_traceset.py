@@ -397,7 +397,9 @@ def check_group_ranks(name: str, ranks: Sequence[int], nranks: int, where: str |
                           where)
     if ranks and not 0 <= ranks[0] <= ranks[-1] < nranks:
         bad = ranks[0] if ranks[0] < 0 else ranks[-1]
-        raise ConfigError(f"group {name!r} names rank {bad} but there are ranks 0 to {nranks - 1}", where)
+        more = (f" (the set looks like part of a job of {bad + 1} or more ranks: give every rank's file)"
+                if bad >= nranks else "")
+        raise ConfigError(f"group {name!r} names rank {bad} but there are ranks 0 to {nranks - 1}{more}", where)
     twice = next((a for a, b in zip(ranks, ranks[1:]) if a == b), None)
     if twice is not None:
         raise ConfigError(f"group {name!r} lists rank {twice} twice", where)

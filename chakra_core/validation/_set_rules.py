@@ -34,11 +34,24 @@ def check_groups(traces: TraceSet, groups: Mapping[str, list[int]], checks: dict
         elif twice:
             add("pg-bad-rank", label, None, f"process group {name!r} lists rank {twice[0]} twice",
                 rank=traces.ranks[0])
+    if len(traces) == 1:
+        _one_of_many(traces.ranks[0], label, groups, add)
     for r, chk in checks.items():
         for pg, seq in chk.colls.items():
             if pg and pg not in groups:
                 add("pg-undefined", chk.label, seq[0][0], f"{len(seq)} collective(s) on process group "
                     f"{pg!r}, which the set does not define", rank=r)
+
+
+def _one_of_many(rank: int, label: str, groups: Mapping[str, list[int]], add: Add) -> None:
+    """``partial-set``, a warning: the set's one rank has process groups that name other ranks
+    (one rank of a larger job, checked alone; a simulator needs them all)."""
+    others = sorted({r for ranks in groups.values() for r in ranks if r >= 0 and r != rank})
+    if others:
+        add("partial-set", label, None, f"the set holds rank {rank} only, but its process groups name "
+            f"{len(others)} other rank(s), up to rank {others[-1]}: one rank of a larger job, checked alone "
+            "(the cross-rank rules need the others; a simulator refuses it without them)", severity="warning",
+            rank=rank)
 
 
 def _describe(c: tuple[int, int, int]) -> str:

@@ -25,6 +25,7 @@ across ranks
   ``pg-unparseable``    the set's ``process_groups`` description cannot be read
   ``pg-bad-rank``       a process group names a rank outside the set, a negative one, or one twice
   ``pg-undefined``      a collective on a process group the set does not define
+  ``partial-set``       a set of one rank whose process groups name other ranks  [warning]
   ``coll-order``        the collectives of a process group differ between member ranks in count,
                         order, type or size (ASTRA-sim matches them purely by issue order)
   ``coll-not-member``   a rank issues a collective on a group it is not a member of
@@ -59,7 +60,7 @@ RULES = (
     "duplicate-id", "missing-dep", "cycle", "invalid-type", "unknown-type", "unknown-attr",
     "coll-attrs", "p2p-attrs", "bad-size", "bad-peer", "own-endpoint", "empty-rank", "coll-order", "coll-not-member",
     "unmatched-p2p",
-    "bad-duration", "pg-unparseable", "pg-bad-rank", "pg-undefined", "deadlock", "never-reached",
+    "bad-duration", "pg-unparseable", "pg-bad-rank", "pg-undefined", "partial-set", "deadlock", "never-reached",
 )
 #: errors that leave the meaning of the set unclear: no abstract execution is run after them
 _UNCLEAR = frozenset({
