@@ -56,6 +56,28 @@ def test_a_backend_option_refused_while_running_names_the_pipeline_and_stage(tmp
     assert f"{tmp_path / 'p.yaml'}: backends[0] (simpy): start_ns" in line and words in line, line
 
 
+@pytest.mark.parametrize("options, words", [
+    # named the missing file alone, the pipeline and its key left out
+    ({"network": "/nonexistent/net.yml"}, "backends[0].options.network: /nonexistent/net.yml: cannot read"),
+    # a bare OSError of the folder after the whole simulation: "/proc/nope: No such file or directory"
+    ({"system": str(SYSTEM), "timeline": "/proc/nope/t.json"}, "backends[0].options.timeline: /proc/nope: "),
+])
+def test_a_path_option_that_fails_names_the_pipeline_and_its_key(tmp_path, chakra_cli, options, words):
+    code, _, err = chakra_cli("run", _pipeline(tmp_path, options))
+    line = _one_error(code, err)
+    assert line.startswith(f"chakra run: error: {tmp_path / 'p.yaml'}: {words}"), line
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_simulation_error_of_a_rank_without_a_file_names_the_pipeline_and_stage(tmp_path, chakra_cli):
+    # "rank 0: rank 0 node 56: ...": the converted ranks have no file, and no pipeline was named
+    network = [{"topology": "Ring", "npus_count": 4, "bandwidth": 1e308, "latency": 1e308}]
+    code, _, err = chakra_cli("run", _pipeline(tmp_path, {"system": {"network": network}}))
+    line = _one_error(code, err)
+    assert line.startswith(f"chakra run: error: {tmp_path / 'p.yaml'}: backends[0] (simpy): rank "), line
+    assert ": node " in line and "simulated time passes 2**63-1 ns" in line and line.count("rank ") == 1, line
+
+
 def test_an_empty_network_is_refused_not_replaced_by_the_default(four, tmp_path, chakra_cli):
     (tmp_path / "net.yaml").write_text("network: []\n")
     code, out, err = chakra_cli("simulate", four, "--system", tmp_path / "net.yaml")

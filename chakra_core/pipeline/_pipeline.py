@@ -35,6 +35,7 @@ each backend's result, with its provenance, is written as ``result.json`` in its
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -44,7 +45,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from chakra_core.base._errors import ConfigError, PluginError, TraceFormatError
+from chakra_core.base._errors import ChakraError, ConfigError, PluginError, TraceFormatError
 from chakra_core.base._options import options_dict
 from chakra_core.base._paths import expand_paths
 from chakra_core.base._progress import counted_then, progress
@@ -102,6 +103,29 @@ class Stage:
     def label(self) -> str:
         """The stage as the observer hooks name it: ``input``, ``transform`` or ``backend``."""
         return "input" if self.kind in ("format", "generator") else self.kind
+
+
+def _placed_in_stage(b: Stage, e: ChakraError | OSError, source: str) -> ChakraError | None:
+    """The error ``e`` of backend stage ``b`` of pipeline file ``source``, placed in that file
+    where the stage's entry is its cause: an error naming no file (about the stage,
+    or its inline system), a set's rank that has no file, or the path one of its options gives
+    (or that path's folder); None for an error about another file (an input trace)."""
+    where = e.where if isinstance(e, ChakraError) else e.filename
+    message = e.message if isinstance(e, ChakraError) else (e.strerror or str(e))
+    location = f"{e.location}: " if isinstance(e, ChakraError) and e.location else ""
+    key = next((k for k, v in b.options.items() if b.impl.options.get(k) is not None
+                and b.impl.options[k].type == "path" and isinstance(v, (str, os.PathLike)) and where
+                and (Path(v) == Path(where) or Path(where) in Path(v).parents)), None) if where else None
+    if key is not None:
+        place, message = f"{b.where}.options.{key}", f"{where}: {message}"
+    elif isinstance(e, ConfigError) and where == "<mapping>" and b.system_where:
+        place = b.system_where
+    elif isinstance(e, ChakraError) and (not where or re.fullmatch(r"rank \d+", str(where))):
+        place, location = f"{b.where} ({b.name})", f"{where}: {location}" if where else location
+    else:
+        return None
+    cls = type(e) if isinstance(e, ChakraError) else ConfigError
+    return cls(f"{place}: {location}{message}", source)
 
 
 def resolve_stage(host: PluginHost, kind: str, name: str, options: Mapping[str, Any] | None,
@@ -169,13 +193,11 @@ class Pipeline:
     def _run_backend(self, host: PluginHost, b: Stage, traces: TraceSet) -> Result:
         try:
             return self._run_backend_here(host, b, traces)
-        except ConfigError as e:  # one that names no file is about the stage or its inline system
-            inline = e.where == "<mapping>" and b.system_where
-            if not (self.source and b.where) or (e.where and not inline):
+        except (ChakraError, OSError) as e:
+            placed = _placed_in_stage(b, e, self.source) if self.source and b.where else None
+            if placed is None:
                 raise
-            place = f"{e.location}: " if e.location else ""
-            raise ConfigError(f"{b.system_where if inline else f'{b.where} ({b.name})'}: {place}{e.message}",
-                              self.source) from None
+            raise placed from None
 
     def _run_backend_here(self, host: PluginHost, b: Stage, traces: TraceSet) -> Result:
         if b.output is None:

@@ -194,7 +194,7 @@ class Sim:
         self.after(a, int(prog.chain_seq[last]), t - now)
 
     def _past_int64(self, a: Actor, i: int) -> None:
-        raise ChakraError(f"rank {a.rank} node {a.prog.ids[i]}: simulated time passes 2**63-1 ns "
+        raise ChakraError(f"node {a.prog.ids[i]}: simulated time passes 2**63-1 ns "
                           "(durations or system delays too large)", a.prog.label)
 
     def end_node(self, a: Actor, i: int) -> None:
@@ -258,7 +258,7 @@ class Sim:
 
     def _check_peer(self, a: Actor, i: int, peer: int) -> None:
         if not 0 <= peer < len(self.rank_actor) or peer == a.rank:
-            raise ChakraError(f"rank {a.rank} node {a.prog.ids[i]}: bad peer rank {peer}", a.prog.label)
+            raise ChakraError(f"node {a.prog.ids[i]}: bad peer rank {peer}", a.prog.label)
 
     def _send(self, a: Actor, i: int) -> None:
         peer, tag, size = self._message(a, i)
