@@ -191,6 +191,16 @@ def test_the_input_is_converted_and_validated_once_per_width(local_table):
 HANG_TIMEOUT_S = 20
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _hanging_points_allowed():
+    """The hanging points of :func:`_fail_and_hang` unroll 10^6 passes, 215 million nodes a rank,
+    past the ``nodes`` limit: raised for this module before its Ray and Dask clusters start, so
+    that their workers, and the commands the tests run, inherit it."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CHAKRA_MAX_NODES", str(10**9))
+        yield
+
+
 def _fail_and_hang(tmp_path: Path) -> Path:
     """Four points: ok, failed (a ring of 3 NPUs for 2 ranks), and two that convert 10^6
     passes (minutes of work) and must be stopped by the timeout."""

@@ -2,10 +2,10 @@
 
 Each limit bounds something a small, malformed or hostile input could otherwise turn into a huge
 allocation or a long loop: a rank number in a file name, an NPU count, the dependencies of one
-node, the nodes of one generated rank, the nesting of a YAML/JSON document, the expansion of a
-gzip stream.  Every limit is read from its environment variable on use, so a user who needs
-more sets it (``CHAKRA_MAX_RANK=...``); the error that reports a limit names the variable.  See
-docs/limits.md.
+node, the nodes of one generated or unrolled rank, the nesting of a YAML/JSON document, the
+expansion of a gzip stream.  Every limit is read from its environment variable on use, so a
+user who needs more sets it (``CHAKRA_MAX_RANK=...``); the error that reports a limit names the
+variable.  See docs/limits.md.
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ LIMITS: dict[str, Limit] = {
     "npus": Limit("CHAKRA_MAX_NPUS", 1 << 20, "number of NPUs (ranks) an option or file asks for",
                   INT32_MAX),
     "deps": Limit("CHAKRA_MAX_DEPS", 1 << 20, "dependencies (data + control) of one node"),
-    "nodes": Limit("CHAKRA_MAX_NODES", 1 << 22, "nodes of one rank that a generator's options ask for"),
+    "nodes": Limit("CHAKRA_MAX_NODES", 1 << 22,
+                   "nodes of one rank that a generator's or a text workload's options ask for"),
     "depth": Limit("CHAKRA_MAX_DEPTH", 100, "nesting depth of a YAML or JSON document"),
     "inflation": Limit("CHAKRA_MAX_INFLATION", 200,
                        "decompressed / compressed size of a gzip input (checked past 64 MiB)"),

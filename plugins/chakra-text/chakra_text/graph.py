@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from chakra_core import NodeType, TraceFormatError
+from chakra_core import ConfigError, NodeType, TraceFormatError, check_limit
 
 from .groups import ALL, DP, MP, ROLE_OF_SUFFIX, GroupLayout
 from .modes import COMM_TYPES, DLRM_MODES, TRANSFORMER_MODES
@@ -178,22 +178,32 @@ def _dlrm(b: _Builder, w: Workload, prev: dict[int, int]) -> dict[int, int]:
 
 
 def build_graph(w: Workload, layout: GroupLayout, passes: int, to_us: Callable[[float], int]) -> list[Spec]:
-    """The per-rank graph of ``passes`` training passes of ``w`` (``to_us`` converts file times)."""
+    """The per-rank graph of ``passes`` training passes of ``w`` (``to_us`` converts file times).
+
+    Every pass has the nodes of the first, so once that is built ``passes`` times its nodes are
+    checked against the ``nodes`` limit (``CHAKRA_MAX_NODES``) before any other pass is built."""
     b = _Builder(layout, to_us, w.path)
-    prev: dict[int, int] = {}
-    for _ in range(passes):
-        if w.mode == "MICRO":
-            prev = _micro(b, w.layers, prev)
-        elif w.mode == "DATA":
-            prev = _data(b, w.layers, prev)
-        elif w.mode == "MODEL":
-            prev = _model_like(b, w.layers, prev, ALL, None)
-        elif w.mode in ("HYBRID_DATA_MODEL", "HYBRID_MODEL_DATA"):
-            prev = _model_like(b, w.layers, prev, MP, DP)
-        elif w.mode in TRANSFORMER_MODES:
-            prev = _transformer(b, w, prev)
-        elif w.mode in DLRM_MODES:
-            prev = _dlrm(b, w, prev)
-        else:  # parse_workload admits only known modes
-            raise AssertionError(w.mode)
+    prev = _pass(b, w, {})
+    check_limit("nodes", passes * len(b.nodes), f"option passes={passes}: nodes per rank passes * "
+                f"{len(b.nodes)} nodes of a pass =", w.path, error=ConfigError)
+    for _ in range(passes - 1):
+        prev = _pass(b, w, prev)
     return b.nodes
+
+
+def _pass(b: _Builder, w: Workload, prev: dict[int, int]) -> dict[int, int]:
+    """Add one training pass of ``w`` to ``b``: ``prev`` holds, by layer index, the nodes of the
+    previous pass that this one waits for; the result holds this pass's for the next."""
+    if w.mode == "MICRO":
+        return _micro(b, w.layers, prev)
+    if w.mode == "DATA":
+        return _data(b, w.layers, prev)
+    if w.mode == "MODEL":
+        return _model_like(b, w.layers, prev, ALL, None)
+    if w.mode in ("HYBRID_DATA_MODEL", "HYBRID_MODEL_DATA"):
+        return _model_like(b, w.layers, prev, MP, DP)
+    if w.mode in TRANSFORMER_MODES:
+        return _transformer(b, w, prev)
+    if w.mode in DLRM_MODES:
+        return _dlrm(b, w, prev)
+    raise AssertionError(w.mode)  # parse_workload admits only known modes

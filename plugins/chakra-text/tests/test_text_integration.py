@@ -130,6 +130,57 @@ def test_cli_bad_input_is_one_line_and_exit_2(tmp_path, chakra_cli):
     assert code == 2 and len(err.strip().splitlines()) == 1
 
 
+#: nodes of one rank of one pass of examples/text/resnet50_like.txt (DATA, 54 layers, 8 ranks)
+RESNET_PASS_NODES = 215
+
+
+def _passes_refusal(path, passes: int, limit: int) -> str:
+    nodes = passes * RESNET_PASS_NODES
+    return (f"{path}: option passes={passes}: nodes per rank passes * {RESNET_PASS_NODES} nodes of a pass = "
+            f"{nodes} exceeds the limit of {limit} (nodes of one rank that a generator's or a text workload's "
+            f"options ask for; raise it with CHAKRA_MAX_NODES={nodes})")
+
+
+def test_cli_passes_past_the_node_limit_are_refused_before_building(tmp_path, chakra_cli):
+    """``-O passes=1000000000`` ran on for hours and filled the disk; it is refused at once."""
+    path = EXAMPLES / "resnet50_like.txt"
+    status, out, err = chakra_cli("convert", path, "-O", "npus=8", "-O", "passes=1000000000",
+                                  "-o", str(tmp_path / "big") + "/")
+    assert (status, out) == (2, "")
+    assert err == f"chakra convert: error: {_passes_refusal(path, 1000000000, 4194304)}\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_pipeline_passes_past_the_node_limit_are_refused(tmp_path, chakra_cli):
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text(f"input:\n  format: text\n  paths: [{EXAMPLES / 'resnet50_like.txt'}]\n"
+                        "  options: {npus: 8, passes: 1000000000}\nbackends:\n  - name: et\n    output: out/et\n")
+    status, _, err = chakra_cli("run", pipeline)
+    assert status == 2 and len(err.splitlines()) == 1, err
+    assert _passes_refusal(EXAMPLES / "resnet50_like.txt", 1000000000, 4194304) in err
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["p.yaml"]
+
+
+def test_node_limit_on_passes_is_raised_by_its_variable(tmp_path, chakra_cli, monkeypatch):
+    path = EXAMPLES / "resnet50_like.txt"
+    monkeypatch.setenv("CHAKRA_MAX_NODES", "1000")
+    status, _, err = chakra_cli("convert", path, "-O", "npus=2", "-O", "passes=10", "-o", str(tmp_path / "et") + "/")
+    assert (status, err) == (2, f"chakra convert: error: {_passes_refusal(path, 10, 1000)}\n")
+    assert not (tmp_path / "et").exists()
+    monkeypatch.setenv("CHAKRA_MAX_NODES", "2150")
+    assert chakra_cli("convert", path, "-O", "npus=2", "-O", "passes=10", "-o", str(tmp_path / "et") + "/")[0] == 0
+    assert sum(1 for _ in open_traceset(tmp_path / "et")[1].nodes()) == 10 * RESNET_PASS_NODES
+
+
+def test_ordinary_passes_convert_under_the_default_limit(tmp_path, chakra_cli):
+    path = EXAMPLES / "resnet50_like.txt"
+    assert chakra_cli("convert", path, "-O", "npus=8", "-O", "passes=3", "-o", str(tmp_path / "et") + "/")[0] == 0
+    ts = open_traceset(tmp_path / "et")
+    assert ts.ranks == list(range(8))
+    assert sum(1 for _ in ts[7].nodes()) == 3 * RESNET_PASS_NODES
+    assert get_str(ts[0].metadata(), "passes") == "3"
+
+
 def test_detection_declines_other_files(tmp_path):
     from chakra_text.plugin import chakra_detect_format
 
