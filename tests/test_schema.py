@@ -161,6 +161,13 @@ BAD = [
      "(did you mean 'high'?); allowed: low, high, log, integer"),
     ("sweep", "input: {paths: [job]}\nbackends: [{name: et}]\nsweep:\n  grid: {a: [1]}\n  timeout_s: 0\n",
      "line 5: sweep.timeout_s must be > 0, got 0"),
+    # a number that PyYAML (YAML 1.1) reads as text: how to write it so that it is one
+    ("sweep", "input: {paths: [job]}\nbackends: [{name: et}]\nsweep:\n  random:\n    count: 2\n    params:\n"
+              "      input.options.npus: {low: 1, high: 1e30, integer: true}\n",
+     "line 7: sweep.random.params.input.options.npus.high must be a number, got '1e30' "
+     "(YAML reads 1e30 as text: write it 1.0e+30, with a dot and a signed exponent)"),
+    ("sweep", "input: {paths: [job]}\nbackends: [{name: et}]\nsweep:\n  grid: {a: [1]}\n  timeout_s: '30'\n",
+     "line 5: sweep.timeout_s must be a number, got '30' (write numbers unquoted: 30)"),
 ]
 
 

@@ -20,6 +20,7 @@ from chakra_core.base._inputguard import note_inputs
 from chakra_core.base._options import suggest
 from chakra_core.base._yamlparse import YamlLines, parse_yaml_lines
 from chakra_core.pipeline._schema import pipeline_schema
+from chakra_core.system._values import number_text_hint
 
 __all__ = ["read_document", "check_pipeline"]
 
@@ -118,7 +119,8 @@ def _explain(error: Any) -> tuple[str, tuple]:
     if keyword == "required":
         return f"{where} needs {next(k for k in schema['required'] if k not in value)!r}", path
     if keyword in ("type", "minItems"):
-        return f"{where} must be {_expected(schema)}, got {_shown(value)}", path
+        hint = number_text_hint(value) if "number" in _types(schema) else ""
+        return f"{where} must be {_expected(schema)}, got {_shown(value)}{hint}", path
     if keyword in ("minimum", "exclusiveMinimum"):
         sign = ">=" if keyword == "minimum" else ">"
         return f"{where} must be {sign} {schema[keyword]}, got {value!r}", path
@@ -133,9 +135,12 @@ def _key_path(path: Sequence[str | int]) -> str:
     return text or "the pipeline"
 
 
+def _types(schema: Mapping[str, Any]) -> list[str]:
+    return schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+
+
 def _expected(schema: Mapping[str, Any]) -> str:
-    types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-    words = [_TYPE_WORDS[t] for t in types if t != "null"]
+    words = [_TYPE_WORDS[t] for t in _types(schema) if t != "null"]
     if schema.get("minItems"):
         words = ["a non-empty list" if w == "a list" else w for w in words]
     return " or ".join(words)

@@ -10,10 +10,28 @@ from typing import Any
 from chakra_core.base._errors import ConfigError
 from chakra_core.base._options import suggest
 
-__all__ = ["Reader"]
+__all__ = ["Reader", "number_text_hint"]
 
 #: a decimal number written as text (``1e-30``, ``+5``, ``.5E3``); not inf/nan or hex
 _NUMERIC = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
+
+
+def number_text_hint(value: Any) -> str:
+    """A hint for ``value`` when it is a decimal number written as text, else ``""``.
+
+    PyYAML (YAML 1.1) reads an exponent without a dot or without a sign (``1e30``, ``1.0e30``) as
+    text; the hint spells the number so that it reads as one (``1.0e+30``)."""
+    text = value.strip() if isinstance(value, str) else ""
+    if not _NUMERIC.match(text):
+        return ""
+    mantissa, e, exponent = text.lower().partition("e")
+    if e:
+        mantissa += "" if "." in mantissa else ".0"
+        exponent = exponent if exponent[0] in "+-" else f"+{exponent}"
+    spelt = f"{mantissa}{e}{exponent}"
+    if spelt == text.lower():  # it was quoted
+        return f" (write numbers unquoted: {text})"
+    return f" (YAML reads {text} as text: write it {spelt}, with a dot and a signed exponent)"
 
 
 class Reader:
