@@ -293,6 +293,18 @@ def test_bandwidth_too_low_to_simulate_names_the_file_and_key(tmp_path, text, ke
     assert e.value.where == path and e.value.location == f"key {key!r}"
 
 
+@pytest.mark.parametrize("name, text, key", [
+    ("s.yaml", "network:\n  - {topology: Ring, npus_count: 8, bandwidth: 50, latency: 1.0e+308}\n", "network[0].latency"),
+    ("m.json", '{"memory-type": "PER_NPU_MEMORY_EXPANSION", "remote-mem-latency": 1e308}', "remote-mem-latency"),
+])
+def test_latency_past_the_clock_names_the_file_and_key(tmp_path, name, text, key):
+    """A latency past 2**63-1 ns was taken, and the simulation failed at a trace node."""
+    path = _yaml(tmp_path, name, text)
+    with pytest.raises(ConfigError, match="1e\\+308 ns is past 2\\*\\*63-1 ns, the simulated clock's range") as e:
+        load_system(**{"system" if name == "s.yaml" else "memory": path})
+    assert e.value.where == path and e.value.location == f"key {key!r}"
+
+
 def test_memory_bandwidth_too_low_to_simulate_names_the_key(tmp_path):
     path = _json(tmp_path, "m.json", {"memory-type": "PER_NPU_MEMORY_EXPANSION", "remote-mem-bw": 1e-300})
     with pytest.raises(ConfigError, match="too low") as e:

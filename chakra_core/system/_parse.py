@@ -183,6 +183,15 @@ def _bandwidth(r: Reader, key: str, default: float, gigabyte: float) -> float:
     return bw
 
 
+def _latency(r: Reader, key: str, default: float) -> float:
+    """``key`` in ns, 0 or more and within the simulators' clock (2**63-1 ns), else refused
+    naming the file and the key."""
+    lat = float(r.number(key, default, 0))
+    if lat > _CLOCK_NS:
+        raise r.fail(r.key(key) or key, f"{lat!r} ns is past 2**63-1 ns, the simulated clock's range")
+    return lat
+
+
 def parse_network(data: Any, where: str, astra: bool) -> tuple[Dimension, ...]:
     """Network dimensions from ASTRA-sim's ``network.yml`` lists, or (ours) a list of
     ``{topology, npus_count (or npus), bandwidth, latency}`` mappings."""
@@ -210,7 +219,7 @@ def parse_network(data: Any, where: str, astra: bool) -> tuple[Dimension, ...]:
         bw = _bandwidth(ir, "bandwidth", 0, 2**30)
         if bw <= 0:
             raise ir.fail("bandwidth", f"must be > 0 GB/s, got {bw!r}")
-        lat = float(ir.number("latency", 0, 0))
+        lat = _latency(ir, "latency", 0)
         if not astra:
             extra = ir.unknown(("topology", "npus_count", "npus", "bandwidth", "latency"))
             if extra:
@@ -224,7 +233,7 @@ def parse_memory(data: Any, where: str) -> RemoteMemory:
     """The remote-memory model from ``memory.json`` keys."""
     r = Reader(data, where)
     mtype = r.choice("memory-type", "NO_MEMORY_EXPANSION", MEMORY_TYPES)
-    lat = float(r.number("remote-mem-latency", 0.0, 0))
+    lat = _latency(r, "remote-mem-latency", 0.0)
     bw = _bandwidth(r, "remote-mem-bw", 0.0, 1e9)
     nodes = r.number("num-nodes", 0, 0, integer=True, maximum=INT32_MAX)
     per_node = r.number("num-npus-per-node", 0, 0, integer=True, maximum=INT32_MAX)
