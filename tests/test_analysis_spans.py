@@ -111,6 +111,29 @@ def test_spans_save_and_load_round_trip(tmp_path):
         Spans.load(tmp_path / "bad.npz")
 
 
+def test_replayed_spans_keep_their_bytes_and_give_no_bandwidth(tmp_path):
+    """A replayed span counts its bytes but no bandwidth; the column survives save/load, and a
+    spans file written before it existed reads it as 0."""
+    from chakra_core.analysis._tables import collectives
+
+    b = SpanBuilder(nranks=2)
+    for r in (0, 1):
+        b.add(r, "comm", 0, 1000, "bcast", "collective", bytes=20, comm_type=5, replayed=True)
+        b.add(r, "comm", 1000, 100, "ar", "collective", bytes=400, comm_type=0, match=1)
+    spans = b.build()
+    rows = {c["collective"]: c for c in collectives(spans)}
+    assert rows["BROADCAST"]["bytes"] == 40 and rows["BROADCAST"]["algbw_GBps"] is None
+    assert rows["BROADCAST"]["replayed"] == 2 and rows["ALL_REDUCE"]["replayed"] == 0
+    assert rows["ALL_REDUCE"]["algbw_GBps"] == 4.0  # 800 bytes over 2 x 100 ns
+    back = Spans.load(spans.save(tmp_path / "s.npz"))
+    assert back.replayed.tolist() == [1, 0, 1, 0]
+    with np.load(tmp_path / "s.npz") as z:
+        old = {k: z[k] for k in z.files if k != "replayed"}
+    with open(tmp_path / "old.npz", "wb") as f:
+        np.savez_compressed(f, **old)
+    assert Spans.load(tmp_path / "old.npz").replayed.tolist() == [0, 0, 0, 0]
+
+
 def test_utilisation_over_time_is_the_share_of_rank_time():
     from chakra_core.analysis._tables import utilisation
 

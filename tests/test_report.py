@@ -51,6 +51,27 @@ def test_report_json_breakdown_and_critical_path(ddp_report):
     assert 0 < w["resimulated_finish_ns"] < d["finish_ns"]
 
 
+def test_replayed_broadcasts_count_their_bytes_and_give_no_bandwidth(chakra_cli):
+    """The simulator replays the recorded broadcasts (they have durations): the report counts
+    their comm_size (20 and 4 bytes on each rank) and derives no bandwidth from a replayed time;
+    the all-reduce, timed by the network, keeps its bandwidth."""
+    traces = chakra.load_traces(str(DDP))
+    sizes = [chakra.get_int(n, "comm_size") for r in traces.ranks for n in traces[r].nodes()
+             if n.type == NodeType.COMM_COLL_NODE and chakra.get_int(n, "comm_type") == chakra.CommType.BROADCAST]
+    code, out, err = chakra_cli("report", DDP, "--system", SYSTEM, "--json")
+    assert code == 0, err
+    rows = {c["collective"]: c for c in json.loads(out)["collectives"]}
+    b = rows["BROADCAST"]
+    assert (b["count"], b["bytes"], b["replayed"]) == (len(sizes), sum(sizes), len(sizes)) == (4, 48, 4)
+    assert b["algbw_GBps"] is None and b["algorithm"] == "recorded duration"
+    a = rows["ALL_REDUCE"]
+    assert a["replayed"] == 0 and a["algbw_GBps"] == round(a["bytes"] / a["transfer_ns"], 3) > 0
+    code, out, err = chakra_cli("report", DDP, "--system", SYSTEM)
+    assert code == 0, err
+    assert re.search(r"^  BROADCAST +all +4 +48 B +1\.79 ms +0 ns +n/a  2 ranks 0-1", out, re.M), out
+    assert "note: collectives replayed their recorded duration_micros" in out
+
+
 def test_report_dataframes_and_text(ddp_report):
     pd = pytest.importorskip("pandas")
     df = ddp_report.dataframe()

@@ -36,7 +36,11 @@ OP_KINDS = (0, 1, 2, 3, 4, 5, 6)
 
 _INT_COLUMNS = {"rank": "q", "track": "i", "start_ns": "q", "dur_ns": "q", "name": "i", "kind": "B",
                 "node_id": "q", "bytes": "q", "group": "i", "peer": "q", "algorithm": "i", "match": "q",
-                "comm_type": "q"}
+                "comm_type": "q", "replayed": "B"}
+#: columns whose default is 0 (the others default to -1, "none")
+_ZERO_COLUMNS = ("bytes", "track", "name", "kind", "rank", "start_ns", "dur_ns", "replayed")
+#: columns a spans file written before they existed may lack (read as their default)
+_ADDED_COLUMNS = ("replayed",)
 _FORMAT = "chakra-spans/1"
 
 
@@ -48,7 +52,9 @@ class Spans:
     ``names``), ``kind`` (index into :data:`SPAN_KINDS`), ``node_id`` (the ET node, -1 none),
     ``bytes``, ``group`` and ``algorithm`` (indices into ``strings``, -1 none), ``peer`` (-1 none),
     ``match`` (spans of one collective instance or of one send/receive pair share it; -1 none),
-    ``comm_type`` (the :class:`CommType` of a collective, -1 none).
+    ``comm_type`` (the :class:`CommType` of a collective, -1 none), ``replayed`` (1 where a
+    communication span lasted the trace's recorded duration instead of being timed by the
+    backend's model, else 0: its bytes per ns say nothing of the modelled network).
     ``flow_src``, ``flow_dst`` (span indices) and ``flow_kind`` (index into :data:`FLOW_KINDS`)
     are arrows.  ``ranks_of`` maps a rank whose spans stand for a class of identical ranks to the
     class (a symmetric simulation); ``nranks`` is the number of ranks of the run.
@@ -62,8 +68,7 @@ class Spans:
             col = columns.get(key)
             dtype = np.uint8 if code == "B" else (np.int32 if code == "i" else np.int64)
             if col is None:
-                col = np.full(n, 0 if key in ("bytes", "track", "name", "kind", "rank", "start_ns", "dur_ns")
-                              else -1, dtype)
+                col = np.full(n, 0 if key in _ZERO_COLUMNS else -1, dtype)
             col = np.ascontiguousarray(col, dtype=dtype)
             if len(col) != n:
                 raise ValueError(f"span column {key!r} has {len(col)} rows, not {n}")
@@ -95,6 +100,7 @@ class Spans:
     algorithm: np.ndarray
     match: np.ndarray
     comm_type: np.ndarray
+    replayed: np.ndarray
 
     def __len__(self) -> int:
         return len(self.rank)
@@ -177,7 +183,7 @@ class Spans:
                 meta = json.loads(str(z["meta"]))
                 if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
                     raise ValueError(f"format {meta.get('format') if isinstance(meta, dict) else meta!r}")
-                cols = {k: z[k] for k in _INT_COLUMNS}
+                cols = {k: z[k] for k in _INT_COLUMNS if k in z or k not in _ADDED_COLUMNS}
                 flows = (z["flow_src"], z["flow_dst"], z["flow_kind"])
             spans = cls(cols, _strings(meta, "names"), _strings(meta, "tracks"), _strings(meta, "strings"),
                         flows, {int(k): [int(r) for r in v] for k, v in dict(meta["ranks_of"]).items()},
@@ -201,7 +207,7 @@ class Spans:
             "node_id": self.node_id, "bytes": self.bytes,
             "group": _lookup(self.strings, self.group), "peer": self.peer,
             "algorithm": _lookup(self.strings, self.algorithm), "match": self.match,
-            "comm_type": self.comm_type,
+            "comm_type": self.comm_type, "replayed": self.replayed.astype(bool),
         })
 
 
@@ -224,7 +230,7 @@ def _check_indices(spans: Spans) -> None:
     bounds = {"name": (0, len(spans.names)), "track": (0, len(spans.tracks)), "kind": (0, len(SPAN_KINDS)),
               "group": (-1, len(spans.strings)), "algorithm": (-1, len(spans.strings)),
               "rank": (0, 1 << 31), "start_ns": (0, 1 << 63), "dur_ns": (0, 1 << 63),
-              "comm_type": (-1, len(CommType))}
+              "comm_type": (-1, len(CommType)), "replayed": (0, 2)}
     for key, (low, high) in bounds.items():
         col = getattr(spans, key)
         if n and (int(col.min()) < low or int(col.max()) >= high):
@@ -269,8 +275,9 @@ class SpanBuilder:
 
     def add(self, rank: int, track: str, start_ns: int, dur_ns: int, name: str, kind: str, *,
             node_id: int = -1, bytes: int = 0, group: str = "", peer: int = -1, algorithm: str = "",
-            match: int = -1, comm_type: int = -1) -> int:
-        """Append one span (times in ns); returns its index."""
+            match: int = -1, comm_type: int = -1, replayed: bool = False) -> int:
+        """Append one span (times in ns); returns its index (``replayed``: a communication
+        span that lasted its recorded duration, see :class:`Spans`)."""
         c = self._cols
         c["rank"].append(rank)
         c["track"].append(self.intern("tracks", track))
@@ -285,13 +292,15 @@ class SpanBuilder:
         c["algorithm"].append(self.intern("strings", algorithm) if algorithm else -1)
         c["match"].append(match)
         c["comm_type"].append(comm_type)
+        c["replayed"].append(int(replayed))
         self._rows += 1
         return self._rows - 1
 
     def extend(self, columns: Mapping[str, Iterable[int]]) -> None:
         """Append many spans: integer columns as in :class:`Spans`, with ``track``, ``name``,
         ``group`` and ``algorithm`` already interned (see :meth:`intern`) and ``kind`` an index
-        into :data:`SPAN_KINDS`; a column left out takes its default (-1, or 0 for ``bytes``).
+        into :data:`SPAN_KINDS`; a column left out takes its default (-1, or 0 for ``bytes`` and
+        ``replayed``).
         A numpy array that owns its data and has the column's dtype is kept, not copied: it must
         not be changed afterwards."""
         n = len(np.asarray(columns["rank"]))
@@ -301,7 +310,7 @@ class SpanBuilder:
             values = columns.get(key)
             dtype = np.dtype(col.typecode)
             if values is None:
-                block[key] = np.full(n, 0 if key in ("bytes", "track", "name", "kind") else -1, dtype)
+                block[key] = np.full(n, 0 if key in ("bytes", "track", "name", "kind", "replayed") else -1, dtype)
             elif isinstance(values, np.ndarray) and values.dtype == dtype and values.flags.owndata \
                     and values.flags.c_contiguous and values.ndim == 1:
                 block[key] = values

@@ -69,8 +69,9 @@ def _arrival_wait(spans: Spans, sel: np.ndarray) -> np.ndarray:
 
 def collectives(spans: Spans) -> list[dict[str, Any]]:
     """Communication by kind and group: count, bytes, time (total, waiting for the last member,
-    and moving data), achieved bandwidth ``algbw_GBps`` (bytes per ns of data movement) and the
-    algorithm."""
+    and moving data), achieved bandwidth ``algbw_GBps`` (bytes per ns of data movement of the
+    spans the backend timed; None when it timed none, as when every span ``replayed`` its
+    recorded duration), ``replayed`` (how many spans did) and the algorithm."""
     sel = np.flatnonzero(np.isin(spans.kind, COMM_KINDS))
     if not len(sel):
         return []
@@ -81,6 +82,7 @@ def collectives(spans: Spans) -> list[dict[str, Any]]:
     uniq, inv = _groups(label * (len(spans.strings) + 2) + spans.group[sel] + 1)
     wait = _arrival_wait(spans, sel)
     dur = spans.dur_ns[sel]
+    replayed = spans.replayed[sel] != 0
     out: list[dict[str, Any]] = []
     for g, key in enumerate(uniq.tolist()):
         m = inv == g
@@ -93,14 +95,21 @@ def collectives(spans: Spans) -> list[dict[str, Any]]:
         nbytes = int((spans.bytes[sel][m] * w[m]).sum())
         total = int((dur[m] * w[m]).sum())
         waited = int((wait[m] * w[m]).sum())
-        moving = total - waited
         algos = sorted({spans.strings[a] for a in spans.algorithm[sel][m].tolist() if a >= 0})
         out.append({"collective": name, "group": spans.string(grp) or ("p2p" if code <= -10 else "all"),
                     "count": int(w[m].sum()), "bytes": nbytes, "total_ns": total, "wait_ns": waited,
-                    "transfer_ns": moving, "algbw_GBps": round(nbytes / moving, 3) if moving > 0 else None,
-                    "algorithm": "; ".join(algos)})
+                    "transfer_ns": total - waited,
+                    "algbw_GBps": _modelled_bandwidth(spans.bytes[sel], dur - wait, w, m & ~replayed),
+                    "replayed": int(w[m & replayed].sum()), "algorithm": "; ".join(algos)})
     out.sort(key=lambda r: -int(r["total_ns"]))
     return out
+
+
+def _modelled_bandwidth(nbytes: np.ndarray, moving_ns: np.ndarray, w: np.ndarray, m: np.ndarray) -> float | None:
+    """Bytes per ns (GB/s) of data movement over the rows ``m`` (weighted by ``w``); None when
+    they moved nothing or there are none."""
+    moving = int((moving_ns[m] * w[m]).sum())
+    return round(int((nbytes[m] * w[m]).sum()) / moving, 3) if moving > 0 else None
 
 
 def memory_traffic(spans: Spans) -> dict[str, Any]:

@@ -24,19 +24,22 @@ def _spread(ranks: list[dict[str, Any]]) -> str:
 
 def _collectives_by_kind(colls: Any) -> list[tuple[str, int, int, int, int | None]]:
     """(kind, groups, count, bytes, total ns or None when untimed) per collective kind, the most
-    time first; ``colls`` is a simulator's list of rows (one per kind and group) or an emulator's
-    ``{kind: {count, bytes}}`` (what it observed, untimed)."""
+    time first; ``colls`` is a simulator's list of rows (per kind and group, a group's modelled
+    and replayed collectives apart) or an emulator's ``{kind: {count, bytes}}`` (what it
+    observed, untimed)."""
     if isinstance(colls, Mapping):
         colls = [{"collective": kind, **row} for kind, row in colls.items() if isinstance(row, Mapping)]
     out: dict[str, list[int]] = {}
+    groups: dict[str, set[str]] = {}
     for c in colls:
-        acc = out.setdefault(str(c.get("collective", "?")), [0, 0, 0, 0])
-        acc[0] += 1
-        acc[1] += int(c.get("count", 0))
-        acc[2] += int(c.get("bytes", 0))
-        acc[3] += int(c.get("total_ns", 0))
+        kind = str(c.get("collective", "?"))
+        groups.setdefault(kind, set()).add(str(c.get("group", "")))
+        acc = out.setdefault(kind, [0, 0, 0])
+        acc[0] += int(c.get("count", 0))
+        acc[1] += int(c.get("bytes", 0))
+        acc[2] += int(c.get("total_ns", 0))
     timed = any("total_ns" in c for c in colls)
-    rows = [(k, v[0], v[1], v[2], v[3] if timed else None) for k, v in out.items()]
+    rows = [(k, len(groups[k]), v[0], v[1], v[2] if timed else None) for k, v in out.items()]
     return sorted(rows, key=lambda r: -(r[4] or 0))
 
 

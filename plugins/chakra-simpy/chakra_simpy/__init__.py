@@ -22,6 +22,7 @@ module                             what it holds
 ``event_loop``                     the congestion-aware mode's event loop (SimPy's order, calls without event objects)
 ``network``                        links shared by messages (congestion-aware mode)
 ``collectives``                    matching collectives by issue order per group, and their timing
+``replayed``                       collectives replaying their recorded duration: note, summary rows
 ``collective_context``             what the collective code sees of the simulation, and its tally
 ``lockstep``                       collectives in lockstep: a flow shop of chunk phases
 ``member_phases``                  per-member phases of a collective not in lockstep (cached)

@@ -34,6 +34,7 @@ from .formulas import NoLocalMemBandwidth
 from .loading import COMPILED_FROM, load_programs, program_of
 from .member_timing import WORK_LIMIT
 from .program import Program
+from .replayed import replayed_rows
 from .result_notes import load_notes, run_notes
 from .symmetry import KEYS_COMPILED_FROM, role_classes
 from .watch import watched
@@ -234,7 +235,8 @@ def _summary(done: _Simulated, nranks: int, rows: list[dict], path: dict, sd: Sy
         "mean_finish_ns": sum(r["finish_ns"] for r in rows) / nranks,
         "max_exposed_comm_ns": max(r["exposed_comm_ns"] for r in rows),
         "overlap_ns_total": sum(r["overlap_ns"] for r in rows),
-        "collectives": sorted(sim.coll.stats.values(), key=lambda s: (s["group"], s["collective"])),
+        "collectives": sorted([*sim.coll.stats.values(), *replayed_rows(actors)],
+                              key=lambda s: (s["group"], s["collective"], s["replayed"])),
         "critical_path": path,
         "system": {"npus": sd.npus, "dimensions": [d.__dict__ for d in sd.dimensions],
                    "sources": sd.sources},

@@ -2,7 +2,8 @@
 
 Per node: its kind and resource (the core's rule, :func:`chakra_core.classify_nodes`, with one
 exception of the simulator's: a broadcast with a duration replays it on the communication
-resource, as ASTRA-sim does) and its duration (ns), decided by arrays over all nodes at once; per
+resource, as ASTRA-sim does; it keeps its :class:`CollectiveArgs` for the report and is counted
+in ``replayed``) and its duration (ns), decided by arrays over all nodes at once; per
 communication and memory node a small tuple (``extra``) built from the columns.  A
 node is read as the attribute getters of the core read it (``get_int``, ``get_str``,
 ``get_bool``, ``get_attr``), so the columns give the same answers as decoding each node.
@@ -80,8 +81,9 @@ NodeArgs = CollectiveArgs | MessageArgs | MemoryArgs
 class RankFacts:
     """What a rank's nodes need besides their per-node arrays: ``extra`` (node -> its
     :data:`NodeArgs`) and
-    ``has_p2p``, ``has_mem``, ``groups``, ``roofline_fallbacks``, ``unmodelled``,
-    ``unknown_types``."""
+    ``has_p2p``, ``has_mem``, ``groups``, ``roofline_fallbacks``, ``unmodelled`` (collective
+    kinds the network times by a mapping to another kind), ``replayed`` (collective kind -> its
+    nodes that replay their recorded duration instead), ``unknown_types``."""
 
     def __init__(self) -> None:
         self.extra: dict[int, NodeArgs] = {}
@@ -90,6 +92,7 @@ class RankFacts:
         self.groups: set[str] = set()
         self.roofline_fallbacks = 0
         self.unmodelled: set[str] = set()
+        self.replayed: dict[str, int] = {}
         self.unknown_types: set[int] = set()
 
     def take_facts(self, other: RankFacts) -> None:
@@ -226,8 +229,9 @@ def _roofline(cols: NodeColumns, rows: np.ndarray, sd: SystemDescription, where:
 
 def _collectives(out: Classified, cols: NodeColumns, rows: np.ndarray, us: np.ndarray, replay: bool) -> None:
     """Collectives: :class:`CollectiveArgs`;
-    a broadcast with a duration replays it (as ASTRA-sim) unless ``replay`` (then every
-    collective keeps its recorded duration and takes part in the matching)."""
+    a broadcast with a duration replays it (as ASTRA-sim: a compute-like node on the
+    communication resource, counted in ``replayed``) unless ``replay`` (then every collective
+    keeps its recorded duration and takes part in the matching, and none is mapped)."""
     if not rows.size:
         return
     a = cols.attrs
@@ -239,24 +243,25 @@ def _collectives(out: Classified, cols: NodeColumns, rows: np.ndarray, us: np.nd
     sized, size, has_inv = size_col.is_int[rows].tolist(), size_col.ints[rows].tolist(), inv_col.present[rows].tolist()
     has_pg = pg_col.present[rows].tolist()
     for k, (i, ct, recorded) in enumerate(zip(rows.tolist(), ct_col.ints[rows].tolist(), us[rows].tolist())):
-        if ct == _BROADCAST and recorded > 0 and not replay:
-            kind[i], dur[i] = K_COMP, recorded
-            continue
         if ct not in names:
             names[ct] = CommType(ct).name
-            if CommType(ct) not in _MODELLED:
-                out.unmodelled.add(names[ct])
         pg = pg_names.get(i) if has_pg[k] else ""  # none, or a string value as it is
         if not isinstance(pg, str):  # any other value through get_str
             pg = pg_col.get_str(i, "") or ""
         pg = "" if pg == "0" else pg
         inv = inv_col.get(i) if has_inv[k] else None
-        out.groups.add(pg)
-        if replay:
-            dur[i] = recorded
         dims = tuple(bool(x) for x in inv) if isinstance(inv, list) else None
         nbytes = size[k] if sized[k] else size_col.get_int(i, 0) or 0
         out.extra[i] = CollectiveArgs(ct, nbytes, pg, dims)
+        if ct == _BROADCAST and recorded > 0 and not replay:
+            kind[i], dur[i] = K_COMP, recorded
+            out.replayed[names[ct]] = out.replayed.get(names[ct], 0) + 1
+            continue
+        if not replay and CommType(ct) not in _MODELLED:
+            out.unmodelled.add(names[ct])
+        out.groups.add(pg)
+        if replay:
+            dur[i] = recorded
 
 
 def _p2p(out: Classified, cols: NodeColumns, rows: np.ndarray) -> None:

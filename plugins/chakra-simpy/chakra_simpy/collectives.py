@@ -327,7 +327,8 @@ class Collectives:
         if st is None:
             st = self.stats[(name, pg)] = {"collective": name, "group": pg or "all", "count": 0,
                                            "bytes": 0, "total_ns": 0, "max_ns": 0, "sync_wait_ns": 0,
-                                           "chunks": inst.n, "phases": [ph.label for ph in inst.phases]}
+                                           "chunks": inst.n, "phases": [ph.label for ph in inst.phases],
+                                           "replayed": self.ctx.replay}
         dur = now - inst.start
         st["count"] += 1
         st["bytes"] += inst.args.size

@@ -8,11 +8,12 @@ from bisect import bisect_left
 
 import numpy as np
 
-from chakra_core import SPAN_KINDS, CommType, SpanBuilder, Spans, breakdown, critical_path
+from chakra_core import SPAN_KINDS, SpanBuilder, Spans, breakdown, critical_path
 
 from .beside import both
 from .engine import Sim
 from .program import COMM_NAME, K_COLL, K_COMP, K_MEM, K_NOP, K_RECV, K_SEND, R_COMM, R_CPU
+from .replayed import REPLAYED_BY
 
 __all__ = ["build_spans", "rank_rows", "path_summary"]
 
@@ -55,7 +56,7 @@ def build_spans(sim: Sim, kept: bool = True) -> Spans:
     cols["rank"] = np.array([a.rank for a in sim.actors], np.int64).repeat(sizes)
     bounds = list(zip(sim.actors, offsets[:-1], offsets[1:]))
     both(lambda: _time_columns(cols, bounds, np.asarray(tracks, np.int32)),
-         lambda: _fill_rest(b, bounds, cols, kept, matches, algorithms), offsets[-1])
+         lambda: _fill_rest(b, bounds, cols, kept, matches, algorithms, sim.replay), offsets[-1])
     if offsets[-1]:
         b.extend(cols)
     if kept:
@@ -65,8 +66,9 @@ def build_spans(sim: Sim, kept: bool = True) -> Spans:
 
 
 def _fill_rest(b: SpanBuilder, bounds: list[tuple], cols: dict[str, np.ndarray], names: bool, matches: _Matches,
-               algorithms: dict) -> None:
-    """Fill the names, communication columns and stand-for ranks of every actor's rows."""
+               algorithms: dict, replay: bool) -> None:
+    """Fill the names, communication columns and stand-for ranks of every actor's rows (with
+    ``replay``, ``comm=replay``, every communication span replayed its recorded duration)."""
     for a, lo, hi in bounds:
         prog = a.prog
         if len(a.ranks) > 1:
@@ -76,9 +78,8 @@ def _fill_rest(b: SpanBuilder, bounds: list[tuple], cols: dict[str, np.ndarray],
         at = {k: v[lo:hi] for k, v in cols.items()}
         at["name"][:] = _names_of(b, prog) if names else b.intern("names", "")
         _comm_columns(b, a, np.frombuffer(a.start, np.int64), matches, algorithms, at)
-        resource = np.frombuffer(prog.resource, np.uint8)
-        replayed = (np.frombuffer(prog.kind, np.uint8) == K_COMP) & (resource == R_COMM)
-        at["comm_type"][replayed] = int(CommType.BROADCAST)  # a broadcast that replays its duration
+        if replay:
+            at["replayed"][np.isin(np.frombuffer(prog.kind, np.uint8), (K_COLL, K_SEND, K_RECV))] = 1
 
 
 def _time_columns(cols: dict[str, np.ndarray], bounds: list[tuple], track_of: np.ndarray) -> None:
@@ -107,7 +108,7 @@ def _empty_columns(n: int) -> dict[str, np.ndarray]:
             "kind": np.empty(n, np.uint8), "node_id": np.empty(n, np.int64), "name": np.empty(n, np.int32),
             "bytes": np.zeros(n, np.int64), "group": np.full(n, -1, np.int32), "algorithm": np.full(n, -1, np.int32),
             "peer": np.full(n, -1, np.int64), "match": np.full(n, -1, np.int64),
-            "comm_type": np.full(n, -1, np.int64)}
+            "comm_type": np.full(n, -1, np.int64), "replayed": np.zeros(n, np.uint8)}
 
 
 class _Matches:
@@ -152,6 +153,7 @@ def _comm_columns(b: SpanBuilder, a, start: np.ndarray, matches: _Matches,
     coll = nodes[kind == K_COLL]
     if len(coll):
         _coll_columns(b, coll, [extra[i] for i in coll.tolist()], matches, algorithms, cols)
+    _replayed_columns(b, nodes[kind == K_COMP], extra, cols)
     seq: dict[tuple, int] = {}
     for i in nodes[(kind == K_SEND) | (kind == K_RECV)].tolist():
         other, tag, nbytes = extra[i]
@@ -182,6 +184,20 @@ def _coll_columns(b: SpanBuilder, coll: np.ndarray, extra: list[tuple], matches:
         algo = algorithms.get((COMM_NAME[t], names[c]))
         if algo:
             cols["algorithm"][coll[(code == c) & (ct == t)]] = b.intern("strings", algo)
+
+
+def _replayed_columns(b: SpanBuilder, nodes: np.ndarray, extra: dict, cols: dict[str, np.ndarray]) -> None:
+    """The columns of collectives ``nodes`` that replayed their recorded duration
+    (:mod:`.replayed`): comm type, bytes and group as any collective's, algorithm
+    :data:`.replayed.REPLAYED_BY`, ``replayed`` 1, and no match (no member waits for another)."""
+    if not len(nodes):
+        return
+    args = [extra[i] for i in nodes.tolist()]
+    cols["comm_type"][nodes] = [x.comm_type for x in args]
+    cols["bytes"][nodes] = [x.size for x in args]
+    cols["group"][nodes] = [b.intern("strings", x.pg or "all") for x in args]
+    cols["algorithm"][nodes] = b.intern("strings", REPLAYED_BY)
+    cols["replayed"][nodes] = 1
 
 
 def _dependency_flows(b: SpanBuilder, sim: Sim, offsets: list[int]) -> None:

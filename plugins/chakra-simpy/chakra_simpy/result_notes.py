@@ -11,6 +11,7 @@ from chakra_core.system import SystemDescription
 
 from .collective_context import CollectiveTally
 from .program import K_COLL, K_RECV, K_SEND, Program
+from .replayed import replayed_note
 
 __all__ = ["load_notes", "run_notes"]
 
@@ -27,6 +28,9 @@ def load_notes(progs: list[Program], classes: list[list[int]], sd: SystemDescrip
     if unmodelled:
         notes.append(f"collectives ASTRA-sim does not model ({', '.join(unmodelled)}) were timed by "
                      "the documented mappings (docs/simulator.md)")
+    replayed = replayed_note(progs, classes)
+    if replayed:
+        notes.append(replayed)
     unknown = sorted(set().union(*(p.unknown_types for p in progs)))
     if unknown:
         notes.append(f"node types this schema does not know ({', '.join(map(str, unknown))}) were "
