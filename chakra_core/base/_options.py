@@ -111,7 +111,9 @@ def _check_type(key: str, spec: Option, value: Any, owner: str) -> Any:
     if want == "int" and isinstance(value, bool) or not isinstance(value, typ):
         raise ConfigError(f"{owner}: option {key!r} wants {want}, got {type(value).__name__} {value!r}")
     if want == "int" and isinstance(value, int) and not -(1 << 63) <= value < 1 << 63:
-        raise ConfigError(f"{owner}: option {key!r} must be a whole number from -2**63 to 2**63-1, got a number "
+        low = "-2**63" if spec.minimum is None or spec.minimum < -(1 << 63) else f"{math.ceil(spec.minimum)}"
+        high = "2**63-1" if spec.maximum is None or spec.maximum >= 1 << 63 else f"{math.floor(spec.maximum)}"
+        raise ConfigError(f"{owner}: option {key!r} must be a whole number from {low} to {high}, got a number "
                           f"of about {int(value.bit_length() * 0.30103) + 1} digits")
     return value
 

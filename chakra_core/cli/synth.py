@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from chakra_core.cli._common import (
     add_input_options,
     add_plugin_options,
@@ -20,7 +22,8 @@ def add_arguments(p) -> None:
                      help="trace set: directory, prefix, file or glob; @FILE: a list of sets, one per line "
                           "(PATH [KEY=NUMBER ...], the set's parameters)")
     fit.add_argument("-o", "--output", required=True, metavar="MODEL", help="model file to write (JSON)")
-    fit.add_argument("--synthesizer", default="structural", help="registered synthesizer (default: structural)")
+    fit.add_argument("--synthesizer", help="registered synthesizer (default: structural, which keeps its source's "
+                                           "node sequence; learned shares less)")
     add_plugin_options(fit)
     add_input_options(fit)
     fit.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -52,11 +55,13 @@ def run(args) -> int:
         else:
             print(f"{result.files[0]} ({result.summary['workloads']} workload(s), "
                   f"{result.summary['model_bytes']} bytes)")
+        _print_notes(result)
     elif args.action == "sample":
         result = synth_sample(args.model, args.output, seed=args.seed, ranks=args.ranks,
                               options=parse_kv(args.opts), gzip=args.gzip, validate=not args.no_validate,
                               host=host_of(args))
         print_written(result, args)
+        _print_notes(result)
     else:
         shown = synth_show(args.model, host=host_of(args))
         if args.json:
@@ -64,6 +69,12 @@ def run(args) -> int:
         else:
             print(format_shown(shown))
     return 0
+
+
+def _print_notes(result) -> None:
+    """The result's notes on standard error, as convert prints its own."""
+    for note in result.notes:
+        print(f"note: {note}", file=sys.stderr)
 
 
 def format_shown(shown, indent: int = 0) -> str:

@@ -28,7 +28,13 @@ __all__ = ["synth_fit", "synth_sample", "synth_show", "read_model"]
 
 
 
-def synth_fit(inputs: Sequence[Inputs], output: str | os.PathLike, *, synthesizer: str = "structural",
+#: the synthesizer ``synth_fit`` takes when none is named, and what its note says of it
+DEFAULT_SYNTHESIZER = "structural"
+_DEFAULT_NOTE = ("synthesizer 'structural' (the default): its samples keep their source's node sequence and most of "
+                 "its numbers; --synthesizer learned (synthesizer='learned') shares less (docs/synth.md, Privacy)")
+
+
+def synth_fit(inputs: Sequence[Inputs], output: str | os.PathLike, *, synthesizer: str | None = None,
               options: Mapping[str, Any] | None = None, format: str | None = None,
               input_options: Mapping[str, Any] | None = None, host: PluginHost | None = None) -> Result:
     """Fit ``synthesizer`` on the trace sets ``inputs`` (each item one set, in any registered
@@ -36,9 +42,12 @@ def synth_fit(inputs: Sequence[Inputs], output: str | os.PathLike, *, synthesize
     JSON to ``output`` (atomically).  Parameters a list file gives its sets reach the synthesizer
     as the option ``params`` (one mapping per set).
 
+    ``synthesizer`` None is :data:`DEFAULT_SYNTHESIZER`, and a note says so.
     ``summary`` holds ``workloads`` (sets fitted) and ``model_bytes``; ``files`` the model path.
     """
     host = host or get_host()
+    notes = [_DEFAULT_NOTE] if synthesizer is None else []
+    synthesizer = DEFAULT_SYNTHESIZER if synthesizer is None else synthesizer
     if isinstance(inputs, (str, os.PathLike)) or not inputs:
         raise ConfigError("give a list of trace sets to fit (one item per set)")
     inputs, given, origins = _expand_lists(inputs)
@@ -62,7 +71,7 @@ def synth_fit(inputs: Sequence[Inputs], output: str | os.PathLike, *, synthesize
     inputs_seen = [x for p in pipes for x in p.provenance()["inputs"]]
     impls = [i for p in pipes for i in p.provenance()["implementations"]] + [_impl(stage)]
     return Result("synth-fit", "synthesizer", {"workloads": len(corpus), "model_bytes": len(text)},
-                  files=[str(path)], provenance=provenance(inputs_seen, impls))
+                  files=[str(path)], notes=notes, provenance=provenance(inputs_seen, impls))
 
 
 def _expand_lists(inputs: Sequence[Inputs]) -> tuple[list[Inputs], list[dict[str, Any]], list[tuple[str, int] | None]]:
@@ -192,8 +201,21 @@ def synth_sample(model: str | os.PathLike | Mapping[str, Any], output: str | os.
     with progress("writing", total=len(traces)) as bar:
         paths = traces.write(output, compress=gzip, progress=bar, replace_stale=True)
     inputs = [] if isinstance(model, Mapping) else [str(model)]
+    given = set(options or {}) | {k for k, v in (("seed", seed), ("ranks", ranks)) if v is not None}
     return Result("synth-sample", "synthesizer", {"ranks": len(paths)}, files=[str(p) for p in paths],
-                  provenance=provenance(inputs, [_impl(stage)]))
+                  notes=_defaults_note(stage.options, given, len(paths)), provenance=provenance(inputs, [_impl(stage)]))
+
+
+#: sampling options whose default a note names when they were not given
+_SAID_DEFAULTS = ("seed", "level", "workload")
+
+
+def _defaults_note(options: Mapping[str, Any], given: set[str], ranks: int) -> list[str]:
+    """A note naming the sampling defaults taken (seed, privacy level, workload, rank count)."""
+    taken = [f"{k}={options[k]}" for k in _SAID_DEFAULTS if k in options and k not in given and options[k] is not None]
+    if "ranks" not in given:
+        taken.append(f"ranks={ranks} (the model's)")
+    return [f"defaults taken: {', '.join(taken)}"] if taken else []
 
 
 def _refuse_invalid(traces, where: str | None) -> None:
