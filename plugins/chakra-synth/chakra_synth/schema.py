@@ -284,6 +284,10 @@ def _layout(w: Mapping[str, Any], where: str) -> None:
     for i, c in enumerate(w["classes"]):
         if not c["members"] or any(m >= w["ranks"] for m in c["members"]):
             raise ConfigError(f"model field {where}.classes[{i}].members: wants source ranks (0..{w['ranks'] - 1})")
+    members = sorted(m for c in w["classes"] for m in c["members"])
+    if len(members) != w["ranks"] or members != list(range(w["ranks"])):
+        raise ConfigError(f"model field {where}.ranks: {w['ranks']} source ranks, but the classes' members are "
+                          f"{len(members)} rank(s): each source rank is a member of one class")
 
 
 def check_schema(model: Mapping[str, Any], synthesizer: str) -> None:

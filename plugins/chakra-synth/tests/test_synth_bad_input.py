@@ -123,6 +123,22 @@ def test_markov_transition_row_of_zeros(models, tmp_path, chakra_cli):
     assert f"{path}: model field workloads[0].transitions.{kind}: the counts sum to 0" in err[0], err
 
 
+@pytest.mark.parametrize("synthesizer", ["learned", "structural"])
+@pytest.mark.parametrize("ranks", [3, 4, 10 ** 9])
+def test_source_ranks_edited_past_the_classes_members(models, tmp_path, chakra_cli, synthesizer, ranks):
+    """The DDP model's 2 source ranks (one class each) said to be more: "internal error ...
+    ValueError: 2 is not in list" when the sample reached a rank of no class."""
+    model = json.loads(json.dumps(models[synthesizer]))
+    model["workloads"][0]["ranks"] = ranks
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(model))
+    code, err = _run(chakra_cli, ["synth", "sample", str(path), "-o", str(tmp_path / "out" / "")])
+    assert code == 2 and err == [f"chakra synth: error: {path}: model field workloads[0].ranks: {ranks} source "
+                                 "ranks, but the classes' members are 2 rank(s): each source rank is a member of "
+                                 "one class"], err
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("seed", [2 ** 64, 2 ** 63, -1])
 def test_seed_out_of_range(models, tmp_path, chakra_cli, seed):
     path = tmp_path / "m.json"
