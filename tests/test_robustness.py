@@ -438,7 +438,7 @@ def test_yaml_aliases_are_walked_once(tmp_path):
 
 def test_simulated_time_past_int64_is_an_error(tmp_path, dp_set, chakra_cli):
     dp_set.write(tmp_path / "job")
-    (tmp_path / "lat.yaml").write_text("network:\n  - {topology: Ring, npus_count: 2, bandwidth: 50, latency: 1e19}\n")
+    (tmp_path / "lat.yaml").write_text("network:\n  - {topology: Ring, npus_count: 2, bandwidth: 50, latency: 9.0e+18}\n")
     _one_line_error(chakra_cli("simulate", tmp_path / "job", "--system", tmp_path / "lat.yaml"),
                     "job.0.et", "simulated time passes 2**63-1 ns")
 
