@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from chakra_core.host._plugins import PluginHost
 
 __all__ = ["add_plugin_options", "add_input_options", "add_output_options", "input_kwargs", "host_of",
-           "print_json", "print_paths", "print_traces", "print_written", "shown_ranks", "shorten"]
+           "print_json", "print_notes", "print_paths", "print_traces", "print_written", "shown_ranks", "shorten"]
 
 #: longest list of paths printed in full without --verbose
 SHOWN_PATHS = 10
@@ -80,6 +80,13 @@ def print_written(result: Any, args: Any) -> None:
         print_json({"ranks": len(result.files), "files": result.files, "provenance": result.provenance})
     else:
         print_paths(result.files, args.verbose)
+
+
+def print_notes(result: Any) -> None:
+    """A writing command's notes (``result.notes``) on standard error, its files staying alone
+    on standard output."""
+    for note in result.notes:
+        print(f"note: {note}", file=sys.stderr)
 
 
 def print_traces(traces: Any, args: Any) -> None:

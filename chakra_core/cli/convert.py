@@ -3,7 +3,13 @@
 
 from __future__ import annotations
 
-from chakra_core.cli._common import add_output_options, add_plugin_options, input_kwargs, print_written
+from chakra_core.cli._common import (
+    add_output_options,
+    add_plugin_options,
+    input_kwargs,
+    print_notes,
+    print_written,
+)
 
 
 def add_arguments(p) -> None:
@@ -25,8 +31,6 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     """Convert and write the set; print the files written."""
-    import sys
-
     from chakra_core.base._options import parse_kv
     from chakra_core.pipeline._commands import convert
 
@@ -34,7 +38,6 @@ def run(args) -> int:
     result = convert(args.inputs, args.output, gzip=args.gzip, jobs=args.jobs, executor=args.executor,
                      executor_options=parse_kv(args.executor_opts), validate=not args.no_validate,
                      **input_kwargs(args))
-    for note in result.notes:
-        print(f"note: {note}", file=sys.stderr)
+    print_notes(result)
     print_written(result, args)
     return 0

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import sys
-
 from chakra_core.cli._common import (
     add_input_options,
     add_plugin_options,
     host_of,
     input_kwargs,
     print_json,
+    print_notes,
     print_written,
 )
 
@@ -55,13 +54,13 @@ def run(args) -> int:
         else:
             print(f"{result.files[0]} ({result.summary['workloads']} workload(s), "
                   f"{result.summary['model_bytes']} bytes)")
-        _print_notes(result)
+        print_notes(result)
     elif args.action == "sample":
         result = synth_sample(args.model, args.output, seed=args.seed, ranks=args.ranks,
                               options=parse_kv(args.opts), gzip=args.gzip, validate=not args.no_validate,
                               host=host_of(args))
         print_written(result, args)
-        _print_notes(result)
+        print_notes(result)
     else:
         shown = synth_show(args.model, host=host_of(args))
         if args.json:
@@ -69,12 +68,6 @@ def run(args) -> int:
         else:
             print(format_shown(shown))
     return 0
-
-
-def _print_notes(result) -> None:
-    """The result's notes on standard error, as convert prints its own."""
-    for note in result.notes:
-        print(f"note: {note}", file=sys.stderr)
 
 
 def format_shown(shown, indent: int = 0) -> str:

@@ -35,7 +35,6 @@ each backend's result, with its provenance, is written as ``result.json`` in its
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -105,27 +104,35 @@ class Stage:
         return "input" if self.kind in ("format", "generator") else self.kind
 
 
-def _placed_in_stage(b: Stage, e: ChakraError | OSError, source: str) -> ChakraError | None:
+def _placed_in_stage(b: Stage, e: ChakraError | OSError, source: str, traces: TraceSet) -> ChakraError | None:
     """The error ``e`` of backend stage ``b`` of pipeline file ``source``, placed in that file
-    where the stage's entry is its cause: an error naming no file (about the stage,
-    or its inline system), a set's rank that has no file, or the path one of its options gives
-    (or that path's folder); None for an error about another file (an input trace)."""
+    where the stage's entry is its cause: an error naming no file (about the stage, or its inline
+    system), a rank of ``traces`` that has no file, or the path one of its options gives (or that
+    path's folder); None for an error about another file (an input trace)."""
     where = e.where if isinstance(e, ChakraError) else e.filename
     message = e.message if isinstance(e, ChakraError) else (e.strerror or str(e))
     location = f"{e.location}: " if isinstance(e, ChakraError) and e.location else ""
-    key = next((k for k, v in b.options.items() if b.impl.options.get(k) is not None
-                and b.impl.options[k].type == "path" and isinstance(v, (str, os.PathLike)) and where
-                and (Path(v) == Path(where) or Path(where) in Path(v).parents)), None) if where else None
+    key = _path_option_of(b, where) if where else None
     if key is not None:
         place, message = f"{b.where}.options.{key}", f"{where}: {message}"
     elif isinstance(e, ConfigError) and where == "<mapping>" and b.system_where:
         place = b.system_where
-    elif isinstance(e, ChakraError) and (not where or re.fullmatch(r"rank \d+", str(where))):
+    elif isinstance(e, ChakraError) and (not where or where in {rt.label for rt in traces if not rt.path}):
         place, location = f"{b.where} ({b.name})", f"{where}: {location}" if where else location
     else:
         return None
     cls = type(e) if isinstance(e, ChakraError) else ConfigError
     return cls(f"{place}: {location}{message}", source)
+
+
+def _path_option_of(b: Stage, where: str) -> str | None:
+    """The ``path`` option of stage ``b`` that gives ``where`` or a path inside folder ``where``."""
+    for key, value in b.options.items():
+        spec = b.impl.options.get(key)
+        if spec is not None and spec.type == "path" and isinstance(value, (str, os.PathLike)) \
+                and (Path(value) == Path(where) or Path(where) in Path(value).parents):
+            return key
+    return None
 
 
 def resolve_stage(host: PluginHost, kind: str, name: str, options: Mapping[str, Any] | None,
@@ -194,7 +201,7 @@ class Pipeline:
         try:
             return self._run_backend_here(host, b, traces)
         except (ChakraError, OSError) as e:
-            placed = _placed_in_stage(b, e, self.source) if self.source and b.where else None
+            placed = _placed_in_stage(b, e, self.source, traces) if self.source and b.where else None
             if placed is None:
                 raise
             raise placed from None

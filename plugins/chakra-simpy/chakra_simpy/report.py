@@ -13,7 +13,7 @@ from chakra_core import SPAN_KINDS, SpanBuilder, Spans, breakdown, critical_path
 from .beside import both
 from .engine import Sim
 from .program import COMM_NAME, K_COLL, K_COMP, K_MEM, K_NOP, K_RECV, K_SEND, R_COMM, R_CPU
-from .replayed import REPLAYED_BY
+from .replayed import REPLAYED_BY, replayed_nodes
 
 __all__ = ["build_spans", "rank_rows", "path_summary"]
 
@@ -153,7 +153,7 @@ def _comm_columns(b: SpanBuilder, a, start: np.ndarray, matches: _Matches,
     coll = nodes[kind == K_COLL]
     if len(coll):
         _coll_columns(b, coll, [extra[i] for i in coll.tolist()], matches, algorithms, cols)
-    _replayed_columns(b, nodes[kind == K_COMP], extra, cols)
+    _replayed_columns(b, replayed_nodes(a.prog), extra, cols)
     seq: dict[tuple, int] = {}
     for i in nodes[(kind == K_SEND) | (kind == K_RECV)].tolist():
         other, tag, nbytes = extra[i]
