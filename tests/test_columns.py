@@ -14,6 +14,7 @@ import pytest
 
 from chakra_core import (
     AttributeProto,
+    EtReader,
     EtWriter,
     FileRank,
     GlobalMetadata,
@@ -274,6 +275,30 @@ def test_truncated_file(tmp_path):
         w.write(Node(id=1, name="abc"))
     path.write_bytes(path.read_bytes()[:-2])
     with pytest.raises(TraceFormatError, match="truncated"):
+        node_columns(FileRank(0, path))
+
+
+@pytest.mark.parametrize("names", [["grüße", ""], ["", "ü", "", ""], ["a", "", "ß"]])
+def test_non_ascii_names_beside_empty_ones_read_as_protobuf_reads_them(tmp_path, names):
+    """Names with bytes past ASCII beside nodes without a name, the last ones among them: read as
+    the nodes' own names (an empty last name made the check of the others an internal error)."""
+    path = tmp_path / "u.0.et"
+    nodes = [Node(id=i + 1, name=n, type=NodeType.COMP_NODE) for i, n in enumerate(names)]
+    with EtWriter(path, GlobalMetadata(version="0.0.4")) as w:
+        w.write_many(nodes)
+    cols = node_columns(FileRank(0, path))
+    assert [cols.name(i) for i in range(len(cols))] == [n.name for n in EtReader(path)]
+
+
+def test_a_name_not_utf8_after_empty_ones_names_its_own_node(tmp_path):
+    from chakra_core import TraceFormatError
+
+    path = tmp_path / "v.0.et"
+    with EtWriter(path, GlobalMetadata(version="0.0.4")) as w:
+        w.write_many([Node(id=1, name="ü"), Node(id=2), Node(id=3)])
+        w.write_raw(Node(id=4).SerializeToString() + b"\x12\x01\xff")  # a name that is not UTF-8
+        w.write_many([Node(id=5)])
+    with pytest.raises(TraceFormatError, match="node #3"):
         node_columns(FileRank(0, path))
 
 

@@ -352,3 +352,21 @@ def test_keys_not_yet_taken_are_dropped_when_the_caller_stops(monkeypatch):
     threading.Timer(0.3, release.set).start()
     ahead.close()  # returns once the two keys being taken are done
     assert sorted(started) == [0, 1, 2]
+
+
+def test_a_run_cut_inside_a_node_naming_a_group_keys_as_per_node(tmp_path):
+    """A rank of several 1 MiB runs whose collectives hold their group as an integer (a node the
+    compiled walk hands back to Python) and whose runs end inside such a node: keyed as the
+    per-node relabelling keys the same nodes (the search for group names ran past a run's last
+    whole message, an internal error of ``validate`` and ``simulate``)."""
+    from chakra_core.io._etruns import file_runs
+
+    nodes = [_node(i + 1, NodeType.COMM_COLL_NODE, ("pg_name", 7, "int64_val"), ("comm_size", 1024, None))
+             for i in range(40_000)]
+    path = tmp_path / "g.0.et"
+    write_et(path, GlobalMetadata(version="0.0.4"), nodes)
+    tails = [data[int(start[-1] + size[-1]):] for data, start, size, _, _ in file_runs(str(path))]
+    assert any(b"pg_name" in tail for tail in tails)  # the case: a run cut after a group's name
+    key = role_key(FileRank(0, str(path)), compile_it=True)
+    assert key == role_key(MemoryRank(0, GlobalMetadata(version="0.0.4"), nodes))
+    assert key.groups == ("7",)

@@ -297,7 +297,9 @@ def _bad(where: str, node: int, what: str) -> TraceFormatError:
 
 def _check_utf8(name_bytes: np.ndarray, ptr: np.ndarray, where: str, index: int) -> None:
     """Raise on the first name (``name_bytes[ptr[k]:ptr[k+1]]``) that is not UTF-8."""
-    for k in np.flatnonzero(np.add.reduceat(name_bytes >= 0x80, ptr[:-1]) * (np.diff(ptr) > 0)).tolist():
+    high = np.flatnonzero(name_bytes >= 0x80)
+    # the name holding each such byte (the last of equal offsets: empty names hold none)
+    for k in np.unique(np.searchsorted(ptr, high, side="right") - 1).tolist():
         try:
             name_bytes[ptr[k]:ptr[k + 1]].tobytes().decode()
         except UnicodeDecodeError as e:

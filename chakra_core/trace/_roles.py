@@ -320,12 +320,13 @@ def _named(data: bytes, start: np.ndarray, size: np.ndarray) -> np.ndarray:
     others are copied as they are: the interpreted walk is slow, a search of the run is not)."""
     walk = np.zeros(len(start), bool)
     ends = start + size
+    last = int(ends[-1]) if len(ends) else 0  # ``data`` may go on with a message cut at the run's end
     for mark in _NAMES:
-        at = data.find(mark)
+        at = data.find(mark, 0, last)
         while at >= 0:
             k = int(np.searchsorted(ends, at, side="right"))
             walk[k] = True
-            at = data.find(mark, int(ends[k]))
+            at = data.find(mark, int(ends[k]), last)
     return walk
 
 
