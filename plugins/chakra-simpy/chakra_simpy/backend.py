@@ -350,4 +350,8 @@ def _load(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[int, 
             else:
                 progs.append(prog)
                 out.append(ranks)
+    if len(out) > len(classes):  # members split off: every actor at its first rank's place, so
+        # that ranks asking a shared memory at one ns are served in rank order, as without symmetry
+        order = sorted(range(len(out)), key=lambda k: out[k][0])
+        progs, out = [progs[k] for k in order], [out[k] for k in order]
     return progs, out, compile_it

@@ -81,7 +81,7 @@ def _symmetry_notes(options: Mapping[str, Any], symmetry: bool, broken: str | No
         notes.append("ranks started at their start_ns times (each simulated on its own)")
     if symmetry and not broken and options["congestion"] == "aware":
         notes.append("symmetry by identical traces only: congestion-aware links are shared per rank, "
-                     "so ranks that differ in their groups or peers are simulated each")
+                     "so ranks with peers or with collectives on groups smaller than the set are simulated each")
     if trees:
         notes.append("symmetry turned off: doubleBinaryTree all-reduces finish at different times "
                      "on the ranks (leaf, intermediate, root)")

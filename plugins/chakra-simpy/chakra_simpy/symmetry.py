@@ -20,7 +20,7 @@ group as that member does, and each peer of a representative is a representative
 break this are dissolved into single ranks until it holds.
 
 Congestion-aware runs relabel nothing (ranks share links per rank, so only ranks with identical
-traces, groups and no point-to-point messages are merged).
+traces and no point-to-point messages, whose groups are the whole set's or of one rank, are merged).
 """
 
 from __future__ import annotations
@@ -125,11 +125,17 @@ class _Signatures:
         return dim.latency, dim.bytes_per_ns, hops
 
 
+#: the group signatures under which congestion-aware runs merge ranks: the whole set's, whose
+#: every member's messages are run, and a group of one, which sends nothing (the members of
+#: another group share its links with other traffic each in their own way)
+_OPEN = (("all",), (1,))
+
+
 def _class_key(rank: int, key: RoleKey, sig: _Signatures, aware: bool) -> tuple:
     """The class a rank belongs to; a key holding the rank itself keeps it alone."""
     groups = tuple(sig.group(g, rank) for g in key.groups)
     peers = tuple(sig.peer(rank, p) for p in key.peers)
-    if None in groups or None in peers or (aware and key.peers):
+    if None in groups or None in peers or (aware and (key.peers or any(g not in _OPEN for g in groups))):
         return ("alone", rank)
     return (key.digest, key.groups) if aware else (key.digest, groups, peers)
 

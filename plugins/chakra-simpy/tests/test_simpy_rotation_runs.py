@@ -188,7 +188,7 @@ def test_member_0_timed_in_turn_gives_the_outcome_of_running_its_events(kit, tmp
         taken += chained == [True]
         refused += chained == [False]
         return got
-    for seed in range(60):
+    for seed in range(80):
         ts, system, opts = _set(kit, random.Random(seed))
         with monkeypatch.context() as m:
             m.setattr(rotation_runs, "rotated_outcome", both)
