@@ -302,6 +302,21 @@ def test_a_name_not_utf8_after_empty_ones_names_its_own_node(tmp_path):
         node_columns(FileRank(0, path))
 
 
+@pytest.mark.parametrize("wide", [b"\x68\x00", b"\xa9\x01" + bytes(8)])  # uint64_val 0, fixed64_val 0
+def test_a_value_written_twice_in_a_64_bit_unsigned_slot_reads_as_an_integer(tmp_path, wide):
+    """An attribute whose value is written twice (int64_val 5, then a uint64 or fixed64 0; the
+    last wins, as protobuf reads it; hand-made bytes): an integer column value, as a single
+    value there is (it was kept aside, and the simulator refused the collective's comm_type)."""
+    body = b"\x0a\x09comm_type" + b"\x48\x05" + wide
+    raw = Node(id=1, type=NodeType.COMM_COLL_NODE).SerializeToString() + b"\x52" + bytes([len(body)]) + body
+    path = tmp_path / "w.0.et"
+    with EtWriter(path, GlobalMetadata(version="0.0.4")) as w:
+        w.write_raw(raw)
+    col = node_columns(FileRank(0, path), ["comm_type"]).attrs["comm_type"]
+    assert get_int(Node.FromString(raw), "comm_type") == 0
+    assert col.is_int.tolist() == [True] and col.ints.tolist() == [0]
+
+
 def test_string_attribute_not_utf8_names_its_node(tmp_path):
     """Distinct string values are decoded once: a bad one still names the first node holding it."""
     from chakra_core import TraceFormatError

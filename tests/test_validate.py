@@ -122,6 +122,24 @@ def test_collective_size_differs(tmp_path, chakra_roundtrip, dp_set):
     assert _rules(f) == [("coll-order", 1)]
 
 
+@pytest.mark.parametrize("second, rules", [(1, []), (None, [("coll-order", 1)])])
+def test_a_size_named_twice_is_read_as_its_first(tmp_path, chakra_roundtrip, dp_set, second, rules):
+    """A collective of rank 1 naming ``comm_size`` twice, its own size then 1: read as the first,
+    as ``get_attr``, the columns and the simulator read it (the last won here, a false
+    ``coll-order``); the same size 1 written first is still a mismatch."""
+    def edit(nodes):
+        n = _by_name(nodes, "allreduce_0")
+        size = next(a for a in n.attr if a.name == "comm_size").int64_val
+        if second is None:  # 1 first, then its own size
+            del n.attr[[a.name for a in n.attr].index("comm_size")]
+            n.attr.add(name="comm_size", int64_val=1)
+            n.attr.add(name="comm_size", int64_val=size)
+        else:
+            n.attr.add(name="comm_size", int64_val=second)
+    f = validate(_broken(tmp_path, chakra_roundtrip, dp_set, 1, edit))
+    assert _rules(f) == rules
+
+
 def test_collective_count_differs(tmp_path, chakra_roundtrip, dp_set):
     def edit(nodes):
         return [n for n in nodes if n.name != "allreduce_0"]

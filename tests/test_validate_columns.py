@@ -57,14 +57,18 @@ def test_converted_text_models(model, tmp_path, same_scan):
 
 
 def test_repeated_attribute_is_left_to_the_per_node_path(tmp_path):
-    """A collective whose comm_size is given twice: the per-node rules read the last one."""
+    """A collective whose comm_size is given twice, a bad one first: the per-node rules read the
+    first one, as ``get_attr`` and the simulator's columns do."""
     src = open_traceset(str(ALL_REDUCE / "8npus_1MB" / "all_reduce"))
     ranks = []
     for rt in src:
         nodes = list(rt.nodes())
         if rt.rank == 3:
             coll = next(n for n in nodes if n.type == 7)
+            kept = [type(a).FromString(a.SerializeToString()) for a in coll.attr]
+            del coll.attr[:]
             coll.attr.add(name="comm_size", int64_val=-1)
+            coll.attr.extend(kept)
         ranks.append(MemoryRank(rt.rank, rt.metadata(), nodes))
     TraceSet(ranks).write(tmp_path / "t")
     traces = open_traceset(str(tmp_path / "t"))

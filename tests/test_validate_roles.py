@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from chakra_core import GlobalMetadata, Node, NodeType, add_attr
+from chakra_core import GlobalMetadata, Node, NodeType, add_attr, get_int
 from chakra_core.pipeline._pipeline import load_traces
 from chakra_core.trace import _roles
 from chakra_core.trace._traceset import MemoryRank, TraceSet, open_traceset
@@ -154,3 +154,37 @@ def test_sharing_goes_off_when_the_first_ranks_share_nothing(tmp_path, monkeypat
     monkeypatch.setattr(_roles, "role_key", lambda rt, *a: keyed.append(rt.rank) or real(rt, *a))
     assert [(f.rule, f.rank) for f in V.validate(traces)] == [("coll-order", r) for r in (1, 3, 5, 7)]
     assert sorted(keyed) == [0, 1]  # taken ahead on threads: in either order, none past the trial
+
+
+#: an unknown field of wire type 3 (a group: field 200 holding a varint, then its end), which
+#: protobuf reads and keeps; hand-made bytes, as no writer here makes them
+_GROUP_FIELD = b"\xc3\x0c\x08\x01\xc4\x0c"
+
+
+def _p2p(nid: int, send: bool, peer: int, tag: int, group_field: bool = False) -> bytes:
+    n = Node(id=nid, name=f"p{nid}", type=NodeType.COMM_SEND_NODE if send else NodeType.COMM_RECV_NODE)
+    add_attr(n, "comm_dst" if send else "comm_src", peer)
+    add_attr(n, "comm_tag", tag)
+    add_attr(n, "comm_size", 64)
+    return n.SerializeToString() + (_GROUP_FIELD if group_field else b"")
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_a_send_holding_a_protobuf_group_keeps_its_own_peer(tmp_path, compiled):
+    """Ranks 0 and 2 each send to rank 1 in a node holding a protobuf group field, then receive
+    from 1 and from 3: a clean set. The role walk left such a node's bytes as they were, so its
+    peer went unlabelled, both ranks got one key, and rank 2 was read as rank 0's record
+    relabelled: a send to rank 3 and two false findings (or a KeyError)."""
+    from chakra_core.io._etio import EtWriter
+
+    ranks = {0: [_p2p(1, True, 1, 0, True), _p2p(2, False, 1, 1)],
+             2: [_p2p(1, True, 1, 0, True), _p2p(2, False, 3, 1)],
+             1: [_p2p(1, False, 0, 0), _p2p(2, False, 2, 0), _p2p(3, True, 0, 1)],
+             3: [_p2p(1, True, 2, 1)]}
+    for r, nodes in ranks.items():
+        with EtWriter(tmp_path / f"trace.{r}.et", GlobalMetadata(version="0.0.4")) as w:
+            for raw in nodes:
+                w.write_raw(raw)
+    traces = open_traceset(str(tmp_path))
+    assert get_int(Node.FromString(ranks[0][0]), "comm_dst") == 1  # protobuf reads the node
+    assert V.validate_as(traces, compiled) == []

@@ -375,7 +375,7 @@ def _other_values(col: AttrColumn, hits: np.ndarray, data: bytes, where: str, in
         except (UnicodeDecodeError, DecodeError) as e:
             raise _bad(where, index + row, f"attribute: {e}") from None
         col.slot[row] = got
-        if got == _BOOL or (got and _SLOTS[got][2] in _INT_KINDS and got not in _WIDE):
+        if got == _BOOL or (got and _SLOTS[got][2] in _INT_KINDS and (got not in _WIDE or value < 1 << 63)):
             col.ints[row], col.is_int[row] = int(value), True
         elif got:
             col.others[row] = value

@@ -385,10 +385,8 @@ def relabel_run(buf, start, size, walk, first, out, o, sizes, state):  # pragma:
         s = start[i]
         e = s + size[i]
         m = _marks(buf, s, e, marks) if walk[i] else 0
-        if m == -1:
+        if m < 0:  # an attribute in another form, or a field the walk does not read (a group)
             return UNUSUAL, i, o
-        if m == -2:
-            m = 0
         if m == 0:
             copy_run(out, o, buf, s, e - s)
             sizes[i] = e - s

@@ -42,14 +42,20 @@ def _named_size(a: AttributeProto) -> int:
 
 def _ints(n: Node) -> dict[str, Any]:
     """The node's integer attributes, its group name under ``_pg`` and the name of its first
-    attribute of an unknown kind under ``_unknown_kind``."""
+    attribute of an unknown kind under ``_unknown_kind``; of attributes with one name, the first
+    (as :func:`chakra_core.get_attr` and the columns read them)."""
     out: dict[str, Any] = {}
+    seen: set[str] = set()
     for a in n.attr:
+        first = a.name not in seen
+        seen.add(a.name)
         v = int_value(a)
         if v is not None:
-            out[a.name] = v
+            if first:
+                out[a.name] = v
         elif a.name == "pg_name" and a.WhichOneof("value") == "string_val":
-            out["_pg"] = a.string_val
+            if first:
+                out["_pg"] = a.string_val
         elif a.WhichOneof("value") is None and a.ByteSize() > _named_size(a):
             out.setdefault("_unknown_kind", a.name)
     if "pg_name" in out:  # a group name written in an integer slot
