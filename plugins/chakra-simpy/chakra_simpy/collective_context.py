@@ -63,13 +63,15 @@ class CollectiveContext(NamedTuple):
 @dataclass
 class CollectiveTally:
     """What the collective code did: SimPy events it scheduled, chunk phase events, and the
-    collectives timed per rank, approximated by a barrier, run message by message, left off the
-    shared links, or run as their custom implementation."""
+    collectives timed per rank, approximated by a barrier, with members held until the last
+    member issued them, run message by message, left off the shared links, or run as their custom
+    implementation."""
 
     events: int = 0
     phase_events: int = 0
     per_rank: int = 0
     approximated: int = 0
+    held: int = 0
     by_message: int = 0
     unshared: int = 0
     custom_runs: int = 0

@@ -235,6 +235,10 @@ class Collectives:
         if inst.n and specs:
             times = self._per_rank(inst, specs, bases)
             if times is not None:
+                if min(times.values()) < now:  # members apart from the last to issue (on
+                    # dimensions the collective leaves out) finished before it: ended now
+                    self.tally.held += 1
+                    times = {k: max(t, now) for k, t in times.items()}
                 self._finish_per_rank(inst, times, now)
                 return
         self.flow.run(inst)

@@ -476,3 +476,25 @@ def test_a_collective_of_an_unknown_comm_type_is_an_error(kit, tmp_path):
     barrier = kit.run(kit.same(2, lambda: [kit.coll(1, 0, kit.CommType.BARRIER)]), kit.system([("Ring", 2, 50, 500)]),
                       tmp_path)
     assert barrier.summary["collectives"][0]["collective"] == "BARRIER"
+
+
+@pytest.mark.parametrize("ct", ["ALL_GATHER", "ALL_REDUCE"])
+def test_members_apart_from_the_last_to_issue_are_held_until_it_issues(kit, tmp_path, ct):
+    """A 64 KiB collective of all 4 ranks on Ring 2 x Ring 2 whose implementation lists name the
+    first dimension only (ASTRA-sim's rule: it runs there alone), ranks 0 and 1 issuing it at 0
+    and ranks 2 and 3 after 50 us of compute: 0 and 1 finish among themselves before 2 and 3
+    issue it. They are ended at 50 us, when the last member issues it (an internal error before:
+    a negative delay), and 2 and 3 take as long as when every member issues it at 0 (to the ns:
+    issued together, the collective is timed by its lockstep form, which rounds once more)."""
+    def run(late_us):
+        per = {r: [kit.comp(1, late_us if r >= 2 else 0), kit.coll(2, 1 << 16, kit.CommType[ct], deps=[1])] for r in range(4)}
+        sysd = kit.system([("Ring", 2, 50, 500), ("Ring", 2, 50, 500)],
+                          all_gather_implementation=["ring"], all_reduce_implementation=["ring"])
+        return kit.run(kit.traces(per), sysd, tmp_path, symmetry=False)
+
+    together = [r["finish_ns"] for r in run(0).ranks]
+    late = run(50)
+    finish = [r["finish_ns"] for r in late.ranks]
+    assert finish[:2] == [50_000, 50_000] and finish[2] == finish[3]
+    assert abs(finish[2] - 50_000 - together[2]) <= 1
+    assert together[0] < 50_000 and any("ended when it did" in n for n in late.notes)
