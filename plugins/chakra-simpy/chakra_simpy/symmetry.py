@@ -68,6 +68,14 @@ def role_classes(traces: TraceSet, planner: Planner, groups: dict[str, tuple[int
     return list(classes.values())
 
 
+#: the signatures of the whole set's group and of a group of one rank (:meth:`_Signatures.group`)
+_WHOLE_SET, _ONE_RANK = ("all",), (1,)
+#: the group signatures under which congestion-aware runs merge ranks: the whole set's, whose
+#: every member's messages are run, and a group of one, which sends nothing (the members of
+#: another group share its links with other traffic each in their own way)
+_OPEN = (_WHOLE_SET, _ONE_RANK)
+
+
 class _UnevenRing(NamedTuple):
     """A group's ring whose links differ: the kind of the link into each member, by place."""
 
@@ -105,9 +113,9 @@ class _Signatures:
 
     def _ring(self, name: str, members: Sequence[int]) -> tuple | _UnevenRing | None:
         if len(members) == self.n:
-            return ("all",)
+            return _WHOLE_SET
         if len(members) == 1:  # a group of one sends nothing
-            return (1,)
+            return _ONE_RANK
         kinds = []
         for j in range(len(members)):
             dim, hops = self.planner.hop(members[j - 1], members[j])
@@ -123,12 +131,6 @@ class _Signatures:
             return None
         dim, hops = self.planner.hop(rank, peer)
         return dim.latency, dim.bytes_per_ns, hops
-
-
-#: the group signatures under which congestion-aware runs merge ranks: the whole set's, whose
-#: every member's messages are run, and a group of one, which sends nothing (the members of
-#: another group share its links with other traffic each in their own way)
-_OPEN = (("all",), (1,))
 
 
 def _class_key(rank: int, key: RoleKey, sig: _Signatures, aware: bool) -> tuple:
