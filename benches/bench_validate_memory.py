@@ -12,9 +12,11 @@ writes; the compiled loops keep a table by id; ``--step 4 --descending`` spreads
 times their count, as a converted PyTorch rank's are); ``--warm`` runs the command once on a
 2,000-node set before the baseline is taken (numba's runtime and the compiled kernels loaded,
 about 85 MB: the figure is then per node above start-up); ``--ref DIR`` imports chakra_core from
-DIR instead (another checkout, for a before/after comparison).
+DIR instead (another checkout, for a before/after comparison).  ``--ranks N`` measures a set of
+many ranks instead: the GPT-3-like text workload (``examples/text/gpt3_like.txt``, model-parallel
+groups of 8) at N NPUs, written as .et files (2,483 nodes a rank), with the figure per rank.
 Usage: python benches/bench_validate_memory.py [--nodes 5000000] [--sparse | --step K] [--descending]
-                                              [--command stats] [--warm] [--ref DIR]
+                                              [--command stats] [--warm] [--ref DIR] [--ranks N]
 """
 
 from __future__ import annotations
@@ -61,6 +63,15 @@ for rank, nodes in ((0, rank0()), (1, rank1())):
         w.write_many(nodes)
 """
 
+WRITE_RANKS = r"""
+import sys
+from chakra_core import load_traces
+
+load_traces(sys.argv[3], "text", {"npus": int(sys.argv[2]), "mp_group": 8}).write(sys.argv[1])
+"""
+#: the many-rank workload of ``--ranks``
+GPT3_LIKE = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "examples", "text", "gpt3_like.txt")
+
 MEASURE = r"""
 import json, resource, sys, time
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -93,6 +104,7 @@ def main() -> int:
     ap.add_argument("--command", choices=("validate", "stats"), default="validate")
     ap.add_argument("--warm", action="store_true", help="take the baseline after a run on a small set")
     ap.add_argument("--ref", help="import chakra_core from this directory for the measurement")
+    ap.add_argument("--ranks", type=int, help="measure the GPT-3-like text workload at this many NPUs instead")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     step = 2 if args.sparse else args.step
@@ -101,9 +113,11 @@ def main() -> int:
         env["PYTHONPATH"] = os.path.abspath(args.ref) + os.pathsep + env.get("PYTHONPATH", "")
     with tempfile.TemporaryDirectory() as d:
         prefix = os.path.join(d, "bench")
-        subprocess.run([sys.executable, "-c", WRITE, prefix, str(args.nodes), str(step),
-                        str(int(args.descending))],
-                       check=True)
+        if args.ranks:
+            subprocess.run([sys.executable, "-c", WRITE_RANKS, prefix, str(args.ranks), GPT3_LIKE], check=True)
+        else:
+            subprocess.run([sys.executable, "-c", WRITE, prefix, str(args.nodes), str(step),
+                            str(int(args.descending))], check=True)
         warm = []
         if args.warm:
             warm = [os.path.join(d, "warm")]
@@ -112,16 +126,23 @@ def main() -> int:
         out = subprocess.run([sys.executable, "-c", MEASURE, prefix, args.command, *warm], capture_output=True,
                              text=True, env=env, cwd=d, check=True)
     r = json.loads(out.stdout)
-    r["nodes"] = args.nodes
-    r["bytes_per_node"] = (r["peak_rss_mb"] - r["baseline_rss_mb"]) * 2**20 / args.nodes
+    if args.ranks:
+        r["ranks"] = args.ranks
+        r["kb_per_rank"] = (r["peak_rss_mb"] - r["baseline_rss_mb"]) * 1024 / args.ranks
+        what = f"GPT-3-like text workload at {args.ranks:,} ranks: "
+        per = f"{r['kb_per_rank']:.1f} KB/rank"
+    else:
+        r["nodes"] = args.nodes
+        r["bytes_per_node"] = (r["peak_rss_mb"] - r["baseline_rss_mb"]) * 2**20 / args.nodes
+        ids = (f"{step} apart" if step > 1 else "consecutive") + (", descending" if args.descending else "")
+        what = f"{args.nodes:,} nodes ({ids} ids): "
+        per = f"{r['bytes_per_node']:.1f} bytes/node"
     if args.json:
         print(json.dumps(r))
     else:
-        ids = (f"{step} apart" if step > 1 else "consecutive") + (", descending" if args.descending else "")
-        print(f"{args.command}, {args.nodes:,} nodes ({ids} ids): "
+        print(f"{args.command}, {what}"
               f"{r['seconds']:.1f} s ({r['cpu_s']:.1f} s CPU), peak RSS {r['peak_rss_mb']:.1f} MB (after "
-              f"{'a warm-up run' if args.warm else 'imports'} "
-              f"{r['baseline_rss_mb']:.1f} MB): {r['bytes_per_node']:.1f} bytes/node  [{r['core']}]")
+              f"{'a warm-up run' if args.warm else 'imports'} {r['baseline_rss_mb']:.1f} MB): {per}  [{r['core']}]")
     return 0
 
 

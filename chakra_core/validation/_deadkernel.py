@@ -76,7 +76,7 @@ _FIN, _HEAD, _TAIL = range(3)
 @kernel(cache=True, nogil=True)
 def _successors(pred_ptr, preds, n):  # pragma: no cover - compiled
     """The nodes waiting for each node: ``(ptr, kids)``."""
-    count = np.zeros(n + 1, np.int64)
+    count = np.zeros(n + 1, pred_ptr.dtype)
     for j in range(len(preds)):
         count[preds[j] + 1] += 1
     for x in range(n):
@@ -191,10 +191,10 @@ def run_compiled(base, ids, kinds, group, channel, nchannels, pred_ptr, preds, m
     queued = np.zeros(nranks, np.bool_)
     ctr = np.zeros(3, np.int64)
     sends = np.zeros(nchannels, np.int64)
-    recvs = (np.full(nchannels, -1, np.int64), np.full(nchannels, -1, np.int64), np.full(n, -1, np.int64))
+    recvs = (np.full(nchannels, -1, np.int64), np.full(nchannels, -1, np.int64), np.full(n, -1, preds.dtype))
     seq = np.zeros(npairs, np.int64)
     slots = off[len(off) - 1]
-    arrivals = (np.zeros(slots, np.int64), np.full(slots, -1, np.int64), np.full(n, -1, np.int64), off)
+    arrivals = (np.zeros(slots, np.int64), np.full(slots, -1, np.int64), np.full(n, -1, preds.dtype), off)
     for r in range(nranks):
         for x in range(base[r], base[r + 1]):
             if indeg[x] == 0:

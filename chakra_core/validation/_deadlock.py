@@ -42,33 +42,53 @@ def run_abstract(skels: dict[int, Skeleton], members: list[tuple[int, ...]],
     counts = np.array([len(s.ids) for s in parts], np.int64)
     base = np.zeros(len(parts) + 1, np.int64)
     np.cumsum(counts, out=base[1:])
+    index = _index_type(max(int(base[-1]) + 1, sum(len(s.preds) for s in parts)))
     ids = _joined([s.ids for s in parts], np.uint64)
     kinds = _joined([s.kinds for s in parts], np.uint8)
-    peer = _joined([s.peer_or_group for s in parts], np.int64)
-    tags = _joined([s.tags for s in parts], np.int64)
-    sizes = _joined([s.sizes for s in parts], np.int64)
-    preds = np.concatenate([np.frombuffer(s.preds, np.int64) + b for s, b in zip(parts, base[:-1].tolist())]
-                           + [np.zeros(0, np.int64)])
-    pred_ptr = _joined_ptr([np.frombuffer(s.ptr, np.int64) for s in parts])
-    own = np.repeat(np.array(ranks, np.int64), counts)
-    send = kinds == K_SEND
-    src, dst = np.where(send, own, peer), np.where(send, peer, own)
-    p2p = send | (kinds == K_RECV)
-    channel = np.zeros(len(ids), np.int32)
-    keys = np.stack([src[p2p], dst[p2p], tags[p2p], sizes[p2p]], axis=1)
-    nchannels = 0
-    if len(keys):
-        uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
-        channel[p2p], nchannels = inverse.reshape(-1), len(uniq)
-    del own, send, src, dst, p2p, keys, tags, sizes
+    group, channel, nchannels = _groups_and_channels(ranks, parts, kinds)
+    preds = _joined_offset([s.preds for s in parts], base[:-1].tolist(), index)
+    pred_ptr = _joined_ptr([s.ptr for s in parts], index)
     member_count = np.array([len(m) for m in members] or [0], np.int64)
-    group = np.where(kinds == K_COLL, peer, 0).astype(np.int32)
-    del peer
     pair, npairs, off = _sequence_tables(counts, kinds, group, len(member_count))
     done, state, seq_of = chosen(run_compiled, compile_it)(base, ids, kinds, group, channel, nchannels, pred_ptr,
                                        preds, member_count, streams, pair, npairs, off)
     finished = {r for r, d, c in zip(ranks, done.tolist(), counts.tolist()) if d == c}
     return _waits(ranks, base, state, seq_of, skels, members), finished
+
+
+def _index_type(n: int) -> type:
+    """The narrowest of int32 and int64 that numbers ``n`` things (node numbers, counts)."""
+    return np.int32 if n < 2**31 else np.int64
+
+
+def _groups_and_channels(ranks: list[int], parts: list[Skeleton],
+                         kinds: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """Each node's group number (a collective's, else 0) and channel number (a send's or
+    receive's: one per distinct source, destination, tag and size, else 0), and the channels'
+    count.  Built rank by rank, so that no column of the whole set but these two is held."""
+    group = np.zeros(len(kinds), np.int32)
+    channel = np.zeros(len(kinds), np.int32)
+    at, keys, where = 0, [], []
+    for r, s in zip(ranks, parts):
+        k = kinds[at:at + len(s.ids)]
+        peer = np.frombuffer(s.peer_or_group, np.int64)
+        coll = k == K_COLL
+        group[at:at + len(k)][coll] = peer[coll]
+        send = k == K_SEND
+        p2p = np.flatnonzero(send | (k == K_RECV))
+        if len(p2p):
+            is_send = send[p2p]
+            src = np.where(is_send, r, peer[p2p])
+            dst = np.where(is_send, peer[p2p], r)
+            keys.append(np.stack([src, dst, np.frombuffer(s.tags, np.int64)[p2p],
+                                  np.frombuffer(s.sizes, np.int64)[p2p]], axis=1))
+            where.append(p2p + at)
+        at += len(k)
+    if not keys:
+        return group, channel, 0
+    uniq, inverse = np.unique(np.concatenate(keys), axis=0, return_inverse=True)
+    channel[np.concatenate(where)] = inverse.reshape(-1)
+    return group, channel, len(uniq)
 
 
 def _sequence_tables(counts: np.ndarray, kinds: np.ndarray, group: np.ndarray,
@@ -78,8 +98,10 @@ def _sequence_tables(counts: np.ndarray, kinds: np.ndarray, group: np.ndarray,
     sized by the most collectives any rank has on the group.  The numbers are ``rank * ngroups
     + group`` while that range is small next to the collectives (a table of counts), else the
     distinct ones in order."""
-    coll = kinds == K_COLL
-    key = (np.repeat(np.arange(len(counts), dtype=np.int64), counts) * ngroups + group)[coll]
+    at_coll = np.flatnonzero(kinds == K_COLL)
+    key = np.searchsorted(np.cumsum(counts), at_coll, side="right")
+    key *= ngroups
+    key += group[at_coll]
     if len(counts) * ngroups <= max(4 * len(key), 1 << 16):
         per = np.bincount(key, minlength=len(counts) * ngroups)
         at, npairs = key, len(per)
@@ -89,8 +111,9 @@ def _sequence_tables(counts: np.ndarray, kinds: np.ndarray, group: np.ndarray,
         npairs = len(uniq)
         most = np.zeros(ngroups, np.int64)
         np.maximum.at(most, uniq % ngroups, per)
-    pair = np.zeros(len(kinds), np.int64)
-    pair[coll] = at
+    del key
+    pair: np.ndarray = np.zeros(len(kinds), _index_type(npairs))
+    pair[at_coll] = at
     off = np.zeros(ngroups + 1, np.int64)
     np.cumsum(most, out=off[1:])
     return pair, npairs, off
@@ -101,14 +124,22 @@ def _joined(arrays: list, dtype: type) -> np.ndarray:
     return np.concatenate([np.frombuffer(a, dtype) for a in arrays] + [np.zeros(0, dtype)])
 
 
-def _joined_ptr(ptrs: list[np.ndarray]) -> np.ndarray:
-    """CSR offsets of consecutive ranks as one."""
-    out = [np.zeros(1, np.int64)]
+def _joined_offset(arrays: list, offsets: list[int], dtype: type) -> np.ndarray:
+    """Int64 columns of every rank, one after the other, each plus its rank's offset."""
+    cols = [np.frombuffer(a, np.int64) for a in arrays]
+    out: np.ndarray = np.empty(sum(len(c) for c in cols), dtype)
     at = 0
-    for p in ptrs:
-        out.append(p[1:] + at)
-        at += int(p[-1])
-    return np.concatenate(out)
+    for c, add in zip(cols, offsets):
+        np.add(c, add, out=out[at:at + len(c)], casting="unsafe")
+        at += len(c)
+    return out
+
+
+def _joined_ptr(ptrs: list, dtype: type) -> np.ndarray:
+    """CSR offsets (int64 columns, each from 0) of consecutive ranks as one."""
+    cols = [np.frombuffer(a, np.int64) for a in ptrs]
+    ends = np.cumsum([0] + [int(c[-1]) for c in cols])
+    return np.concatenate([np.zeros(1, dtype), _joined_offset([c[1:] for c in cols], ends[:-1].tolist(), dtype)])
 
 
 def _waits(ranks: list[int], base: np.ndarray, state: np.ndarray, seq_of: np.ndarray, skels: dict[int, Skeleton],
