@@ -235,10 +235,6 @@ class Collectives:
         if inst.n and specs:
             times = self._per_rank(inst, specs, bases)
             if times is not None:
-                if min(times.values()) < now:  # members apart from the last to issue (on
-                    # dimensions the collective leaves out) finished before it: ended now
-                    self.tally.held += 1
-                    times = {k: max(t, now) for k, t in times.items()}
                 self._finish_per_rank(inst, times, now)
                 return
         self.flow.run(inst)
@@ -289,8 +285,14 @@ class Collectives:
         self._finish_per_rank(inst, times, now)
 
     def _finish_per_rank(self, inst: Instance, times: dict[int, int], now: int) -> None:
-        """End every member at its own time ``times[actor]`` (one event per distinct time)."""
+        """End every member at its own time ``times[actor]`` (one event per distinct time), and
+        no earlier than ``now``, when the last member issued it: a member whose part finished
+        before (a part on dimensions the collective leaves out, or of a custom implementation,
+        all issued early) is held until then (counted)."""
         ctx = self.ctx
+        if min(times.values()) < now:
+            self.tally.held += 1
+            times = {k: max(t, now) for k, t in times.items()}
         by_time: dict[int, list] = {}
         for a, i, _t in inst.arrived.values():
             by_time.setdefault(times[a.index], []).append((a, i))

@@ -75,6 +75,24 @@ def test_a_different_algorithm_gives_other_cycles(kit, tmp_path):
     assert custom.ranks[0]["finish_ns"] == builtin.ranks[0]["finish_ns"] - (P - 1) * 3000
 
 
+@pytest.mark.parametrize("congestion", ["unaware", "aware"])
+def test_a_part_that_ends_before_the_last_member_issues_is_held_until_it_does(kit, tmp_path, congestion):
+    """A custom all-reduce on 2 ranks whose rank 1 only sends 1,000 bytes to rank 0, which
+    receives them and computes 5 us; two of them back to back.  Rank 1 ends the first after the
+    send, issues the second and ends its part again before rank 0 issues it: rank 1 is held until
+    then (an internal error before: a negative delay).  Rank 0: the first message at net(1000),
+    5 us, the second (long arrived) at its issue, 5 us."""
+    TraceSet([r for r in kit.traces({0: [kit.p2p(1, False, 1, 1000), kit.comp(2, 5, deps=[1])],
+                                     1: [kit.p2p(1, True, 0, 1000)]})]).write(tmp_path / "cc" / "ar")
+    sysd = kit.system([("Ring", 2, 50, 500)], **{"preferred-dataset-splits": 1})
+    sysd["all-reduce-implementation-custom"] = [str(tmp_path / "cc" / "ar")]
+    work = kit.same(2, lambda: [kit.coll(1, 4096), kit.coll(2, 4096, deps=[1])])
+    res = kit.run(work, sysd, tmp_path, congestion=congestion)
+    first = kit.net(1000, 1, 500, 50) + 5000
+    assert [r["finish_ns"] for r in res.ranks] == [first + 5000, first]
+    assert any("ended when it did" in n for n in res.notes)
+
+
 def test_custom_keys_are_read_and_checked(kit, tmp_path):
     prefix = _write_ring(kit, tmp_path)
     path = tmp_path / "system.json"
