@@ -332,6 +332,8 @@ class _HostReader:
         parent = node.get("ctrl_deps")
         if type(parent) is not int:  # a list, another key, or an error
             parent = _parent(node, path, index)
+        if parent < -1:
+            raise _fail(path, f"'ctrl_deps' must be a node id (or -1: none), not {parent}", f"node {index}")
         limit = max(_ID_FLOOR, _ID_FACTOR * (index + 1))
         if nid > limit or parent > limit:
             what = f"node id {nid}" if nid > limit else f"parent id {parent}"
@@ -527,7 +529,7 @@ def _owners(path: str, cols: _Arrays) -> array:
         if not f & F_SEEN or state[i] == 2:
             continue
         p = parent[i]
-        in_file = 0 <= p < n and flags[p] & F_SEEN
+        in_file = _parent_in_file(path, i, p, flags)
         if not in_file or state[p] == 2:  # the usual case: PyTorch numbers a parent before its children
             sel[i] = _owner(i, f, sel[p] if in_file else -1)
             state[i] = 2
@@ -542,11 +544,22 @@ def _owners(path: str, cols: _Arrays) -> array:
                 state[j] = 1
                 stack.append(p)
                 continue
-            up = sel[p] if 0 <= p < n and flags[p] & F_SEEN else -1
+            up = sel[p] if _parent_in_file(path, j, p, flags) else -1
             sel[j] = _owner(j, flags[j], up)
             state[j] = 2
             stack.pop()
     return sel
+
+
+def _parent_in_file(path: str, node: int, p: int, flags: bytearray) -> bool:
+    """Whether ``node`` has a parent (``p``, -1 for none) in the file; a :class:`TraceFormatError`
+    when it names one that is not (its time would be counted beside its parent's)."""
+    if p < 0:
+        return False
+    if p < len(flags) and flags[p] & F_SEEN:
+        return True
+    raise _fail(path, f"node {node} names parent {p} (ctrl_deps), which the host ET does not have",
+                f"node id {node}")
 
 
 def _owner(node: int, flags: int, up: int) -> int:

@@ -413,13 +413,26 @@ def test_kernel_stream_of_the_wrong_type_names_the_event(tmp_path):
 
 
 @pytest.mark.parametrize("value, words", [([1, 2], "'ctrl_deps' names 2 parents"),
-                                          (True, "'ctrl_deps' must be a node id, not bool")])
+                                          (True, "'ctrl_deps' must be a node id, not bool"),
+                                          (-3, "'ctrl_deps' must be a node id (or -1: none), not -3")])
 def test_a_parent_that_is_not_one_node_id_names_the_node(tmp_path, value, words):
     # a list of two parents used to be read as its first, a boolean as node 1
     host = _load(MLP_ET)
     host["nodes"][5]["ctrl_deps"] = value
     err = _error(_write(tmp_path, host))
     assert err.location == "node 5" and words in err.message
+
+
+def test_a_parent_that_is_not_in_the_file_names_the_node(tmp_path):
+    # the recorded MLP rank with one operator's parent id pointing past every node: the operator
+    # was taken as a top-level one, its time counted beside its parent's, which holds it
+    host = _load(MLP_ET)
+    node = next(n for n in host["nodes"] if n["name"].startswith("aten::") and n["ctrl_deps"] > 1)
+    missing = max(n["id"] for n in host["nodes"]) + 1000
+    node["ctrl_deps"] = missing
+    err = _error(_write(tmp_path, host))
+    assert err.location == f"node id {node['id']}"
+    assert f"names parent {missing} (ctrl_deps), which the host ET does not have" in err.message
 
 
 @pytest.mark.parametrize("values, words", [([5], "first input is 5"), ([None], "first input is null"),
