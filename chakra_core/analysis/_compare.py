@@ -10,8 +10,9 @@ docs/synth.md for every key):
 - ``durations`` / ``sizes``: per kind present in both, the two-sample Kolmogorov-Smirnov
   statistic ``ks`` and the Wasserstein-1 distance (us, bytes) of the values, with ``max_ks``;
 - ``graph``: per set the largest ``depth`` (nodes on the longest path), ``width`` (most nodes on
-  one level of the longest-path layering), ``critical_path_us`` (by ``duration_micros``), and the
-  KS statistic of the in- and out-degree distributions;
+  one level of the longest-path layering), ``critical_path_us`` (by ``duration_micros``), the
+  KS statistic of the in- and out-degree distributions, and ``left_out``: the nodes on or behind
+  a dependency cycle, which the figures leave out;
 - ``collectives``: count and bytes per collective kind and group size, in each set;
 - ``simulated``: the step time (``finish_ns``) of both sets simulated on the same system (or,
   with an emulator backend, measured replays on this machine), ``relative_error``
@@ -25,6 +26,7 @@ the report is computed.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -35,7 +37,8 @@ from chakra_core.analysis._privacy import WINDOW, format_privacy, privacy
 from chakra_core.base._need import need
 from chakra_core.io._schema import COMM_TYPE_NAMES, NodeType
 from chakra_core.trace._attrs import NodeAttrs
-from chakra_core.trace._graph import DepGraph
+from chakra_core.trace._graph import DepGraph, PathOverflow
+from chakra_core.trace._stats import path_overflow
 from chakra_core.trace._traceset import RankTrace, TraceSet
 
 if TYPE_CHECKING:
@@ -62,6 +65,8 @@ class SetProfile:
     out_degree: list[np.ndarray] = field(default_factory=list)
     collectives: dict[str, dict[str, int]] = field(default_factory=dict)
     tokens: list[list[tuple[str, int, int]]] = field(default_factory=list)
+    #: nodes on or behind a dependency cycle, left out of depth, width and the critical path
+    left_out: int = 0
 
 
 def node_kind(n) -> str:
@@ -83,7 +88,7 @@ class _RankVisitor:
     def __init__(self, prof: SetProfile, traces: TraceSet):
         self.prof = prof
         self.traces = traces
-        self.durations: list[int] = []
+        self.durations = array("Q")
         self.tokens: list[tuple[str, int, int]] = []
         prof.tokens.append(self.tokens)
 
@@ -108,9 +113,9 @@ class _RankVisitor:
             self.tokens.append((kind, int(size if size is not None else 0), int(n.duration_micros)))
 
 
-def _levels(g: DepGraph) -> np.ndarray:
-    """Per position, its level: 0 for a node without dependencies, else 1 + the deepest dependency's."""
-    order, _left = g.topo_order()
+def _levels(g: DepGraph, order: np.ndarray) -> np.ndarray:
+    """Per position, its level: 0 for a node without dependencies, else 1 + the deepest
+    dependency's (``order``: the graph's topological order; nodes left out of it keep 0)."""
     level = np.zeros(len(g), dtype=np.int64)
     ptr, deps = g.dep_ptr.tolist(), g.deps.tolist()
     lv = level.tolist()
@@ -129,11 +134,17 @@ def _rank(prof: SetProfile, rt: RankTrace, traces: TraceSet) -> None:
     prof.nodes += len(g)
     if not len(g):
         return
-    levels = _levels(g)
-    prof.depth = max(prof.depth, int(levels.max()) + 1)
-    prof.width = max(prof.width, int(np.bincount(levels).max()))
-    prof.critical_path_us = max(prof.critical_path_us, int(g.longest_path(np.asarray(visit.durations,
-                                                                                      dtype=np.int64))[0]))
+    order, left = g.topo_order()
+    prof.left_out += len(left)
+    levels = _levels(g, order)[order]
+    if len(levels):
+        prof.depth = max(prof.depth, int(levels.max()) + 1)
+        prof.width = max(prof.width, int(np.bincount(levels).max()))
+    try:
+        path = g.longest_path(np.frombuffer(visit.durations, dtype=np.uint64), order)[0]
+    except PathOverflow as e:
+        raise path_overflow(rt, int(g.ids[e.position])) from None
+    prof.critical_path_us = max(prof.critical_path_us, int(path))
     prof.in_degree.append(g.in_degree())
     cptr, _kids = g.children()
     prof.out_degree.append(np.diff(cptr))
@@ -207,6 +218,7 @@ def fidelity(a: SetProfile, b: SetProfile, step_times: Sequence[tuple[str | None
                                  "relative_error": _relative(a.critical_path_us, b.critical_path_us)},
             "in_degree": _degree_ks(a.in_degree, b.in_degree),
             "out_degree": _degree_ks(a.out_degree, b.out_degree),
+            "left_out": {"a": a.left_out, "b": b.left_out},
         },
         "collectives": {"a": dict(sorted(a.collectives.items())), "b": dict(sorted(b.collectives.items()))},
         "privacy": privacy(a.tokens, b.tokens),
@@ -255,6 +267,9 @@ def format_report(r: dict[str, Any]) -> str:
         lines.append(f"  {key:<28} {g[key]['a']:>12} {g[key]['b']:>12}")
     for key in ("in_degree", "out_degree"):
         lines.append(f"  {key + ' mean':<28} {g[key]['mean_a']:>12} {g[key]['mean_b']:>12}   KS {g[key]['ks']:.4f}")
+    lines += [f"note: {side.upper()}: {n} node(s) on or behind a dependency cycle are left out of depth, width "
+              "and critical_path_us (chakra validate names the cycle)"
+              for side, n in g.get("left_out", {}).items() if n]
     lines.append("")
     ca, cb = r["collectives"]["a"], r["collectives"]["b"]
     if ca or cb:

@@ -111,7 +111,7 @@ def _objects(rt: RankTrace, longest_path: bool) -> RankTally:
             try:
                 stream.add(ids, ptr, deps, durs)
             except PathOverflow as e:
-                raise _overflow(rt, int(stream.ids[e.position])) from None
+                raise path_overflow(rt, int(stream.ids[e.position])) from None
     tally.path = stream
     return tally
 
@@ -147,7 +147,7 @@ def _path(rt: RankTrace, tally: RankTally) -> tuple[int, int, int]:
     (a second read), which leaves out the nodes on or behind a dependency cycle."""
     stream = tally.path
     if isinstance(stream, PathRuns) and tally.overflow >= 0:
-        raise _overflow(rt, stream.id_at(tally.overflow))
+        raise path_overflow(rt, stream.id_at(tally.overflow))
     if isinstance(stream, SortedPath):
         _second_pass(rt, stream)
     tally.path = None  # its memory freed before the next rank is read, or the graph built
@@ -162,7 +162,7 @@ def _path(rt: RankTrace, tally: RankTally) -> tuple[int, int, int]:
         length, nodes, _ = g.longest_path(np.frombuffer(durations, dtype=np.uint64) if durations
                                            else np.zeros(0, np.uint64), order)
     except PathOverflow as e:
-        raise _overflow(rt, int(g.ids[e.position])) from None
+        raise path_overflow(rt, int(g.ids[e.position])) from None
     return length, nodes, len(left_out)
 
 
@@ -177,7 +177,8 @@ def _second_pass(rt: RankTrace, path: SortedPath) -> None:
             return
 
 
-def _overflow(rt: RankTrace, node_id: int) -> TraceFormatError:
+def path_overflow(rt: RankTrace, node_id: int) -> TraceFormatError:
+    """The error of a path through ``rt`` whose durations sum past 2^63-1 us at node ``node_id``."""
     return TraceFormatError("the durations on a path to this node sum past 2^63-1 us "
                             "(duration_micros out of range?)", rt.label, f"node {node_id}")
 
