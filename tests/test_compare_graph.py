@@ -46,7 +46,9 @@ def test_nodes_on_or_behind_a_cycle_are_counted_and_named_as_left_out(chakra_cli
 
 def test_a_path_past_2_63_us_is_an_error_naming_the_node(chakra_cli, tmp_path):
     _rank(CHAIN).write(tmp_path / "a" / "trace")
-    for name, spec, node in (("sum", [(1, 2**63 - 1, []), (2, 5, [1])], 2), ("one", [(1, 2**64 - 1, [])], 1)):
+    cases: list[tuple[str, list[tuple[int, int, list[int]]], int]] = [
+        ("sum", [(1, 2**63 - 1, []), (2, 5, [1])], 2), ("one", [(1, 2**64 - 1, [])], 1)]
+    for name, spec, node in cases:
         _rank(spec).write(tmp_path / name / "trace")
         for args in ((tmp_path / "a", tmp_path / name), (tmp_path / name, tmp_path / "a")):
             status, _, err = chakra_cli("compare", *args, "--no-simulate")
