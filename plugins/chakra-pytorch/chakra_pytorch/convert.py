@@ -20,7 +20,7 @@ from chakra_core import (
 from .extlink import link_host_ops
 from .graph import ConvertedRank, build_graph
 from .groupmatch import SetMatch, has_subgroups
-from .hostet import HostTrace, read_header, read_host_et, scan_groups
+from .hostet import HostTrace, read_header, read_host_et, scan_groups, schema_of
 from .hostrank import TraceRank, scan_rank
 from .ints import MAX_RANKS
 from .kineto import KinetoTrace, read_distributed_info, read_kineto
@@ -216,9 +216,10 @@ def _world_from(groups: dict[str, dict[str, Any]]) -> int | None:
 
 def _metadata(files: RankFiles) -> GlobalMetadata:
     header = files.header = read_header(files.host)
-    check_schema(str(header.get("schema", "")), files.host)
+    schema = schema_of(header, files.host)
+    check_schema(schema, files.host)
     meta = GlobalMetadata(version="0.0.4")
-    meta.attr.extend([make_attr("source", "pytorch"), make_attr("schema", str(header.get("schema", ""))),
+    meta.attr.extend([make_attr("source", "pytorch"), make_attr("schema", schema),
                       make_attr("rank", files.rank)])
     pid = header.get("pid")
     if isinstance(pid, int):

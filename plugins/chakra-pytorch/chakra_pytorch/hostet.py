@@ -46,7 +46,7 @@ from .kineto import KinetoTrace
 from .linked import LinkedTiming
 from .needles import PG_INIT_NEEDLE, holds
 
-__all__ = ["KEEP_ATTRS", "HostOp", "HostTrace", "read_host_et", "read_header", "iter_raw_nodes", "scan_groups"]
+__all__ = ["KEEP_ATTRS", "HostOp", "HostTrace", "read_host_et", "read_header", "schema_of", "iter_raw_nodes", "scan_groups"]
 
 #: the root nodes (``execution_graph`` in the first PyTorch versions, schema 1.0.1)
 _ROOT_NAMES = frozenset(("[pytorch|profiler|execution_trace|process]", "[pytorch|profiler|execution_trace|thread]",
@@ -404,13 +404,20 @@ class _HostReader:
             self.waiting.setdefault(parent, []).extend(moved)
 
 
+def schema_of(header: dict[str, Any], path: str) -> str:
+    """The host ET's ``schema`` string (``header``: :func:`read_header`'s answer); a
+    :class:`TraceFormatError` when there is none."""
+    schema = header.get("schema")
+    if not isinstance(schema, str):
+        raise _fail(path, "no 'schema' string at the top: not a PyTorch execution trace")
+    return schema
+
+
 def read_host_et(path: str, header: dict[str, Any] | None = None) -> HostTrace:
     """Read one host ET into a :class:`HostTrace` (see the module docstring for the rules);
     ``header`` is :func:`read_header`'s answer when the caller has it already."""
     header = read_header(path) if header is None else header
-    schema = header.get("schema")
-    if not isinstance(schema, str):
-        raise _fail(path, "no 'schema' string at the top: not a PyTorch execution trace")
+    schema = schema_of(header, path)
     reader = _HostReader(path)
     for index, node in enumerate(iter_raw_nodes(path, _node_decoder())):
         reader.take(index, node)

@@ -219,6 +219,18 @@ def test_wrong_schema_shape(tmp_path, doc, message):
     assert message in str(_first_error([p]))
 
 
+@pytest.mark.parametrize("schema", [7, None, ["1.1.1"]])
+def test_a_schema_that_is_not_a_string_is_one_line_and_no_warning(tmp_path, chakra_cli, schema):
+    # the schema check warned "unrecognised execution-trace schema '7'; converting by feature
+    # detection" before the error said the trace was none
+    p = tmp_path / "bad.0.json"
+    p.write_text(json.dumps({"schema": schema, "pid": 1, "nodes": [{"id": 1, "name": "x"}]}))
+    status, _, err = chakra_cli("convert", str(p), "--format", "pytorch", "-o", str(tmp_path / "o"))
+    assert status == 2 and "execution-trace schema" not in err
+    assert [ln for ln in err.splitlines() if "warning" not in ln] == [
+        f"chakra convert: error: {p}: no 'schema' string at the top: not a PyTorch execution trace"]
+
+
 def test_kineto_of_another_run():
     err = _first_error([MLP_ET, DATA / "transformer" / "kineto.0.json.gz"])
     assert "Kineto trace is from another run" in str(err)
