@@ -46,7 +46,8 @@ from .kineto import KinetoTrace
 from .linked import LinkedTiming
 from .needles import PG_INIT_NEEDLE, holds
 
-__all__ = ["KEEP_ATTRS", "HostOp", "HostTrace", "read_host_et", "read_header", "schema_of", "iter_raw_nodes", "scan_groups"]
+__all__ = ["KEEP_ATTRS", "HostOp", "HostTrace", "read_host_et", "read_header", "schema_of", "iter_raw_nodes",
+           "scan_groups"]
 
 #: the root nodes (``execution_graph`` in the first PyTorch versions, schema 1.0.1)
 _ROOT_NAMES = frozenset(("[pytorch|profiler|execution_trace|process]", "[pytorch|profiler|execution_trace|thread]",
