@@ -280,7 +280,9 @@ _READ_ARGS = ("Record function id", "External id", "finished", "device", "stream
 def _take_event(kt: KinetoTrace, ev: Any, wanted_rfs: set[int] | frozenset[int] | None,
                 pids: dict[int, int], on_event: OnEvent | None) -> None:
     """Keep what the conversion uses of one trace event (complete events of the used kinds)."""
-    if not isinstance(ev, dict) or ev.get("ph") != "X":
+    if not isinstance(ev, dict):  # its op would be lost
+        raise ValueError(f"an event that is not a JSON object ({type(ev).__name__})")
+    if ev.get("ph") != "X":
         return
     cat = ev.get("cat")
     if not isinstance(cat, str) or cat not in _USED_CATS:

@@ -397,6 +397,19 @@ def test_host_op_rf_id_of_the_wrong_type_names_the_node(tmp_path):
     assert err.location == f"node {index}" and "rf_id must be an integer, not str" in err.message
 
 
+@pytest.mark.parametrize("alone", [False, True])
+def test_a_trace_event_that_is_not_an_object_names_the_event(tmp_path, alone):
+    # the recorded MLP rank's Kineto trace with one operator's event replaced by "" (or a number):
+    # the event was skipped, and its operator lost without a word; with the host ET and alone
+    kineto = _load(MLP_KINETO)
+    index = next(i for i, e in enumerate(kineto["traceEvents"]) if e.get("name", "").startswith("aten::"))
+    kineto["traceEvents"][index] = ""
+    paths = _write(tmp_path, kineto=kineto)
+    err = _error([p for p in paths if "kineto" in p.name] if alone else paths)
+    assert err.where.endswith("kineto.0.json") and err.location == f"event {index + 1}"
+    assert "an event that is not a JSON object (str)" in err.message
+
+
 def test_kernel_stream_of_the_wrong_type_names_the_event(tmp_path):
     # the kernel used to land on stream 0 and lose its stream's order
     for f in (DATA / "nccl").iterdir():
