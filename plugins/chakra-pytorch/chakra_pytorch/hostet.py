@@ -537,7 +537,9 @@ def _owners(path: str, cols: _Arrays) -> array:
         if not f & F_SEEN or state[i] == 2:
             continue
         p = parent[i]
-        in_file = _parent_in_file(path, i, p, flags)
+        in_file = 0 <= p < n and flags[p] & F_SEEN
+        if not in_file and p >= 0:
+            raise _missing_parent(path, i, p)
         if not in_file or state[p] == 2:  # the usual case: PyTorch numbers a parent before its children
             sel[i] = _owner(i, f, sel[p] if in_file else -1)
             state[i] = 2
@@ -552,22 +554,20 @@ def _owners(path: str, cols: _Arrays) -> array:
                 state[j] = 1
                 stack.append(p)
                 continue
-            up = sel[p] if _parent_in_file(path, j, p, flags) else -1
+            if p >= 0 and not (p < n and flags[p] & F_SEEN):
+                raise _missing_parent(path, j, p)
+            up = sel[p] if p >= 0 else -1
             sel[j] = _owner(j, flags[j], up)
             state[j] = 2
             stack.pop()
     return sel
 
 
-def _parent_in_file(path: str, node: int, p: int, flags: bytearray) -> bool:
-    """Whether ``node`` has a parent (``p``, -1 for none) in the file; a :class:`TraceFormatError`
-    when it names one that is not (its time would be counted beside its parent's)."""
-    if p < 0:
-        return False
-    if p < len(flags) and flags[p] & F_SEEN:
-        return True
-    raise _fail(path, f"node {node} names parent {p} (ctrl_deps), which the host ET does not have",
-                f"node id {node}")
+def _missing_parent(path: str, node: int, p: int) -> TraceFormatError:
+    """The error of ``node`` naming a parent ``p`` that the file does not have (its time would be
+    counted beside its parent's)."""
+    return _fail(path, f"node {node} names parent {p} (ctrl_deps), which the host ET does not have",
+                 f"node id {node}")
 
 
 def _owner(node: int, flags: int, up: int) -> int:
