@@ -17,7 +17,10 @@ data-parallel indices) is copied per block.  ``pg_name``\\ s, pipeline peers, th
 process-group node and the metadata (``rank``, coordinates, groups, workload) are rewritten, and a
 send's ``comm_src`` (a receive's ``comm_dst``), where recorded, becomes the new rank.
 
-Kept: every node, dependency, duration and size (gradients are the model's, whatever the width).
+Dropped, in a generated set: a group left with one member and the collectives on it (the
+generator makes no group of one); their dependents wait for what they waited for.
+
+Kept: every other node, dependency, duration and size (gradients are the model's, whatever the width).
 What it cannot know: collectives the old width did not need (a width of 1 has no gradient
 collective and is refused; with ``ep == dp`` there is no expert-gradient collective, and a wider
 set gets none); how a width changes the work per replica (the global batch grows with dp;
@@ -56,6 +59,9 @@ __all__ = ["ResizeDp", "ResizeWarning", "DpLayout", "replica_size", "resized_gro
 _DIMS = ("tp", "cp", "dp", "pp")
 _GROWING = ("dp", "edp")
 _BLOCKS = ("ep",)
+#: the new name of a generated set's group left with one member: no group, and its collectives
+#: are dropped (the generator issues none on a group of one)
+_ALONE = "\0alone"
 
 
 @dataclass
@@ -194,6 +200,9 @@ def resized_groups(traces: TraceSet, lay: DpLayout, dp: int) -> tuple[dict[str, 
             if source[r] in inside:
                 parts.setdefault(0 if mode == "grow" else new_coords[r]["dp"] // size, []).append(r)
         for part in parts.values():
+            if len(part) == 1 and lay.workload is not None:  # the generator makes no group of one
+                names[part[0]][old] = _ALONE
+                continue
             name = old if old in ("", "0") and len(part) == world else str(len(groups) + 1)
             if name in groups:
                 name = str(len(groups) + 1)
@@ -239,10 +248,34 @@ def _resized_rank(rank: int, src: RankTrace, lay: DpLayout, sizes: dict[str, int
     pg_text = process_groups_json(groups)
 
     def nodes() -> Iterator[Node]:
+        dropped: dict[int, tuple[list[int], list[int]]] = {}
         for n in src.editable_nodes():
+            if dropped:
+                _bypass(n, dropped)
+            if n.type == NodeType.COMM_COLL_NODE and names.get(get_str(n, "pg_name") or "") == _ALONE:
+                dropped[n.id] = (list(n.data_deps), list(n.ctrl_deps))
+                continue
             yield _rewrite(n, names, peer, pg_text, rank)
 
     return GeneratedRank(rank, _metadata(src.metadata(), rank, lay, sizes, names, new_dp), nodes, src.path)
+
+
+def _bypass(n: Node, dropped: Mapping[int, tuple[list[int], list[int]]]) -> None:
+    """``n``'s dependencies on dropped nodes replaced by theirs: a dropped node's data
+    dependencies in the field that named it, its control dependencies among ``n``'s control
+    dependencies (a dropped node's own were bypassed when it was read)."""
+    hit = [d for d in (*n.data_deps, *n.ctrl_deps) if d in dropped]
+    if not hit:
+        return
+    for field in (n.data_deps, n.ctrl_deps):
+        deps: dict[int, None] = {}
+        for d in field:
+            deps.update(dict.fromkeys(dropped[d][0] if d in dropped else (d,)))
+        if field is n.ctrl_deps:
+            for d in hit:
+                deps.update(dict.fromkeys(dropped[d][1]))
+        del field[:]
+        field.extend(deps)
 
 
 def _stride(lay: DpLayout, sizes: Mapping[str, int], dim: str) -> int:
@@ -288,8 +321,8 @@ def _metadata(meta: GlobalMetadata, rank: int, lay: DpLayout, sizes: Mapping[str
                 coords["ep"] = new_dp % int(lay.workload["ep"])
             a.string_val = json.dumps(coords, separators=(",", ":"))
         elif a.name == "parallel_groups":
-            a.string_val = json.dumps({k: names.get(v, v) for k, v in json.loads(a.string_val).items()},
-                                      separators=(",", ":"))
+            a.string_val = json.dumps({k: names.get(v, v) for k, v in json.loads(a.string_val).items()
+                                       if names.get(v) != _ALONE}, separators=(",", ":"))
         elif a.name == "workload" and lay.workload:
             a.string_val = json.dumps({**lay.workload, "dp": sizes["dp"]}, separators=(",", ":"))
     return out

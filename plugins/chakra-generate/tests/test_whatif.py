@@ -60,16 +60,31 @@ def test_resize_dp_of_the_ddp_recording_to_8_ranks(ddp, tmp_path):
     (4, 2, {"tp": 2, "pp": 2}),
     (2, 6, {"tp": 2, "pp": 2, "cp": 2, "zero": 0}),
     (4, 8, {"tp": 2, "ep": 2, "experts": 4}),
+    # the expert-gradient groups (and at dp 1 the gradient groups) are left with one member,
+    # where the generator makes no group and issues no collective: dropped
+    (4, 2, {"tp": 2, "ep": 2, "experts": 4, "moe_every": 2}),
+    (4, 2, {"ep": 2, "experts": 4, "zero": 3}),
+    (4, 1, {"tp": 2}),
 ])
 def test_resize_dp_of_a_generated_set_equals_generating_that_width(start, target, extra):
     resized = chakra.transform(chakra.generate("transformer", {**TINY, **extra, "dp": start}), "resize_dp",
                                {"dp": target})
     direct = chakra.generate("transformer", {**TINY, **extra, "dp": target})
     assert len(resized) == len(direct)
+    assert sorted(resized.process_groups.values()) == sorted(direct.process_groups.values())
     for r in direct.ranks:
         assert collectives(resized, r) == collectives(direct, r)
         assert peers(resized, r) == peers(direct, r)
+        assert _groups_of(resized, r) == _groups_of(direct, r)
     assert chakra.validate(resized).ok
+
+
+def _groups_of(traces, rank):
+    """The members of each kind of group a generated rank's metadata names."""
+    import json
+
+    named = [json.loads(a.string_val) for a in traces[rank].metadata().attr if a.name == "parallel_groups"]
+    return [{kind: traces.group_members(name) for kind, name in groups.items()} for groups in named]
 
 
 def test_resize_dp_of_the_p2p_recording_writes_own_endpoints(tmp_path):
