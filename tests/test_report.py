@@ -49,6 +49,34 @@ def test_report_json_breakdown_and_critical_path(ddp_report):
     w = d["what_if"][0]
     assert w["target"] == "compute" and w["estimated_finish_ns"] < d["finish_ns"]
     assert 0 < w["resimulated_finish_ns"] < d["finish_ns"]
+    # the re-simulated compute of all ranks against the replayed durations of the set the
+    # `scale` transform writes: as the factor asked for, so no note
+    halved = chakra.transform(str(DDP), "scale", {"compute_speedup": 2})
+    before = sum(compute_ns(traces, r) for r in traces.ranks)
+    after = sum(compute_ns(halved, r) for r in halved.ranks)
+    assert w["resimulated_factor"] == round(before / after, 4) and abs(before / after - 2) < 0.1
+    assert "note" not in w
+
+
+def test_a_what_if_the_re_simulation_cannot_apply_is_said(chakra_cli):
+    """comm x2 on the DDP recording: nearly all of its communication is broadcasts, which the
+    simulator replays from their recorded durations whatever their size, so halving the sizes
+    leaves it as it was; the report printed the re-simulated step beside the estimate without a
+    word. Compute x2 on a generated set whose compute nodes last 1 us each (the least a duration
+    scales to) leaves compute as it was too."""
+    code, out, err = chakra_cli("report", DDP, "--what-if", "comm=2", "--json")
+    assert code == 0, err
+    w = json.loads(out)["what_if"][0]
+    assert w["resimulated_with"] == "scale comm_scale=0.5" and 1 <= w["resimulated_factor"] < 1.005
+    assert w["note"].startswith("the re-simulation left comm as it was, not x2 faster: scale divides "
+                                "communication sizes")
+    tiny = chakra.generate("transformer", {"layers": 1, "hidden": 64, "heads": 4, "seq": 32, "vocab": 128,
+                                           "micro_batches": 1, "tp": 2})
+    assert {n.duration_micros for r in tiny.ranks for n in tiny[r].nodes() if n.type == NodeType.COMP_NODE} == {1}
+    w = chakra.report(tiny, what_if=["compute=2"]).data["what_if"][0]
+    assert w["resimulated_factor"] == 1.0 and w["resimulated_change_ns"] == 0
+    assert w["note"].startswith("the re-simulation left compute as it was, not x2 faster: scale divides "
+                                "compute durations (to no less than 1 us each)")
 
 
 def test_replayed_broadcasts_count_their_bytes_and_give_no_bandwidth(chakra_cli):

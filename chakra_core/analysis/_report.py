@@ -106,7 +106,7 @@ def analyse(spans: Spans, *, what_if: Sequence[str] | None = None, top: int = 20
             source: Mapping[str, Any] | None = None, resimulate: Any = None,
             groups: Mapping[str, Sequence[int]] | None = None) -> Report:
     """Build a :class:`Report` from ``spans``; ``resimulate(option, factor)`` (or None) returns
-    the finish time (ns) of a re-simulation with the ``scale`` transform option set; ``groups``
+    the finish time (ns) and the spans of a re-simulation with the ``scale`` transform option set; ``groups``
     (the trace set's process groups, when at hand) gives each collective group's members."""
     from chakra_core.analysis._breakdown import breakdown
     from chakra_core.analysis._critical import critical_path
@@ -148,7 +148,7 @@ def analyse(spans: Spans, *, what_if: Sequence[str] | None = None, top: int = 20
         "collectives": _with_shapes(collectives(spans), group_shapes(spans, groups)),
         "memory": memory_traffic(spans),
         "critical_path": cp.to_dict(spans),
-        "what_if": [_what_if(spans, cp, finish, kind, target, factor, resimulate)
+        "what_if": [_what_if(spans, cp, totals, kind, target, factor, resimulate)
                     for kind, target, factor in parse_what_if(what_if)],
     }
     return Report(data, spans)
@@ -172,8 +172,20 @@ def _with_shapes(rows: list[dict[str, Any]], shapes: dict[str, dict[str, Any]]) 
     return rows
 
 
-def _what_if(spans: Spans, cp: Any, finish: int, kind: str, target: str, factor: float,
+#: the breakdown total each target the ``scale`` transform scales is timed by
+_TARGET_TOTAL = {"compute": "compute_ns", "comm": "comm_ns", "memory": "mem_ns"}
+#: what the ``scale`` option of each target changes, and what does not follow it
+_SCALES = {"compute_speedup": "scale divides compute durations (to no less than 1 us each), which a compute "
+                              "model other than replay does not read",
+           "comm_scale": "scale divides communication sizes, which per-message latency, collectives that "
+                         "replay a recorded duration and comm=replay do not follow",
+           "memory_scale": "scale divides memory sizes, which a memory that replays recorded durations does "
+                           "not follow"}
+
+
+def _what_if(spans: Spans, cp: Any, totals: Mapping[str, int], kind: str, target: str, factor: float,
              resimulate: Any) -> dict[str, Any]:
+    finish = totals["finish_ns"]
     if kind == "kind":
         on_path = cp.weighted_ns(spans, kinds=_TARGETS[target][0])
     else:
@@ -186,14 +198,35 @@ def _what_if(spans: Spans, cp: Any, finish: int, kind: str, target: str, factor:
     option = _TARGETS[target][1] if kind == "kind" else None
     if resimulate is not None and option is not None:
         value = factor if option == "compute_speedup" else 1 / factor
-        sim = resimulate(option, value)
+        sim, sim_spans = resimulate(option, value)
         out.update(resimulated_finish_ns=sim, resimulated_change_ns=sim - finish,
                    resimulated_with=f"scale {option}={value:g}")
+        out.update(_achieved(totals, sim_spans, target, factor, option))
     elif resimulate is not None:
         out["resimulated_with"] = None
         out["note"] = "no transform scales this target alone: estimate only"
     if kind == "name" and target not in spans.names:
         out["note"] = f"no operation is named {target!r}: nothing to scale (names are exact; see top_operators)"
+    return out
+
+
+def _achieved(totals: Mapping[str, int], sim_spans: Spans, target: str, factor: float,
+              option: str) -> dict[str, Any]:
+    """``resimulated_factor``: how many times less of the target's time (all ranks) the
+    re-simulation took, and a note when it is not the factor asked for (within 5%)."""
+    from chakra_core.analysis._breakdown import breakdown
+
+    key = _TARGET_TOTAL[target]
+    before = totals[key]
+    after = sum(int(r.get(key, 0)) for r in breakdown(sim_spans, range(sim_spans.nranks)))
+    if not before or not after:
+        return {}
+    got = before / after
+    out: dict[str, Any] = {"resimulated_factor": round(got, 4)}
+    if abs(got / factor - 1) > 0.05:
+        did = (f"left {target} as it was" if abs(got - 1) < 0.005
+               else f"made {target} x{got:.2f} faster in all")
+        out["note"] = f"the re-simulation {did}, not x{factor:g} faster: {_SCALES[option]}"
     return out
 
 

@@ -66,11 +66,13 @@ def report(inputs: Any = None, *, result: str | os.PathLike | None = None, backe
         groups = traces.process_groups
     resim = None
     if inputs is not None and what_if:
-        def resim(option: str, value: float) -> int:
+        def resim(option: str, value: float) -> tuple[int, Spans]:
             scaled = transform(inputs, "scale", {option: value}, format=format, input_options=input_options,
                                host=host)
             kw = dict(sim_kwargs, format=None, input_options=None)
-            return int(_simulate_with_spans(scaled, backend, kw, keep=False)[0].summary["finish_ns"])
+            res = _simulate_with_spans(scaled, backend, kw)[0]
+            assert res.spans is not None  # kept, or an error
+            return int(res.summary["finish_ns"]), res.spans
     if groups is None and inputs is not None:
         traces = _input_pipeline(inputs, format, input_options, host).load()
         check_run_of(traces, spans, str(result))
