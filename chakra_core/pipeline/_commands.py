@@ -166,16 +166,34 @@ def _route_options(names: Sequence[str], impls: Sequence[Any],
     out: list[dict[str, Any]] = [{} for _ in names]
     for key, value in (options or {}).items():
         owner, dot, plain = key.rpartition(".")
-        if dot and owner in names:
-            out[names.index(owner)][plain] = value
+        at = _instance(owner, names, key) if dot else None
+        if at is not None:
+            out[at][plain] = value
             continue
         takers = [i for i, impl in enumerate(impls) if key in (impl.options or {})]
         if len(takers) != 1:
             which = "none of" if not takers else "several of"
+            one_name = len({names[i] for i in takers}) == 1
+            named = f"NAME#K.{key}={value} (the K-th NAME)" if one_name else f"NAME.{key}={value}"
             raise ConfigError(f"option {key!r} is declared by {which} the transforms {', '.join(names)}; "
-                              f"name the transform: NAME.{key}={value}")
+                              f"name the transform: {named}")
         out[takers[0]][key] = value
     return out
+
+
+def _instance(owner: str, names: Sequence[str], key: str) -> int | None:
+    """The index of the transform ``owner`` names: ``NAME`` (the first of that name) or
+    ``NAME#K`` (the K-th, from 1); None when it names none (the key is then a plain key)."""
+    if owner in names:
+        return names.index(owner)
+    name, hash_, k = owner.rpartition("#")
+    if not hash_ or name not in names:
+        return None
+    places = [i for i, n in enumerate(names) if n == name]
+    if not (k.isdigit() and 1 <= int(k) <= len(places)):
+        raise ConfigError(f"option {key!r}: {name!r} is given {len(places)} time(s): K in {name}#K from 1 "
+                          f"to {len(places)}")
+    return places[int(k) - 1]
 
 
 def _written(traces: TraceSet, output: str | os.PathLike | None, gzip: bool, validate: bool) -> TraceSet:
