@@ -146,6 +146,18 @@ def test_diff_of_a_set_and_its_2x_compute_copy(tmp_path, chakra_cli):
     assert json.loads(out)["metrics"]["compute_ns"] == m
 
 
+def test_diff_counts_the_spans_of_every_rank_as_its_totals_do():
+    """The DDP set against itself resized to 4 ranks (two copies of each rank): the symmetric
+    run keeps one rank's spans per class, and `spans` stayed at 172 against 172 beside totals
+    that double; counted for every rank a span stands for, it doubles too."""
+    traces = chakra.load_traces(str(DDP))
+    wide = chakra.transform(traces, "resize_dp", {"dp": 4})
+    nodes = sum(sum(1 for n in traces[r].nodes() if n.type == NodeType.COMP_NODE) for r in traces.ranks)
+    d = chakra.diff(traces, wide).to_dict()["metrics"]
+    assert d["compute_ns"]["ratio"] == 2.0 and d["spans"]["ratio"] == 2.0
+    assert d["spans"]["a"] >= nodes  # a span per node of each rank, compute ones included
+
+
 def test_report_cli_on_a_result_and_errors(tmp_path, chakra_cli):
     chakra.simulate(str(DDP), options={"spans": True}, output=tmp_path / "r")
     code, out, err = chakra_cli("report", "--result", tmp_path / "r" / "result.json", "--json")

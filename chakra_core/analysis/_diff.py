@@ -5,8 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from chakra_core.analysis._report import Report, read_result
 from chakra_core.analysis._report_text import source_notes
+from chakra_core.analysis._spans import Spans
 from chakra_core.base._errors import TraceFormatError
 
 __all__ = ["Diff", "rows_report"]
@@ -57,7 +60,7 @@ def _compare(a: Report, b: Report) -> dict[str, Any]:
                                                       sum(c[key] for c in db["collectives"]))
     if a.spans is not None and b.spans is not None:
         metrics["memory.bytes"] = _metric(da["memory"]["bytes"], db["memory"]["bytes"])
-        metrics["spans"] = _metric(da["spans"], db["spans"])
+        metrics["spans"] = _metric(_every_rank(a.spans), _every_rank(b.spans))
     metrics["stragglers"] = _metric(len(da["stragglers"]), len(db["stragglers"]))
     ops = _operators(a, b) if a.spans is not None and b.spans is not None else []
     notes = [f"{side}: no spans in {d['source'].get('result')}: its totals come from the result's rows "
@@ -66,6 +69,13 @@ def _compare(a: Report, b: Report) -> dict[str, Any]:
     return {"time_unit": "ns", "a": {"source": da["source"], "finish_ns": da["finish_ns"]},
             "b": {"source": db["source"], "finish_ns": db["finish_ns"]}, "metrics": metrics, "operators": ops,
             "notes": notes}
+
+
+def _every_rank(spans: Spans) -> int:
+    """The spans counted for every rank they stand for (a symmetric run keeps one rank's spans
+    for its class), as the totals beside them count every rank."""
+    counts = np.bincount(spans.rank) if len(spans) else np.zeros(0, np.int64)
+    return sum(int(c) * len(spans.stands_for(r)) for r, c in enumerate(counts.tolist()) if c)
 
 
 def _operators(a: Report, b: Report) -> list[dict[str, Any]]:
