@@ -22,10 +22,17 @@ DDP = ROOT / "plugins/chakra-pytorch/tests/data/ddp"
 SYSTEM = ROOT / "examples/system/any_size.yaml"
 
 
-def compute_ns(traces, rank, factor=1):
+def compute_ns(traces, rank, factor=1, gaps=True):
     """What the replayed compute of ``rank`` takes: its COMP nodes' durations (CPU ops, one at a
-    time), each at least 1 ns."""
-    return sum(max(n.duration_micros * 1000 * factor, 1) for n in traces[rank].nodes() if n.type == NodeType.COMP_NODE)
+    time), each at least 1 ns; the idle gaps (``[idle]``, which the `scale` transform leaves as
+    they are) not multiplied by ``factor``, or left out without ``gaps``."""
+    return sum(max(n.duration_micros * 1000 * (1 if idle(n) else factor), 1) for n in traces[rank].nodes()
+               if n.type == NodeType.COMP_NODE and (gaps or not idle(n)))
+
+
+def idle(n):
+    """An idle gap of the PyTorch input: no compute."""
+    return n.name == "[idle]" and chakra.get_attr(n, "idle") is True
 
 
 @pytest.fixture(scope="module")
@@ -52,8 +59,8 @@ def test_report_json_breakdown_and_critical_path(ddp_report):
     # the re-simulated compute of all ranks against the replayed durations of the set the
     # `scale` transform writes: as the factor asked for, so no note
     halved = chakra.transform(str(DDP), "scale", {"compute_speedup": 2})
-    before = sum(compute_ns(traces, r) for r in traces.ranks)
-    after = sum(compute_ns(halved, r) for r in halved.ranks)
+    before = sum(compute_ns(traces, r, gaps=False) for r in traces.ranks)
+    after = sum(compute_ns(halved, r, gaps=False) for r in halved.ranks)
     assert w["resimulated_factor"] == round(before / after, 4) and abs(before / after - 2) < 0.1
     assert "note" not in w
 
@@ -123,7 +130,7 @@ def test_injected_straggler_is_reported():
     d = chakra.report(slowed).to_dict()
     found = [s for s in d["stragglers"] if s["rank"] == 0 and s["metric"] == "compute_ns"]
     assert found, d["stragglers"]
-    assert found[0]["excess_ns"] == compute_ns(traces, 0, 3) - compute_ns(traces, 1)
+    assert found[0]["excess_ns"] == compute_ns(slowed, 0) - compute_ns(traces, 1)
     assert not any(s["rank"] == 1 for s in d["stragglers"])
     # the peer waits for the slow rank at the all-reduces: skew on the critical path
     assert d["critical_path"]["ns_by_category"]["skew_ns"] > 0
@@ -136,7 +143,7 @@ def test_diff_of_a_set_and_its_2x_compute_copy(tmp_path, chakra_cli):
     m = d["metrics"]["compute_ns"]
     assert m["a"] == compute_ns(traces, 0) + compute_ns(traces, 1)
     assert m["b"] == compute_ns(traces, 0, 2) + compute_ns(traces, 1, 2)
-    assert m["ratio"] == pytest.approx(2.0, rel=1e-4) and m["delta"] == m["b"] - m["a"]
+    assert m["delta"] == m["b"] - m["a"] > 0
     assert d["metrics"]["finish_ns"]["b"] > d["metrics"]["finish_ns"]["a"]
     # the CLI on two result.json files written with their spans gives the same numbers
     for name, ts in (("a", traces), ("b", scaled)):

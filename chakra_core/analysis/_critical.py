@@ -76,14 +76,17 @@ class CriticalPath:
         return [{"name": spans.names[nm], "kind": SPAN_KINDS[k], "category": PATH_CATEGORIES[c], "ns": v,
                  "segments": m} for nm, k, c, v, m in cols]
 
-    def weighted_ns(self, spans: Spans, kinds: tuple[str, ...] = (), names: tuple[str, ...] = ()) -> int:
-        """Time (ns) of the path in spans of the given kinds or names (skew time excluded)."""
+    def weighted_ns(self, spans: Spans, kinds: tuple[str, ...] = (), names: tuple[str, ...] = (),
+                    but: tuple[str, ...] = ()) -> int:
+        """Time (ns) of the path in spans of the given kinds or names, less those named in ``but``
+        (skew time excluded)."""
         has = (self.span >= 0) & (self.category != _SKEW)
         idx = self.span[has]
         sel = np.isin(spans.kind[idx], [SPAN_KINDS.index(k) for k in kinds])
         if names:
-            wanted = [i for i, nm in enumerate(spans.names) if nm in set(names)]
-            sel |= np.isin(spans.name[idx], wanted)
+            sel |= np.isin(spans.name[idx], _name_indices(spans, names))
+        if but:
+            sel &= ~np.isin(spans.name[idx], _name_indices(spans, but))
         return int((self.end_ns - self.start_ns)[has][sel].sum())
 
     def to_dict(self, spans: Spans, limit: int = 200) -> dict[str, Any]:
@@ -136,6 +139,12 @@ def _same_names(spans: Spans, name: np.ndarray) -> np.ndarray:
     if len(first) == len(used):  # no two of them name the same string
         return name.astype(np.int64)
     return np.asarray(canon, np.int64)[np.searchsorted(used, name)]
+
+
+def _name_indices(spans: Spans, names: tuple[str, ...]) -> list[int]:
+    """The indices of ``names`` in the spans' name table."""
+    wanted = set(names)
+    return [i for i, nm in enumerate(spans.names) if nm in wanted]
 
 
 def _node_dicts(spans: Spans, span: np.ndarray, path_ns: np.ndarray) -> list[dict[str, Any]]:

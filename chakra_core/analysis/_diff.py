@@ -5,8 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from chakra_core.analysis._report import Report, read_result
 from chakra_core.analysis._report_text import source_notes
 from chakra_core.analysis._spans import Spans
@@ -74,8 +72,7 @@ def _compare(a: Report, b: Report) -> dict[str, Any]:
 def _every_rank(spans: Spans) -> int:
     """The spans counted for every rank they stand for (a symmetric run keeps one rank's spans
     for its class), as the totals beside them count every rank."""
-    counts = np.bincount(spans.rank) if len(spans) else np.zeros(0, np.int64)
-    return sum(int(c) * len(spans.stands_for(r)) for r, c in enumerate(counts.tolist()) if c)
+    return int(spans.weights()[spans.rank].sum())
 
 
 def _operators(a: Report, b: Report) -> list[dict[str, Any]]:

@@ -20,6 +20,7 @@ from chakra_core.base._errors import ConfigError, TraceFormatError
 from chakra_core.base._inputguard import note_inputs
 from chakra_core.trace._columns import node_columns
 from chakra_core.trace._graph import positions_of
+from chakra_core.trace._selection import IDLE_NAME
 from chakra_core.trace._traceset import TraceSet
 
 __all__ = ["Report", "analyse", "spans_of_result", "read_result", "parse_what_if", "check_run_of"]
@@ -148,7 +149,7 @@ def analyse(spans: Spans, *, what_if: Sequence[str] | None = None, top: int = 20
         "collectives": _with_shapes(collectives(spans), group_shapes(spans, groups)),
         "memory": memory_traffic(spans),
         "critical_path": cp.to_dict(spans),
-        "what_if": [_what_if(spans, cp, totals, kind, target, factor, resimulate)
+        "what_if": [_what_if(spans, cp, finish, kind, target, factor, resimulate)
                     for kind, target, factor in parse_what_if(what_if)],
     }
     return Report(data, spans)
@@ -172,8 +173,9 @@ def _with_shapes(rows: list[dict[str, Any]], shapes: dict[str, dict[str, Any]]) 
     return rows
 
 
-#: the breakdown total each target the ``scale`` transform scales is timed by
-_TARGET_TOTAL = {"compute": "compute_ns", "comm": "comm_ns", "memory": "mem_ns"}
+#: the targets whose time leaves out idle gaps (the ``[idle]`` nodes, not compute: the ``scale``
+#: transform's selection leaves them out too)
+_NO_GAPS = ("compute", "accelerator", "cpu")
 #: what the ``scale`` option of each target changes, and what does not follow it
 _SCALES = {"compute_speedup": "scale divides compute durations (to no less than 1 us each), which a compute "
                               "model other than replay does not read",
@@ -183,11 +185,10 @@ _SCALES = {"compute_speedup": "scale divides compute durations (to no less than 
                            "not follow"}
 
 
-def _what_if(spans: Spans, cp: Any, totals: Mapping[str, int], kind: str, target: str, factor: float,
+def _what_if(spans: Spans, cp: Any, finish: int, kind: str, target: str, factor: float,
              resimulate: Any) -> dict[str, Any]:
-    finish = totals["finish_ns"]
     if kind == "kind":
-        on_path = cp.weighted_ns(spans, kinds=_TARGETS[target][0])
+        on_path = cp.weighted_ns(spans, kinds=_TARGETS[target][0], but=_gaps(target))
     else:
         on_path = cp.weighted_ns(spans, names=(target,))
     saved = int(round(on_path * (1 - 1 / factor)))
@@ -201,7 +202,7 @@ def _what_if(spans: Spans, cp: Any, totals: Mapping[str, int], kind: str, target
         sim, sim_spans = resimulate(option, value)
         out.update(resimulated_finish_ns=sim, resimulated_change_ns=sim - finish,
                    resimulated_with=f"scale {option}={value:g}")
-        out.update(_achieved(totals, sim_spans, target, factor, option))
+        out.update(_achieved(spans, sim_spans, target, factor, option))
     elif resimulate is not None:
         out["resimulated_with"] = None
         out["note"] = "no transform scales this target alone: estimate only"
@@ -210,15 +211,24 @@ def _what_if(spans: Spans, cp: Any, totals: Mapping[str, int], kind: str, target
     return out
 
 
-def _achieved(totals: Mapping[str, int], sim_spans: Spans, target: str, factor: float,
-              option: str) -> dict[str, Any]:
+def _gaps(target: str) -> tuple[str, ...]:
+    """The span names a target's time leaves out: the idle gaps, for the compute targets."""
+    return (IDLE_NAME,) if target in _NO_GAPS else ()
+
+
+def _target_ns(spans: Spans, target: str) -> int:
+    """The time of ``target``'s spans, each counted for every rank it stands for."""
+    sel = np.isin(spans.kind, [SPAN_KINDS.index(k) for k in _TARGETS[target][0]])
+    gaps = [i for i, nm in enumerate(spans.names) if nm in _gaps(target)]
+    if gaps:
+        sel &= ~np.isin(spans.name, gaps)
+    return int((spans.dur_ns[sel] * spans.weights()[spans.rank[sel]]).sum())
+
+
+def _achieved(spans: Spans, sim_spans: Spans, target: str, factor: float, option: str) -> dict[str, Any]:
     """``resimulated_factor``: how many times less of the target's time (all ranks) the
     re-simulation took, and a note when it is not the factor asked for (within 5%)."""
-    from chakra_core.analysis._breakdown import breakdown
-
-    key = _TARGET_TOTAL[target]
-    before = totals[key]
-    after = sum(int(r.get(key, 0)) for r in breakdown(sim_spans, range(sim_spans.nranks)))
+    before, after = _target_ns(spans, target), _target_ns(sim_spans, target)
     if not before or not after:
         return {}
     got = before / after

@@ -125,6 +125,13 @@ class Spans:
         """The ranks whose times the spans of ``rank`` give (itself without symmetry)."""
         return self.ranks_of.get(rank, [rank])
 
+    def weights(self) -> np.ndarray:
+        """Per rank (by index), how many ranks its spans stand for (1 without symmetry)."""
+        out = np.ones(max(self.nranks, int(self.rank.max()) + 1 if len(self) else 0), np.int64)
+        for r, stood in self.ranks_of.items():
+            out[r] = len(stood)
+        return out
+
     def name_of(self, i: int) -> str:
         """The name of span ``i``."""
         return self.names[self.name[i]]

@@ -4,8 +4,11 @@ Declared once (:data:`SELECTION_OPTIONS`) and read once (:func:`node_selection`)
 what-if transform selects nodes the same way:
 
 - ``kinds``: any of ``compute``, ``communication`` (collectives, sends, receives), ``memory``
-  (loads, stores), ``cpu``, ``accelerator``; the first three pick node types, the last two pick by
-  the node's ``is_cpu_op``; an empty list (the default) means every node;
+  (loads, stores), ``cpu``, ``accelerator``, ``idle``; the first three pick node types, the next
+  two pick by the node's ``is_cpu_op``; an empty list (the default) means every node.  An idle
+  gap (a COMP node named ``[idle]`` with ``idle`` true: the time between a thread's or a
+  device's recorded operations, as the PyTorch and JAX inputs write it) is no compute: only
+  ``idle`` selects it;
 - ``names``: a regular expression searched in the node's name;
 - ``ranks``: rank numbers or ``"a-b"`` ranges (inclusive).
 """
@@ -24,7 +27,9 @@ from chakra_core.trace._attrs import get_bool
 __all__ = ["SELECTION_OPTIONS", "NODE_KINDS", "node_selection", "parse_ranks"]
 
 #: what ``kinds`` may name
-NODE_KINDS = ("compute", "communication", "memory", "cpu", "accelerator")
+NODE_KINDS = ("compute", "communication", "memory", "cpu", "accelerator", "idle")
+#: the name of an idle gap (with the attribute ``idle`` true)
+IDLE_NAME = "[idle]"
 _TYPES = {
     "compute": {NodeType.COMP_NODE},
     "communication": {NodeType.COMM_COLL_NODE, NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE},
@@ -70,8 +75,10 @@ def node_selection(options: Mapping[str, Any], owner: str,
     for k in kinds:
         if k not in NODE_KINDS:
             raise ConfigError(f"{owner}: kinds: {k!r} is not one of {', '.join(NODE_KINDS)}")
-    types = set().union(*(_TYPES[k] for k in kinds if k in _TYPES)) or None
-    where = {k for k in kinds if k in ("cpu", "accelerator")}
+    idle = "idle" in kinds
+    rest = [k for k in kinds if k != "idle"]
+    types = set().union(*(_TYPES[k] for k in rest if k in _TYPES)) or None
+    where = {k for k in rest if k in ("cpu", "accelerator")}
     cpu_only = where == {"cpu"}
     accel_only = where == {"accelerator"}
     try:
@@ -85,6 +92,10 @@ def node_selection(options: Mapping[str, Any], owner: str,
 
     def selected(rank: int, node: Node) -> bool:
         if ranks is not None and rank not in ranks:
+            return False
+        if node.name == IDLE_NAME and get_bool(node, "idle", False):
+            return idle and (pattern is None or pattern.search(node.name) is not None)
+        if idle and not rest:
             return False
         if types is not None and node.type not in types:
             return False

@@ -160,13 +160,20 @@ def test_resize_dp_refuses_a_width_that_breaks_expert_groups():
         chakra.transform(traces, "resize_dp", {"dp": 3})
 
 
+def _gap(n):
+    """An idle gap of the PyTorch input (no compute: only kinds=idle selects it)."""
+    return n.name == "[idle]" and get_attr(n, "idle") is True
+
+
 def test_straggler_multiplies_one_ranks_compute(ddp):
     before = chakra.open_traceset(str(ddp))
     after = chakra.transform(str(ddp), "straggler", {"ranks": [1], "factor": 3})
     for r in (0, 1):
-        old = [n.duration_micros for n in before[r].nodes() if n.type == NodeType.COMP_NODE]
+        old = [(n.duration_micros, _gap(n)) for n in before[r].nodes() if n.type == NodeType.COMP_NODE]
         new = [n.duration_micros for n in after[r].nodes() if n.type == NodeType.COMP_NODE]
-        assert new == ([max(1, round(d * 3)) if d else 0 for d in old] if r == 1 else old)
+        assert new == ([max(1, round(d * 3)) if d and not gap else d for d, gap in old] if r == 1
+                       else [d for d, _ in old])
+    assert sum(gap for _, gap in old) > 10  # the recording's idle gaps, kept as recorded
     slow = chakra.simulate(after).summary["finish_ns"]
     assert slow > chakra.simulate(before).summary["finish_ns"]
 
@@ -188,9 +195,22 @@ def test_retime_of_a_recording_scales_by_the_peaks(ddp):
     before = chakra.open_traceset(str(ddp))
     after = chakra.transform(str(ddp), "retime", {"device": "h100", "from_device": "a100", "dtype": "fp32"})
     ratio = 19.5 / 66.9
-    old = [n.duration_micros for n in before[0].nodes() if n.type == NodeType.COMP_NODE]
+    old = [(n.duration_micros, _gap(n)) for n in before[0].nodes() if n.type == NodeType.COMP_NODE]
     new = [n.duration_micros for n in after[0].nodes() if n.type == NodeType.COMP_NODE]
-    assert new == [max(1, round(d * ratio)) if d else 0 for d in old]
+    # an idle gap is no compute of the device (retime scaled the gaps too, by 66.9/19.5)
+    assert new == [max(1, round(d * ratio)) if d and not gap else d for d, gap in old]
+
+
+def test_idle_gaps_are_selected_by_kind_idle_alone(ddp):
+    before = chakra.open_traceset(str(ddp))
+    for kinds, gaps, compute in ((["idle"], True, False), (["compute", "idle"], True, True), ([], False, True),
+                                 (["accelerator"], False, True), (["compute"], False, True)):
+        after = chakra.transform(str(ddp), "scale", {"compute_speedup": 2, "kinds": kinds})
+        for old, new in zip(before[0].nodes(), after[0].nodes()):
+            if old.type != NodeType.COMP_NODE or old.duration_micros < 2:
+                continue
+            hit = gaps if _gap(old) else compute and (kinds != ["accelerator"] or not get_attr(old, "is_cpu_op"))
+            assert new.duration_micros == (round(old.duration_micros / 2) if hit else old.duration_micros), kinds
 
 
 def test_scale_selects_by_kind_name_and_rank(ddp):
