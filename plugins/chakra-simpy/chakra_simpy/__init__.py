@@ -23,6 +23,7 @@ module                             what it holds
 ``network``                        links shared by messages (congestion-aware mode)
 ``collectives``                    matching collectives by issue order per group, and their timing
 ``replayed``                       collectives replaying their recorded duration: note, summary rows
+``parts``                          the parts of a collective on fewer dimensions than its group
 ``collective_context``             what the collective code sees of the simulation, and its tally
 ``lockstep``                       collectives in lockstep: a flow shop of chunk phases
 ``member_phases``                  per-member phases of a collective not in lockstep (cached)

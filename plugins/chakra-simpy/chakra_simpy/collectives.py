@@ -28,6 +28,7 @@ from .lockstep import FlowShop
 from .member_phases import MemberPhases
 from .member_timing import FinishPlans
 from .message_run import MessageRun
+from .parts import PartMap, Parts, part_map
 from .planner import KIND_NAME, PlannedPhase
 from .program import ASTRA_KIND, COMM_NAME
 
@@ -54,7 +55,7 @@ class Instance:
     ``(actor, node, issue time)``), its plan and its progress."""
 
     __slots__ = ("key", "args", "members", "actor_ids", "arrived", "last", "start", "n", "phases",
-                 "per_member", "done", "actors", "batches", "run")
+                 "per_member", "done", "actors", "batches", "run", "parts", "parent")
 
     def __init__(self, key: tuple[str, int], args: CollectiveArgs, members: tuple[int, ...], actor_ids: set[int]):
         self.key = key
@@ -71,6 +72,10 @@ class Instance:
         self.actors: list[Actor] = []
         self.batches = 0
         self.run: MessageRun | None = None
+        #: the parts of a collective left to fewer dimensions than its group (:mod:`parts`)
+        self.parts: Parts | None = None
+        #: the collective whose parts this instance times (None: a whole collective)
+        self.parent: Instance | None = None
 
 
 class Collectives:
@@ -97,6 +102,8 @@ class Collectives:
         self.tree_count: dict[int, int] = {}
         #: :func:`chunk_phases.tree_visits` of each per-member list timed so far
         self.visits: dict[tuple[PhaseSpec, ...], dict[int, int]] = {}
+        #: the parts of collectives over all ranks, per set of dimensions used (:mod:`parts`)
+        self.part_maps: dict[frozenset[int], PartMap | None] = {}
         self.custom: dict[int, CustomCollective] = {_CUSTOM_KIND[k]: CustomCollective(k, prefix, ctx.sd, ctx.planner)
                        for k, prefix in ctx.sd.custom_implementations.items()}
 
@@ -125,8 +132,16 @@ class Collectives:
         inst.last = (a.index, i)
         if inst.run is not None:
             inst.run.issue(a.index)
-        if len(inst.arrived) == len(inst.actor_ids):
+        last = len(inst.arrived) == len(inst.actor_ids)
+        if last:
             del self.open[key]
+            inst.start = now
+        if inst.parts is not None:
+            done = inst.parts.arrive(a.ranks)
+            if done and not inst.parts.all_at_once(done):
+                self._start_parts(inst, done, now)
+                return
+        if last:
             self._start(inst, now)
 
     def _open(self, a: Actor, i: int, key: tuple[str, int], args: CollectiveArgs) -> Instance:
@@ -185,6 +200,18 @@ class Collectives:
             inst.per_member = inst.per_member * 2 if inst.per_member else inst.per_member
         if ctx.network is not None and inst.n:
             self._plan_messages(inst, kind, size)
+        elif members is None and inst.per_member and ct not in self.custom and not tree_visits(inst.per_member):
+            pm = self._parts_of(inst.per_member)
+            if pm is not None:
+                inst.parts = Parts(pm)
+
+    def _parts_of(self, specs: list[PhaseSpec]) -> PartMap | None:
+        """The parts of a collective over all ranks with per-member phases ``specs`` (None: one
+        part), remembered per set of dimensions used."""
+        used = frozenset(s.dim for s in specs if s.dim is not None)
+        if used not in self.part_maps:
+            self.part_maps[used] = part_map(self.ctx.sd, used)
+        return self.part_maps[used]
 
     def _plan_messages(self, inst: Instance, kind: str, size: int) -> None:
         """Congestion-aware: run ``inst`` message by message, unless it is a one* collective on
@@ -239,15 +266,44 @@ class Collectives:
                 return
         self.flow.run(inst)
 
+    def _start_parts(self, inst: Instance, done: list[int], now: int) -> None:
+        """The parts ``done`` of ``inst`` (not all of its parts) were completed now: time them
+        as an instance of their members (:mod:`parts`)."""
+        ctx = self.ctx
+        parts = inst.parts
+        assert parts is not None
+        ranks = [r for p in done for r in parts.map.ranks[p]]
+        ids = {ctx.rank_actor[r] for r in ranks}
+        for ai in ids:
+            if not parts.complete(ctx.actors[ai].ranks):
+                raise SymmetryBroken(f"ranks simulated as rank {ctx.actors[ai].rank} finish the parts of collective "
+                                     f"#{inst.key[1] + 1} of group {inst.key[0] or 'all'!r} at different times")
+        sub = Instance(inst.key, inst.args, inst.members, ids)
+        sub.arrived = {ai: v for ai, v in inst.arrived.items() if ai in ids}
+        sub.n, sub.phases, sub.per_member, sub.parent = inst.n, inst.phases, inst.per_member, inst
+        parts.sync_wait = max(parts.sync_wait, max(now - v[2] for v in sub.arrived.values()))
+        sub.start = now
+        sub.actors = [v[0] for v in sub.arrived.values()]
+        specs = inst.per_member
+        assert specs is not None  # a split collective has its per-member phases
+        times = self._per_rank(sub, specs, {})
+        if times is None:
+            self.flow.run(sub)
+        else:
+            self._finish_per_rank(sub, times, now)
+
     def _per_rank(self, inst: Instance, specs: list[PhaseSpec], bases: dict[int, int]) -> dict[int, int] | None:
         """Finish time per actor of a collective whose members do not move in lockstep; None
-        when the closed form is exact or the collective is too large to time per rank."""
+        when the closed form is exact or the collective is too large to time per rank.  The
+        ranks of actors not in ``inst`` (the other parts of a split collective, which exchange
+        nothing with its own) are taken as issuing it now."""
         ctx = self.ctx
         arrived = {a.index: t for a, _i, t in inst.arrived.values()}
         if self.member_phases.lockstep(specs, inst.members, bases, len(set(arrived.values())) == 1):
             return None
         ranks = list(inst.members) if specs[0].dim is None else list(range(ctx.planner.total))
-        issue = [arrived[ctx.rank_actor[r]] for r in ranks]
+        now = int(ctx.env.now)
+        issue = [arrived.get(ctx.rank_actor[r], now) for r in ranks]
         phases, work = self.member_phases.build(specs, ranks, bases, inst.n)
         if work > ctx.stagger_limit:
             self.tally.approximated += 1
@@ -256,6 +312,8 @@ class Collectives:
         out: dict[int, int] = {}
         for r, t in zip(ranks, fin):
             ai = ctx.rank_actor[r]
+            if ai not in arrived:
+                continue
             if out.setdefault(ai, t) != t:
                 raise SymmetryBroken(f"ranks simulated as rank {ctx.actors[ai].rank} finish collective "
                                      f"#{inst.key[1] + 1} of group {inst.key[0] or 'all'!r} at different times")
@@ -327,6 +385,13 @@ class Collectives:
             self.ctx.end_node(a, i)
 
     def _record(self, inst: Instance, now: int) -> None:
+        parent = inst.parent
+        if parent is not None:  # some parts of a split collective: the whole is recorded with its last
+            assert parent.parts is not None
+            parent.parts.done_ranks += sum(len(v[0].ranks) for v in inst.arrived.values())
+            if parent.parts.done_ranks < len(self.members(parent.key[0])):
+                return
+            inst = parent
         pg = inst.key[0]
         name = COMM_NAME[inst.args.comm_type]
         st = self.stats.get((name, pg))
@@ -340,7 +405,8 @@ class Collectives:
         st["bytes"] += inst.args.size
         st["total_ns"] += dur
         st["max_ns"] = max(st["max_ns"], dur)
-        st["sync_wait_ns"] += max(inst.start - v[2] for v in inst.arrived.values())
+        st["sync_wait_ns"] += (inst.parts.sync_wait if inst.parts is not None and inst.parts.done_ranks
+                               else max(inst.start - v[2] for v in inst.arrived.values()))
 
     def waiting_report(self) -> list[str]:
         """Lines naming the collectives some members issued and others never did."""

@@ -98,10 +98,9 @@ def _collective_notes(tally: CollectiveTally, sd: SystemDescription) -> list[str
                      "too large for stagger_limit, were timed from the last member's start (barrier)")
     if tally.held:
         notes.append(f"{tally.held} collective(s) had members whose part finished before the last member "
-                     "issued them (a part on fewer network dimensions than the group spans: involved_dim, or "
-                     "shorter *-implementation lists; or a custom implementation's part): those were ended "
-                     "when it did (ASTRA-sim ends them earlier; the simpy backend matches a collective across "
-                     "its whole group)")
+                     "issued them (a custom implementation's part, or a part on fewer network dimensions than "
+                     "the group spans of an alternating algorithm, whose trees count over the whole network): "
+                     "those were ended when it did (ASTRA-sim ends them earlier)")
     if tally.by_message:
         notes.append(f"{tally.by_message} collective(s) ran message by message on the shared links")
     if tally.unshared:

@@ -479,25 +479,61 @@ def test_a_collective_of_an_unknown_comm_type_is_an_error(kit, tmp_path):
 
 
 @pytest.mark.parametrize("ct", ["ALL_GATHER", "ALL_REDUCE"])
-def test_members_apart_from_the_last_to_issue_are_held_until_it_issues(kit, tmp_path, ct):
+@pytest.mark.parametrize("symmetry", [False, True])
+def test_the_parts_of_a_collective_on_fewer_dimensions_end_on_their_own(kit, tmp_path, ct, symmetry):
     """A 64 KiB collective of all 4 ranks on Ring 2 x Ring 2 whose implementation lists name the
     first dimension only (ASTRA-sim's rule: it runs there alone), ranks 0 and 1 issuing it at 0
-    and ranks 2 and 3 after 50 us of compute: 0 and 1 finish among themselves before 2 and 3
-    issue it. They are ended at 50 us, when the last member issues it (an internal error before:
-    a negative delay), and 2 and 3 take exactly as long as when every member issues it at once
-    (then at 1 ns, after the compute node of 0 us, which takes 1 ns as in ASTRA-sim): the
-    per-member chain of the late members and the lockstep form of the whole group agree."""
+    and ranks 2 and 3 after 50 us of compute: the parts {0, 1} and {2, 3} exchange nothing, so
+    each starts when its own members issue it and ends on its own, as ASTRA-sim (which has no
+    barrier) ends them: 0 and 1 exactly as when every member issues it at once, 2 and 3 exactly
+    50 us later (less the 1 ns that the compute node of 0 us takes, as in ASTRA-sim). Until
+    2026-12-07 0 and 1 were held until 2 and 3 issued it (a note), an internal error before."""
     def run(late_us):
         per = {r: [kit.comp(1, late_us if r >= 2 else 0), kit.coll(2, 1 << 16, kit.CommType[ct], deps=[1])] for r in range(4)}
         sysd = kit.system([("Ring", 2, 50, 500), ("Ring", 2, 50, 500)],
                           all_gather_implementation=["ring"], all_reduce_implementation=["ring"])
-        return kit.run(kit.traces(per), sysd, tmp_path, symmetry=False)
+        return kit.run(kit.traces(per), sysd, tmp_path, symmetry=symmetry)
 
     together = [r["finish_ns"] for r in run(0).ranks]
     late = run(50)
     finish = [r["finish_ns"] for r in late.ranks]
-    assert finish[:2] == [50_000, 50_000] and finish[2] == finish[3]
+    assert finish[:2] == together[:2] and finish[2] == finish[3]
     assert finish[2] - 50_000 == together[2] - 1
     if ct == "ALL_GATHER":  # 4 chunks of 16 KiB one after the other, a step of 2 endpoint delays each
         assert together[2] - 1 == 4 * (2 * 10 + 500 + int((1 << 14) / kit.bpns(50)))
-    assert together[0] < 50_000 and any("ended when it did" in n for n in late.notes)
+    assert together[0] < 50_000 and not any("ended when it did" in n for n in late.notes)
+    (row,) = late.summary["collectives"]
+    # one collective, from its last issue to its last end; no member of a part waited for another
+    assert (row["count"], row["total_ns"], row["sync_wait_ns"]) == (1, finish[2] - 50_000, 0)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_set_whose_collectives_run_on_the_first_dimension_is_two_jobs(kit, tmp_path, seed):
+    """4 ranks on Ring 2 x Ring 2, every collective of the set on the first dimension alone
+    (``involved_dim`` [1, 0]), random compute before each (so members and parts issue at
+    random times): the parts {0, 1} and {2, 3} exchange nothing, so each must finish exactly as
+    the same two ranks simulated alone on one Ring 2 (where every collective is whole).
+    Symmetry on and off."""
+    import random
+
+    rnd = random.Random(seed)
+    kinds = [kit.CommType.ALL_REDUCE, kit.CommType.ALL_GATHER, kit.CommType.REDUCE_SCATTER, kit.CommType.ALL_TO_ALL]
+    colls = [(rnd.choice(kinds), rnd.choice([1 << 10, 1 << 16, 3 << 12])) for _ in range(5)]
+    waits = [[rnd.choice([0, 1, 7, 40]) for _ in colls] for _ in range(4)]
+
+    def nodes(r, involved):
+        out, last = [], []
+        for k, (ct, size) in enumerate(colls):
+            out.append(kit.comp(2 * k + 1, waits[r][k], deps=last))
+            out.append(kit.coll(2 * k + 2, size, ct, deps=[2 * k + 1], involved=involved))
+            last = [2 * k + 2]
+        return out
+
+    link = ("Ring", 2, 50, 500)
+    for symmetry in (False, True):
+        whole = kit.run(kit.traces({r: nodes(r, [1, 0]) for r in range(4)}), kit.system([link, link]), tmp_path,
+                        symmetry=symmetry)
+        for part in ((0, 1), (2, 3)):
+            alone = kit.run(kit.traces({j: nodes(r, None) for j, r in enumerate(part)}), kit.system([link]),
+                            tmp_path, symmetry=symmetry)
+            assert [whole.ranks[r]["finish_ns"] for r in part] == [x["finish_ns"] for x in alone.ranks], (seed, part)
