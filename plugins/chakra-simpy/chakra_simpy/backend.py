@@ -145,11 +145,12 @@ class SimpyBackend(Backend):
 
 
 class _Simulated(NamedTuple):
-    """A finished simulation: the programs simulated, the ranks each stands for, their actors,
-    the engine, and the wall seconds loading and simulating took."""
+    """A finished simulation: the programs simulated, the ranks each stands for, the group each
+    group stands for, their actors, the engine, and the wall seconds loading and simulating took."""
 
     progs: list[Program]
     classes: list[list[int]]
+    stands_for: dict[str, str]
     actors: list[Actor]
     sim: Sim
     load_s: float
@@ -235,12 +236,32 @@ def _summary(done: _Simulated, nranks: int, rows: list[dict], path: dict, sd: Sy
         "mean_finish_ns": sum(r["finish_ns"] for r in rows) / nranks,
         "max_exposed_comm_ns": max(r["exposed_comm_ns"] for r in rows),
         "overlap_ns_total": sum(r["overlap_ns"] for r in rows),
-        "collectives": sorted([*sim.coll.stats.values(), *replayed_rows(actors)],
-                              key=lambda s: (s["group"], s["collective"], s["replayed"])),
+        "collectives": _every_group([*sim.coll.stats.values(), *replayed_rows(actors)], done.stands_for),
         "critical_path": path,
         "system": {"npus": sd.npus, "dimensions": [d.__dict__ for d in sd.dimensions],
                    "sources": sd.sources},
     }
+
+
+def _every_group(rows: list[dict], stands_for: dict[str, str]) -> list[dict]:
+    """The rows of ``summary.collectives`` for every group of the set: a group no simulated rank
+    issues on has the rows of the group its ranks' representatives issue on in its place (the
+    same collectives, timed alike), so that symmetry changes no total."""
+    by_group: dict[str, list[dict]] = {}
+    for row in rows:
+        by_group.setdefault(row["group"], []).append(row)
+    out = list(rows)
+    for group, simulated in stands_for.items():
+        name, like = _row_group(group), _row_group(simulated)
+        if name not in by_group:
+            by_group[name] = [{**row, "group": name} for row in by_group.get(like, ())]
+            out += by_group[name]
+    return sorted(out, key=lambda s: (s["group"], s["collective"], s["replayed"]))
+
+
+def _row_group(pg: str) -> str:
+    """The ``group`` of a row of ``summary.collectives`` for collectives on ``pg``."""
+    return "all" if pg in ("", "0") else pg
 
 
 def _start_times(values: list, nranks: int) -> list[int]:
@@ -294,8 +315,8 @@ def _simulate(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[i
     t0 = time.perf_counter()
     nranks = len(traces)
     replay = options["comm"] == "replay"
-    progs, classes, compile_it = _load(traces, sd, groups, symmetry, options["congestion"] == "aware", replay,
-                                       options["jobs"])
+    progs, classes, stands_for, compile_it = _load(traces, sd, groups, symmetry, options["congestion"] == "aware",
+                                                   replay, options["jobs"])
     load_s = time.perf_counter() - t0
     t1 = time.perf_counter()
     for among_quiet in (True, False):  # again without it when a replay's end was left undecided
@@ -315,16 +336,16 @@ def _simulate(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[i
         except Undecided:
             continue
         break
-    return _Simulated(progs, classes, actors, sim, load_s, time.perf_counter() - t1)
+    return _Simulated(progs, classes, stands_for, actors, sim, load_s, time.perf_counter() - t1)
 
 
 def _load(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[int, ...]],
           symmetry: bool, aware: bool, replay: bool = False,
-          jobs: int = 1) -> tuple[list[Program], list[list[int]], bool]:
-    """Programs of the ranks to simulate, the ranks each stands for (:mod:`.symmetry`), and
-    whether the loops over them run compiled (:func:`chakra_core.ranks_compiled_worthwhile`);
-    keyed and loaded by ``jobs`` threads (:func:`chakra_core.role_keys`,
-    :func:`.loading.load_programs`; 0: as many as they choose).
+          jobs: int = 1) -> tuple[list[Program], list[list[int]], dict[str, str], bool]:
+    """Programs of the ranks to simulate, the ranks each stands for and the group each group
+    stands for (:mod:`.symmetry`), and whether the loops over them run compiled
+    (:func:`chakra_core.ranks_compiled_worthwhile`); keyed and loaded by ``jobs`` threads
+    (:func:`chakra_core.role_keys`, :func:`.loading.load_programs`; 0: as many as they choose).
 
     Members of a class whose representative has memory nodes on a shared remote memory
     (PER_NODE_MEMORY_EXPANSION, MEMORY_POOL) queue for it one by one: each is simulated.
@@ -333,9 +354,9 @@ def _load(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[int, 
 
     if symmetry:
         with progress("grouping ranks by role", total=len(traces)) as bar:
-            classes = role_classes(traces, planner_for(sd), groups, aware, bar, jobs)
+            classes, stands_for = role_classes(traces, planner_for(sd), groups, aware, bar, jobs)
     else:
-        classes = [[r] for r in traces.ranks]
+        classes, stands_for = [[r] for r in traces.ranks], {}
     shared_mem = sd.remote_memory.memory_type in ("PER_NODE_MEMORY_EXPANSION", "MEMORY_POOL")
     progs: list[Program] = []
     out: list[list[int]] = []
@@ -354,4 +375,4 @@ def _load(traces: TraceSet, sd: SystemDescription, groups: dict[str, tuple[int, 
         # that ranks asking a shared memory at one ns are served in rank order, as without symmetry
         order = sorted(range(len(out)), key=lambda k: out[k][0])
         progs, out = [progs[k] for k in order], [out[k] for k in order]
-    return progs, out, compile_it
+    return progs, out, stands_for, compile_it

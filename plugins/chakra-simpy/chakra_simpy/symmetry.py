@@ -43,9 +43,10 @@ KEYS_COMPILED_FROM = 2 << 20
 
 
 def role_classes(traces: TraceSet, planner: Planner, groups: dict[str, tuple[int, ...]],
-                 aware: bool, bar: Progress, jobs: int = 0) -> list[list[int]]:
-    """Classes of ranks (each ascending, its representative first), in representative order
-    (the role keys by compiled loops when the set's .et files of 16 KiB or more hold
+                 aware: bool, bar: Progress, jobs: int = 0) -> tuple[list[list[int]], dict[str, str]]:
+    """Classes of ranks (each ascending, its representative first), in representative order,
+    and the group each group a rank names stands for: the one its representative names in its
+    place (the role keys by compiled loops when the set's .et files of 16 KiB or more hold
     :data:`KEYS_COMPILED_FROM` bytes or more, or numba is loaded already; on ``jobs`` threads, 0: as
     :func:`chakra_core.role_keys` chooses)."""
     n = len(traces)
@@ -63,9 +64,11 @@ def role_classes(traces: TraceSet, planner: Planner, groups: dict[str, tuple[int
         if not _close(rep, keys, groups, label):
             break
     classes: dict[int, list[int]] = {}
+    stands_for: dict[str, str] = {}
     for r in range(n):
         classes.setdefault(rep[r], []).append(r)
-    return list(classes.values())
+        stands_for.update(zip(keys[r].groups, keys[rep[r]].groups))
+    return list(classes.values()), stands_for
 
 
 #: the signatures of the whole set's group and of a group of one rank (:meth:`_Signatures.group`)

@@ -26,6 +26,14 @@ def _rows(res):
     return [{k: v for k, v in r.items() if k != "simulated_as"} for r in res.ranks]
 
 
+def _same_collectives(on, off):
+    """The rows of ``summary.collectives`` with symmetry on are those of every group, as
+    without it (they listed the groups of the simulated ranks alone: a sweep's collective
+    totals changed with symmetry, 953 collectives against 3,040 of the same job)."""
+    assert on.summary["collectives"] == off.summary["collectives"]
+    assert len({r["group"] for r in off.summary["collectives"]}) > 1
+
+
 def _hybrid(tmp_path, npus):
     pytest.importorskip("chakra_text")
     from chakra_core import load_traces
@@ -57,6 +65,7 @@ def test_hybrid_set_is_one_class_with_the_same_results(kit, tmp_path, dims):
                                       "largest_class": 16, "by": "role"}
     assert off.summary["symmetry"]["classes"] == 16
     assert _rows(on) == _rows(off)
+    _same_collectives(on, off)
     assert len({r["finish_ns"] for r in off.ranks}) == 1 and off.ranks[0]["finish_ns"] > 0
 
 
@@ -97,6 +106,7 @@ def test_pipeline_stages_across_replicas_are_classes(kit, tmp_path):
     assert on.summary["symmetry"]["classes"] == 4  # one per stage, stood for by replica 0
     assert [r["simulated_as"] for r in on.ranks] == [r % 4 for r in range(16)]
     assert _rows(on) == _rows(off)
+    _same_collectives(on, off)
     assert len({r["finish_ns"] for r in off.ranks}) == 4
 
 
@@ -142,6 +152,7 @@ def test_groups_of_consecutive_ranks_on_a_ring_are_classes_by_place(kit, tmp_pat
     assert [r["simulated_as"] for r in on.ranks] == [r % 4 for r in range(16)]
     assert not any("symmetry turned off" in n for n in on.notes)
     assert _rows(on) == _rows(off)
+    _same_collectives(on, off)
     aware = kit.run(ts, sysd, tmp_path, congestion="aware")  # links shared: no classes by place
     assert aware.summary["symmetry"]["classes"] == 16
 
