@@ -84,9 +84,9 @@ class CriticalPath:
         idx = self.span[has]
         sel = np.isin(spans.kind[idx], [SPAN_KINDS.index(k) for k in kinds])
         if names:
-            sel |= np.isin(spans.name[idx], _name_indices(spans, names))
+            sel |= np.isin(spans.name[idx], spans.name_indices(names))
         if but:
-            sel &= ~np.isin(spans.name[idx], _name_indices(spans, but))
+            sel &= ~np.isin(spans.name[idx], spans.name_indices(but))
         return int((self.end_ns - self.start_ns)[has][sel].sum())
 
     def to_dict(self, spans: Spans, limit: int = 200) -> dict[str, Any]:
@@ -139,12 +139,6 @@ def _same_names(spans: Spans, name: np.ndarray) -> np.ndarray:
     if len(first) == len(used):  # no two of them name the same string
         return name.astype(np.int64)
     return np.asarray(canon, np.int64)[np.searchsorted(used, name)]
-
-
-def _name_indices(spans: Spans, names: tuple[str, ...]) -> list[int]:
-    """The indices of ``names`` in the spans' name table."""
-    wanted = set(names)
-    return [i for i, nm in enumerate(spans.names) if nm in wanted]
 
 
 def _node_dicts(spans: Spans, span: np.ndarray, path_ns: np.ndarray) -> list[dict[str, Any]]:

@@ -219,7 +219,7 @@ def _gaps(target: str) -> tuple[str, ...]:
 def _target_ns(spans: Spans, target: str) -> int:
     """The time of ``target``'s spans, each counted for every rank it stands for."""
     sel = np.isin(spans.kind, [SPAN_KINDS.index(k) for k in _TARGETS[target][0]])
-    gaps = [i for i, nm in enumerate(spans.names) if nm in _gaps(target)]
+    gaps = spans.name_indices(_gaps(target))
     if gaps:
         sel &= ~np.isin(spans.name, gaps)
     return int((spans.dur_ns[sel] * spans.weights()[spans.rank[sel]]).sum())

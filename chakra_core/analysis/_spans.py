@@ -132,6 +132,11 @@ class Spans:
             out[r] = len(stood)
         return out
 
+    def name_indices(self, names: Sequence[str]) -> list[int]:
+        """The indices of ``names`` in the name table (those present)."""
+        wanted = set(names)
+        return [i for i, nm in enumerate(self.names) if nm in wanted]
+
     def name_of(self, i: int) -> str:
         """The name of span ``i``."""
         return self.names[self.name[i]]
