@@ -118,11 +118,15 @@ def _mesh_groups(s: str) -> list[list[int]]:
         pieces = sorted(per_axis.get(axis, []))
         dims, done = [], 1
         for pre, size in pieces:
+            if pre < 1 or size < 1 or pre % done:
+                raise GroupError(f"mesh sub-axes of {names[axis]!r} overlap or are empty")
             if pre != done:
                 dims.append((pre // done, -1))
                 done = pre
             dims.append((size, pre))
             done *= size
+        if full % done:
+            raise GroupError(f"mesh sub-axes of {names[axis]!r} span {done} devices, which does not divide its {full}")
         if done != full:
             dims.append((full // done, -1))
         axis_dims[axis] = dims

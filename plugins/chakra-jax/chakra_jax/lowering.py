@@ -424,9 +424,7 @@ class _Lowering:
     def while_loop(self, ins: Instruction, comp: Computation, env: dict[str, Value], prefix: str) -> Value:
         body = self.called(ins, "body")
         state = self.operand(ins, env, 0) if ins.operands else ()
-        trip = _trip_count(ins)
-        if trip is None:
-            trip = counted_trip_count(ins, comp, self.module)
+        trip = self.trip(ins, comp)
         if trip is not None and trip <= self.unroll_limit:
             for i in range(trip):
                 state = self.computation(body, [state], f"{prefix}{ins.name}[{i}]/")
@@ -438,12 +436,40 @@ class _Lowering:
         note = f"while loop summarised: {why}"
         if comm:
             note += f"; its collectives ({comm * times} bytes in all) are folded into this node"
-        node = self.new_op(ins, COMPUTE, prefix, _dedupe(_flat(state)), num_ops=flops * times,
-                           tensor_size=size * times, note=note, dtype=dtype,
+        node = self.new_op(ins, COMPUTE, prefix, _dedupe(_flat(state)), num_ops=self.fits(ins, flops * times),
+                           tensor_size=self.fits(ins, size * times), note=note, dtype=dtype,
                            profile_parts=tuple((n, c * times) for n, c in parts))
         return _relabel(state, (node.id,))
 
+    def trip(self, ins: Instruction, comp: Computation) -> int | None:
+        """Iterations of ``while`` instruction ``ins`` (in ``comp``): its ``known_trip_count``, else
+        those of its counter loop, else None (unknown); a negative count is an error."""
+        trip = _trip_count(ins)
+        if trip is None:
+            trip = counted_trip_count(ins, comp, self.module)
+        if trip is not None and trip < 0:
+            raise self.fail(ins, f"known_trip_count {trip} is negative")
+        return trip
+
+    def fits(self, ins: Instruction, cost: int) -> int:
+        """``cost`` (FLOPs or bytes of ``ins``) when it fits a 64-bit integer; an error naming ``ins`` else."""
+        if cost > _INT64_MAX:
+            raise self.fail(ins, f"its cost ({cost}) does not fit a 64-bit integer")
+        return cost
+
     def conditional(self, ins: Instruction, comp: Computation, env: dict[str, Value], prefix: str) -> Value:
+        branches, best = self.costliest(ins)
+        note = f"conditional summarised: the most expensive of its {branches} branches"
+        if best[3]:
+            note += f"; its collectives ({best[3]} bytes) are folded into this node"
+        node = self.new_op(ins, COMPUTE, prefix, self.operand_ids(ins, env), num_ops=self.fits(ins, best[0]),
+                           tensor_size=self.fits(ins, best[1]), note=note, dtype=best[4],
+                           profile_parts=tuple(best[2]))
+        return (node.id,)
+
+    def costliest(self, ins: Instruction) -> tuple[int, Summary]:
+        """The number of branches of ``conditional`` instruction ``ins`` and the summary of its most
+        expensive one (by FLOPs, then bytes), its output's bytes added."""
         names = ins.attr("branch_computations")
         if names:
             branches = [n.strip().lstrip("%") for n in names.strip("{}").split(",")]
@@ -457,13 +483,7 @@ class _Lowering:
             cost = self.summary(called)
             if (cost[0], cost[1]) > (best[0], best[1]):
                 best = cost
-        note = f"conditional summarised: the most expensive of its {len(branches)} branches"
-        if best[3]:
-            note += f"; its collectives ({best[3]} bytes) are folded into this node"
-        node = self.new_op(ins, COMPUTE, prefix, self.operand_ids(ins, env), num_ops=best[0],
-                           tensor_size=best[1] + shape_bytes(ins.shape), note=note, dtype=best[4],
-                           profile_parts=tuple(best[2]))
-        return (node.id,)
+        return len(branches), (best[0], best[1] + shape_bytes(ins.shape), best[2], best[3], best[4])
 
     def summary(self, comp: Computation) -> Summary:
         """FLOPs, bytes, profiled op names (with counts), collective bytes of one run of ``comp``,
@@ -476,11 +496,12 @@ class _Lowering:
             if op in FOLDED or op.endswith("-done") or op in ("async-done", "async-update"):
                 continue
             if op in ("while", "call", "conditional"):
-                key = {"while": "body", "call": "to_apply"}.get(op)
-                if key is None:
-                    continue
-                inner = self.summary(self.called(ins, key))
-                times = (_trip_count(ins) or 1) if op == "while" else 1
+                if op == "conditional":
+                    inner = self.costliest(ins)[1]
+                else:
+                    inner = self.summary(self.called(ins, "body" if op == "while" else "to_apply"))
+                trip = self.trip(ins, comp) if op == "while" else 1
+                times = 1 if trip is None else trip
                 flops += inner[0] * times
                 size += inner[1] * times
                 comm += inner[3] * times

@@ -34,6 +34,23 @@ def test_malformed_instruction_names_file_and_line(jax_data, tmp_path, old, new,
     assert err.value.location == f"line {line}"
 
 
+@pytest.mark.parametrize("name, old, new, message", [
+    ("scan_cond", '"known_trip_count":{"n":"4"}', '"known_trip_count":{"n":"-4"}', "known_trip_count -4 is negative"),
+    ("scan_cond", '"known_trip_count":{"n":"4"}', '"known_trip_count":{"n":"100000000000000000000"}',
+     "does not fit a 64-bit integer"),
+    ("mesh8", "{'axis_0'}", "{'axis_0':(2)4}", "span 8 devices, which does not divide its 4"),
+    ("mesh8", "{'axis_0'}", "{'axis_0':(0)2}", "overlap or are empty"),
+])
+def test_bad_loop_counts_and_mesh_sub_axes_name_file_and_line(jax_data, tmp_path, name, old, new, message):
+    """A negative trip count (the loop was dropped), a summarised loop's cost past 64 bits and mesh
+    sub-axes that do not tile their axis (an internal error before) are errors at their line."""
+    path, line = _damaged(jax_data, tmp_path, old, new, name)
+    with pytest.raises(TraceFormatError, match=message) as err:
+        list(load_traces(str(path), format="jax")[0].nodes())
+    assert err.value.where == str(path)
+    assert err.value.location == f"line {line}"
+
+
 def test_truncated_and_foreign_files(jax_data, tmp_path):
     text = (jax_data / "mlp" / "program.hlo.txt").read_text()
     cut = tmp_path / "cut.hlo.txt"

@@ -192,3 +192,20 @@ def test_conditional_and_unknown_trip_count_are_summarised(jax_data, jax_convert
     assert [ts.group_members(NodeAttrs(n).get_str("pg_name")) for n in nodes.values()
             if n.type == NodeType.COMM_COLL_NODE] == [[0, 1]]
     assert validate(ts) == []
+
+
+def test_a_summarised_loop_counts_the_branches_and_loops_of_its_body(jax_convert):
+    """record_scan_cond.py: a scan of 3 steps whose body picks c @ c or -c (lax.cond) and then runs
+    4 steps of tanh(c @ w), on [64, 64]. Summarised (unroll_limit=2), the scan costs 3 x (the
+    matmul branch + 4 x (matmul + tanh + the counter's add) + its own counter's add), the same as
+    the nodes of the unrolled program together (their bytes too)."""
+    def totals(ts):
+        attrs = [NodeAttrs(n) for n in ts[0].nodes() if "while" in n.name]
+        return sum(a.get_int("num_ops", 0) for a in attrs), sum(a.get_int("tensor_size", 0) for a in attrs)
+
+    mm = 2 * 64 ** 3
+    summarised, unrolled = jax_convert("scan_cond", unroll_limit=2), jax_convert("scan_cond")
+    loop = NodeAttrs(_by_name(summarised[0])["while.17"])
+    assert "trip count 3 is above unroll_limit=2" in loop.get_str("note")
+    assert loop.get_int("num_ops") == 3 * (mm + 4 * (mm + 64 * 64 + 1) + 1)
+    assert totals(summarised) == totals(unrolled)
