@@ -14,12 +14,16 @@ record function the other did not.  The offset is learned from names and order:
    Kineto trace votes for ``External id - rf_id`` of every Kineto op of its name (for the later
    threads, only Kineto ops inside the first thread's span of time vote); the 8 of the 32
    offsets with most votes under which most of the thread's ops find a Kineto op of their own
-   name are tried in step 3;
+   name are tried in step 3, after the offsets that put the thread's first op with an autograd
+   sequence number on a Kineto op of its name and number (the host ET's ``seq_id`` is Kineto's
+   ``Sequence number``, a counter of the process that tells one iteration from the next, whose
+   ops have the same names);
 3. a walk from an offset: the thread's ops in ``rf_id`` order keep the offset while the names
    agree and the Kineto op is on the same Kineto thread after the previous one; else the next
    Kineto op of that name on that thread (of the next 16) under whose offset the next two host
    ops agree too gives the offset from there on (an op without one stays unmatched).  The walk
-   that matches most ops, in the shortest span of time, wins.
+   that matches most ops wins; in a tie, the one whose matches agree most in sequence number,
+   then the one in the shortest span of time.
 
 Kineto ops between matched ones (the ops a host ET folds into an operator) take the offset in
 force.  Older Kineto also writes a runtime call's (and a kernel's) ``External id`` as its own
@@ -31,7 +35,7 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from .hostet import HostTrace
 from .kineto import KinetoTrace
@@ -44,6 +48,7 @@ _CANDIDATES = 32
 _JUMPS = 16
 _WALKED = 8
 _CONFIRM = 2
+_ANCHORS = 4
 
 
 def link_host_ops(kt: KinetoTrace, host: HostTrace, wanted: Iterable[int]) -> None:
@@ -57,7 +62,8 @@ def link_host_ops(kt: KinetoTrace, host: HostTrace, wanted: Iterable[int]) -> No
         found = sum(1 for (_rf, name, _tid), rec in zip(ops, spans) if rec is not None and rec[3] == name)
         kt.link = ("Record function id", found, len(ops))
         return
-    matched = _align(ops, kt)
+    seq_of = {op.rf_id: op.keep[2] for op in host.ops if op.rf_id >= 0 and (op.keep[2] or -1) >= 0}
+    matched = _align(ops, kt, seq_of)
     kt.link = ("External id", len(matched), len(ops))
     if not matched:
         return
@@ -89,23 +95,30 @@ def matched_fraction(kt: KinetoTrace) -> float:
 
 class _Index:
     """The Kineto ops without ``Record function id``: name by External id, and the External ids
-    of each name, sorted, in all and on each Kineto thread."""
+    of each name, sorted, in all and on each Kineto thread; ``seq_of`` the host ops' sequence
+    numbers by rf_id."""
 
-    def __init__(self, kt: KinetoTrace) -> None:
+    def __init__(self, kt: KinetoTrace, seq_of: dict[int, int]) -> None:
         self.kt = kt
+        self.seq_of = seq_of
         self.names = {ext: rec[3] for ext, rec in kt.by_ext.items()}
         self.exts: dict[str, list[int]] = defaultdict(list)
         self.on_thread: dict[tuple[str, int], list[int]] = defaultdict(list)
+        #: the External ids of each (name, sequence number)
+        self.with_seq: dict[tuple[str, int], list[int]] = defaultdict(list)
+        for ext, seq in kt.ext_seq.items():
+            self.with_seq[(self.names[ext], seq)].append(ext)
         for ext in sorted(self.names):
             name = self.names[ext]
             self.exts[name].append(ext)
             self.on_thread[(name, kt.by_ext[ext][2])].append(ext)
 
 
-def _align(ops: list[tuple[int, str, int]], kt: KinetoTrace) -> list[tuple[int, int]]:
+def _align(ops: list[tuple[int, str, int]], kt: KinetoTrace, seq_of: dict[int, int]) -> list[tuple[int, int]]:
     """(rf_id, offset) of every host op (rf_id, name, thread) found under its thread's piecewise
-    offset (module docstring), the thread of the first op first."""
-    index = _Index(kt)
+    offset (module docstring), the thread of the first op first; ``seq_of``: the host ops'
+    sequence numbers by rf_id."""
+    index = _Index(kt, seq_of)
     threads: dict[int, list[tuple[int, str]]] = defaultdict(list)
     for rf, name, tid in ops:
         threads[tid].append((rf, name))
@@ -115,12 +128,18 @@ def _align(ops: list[tuple[int, str, int]], kt: KinetoTrace) -> list[tuple[int, 
         walks = [_walk(pairs, d, index) for d in _candidates(pairs, index, window)]
         if not walks:
             continue
-        found = max(walks, key=lambda w: (len(w), -_span(w, kt)))
+        found = max(walks, key=lambda w: (len(w), _same_seq(w, index), -_span(w, kt)))
         out += found
         if window is None and found:
             times = [kt.by_ext[rf + d][0] for rf, d in found]
             window = (min(times), max(times))
     return sorted(out)
+
+
+def _same_seq(found: list[tuple[int, int]], index: _Index) -> int:
+    """How many of a walk's matches have the sequence number of their host op."""
+    ext_seq, seq_of = index.kt.ext_seq, index.seq_of
+    return sum(1 for rf, d in found if rf in seq_of and ext_seq.get(rf + d) == seq_of[rf])
 
 
 def _span(found: list[tuple[int, int]], kt: KinetoTrace) -> float:
@@ -161,9 +180,9 @@ def _jump(pairs: list[tuple[int, str]], i: int, last: int, ktid: int | None, ind
 
 
 def _candidates(pairs: list[tuple[int, str]], index: _Index, window: tuple[float, float] | None) -> list[int]:
-    """The ``_WALKED`` candidate offsets under which most of ``pairs`` agree (the smallest
-    first in a tie); with a ``window`` (the first thread's span of time, us), only Kineto ops
-    inside it vote."""
+    """The offsets to walk from: the anchors (:func:`_anchors`), then the candidate offsets
+    under which most of ``pairs`` agree (the smallest first in a tie), ``_WALKED`` in all; with a
+    ``window`` (the first thread's span of time, us), only Kineto ops inside it vote."""
     kt, names, exts = index.kt, index.names, index.exts
 
     def inside(ext: int) -> bool:
@@ -175,9 +194,23 @@ def _candidates(pairs: list[tuple[int, str]], index: _Index, window: tuple[float
         votes.update(ext - rf for ext in exts[name] if inside(ext))
     if not votes:
         return [] if window is None else _candidates(pairs, index, None)
+    anchors = _anchors(pairs, index, inside)
     scored = sorted(((sum(1 for rf, name in pairs if names.get(rf + d) == name), -d)
-                     for d, _v in votes.most_common(_CANDIDATES)), reverse=True)
-    return [-neg for _n, neg in scored[:_WALKED]]
+                     for d, _v in votes.most_common(_CANDIDATES) if d not in anchors), reverse=True)
+    return anchors + [-neg for _n, neg in scored[:_WALKED - len(anchors)]]
+
+
+def _anchors(pairs: list[tuple[int, str]], index: _Index, inside: Callable[[int], bool]) -> list[int]:
+    """The offsets (at most ``_ANCHORS``) that put the first op of ``pairs`` with an autograd
+    sequence number on a Kineto op of its name and number (the host ET's ``seq_id`` is Kineto's
+    ``Sequence number``: a counter of the process, which tells apart iterations whose ops have
+    the same names); none when no op has one."""
+    for rf, name in pairs:
+        seq = index.seq_of.get(rf)
+        found = [ext - rf for ext in index.with_seq.get((name, seq), ()) if inside(ext)] if seq is not None else []
+        if found:
+            return found[:_ANCHORS]
+    return []
 
 
 def _relink_runtime(kt: KinetoTrace) -> None:

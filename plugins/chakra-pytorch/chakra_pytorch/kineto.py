@@ -112,6 +112,8 @@ class KinetoTrace:
     rf_events: int = 0
     #: External id -> (ts, dur, tid, name) of the CPU ops without ``Record function id``
     by_ext: dict[int, Span] = field(default_factory=dict)
+    #: External id -> autograd ``Sequence number`` of those of them that have one
+    ext_seq: dict[int, int] = field(default_factory=dict)
     #: correlation -> host thread of the runtime call
     corr_tid: dict[int, int] = field(default_factory=dict)
     #: runtime calls whose External id is their correlation id (older Kineto), and the others
@@ -273,7 +275,7 @@ def _event_decoder() -> Callable[[bytes], list]:
 
 
 #: the arguments of an event that :func:`read_kineto` reads
-_READ_ARGS = ("Record function id", "External id", "finished", "device", "stream", "correlation",
+_READ_ARGS = ("Record function id", "External id", "Sequence number", "finished", "device", "stream", "correlation",
               "wait_on_stream", "wait_on_cuda_event_record_corr_id")
 
 
@@ -339,6 +341,9 @@ def _host_op(kt: KinetoTrace, ev: dict, args: dict, name: str, ts: float, dur: f
             kt.ext_rf[ext] = rf
     elif ext >= 0:
         kt.by_ext[ext] = (ts, dur, event_int(ev.get("tid"), "tid", 0), name)
+        seq = event_int(args.get("Sequence number"), "Sequence number")
+        if seq >= 0:
+            kt.ext_seq[ext] = seq
     _step_or_unfinished(kt, ev, args, name, ts, dur)
 
 

@@ -134,9 +134,30 @@ def test_param_linear_links_one_iteration_of_several():
     kernels = Counter(_kernels(d / "linear_kineto.json.gz"))
     assert len(kernels) > 0 and not Counter((n.name, n.duration_micros) for n in gpu) - kernels
     # the iteration's kernels: those launched between two Optimizer.step ends of the profile
-    # (261 per iteration, 8,826 .. 9,780 us); the host ET holds the first whole one
-    assert (len(gpu), sum(n.duration_micros for n in gpu)) == _iterations(d / "linear_kineto.json.gz")[0]
+    # (261 per iteration, 8,826 .. 9,780 us); the host ET holds the one whose CPU ops carry its
+    # autograd sequence numbers (Kineto's "Sequence number" is the ET's seq_id; every iteration
+    # has the same names, and the ET's rf_ids start from 1 whichever one it recorded)
+    iteration, linear = _iteration_of_sequence_numbers(d)
+    assert iteration > 0  # not the first: the shortest or earliest match would be wrong
+    assert (len(gpu), sum(n.duration_micros for n in gpu)) == _iterations(d / "linear_kineto.json.gz")[iteration]
+    first = next(n for n in nodes[0] if n.name == "aten::linear" and _attr(n, "rf_id").int64_val == 1)
+    assert first.duration_micros == linear
     assert validate([str(d)]).errors == 0
+
+
+def _iteration_of_sequence_numbers(d: Path) -> tuple[int, float]:
+    """The index (in :func:`_iterations`) of the iteration whose CPU ops have the host ET's
+    (name, seq_id) pairs, and the duration of its op that has rf_id 1's."""
+    host = json.loads(gzip.open(d / "linear_et.json.gz").read())["nodes"]
+    seqs = {(n["name"], n["seq_id"]) for n in host if n.get("seq_id", -1) >= 0}
+    first = next((n["name"], n["seq_id"]) for n in host if n.get("rf_id") == 1)
+    events = json.loads(gzip.open(d / "linear_kineto.json.gz").read())["traceEvents"]
+    ops = [e for e in events if e.get("cat") == "cpu_op" and (e["name"], e["args"].get("Sequence number")) in seqs]
+    start = min(e["ts"] for e in ops)
+    ends = sorted(e["ts"] + e["dur"] for e in events
+                  if e.get("ph") == "X" and e.get("name", "").startswith("Optimizer.step"))
+    linear = next(e["dur"] for e in ops if (e["name"], e["args"]["Sequence number"]) == first)
+    return next(i for i, (a, b) in enumerate(zip(ends, ends[1:])) if a < start <= b), linear
 
 
 def test_param_resnet_pair_of_two_runs_is_refused_naming_the_evidence():
