@@ -137,10 +137,10 @@ class CommInfo:
 
 
 def tensors_in(value: Any):
-    """Yield the tensor tuples ``[id, storage, offset, numel, elem_bytes, device]`` in a value."""
+    """Yield the tensor tuples ``[id, storage, offset, numel, elem_bytes, device]`` in a value
+    (six items, an integer id first and a device string last)."""
     if isinstance(value, list):
-        if (len(value) == 6 and isinstance(value[0], int) and isinstance(value[3], int)
-                and isinstance(value[4], int) and isinstance(value[5], str)):
+        if len(value) == 6 and isinstance(value[0], int) and isinstance(value[5], str):
             yield value
         else:
             for v in value:
@@ -148,7 +148,14 @@ def tensors_in(value: Any):
 
 
 def _bytes(value: Any) -> int:
-    return sum(int(t[3]) * int(t[4]) for t in tensors_in(value))
+    """The bytes of the tensors in ``value``; ValueError when a tensor's numel or element size
+    is not an integer."""
+    total = 0
+    for t in tensors_in(value):
+        if _int(t[3]) is None or _int(t[4]) is None:
+            raise ValueError(f"tensor {t[0]}: numel {t[3]!r} and element size {t[4]!r} must be integers")
+        total += t[3] * t[4]
+    return total
 
 
 def _int(v: Any) -> int | None:

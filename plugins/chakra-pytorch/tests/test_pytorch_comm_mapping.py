@@ -140,3 +140,11 @@ def test_sizes_beyond_int64_are_refused():
         comm_from_c10d("c10d::allreduce_", [[[1, 2, 0, 2**62, 8, "cpu"]], "<Object>", "<Object>", None, False, -1])
     with pytest.raises(ValueError, match="size in bytes 36893488147419103232"):
         comm_from_param_comms(_pc("allreduce", 2**63, 2**63), [])
+
+
+@pytest.mark.parametrize("tensor", [[1, 2, 0, "x", 2, "cpu"], [1, 2, 0, 1000, "two", "cpu"], [1, 2, 0, 1000, True, "cpu"]])
+def test_a_tensor_whose_numel_or_element_size_is_not_an_integer_is_an_error(tensor):
+    # such a tensor was skipped: the collective's comm_size summed the others, 0 alone, silently
+    values = [[tensor, [3, 4, 0, 1000, 2, "cpu"]], "<Object>", "<Object>", None, False, -1]
+    with pytest.raises(ValueError, match="must be integers"):
+        comm_from_c10d("c10d::allreduce_", values)
