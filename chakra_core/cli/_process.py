@@ -16,6 +16,12 @@
   freed, so the peaks stay where they were (a 32 MiB threshold kept 19 MB more at the peak of
   ``chakra stats`` of 5 M nodes). Other C libraries are left alone.
 
+- SIGTERM (what ``kill``, a job scheduler or a container stop sends) ends the command as an
+  interrupt does (``KeyboardInterrupt``), so that what it started is stopped and what it wrote
+  half is removed (the emulator's worker processes, a sweep's pool, temporary outputs): by
+  default the process died at once and left them behind. A process forked from the command
+  (a pool's worker) keeps the default action.
+
 - As the command ends, every object is moved to the collector's permanent generation
   (``gc.freeze``), so that the interpreter's last collections as it exits do not walk the
   objects numba's and protobuf's imports made: about 0.09 s of every command that loaded numba.
@@ -30,9 +36,10 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
 import sys
 
-__all__ = ["settle", "leave", "BLAS_SPIN", "HEAP_TOP_PAD", "HEAP_MMAP_FROM", "glibc"]
+__all__ = ["settle", "leave", "terminated", "BLAS_SPIN", "HEAP_TOP_PAD", "HEAP_MMAP_FROM", "glibc"]
 
 #: the variable OpenBLAS reads when it loads, and the value set when the user set none
 BLAS_SPIN = ("OPENBLAS_THREAD_TIMEOUT", "4")
@@ -47,12 +54,33 @@ def settle(heap: bool = True) -> None:
     """Make this process's settings: OpenBLAS's threads told not to spin; with ``heap``, glibc's
     heap kept (a command that reads no trace leaves it: loading ctypes costs about 3 ms)."""
     os.environ.setdefault(*BLAS_SPIN)
+    _ON_TERM["pid"] = os.getpid()
+    signal.signal(signal.SIGTERM, _on_term)
     if heap and sys.platform == "linux" and glibc():
         import ctypes
 
         libc = ctypes.CDLL(None)
         libc.mallopt(_M_TOP_PAD, HEAP_TOP_PAD)
         libc.mallopt(_M_MMAP_THRESHOLD, HEAP_MMAP_FROM)
+
+
+#: the command's process (whose SIGTERM is an interrupt) and whether it got one
+_ON_TERM = {"pid": -1, "got": False}
+
+
+def _on_term(signum: int, _frame: object) -> None:
+    """SIGTERM in the command's process: an interrupt; in a process forked from it: the default."""
+    if os.getpid() != _ON_TERM["pid"]:
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
+    _ON_TERM["got"] = True
+    raise KeyboardInterrupt("by SIGTERM")
+
+
+def terminated() -> bool:
+    """Whether the command's process got SIGTERM (:func:`settle`)."""
+    return bool(_ON_TERM["got"])
 
 
 def glibc() -> bool:

@@ -14,7 +14,7 @@ import sys
 import warnings
 
 from chakra_core.cli._common import shorten
-from chakra_core.cli._process import leave, settle
+from chakra_core.cli._process import leave, settle, terminated
 
 __all__ = ["main", "command", "COMMANDS", "Parser"]
 
@@ -165,6 +165,9 @@ def main(argv: list[str] | None = None, *, own_process: bool = False) -> int:
         print(f"chakra {args.command}: error: {shorten(f'{where}{e.strerror or e}')}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:  # a PluginInterrupt names the plugin that was running
+        if terminated():
+            print("chakra: terminated by SIGTERM", file=sys.stderr)
+            return 128 + 15
         print(f"chakra: interrupted {e}".rstrip(), file=sys.stderr)
         return 130
     except SystemExit as e:  # plugin code (an implementation) called sys.exit

@@ -152,8 +152,8 @@ def _names(cols: NodeColumns, order: np.ndarray) -> list[str]:
 
 def load_plan(rt: RankTrace, operators: bool = True) -> Plan:
     """Read one rank into a :class:`Plan` from its columns (a TraceFormatError names the file
-    and node of a bad node, a dependency on a missing id, a duplicate id or a collective without
-    a valid kind); with ``operators`` (``-O compute=real``) compute nodes carry their operator
+    and node of a bad node, a dependency on a missing id, a duplicate id, a dependency cycle or
+    a collective without a valid kind); with ``operators`` (``-O compute=real``) compute nodes carry their operator
     schema (``spec["op"]``)."""
     where = rt.label
     cols = node_columns(rt, _ATTRS)
@@ -172,6 +172,11 @@ def load_plan(rt: RankTrace, operators: bool = True) -> Plan:
     if g.missing:
         nid, dep = g.missing[0]
         raise TraceFormatError(f"depends on node {dep}, which is not in the file", where, f"node {nid}")
+    topo, left = g.topo_order()
+    if left:  # its nodes would never become ready: the workers would wait for ever
+        cycle = g.find_cycle(left)
+        raise TraceFormatError("dependency cycle: " + " -> ".join(map(str, cycle + cycle[:1])), where,
+                               f"node {cycle[0]}")
     at = order.tolist()
     plan = Plan(rt.rank, where)
     plan.ids = g.ids.tolist()
@@ -187,5 +192,5 @@ def load_plan(rt: RankTrace, operators: bool = True) -> Plan:
     plan.child_idx = np.asarray(idx).tolist()
     plan.dep_ptr = np.asarray(g.dep_ptr).tolist()
     plan.deps = np.asarray(g.deps).tolist()
-    plan.path_ns = int(g.longest_path(np.array(plan.dur_ns, dtype=np.int64) // 1000)[0]) * 1000
+    plan.path_ns = int(g.longest_path(np.array(plan.dur_ns, dtype=np.int64) // 1000, topo)[0]) * 1000
     return plan

@@ -129,3 +129,52 @@ def test_timeouts_and_iterations_past_their_bounds_are_refused(chakra_cli, tmp_p
     status, out, err = chakra_cli("emulate", tmp_path, "-O", option)
     assert status == 2 and len(err.strip().splitlines()) == 1 and said in err, err
     assert _workers() == {}
+
+
+def test_a_dependency_cycle_is_refused_before_any_worker_starts(chakra_cli, tmp_path):
+    # with --no-validate, its nodes never became ready and the workers waited for ever
+    cycle = [[_host(1, 1000, [2]), _host(2, 1000, [1])] for _ in range(2)]
+    _set(cycle).write(f"{tmp_path}/")
+    status, out, err = chakra_cli("emulate", tmp_path, "--no-validate", "-O", "expected=false")
+    assert status == 2 and len(err.strip().splitlines()) == 1, err
+    assert err.strip().endswith("trace.0.et:node 2: dependency cycle: 2 -> 1 -> 2"), err
+    assert _workers() == {}
+
+
+def _children(pid: int) -> list[int]:
+    """The live processes whose parent is ``pid``."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid and fields[0] != "Z":
+                out.append(int(d.name))
+    return out
+
+
+def test_sigterm_stops_the_workers_and_removes_the_job(tmp_path):
+    # SIGTERM (kill, a scheduler, a container stop) used to end the supervisor at once: its
+    # workers ran on (re-parented to init) and its job folder stayed
+    import subprocess
+    import sys
+
+    _set([[_host(1, 60_000_000)], [_host(1, 60_000_000)]]).write(f"{tmp_path}/t")
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    proc = subprocess.Popen([sys.executable, "-m", "chakra_core.cli.main", "-q", "emulate", str(tmp_path / "t"),
+                             "-O", "expected=false", "-O", "warmup=0"], stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 240
+    workers: list[int] = []
+    while time.monotonic() < deadline and len(workers) < 2:
+        workers = _children(proc.pid)
+        time.sleep(0.1)
+    assert len(workers) == 2, "the workers never started"
+    time.sleep(1)
+    proc.send_signal(signal.SIGTERM)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM and err.strip() == "chakra: terminated by SIGTERM", err
+    assert not [p for p in workers if Path(f"/proc/{p}").exists() and "Z" not in
+                (Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0])]
+    assert not list(tmp_path.glob("chakra-emulate-*"))
