@@ -107,6 +107,7 @@ class EmulatorBackend(Backend):
                 plans.append(load_plan(rt, operators=options["compute"] == "real"))
                 bar.advance()
         groups = _groups(traces, options, nranks)
+        _check_roots(plans, groups, nranks)
         job = _job(options, nranks, place, groups, plans)
         plan_s = time.perf_counter() - t0
         jobdir = Path(tempfile.mkdtemp(prefix="chakra-emulate-"))
@@ -141,6 +142,30 @@ def _groups(traces: TraceSet, options: Mapping[str, Any], nranks: int) -> dict[s
         check_group_ranks(name, ranks, nranks, where[name])
         out[name] = ranks
     return out
+
+
+#: the collectives that have a root
+_ROOTED = ("BROADCAST", "REDUCE", "GATHER", "SCATTER")
+
+
+def _check_roots(plans: list[Plan], groups: dict[str, list[int]], nranks: int) -> None:
+    """A TraceFormatError naming the file and node of a rooted collective whose root (a global
+    rank) is not a member of its group: replayed from another rank, it would be another call."""
+    for plan in plans:
+        for nid, spec in zip(plan.ids, plan.spec):
+            if spec is None or spec.get("type") not in _ROOTED or spec.get("root") is None:
+                continue
+            members = groups.get(spec["pg"]) or range(nranks)
+            if spec["root"] not in members:
+                group = f"group {spec['pg']!r}" if spec["pg"] else "the world"
+                raise TraceFormatError(f"{spec['type']} root {spec['root']} is not a member of {group} "
+                                       f"({list(members)[:16]})", plan.label, f"node {nid}")
+
+
+def _unrooted(plans: list[Plan]) -> int:
+    """The rooted collectives without a root (replayed from their group's first rank)."""
+    return sum(1 for p in plans for spec in p.spec
+               if spec is not None and spec.get("type") in _ROOTED and spec.get("root") is None)
 
 
 def _job(options: Mapping[str, Any], nranks: int, place: Any, groups: dict[str, list[int]],
@@ -217,7 +242,8 @@ def _result(kind: str, plans: list[Plan], results: list[dict[str, Any]], options
     nodes, text = node_rows(plans, results, repeats, options["node_rows"])
     summary["measured_vs_trace"] = text
     summary["nodes"] = nodes
-    result = Result("emulator", kind, summary, rows, notes=_notes(plans, results, summary, expected))
+    result = Result("emulator", kind, summary, rows,
+                    notes=_notes(plans, results, summary, expected, set(_compose_kinds(options["compose"]))))
     add_span_outputs(result, spans, options, "chakra emulator")
     return result
 
@@ -284,11 +310,16 @@ def _spread(values: list[int]) -> dict[str, Any]:
 
 
 def _notes(plans: list[Plan], results: list[dict[str, Any]], summary: dict[str, Any],
-           expected: int | None) -> list[str]:
+           expected: int | None, requested: set[str]) -> list[str]:
     notes = []
-    if summary["composed"]:
-        kinds = ", ".join(f"{k} ({n})" for k, n in sorted(summary["composed"].items()))
-        notes.append(f"collectives the {summary['backend']} backend lacks were composed from its primitives: {kinds}")
+    for asked, why in ((True, "as option compose asks"), (False, f"the {summary['backend']} backend lacks")):
+        kinds = ", ".join(f"{k} ({n})" for k, n in sorted(summary["composed"].items()) if (k in requested) == asked)
+        if kinds:
+            notes.append(f"collectives composed from the backend's primitives, {why}: {kinds}")
+    unrooted = _unrooted(plans)
+    if unrooted:
+        notes.append(f"{unrooted} rooted collective(s) without a root attribute ran with their group's first rank "
+                     "as root")
     hows: dict[str, int] = {}
     for r in results:
         for h in r["how"]:

@@ -112,7 +112,7 @@ class Comms:
             raise RuntimeError(f"rank {self.rank} issues a {kind} on group {spec['pg'] or '0'!r}, "
                                f"whose members are {members}")
         root = spec.get("root")
-        if root is None or root not in members:
+        if root is None:  # the backend says so in a note; a root outside the group it refuses
             root = members[0]
         call = _PRIMITIVE[kind]
         self._elem = 4 if size % 4 == 0 else 1
@@ -196,14 +196,18 @@ class Comms:
         return self._all_reduce(self._buf(size, 0), group)
 
     def _all_to_all(self, size: int, members: list[int]) -> Any:
-        p = len(members)
-        piece = size // p
+        """Each member's piece of the buffer (:func:`_splits`, as the primitive splits it) sent to
+        it, and this rank's piece received from every other member."""
+        p, me = len(members), members.index(self.rank)
+        splits = _splits(size, p, self._elem)
         works = []
         for j, peer in enumerate(members):
             if peer == self.rank:
                 continue
-            works.append(self.world_pg.recv([self._buf(piece, 2 + j)], peer, _TAG))
-            works.append(self.world_pg.send([self._buf(piece, 2 + p + j)], peer, _TAG))
+            if splits[me]:
+                works.append(self.world_pg.recv([self._buf(splits[me] * self._elem, 2 + j)], peer, _TAG))
+            if splits[j]:
+                works.append(self.world_pg.send([self._buf(splits[j] * self._elem, 2 + p + j)], peer, _TAG))
         return _Many(works)
 
     def _to_root(self, size: int, members: list[int], root: int) -> Any:

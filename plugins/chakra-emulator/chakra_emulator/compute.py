@@ -159,8 +159,8 @@ def _split_types(text: str) -> list[str]:
 def build_real_op(op: dict[str, Any], device: torch.device, gen: torch.Generator,
                   budget_bytes: int) -> tuple[Callable[[], Any] | None, int]:
     """The call of the recorded operator with freshly built arguments and the bytes its tensors
-    hold; the call is None when it cannot be built, its tensors would pass ``budget_bytes``, or
-    no overload accepts them in a trial call."""
+    hold; the call is None when it cannot be built, its tensors would pass ``budget_bytes`` (the
+    bytes are then those it would need), or no overload accepts them in a trial call."""
     name = op["name"]
     if not name.startswith("aten::"):
         return None, 0
@@ -172,8 +172,9 @@ def build_real_op(op: dict[str, Any], device: torch.device, gen: torch.Generator
         types = ast.literal_eval(op["types"])
         values = ast.literal_eval(op["values"])
         shapes = ast.literal_eval(op["shapes"])
-        if _recorded_bytes(types, values) > budget_bytes:
-            return None, 0
+        need = _recorded_bytes(types, values)
+        if need > budget_bytes:
+            return None, need
         args = [_argument(t, v, s, device, gen) for t, v, s in zip(types, values, shapes)]
     except (ValueError, SyntaxError, TypeError, _NotBuildable, RuntimeError, IndexError):
         return None, 0

@@ -60,7 +60,7 @@ class NodeRunner:
                 self.real[i] = call
                 self.real_bytes += nbytes
                 return REAL
-            if self.real_bytes >= self.budget:
+            if nbytes:  # refused for its size: more than the budget has left
                 self.over_budget += 1
         if plan.cpu[i]:
             return HOST

@@ -33,7 +33,8 @@ def probe_cuda() -> int:
 def choose_placement(backend: str, device: str, ranks: int, cuda_devices: int) -> Placement:
     """The placement for ``ranks`` ranks given the options ``backend`` (auto, gloo, nccl) and
     ``device`` (auto, cpu, cuda) and the number of CUDA devices: ``auto`` takes NCCL on CUDA when
-    every rank gets its own device (NCCL refuses two ranks on one device), else gloo on the CPU.
+    every rank gets its own device (NCCL refuses two ranks on one device), else gloo on the CPU
+    (with ``device`` cuda and fewer devices than ranks, gloo on CUDA buffers).
     A request this machine cannot serve is a ConfigError."""
     if device == "auto":
         if backend == "nccl":
@@ -50,6 +51,6 @@ def choose_placement(backend: str, device: str, ranks: int, cuda_devices: int) -
                               f"{cuda_devices} device(s) (use backend=gloo)")
     if device == "cuda" and cuda_devices == 0:
         raise ConfigError("device 'cuda' asked for, but torch sees no CUDA device here")
-    if backend == "auto":
-        backend = "nccl" if device == "cuda" else "gloo"
+    if backend == "auto":  # NCCL where every rank has a device of its own; gloo takes cuda buffers too
+        backend = "nccl" if device == "cuda" and ranks <= cuda_devices else "gloo"
     return Placement(backend, device)

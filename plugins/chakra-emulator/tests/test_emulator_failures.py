@@ -178,3 +178,44 @@ def test_sigterm_stops_the_workers_and_removes_the_job(tmp_path):
     assert not [p for p in workers if Path(f"/proc/{p}").exists() and "Z" not in
                 (Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0])]
     assert not list(tmp_path.glob("chakra-emulate-*"))
+
+
+def _broadcast(i, root=None):
+    n = Node(id=i, name=f"broadcast{i}", type=NodeType.COMM_COLL_NODE)
+    set_attr(n, "comm_type", int(CommType.BROADCAST))
+    set_attr(n, "comm_size", 4096)
+    if root is not None:
+        set_attr(n, "root", root)
+    return n
+
+
+def test_a_root_outside_the_group_is_refused_and_a_missing_one_is_said(chakra_cli, tmp_path):
+    # a root of 5 on two ranks was replayed from rank 0 without a word: another broadcast
+    _set([[_broadcast(1, 5)], [_broadcast(1, 5)]]).write(f"{tmp_path}/bad/")
+    status, _out, err = chakra_cli("emulate", tmp_path / "bad", "-O", "expected=false")
+    assert status == 2 and err.strip().endswith(
+        "trace.0.et:node 1: BROADCAST root 5 is not a member of the world ([0, 1])"), err
+    _set([[_broadcast(1)], [_broadcast(1)]]).write(f"{tmp_path}/none/")
+    result = chakra_core.emulate(str(tmp_path / "none"), options={"warmup": 0, "expected": False})
+    assert "2 rooted collective(s) without a root attribute ran with their group's first rank as root" in result.notes
+
+
+def _aten_add(i, numel):
+    # hand-made: an operator the emulator builds from its recorded inputs (2 float tensors)
+    n = Node(id=i, name="aten::add", type=NodeType.COMP_NODE, duration_micros=100)
+    set_attr(n, "is_cpu_op", True)
+    n.inputs.types = "['Tensor(float)', 'Tensor(float)', 'Int']"
+    n.inputs.values = f"[[1, 2, 0, {numel}, 4, 'cpu'], [3, 4, 0, {numel}, 4, 'cpu'], 1]"
+    n.inputs.shapes = f"[[{numel}], [{numel}], []]"
+    return n
+
+
+def test_an_operator_past_what_the_budget_has_left_is_counted():
+    # 4 MiB of tensors against a budget of 1 MiB: it runs as host work, and the note says so
+    # even though the small operator after it still fits (the count needed the budget used up)
+    ts = _set([[_aten_add(1, 1 << 19), _aten_add(2, 16)]])
+    result = chakra_core.emulate(ts, options={"warmup": 0, "expected": False, "real_memory_mb": 1})
+    how = {n["id"]: n["how"] for n in result.summary["nodes"]}
+    assert how == {1: "host", 2: "real"}
+    assert "1 compute node(s) with an operator ran as kernels or host work: their tensors would pass " \
+           "real_memory_mb" in result.notes

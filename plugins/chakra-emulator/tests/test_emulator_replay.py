@@ -11,6 +11,7 @@ import json
 import statistics
 
 import pytest
+import torch
 
 import chakra_core
 from chakra_core import SPAN_KINDS, CommType, NodeAttrs, NodeType, open_traceset
@@ -110,7 +111,10 @@ def test_composed_collectives_are_marked(composed):
     marked = [n for n in s["nodes"] if n["kind"] == "collective"]
     assert marked and all(n["composed"] for n in marked)
     assert s["composed"] == {k: 2 * COLL_COUNT[k] for k in COLL_COUNT}
-    assert any("composed" in note for note in composed.notes)
+    # composed as asked, not for want of the primitive (the note said the backend lacked them)
+    assert any(note.startswith("collectives composed from the backend's primitives, as option compose asks")
+               for note in composed.notes)
+    assert not any("backend lacks" in note for note in composed.notes)
     prims = {p for n in marked for p in n["observed"]["primitives"]}
     assert prims <= {"allreduce", "send", "recv"}
 
@@ -251,3 +255,38 @@ def test_the_system_files_warnings_are_notes(recorded, tmp_path):
     assert any("scheduling-policy" in w for w in warnings)
     result = chakra_core.emulate(str(recorded["ddp"]), system=str(system), options={"warmup": 0})
     assert result.notes[:len(warnings)] == warnings
+
+
+class _Recorder:
+    """A process group that records the bytes of each send and receive (no peers needed)."""
+
+    def __init__(self) -> None:
+        self.sent: dict[int, int] = {}
+        self.received: dict[int, int] = {}
+
+    def send(self, bufs, peer, tag):
+        self.sent[peer] = bufs[0].numel() * bufs[0].element_size()
+        return None
+
+    def recv(self, bufs, peer, tag):
+        self.received[peer] = bufs[0].numel() * bufs[0].element_size()
+        return None
+
+
+@pytest.mark.parametrize("size, sent, received", [
+    (40, {1: 12, 2: 8, 3: 8}, {1: 12, 2: 12, 3: 12}),  # 10 float32 split 3, 3, 2, 2 (was 8 bytes to each)
+    (8, {1: 4}, {1: 4, 2: 4, 3: 4}),                    # 2 float32 split 1, 1, 0, 0 (was 0 bytes to each)
+    (10, {1: 3, 2: 2, 3: 2}, {1: 3, 2: 3, 3: 3}),        # 10 bytes split 3, 3, 2, 2
+])
+def test_a_composed_all_to_all_moves_the_pieces_the_primitive_does(size, sent, received):
+    # rank 0 of 4: member j gets piece j of rank 0's buffer, and rank 0 gets piece 0 of each
+    # member's (the primitive's split: the first size % p elements one more)
+    from chakra_emulator.collectives import Comms
+
+    comms = object.__new__(Comms)  # no process group: the recorder stands for the world's
+    comms.rank, comms.device, comms._buffers = 0, torch.device("cpu"), {}
+    comms._elem = 4 if size % 4 == 0 else 1
+    comms.world_pg = recorder = _Recorder()
+    comms._all_to_all(size, [0, 1, 2, 3])
+    assert recorder.sent == sent and recorder.received == received
+    assert sum(sent.values()) == size - received[1]  # all of its buffer but its own piece

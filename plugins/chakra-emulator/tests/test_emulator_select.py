@@ -20,6 +20,7 @@ from chakra_emulator.select import Placement, choose_placement
     ("nccl", "auto", 8, 8, Placement("nccl", "cuda")),
     ("auto", "cuda", 2, 2, Placement("nccl", "cuda")),
     ("auto", "cpu", 2, 2, Placement("gloo", "cpu")),
+    ("auto", "cuda", 4, 1, Placement("gloo", "cuda")),    # was NCCL, which refuses two ranks on a device
 ])
 def test_placement(backend, device, ranks, gpus, want):
     assert choose_placement(backend, device, ranks, gpus) == want
