@@ -117,10 +117,11 @@ class EmulatorBackend(Backend):
             run_s = time.perf_counter() - t1
         finally:
             shutil.rmtree(jobdir, ignore_errors=True)
-        expected = _expected(traces, options) if options["expected"] else None
+        expected, sim_notes = _expected(traces, options) if options["expected"] else (None, [])
         result = _result(self.kind, plans, results, options, place, expected,
                          {"plan": round(plan_s, 3), "run": round(run_s, 3)})
         result.notes[:0] = system_warnings
+        result.notes += [f"expected_ns: {note}" for note in sim_notes]
         if result.spans is not None and output is not None:
             result.files.append(str(result.spans.save(Path(output) / "spans.npz")))
         return result
@@ -195,14 +196,16 @@ def _compose_kinds(kinds: list[Any]) -> list[str]:
     return out
 
 
-def _expected(traces: TraceSet, options: Mapping[str, Any]) -> int:
-    """The trace's own time as the simpy simulator replays it (recorded compute durations)."""
+def _expected(traces: TraceSet, options: Mapping[str, Any]) -> tuple[int, list[str]]:
+    """The trace's own time as the simpy simulator replays it (recorded compute durations), and
+    the simulator's notes (the network and system it took when none was given, ...)."""
     from chakra_core import simulate
 
     sim_opts = {k: options[k] for k in SYSTEM_OPTIONS if options.get(k) is not None}
     sim_opts["streams"] = options["streams"]
     sim_opts["congestion"] = options["congestion"]
-    return int(simulate(traces, "simpy", options=sim_opts, validate=False).summary["finish_ns"])
+    sim = simulate(traces, "simpy", options=sim_opts, validate=False)
+    return int(sim.summary["finish_ns"]), list(sim.notes)
 
 
 def _result(kind: str, plans: list[Plan], results: list[dict[str, Any]], options: Mapping[str, Any],

@@ -130,6 +130,9 @@ def test_real_operators_stay_within_their_memory_budget(collectives, composed):
 def test_result_has_the_simulators_shape(ddp, recorded):
     result, _ = ddp
     sim = chakra_core.simulate(str(recorded["ddp"]))
+    # expected_ns is that simulation: the defaults it took are said (they were dropped)
+    assert [f"expected_ns: {note}" for note in sim.notes] == [n for n in result.notes if n.startswith("expected_ns: ")]
+    assert any(n.startswith("expected_ns: no network given: the default") for n in result.notes)
     simulator_only = {"congestion", "comm", "symmetry", "events", "simpy_events", "events_per_s", "system"}
     assert set(sim.summary) - simulator_only <= set(result.summary)
     assert set(sim.ranks[0]) - {"simulated_as"} <= set(result.ranks[0])
