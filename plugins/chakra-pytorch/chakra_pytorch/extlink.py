@@ -62,7 +62,7 @@ def link_host_ops(kt: KinetoTrace, host: HostTrace, wanted: Iterable[int]) -> No
         found = sum(1 for (_rf, name, _tid), rec in zip(ops, spans) if rec is not None and rec[3] == name)
         kt.link = ("Record function id", found, len(ops))
         return
-    seq_of = {op.rf_id: op.keep[2] for op in host.ops if op.rf_id >= 0 and (op.keep[2] or -1) >= 0}
+    seq_of = {op.rf_id: op.keep[2] for op in host.ops if op.rf_id >= 0 and op.keep[2] is not None and op.keep[2] >= 0}
     matched = _align(ops, kt, seq_of)
     kt.link = ("External id", len(matched), len(ops))
     if not matched:
