@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
+REPO = DATA.parents[3]
 STEPS = 3
 
 
@@ -37,7 +38,8 @@ def record(name: str, jitted, args: tuple, dump_dir: str | None = None) -> Path:
     out = DATA / name
     out.mkdir(parents=True, exist_ok=True)
     compiled = jitted.lower(*args).compile()
-    (out / "program.hlo.txt").write_text(compiled.as_text())
+    # the source paths in its metadata relative to the repository (no path of this machine)
+    (out / "program.hlo.txt").write_text(compiled.as_text().replace(f'"{REPO}/', '"'))
     for _ in range(2):
         jax.block_until_ready(compiled(*args))
     with tempfile.TemporaryDirectory() as tmp:
