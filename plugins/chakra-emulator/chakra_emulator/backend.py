@@ -25,7 +25,7 @@ from chakra_core import (
 )
 from chakra_core.system import SYSTEM_OPTIONS, system_from_options
 
-from .plan import COMP, Plan, load_plan
+from .plan import COMP, ROOTED, Plan, load_plan
 
 if TYPE_CHECKING:
 
@@ -145,16 +145,12 @@ def _groups(traces: TraceSet, options: Mapping[str, Any], nranks: int) -> dict[s
     return out
 
 
-#: the collectives that have a root
-_ROOTED = ("BROADCAST", "REDUCE", "GATHER", "SCATTER")
-
-
 def _check_roots(plans: list[Plan], groups: dict[str, list[int]], nranks: int) -> None:
     """A TraceFormatError naming the file and node of a rooted collective whose root (a global
     rank) is not a member of its group: replayed from another rank, it would be another call."""
     for plan in plans:
         for nid, spec in zip(plan.ids, plan.spec):
-            if spec is None or spec.get("type") not in _ROOTED or spec.get("root") is None:
+            if spec is None or spec.get("type") not in ROOTED or spec.get("root") is None:
                 continue
             members = groups.get(spec["pg"]) or range(nranks)
             if spec["root"] not in members:
@@ -166,7 +162,7 @@ def _check_roots(plans: list[Plan], groups: dict[str, list[int]], nranks: int) -
 def _unrooted(plans: list[Plan]) -> int:
     """The rooted collectives without a root (replayed from their group's first rank)."""
     return sum(1 for p in plans for spec in p.spec
-               if spec is not None and spec.get("type") in _ROOTED and spec.get("root") is None)
+               if spec is not None and spec.get("type") in ROOTED and spec.get("root") is None)
 
 
 def _job(options: Mapping[str, Any], nranks: int, place: Any, groups: dict[str, list[int]],

@@ -30,6 +30,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from .plan import ROOTED
+
 __all__ = ["Comms"]
 
 #: Chakra kind -> the process group's method tried first (what torch.distributed's function of
@@ -131,7 +133,7 @@ class Comms:
         if not observe:
             return work, None
         observed = {"kind": kind, "bytes": 0 if kind == "BARRIER" else _nbytes(self._buf(size, 0)),
-                    "group": self._members(group), "root": root if kind in _ROOTED else None,
+                    "group": self._members(group), "root": root if kind in ROOTED else None,
                     "primitives": used, "composed": composed}
         return work, observed
 
@@ -247,7 +249,6 @@ class Comms:
         return work, seen
 
 
-_ROOTED = ("BROADCAST", "REDUCE", "GATHER", "SCATTER")
 #: the tag of composed collectives' messages (the traces' own tags are int32 and non-negative)
 _TAG = 2**31 - 7
 

@@ -35,7 +35,7 @@ from chakra_core import (
     node_columns,
 )
 
-__all__ = ["Plan", "load_plan", "COMP", "MEM", "COLL", "SEND", "RECV", "NOP",
+__all__ = ["ROOTED", "Plan", "load_plan", "COMP", "MEM", "COLL", "SEND", "RECV", "NOP",
            "R_CPU", "R_COMP", "R_COMM", "R_NONE", "KIND_NAMES"]
 
 COMP, MEM, COLL, SEND, RECV, NOP = "compute", "memory", "collective", "send", "recv", "other"
@@ -93,6 +93,10 @@ def _compute_specs(a: dict[str, AttrColumn], rows: np.ndarray, specs: list[dict[
 def _memory_specs(a: dict[str, AttrColumn], rows: np.ndarray, specs: list[dict[str, Any] | None]) -> None:
     for i, size in zip(rows.tolist(), _ints(a["tensor_size"], rows, 0)):
         specs[i] = {"bytes": size or 0}
+
+
+#: the collective kinds that have a root
+ROOTED = ("BROADCAST", "REDUCE", "GATHER", "SCATTER")
 
 
 def _coll_spec(a: dict[str, AttrColumn], i: int, nid: int, where: str) -> dict[str, Any]:
