@@ -23,7 +23,7 @@ from .groupmatch import SetMatch, has_subgroups
 from .hostet import HostTrace, read_header, read_host_et, scan_groups, schema_of
 from .hostrank import TraceRank, scan_rank
 from .ints import MAX_RANKS
-from .kineto import KinetoTrace, read_distributed_info, read_kineto
+from .kineto import KinetoTrace, read_distributed_info, read_kineto, scan_process_pid
 from .lazyrank import LazyRank
 from .nogc import cycle_collection_off
 from .schema_version import PyTorchTraceWarning, check_schema
@@ -51,11 +51,13 @@ def find_rank_files(paths: Sequence[str]) -> tuple[list[RankFiles], dict[str, An
 
     Every JSON file is looked at; those that are neither a host ET nor a Kineto trace are
     skipped with one warning naming them.  A file's rank is what the trace says first (a Kineto
-    trace's ``distributedInfo.rank``, a host ET's ``record_param_comms`` rank), else the rank in
-    its name (see :func:`rank_from_name`); a name that disagrees with the trace is overruled,
-    with a warning.  A lone host ET with at most one Kineto trace takes the Kineto trace's rank,
-    else its own, else a rank clearly in its name (``NAME.3.json``, ``rank3``), else 0.  Two
-    files claiming one rank, or a rank outside the world size, are a :class:`TraceFormatError`.
+    trace's ``distributedInfo.rank``, a host ET's ``record_param_comms`` rank; a host ET that says
+    neither takes the rank of the Kineto trace its own process recorded, the same pid), else the
+    rank in its name (see :func:`rank_from_name`; a number that is the file's pid is not one); a
+    name that disagrees with the trace is overruled, with a warning.  A lone host ET with at
+    most one Kineto trace takes the Kineto trace's rank, else its own, else a rank clearly in
+    its name (``NAME.3.json``, ``rank3``), else 0.  Two files claiming one rank, or a rank
+    outside the world size, are a :class:`TraceFormatError`.
     Returns the pairs and the first ``distributedInfo`` seen.
     """
     files = expand_paths(paths, JSON_SUFFIXES, required=".json or .json.gz files")
@@ -81,16 +83,22 @@ def find_rank_files(paths: Sequence[str]) -> tuple[list[RankFiles], dict[str, An
         return [rf], dist
     by_rank: dict[int, RankFiles] = {}
     told = {h: scan_rank(h) for h in hosts}
+    host_pids = {h: pid for h in hosts if told[h] is None and type(pid := read_header(h).get("pid")) is int}
+    unnamed = [h for h, pid in host_pids.items() if rank_from_name(h) in (None, pid)]
+    kineto_pids = {k: scan_process_pid(k) for k in kinetos} if unnamed else {}
+    _ranks_by_process(unnamed, host_pids, told, kineto_pids, infos)
     for h in hosts:
-        r = _claimed_rank(h, told[h], lone=False)
+        r = _claimed_rank(h, told[h], lone=False, pid=host_pids.get(h))
         if r in by_rank:
             raise TraceFormatError(f"two host traces claim rank {r} ({by_rank[r].host} and {h})", h)
         by_rank[r] = RankFiles(r, h)
     for k in kinetos:
         info = infos[k]
         said = info.get("rank")
+        if k not in kineto_pids and rank_from_name(k) not in (None, said):  # perhaps its pid
+            kineto_pids[k] = scan_process_pid(k)
         r = _claimed_rank(k, TraceRank(said, None, "distributedInfo.rank") if isinstance(said, int) else None,
-                          lone=False)
+                          lone=False, pid=kineto_pids.get(k))
         if r not in by_rank:
             raise TraceFormatError(f"Kineto trace of rank {r} has no host execution trace", k)
         if by_rank[r].kineto is not None:
@@ -99,6 +107,24 @@ def find_rank_files(paths: Sequence[str]) -> tuple[list[RankFiles], dict[str, An
     out = [by_rank[r] for r in sorted(by_rank)]
     _check_world(out, _world_of(dist, hosts[0], told[hosts[0]]))
     return out, dist
+
+
+def _ranks_by_process(hosts: list[str], pids: dict[str, int], told: dict[str, TraceRank | None],
+                      kineto_pids: dict[str, int | None], infos: dict[str, dict[str, Any]]) -> None:
+    """Set in ``told`` the rank of each host ET of ``hosts`` (whose trace does not say its rank
+    and whose name has none but perhaps its pid) to that of the Kineto trace its own process
+    recorded: the one Kineto trace that says its rank (``infos``) and whose process
+    (``kineto_pids``) is the host ET's (``pids``); processes on other machines may share a pid,
+    so a pid of two such Kineto traces pairs nothing."""
+    by_pid: dict[int, int | None] = {}
+    for k, pid in kineto_pids.items():
+        said = infos[k].get("rank")
+        if pid is not None and isinstance(said, int):
+            by_pid[pid] = None if pid in by_pid else said
+    for h in hosts:
+        rank = by_pid.get(pids[h])
+        if rank is not None:
+            told[h] = TraceRank(rank, None, f"the Kineto trace of its process, pid {pids[h]}")
 
 
 def _single_rank(host: str, own: TraceRank | None, kineto: str | None, dist: dict[str, Any]) -> RankFiles:
@@ -112,12 +138,15 @@ def _single_rank(host: str, own: TraceRank | None, kineto: str | None, dist: dic
     return RankFiles(r, host, kineto, dist if kineto else None)
 
 
-def _claimed_rank(path: str, told: TraceRank | None, lone: bool) -> int:
+def _claimed_rank(path: str, told: TraceRank | None, lone: bool, pid: int | None = None) -> int:
     """The rank of one file: what the trace says (``told``), else its name; a name that says
     another rank than the trace is overruled with a warning.  A lone file reads only a rank
     that is clearly one in its name (``NAME.3.json``, ``rank3``) and is rank 0 without either;
-    in a set, a file without either is a :class:`TraceFormatError`."""
+    in a set, a file without either is a :class:`TraceFormatError`.  A number in the name that
+    is the ``pid`` of the process that recorded the file is not a rank."""
     named = rank_from_name(path, strict=lone)
+    if named is not None and named == pid:
+        named = None
     if named is not None and named > MAX_RANKS:
         if not lone:
             raise TraceFormatError(f"the number {named} in the name is not a rank (at most {MAX_RANKS}): "

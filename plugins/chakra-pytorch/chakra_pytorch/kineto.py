@@ -32,7 +32,7 @@ from .ints import MAX_RANKS, event_int, int64_from_number, is_rank
 from .jsonitems import broken_json, iter_items, json_value, keyed_type, short_error, typed_decoder
 from .spantable import Span, SpanTable
 
-__all__ = ["KinetoTrace", "GpuEvent", "SyncEvent", "StreamWait", "OnEvent", "read_kineto",
+__all__ = ["KinetoTrace", "GpuEvent", "SyncEvent", "StreamWait", "OnEvent", "read_kineto", "scan_process_pid",
            "read_distributed_info", "event_time", "event_duration"]
 
 _GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
@@ -149,6 +149,28 @@ def read_distributed_info(path: str) -> dict[str, Any]:
     except (ijson.JSONError, ijson.IncompleteJSONError, OSError, EOFError, zlib.error) as e:
         raise TraceFormatError(f"not a Kineto trace ({short_error(e)})", path) from None
     return {}
+
+
+#: the host events :func:`scan_process_pid` reads at most
+_PID_EVENTS = 256
+
+
+def scan_process_pid(path: str) -> int | None:
+    """The process that recorded the Kineto trace ``path``: the pid most of its first host events
+    (CPU ops, annotations, runtime calls) carry, None when it has none or cannot be read (the
+    conversion reports a file it cannot read)."""
+    pids: dict[int, int] = {}
+    try:
+        for ev in iter_items(path, "traceEvents"):
+            if isinstance(ev, dict) and ev.get("cat") in _HOST_CATS:
+                pid = ev.get("pid")
+                if type(pid) is int and pid >= 0:
+                    pids[pid] = pids.get(pid, 0) + 1
+                    if sum(pids.values()) >= _PID_EVENTS:
+                        break
+    except (ijson.JSONError, ijson.IncompleteJSONError, OSError, EOFError, zlib.error, UnicodeError):
+        return None
+    return max(pids, key=pids.__getitem__) if pids else None
 
 
 #: the bytes at the end of a trace in which :func:`_trailing_distributed` looks for the keys

@@ -150,6 +150,40 @@ def test_kineto_rank_from_distributed_info(tmp_path):
     assert dist["world_size"] == 2 and dist["backend"] == "gloo"
 
 
+def test_files_named_by_pid_pair_by_their_process(tmp_path):
+    # PyTorch's own file names for a profiler trace and an ExecutionTraceObserver default to the
+    # host name and pid (``node7_31258.pt.trace.json``); a host ET without record_param_comms
+    # took the pid in its name for its rank and its Kineto trace found no partner. The real
+    # 4-rank recording renamed so: each host ET pairs with the Kineto trace of its own process.
+    from chakra_pytorch import find_rank_files
+    from chakra_pytorch.hostet import read_header
+    from chakra_pytorch.kineto import read_distributed_info
+
+    src = DATA / "pipeline_dp"
+    want = {}
+    for r in range(4):
+        pid = read_header(str(src / f"pytorch_et.{r}.json.gz"))["pid"]
+        want[read_distributed_info(str(src / f"kineto.{r}.json.gz"))["rank"]] = pid
+        shutil.copy(src / f"pytorch_et.{r}.json.gz", tmp_path / f"et_node7_{pid}.json.gz")
+        shutil.copy(src / f"kineto.{r}.json.gz", tmp_path / f"node7_{pid}.pt.trace.json.gz")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the pids in the names are not read as ranks: no warning
+        pairs, dist = find_rank_files([str(tmp_path)])
+    assert [p.rank for p in pairs] == sorted(want) == list(range(dist["world_size"]))
+    for p in pairs:
+        assert Path(p.host).name == f"et_node7_{want[p.rank]}.json.gz"
+        assert Path(p.kineto).name == f"node7_{want[p.rank]}.pt.trace.json.gz"
+    # two Kineto traces of one pid (processes on two machines): the pid pairs nothing
+    doc = _load(tmp_path / f"node7_{want[1]}.pt.trace.json.gz")
+    for ev in doc["traceEvents"]:
+        if ev.get("pid") == want[1]:
+            ev["pid"] = want[0]
+    (tmp_path / f"node7_{want[1]}.pt.trace.json.gz").write_bytes(gzip.compress(json.dumps(doc).encode()))
+    err = _first_error([tmp_path])
+    assert err.where == str(tmp_path / f"et_node7_{want[0]}.json.gz")
+    assert err.message.startswith("cannot tell the rank")
+
+
 def _first_error(paths) -> TraceFormatError:
     with pytest.raises(TraceFormatError) as e, warnings.catch_warnings():
         warnings.simplefilter("ignore")
