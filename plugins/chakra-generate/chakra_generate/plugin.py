@@ -20,10 +20,13 @@ def chakra_register_generators(register: Register) -> None:
 
 @hookimpl
 def chakra_register_transforms(register: Register) -> None:
-    """Register the what-if transforms ``resize_dp``, ``straggler`` and ``retime``."""
+    """Register the what-if transforms ``resize_dp``, ``straggler`` and ``retime``, and
+    ``even_collectives``."""
     register("resize_dp", "chakra_generate.resize:ResizeDp",
              description="what-if: change the data-parallel width (replicate ranks, re-size groups)")
     register("straggler", "chakra_generate.straggler:Straggler",
              description="what-if: slow down the compute of some ranks by a factor")
     register("retime", "chakra_generate.retime:Retime",
              description="what-if: re-time compute nodes from a roofline of a named device")
+    register("even_collectives", "chakra_generate.even:EvenCollectives",
+             description="one size for all members of an uneven collective (MoE all-to-all): the largest or the mean")

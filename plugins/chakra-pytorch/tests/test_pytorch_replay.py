@@ -20,7 +20,11 @@ import pytest
 from chakra_core import convert, open_traceset, simulate
 
 DATA = Path(__file__).resolve().parent / "data"
-RECORDINGS = sorted(d.name for d in DATA.iterdir() if d.is_dir() and any(d.glob("kineto.*.json.gz")))
+#: recordings validation refuses by design: ``moe``'s all-to-alls are uneven (its members' sizes
+#: differ), simulated once made even (tests/test_even_collectives.py at the repository's root)
+UNEVEN = {"moe"}
+RECORDINGS = sorted(d.name for d in DATA.iterdir()
+                    if d.is_dir() and any(d.glob("kineto.*.json.gz")) and d.name not in UNEVEN)
 #: ranks whose recording cannot say when their work ended (an op cut off by the profiler's stop)
 CUT_OFF = {("ddp_buckets_queued", 1)}
 pytest.importorskip("chakra_simpy")
