@@ -31,7 +31,8 @@ class AstraSimRunner(Backend):
         "binary": Option("str", None, f"ASTRA-sim analytical binary (default: ${ENV_VAR}, else the PATH)"),
         "congestion": Option("str", "unaware", "analytical backend: unaware, or aware (1-D networks)",
                              choices=("unaware", "aware")),
-        "timeout_s": Option("float", None, "give up after this many seconds", unit="s", minimum=0),
+        "timeout_s": Option("float", None, "give up after this many seconds (none: no limit)", unit="s",
+                            minimum=0.001),
         "timeline": Option("path", None, "accepted for 'chakra simulate'; ASTRA-sim writes no timeline"),
     }
 
@@ -54,7 +55,7 @@ class AstraSimRunner(Backend):
         with output_directory(out) as stage:  # the export, ASTRA-sim's run and its log, published together
             exported = export_astrasim(traces, out, export_opts)
             results, text = run_directory(stage, binary, options.get("congestion") or "unaware",
-                                          options.get("timeout_s"))
+                                          options.get("timeout_s"), where=str(out) if keep else binary)
             (stage / "astrasim.log").write_text(text)
         files = [*exported.files, str(out / "astrasim.log")] if keep else []
         present = set(traces.ranks)

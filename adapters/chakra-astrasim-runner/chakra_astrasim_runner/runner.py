@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from chakra_astrasim import BINARIES
@@ -73,13 +74,16 @@ def check_binary_mode(binary: str, congestion: str) -> str | None:
 
 
 def run_directory(directory: str | Path, binary: str, congestion: str = "unaware",
-                  timeout_s: float | None = None) -> tuple[list[dict], str]:
+                  timeout_s: float | None = None, where: str | None = None) -> tuple[list[dict], str]:
     """Run ``binary`` on the export in ``directory`` with the command its ``report.json`` names.
 
     Returns ``(ranks, stdout)``: the per-rank results of :func:`parse_output` for every rank of
-    the network, and the raw output.  Raises ChakraError when the run fails or times out.
+    the network, and the raw output.  Raises ChakraError when the run fails, times out or leaves
+    a rank unfinished, naming ``where`` (default ``directory``: the place the user knows, when
+    ``directory`` is a staging one) and a file outside it that keeps the whole output.
     """
     directory = Path(directory)
+    where = where or str(directory)
     info = json.loads((directory / "report.json").read_text())
     key = "congestion_aware" if congestion == "aware" else "congestion_unaware"
     args = info["commands"].get(key)
@@ -90,12 +94,33 @@ def run_directory(directory: str | Path, binary: str, congestion: str = "unaware
     try:
         proc = subprocess.run([binary, *args[1:]], cwd=directory, capture_output=True, text=True,
                               timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        raise ChakraError(f"ASTRA-sim did not finish within {timeout_s} s", str(directory)) from None
+    except subprocess.TimeoutExpired as e:
+        log = _kept_log(_text(e.stdout, e.stderr))
+        raise ChakraError(f"ASTRA-sim did not finish within {timeout_s:g} s (its output so far: {log})",
+                          where) from None
     except OSError as e:
         raise ConfigError(f"cannot run {binary}: {e.strerror or e}") from None
-    text = proc.stdout + ("\n" + proc.stderr if proc.stderr else "")
+    text = _text(proc.stdout, proc.stderr)
     if proc.returncode != 0:
         tail = " | ".join(text.strip().splitlines()[-3:]) or "no output"
-        raise ChakraError(f"ASTRA-sim exited with status {proc.returncode}: {tail}", str(directory))
-    return parse_output(text, npus, str(directory)), text
+        raise ChakraError(f"ASTRA-sim exited with status {proc.returncode}: {tail} (its whole output: "
+                          f"{_kept_log(text)})", where)
+    try:
+        return parse_output(text, npus, where), text
+    except ChakraError as e:
+        raise ChakraError(f"{e.message} (its whole output: {_kept_log(text)})", where) from None
+
+
+def _text(stdout: str | bytes | None, stderr: str | bytes | None) -> str:
+    """A run's standard output, then its error output (bytes, as a timeout leaves them, decoded)."""
+    out, err = (x.decode(errors="replace") if isinstance(x, bytes) else (x or "") for x in (stdout, stderr))
+    return out + ("\n" + err if err else "")
+
+
+def _kept_log(text: str) -> str:
+    """Write the output of a failed run to a file of its own in the system's temporary folder
+    (the run's directory is not published when it fails) and return its path."""
+    fd, path = tempfile.mkstemp(prefix="chakra-astrasim-failed-", suffix=".log")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    return path

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import stat
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -126,6 +127,44 @@ def test_failing_binary_is_reported(tmp_path):
     backend = AstraSimRunner()
     with pytest.raises(ChakraError, match="status 1: No dependancy free nodes found"):
         backend.run(_set(2), backend.check_options({"binary": str(bad)}), tmp_path / "o")
+
+
+def _script(tmp_path, name: str, body: str) -> str:
+    path = tmp_path / name
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return str(path)
+
+
+@pytest.mark.parametrize("body,said", [
+    ("echo 'sys[0] finished, 100 cycles, exposed communication 5 cycles.'\necho 'partial run'\n",
+     "rank 1 did not finish"),
+    ("echo 'sys[0] finished, 100 cycles, exposed communication 5 cycles.'\necho 'heap damaged' >&2\nexit 6\n",
+     "exited with status 6"),
+    ("echo 'sys[0] started'\nexec sleep 30\n", "did not finish within 0.5 s"),
+])
+def test_a_failed_run_names_the_output_and_keeps_its_whole_log(tmp_path, body, said):
+    # the error named the hidden staging directory, deleted with the run, and the log went with it
+    binary = _script(tmp_path, "astra", body)
+    backend = AstraSimRunner()
+    out = tmp_path / "o"
+    with pytest.raises(ChakraError) as e:
+        backend.run(_set(2), backend.check_options({"binary": binary, "timeout_s": 0.5}), out)
+    assert said in e.value.message and e.value.where == str(out) and not out.exists()
+    log = Path(e.value.message.rsplit(": ", 1)[1].rstrip(")"))
+    try:
+        assert "sys[0]" in log.read_text()
+    finally:
+        log.unlink()
+    with pytest.raises(ChakraError) as e:  # without an output directory: the binary is named
+        backend.run(_set(2), backend.check_options({"binary": binary, "timeout_s": 0.5}), None)
+    assert e.value.where == binary
+    Path(e.value.message.rsplit(": ", 1)[1].rstrip(")")).unlink()
+
+
+def test_a_timeout_of_zero_is_refused():
+    with pytest.raises(ConfigError, match="timeout_s"):
+        AstraSimRunner().check_options({"timeout_s": 0})
 
 
 def test_no_binary_is_refused_before_writing(tmp_path, monkeypatch):
