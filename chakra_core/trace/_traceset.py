@@ -40,6 +40,7 @@ __all__ = [
     "TraceSet",
     "open_traceset",
     "with_process_groups",
+    "groups_by_rank",
     "process_groups_json",
     "PG_ATTR",
     "publish_set",
@@ -205,7 +206,7 @@ class TraceSet:
     def process_groups(self) -> dict[str, list[int]]:
         """``{pg_name: [ranks]}`` of the set ("" and "0" stand for all ranks and are not listed)."""
         if self._pgs is None:
-            self._pgs = _discover_groups(next(iter(self._ranks.values()))) if self._ranks else {}
+            self._pgs = _discover_groups(list(self._ranks.values())) if self._ranks else {}
         return self._pgs
 
     def group_members(self, pg_name: str | None) -> list[int]:
@@ -237,7 +238,8 @@ class TraceSet:
               progress: Callable[[int, int], None] | None = None, replace_stale: bool = False) -> list[Path]:
         """Write ``prefix.{rank}.et`` files; ``out`` is a directory (prefix ``trace``) or a prefix.
 
-        Each rank's GlobalMetadata gets the set's process groups; ``progress(done, total)`` is
+        Each rank's GlobalMetadata gets the process groups it is a member of (:func:`groups_by_rank`:
+        the set's are their union, so a file does not grow with the set); ``progress(done, total)`` is
         called after each rank.  All ranks are written to a temporary directory first and
         published together (docs/formats.md says exactly what a failure or kill leaves).  With
         ``replace_stale``, files of an earlier set at the same prefix that the new one does not
@@ -257,13 +259,12 @@ class TraceSet:
         ``.et.gz``), byte for byte as :meth:`write` writes them; returns the file names.  A rank
         with ``framed()`` (yielding ``(bytes, node_count)`` pieces of an ``.et`` body) is written
         from those pieces, one with ``raw()`` from its serialized nodes."""
-        pgs = _listed(self.process_groups)
-        text = process_groups_json(pgs) if pgs else None
+        own = groups_by_rank(_listed(self.process_groups))
         names = []
         for i, rank in enumerate(ranks):
             rt = self._ranks[rank]
             names.append(f"{name}.{rank}{suffix}")
-            meta = with_process_groups(rt.metadata(), pgs, text)
+            meta = with_process_groups(rt.metadata(), own(rank))
             with EtWriter(Path(directory) / names[-1], meta) as w:
                 raw = getattr(rt, "raw", None)
                 framed = getattr(rt, "framed", None)
@@ -368,6 +369,29 @@ def with_process_groups(meta: GlobalMetadata, pgs: Mapping[str, Sequence[int]],
     return out
 
 
+def groups_by_rank(pgs: Mapping[str, Sequence[int]]) -> Callable[[int], dict[str, Sequence[int]]]:
+    """``own(rank)``: the groups of ``pgs`` that list ``rank`` or list no rank (PyTorch's
+    ``"ranks": []``, a group of every rank), in the order of :func:`group_order`; what each rank
+    of a set written carries, so that a file's size does not grow with the number of ranks."""
+    names: dict[int, list[str]] = {}
+    everyone = []
+    for name in sorted(pgs, key=group_order):
+        if not pgs[name]:
+            everyone.append(name)
+        for r in pgs[name]:
+            names.setdefault(r, []).append(name)
+
+    def own(rank: int) -> dict[str, Sequence[int]]:
+        mine = names.get(rank, [])
+        return {n: pgs[n] for n in (sorted(mine + everyone, key=group_order) if everyone else mine)}
+    return own
+
+
+def group_order(name: str) -> tuple[int, int, str]:
+    """The order groups are listed in: decimal names by their number, then the others by name."""
+    return (0, int(name), "") if name.isdigit() and len(name) < 19 else (1, 0, name)
+
+
 def _listed(pgs: Mapping[str, Sequence[int]]) -> Mapping[str, Sequence[int]]:
     """``pgs`` without groups "" and "0" (all ranks)."""
     return pgs if not ("" in pgs or "0" in pgs) else {k: v for k, v in pgs.items() if k not in ("", "0")}
@@ -414,11 +438,38 @@ def parse_groups_json(text: str, where: str) -> dict[str, list[int]]:
         raise TraceFormatError(f"bad process-group description ({e})", where) from None
 
 
-def _discover_groups(rt: RankTrace) -> dict[str, list[int]]:
-    for a in rt.metadata().attr:
+def _discover_groups(ranks: list[RankTrace]) -> dict[str, list[int]]:
+    """The groups of a set: the union of its ranks' ``process_groups`` attributes (each lists the
+    rank's own groups, or, written before, every group), else those of the first rank's
+    ``## process_group:init ##`` node (PyTorch's, in every rank); a group that two ranks list
+    with other members is a TraceFormatError naming both."""
+    found: dict[str, list[int]] = {}
+    seen: dict[str, str] = {}  # group -> the label of the first rank that lists it
+    texts: set[str] = set()
+    for rt in ranks:
+        text = listed_groups_text(rt.metadata())
+        if text is None or text in texts:
+            continue
+        texts.add(text)
+        for name, members in parse_groups_json(text, rt.label).items():
+            if name not in found:
+                found[name], seen[name] = members, rt.label
+            elif found[name] != members:
+                raise TraceFormatError(f"process group {name!r} has the ranks {members} here but "
+                                       f"{found[name]} in {seen[name]}", rt.label)
+    return found if texts else _pg_init_of(ranks[0])
+
+
+def listed_groups_text(meta: GlobalMetadata) -> str | None:
+    """The text of a rank's ``process_groups`` attribute, None without one."""
+    for a in meta.attr:
         if a.name == PG_ATTR and a.WhichOneof("value") == "string_val":
-            return parse_groups_json(a.string_val, rt.label)
-    # traces of other tools: the METADATA node named "## process_group:init ##"
+            return a.string_val
+    return None
+
+
+def _pg_init_of(rt: RankTrace) -> dict[str, list[int]]:
+    """Groups of traces of other tools: the METADATA node named "## process_group:init ##"."""
     raw = getattr(rt, "raw", None)
     key = PG_INIT_NAME.encode()
     if isinstance(rt, FileRank) and not rt.may_contain(key):  # a run of frames at a time

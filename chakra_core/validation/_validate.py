@@ -231,7 +231,7 @@ def _groups(traces: TraceSet, checks: dict[int, RankCheck], add: _Collector,
     more = {k: list(v) for k, v in (extra or {}).items()}
     if (hasattr(first, "raw") and not checks[first.rank].saw_group_node
             and not any(pg for c in checks.values() for pg in c.colls)
-            and not any(a.name == PG_ATTR for a in first.metadata().attr)):
+            and not any(a.name == PG_ATTR for rt in traces for a in rt.metadata().attr)):
         return more
     try:
         return {**traces.process_groups, **more}

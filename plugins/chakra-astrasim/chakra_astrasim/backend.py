@@ -28,6 +28,7 @@ from chakra_core import (
     Result,
     TraceFormatError,
     TraceSet,
+    groups_by_rank,
     output_directory,
     progress,
     with_process_groups,
@@ -189,8 +190,9 @@ def _write_workload(traces: TraceSet, plan: Plan, gp: GroupPlan, wdir: Path, pre
     wdir.mkdir(parents=True, exist_ok=True)
     order = OrderCheck(gp.members, report)
     p2p: Counter = Counter()
-    # ASTRA-sim ignores metadata attributes; ours make the workload self-describing (its groups)
-    meta = with_process_groups(GlobalMetadata(version=ET_VERSION), gp.written)
+    # ASTRA-sim ignores metadata attributes; ours make the workload self-describing (each rank
+    # its own groups: the set's are their union)
+    own = groups_by_rank(gp.written)
     present = set(traces.ranks)
     idle: Counter = Counter()  # ranks given an idle node: "padded" (no trace), "filled" (emptied)
     reuse = RankReuse(plan, report, keys_compiled(traces, sorted(present)))
@@ -207,6 +209,7 @@ def _write_workload(traces: TraceSet, plan: Plan, gp: GroupPlan, wdir: Path, pre
                 p2p[key] += 1
             for key in res.recvs:
                 p2p[key] -= 1
+            meta = with_process_groups(GlobalMetadata(version=ET_VERSION), own(rank))
             with EtWriter(wdir / f"{prefix}.{rank}.et", meta) as w:
                 for b in raw:
                     w.write_raw(b)
