@@ -23,6 +23,8 @@ from chakra_core.io._etio import atomic_output
 from chakra_core.pipeline._commands import Inputs, _input_pipeline, _merge_flags
 from chakra_core.pipeline._pipeline import Stage, resolve_stage
 from chakra_core.pipeline._provenance import implementation, provenance
+from chakra_core.trace._attrs import attr_value
+from chakra_core.trace._traceset import TraceSet
 
 __all__ = ["synth_fit", "synth_sample", "synth_show", "read_model"]
 
@@ -54,6 +56,7 @@ def synth_fit(inputs: Sequence[Inputs], output: str | os.PathLike, *, synthesize
     if any(given):
         options = {**(options or {}), "params": given}
     stage = resolve_stage(host, "synthesizer", synthesizer, options)
+    _refuse_other_step(stage, set(options or {}), "fit")
     pipes = []
     with progress("reading", total=len(inputs)) as bar:
         corpus = []
@@ -168,6 +171,20 @@ def _stage(host: PluginHost, model: Mapping[str, Any], options: Mapping[str, Any
         raise
 
 
+def _refuse_other_step(stage: Stage, given: set[str], step: str) -> None:
+    """Refuse an option given to ``step`` ("fit" or "sample") that the synthesizer uses only in the
+    other step (its ``fit_options`` names those of fit, the others are sample's; a synthesizer
+    without ``fit_options`` is not checked)."""
+    fit_only = getattr(stage.impl, "fit_options", None)
+    if fit_only is None:
+        return
+    for key in sorted(given):
+        other = "fit" if key in fit_only else "sample"
+        if other != step:
+            raise ConfigError(f"option {key!r} is a {other} option of synthesizer {stage.name!r}: give it to "
+                              f"'chakra synth {other}' (synth_{other}), not to {step}")
+
+
 def _impl(stage: Stage) -> dict[str, Any]:
     return implementation("synthesizer", stage.entry, stage.options)
 
@@ -185,6 +202,8 @@ def synth_sample(model: str | os.PathLike | Mapping[str, Any], output: str | os.
     m = read_model(model)
     where = None if isinstance(model, Mapping) else str(model)
     stage = _stage(host, m, _merge_flags(options, {"seed": seed, "ranks": ranks}), where)
+    given = set(options or {}) | {k for k, v in (("seed", seed), ("ranks", ranks)) if v is not None}
+    _refuse_other_step(stage, given, "sample")
     picked = stage.options.get("seed")
     if isinstance(picked, int) and not 0 <= picked < 2 ** 63:
         raise ConfigError(f"seed {picked}: give a seed from 0 to 2**63-1")
@@ -201,20 +220,24 @@ def synth_sample(model: str | os.PathLike | Mapping[str, Any], output: str | os.
     with progress("writing", total=len(traces)) as bar:
         paths = traces.write(output, compress=gzip, progress=bar, replace_stale=True)
     inputs = [] if isinstance(model, Mapping) else [str(model)]
-    given = set(options or {}) | {k for k, v in (("seed", seed), ("ranks", ranks)) if v is not None}
     return Result("synth-sample", "synthesizer", {"ranks": len(paths)}, files=[str(p) for p in paths],
-                  notes=_defaults_note(stage.options, given, len(paths)), provenance=provenance(inputs, [_impl(stage)]))
+                  notes=_defaults_note(stage, given, traces), provenance=provenance(inputs, [_impl(stage)]))
 
 
-#: sampling options whose default a note names when they were not given
-_SAID_DEFAULTS = ("seed", "level", "workload")
-
-
-def _defaults_note(options: Mapping[str, Any], given: set[str], ranks: int) -> list[str]:
-    """A note naming the sampling defaults taken (seed, privacy level, workload, rank count)."""
-    taken = [f"{k}={options[k]}" for k in _SAID_DEFAULTS if k in options and k not in given and options[k] is not None]
+def _defaults_note(stage: Stage, given: set[str], traces: TraceSet) -> list[str]:
+    """A note naming the sampling defaults taken: each sample option not given that has a value,
+    the value the sample records in its metadata where it records one (the workload a target
+    picks, say) and the rank count; options without a value (the model's size, no target) are
+    not named."""
+    recorded = {a.name: attr_value(a)[1] for a in traces[traces.ranks[0]].metadata().attr}
+    fit_only: frozenset[str] = getattr(stage.impl, "fit_options", frozenset())
+    taken = []
+    for key, value in stage.options.items():
+        shown = recorded.get(key, value)
+        if key not in given and key not in fit_only and key != "ranks" and shown is not None:
+            taken.append(f"{key}={shown}")
     if "ranks" not in given:
-        taken.append(f"ranks={ranks} (the model's)")
+        taken.append(f"ranks={len(traces)} (the model's)")
     return [f"defaults taken: {', '.join(taken)}"] if taken else []
 
 

@@ -159,16 +159,18 @@ def _scale_layers(w: dict[str, Any], new: float, partner: Mapping[str, Any] | No
     w["params"]["layers"] = new
 
 
-def condition(model: Mapping[str, Any], target: Mapping[str, Any]) -> dict[str, Any]:
-    """A workload for the ``target`` parameters (module docstring)."""
+def condition(model: Mapping[str, Any], target: Mapping[str, Any]) -> tuple[int, dict[str, Any]]:
+    """A workload for the ``target`` parameters (module docstring), with the index of the
+    nearest fitted set it is made from."""
     for k, v in target.items():
         _check_param("target", k, v)
     ws = [w for w in model["workloads"] if "params" in w]
-    scored = sorted(ws, key=lambda w: _distance(target, w["params"]))
-    if not scored or math.isinf(_distance(target, scored[0]["params"])):
+    distances = [_distance(target, w.get("params", {})) for w in model["workloads"]]
+    index = distances.index(min(distances))
+    base = model["workloads"][index]
+    if math.isinf(distances[index]):
         raise ConfigError(f"no fitted set has the parameters {sorted(target)} (fit with them in the sets' "
                           "metadata or a list file's KEY=NUMBER)")
-    base = scored[0]
     w = copy.deepcopy(base)
     pair = _bracket(ws, base, target)
     if pair is not None:
@@ -182,4 +184,4 @@ def condition(model: Mapping[str, Any], target: Mapping[str, Any]) -> dict[str, 
             _interpolate(w, partner[0], partner[1])
         _scale_layers(w, float(target["layers"]), partner[0] if partner is not None else None)
     w["params"].update(target)
-    return w
+    return index, w

@@ -9,16 +9,17 @@ distributions of its computation segments (:mod:`.fit_learned`); per kind quanti
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from chakra_core import ConfigError, GlobalMetadata, Option, Synthesizer, TraceSet, make_attr
+from chakra_core import ConfigError, Option, Synthesizer, TraceSet, make_attr
 
-from .model import check_model, new_model, pick_workload
+from .model import check_model, new_model, pick_workload, sample_metadata
 from .profile import KindTable
-from .structural import SAMPLE_OPTIONS, _class_counts
+from .structural import FIT_OPTIONS, SAMPLE_OPTIONS, _class_counts
 
 __all__ = ["LearnedSynthesizer"]
 
@@ -28,15 +29,18 @@ class LearnedSynthesizer(Synthesizer):
 
     description = "hierarchical model: repeated blocks, communication anchors, per-segment op count, mix and time"
     options = {
-        **SAMPLE_OPTIONS,
+        **FIT_OPTIONS,
         "max_period": Option("int", 256, "fit: longest block body searched, in nodes", minimum=1),
         "params": Option("list", None, "fit: per trace set, its parameters (KEY: number), over those of "
                          "its metadata (a list file's KEY=NUMBER give them)"),
+        **SAMPLE_OPTIONS,
         "target": Option("dict", None, "sample: parameters (KEY: number, e.g. {\"layers\": 40}) to sample "
                          "for, from the nearest fitted set (docs/synth.md, Corpus)"),
         "level": Option("float", 0.5, "sample: privacy level, 0 to 1 (more: further from the source, "
                         "less faithful)", minimum=0),
     }
+    #: the options only ``fit`` uses (``chakra synth sample`` refuses them); the others are ``generate``'s
+    fit_options = frozenset({*FIT_OPTIONS, "max_period", "params"})
 
     def fit(self, corpus: Sequence[TraceSet], options: Mapping[str, Any]) -> dict[str, Any]:
         """The model of ``corpus`` (one workload per trace set)."""
@@ -63,12 +67,7 @@ class LearnedSynthesizer(Synthesizer):
 
         check_model(model, "classes")
         check_schema(model, "learned")
-        if options["target"]:
-            from .corpus import condition
-
-            w = condition(model, options["target"])
-        else:
-            w = pick_workload(model, int(options["workload"]))
+        index, w = _workload(model, options)
         ranks = int(options["ranks"] or w["ranks"])
         tile = int(w["tile"])
         if ranks % tile:
@@ -99,10 +98,8 @@ class LearnedSynthesizer(Synthesizer):
             if len(variants_of[g]) == 1:
                 return first_stream[g]
             return first_stream[g] + variants_of[g].index(cls["members"].index(rank % source_ranks))
-        meta = GlobalMetadata(version="0.0.4")
-        meta.attr.extend([make_attr("source", "chakra-synth"), make_attr("synthesizer", str(model["synthesizer"])),
-                          make_attr("seed", int(options["seed"])), make_attr("workload", int(options["workload"])),
-                          make_attr("privacy_level", level)])
+        target = [make_attr("target", json.dumps(options["target"], sort_keys=True))] if options["target"] else []
+        meta = sample_metadata(model, int(options["seed"]), index, make_attr("privacy_level", level), *target)
         positions = [first_stream[group_of[p]] for p in range(tile)]
         return build_traceset(streams, positions, stream_of, ranks, meta, f"synth:{model['synthesizer']}")
 
@@ -121,6 +118,19 @@ class LearnedSynthesizer(Synthesizer):
                 cd["segments"] = len(c["segments"])
                 cd["segment_ops"] = sum(int(s["length"]) for s in c["segments"])
         return out
+
+
+def _workload(model: Mapping[str, Any], options: Mapping[str, Any]) -> tuple[int, dict[str, Any]]:
+    """The workload to sample and the index of the fitted one it comes from: ``workload``, or for a
+    ``target`` the nearest fitted set conditioned on it (both given is an error)."""
+    if not options["target"]:
+        return pick_workload(model, options["workload"])
+    if options["workload"] is not None:
+        raise ConfigError(f"workload={options['workload']} and target both pick the fitted set to sample: give one "
+                          "(with target, the set nearest to it is taken)")
+    from .corpus import condition
+
+    return condition(model, options["target"])
 
 
 def _position_groups(w: Mapping[str, Any]) -> list[tuple[int, int, set[int], list[Any]]]:

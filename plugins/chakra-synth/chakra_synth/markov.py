@@ -17,15 +17,15 @@ from typing import Any
 
 import numpy as np
 
-from chakra_core import ConfigError, GlobalMetadata, NodeType, Synthesizer, TraceSet, make_attr
+from chakra_core import ConfigError, NodeType, Synthesizer, TraceSet
 
 from .emit import ClassStream, NodeBatch, Role, build_traceset, static_bytes
 from .kinds import comm_type_number, kind_stats, kinds_json, node_label, populations, type_number
 from .layout import WORLD_REF
-from .model import check_model, new_model, pick_workload
+from .model import check_model, new_model, pick_workload, sample_metadata
 from .profile import KindTable, read_profiles
 from .quantiles import ppf
-from .structural import SAMPLE_OPTIONS
+from .structural import FIT_OPTIONS, SAMPLE_OPTIONS
 from .tables import stat_rows
 
 __all__ = ["MarkovSynthesizer"]
@@ -38,7 +38,9 @@ class MarkovSynthesizer(Synthesizer):
     """Baseline: kinds from a first-order Markov chain, numbers drawn per kind, a chain of deps."""
 
     description = "baseline: a first-order Markov chain of node kinds, per-kind distributions"
-    options = dict(SAMPLE_OPTIONS)
+    options = {**FIT_OPTIONS, **SAMPLE_OPTIONS}
+    #: the options only ``fit`` uses (``chakra synth sample`` refuses them); the others are ``generate``'s
+    fit_options = frozenset(FIT_OPTIONS)
 
     def fit(self, corpus: Sequence[TraceSet], options: Mapping[str, Any]) -> dict[str, Any]:
         """Transition counts and per-kind tables of each set of ``corpus``."""
@@ -68,7 +70,7 @@ class MarkovSynthesizer(Synthesizer):
 
         check_model(model, "transitions")
         check_schema(model, "markov")
-        w = pick_workload(model, int(options["workload"]))
+        index, w = pick_workload(model, options["workload"])
         if not w["start"]:
             raise ConfigError("the model's workload has no nodes to sample")
         ranks = int(options["ranks"] or w["ranks"])
@@ -84,9 +86,7 @@ class MarkovSynthesizer(Synthesizer):
         def batches() -> Iterator[NodeBatch]:
             return _walk(w, len(kinds), nodes, np.random.default_rng(seed), role_of)
         stream = ClassStream(statics, types, [comm_type_number(k) for k in kinds], roles, batches)
-        meta = GlobalMetadata(version="0.0.4")
-        meta.attr.extend([make_attr("source", "chakra-synth"), make_attr("synthesizer", str(model["synthesizer"])),
-                          make_attr("seed", seed), make_attr("workload", int(options["workload"]))])
+        meta = sample_metadata(model, seed, index)
         return build_traceset([stream], [0], lambda _rank: 0, ranks, meta, f"synth:{model['synthesizer']}")
 
     def describe(self, model: Mapping[str, Any]) -> dict[str, Any]:

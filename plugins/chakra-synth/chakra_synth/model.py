@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from chakra_core import ConfigError
+from chakra_core import ConfigError, GlobalMetadata, make_attr
 
-__all__ = ["MODEL_FORMAT", "MODEL_VERSION", "new_model", "check_model", "pick_workload"]
+__all__ = ["MODEL_FORMAT", "MODEL_VERSION", "new_model", "check_model", "pick_workload", "sample_metadata"]
 
 MODEL_FORMAT = "chakra-synth-model"
 MODEL_VERSION = 1
@@ -35,9 +35,19 @@ def check_model(model: Mapping[str, Any], needs: str) -> None:
         raise ConfigError(f"the model was not fitted by this synthesizer (synthesizer {model.get('synthesizer')!r})")
 
 
-def pick_workload(model: Mapping[str, Any], index: int) -> dict[str, Any]:
-    """Workload ``index`` of the model."""
+def pick_workload(model: Mapping[str, Any], index: int | None) -> tuple[int, dict[str, Any]]:
+    """Workload ``index`` of the model (the first when None), with its index."""
     ws = model["workloads"]
+    index = 0 if index is None else int(index)
     if index >= len(ws):
         raise ConfigError(f"workload={index}: the model has {len(ws)} workload(s) (0..{len(ws) - 1})")
-    return ws[index]
+    return index, ws[index]
+
+
+def sample_metadata(model: Mapping[str, Any], seed: int, workload: int, *extra: Any) -> GlobalMetadata:
+    """The GlobalMetadata of a sample: its source, the synthesizer, the seed, the fitted workload
+    it was drawn from, and the attributes ``extra`` (``make_attr`` results)."""
+    meta = GlobalMetadata(version="0.0.4")
+    meta.attr.extend([make_attr("source", "chakra-synth"), make_attr("synthesizer", str(model["synthesizer"])),
+                      make_attr("seed", seed), make_attr("workload", workload), *extra])
+    return meta

@@ -1,8 +1,9 @@
 """The model files' schemas, one per synthesizer, checked when a model is read.
 
 A schema is a nested spec: ``"int"`` (an integer in the int64 range, not a bool), ``"count"``
-(an integer from 0), ``"num"`` (a finite number in the int64 range), ``"amount"`` (a ``num`` from
-0: a duration, size or op count), ``"prob"`` (a number from 0 to 1), ``"bool"``, ``"str"``,
+(an integer from 0), ``"positive"`` (an integer from 1: a size step, a repetition, a dependency
+offset, a number of ranks or nodes), ``"num"`` (a finite number in the int64 range), ``"amount"``
+(a ``num`` from 0: a duration, size or op count), ``"prob"`` (a number from 0 to 1), ``"bool"``, ``"str"``,
 ``"any"``; ``List(spec)``, ``Tuple(spec, ...)``, ``Obj({key: spec}, optional=...)``, ``Map(spec)``
 (an object of any keys), ``OneOf(spec, ...)``, ``Nullable(spec)``.
 A mismatch is a ConfigError naming the place in the model (``workloads[0].classes[1].slots[3].kind``).
@@ -12,11 +13,14 @@ Indices a model holds (kinds, motifs, slots, segments, classes) are checked agai
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from chakra_core import CommType, ConfigError, NodeType
+
+from .layout import WORLD_REF
 
 __all__ = ["check_schema", "SCHEMAS"]
 
@@ -71,10 +75,10 @@ def _scalar_error(spec: str, v: Any) -> str | None:
     is_num = is_int or (isinstance(v, float) and math.isfinite(v))
     if spec == "any":
         return None
-    if spec in ("int", "count"):
+    if spec in ("int", "count", "positive"):
         if not is_int:
             return "an integer"
-        lo = 0 if spec == "count" else -_I64
+        lo = {"int": -_I64, "count": 0, "positive": 1}[spec]
         return None if lo <= v < _I64 else f"an integer from {lo} to 2**63-1"
     if spec == "num":
         return None if is_num and -_I64 < v < _I64 else "a finite number below 2**63 in size"
@@ -146,44 +150,45 @@ _TYPE = OneOf(("count", "str"))
 _KIND = Obj({"type": _TYPE, "cpu": "bool", "comm_type": OneOf(("count", "str")), "name": "str"},
             optional=frozenset({"comm_type", "name"}))
 _TABLE = List("amount")
-_KIND_STATS = Map(Obj({"duration": _TABLE, "size": _TABLE, "num_ops": _TABLE, "size_step": "count"},
+_KIND_STATS = Map(Obj({"duration": _TABLE, "size": _TABLE, "num_ops": _TABLE, "size_step": "positive"},
                       optional=frozenset({"duration", "size", "num_ops", "size_step"})))
 _COMM_ROLE = Tuple(("str", OneOf(("str", "int"))))
 _ROLE = Nullable(_COMM_ROLE)
-_MOTIF = Obj({"body": List(Tuple(("str", "count"))), "count": "count", "comm": "bool", "p2p": "bool"})
+_MOTIF = Obj({"body": List(Tuple(("str", "count"))), "count": "positive", "comm": "bool", "p2p": "bool"})
 _KNOTS = List("prob")
 _HEADER = {"format": "str", "version": "int", "synthesizer": "str", "keep_names": "bool", "kinds": List(_KIND)}
-_SLOT_NUMBERS = {"data": List("count"), "ctrl": List("count"), "root": "int", "size": _KNOTS,
+_OFFSETS = List("positive")  # dependency offsets: "n nodes back", so 1 or more
+_SLOT_NUMBERS = {"data": _OFFSETS, "ctrl": _OFFSETS, "root": "int", "size": _KNOTS,
                  "size_exact": List("count"), "tags": List("count")}
 _STRUCT_SLOT = Obj({"kind": "count", "role": _ROLE, **_SLOT_NUMBERS, "duration": _KNOTS, "num_ops": _KNOTS,
                     "duration_by_rank": List(_KNOTS), "num_ops_by_rank": List(_KNOTS)},
                    optional=frozenset({"root", "size", "size_exact", "tags", "duration", "num_ops",
                                        "duration_by_rank", "num_ops_by_rank"}))
 _LEARNED_SLOT = OneOf((
-    Obj({"segment": "count", "index": "count", "data": List("count"), "ctrl": List("count"),
-         "data_seq": List(List("count")), "ctrl_seq": List(List("count"))},
+    Obj({"segment": "count", "index": "count", "data": _OFFSETS, "ctrl": _OFFSETS,
+         "data_seq": List(_OFFSETS), "ctrl_seq": List(_OFFSETS)},
         optional=frozenset({"data_seq", "ctrl_seq"})),
     Obj({"kind": "count", "role": Tuple(("str", OneOf(("str", "int")))), **_SLOT_NUMBERS, "mean_us": "num",
-         "mean_us_by_rank": List("amount"), "data_seq": List(List("count")), "ctrl_seq": List(List("count"))},
+         "mean_us_by_rank": List("amount"), "data_seq": List(_OFFSETS), "ctrl_seq": List(_OFFSETS)},
         optional=frozenset({"root", "size", "size_exact", "tags", "mean_us_by_rank", "data_seq", "ctrl_seq"}))))
-_SEGMENT = Obj({"length": "count", "mix": Map("count"), "first": "str", "next": Map(Map("count")),
+_SEGMENT = Obj({"length": "positive", "mix": Map("count"), "first": "str", "next": Map(Map("count")),
                 "next2": Map(Map("count")),
                 "times": Map(Tuple(("num", "num"))),
                 "total": "num", "cv": "num", "total_by_rank": List("amount")}, optional=frozenset({"total_by_rank"}))
-_CLASS = {"ranks": "count", "members": List("count"), "nodes": "count", "step": "count", "motifs": List(_MOTIF)}
-_LAYOUT = {"ranks": "count", "tile": "count", "tile_classes": List("count"), "kind_stats": _KIND_STATS}
+_CLASS = {"ranks": "positive", "members": List("count"), "nodes": "count", "step": "count", "motifs": List(_MOTIF)}
+_LAYOUT = {"ranks": "positive", "tile": "positive", "tile_classes": List("count"), "kind_stats": _KIND_STATS}
 _PARAMS = Map("num")
 
 #: one schema per synthesizer
 SCHEMAS: dict[str, Any] = {
     "structural": Obj({**_HEADER, "workloads": List(Obj({**_LAYOUT, "classes": List(Obj(
         {**_CLASS, "slots": List(_STRUCT_SLOT)}))}))}),
-    "learned": Obj({**_HEADER, "workloads": List(Obj({**_LAYOUT, "params": _PARAMS, "roles": "count",
+    "learned": Obj({**_HEADER, "workloads": List(Obj({**_LAYOUT, "params": _PARAMS, "roles": "positive",
                                                       "tile_relabel": List(List(Tuple((_COMM_ROLE, _COMM_ROLE)))),
                                                       "classes": List(Obj({**_CLASS, "slots": List(_LEARNED_SLOT),
                                                                            "segments": List(_SEGMENT)}))},
                                                      optional=frozenset({"params", "roles", "tile_relabel"})))}),
-    "markov": Obj({**_HEADER, "workloads": List(Obj({"ranks": "count", "nodes": "count", "start": Map("count"),
+    "markov": Obj({**_HEADER, "workloads": List(Obj({"ranks": "positive", "nodes": "positive", "start": Map("count"),
                                                      "transitions": Map(Map("count")), "kind_stats": _KIND_STATS}))}),
 }
 
@@ -209,7 +214,29 @@ def _kind_keys(stats: Mapping[str, Any], nkinds: int, where: str) -> None:
             raise ConfigError(f"model field {where}.{key}: not a kind number (0..{nkinds - 1})")
 
 
-def _class_indices(c: Mapping[str, Any], nkinds: int, where: str) -> None:
+_GROUP_REF = re.compile(r"[ix]:(0(?:,[1-9][0-9]*)*)")
+
+
+def _role(role: Sequence[Any], tile: int, where: str) -> None:
+    """Refuse a communication role that is not a group as the rank sees it (``["g", "w"]``, the
+    world; ``["g", "i:0,..."]`` or ``["g", "x:0,..."]``, ascending tile offsets from the rank's own
+    0) or a peer (``["send"|"recv", offset]``), every offset below ``tile``."""
+    kind, ref = role
+    if kind not in ("g", "send", "recv"):
+        raise ConfigError(f"model field {where}[0]: wants \"g\", \"send\" or \"recv\", got {_shown(kind)}")
+    if kind == "g":
+        m = _GROUP_REF.fullmatch(ref) if isinstance(ref, str) else None
+        offsets = [int(o) for o in m.group(1).split(",")] if m else []
+        ok = ref == WORLD_REF or (bool(offsets) and offsets == sorted(set(offsets)) and offsets[-1] < tile)
+        want = f"a group reference: \"w\", or \"i:\" or \"x:\" and ascending offsets from 0 below the tile of {tile}"
+    else:
+        ok = isinstance(ref, int) and not isinstance(ref, bool) and 0 <= ref < tile
+        want = f"a peer: an offset from 0 below the tile of {tile}"
+    if not ok:
+        raise ConfigError(f"model field {where}[1]: wants {want}, got {_shown(ref)}")
+
+
+def _class_indices(c: Mapping[str, Any], nkinds: int, tile: int, where: str) -> None:
     motifs, slots = c["motifs"], c["slots"]
     _index(c["step"], len(motifs), f"{where}.step", "motif")
     for m, motif in enumerate(motifs):
@@ -226,6 +253,8 @@ def _class_indices(c: Mapping[str, Any], nkinds: int, where: str) -> None:
     for s, slot in enumerate(slots):
         if "kind" in slot:
             _index(slot["kind"], nkinds, f"{where}.slots[{s}].kind", "kind")
+        if slot.get("role") is not None:
+            _role(slot["role"], tile, f"{where}.slots[{s}].role")
         if len(slot.get("mean_us_by_rank", c["members"])) != len(c["members"]) or slot.get("mean_us", 0) < 0:
             raise ConfigError(f"model field {where}.slots[{s}]: wants a mean of 0 or more, one per member rank")
         if "segment" in slot:
@@ -233,8 +262,8 @@ def _class_indices(c: Mapping[str, Any], nkinds: int, where: str) -> None:
             _index(slot["index"], segs[slot["segment"]]["length"], f"{where}.slots[{s}].index", "index")
     for g, seg in enumerate(segs):
         here = f"{where}.segments[{g}]"
-        if seg["length"] < 1 or not seg["mix"] or seg["total"] < 0:
-            raise ConfigError(f"model field {here}: wants a length of 1 or more, a kind mix and a total of 0 or more")
+        if not seg["mix"] or seg["total"] < 0:
+            raise ConfigError(f"model field {here}: wants a kind mix and a total of 0 or more")
         if any(m < 0 or sg < 0 or sg > 50 for m, sg in seg["times"].values()):
             raise ConfigError(f"model field {here}.times: wants a mean of 0 or more and a sigma from 0 to 50")
         pairs = [x for ab in seg["next2"] for x in ab.split(",")] if all(
@@ -269,21 +298,25 @@ def _expansion(c: Mapping[str, Any], where: str) -> None:
 
 def _layout(w: Mapping[str, Any], where: str) -> None:
     tile, ncls = w["tile"], len(w["classes"])
-    if tile < 1 or w["ranks"] < 1 or w["ranks"] % tile or len(w["tile_classes"]) != tile:
-        raise ConfigError(f"model field {where}: wants ranks a multiple of tile (1 or more) and one tile class "
-                          "per tile position")
+    if w["ranks"] % tile or len(w["tile_classes"]) != tile:
+        raise ConfigError(f"model field {where}: wants ranks a multiple of tile and one tile class per tile position")
     for p, c in enumerate(w["tile_classes"]):
         _index(c, ncls, f"{where}.tile_classes[{p}]", "class")
     if len(w.get("tile_relabel", w["tile_classes"])) != tile:
         raise ConfigError(f"model field {where}.tile_relabel: wants one renaming per tile position ({tile})")
     for p, pairs in enumerate(w.get("tile_relabel", [])):
         for i, (a, b) in enumerate(pairs):
-            if a[0] != b[0] or a[0] not in ("g", "send", "recv"):
+            if a[0] != b[0]:
                 raise ConfigError(f"model field {where}.tile_relabel[{p}][{i}]: wants a group renamed to a "
                                   f"group or a peer to a peer of the same direction, got {a!r} -> {b!r}")
+            _role(a, tile, f"{where}.tile_relabel[{p}][{i}][0]")
+            _role(b, tile, f"{where}.tile_relabel[{p}][{i}][1]")
     for i, c in enumerate(w["classes"]):
         if not c["members"] or any(m >= w["ranks"] for m in c["members"]):
             raise ConfigError(f"model field {where}.classes[{i}].members: wants source ranks (0..{w['ranks'] - 1})")
+        if c["ranks"] != len(c["members"]):
+            raise ConfigError(f"model field {where}.classes[{i}].ranks: wants the number of its members "
+                              f"({len(c['members'])}), got {c['ranks']}")
     members = sorted(m for c in w["classes"] for m in c["members"])
     if len(members) != w["ranks"] or members != list(range(w["ranks"])):
         raise ConfigError(f"model field {where}.ranks: {w['ranks']} source ranks, but the classes' members are "
@@ -309,4 +342,4 @@ def check_schema(model: Mapping[str, Any], synthesizer: str) -> None:
             continue
         _layout(w, where)
         for c, cls in enumerate(w["classes"]):
-            _class_indices(cls, nkinds, f"{where}.classes[{c}]")
+            _class_indices(cls, nkinds, int(w["tile"]), f"{where}.classes[{c}]")

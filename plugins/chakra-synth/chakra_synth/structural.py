@@ -15,22 +15,26 @@ from typing import Any
 
 import numpy as np
 
-from chakra_core import ConfigError, GlobalMetadata, Option, Synthesizer, TraceSet, make_attr
+from chakra_core import ConfigError, Option, Synthesizer, TraceSet, make_attr
 
-from .expand import fit_factor, scaled_counts
-from .model import check_model, new_model, pick_workload
+from .expand import Expansion, fit_factor, scaled_counts
+from .model import check_model, new_model, pick_workload, sample_metadata
 from .profile import KindTable
 
-__all__ = ["StructuralSynthesizer", "SAMPLE_OPTIONS"]
+__all__ = ["StructuralSynthesizer", "FIT_OPTIONS", "SAMPLE_OPTIONS"]
 
-#: the options of ``generate`` both synthesizers share
+#: the options of ``fit`` every synthesizer of this plugin has
+FIT_OPTIONS = {
+    "keep_names": Option("bool", False, "fit: keep the node names (digits taken out) in the model"),
+}
+#: the options of ``generate`` every synthesizer of this plugin has
 SAMPLE_OPTIONS = {
     "seed": Option("int", 0, "random seed: the same seed gives the same bytes", minimum=0),
     "ranks": Option("int", None, "ranks of the sample (a multiple of the model's tile; default: the source's)",
                     minimum=1),
     "nodes_per_rank": Option("int", None, "about this many nodes per rank (default: the source's)", minimum=1),
-    "workload": Option("int", 0, "which fitted trace set to sample (0 = the first PATH of fit)", minimum=0),
-    "keep_names": Option("bool", False, "fit: keep the node names (digits taken out) in the model"),
+    "workload": Option("int", None, "which fitted trace set to sample (default: the first PATH of fit, 0; with "
+                       "target, the nearest to it)", minimum=0),
 }
 
 
@@ -39,11 +43,14 @@ class StructuralSynthesizer(Synthesizer):
 
     description = "motifs, rank classes and per-kind distributions learnt from ET sets"
     options = {
-        **SAMPLE_OPTIONS,
+        **FIT_OPTIONS,
         "max_period": Option("int", 256, "fit: longest motif body searched, in nodes", minimum=1),
+        **SAMPLE_OPTIONS,
         "jitter": Option("float", 1.0, "sample: spread of each draw within its stratum (0: stratum middles)",
                          minimum=0),
     }
+    #: the options only ``fit`` uses (``chakra synth sample`` refuses them); the others are ``generate``'s
+    fit_options = frozenset({*FIT_OPTIONS, "max_period"})
 
     def fit(self, corpus: Sequence[TraceSet], options: Mapping[str, Any]) -> dict[str, Any]:
         """The model of ``corpus`` (one workload per trace set)."""
@@ -63,7 +70,7 @@ class StructuralSynthesizer(Synthesizer):
 
         check_model(model, "classes")
         check_schema(model, "structural")
-        w = pick_workload(model, int(options["workload"]))
+        index, w = pick_workload(model, options["workload"])
         ranks = int(options["ranks"] or w["ranks"])
         tile = int(w["tile"])
         if ranks % tile:
@@ -84,9 +91,7 @@ class StructuralSynthesizer(Synthesizer):
             cls = w["classes"][w["tile_classes"][rank % tile]]
             first = first_stream[w["tile_classes"][rank % tile]]
             return first + (cls["members"].index(rank % source_ranks) if variants(cls) > 1 else 0)
-        meta = GlobalMetadata(version="0.0.4")
-        meta.attr.extend([make_attr("source", "chakra-synth"), make_attr("synthesizer", str(model["synthesizer"])),
-                          make_attr("seed", int(options["seed"])), make_attr("workload", int(options["workload"]))])
+        meta = sample_metadata(model, int(options["seed"]), index, make_attr("jitter", jitter))
         positions = [first_stream[c] for c in w["tile_classes"]]
         return build_traceset(streams, positions, stream_of, ranks, meta, f"synth:{model['synthesizer']}")
 
@@ -108,6 +113,12 @@ def _class_counts(w: Mapping[str, Any], target: int | None) -> list[list[int]]:
     single = len(set(w["tile_classes"])) == 1
     if target is None:
         return [[int(m["count"]) for m in c["motifs"]] for c in classes]
+    smallest = max(Expansion(c["motifs"], scaled_counts(c["motifs"], _scalable(c, single), 0.0)).length(int(c["step"]))
+                   for c in classes)
+    if target < smallest:
+        raise ConfigError(f"nodes_per_rank={target}: the smallest sample of this workload has about {smallest} "
+                          "nodes per rank (one step, each block whose count may change repeated once); give "
+                          f"{smallest} or more")
     first = int(w["tile_classes"][0])
     order = [first] + [c for c in range(len(classes)) if c != first]
     out: dict[int, list[int]] = {}

@@ -88,3 +88,22 @@ def test_sample_ranks_within_the_npus_limit(generated, tmp_path, chakra_cli):
     code, _out, text = chakra_cli("synth", "sample", tmp_path / "m.json", "-o", str(tmp_path / "o") + "/",
                                   "--ranks", "1000000000")
     assert code == 2 and "ranks 1000000000 exceeds the limit of 1048576" in text and not (tmp_path / "o").exists()
+
+
+def test_target_says_the_fitted_set_it_samples(generated, tmp_path, chakra_cli):
+    """With a target, the note and the sample's metadata said workload 0 (the option's default),
+    whatever set was nearest, and ``workload`` given beside a target was ignored."""
+    model = tmp_path / "m.json"
+    chakra.synth_fit([str(generated[n]) for n in (2, 3, 5, 6)], model, synthesizer="learned")
+    code, _out, err = chakra_cli("synth", "sample", model, "-o", f"{tmp_path / 'l4'}/", "-O", 'target={"layers": 4}')
+    # 4 layers: |log(5/6)| to 5 layers against |log(5/4)| to 3 layers, so set 2 (5 layers) is the nearest
+    assert code == 0 and err.splitlines() == ["note: defaults taken: seed=0, workload=2, level=0.5, ranks=4 "
+                                              "(the model's)"], err
+    meta = chakra.open_traceset(str(tmp_path / "l4"))[0].metadata()
+    assert chakra.get_attr(meta, "workload") == 2 and json.loads(chakra.get_attr(meta, "target")) == {"layers": 4}
+    code, _out, err = chakra_cli("synth", "sample", model, "-o", f"{tmp_path / 'both'}/", "-O", "workload=0",
+                                 "-O", 'target={"layers": 4}')
+    assert code == 2 and err.splitlines() == [
+        f"chakra synth: error: {model}: workload=0 and target both pick the fitted set to sample: give one (with "
+        "target, the set nearest to it is taken)"], err
+    assert not (tmp_path / "both").exists()

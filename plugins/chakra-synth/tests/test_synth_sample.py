@@ -87,15 +87,15 @@ def test_cli_fit_sample_show(recorded, tmp_path, chakra_cli):
     # the default synthesizer copies much of its source: said, not taken silently
     assert "note: synthesizer 'structural' (the default): its samples keep their source's node sequence" in err
     status, out, err = chakra_cli("synth", "sample", model, "-o", f"{tmp_path / 's'}/", "--seed", "3", "--ranks", "4",
-                                  "-O", "workload=1", "--json")
+                                  "-O", "workload=1", "-O", "jitter=0.5", "--json")
     result = json.loads(out)
     assert status == 0 and result["ranks"] == 4 and "defaults taken" not in err  # nothing left to its default
     status, _, err = chakra_cli("synth", "sample", model, "-o", f"{tmp_path / 'd'}/")
-    assert status == 0 and "note: defaults taken: seed=0, workload=0, ranks=2 (the model's)" in err, err
+    assert status == 0 and "note: defaults taken: seed=0, workload=0, jitter=1.0, ranks=2 (the model's)" in err, err
     status, _, err = chakra_cli("synth", "fit", recorded["ddp"], "-o", model, "--synthesizer", "learned")
     assert status == 0 and "note:" not in err
     status, _, err = chakra_cli("synth", "sample", model, "-o", f"{tmp_path / 'l'}/", "--seed", "1")
-    assert "note: defaults taken: level=0.5, workload=0, ranks=2 (the model's)" in err, err
+    assert "note: defaults taken: workload=0, level=0.5, ranks=2 (the model's)" in err, err
     # the seed's range as the option declares it (0 up), not -2**63 up
     status, _, err = chakra_cli("synth", "sample", model, "-o", f"{tmp_path / 'x'}/", "--seed", str(1 << 63))
     assert status == 2 and "option 'seed' must be a whole number from 0 to 2**63-1" in err, err
