@@ -17,17 +17,18 @@ backward uses the same gathered parameters.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from chakra_core import CommType, ConfigError, Node, NodeType, check_limit, make_attr
 from chakra_core.system import Device
 
-from .flops import Op, backward_ops, embedding_op, forward_ops, optimizer_op, output_op
+from .flops import GROWS_WITH, Op, backward_ops, embedding_op, forward_ops, optimizer_op, output_op
 from .model import Model
 from .schedule import schedule
 
-__all__ = ["Template", "Builder", "build_stage", "check_nodes", "SLOTS", "NO_SLOT"]
+__all__ = ["Template", "Builder", "build_stage", "check_nodes", "check_fits", "op_sizes", "Size", "SLOTS", "NO_SLOT",
+           "INT64_MAX"]
 
 NO_SLOT = 0
 #: slot number -> (attribute, what it names): group kinds give ``pg_name``, peers a rank
@@ -85,6 +86,13 @@ class Builder:
         if blocking:
             self.last = nid
         return nid
+
+    def all_gather(self, name: str, gathered: int, group: str, blocking: bool = True) -> int:
+        """An all-gather of ``gathered`` bytes (its output) over the rank's ``group`` kind.  Its
+        ``comm_size`` is the per-rank input shard, as Chakra and ASTRA-sim read an all-gather's
+        size: ``gathered`` divided by the group's ranks, rounded up where they do not divide it
+        (ZeRO and FSDP pad a partition to whole shards)."""
+        return self.coll(name, CommType.ALL_GATHER, -(-gathered // self.m.group_size(group)), group, blocking)
 
     def send(self, name: str, size: int, tag: int, peer: str) -> int:
         """An eager send to the ``next`` or ``prev`` stage (the stream does not wait)."""
@@ -218,7 +226,7 @@ class _Stage:
             return
         if backward:
             if m.sp:
-                self.b.coll(f"{name}.tp_all_gather", CommType.ALL_GATHER, m.activation_bytes, "tp")
+                self.b.all_gather(f"{name}.tp_all_gather", m.activation_bytes, "tp")
             return
         kind = CommType.REDUCE_SCATTER if m.sp else CommType.ALL_REDUCE
         self.b.coll(f"{name}.tp_{'reduce_scatter' if m.sp else 'all_reduce'}", kind, m.activation_bytes, "tp")
@@ -231,7 +239,7 @@ class _Stage:
             return
         if not backward:
             if m.sp:
-                self.b.coll(f"{name}.tp_all_gather", CommType.ALL_GATHER, m.activation_bytes, "tp")
+                self.b.all_gather(f"{name}.tp_all_gather", m.activation_bytes, "tp")
             return
         kind = CommType.REDUCE_SCATTER if m.sp else CommType.ALL_REDUCE
         self.b.coll(f"{name}.tp_{'reduce_scatter' if m.sp else 'all_reduce'}", kind, m.activation_bytes, "tp")
@@ -241,15 +249,15 @@ class _Stage:
         (Megatron-LM keeps only the sequence shard and gathers it for the weight gradient)."""
         m = self.m
         if m.tp > 1 and m.sp:
-            self.b.coll(f"{name}.tp_wgrad_all_gather", CommType.ALL_GATHER, m.activation_bytes, "tp")
+            self.b.all_gather(f"{name}.tp_wgrad_all_gather", m.activation_bytes, "tp")
 
     def gather_params(self, name: str, dense: int, expert: int) -> None:
         """ZeRO-3: all-gather parameters before they are used (dense over dp, experts over edp)."""
         m = self.m
-        if m.zero == 3 and dense and m.dp * m.cp > 1:
-            self.b.coll(f"{name}.zero3_all_gather", CommType.ALL_GATHER, dense * m.dtype_bytes, "dp")
-        if m.zero == 3 and expert and m.cp * m.dp // m.ep > 1:
-            self.b.coll(f"{name}.zero3_expert_all_gather", CommType.ALL_GATHER, expert * m.dtype_bytes, "edp")
+        if m.zero == 3 and dense and self.group_exists("dp"):
+            self.b.all_gather(f"{name}.zero3_all_gather", dense * m.dtype_bytes, "dp")
+        if m.zero == 3 and expert and self.group_exists("edp"):
+            self.b.all_gather(f"{name}.zero3_expert_all_gather", expert * m.dtype_bytes, "edp")
 
     def layer_forward(self, name: str, layer: int) -> None:
         """One layer's forward."""
@@ -278,9 +286,10 @@ class _Stage:
         elif marker == "tp_reduce":
             self.tp_reduce(f"{name}.{op.name}", backward=backward)
         elif marker == "cp_gather" and m.cp > 1:
-            kind, label = ((CommType.REDUCE_SCATTER, "cp_reduce_scatter") if backward
-                           else (CommType.ALL_GATHER, "cp_all_gather"))
-            self.b.coll(f"{name}.{label}", kind, op.comm_bytes, "cp")
+            if backward:
+                self.b.coll(f"{name}.cp_reduce_scatter", CommType.REDUCE_SCATTER, op.comm_bytes, "cp")
+            else:
+                self.b.all_gather(f"{name}.cp_all_gather", op.comm_bytes, "cp")
         elif marker == "a2a" and m.ep > 1:
             self.b.coll(f"{name}.{a2a}_all_to_all", CommType.ALL_TO_ALL, m.a2a_bytes, "ep")
 
@@ -311,11 +320,8 @@ class _Stage:
             self.buckets.append(bucket)
 
     def group_exists(self, group: str) -> bool:
-        """Whether this stage's ranks have a ``group`` of two or more ranks."""
-        m = self.m
-        if group == "dp":
-            return m.dp * m.cp > 1
-        return m.experts > 0 and m.cp * m.dp // m.ep > 1
+        """Whether this stage's ranks have a ``group`` (``dp`` or ``edp``) of two or more ranks."""
+        return self.m.group_size(group) > 1
 
     def finish_step(self, step: int) -> None:
         """The tied-embedding all-reduce, the optimizer step and (ZeRO 1-2) the parameter gathers."""
@@ -327,17 +333,16 @@ class _Stage:
         dense = sum(bk["dp"] for bk in self.buckets)
         expert = sum(bk["edp"] for bk in self.buckets)
         if m.zero >= 1:
-            dense //= m.dp * m.cp
-            expert //= max(1, m.cp * m.dp // m.ep)
+            dense //= m.group_size("dp")
+            expert //= m.group_size("edp")
         b.comp(f"s{step}.optimizer", optimizer_op(dense + expert), self.grad_colls)
         self.grad_colls = []
         if m.zero in (1, 2):
             for i, bk in enumerate(self.buckets):
                 for group, params in bk.items():
                     if params and self.group_exists(group):
-                        b.pending.append(b.coll(f"s{step}.param_bucket{i}.{group}_all_gather",
-                                                       CommType.ALL_GATHER, params * m.dtype_bytes, group,
-                                                       blocking=False))
+                        b.pending.append(b.all_gather(f"s{step}.param_bucket{i}.{group}_all_gather",
+                                                      params * m.dtype_bytes, group, blocking=False))
         self.buckets = []
         self.issued = 0
 
@@ -350,6 +355,36 @@ def check_nodes(m: Model, layer_passes: int, generator: str, counted: str) -> No
     ops = len(forward_ops(m, False))
     check_limit("nodes", layer_passes * ops, f"generator {generator!r}: compute nodes per rank {counted} * "
                 f"{ops} ops of a layer =", error=ConfigError)
+
+
+#: the largest value the generator writes in a node's integer fields (``num_ops`` and
+#: ``comm_size`` are int64; ``tensor_size``, a uint64, is held to the same bound)
+INT64_MAX = 2**63 - 1
+#: the options of the shape behind the symbols of :data:`GROWS_WITH` (``T``, ``c``, ``P``: the generator's)
+_SHAPE_SYMBOLS = {"h": "hidden", "q": "hidden, kv_heads", "f": "ffn", "E": "experts", "k": "topk", "V": "vocab"}
+#: a size the options give some node: ``(what, value, the options it grows with)``
+Size = tuple[str, int, str]
+
+
+def op_sizes(ops: Iterable[Op], symbols: Mapping[str, str]) -> Iterator[Size]:
+    """The FLOPs and bytes of each of ``ops`` with the options they grow with (:data:`GROWS_WITH`;
+    ``symbols``: the options of ``T``, ``c`` and ``P``)."""
+    names = {**_SHAPE_SYMBOLS, **symbols}
+    for op in ops:
+        grows = dict.fromkeys(o for sym in GROWS_WITH[op.name.removesuffix("_bwd")].split()
+                              for o in names[sym].split(", "))
+        yield f"the {op.name} node's num_ops (FLOPs)", op.flops, ", ".join(grows)
+        yield f"the {op.name} node's tensor_size (bytes)", op.bytes, ", ".join(grows)
+
+
+def check_fits(generator: str, sizes: Iterable[Size]) -> None:
+    """Raise ConfigError naming the first of ``sizes`` past :data:`INT64_MAX` and the options it
+    grows with.  Checked with the options, before anything is built: such a value does not fit
+    the field a node would carry it in."""
+    for what, value, grows in sizes:
+        if value > INT64_MAX:
+            raise ConfigError(f"generator {generator!r}: {what} would be {value:,}, which does not fit a trace's "
+                              f"64-bit field (at most 2**63-1): it grows with the options {grows}; make them smaller")
 
 
 def build_stage(model: Model, device: Device, stage: int) -> Template:

@@ -38,7 +38,13 @@ from dataclasses import dataclass
 
 from .model import Model
 
-__all__ = ["Op", "forward_ops", "backward_ops", "embedding_op", "output_op", "optimizer_op"]
+__all__ = ["Op", "forward_ops", "backward_ops", "embedding_op", "output_op", "optimizer_op", "GROWS_WITH"]
+
+#: the sizes each node's FLOPs and bytes grow with, in the symbols of the table above (``P``: the
+#: parameters it updates); a backward node (``..._bwd``) grows with its forward node's
+GROWS_WITH = {"ln1": "T h", "qkv": "T h q", "attention": "T c h", "proj": "T h", "ln2": "T h", "fc1": "T h f",
+              "gelu": "T f", "swiglu": "T f", "fc2": "T h f", "residual": "T h", "router": "T h E",
+              "experts": "T h f E k", "embedding": "T h", "output_loss": "T h V", "optimizer": "P"}
 
 
 @dataclass(frozen=True)

@@ -11,14 +11,14 @@ pipeline stage).  Ranks are ``tp_rank + tp * pp_rank``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from chakra_core import CommType, ConfigError, Generator, Option, TraceSet, validate
 from chakra_core.system import Device, get_device
 
-from .build import Builder, Template, check_nodes
+from .build import Builder, Size, Template, check_fits, check_nodes, op_sizes
 from .flops import embedding_op, forward_ops, output_op
 from .model import Model, check_shape, require
 from .presets import with_preset
@@ -68,6 +68,7 @@ class InferenceGenerator(Generator):
         steps = int(out["prefill"]) + out["decode"]
         check_nodes(m, steps * m.micro_batches * (m.layers // m.pp), self.name,
                     "(prefill + decode) * micro_batches * layers / pp")
+        check_fits(self.name, serving_sizes(m, out))
         get_device(out["device"], out["devices"]).peak(m.dtype_name())
         return out
 
@@ -100,6 +101,19 @@ def inference_model(o: Mapping[str, Any]) -> Model:
         bias=o["bias"], positions=o["positions"])
     check_shape(m, "inference")
     return m
+
+
+def serving_sizes(m: Model, o: Mapping[str, Any]) -> Iterator[Size]:
+    """The largest sizes a rank's nodes get (for :func:`check_fits`): the FLOPs and bytes of each
+    node of the prefill and of the last decode step (the longest cache), which bound the
+    activations and the logits' all-gather, and the sampled tokens sent back."""
+    steps = inference_steps(o["prompt"], o["decode"], o["prefill"])
+    for step in (steps[0], steps[-1]):
+        sm = replace(m, seq=step.tokens)
+        symbols = {"T": "batch, prompt" if step.tokens > 1 else "batch", "c": "prompt, decode"}
+        ops = [*forward_ops(sm, False, context=step.context), embedding_op(sm), output_op(replace(sm, seq=1))]
+        yield from op_sizes(ops, symbols)
+    yield "the sampled tokens' bytes (a message's comm_size)", TOKEN_BYTES * m.micro_batch, "batch"
 
 
 def generate_inference(options: Mapping[str, Any]) -> TraceSet:
@@ -155,7 +169,7 @@ def _stage_output(b: Builder, sm: Model, stage: int, k: int, mb: int, pre: str, 
         return
     b.comp(f"{pre}.logits", output_op(replace(sm, seq=1)))
     if sm.tp > 1:
-        b.coll(f"{pre}.logits.tp_all_gather", CommType.ALL_GATHER, sm.micro_batch * sm.vocab * sm.dtype_bytes, "tp")
+        b.all_gather(f"{pre}.logits.tp_all_gather", sm.micro_batch * sm.vocab * sm.dtype_bytes, "tp")
     if not last_step and sm.pp > 1:
         b.send(f"{pre}.send_tokens", TOKEN_BYTES * sm.micro_batch, _tag(sm, k, mb, stage, 1), "next")
 

@@ -150,6 +150,14 @@ class Model:
         """A MoE all-to-all (dispatch or combine): ``tokens * topk * hidden * dtype_bytes``."""
         return self.tokens * self.topk * self.hidden * self.dtype_bytes
 
+    def group_size(self, kind: str) -> int:
+        """Ranks of a rank's ``kind`` group (:mod:`chakra_generate.layout`; ``emb`` aside): ``tp``,
+        ``cp``, ``dp * cp`` (``dp``: context-parallel ranks hold the same parameters), ``ep``,
+        ``dp * cp / ep`` (``edp``, with experts); 1 where there is no such group."""
+        sizes = {"tp": self.tp, "cp": self.cp, "dp": self.dp * self.cp, "ep": self.ep,
+                 "edp": self.dp * self.cp // self.ep if self.experts else 1}
+        return sizes[kind]
+
     def is_moe(self, layer: int) -> bool:
         """Whether global layer ``layer`` (from 0) is a MoE layer: every ``moe_every``-th, ending
         each group (layers moe_every-1, 2*moe_every-1, ...), when ``experts`` > 0."""

@@ -20,24 +20,34 @@ send's ``comm_src`` (a receive's ``comm_dst``), where recorded, becomes the new 
 Dropped, in a generated set: a group left with one member and the collectives on it (the
 generator makes no group of one); their dependents wait for what they waited for.
 
-Kept: every other node, dependency, duration and size (gradients are the model's, whatever the width).
+Resharded: an all-gather's ``comm_size`` is its per-rank shard, so one on a group whose size
+changes keeps the gathered bytes (``shard * old members``) split over the new members, rounded
+up: ZeRO's parameter gathers over ``dp`` and ``edp``, as the generator writes them at the new
+width (exactly when the old members divided the gathered bytes; else the old width's padding
+can add up to ``ceil(old / new)`` bytes), and in a recording any all-gather on a growing group.
+
+Kept: every other node, dependency, duration and size (gradients are the model's, whatever the
+width; a reduce-scatter's size is its whole input).
 What it cannot know: collectives the old width did not need (a width of 1 has no gradient
 collective and is refused; with ``ep == dp`` there is no expert-gradient collective, and a wider
-set gets none); how a width changes the work per replica (the global batch grows with dp;
-for a fixed global batch, change micro_batches and regenerate) and how the per-replica data
-loader or the optimizer's sharded size (ZeRO 1-3: ``P/dp``) would change: those stay as recorded.
+set gets none); a recorded all-gather of per-rank data (whose shard would stay and output grow,
+where it is resharded as a tensor of the model's); how a width changes the work per replica
+(the global batch grows with dp; for a fixed global batch, change micro_batches and regenerate)
+and how the per-replica data loader or the optimizer's sharded size (ZeRO 1-3: ``P/dp``) would
+change: those stay as recorded.
 """
 
 from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from chakra_core import (
     PG_INIT_NAME,
+    CommType,
     ConfigError,
     GeneratedRank,
     GlobalMetadata,
@@ -229,14 +239,28 @@ class ResizeDp(Transform):
                               "gradient collective to resize; generate it with dp >= 2")
         groups, names, source = resized_groups(traces, lay, dp)
         sizes = {**lay.sizes, "dp": dp}
+        members = _member_counts(traces, groups, len(source))
         ranks = []
         for r, src in enumerate(source):
-            ranks.append(_resized_rank(r, traces[src], lay, sizes, names[r], groups))
+            ranks.append(_resized_rank(r, traces[src], lay, sizes, names[r], groups, members))
         return TraceSet(ranks, groups, source=traces.source)
 
 
+#: ``(members before, members after)`` of a collective's group, by its old and new ``pg_name``
+Members = Callable[[str | None, str | None], tuple[int, int]]
+
+
+def _member_counts(traces: TraceSet, groups: Mapping[str, list[int]], world: int) -> Members:
+    """The :data:`Members` of ``traces`` resized to ``groups`` on ``world`` ranks (None, "", "0",
+    an unknown name or a group listed without ranks: every rank, as :meth:`TraceSet.group_members`)."""
+    def count(table: Mapping[str, list[int]], pg: str | None, everyone: int) -> int:
+        return everyone if pg in (None, "", "0") else len(table.get(pg) or ()) or everyone
+
+    return lambda old, new: (count(traces.process_groups, old, len(traces)), count(groups, new, world))
+
+
 def _resized_rank(rank: int, src: RankTrace, lay: DpLayout, sizes: dict[str, int], names: dict[str, str],
-                  groups: dict[str, list[int]]) -> GeneratedRank:
+                  groups: dict[str, list[int]], members: Members) -> GeneratedRank:
     """New rank ``rank`` streaming ``src`` with its groups, peers and metadata rewritten."""
     own = lay.coords[src.rank]
     new_dp = rank // _stride(lay, sizes, "dp") % sizes["dp"]
@@ -255,7 +279,7 @@ def _resized_rank(rank: int, src: RankTrace, lay: DpLayout, sizes: dict[str, int
             if n.type == NodeType.COMM_COLL_NODE and names.get(get_str(n, "pg_name") or "") == _ALONE:
                 dropped[n.id] = (list(n.data_deps), list(n.ctrl_deps))
                 continue
-            yield _rewrite(n, names, peer, pg_text, rank)
+            yield _rewrite(n, names, peer, pg_text, rank, members)
 
     return GeneratedRank(rank, _metadata(src.metadata(), rank, lay, sizes, names, new_dp), nodes, src.path)
 
@@ -287,13 +311,17 @@ def _stride(lay: DpLayout, sizes: Mapping[str, int], dim: str) -> int:
     raise KeyError(dim)
 
 
-def _rewrite(n: Node, names: Mapping[str, str], peer: Any, pg_text: str, rank: int) -> Node:
-    """``n`` with its group renamed, or its peer moved and its own endpoint (a send's
-    ``comm_src``, a receive's ``comm_dst``, where recorded) set to ``rank``."""
+def _rewrite(n: Node, names: Mapping[str, str], peer: Any, pg_text: str, rank: int, members: Members) -> Node:
+    """``n`` with its group renamed (an all-gather also resharded, :func:`_reshard`), or its peer
+    moved and its own endpoint (a send's ``comm_src``, a receive's ``comm_dst``, where recorded)
+    set to ``rank``."""
     if n.type == NodeType.COMM_COLL_NODE:
         pg = get_str(n, "pg_name")
-        if pg is not None and pg in names:
-            set_attr(n, "pg_name", names[pg])
+        new = names.get(pg, pg) if pg is not None else None
+        if new != pg:
+            set_attr(n, "pg_name", new)
+        if get_int(n, "comm_type") == CommType.ALL_GATHER:
+            _reshard(n, *members(pg, new))
     elif n.type in (NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE):
         send = n.type == NodeType.COMM_SEND_NODE
         key, own = ("comm_dst", "comm_src") if send else ("comm_src", "comm_dst")
@@ -305,6 +333,14 @@ def _rewrite(n: Node, names: Mapping[str, str], peer: Any, pg_text: str, rank: i
     elif n.type == NodeType.METADATA_NODE and n.name == PG_INIT_NAME:
         n.inputs.values = pg_text
     return n
+
+
+def _reshard(n: Node, before: int, after: int) -> None:
+    """An all-gather's ``comm_size``, the per-rank shard, for a group of ``after`` ranks instead of
+    ``before``: the gathered bytes (``before`` shards) stay, split ``after`` ways, rounded up."""
+    size = get_int(n, "comm_size")
+    if size is not None and before != after:
+        set_attr(n, "comm_size", -(-size * before // after))
 
 
 def _metadata(meta: GlobalMetadata, rank: int, lay: DpLayout, sizes: Mapping[str, int], names: Mapping[str, str],

@@ -10,15 +10,16 @@ error there is a bug of the generator and stops it.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, replace
 from typing import Any
 
 from chakra_core import ConfigError, Generator, GlobalMetadata, Option, TraceSet, make_attr, validate
 from chakra_core.system import get_device
 
-from .build import Template, build_stage, check_nodes
+from .build import Size, Template, build_stage, check_fits, check_nodes, op_sizes
 from .emit import TemplateRank, segments
+from .flops import backward_ops, embedding_op, optimizer_op, output_op
 from .layout import ParallelLayout
 from .model import GRAD_REDUCES, MLPS, NORMS, POSITIONS, SCHEDULES, Model, model_from_options
 from .presets import PRESETS, with_preset
@@ -93,6 +94,7 @@ class TransformerGenerator(Generator):
         m = model_from_options(out)
         check_nodes(m, m.steps * m.micro_batches * 2 * (m.layers // m.pp), self.name,
                     "steps * micro_batches * 2 passes * layers / pp")
+        check_fits(self.name, training_sizes(m))
         get_device(out["device"], out["devices"]).peak(m.dtype_name())
         return out
 
@@ -102,6 +104,25 @@ class TransformerGenerator(Generator):
         if options["check"]:
             _check_reduced(model, options)
         return generate_model(model, options)
+
+
+def training_sizes(m: Model) -> Iterator[Size]:
+    """The largest sizes a rank's nodes get from ``m`` (for :func:`check_fits`): each backward
+    node's FLOPs and bytes (twice its forward node's; an activation ``T h d``, an all-to-all and
+    the keys and values are within the bytes of the qkv, experts and attention nodes), and
+    bounds of a stage's optimizer step and gradient and parameter bytes (every layer of a stage
+    the larger of a dense and a MoE layer, with the embedding and the output layer)."""
+    symbols = {"T": "micro_batch, seq", "c": "seq", "P": "layers, hidden, ffn, vocab, experts"}
+    moe = backward_ops(m, True) if m.experts else []
+    yield from op_sizes([*backward_ops(m, False), *moe, embedding_op(m, True), output_op(m, True)], symbols)
+    layers = m.layers // m.pp
+    dense = layers * max(m.dense_layer_params(), m.moe_shared_params()) + m.embedding_params() + m.output_params()
+    expert = layers * m.expert_params()
+    shard = dense // m.group_size("dp") + expert // m.group_size("edp") if m.zero else dense + expert
+    yield from op_sizes([optimizer_op(shard)], symbols)
+    for what, per, option in (("gradient", m.grad_bytes, "grad_bytes"), ("parameter", m.dtype_bytes, "dtype_bytes")):
+        yield (f"the {what} bytes of a stage (a bound of a {what} collective's comm_size)", (dense + expert) * per,
+               f"{symbols['P']}, {option}")
 
 
 def generate_model(model: Model, options: Mapping[str, Any]) -> TraceSet:

@@ -45,6 +45,12 @@ def by_kind(collectives, marker):
     return Counter((t, s, m) for name, t, s, m in collectives if marker in name)
 
 
+def shard(gathered, ranks):
+    """An all-gather's ``comm_size``: the per-rank input shard of ``gathered`` bytes (its output)
+    over a group of ``ranks``, rounded up where they do not divide it (docs/generate.md)."""
+    return -(-gathered // ranks)
+
+
 def megatron_rank(tp_rank, cp_rank, dp_rank, pp_rank, tp, cp, dp):
     """Megatron-LM's rank order, as the issue states it."""
     return tp_rank + tp * (cp_rank + cp * (dp_rank + dp * pp_rank))
@@ -53,7 +59,8 @@ def megatron_rank(tp_rank, cp_rank, dp_rank, pp_rank, tp, cp, dp):
 @pytest.fixture
 def h():
     """The helpers of this module, for the tests (``h.gen(...)``, ``h.colls(...)``, ...)."""
-    return SimpleNamespace(SMALL=SMALL, gen=gen, colls=colls, p2p=p2p, by_kind=by_kind, megatron_rank=megatron_rank)
+    return SimpleNamespace(SMALL=SMALL, gen=gen, colls=colls, p2p=p2p, by_kind=by_kind, megatron_rank=megatron_rank,
+                           shard=shard)
 
 
 @pytest.fixture(autouse=True)

@@ -4,7 +4,8 @@ Per step and micro-batch of ``b`` sequences with ``n`` new tokens each (``n = pr
 prefill, 1 in a decode step) and hidden size ``h``, dtype ``d``, vocabulary ``V``, tp ``t``:
 two tensor-parallel all-reduces per layer of ``b * n * h * d`` bytes (after the attention
 projection and the MLP's down matrix) and one after the vocabulary-parallel embedding; an
-all-gather of the last tokens' logits ``b * V * d`` on the last stage; between pipeline stages a
+all-gather of the last tokens' logits ``b * V * d`` (each rank's shard ``b * V/t * d``, its
+``comm_size``) on the last stage; between pipeline stages a
 send of ``b * n * h * d``, and from the last stage to the first the ``b`` sampled token ids (8
 bytes each) before every step but the first.  A decode step's attention reads the whole KV cache:
 ``2 * b * context * (h * kv_heads / heads) / t`` elements per layer.
@@ -44,7 +45,7 @@ def test_llama2_70b_decode_step_tp8_pp2():
     first, last = tuple(range(tp)), tuple(range(tp, 2 * tp))
     assert comms(traces, 0) == Counter({("ALL_REDUCE", act, first): 1 + 2 * L2["L"] // pp, ("send", act, tp): 1})
     assert comms(traces, tp) == Counter({("ALL_REDUCE", act, last): 2 * L2["L"] // pp, ("recv", act, 0): 1,
-                                         ("ALL_GATHER", b * L2["V"] * d, last): 1})
+                                         ("ALL_GATHER", b * L2["V"] * d // tp, last): 1})
     nodes = {n.name: n for n in traces[0].nodes()}
     kvd = L2["h"] * L2["kv"] // L2["a"]
     attention = nodes["decode1.mb0.L0.attention"]
@@ -67,7 +68,7 @@ def test_llama3_8b_prefill_and_decode_through_a_pipeline():
     assert comms(traces, 2) == Counter({
         ("ALL_REDUCE", pre, tp1): mbs * L, ("ALL_REDUCE", dec, tp1): decode * mbs * L,
         ("recv", pre, 0): mbs, ("recv", dec, 0): decode * mbs, ("send", 8 * mb, 0): decode * mbs,
-        ("ALL_GATHER", mb * V * d, tp1): (1 + decode) * mbs})
+        ("ALL_GATHER", mb * V * d // tp, tp1): (1 + decode) * mbs})
     contexts = [get_attr(n, "tensor_size") for n in traces[2].nodes() if n.name.endswith("mb0.L16.attention")]
     kvd = h * 8 // 32
     assert contexts == [(2 * mb * n * h // tp + 2 * mb * c * kvd // tp) * d

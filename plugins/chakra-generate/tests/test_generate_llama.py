@@ -83,8 +83,9 @@ def test_llama3_8b_sequence_and_context_parallel_bytes():
     act = s["seq"] // cp * s["h"] * d
     kv = 2 * s["seq"] * (s["h"] * s["kv"] // s["a"]) // tp * d  # keys and values of 8 groups, gathered over cp
     layers = Counter((t, sz) for n, t, sz, _ in cs if ".L" in n)
-    assert layers == Counter({("ALL_GATHER", act): 6 * 4 * m, ("REDUCE_SCATTER", act): 4 * 4 * m,
-                              ("ALL_GATHER", kv): 4 * m, ("REDUCE_SCATTER", kv): 4 * m})
+    # an all-gather's size is the per-rank shard: the gathered bytes over its group (tp, cp)
+    assert layers == Counter({("ALL_GATHER", act // tp): 6 * 4 * m, ("REDUCE_SCATTER", act): 4 * 4 * m,
+                              ("ALL_GATHER", kv // cp): 4 * m, ("REDUCE_SCATTER", kv): 4 * m})
 
 
 def test_explicit_options_win_over_the_preset():
@@ -98,7 +99,7 @@ def test_kv_heads_must_split_over_tp():
         chakra.generate("transformer", {"preset": "llama3-8b", "tp": 16})
 
 
-def test_zero3_llama3_8b_three_times_the_parameters():
+def test_zero3_llama3_8b_three_times_the_parameters(h):
     # ZeRO-3 (Rajbhandari et al., 2020, section 7.2.2): per step, an all-gather of every parameter
     # before its forward and again before its backward, and a reduce-scatter of every gradient
     s, tp, dp, m, d, g = LLAMA["llama3-8b"], 2, 2, 2, 2, 4
@@ -108,17 +109,19 @@ def test_zero3_llama3_8b_three_times_the_parameters():
     dp_group = (0, 2)
     lp, emb, out = layer_params(s, tp), s["V"] * s["h"] // tp, s["h"] + s["V"] * s["h"] // tp
     gathers = Counter((t, sz, mem) for n, t, sz, mem in cs if "zero3_all_gather" in n)
-    assert gathers == Counter({("ALL_GATHER", lp * d, dp_group): 2 * s["L"] * m, ("ALL_GATHER", emb * d, dp_group): 2 * m,
-                               ("ALL_GATHER", out * d, dp_group): 2 * m})
+    assert gathers == Counter({("ALL_GATHER", h.shard(lp * d, dp), dp_group): 2 * s["L"] * m,
+                               ("ALL_GATHER", h.shard(emb * d, dp), dp_group): 2 * m,
+                               ("ALL_GATHER", h.shard(out * d, dp), dp_group): 2 * m})
     psi = s["L"] * lp + emb + out  # parameters on one tp rank
-    assert sum(sz for n, t, sz, _ in cs if "zero3_all_gather" in n) == 2 * m * psi * d
+    # each rank contributes its shard of every gather: 2 m Psi d gathered over dp ranks
+    assert sum(sz for n, t, sz, _ in cs if "zero3_all_gather" in n) * dp == 2 * m * psi * d
     rs = [(t, mem) for n, t, _, mem in cs if "grad_bucket" in n]
     assert set(rs) == {("REDUCE_SCATTER", dp_group)} and len(rs) == s["L"] + 2  # per layer, embedding, output
     assert grads(cs) == psi * g
     assert not any("param_bucket" in n or t == "ALL_REDUCE" and mem == dp_group for n, t, _, mem in cs)
 
 
-def test_zero3_llama3_8b_dp4_reduce_scatters_every_micro_batch():
+def test_zero3_llama3_8b_dp4_reduce_scatters_every_micro_batch(h):
     # DeepSpeed stage 3 (and FSDP without no_sync): each micro-batch's backward gathers every layer's
     # parameters and reduce-scatters its gradients into the rank's partition, so one micro-batch
     # moves 2 Psi d gathered and Psi g reduce-scattered bytes, and a step m times that.
@@ -133,13 +136,14 @@ def test_zero3_llama3_8b_dp4_reduce_scatters_every_micro_batch():
     psi = s["L"] * lp + emb + out
     assert psi == s["params"]
     gathers = Counter((t, sz, mem) for n, t, sz, mem in cs if "zero3_all_gather" in n)
-    assert gathers == Counter({("ALL_GATHER", lp * d, dp_group): 2 * s["L"] * m, ("ALL_GATHER", emb * d, dp_group): 2 * m,
-                               ("ALL_GATHER", out * d, dp_group): 2 * m})
+    assert gathers == Counter({("ALL_GATHER", h.shard(lp * d, dp), dp_group): 2 * s["L"] * m,
+                               ("ALL_GATHER", h.shard(emb * d, dp), dp_group): 2 * m,
+                               ("ALL_GATHER", h.shard(out * d, dp), dp_group): 2 * m})
     rs = [(n, t, sz, mem) for n, t, sz, mem in cs if "grad_bucket" in n]
     assert Counter((t, sz, mem) for _, t, sz, mem in rs) == Counter(
         {("REDUCE_SCATTER", lp * g, dp_group): s["L"] * m, ("REDUCE_SCATTER", emb * g, dp_group): m,
          ("REDUCE_SCATTER", out * g, dp_group): m})
-    assert sum(sz for n, t, sz, _ in cs if "zero3_all_gather" in n) == 2 * m * psi * d == 128_484_179_968
+    assert sum(sz for n, t, sz, _ in cs if "zero3_all_gather" in n) * dp == 2 * m * psi * d == 128_484_179_968
     assert grads(cs) == m * psi * g == 128_484_179_968
     # in issue order: each backward reduce-scatters the output layer, the layers last to first,
     # then the embedding, before the next micro-batch's backward starts

@@ -109,6 +109,25 @@ def test_bad_options_one_line_exit_2(tmp_path, chakra_cli, args, message):
     assert not (tmp_path / "x").exists() or not any((tmp_path / "x").iterdir())
 
 
+@pytest.mark.parametrize("generator,args,options", [
+    # past int64 in a node's FLOPs: once a protobuf ValueError after building had begun (exit 1),
+    # or a message naming an attribute but no option
+    ("transformer", ["-O", "micro_batch=9223372036854775807"], "micro_batch, seq"),
+    ("transformer", ["-O", "seq=1000000000000"], "micro_batch, seq"),
+    ("transformer", ["-O", "vocab=9223372036854775807"], "vocab"),
+    ("transformer", ["-O", "dp=2", "-O", "grad_bytes=9223372036854775807"], "grad_bytes"),
+    ("inference", ["-O", "batch=9223372036854775807"], "batch, prompt"),
+    ("inference", ["-O", "prompt=1000000000000"], "batch, prompt"),
+])
+def test_sizes_past_int64_name_the_options_exit_2(tmp_path, chakra_cli, generator, args, options):
+    status, out, err = chakra_cli("generate", generator, "-o", str(tmp_path / "x/"), "-O", "layers=1", *args)
+    assert status == 2 and len(err.strip().splitlines()) == 1, err
+    assert "does not fit a trace's 64-bit field (at most 2**63-1)" in err
+    assert options in err.split("grows with the options ")[1]
+    assert "internal error" not in err
+    assert not (tmp_path / "x").exists() or not any((tmp_path / "x").iterdir())
+
+
 def test_pipeline_refuses_generator_with_paths(tmp_path):
     with pytest.raises(chakra.ConfigError, match="either 'generator' or 'paths'"):
         chakra.load_pipeline({"input": {"generator": "transformer", "paths": ["x"]}, "backends": [{"name": "simpy"}]})

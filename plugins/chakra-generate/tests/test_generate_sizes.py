@@ -4,7 +4,8 @@ Closed forms (docs/generate.md): per layer and micro-batch two tensor-parallel a
 ``mb*s*h*d`` forward and two backward (with sp: all-gather + reduce-scatter pairs); pipeline
 messages of the activation between adjacent stages; the data-parallel gradients of the stage's
 parameters per tp rank (Megatron's split) times ``grad_bytes``; MoE all-to-alls of
-``mb*s*topk*h*d``.
+``mb*s*topk*h*d``.  An all-gather's size is its per-rank input shard: the gathered bytes over
+its group's ranks (``h.shard``), a reduce-scatter's its whole input.
 """
 
 from __future__ import annotations
@@ -95,7 +96,7 @@ def test_sequence_parallel_pairs_and_p2p_shard(h):
     per_stage = L // pp
     # forward: all-gather before QKV and fc1, reduce-scatter after proj and fc2; backward: the
     # mirror plus Megatron-LM's second all-gather of QKV's and fc1's input for the weight gradient
-    assert layers == Counter({("ALL_GATHER", act, members): 6 * per_stage * M,
+    assert layers == Counter({("ALL_GATHER", act // tp, members): 6 * per_stage * M,
                               ("REDUCE_SCATTER", act, members): 4 * per_stage * M})
     assert not any(t == "ALL_REDUCE" for n, t, _, _ in cs if ".L" in n)
     assert {s for _, _, s, _ in h.p2p(traces, 0)} == {b * SEQ // tp * H * d}
@@ -107,7 +108,7 @@ def test_context_parallel_gathers_kv_and_joins_the_gradient_group(h):
     cs = h.colls(traces, 0)
     cp_members = (h.megatron_rank(0, 0, 0, 0, tp, cp, dp), h.megatron_rank(0, 1, 0, 0, tp, cp, dp))
     kv = 2 * b * SEQ * (H // tp) * d
-    assert h.by_kind(cs, "cp_") == Counter({("ALL_GATHER", kv, cp_members): L * M,
+    assert h.by_kind(cs, "cp_") == Counter({("ALL_GATHER", kv // cp, cp_members): L * M,
                                           ("REDUCE_SCATTER", kv, cp_members): L * M})
     assert h.by_kind(cs, ".L") - h.by_kind(cs, "cp_") == Counter(
         {("ALL_REDUCE", b * SEQ // cp * H * d, (0, 1)): 4 * L * M})
@@ -125,7 +126,7 @@ def test_zero1_reduce_scatter_then_all_gather(h):
     ag = [(t, s, m) for n, t, s, m in cs if "param_bucket" in n]
     assert {(t, m) for t, _, m in rs} == {("REDUCE_SCATTER", dp_members)}
     assert {(t, m) for t, _, m in ag} == {("ALL_GATHER", dp_members)}
-    assert sum(s for _, s, _ in rs) == params * g and sum(s for _, s, _ in ag) == params * d
+    assert sum(s for _, s, _ in rs) == params * g and sum(s for _, s, _ in ag) == h.shard(params * d, dp)
     assert not any(t == "ALL_REDUCE" and m == dp_members for _, t, _, m in cs)
 
 
@@ -137,9 +138,9 @@ def test_zero3_gathers_every_layer_before_forward_and_backward(h):
     dp_members = (0, 2)
     gathers = h.by_kind(cs, "zero3_all_gather")
     emb, out = V * H // tp + SEQ * H, 2 * H  # one stage: the output layer is the word embedding
-    assert gathers == Counter({("ALL_GATHER", lp * d, dp_members): 2 * L * M,
-                               ("ALL_GATHER", emb * d, dp_members): 2 * M,
-                               ("ALL_GATHER", out * d, dp_members): 2 * M})
+    assert gathers == Counter({("ALL_GATHER", h.shard(lp * d, dp), dp_members): 2 * L * M,
+                               ("ALL_GATHER", h.shard(emb * d, dp), dp_members): 2 * M,
+                               ("ALL_GATHER", h.shard(out * d, dp), dp_members): 2 * M})
     rs = [s for n, t, s, m in cs if "grad_bucket" in n and t == "REDUCE_SCATTER"]
     assert sum(rs) == (L * lp + emb + out) * g
     assert not h.by_kind(cs, "param_bucket")
@@ -200,9 +201,9 @@ def test_sequence_parallel_embedding_and_output_collectives(h):
     first = h.colls(traces, 0)
     last = h.colls(traces, tp)  # pp_rank 1, tp_rank 0
     assert h.by_kind(first, ".embedding.tp_") == Counter({("REDUCE_SCATTER", act, (0, 1)): M,
-                                                          ("ALL_GATHER", act, (0, 1)): M})
+                                                          ("ALL_GATHER", act // tp, (0, 1)): M})
     # the output layer is column-parallel: its backward gathers its input again (weight gradient)
-    assert h.by_kind(last, ".output.tp_") == Counter({("ALL_GATHER", act, (2, 3)): 2 * M,
+    assert h.by_kind(last, ".output.tp_") == Counter({("ALL_GATHER", act // tp, (2, 3)): 2 * M,
                                                       ("REDUCE_SCATTER", act, (2, 3)): M})
 
 
@@ -219,7 +220,7 @@ def test_zero3_recomputation_runs_after_the_gather(h):
             recomputed = [n for n in nodes if n.name.startswith(f"s0.R{k}.c0.L{layer}.")]
             assert index[gather.name] < index[recomputed[0].name]
             assert gather.id in recomputed[0].data_deps
-            assert get_attr(gather, "comm_size") == layer_params_per_tp_rank(tp) * d
+            assert get_attr(gather, "comm_size") == h.shard(layer_params_per_tp_rank(tp) * d, dp)
 
 
 def test_zero3_grad_reduce_is_an_unknown_option(h):
@@ -237,17 +238,19 @@ def test_zero3_moe_gathers_and_reduce_scatters_experts_over_edp_every_micro_batc
     expert = experts // ep * (2 * H * F + F + H)
     emb, out = V * H + SEQ * H, 2 * H
     assert (dense, shared, expert) == (49_984, 17_152, 66_176)
+    edp = dp // ep
     assert h.by_kind(cs, "zero3_all_gather") == Counter(
-        {("ALL_GATHER", dense * d, dp_members): 2 * dense_layers * M, ("ALL_GATHER", shared * d, dp_members): 2 * moe_layers * M,
-         ("ALL_GATHER", emb * d, dp_members): 2 * M, ("ALL_GATHER", out * d, dp_members): 2 * M})
+        {("ALL_GATHER", h.shard(dense * d, dp), dp_members): 2 * dense_layers * M,
+         ("ALL_GATHER", h.shard(shared * d, dp), dp_members): 2 * moe_layers * M,
+         ("ALL_GATHER", h.shard(emb * d, dp), dp_members): 2 * M, ("ALL_GATHER", h.shard(out * d, dp), dp_members): 2 * M})
     assert h.by_kind(cs, "zero3_expert_all_gather") == Counter(
-        {("ALL_GATHER", expert * d, edp_members): 2 * moe_layers * M})
+        {("ALL_GATHER", h.shard(expert * d, edp), edp_members): 2 * moe_layers * M})
     assert h.by_kind(cs, "grad_bucket") == Counter(
         {("REDUCE_SCATTER", dense * g, dp_members): dense_layers * M, ("REDUCE_SCATTER", shared * g, dp_members): moe_layers * M,
          ("REDUCE_SCATTER", expert * g, edp_members): moe_layers * M,
          ("REDUCE_SCATTER", emb * g, dp_members): M, ("REDUCE_SCATTER", out * g, dp_members): M})
     optimizer = [get_attr(n, "num_ops") for n in traces[0].nodes() if n.name == "s0.optimizer"]
-    partition = (dense_layers * dense + moe_layers * shared + emb + out) // dp + moe_layers * expert // (dp // ep)
+    partition = (dense_layers * dense + moe_layers * shared + emb + out) // dp + moe_layers * expert // edp
     assert optimizer == [12 * partition]
 
 
@@ -275,7 +278,7 @@ def grad_reduce_recorded(traces, rank):
 def test_zero2_auto_reduce_scatters_every_micro_batch_and_gathers_once(h):
     # DeepSpeed stage 2: every micro-batch's backward reduce-scatters its gradient buckets into the
     # rank's partition (m P_s g); the optimizer updates the partition and the parameters are
-    # all-gathered once after it (P_s d)
+    # all-gathered once after it (P_s d gathered: a shard of P_s d / dp)
     tp, dp, d, g = 2, 4, 2, 4
     traces = h.gen(tp=tp, dp=dp, zero=2)
     assert grad_reduce_recorded(traces, 0) == "per_microbatch"  # auto, recorded resolved
@@ -284,7 +287,7 @@ def test_zero2_auto_reduce_scatters_every_micro_batch_and_gathers_once(h):
     assert params == 211_840  # 8 x 25,184 + 8,192 + 2,048 + 128
     dp_members = tuple(h.megatron_rank(0, 0, x, 0, tp, 1, dp) for x in range(dp))
     assert h.by_kind(cs, "grad_bucket") == Counter({("REDUCE_SCATTER", params * g, dp_members): M})
-    assert h.by_kind(cs, "param_bucket") == Counter({("ALL_GATHER", params * d, dp_members): 1})
+    assert h.by_kind(cs, "param_bucket") == Counter({("ALL_GATHER", h.shard(params * d, dp), dp_members): 1})
     assert sum(s for n, _, s, _ in cs if "grad_bucket" in n) == M * params * g == 3_389_440
     assert list(backward_of_each_gradient_collective(traces, 0).values()) == list(range(M))
     assert optimizer_ops(traces, 0) == [12 * params // dp]
@@ -300,7 +303,7 @@ def test_zero1_auto_reduce_scatters_once_per_step(h):
     params = L * layer_params_per_tp_rank(tp) + V * H // tp + SEQ * H + 2 * H
     dp_members = tuple(h.megatron_rank(0, 0, x, 0, tp, 1, dp) for x in range(dp))
     assert h.by_kind(cs, "grad_bucket") == Counter({("REDUCE_SCATTER", params * g, dp_members): 1})
-    assert h.by_kind(cs, "param_bucket") == Counter({("ALL_GATHER", params * d, dp_members): 1})
+    assert h.by_kind(cs, "param_bucket") == Counter({("ALL_GATHER", h.shard(params * d, dp), dp_members): 1})
     assert list(backward_of_each_gradient_collective(traces, 0).values()) == [M - 1]
     assert optimizer_ops(traces, 0) == [12 * params // dp]
 
@@ -330,6 +333,50 @@ def test_zero2_interleaved_reduces_each_chunk_every_micro_batch_and_gathers_each
     dp_members = (0, 1)
     assert h.by_kind(cs, "grad_bucket") == Counter({("REDUCE_SCATTER", (2 * lp + emb) * g, dp_members): M,
                                                     ("REDUCE_SCATTER", 2 * lp * g, dp_members): M})
-    assert h.by_kind(cs, "param_bucket") == Counter({("ALL_GATHER", (2 * lp + emb) * d, dp_members): 1,
-                                                     ("ALL_GATHER", 2 * lp * d, dp_members): 1})
+    assert h.by_kind(cs, "param_bucket") == Counter({("ALL_GATHER", h.shard((2 * lp + emb) * d, dp), dp_members): 1,
+                                                     ("ALL_GATHER", h.shard(2 * lp * d, dp), dp_members): 1})
     assert optimizer_ops(traces, 0) == [12 * (4 * lp + emb) // dp]
+
+
+def ring_bytes(kind, size, p):
+    """Bytes one rank sends in a ring collective of ``comm_size`` ``size`` over ``p`` ranks
+    (ASTRA-sim's ring: an all-reduce 2(p-1) messages of size/p, a reduce-scatter p-1 of size/p,
+    an all-gather p-1 of the shard, its comm_size)."""
+    return {"ALL_REDUCE": 2 * (p - 1) * size // p, "REDUCE_SCATTER": (p - 1) * size // p,
+            "ALL_GATHER": (p - 1) * size}[kind]
+
+
+@pytest.mark.parametrize("tp", [2, 4])
+def test_sequence_parallel_pairs_move_the_bytes_of_the_all_reduces(h, tp):
+    # sp turns each tensor-parallel all-reduce of the activation A = b s h d into a reduce-scatter
+    # of A and an all-gather of the A/t shard: (t-1) A/t + (t-1) A/t, the all-reduce's 2 (t-1) A/t
+    # bytes per rank; the backward's weight-gradient all-gathers (2 a layer, 1 the output) are extra
+    act = SEQ * H * 2
+    plain = h.colls(h.gen(tp=tp), 0)
+    sp = h.colls(h.gen(tp=tp, sp=True), 0)
+    pairs = [(t, s) for n, t, s, _ in sp if "tp_" in n and "wgrad" not in n]
+    assert Counter(pairs) == Counter({("REDUCE_SCATTER", act): (4 * L + 2) * M, ("ALL_GATHER", act // tp): (4 * L + 2) * M})
+    assert Counter((t, s) for n, t, s, _ in plain if "tp_" in n) == Counter({("ALL_REDUCE", act): (4 * L + 2) * M})
+    layer = [(t, s) for n, t, s, _ in sp if n.startswith("s0.F0.c0.L0.") and n.endswith(("proj.tp_reduce_scatter",
+                                                                                          "fc1.tp_all_gather"))]
+    assert sum(ring_bytes(t, s, tp) for t, s in layer) == ring_bytes("ALL_REDUCE", act, tp)
+    assert sum(ring_bytes(t, s, tp) for t, s in pairs) == sum(ring_bytes(t, s, tp) for _, t, s, _ in plain
+                                                               if t == "ALL_REDUCE")
+    wgrad = [s for n, t, s, _ in sp if "wgrad" in n]
+    assert wgrad == [act // tp] * (2 * L + 1) * M
+
+
+def test_sequence_parallel_simulates_as_the_all_reduces(h):
+    # ring all-reduce of A = reduce-scatter of A then all-gather of its A/t shard: the same
+    # messages, so in simulation one sp pair takes one all-reduce's time (up to one endpoint delay
+    # a chunk), and sp's step is the plain step plus its weight-gradient all-gathers (compute
+    # differs a little: sp splits the norms over tp)
+    tp, layers = 4, 2
+    big = {"hidden": 1024, "heads": 8, "seq": 1024, "layers": layers, "micro_batches": 1, "tp": tp}
+    plain, sp = (chakra.simulate(h.gen(sp=on, **big)).summary for on in (False, True))
+    each = {c["collective"]: c["total_ns"] / c["count"] for run in (plain, sp) for c in run["collectives"]}
+    assert each["REDUCE_SCATTER"] + each["ALL_GATHER"] == pytest.approx(each["ALL_REDUCE"], rel=1e-3)
+    wgrad = (2 * layers + 1) * each["ALL_GATHER"]
+    assert sp["max_exposed_comm_ns"] > 0.9 * sp["finish_ns"]  # communication-bound
+    assert sp["max_exposed_comm_ns"] - wgrad == pytest.approx(plain["max_exposed_comm_ns"], rel=1e-3)
+    assert sp["finish_ns"] - wgrad == pytest.approx(plain["finish_ns"], rel=0.02)

@@ -65,6 +65,14 @@ def test_resize_dp_of_the_ddp_recording_to_8_ranks(ddp, tmp_path):
     (4, 2, {"tp": 2, "ep": 2, "experts": 4, "moe_every": 2}),
     (4, 2, {"ep": 2, "experts": 4, "zero": 3}),
     (4, 1, {"tp": 2}),
+    # an all-gather's size is its per-rank shard: ZeRO's parameter gathers over dp (dp * cp ranks)
+    # and edp are resharded (the gathered bytes split over the new group)
+    (2, 4, {"tp": 2, "pp": 2, "zero": 1}),
+    (4, 2, {"tp": 2, "zero": 2}),
+    (2, 8, {"tp": 2, "cp": 2, "sp": True, "zero": 1}),
+    (2, 4, {"cp": 2, "zero": 3}),
+    (4, 8, {"ep": 2, "experts": 4, "zero": 2}),
+    (2, 4, {"cp": 2, "ep": 2, "experts": 4, "zero": 3}),
 ])
 def test_resize_dp_of_a_generated_set_equals_generating_that_width(start, target, extra):
     resized = chakra.transform(chakra.generate("transformer", {**TINY, **extra, "dp": start}), "resize_dp",
@@ -77,6 +85,32 @@ def test_resize_dp_of_a_generated_set_equals_generating_that_width(start, target
         assert peers(resized, r) == peers(direct, r)
         assert _groups_of(resized, r) == _groups_of(direct, r)
     assert chakra.validate(resized).ok
+
+
+def test_resize_dp_reshards_from_the_padded_gather():
+    # ZeRO-1 at dp 3: each parameter gather's shard is ceil(G / 3), so the gathered bytes a resize
+    # can see are 3 shards, up to 2 bytes of padding over G; at dp 2 the shard is ceil(3 ceil(G/3) / 2),
+    # at most ceil(3 / 2) = 2 bytes over generating dp 2 directly, ceil(G / 2)
+    options = {**TINY, "layers": 2, "zero": 1, "bucket_bytes": 1}
+    g3 = [s for t, s, _ in collectives(chakra.generate("transformer", {**options, "dp": 3}), 0) if t == "ALL_GATHER"]
+    resized = chakra.transform(chakra.generate("transformer", {**options, "dp": 3}), "resize_dp", {"dp": 2})
+    direct = chakra.generate("transformer", {**options, "dp": 2})
+    got = [s for t, s, _ in collectives(resized, 0) if t == "ALL_GATHER"]
+    want = [s for t, s, _ in collectives(direct, 0) if t == "ALL_GATHER"]
+    assert got == [-(-3 * s // 2) for s in g3]
+    assert len(got) == len(want) and all(0 <= a - b <= 2 for a, b in zip(got, want))
+    assert got != want  # some gather was padded at dp 3
+
+
+def test_resize_dp_reshards_a_recorded_all_gather(tmp_path):
+    # the every-collective recording (2 gloo ranks, all on the world group): at 4 ranks an
+    # all-gather keeps its gathered bytes, so each rank's shard halves; the rest keep their sizes
+    src = tmp_path / "coll"
+    chakra.convert(str(DATA / "collectives"), f"{src}/")
+    before = collectives(chakra.open_traceset(str(src)), 0)
+    after = collectives(chakra.transform(str(src), "resize_dp", {"dp": 4}), 0)
+    assert [t for t, _, _ in after] == [t for t, _, _ in before] and "ALL_GATHER" in {t for t, _, _ in before}
+    assert [s for _, s, _ in after] == [-(-s * 2 // 4) if t == "ALL_GATHER" else s for t, s, _ in before]
 
 
 def _groups_of(traces, rank):
