@@ -134,6 +134,19 @@ def test_things_in_the_way(tmp_path, capsys):
     assert not list(tmp_path.glob("job.[1-9].et")) and temporaries(tmp_path) == []
 
 
+def test_a_file_in_the_way_of_an_output_file_s_directory_is_named(tmp_path, capsys):
+    # an output file under a file (report -o, graph -o, --timeline) said only "File exists"
+    blocker = tmp_path / "notes.txt"
+    blocker.write_text("mine")
+    assert convert(f"{tmp_path}/set/", SMALL) == 0
+    capsys.readouterr()
+    for args in (["report", f"{tmp_path}/set", "-o", f"{blocker}/r.html"],
+                 ["graph", f"{tmp_path}/set", "-o", f"{blocker}/deeper/g.dot"]):
+        assert main(args) == 2
+        assert "a file is in the way of the output directory" in one_error_line(capsys, blocker)
+    assert blocker.read_text() == "mine"
+
+
 def test_a_set_in_a_shared_directory_keeps_the_other_files(tmp_path):
     (tmp_path / "notes.txt").write_text("mine")
     assert convert(f"{tmp_path}/job", LARGE) == 0

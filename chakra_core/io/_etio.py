@@ -533,9 +533,9 @@ class atomic_output:
 
     @staticmethod
     def _create(target: Path) -> Path:
-        from chakra_core.io._publish import in_staging, remove_stale, renamed_error, temp_sibling
+        from chakra_core.io._publish import in_staging, make_parents, remove_stale, renamed_error, temp_sibling
 
-        target.parent.mkdir(parents=True, exist_ok=True)
+        make_parents(target)
         if not in_staging(target):
             remove_stale(target)
         tmp = temp_sibling(target, "file")

@@ -169,6 +169,24 @@ def _recover(final: Path) -> None:
     remove_stale(final, ("new", "old", "file"))
 
 
+def _missing_parents(directory: Path) -> list[Path]:
+    """``directory`` and its parents that do not exist, deepest first; a file where the nearest
+    one that exists should be a directory is a ConfigError naming it."""
+    d, missing = directory, []
+    while not os.path.lexists(d) and d != d.parent:
+        missing.append(d)
+        d = d.parent
+    _refuse_file_in_the_way(d)
+    return missing
+
+
+def make_parents(path: Path) -> None:
+    """Make the directories an output file ``path`` goes in; a file in the way of one is a
+    ConfigError naming that file (``mkdir`` said only "File exists")."""
+    _missing_parents(path.parent)
+    path.parent.mkdir(parents=True, exist_ok=True)
+
+
 def _refuse_file_in_the_way(directory: Path) -> None:
     """A ConfigError naming ``directory`` (an output directory) when it exists and is not one."""
     if os.path.lexists(directory) and not directory.is_dir():
@@ -188,12 +206,7 @@ def new_directories(directory: str | os.PathLike) -> Iterator[None]:
     ``directory`` and the parents of it that did not exist before are removed where empty
     (deepest first): a failed write leaves no empty directory of its own behind, and never
     removes one that was there."""
-    d = Path(directory)
-    missing = []
-    while not os.path.lexists(d) and d != d.parent:
-        missing.append(d)
-        d = d.parent
-    _refuse_file_in_the_way(d)
+    missing = _missing_parents(Path(directory))
     try:
         yield
     except BaseException:
