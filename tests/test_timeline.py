@@ -111,6 +111,14 @@ def test_selection_by_rank_and_window_and_stated_cap(tmp_path):
     assert any("truncated: 3 of 7" in t.names[ev.name_iid] for _, ev in t.events if ev.type == ev.TYPE_INSTANT)
 
 
+def test_a_rank_outside_the_run_is_an_error_not_an_empty_timeline(tmp_path):
+    from chakra_core import ConfigError
+
+    with pytest.raises(ConfigError, match=r"timeline_ranks: rank 5 is not in the run \(ranks 0-1\)"):
+        write_timeline(two_ranks(), tmp_path / "w.json", ranks="1,5")
+    assert not (tmp_path / "w.json").exists()
+
+
 def test_chrome_json_on_request(tmp_path):
     spans = two_ranks()
     info = write_timeline(spans, tmp_path / "t.json")

@@ -68,6 +68,9 @@ def write_timeline(spans: Spans, path: str | Path, *, format: str | None = None,
         from chakra_core.trace._selection import parse_ranks
 
         ranks = sorted(parse_ranks(ranks.split(","), "timeline"))
+    outside = [r for r in ranks or () if not 0 <= r < spans.nranks]
+    if outside:
+        raise ConfigError(f"timeline_ranks: rank {outside[0]} is not in the run (ranks 0-{spans.nranks - 1})")
     data, selected = _prepare(spans, ranks, parse_window(window_ns),
                               expand, flows, counters, critical, max_spans)
     big = size_warning(data, fmt, str(path))
