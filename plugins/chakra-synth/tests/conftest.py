@@ -8,6 +8,7 @@ second recordings of the every-collective and the JAX mesh jobs (``tests/data``,
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -44,4 +45,15 @@ def recorded(tmp_path_factory) -> dict[str, Path]:
     for name, (paths, fmt, opts) in SOURCES.items():
         chakra.convert([str(p) for p in paths], base / name / "", format=fmt, input_options=opts)
         out[name] = base / name
+    return out
+
+
+@pytest.fixture(scope="module")
+def models(recorded, tmp_path_factory):
+    """``{synthesizer: model dict}`` fitted on the recorded DDP set (once a test module)."""
+    base = tmp_path_factory.mktemp("models")
+    out = {}
+    for name in ("learned", "structural", "markov"):
+        chakra.synth_fit([str(recorded["ddp"])], base / f"{name}.json", synthesizer=name)
+        out[name] = json.loads((base / f"{name}.json").read_text())
     return out

@@ -11,17 +11,6 @@ import chakra_core as chakra
 from chakra_core import EtWriter, GlobalMetadata, Node, NodeType
 
 
-@pytest.fixture(scope="module")
-def models(recorded, tmp_path_factory):
-    """``{synthesizer: model dict}`` fitted on the recorded DDP set."""
-    base = tmp_path_factory.mktemp("models")
-    out = {}
-    for name in ("learned", "structural", "markov"):
-        chakra.synth_fit([str(recorded["ddp"])], base / f"{name}.json", synthesizer=name)
-        out[name] = json.loads((base / f"{name}.json").read_text())
-    return out
-
-
 def _run(chakra_cli, argv):
     code, _out, err = chakra_cli(*argv)
     return code, err.strip().splitlines()

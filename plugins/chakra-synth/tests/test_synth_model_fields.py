@@ -11,19 +11,6 @@ import re
 import pytest
 
 
-@pytest.fixture(scope="module")
-def models(recorded, tmp_path_factory):
-    """``{synthesizer: model dict}`` fitted on the recorded DDP set."""
-    import chakra_core as chakra
-
-    base = tmp_path_factory.mktemp("models")
-    out = {}
-    for name in ("learned", "structural", "markov"):
-        chakra.synth_fit([str(recorded["ddp"])], base / f"{name}.json", synthesizer=name)
-        out[name] = json.loads((base / f"{name}.json").read_text())
-    return out
-
-
 def _sized_kind(model):
     stats = model["workloads"][0]["kind_stats"]
     return next(k for k in sorted(stats, key=int) if "size_step" in stats[k])
