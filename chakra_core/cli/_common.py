@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -57,8 +58,16 @@ def input_kwargs(args) -> dict[str, Any]:
 
 
 def print_json(obj: Any) -> None:
-    """Print ``obj`` as indented JSON to stdout."""
-    json.dump(obj, sys.stdout, indent=2, default=str)
+    """Print ``obj`` as indented JSON to stdout; NaN and infinities, which JSON has not, as null
+    (as the files the commands write)."""
+    def finite(v: Any) -> Any:
+        if isinstance(v, float):
+            return v if math.isfinite(v) else None
+        if isinstance(v, dict):
+            return {k: finite(x) for k, x in v.items()}
+        return [finite(x) for x in v] if isinstance(v, (list, tuple)) else v
+
+    json.dump(finite(obj), sys.stdout, indent=2, default=str)
     sys.stdout.write("\n")
 
 

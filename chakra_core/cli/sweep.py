@@ -48,6 +48,11 @@ def run(args) -> int:
     else:
         print(f"{out['points']} point(s): {out['ok']} ok, {out['failed']} failed, {out['timeout']} timed out, "
               f"{out['skipped']} skipped ({out['reused']} reused)")
+        how = f"-j {args.jobs}" if args.jobs else "the default: the machine's cores, at most one a point; -j N"
+        ran = f"{out['workers']} worker(s) ({how})" if out["workers"] else "no point to run"
+        print(f"executor {args.executor}: {ran}")
+        for note in out["notes"]:
+            print(f"note: {note}", file=sys.stderr)
         for f in out["files"]:
             print(f)
     return 1 if not args.check and (out["failed"] or out["timeout"]) else 0

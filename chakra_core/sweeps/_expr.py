@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ast
 import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from chakra_core.base._docpath import child
@@ -46,8 +46,10 @@ MAX_ITEMS = 1_000_000
 _MAX_ROUND_DIGITS = 400
 
 
-def evaluate(text: str, names: Mapping[str, Any], where: str) -> Any:
-    """The value of expression ``text`` with ``names`` bound; raises ConfigError naming ``where``."""
+def evaluate(text: str, names: Mapping[str, Any], where: str,
+             shared: Mapping[str, Sequence[str]] | None = None) -> Any:
+    """The value of expression ``text`` with ``names`` bound; raises ConfigError naming ``where``
+    (``shared``: short names that several paths end in, each with those paths, named when used)."""
     try:
         tree = ast.parse(text, mode="eval")
     except SyntaxError as e:
@@ -55,7 +57,7 @@ def evaluate(text: str, names: Mapping[str, Any], where: str) -> Any:
     except (ValueError, RecursionError, MemoryError) as e:  # a literal past int's digit limit, deep nesting
         raise ConfigError(f"{where}: {text!r} is not an expression ({type(e).__name__}: {e})") from None
     try:
-        return _Evaluator(names, text, where).visit(tree.body)
+        return _Evaluator(names, text, where, shared or {}).visit(tree.body)
     except ConfigError:
         raise
     except (ArithmeticError, TypeError, ValueError) as e:
@@ -63,8 +65,8 @@ def evaluate(text: str, names: Mapping[str, Any], where: str) -> Any:
 
 
 class _Evaluator(ast.NodeVisitor):
-    def __init__(self, names: Mapping[str, Any], text: str, where: str):
-        self.names, self.text, self.where = names, text, where
+    def __init__(self, names: Mapping[str, Any], text: str, where: str, shared: Mapping[str, Sequence[str]]):
+        self.names, self.text, self.where, self.shared = names, text, where, shared
 
     def generic_visit(self, node: ast.AST) -> Any:
         raise ConfigError(f"{self.where}: {self.text!r}: {type(node).__name__} is not allowed in an expression")
@@ -83,6 +85,9 @@ class _Evaluator(ast.NodeVisitor):
             return self.names[node.id]
         if node.id in ("True", "False", "None"):
             return {"True": True, "False": False, "None": None}[node.id]
+        if node.id in self.shared:
+            raise ConfigError(f"{self.where}: {self.text!r}: {node.id!r} is ambiguous: the last key of "
+                              f"{' and '.join(self.shared[node.id])}; write the full path")
         known = ", ".join(sorted(self.names))
         raise ConfigError(f"{self.where}: {self.text!r}: unknown name {node.id!r}; known: {known}")
 

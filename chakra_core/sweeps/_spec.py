@@ -34,9 +34,11 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from chakra_core.base._docpath import get_path, parse_path, set_path
+from chakra_core.base._docpath import child, get_path, parse_path, set_path
 from chakra_core.base._errors import ConfigError
 from chakra_core.base._options import suggest
+from chakra_core.base._yamlparse import YamlLines
+from chakra_core.pipeline._document import _line
 from chakra_core.sweeps._expr import evaluate
 from chakra_core.sweeps._schema import CONSTRAINT_KEYS, RANDOM_KEYS, RANGE_KEYS, SWEEP_KEYS
 
@@ -110,8 +112,9 @@ def _paths(obj: dict, where: str, source: str) -> None:
             raise ConfigError(f"{where}: {e.message}", source) from None
 
 
-def parse_sweep(section: Any, source: str) -> SweepSpec:
-    """Check a pipeline's ``sweep:`` section; raises ConfigError naming the key."""
+def parse_sweep(section: Any, source: str, lines: YamlLines | None = None) -> SweepSpec:
+    """Check a pipeline's ``sweep:`` section (``lines``: where its keys are in the file); raises
+    ConfigError naming the key."""
     section = _mapping(section, "sweep", SWEEP_KEYS, source)
     grid = _grid(section, source)
     params, seed, count = _random(section, source)
@@ -119,9 +122,16 @@ def parse_sweep(section: Any, source: str) -> SweepSpec:
         raise ConfigError("sweep needs grid: or random.params: (the values to vary)", source)
     both = sorted(set(grid) & set(params))
     if both:
-        raise ConfigError(f"sweep: {both[0]} is both in grid and in random.params", source)
-    return SweepSpec(grid, params, seed, count, _derive(section, source),
-                     _constraints(section.get("constraints") or [], source), _timeout(section, source))
+        raise ConfigError(f"sweep: {both[0]} is both in grid and in random.params", source,
+                          _line(lines, ("sweep", "random", "params", both[0])))
+    derive = _derive(section, source)
+    swept = [p for p in derive if p in grid or p in params]
+    if swept:
+        raise ConfigError(f"sweep.derive: {swept[0]} is swept (in {'grid' if swept[0] in grid else 'random.params'}) "
+                          "and derived: a derived value would replace the swept one; remove one of them", source,
+                          _line(lines, ("sweep", "derive", swept[0])))
+    return SweepSpec(grid, params, seed, count, derive, _constraints(section.get("constraints") or [], source),
+                     _timeout(section, source))
 
 
 def _grid(section: dict[str, Any], source: str) -> dict[str, Any]:
@@ -216,9 +226,10 @@ def _draw(rng: random.Random, spec: Any) -> Any:
         return copy.deepcopy(spec[rng.randrange(len(spec))])
     low, high = spec["low"], spec["high"]
     if spec.get("integer"):
-        if spec.get("log"):
-            return int(round(math.exp(rng.uniform(math.log(low), math.log(high)))))
-        return rng.randint(math.ceil(low), math.floor(high))
+        least, most = math.ceil(low), math.floor(high)
+        if spec.get("log"):  # each whole number k takes the share of [k, k + 1) on the log scale
+            return min(most, math.floor(math.exp(rng.uniform(math.log(least), math.log(most + 1)))))
+        return rng.randint(least, most)
     if spec.get("log"):
         return math.exp(rng.uniform(math.log(low), math.log(high)))
     return rng.uniform(low, high)
@@ -234,15 +245,20 @@ def _value_sets(spec: SweepSpec) -> list[dict[str, Any]]:
     return [{**g, **d} for g in combos for d in draws]
 
 
-def _names(doc: Mapping[str, Any], paths: Sequence[str]) -> dict[str, Any]:
-    """Names an expression may use: the document's top-level keys and each path's last key
-    (when no two paths share it)."""
-    names: dict[str, Any] = {str(k): v for k, v in doc.items()}
+def _short_names(paths: Sequence[str]) -> dict[str, list[str]]:
+    """Each path's last key (``-`` written ``_``) and the paths that end in it."""
     last: dict[str, list[str]] = {}
     for path in paths:
         key = [k for k in parse_path(path) if isinstance(k, str)][-1]
         last.setdefault(key.replace("-", "_"), []).append(path)
-    for key, same in last.items():
+    return last
+
+
+def _names(doc: Mapping[str, Any], paths: Sequence[str]) -> dict[str, Any]:
+    """Names an expression may use: the document's top-level keys and each path's last key
+    (when no two paths share it)."""
+    names: dict[str, Any] = {str(k): v for k, v in doc.items()}
+    for key, same in _short_names(paths).items():
         if len(same) == 1 and key not in names and key.isidentifier():
             try:
                 names[key] = get_path(doc, same[0])
@@ -255,20 +271,46 @@ def expand(base: Mapping[str, Any], spec: SweepSpec, source: str) -> list[Point]
     """Every point of the sweep of ``base`` (a pipeline document without ``sweep:``)."""
     points = []
     paths = [*spec.parameters, *spec.derive]
+    shared = {k: same for k, same in _short_names(paths).items() if len(same) > 1}
     for index, values in enumerate(_value_sets(spec)):
         doc = copy.deepcopy(dict(base))
         point = Point(index, values, doc)
         try:
             for path, value in values.items():
-                set_path(doc, path, copy.deepcopy(value))
+                _set(doc, path, copy.deepcopy(value), base)
             for path, expr in spec.derive.items():
-                set_path(doc, path, evaluate(expr, _names(doc, paths), f"sweep.derive.{path}"))
+                _set(doc, path, evaluate(expr, _names(doc, paths), f"sweep.derive.{path}", shared), base)
             names = _names(doc, paths)
             for c in spec.constraints:
-                if not evaluate(c.expr, names, "sweep.constraints"):
+                if not evaluate(c.expr, names, "sweep.constraints", shared):
                     point.skipped = c.reason
                     break
         except ConfigError as e:
             raise ConfigError(f"{point.label}: {e.message}", source) from None
         points.append(point)
     return points
+
+
+def _set(doc: dict[str, Any], path: str, value: Any, base: Mapping[str, Any]) -> None:
+    """``set_path``; its error says where ``path`` first leaves ``base`` (the pipeline), with
+    "did you mean", when it does."""
+    try:
+        set_path(doc, path, value)
+    except ConfigError as e:
+        raise ConfigError(e.message + _left_at(base, path)) from None
+
+
+def _left_at(base: Mapping[str, Any], path: str) -> str:
+    """``; the pipeline has no 'sytem' (did you mean 'system'?)`` for the first key of ``path``
+    missing from a mapping of ``base``; "" when every mapping on the way has its key."""
+    node: Any = base
+    keys = parse_path(path)
+    for i, key in enumerate(keys):
+        if isinstance(node, Mapping) and isinstance(key, str) and node.get(key) is None:
+            at = "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in keys[:i + 1]).lstrip(".")
+            return f"; the pipeline has no {at!r}{suggest(key, [str(k) for k in node])}"
+        try:
+            node = child(node, key, path)
+        except ConfigError:
+            return ""
+    return ""

@@ -17,21 +17,23 @@ import copy
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
 from chakra_core.base._deadline import PointTimeout, deadline
 from chakra_core.base._errors import ChakraError, ConfigError
 from chakra_core.base._need import need
+from chakra_core.base._paths import expand_paths
 from chakra_core.base._progress import Progress, progress
+from chakra_core.base._yamlparse import YamlLines
 from chakra_core.host._plugins import PluginHost, get_host
 from chakra_core.io._etio import atomic_output
 from chakra_core.pipeline._document import check_pipeline, read_document
 from chakra_core.pipeline._inputcache import digests_of, input_key, runs_conversion
 from chakra_core.pipeline._pipeline import Pipeline, load_pipeline
-from chakra_core.pipeline._rankparts import can_fan_out
+from chakra_core.pipeline._rankparts import can_fan_out, parts_for
 from chakra_core.sweeps._confine import confine_outputs, real_directory
 from chakra_core.sweeps._convert import convert_inputs
 from chakra_core.sweeps._run import PointTask, run_point
@@ -66,23 +68,26 @@ class SweepPlan:
         """The swept paths and the derived ones: the parameter columns of the table."""
         return [*self.spec.parameters, *(p for p in self.spec.derive if p not in self.spec.parameters)]
 
-    def manifest(self, executor: str) -> dict[str, Any]:
-        """What ``sweep.json`` and ``results.json`` record about the sweep."""
+    def manifest(self, executor: str, workers: int) -> dict[str, Any]:
+        """What ``sweep.json`` and ``results.json`` record about the sweep (``workers``: points
+        run at once)."""
         from chakra_core.base._version import __version__
 
         return {"pipeline": self.source, "chakra_core": __version__, "parameters": self.spec.parameters,
                 "derived": list(self.spec.derive), "points": len(self.points), "executor": executor,
-                "timeout_s": self.spec.timeout_s}
+                "workers": workers, "timeout_s": self.spec.timeout_s}
 
 
-def _read(spec: str | os.PathLike | Mapping[str, Any], base_dir: str | os.PathLike | None) -> tuple[dict, str, Path]:
+def _read(spec: str | os.PathLike | Mapping[str, Any],
+          base_dir: str | os.PathLike | None) -> tuple[dict, str, YamlLines | None, Path]:
     """The pipeline document, checked against the schema with its sweep: section, its name for
-    messages, and the directory its relative paths start from."""
+    messages, where its values are (None for a mapping), and the directory its relative paths
+    start from."""
     data, source, lines = read_document(spec)
     data = check_pipeline(data, source, lines, full_schema())
     if isinstance(spec, Mapping):
-        return data, source, Path(base_dir or ".").resolve()
-    return data, source, Path(base_dir).resolve() if base_dir else Path(spec).resolve().parent
+        return data, source, lines, Path(base_dir or ".").resolve()
+    return data, source, lines, Path(base_dir).resolve() if base_dir else Path(spec).resolve().parent
 
 
 def _fingerprint(doc: Mapping[str, Any], pipe: Pipeline, digests: dict[str, str]) -> tuple[str, str]:
@@ -116,10 +121,10 @@ def plan_sweep(spec: str | os.PathLike | Mapping[str, Any], output: str | os.Pat
     ConfigError naming the first bad point and its values, or when the sweep has more than
     ``max_points`` points, or when planning takes more than ``plan_timeout_s`` seconds."""
     host = host or get_host()
-    data, source, base = _read(spec, base_dir)
+    data, source, lines, base = _read(spec, base_dir)
     if "sweep" not in data:
         raise ConfigError("the pipeline has no sweep: section (chakra run runs it once)", source)
-    sweep_spec = parse_sweep(data["sweep"], source)
+    sweep_spec = parse_sweep(data["sweep"], source, lines)
     if timeout_s is not None:
         sweep_spec.timeout_s = check_seconds(timeout_s, "the timeout")
     _check_bounds(sweep_spec, source, max_points, plan_timeout_s)
@@ -150,11 +155,13 @@ def _plan(data: dict[str, Any], source: str, base: Path, sweep_spec: SweepSpec, 
     tasks: dict[int, PointTask] = {}
     inputs: dict[str, Pipeline] = {}
     digests: dict[str, str] = {}
+    readable: set[tuple[str, ...]] = set()
     for p in points:
         if p.skipped:
             continue
         try:
             pipe = load_pipeline(p.document, host, base, source=source)
+            _check_inputs(pipe, readable)
             key, ikey = _fingerprint(p.document, pipe, digests)
             confine_outputs(pipe.backends, p.document, out / "points" / key)
         except ChakraError as e:
@@ -167,6 +174,17 @@ def _plan(data: dict[str, Any], source: str, base: Path, sweep_spec: SweepSpec, 
     return SweepPlan(source, base, sweep_spec, points, tasks, out, inputs)
 
 
+def _check_inputs(pipe: Pipeline, readable: set[tuple[str, ...]]) -> None:
+    """Raise TraceFormatError naming an input path of ``pipe`` that gives no file, or a file that
+    cannot be read (the check ``chakra run`` makes when it opens them); ``readable``: the path
+    lists checked already."""
+    paths = tuple(pipe.input_paths)
+    if pipe.input is not None and pipe.input.kind == "format" and paths not in readable:
+        for path in paths:
+            expand_paths(path, required="trace files")
+        readable.add(paths)
+
+
 def _check_output(out: Path) -> None:
     if out.exists() and not out.is_dir():
         raise ConfigError("the sweep's output must be a directory", str(out))
@@ -176,16 +194,17 @@ def _check_output(out: Path) -> None:
         real_directory(out, part)
 
 
-def _earlier(out: Path, tasks: Iterable[PointTask]) -> dict[int, dict[str, Any]]:
-    """Records of an earlier run of the same points that finished ok."""
+def _earlier(plan: SweepPlan) -> dict[int, dict[str, Any]]:
+    """Records of an earlier run of the same points (the same keys) that finished ok, with this
+    sweep's parameter values."""
     found = {}
-    for t in tasks:
+    for t in plan.tasks.values():
         try:
-            rec = json.loads((out / "points" / t.key / _RECORD).read_text())
+            rec = json.loads((plan.output / "points" / t.key / _RECORD).read_text())
         except (OSError, ValueError):
             continue
         if isinstance(rec, dict) and rec.get("status") == "ok" and rec.get("key") == t.key:
-            found[t.index] = {**rec, "index": t.index}
+            found[t.index] = {**rec, "index": t.index, "params": _params(plan, t.index)}
     return found
 
 
@@ -227,8 +246,7 @@ def _lost(task: PointTask, error: BaseException) -> dict[str, Any]:
 def _run(plan: SweepPlan, impl: Any, options: Mapping[str, Any], pending: list[PointTask],
          records: dict[int, dict[str, Any]]) -> None:
     """Run ``pending`` on the executor, writing each record as its point finishes."""
-    workers = options.get("workers") or os.cpu_count() or 1
-    with _bar(len(pending), min(workers, len(pending))) as (bar, counts):
+    with _bar(len(pending), _workers(options, pending)) as (bar, counts):
         results = impl.map(run_point, pending, options)
         try:
             for i, value in results:
@@ -245,6 +263,12 @@ def _run(plan: SweepPlan, impl: Any, options: Mapping[str, Any], pending: list[P
             close = getattr(results, "close", None)
             if close is not None:
                 close()
+
+
+def _workers(options: Mapping[str, Any], pending: Sequence[PointTask]) -> int:
+    """How many points run at once: the executor's ``workers`` (else the cores), at most one
+    per point to run."""
+    return min(parts_for(options), len(pending))
 
 
 def _params(plan: SweepPlan, index: int) -> dict[str, Any]:
@@ -269,7 +293,14 @@ def sweep(pipeline: str | os.PathLike | Mapping[str, Any], output: str | os.Path
     points whose record exists for the same resolved pipeline; ``timeout_s``: per point
     (overrides ``sweep.timeout_s``); ``check``: only validate every point; ``max_points``: the
     most points the sweep may have; ``plan_timeout_s``: seconds planning may take.  Returns
-    ``{"output", "points", "ok", "failed", "timeout", "skipped", "reused", "files", "rows"}``.
+    ``{"output", "points", "ok", "failed", "timeout", "skipped", "reused", "workers", "files",
+    "notes", "rows"}`` (``workers``: points run at once; ``notes``: on the Parquet column types).
+
+    The tables are written when the executor has started (or nothing was left to run), also when
+    the sweep is interrupted; a point this run did not finish keeps the row of an earlier run's
+    ok record with the same key, as ``resume`` would reuse it.  When the executor cannot start
+    (a bad address, an interruption before it is up), ``sweep.json`` and the tables of an
+    earlier run are left as they were.
     """
     host = host or get_host()
     plan = plan_sweep(pipeline, output, timeout_s=timeout_s, host=host, base_dir=base_dir, max_points=max_points,
@@ -284,36 +315,50 @@ def sweep(pipeline: str | os.PathLike | Mapping[str, Any], output: str | os.Path
     if check:
         return {"output": str(plan.output), **counts, "files": [], "rows": []}
     need("pyarrow", "tables")
-    out = plan.output
-    _check_output(out)
-    out.mkdir(parents=True, exist_ok=True)
-    manifest = plan.manifest(executor)
-    with atomic_output(out / _MANIFEST) as tmp:
-        tmp.write_text(json.dumps(manifest, indent=1) + "\n")
-    records = _earlier(out, plan.tasks.values()) if resume else {}
-    for rec in records.values():
-        rec["params"] = _params(plan, rec["index"])
+    _check_output(plan.output)
+    earlier = _earlier(plan)
+    records = dict(earlier) if resume else {}
     reused = len(records)
     pending = [t for i, t in plan.tasks.items() if i not in records]
+    manifest = plan.manifest(executor, _workers(options, pending))
+    started = False
     try:
-        if pending:
-            with impl.session(options):
-                unconverted = convert_inputs(plan, impl, options, pending)
-                for task in pending:
-                    if task.input_key in unconverted:
-                        rec = {"index": task.index, "key": task.key, "metrics": {}, "provenance": None,
-                               "seconds": None, **unconverted[task.input_key], "params": _params(plan, task.index)}
-                        _write_record(plan.output, rec)
-                        records[task.index] = rec
-                pending = [t for t in pending if t.input_key not in unconverted]
-                if pending:
-                    _run(plan, impl, options, pending, records)
+        with impl.session(options) if pending else nullcontext():
+            started = True
+            _start(plan.output, manifest)
+            _run_all(plan, impl, options, pending, records)
     finally:
-        rows = table_rows([*records.values(), *_skipped(plan)], plan.columns)
-        files = write_tables(out, rows, manifest)
+        if started:  # else an earlier run's tables, if any, stay as they were
+            rows = table_rows([*{**earlier, **records}.values(), *_skipped(plan)], plan.columns)
+            files, notes = write_tables(plan.output, rows, manifest)
     status = [r["status"] for r in rows]
-    return {"output": str(out), **counts, "ok": status.count("ok"), "failed": status.count("failed"),
-            "timeout": status.count("timeout"), "reused": reused, "files": files, "rows": rows}
+    return {"output": str(plan.output), **counts, "ok": status.count("ok"), "failed": status.count("failed"),
+            "timeout": status.count("timeout"), "reused": reused, "workers": manifest["workers"], "files": files,
+            "notes": notes, "rows": rows}
+
+
+def _start(out: Path, manifest: Mapping[str, Any]) -> None:
+    """Make the sweep's directory and write its ``sweep.json``: once the executor is up."""
+    out.mkdir(parents=True, exist_ok=True)
+    with atomic_output(out / _MANIFEST) as tmp:
+        tmp.write_text(json.dumps(manifest, indent=1) + "\n")
+
+
+def _run_all(plan: SweepPlan, impl: Any, options: Mapping[str, Any], pending: list[PointTask],
+             records: dict[int, dict[str, Any]]) -> None:
+    """Convert the inputs of ``pending`` in parts, then run the points whose input converted."""
+    if not pending:
+        return
+    unconverted = convert_inputs(plan, impl, options, pending)
+    for task in pending:
+        if task.input_key in unconverted:
+            rec = {"index": task.index, "key": task.key, "metrics": {}, "provenance": None,
+                   "seconds": None, **unconverted[task.input_key], "params": _params(plan, task.index)}
+            _write_record(plan.output, rec)
+            records[task.index] = rec
+    pending = [t for t in pending if t.input_key not in unconverted]
+    if pending:
+        _run(plan, impl, options, pending, records)
 
 
 def _skipped(plan: SweepPlan) -> list[dict[str, Any]]:

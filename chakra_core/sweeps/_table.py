@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from chakra_core.io._etio import atomic_output
+from chakra_core.io._publish import commit_files, publish_files
 
 __all__ = ["metrics", "short_provenance", "table_rows", "write_tables", "is_timing_column", "TABLE_FILES"]
 
@@ -132,27 +132,52 @@ def _csv_text(rows: Sequence[Mapping[str, Any]], cols: Sequence[str]) -> str:
     return buf.getvalue()
 
 
-def _arrow_column(values: list[Any]) -> Any:
+#: the whole numbers a Parquet ``int64`` column holds, and those a ``decimal(38, 0)`` one holds
+_INT64 = range(-2**63, 2**63)
+_DECIMAL_DIGITS = 38
+
+
+def _arrow_column(name: str, values: list[Any]) -> tuple[Any, str | None]:
+    """The Parquet column of ``values`` and, when its type is not the one the values suggest, a
+    note saying which: whole numbers past 64 bits as ``decimal(38, 0)`` (exact), past 38
+    digits or mixed with numbers past a float's range as text; other mixed kinds as JSON text."""
     import pyarrow as pa
 
     cells = [_cell(v) for v in values]
     kinds = {type(v) for v in cells if v is not None}
-    if kinds <= {int, float} and float in kinds:
-        cells = [None if v is None else float(v) for v in cells]
-    elif len(kinds) > 1:
-        cells = [None if v is None else (json.dumps(v) if not isinstance(v, str) else v) for v in cells]
     if not kinds:
-        return pa.array(cells, type=pa.null())
-    return pa.array(cells)
+        return pa.array(cells, type=pa.null()), None
+    numbers = [v for v in cells if v is not None]
+    if kinds == {int} and not all(v in _INT64 for v in numbers):
+        if all(abs(v) < 10**_DECIMAL_DIGITS for v in numbers):
+            note = f"column {name!r} has whole numbers past 64 bits: written as decimal({_DECIMAL_DIGITS}, 0)"
+            return pa.array(cells, type=pa.decimal128(_DECIMAL_DIGITS, 0)), note
+        return _text(cells), f"column {name!r} has whole numbers past {_DECIMAL_DIGITS} digits: written as text"
+    if kinds == {int, float}:
+        try:
+            return pa.array([None if v is None else float(v) for v in cells], type=pa.float64()), None
+        except OverflowError:
+            return _text(cells), f"column {name!r} has whole numbers past a float's range: written as text"
+    return (_text(cells), None) if len(kinds) > 1 else (pa.array(cells), None)
 
 
-def _write_parquet(path: Path, rows: Sequence[Mapping[str, Any]], cols: Sequence[str]) -> None:
+def _text(cells: list[Any]) -> Any:
+    """A text column: strings as they are, other values as JSON."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
-    table = pa.table({c: _arrow_column([r.get(c) for r in rows]) for c in cols})
-    with atomic_output(path) as tmp:
-        pq.write_table(table, tmp)
+    return pa.array([None if v is None else (v if isinstance(v, str) else json.dumps(v)) for v in cells],
+                    type=pa.string())
+
+
+def _arrow_table(rows: Sequence[Mapping[str, Any]], cols: Sequence[str]) -> tuple[Any, list[str]]:
+    """The Parquet table of ``rows`` and the notes on its columns' types."""
+    import pyarrow as pa
+
+    columns, notes = {}, []
+    for c in cols:
+        columns[c], note = _arrow_column(c, [r.get(c) for r in rows])
+        notes += [note] if note else []
+    return pa.table(columns), notes
 
 
 def _json_safe(value: Any) -> Any:
@@ -161,16 +186,22 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
-def write_tables(directory: Path, rows: Sequence[Mapping[str, Any]], manifest: Mapping[str, Any]) -> list[str]:
+def write_tables(directory: Path, rows: Sequence[Mapping[str, Any]],
+                 manifest: Mapping[str, Any]) -> tuple[list[str], list[str]]:
     """Write ``results.csv``, ``results.parquet`` and ``results.json`` (``{"sweep": manifest,
-    "columns", "rows"}``) in ``directory``, each atomically; return their paths."""
+    "columns", "rows", "notes"}``) in ``directory``, published together: each table is made
+    before any is put in place, so a failure leaves all three as they were (a run killed during
+    the renames is completed by the next one, :func:`chakra_core.io._publish.publish_files`).
+    Return their paths and the notes on the Parquet column types."""
+    import pyarrow.parquet as pq
+
     cols = _columns(rows)
-    paths = [directory / name for name in TABLE_FILES]
-    with atomic_output(paths[0]) as tmp:
-        tmp.write_text(_csv_text(rows, cols))
-    _write_parquet(paths[1], rows, cols)
+    table, notes = _arrow_table(rows, cols)
     body = {"sweep": dict(manifest), "columns": cols,
-            "rows": [{c: _json_safe(r.get(c)) for c in cols} for r in rows]}
-    with atomic_output(paths[2]) as tmp:
-        tmp.write_text(json.dumps(body, indent=1, default=str) + "\n")
-    return [str(p) for p in paths]
+            "rows": [{c: _json_safe(r.get(c)) for c in cols} for r in rows], "notes": notes}
+    with publish_files(directory / "results") as stage:
+        (stage / TABLE_FILES[0]).write_text(_csv_text(rows, cols))
+        pq.write_table(table, stage / TABLE_FILES[1])
+        (stage / TABLE_FILES[2]).write_text(json.dumps(body, indent=1, default=str) + "\n")
+        commit_files(stage, TABLE_FILES)
+    return [str(directory / name) for name in TABLE_FILES], notes

@@ -32,7 +32,16 @@ _GUARD = ("a script that starts worker processes (a sweep, convert with jobs or 
 def _serve(conn: Connection, initializer: Callable[[], Any] | None) -> None:
     """A worker's loop: run each ``(fn, task)`` received and send back its value (or the error).
     The worker stays in the caller's process group, so that a signal to the group (a killed
-    ``chakra sweep``) reaches it too."""
+    ``chakra sweep``) reaches it too; on Ctrl-C (SIGINT to the group) it ends quietly, leaving
+    the caller, interrupted too, to say so once."""
+    try:
+        _loop(conn, initializer)
+    except KeyboardInterrupt:
+        return
+
+
+def _loop(conn: Connection, initializer: Callable[[], Any] | None) -> None:
+    """The body of :func:`_serve`."""
     if initializer is not None:
         initializer()
     conn.send((_READY, None))
