@@ -131,13 +131,18 @@ def test_a_what_if_on_a_name_no_operation_has_says_so(ets, chakra_cli):
     _one_error(code, err, "'name:'", "name:OPERATOR")
 
 
-@pytest.mark.parametrize("option", ["timeline_ranks=9", "timeline_window=99999999999:999999999999"])
-def test_a_timeline_that_selects_no_span_says_so(ets, tmp_path, chakra_cli, option):
+def test_a_timeline_that_selects_no_span_says_so(ets, tmp_path, chakra_cli):
     path, _ = ets
-    code, out, err = chakra_cli("simulate", path, "--system", SYSTEM, "--timeline", tmp_path / "t.json", "-O", option)
+    code, out, err = chakra_cli("simulate", path, "--system", SYSTEM, "--timeline", tmp_path / "t.json",
+                                "-O", "timeline_window=99999999999:999999999999")
     assert code == 0, err
     assert re.search(r"timeline empty: none of the \d+ spans is on the ranks and in the time window selected", out)
     assert "(the run: ranks 0-1, ending at" in out
+    # a rank outside the run is a mistake, not an empty selection
+    code, out, err = chakra_cli("simulate", path, "--system", SYSTEM, "--timeline", tmp_path / "r.json",
+                                "-O", "timeline_ranks=9")
+    _one_error(code, err, "timeline_ranks: rank 9 is not in the run (ranks 0-1)")
+    assert not (tmp_path / "r.json").exists()
 
 
 def test_replaying_communication_that_was_never_recorded_says_so(ets, chakra_cli):

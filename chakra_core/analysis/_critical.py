@@ -1,12 +1,19 @@
 """The cross-rank critical path of a set of spans, joined at collectives and send/receive pairs.
 
 The walk starts at the span that ends last and goes back in time.  On a rank, the predecessor
-of a point in time is the operation that ended last at or before it (the gap between them is
-idle).  At a collective or a receive (spans sharing a ``match``) the walk crosses to the member
-that arrived last, because the operation could not complete before it: from there on, the time
-of that rank's own work after the second-to-last member arrived is *skew* (the other members
-were waiting for this slower peer).  The segments cover ``[0, finish]`` exactly, so the time
-per category (compute, exposed communication, exposed memory, skew, idle) sums to the finish.
+of a point in time is the operation that ended last at or before it (the gap between them has no
+operation of the path).  At a collective or a receive (spans sharing a ``match``) the walk
+crosses to the member that arrived last, because the operation could not complete before it.
+Each nanosecond of the path is then put in the category of what its rank does at that moment,
+as :func:`~chakra_core.analysis._breakdown.breakdown` counts it: *compute* while any compute
+runs (communication or memory the path goes through included: it is overlapped), *exposed
+communication* while communication runs and no compute, *exposed memory* while only memory
+operations run, *idle* while nothing does; except that, from a crossing on, the time of that
+rank's work (all but exposed communication) after the second-to-last member arrived is *skew*
+(the other members were waiting for this slower peer).  So a path that stays on one rank has
+that rank's breakdown, with the work others waited for moved to skew.  The segments cover
+``[0, finish]`` exactly, so the time per category sums to the finish.  The members a symmetric
+run's rank stands for arrive when it does.
 """
 
 from __future__ import annotations
@@ -16,21 +23,25 @@ from typing import Any
 
 import numpy as np
 
+from chakra_core.analysis._rankroles import EVERY_RANK
 from chakra_core.analysis._spans import COMM_KINDS, COMPUTE_KINDS, IS_COMM, SPAN_KINDS, Spans
 
 __all__ = ["CriticalPath", "critical_path", "PATH_CATEGORIES"]
 
 #: what each nanosecond of the critical path is spent on
 PATH_CATEGORIES = ("compute", "exposed_comm", "exposed_mem", "skew", "idle")
-_CATEGORY_OF_KIND = np.array([0 if k in COMPUTE_KINDS else 1 if k in COMM_KINDS else
-                              2 if k == SPAN_KINDS.index("memory") else 4 for k in range(len(SPAN_KINDS))])
-_IDLE, _SKEW = 4, 3
+_COMM, _SKEW, _IDLE = 1, 3, 4
+#: per kind: the category of the time its operations run in, before the breakdown's order
+#: (compute over communication over memory) decides; 3: none (``other``)
+_ACTIVITY_OF_KIND = np.array([0 if k in COMPUTE_KINDS else 1 if k in COMM_KINDS else
+                              2 if k == SPAN_KINDS.index("memory") else 3 for k in range(len(SPAN_KINDS))])
 
 
 @dataclass
 class CriticalPath:
-    """The segments of the path in time order: ``rank``, ``span`` (-1 for idle time),
-    ``start_ns``, ``end_ns`` and ``category`` (an index into :data:`PATH_CATEGORIES`)."""
+    """The segments of the path in time order: ``rank``, ``span`` (-1 between two operations of
+    the path), ``start_ns``, ``end_ns`` and ``category`` (an index into :data:`PATH_CATEGORIES`:
+    what the rank does then, one category a segment)."""
 
     finish_ns: int
     rank: np.ndarray
@@ -156,8 +167,75 @@ def critical_path(spans: Spans) -> CriticalPath:
     out = _Walk(spans, spans.ops())
     if out.finish is not None:
         out.run()
-    rank, span, start, end, cat = np.array(out.segments[::-1], np.int64).reshape(-1, 5).T.copy()
+    rank, span, start, end, floor = np.array(out.segments[::-1], np.int64).reshape(-1, 5).T
+    rank, span, start, end, cat = _categorised(out, rank, span, start, end, floor)
     return CriticalPath(out.finish or 0, rank, span, start, end, cat.astype(np.int8), out.crossings)
+
+
+def _categorised(walk: _Walk, rank: np.ndarray, span: np.ndarray, start: np.ndarray, end: np.ndarray,
+                 floor: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The walk's segments (``floor``: the skew floor when each was added, -1 none) cut at the
+    floor and where their rank's activity changes: rank, span, start, end and category of each
+    piece (the rank's activity then; skew for the work after the floor)."""
+    late = (end > floor) & (floor >= 0)
+    cut = np.where(late, np.maximum(start, floor), end)
+    a, b = np.stack((start, cut), 1).ravel(), np.stack((cut, end), 1).ravel()
+    keep = b > a
+    rank, span, a, b = np.repeat(rank, 2)[keep], np.repeat(span, 2)[keep], a[keep], b[keep]
+    late = np.tile([False, True], len(start))[keep]
+    times, levels, first, lo, hi = _activities(walk, rank, a, b)
+    count = hi - lo + 1
+    part = np.repeat(np.arange(len(a)), count)
+    j = np.arange(len(part)) - np.repeat(np.cumsum(count) - count, count)
+    k = lo[part] + j - 1  # the change of activity each piece starts at (j > 0)
+    piece_start = np.where(j == 0, a[part], times[k])
+    piece_end = np.where(j == count[part] - 1, b[part], times[k + 1])
+    level = np.where(k >= first[part], levels[k], _IDLE)
+    cat = np.where(late[part] & (level != _COMM), _SKEW, level)
+    return rank[part], span[part], piece_start, piece_end, cat
+
+
+def _activities(walk: _Walk, rank: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The activity changes of the ranks of the intervals ``[a, b)`` (``times``, ``levels``: per
+    rank one after the other, with one more entry that no rank owns) and, per interval, where its
+    rank's changes begin (``first``) and the range of those strictly inside it (``lo``, ``hi``)."""
+    times, levels = [], []
+    first, lo, hi = (np.empty(len(a), np.int64) for _ in range(3))
+    ranks, at = np.unique(rank, return_inverse=True)
+    by = np.argsort(at, kind="stable")
+    bounds = np.searchsorted(at[by], np.arange(len(ranks) + 1))
+    offset = 0
+    for r, (i, e) in zip(ranks.tolist(), zip(bounds[:-1].tolist(), bounds[1:].tolist())):
+        t, level = _activity(walk.s, walk.order[slice(*walk.blocks[r])])
+        sel = by[i:e]
+        first[sel] = offset
+        lo[sel] = offset + np.searchsorted(t, a[sel], side="right")
+        hi[sel] = offset + np.searchsorted(t, b[sel], side="left")
+        times.append(t)
+        levels.append(level)
+        offset += len(t)
+    return (np.concatenate(times + [np.zeros(1, np.int64)]), np.concatenate(levels + [np.full(1, _IDLE)]),
+            first, lo, hi)
+
+
+def _activity(spans: Spans, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """When what the rank of the operations ``idx`` does changes (ascending times) and the
+    category from each on: compute while any compute runs, else exposed communication while
+    communication does, else exposed memory while memory does, else idle (the breakdown's rule)."""
+    act = _ACTIVITY_OF_KIND[spans.kind[idx]]
+    idx, act = idx[act < 3], act[act < 3]
+    n = len(idx)
+    t = np.concatenate((spans.start_ns[idx], spans.end_ns[idx]))
+    delta = np.zeros((2 * n, 3), np.int64)
+    delta[np.arange(n), act] = 1
+    delta[np.arange(n, 2 * n), act] = -1
+    order = np.argsort(t, kind="stable")
+    t, running = t[order], np.cumsum(delta[order], axis=0) > 0
+    at_end = np.append(t[1:] != t[:-1], True) if n else np.zeros(0, bool)  # the last change at each time
+    t, running = t[at_end], running[at_end]
+    level = np.array([0, 1, 2, _IDLE])[np.argmax(np.column_stack((running, np.ones(len(t), bool))), axis=1)]
+    changes = np.append(True, level[1:] != level[:-1]) if len(t) else np.zeros(0, bool)
+    return t[changes], level[changes]
 
 
 class _Walk:
@@ -185,7 +263,7 @@ class _Walk:
         for lo, hi in zip(cuts[:-1], cuts[1:]):
             if hi > lo:
                 self._block(int(rank[lo]), lo, hi)
-        self.segments: list[tuple[int, int, int, int, int]] = []
+        self.segments: list[tuple[int, int, int, int, int]] = []  # rank, span, start, end, skew floor
         self.skew_floor = -1
         self.crossings = 0
 
@@ -221,31 +299,29 @@ class _Walk:
     def _groups(self, ops: np.ndarray) -> None:
         """Per collective or send/receive pair (spans sharing a ``match``) with other members: its
         last member to start and the start of the one before (``groups[match]``, a dict: the
-        walk looks one up per step)."""
+        walk looks one up per step).  A collective's members that a span's rank stands for (a
+        symmetric run) start with it: those of a collective only that rank has a span of, or of
+        the group of every rank."""
         s = self.s
         matched = ops[(s.match[ops] >= 0) & IS_COMM[s.kind[ops]]]
-        numbers = s.match[matched].tolist()
-        if len(set(numbers)) == len(numbers):  # no match has two members (one rank, or one per class)
-            self.groups = {}
+        self.groups: dict[int, tuple[int, int]] = {}
+        if not len(matched):
             return
         morder = matched[np.lexsort((s.start_ns[matched], s.match[matched]))]
         keys, first = np.unique(s.match[morder], return_index=True)
-        stop = np.append(first[1:], len(morder)).astype(np.int64)[:len(first)]
-        two = stop - first >= 2
-        last, second = morder[stop[two] - 1], s.start_ns[morder[stop[two] - 2]]
-        self.groups = dict(zip(keys[two].tolist(), zip(last.tolist(), second.tolist())))
+        stop = np.append(first[1:], len(morder)).astype(np.int64)
+        last, alone = morder[stop - 1], stop - first == 1
+        every = np.isin(s.group[last], [-1] + [i for i, g in enumerate(s.strings) if g in EVERY_RANK])
+        along = ((s.weights()[s.rank[last]] > 1) & (s.kind[last] == SPAN_KINDS.index("collective"))
+                 & (alone | every))
+        second = np.where(along, s.start_ns[last], s.start_ns[morder[np.maximum(stop - 2, 0)]])
+        keep = along | ~alone
+        self.groups = dict(zip(keys[keep].tolist(), zip(last[keep].tolist(), second[keep].tolist())))
 
-    def add(self, rank: int, span: int, start: int, end: int, cat: int) -> None:
-        if end <= start:
-            return
-        floor = self.skew_floor
-        if cat != 1 and end > floor >= 0:
-            cut = max(start, floor)
-            self.segments.append((rank, span, cut, end, _SKEW))
-            end = cut
-            if end <= start:
-                return
-        self.segments.append((rank, span, start, end, cat))
+    def add(self, rank: int, span: int, start: int, end: int) -> None:
+        """Add the segment ``[start, end)`` of ``rank`` (in ``span``, -1 none) with the skew floor now."""
+        if end > start:
+            self.segments.append((rank, span, start, end, self.skew_floor))
 
     def run(self) -> None:
         """Walk back from the finish on the rank of the operation that ends last (of those
@@ -256,28 +332,23 @@ class _Walk:
         rank = int(s.rank[self.order[g]])
         srank, sstart, send, smatch, skind = (a.data for a in (s.rank, s.start_ns, s.end_ns, s.match, s.kind))
         order, back = self.order.data, self.back.data
-        cat_of = _CATEGORY_OF_KIND.tolist()
         while True:
             if g < 0:
-                self.add(rank, -1, 0, t, _IDLE)
+                self.add(rank, -1, 0, t)
                 return
             p = order[g]
             start, end = sstart[p], send[p]
-            self.add(rank, -1, end, t, _IDLE)
+            self.add(rank, -1, end, t)
             group = self.groups.get(smatch[p]) if skind[p] in COMM_KINDS else None
-            if group is not None:
-                last, second = group
-                arrive = sstart[last]
-                if start < arrive < end and srank[last] != rank:
-                    self.add(srank[last], last, arrive, end, 1)
-                    self.skew_floor = second
-                    self.crossings += 1
-                    rank, t = srank[last], arrive
-                    g = back[self._position(last, rank)]
-                    continue
-                self.add(rank, p, start, end, 1)
-                if arrive == start:
-                    self.skew_floor = second
-            else:
-                self.add(rank, p, start, end, cat_of[skind[p]])
+            if group is not None and start < sstart[group[0]] < end and srank[group[0]] != rank:
+                last, arrive = group[0], sstart[group[0]]
+                self.add(srank[last], last, arrive, end)
+                self.skew_floor = group[1]
+                self.crossings += 1
+                rank, t = srank[last], arrive
+                g = back[self._position(last, rank)]
+                continue
+            self.add(rank, p, start, end)
+            if group is not None and sstart[group[0]] == start:
+                self.skew_floor = group[1]
             t, g = start, back[g]

@@ -8,6 +8,7 @@ simulator are at hand, are checked by simulating the scaled set.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -18,12 +19,13 @@ import numpy as np
 from chakra_core.analysis._spans import COMM_KINDS, SPAN_KINDS, Spans
 from chakra_core.base._errors import ConfigError, TraceFormatError
 from chakra_core.base._inputguard import note_inputs
-from chakra_core.trace._columns import node_columns
+from chakra_core.trace._columns import NodeColumns, node_columns
 from chakra_core.trace._graph import positions_of
 from chakra_core.trace._selection import IDLE_NAME
 from chakra_core.trace._traceset import TraceSet
 
-__all__ = ["Report", "analyse", "spans_of_result", "read_result", "parse_what_if", "check_run_of"]
+__all__ = ["Report", "analyse", "spans_of_result", "read_result", "parse_what_if", "check_run_of", "report_format",
+           "REPORT_FORMATS"]
 
 #: what-if targets: span kinds, and the ``scale`` transform option that checks them
 _TARGETS = {
@@ -69,11 +71,42 @@ class Report:
 
         return format_report(self.data, top)
 
+    def json(self) -> str:
+        """The report as indented JSON (what ``chakra report --json`` prints)."""
+        return json.dumps(self.data, indent=2, default=str)
+
     def write_html(self, path: str | os.PathLike) -> Path:
         """Write the self-contained HTML page (plots embedded) to ``path``, atomically."""
         from chakra_core.analysis._html import write_report_html
 
         return write_report_html(self.data, self.spans, Path(path))
+
+    def write(self, path: str | os.PathLike) -> Path:
+        """Write the report to ``path`` in the format of its suffix (:func:`report_format`): the
+        HTML page (:meth:`write_html`), the JSON of :meth:`json` or the :meth:`text`, atomically."""
+        from chakra_core.io._etio import atomic_output
+
+        fmt = report_format(path)
+        if fmt == "HTML":
+            return self.write_html(path)
+        with atomic_output(Path(path)) as tmp:
+            tmp.write_text((self.json() if fmt == "JSON" else self.text()) + "\n", encoding="utf-8",
+                           errors="backslashreplace")
+        return Path(path)
+
+
+#: what a report is written as (``chakra report -o``), by the file's suffix
+REPORT_FORMATS = {".html": "HTML", ".htm": "HTML", ".json": "JSON", ".txt": "text"}
+
+
+def report_format(path: str | os.PathLike) -> str:
+    """What a report is written to ``path`` as (:data:`REPORT_FORMATS`, by its suffix, in any
+    case); a ConfigError naming the path for another suffix."""
+    fmt = REPORT_FORMATS.get(Path(path).suffix.lower())
+    if fmt is None:
+        raise ConfigError("-o: a report is written by the file's suffix: the HTML page (.html, .htm), the JSON "
+                          "--json prints (.json) or the text (.txt); this file has none of them", str(path))
+    return fmt
 
 
 #: the what-if factors taken (times faster): a million times faster or slower, beyond any design
@@ -270,7 +303,44 @@ def _matching_spans(data: dict[str, Any], spans_path: Path, path: Path) -> Spans
     if isinstance(finish, int) and len(spans) and spans.finish_ns() != finish:
         raise TraceFormatError(f"{spans_path} ends at {spans.finish_ns()} ns, the result's critical path at {finish} "
                                "ns: spans of another run", str(path))
+    _check_finishes(data, spans, spans_path, path)
     return spans
+
+
+def _check_finishes(data: dict[str, Any], spans: Spans, spans_path: Path, path: Path) -> None:
+    """Check the result ``data`` (read from ``path``) against its spans: its ``ranks`` list holds
+    each rank of the spans once and, for a simulator's result (one run, as its spans; an
+    emulator's averages its repeats), ``summary.finish_ns`` is the last span's end and the
+    ``finish_ns`` of each rank (that a rank's spans stand for) its last span's end."""
+    rows = _rows_by_rank(data.get("ranks", [{"rank": r} for r in range(spans.nranks)]))
+    if rows is None or sorted(rows) != list(range(spans.nranks)):
+        shown = "no list of ranks (each an object with its rank)" if rows is None else f"{len(rows)} rank(s)"
+        raise TraceFormatError(f"the result lists {shown}, its spans ({spans_path}) are of ranks 0-{spans.nranks - 1}: "
+                               "an edited result or spans of another run", str(path), "ranks")
+    if data.get("kind") != "simulator" or not len(spans):
+        return
+    said = data["summary"].get("finish_ns", spans.finish_ns())
+    if said != spans.finish_ns():
+        raise TraceFormatError(f"the result's step ends at {said!r} ns, its spans ({spans_path}) at "
+                               f"{spans.finish_ns()} ns: an edited result or spans of another run", str(path),
+                               "summary.finish_ns")
+    end = np.zeros(len(spans.weights()), np.int64)
+    np.maximum.at(end, spans.rank, spans.end_ns)
+    for r in spans.ranks():
+        for k in spans.stands_for(r):
+            said = rows.get(k, {}).get("finish_ns", int(end[r]))
+            if said != int(end[r]):
+                raise TraceFormatError(f"the result has rank {k} finish at {said!r} ns, its spans "
+                                       f"({spans_path}) at {int(end[r])} ns: an edited result or spans of another "
+                                       "run", str(path), "ranks")
+
+
+def _rows_by_rank(rows: Any) -> dict[int, dict[str, Any]] | None:
+    """A result's ``ranks`` list by rank; None unless a list of objects each with its own whole ``rank``."""
+    if not isinstance(rows, list) or not all(isinstance(r, dict) and type(r.get("rank")) is int for r in rows):
+        return None
+    by_rank = {r["rank"]: r for r in rows}
+    return by_rank if len(by_rank) == len(rows) else None
 
 
 def spans_of_result(path: str | os.PathLike) -> tuple[dict[str, Any], Spans]:
@@ -288,14 +358,14 @@ def spans_of_result(path: str | os.PathLike) -> tuple[dict[str, Any], Spans]:
                       "(it writes DIR/spans.npz next to result.json)")
 
 
-
-
-def check_run_of(traces: TraceSet, spans: Spans, result: str | os.PathLike) -> None:
+def check_run_of(traces: TraceSet, spans: Spans, result: str | os.PathLike, *, durations: bool = False,
+                 sizes: bool = False) -> None:
     """Check that ``spans`` (of the result at ``result``) are a run of ``traces``: as many ranks,
     and on up to :data:`RANKS_CHECKED` ranks with spans (spread over them), each span of a node
     names a node id of its rank and the names agree (those of up to :data:`NAMES_CHECKED` spans
-    per rank, spread over its spans); a ConfigError naming both otherwise: a report would mix one
-    job's times with another's operations."""
+    per rank, spread over its spans), and every span says of its node what the run's models make
+    of the node (:func:`_check_rank_values`: ``durations``, ``sizes``); a ConfigError naming both
+    otherwise: a report would mix one job's times with another's operations."""
     if len(traces) != spans.nranks:
         raise ConfigError(f"the result is a run of {spans.nranks} rank(s), the trace set "
                           f"{traces.source or ''} has {len(traces)}: give the set it was run on", str(result))
@@ -306,7 +376,10 @@ def check_run_of(traces: TraceSet, spans: Spans, result: str | os.PathLike) -> N
                               f"ranks {traces.ranks[0]}-{traces.ranks[-1]}", str(result))
         mine = np.flatnonzero((spans.rank == r) & (spans.node_id >= 0))
         if len(mine):
-            _check_rank_run(traces[r], spans, mine, r, result)
+            cols = node_columns(traces[r], ("comm_size",) if sizes else ())
+            position = _check_rank_run(cols, traces[r].label, spans, mine, r, result)
+            _check_rank_values(cols, traces[r].label, spans, mine[position >= 0], position[position >= 0], r,
+                               result, durations, sizes)
 
 
 #: the spans per rank whose names :func:`check_run_of` compares with their nodes', and the ranks
@@ -315,9 +388,10 @@ NAMES_CHECKED = 256
 RANKS_CHECKED = 4
 
 
-def _check_rank_run(rt: Any, spans: Spans, mine: np.ndarray, r: int, result: str | os.PathLike) -> None:
-    """Check the spans ``mine`` of rank ``r`` against its trace ``rt`` (:func:`check_run_of`)."""
-    cols = node_columns(rt)
+def _check_rank_run(cols: NodeColumns, label: str, spans: Spans, mine: np.ndarray, r: int,
+                    result: str | os.PathLike) -> np.ndarray:
+    """Check the spans ``mine`` of rank ``r`` against the nodes ``cols`` of its trace (named
+    ``label``) (:func:`check_run_of`): their ids and names; the position of each one's node."""
     ids = spans.node_id[mine].astype(np.uint64)
     position = positions_of(cols.ids, ids)
     checked: list[tuple[int, str | None]] = [(j, None) for j in np.flatnonzero(position < 0)[:1].tolist()]
@@ -329,4 +403,40 @@ def _check_rank_run(rt: Any, spans: Spans, mine: np.ndarray, r: int, result: str
         if there != spans.name_of(i):
             found = "no such node" if there is None else f"{there!r} there"
             raise ConfigError(f"the result is not a run of this trace set: its rank {r} ran node {int(ids[j])} "
-                              f"{spans.name_of(i)!r}, {rt.label} has {found}", str(result))
+                              f"{spans.name_of(i)!r}, {label} has {found}", str(result))
+    return position
+
+
+#: the span kinds of compute, whose durations the replay compute model takes from the nodes
+_COMPUTE_SPANS = [SPAN_KINDS.index(k) for k in ("compute", "cpu")]
+#: the span kinds of communication, whose bytes a simulator takes from the nodes' ``comm_size``
+_COMM_SPANS = [SPAN_KINDS.index(k) for k in ("collective", "send", "recv")]
+#: the most microseconds a duration in ns holds (a simulator caps a node's duration there)
+_MAX_US = np.uint64(((1 << 63) - 1) // 1000)
+
+
+def _check_rank_values(cols: NodeColumns, label: str, spans: Spans, mine: np.ndarray, position: np.ndarray, r: int,
+                       result: str | os.PathLike, durations: bool, sizes: bool) -> None:
+    """Check what the spans ``mine`` of rank ``r`` say of their nodes (at ``position`` in
+    ``cols``): with ``durations`` (replayed compute) a compute span lasts its node's
+    ``duration_micros`` in ns (at least 1), with ``sizes`` a communication span moves its node's
+    ``comm_size`` bytes; a ConfigError naming the first span, in span order, that does not."""
+    kind = spans.kind[mine]
+    checks = []
+    if durations:
+        us = np.minimum(cols.duration_micros[position], _MAX_US).astype(np.int64)
+        checks.append((spans.dur_ns[mine], np.maximum(us * 1000, 1), np.isin(kind, _COMPUTE_SPANS), us,
+                       "lasted {got:,} ns, but {label} records {rec:,} us, which the replay compute model it "
+                       "ran with lasts"))
+    if sizes:
+        size = cols.attrs["comm_size"]
+        want = size.ints[position]
+        checks.append((spans.bytes[mine], want, np.isin(kind, _COMM_SPANS) & size.is_int[position], want,
+                       "moved {got:,} bytes, but {label} records comm_size {rec:,}"))
+    for got, want, sel, rec, text in checks:
+        bad = np.flatnonzero(sel & (got != want))
+        if len(bad):
+            j, p = int(bad[0]), int(position[bad[0]])
+            said = text.format(got=int(got[j]), rec=int(rec[j]), label=label)
+            raise ConfigError(f"the result is not a run of this trace set: its rank {r} node {int(cols.ids[p])} "
+                              f"{cols.name(p)!r} {said}", str(result))

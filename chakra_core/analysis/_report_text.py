@@ -38,6 +38,16 @@ def _summary_lines(d: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _more(rows: list[Any], top: int) -> list[str]:
+    """The line that says how many rows of a table cut to ``top`` are not shown (none when all are)."""
+    return [f"  ... {count(len(rows) - top)} more (with --json)"] if len(rows) > top else []
+
+
+def _pct(excess_pct: float | None) -> str:
+    """``, +12.5%`` (nothing when the others' median is 0: no share of it)."""
+    return "" if excess_pct is None else f", +{excess_pct}%"
+
+
 def _straggler_lines(d: dict[str, Any], top: int) -> list[str]:
     if not d["stragglers"]:
         return ["stragglers: none (no rank's finish or compute exceeds the median of its role's other ranks by 10%)"]
@@ -45,8 +55,8 @@ def _straggler_lines(d: dict[str, Any], top: int) -> list[str]:
     for s in d["stragglers"][:top]:
         lines.append(f"  rank {s['rank']:<6} role {s.get('role', 0):<3} {s['metric'].removesuffix('_ns'):<8} "
                      f"{duration(s['value_ns']):>10} vs {duration(s['others_median_ns'])} "
-                     f"(+{duration(s['excess_ns'])}, +{s['excess_pct']}%)")
-    return lines
+                     f"(+{duration(s['excess_ns'])}{_pct(s['excess_pct'])})")
+    return lines + _more(d["stragglers"], top)
 
 
 def _operator_lines(d: dict[str, Any], top: int) -> list[str]:
@@ -57,7 +67,7 @@ def _operator_lines(d: dict[str, Any], top: int) -> list[str]:
     for o in d.get("operator_families", [])[:top]:
         lines.append(f"  {o['family'][:48]:<48} {o['kind']:<10} {count(o['count']):>9} {duration(o['total_ns']):>10} "
                      f"{percent(o['share']):>7}")
-    return lines
+    return lines + _more(d.get("operator_families", []), top)
 
 
 def _comm_lines(d: dict[str, Any], top: int) -> list[str]:
@@ -69,6 +79,11 @@ def _comm_lines(d: dict[str, Any], top: int) -> list[str]:
         lines.append(f"  {c['collective']:<16} {c['group'][:22]:<22} {count(c['count']):>8} {size(c['bytes']):>10} "
                      f"{duration(c['total_ns']):>10} {duration(c['wait_ns']):>10} {rate(c['algbw_GBps']):>11}  "
                      f"{c.get('group_shape', '')}")
+    lines += _more(d["collectives"], top)
+    unknown = {c["group"] for c in d["collectives"] if "group_shape" not in c} - {"all", "p2p"}
+    if unknown and any(r["rank"] != r.get("simulated_as", r["rank"]) for r in d["ranks"]):
+        lines.append(f"  members: unknown for {count(len(unknown))} group(s), a symmetric run without the trace set "
+                     "(spans of one rank per class; chakra report SET --result R shows them)")
     return lines
 
 
