@@ -7,12 +7,23 @@ the end; a local cluster's scheduler and workers listen on the loopback interfac
 its thread (it interrupts Python code).  The workers must see the sweep's directory (a shared
 file system on a multi-machine cluster): they write each point's backend outputs and the input
 cache there.
+
+A local cluster's scheduler fails a task whose worker died (``allowed-failures`` 0: by default it
+runs it again on up to 3 more workers, which a point that kills its worker kills in turn, and
+``retries=0`` does not govern that) and gives a worker no more tasks than it has threads
+(``worker-saturation`` 1.0), so that the death fails only the points that worker was running, as
+with the ``local`` executor; a scheduler at ``address`` keeps its own settings.  Its logs (a
+worker's death, a task's traceback) are silenced below CRITICAL in this process and the
+workers': the sweep reports each lost point in one line itself.  Its HTTP server (no dashboard)
+listens on a free port, not on 8787, which another cluster may hold.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import signal
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -20,6 +31,11 @@ from typing import Any
 from chakra_core import Executor, Option, PluginError
 
 __all__ = ["DaskExecutor"]
+
+#: the scheduler settings of a local cluster: a task whose worker died is failed, not run again
+#: on another worker (``retries=0`` does not govern that), and a worker is given no more tasks
+#: than it has threads, so that its death fails only the points it was running
+LOCAL_SCHEDULER = {"distributed.scheduler.allowed-failures": 0, "distributed.scheduler.worker-saturation": 1.0}
 
 
 class DaskExecutor(Executor):
@@ -54,23 +70,7 @@ class DaskExecutor(Executor):
         if self._client is not None:
             yield
             return
-        from distributed import Client, LocalCluster
-
-        cluster = None
-        try:
-            if options["address"]:
-                client = Client(options["address"], timeout=30)
-            else:
-                cluster = LocalCluster(n_workers=options["workers"] or os.cpu_count() or 1,
-                                       threads_per_worker=options["threads"], processes=True,
-                                       host="0.0.0.0" if options.get("listen_all") else "127.0.0.1",
-                                       dashboard_address=None, silence_logs=logging.ERROR)
-                client = Client(cluster)
-        except (OSError, TimeoutError, ValueError) as e:
-            if cluster is not None:
-                cluster.close()
-            raise PluginError(f"executor 'dask': cannot use the cluster ({e}); option 'address': "
-                              f"{options['address'] or 'none (a local cluster)'}") from None
+        client, cluster = _connect(options)
         self._client = client
         try:
             yield
@@ -81,9 +81,71 @@ class DaskExecutor(Executor):
                 cluster.close()
 
 
+def _connect(options: Mapping[str, Any]) -> tuple[Any, Any]:
+    """``(client, local cluster or None)``: a client of the scheduler at ``address``, or of a local
+    cluster started for ``options`` (SIGTERM and SIGINT held back while it starts)."""
+    from distributed import Client
+
+    client = cluster = None
+    try:
+        if options["address"]:
+            client = Client(options["address"], timeout=30)
+        else:
+            with _signals_held():
+                cluster = _local_cluster(options)
+                client = Client(cluster)
+        return client, cluster
+    except BaseException as e:
+        for part in (client, cluster):
+            if part is not None:
+                part.close()
+        if not isinstance(e, (OSError, TimeoutError, ValueError)):
+            raise
+        raise PluginError(f"executor 'dask': cannot use the cluster ({e}); option 'address': "
+                          f"{options['address'] or 'none (a local cluster)'}") from None
+
+
+def _local_cluster(options: Mapping[str, Any]) -> Any:
+    """A ``LocalCluster`` for ``options`` (module docstring), its scheduler set as ``LOCAL_SCHEDULER``."""
+    import dask
+    from distributed import LocalCluster
+
+    host = "0.0.0.0" if options.get("listen_all") else "127.0.0.1"
+    with dask.config.set(LOCAL_SCHEDULER):
+        return LocalCluster(n_workers=options["workers"] or os.cpu_count() or 1,
+                            threads_per_worker=options["threads"], processes=True, host=host,
+                            dashboard_address=None, silence_logs=logging.CRITICAL,
+                            scheduler_kwargs={"dashboard_address": f"{host}:0"})
+
+
+#: the signals held back while a local cluster starts
+HELD = (signal.SIGTERM, signal.SIGINT)
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold SIGTERM and SIGINT back while the block runs, then send them again to this process's
+    handlers: a ``LocalCluster`` cut short as it starts is never closed, and distributed's exit
+    hook fails on its half-started workers (a traceback).  Off the main thread nothing is done."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    handlers = {signum: signal.getsignal(signum) for signum in HELD}
+    got: list[int] = []
+    for signum in HELD:
+        signal.signal(signum, lambda received, _frame: got.append(received))
+    try:
+        yield
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+        for received in dict.fromkeys(got):
+            signal.raise_signal(received)
+
+
 def _run(client: Any, fn: Callable[[Any], Any], tasks: Sequence[Any]) -> Iterator[tuple[int, Any]]:
     """Submit the tasks to ``client`` and yield ``(index, value)`` as each finishes."""
-    from distributed import as_completed
+    from distributed import KilledWorker, as_completed
 
     futures = client.map(fn, list(tasks), pure=False, retries=0)
     index = {f.key: i for i, f in enumerate(futures)}
@@ -91,8 +153,17 @@ def _run(client: Any, fn: Callable[[Any], Any], tasks: Sequence[Any]) -> Iterato
         for f in as_completed(futures):
             try:
                 value = f.result()
-            except Exception as e:  # noqa: BLE001 - the worker died, or the task could not run
+            except KilledWorker as e:
+                value = _died(e)
+            except Exception as e:  # noqa: BLE001 - the task could not run
                 value = e
             yield index[f.key], value
     finally:
         client.cancel([f for f in futures if not f.done()])
+
+
+def _died(e: Any) -> RuntimeError:
+    """The error of a point whose worker died (Dask's ``KilledWorker``, which names the task's key)."""
+    tries = e.allowed_failures + 1
+    each = f", on each of the {tries} workers that ran it" if tries > 1 else ""
+    return RuntimeError(f"the worker process died{each} (Dask worker {e.last_worker.address})")

@@ -13,14 +13,36 @@ servers (GCS, raylet, object manager, every worker) to the node's IP, and ``ray.
 loopback ``_node_ip_address`` by the host's routable IP unless
 ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` is false, which Ray reads once into the private constant
 ``ray._private.ray_constants.ENABLE_RAY_CLUSTER``: the executor sets both before it starts the
-cluster (the only way to keep a local Linux cluster on loopback in Ray 2.x, checked on 2.60), and checks
-the node's IP once it has started.
+cluster (the only way to keep a local Linux cluster on loopback in Ray 2.x, checked on 2.60), and
+checks the node's IP once it has started.
+
+``ray.init`` replaces this process's SIGTERM handler by one that calls ``sys.exit`` (through
+``ray._private.utils.set_sigterm_handler``, checked on 2.60), and its C++ core then installs one
+that prints a stack dump.  An ``init`` cut short, by that handler or by an interrupt, leaves
+processes behind (Ray's agents wait for a GCS server that is gone, and ignore SIGTERM) or crashes
+the interpreter as it exits.  So the executor holds SIGTERM and SIGINT back while ``ray.init``
+runs, with Ray's Python handler left out, then puts back the handlers it found (which removes
+the C++ one) and sends them what came meanwhile: ``chakra``'s SIGTERM ends the sweep as an
+interrupt does, and ``ray.shutdown`` stops every process of the cluster.
+
+An ``address`` of the form ``HOST:PORT`` must take a TCP connection within ``CONNECT_TIMEOUT_S``,
+and ``ray.init`` gets one try at the cluster's GCS there (about 40 s; it retries 20 times by
+default, 14 minutes at an address that takes connections but does not answer), unless
+``RAY_gcs_server_port_wait_time_s`` is set.
+
+Ray prints every error that the cluster reports to the driver (a block per worker death) on
+stdout, whatever ``log_to_driver``, which broke ``chakra sweep --json``: the executor stops the
+thread that prints them as ``ray.shutdown`` does (``ray._private.worker``, checked on 2.60); the
+sweep reports each lost point in one line itself.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import signal
+import socket
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -38,7 +60,7 @@ class RayExecutor(Executor):
         "address": Option("str", None, "cluster to connect to: auto, HOST:6379 or ray://HOST:10001 "
                           "(default: the runtime this process started, else a local cluster)"),
         "workers": Option("int", None, "points in flight, and the CPUs of a local cluster "
-                          "(default: the cluster's CPUs)", minimum=1),
+                          "(default: the cluster's CPUs)", minimum=1, maximum=1024),
         "listen_all": Option("bool", False, "let a local cluster listen on every network interface "
                              "(default: loopback only; Ray's RPC has no authentication, see docs/sweeps.md)"),
     }
@@ -81,28 +103,113 @@ class RayExecutor(Executor):
 LOOPBACK = "127.0.0.1"
 
 
+#: seconds that the ``HOST:PORT`` of ``address`` has to take a TCP connection
+CONNECT_TIMEOUT_S = 10.0
+
+
 def _connect(ray: Any, options: Mapping[str, Any]) -> bool:
     """Connect to the cluster; True when this call started a local one (to shut down after)."""
     if ray.is_initialized():
         return False
-    quiet: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR, "include_dashboard": False}
     try:
-        if options["address"]:
-            ray.init(address=options["address"], **quiet)
-            return False
-        if not options.get("listen_all"):
-            _keep_on_loopback()
-            quiet["_node_ip_address"] = LOOPBACK
-        ray.init(num_cpus=options["workers"] or os.cpu_count() or 1, **quiet)
-    except (ConnectionError, RuntimeError, ValueError) as e:
+        started = _init(ray, options)
+    except BaseException as e:
+        ray.shutdown()  # stops what a failed ray.init had started
+        if not isinstance(e, (OSError, RuntimeError, ValueError)):
+            raise
         raise PluginError(f"executor 'ray': cannot use the cluster ({e}); option 'address': "
                           f"{options['address'] or 'none (a local cluster)'}") from None
-    node_ip = ray.util.get_node_ip_address()
-    if not options.get("listen_all") and node_ip != LOOPBACK:
+    _stop_error_printer(ray)
+    if started and not options.get("listen_all") and (node_ip := ray.util.get_node_ip_address()) != LOOPBACK:
         ray.shutdown()
         raise PluginError(f"executor 'ray': the local cluster did not start on {LOOPBACK} (node IP {node_ip}); "
                           "the executor option listen_all=true runs it on the network")
+    return started
+
+
+def _init(ray: Any, options: Mapping[str, Any]) -> bool:
+    """``ray.init`` for ``options`` (SIGTERM and SIGINT held back meanwhile); True when it started a local cluster."""
+    quiet: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR, "include_dashboard": False}
+    if options["address"]:
+        _check_reachable(options["address"])
+        with _signals_held(ray), _one_try():
+            ray.init(address=options["address"], **quiet)
+        return False
+    if not options.get("listen_all"):
+        _keep_on_loopback()
+        quiet["_node_ip_address"] = LOOPBACK
+    with _signals_held(ray):
+        ray.init(num_cpus=options["workers"] or os.cpu_count() or 1, **quiet)
     return True
+
+
+#: the signals held back while ``ray.init`` runs
+HELD = (signal.SIGTERM, signal.SIGINT)
+
+
+@contextmanager
+def _signals_held(ray: Any) -> Iterator[None]:
+    """Hold SIGTERM and SIGINT back until ``ray.init`` has returned, then send them again to this
+    process's handlers (module docstring); Ray's SIGTERM handler is not installed meanwhile.  Off
+    the main thread, where neither can install a handler, nothing is done."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    handlers = {signum: signal.getsignal(signum) for signum in HELD}
+    got: list[int] = []
+    for signum in HELD:
+        signal.signal(signum, lambda received, _frame: got.append(received))
+    utils: Any = getattr(getattr(ray, "_private", None), "utils", None)
+    install = getattr(utils, "set_sigterm_handler", None)  # another Ray: its handler is replaced after
+    if install is not None:
+        utils.set_sigterm_handler = lambda _handler: None
+    try:
+        yield
+    finally:
+        if install is not None:
+            utils.set_sigterm_handler = install
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+        for received in dict.fromkeys(got):
+            signal.raise_signal(received)
+
+
+@contextmanager
+def _one_try() -> Iterator[None]:
+    """Give ``ray.init`` one try at the cluster's GCS (module docstring) unless the user set the count."""
+    name = "RAY_gcs_server_port_wait_time_s"
+    if name in os.environ:
+        yield
+        return
+    os.environ[name] = "1"
+    try:
+        yield
+    finally:
+        os.environ.pop(name, None)
+
+
+def _check_reachable(address: str) -> None:
+    """Raise ``OSError`` when an address of the form ``HOST:PORT`` takes no TCP connection."""
+    host, _, port = address.rpartition(":")
+    if "://" in address or not host or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as e:
+        raise OSError(f"cannot reach {address}: {e.strerror or e}") from None
+
+
+def _stop_error_printer(ray: Any) -> None:
+    """Stop the thread that prints on stdout the errors that the cluster reports to the driver,
+    as ``ray.shutdown`` stops it (module docstring)."""
+    worker = ray._private.worker.global_worker
+    listener = getattr(worker, "listener_thread", None)
+    if listener is None or not listener.is_alive() or not hasattr(worker, "gcs_error_subscriber"):
+        return  # none running, or a Ray whose listener is not this one
+    worker.threads_stopped.set()
+    worker.gcs_error_subscriber.close()
+    listener.join()
+    worker.threads_stopped.clear()
 
 
 def _keep_on_loopback() -> None:

@@ -1,0 +1,99 @@
+"""The ``dask`` executor on a real local cluster (loopback only), run as ``chakra sweep`` does.
+
+The sweeps use the backend ``fault`` of a small distribution written into the test's folder and
+put on ``PYTHONPATH`` (the cluster's workers inherit it): ``mode`` ``ok`` returns at once,
+``die`` kills its worker with SIGKILL, ``exit`` calls ``sys.exit(3)``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("distributed")
+
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "text" / "resnet50_like.txt"
+
+PLUGIN = '''
+import os, signal, sys
+from chakra_core import Backend, Option, Result, hookimpl
+
+class Fault(Backend):
+    kind = "simulator"
+    description = "misbehaves on request"
+    options = {"mode": Option("str", "ok", "ok, die or exit")}
+
+    def run(self, traces, options, output):
+        if options["mode"] == "die":
+            os.kill(os.getpid(), signal.SIGKILL)
+        if options["mode"] == "exit":
+            sys.exit(3)
+        return Result("fault", self.kind, {"ranks": len(traces)})
+
+@hookimpl
+def chakra_register_backends(register):
+    register("fault", Fault, description=Fault.description)
+'''
+
+
+def _sweep(tmp_path: Path, modes: list[str]) -> Path:
+    """A sweep file of one point per mode, and the ``fault`` distribution beside it."""
+    info = tmp_path / "site" / "chakra_fault-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: chakra-fault\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[chakra]\nfault = fault_plugin\n")
+    (tmp_path / "site" / "fault_plugin.py").write_text(PLUGIN)
+    path = tmp_path / "faults.yaml"
+    path.write_text(json.dumps({"input": {"format": "text", "paths": [str(EXAMPLE)], "options": {"npus": 2}},
+                                "backends": [{"name": "fault"}],
+                                "sweep": {"grid": {"backends.fault.options.mode": modes}, "timeout_s": 60}}))
+    return path
+
+
+def _chakra(tmp_path: Path, *args: object) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), *sys.path])}
+    return subprocess.run([sys.executable, "-m", "chakra_core.cli.main", *map(str, args)], env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def _untimed(rows: list[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if k not in ("seconds", "error", "provenance")} for r in rows]
+
+
+def test_a_dead_worker_fails_its_point_only_as_on_the_local_executor(tmp_path):
+    """By default Dask's scheduler ran a point whose worker died on 3 more workers, which it killed
+    in turn, with the points queued on them; and it logged each death, with tracebacks."""
+    path = _sweep(tmp_path, ["die", "ok", "exit", "ok"])
+    dask = _chakra(tmp_path, "sweep", path, "-o", tmp_path / "dask", "-j", "1", "--executor", "dask", "--json")
+    local = _chakra(tmp_path, "sweep", path, "-o", tmp_path / "local", "-j", "1", "--json")
+    assert dask.returncode == local.returncode == 1, dask.stderr
+    rows = json.loads(dask.stdout)["rows"]
+    assert [r["status"] for r in rows] == ["failed", "ok", "failed", "ok"]
+    assert _untimed(rows) == _untimed(json.loads(local.stdout)["rows"])
+    died = r"point (0|2): failed: the executor lost the point: RuntimeError: the worker process died " \
+           r"\(Dask worker tcp://127\.0\.0\.1:\d+\)"
+    assert [bool(re.fullmatch(died, line)) for line in dask.stderr.splitlines()] == [True, True], dask.stderr
+
+
+def test_signals_are_held_while_the_local_cluster_starts():
+    """A SIGTERM as the cluster starts reaches this process's handler once it has started."""
+    from chakra_dask.executor import _signals_held
+
+    got = []
+    before = signal.signal(signal.SIGTERM, lambda signum, _frame: got.append(signum))
+    try:
+        with _signals_held():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.1)
+            assert got == []
+        assert got == [signal.SIGTERM]
+    finally:
+        signal.signal(signal.SIGTERM, before)
