@@ -76,6 +76,7 @@ if TYPE_CHECKING:
     from chakra_core.base._options import Option
     from chakra_core.base._paths import expand_paths
     from chakra_core.base._progress import Progress, progress, set_progress_enabled
+    from chakra_core.base._signals import signals_held
     from chakra_core.hookspecs import Register, hookimpl
     from chakra_core.host._api import Backend, Executor, Generator, InputFormat, Result, Synthesizer, Transform
     from chakra_core.host._plugins import PluginHost, PluginInfo, get_host
@@ -128,7 +129,7 @@ __all__ = [
     "EtReader", "EtWriter", "read_et", "write_et", "open_binary", "atomic_output", "frame_nodes",
     "output_directory", "inside_output", "cache_dir", "encode_varint", "decode_varint",
     "TraceSet", "RankTrace", "FileRank", "MemoryRank", "GeneratedRank", "open_traceset",
-    "expand_paths", "with_process_groups", "process_groups_json", "check_group_ranks", "groups_by_rank",
+    "expand_paths", "signals_held", "with_process_groups", "process_groups_json", "check_group_ranks", "groups_by_rank",
     "write_json", "read_json",
     "get_attr", "get_int", "get_str", "get_bool", "set_attr", "add_attr", "make_attr", "NodeAttrs",
     "hookimpl", "Register", "InputFormat", "Backend", "Transform", "Synthesizer", "Result", "Option",
@@ -162,6 +163,7 @@ _EXPORTS = {
                         "with_process_groups", "process_groups_json", "check_group_ranks", "groups_by_rank"),
     "base._paths": ("expand_paths",),
     "base._cachedir": ("cache_dir",),
+    "base._signals": ("signals_held",),
     "io._jsonform": ("write_json", "read_json"),
     "trace._attrs": ("get_attr", "get_int", "get_str", "get_bool", "set_attr", "add_attr", "make_attr", "NodeAttrs"),
     "hookspecs": ("hookimpl", "Register"),

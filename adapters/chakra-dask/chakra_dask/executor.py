@@ -22,13 +22,11 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
-import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from chakra_core import Executor, Option, PluginError
+from chakra_core import Executor, Option, PluginError, signals_held
 
 __all__ = ["DaskExecutor"]
 
@@ -91,7 +89,7 @@ def _connect(options: Mapping[str, Any]) -> tuple[Any, Any]:
         if options["address"]:
             client = Client(options["address"], timeout=30)
         else:
-            with _signals_held():
+            with signals_held():
                 cluster = _local_cluster(options)
                 client = Client(cluster)
         return client, cluster
@@ -118,29 +116,6 @@ def _local_cluster(options: Mapping[str, Any]) -> Any:
                             scheduler_kwargs={"dashboard_address": f"{host}:0"})
 
 
-#: the signals held back while a local cluster starts
-HELD = (signal.SIGTERM, signal.SIGINT)
-
-
-@contextmanager
-def _signals_held() -> Iterator[None]:
-    """Hold SIGTERM and SIGINT back while the block runs, then send them again to this process's
-    handlers: a ``LocalCluster`` cut short as it starts is never closed, and distributed's exit
-    hook fails on its half-started workers (a traceback).  Off the main thread nothing is done."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    handlers = {signum: signal.getsignal(signum) for signum in HELD}
-    got: list[int] = []
-    for signum in HELD:
-        signal.signal(signum, lambda received, _frame: got.append(received))
-    try:
-        yield
-    finally:
-        for signum, handler in handlers.items():
-            signal.signal(signum, handler)
-        for received in dict.fromkeys(got):
-            signal.raise_signal(received)
 
 
 def _run(client: Any, fn: Callable[[Any], Any], tasks: Sequence[Any]) -> Iterator[tuple[int, Any]]:

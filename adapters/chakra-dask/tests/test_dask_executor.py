@@ -10,10 +10,8 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -81,19 +79,3 @@ def test_a_dead_worker_fails_its_point_only_as_on_the_local_executor(tmp_path):
     died = r"point (0|2): failed: the executor lost the point: RuntimeError: the worker process died " \
            r"\(Dask worker tcp://127\.0\.0\.1:\d+\)"
     assert [bool(re.fullmatch(died, line)) for line in dask.stderr.splitlines()] == [True, True], dask.stderr
-
-
-def test_signals_are_held_while_the_local_cluster_starts():
-    """A SIGTERM as the cluster starts reaches this process's handler once it has started."""
-    from chakra_dask.executor import _signals_held
-
-    got = []
-    before = signal.signal(signal.SIGTERM, lambda signum, _frame: got.append(signum))
-    try:
-        with _signals_held():
-            os.kill(os.getpid(), signal.SIGTERM)
-            time.sleep(0.1)
-            assert got == []
-        assert got == [signal.SIGTERM]
-    finally:
-        signal.signal(signal.SIGTERM, before)

@@ -40,14 +40,12 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import socket
-import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from chakra_core import Executor, Option, PluginError
+from chakra_core import Executor, Option, PluginError, signals_held
 
 __all__ = ["RayExecutor"]
 
@@ -143,35 +141,20 @@ def _init(ray: Any, options: Mapping[str, Any]) -> bool:
     return True
 
 
-#: the signals held back while ``ray.init`` runs
-HELD = (signal.SIGTERM, signal.SIGINT)
-
-
 @contextmanager
 def _signals_held(ray: Any) -> Iterator[None]:
-    """Hold SIGTERM and SIGINT back until ``ray.init`` has returned, then send them again to this
-    process's handlers (module docstring); Ray's SIGTERM handler is not installed meanwhile.  Off
-    the main thread, where neither can install a handler, nothing is done."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    handlers = {signum: signal.getsignal(signum) for signum in HELD}
-    got: list[int] = []
-    for signum in HELD:
-        signal.signal(signum, lambda received, _frame: got.append(received))
+    """SIGTERM and SIGINT held back until ``ray.init`` has returned (:func:`chakra_core.signals_held`),
+    with Ray's SIGTERM handler not installed meanwhile (module docstring)."""
     utils: Any = getattr(getattr(ray, "_private", None), "utils", None)
     install = getattr(utils, "set_sigterm_handler", None)  # another Ray: its handler is replaced after
     if install is not None:
         utils.set_sigterm_handler = lambda _handler: None
     try:
-        yield
+        with signals_held():
+            yield
     finally:
         if install is not None:
             utils.set_sigterm_handler = install
-        for signum, handler in handlers.items():
-            signal.signal(signum, handler)
-        for received in dict.fromkeys(got):
-            signal.raise_signal(received)
 
 
 @contextmanager
