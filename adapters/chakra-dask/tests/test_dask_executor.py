@@ -8,7 +8,6 @@ put on ``PYTHONPATH`` (the cluster's workers inherit it): ``mode`` ``ok`` return
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -43,12 +42,7 @@ def chakra_register_backends(register):
 
 
 def _sweep(tmp_path: Path, modes: list[str]) -> Path:
-    """A sweep file of one point per mode, and the ``fault`` distribution beside it."""
-    info = tmp_path / "site" / "chakra_fault-1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: chakra-fault\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("[chakra]\nfault = fault_plugin\n")
-    (tmp_path / "site" / "fault_plugin.py").write_text(PLUGIN)
+    """A sweep file of one point per mode of the ``fault`` backend."""
     path = tmp_path / "faults.yaml"
     path.write_text(json.dumps({"input": {"format": "text", "paths": [str(EXAMPLE)], "options": {"npus": 2}},
                                 "backends": [{"name": "fault"}],
@@ -56,8 +50,7 @@ def _sweep(tmp_path: Path, modes: list[str]) -> Path:
     return path
 
 
-def _chakra(tmp_path: Path, *args: object) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), *sys.path])}
+def _chakra(env: dict[str, str], *args: object) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "chakra_core.cli.main", *map(str, args)], env=env,
                           capture_output=True, text=True, timeout=120)
 
@@ -66,12 +59,13 @@ def _untimed(rows: list[dict]) -> list[dict]:
     return [{k: v for k, v in r.items() if k not in ("seconds", "error", "provenance")} for r in rows]
 
 
-def test_a_dead_worker_fails_its_point_only_as_on_the_local_executor(tmp_path):
+def test_a_dead_worker_fails_its_point_only_as_on_the_local_executor(tmp_path, chakra_fake_dist):
     """By default Dask's scheduler ran a point whose worker died on 3 more workers, which it killed
     in turn, with the points queued on them; and it logged each death, with tracebacks."""
+    env = chakra_fake_dist("chakra-fault", "1.0", {"fault": "fault_plugin"}, {"fault_plugin": PLUGIN})
     path = _sweep(tmp_path, ["die", "ok", "exit", "ok"])
-    dask = _chakra(tmp_path, "sweep", path, "-o", tmp_path / "dask", "-j", "1", "--executor", "dask", "--json")
-    local = _chakra(tmp_path, "sweep", path, "-o", tmp_path / "local", "-j", "1", "--json")
+    dask = _chakra(env, "sweep", path, "-o", tmp_path / "dask", "-j", "1", "--executor", "dask", "--json")
+    local = _chakra(env, "sweep", path, "-o", tmp_path / "local", "-j", "1", "--json")
     assert dask.returncode == local.returncode == 1, dask.stderr
     rows = json.loads(dask.stdout)["rows"]
     assert [r["status"] for r in rows] == ["failed", "ok", "failed", "ok"]

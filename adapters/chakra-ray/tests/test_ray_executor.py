@@ -48,14 +48,14 @@ def chakra_register_backends(register):
 '''
 
 
+@pytest.fixture
+def fault_env(chakra_fake_dist) -> dict[str, str]:
+    """The environment of a ``chakra`` subprocess that finds the ``fault`` distribution."""
+    return chakra_fake_dist("chakra-fault", "1.0", {"fault": "fault_plugin"}, {"fault_plugin": PLUGIN})
+
+
 def _sweep(tmp_path: Path, modes: list[str]) -> Path:
-    """A sweep file of one point per mode, and the ``fault`` distribution beside it."""
-    site = tmp_path / "site"
-    (site / "chakra_fault-1.0.dist-info").mkdir(parents=True)
-    (site / "chakra_fault-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: chakra-fault\n"
-                                                                  "Version: 1.0\n")
-    (site / "chakra_fault-1.0.dist-info" / "entry_points.txt").write_text("[chakra]\nfault = fault_plugin\n")
-    (site / "fault_plugin.py").write_text(PLUGIN)
+    """A sweep file of one point per mode of the ``fault`` backend."""
     path = tmp_path / "faults.yaml"
     path.write_text(json.dumps({"input": {"format": "text", "paths": [str(EXAMPLE)], "options": {"npus": 2}},
                                 "backends": [{"name": "fault"}],
@@ -63,12 +63,8 @@ def _sweep(tmp_path: Path, modes: list[str]) -> Path:
     return path
 
 
-def _env(tmp_path: Path) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), *sys.path])}
-
-
-def _chakra(tmp_path: Path, *args: object, **kw) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "chakra_core.cli.main", *map(str, args)], env=_env(tmp_path),
+def _chakra(env: dict[str, str], *args: object, **kw) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "chakra_core.cli.main", *map(str, args)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, **kw)
 
 
@@ -101,12 +97,12 @@ def test_workers_are_bounded_as_the_local_executor_s():
     assert impl.check_options({"workers": 1024})["workers"] == 1024
 
 
-def test_an_address_that_takes_no_connection_is_a_one_line_error(tmp_path):
+def test_an_address_that_takes_no_connection_is_a_one_line_error(tmp_path, fault_env):
     with socket.socket() as s:  # a port that nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     t0 = time.monotonic()
-    proc = _chakra(tmp_path, "sweep", _sweep(tmp_path, ["ok"]), "-o", tmp_path / "out", "--executor", "ray",
+    proc = _chakra(fault_env, "sweep", _sweep(tmp_path, ["ok"]), "-o", tmp_path / "out", "--executor", "ray",
                    "-O", f"address=127.0.0.1:{port}")
     try:
         _, err = proc.communicate(timeout=60)
@@ -137,9 +133,9 @@ def test_signals_are_held_while_ray_init_runs():
         signal.signal(signal.SIGTERM, before)
 
 
-def test_a_dead_worker_is_one_line_and_stdout_stays_json(tmp_path):
+def test_a_dead_worker_is_one_line_and_stdout_stays_json(tmp_path, fault_env):
     """Ray prints a block per worker death on stdout (it broke ``--json``); the sweep's own line stays."""
-    proc = _chakra(tmp_path, "sweep", _sweep(tmp_path, ["die", "ok", "ok"]), "-o", tmp_path / "out", "-j", "1",
+    proc = _chakra(fault_env, "sweep", _sweep(tmp_path, ["die", "ok", "ok"]), "-o", tmp_path / "out", "-j", "1",
                    "--executor", "ray", "--json")
     try:
         out, err = proc.communicate(timeout=120)
@@ -152,9 +148,9 @@ def test_a_dead_worker_is_one_line_and_stdout_stays_json(tmp_path):
                                 "for more information."]
 
 
-def test_sigterm_ends_the_sweep_as_an_interrupt_and_stops_the_cluster(tmp_path):
+def test_sigterm_ends_the_sweep_as_an_interrupt_and_stops_the_cluster(tmp_path, fault_env):
     out = tmp_path / "out"
-    proc = _chakra(tmp_path, "sweep", _sweep(tmp_path, ["ok", "sleep", "sleep"]), "-o", out, "-j", "2",
+    proc = _chakra(fault_env, "sweep", _sweep(tmp_path, ["ok", "sleep", "sleep"]), "-o", out, "-j", "2",
                    "--executor", "ray")
     cluster: list = []
     try:

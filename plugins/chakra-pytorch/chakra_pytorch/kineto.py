@@ -18,6 +18,7 @@ import gzip
 import json
 import sys
 import zlib
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -159,18 +160,18 @@ def scan_process_pid(path: str) -> int | None:
     """The process that recorded the Kineto trace ``path``: the pid most of its first host events
     (CPU ops, annotations, runtime calls) carry, None when it has none or cannot be read (the
     conversion reports a file it cannot read)."""
-    pids: dict[int, int] = {}
+    pids: Counter[int] = Counter()
     try:
         for ev in iter_items(path, "traceEvents"):
             if isinstance(ev, dict) and ev.get("cat") in _HOST_CATS:
                 pid = ev.get("pid")
                 if type(pid) is int and pid >= 0:
-                    pids[pid] = pids.get(pid, 0) + 1
-                    if sum(pids.values()) >= _PID_EVENTS:
+                    pids[pid] += 1
+                    if pids.total() >= _PID_EVENTS:
                         break
     except (ijson.JSONError, ijson.IncompleteJSONError, OSError, EOFError, zlib.error, UnicodeError):
         return None
-    return max(pids, key=pids.__getitem__) if pids else None
+    return pids.most_common(1)[0][0] if pids else None
 
 
 #: the bytes at the end of a trace in which :func:`_trailing_distributed` looks for the keys
