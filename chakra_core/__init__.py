@@ -3,7 +3,7 @@
 Public API (everything else is private; docs/api.md describes each name):
 
 - schema: :class:`Node`, :class:`GlobalMetadata`, :class:`AttributeProto`, :class:`IOInfo`,
-  :class:`NodeType`, :class:`CommType`, :data:`PG_INIT_NAME`
+  :class:`NodeType`, :class:`CommType`, :data:`PG_INIT_NAME`, :data:`IDLE_NAME`
 - I/O: :class:`EtReader`, :class:`EtWriter`, :func:`read_et`, :func:`write_et`, :func:`frame_nodes`,
   :func:`open_binary`, :func:`write_json`, :func:`read_json`, :func:`encode_varint`,
   :func:`decode_varint` (protobuf varints)
@@ -83,7 +83,16 @@ if TYPE_CHECKING:
     from chakra_core.io._etio import EtReader, EtWriter, atomic_output, frame_nodes, open_binary, read_et, write_et
     from chakra_core.io._jsonform import read_json, write_json
     from chakra_core.io._publish import inside_output, output_directory
-    from chakra_core.io._schema import PG_INIT_NAME, AttributeProto, CommType, GlobalMetadata, IOInfo, Node, NodeType
+    from chakra_core.io._schema import (
+        IDLE_NAME,
+        PG_INIT_NAME,
+        AttributeProto,
+        CommType,
+        GlobalMetadata,
+        IOInfo,
+        Node,
+        NodeType,
+    )
     from chakra_core.io._varint import decode_varint, encode_varint
     from chakra_core.pipeline._analyses import compare, diff, graph, report
     from chakra_core.pipeline._commands import (
@@ -125,7 +134,7 @@ if TYPE_CHECKING:
     from chakra_core.validation._finding import Finding
 
 __all__ = [
-    "Node", "GlobalMetadata", "NodeType", "CommType", "AttributeProto", "IOInfo", "PG_INIT_NAME",
+    "Node", "GlobalMetadata", "NodeType", "CommType", "AttributeProto", "IOInfo", "PG_INIT_NAME", "IDLE_NAME",
     "EtReader", "EtWriter", "read_et", "write_et", "open_binary", "atomic_output", "frame_nodes",
     "output_directory", "inside_output", "cache_dir", "encode_varint", "decode_varint",
     "TraceSet", "RankTrace", "FileRank", "MemoryRank", "GeneratedRank", "open_traceset",
@@ -155,7 +164,8 @@ __all__ = [
 
 #: public name -> the private module (relative to this package) that defines it
 _EXPORTS = {
-    "io._schema": ("Node", "GlobalMetadata", "NodeType", "CommType", "AttributeProto", "IOInfo", "PG_INIT_NAME"),
+    "io._schema": ("Node", "GlobalMetadata", "NodeType", "CommType", "AttributeProto", "IOInfo", "PG_INIT_NAME",
+                   "IDLE_NAME"),
     "io._etio": ("EtReader", "EtWriter", "read_et", "write_et", "open_binary", "atomic_output", "frame_nodes"),
     "io._publish": ("output_directory", "inside_output"),
     "io._varint": ("encode_varint", "decode_varint"),

@@ -73,6 +73,28 @@ def test_overlap_and_memory_are_exposed_only_where_nothing_else_runs():
                        overlap_ns=50, comm_ns=100)
 
 
+def test_a_recorded_idle_gap_is_idle_time_not_compute():
+    """An ``[idle]`` operation (the PyTorch input's wait for nothing) runs nothing: its time is
+    idle in the breakdown, the critical path's categories and the utilisation; ``gap_ns`` is the
+    part of it while nothing else runs."""
+    from chakra_core.analysis._tables import utilisation
+
+    b = SpanBuilder()
+    b.add(0, "cpu", 0, 100, "aten::mm", "cpu")
+    b.add(0, "cpu", 100, 60, "[idle]", "cpu")             # 100..160: a gap
+    b.add(0, "comm", 140, 40, "ar", "collective")         # 140..160 under the gap, 160..180 exposed
+    b.add(0, "gpu", 180, 20, "[idle]", "compute")          # 180..200: a gap on the accelerator
+    b.add(0, "cpu", 200, 50, "aten::add", "cpu")
+    spans = b.build()
+    (row,) = breakdown(spans)
+    assert row == dict(row, finish_ns=250, compute_ns=150, cpu_ns=150, accelerator_ns=0, exposed_comm_ns=40,
+                       idle_ns=60, gap_ns=60, overlap_ns=0)
+    cp = critical_path(spans)
+    assert cp.ns_by_category() == {"compute_ns": 150, "exposed_comm_ns": 40, "exposed_mem_ns": 0, "skew_ns": 0,
+                                   "idle_ns": 60}
+    assert utilisation(spans, buckets=5)["compute"] == [1.0, 1.0, 0.0, 0.0, 1.0]
+
+
 def test_receive_waiting_for_a_late_send_crosses_to_the_sender():
     b = SpanBuilder()
     b.add(0, "compute", 0, 500, "produce", "compute")

@@ -22,10 +22,10 @@ DDP = ROOT / "plugins/chakra-pytorch/tests/data/ddp"
 SYSTEM = ROOT / "examples/system/any_size.yaml"
 
 
-def compute_ns(traces, rank, factor=1, gaps=True):
+def compute_ns(traces, rank, factor=1, gaps=False):
     """What the replayed compute of ``rank`` takes: its COMP nodes' durations (CPU ops, one at a
-    time), each at least 1 ns; the idle gaps (``[idle]``, which the `scale` transform leaves as
-    they are) not multiplied by ``factor``, or left out without ``gaps``."""
+    time), each at least 1 ns, times ``factor``; the idle gaps (``[idle]``: no compute, which the
+    `scale` transform leaves as they are) left out, or with ``gaps`` counted unscaled."""
     return sum(max(n.duration_micros * 1000 * (1 if idle(n) else factor), 1) for n in traces[rank].nodes()
                if n.type == NodeType.COMP_NODE and (gaps or not idle(n)))
 
@@ -47,6 +47,9 @@ def test_report_json_breakdown_and_critical_path(ddp_report):
     for r in d["ranks"]:
         assert r["compute_ns"] + r["exposed_comm_ns"] + r["exposed_mem_ns"] + r["idle_ns"] == r["finish_ns"]
         assert r["compute_ns"] == compute_ns(traces, r["rank"])
+        # the recorded idle gaps are idle time: as much as they cover while nothing else runs
+        gaps = compute_ns(traces, r["rank"], gaps=True) - compute_ns(traces, r["rank"])
+        assert 0 < r["gap_ns"] <= min(gaps, r["idle_ns"])
     cp = d["critical_path"]
     assert sum(cp["ns_by_category"].values()) == cp["finish_ns"] == d["finish_ns"] == max(r["finish_ns"] for r in d["ranks"])
     kinds = {c["collective"] for c in d["collectives"]}

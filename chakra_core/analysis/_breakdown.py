@@ -3,7 +3,9 @@
 Each part is a length of a union of intervals on the rank, so that the four parts sum exactly
 to the rank's finish time: ``compute_ns`` is the time any compute (CPU or accelerator) runs,
 ``exposed_comm_ns`` the time communication runs and no compute does, ``exposed_mem_ns`` the time
-only memory operations run, ``idle_ns`` the rest up to ``finish_ns``.
+only memory operations run, ``idle_ns`` the rest up to ``finish_ns``.  A recorded idle gap (an
+``[idle]`` operation of the PyTorch input) runs nothing: its time is idle (``gap_ns`` says how
+much of ``idle_ns`` such gaps cover), not compute.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from chakra_core.analysis._spans import COMPUTE_KINDS, IS_COMM, SPAN_KINDS, Spans
+from chakra_core.analysis._spans import COMPUTE_KINDS, GAP_KIND, IS_COMM, SPAN_KINDS, Spans
 
 __all__ = ["breakdown", "union_ns"]
 
@@ -21,10 +23,12 @@ _MEM = (SPAN_KINDS.index("memory"),)
 _NONE = np.iinfo(np.int64).min
 #: per kind code (uint8): whether it is compute, memory (communication: IS_COMM)
 _IS_COMPUTE, _IS_MEM = (np.isin(np.arange(256), k) for k in (COMPUTE_KINDS, _MEM))
-#: per kind code (uint8), whether it is in each set whose union a row measures: compute, communication,
-#: both, all three, memory, CPU, accelerator
+#: per kind code (uint8, :meth:`Spans.activity_kinds`), whether it is in each set whose union a row
+#: measures: compute, communication, both, all three, memory, CPU, accelerator, all three or a
+#: recorded idle gap
 _SETS = np.stack((_IS_COMPUTE, IS_COMM, _IS_COMPUTE | IS_COMM, _IS_COMPUTE | IS_COMM | _IS_MEM, _IS_MEM,
-                  np.arange(256) == SPAN_KINDS.index("cpu"), np.arange(256) == SPAN_KINDS.index("compute")))
+                  np.arange(256) == SPAN_KINDS.index("cpu"), np.arange(256) == SPAN_KINDS.index("compute"),
+                  _IS_COMPUTE | IS_COMM | _IS_MEM | (np.arange(256) == GAP_KIND)))
 
 
 def union_ns(starts: np.ndarray, ends: np.ndarray) -> int:
@@ -45,8 +49,8 @@ def _union_sorted(s: np.ndarray, e: np.ndarray) -> int:
 
 
 #: the keys of a row whose rank ran nothing, all 0
-_ROW_KEYS = ("finish_ns", "compute_ns", "exposed_comm_ns", "exposed_mem_ns", "idle_ns", "comm_ns", "mem_ns",
-             "cpu_ns", "accelerator_ns", "overlap_ns", "skew_ns", "ops")
+_ROW_KEYS = ("finish_ns", "compute_ns", "exposed_comm_ns", "exposed_mem_ns", "idle_ns", "gap_ns", "comm_ns",
+             "mem_ns", "cpu_ns", "accelerator_ns", "overlap_ns", "skew_ns", "ops")
 
 
 def breakdown(spans: Spans, ranks: Iterable[int] = ()) -> list[dict[str, Any]]:
@@ -54,7 +58,9 @@ def breakdown(spans: Spans, ranks: Iterable[int] = ()) -> list[dict[str, Any]]:
     each of ``ranks`` that has no span gets a row of zeros too (a rank without nodes).
 
     Keys: ``rank``, ``finish_ns``, ``compute_ns``, ``exposed_comm_ns``, ``exposed_mem_ns``,
-    ``idle_ns`` (these four sum to ``finish_ns``), ``comm_ns`` (any communication in flight),
+    ``idle_ns`` (these four sum to ``finish_ns``; a recorded idle gap, an ``[idle]`` operation,
+    is idle time), ``gap_ns`` (of ``idle_ns``, the time such gaps cover), ``comm_ns`` (any
+    communication in flight),
     ``mem_ns``, ``cpu_ns`` and ``accelerator_ns`` (compute on each), ``overlap_ns`` (compute
     and communication at once), ``skew_ns`` (time in collectives and receives before the last
     member arrived: waiting for slower peers), ``ops`` (spans counted) and ``simulated_as``
@@ -68,10 +74,11 @@ def breakdown(spans: Spans, ranks: Iterable[int] = ()) -> list[dict[str, Any]]:
         ops, rank, whole = ops[order], rank[order], False
     cuts = np.concatenate(([0], (rank[1:] != rank[:-1]).nonzero()[0] + 1, [len(ops)])).tolist()
     wait = _arrival_wait(spans)
+    kinds = spans.activity_kinds()
     rows = []
     for lo, hi in zip(cuts[:-1], cuts[1:]) if len(ops) else ():
         r = int(rank[lo])
-        row = _rank_row(spans, slice(lo, hi) if whole else ops[lo:hi], wait)
+        row = _rank_row(spans, slice(lo, hi) if whole else ops[lo:hi], wait, kinds)
         for member in spans.stands_for(r):
             rows.append({"rank": member, **row, "simulated_as": r})
     seen = {row["rank"] for row in rows}
@@ -81,8 +88,9 @@ def breakdown(spans: Spans, ranks: Iterable[int] = ()) -> list[dict[str, Any]]:
     return rows
 
 
-def _rank_row(spans: Spans, part: np.ndarray | slice, wait: np.ndarray) -> dict[str, Any]:
-    """The row of the spans ``part`` (indices or a slice) of one rank."""
+def _rank_row(spans: Spans, part: np.ndarray | slice, wait: np.ndarray, kinds: np.ndarray) -> dict[str, Any]:
+    """The row of the spans ``part`` (indices or a slice) of one rank (``kinds``: every span's
+    :meth:`Spans.activity_kinds`)."""
     start = spans.start_ns[part]
     ops = len(start)
     if (start[1:] < start[:-1]).any():
@@ -90,8 +98,7 @@ def _rank_row(spans: Spans, part: np.ndarray | slice, wait: np.ndarray) -> dict[
         part = index[np.argsort(start, kind="stable")]
         start = spans.start_ns[part]
     end = start + spans.dur_ns[part]
-    kind = spans.kind[part]
-    u_comp, u_comm, u_cc, u_all, u_mem, u_cpu, u_acc = _unions_sorted(start, end, _SETS[:, kind])
+    u_comp, u_comm, u_cc, u_all, u_mem, u_cpu, u_acc, u_gaps = _unions_sorted(start, end, _SETS[:, kinds[part]])
     finish = int(end.max())
     return {
         "finish_ns": finish,
@@ -99,6 +106,7 @@ def _rank_row(spans: Spans, part: np.ndarray | slice, wait: np.ndarray) -> dict[
         "exposed_comm_ns": u_cc - u_comp,
         "exposed_mem_ns": u_all - u_cc,
         "idle_ns": finish - u_all,
+        "gap_ns": u_gaps - u_all,
         "comm_ns": u_comm,
         "mem_ns": u_mem,
         "cpu_ns": u_cpu,

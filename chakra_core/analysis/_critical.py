@@ -31,10 +31,11 @@ __all__ = ["CriticalPath", "critical_path", "PATH_CATEGORIES"]
 #: what each nanosecond of the critical path is spent on
 PATH_CATEGORIES = ("compute", "exposed_comm", "exposed_mem", "skew", "idle")
 _COMM, _SKEW, _IDLE = 1, 3, 4
-#: per kind: the category of the time its operations run in, before the breakdown's order
-#: (compute over communication over memory) decides; 3: none (``other``)
+#: per kind code (uint8, :meth:`Spans.activity_kinds`): the category of the time its operations
+#: run in, before the breakdown's order (compute over communication over memory) decides; 3: none
+#: (``other``, a recorded idle gap)
 _ACTIVITY_OF_KIND = np.array([0 if k in COMPUTE_KINDS else 1 if k in COMM_KINDS else
-                              2 if k == SPAN_KINDS.index("memory") else 3 for k in range(len(SPAN_KINDS))])
+                              2 if k == SPAN_KINDS.index("memory") else 3 for k in range(256)])
 
 
 @dataclass
@@ -206,7 +207,7 @@ def _activities(walk: _Walk, rank: np.ndarray, a: np.ndarray, b: np.ndarray) -> 
     bounds = np.searchsorted(at[by], np.arange(len(ranks) + 1))
     offset = 0
     for r, (i, e) in zip(ranks.tolist(), zip(bounds[:-1].tolist(), bounds[1:].tolist())):
-        t, level = _activity(walk.s, walk.order[slice(*walk.blocks[r])])
+        t, level = _activity(walk.s, walk.order[slice(*walk.blocks[r])], walk.kinds)
         sel = by[i:e]
         first[sel] = offset
         lo[sel] = offset + np.searchsorted(t, a[sel], side="right")
@@ -218,11 +219,12 @@ def _activities(walk: _Walk, rank: np.ndarray, a: np.ndarray, b: np.ndarray) -> 
             first, lo, hi)
 
 
-def _activity(spans: Spans, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _activity(spans: Spans, idx: np.ndarray, kinds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """When what the rank of the operations ``idx`` does changes (ascending times) and the
     category from each on: compute while any compute runs, else exposed communication while
-    communication does, else exposed memory while memory does, else idle (the breakdown's rule)."""
-    act = _ACTIVITY_OF_KIND[spans.kind[idx]]
+    communication does, else exposed memory while memory does, else idle (the breakdown's rule;
+    ``kinds``: every span's :meth:`Spans.activity_kinds`)."""
+    act = _ACTIVITY_OF_KIND[kinds[idx]]
     idx, act = idx[act < 3], act[act < 3]
     n = len(idx)
     t = np.concatenate((spans.start_ns[idx], spans.end_ns[idx]))
@@ -243,11 +245,12 @@ class _Walk:
     order) with, for each, the position of the operation the walk steps back to from its start
     (``back``; -1: none on its rank); ``blocks[rank]`` is the rank's slice of the order,
     ``sorted_ends`` the end times in that order and ``finish`` the end of the last operation
-    (None without any).  ``segments`` collects the path's segments (rank, span, start, end,
-    category) from the finish back."""
+    (None without any); ``kinds`` is every span's :meth:`Spans.activity_kinds`.  ``segments``
+    collects the path's segments (rank, span, start, end, category) from the finish back."""
 
     def __init__(self, spans: Spans, ops: np.ndarray):
         self.s = spans
+        self.kinds = spans.activity_kinds()
         self._groups(ops)
         rank = spans.rank[ops] if len(ops) < len(spans) else spans.rank
         if (rank[1:] < rank[:-1]).any():

@@ -18,7 +18,7 @@ import numpy as np
 
 from chakra_core.analysis._spans import SPAN_KINDS, Spans
 from chakra_core.analysis._tables import weights
-from chakra_core.io._schema import COMM_TYPE_NAMES
+from chakra_core.io._schema import COMM_TYPE_NAMES, IDLE_NAME
 
 __all__ = ["CLASSES", "operator_class", "operator_classes", "operator_families", "family_of"]
 
@@ -51,7 +51,7 @@ def operator_class(name: str, kind: str, comm_type: int = -1) -> str:
         return "send/recv"
     if kind == "memory":
         return "memory"
-    if name == "[idle]":
+    if name == IDLE_NAME:
         return "idle"
     low = name.lower()
     return next((c for c, rx in _COMPILED if rx.search(low)), "other CPU" if kind == "cpu" else "other compute")

@@ -19,9 +19,9 @@ import numpy as np
 from chakra_core.analysis._spans import COMM_KINDS, SPAN_KINDS, Spans
 from chakra_core.base._errors import ConfigError, TraceFormatError
 from chakra_core.base._inputguard import note_inputs
+from chakra_core.io._schema import IDLE_NAME
 from chakra_core.trace._columns import NodeColumns, node_columns
 from chakra_core.trace._graph import positions_of
-from chakra_core.trace._selection import IDLE_NAME
 from chakra_core.trace._traceset import TraceSet
 
 __all__ = ["Report", "analyse", "spans_of_result", "read_result", "parse_what_if", "check_run_of", "report_format",
@@ -159,7 +159,7 @@ def analyse(spans: Spans, *, what_if: Sequence[str] | None = None, top: int = 20
     cp = critical_path(spans)
     roles = rank_roles(spans)
     finish = cp.finish_ns
-    keys = ("finish_ns", "compute_ns", "exposed_comm_ns", "exposed_mem_ns", "idle_ns", "comm_ns", "mem_ns",
+    keys = ("finish_ns", "compute_ns", "exposed_comm_ns", "exposed_mem_ns", "idle_ns", "gap_ns", "comm_ns", "mem_ns",
             "overlap_ns", "skew_ns", "cpu_ns", "accelerator_ns")
     totals = {k: sum(int(r.get(k, 0)) for r in rows) for k in keys}
     totals["finish_ns"] = finish
@@ -177,7 +177,7 @@ def analyse(spans: Spans, *, what_if: Sequence[str] | None = None, top: int = 20
         "roles": _roles(roles),
         "stragglers": stragglers(rows, threshold, roles),
         "top_operators": top_operators(spans, top),
-        "operator_classes": operator_classes(spans, totals["idle_ns"]),
+        "operator_classes": operator_classes(spans, totals["idle_ns"] - totals["gap_ns"]),
         "operator_families": operator_families(spans, top),
         "collectives": _with_shapes(collectives(spans), group_shapes(spans, groups)),
         "memory": memory_traffic(spans),

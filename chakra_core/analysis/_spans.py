@@ -20,7 +20,8 @@ import numpy as np
 
 from chakra_core.base._errors import TraceFormatError
 
-__all__ = ["Spans", "SpanBuilder", "SPAN_KINDS", "FLOW_KINDS", "OP_KINDS", "COMPUTE_KINDS", "COMM_KINDS", "IS_COMM"]
+__all__ = ["Spans", "SpanBuilder", "SPAN_KINDS", "FLOW_KINDS", "OP_KINDS", "COMPUTE_KINDS", "COMM_KINDS", "IS_COMM",
+           "GAP_KIND"]
 
 #: what a span is; ``phase`` marks a part of a collective drawn on a queue track (a chunk on one
 #: network dimension), which the analyses do not count again
@@ -33,6 +34,8 @@ COMM_KINDS = (3, 4, 5)
 IS_COMM = np.isin(np.arange(256), COMM_KINDS)
 #: the kinds of operations (everything but ``phase``)
 OP_KINDS = (0, 1, 2, 3, 4, 5, 6)
+#: the kind code :meth:`Spans.activity_kinds` gives a recorded idle gap: in no set of kinds
+GAP_KIND = 255
 
 _INT_COLUMNS = {"rank": "q", "track": "i", "start_ns": "q", "dur_ns": "q", "name": "i", "kind": "B",
                 "node_id": "q", "bytes": "q", "group": "i", "peer": "q", "algorithm": "i", "match": "q",
@@ -148,6 +151,18 @@ class Spans:
     def kind_names(self) -> np.ndarray:
         """The kind of every span as a string array."""
         return np.asarray(SPAN_KINDS, dtype=object)[self.kind]
+
+    def activity_kinds(self) -> np.ndarray:
+        """The kind code of every span, except :data:`GAP_KIND` for a recorded idle gap (an
+        operation named ``[idle]``: the PyTorch input's time a thread waited for nothing), so
+        that the breakdown, the critical path's categories and the utilisation count such a gap
+        as idle time, not as compute."""
+        from chakra_core.io._schema import IDLE_NAME
+
+        gaps = self.name_indices((IDLE_NAME,))
+        if not gaps:
+            return self.kind
+        return np.where(np.isin(self.name, gaps), np.uint8(GAP_KIND), self.kind)
 
     def ops(self) -> np.ndarray:
         """Indices of the spans that are operations (not collective phases)."""

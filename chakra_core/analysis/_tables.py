@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from chakra_core.analysis._spans import COMM_KINDS, SPAN_KINDS, Spans
+from chakra_core.analysis._spans import COMM_KINDS, COMPUTE_KINDS, SPAN_KINDS, Spans
 from chakra_core.io._schema import COMM_TYPE_NAMES
 
 __all__ = ["top_operators", "collectives", "memory_traffic", "stragglers", "variance", "utilisation", "weights"]
@@ -194,8 +194,9 @@ def utilisation(spans: Spans, buckets: int = 100) -> dict[str, Any]:
     nranks = max(spans.nranks, 1)
     w = weights(spans)
     out: dict[str, Any] = {"bucket_ns": int(width)}
-    for label, kinds in (("compute", (0, 1)), ("comm", COMM_KINDS)):
-        sel = np.isin(spans.kind, kinds)
+    activity = spans.activity_kinds()  # a recorded idle gap is not compute
+    for label, kinds in (("compute", COMPUTE_KINDS), ("comm", COMM_KINDS)):
+        sel = np.isin(activity, kinds)
         busy = np.diff(_busy_until(spans.start_ns[sel], spans.end_ns[sel], w[sel], edges))
         out[label] = np.round(np.minimum(busy / (width * nranks), 1.0), 4).tolist()
     return out

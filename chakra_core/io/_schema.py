@@ -26,10 +26,14 @@ __all__ = [
     "CommType",
     "COMM_TYPE_NAMES",
     "PG_INIT_NAME",
+    "IDLE_NAME",
 ]
 
 #: Name of the METADATA node that carries process-group membership in PyTorch-derived traces.
 PG_INIT_NAME = "## process_group:init ##"
+#: Name of a COMP node that stands for recorded idle time (a thread waiting for nothing, with the
+#: attribute ``idle`` true, as the PyTorch input writes it): the analyses count it as idle, not compute.
+IDLE_NAME = "[idle]"
 
 
 class NodeType(IntEnum):

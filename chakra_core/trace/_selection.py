@@ -21,15 +21,13 @@ from typing import Any
 
 from chakra_core.base._errors import ConfigError
 from chakra_core.base._options import Option
-from chakra_core.io._schema import Node, NodeType
+from chakra_core.io._schema import IDLE_NAME, Node, NodeType
 from chakra_core.trace._attrs import get_bool
 
 __all__ = ["SELECTION_OPTIONS", "NODE_KINDS", "node_selection", "parse_ranks"]
 
 #: what ``kinds`` may name
 NODE_KINDS = ("compute", "communication", "memory", "cpu", "accelerator", "idle")
-#: the name of an idle gap (with the attribute ``idle`` true)
-IDLE_NAME = "[idle]"
 _TYPES = {
     "compute": {NodeType.COMP_NODE},
     "communication": {NodeType.COMM_COLL_NODE, NodeType.COMM_SEND_NODE, NodeType.COMM_RECV_NODE},

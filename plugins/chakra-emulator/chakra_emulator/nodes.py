@@ -15,15 +15,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from chakra_core import IDLE_NAME
+
 from .collectives import Comms
 from .compute import COPY, HOST, KERNEL, NONE, REAL, HostWork, Runner, build_real_op
 from .plan import COLL, COMP, MEM, SEND, Plan
 
-__all__ = ["NodeRunner", "IDLE"]
+__all__ = ["NodeRunner"]
 
-#: the name of a time without work (the PyTorch converter's idle gaps and hand-offs to gloo's
-#: workers, CPU ops or not): a wait of its duration on its resource, never a kernel
-IDLE = "[idle]"
 
 
 class NodeRunner:
@@ -52,7 +51,7 @@ class NodeRunner:
             return COPY
         if kind != COMP:
             return kind
-        if plan.names[i] == IDLE:
+        if plan.names[i] == IDLE_NAME:  # a wait of its duration on its resource, never a kernel
             return HOST
         if compute == "real" and "op" in spec:
             call, nbytes = build_real_op(spec["op"], self.runner.device, gen, self.budget - self.real_bytes)

@@ -15,13 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from chakra_core import Node, NodeType, make_attr
+from chakra_core import IDLE_NAME, Node, NodeType, make_attr
 
 from .lowering import Op
 
 __all__ = ["IDLE_NAME", "IdleClock", "idle_node"]
-
-IDLE_NAME = "[idle]"
 
 
 def idle_node(node_id: int, ctrl: Sequence[int], us: int) -> bytes:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chakra_core import (
+    IDLE_NAME,
     PG_INIT_NAME,
     GlobalMetadata,
     Node,
@@ -23,7 +24,6 @@ from .iotext import dump_io, io_texts
 
 __all__ = ["OutNode", "ConvertedRank", "toposort", "pg_init_node", "attr_records", "IDLE_NAME", "IDLE_ATTRS"]
 
-IDLE_NAME = "[idle]"
 IDLE_ATTRS = (("idle", True),)
 _INT_KEEP = KEEP_ATTRS[:-1]  # the integer attributes; op_schema is the last
 

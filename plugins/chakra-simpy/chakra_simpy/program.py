@@ -88,6 +88,16 @@ class Program(RankFacts):
         raw = self.name_bytes[(lo - at[:-1]).repeat(length) + np.arange(at[-1])].tobytes()
         return [raw[a:b].decode() for a, b in zip(at[:-1], at[1:])]
 
+    def named(self, name: str) -> np.ndarray:
+        """The indices of the nodes named ``name``, found without decoding every name."""
+        want = np.frombuffer(name.encode(), np.uint8)
+        lo = self.name_ptr[:-1]
+        at = ((self.name_ptr[1:] - lo) == len(want)).nonzero()[0]
+        if not len(at) or not len(want):
+            return at
+        text = self.name_bytes[lo[at, None] + np.arange(len(want))]
+        return at[(text == want).all(axis=1)]
+
 
 def load_program(rt: RankTrace, sd: SystemDescription, replay_comm: bool = False,
                  compile_it: bool | None = None) -> Program:

@@ -8,7 +8,7 @@ from bisect import bisect_left
 
 import numpy as np
 
-from chakra_core import SPAN_KINDS, SpanBuilder, Spans, breakdown, critical_path
+from chakra_core import IDLE_NAME, SPAN_KINDS, SpanBuilder, Spans, breakdown, critical_path
 
 from .beside import both
 from .engine import Sim
@@ -76,7 +76,11 @@ def _fill_rest(b: SpanBuilder, bounds: list[tuple], cols: dict[str, np.ndarray],
         if lo == hi:
             continue
         at = {k: v[lo:hi] for k, v in cols.items()}
-        at["name"][:] = _names_of(b, prog) if names else b.intern("names", "")
+        if names:
+            at["name"][:] = _names_of(b, prog)
+        else:  # the recorded idle gaps keep their name: the per-rank rows count them as idle
+            at["name"][:] = b.intern("names", "")
+            at["name"][prog.named(IDLE_NAME)] = b.intern("names", IDLE_NAME)
         _comm_columns(b, a, np.frombuffer(a.start, np.int64), matches, algorithms, at)
         if replay:
             at["replayed"][np.isin(np.frombuffer(prog.kind, np.uint8), (K_COLL, K_SEND, K_RECV))] = 1
