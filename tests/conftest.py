@@ -92,7 +92,7 @@ def same_scan():
     from chakra_core.validation import _colscan
     from chakra_core.validation._skeleton import scan_rank
 
-    record = ("colls", "sends", "recvs", "total_us", "saw_group_node", "skel_ids", "skel_kinds", "skel_a",
+    record = ("colls", "roots", "sends", "recvs", "total_us", "saw_group_node", "skel_ids", "skel_kinds", "skel_a",
               "skel_tag", "skel_size")
 
     def check(rt, fast, slow) -> None:

@@ -23,7 +23,13 @@ from chakra_core.base._errors import TraceFormatError
 from chakra_core.io._schema import COMM_TYPE_NAMES, PG_INIT_NAME
 from chakra_core.trace._traceset import FileRank, RankTrace
 from chakra_core.validation._frontkernel import Frontiers
-from chakra_core.validation._rank_rules import ABSURD_BYTES, MAX_DURATION_US, MAX_RANK_DURATION_US, RankCheck
+from chakra_core.validation._rank_rules import (
+    ABSURD_BYTES,
+    MAX_DURATION_US,
+    MAX_RANK_DURATION_US,
+    ROOTED,
+    RankCheck,
+)
 from chakra_core.validation._skeleton import RankScan
 from chakra_core.validation._skelrecord import K_COLL, K_RECV, K_SEND, K_SLOT
 
@@ -32,12 +38,13 @@ if TYPE_CHECKING:
 
 __all__ = ["scan_columns"]
 
-_INTS = ("comm_type", "comm_size", "tensor_size", "comm_src", "comm_dst", "comm_tag", "is_cpu_op")
+_INTS = ("comm_type", "comm_size", "tensor_size", "comm_src", "comm_dst", "comm_tag", "is_cpu_op", "root")
 _ATTRS = _INTS + ("pg_name",)
 _META, _LOAD, _STORE, _SEND, _RECV, _COLL = 1, 2, 3, 5, 6, 7
 _STRING_SLOT = 29
 _BROADCAST = 5
 _COMM_TYPES = np.array(sorted(COMM_TYPE_NAMES), np.int64)
+_ROOTED = np.array(sorted(ROOTED), np.int64)
 _U64 = np.uint64
 #: a table of slots by id is kept while it has at most this many slots (2 bytes each, 4 once
 #: widened: ._frontkernel.Frontiers) a node,
@@ -166,6 +173,7 @@ class _Record:
 
     def __init__(self) -> None:
         self.colls: defaultdict[str, list[tuple[int, int, int]]] = defaultdict(list)
+        self.roots: list[tuple[str, int, int, int]] = []
         self.sends: list[tuple[int, int, int, int]] = []
         self.recvs: list[tuple[int, int, int, int]] = []
         self.total_us = 0
@@ -175,7 +183,7 @@ class _Record:
         self.a, self.tag, self.size = array("q"), array("q"), array("q")
 
     def put(self, chk: RankCheck) -> None:
-        chk.colls, chk.sends, chk.recvs = self.colls, self.sends, self.recvs
+        chk.colls, chk.roots, chk.sends, chk.recvs = self.colls, self.roots, self.sends, self.recvs
         chk.total_us, chk.saw_group_node = self.total_us, self.saw_group_node
         chk.skel_ids, chk.skel_kinds = self.ids, self.kinds
         chk.skel_a, chk.skel_tag, chk.skel_size = self.a, self.tag, self.size
@@ -319,6 +327,9 @@ def _record(rec: _Record, chk: RankCheck, cols: NodeColumns, v: dict[str, np.nda
         rows = coll[v["pg"][coll] == g] if len(pg_names) > 1 else coll
         rec.colls[pg_names[g]].extend(zip(ids[rows].tolist(), v["comm_type"][rows].tolist(),
                                           v["comm_size"][rows].tolist()))
+    rooted = coll[v["has_root"][coll] & np.isin(v["comm_type"][coll], _ROOTED)]
+    rec.roots.extend(zip(map(pg_names.__getitem__, v["pg"][rooted].tolist()), ids[rooted].tolist(),
+                         v["comm_type"][rooted].tolist(), v["root"][rooted].tolist()))
     number = np.zeros(len(pg_names), np.int64)
     for g in _first_seen(v["pg"][coll[kinds[coll] == K_COLL]]):
         number[g] = chk.group_number(pg_names[g])

@@ -18,7 +18,7 @@ from chakra_core.io._schema import COMM_TYPE_NAMES, PG_INIT_NAME, AttributeProto
 from chakra_core.trace._attrs import int_value
 from chakra_core.validation._skelrecord import K_COLL, K_RECV, K_SEND, K_SLOT, Skeleton
 
-__all__ = ["RankCheck", "ABSURD_BYTES", "MAX_DURATION_US", "MAX_RANK_DURATION_US"]
+__all__ = ["RankCheck", "ABSURD_BYTES", "MAX_DURATION_US", "MAX_RANK_DURATION_US", "ROOTED"]
 
 ABSURD_BYTES = 1 << 50  # 1 PiB
 #: the longest a single node may take (about 12.7 days), in microseconds
@@ -26,6 +26,8 @@ MAX_DURATION_US = 1 << 40
 #: the most the durations of one rank may add up to (about 35.7 years; 2^60 ns keeps
 #: nanosecond sums of a simulator far from the int64 limit)
 MAX_RANK_DURATION_US = 1 << 50
+#: the collectives with a root (its ``root`` attribute: a global rank, which must be a member)
+ROOTED = frozenset((CommType.BROADCAST, CommType.REDUCE, CommType.GATHER, CommType.SCATTER))
 
 _P2P_KEYS: dict[int, tuple[str, ...]] = {
     NodeType.COMM_SEND_NODE: ("comm_dst", "comm_tag", "comm_size"),
@@ -75,6 +77,7 @@ class RankCheck:
         self.rank_known = rank_known
         self.group_number = group_number
         self.colls: dict[str, list[tuple[int, int, int]]] = defaultdict(list)  # pg -> (id, type, size)
+        self.roots: list[tuple[str, int, int, int]] = []  # (pg, id, type, root) of rooted collectives
         self.sends: list[tuple[int, int, int, int]] = []  # (dst, tag, size, id)
         self.recvs: list[tuple[int, int, int, int]] = []  # (src, tag, size, id)
         self.total_us = 0
@@ -152,6 +155,9 @@ class RankCheck:
         pg = str(a.get("_pg", "") or "")
         pg = "" if pg == "0" else pg  # "" and "0": all ranks
         self.colls[pg].append((n.id, ct, size))
+        root = a.get("root")
+        if root is not None and ct in ROOTED:
+            self.roots.append((pg, n.id, ct, root))
         if ct == CommType.BROADCAST and n.duration_micros > 0:
             return self._skeleton(n, K_SLOT)  # the simulator replays a broadcast's duration
         return self._skeleton(n, K_COLL, self.group_number(pg), ct, size)

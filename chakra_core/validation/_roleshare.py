@@ -135,6 +135,7 @@ def _relabelled(rep: RankCheck, chk: RankCheck, groups: dict[str, str], peers: d
     import numpy as np
 
     chk.colls = defaultdict(list, {groups[pg]: calls for pg, calls in rep.colls.items()})
+    chk.roots = [(groups[pg], nid, ct, root) for pg, nid, ct, root in rep.roots]
     chk.sends = [(peers[p], tag, size, nid) for p, tag, size, nid in rep.sends]
     chk.recvs = [(peers[p], tag, size, nid) for p, tag, size, nid in rep.recvs]
     chk.total_us, chk.saw_group_node = rep.total_us, rep.saw_group_node

@@ -22,7 +22,7 @@ def _group_label(pg: str) -> str:
 def check_groups(traces: TraceSet, groups: Mapping[str, list[int]], checks: dict[int, RankCheck],
                  add: Add) -> None:
     """``pg-bad-rank`` for group members outside the set, ``pg-undefined`` for collectives on a
-    group the set does not define."""
+    group the set does not define, ``coll-root`` for a root outside its collective's group."""
     label = traces[traces.ranks[0]].label
     nranks = max(traces.ranks) + 1 if len(traces) > 1 else 0
     for name, ranks in groups.items():
@@ -41,6 +41,31 @@ def check_groups(traces: TraceSet, groups: Mapping[str, list[int]], checks: dict
             if pg and pg not in groups:
                 add("pg-undefined", chk.label, seq[0][0], f"{len(seq)} collective(s) on process group "
                     f"{pg!r}, which the set does not define", rank=r)
+    _roots(traces, groups, checks, add)
+
+
+def _roots(traces: TraceSet, groups: Mapping[str, list[int]], checks: dict[int, RankCheck], add: Add) -> None:
+    """``coll-root``, a warning: a broadcast, reduce, gather or scatter whose ``root`` (a global
+    rank) is not a member of its group.  A group of every rank is known only for a set of more
+    than one rank; an undefined group is ``pg-undefined``'s."""
+    members: dict[str, frozenset[int] | None] = {}
+    for r, chk in checks.items():
+        for pg, nid, ct, root in chk.roots:
+            if pg not in members:
+                every = len(traces) > 1 and (not pg or pg in groups)
+                listed = groups.get(pg) if pg else None
+                members[pg] = frozenset(listed or (traces.ranks if every else ())) or None
+            inside = members[pg]
+            if inside is not None and root not in inside:
+                shown = sorted(inside)
+                add("coll-root", chk.label, nid, f"{COMM_TYPE_NAMES[ct]} with root {root}, which is not a member "
+                    f"of {_group_label(pg)} (its {len(shown)} ranks: {_few(shown)}): the emulator refuses it; "
+                    "the simulators do not read the root", severity="warning", rank=r)
+
+
+def _few(ranks: list[int]) -> str:
+    """Up to 8 ranks, then how many more."""
+    return ", ".join(map(str, ranks[:8])) + (f" and {len(ranks) - 8} more" if len(ranks) > 8 else "")
 
 
 def _one_of_many(rank: int, label: str, groups: Mapping[str, list[int]], add: Add) -> None:

@@ -29,6 +29,8 @@ across ranks
   ``coll-order``        the collectives of a process group differ between member ranks in count,
                         order, type or size (ASTRA-sim matches them purely by issue order)
   ``coll-not-member``   a rank issues a collective on a group it is not a member of
+  ``coll-root``         a broadcast, reduce, gather or scatter whose ``root`` is not a member of its
+                        group (the emulator refuses it)                          [warning]
   ``unmatched-p2p``     a send without the matching receive (src, dst, tag, size), or vice versa
   ``deadlock``          ranks that wait on each other forever (an abstract execution of the set)
   ``never-reached``     a collective or receive waits for a rank that finishes without reaching it
@@ -59,7 +61,7 @@ CROSS_RANK_STATUS = "now across ranks"
 RULES = (
     "duplicate-id", "missing-dep", "cycle", "invalid-type", "unknown-type", "unknown-attr",
     "coll-attrs", "p2p-attrs", "bad-size", "bad-peer", "own-endpoint", "empty-rank", "coll-order", "coll-not-member",
-    "unmatched-p2p",
+    "coll-root", "unmatched-p2p",
     "bad-duration", "pg-unparseable", "pg-bad-rank", "pg-undefined", "partial-set", "deadlock", "never-reached",
 )
 #: errors that leave the meaning of the set unclear: no abstract execution is run after them
