@@ -116,7 +116,7 @@ def _summary(d: Mapping[str, Any]) -> str:
     src = d.get("source") or {}
     shown = {k: v for k, v in src.items() if k != "notes"} if isinstance(src, Mapping) else {"source": src}
     source = "".join(f"<li>{html.escape(line)}</li>" for line in readable(shown))
-    notes = "".join(f'<p class="note">note: {html.escape(n)}</p>' for n in source_notes(d))
+    notes = "".join(f'<p class="note">note: {html.escape(n)}</p>' for n in (*d.get("notes", ()), *source_notes(d)))
     return (f'<p class="k">step time <b>{duration(d["finish_ns"])}</b> over {count(d["nranks"])} ranks; per rank '
             f"on average: {parts}.</p><p>{len(d.get('roles', []))} role(s): ranks with the same operations "
             f"(stragglers are judged within a role).</p><ul class=\"note\">{source}</ul>{notes}")

@@ -185,7 +185,19 @@ def analyse(spans: Spans, *, what_if: Sequence[str] | None = None, top: int = 20
         "what_if": [_what_if(spans, cp, finish, kind, target, factor, resimulate)
                     for kind, target, factor in parse_what_if(what_if)],
     }
+    data["notes"] = _member_notes(data["collectives"], rows)
     return Report(data, spans)
+
+
+def _member_notes(collectives: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[str]:
+    """A note when groups have no shape because the spans are a symmetric run's (one rank per
+    class) and the trace set is not at hand."""
+    unknown = {c["group"] for c in collectives if "group_shape" not in c} - {"all", "p2p"}
+    if not unknown or all(r["rank"] == r.get("simulated_as", r["rank"]) for r in rows):
+        return []
+    return [f"members: unknown for {len(unknown):,} group(s) ({', '.join(sorted(unknown)[:5])}"
+            f"{', ...' if len(unknown) > 5 else ''}), a symmetric run without the trace set (spans of one rank "
+            "per class; chakra report SET --result R shows them)"]
 
 
 def _roles(roles: dict[int, int]) -> list[dict[str, Any]]:

@@ -79,12 +79,7 @@ def _comm_lines(d: dict[str, Any], top: int) -> list[str]:
         lines.append(f"  {c['collective']:<16} {c['group'][:22]:<22} {count(c['count']):>8} {size(c['bytes']):>10} "
                      f"{duration(c['total_ns']):>10} {duration(c['wait_ns']):>10} {rate(c['algbw_GBps']):>11}  "
                      f"{c.get('group_shape', '')}")
-    lines += _more(d["collectives"], top)
-    unknown = {c["group"] for c in d["collectives"] if "group_shape" not in c} - {"all", "p2p"}
-    if unknown and any(r["rank"] != r.get("simulated_as", r["rank"]) for r in d["ranks"]):
-        lines.append(f"  members: unknown for {count(len(unknown))} group(s), a symmetric run without the trace set "
-                     "(spans of one rank per class; chakra report SET --result R shows them)")
-    return lines
+    return lines + _more(d["collectives"], top)
 
 
 def format_report(d: dict[str, Any], top: int = 10) -> str:
@@ -106,7 +101,7 @@ def format_report(d: dict[str, Any], top: int = 10) -> str:
         if w.get("note"):
             line += f" ({w['note']})"
         lines.append(line)
-    lines += [f"note: {n}" for n in source_notes(d)]
+    lines += [f"note: {n}" for n in (*d.get("notes", ()), *source_notes(d))]
     return "\n".join(lines)
 
 
