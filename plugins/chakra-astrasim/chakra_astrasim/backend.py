@@ -43,6 +43,7 @@ from .configs import (
     custom_collectives,
     groups_json,
     memory_json,
+    missing_implementations,
     network_yml,
     system_json,
     write_text,
@@ -237,6 +238,7 @@ def export_astrasim(traces: TraceSet, output: str | Path, options: Mapping[str, 
     sample = sd.sample_settings_note()
     if sample:
         report.configs.append(sample)
+    report.configs += missing_implementations(sd)
     sd = _aware_safe(_network(sd, traces.ranks, report, opts["max_idle_ranks"]), report)
     plan, gp = _plan(traces, opts, sd, report)
     # configuration files first: a description ASTRA-sim cannot run fails before any work

@@ -30,6 +30,7 @@ from chakra_core.system import (
 from .report import ExportReport
 
 __all__ = ["system_json", "network_yml", "memory_json", "groups_json", "write_text", "custom_collectives",
+           "missing_implementations",
            "CUSTOM_DIR", "CUSTOM_KEY_SPELLINGS"]
 
 #: directory of the export holding the custom collectives' ETs: ``custom/<kind>.<rank>.et``.
@@ -41,6 +42,17 @@ CUSTOM_KEY_SPELLINGS = ("custom", "chakra")
 def _num(x: float) -> int | float:
     """A whole number as an int (ASTRA-sim reads some keys into integer types), else the float."""
     return int(x) if float(x).is_integer() else float(x)
+
+
+def missing_implementations(sd: SystemDescription) -> list[str]:
+    """Notes for the collective kinds a given system file has no implementation list for, which
+    the export writes as ``ring`` on every dimension (call before a default network fills them)."""
+    where = sd.sources.get("system")
+    if where is None:
+        return []
+    return [f"'{kind}-implementation' not in {where}: written as ring on every dimension (ASTRA-sim run "
+            f"on that file would time {kind} on no dimension)" for kind in COLLECTIVE_KINDS
+            if not sd.implementation(kind) and kind not in sd.custom_implementations]
 
 
 def _implementations(sd: SystemDescription, report: ExportReport) -> dict[str, list[str]]:
@@ -98,7 +110,9 @@ def system_json(sd: SystemDescription, report: ExportReport, roofline: bool, pea
     splits = max(1, int(sd.preferred_dataset_splits))
     chunks = max(1, int(sd.active_chunks_per_dimension))
     if sd.local_mem_bw <= 0:
-        raise ConfigError("local-mem-bw must be > 0 GB/s", sd.sources.get("system"))
+        raise ConfigError(f"'local-mem-bw' is {_num(sd.local_mem_bw)} GB/s (0 where the file leaves it out, as "
+                          "ASTRA-sim's default): ASTRA-sim's reductions divide by it; set it above 0 in the system "
+                          "file", sd.sources.get("system"), "key 'local-mem-bw'")
     out: dict = {
         "scheduling-policy": sd.scheduling_policy,
         "endpoint-delay": delay,

@@ -203,3 +203,34 @@ def test_pytorch_ddp_export_preserves_simulated_time(tmp_path):
     before = [r["finish_ns"] for r in sim.run(ts, o, None).ranks]
     after = [r["finish_ns"] for r in sim.run(open_traceset(str(tmp_path / "workload")), o, None).ranks]
     assert after == before and min(before) > 0
+
+
+#: a system.json in ASTRA-sim's own format that lists an implementation for all-reduce only
+#: (hand-written: the keys as ASTRA-sim's examples/system/*.json spell them)
+_ALL_REDUCE_ONLY = {"scheduling-policy": "FIFO", "collective-optimization": "baseline",
+                    "preferred-dataset-splits": 1, "local-mem-bw": 50, "all-reduce-implementation": ["ring"]}
+
+
+def test_kinds_a_system_file_leaves_out_are_said_as_written(tmp_path):
+    """The recording of every collective kind issues all-gathers, reduce-scatters and
+    all-to-alls; a system file without their lists is written with ring on every dimension,
+    and the export says so for exactly those three kinds."""
+    system = tmp_path / "system.json"
+    system.write_text(json.dumps(_ALL_REDUCE_ONLY))
+    r = export_astrasim(load_traces(str(PYTORCH / "collectives")), tmp_path / "x", {"system": str(system)})
+    said = [n for n in r.notes if "-implementation' not in" in n]
+    assert [n.split("'")[1] for n in said] == ["all-gather-implementation", "reduce-scatter-implementation",
+                                               "all-to-all-implementation"]
+    written = json.loads((tmp_path / "x" / "system.json").read_text())
+    assert [written[f"{k}-implementation"] for k in ("all-gather", "reduce-scatter", "all-to-all")] == [["ring"]] * 3
+
+
+def test_a_system_file_without_local_mem_bw_names_the_key(tmp_path):
+    from chakra_core import ConfigError
+
+    system = tmp_path / "system.json"
+    system.write_text(json.dumps({k: v for k, v in _ALL_REDUCE_ONLY.items() if k != "local-mem-bw"}))
+    with pytest.raises(ConfigError) as e:
+        export_astrasim(load_traces(str(PYTORCH / "ddp")), tmp_path / "x", {"system": str(system)})
+    assert str(e.value).startswith(f"{system}:key 'local-mem-bw': 'local-mem-bw' is 0 GB/s")
+    assert not (tmp_path / "x").exists()
