@@ -37,6 +37,23 @@ def _compile(step: Callable[..., Any], args: Sequence[Any]) -> Any:
     return lower(*args).compile()
 
 
+def _check_options(options: Mapping[str, Any] | None, convert: bool) -> dict[str, Any]:
+    """``options`` checked against the jax format's before anything runs (a ConfigError for an
+    unknown name or value, for ``device``, which a profiled conversion refuses, and for options
+    without ``convert``)."""
+    from chakra_core import ConfigError, get_host
+
+    given = dict(options or {})
+    if given and not convert:
+        raise ConfigError(f"collect(): options {', '.join(sorted(given))} apply to the conversion, "
+                          "and convert=False converts nothing")
+    if "device" in given:
+        raise ConfigError("collect(): option device times compute without a profile; collect() converts "
+                          "with the profile it records, so the durations are measured")
+    get_host().registry.get("format", "jax").check_options(given)
+    return given
+
+
 def collect(step: Callable[..., Any], args: Sequence[Any], out_dir: str | os.PathLike, steps: int = 3,
             warmup: int = 2, prefix: str = "trace", convert: bool = True,
             options: Mapping[str, Any] | None = None) -> Collected:
@@ -44,12 +61,13 @@ def collect(step: Callable[..., Any], args: Sequence[Any], out_dir: str | os.Pat
 
     Writes ``out_dir/program.hlo.txt``, ``out_dir/profile.xplane.pb`` and, with ``convert``, the
     ET set ``out_dir/et/PREFIX.DEVICE.et`` (``options`` are the jax format's options, e.g.
-    ``{"step": -1}``). Returns the paths written.
+    ``{"step": -1}``; checked before anything runs, ConfigError). Returns the paths written.
     """
     import jax
 
     if steps < 1 or warmup < 0:
         raise ValueError("steps must be >= 1 and warmup >= 0")
+    checked = _check_options(options, convert)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     compiled = _compile(step, args)
@@ -74,6 +92,6 @@ def collect(step: Callable[..., Any], args: Sequence[Any], out_dir: str | os.Pat
     if convert:
         from chakra_core import load_traces
 
-        traces = load_traces([str(program), str(profile)], format="jax", options=dict(options or {}))
+        traces = load_traces([str(program), str(profile)], format="jax", options=checked)
         result.traces = traces.write(out / "et" / prefix, replace_stale=True)
     return result

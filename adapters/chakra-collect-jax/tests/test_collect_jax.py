@@ -8,7 +8,9 @@ import os
 import subprocess
 import sys
 
-from chakra_core import CommType, NodeAttrs, NodeType, open_traceset, validate
+import pytest
+
+from chakra_core import CommType, ConfigError, NodeAttrs, NodeType, open_traceset, validate
 
 SCRIPT = """
 import json, sys
@@ -40,3 +42,19 @@ def test_collect_writes_program_profile_and_ets(tmp_path):
         assert any(n.duration_micros > 0 for n in ts[r].nodes())
     meta = {a.name: a for a in ts[0].metadata().attr}
     assert meta["profile_steps"].int64_val == 2
+
+
+@pytest.mark.parametrize("options, convert, message", [
+    ({"bogus": 1}, True, "unknown option 'bogus'"),
+    ({"step": "last"}, True, "option 'step' wants int"),
+    ({"device": "a100"}, True, "option device times compute without a profile"),
+    ({"step": -1}, False, "convert=False converts nothing"),
+])
+def test_bad_options_are_refused_before_anything_runs(tmp_path, options, convert, message):
+    """The options are checked before compiling: the step here cannot even be compiled, and the
+    output folder is not created."""
+    from chakra_collect_jax import collect
+
+    with pytest.raises(ConfigError, match=message):
+        collect(lambda a: a, (1.0,), tmp_path / "out", convert=convert, options=options)
+    assert not (tmp_path / "out").exists()

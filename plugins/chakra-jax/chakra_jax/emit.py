@@ -9,7 +9,7 @@ through an operation the device skips, and the send/receive nodes of permutes, a
 device. Memory stays flat in the number of devices. With a profile's timeline, ``[idle]`` nodes
 (:mod:`.idle`) fill the gaps between a device's ops.
 
-A device skips a collective whose group holds it alone (or no group holds it) and a permute in
+A device skips a collective whose group holds it alone and a permute in
 which it neither sends nor receives; users of a skipped operation depend on what it depended on.
 """
 

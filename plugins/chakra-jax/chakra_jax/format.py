@@ -66,20 +66,81 @@ class JaxWarning(UserWarning):
 def _timings(module: HloModule, lowered: Lowered, profile: Profile | None, step: int | None, device: str | None,
              idle_gaps: bool) -> tuple[dict[int, Timing], list[str]]:
     """What times each device's nodes (the profile, else the device model) and notes about it."""
-    if profile is None:
-        chosen, why = choose_device(module, device)
-        model_us, notes = model_durations(lowered.ops, chosen)
-        if why.startswith(f"device model {DEFAULT_DEVICE} (default"):
-            warnings.warn(f"{module.path}: {why}", JaxWarning, stacklevel=5)
-        timing = Timing(model_us=model_us)
-        return {d: timing for d in range(lowered.devices)}, [why, *notes]
+    if profile is not None:
+        return _measured(module, lowered, profile, step, idle_gaps)
+    chosen, why = choose_device(module, device)
+    model_us, notes = model_durations(lowered.ops, chosen)
+    if why.startswith(f"device model {DEFAULT_DEVICE} (default"):
+        warnings.warn(f"{module.path}: {why}", JaxWarning, stacklevel=5)
+    timing = Timing(model_us=model_us)
+    return {d: timing for d in range(lowered.devices)}, [why, *notes]
+
+
+def _measured(module: HloModule, lowered: Lowered, profile: Profile, step: int | None,
+              idle_gaps: bool) -> tuple[dict[int, Timing], list[str]]:
+    """Each device's measured durations (and starts, with ``idle_gaps``) and a note about them."""
     durations = profile.durations(step)
+    _check_profile(module, lowered, profile, durations)
     starts = profile.starts(step) if idle_gaps else {}
     step_us = profile.step_time_us(step)
     notes = ["durations measured (profile); the gaps between a device's ops are [idle] nodes"
              if idle_gaps else "durations measured (profile); idle gaps not kept (idle_gaps=false)"]
     return {d: Timing(durations.get(d, {}), starts.get(d, {}) if idle_gaps else None, step_us)
             for d in range(lowered.devices)}, notes
+
+
+def _ranges(ids: Sequence[int]) -> str:
+    """Sorted device ids as runs: ``0..3, 6``."""
+    runs: list[list[int]] = []
+    for i in sorted(ids):
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return ", ".join(str(a) if a == b else f"{a}..{b}" for a, b in runs)
+
+
+def _check_profile(module: HloModule, lowered: Lowered, profile: Profile,
+                   durations: Mapping[int, Mapping[str, float]]) -> None:
+    """Refuse a profile of another program (events on devices the program does not have, or no
+    event for half of its operations or more); warn about devices and operations it leaves untimed."""
+    count = lowered.devices
+    if any(d >= count for d in durations):
+        raise TraceFormatError(f"the profile has events of module {module.name!r} on devices "
+                               f"{_ranges(list(durations))}, but the program has {count} (0..{count - 1}): "
+                               "a profile of another program?", profile.source)
+    missing = [d for d in range(count) if d not in durations]
+    if missing:
+        warnings.warn(f"{module.path}: devices {_ranges(missing)} of the program's {count} have no events in "
+                      f"the profile {profile.source}: their nodes keep duration 0", JaxWarning, stacklevel=6)
+    _check_operations(module, lowered, profile, {op for ops in durations.values() for op in ops})
+
+
+def _check_operations(module: HloModule, lowered: Lowered, profile: Profile, seen: set[str]) -> None:
+    """Refuse the profile when half of the operations or more have no event in it (names ``seen``
+    on any device); warn about fewer."""
+    untimed = sum(1 for op in lowered.ops
+                  if op.hlo_op not in seen and not any(n in seen for n, _ in op.profile_parts))
+    if untimed and 2 * untimed >= len(lowered.ops):
+        raise TraceFormatError(f"{untimed} of the program's {len(lowered.ops)} operations have no event in the "
+                               f"profile: a profile of another program of module {module.name!r}?", profile.source)
+    if untimed:
+        warnings.warn(f"{module.path}: {untimed} of {len(lowered.ops)} operations have no event in the profile "
+                      f"{profile.source}: their nodes keep duration 0", JaxWarning, stacklevel=7)
+
+
+def _check_options(module: HloModule, profile: Profile | None, step: int | None, device: str | None,
+                   idle_gaps: bool | None) -> None:
+    """Refuse an option given where it does nothing: ``step`` and ``idle_gaps`` without a
+    profile, ``device`` with one."""
+    if profile is None:
+        given = [f"{k}={str(v).lower()}" for k, v in (("step", step), ("idle_gaps", idle_gaps)) if v is not None]
+        if given:
+            raise ConfigError(f"option {', '.join(given)} needs a profile (.xplane.pb or its "
+                              "Chrome-trace JSON); without one the device model times the nodes", module.path)
+    elif device is not None:
+        raise ConfigError(f"option device={device} times compute without a profile; with "
+                          f"{profile.source} the durations are measured", module.path)
 
 
 def _warn(module: HloModule, lowered: Lowered) -> None:
@@ -93,15 +154,17 @@ def _warn(module: HloModule, lowered: Lowered) -> None:
 
 def convert_module(module: HloModule, profile: Profile | None = None, devices: int | None = None,
                    step: int | None = None, unroll_limit: int = 1024, schedule: bool = True,
-                   device: str | None = None, idle_gaps: bool = True) -> TraceSet:
+                   device: str | None = None, idle_gaps: bool | None = None) -> TraceSet:
     """The per-device TraceSet of a parsed module: durations from ``profile`` when given (with
     ``[idle]`` gaps unless ``idle_gaps`` is false), else from the roofline of ``device`` (a name
-    of ``chakra_core.system.DEVICES``; default: the module's target, else h100)."""
+    of ``chakra_core.system.DEVICES``; default: the module's target, else h100). ``step`` and
+    ``idle_gaps`` need a profile and ``device`` needs none (a ConfigError else)."""
+    _check_options(module, profile, step, device, idle_gaps)
     if devices is not None:
         check_limit("npus", devices, "devices", module.path, error=ConfigError)
     lowered = lower(module, devices, unroll_limit, schedule)
     check_limit("npus", lowered.devices, "devices", module.path, error=ConfigError)
-    timings, notes = _timings(module, lowered, profile, step, device, idle_gaps)
+    timings, notes = _timings(module, lowered, profile, step, device, idle_gaps is not False)
     _warn(module, lowered)
     meta = GlobalMetadata(version="0.0.4")
     meta.attr.extend([
@@ -134,15 +197,17 @@ class JaxFormat(InputFormat):
         "devices": Option("int", None, "number of devices (default: replica_count x num_partitions "
                           "of the module)", minimum=1),
         "step": Option("int", None, "profiled execution whose durations to use (0 = first, -1 = last; "
-                       "default: the mean over all)"),
+                       "default: the mean over all; needs a profile)"),
         "unroll_limit": Option("int", 1024, "unroll while loops with a known trip count up to this many "
                                "iterations; longer or unknown loops become one summed node", minimum=0),
         "schedule": Option("bool", True, "run each device's instructions as one stream in the module's "
                            "order (async collectives overlap it); off: data dependencies only"),
         "device": Option("str", None, "without a profile, time compute on this device's roofline "
-                         "(chakra_core.system.DEVICES; default: the module's target, else h100)"),
-        "idle_gaps": Option("bool", True, "with a profile, the gaps between a device's ops become [idle] "
-                            "nodes so that its longest path is the measured step"),
+                         "(chakra_core.system.DEVICES; default: the module's target, else h100; refused "
+                         "with a profile)"),
+        "idle_gaps": Option("bool", None, "with a profile, the gaps between a device's ops become [idle] "
+                            "nodes so that its longest path is the measured step (default: true; needs a "
+                            "profile)"),
     }
 
     def open(self, paths: Sequence[str], options: Mapping[str, Any]) -> TraceSet:
@@ -153,7 +218,6 @@ class JaxFormat(InputFormat):
         opts = dict(options)
         unroll = opts.get("unroll_limit")
         schedule = opts.get("schedule")
-        idle_gaps = opts.get("idle_gaps")
         return convert_module(module, profile, opts.get("devices"), opts.get("step"),
                               1024 if unroll is None else unroll, True if schedule is None else schedule,
-                              opts.get("device"), True if idle_gaps is None else idle_gaps)
+                              opts.get("device"), opts.get("idle_gaps"))

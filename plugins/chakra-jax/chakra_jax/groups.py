@@ -16,6 +16,11 @@ all-gather, reduce-scatter) but not set, they are replica ids and a group spans 
 of those replicas (cross-replica-and-partition); with ``channel_id`` on the other ops (all-to-all,
 collective-permute, collective-broadcast) they are partition ids within each replica
 (cross-partition). A device is ``replica * num_partitions + partition``.
+
+A program of more replicas than its module states (option ``devices``) is copies of the module's
+devices: groups that name ids (replica ids, or the flattened global ids) and the source-target
+pairs of replicas are repeated in each copy, offset by one copy's ids; ``{}`` (every device)
+spans all copies.
 """
 
 from __future__ import annotations
@@ -173,28 +178,39 @@ def _mode(opcode: str, has_channel: bool, global_ids: bool) -> str:
     return "cross_partition"
 
 
+def _repeat(groups: list[list[int]], copies: int, block: int) -> list[list[int]]:
+    """``groups`` once per copy of ``block`` ids, each copy's ids offset by ``block``."""
+    return [[i + c * block for i in g] for c in range(copies) for g in groups]
+
+
 def device_groups(opcode: str, groups: list[list[int]] | None, has_channel: bool, global_ids: bool,
-                  replicas: int, partitions: int) -> list[list[int]]:
-    """The groups of global device ids an instruction forms (see the module docstring)."""
+                  replicas: int, partitions: int, module_replicas: int | None = None) -> list[list[int]]:
+    """The groups of global device ids an instruction forms (see the module docstring); with
+    ``module_replicas`` (the module's own count) below ``replicas``, groups that name ids are
+    repeated in each whole copy of the module's devices."""
     mode = _mode(opcode, has_channel, global_ids)
+    base = module_replicas or replicas
+    copies = replicas // base
     if mode == "flattened":
         if groups is None:
             return [list(range(replicas * partitions))]
-        return [list(g) for g in groups]
-    if mode == "cross_replica":
-        ids = groups if groups is not None else [list(range(replicas))]
-        return [[r * partitions + p for r in g] for p in range(partitions) for g in ids]
+        return _repeat(groups, copies, base * partitions)
     if mode == "cross_partition":
         ids = groups if groups is not None else [list(range(partitions))]
         return [[r * partitions + p for p in g] for r in range(replicas) for g in ids]
-    ids = groups if groups is not None else [list(range(replicas))]
+    ids = _repeat(groups, copies, base) if groups is not None else [list(range(replicas))]
+    if mode == "cross_replica":
+        return [[r * partitions + p for r in g] for p in range(partitions) for g in ids]
     return [[r * partitions + p for r in g for p in range(partitions)] for g in ids]
 
 
 def permute_pairs(pairs: list[tuple[int, int]], has_channel: bool, replicas: int,
-                  partitions: int) -> list[tuple[int, int]]:
+                  partitions: int, module_replicas: int | None = None) -> list[tuple[int, int]]:
     """Source-target pairs in global device ids: partition ids per replica with a channel
-    (cross-partition), replica ids per partition without one (cross-replica)."""
+    (cross-partition), replica ids per partition without one (cross-replica; repeated in each
+    whole copy of the module's ``module_replicas`` replicas)."""
     if has_channel:
         return [(r * partitions + s, r * partitions + t) for r in range(replicas) for s, t in pairs]
-    return [(s * partitions + p, t * partitions + p) for p in range(partitions) for s, t in pairs]
+    base = module_replicas or replicas
+    copies = [(s + c * base, t + c * base) for c in range(replicas // base) for s, t in pairs]
+    return [(s * partitions + p, t * partitions + p) for p in range(partitions) for s, t in copies]

@@ -22,6 +22,11 @@ Rules (docs/jax.md explains each):
   ``custom-call`` whose target the cost model does not know (:data:`.cost.KNOWN_TARGETS`) is a
   compute operation whose target is listed in ``Lowered.unknown_targets``;
 - every ``send`` of a channel has its ``recv`` on the target device (else the program is refused);
+- every device is in a replica group of every collective (else the program is refused); with more
+  replicas than the module states (``devices``, a multiple of num_partitions), the groups and
+  pairs that name ids repeat in each copy of the module's devices (:mod:`.groups`);
+- what summarised loops and conditionals hide (their collectives' bytes, unknown trip counts) is
+  also one line of ``Lowered.notes``;
 - a module that states no device count and whose collectives name no device is one device, as
   XLA reads it, with a note in ``Lowered.notes``.
 """
@@ -44,6 +49,9 @@ from .trip_count import counted_trip_count
 __all__ = ["Op", "GroupLayout", "PermuteLayout", "Lowered", "lower", "COMPUTE", "COLLECTIVE", "PERMUTE"]
 
 COMPUTE, COLLECTIVE, PERMUTE = 0, 1, 2
+#: collectives that send only their first operand (ragged-all-to-all's others are its output
+#: buffer and its offset and size arrays)
+_FIRST_OPERAND_ONLY = ("collective-permute", "ragged-all-to-all")
 _INT64_MAX = (1 << 63) - 1
 _TAG_MAX = (1 << 31) - 1
 
@@ -142,12 +150,49 @@ def _trip_count(ins: Instruction) -> int | None:
         return None
 
 
+@dataclass
+class _Summarised:
+    """What the summarised loops and conditionals hide: their collectives' bytes (not emitted as
+    communication) and the loops of unknown trip count (costed as one iteration)."""
+
+    loops: set[str] = field(default_factory=set)
+    nodes: int = 0
+    loop_comm: int = 0
+    unknown: set[str] = field(default_factory=set)
+    conditional_comm: int = 0
+
+    def loop(self, name: str, comm: int, unknown: bool) -> None:
+        """Record one summarised node of ``while`` instruction ``name``."""
+        self.loops.add(name)
+        self.nodes += 1
+        self.loop_comm += comm
+        if unknown:
+            self.unknown.add(name)
+
+    def note(self, unroll_limit: int) -> str:
+        """One line for the set's notes ("" when nothing was summarised that hides anything)."""
+        parts = []
+        if self.loop_comm or self.unknown:
+            loops = len(self.loops)
+            parts.append(f"{loops} while loop{'s' * (loops != 1)} summarised (unroll_limit={unroll_limit}) "
+                         f"as {self.nodes} compute node{'s' * (self.nodes != 1)}")
+        if self.loop_comm:
+            parts.append(f"{self.loop_comm:,} bytes of collectives in their bodies not emitted as communication nodes")
+        if self.unknown:
+            parts.append(f"{len(self.unknown)} loop{'s' * (len(self.unknown) != 1)} of unknown trip count "
+                         "costed as one iteration")
+        if self.conditional_comm:
+            parts.append(f"{self.conditional_comm:,} bytes of collectives inside summarised conditionals not "
+                         "emitted as communication nodes")
+        return "; ".join(parts)
+
+
 class _Lowering:
-    def __init__(self, module: HloModule, devices: int, replicas: int, partitions: int,
+    def __init__(self, module: HloModule, devices: int, replicas: tuple[int, int], partitions: int,
                  unroll_limit: int, schedule: bool):
         self.module = module
         self.devices = devices
-        self.replicas = replicas
+        self.replicas, self.module_replicas = replicas
         self.partitions = partitions
         self.unroll_limit = unroll_limit
         self.schedule = schedule
@@ -159,6 +204,7 @@ class _Lowering:
         self.group_names: dict[tuple[int, ...], str] = {}
         self.unknown_targets: dict[str, int] = {}
         self.channels: dict[tuple[str, int], tuple[set[tuple[int, int]], Instruction]] = {}
+        self.summarised = _Summarised()
 
     def fail(self, ins: Instruction, message: str) -> TraceFormatError:
         return TraceFormatError(f"instruction {ins.name!r}: {message}", self.module.path, f"line {ins.line}")
@@ -294,6 +340,7 @@ class _Lowering:
                            num_ops=flops, tensor_size=size)
 
     def operand_bytes(self, ins: Instruction, comp: Computation, first_only: bool) -> int:
+        """Bytes of the operands of ``ins`` (of its first only with ``first_only``)."""
         names = ins.operands[:1] if first_only else ins.operands
         total = 0
         for name in names:
@@ -316,7 +363,7 @@ class _Lowering:
             layout = self.group_layout(spec, base, has_channel)
         except GroupError as e:
             raise self.fail(spec, str(e)) from None
-        size = self.operand_bytes(ins, comp, first_only=False)
+        size = self.operand_bytes(ins, comp, first_only=base in _FIRST_OPERAND_ONLY)
         node = self.new_op(ins, COLLECTIVE, prefix, deps, not async_, comm_type=int(COLLECTIVES[base]),
                            comm_size=size, layout=layout)
         return _result(node)
@@ -379,25 +426,34 @@ class _Lowering:
         if isinstance(cached, GroupLayout):
             return cached
         groups = device_groups(base, parse_replica_groups(text), has_channel, global_ids,
-                               self.replicas, self.partitions)
+                               self.replicas, self.partitions, self.module_replicas)
+        layout = self.place_groups(groups)
+        self.layouts[key] = layout
+        return layout
+
+    def place_groups(self, groups: list[list[int]]) -> GroupLayout:
+        """The layout of ``groups`` (global device ids), each group of two or more named; a
+        GroupError when a group names a device outside the set, a device twice, or no group a device."""
         group_of = [-1] * self.devices
+        covered = [False] * self.devices
         members: list[tuple[int, ...]] = []
         for g in groups:
             if any(d < 0 or d >= self.devices for d in g):
                 raise GroupError(f"replica group {g} names a device outside 0..{self.devices - 1}")
-            if len(g) < 2:
-                continue
-            ranks = tuple(sorted(g))
-            if ranks not in self.group_names:
-                self.group_names[ranks] = str(len(self.group_names) + 1)
             for d in g:
-                if group_of[d] >= 0:
+                if covered[d]:
                     raise GroupError(f"device {d} is in two replica groups")
-                group_of[d] = len(members)
-            members.append(ranks)
-        layout = GroupLayout(members, group_of)
-        self.layouts[key] = layout
-        return layout
+                covered[d] = True
+            if len(g) >= 2:
+                ranks = tuple(sorted(g))
+                self.group_names.setdefault(ranks, str(len(self.group_names) + 1))
+                for d in g:
+                    group_of[d] = len(members)
+                members.append(ranks)
+        if not all(covered):
+            raise GroupError(f"device {covered.index(False)} of {self.devices} is in no replica group "
+                             "(XLA runs a collective on every device of the program)")
+        return GroupLayout(members, group_of)
 
     def permute_layout(self, spec: Instruction, has_channel: bool) -> PermuteLayout:
         return self.permute_layout_of(spec.attr("source_target_pairs"), has_channel)
@@ -409,7 +465,8 @@ class _Lowering:
             return cached
         target = [-1] * self.devices
         source = [-1] * self.devices
-        for s, t in permute_pairs(parse_pairs(text), has_channel, self.replicas, self.partitions):
+        pairs = permute_pairs(parse_pairs(text), has_channel, self.replicas, self.partitions, self.module_replicas)
+        for s, t in pairs:
             if not (0 <= s < self.devices and 0 <= t < self.devices):
                 raise GroupError(f"source_target_pairs name a device outside 0..{self.devices - 1}")
             if s == t:
@@ -436,6 +493,7 @@ class _Lowering:
         note = f"while loop summarised: {why}"
         if comm:
             note += f"; its collectives ({comm * times} bytes in all) are folded into this node"
+        self.summarised.loop(ins.name, comm * times, trip is None)
         node = self.new_op(ins, COMPUTE, prefix, _dedupe(_flat(state)), num_ops=self.fits(ins, flops * times),
                            tensor_size=self.fits(ins, size * times), note=note, dtype=dtype,
                            profile_parts=tuple((n, c * times) for n, c in parts))
@@ -462,6 +520,7 @@ class _Lowering:
         note = f"conditional summarised: the most expensive of its {branches} branches"
         if best[3]:
             note += f"; its collectives ({best[3]} bytes) are folded into this node"
+        self.summarised.conditional_comm += best[3]
         node = self.new_op(ins, COMPUTE, prefix, self.operand_ids(ins, env), num_ops=self.fits(ins, best[0]),
                            tensor_size=self.fits(ins, best[1]), note=note, dtype=best[4],
                            profile_parts=tuple(best[2]))
@@ -509,7 +568,7 @@ class _Lowering:
                 parts.extend((n, c * times) for n, c in inner[2])
                 continue
             if op in COLLECTIVES or op.endswith("-start"):
-                comm += self.operand_bytes(ins, comp, first_only=False)
+                comm += self.operand_bytes(ins, comp, first_only=op.removesuffix("-start") in _FIRST_OPERAND_ONLY)
             else:
                 own = self.cost.flops(ins, comp)
                 flops += own
@@ -558,17 +617,30 @@ def _layout(module: HloModule) -> tuple[int, int, str]:
     return (1, largest + 1, "") if channel else (largest + 1, 1, "")
 
 
+def _replicas(module: HloModule, devices: int | None, replicas: int, partitions: int) -> int:
+    """The replicas of a program of ``devices`` (the module's own when None); a ConfigError when
+    ``devices`` is not a whole number of copies of the partitioned program."""
+    if devices is None:
+        return replicas
+    if devices % partitions:
+        raise ConfigError(f"{module.path}: option devices={devices} is not a multiple of the module's "
+                          f"num_partitions={partitions} (devices = replicas x num_partitions)")
+    return devices // partitions
+
+
 def lower(module: HloModule, devices: int | None = None, unroll_limit: int = 1024,
           schedule: bool = True) -> Lowered:
-    """Lower ``module``'s entry computation; ``devices`` overrides replica_count x num_partitions."""
-    replicas, partitions, note = _layout(module)
-    count = devices if devices is not None else replicas * partitions
-    if devices is not None and devices % partitions == 0 and replicas * partitions != devices:
-        replicas = devices // partitions
+    """Lower ``module``'s entry computation; ``devices`` (a multiple of num_partitions) overrides
+    replica_count x num_partitions."""
+    module_replicas, partitions, note = _layout(module)
+    replicas = _replicas(module, devices, module_replicas, partitions)
+    count = replicas * partitions
     check_limit("npus", count, "devices", module.path, error=ConfigError)  # before any per-device table
-    lowering = _Lowering(module, count, replicas, partitions, unroll_limit, schedule)
+    lowering = _Lowering(module, count, (replicas, module_replicas), partitions, unroll_limit, schedule)
     lowering.computation(module.entry_computation, None, "")
     lowering.check_channels()
     groups = {name: list(ranks) for ranks, name in lowering.group_names.items()}
     notes = [note] if note and devices is None else []
+    summarised = lowering.summarised.note(unroll_limit)
+    notes += [summarised] if summarised else []
     return Lowered(lowering.ops, count, groups, lowering.group_names, notes, lowering.unknown_targets)

@@ -6,7 +6,7 @@ Each of the 4 devices holds A[N/4, F] float32 (N=32, F=16), so every per-device 
 
 from __future__ import annotations
 
-from chakra_core import CommType, NodeType, validate
+from chakra_core import CommType, NodeType, load_traces, validate
 
 N, F, DEVICES, F32 = 32, 16, 4, 4
 BLOCK = N // DEVICES * F * F32
@@ -25,6 +25,30 @@ def test_collective_kinds_and_sizes(jax_convert, comm_nodes):
         colls = [(ix.get_int("comm_type"), ix.get_int("comm_size")) for n, ix in comm_nodes(ts[r])
                  if n.type == NodeType.COMM_COLL_NODE]
         assert sorted(colls) == expected
+
+
+def test_added_replicas_keep_every_collective(jax_convert, comm_nodes):
+    """devices=8: two replicas of the 4-partition program; the groups that use global device ids
+    (flattened) repeat in the second, so devices 4-7 run the same collectives among themselves."""
+    ts = jax_convert("shard_map", devices=8)
+    expected = sorted([(CommType.REDUCE_SCATTER, BLOCK), (CommType.ALL_REDUCE, 2 * BLOCK),
+                       (CommType.ALL_GATHER, BLOCK // DEVICES), (CommType.ALL_TO_ALL, BLOCK)])
+    for r in ts.ranks:
+        colls = [(ix.get_int("comm_type"), ix.get_int("comm_size"), ts.group_members(ix.get_str("pg_name")))
+                 for n, ix in comm_nodes(ts[r]) if n.type == NodeType.COMM_COLL_NODE]
+        copy = list(range(r // DEVICES * DEVICES, r // DEVICES * DEVICES + DEVICES))
+        assert sorted(c[:2] for c in colls) == expected
+        assert all(c[2] == copy for c in colls)
+
+
+def test_ragged_all_to_all_sends_its_input_only(jax_data, comm_nodes):
+    """record_ragged.py: ragged-all-to-all(input f32[64, 8], output f32[128, 8], four s32[4]
+    offset and size arrays) on 4 devices: the send buffer is the input, 64 x 8 x 4 bytes."""
+    ts = load_traces(str(jax_data / "ragged" / "program.hlo.txt"), format="jax")
+    assert ts.ranks == list(range(DEVICES))
+    for r in ts.ranks:
+        assert [(ix.get_int("comm_type"), ix.get_int("comm_size"), ts.group_members(ix.get_str("pg_name")))
+                for _, ix in comm_nodes(ts[r])] == [(CommType.ALL_TO_ALL, 64 * 8 * F32, [0, 1, 2, 3])]
 
 
 def test_groups_hold_every_device(jax_convert, comm_nodes):

@@ -6,7 +6,16 @@ import gzip
 
 import pytest
 
-from chakra_core import CommType, NodeAttrs, NodeType, TraceFormatError, detect_format, load_traces, validate
+from chakra_core import (
+    CommType,
+    ConfigError,
+    NodeAttrs,
+    NodeType,
+    TraceFormatError,
+    detect_format,
+    load_traces,
+    validate,
+)
 
 F32 = 4
 
@@ -150,8 +159,9 @@ def test_devices_override(jax_convert):
     ts = jax_convert("shard_map", devices=8)   # two replicas of the 4-partition program
     assert ts.ranks == list(range(8))
     assert validate(ts) == []
-    with pytest.raises(TraceFormatError, match="outside 0..1"):
-        jax_convert("shard_map", devices=2)
+    for devices in (2, 6):   # not a whole number of copies of the 4 partitions
+        with pytest.raises(ConfigError, match=f"devices={devices} is not a multiple of the module's num_partitions=4"):
+            jax_convert("shard_map", devices=devices)
 
 
 def test_send_recv_pairs_match_by_channel(jax_data):
@@ -192,6 +202,25 @@ def test_conditional_and_unknown_trip_count_are_summarised(jax_data, jax_convert
     assert [ts.group_members(NodeAttrs(n).get_str("pg_name")) for n in nodes.values()
             if n.type == NodeType.COMM_COLL_NODE] == [[0, 1]]
     assert validate(ts) == []
+
+
+def _notes(ts):
+    return [a.string_val for a in ts[0].metadata().attr if a.name == "note"]
+
+
+def test_what_summarised_loops_hide_is_said_once(jax_convert):
+    """scan with unroll_limit=0: its while (6 layers, each all-gathering an f32[8, 16] shard) is one
+    compute node, so 6 x 8 x 16 x 4 bytes of collectives are not communication; control's
+    fori_loop has no trip count, so it is costed as one iteration. Each is one line of the notes,
+    printed as a warning."""
+    with pytest.warns(UserWarning, match="1 while loop summarised"):
+        scan = jax_convert("scan", unroll_limit=0)
+    assert ("1 while loop summarised (unroll_limit=0) as 1 compute node; "
+            f"{6 * 8 * 16 * 4:,} bytes of collectives in their bodies not emitted as communication nodes") in _notes(scan)
+    control = jax_convert("control")
+    assert ("1 while loop summarised (unroll_limit=1024) as 1 compute node; "
+            "1 loop of unknown trip count costed as one iteration") in _notes(control)
+    assert not any("summarised" in n for n in _notes(jax_convert("scan")))
 
 
 def test_a_summarised_loop_counts_the_branches_and_loops_of_its_body(jax_convert):

@@ -55,6 +55,16 @@ def test_group_modes():
     assert device_groups("all-reduce", None, False, False, 4, 1) == [[0, 1, 2, 3]]
 
 
+def test_added_replicas_repeat_the_groups_that_name_ids():
+    """Two copies of a 2-replica x 2-partition module (device = 2 * replica + partition): groups
+    naming ids repeat in the second copy, offset by its 2 replicas (4 flattened ids); {} spans all."""
+    assert device_groups("all-reduce", [[0, 3], [1, 2]], True, True, 4, 2, 2) == [[0, 3], [1, 2], [4, 7], [5, 6]]
+    assert device_groups("all-reduce", [[0, 1]], False, False, 4, 2, 2) == [[0, 2], [4, 6], [1, 3], [5, 7]]
+    assert device_groups("all-reduce", [[0, 1]], True, False, 4, 2, 2) == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert device_groups("all-gather", None, True, True, 4, 2, 2) == [list(range(8))]
+    assert permute_pairs([(0, 1)], False, 4, 1, 2) == [(0, 1), (2, 3)]
+
+
 def test_pairs():
     assert parse_pairs("{{0,1},{1,2},{2,3},{3,0}}") == [(0, 1), (1, 2), (2, 3), (3, 0)]
     assert permute_pairs([(0, 1)], True, 2, 2) == [(0, 1), (2, 3)]
