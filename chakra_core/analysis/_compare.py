@@ -7,6 +7,8 @@ docs/synth.md for every key):
 
 - ``kinds``: node counts per kind and ``histogram_distance``, the total variation distance
   between the two kind frequency distributions (0: the same mix, 1: disjoint);
+- a set with no nodes has no kind mix and no degree sample: ``histogram_distance``, ``max_ks``
+  and the degree figures are then None (``n/a`` in the text);
 - ``durations`` / ``sizes``: per kind present in both, the two-sample Kolmogorov-Smirnov
   statistic ``ks`` and the Wasserstein-1 distance (us, bytes) of the values, with ``max_ks``;
 - ``graph``: per set the largest ``depth`` (nodes on the longest path), ``width`` (most nodes on
@@ -16,8 +18,9 @@ docs/synth.md for every key):
 - ``collectives``: count and bytes per collective kind and group size, in each set;
 - ``simulated``: the step time (``finish_ns``) of both sets simulated on the same system (or,
   with an emulator backend, measured replays on this machine), ``relative_error``
-  (``|B - A| / A``), the ``backend`` and its ``kind``; with several systems, ``sweep`` (one row
-  per system) and ``spearman``, the rank correlation of the two step times over the sweep;
+  (``|B - A| / A``; the text shows the signed ``(B - A) / A`` and which set is faster), the
+  ``backend`` and its ``kind``; with several systems, ``sweep`` (one row per system) and
+  ``spearman``, the rank correlation of the two step times over the sweep;
 - ``privacy``: how far B's node sequences are from A's (:mod:`chakra_core.analysis._privacy`).
 
 Statistics are scipy's (``ks_2samp``, ``wasserstein_distance``, ``spearmanr``), imported when
@@ -29,10 +32,11 @@ from __future__ import annotations
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from chakra_core.analysis._graphview import refuse_duplicate_ids
 from chakra_core.analysis._privacy import WINDOW, format_privacy, privacy
 from chakra_core.base._need import need
 from chakra_core.io._schema import COMM_TYPE_NAMES, NodeType
@@ -40,9 +44,6 @@ from chakra_core.trace._attrs import NodeAttrs
 from chakra_core.trace._graph import DepGraph, PathOverflow
 from chakra_core.trace._stats import path_overflow
 from chakra_core.trace._traceset import RankTrace, TraceSet
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["SetProfile", "profile_set", "fidelity", "format_report"]
 
@@ -131,6 +132,7 @@ def _levels(g: DepGraph, order: np.ndarray) -> np.ndarray:
 def _rank(prof: SetProfile, rt: RankTrace, traces: TraceSet) -> None:
     visit = _RankVisitor(prof, traces)
     g = DepGraph.build(rt.batches(), visit)
+    refuse_duplicate_ids(g, rt)
     prof.nodes += len(g)
     if not len(g):
         return
@@ -180,20 +182,33 @@ def _distances(a: dict[str, list[int]], b: dict[str, list[int]], unit: str) -> d
 
 
 def _degree_ks(a: list[np.ndarray], b: list[np.ndarray]) -> dict[str, Any]:
-    va = np.concatenate(a) if a else np.zeros(1)
-    vb = np.concatenate(b) if b else np.zeros(1)
-    return {"ks": _ks(va, vb), "mean_a": round(float(va.mean()), 4),
-            "mean_b": round(float(vb.mean()), 4)}
+    """KS statistic and means of two degree samples; None for a set with no nodes (no sample)."""
+    va = np.concatenate(a) if a else None
+    vb = np.concatenate(b) if b else None
+    return {"ks": _ks(va, vb) if va is not None and vb is not None else None,
+            "mean_a": None if va is None else round(float(va.mean()), 4),
+            "mean_b": None if vb is None else round(float(vb.mean()), 4)}
 
 
 def _histogram(a: SetProfile, b: SetProfile) -> dict[str, Any]:
+    """Node counts per kind and their total variation distance (None when a set has no nodes:
+    it has no kind mix to compare)."""
     ca = {k: len(v) for k, v in a.durations.items()}
     cb = {k: len(v) for k, v in b.durations.items()}
+    if not a.nodes or not b.nodes:
+        return {"histogram_distance": None, "a": ca, "b": cb}
     kinds = sorted(set(ca) | set(cb))
     pa = np.array([ca.get(k, 0) for k in kinds], dtype=np.float64)
     pb = np.array([cb.get(k, 0) for k in kinds], dtype=np.float64)
-    tvd = 0.5 * float(np.abs(pa / max(pa.sum(), 1) - pb / max(pb.sum(), 1)).sum()) if kinds else 0.0
+    tvd = 0.5 * float(np.abs(pa / pa.sum() - pb / pb.sum()).sum())
     return {"histogram_distance": round(tvd, 6), "a": ca, "b": cb}
+
+
+def _max_ks(a: SetProfile, b: SetProfile, tables: Sequence[dict[str, dict[str, Any]]]) -> float | None:
+    """The largest KS statistic over ``tables``; None when a set has no nodes."""
+    if not a.nodes or not b.nodes:
+        return None
+    return max((d["ks"] for t in tables for d in t.values()), default=0.0)
 
 
 def _relative(a: float, b: float) -> float | None:
@@ -210,7 +225,7 @@ def fidelity(a: SetProfile, b: SetProfile, step_times: Sequence[tuple[str | None
         "a": {"ranks": a.ranks, "nodes": a.nodes}, "b": {"ranks": b.ranks, "nodes": b.nodes},
         "kinds": _histogram(a, b),
         "durations": durations, "sizes": sizes,
-        "max_ks": max((d["ks"] for d in [*durations.values(), *sizes.values()]), default=0.0),
+        "max_ks": _max_ks(a, b, (durations, sizes)),
         "graph": {
             "depth": {"a": a.depth, "b": b.depth},
             "width": {"a": a.width, "b": b.width},
@@ -244,14 +259,28 @@ def _step_source(sim: dict[str, Any], row: dict[str, Any]) -> str:
     return f"simulated step time on {row['system'] or 'the default system'}"
 
 
+def _shown(value: Any, spec: str = "") -> str:
+    """``value`` formatted with ``spec``; ``n/a`` for None (a figure of a set with no nodes)."""
+    return "n/a" if value is None else format(value, spec)
+
+
+def _step_change(a_ns: int, b_ns: int) -> str:
+    """B's step time against A's, signed (``(B - A) / A``), and which way it goes."""
+    if not a_ns:
+        return "relative error n/a (A's step time is 0)"
+    change = (b_ns - a_ns) / a_ns
+    way = "B is faster" if change < 0 else "B is slower" if change > 0 else "the same"
+    return f"relative error (B - A) / A {change:+.2%} ({way})"
+
+
 def format_report(r: dict[str, Any]) -> str:
     """The report as a readable table (durations in us as the column heads say, the step with its unit)."""
     from chakra_core.base._human import duration
 
     lines = [f"A: {r['a']['ranks']} rank(s), {r['a']['nodes']} nodes    B: {r['b']['ranks']} rank(s), "
              f"{r['b']['nodes']} nodes",
-             f"node-kind histogram distance (total variation): {r['kinds']['histogram_distance']:.4f}",
-             f"largest KS statistic over kinds: {r['max_ks']:.4f}", ""]
+             f"node-kind histogram distance (total variation): {_shown(r['kinds']['histogram_distance'], '.4f')}",
+             f"largest KS statistic over kinds: {_shown(r['max_ks'], '.4f')}", ""]
     for title, key, unit in (("durations", "durations", "us"), ("sizes", "sizes", "bytes")):
         if not r[key]:
             continue
@@ -266,7 +295,9 @@ def format_report(r: dict[str, Any]) -> str:
     for key in ("depth", "width", "critical_path_us"):
         lines.append(f"  {key:<28} {g[key]['a']:>12} {g[key]['b']:>12}")
     for key in ("in_degree", "out_degree"):
-        lines.append(f"  {key + ' mean':<28} {g[key]['mean_a']:>12} {g[key]['mean_b']:>12}   KS {g[key]['ks']:.4f}")
+        d = g[key]
+        lines.append(f"  {key + ' mean':<28} {_shown(d['mean_a']):>12} {_shown(d['mean_b']):>12}   "
+                     f"KS {_shown(d['ks'], '.4f')}")
     lines += [f"note: {side.upper()}: {n} node(s) on or behind a dependency cycle are left out of depth, width "
               "and critical_path_us (chakra validate names the cycle)"
               for side, n in g.get("left_out", {}).items() if n]
@@ -285,9 +316,8 @@ def format_report(r: dict[str, Any]) -> str:
     if sim:
         rows = sim.get("sweep") or [sim]
         for row in rows:
-            err = row["relative_error"]
             lines.append(f"{_step_source(sim, row)}: A {duration(row['a_ns'])}, "
-                         f"B {duration(row['b_ns'])}, relative error {err if err is None else f'{err:+.2%}'}")
+                         f"B {duration(row['b_ns'])}, {_step_change(row['a_ns'], row['b_ns'])}")
         if "spearman" in sim:
             lines.append(f"rank correlation of the step times over the sweep (Spearman): {sim['spearman']}")
     return "\n".join(lines).rstrip()

@@ -140,8 +140,9 @@ def _box(k: int, units: list[Fold], nodes: list[dict[str, Any]]) -> dict[str, An
     if len(nodes) > 1:
         lines.append(f"… {_short(nodes[-1]['name'])}")
     lines.append(", ".join(f"{c} {n}" for c, n in classes))
-    lines.append(f"{sum(d['duration_micros'] for d in nodes):,} us")
-    return {"id": f"b{k}", "name": nodes[0]["name"], "type": kind, "duration_micros": 0, "cpu": False,
+    total_us = sum(d["duration_micros"] for d in nodes)
+    lines.append(f"{total_us:,} us")
+    return {"id": f"b{k}", "name": nodes[0]["name"], "type": kind, "duration_micros": total_us, "cpu": False,
             "comm_size": None, "comm_type": "", "pg_name": "", "label": "\n".join(lines), "nodes": len(nodes),
             "repeats": units[0].count if kind == FOLD else 1}
 

@@ -21,16 +21,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from chakra_core.analysis._graphsummary import FOLD, RUN, summarise
-from chakra_core.base._errors import ConfigError
+from chakra_core.base._errors import ConfigError, TraceFormatError
 
 if TYPE_CHECKING:
     from chakra_core.trace._traceset import TraceSet
 
-__all__ = ["draw_graph", "graph_format", "GRAPH_FORMATS", "SUMMARY_ABOVE", "TALL_LEVELS", "BAND_COLUMNS"]
+__all__ = ["draw_graph", "graph_format", "refuse_ignored", "refuse_duplicate_ids", "GRAPH_FORMATS", "SUMMARY_ABOVE",
+           "DEPTH", "MAX_BOXES", "TALL_LEVELS", "BAND_COLUMNS"]
 
 GRAPH_FORMATS = ("dot", "svg", "graphml")
 #: a whole rank with more nodes than this is drawn as a summary unless told otherwise
 SUMMARY_ABOVE = 100
+#: hops drawn both ways around a node, and most boxes of a summary, when not given
+DEPTH, MAX_BOXES = 2, 30
 #: a drawing deeper than this many levels is laid out left to right
 TALL_LEVELS = 12
 #: levels side by side in one band of a drawing laid out left to right
@@ -127,49 +130,110 @@ def graph_format(output: str | os.PathLike, depth: int, max_boxes: int = 1) -> s
     return fmt
 
 
-def draw_graph(traces: TraceSet, output: str | os.PathLike, *, rank: int = 0, around: int | None = None,
-               depth: int = 2, max_nodes: int = 2000, summary: bool | None = None,
-               max_boxes: int = 30) -> dict[str, Any]:
-    """Draw rank ``rank``'s graph of ``traces`` (or the ``depth``-hop neighbourhood of node id
-    ``around``) to ``output``: ``.dot`` (Graphviz), ``.svg`` (drawn here, layered by dependency
-    depth) or ``.graphml``.  A whole rank is summarised (at most ``max_boxes`` boxes) when
-    ``summary`` is true, or None and the rank has more than :data:`SUMMARY_ABOVE` nodes.
-    Returns ``{"path", "format", "rank", "nodes", "edges", "rank_nodes", "summary"}`` (``nodes``:
-    boxes drawn; a summary adds ``folded``, the boxes of repeats with their counts)."""
-    from chakra_core.trace._graph import DepGraph
+def refuse_ignored(around: int | None, summary: bool | None, depth: int | None, max_boxes: int | None) -> None:
+    """A ConfigError naming the drawing options the drawing asked for would ignore (``depth``,
+    ``max_boxes``: None when not given): ``--summary``, ``--full`` or ``--max-boxes`` with
+    ``--around`` (a neighbourhood is drawn node by node), ``--depth`` without ``--around``, and
+    ``--max-boxes`` with ``--full``."""
+    if around is not None:
+        given = [flag for flag, on in (("--summary", summary is True), ("--full", summary is False),
+                                       ("--max-boxes", max_boxes is not None)) if on]
+        if given:
+            one = len(given) == 1
+            raise ConfigError(f"{', '.join(given)}: a neighbourhood (--around) is always drawn node by node, so "
+                              f"{'this' if one else 'these'} would be ignored; leave {'it' if one else 'them'} out")
+    elif depth is not None:
+        raise ConfigError("--depth: it sets the hops drawn around --around NODE, and without --around the whole "
+                          "rank is drawn, so it would be ignored; give --around NODE or leave --depth out")
+    if summary is False and max_boxes is not None:
+        raise ConfigError("--max-boxes: --full draws every node, so it would be ignored; leave it out")
 
+
+def draw_graph(traces: TraceSet, output: str | os.PathLike, *, rank: int = 0, around: int | None = None,
+               depth: int | None = None, max_nodes: int = 2000, summary: bool | None = None,
+               max_boxes: int | None = None) -> dict[str, Any]:
+    """Draw rank ``rank``'s graph of ``traces`` (or the ``depth``-hop neighbourhood of node id
+    ``around``; :data:`DEPTH` when None) to ``output``: ``.dot`` (Graphviz), ``.svg`` (drawn
+    here, layered by dependency depth) or ``.graphml``.  A whole rank is summarised (at most
+    ``max_boxes`` boxes, :data:`MAX_BOXES` when None) when ``summary`` is true, or None and the
+    rank has more than :data:`SUMMARY_ABOVE` nodes.  Options the drawing would ignore, and a
+    rank with two nodes of one id, are refused.  Returns ``{"path", "format", "rank", "nodes",
+    "edges", "rank_nodes", "summary", "missing_deps"}`` (``nodes``: boxes drawn;
+    ``missing_deps``: dependencies of drawn nodes on ids not in the rank, not drawn) with
+    ``depth`` for a neighbourhood, ``max_boxes`` and ``folded`` (the boxes of repeats with their
+    counts) for a summary."""
+    refuse_ignored(around, summary, depth, max_boxes)
+    hops, boxes = DEPTH if depth is None else depth, MAX_BOXES if max_boxes is None else max_boxes
     out = Path(output)
-    fmt = graph_format(out, depth, max_boxes)
-    if rank not in traces.ranks:
-        raise ConfigError(f"no rank {rank} in the trace set (ranks {traces.ranks[0]}..{traces.ranks[-1]})")
-    rt = traces[rank]
-    ndata_list = array("q")
-    g = DepGraph.build(rt.batches(), visit=lambda n: ndata_list.append(len(n.data_deps)))
-    ndata = np.frombuffer(ndata_list, np.int64) if len(ndata_list) else np.zeros(0, np.int64)
+    fmt = graph_format(out, hops, boxes)
+    rt, g, ndata = _rank_graph(traces, rank)
     around_pos = _around(g, around, rank, rt.label)
-    if summary is None:
-        summary = around_pos is None and len(g.ids) > SUMMARY_ABOVE
-    if summary and around_pos is None:
-        nodes, edges = _summary(g, rt, ndata, max_boxes)
+    summary = _is_summary(summary, around_pos, len(g.ids), rank, max_boxes)
+    if summary:
+        keep = np.arange(len(g.ids), dtype=np.int64)
+        nodes, edges = _summary(g, rt, ndata, boxes)
     else:
-        summary = False
-        keep = _select(g, around_pos, depth)
+        keep = _select(g, around_pos, hops)
         if len(keep) > max_nodes:
             raise ConfigError(f"{len(keep)} nodes to draw, more than max_nodes={max_nodes}: draw a neighbourhood "
                               "(--around NODE --depth K), a summary (--summary) or raise --max-nodes", rt.label)
-        nodes = _details(rt, keep)
-        edges = _edges(g, keep, ndata)
+        nodes, edges = _details(rt, keep), _edges(g, keep, ndata)
+    _write(out, fmt, nodes, edges, around_pos)
+    done = {"path": str(out), "format": fmt, "rank": rank, "nodes": len(nodes), "edges": len(edges),
+            "rank_nodes": len(g.ids), "summary": summary, "missing_deps": int((g.rows(keep)[1] < 0).sum())}
+    if around_pos is not None:
+        done["depth"] = hops
+    if summary:
+        done.update(max_boxes=boxes, folded=[{"repeats": d["repeats"], "nodes": d["nodes"], "first": d["name"]}
+                                             for d in nodes.values() if d["type"] == FOLD])
+    return done
+
+
+def _rank_graph(traces: TraceSet, rank: int) -> tuple[Any, Any, np.ndarray]:
+    """Rank ``rank`` of ``traces``, its dependency graph and each node's number of data
+    dependencies; a ConfigError for a rank not in the set, a TraceFormatError for a repeated id."""
+    from chakra_core.trace._graph import DepGraph
+
+    if rank not in traces.ranks:
+        raise ConfigError(f"no rank {rank} in the trace set (ranks {traces.ranks[0]}..{traces.ranks[-1]})")
+    rt = traces[rank]
+    ndata = array("q")
+    g = DepGraph.build(rt.batches(), visit=lambda n: ndata.append(len(n.data_deps)))
+    refuse_duplicate_ids(g, rt)
+    return rt, g, np.frombuffer(ndata, np.int64) if len(ndata) else np.zeros(0, np.int64)
+
+
+def refuse_duplicate_ids(g: Any, rt: Any) -> None:
+    """A TraceFormatError naming ``rt``'s file and the first id that two nodes of its graph
+    ``g`` share (a drawing or a figure would take one of them for the other)."""
+    if g.duplicates:
+        node = g.duplicates[0]
+        raise TraceFormatError(f"id {node} is used by more than one node (chakra validate lists every duplicate)",
+                               rt.label, f"node {node}")
+
+
+def _is_summary(summary: bool | None, around_pos: int | None, nodes: int, rank: int, max_boxes: int | None) -> bool:
+    """Whether the whole rank is drawn as a summary: as ``summary`` says, or, when None, for a
+    rank of more than :data:`SUMMARY_ABOVE` nodes; a given ``max_boxes`` for a rank drawn node by
+    node is a ConfigError (it would be ignored)."""
+    if around_pos is not None:
+        return False
+    chosen = nodes > SUMMARY_ABOVE if summary is None else summary
+    if not chosen and max_boxes is not None:
+        raise ConfigError(f"--max-boxes: rank {rank} has {nodes} nodes and is drawn node by node (a summary is "
+                          f"drawn past {SUMMARY_ABOVE} nodes), so it would be ignored; add --summary or leave "
+                          "--max-boxes out")
+    return chosen
+
+
+def _write(out: Path, fmt: str, nodes: dict[int, dict[str, Any]], edges: list[tuple[int, int, str]],
+           center: int | None) -> None:
+    """Write the drawing to ``out`` in format ``fmt``, whole or not at all."""
     from chakra_core.io._etio import atomic_output
 
     writer = {"dot": _write_dot, "svg": _write_svg, "graphml": _write_graphml}[fmt]
     with atomic_output(out) as tmp:
-        tmp.write_text(writer(nodes, edges, around_pos))
-    done = {"path": str(out), "format": fmt, "rank": rank, "nodes": len(nodes), "edges": len(edges),
-            "rank_nodes": len(g.ids), "summary": summary}
-    if summary:
-        done["folded"] = [{"repeats": d["repeats"], "nodes": d["nodes"], "first": d["name"]}
-                          for d in nodes.values() if d["type"] == FOLD]
-    return done
+        tmp.write_text(writer(nodes, edges, center))
 
 
 def _around(g: Any, around: int | None, rank: int, label: str) -> int | None:

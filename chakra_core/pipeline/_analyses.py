@@ -14,18 +14,26 @@ from typing import Any
 
 from chakra_core.analysis._compare import fidelity, profile_set
 from chakra_core.analysis._diff import Diff, rows_report
-from chakra_core.analysis._graphview import draw_graph, graph_format
+from chakra_core.analysis._graphview import DEPTH, MAX_BOXES, draw_graph, graph_format, refuse_ignored
 from chakra_core.analysis._report import Report, analyse, check_run_of, report_format, spans_of_result
 from chakra_core.analysis._spans import Spans
 from chakra_core.analysis._timeline_options import TIMELINE_OPTIONS
 from chakra_core.base._errors import ConfigError
 from chakra_core.base._inputguard import note_inputs, refuse_replacing_input
-from chakra_core.base._options import check_amount, check_flags, check_whole
+from chakra_core.base._options import check_amount, check_flags, check_whole, options_dict
 from chakra_core.base._progress import progress
 from chakra_core.host._api import Result
 from chakra_core.host._plugins import PluginHost, get_host
-from chakra_core.pipeline._commands import Inputs, _input_pipeline, _merge_flags, simulation_pipeline, transform
+from chakra_core.pipeline._commands import (
+    Inputs,
+    _input_paths,
+    _input_pipeline,
+    _merge_flags,
+    simulation_pipeline,
+    transform,
+)
 from chakra_core.pipeline._commands import simulate as run_simulation
+from chakra_core.pipeline._pipeline import Pipeline, detect_format
 from chakra_core.pipeline._provenance import provenance
 from chakra_core.system import SYSTEM_OPTIONS, system_from_options
 from chakra_core.trace._traceset import TraceSet
@@ -296,28 +304,30 @@ def diff(a: Any, b: Any, *, backend: str = "simpy", options: Mapping[str, Any] |
 
 
 def compare(a: Inputs, b: Inputs, *, systems: Sequence[str] | str | None = None, backend: str = "simpy",
-            simulate: bool = True, format: str | None = None, input_options: Mapping[str, Any] | None = None,
-            host: PluginHost | None = None) -> dict[str, Any]:
+            options: Mapping[str, Any] | None = None, simulate: bool = True, format: str | None = None,
+            input_options: Mapping[str, Any] | None = None, host: PluginHost | None = None) -> dict[str, Any]:
     """The fidelity report of ``b`` against ``a`` (module docstring), with ``provenance``.
 
     ``systems`` are system-description files (docs/system.md; one may be given as a path) both
-    sets are simulated on with the simulator ``backend`` (the backend's default system when
-    None; none with an emulator backend, which measures its replays on this machine);
-    ``simulate=False`` leaves the ``simulated`` section out (no ``systems`` then).
-    ``format``/``input_options`` apply to both inputs.
+    sets are simulated on with the simulator ``backend`` and its ``options`` (the backend's
+    default system when None; none with an emulator backend, which measures its replays on this
+    machine); ``simulate=False`` leaves the ``simulated`` section out (no ``systems`` or
+    ``options`` then).  ``format`` applies to both inputs; each of ``input_options`` to the input
+    whose format declares it (one that neither format declares is refused).
     """
     check_flags(simulate=simulate)
     if isinstance(systems, (str, os.PathLike)):
         systems = [systems]  # one system file, not a list of its characters
     if not simulate:
-        _refuse_unsimulated({"system": systems, "backend": backend}, "--no-simulate (simulate=False)")
+        _refuse_unsimulated({"system": systems, "backend": backend, "options": options},
+                            "--no-simulate (simulate=False)")
     host = host or get_host()
     if simulate and systems and host.registry.get("backend", backend).kind == "emulator":
         raise ConfigError(f"--system: backend {backend!r} replays both sets on this machine and measures their step "
                           "times there, whatever the system file says (it sets only the expected times, which "
                           "compare does not show); leave --system out, or compare on a system with a simulator "
                           "backend (--backend simpy)")
-    pipes = [_input_pipeline(x, format, input_options, host) for x in (a, b)]
+    pipes = _compared_inputs({"A": a, "B": b}, format, input_options, host)
     sets = [p.load() for p in pipes]
     with progress("reading", total=len(sets[0]) + len(sets[1])) as bar:
         profiles = [profile_set(ts, lambda _d, _t: bar.advance()) for ts in sets]
@@ -326,7 +336,7 @@ def compare(a: Inputs, b: Inputs, *, systems: Sequence[str] | str | None = None,
     kind = "simulator"
     if simulate:
         for system in (list(systems) if systems else [None]):
-            ra, rb = (run_simulation(ts, backend, system=system, host=host) for ts in sets)
+            ra, rb = (run_simulation(ts, backend, system=system, options=options, host=host) for ts in sets)
             step_times.append((system, int(ra.summary["finish_ns"]), int(rb.summary["finish_ns"])))
             impls, kind = ra.provenance["implementations"][-1:], ra.kind
     report = fidelity(profiles[0], profiles[1], step_times, backend, kind)
@@ -336,16 +346,57 @@ def compare(a: Inputs, b: Inputs, *, systems: Sequence[str] | str | None = None,
     return report
 
 
-def graph(inputs: Any, output: str | os.PathLike, *, rank: int = 0, around: int | None = None, depth: int = 2,
-          max_nodes: int = 2000, summary: bool | None = None, max_boxes: int = 30, format: str | None = None,
+def _compared_inputs(sides: Mapping[str, Inputs], format: str | None, input_options: Mapping[str, Any] | None,
+                     host: PluginHost) -> list[Pipeline]:
+    """The input pipelines of ``sides`` (``{"A": inputs, "B": inputs}``): each gets the
+    ``input_options`` its format declares; an option that no side's format declares is a
+    ConfigError naming each side's format, and an error of one side names the side."""
+    formats = {side: _format_of(x, format, host) for side, x in sides.items()}
+    declared = {side: set(host.registry.get("format", f).options) if f else set() for side, f in formats.items()}
+    given = options_dict("input_options", input_options)
+    for key in given:
+        if not any(key in names for names in declared.values()):
+            said = "; ".join(f"{side}'s {f'input format {formats[side]!r}' if formats[side] else 'opened set'} "
+                             f"({_shown_inputs(x)}) accepts {', '.join(sorted(declared[side])) or 'none'}"
+                             for side, x in sides.items())
+            raise ConfigError(f"-I {key}: no input declares this option; {said}")
+    pipes = []
+    for side, x in sides.items():
+        mine = {k: v for k, v in given.items() if k in declared[side]}
+        try:
+            pipes.append(_input_pipeline(x, formats[side] if formats[side] else format, mine, host))
+        except ConfigError as e:
+            raise ConfigError(e.message, e.where or f"{side} ({_shown_inputs(x)})", e.location) from None
+    return pipes
+
+
+def _format_of(inputs: Inputs, format: str | None, host: PluginHost) -> str | None:
+    """The input format of ``inputs``: ``format``, else the detected one; None for an opened set."""
+    if isinstance(inputs, TraceSet):
+        return None
+    return format or detect_format(_input_paths(inputs), host)
+
+
+def _shown_inputs(inputs: Inputs) -> str:
+    """``inputs`` as the user gave them, for a message: a path, or the first of a list and how many."""
+    if isinstance(inputs, TraceSet):
+        return "an opened TraceSet"
+    paths = _input_paths(inputs)
+    return paths[0] if len(paths) == 1 else f"{paths[0]} and {len(paths) - 1} more"
+
+
+def graph(inputs: Any, output: str | os.PathLike, *, rank: int = 0, around: int | None = None, depth: int = DEPTH,
+          max_nodes: int = 2000, summary: bool | None = None, max_boxes: int = MAX_BOXES, format: str | None = None,
           input_options: Mapping[str, Any] | None = None, host: PluginHost | None = None) -> dict[str, Any]:
     """Draw rank ``rank``'s graph (or the ``depth``-hop neighbourhood of node id ``around``) to
     ``output``: ``.dot`` (Graphviz), ``.svg`` (drawn here, layered by dependency depth) or
     ``.graphml``.  A whole rank of more than 100 nodes (or any, with ``summary=True``) is drawn
     as a summary of at most ``max_boxes`` boxes, repeated layers folded with their counts;
-    ``summary=False`` draws every node.  Returns ``{"path", "format", "rank", "nodes", "edges",
-    "rank_nodes", "summary"}`` and, for a summary, ``folded``."""
-    from chakra_core.pipeline._commands import _input_pipeline
+    ``summary=False`` draws every node.  A ``depth`` or ``max_boxes`` other than its default, or
+    a ``summary`` with ``around``, that the drawing would ignore is refused, and so is a rank
+    with two nodes of one id.  Returns ``{"path", "format", "rank", "nodes", "edges",
+    "rank_nodes", "summary", "missing_deps"}`` with ``depth`` for a neighbourhood and
+    ``max_boxes`` and ``folded`` for a summary."""
     check_whole(rank=rank, depth=depth, max_nodes=max_nodes, max_boxes=max_boxes,
                 **({} if around is None else {"around": around}))
     if around is not None and not 0 <= around < 1 << 64:
@@ -353,6 +404,8 @@ def graph(inputs: Any, output: str | os.PathLike, *, rank: int = 0, around: int 
     if depth < 0 or max_nodes < 1:
         raise ConfigError(f"--depth must be >= 0 and --max-nodes >= 1, got {depth} and {max_nodes}")
     graph_format(output, depth, max_boxes)
+    given_depth, given_boxes = (None if depth == DEPTH else depth), (None if max_boxes == MAX_BOXES else max_boxes)
+    refuse_ignored(around, summary, given_depth, given_boxes)
     traces = _input_pipeline(inputs, format, input_options, host).load()
-    return draw_graph(traces, output, rank=rank, around=around, depth=depth, max_nodes=max_nodes,
-                      summary=summary, max_boxes=max_boxes)
+    return draw_graph(traces, output, rank=rank, around=around, depth=given_depth, max_nodes=max_nodes,
+                      summary=summary, max_boxes=given_boxes)

@@ -210,9 +210,11 @@ class TraceSet:
         return self._pgs
 
     def group_members(self, pg_name: str | None) -> list[int]:
-        """Ranks of process group ``pg_name``; all ranks for None, "" or "0", an unknown name, or
-        a group listed with no ranks (PyTorch's ``"ranks": []`` for a group of every rank)."""
-        if pg_name in (None, "", "0"):
+        """Ranks of process group ``pg_name`` as the traces record them (so that a set of some of
+        a run's ranks keeps the run's groups); the set's ranks for None or "", a name the traces
+        do not record (the default group "0" included), or a group recorded with no ranks
+        (PyTorch's ``"ranks": []`` for a group of every rank)."""
+        if pg_name is None or pg_name == "":
             return self.ranks
         return self.process_groups.get(pg_name) or self.ranks
 
