@@ -23,7 +23,7 @@ from chakra_core.trace._traceset import GeneratedRank, TraceSet, open_traceset
 __all__ = ["EtFormat", "JsonFormat"]
 
 _ET = (".et", ".et.gz")
-_JSON = (".json", ".jsonl")
+_JSON = (".json", ".jsonl", ".json.gz")
 
 
 class EtFormat(InputFormat):
@@ -41,7 +41,7 @@ class EtFormat(InputFormat):
 class JsonFormat(InputFormat):
     """The JSON/JSONL form written by ``chakra jsonize``, or ``chakra_jsonizer``'s output (one file per rank)."""
 
-    description = "Chakra ET JSON/JSONL as written by 'chakra jsonize', or chakra_jsonizer's concatenated objects"
+    description = "Chakra ET JSON/JSONL as written by 'chakra jsonize', or chakra_jsonizer's output (plain or gzip)"
 
     def open(self, paths: Sequence[str], options: Mapping[str, Any]) -> TraceSet:
         """Open each file as one rank (rank from the file's header, else its position)."""

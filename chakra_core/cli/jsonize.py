@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chakra_core.cli._common import add_input_options, input_kwargs, print_written
+from chakra_core.cli._common import add_input_options, input_kwargs, print_notes, print_written
 
 
 def add_arguments(p) -> None:
@@ -21,4 +21,5 @@ def run(args) -> int:
 
     result = jsonize(args.path, args.output, lines=args.lines, **input_kwargs(args))
     print_written(result, args)
+    print_notes(result)
     return 0

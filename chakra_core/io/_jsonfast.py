@@ -8,25 +8,29 @@ errors).  Exactness: 64-bit integers arrive as decimal strings, doubles as the s
 bytes as base64, and "NaN"/"Infinity"/"-Infinity" as strings.  Field names are the proto
 names (``duration_micros``, what ``chakra jsonize`` writes) or protobuf's JSON names
 (``durationMicros``, what ``MessageToJson`` and so the MLCommons ``chakra_jsonizer`` write).
-``unknown_fields`` (fields of a newer schema, see :mod:`._unknown`) is appended to the node or
-attribute it is on.
+``unknown_fields`` (fields of a newer schema, see :mod:`._unknown`) is appended to the message
+it is on: the node, its ``inputs``/``outputs``, the metadata, an attribute or a list value.  A
+node type number past the enum's int32 range raises :class:`OutOfRange` (``ParseDict`` would
+keep its low 32 bits).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import struct
 from typing import Any
 
-from chakra_core.io._schema import AttributeProto, Node, NodeType
+from chakra_core.io._schema import AttributeProto, GlobalMetadata, Node, NodeType
 from chakra_core.io._unknown import UNKNOWN_KEY, merge_unknown
 
-__all__ = ["node_from_dict"]
+__all__ = ["node_from_dict", "metadata_from_dict", "OutOfRange"]
 
 _NODE_TYPES = {t.name: int(t) for t in NodeType}
 _SCALAR_INT = {"id", "start_time_micros", "duration_micros"}
 _IO_KEYS = {"values", "shapes", "types"}
+_INT32 = range(-(1 << 31), 1 << 31)
 _SPECIAL = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
 _INT_SLOTS = {
     "int32_val", "int64_val", "uint32_val", "uint64_val", "sint32_val", "sint64_val",
@@ -52,6 +56,10 @@ _PROTO_NAMES = {_json_name(f): f for f in _NODE_FIELDS | _ATTR_FIELDS if _json_n
 
 class _Unknown(Exception):
     """A shape this fast path does not handle."""
+
+
+class OutOfRange(Exception):
+    """A node type number that the enum (an int32) cannot hold."""
 
 
 def _int(v: Any) -> int:
@@ -126,8 +134,10 @@ def _attr(d: Any, a: AttributeProto) -> None:
 
 def _list(v: Any, k: str, field: Any) -> None:
     """Fill the list slot ``k`` (``field``) from its JSON form ``{"values": [...]}``."""
-    if not isinstance(v, dict) or set(v) - {"values"}:
+    if not isinstance(v, dict) or set(v) - {"values", UNKNOWN_KEY}:
         raise _Unknown
+    if UNKNOWN_KEY in v:
+        merge_unknown(field, v[UNKNOWN_KEY])
     values = v.get("values", [])
     if not isinstance(values, list):
         raise _Unknown
@@ -147,21 +157,28 @@ def _list(v: Any, k: str, field: Any) -> None:
 
 
 def _node_type(v: Any) -> int:
-    """A node type given by name (``"COMP_NODE"``) or number."""
-    t = _NODE_TYPES.get(v) if isinstance(v, str) else _int(v)
+    """A node type given by name (``"COMP_NODE"``) or number; OutOfRange past int32."""
+    t = _NODE_TYPES.get(v) if isinstance(v, str) else None
     if t is None:
-        raise _Unknown
+        t = _int(v)
+        if t not in _INT32:
+            raise OutOfRange(f"node type {t} is out of the range of the enum (a 32-bit integer)")
     return t
 
 
 def _io(v: Any, io: Any) -> None:
     """Fill a node's ``inputs`` or ``outputs`` message (``io``) from its JSON form: strings by
     field name."""
-    if not isinstance(v, dict) or set(v) - _IO_KEYS or not all(isinstance(x, str) for x in v.values()):
+    if not isinstance(v, dict) or set(v) - _IO_KEYS - {UNKNOWN_KEY}:
         raise _Unknown
     io.SetInParent()
     for k, s in v.items():
-        setattr(io, k, s)
+        if k == UNKNOWN_KEY:
+            merge_unknown(io, s)
+        elif isinstance(s, str):
+            setattr(io, k, s)
+        else:
+            raise _Unknown
 
 
 def node_from_dict(d: Any) -> Node | None:
@@ -196,5 +213,34 @@ def node_from_dict(d: Any) -> Node | None:
             else:
                 raise _Unknown
     except (_Unknown, TypeError, ValueError, OverflowError):
+        _check_type(d)
         return None
     return n
+
+
+def _check_type(d: dict) -> None:
+    """OutOfRange when ``d``'s type is a number past int32 (checked before ``ParseDict``, which
+    would keep its low 32 bits, is given the node)."""
+    with contextlib.suppress(_Unknown):
+        _node_type(d.get("type"))
+
+
+def metadata_from_dict(d: Any) -> GlobalMetadata | None:
+    """The GlobalMetadata for ``d``, or None when ``d`` has a shape this fast path does not handle."""
+    if not isinstance(d, dict):
+        return None
+    m = GlobalMetadata()
+    try:
+        for k, v in d.items():
+            if k == "version" and isinstance(v, str):
+                m.version = v
+            elif k == "attr" and isinstance(v, list):
+                for item in v:
+                    _attr(item, m.attr.add())
+            elif k == UNKNOWN_KEY:
+                merge_unknown(m, v)
+            else:
+                raise _Unknown
+    except (_Unknown, TypeError, ValueError, OverflowError):
+        return None
+    return m

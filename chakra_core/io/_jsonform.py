@@ -12,22 +12,27 @@ line 1, then one node per line.  Messages are mapped with protobuf's canonical J
 (proto field names, 64-bit integers as strings, oneof slots kept), so .et -> JSON -> .et is
 byte-identical for the traces we write.  Fields of a newer schema than ours (an attribute kind
 or a node field we do not know; protobuf keeps them as unknown fields) are written as
-``"unknown_fields"``: their wire bytes in base64, appended again when read.  Any other valid JSON
-of this shape is read too, by loading it whole.
+``"unknown_fields"`` on the object of the message that holds them: their wire bytes in base64,
+appended again when read.  Any other valid JSON of this shape is read too, by loading it whole;
+so is a streamed file whose lines are laid out otherwise.  Input may be gzip (:func:`open_binary`).
 
-The output of the MLCommons ``chakra_jsonizer`` is read too (recognised by its start, streamed):
-the GlobalMetadata object, then one object per node, written one after another without a list
-or separators (``}{``), in protobuf's JSON mapping with its camelCase names
-(``durationMicros``, ``int64Val``).  It carries no rank: a set of such files takes the ranks
-from the order of the files.
+The output of the MLCommons ``chakra_jsonizer`` is read too (recognised by its start, streamed),
+in protobuf's JSON mapping with its camelCase names (``durationMicros``, ``int64Val``): today a
+JSON list, indented (the GlobalMetadata, then the nodes; gzip when named ``.gz``), formerly the
+GlobalMetadata object, then one object per node, written one after another without a list or
+separators (``}{``).  It carries no rank: a set of such files takes the ranks from the order of
+the files.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
-from collections.abc import Iterable, Iterator
+import zlib
+from collections.abc import Generator, Iterable, Iterator
 from pathlib import Path
+from typing import TextIO
 
 from google.protobuf import json_format
 
@@ -35,13 +40,13 @@ from chakra_core.base._docparse import parse_json, parse_json_values
 from chakra_core.base._errors import TraceFormatError
 from chakra_core.base._jitchoice import compiled_worthwhile
 from chakra_core.base._limits import check_limit
-from chakra_core.io._etio import EtReader, atomic_output, open_fresh
-from chakra_core.io._jsonfast import node_from_dict
+from chakra_core.io._etio import EtReader, atomic_output, open_binary, open_fresh
+from chakra_core.io._jsonfast import OutOfRange, metadata_from_dict, node_from_dict
 from chakra_core.io._jsonnode import node_dict
-from chakra_core.io._jsonsniff import FORMAT_TAG, JSONIZER_START
+from chakra_core.io._jsonsniff import FORMAT_TAG, JSONIZER_LIST_START, JSONIZER_START
 from chakra_core.io._jsonsniff import head as _head
 from chakra_core.io._schema import GlobalMetadata, Node
-from chakra_core.io._unknown import UNKNOWN_KEY, merge_unknown, unknown_fields
+from chakra_core.io._unknown import add_unknown, merge_unknown_in, without_unknown
 
 __all__ = ["write_json", "write_rank_json", "read_json"]
 
@@ -51,19 +56,12 @@ TRANSCODE_FROM = 8 << 20
 
 
 def _to_dict(msg) -> dict:
-    """protobuf's JSON mapping of ``msg``, plus ``unknown_fields`` (see :mod:`._unknown`) on the
-    message and on each attribute that holds fields of a newer schema."""
+    """protobuf's JSON mapping of ``msg``, plus ``unknown_fields`` (see :mod:`._unknown`) on each
+    object whose message holds fields of a newer schema."""
     d = node_dict(msg) if isinstance(msg, Node) else None
     if d is None:
         d = json_format.MessageToDict(msg, preserving_proto_field_name=True)
-    extra = unknown_fields(msg)
-    if extra:
-        d[UNKNOWN_KEY] = extra
-    for i, a in enumerate(getattr(msg, "attr", ())):
-        extra = unknown_fields(a)
-        if extra:
-            d["attr"][i][UNKNOWN_KEY] = extra
-    return d
+    return add_unknown(msg, d)
 
 
 def write_json(path: str | os.PathLike, metadata: GlobalMetadata, nodes: Iterable[Node],
@@ -138,39 +136,38 @@ def _write_wire(tmp: Path, header: dict, source: str, lines: bool) -> int | None
 
 
 def _parse(cls, obj, path, where):
-    if cls is Node:
-        node = node_from_dict(obj)
-        if node is not None:
-            return node
+    """The message ``cls`` (Node or GlobalMetadata) of the JSON value ``obj``; TraceFormatError
+    naming ``path`` and ``where`` when it is not one."""
     try:
-        if isinstance(obj, dict) and UNKNOWN_KEY in obj:
-            obj = dict(obj)
-            extra = obj.pop(UNKNOWN_KEY)
-            msg = json_format.ParseDict(obj, cls())
-            merge_unknown(msg, extra)
+        msg = (node_from_dict if cls is Node else metadata_from_dict)(obj)
+        if msg is not None:
             return msg
-        return json_format.ParseDict(obj, cls())
-    except (json_format.ParseError, TypeError, ValueError, AttributeError) as e:
+        msg = json_format.ParseDict(without_unknown(obj), cls())
+        merge_unknown_in(msg, obj)
+        return msg
+    except (json_format.ParseError, TypeError, ValueError, AttributeError, OutOfRange) as e:
         reason = str(e) if len(str(e)) <= 300 else str(e)[:300] + "..."
         raise TraceFormatError(f"not a Chakra {cls.__name__} ({reason})", str(path), where) from None
 
 
 def read_json(path: str | os.PathLike) -> tuple[GlobalMetadata, Iterator[Node], int | None]:
-    """Open a JSON/JSONL trace: ``(metadata, node iterator, rank or None)``, streaming when possible.
+    """Open a JSON/JSONL trace (plain or gzip): ``(metadata, node iterator, rank or None)``,
+    streaming when possible.
 
-    The layout is recognised from the start: ``chakra_jsonizer``'s concatenated objects, our
-    streaming JSON header, our JSONL header (an object with ``"format": "chakra-et-json"``), or,
-    in a ``.jsonl`` file, a node (JSON Lines without a header: empty metadata).  Anything else
-    is loaded whole.
+    The layout is recognised from the start: ``chakra_jsonizer``'s list or concatenated objects,
+    our streaming JSON header, our JSONL header (an object with ``"format": "chakra-et-json"``),
+    or, in a ``.jsonl`` file, a node (JSON Lines without a header: empty metadata).  Anything
+    else is loaded whole, and so is a streamed JSON file whose nodes are laid out otherwise (a
+    piece that does not parse alone).
     """
     path = Path(path)
-    if JSONIZER_START.match(_head(path)):
+    start = _head(path)
+    if JSONIZER_START.match(start):
         return _read_concatenated(path)
-    try:
-        f = open(path, encoding="utf-8")
-        first = f.readline()
-    except (OSError, UnicodeDecodeError) as e:
-        raise TraceFormatError(f"cannot read ({e})", str(path)) from None
+    if JSONIZER_LIST_START.match(start):
+        return _read_list(path)
+    f = _open_text(path)
+    first = _line_of(f, path)
     if not first.strip():
         f.close()
         raise TraceFormatError("empty file", str(path))
@@ -178,30 +175,97 @@ def read_json(path: str | os.PathLike) -> tuple[GlobalMetadata, Iterator[Node], 
     if head.startswith("{") and head.endswith(', "nodes": ['):
         header = _check_header(_header(_loads(head[: -len(', "nodes": [')] + "}", path, 1), path), path)
         meta = _parse(GlobalMetadata, header.get("metadata", {}), path, "line 1")
-        return meta, _iter_lines(f, path, 2, ","), _rank(header, path)
+        return meta, _nodes(_lines(f, path, 2, ","), path, resume=True), _rank(header, path)
     if FORMAT_TAG in head and head.startswith("{") and head.endswith("}"):
         obj = _loads(head, path, 1)
         if isinstance(obj, dict) and obj.get("format") == FORMAT_TAG and "nodes" not in obj:
             _check_header(obj, path)
             meta = _parse(GlobalMetadata, obj.get("metadata", {}), path, "line 1")
-            return meta, _iter_lines(f, path, 2, ""), _rank(obj, path)  # our JSON Lines
-    if path.suffix == ".jsonl":
-        f.seek(0)  # JSON Lines of nodes without our header
-        return GlobalMetadata(), _iter_lines(f, path, 1, ""), None
-    # any other layout: load it whole
+            return meta, _nodes(_lines(f, path, 2, ""), path, resume=False), _rank(obj, path)  # our JSON Lines
+    f.close()
+    if path.suffix == ".jsonl":  # JSON Lines of nodes without our header
+        return GlobalMetadata(), _nodes(_lines(_open_text(path), path, 1, ""), path, resume=False), None
+    return _whole(path)
+
+
+def _open_text(path: Path) -> TextIO:
+    """``path`` opened as UTF-8 text, decompressed when it is gzip (:func:`open_binary`)."""
     try:
-        text = first + f.read()
-    except UnicodeDecodeError as e:
-        raise TraceFormatError(f"not UTF-8 text ({e.reason} at byte {e.start})", str(path)) from None
-    finally:
+        return io.TextIOWrapper(open_binary(path), encoding="utf-8")
+    except OSError as e:
+        raise TraceFormatError(f"cannot read ({e.strerror or e})", str(path)) from None
+
+
+def _unreadable(e: Exception, path: Path, line: int | None = None) -> TraceFormatError:
+    """The error for text that cannot be read: not UTF-8, or bad gzip data."""
+    if isinstance(e, UnicodeDecodeError):
+        why = f"not UTF-8 text ({e.reason})"
+    else:
+        why = f"cannot read ({getattr(e, 'strerror', None) or e})"
+    return TraceFormatError(why, str(path), f"line {line}" if line else None)
+
+
+#: what reading a text file (gzip or not) raises on bad bytes
+_READ_ERRORS = (UnicodeDecodeError, OSError, EOFError, zlib.error)
+
+
+def _line_of(f: TextIO, path: Path) -> str:
+    """The first line of ``f`` (closed when it cannot be read)."""
+    try:
+        return f.readline()
+    except _READ_ERRORS as e:
         f.close()
+        raise _unreadable(e, path, 1) from None
+
+
+def _whole(path: Path) -> tuple[GlobalMetadata, Iterator[Node], int | None]:
+    """The trace of a file loaded whole: our form's object, or ``chakra_jsonizer``'s list."""
+    meta, nodes, rank = _load_whole(path)
+    return _parse(GlobalMetadata, meta, path, "metadata"), _nodes_from(nodes, path, 0), rank
+
+
+def _load_whole(path: Path) -> tuple[object, list, int | None]:
+    """``(metadata object, node objects, rank or None)`` of the file parsed as one document."""
+    try:
+        with _open_text(path) as f:
+            text = f.read()
+    except _READ_ERRORS as e:
+        raise _unreadable(e, path) from None
     obj = _loads(text, path, None)
+    if isinstance(obj, list):  # chakra_jsonizer's list: the metadata, then the nodes
+        if not obj or not isinstance(obj[0], dict):
+            raise TraceFormatError("a JSON list whose first element is not a GlobalMetadata object", str(path))
+        return obj[0], obj[1:], None
     if not isinstance(obj, dict) or not isinstance(obj.get("nodes"), list):
         raise TraceFormatError('expected an object with "metadata" and a "nodes" list', str(path))
     _check_header(obj, path)
-    meta = _parse(GlobalMetadata, obj.get("metadata", {}), path, "metadata")
-    nodes = (_parse(Node, d, path, f"node #{i}") for i, d in enumerate(obj["nodes"]))
-    return meta, nodes, _rank(obj, path)
+    return obj.get("metadata", {}), obj["nodes"], _rank(obj, path)
+
+
+def _nodes_from(objs: list, path: Path, skip: int) -> Iterator[Node]:
+    """The nodes of a document loaded whole, from node ``skip`` on."""
+    return (_parse(Node, d, path, f"node #{i}") for i, d in enumerate(objs) if i >= skip)
+
+
+def _nodes(pieces: Generator[tuple[str, int], None, None], path: Path, resume: bool) -> Iterator[Node]:
+    """The nodes of ``pieces`` (a node's text and its line); with ``resume``, a piece that is
+    not JSON alone (several nodes on one line) has the file loaded whole, from that node on."""
+    done = 0
+    for text, line in pieces:
+        try:
+            obj = _loads(text, path, line)
+        except TraceFormatError as streamed:
+            if not resume:
+                raise
+            pieces.close()
+            try:
+                objs = _load_whole(path)[1]
+            except TraceFormatError:
+                raise streamed from None  # the streamed error names the line
+            yield from _nodes_from(objs, path, done)
+            return
+        yield _parse(Node, obj, path, f"line {line}")
+        done += 1
 
 
 def _header(obj, path: Path) -> dict:
@@ -210,11 +274,18 @@ def _header(obj, path: Path) -> dict:
     return obj
 
 
+_JSON_TYPES = {str: "string", bool: "boolean", int: "number", float: "number", list: "array", dict: "object"}
+
+
 def _check_header(header: dict, path: Path) -> dict:
+    fmt = header.get("format", FORMAT_TAG)
+    if fmt != FORMAT_TAG:
+        raise TraceFormatError(f'"format" is {json.dumps(fmt)}, not "{FORMAT_TAG}"', str(path), "line 1")
     version = header.get("version", 1)
-    if version != 1:
-        raise TraceFormatError(f"JSON form version {version!r} is not supported (this reader knows 1)",
-                               str(path), "line 1")
+    if type(version) is not int or version != 1:
+        kind = _JSON_TYPES.get(type(version), "null")
+        raise TraceFormatError(f"JSON form version {json.dumps(version)} (a {kind}) is not supported: this reader "
+                               "knows the number 1", str(path), "line 1")
     if not isinstance(header.get("metadata", {}), dict):
         raise TraceFormatError('"metadata" must be an object', str(path), "line 1")
     return header
@@ -233,8 +304,9 @@ def _loads(text: str, path: Path, line: int | None):
     return parse_json(text, str(path), TraceFormatError, line)
 
 
-def _iter_lines(f, path: Path, lineno: int, sep: str) -> Iterator[Node]:
-    """Yield one node per line; ``sep`` is "," inside our streaming JSON, "" for JSON Lines."""
+def _lines(f: TextIO, path: Path, lineno: int, sep: str) -> Generator[tuple[str, int], None, None]:
+    """Each node's text, one per line, with its line; ``sep`` is "," inside our streaming JSON
+    (which ends with a line ``]}``), "" for JSON Lines."""
     with f:
         try:
             for line in f:
@@ -243,23 +315,20 @@ def _iter_lines(f, path: Path, lineno: int, sep: str) -> Iterator[Node]:
                     lineno += 1
                     continue
                 if sep and s == "]}":
-                    rest = f.read().strip()
-                    if rest:
+                    if f.read().strip():
                         raise TraceFormatError("text after the end of the JSON document", str(path),
                                                f"line {lineno + 1}")
                     return
-                if sep and s.endswith(sep):
-                    s = s[:-1]
-                yield _parse(Node, _loads(s, path, lineno), path, f"line {lineno}")
+                yield (s[:-1] if sep and s.endswith(sep) else s), lineno
                 lineno += 1
-        except UnicodeDecodeError as e:
-            raise TraceFormatError(f"not UTF-8 text ({e.reason})", str(path), f"line {lineno}") from None
+        except _READ_ERRORS as e:
+            raise _unreadable(e, path, lineno) from None
     if sep:
         raise TraceFormatError("truncated JSON (no closing ']}')", str(path), f"line {lineno}")
 
 
 def _read_concatenated(path: Path) -> tuple[GlobalMetadata, Iterator[Node], None]:
-    """``chakra_jsonizer`` output: the metadata now, the nodes as they are read."""
+    """``chakra_jsonizer``'s concatenated objects: the metadata now, the nodes as they are read."""
     objects = _iter_objects(path)
     first = next(objects, None)
     if first is None:
@@ -280,7 +349,7 @@ def _iter_objects(path: Path) -> Iterator[tuple[object, int]]:
     written without indentation) is parsed at the end of the file, whole.
     """
     try:
-        with open(path, encoding="utf-8") as f:
+        with _open_text(path) as f:
             piece: list[str] = []
             start = lineno = 1
             for line in f:
@@ -297,5 +366,58 @@ def _iter_objects(path: Path) -> Iterator[tuple[object, int]]:
                 lineno += 1
             if piece:
                 yield from parse_json_values("".join(piece), str(path), TraceFormatError, start)
-    except UnicodeDecodeError as e:
-        raise TraceFormatError(f"not UTF-8 text ({e.reason})", str(path)) from None
+    except _READ_ERRORS as e:
+        raise _unreadable(e, path) from None
+
+
+def _read_list(path: Path) -> tuple[GlobalMetadata, Iterator[Node], None]:
+    """``chakra_jsonizer``'s JSON list: streamed when its ``[`` is alone on line 1 (the tool
+    indents), else loaded whole; the metadata now, the nodes as they are read."""
+    f = _open_text(path)
+    if _line_of(f, path).strip() != "[":
+        f.close()
+        meta, nodes, _ = _whole(path)
+        return meta, nodes, None
+    pieces = _list_items(f, path)
+    first = next(pieces, None)
+    if first is None:
+        raise TraceFormatError("an empty JSON list (no GlobalMetadata)", str(path))
+    text, line = first
+    try:
+        meta = _parse(GlobalMetadata, _loads(text, path, line), path, f"line {line}")
+    except TraceFormatError:
+        pieces.close()
+        meta, nodes, _ = _whole(path)  # laid out otherwise, or an error the whole text names
+        return meta, nodes, None
+    return meta, _nodes(pieces, path, resume=True), None
+
+
+def _list_items(f: TextIO, path: Path) -> Generator[tuple[str, int], None, None]:
+    """The elements of an indented JSON list after its ``[`` line, each text with its first line.
+
+    An element ends on the first line indented as its own first line that ends with ``}`` or
+    ``},`` (nested values are indented deeper, and a JSON string cannot hold a raw newline).  A
+    list that does not end with ``]`` yields its rest as one text, which then does not parse.
+    """
+    lineno = 2
+    piece: list[str] = []
+    indent = start = 0
+    with f:
+        try:
+            for line in f:
+                s = line.strip()
+                if not piece and s == "]":
+                    if f.read().strip():
+                        raise TraceFormatError("text after the end of the JSON list", str(path), f"line {lineno + 1}")
+                    return
+                if piece or s:
+                    if not piece:
+                        indent, start = len(line) - len(line.lstrip()), lineno
+                    piece.append(line)
+                    if s.endswith(("}", "},")) and len(line) - len(line.lstrip()) == indent:
+                        yield "".join(piece).strip().removesuffix(","), start
+                        piece = []
+                lineno += 1
+        except _READ_ERRORS as e:
+            raise _unreadable(e, path, lineno) from None
+    yield "".join(piece), start if piece else lineno

@@ -1,33 +1,41 @@
 """Telling the JSON form of a Chakra ET by the start of a file, without loading its reader.
 
 Format detection runs on every command given JSON files (a PyTorch trace, a timeline beside a
-set); it needs only these few bytes, not :mod:`._jsonform` (YAML and protobuf's JSON mapping).
+set); it needs only these few bytes (decompressed when the file is gzip), not
+:mod:`._jsonform` (YAML and protobuf's JSON mapping).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import zlib
 
-__all__ = ["FORMAT_TAG", "JSONIZER_START", "head", "sniff_json"]
+from chakra_core.io._etio import open_binary
+
+__all__ = ["FORMAT_TAG", "JSONIZER_START", "JSONIZER_LIST_START", "head", "sniff_json"]
 
 FORMAT_TAG = "chakra-et-json"
-#: the start of ``chakra_jsonizer`` output: a GlobalMetadata object (its version string or its
-#: attribute list first), or an empty one followed by the first node
+#: the start of the older ``chakra_jsonizer`` output, objects one after another: a GlobalMetadata
+#: object (its version string or its attribute list first), or an empty one followed by the first node
 JSONIZER_START = re.compile(rb'\A\s*\{\s*(?:"version"\s*:\s*"|"attr"\s*:\s*\[|\}\s*\{)')
+#: the start of the current ``chakra_jsonizer`` output, a JSON list: the same GlobalMetadata object
+#: first, an empty one followed by a node or by the end of the list
+JSONIZER_LIST_START = re.compile(rb'\A\s*\[\s*\{\s*(?:"version"\s*:\s*"|"attr"\s*:\s*\[|\}\s*(?:,\s*\{|\]))')
 
 
 def head(path: str | os.PathLike) -> bytes:
-    """The first 256 bytes of ``path`` (empty when it cannot be read)."""
+    """The first 256 bytes of ``path``, decompressed when it is gzip (empty when it cannot be read)."""
     try:
-        with open(path, "rb") as f:
+        with open_binary(path) as f:
             return f.read(256)
-    except OSError:
+    except (OSError, EOFError, zlib.error):
         return b""
 
 
 def sniff_json(path: str | os.PathLike) -> bool:
     """True when ``path`` starts like a file written by ``write_json`` or by the MLCommons
-    ``chakra_jsonizer``."""
+    ``chakra_jsonizer`` (either layout)."""
     start = head(path)
-    return FORMAT_TAG.encode() in start or JSONIZER_START.match(start) is not None
+    return (FORMAT_TAG.encode() in start or JSONIZER_START.match(start) is not None
+            or JSONIZER_LIST_START.match(start) is not None)

@@ -372,15 +372,20 @@ def jsonize(inputs: Inputs, output: str | os.PathLike, *, lines: bool = False, f
             input_options: Mapping[str, Any] | None = None, host: PluginHost | None = None) -> Result:
     """Write the JSON form (JSON Lines with ``lines`` or an ``output`` ending in ``.jsonl``).
 
-    One rank: ``output`` is the file; several: ``output/trace.{rank}.json`` when ``output`` is a
-    directory (or ends in ``/``), else ``output.{rank}.json``.  The files are published together
-    (docs/formats.md): a failure (a full disk) leaves the earlier output as it was.  A rank read
-    from an ``.et`` file is written from its wire bytes (``write_json`` of an ``EtReader``; by the
-    compiled transcoder when the set's files hold 8 MiB or more).
+    One rank: ``output`` is the file, written as :class:`atomic_output` writes (a symbolic link
+    stays and its target is replaced; a FIFO or device is written into); several:
+    ``output/trace.{rank}.json`` when ``output`` is a directory (or ends in ``/``), else
+    ``output.{rank}.json``, published together (docs/formats.md): a failure (a full disk) leaves
+    the earlier output as it was.  A ``.gz`` name is refused (the JSON form is written as
+    text).  A rank read from an ``.et`` file is written from its wire bytes (``write_json`` of an
+    ``EtReader``; by the compiled transcoder when the set's files hold 8 MiB or more).  A note
+    names the ranks given a ``process_groups`` metadata attribute their input lacked.
     """
-    from chakra_core.io._publish import commit_files, publish_files
+    from chakra_core.io._publish import commit_files, finish_interrupted, publish_files
     from chakra_core.trace._jsonset import write_set_json
 
+    if str(output).endswith(".gz"):
+        raise ConfigError("the JSON form is written as text, not gzip: name the output .json or .jsonl", str(output))
     pipe = _input_pipeline(inputs, format, input_options, host)
     traces = pipe.load()
     out = Path(output)
@@ -390,9 +395,26 @@ def jsonize(inputs: Inputs, output: str | os.PathLike, *, lines: bool = False, f
     target = out / "trace" if as_dir else out
     names = [f"trace.{r}{ext}" if as_dir else out.name if len(traces) == 1 else f"{out.name}.{r}{ext}"
              for r in traces.ranks]
-    with publish_files(target) as stage, progress("writing JSON", total=len(traces)) as bar:
-        write_set_json(traces, stage, names, lines, bar.advance)
-        commit_files(stage, names, _stale_json(target, names))
+    with progress("writing JSON", total=len(traces)) as bar:
+        if names == [target.name]:  # one file: atomic_output's own publish
+            finish_interrupted(target)
+            write_set_json(traces, target.parent, names, lines, bar.advance)
+        else:
+            with publish_files(target) as stage:
+                write_set_json(traces, stage, names, lines, bar.advance)
+                commit_files(stage, names, _stale_json(target, names))
     files = [str(target.parent / n) for n in names]
-    return Result("jsonize", "converter", {"ranks": len(files)}, files=files,
+    return Result("jsonize", "converter", {"ranks": len(files)}, files=files, notes=_groups_note(traces),
                   provenance=pipe.provenance())
+
+
+def _groups_note(traces: TraceSet) -> list[str]:
+    """The note naming the ranks whose JSON metadata got the set's ``process_groups`` attribute."""
+    from chakra_core.trace._jsonset import ranks_given_groups
+
+    given = ranks_given_groups(traces)
+    if not given:
+        return []
+    shown = ", ".join(map(str, given[:10])) + (" ..." if len(given) > 10 else "")
+    return [f"rank(s) {shown}: the metadata written carries the set's process groups (attribute process_groups), "
+            "which the input's metadata did not: the JSON form is self-contained, as convert writes it"]
