@@ -98,7 +98,7 @@ def test_cli_run_no_validate(bad_prefix, tmp_path, chakra_cli):
     status, _, err = chakra_cli("run", p)
     assert status == 2 and "1 validation error(s)" in err and not (tmp_path / "o").exists()
     status, out, _ = chakra_cli("run", p, "--no-validate")
-    assert status == 0 and "et: " in out and "\n  ranks: 2\n" in out
+    assert status == 0 and "et: " in out and "\nranks: 2\n" in out
 
 
 def _observer(seen):

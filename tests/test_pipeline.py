@@ -102,5 +102,5 @@ def test_cli_run_wrong_types_exit_2(et_set, chakra_cli):
 def test_cli_run_ok(et_set, chakra_cli):
     p = _pipe(et_set, {"input": {"paths": ["in/job"], "format": "et"}, "backends": [{"name": "et"}]})
     status, out, _ = chakra_cli("run", p)
-    assert status == 0 and "et: " in out and "\n  ranks: 2\n" in out
+    assert status == 0 and "et: " in out and "\nranks: 2\n" in out
     assert open_traceset(str(et_set / "out/et/trace")).ranks == [0, 1]

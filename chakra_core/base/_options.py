@@ -187,11 +187,17 @@ def check_amount(**values: Any) -> None:
 
 
 def parse_kv(pairs: list[str] | None) -> dict[str, str]:
-    """Parse ``-O key=value`` arguments into a dict of strings (typed later by the plugin)."""
+    """Parse ``-O key=value`` arguments into a dict of strings (typed later by the plugin); a key
+    given twice with different values is a ConfigError naming both (the same value twice is one;
+    a list option takes its items comma-separated in one value)."""
     out: dict[str, str] = {}
     for p in pairs or []:
         if "=" not in p:
             raise ConfigError(f"-O {p!r}: expected key=value")
         k, v = p.split("=", 1)
-        out[k.strip()] = v
+        k = k.strip()
+        if out.get(k, v) != v:
+            raise ConfigError(f"option {k!r} is given twice, as {out[k]!r} and {v!r}: give it once "
+                              "(a list option takes its items comma-separated in one value)")
+        out[k] = v
     return out

@@ -15,7 +15,8 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    """Validate, then run the pipeline; print where each backend's result was written."""
+    """Validate, then run the pipeline; print where each backend's result was written, then
+    that result as ``chakra simulate`` prints one (summary, ranks, the notes of defaults used)."""
     from chakra_core.pipeline._pipeline import load_pipeline
 
     pipe = load_pipeline(args.pipeline, host=host_of(args))
@@ -29,11 +30,10 @@ def run(args) -> int:
     if args.json:
         print_json(out)
     else:
-        from chakra_core.base._human import label, value
+        from chakra_core.cli._backend import print_result
+        from chakra_core.host._api import Result
 
         for b in out["backends"]:
             print(f"{b['name']}: {b['result_file']}")
-            for k, v in b["result"]["summary"].items():
-                if isinstance(v, (int, float, str)):
-                    print(f"  {label(k)}: {value(k, v)}")
+            print_result(Result(**b["result"]), args.verbose)
     return 0

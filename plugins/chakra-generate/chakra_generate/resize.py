@@ -14,7 +14,8 @@ gradient groups ``dp`` and ``edp``, or in a recording any group whose data-paral
 residue class ``e mod k`` covering the old width, such as all ranks) grows to every new replica
 that holds one of its members' traces; an expert-parallel group (a block of ``ep`` consecutive
 data-parallel indices) is copied per block.  ``pg_name``\\ s, pipeline peers, the PyTorch
-process-group node and the metadata (``rank``, coordinates, groups, workload) are rewritten, and a
+process-group node (in its own form, with each group's ``pg_desc`` and the default group "0"
+over every rank) and the metadata (``rank``, coordinates, groups, workload) are rewritten, and a
 send's ``comm_src`` (a receive's ``comm_dst``), where recorded, becomes the new rank.
 
 Dropped, in a generated set: a group left with one member and the collectives on it (the
@@ -55,6 +56,7 @@ from chakra_core import (
     NodeType,
     Option,
     RankTrace,
+    TraceFormatError,
     TraceSet,
     Transform,
     check_limit,
@@ -240,9 +242,13 @@ class ResizeDp(Transform):
         groups, names, source = resized_groups(traces, lay, dp)
         sizes = {**lay.sizes, "dp": dp}
         members = _member_counts(traces, groups, len(source))
+        origin = {new: old for m in names for old, new in m.items() if new != _ALONE}
+
+        def pg_text(text: str, where: tuple[str, str]) -> str:
+            return _pg_init_text(text, groups, origin, len(source), where)
         ranks = []
         for r, src in enumerate(source):
-            ranks.append(_resized_rank(r, traces[src], lay, sizes, names[r], groups, members))
+            ranks.append(_resized_rank(r, traces[src], lay, sizes, names[r], pg_text, members))
         return TraceSet(ranks, groups, source=traces.source)
 
 
@@ -260,8 +266,9 @@ def _member_counts(traces: TraceSet, groups: Mapping[str, list[int]], world: int
 
 
 def _resized_rank(rank: int, src: RankTrace, lay: DpLayout, sizes: dict[str, int], names: dict[str, str],
-                  groups: dict[str, list[int]], members: Members) -> GeneratedRank:
-    """New rank ``rank`` streaming ``src`` with its groups, peers and metadata rewritten."""
+                  pg_text: Callable[[str, tuple[str, str]], str], members: Members) -> GeneratedRank:
+    """New rank ``rank`` streaming ``src`` with its groups, peers and metadata rewritten
+    (``pg_text``: the values of the process-group node, from the source's and where it is)."""
     own = lay.coords[src.rank]
     new_dp = rank // _stride(lay, sizes, "dp") % sizes["dp"]
 
@@ -269,7 +276,8 @@ def _resized_rank(rank: int, src: RankTrace, lay: DpLayout, sizes: dict[str, int
         c = lay.coords[old]
         return lay.rank({**c, "dp": (new_dp + c["dp"] - own["dp"]) % sizes["dp"]}, sizes)
 
-    pg_text = process_groups_json(groups)
+    def pg_init(n: Node) -> None:
+        n.inputs.values = pg_text(n.inputs.values, (src.label, f"node {n.id}"))
 
     def nodes() -> Iterator[Node]:
         dropped: dict[int, tuple[list[int], list[int]]] = {}
@@ -279,7 +287,7 @@ def _resized_rank(rank: int, src: RankTrace, lay: DpLayout, sizes: dict[str, int
             if n.type == NodeType.COMM_COLL_NODE and names.get(get_str(n, "pg_name") or "") == _ALONE:
                 dropped[n.id] = (list(n.data_deps), list(n.ctrl_deps))
                 continue
-            yield _rewrite(n, names, peer, pg_text, rank, members)
+            yield _rewrite(n, names, peer, pg_init, rank, members)
 
     return GeneratedRank(rank, _metadata(src.metadata(), rank, lay, sizes, names, new_dp), nodes, src.path)
 
@@ -311,10 +319,11 @@ def _stride(lay: DpLayout, sizes: Mapping[str, int], dim: str) -> int:
     raise KeyError(dim)
 
 
-def _rewrite(n: Node, names: Mapping[str, str], peer: Any, pg_text: str, rank: int, members: Members) -> Node:
+def _rewrite(n: Node, names: Mapping[str, str], peer: Any, pg_init: Callable[[Node], None], rank: int,
+             members: Members) -> Node:
     """``n`` with its group renamed (an all-gather also resharded, :func:`_reshard`), or its peer
     moved and its own endpoint (a send's ``comm_src``, a receive's ``comm_dst``, where recorded)
-    set to ``rank``."""
+    set to ``rank``, or (the process-group node) its groups rewritten by ``pg_init``."""
     if n.type == NodeType.COMM_COLL_NODE:
         pg = get_str(n, "pg_name")
         new = names.get(pg, pg) if pg is not None else None
@@ -331,8 +340,28 @@ def _rewrite(n: Node, names: Mapping[str, str], peer: Any, pg_text: str, rank: i
         if get_int(n, own) is not None:
             set_attr(n, own, rank)
     elif n.type == NodeType.METADATA_NODE and n.name == PG_INIT_NAME:
-        n.inputs.values = pg_text
+        pg_init(n)
     return n
+
+
+def _pg_init_text(text: str, groups: Mapping[str, list[int]], origin: Mapping[str, str], world: int,
+                  where: tuple[str, str]) -> str:
+    """The values of a ``## process_group:init ##`` node listing ``groups`` of ``world`` ranks, in
+    the form of the source node's values ``text``: PyTorch's (a Python list holding the JSON
+    string) or the bare JSON list; each group keeps the ``pg_desc`` of the group it was made from
+    (``origin``: new name -> old name), and a default group ("0" or "") the source listed stays,
+    over every rank."""
+    bare = text.startswith("[{")
+    try:
+        listed = json.loads(text if bare else text[2:-2])
+        desc = {str(d["pg_name"]): str(d["pg_desc"]) for d in listed if "pg_desc" in d}
+        default = [str(d["pg_name"]) for d in listed if str(d["pg_name"]) in ("0", "")]
+    except (ValueError, TypeError, KeyError, RecursionError) as e:
+        raise TraceFormatError(f"bad process-group description ({e})", *where) from None
+    out = {**{d: list(range(world)) for d in default if d not in groups}, **groups}
+    named = {g: desc[origin.get(g, g)] for g in out if origin.get(g, g) in desc}
+    written = process_groups_json(out, named)
+    return written if bare else repr([written])
 
 
 def _reshard(n: Node, before: int, after: int) -> None:

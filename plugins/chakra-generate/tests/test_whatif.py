@@ -170,6 +170,30 @@ def test_resize_dp_of_the_pipeline_dp_recording_keeps_its_stages(tmp_path):
         chakra.transform(str(src), "resize_dp", {"dp": 2, "replica_ranks": 3})
 
 
+def _pg_init_groups(rt):
+    """The groups of a rank's ``## process_group:init ##`` node, read as PyTorch writes it (a
+    Python list holding one JSON string): ``{pg_name: (ranks, pg_desc)}``."""
+    import ast
+    import json
+
+    node = next(n for n in rt.nodes() if n.name == chakra.PG_INIT_NAME)
+    assert node.inputs.types == "['String']"
+    return {d["pg_name"]: (d["ranks"], d.get("pg_desc")) for d in json.loads(ast.literal_eval(node.inputs.values)[0])}
+
+
+def test_resize_dp_writes_the_process_group_node_as_pytorch_does(tmp_path):
+    # the 2-stage x 2-replica recording: its node lists the default group "0" (with a pg_desc)
+    # and a gradient group; at dp=4 (8 ranks) it lists "0" over the 8 ranks and the new groups
+    src = tmp_path / "pdp"
+    chakra.convert(str(DATA / "pipeline_dp"), f"{src}/")
+    before = _pg_init_groups(chakra.open_traceset(str(src))[0])
+    with pytest.warns(UserWarning, match="replicas"):
+        after = chakra.transform(str(src), "resize_dp", {"dp": 4}, output=f"{tmp_path}/dp4/")
+    want = {"0": (list(range(8)), before["0"][1]), **{k: (v, None) for k, v in after.process_groups.items()}}
+    assert before["0"][1] is not None and len(want) == 3
+    assert all(_pg_init_groups(after[r]) == want for r in range(8))
+
+
 def test_replica_size_from_the_groups():
     from chakra_generate.resize import replica_size
 
@@ -233,6 +257,25 @@ def test_retime_of_a_recording_scales_by_the_peaks(ddp):
     new = [n.duration_micros for n in after[0].nodes() if n.type == NodeType.COMP_NODE]
     # an idle gap is no compute of the device (retime scaled the gaps too, by 66.9/19.5)
     assert new == [max(1, round(d * ratio)) if d and not gap else d for d, gap in old]
+
+
+def test_retime_warns_of_the_nodes_it_cannot_retime(ddp):
+    from chakra_generate.retime import RetimeWarning
+
+    # the recording's CPU operators have no num_ops: without from_device they are kept, and said
+    before = chakra.open_traceset(str(ddp))
+    work = [n for r in before.ranks for n in before[r].nodes() if n.type == NodeType.COMP_NODE and not _gap(n)]
+    assert work and all(get_attr(n, "num_ops") is None for n in work)
+    with pytest.warns(RetimeWarning, match=f"retime: {len(work)} selected compute node"):
+        after = chakra.transform(str(ddp), "retime", {"device": "a100"})
+    assert [n.duration_micros for n in after[0].nodes()] == [n.duration_micros for n in before[0].nodes()]
+
+
+@pytest.mark.parametrize("kinds", ["communication", "memory", "idle"])
+def test_retime_refuses_kinds_it_cannot_retime(ddp, tmp_path, chakra_cli, kinds):
+    status, out, err = chakra_cli("transform", str(ddp), "retime", "-O", f"kinds={kinds}", "-o", f"{tmp_path}/x/")
+    assert status == 2 and out == "" and err.count("\n") == 1
+    assert f"kinds: {kinds!r} has no roofline" in err and not (tmp_path / "x").exists()
 
 
 def test_idle_gaps_are_selected_by_kind_idle_alone(ddp):

@@ -5,9 +5,13 @@ Per node, lazily (``TraceSet.map_nodes``):
 - ``names``: ``hash`` replaces each name by ``op_`` and 16 hex digits of a salted SHA-256 (the same
   name gives the same hash everywhere in the set, and across runs given the same ``salt``);
   ``kind`` by its node type (``COMP_NODE``, ``COMM_COLL_NODE``, ...); ``keep`` leaves it.
+  ``[idle]`` (a recorded idle gap) and ``## process_group:init ##`` (the process groups) keep
+  their names in every mode (``KEPT_NAMES``): they say nothing of the model, and the analyses
+  and validation read them.
 - Attributes: only those a simulator reads are kept (``KEPT_ATTRS``; ``keep_attrs`` adds more);
   string attributes other than ``pg_name`` (schemas, scopes) and the inputs/outputs (values,
-  shapes, types) are removed.
+  shapes, types) are removed, but the inputs of ``## process_group:init ##`` (the groups' rank
+  lists).
 - ``quantize`` (a relative step ``q``): durations and sizes are rounded to the nearest point of
   the grid ``(1 + q)^k`` (in log space: at most ``sqrt(1 + q) - 1``, about ``q / 2``, relative
   error) (deterministic: equal sizes stay equal
@@ -33,6 +37,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from chakra_core import (
+    IDLE_NAME,
+    PG_INIT_NAME,
     ConfigError,
     GeneratedRank,
     GlobalMetadata,
@@ -45,11 +51,14 @@ from chakra_core import (
     make_attr,
 )
 
-__all__ = ["Obfuscate", "KEPT_ATTRS"]
+__all__ = ["Obfuscate", "KEPT_ATTRS", "KEPT_NAMES"]
 
 #: attributes kept by default: what the simulators, the exporter and validation read
 KEPT_ATTRS = ("is_cpu_op", "comm_type", "comm_size", "comm_src", "comm_dst", "comm_tag", "pg_name", "root",
-              "tensor_size", "num_ops", "involved_dim", "stream")
+              "tensor_size", "num_ops", "involved_dim", "stream", "idle")
+#: names that say nothing of the model and that the analyses read: kept whatever ``names`` is
+#: (a recorded idle gap; the node listing the process groups, whose inputs are kept too)
+KEPT_NAMES = (IDLE_NAME, PG_INIT_NAME)
 _SIZE_ATTRS = ("comm_size", "tensor_size")
 _MASK64 = (1 << 64) - 1
 
@@ -136,7 +145,8 @@ class _NodeRewriter:
         self.names: dict[str, str] = {}
 
     def name(self, n: Node) -> str:
-        if self.mode == "keep":
+        """The name ``n`` is given (its own one in mode ``keep`` and for :data:`KEPT_NAMES`)."""
+        if self.mode == "keep" or n.name in KEPT_NAMES:
             return n.name
         if self.mode == "kind":
             t = int(n.type)
@@ -149,7 +159,8 @@ class _NodeRewriter:
     def __call__(self, n: Node, compute_ids: set[int]) -> Node:
         """Rewrite ``n`` in place; ``compute_ids`` are the compute-node ids seen so far in this pass."""
         n.name = self.name(n)
-        n.ClearField("inputs")
+        if n.name != PG_INIT_NAME:  # its inputs hold only the groups' rank lists
+            n.ClearField("inputs")
         n.ClearField("outputs")
         kept = [a for a in n.attr if a.name in self.keep and
                 (a.WhichOneof("value") != "string_val" or a.name == "pg_name")]
