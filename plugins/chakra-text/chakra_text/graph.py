@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from chakra_core import ConfigError, NodeType, TraceFormatError, check_limit
 
 from .groups import ALL, DP, MP, ROLE_OF_SUFFIX, GroupLayout
-from .modes import COMM_TYPES, DLRM_MODES, TRANSFORMER_MODES
+from .modes import COMM_TYPES, DLRM_MODES, RECOMPUTE_MODE, TRANSFORMER_MODES
 from .parse import Layer, Phase, Workload
 
 __all__ = ["Spec", "build_graph"]
@@ -123,7 +123,9 @@ def _model_like(b: _Builder, layers: list[Layer], prev: dict[int, int], fwd_role
 
 
 def _transformer(b: _Builder, w: Workload, prev: dict[int, int]) -> dict[int, int]:
+    """Both transformer modes; only HYBRID_TRANSFORMER_FWD_IN_BCKWD recomputes at its initiates."""
     layers = w.layers
+    initiates = w.initiates if w.mode == RECOMPUTE_MODE else frozenset()
     out: int | None = None
     for i, layer in enumerate(layers):
         fi = b.comp(layer, "FWD", layer.fwd.time, [out, prev.get(i)])
@@ -132,7 +134,7 @@ def _transformer(b: _Builder, w: Workload, prev: dict[int, int]) -> dict[int, in
     tail = out
     for i in reversed(range(len(layers))):
         layer = layers[i]
-        if i in w.initiates:
+        if i in initiates:
             start = max(c for c in w.checkpoints if c < i)
             for j in range(start, i):
                 r = b.comp(layers[j], "FWD_RECOMPUTE", layers[j].fwd.time, [tail])

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from chakra_core import CommType
 
-__all__ = ["MODES", "COMM_TYPES", "GROUP_SUFFIXES", "HYBRID_MODES", "TRANSFORMER_MODES", "DLRM_MODES"]
+__all__ = ["MODES", "COMM_TYPES", "GROUP_SUFFIXES", "HYBRID_MODES", "TRANSFORMER_MODES", "DLRM_MODES",
+           "RECOMPUTE_MODE"]
 
-TRANSFORMER_MODES = ("HYBRID_TRANSFORMER", "HYBRID_TRANSFORMER_FWD_IN_BCKWD")
+#: the one mode that recomputes forward passes at ``checkpoint_initiates`` (ASTRA-sim 1.0)
+RECOMPUTE_MODE = "HYBRID_TRANSFORMER_FWD_IN_BCKWD"
+TRANSFORMER_MODES = ("HYBRID_TRANSFORMER", RECOMPUTE_MODE)
 DLRM_MODES = ("HYBRID_DLRM", "HYBRID_DLRM_ENHANCED")
 #: modes whose forward/input-gradient collectives run in model-parallel groups and whose
 #: weight-gradient collectives run in data-parallel groups.

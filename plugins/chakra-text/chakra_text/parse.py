@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from chakra_core import TraceFormatError
 
-from .modes import COMM_TYPES, DLRM_MODES, GROUP_SUFFIXES, MODES, TRANSFORMER_MODES
+from .modes import COMM_TYPES, DLRM_MODES, GROUP_SUFFIXES, MODES, RECOMPUTE_MODE, TRANSFORMER_MODES
 
 __all__ = ["Phase", "Layer", "Workload", "parse_workload", "parse_text"]
 
@@ -65,9 +65,10 @@ class Workload:
 
     ``header`` keeps every ``key: value`` field of line 1 as strings (e.g. ``ep``, ``pp``,
     ``all_gpus``); the ones with a meaning here are also decoded: ``mp_group``
-    (``model_parallel_NPU_group``), ``ep`` (expert-parallel group size), ``all_gpus``,
-    ``checkpoints``, ``initiates`` and, for the DLRM modes, ``last_bottom`` (the index of the last
-    bottom-MLP layer).
+    (``model_parallel_NPU_group``), ``ep`` (expert-parallel group size), ``pp`` (pipeline
+    stages, transformer modes), ``all_gpus``, ``checkpoints``, ``initiates`` and, for the DLRM
+    modes, ``last_bottom`` (the index of the last bottom-MLP layer).  ``header_line`` is the
+    physical line of the header (line 1 unless blank or comment lines come first).
     """
 
     path: str
@@ -76,6 +77,8 @@ class Workload:
     header: dict[str, str] = field(default_factory=dict)
     mp_group: int | None = None
     ep: int = 1
+    pp: int = 1
+    header_line: int = 1
     all_gpus: int | None = None
     last_bottom: int | None = None
     checkpoints: frozenset[int] = frozenset()
@@ -178,6 +181,8 @@ def _header(w: Workload, tokens: list[str], where: str, n: int) -> None:
             w.mp_group = _int(rest[i + 1], key, where, n, minimum=1)
         elif key == "ep":
             w.ep = _int(rest[i + 1], key, where, n, minimum=1)
+        elif key == "pp":
+            w.pp = _int(rest[i + 1], key, where, n, minimum=1)
         elif key == "all_gpus":
             w.all_gpus = _int(rest[i + 1], key, where, n, minimum=1)
         elif key == "DLRM_LAST_BOTTOM_LAYER" and w.mode in DLRM_MODES:
@@ -186,6 +191,9 @@ def _header(w: Workload, tokens: list[str], where: str, n: int) -> None:
     if w.mode in DLRM_MODES and w.last_bottom is None:
         raise TraceFormatError(f"{w.mode} needs the index of the last bottom-MLP layer after the mode "
                                "(or as DLRM_LAST_BOTTOM_LAYER: k)", where, f"line {n}")
+    if w.pp > 1 and w.mode not in TRANSFORMER_MODES:
+        raise TraceFormatError(f"pp: {w.pp} (pipeline stages) applies to the transformer modes, as in SimAI, "
+                               f"not {w.mode}", where, f"line {n}")
 
 
 def _layer(tokens: list[str], where: str, n: int, mode: str) -> Layer:
@@ -221,9 +229,8 @@ def parse_text(text: str, where: str) -> Workload:
     if tokens[0] not in MODES:
         raise TraceFormatError(f"unknown parallelism mode {tokens[0]!r} (known: {', '.join(MODES)})",
                                where, f"line {n}")
-    w = Workload(where, tokens[0], [])
+    w = Workload(where, tokens[0], [], header_line=n)
     _header(w, tokens, where, n)
-    header_line = n
     second = next(lines, None)
     if second is None:
         raise TraceFormatError("missing the number of layers after the mode line", where, f"line {n + 1}")
@@ -240,15 +247,22 @@ def parse_text(text: str, where: str) -> Workload:
     if len(w.layers) != count:
         raise TraceFormatError(f"declares {count} layers but the file has {len(w.layers)} layer lines",
                                where, f"line {count_line}")
-    _check_header(w, where, header_line)
+    _check_bottom(w, where, w.header_line)
+    if w.mode == RECOMPUTE_MODE:
+        _check_checkpoints(w, where, w.header_line)
     return w
 
 
-def _check_header(w: Workload, where: str, n: int) -> None:
+def _check_bottom(w: Workload, where: str, n: int) -> None:
     size = len(w.layers)
     if w.last_bottom is not None and w.last_bottom >= size - 1:
         raise TraceFormatError(f"last bottom-MLP layer {w.last_bottom} must be below the last layer "
                                f"({size - 1}): the top MLP needs at least one layer", where, f"line {n}")
+
+
+def _check_checkpoints(w: Workload, where: str, n: int) -> None:
+    """The checkpoint lists of the mode that recomputes: in range, each initiate above a checkpoint."""
+    size = len(w.layers)
     for key, values in (("checkpoints", w.checkpoints), ("checkpoint_initiates", w.initiates)):
         bad = sorted(v for v in values if v >= size)
         if bad:

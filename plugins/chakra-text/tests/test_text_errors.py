@@ -177,3 +177,48 @@ def test_invalid_utf8_names_the_line_and_is_never_replaced(tmp_path):
     assert e.value.location == "line 3" and "not UTF-8 text" in e.value.message
     p.write_bytes(b"\xef\xbb\xbfDATA\n1\n" + GOOD.encode() + b"\n")  # a leading BOM is fine
     assert parse_workload(p).layers[0].name == "a"
+
+
+@pytest.mark.parametrize("cycle_ns", ["0", "0.0", "-1"])
+def test_cycle_ns_must_be_a_positive_period(tmp_path, chakra_cli, cycle_ns):
+    # a zero period made every compute time 0 us
+    p = tmp_path / "w.txt"
+    p.write_text("DATA\n1\n" + GOOD + "\n")
+    code, out, err = chakra_cli("convert", p, "-O", "npus=2", "-O", f"cycle_ns={cycle_ns}", "-o", f"{tmp_path / 'et'}/")
+    assert (code, out) == (2, "") and len(err.strip().splitlines()) == 1, err
+    assert f"{p}: option cycle_ns must be a positive number of nanoseconds per cycle" in err
+    assert not (tmp_path / "et").exists()
+    for bad in (0.0, float("inf"), float("nan")):  # the Python API refuses them too
+        with pytest.raises(ConfigError, match="option cycle_ns must be a positive number"):
+            convert_workload(parse_workload(p), npus=2, cycle_ns=bad)
+
+
+@pytest.mark.parametrize("unit", ["us", "ns", "ms"])
+def test_cycle_ns_is_refused_without_cycles(tmp_path, unit):
+    # it was accepted and ignored; a period the user gave is refused like mp_group on a non-hybrid mode
+    from chakra_text.format import TextFormat
+
+    p = tmp_path / "w.txt"
+    p.write_text("DATA\n1\n" + GOOD + "\n")
+    with pytest.raises(ConfigError) as e:
+        TextFormat().open([str(p)], TextFormat().check_options({"npus": 2, "time_unit": unit, "cycle_ns": 1.0}))
+    assert str(e.value) == f"{p}: option cycle_ns applies to time_unit=cycles, not time_unit={unit}"
+    ts = TextFormat().open([str(p)], TextFormat().check_options({"npus": 2, "time_unit": "cycles", "cycle_ns": 2.0}))
+    assert [n.duration_micros for n in ts[0].nodes()][0] == 0  # 10 cycles x 2 ns = 0.02 us -> 0
+
+
+def test_header_value_errors_name_the_header_line_and_the_source(tmp_path):
+    # comment and blank lines first: the header is physical line 3
+    w = _parse(tmp_path, "# generated\n\nHYBRID_TRANSFORMER model_parallel_NPU_group: 3 ep: 3 all_gpus: 8\n1\n" + GOOD)
+    with pytest.raises(ConfigError) as e:
+        convert_workload(w)
+    assert e.value.location == "line 3"
+    assert e.value.message == ("model-parallel group size 3 (model_parallel_NPU_group: of the file) does not "
+                               "divide npus=8 (all_gpus: of the file)")
+    with pytest.raises(ConfigError) as e:
+        convert_workload(w, npus=8, mp_group=2)
+    assert str(e.value) == (f"{w.path}:line 3: expert-parallel group size ep: 3 does not divide the data-parallel "
+                            "group size 4 = npus 8 (option npus) / (model-parallel 2 (option mp_group) x pp: 1)")
+    with pytest.raises(ConfigError) as e:
+        convert_workload(_parse(tmp_path, "HYBRID_DATA_MODEL\n1\n" + GOOD), npus=4)
+    assert e.value.location == "line 1" and "needs the model-parallel group size" in e.value.message

@@ -241,3 +241,24 @@ def test_utf8_bom_and_crlf_lines(tmp_path):
     names = [(n.name, n.duration_micros) for n in ts[0].nodes()]
     assert names == [("COMP_NODE_conv1_FWD", 100), ("COMP_NODE_conv1_BWD_WG", 110),
                      ("COMM_COLL_NODE_conv1_ALLREDUCE", 0)]
+
+
+def test_values_taken_unasked_are_stated_in_one_line(tmp_path, chakra_cli):
+    # npus and mp_group from the header line (line 2 here: a comment comes first) and the time
+    # defaults used to go unsaid
+    p = tmp_path / "w.txt"
+    p.write_text("# from a generator\nHYBRID_TRANSFORMER model_parallel_NPU_group: 2 all_gpus: 6\n1\n"
+                 "l -1 10 ALLREDUCE 8 10 NONE 0 10 ALLREDUCE 8 0\n")
+    code, _, err = chakra_cli("convert", p, "-o", f"{tmp_path / 'a'}/")
+    assert code == 0
+    assert err == (f"chakra: warning: {p}: npus=6 from all_gpus: (line 2); mp_group=2 from "
+                   "model_parallel_NPU_group: (line 2); time_unit=cycles of cycle_ns=1.0 (defaults: "
+                   "ASTRA-sim 1.0's 1 ns clock)\n")
+    code, _, err = chakra_cli("convert", p, "-O", "npus=4", "-O", "mp_group=2", "-O", "cycle_ns=1.0",
+                              "-o", f"{tmp_path / 'b'}/", "-j", "2")
+    assert (code, err) == (0, "")
+    code, _, err = chakra_cli("convert", p, "-O", "npus=4", "-O", "mp_group=2", "-O", "time_unit=us",
+                              "-o", f"{tmp_path / 'c'}/")
+    assert (code, err) == (0, "")
+    meta = {a.name: a for a in open_traceset(tmp_path / "a")[0].metadata().attr}
+    assert meta["time_unit"].string_val == "cycles" and meta["cycle_ns"].double_val == 1.0

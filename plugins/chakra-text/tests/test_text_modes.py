@@ -7,9 +7,11 @@ because the text format is produced by no framework on this machine.
 
 from __future__ import annotations
 
+import pytest
+
 from chakra_core import CommType, NodeType, get_bool, get_int, get_str
 from chakra_text import parse_workload
-from chakra_text.format import convert_workload
+from chakra_text.format import TextWarning, convert_workload
 
 AR, AG, RS, A2A = (int(CommType.ALL_REDUCE), int(CommType.ALL_GATHER), int(CommType.REDUCE_SCATTER),
                    int(CommType.ALL_TO_ALL))
@@ -221,6 +223,31 @@ l3 -1 40 NONE 0 41 NONE 0 42 NONE 0 0
         C(17, "l0", "BWD_IG", 11, [16]), C(18, "l0", "BWD_WG", 12, [17]),
     ]
     assert actual(ts, 0) == want
+
+
+def test_transformer_ignores_checkpoints(tmp_path):
+    # ASTRA-sim 1.0 recomputes only in HYBRID_TRANSFORMER_FWD_IN_BCKWD: the same file as above
+    # under HYBRID_TRANSFORMER follows the plain transformer rules, and the ignored field is said
+    with pytest.warns(TextWarning, match="line 1: checkpoint_initiates: ignored: only "
+                      "HYBRID_TRANSFORMER_FWD_IN_BCKWD recomputes forward passes, not HYBRID_TRANSFORMER"):
+        ts = convert(tmp_path, """HYBRID_TRANSFORMER model_parallel_NPU_group: 2 checkpoints: 1 0 checkpoint_initiates: 1 2
+4
+l0 -1 10 ALLREDUCE 100 11 NONE 0 12 NONE 0 0
+l1 -1 20 NONE 0 21 NONE 0 22 NONE 0 0
+l2 -1 30 NONE 0 31 ALLREDUCE 301 32 ALLREDUCE 302 0
+l3 -1 40 NONE 0 41 NONE 0 42 NONE 0 0
+""", npus=4)
+    mp, dp = "1", "3"  # rank 0
+    assert actual(ts, 0) == [
+        C(1, "l0", "FWD", 10, []), K(2, "l0", "ALLREDUCE", AR, 100, [1], mp),
+        C(3, "l1", "FWD", 20, [2]), C(4, "l2", "FWD", 30, [3]), C(5, "l3", "FWD", 40, [4]),
+        # IG_i <- (i = L-1 ? out(FC_{L-1}) : WG_{i+1}); WG_i <- out(IGC_i); WGC_i <- WG_i
+        C(6, "l3", "BWD_IG", 41, [5]), C(7, "l3", "BWD_WG", 42, [6]),
+        C(8, "l2", "BWD_IG", 31, [7]), K(9, "l2", "ALLREDUCE", AR, 301, [8], mp),
+        C(10, "l2", "BWD_WG", 32, [9]), K(11, "l2", "ALLREDUCE", AR, 302, [10], dp),
+        C(12, "l1", "BWD_IG", 21, [10]), C(13, "l1", "BWD_WG", 22, [12]),
+        C(14, "l0", "BWD_IG", 11, [13]), C(15, "l0", "BWD_WG", 12, [14]),
+    ]
 
 
 DLRM = """{mode} 1
