@@ -143,19 +143,15 @@ def _claimed_rank(path: str, told: TraceRank | None, lone: bool, pid: int | None
     another rank than the trace is overruled with a warning.  A lone file reads only a rank
     that is clearly one in its name (``NAME.3.json``, ``rank3``) and is rank 0 without either;
     in a set, a file without either is a :class:`TraceFormatError`.  A number in the name that
-    is the ``pid`` of the process that recorded the file is not a rank."""
+    is the ``pid`` of the process that recorded the file is not a rank, nor is one above
+    :data:`MAX_RANKS` (a millisecond timestamp, see :func:`rank_from_name`)."""
     named = rank_from_name(path, strict=lone)
     if named is not None and named == pid:
-        named = None
-    if named is not None and named > MAX_RANKS:
-        if not lone:
-            raise TraceFormatError(f"the number {named} in the name is not a rank (at most {MAX_RANKS}): "
-                                   "put the rank number in it", path)
         named = None
     if told is None:
         if named is None and not lone:
             raise TraceFormatError("cannot tell the rank: the trace does not say it and the name has no "
-                                   "rank number (put it in the name)", path)
+                                   f"rank number (at most {MAX_RANKS}; put it in the name)", path)
         return named or 0
     if named is not None and named != told.rank:
         warnings.warn(f"{path}: the trace says rank {told.rank} ({told.source}); the number {named} in the "

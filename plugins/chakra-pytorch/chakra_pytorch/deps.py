@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import warnings
 
 from chakra_core import NodeType
 
 from .comms import tensors_in
 from .hostet import HostTrace
 from .iotext import io_values
-from .kineto import KinetoTrace
+from .kineto import KinetoTrace, SyncEvent
 from .outnode import IDLE_ATTRS, IDLE_NAME, OutNode
+from .schema_version import PyTorchTraceWarning
 
 __all__ = ["cross_thread", "add_syncs", "add_stream_waits", "add_data_deps", "main_lane", "insert_idle",
            "insert_handoffs"]
@@ -40,37 +42,80 @@ def cross_thread(lanes: dict[int, list[OutNode]], scan: int = 64) -> None:
             prev_id = n.id
 
 
-def add_syncs(kt: KinetoTrace, host: HostTrace, streams, out, grid) -> None:
+def add_syncs(kt: KinetoTrace, host: HostTrace, streams, out, grid, lanes: dict[int, list[OutNode]]) -> None:
     """GPU -> CPU: the CPU node of each sync call waits for the last work launched before it.
 
     Work launched by the same node is skipped: the node both launches and waits for it, which
     its own duration already covers (a dependency would be a cycle).  When an edge is added, the
-    time the call blocked is taken out of the node's duration: the edge carries the wait.
+    time the call blocked is taken out of the node's duration: the edge carries the wait.  A
+    sync outside every host op (``torch.cuda.synchronize()`` from Python) is given to the next
+    host node on its thread (``lanes``), which then waits for that work; a warning counts them.
     """
     launches = {k: [kt.corr_ts.get(g.correlation, g.ts) for g, _ in lane] for k, lane in streams.items()}
+    next_node = _next_on_thread(kt, lanes)
+    outside: dict[object, bool] = {}  # sync call (its correlation) -> given to a later node
     for sy in kt.syncs:
         ext = sy.external if sy.external >= 0 else kt.corr_ext.get(sy.correlation, -1)
         node = out.get(host.rf_owner.get(kt.ext_rf.get(ext, -1), -1))
         if node is None:
+            node = next_node(kt.corr_tid.get(sy.correlation, sy.tid), grid(sy.ts))
+            key = sy.correlation if sy.correlation >= 0 else (sy.tid, sy.ts)
+            outside[key] = outside.get(key, False) or node is not None
+            if node is not None:
+                _wait_for_launched(sy, node, streams, launches)
             continue
-        waited = False
-        for key, lane in streams.items():
-            if sy.stream >= 0 and sy.kind != "device" and key[1] != sy.stream:
-                continue
-            i = bisect.bisect_right(launches[key], sy.ts) - 1
-            # work the node launched itself is waited for inside it (its duration covers that)
-            while i >= 0 and node.id in lane[i][1].ctrl:
-                i -= 1
-            if i >= 0:
-                waited = True
-                if lane[i][1].id not in node.ctrl:
-                    node.ctrl.append(lane[i][1].id)
-        if waited and node.start >= 0:
+        if _wait_for_launched(sy, node, streams, launches) and node.start >= 0:
             # the dependency now carries the wait: the node keeps only its own work, and ends
             # where it was seen to end
             wait = min(node.dur, grid(sy.ts + sy.dur) - grid(sy.ts))
             node.start += wait
             node.dur -= wait
+    if outside:
+        _warn_outside(kt.path, len(outside), sum(outside.values()))
+
+
+def _wait_for_launched(sy: SyncEvent, node: OutNode, streams, launches) -> bool:
+    """Make ``node`` depend on the last work of each stream the sync ``sy`` waited for that was
+    launched before it (not by ``node`` itself); True when it waited for any."""
+    waited = False
+    for key, lane in streams.items():
+        if sy.stream >= 0 and sy.kind != "device" and key[1] != sy.stream:
+            continue
+        i = bisect.bisect_right(launches[key], sy.ts) - 1
+        # work the node launched itself is waited for inside it (its duration covers that)
+        while i >= 0 and node.id in lane[i][1].ctrl:
+            i -= 1
+        if i >= 0:
+            waited = True
+            if lane[i][1].id not in node.ctrl:
+                node.ctrl.append(lane[i][1].id)
+    return waited
+
+
+def _next_on_thread(kt: KinetoTrace, lanes: dict[int, list[OutNode]]):
+    """A function (Kineto thread, time on the grid) -> the first timed host node of that thread
+    starting then or later, None for none; a lane's Kineto thread is that of its first node
+    found in the trace."""
+    starts: dict[int, tuple[list[int], list[OutNode]]] = {}
+    for lane in lanes.values():
+        rec = next((r for n in lane if n.host is not None and (r := kt.ops.get(n.host[0])) is not None), None)
+        timed = sorted((n for n in lane if n.start >= 0), key=lambda n: n.start)
+        if rec is not None and rec[2] not in starts:
+            starts[rec[2]] = ([n.start for n in timed], timed)
+
+    def find(tid: int, at: int) -> OutNode | None:
+        ts, nodes = starts.get(tid, ([], []))
+        i = bisect.bisect_left(ts, at)
+        return nodes[i] if i < len(nodes) else None
+    return find
+
+
+def _warn_outside(path: str, count: int, given: int) -> None:
+    """Warn of the sync calls made outside every host op, and of those that found no node."""
+    lost = f"; {count - given} with no host node after it on its thread are left out" if count > given else ""
+    warnings.warn(f"{path}: {count} GPU sync call(s) outside every host op (torch.cuda.synchronize() "
+                  f"from Python, say): {given} given to the next host node on its thread, which then "
+                  f"waits for the GPU work the sync waited for{lost}", PyTorchTraceWarning, stacklevel=4)
 
 
 def add_stream_waits(kt: KinetoTrace, streams) -> None:

@@ -101,7 +101,7 @@ def build_graph(host: HostTrace, kt: KinetoTrace | None, rank: int, world: int,
     streams = add_gpu_nodes(b, gpu_owner)
     main_tid = None
     if kt is not None:
-        add_syncs(kt, host, streams, b.out, b.grid)
+        add_syncs(kt, host, streams, b.out, b.grid, b.lanes)
         add_stream_waits(kt, streams)
         main_tid = main_lane(b.lanes, kt, b.step, host)
     let_go(b)

@@ -1,4 +1,5 @@
-"""The rank a host execution trace records of itself, read from its first ``record_param_comms``.
+"""The rank a host execution trace records of itself, read from its first ``record_param_comms``
+that records its caller.
 
 PyTorch's ``record_param_comms`` node (every c10d collective and point-to-point op since 1.13)
 lists, before the collective's name, the calling rank *in the op's process group*, and after it
@@ -6,6 +7,11 @@ the split sizes, (since 2.1) the group's first global rank and stride, and the g
 global rank is ``start + rank * stride`` (the rank itself when the start and stride are not
 recorded and the group is the default one).  The group size is the world size only for the
 default group (``pg_name`` ``"0"``).
+
+Not every op records the caller there: ProcessGroupNCCL writes the root rank (``opts.rootRank``)
+for ``broadcast``, ``_broadcast_oop``, ``reduce``, ``_reduce_oop``, ``gather`` and ``scatter``, the
+peer for ``send`` and ``recv``, and a ``wait`` records no group; such nodes are passed over (DDP
+starts with a broadcast from rank 0, which every rank would otherwise read as its own rank).
 """
 
 from __future__ import annotations
@@ -29,21 +35,37 @@ class TraceRank:
     source: str
 
 
+#: ``record_param_comms`` names whose rank slot is not the caller's (see the module docstring)
+_NOT_CALLER = frozenset({"broadcast", "_broadcast_oop", "reduce", "_reduce_oop", "gather", "scatter",
+                         "send", "recv", "wait"})
+
+
 def scan_rank(path: str) -> TraceRank | None:
     """The global rank (and world size) the first ``record_param_comms`` node of the host ET
-    ``path`` records, None when there is none or it does not say (the bytes are searched for the
-    name first; only then are nodes parsed, up to that node)."""
+    ``path`` that records its caller's rank says (rooted collectives, point-to-point ops and
+    waits are passed over), None when there is none or it does not say (the bytes are searched
+    for the name first; only then are nodes parsed, up to that node)."""
     if not holds(path, PARAM_COMMS):
         return None
     for index, node in enumerate(iter_raw_nodes(path)):
         if isinstance(node, dict) and node.get("name") == "record_param_comms":
-            return _rank_of(node, path, index)
+            values = _io(node, path, index)[0]
+            k = _name_slot(values)
+            if k < 0 or str(values[k]).lower() not in _NOT_CALLER:
+                return _rank_of(node, values, k, path, index)
     return None
 
 
-def _rank_of(node: dict, path: str, index: int) -> TraceRank | None:
-    values = _io(node, path, index)[0]
-    k = next((i for i, v in enumerate(values) if isinstance(v, str) and v.lower() in _PARAM_NAMES), -1)
+def _name_slot(values: list) -> int:
+    """The index of the collective's name among a ``record_param_comms`` node's inputs, -1 when
+    none is there."""
+    return next((i for i, v in enumerate(values)
+                 if isinstance(v, str) and (v.lower() in _PARAM_NAMES or v.lower() in _NOT_CALLER)), -1)
+
+
+def _rank_of(node: dict, values: list, k: int, path: str, index: int) -> TraceRank | None:
+    """The global rank and world size that ``node`` (inputs ``values``, its collective's name at
+    ``k``) records of its caller, None when it does not say."""
     if k < 1 or not is_rank(values[k - 1]):
         return None
     rank = values[k - 1]

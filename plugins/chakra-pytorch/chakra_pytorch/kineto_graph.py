@@ -33,7 +33,7 @@ from .groupmatch import SetMatch
 from .hostet import HostOp, HostTrace
 from .intmap import IntMap
 from .kineto import KinetoTrace, StreamWait, read_kineto
-from .kineto_graph_comms import annotation_elem_bytes, c10d_comm, group_of, param_comm
+from .kineto_graph_comms import annotation_bytes, annotation_elem_bytes, c10d_comm, group_of, param_comm
 from .kineto_graph_events import CpuCollector, CpuSide, EventSpans, is_operator
 from .nogc import cycle_collection_off
 from .schema_version import PyTorchTraceWarning
@@ -45,6 +45,10 @@ KINETO_SCHEMA = "kineto"
 
 _RECORD_CALLS = ("cudaEventRecord", "hipEventRecord", "cudaEventRecordWithFlags")
 _WAIT_CALLS = ("cudaStreamWaitEvent", "hipStreamWaitEvent")
+#: kinds whose work annotation is given the tensors ``comm_size`` counts (a scatter's root is
+#: given every chunk; a reduce-scatter is sized from its output, :func:`_reduce_scatter_sizes`)
+_SIZED_BY_WORK = frozenset({"all_reduce", "broadcast", "reduce", "all_gather", "gather", "all_to_all",
+                            "send", "recv"})
 
 
 def convert_kineto_rank(path: str, rank: int, world: int, groups: dict[str, list[int]],
@@ -64,7 +68,7 @@ def convert_kineto_rank(path: str, rank: int, world: int, groups: dict[str, list
         _warn_outlasting(path, cpu)
         if match is not None:
             match.apply(rank, host.ops)
-        _warn_unsized(path, host)
+        _warn_unsized(path, host, cpu)
         if not kt.stream_waits:
             kt.stream_waits = _event_waits(cpu, kt)
         _as_keys(kt, cpu)
@@ -99,14 +103,20 @@ def _warn_outlasting(path: str, cpu: CpuSide) -> None:
                       PyTorchTraceWarning, stacklevel=3)
 
 
-def _warn_unsized(path: str, host: HostTrace) -> None:
-    """Warn when communication ops have no size in the trace (recorded without shapes)."""
-    unsized = [op.name for op in host.ops if op.comm is not None and not op.comm.size_bytes
+def _warn_unsized(path: str, host: HostTrace, cpu: CpuSide) -> None:
+    """Warn when communication ops have no size in the trace; suggest ``record_shapes`` only when
+    their events were recorded without shapes (no ``Input Dims``)."""
+    unsized = [op for op in host.ops if op.comm is not None and not op.comm.size_bytes
                and op.comm.kind != "barrier"]
-    if unsized:
-        warnings.warn(f"{path}: {len(unsized)} communication op(s) have no size in the trace (no 'Input "
-                      f"Dims' nor message sizes), the first {unsized[0]}: their comm_size is 0 (profile "
-                      "with record_shapes=True)", PyTorchTraceWarning, stacklevel=3)
+    if not unsized:
+        return
+    if any("Input Dims" in cpu.kept_args(op.id) for op in unsized):
+        why = ("recorded with shapes, but their tensor lists' dims are empty and no gloo:/nccl: work "
+               "annotation gives them")
+    else:
+        why = "no 'Input Dims' nor message sizes: profile with record_shapes=True"
+    warnings.warn(f"{path}: {len(unsized)} communication op(s) have no size in the trace, the first "
+                  f"{unsized[0].name}: their comm_size is 0 ({why})", PyTorchTraceWarning, stacklevel=3)
 
 
 def _host_trace(path: str, kt: KinetoTrace, cpu: CpuSide, world: int) -> HostTrace:
@@ -179,22 +189,37 @@ def _anchor_above(parent: array, comms: dict[int, CommInfo], key: int) -> int:
 
 
 def _attach_workers(cpu: CpuSide, comms: dict[int, CommInfo], workers: list[int], path: str) -> None:
-    """Tie each ``gloo:*``/``nccl:*`` annotation to its op (by issue order, as for a host ET);
-    a tensor list whose dtype the op does not name takes the annotation's."""
+    """Tie each ``gloo:*``/``nccl:*`` annotation to its op (by issue order, as for a host ET)
+    and size the op from it where the op's own inputs do not (:func:`_size_from_worker`)."""
     tids = cpu.events.tids
     order = {cpu.order_id(k): k for k in workers}
     attach_annotations((WorkAnnotation(cpu.order_id(k), tids[k], frozenset()) for k in workers), comms,
                        {k: cpu.order_id(k) for k in comms}, {k: tids[k] for k in comms})
     for key, info in comms.items():
         info.worker_rfs = [order[o] for o in info.worker_rfs if o in order]
-        types = cpu.kept_args(key).get("Input type")
-        if not info.worker_rfs or not isinstance(types, list) or "TensorList" not in types:
-            continue
-        esize = annotation_elem_bytes(cpu.kept_args(info.worker_rfs[0]))
-        if esize:
-            fixed = _comm_of(cpu, key, path, esize)
-            if fixed is not None:
-                info.size_bytes = fixed.size_bytes
+        if info.worker_rfs:
+            _size_from_worker(cpu, key, info, path)
+
+
+def _size_from_worker(cpu: CpuSide, key: int, info: CommInfo, path: str) -> None:
+    """A tensor list whose dtype the op ``key`` does not name takes that of its first work
+    annotation; an op still without a size (Kineto leaves a tensor list's dims empty) takes the
+    annotation's: its ``Input Dims`` times its dtype's size, the tensors the work was given (for
+    the kinds of :data:`_SIZED_BY_WORK`)."""
+    worker = cpu.kept_args(info.worker_rfs[0])
+    types = cpu.kept_args(key).get("Input type")
+    esize = annotation_elem_bytes(worker)
+    if esize and isinstance(types, list) and "TensorList" in types:
+        fixed = _comm_of(cpu, key, path, esize)
+        if fixed is not None:
+            info.size_bytes = fixed.size_bytes
+    if not info.size_bytes and info.kind in _SIZED_BY_WORK:
+        try:
+            info.size_bytes = annotation_bytes(worker)
+        except ValueError as err:
+            k = info.worker_rfs[0]
+            raise TraceFormatError(f"{cpu.events.names[k]}: {err}", path,
+                                   f"event at ts {cpu.events.ts[k]:.3f} us") from None
 
 
 def _reduce_scatter_sizes(cpu: CpuSide, comms: dict[int, CommInfo], world: int) -> None:

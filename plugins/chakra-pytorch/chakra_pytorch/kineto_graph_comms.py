@@ -17,10 +17,10 @@ import ast
 import math
 from typing import Any
 
-from .comms import DTYPE_BYTES, CommInfo, comm_from_c10d, comm_from_param_comms
+from .comms import _MAX_BYTES, DTYPE_BYTES, CommInfo, comm_from_c10d, comm_from_param_comms
 from .ints import is_rank
 
-__all__ = ["elem_bytes", "c10d_comm", "param_comm", "annotation_elem_bytes", "group_of"]
+__all__ = ["elem_bytes", "c10d_comm", "param_comm", "annotation_elem_bytes", "annotation_bytes", "group_of"]
 
 #: C++ type names Kineto writes in ``Input type``, and their sizes in bytes
 _CXX_TYPES = {"long int": 8, "long long int": 8, "unsigned char": 1, "signed char": 1, "short int": 2,
@@ -115,6 +115,19 @@ def annotation_elem_bytes(args: dict[str, Any]) -> int | None:
         if e:
             return e
     return None
+
+
+def annotation_bytes(args: dict[str, Any]) -> int:
+    """The bytes of the tensors a ``gloo:*``/``nccl:*`` annotation was given: each ``Input Dims``
+    entry's element count times its ``Input type``'s size (0 when it records none); ValueError
+    when that does not fit ``comm_size``."""
+    dims, types = args.get("Input Dims"), args.get("Input type")
+    if not isinstance(dims, list) or not isinstance(types, list) or len(types) != len(dims):
+        return 0
+    size = sum(_numel(d) * (elem_bytes(t) or 0) for d, t in zip(dims, types) if isinstance(d, list) and d)
+    if size > _MAX_BYTES:
+        raise ValueError(f"size in bytes {size} of its 'Input Dims' is out of range (0..{_MAX_BYTES})")
+    return size
 
 
 def group_of(args: dict[str, Any]) -> tuple[str, list[int]] | None:

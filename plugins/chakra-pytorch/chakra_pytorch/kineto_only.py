@@ -25,7 +25,6 @@ from chakra_core import (
 )
 
 from .groupmatch import SetMatch, has_subgroups
-from .ints import MAX_RANKS
 from .kineto import read_distributed_info
 from .kineto_graph import KINETO_SCHEMA, convert_kineto_rank, kineto_host
 from .lazyrank import LazyRank
@@ -68,7 +67,7 @@ def find_kineto_ranks(files: Sequence[str]) -> tuple[list[KinetoRank], int]:
         if not isinstance(r, int):
             r = rank_from_name(f, strict=len(files) == 1)
             r = 0 if r is None and len(files) == 1 else r
-        if r is None or r > MAX_RANKS:
+        if r is None:
             raise TraceFormatError("cannot tell the rank: no distributedInfo.rank and no rank number in "
                                    "the name", f)
         if r in ranks:

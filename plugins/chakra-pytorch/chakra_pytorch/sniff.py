@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 
 from chakra_core import TraceFormatError
 
+from .ints import MAX_RANKS
+
 __all__ = ["sniff_kind", "rank_from_name", "is_json_name", "is_linked", "JSON_SUFFIXES", "HLO_SUFFIXES",
            "FileKinds", "classify_files"]
 
@@ -21,7 +23,7 @@ _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:')
 _PYTORCH_EVENT = re.compile(rb'"cat"\s*:\s*"(?:cpu_op|user_annotation|cuda_runtime|python_function)"'
                             rb'|"(?:External id|Record function id)"\s*:')
 _EVENTS_HEAD = 1 << 18
-_RANK = re.compile(r"(\d+)(?!.*\d)")
+_NUMBER = re.compile(r"\d+")
 _RANK_WORD = re.compile(r"(?:^|[^a-z])rank[._-]?(\d+)", re.IGNORECASE)
 _DOT_RANK = re.compile(r"\.(\d+)$")
 
@@ -81,7 +83,9 @@ def sniff_kind(path: str) -> str | None:
 def rank_from_name(path: str, strict: bool = False) -> int | None:
     """The rank in a file name without ``.json``/``.json.gz``: the number after ``rank``
     (``et_rank1_step10.json`` -> 1), else a final ``.N`` (``et.3.json.gz`` -> 3), else the last
-    integer of the name (``et12.json`` -> 12).
+    integer of the name (``et12.json`` -> 12).  A number above :data:`MAX_RANKS` (the millisecond
+    timestamp of ``HOST_PID.1733580000123.pt.trace.json``) is not a rank: the next candidate is
+    taken (``et_0.1694128201545.json`` -> 0).
 
     With ``strict``, only a number that is clearly a rank counts: ``rank3`` or ``NAME.3.json``
     (so that ``resnet50_et.json`` alone is not taken for rank 50).
@@ -90,11 +94,16 @@ def rank_from_name(path: str, strict: bool = False) -> int | None:
     for ext in (".json.gz", ".json"):
         if name.endswith(ext):
             name = name[: -len(ext)]
-    for pattern in (_RANK_WORD, _DOT_RANK) if strict else (_RANK_WORD, _DOT_RANK, _RANK):
-        m = pattern.search(name)
-        if m:
-            return int(m.group(1))
-    return None
+    return next((int(n) for n in _rank_candidates(name, strict) if int(n) <= MAX_RANKS), None)
+
+
+def _rank_candidates(name: str, strict: bool) -> list[str]:
+    """The numbers of ``name`` that may be its rank, the likeliest first."""
+    out = [m.group(1) for m in _RANK_WORD.finditer(name)]
+    dot = _DOT_RANK.search(name)
+    if dot:
+        out.append(dot.group(1))
+    return out if strict else out + _NUMBER.findall(name)[::-1]
 
 
 @dataclass

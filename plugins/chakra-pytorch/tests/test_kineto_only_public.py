@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import warnings
 from collections import Counter
 from pathlib import Path
@@ -13,12 +14,15 @@ from pathlib import Path
 import pytest
 
 from chakra_core import CommType, NodeType, validate
-from chakra_pytorch import open_pytorch
+from chakra_pytorch import PyTorchTraceWarning, open_pytorch
 from chakra_pytorch.kineto_graph import convert_kineto_rank
 from chakra_pytorch.kineto_only import find_kineto_ranks
 
 ALEXNET = Path(__file__).resolve().parent / "data" / "public" / "alexnet" / "benchmark_result_2869224_1695835535_trace.json.gz"
 NCCL = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "public-traces" / "hta" / "nccl_kineto" / "nccl_data.json.gz"
+#: rank 0 of PARAM's DLRM run: its host ET and its Kineto trace (README there)
+DLRM = Path(__file__).resolve().parent / "data" / "public" / "dlrm"
+DLRM_KINETO = DLRM / "worker0_step_12.1694128201545.pt.trace.json.gz"
 needs_nccl = pytest.mark.skipif(not NCCL.is_file(), reason="the shared public traces are not on this machine")
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 
@@ -99,3 +103,40 @@ def test_alexnet_stream_waits_from_cuda_sync_events():
     by_id = {n.id: n for n in g.nodes}
     waits = [n for n in g.nodes if _stream(n) == 20 and any(_stream(by_id[d]) == 7 for d in n.ctrl)]
     assert waits  # "Stream Wait Event": stream 20 waits on stream 7
+
+
+def _comm_sizes(ts) -> list[tuple[int, int]]:
+    """(comm_type, comm_size) of each collective of rank 0, in node order."""
+    attrs = [{a.name: a.int64_val for a in n.attr} for n in ts[0].nodes() if n.type == NodeType.COMM_COLL_NODE]
+    return [(a["comm_type"], a["comm_size"]) for a in attrs]
+
+
+def test_dlrm_nccl_ops_sized_as_by_the_host_et_of_the_same_run():
+    # its c10d::allreduce_ events record a tensor list with empty dims: they were sized 0, with a
+    # warning to profile with record_shapes=True, which the trace was ('record_shapes': 1); their
+    # nccl:all_reduce annotations give the tensors' dims and dtype
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        warnings.filterwarnings("error", ".*no size in the trace")
+        from_kineto = _comm_sizes(open_pytorch([str(DLRM_KINETO)]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from_host_et = _comm_sizes(open_pytorch([str(DLRM / "dlrm_eg_0.json.gz")]))
+    assert from_kineto == from_host_et
+    annotated = [4 * math.prod(e["args"]["Input Dims"][0]) for e in sorted(_events(DLRM_KINETO), key=lambda e: e["ts"])
+                 if e["name"] == "nccl:all_reduce" and e["args"]["Input type"] == ["float"]]
+    assert [size for kind, size in from_kineto if kind == CommType.ALL_REDUCE] == annotated
+    assert len(annotated) == 3 and 394241 * 4 in annotated
+
+
+def test_record_shapes_is_suggested_only_to_a_trace_without_shapes(tmp_path):
+    # the trace recorded shapes: an op left unsized (its annotation's dims taken away here) is
+    # not blamed on record_shapes
+    doc = json.loads(gzip.decompress(DLRM_KINETO.read_bytes()))
+    for e in doc["traceEvents"]:
+        if e.get("name") == "nccl:all_reduce":
+            del e["args"]["Input Dims"]
+    (tmp_path / "k.json").write_text(json.dumps(doc))
+    with pytest.warns(PyTorchTraceWarning, match="3 communication op.* dims are empty") as got:
+        list(open_pytorch([str(tmp_path / "k.json")])[0].nodes())
+    assert not any("profile with record_shapes" in str(w.message) for w in got)

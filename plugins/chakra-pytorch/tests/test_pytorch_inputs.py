@@ -112,6 +112,37 @@ def test_ranks_named_before_a_step_number(tmp_path):
     assert [Path(ts[r].path).name for r in ts.ranks] == ["et_rank0_step10.json", "et_rank1_step10.json"]
 
 
+def test_rank_from_name_skips_millisecond_timestamps():
+    # tensorboard_trace_handler names a trace HOST_PID.<ms since 1970>.pt.trace.json: the
+    # timestamp is no rank, the number before it may be
+    assert rank_from_name("et_0.1694128201545.json") == 0
+    assert rank_from_name("worker3_step_12.1694128201557.pt.trace.json") == 12
+    assert rank_from_name("node7_18690.1733580000123.pt.trace.json.gz") == 18690
+    assert rank_from_name("et_0.1694128201545.json", strict=True) is None
+    assert rank_from_name("1733580000123.pt.trace.json") is None
+
+
+def test_timestamped_names_convert_as_the_originals(tmp_path):
+    # the DDP recording under PyTorch's default names (host ETs et_0.<ms>.json, Kineto traces
+    # node7_<pid>.<ms>.pt.trace.json.gz) stopped with "the number 1733580000123 in the name is
+    # not a rank" although each Kineto trace says its rank
+    from chakra_pytorch.kineto import scan_process_pid
+
+    src = DATA / "ddp"
+    for r in (0, 1):
+        pid = scan_process_pid(str(src / f"kineto.{r}.json.gz"))
+        shutil.copy(src / f"pytorch_et.{r}.json.gz", tmp_path / f"et_{r}.1694128201545.json.gz")
+        shutil.copy(src / f"kineto.{r}.json.gz", tmp_path / f"node7_{pid}.1733580000123.pt.trace.json.gz")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # neither the timestamps nor the pids are read as ranks
+        renamed = open_pytorch([str(tmp_path)])
+    original = open_pytorch([str(src)])
+    assert renamed.ranks == original.ranks == [0, 1]
+    for r in original.ranks:
+        assert [n.SerializeToString() for n in renamed[r].nodes()] == \
+            [n.SerializeToString() for n in original[r].nodes()]
+
+
 def test_lone_host_et_with_two_kineto_traces_pairs_by_rank(tmp_path):
     # one host ET (rank 1) beside the Kineto traces of ranks 0 and 1: it used to take the first
     # Kineto trace (rank 0's) and fail as "from another run"; now they pair by rank
