@@ -22,6 +22,12 @@ Fixtures:
 ``chakra_fake_dist``   ``chakra_fake_dist(dist, version, entry_points, sources)`` installs a fake
                        distribution with ``chakra`` entry points for one test; returns an
                        environment for running ``chakra`` as a subprocess.
+
+Function:
+
+``one_error(status, err)`` the one error line of a failed command's standard error (exit status 2;
+                       ``chakra: warning:`` lines printed before it aside), asserted to be no
+                       traceback nor internal error.
 """
 
 from __future__ import annotations
@@ -46,7 +52,19 @@ from chakra_core.base._errors import PluginError
 from chakra_core.host import _plugins
 
 __all__ = ["chakra_host", "chakra_isolated_host", "chakra_register", "chakra_pipeline", "chakra_cli",
-           "chakra_roundtrip", "chakra_fake_dist"]
+           "chakra_roundtrip", "chakra_fake_dist", "one_error"]
+
+#: how the CLI begins a warning line
+_WARNING = "chakra: warning: "
+
+
+def one_error(status: int, err: str) -> str:
+    """The one error line of a failed command's standard error ``err`` (``status`` 2): the
+    warnings printed before it aside, it must be one line, and no traceback nor internal error."""
+    lines = [line for line in err.strip().splitlines() if not line.startswith(_WARNING)]
+    assert status == 2 and len(lines) == 1, err
+    assert "internal error" not in err and "Traceback" not in err, err
+    return lines[0]
 
 
 @contextlib.contextmanager

@@ -9,19 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from chakra_core.testing import one_error as _one_error
+
 ROOT = Path(__file__).resolve().parent.parent
 TEXT = ROOT / "examples" / "text" / "resnet50_like.txt"
 SYSTEM = ROOT / "examples" / "system" / "any_size.yaml"
 
 pytest.importorskip("chakra_text")
 pytest.importorskip("chakra_simpy")
-
-
-def _one_error(status: int, err: str) -> str:
-    lines = err.strip().splitlines()
-    assert status == 2 and len(lines) == 1, err
-    assert "internal error" not in err and "Traceback" not in err, err
-    return lines[0]
 
 
 @pytest.fixture

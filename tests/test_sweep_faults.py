@@ -236,7 +236,9 @@ def test_a_worker_ends_quietly_on_ctrl_c():
 
 def test_ctrl_c_on_a_local_sweep_is_one_line_and_exit_130(tmp_path):
     doc = yaml.safe_load(four_points(tmp_path).read_text())
-    doc["input"]["options"]["npus"] = 512  # seconds a point: Ctrl-C finds the workers running
+    # minutes a point (1,000 passes of 512 ranks): Ctrl-C finds the workers running
+    # (the clock given: the workers state no default on stderr)
+    doc["input"]["options"].update(npus=512, passes=1000, cycle_ns=1.0)
     doc["system"]["network"][0]["npus_count"] = 512
     doc["system"]["all-reduce-implementation"] = "doubleBinaryTree"
     (tmp_path / "slow.yaml").write_text(yaml.safe_dump(doc))

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 from chakra_core.base._options import Option
@@ -61,7 +63,6 @@ class LocalExecutor(Executor):
 def _pool(options: Mapping[str, Any], tasks: int | None) -> Any:
     import multiprocessing
 
-    from chakra_core.host._plugins import get_host
     from chakra_core.sweeps._workerpool import WorkerPool
 
     workers = options.get("workers") or os.cpu_count() or 1
@@ -69,7 +70,17 @@ def _pool(options: Mapping[str, Any], tasks: int | None) -> Any:
         workers = min(workers, max(1, tasks))
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["chakra_core.sweeps._run"])
-    return WorkerPool(workers, context, get_host, options.get("kill_after_s", 10.0))
+    start = partial(_start_worker, warnings.formatwarning)
+    return WorkerPool(workers, context, start, options.get("kill_after_s", 10.0))
+
+
+def _start_worker(formatwarning: Callable[..., str]) -> None:
+    """A worker's start: its warnings worded as its parent's (a ``chakra`` command's one line),
+    the plugins loaded."""
+    from chakra_core.host._plugins import get_host
+
+    warnings.formatwarning = formatwarning
+    get_host()
 
 
 @hookimpl
