@@ -30,3 +30,25 @@ def test_an_option_given_twice_with_two_values_is_refused_with_one_is_taken(tmp_
     status, _, err = chakra_cli("transform", TEXT, "-I", "npus=2", "scale", "-O", "compute_speedup=2",
                                 "-O", "compute_speedup=2", "-o", f"{tmp_path}/o/")
     assert status == 0, err
+
+
+def test_transform_and_generate_json_carry_their_provenance(tmp_path, chakra_cli):
+    """``--json`` says what made the set, options after defaults, as convert's and simulate's do:
+    retime's device and dtype are the defaults it declares."""
+    from chakra_core import get_host
+
+    status, out, err = chakra_cli("transform", TEXT, "-I", "npus=2", "-I", "cycle_ns=1", "retime",
+                                  "-o", f"{tmp_path}/t/", "--json")
+    assert status == 0, err
+    impls = json.loads(out)["provenance"]["implementations"]
+    assert [(i["stage"], i["name"]) for i in impls] == [("input", "text"), ("transform", "retime")]
+    declared = get_host().registry.get("transform", "retime").options
+    assert {k: impls[1]["options"][k] for k in ("device", "dtype")} == {
+        k: declared[k].default for k in ("device", "dtype")}
+    assert impls[0]["options"]["npus"] == 2
+    status, out, err = chakra_cli("generate", "transformer", "-O", "layers=1", "-O", "tp=2", "-o",
+                                  f"{tmp_path}/g/", "--json")
+    assert status == 0, err
+    d = json.loads(out)
+    (gen,) = d["provenance"]["implementations"]
+    assert d["ranks"] == 2 and gen["name"] == "transformer" and gen["options"]["layers"] == 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -98,11 +98,12 @@ def print_notes(result: Any) -> None:
         print(f"note: {note}", file=sys.stderr)
 
 
-def print_traces(traces: Any, args: Any) -> None:
-    """Print the files of a written trace set: as JSON with ``--json``, else one per line."""
+def print_traces(traces: Any, args: Any, provenance: Mapping[str, Any]) -> None:
+    """Print the files of a written trace set: as JSON with ``--json`` (with the ``provenance``
+    of what made it), else one per line."""
     files = [rt.path or "" for rt in traces]
     if args.json:
-        print_json({"ranks": len(files), "files": files})
+        print_json({"ranks": len(files), "files": files, "provenance": provenance})
     else:
         print_paths(files, args.verbose)
 

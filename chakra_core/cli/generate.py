@@ -17,9 +17,9 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     """Generate and write the set; print the files written."""
     from chakra_core.base._options import parse_kv
-    from chakra_core.pipeline._commands import generate
+    from chakra_core.pipeline._commands import generate_pipeline, written_set
 
-    traces = generate(args.name, parse_kv(args.opts), output=args.output, gzip=args.gzip,
-                      validate=not args.no_validate, host=host_of(args))
-    print_traces(traces, args)
+    pipe = generate_pipeline(args.name, parse_kv(args.opts), host=host_of(args))
+    traces = written_set(pipe.load(), args.output, args.gzip, not args.no_validate)
+    print_traces(traces, args, pipe.provenance())
     return 0

@@ -25,9 +25,9 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     """Transform and write the set; print the files written."""
     from chakra_core.base._options import parse_kv
-    from chakra_core.pipeline._commands import transform
+    from chakra_core.pipeline._commands import transform_pipeline, written_set
 
-    traces = transform(args.input, args.names, parse_kv(args.opts), output=args.output, gzip=args.gzip,
-                       validate=not args.no_validate, **input_kwargs(args))
-    print_traces(traces, args)
+    pipe = transform_pipeline(args.input, args.names, parse_kv(args.opts), **input_kwargs(args))
+    traces = written_set(pipe.load(), args.output, args.gzip, not args.no_validate)
+    print_traces(traces, args, pipe.provenance())
     return 0

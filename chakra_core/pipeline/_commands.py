@@ -27,7 +27,7 @@ from chakra_core.trace._traceset import TraceSet
 from chakra_core.validation._finding import Finding
 
 __all__ = ["Inputs", "Validation", "convert", "simulate", "simulation_pipeline", "emulate", "export", "transform",
-           "generate", "validate", "stats", "jsonize"]
+           "transform_pipeline", "generate", "generate_pipeline", "written_set", "validate", "stats", "jsonize"]
 
 #: a trace set as a user names it, or one already opened
 Inputs = Union[str, os.PathLike, Sequence[Union[str, os.PathLike]], TraceSet]  # noqa: UP007 - a runtime alias
@@ -140,6 +140,16 @@ def transform(inputs: Inputs, name: str | Sequence[str],
     lazy; with ``output`` it is written there (as :func:`convert` writes, only when valid unless
     ``validate`` is False) and the written set is returned.
     """
+    pipe = transform_pipeline(inputs, name, options, format=format, input_options=input_options, host=host)
+    return written_set(pipe.load(), output, gzip, validate)
+
+
+def transform_pipeline(inputs: Inputs, name: str | Sequence[str],
+                       options: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None, *,
+                       format: str | None = None, input_options: Mapping[str, Any] | None = None,
+                       host: PluginHost | None = None) -> Pipeline:
+    """The pipeline :func:`transform` loads (its input, then the transforms with their options
+    checked): its ``provenance()`` says what ran, options after defaults."""
     names = [name] if isinstance(name, str) else list(name)
     if not names:
         raise ConfigError("transform needs at least one transform name")
@@ -148,7 +158,7 @@ def transform(inputs: Inputs, name: str | Sequence[str],
     impls = [h.registry.get("transform", n) for n in names]
     for n, opts in zip(names, _route_options(names, impls, options)):
         pipe.transforms.append(resolve_stage(h, "transform", n, opts))
-    return _written(pipe.load(), output, gzip, validate)
+    return pipe
 
 
 def _route_options(names: Sequence[str], impls: Sequence[Any],
@@ -196,7 +206,7 @@ def _instance(owner: str, names: Sequence[str], key: str) -> int | None:
     return places[int(k) - 1]
 
 
-def _written(traces: TraceSet, output: str | os.PathLike | None, gzip: bool, validate: bool) -> TraceSet:
+def written_set(traces: TraceSet, output: str | os.PathLike | None, gzip: bool, validate: bool) -> TraceSet:
     """``traces`` itself, or written to ``output`` (when valid, or ``validate`` is False) and
     opened from the files."""
     if output is None:
@@ -212,9 +222,15 @@ def generate(name: str, options: Mapping[str, Any] | None = None, *, output: str
     """Run the registered generator ``name`` with ``options``; the set is lazy (ranks are made
     while they are read), or, with ``output``, written there (only when valid, unless ``validate``
     is False) and opened from the files."""
+    return written_set(generate_pipeline(name, options, host=host).load(), output, gzip, validate)
+
+
+def generate_pipeline(name: str, options: Mapping[str, Any] | None = None, *,
+                      host: PluginHost | None = None) -> Pipeline:
+    """The pipeline :func:`generate` loads (the generator with its options checked): its
+    ``provenance()`` says what ran, options after defaults."""
     h = host or get_host()
-    stage = resolve_stage(h, "generator", name, options)
-    return _written(Pipeline(None, [], stage, host=h).load(), output, gzip, validate)
+    return Pipeline(None, [], resolve_stage(h, "generator", name, options), host=h)
 
 
 def simulate(inputs: Inputs, backend: str = "simpy", *, options: Mapping[str, Any] | None = None,
