@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 from chakra_core.base._errors import ChakraError, ConfigError
@@ -65,8 +66,12 @@ def parse_json(text: str, where: str, error: type[ChakraError] = ConfigError,
     """Parse JSON ``text`` strictly (no NaN/Infinity, no key twice in one object) and bound its nesting.
 
     ``line`` is the text's line in the file when it is one line of a larger file; otherwise the
-    error names the line the parser stopped at.
+    error names the line the parser stopped at.  A document that is plainly fine (:func:`_plain`)
+    is read by json's C parser alone; any other goes the strict way, which words every refusal.
     """
+    obj = _plain(text)
+    if obj is not _NOT_PLAIN:
+        return obj
     try:
         obj = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_unique_keys)
     except _DuplicateKey as e:
@@ -89,6 +94,43 @@ def parse_json(text: str, where: str, error: type[ChakraError] = ConfigError,
 
 
 _STRICT_DECODER = json.JSONDecoder(parse_constant=_no_constant, object_pairs_hook=_unique_keys)
+_PLAIN_DECODER = json.JSONDecoder(parse_constant=_no_constant)
+#: what :func:`_plain` returns for a document it leaves to the strict way
+_NOT_PLAIN = object()
+#: the end of a key: a quote, then a colon (within a string a quote is escaped, so that a match
+#: there only adds to the count)
+_KEY_END = re.compile(r'"\s*:')
+
+
+def _plain(text: str) -> Any:
+    """``text`` parsed by json's C parser when that is plainly the strict parse: it parses, no
+    surrogate escape, fewer opening brackets than the ``depth`` limit (so no deeper nesting),
+    and as many key ends as keys parsed (so no key twice); else :data:`_NOT_PLAIN`."""
+    if _SURROGATE_ESCAPE.search(text) or text.count("{") + text.count("[") > get_limit("depth"):
+        return _NOT_PLAIN
+    try:
+        obj = _PLAIN_DECODER.decode(text)
+    except (ValueError, RecursionError):
+        return _NOT_PLAIN
+    spaced = '" ' in text or '"\n' in text or '"\t' in text or '"\r' in text
+    ends = len(_KEY_END.findall(text)) if spaced else text.count('":')
+    return obj if ends == _keys(obj) else _NOT_PLAIN
+
+
+def _keys(obj: Any) -> int:
+    """The keys of every object in ``obj``, nested ones included."""
+    count, stack = 0, [obj] if type(obj) is dict or type(obj) is list else []
+    pop, push = stack.pop, stack.append
+    while stack:
+        item = pop()
+        values: Iterable[Any] = item
+        if type(item) is dict:
+            count += len(item)
+            values = item.values()
+        for v in values:
+            if type(v) is dict or type(v) is list:
+                push(v)
+    return count
 
 
 def parse_json_values(text: str, where: str, error: type[ChakraError] = ConfigError,

@@ -17,8 +17,9 @@ from chakra_core.base._errors import TraceFormatError
 from chakra_core.base._paths import expand_paths
 from chakra_core.hookspecs import hookimpl
 from chakra_core.host._api import InputFormat
-from chakra_core.io._schema import Node
-from chakra_core.trace._traceset import GeneratedRank, TraceSet, open_traceset
+from chakra_core.io._etio import open_binary
+from chakra_core.io._schema import PG_INIT_NAME, Node
+from chakra_core.trace._traceset import GeneratedRank, TraceSet, listed_groups_text, open_traceset
 
 __all__ = ["EtFormat", "JsonFormat"]
 
@@ -63,7 +64,27 @@ class JsonFormat(InputFormat):
             missing = sorted(set(range(max(found) + 1)) - set(found))
             raise TraceFormatError(f"missing ranks {', '.join(map(str, missing[:10]))} (ranks must be 0..N-1)",
                                    files[0])
-        return TraceSet(ranks, source=files[0])
+        return TraceSet(ranks, _known_groups(ranks, files[0]), source=files[0])
+
+
+def _known_groups(ranks: list[GeneratedRank], first: str) -> dict[str, list[int]] | None:
+    """``{}`` when the set has no process groups, found without parsing its nodes: no rank's
+    metadata lists them and the first file does not name PyTorch's process-group node (the set
+    would parse every node of it to find out); None to let the set find them."""
+    if any(listed_groups_text(r.metadata()) is not None for r in ranks):
+        return None
+    return None if _names(first, PG_INIT_NAME.encode()) else {}
+
+
+def _names(path: str, text: bytes) -> bool:
+    """Whether the file ``path`` (gzip or not) holds ``text``, read a MiB at a time."""
+    tail = b""
+    with open_binary(path) as f:
+        while chunk := f.read(1 << 20):
+            if text in tail + chunk[:len(text)] or text in chunk:
+                return True
+            tail = chunk[-len(text):]
+    return False
 
 
 def _json_nodes(path: str) -> Iterator[Node]:
