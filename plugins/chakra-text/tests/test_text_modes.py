@@ -200,14 +200,18 @@ fc  -1 30 NONE 0 31 ALLREDUCE 301 32 NONE 0 0
     assert actual(ts, 3) == want
 
 
-def test_transformer_fwd_in_bckwd(tmp_path):
-    ts = convert(tmp_path, """HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 2 checkpoints: 1 0 checkpoint_initiates: 1 2
+#: four layers with a checkpoint at layer 0 that layer 2 recomputes from (after the mode's name)
+_CHECKPOINTED = """ model_parallel_NPU_group: 2 checkpoints: 1 0 checkpoint_initiates: 1 2
 4
 l0 -1 10 ALLREDUCE 100 11 NONE 0 12 NONE 0 0
 l1 -1 20 NONE 0 21 NONE 0 22 NONE 0 0
 l2 -1 30 NONE 0 31 ALLREDUCE 301 32 ALLREDUCE 302 0
 l3 -1 40 NONE 0 41 NONE 0 42 NONE 0 0
-""", npus=4)
+"""
+
+
+def test_transformer_fwd_in_bckwd(tmp_path):
+    ts = convert(tmp_path, "HYBRID_TRANSFORMER_FWD_IN_BCKWD" + _CHECKPOINTED, npus=4)
     mp, dp = "1", "3"  # rank 0
     want = [
         C(1, "l0", "FWD", 10, []), K(2, "l0", "ALLREDUCE", AR, 100, [1], mp),
@@ -230,13 +234,7 @@ def test_transformer_ignores_checkpoints(tmp_path):
     # under HYBRID_TRANSFORMER follows the plain transformer rules, and the ignored field is said
     with pytest.warns(TextWarning, match="line 1: checkpoint_initiates: ignored: only "
                       "HYBRID_TRANSFORMER_FWD_IN_BCKWD recomputes forward passes, not HYBRID_TRANSFORMER"):
-        ts = convert(tmp_path, """HYBRID_TRANSFORMER model_parallel_NPU_group: 2 checkpoints: 1 0 checkpoint_initiates: 1 2
-4
-l0 -1 10 ALLREDUCE 100 11 NONE 0 12 NONE 0 0
-l1 -1 20 NONE 0 21 NONE 0 22 NONE 0 0
-l2 -1 30 NONE 0 31 ALLREDUCE 301 32 ALLREDUCE 302 0
-l3 -1 40 NONE 0 41 NONE 0 42 NONE 0 0
-""", npus=4)
+        ts = convert(tmp_path, "HYBRID_TRANSFORMER" + _CHECKPOINTED, npus=4)
     mp, dp = "1", "3"  # rank 0
     assert actual(ts, 0) == [
         C(1, "l0", "FWD", 10, []), K(2, "l0", "ALLREDUCE", AR, 100, [1], mp),
