@@ -7,7 +7,8 @@ graph builder (:func:`build_graph`) runs on them, so both inputs follow one set 
 * the host ops: on each CPU thread, an operator event (an ``ns::op`` name, or an event that
   launches GPU work and has no operator inside it) with no operator around it (nesting by time, see
   :mod:`kineto_graph_events`); ``c10d::*`` ops and a ``record_param_comms`` outside them are
-  communication ops; a node's id is its event's start order;
+  communication ops, and so is a ``gloo:*``/``nccl:*`` work annotation that no op in the trace
+  issued (:func:`_lone_works`); a node's id is its event's start order;
 * the timing: every CPU event, GPU kernel/memcpy/memset, sync call, ``cuda_sync`` event and
   ``ProfilerStep`` span as :func:`read_kineto` reads them; a GPU activity belongs to the op
   around the runtime call with its ``correlation``;
@@ -33,7 +34,15 @@ from .groupmatch import SetMatch
 from .hostet import HostOp, HostTrace
 from .intmap import IntMap
 from .kineto import KinetoTrace, StreamWait, read_kineto
-from .kineto_graph_comms import annotation_bytes, annotation_elem_bytes, c10d_comm, group_of, param_comm
+from .kineto_graph_comms import (
+    SIZED_BY_WORK,
+    annotation_bytes,
+    annotation_comm,
+    annotation_elem_bytes,
+    c10d_comm,
+    group_of,
+    param_comm,
+)
 from .kineto_graph_events import CpuCollector, CpuSide, EventSpans, is_operator
 from .nogc import cycle_collection_off
 from .schema_version import PyTorchTraceWarning
@@ -45,10 +54,6 @@ KINETO_SCHEMA = "kineto"
 
 _RECORD_CALLS = ("cudaEventRecord", "hipEventRecord", "cudaEventRecordWithFlags")
 _WAIT_CALLS = ("cudaStreamWaitEvent", "hipStreamWaitEvent")
-#: kinds whose work annotation is given the tensors ``comm_size`` counts (a scatter's root is
-#: given every chunk; a reduce-scatter is sized from its output, :func:`_reduce_scatter_sizes`)
-_SIZED_BY_WORK = frozenset({"all_reduce", "broadcast", "reduce", "all_gather", "gather", "all_to_all",
-                            "send", "recv"})
 
 
 def convert_kineto_rank(path: str, rank: int, world: int, groups: dict[str, list[int]],
@@ -66,6 +71,7 @@ def convert_kineto_rank(path: str, rank: int, world: int, groups: dict[str, list
                           "profiler's stop (a communication's node is then timed by its c10d op alone)",
                           PyTorchTraceWarning, stacklevel=2)
         _warn_outlasting(path, cpu)
+        _warn_lone_works(path, cpu)
         if match is not None:
             match.apply(rank, host.ops)
         _warn_unsized(path, host, cpu)
@@ -103,6 +109,32 @@ def _warn_outlasting(path: str, cpu: CpuSide) -> None:
                       PyTorchTraceWarning, stacklevel=3)
 
 
+def _warn_lone_works(path: str, cpu: CpuSide) -> None:
+    """Warn of the work annotations no op in the trace issued: those made collectives of their
+    own (their count, time, and how many are put on the default group) and those left out."""
+    made = [k for k, alone in cpu.lone_works if alone]
+    left = [k for k, alone in cpu.lone_works if not alone]
+    if made:
+        unnamed = sum(1 for k in made if not cpu.kept_args(k).get("Process Group Name"))
+        guess = f"; {unnamed} name no process group: put on the default group '0'" if unnamed else ""
+        warnings.warn(f"{path}: {_works_note(cpu, made)}: each is a collective of its own (kind from its name, "
+                      f"size from its 'Input Dims' x 'Input type', timed by its span or its NCCL kernel){guess}",
+                      PyTorchTraceWarning, stacklevel=3)
+    if left:
+        warnings.warn(f"{path}: {_works_note(cpu, left)}: left out (a send or receive names no peer, a "
+                      "scatter's or reduce-scatter's tensors are not its size, or the kind is unknown)",
+                      PyTorchTraceWarning, stacklevel=3)
+
+
+def _works_note(cpu: CpuSide, keys: list[int]) -> str:
+    """'N gloo:/nccl: work annotation(s) ... T us in all, the first NAME at ts ...' of ``keys``."""
+    e = cpu.events
+    total = sum(e.dur[k] for k in keys)
+    return (f"{len(keys)} gloo:/nccl: work annotation(s) with no communication op in the trace (no op issued "
+            "before a gloo: one, none around an nccl: one), "
+            f"{total:.3f} us of work in all, the first {e.names[keys[0]]} at ts {e.ts[keys[0]]:.3f} us")
+
+
 def _warn_unsized(path: str, host: HostTrace, cpu: CpuSide) -> None:
     """Warn when communication ops have no size in the trace; suggest ``record_shapes`` only when
     their events were recorded without shapes (no ``Input Dims``)."""
@@ -138,7 +170,9 @@ def _host_trace(path: str, kt: KinetoTrace, cpu: CpuSide, world: int) -> HostTra
     anchors = [_anchor_above(parent, comms, key) for key, _info in params]
     anchored = [(a, info) for a, (_key, info) in zip(anchors, params) if a >= 0]
     comms.update((key, info) for a, (key, info) in zip(anchors, params) if a < 0)
-    _attach_workers(cpu, comms, workers, path)
+    outside = {k for k in workers if names[k].startswith("nccl:") and _anchor_above(parent, comms, k) < 0}
+    _attach_workers(cpu, comms, [k for k in workers if k not in outside], path)
+    _lone_works(cpu, comms, workers, path)
     _reduce_scatter_sizes(cpu, comms, world)
     for anchor, info in anchored:  # record_param_comms says the sizes and group: it wins
         merge_param_comms(comms[anchor], info)
@@ -189,8 +223,8 @@ def _anchor_above(parent: array, comms: dict[int, CommInfo], key: int) -> int:
 
 
 def _attach_workers(cpu: CpuSide, comms: dict[int, CommInfo], workers: list[int], path: str) -> None:
-    """Tie each ``gloo:*``/``nccl:*`` annotation to its op (by issue order, as for a host ET)
-    and size the op from it where the op's own inputs do not (:func:`_size_from_worker`)."""
+    """Tie each ``gloo:*`` annotation, and each ``nccl:*`` one inside an op, to its op (by issue
+    order, as for a host ET) and size the op from it where the op's own inputs do not (:func:`_size_from_worker`)."""
     tids = cpu.events.tids
     order = {cpu.order_id(k): k for k in workers}
     attach_annotations((WorkAnnotation(cpu.order_id(k), tids[k], frozenset()) for k in workers), comms,
@@ -201,11 +235,31 @@ def _attach_workers(cpu: CpuSide, comms: dict[int, CommInfo], workers: list[int]
             _size_from_worker(cpu, key, info, path)
 
 
+def _lone_works(cpu: CpuSide, comms: dict[int, CommInfo], workers: list[int], path: str) -> None:
+    """Make each work annotation that no communication op took (a gloo: one with no op issued
+    before it, an nccl: one with no op around it: the op is not in the trace) a collective of its
+    own (:func:`annotation_comm`), timed by its span or its NCCL kernel; list each such
+    annotation in ``cpu.lone_works``."""
+    taken = {k for info in comms.values() for k in info.worker_rfs}
+    for key in workers:
+        if key in taken:
+            continue
+        try:
+            info = annotation_comm(cpu.events.names[key], cpu.kept_args(key))
+        except ValueError as err:
+            raise TraceFormatError(f"{cpu.events.names[key]}: {err}", path,
+                                   f"event at ts {cpu.events.ts[key]:.3f} us") from None
+        cpu.lone_works.append((key, info is not None))
+        if info is not None:
+            info.worker_rfs = [key]
+            comms[key] = info
+
+
 def _size_from_worker(cpu: CpuSide, key: int, info: CommInfo, path: str) -> None:
     """A tensor list whose dtype the op ``key`` does not name takes that of its first work
     annotation; an op still without a size (Kineto leaves a tensor list's dims empty) takes the
     annotation's: its ``Input Dims`` times its dtype's size, the tensors the work was given (for
-    the kinds of :data:`_SIZED_BY_WORK`)."""
+    the kinds of :data:`SIZED_BY_WORK`)."""
     worker = cpu.kept_args(info.worker_rfs[0])
     types = cpu.kept_args(key).get("Input type")
     esize = annotation_elem_bytes(worker)
@@ -213,7 +267,7 @@ def _size_from_worker(cpu: CpuSide, key: int, info: CommInfo, path: str) -> None
         fixed = _comm_of(cpu, key, path, esize)
         if fixed is not None:
             info.size_bytes = fixed.size_bytes
-    if not info.size_bytes and info.kind in _SIZED_BY_WORK:
+    if not info.size_bytes and info.kind in SIZED_BY_WORK:
         try:
             info.size_bytes = annotation_bytes(worker)
         except ValueError as err:

@@ -8,7 +8,8 @@ tag of send/recv, the root).  A tensor list is typed ``TensorList``: its element
 from the ``gloo:*``/``nccl:*`` annotation that does the op's work, else from another input's
 dtype.  A ``record_param_comms`` event (NCCL) carries ``Collective name``, ``In msg nelems``,
 ``Out msg nelems``, ``dtype``, ``Process Group Name``/``Ranks``, ``Group size`` and ``Global
-rank start``/``stride``, read as the host ET's attributes of that node.
+rank start``/``stride``, read as the host ET's attributes of that node.  A ``gloo:*``/``nccl:*``
+annotation with no op in the trace (:func:`annotation_comm`) is read as a collective of its own.
 """
 
 from __future__ import annotations
@@ -17,10 +18,19 @@ import ast
 import math
 from typing import Any
 
-from .comms import _MAX_BYTES, DTYPE_BYTES, CommInfo, comm_from_c10d, comm_from_param_comms
+from .comms import _MAX_BYTES, _PARAM_NAMES, DTYPE_BYTES, CommInfo, comm_from_c10d, comm_from_param_comms
 from .ints import is_rank
 
-__all__ = ["elem_bytes", "c10d_comm", "param_comm", "annotation_elem_bytes", "annotation_bytes", "group_of"]
+__all__ = ["elem_bytes", "c10d_comm", "param_comm", "annotation_elem_bytes", "annotation_bytes", "group_of",
+           "SIZED_BY_WORK", "annotation_kind", "annotation_comm"]
+
+#: kinds whose work annotation is given the tensors ``comm_size`` counts (a scatter's root is
+#: given every chunk; a reduce-scatter is sized from its output)
+SIZED_BY_WORK = frozenset({"all_reduce", "broadcast", "reduce", "all_gather", "gather", "all_to_all",
+                           "send", "recv"})
+#: kinds an annotation gives a whole collective of: sized by its tensors (a barrier by none);
+#: a send or receive lacks its peer
+_ALONE_KINDS = (SIZED_BY_WORK - {"send", "recv"}) | {"barrier"}
 
 #: C++ type names Kineto writes in ``Input type``, and their sizes in bytes
 _CXX_TYPES = {"long int": 8, "long long int": 8, "unsigned char": 1, "signed char": 1, "short int": 2,
@@ -144,3 +154,28 @@ def group_of(args: dict[str, Any]) -> tuple[str, list[int]] | None:
     if not isinstance(ranks, list) or not ranks or not all(is_rank(r) for r in ranks):
         return None
     return str(name), list(ranks)
+
+
+def annotation_kind(name: str) -> str | None:
+    """The communication kind a ``gloo:<op>``/``nccl:<op>`` annotation names (``gloo:all_reduce``
+    and ``nccl:_all_gather_base`` as ``record_param_comms`` names them), None when unknown."""
+    op = name.split(":", 1)[-1].lower()
+    return _PARAM_NAMES.get(op) or _PARAM_NAMES.get(op.replace("all_gather", "allgather")
+                                                    .replace("all_reduce", "allreduce"))
+
+
+def annotation_comm(name: str, args: dict[str, Any]) -> CommInfo | None:
+    """The collective a ``gloo:*``/``nccl:*`` annotation does when no op in the trace issued it:
+    the kind its name says, the bytes of its ``Input Dims`` x ``Input type``
+    (:func:`annotation_bytes`; 0 for a barrier or without shapes), the group its ``Process
+    Group Name`` says (``pg_name`` None when it says none).  None for a send or receive (no
+    peer), a scatter or reduce-scatter (its tensors are not what ``comm_size`` counts) and an
+    unknown kind.  ValueError as :func:`annotation_bytes`."""
+    kind = annotation_kind(name)
+    if kind not in _ALONE_KINDS:
+        return None
+    info = CommInfo(kind, 0 if kind == "barrier" else annotation_bytes(args))
+    group = args.get("Process Group Name")
+    if group is not None and group != "":
+        info.pg_name = str(group)
+    return info

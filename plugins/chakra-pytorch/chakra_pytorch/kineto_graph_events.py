@@ -150,6 +150,9 @@ class CpuSide:
     #: (key, key of the event it started in) of each operator that outlasts the event it started
     #: in by more than :data:`OUTLAST_US` (not nested in it, see :func:`_nest`)
     outlasting: list[tuple[int, int]] = field(default_factory=list)
+    #: (key, made a collective of its own) of each ``gloo:*``/``nccl:*`` annotation that no
+    #: communication op in the trace took (see :func:`.kineto_graph._lone_works`)
+    lone_works: list[tuple[int, bool]] = field(default_factory=list)
 
     def order_id(self, key: int) -> int:
         """The id that counts issue order: ``Record function id``, else ``External id``, else

@@ -1,6 +1,7 @@
 """Kineto-only traces of other teams (tests/data/public, README there): HTA's AlexNet run and
 NCCL DDP rank on A100s (the latter from the shared collection of public traces when it is
-there) convert from Kineto alone, validate, and keep what the trace says."""
+there) and HTA's CPU-only gloo rank convert from Kineto alone, validate, and keep what the
+trace says."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from chakra_core import CommType, NodeType, validate
+from chakra_core import CommType, NodeType, convert, export, simulate, validate
 from chakra_pytorch import PyTorchTraceWarning, open_pytorch
 from chakra_pytorch.kineto_graph import convert_kineto_rank
 from chakra_pytorch.kineto_only import find_kineto_ranks
@@ -23,6 +24,8 @@ NCCL = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "public-
 #: rank 0 of PARAM's DLRM run: its host ET and its Kineto trace (README there)
 DLRM = Path(__file__).resolve().parent / "data" / "public" / "dlrm"
 DLRM_KINETO = DLRM / "worker0_step_12.1694128201545.pt.trace.json.gz"
+#: HTA's rank 34 of a 300-rank gloo job: 10 gloo:all_reduce annotations and no c10d op (README there)
+CPU_ONLY = Path(__file__).resolve().parent / "data" / "public" / "cpu_only" / "rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"
 needs_nccl = pytest.mark.skipif(not NCCL.is_file(), reason="the shared public traces are not on this machine")
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 
@@ -140,3 +143,121 @@ def test_record_shapes_is_suggested_only_to_a_trace_without_shapes(tmp_path):
     with pytest.warns(PyTorchTraceWarning, match="3 communication op.* dims are empty") as got:
         list(open_pytorch([str(tmp_path / "k.json")])[0].nodes())
     assert not any("profile with record_shapes" in str(w.message) for w in got)
+
+
+def _lone_annotations() -> list[dict]:
+    """The cpu_only trace's gloo annotations, in start order (no c10d op issued them)."""
+    return sorted((e for e in _events(CPU_ONLY) if e["name"].startswith("gloo:")), key=lambda e: (e["ts"], e["tid"]))
+
+
+def _annotation_bytes(e: dict) -> int:
+    """An annotation's one tensor: its Input Dims x its Input type's size."""
+    (dims,), (dtype,) = e["args"]["Input Dims"], e["args"]["Input type"]
+    return math.prod(dims) * {"float": 4}[dtype]
+
+
+def test_cpu_only_gloo_annotations_without_an_op_are_collectives():
+    lone = _lone_annotations()
+    assert len(lone) == 10 and not any(e["name"].startswith("c10d::") for e in _events(CPU_ONLY))
+    g, _ = _convert(CPU_ONLY)
+    comms = sorted((n for n in g.nodes if n.type == NodeType.COMM_COLL_NODE),
+                   key=lambda n: (n.start, dict(n.attrs())["tid"]))
+    assert len(comms) == len(lone)
+    for n, e in zip(comms, lone):
+        a = dict(n.attrs())
+        assert (n.name, a["comm_type"], a["comm_size"], a["pg_name"]) == (e["name"], CommType.ALL_REDUCE,
+                                                                         _annotation_bytes(e), "0")
+        assert abs(n.dur - e["dur"]) <= 1 and a["tid"] == e["tid"]
+
+
+def test_cpu_only_lone_annotations_are_said_in_one_warning():
+    lone = _lone_annotations()
+    unnamed = sum(1 for e in lone if "Process Group Name" not in e["args"])
+    with pytest.warns(PyTorchTraceWarning) as got:
+        list(open_pytorch([str(CPU_ONLY)])[34].nodes())
+    said = [str(w.message) for w in got if "with no communication op in the trace" in str(w.message)]
+    assert len(said) == 1
+    assert f"{len(lone)} gloo:/nccl: work annotation(s)" in said[0]
+    assert f"{sum(e['dur'] for e in lone):.3f} us of work in all" in said[0]
+    assert f"{unnamed} name no process group: put on the default group '0'" in said[0]
+
+
+def _as_ranks(tmp_path: Path, ranks: int) -> Path:
+    """The cpu_only trace as each of ``ranks`` ranks (its ``distributedInfo`` rank, world and
+    groups' members rewritten, its events and group names kept): the job's other 299 traces are
+    not public, and a simulator needs every rank of the set."""
+    doc = json.loads(gzip.decompress(CPU_ONLY.read_bytes()))
+    tmp_path.mkdir()
+    info = doc["distributedInfo"]
+    info["world_size"] = ranks
+    for group in info["pg_config"]:
+        group["ranks"], group["pg_size"] = list(range(ranks)), ranks
+    for r in range(ranks):
+        info["rank"] = r
+        (tmp_path / f"kineto.{r}.json").write_text(json.dumps(doc))
+    return tmp_path
+
+
+def test_cpu_only_set_validates_simulates_and_exports_with_its_groups(tmp_path):
+    pytest.importorskip("chakra_simpy")
+    pytest.importorskip("chakra_astrasim")
+    lone = _lone_annotations()
+    system = tmp_path / "system.json"
+    system.write_text(json.dumps({"network": [{"topology": "Ring", "npus_count": 2, "bandwidth": 50, "latency": 500}]}))
+    names = {str(g["pg_name"]) for g in json.loads(gzip.decompress(CPU_ONLY.read_bytes()))["distributedInfo"]["pg_config"]}
+    assert any(not name.isdigit() for name in names)  # c180dae7743d700d8e30df1902fc6b1e_0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        alone = validate(open_pytorch([str(CPU_ONLY)]))
+        assert [(f.rule, f.severity) for f in alone] == [("partial-set", "warning")]  # rank 34 of 300
+        convert([str(_as_ranks(tmp_path / "in", 2))], tmp_path / "et", format="pytorch")
+        assert [str(f) for f in validate(str(tmp_path / "et"))] == []
+        sim = simulate(str(tmp_path / "et"), "simpy", system=str(system))
+        exported = export(str(tmp_path / "et"), "astrasim", tmp_path / "astra", system=str(system))
+    (coll,) = sim.summary["collectives"]
+    total = sum(map(_annotation_bytes, lone))
+    assert (coll["collective"], coll["count"], coll["bytes"]) == ("ALL_REDUCE", len(lone), total)
+    report = exported.summary["report"]
+    assert set(report["groups"]) == names - {"0"} and "collective_on_one_rank" not in report["removed"]
+
+
+def test_cpu_only_annotations_name_their_group_or_are_left_out(tmp_path):
+    # edited: one thread's annotations become receives (no peer: left out), the other's name a
+    # group of the trace (the one that is not a decimal name): their collectives are on it
+    doc = json.loads(gzip.decompress(CPU_ONLY.read_bytes()))
+    group = next(str(g["pg_name"]) for g in doc["distributedInfo"]["pg_config"] if not str(g["pg_name"]).isdigit())
+    lone = [e for e in doc["traceEvents"] if e.get("name", "").startswith("gloo:")]
+    recv_tid = lone[0]["tid"]
+    for e in lone:
+        if e["tid"] == recv_tid:
+            e["name"] = "gloo:recv"
+        else:
+            e["args"]["Process Group Name"] = group
+    (tmp_path / "rank34.json").write_text(json.dumps(doc))
+    with pytest.warns(PyTorchTraceWarning) as got:
+        nodes = list(open_pytorch([str(tmp_path / "rank34.json")])[34].nodes())
+    left = [e for e in lone if e["tid"] == recv_tid]
+    said = [str(w.message) for w in got if "with no communication op in the trace" in str(w.message)]
+    assert len(said) == 2 and "default group" not in said[0]
+    assert f"{len(left)} gloo:/nccl: work annotation(s)" in said[1] and "left out" in said[1]
+    assert f"{sum(e['dur'] for e in left):.3f} us of work in all" in said[1]
+    comms = [n for n in nodes if n.type == NodeType.COMM_COLL_NODE]
+    assert len(comms) == len(lone) - len(left)
+    assert {a.string_val for n in comms for a in n.attr if a.name == "pg_name"} == {group}
+
+
+def test_nccl_annotation_outside_every_op_is_a_collective_not_the_previous_ops_work(tmp_path):
+    # edited: DLRM's last c10d::allreduce_ renamed to an annotation, as torchrec's
+    # "## alltoall_fwd_single ##" encloses HTA's trace_diff traces' nccl:all_to_all (no c10d op):
+    # its nccl:all_reduce is no other op's work; it and its kernel are the all-reduce
+    doc = json.loads(gzip.decompress(DLRM_KINETO.read_bytes()))
+    ops = sorted((e for e in doc["traceEvents"] if e.get("name") == "c10d::allreduce_"), key=lambda e: e["ts"])
+    ops[-1]["name"] = "## allreduce ##"
+    (tmp_path / "k.json").write_text(json.dumps(doc))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        edited = _comm_sizes(open_pytorch([str(tmp_path / "k.json")]))
+        recorded = _comm_sizes(open_pytorch([str(DLRM_KINETO)]))
+    assert edited == recorded
+    (work,) = [e for e in _events(DLRM_KINETO) if e["name"] == "nccl:all_reduce" and e["ts"] > ops[-1]["ts"]]
+    assert edited[-1] == (CommType.ALL_REDUCE, 4 * math.prod(work["args"]["Input Dims"][0]))
