@@ -90,3 +90,19 @@ def test_json_sets_find_their_groups_in_the_metadata_or_the_process_group_node(t
     example = _ROOT / "plugins/chakra-simpy/tests/data/astra_sim_example/examples/workload/microbenchmarks"
     assert chakra_cli("-q", "jsonize", example / "all_reduce/8npus_1MB/all_reduce", "-o", f"{tmp_path}/tj/")[0] == 0
     assert load_traces(str(tmp_path / "tj"), "json").process_groups == {}
+
+
+def test_json_groups_are_looked_for_in_the_lowest_ranks_file(tmp_path, chakra_cli):
+    """The files given rank 1 first: the set's groups come from rank 0's process-group node, as
+    when they are given in rank order (rank 1's file without the node)."""
+    from chakra_core import load_traces
+
+    assert chakra_cli("-q", "jsonize", _ROOT / "plugins/chakra-pytorch/tests/data/ddp", "-o", f"{tmp_path}/j/")[0] == 0
+    for f in (tmp_path / "j").glob("*.json"):
+        doc = json.loads(f.read_text())
+        doc["metadata"]["attr"] = [a for a in doc["metadata"].get("attr", []) if a["name"] != "process_groups"]
+        if f.name == "trace.1.json":
+            doc["nodes"] = [n for n in doc["nodes"] if n.get("name") != "## process_group:init ##"]
+        f.write_text(json.dumps(doc))
+    files = [str(tmp_path / "j" / f"trace.{r}.json") for r in (1, 0)]
+    assert load_traces(files, "json").process_groups == {"0": [0, 1]}

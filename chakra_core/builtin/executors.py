@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pickle
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -70,16 +71,26 @@ def _pool(options: Mapping[str, Any], tasks: int | None) -> Any:
         workers = min(workers, max(1, tasks))
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["chakra_core.sweeps._run"])
-    start = partial(_start_worker, warnings.formatwarning)
+    start = partial(_start_worker, _sendable(warnings.formatwarning))
     return WorkerPool(workers, context, start, options.get("kill_after_s", 10.0))
 
 
-def _start_worker(formatwarning: Callable[..., str]) -> None:
-    """A worker's start: its warnings worded as its parent's (a ``chakra`` command's one line),
-    the plugins loaded."""
+def _sendable(fn: Callable[..., str]) -> Callable[..., str] | None:
+    """``fn`` when it can be sent to a worker (pickled: a module-level function), else None."""
+    try:
+        pickle.dumps(fn)
+    except Exception:  # noqa: BLE001 - a closure or lambda of the caller's: the worker keeps its own
+        return None
+    return fn
+
+
+def _start_worker(formatwarning: Callable[..., str] | None) -> None:
+    """A worker's start: its warnings worded as its parent's (a ``chakra`` command's one line;
+    Python's own when the parent's wording cannot be sent), the plugins loaded."""
     from chakra_core.host._plugins import get_host
 
-    warnings.formatwarning = formatwarning
+    if formatwarning is not None:
+        warnings.formatwarning = formatwarning
     get_host()
 
 

@@ -64,16 +64,17 @@ class JsonFormat(InputFormat):
             missing = sorted(set(range(max(found) + 1)) - set(found))
             raise TraceFormatError(f"missing ranks {', '.join(map(str, missing[:10]))} (ranks must be 0..N-1)",
                                    files[0])
-        return TraceSet(ranks, _known_groups(ranks, files[0]), source=files[0])
+        return TraceSet(ranks, _known_groups(ranks), source=files[0])
 
 
-def _known_groups(ranks: list[GeneratedRank], first: str) -> dict[str, list[int]] | None:
+def _known_groups(ranks: list[GeneratedRank]) -> dict[str, list[int]] | None:
     """``{}`` when the set has no process groups, found without parsing its nodes: no rank's
-    metadata lists them and the first file does not name PyTorch's process-group node (the set
-    would parse every node of it to find out); None to let the set find them."""
+    metadata lists them and the file of its lowest rank (the one the set would parse every node
+    of to find out) does not name PyTorch's process-group node; None to let the set find them."""
     if any(listed_groups_text(r.metadata()) is not None for r in ranks):
         return None
-    return None if _names(first, PG_INIT_NAME.encode()) else {}
+    first = min(ranks, key=lambda r: r.rank).path
+    return None if first is None or _names(first, PG_INIT_NAME.encode()) else {}
 
 
 def _names(path: str, text: bytes) -> bool:
