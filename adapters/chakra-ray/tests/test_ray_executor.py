@@ -57,7 +57,8 @@ def fault_env(chakra_fake_dist) -> dict[str, str]:
 def _sweep(tmp_path: Path, modes: list[str]) -> Path:
     """A sweep file of one point per mode of the ``fault`` backend."""
     path = tmp_path / "faults.yaml"
-    path.write_text(json.dumps({"input": {"format": "text", "paths": [str(EXAMPLE)], "options": {"npus": 2}},
+    options = {"npus": 2, "cycle_ns": 1.0}  # the clock given: the workers warn of no default
+    path.write_text(json.dumps({"input": {"format": "text", "paths": [str(EXAMPLE)], "options": options},
                                 "backends": [{"name": "fault"}],
                                 "sweep": {"grid": {"backends.fault.options.mode": modes}, "timeout_s": 120}}))
     return path
