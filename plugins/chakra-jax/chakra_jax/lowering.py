@@ -622,9 +622,10 @@ def _replicas(module: HloModule, devices: int | None, replicas: int, partitions:
     ``devices`` is not a whole number of copies of the partitioned program."""
     if devices is None:
         return replicas
-    if devices % partitions:
-        raise ConfigError(f"{module.path}: option devices={devices} is not a multiple of the module's "
-                          f"num_partitions={partitions} (devices = replicas x num_partitions)")
+    if devices % (replicas * partitions):
+        raise ConfigError(f"option devices={devices} is not a multiple of the module's {replicas * partitions} "
+                          f"devices (replica_count={replicas} x num_partitions={partitions}): more devices are "
+                          "whole copies of the program", module.path)
     return devices // partitions
 
 

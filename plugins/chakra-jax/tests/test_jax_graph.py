@@ -155,13 +155,21 @@ def test_a_folder_of_two_programs_names_them(jax_data):
     assert err.value.where == str(jax_data / "mlp")
 
 
-def test_devices_override(jax_convert):
+def test_devices_override(jax_convert, jax_data):
     ts = jax_convert("shard_map", devices=8)   # two replicas of the 4-partition program
     assert ts.ranks == list(range(8))
     assert validate(ts) == []
     for devices in (2, 6):   # not a whole number of copies of the 4 partitions
-        with pytest.raises(ConfigError, match=f"devices={devices} is not a multiple of the module's num_partitions=4"):
+        with pytest.raises(ConfigError, match=f"devices={devices} is not a multiple of the module's 4 devices "
+                           r"\(replica_count=1 x num_partitions=4\)"):
             jax_convert("shard_map", devices=devices)
+    # torch_xla's GPT-2 of 2 replicas: 1 or 3 devices is no whole number of copies either (one
+    # was taken as fewer replicas, 3 as one copy and a half)
+    gpt2 = jax_data / "public" / "torch_xla_neuron" / "gpt2_tp2.hlo.txt"
+    for devices in (1, 3):
+        with pytest.raises(ConfigError, match=r"of the module's 2 devices \(replica_count=2 x num_partitions=1\)"):
+            load_traces(str(gpt2), format="jax", options={"devices": devices})
+    assert load_traces(str(gpt2), format="jax", options={"devices": 4}).ranks == [0, 1, 2, 3]
 
 
 def test_send_recv_pairs_match_by_channel(jax_data):

@@ -27,7 +27,7 @@ from .kineto import KinetoTrace, read_distributed_info, read_kineto, scan_proces
 from .lazyrank import LazyRank
 from .nogc import cycle_collection_off
 from .schema_version import PyTorchTraceWarning, check_schema
-from .sniff import JSON_SUFFIXES, classify_files, is_linked, rank_from_name
+from .sniff import JSON_SUFFIXES, classify_files, is_linked, rank_from_name, rank_in_name
 from .stepstart import first_step_us, start_offsets_ns, with_start_offset
 
 __all__ = ["RankFiles", "find_rank_files", "convert_rank", "open_pytorch"]
@@ -145,9 +145,7 @@ def _claimed_rank(path: str, told: TraceRank | None, lone: bool, pid: int | None
     in a set, a file without either is a :class:`TraceFormatError`.  A number in the name that
     is the ``pid`` of the process that recorded the file is not a rank, nor is one above
     :data:`MAX_RANKS` (a millisecond timestamp, see :func:`rank_from_name`)."""
-    named = rank_from_name(path, strict=lone)
-    if named is not None and named == pid:
-        named = None
+    named = rank_in_name(path, lone, pid)
     if told is None:
         if named is None and not lone:
             raise TraceFormatError("cannot tell the rank: the trace does not say it and the name has no "

@@ -25,12 +25,12 @@ from chakra_core import (
 )
 
 from .groupmatch import SetMatch, has_subgroups
-from .kineto import read_distributed_info
+from .kineto import read_distributed_info, scan_process_pid
 from .kineto_graph import KINETO_SCHEMA, convert_kineto_rank, kineto_host
 from .lazyrank import LazyRank
 from .outnode import ConvertedRank
 from .schema_version import PyTorchTraceWarning
-from .sniff import JSON_SUFFIXES, classify_files, rank_from_name
+from .sniff import JSON_SUFFIXES, classify_files, rank_in_name
 from .stepstart import first_step_us, start_offsets_ns, with_start_offset
 
 __all__ = ["KinetoRank", "kineto_only_paths", "find_kineto_ranks", "open_kineto_only"]
@@ -65,7 +65,7 @@ def find_kineto_ranks(files: Sequence[str]) -> tuple[list[KinetoRank], int]:
         info = read_distributed_info(f)
         r = info.get("rank")
         if not isinstance(r, int):
-            r = rank_from_name(f, strict=len(files) == 1)
+            r = rank_in_name(f, len(files) == 1, scan_process_pid(f))
             r = 0 if r is None and len(files) == 1 else r
         if r is None:
             raise TraceFormatError("cannot tell the rank: no distributedInfo.rank and no rank number in "

@@ -12,7 +12,7 @@ from chakra_core import TraceFormatError
 
 from .ints import MAX_RANKS
 
-__all__ = ["sniff_kind", "rank_from_name", "is_json_name", "is_linked", "JSON_SUFFIXES", "HLO_SUFFIXES",
+__all__ = ["sniff_kind", "rank_from_name", "rank_in_name", "is_json_name", "is_linked", "JSON_SUFFIXES", "HLO_SUFFIXES",
            "FileKinds", "classify_files"]
 
 _HEAD = 4096
@@ -95,6 +95,13 @@ def rank_from_name(path: str, strict: bool = False) -> int | None:
         if name.endswith(ext):
             name = name[: -len(ext)]
     return next((int(n) for n in _rank_candidates(name, strict) if int(n) <= MAX_RANKS), None)
+
+
+def rank_in_name(path: str, strict: bool, pid: int | None) -> int | None:
+    """:func:`rank_from_name`, except that a number that is ``pid`` (the process that recorded
+    the file, as in Kineto's ``HOST_PID.<ms>.pt.trace.json``) is no rank."""
+    named = rank_from_name(path, strict)
+    return None if named is not None and named == pid else named
 
 
 def _rank_candidates(name: str, strict: bool) -> list[str]:

@@ -261,3 +261,20 @@ def test_nccl_annotation_outside_every_op_is_a_collective_not_the_previous_ops_w
     assert edited == recorded
     (work,) = [e for e in _events(DLRM_KINETO) if e["name"] == "nccl:all_reduce" and e["ts"] > ops[-1]["ts"]]
     assert edited[-1] == (CommType.ALL_REDUCE, 4 * math.prod(work["args"]["Input Dims"][0]))
+
+
+def test_a_process_id_in_kineto_names_is_no_rank(tmp_path):
+    """HTA's cpu_only trace, its distributedInfo taken out, under Kineto's default name
+    ``HOST_PID.<ms>.pt.trace.json`` with the pid of the process that recorded it: once the
+    timestamp is skipped, the pid is the number left, and it was taken for the rank (trace.1074.et)."""
+    doc = json.loads(gzip.decompress(CPU_ONLY.read_bytes()))
+    doc.pop("distributedInfo")
+    pids = Counter(e["pid"] for e in doc["traceEvents"] if e.get("cat") in ("cpu_op", "user_annotation")
+                   and isinstance(e.get("pid"), int))
+    pid = pids.most_common(1)[0][0]
+    name = tmp_path / f"myhost_{pid}.1733580000123.pt.trace.json"
+    name.write_text(json.dumps(doc))
+    assert find_kineto_ranks([str(name)])[0][0].rank == 0  # one file: rank 0, the pid not taken
+    (tmp_path / f"otherhost_{pid}.1733580000456.pt.trace.json").write_text(json.dumps(doc))
+    with pytest.raises(Exception, match="cannot tell the rank"):
+        find_kineto_ranks(sorted(str(p) for p in tmp_path.glob("*.json")))

@@ -12,7 +12,8 @@ data-parallel groups are strided), and the data-parallel dimension lowest for
 ``HYBRID_MODEL_DATA`` (the other way round, one stage only).  With stages, a rank is
 ``tp + mp * (stage + pp * d)`` (SimAI's MockNcclGroup: data-parallel groups strided by
 ``mp * pp``), so each stage's ranks form their own data-parallel and expert groups.  Expert groups
-split each data-parallel group the way SimAI does: numbering a stage's model-parallel groups by
+split each data-parallel group the way SimAI does at one stage (with stages, SimAI's cross them;
+ours stay inside a stage): numbering a stage's model-parallel groups by
 ``d``, an ``EP`` group holds the same position of ``ep`` consecutive ones, a ``DP_EP`` group the
 same position of every ``ep``-th one.
 
