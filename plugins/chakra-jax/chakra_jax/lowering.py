@@ -23,7 +23,7 @@ Rules (docs/jax.md explains each):
   compute operation whose target is listed in ``Lowered.unknown_targets``;
 - every ``send`` of a channel has its ``recv`` on the target device (else the program is refused);
 - every device is in a replica group of every collective (else the program is refused); with more
-  replicas than the module states (``devices``, a multiple of num_partitions), the groups and
+  replicas than the module states (``devices``, a multiple of its replica_count x num_partitions), the groups and
   pairs that name ids repeat in each copy of the module's devices (:mod:`.groups`);
 - what summarised loops and conditionals hide (their collectives' bytes, unknown trip counts) is
   also one line of ``Lowered.notes``;
@@ -631,8 +631,8 @@ def _replicas(module: HloModule, devices: int | None, replicas: int, partitions:
 
 def lower(module: HloModule, devices: int | None = None, unroll_limit: int = 1024,
           schedule: bool = True) -> Lowered:
-    """Lower ``module``'s entry computation; ``devices`` (a multiple of num_partitions) overrides
-    replica_count x num_partitions."""
+    """Lower ``module``'s entry computation; ``devices`` (a multiple of replica_count x
+    num_partitions: whole copies of the program) overrides that count."""
     module_replicas, partitions, note = _layout(module)
     replicas = _replicas(module, devices, module_replicas, partitions)
     count = replicas * partitions

@@ -145,7 +145,7 @@ def _claimed_rank(path: str, told: TraceRank | None, lone: bool, pid: int | None
     in a set, a file without either is a :class:`TraceFormatError`.  A number in the name that
     is the ``pid`` of the process that recorded the file is not a rank, nor is one above
     :data:`MAX_RANKS` (a millisecond timestamp, see :func:`rank_from_name`)."""
-    named = rank_in_name(path, lone, pid)
+    named = rank_in_name(path, lone, lambda: pid)
     if told is None:
         if named is None and not lone:
             raise TraceFormatError("cannot tell the rank: the trace does not say it and the name has no "

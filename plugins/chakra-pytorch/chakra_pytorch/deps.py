@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import warnings
+from functools import cache, partial
 
 from chakra_core import NodeType
 
@@ -52,13 +53,13 @@ def add_syncs(kt: KinetoTrace, host: HostTrace, streams, out, grid, lanes: dict[
     host node on its thread (``lanes``), which then waits for that work; a warning counts them.
     """
     launches = {k: [kt.corr_ts.get(g.correlation, g.ts) for g, _ in lane] for k, lane in streams.items()}
-    next_node = _next_on_thread(kt, lanes)
+    next_node = cache(partial(_next_on_thread, kt, lanes))  # built at the first sync outside every op
     outside: dict[object, bool] = {}  # sync call (its correlation) -> given to a later node
     for sy in kt.syncs:
         ext = sy.external if sy.external >= 0 else kt.corr_ext.get(sy.correlation, -1)
         node = out.get(host.rf_owner.get(kt.ext_rf.get(ext, -1), -1))
         if node is None:
-            node = next_node(kt.corr_tid.get(sy.correlation, sy.tid), grid(sy.ts))
+            node = next_node()(kt.corr_tid.get(sy.correlation, sy.tid), grid(sy.ts))
             key = sy.correlation if sy.correlation >= 0 else (sy.tid, sy.ts)
             outside[key] = outside.get(key, False) or node is not None
             if node is not None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from chakra_core import (
@@ -65,7 +66,7 @@ def find_kineto_ranks(files: Sequence[str]) -> tuple[list[KinetoRank], int]:
         info = read_distributed_info(f)
         r = info.get("rank")
         if not isinstance(r, int):
-            r = rank_in_name(f, len(files) == 1, scan_process_pid(f))
+            r = rank_in_name(f, len(files) == 1, partial(scan_process_pid, f))
             r = 0 if r is None and len(files) == 1 else r
         if r is None:
             raise TraceFormatError("cannot tell the rank: no distributedInfo.rank and no rank number in "

@@ -6,6 +6,7 @@ import gzip
 import os
 import re
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from chakra_core import TraceFormatError
@@ -97,11 +98,12 @@ def rank_from_name(path: str, strict: bool = False) -> int | None:
     return next((int(n) for n in _rank_candidates(name, strict) if int(n) <= MAX_RANKS), None)
 
 
-def rank_in_name(path: str, strict: bool, pid: int | None) -> int | None:
-    """:func:`rank_from_name`, except that a number that is ``pid`` (the process that recorded
-    the file, as in Kineto's ``HOST_PID.<ms>.pt.trace.json``) is no rank."""
+def rank_in_name(path: str, strict: bool, pid: Callable[[], int | None]) -> int | None:
+    """:func:`rank_from_name`, except that a number that is ``pid()`` (the process that recorded
+    the file, as in Kineto's ``HOST_PID.<ms>.pt.trace.json``; asked only when the name has a
+    number) is no rank."""
     named = rank_from_name(path, strict)
-    return None if named is not None and named == pid else named
+    return None if named is not None and named == pid() else named
 
 
 def _rank_candidates(name: str, strict: bool) -> list[str]:
