@@ -68,7 +68,7 @@ def fidelity(seeds: int, work: Path) -> None:
                 worst["valid"] += chakra.validate(str(out)).ok
                 r = chakra.compare(str(src), str(out))
                 worst["err"] = max(worst["err"], r["simulated"]["relative_error"] or 0.0)
-                worst["ks"] = max(worst["ks"], r["max_ks"])
+                worst["ks"] = max(worst["ks"], r["max_ks"] if r["max_ks"] is not None else 1.0)  # None: no kind in both
                 worst["hist"] = max(worst["hist"], r["kinds"]["histogram_distance"])
                 worst["crit"] = max(worst["crit"], r["graph"]["critical_path_us"]["relative_error"] or 0.0)
             print(f"{name:<22} {synth:<11} {worst['valid']:>3}/{seeds:<2} {worst['err']:>9.2%} {worst['ks']:>7.3f} "

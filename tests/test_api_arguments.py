@@ -145,7 +145,7 @@ def test_compare_takes_one_system_file_as_a_path(chakra_cli):
     # (ranks 0..1)" for rank="0")
     (lambda c, d: c.graph(str(_DDP), d / "g.svg", rank="0"), "rank must be a whole number, got '0'"),
     (lambda c, d: c.graph(str(_DDP), d / "g.svg", around="5"), "around must be a whole number, got '5'"),
-    (lambda c, d: c.graph(str(_DDP), d / "g.svg", depth=None), "depth must be a whole number, got None"),
+    (lambda c, d: c.graph(str(_DDP), d / "g.svg", depth="2"), "depth must be a whole number, got '2'"),
     (lambda c, d: c.graph(str(_DDP), d / "g.svg", max_boxes="3"), "max_boxes must be a whole number"),
     (lambda c, d: c.report(str(_DDP), top="3"), "top must be a whole number, got '3'"),
     (lambda c, d: c.transform(str(_DDP), "scale", "compute_speedup=2"),

@@ -10,7 +10,9 @@ docs/synth.md for every key):
 - a set with no nodes has no kind mix and no degree sample: ``histogram_distance``, ``max_ks``
   and the degree figures are then None (``n/a`` in the text);
 - ``durations`` / ``sizes``: per kind present in both, the two-sample Kolmogorov-Smirnov
-  statistic ``ks`` and the Wasserstein-1 distance (us, bytes) of the values, with ``max_ks``;
+  statistic ``ks`` and the Wasserstein-1 distance (us, bytes) of the values, with ``max_ks``,
+  the largest ``ks``: None too when no kind is in both sets (no statistic to take the largest
+  of; ``histogram_distance`` is then 1), which the text says;
 - ``graph``: per set the largest ``depth`` (nodes on the longest path), ``width`` (most nodes on
   one level of the longest-path layering), ``critical_path_us`` (by ``duration_micros``), the
   KS statistic of the in- and out-degree distributions, and ``left_out``: the nodes on or behind
@@ -204,11 +206,10 @@ def _histogram(a: SetProfile, b: SetProfile) -> dict[str, Any]:
     return {"histogram_distance": round(tvd, 6), "a": ca, "b": cb}
 
 
-def _max_ks(a: SetProfile, b: SetProfile, tables: Sequence[dict[str, dict[str, Any]]]) -> float | None:
-    """The largest KS statistic over ``tables``; None when a set has no nodes."""
-    if not a.nodes or not b.nodes:
-        return None
-    return max((d["ks"] for t in tables for d in t.values()), default=0.0)
+def _max_ks(tables: Sequence[dict[str, dict[str, Any]]]) -> float | None:
+    """The largest KS statistic over ``tables``; None when they have none: a set has no nodes, or
+    no kind is in both sets (0 would read as "the same distributions")."""
+    return max((d["ks"] for t in tables for d in t.values()), default=None)
 
 
 def _relative(a: float, b: float) -> float | None:
@@ -225,7 +226,7 @@ def fidelity(a: SetProfile, b: SetProfile, step_times: Sequence[tuple[str | None
         "a": {"ranks": a.ranks, "nodes": a.nodes}, "b": {"ranks": b.ranks, "nodes": b.nodes},
         "kinds": _histogram(a, b),
         "durations": durations, "sizes": sizes,
-        "max_ks": _max_ks(a, b, (durations, sizes)),
+        "max_ks": _max_ks((durations, sizes)),
         "graph": {
             "depth": {"a": a.depth, "b": b.depth},
             "width": {"a": a.width, "b": b.width},
@@ -264,6 +265,12 @@ def _shown(value: Any, spec: str = "") -> str:
     return "n/a" if value is None else format(value, spec)
 
 
+def _max_ks_shown(r: dict[str, Any]) -> str:
+    """``max_ks`` formatted, with the reason when two sets with nodes have none (no kind in both)."""
+    both = r["a"]["nodes"] and r["b"]["nodes"]
+    return _shown(r["max_ks"], ".4f") + (" (no node kind is in both sets)" if r["max_ks"] is None and both else "")
+
+
 def _step_change(a_ns: int, b_ns: int) -> str:
     """B's step time against A's, signed (``(B - A) / A``), and which way it goes."""
     if not a_ns:
@@ -280,7 +287,7 @@ def format_report(r: dict[str, Any]) -> str:
     lines = [f"A: {r['a']['ranks']} rank(s), {r['a']['nodes']} nodes    B: {r['b']['ranks']} rank(s), "
              f"{r['b']['nodes']} nodes",
              f"node-kind histogram distance (total variation): {_shown(r['kinds']['histogram_distance'], '.4f')}",
-             f"largest KS statistic over kinds: {_shown(r['max_ks'], '.4f')}", ""]
+             f"largest KS statistic over kinds: {_max_ks_shown(r)}", ""]
     for title, key, unit in (("durations", "durations", "us"), ("sizes", "sizes", "bytes")):
         if not r[key]:
             continue

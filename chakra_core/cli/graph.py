@@ -31,13 +31,10 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     """Draw the graph and say what was written."""
-    from chakra_core.analysis._graphview import DEPTH, MAX_BOXES, refuse_ignored
     from chakra_core.pipeline._analyses import graph
 
-    refuse_ignored(args.around, args.summary, args.depth, args.max_boxes)
-    out = graph(args.path, args.output, rank=args.rank, around=args.around,
-                depth=DEPTH if args.depth is None else args.depth, max_nodes=args.max_nodes, summary=args.summary,
-                max_boxes=MAX_BOXES if args.max_boxes is None else args.max_boxes, **input_kwargs(args))
+    out = graph(args.path, args.output, rank=args.rank, around=args.around, depth=args.depth,
+                max_nodes=args.max_nodes, summary=args.summary, max_boxes=args.max_boxes, **input_kwargs(args))
     if args.json:
         print_json(out)
     else:

@@ -385,27 +385,29 @@ def _shown_inputs(inputs: Inputs) -> str:
     return paths[0] if len(paths) == 1 else f"{paths[0]} and {len(paths) - 1} more"
 
 
-def graph(inputs: Any, output: str | os.PathLike, *, rank: int = 0, around: int | None = None, depth: int = DEPTH,
-          max_nodes: int = 2000, summary: bool | None = None, max_boxes: int = MAX_BOXES, format: str | None = None,
-          input_options: Mapping[str, Any] | None = None, host: PluginHost | None = None) -> dict[str, Any]:
-    """Draw rank ``rank``'s graph (or the ``depth``-hop neighbourhood of node id ``around``) to
-    ``output``: ``.dot`` (Graphviz), ``.svg`` (drawn here, layered by dependency depth) or
-    ``.graphml``.  A whole rank of more than 100 nodes (or any, with ``summary=True``) is drawn
-    as a summary of at most ``max_boxes`` boxes, repeated layers folded with their counts;
-    ``summary=False`` draws every node.  A ``depth`` or ``max_boxes`` other than its default, or
-    a ``summary`` with ``around``, that the drawing would ignore is refused, and so is a rank
-    with two nodes of one id.  Returns ``{"path", "format", "rank", "nodes", "edges",
-    "rank_nodes", "summary", "missing_deps"}`` with ``depth`` for a neighbourhood and
-    ``max_boxes`` and ``folded`` for a summary."""
-    check_whole(rank=rank, depth=depth, max_nodes=max_nodes, max_boxes=max_boxes,
-                **({} if around is None else {"around": around}))
+def graph(inputs: Any, output: str | os.PathLike, *, rank: int = 0, around: int | None = None,
+          depth: int | None = None, max_nodes: int = 2000, summary: bool | None = None, max_boxes: int | None = None,
+          format: str | None = None, input_options: Mapping[str, Any] | None = None,
+          host: PluginHost | None = None) -> dict[str, Any]:
+    """Draw rank ``rank``'s graph (or the ``depth``-hop neighbourhood of node id ``around``;
+    ``depth`` None: 2 hops) to ``output``: ``.dot`` (Graphviz), ``.svg`` (drawn here, layered by
+    dependency depth) or ``.graphml``.  A whole rank of more than 100 nodes (or any, with
+    ``summary=True``) is drawn as a summary of at most ``max_boxes`` boxes (None: 30), repeated
+    layers folded with their counts; ``summary=False`` draws every node.  A ``depth`` or
+    ``max_boxes`` given (not None), whatever its value, or a ``summary`` with ``around``, that the
+    drawing would ignore is refused, and so is a rank with two nodes of one id.  Returns
+    ``{"path", "format", "rank", "nodes", "edges", "rank_nodes", "summary", "missing_deps"}`` with
+    ``depth`` for a neighbourhood and ``max_boxes`` and ``folded`` for a summary (the values
+    drawn with)."""
+    given = {name: value for name, value in (("around", around), ("depth", depth), ("max_boxes", max_boxes))
+             if value is not None}
+    check_whole(rank=rank, max_nodes=max_nodes, **given)
     if around is not None and not 0 <= around < 1 << 64:
         raise ConfigError(f"--around {around}: a node id is a whole number from 0 to 2**64-1")
-    if depth < 0 or max_nodes < 1:
+    if (depth is not None and depth < 0) or max_nodes < 1:
         raise ConfigError(f"--depth must be >= 0 and --max-nodes >= 1, got {depth} and {max_nodes}")
-    graph_format(output, depth, max_boxes)
-    given_depth, given_boxes = (None if depth == DEPTH else depth), (None if max_boxes == MAX_BOXES else max_boxes)
-    refuse_ignored(around, summary, given_depth, given_boxes)
+    graph_format(output, DEPTH if depth is None else depth, MAX_BOXES if max_boxes is None else max_boxes)
+    refuse_ignored(around, summary, depth, max_boxes)
     traces = _input_pipeline(inputs, format, input_options, host).load()
-    return draw_graph(traces, output, rank=rank, around=around, depth=given_depth, max_nodes=max_nodes,
-                      summary=summary, max_boxes=given_boxes)
+    return draw_graph(traces, output, rank=rank, around=around, depth=depth, max_nodes=max_nodes,
+                      summary=summary, max_boxes=max_boxes)

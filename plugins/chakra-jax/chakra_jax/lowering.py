@@ -34,8 +34,9 @@ Rules (docs/jax.md explains each):
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from chakra_core import ConfigError, TraceFormatError, check_limit
 
@@ -56,9 +57,30 @@ _INT64_MAX = (1 << 63) - 1
 _TAG_MAX = (1 << 31) - 1
 
 Value = tuple[int, ...] | list  # op ids, or one value per tuple element
-#: a summarised computation: FLOPs, bytes, profiled op names with counts, collective bytes, and
-#: the output type of its instruction of most FLOPs
-Summary = tuple[int, int, list[tuple[str, int]], int, str]
+
+
+class Summary(NamedTuple):
+    """The cost of a summarised computation: FLOPs, bytes, profiled op names with counts,
+    collective bytes, the output type of its instruction of most FLOPs (whose peak times the
+    summary) and the names of the loops of unknown trip count in it (costed as one iteration)."""
+
+    flops: int
+    size: int
+    parts: list[tuple[str, int]]
+    comm: int
+    dtype: str
+    unknown_loops: frozenset[str] = frozenset()
+
+    def times(self, n: int) -> Summary:
+        """The cost of ``n`` runs."""
+        return self._replace(flops=self.flops * n, size=self.size * n, comm=self.comm * n,
+                             parts=[(name, c * n) for name, c in self.parts])
+
+
+def _unknown_inside(summary: Summary) -> str:
+    """The clause of a summarised node's note naming the loops of unknown trip count it holds."""
+    k = len(summary.unknown_loops)
+    return f"; {k} loop{'s' * (k != 1)} of unknown trip count in it costed as one iteration" if k else ""
 
 
 @dataclass(slots=True)
@@ -161,18 +183,24 @@ class _Summarised:
     unknown: set[str] = field(default_factory=set)
     conditional_comm: int = 0
 
-    def loop(self, name: str, comm: int, unknown: bool) -> None:
-        """Record one summarised node of ``while`` instruction ``name``."""
+    def loop(self, name: str, comm: int, unknown: Iterable[str]) -> None:
+        """Record one summarised node of ``while`` instruction ``name``, its collective bytes and
+        the loops of unknown trip count it costs as one iteration (itself or loops in its body)."""
         self.loops.add(name)
         self.nodes += 1
         self.loop_comm += comm
-        if unknown:
-            self.unknown.add(name)
+        self.unknown.update(unknown)
+
+    def conditional(self, comm: int, unknown: Iterable[str]) -> None:
+        """Record one summarised conditional: its collective bytes and the loops of unknown trip
+        count in its costliest branch."""
+        self.conditional_comm += comm
+        self.unknown.update(unknown)
 
     def note(self, unroll_limit: int) -> str:
         """One line for the set's notes ("" when nothing was summarised that hides anything)."""
         parts = []
-        if self.loop_comm or self.unknown:
+        if self.loops and (self.loop_comm or self.unknown):
             loops = len(self.loops)
             parts.append(f"{loops} while loop{'s' * (loops != 1)} summarised (unroll_limit={unroll_limit}) "
                          f"as {self.nodes} compute node{'s' * (self.nodes != 1)}")
@@ -486,17 +514,18 @@ class _Lowering:
             for i in range(trip):
                 state = self.computation(body, [state], f"{prefix}{ins.name}[{i}]/")
             return state
-        flops, size, parts, comm, dtype = self.summary(body)
-        times = trip if trip is not None else 1
+        inner = self.summary(body)
+        cost = inner.times(1 if trip is None else trip)
         why = (f"trip count {trip} is above unroll_limit={self.unroll_limit}" if trip is not None
                else "trip count unknown (no known_trip_count): the cost of one iteration")
         note = f"while loop summarised: {why}"
-        if comm:
-            note += f"; its collectives ({comm * times} bytes in all) are folded into this node"
-        self.summarised.loop(ins.name, comm * times, trip is None)
-        node = self.new_op(ins, COMPUTE, prefix, _dedupe(_flat(state)), num_ops=self.fits(ins, flops * times),
-                           tensor_size=self.fits(ins, size * times), note=note, dtype=dtype,
-                           profile_parts=tuple((n, c * times) for n, c in parts))
+        if cost.comm:
+            note += f"; its collectives ({cost.comm} bytes in all) are folded into this node"
+        note += _unknown_inside(inner)
+        self.summarised.loop(ins.name, cost.comm, inner.unknown_loops | ({ins.name} if trip is None else set()))
+        node = self.new_op(ins, COMPUTE, prefix, _dedupe(_flat(state)), num_ops=self.fits(ins, cost.flops),
+                           tensor_size=self.fits(ins, cost.size), note=note, dtype=cost.dtype,
+                           profile_parts=tuple(cost.parts))
         return _relabel(state, (node.id,))
 
     def trip(self, ins: Instruction, comp: Computation) -> int | None:
@@ -518,12 +547,13 @@ class _Lowering:
     def conditional(self, ins: Instruction, comp: Computation, env: dict[str, Value], prefix: str) -> Value:
         branches, best = self.costliest(ins)
         note = f"conditional summarised: the most expensive of its {branches} branches"
-        if best[3]:
-            note += f"; its collectives ({best[3]} bytes) are folded into this node"
-        self.summarised.conditional_comm += best[3]
-        node = self.new_op(ins, COMPUTE, prefix, self.operand_ids(ins, env), num_ops=self.fits(ins, best[0]),
-                           tensor_size=self.fits(ins, best[1]), note=note, dtype=best[4],
-                           profile_parts=tuple(best[2]))
+        if best.comm:
+            note += f"; its collectives ({best.comm} bytes) are folded into this node"
+        note += _unknown_inside(best)
+        self.summarised.conditional(best.comm, best.unknown_loops)
+        node = self.new_op(ins, COMPUTE, prefix, self.operand_ids(ins, env), num_ops=self.fits(ins, best.flops),
+                           tensor_size=self.fits(ins, best.size), note=note, dtype=best.dtype,
+                           profile_parts=tuple(best.parts))
         return (node.id,)
 
     def costliest(self, ins: Instruction) -> tuple[int, Summary]:
@@ -534,38 +564,48 @@ class _Lowering:
             branches = [n.strip().lstrip("%") for n in names.strip("{}").split(",")]
         else:
             branches = [(ins.attr(k) or "").lstrip("%") for k in ("true_computation", "false_computation")]
-        best: Summary = (0, 0, [], 0, "")
+        best = Summary(0, 0, [], 0, "")
         for name in branches:
             called = self.module.computations.get(name)
             if called is None:
                 raise self.fail(ins, f"branch {name!r} names no computation of the module")
             cost = self.summary(called)
-            if (cost[0], cost[1]) > (best[0], best[1]):
+            if (cost.flops, cost.size) > (best.flops, best.size):
                 best = cost
-        return len(branches), (best[0], best[1] + shape_bytes(ins.shape), best[2], best[3], best[4])
+        return len(branches), best._replace(size=best.size + shape_bytes(ins.shape))
+
+    def nested(self, ins: Instruction, comp: Computation) -> Summary:
+        """The summary of ``while``, ``call`` or ``conditional`` instruction ``ins`` (in ``comp``)
+        inside a summarised computation: a loop's body its trip count times (once, the loop named
+        in ``unknown_loops``, when the count is unknown), a call's computation, a conditional's
+        most expensive branch."""
+        op = ins.opcode
+        if op == "conditional":
+            return self.costliest(ins)[1]
+        inner = self.summary(self.called(ins, "body" if op == "while" else "to_apply"))
+        if op == "call":
+            return inner
+        trip = self.trip(ins, comp)
+        if trip is None:
+            return inner._replace(unknown_loops=inner.unknown_loops | {ins.name})
+        return inner.times(trip)
 
     def summary(self, comp: Computation) -> Summary:
-        """FLOPs, bytes, profiled op names (with counts), collective bytes of one run of ``comp``,
-        and the output type of its instruction of most FLOPs (whose peak times the summary)."""
+        """The :class:`Summary` of one run of ``comp``."""
         flops = size = comm = 0
         parts: list[tuple[str, int]] = []
         heavy: tuple[int, str] = (0, "")
+        unknown: frozenset[str] = frozenset()
         for ins in comp.instructions:
             op = ins.opcode
             if op in FOLDED or op.endswith("-done") or op in ("async-done", "async-update"):
                 continue
             if op in ("while", "call", "conditional"):
-                if op == "conditional":
-                    inner = self.costliest(ins)[1]
-                else:
-                    inner = self.summary(self.called(ins, "body" if op == "while" else "to_apply"))
-                trip = self.trip(ins, comp) if op == "while" else 1
-                times = 1 if trip is None else trip
-                flops += inner[0] * times
-                size += inner[1] * times
-                comm += inner[3] * times
-                heavy = max(heavy, (inner[0] * times, inner[4]))
-                parts.extend((n, c * times) for n, c in inner[2])
+                inner = self.nested(ins, comp)
+                flops, size, comm = flops + inner.flops, size + inner.size, comm + inner.comm
+                heavy = max(heavy, (inner.flops, inner.dtype))
+                parts.extend(inner.parts)
+                unknown |= inner.unknown_loops
                 continue
             if op in COLLECTIVES or op.endswith("-start"):
                 comm += self.operand_bytes(ins, comp, first_only=op.removesuffix("-start") in _FIRST_OPERAND_ONLY)
@@ -576,7 +616,7 @@ class _Lowering:
                 out = arrays(ins.shape)
                 heavy = max(heavy, (own, out[0][0] if out else ""))
             parts.append((ins.name, 1))
-        return flops, size, parts, comm, heavy[1]
+        return Summary(flops, size, parts, comm, heavy[1], unknown)
 
 
 def _result(node: Op) -> Value:
