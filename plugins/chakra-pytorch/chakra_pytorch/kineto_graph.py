@@ -35,13 +35,12 @@ from .hostet import HostOp, HostTrace
 from .intmap import IntMap
 from .kineto import KinetoTrace, StreamWait, read_kineto
 from .kineto_graph_comms import (
-    SIZED_BY_WORK,
-    annotation_bytes,
     annotation_comm,
     annotation_elem_bytes,
     c10d_comm,
     group_of,
     param_comm,
+    work_bytes,
 )
 from .kineto_graph_events import CpuCollector, CpuSide, EventSpans, is_operator
 from .nogc import cycle_collection_off
@@ -147,8 +146,10 @@ def _warn_unsized(path: str, host: HostTrace, cpu: CpuSide) -> None:
                "annotation gives them")
     else:
         why = "no 'Input Dims' nor message sizes: profile with record_shapes=True"
+    first = unsized[0]
     warnings.warn(f"{path}: {len(unsized)} communication op(s) have no size in the trace, the first "
-                  f"{unsized[0].name}: their comm_size is 0 ({why})", PyTorchTraceWarning, stacklevel=3)
+                  f"{first.name} at ts {cpu.events.ts[first.id]:.3f} us: their comm_size is 0 ({why})",
+                  PyTorchTraceWarning, stacklevel=3)
 
 
 def _host_trace(path: str, kt: KinetoTrace, cpu: CpuSide, world: int) -> HostTrace:
@@ -224,7 +225,8 @@ def _anchor_above(parent: array, comms: dict[int, CommInfo], key: int) -> int:
 
 def _attach_workers(cpu: CpuSide, comms: dict[int, CommInfo], workers: list[int], path: str) -> None:
     """Tie each ``gloo:*`` annotation, and each ``nccl:*`` one inside an op, to its op (by issue
-    order, as for a host ET) and size the op from it where the op's own inputs do not (:func:`_size_from_worker`)."""
+    order, as for a host ET: :meth:`CpuSide.order_id`) and size the op from it where the op's own inputs
+    do not (:func:`_size_from_worker`)."""
     tids = cpu.events.tids
     order = {cpu.order_id(k): k for k in workers}
     attach_annotations((WorkAnnotation(cpu.order_id(k), tids[k], frozenset()) for k in workers), comms,
@@ -258,8 +260,8 @@ def _lone_works(cpu: CpuSide, comms: dict[int, CommInfo], workers: list[int], pa
 def _size_from_worker(cpu: CpuSide, key: int, info: CommInfo, path: str) -> None:
     """A tensor list whose dtype the op ``key`` does not name takes that of its first work
     annotation; an op still without a size (Kineto leaves a tensor list's dims empty) takes the
-    annotation's: its ``Input Dims`` times its dtype's size, the tensors the work was given (for
-    the kinds of :data:`SIZED_BY_WORK`)."""
+    one the annotation's tensors give (:func:`work_bytes`: its ``Input Dims`` times its dtype's
+    size)."""
     worker = cpu.kept_args(info.worker_rfs[0])
     types = cpu.kept_args(key).get("Input type")
     esize = annotation_elem_bytes(worker)
@@ -267,9 +269,9 @@ def _size_from_worker(cpu: CpuSide, key: int, info: CommInfo, path: str) -> None
         fixed = _comm_of(cpu, key, path, esize)
         if fixed is not None:
             info.size_bytes = fixed.size_bytes
-    if not info.size_bytes and info.kind in SIZED_BY_WORK:
+    if not info.size_bytes:
         try:
-            info.size_bytes = annotation_bytes(worker)
+            info.size_bytes = work_bytes(info.kind, worker)
         except ValueError as err:
             k = info.worker_rfs[0]
             raise TraceFormatError(f"{cpu.events.names[k]}: {err}", path,

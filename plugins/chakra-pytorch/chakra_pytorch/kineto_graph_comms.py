@@ -21,11 +21,11 @@ from typing import Any
 from .comms import _MAX_BYTES, _PARAM_NAMES, DTYPE_BYTES, CommInfo, comm_from_c10d, comm_from_param_comms
 from .ints import is_rank
 
-__all__ = ["elem_bytes", "c10d_comm", "param_comm", "annotation_elem_bytes", "annotation_bytes", "group_of",
-           "SIZED_BY_WORK", "annotation_kind", "annotation_comm"]
+__all__ = ["elem_bytes", "c10d_comm", "param_comm", "annotation_elem_bytes", "annotation_bytes", "work_bytes",
+           "group_of", "SIZED_BY_WORK", "annotation_kind", "annotation_comm"]
 
-#: kinds whose work annotation is given the tensors ``comm_size`` counts (a scatter's root is
-#: given every chunk; a reduce-scatter is sized from its output)
+#: kinds whose work annotation is given the tensors ``comm_size`` counts (a reduce-scatter is
+#: sized from its output; a scatter by :func:`work_bytes`)
 SIZED_BY_WORK = frozenset({"all_reduce", "broadcast", "reduce", "all_gather", "gather", "all_to_all",
                            "send", "recv"})
 #: kinds an annotation gives a whole collective of: sized by its tensors (a barrier by none);
@@ -127,17 +127,40 @@ def annotation_elem_bytes(args: dict[str, Any]) -> int | None:
     return None
 
 
-def annotation_bytes(args: dict[str, Any]) -> int:
-    """The bytes of the tensors a ``gloo:*``/``nccl:*`` annotation was given: each ``Input Dims``
-    entry's element count times its ``Input type``'s size (0 when it records none); ValueError
-    when that does not fit ``comm_size``."""
+def _each_tensor_bytes(args: dict[str, Any]) -> list[int]:
+    """The bytes of each tensor a ``gloo:*``/``nccl:*`` annotation was given, in order: an
+    ``Input Dims`` entry's element count times its ``Input type``'s size ([] when it records
+    none; an undefined tensor, dims ``[]``, is no tensor)."""
     dims, types = args.get("Input Dims"), args.get("Input type")
     if not isinstance(dims, list) or not isinstance(types, list) or len(types) != len(dims):
-        return 0
-    size = sum(_numel(d) * (elem_bytes(t) or 0) for d, t in zip(dims, types) if isinstance(d, list) and d)
+        return []
+    return [_numel(d) * (elem_bytes(t) or 0) for d, t in zip(dims, types) if isinstance(d, list) and d]
+
+
+def _fitting(size: int) -> int:
+    """``size``; ValueError when it does not fit ``comm_size``."""
     if size > _MAX_BYTES:
         raise ValueError(f"size in bytes {size} of its 'Input Dims' is out of range (0..{_MAX_BYTES})")
     return size
+
+
+def annotation_bytes(args: dict[str, Any]) -> int:
+    """The bytes of the tensors a ``gloo:*``/``nccl:*`` annotation was given, all of them (0
+    when it records none); ValueError when that does not fit ``comm_size``."""
+    return _fitting(sum(_each_tensor_bytes(args)))
+
+
+def work_bytes(kind: str, args: dict[str, Any]) -> int:
+    """The ``comm_size`` of an op of ``kind`` as its work annotation's tensors give it, 0 when
+    they do not: all of them for the kinds of :data:`SIZED_BY_WORK`; for a scatter the first:
+    the root's annotation is given one chunk per rank, each what a rank receives (PyTorch checks
+    them against the output), a non-root's none.  ValueError as :func:`annotation_bytes`."""
+    if kind in SIZED_BY_WORK:
+        return annotation_bytes(args)
+    if kind == "scatter":
+        chunks = _each_tensor_bytes(args)
+        return _fitting(chunks[0] if chunks else 0)
+    return 0
 
 
 def group_of(args: dict[str, Any]) -> tuple[str, list[int]] | None:

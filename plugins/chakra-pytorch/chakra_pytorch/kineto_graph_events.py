@@ -60,7 +60,7 @@ class CpuColumns:
     tids: array = field(default_factory=lambda: array("q"))
     ts: array = field(default_factory=lambda: array("d"))  # microseconds
     dur: array = field(default_factory=lambda: array("d"))  # microseconds
-    #: ``Record function id`` when one, else ``External id`` (negative: neither; :meth:`CpuSide.order_id`)
+    #: ``Record function id`` (negative: none; :meth:`CpuSide.order_id`)
     issued: array = field(default_factory=lambda: array("q"))
     #: ``Sequence number``; -1 unless a non-negative 64-bit integer
     seq: array = field(default_factory=lambda: array("q"))
@@ -76,7 +76,6 @@ class CpuColumns:
 
     def append(self, name: str, tid: int, ts: float, dur: float, args: dict[str, Any], io: bytes) -> None:
         """Add the event ``name`` with arguments ``args`` and inputs ``io`` as the last row."""
-        rf, ext = int64_from_number(args.get("Record function id")), int64_from_number(args.get("External id"))
         if _keeps_args(name, args):
             self.args[len(self.names)] = {k: _shared(v) if k in _STRING_LISTS else v
                                           for k, v in args.items() if k in _KEPT_ARGS}
@@ -84,7 +83,7 @@ class CpuColumns:
         self.tids.append(tid)
         self.ts.append(ts)
         self.dur.append(dur)
-        self.issued.append(rf if rf >= 0 else ext)
+        self.issued.append(int64_from_number(args.get("Record function id")))
         self.seq.append(max(int64_from_number(args.get("Sequence number"), -1), -1))
         self.fwd_tid.append(max(int64_from_number(args.get("Fwd thread id"), -1), -1))
         self.unfinished.append(args.get("finished") is False)
@@ -153,12 +152,14 @@ class CpuSide:
     #: (key, made a collective of its own) of each ``gloo:*``/``nccl:*`` annotation that no
     #: communication op in the trace took (see :func:`.kineto_graph._lone_works`)
     lone_works: list[tuple[int, bool]] = field(default_factory=list)
+    #: whether ``Record function id`` orders the communication events (:func:`_ids_order`)
+    by_id: bool = False
 
     def order_id(self, key: int) -> int:
-        """The id that counts issue order: ``Record function id``, else ``External id``, else
-        the key (the first two are handed out when the event opens, on the issuing thread)."""
-        issued = self.events.issued[key]
-        return issued if issued >= 0 else key
+        """The id that counts issue order: the event's ``Record function id`` (handed out when
+        the event opens, on the issuing thread) where :attr:`by_id`, else its key (start order:
+        ``ts``, then the longer first, then the order in the file)."""
+        return self.events.issued[key] if self.by_id else key
 
     def kept_args(self, key: int) -> dict[str, Any]:
         """The arguments of a communication event or annotation, which keeps them (see
@@ -228,7 +229,16 @@ class CpuCollector:
         key_of = {i: k for k, i in enumerate(rows)} if self.unwritable else {}
         bad = sorted((key_of[i], why) for p, i, why in self.unwritable if pid is None or p == pid)
         self._empty()  # the unsorted rows go
-        return CpuSide(pid, events, parent, calls, corr_owner, bad, outlasting)
+        return CpuSide(pid, events, parent, calls, corr_owner, bad, outlasting, by_id=_ids_order(events))
+
+
+def _ids_order(events: CpuColumns) -> bool:
+    """Whether the ``Record function id`` of the communication events (those that keep their
+    arguments) orders their issue: each has one of its own.  Not where they are absent (before
+    PyTorch 2.1) or shared (HTA's ``cpu_only`` trace gives every event 0); ``External id`` is
+    no order either, Kineto numbers each thread's events in blocks of their own."""
+    ids = [events.issued[k] for k in events.args]
+    return bool(ids) and min(ids) >= 0 and len(set(ids)) == len(ids)
 
 
 #: an operator's name: one namespace and the op (``aten::mm``, ``c10d::allreduce_``); record
