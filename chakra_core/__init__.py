@@ -28,7 +28,8 @@ Public API (everything else is private; docs/api.md describes each name):
   :func:`compute_stats`, :class:`DepGraph`, :func:`detect_format`,
   :func:`load_traces`, :func:`run_pipeline`, :func:`load_pipeline`, :class:`Pipeline`
   (:class:`Stage`)
-- sweeps: :func:`sweep` (every point of a pipeline's ``sweep:``, one results table)
+- sweeps: :func:`sweep` (every point of a pipeline's ``sweep:``, one results table),
+  :func:`worker_function` (a task function set up for a Ray or Dask executor's workers)
 - progress: :func:`progress`, :class:`Progress` (a bar on stderr, only on a terminal),
   :func:`set_progress_enabled`
 - limits: :func:`check_limit`, :func:`get_limit` (resource limits, docs/limits.md)
@@ -77,6 +78,7 @@ if TYPE_CHECKING:
     from chakra_core.base._paths import expand_paths
     from chakra_core.base._progress import Progress, progress, set_progress_enabled
     from chakra_core.base._signals import signals_held
+    from chakra_core.builtin.executors import worker_function
     from chakra_core.hookspecs import Register, hookimpl
     from chakra_core.host._api import Backend, Executor, Generator, InputFormat, Result, Synthesizer, Transform
     from chakra_core.host._plugins import PluginHost, PluginInfo, get_host
@@ -155,7 +157,7 @@ __all__ = [
     "ranks_compiled_worthwhile", "keys_compiled_worthwhile",
     "synth_fit", "synth_sample", "synth_show", "read_model", "compare",
     "SELECTION_OPTIONS", "NODE_KINDS", "node_selection", "parse_ranks",
-    "sweep", "Executor",
+    "sweep", "Executor", "worker_function",
     "Spans", "SpanBuilder", "SPAN_KINDS", "FLOW_KINDS", "breakdown", "critical_path", "CriticalPath",
     "write_timeline", "write_timeline_from_options", "add_span_outputs", "TIMELINE_OPTIONS",
     "report", "Report", "diff", "Diff", "plot", "graph",
@@ -199,6 +201,7 @@ _EXPORTS = {
     "base._jitchoice": ("compiled_worthwhile",),
     "pipeline._synth": ("synth_fit", "synth_sample", "synth_show", "read_model"),
     "sweeps._sweep": ("sweep",),
+    "builtin.executors": ("worker_function",),
     "analysis._spans": ("Spans", "SpanBuilder", "SPAN_KINDS", "FLOW_KINDS"),
     "analysis._breakdown": ("breakdown",),
     "analysis._critical": ("critical_path", "CriticalPath"),

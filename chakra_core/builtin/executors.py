@@ -1,4 +1,6 @@
-"""Built-in sweep executor ``local``: a pool of worker processes on this machine."""
+"""Built-in sweep executor ``local``: a pool of worker processes on this machine; and
+:func:`worker_function`, which sets up the workers of the executors whose engines start their own
+processes (Ray, Dask) as the ``local`` executor sets up its own."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from chakra_core.base._options import Option
 from chakra_core.hookspecs import hookimpl
 from chakra_core.host._api import Executor
 
-__all__ = ["LocalExecutor"]
+__all__ = ["LocalExecutor", "worker_function"]
 
 
 class LocalExecutor(Executor):
@@ -82,6 +84,22 @@ def _sendable(fn: Callable[..., str]) -> Callable[..., str] | None:
     except Exception:  # noqa: BLE001 - a closure or lambda of the caller's: the worker keeps its own
         return None
     return fn
+
+
+def worker_function(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``fn`` for an executor whose engine starts its own worker processes (a Ray or Dask cluster):
+    a picklable callable that sets its worker up as the ``local`` executor's workers are (warnings
+    worded as in the calling process: one ``chakra: warning:`` line under a ``chakra`` command, the
+    caller's ``warnings.formatwarning`` under the Python API when it can be pickled; the plugins
+    loaded), then returns ``fn(task)``.  Call it in :meth:`Executor.map`, in the calling process,
+    and submit what it returns in place of ``fn``."""
+    return partial(_in_worker, _sendable(warnings.formatwarning), fn)
+
+
+def _in_worker(formatwarning: Callable[..., str] | None, fn: Callable[[Any], Any], task: Any) -> Any:
+    """``fn(task)`` in a worker set up by :func:`_start_worker` (the plugins are loaded by the first task only)."""
+    _start_worker(formatwarning)
+    return fn(task)
 
 
 def _start_worker(formatwarning: Callable[..., str] | None) -> None:

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from chakra_core import Executor, Option, PluginError, signals_held
+from chakra_core import Executor, Option, PluginError, signals_held, worker_function
 
 __all__ = ["DaskExecutor"]
 
@@ -119,10 +119,11 @@ def _local_cluster(options: Mapping[str, Any]) -> Any:
 
 
 def _run(client: Any, fn: Callable[[Any], Any], tasks: Sequence[Any]) -> Iterator[tuple[int, Any]]:
-    """Submit the tasks to ``client`` and yield ``(index, value)`` as each finishes."""
+    """Submit the tasks to ``client`` (``fn`` run in workers set up as the ``local`` executor's:
+    :func:`chakra_core.worker_function`) and yield ``(index, value)`` as each finishes."""
     from distributed import KilledWorker, as_completed
 
-    futures = client.map(fn, list(tasks), pure=False, retries=0)
+    futures = client.map(worker_function(fn), list(tasks), pure=False, retries=0)
     index = {f.key: i for i, f in enumerate(futures)}
     try:
         for f in as_completed(futures):

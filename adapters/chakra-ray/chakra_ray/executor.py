@@ -34,6 +34,10 @@ Ray prints every error that the cluster reports to the driver (a block per worke
 stdout, whatever ``log_to_driver``, which broke ``chakra sweep --json``: the executor stops the
 thread that prints them as ``ray.shutdown`` does (``ray._private.worker``, checked on 2.60); the
 sweep reports each lost point in one line itself.
+
+The workers word their warnings as the sweep's process does (:func:`chakra_core.worker_function`)
+and, ``log_to_driver`` being off, write them in their logs (``worker-*.err`` in the logs folder of
+Ray's session), not on the sweep's stderr.
 """
 
 from __future__ import annotations
@@ -43,9 +47,10 @@ import os
 import socket
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
-from chakra_core import Executor, Option, PluginError, signals_held
+from chakra_core import Executor, Option, PluginError, signals_held, worker_function
 
 __all__ = ["RayExecutor"]
 
@@ -71,11 +76,12 @@ class RayExecutor(Executor):
         started = _connect(ray, options)
         try:
             limit = options["workers"] or max(1, int(ray.cluster_resources().get("CPU", 1)))
-            remote = ray.remote(fn).options(num_cpus=1, max_retries=0)
+            remote = ray.remote(_call).options(num_cpus=1, max_retries=0, name=fn.__name__)
+            submit = partial(remote.remote, worker_function(fn))
             pending: dict[Any, int] = {}
             queue = iter(range(len(tasks)))
             try:
-                yield from _drain(ray, remote, tasks, queue, pending, limit)
+                yield from _drain(ray, submit, tasks, queue, pending, limit)
             finally:
                 for ref in pending:
                     ray.cancel(ref, force=True)
@@ -204,10 +210,16 @@ def _keep_on_loopback() -> None:
     constants.ENABLE_RAY_CLUSTER = False
 
 
-def _drain(ray: Any, remote: Any, tasks: Sequence[Any], queue: Iterator[int], pending: dict[Any, int],
+def _call(fn: Callable[[Any], Any], task: Any) -> Any:
+    """``fn(task)``: the function of the Ray tasks, ``fn`` being what :func:`chakra_core.worker_function`
+    returned (``ray.remote`` takes functions, not other callables)."""
+    return fn(task)
+
+
+def _drain(ray: Any, submit: Callable[[Any], Any], tasks: Sequence[Any], queue: Iterator[int], pending: dict[Any, int],
            limit: int) -> Iterator[tuple[int, Any]]:
     for i in queue:
-        pending[remote.remote(tasks[i])] = i
+        pending[submit(tasks[i])] = i
         if len(pending) >= limit:
             break
     while pending:
@@ -221,4 +233,4 @@ def _drain(ray: Any, remote: Any, tasks: Sequence[Any], queue: Iterator[int], pe
             yield i, value
             nxt = next(queue, None)
             if nxt is not None:
-                pending[remote.remote(tasks[nxt])] = nxt
+                pending[submit(tasks[nxt])] = nxt
