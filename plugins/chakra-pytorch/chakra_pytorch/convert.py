@@ -13,6 +13,7 @@ from chakra_core import (
     TraceFormatError,
     TraceSet,
     expand_paths,
+    groups_by_rank,
     make_attr,
     with_process_groups,
 )
@@ -52,9 +53,11 @@ def find_rank_files(paths: Sequence[str]) -> tuple[list[RankFiles], dict[str, An
     Every JSON file is looked at; those that are neither a host ET nor a Kineto trace are
     skipped with one warning naming them.  A file's rank is what the trace says first (a Kineto
     trace's ``distributedInfo.rank``, a host ET's ``record_param_comms`` rank; a host ET that says
-    neither takes the rank of the Kineto trace its own process recorded, the same pid), else the
-    rank in its name (see :func:`rank_from_name`; a number that is the file's pid is not one); a
-    name that disagrees with the trace is overruled, with a warning.  A lone host ET with at
+    neither and whose name has no clear rank, ``rankN`` or ``NAME.N.json``, takes the rank of the
+    Kineto trace its own process recorded, the same pid), else the rank in its name (see
+    :func:`rank_in_name`: a number that is the file's pid is not one, the last number of a name
+    without a clear rank is taken with a warning); a name that clearly says another rank than
+    the trace is overruled, with a warning.  A lone host ET with at
     most one Kineto trace takes the Kineto trace's rank, else its own, else a rank clearly in
     its name (``NAME.3.json``, ``rank3``), else 0.  Two files claiming one rank, or a rank
     outside the world size, are a :class:`TraceFormatError`.
@@ -84,7 +87,7 @@ def find_rank_files(paths: Sequence[str]) -> tuple[list[RankFiles], dict[str, An
     by_rank: dict[int, RankFiles] = {}
     told = {h: scan_rank(h) for h in hosts}
     host_pids = {h: pid for h in hosts if told[h] is None and type(pid := read_header(h).get("pid")) is int}
-    unnamed = [h for h, pid in host_pids.items() if rank_from_name(h) in (None, pid)]
+    unnamed = [h for h, pid in host_pids.items() if rank_from_name(h, strict=True) in (None, pid)]
     kineto_pids = {k: scan_process_pid(k) for k in kinetos} if unnamed else {}
     _ranks_by_process(unnamed, host_pids, told, kineto_pids, infos)
     for h in hosts:
@@ -95,7 +98,7 @@ def find_rank_files(paths: Sequence[str]) -> tuple[list[RankFiles], dict[str, An
     for k in kinetos:
         info = infos[k]
         said = info.get("rank")
-        if k not in kineto_pids and rank_from_name(k) not in (None, said):  # perhaps its pid
+        if k not in kineto_pids and rank_from_name(k, strict=True) not in (None, said):  # perhaps its pid
             kineto_pids[k] = scan_process_pid(k)
         r = _claimed_rank(k, TraceRank(said, None, "distributedInfo.rank") if isinstance(said, int) else None,
                           lone=False, pid=kineto_pids.get(k))
@@ -112,7 +115,7 @@ def find_rank_files(paths: Sequence[str]) -> tuple[list[RankFiles], dict[str, An
 def _ranks_by_process(hosts: list[str], pids: dict[str, int], told: dict[str, TraceRank | None],
                       kineto_pids: dict[str, int | None], infos: dict[str, dict[str, Any]]) -> None:
     """Set in ``told`` the rank of each host ET of ``hosts`` (whose trace does not say its rank
-    and whose name has none but perhaps its pid) to that of the Kineto trace its own process
+    and whose name has no clear rank) to that of the Kineto trace its own process
     recorded: the one Kineto trace that says its rank (``infos``) and whose process
     (``kineto_pids``) is the host ET's (``pids``); processes on other machines may share a pid,
     so a pid of two such Kineto traces pairs nothing."""
@@ -139,18 +142,20 @@ def _single_rank(host: str, own: TraceRank | None, kineto: str | None, dist: dic
 
 
 def _claimed_rank(path: str, told: TraceRank | None, lone: bool, pid: int | None = None) -> int:
-    """The rank of one file: what the trace says (``told``), else its name; a name that says
-    another rank than the trace is overruled with a warning.  A lone file reads only a rank
+    """The rank of one file: what the trace says (``told``), else its name (:func:`rank_in_name`:
+    a rank assumed from a number that is not clearly one is said in a warning); a name that
+    clearly says another rank than the trace is overruled with a warning.  A lone file reads only a rank
     that is clearly one in its name (``NAME.3.json``, ``rank3``) and is rank 0 without either;
     in a set, a file without either is a :class:`TraceFormatError`.  A number in the name that
     is the ``pid`` of the process that recorded the file is not a rank, nor is one above
     :data:`MAX_RANKS` (a millisecond timestamp, see :func:`rank_from_name`)."""
-    named = rank_in_name(path, lone, lambda: pid)
     if told is None:
-        if named is None and not lone:
+        assumed = rank_in_name(path, lone, lambda: pid)
+        if assumed is None:
             raise TraceFormatError("cannot tell the rank: the trace does not say it and the name has no "
                                    f"rank number (at most {MAX_RANKS}; put it in the name)", path)
-        return named or 0
+        return assumed
+    named = rank_from_name(path, strict=True, pid=lambda: pid)
     if named is not None and named != told.rank:
         warnings.warn(f"{path}: the trace says rank {told.rank} ({told.source}); the number {named} in the "
                       "file name is not taken for the rank", PyTorchTraceWarning, stacklevel=3)
@@ -277,9 +282,10 @@ def open_pytorch(paths: Sequence[str], data_deps: bool = False, idle_gaps: bool 
     match = _set_match(rank_files, groups, world)
     offsets = start_offsets_ns({rf.rank: first_step_us(rf.kineto) if rf.kineto else None
                                 for rf in rank_files} if len(rank_files) > 1 else {})
+    own = groups_by_rank(groups)  # each rank's metadata as it is written: its own groups
     ranks = []
     for rf in rank_files:
-        meta = with_start_offset(with_process_groups(_metadata(rf), groups), offsets, rf.rank)
+        meta = with_process_groups(with_start_offset(_metadata(rf), offsets, rf.rank), own(rf.rank))
         ranks.append(LazyRank(rf.rank, meta, _factory(rf, world, data_deps, idle_gaps, min_idle_us, match),
                               path=rf.host))
     return TraceSet(ranks, process_groups=groups, source=rank_files[0].host)

@@ -21,6 +21,7 @@ from chakra_core import (
     TraceFormatError,
     TraceSet,
     expand_paths,
+    groups_by_rank,
     make_attr,
     with_process_groups,
 )
@@ -66,8 +67,7 @@ def find_kineto_ranks(files: Sequence[str]) -> tuple[list[KinetoRank], int]:
         info = read_distributed_info(f)
         r = info.get("rank")
         if not isinstance(r, int):
-            r = rank_in_name(f, len(files) == 1, partial(scan_process_pid, f))
-            r = 0 if r is None and len(files) == 1 else r
+            r = rank_in_name(f, len(files) == 1, partial(scan_process_pid, f))  # a lone file: 0 at worst
         if r is None:
             raise TraceFormatError("cannot tell the rank: no distributedInfo.rank and no rank number in "
                                    "the name", f)
@@ -117,9 +117,10 @@ def open_kineto_only(files: Sequence[str], data_deps: bool = False, idle_gaps: b
         hosts = {kr.rank: (lambda kr=kr: kineto_host(kr.path, world, kr.distributed)[0].ops) for kr in ranks}
         match = SetMatch(hosts, {**groups, "0": list(range(world))}, ranks[0].path)
     offsets = start_offsets_ns({kr.rank: first_step_us(kr.path) for kr in ranks} if len(ranks) > 1 else {})
+    own = groups_by_rank(listed)  # each rank's metadata as it is written: its own groups
     out = []
     for kr in ranks:
-        meta = with_start_offset(with_process_groups(_metadata(kr), listed), offsets, kr.rank)
+        meta = with_process_groups(with_start_offset(_metadata(kr), offsets, kr.rank), own(kr.rank))
         out.append(LazyRank(kr.rank, meta, _factory(kr, world, groups, idle_gaps, min_idle_us, match),
                             path=kr.path))
     return TraceSet(out, process_groups=listed, source=ranks[0].path)

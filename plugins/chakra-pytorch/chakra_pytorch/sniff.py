@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import os
 import re
+import warnings
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 from chakra_core import TraceFormatError
 
 from .ints import MAX_RANKS
+from .schema_version import PyTorchTraceWarning
 
 __all__ = ["sniff_kind", "rank_from_name", "rank_in_name", "is_json_name", "is_linked", "JSON_SUFFIXES", "HLO_SUFFIXES",
            "FileKinds", "classify_files"]
@@ -81,38 +83,76 @@ def sniff_kind(path: str) -> str | None:
     return None
 
 
-def rank_from_name(path: str, strict: bool = False) -> int | None:
-    """The rank in a file name without ``.json``/``.json.gz``: the number after ``rank``
-    (``et_rank1_step10.json`` -> 1), else a final ``.N`` (``et.3.json.gz`` -> 3), else the last
-    integer of the name (``et12.json`` -> 12).  A number above :data:`MAX_RANKS` (the millisecond
-    timestamp of ``HOST_PID.1733580000123.pt.trace.json``) is not a rank: the next candidate is
-    taken (``et_0.1694128201545.json`` -> 0).
+def rank_from_name(path: str, strict: bool = False, pid: Callable[[], int | None] | None = None) -> int | None:
+    """The rank in a file name: the number after ``rank`` (``et_rank1_step10.json`` -> 1), else a
+    final ``.N`` (``et.3.json.gz`` -> 3), else the last integer of the name (``et12.json`` -> 12).
 
-    With ``strict``, only a number that is clearly a rank counts: ``rank3`` or ``NAME.3.json``
-    (so that ``resnet50_et.json`` alone is not taken for rank 50).
+    The name is read without ``.json``/``.json.gz``, Kineto's ``.pt.trace`` and a final
+    ``.<ms timestamp>`` (a number above :data:`MAX_RANKS`: ``HOST_PID.1733580000123.pt.trace.json``,
+    ``et_0.1694128201545.json`` -> 0); a number above :data:`MAX_RANKS` is never a rank.  With
+    ``strict``, only a number that is clearly a rank counts: ``rank3`` or ``NAME.3.json`` (so that
+    ``resnet50_et.json`` is not taken for rank 50).  A number that is ``pid()`` (the process that
+    recorded the file, as in PyTorch's default ``HOST_PID`` worker name; asked only when the name
+    has a number) is no rank.
     """
+    found = _name_rank(path, pid, strict)
+    return found.rank if found is not None else None
+
+
+def rank_in_name(path: str, lone: bool, pid: Callable[[], int | None]) -> int | None:
+    """The rank of a file whose trace does not say it, from its name (:func:`rank_from_name`;
+    ``pid()`` as there): in a set, a clear one, else the last integer of the name, said in a
+    warning (``worker0_step_12.<ms>.pt.trace.json`` is rank 12, but its numbers may be a worker
+    index, a step, a pid), else None; a lone file (``lone``) takes only a clear one, else rank
+    0, said in a warning when the name has a number that was not taken."""
+    found = _name_rank(path, pid, strict=False)
+    if found is not None and (found.clear or not lone):
+        if not found.clear:
+            warnings.warn(f"{path}: rank {found.rank} assumed from the last number of the file name: the trace "
+                          "does not say its rank and the name gives none clearly (rankN, NAME.N.json); "
+                          "rename the file if that is not its rank", PyTorchTraceWarning, stacklevel=3)
+        return found.rank
+    if found is not None:
+        warnings.warn(f"{path}: rank 0 assumed: the trace does not say its rank and the number {found.rank} "
+                      "in the file name is not clearly one (rankN, NAME.N.json)", PyTorchTraceWarning, stacklevel=3)
+    return 0 if lone else None
+
+
+@dataclass(frozen=True)
+class _NameRank:
+    """A rank read from a file name; ``clear`` when it follows ``rank`` or is a final ``.N``."""
+
+    rank: int
+    clear: bool
+
+
+def _name_rank(path: str, pid: Callable[[], int | None] | None, strict: bool) -> _NameRank | None:
+    """The likeliest rank in the name of ``path`` (see :func:`rank_from_name`; with ``strict`` a
+    clear one only), None when the name has none or it is ``pid()``."""
+    name = _stem(path)
+    clear = [m.group(1) for m in _RANK_WORD.finditer(name)]
+    dot = _DOT_RANK.search(name)
+    if dot:
+        clear.append(dot.group(1))
+    found = next((_NameRank(int(n), True) for n in clear if int(n) <= MAX_RANKS), None)
+    if found is None and not strict:
+        found = next((_NameRank(int(n), False) for n in reversed(_NUMBER.findall(name)) if int(n) <= MAX_RANKS),
+                     None)
+    return None if found is None or (pid is not None and found.rank == pid()) else found
+
+
+def _stem(path: str) -> str:
+    """The base name of ``path`` without ``.json``/``.json.gz``, then ``.pt.trace``, then a final
+    ``.<ms timestamp>`` (a number above :data:`MAX_RANKS`): the worker name of Kineto's
+    ``<worker_name>.<ms>.pt.trace.json``."""
     name = os.path.basename(path)
     for ext in (".json.gz", ".json"):
         if name.endswith(ext):
             name = name[: -len(ext)]
-    return next((int(n) for n in _rank_candidates(name, strict) if int(n) <= MAX_RANKS), None)
-
-
-def rank_in_name(path: str, strict: bool, pid: Callable[[], int | None]) -> int | None:
-    """:func:`rank_from_name`, except that a number that is ``pid()`` (the process that recorded
-    the file, as in Kineto's ``HOST_PID.<ms>.pt.trace.json``; asked only when the name has a
-    number) is no rank."""
-    named = rank_from_name(path, strict)
-    return None if named is not None and named == pid() else named
-
-
-def _rank_candidates(name: str, strict: bool) -> list[str]:
-    """The numbers of ``name`` that may be its rank, the likeliest first."""
-    out = [m.group(1) for m in _RANK_WORD.finditer(name)]
-    dot = _DOT_RANK.search(name)
-    if dot:
-        out.append(dot.group(1))
-    return out if strict else out + _NUMBER.findall(name)[::-1]
+            break
+    name = name.removesuffix(".pt.trace")
+    stamp = _DOT_RANK.search(name)
+    return name[: stamp.start()] if stamp and int(stamp.group(1)) > MAX_RANKS else name
 
 
 @dataclass
