@@ -20,13 +20,14 @@ The output of the MLCommons ``chakra_jsonizer`` is read too (recognised by its s
 in protobuf's JSON mapping with its camelCase names (``durationMicros``, ``int64Val``): today a
 JSON list, indented (the GlobalMetadata, then the nodes; gzip when named ``.gz``), formerly the
 GlobalMetadata object, then one object per node, written one after another without a list or
-separators (``}{``).  It carries no rank: a set of such files takes the ranks from the order of
-the files.
+separators (``}{``), and in its first versions (2023) those node objects alone.  It carries no
+rank: a set of such files takes the ranks from the order of the files.
 """
 
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import os
 import zlib
@@ -154,11 +155,11 @@ def read_json(path: str | os.PathLike) -> tuple[GlobalMetadata, Iterator[Node], 
     """Open a JSON/JSONL trace (plain or gzip): ``(metadata, node iterator, rank or None)``,
     streaming when possible.
 
-    The layout is recognised from the start: ``chakra_jsonizer``'s list or concatenated objects,
-    our streaming JSON header, our JSONL header (an object with ``"format": "chakra-et-json"``),
-    or, in a ``.jsonl`` file, a node (JSON Lines without a header: empty metadata).  Anything
-    else is loaded whole, and so is a streamed JSON file whose nodes are laid out otherwise (a
-    piece that does not parse alone).
+    The layout is recognised from the start: ``chakra_jsonizer``'s list or concatenated objects
+    (the GlobalMetadata first, or a node first), our streaming JSON header, our JSONL header (an
+    object with ``"format": "chakra-et-json"``), or, in a ``.jsonl`` file, a node (JSON Lines
+    without a header: empty metadata).  Anything else is loaded whole, and so is a streamed JSON
+    file whose nodes are laid out otherwise (a piece that does not parse alone).
     """
     path = Path(path)
     start = _head(path)
@@ -327,17 +328,31 @@ def _lines(f: TextIO, path: Path, lineno: int, sep: str) -> Generator[tuple[str,
         raise TraceFormatError("truncated JSON (no closing ']}')", str(path), f"line {lineno}")
 
 
+#: the fields of a GlobalMetadata object; a first object with any other is a node
+_METADATA_KEYS = frozenset({"version", "attr"})
+
+
 def _read_concatenated(path: Path) -> tuple[GlobalMetadata, Iterator[Node], None]:
-    """``chakra_jsonizer``'s concatenated objects: the metadata now, the nodes as they are read."""
+    """``chakra_jsonizer``'s concatenated objects: the metadata now, the nodes as they are read.
+
+    The first object is the GlobalMetadata, except in the files of the jsonizer until chakra
+    ``b5c04ef`` (2023-11-22), which wrote nodes only (then the metadata is empty): an object whose
+    fields are not all GlobalMetadata fields is the first node.  An empty first object is the
+    metadata either way (that jsonizer, decoding a GlobalMetadata that holds only a version as a
+    Node, wrote ``{}``).
+    """
     objects = _iter_objects(path)
     first = next(objects, None)
     if first is None:
         raise TraceFormatError("empty file", str(path))
-    meta_obj, line = first
-    if not isinstance(meta_obj, dict):
-        raise TraceFormatError("the first object is not a GlobalMetadata", str(path), f"line {line}")
-    meta = _parse(GlobalMetadata, meta_obj, path, f"line {line}")
-    return meta, (_parse(Node, obj, path, f"line {at}") for obj, at in objects), None
+    obj, line = first
+    if not isinstance(obj, dict):
+        raise TraceFormatError("the first object is not a GlobalMetadata or a Node", str(path), f"line {line}")
+    if obj.keys() <= _METADATA_KEYS:
+        meta = _parse(GlobalMetadata, obj, path, f"line {line}")
+    else:
+        meta, objects = GlobalMetadata(), itertools.chain([first], objects)
+    return meta, (_parse(Node, node, path, f"line {at}") for node, at in objects), None
 
 
 def _iter_objects(path: Path) -> Iterator[tuple[object, int]]:

@@ -16,9 +16,16 @@ from chakra_core.io._etio import open_binary
 __all__ = ["FORMAT_TAG", "JSONIZER_START", "JSONIZER_LIST_START", "head", "sniff_json"]
 
 FORMAT_TAG = "chakra-et-json"
+#: a node's start as protobuf's ``MessageToJson`` writes it: the brace, a line break (a line of
+#: JSON Lines holds no line break, so that a node of ours on one line is not taken for it), then
+#: the first field in number order, default ones left out: the id (a decimal string) or, for
+#: node 0, the name, followed by a later Node field or by the end of the node
+_NODE_START = (rb'\{[ \t]*\r?\n\s*(?:"id"\s*:\s*"\d+"|"name"\s*:\s*"(?:[^"\\]|\\.)*")\s*'
+               rb'(?:\}|,\s*"(?:name|type|ctrlDeps|dataDeps|startTimeMicros|durationMicros|inputs|outputs|attr)"\s*:)')
 #: the start of the older ``chakra_jsonizer`` output, objects one after another: a GlobalMetadata
-#: object (its version string or its attribute list first), or an empty one followed by the first node
-JSONIZER_START = re.compile(rb'\A\s*\{\s*(?:"version"\s*:\s*"|"attr"\s*:\s*\[|\}\s*\{)')
+#: object (its version string or its attribute list first), an empty one followed by the first
+#: node, or the first node (the jsonizer until chakra ``b5c04ef``, 2023-11-22, wrote nodes only)
+JSONIZER_START = re.compile(rb'\A\s*(?:\{\s*(?:"version"\s*:\s*"|"attr"\s*:\s*\[|\}\s*\{)|' + _NODE_START + rb')')
 #: the start of the current ``chakra_jsonizer`` output, a JSON list: the same GlobalMetadata object
 #: first, an empty one followed by a node or by the end of the list
 JSONIZER_LIST_START = re.compile(rb'\A\s*\[\s*\{\s*(?:"version"\s*:\s*"|"attr"\s*:\s*\[|\}\s*(?:,\s*\{|\]))')
@@ -35,7 +42,7 @@ def head(path: str | os.PathLike) -> bytes:
 
 def sniff_json(path: str | os.PathLike) -> bool:
     """True when ``path`` starts like a file written by ``write_json`` or by the MLCommons
-    ``chakra_jsonizer`` (either layout)."""
+    ``chakra_jsonizer`` (any of its layouts)."""
     start = head(path)
     return (FORMAT_TAG.encode() in start or JSONIZER_START.match(start) is not None
             or JSONIZER_LIST_START.match(start) is not None)
