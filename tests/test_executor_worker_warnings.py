@@ -1,17 +1,20 @@
-"""The ``ray`` executor's workers word their warnings as the process that runs the sweep does:
-``chakra sweep``'s one ``chakra: warning:`` line, or the wording a Python caller set.
+"""The ``ray`` and ``dask`` executors' workers word their warnings as the process that runs the
+sweep does: ``chakra sweep``'s one ``chakra: warning:`` line, or the wording a Python caller set
+(:func:`chakra_core.worker_function`).
 
-The executor starts Ray with ``log_to_driver`` off, so a worker's standard error is not shown on
-the sweep's: it is the worker's log, ``worker-*.err`` in the logs folder of Ray's session, under
-``$RAY_TMPDIR/ray`` (a short folder of its own per test: Ray's socket paths must stay under 108
-characters).  The points read the text workload without ``cycle_ns``, so its input warns of the
-default clock (a ``TextWarning``).  The backend ``count`` of a small distribution written into
-the test's folder and put on ``PYTHONPATH`` (the cluster's workers inherit it) returns at once;
-the distribution's module also holds the wording a Python caller sets.
+Where the lines go differs: a local Dask cluster's workers write on the sweep's standard error;
+the Ray executor starts Ray with ``log_to_driver`` off, so a Ray worker's standard error is its
+log, ``worker-*.err`` in the logs folder of Ray's session, under ``$RAY_TMPDIR/ray`` (a short
+folder of its own per test: Ray's socket paths must stay under 108 characters).  The points read
+the text workload without ``cycle_ns``, so its input warns of the default clock (a
+``TextWarning``).  The backend ``count`` of a small distribution written into the test's folder
+and put on ``PYTHONPATH`` (the cluster's workers inherit it) returns at once; the distribution's
+module also holds the wording a Python caller sets.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 import subprocess
@@ -22,9 +25,10 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("ray")
-
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "text" / "resnet50_like.txt"
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "text" / "resnet50_like.txt"
+ENGINES = [pytest.param(name, marks=pytest.mark.skipif(importlib.util.find_spec(module) is None,
+                                                       reason=f"{module} is not installed"))
+           for name, module in (("dask", "distributed"), ("ray", "ray"))]
 
 PLUGIN = '''
 from chakra_core import Backend, Option, Result, hookimpl
@@ -53,14 +57,14 @@ from chakra_core import sweep
 
 if __name__ == "__main__":
     warnings.formatwarning = count_plugin.mine
-    sweep(sys.argv[1], sys.argv[2], executor="ray", executor_options={"workers": 1})
+    sweep(sys.argv[1], sys.argv[2], executor=sys.argv[3], executor_options={"workers": 1})
 '''
 
 WARNING = "time_unit=cycles of cycle_ns=1.0"
 
 
 @pytest.fixture
-def ray_env(chakra_fake_dist) -> Iterator[dict[str, str]]:
+def count_env(chakra_fake_dist) -> Iterator[dict[str, str]]:
     """The environment of a subprocess that finds the ``count`` distribution and keeps Ray's
     session in a folder of its own."""
     env = chakra_fake_dist("chakra-count", "1.0", {"count": "count_plugin"}, {"count_plugin": PLUGIN})
@@ -80,27 +84,32 @@ def _sweep(tmp_path: Path) -> Path:
     return path
 
 
-def _worker_errors(env: dict[str, str], *args: object) -> list[str]:
-    """Run ``python ARGS`` in ``env``; the lines its Ray workers wrote on their standard error
-    (Ray's own ``:job_id:`` and ``:task_name:`` lines aside)."""
+def _worker_lines(engine: str, env: dict[str, str], *args: object) -> list[str]:
+    """Run ``python ARGS`` in ``env``; the lines its workers wrote on their standard error: the
+    run's own for Dask, the workers' logs for Ray (Ray's own ``:job_id:`` and ``:task_name:``
+    lines aside; nothing of a warning on the run's stderr)."""
     done = subprocess.run([sys.executable, *map(str, args)], env=env, capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr
+    if engine == "dask":
+        return done.stderr.splitlines()
     assert "Warning" not in done.stderr, done.stderr
     logs = sorted(Path(env["RAY_TMPDIR"]).glob("ray/session_*/logs/worker-*.err"))
     assert logs, "no worker log"
     return [line for log in logs for line in log.read_text().splitlines() if not line.startswith(":")]
 
 
-def test_a_worker_s_warning_is_one_chakra_line(tmp_path, ray_env):
-    lines = _worker_errors(ray_env, "-m", "chakra_core.cli.main", "sweep", _sweep(tmp_path), "-o",
-                           tmp_path / "out", "-j", "1", "--executor", "ray")
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_worker_s_warning_is_one_chakra_line(tmp_path, count_env, engine):
+    lines = _worker_lines(engine, count_env, "-m", "chakra_core.cli.main", "sweep", _sweep(tmp_path), "-o",
+                          tmp_path / "out", "-j", "1", "--executor", engine)
     assert any(WARNING in line for line in lines), lines
     assert all(line.startswith("chakra: warning: ") for line in lines), lines
 
 
-def test_a_python_caller_s_wording_reaches_the_workers(tmp_path, ray_env):
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_python_caller_s_wording_reaches_the_workers(tmp_path, count_env, engine):
     script = tmp_path / "run_sweep.py"
     script.write_text(SCRIPT)
-    lines = _worker_errors(ray_env, script, _sweep(tmp_path), tmp_path / "out")
+    lines = _worker_lines(engine, count_env, script, _sweep(tmp_path), tmp_path / "out", engine)
     assert any(WARNING in line for line in lines), lines
     assert all(line.startswith("mine: ") for line in lines), lines
