@@ -107,7 +107,9 @@ def command() -> int:
 
 
 def main(argv: list[str] | None = None, *, own_process: bool = False) -> int:
-    """Run the CLI; return the exit status (0 ok, 1 findings, 2 bad input or usage).
+    """Run the CLI; return the exit status: 0 done (``validate``: no error found), 2 bad input or
+    usage (``validate``: an error found), 1 an internal error, a bug (``sweep``: a run failed),
+    130 interrupted, 143 terminated.
     ``own_process``: the process is the command's own (:func:`command`), so its settings are made
     before the command is imported; a caller's process (a test, a notebook) is left as it is."""
     argv = list(sys.argv[1:] if argv is None else argv)

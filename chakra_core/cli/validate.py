@@ -1,4 +1,4 @@
-"""``chakra validate PATH... [--json]``: exit 0 when clean, 2 when any error is found."""
+"""``chakra validate PATH... [--json] [--no-cross-rank]``: exit 0 when clean, 2 when any error is found."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ def add_arguments(p) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH", help="trace file, directory or prefix")
     add_input_options(p)
     p.add_argument("--json", action="store_true", help="print findings as JSON")
-    p.add_argument("--no-cross-rank", action="store_true", help="skip the cross-rank checks")
+    p.add_argument("--no-cross-rank", action="store_true",
+                   help="skip the rules that compare ranks (those of the process groups still run)")
 
 
 def run(args) -> int:

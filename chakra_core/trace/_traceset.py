@@ -435,16 +435,23 @@ def parse_groups_json(text: str, where: str) -> dict[str, list[int]]:
     """Parse a JSON list of ``{pg_name, ranks}`` (our attribute or PyTorch's pg-init node)."""
     try:
         items = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise TraceFormatError(f"bad process-group description: not JSON (line {e.lineno}, column {e.colno}: "
+                               f"{e.msg})", where) from None
+    except RecursionError:
+        raise TraceFormatError("bad process-group description: nested too deeply", where) from None
+    try:
         return {str(d["pg_name"]): [int(r) for r in d["ranks"]] for d in items}
-    except (ValueError, TypeError, KeyError, RecursionError) as e:  # RecursionError: nested too deeply
-        raise TraceFormatError(f"bad process-group description ({e})", where) from None
+    except (ValueError, TypeError, KeyError, OverflowError, RecursionError):
+        raise TraceFormatError('bad process-group description: not a list of {"pg_name": NAME, "ranks": '
+                               "[whole numbers]} objects", where) from None
 
 
 def _discover_groups(ranks: list[RankTrace]) -> dict[str, list[int]]:
     """The groups of a set: the union of its ranks' ``process_groups`` attributes (each lists the
-    rank's own groups, or, written before, every group), else those of the first rank's
-    ``## process_group:init ##`` node (PyTorch's, in every rank); a group that two ranks list
-    with other members is a TraceFormatError naming both."""
+    rank's own groups, or, written before, every group), else of the groups of its ranks'
+    ``## process_group:init ##`` nodes (PyTorch's, in every rank; a rank without one adds
+    none); a group that two ranks list with other members is a TraceFormatError naming both."""
     found: dict[str, list[int]] = {}
     seen: dict[str, str] = {}  # group -> the label of the first rank that lists it
     texts: set[str] = set()
@@ -453,13 +460,22 @@ def _discover_groups(ranks: list[RankTrace]) -> dict[str, list[int]]:
         if text is None or text in texts:
             continue
         texts.add(text)
-        for name, members in parse_groups_json(text, rt.label).items():
-            if name not in found:
-                found[name], seen[name] = members, rt.label
-            elif found[name] != members:
-                raise TraceFormatError(f"process group {name!r} has the ranks {members} here but "
-                                       f"{found[name]} in {seen[name]}", rt.label)
-    return found if texts else _pg_init_of(ranks[0])
+        _add_groups(found, seen, parse_groups_json(text, rt.label), rt.label)
+    if not texts:
+        for rt in ranks:
+            _add_groups(found, seen, _pg_init_of(rt), rt.label)
+    return found
+
+
+def _add_groups(found: dict[str, list[int]], seen: dict[str, str], groups: dict[str, list[int]], label: str) -> None:
+    """Add the ``groups`` rank ``label`` lists to ``found`` (``seen``: the rank that listed each
+    first); a group listed before with other members is a TraceFormatError naming both."""
+    for name, members in groups.items():
+        if name not in found:
+            found[name], seen[name] = members, label
+        elif found[name] != members:
+            raise TraceFormatError(f"process group {name!r} has the ranks {members} here but "
+                                   f"{found[name]} in {seen[name]}", label)
 
 
 def listed_groups_text(meta: GlobalMetadata) -> str | None:

@@ -28,6 +28,7 @@ from chakra_core.validation._rank_rules import (
     MAX_DURATION_US,
     MAX_RANK_DURATION_US,
     ROOTED,
+    Call,
     RankCheck,
 )
 from chakra_core.validation._skeleton import RankScan
@@ -172,7 +173,7 @@ class _Record:
     end, so that a rank left to the per-node path leaves it untouched)."""
 
     def __init__(self) -> None:
-        self.colls: defaultdict[str, list[tuple[int, int, int]]] = defaultdict(list)
+        self.colls: defaultdict[str, list[Call]] = defaultdict(list)
         self.roots: list[tuple[str, int, int, int]] = []
         self.sends: list[tuple[int, int, int, int]] = []
         self.recvs: list[tuple[int, int, int, int]] = []
@@ -287,7 +288,7 @@ def _kinds(types: np.ndarray, v: dict[str, np.ndarray], dur: np.ndarray, chk: Ra
             return None
         if not bool(np.isin(v["comm_type"][coll], _COMM_TYPES).all()):
             return None
-        slot = coll & (v["comm_type"] == _BROADCAST) & (dur > 0)
+        slot = coll & (v["comm_type"] == _BROADCAST) & (dur > 0)  # _rank_rules.timed_broadcast
         kinds[coll] = K_COLL
         kinds[slot] = K_SLOT
     for t, peer, own, kind in ((_SEND, "comm_dst", "comm_src", K_SEND), (_RECV, "comm_src", "comm_dst", K_RECV)):
@@ -297,7 +298,7 @@ def _kinds(types: np.ndarray, v: dict[str, np.ndarray], dur: np.ndarray, chk: Ra
         if not bool((v["has_" + peer][rows] & v["has_comm_tag"][rows] & v["has_comm_size"][rows]).all()):
             return None
         p = v[peer][rows]
-        if int(p.min()) < 0 or (chk.nranks > 1 and int(p.max()) >= chk.nranks):
+        if int(p.min()) < 0 or int(p.max()) > chk.max_peer:
             return None
         if chk.rank_known and bool((p == chk.rank).any()):
             return None
@@ -322,17 +323,17 @@ def _record(rec: _Record, chk: RankCheck, cols: NodeColumns, v: dict[str, np.nda
     per-node path records it."""
     types, ids = cols.types, cols.ids
     pg_names = v["pg_names"].tolist()
+    number = np.zeros(len(pg_names), np.int64)
     coll = np.flatnonzero(types == _COLL)
-    for g in _first_seen(v["pg"][coll]):
-        rows = coll[v["pg"][coll] == g] if len(pg_names) > 1 else coll
+    matched = coll[kinds[coll] == K_COLL]  # not a timed broadcast (RankCheck._collective)
+    for g in _first_seen(v["pg"][matched]):
+        rows = matched[v["pg"][matched] == g] if len(pg_names) > 1 else matched
         rec.colls[pg_names[g]].extend(zip(ids[rows].tolist(), v["comm_type"][rows].tolist(),
                                           v["comm_size"][rows].tolist()))
+        number[g] = chk.group_number(pg_names[g])
     rooted = coll[v["has_root"][coll] & np.isin(v["comm_type"][coll], _ROOTED)]
     rec.roots.extend(zip(map(pg_names.__getitem__, v["pg"][rooted].tolist()), ids[rooted].tolist(),
                          v["comm_type"][rooted].tolist(), v["root"][rooted].tolist()))
-    number = np.zeros(len(pg_names), np.int64)
-    for g in _first_seen(v["pg"][coll[kinds[coll] == K_COLL]]):
-        number[g] = chk.group_number(pg_names[g])
     for t, peer, out in ((_SEND, "comm_dst", rec.sends), (_RECV, "comm_src", rec.recvs)):
         rows = np.flatnonzero(types == t)
         out.extend(zip(v[peer][rows].tolist(), v["comm_tag"][rows].tolist(), v["comm_size"][rows].tolist(),

@@ -69,8 +69,9 @@ def _pop(heap, size, r, lo, ids):  # pragma: no cover - compiled
     return top
 
 
-#: the counters of a run: finished nodes on the stack, head and tail of the rank queue
-_FIN, _HEAD, _TAIL = range(3)
+#: the counters of a run: finished nodes on the stack, head and tail of the rank queue, sends
+#: in flight (``late``)
+_FIN, _HEAD, _TAIL, _PEND = range(4)
 
 
 @kernel(cache=True, nogil=True)
@@ -164,7 +165,7 @@ def _arrive(x, r, g, member_count, seq, at, arrivals, free, state, seq_of, rank_
 
 @kernel(cache=True, nogil=True)
 def run_compiled(base, ids, kinds, group, channel, nchannels, pred_ptr, preds, member_count, streams, pair,
-                 npairs, off):  # pragma: no cover - compiled
+                 npairs, off, late=False):  # pragma: no cover - compiled
     """Run the set: ``(done per rank, per node its state: 1 finished, 2 arrived at an unfinished
     collective, 3 a receive waiting, and its collective's sequence number)``.
 
@@ -172,7 +173,10 @@ def run_compiled(base, ids, kinds, group, channel, nchannels, pred_ptr, preds, m
     send's or receive's channel number; ``member_count[g]``: the members of group ``g``;
     ``pair[x]``: a collective's (rank, group) number, below ``npairs``; ``off[g]``: the first
     slot of group ``g``'s sequences (``off[g + 1] - off[g]``: the most collectives a rank has on
-    ``g``)."""
+    ``g``).  With ``late``, a message arrives a step after its send starts: once no rank can
+    do anything more, every message sent arrives, and each send holds its slot until then (as
+    the simulator's sends hold the stream for their transfer); else a send finishes at once and
+    its receive with it."""
     nranks = len(base) - 1
     n = base[nranks]
     rank_of = np.empty(n, np.int32)
@@ -189,7 +193,8 @@ def run_compiled(base, ids, kinds, group, channel, nchannels, pred_ptr, preds, m
     finished = np.empty(n + 1, np.int32)
     pump = np.empty(nranks + 1, np.int64)
     queued = np.zeros(nranks, np.bool_)
-    ctr = np.zeros(3, np.int64)
+    ctr = np.zeros(4, np.int64)
+    pend = np.empty(n if late else 0, np.int64)  # sends in flight
     sends = np.zeros(nchannels, np.int64)
     recvs = (np.full(nchannels, -1, np.int64), np.full(nchannels, -1, np.int64), np.full(n, -1, preds.dtype))
     seq = np.zeros(npairs, np.int64)
@@ -201,7 +206,7 @@ def run_compiled(base, ids, kinds, group, channel, nchannels, pred_ptr, preds, m
                 _ready(x, r, base[r], ids, kinds, channel, heap, hsize, queued, pump, sends, recvs, state, finished,
                        ctr)
         _queue(r, queued, pump, ctr)
-    while ctr[_FIN] > 0 or ctr[_HEAD] != ctr[_TAIL]:
+    while ctr[_FIN] > 0 or ctr[_HEAD] != ctr[_TAIL] or ctr[_PEND] > 0:
         while ctr[_FIN] > 0:
             ctr[_FIN] -= 1
             x = finished[ctr[_FIN]]
@@ -223,6 +228,10 @@ def run_compiled(base, ids, kinds, group, channel, nchannels, pred_ptr, preds, m
                 if kinds[x] == _COLL:
                     _arrive(x, r, group[x], member_count, seq, pair[x], arrivals, free, state, seq_of, rank_of,
                             finished, queued, pump, ctr)
+                elif kinds[x] == _SEND and late:
+                    free[r] -= 1
+                    pend[ctr[_PEND]] = x
+                    ctr[_PEND] += 1
                 elif kinds[x] == _SEND:
                     _send(x, channel[x], sends, recvs, finished, ctr)
                 else:
@@ -230,13 +239,20 @@ def run_compiled(base, ids, kinds, group, channel, nchannels, pred_ptr, preds, m
                 if ctr[_FIN] > 0:
                     _queue(r, queued, pump, ctr)
                     break
+        elif ctr[_PEND] > 0:  # no rank can do more: the messages in flight arrive
+            for k in range(ctr[_PEND]):
+                x = pend[k]
+                free[rank_of[x]] += 1
+                _queue(rank_of[x], queued, pump, ctr)
+                _send(x, channel[x], sends, recvs, finished, ctr)
+            ctr[_PEND] = 0
     return done, state, seq_of
 
 
 @kernel(cache=True, nogil=True, inline="always")
 def _send(x, ch, sends, recvs, finished, ctr):  # pragma: no cover - compiled
-    """Send ``x`` starts (eager): the first receive waiting on its channel finishes, or the send
-    is counted for a later one; the send finishes."""
+    """Send ``x``'s message arrives: the first receive waiting on its channel finishes, or the
+    send is counted for a later one; the send finishes."""
     head, tail, nxt = recvs
     if head[ch] >= 0:
         y = head[ch]

@@ -13,6 +13,12 @@ The model is the simulator's (``chakra-simpy``) with every computation taking no
 - sends are eager; a receive completes once the matching send (same source, destination, tag
   and size, first in first out) has started.
 
+This is the reference run: ``deadlock`` and ``never-reached`` come from it.  When the set has a
+send, a second run looks for an order of events that the lengths of transfers give and the
+reference does not: a message arrives (and its receive completes) a step after its send starts,
+once no rank can do more, and the send holds its slot until then, as the simulator's holds the
+stream for its transfer.  That run stuck where the reference finishes is a ``may-deadlock``.
+
 Ranks left unfinished wait on other ranks; a cycle of such waits is a deadlock, a wait on a rank
 that has finished is a collective or send that rank never reaches.  State is integer arrays per
 rank, sized by the skeleton (:mod:`._skeleton`, :mod:`._skelrecord`), not by the node count;
@@ -21,18 +27,34 @@ the run is one loop (:mod:`._deadkernel`), compiled or run as Python as the call
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from chakra_core.base._kernels import chosen
 from chakra_core.validation._deadkernel import run_compiled
 from chakra_core.validation._skelrecord import K_COLL, K_RECV, K_SEND, Skeleton, Wait
 
-__all__ = ["run_abstract"]
+__all__ = ["Outcome", "run_abstract"]
+
+
+class Outcome(NamedTuple):
+    """One run of the set: the waits of the ranks left unfinished, the ranks that finished, and
+    the order of events it took ("" for the reference run)."""
+
+    waits: list[Wait]
+    finished: set[int]
+    order: str = ""
+
+
+#: the order of the second run, as a finding words it
+_LATE = "each message arriving only after the ranks have done what they can without it"
 
 
 def run_abstract(skels: dict[int, Skeleton], members: list[tuple[int, ...]],
-                 streams: int = 1, compile_it: bool = True) -> tuple[list[Wait], set[int]]:
-    """Run the set; the waits of the ranks left unfinished, and the ranks that finished.
+                 streams: int = 1, compile_it: bool = True) -> tuple[Outcome, ...]:
+    """Run the set: the reference run's outcome, then, when the set has a send, the outcome of
+    the run with late messages (else it is the reference's).
 
     ``members[g]`` are the ranks of group number ``g``; ``streams`` the communication slots
     per rank; ``compile_it``: whether the loop runs compiled (numba) or as Python.
@@ -50,10 +72,16 @@ def run_abstract(skels: dict[int, Skeleton], members: list[tuple[int, ...]],
     pred_ptr = _joined_ptr([s.ptr for s in parts], index)
     member_count = np.array([len(m) for m in members] or [0], np.int64)
     pair, npairs, off = _sequence_tables(counts, kinds, group, len(member_count))
-    done, state, seq_of = chosen(run_compiled, compile_it)(base, ids, kinds, group, channel, nchannels, pred_ptr,
-                                       preds, member_count, streams, pair, npairs, off)
-    finished = {r for r, d, c in zip(ranks, done.tolist(), counts.tolist()) if d == c}
-    return _waits(ranks, base, state, seq_of, skels, members), finished
+    run = chosen(run_compiled, compile_it)
+
+    def outcome(late: bool) -> Outcome:
+        done, state, seq_of = run(base, ids, kinds, group, channel, nchannels, pred_ptr, preds, member_count,
+                                  streams, pair, npairs, off, late)
+        finished = {r for r, d, c in zip(ranks, done.tolist(), counts.tolist()) if d == c}
+        return Outcome(_waits(ranks, base, state, seq_of, skels, members), finished, _LATE if late else "")
+
+    reference = outcome(False)
+    return (reference, outcome(True)) if bool((kinds == K_SEND).any()) else (reference,)
 
 
 def _index_type(n: int) -> type:

@@ -109,7 +109,7 @@ class RoleShare:
         if key is None:
             return None
         rep = self._reps.get((key.digest, rt.rank_known))
-        if rep is None or not all(p >= 0 and (chk.nranks <= 1 or p < chk.nranks) for p in key.peers):
+        if rep is None or not all(0 <= p <= chk.max_peer for p in key.peers):
             return None
         groups = {"": "", **dict(zip(rep.key.groups, key.groups))}
         peers = {rep.check.rank: rt.rank, **dict(zip(rep.key.peers, key.peers))}

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from chakra_core.io._schema import COMM_TYPE_NAMES
 from chakra_core.trace._traceset import TraceSet
-from chakra_core.validation._rank_rules import RankCheck
+from chakra_core.validation._rank_rules import Call, RankCheck
 from chakra_core.validation._skelrecord import K_COLL, Skeleton, Wait
+
+if TYPE_CHECKING:
+    from chakra_core.validation._deadlock import Outcome
 
 __all__ = ["check_groups", "check_collectives", "check_p2p", "check_deadlocks"]
 
@@ -79,7 +83,9 @@ def _one_of_many(rank: int, label: str, groups: Mapping[str, list[int]], add: Ad
             rank=rank)
 
 
-def _describe(c: tuple[int, int, int]) -> str:
+def _describe(c: Call) -> str:
+    if c[1] is None:
+        return f"a collective whose comm_type or comm_size cannot be read (node {c[0]})"
     return f"{COMM_TYPE_NAMES.get(c[1], c[1])} of {c[2]} bytes (node {c[0]})"
 
 
@@ -115,7 +121,8 @@ def _same_sequence(pg: str, present: list[int], checks: dict[int, RankCheck], ad
         if seq == ref_seq:  # the same ids, types and sizes (one comparison in C)
             continue
         for i, (a, b) in enumerate(zip(ref_seq, seq)):
-            if a[1] != b[1] or a[2] != b[2]:
+            # one that cannot be read (type None: a coll-attrs finding already) differs from none
+            if (a[1] != b[1] or a[2] != b[2]) and a[1] is not None and b[1] is not None:
                 add("coll-order", checks[r].label, b[0],
                     f"collective #{i + 1} on {label} is {_describe(b)} but rank {ref} issues {_describe(a)}",
                     rank=r)
@@ -162,39 +169,60 @@ def check_p2p(traces: TraceSet, checks: dict[int, RankCheck], add: Add) -> None:
 def check_deadlocks(checks: dict[int, RankCheck], skels: dict[int, Skeleton], pg_names: list[str],
                     members: list[tuple[int, ...]], add: Add, streams: int = 1, compile_it: bool = True) -> None:
     """``deadlock`` for ranks that wait on each other, ``never-reached`` for a wait on a rank
-    that finishes without the matching collective or send (see :mod:`._deadlock`; ``compile_it``:
-    whether its loop runs compiled)."""
+    that finishes without the matching collective or send, in the reference run of the set;
+    where it finishes, ``may-deadlock`` (a warning) for the waits of the run with late messages
+    (see :mod:`._deadlock`; ``compile_it``: whether its loop runs compiled)."""
     from chakra_core.validation._deadlock import run_abstract  # numpy: loaded for sets of more than one rank
 
-    waits, finished = run_abstract(skels, members, streams, compile_it)
+    reference, *late = run_abstract(skels, members, streams, compile_it)
+    waits = _WaitReport(checks, skels, pg_names, add)
+    if reference.waits:
+        waits.report(reference)
+    elif late and late[0].waits:
+        waits.report(late[0])
 
-    def what(w: Wait) -> str:
-        s = skels[w.rank]
+
+class _WaitReport:
+    """Words the waits of one run of the deadlock search as findings."""
+
+    def __init__(self, checks: dict[int, RankCheck], skels: dict[int, Skeleton], pg_names: list[str], add: Add):
+        self.checks, self.skels, self.pg_names, self.add = checks, skels, pg_names, add
+
+    def what(self, w: Wait) -> str:
+        """The node rank ``w.rank`` waits at."""
+        s = self.skels[w.rank]
         i = w.index
         if s.kinds[i] == K_COLL:
             ct = COMM_TYPE_NAMES.get(s.tags[i], s.tags[i])
-            return f"node {s.ids[i]} ({ct} #{w.seq + 1} on {_group_label(pg_names[s.peer_or_group[i]])})"
+            return f"node {s.ids[i]} ({ct} #{w.seq + 1} on {_group_label(self.pg_names[s.peer_or_group[i]])})"
         return f"node {s.ids[i]} (receive from rank {s.peer_or_group[i]}, tag {s.tags[i]}, {s.sizes[i]} bytes)"
 
-    edges: dict[int, list[tuple[int, Wait]]] = {}
-    for w in waits:
-        gone = [r for r in w.ranks if r in finished]
-        if gone:
-            shown = ", ".join(map(str, gone[:8])) + (" ..." if len(gone) > 8 else "")
-            add("never-reached", checks[w.rank].label, skels[w.rank].ids[w.index],
-                f"rank {w.rank} {what(w)} waits for rank(s) {shown}, which finish without reaching it",
-                rank=w.rank, involved=[(w.rank, skels[w.rank].ids[w.index])])
-        edges.setdefault(w.rank, []).extend((r, w) for r in w.ranks if r not in finished)
-    for comp in _cycles(edges):
-        cycle = _one_cycle(comp, edges)
-        hops = [f"rank {w.rank} {what(w)} waits for rank {nxt}" for w, nxt in cycle]
-        first = cycle[0][0]
-        ranks = sorted({w.rank for w, _ in cycle})
-        more = f" ({len(comp)} ranks wait on each other in all)" if len(comp) > len(ranks) else ""
-        listed = hops[:8] + ([f"... {len(hops) - 8} more"] if len(hops) > 8 else [])
-        add("deadlock", checks[first.rank].label, skels[first.rank].ids[first.index],
-            f"ranks {', '.join(map(str, ranks[:16]))} wait on each other: " + "; ".join(listed) + more,
-            rank=first.rank, involved=[(w.rank, skels[w.rank].ids[w.index]) for w, _ in cycle])
+    def report(self, run: Outcome) -> None:
+        """``never-reached`` and ``deadlock`` findings of ``run``; of a run other than the
+        reference (whose ``order`` is named), each a ``may-deadlock`` warning saying so."""
+        def add(rule: str, w: Wait, message: str, involved: list[tuple[int, int]]) -> None:
+            if run.order:
+                rule, message = "may-deadlock", (f"{message} (with {run.order}, as the lengths of transfers can "
+                                                 "make it; the set finishes with messages at once: whether the "
+                                                 "simulator finishes depends on timing)")
+            self.add(rule, self.checks[w.rank].label, self.skels[w.rank].ids[w.index], message,
+                     "warning" if run.order else "error", w.rank, involved)
+
+        edges: dict[int, list[tuple[int, Wait]]] = {}
+        for w in run.waits:
+            gone = [r for r in w.ranks if r in run.finished]
+            if gone:
+                add("never-reached", w, f"rank {w.rank} {self.what(w)} waits for rank(s) {_few(gone)}, which finish "
+                    "without reaching it", [(w.rank, self.skels[w.rank].ids[w.index])])
+            edges.setdefault(w.rank, []).extend((r, w) for r in w.ranks if r not in run.finished)
+        for comp in _cycles(edges):
+            cycle = _one_cycle(comp, edges)
+            hops = [f"rank {w.rank} {self.what(w)} waits for rank {nxt}" for w, nxt in cycle]
+            ranks = sorted({w.rank for w, _ in cycle})
+            more = f" ({len(comp)} ranks wait on each other in all)" if len(comp) > len(ranks) else ""
+            listed = hops[:8] + ([f"... {len(hops) - 8} more"] if len(hops) > 8 else [])
+            add("deadlock", cycle[0][0], f"ranks {_few(ranks)} wait on each other: " + "; ".join(listed) + more,
+                [(w.rank, self.skels[w.rank].ids[w.index]) for w, _ in cycle])
 
 
 def _cycles(edges: dict[int, list[tuple[int, Wait]]]) -> list[list[int]]:

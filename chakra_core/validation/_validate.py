@@ -34,6 +34,11 @@ across ranks
   ``unmatched-p2p``     a send without the matching receive (src, dst, tag, size), or vice versa
   ``deadlock``          ranks that wait on each other forever (an abstract execution of the set)
   ``never-reached``     a collective or receive waits for a rank that finishes without reaching it
+  ``may-deadlock``      either of the two when messages arrive late, as the lengths of transfers
+                        can make them, where the reference order finishes        [warning]
+
+``cross_rank=False`` skips the rules that compare ranks; the group rules (``pg-*``,
+``partial-set``, ``coll-root``) still run.
 """
 
 from __future__ import annotations
@@ -63,6 +68,7 @@ RULES = (
     "coll-attrs", "p2p-attrs", "bad-size", "bad-peer", "own-endpoint", "empty-rank", "coll-order", "coll-not-member",
     "coll-root", "unmatched-p2p",
     "bad-duration", "pg-unparseable", "pg-bad-rank", "pg-undefined", "partial-set", "deadlock", "never-reached",
+    "may-deadlock",
 )
 #: errors that leave the meaning of the set unclear: no abstract execution is run after them
 _UNCLEAR = frozenset({
@@ -111,7 +117,8 @@ class _Collector:
 def validate(traces: TraceSet, cross_rank: bool = True,
              progress: Callable[[int, int], None] | None = None, *,
              groups: Mapping[str, Sequence[int]] | None = None, streams: int = 1) -> list[Finding]:
-    """Check every rank of ``traces`` (streaming) and, with ``cross_rank``, their consistency.
+    """Check every rank of ``traces`` (streaming) and, with ``cross_rank``, their consistency
+    (without it, of the set's rules only those of its process groups).
 
     ``progress(done, total)`` is called after each rank.  ``groups`` adds process groups to
     the set's own (and wins over them, as a simulator's comm-group file); ``streams`` is the
@@ -136,8 +143,8 @@ def validate_as(traces: TraceSet, compile_it: bool, cross_rank: bool = True,
     add = _Collector()
     pg_names: list[str] = [""]
     checks, skels = _check_ranks(traces, add, pg_names, progress, compile_it)
-    if cross_rank and traces.ranks:
-        _check_set(traces, checks, skels, pg_names, add, groups, streams, compile_it)
+    if traces.ranks:
+        _check_set(traces, checks, skels, pg_names, add, groups, streams, compile_it, cross_rank)
     return add.findings
 
 
@@ -205,16 +212,19 @@ def _column_scan() -> Callable[[RankTrace, RankCheck], RankScan | None]:
 
 
 def _check_set(traces: TraceSet, checks: dict[int, RankCheck], skels: dict[int, Skeleton], pg_names: list[str],
-               add: _Collector, extra: Mapping[str, Sequence[int]] | None, streams: int, compile_it: bool) -> None:
-    """The cross-rank rules, the deadlock search last."""
+               add: _Collector, extra: Mapping[str, Sequence[int]] | None, streams: int, compile_it: bool,
+               cross_rank: bool) -> None:
+    """The rules of the set's process groups and, with ``cross_rank``, those that compare ranks,
+    the deadlock search last."""
     groups = _groups(traces, checks, add, extra)
-    if len(traces) > 1:
+    compare = cross_rank and len(traces) > 1
+    if compare:
         check_p2p(traces, checks, add)
     if groups is None:  # membership is unknown
         return
     view = TraceSet(list(traces), groups, traces.source) if extra else traces
     check_groups(view, groups, checks, add)
-    if len(traces) > 1:
+    if compare:
         check_collectives(view, checks, add)
         if not add.unclear() and len(skels) == len(traces):
             members = [tuple(view.group_members(pg)) for pg in pg_names]
@@ -237,6 +247,7 @@ def _groups(traces: TraceSet, checks: dict[int, RankCheck], add: _Collector,
         return more
     try:
         return {**traces.process_groups, **more}
-    except TraceFormatError as e:
-        add("pg-unparseable", e.where or traces.source, None, e.message, rank=traces.ranks[0])
+    except TraceFormatError as e:  # on the rank whose file it names
+        rank = next((rt.rank for rt in traces if rt.label == e.where), traces.ranks[0])
+        add("pg-unparseable", e.where or traces.source, None, e.message, rank=rank)
         return None

@@ -149,8 +149,9 @@ def classify(cols: NodeColumns, sd: SystemDescription, where: str, replay_comm: 
 
 def _check_nodes(cols: NodeColumns, types: np.ndarray, micros: np.ndarray, cpu: np.ndarray, roofline: bool,
                  where: str) -> None:
-    """The first node in file order whose replayed duration passes 2**63-1 ns, or whose
-    collective or message lacks what it needs, raises (as reading node by node would)."""
+    """The first node in file order whose replayed duration passes 2**63-1 ns, whose
+    collective or message lacks what it needs, or whose size passes int64, raises (as reading
+    node by node would)."""
     long = micros > np.uint64(MAX_NS // 1000)
     timed = (types == _COMP) | (types == _LOAD) | (types == _STORE)
     ct = cols.attrs["comm_type"]
@@ -160,7 +161,8 @@ def _check_nodes(cols: NodeColumns, types: np.ndarray, micros: np.ndarray, cpu: 
     bad_ct = coll & ~(ct.is_int & _is_comm_type(ct.ints))
     no_peer = (send & ~_has_int(cols.attrs["comm_dst"])) | (recv & ~_has_int(cols.attrs["comm_src"]))
     timed_by_roofline = (types == _COMP) & ~cpu & _has_int(cols.attrs["num_ops"]) & roofline
-    bad = (long & (timed | broadcast) & ~timed_by_roofline) | bad_ct | no_peer
+    wide_comm, wide_tensor = _wide_sizes(cols, coll, send | recv, (types == _LOAD) | (types == _STORE))
+    bad = (long & (timed | broadcast) & ~timed_by_roofline) | bad_ct | no_peer | wide_comm | wide_tensor
     if not bad.any():
         return
     i = int(np.flatnonzero(bad)[0])
@@ -170,7 +172,23 @@ def _check_nodes(cols: NodeColumns, types: np.ndarray, micros: np.ndarray, cpu: 
     if no_peer[i]:
         key = "comm_dst" if send[i] else "comm_src"
         raise TraceFormatError(f"{'send' if send[i] else 'recv'} without {key}", where, f"node {nid}")
+    if wide_comm[i] or wide_tensor[i]:
+        key = "comm_size" if wide_comm[i] else "tensor_size"
+        raise TraceFormatError(f"{key} = {cols.attrs[key].get_int(i)} bytes does not fit int64", where, f"node {nid}")
     raise TraceFormatError(f"node {nid}: duration of {int(micros[i]) * 1000} ns passes 2**63-1 ns", where)
+
+
+def _wide_sizes(cols: NodeColumns, coll: np.ndarray, p2p: np.ndarray, mem: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The nodes whose size the simulator reads is an integer past int64: in ``comm_size`` (a
+    collective's or a message's), in ``tensor_size`` (a memory op's, a message's without
+    ``comm_size``)."""
+    comm_size, tensor = cols.attrs["comm_size"], cols.attrs["tensor_size"]
+    if not (comm_size.others or tensor.others):  # every integer fits int64
+        none = np.zeros(len(coll), bool)
+        return none, none
+    has_comm = _has_int(comm_size)
+    return ((coll | p2p) & has_comm & ~comm_size.is_int,
+            (mem | (p2p & ~has_comm)) & _has_int(tensor) & ~tensor.is_int)
 
 
 def _is_comm_type(values: np.ndarray) -> np.ndarray:
