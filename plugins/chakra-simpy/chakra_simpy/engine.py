@@ -347,7 +347,8 @@ class Sim:
         for a in stuck[:5]:
             left = [a.prog.ids[i] for i in range(len(a.prog)) if a.indeg[i] > 0][:5]
             if left:
-                blocked.append(f"rank {a.rank}: nodes {', '.join(map(str, left))} never became ready")
+                nodes = f"node{'s' * (len(left) > 1)} {', '.join(map(str, left))}"
+                blocked.append(f"rank {a.rank}: {nodes} never became ready")
         if not parts and blocked:
             parts.append("a dependency cycle")
         shown = parts[:6] + blocked

@@ -143,13 +143,14 @@ def load_program(rt: RankTrace, sd: SystemDescription, replay_comm: bool = False
 def _chain_next(kind: np.ndarray, resource: np.ndarray, indeg: np.ndarray, child_ptr: np.ndarray,
                 child_idx: np.ndarray) -> np.ndarray:
     """Per node, the next node of its compute chain, else -1: a compute node whose only
-    dependent is a compute node on the same resource that depends on it alone."""
+    dependent is a compute node on the same resource that depends on it alone (not itself: a node
+    that depends on itself never becomes ready)."""
     out = np.full(len(kind), -1, dtype=np.int64)
     if not len(kind):
         return out
     one = ((child_ptr[1:] - child_ptr[:-1] == 1) & (kind == K_COMP)).nonzero()[0]
     child = np.asarray(child_idx)[np.asarray(child_ptr)[one]]
-    ok = (kind[child] == K_COMP) & (np.asarray(indeg)[child] == 1) & (resource[child] == resource[one])
+    ok = (kind[child] == K_COMP) & (np.asarray(indeg)[child] == 1) & (resource[child] == resource[one]) & (child != one)
     out[one[ok]] = child[ok]
     return out
 
