@@ -354,10 +354,17 @@ def _pg_init_text(text: str, groups: Mapping[str, list[int]], origin: Mapping[st
     bare = text.startswith("[{")
     try:
         listed = json.loads(text if bare else text[2:-2])
+    except json.JSONDecodeError as e:
+        raise TraceFormatError(f"bad process-group description: not JSON (line {e.lineno}, column {e.colno}: "
+                               f"{e.msg})", *where) from None
+    except RecursionError:
+        raise TraceFormatError("bad process-group description: nested too deeply", *where) from None
+    try:
         desc = {str(d["pg_name"]): str(d["pg_desc"]) for d in listed if "pg_desc" in d}
         default = [str(d["pg_name"]) for d in listed if str(d["pg_name"]) in ("0", "")]
-    except (ValueError, TypeError, KeyError, RecursionError) as e:
-        raise TraceFormatError(f"bad process-group description ({e})", *where) from None
+    except (TypeError, KeyError):
+        raise TraceFormatError('bad process-group description: not a list of {"pg_name": NAME, ...} objects',
+                               *where) from None
     out = {**{d: list(range(world)) for d in default if d not in groups}, **groups}
     named = {g: desc[origin.get(g, g)] for g in out if origin.get(g, g) in desc}
     written = process_groups_json(out, named)

@@ -3,6 +3,7 @@ generated sets, checked against what the issue's closed forms and the generator 
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import pytest
@@ -344,3 +345,25 @@ def test_pipeline_generator_then_whatif_transforms(tmp_path):
         got = [n.duration_micros for n in written[r].nodes() if n.type == NodeType.COMP_NODE]
         want = [n.duration_micros * (2 if r == 0 else 1) for n in direct[r].nodes() if n.type == NodeType.COMP_NODE]
         assert got == want
+
+
+@pytest.mark.parametrize("values, said", [
+    ("['[{\"pg_name\": \"0\", ']", "bad process-group description: not JSON (line 1, column 19: "),
+    ("['[{\"ranks\": [0, 1]}]']", 'bad process-group description: not a list of {"pg_name": NAME, ...} objects'),
+])
+def test_resize_dp_words_a_bad_process_group_node(tmp_path, values, said):
+    # the recording's groups are in its metadata, so only resize_dp reads the node it rewrites;
+    # it printed Python's own text ("Expecting property name enclosed in double quotes", "'pg_name'")
+    src = tmp_path / "pdp"
+    chakra.convert(str(DATA / "pipeline_dp"), f"{src}/")
+
+    def broken(_rank, n):
+        if n.name == chakra.PG_INIT_NAME:
+            n.inputs.values = values
+        return n
+
+    chakra.open_traceset(str(src)).map_nodes(broken).write(tmp_path / "bad" / "t")
+    with pytest.raises(chakra.TraceFormatError) as caught, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        chakra.transform(str(tmp_path / "bad"), "resize_dp", {"dp": 4}, output=f"{tmp_path}/dp4/")
+    assert said in str(caught.value), caught.value
