@@ -1,15 +1,15 @@
 """The ``ray`` and ``dask`` executors' workers word their warnings as the process that runs the
 sweep does: ``chakra sweep``'s one ``chakra: warning:`` line, or the wording a Python caller set
-(:func:`chakra_core.worker_function`).
+(:func:`chakra_core.worker_function`), on the sweep's standard error.
 
-Where the lines go differs: a local Dask cluster's workers write on the sweep's standard error;
-the Ray executor starts Ray with ``log_to_driver`` off, so a Ray worker's standard error is its
-log, ``worker-*.err`` in the logs folder of Ray's session, under ``$RAY_TMPDIR/ray`` (a short
-folder of its own per test: Ray's socket paths must stay under 108 characters).  The points read
-the text workload without ``cycle_ns``, so its input warns of the default clock (a
-``TextWarning``).  The backend ``count`` of a small distribution written into the test's folder
-and put on ``PYTHONPATH`` (the cluster's workers inherit it) returns at once; the distribution's
-module also holds the wording a Python caller sets.
+A local Dask cluster's workers write on the sweep's standard error; the Ray executor starts Ray
+with ``log_to_driver`` off (a Ray worker's standard error is its log, under ``$RAY_TMPDIR/ray``:
+a short folder of its own per test, Ray's socket paths must stay under 108 characters), so its
+tasks send their warnings back and the executor gives them again in the sweep's process, each
+message once.  The points read the text workload without ``cycle_ns``, so its input warns of
+the default clock (a ``TextWarning``).  The backend ``count`` of a small distribution written
+into the test's folder and put on ``PYTHONPATH`` (the cluster's workers inherit it) returns at
+once; the distribution's module also holds the wording a Python caller sets.
 """
 
 from __future__ import annotations
@@ -84,32 +84,27 @@ def _sweep(tmp_path: Path) -> Path:
     return path
 
 
-def _worker_lines(engine: str, env: dict[str, str], *args: object) -> list[str]:
-    """Run ``python ARGS`` in ``env``; the lines its workers wrote on their standard error: the
-    run's own for Dask, the workers' logs for Ray (Ray's own ``:job_id:`` and ``:task_name:``
-    lines aside; nothing of a warning on the run's stderr)."""
+def _worker_lines(env: dict[str, str], *args: object) -> list[str]:
+    """Run ``python ARGS`` in ``env``; the lines of its standard error."""
     done = subprocess.run([sys.executable, *map(str, args)], env=env, capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr
-    if engine == "dask":
-        return done.stderr.splitlines()
-    assert "Warning" not in done.stderr, done.stderr
-    logs = sorted(Path(env["RAY_TMPDIR"]).glob("ray/session_*/logs/worker-*.err"))
-    assert logs, "no worker log"
-    return [line for log in logs for line in log.read_text().splitlines() if not line.startswith(":")]
+    return done.stderr.splitlines()
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_worker_s_warning_is_one_chakra_line(tmp_path, count_env, engine):
-    lines = _worker_lines(engine, count_env, "-m", "chakra_core.cli.main", "sweep", _sweep(tmp_path), "-o",
+    lines = _worker_lines(count_env, "-m", "chakra_core.cli.main", "sweep", _sweep(tmp_path), "-o",
                           tmp_path / "out", "-j", "1", "--executor", engine)
-    assert any(WARNING in line for line in lines), lines
-    assert all(line.startswith("chakra: warning: ") for line in lines), lines
+    said = [line for line in lines if WARNING in line]
+    assert said and all(line.startswith("chakra: warning: ") for line in lines), lines
+    if engine == "ray":  # the sweep's own process as it plans, then the executor once for the two points
+        assert len(said) == 2, lines
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_python_caller_s_wording_reaches_the_workers(tmp_path, count_env, engine):
     script = tmp_path / "run_sweep.py"
     script.write_text(SCRIPT)
-    lines = _worker_lines(engine, count_env, script, _sweep(tmp_path), tmp_path / "out", engine)
+    lines = _worker_lines(count_env, script, _sweep(tmp_path), tmp_path / "out", engine)
     assert any(WARNING in line for line in lines), lines
     assert all(line.startswith("mine: ") for line in lines), lines

@@ -35,9 +35,10 @@ stdout, whatever ``log_to_driver``, which broke ``chakra sweep --json``: the exe
 thread that prints them as ``ray.shutdown`` does (``ray._private.worker``, checked on 2.60); the
 sweep reports each lost point in one line itself.
 
-The workers word their warnings as the sweep's process does (:func:`chakra_core.worker_function`)
-and, ``log_to_driver`` being off, write them in their logs (``worker-*.err`` in the logs folder of
-Ray's session), not on the sweep's stderr.
+The workers word their warnings as the sweep's process does (:func:`chakra_core.worker_function`);
+``log_to_driver`` being off, what they print goes to their logs (``worker-*.err`` in the logs
+folder of Ray's session), so each task also sends the warnings it gave back with its value, and
+the executor gives them again in the sweep's process, each message once per map.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import partial
@@ -210,10 +212,24 @@ def _keep_on_loopback() -> None:
     constants.ENABLE_RAY_CLUSTER = False
 
 
-def _call(fn: Callable[[Any], Any], task: Any) -> Any:
-    """``fn(task)``: the function of the Ray tasks, ``fn`` being what :func:`chakra_core.worker_function`
-    returned (``ray.remote`` takes functions, not other callables)."""
-    return fn(task)
+def _call(fn: Callable[[Any], Any], task: Any) -> tuple[Any, list[tuple[Any, ...]]]:
+    """``fn(task)`` and the warnings it gave ``(message, category, file, line)``: the function of
+    the Ray tasks, ``fn`` being what :func:`chakra_core.worker_function` returned (``ray.remote``
+    takes functions, not other callables).  The warnings go back with the value, since what a
+    worker prints goes to its log (``log_to_driver`` is off)."""
+    with warnings.catch_warnings(record=True) as caught:
+        value = fn(task)
+    return value, [(w.message, w.category, w.filename, w.lineno) for w in caught]
+
+
+def _warn_again(said: list[tuple[Any, ...]], seen: set[tuple[type, str]]) -> None:
+    """Give the warnings of a task again in this process (its filters and wording apply), each
+    message once per map (``seen``), as a worker process gives a warning once."""
+    for message, category, filename, lineno in said:
+        key = (category, str(message))
+        if key not in seen:
+            seen.add(key)
+            warnings.warn_explicit(message, category, filename, lineno)
 
 
 def _drain(ray: Any, submit: Callable[[Any], Any], tasks: Sequence[Any], queue: Iterator[int], pending: dict[Any, int],
@@ -222,12 +238,14 @@ def _drain(ray: Any, submit: Callable[[Any], Any], tasks: Sequence[Any], queue: 
         pending[submit(tasks[i])] = i
         if len(pending) >= limit:
             break
+    seen: set[tuple[type, str]] = set()
     while pending:
         done, _ = ray.wait(list(pending), num_returns=1)
         for ref in done:
             i = pending.pop(ref)
             try:
-                value = ray.get(ref)
+                value, said = ray.get(ref)
+                _warn_again(said, seen)
             except ray.exceptions.RayError as e:  # the worker died, or the task could not run
                 value = e
             yield i, value
