@@ -53,8 +53,8 @@ _LATE = "each message arriving only after the ranks have done what they can with
 
 def run_abstract(skels: dict[int, Skeleton], members: list[tuple[int, ...]],
                  streams: int = 1, compile_it: bool = True) -> tuple[Outcome, ...]:
-    """Run the set: the reference run's outcome, then, when the set has a send, the outcome of
-    the run with late messages (else it is the reference's).
+    """Run the set: the reference run's outcome, then, when the set has a send and the reference
+    run finishes, the outcome of the run with late messages (only then is it reported).
 
     ``members[g]`` are the ranks of group number ``g``; ``streams`` the communication slots
     per rank; ``compile_it``: whether the loop runs compiled (numba) or as Python.
@@ -81,7 +81,9 @@ def run_abstract(skels: dict[int, Skeleton], members: list[tuple[int, ...]],
         return Outcome(_waits(ranks, base, state, seq_of, skels, members), finished, _LATE if late else "")
 
     reference = outcome(False)
-    return (reference, outcome(True)) if bool((kinds == K_SEND).any()) else (reference,)
+    if reference.waits or not bool((kinds == K_SEND).any()):
+        return (reference,)
+    return reference, outcome(True)
 
 
 def _index_type(n: int) -> type:
