@@ -28,7 +28,7 @@ from .kineto import KinetoTrace, read_distributed_info, read_kineto, scan_proces
 from .lazyrank import LazyRank
 from .nogc import cycle_collection_off
 from .schema_version import PyTorchTraceWarning, check_schema
-from .sniff import JSON_SUFFIXES, classify_files, is_linked, rank_from_name, rank_in_name
+from .sniff import JSON_SUFFIXES, classify_files, is_linked, kineto_only_paths, rank_from_name, rank_in_name
 from .stepstart import first_step_us, start_offsets_ns, with_start_offset
 
 __all__ = ["RankFiles", "find_rank_files", "convert_rank", "open_pytorch"]
@@ -259,10 +259,10 @@ def open_pytorch(paths: Sequence[str], data_deps: bool = False, idle_gaps: bool 
                  min_idle_us: int = 10) -> TraceSet:
     """Open PyTorch traces as a TraceSet; each rank is converted when its nodes are read.
     Kineto traces without host execution traces are converted from Kineto alone."""
-    from .kineto_only import kineto_only_paths, open_kineto_only
-
     kinetos = kineto_only_paths(paths)
     if kinetos is not None:
+        from .kineto_only import open_kineto_only  # the Kineto-only route's modules, only when taken
+
         return open_kineto_only(kinetos, data_deps=data_deps, idle_gaps=idle_gaps, min_idle_us=min_idle_us)
     rank_files, dist = find_rank_files(paths)
     world = int(dist.get("world_size") or 0) or None

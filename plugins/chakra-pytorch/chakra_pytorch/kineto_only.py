@@ -20,7 +20,6 @@ from chakra_core import (
     GlobalMetadata,
     TraceFormatError,
     TraceSet,
-    expand_paths,
     groups_by_rank,
     make_attr,
     with_process_groups,
@@ -32,10 +31,10 @@ from .kineto_graph import KINETO_SCHEMA, convert_kineto_rank, kineto_host
 from .lazyrank import LazyRank
 from .outnode import ConvertedRank
 from .schema_version import PyTorchTraceWarning
-from .sniff import JSON_SUFFIXES, classify_files, rank_in_name
+from .sniff import rank_in_name
 from .stepstart import first_step_us, start_offsets_ns, with_start_offset
 
-__all__ = ["KinetoRank", "kineto_only_paths", "find_kineto_ranks", "open_kineto_only"]
+__all__ = ["KinetoRank", "find_kineto_ranks", "open_kineto_only"]
 
 
 @dataclass
@@ -45,18 +44,6 @@ class KinetoRank:
     rank: int
     path: str
     distributed: dict[str, Any]
-
-
-def kineto_only_paths(paths: Sequence[str]) -> list[str] | None:
-    """The Kineto traces among ``paths`` (files or directories) when there is no host execution
-    trace among them, else None; other files are skipped with a warning naming them."""
-    kinds = classify_files(expand_paths(paths, JSON_SUFFIXES))
-    if not kinds.kineto_only:
-        return None
-    note = kinds.skipped_note()
-    if note:
-        warnings.warn(f"{kinds.others[0]}: {note}", PyTorchTraceWarning, stacklevel=2)
-    return kinds.kinetos
 
 
 def find_kineto_ranks(files: Sequence[str]) -> tuple[list[KinetoRank], int]:

@@ -7,16 +7,16 @@ import os
 import re
 import warnings
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from chakra_core import TraceFormatError
+from chakra_core import TraceFormatError, expand_paths
 
 from .ints import MAX_RANKS
 from .schema_version import PyTorchTraceWarning
 
 __all__ = ["sniff_kind", "rank_from_name", "rank_in_name", "is_json_name", "is_linked", "JSON_SUFFIXES", "HLO_SUFFIXES",
-           "FileKinds", "classify_files"]
+           "FileKinds", "classify_files", "kineto_only_paths"]
 
 _HEAD = 4096
 _SCHEMA_KEY = re.compile(rb'"schema"\s*:')
@@ -198,3 +198,15 @@ def classify_files(files: list[str]) -> FileKinds:
         kind = sniff_kind(f)
         (kinds.hosts if kind == "host" else kinds.kinetos if kind == "kineto" else kinds.others).append(f)
     return kinds
+
+
+def kineto_only_paths(paths: Sequence[str]) -> list[str] | None:
+    """The Kineto traces among ``paths`` (files or directories) when there is no host execution
+    trace among them, else None; other files are skipped with a warning naming them."""
+    kinds = classify_files(expand_paths(paths, JSON_SUFFIXES))
+    if not kinds.kineto_only:
+        return None
+    note = kinds.skipped_note()
+    if note:
+        warnings.warn(f"{kinds.others[0]}: {note}", PyTorchTraceWarning, stacklevel=2)
+    return kinds.kinetos

@@ -17,8 +17,9 @@ from chakra_core import CommType, NodeType, TraceFormatError, get_int, load_trac
 from chakra_pytorch import convert_rank, find_rank_files, open_pytorch
 from chakra_pytorch.kineto_graph import convert_kineto_rank
 from chakra_pytorch.kineto_graph_comms import c10d_comm, elem_bytes, group_of
-from chakra_pytorch.kineto_only import find_kineto_ranks, kineto_only_paths, open_kineto_only
+from chakra_pytorch.kineto_only import find_kineto_ranks, open_kineto_only
 from chakra_pytorch.schema_version import PyTorchTraceWarning
+from chakra_pytorch.sniff import kineto_only_paths
 
 DATA = Path(__file__).resolve().parent / "data"
 RECORDED = ["mlp", "transformer", "threads", "ddp", "ddp_buckets", "ddp_buckets_queued", "ddp_steps",

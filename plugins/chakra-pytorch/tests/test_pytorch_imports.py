@@ -1,5 +1,6 @@
 """Converting a recorded PyTorch pair imports only what the conversion uses: no YAML (system
-descriptions and pipelines), and without validation no numpy (the graph is ordered in Python)."""
+descriptions and pipelines), not the Kineto-only route's modules (a host ET is among the inputs),
+and without validation no numpy (the graph is ordered in Python)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ CODE = """
 import sys
 import chakra_core
 chakra_core.convert(sys.argv[1], sys.argv[2] + "/", validate=sys.argv[3] == "1")
-print(sorted(m for m in ("yaml", "numpy", "numba") if m in sys.modules))
+print(sorted(m for m in ("yaml", "numpy", "numba", "chakra_pytorch.kineto_graph") if m in sys.modules))
 """
 
 
