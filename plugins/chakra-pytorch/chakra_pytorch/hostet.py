@@ -29,6 +29,7 @@ from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
+from itertools import compress
 from typing import Any
 
 import ijson
@@ -60,6 +61,8 @@ F_SEEN, F_OP, F_ROOT, F_ANCHOR = 1, 2, 4, 8
 #: factor times the nodes read so far is refused (PyTorch's ids count nodes and tensors from 1)
 _ID_FLOOR = 1 << 22
 _ID_FACTOR = 64
+#: the rf_ids kept in the columns are below this (:func:`.ints.node_ref`: non-negative signed 64-bit)
+_REF_END = 1 << 63
 #: operator candidates held as read (attributes, inputs and outputs), before the compact form is
 #: made: most are folded into their parent operator, which PyTorch writes right after them
 _RAW_WINDOW = 64
@@ -182,14 +185,12 @@ def _io(node: dict, path: str, index: int) -> tuple[list, list, list, list, list
         # schema 1.0.1: lists plus input_shapes/input_types keys
         parts = (ins, *(_parsed(node.get(k), path, index) for k in ("input_shapes", "input_types")),
                  outs, *(_parsed(node.get(k), path, index) for k in ("output_shapes", "output_types")))
+    if tuple(map(type, parts)) == _SIX_LISTS:  # the usual case (JSON lists are never a subclass)
+        return parts  # type: ignore[return-value]
     names = _DICT_PARTS if isinstance(ins, dict) else _LIST_PARTS
     bad = next(((k, p) for k, p in zip(names, parts) if p is not None and not isinstance(p, list)), None)
     if bad is not None:
         raise _fail(path, f"{bad[0]!r} must be a list, not {type(bad[1]).__name__}", f"node {index}")
-    a, b, c, d, e, f = parts
-    if isinstance(a, list) and isinstance(b, list) and isinstance(c, list) and isinstance(d, list) \
-            and isinstance(e, list) and isinstance(f, list):
-        return parts  # type: ignore[return-value]
     return tuple([p if isinstance(p, list) else [] for p in parts])  # type: ignore[return-value]
 
 
@@ -198,13 +199,15 @@ def _io(node: dict, path: str, index: int) -> tuple[list, list, list, list, list
 _DICT_PARTS = ("inputs.values", "inputs.shapes", "inputs.types", "outputs.values", "outputs.shapes", "outputs.types")
 _LIST_PARTS = ("inputs", "input_shapes", "input_types", "outputs", "output_shapes", "output_types")
 
-#: the types of a JSON value as parsed (bool is an int)
-_PLAIN = (dict, list, str, int, float)
+#: the types of the six parts when each is a list
+_SIX_LISTS = (list,) * 6
+#: the types of a JSON value as parsed (never a subclass of one)
+_PLAIN = frozenset((dict, list, str, int, float, bool, type(None)))
 
 
 def _parsed(v: Any, path: str, index: int) -> Any:
     """``v``, or the value of its JSON text when it was read as such (a ``msgspec.Raw``)."""
-    if v is None or isinstance(v, _PLAIN):
+    if type(v) in _PLAIN:
         return v
     try:
         return orjson.loads(memoryview(v))
@@ -239,10 +242,10 @@ KEEP_ATTRS = ("rf_id", "fw_parent", "seq_id", "scope", "tid", "fw_tid", "op_sche
 
 def _keep(attrs: dict) -> tuple:
     """The attributes copied to Chakra nodes, as a tuple (the schema text shared between nodes)."""
-    schema = attrs.get("op_schema")
-    return (int64(attrs.get("rf_id")), int64(attrs.get("fw_parent")), int64(attrs.get("seq_id")),
-            int64(attrs.get("scope")), int64(attrs.get("tid")), int64(attrs.get("fw_tid")),
-            sys.intern(schema) if isinstance(schema, str) else None)
+    get = attrs.get
+    schema = get("op_schema")
+    return (int64(get("rf_id")), int64(get("fw_parent")), int64(get("seq_id")), int64(get("scope")),
+            int64(get("tid")), int64(get("fw_tid")), sys.intern(schema) if isinstance(schema, str) else None)
 
 
 def _is_operator(name: str, attrs: dict) -> bool:
@@ -287,36 +290,48 @@ class _HostReader:
         self.workers: list[WorkAnnotation] = []  # gloo:* / nccl:* annotations
         self.groups: dict[str, dict[str, Any]] = {}
         self.linked = LinkedTiming()
+        self.record = _attr_record()  # an attribute as the typed pass reads it
 
     def take(self, index: int, node: Any) -> None:
         """Read one node: check its identity, record it in the columns, and classify it."""
-        nid, name, parent = self._identity(index, node)
-        attrs = _attrs(node, self.path, index)
+        try:  # the usual node's identity checked in one test, without a call
+            nid, name, parent = node["id"], node["name"], node.get("ctrl_deps")
+        except (KeyError, TypeError):
+            nid = name = parent = None
+        if not (type(nid) is int and type(name) is str and type(parent) is int
+                and 0 <= nid <= _ID_FLOOR and -1 <= parent <= _ID_FLOOR):
+            nid, name, parent = self._identity(index, node)  # the others, and the errors
+        a = node.get("attrs")
+        if type(a) is list and a and type(a[0]) is self.record:  # the usual case, without a call
+            attrs = {x.name: x.value for x in a}
+        else:
+            attrs = _attrs(node, self.path, index)
         if "inclusive_dur" in node and _linked_gpu_copy(self.linked, node, attrs, name, self.path, index):
             return
         cols = self.cols
-        if nid >= len(cols.flags) or parent >= len(cols.flags):
+        flags = cols.flags
+        if nid >= len(flags) or parent >= len(flags):
             cols.ensure(max(nid, parent))
-        if cols.flags[nid] & F_SEEN:
+        if flags[nid] & F_SEEN:
             raise _fail(self.path, f"node id {nid} appears twice", f"node {index}")
         if parent == nid and name not in _ROOT_NAMES:  # PyTorch's root (process) node is its own parent
             raise _fail(self.path, f"node id {nid} ({name}) is its own parent", f"node {index}")
         cols.parent[nid] = parent if parent != nid else -1
         rf = attrs.get("rf_id")
-        if rf is not None and (isinstance(rf, bool) or not isinstance(rf, int)):  # its Kineto spans would be lost
+        if type(rf) is not int and rf is not None:  # its Kineto spans would be lost
             raise _fail(self.path, f"node id {nid}: rf_id must be an integer, not {type(rf).__name__}",
                         f"node {index}")
-        cols.rf[nid] = node_ref(rf)
-        flags = F_SEEN
+        cols.rf[nid] = rf if rf is not None and 0 <= rf < _REF_END else -1  # node_ref(rf), without a call
         if name in _ROOT_NAMES:
-            flags |= F_ROOT
+            flags[nid] = F_SEEN | F_ROOT
         elif name == PG_INIT:
             self.groups = _groups(node, self.path, index)
-        elif _is_operator(name, attrs):
-            flags |= self._operator(index, node, nid, name, parent, attrs)
+            flags[nid] = F_SEEN
+        elif attrs.get("op_schema") or _is_operator(name, attrs):
+            flags[nid] = F_SEEN | self._operator(index, node, nid, name, parent, attrs)
         else:
             self._annotation(index, node, nid, name, parent, attrs)
-        cols.flags[nid] = flags
+            flags[nid] = F_SEEN
 
     def _identity(self, index: int, node: Any) -> tuple[int, str, int]:
         """(id, name, parent id) of a node, checked."""
@@ -351,12 +366,16 @@ class _HostReader:
         if len(raw) > _RAW_WINDOW:
             self.compact()
         if parent >= 0 and not self.cols.flags[parent] & F_SEEN:
-            self.waiting.setdefault(parent, []).append(nid)
+            siblings = self.waiting.get(parent)
+            if siblings is None:
+                self.waiting[parent] = [nid]
+            else:
+                siblings.append(nid)
 
     def _operator(self, index: int, node: Any, nid: int, name: str, parent: int, attrs: dict) -> int:
         """An operator (a c10d one is a communication anchor); returns its flags."""
         flags = F_OP
-        if name.startswith("c10d::"):
+        if name[:6] == "c10d::":  # a slice: str.startswith parses its arguments the slow way
             try:
                 info = comm_from_c10d(name, _io(node, self.path, index)[0])
             except ValueError as e:
@@ -365,11 +384,17 @@ class _HostReader:
                 self.comms[nid] = info
                 flags |= F_ANCHOR
         self._keep_node(index, nid, name, parent, attrs, node)
-        # children that arrived first are folded into this operator (comm anchors stay)
-        for c in self.waiting.pop(nid, ()):
-            if not self.cols.flags[c] & F_ANCHOR and self.raw.pop(c, None) is None:
-                self.kept.pop(c, None)
+        children = self.waiting.pop(nid, None)
+        if children is not None:
+            self._fold(children)
         return flags
+
+    def _fold(self, children: list[int]) -> None:
+        """Fold the candidates that arrived before their parent operator into it (comm anchors stay)."""
+        flags, raw, kept = self.cols.flags, self.raw, self.kept
+        for c in children:
+            if not flags[c] & F_ANCHOR and raw.pop(c, None) is None:
+                kept.pop(c, None)
 
     def compact(self) -> None:
         """Put the candidates held as read into their compact form (:func:`_keep`, and the
@@ -436,10 +461,19 @@ def _node_decoder() -> Callable[[bytes], list]:
     import msgspec
 
     value = json_value()
-    attr = msgspec.defstruct("attr", [("name", value), ("type", value), ("value", value)], gc=False)
     fields: dict[str, Any] = {**dict.fromkeys(NODE_KEYS, value), **dict.fromkeys(IO_KEYS, msgspec.Raw)}
-    fields["attrs"] = list[attr]  # type: ignore[valid-type]
+    fields["attrs"] = list[_attr_record()]  # type: ignore[misc]
     return typed_decoder(keyed_type("node", fields))
+
+
+@cache
+def _attr_record() -> type:
+    """The record an attribute is read as by :func:`_node_decoder`: its name a string (a batch
+    with another name is read as plain JSON, and :func:`_attrs` takes or refuses it there)."""
+    import msgspec
+
+    value = json_value()
+    return msgspec.defstruct("attr", [("name", str), ("type", value), ("value", value)], gc=False)
 
 
 def _linked_gpu_copy(linked: LinkedTiming, node: dict, attrs: dict, name: str, path: str, index: int) -> bool:
@@ -527,40 +561,48 @@ def _place_param_comms(cols: _Arrays, kept: dict[int, tuple], comms: dict[int, C
 def _owners(path: str, cols: _Arrays) -> array:
     """Per node id the selected node that owns it (itself or an ancestor), -1 for none: a root
     owns nothing, an anchor or an operator with no selected ancestor owns itself, any other node
-    takes its parent's owner.  Parents are resolved first, on an explicit stack; a cycle of
-    ctrl_deps is a :class:`TraceFormatError`."""
+    takes its parent's owner.  Parents are resolved first: in id order, as PyTorch numbers them,
+    else by :func:`_owners_above`; a cycle of ctrl_deps is a :class:`TraceFormatError`."""
     n = len(cols.flags)
     parent, flags = cols.parent, cols.flags
     sel = array("q", b"\xff" * 8 * n)
-    state = bytearray(n)  # 0 not visited, 1 in progress, 2 done
-    for i, f in enumerate(flags):
-        if not f & F_SEEN or state[i] == 2:
+    done = bytearray(n)
+    for i in compress(range(n), flags):  # the ids in the file (a node's flags hold F_SEEN)
+        if done[i]:
             continue
         p = parent[i]
-        in_file = 0 <= p < n and flags[p] & F_SEEN
-        if not in_file and p >= 0:
-            raise _missing_parent(path, i, p)
-        if not in_file or state[p] == 2:  # the usual case: PyTorch numbers a parent before its children
-            sel[i] = _owner(i, f, sel[p] if in_file else -1)
-            state[i] = 2
+        if p < 0:
+            sel[i] = _owner(i, flags[i], -1)
+        elif p < n and flags[p] and done[p]:  # the usual case: PyTorch numbers a parent before its children
+            sel[i] = _owner(i, flags[i], sel[p])
+        else:
+            _owners_above(path, cols, sel, done, i)
             continue
-        stack = [i]
-        while stack:
-            j = stack[-1]
-            p = parent[j]
-            if 0 <= p < n and flags[p] & F_SEEN and state[p] != 2:
-                if state[p] == 1:
-                    raise _fail(path, f"the ctrl_deps of node {j} form a cycle", f"node id {j}")
-                state[j] = 1
-                stack.append(p)
-                continue
-            if p >= 0 and not (p < n and flags[p] & F_SEEN):
-                raise _missing_parent(path, j, p)
-            up = sel[p] if p >= 0 else -1
-            sel[j] = _owner(j, flags[j], up)
-            state[j] = 2
-            stack.pop()
+        done[i] = 1
     return sel
+
+
+def _owners_above(path: str, cols: _Arrays, sel: array, done: bytearray, i: int) -> None:
+    """Resolve node ``i`` and its unresolved ancestors, on an explicit stack (``done``: 1 for
+    the nodes resolved); a parent that the file does not have, or a cycle, is an error."""
+    n = len(cols.flags)
+    parent, flags = cols.parent, cols.flags
+    walking: set[int] = set()
+    stack = [i]
+    while stack:
+        j = stack[-1]
+        p = parent[j]
+        if p >= 0 and not (p < n and flags[p]):
+            raise _missing_parent(path, j, p)
+        if p >= 0 and not done[p]:
+            if p in walking:
+                raise _fail(path, f"the ctrl_deps of node {j} form a cycle", f"node id {j}")
+            walking.add(j)
+            stack.append(p)
+            continue
+        sel[j] = _owner(j, flags[j], sel[p] if p >= 0 else -1)
+        done[j] = 1
+        stack.pop()
 
 
 def _missing_parent(path: str, node: int, p: int) -> TraceFormatError:
@@ -596,7 +638,8 @@ def _host_ops(kept: dict[int, tuple], comms: dict[int, CommInfo], parent: array,
 def _rf_owners(cols: _Arrays, sel: array) -> IntMap:
     """rf_id -> the selected node that owns the node carrying it."""
     rf_owner = IntMap()
-    rf_owner.set_pairs(cols.rf, sel)  # an id that is not in the file has neither (-1)
+    flags = cols.flags  # an id that is not in the file has neither (-1): only those in it are set
+    rf_owner.set_pairs(compress(cols.rf, flags), compress(sel, flags))
     return rf_owner
 
 

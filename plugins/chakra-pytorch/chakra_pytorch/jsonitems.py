@@ -5,7 +5,7 @@ Two ways, same result:
 * fast: PyTorch writes both of its trace files pretty-printed, one array element per block of
   lines that ends with a line holding only the element's closing brace at the element's own
   indentation.  JSON strings cannot contain a raw newline, so ``"\\n" + indent + "}"`` can only
-  be that line: the bytes are cut there after the last element that ends within 16 KiB and
+  be that line: the bytes are cut there after the last element that ends within 64 KiB and
   decoded by orjson as one list (C speed; the elements of those bytes in memory at a time);
 * general: ijson's C backend, for every other layout (hand-written, one element per line,
   re-indented).  The fast way hands over to it whenever a cut does not decode as a list of objects,
@@ -34,7 +34,7 @@ __all__ = ["iter_items", "typed_decoder", "json_value", "keyed_type", "short_err
 _CHUNK = 1 << 20
 _MAX_ELEMENT = 64 << 20  # bytes searched for one element's end before handing over to ijson
 #: bytes of consecutive elements decoded by one orjson call (as a list; at least one element)
-_BATCH = 1 << 14
+_BATCH = 1 << 16
 _WS = b" \t\r\n"
 _NON_BLANK = re.compile(rb"[^ \t\r\n]")
 #: the comma between two elements and the brace that opens the next, within the buffer
@@ -69,9 +69,9 @@ def iter_items(path: str, key: str, decode: Callable[[bytes], list] | None = Non
     """
     done = 0
     try:
-        for item in _fast(path, key, decode or orjson.loads):
-            yield item
-            done += 1
+        for batch in _fast(path, key, decode or orjson.loads):
+            yield from batch
+            done += len(batch)  # the fast way gives up only between batches
         return
     except _NotThisLayout:
         pass
@@ -81,7 +81,9 @@ def iter_items(path: str, key: str, decode: Callable[[bytes], list] | None = Non
                 yield item
 
 
-def _fast(path: str, key: str, decode: Callable[[bytes], list]) -> Iterator[object]:
+def _fast(path: str, key: str, decode: Callable[[bytes], list]) -> Iterator[list]:
+    """The elements, a batch (a list) at a time; :class:`_NotThisLayout` where the fast way
+    cannot read on."""
     with open_binary(path) as f:
         buf = f.read(_CHUNK)
         m = re.search(b'"' + re.escape(key.encode()) + rb'"\s*:\s*\[', buf)
@@ -105,12 +107,12 @@ def _fast(path: str, key: str, decode: Callable[[bytes], list]) -> Iterator[obje
             start = reader.pos  # find may have moved the buffer
             stop = max(k, reader.buf.rfind(end, k, start + _BATCH)) + len(end)
             try:
-                items = decode(b"[" + reader.buf[start:stop] + b"]")
+                items = decode(b"".join((b"[", memoryview(reader.buf)[start:stop], b"]")))  # one copy
             except orjson.JSONDecodeError:
                 raise _NotThisLayout from None
             if not all(map(isinstance, items, repeat(dict))):
                 raise _NotThisLayout
-            yield from items
+            yield items
             m = _NEXT.match(reader.buf, stop)
             if m is not None:  # the common case, in one step
                 start = reader.pos = m.end() - 1
