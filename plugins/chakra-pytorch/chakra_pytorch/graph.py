@@ -32,8 +32,9 @@ from __future__ import annotations
 import bisect
 import itertools
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter, sub
 from typing import Any
 
 from chakra_core import GlobalMetadata, NodeType, TraceFormatError, make_attr
@@ -46,7 +47,7 @@ from .intmap import IntMap
 from .kineto import KinetoTrace
 from .outnode import ConvertedRank, OutNode, pg_init_node, toposort
 from .schema_version import PyTorchTraceWarning
-from .spantable import Span, spans_of
+from .spantable import Span, extents_of
 
 __all__ = ["OutNode", "ConvertedRank", "build_graph"]
 
@@ -138,8 +139,9 @@ def place_on_grid(b: RankBuild) -> None:
     kt = b.kt
     if kt is None:
         return
-    rfs = [op.rf_id for op in b.host.ops]
-    bounds = _host_bounds(kt.ops, rfs)
+    ops = b.host.ops
+    found, starts, ends = extents_of(kt.ops, map(attrgetter("rf_id"), ops))
+    bounds = (min(starts), max(ends)) if starts else None
     if bounds is not None:
         _trim_to_host(b, kt, *bounds)
     if kt.steps:
@@ -147,32 +149,21 @@ def place_on_grid(b: RankBuild) -> None:
         mine = [s for s in kt.steps if s[2] == first[2]]
         end = max(s[0] + s[1] for s in mine)
         b.step = (first[0], end - first[0], first[2], first[3])
-    starts = [g.ts for g in kt.gpu]
+    origins = [g.ts for g in kt.gpu]
     if bounds is not None:
-        starts.append(bounds[0])
+        origins.append(bounds[0])
     if b.step is not None:
-        starts.append(b.step[0])
-    b.t0 = min(starts) if starts else 0.0
-    missing = 0
-    for op, rec in zip(b.host.ops, spans_of(kt.ops, rfs)):
-        if rec is None:
-            missing += 1
-            continue
-        b.span[op.id] = (b.grid(rec[0]), b.grid(rec[0] + rec[1]))
-    if missing:
-        b.notes.append(f"{missing} of {len(b.host.ops)} host ops have no Kineto event: their duration is 0")
+        origins.append(b.step[0])
+    b.t0 = min(origins) if origins else 0.0
+    ids = map(attrgetter("id"), itertools.compress(ops, found))
+    b.span.update(zip(ids, zip(_on_grid(starts, b.t0), _on_grid(ends, b.t0))))
+    if len(starts) < len(ops):
+        b.notes.append(f"{len(ops) - len(starts)} of {len(ops)} host ops have no Kineto event: their duration is 0")
 
 
-def _host_bounds(spans: Mapping[int, Span], rfs: list[int]) -> tuple[float, float] | None:
-    """The earliest start and the latest end of the Kineto spans of the host ops with rf_ids
-    ``rfs`` (None: none has one)."""
-    lo = hi = None
-    for rec in spans_of(spans, rfs):
-        if rec is not None:
-            s, e = rec[0], rec[0] + rec[1]
-            lo = s if lo is None or s < lo else lo
-            hi = e if hi is None or e > hi else hi
-    return None if lo is None or hi is None else (lo, hi)
+def _on_grid(times: Iterable[float], t0: float) -> Iterator[int]:
+    """:meth:`RankBuild.grid` of each of ``times``, without a call of it per time."""
+    return map(round, map(sub, times, itertools.repeat(t0)))
 
 
 def _trim_to_host(b: RankBuild, kt: KinetoTrace, lo: float, hi: float) -> None:
@@ -230,19 +221,27 @@ def build_lanes(b: RankBuild, comm_kernel_owner: set[int]) -> None:
             _lane_node(b, op, lane, nested.get(op.id, 0))
 
 
+#: the type of a lane node (the enum's member, looked up once)
+_COMP_NODE = NodeType.COMP_NODE
+#: the span of a host op Kineto did not record
+_NO_SPAN = (-1, -1)
+
+
 def _lane_node(b: RankBuild, op: HostOp, lane: list[OutNode], nested_us: int) -> None:
     """A CPU node on its thread's lane, after the lane's last node; an op around a nested
     communication keeps its exclusive time."""
-    node = OutNode(op.id, op.name, NodeType.COMP_NODE, io=op.io, host=op.keep)
-    s, e = b.span.pop(op.id, (-1, -1))
+    node = OutNode(op.id, op.name, _COMP_NODE)  # the slots are set after: keywords cost more
+    node.io, node.host = op.io, op.keep
+    s, e = b.span.pop(op.id, _NO_SPAN)
     if s >= 0:
-        node.start, node.dur = s, max(0, e - s - nested_us)
+        dur = e - s - nested_us
+        node.start, node.dur = s, (dur if dur > 0 else 0)
     elif lane and lane[-1].start >= 0:
         node.start = lane[-1].end
     if lane:
         node.ctrl.append(lane[-1].id)
     lane.append(node)
-    b.out[node.id] = node
+    b.out[op.id] = node
 
 
 def _comm_node(b: RankBuild, op: HostOp, comm: CommInfo, lane: list[OutNode],

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import gzip
 import json
+import operator
 import sys
 import zlib
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -257,34 +258,101 @@ def read_kineto(path: str, wanted_rfs: set[int] | frozenset[int] | None = None,
     empty."""
     dist = read_distributed_info(path) if distributed is None else distributed
     kt = KinetoTrace(path, None, dist, SpanTable(), IntMap())
-    pids: dict[int, int] = {}
-    count = 0
+    reader = _EventReader(kt, wanted_rfs, on_event)
     try:
-        for ev in iter_items(path, "traceEvents", _event_decoder() if on_event is None else None):
-            count += 1
-            _take_event(kt, ev, wanted_rfs, pids, on_event)
+        reader.read(iter_items(path, "traceEvents", _event_decoder() if on_event is None else None))
     except FileNotFoundError:
         raise TraceFormatError("no such file", path) from None
     except (ijson.IncompleteJSONError, EOFError, gzip.BadGzipFile, zlib.error) as e:
         raise TraceFormatError(broken_json(e), path,
-                               f"after event {count}") from None
+                               f"after event {reader.count}") from None
     except ijson.JSONError as e:
-        raise TraceFormatError(f"malformed JSON ({short_error(e)})", path, f"after event {count}") from None
+        raise TraceFormatError(f"malformed JSON ({short_error(e)})", path, f"after event {reader.count}") from None
     except (TypeError, ValueError) as e:
-        raise TraceFormatError(f"bad trace event ({short_error(e)})", path, f"event {count}") from None
-    if count == 0:
+        raise TraceFormatError(f"bad trace event ({short_error(e)})", path, f"event {reader.count}") from None
+    if reader.count == 0:
         raise TraceFormatError("no 'traceEvents' list: not a Kineto trace", path)
     if not kt.used:
-        raise TraceFormatError(f"none of its {count} trace events is a complete event ('ph': 'X') of a kind "
+        raise TraceFormatError(f"none of its {reader.count} trace events is a complete event ('ph': 'X') of a kind "
                                f"read ({', '.join(sorted(_USED_CATS))}): nothing to convert", path)
-    if pids:
-        kt.pid = max(pids, key=pids.__getitem__)
+    if reader.pids:
+        kt.pid = max(reader.pids, key=reader.pids.__getitem__)
     kt.gpu.sort(key=lambda g: g.ts)
     if any(sy.precise for sy in kt.syncs):
         # cuda_sync events name the stream a runtime sync call waited for: keep those
         precise = {sy.correlation for sy in kt.syncs if sy.precise}
         kt.syncs = [sy for sy in kt.syncs if sy.precise or sy.kind == "device" or sy.correlation not in precise]
     return kt
+
+
+#: the largest signed 64-bit integer's successor (ids and threads are below it)
+_INT64 = 1 << 63
+
+
+class _EventReader:
+    """The pass of :func:`read_kineto` over a trace's events, into ``kt``: ``count`` is the
+    number of events read (also when one is refused: the error names it), ``pids`` the number of
+    host events of each process."""
+
+    def __init__(self, kt: KinetoTrace, wanted_rfs: set[int] | frozenset[int] | None,
+                 on_event: OnEvent | None) -> None:
+        self.kt, self.wanted_rfs, self.on_event = kt, wanted_rfs, on_event
+        self.count = 0
+        self.pids: dict[int, int] = {}
+
+    def read(self, events: Iterable[Any]) -> None:
+        """Take each of ``events`` in turn.  Read without ``on_event``, a CPU op of the common
+        shape (a complete op whose times are floats in range, whose process, thread, ``Record
+        function id`` and ``External id`` are 64-bit integers, the process and the ids
+        non-negative, neither a ProfilerStep nor ``finished``) is taken here as
+        :func:`_take_event` would take it, without a call per field, and counted at the end
+        (``used``, ``rf_events``, ``pids``); any other event by :func:`_take_event`."""
+        kt, wanted, pids, on_event = self.kt, self.wanted_rfs, self.pids, self.on_event
+        ops = kt.ops
+        assert isinstance(ops, SpanTable)  # filled while read
+        put, ext_rf, intern = ops.put, kt.ext_rf, sys.intern
+        plain = on_event is None
+        count = taken = mark = 0
+        last_pid = -1
+        try:
+            for ev in events:
+                count += 1
+                if not plain or type(ev) is not dict or ev.get("cat") != "cpu_op":
+                    _take_event(kt, ev, wanted, pids, on_event)
+                    continue
+                try:
+                    ph, name, ts, dur, pid, tid, args = _OP_FIELDS(ev)
+                    rf, ext = _OP_IDS(args)
+                except (KeyError, TypeError):  # a field missing, or arguments that are not an object
+                    _take_event(kt, ev, wanted, pids, on_event)
+                    continue
+                if not (ph == "X" and type(name) is str and type(ts) is float and type(dur) is float
+                        and type(pid) is int and type(tid) is int and type(rf) is int and type(ext) is int
+                        and -_MAX_US <= ts <= _MAX_US and 0.0 <= dur <= _MAX_US and 0 <= pid < _INT64
+                        and -_INT64 <= tid < _INT64 and 0 <= rf < _INT64 and 0 <= ext < _INT64
+                        and "finished" not in args and not name.startswith("ProfilerStep#")):
+                    _take_event(kt, ev, wanted, pids, on_event)
+                    continue
+                if pid != last_pid:  # the ops of one process come in runs: counted by the run
+                    if last_pid >= 0:
+                        pids[last_pid] += taken - mark
+                    pids.setdefault(pid, 0)
+                    last_pid, mark = pid, taken
+                taken += 1
+                if wanted is None or rf in wanted:
+                    put(rf, ts, dur, tid, intern(name))
+                ext_rf[ext] = rf
+        finally:
+            self.count = count
+        if last_pid >= 0:
+            pids[last_pid] += taken - mark
+        kt.used += taken
+        kt.rf_events += taken
+
+
+#: the fields of a CPU op that :meth:`_EventReader.read` takes, and the ids among its arguments
+_OP_FIELDS = operator.itemgetter("ph", "name", "ts", "dur", "pid", "tid", "args")
+_OP_IDS = operator.itemgetter("Record function id", "External id")
 
 
 @cache

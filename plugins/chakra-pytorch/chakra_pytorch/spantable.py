@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable, Iterator, Mapping
+from itertools import compress
+from operator import add
 
 from .intmap import IntMap
 
-__all__ = ["SpanTable", "Span", "spans_of"]
+__all__ = ["SpanTable", "Span", "spans_of", "extents_of"]
 
 #: a host op's Kineto span: start and duration (microseconds), thread, name
 Span = tuple[float, float, int, str]
@@ -73,6 +75,14 @@ class SpanTable(Mapping[int, Span]):
         for row in self._rows.get_many(keys):
             yield None if row < 0 else (ts[row], dur[row], tids[row], names[row])
 
+    def extents(self, keys: Iterable[int]) -> tuple[list[bool], list[float], list[float]]:
+        """:func:`extents_of` this table, without a call per key."""
+        rows = list(self._rows.get_many(keys))
+        found = list(map((0).__le__, rows))
+        starts = list(map(self._ts.__getitem__, compress(rows, found)))
+        ends = list(map(add, starts, map(self._dur.__getitem__, compress(rows, found))))
+        return found, starts, ends
+
     def __contains__(self, key: object) -> bool:
         return self._row(key) >= 0
 
@@ -89,3 +99,20 @@ def spans_of(table: Mapping[int, Span], keys: Iterable[int]) -> Iterator[Span | 
     if isinstance(table, SpanTable):
         return table.spans(keys)
     return map(table.get, keys)
+
+
+def extents_of(table: Mapping[int, Span], keys: Iterable[int]) -> tuple[list[bool], list[float], list[float]]:
+    """Which of ``keys`` have a span in ``table``, and the starts and ends (start + duration,
+    microseconds) of those that have one, in the order of ``keys``: three columns, made without a
+    call per key when ``table`` is a :class:`SpanTable`."""
+    if isinstance(table, SpanTable):
+        return table.extents(keys)
+    found: list[bool] = []
+    starts: list[float] = []
+    ends: list[float] = []
+    for rec in map(table.get, keys):
+        found.append(rec is not None)
+        if rec is not None:
+            starts.append(rec[0])
+            ends.append(rec[0] + rec[1])
+    return found, starts, ends
