@@ -11,6 +11,7 @@ time.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import orjson
@@ -39,12 +40,25 @@ def io_texts(io: bytes, printed: dict[bytes, str]) -> tuple[str, str, str, str, 
     kept there while it has room."""
     iv, ish, ity, ov, osh, oty = io.split(b"\n")
     get = printed.get
-    return (repr(orjson.loads(iv)), get(ish) or _print(printed, ish), get(ity) or _print(printed, ity),
-            repr(orjson.loads(ov)), get(osh) or _print(printed, osh), get(oty) or _print(printed, oty))
+    return (_printed(iv), get(ish) or _print(printed, ish), get(ity) or _print(printed, ity),
+            _printed(ov), get(osh) or _print(printed, osh), get(oty) or _print(printed, oty))
 
 
 def _print(printed: dict[bytes, str], line: bytes) -> str:
-    text = repr(orjson.loads(line))
+    text = _printed(line)
     if len(printed) < _MAX_PRINTED:
         printed[line] = text
     return text
+
+
+#: the JSON text of a plain list: integers, lists, and strings of letters, digits and ``_.:``
+_PLAIN = re.compile(rb'[-0-9,\[\]]*+(?:"[A-Za-z0-9_.:]*+"[-0-9,\[\]]*+)*+')
+
+
+def _printed(line: bytes) -> str:
+    """``repr`` of the value of a list as :func:`dump_io` keeps it; that of a plain list
+    (:data:`_PLAIN`: most values lists, of tensors, sizes and devices) is its JSON text spaced
+    and quoted as Python prints it."""
+    if _PLAIN.fullmatch(line):
+        return line.replace(b",", b", ").replace(b'"', b"'").decode()
+    return repr(orjson.loads(line))

@@ -16,6 +16,7 @@ from chakra_core import (
     NodeType,
     TraceFormatError,
     add_attr,
+    encode_varint,
     process_groups_json,
 )
 
@@ -79,49 +80,63 @@ class OutNode:
         return n
 
     def serialized(self, records: dict[str, dict[Any, Any]]) -> bytes:
-        """``to_node().SerializeToString()``, made faster for a host op and an ``[idle]`` node: the
-        attributes are the Node's last field, so the records of those after ``rf_id`` (values
-        that repeat from node to node) are appended as bytes encoded once, kept in ``records``
-        (:func:`attr_records`, one table for the nodes written together, which also keeps the
-        printed shapes and types of the inputs and outputs)."""
-        host, printed = self.host, records[_PRINTED]
-        if host is None and self.extra is IDLE_ATTRS:
-            return self._head(printed).SerializeToString() + _IDLE_RECORD
-        if host is None or self.extra:
+        """``to_node().SerializeToString()``, made faster for all but the nodes with attributes
+        of their own (other than ``[idle]``'s): protobuf writes their fields before the
+        attributes, then the attribute records (the Node's last field) are appended as bytes;
+        those of the host attributes after ``rf_id`` (values that repeat from node to node) are
+        encoded once and kept in ``records`` (:func:`attr_records`, one table for the nodes
+        written together, which also keeps the printed shapes and types of the inputs and
+        outputs).  A value of a type or range not written here takes protobuf's way: its bytes,
+        or its error."""
+        extra, printed = self.extra, records[_PRINTED]
+        if extra and extra is not IDLE_ATTRS:
             return self.to_node(printed).SerializeToString()
-        n = self._head(printed)
-        rf = host[0]
-        if type(rf) is int:
-            n.attr.add(name="rf_id", int64_val=rf)
-        parts = [n.SerializeToString()]
-        for k, v in zip(_REPEATING_INTS, host[1:-1]):
-            if type(v) is int:
-                parts.append(records[k].get(v) or _attr_record(records, k, v))
-        schema = host[-1]
-        if isinstance(schema, str) and schema:
-            parts.append(records["op_schema"].get(schema) or _attr_record(records, "op_schema", schema))
+        try:
+            n = self._numbered()
+            if self.io is not None:
+                _set_io(n, self.io, printed)
+            parts = [n.SerializeToString(), _CPU_RECORDS[self.cpu]]
+            if self.host is not None:
+                _host_records(parts, self.host, records)
+        except (LookupError, TypeError, ValueError):  # one written by protobuf: its bytes, or its error
+            return self.to_node(printed).SerializeToString()
+        if extra:
+            parts.append(_IDLE_RECORD)
         return b"".join(parts)
 
     def _head(self, printed: dict[bytes, str]) -> Node:
         """The protobuf Node up to its first attribute (``is_cpu_op``), inputs and outputs included
         (``printed``: as :func:`.iotext.io_texts` takes it)."""
-        n = Node(id=self.id, name=self.name, type=self.type, duration_micros=max(self.dur, 0), ctrl_deps=self.ctrl)
-        if self.start >= 0:
-            n.start_time_micros = self.start
-        if self.data:
-            n.data_deps.extend(self.data)
+        n = self._numbered()
         n.attr.add(name="is_cpu_op", bool_val=self.cpu)
         if self.io is not None:
-            iv, ish, ity, ov, osh, oty = io_texts(self.io, printed)
-            inputs, outputs = n.inputs, n.outputs
-            inputs.values, inputs.shapes, inputs.types = iv, ish, ity
-            outputs.values, outputs.shapes, outputs.types = ov, osh, oty
+            _set_io(n, self.io, printed)
         return n
+
+    def _numbered(self) -> Node:
+        """The protobuf Node of the fields before ``inputs``: id, name, type, dependencies and times."""
+        start, dur = self.start, self.dur
+        n = Node(id=self.id, name=self.name, type=self.type, duration_micros=dur if dur > 0 else 0, ctrl_deps=self.ctrl)
+        if start >= 0:
+            n.start_time_micros = start
+        if self.data:
+            n.data_deps.extend(self.data)
+        return n
+
+
+def _set_io(n: Node, io: bytes, printed: dict[bytes, str]) -> None:
+    """Set the inputs and outputs of ``n`` from kept inputs/outputs ``io`` (``printed``: as
+    :func:`.iotext.io_texts` takes it)."""
+    iv, ish, ity, ov, osh, oty = io_texts(io, printed)
+    inputs, outputs = n.inputs, n.outputs
+    inputs.values, inputs.shapes, inputs.types = iv, ish, ity
+    outputs.values, outputs.shapes, outputs.types = ov, osh, oty
 
 
 #: the host attributes after rf_id, whose values repeat from node to node
 _REPEATING = KEEP_ATTRS[1:]
-_REPEATING_INTS = _INT_KEEP[1:]
+#: the names of the host attributes, by their place in a host op's tuple (integers, then the schema)
+_RF_ID, _FW_PARENT, _SEQ_ID, _SCOPE, _TID, _FW_TID, _SCHEMA = KEEP_ATTRS
 #: the key of the printed inputs and outputs in :func:`attr_records`' table (no attribute's name)
 _PRINTED = "inputs/outputs"
 #: the most values per attribute name whose records are kept; others are encoded each time
@@ -130,31 +145,76 @@ _MAX_RECORDS = 4096
 
 def attr_records() -> dict[str, dict[Any, Any]]:
     """An empty table for :meth:`OutNode.serialized`: per attribute name, value -> the encoded
-    attribute record (field 10 of Node: tag, length, message), and the printed shapes and types
+    attribute record (field 10 of Node: key, length, message), and the printed shapes and types
     of inputs and outputs (:func:`.iotext.io_texts`).  Let it go with the nodes: its small
     objects, made while the nodes are written, would otherwise hold on to memory pages."""
     return {_PRINTED: {}, **{k: {} for k in _REPEATING}}
 
 
-def _idle_record() -> bytes:
-    one = Node()
-    one.attr.add(name="idle", bool_val=True)
-    return one.SerializeToString()
+def _key(field_number: int, wire_type: int) -> bytes:
+    """The key protobuf writes before a field: its number and how its value is written."""
+    return encode_varint(field_number << 3 | wire_type)
 
 
-_IDLE_RECORD = _idle_record()  # the attribute record of an [idle] node
+_VARINT, _SIZED = 0, 2  # the wire types written here: a varint, and a length then bytes
+# Node's field of the attributes (chakra_core's et_def.proto), then AttributeProto's fields written here
+_ATTR = _key(10, _SIZED)
+_ATTR_NAME, _INT64_VAL, _BOOL_VAL, _STRING_VAL = _key(1, _SIZED), _key(9, _VARINT), _key(27, _VARINT), _key(29, _SIZED)
+_INT64 = 1 << 63
+
+
+def _sized(data: bytes) -> bytes:
+    """``data`` after its length, as a length-delimited field holds it."""
+    return encode_varint(len(data)) + data
+
+
+def _int64(value: int) -> bytes:
+    """An int64's varint (a negative one as its 64-bit two's complement); a ValueError past 64 bits."""
+    if not -_INT64 <= value < _INT64:
+        raise ValueError(f"{value} is not an int64")
+    return encode_varint(value & (2 * _INT64 - 1))
+
+
+def _record(name: str, value: bytes) -> bytes:
+    """The record of attribute ``name`` (not empty) in a Node, ``value`` its oneof's key and value."""
+    return _ATTR + _sized(_ATTR_NAME + _sized(name.encode()) + value)
+
+
+_CPU_RECORDS = {cpu: _record("is_cpu_op", _BOOL_VAL + encode_varint(cpu)) for cpu in (False, True)}
+_IDLE_RECORD = _record("idle", _BOOL_VAL + encode_varint(True))  # the attribute record of an [idle] node
+#: an rf_id record up to its value, by the length of the value's varint (a record under 128 bytes)
+_RF_ID_HEADS = {size: _record(_RF_ID, _INT64_VAL + bytes(size))[:-size] for size in range(1, 11)}
+
+
+def _host_records(parts: list[bytes], host: tuple, records: dict[str, dict[Any, Any]]) -> None:
+    """Append the records of the KEEP_ATTRS values of a host op that are set (the integers, and
+    the schema when not empty), in the order :meth:`OutNode.to_node` adds them."""
+    rf, fw_parent, seq_id, scope, tid, fw_tid, schema = host
+    if type(rf) is int:
+        value = encode_varint(rf) if 0 <= rf < _INT64 else _int64(rf)
+        parts += (_RF_ID_HEADS[len(value)], value)
+    if type(fw_parent) is int:
+        parts.append(records[_FW_PARENT].get(fw_parent) or _attr_record(records, _FW_PARENT, fw_parent))
+    if type(seq_id) is int:
+        parts.append(records[_SEQ_ID].get(seq_id) or _attr_record(records, _SEQ_ID, seq_id))
+    if type(scope) is int:
+        parts.append(records[_SCOPE].get(scope) or _attr_record(records, _SCOPE, scope))
+    if type(tid) is int:
+        parts.append(records[_TID].get(tid) or _attr_record(records, _TID, tid))
+    if type(fw_tid) is int:
+        parts.append(records[_FW_TID].get(fw_tid) or _attr_record(records, _FW_TID, fw_tid))
+    if isinstance(schema, str) and schema:
+        parts.append(records[_SCHEMA].get(schema) or _attr_record(records, _SCHEMA, schema))
 
 
 def _attr_record(records: dict[str, dict[Any, Any]], name: str, value: int | str) -> bytes:
-    """The bytes protobuf writes for attribute ``name`` = ``value`` in a Node (an op_schema as a
-    string, an integer as int64, the slots :meth:`OutNode.to_node` takes), not yet in ``records``
-    (the caller looked): made, and kept there while the table has room."""
-    one = Node()
+    """The record of attribute ``name`` = ``value`` (an op_schema as a string, an integer as
+    int64, the slots :meth:`OutNode.to_node` takes), not yet in ``records`` (the caller looked):
+    made, and kept there while the table has room."""
     if isinstance(value, str):
-        one.attr.add(name=name, string_val=value)
+        rec = _record(name, _STRING_VAL + _sized(value.encode()))
     else:
-        one.attr.add(name=name, int64_val=value)
-    rec = one.SerializeToString()
+        rec = _record(name, _INT64_VAL + _int64(value))
     table = records[name]
     if len(table) < _MAX_RECORDS:
         table[value] = rec
@@ -195,11 +255,14 @@ def toposort(out: dict[int, OutNode]) -> list[OutNode]:
     started it: ranks match collectives by their order in the file, which is the issue order
     (a worker can start the first of two queued collectives after the second was issued).
     ``out`` is emptied (the order is the last use of the table, and its memory is let go); the
-    tables of the order are integer arrays, a few bytes per node."""
+    tables of the order are integer arrays, and a list of each node's dependencies not yet
+    ordered (small integers, which Python shares): a few bytes per node."""
     nodes = list(out.values())
-    waiting, first, more = _dependencies(nodes, {nid: i for i, nid in enumerate(out)})
+    counts, first, more = _dependencies(nodes, dict(zip(out, range(len(nodes)))))
     out.clear()
     by_rank, rank = _issue_ranks(nodes)
+    waiting = counts.tolist()  # read and written faster than the array's boxed integers
+    del counts
     ready = [rank[i] for i, w in enumerate(waiting) if w == 0]
     heapq.heapify(ready)
     order: list[OutNode] = []
@@ -207,8 +270,14 @@ def toposort(out: dict[int, OutNode]) -> list[OutNode]:
     while ready:
         i = by_rank[pop(ready)]
         order.append(nodes[i])
-        only = first[i]
-        kids: Sequence[int] = more.get(i) or ((only,) if only >= 0 else ())
+        kids: Sequence[int] | None = more.get(i)
+        if kids is None:  # one dependant at most (the next node of a lane): no sequence of it
+            c = first[i]
+            if c >= 0:
+                waiting[c] -= 1
+                if not waiting[c]:
+                    push(ready, rank[c])
+            continue
         for c in kids:
             waiting[c] -= 1
             if not waiting[c]:
