@@ -83,7 +83,11 @@ class RankBuild:
 
     def grid(self, x: float) -> int:
         """Microseconds from the trace origin, rounded to the common integer grid."""
-        return int(round(x - self.t0))
+        return round(x - self.t0)
+
+    def grid_all(self, times: Iterable[float]) -> Iterator[int]:
+        """:meth:`grid` of each of ``times``, without a call per time."""
+        return map(round, map(sub, times, itertools.repeat(self.t0)))
 
 
 def build_graph(host: HostTrace, kt: KinetoTrace | None, rank: int, world: int,
@@ -156,14 +160,9 @@ def place_on_grid(b: RankBuild) -> None:
         origins.append(b.step[0])
     b.t0 = min(origins) if origins else 0.0
     ids = map(attrgetter("id"), itertools.compress(ops, found))
-    b.span.update(zip(ids, zip(_on_grid(starts, b.t0), _on_grid(ends, b.t0))))
+    b.span.update(zip(ids, zip(b.grid_all(starts), b.grid_all(ends))))
     if len(starts) < len(ops):
         b.notes.append(f"{len(ops) - len(starts)} of {len(ops)} host ops have no Kineto event: their duration is 0")
-
-
-def _on_grid(times: Iterable[float], t0: float) -> Iterator[int]:
-    """:meth:`RankBuild.grid` of each of ``times``, without a call of it per time."""
-    return map(round, map(sub, times, itertools.repeat(t0)))
 
 
 def _trim_to_host(b: RankBuild, kt: KinetoTrace, lo: float, hi: float) -> None:
