@@ -275,7 +275,7 @@ def _collectives(out: Classified, cols: NodeColumns, rows: np.ndarray, us: np.nd
             kind[i], dur[i] = K_COMP, recorded
             out.replayed[names[ct]] = out.replayed.get(names[ct], 0) + 1
             continue
-        if not replay and CommType(ct) not in _MODELLED:
+        if not replay and ct not in _MODELLED:  # IntEnum members equal their values
             out.unmodelled.add(names[ct])
         out.groups.add(pg)
         if replay:
