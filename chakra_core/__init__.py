@@ -20,7 +20,7 @@ Public API (everything else is private; docs/api.md describes each name):
   :class:`Option`, :func:`get_host` (:class:`PluginHost`, :class:`PluginInfo`),
   :func:`lazy_getattr`, :func:`lazy_exports`
 - errors: :class:`ChakraError`, :class:`TraceFormatError`, :class:`ConfigError`,
-  :class:`PluginError`
+  :class:`PluginError`; warnings: :class:`TraceFormatWarning`
 - commands (one call each, as the CLI): :func:`convert`, :func:`validate` (:class:`Validation`),
   :func:`stats`, :func:`jsonize`, :func:`transform`, :func:`generate`, :func:`simulate`,
   :func:`emulate`, :func:`export`
@@ -70,7 +70,7 @@ if TYPE_CHECKING:
     from chakra_core.analysis._timeline import add_span_outputs, write_timeline, write_timeline_from_options
     from chakra_core.analysis._timeline_options import TIMELINE_OPTIONS
     from chakra_core.base._cachedir import cache_dir
-    from chakra_core.base._errors import ChakraError, ConfigError, PluginError, TraceFormatError
+    from chakra_core.base._errors import ChakraError, ConfigError, PluginError, TraceFormatError, TraceFormatWarning
     from chakra_core.base._jitchoice import compiled_worthwhile
     from chakra_core.base._kernels import chosen, compiled, kernel
     from chakra_core.base._limits import check_limit, get_limit
@@ -146,7 +146,7 @@ __all__ = [
     "hookimpl", "Register", "InputFormat", "Backend", "Transform", "Synthesizer", "Result", "Option",
     "Generator", "generate",
     "get_host", "PluginHost", "PluginInfo", "lazy_getattr", "lazy_exports",
-    "ChakraError", "TraceFormatError", "ConfigError", "PluginError",
+    "ChakraError", "TraceFormatError", "ConfigError", "PluginError", "TraceFormatWarning",
     "validate", "Finding", "compute_stats", "DepGraph", "detect_format", "load_traces", "run_pipeline",
     "load_pipeline", "Pipeline", "Stage", "custom_collective",
     "convert", "simulate", "emulate", "export", "transform", "stats", "jsonize", "Validation", "progress", "Progress",
@@ -185,7 +185,7 @@ _EXPORTS = {
     "base._options": ("Option",),
     "host._plugins": ("get_host", "PluginHost", "PluginInfo"),
     "base._lazy": ("lazy_getattr", "lazy_exports"),
-    "base._errors": ("ChakraError", "TraceFormatError", "ConfigError", "PluginError"),
+    "base._errors": ("ChakraError", "TraceFormatError", "ConfigError", "PluginError", "TraceFormatWarning"),
     "validation._finding": ("Finding",),
     "validation._custom": ("custom_collective",),
     "trace._stats": ("compute_stats",),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["ChakraError", "TraceFormatError", "ConfigError", "PluginError"]
+__all__ = ["ChakraError", "TraceFormatError", "ConfigError", "PluginError", "TraceFormatWarning"]
 
 
 class ChakraError(Exception):
@@ -40,3 +40,8 @@ class ConfigError(ChakraError):
 
 class PluginError(ChakraError):
     """A plugin that cannot be found, loaded or used."""
+
+
+class TraceFormatWarning(UserWarning):
+    """An input file read with a fallback its format leaves to the reader (an ``.et`` file
+    without a GlobalMetadata message: its metadata read as empty); the CLI prints it as a note."""

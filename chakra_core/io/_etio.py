@@ -2,7 +2,9 @@
 
 An ``.et`` file is a GlobalMetadata message followed by Node messages, each preceded by its
 length as a protobuf varint; gzip is detected by its magic bytes on read and chosen by a ``.gz``
-name on write.
+name on write.  A file whose first message is a node (Chakra's converters of 2023 wrote no
+GlobalMetadata) is read from its first message on, with empty metadata and a
+:class:`TraceFormatWarning` (:func:`_headless_node`).
 
 Speed: the reader parses framed nodes in batches.  The framing ``varint(len) + message`` is,
 with one tag byte (``0x0a``) in front, the encoding of one element of ``repeated Node nodes = 1``,
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import warnings
 import zlib
 from collections.abc import Iterable, Iterator
 from functools import cache
@@ -26,13 +29,13 @@ from typing import Any, BinaryIO, NoReturn, TypeVar
 
 from google.protobuf.message import DecodeError
 
-from chakra_core.base._errors import ConfigError, TraceFormatError
+from chakra_core.base._errors import ConfigError, TraceFormatError, TraceFormatWarning
 from chakra_core.base._inputguard import refuse_replacing_input
 from chakra_core.base._jitchoice import compiled_worthwhile
 from chakra_core.base._kernels import compiled
 from chakra_core.base._limits import get_limit, limit_message
 from chakra_core.io._proto.et_batch_pb2 import NodeBatch
-from chakra_core.io._schema import GlobalMetadata, Node
+from chakra_core.io._schema import GlobalMetadata, Node, NodeType
 from chakra_core.io._varint import decode_varint, encode_varint
 
 __all__ = ["EtReader", "EtWriter", "read_et", "write_et", "open_binary", "atomic_output", "frame_nodes"]
@@ -98,6 +101,8 @@ class EtReader:
         self.path = str(path)
         self.batch_size = batch_size
         self._meta: GlobalMetadata | None = None
+        #: the file has no GlobalMetadata: its first message is its first node
+        self._headless = False
 
     @property
     def metadata(self) -> GlobalMetadata:
@@ -375,11 +380,13 @@ class _Framer:
                 continue
             if first:
                 first = False
-                self._metadata(buf[hp : hp + ln])
-                pos = hp + ln
+                if self._metadata(buf[hp : hp + ln]):
+                    pos = hp + ln
+                    if meta_only:
+                        return
+                    continue
                 if meta_only:
                     return
-                continue
             frame = buf[pos : hp + ln]
             if ln == 0 or ln > self.max_deps:
                 self.check_node(frame, hp - pos, base + pos, index)
@@ -426,7 +433,7 @@ class _Framer:
         ln, hp = decode_varint(buf)
         while hp + ln > len(buf):
             buf += f.read(max(_CHUNK, hp + ln - len(buf)))
-        pos, base, index, eof = hp + ln, 0, 0, False
+        pos, base, index, eof = 0 if self.meta_sink._headless else hp + ln, 0, 0, False
         longest = min(self.max_deps, MAX_MESSAGE)
         while True:
             end = len(buf)
@@ -464,12 +471,40 @@ class _Framer:
             self.check_inflation(gz_raw, base + len(buf))
         return buf, base, not more
 
-    def _metadata(self, message: bytes) -> None:
-        """Keep the file's first message, its GlobalMetadata, on the reader."""
+    def _metadata(self, message: bytes) -> bool:
+        """Keep the file's first message, its GlobalMetadata, on the reader (True); False when
+        it is a node instead (:func:`_headless_node`): the metadata is then empty, the nodes start
+        with that message, and a :class:`TraceFormatWarning` says so."""
+        reader = self.meta_sink
         try:
-            self.meta_sink._meta = GlobalMetadata.FromString(message)
+            meta = GlobalMetadata.FromString(message)
         except DecodeError as e:
-            raise self.fail(f"first message is not a GlobalMetadata ({e})", 0) from None
+            if not _headless_node(message):
+                raise self.fail(f"first message is not a GlobalMetadata ({e})", 0) from None
+        else:  # a node can read as a GlobalMetadata of unknown fields only
+            if meta.version or meta.attr or not message or not _headless_node(message):
+                reader._meta, reader._headless = meta, False
+                return True
+        reader._meta, reader._headless = GlobalMetadata(), True
+        warnings.warn(TraceFormatWarning(f"{self.path}: no GlobalMetadata (its first message is a node, as "
+                                         "Chakra's converters of 2023 wrote): read from its first message on, "
+                                         "with empty metadata"), stacklevel=2)
+        return False
+
+
+def _headless_node(message: bytes) -> bool:
+    """Whether a file's first message is a node rather than its GlobalMetadata: it reads as a
+    Node of a known type other than INVALID_NODE (a GlobalMetadata has no such field; files of
+    Chakra's 2023 text converter start so)."""
+    try:
+        kind = Node.FromString(message).type
+    except DecodeError:
+        return False
+    return kind in _NODE_TYPES
+
+
+#: the node types of the schema, INVALID_NODE (0) left out
+_NODE_TYPES = frozenset(int(t) for t in NodeType if t != NodeType.INVALID_NODE)
 
 
 def read_et(path: str | os.PathLike) -> tuple[GlobalMetadata, list[Node]]:

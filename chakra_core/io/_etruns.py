@@ -112,16 +112,17 @@ def _runs(f: BinaryIO, framer: _Framer, gz_raw: BinaryIO | None, chunk: int, com
 def _metadata(data: bytes, framer: _Framer) -> tuple[int, int]:
     """The length of the GlobalMetadata message at the start of ``data`` (the file's first bytes)
     and where it starts, checked as the reader checks it: from ``data`` when it holds the whole
-    message, else by a reader of the file (which names a bad or cut message)."""
+    message, else by a reader of the file (which names a bad or cut message); ``(0, 0)`` for a
+    file without one (its first message is a node)."""
     try:
         ln, hp = decode_varint(data)
     except (EOFError, ValueError):
         ln, hp = MAX_MESSAGE + 1, 0
     if ln > MAX_MESSAGE or hp + ln > len(data):
-        _ = framer.meta_sink.metadata
-        return decode_varint(data)
-    framer._metadata(data[hp:hp + ln])
-    return ln, hp
+        reader = framer.meta_sink
+        _ = reader.metadata
+        return (0, 0) if reader._headless else decode_varint(data)
+    return (ln, hp) if framer._metadata(data[hp:hp + ln]) else (0, 0)
 
 
 def _length_at(data: bytes, stop: int, base: int, framer: _Framer) -> int:
