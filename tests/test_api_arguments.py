@@ -188,3 +188,21 @@ def test_a_backend_named_by_something_else_than_a_string(tmp_path, call):
 
     with pytest.raises(chakra_core.PluginError, match="a backend is named by a string, got None; installed: .*simpy"):
         call(chakra_core, tmp_path)
+
+
+def test_encode_varint_is_protobufs_varint():
+    # protobuf's own encoding of a uint64 field is its key (0x08 for field 1) then the varint
+    import random
+
+    from chakra_core import Node
+
+    rng = random.Random(7)
+    values = [0, 1, 127, 128, 255, 300, 16383, 16384, (1 << 21) - 1, 1 << 21, (1 << 63) - 1, 1 << 63, (1 << 64) - 1]
+    values += [rng.randrange(1 << rng.randrange(1, 65)) for _ in range(2000)]
+    for v in values:
+        want = Node(id=v).SerializeToString()[1:] if v else b"\x00"
+        assert encode_varint(v) == want, v
+        assert decode_varint(want) == (v, len(want))
+    for bad in (-1, 1 << 64):
+        with pytest.raises(ValueError):
+            encode_varint(bad)

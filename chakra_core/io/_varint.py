@@ -23,6 +23,8 @@ def encode_varint(value: int) -> bytes:
     """The varint of ``value`` (0 <= value < 2**64; a ValueError otherwise): 1 to 10 bytes."""
     if 0 <= value < 0x80:
         return _SMALL[value]
+    if 0 < value < 0x4000:  # two bytes: most lengths and keys past one byte
+        return bytes((value & 0x7F | 0x80, value >> 7))
     if not 0 <= value < _LIMIT:
         raise ValueError(f"a varint holds 0 to 2**64-1, not {value}")
     out = bytearray()
