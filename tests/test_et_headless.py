@@ -62,7 +62,7 @@ def test_reader_starts_at_the_first_message(rank):
     reader = EtReader(path)
     nodes, said = _read(lambda: list(reader))
     assert nodes == want
-    assert reader.metadata == GlobalMetadata()
+    assert reader.metadata == GlobalMetadata() and not reader.has_metadata
     assert len(said) == 1 and str(path) in str(said[0].message) and "no GlobalMetadata" in str(said[0].message)
     compiled, _ = _read(lambda: [n for b in EtReader(path)._run_batches() for n in b])
     assert compiled == want
@@ -139,7 +139,7 @@ def test_metadata_that_is_no_node_stays_metadata(tmp_path):
     for meta in (b"", b"\x0a\x00", GlobalMetadata(version="0.0.4").SerializeToString(), b"\x0a\x05hello"):
         path = _file(tmp_path, meta, [node])
         nodes, said = _read(lambda p=path: list(EtReader(p)))
-        assert nodes == [node] and not said
+        assert nodes == [node] and not said and EtReader(path).has_metadata
     # a node of no known type is no node: the message is read as metadata of unknown fields
     nodes, said = _read(lambda: list(EtReader(_file(tmp_path, b"\x18\x63", [node]))))
     assert nodes == [node] and not said

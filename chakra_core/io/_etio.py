@@ -113,6 +113,13 @@ class EtReader:
         assert self._meta is not None
         return self._meta
 
+    @property
+    def has_metadata(self) -> bool:
+        """Whether the file starts with a GlobalMetadata message (False for a file whose first
+        message is a node, as Chakra's converters of 2023 wrote: its :attr:`metadata` is empty)."""
+        _ = self.metadata
+        return not self._headless
+
     def __iter__(self) -> Iterator[Node]:
         """The nodes, one after another (the batches flattened at C speed: no generator step per
         node)."""

@@ -22,6 +22,7 @@ from typing import Any
 from chakra_core import (
     Backend,
     ConfigError,
+    EtReader,
     EtWriter,
     GlobalMetadata,
     Option,
@@ -222,6 +223,19 @@ def _write_workload(traces: TraceSet, plan: Plan, gp: GroupPlan, wdir: Path, pre
     check_p2p(p2p, report)
 
 
+def _copy_et(src: str | Path, dst: Path) -> None:
+    """Copy the ``.et`` file ``src`` to ``dst`` as ASTRA-sim reads it: as it is, or, a file
+    without a GlobalMetadata message (Chakra's converters of 2023), written again with empty
+    metadata before the same node bytes (ASTRA-sim would take its first node for metadata)."""
+    reader = EtReader(src)
+    if reader.has_metadata:
+        shutil.copyfile(src, dst)
+        return
+    with EtWriter(dst, reader.metadata) as w:
+        for data in reader.raw():
+            w.write_raw(data)
+
+
 def export_astrasim(traces: TraceSet, output: str | Path, options: Mapping[str, Any] | None = None) -> Result:
     """Export ``traces`` to the directory ``output``; ``options`` as the backend declares them
     (missing ones take their defaults).  Returns the Result (summary, files, notes)."""
@@ -263,7 +277,7 @@ def export_astrasim(traces: TraceSet, output: str | Path, options: Mapping[str, 
         for kind, sources in custom.items():
             (stage / CUSTOM_DIR).mkdir(exist_ok=True)
             for r, src in enumerate(sources):
-                shutil.copyfile(src, stage / CUSTOM_DIR / f"{kind}.{r}.et")
+                _copy_et(src, stage / CUSTOM_DIR / f"{kind}.{r}.et")
             report.configs.append(f"custom {kind}: {len(sources)} ET files copied to {CUSTOM_DIR}/{kind}.<rank>.et "
                                   f"(ASTRA-sim times them with the message sizes they hold), named by "
                                   f"'{kind}-implementation-{opts['custom_keys']}' in system.json"

@@ -8,6 +8,7 @@ values are computed in the tests from the rules of docs/astrasim.md and the spec
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import pytest
@@ -16,12 +17,15 @@ from chakra_astrasim import export_astrasim
 from chakra_core import (
     CommType,
     ConfigError,
+    EtReader,
     GlobalMetadata,
     MemoryRank,
     Node,
     NodeType,
     TraceFormatError,
+    TraceFormatWarning,
     TraceSet,
+    decode_varint,
     get_attr,
     get_int,
     get_str,
@@ -674,6 +678,33 @@ def test_custom_collective_files_are_copied_and_named(tmp_path, astrasim_check):
     with pytest.raises(ConfigError, match="no ET for rank 2"):
         export(tset(work), tmp_path / "o4", system=sysf, network=net)
     assert not (tmp_path / "o4").exists()
+
+
+def test_custom_collective_files_without_metadata_are_copied_with_it(tmp_path):
+    """A custom collective's ETs whose first message is a node (Chakra's 2023 converters wrote
+    no GlobalMetadata; made here by leaving the metadata message out of written files) are read
+    with empty metadata; the export writes them with a metadata message before the same node
+    bytes, since ASTRA-sim reads the first message as metadata."""
+    per = {r: [node(1, T.COMM_SEND_NODE, comm_dst=1 - r, comm_size=512, comm_tag=0),
+               node(2, T.COMM_RECV_NODE, comm_src=1 - r, comm_size=512, comm_tag=0)] for r in range(2)}
+    tset(per).write(tmp_path / "full" / "ar")
+    (tmp_path / "custom").mkdir()
+    for r in range(2):
+        data = (tmp_path / "full" / f"ar.{r}.et").read_bytes()
+        ln, at = decode_varint(data)
+        (tmp_path / "custom" / f"ar.{r}.et").write_bytes(data[at + ln:])  # the node frames alone
+    sysf = write(tmp_path / "s.yaml", "all-reduce-implementation-custom: custom/ar\n")
+    work = {r: [coll(1, CommType.ALL_REDUCE, 1024)] for r in range(2)}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        export(tset(work), tmp_path / "o", system=sysf)
+    assert any(issubclass(w.category, TraceFormatWarning) for w in caught)
+    for r in range(2):
+        out = (tmp_path / "o" / "custom" / f"all-reduce.{r}.et").read_bytes()
+        ln, at = decode_varint(out)
+        assert GlobalMetadata.FromString(out[at:at + ln]) == GlobalMetadata()
+        assert out[at + ln:] == (tmp_path / "custom" / f"ar.{r}.et").read_bytes()
+        assert EtReader(tmp_path / "o" / "custom" / f"all-reduce.{r}.et").has_metadata
 
 
 def test_a_free_network_dimension_is_sized_to_the_set(tmp_path, astrasim_check):
