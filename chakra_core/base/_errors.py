@@ -44,4 +44,4 @@ class PluginError(ChakraError):
 
 class TraceFormatWarning(UserWarning):
     """An input file read with a fallback its format leaves to the reader (an ``.et`` file
-    without a GlobalMetadata message: its metadata read as empty); the CLI prints it as a note."""
+    without a GlobalMetadata message: its metadata read as empty); the CLI prints it as a warning line."""
