@@ -1,9 +1,9 @@
 """.et files without a GlobalMetadata message: every reader path starts at the first message.
 
 ``tests/data/jsonizer_2023/all_reduce.{0,1}.et`` were written by MLCommons Chakra's text converter
-of 2023-11-22 (see the README there), which wrote node messages only.  Each test takes what the
-file holds from its bytes alone (varint-framed messages decoded one by one with protobuf) and
-requires the reader paths to give the same nodes.
+of 2023-11-22 (see the README there), which wrote node messages only; ``all_reduce.{0,1}.json``
+are that commit's jsonizer's output for them, which decoded every message as a Node.  The nodes
+the jsonizer wrote are what each reader path must give.
 """
 
 from __future__ import annotations
@@ -24,26 +24,19 @@ from chakra_core import (
     TraceFormatError,
     TraceFormatWarning,
     node_columns,
+    read_json,
     role_key,
 )
 from chakra_core.io._etruns import file_runs
 from chakra_core.io._schema import GlobalMetadata, Node, NodeType
-from chakra_core.io._varint import decode_varint, encode_varint
+from chakra_core.io._varint import encode_varint
 
 DATA = Path(__file__).parent / "data" / "jsonizer_2023"
 
 
-def _messages(data: bytes) -> list[bytes]:
-    out, pos = [], 0
-    while pos < len(data):
-        ln, pos = decode_varint(data, pos)
-        out.append(data[pos:pos + ln])
-        pos += ln
-    return out
-
-
-def _expected(path: Path) -> list[Node]:
-    return [Node.FromString(m) for m in _messages(path.read_bytes())]
+def _expected(rank: int) -> list[Node]:
+    """The nodes of ``all_reduce.RANK.et`` as the 2023 jsonizer wrote them."""
+    return list(read_json(DATA / f"all_reduce.{rank}.json")[1])
 
 
 def _read(reader_call):
@@ -56,7 +49,7 @@ def _read(reader_call):
 @pytest.mark.parametrize("rank", [0, 1])
 def test_reader_starts_at_the_first_message(rank):
     path = DATA / f"all_reduce.{rank}.et"
-    want = _expected(path)
+    want = _expected(rank)
     assert len(want) == 19 and want[0].type == NodeType.COMM_COLL_NODE
     assert [n.id for n in want] == list(range(19 * rank, 19 * rank + 19))  # ids not restarted per rank
     reader = EtReader(path)
@@ -67,7 +60,8 @@ def test_reader_starts_at_the_first_message(rank):
     compiled, _ = _read(lambda: [n for b in EtReader(path)._run_batches() for n in b])
     assert compiled == want
     raw, _ = _read(lambda: list(EtReader(path).raw()))
-    assert raw == _messages(path.read_bytes())
+    assert raw == [n.SerializeToString() for n in want]
+    assert b"".join(encode_varint(len(m)) + m for m in raw) == path.read_bytes()  # the whole file
 
 
 @pytest.mark.parametrize("compile_it", [False, True])
@@ -75,10 +69,10 @@ def test_runs_and_columns_start_at_the_first_message(compile_it, tmp_path):
     if compile_it:
         pytest.importorskip("numba")
     path = DATA / "all_reduce.1.et"
-    want = _expected(path)
+    want = _expected(1)
     runs, _ = _read(lambda: list(file_runs(str(path), compile_it=compile_it)))
     got = [bytes(data[s:s + n]) for data, starts, sizes, _, _ in runs for s, n in zip(starts, sizes)]
-    assert got == _messages(path.read_bytes())
+    assert got == [n.SerializeToString() for n in want]
     cols, _ = _read(lambda: node_columns(FileRank(1, path), compile_it=compile_it))
     assert cols.ids.tolist() == [n.id for n in want]
     assert cols.types.tolist() == [n.type for n in want]
@@ -89,7 +83,7 @@ def test_gzipped_file_reads_the_same(tmp_path):
     gz = tmp_path / "all_reduce.0.et.gz"
     gz.write_bytes(gzip.compress(path.read_bytes()))
     nodes, said = _read(lambda: list(EtReader(gz)))
-    assert nodes == _expected(path) and len(said) == 1
+    assert nodes == _expected(0) and len(said) == 1
 
 
 def test_converted_set_carries_metadata_and_the_same_nodes(tmp_path, chakra_cli):
@@ -98,19 +92,16 @@ def test_converted_set_carries_metadata_and_the_same_nodes(tmp_path, chakra_cli)
     assert status == 0, err
     assert {str(w.message).split(":")[0] for w in said} == {str(DATA / f"all_reduce.{r}.et") for r in (0, 1)}
     for r in (0, 1):
-        written = (tmp_path / "up" / f"trace.{r}.et").read_bytes()
-        msgs = _messages(written)
-        GlobalMetadata.FromString(msgs[0])  # a metadata message first now
-        assert [Node.FromString(m) for m in msgs[1:]] == _expected(DATA / f"all_reduce.{r}.et")
         with warnings.catch_warnings():
             warnings.simplefilter("error", TraceFormatWarning)  # read back without the fallback
-            assert list(EtReader(tmp_path / "up" / f"trace.{r}.et")) == _expected(DATA / f"all_reduce.{r}.et")
+            reader = EtReader(tmp_path / "up" / f"trace.{r}.et")
+            assert reader.has_metadata and list(reader) == _expected(r)
 
 
 def test_role_key_is_that_of_the_same_nodes_with_metadata(tmp_path):
     src = DATA / "all_reduce.0.et"
     with EtWriter(tmp_path / "with.0.et", GlobalMetadata(version="0.0.4")) as w:
-        w.write_many(_expected(src))
+        w.write_many(_expected(0))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TraceFormatWarning)
         assert role_key(FileRank(0, src)).digest == role_key(FileRank(0, tmp_path / "with.0.et")).digest
