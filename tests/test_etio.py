@@ -357,3 +357,18 @@ def test_frame_cut_as_python_is_the_compiled_one(tmp_path):
     assert plain[0].tobytes() == b"".join(b"\x0a" + f for f in frames)
     assert plain[2].tolist() == np.cumsum([0] + [len(f) for f in frames[:-1]]).tolist()
     assert plain[3] == len(b"".join(frames))
+
+
+@pytest.mark.parametrize("size", [10, 8 << 10, (8 << 10) + 1, 300 << 10])
+@pytest.mark.parametrize("gz", [False, True])
+def test_metadata_of_any_length_is_read_alone_and_before_the_nodes(tmp_path, size, gz):
+    # the metadata alone is read from a short first read, longer metadata by reading on
+    from chakra_core.trace._attrs import make_attr
+
+    meta = GlobalMetadata(version="0.0.4")
+    meta.attr.append(make_attr("note", "x" * size))
+    path = tmp_path / ("t.0.et.gz" if gz else "t.0.et")
+    write_et(path, meta, _nodes(30))
+    assert EtReader(path).metadata == meta
+    reader = EtReader(path)
+    assert list(reader) == _nodes(30) and reader.metadata == meta
