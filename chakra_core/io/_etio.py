@@ -443,7 +443,7 @@ class _Framer:
         ln, hp = decode_varint(buf)
         while hp + ln > len(buf):
             buf += f.read(max(_CHUNK, hp + ln - len(buf)))
-        pos, base, index, eof = 0 if self.meta_sink._headless else hp + ln, 0, 0, False
+        pos, base, index, eof = hp + ln if self.meta_sink.has_metadata else 0, 0, 0, False
         longest = min(self.max_deps, MAX_MESSAGE)
         while True:
             end = len(buf)

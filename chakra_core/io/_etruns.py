@@ -119,9 +119,7 @@ def _metadata(data: bytes, framer: _Framer) -> tuple[int, int]:
     except (EOFError, ValueError):
         ln, hp = MAX_MESSAGE + 1, 0
     if ln > MAX_MESSAGE or hp + ln > len(data):
-        reader = framer.meta_sink
-        _ = reader.metadata
-        return (0, 0) if reader._headless else decode_varint(data)
+        return decode_varint(data) if framer.meta_sink.has_metadata else (0, 0)
     return (ln, hp) if framer._metadata(data[hp:hp + ln]) else (0, 0)
 
 

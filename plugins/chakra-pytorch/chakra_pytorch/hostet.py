@@ -40,7 +40,7 @@ from chakra_core import TraceFormatError, open_binary
 from .comms import CommInfo, comm_from_c10d, comm_from_param_comms, merge_param_comms, tensors_in
 from .commwork import WorkAnnotation, attach_annotations
 from .intmap import IntMap
-from .ints import MAX_RANKS, int64, is_rank, node_ref
+from .ints import INT64_END, MAX_RANKS, int64, is_rank, node_ref
 from .iotext import dump_io
 from .jsonitems import broken_json, iter_items, json_value, keyed_type, short_error, typed_decoder
 from .kineto import KinetoTrace
@@ -61,8 +61,6 @@ F_SEEN, F_OP, F_ROOT, F_ANCHOR = 1, 2, 4, 8
 #: factor times the nodes read so far is refused (PyTorch's ids count nodes and tensors from 1)
 _ID_FLOOR = 1 << 22
 _ID_FACTOR = 64
-#: the rf_ids kept in the columns are below this (:func:`.ints.node_ref`: non-negative signed 64-bit)
-_REF_END = 1 << 63
 #: operator candidates held as read (attributes, inputs and outputs), before the compact form is
 #: made: most are folded into their parent operator, which PyTorch writes right after them
 _RAW_WINDOW = 64
@@ -321,7 +319,7 @@ class _HostReader:
         if type(rf) is not int and rf is not None:  # its Kineto spans would be lost
             raise _fail(self.path, f"node id {nid}: rf_id must be an integer, not {type(rf).__name__}",
                         f"node {index}")
-        cols.rf[nid] = rf if rf is not None and 0 <= rf < _REF_END else -1  # node_ref(rf), without a call
+        cols.rf[nid] = rf if rf is not None and 0 <= rf < INT64_END else -1  # node_ref(rf), without a call
         if name in _ROOT_NAMES:
             flags[nid] = F_SEEN | F_ROOT
         elif name == PG_INIT:

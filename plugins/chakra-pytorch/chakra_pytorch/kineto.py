@@ -30,7 +30,7 @@ import ijson
 from chakra_core import TraceFormatError, open_binary
 
 from .intmap import IntMap
-from .ints import MAX_RANKS, event_int, int64_from_number, is_rank
+from .ints import INT64_END, MAX_RANKS, event_int, int64_from_number, is_rank
 from .jsonitems import broken_json, iter_items, json_value, keyed_type, short_error, typed_decoder
 from .spantable import Span, SpanTable
 
@@ -285,10 +285,6 @@ def read_kineto(path: str, wanted_rfs: set[int] | frozenset[int] | None = None,
     return kt
 
 
-#: the largest signed 64-bit integer's successor (ids and threads are below it)
-_INT64 = 1 << 63
-
-
 class _EventReader:
     """The pass of :func:`read_kineto` over a trace's events, into ``kt``: ``count`` is the
     number of events read (also when one is refused: the error names it), ``pids`` the number of
@@ -328,8 +324,8 @@ class _EventReader:
                     continue
                 if not (ph == "X" and type(name) is str and type(ts) is float and type(dur) is float
                         and type(pid) is int and type(tid) is int and type(rf) is int and type(ext) is int
-                        and -_MAX_US <= ts <= _MAX_US and 0.0 <= dur <= _MAX_US and 0 <= pid < _INT64
-                        and -_INT64 <= tid < _INT64 and 0 <= rf < _INT64 and 0 <= ext < _INT64
+                        and -_MAX_US <= ts <= _MAX_US and 0.0 <= dur <= _MAX_US and 0 <= pid < INT64_END
+                        and -INT64_END <= tid < INT64_END and 0 <= rf < INT64_END and 0 <= ext < INT64_END
                         and "finished" not in args and not name.startswith("ProfilerStep#")):
                     _take_event(kt, ev, wanted, pids, on_event)
                     continue

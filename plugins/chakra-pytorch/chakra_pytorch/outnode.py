@@ -21,6 +21,7 @@ from chakra_core import (
 )
 
 from .hostet import KEEP_ATTRS
+from .ints import INT64_END, int64
 from .iotext import dump_io, io_texts
 
 __all__ = ["OutNode", "ConvertedRank", "toposort", "pg_init_node", "attr_records", "IDLE_NAME", "IDLE_ATTRS"]
@@ -160,7 +161,6 @@ _VARINT, _SIZED = 0, 2  # the wire types written here: a varint, and a length th
 # Node's field of the attributes (chakra_core's et_def.proto), then AttributeProto's fields written here
 _ATTR = _key(10, _SIZED)
 _ATTR_NAME, _INT64_VAL, _BOOL_VAL, _STRING_VAL = _key(1, _SIZED), _key(9, _VARINT), _key(27, _VARINT), _key(29, _SIZED)
-_INT64 = 1 << 63
 
 
 def _sized(data: bytes) -> bytes:
@@ -170,9 +170,9 @@ def _sized(data: bytes) -> bytes:
 
 def _int64(value: int) -> bytes:
     """An int64's varint (a negative one as its 64-bit two's complement); a ValueError past 64 bits."""
-    if not -_INT64 <= value < _INT64:
+    if int64(value) is None:
         raise ValueError(f"{value} is not an int64")
-    return encode_varint(value & (2 * _INT64 - 1))
+    return encode_varint(value & (2 * INT64_END - 1))
 
 
 def _record(name: str, value: bytes) -> bytes:
@@ -191,7 +191,7 @@ def _host_records(parts: list[bytes], host: tuple, records: dict[str, dict[Any, 
     the schema when not empty), in the order :meth:`OutNode.to_node` adds them."""
     rf, fw_parent, seq_id, scope, tid, fw_tid, schema = host
     if type(rf) is int:
-        value = encode_varint(rf) if 0 <= rf < _INT64 else _int64(rf)
+        value = encode_varint(rf) if 0 <= rf < INT64_END else _int64(rf)
         parts += (_RF_ID_HEADS[len(value)], value)
     if type(fw_parent) is int:
         parts.append(records[_FW_PARENT].get(fw_parent) or _attr_record(records, _FW_PARENT, fw_parent))
